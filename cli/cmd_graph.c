@@ -1,0 +1,3 @@
+/* stub: replaced by the module's implementation */
+#include "cli.h"
+int cmd_graph(int argc, char **argv) { (void)argc; (void)argv; return EXIT_USAGE; }

@@ -1,0 +1,59 @@
+/* main.c — `shardlab COMMAND ...`: dispatch to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"check", cmd_check, "validate topology, model and scenario files"},
+	{"topo", cmd_topo, "describe a topology: devices, tiers, bisection, paths"},
+	{"graph", cmd_graph, "list a model's operators with shapes, FLOPs and parameters"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: shardlab COMMAND [ARGS...]\n"
+	        "       shardlab COMMAND --help\n"
+	        "       shardlab --version\n"
+	        "\n"
+	        "shardlab plans and simulates distributed deep-learning training on\n"
+	        "Ascend and GPU clusters.\n"
+	        "\n"
+	        "commands:\n");
+	for (size_t i = 0; i < SL_COUNTOF(commands); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f,
+	        "\n"
+	        "Files are JSON with a \"format\" of shardlab-topology, shardlab-model\n"
+	        "or shardlab-scenario (docs/formats.md). Where a command takes a\n"
+	        "topology or a model, a scenario file naming one works too.\n"
+	        "\n"
+	        "exit status: 0 success, 1 invalid input (diagnostics on stderr as\n"
+	        "FILE:LINE: JSON.PATH: MESSAGE), 2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("shardlab %s\n", SHARDLAB_VERSION);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < SL_COUNTOF(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "shardlab: unknown command '%s' (see shardlab --help)\n", argv[1]);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,150 @@
+/* models.h — the operator-graph IR, the op catalog, the JSON model loader
+ * and the model generators (FFN, MLP, attention, transformer, GPT, LLaMA).
+ *
+ * A graph records shapes only: tensors are names, dtypes and dimensions;
+ * nothing allocates tensor data. Ops are stored in a topological order
+ * (ties kept in file order). Tensors are graph inputs, parameters
+ * (weights) or activations (op outputs).
+ *
+ * Units: element counts and shapes int64_t; FLOPs and bytes double.
+ * FLOPs count a multiply-add as 2. Bytes read/written are the op's own
+ * tensors at their dtype (a view such as Reshape moves nothing).
+ *
+ * Data flow: util -> models. Nothing here knows about devices or plans;
+ * planner/ distributes ops through the dimension signatures it derives
+ * from the catalog (DESIGN.md, "Op dimension signatures").
+ */
+#ifndef SHARDLAB_MODELS_H
+#define SHARDLAB_MODELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define MODEL_FORMAT "shardlab-model"
+#define MODEL_VERSION 1
+#define GRAPH_MAX_RANK 8
+
+enum op_kind {
+	OP_MATMUL,
+	OP_BATCHMATMUL,
+	OP_ADD,
+	OP_SUB,
+	OP_MUL,
+	OP_BIASADD,
+	OP_RELU,
+	OP_GELU,
+	OP_SILU,
+	OP_DROPOUT,
+	OP_CAST,
+	OP_SOFTMAX,
+	OP_LAYERNORM,
+	OP_RMSNORM,
+	OP_RESHAPE,
+	OP_TRANSPOSE,
+	OP_REDUCESUM,
+	OP_REDUCEMEAN,
+	OP_GATHER,
+	OP_CONCAT,
+	OP_SPLIT,
+	OP_STRIDEDSLICE,
+	OP_SOFTMAXCROSSENTROPY,
+	OP_COUNT
+};
+
+/* "MatMul", "BatchMatMul", ... as written in model files. */
+const char *op_kind_name(enum op_kind k);
+/* -1 when unknown. */
+int op_kind_parse(const char *name);
+
+enum tensor_role { TENSOR_INPUT, TENSOR_PARAM, TENSOR_ACTIVATION };
+
+struct tensor {
+	const char *name;          /* inputs/params: as declared; outputs: op name, or "op:k" for k > 0 */
+	enum tensor_role role;
+	enum dtype dtype;
+	int rank;
+	int64_t dims[GRAPH_MAX_RANK];
+	int64_t elems;             /* product of dims (1 for rank 0) */
+	int producer;              /* op index, -1 for inputs and params */
+	int n_consumers;
+};
+
+/* Attributes; which ones an op uses is in docs/formats.md. */
+struct op_attrs {
+	bool transpose_a, transpose_b;        /* MatMul, BatchMatMul */
+	int axis;                             /* Softmax, Gather, Concat, Split, LayerNorm/RMSNorm begin axis */
+	int n_axes;                           /* ReduceSum/ReduceMean */
+	int axes[GRAPH_MAX_RANK];
+	bool keep_dims;
+	int n_shape;                          /* Reshape target / Transpose perm / StridedSlice begin,end,strides */
+	int64_t shape[GRAPH_MAX_RANK];        /* Reshape (one -1 allowed in the file, resolved here) */
+	int64_t perm[GRAPH_MAX_RANK];         /* Transpose */
+	int64_t begin[GRAPH_MAX_RANK], end[GRAPH_MAX_RANK], strides[GRAPH_MAX_RANK];
+	int n_outputs;                        /* Split */
+	enum dtype to;                        /* Cast */
+	double keep_prob;                     /* Dropout */
+};
+
+struct op {
+	const char *name;
+	enum op_kind kind;
+	int n_in, n_out;
+	int *in, *out;                        /* tensor indices */
+	struct op_attrs attrs;
+	enum dtype dtype;                     /* of the (first) output */
+	double flops;                         /* forward */
+	double bytes_read, bytes_written;     /* forward */
+	int64_t params;                       /* elements of the parameter inputs */
+	int line;                             /* line in the model file, 0 if generated */
+};
+
+struct graph {
+	const char *name;
+	const char *file;                     /* model file, or NULL when inline/generated */
+	int n_ops, n_tensors;
+	struct op *ops;                       /* topological order */
+	struct tensor *tensors;
+};
+
+struct graph_totals {
+	int64_t parameters;                   /* unique parameter tensors, elements */
+	double parameter_bytes;
+	double forward_flops;
+	double matmul_flops;                  /* MatMul and BatchMatMul only */
+	double bytes_read, bytes_written;
+	int ops;
+};
+
+/* Load and validate a model file (explicit graph or generator form).
+ * Returns NULL after adding diagnostics. Allocated in `a`. */
+struct graph *graph_load(struct arena *a, const char *path, struct diag_list *diags);
+/* The same from a parsed document whose "format" is MODEL_FORMAT. */
+struct graph *graph_load_doc(struct arena *a, struct json_doc *doc);
+/* A model object embedded in another file (a scenario's "model"): same
+ * schema as a model file, "format"/"version" optional. */
+struct graph *graph_load_value(struct arena *a, const struct jv *model);
+
+/* Generators, also reachable from files as {"generator": {...}}. */
+enum model_gen_kind { GEN_FFN, GEN_MLP, GEN_ATTENTION, GEN_TRANSFORMER, GEN_GPT, GEN_LLAMA, GEN_COUNT };
+extern const char *const model_gen_names[GEN_COUNT];
+
+struct model_gen {
+	enum model_gen_kind kind;
+	int64_t hidden, layers, heads, kv_heads, seq, vocab, micro_batch, ffn;
+	enum dtype dtype;
+	bool bias;                            /* linear layers carry biases (GPT yes, LLaMA no) */
+	double dropout;                       /* 0: no Dropout ops */
+};
+/* Fills defaults for a kind (see docs/formats.md). */
+void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind);
+/* Returns NULL after adding diagnostics (file may be NULL). */
+struct graph *graph_generate(struct arena *a, const struct model_gen *g, struct diag_list *diags);
+
+/* Lookups; -1 when absent. */
+int graph_find_op(const struct graph *g, const char *name);
+int graph_find_tensor(const struct graph *g, const char *name);
+void graph_totals(const struct graph *g, struct graph_totals *out);
+
+#endif

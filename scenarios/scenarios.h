@@ -1,0 +1,124 @@
+/* scenarios.h — a study to run: a model on a topology with some devices,
+ * the shard() configurations the user wrote, the planners to compare, the
+ * training settings and the simulation options.
+ *
+ * The loader validates everything it can without planning: op names
+ * exist, each strategy has one entry per op input and one cut per tensor
+ * dimension, cuts divide the dimensions, strategies fit the device count,
+ * the topology has the devices. Planning itself is planner/'s job.
+ *
+ * Data flow: util, topologies, models -> scenarios -> planner.
+ */
+#ifndef SHARDLAB_SCENARIOS_H
+#define SHARDLAB_SCENARIOS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "models.h"
+#include "topologies.h"
+#include "util.h"
+
+#define SCENARIO_FORMAT "shardlab-scenario"
+#define SCENARIO_VERSION 1
+#define SHARD_MAX_AXES 8
+
+enum shard_form {
+	SHARD_TUPLE,   /* [[2,1],[1,4]]: slices per dimension of each input */
+	SHARD_LAYOUT,  /* seed 004's Layout: named device axes mapped to tensor dimensions */
+};
+
+/* One tensor's placement in the Layout form: for each dimension, the
+ * device-matrix axes it is split over, major first (none = not split). */
+struct shard_tensor_map {
+	int rank;
+	int n_axes[GRAPH_MAX_RANK];
+	int axes[GRAPH_MAX_RANK][SHARD_MAX_AXES]; /* indices into device_matrix */
+};
+
+struct shard_config {
+	const char *op_name;
+	int op;                       /* index in the graph's ops */
+	int line;                     /* where the file states it */
+	enum shard_form form;
+	int n_in;
+	/* SHARD_TUPLE: cuts[i][d] slices of dimension d of input i. */
+	int64_t (*cuts)[GRAPH_MAX_RANK];
+	/* SHARD_LAYOUT: device matrix with axis names, and a map per input and
+	 * (optionally, n_out > 0) per output. */
+	int n_dev_axes;
+	int64_t device_matrix[SHARD_MAX_AXES];
+	const char *axis_names[SHARD_MAX_AXES];
+	struct shard_tensor_map *in_maps;
+	int n_out;
+	struct shard_tensor_map *out_maps;
+};
+
+enum planner_kind {
+	PLANNER_PROPAGATE,
+	PLANNER_RECURSIVE,
+	PLANNER_DATA_PARALLEL,
+	PLANNER_MEGATRON,
+	PLANNER_MEGATRON_SEARCH,
+	PLANNER_COUNT
+};
+extern const char *const planner_names[PLANNER_COUNT];
+
+enum pipeline_schedule { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED_1F1B, SCHED_COUNT };
+extern const char *const schedule_names[SCHED_COUNT];
+
+enum recompute_mode { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
+extern const char *const recompute_names[RECOMPUTE_COUNT];
+
+enum sim_fidelity { FIDELITY_COARSE, FIDELITY_STEP, FIDELITY_COUNT };
+extern const char *const fidelity_names[FIDELITY_COUNT];
+
+enum collective_algo {
+	COLL_AUTO, COLL_RING, COLL_TREE, COLL_HALVING_DOUBLING, COLL_HIERARCHICAL, COLL_DIRECT,
+	COLL_COUNT
+};
+extern const char *const collective_algo_names[COLL_COUNT];
+
+struct training {
+	int64_t global_batch;         /* samples per iteration */
+	int64_t micro_batches;        /* per iteration per pipeline */
+	int64_t pipeline_stages;
+	int64_t virtual_stages;       /* per device, interleaved schedule */
+	enum pipeline_schedule schedule;
+	enum recompute_mode recompute;
+	int zero_stage;               /* 0..3 */
+	enum dtype dtype;             /* compute dtype */
+};
+
+struct sim_options {
+	enum sim_fidelity fidelity;
+	enum collective_algo collective_algo;
+};
+
+struct scenario {
+	const char *name;
+	const char *description;
+	const char *file;
+	const char *model_file;       /* NULL when the model is inline */
+	const char *topology_file;
+	struct graph *graph;
+	struct topology *topo;
+	int64_t devices;              /* devices the study uses (ranks 0..devices-1) */
+	int n_shards;
+	struct shard_config *shards;  /* in file order */
+	int n_planners;
+	enum planner_kind planners[PLANNER_COUNT];
+	struct training training;
+	struct sim_options sim;
+};
+
+/* Load and validate a scenario and the model and topology it names (paths
+ * relative to the scenario's folder). NULL after diagnostics. */
+struct scenario *scenario_load(struct arena *a, const char *path, struct diag_list *diags);
+/* The same from a parsed document whose "format" is SCENARIO_FORMAT. */
+struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc);
+
+/* The shard() configuration of an op, or NULL. */
+const struct shard_config *scenario_shard_for(const struct scenario *s, int op);
+
+#endif

@@ -1,0 +1,134 @@
+/* topologies.h — clusters of Ascend or GPU servers and their interconnects.
+ *
+ * A topology is one device kind, a server (devices plus intra-server tiers
+ * and NICs) and optionally a cluster of such servers on a fabric stated by
+ * parameters (server count, leaf size, oversubscription, switch latency),
+ * never by listing links. Ranks are numbered server-major: rank r lives on
+ * server r / devices_per_server as local device r % devices_per_server.
+ *
+ * Units inside: bytes, bytes/s, FLOP/s, seconds. Files say GB/s (10^9),
+ * Gb/s where the field name says so, TFLOP/s, GB (10^9 bytes), microseconds.
+ *
+ * Data flow: util -> topologies. Nothing here knows about graphs or plans.
+ */
+#ifndef SHARDLAB_TOPOLOGIES_H
+#define SHARDLAB_TOPOLOGIES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define TOPO_FORMAT "shardlab-topology"
+#define TOPO_VERSION 1
+#define TOPO_MAX_TIERS 4
+
+struct topo_device {
+	const char *kind;                /* "Ascend 910", "NVIDIA A100 SXM 80GB" */
+	double peak_flops[DT_COUNT];     /* dense peak per dtype, FLOP/s; 0 = not given */
+	double hbm_bytes;
+	double hbm_bps;                  /* HBM bandwidth, bytes/s */
+	double matmul_efficiency;        /* achievable fraction of peak for large GEMMs */
+	double memory_efficiency;        /* achievable fraction of HBM bandwidth */
+};
+
+enum topo_tier_kind {
+	TOPO_TIER_MESH,   /* a dedicated link between every pair of a group (HCCS) */
+	TOPO_TIER_SWITCH, /* each member has one port into a non-blocking switch (NVSwitch, PCIe) */
+	TOPO_TIER_KIND_COUNT
+};
+extern const char *const topo_tier_kind_names[TOPO_TIER_KIND_COUNT];
+
+/* One intra-server tier. Two devices of a server talk over the first tier
+ * (innermost first) in which they share a group. */
+struct topo_tier {
+	const char *name;            /* "hccs", "nvswitch", "pcie" */
+	enum topo_tier_kind kind;
+	int n_groups;
+	int *group_of;               /* [devices_per_server]: group index, or -1 if not in this tier */
+	int *group_size;             /* [n_groups] */
+	double bandwidth_bps;        /* mesh: per peer link; switch: per device port; one direction */
+	double latency_s;            /* one-way device-to-device latency across the tier */
+	double shared_bps;           /* aggregate cap on traffic crossing the tier; 0 = none */
+};
+
+struct topo_nic {
+	int per_server;              /* device d uses NIC d * per_server / devices_per_server */
+	double bandwidth_bps;        /* per NIC, one direction */
+	double latency_s;            /* per NIC traversal (counted at both ends) */
+};
+
+enum topo_fabric_kind {
+	TOPO_FABRIC_NONE,            /* a single server */
+	TOPO_FABRIC_FAT_TREE,        /* leaf switches under a spine level */
+	TOPO_FABRIC_RAIL_OPTIMIZED,  /* NIC k of every server in a rail group shares leaf k */
+	TOPO_FABRIC_KIND_COUNT
+};
+extern const char *const topo_fabric_kind_names[TOPO_FABRIC_KIND_COUNT];
+
+struct topo_fabric {
+	enum topo_fabric_kind kind;
+	int nics_per_leaf;           /* fat tree: NIC ports under one leaf switch */
+	int servers_per_rail_group;  /* rail-optimized: servers whose NIC k share leaf k */
+	double oversubscription;     /* leaf down:up bandwidth ratio, >= 1 (1 = non-blocking) */
+	double switch_latency_s;     /* per switch traversal */
+};
+
+struct topology {
+	const char *name;
+	const char *source;          /* citation of the figures */
+	const char *file;            /* the file it was loaded from */
+	struct topo_device device;
+	int devices_per_server;
+	int n_tiers;
+	struct topo_tier tiers[TOPO_MAX_TIERS];
+	struct topo_nic nic;
+	int servers;                 /* 1 for a single server */
+	struct topo_fabric fabric;
+	int64_t n_devices;           /* servers * devices_per_server */
+};
+
+/* Load and validate a topology file. Returns NULL after adding diagnostics.
+ * A cluster file may name its server file with "base" (relative to the
+ * file's folder). Everything is allocated in `a`. */
+struct topology *topo_load(struct arena *a, const char *path, struct diag_list *diags);
+/* The same from an already parsed document whose "format" is TOPO_FORMAT. */
+struct topology *topo_load_doc(struct arena *a, struct json_doc *doc);
+
+/* ------------------------------------------------------------- queries */
+
+#define TOPO_NETWORK (-1)   /* topo_tier_between: the ranks talk over the NICs */
+#define TOPO_SELF (-2)      /* the same rank */
+
+/* Index of the intra-server tier two ranks use, TOPO_NETWORK or TOPO_SELF. */
+int topo_tier_between(const struct topology *t, int64_t a, int64_t b);
+
+#define TOPO_MAX_HOPS 12
+
+struct topo_hop {
+	char what[48];               /* "hccs link 0-1", "nic 3 of server 0", "leaf 2", "spine" */
+	double bandwidth_bps;
+	double latency_s;
+};
+
+struct topo_path {
+	int n_hops;
+	struct topo_hop hops[TOPO_MAX_HOPS];
+	int tier;                    /* as topo_tier_between */
+	double bottleneck_bps;       /* least bandwidth along the path */
+	double latency_s;            /* sum of the hops' latencies */
+};
+
+/* Path between two ranks; false if a rank is out of range. */
+bool topo_path_between(const struct topology *t, int64_t a, int64_t b, struct topo_path *out);
+
+/* Per-device bandwidth a tier offers (mesh: all its links together; switch:
+ * its port), and the per-device NIC bandwidth, one direction. */
+double topo_tier_device_bps(const struct topology *t, int tier);
+double topo_nic_device_bps(const struct topology *t);
+
+/* Bandwidth across the cut between ranks [0, n/2) and [n/2, n), one
+ * direction: the worst balanced cut for these regular topologies. */
+double topo_bisection_bps(const struct topology *t);
+
+#endif

@@ -1,0 +1,178 @@
+/* misc.c — assertions, checked arithmetic, file reading, paths, and the edit
+ * distance behind "did you mean" suggestions. No hot path. */
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void util_assert_fail(const char *file, int line, const char *expr)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s:%d: internal error: assertion failed: %s\n", file, line, expr);
+	abort();
+}
+
+bool util_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+	if (a == 0 || b == 0) {
+		*out = 0;
+		return true;
+	}
+	if (a < 0 || b < 0) {
+		/* Shapes and counts are never negative here. */
+		if (a == INT64_MIN || b == INT64_MIN)
+			return false;
+		bool neg = (a < 0) != (b < 0);
+		int64_t r;
+		if (!util_mul_i64(a < 0 ? -a : a, b < 0 ? -b : b, &r))
+			return false;
+		*out = neg ? -r : r;
+		return true;
+	}
+	if (a > INT64_MAX / b)
+		return false;
+	*out = a * b;
+	return true;
+}
+
+bool util_add_i64(int64_t a, int64_t b, int64_t *out)
+{
+	if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
+		return false;
+	*out = a + b;
+	return true;
+}
+
+char *util_read_file(const char *path, size_t *len_out, const char **err)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		*err = strerror(errno);
+		return NULL;
+	}
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	if (!buf) {
+		fclose(f);
+		*err = "out of memory";
+		return NULL;
+	}
+	for (;;) {
+		if (cap - len < 2) {
+			if (cap > SIZE_MAX / 2) {
+				free(buf);
+				fclose(f);
+				*err = "file too large";
+				return NULL;
+			}
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				*err = "out of memory";
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		size_t n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0) {
+			if (ferror(f)) {
+				*err = strerror(errno ? errno : EIO);
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			break;
+		}
+	}
+	fclose(f);
+	buf[len] = '\0';
+	*len_out = len;
+	return buf;
+}
+
+char *util_path_dir(struct arena *a, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return arena_strdup(a, ".");
+	if (slash == path)
+		return arena_strdup(a, "/");
+	return arena_strndup(a, path, (size_t)(slash - path));
+}
+
+char *util_path_join(struct arena *a, const char *dir, const char *rel)
+{
+	if (rel[0] == '/' || !dir || !strcmp(dir, "."))
+		return arena_strdup(a, rel);
+	return arena_printf(a, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", rel);
+}
+
+int util_edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 64 || lb > 64)
+		return 1000;
+	int row[65];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			int up = row[j];
+			int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			int best = diag + cost;
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+const char *const dtype_names[DT_COUNT] = {"fp32", "fp16", "bf16", "int32", "int64", "bool"};
+_Static_assert(DT_COUNT == 6, "dtype_names must list every dtype");
+
+int64_t dtype_bytes(enum dtype t)
+{
+	static const int64_t bytes[DT_COUNT] = {4, 2, 2, 4, 8, 1};
+	SL_ASSERT(t >= 0 && t < DT_COUNT);
+	return bytes[t];
+}
+
+int dtype_parse(const char *s)
+{
+	static const struct {
+		const char *alias;
+		enum dtype t;
+	} aliases[] = {{"float32", DT_FP32}, {"float16", DT_FP16}, {"bfloat16", DT_BF16}};
+	for (int i = 0; i < DT_COUNT; i++)
+		if (!strcmp(s, dtype_names[i]))
+			return i;
+	for (size_t i = 0; i < SL_COUNTOF(aliases); i++)
+		if (!strcmp(s, aliases[i].alias))
+			return (int)aliases[i].t;
+	return -1;
+}
+
+bool jv_dtype(const struct jv *v, enum dtype *out)
+{
+	const char *s;
+	if (!jv_string(v, &s))
+		return false;
+	int t = dtype_parse(s);
+	if (t < 0) {
+		jv_enum(v, dtype_names, DT_COUNT); /* reports with the list */
+		return false;
+	}
+	*out = (enum dtype)t;
+	return true;
+}
