@@ -1,1 +1,146 @@
-/* stub: replaced by the module's implementation */
+/* common.c — what the subcommands share: printing diagnostics, loading a
+ * topology or a graph from whichever kind of file the user names, and
+ * readable SI figures. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Diagnostics are printed grouped by file (in the order files were first
+ * mentioned) and by line inside a file, so that a reader can walk the file
+ * top to bottom; the order among equal lines is the order of discovery. */
+struct diag_ref {
+	const struct diag *d;
+	size_t file_rank, seq;
+};
+
+static int diag_ref_cmp(const void *pa, const void *pb)
+{
+	const struct diag_ref *a = pa, *b = pb;
+	if (a->file_rank != b->file_rank)
+		return a->file_rank < b->file_rank ? -1 : 1;
+	if (a->d->line != b->d->line)
+		return a->d->line < b->d->line ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static bool same_file(const struct diag *a, const struct diag *b)
+{
+	if (!a->file || !b->file)
+		return a->file == b->file;
+	return !strcmp(a->file, b->file);
+}
+
+void cli_print_diags(const struct diag_list *d)
+{
+	struct diag_ref *refs = d->count ? malloc(d->count * sizeof(*refs)) : NULL;
+	for (size_t i = 0; refs && i < d->count; i++) {
+		size_t rank = i;
+		for (size_t k = 0; k < i; k++)
+			if (same_file(&d->items[k], &d->items[i])) {
+				rank = refs[k].file_rank;
+				break;
+			}
+		refs[i] = (struct diag_ref){&d->items[i], rank, i};
+	}
+	if (refs)
+		qsort(refs, d->count, sizeof(*refs), diag_ref_cmp);
+	for (size_t i = 0; i < d->count; i++) {
+		char *s = diag_format(refs ? refs[i].d : &d->items[i]);
+		fprintf(stderr, "%s\n", s ? s : "shardlab: out of memory");
+		free(s);
+	}
+	free(refs);
+	if (d->dropped)
+		fprintf(stderr, "shardlab: %zu more diagnostic%s not shown\n", d->dropped,
+		        d->dropped == 1 ? "" : "s");
+	if (d->oom)
+		fprintf(stderr, "shardlab: out of memory while recording diagnostics\n");
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return 1;
+	return 0;
+}
+
+/* Parses the file and returns its "format", or NULL after diagnostics. */
+static const char *open_any(struct json_doc *doc, const char *path, struct diag_list *d)
+{
+	if (!json_doc_load(doc, path, d))
+		return NULL;
+	struct jv root;
+	int64_t version;
+	if (!jv_root(doc, &root))
+		return NULL;
+	return jv_format(&root, &version);
+}
+
+struct topology *cli_load_topology(struct arena *a, const char *path, struct diag_list *d)
+{
+	struct json_doc doc;
+	struct topology *t = NULL;
+	const char *fmt = open_any(&doc, path, d);
+	if (fmt && !strcmp(fmt, SCENARIO_FORMAT)) {
+		struct scenario *s = scenario_load_doc(a, &doc);
+		t = s ? s->topo : NULL;
+	} else if (fmt && !strcmp(fmt, TOPO_FORMAT)) {
+		t = topo_load_doc(a, &doc);
+	} else if (fmt) {
+		diag_add(d, DIAG_ERROR, path, json_doc_line(&doc, doc.root), "format",
+		         "expected \"%s\" or \"%s\" here, got \"%s\"", TOPO_FORMAT, SCENARIO_FORMAT, fmt);
+	}
+	json_doc_free(&doc);
+	return t;
+}
+
+struct graph *cli_load_graph(struct arena *a, const char *path, struct diag_list *d)
+{
+	struct json_doc doc;
+	struct graph *g = NULL;
+	const char *fmt = open_any(&doc, path, d);
+	if (fmt && !strcmp(fmt, SCENARIO_FORMAT)) {
+		struct scenario *s = scenario_load_doc(a, &doc);
+		g = s ? s->graph : NULL;
+	} else if (fmt && !strcmp(fmt, MODEL_FORMAT)) {
+		g = graph_load_doc(a, &doc);
+	} else if (fmt) {
+		diag_add(d, DIAG_ERROR, path, json_doc_line(&doc, doc.root), "format",
+		         "expected \"%s\" or \"%s\" here, got \"%s\"", MODEL_FORMAT, SCENARIO_FORMAT, fmt);
+	}
+	json_doc_free(&doc);
+	return g;
+}
+
+const char *cli_si(char *buf, size_t size, double value, const char *unit)
+{
+	static const struct {
+		double scale;
+		const char *prefix;
+	} si[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"},
+	          {1, ""},     {1e-3, "m"}, {1e-6, "u"}, {1e-9, "n"}};
+	double mag = fabs(value);
+	size_t i = 0;
+	if (mag == 0) {
+		snprintf(buf, size, "0 %s", unit);
+		return buf;
+	}
+	while (i + 1 < SL_COUNTOF(si) && mag < si[i].scale * 0.9995)
+		i++;
+	double v = value / si[i].scale;
+	/* Three significant digits, trailing zeros dropped: 312, 1.6, 0.6 */
+	char num[32];
+	snprintf(num, sizeof num, "%.*f", fabs(v) >= 100 ? 0 : fabs(v) >= 10 ? 1 : 2, v);
+	if (strchr(num, '.')) {
+		char *e = num + strlen(num) - 1;
+		while (*e == '0')
+			*e-- = '\0';
+		if (*e == '.')
+			*e = '\0';
+	}
+	snprintf(buf, size, "%s %s%s", num, si[i].prefix, unit);
+	return buf;
+}

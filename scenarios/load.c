@@ -1,4 +1,596 @@
-/* stub: replaced by the module's implementation */
+/* load.c — the scenario loader and validator.
+ *
+ * A scenario names a model (file or inline object) and a topology (file),
+ * the devices it uses, shard() configurations by op name in MindSpore's
+ * tuple form or seed 004's Layout form, the planners to run, training
+ * settings and simulation options. Everything that can be checked without
+ * planning is checked here, every problem reported in one run. Paths are
+ * relative to the scenario's folder. No hot path.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "scenarios.h"
-struct scenario *scenario_load(struct arena *a, const char *path, struct diag_list *diags) { (void)a; (void)path; (void)diags; return NULL; }
-struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc) { (void)a; (void)doc; return NULL; }
+
+const char *const planner_names[PLANNER_COUNT] = {
+	"propagate", "recursive", "data-parallel", "megatron", "megatron-search",
+};
+const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b"};
+const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
+const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step"};
+const char *const collective_algo_names[COLL_COUNT] = {
+	"auto", "ring", "tree", "halving-doubling", "hierarchical", "direct",
+};
+_Static_assert(PLANNER_COUNT == 5, "planner_names must list every planner");
+_Static_assert(SCHED_COUNT == 3, "schedule_names must list every schedule");
+_Static_assert(RECOMPUTE_COUNT == 3, "recompute_names must list every mode");
+_Static_assert(FIDELITY_COUNT == 2, "fidelity_names must list every fidelity");
+_Static_assert(COLL_COUNT == 6, "collective_algo_names must list every algorithm");
+
+struct loader {
+	struct arena *a;
+	struct scenario *s;
+	struct diag_list *diags;
+	const char *dir; /* the scenario's folder */
+	int64_t stage_devices; /* devices per pipeline stage, 0 if unknown */
+};
+
+/* ------------------------------------------------------------ referenced files */
+
+static struct graph *load_model(struct loader *L, const struct jv *v)
+{
+	if (v->node && cJSON_IsString(v->node)) {
+		const char *rel;
+		if (!jv_string(v, &rel))
+			return NULL;
+		const char *path = util_path_join(L->a, L->dir, rel);
+		L->s->model_file = path;
+		size_t before = L->diags->errors;
+		struct graph *g = path ? graph_load(L->a, path, L->diags) : NULL;
+		if (!g && L->diags->errors == before)
+			jv_error(v, "cannot load the model \"%s\"", rel);
+		return g;
+	}
+	if (v->node && cJSON_IsObject(v->node))
+		return graph_load_value(L->a, v);
+	char b[64];
+	jv_error(v, "expected a model file name or a model object, got %s",
+	         jv_describe(v, b, sizeof b));
+	return NULL;
+}
+
+static struct topology *load_topology(struct loader *L, const struct jv *v)
+{
+	const char *rel;
+	if (!jv_string(v, &rel))
+		return NULL;
+	const char *path = util_path_join(L->a, L->dir, rel);
+	L->s->topology_file = path;
+	size_t before = L->diags->errors;
+	struct topology *t = path ? topo_load(L->a, path, L->diags) : NULL;
+	if (!t && L->diags->errors == before)
+		jv_error(v, "cannot load the topology \"%s\"", rel);
+	return t;
+}
+
+/* --------------------------------------------------------------- shard configs */
+
+static const struct tensor *op_input(const struct graph *g, int op, int i)
+{
+	return &g->tensors[g->ops[op].in[i]];
+}
+
+/* Tuple form: [[2,1],[1,4]]. */
+static bool read_tuple(struct loader *L, struct shard_config *c, const struct jv *v)
+{
+	const struct graph *g = L->s->graph;
+	const struct op *op = &g->ops[c->op];
+	if (!jv_is_array(v, 0, 0x7fffffff))
+		return false;
+	if (jv_len(v) != op->n_in) {
+		jv_error(v, "%s \"%s\" has %d input%s, the strategy gives %d", op_kind_name(op->kind),
+		         op->name, op->n_in, op->n_in == 1 ? "" : "s", jv_len(v));
+		return false;
+	}
+	c->cuts = arena_calloc(L->a, (size_t)op->n_in, sizeof(*c->cuts));
+	if (!c->cuts)
+		return false;
+	bool ok = true;
+	for (int i = 0; i < op->n_in; i++) {
+		struct jv in;
+		jv_at(v, i, &in);
+		const struct tensor *t = op_input(g, c->op, i);
+		if (!jv_is_array(&in, 0, 0x7fffffff)) {
+			ok = false;
+			continue;
+		}
+		if (jv_len(&in) != t->rank) {
+			jv_error(&in, "input %d (%s) has rank %d, the strategy gives %d cut%s", i, t->name,
+			         t->rank, jv_len(&in), jv_len(&in) == 1 ? "" : "s");
+			ok = false;
+			continue;
+		}
+		int64_t used = 1;
+		bool in_ok = true;
+		for (int d = 0; d < t->rank; d++) {
+			struct jv cut;
+			jv_at(&in, d, &cut);
+			int64_t k;
+			if (!jv_int(&cut, JR_RANGE(1, 1 << 30), &k)) {
+				in_ok = false;
+				continue;
+			}
+			if (t->dims[d] % k) {
+				jv_error(&cut, "cut %lld does not divide dimension %d of %s (size %lld)",
+				         (long long)k, d, t->name, (long long)t->dims[d]);
+				in_ok = false;
+				continue;
+			}
+			c->cuts[i][d] = k;
+			if (!util_mul_i64(used, k, &used))
+				used = INT64_MAX;
+		}
+		if (in_ok && L->stage_devices && (used > L->stage_devices || L->stage_devices % used)) {
+			jv_error(&in, "input %d is cut into %lld slices, which does not divide the %lld "
+			         "devices of a stage", i, (long long)used, (long long)L->stage_devices);
+			in_ok = false;
+		}
+		ok = ok && in_ok;
+	}
+	return ok;
+}
+
+static int axis_index(const struct shard_config *c, const char *name)
+{
+	for (int i = 0; i < c->n_dev_axes; i++)
+		if (!strcmp(c->axis_names[i], name))
+			return i;
+	return -1;
+}
+
+static bool is_none(const struct jv *v)
+{
+	return v->node && (cJSON_IsNull(v->node) ||
+	                   (cJSON_IsString(v->node) && !strcmp(v->node->valuestring, "None")));
+}
+
+/* One axis name of a Layout map; adds it to dim d of m. */
+static bool read_axis(const struct shard_config *c, const struct jv *v, struct shard_tensor_map *m,
+                      int d, bool used[SHARD_MAX_AXES])
+{
+	const char *name;
+	if (!jv_string(v, &name))
+		return false;
+	int ax = axis_index(c, name);
+	if (ax < 0) {
+		char list[256] = "";
+		size_t o = 0;
+		for (int i = 0; i < c->n_dev_axes && o + 40 < sizeof list; i++)
+			o += (size_t)snprintf(list + o, sizeof list - o, "%s\"%s\"", i ? ", " : "",
+			                      c->axis_names[i]);
+		jv_error(v, "unknown device axis \"%s\" (the layout names %s, or \"None\")", name, list);
+		return false;
+	}
+	if (used[ax]) {
+		jv_error(v, "device axis \"%s\" is used twice in one tensor", name);
+		return false;
+	}
+	used[ax] = true;
+	m->axes[d][m->n_axes[d]++] = ax;
+	return true;
+}
+
+/* One tensor's map in the Layout form: ["mp", ["sp","dp"]]. */
+static bool read_map(const struct shard_config *c, const struct jv *v, const struct tensor *t,
+                     struct shard_tensor_map *m)
+{
+	if (!jv_is_array(v, 0, 0x7fffffff))
+		return false;
+	if (jv_len(v) != t->rank) {
+		jv_error(v, "%s has rank %d, the layout maps %d dimension%s", t->name, t->rank,
+		         jv_len(v), jv_len(v) == 1 ? "" : "s");
+		return false;
+	}
+	m->rank = t->rank;
+	bool used[SHARD_MAX_AXES] = {false};
+	bool ok = true;
+	for (int d = 0; d < t->rank; d++) {
+		struct jv dim;
+		jv_at(v, d, &dim);
+		if (is_none(&dim))
+			continue;
+		if (dim.node && cJSON_IsArray(dim.node)) {
+			if (!jv_is_array(&dim, 1, SHARD_MAX_AXES)) {
+				ok = false;
+				continue;
+			}
+			for (int k = 0; k < jv_len(&dim); k++) {
+				struct jv ax;
+				jv_at(&dim, k, &ax);
+				ok = read_axis(c, &ax, m, d, used) && ok;
+			}
+		} else {
+			ok = read_axis(c, &dim, m, d, used) && ok;
+		}
+		int64_t slices = 1;
+		for (int k = 0; k < m->n_axes[d]; k++)
+			slices *= c->device_matrix[m->axes[d][k]];
+		if (ok && t->dims[d] % slices) {
+			jv_error(&dim, "%lld slices do not divide dimension %d of %s (size %lld)",
+			         (long long)slices, d, t->name, (long long)t->dims[d]);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/* Layout form: {"device_matrix": [...], "alias": [...], "in": [...], "out": [...]}. */
+static bool read_layout(struct loader *L, struct shard_config *c, const struct jv *v)
+{
+	static const char *const keys[] = {"device_matrix", "alias", "in", "out", NULL};
+	const struct graph *g = L->s->graph;
+	const struct op *op = &g->ops[c->op];
+	if (!jv_keys(v, keys))
+		return false;
+	struct jv dm, al, in, out;
+	bool have = jv_need(v, "device_matrix", &dm);
+	have = jv_need(v, "alias", &al) && have;
+	have = jv_need(v, "in", &in) && have;
+	if (!have)
+		return false;
+	if (!jv_is_array(&dm, 1, SHARD_MAX_AXES) || !jv_is_array(&al, 1, SHARD_MAX_AXES))
+		return false;
+	if (jv_len(&al) != jv_len(&dm)) {
+		jv_error(&al, "expected %d axis names (one per device-matrix axis), got %d",
+		         jv_len(&dm), jv_len(&al));
+		return false;
+	}
+	c->n_dev_axes = jv_len(&dm);
+	int64_t total = 1;
+	bool ok = true;
+	for (int i = 0; i < c->n_dev_axes; i++) {
+		struct jv e, n;
+		jv_at(&dm, i, &e);
+		jv_at(&al, i, &n);
+		ok = jv_int(&e, JR_RANGE(1, 1 << 20), &c->device_matrix[i]) && ok;
+		const char *name = NULL;
+		if (!jv_string(&n, &name)) {
+			ok = false;
+			continue;
+		}
+		if (!strcmp(name, "None")) {
+			jv_error(&n, "\"None\" means \"not split\" and cannot name an axis");
+			ok = false;
+		} else if (axis_index(c, name) >= 0) {
+			jv_error(&n, "axis name \"%s\" is used twice", name);
+			ok = false;
+		}
+		c->axis_names[i] = arena_strdup(L->a, name);
+		if (ok && !util_mul_i64(total, c->device_matrix[i], &total))
+			total = INT64_MAX;
+	}
+	if (!ok)
+		return false;
+	if (L->stage_devices && total != L->stage_devices) {
+		jv_error(&dm, "the device matrix holds %lld devices, a stage has %lld", (long long)total,
+		         (long long)L->stage_devices);
+		ok = false;
+	}
+	if (!jv_is_array(&in, 0, 0x7fffffff))
+		return false;
+	if (jv_len(&in) != op->n_in) {
+		jv_error(&in, "%s \"%s\" has %d input%s, the layout gives %d", op_kind_name(op->kind),
+		         op->name, op->n_in, op->n_in == 1 ? "" : "s", jv_len(&in));
+		return false;
+	}
+	c->in_maps = arena_calloc(L->a, (size_t)op->n_in, sizeof(*c->in_maps));
+	if (!c->in_maps)
+		return false;
+	for (int i = 0; i < op->n_in; i++) {
+		struct jv e;
+		jv_at(&in, i, &e);
+		ok = read_map(c, &e, op_input(g, c->op, i), &c->in_maps[i]) && ok;
+	}
+	if (jv_get(v, "out", &out)) {
+		if (!jv_is_array(&out, op->n_out, op->n_out))
+			return false;
+		c->n_out = op->n_out;
+		c->out_maps = arena_calloc(L->a, (size_t)op->n_out, sizeof(*c->out_maps));
+		if (!c->out_maps)
+			return false;
+		for (int i = 0; i < op->n_out; i++) {
+			struct jv e;
+			jv_at(&out, i, &e);
+			ok = read_map(c, &e, &g->tensors[op->out[i]], &c->out_maps[i]) && ok;
+		}
+	}
+	return ok;
+}
+
+static void suggest_op(const struct graph *g, const struct jv *v, const char *name)
+{
+	int best = -1, best_d = 1000;
+	for (int i = 0; i < g->n_ops; i++) {
+		int d = util_edit_distance(g->ops[i].name, name);
+		if (d < best_d) {
+			best_d = d;
+			best = i;
+		}
+	}
+	if (best >= 0 && best_d <= 3)
+		jv_error(v, "no op named \"%s\" in model %s (did you mean \"%s\"?)", name, g->name,
+		         g->ops[best].name);
+	else
+		jv_error(v, "no op named \"%s\" in model %s", name, g->name);
+}
+
+static bool read_shards(struct loader *L, const struct jv *v)
+{
+	if (!jv_is_object(v))
+		return false;
+	int n = jv_len(v);
+	L->s->shards = arena_calloc(L->a, (size_t)(n ? n : 1), sizeof(*L->s->shards));
+	if (!L->s->shards)
+		return false;
+	bool ok = true;
+	for (int i = 0; i < n; i++) {
+		struct jv e;
+		jv_at(v, i, &e);
+		const char *name = jv_key(&e);
+		bool dup = false;
+		for (int k = 0; k < L->s->n_shards && !dup; k++)
+			dup = !strcmp(L->s->shards[k].op_name, name);
+		if (dup) {
+			jv_error(&e, "op \"%s\" is configured twice", name);
+			ok = false;
+			continue;
+		}
+		int op = graph_find_op(L->s->graph, name);
+		if (op < 0) {
+			suggest_op(L->s->graph, &e, name);
+			ok = false;
+			continue;
+		}
+		struct shard_config *c = &L->s->shards[L->s->n_shards];
+		c->op_name = L->s->graph->ops[op].name;
+		c->op = op;
+		c->line = e.line;
+		c->n_in = L->s->graph->ops[op].n_in;
+		bool good;
+		if (e.node && cJSON_IsObject(e.node)) {
+			c->form = SHARD_LAYOUT;
+			good = read_layout(L, c, &e);
+		} else if (e.node && cJSON_IsArray(e.node)) {
+			c->form = SHARD_TUPLE;
+			good = read_tuple(L, c, &e);
+		} else {
+			char b[64];
+			jv_error(&e, "expected a strategy ([[2,1],[1,4]]) or a layout object, got %s",
+			         jv_describe(&e, b, sizeof b));
+			good = false;
+		}
+		if (good)
+			L->s->n_shards++;
+		ok = ok && good;
+	}
+	return ok;
+}
+
+/* -------------------------------------------------------------- settings */
+
+static bool read_planners(struct loader *L, const struct jv *obj)
+{
+	struct jv v;
+	if (!jv_get(obj, "planners", &v)) {
+		L->s->planners[0] = PLANNER_PROPAGATE;
+		L->s->n_planners = 1;
+		return true;
+	}
+	if (!jv_is_array(&v, 1, PLANNER_COUNT))
+		return false;
+	bool ok = true;
+	for (int i = 0; i < jv_len(&v); i++) {
+		struct jv e;
+		jv_at(&v, i, &e);
+		int k = jv_enum(&e, planner_names, PLANNER_COUNT);
+		if (k < 0) {
+			ok = false;
+			continue;
+		}
+		for (int j = 0; j < L->s->n_planners; j++)
+			if (L->s->planners[j] == (enum planner_kind)k) {
+				jv_error(&e, "planner \"%s\" is listed twice", planner_names[k]);
+				ok = false;
+				k = -1;
+				break;
+			}
+		if (k >= 0)
+			L->s->planners[L->s->n_planners++] = (enum planner_kind)k;
+	}
+	return ok;
+}
+
+static bool opt_enum(const struct jv *obj, const char *key, const char *const names[], int n,
+                     int dflt, int *out)
+{
+	struct jv v;
+	*out = dflt;
+	if (!jv_get(obj, key, &v))
+		return true;
+	int k = jv_enum(&v, names, n);
+	if (k < 0)
+		return false;
+	*out = k;
+	return true;
+}
+
+static bool read_training(struct loader *L, const struct jv *obj)
+{
+	static const char *const keys[] = {"global_batch",  "micro_batches", "pipeline_stages",
+	                                   "virtual_stages", "schedule",      "recompute",
+	                                   "zero_stage",     "dtype",         NULL};
+	struct training *t = &L->s->training;
+	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
+	int64_t zero = 0;
+	t->dtype = L->s->graph && L->s->graph->n_ops ? L->s->graph->ops[0].dtype : DT_FP32;
+	struct jv v;
+	if (!jv_get(obj, "training", &v)) {
+		t->global_batch = t->micro_batches = t->pipeline_stages = t->virtual_stages = 1;
+		t->schedule = SCHED_1F1B;
+		return true;
+	}
+	if (!jv_keys(&v, keys))
+		return false;
+	bool ok = jv_opt_int(&v, "global_batch", JR_RANGE(1, 1e12), 1, &t->global_batch);
+	ok = jv_opt_int(&v, "micro_batches", JR_RANGE(1, 1e9), 1, &t->micro_batches) && ok;
+	ok = jv_opt_int(&v, "pipeline_stages", JR_RANGE(1, 1e6), 1, &t->pipeline_stages) && ok;
+	ok = jv_opt_int(&v, "virtual_stages", JR_RANGE(1, 1e4), 1, &t->virtual_stages) && ok;
+	ok = opt_enum(&v, "schedule", schedule_names, SCHED_COUNT, SCHED_1F1B, &sched) && ok;
+	ok = opt_enum(&v, "recompute", recompute_names, RECOMPUTE_COUNT, RECOMPUTE_NONE, &rec) && ok;
+	ok = jv_opt_int(&v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
+	struct jv dt;
+	if (jv_get(&v, "dtype", &dt))
+		ok = jv_dtype(&dt, &t->dtype) && ok;
+	t->schedule = (enum pipeline_schedule)sched;
+	t->recompute = (enum recompute_mode)rec;
+	t->zero_stage = (int)zero;
+	/* Relations between fields; a field that failed to read stands at its
+	 * default here, so each problem is reported once. */
+	struct jv f;
+	if (t->global_batch % t->micro_batches) {
+		jv_get(&v, "micro_batches", &f);
+		jv_error(&f, "%lld micro-batches do not divide the global batch of %lld",
+		         (long long)t->micro_batches, (long long)t->global_batch);
+		ok = false;
+	}
+	if (t->virtual_stages > 1 && sched != SCHED_INTERLEAVED_1F1B) {
+		jv_get(&v, "virtual_stages", &f);
+		jv_error(&f, "virtual stages need the \"interleaved-1f1b\" schedule");
+		ok = false;
+	}
+	if (L->s->devices && (t->pipeline_stages > L->s->devices || L->s->devices % t->pipeline_stages)) {
+		jv_get(&v, "pipeline_stages", &f);
+		jv_error(&f, "%lld pipeline stages do not divide the %lld devices",
+		         (long long)t->pipeline_stages, (long long)L->s->devices);
+		ok = false;
+	}
+	return ok;
+}
+
+static bool read_simulation(struct loader *L, const struct jv *obj)
+{
+	static const char *const keys[] = {"fidelity", "collective_algo", NULL};
+	struct jv v;
+	int fid = FIDELITY_COARSE, algo = COLL_AUTO;
+	bool ok = true;
+	if (jv_get(obj, "simulation", &v)) {
+		if (!jv_keys(&v, keys))
+			return false;
+		ok = opt_enum(&v, "fidelity", fidelity_names, FIDELITY_COUNT, FIDELITY_COARSE, &fid);
+		ok = opt_enum(&v, "collective_algo", collective_algo_names, COLL_COUNT, COLL_AUTO,
+		              &algo) && ok;
+	}
+	L->s->sim.fidelity = (enum sim_fidelity)fid;
+	L->s->sim.collective_algo = (enum collective_algo)algo;
+	return ok;
+}
+
+/* ------------------------------------------------------------------ entry */
+
+struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc)
+{
+	static const char *const keys[] = {"format",  "version", "name",     "description",
+	                                   "model",   "topology", "devices", "shard",
+	                                   "planners", "training", "simulation", NULL};
+	struct jv root;
+	int64_t version;
+	if (!jv_root(doc, &root))
+		return NULL;
+	const char *fmt = jv_format(&root, &version);
+	if (!fmt)
+		return NULL;
+	struct jv v;
+	jv_get(&root, "format", &v);
+	if (strcmp(fmt, SCENARIO_FORMAT)) {
+		jv_error(&v, "expected \"%s\", got \"%s\"", SCENARIO_FORMAT, fmt);
+		return NULL;
+	}
+	if (version != SCENARIO_VERSION) {
+		jv_get(&root, "version", &v);
+		jv_error(&v, "unsupported version %lld (this shardlab reads version %d)",
+		         (long long)version, SCENARIO_VERSION);
+		return NULL;
+	}
+	size_t errors_before = doc->diags->errors;
+	struct scenario *s = arena_alloc(a, sizeof(*s));
+	if (!s)
+		return NULL;
+	struct loader L = {.a = a, .s = s, .diags = doc->diags, .dir = util_path_dir(a, doc->file)};
+	s->file = arena_strdup(a, doc->file);
+	bool ok = jv_keys(&root, keys);
+	const char *str;
+	if (jv_req_string(&root, "name", &str))
+		s->name = arena_strdup(a, str);
+	else
+		ok = false;
+	if (jv_get(&root, "description", &v)) {
+		if (jv_string(&v, &str))
+			s->description = arena_strdup(a, str);
+		else
+			ok = false;
+	}
+	if (jv_need(&root, "model", &v)) {
+		s->graph = load_model(&L, &v);
+		ok = s->graph && ok;
+	} else {
+		ok = false;
+	}
+	if (jv_need(&root, "topology", &v)) {
+		s->topo = load_topology(&L, &v);
+		ok = s->topo && ok;
+	} else {
+		ok = false;
+	}
+	if (jv_get(&root, "devices", &v)) {
+		if (!jv_int(&v, JR_RANGE(1, 1 << 30), &s->devices))
+			ok = false;
+		else if (s->topo && s->devices > s->topo->n_devices) {
+			jv_error(&v, "the topology %s has %lld devices, the scenario asks for %lld",
+			         s->topo->name, (long long)s->topo->n_devices, (long long)s->devices);
+			s->devices = 0;
+			ok = false;
+		}
+	} else if (s->topo) {
+		s->devices = s->topo->n_devices;
+	}
+	ok = read_planners(&L, &root) && ok;
+	ok = read_training(&L, &root) && ok;
+	ok = read_simulation(&L, &root) && ok;
+	if (s->devices && s->training.pipeline_stages &&
+	    s->devices % s->training.pipeline_stages == 0)
+		L.stage_devices = s->devices / s->training.pipeline_stages;
+	if (jv_get(&root, "shard", &v)) {
+		if (s->graph)
+			ok = read_shards(&L, &v) && ok;
+	}
+	return ok && doc->diags->errors == errors_before ? s : NULL;
+}
+
+struct scenario *scenario_load(struct arena *a, const char *path, struct diag_list *diags)
+{
+	struct json_doc doc;
+	struct scenario *s = NULL;
+	if (json_doc_load(&doc, path, diags))
+		s = scenario_load_doc(a, &doc);
+	json_doc_free(&doc);
+	return s;
+}
+
+const struct shard_config *scenario_shard_for(const struct scenario *s, int op)
+{
+	for (int i = 0; i < s->n_shards; i++)
+		if (s->shards[i].op == op)
+			return &s->shards[i];
+	return NULL;
+}

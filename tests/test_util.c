@@ -1,2 +1,320 @@
+/* test_util.c — arena, diagnostics, JSON positions and typed reads, dtypes,
+ * paths. Expected lines and messages are read off the literal documents
+ * written in each test. */
 #include <criterion/criterion.h>
-Test(util, placeholder) { cr_assert(1); }
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* ------------------------------------------------------------------ arena */
+
+Test(util, arena_zeroes_and_aligns)
+{
+	struct arena *a = arena_new();
+	cr_assert_not_null(a);
+	for (int i = 1; i < 2000; i += 37) {
+		unsigned char *p = arena_alloc(a, (size_t)i);
+		cr_assert_not_null(p);
+		cr_assert_eq((uintptr_t)p % 16, 0, "allocation of %d bytes not 16-aligned", i);
+		for (int k = 0; k < i; k++)
+			cr_assert_eq(p[k], 0);
+		memset(p, 0xab, (size_t)i);
+	}
+	/* A block larger than the arena's block size gets its own block. */
+	unsigned char *big = arena_alloc(a, 1 << 20);
+	cr_assert_not_null(big);
+	cr_assert_eq(big[(1 << 20) - 1], 0);
+	cr_assert_geq(arena_used(a), (size_t)1 << 20);
+	arena_free(a);
+	arena_free(NULL);
+}
+
+Test(util, arena_refuses_overflowing_sizes)
+{
+	struct arena *a = arena_new();
+	cr_assert_null(arena_calloc(a, SIZE_MAX / 2, 4));
+	cr_assert_null(arena_alloc(a, SIZE_MAX - 3));
+	arena_free(a);
+}
+
+Test(util, arena_strings_and_grow)
+{
+	struct arena *a = arena_new();
+	cr_assert_str_eq(arena_strdup(a, "hccs"), "hccs");
+	cr_assert_str_eq(arena_strndup(a, "nvswitch", 2), "nv");
+	cr_assert_str_eq(arena_printf(a, "%s[%d]", "links", 3), "links[3]");
+	int *v = arena_calloc(a, 4, sizeof(int));
+	for (int i = 0; i < 4; i++)
+		v[i] = i + 1;
+	int *w = arena_grow(a, v, 4, 8, sizeof(int));
+	cr_assert_eq(w[3], 4);
+	cr_assert_eq(w[7], 0);
+	arena_free(a);
+}
+
+/* ------------------------------------------------------------ diagnostics */
+
+Test(util, diag_format_and_count)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	diag_add(&d, DIAG_ERROR, "topologies/x.json", 14, "links[3].bandwidth_GBps",
+	         "expected a positive number, got \"%s\"", "fast");
+	diag_add(&d, DIAG_WARNING, "a.json", 0, NULL, "careful");
+	cr_assert_eq(d.count, 2);
+	cr_assert_eq(d.errors, 1);
+	char *s = diag_format(&d.items[0]);
+	cr_assert_str_eq(s, "topologies/x.json:14: links[3].bandwidth_GBps: expected a positive "
+	                    "number, got \"fast\"");
+	free(s);
+	s = diag_format(&d.items[1]);
+	cr_assert_str_eq(s, "a.json: warning: careful");
+	free(s);
+	diag_list_free(&d);
+}
+
+Test(util, diag_list_is_bounded)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	for (int i = 0; i < DIAG_LIST_MAX + 50; i++)
+		diag_add(&d, DIAG_ERROR, "f", i + 1, NULL, "e%d", i);
+	cr_assert_eq(d.count, DIAG_LIST_MAX);
+	cr_assert_eq(d.dropped, 50);
+	cr_assert_eq(d.errors, DIAG_LIST_MAX + 50);
+	diag_list_free(&d);
+}
+
+/* ------------------------------------------------------------------- json */
+
+static struct diag_list diags;
+static struct json_doc doc;
+
+static bool parse(const char *text)
+{
+	diag_list_init(&diags);
+	return json_doc_parse(&doc, "t.json", text, strlen(text), &diags);
+}
+
+static void done(void)
+{
+	json_doc_free(&doc);
+	diag_list_free(&diags);
+}
+
+static const char *diag0(void)
+{
+	static char buf[512];
+	cr_assert_geq(diags.count, 1, "expected a diagnostic");
+	char *s = diag_format(&diags.items[0]);
+	snprintf(buf, sizeof buf, "%s", s);
+	free(s);
+	return buf;
+}
+
+Test(util, json_lines_of_keys_and_elements)
+{
+	const char *text = "{\n"
+	                   "  \"a\": 1,\n"
+	                   "  \"b\": {\n"
+	                   "    \"c\": [10,\n"
+	                   "          20,\n"
+	                   "          {\"d\": true}]\n"
+	                   "  }\n"
+	                   "}\n";
+	cr_assert(parse(text));
+	struct jv root, b, c, e;
+	cr_assert(jv_root(&doc, &root));
+	cr_assert_eq(root.line, 1);
+	cr_assert(jv_get(&root, "a", &e));
+	cr_assert_eq(e.line, 2);
+	cr_assert(jv_get(&root, "b", &b));
+	cr_assert_eq(b.line, 3);
+	cr_assert(jv_get(&b, "c", &c));
+	cr_assert_eq(c.line, 4);
+	cr_assert_str_eq(c.path, "b.c");
+	jv_at(&c, 1, &e);
+	cr_assert_eq(e.line, 5);
+	cr_assert_str_eq(e.path, "b.c[1]");
+	jv_at(&c, 2, &e);
+	cr_assert_eq(e.line, 6);
+	struct jv d;
+	cr_assert(jv_get(&e, "d", &d));
+	cr_assert_eq(d.line, 6);
+	cr_assert_str_eq(d.path, "b.c[2].d");
+	done();
+}
+
+Test(util, json_strings_with_braces_do_not_confuse_lines)
+{
+	const char *text = "{\"s\": \"{[\\\"\\n\",\n\"t\": 2}";
+	cr_assert(parse(text));
+	struct jv root, t;
+	jv_root(&doc, &root);
+	cr_assert(jv_get(&root, "t", &t));
+	cr_assert_eq(t.line, 2);
+	done();
+}
+
+Test(util, json_syntax_error_line)
+{
+	/* The array is never closed: cJSON stops at the '}' on line 4. */
+	cr_assert_not(parse("{\n  \"a\": [1,\n  2,\n}\n"));
+	cr_assert_str_eq(diag0(), "t.json:4: syntax error at '}'");
+	done();
+}
+
+Test(util, json_empty_and_binary)
+{
+	cr_assert_not(parse("  \n\n"));
+	cr_assert_str_eq(diag0(), "t.json:3: the file is empty (expected a JSON object)");
+	done();
+	diag_list_init(&diags);
+	cr_assert_not(json_doc_parse(&doc, "t.json", "{\"a\"\0\x01", 6, &diags));
+	cr_assert_str_eq(diag0(), "t.json:1: not a text file: NUL byte at offset 4");
+	done();
+}
+
+Test(util, json_deep_nesting_is_refused)
+{
+	size_t n = 10000;
+	char *t = malloc(2 * n + 1);
+	memset(t, '[', n);
+	memset(t + n, ']', n);
+	t[2 * n] = '\0';
+	cr_assert_not(parse(t));
+	cr_assert_str_eq(diag0(), "t.json:1: syntax error: arrays or objects nested deeper than "
+	                          "1000 levels");
+	free(t);
+	done();
+}
+
+Test(util, json_trailing_garbage)
+{
+	cr_assert_not(parse("{\"a\": 1}\n\nxyz"));
+	cr_assert_str_eq(diag0(), "t.json:3: syntax error: unexpected 'xyz' after the end of the "
+	                          "JSON value");
+	done();
+}
+
+Test(util, json_top_level_must_be_object)
+{
+	cr_assert(parse("[1, 2]"));
+	struct jv root;
+	cr_assert_not(jv_root(&doc, &root));
+	cr_assert_str_eq(diag0(), "t.json:1: expected a JSON object at the top level, got an array");
+	done();
+}
+
+Test(util, json_unknown_and_duplicate_keys)
+{
+	static const char *const allowed[] = {"bandwidth_GBps", "latency_us", NULL};
+	cr_assert(parse("{\"bandwith_GBps\": 1,\n \"latency_us\": 2,\n \"latency_us\": 3,\n"
+	                " \"zzz\": 0}"));
+	struct jv root;
+	jv_root(&doc, &root);
+	cr_assert_not(jv_keys(&root, allowed));
+	cr_assert_eq(diags.count, 3);
+	cr_assert_str_eq(diag0(), "t.json:1: bandwith_GBps: unknown key \"bandwith_GBps\" (did "
+	                          "you mean \"bandwidth_GBps\"?)");
+	char *s = diag_format(&diags.items[1]);
+	cr_assert_str_eq(s, "t.json:3: latency_us: duplicate key \"latency_us\" (first at line 2)");
+	free(s);
+	s = diag_format(&diags.items[2]);
+	cr_assert_str_eq(s, "t.json:4: zzz: unknown key \"zzz\" (allowed: \"bandwidth_GBps\", "
+	                    "\"latency_us\")");
+	free(s);
+	done();
+}
+
+Test(util, json_numbers_and_ranges)
+{
+	cr_assert(parse("{\"bw\": \"fast\", \"n\": 2.5, \"big\": 9223372036854775808,"
+	                " \"z\": 0, \"f\": 1e999, \"ok\": 8}"));
+	struct jv root, v;
+	jv_root(&doc, &root);
+	double x;
+	int64_t i;
+	cr_assert_not(jv_req_number(&root, "bw", JR_POSITIVE, &x));
+	cr_assert_str_eq(diag0(), "t.json:1: bw: expected a positive number, got \"fast\"");
+	jv_get(&root, "n", &v);
+	cr_assert_not(jv_int(&v, JR_RANGE(1, 8), &i));
+	jv_get(&root, "big", &v);
+	cr_assert_not(jv_int(&v, JR_ANY, &i)); /* 2^63 does not fit int64 */
+	jv_get(&root, "z", &v);
+	cr_assert_not(jv_number(&v, JR_POSITIVE, &x));
+	cr_assert(jv_number(&v, JR_NONNEG, &x));
+	jv_get(&root, "f", &v);
+	cr_assert_not(jv_number(&v, JR_ANY, &x)); /* infinity */
+	cr_assert(jv_req_int(&root, "ok", JR_RANGE(1, 8), &i));
+	cr_assert_eq(i, 8);
+	cr_assert_not(jv_req_int(&root, "missing", JR_ANY, &i));
+	char *s = diag_format(&diags.items[1]);
+	cr_assert_str_eq(s, "t.json:1: n: expected an integer between 1 and 8, got 2.5");
+	free(s);
+	s = diag_format(&diags.items[diags.count - 1]);
+	cr_assert_str_eq(s, "t.json:1: missing: missing required field");
+	free(s);
+	done();
+}
+
+Test(util, json_enum_and_dtype)
+{
+	static const char *const kinds[] = {"mesh", "switch"};
+	cr_assert(parse("{\"k\": \"swich\", \"t\": \"float32\", \"u\": \"fp8\"}"));
+	struct jv root, v;
+	jv_root(&doc, &root);
+	jv_get(&root, "k", &v);
+	cr_assert_eq(jv_enum(&v, kinds, 2), -1);
+	cr_assert_str_eq(diag0(), "t.json:1: k: expected one of \"mesh\" or \"switch\", got "
+	                          "\"swich\" (did you mean \"switch\"?)");
+	enum dtype t;
+	jv_get(&root, "t", &v);
+	cr_assert(jv_dtype(&v, &t));
+	cr_assert_eq(t, DT_FP32);
+	jv_get(&root, "u", &v);
+	cr_assert_not(jv_dtype(&v, &t));
+	cr_assert_eq(dtype_bytes(DT_BF16), 2);
+	cr_assert_eq(dtype_parse("bfloat16"), DT_BF16);
+	done();
+}
+
+Test(util, json_paths_quote_keys_with_dots)
+{
+	cr_assert(parse("{\"shard\": {\"dense1.matmul\": 3}}"));
+	struct jv root, s, e;
+	jv_root(&doc, &root);
+	jv_get(&root, "shard", &s);
+	jv_at(&s, 0, &e);
+	cr_assert_str_eq(e.path, "shard[\"dense1.matmul\"]");
+	cr_assert_str_eq(jv_key(&e), "dense1.matmul");
+	done();
+}
+
+/* ------------------------------------------------------------------ misc */
+
+Test(util, checked_arithmetic)
+{
+	int64_t r;
+	cr_assert(util_mul_i64(INT64_C(3037000499), INT64_C(3037000499), &r));
+	cr_assert_not(util_mul_i64(INT64_C(3037000500), INT64_C(3037000500), &r));
+	cr_assert_not(util_mul_i64(INT64_C(1) << 62, 4, &r));
+	cr_assert(util_add_i64(INT64_MAX - 1, 1, &r));
+	cr_assert_not(util_add_i64(INT64_MAX, 1, &r));
+}
+
+Test(util, paths_and_edit_distance)
+{
+	struct arena *a = arena_new();
+	cr_assert_str_eq(util_path_dir(a, "scenarios/ffn-8p.json"), "scenarios");
+	cr_assert_str_eq(util_path_dir(a, "ffn.json"), ".");
+	cr_assert_str_eq(util_path_join(a, "scenarios", "../models/ffn.json"), "models/ffn.json");
+	cr_assert_str_eq(util_path_join(a, "a", "../../c"), "../c");
+	cr_assert_str_eq(util_path_join(a, "x", "/abs/t.json"), "/abs/t.json");
+	cr_assert_eq(util_edit_distance("kitten", "sitting"), 3);
+	cr_assert_eq(util_edit_distance("", "abc"), 3);
+	arena_free(a);
+}

@@ -649,30 +649,27 @@ int jv_enum(const struct jv *v, const char *const names[], int n)
 bool jv_opt_number(const struct jv *obj, const char *key, struct jrange r, double dflt, double *out)
 {
 	struct jv m;
-	if (!jv_get(obj, key, &m)) {
-		*out = dflt;
+	*out = dflt; /* also on failure, so callers can go on checking */
+	if (!jv_get(obj, key, &m))
 		return true;
-	}
 	return jv_number(&m, r, out);
 }
 
 bool jv_opt_int(const struct jv *obj, const char *key, struct jrange r, int64_t dflt, int64_t *out)
 {
 	struct jv m;
-	if (!jv_get(obj, key, &m)) {
-		*out = dflt;
+	*out = dflt; /* also on failure, so callers can go on checking */
+	if (!jv_get(obj, key, &m))
 		return true;
-	}
 	return jv_int(&m, r, out);
 }
 
 bool jv_opt_bool(const struct jv *obj, const char *key, bool dflt, bool *out)
 {
 	struct jv m;
-	if (!jv_get(obj, key, &m)) {
-		*out = dflt;
+	*out = dflt; /* also on failure, so callers can go on checking */
+	if (!jv_get(obj, key, &m))
 		return true;
-	}
 	return jv_bool(&m, out);
 }
 

@@ -105,11 +105,55 @@ char *util_path_dir(struct arena *a, const char *path)
 	return arena_strndup(a, path, (size_t)(slash - path));
 }
 
+/* Lexical clean-up so that messages name "models/ffn.json" rather than
+ * "scenarios/../models/ffn.json": drops "." segments and folds "x/.." pairs
+ * (a leading ".." is kept). */
+static char *path_clean(struct arena *a, const char *p)
+{
+	size_t n = strlen(p);
+	char *out = arena_alloc(a, n + 2);
+	size_t *starts = arena_calloc(a, n + 1, sizeof(size_t));
+	if (!out || !starts)
+		return NULL;
+	size_t o = 0, depth = 0, up = 0;
+	bool abs_path = p[0] == '/';
+	if (abs_path)
+		out[o++] = '/';
+	for (const char *s = p; *s;) {
+		while (*s == '/')
+			s++;
+		const char *e = s;
+		while (*e && *e != '/')
+			e++;
+		size_t len = (size_t)(e - s);
+		if (len == 0 || (len == 1 && s[0] == '.')) {
+			/* skip */
+		} else if (len == 2 && s[0] == '.' && s[1] == '.' && depth > up) {
+			depth--;
+			o = starts[depth];
+		} else {
+			if (len == 2 && s[0] == '.' && s[1] == '.')
+				up++;
+			starts[depth++] = o;
+			if (o > 0 && out[o - 1] != '/')
+				out[o++] = '/';
+			memcpy(out + o, s, len);
+			o += len;
+		}
+		s = e;
+	}
+	if (o == 0)
+		out[o++] = '.';
+	out[o] = '\0';
+	return out;
+}
+
 char *util_path_join(struct arena *a, const char *dir, const char *rel)
 {
 	if (rel[0] == '/' || !dir || !strcmp(dir, "."))
-		return arena_strdup(a, rel);
-	return arena_printf(a, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", rel);
+		return path_clean(a, rel);
+	char *j = arena_printf(a, "%s/%s", dir, rel);
+	return j ? path_clean(a, j) : NULL;
 }
 
 int util_edit_distance(const char *a, const char *b)

@@ -207,7 +207,7 @@ int jv_enum(const struct jv *v, const char *const names[], int n);
 const char *jv_describe(const struct jv *v, char *buf, size_t size);
 
 /* Field helpers: optional member `key` of `obj`; absent -> *out = dflt and
- * true. Present and bad -> diagnostic and false. */
+ * true. Present and bad -> diagnostic, *out = dflt, and false. */
 bool jv_opt_number(const struct jv *obj, const char *key, struct jrange r, double dflt, double *out);
 bool jv_opt_int(const struct jv *obj, const char *key, struct jrange r, int64_t dflt, int64_t *out);
 bool jv_opt_bool(const struct jv *obj, const char *key, bool dflt, bool *out);
