@@ -318,3 +318,61 @@ Test(util, paths_and_edit_distance)
 	cr_assert_eq(util_edit_distance("", "abc"), 3);
 	arena_free(a);
 }
+
+Test(util, json_iteration_is_in_order_with_paths)
+{
+	cr_assert(parse("{\"ops\": [\n{\"a\": 1},\n2,\n\"x\"],\n \"o\": {\"k\": 1, \"l\": 2}}"));
+	struct jv root, arr, e, o;
+	jv_root(&doc, &root);
+	jv_get(&root, "ops", &arr);
+	int n = 0;
+	for (bool more = jv_first(&arr, &e); more; more = jv_next(&arr, &e)) {
+		/* element i sits on line i + 2 */
+		cr_assert_eq(e.index, n);
+		cr_assert_eq(e.line, n + 2);
+		char want[32];
+		snprintf(want, sizeof want, "ops[%d]", n);
+		cr_assert_str_eq(e.path, want);
+		n++;
+	}
+	cr_assert_eq(n, 3);
+	jv_get(&root, "o", &o);
+	cr_assert(jv_first(&o, &e));
+	cr_assert_str_eq(e.path, "o.k");
+	cr_assert(jv_next(&o, &e));
+	cr_assert_str_eq(e.path, "o.l");
+	cr_assert_not(jv_next(&o, &e));
+	struct jv empty;
+	jv_get(&root, "missing", &empty);
+	cr_assert_not(jv_first(&empty, &e));
+	done();
+}
+
+Test(util, json_open_reports_unknown_keys_but_reads_on)
+{
+	static const char *const allowed[] = {"a", NULL};
+	cr_assert(parse("{\"o\": {\"a\": 1, \"b\": 2}, \"n\": 3}"));
+	struct jv root, o, n;
+	jv_root(&doc, &root);
+	jv_get(&root, "o", &o);
+	cr_assert(jv_open(&o, allowed));
+	cr_assert_eq(diags.errors, 1);
+	jv_get(&root, "n", &n);
+	cr_assert_not(jv_open(&n, allowed));
+	cr_assert_str_eq(diag0(), "t.json:1: o.b: unknown key \"b\" (allowed: \"a\")");
+	cr_assert_eq(diags.errors, 2);
+	done();
+}
+
+Test(util, json_integer_ranges_print_in_full)
+{
+	cr_assert(parse("{\"d\": 0}"));
+	struct jv root, d;
+	int64_t x;
+	jv_root(&doc, &root);
+	jv_get(&root, "d", &d);
+	cr_assert_not(jv_int(&d, JR_RANGE(1, 9007199254740992.0), &x));
+	cr_assert_str_eq(diag0(), "t.json:1: d: expected an integer between 1 and "
+	                          "9007199254740992, got 0");
+	done();
+}

@@ -308,6 +308,9 @@ static bool is_ident(const char *k)
 }
 
 /* Paths longer than JSON_PATH_MAX are cut; they stay readable. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
 static void path_set(char *dst, const char *fmt, ...)
 {
 	va_list ap;
@@ -446,7 +449,8 @@ bool jv_keys(const struct jv *obj, const char *const allowed[])
 			continue;
 		ok = false;
 		size_t kl = strlen(ch->string);
-		if (best && best_d <= (kl < 6 ? 1 : kl < 12 ? 2 : 3))
+		/* Close, but not a wholesale replacement of a short key. */
+		if (best && best_d < (int)kl && best_d <= (kl < 6 ? 1 : kl < 12 ? 2 : 3))
 			jv_error(&m, "unknown key \"%s\" (did you mean \"%s\"?)", ch->string, best);
 		else {
 			char list[512] = "";
@@ -460,10 +464,19 @@ bool jv_keys(const struct jv *obj, const char *const allowed[])
 	return ok;
 }
 
+bool jv_open(const struct jv *v, const char *const allowed[])
+{
+	if (!jv_is_object(v))
+		return false;
+	jv_keys(v, allowed);
+	return true;
+}
+
 bool jv_get(const struct jv *obj, const char *key, struct jv *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->doc = obj->doc;
+	out->index = -1;
 	out->line = obj->line;
 	path_member(out->path, obj->path, key);
 	if (!obj->node || !cJSON_IsObject(obj->node))
@@ -490,19 +503,40 @@ int jv_len(const struct jv *arr)
 	return arr->node ? cJSON_GetArraySize(arr->node) : 0;
 }
 
-void jv_at(const struct jv *arr, int i, struct jv *out)
+/* Fills `out` for child `n` (at position i) of `arr`. */
+static void child_of(const struct jv *arr, const cJSON *n, int i, struct jv *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->doc = arr->doc;
-	const cJSON *n = arr->node ? arr->node->child : NULL;
-	for (int k = 0; n && k < i; k++)
-		n = n->next;
 	out->node = n;
+	out->index = i;
 	out->line = n ? json_doc_line(arr->doc, n) : arr->line;
 	if (n && cJSON_IsObject(arr->node))
 		path_member(out->path, arr->path, n->string);
 	else
 		path_set(out->path, "%s[%d]", arr->path, i);
+}
+
+void jv_at(const struct jv *arr, int i, struct jv *out)
+{
+	const cJSON *n = arr->node ? arr->node->child : NULL;
+	for (int k = 0; n && k < i; k++)
+		n = n->next;
+	child_of(arr, n, i, out);
+}
+
+bool jv_first(const struct jv *arr, struct jv *out)
+{
+	const cJSON *n = arr->node ? arr->node->child : NULL;
+	child_of(arr, n, 0, out);
+	return n != NULL;
+}
+
+bool jv_next(const struct jv *arr, struct jv *cur)
+{
+	const cJSON *n = cur->node ? cur->node->next : NULL;
+	child_of(arr, n, cur->index + 1, cur);
+	return n != NULL;
 }
 
 const char *jv_key(const struct jv *v)
@@ -539,25 +573,37 @@ bool jv_is_array(const struct jv *v, int min_len, int max_len)
 	return true;
 }
 
+/* A bound as a reader writes it: integers in full, others as %g. */
+static const char *bound(double x, bool integer, char *buf, size_t size)
+{
+	if (integer && x > -1e18 && x < 1e18)
+		snprintf(buf, size, "%.0f", x);
+	else
+		snprintf(buf, size, "%.15g", x);
+	return buf;
+}
+
 static void range_text(struct jrange r, bool integer, char *buf, size_t size)
 {
 	const char *what = integer ? "an integer" : "a number";
 	bool lo = r.lo > -1e307, hi = r.hi < 1e307;
+	char l[32], h[32];
+	bound(r.lo, integer, l, sizeof l);
+	bound(r.hi, integer, h, sizeof h);
 	if (r.lo == 0 && r.lo_open && !hi)
 		snprintf(buf, size, "a positive %s", integer ? "integer" : "number");
 	else if (r.lo == 0 && !r.lo_open && !hi)
 		snprintf(buf, size, "%s >= 0", what);
+	else if (lo && hi && r.lo_open)
+		snprintf(buf, size, "%s in (%s, %s]", what, l, h);
 	else if (lo && hi)
-		snprintf(buf, size, "%s %s %.15g and %.15g", what, r.lo_open ? "above" : "between",
-		         r.lo, r.hi);
+		snprintf(buf, size, "%s between %s and %s", what, l, h);
 	else if (lo)
-		snprintf(buf, size, "%s %s %.15g", what, r.lo_open ? ">" : ">=", r.lo);
+		snprintf(buf, size, "%s %s %s", what, r.lo_open ? ">" : ">=", l);
 	else if (hi)
-		snprintf(buf, size, "%s <= %.15g", what, r.hi);
+		snprintf(buf, size, "%s <= %s", what, h);
 	else
 		snprintf(buf, size, "%s", what);
-	if (lo && hi && r.lo_open) /* "a number above 0 and 1" reads badly */
-		snprintf(buf, size, "%s in (%.15g, %.15g]", what, r.lo, r.hi);
 }
 
 static bool in_range(double x, struct jrange r)

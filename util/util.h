@@ -146,6 +146,7 @@ struct jv {
 	struct json_doc *doc;
 	const struct cJSON *node;
 	int line;
+	int index;  /* position in the parent array or object; -1 for jv_get */
 	char path[JSON_PATH_MAX];
 };
 
@@ -179,13 +180,22 @@ void jv_warning(const struct jv *v, const char *fmt, ...)
  * duplicate key. Returns false when anything was reported. */
 bool jv_keys(const struct jv *obj, const char *const allowed[]);
 
+/* An object whose keys are checked as jv_keys does; false (after a
+ * diagnostic) only when `v` is not an object, so that the caller goes on
+ * reading the known fields after reporting unknown ones. */
+bool jv_open(const struct jv *v, const char *const allowed[]);
+
 /* Member of an object. jv_get: false when absent (no diagnostic; out->node
  * is NULL and out->path names the member). jv_need: reports a missing
  * required field. */
 bool jv_get(const struct jv *obj, const char *key, struct jv *out);
 bool jv_need(const struct jv *obj, const char *key, struct jv *out);
-/* Element of an array (no checks: i < jv_len). */
+/* Element of an array, or member of an object, by position (no checks:
+ * i < jv_len). O(i): walk long arrays with jv_first/jv_next instead:
+ *   for (bool more = jv_first(&arr, &e); more; more = jv_next(&arr, &e)) */
 void jv_at(const struct jv *arr, int i, struct jv *out);
+bool jv_first(const struct jv *arr, struct jv *out);
+bool jv_next(const struct jv *arr, struct jv *cur);
 int jv_len(const struct jv *arr);
 /* Key of a member reached through jv_at on an object. */
 const char *jv_key(const struct jv *v);
