@@ -1,2 +1,505 @@
+/* test_topologies.c — the topology loader, validator and queries.
+ *
+ * Every expected value is worked out by hand in the comment beside it,
+ * from the figures in the shipped files (which come from
+ * shared/reference/hardware.md) and the formulas in docs/formats.md.
+ * Units: bytes/s and seconds; GB/s = 1e9 bytes/s, Gb/s = 1e9/8 bytes/s.
+ */
 #include <criterion/criterion.h>
-Test(topologies, placeholder) { cr_assert(1); }
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "topologies.h"
+
+#define GBPS 1e9
+#define US 1e-6
+
+static void assert_close(double got, double want, const char *what)
+{
+	cr_assert(fabs(got - want) <= 1e-9 * fabs(want) + 1e-18, "%s: got %.17g, want %.17g", what,
+	          got, want);
+}
+
+struct fixture {
+	struct arena *a;
+	struct diag_list d;
+};
+
+static struct fixture fx;
+
+static void setup(void)
+{
+	fx.a = arena_new();
+	diag_list_init(&fx.d);
+}
+
+static void teardown(void)
+{
+	diag_list_free(&fx.d);
+	arena_free(fx.a);
+}
+
+static void print_diags(void)
+{
+	for (size_t i = 0; i < fx.d.count; i++) {
+		char *s = diag_format(&fx.d.items[i]);
+		cr_log_error("%s", s);
+		free(s);
+	}
+}
+
+static struct topology *load_ok(const char *path)
+{
+	struct topology *t = topo_load(fx.a, path, &fx.d);
+	print_diags();
+	cr_assert_not_null(t, "%s should load", path);
+	cr_assert_eq(fx.d.count, 0, "%s: %zu diagnostics", path, fx.d.count);
+	return t;
+}
+
+/* A document from text in which ' stands for " (readable C literals). */
+static struct topology *load_text(const char *file, const char *text)
+{
+	char *s = strdup(text);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	struct json_doc doc;
+	struct topology *t = NULL;
+	if (json_doc_parse(&doc, file, s, strlen(s), &fx.d))
+		t = topo_load_doc(fx.a, &doc);
+	json_doc_free(&doc);
+	free(s);
+	return t;
+}
+
+/* The n-th diagnostic, formatted, compared with `want`. */
+static void assert_diag(size_t n, const char *want)
+{
+	cr_assert_lt(n, fx.d.count, "no diagnostic %zu (want %s)", n, want);
+	char *s = diag_format(&fx.d.items[n]);
+	cr_assert_str_eq(s, want);
+	free(s);
+}
+
+#define HEADER "{'format': 'shardlab-topology', 'version': 1, 'name': 't', 'source': 'test', " \
+	"'device': {'kind': 'X', 'peak_tflops': {'fp16': 100}, 'hbm_GB': 16, "                \
+	"'hbm_bandwidth_GBps': 900}, "
+
+TestSuite(topologies, .init = setup, .fini = teardown);
+
+/* ----------------------------------------------------------- shipped files */
+
+Test(topologies, shipped_files_load_with_their_device_counts)
+{
+	static const struct {
+		const char *file;
+		int64_t devices;
+	} files[] = {
+		{"topologies/atlas800-910a.json", 8},
+		{"topologies/atlas800t-a2-910b.json", 8},
+		{"topologies/dgx-a100.json", 8},
+		{"topologies/dgx-h100.json", 8},
+		{"topologies/pcie-8gpu.json", 8},
+		{"topologies/atlas800-910a-x4.json", 4 * 8},          /* 32 NPUs */
+		{"topologies/atlas800t-a2-910b-x16.json", 16 * 8},    /* 128 */
+		{"topologies/atlas800t-a2-910b-x1024.json", 1024 * 8}, /* 8192 */
+		{"topologies/dgx-a100-x128.json", 128 * 8},           /* 1024 GPUs */
+		{"topologies/dgx-h100-x64.json", 64 * 8},             /* 512 */
+		{"topologies/dgx-a100-x384.json", 384 * 8},           /* 3072 */
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct topology *t = load_ok(files[i].file);
+		cr_assert_eq(t->n_devices, files[i].devices, "%s", files[i].file);
+		cr_assert_eq(t->devices_per_server, 8, "%s", files[i].file);
+		cr_assert_eq(t->servers * 8, files[i].devices, "%s", files[i].file);
+		cr_assert_str_eq(t->file, files[i].file);
+		cr_assert(strstr(t->source, "shared/reference/hardware.md"), "%s", files[i].file);
+	}
+}
+
+Test(topologies, units_are_converted_to_bytes_flops_and_seconds)
+{
+	struct topology *t = load_ok("topologies/atlas800-910a.json");
+	cr_assert_str_eq(t->device.kind, "Ascend 910");
+	assert_close(t->device.peak_flops[DT_FP16], 320e12, "fp16 peak");  /* 320 TFLOP/s */
+	cr_assert_eq(t->device.peak_flops[DT_BF16], 0);                     /* not given */
+	assert_close(t->device.matmul_efficiency, 262.0 / 320, "matmul");   /* ~262 of 320 */
+	assert_close(t->device.memory_efficiency, 1, "memory eff default");
+	assert_close(t->device.hbm_bytes, 32e9, "HBM");                    /* 32 GB */
+	assert_close(t->device.hbm_bps, 1200 * GBPS, "HBM bandwidth");     /* ~1.2 TB/s */
+	cr_assert_eq(t->n_tiers, 2);
+	cr_assert_str_eq(t->tiers[0].name, "hccs");
+	cr_assert_eq(t->tiers[0].kind, TOPO_TIER_MESH);
+	cr_assert_eq(t->tiers[0].n_groups, 2);
+	cr_assert_eq(t->tiers[0].group_of[5], 1); /* device 5 is in 4-7 */
+	assert_close(t->tiers[0].latency_s, 1 * US, "hccs latency");
+	cr_assert_eq(t->tiers[1].kind, TOPO_TIER_SWITCH);
+	cr_assert_eq(t->tiers[1].shared_bps, 0);
+	assert_close(t->nic.bandwidth_bps, 100e9 / 8, "nic");              /* 100 Gb/s = 12.5 GB/s */
+	assert_close(t->nic.latency_s, 0.6 * US, "nic latency");
+	cr_assert_eq(t->servers, 1);
+	cr_assert_eq(t->fabric.kind, TOPO_FABRIC_NONE);
+
+	struct topology *b = load_ok("topologies/atlas800t-a2-910b.json");
+	assert_close(b->device.peak_flops[DT_BF16], 353e12, "910B bf16");
+	/* 328 / 353 = 0.92917847..., written 0.929178 in the file */
+	cr_assert(fabs(b->device.matmul_efficiency - 328.0 / 353) < 1e-6);
+}
+
+Test(topologies, cluster_takes_device_and_server_from_its_base)
+{
+	struct topology *t = load_ok("topologies/dgx-a100-x128.json");
+	cr_assert_str_eq(t->name, "dgx-a100-x128");
+	cr_assert_str_eq(t->device.kind, "NVIDIA A100 SXM 80GB");
+	assert_close(t->tiers[0].bandwidth_bps, 300 * GBPS, "nvswitch port");
+	cr_assert_eq(t->servers, 128);
+	cr_assert_eq(t->fabric.kind, TOPO_FABRIC_FAT_TREE);
+	cr_assert_eq(t->fabric.nics_per_leaf, 20);
+	assert_close(t->fabric.oversubscription, 1, "oversubscription");
+	assert_close(t->fabric.switch_latency_s, 0.3 * US, "switch latency");
+}
+
+/* ------------------------------------------------------------------ tiers */
+
+Test(topologies, tier_between_ranks_of_the_910a_cluster)
+{
+	struct topology *t = load_ok("topologies/atlas800-910a-x4.json");
+	cr_assert_eq(topo_tier_between(t, 0, 3), 0);  /* both in HCCS group 0-3 */
+	cr_assert_eq(topo_tier_between(t, 4, 7), 0);  /* both in HCCS group 4-7 */
+	cr_assert_eq(topo_tier_between(t, 0, 4), 1);  /* across the groups: PCIe */
+	cr_assert_eq(topo_tier_between(t, 0, 8), TOPO_NETWORK); /* rank 8 = server 1 */
+	cr_assert_eq(topo_tier_between(t, 9, 10), 0); /* local 1 and 2 of server 1 */
+	cr_assert_eq(topo_tier_between(t, 31, 31), TOPO_SELF);
+}
+
+Test(topologies, per_device_tier_and_nic_bandwidth)
+{
+	struct topology *b = load_ok("topologies/atlas800t-a2-910b.json");
+	assert_close(topo_tier_device_bps(b, 0), 7 * 56 * GBPS, "910B hccs"); /* 7 peers x 56 = 392 */
+	assert_close(topo_nic_device_bps(b), 25 * GBPS, "910B nic"); /* 200 Gb/s x 8 / 8 = 25 GB/s */
+	struct topology *a = load_ok("topologies/atlas800-910a.json");
+	assert_close(topo_tier_device_bps(a, 0), 3 * 30 * GBPS, "910A hccs"); /* group of 4: 3 links */
+	assert_close(topo_tier_device_bps(a, 1), 31 * GBPS, "910A pcie port");
+	struct topology *p = load_ok("topologies/pcie-8gpu.json");
+	assert_close(topo_nic_device_bps(p), 25 * GBPS * 2 / 8, "pcie nic"); /* 2 NICs for 8 GPUs */
+}
+
+Test(topologies, mesh_device_bandwidth_uses_the_largest_group)
+{
+	/* groups of 3 and 2: the largest has 2 peers per device, 2 x 10 GB/s. */
+	struct topology *t = load_text("m.json", HEADER
+		"'server': {'devices': 5, 'tiers': ["
+		"{'name': 'm', 'kind': 'mesh', 'groups': [[0,1,2],[3,4]], 'bandwidth_GBps': 10, 'latency_us': 1},"
+		"{'name': 's', 'kind': 'switch', 'bandwidth_GBps': 5, 'latency_us': 2}],"
+		"'nic': {'per_server': 1, 'rate_Gbps': 8, 'latency_us': 1}}}");
+	print_diags();
+	cr_assert_not_null(t);
+	assert_close(topo_tier_device_bps(t, 0), 2 * 10 * GBPS, "mesh");
+	assert_close(topo_nic_device_bps(t), 1 * GBPS / 5, "nic"); /* 8 Gb/s = 1 GB/s, 1 NIC for 5 */
+}
+
+/* ------------------------------------------------------------------ paths */
+
+Test(topologies, paths_inside_a_server)
+{
+	struct topology *a = load_ok("topologies/atlas800-910a.json");
+	struct topo_path p;
+	cr_assert(topo_path_between(a, 0, 1, &p));
+	cr_assert_eq(p.tier, 0);
+	cr_assert_eq(p.n_hops, 1);
+	cr_assert_str_eq(p.hops[0].what, "hccs link 0-1");
+	assert_close(p.bottleneck_bps, 30 * GBPS, "hccs link");
+	assert_close(p.latency_s, 1 * US, "hccs latency");
+
+	/* 0 and 5 are in different HCCS groups: two PCIe ports, 31 GB/s, 2 us. */
+	cr_assert(topo_path_between(a, 0, 5, &p));
+	cr_assert_eq(p.tier, 1);
+	cr_assert_eq(p.n_hops, 2);
+	cr_assert_str_eq(p.hops[0].what, "pcie port 0");
+	cr_assert_str_eq(p.hops[1].what, "pcie port 5");
+	assert_close(p.bottleneck_bps, 31 * GBPS, "pcie");
+	assert_close(p.latency_s, 2 * US, "pcie latency");
+
+	/* pcie-8gpu 1 -> 6: the cpu tier (ports 31 GB/s, shared cap 31 GB/s, 2 us). */
+	struct topology *c = load_ok("topologies/pcie-8gpu.json");
+	cr_assert(topo_path_between(c, 1, 6, &p));
+	cr_assert_eq(p.tier, 1);
+	cr_assert_eq(p.n_hops, 3);
+	cr_assert_str_eq(p.hops[2].what, "cpu shared");
+	assert_close(p.bottleneck_bps, 31 * GBPS, "cpu");
+	assert_close(p.latency_s, 2 * US, "cpu latency");
+	/* 1 -> 2 under one PCIe switch: 1 us. */
+	cr_assert(topo_path_between(c, 1, 2, &p));
+	cr_assert_eq(p.tier, 0);
+	assert_close(p.latency_s, 1 * US, "pcie switch latency");
+
+	cr_assert(topo_path_between(c, 3, 3, &p));
+	cr_assert_eq(p.tier, TOPO_SELF);
+	cr_assert_eq(p.n_hops, 0);
+	cr_assert_eq(p.latency_s, 0);
+	cr_assert(!topo_path_between(c, 0, 8, &p)); /* 8 devices: ranks 0..7 */
+	cr_assert(!topo_path_between(c, -1, 0, &p));
+}
+
+Test(topologies, paths_across_a_fat_tree)
+{
+	/* 16 servers x 8 NICs = 128 NICs, 32 per leaf: leaves 0..3. NIC 25 GB/s,
+	 * 0.6 us per NIC, 0.6 us per switch. */
+	struct topology *t = load_ok("topologies/atlas800t-a2-910b-x16.json");
+	struct topo_path p;
+	/* rank 0 = NIC 0 of server 0 (global 0), rank 8 = NIC 0 of server 1
+	 * (global 8): both under leaf 0. Latency 0.6 + 0.6 + 0.6 = 1.8 us. */
+	cr_assert(topo_path_between(t, 0, 8, &p));
+	cr_assert_eq(p.tier, TOPO_NETWORK);
+	cr_assert_eq(p.n_hops, 3);
+	cr_assert_str_eq(p.hops[0].what, "nic 0 of server 0");
+	cr_assert_str_eq(p.hops[1].what, "leaf 0");
+	cr_assert_str_eq(p.hops[2].what, "nic 0 of server 1");
+	assert_close(p.bottleneck_bps, 25 * GBPS, "same leaf");
+	assert_close(p.latency_s, 1.8 * US, "same leaf latency");
+	/* rank 127 = NIC 7 of server 15, global 127 -> leaf 3: nic, leaf 0,
+	 * spine, leaf 3, nic. 2 x 0.6 + 3 x 0.6 = 3.0 us. */
+	cr_assert(topo_path_between(t, 0, 127, &p));
+	cr_assert_eq(p.n_hops, 5);
+	cr_assert_str_eq(p.hops[2].what, "spine");
+	cr_assert_str_eq(p.hops[3].what, "leaf 3");
+	cr_assert_str_eq(p.hops[4].what, "nic 7 of server 15");
+	assert_close(p.bottleneck_bps, 25 * GBPS, "cross leaf, oversubscription 1");
+	assert_close(p.latency_s, 3.0 * US, "cross leaf latency");
+
+	/* DGX A100 x128: 20 NICs per leaf, switch 0.3 us. Rank 19 = server 2,
+	 * NIC 3, global 19 -> leaf 0 (with rank 0): 0.6 + 0.3 + 0.6 = 1.5 us.
+	 * Rank 20 = server 2, NIC 4, global 20 -> leaf 1: 1.2 + 0.9 = 2.1 us. */
+	struct topology *d = load_ok("topologies/dgx-a100-x128.json");
+	cr_assert(topo_path_between(d, 0, 19, &p));
+	cr_assert_eq(p.n_hops, 3);
+	assert_close(p.latency_s, 1.5 * US, "dgx same leaf");
+	cr_assert(topo_path_between(d, 0, 20, &p));
+	cr_assert_eq(p.n_hops, 5);
+	cr_assert_str_eq(p.hops[3].what, "leaf 1");
+	assert_close(p.latency_s, 2.1 * US, "dgx cross leaf");
+}
+
+#define TWO_PER_SERVER \
+	"'server': {'devices': 2, 'tiers': [{'name': 'l', 'kind': 'mesh', 'bandwidth_GBps': 100, " \
+	"'latency_us': 1}], 'nic': {'per_server': 2, 'rate_Gbps': 800, 'latency_us': 1}}, "
+
+Test(topologies, paths_across_a_rail_optimized_fabric_and_oversubscription)
+{
+	/* 4 servers x 2 devices, one 800 Gb/s = 100 GB/s NIC per device, rail
+	 * groups of 2 servers, oversubscription 4, switch 0.5 us, NIC 1 us. */
+	struct topology *t = load_text("r.json", HEADER TWO_PER_SERVER
+		"'cluster': {'servers': 4, 'fabric': {'kind': 'rail-optimized', "
+		"'servers_per_rail_group': 2, 'oversubscription': 4, 'switch_latency_us': 0.5}}}");
+	print_diags();
+	cr_assert_not_null(t);
+	struct topo_path p;
+	/* rank 0 (server 0, NIC 0) -> rank 2 (server 1, NIC 0): rail 0 of group 0. */
+	cr_assert(topo_path_between(t, 0, 2, &p));
+	cr_assert_eq(p.n_hops, 3);
+	cr_assert_str_eq(p.hops[1].what, "rail 0 leaf");
+	assert_close(p.latency_s, 2.5 * US, "rail");    /* 1 + 0.5 + 1 */
+	assert_close(p.bottleneck_bps, 100 * GBPS, "rail");
+	/* rank 0 -> rank 3 (server 1, NIC 1): leaves 0 and 1, through the spine
+	 * at 100 / 4 = 25 GB/s; 1 + 3 x 0.5 + 1 = 3.5 us. */
+	cr_assert(topo_path_between(t, 0, 3, &p));
+	cr_assert_eq(p.n_hops, 5);
+	cr_assert_str_eq(p.hops[1].what, "leaf 0");
+	cr_assert_str_eq(p.hops[3].what, "leaf 1");
+	assert_close(p.bottleneck_bps, 25 * GBPS, "spine");
+	assert_close(p.latency_s, 3.5 * US, "spine latency");
+	/* rank 0 -> rank 4 (server 2 = rail group 1, NIC 0): leaf 1 x 2 + 0 = 2. */
+	cr_assert(topo_path_between(t, 0, 4, &p));
+	cr_assert_str_eq(p.hops[3].what, "leaf 2");
+	/* Bisection: ranks 0-3 | 4-7 are servers 0-1 | 2-3, 4 NICs each,
+	 * two rail groups so the spine counts: 4 x 100 / 4 = 100 GB/s. */
+	assert_close(topo_bisection_bps(t), 100 * GBPS, "rail bisection");
+}
+
+/* -------------------------------------------------------------- bisection */
+
+Test(topologies, bisection_of_single_servers)
+{
+	/* 910A, cut 0-3 | 4-7: no HCCS pair crosses (groups are 0-3 and 4-7);
+	 * PCIe: min(4, 4) ports x 31 GB/s = 124 GB/s, no shared cap in the file. */
+	assert_close(topo_bisection_bps(load_ok("topologies/atlas800-910a.json")), 4 * 31 * GBPS,
+	             "910A");
+	/* 910B full mesh: 4 x 4 = 16 links cross, x 56 GB/s = 896 GB/s. */
+	assert_close(topo_bisection_bps(load_ok("topologies/atlas800t-a2-910b.json")),
+	             16 * 56 * GBPS, "910B");
+	/* DGX A100: min(4, 4) NVSwitch ports x 300 GB/s = 1.2 TB/s. */
+	assert_close(topo_bisection_bps(load_ok("topologies/dgx-a100.json")), 4 * 300 * GBPS,
+	             "DGX A100");
+	/* PCIe server: the switches hold 0-3 and 4-7 (nothing crosses); the cpu
+	 * tier min(4, 4) x 31 = 124 GB/s, capped by its shared 31 GB/s. */
+	assert_close(topo_bisection_bps(load_ok("topologies/pcie-8gpu.json")), 31 * GBPS, "pcie");
+}
+
+Test(topologies, bisection_counts_a_pair_on_its_innermost_tier_only)
+{
+	/* 4 devices; mesh groups {0,2} {1,3} at 10 GB/s; a switch over all at
+	 * 1 GB/s. Cut {0,1} | {2,3}: mesh links 0-2 and 1-3 cross (2 x 10);
+	 * switch pairs 0-3 and 1-2 have no mesh group in common, so every
+	 * device has a partner there: min(2, 2) x 1. Total 22 GB/s. */
+	struct topology *t = load_text("i.json", HEADER
+		"'server': {'devices': 4, 'tiers': ["
+		"{'name': 'm', 'kind': 'mesh', 'groups': [[0,2],[1,3]], 'bandwidth_GBps': 10, 'latency_us': 1},"
+		"{'name': 's', 'kind': 'switch', 'bandwidth_GBps': 1, 'latency_us': 2}],"
+		"'nic': {'per_server': 1, 'rate_Gbps': 8, 'latency_us': 1}}}");
+	print_diags();
+	cr_assert_not_null(t);
+	assert_close(topo_bisection_bps(t), 22 * GBPS, "innermost");
+}
+
+Test(topologies, bisection_of_clusters)
+{
+	/* 910B x16: ranks 0-63 | 64-127 = servers 0-7 | 8-15, 64 NICs a side,
+	 * x 25 GB/s = 1.6 TB/s; oversubscription 1. */
+	assert_close(topo_bisection_bps(load_ok("topologies/atlas800t-a2-910b-x16.json")),
+	             64 * 25 * GBPS, "910B x16");
+	/* 910A x4: 2 servers x 8 NICs x 12.5 GB/s = 200 GB/s (one leaf of 32). */
+	assert_close(topo_bisection_bps(load_ok("topologies/atlas800-910a-x4.json")),
+	             16 * 12.5 * GBPS, "910A x4");
+	/* DGX A100 x128: 64 servers x 8 NICs x 25 GB/s = 12.8 TB/s. */
+	assert_close(topo_bisection_bps(load_ok("topologies/dgx-a100-x128.json")),
+	             512 * 25 * GBPS, "DGX A100 x128");
+}
+
+Test(topologies, bisection_of_an_odd_cluster_with_oversubscription)
+{
+	/* 3 servers x 4 devices, 2 NICs per server (devices 0,1 -> NIC 0; 2,3 ->
+	 * NIC 1), 100 GB/s each, 2 NICs per leaf (3 leaves), oversubscription 2.
+	 * Cut ranks 0-5 | 6-11: side A = server 0 (2 NICs) + devices 0,1 of
+	 * server 1 (NIC 0) = 3; side B = NIC 1 of server 1 + server 2 = 3.
+	 * 3 x 100 / 2 = 150 GB/s. */
+	struct topology *t = load_text("o.json", HEADER
+		"'server': {'devices': 4, 'tiers': [{'name': 'l', 'kind': 'mesh', 'bandwidth_GBps': 100,"
+		"'latency_us': 1}], 'nic': {'per_server': 2, 'rate_Gbps': 800, 'latency_us': 1}},"
+		"'cluster': {'servers': 3, 'fabric': {'kind': 'fat-tree', 'nics_per_leaf': 2,"
+		"'oversubscription': 2, 'switch_latency_us': 0.5}}}");
+	print_diags();
+	cr_assert_not_null(t);
+	assert_close(topo_bisection_bps(t), 150 * GBPS, "odd cluster");
+	/* Rank 5 = server 1 device 1 -> NIC 0 of server 1 (global NIC 2, leaf 1). */
+	struct topo_path p;
+	cr_assert(topo_path_between(t, 5, 0, &p));
+	cr_assert_str_eq(p.hops[0].what, "nic 0 of server 1");
+	cr_assert_str_eq(p.hops[1].what, "leaf 1");
+	cr_assert_str_eq(p.hops[3].what, "leaf 0");
+	assert_close(p.bottleneck_bps, 50 * GBPS, "spine at 100 / 2");
+}
+
+/* ----------------------------------------------------------------- errors */
+
+Test(topologies, every_error_of_a_document_is_reported)
+{
+	struct topology *t = load_text("bad.json",
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's',\n"
+		"'device': {'kind': 'X', 'peak_tflops': {}, 'hbm_GB': 0, 'hbm_bandwidth_GBps': 1},\n"
+		"'server': {'devices': 8, 'tiers': [{'name': 'h', 'kind': 'mesh', 'groups': [[0,1,2,3],[4,5,6,7]],\n"
+		"  'bandwidth_GBps': 1, 'latency_us': 1}],\n"
+		"  'nic': {'per_server': 8, 'rate_Gbps': 1, 'latency_us': 1}},\n"
+		"'cluster': {'servers': 2, 'fabric': {'kind': 'fat-tree', 'servers_per_rail_group': 2,\n"
+		"  'switch_latency_us': 1}}}");
+	cr_assert_null(t);
+	/* Line 2: empty peaks, zero HBM; line 3: devices 0 and 4 (the first of
+	 * 4 x 4 = 16 pairs across the two HCCS groups) share no tier; line 6: a
+	 * fat tree needs nics_per_leaf and has no rail groups. */
+	assert_diag(0, "bad.json:2: device.peak_tflops: expected at least one dtype "
+	               "(fp32, fp16, bf16, int32, int64 or bool)");
+	assert_diag(1, "bad.json:2: device.hbm_GB: expected a positive number, got 0");
+	assert_diag(2, "bad.json:3: server.tiers: devices 0 and 4 share no tier "
+	               "(16 pairs share none)");
+	assert_diag(3, "bad.json:6: cluster.fabric.nics_per_leaf: missing required field");
+	assert_diag(4, "bad.json:6: cluster.fabric.servers_per_rail_group: "
+	               "only a rail-optimized fabric has rail groups");
+	cr_assert_eq(fx.d.count, 5);
+}
+
+Test(topologies, unknown_keys_and_missing_server)
+{
+	struct topology *t = load_text("k.json",
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's', 'clustre': 1,\n"
+		"'device': {'kind': 'X', 'peak_tflops': {'fp16': 1}, 'hbm_GB': 1, 'hbm_bandwidth_GBps': 1}}");
+	cr_assert_null(t);
+	assert_diag(0, "k.json:1: clustre: unknown key \"clustre\" (did you mean \"cluster\"?)");
+	assert_diag(1, "k.json:1: server: missing required field");
+	cr_assert_eq(fx.d.count, 2);
+}
+
+Test(topologies, wrong_format_and_version)
+{
+	cr_assert_null(load_text("f.json", "{'format': 'shardlab-model', 'version': 1}"));
+	cr_assert_null(load_text("v.json", "{'format': 'shardlab-topology',\n'version': 2}"));
+	assert_diag(0, "f.json:1: format: expected \"shardlab-topology\", got \"shardlab-model\"");
+	/* further: name, source, device, server missing */
+	size_t n = 0;
+	while (n < fx.d.count && strncmp(fx.d.items[n].file, "v.json", 6))
+		n++;
+	assert_diag(n, "v.json:2: version: unsupported version 2 (this shardlab reads version 1)");
+}
+
+Test(topologies, base_must_be_a_topology)
+{
+	char dir[] = "/tmp/shardlab-topo-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char model[128], cluster[128];
+	snprintf(model, sizeof model, "%s/model.json", dir);
+	snprintf(cluster, sizeof cluster, "%s/cluster.json", dir);
+	FILE *f = fopen(model, "w");
+	cr_assert_not_null(f);
+	fputs("{\"format\": \"shardlab-model\", \"version\": 1}\n", f);
+	fclose(f);
+	struct topology *t = load_text(cluster,
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's',\n"
+		"'base': 'model.json', 'cluster': {'servers': 2, 'fabric': {'kind': 'fat-tree',\n"
+		"'nics_per_leaf': 8, 'switch_latency_us': 1}}}");
+	cr_assert_null(t);
+	char want[512];
+	snprintf(want, sizeof want,
+	         "%s:2: base: the base file %s is a \"shardlab-model\" file, not a "
+	         "\"shardlab-topology\"", cluster, model);
+	assert_diag(0, want);
+	cr_assert_eq(fx.d.count, 1);
+	remove(model);
+	remove(dir);
+}
+
+Test(topologies, errors_inside_a_base_name_the_base_file)
+{
+	char dir[] = "/tmp/shardlab-topo-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char server[128], cluster[128];
+	snprintf(server, sizeof server, "%s/server.json", dir);
+	snprintf(cluster, sizeof cluster, "%s/c.json", dir);
+	FILE *f = fopen(server, "w");
+	cr_assert_not_null(f);
+	fputs("{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"s\", \"source\": \"s\",\n"
+	      "\"device\": {\"kind\": \"X\", \"peak_tflops\": {\"fp16\": 1}, \"hbm_GB\": 1,\n"
+	      "  \"hbm_bandwidth_GBps\": 1},\n"
+	      "\"server\": {\"devices\": 1, \"nic\": {\"per_server\": 1, \"rate_Gbps\": \"fast\",\n"
+	      "  \"latency_us\": 1}}}\n", f);
+	fclose(f);
+	cr_assert_null(load_text(cluster,
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's',\n"
+		"'base': 'server.json', 'cluster': {'servers': 2, 'fabric': {'kind': 'fat-tree',\n"
+		"'nics_per_leaf': 8, 'switch_latency_us': 1}}}"));
+	char want[512];
+	snprintf(want, sizeof want,
+	         "%s:4: server.nic.rate_Gbps: expected a positive number, got \"fast\"", server);
+	assert_diag(0, want);
+	cr_assert_eq(fx.d.count, 1);
+	remove(server);
+	remove(dir);
+}
+
+Test(topologies, loading_a_missing_file_is_a_diagnostic)
+{
+	cr_assert_null(topo_load(fx.a, "topologies/no-such-file.json", &fx.d));
+	cr_assert_eq(fx.d.count, 1);
+	cr_assert_eq(fx.d.errors, 1);
+}

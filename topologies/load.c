@@ -1,4 +1,466 @@
-/* stub: replaced by the module's implementation */
-#include "topologies.h"
-struct topology *topo_load(struct arena *a, const char *path, struct diag_list *diags) { (void)a; (void)path; (void)diags; return NULL; }
-struct topology *topo_load_doc(struct arena *a, struct json_doc *doc) { (void)a; (void)doc; return NULL; }
+/* load.c — reading and validating shardlab-topology files (version 1).
+ *
+ * A file describes one device kind, one server (devices, intra-server
+ * tiers, NICs) and optionally a cluster of such servers on a fabric given by
+ * parameters. A cluster file may take its device and server from a "base"
+ * file. Every value is read through the jv_* accessors so that each bad
+ * field becomes a diagnostic `file:line: json.path: message`, and reading
+ * goes on after an error so one run reports every problem.
+ *
+ * Units: files say TFLOP/s, GB (10^9 bytes), GB/s, Gb/s (rate_Gbps) and
+ * microseconds; the struct holds FLOP/s, bytes, bytes/s and seconds.
+ * Not a hot path: a file is read once per run.
+ */
+#include "topologies-int.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const topo_tier_kind_names[TOPO_TIER_KIND_COUNT] = {"mesh", "switch"};
+const char *const topo_fabric_kind_names[TOPO_FABRIC_KIND_COUNT] = {"none", "fat-tree",
+                                                                     "rail-optimized"};
+_Static_assert(TOPO_TIER_KIND_COUNT == 2, "topo_tier_kind_names out of step");
+_Static_assert(TOPO_FABRIC_KIND_COUNT == 3, "topo_fabric_kind_names out of step");
+
+#define MAX_DEVICES_PER_SERVER 4096
+#define INT32_LIMIT 2147483647.0
+
+static size_t errors_of(const struct jv *v)
+{
+	return v->doc->diags->errors;
+}
+
+/* A string copied into the arena; NULL after a diagnostic. */
+static const char *copy_string(struct arena *a, const struct jv *v)
+{
+	const char *s = NULL;
+	if (!jv_string(v, &s))
+		return NULL;
+	char *c = arena_strdup(a, s);
+	if (!c)
+		jv_error(v, "out of memory");
+	return c;
+}
+
+static const char *req_string(struct arena *a, const struct jv *obj, const char *key)
+{
+	struct jv m;
+	return jv_need(obj, key, &m) ? copy_string(a, &m) : NULL;
+}
+
+static void *alloc_at(struct arena *a, const struct jv *at, size_t n, size_t size)
+{
+	void *p = arena_calloc(a, n, size);
+	if (!p)
+		jv_error(at, "out of memory");
+	return p;
+}
+
+/* ---------------------------------------------------------------- device */
+
+static void read_peaks(const struct jv *pv, struct topo_device *d)
+{
+	static const char *const keys[] = {"fp32", "fp16", "bf16", "int32", "int64", "bool", NULL};
+	_Static_assert(DT_COUNT == 6, "peak_tflops keys out of step with enum dtype");
+	if (!jv_open(pv, keys))
+		return;
+	int n = jv_len(pv);
+	if (n == 0)
+		jv_error(pv, "expected at least one dtype (fp32, fp16, bf16, int32, int64 or bool)");
+	for (int i = 0; i < n; i++) {
+		struct jv m;
+		jv_at(pv, i, &m);
+		int dt = dtype_parse(jv_key(&m));
+		double tflops = 0;
+		if (dt < 0 || strcmp(dtype_names[dt], jv_key(&m)))
+			continue; /* reported by jv_keys */
+		if (jv_number(&m, JR_POSITIVE, &tflops))
+			d->peak_flops[dt] = tflops * 1e12;
+	}
+}
+
+static void read_device(struct arena *a, const struct jv *dv, struct topo_device *d)
+{
+	static const char *const keys[] = {"kind", "peak_tflops", "hbm_GB", "hbm_bandwidth_GBps",
+	                                   "matmul_efficiency", "memory_efficiency", NULL};
+	if (!jv_open(dv, keys))
+		return;
+	struct jv pv;
+	double gb = 0, gbps = 0;
+	d->kind = req_string(a, dv, "kind");
+	if (jv_need(dv, "peak_tflops", &pv))
+		read_peaks(&pv, d);
+	if (jv_req_number(dv, "hbm_GB", JR_POSITIVE, &gb))
+		d->hbm_bytes = gb * 1e9;
+	if (jv_req_number(dv, "hbm_bandwidth_GBps", JR_POSITIVE, &gbps))
+		d->hbm_bps = gbps * 1e9;
+	jv_opt_number(dv, "matmul_efficiency", JR_FRACTION, 1, &d->matmul_efficiency);
+	jv_opt_number(dv, "memory_efficiency", JR_FRACTION, 1, &d->memory_efficiency);
+}
+
+/* ----------------------------------------------------------------- tiers */
+
+/* One group of a tier: device indices, none twice in the tier. */
+static void read_group(const struct jv *gv, int g, struct topo_tier *tier, int devices)
+{
+	if (!jv_is_array(gv, 2, 0x7fffffff))
+		return;
+	for (int i = 0; i < jv_len(gv); i++) {
+		struct jv e;
+		int64_t dev = 0;
+		jv_at(gv, i, &e);
+		if (!jv_int(&e, JR_RANGE(0, devices - 1), &dev))
+			continue;
+		if (tier->group_of[dev] >= 0) {
+			jv_error(&e, "device %d is already in groups[%d] of this tier", (int)dev,
+			         tier->group_of[dev]);
+			continue;
+		}
+		tier->group_of[dev] = g;
+		tier->group_size[g]++;
+	}
+}
+
+/* "groups", or one group of every device when absent. */
+static void read_groups(struct arena *a, const struct jv *tv, struct topo_tier *tier, int devices)
+{
+	struct jv gv;
+	tier->group_of = alloc_at(a, tv, (size_t)devices, sizeof(int));
+	if (!tier->group_of)
+		return;
+	for (int d = 0; d < devices; d++)
+		tier->group_of[d] = -1;
+	if (!jv_get(tv, "groups", &gv)) {
+		tier->n_groups = 1;
+		tier->group_size = alloc_at(a, tv, 1, sizeof(int));
+		if (tier->group_size)
+			tier->group_size[0] = devices;
+		for (int d = 0; tier->group_size && d < devices; d++)
+			tier->group_of[d] = 0;
+		return;
+	}
+	if (!jv_is_array(&gv, 1, devices))
+		return;
+	tier->n_groups = jv_len(&gv);
+	tier->group_size = alloc_at(a, &gv, (size_t)tier->n_groups, sizeof(int));
+	for (int g = 0; tier->group_size && g < tier->n_groups; g++) {
+		struct jv e;
+		jv_at(&gv, g, &e);
+		read_group(&e, g, tier, devices);
+	}
+}
+
+static void read_tier(struct arena *a, const struct jv *tv, struct topo_tier *tier, int devices)
+{
+	static const char *const keys[] = {"name",       "kind",        "groups", "bandwidth_GBps",
+	                                   "latency_us", "shared_GBps", NULL};
+	if (!jv_open(tv, keys))
+		return;
+	struct jv kv;
+	double gbps = 0, us = 0, shared = 0;
+	tier->name = req_string(a, tv, "name");
+	if (jv_need(tv, "kind", &kv)) {
+		int k = jv_enum(&kv, topo_tier_kind_names, TOPO_TIER_KIND_COUNT);
+		tier->kind = k < 0 ? TOPO_TIER_MESH : (enum topo_tier_kind)k;
+	}
+	if (devices >= 2)
+		read_groups(a, tv, tier, devices);
+	if (jv_req_number(tv, "bandwidth_GBps", JR_POSITIVE, &gbps))
+		tier->bandwidth_bps = gbps * 1e9;
+	if (jv_req_number(tv, "latency_us", JR_NONNEG, &us))
+		tier->latency_s = us * 1e-6;
+	if (jv_opt_number(tv, "shared_GBps", JR_POSITIVE, 0, &shared))
+		tier->shared_bps = shared * 1e9;
+}
+
+/* Every pair of devices must share a group in at least one tier. */
+static void check_pairs(const struct jv *tiers_v, const struct topology *t)
+{
+	int64_t bad = 0;
+	int first_a = -1, first_b = -1;
+	for (int i = 0; i < t->devices_per_server; i++) {
+		for (int j = i + 1; j < t->devices_per_server; j++) {
+			if (topo_local_tier(t, i, j) >= 0)
+				continue;
+			if (bad++ == 0) {
+				first_a = i;
+				first_b = j;
+			}
+		}
+	}
+	if (bad == 1)
+		jv_error(tiers_v, "devices %d and %d share no tier", first_a, first_b);
+	else if (bad > 1)
+		jv_error(tiers_v, "devices %d and %d share no tier (%lld pairs share none)", first_a,
+		         first_b, (long long)bad);
+}
+
+static void read_tiers(struct arena *a, const struct jv *tv, struct topology *t)
+{
+	size_t before = errors_of(tv);
+	if (!jv_is_array(tv, 1, TOPO_MAX_TIERS))
+		return;
+	t->n_tiers = jv_len(tv);
+	for (int i = 0; i < t->n_tiers; i++) {
+		struct jv e, nv;
+		jv_at(tv, i, &e);
+		read_tier(a, &e, &t->tiers[i], t->devices_per_server);
+		for (int k = 0; k < i && t->tiers[i].name; k++) {
+			if (t->tiers[k].name && !strcmp(t->tiers[k].name, t->tiers[i].name)) {
+				jv_get(&e, "name", &nv);
+				jv_error(&nv, "tier name \"%s\" is already used by tiers[%d]",
+				         t->tiers[i].name, k);
+				break;
+			}
+		}
+	}
+	if (errors_of(tv) == before && t->devices_per_server >= 2)
+		check_pairs(tv, t);
+}
+
+/* ---------------------------------------------------------------- server */
+
+static void read_nic(const struct jv *nv, struct topology *t)
+{
+	static const char *const keys[] = {"per_server", "rate_Gbps", "latency_us", NULL};
+	if (!jv_open(nv, keys))
+		return;
+	int devices = t->devices_per_server;
+	int64_t per = 0;
+	double gbit = 0, us = 0;
+	struct jv pv;
+	if (jv_need(nv, "per_server", &pv) &&
+	    jv_int(&pv, JR_RANGE(1, MAX_DEVICES_PER_SERVER), &per)) {
+		if (devices > 0 && devices % per)
+			jv_error(&pv, "%d NICs cannot be shared evenly by the server's %d device%s",
+			         (int)per, devices, devices == 1 ? "" : "s");
+		else
+			t->nic.per_server = (int)per;
+	}
+	if (jv_req_number(nv, "rate_Gbps", JR_POSITIVE, &gbit))
+		t->nic.bandwidth_bps = gbit * 1e9 / 8;
+	if (jv_req_number(nv, "latency_us", JR_NONNEG, &us))
+		t->nic.latency_s = us * 1e-6;
+}
+
+static void read_server(struct arena *a, const struct jv *sv, struct topology *t)
+{
+	static const char *const keys[] = {"devices", "tiers", "nic", NULL};
+	if (!jv_open(sv, keys))
+		return;
+	int64_t devices = 0;
+	struct jv tv, nv;
+	if (jv_req_int(sv, "devices", JR_RANGE(1, MAX_DEVICES_PER_SERVER), &devices))
+		t->devices_per_server = (int)devices;
+	if (!jv_get(sv, "tiers", &tv)) {
+		if (devices > 1)
+			jv_need(sv, "tiers", &tv);
+	} else if (devices == 1) {
+		jv_error(&tv, "a server with one device has no tiers; remove \"tiers\"");
+	} else {
+		read_tiers(a, &tv, t);
+	}
+	if (jv_need(sv, "nic", &nv))
+		read_nic(&nv, t);
+}
+
+/* --------------------------------------------------------------- cluster */
+
+/* A member that only one fabric kind may have. */
+static void forbid(const struct jv *fv, const char *key, const char *why)
+{
+	struct jv m;
+	if (jv_get(fv, key, &m))
+		jv_error(&m, "%s", why);
+}
+
+static void read_fabric(const struct jv *fv, struct topo_fabric *f)
+{
+	static const char *const keys[] = {"kind", "nics_per_leaf", "servers_per_rail_group",
+	                                   "oversubscription", "switch_latency_us", NULL};
+	if (!jv_open(fv, keys))
+		return;
+	struct jv kv;
+	int64_t n = 0;
+	double us = 0;
+	if (jv_need(fv, "kind", &kv)) {
+		int k = jv_enum(&kv, topo_fabric_kind_names + 1, TOPO_FABRIC_KIND_COUNT - 1);
+		f->kind = (enum topo_fabric_kind)(k + 1); /* NONE when bad */
+	}
+	if (f->kind == TOPO_FABRIC_FAT_TREE) {
+		if (jv_req_int(fv, "nics_per_leaf", JR_RANGE(1, INT32_LIMIT), &n))
+			f->nics_per_leaf = (int)n;
+		forbid(fv, "servers_per_rail_group", "only a rail-optimized fabric has rail groups");
+	} else if (f->kind == TOPO_FABRIC_RAIL_OPTIMIZED) {
+		if (jv_req_int(fv, "servers_per_rail_group", JR_RANGE(1, INT32_LIMIT), &n)) {
+			f->servers_per_rail_group = (int)n;
+			f->nics_per_leaf = (int)n; /* a rail leaf serves one NIC per server */
+		}
+		forbid(fv, "nics_per_leaf",
+		       "a rail-optimized fabric has one leaf per rail and rail group; "
+		       "use servers_per_rail_group");
+	}
+	jv_opt_number(fv, "oversubscription", JR_RANGE(1, 1e308), 1, &f->oversubscription);
+	if (jv_req_number(fv, "switch_latency_us", JR_NONNEG, &us))
+		f->switch_latency_s = us * 1e-6;
+}
+
+static void read_cluster(const struct jv *cv, struct topology *t)
+{
+	static const char *const keys[] = {"servers", "fabric", NULL};
+	if (!jv_open(cv, keys))
+		return;
+	int64_t servers = 0;
+	struct jv sv, fv;
+	if (jv_need(cv, "servers", &sv) && jv_int(&sv, JR_RANGE(1, INT32_LIMIT), &servers)) {
+		int64_t d = t->devices_per_server;
+		if (d > 0 && servers * d > (int64_t)INT32_LIMIT)
+			jv_error(&sv, "%lld servers of %lld devices make %lld ranks, more than %lld",
+			         (long long)servers, (long long)d, (long long)(servers * d),
+			         (long long)INT32_LIMIT);
+		else
+			t->servers = (int)servers;
+	}
+	if (jv_need(cv, "fabric", &fv))
+		read_fabric(&fv, &t->fabric);
+}
+
+/* ------------------------------------------------------------- documents */
+
+static void read_doc(struct arena *a, struct json_doc *doc, struct topology *t, bool is_base);
+
+static void check_header(const struct jv *root)
+{
+	int64_t version = 0;
+	struct jv fv, vv;
+	const char *fmt = jv_format(root, &version);
+	if (!fmt)
+		return;
+	jv_get(root, "format", &fv);
+	jv_get(root, "version", &vv);
+	if (strcmp(fmt, TOPO_FORMAT))
+		jv_error(&fv, "expected \"%s\", got \"%s\"", TOPO_FORMAT, fmt);
+	else if (version != TOPO_VERSION)
+		jv_error(&vv, "unsupported version %lld (this shardlab reads version %d)",
+		         (long long)version, TOPO_VERSION);
+}
+
+/* The base file's format when it is a string, NULL otherwise; reports
+ * nothing (read_doc reports a bad header). */
+static const char *peek_format(const struct json_doc *doc)
+{
+	if (!cJSON_IsObject(doc->root))
+		return NULL;
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(doc->root, "format");
+	return cJSON_IsString(f) ? f->valuestring : NULL;
+}
+
+/* The device and server of `t` from the file named by "base". */
+static void read_base(struct arena *a, const struct jv *bv, struct topology *t)
+{
+	const char *rel = NULL, *err = NULL;
+	size_t len = 0;
+	if (!jv_string(bv, &rel))
+		return;
+	char *path = util_path_join(a, util_path_dir(a, bv->doc->file), rel);
+	if (!path) {
+		jv_error(bv, "out of memory");
+		return;
+	}
+	char *text = util_read_file(path, &len, &err);
+	if (!text) {
+		jv_error(bv, "cannot read the base file %s: %s", path, err);
+		return;
+	}
+	struct json_doc bdoc;
+	bool parsed = json_doc_parse(&bdoc, path, text, len, bv->doc->diags);
+	free(text);
+	const char *fmt = parsed ? peek_format(&bdoc) : NULL;
+	if (fmt && strcmp(fmt, TOPO_FORMAT)) {
+		jv_error(bv, "the base file %s is a \"%s\" file, not a \"%s\"", path, fmt, TOPO_FORMAT);
+	} else if (parsed) {
+		struct topology base = {0};
+		read_doc(a, &bdoc, &base, true);
+		t->device = base.device;
+		t->devices_per_server = base.devices_per_server;
+		t->n_tiers = base.n_tiers;
+		memcpy(t->tiers, base.tiers, sizeof(t->tiers));
+		t->nic = base.nic;
+	}
+	json_doc_free(&bdoc);
+}
+
+/* Device and server from this file, or from the base it names. */
+static void read_machine(struct arena *a, const struct jv *root, struct topology *t,
+                         bool is_base)
+{
+	struct jv bv, dv, sv;
+	if (jv_get(root, "base", &bv)) {
+		if (is_base) {
+			jv_error(&bv, "a base topology cannot name a base of its own");
+			return;
+		}
+		if (jv_get(root, "device", &dv))
+			jv_error(&dv, "not allowed with \"base\" (the device comes from the base file)");
+		if (jv_get(root, "server", &sv))
+			jv_error(&sv, "not allowed with \"base\" (the server comes from the base file)");
+		read_base(a, &bv, t);
+		return;
+	}
+	if (jv_need(root, "device", &dv))
+		read_device(a, &dv, &t->device);
+	if (jv_need(root, "server", &sv))
+		read_server(a, &sv, t);
+}
+
+static void read_doc(struct arena *a, struct json_doc *doc, struct topology *t, bool is_base)
+{
+	static const char *const keys[] = {"format", "version", "name",   "description", "source",
+	                                   "base",   "device",  "server", "cluster",     NULL};
+	struct jv root, dv, cv;
+	if (!jv_root(doc, &root))
+		return;
+	jv_keys(&root, keys);
+	check_header(&root);
+	t->name = req_string(a, &root, "name");
+	t->source = req_string(a, &root, "source");
+	if (jv_get(&root, "description", &dv))
+		t->description = copy_string(a, &dv);
+	read_machine(a, &root, t, is_base);
+	t->servers = 1;
+	t->fabric.oversubscription = 1;
+	if (jv_get(&root, "cluster", &cv)) {
+		if (is_base)
+			jv_error(&cv, "a base topology describes one server and cannot have a cluster");
+		else
+			read_cluster(&cv, t);
+	}
+	t->n_devices = (int64_t)t->servers * t->devices_per_server;
+}
+
+struct topology *topo_load_doc(struct arena *a, struct json_doc *doc)
+{
+	SL_ASSERT(a && doc && doc->diags);
+	if (!doc->root)
+		return NULL; /* the parser has reported why */
+	size_t before = doc->diags->errors;
+	struct topology *t = arena_calloc(a, 1, sizeof(*t));
+	if (!t) {
+		diag_add(doc->diags, DIAG_ERROR, doc->file, 0, NULL, "out of memory");
+		return NULL;
+	}
+	t->file = arena_strdup(a, doc->file ? doc->file : "");
+	read_doc(a, doc, t, false);
+	return doc->diags->errors == before && t->file ? t : NULL;
+}
+
+struct topology *topo_load(struct arena *a, const char *path, struct diag_list *diags)
+{
+	struct json_doc doc;
+	struct topology *t = NULL;
+	if (json_doc_load(&doc, path, diags))
+		t = topo_load_doc(a, &doc);
+	json_doc_free(&doc);
+	return t;
+}

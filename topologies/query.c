@@ -1,1 +1,220 @@
-/* stub: replaced by the module's implementation */
+/* query.c — routes and bandwidths on a loaded topology, for cost models.
+ *
+ * Ranks are server-major: rank r is local device r % devices_per_server of
+ * server r / devices_per_server. Inside a server two devices talk over the
+ * innermost tier in which they share a group; between servers a message
+ * leaves through the sender's NIC, crosses the fabric (one leaf, or leaf,
+ * spine, leaf) and enters through the receiver's NIC. docs/formats.md
+ * ("Topology queries") states every formula used here.
+ *
+ * Units: bytes/s and seconds. Hot path: topo_tier_between and
+ * topo_path_between are called per rank pair by cost models; they do
+ * integer arithmetic only, no allocation. topo_bisection_bps is O(d^2)
+ * in the devices of one server.
+ */
+#include "topologies-int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+int topo_local_tier(const struct topology *t, int i, int j)
+{
+	for (int k = 0; k < t->n_tiers; k++) {
+		int g = t->tiers[k].group_of[i];
+		if (g >= 0 && g == t->tiers[k].group_of[j])
+			return k;
+	}
+	return -1;
+}
+
+int topo_tier_between(const struct topology *t, int64_t a, int64_t b)
+{
+	SL_ASSERT(a >= 0 && a < t->n_devices && b >= 0 && b < t->n_devices);
+	if (a == b)
+		return TOPO_SELF;
+	int64_t d = t->devices_per_server;
+	if (a / d != b / d)
+		return TOPO_NETWORK;
+	int k = topo_local_tier(t, (int)(a % d), (int)(b % d));
+	SL_ASSERT(k >= 0); /* the loader checks every pair shares a tier */
+	return k;
+}
+
+/* ----------------------------------------------------------------- paths */
+
+static void hop(struct topo_path *p, double bps, double lat_s, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 4, 5)))
+#endif
+	;
+
+static void hop(struct topo_path *p, double bps, double lat_s, const char *fmt, ...)
+{
+	SL_ASSERT(p->n_hops < TOPO_MAX_HOPS);
+	struct topo_hop *h = &p->hops[p->n_hops++];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(h->what, sizeof(h->what), fmt, ap);
+	va_end(ap);
+	h->bandwidth_bps = bps;
+	h->latency_s = lat_s;
+	if (bps < p->bottleneck_bps)
+		p->bottleneck_bps = bps;
+	p->latency_s += lat_s;
+}
+
+static void path_in_server(const struct topology *t, int la, int lb, struct topo_path *p)
+{
+	const struct topo_tier *tier = &t->tiers[p->tier];
+	if (tier->kind == TOPO_TIER_MESH) {
+		hop(p, tier->bandwidth_bps, tier->latency_s, "%s link %d-%d", tier->name, la, lb);
+	} else {
+		hop(p, tier->bandwidth_bps, tier->latency_s, "%s port %d", tier->name, la);
+		hop(p, tier->bandwidth_bps, 0, "%s port %d", tier->name, lb);
+	}
+	if (tier->shared_bps > 0)
+		hop(p, tier->shared_bps, 0, "%s shared", tier->name);
+}
+
+/* Leaf switch of a NIC (server s, local NIC k). Fat tree: global NIC index
+ * / nics_per_leaf. Rail-optimized: rail k of the server's rail group. */
+static int64_t leaf_of(const struct topology *t, int64_t s, int k)
+{
+	int64_t per = t->nic.per_server;
+	if (t->fabric.kind == TOPO_FABRIC_RAIL_OPTIMIZED)
+		return s / t->fabric.servers_per_rail_group * per + k;
+	return (s * per + k) / t->fabric.nics_per_leaf;
+}
+
+static void path_fabric(const struct topology *t, int64_t sa, int ka, int64_t sb, int kb,
+                        struct topo_path *p)
+{
+	const struct topo_fabric *f = &t->fabric;
+	double nic = t->nic.bandwidth_bps;
+	int64_t l1 = leaf_of(t, sa, ka), l2 = leaf_of(t, sb, kb);
+	if (l1 == l2 && f->kind == TOPO_FABRIC_RAIL_OPTIMIZED) {
+		hop(p, nic, f->switch_latency_s, "rail %d leaf", ka);
+	} else if (l1 == l2) {
+		hop(p, nic, f->switch_latency_s, "leaf %lld", (long long)l1);
+	} else {
+		hop(p, nic, f->switch_latency_s, "leaf %lld", (long long)l1);
+		hop(p, nic / f->oversubscription, f->switch_latency_s, "spine");
+		hop(p, nic, f->switch_latency_s, "leaf %lld", (long long)l2);
+	}
+}
+
+bool topo_path_between(const struct topology *t, int64_t a, int64_t b, struct topo_path *out)
+{
+	*out = (struct topo_path){.bottleneck_bps = INFINITY};
+	if (a < 0 || b < 0 || a >= t->n_devices || b >= t->n_devices)
+		return false;
+	out->tier = topo_tier_between(t, a, b);
+	int64_t d = t->devices_per_server;
+	int la = (int)(a % d), lb = (int)(b % d);
+	if (out->tier >= 0) {
+		path_in_server(t, la, lb, out);
+	} else if (out->tier == TOPO_NETWORK) {
+		int ka = (int)(la * t->nic.per_server / d), kb = (int)(lb * t->nic.per_server / d);
+		const struct topo_nic *n = &t->nic;
+		hop(out, n->bandwidth_bps, n->latency_s, "nic %d of server %lld", ka, (long long)(a / d));
+		path_fabric(t, a / d, ka, b / d, kb, out);
+		hop(out, n->bandwidth_bps, n->latency_s, "nic %d of server %lld", kb, (long long)(b / d));
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------ bandwidths */
+
+double topo_tier_device_bps(const struct topology *t, int tier)
+{
+	SL_ASSERT(tier >= 0 && tier < t->n_tiers);
+	const struct topo_tier *k = &t->tiers[tier];
+	if (k->kind == TOPO_TIER_SWITCH)
+		return k->bandwidth_bps;
+	int largest = 0;
+	for (int g = 0; g < k->n_groups; g++)
+		if (k->group_size[g] > largest)
+			largest = k->group_size[g];
+	return k->bandwidth_bps * (largest - 1);
+}
+
+double topo_nic_device_bps(const struct topology *t)
+{
+	return t->nic.bandwidth_bps * t->nic.per_server / t->devices_per_server;
+}
+
+/* What tier k carries across the cut [0, h) | [h, d) of one server:
+ * mesh: links (pairs i < h <= j whose innermost tier is k) times the link
+ * bandwidth; switch: per group, min(members on side A, members on side B)
+ * times the port bandwidth, counting only members with a partner on the
+ * other side whose innermost tier is k. Capped by shared_bps. */
+static double tier_cut_bps(const struct topology *t, int k, int h)
+{
+	const struct topo_tier *tier = &t->tiers[k];
+	int d = t->devices_per_server;
+	int64_t links = 0, ports = 0;
+	for (int g = 0; g < tier->n_groups; g++) {
+		int64_t in_a = 0, in_b = 0;
+		for (int i = 0; i < d; i++) {
+			if (tier->group_of[i] != g)
+				continue;
+			bool partner = false;
+			for (int j = 0; j < d; j++) {
+				if ((i < h) == (j < h) || topo_local_tier(t, i, j) != k)
+					continue;
+				partner = true;
+				links += i < h;
+			}
+			in_a += partner && i < h;
+			in_b += partner && i >= h;
+		}
+		ports += in_a < in_b ? in_a : in_b;
+	}
+	double bps = tier->bandwidth_bps * (double)(tier->kind == TOPO_TIER_MESH ? links : ports);
+	return tier->shared_bps > 0 && tier->shared_bps < bps ? tier->shared_bps : bps;
+}
+
+/* Distinct NICs used by the local devices [lo, hi) of one server. */
+static int64_t nics_used(const struct topology *t, int lo, int hi)
+{
+	if (lo >= hi)
+		return 0;
+	int64_t per = t->nic.per_server, d = t->devices_per_server;
+	return (hi - 1) * per / d - lo * per / d + 1;
+}
+
+int64_t topo_fabric_leaves(const struct topology *t)
+{
+	if (t->fabric.kind == TOPO_FABRIC_NONE)
+		return 0;
+	int64_t per = t->nic.per_server;
+	if (t->fabric.kind == TOPO_FABRIC_RAIL_OPTIMIZED) {
+		int64_t g = t->fabric.servers_per_rail_group;
+		return (t->servers + g - 1) / g * per;
+	}
+	return (t->servers * per + t->fabric.nics_per_leaf - 1) / t->fabric.nics_per_leaf;
+}
+
+double topo_bisection_bps(const struct topology *t)
+{
+	int64_t n = t->n_devices, h = n / 2, d = t->devices_per_server;
+	if (t->servers < 2) {
+		double sum = 0;
+		for (int k = 0; k < t->n_tiers; k++)
+			sum += tier_cut_bps(t, k, (int)h);
+		return sum;
+	}
+	/* NICs serving ranks [0, h) and [h, n); a server the cut splits
+	 * counts its NICs on each side it uses them. */
+	int64_t full = h / d, rem = h % d;
+	int64_t per = t->nic.per_server;
+	int64_t nics_a = full * per + nics_used(t, 0, (int)rem);
+	int64_t nics_b = rem ? (t->servers - full - 1) * per + nics_used(t, (int)rem, (int)d)
+	                     : (t->servers - full) * per;
+	double bps = (double)(nics_a < nics_b ? nics_a : nics_b) * t->nic.bandwidth_bps;
+	bool one_leaf = t->fabric.kind == TOPO_FABRIC_RAIL_OPTIMIZED
+	                        ? t->servers <= t->fabric.servers_per_rail_group
+	                        : topo_fabric_leaves(t) <= 1;
+	return one_leaf ? bps : bps / t->fabric.oversubscription;
+}

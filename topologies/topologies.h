@@ -76,6 +76,7 @@ struct topo_fabric {
 
 struct topology {
 	const char *name;
+	const char *description;     /* NULL when the file has none */
 	const char *source;          /* citation of the figures */
 	const char *file;            /* the file it was loaded from */
 	struct topo_device device;
@@ -126,6 +127,9 @@ bool topo_path_between(const struct topology *t, int64_t a, int64_t b, struct to
  * its port), and the per-device NIC bandwidth, one direction. */
 double topo_tier_device_bps(const struct topology *t, int tier);
 double topo_nic_device_bps(const struct topology *t);
+
+/* Leaf switches of the fabric (0 for a single server). */
+int64_t topo_fabric_leaves(const struct topology *t);
 
 /* Bandwidth across the cut between ranks [0, n/2) and [n/2, n), one
  * direction: the worst balanced cut for these regular topologies. */
