@@ -1,1 +1,502 @@
-/* stub: replaced by the module's implementation */
+/* generate.c — model generators: FFN (seed 000), Megatron MLP and
+ * self-attention (seeds 001, 003), pre-LN transformer blocks, GPT and
+ * LLaMA (grouped-query attention, SwiGLU, RMSNorm) from a few
+ * hyper-parameters. Graphs go through the same builder as model files, so
+ * shapes, FLOPs and bytes come from the one catalog.
+ *
+ * Units: sizes in elements (hidden, ffn, vocab, seq); B = micro_batch.
+ * Op and parameter names are documented in docs/formats-model.md
+ * ("layers.{i}.attn.q.matmul", ...). No hot path: a GPT-3 graph is ~3000
+ * ops built once.
+ */
+#include "models-int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const model_gen_names[GEN_COUNT] = {"ffn", "mlp", "attention", "transformer", "gpt",
+                                                "llama"};
+_Static_assert(GEN_COUNT == 6, "model_gen_names must list every generator");
+
+#define MAX_LAYERS 10000
+
+struct gen {
+	struct graph_builder b;
+	struct arena *a;
+	const struct model_gen *p;
+	struct diag_list *diags;
+	const struct jv *gen;
+	struct op_site site;
+	int64_t B, s, h, a_heads, kv, d, ffn, V;
+	enum dtype dt;
+	bool llama;
+};
+
+/* ------------------------------------------------------------- defaults */
+
+void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind)
+{
+	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
+	memset(g, 0, sizeof(*g));
+	g->kind = kind;
+	if (kind == GEN_FFN) {
+		g->hidden = 64;
+		g->micro_batch = 64;
+		g->dtype = DT_FP32;
+		g->bias = true;
+		return;
+	}
+	if (kind == GEN_LLAMA) {
+		/* LLaMA-2 7B (Touvron et al. 2023, Table 1 and the released config). */
+		g->hidden = 4096;
+		g->layers = 32;
+		g->heads = 32;
+		g->seq = 4096;
+		g->vocab = 32000;
+		g->micro_batch = 1;
+		g->dtype = DT_BF16;
+		g->bias = false;
+		g->dropout = 0;
+		return;
+	}
+	/* GPT-2 medium sized (Megatron-LM's 345M example: 24 x 1024, 16 heads). */
+	g->hidden = 1024;
+	g->layers = 24;
+	g->heads = 16;
+	g->seq = 1024;
+	g->vocab = 51200;
+	g->micro_batch = 1;
+	g->dtype = DT_BF16;
+	g->bias = true;
+	g->dropout = 0.1;
+}
+
+const char *const *model_gen_fields(enum model_gen_kind kind)
+{
+	static const char *const ffn[] = {"kind", "hidden", "micro_batch", "dtype", NULL};
+	static const char *const mlp[] = {"kind", "hidden", "ffn", "seq", "micro_batch", "dtype",
+	                                  "bias", "dropout", NULL};
+	static const char *const attention[] = {"kind", "hidden", "heads", "seq", "micro_batch",
+	                                        "dtype", "bias", "dropout", NULL};
+	static const char *const transformer[] = {"kind", "hidden", "layers", "heads", "ffn", "seq",
+	                                          "micro_batch", "dtype", "bias", "dropout", NULL};
+	static const char *const gpt[] = {"kind", "hidden", "layers", "heads", "ffn", "seq", "vocab",
+	                                  "micro_batch", "dtype", "bias", "dropout", NULL};
+	static const char *const llama[] = {"kind", "hidden", "layers", "heads", "kv_heads", "ffn",
+	                                    "seq", "vocab", "micro_batch", "dtype", NULL};
+	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
+	                                                   llama};
+	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
+	return all[kind];
+}
+
+/* ------------------------------------------------------------ validation */
+
+static void gen_err(struct gen *G, const char *field, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+
+static void gen_err(struct gen *G, const char *field, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (G->gen) {
+		struct jv m;
+		if (!jv_get(G->gen, field, &m))
+			m = *G->gen;
+		jv_error(&m, "%s", msg);
+	} else {
+		char path[64];
+		snprintf(path, sizeof path, "generator.%s", field);
+		diag_add(G->diags, DIAG_ERROR, NULL, 0, path, "%s", msg);
+	}
+}
+
+static bool uses(enum model_gen_kind kind, const char *field)
+{
+	for (const char *const *f = model_gen_fields(kind); *f; f++)
+		if (!strcmp(*f, field))
+			return true;
+	return false;
+}
+
+static bool check_positive(struct gen *G, const char *field, int64_t v)
+{
+	if (!uses(G->p->kind, field) || v >= 1)
+		return true;
+	gen_err(G, field, "expected a positive integer, got %lld", (long long)v);
+	return false;
+}
+
+/* The largest tensors must have element counts that fit in int64. */
+static bool sizes_fit(struct gen *G)
+{
+	int64_t bs, x;
+	int64_t wide = G->ffn > G->h ? G->ffn : G->h;
+	if (G->V > wide)
+		wide = G->V;
+	bool ok = util_mul_i64(G->B, G->s, &bs) && util_mul_i64(bs, wide, &x) &&
+	          util_mul_i64(bs, G->a_heads, &x) && util_mul_i64(x, G->s, &x) &&
+	          util_mul_i64(G->h, wide, &x) && util_mul_i64(G->a_heads, G->d, &x) &&
+	          util_mul_i64(x, G->h, &x);
+	if (!ok)
+		gen_err(G, "hidden", "the model's tensors have more elements than 64 bits can count");
+	return ok;
+}
+
+static int64_t llama_ffn(int64_t h)
+{
+	/* LLaMA's rule: 2/3 of 4h, rounded up to a multiple of 256. */
+	int64_t f = 8 * h / 3;
+	return (f + 255) / 256 * 256;
+}
+
+static bool gen_check(struct gen *G)
+{
+	const struct model_gen *p = G->p;
+	bool ok = check_positive(G, "hidden", p->hidden) && check_positive(G, "micro_batch", p->micro_batch);
+	ok = check_positive(G, "layers", p->layers) && ok;
+	ok = check_positive(G, "heads", p->heads) && ok;
+	ok = check_positive(G, "seq", p->seq) && ok;
+	ok = check_positive(G, "vocab", p->vocab) && ok;
+	if (p->ffn < 0 && uses(p->kind, "ffn"))
+		ok = check_positive(G, "ffn", p->ffn) && ok;
+	if (p->kv_heads < 0 && uses(p->kind, "kv_heads"))
+		ok = check_positive(G, "kv_heads", p->kv_heads) && ok;
+	if (uses(p->kind, "layers") && p->layers > MAX_LAYERS) {
+		gen_err(G, "layers", "expected at most %d layers, got %lld", MAX_LAYERS,
+		        (long long)p->layers);
+		ok = false;
+	}
+	if (p->dropout < 0 || p->dropout >= 1) {
+		gen_err(G, "dropout", "expected a number >= 0 and below 1, got %g", p->dropout);
+		ok = false;
+	}
+	if (p->dtype < 0 || p->dtype >= DT_COUNT) {
+		gen_err(G, "dtype", "unknown dtype %d", (int)p->dtype);
+		ok = false;
+	}
+	if (!ok)
+		return false;
+	bool heads = uses(p->kind, "heads");
+	if (heads && p->hidden % p->heads != 0) {
+		gen_err(G, "heads", "heads (%lld) must divide hidden (%lld)", (long long)p->heads,
+		        (long long)p->hidden);
+		ok = false;
+	}
+	G->kv = p->kv_heads > 0 && uses(p->kind, "kv_heads") ? p->kv_heads : p->heads;
+	if (heads && p->heads % G->kv != 0) {
+		gen_err(G, "kv_heads", "kv_heads (%lld) must divide heads (%lld)", (long long)G->kv,
+		        (long long)p->heads);
+		ok = false;
+	}
+	if (!ok)
+		return false;
+	bool ffn_used = uses(p->kind, "ffn");
+	G->B = p->micro_batch;
+	G->s = uses(p->kind, "seq") ? p->seq : 1;
+	G->h = p->hidden;
+	G->a_heads = heads ? p->heads : 1;
+	G->d = G->h / G->a_heads;
+	G->ffn = !ffn_used ? 0 : p->ffn > 0 ? p->ffn : p->kind == GEN_LLAMA ? llama_ffn(G->h) : 4 * G->h;
+	G->V = uses(p->kind, "vocab") ? p->vocab : 1;
+	G->dt = p->dtype;
+	G->llama = p->kind == GEN_LLAMA;
+	return sizes_fit(G);
+}
+
+/* --------------------------------------------------------------- helpers */
+
+/* Generated names are short; a longer one is a bug here. */
+static void name_fmt(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+
+static void name_fmt(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	SL_ASSERT(n >= 0 && (size_t)n < size);
+}
+
+static int emit(struct gen *G, enum op_kind k, const char *name, const struct op_attrs *at,
+                int n_in, const int *in)
+{
+	struct op_attrs dflt;
+	if (!at) {
+		op_attrs_default(k, &dflt);
+		at = &dflt;
+	}
+	G->site.name = name;
+	return graph_builder_op(&G->b, k, name, in, n_in, at, 0, &G->site);
+}
+
+static int op1(struct gen *G, enum op_kind k, const char *p, const char *sfx, int x,
+               const struct op_attrs *at)
+{
+	char name[256];
+	name_fmt(name, sizeof name, "%s%s", p, sfx);
+	return emit(G, k, name, at, 1, &x);
+}
+
+static int op2(struct gen *G, enum op_kind k, const char *p, const char *sfx, int x, int y,
+               const struct op_attrs *at)
+{
+	char name[256];
+	name_fmt(name, sizeof name, "%s%s", p, sfx);
+	int in[2] = {x, y};
+	return emit(G, k, name, at, 2, in);
+}
+
+static int tensor(struct gen *G, enum tensor_role role, const char *p, const char *sfx,
+                  enum dtype dt, int rank, int64_t d0, int64_t d1)
+{
+	char name[256];
+	name_fmt(name, sizeof name, "%s%s", p, sfx);
+	int64_t dims[2] = {d0, d1};
+	return graph_builder_tensor(&G->b, name, role, dt, rank, dims);
+}
+
+static int param(struct gen *G, const char *p, const char *sfx, int rank, int64_t d0, int64_t d1)
+{
+	return tensor(G, TENSOR_PARAM, p, sfx, G->dt, rank, d0, d1);
+}
+
+/* "p.matmul" with "p.weight" [in,out], then "p.bias_add" with "p.bias". */
+static int linear(struct gen *G, const char *p, int x, int64_t in, int64_t out, bool bias)
+{
+	char q[256];
+	name_fmt(q, sizeof q, "%s.", p);
+	int y = op2(G, OP_MATMUL, q, "matmul", x, param(G, q, "weight", 2, in, out), NULL);
+	if (bias)
+		y = op2(G, OP_BIASADD, q, "bias_add", y, param(G, q, "bias", 1, out, 0), NULL);
+	return y;
+}
+
+static int dropout(struct gen *G, const char *p, const char *sfx, int x)
+{
+	if (G->p->dropout <= 0 || G->llama)
+		return x;
+	struct op_attrs at;
+	op_attrs_default(OP_DROPOUT, &at);
+	at.keep_prob = 1 - G->p->dropout;
+	return op1(G, OP_DROPOUT, p, sfx, x, &at);
+}
+
+static int reshape(struct gen *G, const char *p, const char *sfx, int x, int n, const int64_t *d)
+{
+	struct op_attrs at;
+	op_attrs_default(OP_RESHAPE, &at);
+	at.n_shape = n;
+	memcpy(at.shape, d, (size_t)n * sizeof(*d));
+	return op1(G, OP_RESHAPE, p, sfx, x, &at);
+}
+
+static int transpose(struct gen *G, const char *p, const char *sfx, int x, const int64_t perm[4])
+{
+	struct op_attrs at;
+	op_attrs_default(OP_TRANSPOSE, &at);
+	at.n_shape = 4;
+	memcpy(at.perm, perm, 4 * sizeof(*perm));
+	return op1(G, OP_TRANSPOSE, p, sfx, x, &at);
+}
+
+/* LayerNorm (GPT) or RMSNorm (LLaMA) over the hidden axis: "name",
+ * "name.gamma" (and "name.beta"). */
+static int norm(struct gen *G, const char *name, int x)
+{
+	int g = param(G, name, ".gamma", 1, G->h, 0);
+	if (G->llama)
+		return op2(G, OP_RMSNORM, name, "", x, g, NULL);
+	int in[3] = {x, g, param(G, name, ".beta", 1, G->h, 0)};
+	return emit(G, OP_LAYERNORM, name, NULL, 3, in);
+}
+
+/* ---------------------------------------------------------------- blocks */
+
+/* Self-attention on x [B*s, h]; grouped-query when kv < heads. */
+static int attention(struct gen *G, const char *p, int x)
+{
+	int64_t B = G->B, s = G->s, a = G->a_heads, kv = G->kv, d = G->d, ad = a * d;
+	bool bias = G->p->bias && !G->llama, grouped = kv < a;
+	static const int64_t to_heads[4] = {0, 2, 1, 3}, to_keys[4] = {0, 2, 3, 1};
+	char n[256];
+	name_fmt(n, sizeof n, "%sq", p);
+	int q = linear(G, n, x, G->h, ad, bias);
+	name_fmt(n, sizeof n, "%sk", p);
+	int k = linear(G, n, x, G->h, kv * d, bias);
+	name_fmt(n, sizeof n, "%sv", p);
+	int v = linear(G, n, x, G->h, kv * d, bias);
+
+	q = reshape(G, p, "q.reshape", q, 4, (int64_t[]){B, s, a, d});
+	q = transpose(G, p, "q.transpose", q, to_heads);
+	if (grouped)
+		q = reshape(G, p, "q.group", q, 4, (int64_t[]){B, kv, a / kv * s, d});
+	k = reshape(G, p, "k.reshape", k, 4, (int64_t[]){B, s, kv, d});
+	k = transpose(G, p, "k.transpose", k, to_keys);
+	v = reshape(G, p, "v.reshape", v, 4, (int64_t[]){B, s, kv, d});
+	v = transpose(G, p, "v.transpose", v, to_heads);
+
+	int sc = op2(G, OP_BATCHMATMUL, p, "scores", q, k, NULL);
+	sc = op1(G, OP_SOFTMAX, p, "softmax", sc, NULL);
+	sc = dropout(G, p, "probs_dropout", sc);
+	int c = op2(G, OP_BATCHMATMUL, p, "context", sc, v, NULL);
+	if (grouped)
+		c = reshape(G, p, "context.ungroup", c, 4, (int64_t[]){B, a, s, d});
+	c = transpose(G, p, "context.transpose", c, to_heads);
+	c = reshape(G, p, "context.reshape", c, 2, (int64_t[]){B * s, ad});
+	name_fmt(n, sizeof n, "%sout", p);
+	int o = linear(G, n, c, ad, G->h, bias);
+	return dropout(G, p, "out.dropout", o);
+}
+
+/* GPT: fc1, GeLU, fc2, Dropout. LLaMA (SwiGLU): gate, up, SiLU, Mul, down. */
+static int mlp(struct gen *G, const char *p, int x)
+{
+	char n[256];
+	if (!G->llama) {
+		name_fmt(n, sizeof n, "%sfc1", p);
+		int y = linear(G, n, x, G->h, G->ffn, G->p->bias);
+		y = op1(G, OP_GELU, p, "gelu", y, NULL);
+		name_fmt(n, sizeof n, "%sfc2", p);
+		y = linear(G, n, y, G->ffn, G->h, G->p->bias);
+		return dropout(G, p, "dropout", y);
+	}
+	name_fmt(n, sizeof n, "%sgate", p);
+	int gate = linear(G, n, x, G->h, G->ffn, false);
+	name_fmt(n, sizeof n, "%sup", p);
+	int up = linear(G, n, x, G->h, G->ffn, false);
+	gate = op1(G, OP_SILU, p, "silu", gate, NULL);
+	int y = op2(G, OP_MUL, p, "mul", gate, up, NULL);
+	name_fmt(n, sizeof n, "%sdown", p);
+	return linear(G, n, y, G->ffn, G->h, false);
+}
+
+/* Pre-LN block i on x [B*s, h]. */
+static int layer(struct gen *G, int64_t i, int x)
+{
+	char p[64], n[96];
+	name_fmt(p, sizeof p, "layers.%lld.", (long long)i);
+	name_fmt(n, sizeof n, "%sln1", p);
+	int y = norm(G, n, x);
+	name_fmt(n, sizeof n, "%sattn.", p);
+	y = attention(G, n, y);
+	int r = op2(G, OP_ADD, p, "residual1", x, y, NULL);
+	name_fmt(n, sizeof n, "%sln2", p);
+	y = norm(G, n, r);
+	name_fmt(n, sizeof n, "%smlp.", p);
+	y = mlp(G, n, y);
+	return op2(G, OP_ADD, p, "residual2", r, y, NULL);
+}
+
+/* ------------------------------------------------------------ generators */
+
+/* Seed 000: x -> Dense -> ReLU -> Dense, each Dense a MatMul and an Add. */
+static void gen_ffn(struct gen *G)
+{
+	int64_t h = G->h;
+	int x = tensor(G, TENSOR_INPUT, "x", "", G->dt, 2, G->B, h);
+	int w1 = param(G, "dense1.weight", "", 2, h, h), b1 = param(G, "dense1.bias", "", 1, h, 0);
+	int w2 = param(G, "dense2.weight", "", 2, h, h), b2 = param(G, "dense2.bias", "", 1, h, 0);
+	int y = op2(G, OP_MATMUL, "dense1.matmul", "", x, w1, NULL);
+	y = op2(G, OP_ADD, "dense1.add", "", y, b1, NULL);
+	y = op1(G, OP_RELU, "relu", "", y, NULL);
+	y = op2(G, OP_MATMUL, "dense2.matmul", "", y, w2, NULL);
+	op2(G, OP_ADD, "dense2.add", "", y, b2, NULL);
+}
+
+/* GPT and LLaMA: embeddings, layers, final norm, LM head, loss. */
+static void gen_lm(struct gen *G)
+{
+	int64_t B = G->B, s = G->s, h = G->h, V = G->V;
+	int tokens = tensor(G, TENSOR_INPUT, "tokens", "", DT_INT32, 2, B, s);
+	int x, wte = param(G, "embed.word.weight", "", 2, V, h);
+	if (G->llama) {
+		x = op2(G, OP_GATHER, "embed.word", "", wte, tokens, NULL);
+	} else {
+		int pos = tensor(G, TENSOR_INPUT, "positions", "", DT_INT32, 1, s, 0);
+		int wpe = param(G, "embed.pos.weight", "", 2, s, h);
+		int we = op2(G, OP_GATHER, "embed.word", "", wte, tokens, NULL);
+		int pe = op2(G, OP_GATHER, "embed.pos", "", wpe, pos, NULL);
+		x = op2(G, OP_ADD, "embed.add", "", we, pe, NULL);
+		x = dropout(G, "embed.", "dropout", x);
+	}
+	int labels = tensor(G, TENSOR_INPUT, "labels", "", DT_INT32, 1, B * s, 0);
+	x = reshape(G, "embed.", "reshape", x, 2, (int64_t[]){B * s, h});
+	for (int64_t i = 0; i < G->p->layers && !G->b.oom; i++)
+		x = layer(G, i, x);
+	x = norm(G, "final_ln", x);
+	struct op_attrs at;
+	op_attrs_default(OP_MATMUL, &at);
+	int logits;
+	if (G->llama) {
+		logits = op2(G, OP_MATMUL, "lm_head", "", x, param(G, "lm_head.weight", "", 2, h, V), &at);
+	} else {
+		at.transpose_b = true; /* weight tying: the word embedding [V,h] */
+		logits = op2(G, OP_MATMUL, "lm_head", "", x, wte, &at);
+	}
+	int loss = op2(G, OP_SOFTMAXCROSSENTROPY, "loss", "", logits, labels, NULL);
+	op1(G, OP_REDUCEMEAN, "loss", ".mean", loss, NULL);
+}
+
+static void gen_body(struct gen *G)
+{
+	enum model_gen_kind k = G->p->kind;
+	if (k == GEN_FFN) {
+		gen_ffn(G);
+		return;
+	}
+	if (k == GEN_GPT || k == GEN_LLAMA) {
+		gen_lm(G);
+		return;
+	}
+	int x = tensor(G, TENSOR_INPUT, "x", "", G->dt, 2, G->B * G->s, G->h);
+	if (k == GEN_MLP)
+		mlp(G, "mlp.", x);
+	else if (k == GEN_ATTENTION)
+		attention(G, "attn.", x);
+	else
+		for (int64_t i = 0; i < G->p->layers && !G->b.oom; i++)
+			x = layer(G, i, x);
+}
+
+struct graph *graph_generate_at(struct arena *a, const struct model_gen *g,
+                                struct diag_list *diags, const struct jv *gen)
+{
+	struct gen G;
+	memset(&G, 0, sizeof G);
+	G.a = a;
+	G.p = g;
+	G.diags = diags;
+	G.gen = gen;
+	G.site.diags = diags;
+	G.site.gen = gen;
+	SL_ASSERT(g->kind >= 0 && g->kind < GEN_COUNT);
+	size_t errors = diags->errors;
+	if (!gen_check(&G))
+		return NULL;
+	if (!graph_builder_init(&G.b, a, model_gen_names[g->kind])) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "out of memory building the model");
+		return NULL;
+	}
+	gen_body(&G);
+	if (G.b.oom) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "out of memory building the model");
+		return NULL;
+	}
+	return diags->errors > errors ? NULL : G.b.g;
+}
+
+struct graph *graph_generate(struct arena *a, const struct model_gen *g, struct diag_list *diags)
+{
+	return graph_generate_at(a, g, diags, NULL);
+}

@@ -102,6 +102,7 @@ struct op {
 
 struct graph {
 	const char *name;
+	const char *description;              /* NULL when the file has none */
 	const char *file;                     /* model file, or NULL when inline/generated */
 	int n_ops, n_tensors;
 	struct op *ops;                       /* topological order */
