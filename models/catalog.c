@@ -5,7 +5,7 @@
  * Units: shapes and element counts int64_t; FLOPs and bytes double. A
  * multiply-add counts 2 FLOPs (MatMul 2mkn). Bytes are the op's own input
  * and output tensors at their dtype; Reshape is a view and moves nothing,
- * Gather reads only the table rows it copies. docs/formats-model.md lists
+ * Gather reads only the table rows it copies. docs/formats.md lists
  * every rule. No hot path: each rule runs once per op at load time.
  */
 #include "models-int.h"

@@ -5,7 +5,7 @@
  * shapes, FLOPs and bytes come from the one catalog.
  *
  * Units: sizes in elements (hidden, ffn, vocab, seq); B = micro_batch.
- * Op and parameter names are documented in docs/formats-model.md
+ * Op and parameter names are documented in docs/formats.md
  * ("layers.{i}.attn.q.matmul", ...). No hot path: a GPT-3 graph is ~3000
  * ops built once.
  */

@@ -231,7 +231,7 @@ static bool read_layout(struct loader *L, struct shard_config *c, const struct j
 	static const char *const keys[] = {"device_matrix", "alias", "in", "out", NULL};
 	const struct graph *g = L->s->graph;
 	const struct op *op = &g->ops[c->op];
-	if (!jv_keys(v, keys))
+	if (!jv_open(v, keys))
 		return false;
 	struct jv dm, al, in, out;
 	bool have = jv_need(v, "device_matrix", &dm);
@@ -246,15 +246,20 @@ static bool read_layout(struct loader *L, struct shard_config *c, const struct j
 		         jv_len(&dm), jv_len(&al));
 		return false;
 	}
-	c->n_dev_axes = jv_len(&dm);
+	int n_axes = jv_len(&dm);
 	int64_t total = 1;
 	bool ok = true;
-	for (int i = 0; i < c->n_dev_axes; i++) {
+	/* n_dev_axes counts the names recorded so far: axis_index looks only
+	 * at those. */
+	c->n_dev_axes = 0;
+	for (int i = 0; i < n_axes; i++) {
 		struct jv e, n;
 		jv_at(&dm, i, &e);
 		jv_at(&al, i, &n);
 		ok = jv_int(&e, JR_RANGE(1, 1 << 20), &c->device_matrix[i]) && ok;
 		const char *name = NULL;
+		c->axis_names[i] = "";
+		c->n_dev_axes = i + 1;
 		if (!jv_string(&n, &name)) {
 			ok = false;
 			continue;
@@ -440,7 +445,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		t->schedule = SCHED_1F1B;
 		return true;
 	}
-	if (!jv_keys(&v, keys))
+	if (!jv_open(&v, keys))
 		return false;
 	bool ok = jv_opt_int(&v, "global_batch", JR_RANGE(1, 1e12), 1, &t->global_batch);
 	ok = jv_opt_int(&v, "micro_batches", JR_RANGE(1, 1e9), 1, &t->micro_batches) && ok;
@@ -485,7 +490,7 @@ static bool read_simulation(struct loader *L, const struct jv *obj)
 	int fid = FIDELITY_COARSE, algo = COLL_AUTO;
 	bool ok = true;
 	if (jv_get(obj, "simulation", &v)) {
-		if (!jv_keys(&v, keys))
+		if (!jv_open(&v, keys))
 			return false;
 		ok = opt_enum(&v, "fidelity", fidelity_names, FIDELITY_COUNT, FIDELITY_COARSE, &fid);
 		ok = opt_enum(&v, "collective_algo", collective_algo_names, COLL_COUNT, COLL_AUTO,

@@ -1,2 +1,173 @@
+/* test_scenarios.c — the scenario loader on the shipped scenarios (seed 000's
+ * FFN with its shard() configuration, seed 004's Layout form) and on
+ * in-memory documents. Expected values are read off the seeds and the files'
+ * own text. */
 #include <criterion/criterion.h>
-Test(scenarios, placeholder) { cr_assert(1); }
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scenarios.h"
+
+static struct arena *arena;
+static struct diag_list diags;
+
+static void setup(void)
+{
+	arena = arena_new();
+	diag_list_init(&diags);
+}
+
+static void teardown(void)
+{
+	diag_list_free(&diags);
+	arena_free(arena);
+}
+
+static void print_diags(void)
+{
+	for (size_t i = 0; i < diags.count; i++) {
+		char *s = diag_format(&diags.items[i]);
+		fprintf(stderr, "%s\n", s);
+		free(s);
+	}
+}
+
+static struct scenario *load(const char *path)
+{
+	struct scenario *s = scenario_load(arena, path, &diags);
+	print_diags();
+	return s;
+}
+
+static struct scenario *parse(const char *text)
+{
+	struct json_doc doc;
+	struct scenario *s = NULL;
+	if (json_doc_parse(&doc, "scenarios/mem.json", text, strlen(text), &diags))
+		s = scenario_load_doc(arena, &doc);
+	json_doc_free(&doc);
+	return s;
+}
+
+TestSuite(scenarios, .init = setup, .fini = teardown);
+
+Test(scenarios, seed000_ffn_8p)
+{
+	struct scenario *s = load("scenarios/ffn-8p.json");
+	cr_assert_not_null(s);
+	cr_assert_eq(diags.count, 0);
+	/* Seed 000: FFN = dense1 (MatMul, Add), ReLU, dense2 (MatMul, Add) on 8
+	 * devices with self.dense1.matmul.shard(((2, 1), (1, 4))). */
+	cr_assert_str_eq(s->graph->name, "ffn");
+	cr_assert_eq(s->graph->n_ops, 5);
+	cr_assert_eq(s->devices, 8);
+	cr_assert_eq(s->topo->n_devices, 8);
+	cr_assert_str_eq(s->model_file, "models/ffn.json");
+	cr_assert_str_eq(s->topology_file, "topologies/atlas800-910a.json");
+	cr_assert_eq(s->n_shards, 1);
+	const struct shard_config *c = &s->shards[0];
+	cr_assert_str_eq(c->op_name, "dense1.matmul");
+	cr_assert_eq(c->form, SHARD_TUPLE);
+	cr_assert_eq(c->n_in, 2);
+	cr_assert_eq(c->cuts[0][0], 2);
+	cr_assert_eq(c->cuts[0][1], 1);
+	cr_assert_eq(c->cuts[1][0], 1);
+	cr_assert_eq(c->cuts[1][1], 4);
+	cr_assert_eq(scenario_shard_for(s, c->op), c);
+	cr_assert_null(scenario_shard_for(s, graph_find_op(s->graph, "relu")));
+	cr_assert_eq(s->n_planners, 1);
+	cr_assert_eq(s->planners[0], PLANNER_PROPAGATE);
+	cr_assert_eq(s->training.global_batch, 64);
+	cr_assert_eq(s->training.micro_batches, 1);
+	cr_assert_eq(s->training.pipeline_stages, 1);
+	cr_assert_eq(s->training.dtype, DT_FP32);
+	cr_assert_eq(s->sim.fidelity, FIDELITY_COARSE);
+}
+
+Test(scenarios, seed004_layout_form)
+{
+	struct scenario *s = load("scenarios/ffn-8p-layout.json");
+	cr_assert_not_null(s);
+	const struct shard_config *c = &s->shards[0];
+	cr_assert_eq(c->form, SHARD_LAYOUT);
+	/* Layout((2, 2, 2), ("dp", "sp", "mp")) */
+	cr_assert_eq(c->n_dev_axes, 3);
+	cr_assert_eq(c->device_matrix[0], 2);
+	cr_assert_str_eq(c->axis_names[0], "dp");
+	cr_assert_str_eq(c->axis_names[2], "mp");
+	/* layout("mp", ("sp", "dp")): dim 0 on mp (axis 2); dim 1 on sp then dp
+	 * (axes 1, 0), major first. */
+	const struct shard_tensor_map *x = &c->in_maps[0];
+	cr_assert_eq(x->rank, 2);
+	cr_assert_eq(x->n_axes[0], 1);
+	cr_assert_eq(x->axes[0][0], 2);
+	cr_assert_eq(x->n_axes[1], 2);
+	cr_assert_eq(x->axes[1][0], 1);
+	cr_assert_eq(x->axes[1][1], 0);
+	/* layout(("sp", "dp"), "None") */
+	const struct shard_tensor_map *w = &c->in_maps[1];
+	cr_assert_eq(w->n_axes[0], 2);
+	cr_assert_eq(w->n_axes[1], 0);
+	cr_assert_eq(c->n_out, 0);
+}
+
+Test(scenarios, defaults_and_inline_model)
+{
+	/* No "devices": all of the topology's 8; no planners: propagation. */
+	struct scenario *s = parse("{\"format\": \"shardlab-scenario\", \"version\": 1,"
+	                           " \"name\": \"inline\","
+	                           " \"model\": {\"name\": \"tiny\","
+	                           "   \"generator\": {\"kind\": \"ffn\", \"hidden\": 16, \"micro_batch\": 8}},"
+	                           " \"topology\": \"../topologies/atlas800-910a.json\"}");
+	print_diags();
+	cr_assert_not_null(s);
+	cr_assert_eq(s->devices, 8);
+	cr_assert_null(s->model_file);
+	cr_assert_eq(s->n_planners, 1);
+	cr_assert_eq(s->planners[0], PLANNER_PROPAGATE);
+	int mm = graph_find_op(s->graph, "dense1.matmul");
+	cr_assert_geq(mm, 0);
+	/* x is micro_batch x hidden = 8 x 16 */
+	const struct tensor *x = &s->graph->tensors[s->graph->ops[mm].in[0]];
+	cr_assert_eq(x->dims[0], 8);
+	cr_assert_eq(x->dims[1], 16);
+}
+
+Test(scenarios, every_problem_in_one_run)
+{
+	struct scenario *s = parse("{\"format\": \"shardlab-scenario\", \"version\": 1,\n"
+	                           " \"name\": \"bad\",\n"
+	                           " \"model\": \"../models/ffn.json\",\n"
+	                           " \"topology\": \"../topologies/atlas800-910a.json\",\n"
+	                           " \"devices\": 9,\n"
+	                           " \"shard\": {\"relu\": [[3, 4]], \"nope\": [[1]]},\n"
+	                           " \"training\": {\"global_batch\": 0}}");
+	cr_assert_null(s);
+	/* devices (line 5), the ReLU cut 3 of 64 rows (line 6), the unknown op
+	 * (line 6), the global batch (line 7). */
+	cr_assert_eq(diags.errors, 4);
+	int lines[4] = {0};
+	for (size_t i = 0; i < 4; i++)
+		lines[i] = diags.items[i].line;
+	cr_assert_eq(lines[0], 5);
+	cr_assert_eq(lines[3], 6);
+}
+
+Test(scenarios, layout_slices_must_divide)
+{
+	/* ReLU's input (the output of dense1.add) is 64 x 64. A device axis of
+	 * 6 on 6 devices is a valid matrix, but 6 slices do not divide 64 rows. */
+	struct scenario *s = parse("{\"format\": \"shardlab-scenario\", \"version\": 1,\n"
+	                           " \"name\": \"bad\", \"devices\": 6,\n"
+	                           " \"model\": \"../models/ffn.json\",\n"
+	                           " \"topology\": \"../topologies/atlas800-910a.json\",\n"
+	                           " \"shard\": {\"relu\": {\"device_matrix\": [6],"
+	                           " \"alias\": [\"mp\"], \"in\": [[\"mp\", \"None\"]]}}}");
+	cr_assert_null(s);
+	cr_assert_eq(diags.errors, 1);
+	char *m = diag_format(&diags.items[0]);
+	cr_assert_str_eq(m, "scenarios/mem.json:5: shard.relu.in[0][0]: 6 slices do not divide "
+	                    "dimension 0 of dense1.add (size 64)");
+	free(m);
+}
