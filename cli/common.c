@@ -67,52 +67,58 @@ int cli_wants_help(int argc, char **argv)
 	return 0;
 }
 
-/* Parses the file and returns its "format", or NULL after diagnostics. */
-static const char *open_any(struct json_doc *doc, const char *path, struct diag_list *d)
+/* Parses the file and returns its "format" (and the value, for messages),
+ * or NULL after diagnostics. */
+static const char *open_any(struct json_doc *doc, const char *path, struct diag_list *d,
+                            struct jv *format)
 {
-	if (!json_doc_load(doc, path, d))
-		return NULL;
 	struct jv root;
 	int64_t version;
-	if (!jv_root(doc, &root))
+	if (!json_doc_load(doc, path, d) || !jv_root(doc, &root))
 		return NULL;
-	return jv_format(&root, &version);
+	const char *fmt = jv_format(&root, &version);
+	jv_get(&root, "format", format);
+	return fmt;
+}
+
+/* A file of kind `want` (TOPO_FORMAT or MODEL_FORMAT), or a scenario,
+ * whose topology and graph stand in for it. */
+struct loaded {
+	struct topology *topo;
+	struct graph *graph;
+};
+
+static struct loaded load_either(struct arena *a, const char *path, struct diag_list *d,
+                                 const char *want)
+{
+	struct json_doc doc;
+	struct jv fv;
+	struct loaded l = {NULL, NULL};
+	const char *fmt = open_any(&doc, path, d, &fv);
+	if (fmt && !strcmp(fmt, SCENARIO_FORMAT)) {
+		struct scenario *s = scenario_load_doc(a, &doc);
+		if (s)
+			l = (struct loaded){s->topo, s->graph};
+	} else if (fmt && !strcmp(fmt, want) && !strcmp(want, TOPO_FORMAT)) {
+		l.topo = topo_load_doc(a, &doc);
+	} else if (fmt && !strcmp(fmt, want)) {
+		l.graph = graph_load_doc(a, &doc);
+	} else if (fmt) {
+		jv_error(&fv, "expected \"%s\" or \"%s\" for this command, got \"%s\"", want,
+		         SCENARIO_FORMAT, fmt);
+	}
+	json_doc_free(&doc);
+	return l;
 }
 
 struct topology *cli_load_topology(struct arena *a, const char *path, struct diag_list *d)
 {
-	struct json_doc doc;
-	struct topology *t = NULL;
-	const char *fmt = open_any(&doc, path, d);
-	if (fmt && !strcmp(fmt, SCENARIO_FORMAT)) {
-		struct scenario *s = scenario_load_doc(a, &doc);
-		t = s ? s->topo : NULL;
-	} else if (fmt && !strcmp(fmt, TOPO_FORMAT)) {
-		t = topo_load_doc(a, &doc);
-	} else if (fmt) {
-		diag_add(d, DIAG_ERROR, path, json_doc_line(&doc, doc.root), "format",
-		         "expected \"%s\" or \"%s\" here, got \"%s\"", TOPO_FORMAT, SCENARIO_FORMAT, fmt);
-	}
-	json_doc_free(&doc);
-	return t;
+	return load_either(a, path, d, TOPO_FORMAT).topo;
 }
 
 struct graph *cli_load_graph(struct arena *a, const char *path, struct diag_list *d)
 {
-	struct json_doc doc;
-	struct graph *g = NULL;
-	const char *fmt = open_any(&doc, path, d);
-	if (fmt && !strcmp(fmt, SCENARIO_FORMAT)) {
-		struct scenario *s = scenario_load_doc(a, &doc);
-		g = s ? s->graph : NULL;
-	} else if (fmt && !strcmp(fmt, MODEL_FORMAT)) {
-		g = graph_load_doc(a, &doc);
-	} else if (fmt) {
-		diag_add(d, DIAG_ERROR, path, json_doc_line(&doc, doc.root), "format",
-		         "expected \"%s\" or \"%s\" here, got \"%s\"", MODEL_FORMAT, SCENARIO_FORMAT, fmt);
-	}
-	json_doc_free(&doc);
-	return g;
+	return load_either(a, path, d, MODEL_FORMAT).graph;
 }
 
 const char *cli_si(char *buf, size_t size, double value, const char *unit)

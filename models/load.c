@@ -756,24 +756,8 @@ struct graph *graph_load_value(struct arena *a, const struct jv *model)
 struct graph *graph_load_doc(struct arena *a, struct json_doc *doc)
 {
 	struct jv root;
-	int64_t version = 0;
-	if (!jv_root(doc, &root))
+	if (!jv_root(doc, &root) || !jv_header(&root, MODEL_FORMAT, MODEL_VERSION))
 		return NULL;
-	const char *fmt = jv_format(&root, &version);
-	if (!fmt)
-		return NULL;
-	struct jv v;
-	if (strcmp(fmt, MODEL_FORMAT)) {
-		jv_get(&root, "format", &v);
-		jv_error(&v, "expected \"%s\", got \"%s\"", MODEL_FORMAT, fmt);
-		return NULL;
-	}
-	if (version != MODEL_VERSION) {
-		jv_get(&root, "version", &v);
-		jv_error(&v, "unsupported version %lld (this shardlab reads version %d)",
-		         (long long)version, MODEL_VERSION);
-		return NULL;
-	}
 	return load_model(a, &root, doc->file);
 }
 

@@ -508,25 +508,9 @@ struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc)
 	static const char *const keys[] = {"format",  "version", "name",     "description",
 	                                   "model",   "topology", "devices", "shard",
 	                                   "planners", "training", "simulation", NULL};
-	struct jv root;
-	int64_t version;
-	if (!jv_root(doc, &root))
+	struct jv root, v;
+	if (!jv_root(doc, &root) || !jv_header(&root, SCENARIO_FORMAT, SCENARIO_VERSION))
 		return NULL;
-	const char *fmt = jv_format(&root, &version);
-	if (!fmt)
-		return NULL;
-	struct jv v;
-	jv_get(&root, "format", &v);
-	if (strcmp(fmt, SCENARIO_FORMAT)) {
-		jv_error(&v, "expected \"%s\", got \"%s\"", SCENARIO_FORMAT, fmt);
-		return NULL;
-	}
-	if (version != SCENARIO_VERSION) {
-		jv_get(&root, "version", &v);
-		jv_error(&v, "unsupported version %lld (this shardlab reads version %d)",
-		         (long long)version, SCENARIO_VERSION);
-		return NULL;
-	}
 	size_t errors_before = doc->diags->errors;
 	struct scenario *s = arena_alloc(a, sizeof(*s));
 	if (!s)

@@ -62,6 +62,17 @@ build() {
 	ninja -C "$BUILD_DIR"
 }
 
+# One closing line for the whole suite, from Criterion's per-program
+# synthesis lines in meson's log: "N passed, M failed".
+summary() {
+	local log="$BUILD_DIR/meson-logs/testlog.txt"
+	[ -f "$log" ] || return 0
+	awk '/Synthesis: Tested:/ { for (i = 1; i <= NF; i++) {
+			if ($i == "Passing:") p += $(i + 1)
+			if ($i == "Failing:") f += $(i + 1) } }
+		END { printf "%d passed, %d failed\n", p, f }' "$log"
+}
+
 cmd=${1:-run}
 case "$cmd" in
 run)
@@ -75,7 +86,10 @@ run)
 test)
 	install_packages
 	build
-	meson test -C "$BUILD_DIR" --print-errorlogs
+	status=0
+	meson test -C "$BUILD_DIR" --print-errorlogs || status=$?
+	summary
+	exit $status
 	;;
 build)
 	install_packages

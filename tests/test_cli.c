@@ -198,3 +198,28 @@ Test(cli, usage_errors_exit_2)
 	cr_assert_eq(r.status, 2);
 	free(r.out);
 }
+
+Test(cli, commands_say_which_kind_of_file_they_take)
+{
+	/* topo takes a topology or a scenario; models/ffn.json says "format":
+	 * "shardlab-model" on its line 2. */
+	struct run r = shardlab("topo models/ffn.json", true);
+	cr_assert_eq(r.status, 1);
+	cr_assert_str_eq(r.out, "models/ffn.json:2: format: expected \"shardlab-topology\" or "
+	                        "\"shardlab-scenario\" for this command, got \"shardlab-model\"\n");
+	free(r.out);
+}
+
+Test(cli, graph_and_topo_take_a_scenario)
+{
+	/* The default scenario's model is seed 000's FFN (5 ops) and its
+	 * topology one Atlas 800 (8 x Ascend 910). */
+	struct run r = shardlab("graph scenarios/ffn-8p.json", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "model ffn: 5 ops"));
+	free(r.out);
+	r = shardlab("topo scenarios/ffn-8p.json", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "topology atlas800-910a: 8 × Ascend 910"));
+	free(r.out);
+}

@@ -330,22 +330,6 @@ static void read_cluster(const struct jv *cv, struct topology *t)
 
 static void read_doc(struct arena *a, struct json_doc *doc, struct topology *t, bool is_base);
 
-static void check_header(const struct jv *root)
-{
-	int64_t version = 0;
-	struct jv fv, vv;
-	const char *fmt = jv_format(root, &version);
-	if (!fmt)
-		return;
-	jv_get(root, "format", &fv);
-	jv_get(root, "version", &vv);
-	if (strcmp(fmt, TOPO_FORMAT))
-		jv_error(&fv, "expected \"%s\", got \"%s\"", TOPO_FORMAT, fmt);
-	else if (version != TOPO_VERSION)
-		jv_error(&vv, "unsupported version %lld (this shardlab reads version %d)",
-		         (long long)version, TOPO_VERSION);
-}
-
 /* The base file's format when it is a string, NULL otherwise; reports
  * nothing (read_doc reports a bad header). */
 static const char *peek_format(const struct json_doc *doc)
@@ -422,7 +406,7 @@ static void read_doc(struct arena *a, struct json_doc *doc, struct topology *t, 
 	if (!jv_root(doc, &root))
 		return;
 	jv_keys(&root, keys);
-	check_header(&root);
+	jv_header(&root, TOPO_FORMAT, TOPO_VERSION);
 	t->name = req_string(a, &root, "name");
 	t->source = req_string(a, &root, "source");
 	if (jv_get(&root, "description", &dv))

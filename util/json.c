@@ -746,3 +746,24 @@ const char *jv_format(const struct jv *root, int64_t *version)
 		return NULL;
 	return fmt;
 }
+
+bool jv_header(const struct jv *root, const char *format, int version)
+{
+	int64_t found = 0;
+	struct jv v;
+	const char *fmt = jv_format(root, &found);
+	if (!fmt)
+		return false;
+	if (strcmp(fmt, format)) {
+		jv_get(root, "format", &v);
+		jv_error(&v, "expected \"%s\", got \"%s\"", format, fmt);
+		return false;
+	}
+	if (found != version) {
+		jv_get(root, "version", &v);
+		jv_error(&v, "unsupported version %lld (this shardlab reads version %d)",
+		         (long long)found, version);
+		return false;
+	}
+	return true;
+}

@@ -230,6 +230,9 @@ bool jv_req_string(const struct jv *obj, const char *key, const char **out);
  * the format name found (pointing into the doc), or NULL after a
  * diagnostic. Does not check which format it is. */
 const char *jv_format(const struct jv *root, int64_t *version);
+/* The header of a file of one format: reports a missing or other "format"
+ * and a version this shardlab does not read. True when both match. */
+bool jv_header(const struct jv *root, const char *format, int version);
 
 /* ---------------------------------------------------------------- dtypes */
 
