@@ -148,4 +148,44 @@ int graph_find_op(const struct graph *g, const char *name);
 int graph_find_tensor(const struct graph *g, const char *name);
 void graph_totals(const struct graph *g, struct graph_totals *out);
 
+/* ------------------------------------------------- dimension signatures */
+
+/* How an op's dimensions relate, einsum-like (DESIGN.md, "Op dimension
+ * signatures"): every tensor dimension carries a label; a label cut the
+ * same way in every tensor that carries it is a consistent cut. MatMul is
+ * mk,kn->mn: m and n are kept, k is summed. The planner derives validity,
+ * output layouts and the collectives of summed labels from this alone,
+ * plus the few rules named in `rule`. */
+#define SIG_MAX_LABELS 24
+#define SIG_MAX_TENSORS 8
+
+enum sig_role {
+	SIG_KEEP,    /* appears in the output: cutting it cuts the output */
+	SIG_SUM,     /* summed away (contracted, reduced, looked up): a cut leaves partial sums */
+	SIG_WHOLE,   /* must stay whole on each device (a normalised or concatenated axis) */
+};
+
+enum sig_rule {
+	SIG_RULE_NONE,
+	SIG_RULE_RESHAPE,   /* labels do not carry through: the planner's reshape rule decides */
+	SIG_RULE_VOCAB_CE,  /* SoftmaxCrossEntropy: a cut class label needs AllReduce(Max) and two AllReduce(Sum) */
+};
+
+struct op_sig {
+	int n_labels;
+	int64_t size[SIG_MAX_LABELS];
+	enum sig_role role[SIG_MAX_LABELS];
+	char name[SIG_MAX_LABELS];                    /* a letter per label, for reports: "mk,kn->mn" */
+	int n_in, n_out;
+	int8_t in[SIG_MAX_TENSORS][GRAPH_MAX_RANK];   /* label of each input dimension; -1: broadcast, stays whole */
+	int8_t out[SIG_MAX_TENSORS][GRAPH_MAX_RANK];  /* label of each output dimension; -1: none */
+	enum sig_rule rule;
+};
+
+/* The signature of op `op`. False when the op has more tensors or labels
+ * than a signature holds (such an op can only be replicated). */
+bool graph_op_signature(const struct graph *g, int op, struct op_sig *out);
+/* "mk,kn->mn" into buf. */
+const char *op_sig_format(const struct op_sig *s, char *buf, size_t size);
+
 #endif

@@ -1,0 +1,209 @@
+/* planner.h — sharding strategies and what they imply.
+ *
+ * - Device matrices and tensor layouts (MindSpore semantics, seeds 000,
+ *   002, 004): a device matrix is a list of axis sizes, major first, laid
+ *   out row-major over ranks base .. base+N-1; a layout says, for each
+ *   dimension of a tensor, which axes split it (major first). Axes that
+ *   split no dimension replicate the tensor; axes in `partial` hold
+ *   partial sums still to be reduced.
+ * - Distributed operators: from an op's dimension signature (models/) and
+ *   a strategy, the op's device matrix, its tensors' layouts, the
+ *   communication the op itself needs, per-rank FLOPs and bytes, and the
+ *   gradient synchronisation of its parameters.
+ * - Redistribution: the collective steps that turn one layout of a tensor
+ *   into another, with explicit rank groups and bytes sent per device.
+ * - Plans: a distributed op for every op of a scenario's graph and a
+ *   redistribution on every edge.
+ *
+ * Units: element counts int64_t; bytes and FLOPs double. Bytes sent per
+ * device follow the ring algorithms (docs/planner.md): AllGather (s-1)·L,
+ * ReduceScatter (s-1)/s·L, AllReduce 2(s-1)/s·L, AllToAll (s-1)/s·L, with
+ * L the bytes a device holds before the step and s the group size.
+ *
+ * Data flow: util, models, topologies, scenarios -> planner. The planner
+ * never prints and never calls the simulator.
+ */
+#ifndef SHARDLAB_PLANNER_H
+#define SHARDLAB_PLANNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "models.h"
+#include "scenarios.h"
+#include "util.h"
+
+#define PLAN_MAX_AXES 16
+
+/* ------------------------------------------------------------ layouts */
+
+struct devmat {
+	int n;                            /* axes */
+	int64_t size[PLAN_MAX_AXES];      /* major first; sizes >= 1 */
+	const char *name[PLAN_MAX_AXES];  /* NULL where the axis has no name */
+	int64_t base;                     /* first rank */
+	int64_t n_devices;                /* product of sizes */
+};
+
+struct rank_groups {
+	int n_groups;
+	int size;                         /* ranks per group */
+	int64_t *ranks;                   /* n_groups * size, each group in collective order */
+};
+
+struct layout {
+	struct devmat dm;
+	enum dtype dtype;
+	int rank;
+	int64_t shape[GRAPH_MAX_RANK];                  /* the whole tensor */
+	int n_map[GRAPH_MAX_RANK];
+	int8_t map[GRAPH_MAX_RANK][PLAN_MAX_AXES];      /* axes splitting each dim, major first */
+	uint32_t partial;                               /* bit a: partial sums over axis a */
+};
+
+/* A device matrix from sizes (names may be NULL). False when the product
+ * overflows or a size is < 1. */
+bool devmat_init(struct devmat *dm, int n, const int64_t *sizes, const char *const *names,
+                 int64_t base);
+/* Coordinates of a rank (base <= rank < base + n_devices). */
+void devmat_coords(const struct devmat *dm, int64_t rank, int64_t coord[PLAN_MAX_AXES]);
+int64_t devmat_rank(const struct devmat *dm, const int64_t coord[PLAN_MAX_AXES]);
+
+/* The groups of ranks that differ only in the given axes (listed major
+ * first; a group's ranks are ordered by those axes' coordinates, row-major),
+ * groups ordered by their first rank. */
+bool devmat_groups(struct arena *a, const struct devmat *dm, const int *axes, int n_axes,
+                   struct rank_groups *out);
+
+/* A layout of a tensor of this shape with nothing split (maps filled by the
+ * caller). */
+void layout_init(struct layout *l, const struct devmat *dm, const struct tensor *t);
+/* Number of slices of dimension d (product of its axes' sizes). */
+int64_t layout_slices(const struct layout *l, int d);
+/* The slice a rank holds: [lo[d], hi[d]) for every dimension. */
+void layout_slice(const struct layout *l, int64_t rank, int64_t lo[GRAPH_MAX_RANK],
+                  int64_t hi[GRAPH_MAX_RANK]);
+void layout_local_shape(const struct layout *l, int64_t shape[GRAPH_MAX_RANK]);
+int64_t layout_local_elems(const struct layout *l);
+double layout_local_bytes(const struct layout *l);
+/* Is every dimension divisible by its slices, every axis used at most
+ * once, partial axes disjoint from splitting ones? */
+bool layout_valid(const struct layout *l);
+/* Same data on the same ranks (and the same partial-sum pattern), however
+ * the two are described: size-1 axes and the factoring of axes into
+ * device-matrix dimensions do not matter. */
+bool layout_same_placement(const struct layout *a, const struct layout *b);
+/* MindSpore's tensor map of dimension d: the axes counted from the right
+ * (n-1 for the major axis), -1 when not split. Writes up to PLAN_MAX_AXES
+ * entries, returns how many (0 means -1). */
+int layout_tensor_map(const struct layout *l, int d, int out[PLAN_MAX_AXES]);
+
+/* ------------------------------------------------------ communication */
+
+enum step_kind {
+	STEP_SLICE,          /* StridedSlice: keep a part, no traffic */
+	STEP_ALLGATHER,      /* gather a split dimension (+ Concat when it is not dim 0) */
+	STEP_ALLTOALL,       /* move a split from one dimension to another */
+	STEP_ALLREDUCE,      /* complete partial sums */
+	STEP_REDUCESCATTER,  /* complete partial sums, leaving the result split */
+	STEP_RESHAPE,        /* local reshape of the slice */
+	STEP_KIND_COUNT
+};
+extern const char *const step_kind_names[STEP_KIND_COUNT];
+
+enum reduce_op { REDUCE_SUM, REDUCE_MAX };
+
+struct comm_step {
+	enum step_kind kind;
+	enum reduce_op reduce;            /* AllReduce / ReduceScatter */
+	int dim;                          /* dimension gathered, scattered or sliced; -1 if none */
+	int to_dim;                       /* AllToAll: the dimension that becomes split */
+	bool concat;                      /* AllGather: a Concat on `dim` follows (dim != 0) */
+	struct rank_groups groups;        /* empty for Slice and Reshape */
+	double bytes_per_device;          /* sent by each device of a group */
+	struct layout after;              /* the tensor's layout after this step */
+	const char *why;                  /* a short reason, for reports */
+};
+
+enum redist_mode {
+	REDIST_COMPAT,  /* as MindSpore: an op completes its partial sums with AllReduce */
+	REDIST_FUSED,   /* partial sums may be completed by a ReduceScatter where the consumer splits */
+};
+
+struct redist {
+	int n_steps;
+	struct comm_step *steps;
+	double bytes_per_device;          /* sum over the steps */
+};
+
+/* Steps turning `src` into `dst` (same tensor shape, same number of
+ * devices and base), minimising the bytes each device sends. `dst` must
+ * not be partial. Returns false (with a diagnostic) when no sequence of
+ * steps exists, e.g. device matrices over different rank sets. */
+bool redist_derive(struct arena *a, const struct layout *src, const struct layout *dst,
+                   struct redist *out, struct diag_list *diags);
+
+/* ------------------------------------------------- distributed operators */
+
+enum strategy_source { STRATEGY_CONFIGURED, STRATEGY_PROPAGATED, STRATEGY_DEFAULT };
+extern const char *const strategy_source_names[3];
+
+struct dist_op {
+	int op;                            /* graph op index */
+	enum strategy_source source;
+	int from_op;                       /* propagated: the op it came from; else -1 */
+	struct devmat dm;
+	int n_in, n_out;
+	int64_t (*cuts)[GRAPH_MAX_RANK];   /* slices per input dimension (the tuple form) */
+	struct layout *in;                 /* what the op reads */
+	struct layout *out_partial;        /* what it computes (may hold partial sums) */
+	struct layout *out;                /* what it hands on, after its own communication */
+	int n_comm;
+	struct comm_step *comm;            /* forward communication of the op itself */
+	int n_grad;
+	struct comm_step *grad;            /* backward: gradient AllReduce of its parameters */
+	double flops_per_rank;
+	double bytes_per_rank;             /* local inputs read + outputs written */
+};
+
+/* The distributed op for `op` under a shard() configuration. False with a
+ * diagnostic saying why the strategy is not valid for the op. */
+bool dist_op_from_config(struct arena *a, const struct graph *g, int op,
+                         const struct shard_config *cfg, int64_t n_devices,
+                         struct dist_op *out, struct diag_list *diags);
+/* The same from cuts per input dimension (tuple form), for enumeration. */
+bool dist_op_from_cuts(struct arena *a, const struct graph *g, int op,
+                       const int64_t (*cuts)[GRAPH_MAX_RANK], int64_t n_devices,
+                       struct dist_op *out, struct diag_list *diags);
+/* Data parallel, as MindSpore gives unconfigured ops (seed 004): the
+ * first dimension of the first non-parameter input cut over every device
+ * when it divides, parameters replicated; otherwise fully replicated. */
+bool dist_op_data_parallel(struct arena *a, const struct graph *g, int op, int64_t n_devices,
+                           struct dist_op *out, struct diag_list *diags);
+
+/* -------------------------------------------------------------- plans */
+
+struct plan_edge {
+	int tensor;
+	int producer, producer_out;        /* producer -1: a graph input or parameter */
+	int consumer, consumer_in;
+	struct redist redist;
+	double fused_saving_bytes;         /* compat minus fused bytes per device, >= 0 */
+};
+
+struct plan {
+	const struct scenario *scenario;
+	const struct graph *graph;
+	enum redist_mode mode;
+	int64_t n_devices;
+	struct dist_op *ops;               /* one per graph op */
+	int n_edges;
+	struct plan_edge *edges;           /* edges whose layouts differ, in op order */
+};
+
+/* Every op with its configured strategy, the others data parallel (the
+ * propagation planner replaces that default). NULL after diagnostics. */
+struct plan *plan_configured(struct arena *a, const struct scenario *s, enum redist_mode mode,
+                             struct diag_list *diags);
+
+#endif
