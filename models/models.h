@@ -177,6 +177,7 @@ struct op_sig {
 	enum sig_role role[SIG_MAX_LABELS];
 	char name[SIG_MAX_LABELS];                    /* a letter per label, for reports: "mk,kn->mn" */
 	int n_in, n_out;
+	int in_rank[SIG_MAX_TENSORS], out_rank[SIG_MAX_TENSORS];
 	int8_t in[SIG_MAX_TENSORS][GRAPH_MAX_RANK];   /* label of each input dimension; -1: broadcast, stays whole */
 	int8_t out[SIG_MAX_TENSORS][GRAPH_MAX_RANK];  /* label of each output dimension; -1: none */
 	enum sig_rule rule;

@@ -472,3 +472,132 @@ Test(models, graph_command_totals)
 	snprintf(cmd, sizeof cmd, "%s graph tests/data/bad/model-cycle.json >/dev/null 2>&1", exe);
 	cr_assert_eq(WEXITSTATUS(system(cmd)), 1);
 }
+
+/* ------------------------------------------------- dimension signatures */
+
+/* The signature string and roles of op `name` in a model given as text. */
+static void assert_sig(const char *ops_and_tensors, const char *op, const char *want,
+                       struct op_sig *sig)
+{
+	char text[4096];
+	snprintf(text, sizeof text, HEAD "%s}", ops_and_tensors);
+	struct arena *a = arena_new();
+	struct diag_list d;
+	struct graph *g = load_text(a, text, &d);
+	char buf[2048];
+	diag_text(&d, buf, sizeof buf);
+	cr_assert_not_null(g, "%s", buf);
+	int i = graph_find_op(g, op);
+	cr_assert(i >= 0);
+	cr_assert(graph_op_signature(g, i, sig));
+	char s[128];
+	cr_assert_str_eq(op_sig_format(sig, s, sizeof s), want, "%s: got %s, want %s", op, s, want);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
+/* Role of the label of input i, dimension d. */
+static enum sig_role role_of(const struct op_sig *s, int i, int d)
+{
+	cr_assert(s->in[i][d] >= 0);
+	return s->role[s->in[i][d]];
+}
+
+Test(models, signature_matmul)
+{
+	struct op_sig s;
+	/* MatMul [m,k] x [k,n] -> [m,n] (DESIGN.md: mk,kn->mn); k is summed. */
+	assert_sig("\"inputs\": [{\"name\": \"x\", \"shape\": [64, 32]}],"
+	           "\"parameters\": [{\"name\": \"w\", \"shape\": [32, 16]}],"
+	           "\"ops\": [{\"name\": \"mm\", \"kind\": \"MatMul\", \"inputs\": [\"x\", \"w\"]}]",
+	           "mm", "mk,kn->mn", &s);
+	cr_assert_eq(role_of(&s, 0, 0), SIG_KEEP);
+	cr_assert_eq(role_of(&s, 0, 1), SIG_SUM);
+	cr_assert_eq(role_of(&s, 1, 1), SIG_KEEP);
+	cr_assert_eq(s.size[s.in[0][1]], 32);
+	/* transpose_a: x is [k,m]; transpose_b: w is [n,k]. */
+	assert_sig("\"inputs\": [{\"name\": \"x\", \"shape\": [32, 64]}],"
+	           "\"parameters\": [{\"name\": \"w\", \"shape\": [16, 32]}],"
+	           "\"ops\": [{\"name\": \"mm\", \"kind\": \"MatMul\", \"inputs\": [\"x\", \"w\"],"
+	           " \"attrs\": {\"transpose_a\": true, \"transpose_b\": true}}]",
+	           "mm", "km,nk->mn", &s);
+	cr_assert_eq(role_of(&s, 1, 1), SIG_SUM);
+	/* BatchMatMul [2,4,8,16] x [2,4,16,8]: two batch labels (b, then the
+	 * next free letter c) shared by all three tensors, then mk,kn->mn. */
+	assert_sig("\"inputs\": [{\"name\": \"q\", \"shape\": [2, 4, 8, 16]},"
+	           " {\"name\": \"k\", \"shape\": [2, 4, 16, 8]}],"
+	           "\"ops\": [{\"name\": \"bmm\", \"kind\": \"BatchMatMul\", \"inputs\": [\"q\", \"k\"]}]",
+	           "bmm", "bcmk,bckn->bcmn", &s);
+	cr_assert_eq(role_of(&s, 0, 0), SIG_KEEP);
+	cr_assert_eq(role_of(&s, 1, 2), SIG_SUM);
+}
+
+Test(models, signature_broadcast_and_bias)
+{
+	struct op_sig s;
+	/* [4,1,6] + [5,1] -> [4,5,6] labelled abc: x's 1 stretched to 5 and
+	 * y's 1 stretched to 6 carry no label ('1'); y's 5 shares b. */
+	assert_sig("\"inputs\": [{\"name\": \"x\", \"shape\": [4, 1, 6]}, {\"name\": \"y\", \"shape\": [5, 1]}],"
+	           "\"ops\": [{\"name\": \"add\", \"kind\": \"Add\", \"inputs\": [\"x\", \"y\"]}]",
+	           "add", "a1c,b1->abc", &s);
+	cr_assert_eq(s.in[0][1], -1);
+	/* BiasAdd [8,16] + [16]: the bias carries the last label. */
+	assert_sig("\"inputs\": [{\"name\": \"x\", \"shape\": [8, 16]}],"
+	           "\"parameters\": [{\"name\": \"b\", \"shape\": [16]}],"
+	           "\"ops\": [{\"name\": \"ba\", \"kind\": \"BiasAdd\", \"inputs\": [\"x\", \"b\"]}]",
+	           "ba", "ab,b->ab", &s);
+}
+
+Test(models, signature_norm_gather_reduce)
+{
+	struct op_sig s;
+	/* LayerNorm over axes 1.. of [4,8,16]: b and c whole, gamma/beta bc. */
+	assert_sig("\"inputs\": [{\"name\": \"x\", \"shape\": [4, 8, 16]}],"
+	           "\"parameters\": [{\"name\": \"g\", \"shape\": [8, 16]}, {\"name\": \"be\", \"shape\": [8, 16]}],"
+	           "\"ops\": [{\"name\": \"ln\", \"kind\": \"LayerNorm\", \"inputs\": [\"x\", \"g\", \"be\"],"
+	           " \"attrs\": {\"axis\": 1}}]",
+	           "ln", "abc,bc,bc->abc", &s);
+	cr_assert_eq(role_of(&s, 0, 0), SIG_KEEP);
+	cr_assert_eq(role_of(&s, 0, 1), SIG_WHOLE);
+	cr_assert_eq(role_of(&s, 0, 2), SIG_WHOLE);
+	/* Gather(table [100,16], indices [4,8]) -> [4,8,16]: V (letter v)
+	 * summed; the table's h is a, the indices b c. */
+	assert_sig("\"inputs\": [{\"name\": \"ix\", \"shape\": [4, 8], \"dtype\": \"int32\"}],"
+	           "\"parameters\": [{\"name\": \"t\", \"shape\": [100, 16]}],"
+	           "\"ops\": [{\"name\": \"g\", \"kind\": \"Gather\", \"inputs\": [\"t\", \"ix\"]}]",
+	           "g", "va,bc->bca", &s);
+	cr_assert_eq(role_of(&s, 0, 0), SIG_SUM);
+	cr_assert_eq(s.size[s.in[0][0]], 100);
+	/* ReduceSum over axis 1 of [4,5,6]: b summed away; with keep_dims the
+	 * size-1 dimension carries no label. */
+	assert_sig("\"inputs\": [{\"name\": \"x\", \"shape\": [4, 5, 6]}],"
+	           "\"ops\": [{\"name\": \"r\", \"kind\": \"ReduceSum\", \"inputs\": [\"x\"], \"attrs\": {\"axes\": [1]}}]",
+	           "r", "abc->ac", &s);
+	cr_assert_eq(role_of(&s, 0, 1), SIG_SUM);
+	assert_sig("\"inputs\": [{\"name\": \"x\", \"shape\": [4, 5, 6]}],"
+	           "\"ops\": [{\"name\": \"r\", \"kind\": \"ReduceSum\", \"inputs\": [\"x\"],"
+	           " \"attrs\": {\"axes\": [1], \"keep_dims\": true}}]",
+	           "r", "abc->a1c", &s);
+}
+
+Test(models, signature_cross_entropy_and_concat)
+{
+	struct op_sig s;
+	/* SoftmaxCrossEntropy(logits [N,V], labels [N]) -> [N]: V summed, with
+	 * the vocabulary-parallel rule (seed 003). */
+	assert_sig("\"inputs\": [{\"name\": \"lg\", \"shape\": [8, 100]},"
+	           " {\"name\": \"y\", \"shape\": [8], \"dtype\": \"int32\"}],"
+	           "\"ops\": [{\"name\": \"ce\", \"kind\": \"SoftmaxCrossEntropy\", \"inputs\": [\"lg\", \"y\"]}]",
+	           "ce", "nv,n->n", &s);
+	cr_assert_eq(s.rule, SIG_RULE_VOCAB_CE);
+	cr_assert_eq(role_of(&s, 0, 1), SIG_SUM);
+	/* Concat [3,4] and [3,6] on axis 1 -> [3,10]: a shared; the output axis
+	 * b (10) and each input's axis (c: 4, d: 6) whole. */
+	assert_sig("\"inputs\": [{\"name\": \"x\", \"shape\": [3, 4]}, {\"name\": \"y\", \"shape\": [3, 6]}],"
+	           "\"ops\": [{\"name\": \"c\", \"kind\": \"Concat\", \"inputs\": [\"x\", \"y\"], \"attrs\": {\"axis\": 1}}]",
+	           "c", "ac,ad->ab", &s);
+	cr_assert_eq(role_of(&s, 0, 1), SIG_WHOLE);
+	cr_assert_eq(role_of(&s, 1, 1), SIG_WHOLE);
+	cr_assert_eq(s.size[s.in[1][1]], 6);
+	cr_assert_eq(s.size[s.out[0][1]], 10);
+}
