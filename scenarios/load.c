@@ -360,7 +360,9 @@ static bool read_shards(struct loader *L, const struct jv *v)
 		struct shard_config *c = &L->s->shards[L->s->n_shards];
 		c->op_name = L->s->graph->ops[op].name;
 		c->op = op;
+		c->file = L->s->file;
 		c->line = e.line;
+		c->path = arena_strdup(L->a, e.path);
 		c->n_in = L->s->graph->ops[op].n_in;
 		bool good;
 		if (e.node && cJSON_IsObject(e.node)) {

@@ -39,7 +39,9 @@ struct shard_tensor_map {
 struct shard_config {
 	const char *op_name;
 	int op;                       /* index in the graph's ops */
-	int line;                     /* where the file states it */
+	const char *file;             /* the scenario file, line and JSON path that state it */
+	int line;
+	const char *path;
 	enum shard_form form;
 	int n_in;
 	/* SHARD_TUPLE: cuts[i][d] slices of dimension d of input i. */
