@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "planner.h"
 
 static void help(FILE *f)
 {
@@ -15,7 +16,8 @@ static void help(FILE *f)
 	        "Validate topology, model and scenario files. The kind of each file is\n"
 	        "read from its \"format\" field (shardlab-topology, shardlab-model,\n"
 	        "shardlab-scenario). A scenario is checked together with the model and\n"
-	        "the topology it names.\n"
+	        "the topology it names, and each shard() strategy it configures against\n"
+	        "its op's distribution rules.\n"
 	        "\n"
 	        "Each valid file prints one line on stdout:\n"
 	        "  ok  FILE  (KIND: SUMMARY)\n"
@@ -23,6 +25,20 @@ static void help(FILE *f)
 	        "problems of a file are reported in one run.\n"
 	        "\n"
 	        "exit status: 0 all files valid, 1 some file invalid, 2 usage error.\n");
+}
+
+/* Each configured strategy against its op's distribution rules (a MatMul's
+ * contracted dimension cut alike in both inputs, ...): the loader checked
+ * only shapes and device counts. */
+static bool strategies_valid(struct arena *a, const struct scenario *s, struct diag_list *d)
+{
+	size_t errors = d->errors;
+	int64_t stage = s->devices / s->training.pipeline_stages;
+	for (int i = 0; i < s->n_shards; i++) {
+		struct dist_op op;
+		dist_op_from_config(a, s->graph, s->shards[i].op, &s->shards[i], stage, &op, d);
+	}
+	return d->errors == errors;
 }
 
 static bool check_one(const char *path)
@@ -61,6 +77,8 @@ static bool check_one(const char *path)
 			}
 		} else if (!strcmp(fmt, SCENARIO_FORMAT)) {
 			struct scenario *s = scenario_load_doc(a, &doc);
+			if (s && !strategies_valid(a, s, &d))
+				s = NULL;
 			if (s)
 				snprintf(summary, sizeof summary, "scenario: %s on %lld of %lld devices",
 				         s->graph->name, (long long)s->devices, (long long)s->topo->n_devices);

@@ -39,16 +39,6 @@ static void help(FILE *f)
 	        "2 usage error.\n");
 }
 
-/* cli_si without the trailing space it leaves when the unit is empty. */
-static const char *figure(char *buf, size_t size, double v, const char *unit)
-{
-	cli_si(buf, size, v, unit);
-	size_t n = strlen(buf);
-	while (n > 0 && buf[n - 1] == ' ')
-		buf[--n] = '\0';
-	return buf;
-}
-
 /* "[64,64] fp32" for each tensor of the list, space separated. */
 static void shapes(char *buf, size_t size, const struct graph *g, const int *t, int n, bool dtype)
 {
@@ -87,18 +77,18 @@ static int print_table(const struct graph *g)
 		shapes(in, sizeof in, g, op->in, op->n_in, false);
 		shapes(out, sizeof out, g, op->out, op->n_out, true);
 		printf("%5d  %-*s  %-*s  %-*s  %-*s  %12s  %10s\n", i, wname, op->name, wkind,
-		       op_kind_name(op->kind), win, in, wout, out, figure(f, sizeof f, op->flops, "FLOP"),
-		       op->params ? figure(p, sizeof p, (double)op->params, "") : "-");
+		       op_kind_name(op->kind), win, in, wout, out, cli_si(f, sizeof f, op->flops, "FLOP"),
+		       op->params ? cli_si(p, sizeof p, (double)op->params, "") : "-");
 	}
 	struct graph_totals t;
 	graph_totals(g, &t);
 	printf("\ntotals\n");
 	printf("  ops              %d\n", t.ops);
-	printf("  parameters       %s (%" PRId64 ")\n", figure(p, sizeof p, (double)t.parameters, ""),
+	printf("  parameters       %s (%" PRId64 ")\n", cli_si(p, sizeof p, (double)t.parameters, ""),
 	       t.parameters);
-	printf("  parameter bytes  %s\n", figure(p, sizeof p, t.parameter_bytes, "B"));
-	printf("  forward FLOPs    %s\n", figure(f, sizeof f, t.forward_flops, "FLOP"));
-	printf("  matmul FLOPs     %s\n", figure(f, sizeof f, t.matmul_flops, "FLOP"));
+	printf("  parameter bytes  %s\n", cli_si(p, sizeof p, t.parameter_bytes, "B"));
+	printf("  forward FLOPs    %s\n", cli_si(f, sizeof f, t.forward_flops, "FLOP"));
+	printf("  matmul FLOPs     %s\n", cli_si(f, sizeof f, t.matmul_flops, "FLOP"));
 	return EXIT_OK;
 }
 

@@ -131,7 +131,7 @@ const char *cli_si(char *buf, size_t size, double value, const char *unit)
 	double mag = fabs(value);
 	size_t i = 0;
 	if (mag == 0) {
-		snprintf(buf, size, "0 %s", unit);
+		snprintf(buf, size, "0%s%s", *unit ? " " : "", unit);
 		return buf;
 	}
 	while (i + 1 < SL_COUNTOF(si) && mag < si[i].scale * 0.9995)
@@ -147,6 +147,7 @@ const char *cli_si(char *buf, size_t size, double value, const char *unit)
 		if (*e == '.')
 			*e = '\0';
 	}
-	snprintf(buf, size, "%s %s%s", num, si[i].prefix, unit);
+	bool bare = !*si[i].prefix && !*unit;
+	snprintf(buf, size, "%s%s%s%s", num, bare ? "" : " ", si[i].prefix, unit);
 	return buf;
 }

@@ -12,6 +12,7 @@ static const struct {
 	{"check", cmd_check, "validate topology, model and scenario files"},
 	{"topo", cmd_topo, "describe a topology: devices, tiers, bisection, paths"},
 	{"graph", cmd_graph, "list a model's operators with shapes, FLOPs and parameters"},
+	{"explain", cmd_explain, "a plan on every rank: layouts, slices, collectives, redistributions"},
 };
 
 static void usage(FILE *f)

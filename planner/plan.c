@@ -1,2 +1,129 @@
-/* stub: replaced by the implementation */
+/* plan.c — a distributed op for every op of a scenario's graph, and the
+ * redistribution on every edge whose two ends disagree.
+ *
+ * Configured ops take their shard() strategy; the others are data parallel
+ * (MindSpore's default, seed 004) until a planner chooses better. An edge
+ * runs from the layout its producer hands on to the layout its consumer
+ * reads. In MindSpore-compatible mode a producer with partial sums
+ * completes them itself (AllReduce) and the edge starts from the complete
+ * tensor, as seed 000's IR shows; in fused mode the edge starts from the
+ * partial sums when the producer has a single consumer, so the completion
+ * can be a ReduceScatter where the consumer splits the tensor. Either way
+ * every edge records what fusing would save.
+ *
+ * Graph inputs and parameters have no producer: they are loaded in the
+ * layout their consumer reads, so they start no edge.
+ *
+ * Units: bytes per device (double). No hot path: one pass over the ops.
+ */
+#include <string.h>
+
 #include "planner-int.h"
+
+/* Output index k of op p that is tensor t. */
+static int output_index(const struct op *p, int t)
+{
+	for (int k = 0; k < p->n_out; k++)
+		if (p->out[k] == t)
+			return k;
+	SL_ASSERT(!"tensor not produced by its producer");
+	return -1;
+}
+
+static double comm_bytes(const struct dist_op *d)
+{
+	double b = 0;
+	for (int i = 0; i < d->n_comm; i++)
+		b += d->comm[i].bytes_per_device;
+	return b;
+}
+
+/* Do the two ends of an edge hold the same data on the same ranks? */
+static bool same(const struct layout *a, const struct layout *b)
+{
+	return layout_same_placement(a, b);
+}
+
+/* The edge producer -> (c, j): derives the steps and the fused saving. */
+static bool plan_edge(struct arena *a, struct plan *p, int c, int j, struct diag_list *diags)
+{
+	const struct graph *g = p->graph;
+	int t = g->ops[c].in[j];
+	int prod = g->tensors[t].producer;
+	if (prod < 0)
+		return true;
+	struct dist_op *src_op = &p->ops[prod];
+	int k = output_index(&g->ops[prod], t);
+	const struct layout *dst = &p->ops[c].in[j];
+	const struct layout *complete = &src_op->out[k];
+	const struct layout *partial = &src_op->out_partial[k];
+	/* Fusable: the producer's own communication only completes the partial
+	 * sums (no out_strategy of its own) and nobody else reads them. */
+	struct layout completed = *partial;
+	completed.partial = 0;
+	bool fusable = partial->partial && g->tensors[t].n_consumers == 1 &&
+	               same(&completed, complete);
+	bool fused = fusable && p->mode == REDIST_FUSED;
+	const struct layout *src = fused ? partial : complete;
+	if (!fused && same(src, dst) && !fusable)
+		return true;
+
+	struct plan_edge e = {.tensor = t,
+	                      .producer = prod,
+	                      .producer_out = k,
+	                      .consumer = c,
+	                      .consumer_in = j};
+	if (!same(src, dst) && !redist_derive(a, src, dst, &e.redist, diags))
+		return false;
+	if (fusable) {
+		struct redist other;
+		if (!redist_derive(a, fused ? complete : partial, dst, &other, diags))
+			return false;
+		double compat = fused ? comm_bytes(src_op) + other.bytes_per_device
+		                      : comm_bytes(src_op) + e.redist.bytes_per_device;
+		double fusedb = fused ? e.redist.bytes_per_device : other.bytes_per_device;
+		e.fused_saving_bytes = compat > fusedb ? compat - fusedb : 0;
+	}
+	if (fused)
+		src_op->n_comm = 0; /* the edge completes the partial sums */
+	if (e.redist.n_steps == 0 && e.fused_saving_bytes == 0)
+		return true;
+	struct plan_edge *grown = arena_grow(a, p->edges, (size_t)p->n_edges,
+	                                     (size_t)p->n_edges + 1, sizeof(*grown));
+	if (!grown)
+		return false;
+	grown[p->n_edges++] = e;
+	p->edges = grown;
+	return true;
+}
+
+struct plan *plan_configured(struct arena *a, const struct scenario *s, enum redist_mode mode,
+                             struct diag_list *diags)
+{
+	const struct graph *g = s->graph;
+	struct plan *p = arena_alloc(a, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->scenario = s;
+	p->graph = g;
+	p->mode = mode;
+	p->n_devices = s->devices / s->training.pipeline_stages;
+	p->ops = arena_calloc(a, (size_t)(g->n_ops ? g->n_ops : 1), sizeof(*p->ops));
+	if (!p->ops)
+		return NULL;
+	size_t errors = diags->errors;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct shard_config *cfg = scenario_shard_for(s, i);
+		if (cfg)
+			dist_op_from_config(a, g, i, cfg, p->n_devices, &p->ops[i], diags);
+		else
+			dist_op_data_parallel(a, g, i, p->n_devices, &p->ops[i], diags);
+	}
+	if (diags->errors > errors)
+		return NULL;
+	for (int c = 0; c < g->n_ops; c++)
+		for (int j = 0; j < g->ops[c].n_in; j++)
+			if (!plan_edge(a, p, c, j, diags))
+				return NULL;
+	return p;
+}

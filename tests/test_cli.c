@@ -2,6 +2,7 @@
  * (each file's exact diagnostics), every shipped file passing `check`, and
  * the help of every command. Runs the built binary ($SHARDLAB) from the
  * source root. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -167,7 +168,7 @@ Test(cli, check_reports_every_file)
 
 Test(cli, help_is_complete)
 {
-	static const char *const cmds[] = {"check", "topo", "graph"};
+	static const char *const cmds[] = {"check", "topo", "graph", "explain"};
 	struct run r = shardlab("--help", false);
 	cr_assert_eq(r.status, 0);
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
@@ -221,5 +222,81 @@ Test(cli, graph_and_topo_take_a_scenario)
 	r = shardlab("topo scenarios/ffn-8p.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "topology atlas800-910a: 8 × Ascend 910"));
+	free(r.out);
+}
+
+/* ------------------------------------------------------------ explain */
+
+static cJSON *explain_json(const char *scenario)
+{
+	char args[256];
+	snprintf(args, sizeof args, "explain --json --ranks 0 %s", scenario);
+	struct run r = shardlab(args, false);
+	cr_assert_eq(r.status, 0, "explain %s exits %d", scenario, r.status);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "explain --json %s does not print JSON", scenario);
+	free(r.out);
+	return j;
+}
+
+/* "[[0,1],[2,3]]" for a step's groups. */
+static char *groups_of(const cJSON *step)
+{
+	return cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(step, "groups"));
+}
+
+static const cJSON *nth(const cJSON *obj, const char *key, int i)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, key);
+	cr_assert(cJSON_IsArray(a), "%s is not an array", key);
+	const cJSON *e = cJSON_GetArrayItem(a, i);
+	cr_assert_not_null(e, "%s[%d] is missing", key, i);
+	return e;
+}
+
+static void expect_step(const cJSON *step, const char *kind, const char *groups)
+{
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(step, "kind");
+	cr_assert_str_eq(cJSON_GetStringValue(k), kind);
+	char *g = groups_of(step);
+	cr_assert_str_eq(g, groups);
+	free(g);
+}
+
+Test(cli, explain_json_seed_collectives)
+{
+	/* Seed 004: one AllGather over 0-1-2-3 between matmul1 and matmul2. */
+	cJSON *j = explain_json("scenarios/seed004-allgather-4p.json");
+	const cJSON *r = nth(j, "redistributions", 0);
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "redistributions")), 1);
+	expect_step(nth(r, "steps", 0), "AllGather", "[[0,1,2,3]]");
+	cJSON_Delete(j);
+	/* Seed 003: Z = YB with ((2,2),(2,1)) all-reduces over {0,1} and {2,3}. */
+	j = explain_json("scenarios/seed003-matmul-4p.json");
+	expect_step(nth(nth(j, "ops", 1), "comm", 0), "AllReduce", "[[0,1],[2,3]]");
+	cJSON_Delete(j);
+	/* Seed 004 Layout: the ReduceScatter over the ranks sharing mp, sp-major. */
+	j = explain_json("scenarios/seed004-layout-8p.json");
+	expect_step(nth(nth(j, "ops", 0), "comm", 0), "ReduceScatter", "[[0,4,2,6],[1,5,3,7]]");
+	cJSON_Delete(j);
+	/* Seed 000's IR: AllReduce over 0-1-2-3 (4-5-6-7), then StridedSlice. */
+	j = explain_json("scenarios/seed000-ffn-ir-8p.json");
+	expect_step(nth(nth(j, "ops", 3), "comm", 0), "AllReduce", "[[0,1,2,3],[4,5,6,7]]");
+	expect_step(nth(nth(j, "redistributions", 0), "steps", 0), "StridedSlice", "[]");
+	const cJSON *mm = nth(j, "ops", 0);
+	char *dm = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(mm, "device_matrix"));
+	cr_assert_str_eq(dm, "[2,1,4]");
+	free(dm);
+	char *st = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(mm, "strategy"));
+	cr_assert_str_eq(st, "[[2,1],[1,4]]");
+	free(st);
+	cJSON_Delete(j);
+}
+
+Test(cli, explain_refuses_an_invalid_strategy)
+{
+	struct run r = shardlab("explain tests/data/bad/scenario-strategy-invalid.json", true);
+	cr_assert_eq(r.status, 1);
+	cr_assert_not_null(strstr(r.out, "tests/data/bad/scenario-strategy-invalid.json:9: "));
 	free(r.out);
 }

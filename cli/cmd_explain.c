@@ -1,0 +1,564 @@
+/* cmd_explain.c — `shardlab explain SCENARIO`: what a plan means on every
+ * rank.
+ *
+ * For each op: its strategy, device matrix, the tensor maps and slice
+ * shapes of its tensors, the slice each rank holds (seed 000's figure
+ * (c)), the op's own forward communication and its gradient
+ * synchronisation; then every redistribution step between ops, with its
+ * rank groups and bytes per device. Configured ops keep their shard()
+ * strategy, the others are data parallel. --json prints the same. Linear
+ * in ops and ranks shown.
+ */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "planner.h"
+
+static void help(FILE *f)
+{
+	fprintf(f,
+	        "usage: shardlab explain SCENARIO [--fused] [--ranks N] [--json]\n"
+	        "\n"
+	        "Explain the plan of a scenario: every op with its strategy, device\n"
+	        "matrix, tensor maps (MindSpore's convention: device-matrix dimensions\n"
+	        "counted from the right, -1 for not split) and slice shapes; which slice\n"
+	        "of each tensor every rank holds; the op's own forward communication and\n"
+	        "the all-reduce of its parameters' gradients; then every redistribution\n"
+	        "between a producer's layout and its consumer's, step by step, with the\n"
+	        "rank groups and the bytes each device sends. Ops the scenario configures\n"
+	        "keep their shard() strategy; the others are data parallel, MindSpore's\n"
+	        "default.\n"
+	        "\n"
+	        "options:\n"
+	        "  --fused     complete partial sums with a ReduceScatter where the\n"
+	        "              consumer wants the result split (default: MindSpore-\n"
+	        "              compatible, AllReduce then StridedSlice); every edge\n"
+	        "              reports what fusing saves either way\n"
+	        "  --ranks N   show the slices of the first N ranks (default 16; 0: none)\n"
+	        "  --json      print JSON: {\"scenario\", \"devices\", \"mode\", \"ops\": [{\"name\",\n"
+	        "              \"kind\", \"source\", \"strategy\", \"device_matrix\", \"tensors\",\n"
+	        "              \"comm\", \"grad\", \"flops_per_rank\", \"bytes_per_rank\",\n"
+	        "              \"slices\"}], \"redistributions\": [{\"tensor\", \"from\", \"to\",\n"
+	        "              \"input\", \"steps\", \"bytes_per_device\", \"fused_saving_bytes\"}],\n"
+	        "              \"totals\"}; each comm/step has \"kind\", \"groups\" (lists of\n"
+	        "              ranks) and \"bytes_per_device\" (docs/planner.md)\n"
+	        "  -h, --help  this help\n"
+	        "\n"
+	        "Bytes per device follow the ring algorithms: AllGather (s-1)·L,\n"
+	        "ReduceScatter and AllToAll (s-1)/s·L, AllReduce 2(s-1)/s·L, for a group of\n"
+	        "s ranks each holding L bytes before the step.\n"
+	        "\n"
+	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
+	        "stderr), 2 usage error.\n");
+}
+
+struct args {
+	const char *file;
+	bool fused, json;
+	int64_t ranks;
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	*a = (struct args){.ranks = 16};
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--fused")) {
+			a->fused = true;
+		} else if (!strcmp(argv[i], "--json")) {
+			a->json = true;
+		} else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+			char *end;
+			a->ranks = strtoll(argv[++i], &end, 10);
+			if (*end || a->ranks < 0) {
+				fprintf(stderr, "shardlab explain: --ranks takes a count >= 0, got '%s'\n",
+				        argv[i]);
+				return EXIT_USAGE;
+			}
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "shardlab explain: unknown option '%s' (see --help)\n", argv[i]);
+			return EXIT_USAGE;
+		} else if (!a->file) {
+			a->file = argv[i];
+		} else {
+			fprintf(stderr, "shardlab explain: one scenario at a time ('%s')\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (!a->file) {
+		fprintf(stderr, "shardlab explain: missing SCENARIO (see --help)\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* --------------------------------------------------------------- text */
+
+/* Appends to a fixed buffer, cutting what does not fit. */
+struct sbuf {
+	char *s;
+	size_t size, len;
+};
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void sb_add(struct sbuf *b, const char *fmt, ...)
+{
+	if (b->len + 1 >= b->size)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b->s + b->len, b->size - b->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		b->len = b->len + (size_t)n < b->size ? b->len + (size_t)n : b->size - 1;
+}
+
+static const char *strategy_text(char *buf, size_t size, const struct graph *g,
+                                 const struct dist_op *d)
+{
+	struct sbuf b = {buf, size, 0};
+	buf[0] = '\0';
+	sb_add(&b, "(");
+	for (int i = 0; i < d->n_in; i++) {
+		const struct tensor *t = &g->tensors[g->ops[d->op].in[i]];
+		sb_add(&b, "%s(", i ? ", " : "");
+		for (int k = 0; k < t->rank; k++)
+			sb_add(&b, "%s%" PRId64, k ? ", " : "", d->cuts[i][k]);
+		sb_add(&b, t->rank == 1 ? ",)" : ")");
+	}
+	sb_add(&b, ")");
+	return buf;
+}
+
+static const char *devmat_text(char *buf, size_t size, const struct devmat *dm)
+{
+	struct sbuf b = {buf, size, 0};
+	buf[0] = '\0';
+	sb_add(&b, "[");
+	for (int i = 0; i < dm->n; i++) {
+		if (dm->name[i])
+			sb_add(&b, "%s%s=%" PRId64, i ? ", " : "", dm->name[i], dm->size[i]);
+		else
+			sb_add(&b, "%s%" PRId64, i ? ", " : "", dm->size[i]);
+	}
+	sb_add(&b, "]");
+	return buf;
+}
+
+static const char *map_text(char *buf, size_t size, const struct layout *l)
+{
+	struct sbuf b = {buf, size, 0};
+	buf[0] = '\0';
+	sb_add(&b, "[");
+	for (int d = 0; d < l->rank; d++) {
+		int m[PLAN_MAX_AXES];
+		int n = layout_tensor_map(l, d, m);
+		sb_add(&b, "%s", d ? ", " : "");
+		if (n == 0)
+			sb_add(&b, "-1");
+		else if (n == 1)
+			sb_add(&b, "%d", m[0]);
+		else
+			for (int k = 0; k < n; k++)
+				sb_add(&b, "%s%d%s", k ? ", " : "(", m[k], k == n - 1 ? ")" : "");
+	}
+	sb_add(&b, "]");
+	if (l->partial)
+		sb_add(&b, " partial");
+	return buf;
+}
+
+static const char *shape_text(char *buf, size_t size, int rank, const int64_t *shape)
+{
+	struct sbuf b = {buf, size, 0};
+	buf[0] = '\0';
+	sb_add(&b, "[");
+	for (int d = 0; d < rank; d++)
+		sb_add(&b, "%s%" PRId64, d ? ", " : "", shape[d]);
+	sb_add(&b, "]");
+	return buf;
+}
+
+static const char *slice_text(char *buf, size_t size, const struct layout *l, int64_t rank)
+{
+	int64_t lo[GRAPH_MAX_RANK], hi[GRAPH_MAX_RANK];
+	struct sbuf b = {buf, size, 0};
+	buf[0] = '\0';
+	layout_slice(l, rank, lo, hi);
+	sb_add(&b, "[");
+	for (int d = 0; d < l->rank; d++)
+		sb_add(&b, "%s%" PRId64 ":%" PRId64, d ? ", " : "", lo[d], hi[d]);
+	sb_add(&b, "]");
+	return buf;
+}
+
+static const char *groups_text(char *buf, size_t size, const struct rank_groups *g)
+{
+	enum { SHOWN = 8 };
+	struct sbuf b = {buf, size, 0};
+	buf[0] = '\0';
+	for (int i = 0; i < g->n_groups && i < SHOWN; i++) {
+		sb_add(&b, "%s{", i ? " " : "");
+		for (int k = 0; k < g->size; k++)
+			sb_add(&b, "%s%" PRId64, k ? "," : "", g->ranks[(size_t)i * (size_t)g->size + (size_t)k]);
+		sb_add(&b, "}");
+	}
+	if (g->n_groups > SHOWN)
+		sb_add(&b, " ... (%d groups of %d)", g->n_groups, g->size);
+	return buf;
+}
+
+static const char *step_name(const struct comm_step *c)
+{
+	static char buf[48];
+	if (c->kind == STEP_ALLREDUCE || c->kind == STEP_REDUCESCATTER)
+		snprintf(buf, sizeof buf, "%s(%s)", step_kind_names[c->kind],
+		         c->reduce == REDUCE_MAX ? "max" : "sum");
+	else if (c->kind == STEP_ALLGATHER && c->concat)
+		snprintf(buf, sizeof buf, "%s+Concat", step_kind_names[c->kind]);
+	else
+		snprintf(buf, sizeof buf, "%s", step_kind_names[c->kind]);
+	return buf;
+}
+
+static void print_step(const char *indent, const struct comm_step *c)
+{
+	char g[512], by[32], sh[96];
+	int64_t local[GRAPH_MAX_RANK];
+	layout_local_shape(&c->after, local);
+	printf("%s%-22s", indent, step_name(c));
+	if (c->dim >= 0 && c->kind == STEP_ALLTOALL)
+		printf(" dim %d -> %d", c->dim, c->to_dim);
+	else if (c->dim >= 0)
+		printf(" dim %d", c->dim);
+	if (c->groups.n_groups)
+		printf("  %s", groups_text(g, sizeof g, &c->groups));
+	printf("  %s per device  -> slice %s", cli_si(by, sizeof by, c->bytes_per_device, "B"),
+	       shape_text(sh, sizeof sh, c->after.rank, local));
+	if (c->why)
+		printf("  (%s)", c->why);
+	printf("\n");
+}
+
+static void print_op(const struct plan *p, const struct dist_op *d, int64_t show_ranks)
+{
+	const struct graph *g = p->graph;
+	const struct op *op = &g->ops[d->op];
+	char s1[512], s2[256], s3[96], s4[96];
+	printf("%s  %s  %s", op->name, op_kind_name(op->kind), strategy_source_names[d->source]);
+	printf("\n  strategy       %s\n", strategy_text(s1, sizeof s1, g, d));
+	printf("  device matrix  %s\n", devmat_text(s1, sizeof s1, &d->dm));
+	int wname = 6;
+	for (int i = 0; i < op->n_in + op->n_out; i++) {
+		int t = i < op->n_in ? op->in[i] : op->out[i - op->n_in];
+		int n = (int)strlen(g->tensors[t].name) + (i < op->n_in ? 0 : 3);
+		wname = n > wname ? n : wname;
+	}
+	printf("  %-*s  %-16s %-16s %s\n", wname, "tensor", "shape", "tensor map", "slice");
+	for (int i = 0; i < op->n_in + op->n_out; i++) {
+		bool in = i < op->n_in;
+		const struct layout *l = in ? &d->in[i] : &d->out[i - op->n_in];
+		int t = in ? op->in[i] : op->out[i - op->n_in];
+		int64_t local[GRAPH_MAX_RANK];
+		layout_local_shape(l, local);
+		char name[160];
+		snprintf(name, sizeof name, "%s%s", in ? "" : "-> ", g->tensors[t].name);
+		printf("  %-*s  %-16s %-16s %s\n", wname, name, shape_text(s3, sizeof s3, l->rank, l->shape),
+		       map_text(s2, sizeof s2, l), shape_text(s4, sizeof s4, l->rank, local));
+	}
+	printf("  per rank       %s, %s\n", cli_si(s3, sizeof s3, d->flops_per_rank, "FLOP"),
+	       cli_si(s4, sizeof s4, d->bytes_per_rank, "B"));
+	if (!d->n_comm)
+		printf("  forward        none\n");
+	for (int i = 0; i < d->n_comm; i++)
+		print_step(i ? "                 " : "  forward        ", &d->comm[i]);
+	for (int i = 0; i < d->n_grad; i++)
+		print_step(i ? "                 " : "  gradient       ", &d->grad[i]);
+	int64_t n = show_ranks < p->n_devices ? show_ranks : p->n_devices;
+	if (n == 0)
+		return;
+	printf("  rank");
+	for (int i = 0; i < op->n_in + op->n_out; i++) {
+		int t = i < op->n_in ? op->in[i] : op->out[i - op->n_in];
+		printf("  %-22s", g->tensors[t].name);
+	}
+	printf("\n");
+	for (int64_t r = 0; r < n; r++) {
+		printf("  %4" PRId64, r);
+		for (int i = 0; i < op->n_in + op->n_out; i++) {
+			const struct layout *l = i < op->n_in ? &d->in[i] : &d->out[i - op->n_in];
+			printf("  %-22s", slice_text(s1, sizeof s1, l, l->dm.base + r));
+		}
+		printf("\n");
+	}
+	if (n < p->n_devices)
+		printf("  ... %" PRId64 " more ranks (--ranks)\n", p->n_devices - n);
+}
+
+struct totals {
+	double forward, redistribution, gradient, fused_saving;
+};
+
+static void sum_totals(const struct plan *p, struct totals *t)
+{
+	*t = (struct totals){0};
+	for (int i = 0; i < p->graph->n_ops; i++) {
+		for (int k = 0; k < p->ops[i].n_comm; k++)
+			t->forward += p->ops[i].comm[k].bytes_per_device;
+		for (int k = 0; k < p->ops[i].n_grad; k++)
+			t->gradient += p->ops[i].grad[k].bytes_per_device;
+	}
+	for (int e = 0; e < p->n_edges; e++) {
+		t->redistribution += p->edges[e].redist.bytes_per_device;
+		t->fused_saving += p->edges[e].fused_saving_bytes;
+	}
+}
+
+static void print_plan(const struct plan *p, const struct args *a)
+{
+	const struct scenario *s = p->scenario;
+	const struct graph *g = p->graph;
+	char b[64];
+	printf("explain %s: model %s on %" PRId64 " devices of %s (%s redistribution)\n", s->name,
+	       g->name, p->n_devices, s->topo->name,
+	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
+	for (int i = 0; i < g->n_ops; i++) {
+		printf("\n");
+		print_op(p, &p->ops[i], a->ranks);
+	}
+	printf("\nredistributions\n");
+	if (!p->n_edges)
+		printf("  none: every consumer reads its input as the producer leaves it\n");
+	for (int e = 0; e < p->n_edges; e++) {
+		const struct plan_edge *x = &p->edges[e];
+		printf("  %s -> %s (input %d): %s per device", g->tensors[x->tensor].name,
+		       g->ops[x->consumer].name, x->consumer_in,
+		       cli_si(b, sizeof b, x->redist.bytes_per_device, "B"));
+		if (x->fused_saving_bytes > 0)
+			printf(", fusing saves %s", cli_si(b, sizeof b, x->fused_saving_bytes, "B"));
+		printf("\n");
+		for (int k = 0; k < x->redist.n_steps; k++)
+			print_step("    ", &x->redist.steps[k]);
+	}
+	struct totals t;
+	sum_totals(p, &t);
+	printf("\ntotals per device\n");
+	printf("  forward op communication  %s\n", cli_si(b, sizeof b, t.forward, "B"));
+	printf("  redistribution            %s\n", cli_si(b, sizeof b, t.redistribution, "B"));
+	printf("  gradient all-reduce       %s\n", cli_si(b, sizeof b, t.gradient, "B"));
+	printf("  fused mode would save     %s\n", cli_si(b, sizeof b, t.fused_saving, "B"));
+}
+
+/* --------------------------------------------------------------- JSON */
+
+static cJSON *int_array(const int64_t *v, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+	return a;
+}
+
+static cJSON *json_map(const struct layout *l)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int d = 0; d < l->rank; d++) {
+		int m[PLAN_MAX_AXES];
+		int n = layout_tensor_map(l, d, m);
+		if (n <= 1) {
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(n ? m[0] : -1));
+			continue;
+		}
+		cJSON *dims = cJSON_CreateArray();
+		for (int k = 0; k < n; k++)
+			cJSON_AddItemToArray(dims, cJSON_CreateNumber(m[k]));
+		cJSON_AddItemToArray(a, dims);
+	}
+	return a;
+}
+
+static cJSON *json_groups(const struct rank_groups *g)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < g->n_groups; i++)
+		cJSON_AddItemToArray(a, int_array(g->ranks + (size_t)i * (size_t)g->size, g->size));
+	return a;
+}
+
+static cJSON *json_step(const struct comm_step *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "kind", step_kind_names[c->kind]);
+	if (c->kind == STEP_ALLREDUCE || c->kind == STEP_REDUCESCATTER)
+		cJSON_AddStringToObject(o, "reduce", c->reduce == REDUCE_MAX ? "max" : "sum");
+	if (c->dim >= 0)
+		cJSON_AddNumberToObject(o, "dim", c->dim);
+	if (c->kind == STEP_ALLTOALL)
+		cJSON_AddNumberToObject(o, "to_dim", c->to_dim);
+	if (c->kind == STEP_ALLGATHER)
+		cJSON_AddBoolToObject(o, "concat", c->concat);
+	cJSON_AddItemToObject(o, "groups", json_groups(&c->groups));
+	cJSON_AddNumberToObject(o, "bytes_per_device", c->bytes_per_device);
+	int64_t local[GRAPH_MAX_RANK];
+	layout_local_shape(&c->after, local);
+	cJSON_AddItemToObject(o, "slice_shape", int_array(local, c->after.rank));
+	if (c->why)
+		cJSON_AddStringToObject(o, "why", c->why);
+	return o;
+}
+
+static cJSON *json_steps(const struct comm_step *c, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, json_step(&c[i]));
+	return a;
+}
+
+static cJSON *json_tensor(const struct graph *g, int t, const struct layout *l, const char *role)
+{
+	cJSON *o = cJSON_CreateObject();
+	int64_t local[GRAPH_MAX_RANK];
+	layout_local_shape(l, local);
+	cJSON_AddStringToObject(o, "name", g->tensors[t].name);
+	cJSON_AddStringToObject(o, "role", role);
+	cJSON_AddItemToObject(o, "shape", int_array(l->shape, l->rank));
+	cJSON_AddItemToObject(o, "tensor_map", json_map(l));
+	cJSON_AddBoolToObject(o, "partial", l->partial != 0);
+	cJSON_AddItemToObject(o, "slice_shape", int_array(local, l->rank));
+	return o;
+}
+
+static cJSON *json_slices(const struct plan *p, const struct dist_op *d, int64_t ranks)
+{
+	const struct op *op = &p->graph->ops[d->op];
+	cJSON *a = cJSON_CreateArray();
+	for (int64_t r = 0; r < ranks && r < p->n_devices; r++) {
+		cJSON *o = cJSON_CreateObject(), *ts = cJSON_CreateArray();
+		cJSON_AddNumberToObject(o, "rank", (double)(d->dm.base + r));
+		for (int i = 0; i < op->n_in + op->n_out; i++) {
+			const struct layout *l = i < op->n_in ? &d->in[i] : &d->out[i - op->n_in];
+			int64_t lo[GRAPH_MAX_RANK], hi[GRAPH_MAX_RANK];
+			layout_slice(l, l->dm.base + r, lo, hi);
+			cJSON *dims = cJSON_CreateArray();
+			for (int k = 0; k < l->rank; k++) {
+				int64_t range[2] = {lo[k], hi[k]};
+				cJSON_AddItemToArray(dims, int_array(range, 2));
+			}
+			cJSON_AddItemToArray(ts, dims);
+		}
+		cJSON_AddItemToObject(o, "tensors", ts);
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
+static cJSON *json_op(const struct plan *p, const struct dist_op *d, int64_t ranks)
+{
+	const struct graph *g = p->graph;
+	const struct op *op = &g->ops[d->op];
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", op->name);
+	cJSON_AddStringToObject(o, "kind", op_kind_name(op->kind));
+	cJSON_AddStringToObject(o, "source", strategy_source_names[d->source]);
+	cJSON *st = cJSON_CreateArray();
+	for (int i = 0; i < d->n_in; i++)
+		cJSON_AddItemToArray(st, int_array(d->cuts[i], g->tensors[op->in[i]].rank));
+	cJSON_AddItemToObject(o, "strategy", st);
+	cJSON_AddItemToObject(o, "device_matrix", int_array(d->dm.size, d->dm.n));
+	bool named = d->dm.n > 0 && d->dm.name[0];
+	if (named) {
+		cJSON *names = cJSON_CreateArray();
+		for (int i = 0; i < d->dm.n; i++)
+			cJSON_AddItemToArray(names, cJSON_CreateString(d->dm.name[i]));
+		cJSON_AddItemToObject(o, "axis_names", names);
+	}
+	cJSON *ts = cJSON_CreateArray();
+	for (int i = 0; i < op->n_in; i++)
+		cJSON_AddItemToArray(ts, json_tensor(g, op->in[i], &d->in[i], "input"));
+	for (int i = 0; i < op->n_out; i++)
+		cJSON_AddItemToArray(ts, json_tensor(g, op->out[i], &d->out[i], "output"));
+	cJSON_AddItemToObject(o, "tensors", ts);
+	cJSON_AddItemToObject(o, "comm", json_steps(d->comm, d->n_comm));
+	cJSON_AddItemToObject(o, "grad", json_steps(d->grad, d->n_grad));
+	cJSON_AddNumberToObject(o, "flops_per_rank", d->flops_per_rank);
+	cJSON_AddNumberToObject(o, "bytes_per_rank", d->bytes_per_rank);
+	cJSON_AddItemToObject(o, "slices", json_slices(p, d, ranks));
+	return o;
+}
+
+static void print_json(const struct plan *p, const struct args *a)
+{
+	const struct graph *g = p->graph;
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "scenario", p->scenario->name);
+	cJSON_AddStringToObject(root, "model", g->name);
+	cJSON_AddStringToObject(root, "topology", p->scenario->topo->name);
+	cJSON_AddNumberToObject(root, "devices", (double)p->n_devices);
+	cJSON_AddStringToObject(root, "mode", p->mode == REDIST_FUSED ? "fused" : "compat");
+	cJSON *ops = cJSON_CreateArray();
+	for (int i = 0; i < g->n_ops; i++)
+		cJSON_AddItemToArray(ops, json_op(p, &p->ops[i], a->ranks));
+	cJSON_AddItemToObject(root, "ops", ops);
+	cJSON *rs = cJSON_CreateArray();
+	for (int e = 0; e < p->n_edges; e++) {
+		const struct plan_edge *x = &p->edges[e];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "tensor", g->tensors[x->tensor].name);
+		cJSON_AddStringToObject(o, "from", g->ops[x->producer].name);
+		cJSON_AddStringToObject(o, "to", g->ops[x->consumer].name);
+		cJSON_AddNumberToObject(o, "input", x->consumer_in);
+		cJSON_AddItemToObject(o, "steps", json_steps(x->redist.steps, x->redist.n_steps));
+		cJSON_AddNumberToObject(o, "bytes_per_device", x->redist.bytes_per_device);
+		cJSON_AddNumberToObject(o, "fused_saving_bytes", x->fused_saving_bytes);
+		cJSON_AddItemToArray(rs, o);
+	}
+	cJSON_AddItemToObject(root, "redistributions", rs);
+	struct totals t;
+	sum_totals(p, &t);
+	cJSON *tot = cJSON_CreateObject();
+	cJSON_AddNumberToObject(tot, "forward_comm_bytes_per_device", t.forward);
+	cJSON_AddNumberToObject(tot, "redistribution_bytes_per_device", t.redistribution);
+	cJSON_AddNumberToObject(tot, "gradient_bytes_per_device", t.gradient);
+	cJSON_AddNumberToObject(tot, "fused_saving_bytes_per_device", t.fused_saving);
+	cJSON_AddItemToObject(root, "totals", tot);
+	char *s = cJSON_Print(root);
+	if (s)
+		printf("%s\n", s);
+	else
+		fprintf(stderr, "shardlab explain: out of memory\n");
+	free(s);
+	cJSON_Delete(root);
+}
+
+int cmd_explain(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		help(stdout);
+		return EXIT_OK;
+	}
+	struct args a;
+	int rc = parse_args(argc, argv, &a);
+	if (rc != EXIT_OK)
+		return rc;
+	struct diag_list d;
+	diag_list_init(&d);
+	struct arena *ar = arena_new();
+	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
+	struct plan *p = s ? plan_configured(ar, s, a.fused ? REDIST_FUSED : REDIST_COMPAT, &d)
+	                   : NULL;
+	cli_print_diags(&d);
+	if (p && a.json)
+		print_json(p, &a);
+	else if (p)
+		print_plan(p, &a);
+	rc = p ? EXIT_OK : EXIT_INVALID;
+	diag_list_free(&d);
+	arena_free(ar);
+	return rc;
+}
