@@ -203,9 +203,16 @@ static const char *groups_text(char *buf, size_t size, const struct rank_groups 
 	struct sbuf b = {buf, size, 0};
 	buf[0] = '\0';
 	for (int i = 0; i < g->n_groups && i < SHOWN; i++) {
+		const int64_t *r = g->ranks + (size_t)i * (size_t)g->size;
 		sb_add(&b, "%s{", i ? " " : "");
-		for (int k = 0; k < g->size; k++)
-			sb_add(&b, "%s%" PRId64, k ? "," : "", g->ranks[(size_t)i * (size_t)g->size + (size_t)k]);
+		for (int k = 0; k < g->size; k++) {
+			/* A long group: its first ranks, then its last. */
+			if (g->size > 2 * SHOWN && k == SHOWN) {
+				sb_add(&b, ",...");
+				k = g->size - 1;
+			}
+			sb_add(&b, "%s%" PRId64, k ? "," : "", r[k]);
+		}
 		sb_add(&b, "}");
 	}
 	if (g->n_groups > SHOWN)
