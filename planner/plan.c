@@ -119,11 +119,17 @@ struct plan *plan_configured(struct arena *a, const struct scenario *s, enum red
 		else
 			dist_op_data_parallel(a, g, i, p->n_devices, &p->ops[i], diags);
 	}
-	if (diags->errors > errors)
+	if (diags->errors > errors || !plan_derive_edges(a, p, diags))
 		return NULL;
-	for (int c = 0; c < g->n_ops; c++)
-		for (int j = 0; j < g->ops[c].n_in; j++)
-			if (!plan_edge(a, p, c, j, diags))
-				return NULL;
 	return p;
+}
+
+bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags)
+{
+	p->n_edges = 0;
+	for (int c = 0; c < p->graph->n_ops; c++)
+		for (int j = 0; j < p->graph->ops[c].n_in; j++)
+			if (!plan_edge(a, p, c, j, diags))
+				return false;
+	return true;
 }

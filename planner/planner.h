@@ -181,6 +181,34 @@ bool dist_op_from_cuts(struct arena *a, const struct graph *g, int op,
 bool dist_op_data_parallel(struct arena *a, const struct graph *g, int op, int64_t n_devices,
                            struct dist_op *out, struct diag_list *diags);
 
+/* --------------------------------------------------------- enumeration */
+
+/* A strategy in the tuple form: slices per dimension of each input. */
+struct strategy {
+	int64_t cuts[SIG_MAX_TENSORS][GRAPH_MAX_RANK];
+};
+
+/* Every valid strategy of an unconfigured op, as cuts per input dimension:
+ * each label's cut divides the label's size and the device count; the cuts
+ * use all n_devices (their product equals it) unless `all_devices` is
+ * false, when any product dividing n_devices is allowed; plus full
+ * replication. Order: descending lexicographic in the signature's label
+ * order (the first label cut most first), replication last. Returns the
+ * count (0 when none), cuts in *out (arena). */
+int plan_enumerate(struct arena *a, const struct graph *g, int op, int64_t n_devices,
+                   bool all_devices, struct strategy **out);
+
+/* Redistribution bytes per device between two layouts, remembered per
+ * layout pair so that repeated layers cost one derivation. */
+struct redist_cache;
+struct redist_cache *redist_cache_new(void);
+void redist_cache_free(struct redist_cache *c);
+/* -1 when no redistribution exists (different rank sets). */
+double redist_cache_bytes(struct redist_cache *c, const struct layout *src,
+                          const struct layout *dst);
+/* Lookups answered from the cache / derived, for benchmarks. */
+void redist_cache_stats(const struct redist_cache *c, int64_t *hits, int64_t *misses);
+
 /* -------------------------------------------------------------- plans */
 
 struct plan_edge {
@@ -191,19 +219,43 @@ struct plan_edge {
 	double fused_saving_bytes;         /* compat minus fused bytes per device, >= 0 */
 };
 
+/* How propagation chose an op's strategy (zeros for configured ops). */
+struct plan_choice {
+	int n_candidates;                  /* valid strategies considered */
+	int n_tied;                        /* candidates sharing the least edge cost */
+	double edge_bytes;                 /* that least cost, bytes per device */
+	bool param_conflict;               /* no candidate agreed with the layout another op gave a shared parameter */
+};
+
 struct plan {
 	const struct scenario *scenario;
 	const struct graph *graph;
 	enum redist_mode mode;
 	int64_t n_devices;
 	struct dist_op *ops;               /* one per graph op */
+	struct plan_choice *choices;       /* one per graph op; NULL for plan_configured */
 	int n_edges;
 	struct plan_edge *edges;           /* edges whose layouts differ, in op order */
+	int n_unreached;                   /* ops propagation never reached (data parallel) */
 };
 
 /* Every op with its configured strategy, the others data parallel (the
  * propagation planner replaces that default). NULL after diagnostics. */
 struct plan *plan_configured(struct arena *a, const struct scenario *s, enum redist_mode mode,
                              struct diag_list *diags);
+
+/* Sharding propagation (MindSpore semantics, seed 000; docs/planner.md):
+ * from every configured op, breadth-first over both directions, each
+ * unreached unconfigured neighbour takes the strategy with the least edge
+ * communication, ties broken by less computation, then less communication
+ * of its own (forward and gradient), then enumeration order; an op with
+ * several op inputs waits until all are decided; ops never reached are
+ * data parallel. The same edges and savings as plan_configured. */
+struct plan *plan_propagate(struct arena *a, const struct scenario *s, enum redist_mode mode,
+                            struct diag_list *diags);
+
+/* The edges of a plan from its ops' layouts (plan_configured and
+ * plan_propagate share it). */
+bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags);
 
 #endif

@@ -485,6 +485,18 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	return ok;
 }
 
+static bool read_propagation(struct loader *L, const struct jv *obj)
+{
+	static const char *const keys[] = {"all_devices", NULL};
+	struct jv v;
+	L->s->propagation.all_devices = true;
+	if (!jv_get(obj, "propagation", &v))
+		return true;
+	if (!jv_open(&v, keys))
+		return false;
+	return jv_opt_bool(&v, "all_devices", true, &L->s->propagation.all_devices);
+}
+
 static bool read_simulation(struct loader *L, const struct jv *obj)
 {
 	static const char *const keys[] = {"fidelity", "collective_algo", NULL};
@@ -509,7 +521,8 @@ struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc)
 {
 	static const char *const keys[] = {"format",  "version", "name",     "description",
 	                                   "model",   "topology", "devices", "shard",
-	                                   "planners", "training", "simulation", NULL};
+	                                   "planners", "training", "simulation", "propagation",
+	                                   NULL};
 	struct jv root, v;
 	if (!jv_root(doc, &root) || !jv_header(&root, SCENARIO_FORMAT, SCENARIO_VERSION))
 		return NULL;
@@ -558,6 +571,7 @@ struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc)
 	ok = read_planners(&L, &root) && ok;
 	ok = read_training(&L, &root) && ok;
 	ok = read_simulation(&L, &root) && ok;
+	ok = read_propagation(&L, &root) && ok;
 	if (s->devices && s->training.pipeline_stages &&
 	    s->devices % s->training.pipeline_stages == 0)
 		L.stage_devices = s->devices / s->training.pipeline_stages;

@@ -92,6 +92,10 @@ struct training {
 	enum dtype dtype;             /* compute dtype */
 };
 
+struct propagation_options {
+	bool all_devices;             /* candidate strategies use every device (default true) */
+};
+
 struct sim_options {
 	enum sim_fidelity fidelity;
 	enum collective_algo collective_algo;
@@ -111,6 +115,7 @@ struct scenario {
 	int n_planners;
 	enum planner_kind planners[PLANNER_COUNT];
 	struct training training;
+	struct propagation_options propagation;
 	struct sim_options sim;
 };
 

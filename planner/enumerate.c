@@ -1,0 +1,2 @@
+/* stub: replaced by the implementation */
+#include "planner-int.h"
