@@ -20,8 +20,7 @@
 
 #include "planner-int.h"
 
-/* Output index k of op p that is tensor t. */
-static int output_index(const struct op *p, int t)
+int plan_output_index(const struct op *p, int t)
 {
 	for (int k = 0; k < p->n_out; k++)
 		if (p->out[k] == t)
@@ -53,7 +52,7 @@ static bool plan_edge(struct arena *a, struct plan *p, int c, int j, struct diag
 	if (prod < 0)
 		return true;
 	struct dist_op *src_op = &p->ops[prod];
-	int k = output_index(&g->ops[prod], t);
+	int k = plan_output_index(&g->ops[prod], t);
 	const struct layout *dst = &p->ops[c].in[j];
 	const struct layout *complete = &src_op->out[k];
 	const struct layout *partial = &src_op->out_partial[k];

@@ -17,6 +17,13 @@ bool layout_refine(const struct layout *a, const struct layout *b, struct layout
  * dimension and not partial, with size > 1, as a bit mask. */
 uint32_t layout_replica_axes(const struct layout *l);
 
+/* The bytes per device redist_derive would find, without building rank
+ * groups (a cost query); -1 when there is no redistribution. */
+double redist_bytes(const struct layout *src, const struct layout *dst);
+
+/* Which output of op p is tensor t (it must be one). */
+int plan_output_index(const struct op *p, int t);
+
 /* Bitmask helpers. */
 static inline int axis_popcount(uint32_t m)
 {

@@ -253,6 +253,11 @@ struct plan *plan_configured(struct arena *a, const struct scenario *s, enum red
  * data parallel. The same edges and savings as plan_configured. */
 struct plan *plan_propagate(struct arena *a, const struct scenario *s, enum redist_mode mode,
                             struct diag_list *diags);
+/* The same with the caller's cost cache (to read its statistics, or to
+ * share it between runs). */
+struct plan *plan_propagate_cache(struct arena *a, const struct scenario *s,
+                                  enum redist_mode mode, struct redist_cache *cache,
+                                  struct diag_list *diags);
 
 /* The edges of a plan from its ops' layouts (plan_configured and
  * plan_propagate share it). */

@@ -481,10 +481,11 @@ static const char *step_why(struct arena *a, const struct comm_step *st, int64_t
 }
 
 /* Fills one step going from `before` by a move over `axes` of before's
- * matrix; `after` is set by the caller beforehand. */
+ * matrix; `after` is set by the caller beforehand. Without `groups` (a cost
+ * query) the rank lists and the reason are left out. */
 static bool step_fill(struct arena *a, struct comm_step *st, const struct layout *before,
                       enum step_kind kind, int dim, int to_dim, const int *axes, int n_axes,
-                      const char *note)
+                      const char *note, bool groups)
 {
 	int64_t g = 1;
 	for (int k = 0; k < n_axes; k++)
@@ -496,6 +497,8 @@ static bool step_fill(struct arena *a, struct comm_step *st, const struct layout
 	st->concat = kind == STEP_ALLGATHER && dim != 0;
 	st->bytes_per_device = step_bytes(kind, g, layout_local_bytes(before));
 	memset(&st->groups, 0, sizeof(st->groups));
+	if (!groups)
+		return true;
 	if (kind != STEP_SLICE && !devmat_groups(a, &before->dm, axes, n_axes, &st->groups))
 		return false;
 	st->why = step_why(a, st, g, note);
@@ -503,7 +506,8 @@ static bool step_fill(struct arena *a, struct comm_step *st, const struct layout
 }
 
 /* The path ending at node `goal`, as steps. */
-static bool path_steps(struct arena *a, const struct search *s, int goal, struct redist *out)
+static bool path_steps(struct arena *a, const struct search *s, int goal, struct redist *out,
+                       bool groups)
 {
 	int n = 0;
 	for (int i = goal; s->nodes[i].parent >= 0; i = s->nodes[i].parent)
@@ -519,7 +523,7 @@ static bool path_steps(struct arena *a, const struct search *s, int goal, struct
 		struct comm_step *st = &out->steps[k];
 		state_layout(s, &nd->st, &st->after);
 		if (!step_fill(a, st, &before, nd->mv.kind, nd->mv.dim, nd->mv.to_dim, nd->mv.axes,
-		               nd->mv.n_axes, ""))
+		               nd->mv.n_axes, "", groups))
 			return false;
 	}
 	return true;
@@ -527,12 +531,12 @@ static bool path_steps(struct arena *a, const struct search *s, int goal, struct
 
 static bool push_step(struct arena *a, struct redist *out, int cap, struct layout *cur,
                       enum step_kind kind, int dim, const int *axes, int n_axes,
-                      const struct layout *after, const char *note)
+                      const struct layout *after, const char *note, bool groups)
 {
 	SL_ASSERT(out->n_steps < cap);
 	struct comm_step *st = &out->steps[out->n_steps++];
 	st->after = *after;
-	bool ok = step_fill(a, st, cur, kind, dim, -1, axes, n_axes, note);
+	bool ok = step_fill(a, st, cur, kind, dim, -1, axes, n_axes, note, groups);
 	*cur = *after;
 	return ok;
 }
@@ -541,7 +545,8 @@ static bool push_step(struct arena *a, struct redist *out, int cap, struct layou
  * dimension (over src's matrix), then slice to dst (over dst's matrix).
  * Not minimal. */
 static bool gather_then_slice(struct arena *a, const struct layout *src,
-                              const struct layout *dst, const char *note, struct redist *out)
+                              const struct layout *dst, const char *note, struct redist *out,
+                              bool groups)
 {
 	int cap = 1 + 2 * src->rank;
 	out->n_steps = 0;
@@ -555,7 +560,7 @@ static bool gather_then_slice(struct arena *a, const struct layout *src,
 			axes[n++] = i;
 	next.partial = 0;
 	if (axes_product(&src->dm, src->partial) > 1 &&
-	    !push_step(a, out, cap, &cur, STEP_ALLREDUCE, -1, axes, n, &next, note))
+	    !push_step(a, out, cap, &cur, STEP_ALLREDUCE, -1, axes, n, &next, note, groups))
 		return false;
 	cur = next;
 	for (int d = 0; d < src->rank; d++) {
@@ -563,7 +568,7 @@ static bool gather_then_slice(struct arena *a, const struct layout *src,
 			axes[n] = src->map[d][n];
 		next.n_map[d] = 0;
 		if (layout_slices(src, d) > 1 &&
-		    !push_step(a, out, cap, &cur, STEP_ALLGATHER, d, axes, n, &next, note))
+		    !push_step(a, out, cap, &cur, STEP_ALLGATHER, d, axes, n, &next, note, groups))
 			return false;
 		cur = next;
 	}
@@ -577,7 +582,7 @@ static bool gather_then_slice(struct arena *a, const struct layout *src,
 		for (n = 0; n < dst->n_map[d]; n++)
 			axes[n] = dst->map[d][n];
 		if (layout_slices(dst, d) > 1 &&
-		    !push_step(a, out, cap, &cur, STEP_SLICE, d, axes, n, &next, note))
+		    !push_step(a, out, cap, &cur, STEP_SLICE, d, axes, n, &next, note, groups))
 			return false;
 		cur = next;
 	}
@@ -634,7 +639,7 @@ static bool check_pair(const struct layout *src, const struct layout *dst,
 }
 
 static bool derive(struct arena *a, const struct layout *src, const struct layout *dst,
-                   struct redist *out)
+                   struct redist *out, bool groups)
 {
 	struct layout rs, rd;
 	if (!layout_refine(src, dst, &rs, &rd)) {
@@ -643,13 +648,13 @@ static bool derive(struct arena *a, const struct layout *src, const struct layou
 		return gather_then_slice(a, src, dst,
 		                         " (fallback: the device matrices have no common "
 		                         "refinement; gather then slice, not minimal)",
-		                         out);
+		                         out, groups);
 	}
 	if (rs.dm.n_devices > SEARCH_MAX_DEVICES)
 		return gather_then_slice(a, &rs, &rd,
 		                         " (fallback: too many devices for the exact search; "
 		                         "gather then slice, not minimal)",
-		                         out);
+		                         out, groups);
 	struct search s = {.src = &rs, .dst = &rd, .n2 = rs.dm.n_devices * rs.dm.n_devices};
 	s.scratch = arena_new();
 	if (!s.scratch)
@@ -658,12 +663,12 @@ static bool derive(struct arena *a, const struct layout *src, const struct layou
 	enum search_result r = search_run(&s, &goal);
 	bool ok = r != SEARCH_OOM;
 	if (r == SEARCH_FOUND)
-		ok = path_steps(a, &s, goal, out);
+		ok = path_steps(a, &s, goal, out, groups);
 	else if (r == SEARCH_BOUND)
 		ok = gather_then_slice(a, &rs, &rd,
 		                       " (fallback: the search hit its state bound; gather then "
 		                       "slice, not minimal)",
-		                       out);
+		                       out, groups);
 	arena_free(s.scratch);
 	return ok;
 }
@@ -674,7 +679,7 @@ bool redist_derive(struct arena *a, const struct layout *src, const struct layou
 	memset(out, 0, sizeof(*out));
 	if (!check_pair(src, dst, diags))
 		return false;
-	if (!derive(a, src, dst, out)) {
+	if (!derive(a, src, dst, out, true)) {
 		diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "out of memory deriving a redistribution");
 		memset(out, 0, sizeof(*out));
 		return false;
@@ -682,4 +687,19 @@ bool redist_derive(struct arena *a, const struct layout *src, const struct layou
 	for (int i = 0; i < out->n_steps; i++)
 		out->bytes_per_device += out->steps[i].bytes_per_device;
 	return true;
+}
+
+double redist_bytes(const struct layout *src, const struct layout *dst)
+{
+	struct diag_list quiet;
+	diag_list_init(&quiet);
+	struct arena *a = arena_new();
+	struct redist r = {0};
+	bool ok = a && check_pair(src, dst, &quiet) && derive(a, src, dst, &r, false);
+	double bytes = 0;
+	for (int i = 0; ok && i < r.n_steps; i++)
+		bytes += r.steps[i].bytes_per_device;
+	arena_free(a);
+	diag_list_free(&quiet);
+	return ok ? bytes : -1;
 }
