@@ -13,6 +13,8 @@ static const struct {
 	{"topo", cmd_topo, "describe a topology: devices, tiers, bisection, paths"},
 	{"graph", cmd_graph, "list a model's operators with shapes, FLOPs and parameters"},
 	{"explain", cmd_explain, "a plan on every rank: layouts, slices, collectives, redistributions"},
+	{"plan", cmd_plan, "plan a scenario (sharding propagation): every op's strategy and source"},
+	{"advise", cmd_advise, "check a propagated plan against seed 000's rules for configuring ops"},
 };
 
 static void usage(FILE *f)

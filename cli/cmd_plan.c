@@ -1,0 +1,141 @@
+/* cmd_plan.c — `shardlab plan SCENARIO`: what a planner chose for every op.
+ *
+ * Runs a planner (sharding propagation, the only one so far) on a
+ * scenario and prints one line per op (strategy in MindSpore's tuple
+ * form, whether it was configured, propagated and from which op, or
+ * defaulted because propagation never reached it, and the op's forward
+ * communication), then every redistribution with its steps and bytes per
+ * device, and the totals. The writers are report.c's, shared with
+ * `explain`. Linear in ops and edges.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Planners this build can run, in the order --help lists them. */
+static const enum planner_kind available[] = {PLANNER_PROPAGATE};
+
+static void help(FILE *f)
+{
+	fprintf(f,
+	        "usage: shardlab plan SCENARIO [--planner NAME] [--fused] [--json]\n"
+	        "\n"
+	        "Plan a scenario and print every op's strategy (slices per dimension of\n"
+	        "each input, MindSpore's tuple form), where it came from (configured in\n"
+	        "the scenario's \"shard\", propagated from a neighbouring op, or the data-\n"
+	        "parallel default of an op propagation never reached), the op's forward\n"
+	        "communication (kind, rank groups, bytes per device), then every\n"
+	        "redistribution between a producer and its consumer step by step, the\n"
+	        "totals per device and the count of unreached ops.\n"
+	        "\n"
+	        "options:\n"
+	        "  --planner NAME  propagate: MindSpore's sharding propagation from the\n"
+	        "                  configured ops (docs/planner.md). Default: the\n"
+	        "                  scenario's first planner when it is available, else\n"
+	        "                  propagate\n"
+	        "  --fused         complete partial sums with a ReduceScatter where the\n"
+	        "                  consumer wants the result split (default: MindSpore-\n"
+	        "                  compatible, AllReduce then StridedSlice)\n"
+	        "  --json          print JSON: explain's fields (without \"slices\") plus\n"
+	        "                  \"planner\", ops[].\"from\" (the op a propagated strategy\n"
+	        "                  came from, else null), ops[].\"choice\" ({\"n_candidates\",\n"
+	        "                  \"n_tied\", \"edge_bytes\", \"param_conflict\"}, null for\n"
+	        "                  configured ops) and \"unreached\" (op names)\n"
+	        "  -h, --help      this help\n"
+	        "\n"
+	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
+	        "stderr), 2 usage error (including a planner that is unknown or not\n"
+	        "available yet).\n");
+}
+
+struct args {
+	const char *file, *planner;
+	bool fused, json;
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	*a = (struct args){0};
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--fused")) {
+			a->fused = true;
+		} else if (!strcmp(argv[i], "--json")) {
+			a->json = true;
+		} else if (!strcmp(argv[i], "--planner") && i + 1 < argc) {
+			a->planner = argv[++i];
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "shardlab plan: unknown option '%s' (see --help)\n", argv[i]);
+			return EXIT_USAGE;
+		} else if (!a->file) {
+			a->file = argv[i];
+		} else {
+			fprintf(stderr, "shardlab plan: one scenario at a time ('%s')\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (!a->file) {
+		fprintf(stderr, "shardlab plan: missing SCENARIO (see --help)\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static bool is_available(enum planner_kind k)
+{
+	for (size_t i = 0; i < SL_COUNTOF(available); i++)
+		if (available[i] == k)
+			return true;
+	return false;
+}
+
+/* The planner --planner names; -1 after a usage message. */
+static int planner_from_name(const char *name)
+{
+	int k = -1;
+	for (int i = 0; i < PLANNER_COUNT; i++)
+		if (!strcmp(name, planner_names[i]))
+			k = i;
+	if (k >= 0 && is_available((enum planner_kind)k))
+		return k;
+	if (k < 0)
+		fprintf(stderr, "shardlab plan: unknown planner '%s'; available:", name);
+	else
+		fprintf(stderr, "shardlab plan: planner '%s' is not available yet; available:", name);
+	for (size_t i = 0; i < SL_COUNTOF(available); i++)
+		fprintf(stderr, " %s", planner_names[available[i]]);
+	fprintf(stderr, "\n");
+	return -1;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		help(stdout);
+		return EXIT_OK;
+	}
+	struct args a;
+	int rc = parse_args(argc, argv, &a);
+	int kind = a.planner && rc == EXIT_OK ? planner_from_name(a.planner) : PLANNER_PROPAGATE;
+	if (rc != EXIT_OK || kind < 0)
+		return rc != EXIT_OK ? rc : EXIT_USAGE;
+	struct diag_list d;
+	diag_list_init(&d);
+	struct arena *ar = arena_new();
+	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
+	if (s && !a.planner && s->n_planners > 0 && is_available(s->planners[0]))
+		kind = (int)s->planners[0];
+	struct plan *p = NULL;
+	if (s && kind == PLANNER_PROPAGATE)
+		p = plan_propagate(ar, s, a.fused ? REDIST_FUSED : REDIST_COMPAT, &d);
+	cli_print_diags(&d);
+	struct report_options o = {.command = "plan", .planner = planner_names[kind]};
+	rc = p ? EXIT_OK : EXIT_INVALID;
+	if (p && a.json)
+		rc = report_print_json(report_json(p, &o), "plan");
+	else if (p)
+		report_text(p, &o);
+	diag_list_free(&d);
+	arena_free(ar);
+	return rc;
+}
