@@ -320,15 +320,59 @@ static const char *message(char *buf, size_t size, const struct plan *p,
 	return buf;
 }
 
+/* An op name with every run of digits as '#': layers.7.attn.k.matmul and
+ * layers.8.attn.k.matmul are the same op of two layers. */
+static void name_pattern(const char *name, char *out, size_t size)
+{
+	size_t o = 0;
+	for (const char *c = name; *c && o + 1 < size; c++) {
+		if (*c >= '0' && *c <= '9') {
+			out[o++] = '#';
+			while (c[1] >= '0' && c[1] <= '9')
+				c++;
+		} else {
+			out[o++] = *c;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* Do two warnings say the same thing about the same op of different
+ * layers? Costly edges are few and always listed. */
+static bool repeats(const struct plan *p, const struct warning *a, const struct warning *b)
+{
+	const struct graph *g = p->graph;
+	char x[256], y[256];
+	if (a->rule != b->rule || a->rule == RULE_COSTLY)
+		return false;
+	name_pattern(g->ops[a->op].name, x, sizeof x);
+	name_pattern(g->ops[b->op].name, y, sizeof y);
+	if (strcmp(x, y))
+		return false;
+	if (a->rule == RULE_STYLE) {
+		name_pattern(g->ops[a->from].name, x, sizeof x);
+		name_pattern(g->ops[b->from].name, y, sizeof y);
+		return !strcmp(x, y) && a->style == b->style && a->from_style == b->from_style;
+	}
+	if (p->choices[a->op].n_tied != p->choices[b->op].n_tied || !a->suggest || !b->suggest)
+		return false;
+	report_strategy_text(x, sizeof x, g, a->suggest);
+	report_strategy_text(y, sizeof y, g, b->suggest);
+	return !strcmp(x, y);
+}
+
 static void print_text(const struct advice *ad, const struct report_options *o)
 {
 	const struct plan *p = ad->p;
 	const struct scenario *s = p->scenario;
 	char msg[1024], entry[640];
+	bool *shown = calloc((size_t)(ad->n ? ad->n : 1), sizeof(bool));
 	printf("advise %s: model %s on %" PRId64 " devices of %s, planner %s\n", s->name,
 	       p->graph->name, p->n_devices, s->topo->name, o->planner);
 	for (int i = 0; i < ad->n; i++) {
 		const struct warning *w = &ad->w[i];
+		if (shown && shown[i])
+			continue;
 		printf("\nwarning: %s: %s\n", rule_names[w->rule], message(msg, sizeof msg, p, w));
 		if (w->edge)
 			for (int k = 0; k < w->edge->redist.n_steps; k++)
@@ -338,7 +382,19 @@ static void print_text(const struct advice *ad, const struct report_options *o)
 			       report_shard_entry(entry, sizeof entry, p->graph, w->suggest));
 		else if (w->rule == RULE_COSTLY)
 			printf("  no strategy of either op reads the tensor as the other leaves it\n");
+		/* The same warning for the same op of other layers, once. */
+		int more = 0, last = i;
+		for (int k = i + 1; shown && k < ad->n; k++)
+			if (!shown[k] && repeats(p, w, &ad->w[k])) {
+				shown[k] = true;
+				more++;
+				last = k;
+			}
+		if (more)
+			printf("  the same for %d more op%s like it, through %s\n", more,
+			       more == 1 ? "" : "s", p->graph->ops[ad->w[last].op].name);
 	}
+	free(shown);
 	printf("\n%d warning%s\n", ad->n, ad->n == 1 ? "" : "s");
 }
 
