@@ -14,12 +14,14 @@
 #include "cli.h"
 
 /* Planners this build can run, in the order --help lists them. */
-static const enum planner_kind available[] = {PLANNER_PROPAGATE};
+static const enum planner_kind available[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
+                                              PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
 
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab plan SCENARIO [--planner NAME] [--fused] [--json]\n"
+	        "usage: shardlab plan SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
+	        "                              [--json]\n"
 	        "\n"
 	        "Plan a scenario and print every op's strategy (slices per dimension of\n"
 	        "each input, MindSpore's tuple form), where it came from (configured in\n"
@@ -31,9 +33,15 @@ static void help(FILE *f)
 	        "\n"
 	        "options:\n"
 	        "  --planner NAME  propagate: MindSpore's sharding propagation from the\n"
-	        "                  configured ops (docs/planner.md). Default: the\n"
+	        "                  configured ops; recursive: MindSpore's double-recursive\n"
+	        "                  search; data-parallel: every op data parallel;\n"
+	        "                  megatron: tensor parallel inside a server, data\n"
+	        "                  parallel across (docs/planner.md). Default: the\n"
 	        "                  scenario's first planner when it is available, else\n"
 	        "                  propagate\n"
+	        "  --rec-cost MODE the recursive planner's costs: topology (seconds from\n"
+	        "                  bytes, FLOPs and the topology's tiers; default) or\n"
+	        "                  mindspore (the reference's dimensionless constants)\n"
 	        "  --fused         complete partial sums with a ReduceScatter where the\n"
 	        "                  consumer wants the result split (default: MindSpore-\n"
 	        "                  compatible, AllReduce then StridedSlice)\n"
@@ -52,6 +60,7 @@ static void help(FILE *f)
 struct args {
 	const char *file, *planner;
 	bool fused, json;
+	enum rec_cost rec_cost;
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -64,6 +73,18 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->json = true;
 		} else if (!strcmp(argv[i], "--planner") && i + 1 < argc) {
 			a->planner = argv[++i];
+		} else if (!strcmp(argv[i], "--rec-cost") && i + 1 < argc) {
+			i++;
+			int k = -1;
+			for (int m = 0; m < REC_COST_COUNT; m++)
+				if (!strcmp(argv[i], rec_cost_names[m]))
+					k = m;
+			if (k < 0) {
+				fprintf(stderr, "shardlab plan: --rec-cost takes topology or mindspore, got '%s'\n",
+				        argv[i]);
+				return EXIT_USAGE;
+			}
+			a->rec_cost = (enum rec_cost)k;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "shardlab plan: unknown option '%s' (see --help)\n", argv[i]);
 			return EXIT_USAGE;
@@ -125,9 +146,9 @@ int cmd_plan(int argc, char **argv)
 	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
 	if (s && !a.planner && s->n_planners > 0 && is_available(s->planners[0]))
 		kind = (int)s->planners[0];
-	struct plan *p = NULL;
-	if (s && kind == PLANNER_PROPAGATE)
-		p = plan_propagate(ar, s, a.fused ? REDIST_FUSED : REDIST_COMPAT, &d);
+	struct plan_options po = {.mode = a.fused ? REDIST_FUSED : REDIST_COMPAT,
+	                          .rec_cost = a.rec_cost};
+	struct plan *p = s ? plan_make(ar, s, (enum planner_kind)kind, &po, &d) : NULL;
 	cli_print_diags(&d);
 	struct report_options o = {.command = "plan", .planner = planner_names[kind]};
 	rc = p ? EXIT_OK : EXIT_INVALID;

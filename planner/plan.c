@@ -132,3 +132,23 @@ bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags)
 				return false;
 	return true;
 }
+
+struct plan *plan_make(struct arena *a, const struct scenario *s, enum planner_kind kind,
+                       const struct plan_options *o, struct diag_list *diags)
+{
+	switch (kind) {
+	case PLANNER_PROPAGATE:
+		return plan_propagate(a, s, o->mode, diags);
+	case PLANNER_RECURSIVE:
+		return plan_recursive(a, s, o, diags);
+	case PLANNER_DATA_PARALLEL:
+		return plan_data_parallel(a, s, o, diags);
+	case PLANNER_MEGATRON:
+		return plan_megatron(a, s, o, diags);
+	default:
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "the %s planner is not part of this version of shardlab",
+		         planner_names[kind]);
+		return NULL;
+	}
+}

@@ -31,6 +31,7 @@
 
 #include "models.h"
 #include "scenarios.h"
+#include "topologies.h"
 #include "util.h"
 
 #define PLAN_MAX_AXES 16
@@ -262,5 +263,106 @@ struct plan *plan_propagate_cache(struct arena *a, const struct scenario *s,
 /* The edges of a plan from its ops' layouts (plan_configured and
  * plan_propagate share it). */
 bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags);
+
+/* ------------------------------------------------------- other planners */
+
+enum rec_cost {
+	REC_COST_TOPOLOGY,   /* seconds from bytes, FLOPs and the topology's tiers (default) */
+	REC_COST_MINDSPORE,  /* the reference's dimensionless element-count constants */
+	REC_COST_COUNT
+};
+extern const char *const rec_cost_names[REC_COST_COUNT];
+
+struct plan_options {
+	enum redist_mode mode;
+	enum rec_cost rec_cost;            /* the recursive planner */
+};
+
+/* Every op data parallel over all devices (dist_op_data_parallel). */
+struct plan *plan_data_parallel(struct arena *a, const struct scenario *s,
+                                const struct plan_options *o, struct diag_list *diags);
+/* Megatron-LM style: tensor parallel inside a server (MatMuls with weights
+ * cut by columns then rows, attention by heads, vocabulary-parallel
+ * embedding and loss) and data parallel across servers; the ops between
+ * follow by propagation. */
+struct plan *plan_megatron(struct arena *a, const struct scenario *s,
+                           const struct plan_options *o, struct diag_list *diags);
+/* MindSpore's double-recursive strategy search (DESIGN.md), faithful with
+ * REC_COST_MINDSPORE, topology-aware with REC_COST_TOPOLOGY. */
+struct plan *plan_recursive(struct arena *a, const struct scenario *s,
+                            const struct plan_options *o, struct diag_list *diags);
+/* The reference's dimensionless cost of a complete plan (the sum of its
+ * ops' per-op rec costs and neighbour terms, DESIGN.md), for reports. */
+double plan_rec_cost(const struct plan *p);
+
+/* Any planner by kind (PLANNER_PROPAGATE, PLANNER_RECURSIVE,
+ * PLANNER_DATA_PARALLEL, PLANNER_MEGATRON). NULL with a diagnostic for a
+ * planner this version does not have. */
+struct plan *plan_make(struct arena *a, const struct scenario *s, enum planner_kind kind,
+                       const struct plan_options *o, struct diag_list *diags);
+
+/* ---------------------------------------------------------------- costs */
+
+/* The bytes a device holds before a step (L in the byte formulas). */
+double comm_step_bytes_in(const struct comm_step *st);
+
+/* Time of one collective step on a topology (DESIGN.md, "Communication
+ * cost"): for each group, the α–β formula of its algorithm on the links
+ * the group's ranks cross (ring inside one tier; hierarchical across
+ * servers: intra-server reduce-scatter, inter-server all-reduce of S/n_intra,
+ * intra-server all-gather); the step takes as long as its slowest group.
+ * Concurrent groups do not slow each other here: contention is the
+ * simulator's business. 0 for StridedSlice and Reshape. */
+double cost_step_s(const struct topology *t, const struct comm_step *st);
+/* The same for one group of ranks and a message: `bytes` is S of the
+ * formulas (AllReduce and AllToAll: each device's buffer; AllGather and
+ * ReduceScatter: the whole gathered tensor). */
+double cost_collective_s(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                         int n, double bytes);
+/* Roofline time of an op's work on one device: max(FLOPs / (peak of the
+ * dtype x matmul efficiency), bytes / (HBM bandwidth x memory
+ * efficiency)). A dtype without a peak uses the device's fastest floating
+ * peak, and *fallback (if not NULL) is set. */
+double cost_compute_s(const struct topo_device *d, enum dtype dt, double flops, double bytes,
+                      bool *fallback);
+
+/* --------------------------------------------------------- the estimate */
+
+enum est_category {
+	EST_COMPUTE_FORWARD,
+	EST_COMPUTE_BACKWARD,
+	EST_COMM_FORWARD,        /* the ops' own collectives */
+	EST_REDISTRIBUTION,
+	EST_COMM_BACKWARD,       /* mirrored collectives and redistributions */
+	EST_GRADIENT_SYNC,
+	EST_OPTIMIZER,
+	EST_CATEGORY_COUNT
+};
+extern const char *const est_category_names[EST_CATEGORY_COUNT];
+
+struct est_op {
+	int op;
+	double compute_forward_s, compute_backward_s;
+	double comm_forward_s, comm_backward_s;    /* own collectives and redistributions into it */
+	double gradient_s;
+	double activation_bytes;                    /* kept for backward, per device */
+};
+
+struct estimate {
+	double iteration_s;                         /* one training iteration */
+	double compute_s, comm_s;                   /* their shares of iteration_s */
+	double category_s[EST_CATEGORY_COUNT];
+	int64_t steps_per_iteration;                /* graph executions per iteration (global batch / graph batch) */
+	double memory_bytes_per_device;             /* the largest device */
+	double param_bytes, grad_bytes, optimizer_bytes, activation_bytes;   /* per device */
+	double rec_cost;                            /* plan_rec_cost, dimensionless */
+	bool compute_fallback;                      /* some dtype had no peak (cost_compute_s) */
+	int n_ops;
+	struct est_op *ops;                         /* per graph op */
+};
+
+/* The symbolic estimate of a complete plan on the scenario's topology. */
+bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
+                   struct diag_list *diags);
 
 #endif

@@ -512,9 +512,13 @@ Test(cli, plan_and_advise_usage_errors_exit_2)
 	} cases[] = {
 		{"plan", "shardlab plan: missing SCENARIO (see --help)\n"},
 		{"plan scenarios/ffn-8p.json --planner bogus",
-		 "shardlab plan: unknown planner 'bogus'; available: propagate\n"},
-		{"plan scenarios/ffn-8p.json --planner recursive",
-		 "shardlab plan: planner 'recursive' is not available yet; available: propagate\n"},
+		 "shardlab plan: unknown planner 'bogus'; available: propagate recursive "
+		 "data-parallel megatron\n"},
+		{"plan scenarios/ffn-8p.json --planner megatron-search",
+		 "shardlab plan: planner 'megatron-search' is not available yet; available: propagate "
+		 "recursive data-parallel megatron\n"},
+		{"plan scenarios/ffn-8p.json --rec-cost exact",
+		 "shardlab plan: --rec-cost takes topology or mindspore, got 'exact'\n"},
 		{"plan scenarios/ffn-8p.json --frob", "shardlab plan: unknown option '--frob' (see --help)\n"},
 		{"advise", "shardlab advise: missing SCENARIO (see --help)\n"},
 		{"advise scenarios/ffn-8p.json --top x",
