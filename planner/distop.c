@@ -23,7 +23,8 @@
 
 #include "planner-int.h"
 
-const char *const strategy_source_names[3] = {"configured", "propagated", "default"};
+const char *const strategy_source_names[STRATEGY_SOURCE_COUNT] = {"configured", "propagated",
+                                                                  "default", "planned"};
 
 /* The device axes of every label, major first. */
 struct label_axes {

@@ -146,8 +146,14 @@ bool redist_derive(struct arena *a, const struct layout *src, const struct layou
 
 /* ------------------------------------------------- distributed operators */
 
-enum strategy_source { STRATEGY_CONFIGURED, STRATEGY_PROPAGATED, STRATEGY_DEFAULT };
-extern const char *const strategy_source_names[3];
+enum strategy_source {
+	STRATEGY_CONFIGURED,  /* the scenario's shard() */
+	STRATEGY_PROPAGATED,  /* sharding propagation, from_op the op it came from */
+	STRATEGY_DEFAULT,     /* data parallel: never reached, or nothing configured */
+	STRATEGY_PLANNED,     /* a planner's own rule or search (recursive, baselines) */
+	STRATEGY_SOURCE_COUNT
+};
+extern const char *const strategy_source_names[STRATEGY_SOURCE_COUNT];
 
 struct dist_op {
 	int op;                            /* graph op index */
