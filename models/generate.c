@@ -493,7 +493,10 @@ struct graph *graph_generate_at(struct arena *a, const struct model_gen *g,
 		diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "out of memory building the model");
 		return NULL;
 	}
-	return diags->errors > errors ? NULL : G.b.g;
+	if (diags->errors > errors)
+		return NULL;
+	G.b.g->batch = g->micro_batch;
+	return G.b.g;
 }
 
 struct graph *graph_generate(struct arena *a, const struct model_gen *g, struct diag_list *diags)

@@ -727,6 +727,14 @@ static struct graph *load_model(struct arena *a, const struct jv *m, const char 
 		return NULL;
 	g->name = arena_strdup(a, name);
 	g->description = desc ? arena_strdup(a, desc) : NULL;
+	if (!has_gen) {
+		g->batch = 1;
+		for (int i = 0; i < g->n_tensors; i++)
+			if (g->tensors[i].role == TENSOR_INPUT && g->tensors[i].rank > 0) {
+				g->batch = g->tensors[i].dims[0];
+				break;
+			}
+	}
 	g->file = file ? arena_strdup(a, file) : NULL;
 	return g;
 }

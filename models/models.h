@@ -104,6 +104,8 @@ struct graph {
 	const char *name;
 	const char *description;              /* NULL when the file has none */
 	const char *file;                     /* model file, or NULL when inline/generated */
+	int64_t batch;                        /* samples per execution: a generator's micro_batch,
+	                                         dim 0 of an explicit graph's first input (else 1) */
 	int n_ops, n_tensors;
 	struct op *ops;                       /* topological order */
 	struct tensor *tensors;

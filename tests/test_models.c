@@ -601,3 +601,20 @@ Test(models, signature_cross_entropy_and_concat)
 	cr_assert_eq(s.size[s.in[1][1]], 6);
 	cr_assert_eq(s.size[s.out[0][1]], 10);
 }
+
+Test(models, graph_batch_is_the_samples_per_execution)
+{
+	/* The FFN's explicit input x is [64, 64]: 64 samples; GPT-3's generator
+	 * says micro_batch 1 (its first input is the [1, 2048] token batch). */
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct graph *ffn = graph_load(a, "models/ffn.json", &d);
+	struct graph *gpt = graph_load(a, "models/gpt3-175b.json", &d);
+	cr_assert_not_null(ffn);
+	cr_assert_not_null(gpt);
+	cr_assert_eq(ffn->batch, 64);
+	cr_assert_eq(gpt->batch, 1);
+	diag_list_free(&d);
+	arena_free(a);
+}
