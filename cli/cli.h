@@ -20,6 +20,7 @@ int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 
 /* Every diagnostic of the list on stderr, one per line, then a count of
  * the dropped ones if any. */

@@ -15,6 +15,7 @@ static const struct {
 	{"explain", cmd_explain, "a plan on every rank: layouts, slices, collectives, redistributions"},
 	{"plan", cmd_plan, "plan a scenario (sharding propagation): every op's strategy and source"},
 	{"advise", cmd_advise, "check a propagated plan against seed 000's rules for configuring ops"},
+	{"estimate", cmd_estimate, "the symbolic estimate of a plan: iteration time, breakdown, memory"},
 };
 
 static void usage(FILE *f)

@@ -76,12 +76,24 @@ static struct link intra_link(const struct topology *t, const int *local, int n)
 	return l;
 }
 
+/* The worst path the two-level fabric has (topologies.h): a NIC at each
+ * end and leaf, spine, leaf between; the spine's bandwidth divided by the
+ * oversubscription. No path is slower: the scan below stops at one that
+ * reaches it. */
+static struct link worst_fabric_link(const struct topology *t)
+{
+	double bps = t->nic.bandwidth_bps, over = t->fabric.oversubscription;
+	struct link l = {over > 1 ? bps / over : bps,
+	                 2 * t->nic.latency_s + 3 * t->fabric.switch_latency_s};
+	return l;
+}
+
 /* The link between servers for a group spanning them: the worst path from
- * the group's first rank to the first rank of every other server, the NIC
- * shared when more ranks of a server send at once than it has NICs. */
+ * the group's first rank to the other servers' ranks, the NIC shared when
+ * more ranks of a server send at once than it has NICs. */
 static struct link inter_link(const struct topology *t, const int64_t *ranks, int n, int n_intra)
 {
-	struct link l = {INFINITY, 0};
+	struct link l = {INFINITY, 0}, worst = worst_fabric_link(t);
 	int64_t d = t->devices_per_server;
 	for (int i = 1; i < n; i++) {
 		if (ranks[i] / d == ranks[0] / d)
@@ -93,6 +105,8 @@ static struct link inter_link(const struct topology *t, const int64_t *ranks, in
 			l.bps = p.bottleneck_bps;
 		if (p.latency_s > l.alpha_s)
 			l.alpha_s = p.latency_s;
+		if (l.bps <= worst.bps * (1 + 1e-12) && l.alpha_s >= worst.alpha_s * (1 - 1e-12))
+			break;
 	}
 	if (n_intra > t->nic.per_server) {
 		double share = t->nic.bandwidth_bps * t->nic.per_server / n_intra;

@@ -1,4 +1,23 @@
-/* stub: replaced by the implementation */
+/* estimate.c — the symbolic estimate of a complete plan: one training
+ * iteration's time and one device's memory, in closed form
+ * (docs/planner-estimate.md has every formula).
+ *
+ * The graph is one step batch, sharded by the plan; an iteration runs it
+ * steps_per_iteration = global_batch / graph batch times (forward, then
+ * backward with mirrored communication), then synchronises the gradients
+ * once and runs Adam once. Per op: roofline compute (cost_compute_s),
+ * backward compute by a per-kind table, the op's own collectives and the
+ * redistributions into it (cost_step_s), their mirrors in backward, and
+ * the all-reduce of an input's gradient over the axes the op cuts
+ * elsewhere (Megatron's "f"). No overlap and no contention: that is the
+ * simulator's. Plans are symmetric: memory is rank 0's.
+ *
+ * Units: seconds, bytes, FLOPs. Hot path: one pass over ops and edges;
+ * each collective walks its rank groups once (cost_step_s).
+ */
+#include <stdlib.h>
+#include <string.h>
+
 #include "planner-int.h"
 
 const char *const est_category_names[EST_CATEGORY_COUNT] = {
@@ -6,10 +25,460 @@ const char *const est_category_names[EST_CATEGORY_COUNT] = {
 	"comm_backward", "gradient_sync", "optimizer",
 };
 
+/* ------------------------------------------------ backward compute table */
+
+enum bwd_rule {
+	BWD_SCALE,        /* factor x the forward time */
+	BWD_SCATTER_ADD,  /* read the output gradient, read-modify-write table rows */
+};
+
+struct bwd_kind {
+	enum bwd_rule rule;
+	double factor;    /* BWD_SCALE: backward / forward time */
+	bool view;        /* no work, keeps no activation (Reshape) */
+};
+
+/* MatMul-like: input and weight gradients, each a forward's work.
+ * Element-wise and data movement: about one forward pass of bytes.
+ * Normalisations: the gradient reads the input, the output gradient and
+ * the saved statistics twice over (~2x). */
+static const struct bwd_kind bwd_table[OP_COUNT] = {
+	[OP_MATMUL] = {BWD_SCALE, 2, false},
+	[OP_BATCHMATMUL] = {BWD_SCALE, 2, false},
+	[OP_ADD] = {BWD_SCALE, 1, false},
+	[OP_SUB] = {BWD_SCALE, 1, false},
+	[OP_MUL] = {BWD_SCALE, 1, false},
+	[OP_BIASADD] = {BWD_SCALE, 1, false},
+	[OP_RELU] = {BWD_SCALE, 1, false},
+	[OP_GELU] = {BWD_SCALE, 1, false},
+	[OP_SILU] = {BWD_SCALE, 1, false},
+	[OP_DROPOUT] = {BWD_SCALE, 1, false},
+	[OP_CAST] = {BWD_SCALE, 1, false},
+	[OP_SOFTMAX] = {BWD_SCALE, 2, false},
+	[OP_LAYERNORM] = {BWD_SCALE, 2, false},
+	[OP_RMSNORM] = {BWD_SCALE, 2, false},
+	[OP_RESHAPE] = {BWD_SCALE, 0, true},
+	[OP_TRANSPOSE] = {BWD_SCALE, 1, false},
+	[OP_REDUCESUM] = {BWD_SCALE, 1, false},
+	[OP_REDUCEMEAN] = {BWD_SCALE, 1, false},
+	[OP_GATHER] = {BWD_SCATTER_ADD, 0, false},
+	[OP_CONCAT] = {BWD_SCALE, 1, false},
+	[OP_SPLIT] = {BWD_SCALE, 1, false},
+	[OP_STRIDEDSLICE] = {BWD_SCALE, 1, false},
+	[OP_SOFTMAXCROSSENTROPY] = {BWD_SCALE, 1, false},
+};
+_Static_assert(OP_COUNT == 23, "bwd_table covers every op kind");
+
+/* Adam per local parameter element: gradient read (dtype), fp32 master
+ * read and write (when dtype is not fp32), two fp32 moments read and
+ * written, weight written (dtype). */
+static double adam_bytes_per_elem(enum dtype dt)
+{
+	double w = (double)dtype_bytes(dt), f = (double)dtype_bytes(DT_FP32);
+	return w + (dt != DT_FP32 ? 2 * f : 0) + 4 * f + w;
+}
+
+/* Optimizer state per local element: fp32 master (when not fp32) and two
+ * fp32 moments. */
+static double adam_state_per_elem(enum dtype dt)
+{
+	double f = (double)dtype_bytes(DT_FP32);
+	return (dt != DT_FP32 ? f : 0) + 2 * f;
+}
+
+/* ------------------------------------------------------------ the state */
+
+/* Collective times remembered by a 64-bit hash of (kind, message bytes,
+ * rank groups): the layers of a model repeat the same collectives on the
+ * same groups, so a 96-layer model prices each one once. */
+#define MEMO_SLOTS 4096
+
+struct memo {
+	uint64_t key;            /* 0: empty */
+	double s;
+};
+
+struct est_ctx {
+	const struct plan *p;
+	const struct topology *t;
+	struct arena *scratch;   /* rank groups built here, freed at the end */
+	struct estimate *e;
+	bool *param_seen;        /* per tensor */
+	struct memo *memo;       /* MEMO_SLOTS, open addressing */
+	bool oom;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdu;
+}
+
+static uint64_t mix_double(uint64_t h, double v)
+{
+	uint64_t u;
+	memcpy(&u, &v, sizeof u);
+	return mix(h, u);
+}
+
+/* A hash of a rank list with no chain between elements (each rank times
+ * its own odd multiplier), so that long groups hash at memory speed. */
+static uint64_t ranks_hash(const int64_t *r, size_t n)
+{
+	uint64_t h = 0;
+	for (size_t i = 0; i < n; i++)
+		h += (uint64_t)r[i] * (((uint64_t)i * 0x9e3779b97f4a7c15u) | 1);
+	return h;
+}
+
+/* The slot of a key: where it is, or the empty slot it would take; NULL
+ * when the table is full (the caller then does not remember). */
+static struct memo *memo_slot(struct est_ctx *c, uint64_t key)
+{
+	key |= 1; /* never 0 */
+	for (uint64_t i = 0; i < MEMO_SLOTS; i++) {
+		struct memo *m = &c->memo[(key + i) % MEMO_SLOTS];
+		if (m->key == key || m->key == 0)
+			return m;
+	}
+	return NULL;
+}
+
+/* --------------------------------------------------------- the batch */
+
+/* Samples in one step batch: the generator's micro_batch, read back from
+ * the model object (the graph does not record it), else dim 0 of the
+ * first graph input. */
+static int64_t steps_per_iteration(const struct scenario *s, struct diag_list *diags)
+{
+	int64_t b = s->graph->batch > 0 ? s->graph->batch : 1, gb = s->training.global_batch;
+	if (gb < 1)
+		gb = 1;
+	if (gb % b == 0)
+		return gb / b;
+	int64_t steps = (gb + b - 1) / b;
+	diag_add(diags, DIAG_WARNING, s->file, 0, "training.global_batch",
+	         "%lld samples is not a multiple of the model's batch of %lld: the estimate runs "
+	         "%lld steps (%lld samples)", (long long)gb, (long long)b, (long long)steps,
+	         (long long)(steps * b));
+	return steps;
+}
+
+/* ------------------------------------------------------- communication */
+
+/* The slowest group of a collective of `kind` on message S (as
+ * cost_step_s), remembered. */
+static double groups_s(struct est_ctx *c, enum step_kind kind, const struct rank_groups *g,
+                       double bytes)
+{
+	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
+		return 0;
+	/* Groups come from devmat_groups: translates of the first group over
+	 * the matrix, so the first group (in order) and the count fix them
+	 * all; the last group's ends are hashed as well. */
+	size_t n = (size_t)g->size, end = (size_t)g->n_groups * n - 1;
+	uint64_t key = mix(mix(mix_double(mix(0, (uint64_t)kind), bytes), n),
+	                   (uint64_t)g->n_groups);
+	key = mix(mix(mix(key, ranks_hash(g->ranks, n)), (uint64_t)g->ranks[end - n + 1]),
+	          (uint64_t)g->ranks[end]);
+	struct memo *m = memo_slot(c, key);
+	if (m && m->key)
+		return m->s;
+	double worst = 0;
+	for (int k = 0; k < g->n_groups; k++) {
+		double s = cost_collective_s(c->t, kind, g->ranks + (size_t)k * (size_t)g->size,
+		                             g->size, bytes);
+		if (s > worst)
+			worst = s;
+	}
+	if (m)
+		*m = (struct memo){key | 1, worst};
+	return worst;
+}
+
+/* cost_step_s through the memo: S is the whole gathered tensor for
+ * AllGather, the bytes a device holds before the step otherwise. */
+static double step_s(struct est_ctx *c, const struct comm_step *st)
+{
+	double bytes = st->kind == STEP_ALLGATHER ? layout_local_bytes(&st->after)
+	                                          : comm_step_bytes_in(st);
+	return groups_s(c, st->kind, &st->groups, bytes);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* A collective over the ranks varying along `axes` of `dm`, remembered by
+ * the matrix and the axes so that the groups are built once. */
+static double axes_s(struct est_ctx *c, enum step_kind kind, const struct devmat *dm,
+                     const int *axes, int n, double bytes)
+{
+	uint64_t key = mix(mix_double(mix(mix(1, (uint64_t)dm->n), (uint64_t)dm->base), bytes),
+	                   0xa11 + (uint64_t)kind);
+	for (int k = 0; k < dm->n; k++)
+		key = mix(key, (uint64_t)dm->size[k]);
+	for (int k = 0; k < n; k++)
+		key = mix(key, (uint64_t)axes[k]);
+	struct memo *m = memo_slot(c, key);
+	if (m && m->key)
+		return m->s;
+	struct rank_groups rg;
+	if (!devmat_groups(c->scratch, dm, axes, n, &rg)) {
+		c->oom = true;
+		return 0;
+	}
+	double s = groups_s(c, kind, &rg, bytes);
+	if (m)
+		*m = (struct memo){key | 1, s};
+	return s;
+}
+
+/* The axes a slice of dimension `dim` adds, from `before` to `after`. */
+static int slice_axes(const struct layout *before, const struct layout *after, int dim,
+                      int axes[PLAN_MAX_AXES])
+{
+	int n = 0, dm_same = before->dm.n == after->dm.n &&
+	                     !memcmp(before->dm.size, after->dm.size,
+	                             (size_t)after->dm.n * sizeof(after->dm.size[0]));
+	int64_t want = layout_slices(after, dim) / layout_slices(before, dim), got = 1;
+	for (int k = after->n_map[dim] - 1; k >= 0 && got < want; k--) {
+		int a = after->map[dim][k];
+		bool old = false;
+		for (int j = 0; dm_same && j < before->n_map[dim]; j++)
+			old = old || before->map[dim][j] == a;
+		if (old)
+			continue;
+		axes[n++] = a;
+		got *= after->dm.size[a];
+	}
+	qsort(axes, (size_t)n, sizeof(axes[0]), cmp_int);
+	return n;
+}
+
+/* The backward mirror of one forward step that went from `before`:
+ * AllGather <-> ReduceScatter and AllToAll <-> AllToAll on the same groups
+ * and message, StridedSlice -> AllGather of the slices, AllReduce -> none. */
+static double mirror_s(struct est_ctx *c, const struct comm_step *st, const struct layout *before)
+{
+	switch (st->kind) {
+	case STEP_ALLGATHER:
+		return groups_s(c, STEP_REDUCESCATTER, &st->groups, layout_local_bytes(&st->after));
+	case STEP_REDUCESCATTER:
+		return groups_s(c, STEP_ALLGATHER, &st->groups, comm_step_bytes_in(st));
+	case STEP_ALLTOALL:
+		return groups_s(c, STEP_ALLTOALL, &st->groups, comm_step_bytes_in(st));
+	case STEP_SLICE: {
+		int axes[PLAN_MAX_AXES], n = st->dim >= 0 ? slice_axes(before, &st->after, st->dim,
+		                                                     axes) : 0;
+		return n ? axes_s(c, STEP_ALLGATHER, &st->after.dm, axes, n, layout_local_bytes(before))
+		         : 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* Forward time of a sequence of steps starting from `start`, and the time
+ * of their mirrors in backward. */
+static void steps_s(struct est_ctx *c, const struct comm_step *steps, int n,
+                    const struct layout *start, double *fwd, double *bwd)
+{
+	const struct layout *before = start;
+	for (int k = 0; k < n; k++) {
+		*fwd += step_s(c, &steps[k]);
+		*bwd += mirror_s(c, &steps[k], before);
+		before = &steps[k].after;
+	}
+}
+
+/* Does a tensor carry a gradient? Integer tensors (indices, labels) do not. */
+static bool has_gradient(const struct tensor *t)
+{
+	return t->dtype == DT_FP32 || t->dtype == DT_FP16 || t->dtype == DT_BF16;
+}
+
+/* Axes of size > 1 splitting any dimension of a layout, as a mask. */
+static uint32_t map_axes(const struct layout *l)
+{
+	uint32_t m = 0;
+	for (int d = 0; d < l->rank; d++)
+		for (int k = 0; k < l->n_map[d]; k++)
+			if (l->dm.size[l->map[d][k]] > 1)
+				m |= 1u << l->map[d][k];
+	return m;
+}
+
+/* The all-reduce of each non-parameter input's gradient over the axes the
+ * op's tensors use and the input's own map does not (Megatron's "f"). */
+static double input_grad_s(struct est_ctx *c, const struct dist_op *d)
+{
+	const struct graph *g = c->p->graph;
+	const struct op *o = &g->ops[d->op];
+	uint32_t used = 0;
+	for (int i = 0; i < d->n_in; i++)
+		used |= map_axes(&d->in[i]);
+	for (int k = 0; k < d->n_out; k++)
+		used |= map_axes(&d->out_partial[k]);
+	double s = 0;
+	for (int i = 0; i < d->n_in; i++) {
+		const struct tensor *t = &g->tensors[o->in[i]];
+		uint32_t part = used & ~map_axes(&d->in[i]);
+		if (t->role == TENSOR_PARAM || !has_gradient(t) || !part)
+			continue;
+		int axes[PLAN_MAX_AXES], n = 0;
+		for (int a = 0; a < d->dm.n; a++)
+			if (part & (1u << a))
+				axes[n++] = a;
+		s += axes_s(c, STEP_ALLREDUCE, &d->dm, axes, n, layout_local_bytes(&d->in[i]));
+	}
+	return s;
+}
+
+/* ---------------------------------------------------------------- per op */
+
+static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+{
+	const struct op *o = &c->p->graph->ops[d->op];
+	const struct topo_device *dev = &c->t->device;
+	const struct bwd_kind *k = &bwd_table[o->kind];
+	eo->compute_forward_s = cost_compute_s(dev, o->dtype, d->flops_per_rank, d->bytes_per_rank,
+	                                       &c->e->compute_fallback);
+	if (k->rule == BWD_SCATTER_ADD) {
+		double dy = 0;
+		for (int j = 0; j < d->n_out; j++)
+			dy += layout_local_bytes(&d->out[j]);
+		eo->compute_backward_s = cost_compute_s(dev, o->dtype, 0, 3 * dy, NULL);
+	} else {
+		eo->compute_backward_s = k->factor * eo->compute_forward_s;
+	}
+	for (int j = 0; !k->view && j < d->n_out; j++)
+		eo->activation_bytes += layout_local_bytes(&d->out[j]);
+}
+
+/* The op's own forward collectives and their mirrors. */
+static void op_comm(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+{
+	double fwd = 0, bwd = 0;
+	steps_s(c, d->comm, d->n_comm, &d->out_partial[0], &fwd, &bwd);
+	eo->comm_forward_s += fwd;
+	c->e->category_s[EST_COMM_FORWARD] += fwd;
+	double f = input_grad_s(c, d);
+	eo->comm_backward_s += bwd + f;
+	c->e->category_s[EST_COMM_BACKWARD] += bwd + f;
+}
+
+/* Gradient synchronisation, optimizer and memory of the op's parameters
+ * that no earlier op read. grad[] lists, in input order, the parameters
+ * replicated on some axis. */
+static void op_params(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+{
+	const struct graph *g = c->p->graph;
+	const struct op *o = &g->ops[d->op];
+	struct estimate *e = c->e;
+	int gi = 0;
+	for (int i = 0; i < d->n_in; i++) {
+		const struct tensor *t = &g->tensors[o->in[i]];
+		if (t->role != TENSOR_PARAM)
+			continue;
+		bool synced = layout_replica_axes(&d->in[i]) != 0;
+		const struct comm_step *gs = synced && gi < d->n_grad ? &d->grad[gi++] : NULL;
+		if (c->param_seen[o->in[i]])
+			continue;
+		c->param_seen[o->in[i]] = true;
+		double elems = (double)layout_local_elems(&d->in[i]);
+		double bytes = elems * (double)dtype_bytes(t->dtype);
+		if (gs) {
+			double s = step_s(c, gs);
+			eo->gradient_s += s;
+			e->category_s[EST_GRADIENT_SYNC] += s;
+		}
+		e->category_s[EST_OPTIMIZER] += elems * adam_bytes_per_elem(t->dtype) /
+		                                (c->t->device.hbm_bps * c->t->device.memory_efficiency);
+		e->param_bytes += bytes;
+		e->grad_bytes += bytes;
+		e->optimizer_bytes += elems * adam_state_per_elem(t->dtype);
+	}
+}
+
+/* Redistributions: forward into the consumer, mirrored in backward. */
+static void edges(struct est_ctx *c)
+{
+	const struct plan *p = c->p;
+	for (int k = 0; k < p->n_edges; k++) {
+		const struct plan_edge *x = &p->edges[k];
+		const struct redist *r = &x->redist;
+		if (r->n_steps == 0)
+			continue;
+		const struct dist_op *src = &p->ops[x->producer];
+		enum step_kind first = r->steps[0].kind;
+		bool partial = first == STEP_ALLREDUCE || first == STEP_REDUCESCATTER;
+		const struct layout *start = partial ? &src->out_partial[x->producer_out]
+		                                     : &src->out[x->producer_out];
+		double fwd = 0, bwd = 0;
+		steps_s(c, r->steps, r->n_steps, start, &fwd, &bwd);
+		struct est_op *eo = &c->e->ops[x->consumer];
+		eo->comm_forward_s += fwd;
+		eo->comm_backward_s += bwd;
+		c->e->category_s[EST_REDISTRIBUTION] += fwd;
+		c->e->category_s[EST_COMM_BACKWARD] += bwd;
+	}
+}
+
+/* ----------------------------------------------------------- the total */
+
+/* Per-step categories times the steps, then the once-per-iteration ones. */
+static void totals(struct estimate *e)
+{
+	static const enum est_category per_step[] = {EST_COMPUTE_FORWARD, EST_COMPUTE_BACKWARD,
+	                                             EST_COMM_FORWARD, EST_REDISTRIBUTION,
+	                                             EST_COMM_BACKWARD};
+	for (size_t k = 0; k < SL_COUNTOF(per_step); k++)
+		e->category_s[per_step[k]] *= (double)e->steps_per_iteration;
+	e->compute_s = e->category_s[EST_COMPUTE_FORWARD] + e->category_s[EST_COMPUTE_BACKWARD] +
+	               e->category_s[EST_OPTIMIZER];
+	e->comm_s = e->category_s[EST_COMM_FORWARD] + e->category_s[EST_REDISTRIBUTION] +
+	            e->category_s[EST_COMM_BACKWARD] + e->category_s[EST_GRADIENT_SYNC];
+	e->iteration_s = e->compute_s + e->comm_s;
+	e->memory_bytes_per_device = e->param_bytes + e->grad_bytes + e->optimizer_bytes +
+	                             e->activation_bytes;
+}
+
 bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
                    struct diag_list *diags)
 {
-	(void)a; (void)p; (void)out;
-	diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "the estimator is not built yet");
-	return false;
+	SL_ASSERT(p && p->scenario && p->graph);
+	const struct graph *g = p->graph;
+	memset(out, 0, sizeof(*out));
+	out->n_ops = g->n_ops;
+	out->ops = arena_calloc(a, (size_t)(g->n_ops ? g->n_ops : 1), sizeof(*out->ops));
+	struct est_ctx c = {.p = p, .t = p->scenario->topo, .scratch = arena_new(), .e = out};
+	c.param_seen = c.scratch ? arena_calloc(c.scratch, (size_t)g->n_tensors + 1, 1) : NULL;
+	c.memo = c.scratch ? arena_calloc(c.scratch, MEMO_SLOTS, sizeof(*c.memo)) : NULL;
+	if (!out->ops || !c.param_seen || !c.memo) {
+		arena_free(c.scratch);
+		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory estimating the plan");
+		return false;
+	}
+	out->steps_per_iteration = steps_per_iteration(p->scenario, diags);
+	for (int i = 0; i < g->n_ops; i++) {
+		struct est_op *eo = &out->ops[i];
+		eo->op = i;
+		op_compute(&c, &p->ops[i], eo);
+		op_comm(&c, &p->ops[i], eo);
+		op_params(&c, &p->ops[i], eo);
+		out->category_s[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
+		out->category_s[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
+		out->activation_bytes += eo->activation_bytes;
+	}
+	edges(&c);
+	arena_free(c.scratch);
+	if (c.oom) {
+		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory estimating the plan");
+		return false;
+	}
+	totals(out);
+	out->rec_cost = plan_rec_cost(p);
+	return true;
 }

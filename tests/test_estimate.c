@@ -1,2 +1,441 @@
+/* test_estimate.c — the symbolic cost model: collectives against the α–β
+ * formulas on the shipped topologies, the roofline, and a whole estimate
+ * of the Megatron MLP worked out by hand (every expected value is derived
+ * in the comments from the topology files and the model's shapes, never
+ * copied from the program's output).
+ */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
-Test(estimate, placeholder) { cr_assert(1); }
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner.h"
+
+#define GB 1e9
+#define US 1e-6
+
+static void near(double got, double want, const char *what)
+{
+	double tol = 1e-3 * fabs(want);
+	cr_assert(fabs(got - want) <= tol, "%s: got %.9g, want %.9g (0.1%%)", what, got, want);
+}
+
+static struct topology *topo(struct arena *a, const char *name)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	char path[256];
+	snprintf(path, sizeof path, "topologies/%s.json", name);
+	struct topology *t = topo_load(a, path, &d);
+	cr_assert_not_null(t, "%s does not load", path);
+	diag_list_free(&d);
+	return t;
+}
+
+/* Ring formulas of DESIGN.md over one tier: n ranks, S bytes. */
+static double ar(int n, double S, double B, double alpha)
+{
+	return 2.0 * (n - 1) / n * S / B + 2.0 * (n - 1) * alpha;
+}
+
+static double ag(int n, double S, double B, double alpha)
+{
+	return (double)(n - 1) / n * S / B + (n - 1) * alpha;
+}
+
+static const double S = 64.0 * 1024 * 1024; /* a 64 MiB message */
+
+/* Every kind on one group, against the flat ring on (B, α). */
+static void flat_all_kinds(const struct topology *t, const int64_t *r, int n, double B,
+                           double alpha, const char *what)
+{
+	char w[128];
+	snprintf(w, sizeof w, "%s AllReduce", what);
+	near(cost_collective_s(t, STEP_ALLREDUCE, r, n, S), ar(n, S, B, alpha), w);
+	snprintf(w, sizeof w, "%s AllGather", what);
+	near(cost_collective_s(t, STEP_ALLGATHER, r, n, S), ag(n, S, B, alpha), w);
+	snprintf(w, sizeof w, "%s ReduceScatter", what);
+	near(cost_collective_s(t, STEP_REDUCESCATTER, r, n, S), ag(n, S, B, alpha), w);
+	snprintf(w, sizeof w, "%s AllToAll", what);
+	near(cost_collective_s(t, STEP_ALLTOALL, r, n, S), ag(n, S, B, alpha), w);
+}
+
+/* atlas800-910a.json: HCCS groups {0-3} and {4-7}, 30 GB/s per link and
+ * 1 us; the groups meet over PCIe, 31 GB/s per port and 2 us. */
+Test(estimate, collective_inside_an_hccs_group)
+{
+	struct arena *a = arena_new();
+	const struct topology *t = topo(a, "atlas800-910a");
+	int64_t r[4] = {0, 1, 2, 3};
+	/* A ring inside the mesh uses one 30 GB/s link per neighbour. */
+	flat_all_kinds(t, r, 4, 30 * GB, 1 * US, "910A {0,1,2,3}");
+	int64_t r2[4] = {4, 5, 6, 7};
+	flat_all_kinds(t, r2, 4, 30 * GB, 1 * US, "910A {4,5,6,7}");
+	arena_free(a);
+}
+
+Test(estimate, collective_across_the_hccs_groups)
+{
+	struct arena *a = arena_new();
+	const struct topology *t = topo(a, "atlas800-910a");
+	/* 0 and 4 share no HCCS group: PCIe, 31 GB/s, 2 us. */
+	int64_t r[2] = {0, 4};
+	flat_all_kinds(t, r, 2, 31 * GB, 2 * US, "910A {0,4}");
+	/* All eight: the ring crosses PCIe twice; its bottleneck and the
+	 * common tier are PCIe. */
+	int64_t r8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	flat_all_kinds(t, r8, 8, 31 * GB, 2 * US, "910A {0..7}");
+	arena_free(a);
+}
+
+/* dgx-a100.json: NVSwitch ports of 300 GB/s, 1 us, no shared cap. */
+Test(estimate, collective_inside_nvswitch)
+{
+	struct arena *a = arena_new();
+	const struct topology *t = topo(a, "dgx-a100");
+	int64_t r[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	flat_all_kinds(t, r, 8, 300 * GB, 1 * US, "DGX {0..7}");
+	int64_t r2[2] = {2, 5};
+	flat_all_kinds(t, r2, 2, 300 * GB, 1 * US, "DGX {2,5}");
+	arena_free(a);
+}
+
+/* atlas800-910a-x4.json: one device per server, so the ring runs over
+ * the NICs only: 100 Gb/s = 12.5 GB/s; the fat tree puts 32 NIC ports
+ * under a leaf, so the 4 servers' 32 NICs share leaf 0 and a path is
+ * NIC (0.6 us) + leaf (0.6 us) + NIC (0.6 us) = 1.8 us. */
+Test(estimate, collective_across_servers_over_the_nics)
+{
+	struct arena *a = arena_new();
+	const struct topology *t = topo(a, "atlas800-910a-x4");
+	int64_t r[4] = {0, 8, 16, 24};
+	flat_all_kinds(t, r, 4, 12.5 * GB, 1.8 * US, "910A-x4 {0,8,16,24}");
+	arena_free(a);
+}
+
+/* All 32 ranks of atlas800-910a-x4: the hierarchical form. n_intra = 8
+ * per server (common tier PCIe: 31 GB/s, 2 us), m = 4 servers over the
+ * NICs (12.5 GB/s, 1.8 us; 8 NICs for 8 ranks: no sharing).
+ *   AllReduce = 2 x RS_intra(8, S) + AR_inter(4, S/8). */
+Test(estimate, hierarchical_allreduce_910a_x4)
+{
+	struct arena *a = arena_new();
+	const struct topology *t = topo(a, "atlas800-910a-x4");
+	int64_t r[32];
+	for (int i = 0; i < 32; i++)
+		r[i] = i;
+	double want = 2 * ag(8, S, 31 * GB, 2 * US) + ar(4, S / 8, 12.5 * GB, 1.8 * US);
+	near(cost_collective_s(t, STEP_ALLREDUCE, r, 32, S), want, "910A-x4 all 32 AllReduce");
+	arena_free(a);
+}
+
+/* dgx-a100-x128 with tensor parallelism 4 inside a server and data
+ * parallelism across: rank 0's data-parallel group is {0, 4, 8, ...,
+ * 1020}, 256 ranks, n_intra = 2 per server (NVSwitch 300 GB/s, 1 us),
+ * m = 128 servers. Inter-server: HDR 200 Gb/s = 25 GB/s per NIC (8 NICs,
+ * 2 ranks: no sharing, oversubscription 1); 20 NIC ports per leaf, so
+ * rank 0 (leaf 0) reaches server 127 (leaf (127*8+4)/20 = 51) through
+ * NIC 0.6 + leaf 0.3 + spine 0.3 + leaf 0.3 + NIC 0.6 = 2.1 us (the worst
+ * path sets α).
+ *   AllReduce      = 2 x RS(2, S, NVSwitch) + AR(128, S/2, IB)
+ *   AllGather, RS  = AG(128, S/2, IB) + AG(2, S, NVSwitch)
+ *   AllToAll       = (256-2)/256 S / 25 GB/s + (2-1)/256 S / 300 GB/s + 255 x 2.1 us */
+Test(estimate, hierarchical_tp_times_dp_dgx_a100_x128)
+{
+	struct arena *a = arena_new();
+	const struct topology *t = topo(a, "dgx-a100-x128");
+	int64_t r[256];
+	for (int i = 0; i < 256; i++)
+		r[i] = 4 * i;
+	double ib = 25 * GB, nv = 300 * GB, al = 2.1 * US;
+	near(cost_collective_s(t, STEP_ALLREDUCE, r, 256, S),
+	     2 * ag(2, S, nv, 1 * US) + ar(128, S / 2, ib, al), "TPxDP AllReduce");
+	double g = ag(128, S / 2, ib, al) + ag(2, S, nv, 1 * US);
+	near(cost_collective_s(t, STEP_ALLGATHER, r, 256, S), g, "TPxDP AllGather");
+	near(cost_collective_s(t, STEP_REDUCESCATTER, r, 256, S), g, "TPxDP ReduceScatter");
+	near(cost_collective_s(t, STEP_ALLTOALL, r, 256, S),
+	     254.0 / 256 * S / ib + 1.0 / 256 * S / nv + 255 * al, "TPxDP AllToAll");
+	/* One rank per server (the DP group of a TP-8 layout): a flat ring
+	 * over the NICs. */
+	int64_t r1[128];
+	for (int i = 0; i < 128; i++)
+		r1[i] = 8 * i;
+	near(cost_collective_s(t, STEP_ALLREDUCE, r1, 128, S), ar(128, S, ib, al),
+	     "one per server AllReduce");
+	arena_free(a);
+}
+
+/* Roofline on dgx-a100.json (312 TFLOP/s bf16, 2 TB/s, efficiencies 1). */
+Test(estimate, compute_roofline)
+{
+	struct arena *a = arena_new();
+	const struct topology *t = topo(a, "dgx-a100");
+	/* A 4096^3 MatMul: 2 x 4096^3 FLOPs, 3 x 4096^2 bf16 elements moved:
+	 * 1.374e11 / 312e12 = 440.5 us against 1.0e8 / 2e12 = 50 us. */
+	double n = 4096, f = 2 * n * n * n, b = 3 * n * n * 2;
+	bool fb = false;
+	near(cost_compute_s(&t->device, DT_BF16, f, b, &fb), f / 312e12, "MatMul");
+	cr_assert(!fb);
+	/* An element-wise op: 1 FLOP and 4 bytes per element of 2^28 elements:
+	 * memory-bound at 2^30 / 2e12 s. */
+	double e = 268435456;
+	near(cost_compute_s(&t->device, DT_BF16, e, 4 * e, NULL), 4 * e / 2e12, "memory-bound");
+	arena_free(a);
+}
+
+/* ------------------------------------------------------ a whole estimate */
+
+static struct scenario *load(struct arena *a, const char *path)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = scenario_load(a, path, &d);
+	cr_assert_not_null(s, "%s does not load", path);
+	diag_list_free(&d);
+	return s;
+}
+
+static void estimate_of(struct arena *a, const char *path, struct estimate *e)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = load(a, path);
+	struct plan *p = plan_propagate(a, s, REDIST_COMPAT, &d);
+	cr_assert_not_null(p);
+	cr_assert(plan_estimate(a, p, e, &d));
+	cr_assert_eq(d.errors, 0);
+	diag_list_free(&d);
+}
+
+/* scenarios/megatron-mlp-8p.json: the mlp generator with hidden h = 1024,
+ * ffn 4h = 4096, seq 512, micro_batch 2 (so x is [B*s, h] = [1024, 1024]),
+ * bf16, on the 8 GPUs of dgx-a100 (312 TFLOP/s, 2 TB/s, NVSwitch 300 GB/s
+ * and 1 us), global batch 2 = the micro_batch: 1 step per iteration.
+ * Strategies: fc1.matmul ((1,1),(1,8)), fc1.bias_add ((1,8),(8)), gelu
+ * ((1,8)), fc2.matmul ((1,8),(8,1)), fc2.bias_add ((1,1),(1)), dropout
+ * ((1,1)). Per device (bf16 = 2 bytes; Mi = 2^20):
+ *   fc1.matmul  X 1024x1024, W 1024x512, Y 1024x512: 2*1024*1024*512 FLOPs,
+ *               (1 + 0.5 + 0.5) Mi elements = 4 MiB moved
+ *               -> fwd = 1.0737e9 / 312e12 (compute-bound), bwd 2x fwd
+ *   fc1.bias    X 1024x512, b 512, Y 1024x512: 0.5 Mi FLOPs (1 per element),
+ *               (1 Mi + 1 KiB + 1 Mi) bytes -> memory-bound, bwd 1x
+ *   gelu        8 FLOPs per element of 1024x512, 2 MiB -> memory-bound, bwd 1x
+ *   fc2.matmul  X 1024x512, W 512x1024, Y 1024x1024: 2*1024*512*1024 FLOPs,
+ *               4 MiB -> compute-bound, bwd 2x; its partial sums all-reduced
+ *               over the 8 GPUs: S = 1024*1024*2 bytes
+ *   fc2.bias    replicated: 1 Mi FLOPs, (2 MiB + 2 KiB + 2 MiB), bwd 1x
+ *   dropout     replicated: 2 Mi FLOPs, 4 MiB, bwd 1x
+ * Backward communication: fc2's AllReduce mirrors to nothing; fc1 is
+ * column-parallel, its input x is replicated across the axis that cuts W
+ * and Y, so dX is all-reduced over the 8 GPUs (Megatron's "f"): the same
+ * 2 MiB AllReduce.
+ * Gradient sync: fc1.weight, fc1.bias and fc2.weight are split 8 ways
+ * (no replica); fc2.bias [1024] is replicated on all 8: AllReduce of
+ * 2 KiB.
+ * Optimizer: local elements 1024*512 + 512 + 512*1024 + 1024 = 1050112,
+ * Adam in bf16 moves 2 + 8 + 16 + 2 = 28 bytes each at 2 TB/s.
+ * Memory: parameters and gradients 1050112 x 2 bytes each; optimizer
+ * state (fp32 master + 2 moments) 12 bytes per element; activations
+ * (local outputs) 1 + 1 + 1 + 2 + 2 + 2 = 9 MiB. */
+Test(estimate, megatron_mlp_by_hand)
+{
+	struct arena *a = arena_new();
+	struct estimate e;
+	estimate_of(a, "scenarios/megatron-mlp-8p.json", &e);
+	const double Mi = 1048576, peak = 312e12, hbm = 2e12;
+	double mm = 2.0 * 1024 * 1024 * 512 / peak;
+	double fc1b = (Mi + 1024 + Mi) / hbm, gelu = 2 * Mi / hbm;
+	double fc2b = (2 * Mi + 2048 + 2 * Mi) / hbm, drop = 4 * Mi / hbm;
+	double fwd = mm + fc1b + gelu + mm + fc2b + drop;
+	double bwd = 2 * mm + fc1b + gelu + 2 * mm + fc2b + drop;
+	double ar2m = ar(8, 2 * Mi, 300 * GB, 1 * US);
+	double grad = ar(8, 2048, 300 * GB, 1 * US);
+	double elems = 1024.0 * 512 + 512 + 512.0 * 1024 + 1024;
+	double opt = elems * 28 / hbm;
+
+	cr_assert_eq(e.steps_per_iteration, 1);
+	cr_assert(!e.compute_fallback);
+	near(e.category_s[EST_COMPUTE_FORWARD], fwd, "compute forward");
+	near(e.category_s[EST_COMPUTE_BACKWARD], bwd, "compute backward");
+	near(e.category_s[EST_COMM_FORWARD], ar2m, "forward AllReduce");
+	cr_assert_eq(e.category_s[EST_REDISTRIBUTION], 0);
+	near(e.category_s[EST_COMM_BACKWARD], ar2m, "backward: fc1's input-gradient AllReduce");
+	near(e.category_s[EST_GRADIENT_SYNC], grad, "gradient sync of fc2.bias");
+	near(e.category_s[EST_OPTIMIZER], opt, "optimizer");
+	near(e.compute_s, fwd + bwd + opt, "compute_s");
+	near(e.comm_s, 2 * ar2m + grad, "comm_s");
+	near(e.iteration_s, fwd + bwd + opt + 2 * ar2m + grad, "iteration_s");
+
+	near(e.ops[0].comm_backward_s, ar2m, "fc1.matmul's dX AllReduce");
+	near(e.ops[3].comm_forward_s, ar2m, "fc2.matmul's AllReduce");
+	near(e.ops[4].gradient_s, grad, "fc2.bias_add's gradient");
+	near(e.ops[0].compute_backward_s, 2 * mm, "fc1 backward");
+
+	near(e.param_bytes, elems * 2, "parameters");
+	near(e.grad_bytes, elems * 2, "gradients");
+	near(e.optimizer_bytes, elems * 12, "optimizer state");
+	near(e.activation_bytes, 9 * Mi, "activations");
+	near(e.memory_bytes_per_device, elems * (2 + 2 + 12) + 9 * Mi, "memory");
+	arena_free(a);
+}
+
+/* A parameter read by two ops counts once: the same MLP with global batch
+ * 4 runs 2 steps; the per-step categories double, the rest do not. */
+Test(estimate, steps_scale_per_step_categories_only)
+{
+	struct arena *a = arena_new();
+	struct estimate e1, e2;
+	estimate_of(a, "scenarios/megatron-mlp-8p.json", &e1);
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = load(a, "scenarios/megatron-mlp-8p.json");
+	s->training.global_batch = 4;
+	struct plan *p = plan_propagate(a, s, REDIST_COMPAT, &d);
+	cr_assert(plan_estimate(a, p, &e2, &d));
+	cr_assert_eq(e2.steps_per_iteration, 2);
+	for (int k = EST_COMPUTE_FORWARD; k <= EST_COMM_BACKWARD; k++)
+		near(e2.category_s[k], 2 * e1.category_s[k], est_category_names[k]);
+	near(e2.category_s[EST_GRADIENT_SYNC], e1.category_s[EST_GRADIENT_SYNC], "sync once");
+	near(e2.category_s[EST_OPTIMIZER], e1.category_s[EST_OPTIMIZER], "optimizer once");
+	/* 3 samples do not divide into batches of 2: a warning, 2 steps. */
+	s->training.global_batch = 3;
+	size_t before = d.count;
+	cr_assert(plan_estimate(a, p, &e2, &d));
+	cr_assert_eq(e2.steps_per_iteration, 2);
+	cr_assert_gt(d.count, before);
+	cr_assert_str_eq(d.items[before].path, "training.global_batch");
+	diag_list_free(&d);
+	arena_free(a);
+}
+
+/* ffn-8p is fp32 on Ascend 910, whose file gives only an fp16 peak. */
+Test(estimate, fp32_on_ascend_910_falls_back)
+{
+	struct arena *a = arena_new();
+	struct estimate e;
+	estimate_of(a, "scenarios/ffn-8p.json", &e);
+	cr_assert(e.compute_fallback);
+	/* x is [64, 64] and the global batch 64: one step. */
+	cr_assert_eq(e.steps_per_iteration, 1);
+	arena_free(a);
+}
+
+/* Every shipped scenario estimates, and the parts add up. */
+Test(estimate, shipped_scenarios_add_up)
+{
+	static const char *const files[] = {
+		"scenarios/ffn-8p.json", "scenarios/ffn-8p-layout.json",
+		"scenarios/megatron-attention-8p.json", "scenarios/megatron-mlp-8p.json",
+		"scenarios/seed000-alltoall-4p.json", "scenarios/seed000-ffn-ir-8p.json",
+		"scenarios/seed000-figure-relu-8p.json", "scenarios/seed003-matmul-4p.json",
+		"scenarios/seed004-allgather-4p.json", "scenarios/seed004-layout-8p.json",
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct arena *a = arena_new();
+		struct estimate e;
+		estimate_of(a, files[i], &e);
+		double sum = 0;
+		for (int k = 0; k < EST_CATEGORY_COUNT; k++) {
+			cr_assert_geq(e.category_s[k], 0, "%s", files[i]);
+			sum += e.category_s[k];
+		}
+		near(sum, e.iteration_s, files[i]);
+		near(e.compute_s + e.comm_s, e.iteration_s, files[i]);
+		cr_assert_gt(e.iteration_s, 0, "%s", files[i]);
+		arena_free(a);
+	}
+}
+
+/* ------------------------------------------------------------------- CLI */
+
+static char *run(const char *args, int *status)
+{
+	const char *exe = getenv("SHARDLAB");
+	cr_assert_not_null(exe, "SHARDLAB is not set (run the tests through meson test)");
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", exe, args);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	size_t k;
+	while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+		n += k;
+		if (n + 1 == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[n] = '\0';
+	*status = pclose(p);
+	return buf;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	cr_assert(cJSON_IsNumber(v), "missing number \"%s\"", key);
+	return v->valuedouble;
+}
+
+Test(estimate, cli_json_agrees_with_the_library)
+{
+	int st;
+	char *out = run("estimate scenarios/megatron-mlp-8p.json --json", &st);
+	cr_assert_eq(st, 0);
+	cJSON *j = cJSON_Parse(out);
+	cr_assert_not_null(j, "not JSON: %s", out);
+	struct arena *a = arena_new();
+	struct estimate e;
+	estimate_of(a, "scenarios/megatron-mlp-8p.json", &e);
+	near(num(j, "iteration_s"), e.iteration_s, "iteration_s");
+	near(num(j, "compute_s"), e.compute_s, "compute_s");
+	near(num(j, "comm_s"), e.comm_s, "comm_s");
+	near(num(j, "memory_bytes_per_device"), e.memory_bytes_per_device, "memory");
+	cr_assert_eq(num(j, "steps_per_iteration"), 1);
+	near(num(j, "rec_cost"), e.rec_cost, "rec_cost");
+	const cJSON *pl = cJSON_GetObjectItemCaseSensitive(j, "planner");
+	cr_assert(cJSON_IsString(pl) && !strcmp(pl->valuestring, "propagate"));
+	const cJSON *bd = cJSON_GetObjectItemCaseSensitive(j, "breakdown");
+	cr_assert_eq(cJSON_GetArraySize(bd), EST_CATEGORY_COUNT);
+	for (int k = 0; k < EST_CATEGORY_COUNT; k++) {
+		const cJSON *c = cJSON_GetArrayItem(bd, k);
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "category");
+		cr_assert(cJSON_IsString(name) && !strcmp(name->valuestring, est_category_names[k]));
+		near(num(c, "s"), e.category_s[k], est_category_names[k]);
+	}
+	const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
+	cr_assert_eq(cJSON_GetArraySize(ops), 6);
+	const cJSON *o0 = cJSON_GetArrayItem(ops, 0);
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o0, "name")->valuestring, "mlp.fc1.matmul");
+	near(num(o0, "compute_forward_s"), e.ops[0].compute_forward_s, "ops[0] forward");
+	near(num(o0, "comm_backward_s"), e.ops[0].comm_backward_s, "ops[0] comm backward");
+	cJSON_Delete(j);
+	free(out);
+	arena_free(a);
+}
+
+Test(estimate, cli_usage_and_help)
+{
+	int st;
+	char *out = run("estimate --help", &st);
+	cr_assert_eq(st, 0);
+	cr_assert_not_null(strstr(out, "usage: shardlab estimate"));
+	cr_assert_not_null(strstr(out, "--ops"));
+	free(out);
+	free(run("estimate", &st));
+	cr_assert_eq(WEXITSTATUS(st), 2);
+	free(run("estimate scenarios/megatron-mlp-8p.json --planner nope", &st));
+	cr_assert_eq(WEXITSTATUS(st), 2);
+	free(run("estimate scenarios/megatron-mlp-8p.json --ops -1", &st));
+	cr_assert_eq(WEXITSTATUS(st), 2);
+	free(run("estimate tests/data/no-such-file.json", &st));
+	cr_assert_eq(WEXITSTATUS(st), 1);
+	/* Text: the headline figures and the fallback warning on stderr. */
+	out = run("estimate scenarios/megatron-mlp-8p.json", &st);
+	cr_assert_eq(st, 0);
+	cr_assert_not_null(strstr(out, "steps per iteration"));
+	cr_assert_not_null(strstr(out, "gradient_sync"));
+	cr_assert_not_null(strstr(out, "mlp.fc1.matmul"));
+	free(out);
+}

@@ -1,0 +1,362 @@
+/* cmd_estimate.c — `shardlab estimate SCENARIO`: the symbolic estimate of
+ * a plan (planner/estimate.c): iteration time, its compute and
+ * communication shares, the breakdown by category, memory per device
+ * against the device's HBM, the reference's rec cost and the ops that
+ * take the most time, as text or JSON. Linear in ops; the top-ops table
+ * sorts once.
+ */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Planners this build can run, in the order --help lists them. */
+static const enum planner_kind available[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
+                                              PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
+
+static void help(FILE *f)
+{
+	fprintf(f,
+	        "usage: shardlab estimate SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
+	        "                                  [--ops N] [--json]\n"
+	        "\n"
+	        "Plan a scenario and estimate one training iteration in closed form\n"
+	        "(docs/planner.md, \"The symbolic estimate\"): the graph is one step\n"
+	        "batch, run global_batch / batch times (forward, backward with mirrored\n"
+	        "communication), then the gradient synchronisation and an Adam update\n"
+	        "once. Prints the iteration time, steps per iteration, the compute and\n"
+	        "communication time, the breakdown by category (seconds and share),\n"
+	        "memory per device (parameters, gradients, optimizer state,\n"
+	        "activations) against the device's HBM, the reference's dimensionless\n"
+	        "rec cost, and the ops that take the most time. No overlap and no\n"
+	        "contention: those are the simulator's.\n"
+	        "\n"
+	        "options:\n"
+	        "  --planner NAME  propagate, recursive, data-parallel or megatron, as\n"
+	        "                  for shardlab plan. Default: the scenario's first\n"
+	        "                  planner when it is available, else propagate\n"
+	        "  --rec-cost MODE the recursive planner's costs: topology (default) or\n"
+	        "                  mindspore\n"
+	        "  --fused         complete partial sums with a ReduceScatter where the\n"
+	        "                  consumer wants the result split (default: MindSpore-\n"
+	        "                  compatible)\n"
+	        "  --ops N         list the N ops that take the most time (default 10;\n"
+	        "                  0 for none)\n"
+	        "  --json          print JSON: \"scenario\", \"model\", \"topology\",\n"
+	        "                  \"devices\", \"planner\", \"mode\", \"iteration_s\",\n"
+	        "                  \"compute_s\", \"comm_s\", \"steps_per_iteration\",\n"
+	        "                  \"breakdown\" ([{\"category\", \"s\"}]), \"memory\"\n"
+	        "                  ({\"parameters\", \"gradients\", \"optimizer\",\n"
+	        "                  \"activations\", \"hbm\"} in bytes),\n"
+	        "                  \"memory_bytes_per_device\", \"rec_cost\",\n"
+	        "                  \"compute_fallback\" and \"ops\" (every op, graph order:\n"
+	        "                  {\"name\", \"kind\", \"compute_forward_s\",\n"
+	        "                  \"compute_backward_s\", \"comm_forward_s\",\n"
+	        "                  \"comm_backward_s\", \"gradient_s\", \"activation_bytes\",\n"
+	        "                  \"total_s\"}; --ops does not apply)\n"
+	        "  -h, --help      this help\n"
+	        "\n"
+	        "Times of an op are per step except gradient_s (once per iteration);\n"
+	        "total_s is its share of the iteration.\n"
+	        "\n"
+	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
+	        "stderr), 2 usage error (including a planner that is unknown or not\n"
+	        "available yet).\n");
+}
+
+struct args {
+	const char *file, *planner;
+	bool fused, json;
+	enum rec_cost rec_cost;
+	int ops;
+};
+
+static int parse_rec_cost(const char *s, enum rec_cost *out)
+{
+	for (int m = 0; m < REC_COST_COUNT; m++)
+		if (!strcmp(s, rec_cost_names[m])) {
+			*out = (enum rec_cost)m;
+			return EXIT_OK;
+		}
+	fprintf(stderr, "shardlab estimate: --rec-cost takes topology or mindspore, got '%s'\n", s);
+	return EXIT_USAGE;
+}
+
+static int parse_ops(const char *s, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || v < 0 || v > 1000000) {
+		fprintf(stderr, "shardlab estimate: --ops takes a count >= 0, got '%s'\n", s);
+		return EXIT_USAGE;
+	}
+	*out = (int)v;
+	return EXIT_OK;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	*a = (struct args){.ops = 10};
+	int rc = EXIT_OK;
+	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
+		if (!strcmp(argv[i], "--fused")) {
+			a->fused = true;
+		} else if (!strcmp(argv[i], "--json")) {
+			a->json = true;
+		} else if (!strcmp(argv[i], "--planner") && i + 1 < argc) {
+			a->planner = argv[++i];
+		} else if (!strcmp(argv[i], "--rec-cost") && i + 1 < argc) {
+			rc = parse_rec_cost(argv[++i], &a->rec_cost);
+		} else if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
+			rc = parse_ops(argv[++i], &a->ops);
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "shardlab estimate: unknown option '%s' (see --help)\n", argv[i]);
+			rc = EXIT_USAGE;
+		} else if (!a->file) {
+			a->file = argv[i];
+		} else {
+			fprintf(stderr, "shardlab estimate: one scenario at a time ('%s')\n", argv[i]);
+			rc = EXIT_USAGE;
+		}
+	}
+	if (rc == EXIT_OK && !a->file) {
+		fprintf(stderr, "shardlab estimate: missing SCENARIO (see --help)\n");
+		rc = EXIT_USAGE;
+	}
+	return rc;
+}
+
+static bool is_available(enum planner_kind k)
+{
+	for (size_t i = 0; i < SL_COUNTOF(available); i++)
+		if (available[i] == k)
+			return true;
+	return false;
+}
+
+/* The planner --planner names; -1 after a usage message. */
+static int planner_from_name(const char *name)
+{
+	int k = -1;
+	for (int i = 0; i < PLANNER_COUNT; i++)
+		if (!strcmp(name, planner_names[i]))
+			k = i;
+	if (k >= 0 && is_available((enum planner_kind)k))
+		return k;
+	fprintf(stderr, k < 0 ? "shardlab estimate: unknown planner '%s'; available:"
+	                      : "shardlab estimate: planner '%s' is not available yet; available:",
+	        name);
+	for (size_t i = 0; i < SL_COUNTOF(available); i++)
+		fprintf(stderr, " %s", planner_names[available[i]]);
+	fprintf(stderr, "\n");
+	return -1;
+}
+
+/* An op's share of the iteration: its per-step times times the steps,
+ * plus its gradient synchronisation. */
+static double op_total_s(const struct estimate *e, const struct est_op *o)
+{
+	return (double)e->steps_per_iteration * (o->compute_forward_s + o->compute_backward_s +
+	                                         o->comm_forward_s + o->comm_backward_s) +
+	       o->gradient_s;
+}
+
+/* ------------------------------------------------------------------ text */
+
+static const char *sec(char *buf, size_t n, double s)
+{
+	return cli_si(buf, n, s, "s");
+}
+
+static double share(double part, double whole)
+{
+	return whole > 0 ? 100 * part / whole : 0;
+}
+
+static void text_head(const struct plan *p, const struct estimate *e, const char *planner)
+{
+	char b1[32], b2[32];
+	printf("estimate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n\n",
+	       p->scenario->name, p->graph->name, p->n_devices, p->scenario->topo->name, planner,
+	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
+	printf("  iteration            %s\n", sec(b1, sizeof b1, e->iteration_s));
+	printf("  steps per iteration  %" PRId64 "\n", e->steps_per_iteration);
+	printf("  compute              %-10s %5.1f%%\n", sec(b1, sizeof b1, e->compute_s),
+	       share(e->compute_s, e->iteration_s));
+	printf("  communication        %-10s %5.1f%%\n", sec(b2, sizeof b2, e->comm_s),
+	       share(e->comm_s, e->iteration_s));
+}
+
+static void text_breakdown(const struct estimate *e)
+{
+	char b[32];
+	printf("\nbreakdown\n");
+	for (int k = 0; k < EST_CATEGORY_COUNT; k++)
+		printf("  %-18s %-10s %5.1f%%\n", est_category_names[k],
+		       sec(b, sizeof b, e->category_s[k]), share(e->category_s[k], e->iteration_s));
+}
+
+static void text_memory(const struct plan *p, const struct estimate *e)
+{
+	static const char *const names[] = {"parameters", "gradients", "optimizer state",
+	                                    "activations"};
+	double v[] = {e->param_bytes, e->grad_bytes, e->optimizer_bytes, e->activation_bytes};
+	double hbm = p->scenario->topo->device.hbm_bytes;
+	char b1[32], b2[32];
+	printf("\nmemory per device (rank 0; plans are symmetric)\n");
+	for (size_t k = 0; k < SL_COUNTOF(names); k++)
+		printf("  %-18s %s\n", names[k], cli_si(b1, sizeof b1, v[k], "B"));
+	printf("  %-18s %s of %s HBM (%.1f%%)%s\n", "total",
+	       cli_si(b1, sizeof b1, e->memory_bytes_per_device, "B"), cli_si(b2, sizeof b2, hbm, "B"),
+	       share(e->memory_bytes_per_device, hbm),
+	       e->memory_bytes_per_device > hbm ? ": does not fit" : "");
+	printf("\nrec cost (dimensionless)  %.6g\n", e->rec_cost);
+}
+
+static const struct estimate *sort_e;
+
+static int by_total(const void *pa, const void *pb)
+{
+	int a = *(const int *)pa, b = *(const int *)pb;
+	double ta = op_total_s(sort_e, &sort_e->ops[a]), tb = op_total_s(sort_e, &sort_e->ops[b]);
+	if (ta != tb)
+		return ta > tb ? -1 : 1;
+	return a - b;
+}
+
+static void text_ops(const struct plan *p, const struct estimate *e, int n)
+{
+	if (n == 0 || e->n_ops == 0)
+		return;
+	int *idx = malloc((size_t)e->n_ops * sizeof(*idx));
+	if (!idx)
+		return;
+	for (int i = 0; i < e->n_ops; i++)
+		idx[i] = i;
+	sort_e = e;
+	qsort(idx, (size_t)e->n_ops, sizeof(*idx), by_total);
+	if (n > e->n_ops)
+		n = e->n_ops;
+	int w = 2;
+	for (int i = 0; i < n; i++) {
+		int l = (int)strlen(p->graph->ops[idx[i]].name);
+		w = l > w ? l : w;
+	}
+	printf("\ntop %d ops by time per iteration (forward, backward and comm per step)\n", n);
+	printf("  %-*s  %-12s %-9s %-9s %-9s %-9s %-9s %-9s %s\n", w, "op", "kind", "forward",
+	       "backward", "comm fwd", "comm bwd", "gradient", "total", "share");
+	for (int i = 0; i < n; i++) {
+		const struct est_op *o = &e->ops[idx[i]];
+		const struct op *op = &p->graph->ops[idx[i]];
+		char b[7][32];
+		double t = op_total_s(e, o);
+		printf("  %-*s  %-12s %-9s %-9s %-9s %-9s %-9s %-9s %5.1f%%\n", w, op->name,
+		       op_kind_name(op->kind), sec(b[0], 32, o->compute_forward_s),
+		       sec(b[1], 32, o->compute_backward_s), sec(b[2], 32, o->comm_forward_s),
+		       sec(b[3], 32, o->comm_backward_s), sec(b[4], 32, o->gradient_s),
+		       sec(b[5], 32, t), share(t, e->iteration_s));
+	}
+	free(idx);
+}
+
+/* ------------------------------------------------------------------ json */
+
+static cJSON *json_op(const struct plan *p, const struct estimate *e, const struct est_op *o)
+{
+	cJSON *j = cJSON_CreateObject();
+	const struct op *op = &p->graph->ops[o->op];
+	cJSON_AddStringToObject(j, "name", op->name);
+	cJSON_AddStringToObject(j, "kind", op_kind_name(op->kind));
+	cJSON_AddNumberToObject(j, "compute_forward_s", o->compute_forward_s);
+	cJSON_AddNumberToObject(j, "compute_backward_s", o->compute_backward_s);
+	cJSON_AddNumberToObject(j, "comm_forward_s", o->comm_forward_s);
+	cJSON_AddNumberToObject(j, "comm_backward_s", o->comm_backward_s);
+	cJSON_AddNumberToObject(j, "gradient_s", o->gradient_s);
+	cJSON_AddNumberToObject(j, "activation_bytes", o->activation_bytes);
+	cJSON_AddNumberToObject(j, "total_s", op_total_s(e, o));
+	return j;
+}
+
+static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
+                            const struct report_options *ro)
+{
+	cJSON *root = report_json_head(p, ro);
+	cJSON_AddNumberToObject(root, "iteration_s", e->iteration_s);
+	cJSON_AddNumberToObject(root, "compute_s", e->compute_s);
+	cJSON_AddNumberToObject(root, "comm_s", e->comm_s);
+	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)e->steps_per_iteration);
+	cJSON *bd = cJSON_AddArrayToObject(root, "breakdown");
+	for (int k = 0; k < EST_CATEGORY_COUNT; k++) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "category", est_category_names[k]);
+		cJSON_AddNumberToObject(c, "s", e->category_s[k]);
+		cJSON_AddItemToArray(bd, c);
+	}
+	cJSON *m = cJSON_AddObjectToObject(root, "memory");
+	cJSON_AddNumberToObject(m, "parameters", e->param_bytes);
+	cJSON_AddNumberToObject(m, "gradients", e->grad_bytes);
+	cJSON_AddNumberToObject(m, "optimizer", e->optimizer_bytes);
+	cJSON_AddNumberToObject(m, "activations", e->activation_bytes);
+	cJSON_AddNumberToObject(m, "hbm", p->scenario->topo->device.hbm_bytes);
+	cJSON_AddNumberToObject(root, "memory_bytes_per_device", e->memory_bytes_per_device);
+	cJSON_AddNumberToObject(root, "rec_cost", e->rec_cost);
+	cJSON_AddBoolToObject(root, "compute_fallback", e->compute_fallback);
+	cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+	for (int i = 0; i < e->n_ops; i++)
+		cJSON_AddItemToArray(ops, json_op(p, e, &e->ops[i]));
+	return root;
+}
+
+/* ------------------------------------------------------------------- run */
+
+static void fallback_warning(const struct plan *p, const struct estimate *e)
+{
+	if (e->compute_fallback)
+		fprintf(stderr,
+		        "shardlab estimate: warning: the topology gives %s no peak for some op's "
+		        "dtype (the scenario computes in %s); those ops are costed at the device's "
+		        "fastest floating-point peak\n",
+		        p->scenario->topo->device.kind, dtype_names[p->scenario->training.dtype]);
+}
+
+int cmd_estimate(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		help(stdout);
+		return EXIT_OK;
+	}
+	struct args a;
+	int rc = parse_args(argc, argv, &a);
+	int kind = a.planner && rc == EXIT_OK ? planner_from_name(a.planner) : PLANNER_PROPAGATE;
+	if (rc != EXIT_OK || kind < 0)
+		return rc != EXIT_OK ? rc : EXIT_USAGE;
+	struct diag_list d;
+	diag_list_init(&d);
+	struct arena *ar = arena_new();
+	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
+	if (s && !a.planner && s->n_planners > 0 && is_available(s->planners[0]))
+		kind = (int)s->planners[0];
+	struct plan_options po = {.mode = a.fused ? REDIST_FUSED : REDIST_COMPAT,
+	                          .rec_cost = a.rec_cost};
+	struct plan *p = s ? plan_make(ar, s, (enum planner_kind)kind, &po, &d) : NULL;
+	struct estimate e;
+	bool ok = p && plan_estimate(ar, p, &e, &d);
+	cli_print_diags(&d);
+	struct report_options o = {.command = "estimate", .planner = planner_names[kind]};
+	rc = ok ? EXIT_OK : EXIT_INVALID;
+	if (ok)
+		fallback_warning(p, &e);
+	if (ok && a.json) {
+		rc = report_print_json(json_estimate(p, &e, &o), "estimate");
+	} else if (ok) {
+		text_head(p, &e, o.planner);
+		text_breakdown(&e);
+		text_memory(p, &e);
+		text_ops(p, &e, a.ops);
+	}
+	diag_list_free(&d);
+	arena_free(ar);
+	return rc;
+}
