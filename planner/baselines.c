@@ -1,18 +1,413 @@
-/* stub: replaced by the implementation */
+/* baselines.c — two plans to measure the searches against (issue 5):
+ * data parallel over every device, and Megatron-LM's tensor parallelism
+ * (Shoeybi et al. 2019; seeds 001 and 003) inside a server with data
+ * parallelism across servers.
+ *
+ * Megatron is decided from the graph alone (shapes, parameters,
+ * signatures; never op names). One pass in op order follows which tensor
+ * dimensions carry a tensor-parallel cut: a MatMul with a parameter weight
+ * whose input does not carry the cut on its contracted dimension is column
+ * parallel (its output columns cut T ways); one whose input does is row
+ * parallel (partial sums, one AllReduce). The cut travels through every
+ * op whose signature keeps the label (element-wise ops, bias, transpose,
+ * the batch dimension of BatchMatMul: the attention heads) and through a
+ * Reshape that moves it onto a major dimension it divides. The vocabulary
+ * is the class dimension of a cross-entropy; a Gather from a parameter table
+ * of that many rows is vocabulary parallel, the loss too. Every other op
+ * that reads no tensor-parallel cut is data parallel over D (the dimension
+ * that carries the batch, traced the same way from the graph's first input)
+ * and replicated over T. Those ops become synthetic shard() entries in the
+ * Layout form over a (dp, mp) device matrix of D x T (mp minor, so that a
+ * tensor-parallel group is consecutive ranks: one server), and sharding
+ * propagation fills in the ops between a column- and a row-parallel MatMul.
+ *
+ * Units: element counts int64_t. No hot path: one pass over the ops per
+ * tensor-parallel degree tried, then one propagation.
+ */
+#include <string.h>
+
 #include "planner-int.h"
+
+#define MEGA_PATH "planner megatron"
+
+/* What the Megatron rule makes of an op. */
+enum mega_role {
+	MEGA_FOLLOW,   /* reads a tensor-parallel cut: left to propagation */
+	MEGA_DATA,     /* outside the tensor-parallel regions: data parallel over D, replicated over T */
+	MEGA_COLUMN,   /* MatMul, weight cut by output columns */
+	MEGA_ROW,      /* MatMul, weight cut by rows (the contracted dimension) */
+	MEGA_VOCAB,    /* Gather from the vocabulary table, or the loss over it */
+};
+
+struct mega {
+	struct arena *a;
+	const struct scenario *s;
+	const struct graph *g;
+	int64_t n, t, d;        /* devices of the stage, tensor- and data-parallel degrees */
+	uint8_t *split;         /* per tensor: bit k set when dimension k carries the T cut */
+	uint8_t *batch;         /* per tensor: bit k set when dimension k carries the batch */
+	enum mega_role *role;   /* per op */
+};
+
+/* ------------------------------------------------------------ helpers */
+
+/* The graph's batch: dimension 0 of its first input (NULL when none). */
+static const struct tensor *batch_input(const struct graph *g)
+{
+	for (int t = 0; t < g->n_tensors; t++)
+		if (g->tensors[t].role == TENSOR_INPUT && g->tensors[t].rank > 0)
+			return &g->tensors[t];
+	return NULL;
+}
+
+static void note_ignored(const struct scenario *s, const char *planner, struct diag_list *diags)
+{
+	if (s->n_shards)
+		diag_add(diags, DIAG_NOTE, s->file, 0, NULL,
+		         "the %s baseline ignores the scenario's %d shard() entr%s", planner,
+		         s->n_shards, s->n_shards == 1 ? "y" : "ies");
+}
+
+/* The same scenario with other shard() entries. */
+static struct scenario *with_shards(struct arena *a, const struct scenario *s,
+                                    struct shard_config *shards, int n)
+{
+	struct scenario *c = arena_alloc(a, sizeof(*c));
+	if (!c)
+		return NULL;
+	*c = *s;
+	c->shards = shards;
+	c->n_shards = n;
+	return c;
+}
+
+/* ------------------------------------------------------ data parallel */
 
 struct plan *plan_data_parallel(struct arena *a, const struct scenario *s,
                                 const struct plan_options *o, struct diag_list *diags)
 {
-	(void)a; (void)s; (void)o;
-	diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "the data-parallel planner is not built yet");
-	return NULL;
+	note_ignored(s, "data-parallel", diags);
+	struct scenario *none = with_shards(a, s, NULL, 0);
+	struct plan *p = none ? plan_configured(a, none, o->mode, diags) : NULL;
+	if (!p)
+		return NULL;
+	p->scenario = s;
+	for (int i = 0; i < p->graph->n_ops; i++)
+		p->ops[i].source = STRATEGY_PLANNED;
+	const struct tensor *b = batch_input(p->graph);
+	if (b && b->dims[0] % p->n_devices)
+		diag_add(diags, DIAG_WARNING, s->file, 0, NULL,
+		         "data parallel over %lld devices: the batch of input \"%s\" (%lld) does not "
+		         "split %lld ways, so the ops it reaches are replicated; set the model's batch "
+		         "(a generator's micro_batch) to a multiple of %lld",
+		         (long long)p->n_devices, b->name, (long long)b->dims[0],
+		         (long long)p->n_devices, (long long)p->n_devices);
+	return p;
+}
+
+/* ------------------------------------------ Megatron: which op does what */
+
+/* Is `v` the class dimension of some cross-entropy of the graph? */
+static bool is_vocab(const struct graph *g, int64_t v)
+{
+	struct op_sig sig;
+	for (int i = 0; i < g->n_ops; i++) {
+		if (!graph_op_signature(g, i, &sig) || sig.rule != SIG_RULE_VOCAB_CE)
+			continue;
+		for (int l = 0; l < sig.n_labels; l++)
+			if (sig.role[l] == SIG_SUM && sig.size[l] == v)
+				return true;
+	}
+	return false;
+}
+
+/* The label of the first dimension of an input that carries a cut (bit d
+ * of mask[tensor]) and whose role is not SIG_WHOLE, -1 when none. */
+static int cut_label(const struct mega *M, const uint8_t *mask, const struct op_sig *sig, int op)
+{
+	const struct op *o = &M->g->ops[op];
+	for (int i = 0; i < o->n_in; i++)
+		for (int d = 0; d < M->g->tensors[o->in[i]].rank; d++) {
+			int l = sig->in[i][d];
+			if ((mask[o->in[i]] & (1u << d)) && l >= 0 && sig->role[l] != SIG_WHOLE)
+				return l;
+		}
+	return -1;
+}
+
+static bool any_cut(const struct mega *M, const uint8_t *mask, int op)
+{
+	const struct op *o = &M->g->ops[op];
+	for (int i = 0; i < o->n_in; i++)
+		if (mask[o->in[i]])
+			return true;
+	return false;
+}
+
+/* The label with this role among input i's (the first), -1 when none. */
+static int label_of(const struct mega *M, const struct op_sig *sig, int op, int i,
+                    enum sig_role role)
+{
+	int r = M->g->tensors[M->g->ops[op].in[i]].rank;
+	for (int d = 0; d < r; d++)
+		if (sig->in[i][d] >= 0 && sig->role[sig->in[i][d]] == role)
+			return sig->in[i][d];
+	return -1;
+}
+
+/* A Gather from a parameter table whose rows are the vocabulary. */
+static bool vocab_gather(const struct mega *M, int op)
+{
+	const struct op *o = &M->g->ops[op];
+	if (o->kind != OP_GATHER || o->n_in < 1)
+		return false;
+	const struct tensor *table = &M->g->tensors[o->in[0]];
+	return table->role == TENSOR_PARAM && table->rank >= 1 &&
+	       is_vocab(M->g, table->dims[0]);
+}
+
+static enum mega_role op_role(const struct mega *M, int op, const struct op_sig *sig)
+{
+	const struct graph *g = M->g;
+	const struct op *o = &g->ops[op];
+	if (sig->rule == SIG_RULE_VOCAB_CE || vocab_gather(M, op))
+		return MEGA_VOCAB;
+	bool weight = o->n_in == 2 && g->tensors[o->in[0]].role != TENSOR_PARAM &&
+	              g->tensors[o->in[1]].role == TENSOR_PARAM && g->tensors[o->in[1]].rank == 2;
+	if (o->kind == OP_MATMUL && weight) {
+		int k = label_of(M, sig, op, 0, SIG_SUM);
+		return k >= 0 && cut_label(M, M->split, sig, op) == k ? MEGA_ROW : MEGA_COLUMN;
+	}
+	return any_cut(M, M->split, op) ? MEGA_FOLLOW : MEGA_DATA;
+}
+
+/* The output dimension of a Reshape that input dimension d's cut of
+ * `degree` lands on (as many elements before it, the cut on its major
+ * part), -1 when it cannot land; *fits false when it lands on a dimension
+ * the degree does not divide. */
+static int reshape_target(const struct tensor *x, const struct tensor *y, int d, int64_t degree,
+                          bool *fits)
+{
+	int64_t before = 1, at = 1;
+	for (int k = 0; k < d; k++)
+		before *= x->dims[k];
+	for (int e = 0; e < y->rank; at *= y->dims[e], e++) {
+		if (at != before || y->dims[e] == 1)
+			continue;
+		int64_t xs = x->dims[d], ys = y->dims[e];
+		if (xs <= ys ? ys % xs : xs % ys)
+			return -1;
+		*fits = (xs <= ys ? xs : ys) % degree == 0;
+		return *fits ? e : -1;
+	}
+	return -1;
+}
+
+/* A cut of `degree` through an op: every kept label carries it (a Reshape
+ * onto the dimension it lands on). False when a Reshape would land it on a
+ * dimension the degree does not divide (it then stops there). */
+static bool carry(const struct mega *M, uint8_t *mask, int op, const struct op_sig *sig,
+                  int64_t degree)
+{
+	const struct op *o = &M->g->ops[op];
+	const struct tensor *ts = M->g->tensors;
+	bool fits = true;
+	if (sig->rule == SIG_RULE_RESHAPE) {
+		for (int d = 0; d < ts[o->in[0]].rank; d++) {
+			int e = mask[o->in[0]] & (1u << d)
+			            ? reshape_target(&ts[o->in[0]], &ts[o->out[0]], d, degree, &fits)
+			            : -1;
+			if (e >= 0)
+				mask[o->out[0]] |= (uint8_t)(1u << e);
+		}
+		return fits;
+	}
+	bool cut[SIG_MAX_LABELS] = {false};
+	for (int i = 0; i < o->n_in; i++)
+		for (int d = 0; d < ts[o->in[i]].rank; d++) {
+			int l = sig->in[i][d];
+			if ((mask[o->in[i]] & (1u << d)) && l >= 0 && sig->role[l] == SIG_KEEP)
+				cut[l] = true;
+		}
+	for (int k = 0; k < o->n_out; k++)
+		for (int d = 0; d < ts[o->out[k]].rank; d++)
+			if (sig->out[k][d] >= 0 && cut[sig->out[k][d]])
+				mask[o->out[k]] |= (uint8_t)(1u << d);
+	return true;
+}
+
+/* A column-parallel MatMul's output columns carry the cut. */
+static void mark_columns(struct mega *M, int op, const struct op_sig *sig, int n)
+{
+	const struct op *o = &M->g->ops[op];
+	for (int d = 0; d < M->g->tensors[o->out[0]].rank; d++)
+		if (sig->out[0][d] == n)
+			M->split[o->out[0]] |= (uint8_t)(1u << d);
+}
+
+/* The label a role cuts T ways, -1 when none. */
+static int mp_label(const struct mega *M, int op, const struct op_sig *sig)
+{
+	switch (M->role[op]) {
+	case MEGA_COLUMN: return label_of(M, sig, op, 1, SIG_KEEP);
+	case MEGA_ROW:
+	case MEGA_VOCAB: return label_of(M, sig, op, 0, SIG_SUM);
+	default: return -1;
+	}
+}
+
+/* Roles of every op for the tensor-parallel degree M->t, in op order.
+ * False when the model's shapes do not allow it (a label it would cut, or
+ * a dimension a Reshape lands the cut on, that T does not divide). */
+static bool classify(struct mega *M)
+{
+	const struct graph *g = M->g;
+	memset(M->split, 0, (size_t)g->n_tensors);
+	for (int i = 0; i < g->n_ops; i++) {
+		struct op_sig sig;
+		M->role[i] = MEGA_FOLLOW;
+		if (!graph_op_signature(g, i, &sig))
+			continue;
+		M->role[i] = op_role(M, i, &sig);
+		int l = mp_label(M, i, &sig);
+		if (M->role[i] == MEGA_FOLLOW && !carry(M, M->split, i, &sig, M->t))
+			return false;
+		if (l >= 0 && sig.size[l] % M->t)
+			return false;
+		if (M->role[i] == MEGA_COLUMN)
+			mark_columns(M, i, &sig, l);
+	}
+	return true;
+}
+
+/* T: the largest divisor of the server's device count (and of the stage's)
+ * that the shapes allow. */
+static void choose_degrees(struct mega *M)
+{
+	int64_t dps = M->s->topo->devices_per_server;
+	for (M->t = dps < M->n ? dps : M->n; M->t > 1; M->t--)
+		if (dps % M->t == 0 && M->n % M->t == 0 && classify(M))
+			break;
+	if (M->t == 1)
+		classify(M);
+	M->d = M->n / M->t;
+}
+
+/* Which dimensions carry the batch: dimension 0 of the graph's first input,
+ * then every kept label and Reshape the data-parallel degree divides. */
+static void trace_batch(struct mega *M, const struct tensor *b)
+{
+	const struct graph *g = M->g;
+	memset(M->batch, 0, (size_t)g->n_tensors);
+	M->batch[b - g->tensors] = 1;
+	for (int i = 0; i < g->n_ops; i++) {
+		struct op_sig sig;
+		if (graph_op_signature(g, i, &sig))
+			carry(M, M->batch, i, &sig, M->d);
+	}
+}
+
+/* ------------------------------------------ Megatron: synthetic shards */
+
+/* Input i of an op in the Layout form: the dimensions labelled `dp` on
+ * axis 0, those labelled `mp` on axis 1. */
+static void map_input(struct shard_tensor_map *m, const struct op_sig *sig, int i, int rank,
+                      int dp, int mp)
+{
+	memset(m, 0, sizeof(*m));
+	m->rank = rank;
+	for (int d = 0; d < rank; d++) {
+		int l = sig->in[i][d];
+		if (l >= 0 && (l == dp || l == mp)) {
+			m->n_axes[d] = 1;
+			m->axes[d][0] = l == dp ? 0 : 1;
+		}
+	}
+}
+
+static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
+{
+	const struct graph *g = M->g;
+	const struct op *o = &g->ops[op];
+	struct op_sig sig;
+	if (!graph_op_signature(g, op, &sig))
+		return false;
+	int mp = mp_label(M, op, &sig), dp = cut_label(M, M->batch, &sig, op);
+	memset(c, 0, sizeof(*c));
+	c->op_name = o->name;
+	c->op = op;
+	c->file = M->s->file;
+	c->path = MEGA_PATH;
+	c->form = SHARD_LAYOUT;
+	c->n_in = o->n_in;
+	c->n_dev_axes = 2;
+	c->device_matrix[0] = M->d;
+	c->device_matrix[1] = M->t;
+	c->axis_names[0] = "dp";
+	c->axis_names[1] = "mp";
+	c->in_maps = arena_calloc(M->a, (size_t)o->n_in, sizeof(*c->in_maps));
+	if (!c->in_maps)
+		return false;
+	for (int i = 0; i < o->n_in; i++)
+		map_input(&c->in_maps[i], &sig, i, g->tensors[o->in[i]].rank, dp == mp ? -1 : dp, mp);
+	return true;
+}
+
+/* D must split the batch: say what to change when it does not. */
+static bool batch_splits(const struct mega *M, const struct tensor *b, struct diag_list *diags)
+{
+	if (b->dims[0] % M->d == 0)
+		return true;
+	diag_add(diags, DIAG_ERROR, M->s->file, 0, NULL,
+	         "megatron on %lld devices: tensor parallel %lld inside a server leaves data parallel "
+	         "of degree %lld across servers, which must split the batch, but input \"%s\" has "
+	         "batch %lld; set the model's batch (a generator's micro_batch) to a multiple of %lld, "
+	         "or use fewer devices", (long long)M->n, (long long)M->t, (long long)M->d, b->name,
+	         (long long)b->dims[0], (long long)M->d);
+	return false;
+}
+
+/* The synthetic shard() of every op the rule decides, in op order. */
+static struct shard_config *synth_shards(const struct mega *M, int *n)
+{
+	*n = 0;
+	for (int i = 0; i < M->g->n_ops; i++)
+		*n += M->role[i] != MEGA_FOLLOW;
+	struct shard_config *shards = arena_calloc(M->a, (size_t)*n + 1, sizeof(*shards));
+	if (!shards)
+		return NULL;
+	for (int i = 0, k = 0; i < M->g->n_ops; i++)
+		if (M->role[i] != MEGA_FOLLOW && !synth_shard(M, i, &shards[k++]))
+			return NULL;
+	return shards;
 }
 
 struct plan *plan_megatron(struct arena *a, const struct scenario *s,
                            const struct plan_options *o, struct diag_list *diags)
 {
-	(void)a; (void)s; (void)o;
-	diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "the megatron planner is not built yet");
-	return NULL;
+	const struct graph *g = s->graph;
+	struct mega M = {.a = a, .s = s, .g = g, .n = s->devices / s->training.pipeline_stages};
+	const struct tensor *b = batch_input(g);
+	M.split = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
+	M.batch = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
+	M.role = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.role));
+	if (!M.split || !M.batch || !M.role)
+		return NULL;
+	note_ignored(s, "megatron", diags);
+	choose_degrees(&M);
+	if (b && !batch_splits(&M, b, diags))
+		return NULL;
+	if (b)
+		trace_batch(&M, b);
+	int n;
+	struct shard_config *shards = synth_shards(&M, &n);
+	struct scenario *mine = shards ? with_shards(a, s, shards, n) : NULL;
+	struct plan *p = mine ? plan_propagate(a, mine, o->mode, diags) : NULL;
+	if (!p)
+		return NULL;
+	p->scenario = s;
+	for (int i = 0; i < g->n_ops; i++)
+		if (M.role[i] != MEGA_FOLLOW)
+			p->ops[i].source = STRATEGY_PLANNED;
+	return p;
 }

@@ -1,2 +1,465 @@
+/* test_baselines.c — the data-parallel and Megatron-style baseline plans
+ * (issue 5, point 4). Expected strategies, groups and byte counts are
+ * worked out by hand in the comment above each check, from the generators'
+ * shapes (docs/formats.md), the hand-written Megatron scenarios (seeds 001
+ * and 003) and the ring formula 2(s-1)/s * L of an AllReduce. */
 #include <criterion/criterion.h>
-Test(baselines, placeholder) { cr_assert(1); }
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner-int.h"
+
+static struct arena *A;
+static struct diag_list D;
+static const struct plan_options OPT = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
+
+static void setup(void)
+{
+	A = arena_new();
+	diag_list_init(&D);
+}
+
+static void teardown(void)
+{
+	for (size_t i = 0; i < D.count; i++) {
+		char *s = diag_format(&D.items[i]);
+		fprintf(stderr, "%s\n", s);
+		free(s);
+	}
+	diag_list_free(&D);
+	arena_free(A);
+}
+
+TestSuite(baselines, .init = setup, .fini = teardown);
+
+/* ----------------------------------------------------------- helpers */
+
+static struct scenario *load(const char *path)
+{
+	struct scenario *s = scenario_load(A, path, &D);
+	cr_assert_not_null(s, "%s does not load", path);
+	return s;
+}
+
+/* A scenario from a generator object, a topology file and a device count. */
+static struct scenario *generated(const char *gen, const char *topo, int devices)
+{
+	char text[2048];
+	snprintf(text, sizeof text,
+	         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"mem\","
+	         " \"model\": {\"name\": \"m\", \"generator\": %s},"
+	         " \"topology\": \"../topologies/%s.json\", \"devices\": %d,"
+	         " \"training\": {\"global_batch\": 8, \"dtype\": \"bf16\"}}",
+	         gen, topo, devices);
+	struct json_doc doc;
+	struct scenario *s = NULL;
+	if (json_doc_parse(&doc, "scenarios/mem.json", text, strlen(text), &D))
+		s = scenario_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(s, "scenario does not load: %s", text);
+	return s;
+}
+
+static int op_of(const struct plan *p, const char *name)
+{
+	int i = graph_find_op(p->graph, name);
+	cr_assert_geq(i, 0, "no op %s", name);
+	return i;
+}
+
+static const struct dist_op *dop(const struct plan *p, const char *name)
+{
+	return &p->ops[op_of(p, name)];
+}
+
+/* The cuts of every input of op `name`, dimension by dimension, in order. */
+static void expect_cuts(const struct plan *p, const char *name, const int64_t *want, int n)
+{
+	const struct dist_op *d = dop(p, name);
+	int k = 0;
+	for (int i = 0; i < d->n_in; i++)
+		for (int dd = 0; dd < d->in[i].rank; dd++, k++)
+			if (k < n)
+				cr_expect_eq(d->cuts[i][dd], want[k], "%s: input %d dim %d cut %lld, expected %lld",
+				             name, i, dd, (long long)d->cuts[i][dd], (long long)want[k]);
+	cr_expect_eq(k, n, "%s: %d cuts, expected %d", name, k, n);
+}
+
+/* Group g of a step is ranks first, first + stride, ... (size of them). */
+static void expect_group(const struct comm_step *st, int g, int size, int64_t first,
+                         int64_t stride)
+{
+	cr_assert_lt(g, st->groups.n_groups);
+	cr_assert_eq(st->groups.size, size, "group size %d, expected %d", st->groups.size, size);
+	for (int r = 0; r < size; r++)
+		cr_expect_eq(st->groups.ranks[(size_t)g * (size_t)size + (size_t)r], first + r * stride,
+		             "group %d rank %d", g, r);
+}
+
+/* Forward AllReduces of the ops themselves, all ops together. */
+static int count_allreduce(const struct plan *p, enum reduce_op red)
+{
+	int n = 0;
+	for (int i = 0; i < p->graph->n_ops; i++)
+		for (int k = 0; k < p->ops[i].n_comm; k++)
+			n += p->ops[i].comm[k].kind == STEP_ALLREDUCE && p->ops[i].comm[k].reduce == red;
+	return n;
+}
+
+static double redist_bytes_total(const struct plan *p)
+{
+	double b = 0;
+	for (int e = 0; e < p->n_edges; e++)
+		b += p->edges[e].redist.bytes_per_device;
+	return b;
+}
+
+/* Does some diagnostic of this severity contain `text`? */
+static bool has_diag(enum diag_severity sev, const char *text)
+{
+	for (size_t i = 0; i < D.count; i++)
+		if (D.items[i].severity == sev && D.items[i].msg && strstr(D.items[i].msg, text))
+			return true;
+	return false;
+}
+
+/* The megatron plan matches the hand-configured one op by op: same cuts,
+ * same layouts read and handed on, same forward communication. */
+static void expect_same_plan(const struct plan *got, const struct plan *want)
+{
+	const struct graph *g = got->graph;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct dist_op *a = &got->ops[i], *b = &want->ops[i];
+		const char *n = g->ops[i].name;
+		for (int j = 0; j < a->n_in; j++) {
+			for (int d = 0; d < a->in[j].rank; d++)
+				cr_expect_eq(a->cuts[j][d], b->cuts[j][d], "%s input %d dim %d", n, j, d);
+			cr_expect(layout_same_placement(&a->in[j], &b->in[j]), "%s input %d layout", n, j);
+		}
+		for (int k = 0; k < a->n_out; k++)
+			cr_expect(layout_same_placement(&a->out[k], &b->out[k]), "%s output %d layout", n, k);
+		cr_expect_eq(a->n_comm, b->n_comm, "%s: %d forward steps, hand plan %d", n, a->n_comm,
+		             b->n_comm);
+		for (int k = 0; k < a->n_comm && k < b->n_comm; k++) {
+			cr_expect_eq(a->comm[k].kind, b->comm[k].kind, "%s step %d", n, k);
+			cr_expect_float_eq(a->comm[k].bytes_per_device, b->comm[k].bytes_per_device, 1e-9,
+			                   "%s step %d bytes", n, k);
+		}
+	}
+	cr_expect_eq(got->n_edges, want->n_edges);
+	cr_expect_float_eq(redist_bytes_total(got), redist_bytes_total(want), 1e-9);
+}
+
+/* ------------------------------------------------------ data parallel */
+
+Test(baselines, data_parallel_ffn_cuts_the_batch_over_all_devices)
+{
+	/* Seed 000's FFN, x [64,64] fp32, on 8 devices: every op cuts dim 0
+	 * of x (or of the activation it reads) 8 ways and replicates the
+	 * parameters: MatMul ((8,1),(1,1)), Add ((8,1),(1,)), ReLU ((8,1)).
+	 * The scenario's shard() of dense1.matmul is ignored (a note says so). */
+	struct scenario *s = load("scenarios/ffn-8p.json");
+	struct plan *p = plan_data_parallel(A, s, &OPT, &D);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->scenario, s);
+	static const int64_t mm[] = {8, 1, 1, 1}, add[] = {8, 1, 1}, relu[] = {8, 1};
+	expect_cuts(p, "dense1.matmul", mm, 4);
+	expect_cuts(p, "dense1.add", add, 3);
+	expect_cuts(p, "relu", relu, 2);
+	expect_cuts(p, "dense2.matmul", mm, 4);
+	expect_cuts(p, "dense2.add", add, 3);
+	for (int i = 0; i < p->graph->n_ops; i++) {
+		cr_expect_eq(p->ops[i].source, STRATEGY_PLANNED, "op %d", i);
+		cr_expect_eq(p->ops[i].n_comm, 0, "op %d has forward communication", i);
+	}
+	/* Every consumer reads the batch rows its producer left: no edges. */
+	cr_expect_eq(p->n_edges, 0);
+	/* Gradients: each parameter's gradient is all-reduced over the one
+	 * group of all 8 ranks. Weight [64,64] fp32 = 16384 B on each rank:
+	 * 2*7/8 * 16384 = 28672 B; bias [64] = 256 B: 2*7/8 * 256 = 448 B. */
+	static const char *const ops[] = {"dense1.matmul", "dense1.add", "dense2.matmul", "dense2.add"};
+	static const double bytes[] = {28672, 448, 28672, 448};
+	for (int i = 0; i < 4; i++) {
+		const struct dist_op *d = dop(p, ops[i]);
+		cr_assert_eq(d->n_grad, 1, "%s: %d gradient steps", ops[i], d->n_grad);
+		cr_expect_eq(d->grad[0].kind, STEP_ALLREDUCE);
+		cr_expect_eq(d->grad[0].groups.n_groups, 1);
+		expect_group(&d->grad[0], 0, 8, 0, 1);
+		cr_expect_float_eq(d->grad[0].bytes_per_device, bytes[i], 1e-9, "%s", ops[i]);
+	}
+	cr_expect(has_diag(DIAG_NOTE, "the data-parallel baseline ignores the scenario's 1 shard() "
+	                              "entry"));
+	cr_expect_eq(D.errors, 0);
+}
+
+Test(baselines, data_parallel_warns_when_the_batch_does_not_split)
+{
+	/* FFN with micro_batch 12 on 8 devices: 12 % 8 != 0, so
+	 * dist_op_data_parallel replicates every op; the plan exists, with a
+	 * warning saying what to change. */
+	struct scenario *s = generated("{\"kind\": \"ffn\", \"micro_batch\": 12, \"dtype\": \"fp32\"}",
+	                               "atlas800-910a", 8);
+	struct plan *p = plan_data_parallel(A, s, &OPT, &D);
+	cr_assert_not_null(p);
+	static const int64_t mm[] = {1, 1, 1, 1};
+	expect_cuts(p, "dense1.matmul", mm, 4);
+	cr_expect(has_diag(DIAG_WARNING, "the batch of input \"x\" (12) does not split 8 ways"));
+	cr_expect(has_diag(DIAG_WARNING, "to a multiple of 8"));
+	cr_expect_eq(D.errors, 0);
+}
+
+/* --------------------------------------------------- Megatron, one server */
+
+Test(baselines, megatron_mlp_on_one_server_matches_the_hand_plan)
+{
+	/* megatron-mlp-8p (seeds 001, 003): dgx-a100 has 8 GPUs per server,
+	 * so T = 8 and D = 1. fc1 reads x, which no column-parallel MatMul
+	 * produced: column parallel ((1,1),(1,8)). fc2 reads fc1's columns
+	 * through BiasAdd and GeLU: row parallel ((1,8),(8,1)), ending in the
+	 * one AllReduce of [B*s, h] = [1024, 1024] bf16 = 2 MiB:
+	 * 2*7/8 * 2097152 = 3670016 B over ranks 0..7. */
+	struct scenario *s = load("scenarios/megatron-mlp-8p.json");
+	struct plan *hand = plan_configured(A, s, REDIST_COMPAT, &D);
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(hand);
+	cr_assert_not_null(p);
+	static const int64_t fc1[] = {1, 1, 1, 8}, fc2[] = {1, 8, 8, 1};
+	expect_cuts(p, "mlp.fc1.matmul", fc1, 4);
+	expect_cuts(p, "mlp.fc2.matmul", fc2, 4);
+	cr_expect_eq(count_allreduce(p, REDUCE_SUM), 1);
+	cr_expect_eq(count_allreduce(p, REDUCE_MAX), 0);
+	const struct dist_op *d = dop(p, "mlp.fc2.matmul");
+	cr_assert_eq(d->n_comm, 1);
+	expect_group(&d->comm[0], 0, 8, 0, 1);
+	cr_expect_float_eq(d->comm[0].bytes_per_device, 3670016.0, 1e-9);
+	expect_same_plan(p, hand);
+	/* The MatMuls are the rule's, the BiasAdd and GeLU between them come
+	 * from propagation, the ops after the AllReduce are the rule's data
+	 * parallel (here D = 1: replicated). */
+	cr_expect_eq(dop(p, "mlp.fc1.matmul")->source, STRATEGY_PLANNED);
+	cr_expect_eq(dop(p, "mlp.fc2.matmul")->source, STRATEGY_PLANNED);
+	cr_expect_eq(dop(p, "mlp.fc1.bias_add")->source, STRATEGY_PROPAGATED);
+	cr_expect_eq(dop(p, "mlp.gelu")->source, STRATEGY_PROPAGATED);
+	cr_expect_geq(dop(p, "mlp.gelu")->from_op, 0);
+	cr_expect_eq(dop(p, "mlp.dropout")->source, STRATEGY_PLANNED);
+	cr_expect(has_diag(DIAG_NOTE, "the megatron baseline ignores the scenario's 6 shard() entries"));
+	cr_expect_eq(D.errors, 0);
+}
+
+Test(baselines, megatron_attention_cuts_heads_through_propagation)
+{
+	/* megatron-attention-8p: q, k, v column parallel ((1,1),(1,8)); the
+	 * reshapes [B*s, a*d] -> [B,s,a,d] move the column cut onto the 16
+	 * heads (8 slices of 2), the transposes onto dim 1 of [B,a,s,d], and
+	 * the two BatchMatMuls take it from propagation: ((1,8,1,1),(1,8,1,1)).
+	 * The output projection reads the heads back as columns: row parallel
+	 * ((1,8),(8,1)) with the block's one AllReduce. */
+	struct scenario *s = load("scenarios/megatron-attention-8p.json");
+	struct plan *hand = plan_configured(A, s, REDIST_COMPAT, &D);
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(hand);
+	cr_assert_not_null(p);
+	static const int64_t col[] = {1, 1, 1, 8}, row[] = {1, 8, 8, 1};
+	static const int64_t bmm[] = {1, 8, 1, 1, 1, 8, 1, 1};
+	expect_cuts(p, "attn.q.matmul", col, 4);
+	expect_cuts(p, "attn.k.matmul", col, 4);
+	expect_cuts(p, "attn.v.matmul", col, 4);
+	expect_cuts(p, "attn.scores", bmm, 8);
+	expect_cuts(p, "attn.context", bmm, 8);
+	expect_cuts(p, "attn.out.matmul", row, 4);
+	cr_expect_eq(dop(p, "attn.scores")->source, STRATEGY_PROPAGATED);
+	cr_expect_eq(dop(p, "attn.context")->source, STRATEGY_PROPAGATED);
+	cr_expect_eq(count_allreduce(p, REDUCE_SUM), 1);
+	cr_expect_eq(dop(p, "attn.out.matmul")->n_comm, 1);
+	expect_same_plan(p, hand);
+	cr_expect_eq(D.errors, 0);
+}
+
+/* --------------------------------------------------- Megatron, two servers */
+
+Test(baselines, megatron_on_two_servers_adds_data_parallel_across)
+{
+	/* The MLP generator (hidden 1024, ffn 4096, seq 512, micro_batch 2:
+	 * x [1024, 1024]) on 16 GPUs of dgx-a100-x128 (8 per server): T = 8,
+	 * D = 2. The (dp, mp) device matrix is [2, 8], mp minor: ranks 0-7
+	 * are server 0. fc1 ((2,1),(1,8)): the batch rows cut by D, the
+	 * weight by columns; fc2 ((2,8),(8,1)). */
+	struct scenario *s = generated("{\"kind\": \"mlp\", \"hidden\": 1024, \"seq\": 512,"
+	                               " \"micro_batch\": 2}", "dgx-a100-x128", 16);
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(p);
+	static const int64_t fc1[] = {2, 1, 1, 8}, fc2[] = {2, 8, 8, 1};
+	expect_cuts(p, "mlp.fc1.matmul", fc1, 4);
+	expect_cuts(p, "mlp.fc2.matmul", fc2, 4);
+	/* fc2's AllReduce stays inside each server: {0..7} and {8..15}, on
+	 * the local [512, 1024] bf16 = 1 MiB: 2*7/8 * 1048576 = 1835008 B. */
+	const struct dist_op *d = dop(p, "mlp.fc2.matmul");
+	cr_assert_eq(d->n_comm, 1);
+	cr_expect_eq(d->comm[0].groups.n_groups, 2);
+	expect_group(&d->comm[0], 0, 8, 0, 1);
+	expect_group(&d->comm[0], 1, 8, 8, 1);
+	cr_expect_float_eq(d->comm[0].bytes_per_device, 1835008.0, 1e-9);
+	/* fc1's weight slice [1024, 512] bf16 = 1 MiB is held by one rank of
+	 * each server: its gradient is all-reduced over the 2 replicas
+	 * {0,8}, {1,9}, ..., {7,15}: 2*1/2 * 1048576 = 1048576 B. */
+	d = dop(p, "mlp.fc1.matmul");
+	cr_assert_eq(d->n_grad, 1);
+	cr_expect_eq(d->grad[0].groups.n_groups, 8);
+	for (int g = 0; g < 8; g++)
+		expect_group(&d->grad[0], g, 2, g, 8);
+	cr_expect_float_eq(d->grad[0].bytes_per_device, 1048576.0, 1e-9);
+	/* The same for fc2's weight [512, 1024] slice. */
+	d = dop(p, "mlp.fc2.matmul");
+	cr_assert_eq(d->n_grad, 1);
+	for (int g = 0; g < 8; g++)
+		expect_group(&d->grad[0], g, 2, g, 8);
+	/* After the AllReduce, the rows stay cut by D: no redistribution. */
+	static const int64_t bias[] = {2, 1, 1}, drop[] = {2, 1};
+	expect_cuts(p, "mlp.fc2.bias_add", bias, 3);
+	expect_cuts(p, "mlp.dropout", drop, 2);
+	cr_expect_float_eq(redist_bytes_total(p), 0, 1e-9);
+	cr_expect_eq(D.errors, 0);
+}
+
+Test(baselines, megatron_gpt_is_vocabulary_parallel)
+{
+	/* A small GPT (hidden 64, 2 layers, 8 heads, seq 16, vocab 256, ffn
+	 * 256, micro_batch 2) on 16 GPUs of dgx-a100-x128: T = 8 (8 divides
+	 * the heads, 256 and 64), D = 2 (divides micro_batch 2). */
+	struct scenario *s = generated("{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 2,"
+	                               " \"heads\": 8, \"seq\": 16, \"vocab\": 256, \"ffn\": 256,"
+	                               " \"micro_batch\": 2}", "dgx-a100-x128", 16);
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(p);
+	/* The word embedding [256, 64] is cut by rows (vocabulary) 8 ways,
+	 * the tokens [2, 16] by batch 2 ways: partial lookups summed by one
+	 * AllReduce inside each server. */
+	static const int64_t emb[] = {8, 1, 2, 1};
+	expect_cuts(p, "embed.word", emb, 4);
+	const struct dist_op *d = dop(p, "embed.word");
+	cr_expect_eq(d->source, STRATEGY_PLANNED);
+	cr_assert_eq(d->n_comm, 1);
+	cr_expect_eq(d->comm[0].kind, STEP_ALLREDUCE);
+	expect_group(&d->comm[0], 0, 8, 0, 1);
+	expect_group(&d->comm[0], 1, 8, 8, 1);
+	/* The tied output projection reads the same [V, h] table with
+	 * transpose_b: column parallel over V is the table cut (8, 1). */
+	static const int64_t head[] = {2, 1, 8, 1};
+	expect_cuts(p, "lm_head", head, 4);
+	cr_expect(layout_same_placement(&dop(p, "lm_head")->in[1], &dop(p, "embed.word")->in[0]));
+	/* The loss over [B*s, V] = [32, 256]: ((2, 8), (2,)), with seed 003's
+	 * AllReduce(max) and two AllReduce(sum) inside each server. */
+	static const int64_t loss[] = {2, 8, 2};
+	expect_cuts(p, "loss", loss, 3);
+	d = dop(p, "loss");
+	cr_expect_eq(d->source, STRATEGY_PLANNED);
+	cr_assert_eq(d->n_comm, 3);
+	static const enum reduce_op red[] = {REDUCE_MAX, REDUCE_SUM, REDUCE_SUM};
+	for (int k = 0; k < 3; k++) {
+		cr_expect_eq(d->comm[k].kind, STEP_ALLREDUCE);
+		cr_expect_eq(d->comm[k].reduce, red[k], "loss step %d", k);
+		expect_group(&d->comm[k], 0, 8, 0, 1);
+	}
+	/* Forward AllReduces, counted by hand: per layer the attention output
+	 * and fc2 (2 x 2 layers), the embedding (1), the loss's two sums and
+	 * the mean of the loss over the batch cut D ways (1): 8 sums and 1
+	 * max. No redistribution: every op reads its input as it was left. */
+	cr_expect_eq(count_allreduce(p, REDUCE_SUM), 8);
+	cr_expect_eq(count_allreduce(p, REDUCE_MAX), 1);
+	cr_expect_float_eq(redist_bytes_total(p), 0, 1e-9);
+	d = dop(p, "loss.mean");
+	cr_assert_eq(d->n_comm, 1);
+	for (int g = 0; g < 8; g++)
+		expect_group(&d->comm[0], g, 2, g, 8);
+	/* Attention heads: 8 heads cut 8 ways, batch 2 ways. */
+	static const int64_t bmm[] = {2, 8, 1, 1, 2, 8, 1, 1};
+	expect_cuts(p, "layers.1.attn.scores", bmm, 8);
+	static const int64_t ln[] = {2, 1, 1, 1};
+	expect_cuts(p, "layers.0.ln2", ln, 4);
+	cr_expect_eq(D.errors, 0);
+}
+
+Test(baselines, megatron_takes_a_smaller_degree_when_heads_do_not_split)
+{
+	/* Attention with 4 heads on 8 GPUs of one dgx-a100: a column cut of
+	 * 8 would land on the 4 heads of [B,s,a,d], which 8 does not divide,
+	 * so T is the next divisor of 8 the shapes allow: 4, and D = 2. */
+	struct scenario *s = generated("{\"kind\": \"attention\", \"hidden\": 256, \"heads\": 4,"
+	                               " \"seq\": 64, \"micro_batch\": 2}", "dgx-a100", 8);
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(p);
+	static const int64_t col[] = {2, 1, 1, 4}, row[] = {2, 4, 4, 1};
+	static const int64_t bmm[] = {2, 4, 1, 1, 2, 4, 1, 1};
+	expect_cuts(p, "attn.q.matmul", col, 4);
+	expect_cuts(p, "attn.scores", bmm, 8);
+	expect_cuts(p, "attn.out.matmul", row, 4);
+	/* The AllReduce of the row-parallel projection: ranks 0-3 and 4-7. */
+	const struct dist_op *d = dop(p, "attn.out.matmul");
+	cr_assert_eq(d->n_comm, 1);
+	expect_group(&d->comm[0], 0, 4, 0, 1);
+	expect_group(&d->comm[0], 1, 4, 4, 1);
+	cr_expect_float_eq(redist_bytes_total(p), 0, 1e-9);
+	cr_expect_eq(D.errors, 0);
+}
+
+Test(baselines, megatron_says_what_to_change_when_the_batch_does_not_split)
+{
+	/* GPT-3 175B (micro_batch 1) on all 1024 GPUs of dgx-a100-x128:
+	 * T = 8, D = 1024 / 8 = 128, which does not divide a batch of 1. */
+	char text[1024];
+	snprintf(text, sizeof text,
+	         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"mem\","
+	         " \"model\": \"../models/gpt3-175b.json\","
+	         " \"topology\": \"../topologies/dgx-a100-x128.json\", \"devices\": 1024,"
+	         " \"training\": {\"global_batch\": 1536, \"dtype\": \"bf16\"}}");
+	struct json_doc doc;
+	struct scenario *s = NULL;
+	if (json_doc_parse(&doc, "scenarios/mem.json", text, strlen(text), &D))
+		s = scenario_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(s);
+	cr_expect_null(plan_megatron(A, s, &OPT, &D));
+	cr_expect_eq(D.errors, 1);
+	cr_expect(has_diag(DIAG_ERROR, "tensor parallel 8 inside a server leaves data parallel of "
+	                               "degree 128 across servers"));
+	cr_expect(has_diag(DIAG_ERROR, "input \"tokens\" has batch 1; set the model's batch (a "
+	                               "generator's micro_batch) to a multiple of 128"));
+	diag_list_free(&D);
+	diag_list_init(&D);
+}
+
+Test(baselines, megatron_fused_mode_keeps_the_same_strategies)
+{
+	/* The redistribution mode changes edges only: on the two-server MLP
+	 * the strategies are those of the compatible mode. */
+	struct scenario *s = generated("{\"kind\": \"mlp\", \"hidden\": 1024, \"seq\": 512,"
+	                               " \"micro_batch\": 2}", "dgx-a100-x128", 16);
+	struct plan_options fused = {.mode = REDIST_FUSED, .rec_cost = REC_COST_TOPOLOGY};
+	struct plan *a = plan_megatron(A, s, &OPT, &D), *b = plan_megatron(A, s, &fused, &D);
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	for (int i = 0; i < a->graph->n_ops; i++)
+		for (int j = 0; j < a->ops[i].n_in; j++)
+			for (int d = 0; d < a->ops[i].in[j].rank; d++)
+				cr_expect_eq(a->ops[i].cuts[j][d], b->ops[i].cuts[j][d]);
+	cr_expect_eq(b->mode, REDIST_FUSED);
+}
+
+Test(baselines, shipped_megatron_gpt_scenario_plans)
+{
+	/* scenarios/megatron-gpt-8.3b-512p.json: Shoeybi et al.'s 8.3B model,
+	 * 8-way tensor parallel and 64-way data parallel on 512 GPUs. Every
+	 * layer's MatMuls are cut by T = 8 inside a server, the batch of 512
+	 * by D = 64: fc1 reads [512*1024, 3072], cut ((64, 1), (1, 8)). */
+	struct scenario *s = load("scenarios/megatron-gpt-8.3b-512p.json");
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(p);
+	static const int64_t fc1[] = {64, 1, 1, 8}, fc2[] = {64, 8, 8, 1};
+	expect_cuts(p, "layers.71.mlp.fc1.matmul", fc1, 4);
+	expect_cuts(p, "layers.71.mlp.fc2.matmul", fc2, 4);
+	/* 72 layers x 2 + embedding + loss (2 sums) + mean = 148 sums. */
+	cr_expect_eq(count_allreduce(p, REDUCE_SUM), 148);
+	cr_expect_float_eq(redist_bytes_total(p), 0, 1e-9);
+	cr_expect_eq(D.errors, 0);
+}
