@@ -44,6 +44,7 @@ struct mega {
 	const struct scenario *s;
 	const struct graph *g;
 	int64_t n, t, d;        /* devices of the stage, tensor- and data-parallel degrees */
+	int64_t t_max;          /* the largest tensor-parallel degree allowed (1: data parallel) */
 	uint8_t *split;         /* per tensor: bit k set when dimension k carries the T cut */
 	uint8_t *batch;         /* per tensor: bit k set when dimension k carries the batch */
 	enum mega_role *role;   /* per op */
@@ -82,28 +83,6 @@ static struct scenario *with_shards(struct arena *a, const struct scenario *s,
 }
 
 /* ------------------------------------------------------ data parallel */
-
-struct plan *plan_data_parallel(struct arena *a, const struct scenario *s,
-                                const struct plan_options *o, struct diag_list *diags)
-{
-	note_ignored(s, "data-parallel", diags);
-	struct scenario *none = with_shards(a, s, NULL, 0);
-	struct plan *p = none ? plan_configured(a, none, o->mode, diags) : NULL;
-	if (!p)
-		return NULL;
-	p->scenario = s;
-	for (int i = 0; i < p->graph->n_ops; i++)
-		p->ops[i].source = STRATEGY_PLANNED;
-	const struct tensor *b = batch_input(p->graph);
-	if (b && b->dims[0] % p->n_devices)
-		diag_add(diags, DIAG_WARNING, s->file, 0, NULL,
-		         "data parallel over %lld devices: the batch of input \"%s\" (%lld) does not "
-		         "split %lld ways, so the ops it reaches are replicated; set the model's batch "
-		         "(a generator's micro_batch) to a multiple of %lld",
-		         (long long)p->n_devices, b->name, (long long)b->dims[0],
-		         (long long)p->n_devices, (long long)p->n_devices);
-	return p;
-}
 
 /* ------------------------------------------ Megatron: which op does what */
 
@@ -285,7 +264,10 @@ static bool classify(struct mega *M)
 static void choose_degrees(struct mega *M)
 {
 	int64_t dps = M->s->topo->devices_per_server;
-	for (M->t = dps < M->n ? dps : M->n; M->t > 1; M->t--)
+	int64_t top = dps < M->n ? dps : M->n;
+	if (top > M->t_max)
+		top = M->t_max;
+	for (M->t = top; M->t > 1; M->t--)
 		if (dps % M->t == 0 && M->n % M->t == 0 && classify(M))
 			break;
 	if (M->t == 1)
@@ -358,6 +340,14 @@ static bool batch_splits(const struct mega *M, const struct tensor *b, struct di
 {
 	if (b->dims[0] % M->d == 0)
 		return true;
+	if (M->t_max == 1) {
+		diag_add(diags, DIAG_ERROR, M->s->file, 0, NULL,
+		         "data parallel over %lld devices must split the batch, but input \"%s\" has "
+		         "batch %lld; set the model's batch (a generator's micro_batch) to a multiple of "
+		         "%lld, or use fewer devices", (long long)M->n, b->name, (long long)b->dims[0],
+		         (long long)M->n);
+		return false;
+	}
 	diag_add(diags, DIAG_ERROR, M->s->file, 0, NULL,
 	         "megatron on %lld devices: tensor parallel %lld inside a server leaves data parallel "
 	         "of degree %lld across servers, which must split the batch, but input \"%s\" has "
@@ -382,18 +372,22 @@ static struct shard_config *synth_shards(const struct mega *M, int *n)
 	return shards;
 }
 
-struct plan *plan_megatron(struct arena *a, const struct scenario *s,
-                           const struct plan_options *o, struct diag_list *diags)
+/* Megatron's rule with tensor parallelism of at most t_max (1: every op
+ * data parallel along the batch, the model replicated). */
+static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
+                                  const struct plan_options *o, int64_t t_max,
+                                  const char *planner, struct diag_list *diags)
 {
 	const struct graph *g = s->graph;
-	struct mega M = {.a = a, .s = s, .g = g, .n = s->devices / s->training.pipeline_stages};
+	struct mega M = {.a = a, .s = s, .g = g, .n = s->devices / s->training.pipeline_stages,
+	                 .t_max = t_max};
 	const struct tensor *b = batch_input(g);
 	M.split = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
 	M.batch = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
 	M.role = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.role));
 	if (!M.split || !M.batch || !M.role)
 		return NULL;
-	note_ignored(s, "megatron", diags);
+	note_ignored(s, planner, diags);
 	choose_degrees(&M);
 	if (b && !batch_splits(&M, b, diags))
 		return NULL;
@@ -406,8 +400,21 @@ struct plan *plan_megatron(struct arena *a, const struct scenario *s,
 	if (!p)
 		return NULL;
 	p->scenario = s;
+	/* Without tensor parallelism every op follows the batch rule. */
 	for (int i = 0; i < g->n_ops; i++)
-		if (M.role[i] != MEGA_FOLLOW)
+		if (M.role[i] != MEGA_FOLLOW || t_max == 1)
 			p->ops[i].source = STRATEGY_PLANNED;
 	return p;
+}
+
+struct plan *plan_megatron(struct arena *a, const struct scenario *s,
+                           const struct plan_options *o, struct diag_list *diags)
+{
+	return megatron_plan(a, s, o, INT64_MAX, "megatron", diags);
+}
+
+struct plan *plan_data_parallel(struct arena *a, const struct scenario *s,
+                                const struct plan_options *o, struct diag_list *diags)
+{
+	return megatron_plan(a, s, o, 1, "data-parallel", diags);
 }

@@ -284,7 +284,9 @@ struct plan_options {
 	enum rec_cost rec_cost;            /* the recursive planner */
 };
 
-/* Every op data parallel over all devices (dist_op_data_parallel). */
+/* Data parallel over all devices: the model replicated, the batch split
+ * (the Megatron rule with tensor-parallel degree 1); the scenario's shard()
+ * entries are ignored. */
 struct plan *plan_data_parallel(struct arena *a, const struct scenario *s,
                                 const struct plan_options *o, struct diag_list *diags);
 /* Megatron-LM style: tensor parallel inside a server (MatMuls with weights

@@ -193,20 +193,18 @@ Test(baselines, data_parallel_ffn_cuts_the_batch_over_all_devices)
 	cr_expect_eq(D.errors, 0);
 }
 
-Test(baselines, data_parallel_warns_when_the_batch_does_not_split)
+Test(baselines, data_parallel_needs_a_batch_that_splits)
 {
-	/* FFN with micro_batch 12 on 8 devices: 12 % 8 != 0, so
-	 * dist_op_data_parallel replicates every op; the plan exists, with a
-	 * warning saying what to change. */
+	/* FFN with micro_batch 12 on 8 devices: data parallelism replicates the
+	 * model and splits the batch, and 12 rows do not split 8 ways: no plan,
+	 * an error saying what to change. */
 	struct scenario *s = generated("{\"kind\": \"ffn\", \"micro_batch\": 12, \"dtype\": \"fp32\"}",
 	                               "atlas800-910a", 8);
 	struct plan *p = plan_data_parallel(A, s, &OPT, &D);
-	cr_assert_not_null(p);
-	static const int64_t mm[] = {1, 1, 1, 1};
-	expect_cuts(p, "dense1.matmul", mm, 4);
-	cr_expect(has_diag(DIAG_WARNING, "the batch of input \"x\" (12) does not split 8 ways"));
-	cr_expect(has_diag(DIAG_WARNING, "to a multiple of 8"));
-	cr_expect_eq(D.errors, 0);
+	cr_assert_null(p);
+	cr_expect(has_diag(DIAG_ERROR, "data parallel over 8 devices must split the batch, but "
+	                               "input \"x\" has batch 12"));
+	cr_expect(has_diag(DIAG_ERROR, "to a multiple of 8"));
 }
 
 /* --------------------------------------------------- Megatron, one server */
