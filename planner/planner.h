@@ -292,7 +292,7 @@ struct plan *plan_data_parallel(struct arena *a, const struct scenario *s,
 /* Megatron-LM style: tensor parallel inside a server (MatMuls with weights
  * cut by columns then rows, attention by heads, vocabulary-parallel
  * embedding and loss) and data parallel across servers; the ops between
- * follow by propagation. */
+ * follow by propagation. The scenario's shard() entries are ignored. */
 struct plan *plan_megatron(struct arena *a, const struct scenario *s,
                            const struct plan_options *o, struct diag_list *diags);
 /* MindSpore's double-recursive strategy search (DESIGN.md), faithful with
