@@ -99,12 +99,14 @@ struct memo {
 };
 
 struct est_ctx {
-	const struct plan *p;
+	const struct graph *g;
 	const struct topology *t;
-	struct arena *scratch;   /* rank groups built here, freed at the end */
-	struct estimate *e;
-	bool *param_seen;        /* per tensor */
-	struct memo *memo;       /* MEMO_SLOTS, open addressing */
+	struct arena *scratch;   /* the context, its memo and the rank groups it builds */
+	struct estimate *e;      /* categories and memory accumulate here */
+	int64_t steps;           /* graph executions per iteration */
+	int *first_reader;       /* per tensor: the first op reading the parameter, else -1 */
+	struct memo *memo;       /* memo_slots, open addressing */
+	uint64_t memo_slots;
 	bool oom;
 };
 
@@ -136,8 +138,8 @@ static uint64_t ranks_hash(const int64_t *r, size_t n)
 static struct memo *memo_slot(struct est_ctx *c, uint64_t key)
 {
 	key |= 1; /* never 0 */
-	for (uint64_t i = 0; i < MEMO_SLOTS; i++) {
-		struct memo *m = &c->memo[(key + i) % MEMO_SLOTS];
+	for (uint64_t i = 0; i < c->memo_slots; i++) {
+		struct memo *m = &c->memo[(key + i) % c->memo_slots];
 		if (m->key == key || m->key == 0)
 			return m;
 	}
@@ -149,7 +151,7 @@ static struct memo *memo_slot(struct est_ctx *c, uint64_t key)
 /* Samples in one step batch: the generator's micro_batch, read back from
  * the model object (the graph does not record it), else dim 0 of the
  * first graph input. */
-static int64_t steps_per_iteration(const struct scenario *s, struct diag_list *diags)
+int64_t est_steps(const struct scenario *s, struct diag_list *diags)
 {
 	int64_t b = s->graph->batch > 0 ? s->graph->batch : 1, gb = s->training.global_batch;
 	if (gb < 1)
@@ -314,7 +316,7 @@ static uint32_t map_axes(const struct layout *l)
  * op's tensors use and the input's own map does not (Megatron's "f"). */
 static double input_grad_s(struct est_ctx *c, const struct dist_op *d)
 {
-	const struct graph *g = c->p->graph;
+	const struct graph *g = c->g;
 	const struct op *o = &g->ops[d->op];
 	uint32_t used = 0;
 	for (int i = 0; i < d->n_in; i++)
@@ -340,7 +342,7 @@ static double input_grad_s(struct est_ctx *c, const struct dist_op *d)
 
 static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
-	const struct op *o = &c->p->graph->ops[d->op];
+	const struct op *o = &c->g->ops[d->op];
 	const struct topo_device *dev = &c->t->device;
 	const struct bwd_kind *k = &bwd_table[o->kind];
 	eo->compute_forward_s = cost_compute_s(dev, o->dtype, d->flops_per_rank, d->bytes_per_rank,
@@ -369,14 +371,27 @@ static void op_comm(struct est_ctx *c, const struct dist_op *d, struct est_op *e
 	c->e->category_s[EST_COMM_BACKWARD] += bwd + f;
 }
 
-/* Gradient synchronisation, optimizer and memory of the op's parameters
- * that no earlier op read. grad[] lists, in input order, the parameters
- * replicated on some axis. */
-static void op_params(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+/* Is input i of op o the first read of a parameter (by op order, and not
+ * an earlier input of the same op)? */
+static bool first_read(const struct est_ctx *c, const struct op *o, int op, int i)
 {
-	const struct graph *g = c->p->graph;
+	if (c->first_reader[o->in[i]] != op)
+		return false;
+	for (int j = 0; j < i; j++)
+		if (o->in[j] == o->in[i])
+			return false;
+	return true;
+}
+
+/* Gradient synchronisation, optimizer and memory of the op's parameters
+ * that no earlier op read; returns the optimizer's seconds. grad[] lists,
+ * in input order, the parameters replicated on some axis. */
+static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+{
+	const struct graph *g = c->g;
 	const struct op *o = &g->ops[d->op];
 	struct estimate *e = c->e;
+	double opt = 0;
 	int gi = 0;
 	for (int i = 0; i < d->n_in; i++) {
 		const struct tensor *t = &g->tensors[o->in[i]];
@@ -384,9 +399,8 @@ static void op_params(struct est_ctx *c, const struct dist_op *d, struct est_op 
 			continue;
 		bool synced = layout_replica_axes(&d->in[i]) != 0;
 		const struct comm_step *gs = synced && gi < d->n_grad ? &d->grad[gi++] : NULL;
-		if (c->param_seen[o->in[i]])
+		if (!first_read(c, o, d->op, i))
 			continue;
-		c->param_seen[o->in[i]] = true;
 		double elems = (double)layout_local_elems(&d->in[i]);
 		double bytes = elems * (double)dtype_bytes(t->dtype);
 		if (gs) {
@@ -394,18 +408,47 @@ static void op_params(struct est_ctx *c, const struct dist_op *d, struct est_op 
 			eo->gradient_s += s;
 			e->category_s[EST_GRADIENT_SYNC] += s;
 		}
-		e->category_s[EST_OPTIMIZER] += elems * adam_bytes_per_elem(t->dtype) /
-		                                (c->t->device.hbm_bps * c->t->device.memory_efficiency);
+		double u = elems * adam_bytes_per_elem(t->dtype) /
+		           (c->t->device.hbm_bps * c->t->device.memory_efficiency);
+		e->category_s[EST_OPTIMIZER] += u;
+		opt += u;
 		e->param_bytes += bytes;
 		e->grad_bytes += bytes;
 		e->optimizer_bytes += elems * adam_state_per_elem(t->dtype);
 	}
+	return opt;
+}
+
+double est_op_s(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+{
+	memset(eo, 0, sizeof(*eo));
+	eo->op = d->op;
+	op_compute(c, d, eo);
+	op_comm(c, d, eo);
+	double opt = op_params(c, d, eo);
+	c->e->category_s[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
+	c->e->category_s[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
+	c->e->activation_bytes += eo->activation_bytes;
+	return (double)c->steps * (eo->compute_forward_s + eo->compute_backward_s +
+	                           eo->comm_forward_s + eo->comm_backward_s) +
+	       eo->gradient_s + opt;
+}
+
+double est_edge_s(struct est_ctx *c, const struct layout *start, const struct redist *r,
+                  struct est_op *eo)
+{
+	double fwd = 0, bwd = 0;
+	steps_s(c, r->steps, r->n_steps, start, &fwd, &bwd);
+	eo->comm_forward_s += fwd;
+	eo->comm_backward_s += bwd;
+	c->e->category_s[EST_REDISTRIBUTION] += fwd;
+	c->e->category_s[EST_COMM_BACKWARD] += bwd;
+	return (double)c->steps * (fwd + bwd);
 }
 
 /* Redistributions: forward into the consumer, mirrored in backward. */
-static void edges(struct est_ctx *c)
+static void edges(struct est_ctx *c, const struct plan *p)
 {
-	const struct plan *p = c->p;
 	for (int k = 0; k < p->n_edges; k++) {
 		const struct plan_edge *x = &p->edges[k];
 		const struct redist *r = &x->redist;
@@ -416,13 +459,7 @@ static void edges(struct est_ctx *c)
 		bool partial = first == STEP_ALLREDUCE || first == STEP_REDUCESCATTER;
 		const struct layout *start = partial ? &src->out_partial[x->producer_out]
 		                                     : &src->out[x->producer_out];
-		double fwd = 0, bwd = 0;
-		steps_s(c, r->steps, r->n_steps, start, &fwd, &bwd);
-		struct est_op *eo = &c->e->ops[x->consumer];
-		eo->comm_forward_s += fwd;
-		eo->comm_backward_s += bwd;
-		c->e->category_s[EST_REDISTRIBUTION] += fwd;
-		c->e->category_s[EST_COMM_BACKWARD] += bwd;
+		est_edge_s(c, start, r, &c->e->ops[x->consumer]);
 	}
 }
 
@@ -445,6 +482,46 @@ static void totals(struct estimate *e)
 	                             e->activation_bytes;
 }
 
+struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo_slots,
+                            struct estimate *e)
+{
+	const struct graph *g = s->graph;
+	struct arena *a = arena_new();
+	struct est_ctx *c = a ? arena_calloc(a, 1, sizeof(*c)) : NULL;
+	if (!c) {
+		arena_free(a);
+		return NULL;
+	}
+	*c = (struct est_ctx){.g = g, .t = s->topo, .scratch = a, .e = e, .steps = steps,
+	                      .memo_slots = memo_slots};
+	c->first_reader = arena_alloc(a, sizeof(int) * ((size_t)g->n_tensors + 1));
+	c->memo = arena_calloc(a, memo_slots, sizeof(*c->memo));
+	if (!c->first_reader || !c->memo) {
+		arena_free(a);
+		return NULL;
+	}
+	for (int t = 0; t < g->n_tensors; t++)
+		c->first_reader[t] = -1;
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++) {
+			int t = g->ops[i].in[j];
+			if (g->tensors[t].role == TENSOR_PARAM && c->first_reader[t] < 0)
+				c->first_reader[t] = i;
+		}
+	return c;
+}
+
+void est_ctx_free(struct est_ctx *c)
+{
+	if (c)
+		arena_free(c->scratch);
+}
+
+bool est_ctx_oom(const struct est_ctx *c)
+{
+	return c->oom;
+}
+
 bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
                    struct diag_list *diags)
 {
@@ -453,28 +530,19 @@ bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
 	memset(out, 0, sizeof(*out));
 	out->n_ops = g->n_ops;
 	out->ops = arena_calloc(a, (size_t)(g->n_ops ? g->n_ops : 1), sizeof(*out->ops));
-	struct est_ctx c = {.p = p, .t = p->scenario->topo, .scratch = arena_new(), .e = out};
-	c.param_seen = c.scratch ? arena_calloc(c.scratch, (size_t)g->n_tensors + 1, 1) : NULL;
-	c.memo = c.scratch ? arena_calloc(c.scratch, MEMO_SLOTS, sizeof(*c.memo)) : NULL;
-	if (!out->ops || !c.param_seen || !c.memo) {
-		arena_free(c.scratch);
+	int64_t steps = est_steps(p->scenario, diags);
+	struct est_ctx *c = out->ops ? est_ctx_new(p->scenario, steps, MEMO_SLOTS, out) : NULL;
+	if (!c) {
 		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory estimating the plan");
 		return false;
 	}
-	out->steps_per_iteration = steps_per_iteration(p->scenario, diags);
-	for (int i = 0; i < g->n_ops; i++) {
-		struct est_op *eo = &out->ops[i];
-		eo->op = i;
-		op_compute(&c, &p->ops[i], eo);
-		op_comm(&c, &p->ops[i], eo);
-		op_params(&c, &p->ops[i], eo);
-		out->category_s[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
-		out->category_s[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
-		out->activation_bytes += eo->activation_bytes;
-	}
-	edges(&c);
-	arena_free(c.scratch);
-	if (c.oom) {
+	out->steps_per_iteration = steps;
+	for (int i = 0; i < g->n_ops; i++)
+		est_op_s(c, &p->ops[i], &out->ops[i]);
+	edges(c, p);
+	bool oom = c->oom;
+	est_ctx_free(c);
+	if (oom) {
 		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory estimating the plan");
 		return false;
 	}

@@ -24,6 +24,32 @@ double redist_bytes(const struct layout *src, const struct layout *dst);
 /* Which output of op p is tensor t (it must be one). */
 int plan_output_index(const struct op *p, int t);
 
+/* The estimator's pricing (estimate.c): plan_estimate is built from it,
+ * and the recursive search's refinement prices candidates with it, so the
+ * two agree by construction. A context holds the topology, the steps per
+ * iteration, a memo of collective times (memo_slots entries; more make
+ * big searches faster, never different) and each parameter's first
+ * reader; categories and memory accumulate into *e. */
+struct est_ctx;
+struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo_slots,
+                            struct estimate *e);
+void est_ctx_free(struct est_ctx *c);
+/* Rank groups could not be built: the prices since are not to be trusted. */
+bool est_ctx_oom(const struct est_ctx *c);
+/* Graph executions per iteration (global batch / graph batch; a warning
+ * when it does not divide). */
+int64_t est_steps(const struct scenario *s, struct diag_list *diags);
+/* The seconds op d adds to an iteration by itself: steps x (forward and
+ * backward compute, its own forward collectives, their mirrors, the
+ * input-gradient all-reduce) + the gradient synchronisation and optimizer
+ * update of the parameters it is the first op to read. *eo is reset and
+ * filled. */
+double est_op_s(struct est_ctx *c, const struct dist_op *d, struct est_op *eo);
+/* The seconds a redistribution adds: steps x (its steps forward, from
+ * `start`, + their mirrors); added into *eo (the consumer's). */
+double est_edge_s(struct est_ctx *c, const struct layout *start, const struct redist *r,
+                  struct est_op *eo);
+
 /* Bitmask helpers. */
 static inline int axis_popcount(uint32_t m)
 {

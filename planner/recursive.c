@@ -15,13 +15,19 @@
  * cuts the label whose cost is lowest, given the choices already made at
  * this level. Costs: REC_COST_MINDSPORE, the reference's dimensionless
  * element counts; REC_COST_TOPOLOGY, seconds on the scenario's topology
- * with the level's real rank group (cost_collective_s, cost_compute_s).
+ * with the level's real rank group (cost_collective_s, cost_compute_s),
+ * then a refinement: the better (by plan_estimate) of that search and the
+ * reference's, improved op by op on the estimator's own objective
+ * (est_op_s, est_edge_s) until no op improves.
  *
  * Units: element counts (mindspore mode), seconds (topology mode), bytes.
  * Hot path: the inner loop, ops x levels x labels x neighbours; the
- * topology mode costs one group (the level's ranks) per candidate.
+ * topology mode costs one group (the level's ranks) per candidate; the
+ * refinement prices each candidate of an op against its neighbours, with
+ * decisions memoised by the op's structure and its neighbours' layouts.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "planner-int.h"
@@ -833,33 +839,568 @@ static bool build_plan(struct rec *R, struct diag_list *diags)
 	return plan_derive_edges(R->a, p, diags);
 }
 
+/* ------------------------------------------------------ the refinement */
+
+/* Topology mode, after the level-by-level search: coordinate descent on
+ * the estimator's own objective (est_op_s + est_edge_s, whose sum over
+ * ops and edges is plan_estimate's iteration_s). Each unconfigured op in
+ * topological order tries every candidate of plan_enumerate against its
+ * neighbours' current layouts and takes the least, only when strictly
+ * better; passes repeat until none improves. Three memos keep it fast on
+ * repeated layers: an edge's seconds by layout pair, an op's seconds by
+ * its structure and cuts, and a whole decision by the op's structure, its
+ * own layouts and its neighbours' layouts. Keys are two 64-bit hashes of
+ * the serialised inputs (never pointers). */
+#define REFINE_PASSES 8
+
+struct rkey {
+	uint64_t a, b;
+};
+
+static void key_add(struct rkey *k, int64_t w)
+{
+	k->a = (k->a ^ (uint64_t)w) * 1099511628211ull;
+	k->b = (k->b + (uint64_t)w + 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+	k->b ^= k->b >> 31;
+}
+
+static void key_double(struct rkey *k, double v)
+{
+	int64_t w;
+	memcpy(&w, &v, sizeof w);
+	key_add(k, w);
+}
+
+static void key_layout(struct rkey *k, const struct layout *l)
+{
+	key_add(k, l->dtype);
+	key_add(k, l->rank);
+	for (int d = 0; d < l->rank; d++)
+		key_add(k, l->shape[d]);
+	key_add(k, l->dm.n);
+	for (int x = 0; x < l->dm.n; x++)
+		key_add(k, l->dm.size[x]);
+	key_add(k, l->dm.base);
+	for (int d = 0; d < l->rank; d++) {
+		key_add(k, l->n_map[d]);
+		for (int x = 0; x < l->n_map[d]; x++)
+			key_add(k, l->map[d][x]);
+	}
+	key_add(k, l->partial);
+}
+
+struct rslot {
+	struct rkey key;
+	bool used;
+	double s;                          /* seconds */
+	int win;                           /* decisions: index into the winners, -1 keep */
+};
+
+struct rtable {
+	struct rslot *slots;
+	size_t cap, used;                  /* cap: a power of two */
+};
+
+static struct rslot *rt_find(struct rtable *t, struct rkey k)
+{
+	if (2 * (t->used + 1) > t->cap) {
+		struct rtable old = *t;
+		size_t cap = t->cap ? 2 * t->cap : 1024;
+		struct rslot *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return NULL;
+		t->slots = n;
+		t->cap = cap;
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.slots[i].used) {
+				size_t j = old.slots[i].key.a & (cap - 1);
+				while (n[j].used)
+					j = (j + 1) & (cap - 1);
+				n[j] = old.slots[i];
+			}
+		free(old.slots);
+	}
+	for (size_t i = k.a & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+		struct rslot *e = &t->slots[i];
+		if (!e->used)
+			t->used++; /* the caller fills it */
+		if (!e->used || (e->key.a == k.a && e->key.b == k.b))
+			return e;
+	}
+}
+
+/* A use of a tensor: op `op` reads it as input `in`. */
+struct ruse {
+	int op, in;
+};
+
+struct refine {
+	struct rec *R;
+	struct plan *p;
+	struct est_ctx *E;
+	struct estimate sink;              /* the estimator's categories, unused */
+	struct arena *scratch;             /* candidates of one op, emptied per op */
+	struct rtable edge, opc, dec;
+	struct dist_op *win;               /* decisions' winners, built once (op index aside) */
+	int n_win;
+	int *use_start;                    /* readers of tensor t: uses[use_start[t] .. [t+1]) */
+	struct ruse *uses;
+	struct rkey *skey;                 /* per op: its structure */
+	bool all_devices, oom;
+};
+
+static bool index_uses(struct refine *F)
+{
+	const struct graph *g = F->R->g;
+	struct arena *a = F->R->a;
+	F->use_start = arena_calloc(a, (size_t)g->n_tensors + 1, sizeof(int));
+	int *fill = arena_calloc(a, (size_t)g->n_tensors + 1, sizeof(int));
+	if (!F->use_start || !fill)
+		return false;
+	int n = 0;
+	for (int o = 0; o < g->n_ops; o++)
+		for (int j = 0; j < g->ops[o].n_in; j++, n++)
+			F->use_start[g->ops[o].in[j] + 1]++;
+	for (int t = 0; t < g->n_tensors; t++)
+		F->use_start[t + 1] += F->use_start[t];
+	F->uses = arena_calloc(a, (size_t)n + 1, sizeof(*F->uses));
+	if (!F->uses)
+		return false;
+	for (int o = 0; o < g->n_ops; o++)
+		for (int j = 0; j < g->ops[o].n_in; j++) {
+			int t = g->ops[o].in[j];
+			F->uses[F->use_start[t] + fill[t]++] = (struct ruse){o, j};
+		}
+	return true;
+}
+
+/* What an op's distributed form and price depend on, besides its cuts:
+ * kind, attributes, work, signature, and each tensor's shape, dtype and
+ * role (a parameter: whether this op reads it first, and shared). */
+static struct rkey structure_key(const struct rec *R, int op, const int *first_reader)
+{
+	const struct graph *g = R->g;
+	const struct op *o = &g->ops[op];
+	const struct op_sig *sig = &R->n[op].sig;
+	struct rkey k = {1469598103934665603ull, 0};
+	key_add(&k, o->kind);
+	key_add(&k, o->dtype);
+	key_add(&k, o->attrs.transpose_a);
+	key_add(&k, o->attrs.transpose_b);
+	key_add(&k, o->attrs.axis);
+	key_add(&k, o->attrs.n_axes);
+	key_double(&k, o->flops);
+	key_double(&k, o->bytes_read);
+	key_double(&k, o->bytes_written);
+	key_add(&k, sig->n_labels);
+	for (int l = 0; l < sig->n_labels; l++) {
+		key_add(&k, sig->size[l]);
+		key_add(&k, sig->role[l]);
+	}
+	key_add(&k, sig->rule);
+	for (int side = 0; side < 2; side++) {
+		int n = side ? o->n_out : o->n_in;
+		key_add(&k, n);
+		for (int i = 0; i < n; i++) {
+			int ti = side ? o->out[i] : o->in[i];
+			const struct tensor *t = &g->tensors[ti];
+			key_add(&k, t->role);
+			key_add(&k, t->dtype);
+			key_add(&k, t->rank);
+			key_add(&k, t->n_consumers);
+			for (int d = 0; d < t->rank; d++) {
+				key_add(&k, t->dims[d]);
+				key_add(&k, side ? sig->out[i][d] : sig->in[i][d]);
+			}
+			bool first = side == 0 && first_reader[ti] == op;
+			for (int j = 0; !side && j < i; j++)
+				first = first && o->in[j] != ti;
+			key_add(&k, t->role == TENSOR_PARAM && first);
+		}
+	}
+	return k;
+}
+
+/* Fused mode: an output whose partial sums the edge completes (plan.c). */
+static bool fused_out(const struct refine *F, const struct dist_op *d, int k)
+{
+	const struct op *o = &F->R->g->ops[d->op];
+	if (F->p->mode != REDIST_FUSED || !d->out_partial[k].partial ||
+	    F->R->g->tensors[o->out[k]].n_consumers != 1)
+		return false;
+	struct layout completed = d->out_partial[k];
+	completed.partial = 0;
+	return layout_same_placement(&completed, &d->out[k]);
+}
+
+static const struct layout *edge_src(const struct refine *F, const struct dist_op *d, int k)
+{
+	return fused_out(F, d, k) ? &d->out_partial[k] : &d->out[k];
+}
+
+/* Seconds of the edge src -> dst, remembered by the layout pair. */
+static double edge_s(struct refine *F, const struct layout *src, const struct layout *dst)
+{
+	struct rkey k = {0x811c9dc5ull, 7};
+	key_layout(&k, src);
+	key_layout(&k, dst);
+	struct rslot *e = rt_find(&F->edge, k);
+	if (e && e->used)
+		return e->s;
+	double s = 0;
+	if (!layout_same_placement(src, dst)) {
+		struct arena *a = arena_new();
+		struct diag_list quiet;
+		diag_list_init(&quiet);
+		struct redist r;
+		struct est_op eo = {0};
+		s = a && redist_derive(a, src, dst, &r, &quiet) ? est_edge_s(F->E, src, &r, &eo)
+		                                                : HUGE_VAL;
+		diag_list_free(&quiet);
+		arena_free(a);
+	}
+	if (e)
+		*e = (struct rslot){.key = k, .used = true, .s = s};
+	return s;
+}
+
+/* Seconds of op v by itself under d, remembered by structure and layouts. */
+static double op_s(struct refine *F, const struct dist_op *d)
+{
+	const struct op *o = &F->R->g->ops[d->op];
+	bool drop = false;
+	struct rkey k = F->skey[d->op];
+	key_add(&k, 0x0b);
+	for (int i = 0; i < d->n_in; i++)
+		key_layout(&k, &d->in[i]);
+	for (int j = 0; j < d->n_out; j++) {
+		key_layout(&k, &d->out_partial[j]);
+		key_layout(&k, &d->out[j]);
+		drop = drop || fused_out(F, d, j);
+	}
+	key_add(&k, drop ? 0 : d->n_comm);
+	key_add(&k, d->n_grad);
+	key_double(&k, d->flops_per_rank);
+	key_double(&k, d->bytes_per_rank);
+	(void)o;
+	struct rslot *e = rt_find(&F->opc, k);
+	if (e && e->used)
+		return e->s;
+	struct dist_op dd = *d;
+	if (drop)
+		dd.n_comm = 0;
+	struct est_op eo;
+	double s = est_op_s(F->E, &dd, &eo);
+	if (e)
+		*e = (struct rslot){.key = k, .used = true, .s = s};
+	return s;
+}
+
+/* Op v under d with its neighbours as they are: its own seconds and those
+ * of the redistributions on its edges. */
+static double cand_s(struct refine *F, int v, const struct dist_op *d)
+{
+	const struct graph *g = F->R->g;
+	const struct op *o = &g->ops[v];
+	double s = op_s(F, d);
+	for (int j = 0; j < o->n_in; j++) {
+		int t = o->in[j], prod = g->tensors[t].producer;
+		if (prod >= 0)
+			s += edge_s(F, edge_src(F, &F->p->ops[prod], plan_output_index(&g->ops[prod], t)),
+			            &d->in[j]);
+	}
+	for (int k = 0; k < o->n_out; k++) {
+		int t = o->out[k];
+		for (int u = F->use_start[t]; u < F->use_start[t + 1]; u++)
+			s += edge_s(F, edge_src(F, d, k), &F->p->ops[F->uses[u].op].in[F->uses[u].in]);
+	}
+	return s;
+}
+
+/* Every other reader of a parameter of v reads it in d's placement. */
+static bool params_agree(const struct refine *F, int v, const struct dist_op *d)
+{
+	const struct graph *g = F->R->g;
+	const struct op *o = &g->ops[v];
+	for (int j = 0; j < o->n_in; j++) {
+		int t = o->in[j];
+		if (g->tensors[t].role != TENSOR_PARAM || g->tensors[t].n_consumers < 2)
+			continue;
+		for (int u = F->use_start[t]; u < F->use_start[t + 1]; u++)
+			if (F->uses[u].op != v &&
+			    !layout_same_placement(&F->p->ops[F->uses[u].op].in[F->uses[u].in], &d->in[j]))
+				return false;
+	}
+	return true;
+}
+
+/* The decision's key: the op's structure, its own layouts, its
+ * neighbours' layouts and the placements its shared parameters must keep. */
+static struct rkey decision_key(const struct refine *F, int v)
+{
+	const struct graph *g = F->R->g;
+	const struct op *o = &g->ops[v];
+	const struct dist_op *d = &F->p->ops[v];
+	struct rkey k = F->skey[v];
+	key_add(&k, 0xdec);
+	for (int i = 0; i < d->n_in; i++)
+		key_layout(&k, &d->in[i]);
+	for (int j = 0; j < d->n_out; j++)
+		key_layout(&k, &d->out_partial[j]);
+	for (int j = 0; j < o->n_in; j++) {
+		int t = o->in[j], prod = g->tensors[t].producer;
+		if (prod >= 0)
+			key_layout(&k, edge_src(F, &F->p->ops[prod], plan_output_index(&g->ops[prod], t)));
+		for (int u = F->use_start[t]; g->tensors[t].role == TENSOR_PARAM &&
+		                                u < F->use_start[t + 1]; u++)
+			if (F->uses[u].op != v)
+				key_layout(&k, &F->p->ops[F->uses[u].op].in[F->uses[u].in]);
+	}
+	for (int j = 0; j < o->n_out; j++) {
+		int t = o->out[j];
+		for (int u = F->use_start[t]; u < F->use_start[t + 1]; u++)
+			key_layout(&k, &F->p->ops[F->uses[u].op].in[F->uses[u].in]);
+	}
+	return k;
+}
+
+/* The best candidate for v, or -1 when none beats its current strategy. */
+static int best_candidate(struct refine *F, int v, const struct strategy *cand, int n)
+{
+	struct diag_list quiet;
+	diag_list_init(&quiet);
+	double best = cand_s(F, v, &F->p->ops[v]);
+	int win = -1;
+	for (int i = 0; i < n; i++) {
+		struct dist_op d;
+		if (!dist_op_from_cuts(F->scratch, F->R->g, v,
+		                       (const int64_t(*)[GRAPH_MAX_RANK])cand[i].cuts, F->R->P, &d,
+		                       &quiet) ||
+		    !params_agree(F, v, &d))
+			continue;
+		double s = cand_s(F, v, &d);
+		if (s < best - 1e-12 * best) {
+			best = s;
+			win = i;
+		}
+	}
+	diag_list_free(&quiet);
+	return win;
+}
+
+/* Builds the winning strategy of op v into the plan's arena; its index,
+ * or -1 (with F->oom when memory ran out). */
+static int add_winner(struct refine *F, int v, const struct strategy *st)
+{
+	struct diag_list quiet;
+	diag_list_init(&quiet);
+	struct dist_op d;
+	bool ok = dist_op_from_cuts(F->R->a, F->R->g, v, (const int64_t(*)[GRAPH_MAX_RANK])st->cuts,
+	                            F->R->P, &d, &quiet);
+	diag_list_free(&quiet);
+	struct dist_op *grown = ok ? arena_grow(F->R->a, F->win, (size_t)F->n_win,
+	                                        (size_t)F->n_win + 1, sizeof(*grown)) : NULL;
+	if (!grown) {
+		F->oom = ok;
+		return -1;
+	}
+	d.source = STRATEGY_PLANNED;
+	d.from_op = -1;
+	grown[F->n_win] = d;
+	F->win = grown;
+	return F->n_win++;
+}
+
+/* Refines op v; true when its strategy changed. */
+static bool refine_op(struct refine *F, int v)
+{
+	struct rkey k = decision_key(F, v);
+	struct rslot *e = rt_find(&F->dec, k);
+	int win;
+	if (e && e->used) {
+		win = e->win;
+	} else {
+		F->scratch = arena_new();
+		if (!F->scratch) {
+			F->oom = true;
+			return false;
+		}
+		struct strategy *cand;
+		int n = plan_enumerate(F->scratch, F->R->g, v, F->R->P, F->all_devices, &cand);
+		int i = best_candidate(F, v, cand, n);
+		win = i >= 0 ? add_winner(F, v, &cand[i]) : -1;
+		if (e)
+			*e = (struct rslot){.key = k, .used = true, .win = win};
+		arena_free(F->scratch);
+		F->scratch = NULL;
+	}
+	if (win < 0)
+		return false;
+	/* Ops of one structure share the winner's layouts and steps: nothing
+	 * downstream writes into them. */
+	F->p->ops[v] = F->win[win];
+	F->p->ops[v].op = v;
+	return true;
+}
+
+static bool refine_init(struct refine *F, struct rec *R, struct plan *p)
+{
+	memset(F, 0, sizeof(*F));
+	F->R = R;
+	F->p = p;
+	F->all_devices = R->s->propagation.all_devices;
+	struct diag_list quiet;
+	diag_list_init(&quiet);
+	int64_t steps = est_steps(R->s, &quiet);
+	diag_list_free(&quiet);
+	F->E = est_ctx_new(R->s, steps, (size_t)1 << 16, &F->sink);
+	F->skey = arena_alloc(R->a, sizeof(*F->skey) * ((size_t)R->g->n_ops + 1));
+	if (!F->E || !F->skey || !index_uses(F))
+		return false;
+	/* The first reader of each parameter: the op its uses list starts with. */
+	int *first = arena_alloc(R->a, sizeof(int) * ((size_t)R->g->n_tensors + 1));
+	if (!first)
+		return false;
+	for (int t = 0; t < R->g->n_tensors; t++)
+		first[t] = F->use_start[t] < F->use_start[t + 1] ? F->uses[F->use_start[t]].op : -1;
+	for (int i = 0; i < R->g->n_ops; i++)
+		F->skey[i] = structure_key(R, i, first);
+	return true;
+}
+
+static void refine_free(struct refine *F)
+{
+	est_ctx_free(F->E);
+	arena_free(F->scratch);
+	free(F->edge.slots);
+	free(F->opc.slots);
+	free(F->dec.slots);
+}
+
+/* Coordinate descent on p's ops (their edges are re-derived afterwards). */
+static bool refine(struct rec *R, struct plan *p)
+{
+	struct refine F;
+	bool ok = refine_init(&F, R, p);
+	for (int pass = 0; ok && pass < REFINE_PASSES; pass++) {
+		bool changed = false;
+		for (int v = 0; ok && v < R->g->n_ops; v++) {
+			if (R->n[v].fixed)
+				continue;
+			changed = refine_op(&F, v) || changed;
+			ok = !F.oom;
+		}
+		if (!changed)
+			break;
+	}
+	ok = ok && !est_ctx_oom(F.E);
+	refine_free(&F);
+	return ok;
+}
+
+/* ------------------------------------------------------ the two searches */
+
+/* One level-by-level search in R's mode, built into a copy of the
+ * configured plan. */
+static struct plan *search_plan(struct rec *R, const struct plan *configured, bool across,
+                                struct diag_list *diags)
+{
+	struct plan *p = arena_alloc(R->a, sizeof(*p));
+	struct dist_op *ops = arena_alloc(R->a, sizeof(*ops) * ((size_t)R->g->n_ops + 1));
+	if (!p || !ops)
+		return NULL;
+	*p = *configured;
+	memcpy(ops, configured->ops, sizeof(*ops) * (size_t)R->g->n_ops);
+	p->ops = ops;
+	p->edges = NULL;
+	p->n_edges = 0;
+	R->plan = p;
+	level_strides(R, across);
+	reset_nodes(R);
+	search(R);
+	assign_elementwise(R);
+	fix_ups(R);
+	return build_plan(R, diags) ? p : NULL;
+}
+
+/* Topology mode tries both placements of the levels and keeps the order
+ * whose search total is cheaper; the reference has a single order. */
+static bool across_first(struct rec *R)
+{
+	if (R->mode != REC_COST_TOPOLOGY || R->t->servers <= 1 || R->P <= R->t->devices_per_server)
+		return true;
+	level_strides(R, false);
+	reset_nodes(R);
+	search(R);
+	double inside_first = R->total;
+	level_strides(R, true);
+	reset_nodes(R);
+	search(R);
+	return R->total <= inside_first;
+}
+
+/* plan_estimate's iteration time, +inf when it fails. */
+static double iteration_s(const struct plan *p)
+{
+	struct arena *a = arena_new();
+	struct diag_list quiet;
+	diag_list_init(&quiet);
+	struct estimate e;
+	double s = a && plan_estimate(a, p, &e, &quiet) ? e.iteration_s : HUGE_VAL;
+	diag_list_free(&quiet);
+	arena_free(a);
+	return s;
+}
+
+/* A copy of p's ops (the refinement changes them in place). */
+static struct plan *plan_copy(struct arena *a, const struct plan *p)
+{
+	struct plan *c = arena_alloc(a, sizeof(*c));
+	struct dist_op *ops = arena_alloc(a, sizeof(*ops) * ((size_t)p->graph->n_ops + 1));
+	if (!c || !ops)
+		return NULL;
+	*c = *p;
+	memcpy(ops, p->ops, sizeof(*ops) * (size_t)p->graph->n_ops);
+	c->ops = ops;
+	return c;
+}
+
+/* Topology mode: the better start (by the estimate) of the topology and
+ * the reference search, refined; never worse than the start. */
+static struct plan *topology_plan(struct rec *R, const struct plan *configured,
+                                  struct diag_list *diags)
+{
+	struct plan *tp = search_plan(R, configured, across_first(R), diags);
+	if (!tp)
+		return NULL;
+	R->mode = REC_COST_MINDSPORE;
+	struct plan *ms = search_plan(R, configured, true, diags);
+	R->mode = REC_COST_TOPOLOGY;
+	if (!ms)
+		return NULL;
+	double t_s = iteration_s(tp), m_s = iteration_s(ms);
+	struct plan *start = m_s < t_s ? ms : tp;
+	double start_s = m_s < t_s ? m_s : t_s;
+	struct plan *p = plan_copy(R->a, start);
+	if (!p || !refine(R, p))
+		return start;
+	p->edges = NULL;
+	p->n_edges = 0;
+	if (!plan_derive_edges(R->a, p, diags))
+		return NULL;
+	return iteration_s(p) <= start_s ? p : start;
+}
+
 struct plan *plan_recursive(struct arena *a, const struct scenario *s,
                             const struct plan_options *o, struct diag_list *diags)
 {
 	struct rec R;
 	if (!rec_init(&R, a, s, o, diags))
 		return NULL;
-	/* Topology mode tries both placements of the levels and keeps the
-	 * cheaper search; the reference has a single order. */
-	bool across = true;
-	if (R.mode == REC_COST_TOPOLOGY && R.t->servers > 1 && R.P > R.t->devices_per_server) {
-		level_strides(&R, false);
-		reset_nodes(&R);
-		search(&R);
-		double inside_first = R.total;
-		level_strides(&R, true);
-		reset_nodes(&R);
-		search(&R);
-		across = R.total <= inside_first;
-	}
-	level_strides(&R, across);
-	reset_nodes(&R);
-	search(&R);
-	assign_elementwise(&R);
-	fix_ups(&R);
-	if (!build_plan(&R, diags))
-		return NULL;
-	return R.plan;
+	const struct plan *configured = R.plan;
+	if (R.mode == REC_COST_TOPOLOGY)
+		return topology_plan(&R, configured, diags);
+	return search_plan(&R, configured, true, diags);
 }
 
 /* ------------------------------------------------------ plan_rec_cost */
