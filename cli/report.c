@@ -142,7 +142,6 @@ static const char *groups_text(char *buf, size_t size, const struct rank_groups 
 	struct sbuf b = {buf, size, 0};
 	buf[0] = '\0';
 	for (int i = 0; i < g->n_groups && i < SHOWN; i++) {
-		const int64_t *r = g->ranks + (size_t)i * (size_t)g->size;
 		sb_add(&b, "%s{", i ? " " : "");
 		for (int k = 0; k < g->size; k++) {
 			/* A long group: its first ranks, then its last. */
@@ -150,7 +149,7 @@ static const char *groups_text(char *buf, size_t size, const struct rank_groups 
 				sb_add(&b, ",...");
 				k = g->size - 1;
 			}
-			sb_add(&b, "%s%" PRId64, k ? "," : "", r[k]);
+			sb_add(&b, "%s%" PRId64, k ? "," : "", rank_groups_rank(g, i, k));
 		}
 		sb_add(&b, "}");
 	}
@@ -413,8 +412,12 @@ static cJSON *json_map(const struct layout *l)
 static cJSON *json_groups(const struct rank_groups *g)
 {
 	cJSON *a = cJSON_CreateArray();
-	for (int i = 0; i < g->n_groups; i++)
-		cJSON_AddItemToArray(a, int_array(g->ranks + (size_t)i * (size_t)g->size, g->size));
+	for (int i = 0; i < g->n_groups; i++) {
+		cJSON *r = cJSON_CreateArray();
+		for (int k = 0; k < g->size; k++)
+			cJSON_AddItemToArray(r, cJSON_CreateNumber((double)rank_groups_rank(g, i, k)));
+		cJSON_AddItemToArray(a, r);
+	}
 	return a;
 }
 

@@ -314,7 +314,7 @@ static bool allreduce(struct arena *a, const struct devmat *dm, uint32_t mask, d
 	st->kind = STEP_ALLREDUCE;
 	st->reduce = red;
 	st->dim = st->to_dim = -1;
-	if (!devmat_groups(a, dm, axes, n, &st->groups))
+	if (!devmat_groups(dm, axes, n, &st->groups))
 		return false;
 	double s = st->groups.size;
 	st->bytes_per_device = 2 * (s - 1) / s * bytes;

@@ -98,6 +98,14 @@ struct memo {
 	double s;
 };
 
+/* The time lines of a collective's groups (cost_groups_lines), which hold
+ * for every message size: the groups are costed once, not once per size. */
+struct line_memo {
+	uint64_t key;            /* 0: empty */
+	int n;                   /* -1: too many shapes to remember */
+	struct cost_line line[4];
+};
+
 struct est_ctx {
 	const struct graph *g;
 	const struct topology *t;
@@ -107,6 +115,7 @@ struct est_ctx {
 	int *first_reader;       /* per tensor: the first op reading the parameter, else -1 */
 	struct memo *memo;       /* memo_slots, open addressing */
 	uint64_t memo_slots;
+	struct line_memo *lines; /* memo_slots: a step's cost lines by its groups */
 	bool oom;
 };
 
@@ -121,16 +130,6 @@ static uint64_t mix_double(uint64_t h, double v)
 	uint64_t u;
 	memcpy(&u, &v, sizeof u);
 	return mix(h, u);
-}
-
-/* A hash of a rank list with no chain between elements (each rank times
- * its own odd multiplier), so that long groups hash at memory speed. */
-static uint64_t ranks_hash(const int64_t *r, size_t n)
-{
-	uint64_t h = 0;
-	for (size_t i = 0; i < n; i++)
-		h += (uint64_t)r[i] * (((uint64_t)i * 0x9e3779b97f4a7c15u) | 1);
-	return h;
 }
 
 /* The slot of a key: where it is, or the empty slot it would take; NULL
@@ -175,27 +174,29 @@ static double groups_s(struct est_ctx *c, enum step_kind kind, const struct rank
 {
 	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
 		return 0;
-	/* Groups come from devmat_groups: translates of the first group over
-	 * the matrix, so the first group (in order) and the count fix them
-	 * all; the last group's ends are hashed as well. */
-	size_t n = (size_t)g->size, end = (size_t)g->n_groups * n - 1;
-	uint64_t key = mix(mix(mix_double(mix(0, (uint64_t)kind), bytes), n),
-	                   (uint64_t)g->n_groups);
-	key = mix(mix(mix(key, ranks_hash(g->ranks, n)), (uint64_t)g->ranks[end - n + 1]),
-	          (uint64_t)g->ranks[end]);
-	struct memo *m = memo_slot(c, key);
-	if (m && m->key)
-		return m->s;
-	double worst = 0;
-	for (int k = 0; k < g->n_groups; k++) {
-		double s = cost_collective_s(c->t, kind, g->ranks + (size_t)k * (size_t)g->size,
-		                             g->size, bytes);
-		if (s > worst)
-			worst = s;
+	/* Groups are a description (device matrix, axes): hash that. */
+	uint64_t key = mix(mix(mix(0, (uint64_t)kind), (uint64_t)g->size), (uint64_t)g->n_groups);
+	key = mix(mix(key, (uint64_t)g->dm.base), (uint64_t)g->dm.n);
+	for (int k = 0; k < g->dm.n; k++)
+		key = mix(key, (uint64_t)g->dm.size[k]);
+	for (int k = 0; k < g->n_axes; k++)
+		key = mix(key, 0x100 + (uint64_t)g->axes[k]);
+	key |= 1;
+	struct line_memo *m = NULL;
+	for (uint64_t i = 0; i < c->memo_slots && !m; i++) {
+		struct line_memo *x = &c->lines[(key + i) % c->memo_slots];
+		if (x->key == key || x->key == 0)
+			m = x;
 	}
+	if (m && m->key == key)
+		return m->n >= 0 ? cost_lines_max(m->line, m->n, bytes)
+		                 : cost_groups_s(c->t, kind, g, bytes);
+	struct line_memo fresh = {.key = key};
+	fresh.n = cost_groups_lines(c->t, kind, g, fresh.line, (int)SL_COUNTOF(fresh.line));
 	if (m)
-		*m = (struct memo){key | 1, worst};
-	return worst;
+		*m = fresh;
+	return fresh.n >= 0 ? cost_lines_max(fresh.line, fresh.n, bytes)
+	                    : cost_groups_s(c->t, kind, g, bytes);
 }
 
 /* cost_step_s through the memo: S is the whole gathered tensor for
@@ -227,7 +228,7 @@ static double axes_s(struct est_ctx *c, enum step_kind kind, const struct devmat
 	if (m && m->key)
 		return m->s;
 	struct rank_groups rg;
-	if (!devmat_groups(c->scratch, dm, axes, n, &rg)) {
+	if (!devmat_groups(dm, axes, n, &rg)) {
 		c->oom = true;
 		return 0;
 	}
@@ -496,7 +497,8 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	                      .memo_slots = memo_slots};
 	c->first_reader = arena_alloc(a, sizeof(int) * ((size_t)g->n_tensors + 1));
 	c->memo = arena_calloc(a, memo_slots, sizeof(*c->memo));
-	if (!c->first_reader || !c->memo) {
+	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
+	if (!c->first_reader || !c->memo || !c->lines) {
 		arena_free(a);
 		return NULL;
 	}

@@ -56,8 +56,7 @@ int64_t devmat_rank(const struct devmat *dm, const int64_t coord[PLAN_MAX_AXES])
 	return dm->base + r;
 }
 
-bool devmat_groups(struct arena *a, const struct devmat *dm, const int *axes, int n_axes,
-                   struct rank_groups *out)
+bool devmat_groups(const struct devmat *dm, const int *axes, int n_axes, struct rank_groups *out)
 {
 	memset(out, 0, sizeof(*out));
 	int64_t size = 1;
@@ -66,38 +65,47 @@ bool devmat_groups(struct arena *a, const struct devmat *dm, const int *axes, in
 		SL_ASSERT(axes[k] >= 0 && axes[k] < dm->n && !in_group[axes[k]]);
 		in_group[axes[k]] = true;
 		size *= dm->size[axes[k]];
+		out->axes[k] = (int8_t)axes[k];
 	}
 	int64_t n_groups = dm->n_devices / size;
 	if (size > INT32_MAX || n_groups > INT32_MAX)
 		return false;
 	out->size = (int)size;
 	out->n_groups = (int)n_groups;
-	out->ranks = arena_calloc(a, (size_t)dm->n_devices, sizeof(int64_t));
-	if (!out->ranks)
-		return false;
-	/* Walk the "other" coordinates in row-major order (so groups come out
-	 * ordered by first rank), and inside a group the group's axes in the
-	 * order given. */
-	int64_t coord[PLAN_MAX_AXES] = {0};
-	int64_t *r = out->ranks;
-	for (int64_t g = 0; g < n_groups; g++) {
-		int64_t rest = g;
-		for (int i = dm->n - 1; i >= 0; i--) {
-			if (in_group[i])
-				continue;
-			coord[i] = rest % dm->size[i];
-			rest /= dm->size[i];
-		}
-		for (int64_t m = 0; m < size; m++) {
-			int64_t x = m;
-			for (int k = n_axes - 1; k >= 0; k--) {
-				coord[axes[k]] = x % dm->size[axes[k]];
-				x /= dm->size[axes[k]];
-			}
-			*r++ = devmat_rank(dm, coord);
-		}
-	}
+	out->dm = *dm;
+	out->n_axes = n_axes;
 	return true;
+}
+
+int64_t rank_groups_rank(const struct rank_groups *g, int group, int member)
+{
+	SL_ASSERT(group >= 0 && group < g->n_groups && member >= 0 && member < g->size);
+	const struct devmat *dm = &g->dm;
+	bool in_group[PLAN_MAX_AXES] = {false};
+	int64_t coord[PLAN_MAX_AXES] = {0};
+	for (int k = 0; k < g->n_axes; k++)
+		in_group[g->axes[k]] = true;
+	/* The other axes count groups row-major (so groups come ordered by
+	 * their first rank); the group's axes count members in the order given. */
+	int64_t rest = group;
+	for (int i = dm->n - 1; i >= 0; i--) {
+		if (in_group[i])
+			continue;
+		coord[i] = rest % dm->size[i];
+		rest /= dm->size[i];
+	}
+	int64_t x = member;
+	for (int k = g->n_axes - 1; k >= 0; k--) {
+		coord[g->axes[k]] = x % dm->size[g->axes[k]];
+		x /= dm->size[g->axes[k]];
+	}
+	return devmat_rank(dm, coord);
+}
+
+void rank_groups_members(const struct rank_groups *g, int group, int64_t *out)
+{
+	for (int m = 0; m < g->size; m++)
+		out[m] = rank_groups_rank(g, group, m);
 }
 
 /* ----------------------------------------------------------------- layouts */

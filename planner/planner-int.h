@@ -50,6 +50,20 @@ double est_op_s(struct est_ctx *c, const struct dist_op *d, struct est_op *eo);
 double est_edge_s(struct est_ctx *c, const struct layout *start, const struct redist *r,
                   struct est_op *eo);
 
+/* A collective's time as a line in its message S: fixed_s + per_byte_s x S
+ * (every formula of cost.c is linear in S). */
+struct cost_line {
+	double fixed_s, per_byte_s;
+};
+struct cost_line cost_collective_line(const struct topology *t, enum step_kind kind,
+                                      const int64_t *ranks, int n);
+/* The distinct lines of a step's groups (groups of one shape share one),
+ * at most max; -1 when there are more. */
+int cost_groups_lines(const struct topology *t, enum step_kind kind, const struct rank_groups *g,
+                      struct cost_line *lines, int max);
+/* The slowest of those lines at S bytes. */
+double cost_lines_max(const struct cost_line *lines, int n, double bytes);
+
 /* Bitmask helpers. */
 static inline int axis_popcount(uint32_t m)
 {

@@ -46,12 +46,6 @@ struct devmat {
 	int64_t n_devices;                /* product of sizes */
 };
 
-struct rank_groups {
-	int n_groups;
-	int size;                         /* ranks per group */
-	int64_t *ranks;                   /* n_groups * size, each group in collective order */
-};
-
 struct layout {
 	struct devmat dm;
 	enum dtype dtype;
@@ -70,11 +64,25 @@ bool devmat_init(struct devmat *dm, int n, const int64_t *sizes, const char *con
 void devmat_coords(const struct devmat *dm, int64_t rank, int64_t coord[PLAN_MAX_AXES]);
 int64_t devmat_rank(const struct devmat *dm, const int64_t coord[PLAN_MAX_AXES]);
 
-/* The groups of ranks that differ only in the given axes (listed major
- * first; a group's ranks are ordered by those axes' coordinates, row-major),
- * groups ordered by their first rank. */
-bool devmat_groups(struct arena *a, const struct devmat *dm, const int *axes, int n_axes,
-                   struct rank_groups *out);
+/* The groups of ranks that differ only in some axes of a device matrix: a
+ * description, not a list (at 8,192 ranks the lists of a plan's
+ * collectives would take gigabytes); rank_groups_rank computes any member.
+ * A group's ranks are ordered by the axes' coordinates (the axes listed
+ * major first, row-major); groups are ordered by their first rank. */
+struct rank_groups {
+	int n_groups;
+	int size;                         /* ranks per group */
+	struct devmat dm;
+	int n_axes;
+	int8_t axes[PLAN_MAX_AXES];
+};
+
+/* False when a count does not fit an int. */
+bool devmat_groups(const struct devmat *dm, const int *axes, int n_axes, struct rank_groups *out);
+/* Rank `member` of group `group` (0 <= group < n_groups, 0 <= member < size). */
+int64_t rank_groups_rank(const struct rank_groups *g, int group, int member);
+/* All ranks of one group, in collective order, into out[size]. */
+void rank_groups_members(const struct rank_groups *g, int group, int64_t *out);
 
 /* A layout of a tensor of this shape with nothing split (maps filled by the
  * caller). */
@@ -120,7 +128,7 @@ struct comm_step {
 	int dim;                          /* dimension gathered, scattered or sliced; -1 if none */
 	int to_dim;                       /* AllToAll: the dimension that becomes split */
 	bool concat;                      /* AllGather: a Concat on `dim` follows (dim != 0) */
-	struct rank_groups groups;        /* empty for Slice and Reshape */
+	struct rank_groups groups;        /* none (0 groups) for Slice and Reshape */
 	double bytes_per_device;          /* sent by each device of a group */
 	struct layout after;              /* the tensor's layout after this step */
 	const char *why;                  /* a short reason, for reports */
@@ -327,6 +335,9 @@ double cost_step_s(const struct topology *t, const struct comm_step *st);
  * ReduceScatter: the whole gathered tensor). */
 double cost_collective_s(const struct topology *t, enum step_kind kind, const int64_t *ranks,
                          int n, double bytes);
+/* The slowest of a step's groups, each costed as cost_collective_s. */
+double cost_groups_s(const struct topology *t, enum step_kind kind, const struct rank_groups *g,
+                     double bytes);
 /* Roofline time of an op's work on one device: max(FLOPs / (peak of the
  * dtype x matmul efficiency), bytes / (HBM bandwidth x memory
  * efficiency)). A dtype without a peak uses the device's fastest floating

@@ -499,7 +499,7 @@ static bool step_fill(struct arena *a, struct comm_step *st, const struct layout
 	memset(&st->groups, 0, sizeof(st->groups));
 	if (!groups)
 		return true;
-	if (kind != STEP_SLICE && !devmat_groups(a, &before->dm, axes, n_axes, &st->groups))
+	if (kind != STEP_SLICE && !devmat_groups(&before->dm, axes, n_axes, &st->groups))
 		return false;
 	st->why = step_why(a, st, g, note);
 	return st->why != NULL;

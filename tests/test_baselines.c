@@ -93,7 +93,7 @@ static void expect_group(const struct comm_step *st, int g, int size, int64_t fi
 	cr_assert_lt(g, st->groups.n_groups);
 	cr_assert_eq(st->groups.size, size, "group size %d, expected %d", st->groups.size, size);
 	for (int r = 0; r < size; r++)
-		cr_expect_eq(st->groups.ranks[(size_t)g * (size_t)size + (size_t)r], first + r * stride,
+		cr_expect_eq(rank_groups_rank(&st->groups, g, r), first + r * stride,
 		             "group %d rank %d", g, r);
 }
 

@@ -439,3 +439,51 @@ Test(estimate, cli_usage_and_help)
 	cr_assert_not_null(strstr(out, "mlp.fc1.matmul"));
 	free(out);
 }
+
+/* cost_groups_s costs one group per position in the topology's period
+ * (a server times the servers after which leaves repeat) and trusts that a
+ * group moved by whole periods costs the same. Check that against costing
+ * every group, for several device matrices, axes and kinds on two fabrics. */
+Test(estimate, group_costs_agree_with_every_group)
+{
+	struct arena *a = arena_new();
+	static const char *const names[] = {"atlas800t-a2-910b-x16", "dgx-a100-x128"};
+	static const enum step_kind kinds[] = {STEP_ALLREDUCE, STEP_ALLGATHER, STEP_ALLTOALL};
+	static const int64_t shapes[][4] = {{16, 8, 1, 1}, {2, 8, 4, 2}, {4, 4, 4, 2}, {128, 1, 1, 1}};
+	static const int axes_sets[][2] = {{0, -1}, {1, -1}, {2, 3}, {0, 2}, {3, 1}};
+	for (size_t ti = 0; ti < 2; ti++) {
+		struct topology *t = topo(a, names[ti]);
+		for (size_t si = 0; si < 4; si++) {
+			int64_t sizes[4];
+			int64_t n = 1;
+			for (int k = 0; k < 4; k++)
+				n *= sizes[k] = shapes[si][k];
+			/* Scale the last axis so the matrix covers the whole cluster. */
+			sizes[3] *= t->n_devices / n;
+			struct devmat dm;
+			cr_assert(devmat_init(&dm, 4, sizes, NULL, 0));
+			for (size_t ai = 0; ai < 5; ai++) {
+				int axes[2], na = 0;
+				for (int k = 0; k < 2; k++)
+					if (axes_sets[ai][k] >= 0)
+						axes[na++] = axes_sets[ai][k];
+				struct rank_groups g;
+				cr_assert(devmat_groups(&dm, axes, na, &g));
+				int64_t *r = malloc((size_t)g.size * sizeof(*r));
+				for (size_t ki = 0; ki < 3; ki++) {
+					double worst = 0, bytes = 1 << 20;
+					for (int k = 0; k < g.n_groups; k++) {
+						rank_groups_members(&g, k, r);
+						double s = cost_collective_s(t, kinds[ki], r, g.size, bytes);
+						worst = s > worst ? s : worst;
+					}
+					double got = cost_groups_s(t, kinds[ki], &g, bytes);
+					cr_expect(fabs(got - worst) <= 1e-12 * worst, "%s shape %zu axes %zu kind %zu: "
+					          "%.15g, every group %.15g", names[ti], si, ai, ki, got, worst);
+				}
+				free(r);
+			}
+		}
+	}
+	arena_free(a);
+}

@@ -269,7 +269,7 @@ Test(propagate, seed000_ffn_golden)
 	const struct rank_groups *g = &mm2->comm[0].groups;
 	cr_assert_eq(g->size, 4);
 	for (int r = 0; r < 4; r++)
-		cr_expect_eq(g->ranks[r], r);
+		cr_expect_eq(rank_groups_rank(g, 0, r), r);
 
 	/* Why dense2.add takes ((2,4),(4)): the MatMul hands on Y rows split
 	 * 2 ways (ranks 0-3 rows 0-31) and columns whole, so (8,1), (4,2) and

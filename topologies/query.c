@@ -43,20 +43,25 @@ int topo_tier_between(const struct topology *t, int64_t a, int64_t b)
 
 /* ----------------------------------------------------------------- paths */
 
-static void hop(struct topo_path *p, double bps, double lat_s, const char *fmt, ...)
+/* Adds a hop; its name is formatted only when `named` (cost queries ask
+ * for the figures alone, per rank pair, and formatting dominated them). */
+static void hop(struct topo_path *p, bool named, double bps, double lat_s, const char *fmt, ...)
 #if defined(__GNUC__)
-	__attribute__((format(printf, 4, 5)))
+	__attribute__((format(printf, 5, 6)))
 #endif
 	;
 
-static void hop(struct topo_path *p, double bps, double lat_s, const char *fmt, ...)
+static void hop(struct topo_path *p, bool named, double bps, double lat_s, const char *fmt, ...)
 {
 	SL_ASSERT(p->n_hops < TOPO_MAX_HOPS);
 	struct topo_hop *h = &p->hops[p->n_hops++];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(h->what, sizeof(h->what), fmt, ap);
-	va_end(ap);
+	h->what[0] = '\0';
+	if (named) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(h->what, sizeof(h->what), fmt, ap);
+		va_end(ap);
+	}
 	h->bandwidth_bps = bps;
 	h->latency_s = lat_s;
 	if (bps < p->bottleneck_bps)
@@ -64,17 +69,18 @@ static void hop(struct topo_path *p, double bps, double lat_s, const char *fmt, 
 	p->latency_s += lat_s;
 }
 
-static void path_in_server(const struct topology *t, int la, int lb, struct topo_path *p)
+static void path_in_server(const struct topology *t, int la, int lb, struct topo_path *p,
+                           bool named)
 {
 	const struct topo_tier *tier = &t->tiers[p->tier];
 	if (tier->kind == TOPO_TIER_MESH) {
-		hop(p, tier->bandwidth_bps, tier->latency_s, "%s link %d-%d", tier->name, la, lb);
+		hop(p, named, tier->bandwidth_bps, tier->latency_s, "%s link %d-%d", tier->name, la, lb);
 	} else {
-		hop(p, tier->bandwidth_bps, tier->latency_s, "%s port %d", tier->name, la);
-		hop(p, tier->bandwidth_bps, 0, "%s port %d", tier->name, lb);
+		hop(p, named, tier->bandwidth_bps, tier->latency_s, "%s port %d", tier->name, la);
+		hop(p, named, tier->bandwidth_bps, 0, "%s port %d", tier->name, lb);
 	}
 	if (tier->shared_bps > 0)
-		hop(p, tier->shared_bps, 0, "%s shared", tier->name);
+		hop(p, named, tier->shared_bps, 0, "%s shared", tier->name);
 }
 
 /* Leaf switch of a NIC (server s, local NIC k). Fat tree: global NIC index
@@ -88,23 +94,24 @@ static int64_t leaf_of(const struct topology *t, int64_t s, int k)
 }
 
 static void path_fabric(const struct topology *t, int64_t sa, int ka, int64_t sb, int kb,
-                        struct topo_path *p)
+                        struct topo_path *p, bool named)
 {
 	const struct topo_fabric *f = &t->fabric;
 	double nic = t->nic.bandwidth_bps;
 	int64_t l1 = leaf_of(t, sa, ka), l2 = leaf_of(t, sb, kb);
 	if (l1 == l2 && f->kind == TOPO_FABRIC_RAIL_OPTIMIZED) {
-		hop(p, nic, f->switch_latency_s, "rail %d leaf", ka);
+		hop(p, named, nic, f->switch_latency_s, "rail %d leaf", ka);
 	} else if (l1 == l2) {
-		hop(p, nic, f->switch_latency_s, "leaf %lld", (long long)l1);
+		hop(p, named, nic, f->switch_latency_s, "leaf %lld", (long long)l1);
 	} else {
-		hop(p, nic, f->switch_latency_s, "leaf %lld", (long long)l1);
-		hop(p, nic / f->oversubscription, f->switch_latency_s, "spine");
-		hop(p, nic, f->switch_latency_s, "leaf %lld", (long long)l2);
+		hop(p, named, nic, f->switch_latency_s, "leaf %lld", (long long)l1);
+		hop(p, named, nic / f->oversubscription, f->switch_latency_s, "spine");
+		hop(p, named, nic, f->switch_latency_s, "leaf %lld", (long long)l2);
 	}
 }
 
-bool topo_path_between(const struct topology *t, int64_t a, int64_t b, struct topo_path *out)
+static bool path_between(const struct topology *t, int64_t a, int64_t b, struct topo_path *out,
+                         bool named)
 {
 	*out = (struct topo_path){.bottleneck_bps = INFINITY};
 	if (a < 0 || b < 0 || a >= t->n_devices || b >= t->n_devices)
@@ -113,14 +120,30 @@ bool topo_path_between(const struct topology *t, int64_t a, int64_t b, struct to
 	int64_t d = t->devices_per_server;
 	int la = (int)(a % d), lb = (int)(b % d);
 	if (out->tier >= 0) {
-		path_in_server(t, la, lb, out);
+		path_in_server(t, la, lb, out, named);
 	} else if (out->tier == TOPO_NETWORK) {
 		int ka = (int)(la * t->nic.per_server / d), kb = (int)(lb * t->nic.per_server / d);
 		const struct topo_nic *n = &t->nic;
-		hop(out, n->bandwidth_bps, n->latency_s, "nic %d of server %lld", ka, (long long)(a / d));
-		path_fabric(t, a / d, ka, b / d, kb, out);
-		hop(out, n->bandwidth_bps, n->latency_s, "nic %d of server %lld", kb, (long long)(b / d));
+		hop(out, named, n->bandwidth_bps, n->latency_s, "nic %d of server %lld", ka, (long long)(a / d));
+		path_fabric(t, a / d, ka, b / d, kb, out, named);
+		hop(out, named, n->bandwidth_bps, n->latency_s, "nic %d of server %lld", kb, (long long)(b / d));
 	}
+	return true;
+}
+
+bool topo_path_between(const struct topology *t, int64_t a, int64_t b, struct topo_path *out)
+{
+	return path_between(t, a, b, out, true);
+}
+
+bool topo_route(const struct topology *t, int64_t a, int64_t b, double *bottleneck_bps,
+                double *latency_s)
+{
+	struct topo_path p;
+	if (!path_between(t, a, b, &p, false))
+		return false;
+	*bottleneck_bps = p.bottleneck_bps;
+	*latency_s = p.latency_s;
 	return true;
 }
 

@@ -122,6 +122,10 @@ struct topo_path {
 
 /* Path between two ranks; false if a rank is out of range. */
 bool topo_path_between(const struct topology *t, int64_t a, int64_t b, struct topo_path *out);
+/* The same path's bottleneck and latency alone, without naming the hops
+ * (for cost models that ask per rank pair). */
+bool topo_route(const struct topology *t, int64_t a, int64_t b, double *bottleneck_bps,
+                double *latency_s);
 
 /* Per-device bandwidth a tier offers (mesh: all its links together; switch:
  * its port), and the per-device NIC bandwidth, one direction. */
