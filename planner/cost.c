@@ -349,3 +349,20 @@ double cost_compute_s(const struct topo_device *d, enum dtype dt, double flops, 
 	double t_bytes = bytes > 0 ? bytes / (d->hbm_bps * d->memory_efficiency) : 0;
 	return t_flops > t_bytes ? t_flops : t_bytes;
 }
+
+/* stub until the algorithm rule lands: ring/hierarchical for every group */
+enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind kind,
+                                      const int64_t *ranks, int n, double bytes,
+                                      enum collective_algo wanted)
+{
+	(void)t; (void)kind; (void)ranks; (void)n; (void)bytes;
+	return wanted == COLL_AUTO ? COLL_RING : wanted;
+}
+
+double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
+                              enum collective_algo algo, const int64_t *ranks, int n,
+                              double bytes)
+{
+	(void)algo;
+	return cost_collective_s(t, kind, ranks, n, bytes);
+}

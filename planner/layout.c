@@ -326,3 +326,24 @@ bool layout_same_placement(const struct layout *a, const struct layout *b)
 	}
 	return true;
 }
+
+bool rank_groups_locate(const struct rank_groups *g, int64_t rank, int *group, int *member)
+{
+	const struct devmat *dm = &g->dm;
+	if (rank < dm->base || rank >= dm->base + dm->n_devices)
+		return false;
+	int64_t coord[PLAN_MAX_AXES];
+	bool in_group[PLAN_MAX_AXES] = {false};
+	devmat_coords(dm, rank, coord);
+	int64_t m = 0, k = 0;
+	for (int i = 0; i < g->n_axes; i++) {
+		in_group[g->axes[i]] = true;
+		m = m * dm->size[g->axes[i]] + coord[g->axes[i]];
+	}
+	for (int i = 0; i < dm->n; i++)
+		if (!in_group[i])
+			k = k * dm->size[i] + coord[i];
+	*group = (int)k;
+	*member = (int)m;
+	return true;
+}

@@ -345,6 +345,77 @@ double cost_groups_s(const struct topology *t, enum step_kind kind, const struct
 double cost_compute_s(const struct topo_device *d, enum dtype dt, double flops, double bytes,
                       bool *fallback);
 
+/* Collective algorithms (the scenario's simulation.collective_algo names
+ * them). The α–β time of each, for n ranks and a message of S bytes on a
+ * link of bandwidth B and latency α (docs/simulation.md):
+ *   ring                AllReduce 2(n-1)/n·S/B + 2(n-1)α; AllGather, ReduceScatter,
+ *                       AllToAll (n-1)/n·S/B + (n-1)α
+ *   tree (binomial)     AllReduce 2·ceil(log2 n)·(α + S/B) (reduce then broadcast);
+ *                       AllGather, ReduceScatter as ring
+ *   halving-doubling    AllReduce 2·log2(n)·α + 2(n-1)/n·S/B; AllGather, ReduceScatter
+ *                       log2(n)·α + (n-1)/n·S/B (n a power of two, else ring)
+ *   hierarchical        across servers: inside, across on S/n_intra, inside (cost.c)
+ *   direct              AllToAll (n-1)·α + (n-1)/n·S/B, all pairs at once
+ * COLL_AUTO picks, per group and message, the algorithm with the least
+ * time, as NCCL's and HCCL's tuners do; the estimator and the simulator
+ * ask the same rule, so they agree on an uncontended collective. */
+enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind kind,
+                                      const int64_t *ranks, int n, double bytes,
+                                      enum collective_algo wanted);
+/* The time of one group's collective with a given algorithm (COLL_AUTO: the
+ * rule's choice). */
+double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
+                              enum collective_algo algo, const int64_t *ranks, int n,
+                              double bytes);
+
+/* ------------------------------------------------------------- lowering */
+
+/* A training iteration as the program every rank of a stage runs (SPMD:
+ * one program, each rank finds its own group in each collective). Steps
+ * are data, not code per op kind. Stream 0 runs compute and the ops' own
+ * collectives and redistributions; stream 1 the gradient synchronisation,
+ * each bucket once the backward step that completes it has run. The
+ * forward and backward section repeats `repeat` times (the steps of an
+ * iteration); the gradient buckets follow the last repetition's backward
+ * pass, and the optimizer waits for all of them. */
+enum prog_phase { PHASE_FORWARD, PHASE_BACKWARD, PHASE_GRADIENT, PHASE_OPTIMIZER, PHASE_COUNT };
+extern const char *const prog_phase_names[PHASE_COUNT];
+
+enum prog_kind { PROG_COMPUTE, PROG_COLLECTIVE };
+
+struct prog_step {
+	enum prog_kind kind;
+	enum prog_phase phase;
+	int stream;                        /* 0 or 1 */
+	int op;                            /* graph op; -1 for the optimizer and gradient buckets */
+	const char *label;                 /* for traces: "dense2.matmul", "dense2.matmul AllReduce" */
+	double seconds;                    /* PROG_COMPUTE: the estimator's roofline time */
+	enum step_kind coll;               /* PROG_COLLECTIVE */
+	struct rank_groups groups;
+	double bytes;                      /* S of the formulas (cost_collective_s) */
+	int after;                         /* stream 1: the stream-0 step it waits for; else -1 */
+};
+
+struct program {
+	int64_t n_ranks, base;             /* the stage's ranks */
+	int64_t repeat;                    /* forward/backward passes per iteration */
+	int n_steps;
+	struct prog_step *steps;           /* stream 0's steps in order, then stream 1's */
+	int n_step_section;                /* steps[0 .. n_step_section) repeat; the rest run once */
+	double bucket_bytes;               /* gradient bucket size used */
+};
+
+/* One iteration of a plan as a program: forward ops, their collectives and
+ * the redistributions into them; backward in reverse with the mirrored
+ * collectives (docs/planner.md, the estimate); gradient AllReduces fused
+ * into buckets of at most bucket_bytes (same groups only), in backward
+ * order, on stream 1; the optimizer. Times and bytes are the estimator's. */
+bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, struct program *out,
+                struct diag_list *diags);
+
+/* The rank's group and position in it; false if the rank is in none. */
+bool rank_groups_locate(const struct rank_groups *g, int64_t rank, int *group, int *member);
+
 /* --------------------------------------------------------- the estimate */
 
 enum est_category {

@@ -96,7 +96,7 @@ struct propagation_options {
 	bool all_devices;             /* candidate strategies use every device (default true) */
 };
 
-struct sim_options {
+struct simulation_options {
 	enum sim_fidelity fidelity;
 	enum collective_algo collective_algo;
 };
@@ -116,7 +116,7 @@ struct scenario {
 	enum planner_kind planners[PLANNER_COUNT];
 	struct training training;
 	struct propagation_options propagation;
-	struct sim_options sim;
+	struct simulation_options sim;
 };
 
 /* Load and validate a scenario and the model and topology it names (paths
