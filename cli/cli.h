@@ -9,6 +9,7 @@
 #include "models.h"
 #include "planner.h"
 #include "scenarios.h"
+#include "sim.h"
 #include "topologies.h"
 #include "util.h"
 
@@ -21,6 +22,8 @@ int cmd_explain(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 /* Every diagnostic of the list on stderr, one per line, then a count of
  * the dropped ones if any. */
@@ -74,5 +77,100 @@ const char *report_shard_entry(char *buf, size_t size, const struct graph *g,
 /* "configured", "propagated from X", "default (never reached)". */
 const char *report_source_text(char *buf, size_t size, const struct plan *p,
                                const struct dist_op *d);
+
+/* ------------------------------------- simreport.c: simulate and compare */
+
+/* How to lower and simulate a plan. */
+struct cli_sim_setup {
+	enum sim_fidelity fidelity;
+	enum collective_algo algo;
+	double bucket_bytes;           /* gradient buckets (plan_lower) */
+	bool trace;                    /* record the events */
+	const char *label;             /* names the plan on the progress line */
+};
+
+/* A plan estimated, lowered and simulated; each flag says how far it got. */
+struct cli_sim_outcome {
+	bool estimated, lowered, simulated;
+	struct estimate est;
+	struct program prog;
+	struct sim_result sim;
+};
+
+/* Can this build run the planner? */
+bool cli_planner_available(enum planner_kind k);
+/* The index of `value` in names[n], or -1 after a usage message naming
+ * the choices ("shardlab CMD: OPTION takes a, b or c, got 'x'"). */
+int cli_parse_name(const char *cmd, const char *option, const char *value,
+                   const char *const *names, int n);
+/* The planner --planner names, or -1 after a usage message listing the
+ * available ones. */
+int cli_parse_planner(const char *cmd, const char *name);
+
+/* plan_estimate, plan_lower, sim_run, in that order, stopping at the first
+ * that fails (diagnostics in d). A progress line on stderr while it
+ * simulates when stderr is a terminal, cleared at the end. */
+bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_sim_setup *o,
+                       struct cli_sim_outcome *out, struct diag_list *d);
+
+/* Kendall's tau-b between two scorings of the same n items (ties count
+ * neither way); NAN when n < 2 or either scoring ties everything. */
+double report_kendall_tau(const double *x, const double *y, int n);
+/* Bytes each device sends in one iteration of a program: the ring volumes
+ * of planner.h (AllReduce 2(s-1)/s·S, the others (s-1)/s·S), the section
+ * counted `repeat` times. */
+double report_program_comm_bytes(const struct program *p);
+/* "TP 4 x DP 2": the pattern covering most of the plan's FLOPs
+ * (docs/simulation.md): an op's split s = its FLOPs / its FLOPs per rank,
+ * TP the slices of its largest parameter, DP = s / TP, "x R copies" when
+ * R = devices / s ranks compute the same slice, and the pattern's share
+ * of the FLOPs when other patterns cover more than 5%. */
+const char *report_strategy_summary(char *buf, size_t size, const struct plan *p);
+
+/* Per rank compute / exposed communication / idle: min, median, max and
+ * the rank that waits longest on communication. */
+void report_sim_ranks(FILE *f, const struct sim_result *r);
+/* The k busiest links and the k collectives that exceeded their formula
+ * most (label from the program). */
+void report_sim_links(FILE *f, const char *indent, const struct sim_result *r, int k);
+void report_sim_collectives(FILE *f, const char *indent, const struct program *prog,
+                            const struct sim_result *r, int k);
+
+/* One row of `shardlab compare`. */
+struct compare_row {
+	const char *planner;           /* "propagate", "recursive (topology)" */
+	const char *error;             /* no plan or no estimate: why; else NULL */
+	const char *sim_error;         /* planned and estimated but not simulated: why */
+	char strategy[64];
+	double estimated_s, simulated_s;
+	double comm_bytes;             /* per device per iteration */
+	double memory_bytes, hbm_bytes;
+	const struct program *prog;    /* NULL unless simulated */
+	const struct sim_result *sim;
+	const struct estimate *est;
+};
+
+/* The table; Kendall tau over the simulated rows (*n_ranked of them); the
+ * simulated row whose difference is largest (-1 if none); what caused it. */
+void report_compare_table(FILE *f, const struct compare_row *rows, int n);
+double report_compare_tau(const struct compare_row *rows, int n, int *n_ranked);
+int report_compare_worst(const struct compare_row *rows, int n);
+void report_compare_ranking(FILE *f, const struct compare_row *rows, int n);
+void report_compare_explain(FILE *f, const struct compare_row *r);
+/* Rows, ranking and explanation as JSON members of root. */
+void report_compare_json(struct cJSON *root, const struct compare_row *rows, int n);
+
+/* ------------------------------------------ trace.c: the Chrome trace */
+
+/* The trace of a simulation as Chrome-trace JSON (docs/simulation.md):
+ * one process per rank, one thread per stream, an "X" event per compute
+ * step and collective (microseconds); phases from prog when not NULL. */
+void report_trace_stream(FILE *f, const struct sim_result *r, const struct program *prog,
+                         const char *title);
+/* The same into `path`, atomically (a temporary file renamed over it).
+ * False with a message in err when it cannot be written. */
+bool report_trace_write(const char *path, const struct sim_result *r,
+                        const struct program *prog, const char *title, char *err,
+                        size_t err_size);
 
 #endif

@@ -16,6 +16,8 @@ static const struct {
 	{"plan", cmd_plan, "plan a scenario (sharding propagation): every op's strategy and source"},
 	{"advise", cmd_advise, "check a propagated plan against seed 000's rules for configuring ops"},
 	{"estimate", cmd_estimate, "the symbolic estimate of a plan: iteration time, breakdown, memory"},
+	{"simulate", cmd_simulate, "simulate a plan's training iteration on SimGrid beside its estimate"},
+	{"compare", cmd_compare, "every planner's plan estimated and simulated: one table, the main job"},
 };
 
 static void usage(FILE *f)

@@ -16,6 +16,12 @@
  * (oversubscription included), shared when more of a server's ranks send at
  * once than it has NICs.
  *
+ * That is cost_collective_s. The algorithms the simulator runs (ring,
+ * hierarchical, halving-doubling, binomial tree, direct all-to-all) each
+ * have a line too (cost_algo_lines_of; halving-doubling and the tree
+ * price each step on the link its pairs use), and cost_choose_algo's
+ * rule picks among them per group and message (docs/simulation.md ("Algorithms")).
+ *
  * Compute is a roofline against the device's peaks and efficiencies.
  *
  * Units: bytes, bytes/s, seconds, FLOPs. Hot path: cost_step_s is called
@@ -141,36 +147,136 @@ static struct cost_line ring_line(enum step_kind kind, int n, struct link l)
 	}
 }
 
-struct cost_line cost_collective_line(const struct topology *t, enum step_kind kind,
-                                      const int64_t *ranks, int n)
+static bool power_of_two(int n)
 {
-	struct cost_line none = {0, 0};
-	if (n <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
-		return none;
+	return n >= 1 && (n & (n - 1)) == 0;
+}
+
+/* The slower of two links: least bandwidth, largest latency. */
+static struct link link_worst(struct link a, struct link b)
+{
+	return (struct link){a.bps < b.bps ? a.bps : b.bps,
+	                     a.alpha_s > b.alpha_s ? a.alpha_s : b.alpha_s};
+}
+
+/* Where a group sits: its ranks on its first server (local device
+ * numbers, up to SL_COUNTOF(local)), and how many servers it spans. */
+struct group_shape {
+	int local[4096];
+	int pos[4096];                     /* their positions in the group */
+	int n_intra, m;
+};
+
+static bool group_shape(const struct topology *t, const int64_t *ranks, int n,
+                        struct group_shape *gs)
+{
 	int64_t d = t->devices_per_server;
-	/* The group's ranks on its first server, and how many servers it spans
-	 * (a bitmap over the servers: a group may hold thousands of ranks). */
-	int local[4096], n_intra = 0, m = 0;
+	/* A bitmap over the servers: a group may hold thousands of ranks. */
 	size_t words = ((size_t)t->servers + 63) / 64;
 	uint64_t *seen = calloc(words ? words : 1, sizeof(uint64_t));
 	if (!seen)
-		return (struct cost_line){INFINITY, 0};
+		return false;
+	gs->n_intra = gs->m = 0;
 	for (int i = 0; i < n; i++) {
 		int64_t s = ranks[i] / d;
-		if (s == ranks[0] / d && n_intra < (int)SL_COUNTOF(local))
-			local[n_intra++] = (int)(ranks[i] % d);
+		if (s == ranks[0] / d && gs->n_intra < (int)SL_COUNTOF(gs->local)) {
+			gs->pos[gs->n_intra] = i;
+			gs->local[gs->n_intra++] = (int)(ranks[i] % d);
+		}
 		if (!(seen[s / 64] & (UINT64_C(1) << (s % 64)))) {
 			seen[s / 64] |= UINT64_C(1) << (s % 64);
-			m++;
+			gs->m++;
 		}
 	}
 	free(seen);
-	if (m == 1)
-		return ring_line(kind, n, intra_link(t, local, n_intra));
-	struct link inter = inter_link(t, ranks, n, n_intra);
-	if (n_intra == 1)
-		return ring_line(kind, n, inter);
-	struct link intra = intra_link(t, local, n_intra);
+	return true;
+}
+
+/* The link of one step of a log-depth algorithm: the slowest pair of the
+ * step (least bandwidth, largest latency). The pairs sent from the first
+ * server stand for every server's (a group's servers hold the same
+ * pattern of ranks). A pair inside a server uses the tier joining the two
+ * (its shared cap divided among the step's senders); a pair across
+ * servers the inter-server link `inter`. pairs[k] = {from, to}, member
+ * positions. */
+static struct link step_link(const struct topology *t, const int64_t *ranks, const int (*pairs)[2],
+                             int n_pairs, struct link inter)
+{
+	struct link l = {INFINITY, 0};
+	int senders = n_pairs;
+	for (int k = 0; k < n_pairs; k++) {
+		int tier = topo_tier_between(t, ranks[pairs[k][0]], ranks[pairs[k][1]]);
+		struct link x = inter;
+		if (tier == TOPO_SELF)
+			continue;
+		if (tier >= 0) {
+			const struct topo_tier *tr = &t->tiers[tier];
+			x = (struct link){tr->bandwidth_bps, tr->latency_s};
+			if (tr->shared_bps > 0 && senders > 0 && tr->shared_bps / senders < x.bps)
+				x.bps = tr->shared_bps / senders;
+		}
+		l = link_worst(l, x);
+	}
+	return l.bps < INFINITY ? l : (struct link){1, 0};
+}
+
+/* Recursive halving-doubling (n a power of two), as the simulator runs
+ * it: the reduce-scatter exchanges S·d/n with the member at distance d =
+ * n/2, n/4, .., 1; the all-gather mirrors it; all-reduce is both. Each
+ * step on its own link (step_link); every member crosses at once, so the
+ * NICs are shared (`inter` carries that). */
+static struct cost_line hd_line(const struct topology *t, enum step_kind kind,
+                                const int64_t *ranks, int n, const struct group_shape *gs,
+                                struct link inter, int *pairs_buf)
+{
+	struct cost_line one = {0, 0};
+	int (*pairs)[2] = (int (*)[2])pairs_buf;
+	for (int d = n / 2; d >= 1; d /= 2) {
+		for (int k = 0; k < gs->n_intra; k++) {
+			pairs[k][0] = gs->pos[k];
+			pairs[k][1] = gs->pos[k] ^ d;
+		}
+		struct link l = step_link(t, ranks, (const int (*)[2])pairs, gs->n_intra, inter);
+		one = line_add(one, (struct cost_line){l.alpha_s, (double)d / n / l.bps}, 1);
+	}
+	return kind == STEP_ALLREDUCE ? line_add(one, one, 1) : one;
+}
+
+/* Binomial tree all-reduce: a reduce to member 0 (round k: member i +
+ * 2^k sends to i, i a multiple of 2^(k+1)) then the broadcast back, the
+ * whole message every round, each round on its own link. */
+static struct cost_line tree_line(const struct topology *t, const int64_t *ranks, int n,
+                                  const struct group_shape *gs, struct link inter, int *pairs_buf)
+{
+	struct cost_line up = {0, 0};
+	int (*pairs)[2] = (int (*)[2])pairs_buf;
+	for (int d = 1; d < n; d *= 2) {
+		int np = 0;
+		for (int k = 0; k < gs->n_intra; k++) {
+			int i = gs->pos[k];
+			if (i % (2 * d) == d) {
+				pairs[np][0] = i;
+				pairs[np++][1] = i - d;
+			}
+		}
+		if (np == 0) {
+			/* No sender on the first server this round: the round's
+			 * first pair stands for it. */
+			pairs[0][0] = d;
+			pairs[0][1] = 0;
+			np = 1;
+		}
+		struct link l = step_link(t, ranks, (const int (*)[2])pairs, np, inter);
+		up = line_add(up, (struct cost_line){l.alpha_s, 1 / l.bps}, 1);
+	}
+	return line_add(up, up, 1);
+}
+
+/* The hierarchical form for a group spanning m servers with n_intra ranks
+ * on each: inside over `intra`, across over `inter` on S/n_intra. */
+static struct cost_line hier_line(enum step_kind kind, int n, int n_intra, int m,
+                                  struct link intra, struct link inter)
+{
 	switch (kind) {
 	case STEP_ALLREDUCE: {
 		/* reduce-scatter inside, all-reduce of S/n_intra across, all-gather inside */
@@ -190,6 +296,133 @@ struct cost_line cost_collective_line(const struct topology *t, enum step_kind k
 		                          (double)(n - n_intra) / n / inter.bps +
 		                                  (double)(n_intra - 1) / n / intra.bps};
 	}
+}
+
+/* Direct all-to-all: every rank sends its n-1 pieces of S/n at once, so
+ * the latencies overlap (one α) and the pieces share what leaves the rank:
+ * its switch port, or the worst link across servers ((n-1)/n·S/B); in a
+ * mesh each piece has a link of its own (S/n/B). */
+static struct cost_line direct_line(const struct topology *t, int n, const struct group_shape *gs,
+                                    struct link l)
+{
+	if (gs->m == 1) {
+		int k = common_tier(t, gs->local, gs->n_intra);
+		if (k >= 0 && t->tiers[k].kind == TOPO_TIER_MESH)
+			return (struct cost_line){l.alpha_s, 1.0 / n / l.bps};
+	}
+	return (struct cost_line){l.alpha_s, (double)(n - 1) / n / l.bps};
+}
+
+/* Every algorithm's line for one group. An algorithm that does not apply
+ * (its bit clear) gets the ring's line, so that asking for it gives the
+ * ring, as the contract in planner.h says. */
+void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                        int n, struct cost_algo_lines *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->applicable = 1u << COLL_RING;
+	if (n <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
+		return;
+	struct group_shape *gs = malloc(sizeof(*gs));
+	if (!gs || !group_shape(t, ranks, n, gs)) {
+		free(gs);
+		for (int k = 0; k < COLL_COUNT; k++)
+			out->line[k] = (struct cost_line){INFINITY, 0};
+		return;
+	}
+	/* The link each algorithm's steps run on: one server's tier; the
+	 * NICs when each server holds one rank; otherwise the slower of the
+	 * two, with the NICs shared by the server's ranks for the algorithms
+	 * in which all of them cross at once (halving-doubling, all-to-all). */
+	struct link one, spread, intra = {0, 0}, inter = {0, 0};
+	/* Hierarchical where every server holds as many of the group's ranks
+	 * as the first (as far as the counts tell). */
+	bool hier = gs->m > 1 && gs->n_intra > 1 && gs->n_intra * gs->m == n;
+	if (gs->m == 1) {
+		one = spread = intra_link(t, gs->local, gs->n_intra);
+	} else if (gs->n_intra == 1) {
+		one = spread = inter_link(t, ranks, n, 1);
+	} else {
+		intra = intra_link(t, gs->local, gs->n_intra);
+		inter = inter_link(t, ranks, n, gs->n_intra);
+		one = link_worst(intra, inter_link(t, ranks, n, 1));
+		spread = link_worst(intra, inter);
+	}
+	struct cost_line ring = ring_line(kind, n, kind == STEP_ALLTOALL ? spread : one);
+	for (int k = 0; k < COLL_COUNT; k++)
+		out->line[k] = ring;
+	if (hier) {
+		out->applicable |= 1u << COLL_HIERARCHICAL;
+		out->line[COLL_HIERARCHICAL] = hier_line(kind, n, gs->n_intra, gs->m, intra, inter);
+	}
+	int *pairs = (power_of_two(n) && kind != STEP_ALLTOALL) || kind == STEP_ALLREDUCE
+	                     ? malloc(((size_t)gs->n_intra + 1) * 2 * sizeof(int))
+	                     : NULL;
+	struct link across = gs->m > 1 ? inter_link(t, ranks, n, 1) : one;
+	if (pairs && power_of_two(n) && kind != STEP_ALLTOALL) {
+		out->applicable |= 1u << COLL_HALVING_DOUBLING;
+		out->line[COLL_HALVING_DOUBLING] =
+		        hd_line(t, kind, ranks, n, gs,
+		                gs->m > 1 ? inter_link(t, ranks, n, gs->n_intra) : one, pairs);
+	}
+	if (pairs && kind == STEP_ALLREDUCE) {
+		out->applicable |= 1u << COLL_TREE;
+		out->line[COLL_TREE] = tree_line(t, ranks, n, gs, across, pairs);
+	}
+	free(pairs);
+	if (kind == STEP_ALLTOALL) {
+		out->applicable |= 1u << COLL_DIRECT;
+		out->line[COLL_DIRECT] = direct_line(t, n, gs, spread);
+	}
+	free(gs);
+}
+
+/* The order in which ties go. */
+static const enum collective_algo rule_order[] = {COLL_RING, COLL_HIERARCHICAL,
+                                                  COLL_HALVING_DOUBLING, COLL_TREE, COLL_DIRECT};
+_Static_assert(COLL_COUNT == 6, "rule_order lists every algorithm but COLL_AUTO");
+
+static double line_at(struct cost_line l, double bytes)
+{
+	return bytes > 0 ? l.fixed_s + l.per_byte_s * bytes : 0;
+}
+
+enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double bytes,
+                                    enum collective_algo wanted, double *seconds)
+{
+	enum collective_algo best = COLL_RING;
+	if (wanted != COLL_AUTO && (l->applicable & (1u << wanted))) {
+		best = wanted;
+	} else {
+		double best_s = line_at(l->line[COLL_RING], bytes);
+		for (size_t k = 1; k < SL_COUNTOF(rule_order); k++) {
+			enum collective_algo c = rule_order[k];
+			double s = line_at(l->line[c], bytes);
+			/* strictly less (beyond rounding): ties keep the earlier */
+			if ((l->applicable & (1u << c)) && s < best_s * (1 - 1e-12)) {
+				best = c;
+				best_s = s;
+			}
+		}
+	}
+	if (seconds)
+		*seconds = line_at(l->line[best], bytes);
+	return best;
+}
+
+/* The algorithm cost_collective_s stands for: hierarchical where it
+ * applies, else the ring. */
+static enum collective_algo natural_algo(const struct cost_algo_lines *l)
+{
+	return (l->applicable & (1u << COLL_HIERARCHICAL)) ? COLL_HIERARCHICAL : COLL_RING;
+}
+
+struct cost_line cost_collective_line(const struct topology *t, enum step_kind kind,
+                                      const int64_t *ranks, int n)
+{
+	struct cost_algo_lines l;
+	cost_algo_lines_of(t, kind, ranks, n, &l);
+	return l.line[natural_algo(&l)];
 }
 
 double cost_collective_s(const struct topology *t, enum step_kind kind, const int64_t *ranks,
@@ -247,22 +480,23 @@ static int64_t groups_to_visit(const struct rank_groups *g, int64_t period)
 	return visit < g->n_groups ? visit : g->n_groups;
 }
 
-int cost_groups_lines(const struct topology *t, enum step_kind kind, const struct rank_groups *g,
-                      struct cost_line *lines, int max)
+/* Calls visit(ctx, lines) with the algorithm lines of one group of each
+ * position in the topology's period (all groups when it has none); stops
+ * when visit returns false. False when out of memory. */
+static bool groups_visit(const struct topology *t, enum step_kind kind, const struct rank_groups *g,
+                         bool (*visit)(void *ctx, const struct cost_algo_lines *l), void *ctx)
 {
-	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
-		return 0;
 	int64_t *ranks = malloc((size_t)g->size * sizeof(*ranks));
 	int64_t period = translation_period(t);
 	uint8_t *seen = period > 0 ? calloc((size_t)period, 1) : NULL;
 	if (!ranks || (period > 0 && !seen)) {
 		free(ranks);
 		free(seen);
-		return -1;
+		return false;
 	}
-	int n = 0;
 	int64_t limit = period > 0 ? groups_to_visit(g, period) : g->n_groups;
-	for (int k = 0; k < limit && n >= 0; k++) {
+	bool more = true;
+	for (int k = 0; k < limit && more; k++) {
 		/* A group moved by whole periods of the topology costs the same:
 		 * cost one group of each position in the period. */
 		if (seen) {
@@ -272,20 +506,77 @@ int cost_groups_lines(const struct topology *t, enum step_kind kind, const struc
 			seen[at] = 1;
 		}
 		rank_groups_members(g, k, ranks);
-		struct cost_line l = cost_collective_line(t, kind, ranks, g->size);
-		bool known = false;
-		for (int i = 0; i < n && !known; i++)
-			known = lines[i].fixed_s == l.fixed_s && lines[i].per_byte_s == l.per_byte_s;
-		if (known)
-			continue;
-		if (n == max)
-			n = -1;
-		else
-			lines[n++] = l;
+		struct cost_algo_lines l;
+		cost_algo_lines_of(t, kind, ranks, g->size, &l);
+		more = visit(ctx, &l);
 	}
 	free(ranks);
 	free(seen);
-	return n;
+	return true;
+}
+
+/* Distinct lines collected by groups_visit: n = -1 once there are more
+ * than max. */
+struct distinct {
+	struct cost_line *lines;
+	struct cost_algo_lines *algo;
+	int n, max;
+};
+
+static bool line_same(struct cost_line a, struct cost_line b)
+{
+	return a.fixed_s == b.fixed_s && a.per_byte_s == b.per_byte_s;
+}
+
+static bool add_natural(void *ctx, const struct cost_algo_lines *l)
+{
+	struct distinct *d = ctx;
+	struct cost_line x = l->line[natural_algo(l)];
+	for (int i = 0; i < d->n; i++)
+		if (line_same(d->lines[i], x))
+			return true;
+	if (d->n == d->max) {
+		d->n = -1;
+		return false;
+	}
+	d->lines[d->n++] = x;
+	return true;
+}
+
+static bool add_algo(void *ctx, const struct cost_algo_lines *l)
+{
+	struct distinct *d = ctx;
+	for (int i = 0; i < d->n; i++) {
+		bool same = d->algo[i].applicable == l->applicable;
+		for (int k = 0; same && k < COLL_COUNT; k++)
+			same = line_same(d->algo[i].line[k], l->line[k]);
+		if (same)
+			return true;
+	}
+	if (d->n == d->max) {
+		d->n = -1;
+		return false;
+	}
+	d->algo[d->n++] = *l;
+	return true;
+}
+
+int cost_groups_lines(const struct topology *t, enum step_kind kind, const struct rank_groups *g,
+                      struct cost_line *lines, int max)
+{
+	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
+		return 0;
+	struct distinct d = {.lines = lines, .max = max};
+	return groups_visit(t, kind, g, add_natural, &d) ? d.n : -1;
+}
+
+int cost_groups_algo_lines(const struct topology *t, enum step_kind kind,
+                           const struct rank_groups *g, struct cost_algo_lines *lines, int max)
+{
+	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
+		return 0;
+	struct distinct d = {.algo = lines, .max = max};
+	return groups_visit(t, kind, g, add_algo, &d) ? d.n : -1;
 }
 
 double cost_lines_max(const struct cost_line *lines, int n, double bytes)
@@ -295,6 +586,39 @@ double cost_lines_max(const struct cost_line *lines, int n, double bytes)
 		double s = lines[i].fixed_s + lines[i].per_byte_s * bytes;
 		worst = s > worst ? s : worst;
 	}
+	return worst;
+}
+
+double cost_algo_lines_max(const struct cost_algo_lines *lines, int n, double bytes,
+                           enum collective_algo wanted)
+{
+	double worst = 0;
+	for (int i = 0; i < n && bytes > 0; i++) {
+		double s;
+		cost_algo_pick(&lines[i], bytes, wanted, &s);
+		worst = s > worst ? s : worst;
+	}
+	return worst;
+}
+
+double cost_groups_algo_s(const struct topology *t, enum step_kind kind,
+                          const struct rank_groups *g, double bytes, enum collective_algo wanted)
+{
+	struct cost_algo_lines lines[8];
+	int n = cost_groups_algo_lines(t, kind, g, lines, (int)SL_COUNTOF(lines));
+	if (n >= 0)
+		return cost_algo_lines_max(lines, n, bytes, wanted);
+	/* Groups of many shapes: cost them one by one. */
+	int64_t *ranks = malloc((size_t)g->size * sizeof(*ranks));
+	if (!ranks)
+		return INFINITY;
+	double worst = 0;
+	for (int k = 0; k < g->n_groups; k++) {
+		rank_groups_members(g, k, ranks);
+		double s = cost_collective_algo_s(t, kind, wanted, ranks, g->size, bytes);
+		worst = s > worst ? s : worst;
+	}
+	free(ranks);
 	return worst;
 }
 
@@ -350,19 +674,27 @@ double cost_compute_s(const struct topo_device *d, enum dtype dt, double flops, 
 	return t_flops > t_bytes ? t_flops : t_bytes;
 }
 
-/* stub until the algorithm rule lands: ring/hierarchical for every group */
 enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind kind,
                                       const int64_t *ranks, int n, double bytes,
                                       enum collective_algo wanted)
 {
-	(void)t; (void)kind; (void)ranks; (void)n; (void)bytes;
-	return wanted == COLL_AUTO ? COLL_RING : wanted;
+	struct cost_algo_lines l;
+	cost_algo_lines_of(t, kind, ranks, n, &l);
+	return cost_algo_pick(&l, bytes, wanted, NULL);
 }
 
 double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
                               enum collective_algo algo, const int64_t *ranks, int n,
                               double bytes)
 {
-	(void)algo;
-	return cost_collective_s(t, kind, ranks, n, bytes);
+	if (n <= 1 || bytes <= 0)
+		return 0;
+	struct cost_algo_lines l;
+	cost_algo_lines_of(t, kind, ranks, n, &l);
+	if (algo == COLL_AUTO) {
+		double s;
+		cost_algo_pick(&l, bytes, COLL_AUTO, &s);
+		return s;
+	}
+	return line_at(l.line[algo], bytes);
 }

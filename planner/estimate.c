@@ -88,23 +88,18 @@ static double adam_state_per_elem(enum dtype dt)
 
 /* ------------------------------------------------------------ the state */
 
-/* Collective times remembered by a 64-bit hash of (kind, message bytes,
- * rank groups): the layers of a model repeat the same collectives on the
- * same groups, so a 96-layer model prices each one once. */
-#define MEMO_SLOTS 4096
-
-struct memo {
-	uint64_t key;            /* 0: empty */
-	double s;
-};
-
-/* The time lines of a collective's groups (cost_groups_lines), which hold
- * for every message size: the groups are costed once, not once per size. */
+/* The time lines of a collective's groups, one per algorithm
+ * (cost_groups_algo_lines), which hold for every message size: the groups
+ * are costed once, not once per size, and the algorithm rule is taken at
+ * each size. The lines sit in a pool; a slot points into it. */
 struct line_memo {
 	uint64_t key;            /* 0: empty */
-	int n;                   /* -1: too many shapes to remember */
-	struct cost_line line[4];
+	int n;                   /* distinct group shapes; -1: too many to remember */
+	int at;                  /* their lines: pool[at .. at+n) */
 };
+
+#define MEMO_SLOTS 4096     /* the estimate's memo */
+#define SHAPES_MAX 4         /* group shapes remembered per collective */
 
 struct est_ctx {
 	const struct graph *g;
@@ -112,10 +107,12 @@ struct est_ctx {
 	struct arena *scratch;   /* the context, its memo and the rank groups it builds */
 	struct estimate *e;      /* categories and memory accumulate here */
 	int64_t steps;           /* graph executions per iteration */
+	enum collective_algo wanted;  /* the scenario's simulation.collective_algo */
 	int *first_reader;       /* per tensor: the first op reading the parameter, else -1 */
-	struct memo *memo;       /* memo_slots, open addressing */
+	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
-	struct line_memo *lines; /* memo_slots: a step's cost lines by its groups */
+	struct cost_algo_lines *pool;
+	int pool_n, pool_cap;
 	bool oom;
 };
 
@@ -123,26 +120,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
 {
 	h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
 	return h * 0xff51afd7ed558ccdu;
-}
-
-static uint64_t mix_double(uint64_t h, double v)
-{
-	uint64_t u;
-	memcpy(&u, &v, sizeof u);
-	return mix(h, u);
-}
-
-/* The slot of a key: where it is, or the empty slot it would take; NULL
- * when the table is full (the caller then does not remember). */
-static struct memo *memo_slot(struct est_ctx *c, uint64_t key)
-{
-	key |= 1; /* never 0 */
-	for (uint64_t i = 0; i < c->memo_slots; i++) {
-		struct memo *m = &c->memo[(key + i) % c->memo_slots];
-		if (m->key == key || m->key == 0)
-			return m;
-	}
-	return NULL;
 }
 
 /* --------------------------------------------------------- the batch */
@@ -167,12 +144,39 @@ int64_t est_steps(const struct scenario *s, struct diag_list *diags)
 
 /* ------------------------------------------------------- communication */
 
-/* The slowest group of a collective of `kind` on message S (as
- * cost_step_s), remembered. */
+/* The slot of a key: where it is, or the empty slot it would take; NULL
+ * when the table is full (the caller then does not remember). */
+static struct line_memo *memo_slot(struct est_ctx *c, uint64_t key)
+{
+	for (uint64_t i = 0; i < c->memo_slots; i++) {
+		struct line_memo *m = &c->lines[(key + i) % c->memo_slots];
+		if (m->key == key || m->key == 0)
+			return m;
+	}
+	return NULL;
+}
+
+/* Room for n more lines in the pool; false when out of memory. */
+static bool pool_reserve(struct est_ctx *c, int n)
+{
+	if (c->pool_n + n <= c->pool_cap)
+		return true;
+	int cap = c->pool_cap ? 2 * c->pool_cap : 256;
+	struct cost_algo_lines *p = arena_grow(c->scratch, c->pool, (size_t)c->pool_n, (size_t)cap,
+	                                       sizeof(*p));
+	if (!p)
+		return false;
+	c->pool = p;
+	c->pool_cap = cap;
+	return true;
+}
+
+/* The slowest group of a collective of `kind` on message S, each group by
+ * the algorithm rule (cost_groups_algo_s), the lines remembered. */
 static double groups_s(struct est_ctx *c, enum step_kind kind, const struct rank_groups *g,
                        double bytes)
 {
-	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
+	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE || bytes <= 0)
 		return 0;
 	/* Groups are a description (device matrix, axes): hash that. */
 	uint64_t key = mix(mix(mix(0, (uint64_t)kind), (uint64_t)g->size), (uint64_t)g->n_groups);
@@ -181,61 +185,48 @@ static double groups_s(struct est_ctx *c, enum step_kind kind, const struct rank
 		key = mix(key, (uint64_t)g->dm.size[k]);
 	for (int k = 0; k < g->n_axes; k++)
 		key = mix(key, 0x100 + (uint64_t)g->axes[k]);
-	key |= 1;
-	struct line_memo *m = NULL;
-	for (uint64_t i = 0; i < c->memo_slots && !m; i++) {
-		struct line_memo *x = &c->lines[(key + i) % c->memo_slots];
-		if (x->key == key || x->key == 0)
-			m = x;
-	}
+	key |= 1; /* never 0 */
+	struct line_memo *m = memo_slot(c, key);
 	if (m && m->key == key)
-		return m->n >= 0 ? cost_lines_max(m->line, m->n, bytes)
-		                 : cost_groups_s(c->t, kind, g, bytes);
-	struct line_memo fresh = {.key = key};
-	fresh.n = cost_groups_lines(c->t, kind, g, fresh.line, (int)SL_COUNTOF(fresh.line));
-	if (m)
-		*m = fresh;
-	return fresh.n >= 0 ? cost_lines_max(fresh.line, fresh.n, bytes)
-	                    : cost_groups_s(c->t, kind, g, bytes);
+		return m->n >= 0 ? cost_algo_lines_max(c->pool + m->at, m->n, bytes, c->wanted)
+		                 : cost_groups_algo_s(c->t, kind, g, bytes, c->wanted);
+	struct cost_algo_lines fresh[SHAPES_MAX];
+	int n = cost_groups_algo_lines(c->t, kind, g, fresh, SHAPES_MAX);
+	if (m && (n < 0 || pool_reserve(c, n))) {
+		*m = (struct line_memo){key, n, c->pool_n};
+		if (n > 0)
+			memcpy(c->pool + c->pool_n, fresh, (size_t)n * sizeof(fresh[0]));
+		c->pool_n += n > 0 ? n : 0;
+	}
+	return n >= 0 ? cost_algo_lines_max(fresh, n, bytes, c->wanted)
+	              : cost_groups_algo_s(c->t, kind, g, bytes, c->wanted);
 }
 
-/* cost_step_s through the memo: S is the whole gathered tensor for
+/* S of the formulas for a forward step: the whole gathered tensor for
  * AllGather, the bytes a device holds before the step otherwise. */
-static double step_s(struct est_ctx *c, const struct comm_step *st)
+static double step_message(const struct comm_step *st)
 {
-	double bytes = st->kind == STEP_ALLGATHER ? layout_local_bytes(&st->after)
-	                                          : comm_step_bytes_in(st);
-	return groups_s(c, st->kind, &st->groups, bytes);
+	return st->kind == STEP_ALLGATHER ? layout_local_bytes(&st->after) : comm_step_bytes_in(st);
+}
+
+static void add_coll(struct plan_coll_sink *k, enum plan_coll_role role, enum step_kind kind,
+                     const struct rank_groups *g, double bytes, int index)
+{
+	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
+		return;
+	struct plan_coll c = {role, kind, *g, bytes, index};
+	k->add(k->ctx, &c);
+}
+
+void plan_colls_forward(const struct comm_step *steps, int n, struct plan_coll_sink *k)
+{
+	for (int i = 0; i < n; i++)
+		add_coll(k, PCOLL_FORWARD, steps[i].kind, &steps[i].groups, step_message(&steps[i]), i);
 }
 
 static int cmp_int(const void *a, const void *b)
 {
 	return *(const int *)a - *(const int *)b;
-}
-
-/* A collective over the ranks varying along `axes` of `dm`, remembered by
- * the matrix and the axes so that the groups are built once. */
-static double axes_s(struct est_ctx *c, enum step_kind kind, const struct devmat *dm,
-                     const int *axes, int n, double bytes)
-{
-	uint64_t key = mix(mix_double(mix(mix(1, (uint64_t)dm->n), (uint64_t)dm->base), bytes),
-	                   0xa11 + (uint64_t)kind);
-	for (int k = 0; k < dm->n; k++)
-		key = mix(key, (uint64_t)dm->size[k]);
-	for (int k = 0; k < n; k++)
-		key = mix(key, (uint64_t)axes[k]);
-	struct memo *m = memo_slot(c, key);
-	if (m && m->key)
-		return m->s;
-	struct rank_groups rg;
-	if (!devmat_groups(dm, axes, n, &rg)) {
-		c->oom = true;
-		return 0;
-	}
-	double s = groups_s(c, kind, &rg, bytes);
-	if (m)
-		*m = (struct memo){key | 1, s};
-	return s;
 }
 
 /* The axes a slice of dimension `dim` adds, from `before` to `after`. */
@@ -260,40 +251,44 @@ static int slice_axes(const struct layout *before, const struct layout *after, i
 	return n;
 }
 
-/* The backward mirror of one forward step that went from `before`:
- * AllGather <-> ReduceScatter and AllToAll <-> AllToAll on the same groups
- * and message, StridedSlice -> AllGather of the slices, AllReduce -> none. */
-static double mirror_s(struct est_ctx *c, const struct comm_step *st, const struct layout *before)
+/* The backward mirror of one forward step that went from `before`. */
+static bool mirror(const struct comm_step *st, const struct layout *before, int index,
+                   struct plan_coll_sink *k)
 {
 	switch (st->kind) {
 	case STEP_ALLGATHER:
-		return groups_s(c, STEP_REDUCESCATTER, &st->groups, layout_local_bytes(&st->after));
+		add_coll(k, PCOLL_MIRROR, STEP_REDUCESCATTER, &st->groups,
+		         layout_local_bytes(&st->after), index);
+		return true;
 	case STEP_REDUCESCATTER:
-		return groups_s(c, STEP_ALLGATHER, &st->groups, comm_step_bytes_in(st));
+		add_coll(k, PCOLL_MIRROR, STEP_ALLGATHER, &st->groups, comm_step_bytes_in(st), index);
+		return true;
 	case STEP_ALLTOALL:
-		return groups_s(c, STEP_ALLTOALL, &st->groups, comm_step_bytes_in(st));
+		add_coll(k, PCOLL_MIRROR, STEP_ALLTOALL, &st->groups, comm_step_bytes_in(st), index);
+		return true;
 	case STEP_SLICE: {
 		int axes[PLAN_MAX_AXES], n = st->dim >= 0 ? slice_axes(before, &st->after, st->dim,
 		                                                     axes) : 0;
-		return n ? axes_s(c, STEP_ALLGATHER, &st->after.dm, axes, n, layout_local_bytes(before))
-		         : 0;
+		struct rank_groups g;
+		if (n == 0)
+			return true;
+		if (!devmat_groups(&st->after.dm, axes, n, &g))
+			return false;
+		add_coll(k, PCOLL_MIRROR, STEP_ALLGATHER, &g, layout_local_bytes(before), index);
+		return true;
 	}
 	default:
-		return 0;
+		return true;
 	}
 }
 
-/* Forward time of a sequence of steps starting from `start`, and the time
- * of their mirrors in backward. */
-static void steps_s(struct est_ctx *c, const struct comm_step *steps, int n,
-                    const struct layout *start, double *fwd, double *bwd)
+bool plan_colls_backward(const struct comm_step *steps, int n, const struct layout *start,
+                         struct plan_coll_sink *k)
 {
-	const struct layout *before = start;
-	for (int k = 0; k < n; k++) {
-		*fwd += step_s(c, &steps[k]);
-		*bwd += mirror_s(c, &steps[k], before);
-		before = &steps[k].after;
-	}
+	bool ok = true;
+	for (int i = n - 1; i >= 0; i--)
+		ok = mirror(&steps[i], i > 0 ? &steps[i - 1].after : start, i, k) && ok;
+	return ok;
 }
 
 /* Does a tensor carry a gradient? Integer tensors (indices, labels) do not. */
@@ -313,18 +308,15 @@ static uint32_t map_axes(const struct layout *l)
 	return m;
 }
 
-/* The all-reduce of each non-parameter input's gradient over the axes the
- * op's tensors use and the input's own map does not (Megatron's "f"). */
-static double input_grad_s(struct est_ctx *c, const struct dist_op *d)
+bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d,
+                            struct plan_coll_sink *k)
 {
-	const struct graph *g = c->g;
 	const struct op *o = &g->ops[d->op];
 	uint32_t used = 0;
 	for (int i = 0; i < d->n_in; i++)
 		used |= map_axes(&d->in[i]);
-	for (int k = 0; k < d->n_out; k++)
-		used |= map_axes(&d->out_partial[k]);
-	double s = 0;
+	for (int j = 0; j < d->n_out; j++)
+		used |= map_axes(&d->out_partial[j]);
 	for (int i = 0; i < d->n_in; i++) {
 		const struct tensor *t = &g->tensors[o->in[i]];
 		uint32_t part = used & ~map_axes(&d->in[i]);
@@ -334,9 +326,38 @@ static double input_grad_s(struct est_ctx *c, const struct dist_op *d)
 		for (int a = 0; a < d->dm.n; a++)
 			if (part & (1u << a))
 				axes[n++] = a;
-		s += axes_s(c, STEP_ALLREDUCE, &d->dm, axes, n, layout_local_bytes(&d->in[i]));
+		struct rank_groups rg;
+		if (!devmat_groups(&d->dm, axes, n, &rg))
+			return false;
+		add_coll(k, PCOLL_INPUT_GRAD, STEP_ALLREDUCE, &rg, layout_local_bytes(&d->in[i]), i);
 	}
-	return s;
+	return true;
+}
+
+/* A sink that adds up the collectives' times. */
+struct pricer {
+	struct est_ctx *c;
+	double s;
+};
+
+static void price(void *ctx, const struct plan_coll *pc)
+{
+	struct pricer *p = ctx;
+	p->s += groups_s(p->c, pc->kind, &pc->groups, pc->bytes);
+}
+
+/* Forward time of a sequence of steps starting from `start`, and the time
+ * of their mirrors in backward. */
+static void steps_s(struct est_ctx *c, const struct comm_step *steps, int n,
+                    const struct layout *start, double *fwd, double *bwd)
+{
+	struct pricer f = {c, 0}, b = {c, 0};
+	struct plan_coll_sink kf = {price, &f}, kb = {price, &b};
+	plan_colls_forward(steps, n, &kf);
+	if (!plan_colls_backward(steps, n, start, &kb))
+		c->oom = true;
+	*fwd += f.s;
+	*bwd += b.s;
 }
 
 /* ---------------------------------------------------------------- per op */
@@ -360,23 +381,43 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 		eo->activation_bytes += layout_local_bytes(&d->out[j]);
 }
 
-/* The op's own forward collectives and their mirrors. */
+/* The op's own forward collectives and their mirrors, and the all-reduce
+ * of its inputs' gradients. */
 static void op_comm(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
 	double fwd = 0, bwd = 0;
 	steps_s(c, d->comm, d->n_comm, &d->out_partial[0], &fwd, &bwd);
 	eo->comm_forward_s += fwd;
 	c->e->category_s[EST_COMM_FORWARD] += fwd;
-	double f = input_grad_s(c, d);
-	eo->comm_backward_s += bwd + f;
-	c->e->category_s[EST_COMM_BACKWARD] += bwd + f;
+	struct pricer f = {c, 0};
+	struct plan_coll_sink k = {price, &f};
+	if (!plan_colls_input_grads(c->g, d, &k))
+		c->oom = true;
+	eo->comm_backward_s += bwd + f.s;
+	c->e->category_s[EST_COMM_BACKWARD] += bwd + f.s;
+}
+
+int *plan_first_readers(struct arena *a, const struct graph *g)
+{
+	int *first = arena_alloc(a, sizeof(int) * ((size_t)g->n_tensors + 1));
+	if (!first)
+		return NULL;
+	for (int t = 0; t < g->n_tensors; t++)
+		first[t] = -1;
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++) {
+			int t = g->ops[i].in[j];
+			if (g->tensors[t].role == TENSOR_PARAM && first[t] < 0)
+				first[t] = i;
+		}
+	return first;
 }
 
 /* Is input i of op o the first read of a parameter (by op order, and not
  * an earlier input of the same op)? */
-static bool first_read(const struct est_ctx *c, const struct op *o, int op, int i)
+static bool first_read(const int *first_reader, const struct op *o, int op, int i)
 {
-	if (c->first_reader[o->in[i]] != op)
+	if (first_reader[o->in[i]] != op)
 		return false;
 	for (int j = 0; j < i; j++)
 		if (o->in[j] == o->in[i])
@@ -384,30 +425,48 @@ static bool first_read(const struct est_ctx *c, const struct op *o, int op, int 
 	return true;
 }
 
+int plan_op_params(const struct graph *g, const int *first_reader, const struct dist_op *d,
+                   int inputs[SIG_MAX_TENSORS], const struct comm_step *sync[SIG_MAX_TENSORS])
+{
+	const struct op *o = &g->ops[d->op];
+	int n = 0, gi = 0;
+	SL_ASSERT(d->n_in <= SIG_MAX_TENSORS);
+	/* grad[] lists, in input order, the parameters replicated on some axis. */
+	for (int i = 0; i < d->n_in; i++) {
+		if (g->tensors[o->in[i]].role != TENSOR_PARAM)
+			continue;
+		bool synced = layout_replica_axes(&d->in[i]) != 0;
+		const struct comm_step *gs = synced && gi < d->n_grad ? &d->grad[gi++] : NULL;
+		if (!first_read(first_reader, o, d->op, i))
+			continue;
+		inputs[n] = i;
+		sync[n++] = gs;
+	}
+	return n;
+}
+
 /* Gradient synchronisation, optimizer and memory of the op's parameters
- * that no earlier op read; returns the optimizer's seconds. grad[] lists,
- * in input order, the parameters replicated on some axis. */
+ * that no earlier op read; returns the optimizer's seconds. */
 static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
 	const struct graph *g = c->g;
 	const struct op *o = &g->ops[d->op];
 	struct estimate *e = c->e;
+	int inputs[SIG_MAX_TENSORS];
+	const struct comm_step *sync[SIG_MAX_TENSORS];
+	int n = plan_op_params(g, c->first_reader, d, inputs, sync);
 	double opt = 0;
-	int gi = 0;
-	for (int i = 0; i < d->n_in; i++) {
+	for (int k = 0; k < n; k++) {
+		int i = inputs[k];
 		const struct tensor *t = &g->tensors[o->in[i]];
-		if (t->role != TENSOR_PARAM)
-			continue;
-		bool synced = layout_replica_axes(&d->in[i]) != 0;
-		const struct comm_step *gs = synced && gi < d->n_grad ? &d->grad[gi++] : NULL;
-		if (!first_read(c, o, d->op, i))
-			continue;
 		double elems = (double)layout_local_elems(&d->in[i]);
 		double bytes = elems * (double)dtype_bytes(t->dtype);
-		if (gs) {
-			double s = step_s(c, gs);
-			eo->gradient_s += s;
-			e->category_s[EST_GRADIENT_SYNC] += s;
+		if (sync[k]) {
+			struct pricer pr = {c, 0};
+			struct plan_coll_sink sk = {price, &pr};
+			plan_colls_forward(sync[k], 1, &sk);
+			eo->gradient_s += pr.s;
+			e->category_s[EST_GRADIENT_SYNC] += pr.s;
 		}
 		double u = elems * adam_bytes_per_elem(t->dtype) /
 		           (c->t->device.hbm_bps * c->t->device.memory_efficiency);
@@ -447,20 +506,23 @@ double est_edge_s(struct est_ctx *c, const struct layout *start, const struct re
 	return (double)c->steps * (fwd + bwd);
 }
 
+const struct layout *plan_edge_start(const struct plan *p, const struct plan_edge *x)
+{
+	SL_ASSERT(x->producer >= 0 && x->redist.n_steps > 0);
+	const struct dist_op *src = &p->ops[x->producer];
+	enum step_kind first = x->redist.steps[0].kind;
+	bool partial = first == STEP_ALLREDUCE || first == STEP_REDUCESCATTER;
+	return partial ? &src->out_partial[x->producer_out] : &src->out[x->producer_out];
+}
+
 /* Redistributions: forward into the consumer, mirrored in backward. */
 static void edges(struct est_ctx *c, const struct plan *p)
 {
 	for (int k = 0; k < p->n_edges; k++) {
 		const struct plan_edge *x = &p->edges[k];
-		const struct redist *r = &x->redist;
-		if (r->n_steps == 0)
+		if (x->redist.n_steps == 0)
 			continue;
-		const struct dist_op *src = &p->ops[x->producer];
-		enum step_kind first = r->steps[0].kind;
-		bool partial = first == STEP_ALLREDUCE || first == STEP_REDUCESCATTER;
-		const struct layout *start = partial ? &src->out_partial[x->producer_out]
-		                                     : &src->out[x->producer_out];
-		est_edge_s(c, start, r, &c->e->ops[x->consumer]);
+		est_edge_s(c, plan_edge_start(p, x), &x->redist, &c->e->ops[x->consumer]);
 	}
 }
 
@@ -494,22 +556,13 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 		return NULL;
 	}
 	*c = (struct est_ctx){.g = g, .t = s->topo, .scratch = a, .e = e, .steps = steps,
-	                      .memo_slots = memo_slots};
-	c->first_reader = arena_alloc(a, sizeof(int) * ((size_t)g->n_tensors + 1));
-	c->memo = arena_calloc(a, memo_slots, sizeof(*c->memo));
+	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots};
+	c->first_reader = plan_first_readers(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
-	if (!c->first_reader || !c->memo || !c->lines) {
+	if (!c->first_reader || !c->lines) {
 		arena_free(a);
 		return NULL;
 	}
-	for (int t = 0; t < g->n_tensors; t++)
-		c->first_reader[t] = -1;
-	for (int i = 0; i < g->n_ops; i++)
-		for (int j = 0; j < g->ops[i].n_in; j++) {
-			int t = g->ops[i].in[j];
-			if (g->tensors[t].role == TENSOR_PARAM && c->first_reader[t] < 0)
-				c->first_reader[t] = i;
-		}
 	return c;
 }
 
@@ -522,6 +575,23 @@ void est_ctx_free(struct est_ctx *c)
 bool est_ctx_oom(const struct est_ctx *c)
 {
 	return c->oom;
+}
+
+/* Gradient synchronisation as it runs: the parameters' all-reduces fused
+ * into the scenario's buckets (plan_gradient_buckets, as lowering emits
+ * them). The per-op figures keep each parameter's own all-reduce. */
+static void bucketed_sync(struct est_ctx *c, struct arena *a, const struct plan *p)
+{
+	struct plan_bucket *b;
+	int n = plan_gradient_buckets(a, p, p->scenario->training.gradient_bucket_bytes, &b);
+	if (n < 0) {
+		c->oom = true;
+		return;
+	}
+	double s = 0;
+	for (int k = 0; k < n; k++)
+		s += groups_s(c, b[k].kind, &b[k].groups, b[k].bytes);
+	c->e->category_s[EST_GRADIENT_SYNC] = s;
 }
 
 bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
@@ -542,6 +612,7 @@ bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
 	for (int i = 0; i < g->n_ops; i++)
 		est_op_s(c, &p->ops[i], &out->ops[i]);
 	edges(c, p);
+	bucketed_sync(c, a, p);
 	bool oom = c->oom;
 	est_ctx_free(c);
 	if (oom) {

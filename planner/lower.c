@@ -1,12 +1,412 @@
-/* stub: replaced by the implementation */
+/* lower.c — a plan as the program every rank of its stage runs for one
+ * training iteration (planner.h, plan_lower).
+ *
+ * Stream 0, repeated once per step of the iteration: for each op in order
+ * the redistributions into it, its forward compute and its own
+ * collectives; then for each op in reverse order the mirrors of its own
+ * collectives, its backward compute, the all-reduce of its inputs'
+ * gradients and the mirrors of the redistributions into it. Then, once:
+ * the optimizer on stream 0, and on stream 1 the gradient all-reduces
+ * fused into buckets (same kind and groups, at most bucket_bytes each, in
+ * the order the gradients become ready), each after the backward step
+ * that completes its last gradient. The collectives are listed by the
+ * same code as the estimate's (estimate.c, plan_colls_*), and compute
+ * times are the estimate's, so the two agree when nothing contends.
+ *
+ * Units: seconds, bytes (S of the formulas). Steps are SPMD: one array for
+ * all ranks, the rank groups a description. Hot path: one pass over ops
+ * and edges; labels are formatted once per step.
+ */
+#include <stdlib.h>
+#include <string.h>
+
 #include "planner-int.h"
 
 const char *const prog_phase_names[PHASE_COUNT] = {"forward", "backward", "gradient", "optimizer"};
 
+#define OPEN_BUCKETS 8   /* buckets filling at once (one per kind and groups) */
+
+/* A parameter's gradient all-reduce, ready once op `op`'s backward ran;
+ * `seq` counts gradients in the order they become ready. */
+struct grad {
+	enum step_kind kind;
+	struct rank_groups groups;
+	double bytes;
+	int op, seq;
+	const char *name;                  /* the parameter */
+};
+
+struct bucket {
+	struct grad first;                 /* kind, groups and the first parameter */
+	double bytes;
+	int n, last_seq, last_op, order;
+};
+
+/* The gradients of a plan in backward order, being collected. */
+struct grads {
+	struct arena *a;
+	struct grad *v;
+	int n, cap;
+	bool oom;
+};
+
+struct lower {
+	struct arena *a;
+	const struct plan *p;
+	const struct estimate *e;
+	struct prog_step *steps;
+	int n, cap;
+	int *bwd_step;                     /* per op: its backward compute step */
+	enum prog_phase phase;
+	int op;                            /* the op whose collectives are being listed */
+	const char *suffix;                /* label suffix of those collectives */
+	bool oom;
+};
+
+static struct prog_step *push(struct lower *L)
+{
+	if (L->n == L->cap) {
+		int cap = L->cap ? 2 * L->cap : 256;
+		struct prog_step *s = arena_grow(L->a, L->steps, (size_t)L->n, (size_t)cap,
+		                                 sizeof(*s));
+		if (!s) {
+			L->oom = true;
+			return NULL;
+		}
+		L->steps = s;
+		L->cap = cap;
+	}
+	struct prog_step *s = &L->steps[L->n++];
+	memset(s, 0, sizeof(*s));
+	s->after = -1;
+	return s;
+}
+
+static const char *op_name(const struct lower *L, int op)
+{
+	return L->p->graph->ops[op].name;
+}
+
+static void compute(struct lower *L, int op, double seconds)
+{
+	struct prog_step *s = push(L);
+	if (!s)
+		return;
+	s->kind = PROG_COMPUTE;
+	s->phase = L->phase;
+	s->op = op;
+	s->label = op >= 0 ? op_name(L, op) : "optimizer";
+	s->seconds = seconds;
+}
+
+/* A plan_coll_sink: one stream-0 collective step per collective. */
+static void collective(void *ctx, const struct plan_coll *c)
+{
+	struct lower *L = ctx;
+	struct prog_step *s = push(L);
+	if (!s)
+		return;
+	s->kind = PROG_COLLECTIVE;
+	s->phase = L->phase;
+	s->op = L->op;
+	s->coll = c->kind;
+	s->groups = c->groups;
+	s->bytes = c->bytes;
+	s->label = arena_printf(L->a, "%s %s%s", op_name(L, L->op), step_kind_names[c->kind],
+	                        L->suffix);
+	if (!s->label)
+		L->oom = true;
+}
+
+/* Edges into each op: idx[start[op] .. start[op+1]) are edge indices. */
+static int *edges_by_consumer(struct lower *L, int **idx)
+{
+	const struct plan *p = L->p;
+	int n_ops = p->graph->n_ops;
+	int *start = arena_calloc(L->a, (size_t)n_ops + 2, sizeof(int));
+	*idx = arena_calloc(L->a, (size_t)p->n_edges + 1, sizeof(int));
+	if (!start || !*idx)
+		return NULL;
+	for (int k = 0; k < p->n_edges; k++)
+		start[p->edges[k].consumer + 2]++;
+	for (int i = 0; i < n_ops; i++)
+		start[i + 2] += start[i + 1];
+	for (int k = 0; k < p->n_edges; k++)
+		(*idx)[start[p->edges[k].consumer + 1]++] = k;
+	return start;
+}
+
+static void forward(struct lower *L, const int *start, const int *idx)
+{
+	const struct plan *p = L->p;
+	struct plan_coll_sink k = {collective, L};
+	L->phase = PHASE_FORWARD;
+	for (int i = 0; i < p->graph->n_ops; i++) {
+		const struct dist_op *d = &p->ops[i];
+		L->op = i;
+		L->suffix = " (redistribution)";
+		for (int j = start[i]; j < start[i + 1]; j++) {
+			const struct redist *r = &p->edges[idx[j]].redist;
+			plan_colls_forward(r->steps, r->n_steps, &k);
+		}
+		compute(L, i, L->e->ops[i].compute_forward_s);
+		L->suffix = "";
+		plan_colls_forward(d->comm, d->n_comm, &k);
+	}
+}
+
+static void add_grad(struct grads *G, const struct grad *g)
+{
+	if (G->n == G->cap) {
+		int cap = G->cap ? 2 * G->cap : 64;
+		struct grad *x = arena_grow(G->a, G->v, (size_t)G->n, (size_t)cap, sizeof(*x));
+		if (!x) {
+			G->oom = true;
+			return;
+		}
+		G->v = x;
+		G->cap = cap;
+	}
+	G->v[G->n++] = *g;
+}
+
+/* A plan_coll_sink: the gradient synchronisation of one parameter. */
+struct grad_sink {
+	struct grads *G;
+	int op;
+	const char *name;
+};
+
+static void grad_add(void *ctx, const struct plan_coll *c)
+{
+	struct grad_sink *k = ctx;
+	struct grad x = {c->kind, c->groups, c->bytes, k->op, k->G->n, k->name};
+	add_grad(k->G, &x);
+}
+
+/* The gradients op d completes in backward: the parameters it is the first
+ * to read, replicated somewhere. */
+static void op_grads(struct grads *G, const struct graph *g, const int *first_reader,
+                     const struct dist_op *d)
+{
+	int inputs[SIG_MAX_TENSORS];
+	const struct comm_step *sync[SIG_MAX_TENSORS];
+	int n = plan_op_params(g, first_reader, d, inputs, sync);
+	for (int k = 0; k < n; k++) {
+		struct grad_sink gs = {G, d->op, g->tensors[g->ops[d->op].in[inputs[k]]].name};
+		struct plan_coll_sink sink = {grad_add, &gs};
+		if (sync[k])
+			plan_colls_forward(sync[k], 1, &sink);
+	}
+}
+
+static void backward(struct lower *L, const int *start, const int *idx)
+{
+	const struct plan *p = L->p;
+	struct plan_coll_sink k = {collective, L};
+	L->phase = PHASE_BACKWARD;
+	for (int i = p->graph->n_ops - 1; i >= 0; i--) {
+		const struct dist_op *d = &p->ops[i];
+		L->op = i;
+		L->suffix = " (backward)";
+		if (!plan_colls_backward(d->comm, d->n_comm, &d->out_partial[0], &k))
+			L->oom = true;
+		compute(L, i, L->e->ops[i].compute_backward_s);
+		L->bwd_step[i] = L->n - 1;
+		L->suffix = " (input gradient)";
+		if (!plan_colls_input_grads(p->graph, d, &k))
+			L->oom = true;
+		L->suffix = " (backward redistribution)";
+		for (int j = start[i + 1] - 1; j >= start[i]; j--) {
+			const struct plan_edge *x = &p->edges[idx[j]];
+			if (x->redist.n_steps > 0 &&
+			    !plan_colls_backward(x->redist.steps, x->redist.n_steps,
+			                         plan_edge_start(p, x), &k))
+				L->oom = true;
+		}
+	}
+}
+
+/* A canonical form of rank groups: the (size, stride) of the axes that
+ * count members (in member order) or groups (row-major), without axes of
+ * size 1 and with an axis merged into the one before it when the two are
+ * contiguous. Two descriptions with the same forms and base hold the same
+ * ranks in the same order however their device matrices are factored. */
+static int canon(const struct rank_groups *g, bool members, int64_t out[PLAN_MAX_AXES][2])
+{
+	const struct devmat *dm = &g->dm;
+	int64_t stride[PLAN_MAX_AXES];
+	bool in_group[PLAN_MAX_AXES] = {false};
+	int64_t st = 1;
+	for (int i = dm->n - 1; i >= 0; i--) {
+		stride[i] = st;
+		st *= dm->size[i];
+	}
+	for (int k = 0; k < g->n_axes; k++)
+		in_group[g->axes[k]] = true;
+	int n = 0, count = members ? g->n_axes : dm->n;
+	for (int k = 0; k < count; k++) {
+		int ax = members ? g->axes[k] : k;
+		if ((!members && in_group[ax]) || dm->size[ax] == 1)
+			continue;
+		int64_t size = dm->size[ax], str = stride[ax];
+		if (n > 0 && out[n - 1][1] == size * str) {
+			out[n - 1][0] *= size;
+			out[n - 1][1] = str;
+		} else {
+			out[n][0] = size;
+			out[n++][1] = str;
+		}
+	}
+	return n;
+}
+
+static bool same_canon(const struct rank_groups *a, const struct rank_groups *b, bool members)
+{
+	int64_t x[PLAN_MAX_AXES][2], y[PLAN_MAX_AXES][2];
+	int n = canon(a, members, x);
+	return n == canon(b, members, y) && !memcmp(x, y, (size_t)n * sizeof(x[0]));
+}
+
+/* Same ranks in the same groups and order. */
+static bool same_groups(const struct rank_groups *a, const struct rank_groups *b)
+{
+	return a->size == b->size && a->n_groups == b->n_groups && a->dm.base == b->dm.base &&
+	       same_canon(a, b, true) && same_canon(a, b, false);
+}
+
+static int cmp_bucket(const void *x, const void *y)
+{
+	const struct bucket *a = x, *b = y;
+	if (a->last_seq != b->last_seq)
+		return a->last_seq < b->last_seq ? -1 : 1;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* Buckets of gradients in ready order: a gradient joins the open bucket
+ * of its kind and groups while the bucket stays within bucket_bytes (a
+ * bucket always takes its first gradient, however large); when it does
+ * not fit, that bucket closes and a new one opens. Returns the count in
+ * *out (arena), sorted by the gradient that completes each. */
+static int make_buckets(struct arena *a, const struct grads *G, double bucket_bytes,
+                        struct bucket **out)
+{
+	struct bucket *all = arena_calloc(a, (size_t)G->n + 1, sizeof(*all));
+	int open[OPEN_BUCKETS], n_open = 0, n = 0;
+	if (!all)
+		return -1;
+	for (int k = 0; k < G->n; k++) {
+		const struct grad *g = &G->v[k];
+		int hit = -1;
+		for (int j = 0; j < n_open && hit < 0; j++) {
+			const struct bucket *b = &all[open[j]];
+			if (b->first.kind == g->kind && same_groups(&b->first.groups, &g->groups))
+				hit = j;
+		}
+		if (hit >= 0 && all[open[hit]].bytes + g->bytes <= bucket_bytes) {
+			struct bucket *b = &all[open[hit]];
+			b->bytes += g->bytes;
+			b->n++;
+			b->last_seq = g->seq;
+			b->last_op = g->op;
+			continue;
+		}
+		if (hit < 0 && n_open == OPEN_BUCKETS)
+			hit = 0; /* close the oldest */
+		if (hit >= 0) {
+			memmove(&open[hit], &open[hit + 1], (size_t)(n_open - hit - 1) * sizeof(int));
+			n_open--;
+		}
+		all[n] = (struct bucket){*g, g->bytes, 1, g->seq, g->op, n};
+		open[n_open++] = n++;
+	}
+	qsort(all, (size_t)n, sizeof(*all), cmp_bucket);
+	*out = all;
+	return n;
+}
+
+int plan_gradient_buckets(struct arena *a, const struct plan *p, double bucket_bytes,
+                          struct plan_bucket **out)
+{
+	struct grads G = {.a = a};
+	int *first_reader = plan_first_readers(a, p->graph);
+	if (!first_reader)
+		return -1;
+	for (int i = p->graph->n_ops - 1; i >= 0; i--)
+		op_grads(&G, p->graph, first_reader, &p->ops[i]);
+	struct bucket *b;
+	int n = G.oom ? -1 : make_buckets(a, &G, bucket_bytes, &b);
+	if (n < 0)
+		return -1;
+	*out = arena_calloc(a, (size_t)n + 1, sizeof(**out));
+	if (!*out)
+		return -1;
+	for (int k = 0; k < n; k++)
+		(*out)[k] = (struct plan_bucket){b[k].first.kind, b[k].first.groups, b[k].bytes,
+		                                 b[k].n, b[k].last_op, b[k].first.name};
+	return n;
+}
+
+static void gradients(struct lower *L, double bucket_bytes)
+{
+	struct plan_bucket *b;
+	int n = plan_gradient_buckets(L->a, L->p, bucket_bytes, &b);
+	if (n < 0) {
+		L->oom = true;
+		return;
+	}
+	for (int k = 0; k < n; k++) {
+		struct prog_step *s = push(L);
+		if (!s)
+			return;
+		s->kind = PROG_COLLECTIVE;
+		s->phase = PHASE_GRADIENT;
+		s->stream = 1;
+		s->op = -1;
+		s->coll = b[k].kind;
+		s->groups = b[k].groups;
+		s->bytes = b[k].bytes;
+		s->after = L->bwd_step[b[k].last_op];
+		s->label = b[k].n == 1
+		                   ? arena_printf(L->a, "%s gradient %s", b[k].first,
+		                                  step_kind_names[s->coll])
+		                   : arena_printf(L->a, "gradient bucket %d: %d tensors from %s", k,
+		                                  b[k].n, b[k].first);
+		if (!s->label)
+			L->oom = true;
+	}
+}
+
 bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, struct program *out,
                 struct diag_list *diags)
 {
-	(void)a; (void)p; (void)bucket_bytes; (void)out;
-	diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "lowering is not built yet");
-	return false;
+	SL_ASSERT(p && p->scenario && p->graph && out);
+	memset(out, 0, sizeof(*out));
+	struct estimate e;
+	if (!plan_estimate(a, p, &e, diags))
+		return false;
+	struct lower L = {.a = a, .p = p, .e = &e};
+	int *idx = NULL, *start = edges_by_consumer(&L, &idx);
+	L.bwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
+	if (start && L.bwd_step) {
+		forward(&L, start, idx);
+		backward(&L, start, idx);
+		int section = L.n;
+		L.phase = PHASE_OPTIMIZER;
+		compute(&L, -1, e.category_s[EST_OPTIMIZER]);
+		gradients(&L, bucket_bytes);
+		out->n_step_section = section;
+	}
+	if (!start || !L.bwd_step || L.oom) {
+		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL,
+		         "out of memory lowering the plan");
+		return false;
+	}
+	out->n_ranks = p->n_devices;
+	out->base = 0;
+	out->repeat = e.steps_per_iteration;
+	out->n_steps = L.n;
+	out->steps = L.steps;
+	out->bucket_bytes = bucket_bytes;
+	return true;
 }

@@ -64,6 +64,100 @@ int cost_groups_lines(const struct topology *t, enum step_kind kind, const struc
 /* The slowest of those lines at S bytes. */
 double cost_lines_max(const struct cost_line *lines, int n, double bytes);
 
+/* Every algorithm's line for one group (planner.h, cost_choose_algo):
+ * line[algo] for each algorithm but COLL_AUTO, `applicable` a bit per
+ * algorithm that applies to this kind and group (the ring always); an
+ * algorithm that does not apply carries the ring's line. cost_collective_s
+ * is line[COLL_HIERARCHICAL] where that applies, else line[COLL_RING]. */
+struct cost_algo_lines {
+	unsigned applicable;
+	struct cost_line line[COLL_COUNT];
+};
+void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                        int n, struct cost_algo_lines *out);
+/* The rule at S bytes: `wanted` where it applies, else the least time
+ * among the applicable algorithms (ties: ring, hierarchical,
+ * halving-doubling, tree, direct); its time into *seconds if not NULL. */
+enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double bytes,
+                                    enum collective_algo wanted, double *seconds);
+/* The distinct algorithm lines of a step's groups, at most max; -1 when
+ * there are more. */
+int cost_groups_algo_lines(const struct topology *t, enum step_kind kind,
+                           const struct rank_groups *g, struct cost_algo_lines *lines, int max);
+/* The slowest group at S bytes, each group timed by the rule's choice. */
+double cost_algo_lines_max(const struct cost_algo_lines *lines, int n, double bytes,
+                           enum collective_algo wanted);
+/* The same from the groups (cost_groups_s with the rule). */
+double cost_groups_algo_s(const struct topology *t, enum step_kind kind,
+                          const struct rank_groups *g, double bytes, enum collective_algo wanted);
+
+/* ------------------------------------------- the collectives of a plan */
+
+/* One collective a plan implies: what the estimate prices and the
+ * lowering emits (estimate.c lists them; both files use the lists). */
+enum plan_coll_role {
+	PCOLL_FORWARD,       /* an op's own collective, a redistribution or gradient sync step */
+	PCOLL_MIRROR,        /* the backward mirror of a forward step */
+	PCOLL_INPUT_GRAD,    /* the all-reduce of an input's gradient (Megatron's "f") */
+};
+
+struct plan_coll {
+	enum plan_coll_role role;
+	enum step_kind kind;
+	struct rank_groups groups;
+	double bytes;                     /* S of the formulas (cost_collective_s) */
+	int index;                        /* the step (forward, mirror) or input (others) it comes from */
+};
+
+/* Receives the collectives in the order they are listed. */
+struct plan_coll_sink {
+	void (*add)(void *ctx, const struct plan_coll *c);
+	void *ctx;
+};
+
+/* The collectives of forward steps, in order (Slice and Reshape move
+ * nothing; groups of one rank neither). */
+void plan_colls_forward(const struct comm_step *steps, int n, struct plan_coll_sink *k);
+/* Their mirrors in backward, last step first: AllGather <-> ReduceScatter
+ * and AllToAll on the same groups and message, StridedSlice -> AllGather
+ * of the slices, AllReduce -> none. `start` is the layout before the
+ * first step. False when rank groups could not be built. */
+bool plan_colls_backward(const struct comm_step *steps, int n, const struct layout *start,
+                         struct plan_coll_sink *k);
+/* The all-reduce of each non-parameter input's gradient over the axes the
+ * op's tensors use and the input's own map does not, in input order.
+ * False when rank groups could not be built. */
+bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d,
+                            struct plan_coll_sink *k);
+
+/* Per tensor: the first op reading it as a parameter, else -1 (arena;
+ * NULL when out of memory). */
+int *plan_first_readers(struct arena *a, const struct graph *g);
+/* The parameters op d is the first to read, in input order: their input
+ * indices into inputs[], and their gradient synchronisation step into
+ * sync[] (NULL when the parameter is not replicated). Returns the count. */
+int plan_op_params(const struct graph *g, const int *first_reader, const struct dist_op *d,
+                   int inputs[SIG_MAX_TENSORS], const struct comm_step *sync[SIG_MAX_TENSORS]);
+/* The layout a redistribution starts from: the producer's partial output
+ * when its first step completes partial sums, else its output. */
+const struct layout *plan_edge_start(const struct plan *p, const struct plan_edge *x);
+
+/* A gradient bucket: parameters' gradient all-reduces of one kind and
+ * groups fused in backward order, completed by op last_op's backward. */
+struct plan_bucket {
+	enum step_kind kind;
+	struct rank_groups groups;
+	double bytes;
+	int n;                            /* gradients fused */
+	int last_op;
+	const char *first;                /* the first parameter's name */
+};
+/* The buckets of a plan at most bucket_bytes each (0: one per parameter),
+ * in the order they complete; -1 when out of memory. Lowering runs them on
+ * stream 1; the estimate prices them. */
+int plan_gradient_buckets(struct arena *a, const struct plan *p, double bucket_bytes,
+                          struct plan_bucket **out);
+
 /* Bitmask helpers. */
 static inline int axis_popcount(uint32_t m)
 {

@@ -346,19 +346,23 @@ double cost_compute_s(const struct topo_device *d, enum dtype dt, double flops, 
                       bool *fallback);
 
 /* Collective algorithms (the scenario's simulation.collective_algo names
- * them). The α–β time of each, for n ranks and a message of S bytes on a
- * link of bandwidth B and latency α (docs/simulation.md):
+ * them). The α–β time of each, for n ranks and a message of S bytes, on the
+ * links its steps cross (docs/simulation.md):
  *   ring                AllReduce 2(n-1)/n·S/B + 2(n-1)α; AllGather, ReduceScatter,
- *                       AllToAll (n-1)/n·S/B + (n-1)α
- *   tree (binomial)     AllReduce 2·ceil(log2 n)·(α + S/B) (reduce then broadcast);
- *                       AllGather, ReduceScatter as ring
- *   halving-doubling    AllReduce 2·log2(n)·α + 2(n-1)/n·S/B; AllGather, ReduceScatter
- *                       log2(n)·α + (n-1)/n·S/B (n a power of two, else ring)
- *   hierarchical        across servers: inside, across on S/n_intra, inside (cost.c)
- *   direct              AllToAll (n-1)·α + (n-1)/n·S/B, all pairs at once
- * COLL_AUTO picks, per group and message, the algorithm with the least
- * time, as NCCL's and HCCL's tuners do; the estimator and the simulator
- * ask the same rule, so they agree on an uncontended collective. */
+ *                       AllToAll (n-1)/n·S/B + (n-1)α (pairwise exchange)
+ *   tree (binomial)     AllReduce: reduce then broadcast, ceil(log2 n) rounds each,
+ *                       every round α + S/B on the link of its pairs
+ *   halving-doubling    AllReduce, AllGather, ReduceScatter on power-of-two groups:
+ *                       log2 n exchanges each way, step k of S/2^k on its pairs' link
+ *   hierarchical        groups spanning servers with as many ranks on each: inside,
+ *                       across on S/n_intra, inside (cost.c)
+ *   direct              AllToAll, all pairs at once: α + (n-1)/n·S/B (a switch port or
+ *                       the NICs), α + S/(n·B) in a mesh
+ * COLL_AUTO, and a wanted algorithm that does not apply to a group, pick
+ * the algorithm with the least time (ties: ring, hierarchical,
+ * halving-doubling, tree, direct), as NCCL's and HCCL's tuners do; the
+ * estimator and the simulator ask the same rule, so they agree on an
+ * uncontended collective. */
 enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind kind,
                                       const int64_t *ranks, int n, double bytes,
                                       enum collective_algo wanted);

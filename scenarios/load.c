@@ -436,12 +436,14 @@ static bool read_training(struct loader *L, const struct jv *obj)
 {
 	static const char *const keys[] = {"global_batch",  "micro_batches", "pipeline_stages",
 	                                   "virtual_stages", "schedule",      "recompute",
-	                                   "zero_stage",     "dtype",         NULL};
+	                                   "zero_stage",     "dtype",         "gradient_bucket_mb",
+	                                   NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
 	int64_t zero = 0;
 	t->dtype = L->s->graph && L->s->graph->n_ops ? L->s->graph->ops[0].dtype : DT_FP32;
 	struct jv v;
+	t->gradient_bucket_bytes = 25.0 * 1024 * 1024; /* PyTorch DDP's default */
 	if (!jv_get(obj, "training", &v)) {
 		t->global_batch = t->micro_batches = t->pipeline_stages = t->virtual_stages = 1;
 		t->schedule = SCHED_1F1B;
@@ -456,6 +458,9 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = opt_enum(&v, "schedule", schedule_names, SCHED_COUNT, SCHED_1F1B, &sched) && ok;
 	ok = opt_enum(&v, "recompute", recompute_names, RECOMPUTE_COUNT, RECOMPUTE_NONE, &rec) && ok;
 	ok = jv_opt_int(&v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
+	double bucket_mb;
+	ok = jv_opt_number(&v, "gradient_bucket_mb", JR_RANGE(0, 1e6), 25, &bucket_mb) && ok;
+	t->gradient_bucket_bytes = bucket_mb * 1024 * 1024;
 	struct jv dt;
 	if (jv_get(&v, "dtype", &dt))
 		ok = jv_dtype(&dt, &t->dtype) && ok;

@@ -90,6 +90,7 @@ struct training {
 	enum recompute_mode recompute;
 	int zero_stage;               /* 0..3 */
 	enum dtype dtype;             /* compute dtype */
+	double gradient_bucket_bytes; /* gradient all-reduces fused up to this size (0: none) */
 };
 
 struct propagation_options {

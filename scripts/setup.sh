@@ -2,7 +2,8 @@
 # Set up shardlab on a Debian machine and run it.
 #
 #   bash scripts/setup.sh run    install what is missing, build, run the main job
-#                                on the default scenario (scenarios/ffn-8p.json)
+#                                (shardlab compare) on the default scenario
+#                                (scenarios/ffn-8p.json)
 #   bash scripts/setup.sh test   install what is missing, build, run the test suite
 #   bash scripts/setup.sh build  install what is missing and build
 #
@@ -79,9 +80,7 @@ run)
 	install_packages
 	build
 	scenario=${2:-scenarios/ffn-8p.json}
-	"$BUILD_DIR/cli/shardlab" graph "$scenario"
-	echo
-	"$BUILD_DIR/cli/shardlab" topo "$scenario"
+	"$BUILD_DIR/cli/shardlab" compare "$scenario"
 	;;
 test)
 	install_packages

@@ -1,10 +1,254 @@
-/* stub: replaced by the implementation */
-#include "sim.h"
+/* sim.c — sim_run: one simulation in a child process.
+ *
+ * SimGrid allows one engine per process, so every simulation runs in a
+ * forked child (run.c) that writes its result to a pipe as plain binary:
+ * figures, the links' names (strings made in the child), the collectives
+ * and the trace events. Step labels are pointers into the caller's program,
+ * valid in the parent as they were in the child (fork copies the address
+ * space), so events carry step indices only. A child that crashes closes
+ * the pipe; the parent reads to the end, reaps it and reports it.
+ *
+ * Units: seconds, bytes. wall_s is the only wall-clock figure.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim-int.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Everything the child wrote, malloc'd; NULL on OOM. */
+static char *read_all(int fd, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n == cap) {
+			char *p = realloc(buf, cap * 2);
+			if (!p) {
+				free(buf);
+				return NULL;
+			}
+			buf = p;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	*len = n;
+	return buf;
+}
+
+struct in_buf {
+	const char *p;
+	size_t n, off;
+	bool bad;
+};
+
+static void get(struct in_buf *b, void *out, size_t n)
+{
+	if (b->bad || b->off + n > b->n) {
+		b->bad = true;
+		memset(out, 0, n);
+		return;
+	}
+	memcpy(out, b->p + b->off, n);
+	b->off += n;
+}
+
+static double get_f(struct in_buf *b)
+{
+	double x;
+	get(b, &x, sizeof(x));
+	return x;
+}
+
+static int64_t get_i(struct in_buf *b)
+{
+	int64_t x;
+	get(b, &x, sizeof(x));
+	return x;
+}
+
+/* A count read back, checked against what the rest of the buffer can hold. */
+static int64_t get_count(struct in_buf *b, size_t each)
+{
+	int64_t n = get_i(b);
+	if (n < 0 || (size_t)n > (b->n - b->off) / (each ? each : 1))
+		b->bad = true;
+	return b->bad ? 0 : n;
+}
+
+static bool parse_links(struct arena *a, struct in_buf *b, struct sim_result *out)
+{
+	out->n_links = (int)get_count(b, 4 * sizeof(double));
+	out->links = arena_calloc(a, (size_t)out->n_links + 1, sizeof(*out->links));
+	if (!out->links)
+		return false;
+	for (int i = 0; i < out->n_links && !b->bad; i++) {
+		int64_t len = get_count(b, 1);
+		char *name = arena_alloc(a, (size_t)len + 1);
+		if (!name)
+			return false;
+		get(b, name, (size_t)len);
+		out->links[i].name = name;
+		out->links[i].bytes = get_f(b);
+		out->links[i].busy_s = get_f(b);
+		out->links[i].utilisation = get_f(b);
+	}
+	return true;
+}
+
+static bool parse(struct arena *a, struct in_buf *b, const struct program *prog,
+                  struct sim_result *out)
+{
+	out->iteration_s = get_f(b);
+	out->n_ranks = get_count(b, 3 * sizeof(double));
+	out->ranks = arena_calloc(a, (size_t)out->n_ranks + 1, sizeof(*out->ranks));
+	if (!out->ranks)
+		return false;
+	for (int64_t r = 0; r < out->n_ranks; r++) {
+		out->ranks[r].compute_s = get_f(b);
+		out->ranks[r].comm_exposed_s = get_f(b);
+		out->ranks[r].idle_s = get_f(b);
+	}
+	if (!parse_links(a, b, out))
+		return false;
+	out->n_collectives = (int)get_count(b, 4 * sizeof(double));
+	out->collectives = arena_calloc(a, (size_t)out->n_collectives + 1, sizeof(*out->collectives));
+	if (!out->collectives)
+		return false;
+	for (int i = 0; i < out->n_collectives; i++) {
+		out->collectives[i].step = (int)get_i(b);
+		out->collectives[i].algo = (enum collective_algo)get_i(b);
+		out->collectives[i].simulated_s = get_f(b);
+		out->collectives[i].formula_s = get_f(b);
+	}
+	out->messages = get_i(b);
+	out->n_events = get_count(b, sizeof(struct sim_event));
+	out->events = arena_calloc(a, (size_t)out->n_events + 1, sizeof(*out->events));
+	if (!out->events)
+		return false;
+	get(b, out->events, (size_t)out->n_events * sizeof(*out->events));
+	for (int64_t i = 0; i < out->n_events && !b->bad; i++) {
+		int s = out->events[i].step;
+		if (s < 0 || s >= prog->n_steps)
+			b->bad = true;
+		else
+			out->events[i].name = prog->steps[s].label;
+	}
+	return true;
+}
+
+static const char *child_failure(int code)
+{
+	switch (code) {
+	case 3: return "a collective's group reaches ranks outside the program, or memory ran out";
+	case 4: return "the platform could not be written or loaded";
+	case 5: return "memory ran out during the simulation";
+	default: return "the result could not be written";
+	}
+}
+
+static bool check_input(const struct topology *t, const struct program *prog,
+                        struct diag_list *diags)
+{
+	if (prog->n_ranks < 1 || prog->base < 0 || prog->base + prog->n_ranks > t->n_devices) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL,
+		         "simulation: the program's ranks %lld..%lld do not fit the topology's %lld devices",
+		         (long long)prog->base, (long long)(prog->base + prog->n_ranks - 1),
+		         (long long)t->n_devices);
+		return false;
+	}
+	if (prog->n_ranks > INT32_MAX / 2 || prog->repeat < 1) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL,
+		         "simulation: a program of %lld ranks repeated %lld times cannot be simulated",
+		         (long long)prog->n_ranks, (long long)prog->repeat);
+		return false;
+	}
+	return true;
+}
+
+static void child(const struct topology *t, const struct program *prog,
+                  const struct sim_options *o, int fds[2])
+{
+	close(fds[0]);
+	int code = sim_child_run(t, prog, o, fds[1]);
+	close(fds[1]);
+	_exit(code);
+}
+
+/* Reaps the child; true when it exited 0. Adds the diagnostic otherwise. */
+static bool reap(pid_t pid, struct diag_list *diags)
+{
+	int status;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "simulation: lost the child process");
+			return false;
+		}
+	}
+	if (WIFSIGNALED(status)) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL,
+		         "simulation: the simulator crashed (signal %d)", WTERMSIG(status));
+		return false;
+	}
+	if (WEXITSTATUS(status) != 0) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "simulation failed: %s",
+		         child_failure(WEXITSTATUS(status)));
+		return false;
+	}
+	return true;
+}
 
 bool sim_run(struct arena *a, const struct topology *t, const struct program *prog,
              const struct sim_options *o, struct sim_result *out, struct diag_list *diags)
 {
-	(void)a; (void)t; (void)prog; (void)o; (void)out;
-	diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "the simulator is not built yet");
-	return false;
+	memset(out, 0, sizeof(*out));
+	if (!check_input(t, prog, diags))
+		return false;
+	double t0 = now_s();
+	int fds[2];
+	if (pipe(fds) != 0) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "simulation: no pipe (%s)", strerror(errno));
+		return false;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "simulation: cannot fork (%s)", strerror(errno));
+		return false;
+	}
+	if (pid == 0)
+		child(t, prog, o, fds);
+	close(fds[1]);
+	size_t len = 0;
+	char *buf = read_all(fds[0], &len);
+	close(fds[0]);
+	bool ok = reap(pid, diags);
+	struct in_buf b = {buf, len, 0, false};
+	if (ok && (!buf || !parse(a, &b, prog, out) || b.bad)) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL,
+		         "simulation: the result came back incomplete (out of memory?)");
+		ok = false;
+	}
+	free(buf);
+	out->wall_s = now_s() - t0;
+	return ok;
 }

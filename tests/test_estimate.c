@@ -34,6 +34,12 @@ static struct topology *topo(struct arena *a, const char *name)
 	return t;
 }
 
+/* Recursive halving-doubling all-reduce (n a power of two). */
+static double hd(int n, double S, double B, double alpha)
+{
+	return 2.0 * (n - 1) / n * S / B + 2.0 * log2(n) * alpha;
+}
+
 /* Ring formulas of DESIGN.md over one tier: n ranks, S bytes. */
 static double ar(int n, double S, double B, double alpha)
 {
@@ -234,6 +240,9 @@ static void estimate_of(struct arena *a, const char *path, struct estimate *e)
  * Gradient sync: fc1.weight, fc1.bias and fc2.weight are split 8 ways
  * (no replica); fc2.bias [1024] is replicated on all 8: AllReduce of
  * 2 KiB.
+ * The algorithm (scenario's collective_algo "auto"): over 8 GPUs of one
+ * NVSwitch, halving-doubling 2·3·α + 2·7/8·S/B beats the ring's 14 α and
+ * the same bandwidth term, and the tree's 6 (α + S/B) for any S > 0.
  * Optimizer: local elements 1024*512 + 512 + 512*1024 + 1024 = 1050112,
  * Adam in bf16 moves 2 + 8 + 16 + 2 = 28 bytes each at 2 TB/s.
  * Memory: parameters and gradients 1050112 x 2 bytes each; optimizer
@@ -250,8 +259,8 @@ Test(estimate, megatron_mlp_by_hand)
 	double fc2b = (2 * Mi + 2048 + 2 * Mi) / hbm, drop = 4 * Mi / hbm;
 	double fwd = mm + fc1b + gelu + mm + fc2b + drop;
 	double bwd = 2 * mm + fc1b + gelu + 2 * mm + fc2b + drop;
-	double ar2m = ar(8, 2 * Mi, 300 * GB, 1 * US);
-	double grad = ar(8, 2048, 300 * GB, 1 * US);
+	double ar2m = hd(8, 2 * Mi, 300 * GB, 1 * US);
+	double grad = hd(8, 2048, 300 * GB, 1 * US);
 	double elems = 1024.0 * 512 + 512 + 512.0 * 1024 + 1024;
 	double opt = elems * 28 / hbm;
 
@@ -278,6 +287,28 @@ Test(estimate, megatron_mlp_by_hand)
 	near(e.optimizer_bytes, elems * 12, "optimizer state");
 	near(e.activation_bytes, 9 * Mi, "activations");
 	near(e.memory_bytes_per_device, elems * (2 + 2 + 12) + 9 * Mi, "memory");
+	arena_free(a);
+}
+
+/* The scenario's collective_algo is the estimate's too: the same MLP with
+ * the ring asked for prices its three AllReduces as rings,
+ * 2·7/8·S/B + 14 α each. */
+Test(estimate, wanted_algorithm_is_priced)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = load(a, "scenarios/megatron-mlp-8p.json");
+	s->sim.collective_algo = COLL_RING;
+	struct plan *p = plan_propagate(a, s, REDIST_COMPAT, &d);
+	struct estimate e;
+	cr_assert(plan_estimate(a, p, &e, &d));
+	const double Mi = 1048576;
+	double ar2m = ar(8, 2 * Mi, 300 * GB, 1 * US), grad = ar(8, 2048, 300 * GB, 1 * US);
+	near(e.category_s[EST_COMM_FORWARD], ar2m, "ring forward AllReduce");
+	near(e.category_s[EST_COMM_BACKWARD], ar2m, "ring dX AllReduce");
+	near(e.category_s[EST_GRADIENT_SYNC], grad, "ring gradient");
+	diag_list_free(&d);
 	arena_free(a);
 }
 

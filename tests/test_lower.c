@@ -1,2 +1,512 @@
+/* test_lower.c — lowering a plan to the program every rank runs, and the
+ * collective algorithms' rule. Every expected step, group, message and
+ * choice is worked out in the comments from the scenario, the model's
+ * shapes and the topology files, never copied from the program's output.
+ */
 #include <criterion/criterion.h>
-Test(lower, placeholder) { cr_assert(1); }
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner.h"
+
+#define GB 1e9
+#define US 1e-6
+
+static struct arena *A;
+static struct diag_list D;
+
+static void setup(void)
+{
+	A = arena_new();
+	diag_list_init(&D);
+}
+
+static void teardown(void)
+{
+	diag_list_free(&D);
+	arena_free(A);
+}
+
+TestSuite(lower, .init = setup, .fini = teardown);
+
+static struct plan *plan_of(const char *path)
+{
+	struct scenario *s = scenario_load(A, path, &D);
+	cr_assert_not_null(s, "%s does not load", path);
+	struct plan *p = plan_propagate(A, s, REDIST_COMPAT, &D);
+	cr_assert_not_null(p, "%s does not plan", path);
+	return p;
+}
+
+static struct topology *topo(const char *name)
+{
+	char path[256];
+	snprintf(path, sizeof path, "topologies/%s.json", name);
+	struct topology *t = topo_load(A, path, &D);
+	cr_assert_not_null(t, "%s does not load", path);
+	return t;
+}
+
+/* The sorted members of every group, as one string: "0,1,2,3|4,5,6,7". */
+static char *groups_str(const struct rank_groups *g)
+{
+	size_t cap = 4096, n = 0;
+	char *s = arena_alloc(A, cap);
+	int64_t r[64];
+	cr_assert(g->size <= 64);
+	for (int k = 0; k < g->n_groups; k++) {
+		rank_groups_members(g, k, r);
+		for (int i = 0; i < g->size; i++)
+			for (int j = i + 1; j < g->size; j++)
+				if (r[j] < r[i]) {
+					int64_t x = r[i];
+					r[i] = r[j];
+					r[j] = x;
+				}
+		for (int i = 0; i < g->size; i++)
+			n += (size_t)snprintf(s + n, cap - n, "%s%lld", i ? "," : k ? "|" : "",
+			                      (long long)r[i]);
+	}
+	return s;
+}
+
+struct want {
+	enum prog_kind kind;
+	enum prog_phase phase;
+	int stream;
+	const char *op;          /* the graph op's name, NULL for -1 */
+	enum step_kind coll;
+	const char *groups;      /* as groups_str */
+	double bytes;
+	int after;
+};
+
+static int op_index(const struct graph *g, const char *name)
+{
+	for (int i = 0; i < g->n_ops; i++)
+		if (!strcmp(g->ops[i].name, name))
+			return i;
+	cr_assert_fail("no op %s", name);
+	return -1;
+}
+
+static void expect_steps(const struct plan *p, const struct program *prog, const struct want *w,
+                         int n)
+{
+	cr_assert_eq(prog->n_steps, n, "%d steps, want %d", prog->n_steps, n);
+	for (int k = 0; k < n; k++) {
+		const struct prog_step *s = &prog->steps[k];
+		cr_expect_eq(s->kind, w[k].kind, "step %d kind", k);
+		cr_expect_eq(s->phase, w[k].phase, "step %d phase", k);
+		cr_expect_eq(s->stream, w[k].stream, "step %d stream", k);
+		cr_expect_eq(s->op, w[k].op ? op_index(p->graph, w[k].op) : -1, "step %d op", k);
+		cr_expect_eq(s->after, w[k].after, "step %d after %d, want %d", k, s->after, w[k].after);
+		cr_expect_not_null(s->label, "step %d label", k);
+		if (w[k].kind != PROG_COLLECTIVE)
+			continue;
+		cr_expect_eq(s->coll, w[k].coll, "step %d: %s, want %s", k, step_kind_names[s->coll],
+		             step_kind_names[w[k].coll]);
+		cr_expect_str_eq(groups_str(&s->groups), w[k].groups, "step %d groups", k);
+		cr_expect(fabs(s->bytes - w[k].bytes) <= 1e-9 * w[k].bytes, "step %d: %g bytes, want %g",
+		          k, s->bytes, w[k].bytes);
+	}
+}
+
+#define C(ph, op) {PROG_COMPUTE, ph, 0, op, 0, NULL, 0, -1}
+#define X(ph, op, kind, groups, bytes) {PROG_COLLECTIVE, ph, 0, op, kind, groups, bytes, -1}
+#define G(kind, groups, bytes, after) \
+	{PROG_COLLECTIVE, PHASE_GRADIENT, 1, NULL, kind, groups, bytes, after}
+
+static const char *const QUADS = "0,1,2,3|4,5,6,7";
+static const char *const PAIRS = "0,4|1,5|2,6|3,7";
+
+/* Seed 000's FFN, every op configured as in its IR (fp32, x [64, 64], one
+ * step per iteration: global batch 64 = the graph's batch 64):
+ *   dense1.matmul ((2,1),(1,4)): device matrix [2,1,4]; X rows by 2, W
+ *     columns by 4, Y [32,16] per rank, no partial sums. Backward: dX is
+ *     a partial sum over the 4-axis (Megatron's "f"): AllReduce over the
+ *     ranks differing in that axis, {0,1,2,3} and {4,5,6,7}, of the local
+ *     X: 32 x 64 x 4 B = 8192 B. W [64,16] is replicated over the 2-axis:
+ *     its gradient is all-reduced over {0,4},{1,5},{2,6},{3,7}: 64 x 16 x
+ *     4 = 4096 B.
+ *   dense1.add ((2,4),(4)): reads Y as laid out (no edge); bias [16] per
+ *     rank, replicated over the 2-axis: 64 B over the pairs.
+ *   relu ((2,4)): nothing.
+ *   dense2.matmul ((2,4),(4,1)): the contracted dimension cut in 4, Y
+ *     [32,64] partial: AllReduce over the quads of 32 x 64 x 4 = 8192 B
+ *     (MindSpore-compatible: the op completes its sums); it mirrors to
+ *     nothing. X's map uses both axes: no "f". W [16,64] replicated over
+ *     the 2-axis: 4096 B over the pairs.
+ *   dense2.add ((2,4),(4)): the edge from dense2.matmul is a StridedSlice
+ *     of dimension 1 by 4 (no traffic); its backward mirror gathers the
+ *     slices over the quads, S = the slice's source, 8192 B. Bias: 64 B
+ *     over the pairs.
+ * Stream 0: forward 0-5, backward 6-12 (section of 13), optimizer 13.
+ * Gradients become ready at the backward compute of their op: dense2.bias
+ * at 6, dense2.weight at 8, dense1.bias at 10, dense1.weight at 11. */
+static const struct want ffn_steps[] = {
+	C(PHASE_FORWARD, "dense1.matmul"),                                        /* 0 */
+	C(PHASE_FORWARD, "dense1.add"),                                           /* 1 */
+	C(PHASE_FORWARD, "relu"),                                                 /* 2 */
+	C(PHASE_FORWARD, "dense2.matmul"),                                        /* 3 */
+	X(PHASE_FORWARD, "dense2.matmul", STEP_ALLREDUCE, "0,1,2,3|4,5,6,7", 8192), /* 4 */
+	C(PHASE_FORWARD, "dense2.add"),                                           /* 5 */
+	C(PHASE_BACKWARD, "dense2.add"),                                          /* 6 */
+	X(PHASE_BACKWARD, "dense2.add", STEP_ALLGATHER, "0,1,2,3|4,5,6,7", 8192), /* 7 */
+	C(PHASE_BACKWARD, "dense2.matmul"),                                       /* 8 */
+	C(PHASE_BACKWARD, "relu"),                                                /* 9 */
+	C(PHASE_BACKWARD, "dense1.add"),                                          /* 10 */
+	C(PHASE_BACKWARD, "dense1.matmul"),                                       /* 11 */
+	X(PHASE_BACKWARD, "dense1.matmul", STEP_ALLREDUCE, "0,1,2,3|4,5,6,7", 8192), /* 12 */
+	C(PHASE_OPTIMIZER, NULL),                                                 /* 13 */
+};
+
+/* With buckets of 1 MiB the four gradients share kind and groups and fit
+ * one bucket of 64 + 4096 + 64 + 4096 = 8320 B, after the last (11). */
+Test(lower, seed000_ffn_steps_and_one_bucket)
+{
+	struct plan *p = plan_of("scenarios/seed000-ffn-ir-8p.json");
+	struct program prog;
+	cr_assert(plan_lower(A, p, 1 << 20, &prog, &D));
+	struct want w[15];
+	memcpy(w, ffn_steps, sizeof ffn_steps);
+	w[14] = (struct want)G(STEP_ALLREDUCE, "0,4|1,5|2,6|3,7", 8320, 11);
+	expect_steps(p, &prog, w, 15);
+	cr_assert_eq(prog.n_step_section, 13);
+	cr_assert_eq(prog.repeat, 1);
+	cr_assert_eq(prog.n_ranks, 8);
+	cr_assert_eq(prog.base, 0);
+	(void)QUADS;
+	(void)PAIRS;
+}
+
+/* Buckets of 4 KiB: dense2.bias (64) opens a bucket and dense2.weight
+ * (4096) does not fit beside it, so it closes; dense2.weight opens the
+ * next, dense1.bias does not fit (4160 > 4096): a third, which
+ * dense1.weight does not fit either: four buckets, each one gradient. */
+Test(lower, seed000_ffn_small_buckets)
+{
+	struct plan *p = plan_of("scenarios/seed000-ffn-ir-8p.json");
+	struct program prog;
+	cr_assert(plan_lower(A, p, 4096, &prog, &D));
+	struct want w[18];
+	memcpy(w, ffn_steps, sizeof ffn_steps);
+	w[14] = (struct want)G(STEP_ALLREDUCE, PAIRS, 64, 6);
+	w[15] = (struct want)G(STEP_ALLREDUCE, PAIRS, 4096, 8);
+	w[16] = (struct want)G(STEP_ALLREDUCE, PAIRS, 64, 10);
+	w[17] = (struct want)G(STEP_ALLREDUCE, PAIRS, 4096, 11);
+	expect_steps(p, &prog, w, 18);
+	/* 4160 B fits buckets of 4160: dense2.bias + dense2.weight, then
+	 * dense1.bias + dense1.weight. */
+	cr_assert(plan_lower(A, p, 4160, &prog, &D));
+	w[14] = (struct want)G(STEP_ALLREDUCE, PAIRS, 4160, 8);
+	w[15] = (struct want)G(STEP_ALLREDUCE, PAIRS, 4160, 11);
+	expect_steps(p, &prog, w, 16);
+}
+
+/* megatron-mlp-8p (test_estimate.c derives the plan): fc1 column-parallel,
+ * fc2 row-parallel on the 8 GPUs of one DGX A100. Forward: fc2.matmul's
+ * partial sums all-reduced over the 8 GPUs, S = 1024 x 1024 x 2 B (bf16)
+ * = 2 MiB. Backward: fc1.matmul's input-gradient AllReduce of the same
+ * 2 MiB; fc2's AllReduce mirrors to nothing. Only fc2.bias [1024] is
+ * replicated: one gradient of 2 KiB, ready at fc2.bias_add's backward
+ * compute (step 8), in one bucket. */
+Test(lower, megatron_mlp)
+{
+	struct plan *p = plan_of("scenarios/megatron-mlp-8p.json");
+	struct program prog;
+	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
+	const char *all = "0,1,2,3,4,5,6,7";
+	const double mib2 = 2 * 1048576.0;
+	struct want w[] = {
+		C(PHASE_FORWARD, "mlp.fc1.matmul"),                          /* 0 */
+		C(PHASE_FORWARD, "mlp.fc1.bias_add"),                        /* 1 */
+		C(PHASE_FORWARD, "mlp.gelu"),                                /* 2 */
+		C(PHASE_FORWARD, "mlp.fc2.matmul"),                          /* 3 */
+		X(PHASE_FORWARD, "mlp.fc2.matmul", STEP_ALLREDUCE, all, mib2), /* 4 */
+		C(PHASE_FORWARD, "mlp.fc2.bias_add"),                        /* 5 */
+		C(PHASE_FORWARD, "mlp.dropout"),                             /* 6 */
+		C(PHASE_BACKWARD, "mlp.dropout"),                            /* 7 */
+		C(PHASE_BACKWARD, "mlp.fc2.bias_add"),                       /* 8 */
+		C(PHASE_BACKWARD, "mlp.fc2.matmul"),                         /* 9 */
+		C(PHASE_BACKWARD, "mlp.gelu"),                               /* 10 */
+		C(PHASE_BACKWARD, "mlp.fc1.bias_add"),                       /* 11 */
+		C(PHASE_BACKWARD, "mlp.fc1.matmul"),                         /* 12 */
+		X(PHASE_BACKWARD, "mlp.fc1.matmul", STEP_ALLREDUCE, all, mib2), /* 13 */
+		C(PHASE_OPTIMIZER, NULL),                                    /* 14 */
+		G(STEP_ALLREDUCE, all, 2048, 8),                             /* 15 */
+	};
+	expect_steps(p, &prog, w, (int)(sizeof w / sizeof w[0]));
+	cr_assert_eq(prog.n_step_section, 14);
+}
+
+/* ------------------------------------- the program adds up to the estimate */
+
+/* The slowest group of a collective, each group by the rule's algorithm:
+ * what the simulator sees when nothing contends. */
+static double step_formula_s(const struct topology *t, const struct prog_step *s,
+                             enum collective_algo wanted)
+{
+	int64_t r[1024];
+	double worst = 0;
+	cr_assert(s->groups.size <= 1024);
+	for (int k = 0; k < s->groups.n_groups; k++) {
+		rank_groups_members(&s->groups, k, r);
+		enum collective_algo al = cost_choose_algo(t, s->coll, r, s->groups.size, s->bytes,
+		                                           wanted);
+		double x = cost_collective_algo_s(t, s->coll, al, r, s->groups.size, s->bytes);
+		worst = x > worst ? x : worst;
+	}
+	return worst;
+}
+
+/* The program's compute seconds (section x repeat + optimizer) and its
+ * collectives' formula times are exactly the estimate's compute_s and
+ * comm_s, with the scenario's gradient buckets (both fuse them by
+ * plan_gradient_buckets) or with none (bucket_bytes 0: every gradient its
+ * own all-reduce): the estimate is the program with no overlap and no
+ * contention. */
+static void adds_up(const char *path, enum collective_algo wanted, int64_t global_batch,
+                    double bucket_bytes)
+{
+	struct scenario *s = scenario_load(A, path, &D);
+	cr_assert_not_null(s, "%s", path);
+	s->sim.collective_algo = wanted;
+	s->training.gradient_bucket_bytes = bucket_bytes;
+	if (global_batch > 0)
+		s->training.global_batch = global_batch;
+	struct plan *p = plan_propagate(A, s, REDIST_COMPAT, &D);
+	cr_assert_not_null(p, "%s", path);
+	struct program prog;
+	struct estimate e;
+	cr_assert(plan_lower(A, p, bucket_bytes, &prog, &D), "%s", path);
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert_eq(prog.repeat, e.steps_per_iteration);
+	double compute = 0, comm = 0;
+	for (int k = 0; k < prog.n_steps; k++) {
+		const struct prog_step *st = &prog.steps[k];
+		double times = k < prog.n_step_section ? (double)prog.repeat : 1;
+		if (st->kind == PROG_COMPUTE)
+			compute += times * st->seconds;
+		else
+			comm += times * step_formula_s(s->topo, st, wanted);
+	}
+	cr_expect(fabs(compute - e.compute_s) <= 1e-9 * e.compute_s, "%s compute %.15g, estimate %.15g",
+	          path, compute, e.compute_s);
+	cr_expect(fabs(comm - e.comm_s) <= 1e-9 * e.comm_s, "%s (%s) comm %.15g, estimate %.15g", path,
+	          collective_algo_names[wanted], comm, e.comm_s);
+}
+
+Test(lower, program_adds_up_to_the_estimate)
+{
+	static const char *const files[] = {
+		"scenarios/ffn-8p.json", "scenarios/ffn-8p-layout.json",
+		"scenarios/megatron-attention-8p.json", "scenarios/megatron-mlp-8p.json",
+		"scenarios/seed000-alltoall-4p.json", "scenarios/seed000-ffn-ir-8p.json",
+		"scenarios/seed000-figure-relu-8p.json", "scenarios/seed003-matmul-4p.json",
+		"scenarios/seed004-allgather-4p.json", "scenarios/seed004-layout-8p.json",
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+		for (int al = 0; al < COLL_COUNT; al++) {
+			adds_up(files[i], (enum collective_algo)al, 0, 0);
+			adds_up(files[i], (enum collective_algo)al, 0, 25.0 * 1024 * 1024);
+		}
+	/* Several steps per iteration: the section repeats. */
+	adds_up("scenarios/megatron-mlp-8p.json", COLL_AUTO, 6, 25.0 * 1024 * 1024);
+}
+
+/* The Megatron plan of the 8.3B model on 512 GPUs (64 DGX A100): groups
+ * across servers, hierarchical and flat algorithms in play. */
+Test(lower, megatron_gpt_across_servers_adds_up)
+{
+	struct scenario *s = scenario_load(A, "scenarios/megatron-gpt-8.3b-512p.json", &D);
+	cr_assert_not_null(s);
+	s->training.gradient_bucket_bytes = 0; /* every gradient its own all-reduce */
+	struct plan_options o = {REDIST_COMPAT, REC_COST_TOPOLOGY};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct program prog;
+	struct estimate e;
+	cr_assert(plan_lower(A, p, 0, &prog, &D));
+	cr_assert(plan_estimate(A, p, &e, &D));
+	double comm = 0;
+	for (int k = 0; k < prog.n_steps; k++) {
+		const struct prog_step *st = &prog.steps[k];
+		if (st->kind == PROG_COLLECTIVE)
+			comm += (k < prog.n_step_section ? (double)prog.repeat : 1) *
+			        step_formula_s(s->topo, st, COLL_AUTO);
+	}
+	cr_expect(fabs(comm - e.comm_s) <= 1e-9 * e.comm_s, "comm %.15g, estimate %.15g", comm,
+	          e.comm_s);
+	/* Buckets of 25 MB fuse: fewer stream-1 steps than gradients. */
+	struct program fused;
+	cr_assert(plan_lower(A, p, 25e6, &fused, &D));
+	int n0 = 0, n1 = 0;
+	for (int k = 0; k < prog.n_steps; k++)
+		n0 += prog.steps[k].stream == 1;
+	for (int k = 0; k < fused.n_steps; k++) {
+		n1 += fused.steps[k].stream == 1;
+		if (fused.steps[k].stream == 1) {
+			/* Over 25 MB only when one gradient is larger by itself. */
+			bool fused_many = !strncmp(fused.steps[k].label, "gradient bucket", 15);
+			cr_expect(!fused_many || fused.steps[k].bytes <= 25e6, "bucket %d: %g B", k,
+			          fused.steps[k].bytes);
+			cr_expect(fused.steps[k].after >= 0 && fused.steps[k].after < fused.n_step_section);
+		}
+	}
+	cr_expect_lt(n1, n0, "%d buckets for %d gradients", n1, n0);
+}
+
+/* --------------------------------------------------------- the rule */
+
+static double ar_ring(int n, double S, double B, double a)
+{
+	return 2.0 * (n - 1) / n * S / B + 2.0 * (n - 1) * a;
+}
+
+static void near(double got, double want, const char *what)
+{
+	cr_expect(fabs(got - want) <= 1e-9 * fabs(want), "%s: got %.12g, want %.12g", what, got, want);
+}
+
+/* dgx-a100: NVSwitch ports of 300 GB/s, 1 us. Eight GPUs, AllReduce:
+ *   ring   14 α + 2·7/8·S/B
+ *   HD      6 α + 2·7/8·S/B    (3 exchanges each way)
+ *   tree    6 (α + S/B)        (3 rounds up, 3 down)
+ * HD is below the ring for every S (same bandwidth term, fewer
+ * latencies) and below the tree for every S > 0: auto takes HD; asking
+ * for the ring or the tree gets them. Two GPUs: ring and HD are both
+ * 2α + S/B; the tie goes to the ring. */
+Test(lower, rule_power_of_two_inside_a_server)
+{
+	struct topology *t = topo("dgx-a100");
+	int64_t r[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	double B = 300 * GB, a = 1 * US;
+	for (double S = 1024; S < 2e9; S *= 1024) {
+		cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 8, S, COLL_AUTO),
+		             COLL_HALVING_DOUBLING, "S = %g", S);
+		near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 8, S),
+		     6 * a + 2.0 * 7 / 8 * S / B, "auto = HD");
+		near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_TREE, r, 8, S), 6 * (a + S / B),
+		     "tree");
+		near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_RING, r, 8, S), ar_ring(8, S, B, a),
+		     "ring");
+	}
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 8, 1e6, COLL_RING), COLL_RING);
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 8, 1e6, COLL_TREE), COLL_TREE);
+	/* AllGather: HD 3α + 7/8·S/B against the ring's 7α + 7/8·S/B. */
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLGATHER, r, 8, 1e6, COLL_AUTO),
+	             COLL_HALVING_DOUBLING);
+	near(cost_collective_algo_s(t, STEP_ALLGATHER, COLL_AUTO, r, 8, 1e6),
+	     3 * a + 7.0 / 8 * 1e6 / B, "AllGather HD");
+	/* The tree has no AllGather of its own: asking for it gets the rule. */
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLGATHER, r, 8, 1e6, COLL_TREE),
+	             COLL_HALVING_DOUBLING);
+	/* AllToAll: the ring (pairwise) pays 7α + 7/8·S/B, direct sends all
+	 * pieces at once through the NVSwitch port: α + 7/8·S/B. */
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLTOALL, r, 8, 1e6, COLL_AUTO), COLL_DIRECT);
+	near(cost_collective_algo_s(t, STEP_ALLTOALL, COLL_AUTO, r, 8, 1e6), a + 7.0 / 8 * 1e6 / B,
+	     "AllToAll direct");
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLTOALL, r, 8, 1e6, COLL_DIRECT), COLL_DIRECT);
+	int64_t r2[2] = {2, 5};
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r2, 2, 1e6, COLL_AUTO), COLL_RING);
+}
+
+/* Six GPUs of the DGX (not a power of two: no HD). AllReduce:
+ *   ring   10 α + 2·5/6·S/B
+ *   tree    6 (α + S/B)        (ceil(log2 6) = 3 rounds each way)
+ * tree < ring  <=>  6 S/B - 5/3 S/B < 4 α  <=>  S < 4 α B / (13/3)
+ *   = 12 α B / 13 = 12 x 1e-6 x 300e9 / 13 = 276,923 B.
+ * So 1 KiB goes by the tree, 1 MiB by the ring; asking for HD gets the
+ * rule's choice. */
+Test(lower, rule_small_tree_large_ring)
+{
+	struct topology *t = topo("dgx-a100");
+	int64_t r[6] = {0, 1, 2, 3, 4, 5};
+	double B = 300 * GB, a = 1 * US;
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 1024, COLL_AUTO), COLL_TREE);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 6, 1024), 6 * (a + 1024 / B),
+	     "1 KiB tree");
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 1048576, COLL_AUTO), COLL_RING);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 6, 1048576),
+	     ar_ring(6, 1048576, B, a), "1 MiB ring");
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 270000, COLL_AUTO), COLL_TREE);
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 280000, COLL_AUTO), COLL_RING);
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 1024, COLL_HALVING_DOUBLING),
+	             COLL_TREE);
+	/* HD asked for on 6 ranks is the ring's formula. */
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_HALVING_DOUBLING, r, 6, 1048576),
+	     ar_ring(6, 1048576, B, a), "HD on 6 = ring");
+}
+
+/* Two DGX A100 of dgx-a100-x128, all 16 GPUs. Inside: NVSwitch 300 GB/s,
+ * 1 us. Across: 25 GB/s per NIC (8 NICs for 8 GPUs: not shared); both
+ * servers' NICs (0-15) sit under leaf 0 (20 ports a leaf): NIC 0.6 + leaf
+ * 0.3 + NIC 0.6 = 1.5 us. Each step of a log-depth algorithm runs on the
+ * link its pairs use:
+ *   HD    reduce-scatter: distance 8 across (S/2), 4, 2, 1 inside (S/4,
+ *         S/8, S/16); the all-gather mirrors it:
+ *         2 (1.5 us + 3 x 1 us) + S (2·(1/2)/B_ib + 2·(7/16)/B_nv)
+ *         = 9 us + S (1/25e9 + 0.875/300e9)
+ *   tree  rounds 1, 2, 4 inside, 8 across, up and down:
+ *         2 (3 x 1 us + 1.5 us) + S (6/B_nv + 2/B_ib) = 9 us + S (6/300e9 + 2/25e9)
+ *   hierarchical  2 (7 α_nv + 7/8 S/B_nv) + 2 α_ib + 2·1/2·(S/8)/B_ib
+ *         = 17 us + S (1.75/300e9 + 1/(8·25e9))
+ *   ring (flat, on the slower link: 25 GB/s, 1.5 us) 30 α + 2·15/16 S/B
+ * 1 KiB: HD 9.0439 us, tree 9.1024 us, hierarchical 17.05 us: HD.
+ * 64 MiB: hierarchical 17 us + 0.7270 ms against HD 9 us + 2.8799 ms. */
+Test(lower, rule_across_servers_hd_small_hierarchical_large)
+{
+	struct topology *t = topo("dgx-a100-x128");
+	int64_t r[16];
+	for (int i = 0; i < 16; i++)
+		r[i] = i;
+	double nv = 300 * GB, ib = 25 * GB, anv = 1 * US, aib = 1.5 * US;
+	double small = 1024, large = 64.0 * 1048576;
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, small, COLL_AUTO),
+	             COLL_HALVING_DOUBLING);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 16, small),
+	     2 * (aib + 3 * anv) + small * (1 / ib + 0.875 / nv), "1 KiB HD");
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_TREE, r, 16, small),
+	     2 * (3 * anv + aib) + small * (6 / nv + 2 / ib), "1 KiB tree");
+	double hier = 2 * (7 * anv + 7.0 / 8 * large / nv) + 2 * aib + large / 8 / ib;
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, large, COLL_AUTO), COLL_HIERARCHICAL);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 16, large), hier,
+	     "64 MiB hierarchical");
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_RING, r, 16, large),
+	     ar_ring(16, large, ib, aib), "flat ring");
+	/* cost_collective_s stays the hierarchical form across servers. */
+	near(cost_collective_s(t, STEP_ALLREDUCE, r, 16, large), hier, "cost_collective_s");
+	/* One GPU per server (ranks 0, 8, 16, 24: leaf 0 holds NICs 0-19,
+	 * server 2's NIC 16 too, server 3's NIC 24 is on leaf 1: 2.1 us
+	 * through the spine): no hierarchical form; 1 KiB by HD
+	 * (4 α + 1.5 S/B), 64 MiB by HD too (the same bandwidth term as the
+	 * ring with fewer latencies). */
+	int64_t r4[4] = {0, 8, 16, 24};
+	double a4 = 2.1 * US;
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r4, 4, small, COLL_AUTO),
+	             COLL_HALVING_DOUBLING);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r4, 4, small),
+	     4 * a4 + 1.5 * small / ib, "4 servers HD");
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r4, 4, large, COLL_HIERARCHICAL),
+	             COLL_HALVING_DOUBLING);
+}
+
+/* The FFN's collectives on atlas800-910a: the AllReduce over an HCCS quad
+ * (30 GB/s, 1 us) of 8 KiB goes by HD, 4 α + 1.5 S/B; a pair across the
+ * HCCS groups over PCIe (31 GB/s, 2 us) by the ring (a tie with HD):
+ * 2 (n-1) α + 2 (n-1)/n S/B = 2 α + S/B. */
+Test(lower, rule_on_the_ffn_collectives)
+{
+	struct topology *t = topo("atlas800-910a");
+	int64_t q[4] = {0, 1, 2, 3}, pr[2] = {0, 4};
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, q, 4, 8192, COLL_AUTO),
+	             COLL_HALVING_DOUBLING);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, q, 4, 8192),
+	     4 * US + 1.5 * 8192 / (30 * GB), "quad HD");
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, pr, 2, 4096, COLL_AUTO), COLL_RING);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, pr, 2, 4096),
+	     4 * US + 4096 / (31 * GB), "pair ring");
+}

@@ -1,2 +1,363 @@
+/* test_sim.c — the simulator against the α–β formulas.
+ *
+ * Programs are built by hand (a collective step or two over rank groups
+ * from devmat_groups) and simulated on shipped topologies; every expected
+ * time is derived in the comments from the topology files' figures and
+ * the algorithm's steps, never copied from the program's output.
+ * Figures used (the files in topologies/):
+ *   atlas800-910a   HCCS mesh 30 GB/s, 1 us; PCIe switch 31 GB/s, 2 us
+ *                   (the latency on the sender's port)
+ *   atlas800-910a-x4  + NICs 100 Gb/s = 12.5 GB/s, 0.6 us; one leaf of 32
+ *                   NIC ports, 0.6 us: rank to rank 0.6 + 0.6 + 0.6 = 1.8 us
+ *   dgx-a100        NVSwitch ports 300 GB/s, 1 us
+ *   dgx-a100-x128   + NICs 200 Gb/s = 25 GB/s, 0.6 us; leaves of 20 NIC
+ *                   ports, 0.3 us a switch: 1.5 us in a leaf, 2.1 us across
+ *   pcie-8gpu       two PCIe switches of 4 (31 GB/s, 1 us) joined through
+ *                   the CPU (31 GB/s ports, 2 us, 31 GB/s shared by all)
+ */
 #include <criterion/criterion.h>
-Test(sim, placeholder) { cr_assert(1); }
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define GB 1e9
+#define US 1e-6
+
+static struct topology *topo(struct arena *a, const char *name)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	char path[256];
+	snprintf(path, sizeof path, "topologies/%s.json", name);
+	struct topology *t = topo_load(a, path, &d);
+	cr_assert(t, "%s does not load", path);
+	diag_list_free(&d);
+	return t;
+}
+
+static void within(double got, double want, double rel, const char *what)
+{
+	cr_assert(fabs(got - want) <= rel * fabs(want), "%s: got %.9g, want %.9g (%.1f%%)", what,
+	          got, want, 100 * rel);
+}
+
+/* A collective step over the groups of `axes` of a device matrix. */
+static struct prog_step coll_step(const int64_t *sizes, int n_sizes, int axis,
+                                  enum step_kind kind, double bytes, int stream)
+{
+	struct devmat dm;
+	cr_assert(devmat_init(&dm, n_sizes, sizes, NULL, 0));
+	struct prog_step st = {.kind = PROG_COLLECTIVE, .phase = PHASE_FORWARD, .stream = stream,
+	                       .op = -1, .label = "collective", .coll = kind, .bytes = bytes,
+	                       .after = -1};
+	cr_assert(devmat_groups(&dm, &axis, 1, &st.groups));
+	return st;
+}
+
+struct run {
+	struct arena *a;
+	struct sim_result r;
+};
+
+static struct run simulate(const char *tname, struct prog_step *steps, int n_steps,
+                           int n_section, int64_t n_ranks, enum collective_algo algo,
+                           enum sim_fidelity fid)
+{
+	struct run run = {.a = arena_new()};
+	struct topology *t = topo(run.a, tname);
+	struct program p = {.n_ranks = n_ranks, .base = 0, .repeat = 1, .n_steps = n_steps,
+	                    .steps = steps, .n_step_section = n_section};
+	struct sim_options o = {.fidelity = fid, .algo = algo};
+	struct diag_list d;
+	diag_list_init(&d);
+	bool ok = sim_run(run.a, t, &p, &o, &run.r, &d);
+	cr_assert(ok, "sim_run failed: %s", d.count ? d.items[0].msg : "?");
+	diag_list_free(&d);
+	return run;
+}
+
+/* One collective alone: the iteration time. */
+static double lone(const char *tname, const int64_t *sizes, int n_sizes, int axis,
+                   enum step_kind kind, enum collective_algo algo, enum sim_fidelity fid,
+                   double bytes)
+{
+	int64_t n = 1;
+	for (int i = 0; i < n_sizes; i++)
+		n *= sizes[i];
+	struct prog_step st = coll_step(sizes, n_sizes, axis, kind, bytes, 0);
+	struct run run = simulate(tname, &st, 1, 1, n, algo, fid);
+	double s = run.r.iteration_s;
+	arena_free(run.a);
+	return s;
+}
+
+Test(sim, ring_allreduce_in_an_hccs_group)
+{
+	/* 4 NPUs of one HCCS group, S = 64 MB: 2(n-1) = 6 steps of S/4 over
+	 * one mesh link each: 6 x (1 us + 16e6 / 30e9) = 6 us + 3.2 ms. */
+	double S = 64e6;
+	int64_t sz[] = {4};
+	double want = 6 * (1 * US + S / 4 / (30 * GB));
+	within(lone("atlas800-910a", sz, 1, 0, STEP_ALLREDUCE, COLL_RING, FIDELITY_STEP, S), want,
+	       0.01, "step");
+	within(lone("atlas800-910a", sz, 1, 0, STEP_ALLREDUCE, COLL_RING, FIDELITY_COARSE, S), want,
+	       0.01, "coarse");
+}
+
+Test(sim, ring_allreduce_small_message_latency)
+{
+	/* Latency-bound: S = 4 kB on the same 4 NPUs: 6 x (1 us + 1e3 / 30e9). */
+	int64_t sz[] = {4};
+	double want = 6 * (1 * US + 1e3 / (30 * GB));
+	within(lone("atlas800-910a", sz, 1, 0, STEP_ALLREDUCE, COLL_RING, FIDELITY_STEP, 4e3), want,
+	       0.01, "step");
+}
+
+Test(sim, across_the_two_hccs_groups)
+{
+	/* Devices 0 and 4 (and 1-5, 2-6, 3-7 at once, on their own PCIe
+	 * ports): ring all-reduce of 2 ranks = 2 steps of S/2 over PCIe:
+	 * 2 x (2 us + 32e6 / 31e9). */
+	double S = 64e6;
+	int64_t sz[] = {2, 4};
+	double want = 2 * (2 * US + S / 2 / (31 * GB));
+	within(lone("atlas800-910a", sz, 2, 0, STEP_ALLREDUCE, COLL_RING, FIDELITY_STEP, S), want,
+	       0.01, "step");
+}
+
+Test(sim, ring_sizes_in_a_dgx_server)
+{
+	/* NVSwitch ports, n = 2, 4, 8, S = 32 MB: ring all-gather is n-1
+	 * steps of S/n: (n-1)(1 us + S/n / 300e9). */
+	double S = 32e6;
+	for (int64_t n = 2; n <= 8; n *= 2) {
+		int64_t sz[] = {n};
+		double want = (double)(n - 1) * (1 * US + S / (double)n / (300 * GB));
+		within(lone("dgx-a100", sz, 1, 0, STEP_ALLGATHER, COLL_RING, FIDELITY_STEP, S), want,
+		       0.01, "allgather");
+	}
+}
+
+Test(sim, ring_across_servers)
+{
+	/* atlas800-910a-x4: ranks 0, 8, 16, 24 (one per server; 8 such groups
+	 * on their own NICs), S = 64 MB: 6 steps of S/4 over the NICs:
+	 * 6 x (1.8 us + 16e6 / 12.5e9). */
+	double S = 64e6;
+	int64_t sz[] = {4, 8};
+	double want = 6 * (1.8 * US + S / 4 / (12.5 * GB));
+	within(lone("atlas800-910a-x4", sz, 2, 0, STEP_ALLREDUCE, COLL_RING, FIDELITY_STEP, S), want,
+	       0.01, "step");
+	within(lone("atlas800-910a-x4", sz, 2, 0, STEP_ALLREDUCE, COLL_RING, FIDELITY_COARSE, S),
+	       want, 0.01, "coarse");
+}
+
+Test(sim, ring_16_and_32_servers)
+{
+	/* dgx-a100-x128, one GPU per server (n = 16, 32), ring reduce-scatter
+	 * of S = 256 MB: n-1 steps of S/n over 25 GB/s NICs. Neighbours sit in
+	 * one leaf (1.5 us) or two (2.1 us); the worst is taken and the
+	 * latencies are under 0.1% of the time. */
+	double S = 256e6;
+	for (int64_t n = 16; n <= 32; n *= 2) {
+		int64_t sz[] = {n, 8};
+		double want = (double)(n - 1) * (2.1 * US + S / (double)n / (25 * GB));
+		within(lone("dgx-a100-x128", sz, 2, 0, STEP_REDUCESCATTER, COLL_RING, FIDELITY_STEP, S),
+		       want, 0.01, "reduce-scatter");
+	}
+}
+
+Test(sim, tree_allreduce)
+{
+	/* Binomial tree over 8 GPUs of a DGX: reduce then broadcast,
+	 * ceil(log2 8) = 3 rounds each of the whole S = 8 MB:
+	 * 6 x (1 us + 8e6 / 300e9). */
+	double S = 8e6;
+	int64_t sz[] = {8};
+	double want = 6 * (1 * US + S / (300 * GB));
+	within(lone("dgx-a100", sz, 1, 0, STEP_ALLREDUCE, COLL_TREE, FIDELITY_STEP, S), want, 0.01,
+	       "tree");
+}
+
+Test(sim, halving_doubling_allreduce)
+{
+	/* All 8 NPUs of an Atlas 800: halving exchanges S/2 with the rank 4
+	 * away (PCIe), S/4 with 2 away and S/8 with 1 away (HCCS), doubling
+	 * mirrors it: 2 [(2 us + S/2/31e9) + (1 us + S/4/30e9) + (1 us + S/8/30e9)]. */
+	double S = 64e6;
+	int64_t sz[] = {8};
+	double want = 2 * ((2 * US + S / 2 / (31 * GB)) + (1 * US + S / 4 / (30 * GB)) +
+	                   (1 * US + S / 8 / (30 * GB)));
+	within(lone("atlas800-910a", sz, 1, 0, STEP_ALLREDUCE, COLL_HALVING_DOUBLING, FIDELITY_STEP,
+	            S),
+	       want, 0.01, "halving-doubling");
+}
+
+Test(sim, hierarchical_allreduce_64)
+{
+	/* dgx-a100-x128, 64 GPUs on 8 servers, S = 256 MB: ring
+	 * reduce-scatter inside (7 steps of S/8 on NVSwitch), ring all-reduce
+	 * of S/8 across the 8 servers (14 steps of S/64 on the NICs; 2.1 us the
+	 * worst path), ring all-gather inside: 14 (1 us + S/8/300e9) +
+	 * 14 (2.1 us + S/64/25e9). */
+	double S = 256e6;
+	int64_t sz[] = {64};
+	double want = 14 * (1 * US + S / 8 / (300 * GB)) + 14 * (2.1 * US + S / 64 / (25 * GB));
+	within(lone("dgx-a100-x128", sz, 1, 0, STEP_ALLREDUCE, COLL_HIERARCHICAL, FIDELITY_STEP, S),
+	       want, 0.01, "step");
+	within(lone("dgx-a100-x128", sz, 1, 0, STEP_ALLREDUCE, COLL_HIERARCHICAL, FIDELITY_COARSE,
+	            S),
+	       want, 0.01, "coarse");
+}
+
+Test(sim, direct_alltoall)
+{
+	/* 8 GPUs of a DGX send S/8 to each of the 7 others at once: 7 flows
+	 * share each transmit and each receive port, each gets 300/7 GB/s:
+	 * 1 us + (S/8) / (300e9 / 7) = 1 us + 7/8 S / 300e9. */
+	double S = 64e6;
+	int64_t sz[] = {8};
+	double want = 1 * US + 7.0 / 8 * S / (300 * GB);
+	within(lone("dgx-a100", sz, 1, 0, STEP_ALLTOALL, COLL_DIRECT, FIDELITY_STEP, S), want, 0.01,
+	       "direct");
+	/* pairwise (ring): 7 steps of S/8: 7 (1 us + S/8/300e9) */
+	want = 7 * (1 * US + S / 8 / (300 * GB));
+	within(lone("dgx-a100", sz, 1, 0, STEP_ALLTOALL, COLL_RING, FIDELITY_STEP, S), want, 0.01,
+	       "pairwise");
+}
+
+Test(sim, fair_sharing_on_a_shared_link)
+{
+	/* pcie-8gpu: GPUs 0-4, 1-5, 2-6 and 3-7 each all-reduce S = 64 MB
+	 * at once (two ring steps of S/2, each pair sending both ways), all
+	 * across the CPU tier, whose 31 GB/s are shared by every flow: 8 flows,
+	 * 31/8 GB/s each (their own 31 GB/s ports are not the limit), so each
+	 * collective takes 2 (2 us + S/2 / (31e9 / 8)). */
+	double S = 64e6;
+	int64_t sz[] = {2, 4};
+	struct prog_step st = coll_step(sz, 2, 0, STEP_ALLREDUCE, S, 0);
+	struct run run = simulate("pcie-8gpu", &st, 1, 1, 8, COLL_RING, FIDELITY_STEP);
+	within(run.r.iteration_s, 2 * (2 * US + S / 2 / (31 * GB / 8)), 0.02, "four groups");
+	cr_assert_eq(run.r.n_collectives, 1);
+	within(run.r.collectives[0].simulated_s, run.r.iteration_s, 1e-9, "slowest rank");
+	cr_assert(strstr(run.r.links[0].name, "cpu-shared"), "busiest %s", run.r.links[0].name);
+	arena_free(run.a);
+}
+
+Test(sim, two_streams_share_ports)
+{
+	/* atlas800-910a, ranks 0 and 4 over PCIe: stream 0 and stream 1 each
+	 * all-reduce S = 64 MB at once over the same ports. Each ring step's
+	 * flow shares its transmit port with the other stream's: 15.5 GB/s,
+	 * so each collective takes 2 (2 us + S/2 / 15.5e9), twice the
+	 * bandwidth term of one alone (2 (2 us + S/2 / 31e9)). */
+	double S = 64e6;
+	struct prog_step st[2];
+	int64_t sz24[] = {2, 4};
+	st[0] = coll_step(sz24, 2, 0, STEP_ALLREDUCE, S, 0);
+	st[1] = coll_step(sz24, 2, 0, STEP_ALLREDUCE, S, 1);
+	struct run run = simulate("atlas800-910a", st, 2, 1, 8, COLL_RING, FIDELITY_STEP);
+	double want = 2 * (2 * US + S / 2 / (15.5 * GB));
+	cr_assert_eq(run.r.n_collectives, 2);
+	for (int i = 0; i < 2; i++)
+		within(run.r.collectives[i].simulated_s, want, 0.02, "each stream");
+	within(run.r.iteration_s, want, 0.02, "iteration");
+	arena_free(run.a);
+}
+
+Test(sim, link_bytes_and_rank_times)
+{
+	/* The HCCS ring of 4: each directed link r -> r+1 carries the 6 chunks
+	 * of S/4 = 1.5 S; each rank's stream 0 is in the collective throughout. */
+	double S = 64e6;
+	int64_t sz[] = {4};
+	struct prog_step st[2];
+	st[0] = (struct prog_step){.kind = PROG_COMPUTE, .stream = 0, .op = 0, .label = "matmul",
+	                           .seconds = 1e-3, .after = -1};
+	st[1] = coll_step(sz, 1, 0, STEP_ALLREDUCE, S, 0);
+	struct run run = simulate("atlas800-910a", st, 2, 2, 4, COLL_RING, FIDELITY_STEP);
+	double coll = 6 * (1 * US + S / 4 / (30 * GB));
+	within(run.r.iteration_s, 1e-3 + coll, 0.01, "iteration");
+	cr_assert_eq(run.r.n_links, 4);
+	cr_assert_eq(run.r.messages, 4 * 6);
+	for (int i = 0; i < run.r.n_links; i++) {
+		within(run.r.links[i].bytes, 1.5 * S, 1e-9, "link bytes");
+		cr_assert(strstr(run.r.links[i].name, "hccs"), "%s", run.r.links[i].name);
+	}
+	cr_assert_eq(run.r.n_ranks, 4);
+	for (int r = 0; r < 4; r++) {
+		within(run.r.ranks[r].compute_s, 1e-3, 1e-9, "compute");
+		within(run.r.ranks[r].comm_exposed_s, coll, 0.01, "exposed");
+	}
+	arena_free(run.a);
+}
+
+Test(sim, gradient_stream_overlaps_and_optimizer_waits)
+{
+	/* Stream 0: backward compute 1 ms, then the optimizer 0.5 ms; stream 1:
+	 * a gradient all-reduce (HCCS ring of 4, S = 64 MB: 6 (1 us + S/4/30e9)
+	 * = 3.206 ms) that starts after the backward step. The optimizer waits
+	 * for it: 1 + 3.206 + 0.5 ms; stream 0 exposes no communication and
+	 * idles while it waits. */
+	double S = 64e6;
+	int64_t sz[] = {4};
+	struct prog_step st[3];
+	st[0] = (struct prog_step){.kind = PROG_COMPUTE, .phase = PHASE_BACKWARD, .stream = 0,
+	                           .label = "backward", .seconds = 1e-3, .after = -1};
+	st[1] = (struct prog_step){.kind = PROG_COMPUTE, .phase = PHASE_OPTIMIZER, .stream = 0,
+	                           .op = -1, .label = "optimizer", .seconds = 0.5e-3, .after = -1};
+	st[2] = coll_step(sz, 1, 0, STEP_ALLREDUCE, S, 1);
+	st[2].phase = PHASE_GRADIENT;
+	st[2].after = 0;
+	struct run run = simulate("atlas800-910a", st, 3, 1, 4, COLL_RING, FIDELITY_STEP);
+	double coll = 6 * (1 * US + S / 4 / (30 * GB));
+	within(run.r.iteration_s, 1.5e-3 + coll, 0.01, "iteration");
+	within(run.r.ranks[0].compute_s, 1.5e-3, 1e-9, "compute");
+	cr_assert(run.r.ranks[0].comm_exposed_s == 0);
+	within(run.r.ranks[0].idle_s, coll, 0.01, "idle");
+	arena_free(run.a);
+}
+
+Test(sim, trace_events)
+{
+	/* compute then a collective on 2 ranks: 2 events per rank, named by
+	 * the steps' labels, in time order per rank. */
+	int64_t sz[] = {2};
+	struct prog_step st[2];
+	st[0] = (struct prog_step){.kind = PROG_COMPUTE, .label = "matmul", .seconds = 1e-3,
+	                           .after = -1};
+	st[1] = coll_step(sz, 1, 0, STEP_ALLGATHER, 1e6, 0);
+	struct run run = {.a = arena_new()};
+	struct topology *t = topo(run.a, "dgx-a100");
+	struct program p = {.n_ranks = 2, .repeat = 2, .n_steps = 2, .steps = st, .n_step_section = 2};
+	struct sim_options o = {.fidelity = FIDELITY_STEP, .algo = COLL_RING, .trace = true};
+	struct diag_list d;
+	diag_list_init(&d);
+	cr_assert(sim_run(run.a, t, &p, &o, &run.r, &d));
+	cr_assert_eq(run.r.n_events, 2 * 2 * 2, "2 ranks x 2 repetitions x 2 steps");
+	for (int64_t i = 0; i < run.r.n_events; i++) {
+		const struct sim_event *e = &run.r.events[i];
+		cr_assert_str_eq(e->name, e->kind == SIM_EV_COMPUTE ? "matmul" : "collective");
+		cr_assert(e->end_s >= e->start_s);
+	}
+	diag_list_free(&d);
+	arena_free(run.a);
+}
+
+Test(sim, bad_program_is_a_diagnostic)
+{
+	/* 16 ranks on an 8-device server: an error, no crash. */
+	struct arena *a = arena_new();
+	struct topology *t = topo(a, "dgx-a100");
+	struct program p = {.n_ranks = 16, .repeat = 1};
+	struct sim_options o = {0};
+	struct sim_result r;
+	struct diag_list d;
+	diag_list_init(&d);
+	cr_assert(!sim_run(a, t, &p, &o, &r, &d));
+	cr_assert_eq(d.errors, 1);
+	diag_list_free(&d);
+	arena_free(a);
+}

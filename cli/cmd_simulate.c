@@ -1,0 +1,312 @@
+/* cmd_simulate.c — `shardlab simulate SCENARIO`: one plan (plan_make)
+ * lowered to a training iteration (plan_lower), simulated on SimGrid
+ * (sim_run) and estimated in closed form beside it (plan_estimate). Prints
+ * the simulated and estimated iteration times, per-rank compute / exposed
+ * communication / idle, the busiest links and the collectives that
+ * contended most, as text or JSON; optionally writes a Chrome trace.
+ * The simulation dominates the time; this file only parses and prints.
+ */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define MIB 1048576.0
+
+static void help(FILE *f)
+{
+	fprintf(f,
+	        "usage: shardlab simulate SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
+	        "                                  [--fidelity step|coarse] [--collective-algo A]\n"
+	        "                                  [--bucket-mb N] [--trace FILE] [--json]\n"
+	        "\n"
+	        "Plan a scenario, lower the plan to the program every rank runs for one\n"
+	        "training iteration and simulate it on SimGrid: every rank's compute and\n"
+	        "the collectives' point-to-point messages on the topology's links, so\n"
+	        "that concurrent collectives share links (docs/simulation.md). The\n"
+	        "symbolic estimate (shardlab estimate) is printed beside it. Prints the\n"
+	        "iteration time simulated and estimated, per rank the compute, exposed\n"
+	        "communication and idle time (min, median, max, the worst rank), the\n"
+	        "busiest links and the collectives that took longer than their formula.\n"
+	        "\n"
+	        "options:\n"
+	        "  --planner NAME        propagate, recursive, data-parallel or megatron.\n"
+	        "                        Default: the scenario's first planner when it is\n"
+	        "                        available, else propagate\n"
+	        "  --rec-cost MODE       the recursive planner's costs: topology (default)\n"
+	        "                        or mindspore\n"
+	        "  --fused               complete partial sums with a ReduceScatter where\n"
+	        "                        the consumer wants the result split\n"
+	        "  --fidelity F          step: every algorithm step a message; coarse: one\n"
+	        "                        transfer per rank per phase (same time when\n"
+	        "                        nothing contends, much faster). Default: the\n"
+	        "                        scenario's simulation.fidelity (coarse)\n"
+	        "  --collective-algo A   auto, ring, tree, halving-doubling, hierarchical\n"
+	        "                        or direct. Default: the scenario's\n"
+	        "                        simulation.collective_algo (auto: the rule of\n"
+	        "                        docs/simulation.md)\n"
+	        "  --bucket-mb N         gradient buckets of N MiB (default 25, as PyTorch\n"
+	        "                        DDP)\n"
+	        "  --trace FILE          write a Chrome trace (open it in Perfetto): one\n"
+	        "                        process per rank, one thread per stream, a slice\n"
+	        "                        per compute step and per collective\n"
+	        "  --json                print JSON: \"scenario\", \"model\", \"topology\",\n"
+	        "                        \"devices\", \"planner\", \"mode\", \"fidelity\",\n"
+	        "                        \"collective_algo\", \"bucket_bytes\", \"iteration_s\",\n"
+	        "                        \"estimate_s\", \"difference_pct\", \"messages\",\n"
+	        "                        \"comm_bytes_per_device\", \"ranks\" ([{\"rank\",\n"
+	        "                        \"compute_s\", \"comm_exposed_s\", \"idle_s\"}]),\n"
+	        "                        \"links\" ([{\"name\", \"bytes\", \"busy_s\",\n"
+	        "                        \"utilisation\"}], busiest first) and \"collectives\"\n"
+	        "                        ([{\"step\", \"label\", \"algorithm\", \"simulated_s\",\n"
+	        "                        \"formula_s\"}], program order)\n"
+	        "  -h, --help            this help\n"
+	        "\n"
+	        "A progress line is shown on stderr while it simulates, when stderr is a\n"
+	        "terminal. The output is deterministic (no wall-clock figures).\n"
+	        "\n"
+	        "exit status: 0 success, 1 invalid scenario, strategy, or a plan that\n"
+	        "cannot be lowered or simulated, or a trace that cannot be written\n"
+	        "(diagnostics on stderr), 2 usage error.\n");
+}
+
+struct args {
+	const char *file, *planner, *trace;
+	bool fused, json;
+	enum rec_cost rec_cost;
+	int fidelity, algo;            /* -1: the scenario's */
+	double bucket_bytes;
+};
+
+static int parse_bucket(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (*s == '\0' || *end != '\0' || !(v > 0) || v > 1e6) {
+		fprintf(stderr, "shardlab simulate: --bucket-mb takes a size in MiB > 0, got '%s'\n", s);
+		return EXIT_USAGE;
+	}
+	*out = v * MIB;
+	return EXIT_OK;
+}
+
+static int parse_option(int argc, char **argv, int *i, struct args *a)
+{
+	const char *o = argv[*i];
+	if (!strcmp(o, "--fused")) {
+		a->fused = true;
+		return EXIT_OK;
+	}
+	if (!strcmp(o, "--json")) {
+		a->json = true;
+		return EXIT_OK;
+	}
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "shardlab simulate: unknown option '%s' (see --help)\n", o);
+		return EXIT_USAGE;
+	}
+	const char *v = argv[++*i];
+	int k = 0;
+	if (!strcmp(o, "--planner"))
+		a->planner = v;
+	else if (!strcmp(o, "--trace"))
+		a->trace = v;
+	else if (!strcmp(o, "--bucket-mb"))
+		return parse_bucket(v, &a->bucket_bytes);
+	else if (!strcmp(o, "--rec-cost") &&
+	         (k = cli_parse_name("simulate", o, v, rec_cost_names, REC_COST_COUNT)) >= 0)
+		a->rec_cost = (enum rec_cost)k;
+	else if (!strcmp(o, "--fidelity") &&
+	         (k = cli_parse_name("simulate", o, v, fidelity_names, FIDELITY_COUNT)) >= 0)
+		a->fidelity = k;
+	else if (!strcmp(o, "--collective-algo") &&
+	         (k = cli_parse_name("simulate", o, v, collective_algo_names, COLL_COUNT)) >= 0)
+		a->algo = k;
+	else if (k >= 0) {
+		fprintf(stderr, "shardlab simulate: unknown option '%s' (see --help)\n", o);
+		return EXIT_USAGE;
+	}
+	return k >= 0 ? EXIT_OK : EXIT_USAGE;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	*a = (struct args){.fidelity = -1, .algo = -1, .bucket_bytes = 25 * MIB};
+	int rc = EXIT_OK;
+	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
+		if (argv[i][0] == '-') {
+			rc = parse_option(argc, argv, &i, a);
+		} else if (!a->file) {
+			a->file = argv[i];
+		} else {
+			fprintf(stderr, "shardlab simulate: one scenario at a time ('%s')\n", argv[i]);
+			rc = EXIT_USAGE;
+		}
+	}
+	if (rc == EXIT_OK && !a->file) {
+		fprintf(stderr, "shardlab simulate: missing SCENARIO (see --help)\n");
+		rc = EXIT_USAGE;
+	}
+	if (rc == EXIT_OK && a->planner && cli_parse_planner("simulate", a->planner) < 0)
+		rc = EXIT_USAGE;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ text */
+
+static double diff_pct(double sim, double est)
+{
+	return est > 0 ? 100 * (sim / est - 1) : 0;
+}
+
+static void text(const struct plan *p, const struct cli_sim_setup *o,
+                 const struct cli_sim_outcome *r, const char *planner)
+{
+	char b[3][32];
+	printf("simulate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n",
+	       p->scenario->name, p->graph->name, p->n_devices, p->scenario->topo->name, planner,
+	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
+	printf("fidelity %s, collectives %s, gradient buckets %g MiB\n\n", fidelity_names[o->fidelity],
+	       collective_algo_names[o->algo], o->bucket_bytes / MIB);
+	printf("  iteration            simulated %s, estimated %s (%+.1f%%)\n",
+	       cli_si(b[0], 32, r->sim.iteration_s, "s"), cli_si(b[1], 32, r->est.iteration_s, "s"),
+	       diff_pct(r->sim.iteration_s, r->est.iteration_s));
+	printf("  steps per iteration  %" PRId64 "\n", r->prog.repeat);
+	printf("  comm per device      %s\n",
+	       cli_si(b[2], 32, report_program_comm_bytes(&r->prog), "B"));
+	printf("  messages simulated   %" PRId64 "\n\n", r->sim.messages);
+	report_sim_ranks(stdout, &r->sim);
+	printf("\nbusiest links\n");
+	report_sim_links(stdout, "  ", &r->sim, 10);
+	printf("\ncollectives that contended most (simulated vs formula)\n");
+	report_sim_collectives(stdout, "  ", &r->prog, &r->sim, 10);
+}
+
+/* ------------------------------------------------------------------ json */
+
+static cJSON *json_ranks(const struct sim_result *s)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int64_t k = 0; k < s->n_ranks; k++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "rank", (double)k);
+		cJSON_AddNumberToObject(o, "compute_s", s->ranks[k].compute_s);
+		cJSON_AddNumberToObject(o, "comm_exposed_s", s->ranks[k].comm_exposed_s);
+		cJSON_AddNumberToObject(o, "idle_s", s->ranks[k].idle_s);
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
+static cJSON *json_links(const struct sim_result *s)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < s->n_links; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", s->links[i].name ? s->links[i].name : "?");
+		cJSON_AddNumberToObject(o, "bytes", s->links[i].bytes);
+		cJSON_AddNumberToObject(o, "busy_s", s->links[i].busy_s);
+		cJSON_AddNumberToObject(o, "utilisation", s->links[i].utilisation);
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
+static cJSON *json_collectives(const struct program *prog, const struct sim_result *s)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < s->n_collectives; i++) {
+		const struct sim_collective *c = &s->collectives[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "step", c->step);
+		const char *label = c->step >= 0 && c->step < prog->n_steps ? prog->steps[c->step].label
+		                                                             : NULL;
+		cJSON_AddStringToObject(o, "label", label ? label : "");
+		cJSON_AddStringToObject(o, "algorithm", collective_algo_names[c->algo]);
+		cJSON_AddNumberToObject(o, "simulated_s", c->simulated_s);
+		cJSON_AddNumberToObject(o, "formula_s", c->formula_s);
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
+static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
+                   const struct cli_sim_outcome *r, const struct report_options *ro)
+{
+	cJSON *root = report_json_head(p, ro);
+	cJSON_AddStringToObject(root, "fidelity", fidelity_names[o->fidelity]);
+	cJSON_AddStringToObject(root, "collective_algo", collective_algo_names[o->algo]);
+	cJSON_AddNumberToObject(root, "bucket_bytes", o->bucket_bytes);
+	cJSON_AddNumberToObject(root, "iteration_s", r->sim.iteration_s);
+	cJSON_AddNumberToObject(root, "estimate_s", r->est.iteration_s);
+	cJSON_AddNumberToObject(root, "difference_pct",
+	                        diff_pct(r->sim.iteration_s, r->est.iteration_s));
+	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)r->prog.repeat);
+	cJSON_AddNumberToObject(root, "messages", (double)r->sim.messages);
+	cJSON_AddNumberToObject(root, "comm_bytes_per_device", report_program_comm_bytes(&r->prog));
+	cJSON_AddItemToObject(root, "ranks", json_ranks(&r->sim));
+	cJSON_AddItemToObject(root, "links", json_links(&r->sim));
+	cJSON_AddItemToObject(root, "collectives", json_collectives(&r->prog, &r->sim));
+	return root;
+}
+
+/* ------------------------------------------------------------------- run */
+
+static bool write_trace(const char *path, const struct plan *p, const struct cli_sim_outcome *r,
+                        const char *planner)
+{
+	char title[256], err[512];
+	snprintf(title, sizeof title, "shardlab simulate %s (planner %s)", p->scenario->name,
+	         planner);
+	if (report_trace_write(path, &r->sim, &r->prog, title, err, sizeof err))
+		return true;
+	fprintf(stderr, "shardlab simulate: %s\n", err);
+	return false;
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		help(stdout);
+		return EXIT_OK;
+	}
+	struct args a;
+	int rc = parse_args(argc, argv, &a);
+	if (rc != EXIT_OK)
+		return rc;
+	int kind = a.planner ? cli_parse_planner("simulate", a.planner) : PLANNER_PROPAGATE;
+	struct diag_list d;
+	diag_list_init(&d);
+	struct arena *ar = arena_new();
+	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
+	if (s && !a.planner && s->n_planners > 0 && cli_planner_available(s->planners[0]))
+		kind = (int)s->planners[0];
+	struct plan_options po = {.mode = a.fused ? REDIST_FUSED : REDIST_COMPAT,
+	                          .rec_cost = a.rec_cost};
+	struct plan *p = s ? plan_make(ar, s, (enum planner_kind)kind, &po, &d) : NULL;
+	struct cli_sim_setup o = {
+		.fidelity = a.fidelity >= 0 ? (enum sim_fidelity)a.fidelity
+		                            : s ? s->sim.fidelity : FIDELITY_COARSE,
+		.algo = a.algo >= 0 ? (enum collective_algo)a.algo : s ? s->sim.collective_algo : COLL_AUTO,
+		.bucket_bytes = a.bucket_bytes,
+		.trace = a.trace != NULL,
+		.label = planner_names[kind],
+	};
+	struct cli_sim_outcome r;
+	bool ok = p && cli_simulate_plan(ar, p, &o, &r, &d);
+	cli_print_diags(&d);
+	rc = ok ? EXIT_OK : EXIT_INVALID;
+	if (ok && a.trace && !write_trace(a.trace, p, &r, planner_names[kind]))
+		rc = EXIT_INVALID;
+	struct report_options ro = {.command = "simulate", .planner = planner_names[kind]};
+	if (rc == EXIT_OK && a.json)
+		rc = report_print_json(json(p, &o, &r, &ro), "simulate");
+	else if (rc == EXIT_OK)
+		text(p, &o, &r, planner_names[kind]);
+	diag_list_free(&d);
+	arena_free(ar);
+	return rc;
+}

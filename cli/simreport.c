@@ -1,0 +1,553 @@
+/* simreport.c — what `shardlab simulate` and `shardlab compare` share: one
+ * plan estimated, lowered and simulated (with a progress line when stderr
+ * is a terminal), the summaries of a simulation (ranks, links, contended
+ * collectives), the strategy summary, bytes per device, Kendall's tau, and
+ * compare's table, ranking and explanation of its largest disagreement.
+ *
+ * Units: seconds, bytes. Everything here is linear or n log n in ranks,
+ * links and collectives except Kendall's tau (quadratic in the few plans).
+ */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ------------------------------------------------------------ running */
+
+struct sr_progress {
+	const char *label;
+	int last_pct;
+	bool shown;
+};
+
+static void sr_progress_cb(void *ctx, double simulated_s, double fraction)
+{
+	struct sr_progress *p = ctx;
+	int pct = (int)(100 * (fraction < 0 ? 0 : fraction > 1 ? 1 : fraction));
+	if (p->shown && pct == p->last_pct)
+		return;
+	char b[32];
+	fprintf(stderr, "\r\033[Ksimulating %s: %3d%% (simulated %s)", p->label, pct,
+	        cli_si(b, sizeof b, simulated_s, "s"));
+	fflush(stderr);
+	p->last_pct = pct;
+	p->shown = true;
+}
+
+bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_sim_setup *o,
+                       struct cli_sim_outcome *out, struct diag_list *d)
+{
+	memset(out, 0, sizeof *out);
+	out->estimated = plan_estimate(a, p, &out->est, d);
+	out->lowered = out->estimated && plan_lower(a, p, o->bucket_bytes, &out->prog, d);
+	if (!out->lowered)
+		return false;
+	struct sr_progress pr = {.label = o->label ? o->label : "", .last_pct = -1};
+	struct sim_options so = {.fidelity = o->fidelity, .algo = o->algo, .trace = o->trace};
+	if (isatty(STDERR_FILENO)) {
+		so.progress = sr_progress_cb;
+		so.progress_ctx = &pr;
+	}
+	out->simulated = sim_run(a, p->scenario->topo, &out->prog, &so, &out->sim, d);
+	if (pr.shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+	return out->simulated;
+}
+
+/* Planners this build can run, in the order help texts list them. */
+static const enum planner_kind sr_available[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
+                                                 PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
+
+bool cli_planner_available(enum planner_kind k)
+{
+	for (size_t i = 0; i < SL_COUNTOF(sr_available); i++)
+		if (sr_available[i] == k)
+			return true;
+	return false;
+}
+
+int cli_parse_name(const char *cmd, const char *option, const char *value,
+                   const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(value, names[i]))
+			return i;
+	fprintf(stderr, "shardlab %s: %s takes", cmd, option);
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, "%s %s", i == 0 ? "" : i == n - 1 ? " or" : ",", names[i]);
+	fprintf(stderr, ", got '%s'\n", value);
+	return -1;
+}
+
+int cli_parse_planner(const char *cmd, const char *name)
+{
+	int k = -1;
+	for (int i = 0; i < PLANNER_COUNT; i++)
+		if (!strcmp(name, planner_names[i]))
+			k = i;
+	if (k >= 0 && cli_planner_available((enum planner_kind)k))
+		return k;
+	fprintf(stderr, k < 0 ? "shardlab %s: unknown planner '%s'; available:"
+	                      : "shardlab %s: planner '%s' is not available yet; available:",
+	        cmd, name);
+	for (size_t i = 0; i < SL_COUNTOF(sr_available); i++)
+		fprintf(stderr, " %s", planner_names[sr_available[i]]);
+	fprintf(stderr, "\n");
+	return -1;
+}
+
+/* -------------------------------------------------------------- figures */
+
+double report_kendall_tau(const double *x, const double *y, int n)
+{
+	double concordant = 0, discordant = 0, ties_x = 0, ties_y = 0, pairs = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++) {
+			double dx = x[i] - x[j], dy = y[i] - y[j];
+			pairs++;
+			if (dx == 0)
+				ties_x++;
+			if (dy == 0)
+				ties_y++;
+			if (dx != 0 && dy != 0) {
+				if ((dx > 0) == (dy > 0))
+					concordant++;
+				else
+					discordant++;
+			}
+		}
+	double den = sqrt((pairs - ties_x) * (pairs - ties_y));
+	return den > 0 ? (concordant - discordant) / den : NAN;
+}
+
+/* Bytes a device sends in one collective of its group (ring volumes). */
+static double sr_step_sent(const struct prog_step *st)
+{
+	if (st->kind != PROG_COLLECTIVE || st->groups.n_groups == 0 || st->groups.size < 2)
+		return 0;
+	double s = st->groups.size, frac = (s - 1) / s;
+	switch (st->coll) {
+	case STEP_ALLREDUCE:
+		return 2 * frac * st->bytes;
+	case STEP_ALLGATHER:
+	case STEP_REDUCESCATTER:
+	case STEP_ALLTOALL:
+		return frac * st->bytes;
+	default:
+		return 0;
+	}
+}
+
+double report_program_comm_bytes(const struct program *p)
+{
+	double section = 0, rest = 0;
+	for (int i = 0; i < p->n_steps; i++) {
+		if (i < p->n_step_section)
+			section += sr_step_sent(&p->steps[i]);
+		else
+			rest += sr_step_sent(&p->steps[i]);
+	}
+	return (double)p->repeat * section + rest;
+}
+
+/* Slices of an op's largest parameter input (1 when it has none). */
+static int64_t sr_param_slices(const struct plan *p, const struct dist_op *d)
+{
+	const struct op *op = &p->graph->ops[d->op];
+	int64_t best_elems = -1, slices = 1;
+	for (int i = 0; i < d->n_in && i < op->n_in; i++) {
+		const struct tensor *t = &p->graph->tensors[op->in[i]];
+		if (t->role != TENSOR_PARAM || t->elems <= best_elems)
+			continue;
+		best_elems = t->elems;
+		slices = 1;
+		for (int k = 0; k < d->in[i].rank; k++)
+			slices *= layout_slices(&d->in[i], k);
+	}
+	return slices;
+}
+
+struct sr_pattern {
+	int64_t tp, dp, copies;
+	double flops;
+};
+
+const char *report_strategy_summary(char *buf, size_t size, const struct plan *p)
+{
+	enum { MAX_PATTERNS = 32 };
+	struct sr_pattern pat[MAX_PATTERNS];
+	int n = 0;
+	double total = 0;
+	for (int i = 0; i < p->graph->n_ops; i++) {
+		const struct op *op = &p->graph->ops[i];
+		const struct dist_op *d = &p->ops[i];
+		if (op->flops <= 0 || d->flops_per_rank <= 0)
+			continue;
+		int64_t split = llround(op->flops / d->flops_per_rank);
+		split = split < 1 ? 1 : split > p->n_devices ? p->n_devices : split;
+		int64_t tp = sr_param_slices(p, d);
+		tp = tp > split || split % tp ? 1 : tp;
+		struct sr_pattern key = {tp, split / tp, p->n_devices / split, op->flops};
+		int k = 0;
+		while (k < n && (pat[k].tp != key.tp || pat[k].dp != key.dp || pat[k].copies != key.copies))
+			k++;
+		if (k == n && n == MAX_PATTERNS)
+			k = 0;   /* more patterns than a summary can name: count them with the first */
+		else if (k == n)
+			pat[n++] = (struct sr_pattern){key.tp, key.dp, key.copies, 0};
+		pat[k].flops += op->flops;
+		total += op->flops;
+	}
+	if (n == 0) {
+		snprintf(buf, size, "no compute");
+		return buf;
+	}
+	int best = 0;
+	for (int k = 1; k < n; k++)
+		if (pat[k].flops > pat[best].flops)
+			best = k;
+	int len = snprintf(buf, size, "TP %" PRId64 " x DP %" PRId64, pat[best].tp, pat[best].dp);
+	if (pat[best].copies > 1 && len >= 0 && (size_t)len < size)
+		len += snprintf(buf + len, size - (size_t)len, " x %" PRId64 " copies", pat[best].copies);
+	if (pat[best].flops < 0.95 * total && len >= 0 && (size_t)len < size)
+		snprintf(buf + len, size - (size_t)len, " (%.0f%% of FLOPs)",
+		         100 * pat[best].flops / total);
+	return buf;
+}
+
+/* ------------------------------------------------------- a simulation */
+
+static int sr_cmp_double(const void *pa, const void *pb)
+{
+	double a = *(const double *)pa, b = *(const double *)pb;
+	return a < b ? -1 : a > b;
+}
+
+/* min, median, max of one per-rank figure (field offset into sim_rank). */
+static void sr_rank_stats(const struct sim_result *r, size_t offset, double *v, double out[3])
+{
+	for (int64_t k = 0; k < r->n_ranks; k++)
+		v[k] = *(const double *)((const char *)&r->ranks[k] + offset);
+	qsort(v, (size_t)r->n_ranks, sizeof *v, sr_cmp_double);
+	int64_t n = r->n_ranks;
+	out[0] = v[0];
+	out[1] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	out[2] = v[n - 1];
+}
+
+void report_sim_ranks(FILE *f, const struct sim_result *r)
+{
+	if (r->n_ranks < 1)
+		return;
+	double *v = malloc((size_t)r->n_ranks * sizeof *v);
+	if (!v)
+		return;
+	static const char *const names[] = {"compute", "exposed communication", "idle"};
+	const size_t offsets[] = {offsetof(struct sim_rank, compute_s),
+	                          offsetof(struct sim_rank, comm_exposed_s),
+	                          offsetof(struct sim_rank, idle_s)};
+	char head[64];
+	snprintf(head, sizeof head, "per rank (%" PRId64 " ranks)", r->n_ranks);
+	fprintf(f, "%-26s %-10s %-10s %s\n", head, "min", "median", "max");
+	for (int k = 0; k < 3; k++) {
+		double st[3];
+		char b[3][32];
+		sr_rank_stats(r, offsets[k], v, st);
+		fprintf(f, "  %-24s %-10s %-10s %s\n", names[k], cli_si(b[0], 32, st[0], "s"),
+		        cli_si(b[1], 32, st[1], "s"), cli_si(b[2], 32, st[2], "s"));
+	}
+	free(v);
+	int64_t worst = 0;
+	for (int64_t k = 1; k < r->n_ranks; k++)
+		if (r->ranks[k].comm_exposed_s > r->ranks[worst].comm_exposed_s)
+			worst = k;
+	char b[3][32];
+	const struct sim_rank *w = &r->ranks[worst];
+	fprintf(f, "  worst rank %" PRId64 " (most exposed communication): compute %s, exposed %s, "
+	        "idle %s\n", worst, cli_si(b[0], 32, w->compute_s, "s"),
+	        cli_si(b[1], 32, w->comm_exposed_s, "s"), cli_si(b[2], 32, w->idle_s, "s"));
+}
+
+void report_sim_links(FILE *f, const char *indent, const struct sim_result *r, int k)
+{
+	if (r->n_links == 0) {
+		fprintf(f, "%sno link carried traffic\n", indent);
+		return;
+	}
+	int n = r->n_links < k ? r->n_links : k, w = 4;
+	for (int i = 0; i < n; i++) {
+		int l = (int)strlen(r->links[i].name ? r->links[i].name : "?");
+		w = l > w ? l : w;
+	}
+	fprintf(f, "%s%-*s  %-10s %s\n", indent, w, "link", "bytes", "utilisation");
+	for (int i = 0; i < n; i++) {
+		const struct sim_link *l = &r->links[i];
+		char b[32];
+		fprintf(f, "%s%-*s  %-10s %5.1f%%\n", indent, w, l->name ? l->name : "?",
+		        cli_si(b, sizeof b, l->bytes, "B"), 100 * l->utilisation);
+	}
+}
+
+static const char *sr_step_label(const struct program *prog, int step, char *buf, size_t size)
+{
+	if (prog && step >= 0 && step < prog->n_steps && prog->steps[step].label)
+		return prog->steps[step].label;
+	snprintf(buf, size, "step %d", step);
+	return buf;
+}
+
+static const struct sim_collective *sr_sort_base;
+
+/* Most excess time first, then program order. */
+static int sr_by_excess(const void *pa, const void *pb)
+{
+	const struct sim_collective *a = &sr_sort_base[*(const int *)pa];
+	const struct sim_collective *b = &sr_sort_base[*(const int *)pb];
+	double ea = a->simulated_s - a->formula_s, eb = b->simulated_s - b->formula_s;
+	if (ea != eb)
+		return ea > eb ? -1 : 1;
+	return *(const int *)pa - *(const int *)pb;
+}
+
+/* The collectives that took longer than their formula, most excess first;
+ * returns how many (up to k) went into idx. */
+static int sr_contended(const struct sim_result *r, int *idx, int k)
+{
+	int n = 0;
+	for (int i = 0; i < r->n_collectives; i++)
+		if (r->collectives[i].simulated_s > r->collectives[i].formula_s * (1 + 1e-6))
+			idx[n++] = i;
+	sr_sort_base = r->collectives;
+	qsort(idx, (size_t)n, sizeof *idx, sr_by_excess);
+	return n < k ? n : k;
+}
+
+void report_sim_collectives(FILE *f, const char *indent, const struct program *prog,
+                            const struct sim_result *r, int k)
+{
+	int *idx = r->n_collectives ? malloc((size_t)r->n_collectives * sizeof *idx) : NULL;
+	int n = idx ? sr_contended(r, idx, k) : 0;
+	if (n == 0)
+		fprintf(f, "%snone: every collective took the time of its formula\n", indent);
+	int w = 10;
+	char lb[32];
+	for (int i = 0; i < n; i++) {
+		int l = (int)strlen(sr_step_label(prog, r->collectives[idx[i]].step, lb, sizeof lb));
+		w = l > w ? l : w;
+	}
+	if (n > 0)
+		fprintf(f, "%s%-*s  %-16s %-10s %-10s %s\n", indent, w, "collective", "algorithm",
+		        "simulated", "formula", "excess");
+	for (int i = 0; i < n; i++) {
+		const struct sim_collective *c = &r->collectives[idx[i]];
+		char b[2][32];
+		fprintf(f, "%s%-*s  %-16s %-10s %-10s %+.1f%%\n", indent, w,
+		        sr_step_label(prog, c->step, lb, sizeof lb), collective_algo_names[c->algo],
+		        cli_si(b[0], 32, c->simulated_s, "s"), cli_si(b[1], 32, c->formula_s, "s"),
+		        c->formula_s > 0 ? 100 * (c->simulated_s / c->formula_s - 1) : 0.0);
+	}
+	free(idx);
+}
+
+/* ------------------------------------------------------------- compare */
+
+static bool sr_ranked(const struct compare_row *r)
+{
+	return !r->error && !r->sim_error;
+}
+
+static double sr_diff_pct(const struct compare_row *r)
+{
+	return r->estimated_s > 0 ? 100 * (r->simulated_s / r->estimated_s - 1) : 0;
+}
+
+void report_compare_table(FILE *f, const struct compare_row *rows, int n)
+{
+	int wp = 7, ws = 8;
+	for (int i = 0; i < n; i++) {
+		int lp = (int)strlen(rows[i].planner), ls = (int)strlen(rows[i].strategy);
+		wp = lp > wp ? lp : wp;
+		ws = ls > ws ? ls : ws;
+	}
+	fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %s\n", wp, "planner", ws, "strategy",
+	        "estimated", "simulated", "diff", "comm/device", "memory/device");
+	for (int i = 0; i < n; i++) {
+		const struct compare_row *r = &rows[i];
+		char b[4][32], diff[16];
+		if (r->error) {
+			fprintf(f, "  %-*s  %-*s  failed: %s\n", wp, r->planner, ws, "-", r->error);
+			continue;
+		}
+		snprintf(diff, sizeof diff, "%+.1f%%", sr_diff_pct(r));
+		fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %s%s\n", wp, r->planner, ws,
+		        r->strategy, cli_si(b[0], 32, r->estimated_s, "s"),
+		        r->sim_error ? "-" : cli_si(b[1], 32, r->simulated_s, "s"),
+		        r->sim_error ? "-" : diff,
+		        r->sim_error ? "-" : cli_si(b[2], 32, r->comm_bytes, "B"),
+		        cli_si(b[3], 32, r->memory_bytes, "B"),
+		        r->memory_bytes > r->hbm_bytes ? " OOM" : "");
+		if (r->sim_error)
+			fprintf(f, "  %-*s  not simulated: %s\n", wp, "", r->sim_error);
+	}
+}
+
+double report_compare_tau(const struct compare_row *rows, int n, int *n_ranked)
+{
+	double *x = malloc(((size_t)n + 1) * sizeof *x), *y = malloc(((size_t)n + 1) * sizeof *y);
+	int m = 0;
+	for (int i = 0; x && y && i < n; i++)
+		if (sr_ranked(&rows[i])) {
+			x[m] = rows[i].estimated_s;
+			y[m++] = rows[i].simulated_s;
+		}
+	double tau = report_kendall_tau(x, y, m);
+	free(x);
+	free(y);
+	*n_ranked = m;
+	return tau;
+}
+
+int report_compare_worst(const struct compare_row *rows, int n)
+{
+	int worst = -1;
+	for (int i = 0; i < n; i++)
+		if (sr_ranked(&rows[i]) &&
+		    (worst < 0 || fabs(sr_diff_pct(&rows[i])) > fabs(sr_diff_pct(&rows[worst]))))
+			worst = i;
+	return worst;
+}
+
+/* The fastest simulated row by one of the two times. */
+static int sr_fastest(const struct compare_row *rows, int n, bool simulated)
+{
+	int best = -1;
+	for (int i = 0; i < n; i++) {
+		if (!sr_ranked(&rows[i]))
+			continue;
+		double t = simulated ? rows[i].simulated_s : rows[i].estimated_s;
+		double bt = best < 0 ? 0 : simulated ? rows[best].simulated_s : rows[best].estimated_s;
+		if (best < 0 || t < bt)
+			best = i;
+	}
+	return best;
+}
+
+void report_compare_ranking(FILE *f, const struct compare_row *rows, int n)
+{
+	int m;
+	double tau = report_compare_tau(rows, n, &m);
+	if (m < 2) {
+		fprintf(f, "ranking: %d plan%s simulated, nothing to rank\n", m, m == 1 ? "" : "s");
+		return;
+	}
+	int fe = sr_fastest(rows, n, false), fs = sr_fastest(rows, n, true);
+	if (isnan(tau))
+		fprintf(f, "ranking: every plan ties in the estimate or in the simulation "
+		        "(Kendall tau undefined)\n");
+	else
+		fprintf(f, "ranking: estimate and simulation rank the %d plans %s (Kendall tau %.2f)\n",
+		        m, tau >= 1 - 1e-12 ? "the same" : "differently", tau);
+	fprintf(f, "  fastest by the estimate: %s; by the simulation: %s\n", rows[fe].planner,
+	        rows[fs].planner);
+}
+
+void report_compare_explain(FILE *f, const struct compare_row *r)
+{
+	char b[3][32];
+	fprintf(f, "largest disagreement: %s (%s): simulated %s, estimated %s (%+.1f%%)\n",
+	        r->planner, r->strategy, cli_si(b[0], 32, r->simulated_s, "s"),
+	        cli_si(b[1], 32, r->estimated_s, "s"), sr_diff_pct(r));
+	fprintf(f, "  collectives that took longer than their formula (contention):\n");
+	report_sim_collectives(f, "    ", r->prog, r->sim, 3);
+	fprintf(f, "  busiest links:\n");
+	report_sim_links(f, "    ", r->sim, 3);
+	double grad = r->est ? r->est->category_s[EST_GRADIENT_SYNC] : 0;
+	if (r->simulated_s < r->estimated_s && grad > 0) {
+		double exposed = 0;
+		for (int64_t k = 0; k < r->sim->n_ranks; k++)
+			exposed = fmax(exposed, r->sim->ranks[k].comm_exposed_s);
+		fprintf(f, "  overlap: the estimate adds the gradient synchronisation (%s) to the\n"
+		        "  iteration; the simulation runs it on stream 1 beside the backward pass\n"
+		        "  (exposed communication on the worst rank: %s)\n",
+		        cli_si(b[2], 32, grad, "s"), cli_si(b[0], 32, exposed, "s"));
+	}
+}
+
+static cJSON *sr_json_row(const struct compare_row *r)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "planner", r->planner);
+	if (r->error) {
+		cJSON_AddStringToObject(j, "error", r->error);
+		return j;
+	}
+	cJSON_AddStringToObject(j, "strategy", r->strategy);
+	cJSON_AddNumberToObject(j, "estimate_s", r->estimated_s);
+	if (r->sim_error) {
+		cJSON_AddStringToObject(j, "simulation_error", r->sim_error);
+	} else {
+		cJSON_AddNumberToObject(j, "simulated_s", r->simulated_s);
+		cJSON_AddNumberToObject(j, "difference_pct", sr_diff_pct(r));
+		cJSON_AddNumberToObject(j, "comm_bytes_per_device", r->comm_bytes);
+	}
+	cJSON_AddNumberToObject(j, "memory_bytes_per_device", r->memory_bytes);
+	cJSON_AddBoolToObject(j, "oom", r->memory_bytes > r->hbm_bytes);
+	return j;
+}
+
+static cJSON *sr_json_explain(const struct compare_row *r)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "planner", r->planner);
+	cJSON_AddNumberToObject(j, "difference_pct", sr_diff_pct(r));
+	cJSON *cs = cJSON_AddArrayToObject(j, "collectives");
+	int *idx = r->sim->n_collectives ? malloc((size_t)r->sim->n_collectives * sizeof *idx) : NULL;
+	int n = idx ? sr_contended(r->sim, idx, 3) : 0;
+	char lb[32];
+	for (int i = 0; i < n; i++) {
+		const struct sim_collective *c = &r->sim->collectives[idx[i]];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "label", sr_step_label(r->prog, c->step, lb, sizeof lb));
+		cJSON_AddStringToObject(o, "algorithm", collective_algo_names[c->algo]);
+		cJSON_AddNumberToObject(o, "simulated_s", c->simulated_s);
+		cJSON_AddNumberToObject(o, "formula_s", c->formula_s);
+		cJSON_AddItemToArray(cs, o);
+	}
+	free(idx);
+	cJSON *ls = cJSON_AddArrayToObject(j, "links");
+	for (int i = 0; i < r->sim->n_links && i < 3; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", r->sim->links[i].name ? r->sim->links[i].name : "?");
+		cJSON_AddNumberToObject(o, "bytes", r->sim->links[i].bytes);
+		cJSON_AddNumberToObject(o, "utilisation", r->sim->links[i].utilisation);
+		cJSON_AddItemToArray(ls, o);
+	}
+	return j;
+}
+
+void report_compare_json(cJSON *root, const struct compare_row *rows, int n)
+{
+	cJSON *a = cJSON_AddArrayToObject(root, "rows");
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, sr_json_row(&rows[i]));
+	int m;
+	double tau = report_compare_tau(rows, n, &m);
+	cJSON_AddNumberToObject(root, "ranked", m);
+	if (isnan(tau))
+		cJSON_AddNullToObject(root, "kendall_tau");
+	else
+		cJSON_AddNumberToObject(root, "kendall_tau", tau);
+	cJSON_AddBoolToObject(root, "same_ranking", !isnan(tau) && tau >= 1 - 1e-12);
+	int w = report_compare_worst(rows, n);
+	if (w >= 0)
+		cJSON_AddItemToObject(root, "largest_disagreement", sr_json_explain(&rows[w]));
+	else
+		cJSON_AddNullToObject(root, "largest_disagreement");
+}

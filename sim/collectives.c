@@ -1,0 +1,274 @@
+/* collectives.c — collectives as point-to-point messages, per rank.
+ *
+ * One member's part of a collective becomes a short list of operations:
+ * sends (to a rank, bytes), receives (from a rank), waits (every pending
+ * send and receive done) and sleeps. For a group of n ranks and S bytes
+ * (S of the formulas, planner.h):
+ *   ring               AllReduce: 2(n-1) steps of S/n to the next rank;
+ *                      AllGather, ReduceScatter: n-1 steps of S/n;
+ *                      AllToAll: pairwise, step k sends S/n to rank +k
+ *   tree (binomial)    AllReduce: reduce to member 0, broadcast back,
+ *                      ceil(log2 n) rounds of S each
+ *   halving-doubling   ReduceScatter by halving (S/2, S/4, .., S/n),
+ *                      AllGather by doubling (S/n, .., S/2), AllReduce both
+ *   hierarchical       rings inside the server, across the servers on
+ *                      S/n_intra (one ring per local position), inside again
+ *   direct             AllToAll: S/n to every other member at once
+ * Fidelity coarse turns each ring phase into one transfer of the phase's
+ * bytes to the next rank followed by a sleep of the n-2 latencies skipped
+ * (DESIGN.md); log-depth algorithms stay step by step (they are cheap).
+ *
+ * Units: bytes and seconds. Hot path: sim_coll_ops, once per rank and
+ * collective; the arrays grow, never per message.
+ */
+#include <stdlib.h>
+
+#include "sim-int.h"
+
+bool sim_ops_reserve(struct sim_ops *ops, int n)
+{
+	if (n <= ops->members_cap)
+		return true;
+	int64_t *m = realloc(ops->members, (size_t)n * sizeof(*m));
+	if (m)
+		ops->members = m;
+	int64_t *s = realloc(ops->scratch, (size_t)n * sizeof(*s));
+	if (s)
+		ops->scratch = s;
+	if (!m || !s) {
+		ops->oom = true;
+		return false;
+	}
+	ops->members_cap = n;
+	return true;
+}
+
+void sim_ops_free(struct sim_ops *ops)
+{
+	free(ops->op);
+	free(ops->members);
+	free(ops->scratch);
+}
+
+static void push(struct sim_ops *ops, enum sim_op_kind kind, int64_t peer, double amount)
+{
+	if (ops->n == ops->cap) {
+		int cap = ops->cap ? 2 * ops->cap : 64;
+		struct sim_op *p = realloc(ops->op, (size_t)cap * sizeof(*p));
+		if (!p) {
+			ops->oom = true;
+			return;
+		}
+		ops->op = p;
+		ops->cap = cap;
+	}
+	ops->op[ops->n++] = (struct sim_op){kind, peer, amount};
+}
+
+static void exchange(struct sim_ops *ops, int64_t to, int64_t from, double bytes)
+{
+	push(ops, SIM_OP_SEND, to, bytes);
+	push(ops, SIM_OP_RECV, from, 0);
+	push(ops, SIM_OP_WAIT, -1, 0);
+}
+
+/* `phases` ring phases of n-1 steps, `chunk` bytes a step. */
+static void ring(struct sim_ops *ops, const struct topology *t, enum sim_fidelity fid,
+                 const int64_t *r, int n, int me, int phases, double chunk)
+{
+	if (n <= 1)
+		return;
+	int64_t next = r[(me + 1) % n], prev = r[(me + n - 1) % n];
+	for (int p = 0; p < phases; p++) {
+		if (fid == FIDELITY_STEP) {
+			for (int k = 0; k < n - 1; k++)
+				exchange(ops, next, prev, chunk);
+			continue;
+		}
+		double bps, lat = 0;
+		topo_route(t, r[me], next, &bps, &lat);
+		exchange(ops, next, prev, chunk * (n - 1));
+		if (n > 2)
+			push(ops, SIM_OP_SLEEP, -1, lat * (n - 2));
+	}
+}
+
+static void pairwise(struct sim_ops *ops, const int64_t *r, int n, int me, double chunk,
+                     bool at_once)
+{
+	for (int k = 1; k < n; k++) {
+		push(ops, SIM_OP_SEND, r[(me + k) % n], chunk);
+		push(ops, SIM_OP_RECV, r[(me + n - k) % n], 0);
+		if (!at_once)
+			push(ops, SIM_OP_WAIT, -1, 0);
+	}
+	if (at_once)
+		push(ops, SIM_OP_WAIT, -1, 0);
+}
+
+static void tree_allreduce(struct sim_ops *ops, const int64_t *r, int n, int me, double bytes)
+{
+	int levels = 0;
+	while ((1 << levels) < n)
+		levels++;
+	for (int k = 0; k < levels; k++) {
+		int mask = 1 << k;
+		if (me & mask) {
+			push(ops, SIM_OP_SEND, r[me - mask], bytes);
+			push(ops, SIM_OP_WAIT, -1, 0);
+			break;
+		}
+		if (me + mask < n) {
+			push(ops, SIM_OP_RECV, r[me + mask], 0);
+			push(ops, SIM_OP_WAIT, -1, 0);
+		}
+	}
+	for (int k = levels - 1; k >= 0; k--) {
+		int mask = 1 << k, low = me & (2 * mask - 1);
+		if (low == 0 && me + mask < n) {
+			push(ops, SIM_OP_SEND, r[me + mask], bytes);
+			push(ops, SIM_OP_WAIT, -1, 0);
+		} else if (low == mask) {
+			push(ops, SIM_OP_RECV, r[me - mask], 0);
+			push(ops, SIM_OP_WAIT, -1, 0);
+		}
+	}
+}
+
+static void halving(struct sim_ops *ops, const int64_t *r, int n, int me, double bytes)
+{
+	for (int d = n / 2; d >= 1; d /= 2)
+		exchange(ops, r[me ^ d], r[me ^ d], bytes * d / n);
+}
+
+static void doubling(struct sim_ops *ops, const int64_t *r, int n, int me, double bytes)
+{
+	for (int d = 1; d < n; d *= 2)
+		exchange(ops, r[me ^ d], r[me ^ d], bytes * d / n);
+}
+
+/* Members on the first member's server, and servers spanned; false when
+ * the servers hold different numbers of members. */
+static bool servers_even(const struct topology *t, const int64_t *r, int n, int *n_intra,
+                         int *m)
+{
+	int64_t d = t->devices_per_server;
+	int c = 0;
+	for (int i = 0; i < n; i++)
+		c += r[i] / d == r[0] / d;
+	*n_intra = c;
+	*m = n / c;
+	if (n % c)
+		return false;
+	/* Members come in whole servers: each run of c members shares one. */
+	for (int i = 0; i < n; i++) {
+		int same = 0;
+		for (int j = 0; j < n && same <= c; j++)
+			same += r[j] / d == r[i] / d;
+		if (same != c)
+			return false;
+	}
+	return true;
+}
+
+static bool pow2(int n)
+{
+	return n > 0 && (n & (n - 1)) == 0;
+}
+
+enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind kind,
+                                        enum collective_algo algo, const int64_t *ranks, int n)
+{
+	int n_intra, m;
+	switch (algo) {
+	case COLL_TREE:
+		return kind == STEP_ALLREDUCE ? COLL_TREE : COLL_RING;
+	case COLL_HALVING_DOUBLING:
+		return kind != STEP_ALLTOALL && pow2(n) ? COLL_HALVING_DOUBLING : COLL_RING;
+	case COLL_DIRECT:
+		return kind == STEP_ALLTOALL ? COLL_DIRECT : COLL_RING;
+	case COLL_HIERARCHICAL:
+		if (servers_even(t, ranks, n, &n_intra, &m) && m > 1 && n_intra > 1)
+			return COLL_HIERARCHICAL;
+		return COLL_RING;
+	default:
+		return COLL_RING;
+	}
+}
+
+/* Hierarchical: my server's members and my position's members across. */
+static void hierarchical(struct sim_ops *ops, const struct topology *t, enum step_kind kind,
+                         enum sim_fidelity fid, const int64_t *r, int n, int me, double bytes)
+{
+	int64_t d = t->devices_per_server;
+	int n_intra = 0, m = 0, li = 0, si = 0;
+	int64_t *intra = ops->scratch, *inter = ops->scratch + n / 2;
+	/* intra: members on my server; my local index li */
+	for (int i = 0; i < n; i++) {
+		if (r[i] / d != r[me] / d)
+			continue;
+		if (i == me)
+			li = n_intra;
+		intra[n_intra++] = r[i];
+	}
+	/* inter: the li-th member of every server, servers in member order */
+	for (int i = 0; i < n; i++) {
+		int pos = 0;
+		for (int j = 0; j < i; j++)
+			pos += r[j] / d == r[i] / d;
+		if (pos != li)
+			continue;
+		if (r[i] == r[me])
+			si = m;
+		inter[m++] = r[i];
+	}
+	double across = bytes / n_intra;
+	switch (kind) {
+	case STEP_ALLREDUCE:
+		ring(ops, t, fid, intra, n_intra, li, 1, bytes / n_intra);
+		ring(ops, t, fid, inter, m, si, 2, across / m);
+		ring(ops, t, fid, intra, n_intra, li, 1, bytes / n_intra);
+		break;
+	case STEP_ALLGATHER:
+		ring(ops, t, fid, inter, m, si, 1, across / m);
+		ring(ops, t, fid, intra, n_intra, li, 1, bytes / n_intra);
+		break;
+	default: /* ReduceScatter */
+		ring(ops, t, fid, intra, n_intra, li, 1, bytes / n_intra);
+		ring(ops, t, fid, inter, m, si, 1, across / m);
+		break;
+	}
+}
+
+void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind kind,
+                  enum collective_algo algo, enum sim_fidelity fid, const int64_t *ranks, int n,
+                  int me, double bytes)
+{
+	ops->n = 0;
+	if (n <= 1)
+		return;
+	switch (algo) {
+	case COLL_TREE:
+		tree_allreduce(ops, ranks, n, me, bytes);
+		return;
+	case COLL_HALVING_DOUBLING:
+		if (kind != STEP_ALLGATHER)
+			halving(ops, ranks, n, me, bytes);
+		if (kind != STEP_REDUCESCATTER)
+			doubling(ops, ranks, n, me, bytes);
+		return;
+	case COLL_HIERARCHICAL:
+		if (sim_ops_reserve(ops, n))
+			hierarchical(ops, t, kind, fid, ranks, n, me, bytes);
+		return;
+	case COLL_DIRECT:
+		pairwise(ops, ranks, n, me, bytes / n, true);
+		return;
+	default:
+		if (kind == STEP_ALLTOALL)
+			pairwise(ops, ranks, n, me, bytes / n, false);
+		else
+			ring(ops, t, fid, ranks, n, me, kind == STEP_ALLREDUCE ? 2 : 1, bytes / n);
+		return;
+	}
+}

@@ -1,0 +1,102 @@
+/* sim-int.h — the simulator's private pieces.
+ *
+ * - net (platform.c): the links of the platform and the route of every
+ *   ordered rank pair the program sends on, mirroring topo_path_between's
+ *   hops so that an uncontended transfer takes latency + bytes/bandwidth
+ *   with the cost model's numbers; the SimGrid XML written from them.
+ * - collectives (collectives.c): a collective of one rank as a short list
+ *   of operations (send, receive, wait, sleep) per algorithm and fidelity.
+ *   The engine runs the list; the setup runs it dry to find the pairs.
+ * - run.c: the SimGrid engine in the child process; sim.c: the fork, the
+ *   pipe and the result.
+ *
+ * Nothing here is exported beyond sim/. Units: bytes, bytes/s, seconds.
+ */
+#ifndef SHARDLAB_SIM_INT_H
+#define SHARDLAB_SIM_INT_H
+
+#include <stdio.h>
+
+#include "sim.h"
+
+/* ---------------------------------------------------------------- links */
+
+#define SIM_ROUTE_MAX 6
+
+struct sim_route {
+	int n;
+	int32_t link[SIM_ROUTE_MAX];     /* compact link indices */
+};
+
+struct sim_net {
+	const struct topology *t;
+	int64_t base, n_ranks;             /* the program's ranks: hosts r<base>.. */
+	int64_t server0, n_servers;        /* servers the ranks live on */
+	int64_t per_server_ids;            /* link ids one server owns */
+	int32_t *compact;                  /* link id -> compact index, -1 unused */
+	int n_links, cap_links;
+	int64_t *link_id;                  /* compact index -> link id */
+	/* ordered pairs (host indices) that carry messages, with their routes */
+	int n_pairs, cap_pairs;
+	int32_t *pair_src, *pair_dst;
+	struct sim_route *route;
+	int64_t *hash_key;                 /* open addressing: src * n_ranks + dst, -1 empty */
+	int32_t *hash_val;
+	int64_t hash_cap;
+};
+
+bool sim_net_init(struct sim_net *net, const struct topology *t, int64_t base, int64_t n_ranks);
+void sim_net_free(struct sim_net *net);
+/* The pair index of (src, dst) (ranks), adding it and its route when new;
+ * -1 when out of memory. */
+int sim_net_pair_add(struct sim_net *net, int64_t src, int64_t dst);
+/* The pair index, -1 when the setup never saw it. Hot path: integer hash. */
+int sim_net_pair(const struct sim_net *net, int64_t src, int64_t dst);
+/* The link's name, bandwidth and latency. */
+void sim_net_link_info(const struct sim_net *net, int link, char *name, size_t name_len,
+                       double *bps, double *latency_s);
+/* The platform XML (DTD 4.1): hosts, used links, a route per pair. */
+bool sim_net_write_xml(const struct sim_net *net, FILE *f);
+
+/* ---------------------------------------------------------- collectives */
+
+enum sim_op_kind { SIM_OP_SEND, SIM_OP_RECV, SIM_OP_WAIT, SIM_OP_SLEEP };
+
+struct sim_op {
+	enum sim_op_kind kind;
+	int64_t peer;                      /* rank */
+	double amount;                     /* bytes (send) or seconds (sleep) */
+};
+
+struct sim_ops {
+	int n, cap;
+	struct sim_op *op;                 /* malloc'd, grown per collective, never per message */
+	int64_t *members;                  /* scratch: the group's ranks */
+	int64_t *scratch;                  /* scratch: a sub-group */
+	int members_cap;
+	bool oom;
+};
+
+/* The algorithm a group's collective really runs: the requested one, or
+ * ring where it does not apply (halving-doubling on a group that is not a
+ * power of two, tree for other than AllReduce, hierarchical inside one
+ * server or on uneven servers, direct for other than AllToAll). */
+enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind kind,
+                                        enum collective_algo algo, const int64_t *ranks, int n);
+/* The operations of member `me` of a group (ranks[0..n)) for one collective
+ * of `bytes` (S of the formulas) with an effective algorithm. */
+void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind kind,
+                  enum collective_algo algo, enum sim_fidelity fid, const int64_t *ranks, int n,
+                  int me, double bytes);
+/* Grows the scratch arrays to hold n ranks. */
+bool sim_ops_reserve(struct sim_ops *ops, int n);
+void sim_ops_free(struct sim_ops *ops);
+
+/* --------------------------------------------------------------- engine */
+
+/* Runs the simulation in this process (the child) and writes the result
+ * to fd. Returns the exit status for the child. */
+int sim_child_run(const struct topology *t, const struct program *prog,
+                  const struct sim_options *o, int fd);
+
+#endif
