@@ -475,7 +475,8 @@ static void put(struct out_buf *b, const void *data, size_t n)
 		b->p = p;
 		b->cap = cap;
 	}
-	memcpy(b->p + b->n, data, n);
+	if (n > 0) /* an empty array may be NULL */
+		memcpy(b->p + b->n, data, n);
 	b->n += n;
 }
 

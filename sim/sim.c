@@ -61,6 +61,8 @@ struct in_buf {
 
 static void get(struct in_buf *b, void *out, size_t n)
 {
+	if (n == 0) /* an empty array may be NULL */
+		return;
 	if (b->bad || b->off + n > b->n) {
 		b->bad = true;
 		memset(out, 0, n);
