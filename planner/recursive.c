@@ -1278,24 +1278,25 @@ static void refine_free(struct refine *F)
 }
 
 /* Coordinate descent on p's ops (their edges are re-derived afterwards). */
-static bool refine(struct rec *R, struct plan *p)
+/* Refines p in place with F's memos (decisions depend on an op's
+ * structure and its neighbours' layouts, not on which plan asks, so
+ * several starts share them). */
+static bool refine(struct refine *F, struct plan *p)
 {
-	struct refine F;
-	bool ok = refine_init(&F, R, p);
+	bool ok = true;
+	F->p = p;
 	for (int pass = 0; ok && pass < REFINE_PASSES; pass++) {
 		bool changed = false;
-		for (int v = 0; ok && v < R->g->n_ops; v++) {
-			if (R->n[v].fixed)
+		for (int v = 0; ok && v < F->R->g->n_ops; v++) {
+			if (F->R->n[v].fixed)
 				continue;
-			changed = refine_op(&F, v) || changed;
-			ok = !F.oom;
+			changed = refine_op(F, v) || changed;
+			ok = !F->oom;
 		}
 		if (!changed)
 			break;
 	}
-	ok = ok && !est_ctx_oom(F.E);
-	refine_free(&F);
-	return ok;
+	return ok && !est_ctx_oom(F->E);
 }
 
 /* ------------------------------------------------------ the two searches */
@@ -1365,8 +1366,81 @@ static struct plan *plan_copy(struct arena *a, const struct plan *p)
 	return c;
 }
 
-/* Topology mode: the better start (by the estimate) of the topology and
- * the reference search, refined; never worse than the start. */
+/* Does every parameter read by several ops sit the same way in each? */
+static bool params_consistent(const struct plan *p)
+{
+	const struct graph *g = p->graph;
+	for (int t = 0; t < g->n_tensors; t++) {
+		if (g->tensors[t].role != TENSOR_PARAM || g->tensors[t].n_consumers < 2)
+			continue;
+		const struct layout *first = NULL;
+		for (int o = 0; o < g->n_ops; o++)
+			for (int j = 0; j < g->ops[o].n_in; j++) {
+				if (g->ops[o].in[j] != t)
+					continue;
+				if (!first)
+					first = &p->ops[o].in[j];
+				else if (!layout_same_placement(first, &p->ops[o].in[j]))
+					return false;
+			}
+	}
+	return true;
+}
+
+/* A baseline plan (data parallel or Megatron) with the scenario's
+ * configured ops put back as configured, so that it can start the
+ * refinement; NULL when the baseline does not apply (a batch that does
+ * not split, say). */
+static struct plan *baseline_start(struct rec *R, const struct plan *configured,
+                                   struct plan *(*planner)(struct arena *,
+                                                           const struct scenario *,
+                                                           const struct plan_options *,
+                                                           struct diag_list *))
+{
+	struct diag_list quiet;
+	diag_list_init(&quiet);
+	struct plan_options o = {configured->mode, REC_COST_TOPOLOGY};
+	struct plan *b = planner(R->a, configured->scenario, &o, &quiet);
+	struct plan *p = b ? plan_copy(R->a, b) : NULL;
+	for (int i = 0; p && i < p->graph->n_ops; i++)
+		if (configured->ops[i].source == STRATEGY_CONFIGURED)
+			p->ops[i] = configured->ops[i];
+	if (p && !params_consistent(p))
+		p = NULL; /* a configured op and the baseline place a shared weight apart */
+	if (p) {
+		p->edges = NULL;
+		p->n_edges = 0;
+		if (!plan_derive_edges(R->a, p, &quiet))
+			p = NULL;
+	}
+	diag_list_free(&quiet);
+	return p;
+}
+
+/* A refined copy of `start`, or `start` itself when refining does not
+ * improve its estimate (est_s); *out_s gets the result's estimate. */
+static struct plan *refined(struct rec *R, struct refine *F, struct plan *start, double est_s,
+                            double *out_s, struct diag_list *diags)
+{
+	*out_s = est_s;
+	struct plan *p = plan_copy(R->a, start);
+	if (!p || !refine(F, p))
+		return start;
+	p->edges = NULL;
+	p->n_edges = 0;
+	if (!plan_derive_edges(R->a, p, diags))
+		return NULL;
+	double s = iteration_s(p);
+	if (s > est_s)
+		return start;
+	*out_s = s;
+	return p;
+}
+
+/* Topology mode: the topology and the reference search and the baselines
+ * (data parallel, Megatron, with the configured ops kept) each refined by
+ * the estimate's prices; the best result. A local search ends in the
+ * optimum nearest its start, so every start gets its own. */
 static struct plan *topology_plan(struct rec *R, const struct plan *configured,
                                   struct diag_list *diags)
 {
@@ -1378,17 +1452,41 @@ static struct plan *topology_plan(struct rec *R, const struct plan *configured,
 	R->mode = REC_COST_TOPOLOGY;
 	if (!ms)
 		return NULL;
-	double t_s = iteration_s(tp), m_s = iteration_s(ms);
-	struct plan *start = m_s < t_s ? ms : tp;
-	double start_s = m_s < t_s ? m_s : t_s;
-	struct plan *p = plan_copy(R->a, start);
-	if (!p || !refine(R, p))
-		return start;
-	p->edges = NULL;
-	p->n_edges = 0;
-	if (!plan_derive_edges(R->a, p, diags))
-		return NULL;
-	return iteration_s(p) <= start_s ? p : start;
+	struct plan *starts[4] = {tp, ms, baseline_start(R, configured, plan_data_parallel),
+	                          baseline_start(R, configured, plan_megatron)};
+	/* Cheapest start first; a start more than twice as slow as the best
+	 * result so far is not refined (a local search from that far off is
+	 * not worth its time on large graphs), though it still competes. */
+	double est[4];
+	int order[4], n = 0;
+	for (int k = 0; k < 4; k++) {
+		est[k] = starts[k] ? iteration_s(starts[k]) : HUGE_VAL;
+		if (!starts[k])
+			continue;
+		int j = n++;
+		while (j > 0 && est[order[j - 1]] > est[k]) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = k;
+	}
+	struct plan *best = NULL;
+	double best_s = HUGE_VAL;
+	struct refine F;
+	bool ok = refine_init(&F, R, tp);
+	for (int i = 0; ok && i < n; i++) {
+		int k = order[i];
+		double s = est[k];
+		struct plan *p = est[k] > 2 * best_s ? starts[k]
+		                                     : refined(R, &F, starts[k], est[k], &s, diags);
+		ok = p != NULL;
+		if (p && s < best_s) {
+			best = p;
+			best_s = s;
+		}
+	}
+	refine_free(&F);
+	return ok ? best : NULL;
 }
 
 struct plan *plan_recursive(struct arena *a, const struct scenario *s,
