@@ -106,6 +106,9 @@ int cli_parse_name(const char *cmd, const char *option, const char *value,
 /* The planner --planner names, or -1 after a usage message listing the
  * available ones. */
 int cli_parse_planner(const char *cmd, const char *name);
+/* The planner a command runs: the one asked for (>= 0), else the
+ * scenario's first when available, else propagation. */
+enum planner_kind cli_pick_planner(const struct scenario *s, int asked);
 
 /* plan_estimate, plan_lower, sim_run, in that order, stopping at the first
  * that fails (diagnostics in d). A progress line on stderr while it

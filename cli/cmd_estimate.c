@@ -12,10 +12,6 @@
 
 #include "cli.h"
 
-/* Planners this build can run, in the order --help lists them. */
-static const enum planner_kind available[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
-                                              PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
-
 static void help(FILE *f)
 {
 	fprintf(f,
@@ -73,17 +69,6 @@ struct args {
 	int ops;
 };
 
-static int parse_rec_cost(const char *s, enum rec_cost *out)
-{
-	for (int m = 0; m < REC_COST_COUNT; m++)
-		if (!strcmp(s, rec_cost_names[m])) {
-			*out = (enum rec_cost)m;
-			return EXIT_OK;
-		}
-	fprintf(stderr, "shardlab estimate: --rec-cost takes topology or mindspore, got '%s'\n", s);
-	return EXIT_USAGE;
-}
-
 static int parse_ops(const char *s, int *out)
 {
 	char *end;
@@ -108,7 +93,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(argv[i], "--planner") && i + 1 < argc) {
 			a->planner = argv[++i];
 		} else if (!strcmp(argv[i], "--rec-cost") && i + 1 < argc) {
-			rc = parse_rec_cost(argv[++i], &a->rec_cost);
+			{
+				int k = cli_parse_name("estimate", "--rec-cost", argv[++i], rec_cost_names,
+				                       REC_COST_COUNT);
+				rc = k < 0 ? EXIT_USAGE : EXIT_OK;
+				if (k >= 0)
+					a->rec_cost = (enum rec_cost)k;
+			}
 		} else if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
 			rc = parse_ops(argv[++i], &a->ops);
 		} else if (argv[i][0] == '-') {
@@ -126,32 +117,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 		rc = EXIT_USAGE;
 	}
 	return rc;
-}
-
-static bool is_available(enum planner_kind k)
-{
-	for (size_t i = 0; i < SL_COUNTOF(available); i++)
-		if (available[i] == k)
-			return true;
-	return false;
-}
-
-/* The planner --planner names; -1 after a usage message. */
-static int planner_from_name(const char *name)
-{
-	int k = -1;
-	for (int i = 0; i < PLANNER_COUNT; i++)
-		if (!strcmp(name, planner_names[i]))
-			k = i;
-	if (k >= 0 && is_available((enum planner_kind)k))
-		return k;
-	fprintf(stderr, k < 0 ? "shardlab estimate: unknown planner '%s'; available:"
-	                      : "shardlab estimate: planner '%s' is not available yet; available:",
-	        name);
-	for (size_t i = 0; i < SL_COUNTOF(available); i++)
-		fprintf(stderr, " %s", planner_names[available[i]]);
-	fprintf(stderr, "\n");
-	return -1;
 }
 
 /* An op's share of the iteration: its per-step times times the steps,
@@ -329,15 +294,14 @@ int cmd_estimate(int argc, char **argv)
 	}
 	struct args a;
 	int rc = parse_args(argc, argv, &a);
-	int kind = a.planner && rc == EXIT_OK ? planner_from_name(a.planner) : PLANNER_PROPAGATE;
-	if (rc != EXIT_OK || kind < 0)
+	int kind = a.planner && rc == EXIT_OK ? cli_parse_planner("estimate", a.planner) : -1;
+	if (rc != EXIT_OK || (a.planner && kind < 0))
 		return rc != EXIT_OK ? rc : EXIT_USAGE;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
-	if (s && !a.planner && s->n_planners > 0 && is_available(s->planners[0]))
-		kind = (int)s->planners[0];
+	kind = (int)cli_pick_planner(s, kind);
 	struct plan_options po = {.mode = a.fused ? REDIST_FUSED : REDIST_COMPAT,
 	                          .rec_cost = a.rec_cost};
 	struct plan *p = s ? plan_make(ar, s, (enum planner_kind)kind, &po, &d) : NULL;

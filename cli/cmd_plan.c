@@ -13,10 +13,6 @@
 
 #include "cli.h"
 
-/* Planners this build can run, in the order --help lists them. */
-static const enum planner_kind available[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
-                                              PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
-
 static void help(FILE *f)
 {
 	fprintf(f,
@@ -74,16 +70,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(argv[i], "--planner") && i + 1 < argc) {
 			a->planner = argv[++i];
 		} else if (!strcmp(argv[i], "--rec-cost") && i + 1 < argc) {
-			i++;
-			int k = -1;
-			for (int m = 0; m < REC_COST_COUNT; m++)
-				if (!strcmp(argv[i], rec_cost_names[m]))
-					k = m;
-			if (k < 0) {
-				fprintf(stderr, "shardlab plan: --rec-cost takes topology or mindspore, got '%s'\n",
-				        argv[i]);
+			int k = cli_parse_name("plan", "--rec-cost", argv[++i], rec_cost_names,
+			                       REC_COST_COUNT);
+			if (k < 0)
 				return EXIT_USAGE;
-			}
 			a->rec_cost = (enum rec_cost)k;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "shardlab plan: unknown option '%s' (see --help)\n", argv[i]);
@@ -102,33 +92,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return EXIT_OK;
 }
 
-static bool is_available(enum planner_kind k)
-{
-	for (size_t i = 0; i < SL_COUNTOF(available); i++)
-		if (available[i] == k)
-			return true;
-	return false;
-}
-
-/* The planner --planner names; -1 after a usage message. */
-static int planner_from_name(const char *name)
-{
-	int k = -1;
-	for (int i = 0; i < PLANNER_COUNT; i++)
-		if (!strcmp(name, planner_names[i]))
-			k = i;
-	if (k >= 0 && is_available((enum planner_kind)k))
-		return k;
-	if (k < 0)
-		fprintf(stderr, "shardlab plan: unknown planner '%s'; available:", name);
-	else
-		fprintf(stderr, "shardlab plan: planner '%s' is not available yet; available:", name);
-	for (size_t i = 0; i < SL_COUNTOF(available); i++)
-		fprintf(stderr, " %s", planner_names[available[i]]);
-	fprintf(stderr, "\n");
-	return -1;
-}
-
 int cmd_plan(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -137,15 +100,14 @@ int cmd_plan(int argc, char **argv)
 	}
 	struct args a;
 	int rc = parse_args(argc, argv, &a);
-	int kind = a.planner && rc == EXIT_OK ? planner_from_name(a.planner) : PLANNER_PROPAGATE;
-	if (rc != EXIT_OK || kind < 0)
+	int kind = a.planner && rc == EXIT_OK ? cli_parse_planner("plan", a.planner) : -1;
+	if (rc != EXIT_OK || (a.planner && kind < 0))
 		return rc != EXIT_OK ? rc : EXIT_USAGE;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
-	if (s && !a.planner && s->n_planners > 0 && is_available(s->planners[0]))
-		kind = (int)s->planners[0];
+	kind = (int)cli_pick_planner(s, kind);
 	struct plan_options po = {.mode = a.fused ? REDIST_FUSED : REDIST_COMPAT,
 	                          .rec_cost = a.rec_cost};
 	struct plan *p = s ? plan_make(ar, s, (enum planner_kind)kind, &po, &d) : NULL;

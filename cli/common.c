@@ -151,3 +151,54 @@ const char *cli_si(char *buf, size_t size, double value, const char *unit)
 	snprintf(buf, size, "%s%s%s%s", num, bare ? "" : " ", si[i].prefix, unit);
 	return buf;
 }
+
+/* Planners this build can run, in the order help texts list them. */
+static const enum planner_kind available_planners[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
+                                                 PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
+
+bool cli_planner_available(enum planner_kind k)
+{
+	for (size_t i = 0; i < SL_COUNTOF(available_planners); i++)
+		if (available_planners[i] == k)
+			return true;
+	return false;
+}
+
+int cli_parse_name(const char *cmd, const char *option, const char *value,
+                   const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(value, names[i]))
+			return i;
+	fprintf(stderr, "shardlab %s: %s takes", cmd, option);
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, "%s %s", i == 0 ? "" : i == n - 1 ? " or" : ",", names[i]);
+	fprintf(stderr, ", got '%s'\n", value);
+	return -1;
+}
+
+int cli_parse_planner(const char *cmd, const char *name)
+{
+	int k = -1;
+	for (int i = 0; i < PLANNER_COUNT; i++)
+		if (!strcmp(name, planner_names[i]))
+			k = i;
+	if (k >= 0 && cli_planner_available((enum planner_kind)k))
+		return k;
+	fprintf(stderr, k < 0 ? "shardlab %s: unknown planner '%s'; available:"
+	                      : "shardlab %s: planner '%s' is not available yet; available:",
+	        cmd, name);
+	for (size_t i = 0; i < SL_COUNTOF(available_planners); i++)
+		fprintf(stderr, " %s", planner_names[available_planners[i]]);
+	fprintf(stderr, "\n");
+	return -1;
+}
+
+enum planner_kind cli_pick_planner(const struct scenario *s, int asked)
+{
+	if (asked >= 0)
+		return (enum planner_kind)asked;
+	if (s && s->n_planners > 0 && cli_planner_available(s->planners[0]))
+		return s->planners[0];
+	return PLANNER_PROPAGATE;
+}

@@ -61,48 +61,6 @@ bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_s
 	return out->simulated;
 }
 
-/* Planners this build can run, in the order help texts list them. */
-static const enum planner_kind sr_available[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
-                                                 PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
-
-bool cli_planner_available(enum planner_kind k)
-{
-	for (size_t i = 0; i < SL_COUNTOF(sr_available); i++)
-		if (sr_available[i] == k)
-			return true;
-	return false;
-}
-
-int cli_parse_name(const char *cmd, const char *option, const char *value,
-                   const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!strcmp(value, names[i]))
-			return i;
-	fprintf(stderr, "shardlab %s: %s takes", cmd, option);
-	for (int i = 0; i < n; i++)
-		fprintf(stderr, "%s %s", i == 0 ? "" : i == n - 1 ? " or" : ",", names[i]);
-	fprintf(stderr, ", got '%s'\n", value);
-	return -1;
-}
-
-int cli_parse_planner(const char *cmd, const char *name)
-{
-	int k = -1;
-	for (int i = 0; i < PLANNER_COUNT; i++)
-		if (!strcmp(name, planner_names[i]))
-			k = i;
-	if (k >= 0 && cli_planner_available((enum planner_kind)k))
-		return k;
-	fprintf(stderr, k < 0 ? "shardlab %s: unknown planner '%s'; available:"
-	                      : "shardlab %s: planner '%s' is not available yet; available:",
-	        cmd, name);
-	for (size_t i = 0; i < SL_COUNTOF(sr_available); i++)
-		fprintf(stderr, " %s", planner_names[sr_available[i]]);
-	fprintf(stderr, "\n");
-	return -1;
-}
-
 /* -------------------------------------------------------------- figures */
 
 double report_kendall_tau(const double *x, const double *y, int n)
