@@ -19,14 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
+#include "bench.h"
 #include "sim.h"
-
-#ifndef SHARDLAB_SOURCE_ROOT
-#define SHARDLAB_SOURCE_ROOT "."
-#endif
 
 static const char scenario_text[] =
 	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"bench-simulate\",\n"
@@ -36,31 +31,6 @@ static const char scenario_text[] =
 	" \"devices\": 64,\n"
 	" \"planners\": [\"megatron\"],\n"
 	" \"training\": {\"global_batch\": 16, \"dtype\": \"bf16\"}}\n";
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void print_diags(const struct diag_list *d)
-{
-	for (size_t i = 0; i < d->count; i++) {
-		char *s = diag_format(&d->items[i]);
-		fprintf(stderr, "%s\n", s ? s : "bench_simulate: out of memory");
-		free(s);
-	}
-}
-
-static double peak_rss_bytes(void)
-{
-	struct rusage self, children;
-	getrusage(RUSAGE_SELF, &self);
-	getrusage(RUSAGE_CHILDREN, &children);
-	long kb = self.ru_maxrss > children.ru_maxrss ? self.ru_maxrss : children.ru_maxrss;
-	return 1024.0 * (double)kb;
-}
 
 static struct scenario *load(struct arena *a, struct json_doc *doc, struct diag_list *d)
 {
@@ -91,16 +61,16 @@ int main(int argc, char **argv)
 	struct program prog;
 	struct sim_result r;
 	struct sim_options so = {.fidelity = fid, .algo = COLL_AUTO};
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	bool ok = p && plan_lower(a, p, 25 * 1048576.0, &prog, &d) && sim_run(a, s->topo, &prog, &so, &r, &d);
-	double wall = now_s() - t0;
-	print_diags(&d);
+	double wall = bench_now_s() - t0;
+	bench_print_diags("bench_simulate", &d);
 	if (ok)
 		printf("{\"bench\": \"simulate\", \"fidelity\": \"%s\", \"ranks\": %" PRId64
 		       ", \"ops\": %d, \"steps\": %d, \"wall_s\": %.3f, \"messages\": %" PRId64
-		       ", \"messages_per_s\": %.0f, \"peak_rss_bytes\": %.0f, \"iteration_s\": %.6g}\n",
+		       ", \"messages_per_s\": %.0f, \"peak_rss_bytes\": %" PRId64 ", \"iteration_s\": %.6g}\n",
 		       fidelity_names[fid], r.n_ranks, s->graph->n_ops, prog.n_steps, wall, r.messages,
-		       wall > 0 ? (double)r.messages / wall : 0.0, peak_rss_bytes(), r.iteration_s);
+		       wall > 0 ? (double)r.messages / wall : 0.0, bench_peak_rss_bytes(), r.iteration_s);
 	json_doc_free(&doc);
 	diag_list_free(&d);
 	arena_free(a);
