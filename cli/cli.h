@@ -97,6 +97,17 @@ struct cli_sim_outcome {
 	struct sim_result sim;
 };
 
+/* A command-line word no option of the command took: the scenario when it
+ * is the first, else EXIT_USAGE after a message (an unknown option, a
+ * second scenario). */
+int cli_scenario_word(const char *cmd, const char *word, const char **file);
+/* EXIT_OK when a scenario was named, else EXIT_USAGE after a message. */
+int cli_scenario_named(const char *cmd, const char *file);
+/* An option's count in [0, max] into *out; EXIT_USAGE after a message when
+ * the text is not one. */
+int cli_parse_count(const char *cmd, const char *option, const char *text, int64_t max,
+                    int64_t *out);
+
 /* Can this build run the planner? */
 bool cli_planner_available(enum planner_kind k);
 /* The index of `value` in names[n], or -1 after a usage message naming
@@ -109,6 +120,14 @@ int cli_parse_planner(const char *cmd, const char *name);
 /* The planner a command runs: the one asked for (>= 0), else the
  * scenario's first when available, else propagation. */
 enum planner_kind cli_pick_planner(const struct scenario *s, int asked);
+
+/* The plan of the scenario file with the planner cli_pick_planner gives
+ * for `asked`, under the redistribution mode and search cost given; the
+ * scenario (or NULL) in *s, the planner in *kind; NULL after diagnostics
+ * in d. */
+struct plan *cli_load_plan(struct arena *a, const char *file, int asked, bool fused,
+                           enum rec_cost rec_cost, struct scenario **s, enum planner_kind *kind,
+                           struct diag_list *d);
 
 /* plan_estimate, plan_lower, sim_run, in that order, stopping at the first
  * that fails (diagnostics in d). A progress line on stderr while it

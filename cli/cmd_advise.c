@@ -73,28 +73,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 		if (!strcmp(argv[i], "--json")) {
 			a->json = true;
 		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
-			char *end;
-			a->top = strtoll(argv[++i], &end, 10);
-			if (*end || !*argv[i] || a->top < 0) {
-				fprintf(stderr, "shardlab advise: --top takes a count >= 0, got '%s'\n",
-				        argv[i]);
+			if (cli_parse_count("advise", "--top", argv[++i], INT32_MAX, &a->top) != EXIT_OK)
 				return EXIT_USAGE;
-			}
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "shardlab advise: unknown option '%s' (see --help)\n", argv[i]);
-			return EXIT_USAGE;
-		} else if (!a->file) {
-			a->file = argv[i];
-		} else {
-			fprintf(stderr, "shardlab advise: one scenario at a time ('%s')\n", argv[i]);
+		} else if (cli_scenario_word("advise", argv[i], &a->file) != EXIT_OK) {
 			return EXIT_USAGE;
 		}
 	}
-	if (!a->file) {
-		fprintf(stderr, "shardlab advise: missing SCENARIO (see --help)\n");
-		return EXIT_USAGE;
-	}
-	return EXIT_OK;
+	return cli_scenario_named("advise", a->file);
 }
 
 /* ------------------------------------------------------------- checks */

@@ -118,21 +118,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (argv[i][0] == '-' && i + 1 < argc) {
 			rc = parse_value(argv[i], argv[i + 1], a);
 			i++;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "shardlab compare: unknown option '%s' (see --help)\n", argv[i]);
-			rc = EXIT_USAGE;
-		} else if (!a->file) {
-			a->file = argv[i];
 		} else {
-			fprintf(stderr, "shardlab compare: one scenario at a time ('%s')\n", argv[i]);
-			rc = EXIT_USAGE;
+			rc = cli_scenario_word("compare", argv[i], &a->file);
 		}
 	}
-	if (rc == EXIT_OK && !a->file) {
-		fprintf(stderr, "shardlab compare: missing SCENARIO (see --help)\n");
-		rc = EXIT_USAGE;
-	}
-	return rc;
+	return rc == EXIT_OK ? cli_scenario_named("compare", a->file) : rc;
 }
 
 /* ------------------------------------------------------------ the rows */

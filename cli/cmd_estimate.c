@@ -66,20 +66,8 @@ struct args {
 	const char *file, *planner;
 	bool fused, json;
 	enum rec_cost rec_cost;
-	int ops;
+	int64_t ops;
 };
-
-static int parse_ops(const char *s, int *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v < 0 || v > 1000000) {
-		fprintf(stderr, "shardlab estimate: --ops takes a count >= 0, got '%s'\n", s);
-		return EXIT_USAGE;
-	}
-	*out = (int)v;
-	return EXIT_OK;
-}
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
@@ -101,22 +89,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 					a->rec_cost = (enum rec_cost)k;
 			}
 		} else if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
-			rc = parse_ops(argv[++i], &a->ops);
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "shardlab estimate: unknown option '%s' (see --help)\n", argv[i]);
-			rc = EXIT_USAGE;
-		} else if (!a->file) {
-			a->file = argv[i];
+			rc = cli_parse_count("estimate", "--ops", argv[++i], INT32_MAX, &a->ops);
 		} else {
-			fprintf(stderr, "shardlab estimate: one scenario at a time ('%s')\n", argv[i]);
-			rc = EXIT_USAGE;
+			rc = cli_scenario_word("estimate", argv[i], &a->file);
 		}
 	}
-	if (rc == EXIT_OK && !a->file) {
-		fprintf(stderr, "shardlab estimate: missing SCENARIO (see --help)\n");
-		rc = EXIT_USAGE;
-	}
-	return rc;
+	return rc == EXIT_OK ? cli_scenario_named("estimate", a->file) : rc;
 }
 
 /* An op's share of the iteration: its per-step times times the steps,
@@ -294,17 +272,15 @@ int cmd_estimate(int argc, char **argv)
 	}
 	struct args a;
 	int rc = parse_args(argc, argv, &a);
-	int kind = a.planner && rc == EXIT_OK ? cli_parse_planner("estimate", a.planner) : -1;
-	if (rc != EXIT_OK || (a.planner && kind < 0))
+	int asked = a.planner && rc == EXIT_OK ? cli_parse_planner("estimate", a.planner) : -1;
+	if (rc != EXIT_OK || (a.planner && asked < 0))
 		return rc != EXIT_OK ? rc : EXIT_USAGE;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
-	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
-	kind = (int)cli_pick_planner(s, kind);
-	struct plan_options po = {.mode = a.fused ? REDIST_FUSED : REDIST_COMPAT,
-	                          .rec_cost = a.rec_cost};
-	struct plan *p = s ? plan_make(ar, s, (enum planner_kind)kind, &po, &d) : NULL;
+	struct scenario *s;
+	enum planner_kind kind;
+	struct plan *p = cli_load_plan(ar, a.file, asked, a.fused, a.rec_cost, &s, &kind, &d);
 	struct estimate e;
 	bool ok = p && plan_estimate(ar, p, &e, &d);
 	cli_print_diags(&d);
@@ -318,7 +294,7 @@ int cmd_estimate(int argc, char **argv)
 		text_head(p, &e, o.planner);
 		text_breakdown(&e);
 		text_memory(p, &e);
-		text_ops(p, &e, a.ops);
+		text_ops(p, &e, (int)a.ops);
 	}
 	diag_list_free(&d);
 	arena_free(ar);

@@ -69,28 +69,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(argv[i], "--json")) {
 			a->json = true;
 		} else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
-			char *end;
-			a->ranks = strtoll(argv[++i], &end, 10);
-			if (*end || a->ranks < 0) {
-				fprintf(stderr, "shardlab explain: --ranks takes a count >= 0, got '%s'\n",
-				        argv[i]);
+			if (cli_parse_count("explain", "--ranks", argv[++i], INT64_MAX, &a->ranks) !=
+			    EXIT_OK)
 				return EXIT_USAGE;
-			}
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "shardlab explain: unknown option '%s' (see --help)\n", argv[i]);
-			return EXIT_USAGE;
-		} else if (!a->file) {
-			a->file = argv[i];
-		} else {
-			fprintf(stderr, "shardlab explain: one scenario at a time ('%s')\n", argv[i]);
+		} else if (cli_scenario_word("explain", argv[i], &a->file) != EXIT_OK) {
 			return EXIT_USAGE;
 		}
 	}
-	if (!a->file) {
-		fprintf(stderr, "shardlab explain: missing SCENARIO (see --help)\n");
-		return EXIT_USAGE;
-	}
-	return EXIT_OK;
+	return cli_scenario_named("explain", a->file);
 }
 
 int cmd_explain(int argc, char **argv)

@@ -75,21 +75,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (k < 0)
 				return EXIT_USAGE;
 			a->rec_cost = (enum rec_cost)k;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "shardlab plan: unknown option '%s' (see --help)\n", argv[i]);
-			return EXIT_USAGE;
-		} else if (!a->file) {
-			a->file = argv[i];
-		} else {
-			fprintf(stderr, "shardlab plan: one scenario at a time ('%s')\n", argv[i]);
+		} else if (cli_scenario_word("plan", argv[i], &a->file) != EXIT_OK) {
 			return EXIT_USAGE;
 		}
 	}
-	if (!a->file) {
-		fprintf(stderr, "shardlab plan: missing SCENARIO (see --help)\n");
-		return EXIT_USAGE;
-	}
-	return EXIT_OK;
+	return cli_scenario_named("plan", a->file);
 }
 
 int cmd_plan(int argc, char **argv)
@@ -100,17 +90,15 @@ int cmd_plan(int argc, char **argv)
 	}
 	struct args a;
 	int rc = parse_args(argc, argv, &a);
-	int kind = a.planner && rc == EXIT_OK ? cli_parse_planner("plan", a.planner) : -1;
-	if (rc != EXIT_OK || (a.planner && kind < 0))
+	int asked = a.planner && rc == EXIT_OK ? cli_parse_planner("plan", a.planner) : -1;
+	if (rc != EXIT_OK || (a.planner && asked < 0))
 		return rc != EXIT_OK ? rc : EXIT_USAGE;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
-	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
-	kind = (int)cli_pick_planner(s, kind);
-	struct plan_options po = {.mode = a.fused ? REDIST_FUSED : REDIST_COMPAT,
-	                          .rec_cost = a.rec_cost};
-	struct plan *p = s ? plan_make(ar, s, (enum planner_kind)kind, &po, &d) : NULL;
+	struct scenario *s;
+	enum planner_kind kind;
+	struct plan *p = cli_load_plan(ar, a.file, asked, a.fused, a.rec_cost, &s, &kind, &d);
 	cli_print_diags(&d);
 	struct report_options o = {.command = "plan", .planner = planner_names[kind]};
 	rc = p ? EXIT_OK : EXIT_INVALID;

@@ -137,19 +137,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 	*a = (struct args){.fidelity = -1, .algo = -1, .bucket_bytes = 25 * MIB};
 	int rc = EXIT_OK;
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
-		if (argv[i][0] == '-') {
+		if (argv[i][0] == '-')
 			rc = parse_option(argc, argv, &i, a);
-		} else if (!a->file) {
-			a->file = argv[i];
-		} else {
-			fprintf(stderr, "shardlab simulate: one scenario at a time ('%s')\n", argv[i]);
-			rc = EXIT_USAGE;
-		}
+		else
+			rc = cli_scenario_word("simulate", argv[i], &a->file);
 	}
-	if (rc == EXIT_OK && !a->file) {
-		fprintf(stderr, "shardlab simulate: missing SCENARIO (see --help)\n");
-		rc = EXIT_USAGE;
-	}
+	if (rc == EXIT_OK)
+		rc = cli_scenario_named("simulate", a->file);
 	if (rc == EXIT_OK && a->planner && cli_parse_planner("simulate", a->planner) < 0)
 		rc = EXIT_USAGE;
 	return rc;
@@ -277,16 +271,13 @@ int cmd_simulate(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc != EXIT_OK)
 		return rc;
-	int kind = a.planner ? cli_parse_planner("simulate", a.planner) : PLANNER_PROPAGATE;
+	int asked = a.planner ? cli_parse_planner("simulate", a.planner) : -1;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
-	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
-	if (s && !a.planner && s->n_planners > 0 && cli_planner_available(s->planners[0]))
-		kind = (int)s->planners[0];
-	struct plan_options po = {.mode = a.fused ? REDIST_FUSED : REDIST_COMPAT,
-	                          .rec_cost = a.rec_cost};
-	struct plan *p = s ? plan_make(ar, s, (enum planner_kind)kind, &po, &d) : NULL;
+	struct scenario *s;
+	enum planner_kind kind;
+	struct plan *p = cli_load_plan(ar, a.file, asked, a.fused, a.rec_cost, &s, &kind, &d);
 	struct cli_sim_setup o = {
 		.fidelity = a.fidelity >= 0 ? (enum sim_fidelity)a.fidelity
 		                            : s ? s->sim.fidelity : FIDELITY_COARSE,

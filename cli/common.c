@@ -1,6 +1,7 @@
 /* common.c — what the subcommands share: printing diagnostics, loading a
  * topology or a graph from whichever kind of file the user names, and
  * readable SI figures. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,40 @@ int cli_parse_name(const char *cmd, const char *option, const char *value,
 	return -1;
 }
 
+int cli_scenario_word(const char *cmd, const char *word, const char **file)
+{
+	if (word[0] == '-')
+		fprintf(stderr, "shardlab %s: unknown option '%s' (see --help)\n", cmd, word);
+	else if (*file)
+		fprintf(stderr, "shardlab %s: one scenario at a time ('%s')\n", cmd, word);
+	else
+		*file = word;
+	return *file == word ? EXIT_OK : EXIT_USAGE;
+}
+
+int cli_scenario_named(const char *cmd, const char *file)
+{
+	if (file)
+		return EXIT_OK;
+	fprintf(stderr, "shardlab %s: missing SCENARIO (see --help)\n", cmd);
+	return EXIT_USAGE;
+}
+
+int cli_parse_count(const char *cmd, const char *option, const char *text, int64_t max,
+                    int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (*text == '\0' || *end != '\0' || errno || v < 0 || v > max) {
+		fprintf(stderr, "shardlab %s: %s takes a count from 0 to %lld, got '%s'\n", cmd,
+		        option, (long long)max, text);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return EXIT_OK;
+}
+
 int cli_parse_planner(const char *cmd, const char *name)
 {
 	int k = -1;
@@ -192,6 +227,16 @@ int cli_parse_planner(const char *cmd, const char *name)
 		fprintf(stderr, " %s", planner_names[available_planners[i]]);
 	fprintf(stderr, "\n");
 	return -1;
+}
+
+struct plan *cli_load_plan(struct arena *a, const char *file, int asked, bool fused,
+                           enum rec_cost rec_cost, struct scenario **s, enum planner_kind *kind,
+                           struct diag_list *d)
+{
+	*s = a ? scenario_load(a, file, d) : NULL;
+	*kind = cli_pick_planner(*s, asked);
+	struct plan_options o = {.mode = fused ? REDIST_FUSED : REDIST_COMPAT, .rec_cost = rec_cost};
+	return *s ? plan_make(a, *s, *kind, &o, d) : NULL;
 }
 
 enum planner_kind cli_pick_planner(const struct scenario *s, int asked)

@@ -523,7 +523,7 @@ Test(cli, plan_and_advise_usage_errors_exit_2)
 		{"plan scenarios/ffn-8p.json --frob", "shardlab plan: unknown option '--frob' (see --help)\n"},
 		{"advise", "shardlab advise: missing SCENARIO (see --help)\n"},
 		{"advise scenarios/ffn-8p.json --top x",
-		 "shardlab advise: --top takes a count >= 0, got 'x'\n"},
+		 "shardlab advise: --top takes a count from 0 to 2147483647, got 'x'\n"},
 		{"advise a.json b.json", "shardlab advise: one scenario at a time ('b.json')\n"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
