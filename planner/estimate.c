@@ -579,7 +579,9 @@ bool est_ctx_oom(const struct est_ctx *c)
 
 /* Gradient synchronisation as it runs: the parameters' all-reduces fused
  * into the scenario's buckets (plan_gradient_buckets, as lowering emits
- * them). The per-op figures keep each parameter's own all-reduce. */
+ * them). Each bucket's time is shared among the ops whose gradients it
+ * carries in proportion to their bytes, so that the per-op figures sum to
+ * the category. */
 static void bucketed_sync(struct est_ctx *c, struct arena *a, const struct plan *p)
 {
 	struct plan_bucket *b;
@@ -588,9 +590,15 @@ static void bucketed_sync(struct est_ctx *c, struct arena *a, const struct plan 
 		c->oom = true;
 		return;
 	}
+	for (int i = 0; i < c->e->n_ops; i++)
+		c->e->ops[i].gradient_s = 0;
 	double s = 0;
-	for (int k = 0; k < n; k++)
-		s += groups_s(c, b[k].kind, &b[k].groups, b[k].bytes);
+	for (int k = 0; k < n; k++) {
+		double t = groups_s(c, b[k].kind, &b[k].groups, b[k].bytes);
+		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
+			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
+		s += t;
+	}
 	c->e->category_s[EST_GRADIENT_SYNC] = s;
 }
 

@@ -34,6 +34,7 @@ struct grad {
 	double bytes;
 	int op, seq;
 	const char *name;                  /* the parameter */
+	int bucket;                        /* the bucket's order of opening */
 };
 
 struct bucket {
@@ -180,7 +181,7 @@ struct grad_sink {
 static void grad_add(void *ctx, const struct plan_coll *c)
 {
 	struct grad_sink *k = ctx;
-	struct grad x = {c->kind, c->groups, c->bytes, k->op, k->G->n, k->name};
+	struct grad x = {c->kind, c->groups, c->bytes, k->op, k->G->n, k->name, -1};
 	add_grad(k->G, &x);
 }
 
@@ -287,8 +288,9 @@ static int cmp_bucket(const void *x, const void *y)
  * of its kind and groups while the bucket stays within bucket_bytes (a
  * bucket always takes its first gradient, however large); when it does
  * not fit, that bucket closes and a new one opens. Returns the count in
- * *out (arena), sorted by the gradient that completes each. */
-static int make_buckets(struct arena *a, const struct grads *G, double bucket_bytes,
+ * *out (arena), sorted by the gradient that completes each; each
+ * gradient's bucket is the order in which its bucket opened. */
+static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
                         struct bucket **out)
 {
 	struct bucket *all = arena_calloc(a, (size_t)G->n + 1, sizeof(*all));
@@ -296,7 +298,7 @@ static int make_buckets(struct arena *a, const struct grads *G, double bucket_by
 	if (!all)
 		return -1;
 	for (int k = 0; k < G->n; k++) {
-		const struct grad *g = &G->v[k];
+		struct grad *g = &G->v[k];
 		int hit = -1;
 		for (int j = 0; j < n_open && hit < 0; j++) {
 			const struct bucket *b = &all[open[j]];
@@ -309,6 +311,7 @@ static int make_buckets(struct arena *a, const struct grads *G, double bucket_by
 			b->n++;
 			b->last_seq = g->seq;
 			b->last_op = g->op;
+			g->bucket = b->order;
 			continue;
 		}
 		if (hit < 0 && n_open == OPEN_BUCKETS)
@@ -317,6 +320,7 @@ static int make_buckets(struct arena *a, const struct grads *G, double bucket_by
 			memmove(&open[hit], &open[hit + 1], (size_t)(n_open - hit - 1) * sizeof(int));
 			n_open--;
 		}
+		g->bucket = n;
 		all[n] = (struct bucket){*g, g->bytes, 1, g->seq, g->op, n};
 		open[n_open++] = n++;
 	}
@@ -339,11 +343,27 @@ int plan_gradient_buckets(struct arena *a, const struct plan *p, double bucket_b
 	if (n < 0)
 		return -1;
 	*out = arena_calloc(a, (size_t)n + 1, sizeof(**out));
-	if (!*out)
+	int *at = arena_calloc(a, (size_t)n + 1, sizeof(*at)); /* opening order -> index */
+	if (!*out || !at)
 		return -1;
-	for (int k = 0; k < n; k++)
-		(*out)[k] = (struct plan_bucket){b[k].first.kind, b[k].first.groups, b[k].bytes,
-		                                 b[k].n, b[k].last_op, b[k].first.name};
+	for (int k = 0; k < n; k++) {
+		struct plan_bucket *pb = &(*out)[k];
+		*pb = (struct plan_bucket){b[k].first.kind, b[k].first.groups, b[k].bytes, b[k].n,
+		                           b[k].last_op, b[k].first.name, NULL, NULL};
+		pb->ops = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->ops));
+		pb->op_bytes = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->op_bytes));
+		if (!pb->ops || !pb->op_bytes)
+			return -1;
+		at[b[k].order] = k;
+	}
+	int *filled = arena_calloc(a, (size_t)n + 1, sizeof(*filled));
+	if (!filled)
+		return -1;
+	for (int j = 0; j < G.n; j++) {
+		int k = at[G.v[j].bucket];
+		(*out)[k].ops[filled[k]] = G.v[j].op;
+		(*out)[k].op_bytes[filled[k]++] = G.v[j].bytes;
+	}
 	return n;
 }
 

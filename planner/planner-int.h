@@ -151,6 +151,8 @@ struct plan_bucket {
 	int n;                            /* gradients fused */
 	int last_op;
 	const char *first;                /* the first parameter's name */
+	int *ops;                         /* [n] the op completing each gradient */
+	double *op_bytes;                 /* [n] each gradient's bytes */
 };
 /* The buckets of a plan at most bucket_bytes each (0: one per parameter),
  * in the order they complete; -1 when out of memory. Lowering runs them on

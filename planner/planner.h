@@ -438,7 +438,7 @@ struct est_op {
 	int op;
 	double compute_forward_s, compute_backward_s;
 	double comm_forward_s, comm_backward_s;    /* own collectives and redistributions into it */
-	double gradient_s;
+	double gradient_s;                          /* its gradients' share of their buckets */
 	double activation_bytes;                    /* kept for backward, per device */
 };
 

@@ -182,6 +182,43 @@ Test(lower, seed000_ffn_steps_and_one_bucket)
 	(void)PAIRS;
 }
 
+/* The estimate shares each bucket's time among the ops whose gradients it
+ * carries, by bytes: in the one 8320 B bucket of 1 MiB buckets each
+ * weight's MatMul gets 4096/8320 of it and each bias's Add 64/8320; in
+ * buckets of 4 KiB (one gradient each) each op gets its own bucket's
+ * time. Either way the ops' figures sum to the gradient_sync category. */
+Test(lower, seed000_ffn_gradient_time_by_bucket)
+{
+	static const double sizes[] = {1 << 20, 4096};
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		struct scenario *s = scenario_load(A, "scenarios/seed000-ffn-ir-8p.json", &D);
+		cr_assert_not_null(s);
+		s->training.gradient_bucket_bytes = sizes[k];
+		struct plan *p = plan_propagate(A, s, REDIST_COMPAT, &D);
+		struct estimate e;
+		cr_assert(p && plan_estimate(A, p, &e, &D));
+		const struct graph *g = p->graph;
+		double mm1 = e.ops[graph_find_op(g, "dense1.matmul")].gradient_s;
+		double add1 = e.ops[graph_find_op(g, "dense1.add")].gradient_s;
+		double mm2 = e.ops[graph_find_op(g, "dense2.matmul")].gradient_s;
+		double add2 = e.ops[graph_find_op(g, "dense2.add")].gradient_s;
+		double total = e.category_s[EST_GRADIENT_SYNC], sum = 0;
+		for (int i = 0; i < e.n_ops; i++)
+			sum += e.ops[i].gradient_s;
+		cr_expect_float_eq(sum, total, 1e-9 * total, "buckets of %g B: %g s vs %g s",
+		                   sizes[k], sum, total);
+		cr_expect_float_eq(mm1, mm2, 1e-12, "same weight size, same share");
+		cr_expect_float_eq(add1, add2, 1e-12, "same bias size, same share");
+		if (k == 0) {
+			cr_expect_float_eq(mm1, total * 4096 / 8320, 1e-9 * total);
+			cr_expect_float_eq(add1, total * 64 / 8320, 1e-9 * total);
+		} else {
+			cr_expect_gt(mm1, add1, "4096 B all-reduce slower than 64 B");
+			cr_expect_float_eq(2 * (mm1 + add1), total, 1e-9 * total);
+		}
+	}
+}
+
 /* Buckets of 4 KiB: dense2.bias (64) opens a bucket and dense2.weight
  * (4096) does not fit beside it, so it closes; dense2.weight opens the
  * next, dense1.bias does not fit (4160 > 4096): a third, which
