@@ -102,10 +102,29 @@ int64_t rank_groups_rank(const struct rank_groups *g, int group, int member)
 	return devmat_rank(dm, coord);
 }
 
+/* Member m is member 0 plus the strides of m's digits on the group's axes
+ * (the last axis fastest): an odometer over those digits. */
 void rank_groups_members(const struct rank_groups *g, int group, int64_t *out)
 {
-	for (int m = 0; m < g->size; m++)
-		out[m] = rank_groups_rank(g, group, m);
+	const struct devmat *dm = &g->dm;
+	int64_t stride[PLAN_MAX_AXES], digit[PLAN_MAX_AXES] = {0}, st = 1;
+	for (int i = dm->n - 1; i >= 0; i--) {
+		stride[i] = st;
+		st *= dm->size[i];
+	}
+	int64_t r = rank_groups_rank(g, group, 0);
+	for (int m = 0; m < g->size; m++) {
+		out[m] = r;
+		for (int k = g->n_axes - 1; k >= 0; k--) {
+			int ax = g->axes[k];
+			if (++digit[k] < dm->size[ax]) {
+				r += stride[ax];
+				break;
+			}
+			digit[k] = 0;
+			r -= (dm->size[ax] - 1) * stride[ax];
+		}
+	}
 }
 
 /* ----------------------------------------------------------------- layouts */

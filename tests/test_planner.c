@@ -58,9 +58,16 @@ static void split(struct layout *l, int d, int n, const int *axes)
 static void assert_members(const struct rank_groups *g, const int64_t *want, size_t n)
 {
 	cr_assert_eq((size_t)g->n_groups * (size_t)g->size, n);
-	for (size_t i = 0; i < n; i++)
+	int64_t *got = calloc((size_t)g->size, sizeof(*got));
+	cr_assert_not_null(got);
+	for (size_t i = 0; i < n; i++) {
 		cr_assert_eq(rank_groups_rank(g, (int)(i / (size_t)g->size), (int)(i % (size_t)g->size)),
 		             want[i], "member %zu", i);
+		if (i % (size_t)g->size == 0)
+			rank_groups_members(g, (int)(i / (size_t)g->size), got);
+		cr_assert_eq(got[i % (size_t)g->size], want[i], "rank_groups_members: member %zu", i);
+	}
+	free(got);
 }
 
 /* ---------------------------------------------------------------- layouts */
@@ -263,6 +270,7 @@ static void assert_groups(const struct rank_groups *g, int n_groups, int size, c
 		cr_assert_eq(rank_groups_rank(g, i / size, i % size), ranks[i],
 		             "rank %d of the groups: %ld, expected %ld", i,
 		             (long)rank_groups_rank(g, i / size, i % size), (long)ranks[i]);
+	assert_members(g, ranks, (size_t)(n_groups * size));
 }
 
 static int count_comm(const struct plan *p)
