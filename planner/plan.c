@@ -87,12 +87,7 @@ static bool plan_edge(struct arena *a, struct plan *p, int c, int j, struct diag
 		src_op->n_comm = 0; /* the edge completes the partial sums */
 	if (e.redist.n_steps == 0 && e.fused_saving_bytes == 0)
 		return true;
-	struct plan_edge *grown = arena_grow(a, p->edges, (size_t)p->n_edges,
-	                                     (size_t)p->n_edges + 1, sizeof(*grown));
-	if (!grown)
-		return false;
-	grown[p->n_edges++] = e;
-	p->edges = grown;
+	p->edges[p->n_edges++] = e; /* room for every input: plan_derive_edges */
 	return true;
 }
 
@@ -125,7 +120,17 @@ struct plan *plan_configured(struct arena *a, const struct scenario *s, enum red
 
 bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags)
 {
+	/* At most one edge per op input: one allocation, not one per edge. */
+	size_t inputs = 1;
+	for (int c = 0; c < p->graph->n_ops; c++)
+		inputs += (size_t)p->graph->ops[c].n_in;
 	p->n_edges = 0;
+	p->edges = arena_alloc(a, inputs * sizeof(*p->edges));
+	if (!p->edges) {
+		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL,
+		         "out of memory deriving the plan's edges");
+		return false;
+	}
 	for (int c = 0; c < p->graph->n_ops; c++)
 		for (int j = 0; j < p->graph->ops[c].n_in; j++)
 			if (!plan_edge(a, p, c, j, diags))
