@@ -40,6 +40,12 @@ struct graph *cli_load_graph(struct arena *a, const char *path, struct diag_list
 
 /* Human-readable figures: "312 TFLOP/s", "1.2 TB/s", "80 GB", "1 us". */
 const char *cli_si(char *buf, size_t size, double value, const char *unit);
+/* Whether `memory` bytes per device fit `hbm`: "" when they do, else
+ * "OOM (N B over)" with a leading separator `sep`. */
+const char *cli_oom_text(char *buf, size_t size, const char *sep, double memory, double hbm);
+/* The same as JSON members of obj: "oom" (bool) and "oom_overflow_bytes"
+ * (0 when it fits). */
+void report_json_oom(struct cJSON *obj, double memory, double hbm);
 
 /* ------------------------------------------------ report.c: plan writers
  * shared by explain, plan and advise (one writer, no copies). */

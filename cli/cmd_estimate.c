@@ -46,7 +46,9 @@ static void help(FILE *f)
 	        "                  \"breakdown\" ([{\"category\", \"s\"}]), \"memory\"\n"
 	        "                  ({\"parameters\", \"gradients\", \"optimizer\",\n"
 	        "                  \"activations\", \"hbm\"} in bytes),\n"
-	        "                  \"memory_bytes_per_device\", \"rec_cost\",\n"
+	        "                  \"memory_bytes_per_device\", \"oom\",\n"
+	        "                  \"oom_overflow_bytes\" (over the HBM; 0 when it fits),\n"
+	        "                  \"rec_cost\",\n"
 	        "                  \"compute_fallback\" and \"ops\" (every op, graph order:\n"
 	        "                  {\"name\", \"kind\", \"compute_forward_s\",\n"
 	        "                  \"compute_backward_s\", \"comm_forward_s\",\n"
@@ -147,14 +149,14 @@ static void text_memory(const struct plan *p, const struct estimate *e)
 	                                    "activations"};
 	double v[] = {e->param_bytes, e->grad_bytes, e->optimizer_bytes, e->activation_bytes};
 	double hbm = p->scenario->topo->device.hbm_bytes;
-	char b1[32], b2[32];
+	char b1[32], b2[32], oom[48];
 	printf("\nmemory per device (rank 0; plans are symmetric)\n");
 	for (size_t k = 0; k < SL_COUNTOF(names); k++)
 		printf("  %-18s %s\n", names[k], cli_si(b1, sizeof b1, v[k], "B"));
 	printf("  %-18s %s of %s HBM (%.1f%%)%s\n", "total",
 	       cli_si(b1, sizeof b1, e->memory_bytes_per_device, "B"), cli_si(b2, sizeof b2, hbm, "B"),
 	       share(e->memory_bytes_per_device, hbm),
-	       e->memory_bytes_per_device > hbm ? ": does not fit" : "");
+	       cli_oom_text(oom, sizeof oom, ": ", e->memory_bytes_per_device, hbm));
 	printf("\nrec cost (dimensionless)  %.6g\n", e->rec_cost);
 }
 
@@ -244,6 +246,7 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 	cJSON_AddNumberToObject(m, "activations", e->activation_bytes);
 	cJSON_AddNumberToObject(m, "hbm", p->scenario->topo->device.hbm_bytes);
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", e->memory_bytes_per_device);
+	report_json_oom(root, e->memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);
 	cJSON_AddNumberToObject(root, "rec_cost", e->rec_cost);
 	cJSON_AddBoolToObject(root, "compute_fallback", e->compute_fallback);
 	cJSON *ops = cJSON_AddArrayToObject(root, "ops");

@@ -57,7 +57,10 @@ static void help(FILE *f)
 	        "                        \"devices\", \"planner\", \"mode\", \"fidelity\",\n"
 	        "                        \"collective_algo\", \"bucket_bytes\", \"iteration_s\",\n"
 	        "                        \"estimate_s\", \"difference_pct\", \"messages\",\n"
-	        "                        \"comm_bytes_per_device\", \"ranks\" ([{\"rank\",\n"
+	        "                        \"comm_bytes_per_device\",\n"
+	        "                        \"memory_bytes_per_device\" (the estimate's),\n"
+	        "                        \"hbm_bytes\", \"oom\", \"oom_overflow_bytes\",\n"
+	        "                        \"ranks\" ([{\"rank\",\n"
 	        "                        \"compute_s\", \"comm_exposed_s\", \"idle_s\"}]),\n"
 	        "                        \"links\" ([{\"name\", \"bytes\", \"busy_s\",\n"
 	        "                        \"utilisation\"}], busiest first) and \"collectives\"\n"
@@ -159,7 +162,7 @@ static double diff_pct(double sim, double est)
 static void text(const struct plan *p, const struct cli_sim_setup *o,
                  const struct cli_sim_outcome *r, const char *planner)
 {
-	char b[3][32];
+	char b[5][32], oom[48];
 	printf("simulate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n",
 	       p->scenario->name, p->graph->name, p->n_devices, p->scenario->topo->name, planner,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
@@ -171,6 +174,10 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	printf("  steps per iteration  %" PRId64 "\n", r->prog.repeat);
 	printf("  comm per device      %s\n",
 	       cli_si(b[2], 32, report_program_comm_bytes(&r->prog), "B"));
+	double hbm = p->scenario->topo->device.hbm_bytes;
+	printf("  memory per device    %s of %s HBM (estimate)%s\n",
+	       cli_si(b[3], 32, r->est.memory_bytes_per_device, "B"), cli_si(b[4], 32, hbm, "B"),
+	       cli_oom_text(oom, sizeof oom, ": ", r->est.memory_bytes_per_device, hbm));
 	printf("  messages simulated   %" PRId64 "\n\n", r->sim.messages);
 	report_sim_ranks(stdout, &r->sim);
 	printf("\nbusiest links\n");
@@ -241,6 +248,9 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)r->prog.repeat);
 	cJSON_AddNumberToObject(root, "messages", (double)r->sim.messages);
 	cJSON_AddNumberToObject(root, "comm_bytes_per_device", report_program_comm_bytes(&r->prog));
+	cJSON_AddNumberToObject(root, "memory_bytes_per_device", r->est.memory_bytes_per_device);
+	cJSON_AddNumberToObject(root, "hbm_bytes", p->scenario->topo->device.hbm_bytes);
+	report_json_oom(root, r->est.memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);
 	cJSON_AddItemToObject(root, "ranks", json_ranks(&r->sim));
 	cJSON_AddItemToObject(root, "links", json_links(&r->sim));
 	cJSON_AddItemToObject(root, "collectives", json_collectives(&r->prog, &r->sim));

@@ -122,6 +122,15 @@ struct graph *cli_load_graph(struct arena *a, const char *path, struct diag_list
 	return load_either(a, path, d, MODEL_FORMAT).graph;
 }
 
+const char *cli_oom_text(char *buf, size_t size, const char *sep, double memory, double hbm)
+{
+	if (!(memory > hbm))
+		return "";
+	char over[32];
+	snprintf(buf, size, "%sOOM (%s over)", sep, cli_si(over, sizeof over, memory - hbm, "B"));
+	return buf;
+}
+
 const char *cli_si(char *buf, size_t size, double value, const char *unit)
 {
 	static const struct {

@@ -605,6 +605,12 @@ cJSON *report_json(const struct plan *p, const struct report_options *o)
 	return root;
 }
 
+void report_json_oom(cJSON *obj, double memory, double hbm)
+{
+	cJSON_AddBoolToObject(obj, "oom", memory > hbm);
+	cJSON_AddNumberToObject(obj, "oom_overflow_bytes", memory > hbm ? memory - hbm : 0);
+}
+
 int report_print_json(cJSON *root, const char *command)
 {
 	char *s = root ? cJSON_Print(root) : NULL;

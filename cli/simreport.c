@@ -344,13 +344,14 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 			continue;
 		}
 		snprintf(diff, sizeof diff, "%+.1f%%", sr_diff_pct(r));
+		char oom[48];
 		fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %s%s\n", wp, r->planner, ws,
 		        r->strategy, cli_si(b[0], 32, r->estimated_s, "s"),
 		        r->sim_error ? "-" : cli_si(b[1], 32, r->simulated_s, "s"),
 		        r->sim_error ? "-" : diff,
 		        r->sim_error ? "-" : cli_si(b[2], 32, r->comm_bytes, "B"),
 		        cli_si(b[3], 32, r->memory_bytes, "B"),
-		        r->memory_bytes > r->hbm_bytes ? " OOM" : "");
+		        cli_oom_text(oom, sizeof oom, "  ", r->memory_bytes, r->hbm_bytes));
 		if (r->sim_error)
 			fprintf(f, "  %-*s  not simulated: %s\n", wp, "", r->sim_error);
 	}
@@ -456,7 +457,7 @@ static cJSON *sr_json_row(const struct compare_row *r)
 		cJSON_AddNumberToObject(j, "comm_bytes_per_device", r->comm_bytes);
 	}
 	cJSON_AddNumberToObject(j, "memory_bytes_per_device", r->memory_bytes);
-	cJSON_AddBoolToObject(j, "oom", r->memory_bytes > r->hbm_bytes);
+	report_json_oom(j, r->memory_bytes, r->hbm_bytes);
 	return j;
 }
 

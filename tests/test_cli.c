@@ -824,7 +824,9 @@ Test(cli, compare_table_layout_with_fake_results)
 	cr_expect(strstr(b, "-5.0%") < strchr(b, '\n'));
 	cr_expect_not_null(strstr(line_of(t, "  C "), "failed: the batch does not split"));
 	const char *d = line_of(t, "  D ");
-	cr_expect(!strncmp(strchr(d, '\n') - 4, " OOM", 4), "%s", t);
+	/* 40 GB on a 32 GB device: OOM by 8 GB, at the end of the row. */
+	const char *oom = "40 GB  OOM (8 GB over)\n";
+	cr_expect(!strncmp(strchr(d, '\n') + 1 - strlen(oom), oom, strlen(oom)), "%s", t);
 	/* Estimate order A < B < D, simulation 11 < 19 < 30: every pair
 	 * concordant, tau 1. */
 	cr_expect_not_null(strstr(t, "rank the 3 plans the same (Kendall tau 1.00)"), "%s", t);
@@ -859,6 +861,12 @@ Test(cli, compare_json_with_fake_results)
 	cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 2), "error")->valuestring,
 	                 "the batch does not split");
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 3), "oom")));
+	cr_expect_float_eq(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 3), "oom_overflow_bytes")->valuedouble,
+		8e9, 1, "40 GB on 32 GB");
+	cr_expect_eq(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 0), "oom_overflow_bytes")->valuedouble,
+		0);
 	cr_expect_float_eq(
 		cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 0), "difference_pct")->valuedouble,
 		10.0, 1e-9);
@@ -930,6 +938,44 @@ Test(cli, compare_reports_a_failing_planner_as_a_row)
 	cr_expect_gt(planned, 0);
 	cJSON_Delete(j);
 	free(r.out);
+}
+
+/* Megatron-LM's 8.3B GPT replicated on every A100 (data parallel) cannot
+ * fit 80 GB: bf16 parameters and gradients (2 + 2 bytes) and Adam's fp32
+ * master weights and two moments (12 bytes) are 16 bytes per parameter,
+ * over 130 GB before activations. The estimate says OOM and by how much:
+ * the sum of the four parts minus the 80 GB. */
+Test(cli, estimate_flags_a_plan_that_does_not_fit)
+{
+	const char *sc = "scenarios/megatron-gpt-8.3b-512p.json";
+	/* GPT parameters 12lh^2 + 13lh + (V + s)h + 2h with l = 72, h = 3072,
+	 * V = 51200, s = 1024 (the formula tests/test_models.c checks). */
+	const double l = 72, h = 3072;
+	double params = 12 * l * h * h + 13 * l * h + (51200 + 1024) * h + 2 * h;
+	char args[256];
+	snprintf(args, sizeof args, "estimate --json --planner data-parallel %s", sc);
+	struct run r = shardlab(args, false);
+	cr_expect_eq(r.status, 0);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "memory");
+	double p = cJSON_GetObjectItemCaseSensitive(m, "parameters")->valuedouble;
+	double gr = cJSON_GetObjectItemCaseSensitive(m, "gradients")->valuedouble;
+	double opt = cJSON_GetObjectItemCaseSensitive(m, "optimizer")->valuedouble;
+	double act = cJSON_GetObjectItemCaseSensitive(m, "activations")->valuedouble;
+	cr_expect_float_eq(p, 2 * params, 1, "bf16 parameters");
+	cr_expect_float_eq(gr, 2 * params, 1, "bf16 gradients");
+	cr_expect_float_eq(opt, 12 * params, 1, "fp32 master + two moments");
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "oom")));
+	cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(j, "oom_overflow_bytes")->valuedouble,
+	                   p + gr + opt + act - 80e9, 1);
+	snprintf(args, sizeof args, "estimate --planner data-parallel %s", sc);
+	struct run t = shardlab(args, false);
+	cr_expect_not_null(strstr(t.out, "of 80 GB HBM"), "%s", t.out);
+	cr_expect_not_null(strstr(t.out, ": OOM ("), "%s", t.out);
+	cJSON_Delete(j);
+	free(r.out);
+	free(t.out);
 }
 
 /* ------------------------------------------------ end to end (simulator) */
