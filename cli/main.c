@@ -13,7 +13,7 @@ static const struct {
 	{"topo", cmd_topo, "describe a topology: devices, tiers, bisection, paths"},
 	{"graph", cmd_graph, "list a model's operators with shapes, FLOPs and parameters"},
 	{"explain", cmd_explain, "a plan on every rank: layouts, slices, collectives, redistributions"},
-	{"plan", cmd_plan, "plan a scenario (sharding propagation): every op's strategy and source"},
+	{"plan", cmd_plan, "plan a scenario with any planner: every op's strategy and where it came from"},
 	{"advise", cmd_advise, "check a propagated plan against seed 000's rules for configuring ops"},
 	{"estimate", cmd_estimate, "the symbolic estimate of a plan: iteration time, breakdown, memory"},
 	{"simulate", cmd_simulate, "simulate a plan's training iteration on SimGrid beside its estimate"},
