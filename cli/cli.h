@@ -127,13 +127,23 @@ int cli_parse_planner(const char *cmd, const char *name);
  * scenario's first when available, else propagation. */
 enum planner_kind cli_pick_planner(const struct scenario *s, int asked);
 
+/* The options that choose and tune a plan, shared by plan, estimate and
+ * simulate: --planner, --fused, --rec-cost, --rec-order. */
+struct cli_plan_args {
+	const char *planner;               /* NULL: the scenario's */
+	struct plan_options o;
+};
+/* Takes argv[*i] (and its value, advancing *i) when it is one of those
+ * options: 1 when taken, 0 when it is not one of them, -1 after a usage
+ * message. */
+int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_plan_args *pa);
+
 /* The plan of the scenario file with the planner cli_pick_planner gives
- * for `asked`, under the redistribution mode and search cost given; the
- * scenario (or NULL) in *s, the planner in *kind; NULL after diagnostics
- * in d. */
-struct plan *cli_load_plan(struct arena *a, const char *file, int asked, bool fused,
-                           enum rec_cost rec_cost, struct scenario **s, enum planner_kind *kind,
-                           struct diag_list *d);
+ * for `asked`, under the options given; the scenario (or NULL) in *s, the
+ * planner in *kind; NULL after diagnostics in d. */
+struct plan *cli_load_plan(struct arena *a, const char *file, int asked,
+                           const struct plan_options *o, struct scenario **s,
+                           enum planner_kind *kind, struct diag_list *d);
 
 /* plan_estimate, plan_lower, sim_run, in that order, stopping at the first
  * that fails (diagnostics in d). A progress line on stderr while it

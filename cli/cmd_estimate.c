@@ -16,7 +16,7 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab estimate SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
-	        "                                  [--ops N] [--json]\n"
+	        "                                  [--rec-order ORDER] [--ops N] [--json]\n"
 	        "\n"
 	        "Plan a scenario and estimate one training iteration in closed form\n"
 	        "(docs/planner.md, \"The symbolic estimate\"): the graph is one step\n"
@@ -35,6 +35,8 @@ static void help(FILE *f)
 	        "                  planner when it is available, else propagate\n"
 	        "  --rec-cost MODE the recursive planner's costs: topology (default) or\n"
 	        "                  mindspore\n"
+	        "  --rec-order O   its visit order within a level: reverse-topological\n"
+	        "                  (default) or weight, as for shardlab plan\n"
 	        "  --fused         complete partial sums with a ReduceScatter where the\n"
 	        "                  consumer wants the result split (default: MindSpore-\n"
 	        "                  compatible)\n"
@@ -65,9 +67,9 @@ static void help(FILE *f)
 }
 
 struct args {
-	const char *file, *planner;
-	bool fused, json;
-	enum rec_cost rec_cost;
+	const char *file;
+	bool json;
+	struct cli_plan_args plan;
 	int64_t ops;
 };
 
@@ -76,20 +78,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 	*a = (struct args){.ops = 10};
 	int rc = EXIT_OK;
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
-		if (!strcmp(argv[i], "--fused")) {
-			a->fused = true;
+		int taken = cli_plan_option("estimate", argc, argv, &i, &a->plan);
+		if (taken) {
+			rc = taken < 0 ? EXIT_USAGE : EXIT_OK;
 		} else if (!strcmp(argv[i], "--json")) {
 			a->json = true;
-		} else if (!strcmp(argv[i], "--planner") && i + 1 < argc) {
-			a->planner = argv[++i];
-		} else if (!strcmp(argv[i], "--rec-cost") && i + 1 < argc) {
-			{
-				int k = cli_parse_name("estimate", "--rec-cost", argv[++i], rec_cost_names,
-				                       REC_COST_COUNT);
-				rc = k < 0 ? EXIT_USAGE : EXIT_OK;
-				if (k >= 0)
-					a->rec_cost = (enum rec_cost)k;
-			}
 		} else if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
 			rc = cli_parse_count("estimate", "--ops", argv[++i], INT32_MAX, &a->ops);
 		} else {
@@ -275,15 +268,16 @@ int cmd_estimate(int argc, char **argv)
 	}
 	struct args a;
 	int rc = parse_args(argc, argv, &a);
-	int asked = a.planner && rc == EXIT_OK ? cli_parse_planner("estimate", a.planner) : -1;
-	if (rc != EXIT_OK || (a.planner && asked < 0))
+	const char *named = a.plan.planner;
+	int asked = named && rc == EXIT_OK ? cli_parse_planner("estimate", named) : -1;
+	if (rc != EXIT_OK || (named && asked < 0))
 		return rc != EXIT_OK ? rc : EXIT_USAGE;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct scenario *s;
 	enum planner_kind kind;
-	struct plan *p = cli_load_plan(ar, a.file, asked, a.fused, a.rec_cost, &s, &kind, &d);
+	struct plan *p = cli_load_plan(ar, a.file, asked, &a.plan.o, &s, &kind, &d);
 	struct estimate e;
 	bool ok = p && plan_estimate(ar, p, &e, &d);
 	cli_print_diags(&d);

@@ -16,8 +16,8 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab plan SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
-	        "                              [--json]\n"
+	        "usage: shardlab plan SCENARIO [--planner NAME] [--rec-cost MODE]\n"
+	        "                              [--rec-order ORDER] [--fused] [--json]\n"
 	        "\n"
 	        "Plan a scenario and print every op's strategy (slices per dimension of\n"
 	        "each input, MindSpore's tuple form), where it came from (configured in\n"
@@ -38,6 +38,10 @@ static void help(FILE *f)
 	        "  --rec-cost MODE the recursive planner's costs: topology (seconds from\n"
 	        "                  bytes, FLOPs and the topology's tiers; default) or\n"
 	        "                  mindspore (the reference's dimensionless constants)\n"
+	        "  --rec-order O   the order in which the recursive search visits ops\n"
+	        "                  within a level: reverse-topological (default) or\n"
+	        "                  weight (descending cost weight: the least cost of\n"
+	        "                  a valid cut, heaviest first)\n"
 	        "  --fused         complete partial sums with a ReduceScatter where the\n"
 	        "                  consumer wants the result split (default: MindSpore-\n"
 	        "                  compatible, AllReduce then StridedSlice)\n"
@@ -54,27 +58,22 @@ static void help(FILE *f)
 }
 
 struct args {
-	const char *file, *planner;
-	bool fused, json;
-	enum rec_cost rec_cost;
+	const char *file;
+	bool json;
+	struct cli_plan_args plan;
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	*a = (struct args){0};
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--fused")) {
-			a->fused = true;
+		int taken = cli_plan_option("plan", argc, argv, &i, &a->plan);
+		if (taken < 0)
+			return EXIT_USAGE;
+		if (taken) {
+			continue;
 		} else if (!strcmp(argv[i], "--json")) {
 			a->json = true;
-		} else if (!strcmp(argv[i], "--planner") && i + 1 < argc) {
-			a->planner = argv[++i];
-		} else if (!strcmp(argv[i], "--rec-cost") && i + 1 < argc) {
-			int k = cli_parse_name("plan", "--rec-cost", argv[++i], rec_cost_names,
-			                       REC_COST_COUNT);
-			if (k < 0)
-				return EXIT_USAGE;
-			a->rec_cost = (enum rec_cost)k;
 		} else if (cli_scenario_word("plan", argv[i], &a->file) != EXIT_OK) {
 			return EXIT_USAGE;
 		}
@@ -90,15 +89,16 @@ int cmd_plan(int argc, char **argv)
 	}
 	struct args a;
 	int rc = parse_args(argc, argv, &a);
-	int asked = a.planner && rc == EXIT_OK ? cli_parse_planner("plan", a.planner) : -1;
-	if (rc != EXIT_OK || (a.planner && asked < 0))
+	const char *named = a.plan.planner;
+	int asked = named && rc == EXIT_OK ? cli_parse_planner("plan", named) : -1;
+	if (rc != EXIT_OK || (named && asked < 0))
 		return rc != EXIT_OK ? rc : EXIT_USAGE;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct scenario *s;
 	enum planner_kind kind;
-	struct plan *p = cli_load_plan(ar, a.file, asked, a.fused, a.rec_cost, &s, &kind, &d);
+	struct plan *p = cli_load_plan(ar, a.file, asked, &a.plan.o, &s, &kind, &d);
 	cli_print_diags(&d);
 	struct report_options o = {.command = "plan", .planner = planner_names[kind]};
 	rc = p ? EXIT_OK : EXIT_INVALID;

@@ -20,7 +20,8 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab simulate SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
-	        "                                  [--fidelity step|coarse] [--collective-algo A]\n"
+	        "                                  [--rec-order ORDER] [--fidelity step|coarse]\n"
+	        "                                  [--collective-algo A]\n"
 	        "                                  [--bucket-mb N] [--trace FILE] [--json]\n"
 	        "\n"
 	        "Plan a scenario, lower the plan to the program every rank runs for one\n"
@@ -38,6 +39,9 @@ static void help(FILE *f)
 	        "                        available, else propagate\n"
 	        "  --rec-cost MODE       the recursive planner's costs: topology (default)\n"
 	        "                        or mindspore\n"
+	        "  --rec-order ORDER     its visit order within a level:\n"
+	        "                        reverse-topological (default) or weight, as for\n"
+	        "                        shardlab plan\n"
 	        "  --fused               complete partial sums with a ReduceScatter where\n"
 	        "                        the consumer wants the result split\n"
 	        "  --fidelity F          step: every algorithm step a message; coarse: one\n"
@@ -77,9 +81,9 @@ static void help(FILE *f)
 }
 
 struct args {
-	const char *file, *planner, *trace;
-	bool fused, json;
-	enum rec_cost rec_cost;
+	const char *file, *trace;
+	bool json;
+	struct cli_plan_args plan;
 	int fidelity, algo;            /* -1: the scenario's */
 	double bucket_bytes;
 };
@@ -99,10 +103,9 @@ static int parse_bucket(const char *s, double *out)
 static int parse_option(int argc, char **argv, int *i, struct args *a)
 {
 	const char *o = argv[*i];
-	if (!strcmp(o, "--fused")) {
-		a->fused = true;
-		return EXIT_OK;
-	}
+	int taken = cli_plan_option("simulate", argc, argv, i, &a->plan);
+	if (taken)
+		return taken < 0 ? EXIT_USAGE : EXIT_OK;
 	if (!strcmp(o, "--json")) {
 		a->json = true;
 		return EXIT_OK;
@@ -113,15 +116,10 @@ static int parse_option(int argc, char **argv, int *i, struct args *a)
 	}
 	const char *v = argv[++*i];
 	int k = 0;
-	if (!strcmp(o, "--planner"))
-		a->planner = v;
-	else if (!strcmp(o, "--trace"))
+	if (!strcmp(o, "--trace"))
 		a->trace = v;
 	else if (!strcmp(o, "--bucket-mb"))
 		return parse_bucket(v, &a->bucket_bytes);
-	else if (!strcmp(o, "--rec-cost") &&
-	         (k = cli_parse_name("simulate", o, v, rec_cost_names, REC_COST_COUNT)) >= 0)
-		a->rec_cost = (enum rec_cost)k;
 	else if (!strcmp(o, "--fidelity") &&
 	         (k = cli_parse_name("simulate", o, v, fidelity_names, FIDELITY_COUNT)) >= 0)
 		a->fidelity = k;
@@ -147,7 +145,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	if (rc == EXIT_OK)
 		rc = cli_scenario_named("simulate", a->file);
-	if (rc == EXIT_OK && a->planner && cli_parse_planner("simulate", a->planner) < 0)
+	if (rc == EXIT_OK && a->plan.planner && cli_parse_planner("simulate", a->plan.planner) < 0)
 		rc = EXIT_USAGE;
 	return rc;
 }
@@ -281,13 +279,13 @@ int cmd_simulate(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc != EXIT_OK)
 		return rc;
-	int asked = a.planner ? cli_parse_planner("simulate", a.planner) : -1;
+	int asked = a.plan.planner ? cli_parse_planner("simulate", a.plan.planner) : -1;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct scenario *s;
 	enum planner_kind kind;
-	struct plan *p = cli_load_plan(ar, a.file, asked, a.fused, a.rec_cost, &s, &kind, &d);
+	struct plan *p = cli_load_plan(ar, a.file, asked, &a.plan.o, &s, &kind, &d);
 	struct cli_sim_setup o = {
 		.fidelity = a.fidelity >= 0 ? (enum sim_fidelity)a.fidelity
 		                            : s ? s->sim.fidelity : FIDELITY_COARSE,

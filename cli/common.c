@@ -238,14 +238,37 @@ int cli_parse_planner(const char *cmd, const char *name)
 	return -1;
 }
 
-struct plan *cli_load_plan(struct arena *a, const char *file, int asked, bool fused,
-                           enum rec_cost rec_cost, struct scenario **s, enum planner_kind *kind,
-                           struct diag_list *d)
+int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_plan_args *pa)
+{
+	const char *o = argv[*i];
+	if (!strcmp(o, "--fused")) {
+		pa->o.mode = REDIST_FUSED;
+		return 1;
+	}
+	bool valued = !strcmp(o, "--planner") || !strcmp(o, "--rec-cost") ||
+	              !strcmp(o, "--rec-order");
+	if (!valued || *i + 1 >= argc)
+		return 0;
+	const char *v = argv[++*i];
+	int k = 0;
+	if (!strcmp(o, "--planner"))
+		pa->planner = v;
+	else if (!strcmp(o, "--rec-cost") &&
+	         (k = cli_parse_name(cmd, o, v, rec_cost_names, REC_COST_COUNT)) >= 0)
+		pa->o.rec_cost = (enum rec_cost)k;
+	else if (!strcmp(o, "--rec-order") &&
+	         (k = cli_parse_name(cmd, o, v, rec_order_names, REC_ORDER_COUNT)) >= 0)
+		pa->o.rec_order = (enum rec_order)k;
+	return k >= 0 ? 1 : -1;
+}
+
+struct plan *cli_load_plan(struct arena *a, const char *file, int asked,
+                           const struct plan_options *o, struct scenario **s,
+                           enum planner_kind *kind, struct diag_list *d)
 {
 	*s = a ? scenario_load(a, file, d) : NULL;
 	*kind = cli_pick_planner(*s, asked);
-	struct plan_options o = {.mode = fused ? REDIST_FUSED : REDIST_COMPAT, .rec_cost = rec_cost};
-	return *s ? plan_make(a, *s, *kind, &o, d) : NULL;
+	return *s ? plan_make(a, *s, *kind, o, d) : NULL;
 }
 
 enum planner_kind cli_pick_planner(const struct scenario *s, int asked)

@@ -287,9 +287,19 @@ enum rec_cost {
 };
 extern const char *const rec_cost_names[REC_COST_COUNT];
 
+/* The order in which the recursive search visits ops within a level. */
+enum rec_order {
+	REC_ORDER_REVERSE,   /* reverse topological (default) */
+	REC_ORDER_WEIGHT,    /* descending cost weight: the least cost of a valid cut at the
+	                        level's start, heaviest first; ties reverse topological */
+	REC_ORDER_COUNT
+};
+extern const char *const rec_order_names[REC_ORDER_COUNT];
+
 struct plan_options {
 	enum redist_mode mode;
 	enum rec_cost rec_cost;            /* the recursive planner */
+	enum rec_order rec_order;          /* the recursive planner */
 };
 
 /* Data parallel over all devices: the model replicated, the batch split

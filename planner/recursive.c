@@ -33,6 +33,7 @@
 #include "planner-int.h"
 
 const char *const rec_cost_names[REC_COST_COUNT] = {"topology", "mindspore"};
+const char *const rec_order_names[REC_ORDER_COUNT] = {"reverse-topological", "weight"};
 
 /* The reference's constants (DESIGN.md): c of the MatMul row cut (0.25 in
  * early versions, 1 later), the redistribution weight, and "no cut". */
@@ -74,6 +75,9 @@ struct rec {
 	const struct graph *g;
 	const struct topology *t;
 	enum rec_cost mode;
+	enum rec_order order;
+	int *visit;                        /* scratch: a level's order of ops */
+	struct weighed *weights;           /* scratch: REC_ORDER_WEIGHT */
 	int64_t P;
 	int n_levels;
 	int64_t factor[REC_MAX_LEVELS];
@@ -292,6 +296,22 @@ static bool cuttable(const struct rnode *v, int l, int64_t f)
 	return local >= f && local % f == 0 && v->sig.size[l] % v->cut[l] == 0;
 }
 
+/* The op's cost weight at this level: the least per-op cost of a valid
+ * cut (the neighbour term left out), 0 when it has none. */
+static double weight(struct rec *R, int op, int lvl)
+{
+	struct rnode *v = &R->n[op];
+	double w = INFINITY;
+	for (int l = 0; l < v->sig.n_labels; l++) {
+		if (!cuttable(v, l, R->factor[lvl]))
+			continue;
+		double c = R->mode == REC_COST_MINDSPORE ? ms_op_cost(R, v, op, l, REC_C_ROW)
+		                                         : topo_op_cost(R, v, op, l, lvl);
+		w = c < w ? c : w;
+	}
+	return isinf(w) ? 0 : w;
+}
+
 /* Chooses v's cut at this level; returns its cost. */
 static double choose(struct rec *R, int op, int lvl)
 {
@@ -342,6 +362,37 @@ static void fixed_level(struct rnode *v, int lvl, int64_t f)
 	v->decided_at = lvl;
 }
 
+struct weighed {
+	double w;
+	int op;
+};
+
+/* Heaviest first; equal weights in reverse topological order. */
+static int by_weight(const void *x, const void *y)
+{
+	const struct weighed *a = x, *b = y;
+	if (a->w != b->w)
+		return a->w > b->w ? -1 : 1;
+	return b->op - a->op;
+}
+
+/* The ops the level chooses for, in the visit order; their count. */
+static int visit_order(struct rec *R, int lvl)
+{
+	int n = 0;
+	for (int i = R->g->n_ops - 1; i >= 0; i--)
+		if (!R->n[i].fixed && R->n[i].cls != RC_ELEMWISE)
+			R->visit[n++] = i;
+	if (R->order != REC_ORDER_WEIGHT)
+		return n;
+	for (int k = 0; k < n; k++)
+		R->weights[k] = (struct weighed){weight(R, R->visit[k], lvl), R->visit[k]};
+	qsort(R->weights, (size_t)n, sizeof(*R->weights), by_weight);
+	for (int k = 0; k < n; k++)
+		R->visit[k] = R->weights[k].op;
+	return n;
+}
+
 static void search(struct rec *R)
 {
 	const struct graph *g = R->g;
@@ -352,9 +403,9 @@ static void search(struct rec *R)
 			if (R->n[i].fixed)
 				fixed_level(&R->n[i], lvl, R->factor[lvl]);
 		}
-		for (int i = g->n_ops - 1; i >= 0; i--)
-			if (!R->n[i].fixed && R->n[i].cls != RC_ELEMWISE)
-				R->total += choose(R, i, lvl);
+		int n = visit_order(R, lvl);
+		for (int k = 0; k < n; k++)
+			R->total += choose(R, R->visit[k], lvl);
 	}
 }
 
@@ -503,6 +554,7 @@ static bool rec_init(struct rec *R, struct arena *a, const struct scenario *s,
 	R->g = s->graph;
 	R->t = s->topo;
 	R->mode = o->rec_cost;
+	R->order = o->rec_order;
 	R->plan = plan_configured(a, s, o->mode, diags);
 	if (!R->plan)
 		return false;
@@ -510,7 +562,9 @@ static bool rec_init(struct rec *R, struct arena *a, const struct scenario *s,
 	R->n_levels = prime_levels(R->P, R->factor);
 	R->group = arena_alloc(a, sizeof(int64_t) * (size_t)(R->P + 1));
 	R->n = arena_calloc(a, (size_t)R->g->n_ops + 1, sizeof(*R->n));
-	if (!R->group || !R->n)
+	R->visit = arena_alloc(a, sizeof(int) * ((size_t)R->g->n_ops + 1));
+	R->weights = arena_alloc(a, sizeof(struct weighed) * ((size_t)R->g->n_ops + 1));
+	if (!R->group || !R->n || !R->visit || !R->weights)
 		return false;
 	for (int i = 0; i < R->g->n_ops; i++) {
 		struct rnode *v = &R->n[i];
@@ -1399,7 +1453,7 @@ static struct plan *baseline_start(struct rec *R, const struct plan *configured,
 {
 	struct diag_list quiet;
 	diag_list_init(&quiet);
-	struct plan_options o = {configured->mode, REC_COST_TOPOLOGY};
+	struct plan_options o = {.mode = configured->mode, .rec_cost = REC_COST_TOPOLOGY};
 	struct plan *b = planner(R->a, configured->scenario, &o, &quiet);
 	struct plan *p = b ? plan_copy(R->a, b) : NULL;
 	for (int i = 0; p && i < p->graph->n_ops; i++)

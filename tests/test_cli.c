@@ -329,6 +329,35 @@ static void expect_compact(const cJSON *obj, const char *key, const char *want)
 	free(got);
 }
 
+/* --rec-order reaches the search: on the chain of
+ * tests/test_recursive.c's visit_order_by_hand the two orders give the
+ * plans derived there. */
+Test(cli, plan_rec_order_option)
+{
+	static const struct {
+		const char *order, *mm1, *mm2;
+	} want[] = {
+		{"reverse-topological", "[[4,1],[1,1]]", "[[4,1],[1,1]]"},
+		{"weight", "[[1,4],[4,1]]", "[[1,1],[1,1]]"},
+	};
+	for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+		char args[256];
+		snprintf(args, sizeof args,
+		         "plan --json --planner recursive --rec-cost mindspore --rec-order %s "
+		         "tests/data/good/rec-order-chain-4p.json",
+		         want[k].order);
+		struct run r = shardlab(args, false);
+		cr_assert_eq(r.status, 0, "%s", args);
+		cJSON *j = cJSON_Parse(r.out);
+		cr_assert_not_null(j, "%s", r.out);
+		const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
+		expect_compact(cJSON_GetArrayItem(ops, 0), "strategy", want[k].mm1);
+		expect_compact(cJSON_GetArrayItem(ops, 1), "strategy", want[k].mm2);
+		cJSON_Delete(j);
+		free(r.out);
+	}
+}
+
 Test(cli, plan_json_ffn_golden)
 {
 	/* Seed 000 with dense1.matmul ((2,1),(1,4)) on 8 devices: the matmul's
@@ -520,6 +549,12 @@ Test(cli, plan_and_advise_usage_errors_exit_2)
 		 "recursive data-parallel megatron\n"},
 		{"plan scenarios/ffn-8p.json --rec-cost exact",
 		 "shardlab plan: --rec-cost takes topology or mindspore, got 'exact'\n"},
+		{"plan scenarios/ffn-8p.json --rec-order sideways",
+		 "shardlab plan: --rec-order takes reverse-topological or weight, got 'sideways'\n"},
+		{"estimate scenarios/ffn-8p.json --rec-order x",
+		 "shardlab estimate: --rec-order takes reverse-topological or weight, got 'x'\n"},
+		{"simulate scenarios/ffn-8p.json --rec-order x",
+		 "shardlab simulate: --rec-order takes reverse-topological or weight, got 'x'\n"},
 		{"plan scenarios/ffn-8p.json --frob", "shardlab plan: unknown option '--frob' (see --help)\n"},
 		{"advise", "shardlab advise: missing SCENARIO (see --help)\n"},
 		{"advise scenarios/ffn-8p.json --top x",
@@ -729,7 +764,7 @@ static void expect_summary(const char *file, enum planner_kind k, const char *wa
 	diag_list_init(&d);
 	struct arena *a = arena_new();
 	struct scenario *s = scenario_load(a, file, &d);
-	struct plan_options po = {REDIST_COMPAT, REC_COST_TOPOLOGY};
+	struct plan_options po = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
 	struct plan *p = s ? plan_make(a, s, k, &po, &d) : NULL;
 	cr_assert_not_null(p, "%s: no plan", file);
 	char buf[64];

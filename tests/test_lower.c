@@ -361,7 +361,7 @@ Test(lower, megatron_gpt_across_servers_adds_up)
 	struct scenario *s = scenario_load(A, "scenarios/megatron-gpt-8.3b-512p.json", &D);
 	cr_assert_not_null(s);
 	s->training.gradient_bucket_bytes = 0; /* every gradient its own all-reduce */
-	struct plan_options o = {REDIST_COMPAT, REC_COST_TOPOLOGY};
+	struct plan_options o = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
 	struct plan *p = plan_megatron(A, s, &o, &D);
 	cr_assert_not_null(p);
 	struct program prog;

@@ -130,6 +130,42 @@ Test(recursive, matmul_chain_by_hand)
 	cr_expect_eq(p->n_edges, 0);
 }
 
+/* Visit order (faithful costs, 4 devices): mm1 = x[256,4096] . w1[4096,64],
+ * mm2 = y[256,64] . w2[64,16]. The two ops disagree on y: mm1 alone would
+ * cut k (partial sums, y not cut), mm2 alone cuts i (y by rows). A
+ * neighbour decided at the level with another cut of y adds 16 x |y| =
+ * 16 x 256 x 64 = 262,144.
+ * Weights at level 1 (least per-op cost of a valid cut):
+ *   mm1: cut i 64*4096/2 = 131,072; cut j 256*4096/2 = 524,288;
+ *        cut k 256*64/2 = 8,192 <- weight 8,192.
+ *   mm2: cut i 16*64/2 = 512; cut j 256*64/2 = 8,192; cut k 256*16/2 =
+ *        2,048 <- weight 512.
+ * Reverse topological (mm2 first), level 1: mm2 cuts i (512 < no cut
+ *   (1.5*512)^2/350 = 1,685); mm1: cut i 131,072 + 0 beats cut k 8,192 +
+ *   262,144 and no cut 431,414 + 262,144. Level 2 (i halved): mm2 cut i
+ *   512 again; mm1 cut i 131,072 vs cut k 128*64/2 + 16*128*64 = 135,168:
+ *   cut i. Both ((4,1),(1,1)).
+ * Descending weight (mm1 first, weights the same at level 2), level 1:
+ *   mm1 cuts k (8,192; no neighbour decided yet); mm2: cut i 512 +
+ *   262,144, cut j 8,192 + 0 (y cut by neither), cut k 2,048 + 262,144,
+ *   no cut 1,685 + 0: no cut. Level 2: mm1 (k local 2048) cut k 8,192
+ *   again; mm2 no cut again. mm1 ((1,4),(4,1)), mm2 ((1,1),(1,1)).
+ * The scenario is tests/data/good/rec-order-chain-4p.json. */
+Test(recursive, visit_order_by_hand)
+{
+	struct scenario *s = scenario_load(A, "tests/data/good/rec-order-chain-4p.json", &D);
+	cr_assert_not_null(s);
+	struct plan_options o = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_MINDSPORE};
+	struct plan *rev = plan_recursive(A, s, &o, &D);
+	o.rec_order = REC_ORDER_WEIGHT;
+	struct plan *w = plan_recursive(A, s, &o, &D);
+	cr_assert(rev && w);
+	expect_cuts(rev, "mm1", (const int64_t[]){4, 1, 1, 1});
+	expect_cuts(rev, "mm2", (const int64_t[]){4, 1, 1, 1});
+	expect_cuts(w, "mm1", (const int64_t[]){1, 4, 4, 1});
+	expect_cuts(w, "mm2", (const int64_t[]){1, 1, 1, 1});
+}
+
 /* The same chain with a ReLU between: the ReLU leaves the partitioned
  * graph (mm2 is rewired to mm1, so the search is the one above) and then
  * copies mm1's cut of y (forward first): ((1,4)). */
