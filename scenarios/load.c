@@ -432,6 +432,25 @@ static bool opt_enum(const struct jv *obj, const char *key, const char *const na
 	return true;
 }
 
+/* Settings the file may state but the planners, estimate and simulation
+ * do not model yet: a warning each, so that nobody reads a figure as
+ * including them. */
+static void warn_unmodelled(struct loader *L, const struct jv *v)
+{
+	const struct training *t = &L->s->training;
+	struct jv f;
+	if (t->pipeline_stages > 1 && jv_get(v, "pipeline_stages", &f))
+		jv_warning(&f, "pipelines are not modelled yet: the planners place the whole model on "
+		           "one stage of %lld devices, with no schedule and no bubble",
+		           (long long)(L->s->devices / t->pipeline_stages));
+	if (t->recompute != RECOMPUTE_NONE && jv_get(v, "recompute", &f))
+		jv_warning(&f, "recomputation is not modelled yet: compute, traffic and activation "
+		           "memory are those without it");
+	if (t->zero_stage > 0 && jv_get(v, "zero_stage", &f))
+		jv_warning(&f, "ZeRO is not modelled yet: gradients are all-reduced and the optimizer "
+		           "state replicated, as in stage 0");
+}
+
 static bool read_training(struct loader *L, const struct jv *obj)
 {
 	static const char *const keys[] = {"global_batch",  "micro_batches", "pipeline_stages",
@@ -487,6 +506,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		         (long long)t->pipeline_stages, (long long)L->s->devices);
 		ok = false;
 	}
+	if (ok)
+		warn_unmodelled(L, &v);
 	return ok;
 }
 

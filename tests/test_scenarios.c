@@ -154,6 +154,37 @@ Test(scenarios, every_problem_in_one_run)
 	cr_assert_eq(lines[3], 6);
 }
 
+/* Settings not modelled yet load, with one warning each on its line. */
+Test(scenarios, unmodelled_settings_warn)
+{
+	struct scenario *s = parse("{\"format\": \"shardlab-scenario\", \"version\": 1,\n"
+	                           " \"name\": \"later\",\n"
+	                           " \"model\": \"../models/ffn.json\",\n"
+	                           " \"topology\": \"../topologies/atlas800-910a.json\",\n"
+	                           " \"training\": {\"global_batch\": 64, \"micro_batches\": 4,\n"
+	                           "   \"pipeline_stages\": 2,\n"
+	                           "   \"recompute\": \"selective\",\n"
+	                           "   \"zero_stage\": 1}}");
+	cr_assert_not_null(s);
+	cr_assert_eq(diags.errors, 0);
+	cr_assert_eq(diags.count, 3);
+	static const struct {
+		int line;
+		const char *path, *text;
+	} want[] = {
+		{6, "training.pipeline_stages", "one stage of 4 devices"},
+		{7, "training.recompute", "recomputation is not modelled yet"},
+		{8, "training.zero_stage", "ZeRO is not modelled yet"},
+	};
+	for (size_t i = 0; i < 3; i++) {
+		const struct diag *d = &diags.items[i];
+		cr_expect_eq(d->severity, DIAG_WARNING);
+		cr_expect_eq(d->line, want[i].line, "%s: line %d", want[i].path, d->line);
+		cr_expect_str_eq(d->path, want[i].path);
+		cr_expect_not_null(strstr(d->msg, want[i].text), "%s", d->msg);
+	}
+}
+
 Test(scenarios, layout_slices_must_divide)
 {
 	/* ReLU's input (the output of dense1.add) is 64 x 64. A device axis of
