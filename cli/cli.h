@@ -123,14 +123,11 @@ int cli_parse_name(const char *cmd, const char *option, const char *value,
 /* The planner --planner names, or -1 after a usage message listing the
  * available ones. */
 int cli_parse_planner(const char *cmd, const char *name);
-/* The planner a command runs: the one asked for (>= 0), else the
- * scenario's first when available, else propagation. */
-enum planner_kind cli_pick_planner(const struct scenario *s, int asked);
-
 /* The options that choose and tune a plan, shared by plan, estimate and
  * simulate: --planner, --fused, --rec-cost, --rec-order. */
 struct cli_plan_args {
-	const char *planner;               /* NULL: the scenario's */
+	bool named;                        /* --planner given (checked available) */
+	enum planner_kind planner;         /* when named */
 	struct plan_options o;
 };
 /* Takes argv[*i] (and its value, advancing *i) when it is one of those
@@ -138,12 +135,12 @@ struct cli_plan_args {
  * message. */
 int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_plan_args *pa);
 
-/* The plan of the scenario file with the planner cli_pick_planner gives
- * for `asked`, under the options given; the scenario (or NULL) in *s, the
- * planner in *kind; NULL after diagnostics in d. */
-struct plan *cli_load_plan(struct arena *a, const char *file, int asked,
-                           const struct plan_options *o, struct scenario **s,
-                           enum planner_kind *kind, struct diag_list *d);
+/* The plan of the scenario file under those options, with the planner
+ * named, else the scenario's first when available, else propagation; the
+ * scenario (or NULL) in *s, the planner in *kind; NULL after diagnostics
+ * in d. */
+struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_plan_args *pa,
+                           struct scenario **s, enum planner_kind *kind, struct diag_list *d);
 
 /* plan_estimate, plan_lower, sim_run, in that order, stopping at the first
  * that fails (diagnostics in d). A progress line on stderr while it

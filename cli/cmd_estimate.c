@@ -268,16 +268,14 @@ int cmd_estimate(int argc, char **argv)
 	}
 	struct args a;
 	int rc = parse_args(argc, argv, &a);
-	const char *named = a.plan.planner;
-	int asked = named && rc == EXIT_OK ? cli_parse_planner("estimate", named) : -1;
-	if (rc != EXIT_OK || (named && asked < 0))
-		return rc != EXIT_OK ? rc : EXIT_USAGE;
+	if (rc != EXIT_OK)
+		return rc;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct scenario *s;
 	enum planner_kind kind;
-	struct plan *p = cli_load_plan(ar, a.file, asked, &a.plan.o, &s, &kind, &d);
+	struct plan *p = cli_load_plan(ar, a.file, &a.plan, &s, &kind, &d);
 	struct estimate e;
 	bool ok = p && plan_estimate(ar, p, &e, &d);
 	cli_print_diags(&d);

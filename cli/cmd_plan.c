@@ -66,19 +66,17 @@ struct args {
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	*a = (struct args){0};
-	for (int i = 1; i < argc; i++) {
+	int rc = EXIT_OK;
+	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
 		int taken = cli_plan_option("plan", argc, argv, &i, &a->plan);
-		if (taken < 0)
-			return EXIT_USAGE;
-		if (taken) {
-			continue;
-		} else if (!strcmp(argv[i], "--json")) {
+		if (taken)
+			rc = taken < 0 ? EXIT_USAGE : EXIT_OK;
+		else if (!strcmp(argv[i], "--json"))
 			a->json = true;
-		} else if (cli_scenario_word("plan", argv[i], &a->file) != EXIT_OK) {
-			return EXIT_USAGE;
-		}
+		else
+			rc = cli_scenario_word("plan", argv[i], &a->file);
 	}
-	return cli_scenario_named("plan", a->file);
+	return rc == EXIT_OK ? cli_scenario_named("plan", a->file) : rc;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -89,16 +87,14 @@ int cmd_plan(int argc, char **argv)
 	}
 	struct args a;
 	int rc = parse_args(argc, argv, &a);
-	const char *named = a.plan.planner;
-	int asked = named && rc == EXIT_OK ? cli_parse_planner("plan", named) : -1;
-	if (rc != EXIT_OK || (named && asked < 0))
-		return rc != EXIT_OK ? rc : EXIT_USAGE;
+	if (rc != EXIT_OK)
+		return rc;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct scenario *s;
 	enum planner_kind kind;
-	struct plan *p = cli_load_plan(ar, a.file, asked, &a.plan.o, &s, &kind, &d);
+	struct plan *p = cli_load_plan(ar, a.file, &a.plan, &s, &kind, &d);
 	cli_print_diags(&d);
 	struct report_options o = {.command = "plan", .planner = planner_names[kind]};
 	rc = p ? EXIT_OK : EXIT_INVALID;

@@ -145,8 +145,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	if (rc == EXIT_OK)
 		rc = cli_scenario_named("simulate", a->file);
-	if (rc == EXIT_OK && a->plan.planner && cli_parse_planner("simulate", a->plan.planner) < 0)
-		rc = EXIT_USAGE;
 	return rc;
 }
 
@@ -279,13 +277,12 @@ int cmd_simulate(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc != EXIT_OK)
 		return rc;
-	int asked = a.plan.planner ? cli_parse_planner("simulate", a.plan.planner) : -1;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct scenario *s;
 	enum planner_kind kind;
-	struct plan *p = cli_load_plan(ar, a.file, asked, &a.plan.o, &s, &kind, &d);
+	struct plan *p = cli_load_plan(ar, a.file, &a.plan, &s, &kind, &d);
 	struct cli_sim_setup o = {
 		.fidelity = a.fidelity >= 0 ? (enum sim_fidelity)a.fidelity
 		                            : s ? s->sim.fidelity : FIDELITY_COARSE,

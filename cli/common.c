@@ -251,8 +251,8 @@ int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_p
 		return 0;
 	const char *v = argv[++*i];
 	int k = 0;
-	if (!strcmp(o, "--planner"))
-		pa->planner = v;
+	if (!strcmp(o, "--planner") && (k = cli_parse_planner(cmd, v)) >= 0)
+		*pa = (struct cli_plan_args){true, (enum planner_kind)k, pa->o};
 	else if (!strcmp(o, "--rec-cost") &&
 	         (k = cli_parse_name(cmd, o, v, rec_cost_names, REC_COST_COUNT)) >= 0)
 		pa->o.rec_cost = (enum rec_cost)k;
@@ -262,20 +262,15 @@ int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_p
 	return k >= 0 ? 1 : -1;
 }
 
-struct plan *cli_load_plan(struct arena *a, const char *file, int asked,
-                           const struct plan_options *o, struct scenario **s,
-                           enum planner_kind *kind, struct diag_list *d)
+struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_plan_args *pa,
+                           struct scenario **s, enum planner_kind *kind, struct diag_list *d)
 {
 	*s = a ? scenario_load(a, file, d) : NULL;
-	*kind = cli_pick_planner(*s, asked);
-	return *s ? plan_make(a, *s, *kind, o, d) : NULL;
-}
-
-enum planner_kind cli_pick_planner(const struct scenario *s, int asked)
-{
-	if (asked >= 0)
-		return (enum planner_kind)asked;
-	if (s && s->n_planners > 0 && cli_planner_available(s->planners[0]))
-		return s->planners[0];
-	return PLANNER_PROPAGATE;
+	if (pa->named)
+		*kind = pa->planner;
+	else if (*s && (*s)->n_planners > 0 && cli_planner_available((*s)->planners[0]))
+		*kind = (*s)->planners[0];
+	else
+		*kind = PLANNER_PROPAGATE;
+	return *s ? plan_make(a, *s, *kind, &pa->o, d) : NULL;
 }
