@@ -30,6 +30,12 @@ struct scenario *bench_scenario(struct arena *a, const char *bench, const char *
  * q/k/v and fc1 by columns, the attention output and fc2 by rows. */
 bool bench_megatron_layer0(struct arena *a, struct scenario *s, int64_t t);
 
+/* The arguments MODEL [TOPOLOGY DEVICES]... in *args (without argv[0]),
+ * or without any the shipped GPT-3 175B on dgx-a100-x128 (1,024) and
+ * atlas800t-a2-910b-x1024 (8,192); their count, or -1 after a usage
+ * line. */
+int bench_model_topologies(int argc, char **argv, const char *bench, const char *const **args);
+
 /* Runs fn(ctx) in a child process; false when it fails or dies. */
 bool bench_in_child(int (*fn)(void *), void *ctx);
 

@@ -55,17 +55,10 @@ static int run(void *ctx)
 
 int main(int argc, char **argv)
 {
-	static const char *const defaults[] = {
-		SHARDLAB_SOURCE_ROOT "/models/gpt3-175b.json",
-		SHARDLAB_SOURCE_ROOT "/topologies/dgx-a100-x128.json", "1024",
-		SHARDLAB_SOURCE_ROOT "/topologies/atlas800t-a2-910b-x1024.json", "8192",
-	};
-	const char *const *args = argc > 1 ? (const char *const *)argv + 1 : defaults;
-	int n = argc > 1 ? argc - 1 : (int)SL_COUNTOF(defaults);
-	if (n < 3 || n % 2 == 0) {
-		fprintf(stderr, "usage: bench_recursive [MODEL [TOPOLOGY DEVICES]...]\n");
+	const char *const *args;
+	int n = bench_model_topologies(argc, argv, "bench_recursive", &args);
+	if (n < 0)
 		return 2;
-	}
 	int failed = 0;
 	for (int i = 1; i + 1 < n; i += 2)
 		for (int m = 0; m < REC_COST_COUNT; m++) {

@@ -107,6 +107,21 @@ bool bench_megatron_layer0(struct arena *a, struct scenario *s, int64_t t)
 	return true;
 }
 
+int bench_model_topologies(int argc, char **argv, const char *bench, const char *const **args)
+{
+	static const char *const defaults[] = {
+		SHARDLAB_SOURCE_ROOT "/models/gpt3-175b.json",
+		SHARDLAB_SOURCE_ROOT "/topologies/dgx-a100-x128.json", "1024",
+		SHARDLAB_SOURCE_ROOT "/topologies/atlas800t-a2-910b-x1024.json", "8192",
+	};
+	*args = argc > 1 ? (const char *const *)argv + 1 : defaults;
+	int n = argc > 1 ? argc - 1 : (int)SL_COUNTOF(defaults);
+	if (n >= 3 && n % 2 == 1)
+		return n;
+	fprintf(stderr, "usage: %s [MODEL [TOPOLOGY DEVICES]...]\n", bench);
+	return -1;
+}
+
 bool bench_in_child(int (*fn)(void *), void *ctx)
 {
 	fflush(stdout);
