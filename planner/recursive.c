@@ -296,19 +296,22 @@ static bool cuttable(const struct rnode *v, int l, int64_t f)
 	return local >= f && local % f == 0 && v->sig.size[l] % v->cut[l] == 0;
 }
 
+/* The per-op cost of cutting l at this level, in the mode's units. */
+static double own_cost(struct rec *R, const struct rnode *v, int op, int l, int lvl)
+{
+	return R->mode == REC_COST_MINDSPORE ? ms_op_cost(R, v, op, l, REC_C_ROW)
+	                                     : topo_op_cost(R, v, op, l, lvl);
+}
+
 /* The op's cost weight at this level: the least per-op cost of a valid
  * cut (the neighbour term left out), 0 when it has none. */
 static double weight(struct rec *R, int op, int lvl)
 {
 	struct rnode *v = &R->n[op];
 	double w = INFINITY;
-	for (int l = 0; l < v->sig.n_labels; l++) {
-		if (!cuttable(v, l, R->factor[lvl]))
-			continue;
-		double c = R->mode == REC_COST_MINDSPORE ? ms_op_cost(R, v, op, l, REC_C_ROW)
-		                                         : topo_op_cost(R, v, op, l, lvl);
-		w = c < w ? c : w;
-	}
+	for (int l = 0; l < v->sig.n_labels; l++)
+		if (cuttable(v, l, R->factor[lvl]))
+			w = fmin(w, own_cost(R, v, op, l, lvl));
 	return isinf(w) ? 0 : w;
 }
 
@@ -322,8 +325,7 @@ static double choose(struct rec *R, int op, int lvl)
 	for (int l = 0; l < v->sig.n_labels; l++) {
 		if (!cuttable(v, l, f))
 			continue;
-		double c = R->mode == REC_COST_MINDSPORE ? ms_op_cost(R, v, op, l, REC_C_ROW)
-		                                         : topo_op_cost(R, v, op, l, lvl);
+		double c = own_cost(R, v, op, l, lvl);
 		least_op = c < least_op ? c : least_op;
 		c += nbr_cost(R, v, l, lvl);
 		if (c < best_cost) {
