@@ -9,38 +9,13 @@
 #include <string.h>
 
 #include "planner-int.h"
+#include "fixture.h"
 
-static struct arena *A;
-static struct diag_list D;
 static const struct plan_options OPT = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
 
-static void setup(void)
-{
-	A = arena_new();
-	diag_list_init(&D);
-}
-
-static void teardown(void)
-{
-	for (size_t i = 0; i < D.count; i++) {
-		char *s = diag_format(&D.items[i]);
-		fprintf(stderr, "%s\n", s);
-		free(s);
-	}
-	diag_list_free(&D);
-	arena_free(A);
-}
-
-TestSuite(baselines, .init = setup, .fini = teardown);
+TestSuite(baselines, .init = fixture_setup, .fini = fixture_teardown);
 
 /* ----------------------------------------------------------- helpers */
-
-static struct scenario *load(const char *path)
-{
-	struct scenario *s = scenario_load(A, path, &D);
-	cr_assert_not_null(s, "%s does not load", path);
-	return s;
-}
 
 /* A scenario from a generator object, a topology file and a device count. */
 static struct scenario *generated(const char *gen, const char *topo, int devices)
@@ -159,7 +134,7 @@ Test(baselines, data_parallel_ffn_cuts_the_batch_over_all_devices)
 	 * of x (or of the activation it reads) 8 ways and replicates the
 	 * parameters: MatMul ((8,1),(1,1)), Add ((8,1),(1,)), ReLU ((8,1)).
 	 * The scenario's shard() of dense1.matmul is ignored (a note says so). */
-	struct scenario *s = load("scenarios/ffn-8p.json");
+	struct scenario *s = fixture_scenario("scenarios/ffn-8p.json");
 	struct plan *p = plan_data_parallel(A, s, &OPT, &D);
 	cr_assert_not_null(p);
 	cr_expect_eq(p->scenario, s);
@@ -217,7 +192,7 @@ Test(baselines, megatron_mlp_on_one_server_matches_the_hand_plan)
 	 * through BiasAdd and GeLU: row parallel ((1,8),(8,1)), ending in the
 	 * one AllReduce of [B*s, h] = [1024, 1024] bf16 = 2 MiB:
 	 * 2*7/8 * 2097152 = 3670016 B over ranks 0..7. */
-	struct scenario *s = load("scenarios/megatron-mlp-8p.json");
+	struct scenario *s = fixture_scenario("scenarios/megatron-mlp-8p.json");
 	struct plan *hand = plan_configured(A, s, REDIST_COMPAT, &D);
 	struct plan *p = plan_megatron(A, s, &OPT, &D);
 	cr_assert_not_null(hand);
@@ -253,7 +228,7 @@ Test(baselines, megatron_attention_cuts_heads_through_propagation)
 	 * the two BatchMatMuls take it from propagation: ((1,8,1,1),(1,8,1,1)).
 	 * The output projection reads the heads back as columns: row parallel
 	 * ((1,8),(8,1)) with the block's one AllReduce. */
-	struct scenario *s = load("scenarios/megatron-attention-8p.json");
+	struct scenario *s = fixture_scenario("scenarios/megatron-attention-8p.json");
 	struct plan *hand = plan_configured(A, s, REDIST_COMPAT, &D);
 	struct plan *p = plan_megatron(A, s, &OPT, &D);
 	cr_assert_not_null(hand);
@@ -450,7 +425,7 @@ Test(baselines, shipped_megatron_gpt_scenario_plans)
 	 * 8-way tensor parallel and 64-way data parallel on 512 GPUs. Every
 	 * layer's MatMuls are cut by T = 8 inside a server, the batch of 512
 	 * by D = 64: fc1 reads [512*1024, 3072], cut ((64, 1), (1, 8)). */
-	struct scenario *s = load("scenarios/megatron-gpt-8.3b-512p.json");
+	struct scenario *s = fixture_scenario("scenarios/megatron-gpt-8.3b-512p.json");
 	struct plan *p = plan_megatron(A, s, &OPT, &D);
 	cr_assert_not_null(p);
 	static const int64_t fc1[] = {64, 1, 1, 8}, fc2[] = {64, 8, 8, 1};

@@ -10,25 +10,12 @@
 #include <string.h>
 
 #include "planner.h"
+#include "fixture.h"
 
 #define HEAD "{\"format\": \"shardlab-model\", \"version\": 1, \"name\": \"t\",\n"
 
-static struct arena *A;
-static struct diag_list D;
 
-static void setup(void)
-{
-	A = arena_new();
-	diag_list_init(&D);
-}
-
-static void teardown(void)
-{
-	diag_list_free(&D);
-	arena_free(A);
-}
-
-TestSuite(distop, .init = setup, .fini = teardown);
+TestSuite(distop, .init = fixture_setup, .fini = fixture_teardown);
 
 /* A graph from the body of a model object. */
 static struct graph *load(const char *body)

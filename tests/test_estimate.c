@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "planner.h"
+#include "fixture.h"
 
 #define GB 1e9
 #define US 1e-6
@@ -20,18 +21,6 @@ static void near(double got, double want, const char *what)
 {
 	double tol = 1e-3 * fabs(want);
 	cr_assert(fabs(got - want) <= tol, "%s: got %.9g, want %.9g (0.1%%)", what, got, want);
-}
-
-static struct topology *topo(struct arena *a, const char *name)
-{
-	struct diag_list d;
-	diag_list_init(&d);
-	char path[256];
-	snprintf(path, sizeof path, "topologies/%s.json", name);
-	struct topology *t = topo_load(a, path, &d);
-	cr_assert_not_null(t, "%s does not load", path);
-	diag_list_free(&d);
-	return t;
 }
 
 /* Recursive halving-doubling all-reduce (n a power of two). */
@@ -73,7 +62,7 @@ static void flat_all_kinds(const struct topology *t, const int64_t *r, int n, do
 Test(estimate, collective_inside_an_hccs_group)
 {
 	struct arena *a = arena_new();
-	const struct topology *t = topo(a, "atlas800-910a");
+	const struct topology *t = fixture_topology(a, "atlas800-910a");
 	int64_t r[4] = {0, 1, 2, 3};
 	/* A ring inside the mesh uses one 30 GB/s link per neighbour. */
 	flat_all_kinds(t, r, 4, 30 * GB, 1 * US, "910A {0,1,2,3}");
@@ -85,7 +74,7 @@ Test(estimate, collective_inside_an_hccs_group)
 Test(estimate, collective_across_the_hccs_groups)
 {
 	struct arena *a = arena_new();
-	const struct topology *t = topo(a, "atlas800-910a");
+	const struct topology *t = fixture_topology(a, "atlas800-910a");
 	/* 0 and 4 share no HCCS group: PCIe, 31 GB/s, 2 us. */
 	int64_t r[2] = {0, 4};
 	flat_all_kinds(t, r, 2, 31 * GB, 2 * US, "910A {0,4}");
@@ -100,7 +89,7 @@ Test(estimate, collective_across_the_hccs_groups)
 Test(estimate, collective_inside_nvswitch)
 {
 	struct arena *a = arena_new();
-	const struct topology *t = topo(a, "dgx-a100");
+	const struct topology *t = fixture_topology(a, "dgx-a100");
 	int64_t r[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 	flat_all_kinds(t, r, 8, 300 * GB, 1 * US, "DGX {0..7}");
 	int64_t r2[2] = {2, 5};
@@ -115,7 +104,7 @@ Test(estimate, collective_inside_nvswitch)
 Test(estimate, collective_across_servers_over_the_nics)
 {
 	struct arena *a = arena_new();
-	const struct topology *t = topo(a, "atlas800-910a-x4");
+	const struct topology *t = fixture_topology(a, "atlas800-910a-x4");
 	int64_t r[4] = {0, 8, 16, 24};
 	flat_all_kinds(t, r, 4, 12.5 * GB, 1.8 * US, "910A-x4 {0,8,16,24}");
 	arena_free(a);
@@ -128,7 +117,7 @@ Test(estimate, collective_across_servers_over_the_nics)
 Test(estimate, hierarchical_allreduce_910a_x4)
 {
 	struct arena *a = arena_new();
-	const struct topology *t = topo(a, "atlas800-910a-x4");
+	const struct topology *t = fixture_topology(a, "atlas800-910a-x4");
 	int64_t r[32];
 	for (int i = 0; i < 32; i++)
 		r[i] = i;
@@ -151,7 +140,7 @@ Test(estimate, hierarchical_allreduce_910a_x4)
 Test(estimate, hierarchical_tp_times_dp_dgx_a100_x128)
 {
 	struct arena *a = arena_new();
-	const struct topology *t = topo(a, "dgx-a100-x128");
+	const struct topology *t = fixture_topology(a, "dgx-a100-x128");
 	int64_t r[256];
 	for (int i = 0; i < 256; i++)
 		r[i] = 4 * i;
@@ -177,7 +166,7 @@ Test(estimate, hierarchical_tp_times_dp_dgx_a100_x128)
 Test(estimate, compute_roofline)
 {
 	struct arena *a = arena_new();
-	const struct topology *t = topo(a, "dgx-a100");
+	const struct topology *t = fixture_topology(a, "dgx-a100");
 	/* A 4096^3 MatMul: 2 x 4096^3 FLOPs, 3 x 4096^2 bf16 elements moved:
 	 * 1.374e11 / 312e12 = 440.5 us against 1.0e8 / 2e12 = 50 us. */
 	double n = 4096, f = 2 * n * n * n, b = 3 * n * n * 2;
@@ -483,7 +472,7 @@ Test(estimate, group_costs_agree_with_every_group)
 	static const int64_t shapes[][4] = {{16, 8, 1, 1}, {2, 8, 4, 2}, {4, 4, 4, 2}, {128, 1, 1, 1}};
 	static const int axes_sets[][2] = {{0, -1}, {1, -1}, {2, 3}, {0, 2}, {3, 1}};
 	for (size_t ti = 0; ti < 2; ti++) {
-		struct topology *t = topo(a, names[ti]);
+		struct topology *t = fixture_topology(a, names[ti]);
 		for (size_t si = 0; si < 4; si++) {
 			int64_t sizes[4];
 			int64_t n = 1;

@@ -10,43 +10,20 @@
 #include <string.h>
 
 #include "planner.h"
+#include "fixture.h"
 
 #define GB 1e9
 #define US 1e-6
 
-static struct arena *A;
-static struct diag_list D;
 
-static void setup(void)
-{
-	A = arena_new();
-	diag_list_init(&D);
-}
-
-static void teardown(void)
-{
-	diag_list_free(&D);
-	arena_free(A);
-}
-
-TestSuite(lower, .init = setup, .fini = teardown);
+TestSuite(lower, .init = fixture_setup, .fini = fixture_teardown);
 
 static struct plan *plan_of(const char *path)
 {
-	struct scenario *s = scenario_load(A, path, &D);
-	cr_assert_not_null(s, "%s does not load", path);
+	struct scenario *s = fixture_scenario(path);
 	struct plan *p = plan_propagate(A, s, REDIST_COMPAT, &D);
 	cr_assert_not_null(p, "%s does not plan", path);
 	return p;
-}
-
-static struct topology *topo(const char *name)
-{
-	char path[256];
-	snprintf(path, sizeof path, "topologies/%s.json", name);
-	struct topology *t = topo_load(A, path, &D);
-	cr_assert_not_null(t, "%s does not load", path);
-	return t;
 }
 
 /* The sorted members of every group, as one string: "0,1,2,3|4,5,6,7". */
@@ -308,8 +285,7 @@ static double step_formula_s(const struct topology *t, const struct prog_step *s
 static void adds_up(const char *path, enum collective_algo wanted, int64_t global_batch,
                     double bucket_bytes)
 {
-	struct scenario *s = scenario_load(A, path, &D);
-	cr_assert_not_null(s, "%s", path);
+	struct scenario *s = fixture_scenario(path);
 	s->sim.collective_algo = wanted;
 	s->training.gradient_bucket_bytes = bucket_bytes;
 	if (global_batch > 0)
@@ -418,7 +394,7 @@ static void near(double got, double want, const char *what)
  * 2α + S/B; the tie goes to the ring. */
 Test(lower, rule_power_of_two_inside_a_server)
 {
-	struct topology *t = topo("dgx-a100");
+	struct topology *t = fixture_topology(A, "dgx-a100");
 	int64_t r[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 	double B = 300 * GB, a = 1 * US;
 	for (double S = 1024; S < 2e9; S *= 1024) {
@@ -460,7 +436,7 @@ Test(lower, rule_power_of_two_inside_a_server)
  * rule's choice. */
 Test(lower, rule_small_tree_large_ring)
 {
-	struct topology *t = topo("dgx-a100");
+	struct topology *t = fixture_topology(A, "dgx-a100");
 	int64_t r[6] = {0, 1, 2, 3, 4, 5};
 	double B = 300 * GB, a = 1 * US;
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 1024, COLL_AUTO), COLL_TREE);
@@ -496,7 +472,7 @@ Test(lower, rule_small_tree_large_ring)
  * 64 MiB: hierarchical 17 us + 0.7270 ms against HD 9 us + 2.8799 ms. */
 Test(lower, rule_across_servers_hd_small_hierarchical_large)
 {
-	struct topology *t = topo("dgx-a100-x128");
+	struct topology *t = fixture_topology(A, "dgx-a100-x128");
 	int64_t r[16];
 	for (int i = 0; i < 16; i++)
 		r[i] = i;
@@ -537,7 +513,7 @@ Test(lower, rule_across_servers_hd_small_hierarchical_large)
  * 2 (n-1) α + 2 (n-1)/n S/B = 2 α + S/B. */
 Test(lower, rule_on_the_ffn_collectives)
 {
-	struct topology *t = topo("atlas800-910a");
+	struct topology *t = fixture_topology(A, "atlas800-910a");
 	int64_t q[4] = {0, 1, 2, 3}, pr[2] = {0, 4};
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, q, 4, 8192, COLL_AUTO),
 	             COLL_HALVING_DOUBLING);

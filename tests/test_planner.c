@@ -8,28 +8,10 @@
 #include <string.h>
 
 #include "planner-int.h"
+#include "fixture.h"
 
-static struct arena *arena;
-static struct diag_list diags;
 
-static void setup(void)
-{
-	arena = arena_new();
-	diag_list_init(&diags);
-}
-
-static void teardown(void)
-{
-	for (size_t i = 0; i < diags.count; i++) {
-		char *s = diag_format(&diags.items[i]);
-		fprintf(stderr, "%s\n", s);
-		free(s);
-	}
-	diag_list_free(&diags);
-	arena_free(arena);
-}
-
-TestSuite(planner, .init = setup, .fini = teardown);
+TestSuite(planner, .init = fixture_setup, .fini = fixture_teardown);
 
 static struct devmat dm_of(int n, const int64_t *sizes, const char *const *names)
 {
@@ -248,9 +230,8 @@ Test(planner, layout_validity)
 
 static struct plan *plan_of(const char *path, enum redist_mode mode)
 {
-	struct scenario *s = scenario_load(arena, path, &diags);
-	cr_assert_not_null(s, "%s does not load", path);
-	struct plan *p = plan_configured(arena, s, mode, &diags);
+	struct scenario *s = fixture_scenario(path);
+	struct plan *p = plan_configured(A, s, mode, &D);
 	cr_assert_not_null(p, "%s does not plan", path);
 	return p;
 }

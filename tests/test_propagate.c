@@ -9,37 +9,12 @@
 #include <string.h>
 
 #include "planner-int.h"
+#include "fixture.h"
 
-static struct arena *A;
-static struct diag_list D;
 
-static void setup(void)
-{
-	A = arena_new();
-	diag_list_init(&D);
-}
-
-static void teardown(void)
-{
-	for (size_t i = 0; i < D.count; i++) {
-		char *s = diag_format(&D.items[i]);
-		fprintf(stderr, "%s\n", s);
-		free(s);
-	}
-	diag_list_free(&D);
-	arena_free(A);
-}
-
-TestSuite(propagate, .init = setup, .fini = teardown);
+TestSuite(propagate, .init = fixture_setup, .fini = fixture_teardown);
 
 /* ----------------------------------------------------------- helpers */
-
-static struct scenario *load(const char *path)
-{
-	struct scenario *s = scenario_load(A, path, &D);
-	cr_assert_not_null(s, "%s does not load", path);
-	return s;
-}
 
 /* A scenario on the 8-device Atlas 800 from a model body, a shard object
  * and the all_devices switch. */
@@ -248,7 +223,7 @@ Test(propagate, seed000_ffn_golden)
 	 * and columns over the 4-axis; of the Add's candidates (8,1) (4,2)
 	 * (2,4) (1,8) (1,1) only (2,4) is that placement; the same for ReLU;
 	 * of the MatMul's, only ((2,4),(4,1)) reads X that way. */
-	struct plan *p = propagate(load("scenarios/ffn-8p.json"));
+	struct plan *p = propagate(fixture_scenario("scenarios/ffn-8p.json"));
 	expect_cuts(p, "dense1.matmul", 2, (int64_t[]){2, 1, 1, 4});
 	expect_cuts(p, "dense1.add", 2, (int64_t[]){2, 4, 4});
 	expect_cuts(p, "relu", 1, (int64_t[]){2, 4});
@@ -314,7 +289,7 @@ Test(propagate, seed000_figure_relu_fixed)
 	 * AllReduce of Y over 4, 2*(3/4)*8192 = 12288, plus 4096; (1,2,4) the
 	 * AllReduce of Y over 2, 2*(1/2)*4096 = 4096 and no gradient. (2,1,4)
 	 * and (1,2,4) tie at 4096; (2,1,4) comes first in enumeration order. */
-	struct plan *p = propagate(load("scenarios/seed000-figure-relu-8p.json"));
+	struct plan *p = propagate(fixture_scenario("scenarios/seed000-figure-relu-8p.json"));
 	expect_cuts(p, "dense2.matmul", 2, (int64_t[]){2, 4, 4, 1});
 	expect_source(p, "dense2.matmul", STRATEGY_PROPAGATED, "relu");
 	expect_cuts(p, "dense1.add", 2, (int64_t[]){2, 4, 4});

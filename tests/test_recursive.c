@@ -10,28 +10,10 @@
 #include <string.h>
 
 #include "planner.h"
+#include "fixture.h"
 
-static struct arena *A;
-static struct diag_list D;
 
-static void setup(void)
-{
-	A = arena_new();
-	diag_list_init(&D);
-}
-
-static void teardown(void)
-{
-	for (size_t i = 0; i < D.count; i++) {
-		char *s = diag_format(&D.items[i]);
-		fprintf(stderr, "%s\n", s);
-		free(s);
-	}
-	diag_list_free(&D);
-	arena_free(A);
-}
-
-TestSuite(recursive, .init = setup, .fini = teardown);
+TestSuite(recursive, .init = fixture_setup, .fini = fixture_teardown);
 
 /* A scenario from a model body and a shard object on a shipped topology. */
 static struct scenario *scenario_of(const char *model, const char *topo, int devices,

@@ -8,35 +8,12 @@
 #include <string.h>
 
 #include "scenarios.h"
+#include "fixture.h"
 
-static struct arena *arena;
-static struct diag_list diags;
-
-static void setup(void)
-{
-	arena = arena_new();
-	diag_list_init(&diags);
-}
-
-static void teardown(void)
-{
-	diag_list_free(&diags);
-	arena_free(arena);
-}
-
-static void print_diags(void)
-{
-	for (size_t i = 0; i < diags.count; i++) {
-		char *s = diag_format(&diags.items[i]);
-		fprintf(stderr, "%s\n", s);
-		free(s);
-	}
-}
 
 static struct scenario *load(const char *path)
 {
-	struct scenario *s = scenario_load(arena, path, &diags);
-	print_diags();
+	struct scenario *s = scenario_load(A, path, &D);
 	return s;
 }
 
@@ -44,19 +21,19 @@ static struct scenario *parse(const char *text)
 {
 	struct json_doc doc;
 	struct scenario *s = NULL;
-	if (json_doc_parse(&doc, "scenarios/mem.json", text, strlen(text), &diags))
-		s = scenario_load_doc(arena, &doc);
+	if (json_doc_parse(&doc, "scenarios/mem.json", text, strlen(text), &D))
+		s = scenario_load_doc(A, &doc);
 	json_doc_free(&doc);
 	return s;
 }
 
-TestSuite(scenarios, .init = setup, .fini = teardown);
+TestSuite(scenarios, .init = fixture_setup, .fini = fixture_teardown);
 
 Test(scenarios, seed000_ffn_8p)
 {
 	struct scenario *s = load("scenarios/ffn-8p.json");
 	cr_assert_not_null(s);
-	cr_assert_eq(diags.count, 0);
+	cr_assert_eq(D.count, 0);
 	/* Seed 000: FFN = dense1 (MatMul, Add), ReLU, dense2 (MatMul, Add) on 8
 	 * devices with self.dense1.matmul.shard(((2, 1), (1, 4))). */
 	cr_assert_str_eq(s->graph->name, "ffn");
@@ -120,7 +97,6 @@ Test(scenarios, defaults_and_inline_model)
 	                           " \"model\": {\"name\": \"tiny\","
 	                           "   \"generator\": {\"kind\": \"ffn\", \"hidden\": 16, \"micro_batch\": 8}},"
 	                           " \"topology\": \"../topologies/atlas800-910a.json\"}");
-	print_diags();
 	cr_assert_not_null(s);
 	cr_assert_eq(s->devices, 8);
 	cr_assert_null(s->model_file);
@@ -146,10 +122,10 @@ Test(scenarios, every_problem_in_one_run)
 	cr_assert_null(s);
 	/* devices (line 5), the ReLU cut 3 of 64 rows (line 6), the unknown op
 	 * (line 6), the global batch (line 7). */
-	cr_assert_eq(diags.errors, 4);
+	cr_assert_eq(D.errors, 4);
 	int lines[4] = {0};
 	for (size_t i = 0; i < 4; i++)
-		lines[i] = diags.items[i].line;
+		lines[i] = D.items[i].line;
 	cr_assert_eq(lines[0], 5);
 	cr_assert_eq(lines[3], 6);
 }
@@ -166,8 +142,8 @@ Test(scenarios, unmodelled_settings_warn)
 	                           "   \"recompute\": \"selective\",\n"
 	                           "   \"zero_stage\": 1}}");
 	cr_assert_not_null(s);
-	cr_assert_eq(diags.errors, 0);
-	cr_assert_eq(diags.count, 3);
+	cr_assert_eq(D.errors, 0);
+	cr_assert_eq(D.count, 3);
 	static const struct {
 		int line;
 		const char *path, *text;
@@ -177,7 +153,7 @@ Test(scenarios, unmodelled_settings_warn)
 		{8, "training.zero_stage", "ZeRO is not modelled yet"},
 	};
 	for (size_t i = 0; i < 3; i++) {
-		const struct diag *d = &diags.items[i];
+		const struct diag *d = &D.items[i];
 		cr_expect_eq(d->severity, DIAG_WARNING);
 		cr_expect_eq(d->line, want[i].line, "%s: line %d", want[i].path, d->line);
 		cr_expect_str_eq(d->path, want[i].path);
@@ -196,8 +172,8 @@ Test(scenarios, layout_slices_must_divide)
 	                           " \"shard\": {\"relu\": {\"device_matrix\": [6],"
 	                           " \"alias\": [\"mp\"], \"in\": [[\"mp\", \"None\"]]}}}");
 	cr_assert_null(s);
-	cr_assert_eq(diags.errors, 1);
-	char *m = diag_format(&diags.items[0]);
+	cr_assert_eq(D.errors, 1);
+	char *m = diag_format(&D.items[0]);
 	cr_assert_str_eq(m, "scenarios/mem.json:5: shard.relu.in[0][0]: 6 slices do not divide "
 	                    "dimension 0 of dense1.add (size 64)");
 	free(m);

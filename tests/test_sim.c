@@ -21,21 +21,10 @@
 #include <string.h>
 
 #include "sim.h"
+#include "fixture.h"
 
 #define GB 1e9
 #define US 1e-6
-
-static struct topology *topo(struct arena *a, const char *name)
-{
-	struct diag_list d;
-	diag_list_init(&d);
-	char path[256];
-	snprintf(path, sizeof path, "topologies/%s.json", name);
-	struct topology *t = topo_load(a, path, &d);
-	cr_assert(t, "%s does not load", path);
-	diag_list_free(&d);
-	return t;
-}
 
 static void within(double got, double want, double rel, const char *what)
 {
@@ -66,7 +55,7 @@ static struct run simulate(const char *tname, struct prog_step *steps, int n_ste
                            enum sim_fidelity fid)
 {
 	struct run run = {.a = arena_new()};
-	struct topology *t = topo(run.a, tname);
+	struct topology *t = fixture_topology(run.a, tname);
 	struct program p = {.n_ranks = n_ranks, .base = 0, .repeat = 1, .n_steps = n_steps,
 	                    .steps = steps, .n_step_section = n_section};
 	struct sim_options o = {.fidelity = fid, .algo = algo};
@@ -330,7 +319,7 @@ Test(sim, trace_events)
 	                           .after = -1};
 	st[1] = coll_step(sz, 1, 0, STEP_ALLGATHER, 1e6, 0);
 	struct run run = {.a = arena_new()};
-	struct topology *t = topo(run.a, "dgx-a100");
+	struct topology *t = fixture_topology(run.a, "dgx-a100");
 	struct program p = {.n_ranks = 2, .repeat = 2, .n_steps = 2, .steps = st, .n_step_section = 2};
 	struct sim_options o = {.fidelity = FIDELITY_STEP, .algo = COLL_RING, .trace = true};
 	struct diag_list d;
@@ -350,7 +339,7 @@ Test(sim, bad_program_is_a_diagnostic)
 {
 	/* 16 ranks on an 8-device server: an error, no crash. */
 	struct arena *a = arena_new();
-	struct topology *t = topo(a, "dgx-a100");
+	struct topology *t = fixture_topology(a, "dgx-a100");
 	struct program p = {.n_ranks = 16, .repeat = 1};
 	struct sim_options o = {0};
 	struct sim_result r;
