@@ -432,23 +432,47 @@ static bool opt_enum(const struct jv *obj, const char *key, const char *const na
 	return true;
 }
 
-/* Settings the file may state but the planners, estimate and simulation
- * do not model yet: a warning each, so that nobody reads a figure as
- * including them. */
-static void warn_unmodelled(struct loader *L, const struct jv *v)
+/* training.pipeline_cuts: the op that starts each model chunk after the
+ * first, in graph order; pipeline_stages x virtual_stages - 1 of them. */
+static bool read_cuts(struct loader *L, const struct jv *v)
 {
-	const struct training *t = &L->s->training;
-	struct jv f;
-	if (t->pipeline_stages > 1 && jv_get(v, "pipeline_stages", &f))
-		jv_warning(&f, "pipelines are not modelled yet: the planners place the whole model on "
-		           "one stage of %lld devices, with no schedule and no bubble",
-		           (long long)(L->s->devices / t->pipeline_stages));
-	if (t->recompute != RECOMPUTE_NONE && jv_get(v, "recompute", &f))
-		jv_warning(&f, "recomputation is not modelled yet: compute, traffic and activation "
-		           "memory are those without it");
-	if (t->zero_stage > 0 && jv_get(v, "zero_stage", &f))
-		jv_warning(&f, "ZeRO is not modelled yet: gradients are all-reduced and the optimizer "
-		           "state replicated, as in stage 0");
+	struct training *t = &L->s->training;
+	struct jv arr, e;
+	if (!jv_get(v, "pipeline_cuts", &arr))
+		return true;
+	int64_t want = t->pipeline_stages * t->virtual_stages - 1;
+	if (!jv_is_array(&arr, 0, 1 << 20))
+		return false;
+	if (jv_len(&arr) != want) {
+		jv_error(&arr, "%d cuts for %lld model chunks (pipeline_stages x virtual_stages): "
+		         "%lld expected", jv_len(&arr), (long long)(want + 1), (long long)want);
+		return false;
+	}
+	t->n_cuts = (int)want;
+	t->cuts = arena_calloc(L->a, (size_t)want + 1, sizeof(int));
+	if (!t->cuts)
+		return false;
+	bool ok = true;
+	int k = 0, prev = 0;
+	for (bool more = jv_first(&arr, &e); more; more = jv_next(&arr, &e), k++) {
+		const char *name;
+		if (!jv_string(&e, &name)) {
+			ok = false;
+			continue;
+		}
+		int op = L->s->graph ? graph_find_op(L->s->graph, name) : -1;
+		if (op < 0 && L->s->graph) {
+			jv_error(&e, "no op named \"%s\" in %s", name, L->s->graph->name);
+			ok = false;
+		} else if (op <= prev && L->s->graph) {
+			jv_error(&e, "\"%s\" does not come after the previous cut in graph order "
+			         "(every chunk needs at least one op)", name);
+			ok = false;
+		}
+		t->cuts[k] = op;
+		prev = op > prev ? op : prev;
+	}
+	return ok;
 }
 
 static bool read_training(struct loader *L, const struct jv *obj)
@@ -456,7 +480,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	static const char *const keys[] = {"global_batch",  "micro_batches", "pipeline_stages",
 	                                   "virtual_stages", "schedule",      "recompute",
 	                                   "zero_stage",     "dtype",         "gradient_bucket_mb",
-	                                   NULL};
+	                                   "sequence_parallel", "pipeline_cuts", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
 	int64_t zero = 0;
@@ -477,6 +501,9 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = opt_enum(&v, "schedule", schedule_names, SCHED_COUNT, SCHED_1F1B, &sched) && ok;
 	ok = opt_enum(&v, "recompute", recompute_names, RECOMPUTE_COUNT, RECOMPUTE_NONE, &rec) && ok;
 	ok = jv_opt_int(&v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
+	ok = jv_opt_bool(&v, "sequence_parallel", false, &t->sequence_parallel) && ok;
+	struct jv mb;
+	t->micro_batches_set = jv_get(&v, "micro_batches", &mb);
 	double bucket_mb;
 	ok = jv_opt_number(&v, "gradient_bucket_mb", JR_RANGE(0, 1e6), 25, &bucket_mb) && ok;
 	t->gradient_bucket_bytes = bucket_mb * 1024 * 1024;
@@ -506,8 +533,34 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		         (long long)t->pipeline_stages, (long long)L->s->devices);
 		ok = false;
 	}
+	/* The graph is one micro-batch of every data-parallel replica
+	 * together: its batch fixes the micro-batch count. */
+	int64_t gb = L->s->graph && L->s->graph->batch > 0 ? L->s->graph->batch : 0;
+	if (ok && gb && t->micro_batches_set && t->micro_batches * gb != t->global_batch) {
+		jv_get(&v, "micro_batches", &f);
+		jv_error(&f, "the model's batch of %lld samples makes a global batch of %lld %lld "
+		         "micro-batches, not %lld", (long long)gb, (long long)t->global_batch,
+		         (long long)(t->global_batch / gb), (long long)t->micro_batches);
+		ok = false;
+	}
+	int64_t m = gb && t->global_batch % gb == 0 ? t->global_batch / gb : 0;
+	if (ok && m && sched == SCHED_INTERLEAVED_1F1B && t->virtual_stages > 1 &&
+	    m % t->pipeline_stages) {
+		jv_get(&v, "virtual_stages", &f);
+		jv_error(&f, "the interleaved schedule needs the micro-batches (%lld) to be a multiple "
+		         "of the pipeline stages (%lld)", (long long)m, (long long)t->pipeline_stages);
+		ok = false;
+	}
+	if (ok && L->s->graph && t->pipeline_stages * t->virtual_stages > L->s->graph->n_ops) {
+		jv_get(&v, "pipeline_stages", &f);
+		jv_error(&f, "%lld model chunks for %d ops", (long long)(t->pipeline_stages *
+		         t->virtual_stages), L->s->graph->n_ops);
+		ok = false;
+	}
+	if (ok && m)
+		t->micro_batches = m;
 	if (ok)
-		warn_unmodelled(L, &v);
+		ok = read_cuts(L, &v);
 	return ok;
 }
 

@@ -83,7 +83,8 @@ extern const char *const collective_algo_names[COLL_COUNT];
 
 struct training {
 	int64_t global_batch;         /* samples per iteration */
-	int64_t micro_batches;        /* per iteration per pipeline */
+	int64_t micro_batches;        /* per iteration per pipeline: global_batch / the graph's
+	                                 batch (the graph is one micro-batch of all replicas) */
 	int64_t pipeline_stages;
 	int64_t virtual_stages;       /* per device, interleaved schedule */
 	enum pipeline_schedule schedule;
@@ -91,6 +92,10 @@ struct training {
 	int zero_stage;               /* 0..3 */
 	enum dtype dtype;             /* compute dtype */
 	double gradient_bucket_bytes; /* gradient all-reduces fused up to this size (0: none) */
+	bool sequence_parallel;       /* Megatron's: LayerNorm/Dropout split along the sequence */
+	bool micro_batches_set;       /* the file states micro_batches */
+	int n_cuts;                   /* pipeline_cuts: 0 = balance the chunks by cost */
+	int *cuts;                    /* the first op of chunks 1 .. n_cuts, ascending */
 };
 
 struct propagation_options {

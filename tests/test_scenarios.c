@@ -130,35 +130,54 @@ Test(scenarios, every_problem_in_one_run)
 	cr_assert_eq(lines[3], 6);
 }
 
-/* Settings not modelled yet load, with one warning each on its line. */
-Test(scenarios, unmodelled_settings_warn)
+/* The graph is one micro-batch of all replicas: ffn.json's batch of 64
+ * makes a global batch of 256 four micro-batches; a file that says
+ * otherwise is told so on its line. */
+Test(scenarios, micro_batches_follow_the_model_batch)
 {
-	struct scenario *s = parse("{\"format\": \"shardlab-scenario\", \"version\": 1,\n"
-	                           " \"name\": \"later\",\n"
-	                           " \"model\": \"../models/ffn.json\",\n"
-	                           " \"topology\": \"../topologies/atlas800-910a.json\",\n"
-	                           " \"training\": {\"global_batch\": 64, \"micro_batches\": 4,\n"
-	                           "   \"pipeline_stages\": 2,\n"
-	                           "   \"recompute\": \"selective\",\n"
-	                           "   \"zero_stage\": 1}}");
+	static const char *head = "{\"format\": \"shardlab-scenario\", \"version\": 1,\n"
+	                          " \"name\": \"mb\",\n"
+	                          " \"model\": \"../models/ffn.json\",\n"
+	                          " \"topology\": \"../topologies/atlas800-910a.json\",\n";
+	char text[1024];
+	snprintf(text, sizeof(text), "%s \"training\": {\"global_batch\": 256,\n"
+	         "   \"pipeline_stages\": 2, \"recompute\": \"selective\", \"zero_stage\": 1}}", head);
+	struct scenario *s = parse(text);
 	cr_assert_not_null(s);
-	cr_assert_eq(D.errors, 0);
-	cr_assert_eq(D.count, 3);
-	static const struct {
-		int line;
-		const char *path, *text;
-	} want[] = {
-		{6, "training.pipeline_stages", "one stage of 4 devices"},
-		{7, "training.recompute", "recomputation is not modelled yet"},
-		{8, "training.zero_stage", "ZeRO is not modelled yet"},
-	};
-	for (size_t i = 0; i < 3; i++) {
-		const struct diag *d = &D.items[i];
-		cr_expect_eq(d->severity, DIAG_WARNING);
-		cr_expect_eq(d->line, want[i].line, "%s: line %d", want[i].path, d->line);
-		cr_expect_str_eq(d->path, want[i].path);
-		cr_expect_not_null(strstr(d->msg, want[i].text), "%s", d->msg);
-	}
+	cr_assert_eq(D.count, 0);
+	cr_expect_eq(s->training.micro_batches, 4);
+	snprintf(text, sizeof(text), "%s \"training\": {\"global_batch\": 256,\n"
+	         "   \"micro_batches\": 8}}", head);
+	cr_assert_null(parse(text));
+	cr_assert_eq(D.errors, 1);
+	cr_expect_eq(D.items[0].line, 6);
+	cr_expect_str_eq(D.items[0].path, "training.micro_batches");
+	cr_expect_not_null(strstr(D.items[0].msg, "makes a global batch of 256 4 micro-batches, not 8"));
+}
+
+/* pipeline_cuts name ops in graph order, one per chunk after the first. */
+Test(scenarios, pipeline_cuts_are_checked)
+{
+	static const char *head = "{\"format\": \"shardlab-scenario\", \"version\": 1,\n"
+	                          " \"name\": \"cuts\",\n"
+	                          " \"model\": \"../models/ffn.json\",\n"
+	                          " \"topology\": \"../topologies/atlas800-910a.json\",\n";
+	char text[1024];
+	snprintf(text, sizeof(text), "%s \"training\": {\"pipeline_stages\": 2,\n"
+	         "   \"pipeline_cuts\": [\"relu\"]}}", head);
+	struct scenario *s = parse(text);
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.n_cuts, 1);
+	cr_expect_eq(s->training.cuts[0], graph_find_op(s->graph, "relu"));
+	snprintf(text, sizeof(text), "%s \"training\": {\"pipeline_stages\": 2,\n"
+	         "   \"pipeline_cuts\": [\"rleu\"]}}", head);
+	cr_assert_null(parse(text));
+	cr_expect_not_null(strstr(D.items[0].msg, "no op named \"rleu\""));
+	cr_expect_str_eq(D.items[0].path, "training.pipeline_cuts[0]");
+	snprintf(text, sizeof(text), "%s \"training\": {\"pipeline_stages\": 2,\n"
+	         "   \"pipeline_cuts\": []}}", head);
+	cr_assert_null(parse(text));
+	cr_expect_not_null(strstr(D.items[D.count - 1].msg, "0 cuts for 2 model chunks"));
 }
 
 Test(scenarios, layout_slices_must_divide)
