@@ -46,6 +46,9 @@ const char *cli_oom_text(char *buf, size_t size, const char *sep, double memory,
 /* The same as JSON members of obj: "oom" (bool) and "oom_overflow_bytes"
  * (0 when it fits). */
 void report_json_oom(struct cJSON *obj, double memory, double hbm);
+/* "pipeline" and "training" members: stages, schedule, bubble, per stage
+ * times and memory; ZeRO stage, recomputation, sequence parallelism. */
+void report_json_pipeline(struct cJSON *obj, const struct plan *p, const struct estimate *e);
 
 /* ------------------------------------------------ report.c: plan writers
  * shared by explain, plan and advise (one writer, no copies). */
@@ -154,6 +157,7 @@ double report_kendall_tau(const double *x, const double *y, int n);
 /* Bytes each device sends in one iteration of a program: the ring volumes
  * of planner.h (AllReduce 2(s-1)/s·S, the others (s-1)/s·S), the section
  * counted `repeat` times. */
+/* Bytes a device of the busiest stage sends in one iteration. */
 double report_program_comm_bytes(const struct program *p);
 /* "TP 4 x DP 2": the pattern covering most of the plan's FLOPs
  * (docs/simulation.md): an op's split s = its FLOPs / its FLOPs per rank,

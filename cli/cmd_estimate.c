@@ -47,7 +47,16 @@ static void help(FILE *f)
 	        "                  \"compute_s\", \"comm_s\", \"steps_per_iteration\",\n"
 	        "                  \"breakdown\" ([{\"category\", \"s\"}]), \"memory\"\n"
 	        "                  ({\"parameters\", \"gradients\", \"optimizer\",\n"
-	        "                  \"activations\", \"hbm\"} in bytes),\n"
+	        "                  \"activations\", \"buffers\", \"hbm\"} in bytes, of the\n"
+	        "                  largest device; \"stage\" it is on),\n"
+	        "                  \"pipeline\" ({\"stages\", \"virtual_stages\",\n"
+	        "                  \"micro_batches\", \"schedule\", \"pipeline_s\",\n"
+	        "                  \"bubble_s\", \"bubble_fraction\", \"critical_stage\",\n"
+	        "                  \"per_stage\": [{\"first_op\", \"last_op\", \"micro_s\",\n"
+	        "                  \"p2p_s\", \"gradient_s\", \"optimizer_s\",\n"
+	        "                  \"in_flight\", \"memory_bytes\"}]}),\n"
+	        "                  \"training\" ({\"zero_stage\", \"recompute\",\n"
+	        "                  \"sequence_parallel\"}),\n"
 	        "                  \"memory_bytes_per_device\", \"oom\",\n"
 	        "                  \"oom_overflow_bytes\" (over the HBM; 0 when it fits),\n"
 	        "                  \"rec_cost\",\n"
@@ -58,8 +67,8 @@ static void help(FILE *f)
 	        "                  \"total_s\"}; --ops does not apply)\n"
 	        "  -h, --help      this help\n"
 	        "\n"
-	        "Times of an op are per step except gradient_s (once per iteration);\n"
-	        "total_s is its share of the iteration.\n"
+	        "Times of an op are per micro-batch except gradient_s (once per\n"
+	        "iteration); total_s is its share of the iteration on its stage.\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
 	        "stderr), 2 usage error (including a planner that is unknown or not\n"
@@ -97,7 +106,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 static double op_total_s(const struct estimate *e, const struct est_op *o)
 {
 	return (double)e->steps_per_iteration * (o->compute_forward_s + o->compute_backward_s +
-	                                         o->comm_forward_s + o->comm_backward_s) +
+	                                         o->comm_forward_s + o->comm_backward_s +
+	                                         o->recompute_s + o->gather_s) +
 	       o->gradient_s;
 }
 
@@ -120,7 +130,7 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 	       p->scenario->name, p->graph->name, p->n_devices, p->scenario->topo->name, planner,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
 	printf("  iteration            %s\n", sec(b1, sizeof b1, e->iteration_s));
-	printf("  steps per iteration  %" PRId64 "\n", e->steps_per_iteration);
+	printf("  micro-batches        %" PRId64 "\n", e->steps_per_iteration);
 	printf("  compute              %-10s %5.1f%%\n", sec(b1, sizeof b1, e->compute_s),
 	       share(e->compute_s, e->iteration_s));
 	printf("  communication        %-10s %5.1f%%\n", sec(b2, sizeof b2, e->comm_s),
@@ -136,14 +146,48 @@ static void text_breakdown(const struct estimate *e)
 		       sec(b, sizeof b, e->category_s[k]), share(e->category_s[k], e->iteration_s));
 }
 
+static void text_pipeline(const struct plan *p, const struct estimate *e)
+{
+	const struct training *t = &p->scenario->training;
+	const struct plan_part *pp = &e->part;
+	char b[4][32];
+	if (pp->n_stages <= 1)
+		return;
+	printf("\npipeline: %d stages x %lld ranks, %d chunk%s per stage, %s, %lld micro-batches\n",
+	       pp->n_stages, (long long)pp->stage_ranks, pp->virtual_stages,
+	       pp->virtual_stages == 1 ? "" : "s",
+	       schedule_names[pp->virtual_stages > 1 ? SCHED_INTERLEAVED_1F1B : t->schedule],
+	       (long long)e->steps_per_iteration);
+	printf("  bubble %s of %s (%.1f%%)\n", sec(b[0], 32, e->bubble_s),
+	       sec(b[1], 32, e->iteration_s), share(e->bubble_s, e->iteration_s));
+	printf("  %-6s %-34s %-10s %-10s %-9s %s\n", "stage", "ops", "micro-batch", "p2p",
+	       "in flight", "memory");
+	for (int s = 0; s < pp->n_stages; s++) {
+		const struct est_stage *es = &e->stages[s];
+		int lo = pp->first_op[s], hi = pp->first_op[s + 1] - 1;
+		char ops[128];
+		if (pp->virtual_stages > 1)
+			snprintf(ops, sizeof ops, "%d chunks", pp->virtual_stages);
+		else
+			snprintf(ops, sizeof ops, "%.15s .. %.15s", p->graph->ops[lo].name,
+			         p->graph->ops[hi].name);
+		printf("  %-6d %-34s %-10s %-10s %-9.3g %s%s\n", s, ops, sec(b[0], 32, es->micro_s),
+		       sec(b[1], 32, es->p2p_s), es->in_flight, cli_si(b[2], 32, es->mem.total, "B"),
+		       s == e->critical_stage ? "  (slowest)" : "");
+	}
+}
+
 static void text_memory(const struct plan *p, const struct estimate *e)
 {
 	static const char *const names[] = {"parameters", "gradients", "optimizer state",
-	                                    "activations"};
-	double v[] = {e->param_bytes, e->grad_bytes, e->optimizer_bytes, e->activation_bytes};
+	                                    "activations", "comm buffers"};
+	double v[] = {e->param_bytes, e->grad_bytes, e->optimizer_bytes, e->activation_bytes,
+	              e->buffer_bytes};
 	double hbm = p->scenario->topo->device.hbm_bytes;
 	char b1[32], b2[32], oom[48];
-	printf("\nmemory per device (rank 0; plans are symmetric)\n");
+	printf("\nmemory per device (the largest: stage %d; ZeRO %d, recompute %s)\n",
+	       e->memory_stage, p->scenario->training.zero_stage,
+	       recompute_names[p->scenario->training.recompute]);
 	for (size_t k = 0; k < SL_COUNTOF(names); k++)
 		printf("  %-18s %s\n", names[k], cli_si(b1, sizeof b1, v[k], "B"));
 	printf("  %-18s %s of %s HBM (%.1f%%)%s\n", "total",
@@ -237,7 +281,10 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 	cJSON_AddNumberToObject(m, "gradients", e->grad_bytes);
 	cJSON_AddNumberToObject(m, "optimizer", e->optimizer_bytes);
 	cJSON_AddNumberToObject(m, "activations", e->activation_bytes);
+	cJSON_AddNumberToObject(m, "buffers", e->buffer_bytes);
 	cJSON_AddNumberToObject(m, "hbm", p->scenario->topo->device.hbm_bytes);
+	cJSON_AddNumberToObject(m, "stage", e->memory_stage);
+	report_json_pipeline(root, p, e);
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", e->memory_bytes_per_device);
 	report_json_oom(root, e->memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);
 	cJSON_AddNumberToObject(root, "rec_cost", e->rec_cost);
@@ -288,6 +335,7 @@ int cmd_estimate(int argc, char **argv)
 	} else if (ok) {
 		text_head(p, &e, o.planner);
 		text_breakdown(&e);
+		text_pipeline(p, &e);
 		text_memory(p, &e);
 		text_ops(p, &e, (int)a.ops);
 	}

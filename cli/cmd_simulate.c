@@ -167,7 +167,7 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	printf("  iteration            simulated %s, estimated %s (%+.1f%%)\n",
 	       cli_si(b[0], 32, r->sim.iteration_s, "s"), cli_si(b[1], 32, r->est.iteration_s, "s"),
 	       diff_pct(r->sim.iteration_s, r->est.iteration_s));
-	printf("  steps per iteration  %" PRId64 "\n", r->prog.repeat);
+	printf("  micro-batches        %" PRId64 " (pipeline: %d stage%s x %lld ranks)\n", r->prog.micro_batches, r->prog.n_stages, r->prog.n_stages == 1 ? "" : "s", (long long)r->prog.stage_ranks);
 	printf("  comm per device      %s\n",
 	       cli_si(b[2], 32, report_program_comm_bytes(&r->prog), "B"));
 	double hbm = p->scenario->topo->device.hbm_bytes;
@@ -241,7 +241,7 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	cJSON_AddNumberToObject(root, "estimate_s", r->est.iteration_s);
 	cJSON_AddNumberToObject(root, "difference_pct",
 	                        diff_pct(r->sim.iteration_s, r->est.iteration_s));
-	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)r->prog.repeat);
+	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)r->prog.micro_batches);
 	cJSON_AddNumberToObject(root, "messages", (double)r->sim.messages);
 	cJSON_AddNumberToObject(root, "comm_bytes_per_device", report_program_comm_bytes(&r->prog));
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", r->est.memory_bytes_per_device);

@@ -625,3 +625,36 @@ int report_print_json(cJSON *root, const char *command)
 	cJSON_Delete(root);
 	return rc;
 }
+
+void report_json_pipeline(cJSON *obj, const struct plan *p, const struct estimate *e)
+{
+	const struct training *t = &p->scenario->training;
+	const struct plan_part *pp = &e->part;
+	cJSON *j = cJSON_AddObjectToObject(obj, "pipeline");
+	cJSON_AddNumberToObject(j, "stages", pp->n_stages);
+	cJSON_AddNumberToObject(j, "virtual_stages", pp->virtual_stages);
+	cJSON_AddNumberToObject(j, "micro_batches", (double)e->steps_per_iteration);
+	cJSON_AddStringToObject(j, "schedule", schedule_names[t->schedule]);
+	cJSON_AddNumberToObject(j, "pipeline_s", e->pipeline_s);
+	cJSON_AddNumberToObject(j, "bubble_s", e->bubble_s);
+	cJSON_AddNumberToObject(j, "bubble_fraction", e->iteration_s > 0 ? e->bubble_s / e->iteration_s : 0);
+	cJSON_AddNumberToObject(j, "critical_stage", e->critical_stage);
+	cJSON *a = cJSON_AddArrayToObject(j, "per_stage");
+	for (int s = 0; s < pp->n_stages; s++) {
+		const struct est_stage *es = &e->stages[s];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "first_op", p->graph->ops[pp->first_op[s]].name);
+		cJSON_AddStringToObject(o, "last_op", p->graph->ops[pp->first_op[s + 1] - 1].name);
+		cJSON_AddNumberToObject(o, "micro_s", es->micro_s);
+		cJSON_AddNumberToObject(o, "p2p_s", es->p2p_s);
+		cJSON_AddNumberToObject(o, "gradient_s", es->gradient_s);
+		cJSON_AddNumberToObject(o, "optimizer_s", es->optimizer_s);
+		cJSON_AddNumberToObject(o, "in_flight", es->in_flight);
+		cJSON_AddNumberToObject(o, "memory_bytes", es->mem.total);
+		cJSON_AddItemToArray(a, o);
+	}
+	cJSON *tr = cJSON_AddObjectToObject(obj, "training");
+	cJSON_AddNumberToObject(tr, "zero_stage", t->zero_stage);
+	cJSON_AddStringToObject(tr, "recompute", recompute_names[t->recompute]);
+	cJSON_AddBoolToObject(tr, "sequence_parallel", t->sequence_parallel);
+}

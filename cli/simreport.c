@@ -103,16 +103,33 @@ static double sr_step_sent(const struct prog_step *st)
 	}
 }
 
+/* Bytes one device of a stage sends in steps[from .. from+n) of a slot. */
+static double sr_range_sent(const struct program *p, int from, int n, bool last)
+{
+	double b = 0;
+	for (int i = from; i < from + n; i++) {
+		const struct prog_step *st = &p->steps[i];
+		if (st->stream == 1 && !st->every_micro && !last)
+			continue;
+		b += st->kind == PROG_SEND ? st->bytes : sr_step_sent(st);
+	}
+	return b;
+}
+
 double report_program_comm_bytes(const struct program *p)
 {
-	double section = 0, rest = 0;
-	for (int i = 0; i < p->n_steps; i++) {
-		if (i < p->n_step_section)
-			section += sr_step_sent(&p->steps[i]);
-		else
-			rest += sr_step_sent(&p->steps[i]);
+	double most = 0;
+	for (int s = 0; s < p->n_stages; s++) {
+		const struct prog_stage *st = &p->stages[s];
+		double b = sr_range_sent(p, st->tail, st->n_tail, true);
+		for (int k = 0; k < st->n_slots; k++) {
+			const struct prog_chunk *c = &p->chunks[st->slots[k].chunk];
+			b += st->slots[k].backward ? sr_range_sent(p, c->bwd, c->n_bwd, st->slots[k].last)
+			                           : sr_range_sent(p, c->fwd, c->n_fwd, true);
+		}
+		most = b > most ? b : most;
 	}
-	return (double)p->repeat * section + rest;
+	return most;
 }
 
 /* Slices of an op's largest parameter input (1 when it has none). */

@@ -21,9 +21,22 @@
  * tensor-parallel group is consecutive ranks: one server), and sharding
  * propagation fills in the ops between a column- and a row-parallel MatMul.
  *
+ * With training.sequence_parallel (Korthikanti et al. 2022) the
+ * data-parallel ops after a row-parallel MatMul (its bias and dropout, the
+ * residual Adds, the norms, up to the next column-parallel MatMul) also cut
+ * their batch dimension over mp: dim 0 of [B*s, h] D*T ways, dp major. The
+ * row-parallel partial sums are then completed by a ReduceScatter and the
+ * column-parallel input gathered by an AllGather; the plan is built in the
+ * fused redistribution mode, whatever the option says, since the compatible
+ * mode would AllReduce and slice instead. A norm feeding several
+ * column-parallel MatMuls (q, k, v) stays whole and is gathered at its
+ * input, once (docs/planner.md).
+ *
  * Units: element counts int64_t. No hot path: one pass over the ops per
- * tensor-parallel degree tried, then one propagation.
+ * tensor-parallel degree tried, two more for sequence parallelism, then one
+ * propagation.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "planner-int.h"
@@ -48,6 +61,7 @@ struct mega {
 	uint8_t *split;         /* per tensor: bit k set when dimension k carries the T cut */
 	uint8_t *batch;         /* per tensor: bit k set when dimension k carries the batch */
 	enum mega_role *role;   /* per op */
+	bool *seq;              /* per op: sequence parallel (dp and mp both cut the batch dim) */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -289,12 +303,86 @@ static void trace_batch(struct mega *M, const struct tensor *b)
 	}
 }
 
+/* ------------------------------------- Megatron: sequence parallelism */
+
+/* Does the op read what a row-parallel MatMul or a sequence-parallel op
+ * produced? */
+static bool after_row(const struct mega *M, int op)
+{
+	const struct op *o = &M->g->ops[op];
+	for (int i = 0; i < o->n_in; i++) {
+		int p = M->g->tensors[o->in[i]].producer;
+		if (p >= 0 && (M->role[p] == MEGA_ROW || M->seq[p]))
+			return true;
+	}
+	return false;
+}
+
+/* The ops between the tensor-parallel regions that cut their batch
+ * dimension over mp too. Forward, in op order: a data-parallel op reading
+ * a row-parallel MatMul's output or a sequence-parallel op's, when D x T
+ * divides its batch dimension (else a warning and no SP for it). Then
+ * backward: an op whose outputs feed two or more ops that read them whole
+ * over T (q, k and v; LLaMA's gate and up) stays whole, so that its input
+ * is gathered once rather than its output once per reader: a plan has one
+ * redistribution per edge, none shared. */
+static bool mark_sequence(struct mega *M, struct diag_list *diags)
+{
+	const struct graph *g = M->g;
+	int n_odd = 0, odd = -1;
+	int64_t odd_size = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		struct op_sig sig;
+		if (M->role[i] != MEGA_DATA || !after_row(M, i) || !graph_op_signature(g, i, &sig))
+			continue;
+		int dp = cut_label(M, M->batch, &sig, i);
+		if (dp < 0)
+			continue;
+		if (sig.size[dp] % M->n) {
+			if (!n_odd++) {
+				odd = i;
+				odd_size = sig.size[dp];
+			}
+			continue;
+		}
+		M->seq[i] = true;
+	}
+	if (n_odd) {
+		char more[64] = "";
+		if (n_odd > 1)
+			snprintf(more, sizeof more, " (and %d more ops like it)", n_odd - 1);
+		diag_add(diags, DIAG_WARNING, M->s->file, 0, NULL,
+		         "sequence parallelism cuts the batch dimension (B x s tokens in a transformer) "
+		         "of the ops after a row-parallel MatMul %lld ways (data parallel %lld x tensor "
+		         "parallel %lld), but op \"%s\" has %lld there%s; those ops, and the ops after "
+		         "them up to the next column-parallel MatMul, keep their activations replicated "
+		         "over the tensor-parallel group (make that dimension a multiple of %lld)",
+		         (long long)M->n, (long long)M->d, (long long)M->t, g->ops[odd].name,
+		         (long long)odd_size, more, (long long)M->n);
+	}
+	int *whole = arena_calloc(M->a, (size_t)g->n_tensors + 1, sizeof(int));
+	if (!whole)
+		return false;
+	for (int i = g->n_ops - 1; i >= 0; i--) {
+		const struct op *o = &g->ops[i];
+		int readers = 0;
+		for (int k = 0; k < o->n_out; k++)
+			readers += whole[o->out[k]];
+		if (readers > 1)
+			M->seq[i] = false;
+		for (int j = 0; j < o->n_in && !M->seq[i]; j++)
+			whole[o->in[j]]++;
+	}
+	return true;
+}
+
 /* ------------------------------------------ Megatron: synthetic shards */
 
 /* Input i of an op in the Layout form: the dimensions labelled `dp` on
- * axis 0, those labelled `mp` on axis 1. */
+ * axis 0, those labelled `mp` on axis 1; with `seq`, those labelled `dp`
+ * on both, axis 0 major (sequence parallelism). */
 static void map_input(struct shard_tensor_map *m, const struct op_sig *sig, int i, int rank,
-                      int dp, int mp)
+                      int dp, int mp, bool seq)
 {
 	memset(m, 0, sizeof(*m));
 	m->rank = rank;
@@ -303,6 +391,10 @@ static void map_input(struct shard_tensor_map *m, const struct op_sig *sig, int 
 		if (l >= 0 && (l == dp || l == mp)) {
 			m->n_axes[d] = 1;
 			m->axes[d][0] = l == dp ? 0 : 1;
+		}
+		if (l >= 0 && l == dp && seq) {
+			m->n_axes[d] = 2;
+			m->axes[d][1] = 1;
 		}
 	}
 }
@@ -331,7 +423,8 @@ static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 	if (!c->in_maps)
 		return false;
 	for (int i = 0; i < o->n_in; i++)
-		map_input(&c->in_maps[i], &sig, i, g->tensors[o->in[i]].rank, dp == mp ? -1 : dp, mp);
+		map_input(&c->in_maps[i], &sig, i, g->tensors[o->in[i]].rank, dp == mp ? -1 : dp, mp,
+		          M->seq[op]);
 	return true;
 }
 
@@ -385,7 +478,8 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	M.split = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
 	M.batch = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
 	M.role = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.role));
-	if (!M.split || !M.batch || !M.role)
+	M.seq = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.seq));
+	if (!M.split || !M.batch || !M.role || !M.seq)
 		return NULL;
 	note_ignored(s, planner, diags);
 	choose_degrees(&M);
@@ -393,10 +487,23 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 		return NULL;
 	if (b)
 		trace_batch(&M, b);
+	bool seq = s->training.sequence_parallel && M.t > 1;
+	if (s->training.sequence_parallel && !seq)
+		diag_add(diags, DIAG_NOTE, s->file, 0, NULL,
+		         "the %s baseline has no tensor parallelism here (degree 1): "
+		         "training.sequence_parallel changes nothing", planner);
+	if (seq && !mark_sequence(&M, diags))
+		return NULL;
+	/* The row-parallel partial sums reach a sequence-parallel op as a
+	 * ReduceScatter only when the edge completes them: fused mode. */
+	enum redist_mode mode = o->mode;
+	for (int i = 0; i < g->n_ops; i++)
+		if (M.seq[i])
+			mode = REDIST_FUSED;
 	int n;
 	struct shard_config *shards = synth_shards(&M, &n);
 	struct scenario *mine = shards ? with_shards(a, s, shards, n) : NULL;
-	struct plan *p = mine ? plan_propagate(a, mine, o->mode, diags) : NULL;
+	struct plan *p = mine ? plan_propagate(a, mine, mode, diags) : NULL;
 	if (!p)
 		return NULL;
 	p->scenario = s;

@@ -698,3 +698,11 @@ double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
 	}
 	return line_at(l.line[algo], bytes);
 }
+
+double cost_p2p_s(const struct topology *t, int64_t src, int64_t dst, double bytes)
+{
+	double bps, lat;
+	if (bytes <= 0 || src == dst || !topo_route(t, src, dst, &bps, &lat))
+		return 0;
+	return lat + bytes / bps;
+}

@@ -22,7 +22,8 @@
 
 const char *const est_category_names[EST_CATEGORY_COUNT] = {
 	"compute_forward", "compute_backward", "comm_forward", "redistribution",
-	"comm_backward", "gradient_sync", "optimizer",
+	"comm_backward", "recompute", "param_gather", "pipeline_p2p", "gradient_sync", "optimizer",
+	"pipeline_bubble",
 };
 
 /* ------------------------------------------------ backward compute table */
@@ -399,12 +400,17 @@ static void op_comm(struct est_ctx *c, const struct dist_op *d, struct est_op *e
 
 int *plan_first_readers(struct arena *a, const struct graph *g)
 {
+	return plan_first_readers_range(a, g, 0, g->n_ops);
+}
+
+int *plan_first_readers_range(struct arena *a, const struct graph *g, int lo, int hi)
+{
 	int *first = arena_alloc(a, sizeof(int) * ((size_t)g->n_tensors + 1));
 	if (!first)
 		return NULL;
 	for (int t = 0; t < g->n_tensors; t++)
 		first[t] = -1;
-	for (int i = 0; i < g->n_ops; i++)
+	for (int i = lo; i < hi; i++)
 		for (int j = 0; j < g->ops[i].n_in; j++) {
 			int t = g->ops[i].in[j];
 			if (g->tensors[t].role == TENSOR_PARAM && first[t] < 0)
@@ -500,6 +506,7 @@ double est_edge_s(struct est_ctx *c, const struct layout *start, const struct re
 	double fwd = 0, bwd = 0;
 	steps_s(c, r->steps, r->n_steps, start, &fwd, &bwd);
 	eo->comm_forward_s += fwd;
+	eo->redistribution_s += fwd;
 	eo->comm_backward_s += bwd;
 	c->e->category_s[EST_REDISTRIBUTION] += fwd;
 	c->e->category_s[EST_COMM_BACKWARD] += bwd;
@@ -524,25 +531,6 @@ static void edges(struct est_ctx *c, const struct plan *p)
 			continue;
 		est_edge_s(c, plan_edge_start(p, x), &x->redist, &c->e->ops[x->consumer]);
 	}
-}
-
-/* ----------------------------------------------------------- the total */
-
-/* Per-step categories times the steps, then the once-per-iteration ones. */
-static void totals(struct estimate *e)
-{
-	static const enum est_category per_step[] = {EST_COMPUTE_FORWARD, EST_COMPUTE_BACKWARD,
-	                                             EST_COMM_FORWARD, EST_REDISTRIBUTION,
-	                                             EST_COMM_BACKWARD};
-	for (size_t k = 0; k < SL_COUNTOF(per_step); k++)
-		e->category_s[per_step[k]] *= (double)e->steps_per_iteration;
-	e->compute_s = e->category_s[EST_COMPUTE_FORWARD] + e->category_s[EST_COMPUTE_BACKWARD] +
-	               e->category_s[EST_OPTIMIZER];
-	e->comm_s = e->category_s[EST_COMM_FORWARD] + e->category_s[EST_REDISTRIBUTION] +
-	            e->category_s[EST_COMM_BACKWARD] + e->category_s[EST_GRADIENT_SYNC];
-	e->iteration_s = e->compute_s + e->comm_s;
-	e->memory_bytes_per_device = e->param_bytes + e->grad_bytes + e->optimizer_bytes +
-	                             e->activation_bytes;
 }
 
 struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo_slots,
@@ -577,29 +565,302 @@ bool est_ctx_oom(const struct est_ctx *c)
 	return c->oom;
 }
 
-/* Gradient synchronisation as it runs: the parameters' all-reduces fused
- * into the scenario's buckets (plan_gradient_buckets, as lowering emits
- * them). Each bucket's time is shared among the ops whose gradients it
- * carries in proportion to their bytes, so that the per-op figures sum to
- * the category. */
-static void bucketed_sync(struct est_ctx *c, struct arena *a, const struct plan *p)
+/* ------------------------------------------------ recomputation, ZeRO */
+
+/* Ops that map every element on its own (what sits between a Softmax and
+ * the BatchMatMuls around it). */
+static bool elementwise(enum op_kind k)
+{
+	return k == OP_ADD || k == OP_SUB || k == OP_MUL || k == OP_DROPOUT || k == OP_CAST ||
+	       k == OP_RELU || k == OP_GELU || k == OP_SILU || k == OP_BIASADD;
+}
+
+bool *plan_attention_core(struct arena *a, const struct graph *g)
+{
+	bool *core = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(bool));
+	int *reader = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof(int));
+	if (!core || !reader)
+		return NULL;
+	for (int t = 0; t < g->n_tensors; t++)
+		reader[t] = -1;
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++)
+			reader[g->ops[i].in[j]] = g->tensors[g->ops[i].in[j]].n_consumers == 1 ? i : -1;
+	for (int i = 0; i < g->n_ops; i++) {
+		if (g->ops[i].kind != OP_SOFTMAX)
+			continue;
+		int x = g->tensors[g->ops[i].in[0]].producer;
+		while (x >= 0 && elementwise(g->ops[x].kind) && !core[x]) {
+			core[x] = true;
+			x = g->tensors[g->ops[x].in[0]].producer;
+		}
+		if (x < 0 || g->ops[x].kind != OP_BATCHMATMUL)
+			continue; /* not an attention: only the softmax chain is redone */
+		core[x] = core[i] = true;
+		for (int y = reader[g->ops[i].out[0]]; y >= 0 && elementwise(g->ops[y].kind);
+		     y = reader[g->ops[y].out[0]])
+			core[y] = true;
+	}
+	return core;
+}
+
+/* ZeRO-3: op d's parameters (those it first reads) all-gathered over their
+ * data-parallel groups before its forward and again before its backward,
+ * per micro-batch; the bytes gathered into *gathered. */
+static double op_gather_s(struct est_ctx *c, const int *first_reader, const struct dist_op *d,
+                          double *gathered)
+{
+	int inputs[SIG_MAX_TENSORS];
+	const struct comm_step *sync[SIG_MAX_TENSORS];
+	int n = plan_op_params(c->g, first_reader, d, inputs, sync);
+	double s = 0;
+	*gathered = 0;
+	for (int k = 0; k < n; k++) {
+		if (!sync[k])
+			continue;
+		double bytes = layout_local_bytes(&d->in[inputs[k]]);
+		s += 2 * groups_s(c, STEP_ALLGATHER, &sync[k]->groups, bytes);
+		*gathered += bytes;
+	}
+	return s;
+}
+
+/* ------------------------------------------------------------ per stage */
+
+/* What one chunk needs stored per micro-batch and, with full
+ * recomputation, the most one of its blocks (the ops between two cuts
+ * with the fewest live bytes) holds while it is recomputed. */
+static void chunk_activations(const struct estimate *e, const struct plan_part *pp,
+                              const bool *core, enum recompute_mode rec, int ch,
+                              double *stored, double *working)
+{
+	int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
+	double block = 0;
+	*stored = lo > 0 ? pp->live[lo] : 0; /* the input received from the chunk before */
+	*working = 0;
+	for (int i = lo; i < hi; i++) {
+		double act = e->ops[i].activation_bytes;
+		if (rec == RECOMPUTE_FULL) {
+			if (i > lo && pp->live[i] <= pp->live_min) {
+				*stored += pp->live[i]; /* a block's input: its checkpoint */
+				block = 0;
+			}
+			block += act;
+			*working = block > *working ? block : *working;
+		} else if (rec == RECOMPUTE_NONE || !core[i]) {
+			*stored += act;
+		}
+	}
+}
+
+/* The most activation bytes a stage holds at once, walking its schedule:
+ * a unit's forward adds its chunk's, its backward frees them. */
+static void in_flight(const struct prog_slot *sl, int n, const double *act, const struct plan_part *pp,
+                      double *bytes, double *units)
+{
+	double cur = 0, k = 0;
+	*bytes = *units = 0;
+	for (int i = 0; i < n; i++) {
+		double sign = sl[i].backward ? -1 : 1;
+		cur += sign * act[sl[i].chunk];
+		k += sign;
+		*bytes = cur > *bytes ? cur : *bytes;
+		*units = k > *units ? k : *units;
+	}
+	*units /= pp->virtual_stages;
+}
+
+struct stage_sums {
+	double cat[EST_CATEGORY_COUNT];      /* per micro-batch, then the once-per-iteration ones */
+	double micro_s, tail_s;
+};
+
+/* Gradient buckets of one chunk: their time into the categories (per
+ * micro-batch for ZeRO 2 and 3, else once), the ZeRO 1/2 gather of the
+ * updated parameters, and the ops' shares. */
+static bool chunk_sync(struct est_ctx *c, struct arena *a, const struct plan *p, int lo, int hi,
+                       struct stage_sums *ss, double *synced_bytes)
 {
 	struct plan_bucket *b;
-	int n = plan_gradient_buckets(a, p, p->scenario->training.gradient_bucket_bytes, &b);
-	if (n < 0) {
-		c->oom = true;
-		return;
-	}
-	for (int i = 0; i < c->e->n_ops; i++)
-		c->e->ops[i].gradient_s = 0;
-	double s = 0;
+	int zero = p->scenario->training.zero_stage;
+	int n = plan_gradient_buckets(a, p, lo, hi, p->scenario->training.gradient_bucket_bytes, &b);
+	if (n < 0)
+		return false;
 	for (int k = 0; k < n; k++) {
 		double t = groups_s(c, b[k].kind, &b[k].groups, b[k].bytes);
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
-		s += t;
+		if (zero >= 2)
+			ss->cat[EST_GRADIENT_SYNC] += t; /* per micro-batch */
+		else
+			ss->tail_s += t;
+		if (zero == 1 || zero == 2)
+			ss->tail_s += groups_s(c, STEP_ALLGATHER, &b[k].groups, b[k].bytes);
+		*synced_bytes += b[k].bytes;
 	}
-	c->e->category_s[EST_GRADIENT_SYNC] = s;
+	return true;
+}
+
+/* A stage: its chunks' per-micro-batch time, its tail, its memory. */
+static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core,
+                  int st, struct est_stage *es, struct stage_sums *ss)
+{
+	const struct training *tr = &p->scenario->training;
+	const struct plan_part *pp = &c->e->part;
+	struct estimate *e = c->e;
+	int zero = tr->zero_stage;
+	double *act = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(double));
+	double working = 0, synced = 0, gathered_max = 0, tail_sync = 0;
+	if (!act)
+		return false;
+	memset(ss, 0, sizeof(*ss));
+	for (int ch = st; ch < pp->n_chunks; ch += pp->n_stages) {
+		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
+		int *first = plan_first_readers_range(a, c->g, lo, hi);
+		if (!first)
+			return false;
+		for (int i = lo; i < hi; i++) {
+			const struct est_op *eo = &e->ops[i];
+			ss->cat[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
+			ss->cat[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
+			ss->cat[EST_COMM_FORWARD] += eo->comm_forward_s - eo->redistribution_s;
+			ss->cat[EST_REDISTRIBUTION] += eo->redistribution_s;
+			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
+			ss->cat[EST_RECOMPUTE] += eo->recompute_s;
+			ss->cat[EST_PARAM_GATHER] += eo->gather_s;
+			/* parameters: memory (ZeRO shards over their data-parallel
+			 * groups), the optimizer over this device's share */
+			int inputs[SIG_MAX_TENSORS];
+			const struct comm_step *sync[SIG_MAX_TENSORS];
+			int np = plan_op_params(c->g, first, &p->ops[i], inputs, sync);
+			double gathered = 0;
+			for (int k = 0; k < np; k++) {
+				const struct tensor *t = &c->g->tensors[c->g->ops[i].in[inputs[k]]];
+				double elems = (double)layout_local_elems(&p->ops[i].in[inputs[k]]);
+				double bytes = elems * (double)dtype_bytes(t->dtype);
+				double dp = sync[k] ? sync[k]->groups.size : 1;
+				es->mem.params += bytes / (zero >= 3 ? dp : 1);
+				es->mem.grads += bytes / (zero >= 2 ? dp : 1);
+				es->mem.optimizer += elems * adam_state_per_elem(t->dtype) / (zero >= 1 ? dp : 1);
+				es->optimizer_s += elems / (zero >= 1 ? dp : 1) * adam_bytes_per_elem(t->dtype) /
+				                   (c->t->device.hbm_bps * c->t->device.memory_efficiency);
+				gathered += sync[k] ? bytes : 0;
+			}
+			gathered_max = gathered > gathered_max ? gathered : gathered_max;
+		}
+		struct stage_sums tmp = {0};
+		if (!chunk_sync(c, a, p, lo, hi, &tmp, &synced))
+			return false;
+		ss->cat[EST_GRADIENT_SYNC] += tmp.cat[EST_GRADIENT_SYNC];
+		tail_sync += tmp.tail_s; /* buckets and (ZeRO 1/2) gathers */
+		double w;
+		chunk_activations(e, pp, core, tr->recompute, ch, &act[ch], &w);
+		working = w > working ? w : working;
+		/* the pipeline's sends: activations forward, their gradient back */
+		int64_t me = (int64_t)st * pp->stage_ranks;
+		if (ch + 1 < pp->n_chunks)
+			ss->cat[EST_PIPELINE_P2P] += cost_p2p_s(c->t, me, (int64_t)part_stage(pp, ch + 1) *
+			                                        pp->stage_ranks, pp->send_bytes[ch]);
+		if (ch > 0)
+			ss->cat[EST_PIPELINE_P2P] += cost_p2p_s(c->t, me, (int64_t)part_stage(pp, ch - 1) *
+			                                        pp->stage_ranks, pp->send_bytes[ch - 1]);
+		double p2p_buf = 2 * pp->send_bytes[ch];
+		es->mem.buffers = p2p_buf > es->mem.buffers ? p2p_buf : es->mem.buffers;
+	}
+	/* the tail: the buckets left for the flush, the optimizer */
+	ss->tail_s = tail_sync;
+	es->gradient_s = tail_sync;
+	ss->cat[EST_OPTIMIZER] = es->optimizer_s;
+	for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
+		if (k != EST_OPTIMIZER)
+			ss->micro_s += ss->cat[k];
+	es->micro_s = ss->micro_s;
+	es->p2p_s = ss->cat[EST_PIPELINE_P2P];
+	/* memory: activations in flight by the schedule, buffers */
+	struct prog_slot *sl;
+	int n = plan_schedule(a, pp, e->steps_per_iteration, tr->schedule, st, &sl);
+	if (n < 0)
+		return false;
+	in_flight(sl, n, act, pp, &es->mem.activations, &es->in_flight);
+	es->mem.activations += working;
+	double bucket = tr->gradient_bucket_bytes < synced ? tr->gradient_bucket_bytes : synced;
+	es->mem.buffers += bucket + (zero >= 3 ? 2 * gathered_max : 0);
+	es->mem.total = es->mem.params + es->mem.grads + es->mem.optimizer + es->mem.activations +
+	                es->mem.buffers;
+	return true;
+}
+
+/* Per op: recomputation and ZeRO-3's gathers (per micro-batch). */
+static bool op_extras(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core)
+{
+	const struct training *tr = &p->scenario->training;
+	const struct plan_part *pp = &c->e->part;
+	for (int ch = 0; ch < pp->n_chunks; ch++) {
+		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
+		int *first = tr->zero_stage >= 3 ? plan_first_readers_range(a, c->g, lo, hi) : NULL;
+		if (tr->zero_stage >= 3 && !first)
+			return false;
+		for (int i = lo; i < hi; i++) {
+			struct est_op *eo = &c->e->ops[i];
+			eo->chunk = ch;
+			if (tr->recompute == RECOMPUTE_FULL)
+				eo->recompute_s = eo->compute_forward_s + eo->comm_forward_s;
+			else if (tr->recompute == RECOMPUTE_SELECTIVE && core[i])
+				eo->recompute_s = eo->compute_forward_s;
+			double g;
+			if (first)
+				eo->gather_s = op_gather_s(c, first, &p->ops[i], &g);
+		}
+	}
+	return true;
+}
+
+/* The schedule's time: the slowest stage every micro-batch, plus the fill
+ * and drain of the others (a v-th of it with v chunks per stage), then the
+ * slowest tail; the categories are the slowest stage's. */
+static void assemble(struct estimate *e, const struct stage_sums *ss)
+{
+	const struct plan_part *pp = &e->part;
+	double m = (double)e->steps_per_iteration, sum = 0, tmax = -1, tail = -1;
+	int crit = 0, last = 0;
+	for (int s = 0; s < pp->n_stages; s++) {
+		sum += ss[s].micro_s;
+		if (ss[s].micro_s > tmax) {
+			tmax = ss[s].micro_s;
+			crit = s;
+		}
+		if (ss[s].tail_s + ss[s].cat[EST_OPTIMIZER] > tail) {
+			tail = ss[s].tail_s + ss[s].cat[EST_OPTIMIZER];
+			last = s;
+		}
+	}
+	e->critical_stage = crit;
+	e->pipeline_s = m * tmax + (sum - tmax) / pp->virtual_stages;
+	e->bubble_s = e->pipeline_s - m * tmax;
+	for (int k = 0; k < EST_CATEGORY_COUNT; k++)
+		e->category_s[k] = m * ss[crit].cat[k];
+	e->category_s[EST_BUBBLE] = e->bubble_s;
+	e->category_s[EST_OPTIMIZER] = ss[last].cat[EST_OPTIMIZER];
+	e->category_s[EST_GRADIENT_SYNC] += e->stages[last].gradient_s;
+	e->compute_s = e->category_s[EST_COMPUTE_FORWARD] + e->category_s[EST_COMPUTE_BACKWARD] +
+	               e->category_s[EST_RECOMPUTE] + e->category_s[EST_OPTIMIZER];
+	e->comm_s = 0;
+	for (int k = 0; k < EST_CATEGORY_COUNT; k++)
+		e->comm_s += e->category_s[k];
+	e->comm_s -= e->compute_s + e->bubble_s;
+	e->iteration_s = e->compute_s + e->comm_s + e->bubble_s;
+	int big = 0;
+	for (int s = 1; s < pp->n_stages; s++)
+		if (e->stages[s].mem.total > e->stages[big].mem.total)
+			big = s;
+	const struct est_memory *mm = &e->stages[big].mem;
+	e->memory_stage = big;
+	e->param_bytes = mm->params;
+	e->grad_bytes = mm->grads;
+	e->optimizer_bytes = mm->optimizer;
+	e->activation_bytes = mm->activations;
+	e->buffer_bytes = mm->buffers;
+	e->memory_bytes_per_device = mm->total;
 }
 
 bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
@@ -607,27 +868,51 @@ bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
 {
 	SL_ASSERT(p && p->scenario && p->graph);
 	const struct graph *g = p->graph;
+	const struct scenario *s = p->scenario;
 	memset(out, 0, sizeof(*out));
 	out->n_ops = g->n_ops;
 	out->ops = arena_calloc(a, (size_t)(g->n_ops ? g->n_ops : 1), sizeof(*out->ops));
-	int64_t steps = est_steps(p->scenario, diags);
-	struct est_ctx *c = out->ops ? est_ctx_new(p->scenario, steps, MEMO_SLOTS, out) : NULL;
+	int64_t steps = est_steps(s, diags);
+	struct est_ctx *c = out->ops ? est_ctx_new(s, steps, MEMO_SLOTS, out) : NULL;
 	if (!c) {
-		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory estimating the plan");
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
 		return false;
 	}
 	out->steps_per_iteration = steps;
 	for (int i = 0; i < g->n_ops; i++)
 		est_op_s(c, &p->ops[i], &out->ops[i]);
 	edges(c, p);
-	bucketed_sync(c, a, p);
-	bool oom = c->oom;
-	est_ctx_free(c);
-	if (oom) {
-		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory estimating the plan");
+	/* The chunks, by each op's seconds per micro-batch. */
+	double *cost = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(double));
+	bool *core = plan_attention_core(a, g);
+	bool ok = cost && core;
+	for (int i = 0; ok && i < g->n_ops; i++) {
+		const struct est_op *eo = &out->ops[i];
+		cost[i] = eo->compute_forward_s + eo->compute_backward_s + eo->comm_forward_s +
+		          eo->comm_backward_s;
+	}
+	if (ok && !plan_partition(a, p, cost, &out->part, diags)) {
+		est_ctx_free(c);
 		return false;
 	}
-	totals(out);
+	out->n_stages = ok ? out->part.n_stages : 0;
+	out->stages = ok ? arena_calloc(a, (size_t)out->n_stages + 1, sizeof(*out->stages)) : NULL;
+	struct stage_sums *ss = ok ? arena_calloc(a, (size_t)out->n_stages + 1, sizeof(*ss)) : NULL;
+	ok = ok && out->stages && ss && op_extras(c, a, p, core);
+	for (int i = 0; ok && i < g->n_ops; i++)
+		out->ops[i].gradient_s = 0;
+	for (int st = 0; ok && st < out->n_stages; st++)
+		ok = stage(c, a, p, core, st, &out->stages[st], &ss[st]);
+	ok = ok && !c->oom;
+	est_ctx_free(c);
+	if (!ok) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
+		return false;
+	}
+	assemble(out, ss);
+	out->hbm_bytes = s->topo->device.hbm_bytes;
+	out->oom_overflow_bytes = out->memory_bytes_per_device > out->hbm_bytes
+	                                  ? out->memory_bytes_per_device - out->hbm_bytes : 0;
 	out->rec_cost = plan_rec_cost(p);
 	return true;
 }

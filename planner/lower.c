@@ -1,28 +1,34 @@
-/* lower.c — a plan as the program every rank of its stage runs for one
- * training iteration (planner.h, plan_lower).
+/* lower.c — a plan as the programs the ranks run for one training
+ * iteration (planner.h, plan_lower).
  *
- * Stream 0, repeated once per step of the iteration: for each op in order
- * the redistributions into it, its forward compute and its own
- * collectives; then for each op in reverse order the mirrors of its own
- * collectives, its backward compute, the all-reduce of its inputs'
- * gradients and the mirrors of the redistributions into it. Then, once:
- * the optimizer on stream 0, and on stream 1 the gradient all-reduces
- * fused into buckets (same kind and groups, at most bucket_bytes each, in
- * the order the gradients become ready), each after the backward step
- * that completes its last gradient. The collectives are listed by the
- * same code as the estimate's (estimate.c, plan_colls_*), and compute
- * times are the estimate's, so the two agree when nothing contends.
+ * Per pipeline chunk, one micro-batch's forward: the receive of the live
+ * activations from the chunk before, then for each op in order the
+ * redistributions into it, ZeRO-3's gather of the parameters it first
+ * reads, its forward compute and its own collectives, then the send to the
+ * next chunk. Its backward: the receive of the gradient, recomputation
+ * (full: the chunk's forward compute and collectives again; selective: the
+ * attention cores), then for each op in reverse the mirrors of its own
+ * collectives, ZeRO-3's gather again, its backward compute, the gradient
+ * buckets that compute completes (stream 1), the all-reduce of its
+ * inputs' gradients and the mirrors of the redistributions into it; then
+ * the gradient sent back. Per stage, after its schedule: the optimizer
+ * and, for ZeRO 1 and 2, the all-gather of the updated parameters. The
+ * collectives are listed by the same code as the estimate's (estimate.c,
+ * plan_colls_*), and compute times are the estimate's, so the two agree
+ * when nothing contends and nothing waits.
  *
- * Units: seconds, bytes (S of the formulas). Steps are SPMD: one array for
- * all ranks, the rank groups a description. Hot path: one pass over ops
- * and edges; labels are formatted once per step.
+ * Units: seconds, bytes (S of the formulas). Steps are SPMD per stage: one
+ * array for all ranks, the rank groups a stage-relative description. Hot
+ * path: one pass over ops and edges; labels are formatted once per step.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "planner-int.h"
 
-const char *const prog_phase_names[PHASE_COUNT] = {"forward", "backward", "gradient", "optimizer"};
+const char *const prog_phase_names[PHASE_COUNT] = {"forward",  "backward", "recompute", "pipeline",
+                                                   "parameters", "gradient", "optimizer"};
+_Static_assert(PHASE_COUNT == 7, "prog_phase_names covers every phase");
 
 #define OPEN_BUCKETS 8   /* buckets filling at once (one per kind and groups) */
 
@@ -59,6 +65,7 @@ struct lower {
 	int n, cap;
 	int *bwd_step;                     /* per op: its backward compute step */
 	enum prog_phase phase;
+	int stage;                         /* of the chunk being lowered */
 	int op;                            /* the op whose collectives are being listed */
 	const char *suffix;                /* label suffix of those collectives */
 	bool oom;
@@ -80,6 +87,8 @@ static struct prog_step *push(struct lower *L)
 	struct prog_step *s = &L->steps[L->n++];
 	memset(s, 0, sizeof(*s));
 	s->after = -1;
+	s->stage = L->stage;
+	s->phase = L->phase;
 	return s;
 }
 
@@ -137,22 +146,59 @@ static int *edges_by_consumer(struct lower *L, int **idx)
 	return start;
 }
 
-static void forward(struct lower *L, const int *start, const int *idx)
+/* ZeRO-3: the parameters op d first reads, gathered over their
+ * data-parallel groups before it runs. */
+static void gather_params(struct lower *L, const int *first_reader, const struct dist_op *d)
+{
+	const struct graph *g = L->p->graph;
+	int inputs[SIG_MAX_TENSORS];
+	const struct comm_step *sync[SIG_MAX_TENSORS];
+	int n = plan_op_params(g, first_reader, d, inputs, sync);
+	enum prog_phase was = L->phase;
+	L->phase = PHASE_PARAMS;
+	for (int k = 0; k < n; k++) {
+		if (!sync[k])
+			continue;
+		struct plan_coll c = {PCOLL_FORWARD, STEP_ALLGATHER, sync[k]->groups,
+		                      layout_local_bytes(&d->in[inputs[k]]), 0};
+		L->op = d->op;
+		L->suffix = " (ZeRO-3 parameters)";
+		collective(L, &c);
+	}
+	L->phase = was;
+}
+
+/* The forward of ops [lo, hi): redistributions into each, its compute and
+ * its own collectives; `first_reader` non-NULL gathers parameters first
+ * (ZeRO-3); `core` non-NULL keeps only those ops' compute (selective
+ * recomputation). */
+static void forward(struct lower *L, const int *start, const int *idx, int lo, int hi,
+                    const int *first_reader, const bool *core)
 {
 	const struct plan *p = L->p;
 	struct plan_coll_sink k = {collective, L};
-	L->phase = PHASE_FORWARD;
-	for (int i = 0; i < p->graph->n_ops; i++) {
+	const char *tag = L->phase == PHASE_RECOMPUTE ? " (recompute)" : "";
+	for (int i = lo; i < hi; i++) {
 		const struct dist_op *d = &p->ops[i];
+		if (core && !core[i])
+			continue;
 		L->op = i;
-		L->suffix = " (redistribution)";
-		for (int j = start[i]; j < start[i + 1]; j++) {
-			const struct redist *r = &p->edges[idx[j]].redist;
-			plan_colls_forward(r->steps, r->n_steps, &k);
+		if (!core) {
+			L->suffix = L->phase == PHASE_RECOMPUTE ? " (recompute redistribution)"
+			                                        : " (redistribution)";
+			for (int j = start[i]; j < start[i + 1]; j++) {
+				const struct redist *r = &p->edges[idx[j]].redist;
+				plan_colls_forward(r->steps, r->n_steps, &k);
+			}
 		}
+		if (first_reader)
+			gather_params(L, first_reader, d);
 		compute(L, i, L->e->ops[i].compute_forward_s);
-		L->suffix = "";
-		plan_colls_forward(d->comm, d->n_comm, &k);
+		if (*tag && L->n > 0)
+			L->steps[L->n - 1].label = arena_printf(L->a, "%s%s", op_name(L, i), tag);
+		L->suffix = tag;
+		if (!core)
+			plan_colls_forward(d->comm, d->n_comm, &k);
 	}
 }
 
@@ -198,33 +244,6 @@ static void op_grads(struct grads *G, const struct graph *g, const int *first_re
 		struct plan_coll_sink sink = {grad_add, &gs};
 		if (sync[k])
 			plan_colls_forward(sync[k], 1, &sink);
-	}
-}
-
-static void backward(struct lower *L, const int *start, const int *idx)
-{
-	const struct plan *p = L->p;
-	struct plan_coll_sink k = {collective, L};
-	L->phase = PHASE_BACKWARD;
-	for (int i = p->graph->n_ops - 1; i >= 0; i--) {
-		const struct dist_op *d = &p->ops[i];
-		L->op = i;
-		L->suffix = " (backward)";
-		if (!plan_colls_backward(d->comm, d->n_comm, &d->out_partial[0], &k))
-			L->oom = true;
-		compute(L, i, L->e->ops[i].compute_backward_s);
-		L->bwd_step[i] = L->n - 1;
-		L->suffix = " (input gradient)";
-		if (!plan_colls_input_grads(p->graph, d, &k))
-			L->oom = true;
-		L->suffix = " (backward redistribution)";
-		for (int j = start[i + 1] - 1; j >= start[i]; j--) {
-			const struct plan_edge *x = &p->edges[idx[j]];
-			if (x->redist.n_steps > 0 &&
-			    !plan_colls_backward(x->redist.steps, x->redist.n_steps,
-			                         plan_edge_start(p, x), &k))
-				L->oom = true;
-		}
 	}
 }
 
@@ -329,15 +348,19 @@ static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
 	return n;
 }
 
-int plan_gradient_buckets(struct arena *a, const struct plan *p, double bucket_bytes,
-                          struct plan_bucket **out)
+int plan_gradient_buckets(struct arena *a, const struct plan *p, int lo, int hi,
+                          double bucket_bytes, struct plan_bucket **out)
 {
 	struct grads G = {.a = a};
-	int *first_reader = plan_first_readers(a, p->graph);
+	int *first_reader = plan_first_readers_range(a, p->graph, lo, hi);
 	if (!first_reader)
 		return -1;
-	for (int i = p->graph->n_ops - 1; i >= 0; i--)
+	for (int i = hi - 1; i >= lo; i--)
 		op_grads(&G, p->graph, first_reader, &p->ops[i]);
+	if (p->scenario->training.zero_stage >= 1)
+		for (int k = 0; k < G.n; k++)
+			if (G.v[k].kind == STEP_ALLREDUCE)
+				G.v[k].kind = STEP_REDUCESCATTER;
 	struct bucket *b;
 	int n = G.oom ? -1 : make_buckets(a, &G, bucket_bytes, &b);
 	if (n < 0)
@@ -367,34 +390,163 @@ int plan_gradient_buckets(struct arena *a, const struct plan *p, double bucket_b
 	return n;
 }
 
-static void gradients(struct lower *L, double bucket_bytes)
+
+/* A gradient bucket on stream 1, after step `after`. */
+static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int after, bool every)
 {
+	struct prog_step *s = push(L);
+	if (!s)
+		return;
+	s->kind = PROG_COLLECTIVE;
+	s->phase = PHASE_GRADIENT;
+	s->stream = 1;
+	s->op = -1;
+	s->coll = b->kind;
+	s->groups = b->groups;
+	s->bytes = b->bytes;
+	s->after = after;
+	s->every_micro = every;
+	s->label = b->n == 1 ? arena_printf(L->a, "%s gradient %s", b->first, step_kind_names[s->coll])
+	                     : arena_printf(L->a, "gradient bucket %d: %d tensors from %s", k, b->n,
+	                                    b->first);
+	if (!s->label)
+		L->oom = true;
+}
+
+/* The backward of ops [lo, hi) in reverse, each bucket of `b` on stream 1
+ * right after the backward compute that completes it. */
+static void backward(struct lower *L, const int *start, const int *idx, int lo, int hi,
+                     const int *first_reader, const struct plan_bucket *b, int nb)
+{
+	const struct plan *p = L->p;
+	struct plan_coll_sink k = {collective, L};
+	bool every = p->scenario->training.zero_stage >= 2;
+	for (int i = hi - 1; i >= lo; i--) {
+		const struct dist_op *d = &p->ops[i];
+		L->op = i;
+		L->suffix = " (backward)";
+		if (!plan_colls_backward(d->comm, d->n_comm, &d->out_partial[0], &k))
+			L->oom = true;
+		if (first_reader)
+			gather_params(L, first_reader, d);
+		compute(L, i, L->e->ops[i].compute_backward_s);
+		L->bwd_step[i] = L->n - 1;
+		for (int j = 0; j < nb; j++)
+			if (b[j].last_op == i)
+				bucket_step(L, &b[j], j, L->bwd_step[i], every);
+		L->suffix = " (input gradient)";
+		if (!plan_colls_input_grads(p->graph, d, &k))
+			L->oom = true;
+		L->suffix = " (backward redistribution)";
+		for (int j = start[i + 1] - 1; j >= start[i]; j--) {
+			const struct plan_edge *x = &p->edges[idx[j]];
+			if (x->redist.n_steps > 0 &&
+			    !plan_colls_backward(x->redist.steps, x->redist.n_steps,
+			                         plan_edge_start(p, x), &k))
+				L->oom = true;
+		}
+	}
+}
+
+/* A send or receive of the activations at boundary `c` (chunk c to c+1),
+ * forward or their gradient backward. Nothing when both chunks are on one
+ * stage. */
+static void p2p(struct lower *L, enum prog_kind kind, int c, bool grad)
+{
+	const struct plan_part *pp = &L->e->part;
+	int from = part_stage(pp, grad ? c + 1 : c), to = part_stage(pp, grad ? c : c + 1);
+	if (from == to || pp->send_bytes[c] <= 0)
+		return;
+	enum prog_phase was = L->phase;
+	L->phase = PHASE_PIPELINE;
+	struct prog_step *s = push(L);
+	L->phase = was;
+	if (!s)
+		return;
+	s->kind = kind;
+	s->op = -1;
+	s->bytes = pp->send_bytes[c];
+	s->channel = 2 * c + grad;
+	s->peer_stage = kind == PROG_SEND ? to : from;
+	s->label = arena_printf(L->a, "%s %s %s chunk %d", kind == PROG_SEND ? "send" : "receive",
+	                        grad ? "gradient" : "activations", kind == PROG_SEND ? "to" : "from",
+	                        grad == (kind == PROG_SEND) ? c : c + 1);
+	if (!s->label)
+		L->oom = true;
+}
+
+static void lower_chunk(struct lower *L, const int *start, const int *idx, const bool *core,
+                        int c, struct prog_chunk *out)
+{
+	const struct plan_part *pp = &L->e->part;
+	const struct training *tr = &L->p->scenario->training;
+	int lo = pp->first_op[c], hi = pp->first_op[c + 1];
+	int *first = tr->zero_stage >= 3 ? plan_first_readers_range(L->a, L->p->graph, lo, hi) : NULL;
 	struct plan_bucket *b;
-	int n = plan_gradient_buckets(L->a, L->p, bucket_bytes, &b);
-	if (n < 0) {
+	int nb = plan_gradient_buckets(L->a, L->p, lo, hi, tr->gradient_bucket_bytes, &b);
+	if (nb < 0 || (tr->zero_stage >= 3 && !first)) {
 		L->oom = true;
 		return;
 	}
-	for (int k = 0; k < n; k++) {
-		struct prog_step *s = push(L);
-		if (!s)
-			return;
-		s->kind = PROG_COLLECTIVE;
-		s->phase = PHASE_GRADIENT;
-		s->stream = 1;
-		s->op = -1;
-		s->coll = b[k].kind;
-		s->groups = b[k].groups;
-		s->bytes = b[k].bytes;
-		s->after = L->bwd_step[b[k].last_op];
-		s->label = b[k].n == 1
-		                   ? arena_printf(L->a, "%s gradient %s", b[k].first,
-		                                  step_kind_names[s->coll])
-		                   : arena_printf(L->a, "gradient bucket %d: %d tensors from %s", k,
-		                                  b[k].n, b[k].first);
-		if (!s->label)
-			L->oom = true;
+	L->stage = part_stage(pp, c);
+	out->stage = L->stage;
+	out->fwd = L->n;
+	L->phase = PHASE_FORWARD;
+	if (c > 0)
+		p2p(L, PROG_RECV, c - 1, false);
+	forward(L, start, idx, lo, hi, first, NULL);
+	if (c + 1 < pp->n_chunks)
+		p2p(L, PROG_SEND, c, false);
+	out->n_fwd = L->n - out->fwd;
+	out->bwd = L->n;
+	L->phase = PHASE_BACKWARD;
+	if (c + 1 < pp->n_chunks)
+		p2p(L, PROG_RECV, c, true);
+	if (tr->recompute != RECOMPUTE_NONE) {
+		L->phase = PHASE_RECOMPUTE;
+		forward(L, start, idx, lo, hi, NULL, tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
+		L->phase = PHASE_BACKWARD;
 	}
+	backward(L, start, idx, lo, hi, first, b, nb);
+	if (c > 0)
+		p2p(L, PROG_SEND, c - 1, true);
+	out->n_bwd = L->n - out->bwd;
+}
+
+/* After a stage's schedule: the optimizer, then (ZeRO 1, 2) the updated
+ * parameters all-gathered, one per gradient bucket. */
+static void lower_tail(struct lower *L, int st, struct prog_stage *out)
+{
+	const struct plan_part *pp = &L->e->part;
+	const struct training *tr = &L->p->scenario->training;
+	L->stage = st;
+	out->tail = L->n;
+	L->phase = PHASE_OPTIMIZER;
+	compute(L, -1, L->e->stages[st].optimizer_s);
+	for (int c = st; c < pp->n_chunks && (tr->zero_stage == 1 || tr->zero_stage == 2);
+	     c += pp->n_stages) {
+		struct plan_bucket *b;
+		int nb = plan_gradient_buckets(L->a, L->p, pp->first_op[c], pp->first_op[c + 1],
+		                               tr->gradient_bucket_bytes, &b);
+		if (nb < 0) {
+			L->oom = true;
+			return;
+		}
+		L->phase = PHASE_PARAMS;
+		for (int k = 0; k < nb; k++) {
+			struct prog_step *s = push(L);
+			if (!s)
+				return;
+			s->kind = PROG_COLLECTIVE;
+			s->op = -1;
+			s->coll = STEP_ALLGATHER;
+			s->groups = b[k].groups;
+			s->bytes = b[k].bytes;
+			s->label = arena_printf(L->a, "updated parameters %d AllGather (ZeRO-%d)", k,
+			                        tr->zero_stage);
+		}
+	}
+	out->n_tail = L->n - out->tail;
 }
 
 bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, struct program *out,
@@ -405,28 +557,46 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	struct estimate e;
 	if (!plan_estimate(a, p, &e, diags))
 		return false;
-	struct lower L = {.a = a, .p = p, .e = &e};
+	const struct plan_part *pp = &e.part;
+	struct scenario *sc = arena_alloc(a, sizeof(*sc));
+	struct plan *pl = arena_alloc(a, sizeof(*pl));
+	if (!sc || !pl)
+		goto oom;
+	/* the caller's bucket size */
+	*sc = *p->scenario;
+	sc->training.gradient_bucket_bytes = bucket_bytes;
+	*pl = *p;
+	pl->scenario = sc;
+	struct lower L = {.a = a, .p = pl, .e = &e};
 	int *idx = NULL, *start = edges_by_consumer(&L, &idx);
+	bool *core = plan_attention_core(a, p->graph);
 	L.bwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
-	if (start && L.bwd_step) {
-		forward(&L, start, idx);
-		backward(&L, start, idx);
-		int section = L.n;
-		L.phase = PHASE_OPTIMIZER;
-		compute(&L, -1, e.category_s[EST_OPTIMIZER]);
-		gradients(&L, bucket_bytes);
-		out->n_step_section = section;
+	out->chunks = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*out->chunks));
+	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
+	if (!start || !core || !L.bwd_step || !out->chunks || !out->stages)
+		goto oom;
+	for (int c = 0; c < pp->n_chunks && !L.oom; c++)
+		lower_chunk(&L, start, idx, core, c, &out->chunks[c]);
+	for (int st = 0; st < pp->n_stages && !L.oom; st++) {
+		lower_tail(&L, st, &out->stages[st]);
+		out->stages[st].n_slots = plan_schedule(a, pp, e.steps_per_iteration,
+		                                        p->scenario->training.schedule, st,
+		                                        &out->stages[st].slots);
+		if (out->stages[st].n_slots < 0)
+			goto oom;
 	}
-	if (!start || !L.bwd_step || L.oom) {
-		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL,
-		         "out of memory lowering the plan");
-		return false;
-	}
-	out->n_ranks = p->n_devices;
-	out->base = 0;
-	out->repeat = e.steps_per_iteration;
+	if (L.oom)
+		goto oom;
+	out->n_stages = pp->n_stages;
+	out->n_chunks = pp->n_chunks;
+	out->stage_ranks = pp->stage_ranks;
+	out->n_ranks = pp->stage_ranks * pp->n_stages;
+	out->micro_batches = e.steps_per_iteration;
 	out->n_steps = L.n;
 	out->steps = L.steps;
 	out->bucket_bytes = bucket_bytes;
 	return true;
+oom:
+	diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory lowering the plan");
+	return false;
 }

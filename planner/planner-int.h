@@ -131,8 +131,10 @@ bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d,
                             struct plan_coll_sink *k);
 
 /* Per tensor: the first op reading it as a parameter, else -1 (arena;
- * NULL when out of memory). */
+ * NULL when out of memory). The _range form looks at ops [lo, hi) only
+ * (a pipeline chunk holds the parameters its own ops read). */
 int *plan_first_readers(struct arena *a, const struct graph *g);
+int *plan_first_readers_range(struct arena *a, const struct graph *g, int lo, int hi);
 /* The parameters op d is the first to read, in input order: their input
  * indices into inputs[], and their gradient synchronisation step into
  * sync[] (NULL when the parameter is not replicated). Returns the count. */
@@ -154,11 +156,19 @@ struct plan_bucket {
 	int *ops;                         /* [n] the op completing each gradient */
 	double *op_bytes;                 /* [n] each gradient's bytes */
 };
-/* The buckets of a plan at most bucket_bytes each (0: one per parameter),
- * in the order they complete; -1 when out of memory. Lowering runs them on
- * stream 1; the estimate prices them. */
-int plan_gradient_buckets(struct arena *a, const struct plan *p, double bucket_bytes,
-                          struct plan_bucket **out);
+/* The buckets of the ops [lo, hi) of a plan (a chunk) at most bucket_bytes
+ * each (0: one per parameter), in the order they complete; -1 when out of
+ * memory. Lowering runs them on stream 1; the estimate prices them. With
+ * ZeRO (stage >= 1) they are ReduceScatters on the same groups. */
+int plan_gradient_buckets(struct arena *a, const struct plan *p, int lo, int hi,
+                          double bucket_bytes, struct plan_bucket **out);
+/* Is the op in an attention core (a BatchMatMul feeding a Softmax, the
+ * Softmax, and element-wise ops after it up to the next BatchMatMul):
+ * what selective recomputation redoes. Per op (arena), NULL on OOM. */
+bool *plan_attention_core(struct arena *a, const struct graph *g);
+/* Time of a point-to-point message between two ranks: latency + S /
+ * the bottleneck of their path. */
+double cost_p2p_s(const struct topology *t, int64_t src, int64_t dst, double bytes);
 
 /* Bitmask helpers. */
 static inline int axis_popcount(uint32_t m)

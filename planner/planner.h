@@ -382,48 +382,122 @@ double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
                               enum collective_algo algo, const int64_t *ranks, int n,
                               double bytes);
 
+/* ------------------------------------------------------------ pipelines */
+
+/* The model split into chunks (pipeline_stages x virtual_stages of them),
+ * each a contiguous run of ops in graph order; chunk c runs on stage
+ * c mod n_stages, whose ranks are stage x stage_ranks .. + stage_ranks - 1
+ * (every plan is one stage's: its groups start at rank 0). */
+struct plan_part {
+	int n_stages, virtual_stages, n_chunks;
+	int64_t stage_ranks;
+	int *first_op;                     /* [n_chunks + 1]: chunk c is ops first_op[c] .. first_op[c+1]-1 */
+	int *chunk_of;                     /* per op */
+	double *send_bytes;                /* per chunk: activation bytes per rank it hands to the next */
+	double *live;                      /* [n_ops + 1]: bytes per rank live across the cut before op i
+	                                      (0 at both ends) */
+	double live_min;                   /* the least over inner cuts (-1 for one op): where a
+	                                      transformer's layers meet */
+};
+
+static inline int part_stage(const struct plan_part *pp, int chunk)
+{
+	return chunk % pp->n_stages;
+}
+
+/* The chunks of a plan: at the scenario's pipeline_cuts when it has them,
+ * else at the cuts with the fewest live activation bytes (admitting more
+ * where there are too few), chosen so that the most expensive chunk by
+ * op_cost (seconds per micro-batch, per op) is as cheap as it can be. */
+bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost,
+                    struct plan_part *out, struct diag_list *diags);
+
+/* One unit of a stage's schedule: a chunk's forward or backward pass of
+ * one micro-batch. `last`: the chunk's last backward of the iteration. */
+struct prog_slot {
+	int chunk;
+	int64_t micro;
+	bool backward, last;
+};
+
+/* The order in which stage `stage` runs its units over m micro-batches
+ * (docs/planner.md, "Pipelines"): GPipe, 1F1B, or Megatron's interleaved
+ * 1F1B when the part has virtual stages. Returns the count (2 m v) and the
+ * slots in *out (arena), -1 when out of memory. */
+int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
+                  enum pipeline_schedule sched, int stage, struct prog_slot **out);
+
 /* ------------------------------------------------------------- lowering */
 
-/* A training iteration as the program every rank of a stage runs (SPMD:
- * one program, each rank finds its own group in each collective). Steps
- * are data, not code per op kind. Stream 0 runs compute and the ops' own
- * collectives and redistributions; stream 1 the gradient synchronisation,
- * each bucket once the backward step that completes it has run. The
- * forward and backward section repeats `repeat` times (the steps of an
- * iteration); the gradient buckets follow the last repetition's backward
- * pass, and the optimizer waits for all of them. */
-enum prog_phase { PHASE_FORWARD, PHASE_BACKWARD, PHASE_GRADIENT, PHASE_OPTIMIZER, PHASE_COUNT };
+/* A training iteration as the programs the ranks run: one per stage, SPMD
+ * inside it (each rank finds its own group in each collective; groups are
+ * stage-relative). Steps are data, not code per op kind. Each chunk has a
+ * forward and a backward list of steps for one micro-batch; a stage runs
+ * its schedule's slots in order, then its tail (the optimizer, ZeRO's
+ * parameter gathers). Stream 0 runs compute, the ops' own collectives,
+ * redistributions and the pipeline's sends and receives; stream 1 the
+ * gradient synchronisation, each bucket once the backward step that
+ * completes it has run (after every micro-batch for ZeRO 2 and 3, else in
+ * the chunk's last backward); the tail waits for stream 1. */
+enum prog_phase {
+	PHASE_FORWARD, PHASE_BACKWARD, PHASE_RECOMPUTE, PHASE_PIPELINE, PHASE_PARAMS, PHASE_GRADIENT,
+	PHASE_OPTIMIZER, PHASE_COUNT
+};
 extern const char *const prog_phase_names[PHASE_COUNT];
 
-enum prog_kind { PROG_COMPUTE, PROG_COLLECTIVE };
+enum prog_kind { PROG_COMPUTE, PROG_COLLECTIVE, PROG_SEND, PROG_RECV };
 
 struct prog_step {
 	enum prog_kind kind;
 	enum prog_phase phase;
 	int stream;                        /* 0 or 1 */
-	int op;                            /* graph op; -1 for the optimizer and gradient buckets */
+	int stage;                         /* whose ranks run it */
+	int op;                            /* graph op; -1 for the optimizer, buckets, sends */
 	const char *label;                 /* for traces: "dense2.matmul", "dense2.matmul AllReduce" */
 	double seconds;                    /* PROG_COMPUTE: the estimator's roofline time */
 	enum step_kind coll;               /* PROG_COLLECTIVE */
-	struct rank_groups groups;
-	double bytes;                      /* S of the formulas (cost_collective_s) */
+	struct rank_groups groups;         /* stage-relative */
+	double bytes;                      /* S of the formulas; SEND/RECV: the message */
 	int after;                         /* stream 1: the stream-0 step it waits for; else -1 */
+	bool every_micro;                  /* stream 1: after every micro-batch, not the last only */
+	int channel;                       /* SEND/RECV: the boundary (chunk c to c+1) */
+	int peer_stage;                    /* SEND/RECV: the stage at the other end */
+};
+
+struct prog_chunk {
+	int stage;
+	int fwd, n_fwd;                    /* steps[fwd .. fwd+n_fwd): one micro-batch's forward */
+	int bwd, n_bwd;                    /* its backward, stream-1 steps just after their `after` */
+};
+
+struct prog_stage {
+	int n_slots;
+	struct prog_slot *slots;           /* plan_schedule's order */
+	int tail, n_tail;                  /* steps run once after the slots */
 };
 
 struct program {
-	int64_t n_ranks, base;             /* the stage's ranks */
-	int64_t repeat;                    /* forward/backward passes per iteration */
+	int64_t n_ranks;                   /* every stage's */
+	int64_t stage_ranks;
+	int n_stages, n_chunks;
+	int64_t micro_batches;
+	struct prog_chunk *chunks;
+	struct prog_stage *stages;
 	int n_steps;
-	struct prog_step *steps;           /* stream 0's steps in order, then stream 1's */
-	int n_step_section;                /* steps[0 .. n_step_section) repeat; the rest run once */
+	struct prog_step *steps;
 	double bucket_bytes;               /* gradient bucket size used */
 };
 
-/* One iteration of a plan as a program: forward ops, their collectives and
- * the redistributions into them; backward in reverse with the mirrored
- * collectives (docs/planner.md, the estimate); gradient AllReduces fused
- * into buckets of at most bucket_bytes (same groups only), in backward
- * order, on stream 1; the optimizer. Times and bytes are the estimator's. */
+/* One iteration of a plan as programs: per chunk the forward ops, their
+ * collectives and the redistributions into them (ZeRO-3: each parameter
+ * gathered before its first reader), a send of the live activations to
+ * the next chunk; backward: a receive of their gradient, recomputation
+ * (full: the chunk's forward again; selective: the attention core), the
+ * ops in reverse with the mirrored collectives, gradient buckets of at
+ * most bucket_bytes (same groups only; ReduceScatter from ZeRO 1) on
+ * stream 1, the gradient sent back; per stage the optimizer and (ZeRO 1,
+ * 2) the all-gather of the updated parameters. Times and bytes are the
+ * estimator's. */
 bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, struct program *out,
                 struct diag_list *diags);
 
@@ -438,8 +512,12 @@ enum est_category {
 	EST_COMM_FORWARD,        /* the ops' own collectives */
 	EST_REDISTRIBUTION,
 	EST_COMM_BACKWARD,       /* mirrored collectives and redistributions */
+	EST_RECOMPUTE,           /* forward work again in backward */
+	EST_PARAM_GATHER,        /* ZeRO: parameters all-gathered (stage 3 per use, 1 and 2 after the update) */
+	EST_PIPELINE_P2P,        /* activations and their gradients between stages */
 	EST_GRADIENT_SYNC,
 	EST_OPTIMIZER,
+	EST_BUBBLE,              /* the pipeline's fill and drain */
 	EST_CATEGORY_COUNT
 };
 extern const char *const est_category_names[EST_CATEGORY_COUNT];
@@ -448,8 +526,31 @@ struct est_op {
 	int op;
 	double compute_forward_s, compute_backward_s;
 	double comm_forward_s, comm_backward_s;    /* own collectives and redistributions into it */
+	double redistribution_s;                    /* of comm_forward_s: redistributions into it */
+	double recompute_s;                         /* forward work redone in backward */
+	double gather_s;                            /* ZeRO-3: its parameters gathered, forward and backward */
 	double gradient_s;                          /* its gradients' share of their buckets */
-	double activation_bytes;                    /* kept for backward, per device */
+	double activation_bytes;                    /* its outputs, per device per micro-batch */
+	int chunk;                                  /* its pipeline chunk */
+};
+
+/* Memory of one device (bytes). */
+struct est_memory {
+	double params, grads, optimizer;            /* after ZeRO's sharding */
+	double activations;                         /* the micro-batches in flight, after recomputation */
+	double buffers;                             /* communication: a gradient bucket, the pipeline's
+	                                               send and receive, ZeRO-3's gathered parameters */
+	double total;
+};
+
+/* One pipeline stage (the whole plan when there is one). */
+struct est_stage {
+	double micro_s;                             /* one micro-batch through its chunks, forward and
+	                                               backward, with their communication */
+	double p2p_s;                               /* of micro_s: sends to the neighbouring stages */
+	double gradient_s, optimizer_s, gather_s;   /* once per iteration after the flush */
+	double in_flight;                           /* micro-batches whose activations it holds at most */
+	struct est_memory mem;
 };
 
 struct estimate {
@@ -459,6 +560,15 @@ struct estimate {
 	int64_t steps_per_iteration;                /* graph executions per iteration (global batch / graph batch) */
 	double memory_bytes_per_device;             /* the largest device */
 	double param_bytes, grad_bytes, optimizer_bytes, activation_bytes;   /* per device */
+	double buffer_bytes;                        /* communication buffers */
+	int memory_stage;                           /* the stage of the largest device */
+	double hbm_bytes;                           /* the device's memory */
+	double oom_overflow_bytes;                  /* how far the largest device is over it; 0 fits */
+	double pipeline_s, bubble_s;                /* the schedule's time, and of it the bubble */
+	int critical_stage;                         /* the slowest stage per micro-batch */
+	struct plan_part part;
+	int n_stages;
+	struct est_stage *stages;
 	double rec_cost;                            /* plan_rec_cost, dimensionless */
 	bool compute_fallback;                      /* some dtype had no peak (cost_compute_s) */
 	int n_ops;

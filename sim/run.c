@@ -41,17 +41,22 @@
 #include "sim-int.h"
 
 struct rank_state {
-	int64_t rank;
-	double compute_s, comm_s;
+	int64_t rank, local;               /* global, and inside its stage */
+	int stage;
+	double compute_s, comm_s, wait_s;
 	sg_sem_t s1_go, opt_go;
-	int s0_done;                       /* stream-0 steps [0, s0_done) ran in the last repetition */
-	int s1_wants;                      /* stream 1 waits for this step; -1 none */
+	int *queue;                        /* stream-1 steps stream 0 handed over; -1 ends */
+	int64_t *queue_micro;
+	int q_head, q_tail, q_cap;
 	bool s0_waiting, s1_finished;
+	sg_comm_t *sends;                  /* the pipeline's sends in flight */
+	int n_sends, cap_sends;
 };
 
 struct actor_ctx {
 	struct rank_state *rs;
 	int stream;
+	int64_t micro;                     /* of the step running; -1 in the tail */
 	struct sim_ops ops;
 	sg_comm_t *comms;
 	int comms_cap;
@@ -64,6 +69,7 @@ struct engine {
 	const struct sim_options *o;
 	struct sim_net net;
 	sg_mailbox_t *mbox;                /* [pair * 2 + stream] */
+	sg_mailbox_t *p2p;                 /* [channel * stage_ranks + receiver's local rank] */
 	uint8_t **algo;                    /* [step][group]: effective algorithm */
 	double *formula_s, *coll_max_s;    /* [step] */
 	double *link_bytes;                /* [link] */
@@ -81,18 +87,36 @@ static struct engine *eng;
 
 /* ------------------------------------------------------------- setup */
 
-static int members_of(struct sim_ops *ops, const struct rank_groups *g, int group)
+static int64_t offset_of(const struct engine *e, int step)
+{
+	return (int64_t)e->prog->steps[step].stage * e->prog->stage_ranks;
+}
+
+/* A group's ranks, the stage's offset added. */
+static int members_of(struct sim_ops *ops, const struct rank_groups *g, int group, int64_t off)
 {
 	if (!sim_ops_reserve(ops, g->size))
 		return -1;
 	for (int j = 0; j < g->size; j++)
-		ops->members[j] = rank_groups_rank(g, group, j);
+		ops->members[j] = off + rank_groups_rank(g, group, j);
 	return g->size;
 }
 
 static bool in_program(const struct engine *e, int64_t r)
 {
-	return r >= e->prog->base && r < e->prog->base + e->prog->n_ranks;
+	return r >= 0 && r < e->prog->n_ranks;
+}
+
+/* A pipeline send: the pair of every rank of the stage with its peer. */
+static bool setup_send(struct engine *e, int i)
+{
+	const struct program *p = e->prog;
+	const struct prog_step *st = &p->steps[i];
+	int64_t off = offset_of(e, i), peer = (int64_t)st->peer_stage * p->stage_ranks;
+	for (int64_t j = 0; j < p->stage_ranks; j++)
+		if (sim_net_pair_add(&e->net, off + j, peer + j) < 0)
+			return false;
+	return true;
 }
 
 /* Chooses each group's algorithm, costs the step, records every pair. */
@@ -100,13 +124,16 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops)
 {
 	const struct prog_step *st = &e->prog->steps[i];
 	const struct rank_groups *g = &st->groups;
+	if (st->kind == PROG_SEND)
+		return setup_send(e, i);
 	if (st->kind != PROG_COLLECTIVE || g->size <= 1)
 		return true;
 	e->algo[i] = malloc((size_t)g->n_groups);
 	if (!e->algo[i])
 		return false;
+	int64_t off = offset_of(e, i);
 	for (int k = 0; k < g->n_groups; k++) {
-		int n = members_of(ops, g, k);
+		int n = members_of(ops, g, k, off);
 		if (n < 0)
 			return false;
 		/* The rule the estimate follows: the wanted algorithm where it
@@ -138,10 +165,19 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops)
 	return true;
 }
 
+/* Stream-0 steps of a range. */
+static int64_t stream0_steps(const struct program *p, int from, int n)
+{
+	int64_t k = 0;
+	for (int i = from; i < from + n; i++)
+		k += p->steps[i].stream == 0;
+	return k;
+}
+
 static bool setup(struct engine *e)
 {
 	const struct program *p = e->prog;
-	if (!sim_net_init(&e->net, e->t, p->base, p->n_ranks))
+	if (!sim_net_init(&e->net, e->t, 0, p->n_ranks))
 		return false;
 	e->algo = calloc((size_t)p->n_steps + 1, sizeof(*e->algo));
 	e->formula_s = calloc((size_t)p->n_steps + 1, sizeof(double));
@@ -157,16 +193,14 @@ static bool setup(struct engine *e)
 	}
 	sim_ops_free(&ops);
 	e->link_bytes = calloc((size_t)e->net.n_links + 1, sizeof(double));
-	int64_t s0 = 0, once = 0;
-	for (int i = 0; i < p->n_steps; i++) {
-		if (p->steps[i].stream != 0)
-			continue;
-		if (i < p->n_step_section)
-			s0++;
-		else
-			once++;
+	/* progress: rank 0's stream-0 steps */
+	const struct prog_stage *s0 = &p->stages[0];
+	for (int k = 0; k < s0->n_slots; k++) {
+		const struct prog_chunk *c = &p->chunks[s0->slots[k].chunk];
+		e->progress_total += s0->slots[k].backward ? stream0_steps(p, c->bwd, c->n_bwd)
+		                                           : stream0_steps(p, c->fwd, c->n_fwd);
 	}
-	e->progress_total = s0 * p->repeat + once;
+	e->progress_total += stream0_steps(p, s0->tail, s0->n_tail);
 	e->progress_every = e->progress_total / 100 > 0 ? e->progress_total / 100 : 1;
 	return ok && e->link_bytes;
 }
@@ -215,15 +249,26 @@ static void configure(void)
 #endif
 }
 
+/* A mailbox per (pair, stream) for collectives, and per (pipeline
+ * channel, receiver) for the stages' sends: each carries one sender's
+ * messages in the order both sides run them. */
 static bool make_mailboxes(struct engine *e)
 {
+	const struct program *p = e->prog;
+	int64_t n_p2p = 2 * (int64_t)p->n_chunks * p->stage_ranks;
 	e->mbox = malloc((size_t)(2 * e->net.n_pairs + 1) * sizeof(*e->mbox));
-	if (!e->mbox)
+	e->p2p = p->n_stages > 1 ? malloc((size_t)(n_p2p + 1) * sizeof(*e->p2p)) : NULL;
+	if (!e->mbox || (p->n_stages > 1 && !e->p2p))
 		return false;
-	for (int p = 0; p < 2 * e->net.n_pairs; p++) {
-		char name[32];
-		snprintf(name, sizeof(name), "m%d.%d", p / 2, p % 2);
-		e->mbox[p] = sg_mailbox_by_name(name);
+	char name[48];
+	for (int k = 0; k < 2 * e->net.n_pairs; k++) {
+		snprintf(name, sizeof(name), "m%d.%d", k / 2, k % 2);
+		e->mbox[k] = sg_mailbox_by_name(name);
+	}
+	for (int64_t k = 0; p->n_stages > 1 && k < n_p2p; k++) {
+		snprintf(name, sizeof(name), "p%lld.%lld", (long long)(k / p->stage_ranks),
+		         (long long)(k % p->stage_ranks));
+		e->p2p[k] = sg_mailbox_by_name(name);
 	}
 	return true;
 }
@@ -246,7 +291,7 @@ static void record(struct actor_ctx *c, int step, enum sim_event_kind kind, doub
 	}
 	eng->events[eng->n_events++] = (struct sim_event){
 		.rank = c->rs->rank, .stream = c->stream, .kind = kind, .step = step,
-		.start_s = t0, .end_s = t1};
+		.micro = c->micro, .start_s = t0, .end_s = t1};
 }
 
 static bool pending_room(struct actor_ctx *c, int n)
@@ -262,15 +307,16 @@ static bool pending_room(struct actor_ctx *c, int n)
 	return true;
 }
 
-static void send_msg(struct actor_ctx *c, int64_t peer, double bytes, sg_comm_t *out)
+/* Counts a message on its route's links and puts it in a mailbox. */
+static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double bytes)
 {
-	int p = sim_net_pair(&eng->net, c->rs->rank, peer);
+	int p = sim_net_pair(&eng->net, from, to);
 	SL_ASSERT(p >= 0);
 	const struct sim_route *r = &eng->net.route[p];
 	for (int i = 0; i < r->n; i++)
 		eng->link_bytes[r->link[i]] += bytes;
 	eng->messages++;
-	*out = sg_mailbox_put_async(eng->mbox[2 * p + c->stream], eng, (long)llround(bytes));
+	return sg_mailbox_put_async(box, eng, (long)llround(bytes));
 }
 
 static void run_ops(struct actor_ctx *c)
@@ -292,7 +338,9 @@ static void run_ops(struct actor_ctx *c)
 			break;
 		}
 		if (op->kind == SIM_OP_SEND) {
-			send_msg(c, op->peer, op->amount, &c->comms[pending++]);
+			int p = sim_net_pair(&eng->net, c->rs->rank, op->peer);
+			c->comms[pending++] = send_to(c->rs->rank, op->peer,
+			                              eng->mbox[2 * p + c->stream], op->amount);
 		} else {
 			int p = sim_net_pair(&eng->net, op->peer, c->rs->rank);
 			SL_ASSERT(p >= 0);
@@ -307,9 +355,10 @@ static void run_collective(struct actor_ctx *c, int i)
 {
 	const struct prog_step *st = &eng->prog->steps[i];
 	int group, me;
-	if (st->groups.size <= 1 || !rank_groups_locate(&st->groups, c->rs->rank, &group, &me))
+	int64_t off = offset_of(eng, i);
+	if (st->groups.size <= 1 || !rank_groups_locate(&st->groups, c->rs->rank - off, &group, &me))
 		return;
-	int n = members_of(&c->ops, &st->groups, group);
+	int n = members_of(&c->ops, &st->groups, group, off);
 	if (n < 0) {
 		eng->failed = true;
 		return;
@@ -330,11 +379,46 @@ static void run_collective(struct actor_ctx *c, int i)
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
 }
 
+/* The pipeline: a send does not wait (its comm is kept until the end);
+ * a receive waits for the other stage, and that wait is the bubble. */
+static void run_p2p(struct actor_ctx *c, int i)
+{
+	const struct program *p = eng->prog;
+	const struct prog_step *st = &p->steps[i];
+	struct rank_state *rs = c->rs;
+	if (st->kind == PROG_SEND) {
+		int64_t peer = (int64_t)st->peer_stage * p->stage_ranks + rs->local;
+		if (rs->n_sends == rs->cap_sends) {
+			int cap = rs->cap_sends ? 2 * rs->cap_sends : 64;
+			sg_comm_t *x = realloc(rs->sends, (size_t)cap * sizeof(*x));
+			if (!x) {
+				eng->failed = true;
+				return;
+			}
+			rs->sends = x;
+			rs->cap_sends = cap;
+		}
+		rs->sends[rs->n_sends++] = send_to(rs->rank, peer,
+		                                   eng->p2p[st->channel * p->stage_ranks + rs->local],
+		                                   st->bytes);
+		return;
+	}
+	double t0 = simgrid_get_clock();
+	sg_mailbox_get(eng->p2p[st->channel * p->stage_ranks + rs->local]);
+	double t1 = simgrid_get_clock();
+	rs->wait_s += t1 - t0;
+	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
+}
+
 static void run_step(struct actor_ctx *c, int i)
 {
 	const struct prog_step *st = &eng->prog->steps[i];
 	if (st->kind == PROG_COLLECTIVE) {
 		run_collective(c, i);
+		return;
+	}
+	if (st->kind == PROG_SEND || st->kind == PROG_RECV) {
+		run_p2p(c, i);
 		return;
 	}
 	if (st->seconds <= 0)
@@ -345,67 +429,94 @@ static void run_step(struct actor_ctx *c, int i)
 	record(c, i, SIM_EV_COMPUTE, t0, simgrid_get_clock());
 }
 
-/* Stream 0 has finished step i (in the last repetition, or a step that
- * runs once): wake stream 1 if it waits for it. */
-static void done_step(struct actor_ctx *c, int i)
+/* Hands a step (or the end, -1) to stream 1. */
+static void hand_over(struct rank_state *rs, int step, int64_t micro)
 {
-	struct rank_state *rs = c->rs;
-	rs->s0_done = i + 1;
-	if (rs->s1_wants >= 0 && rs->s1_wants < rs->s0_done) {
-		rs->s1_wants = -1;
-		sg_sem_release(rs->s1_go);
+	if (rs->q_tail == rs->q_cap) {
+		int cap = rs->q_cap ? 2 * rs->q_cap : 64;
+		int *q = realloc(rs->queue, (size_t)cap * sizeof(*q));
+		int64_t *m = q ? realloc(rs->queue_micro, (size_t)cap * sizeof(*m)) : NULL;
+		if (q)
+			rs->queue = q;
+		if (!q || !m) {
+			eng->failed = true;
+			return;
+		}
+		rs->queue_micro = m;
+		rs->q_cap = cap;
 	}
+	rs->queue[rs->q_tail] = step;
+	rs->queue_micro[rs->q_tail++] = micro;
+	sg_sem_release(rs->s1_go);
 }
 
 static void progress(struct actor_ctx *c)
 {
-	if (c->rs->rank != eng->prog->base || !eng->o->progress)
+	if (c->rs->rank != 0 || !eng->o->progress)
 		return;
 	if (++eng->progress_done % eng->progress_every == 0)
 		eng->o->progress(eng->o->progress_ctx, simgrid_get_clock(),
 		                 (double)eng->progress_done / (double)eng->progress_total);
 }
 
-static void stream0(struct actor_ctx *c)
+/* Runs steps[from .. from+n) of one slot: stream-0 steps here, stream-1
+ * ones handed over where they apply. */
+static void run_range(struct actor_ctx *c, int from, int n, const struct prog_slot *slot)
 {
 	const struct program *p = eng->prog;
-	for (int64_t rep = 0; rep < p->repeat; rep++) {
-		for (int i = 0; i < p->n_step_section; i++) {
-			if (p->steps[i].stream != 0)
-				continue;
-			run_step(c, i);
-			progress(c);
-			if (rep == p->repeat - 1)
-				done_step(c, i);
-		}
-	}
-	for (int i = p->n_step_section; i < p->n_steps; i++) {
-		if (p->steps[i].stream != 0)
+	for (int i = from; i < from + n && !eng->failed; i++) {
+		if (p->steps[i].stream == 1) {
+			if (eng->has_s1 && (p->steps[i].every_micro || slot->last))
+				hand_over(c->rs, i, slot->micro);
 			continue;
-		if (p->steps[i].phase == PHASE_OPTIMIZER && eng->has_s1 && !c->rs->s1_finished) {
-			c->rs->s0_waiting = true;
-			sg_sem_acquire(c->rs->opt_go);
 		}
 		run_step(c, i);
 		progress(c);
-		done_step(c, i);
 	}
+}
+
+static void stream0(struct actor_ctx *c)
+{
+	const struct program *p = eng->prog;
+	struct rank_state *rs = c->rs;
+	const struct prog_stage *st = &p->stages[rs->stage];
+	for (int k = 0; k < st->n_slots && !eng->failed; k++) {
+		const struct prog_slot *sl = &st->slots[k];
+		const struct prog_chunk *ch = &p->chunks[sl->chunk];
+		c->micro = sl->micro;
+		if (sl->backward)
+			run_range(c, ch->bwd, ch->n_bwd, sl);
+		else
+			run_range(c, ch->fwd, ch->n_fwd, sl);
+	}
+	c->micro = -1;
+	if (eng->has_s1) {
+		hand_over(rs, -1, -1);
+		if (!rs->s1_finished) {
+			rs->s0_waiting = true;
+			sg_sem_acquire(rs->opt_go);
+		}
+	}
+	struct prog_slot none = {0, -1, false, true};
+	run_range(c, st->tail, st->n_tail, &none);
+	if (rs->n_sends)
+		sg_comm_wait_all(rs->sends, (size_t)rs->n_sends);
+	free(rs->sends);
 }
 
 static void stream1(struct actor_ctx *c)
 {
-	const struct program *p = eng->prog;
 	struct rank_state *rs = c->rs;
-	for (int i = 0; i < p->n_steps; i++) {
-		if (p->steps[i].stream != 1)
-			continue;
-		int after = p->steps[i].after;
-		if (after >= 0 && rs->s0_done <= after) {
-			rs->s1_wants = after;
-			sg_sem_acquire(rs->s1_go);
-		}
-		run_step(c, i);
+	for (;;) {
+		sg_sem_acquire(rs->s1_go);
+		int step = rs->queue[rs->q_head];
+		c->micro = rs->queue_micro[rs->q_head++];
+		if (step < 0)
+			break;
+		run_step(c, step);
 	}
+	free(rs->queue);
+	free(rs->queue_micro);
 	rs->s1_finished = true;
 	if (rs->s0_waiting) {
 		rs->s0_waiting = false;
@@ -431,8 +542,9 @@ static bool start_actors(struct engine *e)
 {
 	for (int64_t r = 0; r < e->prog->n_ranks; r++) {
 		struct rank_state *rs = &e->ranks[r];
-		rs->rank = e->prog->base + r;
-		rs->s1_wants = -1;
+		rs->rank = r;
+		rs->stage = (int)(r / e->prog->stage_ranks);
+		rs->local = r % e->prog->stage_ranks;
 		rs->s1_go = sg_sem_init(0);
 		rs->opt_go = sg_sem_init(0);
 		char name[32];
@@ -533,9 +645,10 @@ static bool write_result(struct engine *e, int fd)
 	put_i(&b, e->prog->n_ranks);
 	for (int64_t r = 0; r < e->prog->n_ranks; r++) {
 		const struct rank_state *rs = &e->ranks[r];
-		double idle = it - rs->compute_s - rs->comm_s;
+		double idle = it - rs->compute_s - rs->comm_s - rs->wait_s;
 		put_f(&b, rs->compute_s);
 		put_f(&b, rs->comm_s);
+		put_f(&b, rs->wait_s);
 		put_f(&b, idle > 0 ? idle : 0);
 	}
 	put_links(&b, it);

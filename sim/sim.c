@@ -119,13 +119,14 @@ static bool parse(struct arena *a, struct in_buf *b, const struct program *prog,
                   struct sim_result *out)
 {
 	out->iteration_s = get_f(b);
-	out->n_ranks = get_count(b, 3 * sizeof(double));
+	out->n_ranks = get_count(b, 4 * sizeof(double));
 	out->ranks = arena_calloc(a, (size_t)out->n_ranks + 1, sizeof(*out->ranks));
 	if (!out->ranks)
 		return false;
 	for (int64_t r = 0; r < out->n_ranks; r++) {
 		out->ranks[r].compute_s = get_f(b);
 		out->ranks[r].comm_exposed_s = get_f(b);
+		out->ranks[r].pipeline_wait_s = get_f(b);
 		out->ranks[r].idle_s = get_f(b);
 	}
 	if (!parse_links(a, b, out))
@@ -169,17 +170,18 @@ static const char *child_failure(int code)
 static bool check_input(const struct topology *t, const struct program *prog,
                         struct diag_list *diags)
 {
-	if (prog->n_ranks < 1 || prog->base < 0 || prog->base + prog->n_ranks > t->n_devices) {
+	if (prog->n_ranks < 1 || prog->n_ranks > t->n_devices) {
 		diag_add(diags, DIAG_ERROR, NULL, 0, NULL,
-		         "simulation: the program's ranks %lld..%lld do not fit the topology's %lld devices",
-		         (long long)prog->base, (long long)(prog->base + prog->n_ranks - 1),
-		         (long long)t->n_devices);
+		         "simulation: the program's %lld ranks do not fit the topology's %lld devices",
+		         (long long)prog->n_ranks, (long long)t->n_devices);
 		return false;
 	}
-	if (prog->n_ranks > INT32_MAX / 2 || prog->repeat < 1) {
+	if (prog->n_ranks > INT32_MAX / 2 || prog->micro_batches < 1 || prog->n_stages < 1 ||
+	    prog->stage_ranks * prog->n_stages != prog->n_ranks) {
 		diag_add(diags, DIAG_ERROR, NULL, 0, NULL,
-		         "simulation: a program of %lld ranks repeated %lld times cannot be simulated",
-		         (long long)prog->n_ranks, (long long)prog->repeat);
+		         "simulation: a program of %lld ranks in %d stages over %lld micro-batches "
+		         "cannot be simulated", (long long)prog->n_ranks, prog->n_stages,
+		         (long long)prog->micro_batches);
 		return false;
 	}
 	return true;

@@ -38,7 +38,8 @@ struct sim_options {
 struct sim_rank {
 	double compute_s;                  /* executing compute */
 	double comm_exposed_s;             /* stream 0 waiting for communication */
-	double idle_s;                     /* neither (waiting for other ranks, the gradient stream) */
+	double pipeline_wait_s;            /* stream 0 waiting for another stage: the bubble */
+	double idle_s;                     /* none of these (waiting for other ranks, the gradient stream) */
 };
 
 struct sim_link {
@@ -55,6 +56,7 @@ struct sim_event {
 	int stream;
 	enum sim_event_kind kind;
 	int step;                          /* program step */
+	int64_t micro;                     /* the micro-batch; -1 for once-per-iteration steps */
 	const char *name;                  /* the step's label */
 	double start_s, end_s;
 };

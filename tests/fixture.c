@@ -49,3 +49,41 @@ struct topology *fixture_topology(struct arena *a, const char *name)
 	cr_assert_not_null(t, "%s does not load", path);
 	return t;
 }
+
+struct program fixture_program(struct arena *a, const struct prog_step *steps, int n_steps,
+                               int n_section, int64_t n_ranks, int64_t repeat)
+{
+	struct prog_step *v = arena_calloc(a, (size_t)n_steps + 1, sizeof(*v));
+	int *at = arena_calloc(a, (size_t)n_steps + 1, sizeof(int));
+	struct prog_chunk *c = arena_calloc(a, 1, sizeof(*c));
+	struct prog_stage *st = arena_calloc(a, 1, sizeof(*st));
+	struct prog_slot *sl = arena_calloc(a, (size_t)repeat + 1, sizeof(*sl));
+	cr_assert(v && at && c && st && sl);
+	int n = 0;
+	for (int j = 0; j < n_steps; j++)
+		if (steps[j].stream == 1 && steps[j].after < 0)
+			v[n++] = steps[j]; /* starts at once */
+	for (int i = 0; i < n_section; i++) {
+		at[i] = n;
+		v[n++] = steps[i];
+		for (int j = 0; j < n_steps; j++)
+			if (steps[j].stream == 1 && steps[j].after == i) {
+				v[n] = steps[j];
+				v[n++].after = at[i];
+			}
+	}
+	c->n_fwd = n;
+	st->tail = n;
+	for (int i = n_section; i < n_steps; i++)
+		if (steps[i].stream == 0)
+			v[n++] = steps[i];
+	st->n_tail = n - st->tail;
+	for (int64_t k = 0; k < repeat; k++)
+		sl[k] = (struct prog_slot){0, k, false, k == repeat - 1};
+	st->n_slots = (int)repeat;
+	st->slots = sl;
+	cr_assert_eq(n, n_steps, "stream-1 steps wait for a step of the section");
+	return (struct program){.n_ranks = n_ranks, .stage_ranks = n_ranks, .n_stages = 1,
+	                        .n_chunks = 1, .micro_batches = repeat, .chunks = c, .stages = st,
+	                        .n_steps = n, .steps = v};
+}

@@ -21,4 +21,11 @@ struct scenario *fixture_scenario(const char *path);
  * load. */
 struct topology *fixture_topology(struct arena *a, const char *name);
 
+/* A one-stage program from a flat list of steps: steps[0 .. n_section)
+ * run `repeat` times (the micro-batches), each stream-1 step after the
+ * step its `after` names (in the last repetition), the other stream-0
+ * steps once at the end. Copies into a. */
+struct program fixture_program(struct arena *a, const struct prog_step *steps, int n_steps,
+                               int n_section, int64_t n_ranks, int64_t repeat);
+
 #endif

@@ -17,16 +17,18 @@ TestSuite(baselines, .init = fixture_setup, .fini = fixture_teardown);
 
 /* ----------------------------------------------------------- helpers */
 
-/* A scenario from a generator object, a topology file and a device count. */
-static struct scenario *generated(const char *gen, const char *topo, int devices)
+/* A scenario from a generator object, a topology file, a device count and
+ * more training fields (each with a leading comma). */
+static struct scenario *generated_with(const char *gen, const char *topo, int devices,
+                                       const char *training)
 {
 	char text[2048];
 	snprintf(text, sizeof text,
 	         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"mem\","
 	         " \"model\": {\"name\": \"m\", \"generator\": %s},"
 	         " \"topology\": \"../topologies/%s.json\", \"devices\": %d,"
-	         " \"training\": {\"global_batch\": 8, \"dtype\": \"bf16\"}}",
-	         gen, topo, devices);
+	         " \"training\": {\"global_batch\": 8, \"dtype\": \"bf16\"%s}}",
+	         gen, topo, devices, training);
 	struct json_doc doc;
 	struct scenario *s = NULL;
 	if (json_doc_parse(&doc, "scenarios/mem.json", text, strlen(text), &D))
@@ -34,6 +36,11 @@ static struct scenario *generated(const char *gen, const char *topo, int devices
 	json_doc_free(&doc);
 	cr_assert_not_null(s, "scenario does not load: %s", text);
 	return s;
+}
+
+static struct scenario *generated(const char *gen, const char *topo, int devices)
+{
+	return generated_with(gen, topo, devices, "");
 }
 
 static int op_of(const struct plan *p, const char *name)
@@ -434,5 +441,276 @@ Test(baselines, shipped_megatron_gpt_scenario_plans)
 	/* 72 layers x 2 + embedding + loss (2 sums) + mean = 148 sums. */
 	cr_expect_eq(count_allreduce(p, REDUCE_SUM), 148);
 	cr_expect_float_eq(redist_bytes_total(p), 0, 1e-9);
+	cr_expect_eq(D.errors, 0);
+}
+
+/* ------------------------------------------ Megatron, sequence parallelism */
+
+/* The small GPT of megatron_gpt_is_vocabulary_parallel: hidden h = 64,
+ * 2 layers, 8 heads, seq s = 16, micro_batch B = 2. Its layers work on
+ * [B*s, h] = [32, 64] bf16. On 16 GPUs of dgx-a100-x128 (8 per server):
+ * T = 8, D = 2, tensor-parallel groups {0..7} and {8..15}. */
+#define SP_GPT(seq)                                                                            \
+	"{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 2, \"heads\": 8, \"seq\": " seq ","      \
+	" \"vocab\": 256, \"ffn\": 256, \"micro_batch\": 2}"
+#define SP_ON ", \"sequence_parallel\": true"
+
+static bool named(const struct plan *p, int op, const char *prefix)
+{
+	return !strncmp(p->graph->ops[op].name, prefix, strlen(prefix));
+}
+
+/* The edge into input `in` of op `consumer`; NULL when none. */
+static const struct plan_edge *edge_into(const struct plan *p, const char *consumer, int in)
+{
+	int c = op_of(p, consumer);
+	for (int e = 0; e < p->n_edges; e++)
+		if (p->edges[e].consumer == c && p->edges[e].consumer_in == in)
+			return &p->edges[e];
+	return NULL;
+}
+
+/* Edge into (consumer, in) from `producer`: one step of this kind on dim 0
+ * over the two tensor-parallel groups, `bytes` per device. */
+static void expect_tp_edge(const struct plan *p, const char *producer, const char *consumer,
+                           int in, enum step_kind kind, double bytes)
+{
+	const struct plan_edge *e = edge_into(p, consumer, in);
+	cr_assert_not_null(e, "no edge into %s", consumer);
+	cr_expect_eq(e->producer, op_of(p, producer), "%s: producer", consumer);
+	cr_assert_eq(e->redist.n_steps, 1, "%s: %d steps", consumer, e->redist.n_steps);
+	const struct comm_step *st = &e->redist.steps[0];
+	cr_expect_eq(st->kind, kind, "%s: %s", consumer, step_kind_names[st->kind]);
+	cr_expect_eq(st->dim, 0, "%s: dim %d", consumer, st->dim);
+	cr_expect_eq(st->groups.n_groups, 2, "%s", consumer);
+	expect_group(st, 0, 8, 0, 1);
+	expect_group(st, 1, 8, 8, 1);
+	cr_expect_float_eq(st->bytes_per_device, bytes, 1e-9, "%s", consumer);
+}
+
+/* Forward AllReduces in ops whose names start with `prefix` and in the
+ * edges into them. */
+static int allreduces_in(const struct plan *p, const char *prefix)
+{
+	int n = 0;
+	for (int i = 0; i < p->graph->n_ops; i++)
+		for (int k = 0; named(p, i, prefix) && k < p->ops[i].n_comm; k++)
+			n += p->ops[i].comm[k].kind == STEP_ALLREDUCE;
+	for (int e = 0; e < p->n_edges; e++)
+		for (int k = 0; named(p, p->edges[e].consumer, prefix) && k < p->edges[e].redist.n_steps;
+		     k++)
+			n += p->edges[e].redist.steps[k].kind == STEP_ALLREDUCE;
+	return n;
+}
+
+/* Bytes per device of the collectives over the tensor-parallel groups of 8
+ * ranks (checked to be {0..7}, {8..15}) in some steps. */
+static double tp_steps_bytes(const struct comm_step *st, int n)
+{
+	double b = 0;
+	for (int k = 0; k < n; k++) {
+		if (st[k].groups.size != 8)
+			continue;
+		expect_group(&st[k], 0, 8, 0, 1);
+		expect_group(&st[k], 1, 8, 8, 1);
+		b += st[k].bytes_per_device;
+	}
+	return b;
+}
+
+/* The same over the ops named `prefix...` and the edges into them. */
+static double tp_bytes(const struct plan *p, const char *prefix)
+{
+	double b = 0;
+	for (int i = 0; i < p->graph->n_ops; i++)
+		if (named(p, i, prefix))
+			b += tp_steps_bytes(p->ops[i].comm, p->ops[i].n_comm);
+	for (int e = 0; e < p->n_edges; e++)
+		if (named(p, p->edges[e].consumer, prefix))
+			b += tp_steps_bytes(p->edges[e].redist.steps, p->edges[e].redist.n_steps);
+	return b;
+}
+
+/* Every op cut the same way in both plans. */
+static void expect_same_cuts(const struct plan *a, const struct plan *b, const char *prefix)
+{
+	for (int i = 0; i < a->graph->n_ops; i++)
+		for (int j = 0; named(a, i, prefix) && j < a->ops[i].n_in; j++)
+			for (int d = 0; d < a->ops[i].in[j].rank; d++)
+				cr_expect_eq(a->ops[i].cuts[j][d], b->ops[i].cuts[j][d], "%s input %d dim %d",
+				             a->graph->ops[i].name, j, d);
+}
+
+Test(baselines, megatron_sequence_parallel_reduce_scatters_and_gathers)
+{
+	struct scenario *off = generated(SP_GPT("16"), "dgx-a100-x128", 16);
+	struct scenario *on = generated_with(SP_GPT("16"), "dgx-a100-x128", 16, SP_ON);
+	cr_assert(on->training.sequence_parallel);
+	struct plan *q = plan_megatron(A, off, &OPT, &D), *p = plan_megatron(A, on, &OPT, &D);
+	cr_assert_not_null(q);
+	cr_assert_not_null(p);
+	/* Asked for the compatible mode, the SP plan is fused anyway. */
+	cr_expect_eq(q->mode, REDIST_COMPAT);
+	cr_expect_eq(p->mode, REDIST_FUSED);
+	/* The tensor-parallel ops are cut as without SP: fc1 ((2,1),(1,8)),
+	 * fc2 ((2,8),(8,1)), the head cut through attention. */
+	static const int64_t fc1[] = {2, 1, 1, 8}, fc2[] = {2, 8, 8, 1};
+	static const int64_t bmm[] = {2, 8, 1, 1, 2, 8, 1, 1};
+	expect_cuts(p, "layers.1.mlp.fc1.matmul", fc1, 4);
+	expect_cuts(p, "layers.1.mlp.fc2.matmul", fc2, 4);
+	expect_cuts(p, "layers.1.attn.scores", bmm, 8);
+	expect_same_cuts(p, q, "layers.0.attn.q");
+	expect_same_cuts(p, q, "lm_head");
+	expect_same_cuts(p, q, "embed.word");
+	expect_same_cuts(p, q, "loss");
+	/* Between the regions, dim 0 of [32, 64] is cut D x T = 16 ways (2
+	 * rows a rank): bias ((16,1),(1,)), dropout ((16,1)), residual
+	 * ((16,1),(16,1)), LayerNorm ((16,1),(1,),(1,)). The first norm of a
+	 * layer feeds q, k and v: it stays ((2,1),(1,),(1,)), gathered once at
+	 * its input. */
+	static const int64_t bias[] = {16, 1, 1}, drop[] = {16, 1}, res[] = {16, 1, 16, 1};
+	static const int64_t ln[] = {16, 1, 1, 1}, ln1[] = {2, 1, 1, 1};
+	expect_cuts(p, "layers.0.attn.out.bias_add", bias, 3);
+	expect_cuts(p, "layers.0.mlp.dropout", drop, 2);
+	expect_cuts(p, "layers.0.residual1", res, 4);
+	expect_cuts(p, "layers.1.ln2", ln, 4);
+	expect_cuts(p, "final_ln", ln, 4);
+	expect_cuts(p, "layers.1.ln1", ln1, 4);
+	/* dp major, mp minor: rank 9 = (dp 1, mp 1) holds slice 1*8 + 1 = 9 of
+	 * 16, rows [18, 20), all 64 columns. */
+	int64_t lo[GRAPH_MAX_RANK], hi[GRAPH_MAX_RANK];
+	layout_slice(&dop(p, "layers.1.ln2")->out[0], 9, lo, hi);
+	cr_expect(lo[0] == 18 && hi[0] == 20 && lo[1] == 0 && hi[1] == 64);
+	/* Without SP each layer has its two AllReduces (attention output, fc2);
+	 * with SP none, in the ops or in the edges into them. */
+	cr_expect_eq(allreduces_in(q, "layers."), 4);
+	cr_expect_eq(allreduces_in(p, "layers."), 0);
+	/* A row-parallel MatMul keeps its partial sums [32/2, 64] bf16 =
+	 * 2048 B: the edge into its bias completes them by a ReduceScatter on
+	 * dim 0, 7/8 * 2048 = 1792 B. The norm's slice [2, 64] bf16 = 256 B is
+	 * gathered for a column-parallel MatMul: 7 * 256 = 1792 B. */
+	for (int l = 0; l < 2; l++) {
+		char a[64], b[64];
+		static const char *const row[] = {"attn.out", "mlp.fc2"};
+		for (int k = 0; k < 2; k++) {
+			snprintf(a, sizeof a, "layers.%d.%s.matmul", l, row[k]);
+			snprintf(b, sizeof b, "layers.%d.%s.bias_add", l, row[k]);
+			cr_expect_eq(dop(p, a)->n_comm, 0, "%s completes its own sums", a);
+			expect_tp_edge(p, a, b, 0, STEP_REDUCESCATTER, 1792);
+			cr_expect_eq(edge_into(p, b, 0)->redist.steps[0].reduce, REDUCE_SUM);
+		}
+		snprintf(a, sizeof a, "layers.%d.ln2", l);
+		snprintf(b, sizeof b, "layers.%d.mlp.fc1.matmul", l);
+		expect_tp_edge(p, a, b, 0, STEP_ALLGATHER, 1792);
+	}
+	expect_tp_edge(p, "layers.0.residual2", "layers.1.ln1", 0, STEP_ALLGATHER, 1792);
+	expect_tp_edge(p, "final_ln", "lm_head", 0, STEP_ALLGATHER, 1792);
+	/* The first layer's residual reads the embedding (whole over T) and
+	 * keeps its rows: a StridedSlice, no traffic. */
+	const struct plan_edge *e = edge_into(p, "layers.0.residual1", 0);
+	cr_assert_not_null(e);
+	cr_expect_float_eq(e->redist.bytes_per_device, 0, 1e-9);
+	cr_expect_null(edge_into(p, "layers.0.ln1", 0));
+	cr_expect_eq(D.errors, 0);
+}
+
+Test(baselines, megatron_sequence_parallel_keeps_the_tensor_parallel_bytes)
+{
+	struct scenario *off = generated(SP_GPT("16"), "dgx-a100-x128", 16);
+	struct scenario *on = generated_with(SP_GPT("16"), "dgx-a100-x128", 16, SP_ON);
+	struct plan *q = plan_megatron(A, off, &OPT, &D), *p = plan_megatron(A, on, &OPT, &D);
+	cr_assert_not_null(q);
+	cr_assert_not_null(p);
+	/* One layer without SP: two AllReduces of the local [B*s/D, h] =
+	 * [16, 64] bf16 = 2048 B, 2 * (2*7/8 * 2048) = 7168 B per device.
+	 * With SP the same layer (the second: its input comes from a
+	 * sequence-parallel residual) sends two ReduceScatters of those
+	 * 2048 B, 7/8 * 2048 each, and two AllGathers of the 2048/8 = 256 B
+	 * slices, 7 * 256 each (into ln1 and fc1): 4 * 1792 = 7168 B. */
+	cr_expect_float_eq(tp_bytes(q, "layers.1."), 7168, 1e-9);
+	cr_expect_float_eq(tp_bytes(p, "layers.1."), 7168, 1e-9);
+	/* The first layer reads the embedding whole over T: no gather into
+	 * its ln1, 7168 - 1792 = 5376 B; that gather is the one into the
+	 * output projection instead, after the sequence-parallel final norm. */
+	cr_expect_float_eq(tp_bytes(q, "layers.0."), 7168, 1e-9);
+	cr_expect_float_eq(tp_bytes(p, "layers.0."), 5376, 1e-9);
+	cr_expect_float_eq(tp_bytes(q, "lm_head"), 0, 1e-9);
+	cr_expect_float_eq(tp_bytes(p, "lm_head"), 1792, 1e-9);
+	cr_expect_eq(D.errors, 0);
+}
+
+Test(baselines, megatron_sequence_parallel_shrinks_the_activations_between_regions)
+{
+	struct scenario *off = generated(SP_GPT("16"), "dgx-a100-x128", 16);
+	struct scenario *on = generated_with(SP_GPT("16"), "dgx-a100-x128", 16, SP_ON);
+	struct plan *q = plan_megatron(A, off, &OPT, &D), *p = plan_megatron(A, on, &OPT, &D);
+	cr_assert_not_null(q);
+	cr_assert_not_null(p);
+	/* The output of a LayerNorm, dropout, bias or residual Add between the
+	 * regions: [32/D, 64] = 1024 elements a rank without SP, [32/16, 64] =
+	 * 128 = 1024 / T with it. */
+	static const char *const ops[] = {
+		"layers.0.attn.out.bias_add", "layers.0.attn.out.dropout", "layers.0.residual1",
+		"layers.0.ln2", "layers.0.mlp.fc2.bias_add", "layers.0.mlp.dropout",
+		"layers.0.residual2", "layers.1.attn.out.dropout", "layers.1.ln2",
+		"layers.1.mlp.dropout", "layers.1.residual2", "final_ln"};
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		cr_expect_eq(layout_local_elems(&dop(q, ops[i])->out[0]), 1024, "%s", ops[i]);
+		cr_expect_eq(layout_local_elems(&dop(p, ops[i])->out[0]), 128, "%s", ops[i]);
+	}
+	/* The norm before q, k and v stays whole over T (1024 both ways), and
+	 * so do the ops inside the regions: the attention probabilities
+	 * [B/D, a/T, s, s] = [1, 1, 16, 16] = 256. */
+	static const char *const same[] = {"layers.0.ln1", "layers.1.ln1",
+	                                   "layers.1.attn.probs_dropout"};
+	static const int64_t elems[] = {1024, 1024, 256};
+	for (int i = 0; i < 3; i++) {
+		cr_expect_eq(layout_local_elems(&dop(q, same[i])->out[0]), elems[i], "%s", same[i]);
+		cr_expect_eq(layout_local_elems(&dop(p, same[i])->out[0]), elems[i], "%s", same[i]);
+	}
+	cr_expect_eq(D.errors, 0);
+}
+
+Test(baselines, megatron_sequence_parallel_falls_back_where_tokens_do_not_split)
+{
+	/* seq 12: [B*s, h] = [24, 64], and D x T = 16 does not divide 24 (D = 2
+	 * does). The four ops reading a row-parallel output (each layer's two
+	 * bias Adds) cannot cut 16 ways, so nothing after them can: one
+	 * warning, and the plan is the one without SP, in the mode asked for. */
+	struct scenario *off = generated(SP_GPT("12"), "dgx-a100-x128", 16);
+	struct scenario *on = generated_with(SP_GPT("12"), "dgx-a100-x128", 16, SP_ON);
+	struct plan *q = plan_megatron(A, off, &OPT, &D), *p = plan_megatron(A, on, &OPT, &D);
+	cr_assert_not_null(q);
+	cr_assert_not_null(p);
+	cr_expect(has_diag(DIAG_WARNING, "sequence parallelism cuts the batch dimension (B x s "
+	                                 "tokens in a transformer) of the ops after a row-parallel "
+	                                 "MatMul 16 ways (data parallel 2 x tensor parallel 8), but "
+	                                 "op \"layers.0.attn.out.bias_add\" has 24 there (and 3 more "
+	                                 "ops like it)"));
+	cr_expect(has_diag(DIAG_WARNING, "make that dimension a multiple of 16"));
+	cr_expect_eq(D.errors, 0);
+	cr_expect_eq(p->mode, REDIST_COMPAT);
+	expect_same_cuts(p, q, "");
+	cr_expect_eq(allreduces_in(p, "layers."), 4);
+	cr_expect_eq(dop(p, "layers.0.attn.out.matmul")->n_comm, 1);
+	cr_expect_float_eq(redist_bytes_total(p), 0, 1e-9);
+}
+
+Test(baselines, data_parallel_says_sequence_parallelism_changes_nothing)
+{
+	/* Without tensor parallelism there is no mp axis to cut over: the
+	 * data-parallel plan of the GPT is the same with the flag, and a note
+	 * says so. On 2 GPUs (the batch of 2 splits 2 ways, not 16) every op
+	 * cuts dim 0 of [32, 64] 2 ways. */
+	struct scenario *on = generated_with(SP_GPT("16"), "dgx-a100", 2, SP_ON);
+	struct plan *p = plan_data_parallel(A, on, &OPT, &D);
+	cr_assert_not_null(p);
+	cr_expect(has_diag(DIAG_NOTE, "the data-parallel baseline has no tensor parallelism here "
+	                              "(degree 1): training.sequence_parallel changes nothing"));
+	cr_expect_eq(p->mode, REDIST_COMPAT);
+	static const int64_t ln[] = {2, 1, 1, 1};
+	expect_cuts(p, "layers.0.ln1", ln, 4);
+	expect_cuts(p, "layers.0.ln2", ln, 4);
+	cr_expect_eq(p->n_edges, 0);
 	cr_expect_eq(D.errors, 0);
 }

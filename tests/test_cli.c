@@ -585,20 +585,30 @@ Test(cli, plan_and_advise_usage_errors_exit_2)
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "fixture.h"
+
+/* An arena for the fake programs below (reachable till the end). */
+static struct arena *fake_arena(void)
+{
+	static struct arena *a;
+	if (!a)
+		a = arena_new();
+	return a;
+}
 
 /* Two ranks, both streams: a compute step on each rank, a collective on
  * rank 0's stream 0 whose name needs escaping, a gradient bucket on rank
  * 1's stream 1. */
 static const struct sim_event fake_events[] = {
-	{0, 0, SIM_EV_COMPUTE, 0, "dense1.matmul", 0, 2e-6},
-	{1, 0, SIM_EV_COMPUTE, 0, "dense1.matmul", 0, 2e-6},
-	{0, 0, SIM_EV_COLLECTIVE, 1, "dense2 \"AllReduce\"", 2e-6, 5.5e-6},
-	{1, 1, SIM_EV_COLLECTIVE, 2, "gradient bucket 0", 3e-6, 7e-6},
+	{0, 0, SIM_EV_COMPUTE, 0, 0, "dense1.matmul", 0, 2e-6},
+	{1, 0, SIM_EV_COMPUTE, 0, 0, "dense1.matmul", 0, 2e-6},
+	{0, 0, SIM_EV_COLLECTIVE, 1, 0, "dense2 \"AllReduce\"", 2e-6, 5.5e-6},
+	{1, 1, SIM_EV_COLLECTIVE, 2, -1, "gradient bucket 0", 3e-6, 7e-6},
 };
 
 static struct sim_result fake_result(void)
 {
-	static struct sim_rank ranks[2] = {{2e-6, 3.5e-6, 1.5e-6}, {2e-6, 0, 5e-6}};
+	static struct sim_rank ranks[2] = {{2e-6, 3.5e-6, 0, 1.5e-6}, {2e-6, 0, 0, 5e-6}};
 	struct sim_result r = {.iteration_s = 7e-6, .n_ranks = 2, .ranks = ranks,
 	                       .n_events = 4, .events = (struct sim_event *)fake_events};
 	return r;
@@ -648,7 +658,7 @@ Test(cli, trace_is_json_with_a_track_per_rank_and_stream)
 	snprintf(path, sizeof path, "%s/t.json", dir);
 	struct prog_step steps[3] = {{.phase = PHASE_FORWARD}, {.phase = PHASE_FORWARD},
 	                             {.phase = PHASE_GRADIENT}};
-	struct program prog = {.n_ranks = 2, .repeat = 1, .n_steps = 3, .steps = steps};
+	struct program prog = fixture_program(fake_arena(), steps, 3, 3, 2, 1);
 	struct sim_result r = fake_result();
 	char err[256] = "";
 	cr_assert(report_trace_write(path, &r, &prog, "test", err, sizeof err), "%s", err);
@@ -753,8 +763,7 @@ Test(cli, program_comm_bytes_follow_the_ring_volumes)
 		{.kind = PROG_COLLECTIVE, .coll = STEP_ALLGATHER, .bytes = 400,
 		 .groups = {.n_groups = 1, .size = 8}},
 	};
-	struct program p = {.n_ranks = 8, .repeat = 2, .n_steps = 3, .steps = steps,
-	                    .n_step_section = 2};
+	struct program p = fixture_program(fake_arena(), steps, 3, 2, 8, 2);
 	cr_expect_float_eq(report_program_comm_bytes(&p), 2750.0, 1e-9);
 }
 
@@ -798,7 +807,7 @@ static void fake_rows(struct compare_row rows[4], struct sim_result *sim, struct
                       struct prog_step *steps)
 {
 	steps[1] = (struct prog_step){.kind = PROG_COLLECTIVE, .label = "x AllReduce"};
-	*prog = (struct program){.n_ranks = 2, .repeat = 1, .n_steps = 2, .steps = steps};
+	*prog = fixture_program(fake_arena(), steps, 2, 2, 2, 1);
 	*sim = fake_result();
 	sim->n_collectives = 1;
 	sim->collectives = fake_colls;
@@ -979,7 +988,7 @@ Test(cli, compare_reports_a_failing_planner_as_a_row)
  * fit 80 GB: bf16 parameters and gradients (2 + 2 bytes) and Adam's fp32
  * master weights and two moments (12 bytes) are 16 bytes per parameter,
  * over 130 GB before activations. The estimate says OOM and by how much:
- * the sum of the four parts minus the 80 GB. */
+ * the sum of the five parts minus the 80 GB. */
 Test(cli, estimate_flags_a_plan_that_does_not_fit)
 {
 	const char *sc = "scenarios/megatron-gpt-8.3b-512p.json";
@@ -998,12 +1007,14 @@ Test(cli, estimate_flags_a_plan_that_does_not_fit)
 	double gr = cJSON_GetObjectItemCaseSensitive(m, "gradients")->valuedouble;
 	double opt = cJSON_GetObjectItemCaseSensitive(m, "optimizer")->valuedouble;
 	double act = cJSON_GetObjectItemCaseSensitive(m, "activations")->valuedouble;
+	double buf = cJSON_GetObjectItemCaseSensitive(m, "buffers")->valuedouble;
+	cr_expect_float_eq(buf, 25.0 * 1024 * 1024, 1, "one gradient bucket of 25 MiB");
 	cr_expect_float_eq(p, 2 * params, 1, "bf16 parameters");
 	cr_expect_float_eq(gr, 2 * params, 1, "bf16 gradients");
 	cr_expect_float_eq(opt, 12 * params, 1, "fp32 master + two moments");
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "oom")));
 	cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(j, "oom_overflow_bytes")->valuedouble,
-	                   p + gr + opt + act - 80e9, 1);
+	                   p + gr + opt + act + buf - 80e9, 1);
 	snprintf(args, sizeof args, "estimate --planner data-parallel %s", sc);
 	struct run t = shardlab(args, false);
 	cr_expect_not_null(strstr(t.out, "of 80 GB HBM"), "%s", t.out);

@@ -454,7 +454,7 @@ Test(estimate, cli_usage_and_help)
 	/* Text: the headline figures and the fallback warning on stderr. */
 	out = run("estimate scenarios/megatron-mlp-8p.json", &st);
 	cr_assert_eq(st, 0);
-	cr_assert_not_null(strstr(out, "steps per iteration"));
+	cr_assert_not_null(strstr(out, "micro-batches"));
 	cr_assert_not_null(strstr(out, "gradient_sync"));
 	cr_assert_not_null(strstr(out, "mlp.fc1.matmul"));
 	free(out);

@@ -56,8 +56,7 @@ static struct run simulate(const char *tname, struct prog_step *steps, int n_ste
 {
 	struct run run = {.a = arena_new()};
 	struct topology *t = fixture_topology(run.a, tname);
-	struct program p = {.n_ranks = n_ranks, .base = 0, .repeat = 1, .n_steps = n_steps,
-	                    .steps = steps, .n_step_section = n_section};
+	struct program p = fixture_program(run.a, steps, n_steps, n_section, n_ranks, 1);
 	struct sim_options o = {.fidelity = fid, .algo = algo};
 	struct diag_list d;
 	diag_list_init(&d);
@@ -320,7 +319,7 @@ Test(sim, trace_events)
 	st[1] = coll_step(sz, 1, 0, STEP_ALLGATHER, 1e6, 0);
 	struct run run = {.a = arena_new()};
 	struct topology *t = fixture_topology(run.a, "dgx-a100");
-	struct program p = {.n_ranks = 2, .repeat = 2, .n_steps = 2, .steps = st, .n_step_section = 2};
+	struct program p = fixture_program(run.a, st, 2, 2, 2, 2);
 	struct sim_options o = {.fidelity = FIDELITY_STEP, .algo = COLL_RING, .trace = true};
 	struct diag_list d;
 	diag_list_init(&d);
@@ -340,7 +339,7 @@ Test(sim, bad_program_is_a_diagnostic)
 	/* 16 ranks on an 8-device server: an error, no crash. */
 	struct arena *a = arena_new();
 	struct topology *t = fixture_topology(a, "dgx-a100");
-	struct program p = {.n_ranks = 16, .repeat = 1};
+	struct program p = fixture_program(a, NULL, 0, 0, 16, 1);
 	struct sim_options o = {0};
 	struct sim_result r;
 	struct diag_list d;

@@ -1,0 +1,254 @@
+/* pipeline.c — pipeline parallelism: the model split into chunks on
+ * disjoint rank sets, and the order in which a stage runs its chunks'
+ * forward and backward passes over the micro-batches (planner.h,
+ * plan_partition and plan_schedule; docs/planner.md, "Pipelines").
+ *
+ * A chunk is a contiguous run of ops in graph order; chunk c runs on stage
+ * c mod P (Megatron's interleaving: stage s holds chunks s, s+P, ...).
+ * Cuts go where the fewest activation bytes cross (a transformer's layer
+ * and half-layer boundaries: only the residual stream is live there); among
+ * those, the cuts that make the most expensive chunk cheapest
+ * (minimax partition, exact by dynamic programming with a binary search
+ * per state). Where there are not enough such positions, the next-fewest
+ * bytes are admitted too.
+ *
+ * Schedules follow the published ones: GPipe (every forward, then every
+ * backward, last micro-batch first), 1F1B (PipeDream-Flush: P-s-1 warm-up
+ * forwards on stage s, then one forward one backward, then the cool-down
+ * backwards) and Megatron-LM's interleaved 1F1B (Narayanan et al. SC21;
+ * warm-up 2(P-s-1) + (v-1)P chunk forwards, chunks visited in groups of P
+ * micro-batches).
+ *
+ * Units: bytes per rank, seconds. No hot path: O(ops) for the live bytes,
+ * O(chunks x candidates x log) for the partition.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner-int.h"
+
+/* ------------------------------------------------------- live activations */
+
+/* live[i] for 0 < i < n_ops: bytes per rank of op outputs made before op i
+ * and read at or after it. */
+static double *live_bytes(struct arena *a, const struct plan *p)
+{
+	const struct graph *g = p->graph;
+	int n = g->n_ops;
+	double *diff = arena_calloc(a, (size_t)n + 2, sizeof(double));
+	int *last = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof(int));
+	if (!diff || !last)
+		return NULL;
+	for (int t = 0; t < g->n_tensors; t++)
+		last[t] = -1;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++)
+			last[g->ops[i].in[j]] = i;
+	for (int i = 0; i < n; i++) {
+		const struct op *o = &g->ops[i];
+		for (int k = 0; k < o->n_out; k++) {
+			int t = o->out[k];
+			if (last[t] <= i)
+				continue;
+			double b = layout_local_bytes(&p->ops[i].out[k]);
+			diff[i + 1] += b;   /* live from the cut after op i ... */
+			diff[last[t] + 1] -= b; /* ... to the cut before its last reader */
+		}
+	}
+	double run = 0;
+	for (int i = 0; i <= n; i++) {
+		run += diff[i];
+		diff[i] = i == 0 || i == n ? 0 : run;
+	}
+	return diff;
+}
+
+/* ------------------------------------------------------------ partition */
+
+/* The least value above `floor` among the live bytes of the inner cuts;
+ * -1 when none. */
+static double next_level(const double *live, int n, double floor)
+{
+	double best = -1;
+	for (int i = 1; i < n; i++)
+		if (live[i] > floor && (best < 0 || live[i] < best))
+			best = live[i];
+	return best;
+}
+
+/* Minimax split of [0, n) into k chunks at candidate positions pos[0..c)
+ * (ascending, inside (0, n)); chunk starts into first[0..k]. */
+static bool minimax(struct arena *a, const double *prefix, int n, const int *pos, int c, int k,
+                    int *first)
+{
+	/* Points: 0, the candidates, n. f[j][x]: least max cost of splitting
+	 * [0, point x) into j+1 chunks; arg[j][x] the point where its last
+	 * chunk starts. */
+	int np = c + 2;
+	int *pt = arena_alloc(a, (size_t)np * sizeof(int));
+	double *f = arena_alloc(a, (size_t)k * (size_t)np * sizeof(double));
+	int *arg = arena_alloc(a, (size_t)k * (size_t)np * sizeof(int));
+	if (!pt || !f || !arg)
+		return false;
+	pt[0] = 0;
+	memcpy(pt + 1, pos, (size_t)c * sizeof(int));
+	pt[np - 1] = n;
+	for (int x = 0; x < np; x++) {
+		f[x] = prefix[pt[x]];
+		arg[x] = 0;
+	}
+	for (int j = 1; j < k; j++) {
+		double *fj = f + (size_t)j * np, *fp = f + (size_t)(j - 1) * np;
+		int *aj = arg + (size_t)j * np;
+		for (int x = 0; x < np; x++) {
+			fj[x] = 1e300;
+			aj[x] = -1;
+			if (x < j + 1)
+				continue; /* fewer points than chunks */
+			/* the last chunk starts at point l in [j, x): fp[l] grows with
+			 * l, the chunk's cost shrinks; the best l is where they cross */
+			int lo = j, hi = x - 1;
+			while (lo < hi) {
+				int mid = (lo + hi) / 2;
+				if (fp[mid] >= prefix[pt[x]] - prefix[pt[mid]])
+					hi = mid;
+				else
+					lo = mid + 1;
+			}
+			for (int l = lo - 1; l <= lo; l++) {
+				if (l < j || l >= x)
+					continue;
+				double v = fp[l] > prefix[pt[x]] - prefix[pt[l]]
+				                   ? fp[l] : prefix[pt[x]] - prefix[pt[l]];
+				if (v < fj[x]) {
+					fj[x] = v;
+					aj[x] = l;
+				}
+			}
+		}
+	}
+	int x = np - 1;
+	first[k] = n;
+	for (int j = k - 1; j >= 0; j--) {
+		int l = j > 0 ? arg[(size_t)j * np + x] : 0;
+		if (l < 0)
+			return false;
+		first[j] = pt[l];
+		x = l;
+	}
+	return true;
+}
+
+bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost,
+                    struct plan_part *out, struct diag_list *diags)
+{
+	const struct scenario *s = p->scenario;
+	const struct training *tr = &s->training;
+	int n = p->graph->n_ops;
+	memset(out, 0, sizeof(*out));
+	out->n_stages = (int)tr->pipeline_stages;
+	out->virtual_stages = (int)tr->virtual_stages;
+	out->n_chunks = out->n_stages * out->virtual_stages;
+	out->stage_ranks = p->n_devices;
+	int k = out->n_chunks;
+	out->live = live_bytes(a, p);
+	out->first_op = arena_calloc(a, (size_t)k + 1, sizeof(int));
+	out->send_bytes = arena_calloc(a, (size_t)k + 1, sizeof(double));
+	out->chunk_of = arena_calloc(a, (size_t)n + 1, sizeof(int));
+	if (!out->live || !out->first_op || !out->send_bytes || !out->chunk_of)
+		goto oom;
+	out->live_min = next_level(out->live, n, -1);
+	if (k > n) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, "training.pipeline_stages",
+		         "%d model chunks for %d ops", k, n);
+		return false;
+	}
+	if (tr->n_cuts == k - 1 && k > 1) {
+		for (int c = 1; c < k; c++)
+			out->first_op[c] = tr->cuts[c - 1];
+		out->first_op[k] = n;
+	} else if (k > 1) {
+		double *prefix = arena_alloc(a, ((size_t)n + 1) * sizeof(double));
+		int *pos = arena_alloc(a, ((size_t)n + 1) * sizeof(int));
+		if (!prefix || !pos)
+			goto oom;
+		prefix[0] = 0;
+		for (int i = 0; i < n; i++)
+			prefix[i + 1] = prefix[i] + op_cost[i];
+		int c = 0;
+		for (double level = out->live_min; level >= 0 && c < k - 1;
+		     level = next_level(out->live, n, level)) {
+			c = 0;
+			for (int i = 1; i < n; i++)
+				if (out->live[i] <= level)
+					pos[c++] = i;
+		}
+		if (!minimax(a, prefix, n, pos, c, k, out->first_op))
+			goto oom;
+	} else {
+		out->first_op[1] = n;
+	}
+	for (int c = 0; c < k; c++) {
+		for (int i = out->first_op[c]; i < out->first_op[c + 1]; i++)
+			out->chunk_of[i] = c;
+		out->send_bytes[c] = c + 1 < k ? out->live[out->first_op[c + 1]] : 0;
+	}
+	return true;
+oom:
+	diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory splitting the pipeline");
+	return false;
+}
+
+/* ------------------------------------------------------------ schedules */
+
+/* The k-th forward (or backward) unit of a stage: Megatron's interleaved
+ * order runs local chunk (k mod Pv) div P (backward: counted from the
+ * last chunk) on micro-batch (k div Pv) P + k mod P; with one chunk per
+ * stage that is micro-batch k. */
+static struct prog_slot unit(int64_t k, int P, int v, int stage, bool backward)
+{
+	int64_t in_group = k % ((int64_t)P * v);
+	int local = (int)(in_group / P);
+	if (backward)
+		local = v - 1 - local;
+	int64_t micro = v > 1 ? (k / ((int64_t)P * v)) * P + in_group % P : k;
+	return (struct prog_slot){local * P + stage, micro, backward, false};
+}
+
+int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
+                  enum pipeline_schedule sched, int stage, struct prog_slot **out)
+{
+	int P = pp->n_stages, v = pp->virtual_stages;
+	int64_t total = m * v, warm;
+	struct prog_slot *s = arena_calloc(a, (size_t)(2 * total) + 1, sizeof(*s));
+	bool *seen = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(bool));
+	if (!s || !seen)
+		return -1;
+	if (sched == SCHED_GPIPE && v == 1)
+		warm = total;
+	else if (v > 1)
+		warm = m == P ? total : 2 * (int64_t)(P - stage - 1) + (int64_t)(v - 1) * P;
+	else
+		warm = P - stage - 1;
+	if (warm > total)
+		warm = total;
+	int n = 0;
+	/* warm-up forwards; then one forward, one backward; then the
+	 * cool-down backwards. GPipe: every forward, then every backward,
+	 * the last micro-batch first. */
+	for (int64_t k = 0; k < warm; k++)
+		s[n++] = unit(k, P, v, stage, false);
+	for (int64_t k = 0; k < total - warm; k++) {
+		s[n++] = unit(warm + k, P, v, stage, false);
+		s[n++] = unit(k, P, v, stage, true);
+	}
+	for (int64_t k = total - warm; k < total; k++)
+		s[n++] = unit(sched == SCHED_GPIPE && v == 1 ? total - 1 - k : k, P, v, stage, true);
+	/* The last backward of each chunk: where its once-per-iteration
+	 * gradient synchronisation starts. */
+	for (int i = n - 1; i >= 0; i--)
+		if (s[i].backward && !seen[s[i].chunk])
+			s[i].last = seen[s[i].chunk] = true;
+	*out = s;
+	return n;
+}
