@@ -127,7 +127,7 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 {
 	char b1[32], b2[32];
 	printf("estimate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n\n",
-	       p->scenario->name, p->graph->name, p->n_devices, p->scenario->topo->name, planner,
+	       p->scenario->name, p->graph->name, p->scenario->devices, p->scenario->topo->name, planner,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
 	printf("  iteration            %s\n", sec(b1, sizeof b1, e->iteration_s));
 	printf("  micro-batches        %" PRId64 "\n", e->steps_per_iteration);

@@ -65,7 +65,8 @@ static void help(FILE *f)
 	        "                        \"memory_bytes_per_device\" (the estimate's),\n"
 	        "                        \"hbm_bytes\", \"oom\", \"oom_overflow_bytes\",\n"
 	        "                        \"ranks\" ([{\"rank\",\n"
-	        "                        \"compute_s\", \"comm_exposed_s\", \"idle_s\"}]),\n"
+	        "                        \"compute_s\", \"comm_exposed_s\", \"pipeline_wait_s\",\n"
+	        "                        \"idle_s\"}]),\n"
 	        "                        \"links\" ([{\"name\", \"bytes\", \"busy_s\",\n"
 	        "                        \"utilisation\"}], busiest first) and \"collectives\"\n"
 	        "                        ([{\"step\", \"label\", \"algorithm\", \"simulated_s\",\n"
@@ -160,7 +161,7 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 {
 	char b[5][32], oom[48];
 	printf("simulate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n",
-	       p->scenario->name, p->graph->name, p->n_devices, p->scenario->topo->name, planner,
+	       p->scenario->name, p->graph->name, p->scenario->devices, p->scenario->topo->name, planner,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
 	printf("fidelity %s, collectives %s, gradient buckets %g MiB\n\n", fidelity_names[o->fidelity],
 	       collective_algo_names[o->algo], o->bucket_bytes / MIB);
@@ -191,6 +192,7 @@ static cJSON *json_ranks(const struct sim_result *s)
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "rank", (double)k);
 		cJSON_AddNumberToObject(o, "compute_s", s->ranks[k].compute_s);
+		cJSON_AddNumberToObject(o, "pipeline_wait_s", s->ranks[k].pipeline_wait_s);
 		cJSON_AddNumberToObject(o, "comm_exposed_s", s->ranks[k].comm_exposed_s);
 		cJSON_AddNumberToObject(o, "idle_s", s->ranks[k].idle_s);
 		cJSON_AddItemToArray(a, o);
@@ -247,6 +249,7 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", r->est.memory_bytes_per_device);
 	cJSON_AddNumberToObject(root, "hbm_bytes", p->scenario->topo->device.hbm_bytes);
 	report_json_oom(root, r->est.memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);
+	report_json_pipeline(root, p, &r->est);
 	cJSON_AddItemToObject(root, "ranks", json_ranks(&r->sim));
 	cJSON_AddItemToObject(root, "links", json_links(&r->sim));
 	cJSON_AddItemToObject(root, "collectives", json_collectives(&r->prog, &r->sim));

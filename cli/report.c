@@ -352,7 +352,7 @@ void report_text(const struct plan *p, const struct report_options *o)
 	const struct graph *g = p->graph;
 	char b[64];
 	printf("%s %s: model %s on %" PRId64 " devices of %s", o->command, s->name, g->name,
-	       p->n_devices, s->topo->name);
+	       s->devices, s->topo->name);
 	if (o->planner)
 		printf(", planner %s", o->planner);
 	printf(" (%s redistribution)\n", p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");

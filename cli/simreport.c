@@ -224,14 +224,16 @@ void report_sim_ranks(FILE *f, const struct sim_result *r)
 	double *v = malloc((size_t)r->n_ranks * sizeof *v);
 	if (!v)
 		return;
-	static const char *const names[] = {"compute", "exposed communication", "idle"};
+	static const char *const names[] = {"compute", "exposed communication",
+	                                    "pipeline wait (bubble)", "idle"};
 	const size_t offsets[] = {offsetof(struct sim_rank, compute_s),
 	                          offsetof(struct sim_rank, comm_exposed_s),
+	                          offsetof(struct sim_rank, pipeline_wait_s),
 	                          offsetof(struct sim_rank, idle_s)};
 	char head[64];
 	snprintf(head, sizeof head, "per rank (%" PRId64 " ranks)", r->n_ranks);
 	fprintf(f, "%-26s %-10s %-10s %s\n", head, "min", "median", "max");
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 4; k++) {
 		double st[3];
 		char b[3][32];
 		sr_rank_stats(r, offsets[k], v, st);
@@ -343,6 +345,14 @@ static double sr_diff_pct(const struct compare_row *r)
 	return r->estimated_s > 0 ? 100 * (r->simulated_s / r->estimated_s - 1) : 0;
 }
 
+double report_sim_bubble(const struct sim_result *r)
+{
+	double w = 0;
+	for (int64_t k = 0; k < r->n_ranks; k++)
+		w += r->ranks[k].pipeline_wait_s;
+	return r->n_ranks > 0 && r->iteration_s > 0 ? w / (double)r->n_ranks / r->iteration_s : 0;
+}
+
 void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 {
 	int wp = 7, ws = 8;
@@ -351,8 +361,8 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 		wp = lp > wp ? lp : wp;
 		ws = ls > ws ? ls : ws;
 	}
-	fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %s\n", wp, "planner", ws, "strategy",
-	        "estimated", "simulated", "diff", "comm/device", "memory/device");
+	fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %-13s %s\n", wp, "planner", ws, "strategy",
+	        "estimated", "simulated", "diff", "comm/device", "bubble est/sim", "memory/device");
 	for (int i = 0; i < n; i++) {
 		const struct compare_row *r = &rows[i];
 		char b[4][32], diff[16];
@@ -361,12 +371,21 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 			continue;
 		}
 		snprintf(diff, sizeof diff, "%+.1f%%", sr_diff_pct(r));
-		char oom[48];
-		fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %s%s\n", wp, r->planner, ws,
+		char oom[48], bubble[32] = "-";
+		if (r->est && r->est->n_stages > 1) {
+			int k = snprintf(bubble, sizeof bubble, "%.1f%%/",
+			                 100 * r->est->bubble_s / r->est->iteration_s);
+			if (r->sim && !r->sim_error && r->sim->iteration_s > 0)
+				snprintf(bubble + k, sizeof bubble - (size_t)k, "%.1f%%",
+				         100 * report_sim_bubble(r->sim));
+			else
+				snprintf(bubble + k, sizeof bubble - (size_t)k, "-");
+		}
+		fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %-14s %s%s\n", wp, r->planner, ws,
 		        r->strategy, cli_si(b[0], 32, r->estimated_s, "s"),
 		        r->sim_error ? "-" : cli_si(b[1], 32, r->simulated_s, "s"),
 		        r->sim_error ? "-" : diff,
-		        r->sim_error ? "-" : cli_si(b[2], 32, r->comm_bytes, "B"),
+		        r->sim_error ? "-" : cli_si(b[2], 32, r->comm_bytes, "B"), bubble,
 		        cli_si(b[3], 32, r->memory_bytes, "B"),
 		        cli_oom_text(oom, sizeof oom, "  ", r->memory_bytes, r->hbm_bytes));
 		if (r->sim_error)

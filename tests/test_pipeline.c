@@ -1,0 +1,259 @@
+/* test_pipeline.c — pipeline schedules, their bubble (estimated and
+ * simulated), ZeRO's traffic and the memory model, against hand counts.
+ *
+ * The test model (tests/data/good/matmul-chain-16.json) is sixteen equal
+ * MatMuls, x [2, 16384] times W_i [16384, 16384] in fp16: every op the
+ * same work, 2 x 16384 x 2 = 65,536 B of activation between two ops, each
+ * W 16384 x 16384 x 2 = 536,870,912 B (268,435,456 elements). On four stages
+ * of one NPU each (pipeline-chain-4p.json) every stage holds four MatMuls,
+ * and with 8 micro-batches (global batch 16) the stages are equal; the
+ * sends carry 64 KiB over an HCCS link (about 3 us against about 5 ms of
+ * compute per micro-batch), which is what separates the simulation from
+ * the ideal formulas below, by well under 1%.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "sim.h"
+
+TestSuite(pipeline, .init = fixture_setup, .fini = fixture_teardown);
+
+#define CHAIN "tests/data/good/pipeline-chain-4p.json"
+#define W_BYTES 536870912.0 /* 16384 x 16384 x 2 B */
+#define W_ELEMS 268435456.0
+#define ACT 65536.0         /* 2 x 16384 x 2 B */
+
+static struct scenario *chain(enum pipeline_schedule sched, int64_t v, int zero)
+{
+	struct scenario *s = fixture_scenario(CHAIN);
+	s->training.schedule = sched;
+	s->training.virtual_stages = v;
+	s->training.zero_stage = zero;
+	return s;
+}
+
+static struct plan *dp_plan(struct scenario *s)
+{
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_data_parallel(A, s, &o, &D);
+	cr_assert_not_null(p);
+	return p;
+}
+
+/* ------------------------------------------------------------ schedules */
+
+static void expect_order(const struct prog_slot *sl, int n, const char *want)
+{
+	char got[512] = "";
+	for (int i = 0; i < n; i++) {
+		size_t k = strlen(got);
+		snprintf(got + k, sizeof got - k, "%s%c%lld.%d", i ? " " : "",
+		         sl[i].backward ? 'B' : 'F', (long long)sl[i].micro, sl[i].chunk);
+	}
+	cr_expect_str_eq(got, want);
+}
+
+/* P = 4, m = 8. 1F1B: stage s runs P-s-1 warm-up forwards, then one
+ * forward and one backward, then the cool-down backwards; stage 3 (the
+ * last) alternates from the start. GPipe: every forward, then every
+ * backward from the last micro-batch. Written out by hand. */
+Test(pipeline, schedules_in_order)
+{
+	struct plan_part pp = {.n_stages = 4, .virtual_stages = 1, .n_chunks = 4};
+	struct prog_slot *sl;
+	int n = plan_schedule(A, &pp, 8, SCHED_1F1B, 0, &sl);
+	cr_assert_eq(n, 16);
+	expect_order(sl, n, "F0.0 F1.0 F2.0 F3.0 B0.0 F4.0 B1.0 F5.0 B2.0 F6.0 B3.0 F7.0 B4.0 "
+	                    "B5.0 B6.0 B7.0");
+	n = plan_schedule(A, &pp, 8, SCHED_1F1B, 3, &sl);
+	expect_order(sl, n, "F0.3 B0.3 F1.3 B1.3 F2.3 B2.3 F3.3 B3.3 F4.3 B4.3 F5.3 B5.3 F6.3 "
+	                    "B6.3 F7.3 B7.3");
+	cr_expect(sl[15].last && !sl[13].last, "the last backward starts the gradient sync");
+	n = plan_schedule(A, &pp, 8, SCHED_GPIPE, 1, &sl);
+	expect_order(sl, n, "F0.1 F1.1 F2.1 F3.1 F4.1 F5.1 F6.1 F7.1 B7.1 B6.1 B5.1 B4.1 B3.1 "
+	                    "B2.1 B1.1 B0.1");
+	/* Interleaved, P = 2, v = 2, m = 4 (Megatron): stage 0 holds chunks 0
+	 * and 2; warm-up 2(P-0-1) + (v-1)P = 4 forward units: micro-batches 0,
+	 * 1 of chunk 0, then 0, 1 of chunk 2; then F(2, 3 of chunk 0) against
+	 * backwards (0, 1 of chunk 2), ...; backwards visit the last chunk
+	 * first. */
+	struct plan_part iv = {.n_stages = 2, .virtual_stages = 2, .n_chunks = 4};
+	n = plan_schedule(A, &iv, 4, SCHED_INTERLEAVED_1F1B, 0, &sl);
+	cr_assert_eq(n, 16);
+	expect_order(sl, n, "F0.0 F1.0 F0.2 F1.2 F2.0 B0.2 F3.0 B1.2 F2.2 B0.0 F3.2 B1.0 B2.2 "
+	                    "B3.2 B2.0 B3.0");
+}
+
+/* ---------------------------------------------------------------- bubble */
+
+/* The simulated bubble fraction of a rank: of the iteration without its
+ * optimizer (which runs after the flush, the same on every stage), the
+ * part it does not compute: waits for the other stages at the start and
+ * in steady state, and the early finish of the drain. */
+static double sim_bubble(const struct sim_result *r, const struct program *prog, int64_t rank)
+{
+	const struct prog_stage *st = &prog->stages[rank / prog->stage_ranks];
+	double tail = 0;
+	for (int i = st->tail; i < st->tail + st->n_tail; i++)
+		tail += prog->steps[i].kind == PROG_COMPUTE ? prog->steps[i].seconds : 0;
+	return 1 - (r->ranks[rank].compute_s - tail) / (r->iteration_s - tail);
+}
+
+static void bubble(enum pipeline_schedule sched, int64_t v, double want)
+{
+	struct scenario *s = chain(sched, v, 0);
+	struct plan *p = dp_plan(s);
+	struct program prog;
+	struct estimate e;
+	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert_eq(prog.n_chunks, 4 * (int)v);
+	struct sim_options o = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
+	struct sim_result r;
+	cr_assert(sim_run(A, s->topo, &prog, &o, &r, &D));
+	for (int64_t k = 0; k < r.n_ranks; k++) {
+		double b = sim_bubble(&r, &prog, k);
+		cr_expect(fabs(b - want) <= 0.01 * want, "%s v=%lld rank %lld: bubble %.4f, want %.4f",
+		          schedule_names[sched], (long long)v, (long long)k, b, want);
+	}
+	/* The estimate's closed form, without the sends' time: the bubble is
+	 * (p-1)/v of a stage's micro-batch time. */
+	double t = e.stages[e.critical_stage].micro_s;
+	cr_expect(fabs(e.bubble_s / (e.bubble_s + 8 * t) - want) <= 0.01 * want,
+	          "estimated bubble fraction %.4f, want %.4f", e.bubble_s / (e.bubble_s + 8 * t), want);
+}
+
+/* GPipe and 1F1B: (p-1)/(m+p-1) = 3/11 with p = 4, m = 8. */
+Test(pipeline, gpipe_bubble)
+{
+	bubble(SCHED_GPIPE, 1, 3.0 / 11);
+}
+
+Test(pipeline, one_f_one_b_bubble)
+{
+	bubble(SCHED_1F1B, 1, 3.0 / 11);
+}
+
+/* Interleaved with v = 2 chunks per stage: the bubble time is (p-1)/v of
+ * a micro-batch's time, 1.5 / (8 + 1.5). */
+Test(pipeline, interleaved_bubble_divides_by_v)
+{
+	bubble(SCHED_INTERLEAVED_1F1B, 2, 1.5 / 9.5);
+}
+
+/* ----------------------------------------------------------------- memory */
+
+/* Stage 0 of the chain, 1F1B on one NPU per stage, by hand:
+ *   parameters  4 x 536,870,912 B             =  2,147,483,648
+ *   gradients   the same (fp16)               =  2,147,483,648
+ *   Adam        4 x 268,435,456 x 12 B        = 12,884,901,888
+ *               (fp32 master + two fp32 moments)
+ *   activations 4 outputs of 65,536 B per micro-batch, 4 micro-batches in
+ *               flight on stage 0 of 4        =      1,048,576
+ *   buffers     no gradient to synchronise (one rank per stage): no
+ *               bucket; send + receive of the 65,536 B boundary = 131,072
+ *   total                                     = 17,181,048,832 */
+Test(pipeline, memory_by_hand)
+{
+	struct plan *p = dp_plan(chain(SCHED_1F1B, 1, 0));
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	const struct est_memory *m = &e.stages[0].mem;
+	cr_expect_eq(m->params, 2147483648.0);
+	cr_expect_eq(m->grads, 2147483648.0);
+	cr_expect_eq(m->optimizer, 12884901888.0);
+	cr_expect_eq(m->activations, 1048576.0);
+	cr_expect_eq(m->buffers, 131072.0, "%.0f", m->buffers);
+	cr_expect_eq(m->total, 17181048832.0, "%.0f", m->total);
+	cr_expect_eq(e.memory_bytes_per_device, 17181048832.0);
+	/* Stage 3 holds one micro-batch in flight and its received input:
+	 * (4 + 1) x 65,536; GPipe holds all 8 everywhere. */
+	cr_expect_eq(e.stages[3].mem.activations, 5 * ACT);
+	cr_expect_eq(e.stages[3].in_flight, 1);
+	p = dp_plan(chain(SCHED_GPIPE, 1, 0));
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_expect_eq(e.stages[0].mem.activations, 8 * 4 * ACT);
+	cr_expect_eq(e.stages[3].mem.activations, 8 * 5 * ACT);
+}
+
+/* Two data-parallel replicas per stage (8 NPUs): every W replicated over
+ * 2. ZeRO 1 halves the Adam state, 2 also the gradients, 3 also the
+ * parameters (and gathers the largest op's W twice over: current and
+ * prefetched). */
+Test(pipeline, zero_memory_by_hand)
+{
+	static const struct {
+		int zero;
+		double params, grads, opt, zero3_buf;
+	} want[] = {
+		{0, 4 * W_BYTES, 4 * W_BYTES, 4 * W_ELEMS * 12, 0},
+		{1, 4 * W_BYTES, 4 * W_BYTES, 4 * W_ELEMS * 12 / 2, 0},
+		{2, 4 * W_BYTES, 4 * W_BYTES / 2, 4 * W_ELEMS * 12 / 2, 0},
+		{3, 4 * W_BYTES / 2, 4 * W_BYTES / 2, 4 * W_ELEMS * 12 / 2, 2 * W_BYTES},
+	};
+	for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+		struct scenario *s = chain(SCHED_1F1B, 1, want[k].zero);
+		s->devices = 8;
+		struct plan *p = dp_plan(s);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		const struct est_memory *m = &e.stages[0].mem;
+		cr_expect_eq(m->params, want[k].params, "ZeRO %d params %.0f", want[k].zero, m->params);
+		cr_expect_eq(m->grads, want[k].grads, "ZeRO %d grads %.0f", want[k].zero, m->grads);
+		cr_expect_eq(m->optimizer, want[k].opt, "ZeRO %d Adam %.0f", want[k].zero, m->optimizer);
+		/* buffers: a 25 MiB bucket (the stage synchronises 4 W of 512 MiB),
+		 * the boundary's send and receive of half the batch (32,768 B
+		 * each), ZeRO-3's gathered W twice */
+		double buf = 25.0 * 1024 * 1024 + 2 * ACT / 2 + want[k].zero3_buf;
+		cr_expect_eq(m->buffers, buf, "ZeRO %d buffers %.0f, want %.0f", want[k].zero,
+		             m->buffers, buf);
+	}
+}
+
+/* ZeRO-3's parameter traffic per iteration on one device of stage 0: each
+ * of its 4 W gathered over the 2 replicas before every forward and every
+ * backward, (n-1)/n x S with S = 536,870,912 B: 2 x 8 x 4 x 1/2 x S =
+ * 32 S = 17,179,869,184 B. */
+Test(pipeline, zero3_parameter_traffic)
+{
+	struct scenario *s = chain(SCHED_1F1B, 1, 3);
+	s->devices = 8;
+	struct plan *p = dp_plan(s);
+	struct program prog;
+	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
+	const struct prog_stage *st = &prog.stages[0];
+	double sent = 0;
+	for (int k = 0; k < st->n_slots; k++) {
+		const struct prog_chunk *c = &prog.chunks[st->slots[k].chunk];
+		int from = st->slots[k].backward ? c->bwd : c->fwd;
+		int n = st->slots[k].backward ? c->n_bwd : c->n_fwd;
+		for (int i = from; i < from + n; i++) {
+			const struct prog_step *x = &prog.steps[i];
+			if (x->kind != PROG_COLLECTIVE || x->phase != PHASE_PARAMS)
+				continue;
+			cr_expect_eq(x->coll, STEP_ALLGATHER);
+			sent += (x->groups.size - 1.0) / x->groups.size * x->bytes;
+		}
+	}
+	cr_expect_eq(sent, 32 * W_BYTES, "%.0f B", sent);
+}
+
+/* Full recomputation redoes every forward in backward; on the chain every
+ * cut has the same live bytes, so each MatMul is its own block: stored
+ * per micro-batch are the inputs of blocks 2-4 of stage 0 (3 x 65,536),
+ * and one block's output is the working set. */
+Test(pipeline, full_recompute)
+{
+	struct scenario *s = chain(SCHED_1F1B, 1, 0);
+	s->training.recompute = RECOMPUTE_FULL;
+	struct plan *p = dp_plan(s);
+	struct estimate e, base;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_1F1B, 1, 0)), &base, &D));
+	cr_expect_eq(e.stages[0].mem.activations, 4 * 3 * ACT + ACT);
+	cr_expect(fabs(e.category_s[EST_RECOMPUTE] - base.category_s[EST_COMPUTE_FORWARD]) <=
+	          1e-12 * base.category_s[EST_COMPUTE_FORWARD]);
+}
