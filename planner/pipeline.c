@@ -9,8 +9,10 @@
  * and half-layer boundaries: only the residual stream is live there); among
  * those, the cuts that make the most expensive chunk cheapest
  * (minimax partition, exact by dynamic programming with a binary search
- * per state). Where there are not enough such positions, the next-fewest
- * bytes are admitted too.
+ * per state). Where there are not enough such positions, or they cannot
+ * balance the chunks within 5% of the ideal (a loss is the cheapest cut
+ * of a language model, and a useless one), the next-fewest bytes are
+ * admitted too.
  *
  * Schedules follow the published ones: GPipe (every forward, then every
  * backward, last micro-batch first), 1F1B (PipeDream-Flush: P-s-1 warm-up
@@ -64,6 +66,8 @@ static double *live_bytes(struct arena *a, const struct plan *p)
 }
 
 /* ------------------------------------------------------------ partition */
+
+#define PART_LEVELS 32  /* cut levels (distinct live byte counts) tried at most */
 
 /* The least value above `floor` among the live bytes of the inner cuts;
  * -1 when none. */
@@ -175,16 +179,40 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 		prefix[0] = 0;
 		for (int i = 0; i < n; i++)
 			prefix[i + 1] = prefix[i] + op_cost[i];
-		int c = 0;
-		for (double level = out->live_min; level >= 0 && c < k - 1;
+		/* Cut levels from the fewest live bytes up: the first whose best
+		 * split is within 5% of the ideal (a k-th of the cost, or the
+		 * dearest op) wins; else the best split seen. */
+		double total = prefix[n], dearest = 0, best = -1;
+		for (int i = 0; i < n; i++)
+			dearest = op_cost[i] > dearest ? op_cost[i] : dearest;
+		double ideal = total / k > dearest ? total / k : dearest;
+		int *first = arena_alloc(a, ((size_t)k + 1) * sizeof(int));
+		if (!first)
+			goto oom;
+		int tried = 0;
+		for (double level = out->live_min; level >= 0 && tried < PART_LEVELS;
 		     level = next_level(out->live, n, level)) {
-			c = 0;
+			int c = 0;
 			for (int i = 1; i < n; i++)
 				if (out->live[i] <= level)
 					pos[c++] = i;
+			if (c < k - 1)
+				continue;
+			tried++;
+			if (!minimax(a, prefix, n, pos, c, k, first))
+				goto oom;
+			double worst = 0;
+			for (int j = 0; j < k; j++) {
+				double x = prefix[first[j + 1]] - prefix[first[j]];
+				worst = x > worst ? x : worst;
+			}
+			if (best < 0 || worst < best) {
+				best = worst;
+				memcpy(out->first_op, first, ((size_t)k + 1) * sizeof(int));
+			}
+			if (worst <= 1.05 * ideal)
+				break;
 		}
-		if (!minimax(a, prefix, n, pos, c, k, out->first_op))
-			goto oom;
 	} else {
 		out->first_op[1] = n;
 	}
