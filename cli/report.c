@@ -568,7 +568,8 @@ cJSON *report_json_head(const struct plan *p, const struct report_options *o)
 	cJSON_AddStringToObject(root, "scenario", p->scenario->name);
 	cJSON_AddStringToObject(root, "model", p->graph->name);
 	cJSON_AddStringToObject(root, "topology", p->scenario->topo->name);
-	cJSON_AddNumberToObject(root, "devices", (double)p->n_devices);
+	cJSON_AddNumberToObject(root, "devices", (double)p->scenario->devices);
+	cJSON_AddNumberToObject(root, "stage_devices", (double)p->n_devices);
 	if (o->planner)
 		cJSON_AddStringToObject(root, "planner", o->planner);
 	cJSON_AddStringToObject(root, "mode", p->mode == REDIST_FUSED ? "fused" : "compat");
