@@ -590,12 +590,13 @@ bool *plan_attention_core(struct arena *a, const struct graph *g)
 		if (g->ops[i].kind != OP_SOFTMAX)
 			continue;
 		int x = g->tensors[g->ops[i].in[0]].producer;
-		while (x >= 0 && elementwise(g->ops[x].kind) && !core[x]) {
-			core[x] = true;
+		while (x >= 0 && elementwise(g->ops[x].kind))
 			x = g->tensors[g->ops[x].in[0]].producer;
-		}
 		if (x < 0 || g->ops[x].kind != OP_BATCHMATMUL)
-			continue; /* not an attention: only the softmax chain is redone */
+			continue; /* no BatchMatMul before it: not an attention core */
+		for (int y = g->tensors[g->ops[i].in[0]].producer; y != x;
+		     y = g->tensors[g->ops[y].in[0]].producer)
+			core[y] = true;
 		core[x] = core[i] = true;
 		for (int y = reader[g->ops[i].out[0]]; y >= 0 && elementwise(g->ops[y].kind);
 		     y = reader[g->ops[y].out[0]])

@@ -513,7 +513,8 @@ enum est_category {
 	EST_REDISTRIBUTION,
 	EST_COMM_BACKWARD,       /* mirrored collectives and redistributions */
 	EST_RECOMPUTE,           /* forward work again in backward */
-	EST_PARAM_GATHER,        /* ZeRO: parameters all-gathered (stage 3 per use, 1 and 2 after the update) */
+	EST_PARAM_GATHER,        /* ZeRO-3: parameters all-gathered before each use (the ZeRO 1/2
+	                            gather after the update counts in gradient_sync's tail) */
 	EST_PIPELINE_P2P,        /* activations and their gradients between stages */
 	EST_GRADIENT_SYNC,
 	EST_OPTIMIZER,
@@ -548,7 +549,8 @@ struct est_stage {
 	double micro_s;                             /* one micro-batch through its chunks, forward and
 	                                               backward, with their communication */
 	double p2p_s;                               /* of micro_s: sends to the neighbouring stages */
-	double gradient_s, optimizer_s, gather_s;   /* once per iteration after the flush */
+	double gradient_s, optimizer_s;             /* once per iteration after the flush (gradient_s:
+	                                               buckets and ZeRO 1/2's gathers) */
 	double in_flight;                           /* micro-batches whose activations it holds at most */
 	struct est_memory mem;
 };

@@ -18,6 +18,7 @@
 
 #include "fixture.h"
 #include "sim.h"
+#include "planner-int.h"
 
 TestSuite(pipeline, .init = fixture_setup, .fini = fixture_teardown);
 
@@ -256,4 +257,23 @@ Test(pipeline, full_recompute)
 	cr_expect_eq(e.stages[0].mem.activations, 4 * 3 * ACT + ACT);
 	cr_expect(fabs(e.category_s[EST_RECOMPUTE] - base.category_s[EST_COMPUTE_FORWARD]) <=
 	          1e-12 * base.category_s[EST_COMPUTE_FORWARD]);
+}
+
+/* Selective recomputation redoes the attention core: the scores
+ * BatchMatMul, the Softmax and the dropout after it, not the context
+ * BatchMatMul that ends it nor anything else (Korthikanti et al. 2022). */
+Test(pipeline, attention_core_is_what_selective_recomputes)
+{
+	struct scenario *s = fixture_scenario("scenarios/megatron-attention-8p.json");
+	bool *core = plan_attention_core(A, s->graph);
+	cr_assert_not_null(core);
+	int n = 0;
+	for (int i = 0; i < s->graph->n_ops; i++) {
+		const char *name = s->graph->ops[i].name;
+		bool want = strstr(name, "scores") || strstr(name, "softmax") ||
+		            strstr(name, "probs_dropout");
+		cr_expect_eq(core[i], want, "%s", name);
+		n += core[i];
+	}
+	cr_expect_eq(n, 3);
 }
