@@ -676,11 +676,11 @@ struct stage_sums {
 	double micro_s, tail_s;
 };
 
-/* Gradient buckets of one chunk: their time into the categories (per
- * micro-batch for ZeRO 2 and 3, else once), the ZeRO 1/2 gather of the
- * updated parameters, and the ops' shares. */
+/* Gradient buckets of one chunk: their time per micro-batch (ZeRO 2 and
+ * 3) into *micro_s or once into *once_s, with the ZeRO 1/2 gather of the
+ * updated parameters; the ops' shares; the bytes synchronised. */
 static bool chunk_sync(struct est_ctx *c, struct arena *a, const struct plan *p, int lo, int hi,
-                       struct stage_sums *ss, double *synced_bytes)
+                       double *micro_s, double *once_s, double *synced_bytes)
 {
 	struct plan_bucket *b;
 	int zero = p->scenario->training.zero_stage;
@@ -691,12 +691,9 @@ static bool chunk_sync(struct est_ctx *c, struct arena *a, const struct plan *p,
 		double t = groups_s(c, b[k].kind, &b[k].groups, b[k].bytes);
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
-		if (zero >= 2)
-			ss->cat[EST_GRADIENT_SYNC] += t; /* per micro-batch */
-		else
-			ss->tail_s += t;
+		*(zero >= 2 ? micro_s : once_s) += t;
 		if (zero == 1 || zero == 2)
-			ss->tail_s += groups_s(c, STEP_ALLGATHER, &b[k].groups, b[k].bytes);
+			*once_s += groups_s(c, STEP_ALLGATHER, &b[k].groups, b[k].bytes);
 		*synced_bytes += b[k].bytes;
 	}
 	return true;
@@ -749,11 +746,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			}
 			gathered_max = gathered > gathered_max ? gathered : gathered_max;
 		}
-		struct stage_sums tmp = {0};
-		if (!chunk_sync(c, a, p, lo, hi, &tmp, &synced))
+		if (!chunk_sync(c, a, p, lo, hi, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &synced))
 			return false;
-		ss->cat[EST_GRADIENT_SYNC] += tmp.cat[EST_GRADIENT_SYNC];
-		tail_sync += tmp.tail_s; /* buckets and (ZeRO 1/2) gathers */
 		double w;
 		chunk_activations(e, pp, core, tr->recompute, ch, &act[ch], &w);
 		working = w > working ? w : working;

@@ -68,6 +68,8 @@ struct lower {
 	int stage;                         /* of the chunk being lowered */
 	int op;                            /* the op whose collectives are being listed */
 	const char *suffix;                /* label suffix of those collectives */
+	struct plan_bucket **buckets;      /* per chunk: its gradient buckets */
+	int *n_buckets;
 	bool oom;
 };
 
@@ -488,6 +490,8 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 		L->oom = true;
 		return;
 	}
+	L->buckets[c] = b;
+	L->n_buckets[c] = nb;
 	L->stage = part_stage(pp, c);
 	out->stage = L->stage;
 	out->fwd = L->n;
@@ -525,13 +529,8 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 	compute(L, -1, L->e->stages[st].optimizer_s);
 	for (int c = st; c < pp->n_chunks && (tr->zero_stage == 1 || tr->zero_stage == 2);
 	     c += pp->n_stages) {
-		struct plan_bucket *b;
-		int nb = plan_gradient_buckets(L->a, L->p, pp->first_op[c], pp->first_op[c + 1],
-		                               tr->gradient_bucket_bytes, &b);
-		if (nb < 0) {
-			L->oom = true;
-			return;
-		}
+		const struct plan_bucket *b = L->buckets[c];
+		int nb = L->n_buckets[c];
 		L->phase = PHASE_PARAMS;
 		for (int k = 0; k < nb; k++) {
 			struct prog_step *s = push(L);
@@ -544,6 +543,8 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 			s->bytes = b[k].bytes;
 			s->label = arena_printf(L->a, "updated parameters %d AllGather (ZeRO-%d)", k,
 			                        tr->zero_stage);
+			if (!s->label)
+				L->oom = true;
 		}
 	}
 	out->n_tail = L->n - out->tail;
@@ -573,7 +574,10 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	L.bwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
 	out->chunks = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*out->chunks));
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
-	if (!start || !core || !L.bwd_step || !out->chunks || !out->stages)
+	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));
+	L.n_buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
+	if (!start || !core || !L.bwd_step || !out->chunks || !out->stages || !L.buckets ||
+	    !L.n_buckets)
 		goto oom;
 	for (int c = 0; c < pp->n_chunks && !L.oom; c++)
 		lower_chunk(&L, start, idx, core, c, &out->chunks[c]);

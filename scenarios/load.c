@@ -538,9 +538,10 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	int64_t gb = L->s->graph && L->s->graph->batch > 0 ? L->s->graph->batch : 0;
 	if (ok && gb && t->micro_batches_set && t->micro_batches * gb != t->global_batch) {
 		jv_get(&v, "micro_batches", &f);
-		jv_error(&f, "the model's batch of %lld samples makes a global batch of %lld %lld "
-		         "micro-batches, not %lld", (long long)gb, (long long)t->global_batch,
-		         (long long)(t->global_batch / gb), (long long)t->micro_batches);
+		jv_error(&f, "the model's batch of %lld samples makes %lld micro-batches of the "
+		         "global batch of %lld, not %lld", (long long)gb,
+		         (long long)(t->global_batch / gb), (long long)t->global_batch,
+		         (long long)t->micro_batches);
 		ok = false;
 	}
 	int64_t m = gb && t->global_batch % gb == 0 ? t->global_batch / gb : 0;

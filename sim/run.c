@@ -7,16 +7,21 @@
  * (DESIGN.md: an uncontended transfer then takes latency + bytes /
  * bandwidth exactly), and creates a mailbox per (pair, stream): messages
  * between two ranks on one stream are sent and received in program order,
- * so FIFO matching never mixes collectives or senders.
+ * so FIFO matching never mixes collectives or senders; the pipeline's
+ * sends get a mailbox per (boundary, direction, receiver) for the same
+ * reason.
  *
- * Each rank has an actor for stream 0 (compute as sleeps of the roofline
- * seconds, the ops' collectives) and, when the program has gradient
- * buckets, one for stream 1: a bucket starts once its `after` step of
- * stream 0 has run in the last repetition (a semaphore per rank), and the
- * optimizer waits for stream 1 to finish.
+ * Each rank runs its stage's schedule: an actor for stream 0 walks the
+ * slots (a chunk's forward or backward steps for one micro-batch: compute
+ * as sleeps of the roofline seconds, the ops' collectives, the pipeline's
+ * sends, which do not wait, and receives, which do), then the stage's
+ * tail. When the program has gradient buckets, stream 0 hands each to the
+ * rank's stream-1 actor as it passes it (in every micro-batch or the
+ * chunk's last, as the step says) through a queue and a semaphore; the
+ * tail waits for stream 1 to drain.
  *
- * Results: per rank compute and exposed communication (stream 0 inside a
- * collective), idle the rest; per link the bytes routed over it (counted
+ * Results: per rank compute, exposed communication (stream 0 inside a
+ * collective), pipeline wait (inside a receive), idle the rest; per link the bytes routed over it (counted
  * per message along its route), busy time at full bandwidth and
  * utilisation; per collective step the longest a rank spent in it and its
  * formula. Written to the pipe as plain binary (sim.c reads it).

@@ -130,53 +130,52 @@ Test(scenarios, every_problem_in_one_run)
 	cr_assert_eq(lines[3], 6);
 }
 
+/* ffn.json on one Atlas 800 with this "training" object (the object
+ * starts on line 5). */
+static struct scenario *parse_training(const char *training)
+{
+	char text[1024];
+	snprintf(text, sizeof(text),
+	         "{\"format\": \"shardlab-scenario\", \"version\": 1,\n"
+	         " \"name\": \"training\",\n"
+	         " \"model\": \"../models/ffn.json\",\n"
+	         " \"topology\": \"../topologies/atlas800-910a.json\",\n"
+	         " \"training\": %s}", training);
+	return parse(text);
+}
+
 /* The graph is one micro-batch of all replicas: ffn.json's batch of 64
  * makes a global batch of 256 four micro-batches; a file that says
  * otherwise is told so on its line. */
 Test(scenarios, micro_batches_follow_the_model_batch)
 {
-	static const char *head = "{\"format\": \"shardlab-scenario\", \"version\": 1,\n"
-	                          " \"name\": \"mb\",\n"
-	                          " \"model\": \"../models/ffn.json\",\n"
-	                          " \"topology\": \"../topologies/atlas800-910a.json\",\n";
-	char text[1024];
-	snprintf(text, sizeof(text), "%s \"training\": {\"global_batch\": 256,\n"
-	         "   \"pipeline_stages\": 2, \"recompute\": \"selective\", \"zero_stage\": 1}}", head);
-	struct scenario *s = parse(text);
+	struct scenario *s = parse_training("{\"global_batch\": 256,\n"
+	                                    "   \"pipeline_stages\": 2, \"recompute\": \"selective\","
+	                                    " \"zero_stage\": 1}");
 	cr_assert_not_null(s);
 	cr_assert_eq(D.count, 0);
 	cr_expect_eq(s->training.micro_batches, 4);
-	snprintf(text, sizeof(text), "%s \"training\": {\"global_batch\": 256,\n"
-	         "   \"micro_batches\": 8}}", head);
-	cr_assert_null(parse(text));
+	cr_assert_null(parse_training("{\"global_batch\": 256,\n   \"micro_batches\": 8}"));
 	cr_assert_eq(D.errors, 1);
 	cr_expect_eq(D.items[0].line, 6);
 	cr_expect_str_eq(D.items[0].path, "training.micro_batches");
-	cr_expect_not_null(strstr(D.items[0].msg, "makes a global batch of 256 4 micro-batches, not 8"));
+	cr_expect_not_null(strstr(D.items[0].msg, "the model's batch of 64 samples makes 4 "
+	                                          "micro-batches of the global batch of 256, not 8"),
+	                   "%s", D.items[0].msg);
 }
 
 /* pipeline_cuts name ops in graph order, one per chunk after the first. */
 Test(scenarios, pipeline_cuts_are_checked)
 {
-	static const char *head = "{\"format\": \"shardlab-scenario\", \"version\": 1,\n"
-	                          " \"name\": \"cuts\",\n"
-	                          " \"model\": \"../models/ffn.json\",\n"
-	                          " \"topology\": \"../topologies/atlas800-910a.json\",\n";
-	char text[1024];
-	snprintf(text, sizeof(text), "%s \"training\": {\"pipeline_stages\": 2,\n"
-	         "   \"pipeline_cuts\": [\"relu\"]}}", head);
-	struct scenario *s = parse(text);
+	struct scenario *s = parse_training("{\"pipeline_stages\": 2,\n"
+	                                    "   \"pipeline_cuts\": [\"relu\"]}");
 	cr_assert_not_null(s);
 	cr_expect_eq(s->training.n_cuts, 1);
 	cr_expect_eq(s->training.cuts[0], graph_find_op(s->graph, "relu"));
-	snprintf(text, sizeof(text), "%s \"training\": {\"pipeline_stages\": 2,\n"
-	         "   \"pipeline_cuts\": [\"rleu\"]}}", head);
-	cr_assert_null(parse(text));
+	cr_assert_null(parse_training("{\"pipeline_stages\": 2,\n   \"pipeline_cuts\": [\"rleu\"]}"));
 	cr_expect_not_null(strstr(D.items[0].msg, "no op named \"rleu\""));
 	cr_expect_str_eq(D.items[0].path, "training.pipeline_cuts[0]");
-	snprintf(text, sizeof(text), "%s \"training\": {\"pipeline_stages\": 2,\n"
-	         "   \"pipeline_cuts\": []}}", head);
-	cr_assert_null(parse(text));
+	cr_assert_null(parse_training("{\"pipeline_stages\": 2,\n   \"pipeline_cuts\": []}"));
 	cr_expect_not_null(strstr(D.items[D.count - 1].msg, "0 cuts for 2 model chunks"));
 }
 
