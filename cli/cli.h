@@ -77,6 +77,14 @@ struct cJSON *report_json_edge(const struct plan *p, const struct plan_edge *x);
 struct cJSON *report_json_strategy(const struct graph *g, const struct dist_op *d);
 /* Prints the tree and deletes it; EXIT_INVALID when out of memory. */
 int report_print_json(struct cJSON *root, const char *command);
+/* megatron-search's choice, one line, when the plan is the search's. */
+void report_search_chosen(FILE *f, const struct plan *p);
+/* A configuration as JSON: {"tensor_parallel", "pipeline_stages",
+ * "data_parallel", "micro_batch", "micro_batches", "schedule",
+ * "virtual_stages", "recompute", "zero_stage"}. */
+struct cJSON *report_json_search_config(const struct search_config *c);
+/* {"configurations", "fit", "oom", "failed", "first_failure"}. */
+struct cJSON *report_json_search_counts(const struct search_result *r);
 /* "((2, 4), (4,))", MindSpore's tuple form. */
 const char *report_strategy_text(char *buf, size_t size, const struct graph *g,
                                  const struct dist_op *d);
@@ -137,6 +145,16 @@ struct cli_plan_args {
  * options: 1 when taken, 0 when it is not one of them, -1 after a usage
  * message. */
 int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_plan_args *pa);
+
+/* A progress line on stderr ("WHAT:  42%") for long planning, when stderr
+ * is a terminal: attach sets o's callback, clear erases the line. */
+struct cli_progress {
+	const char *what;
+	int last_pct;
+	bool shown;
+};
+void cli_progress_attach(struct cli_progress *pr, const char *what, struct plan_options *o);
+void cli_progress_clear(struct cli_progress *pr);
 
 /* The plan of the scenario file under those options, with the planner
  * named, else the scenario's first when available, else propagation; the

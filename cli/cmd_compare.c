@@ -80,8 +80,12 @@ struct args {
 	const char *file;
 	bool fused, json;
 	int fidelity, algo;            /* -1: the scenario's */
+	int planner;                   /* -1: the scenario's planners */
+	int64_t top;                   /* megatron-search: configurations simulated */
 	double bucket_bytes;
 };
+
+enum { SEARCH_LISTED = 10 };       /* megatron-search: configurations listed at least */
 
 static int parse_value(const char *o, const char *v, struct args *a)
 {
@@ -89,6 +93,18 @@ static int parse_value(const char *o, const char *v, struct args *a)
 	if (!strcmp(o, "--fidelity")) {
 		k = cli_parse_name("compare", o, v, fidelity_names, FIDELITY_COUNT);
 		a->fidelity = k;
+	} else if (!strcmp(o, "--planner")) {
+		k = cli_parse_planner("compare", v);
+		a->planner = k;
+	} else if (!strcmp(o, "--top")) {
+		char *end;
+		long long t = strtoll(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || t < 1 || t > 1000)
+			fprintf(stderr, "shardlab compare: --top takes a count from 1 to 1000, got '%s'\n",
+			        v);
+		else
+			k = 0;
+		a->top = t;
 	} else if (!strcmp(o, "--collective-algo")) {
 		k = cli_parse_name("compare", o, v, collective_algo_names, COLL_COUNT);
 		a->algo = k;
@@ -109,7 +125,8 @@ static int parse_value(const char *o, const char *v, struct args *a)
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	*a = (struct args){.fidelity = -1, .algo = -1, .bucket_bytes = 25 * MIB};
+	*a = (struct args){.fidelity = -1, .algo = -1, .planner = -1, .top = 3,
+	                   .bucket_bytes = 25 * MIB};
 	int rc = EXIT_OK;
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
 		if (!strcmp(argv[i], "--json")) {
@@ -134,13 +151,17 @@ struct entry {
 };
 
 /* The planners to run, in table order; returns how many. */
-static int entries(const struct scenario *s, struct entry *out)
+static int entries(const struct scenario *s, const struct args *a, struct entry *out)
 {
 	static const enum planner_kind defaults[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
 	                                             PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
 	const enum planner_kind *list = s->planners;
 	int n_list = s->n_planners;
-	if (n_list == 0 || (n_list == 1 && list[0] == PLANNER_PROPAGATE)) {
+	enum planner_kind named = (enum planner_kind)a->planner;
+	if (a->planner >= 0) {
+		list = &named;
+		n_list = 1;
+	} else if (n_list == 0 || (n_list == 1 && list[0] == PLANNER_PROPAGATE)) {
 		list = defaults;
 		n_list = (int)SL_COUNTOF(defaults);
 	}
@@ -190,37 +211,183 @@ static void fill_row(struct arena *ar, const struct plan *p, struct cli_sim_outc
 	row->sim = &r->sim;
 }
 
+static struct cli_sim_setup sim_setup(const struct scenario *s, const struct args *a,
+                                      const char *label)
+{
+	return (struct cli_sim_setup){
+		.fidelity = a->fidelity >= 0 ? (enum sim_fidelity)a->fidelity : s->sim.fidelity,
+		.algo = a->algo >= 0 ? (enum collective_algo)a->algo : s->sim.collective_algo,
+		.bucket_bytes = a->bucket_bytes,
+		.label = label,
+	};
+}
+
+/* A plan (NULL when its planner failed: the diagnostics in d) estimated,
+ * lowered and simulated into a row. */
+static void simulate_row(struct arena *ar, const struct scenario *s, const struct args *a,
+                         const struct plan *p, struct diag_list *d, struct compare_row *row)
+{
+	struct cli_sim_outcome *r = p ? arena_calloc(ar, 1, sizeof *r) : NULL;
+	struct cli_sim_setup o = sim_setup(s, a, row->planner);
+	if (r)
+		cli_simulate_plan(ar, p, &o, r, d);
+	if (!r || !r->estimated)
+		row->error = first_error(ar, d);
+	else
+		fill_row(ar, p, r, d, row);
+}
+
 static void run_row(struct arena *ar, const struct scenario *s, const struct entry *e,
                     const struct args *a, struct compare_row *row)
 {
 	*row = (struct compare_row){.planner = entry_name(ar, e), .hbm_bytes = s->topo->device.hbm_bytes};
+	if (!cli_planner_available(e->kind)) {
+		row->error = "not available in this version";
+		return;
+	}
 	struct diag_list d;
 	diag_list_init(&d);
 	struct plan_options po = {.mode = a->fused ? REDIST_FUSED : REDIST_COMPAT,
 	                          .rec_cost = e->rec_cost};
-	struct plan *p = cli_planner_available(e->kind) ? plan_make(ar, s, e->kind, &po, &d) : NULL;
-	struct cli_sim_outcome *r = p ? arena_calloc(ar, 1, sizeof *r) : NULL;
-	struct cli_sim_setup o = {
-		.fidelity = a->fidelity >= 0 ? (enum sim_fidelity)a->fidelity : s->sim.fidelity,
-		.algo = a->algo >= 0 ? (enum collective_algo)a->algo : s->sim.collective_algo,
-		.bucket_bytes = a->bucket_bytes,
-		.label = row->planner,
-	};
-	if (!cli_planner_available(e->kind))
-		row->error = "not available in this version";
-	else if (r)
-		cli_simulate_plan(ar, p, &o, r, &d);
-	if (!row->error && (!r || !r->estimated))
-		row->error = first_error(ar, &d);
-	else if (!row->error)
-		fill_row(ar, p, r, &d, row);
+	struct cli_progress pr;
+	cli_progress_attach(&pr, "searching plans", &po);
+	struct plan *p = plan_make(ar, s, e->kind, &po, &d);
+	cli_progress_clear(&pr);
+	simulate_row(ar, s, a, p, &d, row);
 	diag_list_free(&d);
+}
+
+/* ------------------------------------------------------ megatron-search */
+
+/* The search, then its best a->top configurations simulated as rows
+ * "search #1" ..; *n_rows of them (0 after diagnostics on stderr). */
+static struct compare_row *search_rows(struct arena *ar, const struct scenario *s,
+                                       const struct args *a, struct search_result *res,
+                                       int *n_rows)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	struct plan_options po = {.mode = a->fused ? REDIST_FUSED : REDIST_COMPAT};
+	struct cli_progress pr;
+	cli_progress_attach(&pr, "searching plans", &po);
+	bool ok = plan_search(ar, s, &po, res, &d);
+	cli_progress_clear(&pr);
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	*n_rows = 0;
+	if (!ok)
+		return NULL;
+	int n = (int)(res->n_fit < a->top ? res->n_fit : a->top);
+	struct compare_row *rows = arena_calloc(ar, (size_t)n + 1, sizeof *rows);
+	for (int i = 0; rows && i < n; i++) {
+		rows[i] = (struct compare_row){.planner = arena_printf(ar, "search #%d", i + 1),
+		                               .hbm_bytes = s->topo->device.hbm_bytes};
+		diag_list_init(&d);
+		struct plan *p = plan_search_plan(ar, s, &res->cands[i].config, &po, &d);
+		simulate_row(ar, s, a, p, &d, &rows[i]);
+		diag_list_free(&d);
+	}
+	*n_rows = rows ? n : 0;
+	return rows;
+}
+
+static void search_text(const struct scenario *s, const struct args *a,
+                        const struct search_result *r)
+{
+	char b[4][32];
+	printf("megatron-search: %" PRId64 " configurations; %" PRId64 " fit in %s, %" PRId64
+	       " OOM, %" PRId64 " could not be planned\n", r->n_configs, r->n_fit,
+	       cli_si(b[0], 32, s->topo->device.hbm_bytes, "B"), r->n_oom, r->n_failed);
+	if (r->failure)
+		printf("  the first that could not: %s\n", r->failure);
+	int listed = (int)(a->top > SEARCH_LISTED ? a->top : SEARCH_LISTED);
+	listed = r->n_fit < listed ? (int)r->n_fit : listed;
+	if (listed == 0) {
+		printf("  none fits; the closest:\n");
+		listed = r->n > 3 ? 3 : r->n;
+	}
+	printf("  %-4s  %-5s %-5s %-5s %-5s %-22s %-10s %-5s %-10s %-10s %-8s %s\n", "rank", "TP",
+	       "PP", "DP", "mb", "schedule", "recompute", "ZeRO", "estimated", "samples/s", "bubble",
+	       "memory/device");
+	for (int i = 0; i < listed; i++) {
+		const struct search_candidate *c = &r->cands[i];
+		const struct search_config *k = &c->config;
+		char sched[32], oom[48];
+		if (k->pp == 1)
+			snprintf(sched, sizeof sched, "-");
+		else if (k->virtual_stages > 1)
+			snprintf(sched, sizeof sched, "%s (v %lld)", schedule_names[k->schedule],
+			         (long long)k->virtual_stages);
+		else
+			snprintf(sched, sizeof sched, "%s", schedule_names[k->schedule]);
+		printf("  %-4d  %-5lld %-5lld %-5lld %-5lld %-22s %-10s %-5d %-10s %-10.1f %-8s %s%s\n",
+		       i + 1, (long long)k->tp, (long long)k->pp, (long long)k->dp,
+		       (long long)k->micro_batch, sched, recompute_names[k->recompute], k->zero_stage,
+		       cli_si(b[1], 32, c->iteration_s, "s"),
+		       (double)s->training.global_batch / c->iteration_s,
+		       k->pp > 1 ? (snprintf(b[2], 32, "%.1f%%", 100 * c->bubble_s / c->iteration_s), b[2])
+		                 : "-",
+		       cli_si(b[3], 32, c->memory_bytes, "B"),
+		       cli_oom_text(oom, sizeof oom, "  ", c->memory_bytes, s->topo->device.hbm_bytes));
+	}
+	printf("\n");
+}
+
+/* Both rankings of the simulated rows, by their search ranks. */
+static void search_rankings(FILE *f, const struct compare_row *rows, int n)
+{
+	int *order = malloc(((size_t)n + 1) * sizeof *order), m = 0;
+	for (int i = 0; order && i < n; i++)
+		if (!rows[i].error && !rows[i].sim_error)
+			order[m++] = i;
+	if (!order || m < 2) {
+		free(order);
+		return;
+	}
+	fprintf(f, "  by the estimate:   ");
+	for (int i = 0; i < m; i++)
+		fprintf(f, "%s#%d", i ? ", " : "", order[i] + 1);
+	/* insertion sort by the simulated time, stable: ties keep the estimate's order */
+	for (int i = 1; i < m; i++)
+		for (int j = i; j > 0 && rows[order[j]].simulated_s < rows[order[j - 1]].simulated_s; j--) {
+			int t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	fprintf(f, "\n  by the simulation: ");
+	for (int i = 0; i < m; i++)
+		fprintf(f, "%s#%d", i ? ", " : "", order[i] + 1);
+	fprintf(f, "\n");
+	free(order);
+}
+
+static cJSON *search_json(const struct scenario *s, const struct args *a,
+                          const struct search_result *r)
+{
+	cJSON *j = report_json_search_counts(r);
+	cJSON *list = cJSON_CreateArray();
+	int listed = (int)(a->top > SEARCH_LISTED ? a->top : SEARCH_LISTED);
+	listed = r->n < listed ? r->n : listed;
+	for (int i = 0; i < listed; i++) {
+		const struct search_candidate *c = &r->cands[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "rank", i + 1);
+		cJSON_AddItemToObject(o, "config", report_json_search_config(&c->config));
+		cJSON_AddNumberToObject(o, "estimate_s", c->iteration_s);
+		cJSON_AddNumberToObject(o, "samples_per_s", (double)s->training.global_batch / c->iteration_s);
+		cJSON_AddNumberToObject(o, "bubble_s", c->bubble_s);
+		cJSON_AddNumberToObject(o, "memory_bytes_per_device", c->memory_bytes);
+		report_json_oom(o, c->memory_bytes, s->topo->device.hbm_bytes);
+		cJSON_AddItemToArray(list, o);
+	}
+	cJSON_AddItemToObject(j, "candidates", list);
+	return j;
 }
 
 /* ---------------------------------------------------------------- print */
 
 static void text(const struct scenario *s, const struct args *a, const struct compare_row *rows,
-                 int n)
+                 int n, const struct search_result *search)
 {
 	char b[32];
 	printf("compare %s: model %s on %" PRId64 " devices of %s\n", s->name, s->graph->name,
@@ -229,11 +396,19 @@ static void text(const struct scenario *s, const struct args *a, const struct co
 	       fidelity_names[a->fidelity >= 0 ? a->fidelity : (int)s->sim.fidelity],
 	       collective_algo_names[a->algo >= 0 ? a->algo : (int)s->sim.collective_algo],
 	       a->bucket_bytes / MIB, a->fused ? "fused" : "MindSpore-compatible");
+	if (search) {
+		search_text(s, a, search);
+		if (n == 0)
+			return;
+		printf("the best %d by the estimate, simulated\n", n);
+	}
 	report_compare_table(stdout, rows, n);
 	printf("\n  diff: simulated against estimated; comm: bytes each device sends per "
 	       "iteration;\n  memory: peak per device (OOM over the %s HBM)\n\n",
 	       cli_si(b, sizeof b, s->topo->device.hbm_bytes, "B"));
 	report_compare_ranking(stdout, rows, n);
+	if (search)
+		search_rankings(stdout, rows, n);
 	int w = report_compare_worst(rows, n);
 	if (w >= 0) {
 		printf("\n");
@@ -242,7 +417,7 @@ static void text(const struct scenario *s, const struct args *a, const struct co
 }
 
 static cJSON *json(const struct scenario *s, const struct args *a, const struct compare_row *rows,
-                   int n)
+                   int n, const struct search_result *search)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "scenario", s->name);
@@ -256,6 +431,8 @@ static cJSON *json(const struct scenario *s, const struct args *a, const struct 
 		collective_algo_names[a->algo >= 0 ? a->algo : (int)s->sim.collective_algo]);
 	cJSON_AddNumberToObject(root, "bucket_bytes", a->bucket_bytes);
 	cJSON_AddNumberToObject(root, "hbm_bytes", s->topo->device.hbm_bytes);
+	if (search)
+		cJSON_AddItemToObject(root, "search", search_json(s, a, search));
 	report_compare_json(root, rows, n);
 	return root;
 }
@@ -281,18 +458,27 @@ int cmd_compare(int argc, char **argv)
 		return EXIT_INVALID;
 	}
 	struct entry list[2 * PLANNER_COUNT];
-	int n = entries(s, list), planned = 0;
-	struct compare_row rows[2 * PLANNER_COUNT];
-	for (int i = 0; i < n; i++) {
-		run_row(ar, s, &list[i], &a, &rows[i]);
-		planned += rows[i].error == NULL;
+	struct compare_row table[2 * PLANNER_COUNT], *rows = table;
+	struct search_result search, *sr = NULL;
+	int n = 0, planned = 0;
+	if (a.planner == PLANNER_MEGATRON_SEARCH) {
+		rows = search_rows(ar, s, &a, &search, &n);
+		sr = rows ? &search : NULL;
+	} else {
+		n = entries(s, &a, list);
+		for (int i = 0; i < n; i++)
+			run_row(ar, s, &list[i], &a, &rows[i]);
 	}
-	if (a.json)
-		rc = report_print_json(json(s, &a, rows, n), "compare");
-	else
-		text(s, &a, rows, n);
+	for (int i = 0; i < n; i++)
+		planned += rows[i].error == NULL;
+	bool searched = a.planner == PLANNER_MEGATRON_SEARCH;
+	if ((sr || !searched) && a.json)
+		rc = report_print_json(json(s, &a, rows, n, sr), "compare");
+	else if (sr || !searched)
+		text(s, &a, rows, n, sr);
 	if (planned == 0) {
-		fprintf(stderr, "shardlab compare: no planner could plan %s\n", a.file);
+		fprintf(stderr, "shardlab compare: no %s could plan %s\n",
+		        sr ? "configuration of the search fitting the memory" : "planner", a.file);
 		rc = EXIT_INVALID;
 	}
 	arena_free(ar);

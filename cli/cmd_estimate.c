@@ -126,9 +126,11 @@ static double share(double part, double whole)
 static void text_head(const struct plan *p, const struct estimate *e, const char *planner)
 {
 	char b1[32], b2[32];
-	printf("estimate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n\n",
+	printf("estimate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n",
 	       p->scenario->name, p->graph->name, p->scenario->devices, p->scenario->topo->name, planner,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
+	report_search_chosen(stdout, p);
+	printf("\n");
 	printf("  iteration            %s\n", sec(b1, sizeof b1, e->iteration_s));
 	printf("  micro-batches        %" PRId64 "\n", e->steps_per_iteration);
 	printf("  compute              %-10s %5.1f%%\n", sec(b1, sizeof b1, e->compute_s),

@@ -163,6 +163,7 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	printf("simulate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n",
 	       p->scenario->name, p->graph->name, p->scenario->devices, p->scenario->topo->name, planner,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
+	report_search_chosen(stdout, p);
 	printf("fidelity %s, collectives %s, gradient buckets %g MiB\n\n", fidelity_names[o->fidelity],
 	       collective_algo_names[o->algo], o->bucket_bytes / MIB);
 	printf("  iteration            simulated %s, estimated %s (%+.1f%%)\n",

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -164,7 +165,8 @@ const char *cli_si(char *buf, size_t size, double value, const char *unit)
 
 /* Planners this build can run, in the order help texts list them. */
 static const enum planner_kind available_planners[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
-                                                 PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
+                                                 PLANNER_DATA_PARALLEL, PLANNER_MEGATRON,
+                                                 PLANNER_MEGATRON_SEARCH};
 
 bool cli_planner_available(enum planner_kind k)
 {
@@ -262,6 +264,36 @@ int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_p
 	return k >= 0 ? 1 : -1;
 }
 
+static void plan_progress_cb(void *ctx, double fraction)
+{
+	struct cli_progress *p = ctx;
+	int pct = (int)(100 * (fraction < 0 ? 0 : fraction > 1 ? 1 : fraction));
+	if (p->shown && pct == p->last_pct)
+		return;
+	fprintf(stderr, "\r\033[K%s: %3d%%", p->what, pct);
+	fflush(stderr);
+	p->last_pct = pct;
+	p->shown = true;
+}
+
+void cli_progress_attach(struct cli_progress *pr, const char *what, struct plan_options *o)
+{
+	*pr = (struct cli_progress){.what = what, .last_pct = -1};
+	if (isatty(STDERR_FILENO)) {
+		o->progress = plan_progress_cb;
+		o->progress_ctx = pr;
+	}
+}
+
+void cli_progress_clear(struct cli_progress *pr)
+{
+	if (pr->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+	pr->shown = false;
+}
+
 struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_plan_args *pa,
                            struct scenario **s, enum planner_kind *kind, struct diag_list *d)
 {
@@ -272,5 +304,10 @@ struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_p
 		*kind = (*s)->planners[0];
 	else
 		*kind = PLANNER_PROPAGATE;
-	return *s ? plan_make(a, *s, *kind, &pa->o, d) : NULL;
+	struct plan_options o = pa->o;
+	struct cli_progress pr;
+	cli_progress_attach(&pr, "searching plans", &o);
+	struct plan *p = *s ? plan_make(a, *s, *kind, &o, d) : NULL;
+	cli_progress_clear(&pr);
+	return p;
 }

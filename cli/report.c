@@ -356,6 +356,7 @@ void report_text(const struct plan *p, const struct report_options *o)
 	if (o->planner)
 		printf(", planner %s", o->planner);
 	printf(" (%s redistribution)\n", p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
+	report_search_chosen(stdout, p);
 	if (o->detail) {
 		for (int i = 0; i < g->n_ops; i++) {
 			printf("\n");
@@ -573,7 +574,53 @@ cJSON *report_json_head(const struct plan *p, const struct report_options *o)
 	if (o->planner)
 		cJSON_AddStringToObject(root, "planner", o->planner);
 	cJSON_AddStringToObject(root, "mode", p->mode == REDIST_FUSED ? "fused" : "compat");
+	if (p->search) {
+		cJSON *sr = report_json_search_counts(p->search);
+		cJSON_AddItemToObject(sr, "chosen", report_json_search_config(&p->search->cands[0].config));
+		cJSON_AddItemToObject(root, "search", sr);
+	}
 	return root;
+}
+
+void report_search_chosen(FILE *f, const struct plan *p)
+{
+	if (!p->search)
+		return;
+	const struct search_result *r = p->search;
+	char c[128];
+	fprintf(f, "megatron-search chose %s: the fastest by the estimate of the %" PRId64
+	        " configurations that fit (of %" PRId64 "); shardlab compare --planner "
+	        "megatron-search ranks and simulates them\n",
+	        plan_search_config_text(c, sizeof c, &r->cands[0].config), r->n_fit, r->n_configs);
+}
+
+cJSON *report_json_search_config(const struct search_config *c)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddNumberToObject(j, "tensor_parallel", (double)c->tp);
+	cJSON_AddNumberToObject(j, "pipeline_stages", (double)c->pp);
+	cJSON_AddNumberToObject(j, "data_parallel", (double)c->dp);
+	cJSON_AddNumberToObject(j, "micro_batch", (double)c->micro_batch);
+	cJSON_AddNumberToObject(j, "micro_batches", (double)c->micro_batches);
+	cJSON_AddStringToObject(j, "schedule", schedule_names[c->schedule]);
+	cJSON_AddNumberToObject(j, "virtual_stages", (double)c->virtual_stages);
+	cJSON_AddStringToObject(j, "recompute", recompute_names[c->recompute]);
+	cJSON_AddNumberToObject(j, "zero_stage", c->zero_stage);
+	return j;
+}
+
+cJSON *report_json_search_counts(const struct search_result *r)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddNumberToObject(j, "configurations", (double)r->n_configs);
+	cJSON_AddNumberToObject(j, "fit", (double)r->n_fit);
+	cJSON_AddNumberToObject(j, "oom", (double)r->n_oom);
+	cJSON_AddNumberToObject(j, "failed", (double)r->n_failed);
+	if (r->failure)
+		cJSON_AddStringToObject(j, "first_failure", r->failure);
+	else
+		cJSON_AddNullToObject(j, "first_failure");
+	return j;
 }
 
 cJSON *report_json(const struct plan *p, const struct report_options *o)

@@ -495,6 +495,13 @@ struct graph *graph_generate_at(struct arena *a, const struct model_gen *g,
 	}
 	if (diags->errors > errors)
 		return NULL;
+	struct model_gen *copy = arena_alloc(a, sizeof *copy);
+	if (!copy) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "out of memory building the model");
+		return NULL;
+	}
+	*copy = *g;
+	G.b.g->gen = copy;
 	G.b.g->batch = g->micro_batch;
 	return G.b.g;
 }

@@ -106,6 +106,8 @@ struct graph {
 	const char *file;                     /* model file, or NULL when inline/generated */
 	int64_t batch;                        /* samples per execution: a generator's micro_batch,
 	                                         dim 0 of an explicit graph's first input (else 1) */
+	const struct model_gen *gen;          /* the generator that built it; NULL for an
+	                                         explicit graph */
 	int n_ops, n_tensors;
 	struct op *ops;                       /* topological order */
 	struct tensor *tensors;

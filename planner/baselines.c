@@ -466,9 +466,10 @@ static struct shard_config *synth_shards(const struct mega *M, int *n)
 }
 
 /* Megatron's rule with tensor parallelism of at most t_max (1: every op
- * data parallel along the batch, the model replicated). */
+ * data parallel along the batch, the model replicated); exactly t_max when
+ * `exact` (the plan search asks for each degree in turn), else NULL. */
 static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
-                                  const struct plan_options *o, int64_t t_max,
+                                  const struct plan_options *o, int64_t t_max, bool exact,
                                   const char *planner, struct diag_list *diags)
 {
 	const struct graph *g = s->graph;
@@ -481,8 +482,16 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	M.seq = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.seq));
 	if (!M.split || !M.batch || !M.role || !M.seq)
 		return NULL;
-	note_ignored(s, planner, diags);
+	if (!exact)
+		note_ignored(s, planner, diags);
 	choose_degrees(&M);
+	if (exact && M.t != t_max) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "tensor parallel %lld does not fit: it must divide the %lld devices of a "
+		         "server and the %lld of a stage, and the layers' heads and columns",
+		         (long long)t_max, (long long)s->topo->devices_per_server, (long long)M.n);
+		return NULL;
+	}
 	if (b && !batch_splits(&M, b, diags))
 		return NULL;
 	if (b)
@@ -517,11 +526,18 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 struct plan *plan_megatron(struct arena *a, const struct scenario *s,
                            const struct plan_options *o, struct diag_list *diags)
 {
-	return megatron_plan(a, s, o, INT64_MAX, "megatron", diags);
+	return megatron_plan(a, s, o, INT64_MAX, false, "megatron", diags);
 }
 
 struct plan *plan_data_parallel(struct arena *a, const struct scenario *s,
                                 const struct plan_options *o, struct diag_list *diags)
 {
-	return megatron_plan(a, s, o, 1, "data-parallel", diags);
+	return megatron_plan(a, s, o, 1, false, "data-parallel", diags);
+}
+
+struct plan *plan_megatron_degree(struct arena *a, const struct scenario *s,
+                                  const struct plan_options *o, int64_t tp,
+                                  struct diag_list *diags)
+{
+	return megatron_plan(a, s, o, tp, true, "megatron", diags);
 }

@@ -8,8 +8,8 @@
  * Cuts go where the fewest activation bytes cross (a transformer's layer
  * and half-layer boundaries: only the residual stream is live there); among
  * those, the cuts that make the most expensive chunk cheapest
- * (minimax partition, exact by dynamic programming with a binary search
- * per state). Where there are not enough such positions, or they cannot
+ * (minimax partition: the least bound a greedy split meets, found by
+ * bisection). Where there are not enough such positions, or they cannot
  * balance the chunks within 5% of the ideal (a loss is the cheapest cut
  * of a language model, and a useless one), the next-fewest bytes are
  * admitted too.
@@ -22,7 +22,7 @@
  * micro-batches).
  *
  * Units: bytes per rank, seconds. No hot path: O(ops) for the live bytes,
- * O(chunks x candidates x log) for the partition.
+ * O(levels x bisection steps x chunks x log candidates) for the partition.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -80,66 +80,98 @@ static double next_level(const double *live, int n, double floor)
 	return best;
 }
 
+/* The chunks of cost at most B each when every chunk runs as far as it
+ * can: their starts into first[] (when not NULL) and their count, or k + 1
+ * when more than k are needed. Points pt[0..np) ascending, pt[0] = 0 and
+ * pt[np-1] = n; a chunk runs from a point to a later one. O(k log np). */
+static int greedy(const double *prefix, const int *pt, int np, double B, int k, int *first)
+{
+	int x = 0, chunks = 0;
+	while (x < np - 1) {
+		if (chunks == k)
+			return k + 1;
+		int lo = x, hi = np - 1;   /* the furthest y with cost(x, y) <= B */
+		while (lo < hi) {
+			int mid = lo + (hi - lo + 1) / 2;
+			if (prefix[pt[mid]] - prefix[pt[x]] <= B)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		if (lo == x)
+			return k + 1;      /* one step between points is dearer than B */
+		if (first)
+			first[chunks] = x;
+		chunks++;
+		x = lo;
+	}
+	return chunks;
+}
+
 /* Minimax split of [0, n) into k chunks at candidate positions pos[0..c)
- * (ascending, inside (0, n)); chunk starts into first[0..k]. */
+ * (ascending, inside (0, n)); chunk starts into first[0..k]. The least
+ * bound B that the greedy split meets, by bisection (feasibility grows
+ * with B), to a relative 1e-12; then the greedy chunks at B, and while
+ * there are fewer than k the dearest chunk that can be split is split
+ * where its larger half is cheapest. */
 static bool minimax(struct arena *a, const double *prefix, int n, const int *pos, int c, int k,
                     int *first)
 {
-	/* Points: 0, the candidates, n. f[j][x]: least max cost of splitting
-	 * [0, point x) into j+1 chunks; arg[j][x] the point where its last
-	 * chunk starts. */
 	int np = c + 2;
 	int *pt = arena_alloc(a, (size_t)np * sizeof(int));
-	double *f = arena_alloc(a, (size_t)k * (size_t)np * sizeof(double));
-	int *arg = arena_alloc(a, (size_t)k * (size_t)np * sizeof(int));
-	if (!pt || !f || !arg)
+	int *at = arena_alloc(a, ((size_t)k + 1) * sizeof(int));  /* chunk starts as point indices */
+	if (!pt || !at)
 		return false;
 	pt[0] = 0;
 	memcpy(pt + 1, pos, (size_t)c * sizeof(int));
 	pt[np - 1] = n;
-	for (int x = 0; x < np; x++) {
-		f[x] = prefix[pt[x]];
-		arg[x] = 0;
+	double lo = prefix[n] / k, hi = prefix[n];
+	for (int x = 0; x + 1 < np; x++) {
+		double step = prefix[pt[x + 1]] - prefix[pt[x]];
+		lo = step > lo ? step : lo;
 	}
-	for (int j = 1; j < k; j++) {
-		double *fj = f + (size_t)j * np, *fp = f + (size_t)(j - 1) * np;
-		int *aj = arg + (size_t)j * np;
-		for (int x = 0; x < np; x++) {
-			fj[x] = 1e300;
-			aj[x] = -1;
-			if (x < j + 1)
-				continue; /* fewer points than chunks */
-			/* the last chunk starts at point l in [j, x): fp[l] grows with
-			 * l, the chunk's cost shrinks; the best l is where they cross */
-			int lo = j, hi = x - 1;
-			while (lo < hi) {
-				int mid = (lo + hi) / 2;
-				if (fp[mid] >= prefix[pt[x]] - prefix[pt[mid]])
-					hi = mid;
-				else
-					lo = mid + 1;
-			}
-			for (int l = lo - 1; l <= lo; l++) {
-				if (l < j || l >= x)
-					continue;
-				double v = fp[l] > prefix[pt[x]] - prefix[pt[l]]
-				                   ? fp[l] : prefix[pt[x]] - prefix[pt[l]];
-				if (v < fj[x]) {
-					fj[x] = v;
-					aj[x] = l;
-				}
-			}
+	if (greedy(prefix, pt, np, lo, k, NULL) <= k) {
+		hi = lo;
+	} else {
+		for (int it = 0; it < 200 && hi - lo > 1e-12 * hi; it++) {
+			double mid = lo + (hi - lo) / 2;
+			if (greedy(prefix, pt, np, mid, k, NULL) <= k)
+				hi = mid;
+			else
+				lo = mid;
 		}
 	}
-	int x = np - 1;
-	first[k] = n;
-	for (int j = k - 1; j >= 0; j--) {
-		int l = j > 0 ? arg[(size_t)j * np + x] : 0;
-		if (l < 0)
-			return false;
-		first[j] = pt[l];
-		x = l;
+	int m = greedy(prefix, pt, np, hi, k, at);
+	SL_ASSERT(m >= 1 && m <= k);
+	at[m] = np - 1;
+	for (; m < k; m++) {
+		int best = -1, split = -1;
+		double best_cost = -1;
+		for (int j = 0; j < m; j++) {
+			double cost = prefix[pt[at[j + 1]]] - prefix[pt[at[j]]];
+			if (at[j + 1] - at[j] < 2 || cost <= best_cost)
+				continue;
+			int y_best = -1;
+			double half = 0;
+			for (int y = at[j] + 1; y < at[j + 1]; y++) {
+				double l = prefix[pt[y]] - prefix[pt[at[j]]];
+				double r = prefix[pt[at[j + 1]]] - prefix[pt[y]];
+				double worse = l > r ? l : r;
+				if (y_best < 0 || worse < half) {
+					y_best = y;
+					half = worse;
+				}
+			}
+			best = j;
+			split = y_best;
+			best_cost = cost;
+		}
+		SL_ASSERT(best >= 0);  /* np - 1 >= k segments */
+		memmove(at + best + 2, at + best + 1, (size_t)(m - best) * sizeof(int));
+		at[best + 1] = split;
 	}
+	for (int j = 0; j <= k; j++)
+		first[j] = pt[at[j]];
 	return true;
 }
 

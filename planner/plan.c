@@ -95,7 +95,7 @@ struct plan *plan_configured(struct arena *a, const struct scenario *s, enum red
                              struct diag_list *diags)
 {
 	const struct graph *g = s->graph;
-	struct plan *p = arena_alloc(a, sizeof(*p));
+	struct plan *p = arena_calloc(a, 1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->scenario = s;
@@ -150,10 +150,10 @@ struct plan *plan_make(struct arena *a, const struct scenario *s, enum planner_k
 		return plan_data_parallel(a, s, o, diags);
 	case PLANNER_MEGATRON:
 		return plan_megatron(a, s, o, diags);
+	case PLANNER_MEGATRON_SEARCH:
+		return plan_megatron_search(a, s, o, diags);
 	default:
-		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
-		         "the %s planner is not part of this version of shardlab",
-		         planner_names[kind]);
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "no planner of kind %d", (int)kind);
 		return NULL;
 	}
 }

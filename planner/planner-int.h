@@ -21,6 +21,10 @@ uint32_t layout_replica_axes(const struct layout *l);
  * groups (a cost query); -1 when there is no redistribution. */
 double redist_bytes(const struct layout *src, const struct layout *dst);
 
+/* The plan search's fastest configuration that fits (search.c). */
+struct plan *plan_megatron_search(struct arena *a, const struct scenario *s,
+                                  const struct plan_options *o, struct diag_list *diags);
+
 /* Which output of op p is tensor t (it must be one). */
 int plan_output_index(const struct op *p, int t);
 

@@ -242,6 +242,8 @@ struct plan_choice {
 	bool param_conflict;               /* no candidate agreed with the layout another op gave a shared parameter */
 };
 
+struct search_result;
+
 struct plan {
 	const struct scenario *scenario;
 	const struct graph *graph;
@@ -252,6 +254,8 @@ struct plan {
 	int n_edges;
 	struct plan_edge *edges;           /* edges whose layouts differ, in op order */
 	int n_unreached;                   /* ops propagation never reached (data parallel) */
+	const struct search_result *search; /* megatron-search: the search whose first candidate
+	                                       this plan is; else NULL */
 };
 
 /* Every op with its configured strategy, the others data parallel (the
@@ -300,6 +304,10 @@ struct plan_options {
 	enum redist_mode mode;
 	enum rec_cost rec_cost;            /* the recursive planner */
 	enum rec_order rec_order;          /* the recursive planner */
+	/* Long work (the plan search) reports how far it is, `fraction` in
+	 * [0, 1]; NULL: nothing reported. */
+	void (*progress)(void *ctx, double fraction);
+	void *progress_ctx;
 };
 
 /* Data parallel over all devices: the model replicated, the batch split
@@ -321,9 +329,70 @@ struct plan *plan_recursive(struct arena *a, const struct scenario *s,
  * ops' per-op rec costs and neighbour terms, DESIGN.md), for reports. */
 double plan_rec_cost(const struct plan *p);
 
-/* Any planner by kind (PLANNER_PROPAGATE, PLANNER_RECURSIVE,
- * PLANNER_DATA_PARALLEL, PLANNER_MEGATRON). NULL with a diagnostic for a
- * planner this version does not have. */
+/* Megatron's rule with exactly `tp` as the tensor-parallel degree; NULL
+ * with a diagnostic when the server, the stage or the shapes do not allow
+ * it. */
+struct plan *plan_megatron_degree(struct arena *a, const struct scenario *s,
+                                  const struct plan_options *o, int64_t tp,
+                                  struct diag_list *diags);
+
+/* Megatron-style plan search (docs/planner.md, "Plan search"): every
+ * (TP, PP, DP, micro-batch, schedule, recompute, ZeRO) the devices and the
+ * global batch allow, each planned by Megatron's rule and estimated, ranked
+ * by the estimate among those that fit the device memory. TP divides a
+ * server, PP x TP x DP = devices; the micro-batch (samples per replica)
+ * is 1, 2, 4 or 8 when the model comes from a generator (the graph is
+ * generated again at micro-batch x DP samples), else the graph's batch / DP;
+ * schedules GPipe, 1F1B and interleaved 1F1B with 2 virtual stages when
+ * PP > 1; recompute none, selective and full; ZeRO 0 to 3. The scenario's
+ * global batch, dtype, sequence parallelism and bucket size stay. */
+struct search_config {
+	int64_t tp, pp, dp;
+	int64_t micro_batch;               /* samples per replica per micro-batch */
+	int64_t micro_batches;             /* per iteration */
+	enum pipeline_schedule schedule;
+	int64_t virtual_stages;
+	enum recompute_mode recompute;
+	int zero_stage;
+};
+
+struct search_candidate {
+	struct search_config config;
+	double iteration_s;                /* the estimate */
+	double memory_bytes;               /* the largest device */
+	double oom_overflow_bytes;         /* 0: fits */
+	double bubble_s;
+};
+
+struct search_result {
+	int64_t n_configs;                 /* enumerated */
+	int64_t n_fit, n_oom;              /* estimated: fit the memory, or not */
+	int64_t n_failed;                  /* Megatron's rule could not plan them */
+	const char *failure;               /* the first reason, NULL when none failed */
+	int n;                             /* candidates estimated */
+	struct search_candidate *cands;    /* those that fit first, fastest first (ties: less
+	                                      memory, then enumeration order), then the OOM ones
+	                                      by overflow */
+};
+
+/* Runs the search; false after diagnostics (no configuration could be
+ * planned, or out of memory). Progress through o->progress. */
+bool plan_search(struct arena *a, const struct scenario *s, const struct plan_options *o,
+                 struct search_result *out, struct diag_list *diags);
+/* The scenario as one configuration sets it (the graph generated again at
+ * its micro-batch, its pipeline and training settings), and its plan.
+ * NULL after diagnostics. */
+struct scenario *plan_search_scenario(struct arena *a, const struct scenario *s,
+                                      const struct search_config *c, struct diag_list *diags);
+struct plan *plan_search_plan(struct arena *a, const struct scenario *s,
+                              const struct search_config *c, const struct plan_options *o,
+                              struct diag_list *diags);
+/* "TP 8 PP 8 DP 16 mb 1 1f1b full ZeRO 1" (interleaved: "interleaved-1f1b/2"). */
+const char *plan_search_config_text(char *buf, size_t size, const struct search_config *c);
+
+/* Any planner by kind. PLANNER_MEGATRON_SEARCH: the search's fastest plan
+ * that fits (planned on plan_search_scenario, its p->scenario). NULL with
+ * a diagnostic for a planner this version does not have. */
 struct plan *plan_make(struct arena *a, const struct scenario *s, enum planner_kind kind,
                        const struct plan_options *o, struct diag_list *diags);
 

@@ -399,10 +399,10 @@ static int common_prefix(const struct layout *a, const struct layout *b, int d)
 	return n;
 }
 
-enum search_result { SEARCH_FOUND, SEARCH_BOUND, SEARCH_OOM };
+enum search_status { SEARCH_FOUND, SEARCH_BOUND, SEARCH_OOM };
 
 /* Dijkstra from src to dst; on SEARCH_FOUND, *goal is the goal node. */
-static enum search_result search_run(struct search *s, int *goal)
+static enum search_status search_run(struct search *s, int *goal)
 {
 	s->cap_nodes = 64;
 	s->cap_heap = 64;
@@ -660,7 +660,7 @@ static bool derive(struct arena *a, const struct layout *src, const struct layou
 	if (!s.scratch)
 		return false;
 	int goal = -1;
-	enum search_result r = search_run(&s, &goal);
+	enum search_status r = search_run(&s, &goal);
 	bool ok = r != SEARCH_OOM;
 	if (r == SEARCH_FOUND)
 		ok = path_steps(a, &s, goal, out, groups);

@@ -543,10 +543,7 @@ Test(cli, plan_and_advise_usage_errors_exit_2)
 		{"plan", "shardlab plan: missing SCENARIO (see --help)\n"},
 		{"plan scenarios/ffn-8p.json --planner bogus",
 		 "shardlab plan: unknown planner 'bogus'; available: propagate recursive "
-		 "data-parallel megatron\n"},
-		{"plan scenarios/ffn-8p.json --planner megatron-search",
-		 "shardlab plan: planner 'megatron-search' is not available yet; available: propagate "
-		 "recursive data-parallel megatron\n"},
+		 "data-parallel megatron megatron-search\n"},
 		{"plan scenarios/ffn-8p.json --rec-cost exact",
 		 "shardlab plan: --rec-cost takes topology or mindspore, got 'exact'\n"},
 		{"plan scenarios/ffn-8p.json --rec-order sideways",
@@ -940,9 +937,14 @@ Test(cli, simulate_and_compare_usage_errors_exit_2)
 		 "hierarchical or direct, got 'fast'\n"},
 		{"simulate scenarios/ffn-8p.json --bucket-mb 0",
 		 "shardlab simulate: --bucket-mb takes a size in MiB > 0, got '0'\n"},
-		{"simulate scenarios/ffn-8p.json --planner megatron-search",
-		 "shardlab simulate: planner 'megatron-search' is not available yet; available: "
-		 "propagate recursive data-parallel megatron\n"},
+		{"simulate scenarios/ffn-8p.json --planner search",
+		 "shardlab simulate: unknown planner 'search'; available: propagate recursive "
+		 "data-parallel megatron megatron-search\n"},
+		{"compare scenarios/ffn-8p.json --top 0",
+		 "shardlab compare: --top takes a count from 1 to 1000, got '0'\n"},
+		{"compare scenarios/ffn-8p.json --planner x",
+		 "shardlab compare: unknown planner 'x'; available: propagate recursive "
+		 "data-parallel megatron megatron-search\n"},
 		{"simulate scenarios/ffn-8p.json --frob", "shardlab simulate: unknown option '--frob' (see --help)\n"},
 		{"compare scenarios/ffn-8p.json --frob", "shardlab compare: unknown option '--frob' (see --help)\n"},
 		{"compare a.json b.json", "shardlab compare: one scenario at a time ('b.json')\n"},

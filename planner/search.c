@@ -1,0 +1,351 @@
+/* search.c — Megatron-style plan search (`--planner megatron-search`):
+ * the configurations a capacity planner would try by hand, every one of
+ * them, planned by Megatron's rule and ranked by the estimator.
+ *
+ * A configuration is (TP, PP, DP, micro-batch, schedule, recompute, ZeRO).
+ * Those that share (TP, PP, micro-batch) share a plan: Megatron's rule
+ * depends on the tensor-parallel degree, the devices of a stage and the
+ * graph (whose batch is the micro-batch of every replica), not on the
+ * schedule, the recomputation or ZeRO, which only the estimate reads. So
+ * the search plans once per group and estimates every variant of it, each
+ * estimate in an arena of its own so that memory stays that of one plan.
+ *
+ * Enumeration order (ties in the ranking keep it): TP ascending, PP
+ * ascending, micro-batch ascending, schedule 1F1B, interleaved, GPipe,
+ * recompute none, selective, full, ZeRO 0 to 3.
+ *
+ * Units: seconds, bytes (double); counts int64_t.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner-int.h"
+
+static const int64_t micro_batch_choices[] = {1, 2, 4, 8};
+static const enum pipeline_schedule schedule_order[] = {SCHED_1F1B, SCHED_INTERLEAVED_1F1B,
+                                                        SCHED_GPIPE};
+enum { SEARCH_VIRTUAL = 2 };   /* virtual stages of the interleaved schedule */
+
+/* One (TP, PP, micro-batch) with the variants that share its plan. */
+struct group {
+	int64_t tp, pp, dp, micro_batch, micro_batches;
+	int n_variants;
+};
+
+/* The most model chunks a pipeline may have: one generated layer each,
+ * or one op each for an explicit graph. */
+static int64_t chunk_limit(const struct graph *g)
+{
+	if (g->gen && g->gen->layers > 0)
+		return g->gen->layers;
+	return g->n_ops;
+}
+
+static bool interleaves(const struct group *gr, int64_t limit)
+{
+	return gr->pp > 1 && gr->micro_batches % gr->pp == 0 && SEARCH_VIRTUAL * gr->pp <= limit;
+}
+
+/* Variants of a group: schedules x recompute x ZeRO. */
+static int variants(const struct group *gr, int64_t limit)
+{
+	int schedules = gr->pp == 1 ? 1 : 2 + interleaves(gr, limit);
+	return schedules * RECOMPUTE_COUNT * 4;
+}
+
+/* Every group the devices, the server and the global batch allow, in
+ * enumeration order; *n of them (arena). */
+static struct group *groups(struct arena *a, const struct scenario *s, int *n)
+{
+	const struct graph *g = s->graph;
+	int64_t N = s->devices, G = s->training.global_batch, dps = s->topo->devices_per_server;
+	int64_t limit = chunk_limit(g);
+	int cap = 64;
+	struct group *out = arena_alloc(a, (size_t)cap * sizeof *out);
+	*n = 0;
+	for (int64_t tp = 1; out && tp <= dps && tp <= N; tp++) {
+		if (dps % tp || N % tp)
+			continue;
+		for (int64_t pp = 1; out && pp <= N / tp && pp <= limit; pp++) {
+			if ((N / tp) % pp)
+				continue;
+			int64_t dp = N / tp / pp;
+			for (size_t k = 0; out && k < SL_COUNTOF(micro_batch_choices); k++) {
+				int64_t b = micro_batch_choices[k];
+				if (!g->gen) {  /* the graph's batch is fixed */
+					if (g->batch % dp || k > 0)
+						break;
+					b = g->batch / dp;
+				}
+				if (G % (b * dp))
+					continue;
+				if (*n == cap) {
+					out = arena_grow(a, out, (size_t)cap, (size_t)cap * 2, sizeof *out);
+					cap *= 2;
+					if (!out)
+						break;
+				}
+				struct group gr = {tp, pp, dp, b, G / (b * dp), 0};
+				gr.n_variants = variants(&gr, limit);
+				out[(*n)++] = gr;
+			}
+		}
+	}
+	return out;
+}
+
+/* The configurations of a group, in enumeration order, into out (at most
+ * n_variants). */
+static int expand(const struct group *gr, int64_t limit, struct search_config *out)
+{
+	int n = 0;
+	for (size_t k = 0; k < SL_COUNTOF(schedule_order); k++) {
+		enum pipeline_schedule sc = schedule_order[k];
+		if (gr->pp == 1 && sc != SCHED_1F1B)
+			continue;
+		if (sc == SCHED_INTERLEAVED_1F1B && !interleaves(gr, limit))
+			continue;
+		for (int r = 0; r < RECOMPUTE_COUNT; r++)
+			for (int z = 0; z <= 3; z++)
+				out[n++] = (struct search_config){
+					.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,
+					.micro_batch = gr->micro_batch, .micro_batches = gr->micro_batches,
+					.schedule = sc,
+					.virtual_stages = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1,
+					.recompute = (enum recompute_mode)r, .zero_stage = z};
+	}
+	return n;
+}
+
+/* ------------------------------------------------- one configuration */
+
+/* The graph at b x DP samples per micro-batch: generated again, or the
+ * scenario's own when its batch is that already. */
+static struct graph *graph_at(struct arena *a, const struct scenario *s, int64_t batch,
+                              struct diag_list *diags)
+{
+	const struct graph *g = s->graph;
+	if (g->batch == batch || !g->gen) {
+		if (g->batch != batch)
+			diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+			         "the model's batch is fixed at %lld samples, not %lld", (long long)g->batch,
+			         (long long)batch);
+		return g->batch == batch ? (struct graph *)g : NULL;
+	}
+	struct model_gen gen = *g->gen;
+	gen.micro_batch = batch;
+	struct graph *out = graph_generate(a, &gen, diags);
+	if (out) {
+		out->name = g->name;
+		out->description = g->description;
+		out->file = g->file;
+	}
+	return out;
+}
+
+static void set_training(struct training *t, const struct training *user,
+                         const struct search_config *c)
+{
+	*t = *user;
+	t->pipeline_stages = c->pp;
+	t->virtual_stages = c->virtual_stages;
+	t->schedule = c->schedule;
+	t->recompute = c->recompute;
+	t->zero_stage = c->zero_stage;
+	t->micro_batches = c->micro_batches;
+	t->micro_batches_set = true;
+	/* The user's cuts hold for the user's pipeline only. */
+	if (c->pp != user->pipeline_stages || c->virtual_stages != user->virtual_stages) {
+		t->n_cuts = 0;
+		t->cuts = NULL;
+	}
+}
+
+struct scenario *plan_search_scenario(struct arena *a, const struct scenario *s,
+                                      const struct search_config *c, struct diag_list *diags)
+{
+	struct scenario *out = arena_alloc(a, sizeof *out);
+	struct graph *g = out ? graph_at(a, s, c->micro_batch * c->dp, diags) : NULL;
+	if (!g)
+		return NULL;
+	*out = *s;
+	out->graph = g;
+	out->n_shards = 0;
+	out->shards = NULL;
+	set_training(&out->training, &s->training, c);
+	return out;
+}
+
+struct plan *plan_search_plan(struct arena *a, const struct scenario *s,
+                              const struct search_config *c, const struct plan_options *o,
+                              struct diag_list *diags)
+{
+	struct scenario *sc = plan_search_scenario(a, s, c, diags);
+	return sc ? plan_megatron_degree(a, sc, o, c->tp, diags) : NULL;
+}
+
+const char *plan_search_config_text(char *buf, size_t size, const struct search_config *c)
+{
+	char sched[32];
+	if (c->virtual_stages > 1)
+		snprintf(sched, sizeof sched, "%s/%lld", schedule_names[c->schedule],
+		         (long long)c->virtual_stages);
+	else
+		snprintf(sched, sizeof sched, "%s", schedule_names[c->schedule]);
+	snprintf(buf, size, "TP %lld PP %lld DP %lld mb %lld %s %s ZeRO %d", (long long)c->tp,
+	         (long long)c->pp, (long long)c->dp, (long long)c->micro_batch,
+	         c->pp > 1 ? sched : "no-pipeline", recompute_names[c->recompute], c->zero_stage);
+	return buf;
+}
+
+/* ---------------------------------------------------------- the search */
+
+static int cand_cmp(const void *pa, const void *pb)
+{
+	const struct search_candidate *a = pa, *b = pb;
+	bool fa = !(a->oom_overflow_bytes > 0), fb = !(b->oom_overflow_bytes > 0);
+	if (fa != fb)
+		return fa ? -1 : 1;
+	double ka = fa ? a->iteration_s : a->oom_overflow_bytes;
+	double kb = fb ? b->iteration_s : b->oom_overflow_bytes;
+	if (ka != kb)
+		return ka < kb ? -1 : 1;
+	if (a->memory_bytes != b->memory_bytes)
+		return a->memory_bytes < b->memory_bytes ? -1 : 1;
+	return 0;
+}
+
+/* The first error of a list, copied into the arena. */
+static const char *first_error(struct arena *a, const struct diag_list *d)
+{
+	for (size_t i = 0; i < d->count; i++)
+		if (d->items[i].severity == DIAG_ERROR) {
+			char *text = diag_format(&d->items[i]);
+			const char *copy = text ? arena_strdup(a, text) : NULL;
+			free(text);
+			return copy;
+		}
+	return NULL;
+}
+
+/* Plans one group and estimates its variants into out[*n ..]; false when
+ * out of memory. */
+static bool run_group(struct arena *a, const struct scenario *s, const struct plan_options *o,
+                      const struct group *gr, struct search_config *cfg, struct search_result *r,
+                      int64_t *done, int64_t total)
+{
+	struct arena *ga = arena_new();
+	if (!ga)
+		return false;
+	struct diag_list d;
+	diag_list_init(&d);
+	int n = expand(gr, chunk_limit(s->graph), cfg);
+	struct plan *p = plan_search_plan(ga, s, &cfg[0], o, &d);
+	struct scenario *sc = p ? (struct scenario *)p->scenario : NULL;
+	for (int i = 0; i < n; i++) {
+		struct arena *ea = sc ? arena_new() : NULL;
+		struct estimate e;
+		bool ok = false;
+		if (ea) {
+			set_training(&sc->training, &s->training, &cfg[i]);
+			ok = plan_estimate(ea, p, &e, &d);
+		}
+		if (ok) {
+			r->cands[r->n++] = (struct search_candidate){
+				.config = cfg[i], .iteration_s = e.iteration_s,
+				.memory_bytes = e.memory_bytes_per_device,
+				.oom_overflow_bytes = e.oom_overflow_bytes, .bubble_s = e.bubble_s};
+			if (e.oom_overflow_bytes > 0)
+				r->n_oom++;
+			else
+				r->n_fit++;
+		} else {
+			r->n_failed++;
+			if (!r->failure)
+				r->failure = first_error(a, &d);
+		}
+		arena_free(ea);
+		++*done;
+		if (o->progress)
+			o->progress(o->progress_ctx, (double)*done / (double)total);
+	}
+	bool oom = d.oom;
+	diag_list_free(&d);
+	arena_free(ga);
+	return !oom;
+}
+
+bool plan_search(struct arena *a, const struct scenario *s, const struct plan_options *o,
+                 struct search_result *out, struct diag_list *diags)
+{
+	*out = (struct search_result){0};
+	int n_groups;
+	struct group *gs = groups(a, s, &n_groups);
+	int most = 0;
+	for (int i = 0; gs && i < n_groups; i++) {
+		out->n_configs += gs[i].n_variants;
+		most = gs[i].n_variants > most ? gs[i].n_variants : most;
+	}
+	out->cands = gs ? arena_calloc(a, (size_t)out->n_configs + 1, sizeof *out->cands) : NULL;
+	struct search_config *cfg = arena_calloc(a, (size_t)most + 1, sizeof *cfg);
+	if (!gs || !out->cands || !cfg) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory in the plan search");
+		return false;
+	}
+	if (n_groups == 0) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "megatron-search: no TP x PP x DP of %lld devices (TP dividing a server of "
+		         "%lld) has a micro-batch that divides the global batch of %lld%s",
+		         (long long)s->devices, (long long)s->topo->devices_per_server,
+		         (long long)s->training.global_batch,
+		         s->graph->gen ? "" : " and a data-parallel degree that divides the model's batch");
+		return false;
+	}
+	if (s->n_shards)
+		diag_add(diags, DIAG_NOTE, s->file, 0, NULL,
+		         "the megatron-search planner ignores the scenario's %d shard() entr%s",
+		         s->n_shards, s->n_shards == 1 ? "y" : "ies");
+	int64_t done = 0;
+	for (int i = 0; i < n_groups; i++)
+		if (!run_group(a, s, o, &gs[i], cfg, out, &done, out->n_configs)) {
+			diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory in the plan search");
+			return false;
+		}
+	qsort(out->cands, (size_t)out->n, sizeof *out->cands, cand_cmp);
+	if (out->n == 0) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "megatron-search: none of the %lld configurations could be planned; the "
+		         "first reason: %s", (long long)out->n_configs,
+		         out->failure ? out->failure : "unknown");
+		return false;
+	}
+	return true;
+}
+
+/* The fastest configuration that fits, planned. */
+struct plan *plan_megatron_search(struct arena *a, const struct scenario *s,
+                                  const struct plan_options *o, struct diag_list *diags)
+{
+	struct search_result r;
+	if (!plan_search(a, s, o, &r, diags))
+		return NULL;
+	char text[128], over[32];
+	const struct search_candidate *best = &r.cands[0];
+	if (r.n_fit == 0) {
+		snprintf(over, sizeof over, "%.3g GB", best->oom_overflow_bytes / 1e9);
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "megatron-search: none of the %lld configurations fits the %.3g GB of a "
+		         "device; the closest, %s, is %s over", (long long)r.n_configs,
+		         s->topo->device.hbm_bytes / 1e9,
+		         plan_search_config_text(text, sizeof text, &best->config), over);
+		return NULL;
+	}
+	struct search_result *kept = arena_alloc(a, sizeof *kept);
+	struct plan *p = kept ? plan_search_plan(a, s, &best->config, o, diags) : NULL;
+	if (p) {
+		*kept = r;
+		p->search = kept;
+	}
+	return p;
+}
