@@ -210,8 +210,10 @@ struct compare_row {
 /* The table; Kendall tau over the simulated rows (*n_ranked of them); the
  * simulated row whose difference is largest (-1 if none); what caused it. */
 void report_compare_table(FILE *f, const struct compare_row *rows, int n);
-/* The simulated bubble: the ranks' mean pipeline wait over the iteration. */
-double report_sim_bubble(const struct sim_result *r);
+/* The simulated bubble as a fraction of the iteration: of the stage that
+ * waits least, its ranks' mean pipeline wait and idle (done before the
+ * iteration ends). */
+double report_sim_bubble(const struct sim_result *r, const struct program *prog);
 double report_compare_tau(const struct compare_row *rows, int n, int *n_ranked);
 int report_compare_worst(const struct compare_row *rows, int n);
 void report_compare_ranking(FILE *f, const struct compare_row *rows, int n);

@@ -259,6 +259,7 @@ static cJSON *json_op(const struct plan *p, const struct estimate *e, const stru
 	cJSON_AddNumberToObject(j, "comm_backward_s", o->comm_backward_s);
 	cJSON_AddNumberToObject(j, "gradient_s", o->gradient_s);
 	cJSON_AddNumberToObject(j, "activation_bytes", o->activation_bytes);
+	cJSON_AddNumberToObject(j, "chunk", o->chunk);
 	cJSON_AddNumberToObject(j, "total_s", op_total_s(e, o));
 	return j;
 }

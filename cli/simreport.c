@@ -345,12 +345,19 @@ static double sr_diff_pct(const struct compare_row *r)
 	return r->estimated_s > 0 ? 100 * (r->simulated_s / r->estimated_s - 1) : 0;
 }
 
-double report_sim_bubble(const struct sim_result *r)
+double report_sim_bubble(const struct sim_result *r, const struct program *prog)
 {
-	double w = 0;
-	for (int64_t k = 0; k < r->n_ranks; k++)
-		w += r->ranks[k].pipeline_wait_s;
-	return r->n_ranks > 0 && r->iteration_s > 0 ? w / (double)r->n_ranks / r->iteration_s : 0;
+	/* The busiest stage's: its ranks' mean time waiting for a neighbour
+	 * or done early, the estimate's fill and drain of the critical stage. */
+	double least = -1;
+	int64_t n = prog->stage_ranks;
+	for (int st = 0; n > 0 && st < prog->n_stages; st++) {
+		double w = 0;
+		for (int64_t k = st * n; k < (st + 1) * n && k < r->n_ranks; k++)
+			w += r->ranks[k].pipeline_wait_s + r->ranks[k].idle_s;
+		least = least < 0 || w / (double)n < least ? w / (double)n : least;
+	}
+	return least > 0 && r->iteration_s > 0 ? least / r->iteration_s : 0;
 }
 
 void report_compare_table(FILE *f, const struct compare_row *rows, int n)
@@ -377,7 +384,7 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 			                 100 * r->est->bubble_s / r->est->iteration_s);
 			if (r->sim && !r->sim_error && r->sim->iteration_s > 0)
 				snprintf(bubble + k, sizeof bubble - (size_t)k, "%.1f%%",
-				         100 * report_sim_bubble(r->sim));
+				         100 * report_sim_bubble(r->sim, r->prog));
 			else
 				snprintf(bubble + k, sizeof bubble - (size_t)k, "-");
 		}

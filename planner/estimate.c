@@ -110,6 +110,7 @@ struct est_ctx {
 	int64_t steps;           /* graph executions per iteration */
 	enum collective_algo wanted;  /* the scenario's simulation.collective_algo */
 	int *first_reader;       /* per tensor: the first op reading the parameter, else -1 */
+	const uint32_t *fused;   /* per op: plan_fused_input_grads, NULL without a plan's edges */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
 	struct cost_algo_lines *pool;
@@ -309,30 +310,111 @@ static uint32_t map_axes(const struct layout *l)
 	return m;
 }
 
-bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d,
-                            struct plan_coll_sink *k)
+/* The groups over which input i's gradient is partial (the axes the op's
+ * tensors use and the input's own map does not): false when it is
+ * complete, or is an integer or parameter input (no all-reduce). *ok is
+ * cleared when the groups cannot be built. */
+static bool input_grad_groups(const struct graph *g, const struct dist_op *d, int i,
+                              struct rank_groups *rg, bool *ok)
 {
-	const struct op *o = &g->ops[d->op];
+	const struct tensor *t = &g->tensors[g->ops[d->op].in[i]];
 	uint32_t used = 0;
-	for (int i = 0; i < d->n_in; i++)
-		used |= map_axes(&d->in[i]);
+	for (int j = 0; j < d->n_in; j++)
+		used |= map_axes(&d->in[j]);
 	for (int j = 0; j < d->n_out; j++)
 		used |= map_axes(&d->out_partial[j]);
-	for (int i = 0; i < d->n_in; i++) {
-		const struct tensor *t = &g->tensors[o->in[i]];
-		uint32_t part = used & ~map_axes(&d->in[i]);
-		if (t->role == TENSOR_PARAM || !has_gradient(t) || !part)
-			continue;
-		int axes[PLAN_MAX_AXES], n = 0;
-		for (int a = 0; a < d->dm.n; a++)
-			if (part & (1u << a))
-				axes[n++] = a;
-		struct rank_groups rg;
-		if (!devmat_groups(&d->dm, axes, n, &rg))
-			return false;
-		add_coll(k, PCOLL_INPUT_GRAD, STEP_ALLREDUCE, &rg, layout_local_bytes(&d->in[i]), i);
+	uint32_t part = used & ~map_axes(&d->in[i]);
+	if (t->role == TENSOR_PARAM || !has_gradient(t) || !part)
+		return false;
+	int axes[PLAN_MAX_AXES], n = 0;
+	for (int a = 0; a < d->dm.n; a++)
+		if (part & (1u << a))
+			axes[n++] = a;
+	if (!devmat_groups(&d->dm, axes, n, rg)) {
+		*ok = false;
+		return false;
 	}
 	return true;
+}
+
+bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d, uint32_t fused,
+                            struct plan_coll_sink *k)
+{
+	bool ok = true;
+	for (int i = 0; i < d->n_in; i++) {
+		struct rank_groups rg;
+		if (!(fused & (1u << i)) && input_grad_groups(g, d, i, &rg, &ok))
+			add_coll(k, PCOLL_INPUT_GRAD, STEP_ALLREDUCE, &rg, layout_local_bytes(&d->in[i]), i);
+	}
+	return ok;
+}
+
+/* Do two descriptions split the same ranks into the same groups (members
+ * in any order)? */
+static bool same_partition(struct arena *a, const struct rank_groups *x,
+                           const struct rank_groups *y)
+{
+	if (x->n_groups != y->n_groups || x->size != y->size || x->dm.base != y->dm.base ||
+	    x->dm.n_devices != y->dm.n_devices)
+		return false;
+	int *group_of = arena_alloc(a, (size_t)x->dm.n_devices * sizeof(int));
+	if (!group_of)
+		return false;
+	for (int64_t r = 0; r < x->dm.n_devices; r++)
+		group_of[r] = -1;
+	for (int gi = 0; gi < x->n_groups; gi++)
+		for (int m = 0; m < x->size; m++)
+			group_of[rank_groups_rank(x, gi, m) - x->dm.base] = gi;
+	for (int gi = 0; gi < y->n_groups; gi++) {
+		int want = group_of[rank_groups_rank(y, gi, 0) - y->dm.base];
+		for (int m = 1; m < y->size; m++)
+			if (want < 0 || group_of[rank_groups_rank(y, gi, m) - y->dm.base] != want)
+				return false;
+	}
+	return true;
+}
+
+uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p)
+{
+	const struct graph *g = p->graph;
+	uint32_t *mask = arena_calloc(a, (size_t)g->n_ops + 1, sizeof *mask);
+	/* Per tensor, the first reader whose gradient is partial, and its
+	 * groups: a later reader partial over the same groups adds its share
+	 * to that one's before the single all-reduce (the backward reaches
+	 * the first reader last). */
+	int *first = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof(int));
+	struct rank_groups *first_rg = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof *first_rg);
+	if (!mask || !first || !first_rg)
+		return NULL;
+	for (int t = 0; t < g->n_tensors; t++)
+		first[t] = -1;
+	for (int op = 0; op < g->n_ops; op++)
+		for (int i = 0; i < g->ops[op].n_in && i < 32; i++) {
+			int t = g->ops[op].in[i];
+			struct rank_groups rg;
+			bool ok = true;
+			if (!input_grad_groups(g, &p->ops[op], i, &rg, &ok))
+				continue;
+			if (first[t] < 0) {
+				first[t] = op;
+				first_rg[t] = rg;
+			} else if (same_partition(a, &first_rg[t], &rg)) {
+				mask[op] |= 1u << i;
+			}
+		}
+	for (int e = 0; e < p->n_edges; e++) {
+		const struct plan_edge *x = &p->edges[e];
+		const struct comm_step *last = x->redist.n_steps > 0
+		                                       ? &x->redist.steps[x->redist.n_steps - 1] : NULL;
+		if (!last || last->kind != STEP_ALLGATHER || x->consumer_in >= 32)
+			continue;
+		struct rank_groups rg;
+		bool ok = true;
+		if (input_grad_groups(p->graph, &p->ops[x->consumer], x->consumer_in, &rg, &ok) &&
+		    same_partition(a, &rg, &last->groups))
+			mask[x->consumer] |= 1u << x->consumer_in;
+	}
+	return mask;
 }
 
 /* A sink that adds up the collectives' times. */
@@ -392,7 +474,7 @@ static void op_comm(struct est_ctx *c, const struct dist_op *d, struct est_op *e
 	c->e->category_s[EST_COMM_FORWARD] += fwd;
 	struct pricer f = {c, 0};
 	struct plan_coll_sink k = {price, &f};
-	if (!plan_colls_input_grads(c->g, d, &k))
+	if (!plan_colls_input_grads(c->g, d, c->fused ? c->fused[d->op] : 0, &k))
 		c->oom = true;
 	eo->comm_backward_s += bwd + f.s;
 	c->e->category_s[EST_COMM_BACKWARD] += bwd + f.s;
@@ -874,7 +956,8 @@ bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
 		return false;
 	}
 	out->steps_per_iteration = steps;
-	for (int i = 0; i < g->n_ops; i++)
+	c->fused = plan_fused_input_grads(a, p);
+	for (int i = 0; c->fused && i < g->n_ops; i++)
 		est_op_s(c, &p->ops[i], &out->ops[i]);
 	edges(c, p);
 	/* The chunks, by each op's seconds per micro-batch. */

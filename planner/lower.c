@@ -70,6 +70,7 @@ struct lower {
 	const char *suffix;                /* label suffix of those collectives */
 	struct plan_bucket **buckets;      /* per chunk: its gradient buckets */
 	int *n_buckets;
+	const uint32_t *fused;             /* per op: plan_fused_input_grads */
 	bool oom;
 };
 
@@ -437,7 +438,7 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			if (b[j].last_op == i)
 				bucket_step(L, &b[j], j, L->bwd_step[i], every);
 		L->suffix = " (input gradient)";
-		if (!plan_colls_input_grads(p->graph, d, &k))
+		if (!plan_colls_input_grads(p->graph, d, L->fused[i], &k))
 			L->oom = true;
 		L->suffix = " (backward redistribution)";
 		for (int j = start[i + 1] - 1; j >= start[i]; j--) {
@@ -572,11 +573,12 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	int *idx = NULL, *start = edges_by_consumer(&L, &idx);
 	bool *core = plan_attention_core(a, p->graph);
 	L.bwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
+	L.fused = plan_fused_input_grads(a, p);
 	out->chunks = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*out->chunks));
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
 	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));
 	L.n_buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
-	if (!start || !core || !L.bwd_step || !out->chunks || !out->stages || !L.buckets ||
+	if (!start || !core || !L.bwd_step || !L.fused || !out->chunks || !out->stages || !L.buckets ||
 	    !L.n_buckets)
 		goto oom;
 	for (int c = 0; c < pp->n_chunks && !L.oom; c++)

@@ -129,10 +129,25 @@ void plan_colls_forward(const struct comm_step *steps, int n, struct plan_coll_s
 bool plan_colls_backward(const struct comm_step *steps, int n, const struct layout *start,
                          struct plan_coll_sink *k);
 /* The all-reduce of each non-parameter input's gradient over the axes the
- * op's tensors use and the input's own map does not, in input order.
- * False when rank groups could not be built. */
-bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d,
+ * op's tensors use and the input's own map does not, in input order,
+ * except the inputs in `fused` (bit i: input i). False when rank groups
+ * could not be built. */
+bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d, uint32_t fused,
                             struct plan_coll_sink *k);
+/* Per op, the inputs (bit i) whose input-gradient all-reduce is not
+ * needed:
+ * - a tensor read by several ops whose gradients are partial over the
+ *   same groups: the later readers' shares are added to the first
+ *   reader's locally, and only the first reader's all-reduce runs (q, k
+ *   and v reading one norm's output: one all-reduce, as with Megatron's
+ *   fused QKV);
+ * - the AllGather that feeds the input gathers over the very groups its
+ *   gradient is partial over: its mirror, a ReduceScatter, completes and
+ *   splits the gradient at once (Megatron's sequence parallelism: the
+ *   column-parallel input's AllGather forward, one ReduceScatter
+ *   backward).
+ * NULL when out of memory. */
+uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p);
 
 /* Per tensor: the first op reading it as a parameter, else -1 (arena;
  * NULL when out of memory). The _range form looks at ops [lo, hi) only

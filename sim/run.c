@@ -21,7 +21,9 @@
  * tail waits for stream 1 to drain.
  *
  * Results: per rank compute, exposed communication (stream 0 inside a
- * collective), pipeline wait (inside a receive), idle the rest; per link the bytes routed over it (counted
+ * collective, a receive's transfer, or before the tail waiting for stream
+ * 1's gradients), pipeline wait (a receive before the other stage sent),
+ * idle the rest; per link the bytes routed over it (counted
  * per message along its route), busy time at full bandwidth and
  * utilisation; per collective step the longest a rank spent in it and its
  * formula. Written to the pipe as plain binary (sim.c reads it).
@@ -313,7 +315,7 @@ static bool pending_room(struct actor_ctx *c, int n)
 }
 
 /* Counts a message on its route's links and puts it in a mailbox. */
-static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double bytes)
+static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double bytes, void *payload)
 {
 	int p = sim_net_pair(&eng->net, from, to);
 	SL_ASSERT(p >= 0);
@@ -321,7 +323,7 @@ static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double byte
 	for (int i = 0; i < r->n; i++)
 		eng->link_bytes[r->link[i]] += bytes;
 	eng->messages++;
-	return sg_mailbox_put_async(box, eng, (long)llround(bytes));
+	return sg_mailbox_put_async(box, payload, (long)llround(bytes));
 }
 
 static void run_ops(struct actor_ctx *c)
@@ -345,7 +347,7 @@ static void run_ops(struct actor_ctx *c)
 		if (op->kind == SIM_OP_SEND) {
 			int p = sim_net_pair(&eng->net, c->rs->rank, op->peer);
 			c->comms[pending++] = send_to(c->rs->rank, op->peer,
-			                              eng->mbox[2 * p + c->stream], op->amount);
+			                              eng->mbox[2 * p + c->stream], op->amount, eng);
 		} else {
 			int p = sim_net_pair(&eng->net, op->peer, c->rs->rank);
 			SL_ASSERT(p >= 0);
@@ -384,8 +386,9 @@ static void run_collective(struct actor_ctx *c, int i)
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
 }
 
-/* The pipeline: a send does not wait (its comm is kept until the end);
- * a receive waits for the other stage, and that wait is the bubble. */
+/* The pipeline: a send does not wait (its comm is kept until the end)
+ * and carries the time it was posted; a receive waits for the other
+ * stage, and the wait until the send was posted is the bubble. */
 static void run_p2p(struct actor_ctx *c, int i)
 {
 	const struct program *p = eng->prog;
@@ -403,15 +406,26 @@ static void run_p2p(struct actor_ctx *c, int i)
 			rs->sends = x;
 			rs->cap_sends = cap;
 		}
+		double *posted = malloc(sizeof *posted);
+		if (!posted) {
+			eng->failed = true;
+			return;
+		}
+		*posted = simgrid_get_clock();
 		rs->sends[rs->n_sends++] = send_to(rs->rank, peer,
 		                                   eng->p2p[st->channel * p->stage_ranks + rs->local],
-		                                   st->bytes);
+		                                   st->bytes, posted);
 		return;
 	}
 	double t0 = simgrid_get_clock();
-	sg_mailbox_get(eng->p2p[st->channel * p->stage_ranks + rs->local]);
+	double *posted = sg_mailbox_get(eng->p2p[st->channel * p->stage_ranks + rs->local]);
 	double t1 = simgrid_get_clock();
-	rs->wait_s += t1 - t0;
+	/* Waiting until the other stage sent is the bubble; the transfer
+	 * after that, exposed communication. */
+	double bubble = posted && *posted > t0 ? fmin(*posted, t1) - t0 : 0;
+	free(posted);
+	rs->wait_s += bubble;
+	rs->comm_s += t1 - t0 - bubble;
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
 }
 
@@ -498,8 +512,11 @@ static void stream0(struct actor_ctx *c)
 	if (eng->has_s1) {
 		hand_over(rs, -1, -1);
 		if (!rs->s1_finished) {
+			/* The gradients not yet synchronised: exposed communication. */
+			double t0 = simgrid_get_clock();
 			rs->s0_waiting = true;
 			sg_sem_acquire(rs->opt_go);
+			rs->comm_s += simgrid_get_clock() - t0;
 		}
 	}
 	struct prog_slot none = {0, -1, false, true};

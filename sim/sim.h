@@ -37,9 +37,11 @@ struct sim_options {
 
 struct sim_rank {
 	double compute_s;                  /* executing compute */
-	double comm_exposed_s;             /* stream 0 waiting for communication */
+	double comm_exposed_s;             /* stream 0 waiting for communication: its collectives,
+	                                      and before the tail the gradient stream */
 	double pipeline_wait_s;            /* stream 0 waiting for another stage: the bubble */
-	double idle_s;                     /* none of these (waiting for other ranks, the gradient stream) */
+	double idle_s;                     /* none of these: done before the iteration ends (a
+	                                      pipeline's drain) */
 };
 
 struct sim_link {
