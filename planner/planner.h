@@ -362,6 +362,7 @@ struct search_candidate {
 	double memory_bytes;               /* the largest device */
 	double oom_overflow_bytes;         /* 0: fits */
 	double bubble_s;
+	int64_t order;                     /* its place in the enumeration (ties keep it) */
 };
 
 struct search_result {

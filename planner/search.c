@@ -213,7 +213,7 @@ static int cand_cmp(const void *pa, const void *pb)
 		return ka < kb ? -1 : 1;
 	if (a->memory_bytes != b->memory_bytes)
 		return a->memory_bytes < b->memory_bytes ? -1 : 1;
-	return 0;
+	return (a->order > b->order) - (a->order < b->order);
 }
 
 /* The first error of a list, copied into the arena. */
@@ -255,7 +255,8 @@ static bool run_group(struct arena *a, const struct scenario *s, const struct pl
 			r->cands[r->n++] = (struct search_candidate){
 				.config = cfg[i], .iteration_s = e.iteration_s,
 				.memory_bytes = e.memory_bytes_per_device,
-				.oom_overflow_bytes = e.oom_overflow_bytes, .bubble_s = e.bubble_s};
+				.oom_overflow_bytes = e.oom_overflow_bytes, .bubble_s = e.bubble_s,
+				.order = *done};
 			if (e.oom_overflow_bytes > 0)
 				r->n_oom++;
 			else

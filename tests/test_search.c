@@ -1,0 +1,170 @@
+/* test_search.c — megatron-search: the configurations it enumerates,
+ * counted by hand; its ranking; the plan it returns; memory trade-offs the
+ * that follow from the memory model by hand (ZeRO 1 and 2 over DP 4;
+ * selective recomputation).
+ *
+ * search-gpt-4p: a 2-layer GPT on 4 NPUs of an 8-NPU server, global batch
+ * 8. TP divides 8 and 4: {1, 2, 4}; PP divides 4 / TP and is at most the
+ * 2 layers; DP = 4 / (TP PP); micro-batch b in {1, 2, 4, 8} with b x DP
+ * dividing 8:
+ *   TP 1 PP 1 DP 4: b 1, 2        (2)
+ *   TP 1 PP 2 DP 2: b 1, 2, 4     (3)
+ *   TP 2 PP 1 DP 2: b 1, 2, 4     (3)
+ *   TP 2 PP 2 DP 1: b 1, 2, 4, 8  (4)
+ *   TP 4 PP 1 DP 1: b 1, 2, 4, 8  (4)
+ * Each group has 3 recompute x 4 ZeRO variants per schedule: one schedule
+ * without a pipeline; with PP 2, 1F1B and GPipe (interleaving needs
+ * 2 x PP = 4 chunks of at most 2 layers: none). 12 x (2+3+4) + 24 x (3+4)
+ * = 108 + 168 = 276 configurations.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "fixture.h"
+
+TestSuite(search, .init = fixture_setup, .fini = fixture_teardown);
+
+#define TINY "tests/data/good/search-gpt-4p.json"
+
+static struct search_result run(struct scenario *s)
+{
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct search_result r;
+	cr_assert(plan_search(A, s, &o, &r, &D));
+	return r;
+}
+
+Test(search, enumerates_the_configurations_counted_by_hand)
+{
+	struct search_result r = run(fixture_scenario(TINY));
+	cr_expect_eq(r.n_configs, 276);
+	cr_expect_eq(r.n_fit + r.n_oom + r.n_failed, 276);
+	cr_expect_eq(r.n, r.n_fit + r.n_oom);
+	int pp2 = 0, tp4 = 0, gpipe = 0, interleaved = 0, b8 = 0;
+	for (int i = 0; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		cr_expect_eq(c->tp * c->pp * c->dp, 4);
+		cr_expect_eq(c->micro_batches * c->micro_batch * c->dp, 8);
+		pp2 += c->pp == 2;
+		tp4 += c->tp == 4;
+		gpipe += c->schedule == SCHED_GPIPE;
+		interleaved += c->schedule == SCHED_INTERLEAVED_1F1B;
+		b8 += c->micro_batch == 8;
+	}
+	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
+	cr_expect_eq(pp2, 24 * 7);        /* (3 + 4) groups x 2 schedules x 12 */
+	cr_expect_eq(tp4, 12 * 4);
+	cr_expect_eq(gpipe, 12 * 7);
+	cr_expect_eq(interleaved, 0);
+	cr_expect_eq(b8, 12 * 1 + 24 * 1); /* TP 4 PP 1 and TP 2 PP 2, DP 1 */
+}
+
+Test(search, ranks_those_that_fit_fastest_first_then_the_oom_ones)
+{
+	struct scenario *s = fixture_scenario(TINY);
+	/* a device too small for the larger half of the configurations */
+	struct search_result all = run(s);
+	cr_assert_gt(all.n, 0);
+	double lo = all.cands[0].memory_bytes, hi = lo;
+	for (int i = 1; i < all.n; i++) {
+		lo = fmin(lo, all.cands[i].memory_bytes);
+		hi = fmax(hi, all.cands[i].memory_bytes);
+	}
+	s->topo->device.hbm_bytes = (lo + hi) / 2;
+	struct search_result r = run(s);
+	cr_expect_gt(r.n_fit, 0);
+	cr_expect_gt(r.n_oom, 0);
+	for (int i = 0; i < r.n; i++) {
+		const struct search_candidate *c = &r.cands[i];
+		bool fits = c->memory_bytes <= s->topo->device.hbm_bytes;
+		cr_expect_eq(fits, i < r.n_fit, "rank %d: memory %g, HBM %g", i + 1, c->memory_bytes,
+		             s->topo->device.hbm_bytes);
+		cr_expect_eq(c->oom_overflow_bytes > 0, !fits);
+		if (i > 0 && i < r.n_fit)
+			cr_expect_leq(r.cands[i - 1].iteration_s, c->iteration_s);
+		if (i > r.n_fit)
+			cr_expect_leq(r.cands[i - 1].oom_overflow_bytes, c->oom_overflow_bytes);
+	}
+}
+
+Test(search, the_planner_returns_the_first_configuration_planned)
+{
+	struct scenario *s = fixture_scenario(TINY);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_make(A, s, PLANNER_MEGATRON_SEARCH, &o, &D);
+	cr_assert_not_null(p);
+	cr_assert_not_null(p->search);
+	const struct search_config *c = &p->search->cands[0].config;
+	const struct training *t = &p->scenario->training;
+	cr_expect_eq(t->pipeline_stages, c->pp);
+	cr_expect_eq(t->zero_stage, c->zero_stage);
+	cr_expect_eq(t->recompute, c->recompute);
+	cr_expect_eq(t->schedule, c->schedule);
+	cr_expect_eq(t->micro_batches, c->micro_batches);
+	cr_expect_eq(p->graph->batch, c->micro_batch * c->dp);
+	cr_expect_eq(p->n_devices, 4 / c->pp);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_expect_float_eq(e.iteration_s, p->search->cands[0].iteration_s,
+	                   1e-12 * e.iteration_s);
+}
+
+/* One group's variants by (recompute, ZeRO). */
+static const struct search_candidate *find(const struct search_result *r, int64_t tp, int64_t pp,
+                                           int64_t b, enum recompute_mode rec, int zero)
+{
+	for (int i = 0; i < r->n; i++) {
+		const struct search_config *c = &r->cands[i].config;
+		if (c->tp == tp && c->pp == pp && c->micro_batch == b && c->recompute == rec &&
+		    c->zero_stage == zero && c->schedule == SCHED_1F1B)
+			return &r->cands[i];
+	}
+	cr_assert_fail("no TP %lld PP %lld mb %lld", (long long)tp, (long long)pp, (long long)b);
+	return NULL;
+}
+
+Test(search, selective_recomputation_never_costs_memory)
+{
+	/* It keeps fewer activations and adds no working set (full
+	 * recomputation adds one: a whole chunk's forward at a time). */
+	struct search_result r = run(fixture_scenario(TINY));
+	for (int z = 0; z <= 3; z++)
+		cr_expect_lt(find(&r, 1, 2, 4, RECOMPUTE_SELECTIVE, z)->memory_bytes,
+		             find(&r, 1, 2, 4, RECOMPUTE_NONE, z)->memory_bytes, "ZeRO %d", z);
+}
+
+Test(search, zero_1_shards_the_adam_state_over_data_parallel)
+{
+	/* TP 1 PP 1 DP 4, no pipeline: every device holds every parameter.
+	 * ZeRO 1 keeps a quarter of the fp16 model's 12 bytes of Adam state
+	 * (fp32 master, two fp32 moments) per parameter: it saves
+	 * 12 x 3/4 x parameters, and nothing else changes. */
+	struct scenario *s = fixture_scenario(TINY);
+	struct graph_totals gt;
+	graph_totals(s->graph, &gt);
+	struct search_result r = run(s);
+	double saved = find(&r, 1, 1, 1, RECOMPUTE_NONE, 0)->memory_bytes -
+	               find(&r, 1, 1, 1, RECOMPUTE_NONE, 1)->memory_bytes;
+	cr_expect_float_eq(saved, 12.0 * 0.75 * (double)gt.parameters, 1e-6 * saved,
+	                   "saved %.0f B, parameters %lld", saved, (long long)gt.parameters);
+	/* ZeRO 2 shards the fp16 gradients too: 2 x 3/4 x parameters more. */
+	saved = find(&r, 1, 1, 1, RECOMPUTE_NONE, 1)->memory_bytes -
+	        find(&r, 1, 1, 1, RECOMPUTE_NONE, 2)->memory_bytes;
+	cr_expect_float_eq(saved, 2.0 * 0.75 * (double)gt.parameters, 1e-6 * saved,
+	                   "saved %.0f B, parameters %lld", saved, (long long)gt.parameters);
+}
+
+Test(search, nothing_fits_a_tiny_device)
+{
+	struct scenario *s = fixture_scenario(TINY);
+	s->topo->device.hbm_bytes = 1000;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct diag_list d;
+	diag_list_init(&d);
+	cr_expect_null(plan_make(A, s, PLANNER_MEGATRON_SEARCH, &o, &d));
+	bool said = false;
+	for (size_t i = 0; i < d.count; i++)
+		said = said || strstr(d.items[i].msg, "none of the 276 configurations fits");
+	cr_expect(said, "a diagnostic saying that nothing fits");
+	diag_list_free(&d);
+}
