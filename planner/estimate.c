@@ -314,17 +314,25 @@ static uint32_t map_axes(const struct layout *l)
  * tensors use and the input's own map does not): false when it is
  * complete, or is an integer or parameter input (no all-reduce). *ok is
  * cleared when the groups cannot be built. */
-static bool input_grad_groups(const struct graph *g, const struct dist_op *d, int i,
-                              struct rank_groups *rg, bool *ok)
+static uint32_t used_axes(const struct dist_op *d)
 {
-	const struct tensor *t = &g->tensors[g->ops[d->op].in[i]];
 	uint32_t used = 0;
 	for (int j = 0; j < d->n_in; j++)
 		used |= map_axes(&d->in[j]);
 	for (int j = 0; j < d->n_out; j++)
 		used |= map_axes(&d->out_partial[j]);
+	return used;
+}
+
+/* `used`: used_axes(d). */
+static bool input_grad_groups(const struct graph *g, const struct dist_op *d, uint32_t used,
+                              int i, struct rank_groups *rg, bool *ok)
+{
+	const struct tensor *t = &g->tensors[g->ops[d->op].in[i]];
+	if (t->role == TENSOR_PARAM || !has_gradient(t))
+		return false;
 	uint32_t part = used & ~map_axes(&d->in[i]);
-	if (t->role == TENSOR_PARAM || !has_gradient(t) || !part)
+	if (!part)
 		return false;
 	int axes[PLAN_MAX_AXES], n = 0;
 	for (int a = 0; a < d->dm.n; a++)
@@ -341,24 +349,32 @@ bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d, uint
                             struct plan_coll_sink *k)
 {
 	bool ok = true;
+	uint32_t used = used_axes(d);
 	for (int i = 0; i < d->n_in; i++) {
 		struct rank_groups rg;
-		if (!(fused & (1u << i)) && input_grad_groups(g, d, i, &rg, &ok))
+		if (!(fused & (1u << i)) && input_grad_groups(g, d, used, i, &rg, &ok))
 			add_coll(k, PCOLL_INPUT_GRAD, STEP_ALLREDUCE, &rg, layout_local_bytes(&d->in[i]), i);
 	}
 	return ok;
 }
 
 /* Do two descriptions split the same ranks into the same groups (members
- * in any order)? */
-static bool same_partition(struct arena *a, const struct rank_groups *x,
-                           const struct rank_groups *y)
+ * in any order)? The same matrix and axes say so at once; else each rank's
+ * group in x, in group_of[n_devices] (scratch), is checked against y. */
+static bool same_partition(const struct rank_groups *x, const struct rank_groups *y,
+                           int *group_of, int64_t n_scratch)
 {
 	if (x->n_groups != y->n_groups || x->size != y->size || x->dm.base != y->dm.base ||
 	    x->dm.n_devices != y->dm.n_devices)
 		return false;
-	int *group_of = arena_alloc(a, (size_t)x->dm.n_devices * sizeof(int));
-	if (!group_of)
+	bool same_dm = x->dm.n == y->dm.n && x->n_axes == y->n_axes;
+	for (int k = 0; same_dm && k < x->dm.n; k++)
+		same_dm = x->dm.size[k] == y->dm.size[k];
+	for (int k = 0; same_dm && k < x->n_axes; k++)
+		same_dm = x->axes[k] == y->axes[k];
+	if (same_dm)
+		return true;
+	if (x->dm.n_devices > n_scratch)
 		return false;
 	for (int64_t r = 0; r < x->dm.n_devices; r++)
 		group_of[r] = -1;
@@ -384,24 +400,37 @@ uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p)
 	 * the first reader last). */
 	int *first = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof(int));
 	struct rank_groups *first_rg = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof *first_rg);
-	if (!mask || !first || !first_rg)
+	int *scratch = arena_alloc(a, ((size_t)p->n_devices + 1) * sizeof(int));
+	if (!mask || !first || !first_rg || !scratch)
 		return NULL;
+	/* first[t]: -2 while t has one reader at most (nothing to share), then
+	 * -1 until a reader with a partial gradient is found. */
 	for (int t = 0; t < g->n_tensors; t++)
-		first[t] = -1;
+		first[t] = -3;
 	for (int op = 0; op < g->n_ops; op++)
-		for (int i = 0; i < g->ops[op].n_in && i < 32; i++) {
+		for (int i = 0; i < g->ops[op].n_in; i++)
+			first[g->ops[op].in[i]] = first[g->ops[op].in[i]] == -3 ? -2 : -1;
+	for (int op = 0; op < g->n_ops; op++) {
+		uint32_t used = 0;
+		bool shared = false;
+		for (int i = 0; i < g->ops[op].n_in && i < 32; i++)
+			shared = shared || first[g->ops[op].in[i]] != -2;
+		if (shared)
+			used = used_axes(&p->ops[op]);
+		for (int i = 0; shared && i < g->ops[op].n_in && i < 32; i++) {
 			int t = g->ops[op].in[i];
 			struct rank_groups rg;
 			bool ok = true;
-			if (!input_grad_groups(g, &p->ops[op], i, &rg, &ok))
+			if (first[t] == -2 || !input_grad_groups(g, &p->ops[op], used, i, &rg, &ok))
 				continue;
 			if (first[t] < 0) {
 				first[t] = op;
 				first_rg[t] = rg;
-			} else if (same_partition(a, &first_rg[t], &rg)) {
+			} else if (same_partition(&first_rg[t], &rg, scratch, p->n_devices)) {
 				mask[op] |= 1u << i;
 			}
 		}
+	}
 	for (int e = 0; e < p->n_edges; e++) {
 		const struct plan_edge *x = &p->edges[e];
 		const struct comm_step *last = x->redist.n_steps > 0
@@ -410,8 +439,9 @@ uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p)
 			continue;
 		struct rank_groups rg;
 		bool ok = true;
-		if (input_grad_groups(p->graph, &p->ops[x->consumer], x->consumer_in, &rg, &ok) &&
-		    same_partition(a, &rg, &last->groups))
+		const struct dist_op *d = &p->ops[x->consumer];
+		if (input_grad_groups(p->graph, d, used_axes(d), x->consumer_in, &rg, &ok) &&
+		    same_partition(&rg, &last->groups, scratch, p->n_devices))
 			mask[x->consumer] |= 1u << x->consumer_in;
 	}
 	return mask;
