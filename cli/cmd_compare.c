@@ -201,19 +201,6 @@ static const char *entry_name(struct arena *ar, const struct entry *e)
 	return arena_printf(ar, "%s (%s)", planner_names[e->kind], rec_cost_names[e->rec_cost]);
 }
 
-/* The first error of a list, for a row ("the simulator is not built yet"). */
-static const char *first_error(struct arena *ar, const struct diag_list *d)
-{
-	for (size_t i = 0; i < d->count; i++)
-		if (d->items[i].severity == DIAG_ERROR) {
-			char *s = diag_format(&d->items[i]);
-			const char *copy = s ? arena_strdup(ar, s) : NULL;
-			free(s);
-			return copy ? copy : "out of memory";
-		}
-	return d->oom ? "out of memory" : "failed without a diagnostic";
-}
-
 static void fill_row(struct arena *ar, const struct plan *p, struct cli_sim_outcome *r,
                      const struct diag_list *d, struct compare_row *row)
 {
@@ -222,7 +209,7 @@ static void fill_row(struct arena *ar, const struct plan *p, struct cli_sim_outc
 	row->memory_bytes = r->est.memory_bytes_per_device;
 	row->est = &r->est;
 	if (!r->simulated) {
-		row->sim_error = first_error(ar, d);
+		row->sim_error = diag_first_error(ar, d);
 		return;
 	}
 	row->simulated_s = r->sim.iteration_s;
@@ -252,7 +239,7 @@ static void simulate_row(struct arena *ar, const struct scenario *s, const struc
 	if (r)
 		cli_simulate_plan(ar, p, &o, r, d);
 	if (!r || !r->estimated)
-		row->error = first_error(ar, d);
+		row->error = diag_first_error(ar, d);
 	else
 		fill_row(ar, p, r, d, row);
 }

@@ -216,19 +216,6 @@ static int cand_cmp(const void *pa, const void *pb)
 	return (a->order > b->order) - (a->order < b->order);
 }
 
-/* The first error of a list, copied into the arena. */
-static const char *first_error(struct arena *a, const struct diag_list *d)
-{
-	for (size_t i = 0; i < d->count; i++)
-		if (d->items[i].severity == DIAG_ERROR) {
-			char *text = diag_format(&d->items[i]);
-			const char *copy = text ? arena_strdup(a, text) : NULL;
-			free(text);
-			return copy;
-		}
-	return NULL;
-}
-
 /* Plans one group and estimates its variants into out[*n ..]; false when
  * out of memory. */
 static bool run_group(struct arena *a, const struct scenario *s, const struct plan_options *o,
@@ -264,7 +251,7 @@ static bool run_group(struct arena *a, const struct scenario *s, const struct pl
 		} else {
 			r->n_failed++;
 			if (!r->failure)
-				r->failure = first_error(a, &d);
+				r->failure = diag_first_error(a, &d);
 		}
 		arena_free(ea);
 		++*done;

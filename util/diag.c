@@ -94,3 +94,15 @@ char *diag_format(const struct diag *d)
 	         sev[d->severity], msg);
 	return s;
 }
+
+const char *diag_first_error(struct arena *a, const struct diag_list *l)
+{
+	for (size_t i = 0; i < l->count; i++)
+		if (l->items[i].severity == DIAG_ERROR) {
+			char *s = diag_format(&l->items[i]);
+			const char *copy = s ? arena_strdup(a, s) : NULL;
+			free(s);
+			return copy ? copy : "out of memory";
+		}
+	return l->oom ? "out of memory" : "failed without a diagnostic";
+}

@@ -111,6 +111,9 @@ void diag_addv(struct diag_list *l, enum diag_severity sev, const char *file, in
 /* "file:line: path: message", with "warning: " / "note: " before the
  * message for those severities. Returns a malloc'd string (NULL on OOM). */
 char *diag_format(const struct diag *d);
+/* The first error of a list, formatted, in the arena: "out of memory" when
+ * the list ran out, "failed without a diagnostic" when it has none. */
+const char *diag_first_error(struct arena *a, const struct diag_list *l);
 
 /* ------------------------------------------------------------------ json */
 
