@@ -169,6 +169,10 @@ struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_p
 bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_sim_setup *o,
                        struct cli_sim_outcome *out, struct diag_list *d);
 
+/* 100 (sim / est - 1), 0 when est is not positive. */
+double report_diff_pct(double sim, double est);
+/* "+12.3%", "-4.0%"; "+0.0%" for what rounds to zero. */
+const char *report_pct_text(char *buf, size_t size, double pct);
 /* Kendall's tau-b between two scorings of the same n items (ties count
  * neither way); NAN when n < 2 or either scoring ties everything. */
 double report_kendall_tau(const double *x, const double *y, int n);

@@ -154,10 +154,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 /* ------------------------------------------------------------------ text */
 
-static double diff_pct(double sim, double est)
-{
-	return est > 0 ? 100 * (sim / est - 1) : 0;
-}
 
 static void text(const struct plan *p, const struct cli_sim_setup *o,
                  const struct cli_sim_outcome *r, const char *planner)
@@ -169,9 +165,11 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	report_search_chosen(stdout, p);
 	printf("fidelity %s, collectives %s, gradient buckets %g MiB\n\n", fidelity_names[o->fidelity],
 	       collective_algo_names[o->algo], o->bucket_bytes / MIB);
-	printf("  iteration            simulated %s, estimated %s (%+.1f%%)\n",
+	char pct[16];
+	printf("  iteration            simulated %s, estimated %s (%s)\n",
 	       cli_si(b[0], 32, r->sim.iteration_s, "s"), cli_si(b[1], 32, r->est.iteration_s, "s"),
-	       diff_pct(r->sim.iteration_s, r->est.iteration_s));
+	       report_pct_text(pct, sizeof pct, report_diff_pct(r->sim.iteration_s,
+	                                                         r->est.iteration_s)));
 	printf("  micro-batches        %" PRId64 " (pipeline: %d stage%s x %lld ranks)\n", r->prog.micro_batches, r->prog.n_stages, r->prog.n_stages == 1 ? "" : "s", (long long)r->prog.stage_ranks);
 	printf("  comm per device      %s\n",
 	       cli_si(b[2], 32, report_program_comm_bytes(&r->prog), "B"));
@@ -246,7 +244,7 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	cJSON_AddNumberToObject(root, "iteration_s", r->sim.iteration_s);
 	cJSON_AddNumberToObject(root, "estimate_s", r->est.iteration_s);
 	cJSON_AddNumberToObject(root, "difference_pct",
-	                        diff_pct(r->sim.iteration_s, r->est.iteration_s));
+	                        report_diff_pct(r->sim.iteration_s, r->est.iteration_s));
 	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)r->prog.micro_batches);
 	cJSON_AddNumberToObject(root, "messages", (double)r->sim.messages);
 	cJSON_AddNumberToObject(root, "comm_bytes_per_device", report_program_comm_bytes(&r->prog));

@@ -324,11 +324,11 @@ void report_sim_collectives(FILE *f, const char *indent, const struct program *p
 		        "simulated", "formula", "excess");
 	for (int i = 0; i < n; i++) {
 		const struct sim_collective *c = &r->collectives[idx[i]];
-		char b[2][32];
-		fprintf(f, "%s%-*s  %-16s %-10s %-10s %+.1f%%\n", indent, w,
+		char b[3][32];
+		fprintf(f, "%s%-*s  %-16s %-10s %-10s %s\n", indent, w,
 		        sr_step_label(prog, c->step, lb, sizeof lb), collective_algo_names[c->algo],
 		        cli_si(b[0], 32, c->simulated_s, "s"), cli_si(b[1], 32, c->formula_s, "s"),
-		        c->formula_s > 0 ? 100 * (c->simulated_s / c->formula_s - 1) : 0.0);
+		        report_pct_text(b[2], 32, report_diff_pct(c->simulated_s, c->formula_s)));
 	}
 	free(idx);
 }
@@ -340,9 +340,21 @@ static bool sr_ranked(const struct compare_row *r)
 	return !r->error && !r->sim_error;
 }
 
+double report_diff_pct(double sim, double est)
+{
+	return est > 0 ? 100 * (sim / est - 1) : 0;
+}
+
+const char *report_pct_text(char *buf, size_t size, double pct)
+{
+	/* a difference that rounds to zero prints as +0.0%, never -0.0% */
+	snprintf(buf, size, "%+.1f%%", fabs(pct) < 0.05 ? 0.0 : pct);
+	return buf;
+}
+
 static double sr_diff_pct(const struct compare_row *r)
 {
-	return r->estimated_s > 0 ? 100 * (r->simulated_s / r->estimated_s - 1) : 0;
+	return report_diff_pct(r->simulated_s, r->estimated_s);
 }
 
 double report_sim_bubble(const struct sim_result *r, const struct program *prog)
@@ -377,7 +389,7 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 			fprintf(f, "  %-*s  %-*s  failed: %s\n", wp, r->planner, ws, "-", r->error);
 			continue;
 		}
-		snprintf(diff, sizeof diff, "%+.1f%%", sr_diff_pct(r));
+		report_pct_text(diff, sizeof diff, sr_diff_pct(r));
 		char oom[48], bubble[32] = "-";
 		if (r->est && r->est->n_stages > 1) {
 			int k = snprintf(bubble, sizeof bubble, "%.1f%%/",
@@ -462,10 +474,10 @@ void report_compare_ranking(FILE *f, const struct compare_row *rows, int n)
 
 void report_compare_explain(FILE *f, const struct compare_row *r)
 {
-	char b[3][32];
-	fprintf(f, "largest disagreement: %s (%s): simulated %s, estimated %s (%+.1f%%)\n",
+	char b[3][32], pct[16];
+	fprintf(f, "largest disagreement: %s (%s): simulated %s, estimated %s (%s)\n",
 	        r->planner, r->strategy, cli_si(b[0], 32, r->simulated_s, "s"),
-	        cli_si(b[1], 32, r->estimated_s, "s"), sr_diff_pct(r));
+	        cli_si(b[1], 32, r->estimated_s, "s"), report_pct_text(pct, sizeof pct, sr_diff_pct(r)));
 	fprintf(f, "  collectives that took longer than their formula (contention):\n");
 	report_sim_collectives(f, "    ", r->prog, r->sim, 3);
 	fprintf(f, "  busiest links:\n");
