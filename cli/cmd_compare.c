@@ -319,7 +319,9 @@ static void search_text(const struct scenario *s, const struct args *a,
 	for (int i = 0; i < listed; i++) {
 		const struct search_candidate *c = &r->cands[i];
 		const struct search_config *k = &c->config;
-		char sched[32], oom[48];
+		char sched[32], oom[48], bubble[16] = "-";
+		if (k->pp > 1)
+			snprintf(bubble, sizeof bubble, "%.1f%%", 100 * c->bubble_s / c->iteration_s);
 		if (k->pp == 1)
 			snprintf(sched, sizeof sched, "-");
 		else if (k->virtual_stages > 1)
@@ -331,9 +333,7 @@ static void search_text(const struct scenario *s, const struct args *a,
 		       i + 1, (long long)k->tp, (long long)k->pp, (long long)k->dp,
 		       (long long)k->micro_batch, sched, recompute_names[k->recompute], k->zero_stage,
 		       cli_si(b[1], 32, c->iteration_s, "s"),
-		       (double)s->training.global_batch / c->iteration_s,
-		       k->pp > 1 ? (snprintf(b[2], 32, "%.1f%%", 100 * c->bubble_s / c->iteration_s), b[2])
-		                 : "-",
+		       (double)s->training.global_batch / c->iteration_s, bubble,
 		       cli_si(b[3], 32, c->memory_bytes, "B"),
 		       cli_oom_text(oom, sizeof oom, "  ", c->memory_bytes, s->topo->device.hbm_bytes));
 	}

@@ -394,14 +394,16 @@ uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p)
 {
 	const struct graph *g = p->graph;
 	uint32_t *mask = arena_calloc(a, (size_t)g->n_ops + 1, sizeof *mask);
-	/* Per tensor, the first reader whose gradient is partial, and its
-	 * groups: a later reader partial over the same groups adds its share
-	 * to that one's before the single all-reduce (the backward reaches
-	 * the first reader last). */
+	/* Per tensor, the first reader whose gradient is partial, its groups
+	 * and its layout of the tensor: a later reader that holds the same
+	 * slices, partial over the same groups, adds its share to that one's
+	 * before the single all-reduce (the backward reaches the first reader
+	 * last). */
 	int *first = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof(int));
 	struct rank_groups *first_rg = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof *first_rg);
+	const struct layout **first_in = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof *first_in);
 	int *scratch = arena_alloc(a, ((size_t)p->n_devices + 1) * sizeof(int));
-	if (!mask || !first || !first_rg || !scratch)
+	if (!mask || !first || !first_rg || !first_in || !scratch)
 		return NULL;
 	/* first[t]: -2 while t has one reader at most (nothing to share), then
 	 * -1 until a reader with a partial gradient is found. */
@@ -426,7 +428,9 @@ uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p)
 			if (first[t] < 0) {
 				first[t] = op;
 				first_rg[t] = rg;
-			} else if (same_partition(&first_rg[t], &rg, scratch, p->n_devices)) {
+				first_in[t] = &p->ops[op].in[i];
+			} else if (layout_same_placement(first_in[t], &p->ops[op].in[i]) &&
+			           same_partition(&first_rg[t], &rg, scratch, p->n_devices)) {
 				mask[op] |= 1u << i;
 			}
 		}

@@ -136,11 +136,11 @@ bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d, uint
                             struct plan_coll_sink *k);
 /* Per op, the inputs (bit i) whose input-gradient all-reduce is not
  * needed:
- * - a tensor read by several ops whose gradients are partial over the
- *   same groups: the later readers' shares are added to the first
- *   reader's locally, and only the first reader's all-reduce runs (q, k
- *   and v reading one norm's output: one all-reduce, as with Megatron's
- *   fused QKV);
+ * - a tensor read by several ops that hold the same slices of it, their
+ *   gradients partial over the same groups: the later readers' shares
+ *   are added to the first reader's locally, and only the first
+ *   reader's all-reduce runs (q, k and v reading one norm's output: one
+ *   all-reduce, as with Megatron's fused QKV);
  * - the AllGather that feeds the input gathers over the very groups its
  *   gradient is partial over: its mirror, a ReduceScatter, completes and
  *   splits the gradient at once (Megatron's sequence parallelism: the

@@ -25,7 +25,10 @@
 static const int64_t micro_batch_choices[] = {1, 2, 4, 8};
 static const enum pipeline_schedule schedule_order[] = {SCHED_1F1B, SCHED_INTERLEAVED_1F1B,
                                                         SCHED_GPIPE};
-enum { SEARCH_VIRTUAL = 2 };   /* virtual stages of the interleaved schedule */
+enum {
+	SEARCH_VIRTUAL = 2,          /* virtual stages of the interleaved schedule */
+	SEARCH_ZERO_STAGES = 4,      /* ZeRO 0 .. 3 */
+};
 
 /* One (TP, PP, micro-batch) with the variants that share its plan. */
 struct group {
@@ -47,11 +50,28 @@ static bool interleaves(const struct group *gr, int64_t limit)
 	return gr->pp > 1 && gr->micro_batches % gr->pp == 0 && SEARCH_VIRTUAL * gr->pp <= limit;
 }
 
-/* Variants of a group: schedules x recompute x ZeRO. */
-static int variants(const struct group *gr, int64_t limit)
+/* The configurations of a group, in enumeration order, into out (when
+ * not NULL); returns how many. */
+static int expand(const struct group *gr, int64_t limit, struct search_config *out)
 {
-	int schedules = gr->pp == 1 ? 1 : 2 + interleaves(gr, limit);
-	return schedules * RECOMPUTE_COUNT * 4;
+	int n = 0;
+	for (size_t k = 0; k < SL_COUNTOF(schedule_order); k++) {
+		enum pipeline_schedule sc = schedule_order[k];
+		if (gr->pp == 1 && sc != SCHED_1F1B)
+			continue;
+		if (sc == SCHED_INTERLEAVED_1F1B && !interleaves(gr, limit))
+			continue;
+		for (int r = 0; r < RECOMPUTE_COUNT; r++)
+			for (int z = 0; z < SEARCH_ZERO_STAGES; z++, n++)
+				if (out)
+					out[n] = (struct search_config){
+						.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,
+						.micro_batch = gr->micro_batch, .micro_batches = gr->micro_batches,
+						.schedule = sc,
+						.virtual_stages = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1,
+						.recompute = (enum recompute_mode)r, .zero_stage = z};
+	}
+	return n;
 }
 
 /* Every group the devices, the server and the global batch allow, in
@@ -87,35 +107,12 @@ static struct group *groups(struct arena *a, const struct scenario *s, int *n)
 						break;
 				}
 				struct group gr = {tp, pp, dp, b, G / (b * dp), 0};
-				gr.n_variants = variants(&gr, limit);
+				gr.n_variants = expand(&gr, limit, NULL);
 				out[(*n)++] = gr;
 			}
 		}
 	}
 	return out;
-}
-
-/* The configurations of a group, in enumeration order, into out (at most
- * n_variants). */
-static int expand(const struct group *gr, int64_t limit, struct search_config *out)
-{
-	int n = 0;
-	for (size_t k = 0; k < SL_COUNTOF(schedule_order); k++) {
-		enum pipeline_schedule sc = schedule_order[k];
-		if (gr->pp == 1 && sc != SCHED_1F1B)
-			continue;
-		if (sc == SCHED_INTERLEAVED_1F1B && !interleaves(gr, limit))
-			continue;
-		for (int r = 0; r < RECOMPUTE_COUNT; r++)
-			for (int z = 0; z <= 3; z++)
-				out[n++] = (struct search_config){
-					.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,
-					.micro_batch = gr->micro_batch, .micro_batches = gr->micro_batches,
-					.schedule = sc,
-					.virtual_stages = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1,
-					.recompute = (enum recompute_mode)r, .zero_stage = z};
-	}
-	return n;
 }
 
 /* ------------------------------------------------- one configuration */
@@ -126,12 +123,13 @@ static struct graph *graph_at(struct arena *a, const struct scenario *s, int64_t
                               struct diag_list *diags)
 {
 	const struct graph *g = s->graph;
-	if (g->batch == batch || !g->gen) {
-		if (g->batch != batch)
-			diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
-			         "the model's batch is fixed at %lld samples, not %lld", (long long)g->batch,
-			         (long long)batch);
-		return g->batch == batch ? (struct graph *)g : NULL;
+	if (g->batch == batch)
+		return (struct graph *)g;
+	if (!g->gen) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "the model's batch is fixed at %lld samples, not %lld", (long long)g->batch,
+		         (long long)batch);
+		return NULL;
 	}
 	struct model_gen gen = *g->gen;
 	gen.micro_batch = batch;

@@ -714,3 +714,61 @@ Test(baselines, data_parallel_says_sequence_parallelism_changes_nothing)
 	cr_expect_eq(p->n_edges, 0);
 	cr_expect_eq(D.errors, 0);
 }
+
+/* Input-gradient all-reduces (plan_fused_input_grads), in bytes per device
+ * of ops named `prefix...`: ring AllReduce 2(s-1)/s x S. */
+struct grad_sum {
+	double bytes;
+	int count;
+};
+
+static void add_grad(void *ctx, const struct plan_coll *c)
+{
+	struct grad_sum *g = ctx;
+	cr_expect_eq(c->kind, STEP_ALLREDUCE);
+	g->bytes += 2.0 * (c->groups.size - 1) / c->groups.size * c->bytes;
+	g->count++;
+}
+
+static struct grad_sum input_grads(const struct plan *p, const char *prefix, uint32_t *mask_of)
+{
+	uint32_t *fused = plan_fused_input_grads(A, p);
+	cr_assert_not_null(fused);
+	struct grad_sum g = {0, 0};
+	struct plan_coll_sink k = {add_grad, &g};
+	for (int i = 0; i < p->graph->n_ops; i++)
+		if (named(p, i, prefix))
+			cr_assert(plan_colls_input_grads(p->graph, &p->ops[i], fused[i], &k));
+	if (mask_of)
+		*mask_of = fused[op_of(p, "layers.1.mlp.fc1.matmul")];
+	return g;
+}
+
+Test(baselines, megatron_input_gradients_are_all_reduced_once_per_tensor)
+{
+	/* Layer 1 of the small GPT, T = 8: the column-parallel q, k and v read
+	 * ln1's output [32/D, 64] = [16, 64] bf16 = 2048 B whole over T, each
+	 * with a gradient partial over T; fc1 reads ln2's the same way. The
+	 * three shares are summed before one AllReduce: 2 x 7/8 x 2048 =
+	 * 3584 B, and 3584 B for fc1: 7168 B, the forward's two AllReduces
+	 * (megatron_sequence_parallel_keeps_the_tensor_parallel_bytes), not
+	 * 4 x 3584. With sequence parallelism fc1's input comes through an
+	 * AllGather over T, whose mirror ReduceScatter completes the gradient:
+	 * only q, k and v's 3584 B remain (the norm ln1 stays whole, so its
+	 * input's AllGather mirror is priced apart, docs/planner.md). */
+	struct scenario *off = generated(SP_GPT("16"), "dgx-a100-x128", 16);
+	struct scenario *on = generated_with(SP_GPT("16"), "dgx-a100-x128", 16, SP_ON);
+	struct plan *q = plan_megatron(A, off, &OPT, &D), *p = plan_megatron(A, on, &OPT, &D);
+	cr_assert_not_null(q);
+	cr_assert_not_null(p);
+	uint32_t fc1;
+	struct grad_sum g = input_grads(q, "layers.1.", &fc1);
+	cr_expect_eq(g.count, 2);
+	cr_expect_float_eq(g.bytes, 7168, 1e-9);
+	cr_expect_eq(fc1, 0);
+	g = input_grads(p, "layers.1.", &fc1);
+	cr_expect_eq(g.count, 1);
+	cr_expect_float_eq(g.bytes, 3584, 1e-9);
+	cr_expect_eq(fc1, 1u, "fc1's input 0 is folded into the AllGather's mirror");
+	cr_expect_eq(D.errors, 0);
+}
