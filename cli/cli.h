@@ -16,6 +16,7 @@
 enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
 
 int cmd_topo(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);

@@ -19,11 +19,13 @@ static void help(FILE *f)
 	fprintf(f,
 	        "usage: shardlab topo FILE [--between A B] [--json]\n"
 	        "\n"
-	        "Describe a topology: the device (peak FLOP/s per dtype, HBM), each\n"
-	        "intra-server tier (bandwidth per device, latency, kind, groups), the\n"
-	        "NICs, the inter-server fabric and the bisection bandwidth (the cut\n"
-	        "between ranks [0, n/2) and [n/2, n), one direction). FILE is a\n"
-	        "topology file or a scenario file (its topology is described).\n"
+	        "Describe a topology: the device (peak FLOP/s per dtype, HBM, and the\n"
+	        "compute model's efficiencies, GEMM half-dimension and per-kernel\n"
+	        "overhead: docs/cost-models.md), each intra-server tier (bandwidth\n"
+	        "per device, latency, kind, groups), the NICs, the inter-server fabric\n"
+	        "and the bisection bandwidth (the cut between ranks [0, n/2) and\n"
+	        "[n/2, n), one direction). FILE is a topology file or a scenario file\n"
+	        "(its topology is described).\n"
 	        "\n"
 	        "options:\n"
 	        "  --between A B  the path from rank A to rank B instead: every hop with\n"
@@ -128,6 +130,9 @@ static void print_device(const struct topo_device *d)
 	printf("; HBM %s at %s; efficiency matmul %.3g, memory %.3g\n",
 	       cli_si(b, sizeof b, d->hbm_bytes, "B"), cli_si(c, sizeof c, d->hbm_bps, "B/s"),
 	       d->matmul_efficiency, d->memory_efficiency);
+	/* The rest of the compute model (docs/cost-models.md). */
+	printf("kernels  GEMM half-dimension %.4g%s, overhead %.4g us per kernel\n", d->gemm_half_dim,
+	       d->gemm_half_dim > 0 ? "" : " (no shape factor)", d->kernel_overhead_s * 1e6);
 }
 
 static void print_fabric(const struct topology *t)
@@ -224,6 +229,8 @@ static cJSON *json_device(const struct topo_device *d)
 	cJSON_AddNumberToObject(o, "hbm_bps", d->hbm_bps);
 	cJSON_AddNumberToObject(o, "matmul_efficiency", d->matmul_efficiency);
 	cJSON_AddNumberToObject(o, "memory_efficiency", d->memory_efficiency);
+	cJSON_AddNumberToObject(o, "gemm_half_dim", d->gemm_half_dim);
+	cJSON_AddNumberToObject(o, "kernel_overhead_s", d->kernel_overhead_s);
 	return o;
 }
 

@@ -11,6 +11,7 @@ static const struct {
 } commands[] = {
 	{"check", cmd_check, "validate topology, model and scenario files"},
 	{"topo", cmd_topo, "describe a topology: devices, tiers, bisection, paths"},
+	{"calibrate", cmd_calibrate, "fit a device's compute model to measured kernel times"},
 	{"graph", cmd_graph, "list a model's operators with shapes, FLOPs and parameters"},
 	{"explain", cmd_explain, "a plan on every rank: layouts, slices, collectives, redistributions"},
 	{"plan", cmd_plan, "plan a scenario with any planner: every op's strategy and where it came from"},

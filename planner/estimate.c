@@ -5,12 +5,13 @@
  * The graph is one step batch, sharded by the plan; an iteration runs it
  * steps_per_iteration = global_batch / graph batch times (forward, then
  * backward with mirrored communication), then synchronises the gradients
- * once and runs Adam once. Per op: roofline compute (cost_compute_s),
- * backward compute by a per-kind table, the op's own collectives and the
- * redistributions into it (cost_step_s), their mirrors in backward, and
- * the all-reduce of an input's gradient over the axes the op cuts
- * elsewhere (Megatron's "f"). No overlap and no contention: that is the
- * simulator's. Plans are symmetric: memory is rank 0's.
+ * once and runs Adam once. Per op: compute by the device's kernel model
+ * (cost_compute_s, docs/cost-models.md), backward compute by a per-kind
+ * table, the op's own collectives and the redistributions into it
+ * (cost_step_s), their mirrors in backward, and the all-reduce of an
+ * input's gradient over the axes the op cuts elsewhere (Megatron's "f").
+ * No overlap and no contention: that is the simulator's. Plans are
+ * symmetric: memory is rank 0's.
  *
  * Units: seconds, bytes, FLOPs. Hot path: one pass over ops and edges;
  * each collective walks its rank groups once (cost_step_s).
@@ -39,7 +40,9 @@ struct bwd_kind {
 	bool view;        /* no work, keeps no activation (Reshape) */
 };
 
-/* MatMul-like: input and weight gradients, each a forward's work.
+/* MatMul-like: input and weight gradients, each a forward's work (the
+ * GEMMs dX = dY·Wᵀ and dW = Xᵀ·dY have the forward's dimensions in another
+ * order, and the shape factor g(m)·g(n)·g(k) does not depend on the order).
  * Element-wise and data movement: about one forward pass of bytes.
  * Normalisations: the gradient reads the input, the output gradient and
  * the saved statistics twice over (~2x). */
@@ -484,13 +487,15 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 	const struct op *o = &c->g->ops[d->op];
 	const struct topo_device *dev = &c->t->device;
 	const struct bwd_kind *k = &bwd_table[o->kind];
-	eo->compute_forward_s = cost_compute_s(dev, o->dtype, d->flops_per_rank, d->bytes_per_rank,
-	                                       &c->e->compute_fallback);
+	struct cost_work w;
+	cost_op_work(c->g, d, &w);
+	eo->compute_forward_s = cost_compute_s(dev, o->dtype, &w, &c->e->compute_fallback);
 	if (k->rule == BWD_SCATTER_ADD) {
 		double dy = 0;
 		for (int j = 0; j < d->n_out; j++)
 			dy += layout_local_bytes(&d->out[j]);
-		eo->compute_backward_s = cost_compute_s(dev, o->dtype, 0, 3 * dy, NULL);
+		struct cost_work sw = {0, 3 * dy, 0, 0, 0};
+		eo->compute_backward_s = cost_compute_s(dev, o->dtype, &sw, NULL);
 	} else {
 		eo->compute_backward_s = k->factor * eo->compute_forward_s;
 	}

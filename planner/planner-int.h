@@ -54,6 +54,27 @@ double est_op_s(struct est_ctx *c, const struct dist_op *d, struct est_op *eo);
 double est_edge_s(struct est_ctx *c, const struct layout *start, const struct redist *r,
                   struct est_op *eo);
 
+/* The compute model with its parameters resolved for one device and
+ * dtype (cost_compute_s; the calibration fits these): the asymptotic GEMM
+ * rate peak · η_max, the half-dimension, the sustained memory bandwidth
+ * hbm · η_mem and the per-kernel overhead. */
+struct cost_kernel_model {
+	double gemm_flops;     /* FLOP/s */
+	double half_dim;       /* elements; 0: no shape factor */
+	double memory_bps;     /* bytes/s; INFINITY: no memory floor */
+	double overhead_s;
+};
+/* g(x) = x / (x + half_dim), 1 when half_dim is 0. */
+static inline double cost_shape_factor(double x, double half_dim)
+{
+	return half_dim > 0 ? x / (x + half_dim) : 1;
+}
+/* The model's seconds for work w (planner.h, cost_compute_s). */
+double cost_kernel_s(const struct cost_kernel_model *p, const struct cost_work *w);
+/* The device's peak for dtype dt; a dtype without one takes the fastest
+ * floating peak and sets *fallback (if not NULL). */
+double cost_device_peak(const struct topo_device *d, enum dtype dt, bool *fallback);
+
 /* A collective's time as a line in its message S: fixed_s + per_byte_s x S
  * (every formula of cost.c is linear in S). */
 struct cost_line {

@@ -418,12 +418,109 @@ double cost_collective_s(const struct topology *t, enum step_kind kind, const in
 /* The slowest of a step's groups, each costed as cost_collective_s. */
 double cost_groups_s(const struct topology *t, enum step_kind kind, const struct rank_groups *g,
                      double bytes);
-/* Roofline time of an op's work on one device: max(FLOPs / (peak of the
- * dtype x matmul efficiency), bytes / (HBM bandwidth x memory
- * efficiency)). A dtype without a peak uses the device's fastest floating
- * peak, and *fallback (if not NULL) is set. */
-double cost_compute_s(const struct topo_device *d, enum dtype dt, double flops, double bytes,
+/* The work of one kernel on one device: its FLOPs, the bytes it reads and
+ * writes, and for a GEMM its local dimensions m x k times k x n (a batched
+ * GEMM's batch count folded into m); m = n = k = 0 for any other kernel. */
+struct cost_work {
+	double flops;
+	double bytes;
+	double m, n, k;
+};
+
+/* Op d's work on one of its ranks: flops_per_rank and bytes_per_rank, and
+ * for MatMul and BatchMatMul the local GEMM dimensions from its inputs'
+ * local shapes (transposes and batch dimensions applied). Returns whether
+ * the op is a GEMM. No allocation: the estimator calls it per op. */
+bool cost_op_work(const struct graph *g, const struct dist_op *d, struct cost_work *w);
+
+/* Time of one kernel on a device (docs/cost-models.md), for work w of
+ * dtype dt:
+ *   t = overhead + max(flops / (peak[dt] · matmul_efficiency · g(m) g(n) g(k)),
+ *                      bytes / (hbm_bps · memory_efficiency))
+ * with g(x) = x / (x + gemm_half_dim) for a GEMM (1 for other kernels and
+ * when gemm_half_dim is 0), overhead the device's kernel_overhead_s; 0 for
+ * no work at all (a view). A dtype without a peak uses the device's
+ * fastest floating peak, and *fallback (if not NULL) is set. */
+double cost_compute_s(const struct topo_device *d, enum dtype dt, const struct cost_work *w,
                       bool *fallback);
+
+/* ---------------------------------------------------------- calibration */
+
+/* A table of measured kernel times, and the compute model's parameters
+ * fitted to it by least squares (calibrate.c; docs/cost-models.md,
+ * "Calibration"). */
+enum calib_kind { CALIB_GEMM, CALIB_MEMORY, CALIB_KIND_COUNT };
+extern const char *const calib_kind_names[CALIB_KIND_COUNT];
+
+/* One measured kernel: a GEMM of m x k times k x n, `batch` times over
+ * (the model folds the batch into m), or a memory-bound kernel moving
+ * `bytes`. */
+struct calib_row {
+	enum calib_kind kind;
+	int line;                    /* in the table's file */
+	double m, n, k, batch;       /* GEMM; batch 1 when the table has none */
+	enum dtype dtype;            /* GEMM: selects the peak */
+	double bytes;                /* read + written; a GEMM's default: its operands and result */
+	double seconds;              /* measured */
+};
+
+struct calib_table {
+	const char *file;
+	int n_rows, n_gemm, n_memory;
+	struct calib_row *rows;      /* in file order */
+};
+
+/* A CSV table: '#' comment lines and blank lines skipped, then a header
+ * naming the columns (kind, seconds; m, n, k, dtype for GEMM rows; bytes
+ * for memory rows; batch optional), then one kernel per line. NULL after
+ * diagnostics `file:line: column: message`, one per bad cell. */
+struct calib_table *cost_calib_load(struct arena *a, const char *path, struct diag_list *diags);
+/* The same from text (file names it in the diagnostics). */
+struct calib_table *cost_calib_parse(struct arena *a, const char *file, const char *text,
+                                     size_t len, struct diag_list *diags);
+
+/* The fitted parameters, by the names of the topology's device members. */
+enum calib_param_id {
+	CALIB_MATMUL_EFFICIENCY,     /* with a device; without one the GEMM rate, FLOP/s */
+	CALIB_GEMM_HALF_DIM,
+	CALIB_MEMORY_EFFICIENCY,     /* with a device; without one the bandwidth, bytes/s */
+	CALIB_KERNEL_OVERHEAD,       /* seconds (the file's kernel_overhead_us / 1e6) */
+	CALIB_PARAM_COUNT
+};
+extern const char *const calib_param_names[CALIB_PARAM_COUNT];
+
+struct calib_param {
+	double value, std_error;
+	bool fitted;
+	bool held;                   /* the rows could fit it, the caller held it at the device's */
+};
+
+/* The parameters of cost_compute_s's model fitted to a table. With a
+ * device, the GEMM rate and the bandwidth are efficiencies (over the peak
+ * of each row's dtype, over the HBM bandwidth); without one, absolute
+ * rates (then every GEMM row must have one dtype). A parameter the rows
+ * cannot determine (no memory rows: memory_efficiency) or that is held
+ * keeps the device's value (no memory floor, no shape factor without a
+ * device). */
+struct calib_fit {
+	bool has_device;
+	bool peak_fallback;          /* a row's dtype has no peak: the fastest floating one */
+	enum dtype dtype;            /* the first GEMM row's */
+	struct calib_param param[CALIB_PARAM_COUNT];
+	int n_rows, n_params, iterations;
+	double rms_rel;              /* root mean square of the relative residuals */
+	double *rel;                 /* per row: (model - measured) / measured */
+	int max_row;                 /* the row with the largest |rel| */
+};
+
+/* Fits by nonlinear least squares on the relative residuals (GSL),
+ * holding the parameters whose bit (1 << calib_param_id) is in `keep` at
+ * the device's values (keep needs a device). False with diagnostics when
+ * the table cannot determine the parameters (no more rows than
+ * parameters, GEMMs of one shape, several dtypes without a device) or the
+ * fit fails. d may be NULL. */
+bool cost_calib_fit(struct arena *a, const struct calib_table *t, const struct topo_device *d,
+                    unsigned keep, struct calib_fit *out, struct diag_list *diags);
 
 /* Collective algorithms (the scenario's simulation.collective_algo names
  * them). The α–β time of each, for n ranks and a message of S bytes, on the

@@ -228,13 +228,40 @@ static int64_t used(const struct rnode *v)
 	return u;
 }
 
-/* Forward and backward compute of op with `extra` more slices, seconds. */
-static double topo_compute_s(const struct rec *R, int op, const struct rnode *v, int64_t extra)
+/* Local size of label l with `extra` more slices on label `more`. */
+static double local_size(const struct rnode *v, int l, int more, int64_t extra)
+{
+	int64_t c = v->cut[l] > 0 ? v->cut[l] : 1;
+	return (double)v->sig.size[l] / (double)(l == more ? c * extra : c);
+}
+
+/* Forward and backward compute of op with `extra` more slices on label
+ * `more` (-1 with extra 1: as it is), seconds: three kernels of the
+ * forward's work (a MatMul's backward is two GEMMs of its dimensions in
+ * another order; docs/planner.md), a GEMM with its local dimensions from
+ * the signature (mk,kn->mn, batch labels folded into m). Three kernels of
+ * work W cost 3 overheads + max(3 F / rate, 3 bytes / bandwidth): the
+ * model of the sum plus two more overheads. */
+static double topo_compute_s(const struct rec *R, int op, const struct rnode *v, int more,
+                             int64_t extra)
 {
 	const struct op *o = &R->g->ops[op];
+	const struct topo_device *dev = &R->t->device;
 	double f = (double)(used(v) * extra);
-	return cost_compute_s(&R->t->device, o->dtype, 3 * o->flops / f,
-	                      3 * (o->bytes_read + o->bytes_written) / f, NULL);
+	struct cost_work w = {3 * o->flops / f, 3 * (o->bytes_read + o->bytes_written) / f, 0, 0, 0};
+	const struct op_sig *sig = &v->sig;
+	if ((o->kind == OP_MATMUL || o->kind == OP_BATCHMATMUL) && sig->n_in == 2) {
+		int r = sig->in_rank[0];
+		bool ta = o->attrs.transpose_a, tb = o->attrs.transpose_b;
+		w.m = 1;
+		for (int d = 0; d < r - 2; d++)
+			w.m *= local_size(v, sig->in[0][d], more, extra);
+		w.m *= local_size(v, sig->in[0][r - (ta ? 1 : 2)], more, extra);
+		w.k = local_size(v, sig->in[0][r - (ta ? 2 : 1)], more, extra);
+		w.n = local_size(v, sig->in[1][r - (tb ? 2 : 1)], more, extra);
+	}
+	double s = cost_compute_s(dev, o->dtype, &w, NULL);
+	return s > 0 ? s + 2 * dev->kernel_overhead_s : 0;
 }
 
 /* Topology mode: the collectives cutting l over this level's group costs
@@ -244,7 +271,7 @@ static double topo_compute_s(const struct rec *R, int op, const struct rnode *v,
 static double topo_op_cost(struct rec *R, const struct rnode *v, int op, int l, int lvl)
 {
 	const struct op_sig *sig = &v->sig;
-	double s = topo_compute_s(R, op, v, R->factor[lvl]);
+	double s = topo_compute_s(R, op, v, l, R->factor[lvl]);
 	if (v->cls == RC_ELEMWISE)
 		return s;
 	if (sig->role[l] == SIG_SUM) {
@@ -337,7 +364,7 @@ static double choose(struct rec *R, int op, int lvl)
 	 * cost of a valid cut; in seconds, the compute of not cutting. */
 	double none = R->mode == REC_COST_MINDSPORE
 	                  ? (isinf(least_op) ? 0 : pow(REC_NOCUT_SCALE * least_op, 2) / REC_NOCUT_DIV)
-	                  : topo_compute_s(R, op, v, 1);
+	                  : topo_compute_s(R, op, v, -1, 1);
 	none += nbr_cost(R, v, -1, lvl);
 	if (best < 0 || none < best_cost) {
 		best = -1;

@@ -1,5 +1,5 @@
 /* test_estimate.c — the symbolic cost model: collectives against the α–β
- * formulas on the shipped topologies, the roofline, and a whole estimate
+ * formulas on the shipped topologies, the compute model, and a whole estimate
  * of the Megatron MLP worked out by hand (every expected value is derived
  * in the comments from the topology files and the model's shapes, never
  * copied from the program's output).
@@ -162,21 +162,126 @@ Test(estimate, hierarchical_tp_times_dp_dgx_a100_x128)
 	arena_free(a);
 }
 
-/* Roofline on dgx-a100.json (312 TFLOP/s bf16, 2 TB/s, efficiencies 1). */
-Test(estimate, compute_roofline)
+/* The compute model (docs/cost-models.md) on dgx-a100.json: bf16 peak
+ * P = 312 TFLOP/s, matmul_efficiency 0.8692, HBM B = 2 TB/s with
+ * memory_efficiency 1, gemm_half_dim h = 55.39, kernel overhead
+ * o = 6.034 us:
+ *   t = o + max(F / (P · 0.8692 · g(m) g(n) g(k)), bytes / B),  g(x) = x / (x + h).
+ * P · 0.8692 = 271.1904 TFLOP/s. */
+#define A100_RATE (312e12 * 0.8692)
+#define A100_HBM 2e12
+#define A100_H 55.39
+#define A100_O 6.034e-6
+
+static double g_a100(double x)
+{
+	return x / (x + A100_H);
+}
+
+Test(estimate, compute_model_by_hand)
 {
 	struct arena *a = arena_new();
 	const struct topology *t = fixture_topology(a, "dgx-a100");
-	/* A 4096^3 MatMul: 2 x 4096^3 FLOPs, 3 x 4096^2 bf16 elements moved:
-	 * 1.374e11 / 312e12 = 440.5 us against 1.0e8 / 2e12 = 50 us. */
-	double n = 4096, f = 2 * n * n * n, b = 3 * n * n * 2;
 	bool fb = false;
-	near(cost_compute_s(&t->device, DT_BF16, f, b, &fb), f / 312e12, "MatMul");
+	/* A 4096^3 GEMM: F = 2 · 4096^3 = 1.374e11 FLOPs, 3 · 4096^2 bf16
+	 * elements = 1.007e8 bytes. g(4096) = 4096 / 4151.39 = 0.98666, cubed
+	 * 0.96050: 1.374e11 / (271.19e12 · 0.96050) = 527.6 us against
+	 * 1.007e8 / 2e12 = 50.3 us, so t = 6.034 + 527.6 = 533.7 us (the
+	 * roofline alone, at the peak: 440.5 us). */
+	double n = 4096, f = 2 * n * n * n, b = 3 * n * n * 2;
+	double g3 = g_a100(n) * g_a100(n) * g_a100(n);
+	near(cost_compute_s(&t->device, DT_BF16, &(struct cost_work){f, b, n, n, n}, &fb),
+	     A100_O + f / (A100_RATE * g3), "4096^3 GEMM");
+	near(A100_O + f / (A100_RATE * g3), 533.672e-6, "4096^3 by hand");
 	cr_assert(!fb);
-	/* An element-wise op: 1 FLOP and 4 bytes per element of 2^28 elements:
-	 * memory-bound at 2^30 / 2e12 s. */
+	/* Skinny, 4096 x 8 times 8 x 4096: F = 2 · 4096 · 4096 · 8 = 2.68e8;
+	 * g(8) = 8 / 63.39 = 0.12620, g = 0.12620 · 0.98666^2 = 0.12286, so
+	 * the GEMM term is 2.68e8 / (271.19e12 · 0.12286) = 8.06 us; the bytes,
+	 * (4096·8 + 8·4096 + 4096·4096) · 2 = 33685504, take 16.84 us: memory-
+	 * bound, t = 6.034 + 16.843 = 22.877 us. */
+	double sf = 2 * 4096.0 * 4096 * 8, sb = (4096.0 * 8 + 8 * 4096 + 4096.0 * 4096) * 2;
+	near(cost_compute_s(&t->device, DT_BF16, &(struct cost_work){sf, sb, 4096, 4096, 8}, NULL),
+	     A100_O + sb / A100_HBM, "4096 x 4096 x 8 GEMM");
+	near(A100_O + sb / A100_HBM, 22.876752e-6, "skinny by hand");
+	/* 256 x 4096 times 4096 x 256: F = 5.37e8; bytes (2 · 256 · 4096 +
+	 * 256^2) · 2 = 4325376 take 2.163 us, and at 271.19 TFLOP/s the FLOPs
+	 * alone 1.980 us: a plain roofline calls it memory-bound. The shape
+	 * factor g(256)^2 g(4096) = 0.82212^2 · 0.98666 = 0.66686 makes the
+	 * GEMM term 2.969 us, which wins: t = 6.034 + 2.969 = 9.003 us. */
+	double qf = 2 * 256.0 * 256 * 4096, qb = (2 * 256.0 * 4096 + 256 * 256) * 2;
+	double qg = g_a100(256) * g_a100(256) * g_a100(4096);
+	near(cost_compute_s(&t->device, DT_BF16, &(struct cost_work){qf, qb, 256, 256, 4096}, NULL),
+	     A100_O + qf / (A100_RATE * qg), "256 x 256 x 4096 GEMM");
+	near(A100_O + qf / (A100_RATE * qg), 9.0026e-6, "shape-bound by hand");
+	/* An element-wise op: 1 FLOP and 4 bytes per element of 2^28
+	 * elements, no GEMM dimensions (no shape factor): memory-bound,
+	 * 6.034 us + 2^30 / 2e12 = 542.9 us. */
 	double e = 268435456;
-	near(cost_compute_s(&t->device, DT_BF16, e, 4 * e, NULL), 4 * e / 2e12, "memory-bound");
+	near(cost_compute_s(&t->device, DT_BF16, &(struct cost_work){e, 4 * e, 0, 0, 0}, NULL),
+	     A100_O + 4 * e / A100_HBM, "memory-bound");
+	/* No work (a view such as Reshape) launches nothing: 0, no overhead. */
+	cr_assert_eq(cost_compute_s(&t->device, DT_BF16, &(struct cost_work){0, 0, 0, 0, 0}, NULL), 0);
+	/* int32 has no peak: the fastest floating one (bf16) and the flag. */
+	fb = false;
+	near(cost_compute_s(&t->device, DT_INT32, &(struct cost_work){f, b, n, n, n}, &fb),
+	     A100_O + f / (A100_RATE * g3), "int32 falls back to bf16's peak");
+	cr_assert(fb);
+	arena_free(a);
+}
+
+/* A file without the new members means what it meant: atlas800-910a.json
+ * says gemm_half_dim 0 and kernel_overhead_us 0, so the model is the
+ * roofline max(F / (320 TFLOP/s · 0.81875), bytes / 1.2 TB/s): 4096^3 at
+ * 262 TFLOP/s is 524.6 us, whatever its shape. */
+Test(estimate, zero_half_dim_and_overhead_are_the_roofline)
+{
+	struct arena *a = arena_new();
+	const struct topology *t = fixture_topology(a, "atlas800-910a");
+	double n = 4096, f = 2 * n * n * n, b = 3 * n * n * 2;
+	near(cost_compute_s(&t->device, DT_FP16, &(struct cost_work){f, b, n, n, n}, NULL),
+	     f / 262e12, "910A 4096^3");
+	near(cost_compute_s(&t->device, DT_FP16, &(struct cost_work){f, b, 0, 0, 0}, NULL),
+	     f / 262e12, "the same FLOPs without GEMM dimensions");
+	arena_free(a);
+}
+
+/* The local GEMM of a distributed op: a BatchMatMul of x [4, 8, 32] with
+ * transpose_a (batch 4, k 8, m 32) and w [4, 16, 8] with transpose_b
+ * (n 16, k 8), cut ((2, 1, 2), (2, 2, 1)) on 8 devices: batch 2, m 16,
+ * n 8, k 8 on each rank, the batch folded into m = 2 · 16 = 32.
+ * FLOPs per rank 2 · 4 · 32 · 16 · 8 / 8 = 4096 = 2 · 32 · 8 · 8. */
+Test(estimate, local_gemm_dimensions_of_a_distributed_op)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	static const char text[] =
+		"{\"format\": \"shardlab-model\", \"version\": 1, \"name\": \"t\",\n"
+		" \"inputs\": [{\"name\": \"x\", \"shape\": [4, 8, 32]}],\n"
+		" \"parameters\": [{\"name\": \"w\", \"shape\": [4, 16, 8]}],\n"
+		" \"ops\": [{\"name\": \"bmm\", \"kind\": \"BatchMatMul\", \"inputs\": [\"x\", \"w\"],\n"
+		"          \"attrs\": {\"transpose_a\": true, \"transpose_b\": true}},\n"
+		"         {\"name\": \"relu\", \"kind\": \"ReLU\", \"inputs\": [\"bmm\"]}]}\n";
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "mem.json", text, strlen(text), &d));
+	struct graph *g = graph_load_doc(a, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(g);
+	const int64_t cuts[2][GRAPH_MAX_RANK] = {{2, 1, 2}, {2, 2, 1}};
+	struct dist_op op;
+	cr_assert(dist_op_from_cuts(a, g, 0, cuts, 8, &op, &d));
+	struct cost_work w;
+	cr_assert(cost_op_work(g, &op, &w));
+	cr_assert_eq(w.m, 32);
+	cr_assert_eq(w.n, 8);
+	cr_assert_eq(w.k, 8);
+	cr_assert_eq(w.flops, 4096);
+	/* ReLU is no GEMM: no dimensions. */
+	const int64_t rcuts[1][GRAPH_MAX_RANK] = {{2, 2, 2}};
+	cr_assert(dist_op_from_cuts(a, g, 1, rcuts, 8, &op, &d));
+	cr_assert(!cost_op_work(g, &op, &w));
+	cr_assert(w.m == 0 && w.n == 0 && w.k == 0);
+	diag_list_free(&d);
 	arena_free(a);
 }
 
@@ -206,22 +311,26 @@ static void estimate_of(struct arena *a, const char *path, struct estimate *e)
 
 /* scenarios/megatron-mlp-8p.json: the mlp generator with hidden h = 1024,
  * ffn 4h = 4096, seq 512, micro_batch 2 (so x is [B*s, h] = [1024, 1024]),
- * bf16, on the 8 GPUs of dgx-a100 (312 TFLOP/s, 2 TB/s, NVSwitch 300 GB/s
- * and 1 us), global batch 2 = the micro_batch: 1 step per iteration.
- * Strategies: fc1.matmul ((1,1),(1,8)), fc1.bias_add ((1,8),(8)), gelu
- * ((1,8)), fc2.matmul ((1,8),(8,1)), fc2.bias_add ((1,1),(1)), dropout
- * ((1,1)). Per device (bf16 = 2 bytes; Mi = 2^20):
- *   fc1.matmul  X 1024x1024, W 1024x512, Y 1024x512: 2*1024*1024*512 FLOPs,
- *               (1 + 0.5 + 0.5) Mi elements = 4 MiB moved
- *               -> fwd = 1.0737e9 / 312e12 (compute-bound), bwd 2x fwd
- *   fc1.bias    X 1024x512, b 512, Y 1024x512: 0.5 Mi FLOPs (1 per element),
- *               (1 Mi + 1 KiB + 1 Mi) bytes -> memory-bound, bwd 1x
- *   gelu        8 FLOPs per element of 1024x512, 2 MiB -> memory-bound, bwd 1x
- *   fc2.matmul  X 1024x512, W 512x1024, Y 1024x1024: 2*1024*512*1024 FLOPs,
- *               4 MiB -> compute-bound, bwd 2x; its partial sums all-reduced
- *               over the 8 GPUs: S = 1024*1024*2 bytes
- *   fc2.bias    replicated: 1 Mi FLOPs, (2 MiB + 2 KiB + 2 MiB), bwd 1x
- *   dropout     replicated: 2 Mi FLOPs, 4 MiB, bwd 1x
+ * bf16, on the 8 GPUs of dgx-a100 (the compute model above; NVSwitch
+ * 300 GB/s and 1 us), global batch 2 = the micro_batch: 1 step per
+ * iteration. Strategies: fc1.matmul ((1,1),(1,8)), fc1.bias_add
+ * ((1,8),(8)), gelu ((1,8)), fc2.matmul ((1,8),(8,1)), fc2.bias_add
+ * ((1,1),(1)), dropout ((1,1)). Per device (bf16 = 2 bytes; Mi = 2^20),
+ * every kernel o = 6.034 us plus the larger of its GEMM and memory terms:
+ *   fc1.matmul  X 1024x1024, W 1024x512, Y 1024x512: the local GEMM is
+ *               m 1024, k 1024, n 512, 2*1024*1024*512 FLOPs; g = g(1024)^2
+ *               g(512) = 0.94869^2 · 0.90238 = 0.81214, so 1.0737e9 /
+ *               (271.19e12 · 0.81214) = 4.875 us against 4 MiB / 2 TB/s =
+ *               2.10 us: fwd = 6.034 + 4.875 = 10.909 us; bwd 2x fwd (two
+ *               GEMMs of the same dimensions in another order)
+ *   fc1.bias    X 1024x512, b 512, Y 1024x512: memory-bound,
+ *               o + (1 Mi + 1 KiB + 1 Mi) / 2 TB/s, bwd 1x
+ *   gelu        8 FLOPs per element of 1024x512, o + 2 MiB / 2 TB/s, bwd 1x
+ *   fc2.matmul  X 1024x512, W 512x1024, Y 1024x1024: m 1024, k 512, n 1024,
+ *               the same FLOPs and the same g: fwd as fc1's, bwd 2x; its
+ *               partial sums all-reduced over the 8 GPUs: S = 1024*1024*2 bytes
+ *   fc2.bias    replicated: o + (2 MiB + 2 KiB + 2 MiB) / 2 TB/s, bwd 1x
+ *   dropout     replicated: o + 4 MiB / 2 TB/s, bwd 1x
  * Backward communication: fc2's AllReduce mirrors to nothing; fc1 is
  * column-parallel, its input x is replicated across the axis that cuts W
  * and Y, so dX is all-reduced over the 8 GPUs (Megatron's "f"): the same
@@ -233,7 +342,8 @@ static void estimate_of(struct arena *a, const char *path, struct estimate *e)
  * NVSwitch, halving-doubling 2·3·α + 2·7/8·S/B beats the ring's 14 α and
  * the same bandwidth term, and the tree's 6 (α + S/B) for any S > 0.
  * Optimizer: local elements 1024*512 + 512 + 512*1024 + 1024 = 1050112,
- * Adam in bf16 moves 2 + 8 + 16 + 2 = 28 bytes each at 2 TB/s.
+ * Adam in bf16 moves 2 + 8 + 16 + 2 = 28 bytes each at 2 TB/s (one pass
+ * over the state, no per-kernel overhead).
  * Memory: parameters and gradients 1050112 x 2 bytes each; optimizer
  * state (fp32 master + 2 moments) 12 bytes per element; activations
  * (local outputs) 1 + 1 + 1 + 2 + 2 + 2 = 9 MiB. */
@@ -242,10 +352,12 @@ Test(estimate, megatron_mlp_by_hand)
 	struct arena *a = arena_new();
 	struct estimate e;
 	estimate_of(a, "scenarios/megatron-mlp-8p.json", &e);
-	const double Mi = 1048576, peak = 312e12, hbm = 2e12;
-	double mm = 2.0 * 1024 * 1024 * 512 / peak;
-	double fc1b = (Mi + 1024 + Mi) / hbm, gelu = 2 * Mi / hbm;
-	double fc2b = (2 * Mi + 2048 + 2 * Mi) / hbm, drop = 4 * Mi / hbm;
+	const double Mi = 1048576, hbm = A100_HBM, o = A100_O;
+	double g = g_a100(1024) * g_a100(1024) * g_a100(512);
+	double mm = o + 2.0 * 1024 * 1024 * 512 / (A100_RATE * g);
+	near(mm, 10.909e-6, "a MatMul by hand");
+	double fc1b = o + (Mi + 1024 + Mi) / hbm, gelu = o + 2 * Mi / hbm;
+	double fc2b = o + (2 * Mi + 2048 + 2 * Mi) / hbm, drop = o + 4 * Mi / hbm;
 	double fwd = mm + fc1b + gelu + mm + fc2b + drop;
 	double bwd = 2 * mm + fc1b + gelu + 2 * mm + fc2b + drop;
 	double ar2m = hd(8, 2 * Mi, 300 * GB, 1 * US);
@@ -266,6 +378,8 @@ Test(estimate, megatron_mlp_by_hand)
 	near(e.comm_s, 2 * ar2m + grad, "comm_s");
 	near(e.iteration_s, fwd + bwd + opt + 2 * ar2m + grad, "iteration_s");
 
+	near(e.ops[0].compute_forward_s, mm, "fc1 forward");
+	near(e.ops[3].compute_forward_s, mm, "fc2 forward: the same dimensions in another order");
 	near(e.ops[0].comm_backward_s, ar2m, "fc1.matmul's dX AllReduce");
 	near(e.ops[3].comm_forward_s, ar2m, "fc2.matmul's AllReduce");
 	near(e.ops[4].gradient_s, grad, "fc2.bias_add's gradient");

@@ -144,10 +144,42 @@ Test(topologies, units_are_converted_to_bytes_flops_and_seconds)
 	cr_assert_eq(t->servers, 1);
 	cr_assert_eq(t->fabric.kind, TOPO_FABRIC_NONE);
 
+	/* No public per-shape or per-kernel figure for the 910A: the compute
+	 * model's shape and launch terms are off. */
+	cr_assert_eq(t->device.gemm_half_dim, 0);
+	cr_assert_eq(t->device.kernel_overhead_s, 0);
+
 	struct topology *b = load_ok("topologies/atlas800t-a2-910b.json");
 	assert_close(b->device.peak_flops[DT_BF16], 353e12, "910B bf16");
 	/* 328 / 353 = 0.92917847..., written 0.929178 in the file */
 	cr_assert(fabs(b->device.matmul_efficiency - 328.0 / 353) < 1e-6);
+}
+
+/* The compute model's parameters (docs/cost-models.md): matmul_efficiency
+ * is the maximum achievable bf16 matmul rate (the MAMF table) over the
+ * peak, written to four significant digits: H100 SXM 794.5 / 989 =
+ * 0.80334, A100 SXM 271.2 / 312 = 0.86923, A100 PCIe 252.9 / 312 =
+ * 0.81058; the GPUs share the H100's fitted half-dimension 55.39 and
+ * overhead 6.034 us (microseconds in the file, seconds inside). */
+Test(topologies, compute_model_parameters_of_the_gpus)
+{
+	static const struct {
+		const char *file;
+		double efficiency;
+	} gpus[] = {
+		{"topologies/dgx-h100.json", 794.5 / 989},
+		{"topologies/dgx-a100.json", 271.2 / 312},
+		{"topologies/pcie-8gpu.json", 252.9 / 312},
+		{"topologies/dgx-a100-x128.json", 271.2 / 312}, /* through its base */
+	};
+	for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+		struct topology *t = load_ok(gpus[i].file);
+		cr_assert(fabs(t->device.matmul_efficiency - gpus[i].efficiency) < 5e-5, "%s: %.6g",
+		          gpus[i].file, t->device.matmul_efficiency);
+		assert_close(t->device.memory_efficiency, 1, gpus[i].file);
+		assert_close(t->device.gemm_half_dim, 55.39, gpus[i].file);
+		assert_close(t->device.kernel_overhead_s, 6.034 * US, gpus[i].file);
+	}
 }
 
 Test(topologies, cluster_takes_device_and_server_from_its_base)
@@ -418,6 +450,32 @@ Test(topologies, every_error_of_a_document_is_reported)
 	assert_diag(4, "bad.json:6: cluster.fabric.servers_per_rail_group: "
 	               "only a rail-optimized fabric has rail groups");
 	cr_assert_eq(fx.d.count, 5);
+}
+
+/* The compute model's members: absent means 0 (no shape factor, no
+ * overhead); present, a number in [0, 65536] and [0, 1000] us. */
+Test(topologies, compute_model_members_are_validated)
+{
+	struct topology *t = load_text("ok.json", HEADER
+		"'server': {'devices': 1, 'nic': {'per_server': 1, 'rate_Gbps': 1, 'latency_us': 1}}}");
+	cr_assert_not_null(t);
+	cr_assert_eq(t->device.gemm_half_dim, 0);
+	cr_assert_eq(t->device.kernel_overhead_s, 0);
+	t = load_text("c.json",
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's',\n"
+		"'device': {'kind': 'X', 'peak_tflops': {'fp16': 1}, 'hbm_GB': 1, 'hbm_bandwidth_GBps': 1,\n"
+		"  'gemm_half_dim': -8,\n"
+		"  'kernel_overhead_us': '5',\n"
+		"  'kernel_overhead': 5},\n"
+		"'server': {'devices': 1, 'nic': {'per_server': 1, 'rate_Gbps': 1, 'latency_us': 1}}}");
+	cr_assert_null(t);
+	assert_diag(0, "c.json:5: device.kernel_overhead: unknown key \"kernel_overhead\" "
+	               "(did you mean \"kernel_overhead_us\"?)");
+	assert_diag(1, "c.json:3: device.gemm_half_dim: expected a number between 0 and 65536, "
+	               "got -8");
+	assert_diag(2, "c.json:4: device.kernel_overhead_us: expected a number between 0 and 1000, "
+	               "got \"5\"");
+	cr_assert_eq(fx.d.count, 3);
 }
 
 Test(topologies, unknown_keys_and_missing_server)

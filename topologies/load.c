@@ -82,12 +82,19 @@ static void read_peaks(const struct jv *pv, struct topo_device *d)
 
 static void read_device(struct arena *a, const struct jv *dv, struct topo_device *d)
 {
-	static const char *const keys[] = {"kind", "peak_tflops", "hbm_GB", "hbm_bandwidth_GBps",
-	                                   "matmul_efficiency", "memory_efficiency", NULL};
+	static const char *const keys[] = {"kind",
+	                                   "peak_tflops",
+	                                   "hbm_GB",
+	                                   "hbm_bandwidth_GBps",
+	                                   "matmul_efficiency",
+	                                   "memory_efficiency",
+	                                   "gemm_half_dim",
+	                                   "kernel_overhead_us",
+	                                   NULL};
 	if (!jv_open(dv, keys))
 		return;
 	struct jv pv;
-	double gb = 0, gbps = 0;
+	double gb = 0, gbps = 0, us = 0;
 	d->kind = req_string(a, dv, "kind");
 	if (jv_need(dv, "peak_tflops", &pv))
 		read_peaks(&pv, d);
@@ -97,6 +104,12 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 		d->hbm_bps = gbps * 1e9;
 	jv_opt_number(dv, "matmul_efficiency", JR_FRACTION, 1, &d->matmul_efficiency);
 	jv_opt_number(dv, "memory_efficiency", JR_FRACTION, 1, &d->memory_efficiency);
+	/* The compute model's shape and launch terms (docs/cost-models.md):
+	 * 0, the default, leaves them out, so that a file without them means
+	 * what it meant before they existed. */
+	jv_opt_number(dv, "gemm_half_dim", JR_RANGE(0, TOPO_MAX_GEMM_HALF_DIM), 0, &d->gemm_half_dim);
+	if (jv_opt_number(dv, "kernel_overhead_us", JR_RANGE(0, TOPO_MAX_KERNEL_OVERHEAD_US), 0, &us))
+		d->kernel_overhead_s = us * 1e-6;
 }
 
 /* ----------------------------------------------------------------- tiers */

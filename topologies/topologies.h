@@ -22,14 +22,22 @@
 #define TOPO_FORMAT "shardlab-topology"
 #define TOPO_VERSION 1
 #define TOPO_MAX_TIERS 4
+/* Bounds of the compute model's parameters in a file: beyond them a value
+ * is a mistake (a half-dimension past any real matrix, an overhead of
+ * more than a millisecond per kernel). */
+#define TOPO_MAX_GEMM_HALF_DIM 65536
+#define TOPO_MAX_KERNEL_OVERHEAD_US 1000
 
 struct topo_device {
 	const char *kind;                /* "Ascend 910", "NVIDIA A100 SXM 80GB" */
 	double peak_flops[DT_COUNT];     /* dense peak per dtype, FLOP/s; 0 = not given */
 	double hbm_bytes;
 	double hbm_bps;                  /* HBM bandwidth, bytes/s */
-	double matmul_efficiency;        /* achievable fraction of peak for large GEMMs */
-	double memory_efficiency;        /* achievable fraction of HBM bandwidth */
+	double matmul_efficiency;        /* achievable fraction of peak for large GEMMs (η_max) */
+	double memory_efficiency;        /* achievable fraction of HBM bandwidth (η_mem) */
+	double gemm_half_dim;            /* GEMM dimension at which its shape factor is 1/2
+	                                    (docs/cost-models.md); 0 = no shape penalty */
+	double kernel_overhead_s;        /* fixed time of every kernel launched; 0 = none */
 };
 
 enum topo_tier_kind {

@@ -1,0 +1,376 @@
+/* cmd_calibrate.c — `shardlab calibrate TABLE [--topology FILE] [--json]`:
+ * the compute model's parameters (docs/cost-models.md) fitted by least
+ * squares to a CSV table of measured kernel times (planner/calibrate.c),
+ * with their standard errors, the residuals, and the topology "device"
+ * members to paste.
+ *
+ * Figures are printed with fixed formats (%.4g for the parameters, whose
+ * printed text is also the value the JSON's device_section carries), so
+ * the same table always gives the same bytes.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void help(FILE *f)
+{
+	fprintf(f,
+	        "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]] [--json]\n"
+	        "\n"
+	        "Fit the compute model of docs/cost-models.md to measured kernel times:\n"
+	        "  t = overhead + max(flops / (peak x matmul_efficiency x g(m) g(n) g(k)),\n"
+	        "                     bytes / (HBM bandwidth x memory_efficiency))\n"
+	        "with g(x) = x / (x + gemm_half_dim), by nonlinear least squares on the\n"
+	        "relative residuals (GSL). TABLE is a CSV file: '#' comments, a header\n"
+	        "naming the columns kind, m, n, k, batch, dtype, bytes, seconds (any\n"
+	        "order), then one kernel per line: kind gemm (m, n, k, dtype, seconds;\n"
+	        "batch and bytes optional) or memory (bytes, seconds).\n"
+	        "Prints each parameter with its standard error, the RMS relative error,\n"
+	        "the worst rows and the members to paste into the topology's \"device\".\n"
+	        "\n"
+	        "options:\n"
+	        "  --topology FILE  the device measured (a topology or scenario file):\n"
+	        "                   the rates become efficiencies of its peaks, and a\n"
+	        "                   table without memory rows keeps its\n"
+	        "                   memory_efficiency as the GEMMs' memory floor.\n"
+	        "                   Without it the fit reports absolute rates (FLOP/s,\n"
+	        "                   B/s) and no device section\n"
+	        "  --keep NAMES     hold these parameters at the topology's values and fit\n"
+	        "                   the others (comma-separated: matmul_efficiency,\n"
+	        "                   gemm_half_dim, memory_efficiency, kernel_overhead_us);\n"
+	        "                   for a figure the table cannot pin, such as the\n"
+	        "                   asymptotic GEMM rate of a table of small GEMMs\n"
+	        "  --json           print JSON: \"table\", \"topology\", \"device\",\n"
+	        "                   \"rows\", \"gemm_rows\", \"memory_rows\", \"parameters\"\n"
+	        "                   ({name: {\"value\", \"std_error\", \"source\"}};\n"
+	        "                   source fitted, held or kept; without --topology the\n"
+	        "                   rates are gemm_flops and memory_bps),\n"
+	        "                   \"iterations\", \"rms_relative_error\", \"residuals\"\n"
+	        "                   ([{\"line\", \"kind\", \"measured_s\", \"model_s\",\n"
+	        "                   \"relative\"}], file order) and \"device_section\"\n"
+	        "                   (with --topology)\n"
+	        "  -h, --help       this help\n"
+	        "\n"
+	        "exit status: 0 success, 1 invalid table or topology, or a table that\n"
+	        "cannot determine the parameters (diagnostics on stderr as\n"
+	        "FILE:LINE: COLUMN: MESSAGE), 2 usage error.\n");
+}
+
+struct args {
+	const char *table, *topology;
+	unsigned keep;               /* 1 << calib_param_id */
+	bool json;
+};
+
+/* --keep NAME[,NAME...]: parameters held at the topology's values. */
+static bool parse_keep(const char *list, unsigned *keep)
+{
+	const char *s = list;
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		int p = 0;
+		while (p < CALIB_PARAM_COUNT &&
+		       (strlen(calib_param_names[p]) != len || strncmp(s, calib_param_names[p], len)))
+			p++;
+		if (p == CALIB_PARAM_COUNT) {
+			fprintf(stderr,
+			        "shardlab calibrate: --keep takes matmul_efficiency, gemm_half_dim, "
+			        "memory_efficiency or kernel_overhead_us (comma-separated), got '%.*s'\n",
+			        (int)len, s);
+			return false;
+		}
+		*keep |= 1u << p;
+		s += len + (s[len] == ',');
+	}
+	return true;
+}
+
+static bool parse_args(int argc, char **argv, struct args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			a->json = true;
+		} else if (!strcmp(argv[i], "--topology") || !strcmp(argv[i], "--keep")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "shardlab calibrate: %s needs a value\n", argv[i]);
+				return false;
+			}
+			if (!strcmp(argv[i], "--topology"))
+				a->topology = argv[++i];
+			else if (!parse_keep(argv[++i], &a->keep))
+				return false;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "shardlab calibrate: unknown option '%s'\n", argv[i]);
+			return false;
+		} else if (a->table) {
+			fprintf(stderr, "shardlab calibrate: one TABLE only ('%s' and '%s')\n", a->table,
+			        argv[i]);
+			return false;
+		} else {
+			a->table = argv[i];
+		}
+	}
+	if (!a->table)
+		fprintf(stderr, "shardlab calibrate: missing TABLE\n");
+	else if (a->keep && !a->topology)
+		fprintf(stderr, "shardlab calibrate: --keep holds parameters at a topology's values: "
+		                "give --topology FILE\n");
+	return a->table != NULL && (!a->keep || a->topology);
+}
+
+/* ------------------------------------------------------ the device section */
+
+/* The members to paste, in calib_param_id order, each rounded to the
+ * digits printed (%.4g) and clamped into what a topology file accepts;
+ * a warning says when a value had to be clamped. */
+struct section {
+	double value[CALIB_PARAM_COUNT];   /* kernel_overhead in microseconds */
+	char warn[CALIB_PARAM_COUNT][256];
+	int n_warn;
+};
+
+static double rounded(double v)
+{
+	char b[32];
+	snprintf(b, sizeof b, "%.4g", v);
+	return strtod(b, NULL);
+}
+
+static void make_section(const struct calib_fit *f, struct section *s)
+{
+	static const double lo[CALIB_PARAM_COUNT] = {1e-6, 0, 1e-6, 0};
+	static const double hi[CALIB_PARAM_COUNT] = {1, TOPO_MAX_GEMM_HALF_DIM, 1,
+	                                             TOPO_MAX_KERNEL_OVERHEAD_US};
+	static const char *const why[CALIB_PARAM_COUNT] = {
+		"a rate above the peak (the table does not pin the asymptote: put a measured "
+		"matmul_efficiency in the topology and --keep it)",
+		"past the largest half-dimension",
+		"a bandwidth above the HBM's", "a negative overhead"};
+	memset(s, 0, sizeof *s);
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++) {
+		double v = f->param[p].value * (p == CALIB_KERNEL_OVERHEAD ? 1e6 : 1);
+		double c = v < lo[p] ? lo[p] : v > hi[p] ? hi[p] : v;
+		if (c != v)
+			snprintf(s->warn[s->n_warn++], sizeof s->warn[0],
+			         "the fitted %s %.4g is %s, which a topology does not accept; the section "
+			         "says %.4g",
+			         calib_param_names[p], v, why[p], c);
+		s->value[p] = rounded(c);
+	}
+}
+
+/* ---------------------------------------------------------------- text */
+
+static const char *row_text(char *buf, size_t size, const struct calib_row *r)
+{
+	if (r->kind == CALIB_MEMORY) {
+		char b[32];
+		snprintf(buf, size, "memory %s", cli_si(b, sizeof b, r->bytes, "B"));
+	} else if (r->batch > 1) {
+		snprintf(buf, size, "gemm %.0f x %.0f x %.0f x %.0f %s", r->batch, r->m, r->n, r->k,
+		         dtype_names[r->dtype]);
+	} else {
+		snprintf(buf, size, "gemm %.0f x %.0f x %.0f %s", r->m, r->n, r->k,
+		         dtype_names[r->dtype]);
+	}
+	return buf;
+}
+
+/* One parameter's line: its name (the device member, or the absolute rate
+ * without a device), value, standard error and a note. */
+static void print_param(const struct calib_fit *f, const struct topo_device *d, int p)
+{
+	const struct calib_param *q = &f->param[p];
+	char v[32], e[32], note[160] = "", b1[32], b2[32];
+	const char *name = calib_param_names[p];
+	double scale = 1;
+	if (!q->fitted && !q->held && (!d || p == CALIB_GEMM_HALF_DIM || p == CALIB_MATMUL_EFFICIENCY))
+		return; /* nothing in the table bears on it */
+	switch (p) {
+	case CALIB_MATMUL_EFFICIENCY:
+		if (!d) {
+			name = "gemm_rate";
+			scale = 1e-12;
+			snprintf(note, sizeof note, "asymptotic %s GEMM rate, TFLOP/s",
+			         dtype_names[f->dtype]);
+		} else if (d->peak_flops[f->dtype] > 0) {
+			snprintf(note, sizeof note, "asymptotic GEMM rate %s of the %s peak %s",
+			         cli_si(b1, sizeof b1, q->value * d->peak_flops[f->dtype], "FLOP/s"),
+			         dtype_names[f->dtype], cli_si(b2, sizeof b2, d->peak_flops[f->dtype], "FLOP/s"));
+		}
+		break;
+	case CALIB_GEMM_HALF_DIM:
+		snprintf(note, sizeof note, "g(x) = x / (x + gemm_half_dim)");
+		break;
+	case CALIB_MEMORY_EFFICIENCY:
+		if (!d) {
+			name = "memory_bandwidth";
+			scale = 1e-9;
+			snprintf(note, sizeof note, "sustained, GB/s");
+		} else {
+			snprintf(note, sizeof note, "sustained bandwidth %s of the HBM's %s",
+			         cli_si(b1, sizeof b1, q->value * d->hbm_bps, "B/s"),
+			         cli_si(b2, sizeof b2, d->hbm_bps, "B/s"));
+		}
+		break;
+	default:
+		scale = 1e6;
+		break;
+	}
+	snprintf(v, sizeof v, "%.4g", q->value * scale);
+	if (q->fitted)
+		snprintf(e, sizeof e, "%.2g", q->std_error * scale);
+	else
+		snprintf(e, sizeof e, "%s", q->held ? "held" : "kept");
+	if (!q->fitted && !q->held)
+		snprintf(note, sizeof note, "the topology's: the table has no %s rows",
+		         p == CALIB_MEMORY_EFFICIENCY ? "memory" : "gemm");
+	printf("  %-20s %-10s %-10s %s\n", name, v, e, note);
+}
+
+static void print_text(const struct args *a, const struct calib_table *t,
+                       const struct topology *topo, const struct calib_fit *f,
+                       const struct section *s)
+{
+	char b1[32], b2[32], what[96], pct[32];
+	const struct topo_device *d = topo ? &topo->device : NULL;
+	printf("calibrate %s: %d row%s (%d gemm, %d memory)", t->file, t->n_rows,
+	       t->n_rows == 1 ? "" : "s", t->n_gemm, t->n_memory);
+	if (topo)
+		printf(" on %s (%s)", topo->device.kind, a->topology);
+	printf("\n\n  %-20s %-10s %-10s\n", "parameter", "value", "std. error");
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++)
+		print_param(f, d, p);
+	const struct calib_row *w = &t->rows[f->max_row];
+	printf("\nfit: %d rows, %d parameters, %d iterations; RMS relative error %.1f%%\n",
+	       f->n_rows, f->n_params, f->iterations, 100 * f->rms_rel);
+	printf("largest residual: %s at line %d (%s: measured %s, model %s)\n",
+	       report_pct_text(pct, sizeof pct, 100 * f->rel[f->max_row]), w->line,
+	       row_text(what, sizeof what, w),
+	       cli_si(b1, sizeof b1, w->seconds, "s"),
+	       cli_si(b2, sizeof b2, w->seconds * (1 + f->rel[f->max_row]), "s"));
+	if (f->peak_fallback)
+		printf("warning: a GEMM row's dtype has no peak in the topology: the fastest floating "
+		       "peak was used\n");
+	if (!d) {
+		printf("\nno device: give --topology FILE to express the rates as efficiencies of its\n"
+		       "peaks and get the topology's device section\n");
+		return;
+	}
+	for (int i = 0; i < s->n_warn; i++)
+		printf("warning: %s\n", s->warn[i]);
+	printf("\ndevice section (paste into the topology's \"device\"):\n");
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++)
+		printf("  \"%s\": %.4g%s\n", calib_param_names[p], s->value[p],
+		       p + 1 < CALIB_PARAM_COUNT ? "," : "");
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static cJSON *json_of(const struct args *a, const struct calib_table *t,
+                      const struct topology *topo, const struct calib_fit *f,
+                      const struct section *s)
+{
+	const struct topo_device *d = topo ? &topo->device : NULL;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "table", t->file);
+	if (topo) {
+		cJSON_AddStringToObject(o, "topology", a->topology);
+		cJSON_AddStringToObject(o, "device", d->kind);
+	} else {
+		cJSON_AddNullToObject(o, "topology");
+		cJSON_AddNullToObject(o, "device");
+	}
+	cJSON_AddNumberToObject(o, "rows", t->n_rows);
+	cJSON_AddNumberToObject(o, "gemm_rows", t->n_gemm);
+	cJSON_AddNumberToObject(o, "memory_rows", t->n_memory);
+	cJSON *ps = cJSON_AddObjectToObject(o, "parameters");
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++) {
+		const struct calib_param *q = &f->param[p];
+		const char *name = calib_param_names[p];
+		if (p == CALIB_KERNEL_OVERHEAD)
+			name = "kernel_overhead_s";
+		else if (!d && p == CALIB_MATMUL_EFFICIENCY)
+			name = "gemm_flops";
+		else if (!d && p == CALIB_MEMORY_EFFICIENCY)
+			name = "memory_bps";
+		if (!q->fitted && !d)
+			continue;
+		cJSON *e = cJSON_AddObjectToObject(ps, name);
+		cJSON_AddNumberToObject(e, "value", q->value);
+		if (q->fitted)
+			cJSON_AddNumberToObject(e, "std_error", q->std_error);
+		else
+			cJSON_AddNullToObject(e, "std_error");
+		cJSON_AddStringToObject(e, "source", q->fitted ? "fitted" : q->held ? "held" : "kept");
+	}
+	cJSON_AddNumberToObject(o, "iterations", f->iterations);
+	cJSON_AddNumberToObject(o, "rms_relative_error", f->rms_rel);
+	cJSON_AddBoolToObject(o, "peak_fallback", f->peak_fallback);
+	cJSON *res = cJSON_AddArrayToObject(o, "residuals");
+	for (int i = 0; i < t->n_rows; i++) {
+		const struct calib_row *r = &t->rows[i];
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddNumberToObject(e, "line", r->line);
+		cJSON_AddStringToObject(e, "kind", calib_kind_names[r->kind]);
+		cJSON_AddNumberToObject(e, "measured_s", r->seconds);
+		cJSON_AddNumberToObject(e, "model_s", r->seconds * (1 + f->rel[i]));
+		cJSON_AddNumberToObject(e, "relative", f->rel[i]);
+		cJSON_AddItemToArray(res, e);
+	}
+	if (d) {
+		cJSON *sec = cJSON_AddObjectToObject(o, "device_section");
+		for (int p = 0; p < CALIB_PARAM_COUNT; p++)
+			cJSON_AddNumberToObject(sec, calib_param_names[p], s->value[p]);
+		cJSON *w = cJSON_AddArrayToObject(o, "warnings");
+		for (int i = 0; i < s->n_warn; i++)
+			cJSON_AddItemToArray(w, cJSON_CreateString(s->warn[i]));
+	}
+	return o;
+}
+
+/* ---------------------------------------------------------------- main */
+
+int cmd_calibrate(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		help(stdout);
+		return EXIT_OK;
+	}
+	struct args args = {0};
+	if (!parse_args(argc, argv, &args)) {
+		fprintf(stderr, "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]] "
+		                "[--json] (see --help)\n");
+		return EXIT_USAGE;
+	}
+	struct diag_list d;
+	diag_list_init(&d);
+	struct arena *a = arena_new();
+	if (!a) {
+		fprintf(stderr, "shardlab: out of memory\n");
+		return EXIT_INVALID;
+	}
+	int rc = EXIT_INVALID;
+	struct topology *topo = args.topology ? cli_load_topology(a, args.topology, &d) : NULL;
+	struct calib_table *t = cost_calib_load(a, args.table, &d);
+	struct calib_fit fit;
+	if (t && (topo || !args.topology) &&
+	    cost_calib_fit(a, t, topo ? &topo->device : NULL, args.keep, &fit, &d)) {
+		struct section s = {0};
+		if (topo)
+			make_section(&fit, &s);
+		if (args.json) {
+			rc = report_print_json(json_of(&args, t, topo, &fit, &s), "calibrate");
+		} else {
+			print_text(&args, t, topo, &fit, &s);
+			rc = EXIT_OK;
+		}
+	}
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	arena_free(a);
+	return rc;
+}

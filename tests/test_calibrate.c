@@ -1,0 +1,529 @@
+/* test_calibrate.c — the compute model's calibration (planner/calibrate.c),
+ * `shardlab calibrate` (cli/cmd_calibrate.c) and the model's members in
+ * `shardlab topo`.
+ *
+ * The fit is checked on tables generated here from the model's formula
+ * (docs/cost-models.md) with parameters stated in each test, so the
+ * expected values are those parameters; the CSV reader on bad cells whose
+ * diagnostics are written out by hand; the CLI on the shipped tables.
+ * Run from the repository root (meson test does).
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "fixture.h"
+
+#define CORPUS "tests/data/calibrate"
+
+TestSuite(calibrate, .init = fixture_setup, .fini = fixture_teardown);
+
+static void within(double got, double want, double rel, const char *what)
+{
+	cr_assert(fabs(got - want) <= rel * fabs(want), "%s: got %.9g, want %.9g (within %g)", what,
+	          got, want, rel);
+}
+
+static void assert_diag(size_t n, const char *want)
+{
+	cr_assert_lt(n, D.count, "no diagnostic %zu (want %s)", n, want);
+	char *s = diag_format(&D.items[n]);
+	cr_assert_str_eq(s, want);
+	free(s);
+}
+
+/* Clears the expected diagnostics (the fixture prints what is left). */
+static void forget_diags(void)
+{
+	diag_list_free(&D);
+	diag_list_init(&D);
+}
+
+/* ------------------------------------------------------ synthetic tables */
+
+/* The model's parameters a table is generated from. */
+struct truth {
+	double rate_flops;   /* peak x matmul_efficiency */
+	double half_dim;
+	double bw_bps;       /* HBM x memory_efficiency */
+	double overhead_s;
+};
+
+static double g_of(double x, double h)
+{
+	return x / (x + h);
+}
+
+/* The model written out again (not cost_kernel_s): a GEMM m x k times
+ * k x n in bf16, or a memory kernel of `bytes` (m = 0). */
+static double model_s(const struct truth *t, double m, double n, double k, double bytes)
+{
+	if (m == 0)
+		return t->overhead_s + bytes / t->bw_bps;
+	double flops = 2 * m * n * k;
+	double b = (m * k + k * n + m * n) * 2;
+	double g = g_of(m, t->half_dim) * g_of(n, t->half_dim) * g_of(k, t->half_dim);
+	double tc = flops / (t->rate_flops * g), tb = b / t->bw_bps;
+	return t->overhead_s + (tc > tb ? tc : tb);
+}
+
+/* A table of the 64 GEMMs m, n, k in {64, 256, 1024, 4096} and 7 memory
+ * kernels of 4 KiB to 1 GiB (x 8), each time times (1 + noise · sin(1.3 i))
+ * for row i: a deterministic ripple of +-noise. */
+static char *synthetic(const struct truth *t, double noise, int *rows)
+{
+	static const double dims[] = {64, 256, 1024, 4096};
+	size_t cap = 1 << 14, len = 0;
+	char *s = malloc(cap);
+	len += (size_t)snprintf(s + len, cap - len, "# synthetic\nkind,m,n,k,dtype,bytes,seconds\n");
+	int i = 0;
+	for (int a = 0; a < 4; a++)
+		for (int b = 0; b < 4; b++)
+			for (int c = 0; c < 4; c++, i++) {
+				double sec = model_s(t, dims[a], dims[b], dims[c], 0) * (1 + noise * sin(1.3 * i));
+				len += (size_t)snprintf(s + len, cap - len, "gemm,%.0f,%.0f,%.0f,bf16,,%.17g\n",
+				                        dims[a], dims[b], dims[c], sec);
+			}
+	for (double bytes = 4096; bytes <= 1 << 30; bytes *= 8, i++) {
+		double sec = model_s(t, 0, 0, 0, bytes) * (1 + noise * sin(1.3 * i));
+		len += (size_t)snprintf(s + len, cap - len, "memory,,,,,%.0f,%.17g\n", bytes, sec);
+	}
+	cr_assert_lt(len, cap);
+	*rows = i;
+	return s;
+}
+
+static struct calib_table *parse(const char *text)
+{
+	struct calib_table *t = cost_calib_parse(A, "t.csv", text, strlen(text), &D);
+	cr_assert_not_null(t, "%s", D.count ? D.items[0].msg : "?");
+	return t;
+}
+
+/* dgx-a100.json: bf16 peak 312 TFLOP/s, HBM 2 TB/s. The table is made
+ * with matmul_efficiency 0.8, gemm_half_dim 100, memory_efficiency 0.85
+ * and a 5 us overhead; the fit must give them back: to 1e-6 (the residual
+ * is rounding alone, the table printing 17 digits). */
+Test(calibrate, fit_recovers_the_parameters_of_an_exact_table)
+{
+	const struct topology *topo = fixture_topology(A, "dgx-a100");
+	struct truth tr = {312e12 * 0.8, 100, 2e12 * 0.85, 5e-6};
+	int rows = 0;
+	char *text = synthetic(&tr, 0, &rows);
+	struct calib_table *t = parse(text);
+	free(text);
+	cr_assert_eq(rows, 64 + 7);
+	cr_assert_eq(t->n_rows, rows);
+	cr_assert_eq(t->n_gemm, 64);
+	cr_assert_eq(t->n_memory, 7);
+	struct calib_fit f;
+	cr_assert(cost_calib_fit(A, t, &topo->device, 0, &f, &D));
+	cr_assert_eq(f.n_params, 4);
+	within(f.param[CALIB_MATMUL_EFFICIENCY].value, 0.8, 1e-6, "matmul_efficiency");
+	within(f.param[CALIB_GEMM_HALF_DIM].value, 100, 1e-6, "gemm_half_dim");
+	within(f.param[CALIB_MEMORY_EFFICIENCY].value, 0.85, 1e-6, "memory_efficiency");
+	within(f.param[CALIB_KERNEL_OVERHEAD].value, 5e-6, 1e-6, "kernel overhead");
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++)
+		cr_assert(f.param[p].fitted && !f.param[p].held, "%s", calib_param_names[p]);
+	cr_assert_lt(f.rms_rel, 1e-9);
+}
+
+/* Without a device the same table gives absolute rates: 312e12 · 0.8 =
+ * 249.6 TFLOP/s and 2e12 · 0.85 = 1.7 TB/s. */
+Test(calibrate, without_a_device_the_rates_are_absolute)
+{
+	struct truth tr = {312e12 * 0.8, 100, 2e12 * 0.85, 5e-6};
+	int rows = 0;
+	char *text = synthetic(&tr, 0, &rows);
+	struct calib_table *t = parse(text);
+	free(text);
+	struct calib_fit f;
+	cr_assert(cost_calib_fit(A, t, NULL, 0, &f, &D));
+	cr_assert(!f.has_device);
+	within(f.param[CALIB_MATMUL_EFFICIENCY].value, 249.6e12, 1e-6, "GEMM rate");
+	within(f.param[CALIB_GEMM_HALF_DIM].value, 100, 1e-6, "gemm_half_dim");
+	within(f.param[CALIB_MEMORY_EFFICIENCY].value, 1.7e12, 1e-6, "bandwidth");
+	within(f.param[CALIB_KERNEL_OVERHEAD].value, 5e-6, 1e-6, "kernel overhead");
+}
+
+/* A +-3% ripple on every time. The relative residuals then have an RMS of
+ * about 3% / sqrt(2) = 2.1% before the fit, which the four parameters can
+ * only reduce a little: the fit's RMS lies between 1% and 3%, and the
+ * parameters move by about the ripple over the square root of the rows
+ * that pin them (71 rows; the half-dimension only through the smaller
+ * GEMMs, so it moves more). */
+Test(calibrate, fit_with_deterministic_noise)
+{
+	const struct topology *topo = fixture_topology(A, "dgx-a100");
+	struct truth tr = {312e12 * 0.8, 100, 2e12 * 0.85, 5e-6};
+	int rows = 0;
+	char *text = synthetic(&tr, 0.03, &rows);
+	struct calib_table *t = parse(text);
+	free(text);
+	struct calib_fit f;
+	cr_assert(cost_calib_fit(A, t, &topo->device, 0, &f, &D));
+	cr_assert(f.rms_rel > 0.01 && f.rms_rel < 0.03, "RMS %.4g", f.rms_rel);
+	within(f.param[CALIB_MATMUL_EFFICIENCY].value, 0.8, 0.03, "matmul_efficiency");
+	within(f.param[CALIB_GEMM_HALF_DIM].value, 100, 0.2, "gemm_half_dim");
+	within(f.param[CALIB_MEMORY_EFFICIENCY].value, 0.85, 0.03, "memory_efficiency");
+	within(f.param[CALIB_KERNEL_OVERHEAD].value, 5e-6, 0.1, "kernel overhead");
+	/* The standard errors are of the order of the scatter, not zero. */
+	cr_assert_gt(f.param[CALIB_GEMM_HALF_DIM].std_error, 0);
+	cr_assert_lt(f.param[CALIB_MATMUL_EFFICIENCY].std_error, 0.05);
+	/* Every residual is reported, the largest flagged. */
+	double worst = 0;
+	for (int i = 0; i < t->n_rows; i++)
+		worst = fmax(worst, fabs(f.rel[i]));
+	cr_assert_eq(fabs(f.rel[f.max_row]), worst);
+}
+
+/* Holding matmul_efficiency at the device's (dgx-a100.json: 0.8692) fits
+ * the other three; the table is made with that efficiency, so they come
+ * back exactly. Holding needs a device. */
+Test(calibrate, held_parameters_keep_the_devices_values)
+{
+	const struct topology *topo = fixture_topology(A, "dgx-a100");
+	struct truth tr = {312e12 * 0.8692, 40, 2e12 * 0.9, 3e-6};
+	int rows = 0;
+	char *text = synthetic(&tr, 0, &rows);
+	struct calib_table *t = parse(text);
+	free(text);
+	struct calib_fit f;
+	cr_assert(cost_calib_fit(A, t, &topo->device, 1u << CALIB_MATMUL_EFFICIENCY, &f, &D));
+	cr_assert_eq(f.n_params, 3);
+	cr_assert(f.param[CALIB_MATMUL_EFFICIENCY].held);
+	cr_assert(!f.param[CALIB_MATMUL_EFFICIENCY].fitted);
+	cr_assert_eq(f.param[CALIB_MATMUL_EFFICIENCY].value, 0.8692);
+	within(f.param[CALIB_GEMM_HALF_DIM].value, 40, 1e-6, "gemm_half_dim");
+	within(f.param[CALIB_MEMORY_EFFICIENCY].value, 0.9, 1e-6, "memory_efficiency");
+	within(f.param[CALIB_KERNEL_OVERHEAD].value, 3e-6, 1e-6, "kernel overhead");
+	cr_assert_eq(D.count, 0);
+	cr_assert(!cost_calib_fit(A, t, NULL, 1u << CALIB_MATMUL_EFFICIENCY, &f, &D));
+	assert_diag(0, "t.csv: holding a parameter needs a device (--topology) to hold it at");
+	forget_diags();
+}
+
+/* A table of GEMMs alone keeps the device's memory_efficiency (the GEMMs'
+ * memory floor) and fits three parameters. */
+Test(calibrate, memory_efficiency_is_kept_without_memory_rows)
+{
+	const struct topology *topo = fixture_topology(A, "dgx-a100");
+	/* dgx-a100's memory_efficiency is 1: the floor is 2 TB/s. */
+	struct truth tr = {312e12 * 0.75, 128, 2e12, 2e-6};
+	int rows = 0;
+	char *text = synthetic(&tr, 0, &rows);
+	char *mem = strstr(text, "memory,");
+	*mem = '\0'; /* drop the memory rows */
+	struct calib_table *t = parse(text);
+	free(text);
+	cr_assert_eq(t->n_memory, 0);
+	struct calib_fit f;
+	cr_assert(cost_calib_fit(A, t, &topo->device, 0, &f, &D));
+	cr_assert_eq(f.n_params, 3);
+	cr_assert(!f.param[CALIB_MEMORY_EFFICIENCY].fitted && !f.param[CALIB_MEMORY_EFFICIENCY].held);
+	cr_assert_eq(f.param[CALIB_MEMORY_EFFICIENCY].value, 1);
+	within(f.param[CALIB_MATMUL_EFFICIENCY].value, 0.75, 1e-6, "matmul_efficiency");
+	within(f.param[CALIB_GEMM_HALF_DIM].value, 128, 1e-6, "gemm_half_dim");
+	within(f.param[CALIB_KERNEL_OVERHEAD].value, 2e-6, 1e-6, "kernel overhead");
+}
+
+/* ------------------------------------------------------------ bad tables */
+
+Test(calibrate, every_bad_cell_is_reported)
+{
+	static const char text[] =
+		"# a comment, then the header (line 2)\n"
+		"kind, m, n, k, dtype, seconds, bytes\n"
+		"gemm,4096,4096,4096,bf16,1e-3,\n"
+		"gemm,0,4096,4096,bf16,1e-3,\n"
+		"gemm,64,64.5,64,bf16,1e-3,\n"
+		"gemm,64,64,64,bf17,1e-3,\n"
+		"gemm,64,64,,bf16,1e-3,\n"
+		"\n"
+		"memory,,,,,2e-6,\n"
+		"memory,64,,,,2e-6,4096\n"
+		"gem,64,64,64,bf16,1e-3,\n"
+		"gemm,64,64,64,bf16,-1,\n"
+		"gemm,64,64,64,bf16,1e-3\n"
+		"gemm,64,64,64,bf16,fast,\r\n"
+		"memory,,,,,1e-5,1e6\n";
+	cr_assert_null(cost_calib_parse(A, "t.csv", text, strlen(text), &D));
+	assert_diag(0, "t.csv:4: m: expected an integer between 1 and 1000000000, got \"0\"");
+	assert_diag(1, "t.csv:5: n: expected an integer between 1 and 1000000000, got \"64.5\"");
+	assert_diag(2, "t.csv:6: dtype: expected fp32, fp16, bf16, int32, int64 or bool, got \"bf17\"");
+	assert_diag(3, "t.csv:7: k: missing: a gemm row needs m, n, k, dtype and seconds");
+	assert_diag(4, "t.csv:9: bytes: missing: a memory row needs the bytes it moves");
+	assert_diag(5, "t.csv:10: m: only gemm rows have m, n, k and batch");
+	assert_diag(6, "t.csv:11: kind: expected \"gemm\" or \"memory\", got \"gem\"");
+	assert_diag(7, "t.csv:12: seconds: expected a positive number, got \"-1\"");
+	assert_diag(8, "t.csv:13: 6 fields, the header has 7");
+	assert_diag(9, "t.csv:14: seconds: expected a positive number, got \"fast\"");
+	cr_assert_eq(D.count, 10);
+	forget_diags();
+}
+
+Test(calibrate, header_mistakes)
+{
+	static const char text[] = "kind,m,n,k,dtype,second,m,flops\ngemm,1,1,1,bf16,1,1,1\n";
+	cr_assert_null(cost_calib_parse(A, "h.csv", text, strlen(text), &D));
+	assert_diag(0, "h.csv:1: header: unknown column \"second\" (did you mean \"seconds\"?); the "
+	               "columns are kind, m, n, k, batch, dtype, bytes and seconds");
+	assert_diag(1, "h.csv:1: header: column \"m\" appears twice (fields 2 and 7)");
+	assert_diag(2, "h.csv:1: header: unknown column \"flops\"; the columns are kind, m, n, k, "
+	               "batch, dtype, bytes and seconds");
+	assert_diag(3, "h.csv:1: header: missing column \"seconds\"");
+	cr_assert_eq(D.count, 4);
+	forget_diags();
+	static const char empty[] = "# only a comment\n\n";
+	cr_assert_null(cost_calib_parse(A, "e.csv", empty, strlen(empty), &D));
+	assert_diag(0, "e.csv:2: no header: expected a line naming the columns (kind, m, n, k, "
+	               "batch, dtype, bytes, seconds)");
+	forget_diags();
+	static const char header_only[] = "kind,bytes,seconds\n";
+	cr_assert_null(cost_calib_parse(A, "o.csv", header_only, strlen(header_only), &D));
+	assert_diag(0, "o.csv:1: no rows after the header");
+	forget_diags();
+}
+
+/* A GEMM's bytes default to its operands and result once: batch 3 of
+ * 2 x 5 times 5 x 7 in fp32: 3 · (2·5 + 5·7 + 2·7) · 4 = 708 bytes. */
+Test(calibrate, gemm_bytes_default_to_operands_and_result)
+{
+	static const char text[] = "kind,batch,m,n,k,dtype,bytes,seconds\n"
+	                           "gemm,3,2,7,5,fp32,,1e-6\n"
+	                           "gemm,,2,7,5,float32,99,1e-6\n";
+	struct calib_table *t = parse(text);
+	cr_assert_eq(t->rows[0].bytes, 708);
+	cr_assert_eq(t->rows[0].batch, 3);
+	cr_assert_eq(t->rows[1].batch, 1);
+	cr_assert_eq(t->rows[1].bytes, 99);
+	cr_assert_eq(t->rows[1].dtype, DT_FP32);
+	cr_assert_eq(t->rows[1].line, 3);
+}
+
+/* Tables that cannot determine the parameters. */
+Test(calibrate, tables_the_fit_cannot_use)
+{
+	struct calib_fit f;
+	/* Three GEMMs of one shape: too few rows for 3 parameters, and no
+	 * half-dimension without several shapes. */
+	struct calib_table *t = parse("kind,m,n,k,dtype,seconds\n"
+	                              "gemm,64,64,64,bf16,1e-5\n"
+	                              "gemm,64,64,64,bf16,1.1e-5\n"
+	                              "gemm,64,64,64,bf16,0.9e-5\n");
+	cr_assert(!cost_calib_fit(A, t, NULL, 0, &f, &D));
+	assert_diag(0, "t.csv: 3 rows for 3 parameters: the fit needs more rows than parameters");
+	assert_diag(1, "t.csv:2: every gemm row has the same shape: the half-dimension needs GEMMs "
+	               "of several shapes");
+	cr_assert_eq(D.count, 2);
+	forget_diags();
+	/* Two dtypes and no device to relate their peaks. */
+	t = parse("kind,m,n,k,dtype,seconds\n"
+	          "gemm,64,64,64,bf16,1e-5\n"
+	          "gemm,128,64,64,bf16,1e-5\n"
+	          "gemm,256,64,64,fp32,1e-5\n"
+	          "gemm,512,64,64,bf16,1e-5\n");
+	cr_assert(!cost_calib_fit(A, t, NULL, 0, &f, &D));
+	assert_diag(0, "t.csv:4: dtype: gemm rows of several dtypes (bf16 at line 2, fp32 here) "
+	               "need a device (--topology) whose peaks relate them");
+	cr_assert_eq(D.count, 1);
+	forget_diags();
+	/* Memory rows of one size cannot separate the overhead from the
+	 * bandwidth. */
+	t = parse("kind,bytes,seconds\nmemory,1e6,1e-5\nmemory,1e6,1.1e-5\nmemory,1e6,1e-5\n");
+	cr_assert(!cost_calib_fit(A, t, NULL, 0, &f, &D));
+	assert_diag(0, "t.csv:2: every memory row moves the same bytes: the bandwidth and the "
+	               "overhead need kernels of several sizes");
+	forget_diags();
+}
+
+/* ------------------------------------------------------------------ CLI */
+
+struct run {
+	char *out;
+	int status;
+};
+
+/* `shardlab ARGS`, keeping stderr (want_err) or stdout. */
+static struct run shardlab(const char *args, bool want_err)
+{
+	const char *exe = getenv("SHARDLAB");
+	cr_assert_not_null(exe, "SHARDLAB is not set (run the tests through meson test)");
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "'%s' %s %s", exe, args, want_err ? "2>&1 >/dev/null" : "2>/dev/null");
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = malloc(cap);
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 2)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[len] = '\0';
+	int st = pclose(p);
+	return (struct run){buf, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)};
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	size_t got = fread(s, 1, (size_t)n, f);
+	s[got] = '\0';
+	fclose(f);
+	return s;
+}
+
+/* Each CORPUS/NAME.csv gives exactly the diagnostics in NAME.expected
+ * (written by hand from the reader's messages) and exit status 1. */
+Test(calibrate, bad_table_corpus_gives_exact_diagnostics)
+{
+	DIR *d = opendir(CORPUS);
+	cr_assert_not_null(d);
+	struct dirent *e;
+	int n = 0;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l < 5 || strcmp(e->d_name + l - 4, ".csv"))
+			continue;
+		char args[600], exp_path[600];
+		snprintf(args, sizeof args, "calibrate " CORPUS "/%s", e->d_name);
+		snprintf(exp_path, sizeof exp_path, CORPUS "/%.*s.expected", (int)(l - 4), e->d_name);
+		char *want = slurp(exp_path);
+		cr_expect_not_null(want, "%s has no .expected file", e->d_name);
+		struct run r = shardlab(args, true);
+		cr_expect_eq(r.status, 1, "%s: exit status %d", e->d_name, r.status);
+		if (want)
+			cr_expect_str_eq(r.out, want, "%s:\n--- got\n%s--- expected\n%s", e->d_name, r.out,
+			                 want);
+		free(want);
+		free(r.out);
+		n++;
+	}
+	closedir(d);
+	cr_assert_geq(n, 3);
+}
+
+/* The shipped synthetic example gives back the parameters its header
+ * states: matmul_efficiency 0.85, gemm_half_dim 64, memory_efficiency
+ * 0.9, kernel_overhead_us 4. */
+Test(calibrate, cli_recovers_the_synthetic_example)
+{
+	struct run r = shardlab("calibrate calibration/synthetic-a100-example.csv "
+	                        "--topology topologies/dgx-a100.json",
+	                        false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "device section (paste into the topology's \"device\"):\n"
+	                                 "  \"matmul_efficiency\": 0.85,\n"
+	                                 "  \"gemm_half_dim\": 64,\n"
+	                                 "  \"memory_efficiency\": 0.9,\n"
+	                                 "  \"kernel_overhead_us\": 4\n"),
+	                   "%s", r.out);
+	free(r.out);
+	/* Without a device its bf16 and fp16 rows cannot share one rate. */
+	r = shardlab("calibrate calibration/synthetic-a100-example.csv", true);
+	cr_assert_eq(r.status, 1);
+	cr_assert_str_eq(r.out, "calibration/synthetic-a100-example.csv:21: dtype: gemm rows of "
+	                        "several dtypes (bf16 at line 15, fp16 here) need a device "
+	                        "(--topology) whose peaks relate them\n");
+	free(r.out);
+}
+
+static double member(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	cr_assert(cJSON_IsNumber(v), "no number \"%s\"", key);
+	return v->valuedouble;
+}
+
+/* dgx-h100.json's gemm_half_dim and kernel_overhead_us are the fit of the
+ * shipped OpenXLA table with its matmul_efficiency held (the file says
+ * so): calibrating again gives the same four-digit values. The JSON
+ * agrees with the text, and two runs are byte-identical. */
+Test(calibrate, shipped_h100_parameters_come_from_the_shipped_table)
+{
+	const char *args = "calibrate calibration/h100-sxm-xla-gemm.csv --topology "
+	                   "topologies/dgx-h100.json --keep matmul_efficiency --json";
+	struct run r = shardlab(args, false), again = shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_str_eq(r.out, again.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	const struct topology *t = fixture_topology(A, "dgx-h100");
+	const cJSON *sec = cJSON_GetObjectItemCaseSensitive(j, "device_section");
+	cr_assert_eq(member(sec, "matmul_efficiency"), t->device.matmul_efficiency);
+	cr_assert_eq(member(sec, "gemm_half_dim"), t->device.gemm_half_dim);
+	within(member(sec, "kernel_overhead_us"), t->device.kernel_overhead_s * 1e6, 1e-12,
+	       "kernel_overhead_us");
+	cr_assert_eq(member(sec, "memory_efficiency"), t->device.memory_efficiency);
+	cr_assert_eq(member(j, "rows"), 125);
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "residuals")), 125);
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "parameters");
+	const cJSON *eff = cJSON_GetObjectItemCaseSensitive(p, "matmul_efficiency");
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(eff, "source")->valuestring, "held");
+	cJSON_Delete(j);
+	free(r.out);
+	free(again.out);
+}
+
+/* `shardlab topo` shows the compute model's members, in text and JSON
+ * (microseconds in the text, seconds in the JSON, as everywhere). */
+Test(calibrate, topo_shows_the_compute_model)
+{
+	struct run r = shardlab("topo topologies/dgx-h100.json", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "\nkernels  GEMM half-dimension 55.39, overhead 6.034 us per "
+	                                 "kernel\n"), "%s", r.out);
+	free(r.out);
+	r = shardlab("topo topologies/atlas800-910a.json", false);
+	cr_assert_not_null(strstr(r.out, "\nkernels  GEMM half-dimension 0 (no shape factor), "
+	                                 "overhead 0 us per kernel\n"), "%s", r.out);
+	free(r.out);
+	r = shardlab("topo topologies/dgx-h100.json --json", false);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j);
+	const cJSON *dev = cJSON_GetObjectItemCaseSensitive(j, "device");
+	cr_assert_eq(member(dev, "gemm_half_dim"), 55.39);
+	within(member(dev, "kernel_overhead_s"), 6.034e-6, 1e-12, "kernel_overhead_s");
+	within(member(dev, "matmul_efficiency"), 0.8033, 1e-12, "matmul_efficiency");
+	cJSON_Delete(j);
+	free(r.out);
+}
+
+Test(calibrate, cli_usage)
+{
+	static const struct {
+		const char *args;
+		int status;
+	} cases[] = {
+		{"calibrate", 2},
+		{"calibrate a.csv b.csv", 2},
+		{"calibrate a.csv --frobnicate", 2},
+		{"calibrate a.csv --keep matmul_efficiency", 2},   /* holding needs --topology */
+		{"calibrate a.csv --topology t.json --keep nope", 2},
+		{"calibrate tests/data/no-such-table.csv", 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct run r = shardlab(cases[i].args, true);
+		cr_expect_eq(r.status, cases[i].status, "%s: %d\n%s", cases[i].args, r.status, r.out);
+		free(r.out);
+	}
+	struct run r = shardlab("calibrate --help", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "usage: shardlab calibrate TABLE"));
+	free(r.out);
+	r = shardlab("--help", false);
+	cr_assert_not_null(strstr(r.out, "  calibrate "));
+	free(r.out);
+}
