@@ -7,17 +7,20 @@
 
 #include "cli.h"
 #include "planner.h"
+#include "validation.h"
 
 static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab check FILE...\n"
 	        "\n"
-	        "Validate topology, model and scenario files. The kind of each file is\n"
-	        "read from its \"format\" field (shardlab-topology, shardlab-model,\n"
-	        "shardlab-scenario). A scenario is checked together with the model and\n"
-	        "the topology it names, and each shard() strategy it configures against\n"
-	        "its op's distribution rules.\n"
+	        "Validate topology, model, scenario and validation files. The kind of\n"
+	        "each file is read from its \"format\" field (shardlab-topology,\n"
+	        "shardlab-model, shardlab-scenario, shardlab-validation). A scenario is\n"
+	        "checked together with the model and the topology it names, and each\n"
+	        "shard() strategy it configures against its op's distribution rules; a\n"
+	        "validation file together with every scenario, model and topology its\n"
+	        "rows name.\n"
 	        "\n"
 	        "Each valid file prints one line on stdout:\n"
 	        "  ok  FILE  (KIND: SUMMARY)\n"
@@ -82,11 +85,16 @@ static bool check_one(const char *path)
 			if (s)
 				snprintf(summary, sizeof summary, "scenario: %s on %lld of %lld devices",
 				         s->graph->name, (long long)s->devices, (long long)s->topo->n_devices);
+		} else if (!strcmp(fmt, VALIDATION_FORMAT)) {
+			struct validation *v = validation_load_doc(a, &doc);
+			if (v)
+				snprintf(summary, sizeof summary, "validation: %s, %d row%s",
+				         validation_kind_names[v->kind], v->n_rows, v->n_rows == 1 ? "" : "s");
 		} else {
 			struct jv f;
 			jv_get(&root, "format", &f);
-			jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\" or \"%s\")", fmt,
-			         TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT);
+			jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\" or \"%s\")",
+			         fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT, VALIDATION_FORMAT);
 		}
 		ok = summary[0] && d.errors == 0;
 	}

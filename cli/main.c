@@ -19,6 +19,7 @@ static const struct {
 	{"estimate", cmd_estimate, "the symbolic estimate of a plan: iteration time, breakdown, memory"},
 	{"simulate", cmd_simulate, "simulate a plan's training iteration on SimGrid beside its estimate"},
 	{"compare", cmd_compare, "every planner's plan estimated and simulated: one table, the main job"},
+	{"validate", cmd_validate, "predicted against measured: published training runs, collectives"},
 };
 
 static void usage(FILE *f)
@@ -38,7 +39,8 @@ static void usage(FILE *f)
 	        "\n"
 	        "Files are JSON with a \"format\" of shardlab-topology, shardlab-model\n"
 	        "or shardlab-scenario (docs/formats.md). Where a command takes a\n"
-	        "topology or a model, a scenario file naming one works too.\n"
+	        "topology or a model, a scenario file naming one works too. validate\n"
+	        "reads shardlab-validation files (docs/validation.md).\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid input (diagnostics on stderr as\n"
 	        "FILE:LINE: JSON.PATH: MESSAGE), 2 usage error.\n");

@@ -274,10 +274,21 @@ static bool classify(struct mega *M)
 }
 
 /* T: the largest divisor of the server's device count (and of the stage's)
- * that the shapes allow. */
-static void choose_degrees(struct mega *M)
+ * that the shapes allow. Asked for exactly a degree that spans whole
+ * servers (`exact`, a multiple of the server's devices that divides the
+ * stage's), that degree when the shapes allow it: Megatron-LM runs such
+ * configurations too (Narayanan et al. SC21, figure 13: TP 16 and 32 on
+ * DGX A100s), its tensor-parallel groups then crossing the NICs. */
+static void choose_degrees(struct mega *M, bool exact)
 {
 	int64_t dps = M->s->topo->devices_per_server;
+	if (exact && M->t_max > dps && M->t_max % dps == 0 && M->n % M->t_max == 0) {
+		M->t = M->t_max;
+		if (classify(M)) {
+			M->d = M->n / M->t;
+			return;
+		}
+	}
 	int64_t top = dps < M->n ? dps : M->n;
 	if (top > M->t_max)
 		top = M->t_max;
@@ -484,12 +495,13 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 		return NULL;
 	if (!exact)
 		note_ignored(s, planner, diags);
-	choose_degrees(&M);
+	choose_degrees(&M, exact);
 	if (exact && M.t != t_max) {
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
-		         "tensor parallel %lld does not fit: it must divide the %lld devices of a "
-		         "server and the %lld of a stage, and the layers' heads and columns",
-		         (long long)t_max, (long long)s->topo->devices_per_server, (long long)M.n);
+		         "tensor parallel %lld does not fit: it must divide (or be a multiple of) the "
+		         "%lld devices of a server, divide the %lld of a stage, and the layers' heads "
+		         "and columns", (long long)t_max, (long long)s->topo->devices_per_server,
+		         (long long)M.n);
 		return NULL;
 	}
 	if (b && !batch_splits(&M, b, diags))

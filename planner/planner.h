@@ -329,9 +329,10 @@ struct plan *plan_recursive(struct arena *a, const struct scenario *s,
  * ops' per-op rec costs and neighbour terms, DESIGN.md), for reports. */
 double plan_rec_cost(const struct plan *p);
 
-/* Megatron's rule with exactly `tp` as the tensor-parallel degree; NULL
- * with a diagnostic when the server, the stage or the shapes do not allow
- * it. */
+/* Megatron's rule with exactly `tp` as the tensor-parallel degree (a
+ * divisor of a server's devices, or a multiple of them whose groups span
+ * whole servers); NULL with a diagnostic when the server, the stage or the
+ * shapes do not allow it. */
 struct plan *plan_megatron_degree(struct arena *a, const struct scenario *s,
                                   const struct plan_options *o, int64_t tp,
                                   struct diag_list *diags);

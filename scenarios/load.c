@@ -597,15 +597,18 @@ static bool read_simulation(struct loader *L, const struct jv *obj)
 
 /* ------------------------------------------------------------------ entry */
 
-struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc)
+/* The scenario object `root` of doc (the whole file, or a member of
+ * another kind of file); its "name" may be left out when default_name is
+ * not NULL. */
+static struct scenario *load_object(struct arena *a, struct json_doc *doc, const struct jv *obj,
+                                    const char *default_name)
 {
 	static const char *const keys[] = {"format",  "version", "name",     "description",
 	                                   "model",   "topology", "devices", "shard",
 	                                   "planners", "training", "simulation", "propagation",
 	                                   NULL};
-	struct jv root, v;
-	if (!jv_root(doc, &root) || !jv_header(&root, SCENARIO_FORMAT, SCENARIO_VERSION))
-		return NULL;
+	const struct jv root = *obj;
+	struct jv v;
 	size_t errors_before = doc->diags->errors;
 	struct scenario *s = arena_alloc(a, sizeof(*s));
 	if (!s)
@@ -614,7 +617,9 @@ struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc)
 	s->file = arena_strdup(a, doc->file);
 	bool ok = jv_keys(&root, keys);
 	const char *str;
-	if (jv_req_string(&root, "name", &str))
+	if (default_name && !jv_get(&root, "name", &v))
+		s->name = arena_strdup(a, default_name);
+	else if (jv_req_string(&root, "name", &str))
 		s->name = arena_strdup(a, str);
 	else
 		ok = false;
@@ -660,6 +665,36 @@ struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc)
 			ok = read_shards(&L, &v) && ok;
 	}
 	return ok && doc->diags->errors == errors_before ? s : NULL;
+}
+
+struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc)
+{
+	struct jv root;
+	if (!jv_root(doc, &root) || !jv_header(&root, SCENARIO_FORMAT, SCENARIO_VERSION))
+		return NULL;
+	return load_object(a, doc, &root, NULL);
+}
+
+struct scenario *scenario_load_value(struct arena *a, const struct jv *v, const char *default_name)
+{
+	struct jv f;
+	const char *fmt;
+	int64_t version;
+	if (!jv_is_object(v))
+		return NULL;
+	bool ok = true;
+	if (jv_get(v, "format", &f) && jv_string(&f, &fmt) && strcmp(fmt, SCENARIO_FORMAT)) {
+		jv_error(&f, "expected \"%s\", got \"%s\"", SCENARIO_FORMAT, fmt);
+		ok = false;
+	}
+	if (jv_get(v, "version", &f) && jv_int(&f, JR_RANGE(1, 1000000), &version) &&
+	    version != SCENARIO_VERSION) {
+		jv_error(&f, "unsupported version %lld (this shardlab reads version %d)",
+		         (long long)version, SCENARIO_VERSION);
+		ok = false;
+	}
+	struct scenario *s = load_object(a, v->doc, v, default_name);
+	return ok ? s : NULL;
 }
 
 struct scenario *scenario_load(struct arena *a, const char *path, struct diag_list *diags)

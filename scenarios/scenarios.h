@@ -130,6 +130,11 @@ struct scenario {
 struct scenario *scenario_load(struct arena *a, const char *path, struct diag_list *diags);
 /* The same from a parsed document whose "format" is SCENARIO_FORMAT. */
 struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc);
+/* A scenario object embedded in another file (a validation row's
+ * "scenario"): the same schema, "format" and "version" optional, and
+ * "name" too when default_name is not NULL; paths relative to that file's
+ * folder. */
+struct scenario *scenario_load_value(struct arena *a, const struct jv *v, const char *default_name);
 
 /* The shard() configuration of an op, or NULL. */
 const struct shard_config *scenario_shard_for(const struct scenario *s, int op);

@@ -302,6 +302,34 @@ Test(baselines, megatron_on_two_servers_adds_data_parallel_across)
 	cr_expect_eq(D.errors, 0);
 }
 
+Test(baselines, megatron_degree_may_span_whole_servers)
+{
+	/* Asked for exactly TP 16 on 16 GPUs of dgx-a100-x128 (two servers of
+	 * 8), as Narayanan et al. run TP 16 and 32 in their figure 13: the
+	 * (dp, mp) device matrix is [1, 16], fc1 ((1,1),(1,16)), fc2
+	 * ((1,16),(16,1)), and fc2's AllReduce spans both servers, {0..15},
+	 * on the whole [1024, 1024] bf16 output = 2 MiB:
+	 * 2*15/16 * 2097152 = 3932160 B. */
+	struct scenario *s = generated("{\"kind\": \"mlp\", \"hidden\": 1024, \"seq\": 512,"
+	                               " \"micro_batch\": 2}", "dgx-a100-x128", 16);
+	struct plan *p = plan_megatron_degree(A, s, &OPT, 16, &D);
+	cr_assert_not_null(p);
+	static const int64_t fc1[] = {1, 1, 1, 16}, fc2[] = {1, 16, 16, 1};
+	expect_cuts(p, "mlp.fc1.matmul", fc1, 4);
+	expect_cuts(p, "mlp.fc2.matmul", fc2, 4);
+	const struct dist_op *d = dop(p, "mlp.fc2.matmul");
+	cr_assert_eq(d->n_comm, 1);
+	cr_expect_eq(d->comm[0].groups.n_groups, 1);
+	expect_group(&d->comm[0], 0, 16, 0, 1);
+	cr_expect_float_eq(d->comm[0].bytes_per_device, 3932160.0, 1e-9);
+	cr_expect_eq(D.errors, 0);
+	/* 32 does not divide the 16 devices: no plan, and the reason. */
+	cr_assert_null(plan_megatron_degree(A, s, &OPT, 32, &D));
+	cr_assert(has_diag(DIAG_ERROR, "tensor parallel 32 does not fit"));
+	diag_list_free(&D);
+	diag_list_init(&D);
+}
+
 Test(baselines, megatron_gpt_is_vocabulary_parallel)
 {
 	/* A small GPT (hidden 64, 2 layers, 8 heads, seq 16, vocab 256, ffn

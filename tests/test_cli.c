@@ -148,6 +148,7 @@ static void check_dir(const char *dir)
 Test(cli, shipped_topologies_pass_check) { check_dir("topologies"); }
 Test(cli, shipped_models_pass_check) { check_dir("models"); }
 Test(cli, shipped_scenarios_pass_check) { check_dir("scenarios"); }
+Test(cli, shipped_validation_files_pass_check) { check_dir("validation"); }
 
 Test(cli, check_reports_the_default_scenario)
 {
@@ -170,7 +171,8 @@ Test(cli, check_reports_every_file)
 Test(cli, help_is_complete)
 {
 	static const char *const cmds[] = {"check",  "topo",     "graph",   "explain",
-	                                   "plan",   "advise",   "simulate", "compare"};
+	                                   "plan",   "advise",   "simulate", "compare",
+	                                   "validate"};
 	struct run r = shardlab("--help", false);
 	cr_assert_eq(r.status, 0);
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {

@@ -1,0 +1,796 @@
+/* cmd_validate.c — `shardlab validate FILE`: predictions against published
+ * measurements (docs/validation.md).
+ *
+ * A training file: each row's scenario planned (the megatron planner at
+ * the row's tensor-parallel degree unless the row names another),
+ * estimated in closed form and, unless --estimate-only, lowered and
+ * simulated; both iteration times converted to the unit the source
+ * reports, with each row's error and the mean absolute percentage error
+ * (MAPE) of the estimator and of the simulator. A row that cannot be
+ * planned, estimated or that does not fit the device memory is reported
+ * with its reason and left out of the MAPE.
+ *
+ * A collectives file: for each row and message size, one collective over
+ * the row's devices simulated alone on the topology (a one-step program
+ * built here) and its formula (cost_collective_algo_s), both as bus
+ * bandwidth (nccl-tests' convention) against the measured figure.
+ *
+ * The simulations dominate the time; this file parses, runs and prints.
+ * The output is deterministic: no wall-clock figures.
+ */
+#include <cjson/cJSON.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "validation.h"
+
+#define MIB 1048576.0
+/* Lone collectives on more ranks than this run at coarse fidelity (the
+ * same time as step when nothing contends, docs/simulation.md). */
+#define STEP_FIDELITY_MAX_RANKS 64
+
+static void help(FILE *f)
+{
+	fprintf(f,
+	        "usage: shardlab validate FILE [--estimate-only] [--rows PATTERN] [--json]\n"
+	        "\n"
+	        "Predictions against published measurements (docs/validation.md). FILE is\n"
+	        "a validation file (\"format\": \"shardlab-validation\") of one kind:\n"
+	        "\n"
+	        "training     each row a published training run: a scenario (model,\n"
+	        "             topology, devices, pipeline stages, schedule, virtual\n"
+	        "             stages, recompute, ZeRO, sequence parallelism, global\n"
+	        "             batch), the tensor-parallel degree and micro-batch per\n"
+	        "             replica, and the measured iteration time, TFLOP/s per\n"
+	        "             device, tokens/s (per device) or samples/s. The row's plan\n"
+	        "             (megatron at that tensor-parallel degree unless the row\n"
+	        "             names another planner) is estimated in closed form and\n"
+	        "             simulated on SimGrid; both iteration times are converted\n"
+	        "             to the row's unit. Prints per row the plan, the measured\n"
+	        "             value, the estimate and the simulation with their errors\n"
+	        "             (100 (predicted / measured - 1)), then the mean absolute\n"
+	        "             percentage error (MAPE) of each over the rows that ran.\n"
+	        "             A row that cannot be planned or estimated, or whose\n"
+	        "             estimate does not fit the device memory (OOM), is listed\n"
+	        "             with its reason and left out of the MAPE.\n"
+	        "collectives  each row one collective (all-reduce, all-gather,\n"
+	        "             reduce-scatter, all-to-all) over a topology's first N\n"
+	        "             devices at one or more message sizes, with the measured\n"
+	        "             bus or algorithm bandwidth (nccl-tests: algbw = S / t,\n"
+	        "             busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for the\n"
+	        "             others). Each size is simulated alone (step fidelity up to\n"
+	        "             64 ranks, coarse above) and priced by its formula; prints\n"
+	        "             the algorithm, the measured, simulated and formula bus\n"
+	        "             bandwidths with their errors, and the MAPE of each.\n"
+	        "\n");
+	fprintf(f,
+	        "options:\n"
+	        "  --estimate-only   training: skip the simulations (the estimate is fast,\n"
+	        "                    a simulation of thousands of ranks is not);\n"
+	        "                    collectives: the formula only\n"
+	        "  --rows PATTERN    only the rows whose name matches PATTERN (a shell\n"
+	        "                    glob: '*174.6B*'); the MAPE is over those\n"
+	        "  --json            print JSON: \"file\", \"name\", \"kind\", \"simulated\",\n"
+	        "                    \"rows\" and \"mape\". training rows: \"name\", \"source\",\n"
+	        "                    \"model\", \"topology\", \"devices\", \"planner\",\n"
+	        "                    \"tensor_parallel\", \"pipeline_stages\",\n"
+	        "                    \"virtual_stages\", \"micro_batch\", \"micro_batches\",\n"
+	        "                    \"global_batch\", \"measured\" ({\"kind\", \"value\",\n"
+	        "                    \"flops\", \"flops_per_iteration\"}), \"error\", \"plan\",\n"
+	        "                    \"estimate\" ({\"iteration_s\", \"value\", \"error_pct\",\n"
+	        "                    \"memory_bytes_per_device\", \"oom\",\n"
+	        "                    \"oom_overflow_bytes\"}), \"simulation\" ({\"iteration_s\",\n"
+	        "                    \"value\", \"error_pct\"}), \"simulation_error\"; mape:\n"
+	        "                    \"estimate_pct\", \"estimate_rows\", \"simulation_pct\",\n"
+	        "                    \"simulation_rows\", \"left_out_rows\". collective rows:\n"
+	        "                    \"name\", \"system\", \"source\", \"topology\", \"devices\",\n"
+	        "                    \"collective\", \"bus_factor\", \"points\" ([{\"bytes\",\n"
+	        "                    \"algorithm\", \"measured_as\", \"measured_busbw_bps\",\n"
+	        "                    \"simulated_s\", \"simulated_busbw_bps\",\n"
+	        "                    \"simulated_error_pct\", \"formula_s\",\n"
+	        "                    \"formula_busbw_bps\", \"formula_error_pct\"}]); mape:\n"
+	        "                    \"simulation_pct\", \"simulation_points\", \"formula_pct\",\n"
+	        "                    \"formula_points\". Missing figures are null\n"
+	        "  -h, --help        this help\n"
+	        "\n"
+	        "A progress line is shown on stderr while it runs, when stderr is a\n"
+	        "terminal. The output is deterministic (no wall-clock figures).\n"
+	        "\n"
+	        "exit status: 0 the report was printed (however large its errors, and\n"
+	        "even when some rows failed), 1 invalid file (diagnostics on stderr as\n"
+	        "FILE:LINE: JSON.PATH: MESSAGE) or no row matched --rows, 2 usage error.\n");
+}
+
+struct args {
+	const char *file;
+	const char *rows;              /* glob; NULL: every row */
+	bool estimate_only, json;
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	*a = (struct args){0};
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		if (!strcmp(o, "--estimate-only")) {
+			a->estimate_only = true;
+		} else if (!strcmp(o, "--json")) {
+			a->json = true;
+		} else if (!strcmp(o, "--rows")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "shardlab validate: --rows takes a pattern\n");
+				return EXIT_USAGE;
+			}
+			a->rows = argv[++i];
+		} else if (o[0] == '-') {
+			fprintf(stderr, "shardlab validate: unknown option '%s' (see --help)\n", o);
+			return EXIT_USAGE;
+		} else if (a->file) {
+			fprintf(stderr, "shardlab validate: one file at a time ('%s')\n", o);
+			return EXIT_USAGE;
+		} else {
+			a->file = o;
+		}
+	}
+	if (!a->file) {
+		fprintf(stderr, "shardlab validate: missing FILE (see --help)\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static bool selected(const struct args *a, const char *name)
+{
+	return !a->rows || fnmatch(a->rows, name, 0) == 0;
+}
+
+/* The message of the list's first error (without file and line: the
+ * rows name where it came from), in the arena. */
+static const char *first_error(struct arena *ar, const struct diag_list *d)
+{
+	for (size_t i = 0; i < d->count; i++)
+		if (d->items[i].severity == DIAG_ERROR)
+			return arena_strdup(ar, d->items[i].msg);
+	return d->oom ? "out of memory" : "failed without a diagnostic";
+}
+
+/* "validating 3/11: NAME" on stderr when it is a terminal. */
+struct progress {
+	bool tty, shown;
+};
+
+static void progress_show(struct progress *p, int i, int n, const char *name)
+{
+	if (!p->tty)
+		return;
+	fprintf(stderr, "\r\033[Kvalidating %d/%d: %s", i + 1, n, name);
+	fflush(stderr);
+	p->shown = true;
+}
+
+static void progress_clear(struct progress *p)
+{
+	if (p->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+	p->shown = false;
+}
+
+/* ---------------------------------------------------------- training */
+
+struct trow {
+	const struct validation_training_row *row;
+	char plan[128];                /* "TP 8 x DP 4, PP 12 (v 4)" */
+	const char *error;             /* no plan or no estimate: why */
+	bool oom;                      /* estimated, over the HBM: left out of the MAPE */
+	double memory_bytes, hbm_bytes;
+	double est_s, est_value, est_err;
+	bool simulated;
+	const char *sim_error;         /* estimated but not simulated: why (NULL: not asked) */
+	double sim_s, sim_value, sim_err;
+};
+
+static void plan_text(char *buf, size_t size, const struct plan *p)
+{
+	const struct training *t = &p->scenario->training;
+	char strat[48];
+	report_strategy_summary(strat, sizeof strat, p);
+	if (t->pipeline_stages <= 1)
+		snprintf(buf, size, "%s", strat);
+	else if (t->virtual_stages > 1)
+		snprintf(buf, size, "%s, PP %lld (v %lld)", strat, (long long)t->pipeline_stages,
+		         (long long)t->virtual_stages);
+	else
+		snprintf(buf, size, "%s, PP %lld", strat, (long long)t->pipeline_stages);
+}
+
+static void run_training_row(struct arena *ar, const struct args *a,
+                             const struct validation_training_row *row, struct trow *out)
+{
+	*out = (struct trow){.row = row, .hbm_bytes = row->scenario->topo->device.hbm_bytes};
+	struct diag_list d;
+	diag_list_init(&d);
+	struct plan_options po = {.mode = REDIST_COMPAT};
+	struct cli_progress pr;
+	cli_progress_attach(&pr, "searching plans", &po);   /* megatron-search rows */
+	struct plan *p = row->tensor_parallel > 0 ?
+		plan_megatron_degree(ar, row->scenario, &po, row->tensor_parallel, &d) :
+		plan_make(ar, row->scenario, row->planner, &po, &d);
+	cli_progress_clear(&pr);
+	struct cli_sim_outcome *r = p ? arena_calloc(ar, 1, sizeof *r) : NULL;
+	if (p && r) {
+		plan_text(out->plan, sizeof out->plan, p);
+		r->estimated = plan_estimate(ar, p, &r->est, &d);
+	}
+	if (!r || !r->estimated) {
+		out->error = first_error(ar, &d);
+		diag_list_free(&d);
+		return;
+	}
+	out->est_s = r->est.iteration_s;
+	out->est_value = validation_predicted(row, out->est_s);
+	out->est_err = validation_error_pct(out->est_value, row->value);
+	out->memory_bytes = r->est.memory_bytes_per_device;
+	out->oom = r->est.oom_overflow_bytes > 0;
+	if (!a->estimate_only && out->oom) {
+		out->sim_error = "not simulated: the estimate does not fit the device memory";
+	} else if (!a->estimate_only) {
+		const struct scenario *s = p->scenario;
+		struct cli_sim_setup o = {.fidelity = s->sim.fidelity, .algo = s->sim.collective_algo,
+		                          .bucket_bytes = s->training.gradient_bucket_bytes,
+		                          .label = row->name};
+		if (cli_simulate_plan(ar, p, &o, r, &d)) {
+			out->simulated = true;
+			out->sim_s = r->sim.iteration_s;
+			out->sim_value = validation_predicted(row, out->sim_s);
+			out->sim_err = validation_error_pct(out->sim_value, row->value);
+		} else {
+			out->sim_error = first_error(ar, &d);
+		}
+	}
+	diag_list_free(&d);
+}
+
+/* A value in the unit of a measurement: "153 TFLOP/s", "12.3 s". */
+static const char *measure_text(char *buf, size_t size, enum validation_measure m, double v)
+{
+	switch (m) {
+	case MEASURE_ITERATION_S:
+		return cli_si(buf, size, v, "s");
+	case MEASURE_TFLOPS_PER_DEVICE:
+		return cli_si(buf, size, v * 1e12, "FLOP/s");
+	case MEASURE_TOKENS_PER_S_PER_DEVICE:
+	case MEASURE_TOKENS_PER_S:
+		return cli_si(buf, size, v, "tokens/s");
+	case MEASURE_SAMPLES_PER_S:
+		return cli_si(buf, size, v, "samples/s");
+	case MEASURE_COUNT:
+		break;
+	}
+	return "?";
+}
+
+struct mape {
+	double est, sim;
+	int n_est, n_sim;
+};
+
+static struct mape training_mape(const struct trow *rows, int n)
+{
+	double *e = calloc((size_t)n + 1, sizeof *e), *s = calloc((size_t)n + 1, sizeof *s);
+	struct mape m = {NAN, NAN, 0, 0};
+	for (int i = 0; e && s && i < n; i++) {
+		if (rows[i].error || rows[i].oom)
+			continue;
+		e[m.n_est++] = rows[i].est_err;
+		if (rows[i].simulated)
+			s[m.n_sim++] = rows[i].sim_err;
+	}
+	m.est = validation_mape(e, m.n_est);
+	m.sim = validation_mape(s, m.n_sim);
+	free(e);
+	free(s);
+	return m;
+}
+
+static void training_text(const struct args *a, const struct validation *v,
+                          const struct trow *rows, int n)
+{
+	int wn = 4, wp = 4;
+	for (int i = 0; i < n; i++) {
+		int ln = (int)strlen(rows[i].row->name), lp = (int)strlen(rows[i].plan);
+		wn = ln > wn ? ln : wn;
+		wp = lp > wp ? lp : wp;
+	}
+	printf("validate %s: %d training row%s of %s\n", v->name, n, n == 1 ? "" : "s", v->file);
+	printf("  %-*s  %-7s  %-*s  %-14s  %-14s  %-8s  %-14s  %s\n", wn, "row", "devices", wp, "plan",
+	       "measured", "estimated", "error", "simulated", "error");
+	bool any_tflops = false, any_tokens = false, notes = false;
+	for (int i = 0; i < n; i++) {
+		const struct trow *r = &rows[i];
+		const struct validation_training_row *row = r->row;
+		char b[6][48];
+		any_tflops |= row->measure == MEASURE_TFLOPS_PER_DEVICE;
+		any_tokens |= row->measure == MEASURE_TOKENS_PER_S_PER_DEVICE;
+		printf("  %-*s  %-7" PRId64 "  %-*s  %-14s  ", wn, row->name, row->scenario->devices, wp,
+		       r->error ? "-" : r->plan, measure_text(b[0], 48, row->measure, row->value));
+		if (r->error) {
+			printf("failed (below)\n");
+			notes = true;
+			continue;
+		}
+		printf("%-14s  %-8s  ", measure_text(b[1], 48, row->measure, r->est_value),
+		       report_pct_text(b[2], 48, r->est_err));
+		if (r->simulated)
+			printf("%-14s  %s", measure_text(b[3], 48, row->measure, r->sim_value),
+			       report_pct_text(b[4], 48, r->sim_err));
+		else
+			printf("%-14s  %s", "-", "-");
+		printf("%s\n", r->oom ? "  OOM" : "");
+		notes |= r->oom || r->sim_error;
+	}
+	printf("\n  error: 100 (predicted / measured - 1)");
+	if (any_tflops || any_tokens)
+		printf("; %s%s%s per device", any_tflops ? "FLOP/s" : "",
+		       any_tflops && any_tokens ? " and " : "", any_tokens ? "tokens/s" : "");
+	printf("\n");
+	if (any_tflops) {
+		printf("  FLOPs counted as each source counts them:");
+		bool seen[FLOPS_COUNT] = {false};
+		for (int i = 0; i < n; i++)
+			if (rows[i].row->measure == MEASURE_TFLOPS_PER_DEVICE)
+				seen[rows[i].row->flops] = true;
+		static const char *const formula[FLOPS_COUNT] = {
+			"96 B s l h^2 (1 + s/(6h) + V/(16 l h)), recomputation included",
+			"6 N B s", "(6 N + 12 l h s) B s"};
+		for (int k = 0, first = 1; k < FLOPS_COUNT; k++)
+			if (seen[k]) {
+				printf("%s %s = %s", first ? "" : ";", validation_flops_names[k], formula[k]);
+				first = 0;
+			}
+		printf("\n");
+	}
+	if (notes) {
+		printf("\nleft out of the MAPE or not simulated\n");
+		char b[2][32];
+		for (int i = 0; i < n; i++) {
+			const struct trow *r = &rows[i];
+			if (r->error)
+				printf("  %s: %s\n", r->row->name, r->error);
+			else if (r->oom)
+				printf("  %s: the estimate needs %s per device, over the %s of HBM\n",
+				       r->row->name, cli_si(b[0], 32, r->memory_bytes, "B"),
+				       cli_si(b[1], 32, r->hbm_bytes, "B"));
+			if (!r->error && r->sim_error && !r->oom)
+				printf("  %s: not simulated: %s\n", r->row->name, r->sim_error);
+		}
+	}
+	struct mape m = training_mape(rows, n);
+	int failed = 0;
+	for (int i = 0; i < n; i++)
+		failed += rows[i].error != NULL || rows[i].oom;
+	printf("\nMAPE\n");
+	if (m.n_est)
+		printf("  estimate   %5.1f%% over %d row%s\n", m.est, m.n_est, m.n_est == 1 ? "" : "s");
+	else
+		printf("  estimate   - (no row)\n");
+	if (a->estimate_only)
+		printf("  simulation - (--estimate-only)\n");
+	else if (m.n_sim)
+		printf("  simulation %5.1f%% over %d row%s\n", m.sim, m.n_sim, m.n_sim == 1 ? "" : "s");
+	else
+		printf("  simulation - (no row simulated)\n");
+	printf("  %d of %d row%s left out (failed or OOM)\n", failed, n, n == 1 ? "" : "s");
+}
+
+static void json_number_or_null(cJSON *o, const char *key, bool have, double v)
+{
+	if (have && isfinite(v))
+		cJSON_AddNumberToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static cJSON *training_json(const struct args *a, const struct validation *v,
+                            const struct trow *rows, int n)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "file", v->file);
+	cJSON_AddStringToObject(root, "name", v->name);
+	cJSON_AddStringToObject(root, "kind", validation_kind_names[v->kind]);
+	cJSON *list = cJSON_AddArrayToObject(root, "rows");
+	for (int i = 0; i < n; i++) {
+		const struct trow *r = &rows[i];
+		const struct validation_training_row *row = r->row;
+		const struct scenario *s = row->scenario;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", row->name);
+		cJSON_AddStringToObject(o, "source", row->source);
+		cJSON_AddStringToObject(o, "model", s->graph->name);
+		cJSON_AddStringToObject(o, "topology", s->topo->name);
+		cJSON_AddNumberToObject(o, "devices", (double)s->devices);
+		cJSON_AddStringToObject(o, "planner", planner_names[row->planner]);
+		json_number_or_null(o, "tensor_parallel", row->tensor_parallel > 0,
+		                    (double)row->tensor_parallel);
+		cJSON_AddNumberToObject(o, "pipeline_stages", (double)s->training.pipeline_stages);
+		cJSON_AddNumberToObject(o, "virtual_stages", (double)s->training.virtual_stages);
+		json_number_or_null(o, "micro_batch", row->micro_batch > 0, (double)row->micro_batch);
+		cJSON_AddNumberToObject(o, "micro_batches", (double)s->training.micro_batches);
+		cJSON_AddNumberToObject(o, "global_batch", (double)s->training.global_batch);
+		cJSON *m = cJSON_AddObjectToObject(o, "measured");
+		cJSON_AddStringToObject(m, "kind", validation_measure_names[row->measure]);
+		cJSON_AddNumberToObject(m, "value", row->value);
+		if (row->measure == MEASURE_TFLOPS_PER_DEVICE) {
+			cJSON_AddStringToObject(m, "flops", validation_flops_names[row->flops]);
+			cJSON_AddNumberToObject(m, "flops_per_iteration", row->flops_per_iteration);
+		}
+		if (r->error) {
+			cJSON_AddStringToObject(o, "error", r->error);
+			cJSON_AddNullToObject(o, "plan");
+			cJSON_AddNullToObject(o, "estimate");
+			cJSON_AddNullToObject(o, "simulation");
+			cJSON_AddItemToArray(list, o);
+			continue;
+		}
+		cJSON_AddNullToObject(o, "error");
+		cJSON_AddStringToObject(o, "plan", r->plan);
+		cJSON *e = cJSON_AddObjectToObject(o, "estimate");
+		cJSON_AddNumberToObject(e, "iteration_s", r->est_s);
+		cJSON_AddNumberToObject(e, "value", r->est_value);
+		cJSON_AddNumberToObject(e, "error_pct", r->est_err);
+		cJSON_AddNumberToObject(e, "memory_bytes_per_device", r->memory_bytes);
+		report_json_oom(e, r->memory_bytes, r->hbm_bytes);
+		if (r->simulated) {
+			cJSON *sj = cJSON_AddObjectToObject(o, "simulation");
+			cJSON_AddNumberToObject(sj, "iteration_s", r->sim_s);
+			cJSON_AddNumberToObject(sj, "value", r->sim_value);
+			cJSON_AddNumberToObject(sj, "error_pct", r->sim_err);
+		} else {
+			cJSON_AddNullToObject(o, "simulation");
+		}
+		if (r->sim_error)
+			cJSON_AddStringToObject(o, "simulation_error", r->sim_error);
+		cJSON_AddItemToArray(list, o);
+	}
+	struct mape m = training_mape(rows, n);
+	cJSON *mj = cJSON_AddObjectToObject(root, "mape");
+	json_number_or_null(mj, "estimate_pct", m.n_est > 0, m.est);
+	cJSON_AddNumberToObject(mj, "estimate_rows", m.n_est);
+	json_number_or_null(mj, "simulation_pct", m.n_sim > 0, m.sim);
+	cJSON_AddNumberToObject(mj, "simulation_rows", m.n_sim);
+	cJSON_AddNumberToObject(mj, "left_out_rows", n - m.n_est);
+	cJSON_AddBoolToObject(root, "simulated", !a->estimate_only);
+	return root;
+}
+
+static int validate_training(struct arena *ar, const struct args *a, const struct validation *v)
+{
+	struct trow *rows = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *rows);
+	if (!rows) {
+		fprintf(stderr, "shardlab validate: out of memory\n");
+		return EXIT_INVALID;
+	}
+	struct progress pr = {.tty = isatty(STDERR_FILENO)};
+	int n = 0;
+	for (int i = 0; i < v->n_rows; i++) {
+		if (!selected(a, v->training[i].name))
+			continue;
+		progress_show(&pr, i, v->n_rows, v->training[i].name);
+		run_training_row(ar, a, &v->training[i], &rows[n++]);
+	}
+	progress_clear(&pr);
+	if (n == 0) {
+		fprintf(stderr, "shardlab validate: no row of %s matches '%s'\n", v->file, a->rows);
+		return EXIT_INVALID;
+	}
+	if (a->json)
+		return report_print_json(training_json(a, v, rows, n), "validate");
+	training_text(a, v, rows, n);
+	return EXIT_OK;
+}
+
+/* ------------------------------------------------------- collectives */
+
+struct cpoint {
+	const struct validation_point *pt;
+	enum collective_algo algo;     /* the algorithm the rule chose (or the row's) */
+	double formula_s, formula_busbw, formula_err;
+	bool simulated;
+	const char *sim_error;
+	double sim_s, sim_busbw, sim_err;
+};
+
+/* One collective over ranks 0 .. n-1 as a one-step program. */
+static struct program lone_program(struct arena *ar, enum step_kind kind, int64_t n, double bytes)
+{
+	struct prog_step *st = arena_calloc(ar, 1, sizeof *st);
+	struct prog_chunk *c = arena_calloc(ar, 1, sizeof *c);
+	struct prog_stage *sg = arena_calloc(ar, 1, sizeof *sg);
+	struct prog_slot *sl = arena_calloc(ar, 1, sizeof *sl);
+	if (!st || !c || !sg || !sl)
+		return (struct program){0};
+	struct devmat dm;
+	int axis = 0;
+	*st = (struct prog_step){.kind = PROG_COLLECTIVE, .phase = PHASE_FORWARD, .op = -1,
+	                         .label = step_kind_names[kind], .coll = kind, .bytes = bytes,
+	                         .after = -1};
+	if (!devmat_init(&dm, 1, &n, NULL, 0) || !devmat_groups(&dm, &axis, 1, &st->groups))
+		return (struct program){0};
+	*c = (struct prog_chunk){.stage = 0, .fwd = 0, .n_fwd = 1, .bwd = 1, .n_bwd = 0};
+	*sl = (struct prog_slot){.chunk = 0, .micro = 0, .backward = false, .last = true};
+	*sg = (struct prog_stage){.n_slots = 1, .slots = sl, .tail = 1, .n_tail = 0};
+	return (struct program){.n_ranks = n, .stage_ranks = n, .n_stages = 1, .n_chunks = 1,
+	                        .micro_batches = 1, .chunks = c, .stages = sg, .n_steps = 1,
+	                        .steps = st};
+}
+
+static void run_point(struct arena *ar, const struct args *a,
+                      const struct validation_collective_row *row, const int64_t *ranks,
+                      const struct validation_point *pt, struct cpoint *out)
+{
+	*out = (struct cpoint){.pt = pt};
+	int n = (int)row->devices;
+	double f = validation_bus_factor(row->collective, row->devices);
+	out->algo = cost_choose_algo(row->topo, row->collective, ranks, n, pt->bytes, row->algo);
+	out->formula_s = cost_collective_algo_s(row->topo, row->collective, out->algo, ranks, n,
+	                                        pt->bytes);
+	out->formula_busbw = out->formula_s > 0 ? pt->bytes / out->formula_s * f : 0;
+	out->formula_err = validation_error_pct(out->formula_busbw, pt->busbw_bps);
+	if (a->estimate_only)
+		return;
+	struct arena *sa = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct program p = sa ? lone_program(sa, row->collective, row->devices, pt->bytes)
+	                      : (struct program){0};
+	struct sim_options o = {
+		.fidelity = row->devices > STEP_FIDELITY_MAX_RANKS ? FIDELITY_COARSE : FIDELITY_STEP,
+		.algo = row->algo};
+	struct sim_result r;
+	if (p.steps && sim_run(sa, row->topo, &p, &o, &r, &d) && r.iteration_s > 0) {
+		out->simulated = true;
+		out->sim_s = r.iteration_s;
+		if (r.n_collectives > 0)
+			out->algo = r.collectives[0].algo;
+		out->sim_busbw = pt->bytes / r.iteration_s * f;
+		out->sim_err = validation_error_pct(out->sim_busbw, pt->busbw_bps);
+	} else {
+		out->sim_error = p.steps ? first_error(ar, &d) : "out of memory";
+	}
+	diag_list_free(&d);
+	arena_free(sa);
+}
+
+struct crow {
+	const struct validation_collective_row *row;
+	struct cpoint *points;
+};
+
+/* "1 GiB", "16 MiB" for powers of two; "1 GB" otherwise. */
+static const char *size_text(char *buf, size_t size, double bytes)
+{
+	static const struct {
+		double unit;
+		const char *name;
+	} bin[] = {{1099511627776.0, "TiB"}, {1073741824.0, "GiB"}, {1048576.0, "MiB"}, {1024.0, "KiB"}};
+	for (size_t i = 0; i < SL_COUNTOF(bin); i++)
+		if (bytes >= bin[i].unit && fmod(bytes, bin[i].unit) == 0) {
+			snprintf(buf, size, "%.0f %s", bytes / bin[i].unit, bin[i].name);
+			return buf;
+		}
+	return cli_si(buf, size, bytes, "B");
+}
+
+static struct mape collective_mape(const struct crow *rows, int n)
+{
+	int total = 0;
+	for (int i = 0; i < n; i++)
+		total += rows[i].row->n_points;
+	double *e = calloc((size_t)total + 1, sizeof *e), *s = calloc((size_t)total + 1, sizeof *s);
+	struct mape m = {NAN, NAN, 0, 0};
+	for (int i = 0; e && s && i < n; i++)
+		for (int k = 0; k < rows[i].row->n_points; k++) {
+			const struct cpoint *c = &rows[i].points[k];
+			e[m.n_est++] = c->formula_err;
+			if (c->simulated)
+				s[m.n_sim++] = c->sim_err;
+		}
+	m.est = validation_mape(e, m.n_est);
+	m.sim = validation_mape(s, m.n_sim);
+	free(e);
+	free(s);
+	return m;
+}
+
+static void collectives_text(const struct args *a, const struct validation *v,
+                             const struct crow *rows, int n)
+{
+	int wn = 4, wa = 9;
+	for (int i = 0; i < n; i++) {
+		int ln = (int)strlen(rows[i].row->name);
+		wn = ln > wn ? ln : wn;
+		for (int k = 0; k < rows[i].row->n_points; k++) {
+			int la = (int)strlen(collective_algo_names[rows[i].points[k].algo]);
+			wa = la > wa ? la : wa;
+		}
+	}
+	printf("validate %s: %d collective row%s of %s\n", v->name, n, n == 1 ? "" : "s", v->file);
+	printf("  %-*s  %-5s  %-8s  %-*s  %-22s  %-9s  %-8s  %-9s  %s\n", wn, "row", "ranks", "size",
+	       wa, "algorithm", "measured busbw", "simulated", "error", "formula", "error");
+	bool notes = false;
+	for (int i = 0; i < n; i++) {
+		const struct validation_collective_row *row = rows[i].row;
+		for (int k = 0; k < row->n_points; k++) {
+			const struct cpoint *c = &rows[i].points[k];
+			char b[8][48], meas[64];
+			cli_si(b[0], 48, c->pt->busbw_bps, "B/s");
+			if (c->pt->measured_algbw)
+				snprintf(meas, sizeof meas, "%s (algbw %s)", b[0],
+				         cli_si(b[1], 48, c->pt->busbw_bps / 1e9 /
+				                validation_bus_factor(row->collective, row->devices), ""));
+			else
+				snprintf(meas, sizeof meas, "%s", b[0]);
+			char ranks[16] = "";
+			if (k == 0)
+				snprintf(ranks, sizeof ranks, "%" PRId64, row->devices);
+			printf("  %-*s  %-5s  %-8s  %-*s  %-22s  ", wn, k == 0 ? row->name : "", ranks,
+			       size_text(b[2], 48, c->pt->bytes), wa, collective_algo_names[c->algo], meas);
+			if (c->simulated)
+				printf("%-9s  %-8s  ", cli_si(b[3], 48, c->sim_busbw, "B/s"),
+				       report_pct_text(b[4], 48, c->sim_err));
+			else
+				printf("%-9s  %-8s  ", "-", "-");
+			printf("%-9s  %s\n", cli_si(b[5], 48, c->formula_busbw, "B/s"),
+			       report_pct_text(b[6], 48, c->formula_err));
+			notes |= c->sim_error != NULL;
+		}
+	}
+	printf("\n  busbw = S / t x 2(n-1)/n for all-reduce, x (n-1)/n for the others "
+	       "(nccl-tests);\n  a measured algbw (GB/s) is converted the same way; error: 100 "
+	       "(predicted / measured - 1)\n");
+	if (notes) {
+		printf("\nnot simulated\n");
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < rows[i].row->n_points; k++)
+				if (rows[i].points[k].sim_error) {
+					char b[32];
+					printf("  %s, %s: %s\n", rows[i].row->name,
+					       size_text(b, sizeof b, rows[i].points[k].pt->bytes),
+					       rows[i].points[k].sim_error);
+				}
+	}
+	struct mape m = collective_mape(rows, n);
+	printf("\nMAPE\n");
+	if (a->estimate_only)
+		printf("  simulation - (--estimate-only)\n");
+	else if (m.n_sim)
+		printf("  simulation %5.1f%% over %d size%s\n", m.sim, m.n_sim, m.n_sim == 1 ? "" : "s");
+	else
+		printf("  simulation - (nothing simulated)\n");
+	printf("  formula    %5.1f%% over %d size%s\n", m.est, m.n_est, m.n_est == 1 ? "" : "s");
+}
+
+static cJSON *collectives_json(const struct args *a, const struct validation *v,
+                               const struct crow *rows, int n)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "file", v->file);
+	cJSON_AddStringToObject(root, "name", v->name);
+	cJSON_AddStringToObject(root, "kind", validation_kind_names[v->kind]);
+	cJSON *list = cJSON_AddArrayToObject(root, "rows");
+	for (int i = 0; i < n; i++) {
+		const struct validation_collective_row *row = rows[i].row;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", row->name);
+		if (row->system)
+			cJSON_AddStringToObject(o, "system", row->system);
+		else
+			cJSON_AddNullToObject(o, "system");
+		cJSON_AddStringToObject(o, "source", row->source);
+		cJSON_AddStringToObject(o, "topology", row->topo->name);
+		cJSON_AddNumberToObject(o, "devices", (double)row->devices);
+		cJSON_AddStringToObject(o, "collective", step_kind_names[row->collective]);
+		cJSON_AddNumberToObject(o, "bus_factor",
+		                        validation_bus_factor(row->collective, row->devices));
+		cJSON *pts = cJSON_AddArrayToObject(o, "points");
+		for (int k = 0; k < row->n_points; k++) {
+			const struct cpoint *c = &rows[i].points[k];
+			cJSON *p = cJSON_CreateObject();
+			cJSON_AddNumberToObject(p, "bytes", c->pt->bytes);
+			cJSON_AddStringToObject(p, "algorithm", collective_algo_names[c->algo]);
+			cJSON_AddStringToObject(p, "measured_as", c->pt->measured_algbw ? "algbw" : "busbw");
+			cJSON_AddNumberToObject(p, "measured_busbw_bps", c->pt->busbw_bps);
+			json_number_or_null(p, "simulated_s", c->simulated, c->sim_s);
+			json_number_or_null(p, "simulated_busbw_bps", c->simulated, c->sim_busbw);
+			json_number_or_null(p, "simulated_error_pct", c->simulated, c->sim_err);
+			if (c->sim_error)
+				cJSON_AddStringToObject(p, "simulation_error", c->sim_error);
+			cJSON_AddNumberToObject(p, "formula_s", c->formula_s);
+			cJSON_AddNumberToObject(p, "formula_busbw_bps", c->formula_busbw);
+			cJSON_AddNumberToObject(p, "formula_error_pct", c->formula_err);
+			cJSON_AddItemToArray(pts, p);
+		}
+		cJSON_AddItemToArray(list, o);
+	}
+	struct mape m = collective_mape(rows, n);
+	cJSON *mj = cJSON_AddObjectToObject(root, "mape");
+	json_number_or_null(mj, "simulation_pct", m.n_sim > 0, m.sim);
+	cJSON_AddNumberToObject(mj, "simulation_points", m.n_sim);
+	json_number_or_null(mj, "formula_pct", m.n_est > 0, m.est);
+	cJSON_AddNumberToObject(mj, "formula_points", m.n_est);
+	cJSON_AddBoolToObject(root, "simulated", !a->estimate_only);
+	return root;
+}
+
+static int validate_collectives(struct arena *ar, const struct args *a,
+                                const struct validation *v)
+{
+	struct crow *rows = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *rows);
+	if (!rows) {
+		fprintf(stderr, "shardlab validate: out of memory\n");
+		return EXIT_INVALID;
+	}
+	struct progress pr = {.tty = isatty(STDERR_FILENO)};
+	int n = 0;
+	for (int i = 0; i < v->n_rows; i++) {
+		const struct validation_collective_row *row = &v->collectives[i];
+		if (!selected(a, row->name))
+			continue;
+		progress_show(&pr, i, v->n_rows, row->name);
+		int64_t *ranks = arena_calloc(ar, (size_t)row->devices, sizeof *ranks);
+		struct cpoint *pts = arena_calloc(ar, (size_t)row->n_points, sizeof *pts);
+		if (!ranks || !pts) {
+			progress_clear(&pr);
+			fprintf(stderr, "shardlab validate: out of memory\n");
+			return EXIT_INVALID;
+		}
+		for (int64_t r = 0; r < row->devices; r++)
+			ranks[r] = r;
+		for (int k = 0; k < row->n_points; k++)
+			run_point(ar, a, row, ranks, &row->points[k], &pts[k]);
+		rows[n++] = (struct crow){row, pts};
+	}
+	progress_clear(&pr);
+	if (n == 0) {
+		fprintf(stderr, "shardlab validate: no row of %s matches '%s'\n", v->file, a->rows);
+		return EXIT_INVALID;
+	}
+	if (a->json)
+		return report_print_json(collectives_json(a, v, rows, n), "validate");
+	collectives_text(a, v, rows, n);
+	return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- entry */
+
+int cmd_validate(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		help(stdout);
+		return EXIT_OK;
+	}
+	struct args a;
+	int rc = parse_args(argc, argv, &a);
+	if (rc != EXIT_OK)
+		return rc;
+	struct diag_list d;
+	diag_list_init(&d);
+	struct arena *ar = arena_new();
+	struct validation *v = ar ? validation_load(ar, a.file, &d) : NULL;
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	if (!v)
+		rc = EXIT_INVALID;
+	else if (v->kind == VALIDATION_TRAINING)
+		rc = validate_training(ar, &a, v);
+	else
+		rc = validate_collectives(ar, &a, v);
+	arena_free(ar);
+	return rc;
+}

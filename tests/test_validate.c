@@ -1,0 +1,367 @@
+/* test_validate.c — the validation module and `shardlab validate`: the
+ * FLOP counts and unit conversions worked out by hand, the MAPE, the bus
+ * bandwidth factors, the loader's handling of the files in
+ * tests/data/good/validate-*.json, and end-to-end runs of the built
+ * binary ($SHARDLAB, from the source root) on a tiny training file and on
+ * collectives whose simulated bus bandwidth is derived here from the
+ * topology's figures. The bad-input corpus (tests/data/bad/validation-*)
+ * runs with the rest of the corpus in test_cli.c.
+ *
+ * Figures used: topologies/dgx-a100.json, NVSwitch ports of 300 GB/s
+ * (one direction) with 1 us latency on the sender's port.
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "validation.h"
+#include "fixture.h"
+
+#define GIB 1073741824.0
+#define MIB 1048576.0
+
+TestSuite(validate, .init = fixture_setup, .fini = fixture_teardown);
+
+static void near(double got, double want, double rel, const char *what)
+{
+	cr_assert(fabs(got - want) <= rel * fabs(want), "%s: got %.12g, want %.12g", what, got, want);
+}
+
+/* The tiny GPT of tests/data/good/validate-training.json: hidden 64,
+ * 2 layers, 8 heads, seq 16, vocabulary 128, ffn 256. */
+static struct graph *tiny_gpt(int64_t micro_batch)
+{
+	struct model_gen g = {.kind = GEN_GPT, .hidden = 64, .layers = 2, .heads = 8, .kv_heads = 8,
+	                      .seq = 16, .vocab = 128, .micro_batch = micro_batch, .ffn = 256,
+	                      .dtype = DT_BF16, .bias = true, .dropout = 0.1};
+	struct graph *out = graph_generate(A, &g, &D);
+	cr_assert_not_null(out);
+	return out;
+}
+
+/* ------------------------------------------------------------ by hand */
+
+Test(validate, megatron_flops_by_hand)
+{
+	/* F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) with B = 8, s = 16, l = 2,
+	 * h = 64, V = 128: 96 x 8 x 16 x 2 x 4096 = 100,663,296; the bracket is
+	 * 1 + 16/384 + 128/2048 = 1 + 1/24 + 1/16 = 53/48, so
+	 * F = 100,663,296 x 53 / 48 = 111,149,056. */
+	const char *why = NULL;
+	double f = validation_flops_per_iteration(tiny_gpt(1), FLOPS_MEGATRON, 8, &why);
+	cr_assert_eq(f, 111149056.0, "got %.1f", f);
+	cr_assert_null(why);
+}
+
+Test(validate, model_and_palm_flops_by_hand)
+{
+	/* Parameters of the tiny GPT: embedding 128 x 64 = 8,192 (tied with the
+	 * output projection), positions 16 x 64 = 1,024; per layer q, k, v, out
+	 * 4 (64 x 64 + 64) = 16,640, fc1 64 x 256 + 256 = 16,640, fc2 256 x 64 +
+	 * 64 = 16,448, two LayerNorms 4 x 64 = 256: 49,984, twice 99,968; the
+	 * final norm 128. N = 109,312. With B = 8, s = 16 (128 tokens):
+	 * model 6 N x 128 = 83,951,616; palm adds 12 l h s = 12 x 2 x 64 x 16 =
+	 * 24,576 per token: (655,872 + 24,576) x 128 = 87,097,344. */
+	struct graph *g = tiny_gpt(1);
+	cr_assert_eq(validation_flops_per_iteration(g, FLOPS_MODEL, 8, NULL), 83951616.0);
+	cr_assert_eq(validation_flops_per_iteration(g, FLOPS_PALM, 8, NULL), 87097344.0);
+}
+
+Test(validate, megatron_flops_need_a_gpt_with_ffn_4h)
+{
+	struct model_gen g = {.kind = GEN_LLAMA, .hidden = 64, .layers = 2, .heads = 8, .kv_heads = 8,
+	                      .seq = 16, .vocab = 128, .micro_batch = 1, .ffn = 256,
+	                      .dtype = DT_BF16};
+	struct graph *llama = graph_generate(A, &g, &D);
+	cr_assert_not_null(llama);
+	const char *why = NULL;
+	cr_assert_lt(validation_flops_per_iteration(llama, FLOPS_MEGATRON, 8, &why), 0);
+	cr_assert_not_null(strstr(why, "gpt generator with ffn = 4 x hidden"), "%s", why);
+}
+
+Test(validate, unit_conversions_by_hand)
+{
+	/* 8 devices, global batch 16 of 16 tokens (256 tokens), an iteration
+	 * of 2 ms, and the FLOP count of megatron_flops_by_hand doubled for
+	 * B = 16: 222,298,112 FLOPs. */
+	struct scenario s = {.devices = 8, .training = {.global_batch = 16}};
+	struct validation_training_row r = {.scenario = &s, .flops_per_iteration = 222298112.0,
+	                                    .tokens_per_iteration = 256};
+	double t = 2e-3;
+	r.measure = MEASURE_ITERATION_S;
+	cr_assert_eq(validation_predicted(&r, t), 2e-3);
+	/* 222,298,112 / (8 x 2e-3) = 13,893,632,000 FLOP/s = 0.013893632 TFLOP/s */
+	r.measure = MEASURE_TFLOPS_PER_DEVICE;
+	near(validation_predicted(&r, t), 0.013893632, 1e-12, "TFLOP/s per device");
+	/* 256 / (8 x 2e-3) = 16,000 tokens/s per device, 128,000 in all; 8,000 samples/s */
+	r.measure = MEASURE_TOKENS_PER_S_PER_DEVICE;
+	near(validation_predicted(&r, t), 16000, 1e-12, "tokens/s per device");
+	r.measure = MEASURE_TOKENS_PER_S;
+	near(validation_predicted(&r, t), 128000, 1e-12, "tokens/s");
+	r.measure = MEASURE_SAMPLES_PER_S;
+	near(validation_predicted(&r, t), 8000, 1e-12, "samples/s");
+}
+
+Test(validate, errors_and_mape_by_hand)
+{
+	/* 110 against 100: +10%; 80 against 100: -20%; 130 against 100: +30%.
+	 * MAPE = (10 + 20 + 30) / 3 = 20%. */
+	double e[3] = {validation_error_pct(110, 100), validation_error_pct(80, 100),
+	               validation_error_pct(130, 100)};
+	near(e[0], 10, 1e-12, "+10%");
+	near(e[1], -20, 1e-12, "-20%");
+	near(e[2], 30, 1e-12, "+30%");
+	near(validation_mape(e, 3), 20, 1e-12, "MAPE");
+	cr_assert(isnan(validation_mape(e, 0)));
+}
+
+Test(validate, bus_factors)
+{
+	/* nccl-tests: all-reduce 2(n-1)/n, the others (n-1)/n. */
+	cr_assert_eq(validation_bus_factor(STEP_ALLREDUCE, 8), 1.75);
+	cr_assert_eq(validation_bus_factor(STEP_ALLREDUCE, 2), 1.0);
+	cr_assert_eq(validation_bus_factor(STEP_ALLGATHER, 8), 0.875);
+	cr_assert_eq(validation_bus_factor(STEP_REDUCESCATTER, 16), 0.9375);
+	cr_assert_eq(validation_bus_factor(STEP_ALLTOALL, 4), 0.75);
+}
+
+/* ------------------------------------------------------------- loading */
+
+Test(validate, loads_the_tiny_training_file)
+{
+	/* Row 0: TP 4 on 8 devices leaves DP 2; micro_batch 2 per replica makes
+	 * the graph's batch 4 and 16 / 4 = 4 micro-batches. Row 1: 2 stages of
+	 * 4 devices, TP 2, DP 2, micro_batch 1: batch 2, 8 micro-batches (a
+	 * multiple of the 2 stages, as the interleaved schedule needs). */
+	struct validation *v = validation_load(A, "tests/data/good/validate-training.json", &D);
+	cr_assert_not_null(v);
+	cr_assert_eq(v->kind, VALIDATION_TRAINING);
+	cr_assert_eq(v->n_rows, 4);
+	const struct validation_training_row *r = &v->training[0];
+	cr_assert_str_eq(r->name, "tiny TP 4 DP 2");
+	cr_assert_eq(r->planner, PLANNER_MEGATRON);
+	cr_assert_eq(r->tensor_parallel, 4);
+	cr_assert_eq(r->scenario->graph->batch, 4);
+	cr_assert_eq(r->scenario->training.micro_batches, 4);
+	cr_assert_eq(r->measure, MEASURE_TFLOPS_PER_DEVICE);
+	cr_assert_eq(r->flops, FLOPS_MEGATRON);
+	cr_assert_eq(r->flops_per_iteration, 222298112.0, "2 x megatron_flops_by_hand");
+	cr_assert_eq(r->tokens_per_iteration, 256);
+	r = &v->training[1];
+	cr_assert_eq(r->scenario->graph->batch, 2);
+	cr_assert_eq(r->scenario->training.micro_batches, 8);
+	cr_assert_eq(r->scenario->training.pipeline_stages, 2);
+	cr_assert_eq(r->scenario->training.virtual_stages, 2);
+	cr_assert_eq(r->measure, MEASURE_ITERATION_S);
+	cr_assert_eq(r->value, 0.001);
+}
+
+Test(validate, loads_the_collectives_file)
+{
+	/* Row 1 states no devices: all 8 of the server. Row 2's algbw of
+	 * 200 GB/s is a bus bandwidth of 200 x 7/8 = 175 GB/s. */
+	struct validation *v = validation_load(A, "tests/data/good/validate-collectives.json", &D);
+	cr_assert_not_null(v);
+	cr_assert_eq(v->kind, VALIDATION_COLLECTIVES);
+	cr_assert_eq(v->n_rows, 3);
+	cr_assert_eq(v->collectives[0].collective, STEP_ALLREDUCE);
+	cr_assert_eq(v->collectives[0].algo, COLL_AUTO);
+	cr_assert_eq(v->collectives[1].devices, 8);
+	cr_assert_eq(v->collectives[1].algo, COLL_RING);
+	const struct validation_point *p = &v->collectives[2].points[0];
+	cr_assert_eq(v->collectives[2].collective, STEP_ALLGATHER);
+	cr_assert(p->measured_algbw);
+	near(p->busbw_bps, 175e9, 1e-12, "busbw from algbw");
+	cr_assert_eq(p->bytes, 32 * MIB);
+}
+
+/* ------------------------------------------------------- the command */
+
+struct run {
+	char *out;
+	int status;
+};
+
+/* `shardlab ARGS`: stdout, or stderr when want_err. */
+static struct run shardlab(const char *args, bool want_err)
+{
+	const char *exe = getenv("SHARDLAB");
+	cr_assert_not_null(exe, "SHARDLAB is not set (run the tests through meson test)");
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "'%s' %s %s", exe, args,
+	         want_err ? "2>&1 >/dev/null" : "2>/dev/null");
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = malloc(cap);
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 2)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[len] = '\0';
+	int st = pclose(p);
+	return (struct run){buf, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)};
+}
+
+static cJSON *json_of(const char *args)
+{
+	struct run r = shardlab(args, false);
+	cr_assert_eq(r.status, 0, "shardlab %s exits %d", args, r.status);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "shardlab %s does not print JSON:\n%s", args, r.out);
+	free(r.out);
+	return j;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	cr_assert(cJSON_IsNumber(v), "%s is not a number", key);
+	return v->valuedouble;
+}
+
+static const cJSON *member(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	cr_assert_not_null(v, "no member %s", key);
+	return v;
+}
+
+Test(validate, training_end_to_end)
+{
+	/* Every row planned, estimated and simulated. Row 0 counts
+	 * 222,298,112 FLOPs per iteration (the megatron formula, B = 16), so
+	 * its predictions are F / (8 devices x t) / 1e12 TFLOP/s against the
+	 * measured 0.5; row 2's are 256 tokens / (8 x t) against 100,000.
+	 * Row 3 asks TP 8 of a model with 4 heads: no plan, left out of the
+	 * MAPE with its reason, exit status 0 all the same. */
+	cJSON *j = json_of("validate --json tests/data/good/validate-training.json");
+	const cJSON *rows = member(j, "rows");
+	cr_assert_eq(cJSON_GetArraySize(rows), 4);
+	double errs_est[3], errs_sim[3];
+	static const double measured[3] = {0.5, 0.001, 100000};
+	for (int i = 0; i < 3; i++) {
+		const cJSON *r = cJSON_GetArrayItem(rows, i);
+		cr_assert(cJSON_IsNull(member(r, "error")), "row %d failed", i);
+		const cJSON *e = member(r, "estimate"), *s = member(r, "simulation");
+		cr_assert(cJSON_IsObject(s), "row %d was not simulated", i);
+		double te = num(e, "iteration_s"), ts = num(s, "iteration_s");
+		cr_assert_gt(te, 0);
+		cr_assert_gt(ts, 0);
+		double ve = i == 0 ? 222298112.0 / (8 * te) / 1e12 : i == 1 ? te : 256 / (8 * te);
+		double vs = i == 0 ? 222298112.0 / (8 * ts) / 1e12 : i == 1 ? ts : 256 / (8 * ts);
+		near(num(e, "value"), ve, 1e-9, "estimate in the row's unit");
+		near(num(s, "value"), vs, 1e-9, "simulation in the row's unit");
+		errs_est[i] = 100 * (ve / measured[i] - 1);
+		errs_sim[i] = 100 * (vs / measured[i] - 1);
+		near(num(e, "error_pct"), errs_est[i], 1e-9, "estimate error");
+		near(num(s, "error_pct"), errs_sim[i], 1e-9, "simulation error");
+	}
+	const cJSON *bad = cJSON_GetArrayItem(rows, 3);
+	cr_assert(cJSON_IsString(member(bad, "error")));
+	cr_assert_not_null(strstr(member(bad, "error")->valuestring, "tensor parallel 8 does not fit"));
+	cr_assert(cJSON_IsNull(member(bad, "estimate")));
+	const cJSON *m = member(j, "mape");
+	double want_e = (fabs(errs_est[0]) + fabs(errs_est[1]) + fabs(errs_est[2])) / 3;
+	double want_s = (fabs(errs_sim[0]) + fabs(errs_sim[1]) + fabs(errs_sim[2])) / 3;
+	near(num(m, "estimate_pct"), want_e, 1e-9, "estimate MAPE");
+	near(num(m, "simulation_pct"), want_s, 1e-9, "simulation MAPE");
+	cr_assert_eq(num(m, "estimate_rows"), 3);
+	cr_assert_eq(num(m, "left_out_rows"), 1);
+	cJSON_Delete(j);
+}
+
+Test(validate, estimate_only_and_rows)
+{
+	/* --estimate-only leaves the simulation out; --rows keeps the rows
+	 * whose name matches the glob. */
+	cJSON *j = json_of("validate --json --estimate-only --rows 'tiny t*' "
+	                   "tests/data/good/validate-training.json");
+	const cJSON *rows = member(j, "rows");
+	cr_assert_eq(cJSON_GetArraySize(rows), 1);
+	cr_assert_str_eq(member(cJSON_GetArrayItem(rows, 0), "name")->valuestring, "tiny tokens");
+	cr_assert(cJSON_IsNull(member(cJSON_GetArrayItem(rows, 0), "simulation")));
+	cr_assert(cJSON_IsNull(member(member(j, "mape"), "simulation_pct")));
+	cJSON_Delete(j);
+	struct run r = shardlab("validate --rows 'none*' tests/data/good/validate-training.json", true);
+	cr_assert_eq(r.status, 1);
+	cr_assert_str_eq(r.out, "shardlab validate: no row of "
+	                        "tests/data/good/validate-training.json matches 'none*'\n");
+	free(r.out);
+}
+
+Test(validate, text_is_deterministic)
+{
+	struct run a = shardlab("validate tests/data/good/validate-training.json", false);
+	struct run b = shardlab("validate tests/data/good/validate-training.json", false);
+	cr_assert_eq(a.status, 0);
+	cr_assert_str_eq(a.out, b.out);
+	cr_assert_not_null(strstr(a.out, "  1 of 4 rows left out (failed or OOM)\n"), "%s", a.out);
+	cr_assert_not_null(strstr(a.out, "  tiny TP 8, 4 heads: tensor parallel 8 does not fit"));
+	free(a.out);
+	free(b.out);
+}
+
+Test(validate, collectives_by_hand)
+{
+	/* 8 GPUs of a DGX A100, S = 1 GiB all-reduce. The rule picks
+	 * halving-doubling on a switch (the same bandwidth term as the ring,
+	 * 6 latencies instead of 14): halving sends S/2, S/4, S/8 through the
+	 * 300 GB/s ports, doubling mirrors it: t = 6 us + 1.75 S / 300e9 =
+	 * 6.2694 ms; busbw = S / t x 2 x 7/8 = 299.70 GB/s, +30.3% over the
+	 * measured 230. The ring (row 1): t = 14 us + 1.75 S / 300e9, busbw
+	 * 299.33 GB/s. All-gather of S = 32 MiB (row 2): recursive doubling,
+	 * S/8, S/4, S/2: t = 3 us + 7/8 S / 300e9 = 100.87 us; busbw = S / t x
+	 * 7/8 = 291.08 GB/s against 200 x 7/8 = 175 GB/s measured: +66.3%. */
+	double S = GIB, s32 = 32 * MIB;
+	double t0 = 6e-6 + 1.75 * S / 300e9, t1 = 14e-6 + 1.75 * S / 300e9;
+	double t2 = 3e-6 + 0.875 * s32 / 300e9;
+	const double want[3] = {S / t0 * 1.75, S / t1 * 1.75, s32 / t2 * 0.875};
+	const double meas[3] = {230e9, 230e9, 175e9};
+	static const char *const algo[3] = {"halving-doubling", "ring", "halving-doubling"};
+	cJSON *j = json_of("validate --json tests/data/good/validate-collectives.json");
+	const cJSON *rows = member(j, "rows");
+	cr_assert_eq(cJSON_GetArraySize(rows), 3);
+	double sum = 0;
+	for (int i = 0; i < 3; i++) {
+		const cJSON *p = cJSON_GetArrayItem(member(cJSON_GetArrayItem(rows, i), "points"), 0);
+		cr_assert_str_eq(member(p, "algorithm")->valuestring, algo[i]);
+		near(num(p, "simulated_busbw_bps"), want[i], 0.001, "simulated busbw");
+		near(num(p, "formula_busbw_bps"), want[i], 0.001, "formula busbw");
+		near(num(p, "measured_busbw_bps"), meas[i], 1e-12, "measured busbw");
+		near(num(p, "simulated_error_pct"), 100 * (want[i] / meas[i] - 1), 0.002, "error");
+		sum += fabs(100 * (want[i] / meas[i] - 1));
+	}
+	near(num(member(j, "mape"), "simulation_pct"), sum / 3, 0.002, "MAPE");
+	cJSON_Delete(j);
+	/* The text: the first row's line, its figures rounded by hand. */
+	struct run r = shardlab("validate tests/data/good/validate-collectives.json", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "halving-doubling  230 GB/s                300 GB/s   "
+	                                 "+30.3%    300 GB/s   +30.3%\n"), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "175 GB/s (algbw 200)"), "%s", r.out);
+	free(r.out);
+}
+
+Test(validate, usage_errors)
+{
+	struct run r = shardlab("validate", true);
+	cr_assert_eq(r.status, 2);
+	cr_assert_str_eq(r.out, "shardlab validate: missing FILE (see --help)\n");
+	free(r.out);
+	r = shardlab("validate --frobnicate tests/data/good/validate-training.json", true);
+	cr_assert_eq(r.status, 2);
+	cr_assert_str_eq(r.out, "shardlab validate: unknown option '--frobnicate' (see --help)\n");
+	free(r.out);
+	/* A scenario is not a validation file: exit 1 with the diagnostic. */
+	r = shardlab("validate scenarios/ffn-8p.json", true);
+	cr_assert_eq(r.status, 1);
+	cr_assert_str_eq(r.out, "scenarios/ffn-8p.json:2: format: expected \"shardlab-validation\", "
+	                        "got \"shardlab-scenario\"\n");
+	free(r.out);
+}
