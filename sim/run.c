@@ -13,9 +13,9 @@
  *
  * Each rank runs its stage's schedule: an actor for stream 0 walks the
  * slots (a chunk's forward or backward steps for one micro-batch: compute
- * as sleeps of the roofline seconds, the ops' collectives, the pipeline's
- * sends, which do not wait, and receives, which do), then the stage's
- * tail. When the program has gradient buckets, stream 0 hands each to the
+ * as sleeps of the estimator's seconds, runs of them slept at once, the
+ * ops' collectives, the pipeline's sends, which do not wait, and receives,
+ * which do), then the stage's tail. When the program has gradient buckets, stream 0 hands each to the
  * rank's stream-1 actor as it passes it (in every micro-batch or the
  * chunk's last, as the step says) through a queue and a semaphore; the
  * tail waits for stream 1 to drain.
@@ -57,8 +57,6 @@ struct rank_state {
 	int64_t *queue_micro;
 	int q_head, q_tail, q_cap;
 	bool s0_waiting, s1_finished;
-	sg_comm_t *sends;                  /* the pipeline's sends in flight */
-	int n_sends, cap_sends;
 };
 
 struct actor_ctx {
@@ -645,8 +643,11 @@ static bool pending_room(struct actor_ctx *c, int n)
 	return true;
 }
 
-/* Counts a message on its route's links and puts it in a mailbox. */
-static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double bytes, void *payload)
+/* Counts a message on its route's links and puts it in a mailbox; a
+ * detached one (nobody waits for it: SimGrid delivers it and lets it go)
+ * returns NULL. */
+static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double bytes, void *payload,
+                         bool detach)
 {
 	int p = sim_net_pair(&eng->net, from, to);
 	SL_ASSERT(p >= 0);
@@ -654,7 +655,10 @@ static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double byte
 	for (int i = 0; i < r->n; i++)
 		eng->link_bytes[r->link[i]] += bytes;
 	eng->messages++;
-	return sg_mailbox_put_async(box, payload, (long)llround(bytes));
+	if (!detach)
+		return sg_mailbox_put_async(box, payload, (long)llround(bytes));
+	sg_comm_detach(sg_mailbox_put_init(box, payload, (long)llround(bytes)), NULL);
+	return NULL;
 }
 
 static void run_ops(struct actor_ctx *c)
@@ -682,7 +686,7 @@ static void run_ops(struct actor_ctx *c)
 		if (op->kind == SIM_OP_SEND) {
 			int p = sim_net_pair(&eng->net, c->rs->rank, op->peer);
 			c->comms[pending++] = send_to(c->rs->rank, op->peer,
-			                              eng->mbox[2 * p + c->stream], op->amount, eng);
+			                              eng->mbox[2 * p + c->stream], op->amount, eng, false);
 		} else {
 			int p = sim_net_pair(&eng->net, op->peer, c->rs->rank);
 			SL_ASSERT(p >= 0);
@@ -846,19 +850,10 @@ static void run_p2p(struct actor_ctx *c, int i)
 	settle(c);
 	if (st->kind == PROG_SEND) {
 		int64_t peer = (int64_t)st->peer_stage * p->stage_ranks + rs->local;
-		if (rs->n_sends == rs->cap_sends) {
-			int cap = rs->cap_sends ? 2 * rs->cap_sends : 64;
-			sg_comm_t *x = realloc(rs->sends, (size_t)cap * sizeof(*x));
-			if (!x) {
-				eng->failed = true;
-				return;
-			}
-			rs->sends = x;
-			rs->cap_sends = cap;
-		}
-		rs->sends[rs->n_sends++] = send_to(rs->rank, peer,
-		                                   eng->p2p[st->channel * p->stage_ranks + rs->local],
-		                                   st->bytes, time_payload(simgrid_get_clock()));
+		/* Nothing waits for a send (kept, every comm that ends would
+		 * scan them all: SimGrid lists an actor's activities). */
+		send_to(rs->rank, peer, eng->p2p[st->channel * p->stage_ranks + rs->local], st->bytes,
+		        time_payload(simgrid_get_clock()), true);
 		return;
 	}
 	double t0 = simgrid_get_clock();
@@ -973,9 +968,6 @@ static void stream0(struct actor_ctx *c)
 	struct prog_slot none = {0, -1, false, true};
 	run_range(c, st->tail, st->n_tail, &none);
 	settle(c);
-	if (rs->n_sends)
-		sg_comm_wait_all(rs->sends, (size_t)rs->n_sends);
-	free(rs->sends);
 }
 
 static void stream1(struct actor_ctx *c)
