@@ -67,6 +67,7 @@ static void help(FILE *f)
 	        "                        \"devices\", \"planner\", \"mode\", \"fidelity\",\n"
 	        "                        \"collective_algo\", \"bucket_bytes\", \"iteration_s\",\n"
 	        "                        \"estimate_s\", \"difference_pct\", \"messages\",\n"
+	        "                        \"formula_collectives\",\n"
 	        "                        \"comm_bytes_per_device\",\n"
 	        "                        \"memory_bytes_per_device\" (the estimate's),\n"
 	        "                        \"hbm_bytes\", \"oom\", \"oom_overflow_bytes\",\n"
@@ -180,7 +181,8 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	printf("  memory per device    %s of %s HBM (estimate)%s\n",
 	       cli_si(b[3], 32, r->est.memory_bytes_per_device, "B"), cli_si(b[4], 32, hbm, "B"),
 	       cli_oom_text(oom, sizeof oom, ": ", r->est.memory_bytes_per_device, hbm));
-	printf("  messages simulated   %" PRId64 "\n\n", r->sim.messages);
+	printf("  messages simulated   %" PRId64 " (collectives by their formula: %" PRId64 ")\n\n",
+	       r->sim.messages, r->sim.by_formula);
 	report_sim_ranks(stdout, &r->sim);
 	printf("\nbusiest links\n");
 	report_sim_links(stdout, "  ", &r->sim, 10);
@@ -250,6 +252,7 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	                        report_diff_pct(r->sim.iteration_s, r->est.iteration_s));
 	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)r->prog.micro_batches);
 	cJSON_AddNumberToObject(root, "messages", (double)r->sim.messages);
+	cJSON_AddNumberToObject(root, "formula_collectives", (double)r->sim.by_formula);
 	cJSON_AddNumberToObject(root, "comm_bytes_per_device", report_program_comm_bytes(&r->prog));
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", r->est.memory_bytes_per_device);
 	cJSON_AddNumberToObject(root, "hbm_bytes", p->scenario->topo->device.hbm_bytes);
