@@ -18,7 +18,7 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab compare SCENARIO [--planner NAME [--top K]] [--fidelity step|coarse]\n"
+	        "usage: shardlab compare SCENARIO [--planner NAME [--top K]] [--fidelity F]\n"
 	        "                                 [--collective-algo A] [--bucket-mb N] [--fused]\n"
 	        "                                 [--json]\n"
 	        "\n"
@@ -68,7 +68,8 @@ static void help(FILE *f)
 	        "                        \"candidates\")\n"
 	        "  --top K               megatron-search: simulate the best K, 1 to 1000\n"
 	        "                        (default 3)\n"
-	        "  --fidelity F          step or coarse (default: the scenario's)\n"
+	        "  --fidelity F          coarse, phase or step, as for shardlab simulate\n"
+	        "                        (default: the scenario's)\n"
 	        "  --collective-algo A   auto, ring, tree, halving-doubling, hierarchical\n"
 	        "                        or direct (default: the scenario's)\n"
 	        "  --bucket-mb N         gradient buckets of N MiB (default 25)\n"

@@ -20,7 +20,7 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab simulate SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
-	        "                                  [--rec-order ORDER] [--fidelity step|coarse]\n"
+	        "                                  [--rec-order ORDER] [--fidelity F]\n"
 	        "                                  [--collective-algo A]\n"
 	        "                                  [--bucket-mb N] [--trace FILE] [--json]\n"
 	        "\n"
@@ -47,9 +47,12 @@ static void help(FILE *f)
 	        "                        shardlab plan\n"
 	        "  --fused               complete partial sums with a ReduceScatter where\n"
 	        "                        the consumer wants the result split\n"
-	        "  --fidelity F          step: every algorithm step a message; coarse: one\n"
-	        "                        transfer per rank per phase (same time when\n"
-	        "                        nothing contends, much faster). Default: the\n"
+	        "  --fidelity F          coarse: one transfer per rank per collective\n"
+	        "                        phase, and a collective whose links no other\n"
+	        "                        traffic uses by its formula once its members\n"
+	        "                        meet (the same time, far fewer events); phase:\n"
+	        "                        the transfers for every collective; step: every\n"
+	        "                        algorithm step a message. Default: the\n"
 	        "                        scenario's simulation.fidelity (coarse)\n"
 	        "  --collective-algo A   auto, ring, tree, halving-doubling, hierarchical\n"
 	        "                        or direct. Default: the scenario's\n"
@@ -64,6 +67,7 @@ static void help(FILE *f)
 	        "                        \"devices\", \"planner\", \"mode\", \"fidelity\",\n"
 	        "                        \"collective_algo\", \"bucket_bytes\", \"iteration_s\",\n"
 	        "                        \"estimate_s\", \"difference_pct\", \"messages\",\n"
+	        "                        \"formula_collectives\",\n"
 	        "                        \"comm_bytes_per_device\",\n"
 	        "                        \"memory_bytes_per_device\" (the estimate's),\n"
 	        "                        \"hbm_bytes\", \"oom\", \"oom_overflow_bytes\",\n"
@@ -177,7 +181,8 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	printf("  memory per device    %s of %s HBM (estimate)%s\n",
 	       cli_si(b[3], 32, r->est.memory_bytes_per_device, "B"), cli_si(b[4], 32, hbm, "B"),
 	       cli_oom_text(oom, sizeof oom, ": ", r->est.memory_bytes_per_device, hbm));
-	printf("  messages simulated   %" PRId64 "\n\n", r->sim.messages);
+	printf("  messages simulated   %" PRId64 " (collectives by their formula: %" PRId64 ")\n\n",
+	       r->sim.messages, r->sim.by_formula);
 	report_sim_ranks(stdout, &r->sim);
 	printf("\nbusiest links\n");
 	report_sim_links(stdout, "  ", &r->sim, 10);
@@ -247,6 +252,7 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	                        report_diff_pct(r->sim.iteration_s, r->est.iteration_s));
 	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)r->prog.micro_batches);
 	cJSON_AddNumberToObject(root, "messages", (double)r->sim.messages);
+	cJSON_AddNumberToObject(root, "formula_collectives", (double)r->sim.by_formula);
 	cJSON_AddNumberToObject(root, "comm_bytes_per_device", report_program_comm_bytes(&r->prog));
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", r->est.memory_bytes_per_device);
 	cJSON_AddNumberToObject(root, "hbm_bytes", p->scenario->topo->device.hbm_bytes);

@@ -72,7 +72,10 @@ extern const char *const schedule_names[SCHED_COUNT];
 enum recompute_mode { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
 extern const char *const recompute_names[RECOMPUTE_COUNT];
 
-enum sim_fidelity { FIDELITY_COARSE, FIDELITY_STEP, FIDELITY_COUNT };
+/* coarse: one transfer per rank per collective phase, and a collective no
+ * other traffic can touch by its formula (sim/run.c); phase: the transfers
+ * for every collective; step: every algorithm step a message. */
+enum sim_fidelity { FIDELITY_COARSE, FIDELITY_STEP, FIDELITY_PHASE, FIDELITY_COUNT };
 extern const char *const fidelity_names[FIDELITY_COUNT];
 
 enum collective_algo {

@@ -13,9 +13,9 @@
  *
  * Each rank runs its stage's schedule: an actor for stream 0 walks the
  * slots (a chunk's forward or backward steps for one micro-batch: compute
- * as sleeps of the roofline seconds, the ops' collectives, the pipeline's
- * sends, which do not wait, and receives, which do), then the stage's
- * tail. When the program has gradient buckets, stream 0 hands each to the
+ * as sleeps of the estimator's seconds, runs of them slept at once, the
+ * ops' collectives, the pipeline's sends, which do not wait, and receives,
+ * which do), then the stage's tail. When the program has gradient buckets, stream 0 hands each to the
  * rank's stream-1 actor as it passes it (in every micro-batch or the
  * chunk's last, as the step says) through a queue and a semaphore; the
  * tail waits for stream 1 to drain.
@@ -52,18 +52,21 @@ struct rank_state {
 	int stage;
 	double compute_s, comm_s, wait_s;
 	sg_sem_t s1_go, opt_go;
+	sg_sem_t go[2];                    /* per stream: released from a formula collective */
 	int *queue;                        /* stream-1 steps stream 0 handed over; -1 ends */
 	int64_t *queue_micro;
 	int q_head, q_tail, q_cap;
 	bool s0_waiting, s1_finished;
-	sg_comm_t *sends;                  /* the pipeline's sends in flight */
-	int n_sends, cap_sends;
 };
 
 struct actor_ctx {
 	struct rank_state *rs;
 	int stream;
 	int64_t micro;                     /* of the step running; -1 in the tail */
+	double pending_s;                  /* compute (and formula collectives) not yet slept */
+	int32_t sync_key;                  /* the member set of the formula barrier it last
+	                                      left, if it has waited on nothing since; else -1 */
+	bool lockstep_ok;                  /* in a slot that is not a last micro-batch's */
 	struct sim_ops ops;
 	sg_comm_t *comms;
 	int comms_cap;
@@ -77,10 +80,21 @@ struct engine {
 	struct sim_net net;
 	sg_mailbox_t *mbox;                /* [pair * 2 + stream] */
 	sg_mailbox_t *p2p;                 /* [channel * stage_ranks + receiver's local rank] */
-	uint8_t **algo;                    /* [step][group]: effective algorithm */
+	uint8_t **algo;                    /* [step][group]: effective algorithm | BY_FORMULA */
 	double *formula_s, *coll_max_s;    /* [step] */
+	int64_t *group_base;               /* [step]: its groups' first index in the arrays below */
+	int64_t n_group_ids;
+	double *group_s;                   /* [group id]: the formula of that group */
+	int32_t *arrived;                  /* [group id]: members at its barrier */
+	uint8_t *fallback;                 /* [group id]: this execution runs its transfers */
+	int64_t *executions;               /* [group id]: times run by the formula */
+	int32_t *group_key;                /* [group id]: its member set's index, -1 none */
+	uint8_t *rare;                     /* [step]: runs once per iteration (see below) */
+	int32_t *link_key;                 /* [link]: the member set that owns it, -1 none */
+	int32_t *key_busy;                 /* [member set]: rare transfers on its links now */
+	double *key_start, *key_end;       /* [member set]: its last formula collective */
 	double *link_bytes;                /* [link] */
-	int64_t messages;
+	int64_t messages, activities, by_formula;
 	struct rank_state *ranks;
 	bool has_s1;
 	int64_t progress_done, progress_total, progress_every;
@@ -152,6 +166,7 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops)
 		double f = cost_collective_algo_s(e->t, st->coll, a, ops->members, n, st->bytes);
 		if (f > e->formula_s[i])
 			e->formula_s[i] = f;
+		e->group_s[e->group_base[i] + k] = f;
 		for (int me = 0; me < n; me++) {
 			int64_t self = ops->members[me];
 			if (!in_program(e, self))
@@ -172,6 +187,288 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops)
 	return true;
 }
 
+/* Collectives priced by their formula (fidelity coarse).
+ *
+ * A group's collective runs as a barrier of its members followed by its
+ * formula when no transfer of it could be slowed: every link its coarse
+ * transfers cross is used, in the micro-batches, only by collectives of the
+ * same members on the same stream (which run one after another), and no
+ * two of its own transfers of one round share a link, and the transfers of
+ * one round all cross routes of one bandwidth and latency (the formula
+ * prices a ring at its slowest hop; the transfers of a ring mixing two
+ * tiers pace each other hop by hop). The collective then
+ * takes exactly its formula once the last member arrives, as its
+ * transfers would uncontended, and costs no simulated message (DESIGN.md:
+ * what makes thousands of ranks affordable). Binomial trees are left to
+ * the transfers: their rounds do not line up across members.
+ *
+ * Steps that run once per iteration (gradient buckets synchronised after
+ * the last micro-batch, the stages' tails) may share those links; they
+ * are "rare" and checked as they run. A formula collective whose member
+ * set has a rare collective's transfers on its links when its last member
+ * arrives runs its transfers instead; a rare collective that finds a
+ * formula collective under way on one of its links starts when that one
+ * ends (the link serves the two one after the other rather than side by
+ * side: the same total time). Rare collectives always run their transfers.
+ *
+ * A member set is identified by a hash of its sorted ranks and its stream
+ * (FNV-1a), then numbered densely. */
+
+enum { BY_FORMULA = 0x80 };
+enum { LINK_FREE = 0, LINK_P2P = 1, LINK_SHARED = 2 };
+
+static uint64_t hash_members(const int64_t *members, int n, int stream, int64_t *sorted)
+{
+	for (int j = 0; j < n; j++) {
+		int64_t v = members[j];
+		int x = j;
+		for (; x > 0 && sorted[x - 1] > v; x--)
+			sorted[x] = sorted[x - 1];
+		sorted[x] = v;
+	}
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)stream;
+	for (int j = 0; j < n; j++)
+		h = (h ^ (uint64_t)sorted[j]) * 1099511628211ull;
+	return h <= LINK_SHARED ? h + LINK_SHARED + 1 : h;
+}
+
+static uint8_t algo_of(const struct engine *e, int i, int k)
+{
+	return e->algo[i][k] & (uint8_t)~BY_FORMULA;
+}
+
+static const struct sim_route *route_of(const struct engine *e, int64_t from, int64_t to)
+{
+	return &e->net.route[sim_net_pair(&e->net, from, to)];
+}
+
+static void own(uint64_t *owner, const struct sim_route *r, uint64_t key)
+{
+	for (int l = 0; l < r->n; l++) {
+		uint64_t *o = &owner[r->link[l]];
+		*o = *o == LINK_FREE || *o == key ? key : LINK_SHARED;
+	}
+}
+
+struct formula_scan {
+	uint64_t *owner;                   /* [link]: LINK_* or the one member set's hash */
+	int64_t *stamp;                    /* [link]: the last round id that used it */
+	int64_t round0;                    /* the group's first round id */
+	uint64_t *keys;                    /* [group id]: its member set's hash (0: none) */
+	bool check;                        /* second pass: decide; first: own the links */
+	double *round_bps, *round_lat;     /* [round of the group]: its first transfer's route */
+	int round_cap;
+};
+
+/* Whether a transfer of round `round` crosses a route like the round's
+ * first (recorded when `first`). */
+static bool same_route(struct formula_scan *f, const struct topology *t, int64_t round,
+                       int64_t from, int64_t to, bool first)
+{
+	if (round >= f->round_cap) {
+		int cap = 2 * (int)round + 16;
+		double *b = realloc(f->round_bps, (size_t)cap * sizeof(*b));
+		if (b)
+			f->round_bps = b;
+		double *l = realloc(f->round_lat, (size_t)cap * sizeof(*l));
+		if (l)
+			f->round_lat = l;
+		if (!b || !l)
+			return false;
+		for (int k = f->round_cap; k < cap; k++)
+			b[k] = l[k] = NAN; /* a round member 0 skips matches nothing */
+		f->round_cap = cap;
+	}
+	double bps = 0, lat = 0;
+	topo_route(t, from, to, &bps, &lat);
+	if (first) {
+		f->round_bps[round] = bps;
+		f->round_lat[round] = lat;
+		return true;
+	}
+	return bps == f->round_bps[round] && lat == f->round_lat[round];
+}
+
+/* Whether an earlier send of the same round precedes op x. */
+static bool seen(const struct sim_ops *ops, int x)
+{
+	for (int y = x - 1; y >= 0 && ops->op[y].kind != SIM_OP_WAIT; y--)
+		if (ops->op[y].kind == SIM_OP_SEND)
+			return true;
+	return false;
+}
+
+/* One group of a collective step: own its links (first pass) or decide
+ * whether its formula stands for it (second pass). */
+static bool scan_group(struct engine *e, int i, int k, struct sim_ops *ops,
+                       struct formula_scan *f)
+{
+	const struct prog_step *st = &e->prog->steps[i];
+	int n = members_of(ops, &st->groups, k, offset_of(e, i));
+	if (n < 0)
+		return false;
+	int64_t id = e->group_base[i] + k;
+	if (!f->check)
+		f->keys[id] = hash_members(ops->members, n, st->stream, ops->scratch);
+	uint64_t key = f->keys[id];
+	bool ok = f->check && algo_of(e, i, k) != COLL_TREE && !e->rare[i];
+	if (f->check && !ok)
+		return true;
+	int64_t rounds = 0;
+	for (int me = 0; me < n && (ok || !f->check); me++) {
+		sim_coll_ops(ops, e->t, st->coll, (enum collective_algo)algo_of(e, i, k),
+		             e->o->fidelity, ops->members, n, me, st->bytes);
+		if (ops->oom)
+			return false;
+		int64_t round = 0;
+		for (int x = 0; x < ops->n; x++) {
+			round += ops->op[x].kind == SIM_OP_WAIT;
+			if (ops->op[x].kind != SIM_OP_SEND)
+				continue;
+			const struct sim_route *r = route_of(e, ops->members[me], ops->op[x].peer);
+			if (!f->check) {
+				if (!e->rare[i])
+					own(f->owner, r, key);
+				continue;
+			}
+			ok = ok && same_route(f, e->t, round, ops->members[me], ops->op[x].peer,
+			                      me == 0 && !seen(ops, x));
+			for (int l = 0; l < r->n; l++) {
+				int32_t id_l = r->link[l];
+				ok = ok && f->owner[id_l] == key && f->stamp[id_l] != f->round0 + round;
+				f->stamp[id_l] = f->round0 + round;
+			}
+		}
+		rounds = round > rounds ? round : rounds;
+	}
+	f->round0 += rounds + 1;
+	if (ok)
+		e->algo[i][k] |= BY_FORMULA;
+	return true;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return (a > b) - (a < b);
+}
+
+static int32_t key_index(const uint64_t *sorted, int64_t n, uint64_t key)
+{
+	const uint64_t *hit = bsearch(&key, sorted, (size_t)n, sizeof(*sorted), cmp_u64);
+	return hit ? (int32_t)(hit - sorted) : -1;
+}
+
+/* Numbers the member sets of the formula groups and maps links to them. */
+static bool number_keys(struct engine *e, const struct formula_scan *f)
+{
+	int64_t n = 0;
+	uint64_t *sorted = malloc(((size_t)e->n_group_ids + 1) * sizeof(*sorted));
+	e->group_key = malloc(((size_t)e->n_group_ids + 1) * sizeof(*e->group_key));
+	e->link_key = malloc(((size_t)e->net.n_links + 1) * sizeof(*e->link_key));
+	if (!sorted || !e->group_key || !e->link_key) {
+		free(sorted);
+		return false;
+	}
+	for (int64_t id = 0; id < e->n_group_ids; id++)
+		if (f->keys[id])
+			sorted[n++] = f->keys[id];
+	qsort(sorted, (size_t)n, sizeof(*sorted), cmp_u64);
+	int64_t u = 0;
+	for (int64_t j = 0; j < n; j++)
+		if (u == 0 || sorted[j] != sorted[u - 1])
+			sorted[u++] = sorted[j];
+	for (int64_t id = 0; id < e->n_group_ids; id++)
+		e->group_key[id] = f->keys[id] ? key_index(sorted, u, f->keys[id]) : -1;
+	for (int l = 0; l < e->net.n_links; l++)
+		e->link_key[l] = f->owner[l] > LINK_SHARED ? key_index(sorted, u, f->owner[l]) : -1;
+	e->key_busy = calloc((size_t)u + 1, sizeof(*e->key_busy));
+	e->key_start = calloc((size_t)u + 1, sizeof(*e->key_start));
+	e->key_end = calloc((size_t)u + 1, sizeof(*e->key_end));
+	free(sorted);
+	return e->key_busy && e->key_start && e->key_end;
+}
+
+static bool find_by_formula(struct engine *e, struct sim_ops *ops)
+{
+	const struct program *p = e->prog;
+	size_t links = (size_t)e->net.n_links + 1, groups = (size_t)e->n_group_ids + 1;
+	e->rare = calloc((size_t)p->n_steps + 1, 1);
+	e->fallback = calloc(groups, 1);
+	e->executions = calloc(groups, sizeof(*e->executions));
+	struct formula_scan f = {.owner = calloc(links, sizeof(*f.owner)),
+	                         .stamp = malloc(links * sizeof(*f.stamp)),
+	                         .keys = calloc(groups, sizeof(*f.keys))};
+	bool ok = e->rare && e->fallback && e->executions && f.owner && f.stamp && f.keys &&
+	          sim_ops_reserve(ops, 1);
+	for (int i = 0; ok && i < p->n_steps; i++)
+		e->rare[i] = p->steps[i].stream == 1 && !p->steps[i].every_micro;
+	for (int s = 0; ok && s < p->n_stages; s++)
+		for (int i = 0; i < p->stages[s].n_tail; i++)
+			e->rare[p->stages[s].tail + i] = 1;
+	for (size_t l = 0; ok && l < links; l++)
+		f.stamp[l] = -1;
+	/* The pipeline's sends share with nobody. */
+	for (int i = 0; ok && i < p->n_steps; i++) {
+		const struct prog_step *st = &p->steps[i];
+		if (st->kind != PROG_SEND)
+			continue;
+		int64_t off = offset_of(e, i), peer = (int64_t)st->peer_stage * p->stage_ranks;
+		for (int64_t j = 0; j < p->stage_ranks; j++)
+			own(f.owner, route_of(e, off + j, peer + j), LINK_P2P);
+	}
+	for (int pass = 0; pass < 2 && ok; pass++) {
+		f.check = pass == 1;
+		for (int i = 0; ok && i < p->n_steps; i++) {
+			const struct prog_step *st = &p->steps[i];
+			if (st->kind != PROG_COLLECTIVE || st->groups.size <= 1)
+				continue;
+			for (int k = 0; ok && k < st->groups.n_groups; k++)
+				ok = scan_group(e, i, k, ops, &f);
+		}
+	}
+	ok = ok && number_keys(e, &f);
+	free(f.round_bps);
+	free(f.round_lat);
+	free(f.owner);
+	free(f.stamp);
+	free(f.keys);
+	return ok;
+}
+
+/* The bytes the formula collectives stood for, on the links their
+ * transfers would have crossed: once per group, times its executions. */
+static bool count_formula_bytes(struct engine *e)
+{
+	const struct program *p = e->prog;
+	struct sim_ops ops = {0};
+	bool ok = true;
+	for (int i = 0; ok && e->executions && i < p->n_steps; i++) {
+		const struct prog_step *st = &p->steps[i];
+		if (st->kind != PROG_COLLECTIVE || st->groups.size <= 1)
+			continue;
+		for (int k = 0; ok && k < st->groups.n_groups; k++) {
+			int64_t times = e->executions[e->group_base[i] + k];
+			int n = times ? members_of(&ops, &st->groups, k, offset_of(e, i)) : 0;
+			ok = n >= 0;
+			for (int me = 0; ok && me < n; me++) {
+				sim_coll_ops(&ops, e->t, st->coll, (enum collective_algo)algo_of(e, i, k),
+				             e->o->fidelity, ops.members, n, me, st->bytes);
+				ok = !ops.oom;
+				for (int x = 0; ok && x < ops.n; x++) {
+					if (ops.op[x].kind != SIM_OP_SEND)
+						continue;
+					const struct sim_route *r = route_of(e, ops.members[me], ops.op[x].peer);
+					for (int l = 0; l < r->n; l++)
+						e->link_bytes[r->link[l]] += (double)times * ops.op[x].amount;
+				}
+			}
+		}
+	}
+	sim_ops_free(&ops);
+	return ok;
+}
+
 /* Stream-0 steps of a range. */
 static int64_t stream0_steps(const struct program *p, int from, int n)
 {
@@ -190,7 +487,18 @@ static bool setup(struct engine *e)
 	e->formula_s = calloc((size_t)p->n_steps + 1, sizeof(double));
 	e->coll_max_s = calloc((size_t)p->n_steps + 1, sizeof(double));
 	e->ranks = calloc((size_t)p->n_ranks, sizeof(*e->ranks));
-	if (!e->algo || !e->formula_s || !e->coll_max_s || !e->ranks)
+	e->group_base = calloc((size_t)p->n_steps + 1, sizeof(*e->group_base));
+	if (!e->algo || !e->formula_s || !e->coll_max_s || !e->ranks || !e->group_base)
+		return false;
+	for (int i = 0; i < p->n_steps; i++) {
+		const struct prog_step *st = &p->steps[i];
+		e->group_base[i] = e->n_group_ids;
+		if (st->kind == PROG_COLLECTIVE && st->groups.size > 1)
+			e->n_group_ids += st->groups.n_groups;
+	}
+	e->group_s = calloc((size_t)e->n_group_ids + 1, sizeof(*e->group_s));
+	e->arrived = calloc((size_t)e->n_group_ids + 1, sizeof(*e->arrived));
+	if (!e->group_s || !e->arrived)
 		return false;
 	struct sim_ops ops = {0};
 	bool ok = true;
@@ -198,6 +506,8 @@ static bool setup(struct engine *e)
 		ok = setup_step(e, i, &ops);
 		e->has_s1 |= p->steps[i].stream == 1;
 	}
+	if (ok && e->o->fidelity == FIDELITY_COARSE)
+		ok = find_by_formula(e, &ops);
 	sim_ops_free(&ops);
 	e->link_bytes = calloc((size_t)e->net.n_links + 1, sizeof(double));
 	/* progress: rank 0's stream-0 steps */
@@ -301,6 +611,25 @@ static void record(struct actor_ctx *c, int step, enum sim_event_kind kind, doub
 		.micro = c->micro, .start_s = t0, .end_s = t1};
 }
 
+/* Compute and formula collectives are added up and slept in one go
+ * before the actor next meets another (a transfer, a barrier, a hand-over,
+ * the end): a sleep interacts with nothing, so one sleep of the sum ends
+ * when the sleeps one by one would, for a fraction of the events. */
+static void settle(struct actor_ctx *c)
+{
+	if (c->pending_s <= 0)
+		return;
+	sg_actor_sleep_for(c->pending_s);
+	c->pending_s = 0;
+	eng->activities++;
+}
+
+/* The actor's own clock: the engine's plus what it has yet to sleep. */
+static double now(const struct actor_ctx *c)
+{
+	return simgrid_get_clock() + c->pending_s;
+}
+
 static bool pending_room(struct actor_ctx *c, int n)
 {
 	if (n < c->comms_cap)
@@ -314,8 +643,11 @@ static bool pending_room(struct actor_ctx *c, int n)
 	return true;
 }
 
-/* Counts a message on its route's links and puts it in a mailbox. */
-static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double bytes, void *payload)
+/* Counts a message on its route's links and puts it in a mailbox; a
+ * detached one (nobody waits for it: SimGrid delivers it and lets it go)
+ * returns NULL. */
+static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double bytes, void *payload,
+                         bool detach)
 {
 	int p = sim_net_pair(&eng->net, from, to);
 	SL_ASSERT(p >= 0);
@@ -323,19 +655,26 @@ static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double byte
 	for (int i = 0; i < r->n; i++)
 		eng->link_bytes[r->link[i]] += bytes;
 	eng->messages++;
-	return sg_mailbox_put_async(box, payload, (long)llround(bytes));
+	if (!detach)
+		return sg_mailbox_put_async(box, payload, (long)llround(bytes));
+	sg_comm_detach(sg_mailbox_put_init(box, payload, (long)llround(bytes)), NULL);
+	return NULL;
 }
 
 static void run_ops(struct actor_ctx *c)
 {
+	settle(c);
+	c->sync_key = -1;
 	int pending = 0;
 	for (int i = 0; i < c->ops.n; i++) {
 		const struct sim_op *op = &c->ops.op[i];
 		if (op->kind == SIM_OP_SLEEP) {
 			sg_actor_sleep_for(op->amount);
+			eng->activities++;
 			continue;
 		}
 		if (op->kind == SIM_OP_WAIT) {
+			eng->activities += pending;
 			sg_comm_wait_all(c->comms, (size_t)pending);
 			pending = 0;
 			continue;
@@ -347,7 +686,7 @@ static void run_ops(struct actor_ctx *c)
 		if (op->kind == SIM_OP_SEND) {
 			int p = sim_net_pair(&eng->net, c->rs->rank, op->peer);
 			c->comms[pending++] = send_to(c->rs->rank, op->peer,
-			                              eng->mbox[2 * p + c->stream], op->amount, eng);
+			                              eng->mbox[2 * p + c->stream], op->amount, eng, false);
 		} else {
 			int p = sim_net_pair(&eng->net, op->peer, c->rs->rank);
 			SL_ASSERT(p >= 0);
@@ -356,6 +695,96 @@ static void run_ops(struct actor_ctx *c)
 	}
 	if (pending)
 		sg_comm_wait_all(c->comms, (size_t)pending);
+	eng->activities += pending;
+}
+
+/* A formula collective. Members that left this member set's last formula
+ * collective together and have waited on nothing since ran the same steps
+ * from the same instant (a stage's ranks run one program), so they arrive
+ * together: outside the last micro-batch's slots, where no rare
+ * collective starts, each goes on at once (the lockstep path: no event at
+ * all). Otherwise a barrier: the last member to arrive releases the
+ * others, after checking the rare collectives on the set's links; unless
+ * one is there, every member owes the formula's seconds (slept with what
+ * follows). False when the members must run their transfers this time.
+ * The members are in c->ops.members. */
+static bool run_by_formula(struct actor_ctx *c, int i, int group, int me, int n)
+{
+	int64_t id = eng->group_base[i] + group;
+	int32_t key = eng->group_key[id];
+	double f = eng->group_s[id];
+	if (c->lockstep_ok && c->sync_key == key) {
+		if (me == 0) {
+			eng->executions[id]++;
+			eng->by_formula++;
+		}
+		eng->key_start[key] = now(c);
+		eng->key_end[key] = now(c) + f;
+		c->pending_s += f;
+		return true;
+	}
+	settle(c);
+	if (++eng->arrived[id] < n) {
+		sg_sem_acquire(c->rs->go[c->stream]);
+		eng->activities++;
+	} else {
+		bool busy = eng->key_busy[key] > 0;
+		eng->arrived[id] = 0;
+		eng->fallback[id] = busy;
+		if (!busy) {
+			eng->executions[id]++;
+			eng->by_formula++;
+			eng->key_start[key] = simgrid_get_clock();
+			eng->key_end[key] = simgrid_get_clock() + f;
+		}
+		for (int j = 0; j < n; j++)
+			if (j != me)
+				sg_sem_release(eng->ranks[c->ops.members[j]].go[c->stream]);
+	}
+	c->sync_key = eng->fallback[id] ? -1 : key;
+	if (eng->fallback[id])
+		return false;
+	c->pending_s += f;
+	return true;
+}
+
+/* A rare collective's transfers: after any formula collective under way
+ * on their links, and counted on those links' member sets while they run. */
+static void run_rare(struct actor_ctx *c)
+{
+	settle(c);
+	for (int pass = 0; pass < 2; pass++) {
+		double start = 0;
+		for (int x = 0; x < c->ops.n; x++) {
+			const struct sim_op *op = &c->ops.op[x];
+			if (op->kind != SIM_OP_SEND)
+				continue;
+			const struct sim_route *r = route_of(eng, c->rs->rank, op->peer);
+			for (int l = 0; l < r->n; l++) {
+				int32_t key = eng->link_key[r->link[l]];
+				if (key < 0)
+					continue;
+				if (pass == 0 && eng->key_start[key] <= simgrid_get_clock())
+					start = fmax(start, eng->key_end[key]);
+				else
+					eng->key_busy[key]++;
+			}
+		}
+		if (pass == 0 && start > simgrid_get_clock()) {
+			sg_actor_sleep_for(start - simgrid_get_clock());
+			eng->activities++;
+		}
+	}
+	run_ops(c);
+	for (int x = 0; x < c->ops.n; x++) {
+		const struct sim_op *op = &c->ops.op[x];
+		if (op->kind != SIM_OP_SEND)
+			continue;
+		const struct sim_route *r = route_of(eng, c->rs->rank, op->peer);
+		for (int l = 0; l < r->n; l++)
+			if (eng->link_key[r->link[l]] >= 0)
+				eng->key_busy[eng->link_key[r->link[l]]]--;
+	}
 }
 
 static void run_collective(struct actor_ctx *c, int i)
@@ -370,20 +799,44 @@ static void run_collective(struct actor_ctx *c, int i)
 		eng->failed = true;
 		return;
 	}
-	double t0 = simgrid_get_clock();
-	sim_coll_ops(&c->ops, eng->t, st->coll, (enum collective_algo)eng->algo[i][group],
-	             eng->o->fidelity, c->ops.members, n, me, st->bytes);
-	if (c->ops.oom) {
-		eng->failed = true;
-		return;
+	double t0 = now(c);
+	uint8_t algo = eng->algo[i][group];
+	if (!(algo & BY_FORMULA) || !run_by_formula(c, i, group, me, n)) {
+		sim_coll_ops(&c->ops, eng->t, st->coll, (enum collective_algo)(algo & ~BY_FORMULA),
+		             eng->o->fidelity, c->ops.members, n, me, st->bytes);
+		if (c->ops.oom) {
+			eng->failed = true;
+			return;
+		}
+		if (eng->rare && eng->rare[i])
+			run_rare(c);
+		else
+			run_ops(c);
 	}
-	run_ops(c);
-	double t1 = simgrid_get_clock();
+	double t1 = now(c);
 	if (c->stream == 0)
 		c->rs->comm_s += t1 - t0;
 	if (t1 - t0 > eng->coll_max_s[i])
 		eng->coll_max_s[i] = t1 - t0;
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
+}
+
+/* A send's payload is the time it was posted, the pointer's bits (no
+ * allocation per message). */
+_Static_assert(sizeof(void *) == sizeof(double), "a time must fit a pointer");
+
+static void *time_payload(double t)
+{
+	void *p;
+	memcpy(&p, &t, sizeof(p));
+	return p;
+}
+
+static double payload_time(void *p)
+{
+	double t;
+	memcpy(&t, &p, sizeof(t));
+	return t;
 }
 
 /* The pipeline: a send does not wait (its comm is kept until the end)
@@ -394,36 +847,23 @@ static void run_p2p(struct actor_ctx *c, int i)
 	const struct program *p = eng->prog;
 	const struct prog_step *st = &p->steps[i];
 	struct rank_state *rs = c->rs;
+	settle(c);
 	if (st->kind == PROG_SEND) {
 		int64_t peer = (int64_t)st->peer_stage * p->stage_ranks + rs->local;
-		if (rs->n_sends == rs->cap_sends) {
-			int cap = rs->cap_sends ? 2 * rs->cap_sends : 64;
-			sg_comm_t *x = realloc(rs->sends, (size_t)cap * sizeof(*x));
-			if (!x) {
-				eng->failed = true;
-				return;
-			}
-			rs->sends = x;
-			rs->cap_sends = cap;
-		}
-		double *posted = malloc(sizeof *posted);
-		if (!posted) {
-			eng->failed = true;
-			return;
-		}
-		*posted = simgrid_get_clock();
-		rs->sends[rs->n_sends++] = send_to(rs->rank, peer,
-		                                   eng->p2p[st->channel * p->stage_ranks + rs->local],
-		                                   st->bytes, posted);
+		/* Nothing waits for a send (kept, every comm that ends would
+		 * scan them all: SimGrid lists an actor's activities). */
+		send_to(rs->rank, peer, eng->p2p[st->channel * p->stage_ranks + rs->local], st->bytes,
+		        time_payload(simgrid_get_clock()), true);
 		return;
 	}
 	double t0 = simgrid_get_clock();
-	double *posted = sg_mailbox_get(eng->p2p[st->channel * p->stage_ranks + rs->local]);
+	double posted = payload_time(sg_mailbox_get(eng->p2p[st->channel * p->stage_ranks + rs->local]));
+	c->sync_key = -1;
 	double t1 = simgrid_get_clock();
+	eng->activities++;
 	/* Waiting until the other stage sent is the bubble; the transfer
 	 * after that, exposed communication. */
-	double bubble = posted && *posted > t0 ? fmin(*posted, t1) - t0 : 0;
-	free(posted);
+	double bubble = posted > t0 ? fmin(posted, t1) - t0 : 0;
 	rs->wait_s += bubble;
 	rs->comm_s += t1 - t0 - bubble;
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
@@ -442,10 +882,10 @@ static void run_step(struct actor_ctx *c, int i)
 	}
 	if (st->seconds <= 0)
 		return;
-	double t0 = simgrid_get_clock();
-	sg_actor_sleep_for(st->seconds);
+	double t0 = now(c);
+	c->pending_s += st->seconds;
 	c->rs->compute_s += st->seconds;
-	record(c, i, SIM_EV_COMPUTE, t0, simgrid_get_clock());
+	record(c, i, SIM_EV_COMPUTE, t0, now(c));
 }
 
 /* Hands a step (or the end, -1) to stream 1. */
@@ -485,8 +925,10 @@ static void run_range(struct actor_ctx *c, int from, int n, const struct prog_sl
 	const struct program *p = eng->prog;
 	for (int i = from; i < from + n && !eng->failed; i++) {
 		if (p->steps[i].stream == 1) {
-			if (eng->has_s1 && (p->steps[i].every_micro || slot->last))
+			if (eng->has_s1 && (p->steps[i].every_micro || slot->last)) {
+				settle(c);
 				hand_over(c->rs, i, slot->micro);
+			}
 			continue;
 		}
 		run_step(c, i);
@@ -503,12 +945,15 @@ static void stream0(struct actor_ctx *c)
 		const struct prog_slot *sl = &st->slots[k];
 		const struct prog_chunk *ch = &p->chunks[sl->chunk];
 		c->micro = sl->micro;
+		c->lockstep_ok = !sl->last;
 		if (sl->backward)
 			run_range(c, ch->bwd, ch->n_bwd, sl);
 		else
 			run_range(c, ch->fwd, ch->n_fwd, sl);
 	}
 	c->micro = -1;
+	c->lockstep_ok = false;
+	settle(c);
 	if (eng->has_s1) {
 		hand_over(rs, -1, -1);
 		if (!rs->s1_finished) {
@@ -516,14 +961,13 @@ static void stream0(struct actor_ctx *c)
 			double t0 = simgrid_get_clock();
 			rs->s0_waiting = true;
 			sg_sem_acquire(rs->opt_go);
+			c->sync_key = -1;
 			rs->comm_s += simgrid_get_clock() - t0;
 		}
 	}
 	struct prog_slot none = {0, -1, false, true};
 	run_range(c, st->tail, st->n_tail, &none);
-	if (rs->n_sends)
-		sg_comm_wait_all(rs->sends, (size_t)rs->n_sends);
-	free(rs->sends);
+	settle(c);
 }
 
 static void stream1(struct actor_ctx *c)
@@ -537,6 +981,7 @@ static void stream1(struct actor_ctx *c)
 			break;
 		run_step(c, step);
 	}
+	settle(c);
 	free(rs->queue);
 	free(rs->queue_micro);
 	rs->s1_finished = true;
@@ -569,6 +1014,8 @@ static bool start_actors(struct engine *e)
 		rs->local = r % e->prog->stage_ranks;
 		rs->s1_go = sg_sem_init(0);
 		rs->opt_go = sg_sem_init(0);
+		rs->go[0] = sg_sem_init(0);
+		rs->go[1] = sg_sem_init(0);
 		char name[32];
 		snprintf(name, sizeof(name), "r%lld", (long long)rs->rank);
 		sg_host_t h = sg_host_by_name(name);
@@ -580,6 +1027,7 @@ static bool start_actors(struct engine *e)
 				return false;
 			c->rs = rs;
 			c->stream = s;
+			c->sync_key = -1;
 			snprintf(name, sizeof(name), "r%lld.%d", (long long)rs->rank, s);
 			sg_actor_t a = sg_actor_init(name, h);
 			sg_actor_set_data(a, c);
@@ -682,11 +1130,13 @@ static bool write_result(struct engine *e, int fd)
 		if (!e->algo[i])
 			continue;
 		put_i(&b, i);
-		put_i(&b, e->algo[i][0]);
+		put_i(&b, e->algo[i][0] & ~BY_FORMULA);
 		put_f(&b, e->coll_max_s[i]);
 		put_f(&b, e->formula_s[i]);
 	}
 	put_i(&b, e->messages);
+	put_i(&b, e->activities + e->messages);
+	put_i(&b, e->by_formula);
 	put_i(&b, e->n_events);
 	put(&b, e->events, (size_t)e->n_events * sizeof(*e->events));
 	bool ok = !b.oom;
@@ -713,7 +1163,8 @@ int sim_child_run(const struct topology *t, const struct program *prog,
 	if (!load_platform(&e) || !make_mailboxes(&e) || !start_actors(&e))
 		return 4;
 	simgrid_run();
-	if (e.failed)
+	if (e.failed || !count_formula_bytes(&e))
 		return 5;
 	return write_result(&e, fd) ? 0 : 6;
 }
+

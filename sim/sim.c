@@ -142,6 +142,8 @@ static bool parse(struct arena *a, struct in_buf *b, const struct program *prog,
 		out->collectives[i].formula_s = get_f(b);
 	}
 	out->messages = get_i(b);
+	out->activities = get_i(b);
+	out->by_formula = get_i(b);
 	out->n_events = get_count(b, sizeof(struct sim_event));
 	out->events = arena_calloc(a, (size_t)out->n_events + 1, sizeof(*out->events));
 	if (!out->events)

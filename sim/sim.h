@@ -80,6 +80,10 @@ struct sim_result {
 	int n_collectives;
 	struct sim_collective *collectives;
 	int64_t messages;                  /* point-to-point transfers simulated */
+	int64_t activities;                /* SimGrid activities: transfers (both ends), sleeps,
+	                                      waits at barriers */
+	int64_t by_formula;                /* collectives priced by their formula (one per group
+	                                      and execution; fidelity coarse) */
 	double wall_s;                     /* wall time of the simulation */
 	int64_t n_events;
 	struct sim_event *events;          /* when traced */

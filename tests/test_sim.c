@@ -334,6 +334,167 @@ Test(sim, trace_events)
 	arena_free(run.a);
 }
 
+/* Fidelity coarse prices a collective by its formula where nothing else
+ * can touch its links (sim/run.c); fidelity phase runs the same coarse
+ * transfers for every collective. On a contention-free program the two
+ * must agree in every figure. */
+static struct run sim_with(const char *tname, struct prog_step *st, int n_steps, int n_section,
+                           int64_t n_ranks, int64_t repeat, enum collective_algo algo,
+                           enum sim_fidelity fid, bool trace)
+{
+	struct run run = {.a = arena_new()};
+	struct topology *t = fixture_topology(run.a, tname);
+	struct program p = fixture_program(run.a, st, n_steps, n_section, n_ranks, repeat);
+	struct sim_options o = {.fidelity = fid, .algo = algo, .trace = trace};
+	struct diag_list d;
+	diag_list_init(&d);
+	cr_assert(sim_run(run.a, t, &p, &o, &run.r, &d), "sim_run: %s",
+	          d.count ? d.items[0].msg : "?");
+	diag_list_free(&d);
+	return run;
+}
+
+Test(sim, formula_collectives_match_their_transfers)
+{
+	/* dgx-a100, the 8 GPUs as one tensor-parallel group, 3 micro-batches
+	 * of: compute 1 ms, ring all-reduce of S = 32 MB. Every transfer of
+	 * the ring crosses two NVSwitch ports nothing else uses, so coarse
+	 * prices each by its formula: 2 (n-1) (1 us + S/8 / 300e9) = 14 us +
+	 * 186.67 us; the iteration is 3 (1 ms + that), no message at all, and
+	 * phase's 8 ranks x 2 transfers x 3 give the same figures. */
+	double S = 32e6;
+	int64_t sz[] = {8};
+	struct prog_step st[2];
+	st[0] = (struct prog_step){.kind = PROG_COMPUTE, .label = "matmul", .seconds = 1e-3,
+	                           .after = -1};
+	st[1] = coll_step(sz, 1, 0, STEP_ALLREDUCE, S, 0);
+	double coll = 14 * (1 * US + S / 8 / (300 * GB));
+	struct run c = sim_with("dgx-a100", st, 2, 2, 8, 3, COLL_RING, FIDELITY_COARSE, false);
+	struct run p = sim_with("dgx-a100", st, 2, 2, 8, 3, COLL_RING, FIDELITY_PHASE, false);
+	within(c.r.iteration_s, 3 * (1e-3 + coll), 1e-9, "coarse");
+	within(p.r.iteration_s, 3 * (1e-3 + coll), 1e-9, "phase");
+	cr_assert_eq(c.r.messages, 0);
+	cr_assert_eq(c.r.by_formula, 3, "one group, 3 micro-batches");
+	cr_assert_eq(p.r.messages, 8 * 2 * 3);
+	cr_assert_eq(p.r.by_formula, 0);
+	for (int r = 0; r < 8; r++) {
+		within(c.r.ranks[r].compute_s, p.r.ranks[r].compute_s, 1e-9, "compute");
+		within(c.r.ranks[r].comm_exposed_s, 3 * coll, 1e-9, "exposed");
+		within(p.r.ranks[r].comm_exposed_s, 3 * coll, 1e-9, "exposed (phase)");
+	}
+	/* Each ring transfer carries 7 S/8 per phase: every port 2 x 3 x 7S/8. */
+	cr_assert_eq(c.r.n_links, p.r.n_links);
+	cr_assert_eq(c.r.n_links, 16, "8 transmit and 8 receive ports");
+	for (int i = 0; i < c.r.n_links; i++) {
+		within(c.r.links[i].bytes, 6 * 7 * S / 8, 1e-12, "link bytes");
+		within(p.r.links[i].bytes, 6 * 7 * S / 8, 1e-12, "link bytes (phase)");
+	}
+	arena_free(c.a);
+	arena_free(p.a);
+}
+
+Test(sim, a_ring_across_two_tiers_runs_its_transfers)
+{
+	/* atlas800-910a, a ring of all 8 NPUs: 6 hops on HCCS (30 GB/s, 1 us)
+	 * and 2 on PCIe (31 GB/s, 2 us). The formula prices the ring at one
+	 * rate; its transfers pace each other hop by hop, so coarse leaves it
+	 * to them: the same messages and time as phase. */
+	int64_t sz[] = {8};
+	struct prog_step st = coll_step(sz, 1, 0, STEP_ALLREDUCE, 64e6, 0);
+	struct run c = sim_with("atlas800-910a", &st, 1, 1, 8, 1, COLL_RING, FIDELITY_COARSE, false);
+	struct run p = sim_with("atlas800-910a", &st, 1, 1, 8, 1, COLL_RING, FIDELITY_PHASE, false);
+	cr_assert_eq(c.r.by_formula, 0);
+	cr_assert_eq(c.r.messages, 8 * 2);
+	within(c.r.iteration_s, p.r.iteration_s, 1e-12, "iteration");
+	arena_free(c.a);
+	arena_free(p.a);
+}
+
+Test(sim, shared_ports_keep_their_transfers)
+{
+	/* two_streams_share_ports at fidelity coarse: the two streams' groups
+	 * share the PCIe ports, so neither goes by its formula and each still
+	 * takes twice the bandwidth term: 2 (2 us + S/2 / 15.5e9). */
+	double S = 64e6;
+	struct prog_step st[2];
+	int64_t sz24[] = {2, 4};
+	st[0] = coll_step(sz24, 2, 0, STEP_ALLREDUCE, S, 0);
+	st[1] = coll_step(sz24, 2, 0, STEP_ALLREDUCE, S, 1);
+	struct run c = sim_with("atlas800-910a", st, 2, 1, 8, 1, COLL_RING, FIDELITY_COARSE, false);
+	cr_assert_eq(c.r.by_formula, 0);
+	within(c.r.iteration_s, 2 * (2 * US + S / 2 / (15.5 * GB)), 0.02, "iteration");
+	arena_free(c.a);
+}
+
+Test(sim, compute_runs_are_slept_at_once_but_traced_one_by_one)
+{
+	/* Two compute steps of 1 and 2 ms, then a formula all-gather on the
+	 * 2 GPUs of dgx-a100 (1 us + S/2 / 300e9 for S = 1 MB), twice. The
+	 * trace still shows each step: per rank and repetition k (period
+	 * T = 3 ms + the collective), matmul [kT, kT + 1 ms], gelu [kT + 1 ms,
+	 * kT + 3 ms], the collective [kT + 3 ms, (k+1) T]. */
+	int64_t sz[] = {2};
+	double coll = 1 * US + 0.5e6 / (300 * GB), T = 3e-3 + coll;
+	struct prog_step st[3];
+	st[0] = (struct prog_step){.kind = PROG_COMPUTE, .label = "matmul", .seconds = 1e-3,
+	                           .after = -1};
+	st[1] = (struct prog_step){.kind = PROG_COMPUTE, .label = "gelu", .seconds = 2e-3,
+	                           .after = -1};
+	st[2] = coll_step(sz, 1, 0, STEP_ALLGATHER, 1e6, 0);
+	struct run c = sim_with("dgx-a100", st, 3, 3, 2, 2, COLL_RING, FIDELITY_COARSE, true);
+	cr_assert_eq(c.r.by_formula, 2);
+	within(c.r.iteration_s, 2 * T, 1e-9, "iteration");
+	cr_assert_eq(c.r.n_events, 2 * 2 * 3);
+	int seen = 0;
+	for (int64_t i = 0; i < c.r.n_events; i++) {
+		const struct sim_event *e = &c.r.events[i];
+		double k = (double)e->micro * T;
+		double s0 = !strcmp(e->name, "matmul") ? k : !strcmp(e->name, "gelu") ? k + 1e-3
+		                                                                       : k + 3e-3;
+		double s1 = !strcmp(e->name, "matmul") ? k + 1e-3 : !strcmp(e->name, "gelu")
+		                                                        ? k + 3e-3 : k + T;
+		within(e->start_s + 1, s0 + 1, 1e-12, e->name);
+		within(e->end_s + 1, s1 + 1, 1e-12, e->name);
+		seen++;
+	}
+	cr_assert_eq(seen, 12);
+	arena_free(c.a);
+}
+
+Test(sim, gradient_buckets_beside_formula_collectives)
+{
+	/* dgx-a100, 8 GPUs, 2 micro-batches of: compute 1 ms, a tensor-
+	 * parallel ring all-reduce (stream 0, S = 32 MB), compute 1 ms, another;
+	 * a gradient ring all-reduce of 64 MB on stream 1 after the first
+	 * compute of the last micro-batch (once per iteration: it shares the
+	 * ports). While it runs, stream 0's collective meets it on the ports:
+	 * coarse runs that one's transfers (or the gradients wait for its
+	 * formula), phase shares the ports. Both load the ports with the same
+	 * bytes, so the iteration is the same within the time the two orders
+	 * can differ by: at most one tensor-parallel all-reduce, 2.6% of it
+	 * here; and the first micro-batch (no gradients yet) goes by formula. */
+	double S = 32e6;
+	int64_t sz[] = {8};
+	struct prog_step st[5];
+	st[0] = (struct prog_step){.kind = PROG_COMPUTE, .label = "a", .seconds = 1e-3,
+	                           .after = -1};
+	st[1] = coll_step(sz, 1, 0, STEP_ALLREDUCE, S, 0);
+	st[2] = (struct prog_step){.kind = PROG_COMPUTE, .label = "b", .seconds = 1e-3,
+	                           .after = -1};
+	st[3] = coll_step(sz, 1, 0, STEP_ALLREDUCE, S, 0);
+	st[4] = coll_step(sz, 1, 0, STEP_ALLREDUCE, 2 * S, 1);
+	st[4].phase = PHASE_GRADIENT;
+	st[4].after = 0;
+	struct run c = sim_with("dgx-a100", st, 5, 4, 8, 2, COLL_RING, FIDELITY_COARSE, false);
+	struct run p = sim_with("dgx-a100", st, 5, 4, 8, 2, COLL_RING, FIDELITY_PHASE, false);
+	double tp = 14 * (1 * US + S / 8 / (300 * GB));
+	cr_assert(c.r.by_formula >= 2, "the first micro-batch's two: %lld",
+	          (long long)c.r.by_formula);
+	within(c.r.iteration_s, p.r.iteration_s, tp / p.r.iteration_s, "iteration");
+	arena_free(c.a);
+	arena_free(p.a);
+}
+
 Test(sim, bad_program_is_a_diagnostic)
 {
 	/* 16 ranks on an 8-device server: an error, no crash. */
