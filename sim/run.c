@@ -92,6 +92,7 @@ struct engine {
 	uint8_t *rare;                     /* [step]: runs once per iteration (see below) */
 	int32_t *link_key;                 /* [link]: the member set that owns it, -1 none */
 	int32_t *key_busy;                 /* [member set]: rare transfers on its links now */
+	int64_t n_keys;
 	double *key_start, *key_end;       /* [member set]: its last formula collective */
 	double *link_bytes;                /* [link] */
 	int64_t messages, activities, by_formula;
@@ -382,6 +383,7 @@ static bool number_keys(struct engine *e, const struct formula_scan *f)
 		e->group_key[id] = f->keys[id] ? key_index(sorted, u, f->keys[id]) : -1;
 	for (int l = 0; l < e->net.n_links; l++)
 		e->link_key[l] = f->owner[l] > LINK_SHARED ? key_index(sorted, u, f->owner[l]) : -1;
+	e->n_keys = u;
 	e->key_busy = calloc((size_t)u + 1, sizeof(*e->key_busy));
 	e->key_start = calloc((size_t)u + 1, sizeof(*e->key_start));
 	e->key_end = calloc((size_t)u + 1, sizeof(*e->key_end));
@@ -698,6 +700,16 @@ static void run_ops(struct actor_ctx *c)
 	eng->activities += pending;
 }
 
+/* One execution of group `id`'s formula collective from t: counted, and
+ * its member set's links held until t + f. */
+static void formula_from(int64_t id, int32_t key, double t, double f)
+{
+	eng->executions[id]++;
+	eng->by_formula++;
+	eng->key_start[key] = t;
+	eng->key_end[key] = t + f;
+}
+
 /* A formula collective. Members that left this member set's last formula
  * collective together and have waited on nothing since ran the same steps
  * from the same instant (a stage's ranks run one program), so they arrive
@@ -714,12 +726,8 @@ static bool run_by_formula(struct actor_ctx *c, int i, int group, int me, int n)
 	int32_t key = eng->group_key[id];
 	double f = eng->group_s[id];
 	if (c->lockstep_ok && c->sync_key == key) {
-		if (me == 0) {
-			eng->executions[id]++;
-			eng->by_formula++;
-		}
-		eng->key_start[key] = now(c);
-		eng->key_end[key] = now(c) + f;
+		if (me == 0)
+			formula_from(id, key, now(c), f);
 		c->pending_s += f;
 		return true;
 	}
@@ -728,15 +736,10 @@ static bool run_by_formula(struct actor_ctx *c, int i, int group, int me, int n)
 		sg_sem_acquire(c->rs->go[c->stream]);
 		eng->activities++;
 	} else {
-		bool busy = eng->key_busy[key] > 0;
 		eng->arrived[id] = 0;
-		eng->fallback[id] = busy;
-		if (!busy) {
-			eng->executions[id]++;
-			eng->by_formula++;
-			eng->key_start[key] = simgrid_get_clock();
-			eng->key_end[key] = simgrid_get_clock() + f;
-		}
+		eng->fallback[id] = eng->key_busy[key] > 0;
+		if (!eng->fallback[id])
+			formula_from(id, key, simgrid_get_clock(), f);
 		for (int j = 0; j < n; j++)
 			if (j != me)
 				sg_sem_release(eng->ranks[c->ops.members[j]].go[c->stream]);
@@ -748,43 +751,44 @@ static bool run_by_formula(struct actor_ctx *c, int i, int group, int me, int n)
 	return true;
 }
 
+/* What a rare collective's member does to the member sets owning the
+ * links its sends cross: the latest end of a formula collective already
+ * under way on them (returned), or its busy count on them up or down. */
+enum rare_touch { RARE_WINDOW, RARE_ENTER, RARE_LEAVE };
+
+static double rare_links(const struct actor_ctx *c, enum rare_touch what)
+{
+	double t = simgrid_get_clock(), end = 0;
+	for (int x = 0; x < c->ops.n; x++) {
+		if (c->ops.op[x].kind != SIM_OP_SEND)
+			continue;
+		const struct sim_route *r = route_of(eng, c->rs->rank, c->ops.op[x].peer);
+		for (int l = 0; l < r->n; l++) {
+			int32_t key = eng->link_key[r->link[l]];
+			if (key < 0)
+				continue;
+			if (what == RARE_WINDOW && eng->key_start[key] <= t)
+				end = fmax(end, eng->key_end[key]);
+			else if (what != RARE_WINDOW)
+				eng->key_busy[key] += what == RARE_ENTER ? 1 : -1;
+		}
+	}
+	return end;
+}
+
 /* A rare collective's transfers: after any formula collective under way
  * on their links, and counted on those links' member sets while they run. */
 static void run_rare(struct actor_ctx *c)
 {
 	settle(c);
-	for (int pass = 0; pass < 2; pass++) {
-		double start = 0;
-		for (int x = 0; x < c->ops.n; x++) {
-			const struct sim_op *op = &c->ops.op[x];
-			if (op->kind != SIM_OP_SEND)
-				continue;
-			const struct sim_route *r = route_of(eng, c->rs->rank, op->peer);
-			for (int l = 0; l < r->n; l++) {
-				int32_t key = eng->link_key[r->link[l]];
-				if (key < 0)
-					continue;
-				if (pass == 0 && eng->key_start[key] <= simgrid_get_clock())
-					start = fmax(start, eng->key_end[key]);
-				else
-					eng->key_busy[key]++;
-			}
-		}
-		if (pass == 0 && start > simgrid_get_clock()) {
-			sg_actor_sleep_for(start - simgrid_get_clock());
-			eng->activities++;
-		}
+	double start = rare_links(c, RARE_WINDOW);
+	if (start > simgrid_get_clock()) {
+		sg_actor_sleep_for(start - simgrid_get_clock());
+		eng->activities++;
 	}
+	rare_links(c, RARE_ENTER);
 	run_ops(c);
-	for (int x = 0; x < c->ops.n; x++) {
-		const struct sim_op *op = &c->ops.op[x];
-		if (op->kind != SIM_OP_SEND)
-			continue;
-		const struct sim_route *r = route_of(eng, c->rs->rank, op->peer);
-		for (int l = 0; l < r->n; l++)
-			if (eng->link_key[r->link[l]] >= 0)
-				eng->key_busy[eng->link_key[r->link[l]]]--;
-	}
+	rare_links(c, RARE_LEAVE);
 }
 
 static void run_collective(struct actor_ctx *c, int i)
@@ -1163,6 +1167,9 @@ int sim_child_run(const struct topology *t, const struct program *prog,
 	if (!load_platform(&e) || !make_mailboxes(&e) || !start_actors(&e))
 		return 4;
 	simgrid_run();
+	/* Every rare collective left the links it entered. */
+	for (int64_t k = 0; !e.failed && k < e.n_keys; k++)
+		SL_ASSERT(e.key_busy[k] == 0);
 	if (e.failed || !count_formula_bytes(&e))
 		return 5;
 	return write_result(&e, fd) ? 0 : 6;
