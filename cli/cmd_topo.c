@@ -111,6 +111,8 @@ static void print_groups(const struct topo_tier *k)
 	char b[32];
 	printf(" (%s per %s", cli_si(b, sizeof b, k->bandwidth_bps, "B/s"),
 	       k->kind == TOPO_TIER_MESH ? "link" : "port");
+	if (k->efficiency < 1)
+		printf(", %.3g of the line rate", k->efficiency);
 	if (k->shared_bps > 0)
 		printf(", shared %s", cli_si(b, sizeof b, k->shared_bps, "B/s"));
 	printf(")\n");
@@ -169,9 +171,14 @@ static void print_topology(const struct topology *t)
 		print_groups(tier);
 	}
 	snprintf(c, sizeof c, "%.3g us", t->nic.latency_s * 1e6);
-	printf("%-8s %-14s %-9s %.3g Gb/s, %d per server\n", "nic",
-	       cli_si(b, sizeof b, topo_nic_device_bps(t), "B/s"), c,
-	       t->nic.bandwidth_bps * 8 / 1e9, t->nic.per_server);
+	double line = t->nic.efficiency > 0 ? t->nic.bandwidth_bps / t->nic.efficiency
+	                                    : t->nic.bandwidth_bps;
+	printf("%-8s %-14s %-9s %.3g Gb/s, %d per server", "nic",
+	       cli_si(b, sizeof b, topo_nic_device_bps(t), "B/s"), c, line * 8 / 1e9,
+	       t->nic.per_server);
+	if (t->nic.efficiency < 1)
+		printf(" (%.3g of the line rate)", t->nic.efficiency);
+	printf("\n");
 	print_fabric(t);
 	printf("bisection %s\n", cli_si(b, sizeof b, topo_bisection_bps(t), "B/s"));
 }
@@ -210,6 +217,7 @@ static cJSON *json_tier(const struct topology *t, int k)
 		cJSON_AddItemToArray(groups, members);
 	}
 	cJSON_AddNumberToObject(o, "bandwidth_bps", tier->bandwidth_bps);
+	cJSON_AddNumberToObject(o, "efficiency", tier->efficiency);
 	cJSON_AddNumberToObject(o, "device_bps", topo_tier_device_bps(t, k));
 	cJSON_AddNumberToObject(o, "latency_s", tier->latency_s);
 	if (tier->shared_bps > 0)
@@ -290,6 +298,7 @@ static cJSON *json_topology(const struct topology *t)
 	cJSON *nic = cJSON_AddObjectToObject(o, "nic");
 	cJSON_AddNumberToObject(nic, "per_server", t->nic.per_server);
 	cJSON_AddNumberToObject(nic, "bandwidth_bps", t->nic.bandwidth_bps);
+	cJSON_AddNumberToObject(nic, "efficiency", t->nic.efficiency);
 	cJSON_AddNumberToObject(nic, "device_bps", topo_nic_device_bps(t));
 	cJSON_AddNumberToObject(nic, "latency_s", t->nic.latency_s);
 	cJSON_AddItemToObject(o, "fabric", json_fabric(t));

@@ -304,19 +304,25 @@ static struct cost_line hier_line(enum step_kind kind, int n, int n_intra, int m
 	}
 }
 
-/* Direct all-to-all: every rank sends its n-1 pieces of S/n at once, so
- * the latencies overlap (one α) and the pieces share what leaves the rank:
- * its switch port, or the worst link across servers ((n-1)/n·S/B); in a
- * mesh each piece has a link of its own (S/n/B). */
-static struct cost_line direct_line(const struct topology *t, int n, const struct group_shape *gs,
-                                    struct link l)
+/* Whether the group sits in one group of a mesh tier (a link per pair). */
+static bool in_mesh(const struct topology *t, const int64_t *ranks, int n)
 {
-	if (gs->m == 1) {
-		int k = common_tier(t, gs->local, gs->n_intra);
-		if (k >= 0 && t->tiers[k].kind == TOPO_TIER_MESH)
-			return (struct cost_line){l.alpha_s, 1.0 / n / l.bps};
-	}
-	return (struct cost_line){l.alpha_s, (double)(n - 1) / n / l.bps};
+	int k = topo_group_tier(t, ranks, n);
+	return k >= 0 && t->tiers[k].kind == TOPO_TIER_MESH;
+}
+
+/* Direct: every rank sends its n-1 pieces of S/n at once, so the
+ * latencies overlap (one α) and the pieces share what leaves the rank:
+ * its switch port, or the worst link across servers ((n-1)/n·S/B); in a
+ * mesh each piece has a link of its own (S/n/B). All-to-all anywhere;
+ * all-gather and reduce-scatter (each piece a member's shard) and
+ * all-reduce (reduce-scatter then all-gather) in a mesh only, as HCCL
+ * runs them on a full mesh: on a switch they would gain nothing over the
+ * ring but its latencies. */
+static struct cost_line direct_line(enum step_kind kind, int n, bool mesh, struct link l)
+{
+	struct cost_line one = {l.alpha_s, (mesh ? 1.0 : (double)(n - 1)) / n / l.bps};
+	return kind == STEP_ALLREDUCE ? line_add(one, one, 1) : one;
 }
 
 /* Every algorithm's line for one group. An algorithm that does not apply
@@ -376,9 +382,10 @@ void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int
 		out->line[COLL_TREE] = tree_line(t, ranks, n, gs, across, pairs);
 	}
 	free(pairs);
-	if (kind == STEP_ALLTOALL) {
+	bool mesh = gs->m == 1 && in_mesh(t, ranks, n);
+	if (kind == STEP_ALLTOALL || mesh) {
 		out->applicable |= 1u << COLL_DIRECT;
-		out->line[COLL_DIRECT] = direct_line(t, n, gs, spread);
+		out->line[COLL_DIRECT] = direct_line(kind, n, mesh, spread);
 	}
 	free(gs);
 }

@@ -534,8 +534,10 @@ bool cost_calib_fit(struct arena *a, const struct calib_table *t, const struct t
  *                       log2 n exchanges each way, step k of S/2^k on its pairs' link
  *   hierarchical        groups spanning servers with as many ranks on each: inside,
  *                       across on S/n_intra, inside (cost.c)
- *   direct              AllToAll, all pairs at once: α + (n-1)/n·S/B (a switch port or
- *                       the NICs), α + S/(n·B) in a mesh
+ *   direct              all pairs at once, one α: AllToAll α + (n-1)/n·S/B (a switch
+ *                       port or the NICs), α + S/(n·B) in a mesh; in a mesh tier also
+ *                       AllGather and ReduceScatter α + S/(n·B), AllReduce twice that
+ * B is the link's achievable rate (the file's line rate x its efficiency).
  * COLL_AUTO, and a wanted algorithm that does not apply to a group, pick
  * the algorithm with the least time (ties: ring, hierarchical,
  * halving-doubling, tree, direct), as NCCL's and HCCL's tuners do; the

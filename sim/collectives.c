@@ -13,7 +13,8 @@
  *                      AllGather by doubling (S/n, .., S/2), AllReduce both
  *   hierarchical       rings inside the server, across the servers on
  *                      S/n_intra (one ring per local position), inside again
- *   direct             AllToAll: S/n to every other member at once
+ *   direct             S/n to every other member at once: AllToAll; in a mesh
+ *                      tier also AllGather, ReduceScatter, and AllReduce (both)
  * Fidelity coarse turns each ring phase into one transfer of the phase's
  * bytes to the next rank followed by a sleep of the n-2 latencies skipped
  * (DESIGN.md); log-depth algorithms stay step by step (they are cheap).
@@ -185,8 +186,11 @@ enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind
 		return kind == STEP_ALLREDUCE ? COLL_TREE : COLL_RING;
 	case COLL_HALVING_DOUBLING:
 		return kind != STEP_ALLTOALL && pow2(n) ? COLL_HALVING_DOUBLING : COLL_RING;
-	case COLL_DIRECT:
-		return kind == STEP_ALLTOALL ? COLL_DIRECT : COLL_RING;
+	case COLL_DIRECT: {
+		int k = topo_group_tier(t, ranks, n);
+		bool mesh = k >= 0 && t->tiers[k].kind == TOPO_TIER_MESH;
+		return kind == STEP_ALLTOALL || mesh ? COLL_DIRECT : COLL_RING;
+	}
 	case COLL_HIERARCHICAL:
 		if (servers_even(t, ranks, n, &n_intra, &m) && m > 1 && n_intra > 1)
 			return COLL_HIERARCHICAL;
@@ -263,6 +267,8 @@ void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind 
 		return;
 	case COLL_DIRECT:
 		pairwise(ops, ranks, n, me, bytes / n, true);
+		if (kind == STEP_ALLREDUCE)
+			pairwise(ops, ranks, n, me, bytes / n, true);
 		return;
 	default:
 		if (kind == STEP_ALLTOALL)

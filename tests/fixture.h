@@ -7,6 +7,14 @@
 
 #include "planner.h"
 
+/* Achievable link rates of the shipped topologies, as hand calculations
+ * use them: the file's line rate times its "efficiency" (docs/formats.md). */
+#define A100_NVSWITCH_BPS (300e9 * 0.767) /* dgx-a100: 300 GB/s per NVSwitch port */
+#define A100_NIC_BPS (25e9 * 0.94)        /* dgx-a100: HDR 200 Gb/s = 25 GB/s per NIC */
+#define H100_NVSWITCH_BPS (450e9 * 0.817) /* dgx-h100: 450 GB/s per NVSwitch port */
+#define H100_NIC_BPS (50e9 * 0.94)        /* dgx-h100: NDR 400 Gb/s = 50 GB/s per NIC */
+#define HCCS_910B_BPS (56e9 * 0.33)       /* atlas800t-a2-910b: 56 GB/s per HCCS link */
+
 extern struct arena *A;
 extern struct diag_list D;
 

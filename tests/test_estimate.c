@@ -85,15 +85,16 @@ Test(estimate, collective_across_the_hccs_groups)
 	arena_free(a);
 }
 
-/* dgx-a100.json: NVSwitch ports of 300 GB/s, 1 us, no shared cap. */
+/* dgx-a100.json: NVSwitch ports of 300 GB/s at efficiency 0.767, 1 us, no
+ * shared cap. */
 Test(estimate, collective_inside_nvswitch)
 {
 	struct arena *a = arena_new();
 	const struct topology *t = fixture_topology(a, "dgx-a100");
 	int64_t r[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-	flat_all_kinds(t, r, 8, 300 * GB, 1 * US, "DGX {0..7}");
+	flat_all_kinds(t, r, 8, A100_NVSWITCH_BPS, 1 * US, "DGX {0..7}");
 	int64_t r2[2] = {2, 5};
-	flat_all_kinds(t, r2, 2, 300 * GB, 1 * US, "DGX {2,5}");
+	flat_all_kinds(t, r2, 2, A100_NVSWITCH_BPS, 1 * US, "DGX {2,5}");
 	arena_free(a);
 }
 
@@ -128,15 +129,16 @@ Test(estimate, hierarchical_allreduce_910a_x4)
 
 /* dgx-a100-x128 with tensor parallelism 4 inside a server and data
  * parallelism across: rank 0's data-parallel group is {0, 4, 8, ...,
- * 1020}, 256 ranks, n_intra = 2 per server (NVSwitch 300 GB/s, 1 us),
- * m = 128 servers. Inter-server: HDR 200 Gb/s = 25 GB/s per NIC (8 NICs,
+ * 1020}, 256 ranks, n_intra = 2 per server (NVSwitch 300 GB/s at
+ * efficiency 0.767, 1 us), m = 128 servers. Inter-server: HDR 200 Gb/s =
+ * 25 GB/s per NIC at efficiency 0.94 (8 NICs,
  * 2 ranks: no sharing, oversubscription 1); 20 NIC ports per leaf, so
  * rank 0 (leaf 0) reaches server 127 (leaf (127*8+4)/20 = 51) through
  * NIC 0.6 + leaf 0.3 + spine 0.3 + leaf 0.3 + NIC 0.6 = 2.1 us (the worst
  * path sets α).
  *   AllReduce      = 2 x RS(2, S, NVSwitch) + AR(128, S/2, IB)
  *   AllGather, RS  = AG(128, S/2, IB) + AG(2, S, NVSwitch)
- *   AllToAll       = (256-2)/256 S / 25 GB/s + (2-1)/256 S / 300 GB/s + 255 x 2.1 us */
+ *   AllToAll       = (256-2)/256 S / B_ib + (2-1)/256 S / B_nv + 255 x 2.1 us */
 Test(estimate, hierarchical_tp_times_dp_dgx_a100_x128)
 {
 	struct arena *a = arena_new();
@@ -144,7 +146,7 @@ Test(estimate, hierarchical_tp_times_dp_dgx_a100_x128)
 	int64_t r[256];
 	for (int i = 0; i < 256; i++)
 		r[i] = 4 * i;
-	double ib = 25 * GB, nv = 300 * GB, al = 2.1 * US;
+	double ib = A100_NIC_BPS, nv = A100_NVSWITCH_BPS, al = 2.1 * US;
 	near(cost_collective_s(t, STEP_ALLREDUCE, r, 256, S),
 	     2 * ag(2, S, nv, 1 * US) + ar(128, S / 2, ib, al), "TPxDP AllReduce");
 	double g = ag(128, S / 2, ib, al) + ag(2, S, nv, 1 * US);
@@ -312,7 +314,7 @@ static void estimate_of(struct arena *a, const char *path, struct estimate *e)
 /* scenarios/megatron-mlp-8p.json: the mlp generator with hidden h = 1024,
  * ffn 4h = 4096, seq 512, micro_batch 2 (so x is [B*s, h] = [1024, 1024]),
  * bf16, on the 8 GPUs of dgx-a100 (the compute model above; NVSwitch
- * 300 GB/s and 1 us), global batch 2 = the micro_batch: 1 step per
+ * 300 GB/s at efficiency 0.767 and 1 us), global batch 2 = the micro_batch: 1 step per
  * iteration. Strategies: fc1.matmul ((1,1),(1,8)), fc1.bias_add
  * ((1,8),(8)), gelu ((1,8)), fc2.matmul ((1,8),(8,1)), fc2.bias_add
  * ((1,1),(1)), dropout ((1,1)). Per device (bf16 = 2 bytes; Mi = 2^20),
@@ -360,8 +362,8 @@ Test(estimate, megatron_mlp_by_hand)
 	double fc2b = o + (2 * Mi + 2048 + 2 * Mi) / hbm, drop = o + 4 * Mi / hbm;
 	double fwd = mm + fc1b + gelu + mm + fc2b + drop;
 	double bwd = 2 * mm + fc1b + gelu + 2 * mm + fc2b + drop;
-	double ar2m = hd(8, 2 * Mi, 300 * GB, 1 * US);
-	double grad = hd(8, 2048, 300 * GB, 1 * US);
+	double ar2m = hd(8, 2 * Mi, A100_NVSWITCH_BPS, 1 * US);
+	double grad = hd(8, 2048, A100_NVSWITCH_BPS, 1 * US);
 	double elems = 1024.0 * 512 + 512 + 512.0 * 1024 + 1024;
 	double opt = elems * 28 / hbm;
 
@@ -407,7 +409,8 @@ Test(estimate, wanted_algorithm_is_priced)
 	struct estimate e;
 	cr_assert(plan_estimate(a, p, &e, &d));
 	const double Mi = 1048576;
-	double ar2m = ar(8, 2 * Mi, 300 * GB, 1 * US), grad = ar(8, 2048, 300 * GB, 1 * US);
+	double ar2m = ar(8, 2 * Mi, A100_NVSWITCH_BPS, 1 * US);
+	double grad = ar(8, 2048, A100_NVSWITCH_BPS, 1 * US);
 	near(e.category_s[EST_COMM_FORWARD], ar2m, "ring forward AllReduce");
 	near(e.category_s[EST_COMM_BACKWARD], ar2m, "ring dX AllReduce");
 	near(e.category_s[EST_GRADIENT_SYNC], grad, "ring gradient");

@@ -433,7 +433,8 @@ static void near(double got, double want, const char *what)
 	cr_expect(fabs(got - want) <= 1e-9 * fabs(want), "%s: got %.12g, want %.12g", what, got, want);
 }
 
-/* dgx-a100: NVSwitch ports of 300 GB/s, 1 us. Eight GPUs, AllReduce:
+/* dgx-a100: NVSwitch ports of 300 GB/s at efficiency 0.767 (B = 230.1
+ * GB/s), 1 us. Eight GPUs, AllReduce:
  *   ring   14 α + 2·7/8·S/B
  *   HD      6 α + 2·7/8·S/B    (3 exchanges each way)
  *   tree    6 (α + S/B)        (3 rounds up, 3 down)
@@ -445,7 +446,7 @@ Test(lower, rule_power_of_two_inside_a_server)
 {
 	struct topology *t = fixture_topology(A, "dgx-a100");
 	int64_t r[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-	double B = 300 * GB, a = 1 * US;
+	double B = A100_NVSWITCH_BPS, a = 1 * US;
 	for (double S = 1024; S < 2e9; S *= 1024) {
 		cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 8, S, COLL_AUTO),
 		             COLL_HALVING_DOUBLING, "S = %g", S);
@@ -480,22 +481,22 @@ Test(lower, rule_power_of_two_inside_a_server)
  *   ring   10 α + 2·5/6·S/B
  *   tree    6 (α + S/B)        (ceil(log2 6) = 3 rounds each way)
  * tree < ring  <=>  6 S/B - 5/3 S/B < 4 α  <=>  S < 4 α B / (13/3)
- *   = 12 α B / 13 = 12 x 1e-6 x 300e9 / 13 = 276,923 B.
+ *   = 12 α B / 13 = 12 x 1e-6 x 230.1e9 / 13 = 212,400 B.
  * So 1 KiB goes by the tree, 1 MiB by the ring; asking for HD gets the
  * rule's choice. */
 Test(lower, rule_small_tree_large_ring)
 {
 	struct topology *t = fixture_topology(A, "dgx-a100");
 	int64_t r[6] = {0, 1, 2, 3, 4, 5};
-	double B = 300 * GB, a = 1 * US;
+	double B = A100_NVSWITCH_BPS, a = 1 * US;
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 1024, COLL_AUTO), COLL_TREE);
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 6, 1024), 6 * (a + 1024 / B),
 	     "1 KiB tree");
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 1048576, COLL_AUTO), COLL_RING);
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 6, 1048576),
 	     ar_ring(6, 1048576, B, a), "1 MiB ring");
-	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 270000, COLL_AUTO), COLL_TREE);
-	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 280000, COLL_AUTO), COLL_RING);
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 207000, COLL_AUTO), COLL_TREE);
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 218000, COLL_AUTO), COLL_RING);
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 1024, COLL_HALVING_DOUBLING),
 	             COLL_TREE);
 	/* HD asked for on 6 ranks is the ring's formula. */
@@ -503,29 +504,31 @@ Test(lower, rule_small_tree_large_ring)
 	     ar_ring(6, 1048576, B, a), "HD on 6 = ring");
 }
 
-/* Two DGX A100 of dgx-a100-x128, all 16 GPUs. Inside: NVSwitch 300 GB/s,
- * 1 us. Across: 25 GB/s per NIC (8 NICs for 8 GPUs: not shared); both
+/* Two DGX A100 of dgx-a100-x128, all 16 GPUs. Inside: NVSwitch B_nv =
+ * 300 GB/s x 0.767 = 230.1 GB/s, 1 us. Across: B_ib = 25 GB/s x 0.94 =
+ * 23.5 GB/s per NIC (8 NICs for 8 GPUs: not shared); both
  * servers' NICs (0-15) sit under leaf 0 (20 ports a leaf): NIC 0.6 + leaf
  * 0.3 + NIC 0.6 = 1.5 us. Each step of a log-depth algorithm runs on the
  * link its pairs use:
  *   HD    reduce-scatter: distance 8 across (S/2), 4, 2, 1 inside (S/4,
  *         S/8, S/16); the all-gather mirrors it:
  *         2 (1.5 us + 3 x 1 us) + S (2·(1/2)/B_ib + 2·(7/16)/B_nv)
- *         = 9 us + S (1/25e9 + 0.875/300e9)
+ *         = 9 us + S (1/23.5e9 + 0.875/230.1e9)
  *   tree  rounds 1, 2, 4 inside, 8 across, up and down:
- *         2 (3 x 1 us + 1.5 us) + S (6/B_nv + 2/B_ib) = 9 us + S (6/300e9 + 2/25e9)
+ *         2 (3 x 1 us + 1.5 us) + S (6/B_nv + 2/B_ib)
+ *         = 9 us + S (6/230.1e9 + 2/23.5e9)
  *   hierarchical  2 (7 α_nv + 7/8 S/B_nv) + 2 α_ib + 2·1/2·(S/8)/B_ib
- *         = 17 us + S (1.75/300e9 + 1/(8·25e9))
- *   ring (flat, on the slower link: 25 GB/s, 1.5 us) 30 α + 2·15/16 S/B
- * 1 KiB: HD 9.0439 us, tree 9.1024 us, hierarchical 17.05 us: HD.
- * 64 MiB: hierarchical 17 us + 0.7270 ms against HD 9 us + 2.8799 ms. */
+ *         = 17 us + S (1.75/230.1e9 + 1/(8·23.5e9))
+ *   ring (flat, on the slower link: B_ib, 1.5 us) 30 α + 2·15/16 S/B
+ * 1 KiB: HD 9.0475 us, tree 9.1138 us, hierarchical 17.05 us: HD.
+ * 64 MiB: hierarchical 17 us + 0.8673 ms against HD 9 us + 3.1108 ms. */
 Test(lower, rule_across_servers_hd_small_hierarchical_large)
 {
 	struct topology *t = fixture_topology(A, "dgx-a100-x128");
 	int64_t r[16];
 	for (int i = 0; i < 16; i++)
 		r[i] = i;
-	double nv = 300 * GB, ib = 25 * GB, anv = 1 * US, aib = 1.5 * US;
+	double nv = A100_NVSWITCH_BPS, ib = A100_NIC_BPS, anv = 1 * US, aib = 1.5 * US;
 	double small = 1024, large = 64.0 * 1048576;
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, small, COLL_AUTO),
 	             COLL_HALVING_DOUBLING);
@@ -557,17 +560,25 @@ Test(lower, rule_across_servers_hd_small_hierarchical_large)
 }
 
 /* The FFN's collectives on atlas800-910a: the AllReduce over an HCCS quad
- * (30 GB/s, 1 us) of 8 KiB goes by HD, 4 α + 1.5 S/B; a pair across the
- * HCCS groups over PCIe (31 GB/s, 2 us) by the ring (a tie with HD):
- * 2 (n-1) α + 2 (n-1)/n S/B = 2 α + S/B. */
+ * (a full mesh of 30 GB/s links, 1 us) of 8 KiB goes direct, every member
+ * sending a quarter to each of the others at once, each on its own link,
+ * twice (reduce-scatter, all-gather): 2 α + 2·S/(4B), below HD's
+ * 4 α + 1.5 S/B; a pair across the HCCS groups over PCIe (31 GB/s, 2 us)
+ * by the ring (a tie with HD): 2 (n-1) α + 2 (n-1)/n S/B = 2 α + S/B. */
 Test(lower, rule_on_the_ffn_collectives)
 {
 	struct topology *t = fixture_topology(A, "atlas800-910a");
 	int64_t q[4] = {0, 1, 2, 3}, pr[2] = {0, 4};
-	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, q, 4, 8192, COLL_AUTO),
-	             COLL_HALVING_DOUBLING);
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, q, 4, 8192, COLL_AUTO), COLL_DIRECT);
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, q, 4, 8192),
+	     2 * US + 0.5 * 8192 / (30 * GB), "quad direct");
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_HALVING_DOUBLING, q, 4, 8192),
 	     4 * US + 1.5 * 8192 / (30 * GB), "quad HD");
+	/* AllGather direct: α + S/(4B), a quarter on each link. */
+	near(cost_collective_algo_s(t, STEP_ALLGATHER, COLL_AUTO, q, 4, 8192),
+	     1 * US + 0.25 * 8192 / (30 * GB), "quad AllGather direct");
+	/* Direct over PCIe (a switch) is no algorithm of AllReduce: the rule's. */
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, pr, 2, 4096, COLL_DIRECT), COLL_RING);
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, pr, 2, 4096, COLL_AUTO), COLL_RING);
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, pr, 2, 4096),
 	     4 * US + 4096 / (31 * GB), "pair ring");

@@ -9,8 +9,10 @@
  *                   (the latency on the sender's port)
  *   atlas800-910a-x4  + NICs 100 Gb/s = 12.5 GB/s, 0.6 us; one leaf of 32
  *                   NIC ports, 0.6 us: rank to rank 0.6 + 0.6 + 0.6 = 1.8 us
- *   dgx-a100        NVSwitch ports 300 GB/s, 1 us
- *   dgx-a100-x128   + NICs 200 Gb/s = 25 GB/s, 0.6 us; leaves of 20 NIC
+ *   dgx-a100        NVSwitch ports 300 GB/s at efficiency 0.767 = 230.1 GB/s
+ *                   (A100_NVSWITCH_BPS), 1 us
+ *   dgx-a100-x128   + NICs 200 Gb/s = 25 GB/s at efficiency 0.94 = 23.5 GB/s
+ *                   (A100_NIC_BPS), 0.6 us; leaves of 20 NIC
  *                   ports, 0.3 us a switch: 1.5 us in a leaf, 2.1 us across
  *   pcie-8gpu       two PCIe switches of 4 (31 GB/s, 1 us) joined through
  *                   the CPU (31 GB/s ports, 2 us, 31 GB/s shared by all)
@@ -118,11 +120,11 @@ Test(sim, across_the_two_hccs_groups)
 Test(sim, ring_sizes_in_a_dgx_server)
 {
 	/* NVSwitch ports, n = 2, 4, 8, S = 32 MB: ring all-gather is n-1
-	 * steps of S/n: (n-1)(1 us + S/n / 300e9). */
+	 * steps of S/n: (n-1)(1 us + S/n / B_nv). */
 	double S = 32e6;
 	for (int64_t n = 2; n <= 8; n *= 2) {
 		int64_t sz[] = {n};
-		double want = (double)(n - 1) * (1 * US + S / (double)n / (300 * GB));
+		double want = (double)(n - 1) * (1 * US + S / (double)n / (A100_NVSWITCH_BPS));
 		within(lone("dgx-a100", sz, 1, 0, STEP_ALLGATHER, COLL_RING, FIDELITY_STEP, S), want,
 		       0.01, "allgather");
 	}
@@ -145,13 +147,13 @@ Test(sim, ring_across_servers)
 Test(sim, ring_16_and_32_servers)
 {
 	/* dgx-a100-x128, one GPU per server (n = 16, 32), ring reduce-scatter
-	 * of S = 256 MB: n-1 steps of S/n over 25 GB/s NICs. Neighbours sit in
+	 * of S = 256 MB: n-1 steps of S/n over B_ib NICs. Neighbours sit in
 	 * one leaf (1.5 us) or two (2.1 us); the worst is taken and the
 	 * latencies are under 0.1% of the time. */
 	double S = 256e6;
 	for (int64_t n = 16; n <= 32; n *= 2) {
 		int64_t sz[] = {n, 8};
-		double want = (double)(n - 1) * (2.1 * US + S / (double)n / (25 * GB));
+		double want = (double)(n - 1) * (2.1 * US + S / (double)n / (A100_NIC_BPS));
 		within(lone("dgx-a100-x128", sz, 2, 0, STEP_REDUCESCATTER, COLL_RING, FIDELITY_STEP, S),
 		       want, 0.01, "reduce-scatter");
 	}
@@ -161,10 +163,10 @@ Test(sim, tree_allreduce)
 {
 	/* Binomial tree over 8 GPUs of a DGX: reduce then broadcast,
 	 * ceil(log2 8) = 3 rounds each of the whole S = 8 MB:
-	 * 6 x (1 us + 8e6 / 300e9). */
+	 * 6 x (1 us + 8e6 / B_nv). */
 	double S = 8e6;
 	int64_t sz[] = {8};
-	double want = 6 * (1 * US + S / (300 * GB));
+	double want = 6 * (1 * US + S / (A100_NVSWITCH_BPS));
 	within(lone("dgx-a100", sz, 1, 0, STEP_ALLREDUCE, COLL_TREE, FIDELITY_STEP, S), want, 0.01,
 	       "tree");
 }
@@ -188,11 +190,11 @@ Test(sim, hierarchical_allreduce_64)
 	/* dgx-a100-x128, 64 GPUs on 8 servers, S = 256 MB: ring
 	 * reduce-scatter inside (7 steps of S/8 on NVSwitch), ring all-reduce
 	 * of S/8 across the 8 servers (14 steps of S/64 on the NICs; 2.1 us the
-	 * worst path), ring all-gather inside: 14 (1 us + S/8/300e9) +
-	 * 14 (2.1 us + S/64/25e9). */
+	 * worst path), ring all-gather inside: 14 (1 us + S/8/B_nv) +
+	 * 14 (2.1 us + S/64/B_ib). */
 	double S = 256e6;
 	int64_t sz[] = {64};
-	double want = 14 * (1 * US + S / 8 / (300 * GB)) + 14 * (2.1 * US + S / 64 / (25 * GB));
+	double want = 14 * (1 * US + S / 8 / (A100_NVSWITCH_BPS)) + 14 * (2.1 * US + S / 64 / (A100_NIC_BPS));
 	within(lone("dgx-a100-x128", sz, 1, 0, STEP_ALLREDUCE, COLL_HIERARCHICAL, FIDELITY_STEP, S),
 	       want, 0.01, "step");
 	within(lone("dgx-a100-x128", sz, 1, 0, STEP_ALLREDUCE, COLL_HIERARCHICAL, FIDELITY_COARSE,
@@ -203,17 +205,41 @@ Test(sim, hierarchical_allreduce_64)
 Test(sim, direct_alltoall)
 {
 	/* 8 GPUs of a DGX send S/8 to each of the 7 others at once: 7 flows
-	 * share each transmit and each receive port, each gets 300/7 GB/s:
-	 * 1 us + (S/8) / (300e9 / 7) = 1 us + 7/8 S / 300e9. */
+	 * share each transmit and each receive port, each gets B_nv/7:
+	 * 1 us + (S/8) / (B_nv / 7) = 1 us + 7/8 S / B_nv. */
 	double S = 64e6;
 	int64_t sz[] = {8};
-	double want = 1 * US + 7.0 / 8 * S / (300 * GB);
+	double want = 1 * US + 7.0 / 8 * S / (A100_NVSWITCH_BPS);
 	within(lone("dgx-a100", sz, 1, 0, STEP_ALLTOALL, COLL_DIRECT, FIDELITY_STEP, S), want, 0.01,
 	       "direct");
-	/* pairwise (ring): 7 steps of S/8: 7 (1 us + S/8/300e9) */
-	want = 7 * (1 * US + S / 8 / (300 * GB));
+	/* pairwise (ring): 7 steps of S/8: 7 (1 us + S/8/B_nv) */
+	want = 7 * (1 * US + S / 8 / (A100_NVSWITCH_BPS));
 	within(lone("dgx-a100", sz, 1, 0, STEP_ALLTOALL, COLL_RING, FIDELITY_STEP, S), want, 0.01,
 	       "pairwise");
+}
+
+Test(sim, direct_in_a_mesh)
+{
+	/* An HCCS quad of atlas800-910a (a 30 GB/s link per pair, 1 us):
+	 * direct all-gather sends each member's S/4 to the 3 others at once,
+	 * each on its own link: 1 us + S/4/30e9; all-reduce is a direct
+	 * reduce-scatter then a direct all-gather: twice that. */
+	double S = 64e6;
+	int64_t sz[] = {2, 4}; /* axis 1: the quads {0..3} and {4..7} */
+	double once = 1 * US + S / 4 / (30 * GB);
+	within(lone("atlas800-910a", sz, 2, 1, STEP_ALLGATHER, COLL_DIRECT, FIDELITY_STEP, S), once,
+	       0.01, "all-gather");
+	within(lone("atlas800-910a", sz, 2, 1, STEP_ALLREDUCE, COLL_DIRECT, FIDELITY_STEP, S),
+	       2 * once, 0.01, "all-reduce");
+	within(lone("atlas800-910a", sz, 2, 1, STEP_ALLREDUCE, COLL_DIRECT, FIDELITY_COARSE, S),
+	       2 * once, 0.01, "all-reduce, coarse");
+	/* The 8 NPUs span the two quads (PCIe between): direct is no
+	 * all-reduce there, the ring runs: 14 steps of S/8, each paced by its
+	 * slowest transfer, an HCCS one (1 us + S/8/30e9 = 267.7 us against
+	 * PCIe's 2 us + S/8/31e9 = 260.1 us). */
+	int64_t all[] = {8};
+	within(lone("atlas800-910a", all, 1, 0, STEP_ALLREDUCE, COLL_DIRECT, FIDELITY_STEP, S),
+	       14 * (1 * US + S / 8 / (30 * GB)), 0.01, "across the quads");
 }
 
 Test(sim, fair_sharing_on_a_shared_link)
@@ -359,7 +385,7 @@ Test(sim, formula_collectives_match_their_transfers)
 	/* dgx-a100, the 8 GPUs as one tensor-parallel group, 3 micro-batches
 	 * of: compute 1 ms, ring all-reduce of S = 32 MB. Every transfer of
 	 * the ring crosses two NVSwitch ports nothing else uses, so coarse
-	 * prices each by its formula: 2 (n-1) (1 us + S/8 / 300e9) = 14 us +
+	 * prices each by its formula: 2 (n-1) (1 us + S/8 / B_nv) = 14 us +
 	 * 186.67 us; the iteration is 3 (1 ms + that), no message at all, and
 	 * phase's 8 ranks x 2 transfers x 3 give the same figures. */
 	double S = 32e6;
@@ -368,7 +394,7 @@ Test(sim, formula_collectives_match_their_transfers)
 	st[0] = (struct prog_step){.kind = PROG_COMPUTE, .label = "matmul", .seconds = 1e-3,
 	                           .after = -1};
 	st[1] = coll_step(sz, 1, 0, STEP_ALLREDUCE, S, 0);
-	double coll = 14 * (1 * US + S / 8 / (300 * GB));
+	double coll = 14 * (1 * US + S / 8 / (A100_NVSWITCH_BPS));
 	struct run c = sim_with("dgx-a100", st, 2, 2, 8, 3, COLL_RING, FIDELITY_COARSE, false);
 	struct run p = sim_with("dgx-a100", st, 2, 2, 8, 3, COLL_RING, FIDELITY_PHASE, false);
 	within(c.r.iteration_s, 3 * (1e-3 + coll), 1e-9, "coarse");
@@ -429,12 +455,12 @@ Test(sim, shared_ports_keep_their_transfers)
 Test(sim, compute_runs_are_slept_at_once_but_traced_one_by_one)
 {
 	/* Two compute steps of 1 and 2 ms, then a formula all-gather on the
-	 * 2 GPUs of dgx-a100 (1 us + S/2 / 300e9 for S = 1 MB), twice. The
+	 * 2 GPUs of dgx-a100 (1 us + S/2 / B_nv for S = 1 MB), twice. The
 	 * trace still shows each step: per rank and repetition k (period
 	 * T = 3 ms + the collective), matmul [kT, kT + 1 ms], gelu [kT + 1 ms,
 	 * kT + 3 ms], the collective [kT + 3 ms, (k+1) T]. */
 	int64_t sz[] = {2};
-	double coll = 1 * US + 0.5e6 / (300 * GB), T = 3e-3 + coll;
+	double coll = 1 * US + 0.5e6 / (A100_NVSWITCH_BPS), T = 3e-3 + coll;
 	struct prog_step st[3];
 	st[0] = (struct prog_step){.kind = PROG_COMPUTE, .label = "matmul", .seconds = 1e-3,
 	                           .after = -1};
@@ -487,7 +513,7 @@ Test(sim, gradient_buckets_beside_formula_collectives)
 	st[4].after = 0;
 	struct run c = sim_with("dgx-a100", st, 5, 4, 8, 2, COLL_RING, FIDELITY_COARSE, false);
 	struct run p = sim_with("dgx-a100", st, 5, 4, 8, 2, COLL_RING, FIDELITY_PHASE, false);
-	double tp = 14 * (1 * US + S / 8 / (300 * GB));
+	double tp = 14 * (1 * US + S / 8 / (A100_NVSWITCH_BPS));
 	cr_assert(c.r.by_formula >= 2, "the first micro-batch's two: %lld",
 	          (long long)c.r.by_formula);
 	within(c.r.iteration_s, p.r.iteration_s, tp / p.r.iteration_s, "iteration");

@@ -187,7 +187,10 @@ Test(topologies, cluster_takes_device_and_server_from_its_base)
 	struct topology *t = load_ok("topologies/dgx-a100-x128.json");
 	cr_assert_str_eq(t->name, "dgx-a100-x128");
 	cr_assert_str_eq(t->device.kind, "NVIDIA A100 SXM 80GB");
-	assert_close(t->tiers[0].bandwidth_bps, 300 * GBPS, "nvswitch port");
+	/* the base's 300 GB/s port at its efficiency 0.767 */
+	assert_close(t->tiers[0].bandwidth_bps, 300 * 0.767 * GBPS, "nvswitch port");
+	assert_close(t->tiers[0].efficiency, 0.767, "nvswitch efficiency");
+	assert_close(t->nic.bandwidth_bps, 25 * 0.94 * GBPS, "nic");
 	cr_assert_eq(t->servers, 128);
 	cr_assert_eq(t->fabric.kind, TOPO_FABRIC_FAT_TREE);
 	cr_assert_eq(t->fabric.nics_per_leaf, 20);
@@ -211,13 +214,39 @@ Test(topologies, tier_between_ranks_of_the_910a_cluster)
 Test(topologies, per_device_tier_and_nic_bandwidth)
 {
 	struct topology *b = load_ok("topologies/atlas800t-a2-910b.json");
-	assert_close(topo_tier_device_bps(b, 0), 7 * 56 * GBPS, "910B hccs"); /* 7 peers x 56 = 392 */
+	/* 7 peers x 56 GB/s at efficiency 0.33 */
+	assert_close(topo_tier_device_bps(b, 0), 7 * 56 * 0.33 * GBPS, "910B hccs");
 	assert_close(topo_nic_device_bps(b), 25 * GBPS, "910B nic"); /* 200 Gb/s x 8 / 8 = 25 GB/s */
 	struct topology *a = load_ok("topologies/atlas800-910a.json");
 	assert_close(topo_tier_device_bps(a, 0), 3 * 30 * GBPS, "910A hccs"); /* group of 4: 3 links */
 	assert_close(topo_tier_device_bps(a, 1), 31 * GBPS, "910A pcie port");
 	struct topology *p = load_ok("topologies/pcie-8gpu.json");
 	assert_close(topo_nic_device_bps(p), 25 * GBPS * 2 / 8, "pcie nic"); /* 2 NICs for 8 GPUs */
+}
+
+/* A link's "efficiency" scales its line rate into the rate every cost
+ * model uses; without one the line rate stands. */
+Test(topologies, link_efficiency_scales_the_line_rate)
+{
+	struct topology *t = load_text("e.json", HEADER
+		"'server': {'devices': 4, 'tiers': ["
+		"{'name': 'm', 'kind': 'mesh', 'groups': [[0,1],[2,3]], 'bandwidth_GBps': 10,"
+		" 'efficiency': 0.5, 'latency_us': 1},"
+		"{'name': 's', 'kind': 'switch', 'bandwidth_GBps': 5, 'latency_us': 2}],"
+		"'nic': {'per_server': 4, 'rate_Gbps': 80, 'efficiency': 0.25, 'latency_us': 1}}}");
+	print_diags();
+	cr_assert_not_null(t);
+	assert_close(t->tiers[0].bandwidth_bps, 5 * GBPS, "mesh: 10 GB/s x 0.5");
+	assert_close(t->tiers[0].efficiency, 0.5, "mesh efficiency");
+	assert_close(t->tiers[1].bandwidth_bps, 5 * GBPS, "switch: line rate");
+	assert_close(t->tiers[1].efficiency, 1, "switch efficiency");
+	assert_close(t->nic.bandwidth_bps, 2.5 * GBPS, "nic: 80 Gb/s = 10 GB/s x 0.25");
+	struct topo_path p;
+	cr_assert(topo_path_between(t, 0, 1, &p));
+	assert_close(p.bottleneck_bps, 5 * GBPS, "path over the mesh link");
+	cr_assert_eq(topo_group_tier(t, (int64_t[]){0, 1}, 2), 0);
+	cr_assert_eq(topo_group_tier(t, (int64_t[]){0, 2}, 2), 1);
+	cr_assert_eq(topo_group_tier(t, (int64_t[]){1, 2, 3}, 3), 1);
 }
 
 Test(topologies, mesh_device_bandwidth_uses_the_largest_group)
@@ -360,12 +389,12 @@ Test(topologies, bisection_of_single_servers)
 	 * PCIe: min(4, 4) ports x 31 GB/s = 124 GB/s, no shared cap in the file. */
 	assert_close(topo_bisection_bps(load_ok("topologies/atlas800-910a.json")), 4 * 31 * GBPS,
 	             "910A");
-	/* 910B full mesh: 4 x 4 = 16 links cross, x 56 GB/s = 896 GB/s. */
+	/* 910B full mesh: 4 x 4 = 16 links cross, x 56 GB/s x 0.33. */
 	assert_close(topo_bisection_bps(load_ok("topologies/atlas800t-a2-910b.json")),
-	             16 * 56 * GBPS, "910B");
-	/* DGX A100: min(4, 4) NVSwitch ports x 300 GB/s = 1.2 TB/s. */
-	assert_close(topo_bisection_bps(load_ok("topologies/dgx-a100.json")), 4 * 300 * GBPS,
-	             "DGX A100");
+	             16 * 56 * 0.33 * GBPS, "910B");
+	/* DGX A100: min(4, 4) NVSwitch ports x 300 GB/s x 0.767. */
+	assert_close(topo_bisection_bps(load_ok("topologies/dgx-a100.json")),
+	             4 * 300 * 0.767 * GBPS, "DGX A100");
 	/* PCIe server: the switches hold 0-3 and 4-7 (nothing crosses); the cpu
 	 * tier min(4, 4) x 31 = 124 GB/s, capped by its shared 31 GB/s. */
 	assert_close(topo_bisection_bps(load_ok("topologies/pcie-8gpu.json")), 31 * GBPS, "pcie");
@@ -396,9 +425,9 @@ Test(topologies, bisection_of_clusters)
 	/* 910A x4: 2 servers x 8 NICs x 12.5 GB/s = 200 GB/s (one leaf of 32). */
 	assert_close(topo_bisection_bps(load_ok("topologies/atlas800-910a-x4.json")),
 	             16 * 12.5 * GBPS, "910A x4");
-	/* DGX A100 x128: 64 servers x 8 NICs x 25 GB/s = 12.8 TB/s. */
+	/* DGX A100 x128: 64 servers x 8 NICs x 25 GB/s x 0.94. */
 	assert_close(topo_bisection_bps(load_ok("topologies/dgx-a100-x128.json")),
-	             512 * 25 * GBPS, "DGX A100 x128");
+	             512 * 25 * 0.94 * GBPS, "DGX A100 x128");
 }
 
 Test(topologies, bisection_of_an_odd_cluster_with_oversubscription)

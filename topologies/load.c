@@ -166,8 +166,9 @@ static void read_groups(struct arena *a, const struct jv *tv, struct topo_tier *
 
 static void read_tier(struct arena *a, const struct jv *tv, struct topo_tier *tier, int devices)
 {
-	static const char *const keys[] = {"name",       "kind",        "groups", "bandwidth_GBps",
-	                                   "latency_us", "shared_GBps", NULL};
+	static const char *const keys[] = {"name",        "kind",       "groups",
+	                                   "bandwidth_GBps", "efficiency", "latency_us",
+	                                   "shared_GBps", NULL};
 	if (!jv_open(tv, keys))
 		return;
 	struct jv kv;
@@ -179,8 +180,9 @@ static void read_tier(struct arena *a, const struct jv *tv, struct topo_tier *ti
 	}
 	if (devices >= 2)
 		read_groups(a, tv, tier, devices);
+	jv_opt_number(tv, "efficiency", JR_FRACTION, 1, &tier->efficiency);
 	if (jv_req_number(tv, "bandwidth_GBps", JR_POSITIVE, &gbps))
-		tier->bandwidth_bps = gbps * 1e9;
+		tier->bandwidth_bps = gbps * 1e9 * tier->efficiency;
 	if (jv_req_number(tv, "latency_us", JR_NONNEG, &us))
 		tier->latency_s = us * 1e-6;
 	if (jv_opt_number(tv, "shared_GBps", JR_POSITIVE, 0, &shared))
@@ -236,7 +238,8 @@ static void read_tiers(struct arena *a, const struct jv *tv, struct topology *t)
 
 static void read_nic(const struct jv *nv, struct topology *t)
 {
-	static const char *const keys[] = {"per_server", "rate_Gbps", "latency_us", NULL};
+	static const char *const keys[] = {"per_server", "rate_Gbps", "efficiency", "latency_us",
+	                                   NULL};
 	if (!jv_open(nv, keys))
 		return;
 	int devices = t->devices_per_server;
@@ -251,8 +254,9 @@ static void read_nic(const struct jv *nv, struct topology *t)
 		else
 			t->nic.per_server = (int)per;
 	}
+	jv_opt_number(nv, "efficiency", JR_FRACTION, 1, &t->nic.efficiency);
 	if (jv_req_number(nv, "rate_Gbps", JR_POSITIVE, &gbit))
-		t->nic.bandwidth_bps = gbit * 1e9 / 8;
+		t->nic.bandwidth_bps = gbit * 1e9 / 8 * t->nic.efficiency;
 	if (jv_req_number(nv, "latency_us", JR_NONNEG, &us))
 		t->nic.latency_s = us * 1e-6;
 }

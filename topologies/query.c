@@ -41,6 +41,23 @@ int topo_tier_between(const struct topology *t, int64_t a, int64_t b)
 	return k;
 }
 
+int topo_group_tier(const struct topology *t, const int64_t *ranks, int n)
+{
+	int64_t d = t->devices_per_server;
+	for (int i = 1; i < n; i++)
+		if (ranks[i] / d != ranks[0] / d)
+			return TOPO_NETWORK;
+	for (int k = 0; k < t->n_tiers; k++) {
+		int g = t->tiers[k].group_of[ranks[0] % d];
+		bool all = g >= 0;
+		for (int i = 1; all && i < n; i++)
+			all = t->tiers[k].group_of[ranks[i] % d] == g;
+		if (all)
+			return k;
+	}
+	return TOPO_NETWORK;
+}
+
 /* ----------------------------------------------------------------- paths */
 
 /* Adds a hop; its name is formatted only when `named` (cost queries ask

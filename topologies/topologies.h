@@ -8,6 +8,9 @@
  *
  * Units inside: bytes, bytes/s, FLOP/s, seconds. Files say GB/s (10^9),
  * Gb/s where the field name says so, TFLOP/s, GB (10^9 bytes), microseconds.
+ * A tier's or NIC's bandwidth inside is what collectives achieve on it: the
+ * file's line rate times its "efficiency" (docs/formats.md), so that every
+ * cost model and the simulator see the same achievable rate.
  *
  * Data flow: util -> topologies. Nothing here knows about graphs or plans.
  */
@@ -55,14 +58,17 @@ struct topo_tier {
 	int n_groups;
 	int *group_of;               /* [devices_per_server]: group index, or -1 if not in this tier */
 	int *group_size;             /* [n_groups] */
-	double bandwidth_bps;        /* mesh: per peer link; switch: per device port; one direction */
+	double bandwidth_bps;        /* mesh: per peer link; switch: per device port; one direction;
+	                                achievable: the file's line rate x efficiency */
+	double efficiency;           /* achievable fraction of the line rate (1 = line rate) */
 	double latency_s;            /* one-way device-to-device latency across the tier */
 	double shared_bps;           /* aggregate cap on traffic crossing the tier; 0 = none */
 };
 
 struct topo_nic {
 	int per_server;              /* device d uses NIC d * per_server / devices_per_server */
-	double bandwidth_bps;        /* per NIC, one direction */
+	double bandwidth_bps;        /* per NIC, one direction, achievable: line rate x efficiency */
+	double efficiency;           /* achievable fraction of the line rate (1 = line rate) */
 	double latency_s;            /* per NIC traversal (counted at both ends) */
 };
 
@@ -111,6 +117,9 @@ struct topology *topo_load_doc(struct arena *a, struct json_doc *doc);
 
 /* Index of the intra-server tier two ranks use, TOPO_NETWORK or TOPO_SELF. */
 int topo_tier_between(const struct topology *t, int64_t a, int64_t b);
+/* The innermost tier holding all n ranks (n >= 2) in one of its groups;
+ * TOPO_NETWORK when they span servers or no tier holds them together. */
+int topo_group_tier(const struct topology *t, const int64_t *ranks, int n);
 
 #define TOPO_MAX_HOPS 12
 
