@@ -175,6 +175,18 @@ static bool minimax(struct arena *a, const double *prefix, int n, const int *pos
 	return true;
 }
 
+/* The seconds a chunk's sends at the cut before op i take per micro-batch:
+ * the activations one way, their gradient the other, between the first
+ * ranks of two neighbouring stages (every boundary alike); 0 at the ends. */
+static double cut_send_s(const struct plan *p, const struct plan_part *pp, int i)
+{
+	int n = p->graph->n_ops;
+	if (i <= 0 || i >= n || pp->n_stages < 2)
+		return 0;
+	const struct topology *t = p->scenario->topo;
+	return cost_p2p_s(t, 0, pp->stage_ranks, pp->live[i]);
+}
+
 bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost,
                     struct plan_part *out, struct diag_list *diags)
 {
@@ -211,9 +223,11 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 		prefix[0] = 0;
 		for (int i = 0; i < n; i++)
 			prefix[i + 1] = prefix[i] + op_cost[i];
-		/* Cut levels from the fewest live bytes up: the first whose best
+		/* Cut levels from the fewest live bytes up, until one whose best
 		 * split is within 5% of the ideal (a k-th of the cost, or the
-		 * dearest op) wins; else the best split seen. */
+		 * dearest op); of those tried, the split whose dearest chunk
+		 * costs least with the sends at its cuts (a higher level buys
+		 * balance with more bytes at every cut). */
 		double total = prefix[n], dearest = 0, best = -1;
 		for (int i = 0; i < n; i++)
 			dearest = op_cost[i] > dearest ? op_cost[i] : dearest;
@@ -233,13 +247,15 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 			tried++;
 			if (!minimax(a, prefix, n, pos, c, k, first))
 				goto oom;
-			double worst = 0;
+			double worst = 0, score = 0;
 			for (int j = 0; j < k; j++) {
 				double x = prefix[first[j + 1]] - prefix[first[j]];
 				worst = x > worst ? x : worst;
+				x += cut_send_s(p, out, first[j]) + cut_send_s(p, out, first[j + 1]);
+				score = x > score ? x : score;
 			}
-			if (best < 0 || worst < best) {
-				best = worst;
+			if (best < 0 || score < best) {
+				best = score;
 				memcpy(out->first_op, first, ((size_t)k + 1) * sizeof(int));
 			}
 			if (worst <= 1.05 * ideal)

@@ -578,7 +578,8 @@ static inline int part_stage(const struct plan_part *pp, int chunk)
 /* The chunks of a plan: at the scenario's pipeline_cuts when it has them,
  * else at the cuts with the fewest live activation bytes (admitting more
  * where there are too few), chosen so that the most expensive chunk by
- * op_cost (seconds per micro-batch, per op) is as cheap as it can be. */
+ * op_cost (seconds per micro-batch, per op) plus the sends at its cuts is
+ * as cheap as it can be (docs/planner.md, "Pipelines"). */
 bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost,
                     struct plan_part *out, struct diag_list *diags);
 

@@ -289,3 +289,38 @@ Test(pipeline, attention_core_is_what_selective_recomputes)
 	}
 	cr_expect_eq(n, 3);
 }
+
+/* ------------------------------------------------------------ partition */
+
+/* GPT-3 175B (scenarios/gpt3-175b-1024p.json: TP 8 in each DGX A100, 128
+ * ranks a stage) on 8 stages of 6 chunks (interleaved), 2 of its 96 layers
+ * a chunk. At the layer boundaries only the residual stream crosses,
+ * [1, 2048, 12288] bf16 = 50,331,648 B per rank (micro-batch 1 per
+ * replica); one op into the MLP (after ln2) its input is live too, twice
+ * that. Cut at layer boundaries the last chunk holds the logits beside
+ * its two layers, about 15% above a 48th of the model; cut after ln2 the
+ * chunks balance, but every send doubles: 2 x 50,331,648 B over a 23.5
+ * GB/s NIC is 4.3 ms more per cut and direction, against a chunk of
+ * about 34 ms. The partition weighs the sends: every chunk but the first
+ * starts at a layer's ln1 and hands on the residual stream alone. */
+Test(pipeline, partition_weighs_the_sends_at_its_cuts)
+{
+	struct scenario *s = fixture_scenario("scenarios/gpt3-175b-1024p.json");
+	s->training.schedule = SCHED_INTERLEAVED_1F1B;
+	s->training.virtual_stages = 6;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	const struct plan_part *pp = &e.part;
+	cr_assert_eq(pp->n_chunks, 48);
+	for (int c = 1; c < pp->n_chunks; c++) {
+		const char *name = p->graph->ops[pp->first_op[c]].name;
+		size_t len = strlen(name);
+		cr_expect(len > 4 && !strcmp(name + len - 4, ".ln1"), "chunk %d starts at %s", c,
+		          name);
+		cr_expect_eq(pp->send_bytes[c - 1], 2048.0 * 12288 * 2, "chunk %d sends %g B", c - 1,
+		             pp->send_bytes[c - 1]);
+	}
+}
