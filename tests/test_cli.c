@@ -229,6 +229,40 @@ Test(cli, graph_and_topo_take_a_scenario)
 	free(r.out);
 }
 
+/* topo shows the achievable rate with its fraction of the line rate:
+ * dgx-a100's NVSwitch port is 300 GB/s x 0.767 = 230.1 GB/s, its HDR NIC
+ * 200 Gb/s x 0.94 = 23.5 GB/s; the JSON carries each efficiency beside the
+ * rate it scaled. */
+Test(cli, topo_shows_link_efficiency)
+{
+	struct run r = shardlab("topo topologies/dgx-a100.json", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "1 × 8 (230 GB/s per port, 0.767 of the line rate)\n"),
+	                   "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "200 Gb/s, 8 per server (0.94 of the line rate)\n"), "%s",
+	                   r.out);
+	free(r.out);
+	r = shardlab("topo topologies/dgx-a100.json --json", false);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j);
+	const cJSON *tier = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "tiers"), 0);
+	const cJSON *nic = cJSON_GetObjectItemCaseSensitive(j, "nic");
+	double bw = cJSON_GetObjectItemCaseSensitive(tier, "bandwidth_bps")->valuedouble;
+	double eff = cJSON_GetObjectItemCaseSensitive(tier, "efficiency")->valuedouble;
+	double nbw = cJSON_GetObjectItemCaseSensitive(nic, "bandwidth_bps")->valuedouble;
+	double neff = cJSON_GetObjectItemCaseSensitive(nic, "efficiency")->valuedouble;
+	cr_expect(eff == 0.767 && bw > 230.1e9 * (1 - 1e-12) && bw < 230.1e9 * (1 + 1e-12),
+	          "tier %g at %g", bw, eff);
+	cr_expect(neff == 0.94 && nbw > 23.5e9 * (1 - 1e-12) && nbw < 23.5e9 * (1 + 1e-12),
+	          "nic %g at %g", nbw, neff);
+	cJSON_Delete(j);
+	free(r.out);
+	/* a file without efficiencies prints no fraction */
+	r = shardlab("topo topologies/atlas800-910a.json", false);
+	cr_assert_null(strstr(r.out, "of the line rate"), "%s", r.out);
+	free(r.out);
+}
+
 /* ------------------------------------------------------------ explain */
 
 static cJSON *explain_json(const char *scenario)
