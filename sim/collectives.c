@@ -17,7 +17,9 @@
  *                      tier also AllGather, ReduceScatter, and AllReduce (both)
  * Fidelity coarse turns each ring phase into one transfer of the phase's
  * bytes to the next rank followed by a sleep of the n-2 latencies skipped
- * (DESIGN.md); log-depth algorithms stay step by step (they are cheap).
+ * (DESIGN.md), and halving-doubling whose steps all cross routes of one
+ * bandwidth into one exchange per pass (SIM_HD_ONE_LINK, sim-int.h); the
+ * tree and mixed-bandwidth halving-doubling stay step by step.
  *
  * Units: bytes and seconds. Hot path: sim_coll_ops, once per rank and
  * collective; the arrays grow, never per message.
@@ -172,6 +174,39 @@ static bool servers_even(const struct topology *t, const int64_t *r, int n, int 
 	return true;
 }
 
+bool sim_hd_one_link(const struct topology *t, const int64_t *ranks, int n)
+{
+	double b0 = -1;
+	for (int me = 0; me < n; me++) {
+		for (int d = n / 2; d >= 1; d /= 2) {
+			double bps = 0, lat = 0;
+			if (!topo_route(t, ranks[me], ranks[me ^ d], &bps, &lat))
+				return false;
+			if (b0 < 0)
+				b0 = bps;
+			else if (bps != b0)
+				return false;
+		}
+	}
+	return b0 > 0;
+}
+
+/* One pass of SIM_HD_ONE_LINK: the steps' bytes with the partner at n/2,
+ * the other steps' latencies slept. */
+static void hd_one_link(struct sim_ops *ops, const struct topology *t, const int64_t *r, int n,
+                        int me, double bytes)
+{
+	double lat = 0;
+	for (int d = n / 4; d >= 1; d /= 2) {
+		double bps = 0, l = 0;
+		topo_route(t, r[me], r[me ^ d], &bps, &l);
+		lat += l;
+	}
+	exchange(ops, r[me ^ (n / 2)], r[me ^ (n / 2)], bytes * (n - 1) / n);
+	if (lat > 0)
+		push(ops, SIM_OP_SLEEP, -1, lat);
+}
+
 static bool pow2(int n)
 {
 	return n > 0 && (n & (n - 1)) == 0;
@@ -251,6 +286,12 @@ void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind 
 	ops->n = 0;
 	if (n <= 1)
 		return;
+	if (algo == SIM_HD_ONE_LINK) {
+		hd_one_link(ops, t, ranks, n, me, bytes);
+		if (kind == STEP_ALLREDUCE)
+			hd_one_link(ops, t, ranks, n, me, bytes);
+		return;
+	}
 	switch (algo) {
 	case COLL_TREE:
 		tree_allreduce(ops, ranks, n, me, bytes);

@@ -163,8 +163,11 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops)
 		enum collective_algo want =
 		        cost_choose_algo(e->t, st->coll, ops->members, n, st->bytes, e->o->algo);
 		enum collective_algo a = sim_algo_effective(e->t, st->coll, want, ops->members, n);
-		e->algo[i][k] = (uint8_t)a;
 		double f = cost_collective_algo_s(e->t, st->coll, a, ops->members, n, st->bytes);
+		if (a == COLL_HALVING_DOUBLING && e->o->fidelity != FIDELITY_STEP &&
+		    sim_hd_one_link(e->t, ops->members, n))
+			a = SIM_HD_ONE_LINK;
+		e->algo[i][k] = (uint8_t)a;
 		if (f > e->formula_s[i])
 			e->formula_s[i] = f;
 		e->group_s[e->group_base[i] + k] = f;
@@ -1134,7 +1137,8 @@ static bool write_result(struct engine *e, int fd)
 		if (!e->algo[i])
 			continue;
 		put_i(&b, i);
-		put_i(&b, e->algo[i][0] & ~BY_FORMULA);
+		uint8_t a = e->algo[i][0] & (uint8_t)~BY_FORMULA;
+		put_i(&b, a == SIM_HD_ONE_LINK ? COLL_HALVING_DOUBLING : a);
 		put_f(&b, e->coll_max_s[i]);
 		put_f(&b, e->formula_s[i]);
 	}

@@ -83,8 +83,20 @@ struct sim_ops {
  * server or on uneven servers, direct for other than AllToAll). */
 enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind kind,
                                         enum collective_algo algo, const int64_t *ranks, int n);
+/* Halving-doubling at fidelity coarse or phase where every step of every
+ * member crosses routes of one bandwidth (sim_hd_one_link): each pass is
+ * one exchange of its steps' bytes, (n-1)/n·S, with the member at
+ * distance n/2, then a sleep of the other steps' latencies. The same time
+ * uncontended, and the same bytes on every device's ports and NICs; the
+ * fabric links between see them on the partner's route. Never a
+ * collective_algo of the planner: only the simulator's setup picks it and
+ * reports it as halving-doubling. */
+#define SIM_HD_ONE_LINK ((enum collective_algo)COLL_COUNT)
+bool sim_hd_one_link(const struct topology *t, const int64_t *ranks, int n);
+
 /* The operations of member `me` of a group (ranks[0..n)) for one collective
- * of `bytes` (S of the formulas) with an effective algorithm. */
+ * of `bytes` (S of the formulas) with an effective algorithm (or
+ * SIM_HD_ONE_LINK). */
 void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind kind,
                   enum collective_algo algo, enum sim_fidelity fid, const int64_t *ranks, int n,
                   int me, double bytes);

@@ -218,6 +218,33 @@ Test(sim, direct_alltoall)
 	       "pairwise");
 }
 
+/* Halving-doubling whose steps all cross one bandwidth runs, at fidelity
+ * coarse (here phase, which keeps the transfers), as one exchange per pass
+ * with the member at distance n/2 and a sleep of the other steps'
+ * latencies. 8 GPUs of a DGX A100 (every step through the NVSwitch ports,
+ * B = A100_NVSWITCH_BPS, 1 us), all-reduce of S = 64 MB: 6 us + 2·7/8·S/B
+ * either way; 2 exchanges per member (16 messages) against 6 step by step
+ * (48). On the 8 NPUs of an Atlas 800 the steps mix PCIe (distance 4,
+ * 31 GB/s) and HCCS (30 GB/s): step by step at every fidelity. */
+Test(sim, halving_doubling_in_one_exchange_where_its_steps_share_a_bandwidth)
+{
+	double S = 64e6;
+	int64_t sz[] = {8};
+	struct prog_step st = coll_step(sz, 1, 0, STEP_ALLREDUCE, S, 0);
+	struct run p = simulate("dgx-a100", &st, 1, 1, 8, COLL_HALVING_DOUBLING, FIDELITY_PHASE);
+	struct run s = simulate("dgx-a100", &st, 1, 1, 8, COLL_HALVING_DOUBLING, FIDELITY_STEP);
+	double want = 6 * US + 1.75 * S / A100_NVSWITCH_BPS;
+	within(p.r.iteration_s, want, 1e-4, "one exchange a pass");
+	within(s.r.iteration_s, want, 1e-4, "step by step");
+	cr_expect_eq(p.r.messages, 16);
+	cr_expect_eq(s.r.messages, 48);
+	arena_free(p.a);
+	arena_free(s.a);
+	p = simulate("atlas800-910a", &st, 1, 1, 8, COLL_HALVING_DOUBLING, FIDELITY_PHASE);
+	cr_expect_eq(p.r.messages, 48, "mixed bandwidths: %lld messages", (long long)p.r.messages);
+	arena_free(p.a);
+}
+
 Test(sim, direct_in_a_mesh)
 {
 	/* An HCCS quad of atlas800-910a (a 30 GB/s link per pair, 1 us):
