@@ -197,7 +197,7 @@ static void text_memory(const struct plan *p, const struct estimate *e)
 	       cli_si(b1, sizeof b1, e->memory_bytes_per_device, "B"), cli_si(b2, sizeof b2, hbm, "B"),
 	       share(e->memory_bytes_per_device, hbm),
 	       cli_oom_text(oom, sizeof oom, ": ", e->memory_bytes_per_device, hbm));
-	printf("\nrec cost (dimensionless)  %.6g\n", e->rec_cost);
+	printf("\nrec cost (dimensionless)  %.6g\n", plan_rec_cost(p));
 }
 
 static const struct estimate *sort_e;
@@ -291,7 +291,7 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 	report_json_pipeline(root, p, e);
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", e->memory_bytes_per_device);
 	report_json_oom(root, e->memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);
-	cJSON_AddNumberToObject(root, "rec_cost", e->rec_cost);
+	cJSON_AddNumberToObject(root, "rec_cost", plan_rec_cost(p));
 	cJSON_AddBoolToObject(root, "compute_fallback", e->compute_fallback);
 	cJSON *ops = cJSON_AddArrayToObject(root, "ops");
 	for (int i = 0; i < e->n_ops; i++)

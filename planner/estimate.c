@@ -1030,6 +1030,5 @@ bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
 	out->hbm_bytes = s->topo->device.hbm_bytes;
 	out->oom_overflow_bytes = out->memory_bytes_per_device > out->hbm_bytes
 	                                  ? out->memory_bytes_per_device - out->hbm_bytes : 0;
-	out->rec_cost = plan_rec_cost(p);
 	return true;
 }

@@ -742,7 +742,6 @@ struct estimate {
 	struct plan_part part;
 	int n_stages;
 	struct est_stage *stages;
-	double rec_cost;                            /* plan_rec_cost, dimensionless */
 	bool compute_fallback;                      /* some dtype had no peak (cost_compute_s) */
 	int n_ops;
 	struct est_op *ops;                         /* per graph op */
