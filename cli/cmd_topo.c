@@ -173,11 +173,9 @@ static void print_topology(const struct topology *t)
 		print_groups(tier);
 	}
 	snprintf(c, sizeof c, "%.3g us", t->nic.latency_s * 1e6);
-	double line = t->nic.efficiency > 0 ? t->nic.bandwidth_bps / t->nic.efficiency
-	                                    : t->nic.bandwidth_bps;
 	printf("%-8s %-14s %-9s %.3g Gb/s, %d per server", "nic",
-	       cli_si(b, sizeof b, topo_nic_device_bps(t), "B/s"), c, line * 8 / 1e9,
-	       t->nic.per_server);
+	       cli_si(b, sizeof b, topo_nic_device_bps(t), "B/s"), c,
+	       t->nic.bandwidth_bps / t->nic.efficiency * 8 / 1e9, t->nic.per_server);
 	if (t->nic.efficiency < 1)
 		printf(" (%.3g of the line rate)", t->nic.efficiency);
 	printf("\n");

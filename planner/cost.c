@@ -58,24 +58,10 @@ struct link {
 	double bps, alpha_s;
 };
 
-/* The innermost tier holding every listed local device in one group. */
-static int common_tier(const struct topology *t, const int *local, int n)
+/* The link a ring over these ranks of one server runs on. */
+static struct link intra_link(const struct topology *t, const int64_t *on_server, int n)
 {
-	for (int k = 0; k < t->n_tiers; k++) {
-		int g = t->tiers[k].group_of[local[0]];
-		bool all = g >= 0;
-		for (int i = 1; all && i < n; i++)
-			all = t->tiers[k].group_of[local[i]] == g;
-		if (all)
-			return k;
-	}
-	return -1;
-}
-
-/* The link a ring over these local devices of one server runs on. */
-static struct link intra_link(const struct topology *t, const int *local, int n)
-{
-	int k = common_tier(t, local, n);
+	int k = topo_group_tier(t, on_server, n);
 	if (k < 0) {
 		/* No tier joins them all (the loader guarantees pairs, not
 		 * groups): take the outermost tier. */
@@ -165,10 +151,10 @@ static struct link link_worst(struct link a, struct link b)
 	                     a.alpha_s > b.alpha_s ? a.alpha_s : b.alpha_s};
 }
 
-/* Where a group sits: its ranks on its first server (local device
- * numbers, up to SL_COUNTOF(local)), and how many servers it spans. */
+/* Where a group sits: its ranks on its first server (up to
+ * SL_COUNTOF(on_server)), and how many servers it spans. */
 struct group_shape {
-	int local[4096];
+	int64_t on_server[4096];
 	int pos[4096];                     /* their positions in the group */
 	int n_intra, m;
 };
@@ -185,9 +171,9 @@ static bool group_shape(const struct topology *t, const int64_t *ranks, int n,
 	gs->n_intra = gs->m = 0;
 	for (int i = 0; i < n; i++) {
 		int64_t s = ranks[i] / d;
-		if (s == ranks[0] / d && gs->n_intra < (int)SL_COUNTOF(gs->local)) {
+		if (s == ranks[0] / d && gs->n_intra < (int)SL_COUNTOF(gs->on_server)) {
 			gs->pos[gs->n_intra] = i;
-			gs->local[gs->n_intra++] = (int)(ranks[i] % d);
+			gs->on_server[gs->n_intra++] = ranks[i];
 		}
 		if (!(seen[s / 64] & (UINT64_C(1) << (s % 64)))) {
 			seen[s / 64] |= UINT64_C(1) << (s % 64);
@@ -304,13 +290,6 @@ static struct cost_line hier_line(enum step_kind kind, int n, int n_intra, int m
 	}
 }
 
-/* Whether the group sits in one group of a mesh tier (a link per pair). */
-static bool in_mesh(const struct topology *t, const int64_t *ranks, int n)
-{
-	int k = topo_group_tier(t, ranks, n);
-	return k >= 0 && t->tiers[k].kind == TOPO_TIER_MESH;
-}
-
 /* Direct: every rank sends its n-1 pieces of S/n at once, so the
  * latencies overlap (one α) and the pieces share what leaves the rank:
  * its switch port, or the worst link across servers ((n-1)/n·S/B); in a
@@ -351,11 +330,11 @@ void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int
 	 * as the first (as far as the counts tell). */
 	bool hier = gs->m > 1 && gs->n_intra > 1 && gs->n_intra * gs->m == n;
 	if (gs->m == 1) {
-		one = spread = intra_link(t, gs->local, gs->n_intra);
+		one = spread = intra_link(t, gs->on_server, gs->n_intra);
 	} else if (gs->n_intra == 1) {
 		one = spread = inter_link(t, ranks, n, 1);
 	} else {
-		intra = intra_link(t, gs->local, gs->n_intra);
+		intra = intra_link(t, gs->on_server, gs->n_intra);
 		inter = inter_link(t, ranks, n, gs->n_intra);
 		one = link_worst(intra, inter_link(t, ranks, n, 1));
 		spread = link_worst(intra, inter);
@@ -382,7 +361,7 @@ void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int
 		out->line[COLL_TREE] = tree_line(t, ranks, n, gs, across, pairs);
 	}
 	free(pairs);
-	bool mesh = gs->m == 1 && in_mesh(t, ranks, n);
+	bool mesh = topo_group_in_mesh(t, ranks, n);
 	if (kind == STEP_ALLTOALL || mesh) {
 		out->applicable |= 1u << COLL_DIRECT;
 		out->line[COLL_DIRECT] = direct_line(kind, n, mesh, spread);

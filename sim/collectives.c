@@ -221,11 +221,9 @@ enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind
 		return kind == STEP_ALLREDUCE ? COLL_TREE : COLL_RING;
 	case COLL_HALVING_DOUBLING:
 		return kind != STEP_ALLTOALL && pow2(n) ? COLL_HALVING_DOUBLING : COLL_RING;
-	case COLL_DIRECT: {
-		int k = topo_group_tier(t, ranks, n);
-		bool mesh = k >= 0 && t->tiers[k].kind == TOPO_TIER_MESH;
-		return kind == STEP_ALLTOALL || mesh ? COLL_DIRECT : COLL_RING;
-	}
+	case COLL_DIRECT:
+		return kind == STEP_ALLTOALL || topo_group_in_mesh(t, ranks, n) ? COLL_DIRECT
+		                                                                : COLL_RING;
 	case COLL_HIERARCHICAL:
 		if (servers_even(t, ranks, n, &n_intra, &m) && m > 1 && n_intra > 1)
 			return COLL_HIERARCHICAL;

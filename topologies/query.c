@@ -58,6 +58,12 @@ int topo_group_tier(const struct topology *t, const int64_t *ranks, int n)
 	return TOPO_NETWORK;
 }
 
+bool topo_group_in_mesh(const struct topology *t, const int64_t *ranks, int n)
+{
+	int k = topo_group_tier(t, ranks, n);
+	return k >= 0 && t->tiers[k].kind == TOPO_TIER_MESH;
+}
+
 /* ----------------------------------------------------------------- paths */
 
 /* Adds a hop; its name is formatted only when `named` (cost queries ask

@@ -120,6 +120,8 @@ int topo_tier_between(const struct topology *t, int64_t a, int64_t b);
 /* The innermost tier holding all n ranks (n >= 2) in one of its groups;
  * TOPO_NETWORK when they span servers or no tier holds them together. */
 int topo_group_tier(const struct topology *t, const int64_t *ranks, int n);
+/* Whether that tier is a mesh: a link of its own between every pair. */
+bool topo_group_in_mesh(const struct topology *t, const int64_t *ranks, int n);
 
 #define TOPO_MAX_HOPS 12
 
