@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 struct arena *A;
 struct diag_list D;
@@ -86,4 +87,28 @@ struct program fixture_program(struct arena *a, const struct prog_step *steps, i
 	return (struct program){.n_ranks = n_ranks, .stage_ranks = n_ranks, .n_stages = 1,
 	                        .n_chunks = 1, .micro_batches = repeat, .chunks = c, .stages = st,
 	                        .n_steps = n, .steps = v};
+}
+
+struct cli_run fixture_shardlab(const char *args, bool want_err)
+{
+	const char *exe = getenv("SHARDLAB");
+	cr_assert_not_null(exe, "SHARDLAB is not set (run the tests through meson test)");
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "'%s' %s %s", exe, args,
+	         want_err ? "2>&1 >/dev/null" : "2>/dev/null");
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = malloc(cap);
+	cr_assert_not_null(buf);
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 2) {
+			buf = realloc(buf, cap *= 2);
+			cr_assert_not_null(buf);
+		}
+	}
+	buf[len] = '\0';
+	int st = pclose(p);
+	return (struct cli_run){buf, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)};
 }

@@ -29,6 +29,16 @@ struct scenario *fixture_scenario(const char *path);
  * load. */
 struct topology *fixture_topology(struct arena *a, const char *name);
 
+/* One run of the built shardlab ($SHARDLAB, set by tests/meson.build; the
+ * tests run from the source root). */
+struct cli_run {
+	char *out;   /* the stream asked for; the caller frees it */
+	int status;  /* exit status, or 128 + signal */
+};
+/* Runs `shardlab ARGS`, keeping stderr (want_err) or stdout; the test fails
+ * when SHARDLAB is not set. */
+struct cli_run fixture_shardlab(const char *args, bool want_err);
+
 /* A one-stage program from a flat list of steps: steps[0 .. n_section)
  * run `repeat` times (the micro-batches), each stream-1 step after the
  * step its `after` names (in the last repetition), the other stream-0

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "fixture.h"
 
@@ -344,32 +343,6 @@ Test(calibrate, tables_the_fit_cannot_use)
 
 /* ------------------------------------------------------------------ CLI */
 
-struct run {
-	char *out;
-	int status;
-};
-
-/* `shardlab ARGS`, keeping stderr (want_err) or stdout. */
-static struct run shardlab(const char *args, bool want_err)
-{
-	const char *exe = getenv("SHARDLAB");
-	cr_assert_not_null(exe, "SHARDLAB is not set (run the tests through meson test)");
-	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "'%s' %s %s", exe, args, want_err ? "2>&1 >/dev/null" : "2>/dev/null");
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	size_t cap = 1 << 16, len = 0, n;
-	char *buf = malloc(cap);
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 2)
-			buf = realloc(buf, cap *= 2);
-	}
-	buf[len] = '\0';
-	int st = pclose(p);
-	return (struct run){buf, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)};
-}
-
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -402,7 +375,7 @@ Test(calibrate, bad_table_corpus_gives_exact_diagnostics)
 		snprintf(exp_path, sizeof exp_path, CORPUS "/%.*s.expected", (int)(l - 4), e->d_name);
 		char *want = slurp(exp_path);
 		cr_expect_not_null(want, "%s has no .expected file", e->d_name);
-		struct run r = shardlab(args, true);
+		struct cli_run r = fixture_shardlab(args, true);
 		cr_expect_eq(r.status, 1, "%s: exit status %d", e->d_name, r.status);
 		if (want)
 			cr_expect_str_eq(r.out, want, "%s:\n--- got\n%s--- expected\n%s", e->d_name, r.out,
@@ -420,7 +393,7 @@ Test(calibrate, bad_table_corpus_gives_exact_diagnostics)
  * 0.9, kernel_overhead_us 4. */
 Test(calibrate, cli_recovers_the_synthetic_example)
 {
-	struct run r = shardlab("calibrate calibration/synthetic-a100-example.csv "
+	struct cli_run r = fixture_shardlab("calibrate calibration/synthetic-a100-example.csv "
 	                        "--topology topologies/dgx-a100.json",
 	                        false);
 	cr_assert_eq(r.status, 0);
@@ -432,7 +405,7 @@ Test(calibrate, cli_recovers_the_synthetic_example)
 	                   "%s", r.out);
 	free(r.out);
 	/* Without a device its bf16 and fp16 rows cannot share one rate. */
-	r = shardlab("calibrate calibration/synthetic-a100-example.csv", true);
+	r = fixture_shardlab("calibrate calibration/synthetic-a100-example.csv", true);
 	cr_assert_eq(r.status, 1);
 	cr_assert_str_eq(r.out, "calibration/synthetic-a100-example.csv:21: dtype: gemm rows of "
 	                        "several dtypes (bf16 at line 15, fp16 here) need a device "
@@ -455,7 +428,7 @@ Test(calibrate, shipped_h100_parameters_come_from_the_shipped_table)
 {
 	const char *args = "calibrate calibration/h100-sxm-xla-gemm.csv --topology "
 	                   "topologies/dgx-h100.json --keep matmul_efficiency --json";
-	struct run r = shardlab(args, false), again = shardlab(args, false);
+	struct cli_run r = fixture_shardlab(args, false), again = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_str_eq(r.out, again.out);
 	cJSON *j = cJSON_Parse(r.out);
@@ -481,16 +454,16 @@ Test(calibrate, shipped_h100_parameters_come_from_the_shipped_table)
  * (microseconds in the text, seconds in the JSON, as everywhere). */
 Test(calibrate, topo_shows_the_compute_model)
 {
-	struct run r = shardlab("topo topologies/dgx-h100.json", false);
+	struct cli_run r = fixture_shardlab("topo topologies/dgx-h100.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "\nkernels  GEMM half-dimension 55.39, overhead 6.034 us per "
 	                                 "kernel\n"), "%s", r.out);
 	free(r.out);
-	r = shardlab("topo topologies/atlas800-910a.json", false);
+	r = fixture_shardlab("topo topologies/atlas800-910a.json", false);
 	cr_assert_not_null(strstr(r.out, "\nkernels  GEMM half-dimension 0 (no shape factor), "
 	                                 "overhead 0 us per kernel\n"), "%s", r.out);
 	free(r.out);
-	r = shardlab("topo topologies/dgx-h100.json --json", false);
+	r = fixture_shardlab("topo topologies/dgx-h100.json --json", false);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j);
 	const cJSON *dev = cJSON_GetObjectItemCaseSensitive(j, "device");
@@ -515,15 +488,15 @@ Test(calibrate, cli_usage)
 		{"calibrate tests/data/no-such-table.csv", 1},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		struct run r = shardlab(cases[i].args, true);
+		struct cli_run r = fixture_shardlab(cases[i].args, true);
 		cr_expect_eq(r.status, cases[i].status, "%s: %d\n%s", cases[i].args, r.status, r.out);
 		free(r.out);
 	}
-	struct run r = shardlab("calibrate --help", false);
+	struct cli_run r = fixture_shardlab("calibrate --help", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "usage: shardlab calibrate TABLE"));
 	free(r.out);
-	r = shardlab("--help", false);
+	r = fixture_shardlab("--help", false);
 	cr_assert_not_null(strstr(r.out, "  calibrate "));
 	free(r.out);
 }

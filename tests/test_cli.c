@@ -8,41 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "fixture.h"
+
 #define BAD_DIR "tests/data/bad"
-
-struct run {
-	char *out;   /* the stream asked for */
-	int status;  /* exit status, or 128 + signal */
-};
-
-/* Runs `shardlab ARGS`, keeping stderr (want_err) or stdout. */
-static struct run shardlab(const char *args, bool want_err)
-{
-	const char *exe = getenv("SHARDLAB");
-	cr_assert_not_null(exe, "SHARDLAB is not set (run the tests through meson test)");
-	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "'%s' %s %s", exe, args,
-	         want_err ? "2>&1 >/dev/null" : "2>/dev/null");
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
-	size_t n;
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-		}
-	}
-	buf[len] = '\0';
-	int st = pclose(p);
-	struct run r = {buf, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)};
-	return r;
-}
 
 static char *slurp(const char *path)
 {
@@ -100,7 +70,7 @@ Test(cli, bad_corpus_gives_exact_diagnostics)
 		char *expected = slurp(exp_path);
 		cr_expect_not_null(expected, "%s has no .expected file", path);
 		snprintf(args, sizeof args, "check '%s'", path);
-		struct run r = shardlab(args, true);
+		struct cli_run r = fixture_shardlab(args, true);
 		cr_expect_eq(r.status, 1, "%s: exit status %d, expected 1\n%s", path, r.status, r.out);
 		if (expected)
 			cr_expect_str_eq(r.out, expected, "%s: diagnostics differ\n--- got\n%s--- expected\n%s",
@@ -136,7 +106,7 @@ static void check_dir(const char *dir)
 	for (int i = 0; i < n; i++) {
 		char args[600];
 		snprintf(args, sizeof args, "check '%s/%s'", dir, names[i]);
-		struct run r = shardlab(args, true);
+		struct cli_run r = fixture_shardlab(args, true);
 		cr_expect_eq(r.status, 0, "%s/%s does not pass check:\n%s", dir, names[i], r.out);
 		cr_expect_str_empty(r.out, "%s/%s: unexpected diagnostics:\n%s", dir, names[i], r.out);
 		free(r.out);
@@ -153,7 +123,7 @@ Test(cli, shipped_validation_files_pass_check) { check_dir("validation"); }
 Test(cli, check_reports_the_default_scenario)
 {
 	/* ffn-8p uses the model "ffn" on all 8 devices of one Atlas 800. */
-	struct run r = shardlab("check scenarios/ffn-8p.json", false);
+	struct cli_run r = fixture_shardlab("check scenarios/ffn-8p.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_str_eq(r.out, "ok  scenarios/ffn-8p.json  (scenario: ffn on 8 of 8 devices)\n");
 	free(r.out);
@@ -162,7 +132,7 @@ Test(cli, check_reports_the_default_scenario)
 Test(cli, check_reports_every_file)
 {
 	/* One good and one missing file: exit 1, the good one still reported. */
-	struct run r = shardlab("check scenarios/ffn-8p.json no/such.json", true);
+	struct cli_run r = fixture_shardlab("check scenarios/ffn-8p.json no/such.json", true);
 	cr_assert_eq(r.status, 1);
 	cr_assert_str_eq(r.out, "no/such.json: cannot read the file: No such file or directory\n");
 	free(r.out);
@@ -173,7 +143,7 @@ Test(cli, help_is_complete)
 	static const char *const cmds[] = {"check",  "topo",     "graph",   "explain",
 	                                   "plan",   "advise",   "simulate", "compare",
 	                                   "validate"};
-	struct run r = shardlab("--help", false);
+	struct cli_run r = fixture_shardlab("--help", false);
 	cr_assert_eq(r.status, 0);
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
 		char needle[32];
@@ -185,7 +155,7 @@ Test(cli, help_is_complete)
 		char args[64], usage[64];
 		snprintf(args, sizeof args, "%s --help", cmds[i]);
 		snprintf(usage, sizeof usage, "usage: shardlab %s", cmds[i]);
-		r = shardlab(args, false);
+		r = fixture_shardlab(args, false);
 		cr_expect_eq(r.status, 0, "%s --help exits %d", cmds[i], r.status);
 		cr_expect_not_null(strstr(r.out, usage), "%s --help lacks a usage line", cmds[i]);
 		cr_expect_not_null(strstr(r.out, "exit status"), "%s --help lacks exit status", cmds[i]);
@@ -195,11 +165,11 @@ Test(cli, help_is_complete)
 
 Test(cli, usage_errors_exit_2)
 {
-	struct run r = shardlab("frobnicate", true);
+	struct cli_run r = fixture_shardlab("frobnicate", true);
 	cr_assert_eq(r.status, 2);
 	cr_assert_str_eq(r.out, "shardlab: unknown command 'frobnicate' (see shardlab --help)\n");
 	free(r.out);
-	r = shardlab("check", true);
+	r = fixture_shardlab("check", true);
 	cr_assert_eq(r.status, 2);
 	free(r.out);
 }
@@ -208,7 +178,7 @@ Test(cli, commands_say_which_kind_of_file_they_take)
 {
 	/* topo takes a topology or a scenario; models/ffn.json says "format":
 	 * "shardlab-model" on its line 2. */
-	struct run r = shardlab("topo models/ffn.json", true);
+	struct cli_run r = fixture_shardlab("topo models/ffn.json", true);
 	cr_assert_eq(r.status, 1);
 	cr_assert_str_eq(r.out, "models/ffn.json:2: format: expected \"shardlab-topology\" or "
 	                        "\"shardlab-scenario\" for this command, got \"shardlab-model\"\n");
@@ -219,11 +189,11 @@ Test(cli, graph_and_topo_take_a_scenario)
 {
 	/* The default scenario's model is seed 000's FFN (5 ops) and its
 	 * topology one Atlas 800 (8 x Ascend 910). */
-	struct run r = shardlab("graph scenarios/ffn-8p.json", false);
+	struct cli_run r = fixture_shardlab("graph scenarios/ffn-8p.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "model ffn: 5 ops"));
 	free(r.out);
-	r = shardlab("topo scenarios/ffn-8p.json", false);
+	r = fixture_shardlab("topo scenarios/ffn-8p.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "topology atlas800-910a: 8 × Ascend 910"));
 	free(r.out);
@@ -235,14 +205,14 @@ Test(cli, graph_and_topo_take_a_scenario)
  * rate it scaled. */
 Test(cli, topo_shows_link_efficiency)
 {
-	struct run r = shardlab("topo topologies/dgx-a100.json", false);
+	struct cli_run r = fixture_shardlab("topo topologies/dgx-a100.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "1 × 8 (230 GB/s per port, 0.767 of the line rate)\n"),
 	                   "%s", r.out);
 	cr_assert_not_null(strstr(r.out, "200 Gb/s, 8 per server (0.94 of the line rate)\n"), "%s",
 	                   r.out);
 	free(r.out);
-	r = shardlab("topo topologies/dgx-a100.json --json", false);
+	r = fixture_shardlab("topo topologies/dgx-a100.json --json", false);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j);
 	const cJSON *tier = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "tiers"), 0);
@@ -258,7 +228,7 @@ Test(cli, topo_shows_link_efficiency)
 	cJSON_Delete(j);
 	free(r.out);
 	/* a file without efficiencies prints no fraction */
-	r = shardlab("topo topologies/atlas800-910a.json", false);
+	r = fixture_shardlab("topo topologies/atlas800-910a.json", false);
 	cr_assert_null(strstr(r.out, "of the line rate"), "%s", r.out);
 	free(r.out);
 }
@@ -269,7 +239,7 @@ static cJSON *explain_json(const char *scenario)
 {
 	char args[256];
 	snprintf(args, sizeof args, "explain --json --ranks 0 %s", scenario);
-	struct run r = shardlab(args, false);
+	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "explain %s exits %d", scenario, r.status);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "explain --json %s does not print JSON", scenario);
@@ -333,7 +303,7 @@ Test(cli, explain_json_seed_collectives)
 
 Test(cli, explain_refuses_an_invalid_strategy)
 {
-	struct run r = shardlab("explain tests/data/bad/scenario-strategy-invalid.json", true);
+	struct cli_run r = fixture_shardlab("explain tests/data/bad/scenario-strategy-invalid.json", true);
 	cr_assert_eq(r.status, 1);
 	cr_assert_not_null(strstr(r.out, "tests/data/bad/scenario-strategy-invalid.json:9: "));
 	free(r.out);
@@ -343,7 +313,7 @@ Test(cli, explain_refuses_an_invalid_strategy)
 
 static cJSON *run_json(const char *args)
 {
-	struct run r = shardlab(args, false);
+	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "shardlab %s exits %d", args, r.status);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "shardlab %s does not print JSON", args);
@@ -382,7 +352,7 @@ Test(cli, plan_rec_order_option)
 		         "plan --json --planner recursive --rec-cost mindspore --rec-order %s "
 		         "tests/data/good/rec-order-chain-4p.json",
 		         want[k].order);
-		struct run r = shardlab(args, false);
+		struct cli_run r = fixture_shardlab(args, false);
 		cr_assert_eq(r.status, 0, "%s", args);
 		cJSON *j = cJSON_Parse(r.out);
 		cr_assert_not_null(j, "%s", r.out);
@@ -450,7 +420,7 @@ Test(cli, plan_json_ffn_golden)
 
 Test(cli, plan_text_names_sources)
 {
-	struct run r = shardlab("plan scenarios/ffn-8p.json", false);
+	struct cli_run r = fixture_shardlab("plan scenarios/ffn-8p.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "planner propagate"));
 	cr_assert_not_null(strstr(r.out, "((2, 4), (4, 1))  propagated from relu"), "%s", r.out);
@@ -487,7 +457,7 @@ Test(cli, advise_ffn_warns_only_about_the_second_add)
 	cr_assert_eq(cJSON_GetObjectItemCaseSensitive(a, "n_tied")->valueint, 3);
 	cr_assert_str_eq(str_of(a, "suggestion"), "\"dense2.add\": [[2, 4], [4]]");
 	cJSON_Delete(j);
-	struct run r = shardlab("advise scenarios/ffn-8p.json", false);
+	struct cli_run r = fixture_shardlab("advise scenarios/ffn-8p.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_null(strstr(r.out, "dense2.matmul"), "%s", r.out);
 	cr_assert_null(strstr(r.out, "dense1.add"), "%s", r.out);
@@ -595,16 +565,16 @@ Test(cli, plan_and_advise_usage_errors_exit_2)
 		{"advise a.json b.json", "shardlab advise: one scenario at a time ('b.json')\n"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		struct run r = shardlab(cases[i].args, true);
+		struct cli_run r = fixture_shardlab(cases[i].args, true);
 		cr_expect_eq(r.status, 2, "%s exits %d", cases[i].args, r.status);
 		cr_expect_str_eq(r.out, cases[i].err, "%s", cases[i].args);
 		free(r.out);
 	}
 	/* An invalid scenario is input, not usage: exit 1 for both. */
-	struct run r = shardlab("plan tests/data/bad/scenario-strategy-invalid.json", true);
+	struct cli_run r = fixture_shardlab("plan tests/data/bad/scenario-strategy-invalid.json", true);
 	cr_expect_eq(r.status, 1);
 	free(r.out);
-	r = shardlab("advise tests/data/bad/scenario-strategy-invalid.json", true);
+	r = fixture_shardlab("advise tests/data/bad/scenario-strategy-invalid.json", true);
 	cr_expect_eq(r.status, 1);
 	free(r.out);
 }
@@ -618,7 +588,6 @@ Test(cli, plan_and_advise_usage_errors_exit_2)
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "fixture.h"
 
 /* An arena for the fake programs below (reachable till the end). */
 static struct arena *fake_arena(void)
@@ -986,16 +955,16 @@ Test(cli, simulate_and_compare_usage_errors_exit_2)
 		{"compare a.json b.json", "shardlab compare: one scenario at a time ('b.json')\n"},
 	};
 	for (size_t i = 0; i < SL_COUNTOF(cases); i++) {
-		struct run r = shardlab(cases[i].args, true);
+		struct cli_run r = fixture_shardlab(cases[i].args, true);
 		cr_expect_eq(r.status, 2, "%s exits %d", cases[i].args, r.status);
 		cr_expect_str_eq(r.out, cases[i].err, "%s", cases[i].args);
 		free(r.out);
 	}
 	/* A scenario that does not load is input: exit 1. */
-	struct run r = shardlab("compare tests/data/bad/scenario-bad-settings.json", true);
+	struct cli_run r = fixture_shardlab("compare tests/data/bad/scenario-bad-settings.json", true);
 	cr_expect_eq(r.status, 1);
 	free(r.out);
-	r = shardlab("simulate tests/data/bad/scenario-strategy-invalid.json", true);
+	r = fixture_shardlab("simulate tests/data/bad/scenario-strategy-invalid.json", true);
 	cr_expect_eq(r.status, 1);
 	free(r.out);
 }
@@ -1005,7 +974,7 @@ Test(cli, simulate_and_compare_usage_errors_exit_2)
  * it) fails, and the baselines, which ignore shard entries, still plan. */
 Test(cli, compare_reports_a_failing_planner_as_a_row)
 {
-	struct run r = shardlab("compare tests/data/bad/scenario-strategy-invalid.json --json", false);
+	struct cli_run r = fixture_shardlab("compare tests/data/bad/scenario-strategy-invalid.json --json", false);
 	cr_expect_eq(r.status, 0);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "%s", r.out);
@@ -1036,7 +1005,7 @@ Test(cli, estimate_flags_a_plan_that_does_not_fit)
 	double params = 12 * l * h * h + 13 * l * h + (51200 + 1024) * h + 2 * h;
 	char args[256];
 	snprintf(args, sizeof args, "estimate --json --planner data-parallel %s", sc);
-	struct run r = shardlab(args, false);
+	struct cli_run r = fixture_shardlab(args, false);
 	cr_expect_eq(r.status, 0);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "%s", r.out);
@@ -1054,7 +1023,7 @@ Test(cli, estimate_flags_a_plan_that_does_not_fit)
 	cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(j, "oom_overflow_bytes")->valuedouble,
 	                   p + gr + opt + act + buf - 80e9, 1);
 	snprintf(args, sizeof args, "estimate --planner data-parallel %s", sc);
-	struct run t = shardlab(args, false);
+	struct cli_run t = fixture_shardlab(args, false);
 	cr_expect_not_null(strstr(t.out, "of 80 GB HBM"), "%s", t.out);
 	cr_expect_not_null(strstr(t.out, ": OOM ("), "%s", t.out);
 	cJSON_Delete(j);
@@ -1138,7 +1107,7 @@ Test(cli, simulate_writes_a_trace, .timeout = 60)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/ffn.json", dir);
 	snprintf(args, sizeof args, "simulate scenarios/ffn-8p.json --fidelity step --trace %s", path);
-	struct run r = shardlab(args, false);
+	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0);
 	cr_expect_not_null(strstr(r.out, "iteration"));
 	free(r.out);
@@ -1190,7 +1159,7 @@ Test(cli, every_shipped_scenario_simulates, .timeout = 120)
 			continue;
 		}
 		snprintf(args, sizeof args, "simulate scenarios/%s --fidelity coarse --json", files[i]);
-		struct run r = shardlab(args, false);
+		struct cli_run r = fixture_shardlab(args, false);
 		cr_expect_eq(r.status, 0, "%s exits %d", files[i], r.status);
 		cJSON *j = r.status == 0 ? cJSON_Parse(r.out) : NULL;
 		if (j) {
@@ -1211,7 +1180,7 @@ Test(cli, every_shipped_scenario_simulates, .timeout = 120)
  * simulated, both rankings; the plan commands take its first. */
 Test(cli, megatron_search_compare_and_estimate, .timeout = 120)
 {
-	struct run r = shardlab("compare tests/data/good/search-gpt-4p.json "
+	struct cli_run r = fixture_shardlab("compare tests/data/good/search-gpt-4p.json "
 	                        "--planner megatron-search --top 2", false);
 	cr_expect_eq(r.status, 0);
 	cr_expect(strstr(r.out, "megatron-search: 276 configurations; 276 fit in 32 GB"), "%s",
@@ -1224,7 +1193,7 @@ Test(cli, megatron_search_compare_and_estimate, .timeout = 120)
 	cr_expect(strstr(r.out, "  by the simulation: #"), "%s", r.out);
 	free(r.out);
 
-	r = shardlab("compare tests/data/good/search-gpt-4p.json --planner megatron-search "
+	r = fixture_shardlab("compare tests/data/good/search-gpt-4p.json --planner megatron-search "
 	             "--top 2 --json", false);
 	cr_expect_eq(r.status, 0);
 	cJSON *j = cJSON_Parse(r.out);
@@ -1236,7 +1205,7 @@ Test(cli, megatron_search_compare_and_estimate, .timeout = 120)
 	cJSON_Delete(j);
 	free(r.out);
 
-	r = shardlab("estimate tests/data/good/search-gpt-4p.json --planner megatron-search", false);
+	r = fixture_shardlab("estimate tests/data/good/search-gpt-4p.json --planner megatron-search", false);
 	cr_expect_eq(r.status, 0);
 	cr_expect(strstr(r.out, "megatron-search chose TP "), "%s", r.out);
 	cr_expect(strstr(r.out, "configurations that fit (of 276)"), "%s", r.out);

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "validation.h"
 #include "fixture.h"
@@ -182,36 +181,9 @@ Test(validate, loads_the_collectives_file)
 
 /* ------------------------------------------------------- the command */
 
-struct run {
-	char *out;
-	int status;
-};
-
-/* `shardlab ARGS`: stdout, or stderr when want_err. */
-static struct run shardlab(const char *args, bool want_err)
-{
-	const char *exe = getenv("SHARDLAB");
-	cr_assert_not_null(exe, "SHARDLAB is not set (run the tests through meson test)");
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "'%s' %s %s", exe, args,
-	         want_err ? "2>&1 >/dev/null" : "2>/dev/null");
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	size_t cap = 1 << 16, len = 0, n;
-	char *buf = malloc(cap);
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 2)
-			buf = realloc(buf, cap *= 2);
-	}
-	buf[len] = '\0';
-	int st = pclose(p);
-	return (struct run){buf, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)};
-}
-
 static cJSON *json_of(const char *args)
 {
-	struct run r = shardlab(args, false);
+	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "shardlab %s exits %d", args, r.status);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "shardlab %s does not print JSON:\n%s", args, r.out);
@@ -289,7 +261,7 @@ Test(validate, estimate_only_and_rows)
 	cr_assert(cJSON_IsNull(member(cJSON_GetArrayItem(rows, 0), "simulation")));
 	cr_assert(cJSON_IsNull(member(member(j, "mape"), "simulation_pct")));
 	cJSON_Delete(j);
-	struct run r = shardlab("validate --rows 'none*' tests/data/good/validate-training.json", true);
+	struct cli_run r = fixture_shardlab("validate --rows 'none*' tests/data/good/validate-training.json", true);
 	cr_assert_eq(r.status, 1);
 	cr_assert_str_eq(r.out, "shardlab validate: no row of "
 	                        "tests/data/good/validate-training.json matches 'none*'\n");
@@ -298,8 +270,8 @@ Test(validate, estimate_only_and_rows)
 
 Test(validate, text_is_deterministic)
 {
-	struct run a = shardlab("validate tests/data/good/validate-training.json", false);
-	struct run b = shardlab("validate tests/data/good/validate-training.json", false);
+	struct cli_run a = fixture_shardlab("validate tests/data/good/validate-training.json", false);
+	struct cli_run b = fixture_shardlab("validate tests/data/good/validate-training.json", false);
 	cr_assert_eq(a.status, 0);
 	cr_assert_str_eq(a.out, b.out);
 	cr_assert_not_null(strstr(a.out, "  1 of 4 rows left out (failed or OOM)\n"), "%s", a.out);
@@ -342,7 +314,7 @@ Test(validate, collectives_by_hand)
 	cJSON_Delete(j);
 	/* The text: the first and last rows' lines, their figures rounded by
 	 * hand (-0.03% prints as +0.0%, never -0.0%). */
-	struct run r = shardlab("validate tests/data/good/validate-collectives.json", false);
+	struct cli_run r = fixture_shardlab("validate tests/data/good/validate-collectives.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "halving-doubling  230 GB/s                230 GB/s   "
 	                                 "+0.0%     230 GB/s   +0.0%\n"), "%s", r.out);
@@ -354,16 +326,16 @@ Test(validate, collectives_by_hand)
 
 Test(validate, usage_errors)
 {
-	struct run r = shardlab("validate", true);
+	struct cli_run r = fixture_shardlab("validate", true);
 	cr_assert_eq(r.status, 2);
 	cr_assert_str_eq(r.out, "shardlab validate: missing FILE (see --help)\n");
 	free(r.out);
-	r = shardlab("validate --frobnicate tests/data/good/validate-training.json", true);
+	r = fixture_shardlab("validate --frobnicate tests/data/good/validate-training.json", true);
 	cr_assert_eq(r.status, 2);
 	cr_assert_str_eq(r.out, "shardlab validate: unknown option '--frobnicate' (see --help)\n");
 	free(r.out);
 	/* A scenario is not a validation file: exit 1 with the diagnostic. */
-	r = shardlab("validate scenarios/ffn-8p.json", true);
+	r = fixture_shardlab("validate scenarios/ffn-8p.json", true);
 	cr_assert_eq(r.status, 1);
 	cr_assert_str_eq(r.out, "scenarios/ffn-8p.json:2: format: expected \"shardlab-validation\", "
 	                        "got \"shardlab-scenario\"\n");
