@@ -179,7 +179,7 @@ const char *report_pct_text(char *buf, size_t size, double pct);
  * neither way); NAN when n < 2 or either scoring ties everything. */
 double report_kendall_tau(const double *x, const double *y, int n);
 /* Bytes each device sends in one iteration of a program: the ring volumes
- * of planner.h (AllReduce 2(s-1)/s·S, the others (s-1)/s·S), the section
+ * of planner/layout/layout.h (AllReduce 2(s-1)/s·S, the others (s-1)/s·S), the section
  * counted `repeat` times. */
 /* Bytes a device of the busiest stage sends in one iteration. */
 double report_program_comm_bytes(const struct program *p);

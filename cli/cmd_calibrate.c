@@ -1,6 +1,6 @@
 /* cmd_calibrate.c — `shardlab calibrate TABLE [--topology FILE] [--json]`:
  * the compute model's parameters (docs/cost-models.md) fitted by least
- * squares to a CSV table of measured kernel times (planner/calibrate.c),
+ * squares to a CSV table of measured kernel times (planner/cost/calibrate.c),
  * with their standard errors, the residuals, and the topology "device"
  * members to paste.
  *

@@ -1,5 +1,5 @@
 /* cmd_estimate.c — `shardlab estimate SCENARIO`: the symbolic estimate of
- * a plan (planner/estimate.c): iteration time, its compute and
+ * a plan (planner/cost/estimate.c): iteration time, its compute and
  * communication shares, the breakdown by category, memory per device
  * against the device's HBM, the reference's rec cost and the ops that
  * take the most time, as text or JSON. Linear in ops; the top-ops table

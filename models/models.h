@@ -12,7 +12,7 @@
  *
  * Data flow: util -> models. Nothing here knows about devices or plans;
  * planner/ distributes ops through the dimension signatures it derives
- * from the catalog (DESIGN.md, "Op dimension signatures").
+ * from the catalog (docs/planner.md, "Strategies and distributed operators").
  */
 #ifndef SHARDLAB_MODELS_H
 #define SHARDLAB_MODELS_H
@@ -154,8 +154,8 @@ void graph_totals(const struct graph *g, struct graph_totals *out);
 
 /* ------------------------------------------------- dimension signatures */
 
-/* How an op's dimensions relate, einsum-like (DESIGN.md, "Op dimension
- * signatures"): every tensor dimension carries a label; a label cut the
+/* How an op's dimensions relate, einsum-like (docs/planner.md,
+ * "Strategies and distributed operators"): every tensor dimension carries a label; a label cut the
  * same way in every tensor that carries it is a consistent cut. MatMul is
  * mk,kn->mn: m and n are kept, k is summed. The planner derives validity,
  * output layouts and the collectives of summed labels from this alone,

@@ -1,5 +1,5 @@
-/* signature.c — the dimension signature of every op kind (DESIGN.md, "Op
- * dimension signatures"): each tensor dimension carries a label, einsum-
+/* signature.c — the dimension signature of every op kind (docs/planner.md,
+ * "Strategies and distributed operators"): each tensor dimension carries a label, einsum-
  * like, and each label a size and a role. MatMul is mk,kn->mn with k
  * summed; element-wise ops map every dimension to itself; a broadcast
  * dimension of size 1 carries no label (-1) and must stay whole.

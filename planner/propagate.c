@@ -1,10 +1,10 @@
 /* propagate.c — sharding propagation (MindSpore "sharding_propagation",
- * seed 000; DESIGN.md, "Sharding propagation"; docs/planner.md).
+ * seed 000; docs/planner.md, "Sharding propagation").
  *
  * Configured ops keep their shard() strategy. From them, breadth first
  * over both directions of the data edges, every unconfigured op takes the
  * candidate strategy (enumerate.c) with the least redistribution bytes per
- * device over its edges to the ops already decided (cost_cache.c); ties go
+ * device over its edges to the ops already decided (redist_cache.c); ties go
  * to less computation per rank, then fewer bytes per rank, then less
  * communication of its own (forward and gradient), then enumeration order.
  * A parameter read by several ops is placed the same way by all of them

@@ -1,4 +1,4 @@
-/* recursive.c — MindSpore's double-recursive strategy search (DESIGN.md,
+/* recursive.c — MindSpore's double-recursive strategy search (docs/planner.md,
  * "The double-recursive search"; docs/planner-recursive.md), re-implemented
  * from the published description. The algorithm is the subject of Huawei
  * patent US 12,468,924 B2; shardlab implements it for research and teaching
@@ -35,7 +35,7 @@
 const char *const rec_cost_names[REC_COST_COUNT] = {"topology", "mindspore"};
 const char *const rec_order_names[REC_ORDER_COUNT] = {"reverse-topological", "weight"};
 
-/* The reference's constants (DESIGN.md): c of the MatMul row cut (0.25 in
+/* The reference's constants (docs/planner.md): c of the MatMul row cut (0.25 in
  * early versions, 1 later), the redistribution weight, and "no cut". */
 #define REC_C_ROW 1.0
 #define REC_REDIST_WEIGHT 16.0
@@ -180,7 +180,7 @@ static enum rclass classify(const struct op_sig *sig)
 
 /* ----------------------------------------------------------- the costs */
 
-/* The reference's per-op cost of cutting label l (DESIGN.md): a kept label
+/* The reference's per-op cost of cutting label l (docs/planner.md): a kept label
  * costs half the local size of every input that does not carry it (it is
  * replicated along the cut; MatMul i: c·j·k/2, j: i·k/2), a summed label
  * half the local size of every output (partial sums; MatMul k: i·j/2).

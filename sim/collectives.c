@@ -3,7 +3,7 @@
  * One member's part of a collective becomes a short list of operations:
  * sends (to a rank, bytes), receives (from a rank), waits (every pending
  * send and receive done) and sleeps. For a group of n ranks and S bytes
- * (S of the formulas, planner.h):
+ * (S of the formulas, cost.h):
  *   ring               AllReduce: 2(n-1) steps of S/n to the next rank;
  *                      AllGather, ReduceScatter: n-1 steps of S/n;
  *                      AllToAll: pairwise, step k sends S/n to rank +k
@@ -17,7 +17,7 @@
  *                      tier also AllGather, ReduceScatter, and AllReduce (both)
  * Fidelity coarse turns each ring phase into one transfer of the phase's
  * bytes to the next rank followed by a sleep of the n-2 latencies skipped
- * (DESIGN.md), and halving-doubling whose steps all cross routes of one
+ * (docs/simulation.md), and halving-doubling whose steps all cross routes of one
  * bandwidth into one exchange per pass (SIM_HD_ONE_LINK, sim-int.h); the
  * tree and mixed-bandwidth halving-doubling stay step by step.
  *

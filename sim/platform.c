@@ -11,7 +11,7 @@
  * oversubscription, one switch latency each). A route within a leaf is
  * tx, rx (2 NIC + 1 switch latencies), across the spine tx, up, down, rx
  * (2 NIC + 3 switch latencies), as the cost model's paths. No link is
- * shared by every route (DESIGN.md: it would couple all flows).
+ * shared by every route (it would couple all flows in the bandwidth-sharing solver, docs/simulation.md).
  *
  * Routes exist only for the ordered pairs that carry messages (found by a
  * dry run of the collectives), so the XML grows with the traffic pattern,

@@ -4,7 +4,7 @@
  * setup runs every collective dry to find the rank pairs that carry
  * messages, writes the platform (platform.c) to a temporary file, loads it
  * with the CM02 model, unit factors, no cross-traffic and no TCP window
- * (DESIGN.md: an uncontended transfer then takes latency + bytes /
+ * (docs/simulation.md: an uncontended transfer then takes latency + bytes /
  * bandwidth exactly), and creates a mailbox per (pair, stream): messages
  * between two ranks on one stream are sent and received in program order,
  * so FIFO matching never mixes collectives or senders; the pipeline's
@@ -202,7 +202,7 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops)
  * prices a ring at its slowest hop; the transfers of a ring mixing two
  * tiers pace each other hop by hop). The collective then
  * takes exactly its formula once the last member arrives, as its
- * transfers would uncontended, and costs no simulated message (DESIGN.md:
+ * transfers would uncontended, and costs no simulated message (docs/simulation.md:
  * what makes thousands of ranks affordable). Binomial trees are left to
  * the transfers: their rounds do not line up across members.
  *

@@ -1,10 +1,11 @@
 /* sim.h — the SimGrid simulation of a training iteration.
  *
  * The topology becomes a SimGrid platform (one host per device, servers as
- * zones with their tiers, NICs, the fabric); every rank runs the program
- * planner/ lowered (compute as executions, collectives decomposed by their
- * algorithm into point-to-point messages over the platform's links, so
- * concurrent collectives share links); the result is the iteration time,
+ * zones with their tiers, NICs, the fabric); a plan is lowered into the
+ * program every rank runs (lower.c), and each rank runs it: compute as
+ * executions, collectives decomposed by their algorithm into
+ * point-to-point messages over the platform's links, so concurrent
+ * collectives share links; the result is the iteration time,
  * per rank the compute, exposed communication and idle time, per link the
  * bytes and utilisation, and optionally the events of a trace.
  *
@@ -20,9 +21,84 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "planner.h"
+#include "cost.h"
 #include "topologies.h"
 #include "util.h"
+
+/* ------------------------------------------------------------- lowering */
+
+/* A training iteration as the programs the ranks run: one per stage, SPMD
+ * inside it (each rank finds its own group in each collective; groups are
+ * stage-relative). Steps are data, not code per op kind. Each chunk has a
+ * forward and a backward list of steps for one micro-batch; a stage runs
+ * its schedule's slots in order, then its tail (the optimizer, ZeRO's
+ * parameter gathers). Stream 0 runs compute, the ops' own collectives,
+ * redistributions and the pipeline's sends and receives; stream 1 the
+ * gradient synchronisation, each bucket once the backward step that
+ * completes it has run (after every micro-batch for ZeRO 2 and 3, else in
+ * the chunk's last backward); the tail waits for stream 1. */
+enum prog_phase {
+	PHASE_FORWARD, PHASE_BACKWARD, PHASE_RECOMPUTE, PHASE_PIPELINE, PHASE_PARAMS, PHASE_GRADIENT,
+	PHASE_OPTIMIZER, PHASE_COUNT
+};
+extern const char *const prog_phase_names[PHASE_COUNT];
+
+enum prog_kind { PROG_COMPUTE, PROG_COLLECTIVE, PROG_SEND, PROG_RECV };
+
+struct prog_step {
+	enum prog_kind kind;
+	enum prog_phase phase;
+	int stream;                        /* 0 or 1 */
+	int stage;                         /* whose ranks run it */
+	int op;                            /* graph op; -1 for the optimizer, buckets, sends */
+	const char *label;                 /* for traces: "dense2.matmul", "dense2.matmul AllReduce" */
+	double seconds;                    /* PROG_COMPUTE: the estimator's roofline time */
+	enum step_kind coll;               /* PROG_COLLECTIVE */
+	struct rank_groups groups;         /* stage-relative */
+	double bytes;                      /* S of the formulas; SEND/RECV: the message */
+	int after;                         /* stream 1: the stream-0 step it waits for; else -1 */
+	bool every_micro;                  /* stream 1: after every micro-batch, not the last only */
+	int channel;                       /* SEND/RECV: the boundary (chunk c to c+1) */
+	int peer_stage;                    /* SEND/RECV: the stage at the other end */
+};
+
+struct prog_chunk {
+	int stage;
+	int fwd, n_fwd;                    /* steps[fwd .. fwd+n_fwd): one micro-batch's forward */
+	int bwd, n_bwd;                    /* its backward, stream-1 steps just after their `after` */
+};
+
+struct prog_stage {
+	int n_slots;
+	struct prog_slot *slots;           /* plan_schedule's order */
+	int tail, n_tail;                  /* steps run once after the slots */
+};
+
+struct program {
+	int64_t n_ranks;                   /* every stage's */
+	int64_t stage_ranks;
+	int n_stages, n_chunks;
+	int64_t micro_batches;
+	struct prog_chunk *chunks;
+	struct prog_stage *stages;
+	int n_steps;
+	struct prog_step *steps;
+	double bucket_bytes;               /* gradient bucket size used */
+};
+
+/* One iteration of a plan as programs: per chunk the forward ops, their
+ * collectives and the redistributions into them (ZeRO-3: each parameter
+ * gathered before its first reader), a send of the live activations to
+ * the next chunk; backward: a receive of their gradient, recomputation
+ * (full: the chunk's forward again; selective: the attention core), the
+ * ops in reverse with the mirrored collectives, gradient buckets of at
+ * most bucket_bytes (same groups only; ReduceScatter from ZeRO 1) on
+ * stream 1, the gradient sent back; per stage the optimizer and (ZeRO 1,
+ * 2) the all-gather of the updated parameters. Times and bytes are the
+ * estimator's. */
+bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, struct program *out,
+                struct diag_list *diags);
+
 
 struct sim_options {
 	enum sim_fidelity fidelity;        /* FIDELITY_STEP: every algorithm step a message;

@@ -6,6 +6,7 @@
 #define SHARDLAB_TEST_FIXTURE_H
 
 #include "planner.h"
+#include "sim.h"
 
 /* Achievable link rates of the shipped topologies, as hand calculations
  * use them: the file's line rate times its "efficiency" (docs/formats.md). */

@@ -97,7 +97,7 @@ Test(distop, seed000_matmul_2_1_1_4)
 	/* ((a,b),(b,c)) -> [a,b,c] = [2,1,4]; 2*1*4 = 8 devices, no repeat. */
 	assert_dm(&d.dm, 3, (int64_t[]){2, 1, 4});
 	/* Tensor maps count axes from the right: m is axis 0 -> 2, k axis 1
-	 * -> 1, n axis 2 -> 0. X [2,1], W [1,0], Y [2,0] (DESIGN.md). */
+	 * -> 1, n axis 2 -> 0. X [2,1], W [1,0], Y [2,0] (docs/planner.md). */
 	assert_map(&d.in[0], 0, 1, (int[]){2});
 	assert_map(&d.in[0], 1, 1, (int[]){1});
 	assert_map(&d.in[1], 0, 1, (int[]){1});

@@ -18,7 +18,7 @@
  */
 #include <string.h>
 
-#include "planner-int.h"
+#include "layout.h"
 
 bool devmat_init(struct devmat *dm, int n, const int64_t *sizes, const char *const *names,
                  int64_t base)

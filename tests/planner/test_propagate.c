@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner-int.h"
+#include "planner.h"
 #include "fixture.h"
 
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner-int.h"
+#include "planner.h"
 #include "fixture.h"
 
 static const struct plan_options OPT = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};

@@ -1,4 +1,4 @@
-/* test_calibrate.c — the compute model's calibration (planner/calibrate.c),
+/* test_calibrate.c — the compute model's calibration (planner/cost/calibrate.c),
  * `shardlab calibrate` (cli/cmd_calibrate.c) and the model's members in
  * `shardlab topo`.
  *

@@ -1,4 +1,4 @@
-/* test_planner.c — the layout algebra (device matrices, slices, rank
+/* test_layout.c — the layout algebra (device matrices, slices, rank
  * groups, placement equality) and whole plans of the seed scenarios:
  * which collectives appear, over which ranks, with how many bytes. Every
  * expected value is derived in the comment above it. */
@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner-int.h"
+#include "layout.h"
 #include "fixture.h"
 
 
-TestSuite(planner, .init = fixture_setup, .fini = fixture_teardown);
+TestSuite(layout, .init = fixture_setup, .fini = fixture_teardown);
 
 static struct devmat dm_of(int n, const int64_t *sizes, const char *const *names)
 {
@@ -54,7 +54,7 @@ static void assert_members(const struct rank_groups *g, const int64_t *want, siz
 
 /* ---------------------------------------------------------------- layouts */
 
-Test(planner, seed000_slices_on_device_matrix_2_1_4)
+Test(layout, seed000_slices_on_device_matrix_2_1_4)
 {
 	/* Seed 000 figure (c): MatMul ((2,1),(1,4)) on 8 devices has device
 	 * matrix [2,1,4]; X maps to (axis 0, axis 1), W to (axis 1, axis 2).
@@ -91,7 +91,7 @@ Test(planner, seed000_slices_on_device_matrix_2_1_4)
 	cr_assert_float_eq(layout_local_bytes(&w), 64.0 * 16 * 4, 0);
 }
 
-Test(planner, seed004_row0_lands_on_ranks_0_4_2_6)
+Test(layout, seed004_row0_lands_on_ranks_0_4_2_6)
 {
 	/* Layout((2,2,2), ("dp","sp","mp")), a = [[a0..a3],[a4..a7]] as
 	 * ("mp", ("sp","dp")): row index from mp (axis 2), column index =
@@ -119,7 +119,7 @@ Test(planner, seed004_row0_lands_on_ranks_0_4_2_6)
 	cr_assert_eq(m[1], 2);
 }
 
-Test(planner, rank_groups_along_axes)
+Test(layout, rank_groups_along_axes)
 {
 	/* [2,2,2]: rank = 4a + 2b + c. Along axes (1,2): a fixed -> {0,1,2,3}
 	 * and {4,5,6,7}. Along (2,1) the same sets ordered c-major: {0,2,1,3}.
@@ -146,7 +146,7 @@ Test(planner, rank_groups_along_axes)
 	assert_members(&g, want_off, sizeof want_off / sizeof want_off[0]);
 }
 
-Test(planner, same_placement_whatever_the_description)
+Test(layout, same_placement_whatever_the_description)
 {
 	int64_t s8[] = {8}, s24[] = {2, 4}, s214[] = {2, 1, 4}, shape[] = {64, 64};
 	struct devmat d8 = dm_of(1, s8, NULL), d24 = dm_of(2, s24, NULL),
@@ -185,7 +185,7 @@ Test(planner, same_placement_whatever_the_description)
 	cr_assert_not(layout_same_placement(&r23, &r32));
 }
 
-Test(planner, refinement_of_two_device_matrices)
+Test(layout, refinement_of_two_device_matrices)
 {
 	/* [4,2] and [2,4] over 8 ranks: boundaries {1,2,8} and {1,4,8} -> the
 	 * common refinement has boundaries {1,2,4,8}: axes [2,2,2]. Rows on the
@@ -210,7 +210,7 @@ Test(planner, refinement_of_two_device_matrices)
 	cr_assert_not(layout_refine(&x, &y, &ra, &rb));
 }
 
-Test(planner, layout_validity)
+Test(layout, layout_validity)
 {
 	int64_t s24[] = {2, 4}, shape[] = {6, 8};
 	struct devmat d = dm_of(2, s24, NULL);
@@ -262,7 +262,7 @@ static int count_comm(const struct plan *p)
 	return n;
 }
 
-Test(planner, seed000_configured_matmul_2_1_4)
+Test(layout, seed000_configured_matmul_2_1_4)
 {
 	struct plan *p = plan_of("scenarios/ffn-8p.json", REDIST_COMPAT);
 	const struct dist_op *mm = op_named(p, "dense1.matmul");
@@ -285,7 +285,7 @@ Test(planner, seed000_configured_matmul_2_1_4)
 	cr_assert_eq(relu->cuts[0][1], 1);
 }
 
-Test(planner, seed000_ir_allreduce_then_stridedslice)
+Test(layout, seed000_ir_allreduce_then_stridedslice)
 {
 	/* Seed 000's IR: the second MatMul ((2,4),(4,1)) has device matrix
 	 * [2,4,1]; its contracted dimension is cut over the 4-axis, so it ends
@@ -325,7 +325,7 @@ Test(planner, seed000_ir_allreduce_then_stridedslice)
 	cr_assert_float_eq(e->redist.bytes_per_device, 6144.0, 1e-9);
 }
 
-Test(planner, seed004_one_allgather)
+Test(layout, seed004_one_allgather)
 {
 	/* matmul1 ((4,1),(1,1)): its output rows are split over 4 ranks, 16x64
 	 * each. matmul2 ((1,1),(1,4)) reads it whole: one AllGather over
@@ -343,7 +343,7 @@ Test(planner, seed004_one_allgather)
 	cr_assert_float_eq(r->bytes_per_device, 12288.0, 1e-9);
 }
 
-Test(planner, seed000_figure_b_alltoall)
+Test(layout, seed000_figure_b_alltoall)
 {
 	/* Z rows split over 4; matmul2 ((1,4),(4,1)) reads Z with its columns
 	 * (the contracted dimension) split over 4: one AllToAll over 0-1-2-3
@@ -367,7 +367,7 @@ Test(planner, seed000_figure_b_alltoall)
 	cr_assert_float_eq(mm2->comm[0].bytes_per_device, 24576.0, 1e-9);
 }
 
-Test(planner, seed003_allreduce_over_pairs)
+Test(layout, seed003_allreduce_over_pairs)
 {
 	/* Y = XA ((2,1),(1,2)): device matrix [2,1,2], Y rows on the major 2,
 	 * columns on the minor 2. Z = YB ((2,2),(2,1)): device matrix [2,2,1],
@@ -387,7 +387,7 @@ Test(planner, seed003_allreduce_over_pairs)
 	cr_assert_eq(op_named(p, "matmul1")->n_comm, 0);
 }
 
-Test(planner, seed004_layout_reducescatter)
+Test(layout, seed004_layout_reducescatter)
 {
 	/* Layout((2,2,2), (dp, sp, mp)); rank = 4 dp + 2 sp + mp. matmul1 reads
 	 * X as ("mp", ("sp","dp")) and W as (("sp","dp"), None): the contracted
@@ -407,7 +407,7 @@ Test(planner, seed004_layout_reducescatter)
 	cr_assert_eq(p->n_edges, 0);
 }
 
-Test(planner, megatron_mlp_one_allreduce)
+Test(layout, megatron_mlp_one_allreduce)
 {
 	/* Seeds 001/003: W1 by columns, W2 by rows over 8: the only forward
 	 * communication is fc2's AllReduce of the [B*s, h] = [1024, 1024] bf16
@@ -424,7 +424,7 @@ Test(planner, megatron_mlp_one_allreduce)
 	cr_assert_eq(p->n_edges, 0);
 }
 
-Test(planner, megatron_attention_one_allreduce)
+Test(layout, megatron_attention_one_allreduce)
 {
 	/* Heads cut over 8: q/k/v by columns, every per-head op on the head
 	 * dimension, the output projection by rows: one AllReduce of [1024,

@@ -1,5 +1,5 @@
 /* lower.c — a plan as the programs the ranks run for one training
- * iteration (planner.h, plan_lower).
+ * iteration (sim.h, plan_lower).
  *
  * Per pipeline chunk, one micro-batch's forward: the receive of the live
  * activations from the chunk before, then for each op in order the
@@ -13,9 +13,9 @@
  * inputs' gradients and the mirrors of the redistributions into it; then
  * the gradient sent back. Per stage, after its schedule: the optimizer
  * and, for ZeRO 1 and 2, the all-gather of the updated parameters. The
- * collectives are listed by the same code as the estimate's (estimate.c,
- * plan_colls_*), and compute times are the estimate's, so the two agree
- * when nothing contends and nothing waits.
+ * collectives are listed by the same code as the estimate's (the plan's
+ * collectives, planner/layout/plan_comm.c), and compute times are the
+ * estimate's, so the two agree when nothing contends and nothing waits.
  *
  * Units: seconds, bytes (S of the formulas). Steps are SPMD per stage: one
  * array for all ranks, the rank groups a stage-relative description. Hot
@@ -24,38 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner-int.h"
+#include "sim-int.h"
 
 const char *const prog_phase_names[PHASE_COUNT] = {"forward",  "backward", "recompute", "pipeline",
                                                    "parameters", "gradient", "optimizer"};
 _Static_assert(PHASE_COUNT == 7, "prog_phase_names covers every phase");
-
-#define OPEN_BUCKETS 8   /* buckets filling at once (one per kind and groups) */
-
-/* A parameter's gradient all-reduce, ready once op `op`'s backward ran;
- * `seq` counts gradients in the order they become ready. */
-struct grad {
-	enum step_kind kind;
-	struct rank_groups groups;
-	double bytes;
-	int op, seq;
-	const char *name;                  /* the parameter */
-	int bucket;                        /* the bucket's order of opening */
-};
-
-struct bucket {
-	struct grad first;                 /* kind, groups and the first parameter */
-	double bytes;
-	int n, last_seq, last_op, order;
-};
-
-/* The gradients of a plan in backward order, being collected. */
-struct grads {
-	struct arena *a;
-	struct grad *v;
-	int n, cap;
-	bool oom;
-};
 
 struct lower {
 	struct arena *a;
@@ -204,195 +177,6 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 			plan_colls_forward(d->comm, d->n_comm, &k);
 	}
 }
-
-static void add_grad(struct grads *G, const struct grad *g)
-{
-	if (G->n == G->cap) {
-		int cap = G->cap ? 2 * G->cap : 64;
-		struct grad *x = arena_grow(G->a, G->v, (size_t)G->n, (size_t)cap, sizeof(*x));
-		if (!x) {
-			G->oom = true;
-			return;
-		}
-		G->v = x;
-		G->cap = cap;
-	}
-	G->v[G->n++] = *g;
-}
-
-/* A plan_coll_sink: the gradient synchronisation of one parameter. */
-struct grad_sink {
-	struct grads *G;
-	int op;
-	const char *name;
-};
-
-static void grad_add(void *ctx, const struct plan_coll *c)
-{
-	struct grad_sink *k = ctx;
-	struct grad x = {c->kind, c->groups, c->bytes, k->op, k->G->n, k->name, -1};
-	add_grad(k->G, &x);
-}
-
-/* The gradients op d completes in backward: the parameters it is the first
- * to read, replicated somewhere. */
-static void op_grads(struct grads *G, const struct graph *g, const int *first_reader,
-                     const struct dist_op *d)
-{
-	int inputs[SIG_MAX_TENSORS];
-	const struct comm_step *sync[SIG_MAX_TENSORS];
-	int n = plan_op_params(g, first_reader, d, inputs, sync);
-	for (int k = 0; k < n; k++) {
-		struct grad_sink gs = {G, d->op, g->tensors[g->ops[d->op].in[inputs[k]]].name};
-		struct plan_coll_sink sink = {grad_add, &gs};
-		if (sync[k])
-			plan_colls_forward(sync[k], 1, &sink);
-	}
-}
-
-/* A canonical form of rank groups: the (size, stride) of the axes that
- * count members (in member order) or groups (row-major), without axes of
- * size 1 and with an axis merged into the one before it when the two are
- * contiguous. Two descriptions with the same forms and base hold the same
- * ranks in the same order however their device matrices are factored. */
-static int canon(const struct rank_groups *g, bool members, int64_t out[PLAN_MAX_AXES][2])
-{
-	const struct devmat *dm = &g->dm;
-	int64_t stride[PLAN_MAX_AXES];
-	bool in_group[PLAN_MAX_AXES] = {false};
-	int64_t st = 1;
-	for (int i = dm->n - 1; i >= 0; i--) {
-		stride[i] = st;
-		st *= dm->size[i];
-	}
-	for (int k = 0; k < g->n_axes; k++)
-		in_group[g->axes[k]] = true;
-	int n = 0, count = members ? g->n_axes : dm->n;
-	for (int k = 0; k < count; k++) {
-		int ax = members ? g->axes[k] : k;
-		if ((!members && in_group[ax]) || dm->size[ax] == 1)
-			continue;
-		int64_t size = dm->size[ax], str = stride[ax];
-		if (n > 0 && out[n - 1][1] == size * str) {
-			out[n - 1][0] *= size;
-			out[n - 1][1] = str;
-		} else {
-			out[n][0] = size;
-			out[n++][1] = str;
-		}
-	}
-	return n;
-}
-
-static bool same_canon(const struct rank_groups *a, const struct rank_groups *b, bool members)
-{
-	int64_t x[PLAN_MAX_AXES][2], y[PLAN_MAX_AXES][2];
-	int n = canon(a, members, x);
-	return n == canon(b, members, y) && !memcmp(x, y, (size_t)n * sizeof(x[0]));
-}
-
-/* Same ranks in the same groups and order. */
-static bool same_groups(const struct rank_groups *a, const struct rank_groups *b)
-{
-	return a->size == b->size && a->n_groups == b->n_groups && a->dm.base == b->dm.base &&
-	       same_canon(a, b, true) && same_canon(a, b, false);
-}
-
-static int cmp_bucket(const void *x, const void *y)
-{
-	const struct bucket *a = x, *b = y;
-	if (a->last_seq != b->last_seq)
-		return a->last_seq < b->last_seq ? -1 : 1;
-	return a->order < b->order ? -1 : a->order > b->order;
-}
-
-/* Buckets of gradients in ready order: a gradient joins the open bucket
- * of its kind and groups while the bucket stays within bucket_bytes (a
- * bucket always takes its first gradient, however large); when it does
- * not fit, that bucket closes and a new one opens. Returns the count in
- * *out (arena), sorted by the gradient that completes each; each
- * gradient's bucket is the order in which its bucket opened. */
-static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
-                        struct bucket **out)
-{
-	struct bucket *all = arena_calloc(a, (size_t)G->n + 1, sizeof(*all));
-	int open[OPEN_BUCKETS], n_open = 0, n = 0;
-	if (!all)
-		return -1;
-	for (int k = 0; k < G->n; k++) {
-		struct grad *g = &G->v[k];
-		int hit = -1;
-		for (int j = 0; j < n_open && hit < 0; j++) {
-			const struct bucket *b = &all[open[j]];
-			if (b->first.kind == g->kind && same_groups(&b->first.groups, &g->groups))
-				hit = j;
-		}
-		if (hit >= 0 && all[open[hit]].bytes + g->bytes <= bucket_bytes) {
-			struct bucket *b = &all[open[hit]];
-			b->bytes += g->bytes;
-			b->n++;
-			b->last_seq = g->seq;
-			b->last_op = g->op;
-			g->bucket = b->order;
-			continue;
-		}
-		if (hit < 0 && n_open == OPEN_BUCKETS)
-			hit = 0; /* close the oldest */
-		if (hit >= 0) {
-			memmove(&open[hit], &open[hit + 1], (size_t)(n_open - hit - 1) * sizeof(int));
-			n_open--;
-		}
-		g->bucket = n;
-		all[n] = (struct bucket){*g, g->bytes, 1, g->seq, g->op, n};
-		open[n_open++] = n++;
-	}
-	qsort(all, (size_t)n, sizeof(*all), cmp_bucket);
-	*out = all;
-	return n;
-}
-
-int plan_gradient_buckets(struct arena *a, const struct plan *p, int lo, int hi,
-                          double bucket_bytes, struct plan_bucket **out)
-{
-	struct grads G = {.a = a};
-	int *first_reader = plan_first_readers_range(a, p->graph, lo, hi);
-	if (!first_reader)
-		return -1;
-	for (int i = hi - 1; i >= lo; i--)
-		op_grads(&G, p->graph, first_reader, &p->ops[i]);
-	if (p->scenario->training.zero_stage >= 1)
-		for (int k = 0; k < G.n; k++)
-			if (G.v[k].kind == STEP_ALLREDUCE)
-				G.v[k].kind = STEP_REDUCESCATTER;
-	struct bucket *b;
-	int n = G.oom ? -1 : make_buckets(a, &G, bucket_bytes, &b);
-	if (n < 0)
-		return -1;
-	*out = arena_calloc(a, (size_t)n + 1, sizeof(**out));
-	int *at = arena_calloc(a, (size_t)n + 1, sizeof(*at)); /* opening order -> index */
-	if (!*out || !at)
-		return -1;
-	for (int k = 0; k < n; k++) {
-		struct plan_bucket *pb = &(*out)[k];
-		*pb = (struct plan_bucket){b[k].first.kind, b[k].first.groups, b[k].bytes, b[k].n,
-		                           b[k].last_op, b[k].first.name, NULL, NULL};
-		pb->ops = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->ops));
-		pb->op_bytes = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->op_bytes));
-		if (!pb->ops || !pb->op_bytes)
-			return -1;
-		at[b[k].order] = k;
-	}
-	int *filled = arena_calloc(a, (size_t)n + 1, sizeof(*filled));
-	if (!filled)
-		return -1;
-	for (int j = 0; j < G.n; j++) {
-		int k = at[G.v[j].bucket];
-		(*out)[k].ops[filled[k]] = G.v[j].op;
-		(*out)[k].op_bytes[filled[k]++] = G.v[j].bytes;
-	}
-	return n;
-}
-
 
 /* A gradient bucket on stream 1, after step `after`. */
 static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int after, bool every)

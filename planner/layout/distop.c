@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "planner-int.h"
+#include "layout.h"
 
 const char *const strategy_source_names[STRATEGY_SOURCE_COUNT] = {"configured", "propagated",
                                                                   "default", "planned"};

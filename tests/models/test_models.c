@@ -506,7 +506,7 @@ static enum sig_role role_of(const struct op_sig *s, int i, int d)
 Test(models, signature_matmul)
 {
 	struct op_sig s;
-	/* MatMul [m,k] x [k,n] -> [m,n] (DESIGN.md: mk,kn->mn); k is summed. */
+	/* MatMul [m,k] x [k,n] -> [m,n] (docs/planner.md: mk,kn->mn); k is summed. */
 	assert_sig("\"inputs\": [{\"name\": \"x\", \"shape\": [64, 32]}],"
 	           "\"parameters\": [{\"name\": \"w\", \"shape\": [32, 16]}],"
 	           "\"ops\": [{\"name\": \"mm\", \"kind\": \"MatMul\", \"inputs\": [\"x\", \"w\"]}]",

@@ -11,7 +11,7 @@
 
 #include <criterion/criterion.h>
 
-#include "planner-int.h"
+#include "layout.h"
 
 /* ------------------------------------------------------------- helpers */
 

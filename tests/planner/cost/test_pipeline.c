@@ -18,7 +18,7 @@
 
 #include "fixture.h"
 #include "sim.h"
-#include "planner-int.h"
+#include "cost.h"
 
 TestSuite(pipeline, .init = fixture_setup, .fini = fixture_teardown);
 

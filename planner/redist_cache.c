@@ -1,4 +1,4 @@
-/* cost_cache.c — redistribution bytes per device between two layouts,
+/* redist_cache.c — redistribution bytes per device between two layouts,
  * remembered per layout pair (sharding propagation, seed 000, step 2).
  *
  * Propagation prices every candidate strategy of an op against the

@@ -1,7 +1,7 @@
-/* cost.c — the symbolic cost of collectives and of compute on a topology.
+/* collectives.c — the symbolic cost of collectives on a topology.
  *
  * Collectives follow the α–β formulas of their ring algorithms (nccl-tests
- * conventions, DESIGN.md "Communication cost"), for a group of n ranks and
+ * conventions, docs/planner.md "Communication"), for a group of n ranks and
  * a message of S bytes:
  *   AllReduce                  2(n-1)/n · S/B + 2(n-1)α
  *   AllGather, ReduceScatter   (n-1)/n · S/B + (n-1)α    (S: the whole gathered tensor)
@@ -22,36 +22,14 @@
  * price each step on the link its pairs use), and cost_choose_algo's
  * rule picks among them per group and message (docs/simulation.md ("Algorithms")).
  *
- * Compute (cost_compute_s, docs/cost-models.md): a kernel's fixed
- * overhead plus the larger of its GEMM time, at the device's peak times
- * η_max times a shape factor g(m)·g(n)·g(k) that small or skinny GEMMs
- * fall below, and its memory time at the HBM bandwidth times η_mem. Other
- * kernels have no shape factor. cost_op_work gives an op's local GEMM
- * dimensions from its layouts; it is called once per op and allocates
- * nothing.
- *
- * Units: bytes, bytes/s, seconds, FLOPs. Hot path: cost_step_s is called
+ * Units: bytes, bytes/s, seconds. Hot path: cost_step_s is called
  * per collective of a plan; it walks each group once.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner-int.h"
-
-double comm_step_bytes_in(const struct comm_step *st)
-{
-	double after = layout_local_bytes(&st->after);
-	double s = st->groups.size > 0 ? (double)st->groups.size : 1;
-	switch (st->kind) {
-	case STEP_ALLGATHER:
-		return after / s;
-	case STEP_REDUCESCATTER:
-		return after * s;
-	default:
-		return after;
-	}
-}
+#include "cost-int.h"
 
 /* Bandwidth and latency of one level a group crosses. */
 struct link {
@@ -306,7 +284,7 @@ static struct cost_line direct_line(enum step_kind kind, int n, bool mesh, struc
 
 /* Every algorithm's line for one group. An algorithm that does not apply
  * (its bit clear) gets the ring's line, so that asking for it gives the
- * ring, as the contract in planner.h says. */
+ * ring, as the contract in cost.h says. */
 void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int64_t *ranks,
                         int n, struct cost_algo_lines *out)
 {
@@ -647,69 +625,6 @@ double cost_step_s(const struct topology *t, const struct comm_step *st)
 	if (st->kind == STEP_SLICE || st->kind == STEP_RESHAPE || st->groups.size <= 1)
 		return 0;
 	return cost_groups_s(t, st->kind, &st->groups, message_bytes(st));
-}
-
-double cost_device_peak(const struct topo_device *d, enum dtype dt, bool *fallback)
-{
-	double peak = d->peak_flops[dt];
-	if (peak > 0)
-		return peak;
-	static const enum dtype floats[] = {DT_BF16, DT_FP16, DT_FP32};
-	for (size_t i = 0; i < SL_COUNTOF(floats); i++)
-		if (d->peak_flops[floats[i]] > peak)
-			peak = d->peak_flops[floats[i]];
-	if (fallback)
-		*fallback = true;
-	return peak;
-}
-
-double cost_kernel_s(const struct cost_kernel_model *p, const struct cost_work *w)
-{
-	if (w->flops <= 0 && w->bytes <= 0)
-		return 0; /* no kernel runs (a view) */
-	double g = 1;
-	if (w->m > 0 && w->n > 0 && w->k > 0)
-		g = cost_shape_factor(w->m, p->half_dim) * cost_shape_factor(w->n, p->half_dim) *
-		    cost_shape_factor(w->k, p->half_dim);
-	double t_flops = w->flops > 0 && p->gemm_flops > 0 ? w->flops / (p->gemm_flops * g) : 0;
-	double t_bytes = w->bytes > 0 ? w->bytes / p->memory_bps : 0;
-	return p->overhead_s + (t_flops > t_bytes ? t_flops : t_bytes);
-}
-
-double cost_compute_s(const struct topo_device *d, enum dtype dt, const struct cost_work *w,
-                      bool *fallback)
-{
-	bool fb = false;
-	double peak = cost_device_peak(d, dt, &fb);
-	if (fallback && fb && w->flops > 0)
-		*fallback = true;
-	struct cost_kernel_model p = {peak * d->matmul_efficiency, d->gemm_half_dim,
-	                              d->hbm_bps * d->memory_efficiency, d->kernel_overhead_s};
-	return cost_kernel_s(&p, w);
-}
-
-bool cost_op_work(const struct graph *g, const struct dist_op *d, struct cost_work *w)
-{
-	const struct op *o = &g->ops[d->op];
-	*w = (struct cost_work){d->flops_per_rank, d->bytes_per_rank, 0, 0, 0};
-	if (o->kind != OP_MATMUL && o->kind != OP_BATCHMATMUL)
-		return false;
-	/* X [batch..., m, k] (k, m with transpose_a) times W [batch..., k, n]
-	 * (n, k with transpose_b), as models/catalog.c shapes them; a rank
-	 * holds the slices of its layouts. */
-	int64_t x[GRAPH_MAX_RANK], y[GRAPH_MAX_RANK];
-	int r = d->in[0].rank;
-	SL_ASSERT(r >= 2 && d->in[1].rank == r);
-	layout_local_shape(&d->in[0], x);
-	layout_local_shape(&d->in[1], y);
-	bool ta = o->attrs.transpose_a, tb = o->attrs.transpose_b;
-	double batch = 1;
-	for (int i = 0; i < r - 2; i++)
-		batch *= (double)x[i];
-	w->m = batch * (double)x[r - (ta ? 1 : 2)];
-	w->k = (double)x[r - (ta ? 2 : 1)];
-	w->n = (double)y[r - (tb ? 2 : 1)];
-	return true;
 }
 
 enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind kind,

@@ -18,7 +18,7 @@
  */
 #include <string.h>
 
-#include "planner-int.h"
+#include "layout.h"
 
 int plan_output_index(const struct op *p, int t)
 {
@@ -136,24 +136,4 @@ bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags)
 			if (!plan_edge(a, p, c, j, diags))
 				return false;
 	return true;
-}
-
-struct plan *plan_make(struct arena *a, const struct scenario *s, enum planner_kind kind,
-                       const struct plan_options *o, struct diag_list *diags)
-{
-	switch (kind) {
-	case PLANNER_PROPAGATE:
-		return plan_propagate(a, s, o->mode, diags);
-	case PLANNER_RECURSIVE:
-		return plan_recursive(a, s, o, diags);
-	case PLANNER_DATA_PARALLEL:
-		return plan_data_parallel(a, s, o, diags);
-	case PLANNER_MEGATRON:
-		return plan_megatron(a, s, o, diags);
-	case PLANNER_MEGATRON_SEARCH:
-		return plan_megatron_search(a, s, o, diags);
-	default:
-		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "no planner of kind %d", (int)kind);
-		return NULL;
-	}
 }

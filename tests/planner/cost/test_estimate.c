@@ -29,7 +29,7 @@ static double hd(int n, double S, double B, double alpha)
 	return 2.0 * (n - 1) / n * S / B + 2.0 * log2(n) * alpha;
 }
 
-/* Ring formulas of DESIGN.md over one tier: n ranks, S bytes. */
+/* Ring formulas of docs/planner.md ("Communication") over one tier: n ranks, S bytes. */
 static double ar(int n, double S, double B, double alpha)
 {
 	return 2.0 * (n - 1) / n * S / B + 2.0 * (n - 1) * alpha;

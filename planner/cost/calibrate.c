@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner-int.h"
+#include "cost-int.h"
 
 const char *const calib_kind_names[CALIB_KIND_COUNT] = {"gemm", "memory"};
 _Static_assert(CALIB_KIND_COUNT == 2, "calib_kind_names out of step");

@@ -18,7 +18,7 @@
  * every split dimension, then StridedSlice.
  *
  * Units: bytes per device double, from L, the bytes a device holds before
- * the step (planner.h). The search compares exact integer costs in units
+ * the step (layout.h). The search compares exact integer costs in units
  * of B/N^2 (B the whole tensor, N devices). Hot path: the propagation
  * planner derives one redistribution per pair of candidate strategies;
  * states are 12 bytes hashed by content, scratch lives in a private arena
@@ -26,7 +26,15 @@
  */
 #include <string.h>
 
-#include "planner-int.h"
+#include "layout.h"
+
+static inline int axis_popcount(uint32_t m)
+{
+	int n = 0;
+	for (; m; m &= m - 1)
+		n++;
+	return n;
+}
 
 const char *const step_kind_names[STEP_KIND_COUNT] = {
 	"StridedSlice", "AllGather", "AllToAll", "AllReduce", "ReduceScatter", "Reshape",
@@ -702,4 +710,18 @@ double redist_bytes(const struct layout *src, const struct layout *dst)
 	arena_free(a);
 	diag_list_free(&quiet);
 	return ok ? bytes : -1;
+}
+
+double comm_step_bytes_in(const struct comm_step *st)
+{
+	double after = layout_local_bytes(&st->after);
+	double s = st->groups.size > 0 ? (double)st->groups.size : 1;
+	switch (st->kind) {
+	case STEP_ALLGATHER:
+		return after / s;
+	case STEP_REDUCESCATTER:
+		return after * s;
+	default:
+		return after;
+	}
 }

@@ -1,6 +1,6 @@
 /* pipeline.c — pipeline parallelism: the model split into chunks on
  * disjoint rank sets, and the order in which a stage runs its chunks'
- * forward and backward passes over the micro-batches (planner.h,
+ * forward and backward passes over the micro-batches (cost.h,
  * plan_partition and plan_schedule; docs/planner.md, "Pipelines").
  *
  * A chunk is a contiguous run of ops in graph order; chunk c runs on stage
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner-int.h"
+#include "cost-int.h"
 
 /* ------------------------------------------------------- live activations */
 

@@ -1,0 +1,75 @@
+/* compute.c — the time of one kernel on one device (cost_compute_s,
+ * docs/cost-models.md): a kernel's fixed overhead plus the larger of its
+ * GEMM time, at the device's peak times η_max times a shape factor
+ * g(m)·g(n)·g(k) that small or skinny GEMMs fall below, and its memory
+ * time at the HBM bandwidth times η_mem. Other kernels have no shape
+ * factor. cost_op_work gives an op's local GEMM dimensions from its
+ * layouts; it is called once per op and allocates nothing.
+ *
+ * Units: seconds, FLOPs, bytes, FLOP/s, bytes/s. Hot path: the estimate
+ * prices every op with it; no allocation.
+ */
+#include "cost-int.h"
+
+double cost_device_peak(const struct topo_device *d, enum dtype dt, bool *fallback)
+{
+	double peak = d->peak_flops[dt];
+	if (peak > 0)
+		return peak;
+	static const enum dtype floats[] = {DT_BF16, DT_FP16, DT_FP32};
+	for (size_t i = 0; i < SL_COUNTOF(floats); i++)
+		if (d->peak_flops[floats[i]] > peak)
+			peak = d->peak_flops[floats[i]];
+	if (fallback)
+		*fallback = true;
+	return peak;
+}
+
+double cost_kernel_s(const struct cost_kernel_model *p, const struct cost_work *w)
+{
+	if (w->flops <= 0 && w->bytes <= 0)
+		return 0; /* no kernel runs (a view) */
+	double g = 1;
+	if (w->m > 0 && w->n > 0 && w->k > 0)
+		g = cost_shape_factor(w->m, p->half_dim) * cost_shape_factor(w->n, p->half_dim) *
+		    cost_shape_factor(w->k, p->half_dim);
+	double t_flops = w->flops > 0 && p->gemm_flops > 0 ? w->flops / (p->gemm_flops * g) : 0;
+	double t_bytes = w->bytes > 0 ? w->bytes / p->memory_bps : 0;
+	return p->overhead_s + (t_flops > t_bytes ? t_flops : t_bytes);
+}
+
+double cost_compute_s(const struct topo_device *d, enum dtype dt, const struct cost_work *w,
+                      bool *fallback)
+{
+	bool fb = false;
+	double peak = cost_device_peak(d, dt, &fb);
+	if (fallback && fb && w->flops > 0)
+		*fallback = true;
+	struct cost_kernel_model p = {peak * d->matmul_efficiency, d->gemm_half_dim,
+	                              d->hbm_bps * d->memory_efficiency, d->kernel_overhead_s};
+	return cost_kernel_s(&p, w);
+}
+
+bool cost_op_work(const struct graph *g, const struct dist_op *d, struct cost_work *w)
+{
+	const struct op *o = &g->ops[d->op];
+	*w = (struct cost_work){d->flops_per_rank, d->bytes_per_rank, 0, 0, 0};
+	if (o->kind != OP_MATMUL && o->kind != OP_BATCHMATMUL)
+		return false;
+	/* X [batch..., m, k] (k, m with transpose_a) times W [batch..., k, n]
+	 * (n, k with transpose_b), as models/catalog.c shapes them; a rank
+	 * holds the slices of its layouts. */
+	int64_t x[GRAPH_MAX_RANK], y[GRAPH_MAX_RANK];
+	int r = d->in[0].rank;
+	SL_ASSERT(r >= 2 && d->in[1].rank == r);
+	layout_local_shape(&d->in[0], x);
+	layout_local_shape(&d->in[1], y);
+	bool ta = o->attrs.transpose_a, tb = o->attrs.transpose_b;
+	double batch = 1;
+	for (int i = 0; i < r - 2; i++)
+		batch *= (double)x[i];
+	w->m = batch * (double)x[r - (ta ? 1 : 2)];
+	w->k = (double)x[r - (ta ? 2 : 1)];
+	w->n = (double)y[r - (tb ? 2 : 1)];
+	return true;
+}

@@ -1,0 +1,74 @@
+/* cost-int.h — details shared by the cost model's files, not part of its
+ * public interface. */
+#ifndef SHARDLAB_COST_INT_H
+#define SHARDLAB_COST_INT_H
+
+#include "cost.h"
+
+/* The compute model with its parameters resolved for one device and
+ * dtype (cost_compute_s; the calibration fits these): the asymptotic GEMM
+ * rate peak · η_max, the half-dimension, the sustained memory bandwidth
+ * hbm · η_mem and the per-kernel overhead. */
+struct cost_kernel_model {
+	double gemm_flops;     /* FLOP/s */
+	double half_dim;       /* elements; 0: no shape factor */
+	double memory_bps;     /* bytes/s; INFINITY: no memory floor */
+	double overhead_s;
+};
+/* g(x) = x / (x + half_dim), 1 when half_dim is 0. */
+static inline double cost_shape_factor(double x, double half_dim)
+{
+	return half_dim > 0 ? x / (x + half_dim) : 1;
+}
+/* The model's seconds for work w (cost.h, cost_compute_s). */
+double cost_kernel_s(const struct cost_kernel_model *p, const struct cost_work *w);
+/* The device's peak for dtype dt; a dtype without one takes the fastest
+ * floating peak and sets *fallback (if not NULL). */
+double cost_device_peak(const struct topo_device *d, enum dtype dt, bool *fallback);
+
+/* A collective's time as a line in its message S: fixed_s + per_byte_s x S
+ * (every formula of collectives.c is linear in S). */
+struct cost_line {
+	double fixed_s, per_byte_s;
+};
+struct cost_line cost_collective_line(const struct topology *t, enum step_kind kind,
+                                      const int64_t *ranks, int n);
+/* The distinct lines of a step's groups (groups of one shape share one),
+ * at most max; -1 when there are more. */
+int cost_groups_lines(const struct topology *t, enum step_kind kind, const struct rank_groups *g,
+                      struct cost_line *lines, int max);
+/* The slowest of those lines at S bytes. */
+double cost_lines_max(const struct cost_line *lines, int n, double bytes);
+
+/* Every algorithm's line for one group (cost.h, cost_choose_algo):
+ * line[algo] for each algorithm but COLL_AUTO, `applicable` a bit per
+ * algorithm that applies to this kind and group (the ring always); an
+ * algorithm that does not apply carries the ring's line. cost_collective_s
+ * is line[COLL_HIERARCHICAL] where that applies, else line[COLL_RING]. */
+struct cost_algo_lines {
+	unsigned applicable;
+	struct cost_line line[COLL_COUNT];
+};
+void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                        int n, struct cost_algo_lines *out);
+/* The rule at S bytes: `wanted` where it applies, else the least time
+ * among the applicable algorithms (ties: ring, hierarchical,
+ * halving-doubling, tree, direct); its time into *seconds if not NULL. */
+enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double bytes,
+                                    enum collective_algo wanted, double *seconds);
+/* The distinct algorithm lines of a step's groups, at most max; -1 when
+ * there are more. */
+int cost_groups_algo_lines(const struct topology *t, enum step_kind kind,
+                           const struct rank_groups *g, struct cost_algo_lines *lines, int max);
+/* The slowest group at S bytes, each group timed by the rule's choice. */
+double cost_algo_lines_max(const struct cost_algo_lines *lines, int n, double bytes,
+                           enum collective_algo wanted);
+/* The same from the groups (cost_groups_s with the rule). */
+double cost_groups_algo_s(const struct topology *t, enum step_kind kind,
+                          const struct rank_groups *g, double bytes, enum collective_algo wanted);
+
+/* Time of a point-to-point message between two ranks: latency + S /
+ * the bottleneck of their path. */
+double cost_p2p_s(const struct topology *t, int64_t src, int64_t dst, double bytes);
+
+#endif

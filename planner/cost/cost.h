@@ -1,0 +1,322 @@
+/* cost.h — what a plan costs: compute, collectives by message size,
+ * pipelines, memory, the symbolic estimate of a training iteration, and the
+ * calibration of the compute model to measured kernel times.
+ *
+ * The cost model prices a plan; it does not choose one (the strategies in
+ * planner.h consult it). Collectives follow the α–β formulas of their
+ * algorithms on the links a group's ranks cross (docs/cost-models.md);
+ * kernels a roofline with a GEMM shape factor and a per-kernel overhead.
+ *
+ * Units: bytes, bytes/s, seconds, FLOPs, FLOP/s.
+ *
+ * Data flow: layout -> cost -> planner -> sim. Never prints, never
+ * simulates.
+ */
+#ifndef SHARDLAB_COST_H
+#define SHARDLAB_COST_H
+
+#include "layout.h"
+
+/* ---------------------------------------------------------------- costs */
+
+
+/* Time of one collective step on a topology (docs/planner.md, "Communication
+ * cost"): for each group, the α–β formula of its algorithm on the links
+ * the group's ranks cross (ring inside one tier; hierarchical across
+ * servers: intra-server reduce-scatter, inter-server all-reduce of S/n_intra,
+ * intra-server all-gather); the step takes as long as its slowest group.
+ * Concurrent groups do not slow each other here: contention is the
+ * simulator's business. 0 for StridedSlice and Reshape. */
+double cost_step_s(const struct topology *t, const struct comm_step *st);
+/* The same for one group of ranks and a message: `bytes` is S of the
+ * formulas (AllReduce and AllToAll: each device's buffer; AllGather and
+ * ReduceScatter: the whole gathered tensor). */
+double cost_collective_s(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                         int n, double bytes);
+/* The slowest of a step's groups, each costed as cost_collective_s. */
+double cost_groups_s(const struct topology *t, enum step_kind kind, const struct rank_groups *g,
+                     double bytes);
+/* The work of one kernel on one device: its FLOPs, the bytes it reads and
+ * writes, and for a GEMM its local dimensions m x k times k x n (a batched
+ * GEMM's batch count folded into m); m = n = k = 0 for any other kernel. */
+struct cost_work {
+	double flops;
+	double bytes;
+	double m, n, k;
+};
+
+/* Op d's work on one of its ranks: flops_per_rank and bytes_per_rank, and
+ * for MatMul and BatchMatMul the local GEMM dimensions from its inputs'
+ * local shapes (transposes and batch dimensions applied). Returns whether
+ * the op is a GEMM. No allocation: the estimator calls it per op. */
+bool cost_op_work(const struct graph *g, const struct dist_op *d, struct cost_work *w);
+
+/* Time of one kernel on a device (docs/cost-models.md), for work w of
+ * dtype dt:
+ *   t = overhead + max(flops / (peak[dt] · matmul_efficiency · g(m) g(n) g(k)),
+ *                      bytes / (hbm_bps · memory_efficiency))
+ * with g(x) = x / (x + gemm_half_dim) for a GEMM (1 for other kernels and
+ * when gemm_half_dim is 0), overhead the device's kernel_overhead_s; 0 for
+ * no work at all (a view). A dtype without a peak uses the device's
+ * fastest floating peak, and *fallback (if not NULL) is set. */
+double cost_compute_s(const struct topo_device *d, enum dtype dt, const struct cost_work *w,
+                      bool *fallback);
+
+/* ---------------------------------------------------------- calibration */
+
+/* A table of measured kernel times, and the compute model's parameters
+ * fitted to it by least squares (calibrate.c; docs/cost-models.md,
+ * "Calibration"). */
+enum calib_kind { CALIB_GEMM, CALIB_MEMORY, CALIB_KIND_COUNT };
+extern const char *const calib_kind_names[CALIB_KIND_COUNT];
+
+/* One measured kernel: a GEMM of m x k times k x n, `batch` times over
+ * (the model folds the batch into m), or a memory-bound kernel moving
+ * `bytes`. */
+struct calib_row {
+	enum calib_kind kind;
+	int line;                    /* in the table's file */
+	double m, n, k, batch;       /* GEMM; batch 1 when the table has none */
+	enum dtype dtype;            /* GEMM: selects the peak */
+	double bytes;                /* read + written; a GEMM's default: its operands and result */
+	double seconds;              /* measured */
+};
+
+struct calib_table {
+	const char *file;
+	int n_rows, n_gemm, n_memory;
+	struct calib_row *rows;      /* in file order */
+};
+
+/* A CSV table: '#' comment lines and blank lines skipped, then a header
+ * naming the columns (kind, seconds; m, n, k, dtype for GEMM rows; bytes
+ * for memory rows; batch optional), then one kernel per line. NULL after
+ * diagnostics `file:line: column: message`, one per bad cell. */
+struct calib_table *cost_calib_load(struct arena *a, const char *path, struct diag_list *diags);
+/* The same from text (file names it in the diagnostics). */
+struct calib_table *cost_calib_parse(struct arena *a, const char *file, const char *text,
+                                     size_t len, struct diag_list *diags);
+
+/* The fitted parameters, by the names of the topology's device members. */
+enum calib_param_id {
+	CALIB_MATMUL_EFFICIENCY,     /* with a device; without one the GEMM rate, FLOP/s */
+	CALIB_GEMM_HALF_DIM,
+	CALIB_MEMORY_EFFICIENCY,     /* with a device; without one the bandwidth, bytes/s */
+	CALIB_KERNEL_OVERHEAD,       /* seconds (the file's kernel_overhead_us / 1e6) */
+	CALIB_PARAM_COUNT
+};
+extern const char *const calib_param_names[CALIB_PARAM_COUNT];
+
+struct calib_param {
+	double value, std_error;
+	bool fitted;
+	bool held;                   /* the rows could fit it, the caller held it at the device's */
+};
+
+/* The parameters of cost_compute_s's model fitted to a table. With a
+ * device, the GEMM rate and the bandwidth are efficiencies (over the peak
+ * of each row's dtype, over the HBM bandwidth); without one, absolute
+ * rates (then every GEMM row must have one dtype). A parameter the rows
+ * cannot determine (no memory rows: memory_efficiency) or that is held
+ * keeps the device's value (no memory floor, no shape factor without a
+ * device). */
+struct calib_fit {
+	bool has_device;
+	bool peak_fallback;          /* a row's dtype has no peak: the fastest floating one */
+	enum dtype dtype;            /* the first GEMM row's */
+	struct calib_param param[CALIB_PARAM_COUNT];
+	int n_rows, n_params, iterations;
+	double rms_rel;              /* root mean square of the relative residuals */
+	double *rel;                 /* per row: (model - measured) / measured */
+	int max_row;                 /* the row with the largest |rel| */
+};
+
+/* Fits by nonlinear least squares on the relative residuals (GSL),
+ * holding the parameters whose bit (1 << calib_param_id) is in `keep` at
+ * the device's values (keep needs a device). False with diagnostics when
+ * the table cannot determine the parameters (no more rows than
+ * parameters, GEMMs of one shape, several dtypes without a device) or the
+ * fit fails. d may be NULL. */
+bool cost_calib_fit(struct arena *a, const struct calib_table *t, const struct topo_device *d,
+                    unsigned keep, struct calib_fit *out, struct diag_list *diags);
+
+/* Collective algorithms (the scenario's simulation.collective_algo names
+ * them). The α–β time of each, for n ranks and a message of S bytes, on the
+ * links its steps cross (docs/simulation.md):
+ *   ring                AllReduce 2(n-1)/n·S/B + 2(n-1)α; AllGather, ReduceScatter,
+ *                       AllToAll (n-1)/n·S/B + (n-1)α (pairwise exchange)
+ *   tree (binomial)     AllReduce: reduce then broadcast, ceil(log2 n) rounds each,
+ *                       every round α + S/B on the link of its pairs
+ *   halving-doubling    AllReduce, AllGather, ReduceScatter on power-of-two groups:
+ *                       log2 n exchanges each way, step k of S/2^k on its pairs' link
+ *   hierarchical        groups spanning servers with as many ranks on each: inside,
+ *                       across on S/n_intra, inside (collectives.c)
+ *   direct              all pairs at once, one α: AllToAll α + (n-1)/n·S/B (a switch
+ *                       port or the NICs), α + S/(n·B) in a mesh; in a mesh tier also
+ *                       AllGather and ReduceScatter α + S/(n·B), AllReduce twice that
+ * B is the link's achievable rate (the file's line rate x its efficiency).
+ * COLL_AUTO, and a wanted algorithm that does not apply to a group, pick
+ * the algorithm with the least time (ties: ring, hierarchical,
+ * halving-doubling, tree, direct), as NCCL's and HCCL's tuners do; the
+ * estimator and the simulator ask the same rule, so they agree on an
+ * uncontended collective. */
+enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind kind,
+                                      const int64_t *ranks, int n, double bytes,
+                                      enum collective_algo wanted);
+/* The time of one group's collective with a given algorithm (COLL_AUTO: the
+ * rule's choice). */
+double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
+                              enum collective_algo algo, const int64_t *ranks, int n,
+                              double bytes);
+
+/* ------------------------------------------------------------ pipelines */
+
+/* The model split into chunks (pipeline_stages x virtual_stages of them),
+ * each a contiguous run of ops in graph order; chunk c runs on stage
+ * c mod n_stages, whose ranks are stage x stage_ranks .. + stage_ranks - 1
+ * (every plan is one stage's: its groups start at rank 0). */
+struct plan_part {
+	int n_stages, virtual_stages, n_chunks;
+	int64_t stage_ranks;
+	int *first_op;                     /* [n_chunks + 1]: chunk c is ops first_op[c] .. first_op[c+1]-1 */
+	int *chunk_of;                     /* per op */
+	double *send_bytes;                /* per chunk: activation bytes per rank it hands to the next */
+	double *live;                      /* [n_ops + 1]: bytes per rank live across the cut before op i
+	                                      (0 at both ends) */
+	double live_min;                   /* the least over inner cuts (-1 for one op): where a
+	                                      transformer's layers meet */
+};
+
+static inline int part_stage(const struct plan_part *pp, int chunk)
+{
+	return chunk % pp->n_stages;
+}
+
+/* The chunks of a plan: at the scenario's pipeline_cuts when it has them,
+ * else at the cuts with the fewest live activation bytes (admitting more
+ * where there are too few), chosen so that the most expensive chunk by
+ * op_cost (seconds per micro-batch, per op) plus the sends at its cuts is
+ * as cheap as it can be (docs/planner.md, "Pipelines"). */
+bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost,
+                    struct plan_part *out, struct diag_list *diags);
+
+/* One unit of a stage's schedule: a chunk's forward or backward pass of
+ * one micro-batch. `last`: the chunk's last backward of the iteration. */
+struct prog_slot {
+	int chunk;
+	int64_t micro;
+	bool backward, last;
+};
+
+/* The order in which stage `stage` runs its units over m micro-batches
+ * (docs/planner.md, "Pipelines"): GPipe, 1F1B, or Megatron's interleaved
+ * 1F1B when the part has virtual stages. Returns the count (2 m v) and the
+ * slots in *out (arena), -1 when out of memory. */
+int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
+                  enum pipeline_schedule sched, int stage, struct prog_slot **out);
+
+/* --------------------------------------------------------- the estimate */
+
+enum est_category {
+	EST_COMPUTE_FORWARD,
+	EST_COMPUTE_BACKWARD,
+	EST_COMM_FORWARD,        /* the ops' own collectives */
+	EST_REDISTRIBUTION,
+	EST_COMM_BACKWARD,       /* mirrored collectives and redistributions */
+	EST_RECOMPUTE,           /* forward work again in backward */
+	EST_PARAM_GATHER,        /* ZeRO-3: parameters all-gathered before each use (the ZeRO 1/2
+	                            gather after the update counts in gradient_sync's tail) */
+	EST_PIPELINE_P2P,        /* activations and their gradients between stages */
+	EST_GRADIENT_SYNC,
+	EST_OPTIMIZER,
+	EST_BUBBLE,              /* the pipeline's fill and drain */
+	EST_CATEGORY_COUNT
+};
+extern const char *const est_category_names[EST_CATEGORY_COUNT];
+
+struct est_op {
+	int op;
+	double compute_forward_s, compute_backward_s;
+	double comm_forward_s, comm_backward_s;    /* own collectives and redistributions into it */
+	double redistribution_s;                    /* of comm_forward_s: redistributions into it */
+	double recompute_s;                         /* forward work redone in backward */
+	double gather_s;                            /* ZeRO-3: its parameters gathered, forward and backward */
+	double gradient_s;                          /* its gradients' share of their buckets */
+	double activation_bytes;                    /* its outputs, per device per micro-batch */
+	int chunk;                                  /* its pipeline chunk */
+};
+
+/* Memory of one device (bytes). */
+struct est_memory {
+	double params, grads, optimizer;            /* after ZeRO's sharding */
+	double activations;                         /* the micro-batches in flight, after recomputation */
+	double buffers;                             /* communication: a gradient bucket, the pipeline's
+	                                               send and receive, ZeRO-3's gathered parameters */
+	double total;
+};
+
+/* One pipeline stage (the whole plan when there is one). */
+struct est_stage {
+	double micro_s;                             /* one micro-batch through its chunks, forward and
+	                                               backward, with their communication */
+	double p2p_s;                               /* of micro_s: sends to the neighbouring stages */
+	double gradient_s, optimizer_s;             /* once per iteration after the flush (gradient_s:
+	                                               buckets and ZeRO 1/2's gathers) */
+	double in_flight;                           /* micro-batches whose activations it holds at most */
+	struct est_memory mem;
+};
+
+struct estimate {
+	double iteration_s;                         /* one training iteration */
+	double compute_s, comm_s;                   /* their shares of iteration_s */
+	double category_s[EST_CATEGORY_COUNT];
+	int64_t steps_per_iteration;                /* graph executions per iteration (global batch / graph batch) */
+	double memory_bytes_per_device;             /* the largest device */
+	double param_bytes, grad_bytes, optimizer_bytes, activation_bytes;   /* per device */
+	double buffer_bytes;                        /* communication buffers */
+	int memory_stage;                           /* the stage of the largest device */
+	double hbm_bytes;                           /* the device's memory */
+	double oom_overflow_bytes;                  /* how far the largest device is over it; 0 fits */
+	double pipeline_s, bubble_s;                /* the schedule's time, and of it the bubble */
+	int critical_stage;                         /* the slowest stage per micro-batch */
+	struct plan_part part;
+	int n_stages;
+	struct est_stage *stages;
+	bool compute_fallback;                      /* some dtype had no peak (cost_compute_s) */
+	int n_ops;
+	struct est_op *ops;                         /* per graph op */
+};
+
+/* The symbolic estimate of a complete plan on the scenario's topology. */
+bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
+                   struct diag_list *diags);
+
+/* ---------------------------------------- pricing, for the strategies */
+
+/* The estimator's pricing (estimate.c): plan_estimate is built from it,
+ * and the recursive search's refinement prices candidates with it, so the
+ * two agree by construction. A context holds the topology, the steps per
+ * iteration, a memo of collective times (memo_slots entries; more make
+ * big searches faster, never different) and each parameter's first
+ * reader; categories and memory accumulate into *e. */
+struct est_ctx;
+struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo_slots,
+                            struct estimate *e);
+void est_ctx_free(struct est_ctx *c);
+/* Rank groups could not be built: the prices since are not to be trusted. */
+bool est_ctx_oom(const struct est_ctx *c);
+/* Graph executions per iteration (global batch / graph batch; a warning
+ * when it does not divide). */
+int64_t est_steps(const struct scenario *s, struct diag_list *diags);
+/* The seconds op d adds to an iteration by itself: steps x (forward and
+ * backward compute, its own forward collectives, their mirrors, the
+ * input-gradient all-reduce) + the gradient synchronisation and optimizer
+ * update of the parameters it is the first op to read. *eo is reset and
+ * filled. */
+double est_op_s(struct est_ctx *c, const struct dist_op *d, struct est_op *eo);
+/* The seconds a redistribution adds: steps x (its steps forward, from
+ * `start`, + their mirrors); added into *eo (the consumer's). */
+double est_edge_s(struct est_ctx *c, const struct layout *start, const struct redist *r,
+                  struct est_op *eo);
+
+#endif

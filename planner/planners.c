@@ -1,0 +1,26 @@
+/* planners.c — any planner by kind: the one door through which the
+ * commands reach the strategies (planner.h, plan_make).
+ *
+ * No hot path: one call per plan.
+ */
+#include "planner-int.h"
+
+struct plan *plan_make(struct arena *a, const struct scenario *s, enum planner_kind kind,
+                       const struct plan_options *o, struct diag_list *diags)
+{
+	switch (kind) {
+	case PLANNER_PROPAGATE:
+		return plan_propagate(a, s, o->mode, diags);
+	case PLANNER_RECURSIVE:
+		return plan_recursive(a, s, o, diags);
+	case PLANNER_DATA_PARALLEL:
+		return plan_data_parallel(a, s, o, diags);
+	case PLANNER_MEGATRON:
+		return plan_megatron(a, s, o, diags);
+	case PLANNER_MEGATRON_SEARCH:
+		return plan_megatron_search(a, s, o, diags);
+	default:
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "no planner of kind %d", (int)kind);
+		return NULL;
+	}
+}
