@@ -48,7 +48,7 @@ static void help(FILE *f)
 	        "                  \"compute_s\", \"comm_s\", \"steps_per_iteration\",\n"
 	        "                  \"breakdown\" ([{\"category\", \"s\"}]), \"memory\"\n"
 	        "                  ({\"parameters\", \"gradients\", \"optimizer\",\n"
-	        "                  \"activations\", \"buffers\", \"hbm\"} in bytes, of the\n"
+	        "                  \"activations\", \"buffers\", \"reserve\", \"hbm\"} in bytes, of the\n"
 	        "                  largest device; \"stage\" it is on),\n"
 	        "                  \"pipeline\" ({\"stages\", \"virtual_stages\",\n"
 	        "                  \"micro_batches\", \"schedule\", \"pipeline_s\",\n"
@@ -183,9 +183,9 @@ static void text_pipeline(const struct plan *p, const struct estimate *e)
 static void text_memory(const struct plan *p, const struct estimate *e)
 {
 	static const char *const names[] = {"parameters", "gradients", "optimizer state",
-	                                    "activations", "comm buffers"};
+	                                    "activations", "comm buffers", "runtime reserve"};
 	double v[] = {e->param_bytes, e->grad_bytes, e->optimizer_bytes, e->activation_bytes,
-	              e->buffer_bytes};
+	              e->buffer_bytes, e->reserve_bytes};
 	double hbm = p->scenario->topo->device.hbm_bytes;
 	char b1[32], b2[32], oom[48];
 	printf("\nmemory per device (the largest: stage %d; ZeRO %d, recompute %s)\n",
@@ -286,6 +286,7 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 	cJSON_AddNumberToObject(m, "optimizer", e->optimizer_bytes);
 	cJSON_AddNumberToObject(m, "activations", e->activation_bytes);
 	cJSON_AddNumberToObject(m, "buffers", e->buffer_bytes);
+	cJSON_AddNumberToObject(m, "reserve", e->reserve_bytes);
 	cJSON_AddNumberToObject(m, "hbm", p->scenario->topo->device.hbm_bytes);
 	cJSON_AddNumberToObject(m, "stage", e->memory_stage);
 	report_json_pipeline(root, p, e);

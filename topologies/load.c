@@ -90,6 +90,7 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 	                                   "memory_efficiency",
 	                                   "gemm_half_dim",
 	                                   "kernel_overhead_us",
+	                                   "memory_reserve_GB",
 	                                   NULL};
 	if (!jv_open(dv, keys))
 		return;
@@ -110,6 +111,11 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 	jv_opt_number(dv, "gemm_half_dim", JR_RANGE(0, TOPO_MAX_GEMM_HALF_DIM), 0, &d->gemm_half_dim);
 	if (jv_opt_number(dv, "kernel_overhead_us", JR_RANGE(0, TOPO_MAX_KERNEL_OVERHEAD_US), 0, &us))
 		d->kernel_overhead_s = us * 1e-6;
+	/* What the runtime takes before the model gets any (docs/cost-models.md,
+	 * "Memory"): 0, the default, leaves it out. */
+	double reserve = 0;
+	if (jv_opt_number(dv, "memory_reserve_GB", JR_RANGE(0, 1e3), 0, &reserve))
+		d->memory_reserve_bytes = reserve * 1e9;
 }
 
 /* ----------------------------------------------------------------- tiers */

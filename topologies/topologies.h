@@ -41,6 +41,8 @@ struct topo_device {
 	double gemm_half_dim;            /* GEMM dimension at which its shape factor is 1/2
 	                                    (docs/cost-models.md); 0 = no shape penalty */
 	double kernel_overhead_s;        /* fixed time of every kernel launched; 0 = none */
+	double memory_reserve_bytes;     /* HBM the runtime holds (context, workspaces,
+	                                    communication buffers, allocator slack); 0 = none */
 };
 
 enum topo_tier_kind {

@@ -252,6 +252,7 @@ struct est_memory {
 	double activations;                         /* the micro-batches in flight, after recomputation */
 	double buffers;                             /* communication: a gradient bucket, the pipeline's
 	                                               send and receive, ZeRO-3's gathered parameters */
+	double reserve;                             /* the runtime's: the device's memory_reserve */
 	double total;
 };
 
@@ -274,6 +275,7 @@ struct estimate {
 	double memory_bytes_per_device;             /* the largest device */
 	double param_bytes, grad_bytes, optimizer_bytes, activation_bytes;   /* per device */
 	double buffer_bytes;                        /* communication buffers */
+	double reserve_bytes;                       /* the runtime's reserve (the device's) */
 	int memory_stage;                           /* the stage of the largest device */
 	double hbm_bytes;                           /* the device's memory */
 	double oom_overflow_bytes;                  /* how far the largest device is over it; 0 fits */
@@ -290,6 +292,24 @@ struct estimate {
 /* The symbolic estimate of a complete plan on the scenario's topology. */
 bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
                    struct diag_list *diags);
+
+/* --------------------------------------------------------------- memory */
+
+/* Model state per local parameter element of dtype dt, mixed-precision
+ * Adam as Megatron-LM holds it (memory.c): the weight, its gradient (fp32
+ * accumulation for bf16 and fp32 weights), the optimizer's state (fp32
+ * master weights, master gradients for fp16, two fp32 moments). */
+double cost_param_bytes_per_elem(enum dtype dt);
+double cost_grad_bytes_per_elem(enum dtype dt);
+double cost_optimizer_bytes_per_elem(enum dtype dt);
+
+/* The activations chunk ch of a plan keeps per micro-batch for its
+ * backward (*stored), by what each op's gradient reads and the scenario's
+ * recomputation (memory.c), and with full recomputation the most one
+ * transformer layer holds while it is recomputed (*working, else 0).
+ * `core`: plan_attention_core. False when out of memory. */
+bool cost_chunk_activations(struct arena *a, const struct plan *p, const struct plan_part *pp,
+                            const bool *core, int ch, double *stored, double *working);
 
 /* ---------------------------------------- pricing, for the strategies */
 

@@ -82,14 +82,6 @@ static double adam_bytes_per_elem(enum dtype dt)
 	return w + (dt != DT_FP32 ? 2 * f : 0) + 4 * f + w;
 }
 
-/* Optimizer state per local element: fp32 master (when not fp32) and two
- * fp32 moments. */
-static double adam_state_per_elem(enum dtype dt)
-{
-	double f = (double)dtype_bytes(DT_FP32);
-	return (dt != DT_FP32 ? f : 0) + 2 * f;
-}
-
 /* ------------------------------------------------------------ the state */
 
 /* The time lines of a collective's groups, one per algorithm
@@ -300,8 +292,8 @@ static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_o
 		e->category_s[EST_OPTIMIZER] += u;
 		opt += u;
 		e->param_bytes += bytes;
-		e->grad_bytes += bytes;
-		e->optimizer_bytes += elems * adam_state_per_elem(t->dtype);
+		e->grad_bytes += elems * cost_grad_bytes_per_elem(t->dtype);
+		e->optimizer_bytes += elems * cost_optimizer_bytes_per_elem(t->dtype);
 	}
 	return opt;
 }
@@ -402,32 +394,6 @@ static double op_gather_s(struct est_ctx *c, const int *first_reader, const stru
 
 /* ------------------------------------------------------------ per stage */
 
-/* What one chunk needs stored per micro-batch and, with full
- * recomputation, the most one of its blocks (the ops between two cuts
- * with the fewest live bytes) holds while it is recomputed. */
-static void chunk_activations(const struct estimate *e, const struct plan_part *pp,
-                              const bool *core, enum recompute_mode rec, int ch,
-                              double *stored, double *working)
-{
-	int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
-	double block = 0;
-	*stored = lo > 0 ? pp->live[lo] : 0; /* the input received from the chunk before */
-	*working = 0;
-	for (int i = lo; i < hi; i++) {
-		double act = e->ops[i].activation_bytes;
-		if (rec == RECOMPUTE_FULL) {
-			if (i > lo && pp->live[i] <= pp->live_min) {
-				*stored += pp->live[i]; /* a block's input: its checkpoint */
-				block = 0;
-			}
-			block += act;
-			*working = block > *working ? block : *working;
-		} else if (rec == RECOMPUTE_NONE || !core[i]) {
-			*stored += act;
-		}
-	}
-}
-
 /* The most activation bytes a stage holds at once, walking its schedule:
  * a unit's forward adds its chunk's, its backward frees them. */
 static void in_flight(const struct prog_slot *sl, int n, const double *act, const struct plan_part *pp,
@@ -512,8 +478,9 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 				double bytes = elems * (double)dtype_bytes(t->dtype);
 				double dp = sync[k] ? sync[k]->groups.size : 1;
 				es->mem.params += bytes / (zero >= 3 ? dp : 1);
-				es->mem.grads += bytes / (zero >= 2 ? dp : 1);
-				es->mem.optimizer += elems * adam_state_per_elem(t->dtype) / (zero >= 1 ? dp : 1);
+				es->mem.grads += elems * cost_grad_bytes_per_elem(t->dtype) / (zero >= 2 ? dp : 1);
+				es->mem.optimizer += elems * cost_optimizer_bytes_per_elem(t->dtype) /
+				                     (zero >= 1 ? dp : 1);
 				es->optimizer_s += elems / (zero >= 1 ? dp : 1) * adam_bytes_per_elem(t->dtype) /
 				                   (c->t->device.hbm_bps * c->t->device.memory_efficiency);
 				gathered += sync[k] ? bytes : 0;
@@ -523,7 +490,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		if (!chunk_sync(c, a, p, lo, hi, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &synced))
 			return false;
 		double w;
-		chunk_activations(e, pp, core, tr->recompute, ch, &act[ch], &w);
+		if (!cost_chunk_activations(a, p, pp, core, ch, &act[ch], &w))
+			return false;
 		working = w > working ? w : working;
 		/* the pipeline's sends: activations forward, their gradient back */
 		int64_t me = (int64_t)st * pp->stage_ranks;
@@ -554,8 +522,9 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	es->mem.activations += working;
 	double bucket = tr->gradient_bucket_bytes < synced ? tr->gradient_bucket_bytes : synced;
 	es->mem.buffers += bucket + (zero >= 3 ? 2 * gathered_max : 0);
+	es->mem.reserve = c->t->device.memory_reserve_bytes;
 	es->mem.total = es->mem.params + es->mem.grads + es->mem.optimizer + es->mem.activations +
-	                es->mem.buffers;
+	                es->mem.buffers + es->mem.reserve;
 	return true;
 }
 
@@ -629,6 +598,7 @@ static void assemble(struct estimate *e, const struct stage_sums *ss)
 	e->optimizer_bytes = mm->optimizer;
 	e->activation_bytes = mm->activations;
 	e->buffer_bytes = mm->buffers;
+	e->reserve_bytes = mm->reserve;
 	e->memory_bytes_per_device = mm->total;
 }
 

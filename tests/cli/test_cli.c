@@ -992,8 +992,8 @@ Test(cli, compare_reports_a_failing_planner_as_a_row)
 }
 
 /* Megatron-LM's 8.3B GPT replicated on every A100 (data parallel) cannot
- * fit 80 GB: bf16 parameters and gradients (2 + 2 bytes) and Adam's fp32
- * master weights and two moments (12 bytes) are 16 bytes per parameter,
+ * fit 80 GB: bf16 parameters, fp32 gradients (2 + 4 bytes) and Adam's fp32
+ * master weights and two moments (12 bytes) are 18 bytes per parameter,
  * over 130 GB before activations. The estimate says OOM and by how much:
  * the sum of the five parts minus the 80 GB. */
 Test(cli, estimate_flags_a_plan_that_does_not_fit)
@@ -1016,12 +1016,14 @@ Test(cli, estimate_flags_a_plan_that_does_not_fit)
 	double act = cJSON_GetObjectItemCaseSensitive(m, "activations")->valuedouble;
 	double buf = cJSON_GetObjectItemCaseSensitive(m, "buffers")->valuedouble;
 	cr_expect_float_eq(buf, 25.0 * 1024 * 1024, 1, "one gradient bucket of 25 MiB");
+	double res = cJSON_GetObjectItemCaseSensitive(m, "reserve")->valuedouble;
 	cr_expect_float_eq(p, 2 * params, 1, "bf16 parameters");
-	cr_expect_float_eq(gr, 2 * params, 1, "bf16 gradients");
+	cr_expect_float_eq(gr, 4 * params, 1, "fp32 gradient accumulation");
 	cr_expect_float_eq(opt, 12 * params, 1, "fp32 master + two moments");
+	cr_expect_float_eq(res, 3e9, 1, "dgx-a100's memory_reserve_GB");
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "oom")));
 	cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(j, "oom_overflow_bytes")->valuedouble,
-	                   p + gr + opt + act + buf - 80e9, 1);
+	                   p + gr + opt + act + buf + res - 80e9, 1);
 	snprintf(args, sizeof args, "estimate --planner data-parallel %s", sc);
 	struct cli_run t = fixture_shardlab(args, false);
 	cr_expect_not_null(strstr(t.out, "of 80 GB HBM"), "%s", t.out);

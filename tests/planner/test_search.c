@@ -136,16 +136,16 @@ Test(search, selective_recomputation_never_costs_memory)
 Test(search, zero_1_shards_the_adam_state_over_data_parallel)
 {
 	/* TP 1 PP 1 DP 4, no pipeline: every device holds every parameter.
-	 * ZeRO 1 keeps a quarter of the fp16 model's 12 bytes of Adam state
-	 * (fp32 master, two fp32 moments) per parameter: it saves
-	 * 12 x 3/4 x parameters, and nothing else changes. */
+	 * ZeRO 1 keeps a quarter of the fp16 model's 16 bytes of Adam state
+	 * (fp32 master weights and gradients, two fp32 moments) per parameter:
+	 * it saves 16 x 3/4 x parameters, and nothing else changes. */
 	struct scenario *s = fixture_scenario(TINY);
 	struct graph_totals gt;
 	graph_totals(s->graph, &gt);
 	struct search_result r = run(s);
 	double saved = find(&r, 1, 1, 1, RECOMPUTE_NONE, 0)->memory_bytes -
 	               find(&r, 1, 1, 1, RECOMPUTE_NONE, 1)->memory_bytes;
-	cr_expect_float_eq(saved, 12.0 * 0.75 * (double)gt.parameters, 1e-6 * saved,
+	cr_expect_float_eq(saved, 16.0 * 0.75 * (double)gt.parameters, 1e-6 * saved,
 	                   "saved %.0f B, parameters %lld", saved, (long long)gt.parameters);
 	/* ZeRO 2 shards the fp16 gradients too: 2 x 3/4 x parameters more. */
 	saved = find(&r, 1, 1, 1, RECOMPUTE_NONE, 1)->memory_bytes -

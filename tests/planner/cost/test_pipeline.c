@@ -159,16 +159,19 @@ Test(pipeline, interleaved_bubble_divides_by_v)
 
 /* ----------------------------------------------------------------- memory */
 
-/* Stage 0 of the chain, 1F1B on one NPU per stage, by hand:
+/* Stage 0 of the chain, 1F1B on one NPU per stage, by hand (fp16 model
+ * state as Megatron-LM holds it: fp16 weights and gradients, fp32 master
+ * weights, master gradients and two moments):
  *   parameters  4 x 536,870,912 B             =  2,147,483,648
  *   gradients   the same (fp16)               =  2,147,483,648
- *   Adam        4 x 268,435,456 x 12 B        = 12,884,901,888
- *               (fp32 master + two fp32 moments)
- *   activations 4 outputs of 65,536 B per micro-batch, 4 micro-batches in
- *               flight on stage 0 of 4        =      1,048,576
+ *   Adam        4 x 268,435,456 x 16 B        = 17,179,869,184
+ *   activations each MatMul keeps its input, 65,536 B, for its weight
+ *               gradient: 4 per micro-batch, 4 micro-batches in flight on
+ *               stage 0 of 4                  =      1,048,576
  *   buffers     no gradient to synchronise (one rank per stage): no
  *               bucket; send + receive of the 65,536 B boundary = 131,072
- *   total                                     = 17,181,048,832 */
+ *   reserve     atlas800-910a's memory_reserve_GB = 2,000,000,000
+ *   total                                     = 23,476,016,128 */
 Test(pipeline, memory_by_hand)
 {
 	struct plan *p = dp_plan(chain(SCHED_1F1B, 1, 0));
@@ -177,23 +180,24 @@ Test(pipeline, memory_by_hand)
 	const struct est_memory *m = &e.stages[0].mem;
 	cr_expect_eq(m->params, 2147483648.0);
 	cr_expect_eq(m->grads, 2147483648.0);
-	cr_expect_eq(m->optimizer, 12884901888.0);
+	cr_expect_eq(m->optimizer, 17179869184.0);
 	cr_expect_eq(m->activations, 1048576.0);
 	cr_expect_eq(m->buffers, 131072.0, "%.0f", m->buffers);
-	cr_expect_eq(m->total, 17181048832.0, "%.0f", m->total);
-	cr_expect_eq(e.memory_bytes_per_device, 17181048832.0);
-	/* Stage 3 holds one micro-batch in flight and its received input:
-	 * (4 + 1) x 65,536; GPipe holds all 8 everywhere. */
-	cr_expect_eq(e.stages[3].mem.activations, 5 * ACT);
+	cr_expect_eq(m->reserve, 2e9, "%.0f", m->reserve);
+	cr_expect_eq(m->total, 23476016128.0, "%.0f", m->total);
+	cr_expect_eq(e.memory_bytes_per_device, 23476016128.0);
+	/* Stage 3 holds one micro-batch in flight: its 4 MatMuls' inputs (the
+	 * first is the input it received); GPipe holds all 8 everywhere. */
+	cr_expect_eq(e.stages[3].mem.activations, 4 * ACT);
 	cr_expect_eq(e.stages[3].in_flight, 1);
 	p = dp_plan(chain(SCHED_GPIPE, 1, 0));
 	cr_assert(plan_estimate(A, p, &e, &D));
 	cr_expect_eq(e.stages[0].mem.activations, 8 * 4 * ACT);
-	cr_expect_eq(e.stages[3].mem.activations, 8 * 5 * ACT);
+	cr_expect_eq(e.stages[3].mem.activations, 8 * 4 * ACT);
 }
 
 /* Two data-parallel replicas per stage (8 NPUs): every W replicated over
- * 2. ZeRO 1 halves the Adam state, 2 also the gradients, 3 also the
+ * 2. ZeRO 1 halves the Adam state (16 B per fp16 parameter), 2 also the gradients, 3 also the
  * parameters (and gathers the largest op's W twice over: current and
  * prefetched). */
 Test(pipeline, zero_memory_by_hand)
@@ -202,10 +206,10 @@ Test(pipeline, zero_memory_by_hand)
 		int zero;
 		double params, grads, opt, zero3_buf;
 	} want[] = {
-		{0, 4 * W_BYTES, 4 * W_BYTES, 4 * W_ELEMS * 12, 0},
-		{1, 4 * W_BYTES, 4 * W_BYTES, 4 * W_ELEMS * 12 / 2, 0},
-		{2, 4 * W_BYTES, 4 * W_BYTES / 2, 4 * W_ELEMS * 12 / 2, 0},
-		{3, 4 * W_BYTES / 2, 4 * W_BYTES / 2, 4 * W_ELEMS * 12 / 2, 2 * W_BYTES},
+		{0, 4 * W_BYTES, 4 * W_BYTES, 4 * W_ELEMS * 16, 0},
+		{1, 4 * W_BYTES, 4 * W_BYTES, 4 * W_ELEMS * 16 / 2, 0},
+		{2, 4 * W_BYTES, 4 * W_BYTES / 2, 4 * W_ELEMS * 16 / 2, 0},
+		{3, 4 * W_BYTES / 2, 4 * W_BYTES / 2, 4 * W_ELEMS * 16 / 2, 2 * W_BYTES},
 	};
 	for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
 		struct scenario *s = chain(SCHED_1F1B, 1, want[k].zero);
@@ -254,10 +258,10 @@ Test(pipeline, zero3_parameter_traffic)
 	cr_expect_eq(sent, 32 * W_BYTES, "%.0f B", sent);
 }
 
-/* Full recomputation redoes every forward in backward; on the chain every
- * cut has the same live bytes, so each MatMul is its own block: stored
- * per micro-batch are the inputs of blocks 2-4 of stage 0 (3 x 65,536),
- * and one block's output is the working set. */
+/* Full recomputation redoes every forward in backward. The chain has no
+ * transformer layers, so each stage's chunk is one block: per micro-batch
+ * it keeps the block's input (65,536 B), 4 micro-batches in flight on
+ * stage 0, and while the block is recomputed its 4 MatMuls' inputs. */
 Test(pipeline, full_recompute)
 {
 	struct scenario *s = chain(SCHED_1F1B, 1, 0);
@@ -266,7 +270,7 @@ Test(pipeline, full_recompute)
 	struct estimate e, base;
 	cr_assert(plan_estimate(A, p, &e, &D));
 	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_1F1B, 1, 0)), &base, &D));
-	cr_expect_eq(e.stages[0].mem.activations, 4 * 3 * ACT + ACT);
+	cr_expect_eq(e.stages[0].mem.activations, 4 * ACT + 4 * ACT);
 	cr_expect(fabs(e.category_s[EST_RECOMPUTE] - base.category_s[EST_COMPUTE_FORWARD]) <=
 	          1e-12 * base.category_s[EST_COMPUTE_FORWARD]);
 }

@@ -1,0 +1,258 @@
+/* memory.c — what a device holds: model state as the frameworks hold it,
+ * and the activations the backward pass really keeps (docs/cost-models.md,
+ * "Memory").
+ *
+ * Model state per local parameter element, mixed-precision Adam as
+ * Megatron-LM holds it (its distributed-optimizer table): bf16 weights
+ * with fp32 gradient accumulation (2 + 4 bytes) and an fp32 master copy
+ * and two fp32 moments (12 bytes); fp16 weights and fp16 gradients (2 + 2)
+ * with fp32 master weights, master gradients and moments (16); fp32
+ * weights and gradients (4 + 4) with two moments (8). ZeRO divides the
+ * state, then the gradients, then the weights over the data-parallel group.
+ *
+ * Activations: each op saves for its backward what its gradient reads
+ * (Korthikanti et al. 2022, §4): a MatMul its non-parameter inputs, GeLU
+ * and SiLU their input, ReLU and Softmax their output, Dropout a 1-byte
+ * mask, LayerNorm its input and two fp32 statistics per row (RMSNorm one),
+ * Mul the inputs the other input's gradient needs, the cross-entropy its
+ * fp32 softmax, a Gather its indices; additions, casts, views and
+ * reshapes nothing. A tensor saved by several ops is held once, in the
+ * smaller of its producer's layout and the reader's (Megatron keeps the
+ * sequence-parallel input of a column-parallel MatMul split and gathers it
+ * again in backward; a norm the plan runs after the gather counts as run
+ * before it). Recomputation as Megatron does it: selective drops
+ * what the attention cores save (their inputs from outside the core stay),
+ * full keeps only each transformer layer's input (the ops named
+ * "layers.N.", the generators' names; a chunk with no such ops is one
+ * block) and holds one layer's activations while it is recomputed.
+ *
+ * Units: bytes per device per micro-batch. Hot path: none (a pass over a
+ * chunk's ops per estimate).
+ */
+#include <string.h>
+
+#include "cost-int.h"
+
+double cost_param_bytes_per_elem(enum dtype dt)
+{
+	return (double)dtype_bytes(dt);
+}
+
+double cost_grad_bytes_per_elem(enum dtype dt)
+{
+	return dt == DT_FP16 ? 2 : 4; /* bf16 and fp32: fp32 accumulation buffers */
+}
+
+double cost_optimizer_bytes_per_elem(enum dtype dt)
+{
+	switch (dt) {
+	case DT_FP32:
+		return 8;  /* two fp32 moments */
+	case DT_FP16:
+		return 16; /* fp32 master weights, master gradients, two moments */
+	default:
+		return 12; /* fp32 master weights, two moments */
+	}
+}
+
+/* The transformer layer of op i: N for an op named "layers.N.…" (a
+ * generator's layers), -1 for the ops around them (embedding, head). */
+static int layer_of(const struct op *o)
+{
+	const char *p = o->name;
+	if (!p || strncmp(p, "layers.", 7) != 0 || p[7] < '0' || p[7] > '9')
+		return -1;
+	int n = 0;
+	for (p += 7; *p >= '0' && *p <= '9' && n < 100000000; p++)
+		n = 10 * n + (*p - '0');
+	return *p == '.' ? n : -1;
+}
+
+static bool has_gradient(const struct tensor *t)
+{
+	return t->dtype == DT_FP32 || t->dtype == DT_FP16 || t->dtype == DT_BF16;
+}
+
+/* The smaller of the layout op d reads of input i and the layout its
+ * producer hands on. */
+static double held_bytes(const struct plan *p, const struct dist_op *d, int i)
+{
+	const struct graph *g = p->graph;
+	int t = g->ops[d->op].in[i];
+	double b = layout_local_bytes(&d->in[i]);
+	int pr = g->tensors[t].producer;
+	if (pr >= 0) {
+		const struct dist_op *src = &p->ops[pr];
+		double q = layout_local_bytes(&src->out[plan_output_index(&g->ops[pr], t)]);
+		b = q < b ? q : b;
+	}
+	return b;
+}
+
+/* A norm the plan runs on a gathered input (a sequence-parallel plan
+ * gathers before a norm that feeds several column-parallel MatMuls, one
+ * redistribution per edge) is, for memory, what Megatron runs before the
+ * gather: its statistics and its output are held at the size of its input
+ * before the gather. The fraction, 1 for any other op. */
+static double gathered_norm(const struct plan *p, int op)
+{
+	const struct op *o = &p->graph->ops[op];
+	if (o->kind != OP_LAYERNORM && o->kind != OP_RMSNORM)
+		return 1;
+	double in = layout_local_bytes(&p->ops[op].in[0]);
+	return in > 0 ? held_bytes(p, &p->ops[op], 0) / in : 1;
+}
+
+/* The bytes a rank holds of input i of op d when it is saved. */
+static double saved_input_bytes(const struct plan *p, const struct dist_op *d, int i)
+{
+	int pr = p->graph->tensors[p->graph->ops[d->op].in[i]].producer;
+	return held_bytes(p, d, i) * (pr >= 0 ? gathered_norm(p, pr) : 1);
+}
+
+/* What one op saves, as (tensor, bytes) pairs into keep[]; a mask or a
+ * statistic has tensor -1 (never shared). Returns the count. */
+struct saved {
+	int tensor;
+	double bytes;
+};
+
+static int op_saved(const struct plan *p, int op, struct saved keep[SIG_MAX_TENSORS + 2])
+{
+	const struct graph *g = p->graph;
+	const struct op *o = &g->ops[op];
+	const struct dist_op *d = &p->ops[op];
+	int n = 0;
+	switch (o->kind) {
+	case OP_MATMUL:
+	case OP_BATCHMATMUL:
+		for (int i = 0; i < o->n_in && i < 2; i++)
+			if (g->tensors[o->in[i]].role != TENSOR_PARAM)
+				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+		break;
+	case OP_MUL:
+		/* dA = dY·B, dB = dY·A: each input is kept when the other needs a
+		 * gradient */
+		for (int i = 0; i < o->n_in && i < 2; i++) {
+			const struct tensor *other = &g->tensors[o->in[1 - i]];
+			if (g->tensors[o->in[i]].role != TENSOR_PARAM && has_gradient(other))
+				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+		}
+		break;
+	case OP_GELU:
+	case OP_SILU:
+		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, d, 0)};
+		break;
+	case OP_RELU:
+	case OP_SOFTMAX:
+		keep[n++] = (struct saved){o->out[0], layout_local_bytes(&d->out[0])};
+		break;
+	case OP_DROPOUT:
+		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->out[0])};
+		break;
+	case OP_LAYERNORM:
+	case OP_RMSNORM: {
+		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, d, 0)};
+		int64_t shape[GRAPH_MAX_RANK], row = 1;
+		layout_local_shape(&d->in[0], shape);
+		for (int k = o->attrs.axis; k < d->in[0].rank; k++)
+			row *= shape[k];
+		double rows = row > 0 ? (double)layout_local_elems(&d->in[0]) / (double)row : 0;
+		keep[n++] = (struct saved){-1, rows * 4 * (o->kind == OP_LAYERNORM ? 2 : 1) *
+		                                   gathered_norm(p, op)};
+		break;
+	}
+	case OP_SOFTMAXCROSSENTROPY:
+		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->in[0]) * 4};
+		break;
+	case OP_GATHER:
+		for (int i = 0; i < o->n_in; i++)
+			if (!has_gradient(&g->tensors[o->in[i]]))
+				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+		break;
+	default:
+		break; /* additions, casts, views, reductions, slices: nothing */
+	}
+	return n;
+}
+
+/* Adds what ops [lo, hi) save, each shared tensor once (seen[] marks the
+ * tensors counted: a tensor's largest saved size wins), skipping what the
+ * attention cores save when `skip_core`. */
+static double saved_sum(const struct plan *p, const bool *core, bool skip_core, int lo, int hi,
+                        double *seen)
+{
+	const struct graph *g = p->graph;
+	double sum = 0;
+	for (int i = lo; i < hi; i++) {
+		struct saved keep[SIG_MAX_TENSORS + 2];
+		int n = op_saved(p, i, keep);
+		for (int k = 0; k < n; k++) {
+			int t = keep[k].tensor;
+			/* selective: what is produced inside a core is recomputed
+			 * (a core op's output or mask, and a core output read
+			 * after it); what a core reads from outside stays */
+			bool inside = t >= 0 ? g->tensors[t].producer >= 0 && core[g->tensors[t].producer]
+			                     : core[i];
+			if (skip_core && inside)
+				continue;
+			if (t < 0) {
+				sum += keep[k].bytes;
+			} else if (keep[k].bytes > seen[t]) {
+				sum += keep[k].bytes - seen[t];
+				seen[t] = keep[k].bytes;
+			}
+		}
+	}
+	return sum;
+}
+
+bool cost_chunk_activations(struct arena *a, const struct plan *p, const struct plan_part *pp,
+                            const bool *core, int ch, double *stored, double *working)
+{
+	const struct graph *g = p->graph;
+	enum recompute_mode rec = p->scenario->training.recompute;
+	int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
+	double *seen = arena_calloc(a, (size_t)g->n_tensors + 1, sizeof(double));
+	if (!seen)
+		return false;
+	*working = 0;
+	if (rec != RECOMPUTE_FULL) {
+		*stored = saved_sum(p, core, rec == RECOMPUTE_SELECTIVE, lo, hi, seen);
+		return true;
+	}
+	/* Full: the ops outside any layer save as usual; a layer keeps its
+	 * input (the tensors its ops read from outside it) and, while it is
+	 * recomputed in backward, everything it saves. A chunk without named
+	 * layers is one block. */
+	*stored = 0;
+	bool layers = false;
+	for (int i = lo; i < hi && !layers; i++)
+		layers = layer_of(&g->ops[i]) >= 0;
+	for (int i = lo; i < hi;) {
+		int L = layer_of(&g->ops[i]), j = i + 1;
+		while (j < hi && layer_of(&g->ops[j]) == L)
+			j++;
+		if (L < 0 && layers) {
+			*stored += saved_sum(p, core, false, i, j, seen);
+		} else {
+			for (int k = i; k < j; k++)
+				for (int x = 0; x < g->ops[k].n_in; x++) {
+					int t = g->ops[k].in[x], pr = g->tensors[t].producer;
+					if (g->tensors[t].role == TENSOR_PARAM ||
+					    (pr >= i && pr < j) || seen[t] > 0)
+						continue;
+					double b = saved_input_bytes(p, &p->ops[k], x);
+					seen[t] = b;
+					*stored += b;
+				}
+			double *scratch = arena_calloc(a, (size_t)g->n_tensors + 1, sizeof(double));
+			if (!scratch)
+				return false;
+			double w = saved_sum(p, core, false, i, j, scratch);
+			*working = w > *working ? w : *working;
+		}
+		i = j;
+	}
+	return true;
+}

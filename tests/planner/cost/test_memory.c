@@ -1,0 +1,124 @@
+/* test_memory.c — the activations a transformer layer keeps for its
+ * backward pass, against the closed forms of Korthikanti et al. 2022,
+ * "Reducing Activation Recomputation in Large Transformer Models", §4
+ * (bytes per layer, bf16 activations, 1-byte dropout masks):
+ *
+ *   no parallelism                 sbh (34 + 5as/h)
+ *   tensor parallel t              sbh (10 + 24/t + 5as/(ht))
+ *   tensor + sequence parallel     sbh (34/t + 5as/(ht))
+ *   selective recomputation        the 5as/h term dropped (the attention
+ *                                  core: softmax, its dropout mask and
+ *                                  output)
+ *   full recomputation             the layer's input only: 2sbh, 2sbh/t
+ *                                  with sequence parallelism
+ *
+ * The paper leaves out the two LayerNorms' row statistics (a mean and a
+ * reciprocal standard deviation in fp32 per row: 2 x 2 x 4 = 16 bytes per
+ * row of s·b rows, split over t with sequence parallelism); the model
+ * keeps them, so the expected values add them.
+ *
+ * One layer's activations are measured as the difference between the
+ * same GPT with 2 layers and with 1 (embedding, head and loss cancel), on
+ * one pipeline stage with one micro-batch in flight, through the estimate
+ * of a Megatron-style plan of tensor-parallel degree t on t devices. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "fixture.h"
+
+TestSuite(memory, .init = fixture_setup, .fini = fixture_teardown);
+
+#define SCN "tests/data/good/korthikanti-gpt-8p.json"
+static const double s_ = 512, b_ = 2, h_ = 1024, a_ = 16;
+
+/* Stage 0's activations of the GPT with `layers` layers. */
+static double activations(int layers, int64_t t, bool sp, enum recompute_mode rec)
+{
+	struct scenario *s = fixture_scenario(SCN);
+	struct model_gen gen = *s->graph->gen;
+	gen.layers = layers;
+	struct graph *g = graph_generate(A, &gen, &D);
+	cr_assert_not_null(g);
+	s->graph = g;
+	s->devices = t;
+	s->training.sequence_parallel = sp;
+	s->training.recompute = rec;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron_degree(A, s, &o, t, &D);
+	cr_assert_not_null(p, "TP %lld", (long long)t);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert_eq(e.steps_per_iteration, 1);
+	return e.stages[0].mem.activations;
+}
+
+static double layer(int64_t t, bool sp, enum recompute_mode rec)
+{
+	return activations(2, t, sp, rec) - activations(1, t, sp, rec);
+}
+
+static void expect(double got, double want, const char *what, int64_t t)
+{
+	cr_expect(fabs(got - want) <= 1e-9 * want, "%s, t = %lld: got %.0f B, want %.0f B", what,
+	          (long long)t, got, want);
+}
+
+Test(memory, no_parallelism_34_plus_5as_over_h)
+{
+	double sbh = s_ * b_ * h_, stats = 16 * s_ * b_;
+	expect(layer(1, false, RECOMPUTE_NONE), sbh * (34 + 5 * a_ * s_ / h_) + stats,
+	       "sbh(34 + 5as/h)", 1);
+}
+
+Test(memory, tensor_parallel_10_plus_24_over_t)
+{
+	double sbh = s_ * b_ * h_, stats = 16 * s_ * b_;
+	for (int64_t t = 2; t <= 8; t *= 2)
+		expect(layer(t, false, RECOMPUTE_NONE),
+		       sbh * (10 + 24.0 / t + 5 * a_ * s_ / (h_ * t)) + stats,
+		       "sbh(10 + 24/t + 5as/(ht))", t);
+}
+
+Test(memory, sequence_parallel_divides_everything_by_t)
+{
+	double sbh = s_ * b_ * h_, stats = 16 * s_ * b_;
+	for (int64_t t = 2; t <= 8; t *= 2)
+		expect(layer(t, true, RECOMPUTE_NONE),
+		       sbh * (34.0 / t + 5 * a_ * s_ / (h_ * t)) + stats / t,
+		       "sbh(34/t + 5as/(ht))", t);
+}
+
+Test(memory, selective_recomputation_drops_the_attention_core)
+{
+	double sbh = s_ * b_ * h_, stats = 16 * s_ * b_;
+	expect(layer(1, false, RECOMPUTE_SELECTIVE), sbh * 34 + stats, "34 sbh", 1);
+	for (int64_t t = 2; t <= 8; t *= 2) {
+		expect(layer(t, false, RECOMPUTE_SELECTIVE), sbh * (10 + 24.0 / t) + stats,
+		       "sbh(10 + 24/t)", t);
+		expect(layer(t, true, RECOMPUTE_SELECTIVE), sbh * 34.0 / t + stats / t, "34 sbh/t", t);
+	}
+}
+
+Test(memory, full_recomputation_keeps_the_layer_input)
+{
+	double sbh = s_ * b_ * h_;
+	expect(layer(1, false, RECOMPUTE_FULL), 2 * sbh, "2sbh", 1);
+	for (int64_t t = 2; t <= 8; t *= 2) {
+		expect(layer(t, false, RECOMPUTE_FULL), 2 * sbh, "2sbh", t);
+		expect(layer(t, true, RECOMPUTE_FULL), 2 * sbh / t, "2sbh/t", t);
+	}
+}
+
+/* The model state of mixed-precision Adam as Megatron-LM's distributed
+ * optimizer documents it, bytes per parameter: bf16 weights with fp32
+ * gradients 2 + 4 + 12, fp16 weights and gradients 2 + 2 + 16, fp32 4 + 4
+ * + 8 (the 18, 20 and 16 of its table). */
+Test(memory, model_state_per_parameter)
+{
+	cr_expect_eq(cost_param_bytes_per_elem(DT_BF16) + cost_grad_bytes_per_elem(DT_BF16) +
+	             cost_optimizer_bytes_per_elem(DT_BF16), 18);
+	cr_expect_eq(cost_param_bytes_per_elem(DT_FP16) + cost_grad_bytes_per_elem(DT_FP16) +
+	             cost_optimizer_bytes_per_elem(DT_FP16), 20);
+	cr_expect_eq(cost_param_bytes_per_elem(DT_FP32) + cost_grad_bytes_per_elem(DT_FP32) +
+	             cost_optimizer_bytes_per_elem(DT_FP32), 16);
+}
