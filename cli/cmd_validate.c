@@ -55,9 +55,11 @@ static void help(FILE *f)
 	        "             value, the estimate and the simulation with their errors\n"
 	        "             (100 (predicted / measured - 1)), then the mean absolute\n"
 	        "             percentage error (MAPE) of each over the rows that ran.\n"
-	        "             A row that cannot be planned or estimated, or whose\n"
-	        "             estimate does not fit the device memory (OOM), is listed\n"
-	        "             with its reason and left out of the MAPE.\n"
+	        "             A row that cannot be planned or estimated is listed with\n"
+	        "             its reason and left out of the MAPE. A row whose estimate\n"
+	        "             does not fit the device memory (OOM) is a failed\n"
+	        "             prediction, since its run trained: it is counted and\n"
+	        "             shown as such, and its times stay in the MAPE.\n"
 	        "collectives  each row one collective (all-reduce, all-gather,\n"
 	        "             reduce-scatter, all-to-all) over a topology's first N\n"
 	        "             devices at one or more message sizes, with the measured\n"
@@ -188,7 +190,8 @@ struct trow {
 	const struct validation_training_row *row;
 	char plan[128];                /* "TP 8 x DP 4, PP 12 (v 4)" */
 	const char *error;             /* no plan or no estimate: why */
-	bool oom;                      /* estimated, over the HBM: left out of the MAPE */
+	bool oom;                      /* estimated, over the HBM: a failed prediction (the row's
+	                                  run trained), its time still counted */
 	double memory_bytes, hbm_bytes;
 	double est_s, est_value, est_err;
 	bool simulated;
@@ -238,9 +241,7 @@ static void run_training_row(struct arena *ar, const struct args *a,
 	out->est_err = validation_error_pct(out->est_value, row->value);
 	out->memory_bytes = r->est.memory_bytes_per_device;
 	out->oom = r->est.oom_overflow_bytes > 0;
-	if (!a->estimate_only && out->oom) {
-		out->sim_error = "not simulated: the estimate does not fit the device memory";
-	} else if (!a->estimate_only) {
+	if (!a->estimate_only) {
 		const struct scenario *s = p->scenario;
 		struct cli_sim_setup o = {.fidelity = s->sim.fidelity, .algo = s->sim.collective_algo,
 		                          .bucket_bytes = s->training.gradient_bucket_bytes,
@@ -286,7 +287,7 @@ static struct mape training_mape(const struct trow *rows, int n)
 	double *e = calloc((size_t)n + 1, sizeof *e), *s = calloc((size_t)n + 1, sizeof *s);
 	struct mape m = {NAN, NAN, 0, 0};
 	for (int i = 0; e && s && i < n; i++) {
-		if (rows[i].error || rows[i].oom)
+		if (rows[i].error)
 			continue;
 		e[m.n_est++] = rows[i].est_err;
 		if (rows[i].simulated)
@@ -357,14 +358,15 @@ static void training_text(const struct args *a, const struct validation *v,
 		printf("\n");
 	}
 	if (notes) {
-		printf("\nleft out of the MAPE or not simulated\n");
+		printf("\nfailed predictions, left out of the MAPE or not simulated\n");
 		char b[2][32];
 		for (int i = 0; i < n; i++) {
 			const struct trow *r = &rows[i];
 			if (r->error)
 				printf("  %s: %s\n", r->row->name, r->error);
 			else if (r->oom)
-				printf("  %s: the estimate needs %s per device, over the %s of HBM\n",
+				printf("  %s: OOM, a failed prediction (the run trained): the estimate needs %s "
+				       "per device, over the %s of HBM\n",
 				       r->row->name, cli_si(b[0], 32, r->memory_bytes, "B"),
 				       cli_si(b[1], 32, r->hbm_bytes, "B"));
 			if (!r->error && r->sim_error && !r->oom)
@@ -372,9 +374,11 @@ static void training_text(const struct args *a, const struct validation *v,
 		}
 	}
 	struct mape m = training_mape(rows, n);
-	int failed = 0;
-	for (int i = 0; i < n; i++)
-		failed += rows[i].error != NULL || rows[i].oom;
+	int failed = 0, oom = 0;
+	for (int i = 0; i < n; i++) {
+		failed += rows[i].error != NULL;
+		oom += rows[i].error == NULL && rows[i].oom;
+	}
 	printf("\nMAPE\n");
 	if (m.n_est)
 		printf("  estimate   %5.1f%% over %d row%s\n", m.est, m.n_est, m.n_est == 1 ? "" : "s");
@@ -386,7 +390,10 @@ static void training_text(const struct args *a, const struct validation *v,
 		printf("  simulation %5.1f%% over %d row%s\n", m.sim, m.n_sim, m.n_sim == 1 ? "" : "s");
 	else
 		printf("  simulation - (no row simulated)\n");
-	printf("  %d of %d row%s left out (failed or OOM)\n", failed, n, n == 1 ? "" : "s");
+	printf("  %d of %d row%s predicted OOM though the run trained (failed predictions, their "
+	       "times counted)\n", oom, n, n == 1 ? "" : "s");
+	printf("  %d of %d row%s left out (could not be planned or estimated)\n", failed, n,
+	       n == 1 ? "" : "s");
 }
 
 static void json_number_or_null(cJSON *o, const char *key, bool have, double v)
