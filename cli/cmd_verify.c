@@ -247,12 +247,20 @@ int cmd_verify(int argc, char **argv)
 		double need = verify_memory_bound(p, a.o.scale);
 		if (need > limit) {
 			int64_t s2 = a.o.scale;
-			while (s2 < ((int64_t)1 << 30) && verify_memory_bound(p, s2) > limit)
+			while (s2 <= 1024 && verify_memory_bound(p, s2) > limit)
 				s2 *= 2;
-			diag_add(&d, DIAG_ERROR, s->file, 0, NULL,
-			         "verify could need %.0f MiB at scale %lld, more than --max-memory %lld; "
-			         "try --scale %lld (docs/verify.md)", need / 1048576.0,
-			         (long long)a.o.scale, (long long)a.max_mib, (long long)s2);
+			if (s2 <= 1024)
+				diag_add(&d, DIAG_ERROR, s->file, 0, NULL,
+				         "verify could need %.0f MiB at scale %lld, more than --max-memory "
+				         "%lld; try --scale %lld (docs/verify.md)", need / 1048576.0,
+				         (long long)a.o.scale, (long long)a.max_mib, (long long)s2);
+			else
+				diag_add(&d, DIAG_ERROR, s->file, 0, NULL,
+				         "verify could need %.0f MiB at scale %lld, more than --max-memory "
+				         "%lld, and no --scale up to 1024 brings it under (a dimension "
+				         "shrinks only where it stays a multiple of the device count; "
+				         "docs/verify.md)", need / 1048576.0, (long long)a.o.scale,
+				         (long long)a.max_mib);
 			ok = false;
 		}
 	}
