@@ -158,8 +158,8 @@ static void print_text(const struct plan *p, const char *planner, const struct a
 	printf("\nmemory: reference %.1f MiB, ranks' buffers at most %.1f MiB\n",
 	       r->reference_bytes / 1048576.0, r->peak_rank_bytes / 1048576.0);
 	if (p->scenario->training.pipeline_stages > 1 || p->scenario->training.zero_stage > 0)
-		printf("not checked: the pipeline split (%lld stages) and ZeRO stage %d; the plan "
-		       "of one stage is\n", (long long)p->scenario->training.pipeline_stages,
+		printf("not checked: the pipeline split (%lld stages) and ZeRO stage %d; this checks "
+		       "one stage's plan\n", (long long)p->scenario->training.pipeline_stages,
 		       p->scenario->training.zero_stage);
 	if (r->passed)
 		printf("verified: all %d tensors match (largest relative error %.2e)\n", r->n_checks,

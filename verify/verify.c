@@ -705,7 +705,7 @@ static void arrive(struct ctx *c, int i, int j, struct dist *out)
 	if (e && e->redist.n_steps) {
 		k = add_check(c, VERIFY_EDGE, i, ei, t, label);
 		if (tr >= 0)
-			trace(c, "  receives %s from %s: %s", x->name, prod->name,
+			trace(c, "  input %d as %s hands it on: holds %s", j, prod->name,
 			      box_text(c, x->name, &out->l, tr));
 		if (!run_steps(c, out, e->redist.steps, e->redist.n_steps, ei, x->name, why,
 		               sizeof why))
