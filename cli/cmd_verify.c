@@ -40,9 +40,10 @@ static void help(FILE *f)
 	        "  --planner NAME   plan with this planner (default: the scenario's first,\n"
 	        "                   else propagate); --fused, --rec-cost, --rec-order as for\n"
 	        "                   plan\n"
-	        "  --scale S        divide every dimension by S where S divides it and the\n"
-	        "                   result stays a multiple of the device count, so that\n"
-	        "                   every cut still divides it (default 1; docs/verify.md)\n"
+	        "  --scale S        shrink every dimension by as much of S as keeps every\n"
+	        "                   cut of the plan dividing it, and Reshapes consistent:\n"
+	        "                   the same strategy on smaller tensors (default 1;\n"
+	        "                   docs/verify.md)\n"
 	        "  --seed N         seed of the inputs and parameters (default 1)\n"
 	        "  --tolerance X    largest error, relative to the largest magnitude of the\n"
 	        "                   reference tensor, that matches (default 1e-9)\n"
@@ -258,7 +259,7 @@ int cmd_verify(int argc, char **argv)
 				diag_add(&d, DIAG_ERROR, s->file, 0, NULL,
 				         "verify could need %.0f MiB at scale %lld, more than --max-memory "
 				         "%lld, and no --scale up to 1024 brings it under (a dimension "
-				         "shrinks only where it stays a multiple of the device count; "
+				         "shrinks only as far as the plan's cuts of it allow; "
 				         "docs/verify.md)", need / 1048576.0, (long long)a.o.scale,
 				         (long long)a.max_mib);
 			ok = false;

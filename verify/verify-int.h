@@ -29,6 +29,18 @@ enum vk_status { VK_OK, VK_UNSUPPORTED, VK_BROKEN };
 enum vk_status verify_kernel(const struct graph *g, int op, const struct vpiece *in,
                              struct vpiece *out, uint64_t salt, char *why, size_t why_size);
 
+/* Which sizes shrink at a scale (scale.c). */
+struct verify_scaling {
+	int64_t scale;
+	int n;                 /* distinct sizes */
+	int64_t *value, *req;  /* each size, and the lcm of the plan's cuts of it */
+	int64_t *f;            /* each size shrinks to value / f (f = 1: whole) */
+};
+/* False when out of memory. */
+bool verify_scaling_init(struct verify_scaling *sc, const struct plan *p, int64_t scale);
+void verify_scaling_free(struct verify_scaling *sc);
+int64_t verify_scaling_dim(const struct verify_scaling *sc, int64_t v);
+
 /* A uniform number in [0, 1) from a key (splitmix64). */
 double verify_hash01(uint64_t key);
 

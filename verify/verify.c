@@ -19,7 +19,7 @@
  * difference, relative to the largest magnitude of the reference tensor,
  * is within the tolerance.
  *
- * A plan may be run shrunk (verify_scaled_dim): layouts keep their maps
+ * A plan may be run shrunk (scale.c): layouts keep their maps
  * and device matrices, only the sizes change, so the strategy is the same.
  *
  * Units: element counts int64_t; bytes double. Hot path: the kernels and
@@ -47,45 +47,86 @@ void verify_options_init(struct verify_options *o)
 	                             .fault = {.edge = -1}};
 }
 
-int64_t verify_scaled_dim(int64_t v, int64_t s, int64_t n_devices)
+int64_t verify_scaled_dim(int64_t v, int64_t s, int64_t cuts)
 {
-	if (s <= 1 || v % s)
+	if (s <= 1 || cuts < 1 || v % cuts)
 		return v;
-	return (v / s) % n_devices ? v : v / s;
+	int64_t a = s, b = v / cuts;  /* v shrinks by gcd(s, v / cuts) */
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return v / a;
 }
 
 double verify_reference_bytes(const struct plan *p, int64_t scale)
 {
+	struct verify_scaling sc;
+	if (!verify_scaling_init(&sc, p, scale))
+		return INFINITY;
 	double b = 0;
 	for (int t = 0; t < p->graph->n_tensors; t++) {
 		const struct tensor *x = &p->graph->tensors[t];
 		double e = 1;
 		for (int d = 0; d < x->rank; d++)
-			e *= (double)verify_scaled_dim(x->dims[d], scale, p->n_devices);
+			e *= (double)verify_scaling_dim(&sc, x->dims[d]);
 		b += e * (double)sizeof(double);
 	}
+	verify_scaling_free(&sc);
 	return b;
 }
 
-static double layout_bytes_at(const struct layout *l, int64_t scale, int64_t n)
+static double layout_bytes_at(const struct layout *l, const struct verify_scaling *sc, int64_t n)
 {
 	struct layout x = *l;
 	for (int d = 0; d < x.rank; d++)
-		x.shape[d] = verify_scaled_dim(l->shape[d], scale, n);
+		x.shape[d] = verify_scaling_dim(sc, l->shape[d]);
 	return (double)layout_local_elems(&x) * (double)n * (double)sizeof(double);
 }
 
 double verify_memory_bound(const struct plan *p, int64_t scale)
 {
-	double b = verify_reference_bytes(p, scale);
-	for (int i = 0; i < p->graph->n_ops; i++) {
-		const struct dist_op *d = &p->ops[i];
-		for (int j = 0; j < d->n_in; j++)
-			b += layout_bytes_at(&d->in[j], scale, p->n_devices);
-		for (int k = 0; k < d->n_out; k++)
-			b += layout_bytes_at(&d->out_partial[k], scale, p->n_devices);
+	struct verify_scaling sc;
+	const struct graph *g = p->graph;
+	int *uses = calloc((size_t)g->n_tensors + 1, sizeof(*uses));
+	double *held = calloc((size_t)g->n_tensors + 1, sizeof(*held));
+	if (!uses || !held || !verify_scaling_init(&sc, p, scale)) {
+		free(uses);
+		free(held);
+		return INFINITY;
 	}
-	return b;
+	/* the run's own order: each op's inputs and outputs on top of the
+	 * tensors still to be read, each freed after its last reader */
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++)
+			uses[g->ops[i].in[j]]++;
+	double live = 0, peak = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct dist_op *d = &p->ops[i];
+		double op = 0;
+		for (int j = 0; j < d->n_in; j++)
+			op += 2 * layout_bytes_at(&d->in[j], &sc, p->n_devices); /* arrival and a step */
+		for (int k = 0; k < d->n_out; k++)
+			op += 2 * layout_bytes_at(&d->out_partial[k], &sc, p->n_devices);
+		peak = fmax(peak, live + op);
+		for (int j = 0; j < d->n_in; j++) {
+			int t = g->ops[i].in[j];
+			if (g->tensors[t].producer >= 0 && --uses[t] == 0) {
+				live -= held[t];
+				held[t] = 0;
+			}
+		}
+		for (int k = 0; k < d->n_out; k++) {
+			int t = g->ops[i].out[k];
+			held[t] = uses[t] ? layout_bytes_at(&d->out[k], &sc, p->n_devices) : 0;
+			live += held[t];
+		}
+	}
+	verify_scaling_free(&sc);
+	free(uses);
+	free(held);
+	return verify_reference_bytes(p, scale) + peak;
 }
 
 /* ------------------------------------------------------------ state */
@@ -104,6 +145,7 @@ struct ctx {
 	const struct verify_options *o;
 	struct graph g;                  /* the plan's graph at the scale */
 	int64_t n, base;                 /* ranks */
+	struct verify_scaling sc;
 	double **ref;                    /* per tensor, whole */
 	struct dist *held;               /* per tensor: as its producer hands it on */
 	int *uses;                       /* consumers still to read each tensor */
@@ -190,7 +232,7 @@ static void scaled(const struct ctx *c, const struct layout *in, struct layout *
 {
 	*out = *in;
 	for (int d = 0; d < out->rank; d++)
-		out->shape[d] = verify_scaled_dim(in->shape[d], c->o->scale, c->n);
+		out->shape[d] = verify_scaling_dim(&c->sc, in->shape[d]);
 }
 
 static void dist_free(struct ctx *c, struct dist *d)
@@ -603,7 +645,7 @@ static bool scale_graph(struct ctx *c, struct diag_list *diags)
 		struct tensor *x = &c->g.tensors[t];
 		*x = g0->tensors[t];
 		for (int d = 0; d < x->rank; d++)
-			x->dims[d] = verify_scaled_dim(x->dims[d], c->o->scale, c->n);
+			x->dims[d] = verify_scaling_dim(&c->sc, x->dims[d]);
 		x->elems = verify_elems(x->dims, x->rank);
 	}
 	for (int i = 0; i < g0->n_ops; i++) {
@@ -729,6 +771,68 @@ static void arrive(struct ctx *c, int i, int j, struct dist *out)
 	out->l = want; /* the same placement, as the op describes it */
 }
 
+/* Vocabulary-parallel cross-entropy (seed 003), with the op's three
+ * AllReduces run on the buffers: each rank's row maximum over its
+ * classes, then its sum of exp(logit - max), then the label's logit where
+ * the rank holds that class (0 elsewhere); loss = log(sum) + max - target.
+ * `out` holds the result in the op's output layout. */
+static enum vk_status vocab_ce(struct ctx *c, int i, const struct dist *in, struct dist *out,
+                               char *why, size_t wn)
+{
+	const struct dist_op *dop = &c->p->ops[i];
+	struct dist part[3];
+	memset(part, 0, sizeof(part));
+	const struct dist *x = &in[0], *lab = &in[1];
+	int64_t rows = x->shape[0], v = x->shape[1];
+	enum vk_status rc = VK_OK;
+	for (int k = 0; k < 3 && rc == VK_OK; k++) {
+		if (dop->comm[k].kind != STEP_ALLREDUCE ||
+		    dop->comm[k].reduce != (k ? REDUCE_SUM : REDUCE_MAX)) {
+			snprintf(why, wn, "cross-entropy over a cut class dimension without AllReduce "
+			         "max, sum, sum");
+			rc = VK_BROKEN;
+			break;
+		}
+		if (!dist_alloc(c, &part[k], &out->l)) {
+			rc = VK_BROKEN;
+			break;
+		}
+		for (int64_t r = 0; r < c->n; r++) {
+			int64_t lo[GRAPH_MAX_RANK];
+			slice_of(c, &x->l, r, lo);
+			const double *xs = x->buf[r];
+			double *y = part[k].buf[r];
+			for (int64_t a = 0; a < rows; a++) {
+				const double *row = xs + a * v;
+				double acc = 0;
+				if (k == 0) {
+					acc = -INFINITY;
+					for (int64_t b = 0; b < v; b++)
+						acc = fmax(acc, row[b]);
+				} else if (k == 1) {
+					double m = part[0].buf[r][a];
+					for (int64_t b = 0; b < v; b++)
+						acc += exp(row[b] - m);
+				} else {
+					int64_t cls = (int64_t)lab->buf[r][a] - lo[1];
+					acc = cls >= 0 && cls < v ? row[cls] : 0;
+				}
+				y[a] = acc;
+			}
+		}
+		const char *name = arena_printf(c->a, "%s %s", c->g.tensors[c->g.ops[i].out[0]].name,
+		                                k == 0 ? "row max" : k == 1 ? "sum of exp" : "target logit");
+		if (!run_steps(c, &part[k], &dop->comm[k], 1, -1, name ? name : "", why, wn))
+			rc = VK_BROKEN;
+	}
+	for (int64_t r = 0; rc == VK_OK && r < c->n; r++)
+		for (int64_t a = 0; a < out->elems; a++)
+			out->buf[r][a] = log(part[1].buf[r][a]) + part[0].buf[r][a] - part[2].buf[r][a];
+	for (int k = 0; k < 3; k++)
+		dist_free(c, &part[k]);
+	return rc;
+}
+
 static bool run_op(struct ctx *c, int i)
 {
 	const struct plan *p = c->p;
@@ -790,7 +894,15 @@ static bool run_op(struct ctx *c, int i)
 		scaled(c, &dop->out_partial[kk], &l);
 		dist_alloc(c, &out[kk], &l);
 	}
-	for (int64_t r = 0; rc == VK_OK && !c->oom && pin && pout && r < c->n; r++) {
+	bool vocab = o->kind == OP_SOFTMAXCROSSENTROPY && dop->n_comm == 3 && out &&
+	             in[0].shape[1] != in[0].l.shape[1];
+	if (vocab && rc == VK_OK && !c->oom) {
+		if (tr >= 0)
+			trace(c, "  computes per row its max, sum of exp and the label's logit over %s",
+			      box_text(c, c->g.tensors[o->in[0]].name, &in[0].l, tr));
+		rc = vocab_ce(c, i, in, &out[0], why, sizeof why);
+	}
+	for (int64_t r = 0; !vocab && rc == VK_OK && !c->oom && pin && pout && r < c->n; r++) {
 		for (int j = 0; j < o->n_in; j++) {
 			pin[j] = (struct vpiece){.data = in[j].buf[r], .rank = in[j].l.rank};
 			memcpy(pin[j].shape, in[j].shape, sizeof(in[j].shape));
@@ -815,7 +927,7 @@ static bool run_op(struct ctx *c, int i)
 	free(pout);
 	if (c->oom)
 		return false;
-	if (tr >= 0) {
+	if (tr >= 0 && !vocab) {
 		char line[900];
 		size_t n = (size_t)snprintf(line, sizeof line, "  computes");
 		for (int kk = 0; kk < o->n_out && n < sizeof line; kk++)
@@ -830,7 +942,7 @@ static bool run_op(struct ctx *c, int i)
 	}
 
 	/* the op's own communication */
-	if (rc == VK_OK && dop->n_comm > 0) {
+	if (rc == VK_OK && dop->n_comm > 0 && !vocab) {
 		if (o->n_out != 1) {
 			snprintf(why, sizeof why, "communication of an op with %d outputs unsupported",
 			         o->n_out);
@@ -882,6 +994,11 @@ bool verify_plan(struct arena *a, const struct plan *p, const struct verify_opti
 	out->scale = o->scale;
 	if (p->graph->n_ops > 0)
 		c.base = p->ops[0].dm.base;
+	if (!verify_scaling_init(&c.sc, p, o->scale)) {
+		diag_add(diags, DIAG_ERROR, p->scenario ? p->scenario->file : NULL, 0, NULL,
+		         "out of memory verifying the plan");
+		return false;
+	}
 	bool ok = scale_graph(&c, diags);
 	if (ok) {
 		c.ref = xcalloc(&c, (size_t)c.g.n_tensors, sizeof(*c.ref));
@@ -916,6 +1033,7 @@ bool verify_plan(struct arena *a, const struct plan *p, const struct verify_opti
 	free(c.ref);
 	free(c.held);
 	free(c.uses);
+	verify_scaling_free(&c.sc);
 	for (int k = 0; k < out->n_checks; k++) {
 		const struct verify_check *ck = &out->checks[k];
 		out->max_abs = fmax(out->max_abs, ck->max_abs);

@@ -83,11 +83,12 @@ struct verify_result {
 	double peak_rank_bytes;            /* the most the ranks' buffers held at once, all ranks */
 };
 
-/* A dimension of size v at scale s over n devices: v / s when s divides v
- * and n divides v / s (so every cut of any layout still divides it), else
- * v. The same size always scales the same way, so a label keeps one size
- * in every tensor. */
-int64_t verify_scaled_dim(int64_t v, int64_t s, int64_t n_devices);
+/* A dimension of size v at scale s, when every cut of it divides `cuts`:
+ * v / s when s divides v and cuts divides v / s, else v. verify_plan asks
+ * it with cuts the lcm of the plan's cuts of that size, and keeps a size
+ * whole where shrinking it would break a Reshape, Concat, Split or
+ * StridedSlice (docs/verify.md). */
+int64_t verify_scaled_dim(int64_t v, int64_t s, int64_t cuts);
 
 /* Bytes of the reference (every tensor once, doubles) at a scale. */
 double verify_reference_bytes(const struct plan *p, int64_t scale);
