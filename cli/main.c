@@ -20,6 +20,7 @@ static const struct {
 	{"simulate", cmd_simulate, "simulate a plan's training iteration on SimGrid beside its estimate"},
 	{"compare", cmd_compare, "every planner's plan estimated and simulated: one table, the main job"},
 	{"validate", cmd_validate, "predicted against measured: published training runs, collectives"},
+	{"verify", cmd_verify, "run a plan on real numbers, rank by rank, against the unsharded model"},
 };
 
 static void usage(FILE *f)

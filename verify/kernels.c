@@ -1,0 +1,460 @@
+/* kernels.c — the op catalog executed on numbers, on one rank's boxes of
+ * its tensors (or on the whole tensors, for the reference).
+ *
+ * GEMMs (MatMul, BatchMatMul) go to GSL's BLAS on gsl_matrix views of the
+ * rank's buffers; element-wise ops, softmax, the norms and reductions are
+ * plain loops. Ops that only move elements (Reshape, StridedSlice, Concat,
+ * Split) map each output element's global index to the input element it
+ * copies and fetch it from the rank's box: a plan that leaves that element
+ * on another rank is broken, and says so. Gather looks up the table rows
+ * the rank holds (zeros elsewhere, partial sums when the table is cut).
+ *
+ * Everything is double precision. Dropout keeps an element when a hash of
+ * its global index is below keep_prob, so every rank draws the mask the
+ * reference draws. LayerNorm and RMSNorm use epsilon 1e-5.
+ *
+ * Hot path: the element loops, linear in the rank's elements.
+ */
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "verify-int.h"
+
+#define NORM_EPS 1e-5
+
+double verify_hash01(uint64_t key)
+{
+	uint64_t z = key + 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (double)(z >> 11) * 0x1.0p-53;
+}
+
+int64_t verify_elems(const int64_t *shape, int rank)
+{
+	int64_t n = 1;
+	for (int d = 0; d < rank; d++)
+		n *= shape[d];
+	return n;
+}
+
+/* Multi-index of flat position f in shape. */
+static void unravel(int64_t f, const int64_t *shape, int rank, int64_t *idx)
+{
+	for (int d = rank - 1; d >= 0; d--) {
+		idx[d] = shape[d] ? f % shape[d] : 0;
+		f = shape[d] ? f / shape[d] : 0;
+	}
+}
+
+static int64_t ravel(const int64_t *idx, const int64_t *shape, int rank)
+{
+	int64_t f = 0;
+	for (int d = 0; d < rank; d++)
+		f = f * shape[d] + idx[d];
+	return f;
+}
+
+static void fail(char *why, size_t n, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+
+static void fail(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------------- GEMMs */
+
+static enum vk_status k_matmul(const struct op *o, const struct vpiece *in, struct vpiece *out,
+                               char *why, size_t wn)
+{
+	const struct vpiece *x = &in[0], *w = &in[1];
+	int r = x->rank;
+	if (r < 2 || w->rank != r || out->rank != r) {
+		fail(why, wn, "%s with tensors of ranks %d, %d, %d", op_kind_name(o->kind), r, w->rank,
+		     out->rank);
+		return VK_UNSUPPORTED;
+	}
+	bool ta = o->attrs.transpose_a, tb = o->attrs.transpose_b;
+	int64_t batch = verify_elems(x->shape, r - 2);
+	size_t xr = (size_t)x->shape[r - 2], xc = (size_t)x->shape[r - 1];
+	size_t wr = (size_t)w->shape[r - 2], wc = (size_t)w->shape[r - 1];
+	size_t ym = (size_t)out->shape[r - 2], yn = (size_t)out->shape[r - 1];
+	size_t k1 = ta ? xr : xc, k2 = tb ? wc : wr;
+	if (k1 != k2 || (ta ? xc : xr) != ym || (tb ? wr : wc) != yn ||
+	    verify_elems(w->shape, r - 2) != batch || verify_elems(out->shape, r - 2) != batch) {
+		fail(why, wn, "local shapes do not multiply: %zux%zu times %zux%zu into %zux%zu", xr,
+		     xc, wr, wc, ym, yn);
+		return VK_BROKEN;
+	}
+	for (int64_t b = 0; b < batch; b++) {
+		gsl_matrix_const_view A = gsl_matrix_const_view_array(x->data + (size_t)b * xr * xc, xr, xc);
+		gsl_matrix_const_view B = gsl_matrix_const_view_array(w->data + (size_t)b * wr * wc, wr, wc);
+		gsl_matrix_view C = gsl_matrix_view_array(out->data + (size_t)b * ym * yn, ym, yn);
+		int rc = gsl_blas_dgemm(ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+		                        1.0, &A.matrix, &B.matrix, 0.0, &C.matrix);
+		if (rc != GSL_SUCCESS) {
+			fail(why, wn, "gsl_blas_dgemm: %s", gsl_strerror(rc));
+			return VK_BROKEN;
+		}
+	}
+	return VK_OK;
+}
+
+/* ------------------------------------------------------ element-wise */
+
+/* Add, Sub, Mul, BiasAdd: numpy broadcasting, right-aligned; a dimension
+ * of size 1 stretches. */
+static enum vk_status k_binary(const struct op *o, const struct vpiece *in, struct vpiece *out,
+                               char *why, size_t wn)
+{
+	const struct vpiece *x = &in[0], *y = &in[1];
+	int r = out->rank;
+	for (int i = 0; i < 2; i++)
+		for (int d = 0; d < in[i].rank; d++) {
+			int64_t s = in[i].shape[d], t = out->shape[r - in[i].rank + d];
+			if (s != t && s != 1) {
+				fail(why, wn, "input %d dimension %d holds %lld elements, the output %lld", i,
+				     d, (long long)s, (long long)t);
+				return VK_BROKEN;
+			}
+		}
+	int64_t n = verify_elems(out->shape, r), idx[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < n; f++) {
+		unravel(f, out->shape, r, idx);
+		double v[2];
+		for (int i = 0; i < 2; i++) {
+			const struct vpiece *p = i ? y : x;
+			for (int d = 0; d < p->rank; d++)
+				ix[d] = p->shape[d] == 1 ? 0 : idx[r - p->rank + d];
+			v[i] = p->data[ravel(ix, p->shape, p->rank)];
+		}
+		out->data[f] = o->kind == OP_SUB ? v[0] - v[1] : o->kind == OP_MUL ? v[0] * v[1]
+		                                                                  : v[0] + v[1];
+	}
+	return VK_OK;
+}
+
+static enum vk_status k_unary(const struct op *o, const struct vpiece *in, struct vpiece *out,
+                              uint64_t salt)
+{
+	int64_t n = verify_elems(out->shape, out->rank), idx[GRAPH_MAX_RANK];
+	double keep = o->attrs.keep_prob > 0 ? o->attrs.keep_prob : 1;
+	for (int64_t f = 0; f < n; f++) {
+		double x = in[0].data[f], y = x;
+		switch (o->kind) {
+		case OP_RELU:
+			y = x > 0 ? x : 0;
+			break;
+		case OP_GELU:
+			y = 0.5 * x * (1 + erf(x / sqrt(2.0)));
+			break;
+		case OP_SILU:
+			y = x / (1 + exp(-x));
+			break;
+		case OP_DROPOUT: {
+			unravel(f, out->shape, out->rank, idx);
+			for (int d = 0; d < out->rank; d++)
+				idx[d] += out->lo[d];
+			uint64_t g = (uint64_t)ravel(idx, out->full, out->rank);
+			y = verify_hash01(salt * 0x100000001b3ull ^ g) < keep ? x / keep : 0;
+			break;
+		}
+		default: /* Cast: the value, in double */
+			break;
+		}
+		out->data[f] = y;
+	}
+	return VK_OK;
+}
+
+/* ---------------------------------------------- softmax and the norms */
+
+static int norm_axis(int axis, int rank)
+{
+	return axis < 0 ? axis + rank : axis;
+}
+
+static enum vk_status k_softmax(const struct op *o, const struct vpiece *in, struct vpiece *out,
+                                char *why, size_t wn)
+{
+	int r = out->rank, ax = norm_axis(o->attrs.axis, r);
+	if (in->shape[ax] != in->full[ax]) {
+		fail(why, wn, "Softmax over a cut axis (%lld of %lld)", (long long)in->shape[ax],
+		     (long long)in->full[ax]);
+		return VK_BROKEN;
+	}
+	int64_t outer = verify_elems(in->shape, ax), len = in->shape[ax];
+	int64_t inner = verify_elems(in->shape + ax + 1, r - ax - 1);
+	for (int64_t a = 0; a < outer; a++)
+		for (int64_t c = 0; c < inner; c++) {
+			const double *x = in->data + a * len * inner + c;
+			double *y = out->data + a * len * inner + c;
+			double m = -INFINITY, s = 0;
+			for (int64_t i = 0; i < len; i++)
+				m = fmax(m, x[i * inner]);
+			for (int64_t i = 0; i < len; i++)
+				s += exp(x[i * inner] - m);
+			for (int64_t i = 0; i < len; i++)
+				y[i * inner] = exp(x[i * inner] - m) / s;
+		}
+	return VK_OK;
+}
+
+static enum vk_status k_norm(const struct op *o, const struct vpiece *in, struct vpiece *out,
+                             char *why, size_t wn)
+{
+	int r = out->rank, ax = norm_axis(o->attrs.axis, r);
+	for (int d = ax; d < r; d++)
+		if (in->shape[d] != in->full[d]) {
+			fail(why, wn, "%s over a cut dimension %d (%lld of %lld)", op_kind_name(o->kind), d,
+			     (long long)in->shape[d], (long long)in->full[d]);
+			return VK_BROKEN;
+		}
+	int64_t outer = verify_elems(in->shape, ax), len = verify_elems(in->shape + ax, r - ax);
+	bool ln = o->kind == OP_LAYERNORM;
+	const double *gamma = o->n_in > 1 ? in[1].data : NULL;
+	const double *beta = ln && o->n_in > 2 ? in[2].data : NULL;
+	for (int64_t a = 0; a < outer; a++) {
+		const double *x = in->data + a * len;
+		double *y = out->data + a * len;
+		double mean = 0, var = 0;
+		if (ln) {
+			for (int64_t i = 0; i < len; i++)
+				mean += x[i];
+			mean /= (double)len;
+		}
+		for (int64_t i = 0; i < len; i++)
+			var += (x[i] - mean) * (x[i] - mean);
+		double inv = 1 / sqrt(var / (double)len + NORM_EPS);
+		for (int64_t i = 0; i < len; i++)
+			y[i] = (x[i] - mean) * inv * (gamma ? gamma[i] : 1) + (beta ? beta[i] : 0);
+	}
+	return VK_OK;
+}
+
+/* ReduceSum, ReduceMean: a rank's box of a cut reduced axis gives a
+ * partial sum; the mean divides by the whole count. */
+static enum vk_status k_reduce(const struct op *o, const struct vpiece *in, struct vpiece *out)
+{
+	int r = in->rank;
+	bool red[GRAPH_MAX_RANK] = {false};
+	for (int d = 0; d < r; d++)
+		red[d] = o->attrs.n_axes == 0;
+	for (int i = 0; i < o->attrs.n_axes; i++)
+		red[norm_axis(o->attrs.axes[i], r)] = true;
+	double count = 1;
+	for (int d = 0; d < r; d++)
+		if (red[d])
+			count *= (double)in->full[d];
+	int64_t n = verify_elems(out->shape, out->rank), m = verify_elems(in->shape, r);
+	memset(out->data, 0, (size_t)n * sizeof(double));
+	int64_t idx[GRAPH_MAX_RANK], oi[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < m; f++) {
+		unravel(f, in->shape, r, idx);
+		int k = 0;
+		for (int d = 0; d < r; d++) {
+			if (!red[d])
+				oi[k++] = idx[d];
+			else if (o->attrs.keep_dims)
+				oi[k++] = 0;
+		}
+		out->data[ravel(oi, out->shape, out->rank)] += in->data[f];
+	}
+	if (o->kind == OP_REDUCEMEAN)
+		for (int64_t f = 0; f < n; f++)
+			out->data[f] /= count;
+	return VK_OK;
+}
+
+static enum vk_status k_transpose(const struct op *o, const struct vpiece *in, struct vpiece *out)
+{
+	int r = in->rank;
+	int64_t n = verify_elems(out->shape, r), idx[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < n; f++) {
+		unravel(f, out->shape, r, idx);
+		for (int d = 0; d < r; d++)
+			ix[o->attrs.perm[d]] = idx[d];
+		out->data[f] = in->data[ravel(ix, in->shape, r)];
+	}
+	return VK_OK;
+}
+
+/* ------------------------------------------------ ops that move elements */
+
+/* The input (*which) and its global index that global output index g of
+ * output k copies. */
+static void source_of(const struct op *o, const struct vpiece *in, int k, const int64_t *g,
+                      const struct vpiece *outp, int *which, int64_t *gi)
+{
+	int r = outp->rank;
+	*which = 0;
+	switch (o->kind) {
+	case OP_RESHAPE:
+		unravel(ravel(g, outp->full, r), in[0].full, in[0].rank, gi);
+		break;
+	case OP_STRIDEDSLICE:
+		for (int d = 0; d < r; d++)
+			gi[d] = d < o->attrs.n_shape
+			            ? o->attrs.begin[d] + g[d] * (o->attrs.strides[d] ? o->attrs.strides[d] : 1)
+			            : g[d];
+		break;
+	case OP_CONCAT: {
+		int ax = norm_axis(o->attrs.axis, r);
+		memcpy(gi, g, (size_t)r * sizeof(*gi));
+		int64_t off = 0;
+		int j = 0;
+		while (j + 1 < o->n_in && g[ax] >= off + in[j].full[ax])
+			off += in[j++].full[ax];
+		*which = j;
+		gi[ax] = g[ax] - off;
+		break;
+	}
+	case OP_SPLIT: {
+		int ax = norm_axis(o->attrs.axis, r);
+		memcpy(gi, g, (size_t)r * sizeof(*gi));
+		gi[ax] = g[ax] + (int64_t)k * outp->full[ax];
+		break;
+	}
+	default:
+		SL_ASSERT(0);
+	}
+}
+
+static enum vk_status k_move(const struct op *o, const struct vpiece *in, struct vpiece *out,
+                             char *why, size_t wn)
+{
+	int64_t idx[GRAPH_MAX_RANK], g[GRAPH_MAX_RANK], gi[GRAPH_MAX_RANK], li[GRAPH_MAX_RANK];
+	for (int k = 0; k < o->n_out; k++) {
+		struct vpiece *y = &out[k];
+		int64_t n = verify_elems(y->shape, y->rank);
+		for (int64_t f = 0; f < n; f++) {
+			unravel(f, y->shape, y->rank, idx);
+			for (int d = 0; d < y->rank; d++)
+				g[d] = idx[d] + y->lo[d];
+			int j;
+			source_of(o, in, k, g, y, &j, gi);
+			const struct vpiece *x = &in[j];
+			for (int d = 0; d < x->rank; d++) {
+				li[d] = gi[d] - x->lo[d];
+				if (li[d] < 0 || li[d] >= x->shape[d]) {
+					fail(why, wn, "output %d element at dimension %d index %lld needs input %d "
+					     "index %lld there, which this rank does not hold (it holds %lld..%lld)",
+					     k, d, (long long)g[d], j, (long long)gi[d], (long long)x->lo[d],
+					     (long long)(x->lo[d] + x->shape[d] - 1));
+					return VK_BROKEN;
+				}
+			}
+			y->data[f] = x->data[ravel(li, x->shape, x->rank)];
+		}
+	}
+	return VK_OK;
+}
+
+/* Gather(table [V, h...], indices [i...]) -> [i..., h...]: rows the rank
+ * holds, zeros for the others (their owners add them in). */
+static enum vk_status k_gather(const struct vpiece *in, struct vpiece *out, char *why, size_t wn)
+{
+	const struct vpiece *t = &in[0], *ix = &in[1];
+	int64_t n = verify_elems(out->shape, out->rank), idx[GRAPH_MAX_RANK], ti[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < n; f++) {
+		unravel(f, out->shape, out->rank, idx);
+		double v = ix->data[ravel(idx, ix->shape, ix->rank)];
+		int64_t row = (int64_t)v - t->lo[0];
+		if (v < 0 || (int64_t)v >= t->full[0]) {
+			fail(why, wn, "index %g outside the table's %lld rows", v, (long long)t->full[0]);
+			return VK_BROKEN;
+		}
+		if (row < 0 || row >= t->shape[0]) {
+			out->data[f] = 0;
+			continue;
+		}
+		ti[0] = row;
+		for (int d = 1; d < t->rank; d++)
+			ti[d] = idx[ix->rank + d - 1];
+		out->data[f] = t->data[ravel(ti, t->shape, t->rank)];
+	}
+	return VK_OK;
+}
+
+/* SoftmaxCrossEntropy(logits [N, V], labels [N]) -> [N], per row
+ * log(sum exp) - the label's logit, when the rank holds every class. */
+static enum vk_status k_sce(const struct vpiece *in, struct vpiece *out, char *why, size_t wn)
+{
+	const struct vpiece *l = &in[0], *lab = &in[1];
+	if (l->shape[1] != l->full[1]) {
+		fail(why, wn, "op kind SoftmaxCrossEntropy with a cut class dimension unsupported");
+		return VK_UNSUPPORTED;
+	}
+	int64_t v = l->shape[1];
+	for (int64_t i = 0; i < out->shape[0]; i++) {
+		const double *x = l->data + i * v;
+		double m = -INFINITY, s = 0;
+		for (int64_t c = 0; c < v; c++)
+			m = fmax(m, x[c]);
+		for (int64_t c = 0; c < v; c++)
+			s += exp(x[c] - m);
+		int64_t c = (int64_t)lab->data[i];
+		if (c < 0 || c >= v) {
+			fail(why, wn, "label %lld outside the %lld classes", (long long)c, (long long)v);
+			return VK_BROKEN;
+		}
+		out->data[i] = log(s) + m - x[c];
+	}
+	return VK_OK;
+}
+
+enum vk_status verify_kernel(const struct graph *g, int op, const struct vpiece *in,
+                             struct vpiece *out, uint64_t salt, char *why, size_t why_size)
+{
+	const struct op *o = &g->ops[op];
+	switch (o->kind) {
+	case OP_MATMUL:
+	case OP_BATCHMATMUL:
+		return k_matmul(o, in, out, why, why_size);
+	case OP_ADD:
+	case OP_SUB:
+	case OP_MUL:
+	case OP_BIASADD:
+		return k_binary(o, in, out, why, why_size);
+	case OP_RELU:
+	case OP_GELU:
+	case OP_SILU:
+	case OP_DROPOUT:
+	case OP_CAST:
+		return k_unary(o, in, out, salt);
+	case OP_SOFTMAX:
+		return k_softmax(o, in, out, why, why_size);
+	case OP_LAYERNORM:
+	case OP_RMSNORM:
+		return k_norm(o, in, out, why, why_size);
+	case OP_REDUCESUM:
+	case OP_REDUCEMEAN:
+		return k_reduce(o, in, out);
+	case OP_TRANSPOSE:
+		return k_transpose(o, in, out);
+	case OP_RESHAPE:
+	case OP_STRIDEDSLICE:
+	case OP_CONCAT:
+	case OP_SPLIT:
+		return k_move(o, in, out, why, why_size);
+	case OP_GATHER:
+		return k_gather(in, out, why, why_size);
+	case OP_SOFTMAXCROSSENTROPY:
+		return k_sce(in, out, why, why_size);
+	default:
+		fail(why, why_size, "op kind %s unsupported", op_kind_name(o->kind));
+		return VK_UNSUPPORTED;
+	}
+}

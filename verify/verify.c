@@ -1,0 +1,1050 @@
+/* verify.c — a plan's forward pass executed rank by rank on real numbers
+ * and compared with the unsharded model.
+ *
+ * Each live tensor is a list of per-rank buffers, one per rank, each the
+ * rank's box of the tensor under its current layout (layout_slice). The
+ * inputs and parameters are drawn from a seeded generator (a hash of the
+ * tensor and the element's global index) and each rank copies only its
+ * box. Ops then run, in graph order:
+ *   1. each input arrives from its producer through the plan's edge: the
+ *      redistribution's steps run on the buffers, each collective over the
+ *      rank lists of its groups (rank_groups_members), in group order;
+ *   2. each rank runs the op's kernel on its boxes (kernels.c), leaving
+ *      partial sums where the op's layout says so;
+ *   3. the op's own communication (AllReduce of partial sums, a
+ *      ReduceScatter to a configured output layout) runs on the buffers.
+ * After 1 and 3 every rank's box is compared with the reference, the same
+ * tensor computed once from whole tensors; partial sums are added over
+ * their groups first. The verdict of a check is a match when the largest
+ * difference, relative to the largest magnitude of the reference tensor,
+ * is within the tolerance.
+ *
+ * A plan may be run shrunk (scale.c): layouts keep their maps
+ * and device matrices, only the sizes change, so the strategy is the same.
+ *
+ * Units: element counts int64_t; bytes double. Hot path: the kernels and
+ * the collectives' copies, linear in the elements the ranks hold.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "verify-int.h"
+
+const char *const verify_status_names[VERIFY_STATUS_COUNT] = {"match", "mismatch", "broken",
+                                                              "not verified"};
+
+void verify_options_init(struct verify_options *o)
+{
+	*o = (struct verify_options){.seed = 1,
+	                             .tolerance = VERIFY_DEFAULT_TOLERANCE,
+	                             .scale = 1,
+	                             .trace_rank = -1,
+	                             .fault = {.edge = -1}};
+}
+
+int64_t verify_scaled_dim(int64_t v, int64_t s, int64_t cuts)
+{
+	if (s <= 1 || cuts < 1 || v % cuts)
+		return v;
+	int64_t a = s, b = v / cuts;  /* v shrinks by gcd(s, v / cuts) */
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return v / a;
+}
+
+double verify_reference_bytes(const struct plan *p, int64_t scale)
+{
+	struct verify_scaling sc;
+	if (!verify_scaling_init(&sc, p, scale))
+		return INFINITY;
+	double b = 0;
+	for (int t = 0; t < p->graph->n_tensors; t++) {
+		const struct tensor *x = &p->graph->tensors[t];
+		double e = 1;
+		for (int d = 0; d < x->rank; d++)
+			e *= (double)verify_scaling_dim(&sc, x->dims[d]);
+		b += e * (double)sizeof(double);
+	}
+	verify_scaling_free(&sc);
+	return b;
+}
+
+static double layout_bytes_at(const struct layout *l, const struct verify_scaling *sc, int64_t n)
+{
+	struct layout x = *l;
+	for (int d = 0; d < x.rank; d++)
+		x.shape[d] = verify_scaling_dim(sc, l->shape[d]);
+	return (double)layout_local_elems(&x) * (double)n * (double)sizeof(double);
+}
+
+double verify_memory_bound(const struct plan *p, int64_t scale)
+{
+	struct verify_scaling sc;
+	const struct graph *g = p->graph;
+	int *uses = calloc((size_t)g->n_tensors + 1, sizeof(*uses));
+	double *held = calloc((size_t)g->n_tensors + 1, sizeof(*held));
+	if (!uses || !held || !verify_scaling_init(&sc, p, scale)) {
+		free(uses);
+		free(held);
+		return INFINITY;
+	}
+	/* the run's own order: each op's inputs and outputs on top of the
+	 * tensors still to be read, each freed after its last reader */
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++)
+			uses[g->ops[i].in[j]]++;
+	double live = 0, peak = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct dist_op *d = &p->ops[i];
+		double op = 0;
+		for (int j = 0; j < d->n_in; j++)
+			op += 2 * layout_bytes_at(&d->in[j], &sc, p->n_devices); /* arrival and a step */
+		for (int k = 0; k < d->n_out; k++)
+			op += 2 * layout_bytes_at(&d->out_partial[k], &sc, p->n_devices);
+		peak = fmax(peak, live + op);
+		for (int j = 0; j < d->n_in; j++) {
+			int t = g->ops[i].in[j];
+			if (g->tensors[t].producer >= 0 && --uses[t] == 0) {
+				live -= held[t];
+				held[t] = 0;
+			}
+		}
+		for (int k = 0; k < d->n_out; k++) {
+			int t = g->ops[i].out[k];
+			held[t] = uses[t] ? layout_bytes_at(&d->out[k], &sc, p->n_devices) : 0;
+			live += held[t];
+		}
+	}
+	verify_scaling_free(&sc);
+	free(uses);
+	free(held);
+	return verify_reference_bytes(p, scale) + peak;
+}
+
+/* ------------------------------------------------------------ state */
+
+/* A tensor as the ranks hold it. */
+struct dist {
+	struct layout l;
+	int64_t shape[GRAPH_MAX_RANK];   /* local, the same on every rank */
+	int64_t elems;
+	double **buf;                    /* [n ranks] */
+};
+
+struct ctx {
+	struct arena *a;
+	const struct plan *p;
+	const struct verify_options *o;
+	struct graph g;                  /* the plan's graph at the scale */
+	int64_t n, base;                 /* ranks */
+	struct verify_scaling sc;
+	double **ref;                    /* per tensor, whole */
+	struct dist *held;               /* per tensor: as its producer hands it on */
+	int *uses;                       /* consumers still to read each tensor */
+	struct verify_result *r;
+	int cap_checks, cap_trace;
+	double cur_bytes;
+	bool oom;
+};
+
+static void *xcalloc(struct ctx *c, size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+	if (!p)
+		c->oom = true;
+	return p;
+}
+
+static void trace(struct ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+
+static void trace(struct ctx *c, const char *fmt, ...)
+{
+	if (c->o->trace_rank < 0)
+		return;
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	struct verify_result *r = c->r;
+	if (r->n_trace == c->cap_trace) {
+		int cap = c->cap_trace ? 2 * c->cap_trace : 64;
+		const char **t = arena_grow(c->a, r->trace, (size_t)c->cap_trace, (size_t)cap,
+		                            sizeof(*t));
+		if (!t) {
+			c->oom = true;
+			return;
+		}
+		r->trace = t;
+		c->cap_trace = cap;
+	}
+	const char *s = arena_strdup(c->a, line);
+	if (!s)
+		c->oom = true;
+	else
+		r->trace[r->n_trace++] = s;
+}
+
+static struct verify_check *add_check(struct ctx *c, enum verify_what what, int op, int edge,
+                                      int tensor, const char *label)
+{
+	struct verify_result *r = c->r;
+	if (r->n_checks == c->cap_checks) {
+		int cap = c->cap_checks ? 2 * c->cap_checks : 32;
+		struct verify_check *k = arena_grow(c->a, r->checks, (size_t)c->cap_checks,
+		                                    (size_t)cap, sizeof(*k));
+		if (!k) {
+			c->oom = true;
+			return NULL;
+		}
+		r->checks = k;
+		c->cap_checks = cap;
+	}
+	struct verify_check *k = &r->checks[r->n_checks++];
+	*k = (struct verify_check){.what = what, .op = op, .edge = edge, .tensor = tensor,
+	                           .label = label, .status = VERIFY_MATCH};
+	return k;
+}
+
+static void set_status(struct ctx *c, struct verify_check *k, enum verify_status s,
+                       const char *note)
+{
+	if (!k)
+		return;
+	k->status = s;
+	k->note = note ? arena_strdup(c->a, note) : NULL;
+}
+
+/* A layout of the plan at the scale. */
+static void scaled(const struct ctx *c, const struct layout *in, struct layout *out)
+{
+	*out = *in;
+	for (int d = 0; d < out->rank; d++)
+		out->shape[d] = verify_scaling_dim(&c->sc, in->shape[d]);
+}
+
+static void dist_free(struct ctx *c, struct dist *d)
+{
+	if (!d->buf)
+		return;
+	for (int64_t r = 0; r < c->n; r++)
+		free(d->buf[r]);
+	free(d->buf);
+	d->buf = NULL;
+	c->cur_bytes -= (double)c->n * (double)d->elems * (double)sizeof(double);
+}
+
+static void account(struct ctx *c, double bytes)
+{
+	c->cur_bytes += bytes;
+	if (c->cur_bytes > c->r->peak_rank_bytes)
+		c->r->peak_rank_bytes = c->cur_bytes;
+}
+
+/* Empty buffers for a layout (already scaled). */
+static bool dist_alloc(struct ctx *c, struct dist *d, const struct layout *l)
+{
+	memset(d, 0, sizeof(*d));
+	d->l = *l;
+	layout_local_shape(l, d->shape);
+	d->elems = verify_elems(d->shape, l->rank);
+	d->buf = xcalloc(c, (size_t)c->n, sizeof(*d->buf));
+	if (!d->buf)
+		return false;
+	for (int64_t r = 0; r < c->n; r++)
+		if (!(d->buf[r] = xcalloc(c, (size_t)d->elems, sizeof(double))))
+			return false;
+	account(c, (double)c->n * (double)d->elems * (double)sizeof(double));
+	return true;
+}
+
+/* Copies a box of `box` elements from src (shape ss) at so to dst (shape
+ * ds) at dof. */
+static void box_copy(double *dst, const int64_t *ds, const int64_t *dof, const double *src,
+                     const int64_t *ss, const int64_t *so, const int64_t *box, int rank)
+{
+	if (rank == 0) {
+		dst[0] = src[0];
+		return;
+	}
+	int64_t rows = verify_elems(box, rank - 1), idx[GRAPH_MAX_RANK] = {0};
+	for (int64_t f = 0; f < rows; f++) {
+		int64_t rem = f;
+		for (int d = rank - 2; d >= 0; d--) {
+			idx[d] = rem % box[d];
+			rem /= box[d];
+		}
+		int64_t s = 0, t = 0;
+		for (int d = 0; d < rank - 1; d++) {
+			s = s * ss[d] + so[d] + idx[d];
+			t = t * ds[d] + dof[d] + idx[d];
+		}
+		s = s * ss[rank - 1] + so[rank - 1];
+		t = t * ds[rank - 1] + dof[rank - 1];
+		memcpy(dst + t, src + s, (size_t)box[rank - 1] * sizeof(double));
+	}
+}
+
+static void slice_of(const struct ctx *c, const struct layout *l, int64_t r, int64_t *lo)
+{
+	int64_t hi[GRAPH_MAX_RANK];
+	layout_slice(l, c->base + r, lo, hi);
+}
+
+/* Each rank copies its box of a whole tensor. */
+static bool dist_scatter(struct ctx *c, struct dist *d, const struct layout *l, const double *whole)
+{
+	if (!dist_alloc(c, d, l))
+		return false;
+	int64_t lo[GRAPH_MAX_RANK], zero[GRAPH_MAX_RANK] = {0};
+	for (int64_t r = 0; r < c->n; r++) {
+		slice_of(c, l, r, lo);
+		box_copy(d->buf[r], d->shape, zero, whole, l->shape, lo, d->shape, l->rank);
+	}
+	if (l->partial) {
+		/* Partial sums: one rank of each group holds the values, the
+		 * others zeros. */
+		int axes[PLAN_MAX_AXES], na = 0;
+		int64_t coord[PLAN_MAX_AXES];
+		for (int a = 0; a < l->dm.n; a++)
+			if (l->partial & (1u << a))
+				axes[na++] = a;
+		for (int64_t r = 0; r < c->n; r++) {
+			devmat_coords(&l->dm, c->base + r, coord);
+			bool first = true;
+			for (int k = 0; k < na; k++)
+				first &= coord[axes[k]] == 0;
+			if (!first)
+				memset(d->buf[r], 0, (size_t)d->elems * sizeof(double));
+		}
+	}
+	return true;
+}
+
+static bool dist_clone(struct ctx *c, struct dist *d, const struct dist *s)
+{
+	if (!dist_alloc(c, d, &s->l))
+		return false;
+	for (int64_t r = 0; r < c->n; r++)
+		memcpy(d->buf[r], s->buf[r], (size_t)s->elems * sizeof(double));
+	return true;
+}
+
+/* ------------------------------------------------------------- texts */
+
+/* "x[0:32, 16:32]" for rank r's box. */
+static const char *box_text(struct ctx *c, const char *name, const struct layout *l, int64_t r)
+{
+	int64_t lo[GRAPH_MAX_RANK], hi[GRAPH_MAX_RANK];
+	layout_slice(l, c->base + r, lo, hi);
+	char buf[400];
+	size_t o = (size_t)snprintf(buf, sizeof buf, "%s[", name);
+	for (int d = 0; d < l->rank && o < sizeof buf; d++)
+		o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%lld:%lld", d ? ", " : "",
+		                      (long long)lo[d], (long long)hi[d]);
+	if (o < sizeof buf)
+		snprintf(buf + o, sizeof buf - o, "]%s", l->partial ? " (partial sum)" : "");
+	return arena_strdup(c->a, buf);
+}
+
+static const char *group_text(struct ctx *c, const struct rank_groups *g, int64_t rank)
+{
+	int gi, mi;
+	if (!rank_groups_locate(g, rank, &gi, &mi))
+		return "";
+	int64_t *m = xcalloc(c, (size_t)g->size, sizeof(*m));
+	if (!m)
+		return "";
+	rank_groups_members(g, gi, m);
+	char buf[512];
+	size_t o = (size_t)snprintf(buf, sizeof buf, " with ranks");
+	for (int k = 0; k < g->size && o < sizeof buf; k++)
+		o += (size_t)snprintf(buf + o, sizeof buf - o, " %lld", (long long)m[k]);
+	free(m);
+	return arena_strdup(c->a, buf);
+}
+
+/* ------------------------------------------------------- collectives */
+
+/* Runs one step on the buffers of d; the layout becomes st->after. Returns
+ * a status and, unless VK_OK, the reason in why. */
+static enum vk_status run_step(struct ctx *c, struct dist *d, const struct comm_step *st,
+                               char *why, size_t wn)
+{
+	struct layout after;
+	scaled(c, &st->after, &after);
+	int64_t want[GRAPH_MAX_RANK], ns[GRAPH_MAX_RANK];
+	layout_local_shape(&after, want);
+	memcpy(ns, d->shape, sizeof(ns));
+	int rank = d->l.rank, dim = st->dim, to = st->to_dim;
+	const struct rank_groups *g = &st->groups;
+	int gs = g->size;
+	if (st->kind != STEP_SLICE && st->kind != STEP_RESHAPE &&
+	    (g->n_groups < 1 || (int64_t)g->n_groups * gs != c->n)) {
+		snprintf(why, wn, "%s groups cover %lld ranks of %lld", step_kind_names[st->kind],
+		         (long long)g->n_groups * gs, (long long)c->n);
+		return VK_BROKEN;
+	}
+	switch (st->kind) {
+	case STEP_ALLGATHER:
+		ns[dim] *= gs;
+		break;
+	case STEP_REDUCESCATTER:
+		if (ns[dim] % gs) {
+			snprintf(why, wn, "ReduceScatter of %lld elements over %d ranks",
+			         (long long)ns[dim], gs);
+			return VK_BROKEN;
+		}
+		ns[dim] /= gs;
+		break;
+	case STEP_ALLTOALL:
+		if (ns[to] % gs) {
+			snprintf(why, wn, "AllToAll splitting %lld elements over %d ranks",
+			         (long long)ns[to], gs);
+			return VK_BROKEN;
+		}
+		ns[to] /= gs;
+		ns[dim] *= gs;
+		break;
+	case STEP_SLICE:
+	case STEP_RESHAPE:
+		memcpy(ns, want, sizeof(ns));
+		break;
+	default:
+		break;
+	}
+	if (verify_elems(ns, rank) == 0 || memcmp(ns, want, (size_t)rank * sizeof(*ns))) {
+		snprintf(why, wn, "%s leaves a local shape the layout after it does not have",
+		         step_kind_names[st->kind]);
+		return VK_BROKEN;
+	}
+	int64_t ne = verify_elems(ns, rank);
+	double **nb = xcalloc(c, (size_t)c->n, sizeof(*nb));
+	int64_t *m = xcalloc(c, (size_t)(gs > 0 ? gs : 1), sizeof(*m));
+	if (!nb || !m) {
+		free(nb);
+		free(m);
+		snprintf(why, wn, "out of memory");
+		return VK_BROKEN;
+	}
+	int64_t zero[GRAPH_MAX_RANK] = {0}, off[GRAPH_MAX_RANK], box[GRAPH_MAX_RANK];
+	enum vk_status rc = VK_OK;
+	if (st->kind == STEP_SLICE || st->kind == STEP_RESHAPE) {
+		int64_t lb[GRAPH_MAX_RANK], la[GRAPH_MAX_RANK];
+		for (int64_t r = 0; r < c->n && rc == VK_OK; r++) {
+			if (!(nb[r] = xcalloc(c, (size_t)ne, sizeof(double)))) {
+				rc = VK_BROKEN;
+				break;
+			}
+			if (st->kind == STEP_RESHAPE) {
+				if (ne != d->elems) {
+					snprintf(why, wn, "Reshape of %lld elements into %lld", (long long)d->elems,
+					         (long long)ne);
+					rc = VK_BROKEN;
+				} else {
+					memcpy(nb[r], d->buf[r], (size_t)ne * sizeof(double));
+				}
+				continue;
+			}
+			slice_of(c, &d->l, r, lb);
+			slice_of(c, &after, r, la);
+			for (int k = 0; k < rank; k++) {
+				off[k] = la[k] - lb[k];
+				if (off[k] < 0 || off[k] + ns[k] > d->shape[k]) {
+					snprintf(why, wn, "StridedSlice: rank %lld should keep %lld..%lld of "
+					         "dimension %d but holds %lld..%lld", (long long)(c->base + r),
+					         (long long)la[k], (long long)(la[k] + ns[k] - 1), k,
+					         (long long)lb[k], (long long)(lb[k] + d->shape[k] - 1));
+					rc = VK_BROKEN;
+					break;
+				}
+			}
+			if (rc == VK_OK)
+				box_copy(nb[r], ns, zero, d->buf[r], d->shape, off, ns, rank);
+		}
+	} else {
+		double *acc = xcalloc(c, (size_t)d->elems, sizeof(double));
+		for (int gi = 0; gi < g->n_groups && acc; gi++) {
+			rank_groups_members(g, gi, m);
+			for (int j = 0; j < gs; j++) {
+				m[j] -= c->base;
+				if (m[j] < 0 || m[j] >= c->n || nb[m[j]]) {
+					snprintf(why, wn, "%s: rank %lld is outside the plan or in two groups",
+					         step_kind_names[st->kind], (long long)(m[j] + c->base));
+					rc = VK_BROKEN;
+				}
+			}
+			if (rc != VK_OK)
+				break;
+			for (int j = 0; j < gs; j++)
+				if (!(nb[m[j]] = xcalloc(c, (size_t)ne, sizeof(double))))
+					rc = VK_BROKEN;
+			if (rc != VK_OK)
+				break;
+			if (st->kind == STEP_ALLREDUCE || st->kind == STEP_REDUCESCATTER) {
+				memcpy(acc, d->buf[m[0]], (size_t)d->elems * sizeof(double));
+				for (int j = 1; j < gs; j++) {
+					const double *x = d->buf[m[j]];
+					for (int64_t f = 0; f < d->elems; f++)
+						acc[f] = st->reduce == REDUCE_MAX ? fmax(acc[f], x[f]) : acc[f] + x[f];
+				}
+			}
+			for (int j = 0; j < gs; j++) {
+				double *y = nb[m[j]];
+				switch (st->kind) {
+				case STEP_ALLREDUCE:
+					memcpy(y, acc, (size_t)ne * sizeof(double));
+					break;
+				case STEP_REDUCESCATTER:
+					memset(off, 0, sizeof(off));
+					off[dim] = j * ns[dim];
+					box_copy(y, ns, zero, acc, d->shape, off, ns, rank);
+					break;
+				case STEP_ALLGATHER:
+					/* member i's box lands at i times its size along dim */
+					for (int i = 0; i < gs; i++) {
+						memset(off, 0, sizeof(off));
+						off[dim] = i * d->shape[dim];
+						box_copy(y, ns, off, d->buf[m[i]], d->shape, zero, d->shape, rank);
+					}
+					break;
+				case STEP_ALLTOALL:
+					/* member i sends member j the j-th part of its box along to_dim */
+					memcpy(box, d->shape, sizeof(box));
+					box[to] = ns[to];
+					for (int i = 0; i < gs; i++) {
+						int64_t so[GRAPH_MAX_RANK] = {0}, dof[GRAPH_MAX_RANK] = {0};
+						so[to] = j * ns[to];
+						dof[dim] = i * d->shape[dim];
+						box_copy(y, ns, dof, d->buf[m[i]], d->shape, so, box, rank);
+					}
+					break;
+				default:
+					break;
+				}
+			}
+		}
+		if (!acc)
+			rc = VK_BROKEN;
+		free(acc);
+	}
+	free(m);
+	if (rc != VK_OK) {
+		if (!why[0])
+			snprintf(why, wn, "out of memory");
+		for (int64_t r = 0; r < c->n; r++)
+			free(nb[r]);
+		free(nb);
+		return rc;
+	}
+	dist_free(c, d);
+	d->buf = nb;
+	d->l = after;
+	memcpy(d->shape, ns, sizeof(ns));
+	d->elems = ne;
+	account(c, (double)c->n * (double)ne * (double)sizeof(double));
+	return VK_OK;
+}
+
+/* ------------------------------------------------------- comparison */
+
+static void compare(struct ctx *c, const struct dist *d, int t, struct verify_check *k)
+{
+	const double *ref = c->ref[t];
+	const struct layout *l = &d->l;
+	int64_t n = verify_elems(l->shape, l->rank);
+	double big = 0, worst = 0;
+	for (int64_t f = 0; f < n; f++)
+		big = fmax(big, fabs(ref[f]));
+	int axes[PLAN_MAX_AXES], na = 0;
+	for (int a = 0; a < l->dm.n; a++)
+		if (l->partial & (1u << a))
+			axes[na++] = a;
+	struct rank_groups grp;
+	if (!devmat_groups(&l->dm, axes, na, &grp)) {
+		set_status(c, k, VERIFY_BROKEN, "partial-sum groups do not fit");
+		return;
+	}
+	int64_t *m = xcalloc(c, (size_t)grp.size, sizeof(*m));
+	double *sum = xcalloc(c, (size_t)d->elems, sizeof(double));
+	int64_t lo[GRAPH_MAX_RANK], idx[GRAPH_MAX_RANK];
+	for (int gi = 0; m && sum && gi < grp.n_groups; gi++) {
+		rank_groups_members(&grp, gi, m);
+		memset(sum, 0, (size_t)d->elems * sizeof(double));
+		for (int j = 0; j < grp.size; j++)
+			for (int64_t f = 0; f < d->elems; f++)
+				sum[f] += d->buf[m[j] - c->base][f];
+		slice_of(c, l, m[0] - c->base, lo);
+		for (int64_t f = 0; f < d->elems; f++) {
+			int64_t rem = f, gflat = 0;
+			for (int x = l->rank - 1; x >= 0; x--) {
+				idx[x] = rem % d->shape[x];
+				rem /= d->shape[x];
+			}
+			for (int x = 0; x < l->rank; x++)
+				gflat = gflat * l->shape[x] + lo[x] + idx[x];
+			double e = fabs(sum[f] - ref[gflat]);
+			if (isnan(e))
+				e = INFINITY;
+			worst = fmax(worst, e);
+		}
+	}
+	free(m);
+	free(sum);
+	if (!k)
+		return;
+	k->max_abs = worst;
+	k->max_rel = big > 0 ? worst / big : worst;
+	if (!(k->max_rel <= c->o->tolerance))
+		set_status(c, k, VERIFY_MISMATCH, NULL);
+}
+
+/* ------------------------------------------------------------- the run */
+
+static double input_value(const struct ctx *c, int t, int64_t f, int64_t bound)
+{
+	uint64_t key = (c->o->seed * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)t << 40) ^ (uint64_t)f;
+	double u = verify_hash01(key);
+	return bound > 0 ? floor(u * (double)bound) : 2 * u - 1;
+}
+
+/* A tensor read as indices (Gather's, cross-entropy's labels): the rows or
+ * classes they index; 0 for ordinary values. */
+static int64_t index_bound(const struct ctx *c, int t)
+{
+	for (int i = 0; i < c->g.n_ops; i++) {
+		const struct op *o = &c->g.ops[i];
+		if (o->n_in > 1 && o->in[1] == t && o->kind == OP_GATHER)
+			return c->g.tensors[o->in[0]].dims[0];
+		if (o->n_in > 1 && o->in[1] == t && o->kind == OP_SOFTMAXCROSSENTROPY)
+			return c->g.tensors[o->in[0]].dims[1];
+	}
+	return 0;
+}
+
+static bool scale_graph(struct ctx *c, struct diag_list *diags)
+{
+	const struct graph *g0 = c->p->graph;
+	c->g = *g0;
+	c->g.tensors = arena_calloc(c->a, (size_t)g0->n_tensors + 1, sizeof(*c->g.tensors));
+	if (!c->g.tensors)
+		return false;
+	for (int t = 0; t < g0->n_tensors; t++) {
+		struct tensor *x = &c->g.tensors[t];
+		*x = g0->tensors[t];
+		for (int d = 0; d < x->rank; d++)
+			x->dims[d] = verify_scaling_dim(&c->sc, x->dims[d]);
+		x->elems = verify_elems(x->dims, x->rank);
+	}
+	for (int i = 0; i < g0->n_ops; i++) {
+		const struct op *o = &g0->ops[i];
+		const struct tensor *x = &c->g.tensors[o->in[0]], *y = &c->g.tensors[o->out[0]];
+		bool changed = false;
+		for (int d = 0; d < y->rank; d++)
+			changed |= y->dims[d] != g0->tensors[o->out[0]].dims[d];
+		if (o->kind == OP_RESHAPE && x->elems != y->elems) {
+			diag_add(diags, DIAG_ERROR, c->p->scenario->file, 0, NULL,
+			         "--scale %lld shrinks the Reshape \"%s\" inconsistently (%lld elements "
+			         "into %lld); try another scale", (long long)c->o->scale, o->name,
+			         (long long)x->elems, (long long)y->elems);
+			return false;
+		}
+		if (o->kind == OP_STRIDEDSLICE && changed) {
+			diag_add(diags, DIAG_ERROR, c->p->scenario->file, 0, NULL,
+			         "--scale %lld would change the StridedSlice \"%s\", whose bounds are "
+			         "absolute; try another scale", (long long)c->o->scale, o->name);
+			return false;
+		}
+	}
+	return true;
+}
+
+static const struct plan_edge *edge_into(const struct plan *p, int op, int j, int *index)
+{
+	for (int e = 0; e < p->n_edges; e++)
+		if (p->edges[e].consumer == op && p->edges[e].consumer_in == j) {
+			*index = e;
+			return &p->edges[e];
+		}
+	*index = -1;
+	return NULL;
+}
+
+/* Runs the steps on d, tracing and recording; false after a broken step
+ * (the reason in why). fault_edge: the edge index to disturb, or -1. */
+static bool run_steps(struct ctx *c, struct dist *d, const struct comm_step *steps, int n,
+                      int fault_edge, const char *tname, char *why, size_t wn)
+{
+	int64_t tr = c->o->trace_rank;
+	for (int s = 0; s < n; s++) {
+		const struct comm_step *st = &steps[s];
+		why[0] = '\0';
+		if (run_step(c, d, st, why, wn) != VK_OK)
+			return false;
+		const struct verify_fault *f = &c->o->fault;
+		if (fault_edge >= 0 && f->edge == fault_edge && f->step == s && f->rank_a >= 0 &&
+		    f->rank_b >= 0 && f->rank_a < c->n && f->rank_b < c->n) {
+			double *t = d->buf[f->rank_a];
+			d->buf[f->rank_a] = d->buf[f->rank_b];
+			d->buf[f->rank_b] = t;
+		}
+		if (tr >= 0) {
+			char kind[64];
+			snprintf(kind, sizeof kind, "%s%s", step_kind_names[st->kind],
+			         st->kind == STEP_ALLREDUCE || st->kind == STEP_REDUCESCATTER
+			             ? (st->reduce == REDUCE_MAX ? " (max)" : " (sum)")
+			             : "");
+			char dims[64] = "";
+			if (st->kind == STEP_ALLTOALL)
+				snprintf(dims, sizeof dims, " dim %d -> %d", st->dim, st->to_dim);
+			else if (st->dim >= 0)
+				snprintf(dims, sizeof dims, " dim %d", st->dim);
+			trace(c, "    %s%s%s: holds %s", kind, dims,
+			      st->kind == STEP_SLICE || st->kind == STEP_RESHAPE
+			          ? ""
+			          : group_text(c, &st->groups, c->base + tr),
+			      box_text(c, tname, &d->l, tr));
+		}
+	}
+	return true;
+}
+
+/* Input j of op i as the op reads it, into *out. */
+static void arrive(struct ctx *c, int i, int j, struct dist *out)
+{
+	const struct plan *p = c->p;
+	const struct op *o = &c->g.ops[i];
+	int t = o->in[j];
+	const struct tensor *x = &c->g.tensors[t];
+	struct layout want;
+	scaled(c, &p->ops[i].in[j], &want);
+	int64_t tr = c->o->trace_rank;
+	if (x->producer < 0) {
+		if (dist_scatter(c, out, &want, c->ref[t]) && tr >= 0)
+			trace(c, "  loads %s", box_text(c, x->name, &want, tr));
+		return;
+	}
+	int ei;
+	const struct plan_edge *e = edge_into(p, i, j, &ei);
+	const struct op *prod = &c->g.ops[x->producer];
+	const char *label = arena_printf(c->a, "%s -> %s", prod->name, o->name);
+	if (!dist_clone(c, out, &c->held[t]))
+		return;
+	char why[400] = "";
+	struct verify_check *k = NULL;
+	if (e && e->redist.n_steps) {
+		k = add_check(c, VERIFY_EDGE, i, ei, t, label);
+		if (tr >= 0)
+			trace(c, "  input %d as %s hands it on: holds %s", j, prod->name,
+			      box_text(c, x->name, &out->l, tr));
+		if (!run_steps(c, out, e->redist.steps, e->redist.n_steps, ei, x->name, why,
+		               sizeof why))
+			set_status(c, k, VERIFY_BROKEN, why);
+		else
+			compare(c, out, t, k);
+	}
+	if ((!k || k->status != VERIFY_BROKEN) && !layout_same_placement(&out->l, &want)) {
+		if (!k)
+			k = add_check(c, VERIFY_EDGE, i, ei, t, label);
+		set_status(c, k, VERIFY_BROKEN,
+		           e ? "the redistribution does not end in the layout the op reads"
+		             : "the producer hands on another layout than the op reads, and the plan "
+		               "has no redistribution between them");
+	}
+	if (k && k->status == VERIFY_BROKEN) {
+		/* carry on from the right data, so that the op is still checked */
+		dist_free(c, out);
+		dist_scatter(c, out, &want, c->ref[t]);
+	}
+	out->l = want; /* the same placement, as the op describes it */
+}
+
+/* Vocabulary-parallel cross-entropy (seed 003), with the op's three
+ * AllReduces run on the buffers: each rank's row maximum over its
+ * classes, then its sum of exp(logit - max), then the label's logit where
+ * the rank holds that class (0 elsewhere); loss = log(sum) + max - target.
+ * `out` holds the result in the op's output layout. */
+static enum vk_status vocab_ce(struct ctx *c, int i, const struct dist *in, struct dist *out,
+                               char *why, size_t wn)
+{
+	const struct dist_op *dop = &c->p->ops[i];
+	struct dist part[3];
+	memset(part, 0, sizeof(part));
+	const struct dist *x = &in[0], *lab = &in[1];
+	int64_t rows = x->shape[0], v = x->shape[1];
+	enum vk_status rc = VK_OK;
+	for (int k = 0; k < 3 && rc == VK_OK; k++) {
+		if (dop->comm[k].kind != STEP_ALLREDUCE ||
+		    dop->comm[k].reduce != (k ? REDUCE_SUM : REDUCE_MAX)) {
+			snprintf(why, wn, "cross-entropy over a cut class dimension without AllReduce "
+			         "max, sum, sum");
+			rc = VK_BROKEN;
+			break;
+		}
+		if (!dist_alloc(c, &part[k], &out->l)) {
+			rc = VK_BROKEN;
+			break;
+		}
+		for (int64_t r = 0; r < c->n; r++) {
+			int64_t lo[GRAPH_MAX_RANK];
+			slice_of(c, &x->l, r, lo);
+			const double *xs = x->buf[r];
+			double *y = part[k].buf[r];
+			for (int64_t a = 0; a < rows; a++) {
+				const double *row = xs + a * v;
+				double acc = 0;
+				if (k == 0) {
+					acc = -INFINITY;
+					for (int64_t b = 0; b < v; b++)
+						acc = fmax(acc, row[b]);
+				} else if (k == 1) {
+					double m = part[0].buf[r][a];
+					for (int64_t b = 0; b < v; b++)
+						acc += exp(row[b] - m);
+				} else {
+					int64_t cls = (int64_t)lab->buf[r][a] - lo[1];
+					acc = cls >= 0 && cls < v ? row[cls] : 0;
+				}
+				y[a] = acc;
+			}
+		}
+		const char *name = arena_printf(c->a, "%s %s", c->g.tensors[c->g.ops[i].out[0]].name,
+		                                k == 0 ? "row max" : k == 1 ? "sum of exp" : "target logit");
+		if (!run_steps(c, &part[k], &dop->comm[k], 1, -1, name ? name : "", why, wn))
+			rc = VK_BROKEN;
+	}
+	for (int64_t r = 0; rc == VK_OK && r < c->n; r++)
+		for (int64_t a = 0; a < out->elems; a++)
+			out->buf[r][a] = log(part[1].buf[r][a]) + part[0].buf[r][a] - part[2].buf[r][a];
+	for (int k = 0; k < 3; k++)
+		dist_free(c, &part[k]);
+	return rc;
+}
+
+static bool run_op(struct ctx *c, int i)
+{
+	const struct plan *p = c->p;
+	const struct op *o = &c->g.ops[i];
+	const struct dist_op *dop = &p->ops[i];
+	int64_t tr = c->o->trace_rank;
+	uint64_t salt = c->o->seed * 1000003u + (uint64_t)i;
+	char why[400] = "";
+
+	/* the reference */
+	struct vpiece *rin = arena_calloc(c->a, (size_t)o->n_in + 1, sizeof(*rin));
+	struct vpiece *rout = arena_calloc(c->a, (size_t)o->n_out + 1, sizeof(*rout));
+	if (!rin || !rout)
+		return false;
+	for (int j = 0; j < o->n_in; j++) {
+		const struct tensor *x = &c->g.tensors[o->in[j]];
+		rin[j] = (struct vpiece){.data = c->ref[o->in[j]], .rank = x->rank};
+		memcpy(rin[j].shape, x->dims, sizeof(x->dims));
+		memcpy(rin[j].full, x->dims, sizeof(x->dims));
+	}
+	for (int k = 0; k < o->n_out; k++) {
+		const struct tensor *y = &c->g.tensors[o->out[k]];
+		double *buf = xcalloc(c, (size_t)y->elems, sizeof(double));
+		if (!buf)
+			return false;
+		c->ref[o->out[k]] = buf;
+		rout[k] = (struct vpiece){.data = buf, .rank = y->rank};
+		memcpy(rout[k].shape, y->dims, sizeof(y->dims));
+		memcpy(rout[k].full, y->dims, sizeof(y->dims));
+	}
+	enum vk_status ref_rc = verify_kernel(&c->g, i, rin, rout, salt, why, sizeof why);
+
+	char sig[128] = "";
+	struct op_sig s;
+	if (graph_op_signature(&c->g, i, &s))
+		op_sig_format(&s, sig, sizeof sig);
+	if (tr >= 0)
+		trace(c, "%s (%s %s)", o->name, op_kind_name(o->kind), sig);
+
+	/* the inputs, through their edges */
+	struct dist *in = xcalloc(c, (size_t)o->n_in, sizeof(*in));
+	if (!in)
+		return false;
+	for (int j = 0; j < o->n_in && !c->oom; j++)
+		arrive(c, i, j, &in[j]);
+	if (c->oom) {
+		free(in);
+		return false;
+	}
+
+	/* every rank runs the op on its boxes */
+	struct verify_check *k = add_check(c, VERIFY_OP, i, -1, o->out[0], o->name);
+	struct dist *out = xcalloc(c, (size_t)o->n_out, sizeof(*out));
+	struct vpiece *pin = xcalloc(c, (size_t)o->n_in + 1, sizeof(*pin));
+	struct vpiece *pout = xcalloc(c, (size_t)o->n_out + 1, sizeof(*pout));
+	enum vk_status rc = ref_rc;
+	for (int kk = 0; out && kk < o->n_out; kk++) {
+		struct layout l;
+		scaled(c, &dop->out_partial[kk], &l);
+		dist_alloc(c, &out[kk], &l);
+	}
+	bool vocab = o->kind == OP_SOFTMAXCROSSENTROPY && dop->n_comm == 3 && out &&
+	             in[0].shape[1] != in[0].l.shape[1];
+	if (vocab && rc == VK_OK && !c->oom) {
+		if (tr >= 0)
+			trace(c, "  computes per row its max, sum of exp and the label's logit over %s",
+			      box_text(c, c->g.tensors[o->in[0]].name, &in[0].l, tr));
+		rc = vocab_ce(c, i, in, &out[0], why, sizeof why);
+	}
+	for (int64_t r = 0; !vocab && rc == VK_OK && !c->oom && pin && pout && r < c->n; r++) {
+		for (int j = 0; j < o->n_in; j++) {
+			pin[j] = (struct vpiece){.data = in[j].buf[r], .rank = in[j].l.rank};
+			memcpy(pin[j].shape, in[j].shape, sizeof(in[j].shape));
+			memcpy(pin[j].full, in[j].l.shape, sizeof(in[j].l.shape));
+			slice_of(c, &in[j].l, r, pin[j].lo);
+		}
+		for (int kk = 0; kk < o->n_out; kk++) {
+			pout[kk] = (struct vpiece){.data = out[kk].buf[r], .rank = out[kk].l.rank};
+			memcpy(pout[kk].shape, out[kk].shape, sizeof(out[kk].shape));
+			memcpy(pout[kk].full, out[kk].l.shape, sizeof(out[kk].l.shape));
+			slice_of(c, &out[kk].l, r, pout[kk].lo);
+		}
+		rc = verify_kernel(&c->g, i, pin, pout, salt, why, sizeof why);
+		if (rc != VK_OK) {
+			char rs[480];
+			snprintf(rs, sizeof rs, "rank %lld: %s", (long long)(c->base + r), why);
+			memcpy(why, rs, sizeof why - 1);
+			why[sizeof why - 1] = '\0';
+		}
+	}
+	free(pin);
+	free(pout);
+	if (c->oom)
+		return false;
+	if (tr >= 0 && !vocab) {
+		char line[900];
+		size_t n = (size_t)snprintf(line, sizeof line, "  computes");
+		for (int kk = 0; kk < o->n_out && n < sizeof line; kk++)
+			n += (size_t)snprintf(line + n, sizeof line - n, " %s",
+			                      box_text(c, c->g.tensors[o->out[kk]].name, &out[kk].l, tr));
+		if (n < sizeof line)
+			n += (size_t)snprintf(line + n, sizeof line - n, " from");
+		for (int j = 0; j < o->n_in && n < sizeof line; j++)
+			n += (size_t)snprintf(line + n, sizeof line - n, "%s %s", j ? "," : "",
+			                      box_text(c, c->g.tensors[o->in[j]].name, &in[j].l, tr));
+		trace(c, "%s", line);
+	}
+
+	/* the op's own communication */
+	if (rc == VK_OK && dop->n_comm > 0 && !vocab) {
+		if (o->n_out != 1) {
+			snprintf(why, sizeof why, "communication of an op with %d outputs unsupported",
+			         o->n_out);
+			rc = VK_UNSUPPORTED;
+		} else if (!run_steps(c, &out[0], dop->comm, dop->n_comm, -1,
+		                      c->g.tensors[o->out[0]].name, why, sizeof why)) {
+			rc = VK_BROKEN;
+		}
+	}
+	for (int kk = 0; kk < o->n_out && rc == VK_OK; kk++) {
+		struct verify_check *kc = kk ? add_check(c, VERIFY_OP, i, -1, o->out[kk],
+		                                         c->g.tensors[o->out[kk]].name)
+		                             : k;
+		compare(c, &out[kk], o->out[kk], kc);
+	}
+	if (rc != VK_OK) {
+		set_status(c, k, rc == VK_UNSUPPORTED ? VERIFY_UNSUPPORTED : VERIFY_BROKEN, why);
+		/* downstream ops go on from the reference's values */
+		for (int kk = 0; kk < o->n_out; kk++) {
+			struct layout l;
+			scaled(c, dop->n_comm ? &dop->out[kk] : &dop->out_partial[kk], &l);
+			dist_free(c, &out[kk]);
+			dist_scatter(c, &out[kk], &l, c->ref[o->out[kk]]);
+		}
+	}
+	for (int j = 0; j < o->n_in; j++) {
+		dist_free(c, &in[j]);
+		int t = o->in[j];
+		if (c->g.tensors[t].producer >= 0 && --c->uses[t] == 0)
+			dist_free(c, &c->held[t]);
+	}
+	free(in);
+	for (int kk = 0; kk < o->n_out; kk++) {
+		int t = o->out[kk];
+		c->held[t] = out[kk];
+		if (c->uses[t] == 0)
+			dist_free(c, &c->held[t]);
+	}
+	free(out);
+	return !c->oom;
+}
+
+bool verify_plan(struct arena *a, const struct plan *p, const struct verify_options *o,
+                 struct verify_result *out, struct diag_list *diags)
+{
+	memset(out, 0, sizeof(*out));
+	gsl_set_error_handler_off();
+	struct ctx c = {.a = a, .p = p, .o = o, .n = p->n_devices, .r = out};
+	out->scale = o->scale;
+	if (p->graph->n_ops > 0)
+		c.base = p->ops[0].dm.base;
+	if (!verify_scaling_init(&c.sc, p, o->scale)) {
+		diag_add(diags, DIAG_ERROR, p->scenario ? p->scenario->file : NULL, 0, NULL,
+		         "out of memory verifying the plan");
+		return false;
+	}
+	bool ok = scale_graph(&c, diags);
+	if (ok) {
+		c.ref = xcalloc(&c, (size_t)c.g.n_tensors, sizeof(*c.ref));
+		c.held = xcalloc(&c, (size_t)c.g.n_tensors, sizeof(*c.held));
+		c.uses = xcalloc(&c, (size_t)c.g.n_tensors, sizeof(*c.uses));
+	}
+	for (int t = 0; ok && !c.oom && t < c.g.n_tensors; t++) {
+		const struct tensor *x = &c.g.tensors[t];
+		out->reference_bytes += (double)x->elems * (double)sizeof(double);
+		if (x->producer >= 0)
+			continue;
+		if (!(c.ref[t] = xcalloc(&c, (size_t)x->elems, sizeof(double))))
+			break;
+		int64_t bound = index_bound(&c, t);
+		for (int64_t f = 0; f < x->elems; f++)
+			c.ref[t][f] = input_value(&c, t, f, bound);
+	}
+	for (int i = 0; ok && !c.oom && i < c.g.n_ops; i++)
+		for (int j = 0; j < c.g.ops[i].n_in; j++)
+			c.uses[c.g.ops[i].in[j]]++;
+	for (int i = 0; ok && !c.oom && i < c.g.n_ops; i++)
+		ok = run_op(&c, i);
+	if (c.oom && ok)
+		ok = false;
+	if (!ok && diags->errors == 0)
+		diag_add(diags, DIAG_ERROR, p->scenario ? p->scenario->file : NULL, 0, NULL,
+		         "out of memory verifying the plan (try --scale)");
+	for (int t = 0; c.held && t < c.g.n_tensors; t++)
+		dist_free(&c, &c.held[t]);
+	for (int t = 0; c.ref && t < c.g.n_tensors; t++)
+		free(c.ref[t]);
+	free(c.ref);
+	free(c.held);
+	free(c.uses);
+	verify_scaling_free(&c.sc);
+	for (int k = 0; k < out->n_checks; k++) {
+		const struct verify_check *ck = &out->checks[k];
+		out->max_abs = fmax(out->max_abs, ck->max_abs);
+		out->max_rel = fmax(out->max_rel, ck->max_rel);
+		switch (ck->status) {
+		case VERIFY_MATCH: out->n_match++; break;
+		case VERIFY_MISMATCH: out->n_mismatch++; break;
+		case VERIFY_BROKEN: out->n_broken++; break;
+		default: out->n_unsupported++; break;
+		}
+	}
+	out->passed = ok && out->n_checks > 0 && out->n_match == out->n_checks;
+	return ok;
+}
