@@ -10,7 +10,7 @@
 #
 # BASE and HEAD are anything git rev-parse takes; HEAD "." (the default)
 # means the current work tree, uncommitted changes included, built in its
-# BUILD_DIR (default build). Exit 0 when every output is identical, 1 with
+# BUILD_DIR (default build). Both read the input files of BASE's checkout. Exit 0 when every output is identical, 1 with
 # the differing commands listed otherwise. SIMULATE_MAX_DEVICES (default
 # 128) skips simulating larger scenarios, whose runs take minutes each
 # (their plans and estimates are still compared).
@@ -27,6 +27,7 @@ trap 'git -C "$top" worktree prune; rm -rf "$work"' EXIT
 build_rev() { # rev -> path of its shardlab
 	local rev=$1 dir=$2
 	if [ "$rev" = . ]; then
+		[ "$dir" != "$work/a" ] || { echo "same-outputs: BASE must be a revision" >&2; exit 1; }
 		ninja -C "${BUILD_DIR:-build}" cli/shardlab >/dev/null || exit 1
 		# A copy, so that building on while this runs changes nothing.
 		cp "$top/${BUILD_DIR:-build}/cli/shardlab" "$work/shardlab-worktree"
@@ -40,8 +41,9 @@ build_rev() { # rev -> path of its shardlab
 	echo "$dir/build/cli/shardlab"
 }
 
-# The commands, one per line: the same list for both revisions, run from
-# this tree so that both read the same input files.
+# The commands, one per line: the same list for both revisions, run in
+# BASE's checkout so that both read the same input files, which nothing
+# changes while they run.
 commands() {
 	local f n
 	for f in topologies/*.json; do echo "topo $f"; echo "topo --json $f"; done
@@ -77,9 +79,9 @@ run_all() { # shardlab outdir
 	while IFS= read -r cmd; do
 		i=$((i + 1))
 		# shellcheck disable=SC2086
-		(cd "$top" && "$exe" $cmd >"$out/$i.out" 2>"$out/$i.err"; echo $? >"$out/$i.rc") || true
+		(cd "$work/a" && "$exe" $cmd >"$out/$i.out" 2>"$out/$i.err"; echo $? >"$out/$i.rc") || true
 		echo "$cmd" >"$out/$i.cmd"
-	done < <(commands)
+	done < <(cd "$work/a" && commands)
 	echo "$i"
 }
 
