@@ -118,19 +118,21 @@ struct plan *plan_megatron_degree(struct arena *a, const struct scenario *s,
                                   struct diag_list *diags);
 
 /* Megatron-style plan search (docs/planner.md, "Plan search"): every
- * (TP, PP, DP, micro-batch, schedule, recompute, ZeRO) the devices and the
- * global batch allow, each planned by Megatron's rule and estimated, ranked
- * by the estimate among those that fit the device memory. TP divides a
- * server, PP x TP x DP = devices; the micro-batch (samples per replica)
- * is 1, 2, 4 or 8 when the model comes from a generator (the graph is
- * generated again at micro-batch x DP samples), else the graph's batch / DP;
- * schedules GPipe, 1F1B and interleaved 1F1B with 2 virtual stages when
- * PP > 1; recompute none, selective and full; ZeRO 0 to 3. The scenario's
- * global batch, dtype, sequence parallelism and bucket size stay. */
+ * (TP, PP, DP, micro-batch, sequence parallelism, schedule, recompute,
+ * ZeRO) the devices and the global batch allow, each planned by Megatron's
+ * rule and estimated, ranked by the estimate among those that fit the
+ * device memory. TP divides a server, PP x TP x DP = devices; the
+ * micro-batch (samples per replica) is 1, 2, 4 or 8 when the model comes
+ * from a generator (the graph is generated again at micro-batch x DP
+ * samples), else the graph's batch / DP; sequence parallelism off and,
+ * with TP > 1, on; schedules GPipe, 1F1B and interleaved 1F1B with 2
+ * virtual stages when PP > 1; recompute none, selective and full; ZeRO 0
+ * to 3. The scenario's global batch, dtype and bucket size stay. */
 struct search_config {
 	int64_t tp, pp, dp;
 	int64_t micro_batch;               /* samples per replica per micro-batch */
 	int64_t micro_batches;             /* per iteration */
+	bool sequence_parallel;            /* Megatron's, with TP > 1 */
 	enum pipeline_schedule schedule;
 	int64_t virtual_stages;
 	enum recompute_mode recompute;

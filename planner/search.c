@@ -2,17 +2,19 @@
  * the configurations a capacity planner would try by hand, every one of
  * them, planned by Megatron's rule and ranked by the estimator.
  *
- * A configuration is (TP, PP, DP, micro-batch, schedule, recompute, ZeRO).
- * Those that share (TP, PP, micro-batch) share a plan: Megatron's rule
- * depends on the tensor-parallel degree, the devices of a stage and the
- * graph (whose batch is the micro-batch of every replica), not on the
+ * A configuration is (TP, PP, DP, micro-batch, sequence parallelism,
+ * schedule, recompute, ZeRO). Those that share (TP, PP, micro-batch,
+ * sequence parallelism) share a plan: Megatron's rule depends on the
+ * tensor-parallel degree, sequence parallelism, the devices of a stage and
+ * the graph (whose batch is the micro-batch of every replica), not on the
  * schedule, the recomputation or ZeRO, which only the estimate reads. So
  * the search plans once per group and estimates every variant of it, each
  * estimate in an arena of its own so that memory stays that of one plan.
  *
  * Enumeration order (ties in the ranking keep it): TP ascending, PP
- * ascending, micro-batch ascending, schedule 1F1B, interleaved, GPipe,
- * recompute none, selective, full, ZeRO 0 to 3.
+ * ascending, micro-batch ascending, sequence parallelism off then on (on
+ * only with TP > 1), schedule 1F1B, interleaved, GPipe, recompute none,
+ * selective, full, ZeRO 0 to 3.
  *
  * Units: seconds, bytes (double); counts int64_t.
  */
@@ -30,9 +32,10 @@ enum {
 	SEARCH_ZERO_STAGES = 4,      /* ZeRO 0 .. 3 */
 };
 
-/* One (TP, PP, micro-batch) with the variants that share its plan. */
+/* One (TP, PP, micro-batch, SP) with the variants that share its plan. */
 struct group {
 	int64_t tp, pp, dp, micro_batch, micro_batches;
+	bool sp;
 	int n_variants;
 };
 
@@ -67,7 +70,7 @@ static int expand(const struct group *gr, int64_t limit, struct search_config *o
 					out[n] = (struct search_config){
 						.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,
 						.micro_batch = gr->micro_batch, .micro_batches = gr->micro_batches,
-						.schedule = sc,
+						.sequence_parallel = gr->sp, .schedule = sc,
 						.virtual_stages = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1,
 						.recompute = (enum recompute_mode)r, .zero_stage = z};
 	}
@@ -100,15 +103,17 @@ static struct group *groups(struct arena *a, const struct scenario *s, int *n)
 				}
 				if (G % (b * dp))
 					continue;
-				if (*n == cap) {
-					out = arena_grow(a, out, (size_t)cap, (size_t)cap * 2, sizeof *out);
-					cap *= 2;
-					if (!out)
-						break;
+				for (int sp = 0; out && sp <= (tp > 1); sp++) {
+					if (*n == cap) {
+						out = arena_grow(a, out, (size_t)cap, (size_t)cap * 2, sizeof *out);
+						cap *= 2;
+						if (!out)
+							break;
+					}
+					struct group gr = {tp, pp, dp, b, G / (b * dp), sp, 0};
+					gr.n_variants = expand(&gr, limit, NULL);
+					out[(*n)++] = gr;
 				}
-				struct group gr = {tp, pp, dp, b, G / (b * dp), 0};
-				gr.n_variants = expand(&gr, limit, NULL);
-				out[(*n)++] = gr;
 			}
 		}
 	}
@@ -151,6 +156,7 @@ static void set_training(struct training *t, const struct training *user,
 	t->schedule = c->schedule;
 	t->recompute = c->recompute;
 	t->zero_stage = c->zero_stage;
+	t->sequence_parallel = c->sequence_parallel;
 	t->micro_batches = c->micro_batches;
 	t->micro_batches_set = true;
 	/* The user's cuts hold for the user's pipeline only. */
@@ -191,9 +197,10 @@ const char *plan_search_config_text(char *buf, size_t size, const struct search_
 		         (long long)c->virtual_stages);
 	else
 		snprintf(sched, sizeof sched, "%s", schedule_names[c->schedule]);
-	snprintf(buf, size, "TP %lld PP %lld DP %lld mb %lld %s %s ZeRO %d", (long long)c->tp,
-	         (long long)c->pp, (long long)c->dp, (long long)c->micro_batch,
-	         c->pp > 1 ? sched : "no-pipeline", recompute_names[c->recompute], c->zero_stage);
+	snprintf(buf, size, "TP %lld%s PP %lld DP %lld mb %lld %s %s ZeRO %d", (long long)c->tp,
+	         c->sequence_parallel ? " SP" : "", (long long)c->pp, (long long)c->dp,
+	         (long long)c->micro_batch, c->pp > 1 ? sched : "no-pipeline",
+	         recompute_names[c->recompute], c->zero_stage);
 	return buf;
 }
 

@@ -12,10 +12,12 @@
  *   TP 2 PP 1 DP 2: b 1, 2, 4     (3)
  *   TP 2 PP 2 DP 1: b 1, 2, 4, 8  (4)
  *   TP 4 PP 1 DP 1: b 1, 2, 4, 8  (4)
- * Each group has 3 recompute x 4 ZeRO variants per schedule: one schedule
- * without a pipeline; with PP 2, 1F1B and GPipe (interleaving needs
- * 2 x PP = 4 chunks of at most 2 layers: none). 12 x (2+3+4) + 24 x (3+4)
- * = 108 + 168 = 276 configurations.
+ * With TP > 1 each (TP, PP, b) is two groups, sequence parallelism off and
+ * on. Each group has 3 recompute x 4 ZeRO variants per schedule: one
+ * schedule without a pipeline; with PP 2, 1F1B and GPipe (interleaving
+ * needs 2 x PP = 4 chunks of at most 2 layers: none). Without a pipeline
+ * 12 x (2 + 2x3 + 2x4) = 192, with PP 2 24 x (3 + 2x4) = 264: 456
+ * configurations.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -37,10 +39,10 @@ static struct search_result run(struct scenario *s)
 Test(search, enumerates_the_configurations_counted_by_hand)
 {
 	struct search_result r = run(fixture_scenario(TINY));
-	cr_expect_eq(r.n_configs, 276);
-	cr_expect_eq(r.n_fit + r.n_oom + r.n_failed, 276);
+	cr_expect_eq(r.n_configs, 456);
+	cr_expect_eq(r.n_fit + r.n_oom + r.n_failed, 456);
 	cr_expect_eq(r.n, r.n_fit + r.n_oom);
-	int pp2 = 0, tp4 = 0, gpipe = 0, interleaved = 0, b8 = 0;
+	int pp2 = 0, tp4 = 0, gpipe = 0, interleaved = 0, b8 = 0, sp = 0;
 	for (int i = 0; i < r.n; i++) {
 		const struct search_config *c = &r.cands[i].config;
 		cr_expect_eq(c->tp * c->pp * c->dp, 4);
@@ -50,13 +52,16 @@ Test(search, enumerates_the_configurations_counted_by_hand)
 		gpipe += c->schedule == SCHED_GPIPE;
 		interleaved += c->schedule == SCHED_INTERLEAVED_1F1B;
 		b8 += c->micro_batch == 8;
+		sp += c->sequence_parallel;
+		cr_expect(!c->sequence_parallel || c->tp > 1);
 	}
 	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
-	cr_expect_eq(pp2, 24 * 7);        /* (3 + 4) groups x 2 schedules x 12 */
-	cr_expect_eq(tp4, 12 * 4);
-	cr_expect_eq(gpipe, 12 * 7);
+	cr_expect_eq(pp2, 24 * 11);       /* (3 + 2 x 4) groups x 2 schedules x 12 */
+	cr_expect_eq(tp4, 12 * 4 * 2);
+	cr_expect_eq(gpipe, 12 * 11);
 	cr_expect_eq(interleaved, 0);
-	cr_expect_eq(b8, 12 * 1 + 24 * 1); /* TP 4 PP 1 and TP 2 PP 2, DP 1 */
+	cr_expect_eq(b8, 2 * (12 + 24)); /* TP 4 PP 1 and TP 2 PP 2, DP 1, SP off and on */
+	cr_expect_eq(sp, 12 * (3 + 4) + 24 * 4); /* the TP > 1 groups, once each */
 }
 
 Test(search, ranks_those_that_fit_fastest_first_then_the_oom_ones)
@@ -164,7 +169,7 @@ Test(search, nothing_fits_a_tiny_device)
 	cr_expect_null(plan_make(A, s, PLANNER_MEGATRON_SEARCH, &o, &d));
 	bool said = false;
 	for (size_t i = 0; i < d.count; i++)
-		said = said || strstr(d.items[i].msg, "none of the 276 configurations fits");
+		said = said || strstr(d.items[i].msg, "none of the 456 configurations fits");
 	cr_expect(said, "a diagnostic saying that nothing fits");
 	diag_list_free(&d);
 }
