@@ -43,6 +43,22 @@ bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_s
                        struct cli_sim_outcome *out, struct diag_list *d)
 {
 	memset(out, 0, sizeof *out);
+	/* The algorithm asked for on the command line prices the estimate as
+	 * it runs the simulation: a plan on a copy of the scenario that says
+	 * so (the plan itself does not depend on it). */
+	if (o->algo != p->scenario->sim.collective_algo) {
+		struct scenario *sc = arena_alloc(a, sizeof *sc);
+		struct plan *q = arena_alloc(a, sizeof *q);
+		if (!sc || !q) {
+			diag_add(d, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory");
+			return false;
+		}
+		*sc = *p->scenario;
+		sc->sim.collective_algo = o->algo;
+		*q = *p;
+		q->scenario = sc;
+		p = q;
+	}
 	out->estimated = plan_estimate(a, p, &out->est, d);
 	out->lowered = out->estimated && plan_lower(a, p, o->bucket_bytes, &out->prog, d);
 	if (!out->lowered)
