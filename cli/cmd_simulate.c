@@ -162,7 +162,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 static void text(const struct plan *p, const struct cli_sim_setup *o,
                  const struct cli_sim_outcome *r, const char *planner)
 {
-	char b[5][32], oom[48];
+	char b[6][32], oom[48];
 	printf("simulate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n",
 	       p->scenario->name, p->graph->name, p->scenario->devices, p->scenario->topo->name, planner,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
@@ -178,9 +178,10 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	printf("  comm per device      %s\n",
 	       cli_si(b[2], 32, report_program_comm_bytes(&r->prog), "B"));
 	double hbm = p->scenario->topo->device.hbm_bytes;
-	printf("  memory per device    %s of %s HBM (estimate)%s\n",
+	printf("  memory per device    %s of %s HBM (estimate)%s; simulated peak %s\n",
 	       cli_si(b[3], 32, r->est.memory_bytes_per_device, "B"), cli_si(b[4], 32, hbm, "B"),
-	       cli_oom_text(oom, sizeof oom, ": ", r->est.memory_bytes_per_device, hbm));
+	       cli_oom_text(oom, sizeof oom, ": ", r->est.memory_bytes_per_device, hbm),
+	       cli_si(b[5], 32, sim_peak_memory(&r->sim), "B"));
 	printf("  messages simulated   %" PRId64 " (collectives by their formula: %" PRId64 ")\n\n",
 	       r->sim.messages, r->sim.by_formula);
 	report_sim_ranks(stdout, &r->sim);
@@ -202,6 +203,7 @@ static cJSON *json_ranks(const struct sim_result *s)
 		cJSON_AddNumberToObject(o, "pipeline_wait_s", s->ranks[k].pipeline_wait_s);
 		cJSON_AddNumberToObject(o, "comm_exposed_s", s->ranks[k].comm_exposed_s);
 		cJSON_AddNumberToObject(o, "idle_s", s->ranks[k].idle_s);
+		cJSON_AddNumberToObject(o, "peak_memory_bytes", s->ranks[k].peak_memory_bytes);
 		cJSON_AddItemToArray(a, o);
 	}
 	return a;
@@ -255,6 +257,7 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	cJSON_AddNumberToObject(root, "formula_collectives", (double)r->sim.by_formula);
 	cJSON_AddNumberToObject(root, "comm_bytes_per_device", report_program_comm_bytes(&r->prog));
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", r->est.memory_bytes_per_device);
+	cJSON_AddNumberToObject(root, "simulated_peak_memory_bytes", sim_peak_memory(&r->sim));
 	cJSON_AddNumberToObject(root, "hbm_bytes", p->scenario->topo->device.hbm_bytes);
 	report_json_oom(root, r->est.memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);
 	report_json_pipeline(root, p, &r->est);

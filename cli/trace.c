@@ -59,6 +59,11 @@ static void trace_put_metadata(FILE *f, const struct sim_result *r)
 
 static void trace_put_event(FILE *f, const struct sim_event *e, const struct program *prog)
 {
+	if (e->kind == SIM_EV_MEMORY) { /* a counter track per rank */
+		fprintf(f, "{\"name\":\"memory\",\"ph\":\"C\",\"ts\":%.4f,\"pid\":%" PRId64
+		        ",\"args\":{\"bytes\":%.0f}}", e->start_s * 1e6, e->rank, e->bytes);
+		return;
+	}
 	bool compute = e->kind == SIM_EV_COMPUTE;
 	fputs("{\"name\":", f);
 	trace_put_string(f, e->name);

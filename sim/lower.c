@@ -277,6 +277,10 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 	}
 	L->buckets[c] = b;
 	L->n_buckets[c] = nb;
+	if (!cost_chunk_activations(L->a, L->p, pp, core, c, &out->act_bytes, &out->work_bytes)) {
+		L->oom = true;
+		return;
+	}
 	L->stage = part_stage(pp, c);
 	out->stage = L->stage;
 	out->fwd = L->n;
@@ -369,6 +373,7 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 		lower_chunk(&L, start, idx, core, c, &out->chunks[c]);
 	for (int st = 0; st < pp->n_stages && !L.oom; st++) {
 		lower_tail(&L, st, &out->stages[st]);
+		out->stages[st].mem_base_bytes = e.stages[st].mem.total - e.stages[st].mem.activations;
 		out->stages[st].n_slots = plan_schedule(a, pp, e.steps_per_iteration,
 		                                        p->scenario->training.schedule, st,
 		                                        &out->stages[st].slots);

@@ -51,6 +51,7 @@ struct rank_state {
 	int64_t rank, local;               /* global, and inside its stage */
 	int stage;
 	double compute_s, comm_s, wait_s;
+	double mem_bytes, mem_peak_bytes;  /* held now, and at most */
 	sg_sem_t s1_go, opt_go;
 	sg_sem_t go[2];                    /* per stream: released from a formula collective */
 	int *queue;                        /* stream-1 steps stream 0 handed over; -1 ends */
@@ -635,6 +636,22 @@ static double now(const struct actor_ctx *c)
 	return simgrid_get_clock() + c->pending_s;
 }
 
+/* The rank's memory changes by `delta` bytes now: a forward leaves its
+ * activations, a backward holds a recomputed layer, then frees both. */
+static void memory(struct actor_ctx *c, double delta)
+{
+	struct rank_state *rs = c->rs;
+	rs->mem_bytes += delta;
+	if (rs->mem_bytes > rs->mem_peak_bytes)
+		rs->mem_peak_bytes = rs->mem_bytes;
+	if (!eng->o->trace || delta == 0)
+		return;
+	double t = now(c);
+	record(c, -1, SIM_EV_MEMORY, t, t);
+	if (!eng->failed)
+		eng->events[eng->n_events - 1].bytes = rs->mem_bytes;
+}
+
 static bool pending_room(struct actor_ctx *c, int n)
 {
 	if (n < c->comms_cap)
@@ -948,15 +965,20 @@ static void stream0(struct actor_ctx *c)
 	const struct program *p = eng->prog;
 	struct rank_state *rs = c->rs;
 	const struct prog_stage *st = &p->stages[rs->stage];
+	memory(c, st->mem_base_bytes);
 	for (int k = 0; k < st->n_slots && !eng->failed; k++) {
 		const struct prog_slot *sl = &st->slots[k];
 		const struct prog_chunk *ch = &p->chunks[sl->chunk];
 		c->micro = sl->micro;
 		c->lockstep_ok = !sl->last;
-		if (sl->backward)
+		if (sl->backward) {
+			memory(c, ch->work_bytes);
 			run_range(c, ch->bwd, ch->n_bwd, sl);
-		else
+			memory(c, -(ch->act_bytes + ch->work_bytes));
+		} else {
 			run_range(c, ch->fwd, ch->n_fwd, sl);
+			memory(c, ch->act_bytes);
+		}
 	}
 	c->micro = -1;
 	c->lockstep_ok = false;
@@ -1127,6 +1149,7 @@ static bool write_result(struct engine *e, int fd)
 		put_f(&b, rs->comm_s);
 		put_f(&b, rs->wait_s);
 		put_f(&b, idle > 0 ? idle : 0);
+		put_f(&b, rs->mem_peak_bytes);
 	}
 	put_links(&b, it);
 	int64_t n_coll = 0;

@@ -119,7 +119,7 @@ static bool parse(struct arena *a, struct in_buf *b, const struct program *prog,
                   struct sim_result *out)
 {
 	out->iteration_s = get_f(b);
-	out->n_ranks = get_count(b, 4 * sizeof(double));
+	out->n_ranks = get_count(b, 5 * sizeof(double));
 	out->ranks = arena_calloc(a, (size_t)out->n_ranks + 1, sizeof(*out->ranks));
 	if (!out->ranks)
 		return false;
@@ -128,6 +128,7 @@ static bool parse(struct arena *a, struct in_buf *b, const struct program *prog,
 		out->ranks[r].comm_exposed_s = get_f(b);
 		out->ranks[r].pipeline_wait_s = get_f(b);
 		out->ranks[r].idle_s = get_f(b);
+		out->ranks[r].peak_memory_bytes = get_f(b);
 	}
 	if (!parse_links(a, b, out))
 		return false;
@@ -151,7 +152,9 @@ static bool parse(struct arena *a, struct in_buf *b, const struct program *prog,
 	get(b, out->events, (size_t)out->n_events * sizeof(*out->events));
 	for (int64_t i = 0; i < out->n_events && !b->bad; i++) {
 		int s = out->events[i].step;
-		if (s < 0 || s >= prog->n_steps)
+		if (out->events[i].kind == SIM_EV_MEMORY)
+			out->events[i].name = "memory";
+		else if (s < 0 || s >= prog->n_steps)
 			b->bad = true;
 		else
 			out->events[i].name = prog->steps[s].label;
@@ -257,4 +260,12 @@ bool sim_run(struct arena *a, const struct topology *t, const struct program *pr
 	free(buf);
 	out->wall_s = now_s() - t0;
 	return ok;
+}
+
+double sim_peak_memory(const struct sim_result *r)
+{
+	double peak = 0;
+	for (int64_t k = 0; k < r->n_ranks; k++)
+		peak = r->ranks[k].peak_memory_bytes > peak ? r->ranks[k].peak_memory_bytes : peak;
+	return peak;
 }

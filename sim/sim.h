@@ -66,12 +66,17 @@ struct prog_chunk {
 	int stage;
 	int fwd, n_fwd;                    /* steps[fwd .. fwd+n_fwd): one micro-batch's forward */
 	int bwd, n_bwd;                    /* its backward, stream-1 steps just after their `after` */
+	double act_bytes;                  /* activations one micro-batch's forward leaves for its
+	                                      backward (cost_chunk_activations) */
+	double work_bytes;                 /* held while its backward recomputes (full) */
 };
 
 struct prog_stage {
 	int n_slots;
 	struct prog_slot *slots;           /* plan_schedule's order */
 	int tail, n_tail;                  /* steps run once after the slots */
+	double mem_base_bytes;             /* held all iteration: parameters, gradients,
+	                                      optimizer state, buffers, the runtime's reserve */
 };
 
 struct program {
@@ -118,6 +123,8 @@ struct sim_rank {
 	double pipeline_wait_s;            /* stream 0 waiting for another stage: the bubble */
 	double idle_s;                     /* none of these: done before the iteration ends (a
 	                                      pipeline's drain) */
+	double peak_memory_bytes;          /* the most it held: its stage's base, the activations
+	                                      of the micro-batches in flight, a recomputed layer */
 };
 
 struct sim_link {
@@ -127,7 +134,7 @@ struct sim_link {
 	double utilisation;                /* bytes / (bandwidth x iteration time) */
 };
 
-enum sim_event_kind { SIM_EV_COMPUTE, SIM_EV_COLLECTIVE };
+enum sim_event_kind { SIM_EV_COMPUTE, SIM_EV_COLLECTIVE, SIM_EV_MEMORY };
 
 struct sim_event {
 	int64_t rank;
@@ -137,6 +144,7 @@ struct sim_event {
 	int64_t micro;                     /* the micro-batch; -1 for once-per-iteration steps */
 	const char *name;                  /* the step's label */
 	double start_s, end_s;
+	double bytes;                      /* SIM_EV_MEMORY: what the rank holds from start_s */
 };
 
 /* One collective of the program as simulated: how much longer it took on
@@ -164,6 +172,9 @@ struct sim_result {
 	int64_t n_events;
 	struct sim_event *events;          /* when traced */
 };
+
+/* The most any rank held (struct sim_rank's peak_memory_bytes). */
+double sim_peak_memory(const struct sim_result *r);
 
 /* Simulates one iteration of `prog` on `t`. False with a diagnostic when
  * the platform cannot be built or the simulation fails. */

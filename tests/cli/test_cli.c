@@ -602,17 +602,19 @@ static struct arena *fake_arena(void)
  * rank 0's stream 0 whose name needs escaping, a gradient bucket on rank
  * 1's stream 1. */
 static const struct sim_event fake_events[] = {
-	{0, 0, SIM_EV_COMPUTE, 0, 0, "dense1.matmul", 0, 2e-6},
-	{1, 0, SIM_EV_COMPUTE, 0, 0, "dense1.matmul", 0, 2e-6},
-	{0, 0, SIM_EV_COLLECTIVE, 1, 0, "dense2 \"AllReduce\"", 2e-6, 5.5e-6},
-	{1, 1, SIM_EV_COLLECTIVE, 2, -1, "gradient bucket 0", 3e-6, 7e-6},
+	{0, 0, SIM_EV_COMPUTE, 0, 0, "dense1.matmul", 0, 2e-6, 0},
+	{1, 0, SIM_EV_COMPUTE, 0, 0, "dense1.matmul", 0, 2e-6, 0},
+	{0, 0, SIM_EV_COLLECTIVE, 1, 0, "dense2 \"AllReduce\"", 2e-6, 5.5e-6, 0},
+	{1, 1, SIM_EV_COLLECTIVE, 2, -1, "gradient bucket 0", 3e-6, 7e-6, 0},
+	{0, 0, SIM_EV_MEMORY, -1, 0, "memory", 2e-6, 2e-6, 1048576},
 };
 
 static struct sim_result fake_result(void)
 {
-	static struct sim_rank ranks[2] = {{2e-6, 3.5e-6, 0, 1.5e-6}, {2e-6, 0, 0, 5e-6}};
+	static struct sim_rank ranks[2] = {{2e-6, 3.5e-6, 0, 1.5e-6, 1048576},
+	                                   {2e-6, 0, 0, 5e-6, 0}};
 	struct sim_result r = {.iteration_s = 7e-6, .n_ranks = 2, .ranks = ranks,
-	                       .n_events = 4, .events = (struct sim_event *)fake_events};
+	                       .n_events = 5, .events = (struct sim_event *)fake_events};
 	return r;
 }
 

@@ -328,3 +328,39 @@ Test(pipeline, partition_weighs_the_sends_at_its_cuts)
 		             pp->send_bytes[c - 1]);
 	}
 }
+
+/* The simulation tracks what every rank holds over time (its stage's
+ * model state, buffers and reserve, plus a chunk's activations from its
+ * forward to its backward, plus a recomputed block while its backward
+ * runs): its peak on each stage is the estimate's memory of that stage,
+ * for every schedule and with full recomputation, since both walk the
+ * same schedule. */
+Test(pipeline, simulated_memory_peak_is_the_estimates)
+{
+	static const struct {
+		enum pipeline_schedule sched;
+		int64_t v;
+		enum recompute_mode rec;
+	} cases[] = {{SCHED_1F1B, 1, RECOMPUTE_NONE},
+	             {SCHED_GPIPE, 1, RECOMPUTE_NONE},
+	             {SCHED_INTERLEAVED_1F1B, 2, RECOMPUTE_NONE},
+	             {SCHED_1F1B, 1, RECOMPUTE_FULL}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct scenario *s = chain(cases[k].sched, cases[k].v, 0);
+		s->training.recompute = cases[k].rec;
+		struct plan *p = dp_plan(s);
+		struct estimate e;
+		struct program prog;
+		struct sim_result r;
+		struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
+		cr_assert(plan_estimate(A, p, &e, &D));
+		cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
+		cr_assert(sim_run(A, s->topo, &prog, &so, &r, &D));
+		for (int st = 0; st < e.n_stages; st++) {
+			double want = e.stages[st].mem.total;
+			double got = r.ranks[st * prog.stage_ranks].peak_memory_bytes;
+			cr_expect(fabs(got - want) <= 1e-9 * want, "case %zu stage %d: simulated %.0f, "
+			          "estimated %.0f", k, st, got, want);
+		}
+	}
+}
