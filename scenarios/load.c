@@ -38,6 +38,33 @@ struct loader {
 
 /* ------------------------------------------------------------ referenced files */
 
+/* {"hf_config": "path", "seq": N, "micro_batch": B, "name": "..."}: a
+ * Hugging Face config.json (models/hf.c). */
+static struct graph *load_hf_model(struct loader *L, const struct jv *v)
+{
+	static const char *const keys[] = {"hf_config", "seq", "micro_batch", "name", NULL};
+	struct jv f;
+	const char *rel = NULL, *name = NULL;
+	int64_t seq = 0, mb = 0;
+	bool ok = jv_keys(v, keys);
+	ok = jv_req_string(v, "hf_config", &rel) && ok;
+	ok = jv_opt_int(v, "seq", JR_RANGE(1, 1e12), 0, &seq) && ok;
+	ok = jv_opt_int(v, "micro_batch", JR_RANGE(1, 1e12), 0, &mb) && ok;
+	if (jv_get(v, "name", &f))
+		ok = jv_string(&f, &name) && ok;
+	if (!ok)
+		return NULL;
+	const char *path = util_path_join(L->a, L->dir, rel);
+	L->s->model_file = path;
+	size_t before = L->diags->errors;
+	struct graph *g = path ? graph_hf_load(L->a, path, seq, mb, L->diags) : NULL;
+	if (!g && L->diags->errors == before)
+		jv_get(v, "hf_config", &f), jv_error(&f, "cannot load the Hugging Face config \"%s\"", rel);
+	if (g && name)
+		g->name = arena_strdup(L->a, name);
+	return g;
+}
+
 static struct graph *load_model(struct loader *L, const struct jv *v)
 {
 	if (v->node && cJSON_IsString(v->node)) {
@@ -52,6 +79,9 @@ static struct graph *load_model(struct loader *L, const struct jv *v)
 			jv_error(v, "cannot load the model \"%s\"", rel);
 		return g;
 	}
+	if (v->node && cJSON_IsObject(v->node) &&
+	    cJSON_GetObjectItemCaseSensitive(v->node, "hf_config"))
+		return load_hf_model(L, v);
 	if (v->node && cJSON_IsObject(v->node))
 		return graph_load_value(L->a, v);
 	char b[64];

@@ -142,7 +142,7 @@ Test(cli, help_is_complete)
 {
 	static const char *const cmds[] = {"check",  "topo",     "graph",   "explain",
 	                                   "plan",   "advise",   "simulate", "compare",
-	                                   "validate"};
+	                                   "validate", "import"};
 	struct cli_run r = fixture_shardlab("--help", false);
 	cr_assert_eq(r.status, 0);
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
