@@ -228,6 +228,27 @@ void report_compare_explain(FILE *f, const struct compare_row *r);
 /* Rows, ranking and explanation as JSON members of root. */
 void report_compare_json(struct cJSON *root, const struct compare_row *rows, int n);
 
+/* ------------------------------ export.c: plans for training frameworks */
+
+enum export_format { EXPORT_MINDSPORE, EXPORT_MEGATRON, EXPORT_COUNT };
+extern const char *const export_format_names[EXPORT_COUNT];
+
+/* MindSpore's operator strategy file (set_op_strategy_config's JSON):
+ * {"current_stage": 0, "parallel_strategy_item": {OP: {"parallel_strategy":
+ * [[...], ...], "stage": S}}}, ops in byte order of their names; the stage
+ * from part (NULL: 0). NULL when out of memory. */
+struct cJSON *report_mindspore_strategy(const struct plan *p, const struct plan_part *part);
+/* The Megatron-style configuration of a plan of planner `kind` (megatron:
+ * read from the plan and its scenario; megatron-search: the search's
+ * choice). False with a message in err for other planners. */
+bool report_megatron_config(const struct plan *p, enum planner_kind kind,
+                            struct search_config *out, char *err, size_t err_size);
+/* Megatron-LM's launch arguments for that configuration, one per line
+ * (joined by " \"), after a comment line. */
+void report_megatron_args(FILE *f, const struct plan *p, const struct search_config *c);
+/* text into path, atomically (a temporary file renamed over it). */
+bool report_write_file(const char *path, const char *text, char *err, size_t err_size);
+
 /* ------------------------------------------ trace.c: the Chrome trace */
 
 /* The trace of a simulation as Chrome-trace JSON (docs/simulation.md):

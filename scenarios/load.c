@@ -360,58 +360,115 @@ static void suggest_op(const struct graph *g, const struct jv *v, const char *na
 		jv_error(v, "no op named \"%s\" in model %s", name, g->name);
 }
 
+/* One shard() entry `e` (an op name `name` and its strategy `val`, the
+ * same value for the scenario's "shard" and the tuple of a MindSpore
+ * strategy file), stated in `file`. */
+static bool add_shard(struct loader *L, const struct jv *e, const char *name, const struct jv *val,
+                      const char *file)
+{
+	for (int k = 0; k < L->s->n_shards; k++)
+		if (!strcmp(L->s->shards[k].op_name, name)) {
+			jv_error(e, "op \"%s\" is configured twice (also at %s:%d)", name,
+			         L->s->shards[k].file, L->s->shards[k].line);
+			return false;
+		}
+	int op = graph_find_op(L->s->graph, name);
+	if (op < 0) {
+		suggest_op(L->s->graph, e, name);
+		return false;
+	}
+	struct shard_config *c = &L->s->shards[L->s->n_shards];
+	c->op_name = L->s->graph->ops[op].name;
+	c->op = op;
+	c->file = file;
+	c->line = e->line;
+	c->path = arena_strdup(L->a, e->path);
+	c->n_in = L->s->graph->ops[op].n_in;
+	bool good;
+	if (val->node && cJSON_IsObject(val->node)) {
+		c->form = SHARD_LAYOUT;
+		good = read_layout(L, c, val);
+	} else if (val->node && cJSON_IsArray(val->node)) {
+		c->form = SHARD_TUPLE;
+		good = read_tuple(L, c, val);
+	} else {
+		char b[64];
+		jv_error(val, "expected a strategy ([[2,1],[1,4]]) or a layout object, got %s",
+		         jv_describe(val, b, sizeof b));
+		good = false;
+	}
+	if (good)
+		L->s->n_shards++;
+	return good;
+}
+
+/* Room for n more shard configs. */
+static bool grow_shards(struct loader *L, int n)
+{
+	struct shard_config *v = arena_grow(L->a, L->s->shards, (size_t)L->s->n_shards,
+	                                    (size_t)(L->s->n_shards + n + 1), sizeof(*v));
+	if (!v)
+		return false;
+	L->s->shards = v;
+	return true;
+}
+
 static bool read_shards(struct loader *L, const struct jv *v)
 {
 	if (!jv_is_object(v))
 		return false;
 	int n = jv_len(v);
-	L->s->shards = arena_calloc(L->a, (size_t)(n ? n : 1), sizeof(*L->s->shards));
-	if (!L->s->shards)
+	if (!grow_shards(L, n))
 		return false;
 	bool ok = true;
 	for (int i = 0; i < n; i++) {
 		struct jv e;
 		jv_at(v, i, &e);
-		const char *name = jv_key(&e);
-		bool dup = false;
-		for (int k = 0; k < L->s->n_shards && !dup; k++)
-			dup = !strcmp(L->s->shards[k].op_name, name);
-		if (dup) {
-			jv_error(&e, "op \"%s\" is configured twice", name);
-			ok = false;
-			continue;
-		}
-		int op = graph_find_op(L->s->graph, name);
-		if (op < 0) {
-			suggest_op(L->s->graph, &e, name);
-			ok = false;
-			continue;
-		}
-		struct shard_config *c = &L->s->shards[L->s->n_shards];
-		c->op_name = L->s->graph->ops[op].name;
-		c->op = op;
-		c->file = L->s->file;
-		c->line = e.line;
-		c->path = arena_strdup(L->a, e.path);
-		c->n_in = L->s->graph->ops[op].n_in;
-		bool good;
-		if (e.node && cJSON_IsObject(e.node)) {
-			c->form = SHARD_LAYOUT;
-			good = read_layout(L, c, &e);
-		} else if (e.node && cJSON_IsArray(e.node)) {
-			c->form = SHARD_TUPLE;
-			good = read_tuple(L, c, &e);
-		} else {
-			char b[64];
-			jv_error(&e, "expected a strategy ([[2,1],[1,4]]) or a layout object, got %s",
-			         jv_describe(&e, b, sizeof b));
-			good = false;
-		}
-		if (good)
-			L->s->n_shards++;
-		ok = ok && good;
+		ok = add_shard(L, &e, jv_key(&e), &e, L->s->file) && ok;
 	}
 	return ok;
+}
+
+/* "mindspore_strategy": a file in the JSON that MindSpore's
+ * set_op_strategy_config(mode="SAVE") writes (docs/formats.md):
+ *   {"current_stage": 0, "parallel_strategy_item":
+ *     {"OP": {"stage": 0, "parallel_strategy": [[2, 1], [1, 4]]}, ...}}
+ * Each entry becomes a shard() configuration of the op named OP. */
+static bool read_ms_strategy(struct loader *L, const struct jv *v)
+{
+	static const char *const top[] = {"current_stage", "parallel_strategy_item", NULL};
+	static const char *const item[] = {"stage", "parallel_strategy", NULL};
+	const char *rel;
+	if (!jv_string(v, &rel))
+		return false;
+	const char *path = util_path_join(L->a, L->dir, rel);
+	struct json_doc doc;
+	if (!path)
+		return false;
+	size_t before = L->diags->errors;
+	bool ok = json_doc_load(&doc, path, L->diags);
+	struct jv root, items, f;
+	int64_t stage;
+	ok = ok && jv_root(&doc, &root) && jv_keys(&root, top);
+	if (ok && jv_get(&root, "current_stage", &f))
+		ok = jv_int(&f, JR_RANGE(0, 1 << 30), &stage);
+	ok = ok && jv_need(&root, "parallel_strategy_item", &items) && jv_is_object(&items);
+	int n = ok ? jv_len(&items) : 0;
+	ok = ok && grow_shards(L, n);
+	const char *file = arena_strdup(L->a, path);
+	bool ready = ok;
+	for (int i = 0; ready && i < n; i++) {
+		struct jv e, strat;
+		jv_at(&items, i, &e);
+		bool good = jv_open(&e, item) && jv_need(&e, "parallel_strategy", &strat);
+		if (good && jv_get(&e, "stage", &f))
+			good = jv_int(&f, JR_RANGE(0, 1 << 30), &stage);
+		ok = good && add_shard(L, &e, jv_key(&e), &strat, file) && ok;
+	}
+	json_doc_free(&doc);
+	if (!ok && L->diags->errors == before)
+		jv_error(v, "cannot read the MindSpore strategy \"%s\"", rel);
+	return ok && L->diags->errors == before;
 }
 
 /* -------------------------------------------------------------- settings */
@@ -636,7 +693,7 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	static const char *const keys[] = {"format",  "version", "name",     "description",
 	                                   "model",   "topology", "devices", "shard",
 	                                   "planners", "training", "simulation", "propagation",
-	                                   NULL};
+	                                   "mindspore_strategy", NULL};
 	const struct jv root = *obj;
 	struct jv v;
 	size_t errors_before = doc->diags->errors;
@@ -693,6 +750,10 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	if (jv_get(&root, "shard", &v)) {
 		if (s->graph)
 			ok = read_shards(&L, &v) && ok;
+	}
+	if (jv_get(&root, "mindspore_strategy", &v)) {
+		if (s->graph)
+			ok = read_ms_strategy(&L, &v) && ok;
 	}
 	return ok && doc->diags->errors == errors_before ? s : NULL;
 }
