@@ -71,6 +71,11 @@ void report_text(const struct plan *p, const struct report_options *o);
 void report_text_step(const char *indent, const struct comm_step *c);
 /* One redistribution and its steps. */
 void report_text_edge(const struct plan *p, const struct plan_edge *x, const char *indent);
+/* One CSV row per op (docs/formats.md, "CSV"): index, name, kind,
+ * strategy, source, from, forward_communication, and the bytes per device
+ * of its forward communication, of the redistributions into it and of its
+ * gradient all-reduces. On stdout. */
+void report_csv(const struct plan *p);
 /* The same as JSON (docs/planner.md); the caller owns the tree. */
 struct cJSON *report_json(const struct plan *p, const struct report_options *o);
 /* {"scenario", "model", "topology", "devices", "planner", "mode"}. */
@@ -225,8 +230,26 @@ double report_compare_tau(const struct compare_row *rows, int n, int *n_ranked);
 int report_compare_worst(const struct compare_row *rows, int n);
 void report_compare_ranking(FILE *f, const struct compare_row *rows, int n);
 void report_compare_explain(FILE *f, const struct compare_row *r);
+/* The rows as CSV (docs/formats.md, "CSV"): empty fields where a row has
+ * no figure, "error" the reason a row failed or was not simulated. */
+void report_compare_csv(FILE *f, const struct compare_row *rows, int n);
 /* Rows, ranking and explanation as JSON members of root. */
 void report_compare_json(struct cJSON *root, const struct compare_row *rows, int n);
+
+/* ------------------------------------------- csv.c: --csv of every table */
+
+/* A CSV table on f (RFC 4180). Each row: csv_str / csv_num / csv_int per
+ * field, then csv_end. */
+struct csv {
+	FILE *f;
+	int col;
+};
+/* The header row from NULL-ended column names (each with its unit). */
+void csv_header(struct csv *c, const char *const *names);
+void csv_str(struct csv *c, const char *s);   /* quoted when needed; NULL: empty */
+void csv_num(struct csv *c, double v);        /* every digit that tells */
+void csv_int(struct csv *c, int64_t v);
+void csv_end(struct csv *c);
 
 /* ------------------------------ export.c: plans for training frameworks */
 

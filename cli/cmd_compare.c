@@ -20,7 +20,7 @@ static void help(FILE *f)
 	fprintf(f,
 	        "usage: shardlab compare SCENARIO [--planner NAME [--top K]] [--fidelity F]\n"
 	        "                                 [--collective-algo A] [--bucket-mb N] [--fused]\n"
-	        "                                 [--json]\n"
+	        "                                 [--json | --csv]\n"
 	        "\n"
 	        "Plan a scenario with each planner it asks for, estimate each plan in\n"
 	        "closed form (shardlab estimate) and simulate it on SimGrid (shardlab\n"
@@ -87,6 +87,19 @@ static void help(FILE *f)
 	        "                        \"same_ranking\", \"largest_disagreement\"\n"
 	        "                        ({\"planner\", \"difference_pct\", \"collectives\",\n"
 	        "                        \"links\"})\n"
+	        "  --csv                 print the rows as CSV: planner, strategy,\n"
+	        "                        estimated_s, simulated_s, difference_pct,\n"
+	        "                        comm_bytes_per_device, bubble_estimated_pct,\n"
+	        "                        bubble_simulated_pct, memory_bytes_per_device,\n"
+	        "                        hbm_bytes, oom, error (empty where a row has no\n"
+	        "                        figure); with --planner megatron-search every\n"
+	        "                        configuration estimated: rank, tp, pp, dp,\n"
+	        "                        micro_batch, micro_batches, schedule,\n"
+	        "                        virtual_stages, recompute, zero_stage,\n"
+	        "                        estimated_s, simulated_s (the best K),\n"
+	        "                        samples_per_s, bubble_pct, memory_bytes_per_device,\n"
+	        "                        oom\n"
+	        "                        \"links\"})\n"
 	        "  -h, --help            this help\n"
 	        "\n"
 	        "A progress line is shown on stderr while it searches and simulates, when\n"
@@ -99,7 +112,7 @@ static void help(FILE *f)
 
 struct args {
 	const char *file;
-	bool fused, json;
+	bool fused, json, csv;
 	int fidelity, algo;            /* -1: the scenario's */
 	int planner;                   /* -1: the scenario's planners */
 	int64_t top;                   /* megatron-search: configurations simulated */
@@ -152,6 +165,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			a->json = true;
+		} else if (!strcmp(argv[i], "--csv")) {
+			a->csv = true;
 		} else if (!strcmp(argv[i], "--fused")) {
 			a->fused = true;
 		} else if (argv[i][0] == '-' && i + 1 < argc) {
@@ -341,6 +356,46 @@ static void search_text(const struct scenario *s, const struct args *a,
 	printf("\n");
 }
 
+/* Every configuration the search estimated, the best K with their
+ * simulated time. */
+static void search_csv(const struct scenario *s, const struct search_result *r,
+                       const struct compare_row *rows, int n_rows)
+{
+	static const char *const cols[] = {
+		"rank", "tp", "pp", "dp", "micro_batch", "micro_batches", "schedule",
+		"virtual_stages", "recompute", "zero_stage", "estimated_s", "simulated_s",
+		"samples_per_s", "bubble_pct", "memory_bytes_per_device", "oom", NULL};
+	struct csv c = {.f = stdout};
+	csv_header(&c, cols);
+	for (int i = 0; i < r->n; i++) {
+		const struct search_candidate *k = &r->cands[i];
+		const struct search_config *g = &k->config;
+		csv_int(&c, i + 1);
+		csv_int(&c, g->tp);
+		csv_int(&c, g->pp);
+		csv_int(&c, g->dp);
+		csv_int(&c, g->micro_batch);
+		csv_int(&c, g->micro_batches);
+		csv_str(&c, g->pp > 1 ? schedule_names[g->schedule] : NULL);
+		csv_int(&c, g->virtual_stages);
+		csv_str(&c, recompute_names[g->recompute]);
+		csv_int(&c, g->zero_stage);
+		csv_num(&c, k->iteration_s);
+		if (i < n_rows && !rows[i].error && !rows[i].sim_error)
+			csv_num(&c, rows[i].simulated_s);
+		else
+			csv_str(&c, NULL);
+		csv_num(&c, k->iteration_s > 0 ? (double)s->training.global_batch / k->iteration_s : 0);
+		if (g->pp > 1 && k->iteration_s > 0)
+			csv_num(&c, 100 * k->bubble_s / k->iteration_s);
+		else
+			csv_str(&c, NULL);
+		csv_num(&c, k->memory_bytes);
+		csv_str(&c, k->oom_overflow_bytes > 0 ? "true" : "false");
+		csv_end(&c);
+	}
+}
+
 /* Both rankings of the simulated rows, by their search ranks. */
 static void search_rankings(FILE *f, const struct compare_row *rows, int n)
 {
@@ -482,6 +537,10 @@ int cmd_compare(int argc, char **argv)
 	bool searched = a.planner == PLANNER_MEGATRON_SEARCH;
 	if ((sr || !searched) && a.json)
 		rc = report_print_json(json(s, &a, rows, n, sr), "compare");
+	else if (sr && a.csv)
+		search_csv(s, sr, rows, n);
+	else if (!searched && a.csv)
+		report_compare_csv(stdout, rows, n);
 	else if (sr || !searched)
 		text(s, &a, rows, n, sr);
 	if (planned == 0) {

@@ -18,7 +18,7 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab plan SCENARIO [--planner NAME] [--rec-cost MODE]\n"
-	        "                              [--rec-order ORDER] [--fused] [--json]\n"
+	        "                              [--rec-order ORDER] [--fused] [--json | --csv]\n"
 	        "                              [--export FORMAT FILE]\n"
 	        "\n"
 	        "Plan a scenario and print every op's strategy (slices per dimension of\n"
@@ -59,6 +59,11 @@ static void help(FILE *f)
 	        "                  came from, else null), ops[].\"choice\" ({\"n_candidates\",\n"
 	        "                  \"n_tied\", \"edge_bytes\", \"param_conflict\"}, null for\n"
 	        "                  configured ops) and \"unreached\" (op names)\n"
+	        "  --csv           print one CSV row per op: index, name, kind, strategy,\n"
+	        "                  source, from, forward_communication,\n"
+	        "                  forward_comm_bytes_per_device,\n"
+	        "                  redistribution_in_bytes_per_device,\n"
+	        "                  gradient_bytes_per_device\n"
 	        "  --export FORMAT FILE\n"
 	        "                  write the plan for a training framework into FILE\n"
 	        "                  ('-': stdout, instead of the plan's report):\n"
@@ -81,7 +86,7 @@ static void help(FILE *f)
 
 struct args {
 	const char *file;
-	bool json;
+	bool json, csv;
 	int export_format;                 /* -1: none */
 	const char *export_file;
 	struct cli_plan_args plan;
@@ -97,6 +102,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			rc = taken < 0 ? EXIT_USAGE : EXIT_OK;
 		else if (!strcmp(argv[i], "--json"))
 			a->json = true;
+		else if (!strcmp(argv[i], "--csv"))
+			a->csv = true;
 		else if (!strcmp(argv[i], "--export")) {
 			if (i + 2 >= argc) {
 				fprintf(stderr, "shardlab plan: --export takes a format (mindspore or "
@@ -200,6 +207,8 @@ int cmd_plan(int argc, char **argv)
 		;
 	else if (a.json)
 		rc = report_print_json(report_json(p, &o), "plan");
+	else if (a.csv)
+		report_csv(p);
 	else
 		report_text(p, &o);
 	diag_list_free(&d);

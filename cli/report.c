@@ -382,6 +382,44 @@ void report_text(const struct plan *p, const struct report_options *o)
 		print_unreached(p);
 }
 
+/* ---------------------------------------------------------------- CSV */
+
+void report_csv(const struct plan *p)
+{
+	static const char *const cols[] = {
+		"index", "name", "kind", "strategy", "source", "from", "forward_communication",
+		"forward_comm_bytes_per_device", "redistribution_in_bytes_per_device",
+		"gradient_bytes_per_device", NULL};
+	const struct graph *g = p->graph;
+	struct csv c = {.f = stdout};
+	char st[512], comm[1024];
+	double *redist = calloc((size_t)g->n_ops + 1, sizeof *redist);
+	for (int e = 0; redist && e < p->n_edges; e++)
+		redist[p->edges[e].consumer] += p->edges[e].redist.bytes_per_device;
+	csv_header(&c, cols);
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct dist_op *d = &p->ops[i];
+		double fwd = 0, grad = 0;
+		for (int k = 0; k < d->n_comm; k++)
+			fwd += d->comm[k].bytes_per_device;
+		for (int k = 0; k < d->n_grad; k++)
+			grad += d->grad[k].bytes_per_device;
+		csv_int(&c, i);
+		csv_str(&c, g->ops[i].name);
+		csv_str(&c, op_kind_name(g->ops[i].kind));
+		csv_str(&c, report_strategy_text(st, sizeof st, g, d));
+		csv_str(&c, strategy_source_names[d->source]);
+		csv_str(&c, d->source == STRATEGY_PROPAGATED && d->from_op >= 0 ? g->ops[d->from_op].name
+		                                                            : NULL);
+		csv_str(&c, comm_summary(comm, sizeof comm, d));
+		csv_num(&c, fwd);
+		csv_num(&c, redist ? redist[i] : 0);
+		csv_num(&c, grad);
+		csv_end(&c);
+	}
+	free(redist);
+}
+
 /* --------------------------------------------------------------- JSON */
 
 static cJSON *int_array(const int64_t *v, int n)
