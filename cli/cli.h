@@ -76,6 +76,10 @@ void report_text_edge(const struct plan *p, const struct plan_edge *x, const cha
  * of its forward communication, of the redistributions into it and of its
  * gradient all-reduces. On stdout. */
 void report_csv(const struct plan *p);
+/* One CSV row per op and tensor (explain --csv): op_index, op, kind,
+ * device_matrix, tensor, role ("input 0", "output 0"), shape, tensor_map,
+ * slice_shape, slice_bytes. On stdout. */
+void report_csv_tensors(const struct plan *p);
 /* The same as JSON (docs/planner.md); the caller owns the tree. */
 struct cJSON *report_json(const struct plan *p, const struct report_options *o);
 /* {"scenario", "model", "topology", "devices", "planner", "mode"}. */

@@ -420,6 +420,41 @@ void report_csv(const struct plan *p)
 	free(redist);
 }
 
+void report_csv_tensors(const struct plan *p)
+{
+	static const char *const cols[] = {
+		"op_index", "op", "kind", "device_matrix", "tensor", "role", "shape", "tensor_map",
+		"slice_shape", "slice_bytes", NULL};
+	const struct graph *g = p->graph;
+	struct csv c = {.f = stdout};
+	char s1[512], s2[256], s3[96], s4[96];
+	csv_header(&c, cols);
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct dist_op *d = &p->ops[i];
+		const struct op *op = &g->ops[i];
+		for (int k = 0; k < op->n_in + op->n_out; k++) {
+			bool in = k < op->n_in;
+			const struct layout *l = in ? &d->in[k] : &d->out[k - op->n_in];
+			int t = in ? op->in[k] : op->out[k - op->n_in];
+			int64_t local[GRAPH_MAX_RANK];
+			layout_local_shape(l, local);
+			char role[32];
+			snprintf(role, sizeof role, "%s %d", in ? "input" : "output", in ? k : k - op->n_in);
+			csv_int(&c, i);
+			csv_str(&c, op->name);
+			csv_str(&c, op_kind_name(op->kind));
+			csv_str(&c, devmat_text(s1, sizeof s1, &d->dm));
+			csv_str(&c, g->tensors[t].name);
+			csv_str(&c, role);
+			csv_str(&c, shape_text(s3, sizeof s3, l->rank, l->shape));
+			csv_str(&c, map_text(s2, sizeof s2, l));
+			csv_str(&c, shape_text(s4, sizeof s4, l->rank, local));
+			csv_num(&c, (double)layout_local_elems(l) * (double)dtype_bytes(l->dtype));
+			csv_end(&c);
+		}
+	}
+}
+
 /* --------------------------------------------------------------- JSON */
 
 static cJSON *int_array(const int64_t *v, int n)

@@ -239,3 +239,153 @@ Test(csv, megatron_search_lists_every_configuration, .timeout = 60)
 	free_table(t);
 	free(t);
 }
+
+Test(csv, explain_of_seed000)
+{
+	/* DESIGN.md: MatMul ((2,1),(1,4)) on 8 devices has the device matrix
+	 * [2, 1, 4], X maps to [2, 1], W to [1, 0], Y to [2, 0]; X's slice is
+	 * [32, 64] (8,192 B in fp32), W's [64, 16] (4,096 B). */
+	struct table *t = run_csv("explain scenarios/ffn-8p-layout.json --csv");
+	free_table(t);
+	free(t);
+	t = run_csv("explain scenarios/ffn-8p.json --csv");
+	int dm = column(t, "device_matrix"), map = column(t, "tensor_map");
+	int sl = column(t, "slice_shape"), by = column(t, "slice_bytes");
+	cr_assert_str_eq(t->cell[1][column(t, "op")], "dense1.matmul");
+	cr_assert_str_eq(t->cell[1][dm], "[2, 1, 4]");
+	cr_assert_str_eq(t->cell[1][map], "[2, 1]");
+	cr_assert_str_eq(t->cell[2][map], "[1, 0]");
+	cr_assert_str_eq(t->cell[3][map], "[2, 0]");
+	cr_assert_str_eq(t->cell[3][column(t, "role")], "output 0");
+	cr_assert_str_eq(t->cell[1][sl], "[32, 64]");
+	cr_assert_str_eq(t->cell[1][by], "8192");
+	cr_assert_str_eq(t->cell[2][sl], "[64, 16]");
+	cr_assert_str_eq(t->cell[2][by], "4096");
+	free_table(t);
+	free(t);
+}
+
+Test(csv, topo_links_and_path)
+{
+	/* dgx-a100: NVSwitch ports of 300 GB/s at efficiency 0.767 (230.1 GB/s),
+	 * HDR NICs of 25 GB/s at 0.94 (23.5 GB/s), one per GPU. */
+	struct table *t = run_csv("topo topologies/dgx-a100.json --csv");
+	cr_assert_eq(t->n_rows, 3);
+	cr_assert_str_eq(t->cell[1][column(t, "link")], "nvswitch");
+	cr_assert_eq(strtod(t->cell[1][column(t, "line_rate_bytes_per_s")], NULL), 300e9);
+	cr_assert_eq(strtod(t->cell[1][column(t, "link_bytes_per_s")], NULL), 300e9 * 0.767);
+	cr_assert_str_eq(t->cell[1][column(t, "groups")], "{0,1,2,3,4,5,6,7}");
+	cr_assert_str_eq(t->cell[2][column(t, "link")], "nic");
+	cr_assert_eq(strtod(t->cell[2][column(t, "link_bytes_per_s")], NULL), 25e9 * 0.94);
+	free_table(t);
+	free(t);
+	/* Ranks 3 and 77 of 128 DGX A100 are in servers 0 and 9: NIC, leaf,
+	 * spine, leaf, NIC (docs/formats.md, "Topology queries"). */
+	t = run_csv("topo topologies/dgx-a100-x128.json --between 3 77 --csv");
+	cr_assert_eq(t->n_rows, 1 + 5);
+	cr_assert_str_eq(t->cell[3][column(t, "what")], "spine");
+	free_table(t);
+	free(t);
+}
+
+Test(csv, simulate_one_row_per_rank, .timeout = 60)
+{
+	/* gpt-small-910a-32p: 32 ranks in 2 stages of 16. */
+	struct table *t = run_csv("simulate scenarios/gpt-small-910a-32p.json --csv");
+	cr_assert_eq(t->n_rows, 1 + 32);
+	for (int k = 1; k <= 32; k++) {
+		cr_expect_eq(atoi(t->cell[k][column(t, "rank")]), k - 1);
+		cr_expect_eq(atoi(t->cell[k][column(t, "stage")]), (k - 1) / 16);
+		double sum = strtod(t->cell[k][column(t, "compute_s")], NULL) +
+		             strtod(t->cell[k][column(t, "comm_exposed_s")], NULL) +
+		             strtod(t->cell[k][column(t, "pipeline_wait_s")], NULL) +
+		             strtod(t->cell[k][column(t, "idle_s")], NULL);
+		double it = strtod(t->cell[k][column(t, "iteration_s")], NULL);
+		/* docs/simulation.md: the four parts make up each rank's iteration. */
+		cr_expect(fabs(sum - it) <= 1e-9 * it, "rank %d: %g of %g", k - 1, sum, it);
+	}
+	free_table(t);
+	free(t);
+}
+
+Test(csv, validate_rows_and_points, .timeout = 60)
+{
+	struct table *t = run_csv("validate tests/data/good/validate-training.json "
+	                          "--estimate-only --csv");
+	struct cli_run r = fixture_shardlab("validate tests/data/good/validate-training.json "
+	                                    "--estimate-only --json", false);
+	cJSON *j = cJSON_Parse(r.out);
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
+	cr_assert_eq(t->n_rows - 1, cJSON_GetArraySize(rows));
+	int k = 1;
+	for (const cJSON *o = rows->child; o; o = o->next, k++) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "estimate");
+		if (cJSON_IsObject(e))
+			cr_expect(same(t->cell[k][column(t, "estimated_error_pct")],
+			               jnum(e, "error_pct")));
+		cr_expect_eq(t->cell[k][column(t, "simulated_iteration_s")][0], '\0');
+	}
+	cJSON_Delete(j);
+	free(r.out);
+	free_table(t);
+	free(t);
+	/* Collectives: one row per message size; busbw = S / t x 2(n-1)/n for
+	 * an all-reduce over 8 ranks (nccl-tests). */
+	t = run_csv("validate tests/data/good/validate-collectives.json --estimate-only --csv");
+	cr_assert_geq(t->n_rows, 2);
+	for (k = 1; k < t->n_rows; k++) {
+		if (strcmp(t->cell[k][column(t, "collective")], "AllReduce") ||
+		    atoi(t->cell[k][column(t, "devices")]) != 8)
+			continue;
+		double S = strtod(t->cell[k][column(t, "bytes")], NULL);
+		double s = strtod(t->cell[k][column(t, "formula_s")], NULL);
+		double bw = strtod(t->cell[k][column(t, "formula_busbw_bytes_per_s")], NULL);
+		cr_expect(fabs(bw - S / s * 2 * 7 / 8) <= 1e-9 * bw);
+	}
+	free_table(t);
+	free(t);
+}
+
+Test(csv, calibrate_residuals)
+{
+	/* The first row is a 256³ bf16 GEMM: operands and result of 256 x 256
+	 * x 2 B each, 393,216 B; model_s = measured_s (1 + relative). */
+	struct table *t = run_csv("calibrate calibration/synthetic-a100-example.csv --topology "
+	                          "topologies/dgx-a100.json --csv");
+	cr_assert_str_eq(t->cell[1][column(t, "kind")], "gemm");
+	cr_assert_str_eq(t->cell[1][column(t, "m")], "256");
+	cr_assert_str_eq(t->cell[1][column(t, "bytes")], "393216");
+	for (int k = 1; k < t->n_rows; k++) {
+		double m = strtod(t->cell[k][column(t, "measured_s")], NULL);
+		double p = strtod(t->cell[k][column(t, "model_s")], NULL);
+		double e = strtod(t->cell[k][column(t, "relative_error_pct")], NULL);
+		cr_expect(fabs(100 * (p / m - 1) - e) <= 1e-9, "row %d", k);
+	}
+	free_table(t);
+	free(t);
+}
+
+Test(csv, advise_of_seed000)
+{
+	/* Seed 000: the second Add is the op a user should configure. */
+	struct table *t = run_csv("advise scenarios/ffn-8p.json --csv");
+	cr_assert_eq(t->n_rows, 2);
+	cr_assert_str_eq(t->cell[1][column(t, "rule")], "tied-choice");
+	cr_assert_str_eq(t->cell[1][column(t, "op")], "dense2.add");
+	cr_assert_str_eq(t->cell[1][column(t, "suggestion")], "\"dense2.add\": [[2, 4], [4]]");
+	free_table(t);
+	free(t);
+}
+
+Test(csv, every_table_command_documents_csv)
+{
+	static const char *const cmds[] = {"topo", "calibrate", "graph", "explain", "plan",
+	                                   "advise", "estimate", "simulate", "compare", "validate"};
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		char args[64];
+		snprintf(args, sizeof args, "%s --help", cmds[i]);
+		struct cli_run r = fixture_shardlab(args, false);
+		cr_expect_not_null(strstr(r.out, "--csv"), "%s --help does not mention --csv", cmds[i]);
+		free(r.out);
+	}
+}
