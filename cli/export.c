@@ -258,6 +258,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	if (c->schedule == SCHED_GPIPE && c->pp > 1)
 		fprintf(f, "# the plan's GPipe schedule has no Megatron-LM flag: Megatron-LM runs "
 		           "1F1B\n");
+	if (g && g->kind == GEN_GPT && g->parallel_residual)
+		fprintf(f, "# the model's parallel residual (GPT-NeoX) has no Megatron-LM flag\n");
 	if (c->zero_stage >= 2)
 		fprintf(f, "# ZeRO stage %d: Megatron-LM's distributed optimizer shards the optimizer "
 		           "state only (stage 1)\n", c->zero_stage);

@@ -13,7 +13,8 @@
  *   GPTNeoXForCausalLM -> gpt (rotary, parallel residual when
  *     use_parallel_residual, biases, untied head unless tie_word_embeddings)
  *
- * Absent optional fields take the defaults of the transformers
+ * A config without "architectures" is read by its "model_type" (llama,
+ * mistral, qwen2, gpt2, gpt_neox). Absent optional fields take the defaults of the transformers
  * configuration class of that architecture (LlamaConfig, GPT2Config, ...);
  * JSON null counts as absent. Other members (rope_theta, rms_norm_eps,
  * sliding_window, ...) do not change parameters or FLOPs here and are not
@@ -32,6 +33,9 @@ static const char *const hf_arch_names[HF_COUNT] = {
 	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel",
 	"GPTNeoXForCausalLM",
 };
+/* transformers' model_type of each, for configs without "architectures". */
+static const char *const hf_model_types[HF_COUNT] = {"llama", "mistral", "qwen2", "gpt2",
+                                                     "gpt_neox"};
 _Static_assert(HF_COUNT == 5, "hf_arch_names must list every architecture");
 
 const char *const *graph_hf_architectures(int *n)
@@ -211,16 +215,32 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 	if (!jv_root(doc, &root))
 		return false;
 	size_t errors = doc->diags->errors;
-	if (!hf_need(&root, "architectures", &v) || !jv_is_array(&v, 1, 1000))
-		return false;
-	jv_at(&v, 0, &e);
 	const char *arch;
-	if (!jv_string(&e, &arch))
-		return false;
 	int fam = -1;
-	for (int i = 0; i < HF_COUNT; i++)
-		if (!strcmp(arch, hf_arch_names[i]))
-			fam = i;
+	if (!hf_get(&root, "architectures", &v) && hf_get(&root, "model_type", &e)) {
+		/* Configs saved without "architectures" still say their family. */
+		const char *type;
+		if (!jv_string(&e, &type))
+			return false;
+		for (int i = 0; i < HF_COUNT; i++)
+			if (!strcmp(type, hf_model_types[i]))
+				fam = i;
+		if (fam < 0) {
+			jv_error(&e, "unknown model_type \"%s\" and no \"architectures\" (shardlab "
+			         "imports llama, mistral, qwen2, gpt2 and gpt_neox)", type);
+			return false;
+		}
+		arch = hf_arch_names[fam];
+	} else {
+		if (!hf_need(&root, "architectures", &v) || !jv_is_array(&v, 1, 1000))
+			return false;
+		jv_at(&v, 0, &e);
+		if (!jv_string(&e, &arch))
+			return false;
+		for (int i = 0; i < HF_COUNT; i++)
+			if (!strcmp(arch, hf_arch_names[i]))
+				fam = i;
+	}
 	if (fam < 0) {
 		jv_error(&e, "unknown architecture \"%s\" (shardlab imports LlamaForCausalLM, "
 		         "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel and "

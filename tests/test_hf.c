@@ -85,6 +85,40 @@ Test(hf, qwen2_7b_published_total)
 	cr_assert_eq(hf_params("models/hf/qwen2-7b.json", 4096), 7615616512LL);
 }
 
+Test(hf, llama32_1b_tied_published_total)
+{
+	/* Llama 3.2 1B (model card: 1.23B), a head tied to the embedding,
+	 * head_dim 64 given explicitly, rope_scaling an object:
+	 * h 2048, 16 layers, 32 heads of 64, kv 8 (512 wide), ffn 8192, V 128256:
+	 *   embedding (tied, once)  128256·2048                  =   262,668,288
+	 *   per layer q,o 2·2048², k,v 2·2048·512, SwiGLU 3·2048·8192, norms 2·2048
+	 *           = 8,388,608 + 2,097,152 + 50,331,648 + 4,096  =    60,821,504
+	 *   16 layers                                              =   973,144,064
+	 *   final norm 2048; total                                 = 1,235,814,400 */
+	cr_assert_eq(hf_params("models/hf/llama-3.2-1b.json", 8192), 1235814400LL);
+}
+
+Test(hf, model_type_stands_for_architectures)
+{
+	/* The LLaMA-2 7B config without "architectures": read by model_type. */
+	static const char text[] =
+		"{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 32,"
+		" \"num_attention_heads\": 32, \"num_key_value_heads\": 32,"
+		" \"intermediate_size\": 11008, \"vocab_size\": 32000,"
+		" \"max_position_embeddings\": 4096}";
+	struct json_doc doc;
+	struct hf_model m;
+	cr_assert(json_doc_parse(&doc, "config.json", text, sizeof text - 1, &D));
+	cr_assert(graph_hf_read(A, &doc, 0, 0, &m));
+	json_doc_free(&doc);
+	cr_assert_str_eq(m.architecture, "LlamaForCausalLM");
+	struct graph *g = graph_generate(A, &m.gen, &D);
+	cr_assert_not_null(g);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	cr_assert_eq(t.parameters, 6738415616LL); /* as llama2_7b_published_total */
+}
+
 Test(hf, gpt2_published_total)
 {
 	/* GPT-2 small, 124,439,808 (the count of the released checkpoint).
@@ -188,8 +222,13 @@ Test(hf, bad_configs_name_the_field)
 	static const struct {
 		const char *text, *want;
 	} cases[] = {
-		{"{\"model_type\": \"llama\"}",
+		{"{\"vocab_size\": 32000}",
 		 "config.json:1: architectures: missing required field"},
+		{"{\"model_type\": \"bert\"}",
+		 "config.json:1: model_type: unknown model_type \"bert\" and no \"architectures\" "
+		 "(shardlab imports llama, mistral, qwen2, gpt2 and gpt_neox)"},
+		{"{\"model_type\": \"llama\", \"hidden_size\": 4096}",
+		 "config.json:1: num_hidden_layers: missing required field"},
 		{"{\n\"architectures\": [\"BertForMaskedLM\"]\n}",
 		 "config.json:2: architectures[0]: unknown architecture \"BertForMaskedLM\" (shardlab "
 		 "imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel and "
@@ -295,7 +334,7 @@ Test(hf, import_diagnostics_and_usage)
 Test(hf, every_shipped_config_imports)
 {
 	static const char *const files[] = {
-		"gpt2", "llama-2-7b", "llama-2-13b", "llama-2-70b", "mistral-7b-v0.1",
+		"gpt2", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.2-1b", "mistral-7b-v0.1",
 		"pythia-160m", "pythia-1.4b", "qwen2-7b",
 	};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
