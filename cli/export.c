@@ -45,16 +45,82 @@ static void sort_ops(int *v, int n, const struct graph *g)
 	}
 }
 
+/* Whether the tuple form says all of an op's placement: the op re-derived
+ * from its cuts puts every input slice on the same ranks. */
+static bool tuple_suffices(struct arena *a, const struct plan *p, int i)
+{
+	const struct dist_op *d = &p->ops[i];
+	struct dist_op t;
+	struct diag_list dl;
+	diag_list_init(&dl);
+	bool same = d->cuts && dist_op_from_cuts(a, p->graph, i,
+	                                         (const int64_t (*)[GRAPH_MAX_RANK])d->cuts,
+	                                         p->n_devices, &t, &dl);
+	for (int k = 0; same && k < d->n_in; k++)
+		same = layout_same_placement(&t.in[k], &d->in[k]);
+	diag_list_free(&dl);
+	return same;
+}
+
+/* MindSpore's layout of an op's inputs ("parallel_layout_value_item"):
+ * {"0": {"alias_name", "dev_matrix", "interleaved_parallel",
+ * "tensor_map"}, ...}, keys in byte order. Axes without a name are called
+ * "axisK" (K from the major end). */
+static cJSON *ms_layout(const struct plan *p, int i)
+{
+	const struct op *op = &p->graph->ops[i];
+	const struct dist_op *d = &p->ops[i];
+	cJSON *o = cJSON_CreateObject();
+	for (int k = 0; o && k < op->n_in && k < d->n_in; k++) {
+		const struct layout *l = &d->in[k];
+		char key[16], name[32];
+		snprintf(key, sizeof key, "%d", k);
+		cJSON *e = cJSON_CreateObject(), *al = cJSON_CreateArray(), *dm = cJSON_CreateArray();
+		cJSON *tm = cJSON_CreateArray();
+		bool ok = e && al && dm && tm;
+		for (int x = 0; ok && x < l->dm.n; x++) {
+			snprintf(name, sizeof name, "axis%d", x);
+			ok = cJSON_AddItemToArray(al, cJSON_CreateString(l->dm.name[x] ? l->dm.name[x]
+			                                                              : name)) &&
+			     cJSON_AddItemToArray(dm, cJSON_CreateNumber((double)l->dm.size[x]));
+		}
+		for (int r = 0; ok && r < l->rank; r++) {
+			int m[PLAN_MAX_AXES];
+			int n = layout_tensor_map(l, r, m);
+			cJSON *dim = cJSON_CreateArray();
+			ok = dim && cJSON_AddItemToArray(tm, dim);
+			if (ok && n == 0)
+				ok = cJSON_AddItemToArray(dim, cJSON_CreateNumber(-1));
+			for (int q = 0; ok && q < n; q++)
+				ok = cJSON_AddItemToArray(dim, cJSON_CreateNumber(m[q]));
+		}
+		if (ok) {
+			cJSON_AddItemToObject(e, "alias_name", al);
+			cJSON_AddItemToObject(e, "dev_matrix", dm);
+			cJSON_AddBoolToObject(e, "interleaved_parallel", false);
+			cJSON_AddItemToObject(e, "tensor_map", tm);
+			cJSON_AddItemToObject(o, key, e);
+		} else {
+			cJSON_Delete(e);
+			cJSON_Delete(al);
+			cJSON_Delete(dm);
+			cJSON_Delete(tm);
+			cJSON_Delete(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
 cJSON *report_mindspore_strategy(const struct plan *p, const struct plan_part *part)
 {
 	const struct graph *g = p->graph;
 	int *order = malloc(sizeof(int) * (size_t)(g->n_ops + 1));
+	struct arena *scratch = arena_new();
+	cJSON *layouts = NULL;
 	cJSON *root = cJSON_CreateObject();
 	cJSON *items = root ? cJSON_CreateObject() : NULL;
-	bool ok = order && items && cJSON_AddNumberToObject(root, "current_stage", 0) &&
-	          cJSON_AddItemToObject(root, "parallel_strategy_item", items);
-	if (!ok)
-		cJSON_Delete(items);
+	bool ok = order && items && cJSON_AddNumberToObject(root, "current_stage", 0);
 	for (int i = 0; ok && i < g->n_ops; i++)
 		order[i] = i;
 	if (ok)
@@ -85,8 +151,33 @@ cJSON *report_mindspore_strategy(const struct plan *p, const struct plan_part *p
 			cJSON_Delete(item);
 			ok = false;
 		}
+		if (ok && scratch && !tuple_suffices(scratch, p, i)) {
+			cJSON *lay = ms_layout(p, i);
+			if (!layouts && lay) {
+				layouts = cJSON_CreateObject();
+				ok = layouts != NULL;
+			}
+			if (!lay || !ok || !cJSON_AddItemToObject(layouts, op->name, lay)) {
+				cJSON_Delete(lay);
+				ok = false;
+			}
+		}
 	}
+	arena_free(scratch);
 	free(order);
+	/* Byte order: parallel_layout_value_item before parallel_strategy_item. */
+	if (ok && layouts) {
+		ok = cJSON_AddItemToObject(root, "parallel_layout_value_item", layouts);
+		if (ok)
+			layouts = NULL;
+	}
+	if (ok) {
+		ok = cJSON_AddItemToObject(root, "parallel_strategy_item", items);
+		if (ok)
+			items = NULL;
+	}
+	cJSON_Delete(layouts);
+	cJSON_Delete(items);
 	if (!ok) {
 		cJSON_Delete(root);
 		return NULL;

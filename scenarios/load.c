@@ -429,6 +429,141 @@ static bool read_shards(struct loader *L, const struct jv *v)
 	return ok;
 }
 
+/* One input's entry of MindSpore's "parallel_layout_value_item":
+ * {"alias_name": [...], "dev_matrix": [...], "interleaved_parallel": false,
+ * "tensor_map": [[2], [1, 0], [-1]]}: per dimension the device-matrix axes
+ * counted from the right, major first, -1 for not split. The first input
+ * sets the op's device matrix; the others must repeat it. */
+static bool read_ms_tensor(struct loader *L, struct shard_config *c, const struct jv *v, int i)
+{
+	static const char *const keys[] = {"alias_name", "dev_matrix", "interleaved_parallel",
+	                                   "tensor_map", NULL};
+	const struct tensor *t = op_input(L->s->graph, c->op, i);
+	struct jv dm, al, tm, il, e;
+	if (!jv_open(v, keys))
+		return false;
+	bool have = jv_need(v, "dev_matrix", &dm);
+	have = jv_need(v, "alias_name", &al) && have;
+	have = jv_need(v, "tensor_map", &tm) && have;
+	if (!have || !jv_is_array(&dm, 1, SHARD_MAX_AXES) || !jv_is_array(&al, 1, SHARD_MAX_AXES))
+		return false;
+	bool interleaved = false;
+	if (jv_get(v, "interleaved_parallel", &il) && jv_bool(&il, &interleaved) && interleaved) {
+		jv_error(&il, "interleaved parallelism is not modelled");
+		return false;
+	}
+	int n = jv_len(&dm);
+	if (jv_len(&al) != n) {
+		jv_error(&al, "expected %d axis names (one per device-matrix axis), got %d", n,
+		         jv_len(&al));
+		return false;
+	}
+	bool ok = true;
+	int64_t total = 1;
+	for (int k = 0; k < n; k++) {
+		int64_t size;
+		const char *name;
+		jv_at(&dm, k, &e);
+		if (!jv_int(&e, JR_RANGE(1, 1 << 20), &size))
+			return false;
+		jv_at(&al, k, &e);
+		if (!jv_string(&e, &name))
+			return false;
+		if (i == 0) {
+			c->device_matrix[k] = size;
+			c->axis_names[k] = arena_strdup(L->a, name);
+			for (int j = 0; j < k; j++)
+				if (!strcmp(c->axis_names[j], name)) {
+					jv_error(&e, "axis name \"%s\" is used twice", name);
+					ok = false;
+				}
+		} else if (n != c->n_dev_axes || size != c->device_matrix[k] ||
+		           strcmp(name, c->axis_names[k])) {
+			jv_error(&dm, "input %d has another device matrix than input 0: shardlab gives an "
+			         "op one device matrix", i);
+			return false;
+		}
+		if (!util_mul_i64(total, size, &total))
+			total = INT64_MAX;
+	}
+	if (i == 0) {
+		c->n_dev_axes = n;
+		if (L->stage_devices && total != L->stage_devices) {
+			jv_error(&dm, "the device matrix holds %lld devices, a stage has %lld",
+			         (long long)total, (long long)L->stage_devices);
+			return false;
+		}
+	}
+	if (!ok || !jv_is_array(&tm, 0, GRAPH_MAX_RANK))
+		return false;
+	if (jv_len(&tm) != t->rank) {
+		jv_error(&tm, "%s has rank %d, the layout maps %d dimension%s", t->name, t->rank,
+		         jv_len(&tm), jv_len(&tm) == 1 ? "" : "s");
+		return false;
+	}
+	struct shard_tensor_map *m = &c->in_maps[i];
+	m->rank = t->rank;
+	bool used[SHARD_MAX_AXES] = {false};
+	for (int d = 0; d < t->rank; d++) {
+		struct jv dim, ax;
+		jv_at(&tm, d, &dim);
+		bool list = dim.node && cJSON_IsArray(dim.node);
+		if (list && !jv_is_array(&dim, 1, SHARD_MAX_AXES))
+			return false;
+		int64_t slices = 1;
+		for (int k = 0; k < (list ? jv_len(&dim) : 1); k++) {
+			int64_t x;
+			if (list)
+				jv_at(&dim, k, &ax);
+			else
+				ax = dim;
+			if (!jv_int(&ax, JR_RANGE(-1, n - 1), &x))
+				return false;
+			if (x < 0)
+				continue;
+			int axis = n - 1 - (int)x;
+			if (used[axis]) {
+				jv_error(&ax, "device axis %lld is used twice in one tensor", (long long)x);
+				return false;
+			}
+			used[axis] = true;
+			m->axes[d][m->n_axes[d]++] = axis;
+			slices *= c->device_matrix[axis];
+		}
+		if (t->dims[d] % slices) {
+			jv_error(&dim, "%lld slices do not divide dimension %d of %s (size %lld)",
+			         (long long)slices, d, t->name, (long long)t->dims[d]);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* An op's "parallel_layout_value_item": {"0": input 0's layout, ...}. */
+static bool read_ms_layout(struct loader *L, struct shard_config *c, const struct jv *v)
+{
+	const struct op *op = &L->s->graph->ops[c->op];
+	if (!jv_is_object(v))
+		return false;
+	if (jv_len(v) != op->n_in) {
+		jv_error(v, "%s \"%s\" has %d input%s, the layout gives %d", op_kind_name(op->kind),
+		         op->name, op->n_in, op->n_in == 1 ? "" : "s", jv_len(v));
+		return false;
+	}
+	c->form = SHARD_LAYOUT;
+	c->in_maps = arena_calloc(L->a, (size_t)op->n_in, sizeof(*c->in_maps));
+	if (!c->in_maps)
+		return false;
+	for (int i = 0; i < op->n_in; i++) {
+		char key[16];
+		struct jv e;
+		snprintf(key, sizeof key, "%d", i);
+		if (!jv_need(v, key, &e) || !read_ms_tensor(L, c, &e, i))
+			return false;
+	}
+	return true;
+}
+
 /* "mindspore_strategy": a file in the JSON that MindSpore's
  * set_op_strategy_config(mode="SAVE") writes (docs/formats.md):
  *   {"current_stage": 0, "parallel_strategy_item":
@@ -436,7 +571,8 @@ static bool read_shards(struct loader *L, const struct jv *v)
  * Each entry becomes a shard() configuration of the op named OP. */
 static bool read_ms_strategy(struct loader *L, const struct jv *v)
 {
-	static const char *const top[] = {"current_stage", "parallel_strategy_item", NULL};
+	static const char *const top[] = {"current_stage", "parallel_strategy_item",
+	                                  "parallel_layout_value_item", NULL};
 	static const char *const item[] = {"stage", "parallel_strategy", NULL};
 	const char *rel;
 	if (!jv_string(v, &rel))
@@ -454,15 +590,52 @@ static bool read_ms_strategy(struct loader *L, const struct jv *v)
 		ok = jv_int(&f, JR_RANGE(0, 1 << 30), &stage);
 	ok = ok && jv_need(&root, "parallel_strategy_item", &items) && jv_is_object(&items);
 	int n = ok ? jv_len(&items) : 0;
-	ok = ok && grow_shards(L, n);
+	/* Ops given as layouts first: their tuple in parallel_strategy_item
+	 * says less (which ranks repeat a slice is the layout's). */
+	struct jv layouts;
+	bool have_layouts = ok && jv_get(&root, "parallel_layout_value_item", &layouts);
+	if (have_layouts && !jv_is_object(&layouts))
+		ok = have_layouts = false;
+	ok = ok && grow_shards(L, n + (have_layouts ? jv_len(&layouts) : 0));
+	have_layouts = have_layouts && ok;
 	const char *file = arena_strdup(L->a, path);
 	bool ready = ok;
+	for (int i = 0; have_layouts && i < jv_len(&layouts); i++) {
+		struct jv e;
+		jv_at(&layouts, i, &e);
+		const char *name = jv_key(&e);
+		int op = graph_find_op(L->s->graph, name);
+		if (op < 0) {
+			suggest_op(L->s->graph, &e, name);
+			ok = false;
+			continue;
+		}
+		bool dup = false;
+		for (int k = 0; k < L->s->n_shards && !dup; k++)
+			dup = L->s->shards[k].op == op;
+		if (dup) {
+			jv_error(&e, "op \"%s\" is configured twice", name);
+			ok = false;
+			continue;
+		}
+		struct shard_config *c = &L->s->shards[L->s->n_shards];
+		*c = (struct shard_config){.op_name = L->s->graph->ops[op].name, .op = op,
+		                           .file = file, .line = e.line,
+		                           .path = arena_strdup(L->a, e.path),
+		                           .n_in = L->s->graph->ops[op].n_in};
+		if (read_ms_layout(L, c, &e))
+			L->s->n_shards++;
+		else
+			ok = false;
+	}
 	for (int i = 0; ready && i < n; i++) {
-		struct jv e, strat;
+		struct jv e, strat, lay;
 		jv_at(&items, i, &e);
 		bool good = jv_open(&e, item) && jv_need(&e, "parallel_strategy", &strat);
 		if (good && jv_get(&e, "stage", &f))
 			good = jv_int(&f, JR_RANGE(0, 1 << 30), &stage);
+		if (good && have_layouts && jv_get(&layouts, jv_key(&e), &lay))
+			continue;
 		ok = good && add_shard(L, &e, jv_key(&e), &strat, file) && ok;
 	}
 	json_doc_free(&doc);

@@ -294,3 +294,67 @@ Test(export, megatron_needs_a_megatron_plan)
 	cr_assert_eq(r.status, 2);
 	free(r.out);
 }
+
+Test(export, mindspore_round_trip_pipeline)
+{
+	/* Two pipeline stages: the strategies come back, and the stages the
+	 * estimate cuts from them are the same. */
+	round_trip("scenarios/gpt-small-910a-32p.json", "megatron");
+}
+
+Test(export, mindspore_layouts_where_the_tuple_is_not_enough)
+{
+	/* gpt-small-910a-32p under megatron: 16 NPUs per stage, TP 8 inside an
+	 * Atlas 800 and DP 2, as the device matrix (dp 2, mp 8). A LayerNorm
+	 * ((2, 1), (1,), (1,)) leaves 8 copies of each batch half; the tuple
+	 * form would put the repeat axis first (MindSpore's default) and the
+	 * copies on ranks 0, 2, 4, ..., where Megatron keeps them on one server:
+	 * the file gives its layout, the batch dimension on dp (axis 1 counted
+	 * from the right). The seed's FFN needs no layout. */
+	struct cli_run r = fixture_shardlab("plan scenarios/gpt-small-910a-32p.json --planner "
+	                                    "megatron --export mindspore -", false);
+	cr_assert_eq(r.status, 0);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j);
+	cr_assert_str_eq(j->child->next->string, "parallel_layout_value_item");
+	cr_assert_str_eq(j->child->next->next->string, "parallel_strategy_item");
+	const cJSON *ln = member(member(j, "parallel_layout_value_item"), "layers.0.ln1");
+	char s[256];
+	strategy_text(member(member(ln, "0"), "dev_matrix"), s, sizeof s);
+	cr_expect_str_eq(s, "[2,8]");
+	strategy_text(member(member(ln, "0"), "alias_name"), s, sizeof s);
+	cr_expect_str_eq(s, "[\"dp\",\"mp\"]");
+	strategy_text(member(member(ln, "0"), "tensor_map"), s, sizeof s);
+	cr_expect_str_eq(s, "[[1],[-1]]");
+	strategy_text(member(member(ln, "1"), "tensor_map"), s, sizeof s);
+	cr_expect_str_eq(s, "[[-1]]");
+	cr_expect(cJSON_IsFalse(member(member(ln, "0"), "interleaved_parallel")));
+	/* The same op keeps its tuple in parallel_strategy_item. */
+	strategy_text(member(member(member(j, "parallel_strategy_item"), "layers.0.ln1"),
+	                     "parallel_strategy"), s, sizeof s);
+	cr_expect_str_eq(s, "[[2,1],[1],[1]]");
+	cJSON_Delete(j);
+	free(r.out);
+
+	r = fixture_shardlab("plan scenarios/ffn-8p.json --export mindspore -", false);
+	j = cJSON_Parse(r.out);
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(j, "parallel_layout_value_item"));
+	cJSON_Delete(j);
+	free(r.out);
+}
+
+Test(export, mindspore_layout_diagnostics)
+{
+	strategy_diag("{\"current_stage\": 0, \"parallel_strategy_item\": {},\n"
+	              " \"parallel_layout_value_item\": {\"relu\": {\"0\": {\"alias_name\": [\"a\", "
+	              "\"b\"],\n \"dev_matrix\": [2, 4], \"interleaved_parallel\": false, "
+	              "\"tensor_map\": [[1], [2]]}}}}\n",
+	              "3: parallel_layout_value_item.relu[\"0\"].tensor_map[1][0]: expected an "
+	              "integer between -1 and 1, got 2");
+	strategy_diag("{\"current_stage\": 0, \"parallel_strategy_item\": {},\n"
+	              " \"parallel_layout_value_item\": {\"relu\": {\"0\": {\"alias_name\": [\"a\", "
+	              "\"b\"],\n \"dev_matrix\": [2, 2], \"interleaved_parallel\": false, "
+	              "\"tensor_map\": [[1], [0]]}}}}\n",
+	              "3: parallel_layout_value_item.relu[\"0\"].dev_matrix: the device matrix holds "
+	              "4 devices, a stage has 8");
+}
