@@ -117,6 +117,7 @@ static void check_dir(const char *dir)
 
 Test(cli, shipped_topologies_pass_check) { check_dir("topologies"); }
 Test(cli, shipped_models_pass_check) { check_dir("models"); }
+Test(cli, shipped_hf_configs_pass_check) { check_dir("models/hf"); }
 Test(cli, shipped_scenarios_pass_check) { check_dir("scenarios"); }
 Test(cli, shipped_validation_files_pass_check) { check_dir("validation"); }
 
