@@ -242,18 +242,18 @@ void report_compare_json(struct cJSON *root, const struct compare_row *rows, int
 
 /* ------------------------------------------- csv.c: --csv of every table */
 
-/* A CSV table on f (RFC 4180). Each row: csv_str / csv_num / csv_int per
- * field, then csv_end. */
-struct csv {
+/* A CSV table on f (RFC 4180). Each row: cli_csv_str / _num / _int per
+ * field, then cli_csv_end. */
+struct cli_csv {
 	FILE *f;
 	int col;
 };
 /* The header row from NULL-ended column names (each with its unit). */
-void csv_header(struct csv *c, const char *const *names);
-void csv_str(struct csv *c, const char *s);   /* quoted when needed; NULL: empty */
-void csv_num(struct csv *c, double v);        /* every digit that tells */
-void csv_int(struct csv *c, int64_t v);
-void csv_end(struct csv *c);
+void cli_csv_header(struct cli_csv *c, const char *const *names);
+void cli_csv_str(struct cli_csv *c, const char *s); /* quoted when needed; NULL: empty */
+void cli_csv_num(struct cli_csv *c, double v);      /* every digit that tells */
+void cli_csv_int(struct cli_csv *c, int64_t v);
+void cli_csv_end(struct cli_csv *c);
 
 /* ------------------------------ export.c: plans for training frameworks */
 

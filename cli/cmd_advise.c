@@ -429,23 +429,23 @@ static void csv_advice(const struct advice *ad)
 	static const char *const cols[] = {"rule", "op", "message", "suggestion",
 	                                   "bytes_per_device", NULL};
 	const struct plan *p = ad->p;
-	struct csv c = {.f = stdout};
+	struct cli_csv c = {.f = stdout};
 	char msg[1024], entry[640];
-	csv_header(&c, cols);
+	cli_csv_header(&c, cols);
 	for (int i = 0; i < ad->n; i++) {
 		const struct warning *w = &ad->w[i];
-		csv_str(&c, rule_names[w->rule]);
-		csv_str(&c, p->graph->ops[w->op].name);
-		csv_str(&c, message(msg, sizeof msg, p, w));
-		csv_str(&c, w->suggest ? report_shard_entry(entry, sizeof entry, p->graph, w->suggest)
+		cli_csv_str(&c, rule_names[w->rule]);
+		cli_csv_str(&c, p->graph->ops[w->op].name);
+		cli_csv_str(&c, message(msg, sizeof msg, p, w));
+		cli_csv_str(&c, w->suggest ? report_shard_entry(entry, sizeof entry, p->graph, w->suggest)
 		                       : NULL);
 		if (w->rule == RULE_COSTLY)
-			csv_num(&c, w->edge->redist.bytes_per_device);
+			cli_csv_num(&c, w->edge->redist.bytes_per_device);
 		else if (w->rule == RULE_TIED)
-			csv_num(&c, p->choices[w->op].edge_bytes);
+			cli_csv_num(&c, p->choices[w->op].edge_bytes);
 		else
-			csv_str(&c, NULL);
-		csv_end(&c);
+			cli_csv_str(&c, NULL);
+		cli_csv_end(&c);
 	}
 }
 

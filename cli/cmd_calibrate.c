@@ -345,26 +345,26 @@ static void csv_residuals(const struct calib_table *t, const struct calib_fit *f
 	static const char *const cols[] = {"line", "kind", "m", "n", "k", "batch", "dtype",
 	                                   "bytes", "measured_s", "model_s", "relative_error_pct",
 	                                   NULL};
-	struct csv c = {.f = stdout};
-	csv_header(&c, cols);
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
 	for (int i = 0; i < t->n_rows; i++) {
 		const struct calib_row *r = &t->rows[i];
 		bool gemm = r->kind == CALIB_GEMM;
-		csv_int(&c, r->line);
-		csv_str(&c, calib_kind_names[r->kind]);
+		cli_csv_int(&c, r->line);
+		cli_csv_str(&c, calib_kind_names[r->kind]);
 		for (int k = 0; k < 4; k++) {
 			double v[4] = {r->m, r->n, r->k, r->batch};
 			if (gemm)
-				csv_num(&c, v[k]);
+				cli_csv_num(&c, v[k]);
 			else
-				csv_str(&c, NULL);
+				cli_csv_str(&c, NULL);
 		}
-		csv_str(&c, gemm ? dtype_names[r->dtype] : NULL);
-		csv_num(&c, r->bytes);
-		csv_num(&c, r->seconds);
-		csv_num(&c, r->seconds * (1 + f->rel[i]));
-		csv_num(&c, 100 * f->rel[i]);
-		csv_end(&c);
+		cli_csv_str(&c, gemm ? dtype_names[r->dtype] : NULL);
+		cli_csv_num(&c, r->bytes);
+		cli_csv_num(&c, r->seconds);
+		cli_csv_num(&c, r->seconds * (1 + f->rel[i]));
+		cli_csv_num(&c, 100 * f->rel[i]);
+		cli_csv_end(&c);
 	}
 }
 

@@ -365,34 +365,34 @@ static void search_csv(const struct scenario *s, const struct search_result *r,
 		"rank", "tp", "pp", "dp", "micro_batch", "micro_batches", "schedule",
 		"virtual_stages", "recompute", "zero_stage", "estimated_s", "simulated_s",
 		"samples_per_s", "bubble_pct", "memory_bytes_per_device", "oom", NULL};
-	struct csv c = {.f = stdout};
-	csv_header(&c, cols);
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
 	for (int i = 0; i < r->n; i++) {
 		const struct search_candidate *k = &r->cands[i];
 		const struct search_config *g = &k->config;
-		csv_int(&c, i + 1);
-		csv_int(&c, g->tp);
-		csv_int(&c, g->pp);
-		csv_int(&c, g->dp);
-		csv_int(&c, g->micro_batch);
-		csv_int(&c, g->micro_batches);
-		csv_str(&c, g->pp > 1 ? schedule_names[g->schedule] : NULL);
-		csv_int(&c, g->virtual_stages);
-		csv_str(&c, recompute_names[g->recompute]);
-		csv_int(&c, g->zero_stage);
-		csv_num(&c, k->iteration_s);
+		cli_csv_int(&c, i + 1);
+		cli_csv_int(&c, g->tp);
+		cli_csv_int(&c, g->pp);
+		cli_csv_int(&c, g->dp);
+		cli_csv_int(&c, g->micro_batch);
+		cli_csv_int(&c, g->micro_batches);
+		cli_csv_str(&c, g->pp > 1 ? schedule_names[g->schedule] : NULL);
+		cli_csv_int(&c, g->virtual_stages);
+		cli_csv_str(&c, recompute_names[g->recompute]);
+		cli_csv_int(&c, g->zero_stage);
+		cli_csv_num(&c, k->iteration_s);
 		if (i < n_rows && !rows[i].error && !rows[i].sim_error)
-			csv_num(&c, rows[i].simulated_s);
+			cli_csv_num(&c, rows[i].simulated_s);
 		else
-			csv_str(&c, NULL);
-		csv_num(&c, k->iteration_s > 0 ? (double)s->training.global_batch / k->iteration_s : 0);
+			cli_csv_str(&c, NULL);
+		cli_csv_num(&c, k->iteration_s > 0 ? (double)s->training.global_batch / k->iteration_s : 0);
 		if (g->pp > 1 && k->iteration_s > 0)
-			csv_num(&c, 100 * k->bubble_s / k->iteration_s);
+			cli_csv_num(&c, 100 * k->bubble_s / k->iteration_s);
 		else
-			csv_str(&c, NULL);
-		csv_num(&c, k->memory_bytes);
-		csv_str(&c, k->oom_overflow_bytes > 0 ? "true" : "false");
-		csv_end(&c);
+			cli_csv_str(&c, NULL);
+		cli_csv_num(&c, k->memory_bytes);
+		cli_csv_str(&c, k->oom_overflow_bytes > 0 ? "true" : "false");
+		cli_csv_end(&c);
 	}
 }
 

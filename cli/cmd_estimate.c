@@ -262,27 +262,27 @@ static void csv_ops(const struct plan *p, const struct estimate *e)
 		"index", "name", "kind", "stage", "compute_forward_s", "compute_backward_s",
 		"comm_forward_s", "comm_backward_s", "recompute_s", "gather_s", "gradient_s",
 		"activation_bytes", "total_s", "share_pct", NULL};
-	struct csv c = {.f = stdout};
-	csv_header(&c, cols);
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
 	for (int i = 0; i < e->n_ops; i++) {
 		const struct est_op *o = &e->ops[i];
 		const struct op *op = &p->graph->ops[o->op];
 		double t = op_total_s(e, o);
-		csv_int(&c, o->op);
-		csv_str(&c, op->name);
-		csv_str(&c, op_kind_name(op->kind));
-		csv_int(&c, e->part.n_stages > 0 ? part_stage(&e->part, o->chunk) : 0);
-		csv_num(&c, o->compute_forward_s);
-		csv_num(&c, o->compute_backward_s);
-		csv_num(&c, o->comm_forward_s);
-		csv_num(&c, o->comm_backward_s);
-		csv_num(&c, o->recompute_s);
-		csv_num(&c, o->gather_s);
-		csv_num(&c, o->gradient_s);
-		csv_num(&c, o->activation_bytes);
-		csv_num(&c, t);
-		csv_num(&c, share(t, e->iteration_s));
-		csv_end(&c);
+		cli_csv_int(&c, o->op);
+		cli_csv_str(&c, op->name);
+		cli_csv_str(&c, op_kind_name(op->kind));
+		cli_csv_int(&c, e->part.n_stages > 0 ? part_stage(&e->part, o->chunk) : 0);
+		cli_csv_num(&c, o->compute_forward_s);
+		cli_csv_num(&c, o->compute_backward_s);
+		cli_csv_num(&c, o->comm_forward_s);
+		cli_csv_num(&c, o->comm_backward_s);
+		cli_csv_num(&c, o->recompute_s);
+		cli_csv_num(&c, o->gather_s);
+		cli_csv_num(&c, o->gradient_s);
+		cli_csv_num(&c, o->activation_bytes);
+		cli_csv_num(&c, t);
+		cli_csv_num(&c, share(t, e->iteration_s));
+		cli_csv_end(&c);
 	}
 }
 

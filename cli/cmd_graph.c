@@ -159,23 +159,23 @@ static int print_csv(const struct graph *g)
 	static const char *const cols[] = {"index", "name", "kind", "inputs", "outputs",
 	                                   "forward_flops", "bytes_read_bytes",
 	                                   "bytes_written_bytes", "parameters_elements", NULL};
-	struct csv c = {.f = stdout};
+	struct cli_csv c = {.f = stdout};
 	char b[512];
-	csv_header(&c, cols);
+	cli_csv_header(&c, cols);
 	for (int i = 0; i < g->n_ops; i++) {
 		const struct op *op = &g->ops[i];
-		csv_int(&c, i);
-		csv_str(&c, op->name);
-		csv_str(&c, op_kind_name(op->kind));
+		cli_csv_int(&c, i);
+		cli_csv_str(&c, op->name);
+		cli_csv_str(&c, op_kind_name(op->kind));
 		shapes(b, sizeof b, g, op->in, op->n_in, false);
-		csv_str(&c, b);
+		cli_csv_str(&c, b);
 		shapes(b, sizeof b, g, op->out, op->n_out, true);
-		csv_str(&c, b);
-		csv_num(&c, op->flops);
-		csv_num(&c, op->bytes_read);
-		csv_num(&c, op->bytes_written);
-		csv_int(&c, op->params);
-		csv_end(&c);
+		cli_csv_str(&c, b);
+		cli_csv_num(&c, op->flops);
+		cli_csv_num(&c, op->bytes_read);
+		cli_csv_num(&c, op->bytes_written);
+		cli_csv_int(&c, op->params);
+		cli_csv_end(&c);
 	}
 	return EXIT_OK;
 }

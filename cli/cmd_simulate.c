@@ -293,18 +293,18 @@ static void csv_ranks(const struct plan *p, const struct cli_sim_outcome *r)
 {
 	static const char *const cols[] = {"rank", "stage", "compute_s", "comm_exposed_s",
 	                                   "pipeline_wait_s", "idle_s", "iteration_s", NULL};
-	struct csv c = {.f = stdout};
-	csv_header(&c, cols);
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
 	for (int64_t k = 0; k < r->sim.n_ranks; k++) {
 		const struct sim_rank *x = &r->sim.ranks[k];
-		csv_int(&c, k);
-		csv_int(&c, p->n_devices > 0 ? k / p->n_devices : 0);
-		csv_num(&c, x->compute_s);
-		csv_num(&c, x->comm_exposed_s);
-		csv_num(&c, x->pipeline_wait_s);
-		csv_num(&c, x->idle_s);
-		csv_num(&c, r->sim.iteration_s);
-		csv_end(&c);
+		cli_csv_int(&c, k);
+		cli_csv_int(&c, p->n_devices > 0 ? k / p->n_devices : 0);
+		cli_csv_num(&c, x->compute_s);
+		cli_csv_num(&c, x->comm_exposed_s);
+		cli_csv_num(&c, x->pipeline_wait_s);
+		cli_csv_num(&c, x->idle_s);
+		cli_csv_num(&c, r->sim.iteration_s);
+		cli_csv_end(&c);
 	}
 }
 

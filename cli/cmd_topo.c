@@ -336,8 +336,8 @@ static void csv_links(const struct topology *t)
 	static const char *const cols[] = {"link", "kind", "groups", "line_rate_bytes_per_s",
 	                                   "efficiency", "link_bytes_per_s", "device_bytes_per_s",
 	                                   "latency_s", NULL};
-	struct csv c = {.f = stdout};
-	csv_header(&c, cols);
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
 	for (int k = 0; k < t->n_tiers; k++) {
 		const struct topo_tier *tier = &t->tiers[k];
 		char groups[2048];
@@ -354,39 +354,39 @@ static void csv_links(const struct topology *t)
 				}
 			o += (size_t)snprintf(groups + o, sizeof groups - o, "}");
 		}
-		csv_str(&c, tier->name);
-		csv_str(&c, topo_tier_kind_names[tier->kind]);
-		csv_str(&c, groups);
-		csv_num(&c, tier->bandwidth_bps / tier->efficiency);
-		csv_num(&c, tier->efficiency);
-		csv_num(&c, tier->bandwidth_bps);
-		csv_num(&c, topo_tier_device_bps(t, k));
-		csv_num(&c, tier->latency_s);
-		csv_end(&c);
+		cli_csv_str(&c, tier->name);
+		cli_csv_str(&c, topo_tier_kind_names[tier->kind]);
+		cli_csv_str(&c, groups);
+		cli_csv_num(&c, tier->bandwidth_bps / tier->efficiency);
+		cli_csv_num(&c, tier->efficiency);
+		cli_csv_num(&c, tier->bandwidth_bps);
+		cli_csv_num(&c, topo_tier_device_bps(t, k));
+		cli_csv_num(&c, tier->latency_s);
+		cli_csv_end(&c);
 	}
-	csv_str(&c, "nic");
-	csv_str(&c, "nic");
-	csv_str(&c, NULL);
-	csv_num(&c, t->nic.bandwidth_bps / t->nic.efficiency);
-	csv_num(&c, t->nic.efficiency);
-	csv_num(&c, t->nic.bandwidth_bps);
-	csv_num(&c, topo_nic_device_bps(t));
-	csv_num(&c, t->nic.latency_s);
-	csv_end(&c);
+	cli_csv_str(&c, "nic");
+	cli_csv_str(&c, "nic");
+	cli_csv_str(&c, NULL);
+	cli_csv_num(&c, t->nic.bandwidth_bps / t->nic.efficiency);
+	cli_csv_num(&c, t->nic.efficiency);
+	cli_csv_num(&c, t->nic.bandwidth_bps);
+	cli_csv_num(&c, topo_nic_device_bps(t));
+	cli_csv_num(&c, t->nic.latency_s);
+	cli_csv_end(&c);
 }
 
 static void csv_path(const struct topo_path *p)
 {
 	static const char *const cols[] = {"hop", "what", "bandwidth_bytes_per_s", "latency_s",
 	                                   NULL};
-	struct csv c = {.f = stdout};
-	csv_header(&c, cols);
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
 	for (int i = 0; i < p->n_hops; i++) {
-		csv_int(&c, i);
-		csv_str(&c, p->hops[i].what);
-		csv_num(&c, p->hops[i].bandwidth_bps);
-		csv_num(&c, p->hops[i].latency_s);
-		csv_end(&c);
+		cli_csv_int(&c, i);
+		cli_csv_str(&c, p->hops[i].what);
+		cli_csv_num(&c, p->hops[i].bandwidth_bps);
+		cli_csv_num(&c, p->hops[i].latency_s);
+		cli_csv_end(&c);
 	}
 }
 

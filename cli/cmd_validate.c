@@ -484,12 +484,12 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 	return root;
 }
 
-static void csv_opt(struct csv *c, bool have, double v)
+static void csv_opt(struct cli_csv *c, bool have, double v)
 {
 	if (have && isfinite(v))
-		csv_num(c, v);
+		cli_csv_num(c, v);
 	else
-		csv_str(c, NULL);
+		cli_csv_str(c, NULL);
 }
 
 static void training_csv(const struct trow *rows, int n)
@@ -499,31 +499,31 @@ static void training_csv(const struct trow *rows, int n)
 		"measured_value", "estimated_iteration_s", "estimated_value", "estimated_error_pct",
 		"memory_bytes_per_device", "oom", "simulated_iteration_s", "simulated_value",
 		"simulated_error_pct", "error", NULL};
-	struct csv c = {.f = stdout};
-	csv_header(&c, cols);
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
 	for (int i = 0; i < n; i++) {
 		const struct trow *r = &rows[i];
 		const struct validation_training_row *row = r->row;
 		const struct scenario *s = row->scenario;
 		bool est = !r->error;
-		csv_str(&c, row->name);
-		csv_str(&c, s->graph->name);
-		csv_str(&c, s->topo->name);
-		csv_int(&c, s->devices);
-		csv_str(&c, planner_names[row->planner]);
-		csv_str(&c, est ? r->plan : NULL);
-		csv_str(&c, validation_measure_names[row->measure]);
-		csv_num(&c, row->value);
+		cli_csv_str(&c, row->name);
+		cli_csv_str(&c, s->graph->name);
+		cli_csv_str(&c, s->topo->name);
+		cli_csv_int(&c, s->devices);
+		cli_csv_str(&c, planner_names[row->planner]);
+		cli_csv_str(&c, est ? r->plan : NULL);
+		cli_csv_str(&c, validation_measure_names[row->measure]);
+		cli_csv_num(&c, row->value);
 		csv_opt(&c, est, r->est_s);
 		csv_opt(&c, est, r->est_value);
 		csv_opt(&c, est, r->est_err);
 		csv_opt(&c, est, r->memory_bytes);
-		csv_str(&c, est ? (r->oom ? "true" : "false") : NULL);
+		cli_csv_str(&c, est ? (r->oom ? "true" : "false") : NULL);
 		csv_opt(&c, r->simulated, r->sim_s);
 		csv_opt(&c, r->simulated, r->sim_value);
 		csv_opt(&c, r->simulated, r->sim_err);
-		csv_str(&c, r->error ? r->error : r->sim_error);
-		csv_end(&c);
+		cli_csv_str(&c, r->error ? r->error : r->sim_error);
+		cli_csv_end(&c);
 	}
 }
 
@@ -797,27 +797,27 @@ static void collectives_csv(const struct crow *rows, int n)
 		"measured_busbw_bytes_per_s", "simulated_s", "simulated_busbw_bytes_per_s",
 		"simulated_error_pct", "formula_s", "formula_busbw_bytes_per_s", "formula_error_pct",
 		"error", NULL};
-	struct csv c = {.f = stdout};
-	csv_header(&c, cols);
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
 	for (int i = 0; i < n; i++) {
 		const struct validation_collective_row *row = rows[i].row;
 		for (int k = 0; k < row->n_points; k++) {
 			const struct cpoint *p = &rows[i].points[k];
-			csv_str(&c, row->name);
-			csv_str(&c, row->topo->name);
-			csv_int(&c, row->devices);
-			csv_str(&c, step_kind_names[row->collective]);
-			csv_num(&c, p->pt->bytes);
-			csv_str(&c, collective_algo_names[p->algo]);
-			csv_num(&c, p->pt->busbw_bps);
+			cli_csv_str(&c, row->name);
+			cli_csv_str(&c, row->topo->name);
+			cli_csv_int(&c, row->devices);
+			cli_csv_str(&c, step_kind_names[row->collective]);
+			cli_csv_num(&c, p->pt->bytes);
+			cli_csv_str(&c, collective_algo_names[p->algo]);
+			cli_csv_num(&c, p->pt->busbw_bps);
 			csv_opt(&c, p->simulated, p->sim_s);
 			csv_opt(&c, p->simulated, p->sim_busbw);
 			csv_opt(&c, p->simulated, p->sim_err);
-			csv_num(&c, p->formula_s);
-			csv_num(&c, p->formula_busbw);
-			csv_num(&c, p->formula_err);
-			csv_str(&c, p->sim_error);
-			csv_end(&c);
+			cli_csv_num(&c, p->formula_s);
+			cli_csv_num(&c, p->formula_busbw);
+			cli_csv_num(&c, p->formula_err);
+			cli_csv_str(&c, p->sim_error);
+			cli_csv_end(&c);
 		}
 	}
 }

@@ -11,13 +11,13 @@
 
 #include "cli.h"
 
-static void sep(struct csv *c)
+static void sep(struct cli_csv *c)
 {
 	if (c->col++ > 0)
 		fputc(',', c->f);
 }
 
-void csv_str(struct csv *c, const char *s)
+void cli_csv_str(struct cli_csv *c, const char *s)
 {
 	sep(c);
 	if (!s)
@@ -35,7 +35,7 @@ void csv_str(struct csv *c, const char *s)
 	fputc('"', c->f);
 }
 
-void csv_num(struct csv *c, double v)
+void cli_csv_num(struct cli_csv *c, double v)
 {
 	char b[40];
 	snprintf(b, sizeof b, "%.15g", v);
@@ -45,21 +45,21 @@ void csv_num(struct csv *c, double v)
 	fputs(b, c->f);
 }
 
-void csv_int(struct csv *c, int64_t v)
+void cli_csv_int(struct cli_csv *c, int64_t v)
 {
 	sep(c);
 	fprintf(c->f, "%lld", (long long)v);
 }
 
-void csv_end(struct csv *c)
+void cli_csv_end(struct cli_csv *c)
 {
 	fputc('\n', c->f);
 	c->col = 0;
 }
 
-void csv_header(struct csv *c, const char *const *names)
+void cli_csv_header(struct cli_csv *c, const char *const *names)
 {
 	for (; *names; names++)
-		csv_str(c, *names);
-	csv_end(c);
+		cli_csv_str(c, *names);
+	cli_csv_end(c);
 }

@@ -418,44 +418,44 @@ void report_compare_csv(FILE *f, const struct compare_row *rows, int n)
 		"planner", "strategy", "estimated_s", "simulated_s", "difference_pct",
 		"comm_bytes_per_device", "bubble_estimated_pct", "bubble_simulated_pct",
 		"memory_bytes_per_device", "hbm_bytes", "oom", "error", NULL};
-	struct csv c = {.f = f};
-	csv_header(&c, cols);
+	struct cli_csv c = {.f = f};
+	cli_csv_header(&c, cols);
 	for (int i = 0; i < n; i++) {
 		const struct compare_row *r = &rows[i];
 		bool sim = !r->error && !r->sim_error;
 		bool pipe = r->est && r->est->n_stages > 1 && r->est->iteration_s > 0;
-		csv_str(&c, r->planner);
-		csv_str(&c, r->error ? NULL : r->strategy);
+		cli_csv_str(&c, r->planner);
+		cli_csv_str(&c, r->error ? NULL : r->strategy);
 		if (r->error) {
 			for (int k = 0; k < 9; k++)
-				csv_str(&c, NULL);
-			csv_str(&c, r->error);
-			csv_end(&c);
+				cli_csv_str(&c, NULL);
+			cli_csv_str(&c, r->error);
+			cli_csv_end(&c);
 			continue;
 		}
-		csv_num(&c, r->estimated_s);
+		cli_csv_num(&c, r->estimated_s);
 		if (sim) {
-			csv_num(&c, r->simulated_s);
-			csv_num(&c, sr_diff_pct(r));
-			csv_num(&c, r->comm_bytes);
+			cli_csv_num(&c, r->simulated_s);
+			cli_csv_num(&c, sr_diff_pct(r));
+			cli_csv_num(&c, r->comm_bytes);
 		} else {
-			csv_str(&c, NULL);
-			csv_str(&c, NULL);
-			csv_str(&c, NULL);
+			cli_csv_str(&c, NULL);
+			cli_csv_str(&c, NULL);
+			cli_csv_str(&c, NULL);
 		}
 		if (pipe)
-			csv_num(&c, 100 * r->est->bubble_s / r->est->iteration_s);
+			cli_csv_num(&c, 100 * r->est->bubble_s / r->est->iteration_s);
 		else
-			csv_str(&c, NULL);
+			cli_csv_str(&c, NULL);
 		if (pipe && sim && r->sim && r->sim->iteration_s > 0)
-			csv_num(&c, 100 * report_sim_bubble(r->sim, r->prog));
+			cli_csv_num(&c, 100 * report_sim_bubble(r->sim, r->prog));
 		else
-			csv_str(&c, NULL);
-		csv_num(&c, r->memory_bytes);
-		csv_num(&c, r->hbm_bytes);
-		csv_str(&c, r->memory_bytes > r->hbm_bytes ? "true" : "false");
-		csv_str(&c, r->sim_error);
-		csv_end(&c);
+			cli_csv_str(&c, NULL);
+		cli_csv_num(&c, r->memory_bytes);
+		cli_csv_num(&c, r->hbm_bytes);
+		cli_csv_str(&c, r->memory_bytes > r->hbm_bytes ? "true" : "false");
+		cli_csv_str(&c, r->sim_error);
+		cli_csv_end(&c);
 	}
 }
 

@@ -98,16 +98,16 @@ Test(csv, quoting_and_numbers)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	struct csv c = {.f = f};
+	struct cli_csv c = {.f = f};
 	static const char *const cols[] = {"a", "b,c", NULL};
-	csv_header(&c, cols);
-	csv_str(&c, "say \"hi\"");
-	csv_str(&c, NULL);
-	csv_num(&c, 0.1);
-	csv_num(&c, 1.0 / 3);
-	csv_int(&c, -42);
-	csv_str(&c, "two\nlines");
-	csv_end(&c);
+	cli_csv_header(&c, cols);
+	cli_csv_str(&c, "say \"hi\"");
+	cli_csv_str(&c, NULL);
+	cli_csv_num(&c, 0.1);
+	cli_csv_num(&c, 1.0 / 3);
+	cli_csv_int(&c, -42);
+	cli_csv_str(&c, "two\nlines");
+	cli_csv_end(&c);
 	fclose(f);
 	/* 0.1 reads back from 15 digits; 1/3 needs 17. */
 	cr_assert_str_eq(text, "a,\"b,c\"\n\"say \"\"hi\"\"\",,0.1,0.33333333333333331,-42,"
