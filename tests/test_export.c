@@ -358,3 +358,29 @@ Test(export, mindspore_layout_diagnostics)
 	              "3: parallel_layout_value_item.relu[\"0\"].dev_matrix: the device matrix holds "
 	              "4 devices, a stage has 8");
 }
+
+Test(export, megatron_arguments_follow_the_search_choice, .timeout = 60)
+{
+	/* Whatever megatron-search chooses, the arguments say the same degrees
+	 * and micro-batch as its own line in plan's report. */
+	struct cli_run r = fixture_shardlab("plan tests/data/good/search-gpt-4p.json", false);
+	cr_assert_eq(r.status, 0);
+	const char *chose = strstr(r.out, "megatron-search chose TP ");
+	cr_assert_not_null(chose);
+	long long tp, pp, dp, mb;
+	cr_assert_eq(sscanf(chose, "megatron-search chose TP %lld PP %lld DP %lld mb %lld", &tp, &pp,
+	                    &dp, &mb), 4);
+	free(r.out);
+	r = fixture_shardlab("plan tests/data/good/search-gpt-4p.json --export megatron -", false);
+	cr_assert_eq(r.status, 0);
+	char want[256];
+	snprintf(want, sizeof want, "4 devices = TP %lld x PP %lld x DP %lld\n", tp, pp, dp);
+	cr_expect_not_null(strstr(r.out, want), "%s", r.out);
+	snprintf(want, sizeof want, "--micro-batch-size %lld \\\n", mb);
+	cr_expect_not_null(strstr(r.out, want), "%s", r.out);
+	/* The scenario's global batch, and the model: 2 layers of 64, 4 heads. */
+	cr_expect_not_null(strstr(r.out, "--global-batch-size 8 \\\n"));
+	cr_expect_not_null(strstr(r.out, "--num-layers 2 \\\n--hidden-size 64 \\\n"));
+	cr_expect_eq(tp * pp * dp, 4);
+	free(r.out);
+}
