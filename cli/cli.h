@@ -27,6 +27,7 @@ int cmd_simulate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* Every diagnostic of the list on stderr, one per line, then a count of
  * the dropped ones if any. */
@@ -71,6 +72,15 @@ void report_text(const struct plan *p, const struct report_options *o);
 void report_text_step(const char *indent, const struct comm_step *c);
 /* One redistribution and its steps. */
 void report_text_edge(const struct plan *p, const struct plan_edge *x, const char *indent);
+/* One CSV row per op (docs/formats.md, "CSV"): index, name, kind,
+ * strategy, source, from, forward_communication, and the bytes per device
+ * of its forward communication, of the redistributions into it and of its
+ * gradient all-reduces. On stdout. */
+void report_csv(const struct plan *p);
+/* One CSV row per op and tensor (explain --csv): op_index, op, kind,
+ * device_matrix, tensor, role ("input 0", "output 0"), shape, tensor_map,
+ * slice_shape, slice_bytes. On stdout. */
+void report_csv_tensors(const struct plan *p);
 /* The same as JSON (docs/planner.md); the caller owns the tree. */
 struct cJSON *report_json(const struct plan *p, const struct report_options *o);
 /* {"scenario", "model", "topology", "devices", "planner", "mode"}. */
@@ -225,8 +235,47 @@ double report_compare_tau(const struct compare_row *rows, int n, int *n_ranked);
 int report_compare_worst(const struct compare_row *rows, int n);
 void report_compare_ranking(FILE *f, const struct compare_row *rows, int n);
 void report_compare_explain(FILE *f, const struct compare_row *r);
+/* The rows as CSV (docs/formats.md, "CSV"): empty fields where a row has
+ * no figure, "error" the reason a row failed or was not simulated. */
+void report_compare_csv(FILE *f, const struct compare_row *rows, int n);
 /* Rows, ranking and explanation as JSON members of root. */
 void report_compare_json(struct cJSON *root, const struct compare_row *rows, int n);
+
+/* ------------------------------------------- csv.c: --csv of every table */
+
+/* A CSV table on f (RFC 4180). Each row: cli_csv_str / _num / _int per
+ * field, then cli_csv_end. */
+struct cli_csv {
+	FILE *f;
+	int col;
+};
+/* The header row from NULL-ended column names (each with its unit). */
+void cli_csv_header(struct cli_csv *c, const char *const *names);
+void cli_csv_str(struct cli_csv *c, const char *s); /* quoted when needed; NULL: empty */
+void cli_csv_num(struct cli_csv *c, double v);      /* every digit that tells */
+void cli_csv_int(struct cli_csv *c, int64_t v);
+void cli_csv_end(struct cli_csv *c);
+
+/* ------------------------------ export.c: plans for training frameworks */
+
+enum export_format { EXPORT_MINDSPORE, EXPORT_MEGATRON, EXPORT_COUNT };
+extern const char *const export_format_names[EXPORT_COUNT];
+
+/* MindSpore's operator strategy file (set_op_strategy_config's JSON):
+ * {"current_stage": 0, "parallel_strategy_item": {OP: {"parallel_strategy":
+ * [[...], ...], "stage": S}}}, ops in byte order of their names; the stage
+ * from part (NULL: 0). NULL when out of memory. */
+struct cJSON *report_mindspore_strategy(const struct plan *p, const struct plan_part *part);
+/* The Megatron-style configuration of a plan of planner `kind` (megatron:
+ * read from the plan and its scenario; megatron-search: the search's
+ * choice). False with a message in err for other planners. */
+bool report_megatron_config(const struct plan *p, enum planner_kind kind,
+                            struct search_config *out, char *err, size_t err_size);
+/* Megatron-LM's launch arguments for that configuration, one per line
+ * (joined by " \"), after a comment line. */
+void report_megatron_args(FILE *f, const struct plan *p, const struct search_config *c);
+/* text into path, atomically (a temporary file renamed over it). */
+bool report_write_file(const char *path, const char *text, char *err, size_t err_size);
 
 /* ------------------------------------------ trace.c: the Chrome trace */
 

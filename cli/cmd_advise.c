@@ -29,7 +29,7 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab advise SCENARIO [--top K] [--json]\n"
+	        "usage: shardlab advise SCENARIO [--top K] [--json | --csv]\n"
 	        "\n"
 	        "Plan a scenario by sharding propagation and check it against seed 000's\n"
 	        "rules of thumb for choosing which ops to configure:\n"
@@ -54,6 +54,10 @@ static void help(FILE *f)
 	        "              \"suggestion\" (a shard entry or null), and per rule\n"
 	        "              \"n_tied\", \"edge_bytes\" | \"redistribution\" (as plan\n"
 	        "              writes them) | \"from\", \"from_style\", \"style\"}]}\n"
+	        "  --csv       print the warnings as CSV, one row each: rule, op, message,\n"
+	        "              suggestion (the \"shard\" entry to paste; empty when none),\n"
+	        "              bytes_per_device (costly-edge: the redistribution's;\n"
+	        "              tied-choice: the tied edge bytes)\n"
 	        "  -h, --help  this help\n"
 	        "\n"
 	        "exit status: 0 success, warnings or not, 1 invalid scenario or strategy\n"
@@ -62,7 +66,7 @@ static void help(FILE *f)
 
 struct args {
 	const char *file;
-	bool json;
+	bool json, csv;
 	int64_t top;
 };
 
@@ -72,6 +76,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			a->json = true;
+		} else if (!strcmp(argv[i], "--csv")) {
+			a->csv = true;
 		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
 			if (cli_parse_count("advise", "--top", argv[++i], INT32_MAX, &a->top) != EXIT_OK)
 				return EXIT_USAGE;
@@ -418,6 +424,31 @@ static cJSON *json_advice(const struct advice *ad, const struct report_options *
 	return root;
 }
 
+static void csv_advice(const struct advice *ad)
+{
+	static const char *const cols[] = {"rule", "op", "message", "suggestion",
+	                                   "bytes_per_device", NULL};
+	const struct plan *p = ad->p;
+	struct cli_csv c = {.f = stdout};
+	char msg[1024], entry[640];
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < ad->n; i++) {
+		const struct warning *w = &ad->w[i];
+		cli_csv_str(&c, rule_names[w->rule]);
+		cli_csv_str(&c, p->graph->ops[w->op].name);
+		cli_csv_str(&c, message(msg, sizeof msg, p, w));
+		cli_csv_str(&c, w->suggest ? report_shard_entry(entry, sizeof entry, p->graph, w->suggest)
+		                       : NULL);
+		if (w->rule == RULE_COSTLY)
+			cli_csv_num(&c, w->edge->redist.bytes_per_device);
+		else if (w->rule == RULE_TIED)
+			cli_csv_num(&c, p->choices[w->op].edge_bytes);
+		else
+			cli_csv_str(&c, NULL);
+		cli_csv_end(&c);
+	}
+}
+
 int cmd_advise(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -446,6 +477,8 @@ int cmd_advise(int argc, char **argv)
 	struct report_options o = {.command = "advise", .planner = planner_names[PLANNER_PROPAGATE]};
 	if (ad.w && a.json)
 		rc = report_print_json(json_advice(&ad, &o), "advise");
+	else if (ad.w && a.csv)
+		csv_advice(&ad);
 	else if (ad.w)
 		print_text(&ad, &o);
 	diag_list_free(&d);

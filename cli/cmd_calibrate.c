@@ -18,7 +18,8 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]] [--json]\n"
+	        "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]]\n"
+	        "                               [--json | --csv]\n"
 	        "\n"
 	        "Fit the compute model of docs/cost-models.md to measured kernel times:\n"
 	        "  t = overhead + max(flops / (peak x matmul_efficiency x g(m) g(n) g(k)),\n"
@@ -52,6 +53,9 @@ static void help(FILE *f)
 	        "                   ([{\"line\", \"kind\", \"measured_s\", \"model_s\",\n"
 	        "                   \"relative\"}], file order) and \"device_section\"\n"
 	        "                   (with --topology)\n"
+	        "  --csv            print the residuals as CSV, one row per kernel in\n"
+	        "                   file order: line, kind, m, n, k, batch, dtype,\n"
+	        "                   bytes, measured_s, model_s, relative_error_pct\n"
 	        "  -h, --help       this help\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid table or topology, or a table that\n"
@@ -62,7 +66,7 @@ static void help(FILE *f)
 struct args {
 	const char *table, *topology;
 	unsigned keep;               /* 1 << calib_param_id */
-	bool json;
+	bool json, csv;
 };
 
 /* --keep NAME[,NAME...]: parameters held at the topology's values. */
@@ -93,6 +97,8 @@ static bool parse_args(int argc, char **argv, struct args *a)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			a->json = true;
+		} else if (!strcmp(argv[i], "--csv")) {
+			a->csv = true;
 		} else if (!strcmp(argv[i], "--topology") || !strcmp(argv[i], "--keep")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "shardlab calibrate: %s needs a value\n", argv[i]);
@@ -332,6 +338,36 @@ static cJSON *json_of(const struct args *a, const struct calib_table *t,
 	return o;
 }
 
+/* ----------------------------------------------------------------- CSV */
+
+static void csv_residuals(const struct calib_table *t, const struct calib_fit *f)
+{
+	static const char *const cols[] = {"line", "kind", "m", "n", "k", "batch", "dtype",
+	                                   "bytes", "measured_s", "model_s", "relative_error_pct",
+	                                   NULL};
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < t->n_rows; i++) {
+		const struct calib_row *r = &t->rows[i];
+		bool gemm = r->kind == CALIB_GEMM;
+		cli_csv_int(&c, r->line);
+		cli_csv_str(&c, calib_kind_names[r->kind]);
+		for (int k = 0; k < 4; k++) {
+			double v[4] = {r->m, r->n, r->k, r->batch};
+			if (gemm)
+				cli_csv_num(&c, v[k]);
+			else
+				cli_csv_str(&c, NULL);
+		}
+		cli_csv_str(&c, gemm ? dtype_names[r->dtype] : NULL);
+		cli_csv_num(&c, r->bytes);
+		cli_csv_num(&c, r->seconds);
+		cli_csv_num(&c, r->seconds * (1 + f->rel[i]));
+		cli_csv_num(&c, 100 * f->rel[i]);
+		cli_csv_end(&c);
+	}
+}
+
 /* ---------------------------------------------------------------- main */
 
 int cmd_calibrate(int argc, char **argv)
@@ -343,7 +379,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct args args = {0};
 	if (!parse_args(argc, argv, &args)) {
 		fprintf(stderr, "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]] "
-		                "[--json] (see --help)\n");
+		                "[--json | --csv] (see --help)\n");
 		return EXIT_USAGE;
 	}
 	struct diag_list d;
@@ -364,6 +400,9 @@ int cmd_calibrate(int argc, char **argv)
 			make_section(&fit, &s);
 		if (args.json) {
 			rc = report_print_json(json_of(&args, t, topo, &fit, &s), "calibrate");
+		} else if (args.csv) {
+			csv_residuals(t, &fit);
+			rc = EXIT_OK;
 		} else {
 			print_text(&args, t, topo, &fit, &s);
 			rc = EXIT_OK;

@@ -20,7 +20,8 @@ static void help(FILE *f)
 	        "checked together with the model and the topology it names, and each\n"
 	        "shard() strategy it configures against its op's distribution rules; a\n"
 	        "validation file together with every scenario, model and topology its\n"
-	        "rows name.\n"
+	        "rows name. A Hugging Face config.json (no \"format\", an \"architectures\"\n"
+	        "or \"model_type\") is read as shardlab import hf reads it.\n"
 	        "\n"
 	        "Each valid file prints one line on stdout:\n"
 	        "  ok  FILE  (KIND: SUMMARY)\n"
@@ -60,9 +61,27 @@ static bool check_one(const char *path)
 		struct jv root;
 		int64_t version;
 		const char *fmt = NULL;
-		if (jv_root(&doc, &root))
-			fmt = jv_format(&root, &version);
-		if (!fmt) {
+		bool hf = false;
+		if (jv_root(&doc, &root)) {
+			struct jv m;
+			/* A Hugging Face config.json has no "format" but says its model. */
+			hf = !jv_get(&root, "format", &m) &&
+			     (jv_get(&root, "architectures", &m) || jv_get(&root, "model_type", &m));
+			if (!hf)
+				fmt = jv_format(&root, &version);
+		}
+		if (hf) {
+			struct hf_model m;
+			struct graph *g = graph_hf_read(a, &doc, 0, 0, &m) ? graph_generate(a, &m.gen, &d)
+			                                                  : NULL;
+			if (g) {
+				struct graph_totals tot;
+				char p[32];
+				graph_totals(g, &tot);
+				snprintf(summary, sizeof summary, "Hugging Face config: %s, %s parameters",
+				         m.architecture, cli_si(p, sizeof p, (double)tot.parameters, ""));
+			}
+		} else if (!fmt) {
 			/* reported */
 		} else if (!strcmp(fmt, TOPO_FORMAT)) {
 			struct topology *t = topo_load_doc(a, &doc);

@@ -20,7 +20,7 @@ static void help(FILE *f)
 	fprintf(f,
 	        "usage: shardlab compare SCENARIO [--planner NAME [--top K]] [--fidelity F]\n"
 	        "                                 [--collective-algo A] [--bucket-mb N] [--fused]\n"
-	        "                                 [--json]\n"
+	        "                                 [--json | --csv]\n"
 	        "\n"
 	        "Plan a scenario with each planner it asks for, estimate each plan in\n"
 	        "closed form (shardlab estimate) and simulate it on SimGrid (shardlab\n"
@@ -87,6 +87,19 @@ static void help(FILE *f)
 	        "                        \"same_ranking\", \"largest_disagreement\"\n"
 	        "                        ({\"planner\", \"difference_pct\", \"collectives\",\n"
 	        "                        \"links\"})\n"
+	        "  --csv                 print the rows as CSV: planner, strategy,\n"
+	        "                        estimated_s, simulated_s, difference_pct,\n"
+	        "                        comm_bytes_per_device, bubble_estimated_pct,\n"
+	        "                        bubble_simulated_pct, memory_bytes_per_device,\n"
+	        "                        hbm_bytes, oom, error (empty where a row has no\n"
+	        "                        figure); with --planner megatron-search every\n"
+	        "                        configuration estimated: rank, tp, pp, dp,\n"
+	        "                        micro_batch, micro_batches, schedule,\n"
+	        "                        virtual_stages, recompute, zero_stage,\n"
+	        "                        estimated_s, simulated_s (the best K),\n"
+	        "                        samples_per_s, bubble_pct, memory_bytes_per_device,\n"
+	        "                        oom\n"
+	        "                        \"links\"})\n"
 	        "  -h, --help            this help\n"
 	        "\n"
 	        "A progress line is shown on stderr while it searches and simulates, when\n"
@@ -99,7 +112,7 @@ static void help(FILE *f)
 
 struct args {
 	const char *file;
-	bool fused, json;
+	bool fused, json, csv;
 	int fidelity, algo;            /* -1: the scenario's */
 	int planner;                   /* -1: the scenario's planners */
 	int64_t top;                   /* megatron-search: configurations simulated */
@@ -152,6 +165,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			a->json = true;
+		} else if (!strcmp(argv[i], "--csv")) {
+			a->csv = true;
 		} else if (!strcmp(argv[i], "--fused")) {
 			a->fused = true;
 		} else if (argv[i][0] == '-' && i + 1 < argc) {
@@ -314,9 +329,9 @@ static void search_text(const struct scenario *s, const struct args *a,
 		printf("  none fits; the closest:\n");
 		listed = r->n > 3 ? 3 : r->n;
 	}
-	printf("  %-4s  %-5s %-5s %-5s %-5s %-22s %-10s %-5s %-10s %-10s %-8s %s\n", "rank", "TP",
-	       "PP", "DP", "mb", "schedule", "recompute", "ZeRO", "estimated", "samples/s", "bubble",
-	       "memory/device");
+	printf("  %-4s  %-5s %-3s %-5s %-5s %-5s %-22s %-10s %-5s %-10s %-10s %-8s %s\n", "rank",
+	       "TP", "SP", "PP", "DP", "mb", "schedule", "recompute", "ZeRO", "estimated", "samples/s",
+	       "bubble", "memory/device");
 	for (int i = 0; i < listed; i++) {
 		const struct search_candidate *c = &r->cands[i];
 		const struct search_config *k = &c->config;
@@ -330,8 +345,9 @@ static void search_text(const struct scenario *s, const struct args *a,
 			         (long long)k->virtual_stages);
 		else
 			snprintf(sched, sizeof sched, "%s", schedule_names[k->schedule]);
-		printf("  %-4d  %-5lld %-5lld %-5lld %-5lld %-22s %-10s %-5d %-10s %-10.1f %-8s %s%s\n",
-		       i + 1, (long long)k->tp, (long long)k->pp, (long long)k->dp,
+		printf("  %-4d  %-5lld %-3s %-5lld %-5lld %-5lld %-22s %-10s %-5d %-10s %-10.1f %-8s %s%s\n",
+		       i + 1, (long long)k->tp, k->sequence_parallel ? "on" : "-", (long long)k->pp,
+		       (long long)k->dp,
 		       (long long)k->micro_batch, sched, recompute_names[k->recompute], k->zero_stage,
 		       cli_si(b[1], 32, c->iteration_s, "s"),
 		       (double)s->training.global_batch / c->iteration_s, bubble,
@@ -339,6 +355,47 @@ static void search_text(const struct scenario *s, const struct args *a,
 		       cli_oom_text(oom, sizeof oom, "  ", c->memory_bytes, s->topo->device.hbm_bytes));
 	}
 	printf("\n");
+}
+
+/* Every configuration the search estimated, the best K with their
+ * simulated time. */
+static void search_csv(const struct scenario *s, const struct search_result *r,
+                       const struct compare_row *rows, int n_rows)
+{
+	static const char *const cols[] = {
+		"rank", "tp", "sequence_parallel", "pp", "dp", "micro_batch", "micro_batches", "schedule",
+		"virtual_stages", "recompute", "zero_stage", "estimated_s", "simulated_s",
+		"samples_per_s", "bubble_pct", "memory_bytes_per_device", "oom", NULL};
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < r->n; i++) {
+		const struct search_candidate *k = &r->cands[i];
+		const struct search_config *g = &k->config;
+		cli_csv_int(&c, i + 1);
+		cli_csv_int(&c, g->tp);
+		cli_csv_str(&c, g->sequence_parallel ? "true" : "false");
+		cli_csv_int(&c, g->pp);
+		cli_csv_int(&c, g->dp);
+		cli_csv_int(&c, g->micro_batch);
+		cli_csv_int(&c, g->micro_batches);
+		cli_csv_str(&c, g->pp > 1 ? schedule_names[g->schedule] : NULL);
+		cli_csv_int(&c, g->virtual_stages);
+		cli_csv_str(&c, recompute_names[g->recompute]);
+		cli_csv_int(&c, g->zero_stage);
+		cli_csv_num(&c, k->iteration_s);
+		if (i < n_rows && !rows[i].error && !rows[i].sim_error)
+			cli_csv_num(&c, rows[i].simulated_s);
+		else
+			cli_csv_str(&c, NULL);
+		cli_csv_num(&c, k->iteration_s > 0 ? (double)s->training.global_batch / k->iteration_s : 0);
+		if (g->pp > 1 && k->iteration_s > 0)
+			cli_csv_num(&c, 100 * k->bubble_s / k->iteration_s);
+		else
+			cli_csv_str(&c, NULL);
+		cli_csv_num(&c, k->memory_bytes);
+		cli_csv_str(&c, k->oom_overflow_bytes > 0 ? "true" : "false");
+		cli_csv_end(&c);
+	}
 }
 
 /* Both rankings of the simulated rows, by their search ranks. */
@@ -482,6 +539,10 @@ int cmd_compare(int argc, char **argv)
 	bool searched = a.planner == PLANNER_MEGATRON_SEARCH;
 	if ((sr || !searched) && a.json)
 		rc = report_print_json(json(s, &a, rows, n, sr), "compare");
+	else if (sr && a.csv)
+		search_csv(s, sr, rows, n);
+	else if (!searched && a.csv)
+		report_compare_csv(stdout, rows, n);
 	else if (sr || !searched)
 		text(s, &a, rows, n, sr);
 	if (planned == 0) {

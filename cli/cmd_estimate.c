@@ -16,7 +16,7 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab estimate SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
-	        "                                  [--rec-order ORDER] [--ops N] [--json]\n"
+	        "                                  [--rec-order ORDER] [--ops N] [--json | --csv]\n"
 	        "\n"
 	        "Plan a scenario and estimate one training iteration in closed form\n"
 	        "(docs/planner.md, \"The symbolic estimate\"): the graph is one step\n"
@@ -66,6 +66,12 @@ static void help(FILE *f)
 	        "                  \"compute_backward_s\", \"comm_forward_s\",\n"
 	        "                  \"comm_backward_s\", \"gradient_s\", \"activation_bytes\",\n"
 	        "                  \"total_s\"}; --ops does not apply)\n"
+	        "  --csv           print every op as CSV, graph order (--ops does not\n"
+	        "                  apply): index, name, kind, stage, compute_forward_s,\n"
+	        "                  compute_backward_s, comm_forward_s, comm_backward_s\n"
+	        "                  (per micro-batch step), recompute_s, gather_s,\n"
+	        "                  gradient_s (per iteration), activation_bytes,\n"
+	        "                  total_s (per iteration), share_pct (of the iteration)\n"
 	        "  -h, --help      this help\n"
 	        "\n"
 	        "Times of an op are per micro-batch except gradient_s (once per\n"
@@ -78,7 +84,7 @@ static void help(FILE *f)
 
 struct args {
 	const char *file;
-	bool json;
+	bool json, csv;
 	struct cli_plan_args plan;
 	int64_t ops;
 };
@@ -93,6 +99,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			rc = taken < 0 ? EXIT_USAGE : EXIT_OK;
 		} else if (!strcmp(argv[i], "--json")) {
 			a->json = true;
+		} else if (!strcmp(argv[i], "--csv")) {
+			a->csv = true;
 		} else if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
 			rc = cli_parse_count("estimate", "--ops", argv[++i], INT32_MAX, &a->ops);
 		} else {
@@ -246,6 +254,38 @@ static void text_ops(const struct plan *p, const struct estimate *e, int n)
 	free(idx);
 }
 
+/* ------------------------------------------------------------------- csv */
+
+static void csv_ops(const struct plan *p, const struct estimate *e)
+{
+	static const char *const cols[] = {
+		"index", "name", "kind", "stage", "compute_forward_s", "compute_backward_s",
+		"comm_forward_s", "comm_backward_s", "recompute_s", "gather_s", "gradient_s",
+		"activation_bytes", "total_s", "share_pct", NULL};
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < e->n_ops; i++) {
+		const struct est_op *o = &e->ops[i];
+		const struct op *op = &p->graph->ops[o->op];
+		double t = op_total_s(e, o);
+		cli_csv_int(&c, o->op);
+		cli_csv_str(&c, op->name);
+		cli_csv_str(&c, op_kind_name(op->kind));
+		cli_csv_int(&c, e->part.n_stages > 0 ? part_stage(&e->part, o->chunk) : 0);
+		cli_csv_num(&c, o->compute_forward_s);
+		cli_csv_num(&c, o->compute_backward_s);
+		cli_csv_num(&c, o->comm_forward_s);
+		cli_csv_num(&c, o->comm_backward_s);
+		cli_csv_num(&c, o->recompute_s);
+		cli_csv_num(&c, o->gather_s);
+		cli_csv_num(&c, o->gradient_s);
+		cli_csv_num(&c, o->activation_bytes);
+		cli_csv_num(&c, t);
+		cli_csv_num(&c, share(t, e->iteration_s));
+		cli_csv_end(&c);
+	}
+}
+
 /* ------------------------------------------------------------------ json */
 
 static cJSON *json_op(const struct plan *p, const struct estimate *e, const struct est_op *o)
@@ -337,6 +377,8 @@ int cmd_estimate(int argc, char **argv)
 		fallback_warning(p, &e);
 	if (ok && a.json) {
 		rc = report_print_json(json_estimate(p, &e, &o), "estimate");
+	} else if (ok && a.csv) {
+		csv_ops(p, &e);
 	} else if (ok) {
 		text_head(p, &e, o.planner);
 		text_breakdown(&e);

@@ -18,7 +18,7 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab explain SCENARIO [--fused] [--ranks N] [--json]\n"
+	        "usage: shardlab explain SCENARIO [--fused] [--ranks N] [--json | --csv]\n"
 	        "\n"
 	        "Explain the plan of a scenario: every op with its strategy, device\n"
 	        "matrix, tensor maps (MindSpore's convention: device-matrix dimensions\n"
@@ -44,6 +44,9 @@ static void help(FILE *f)
 	        "              \"fused_saving_bytes\"}], \"totals\"}; each comm/step has\n"
 	        "              \"kind\", \"groups\" (lists of ranks) and \"bytes_per_device\"\n"
 	        "              (docs/planner.md)\n"
+	        "  --csv       print one CSV row per op and tensor: op_index, op, kind,\n"
+	        "              device_matrix, tensor, role (\"input 0\", \"output 0\"),\n"
+	        "              shape, tensor_map, slice_shape, slice_bytes\n"
 	        "  -h, --help  this help\n"
 	        "\n"
 	        "Bytes per device follow the ring algorithms: AllGather (s-1)·L,\n"
@@ -56,7 +59,7 @@ static void help(FILE *f)
 
 struct args {
 	const char *file;
-	bool fused, json;
+	bool fused, json, csv;
 	int64_t ranks;
 };
 
@@ -68,6 +71,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->fused = true;
 		} else if (!strcmp(argv[i], "--json")) {
 			a->json = true;
+		} else if (!strcmp(argv[i], "--csv")) {
+			a->csv = true;
 		} else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
 			if (cli_parse_count("explain", "--ranks", argv[++i], INT64_MAX, &a->ranks) !=
 			    EXIT_OK)
@@ -100,6 +105,8 @@ int cmd_explain(int argc, char **argv)
 	rc = p ? EXIT_OK : EXIT_INVALID;
 	if (p && a.json)
 		rc = report_print_json(report_json(p, &o), "explain");
+	else if (p && a.csv)
+		report_csv_tensors(p);
 	else if (p)
 		report_text(p, &o);
 	diag_list_free(&d);

@@ -13,7 +13,7 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab graph FILE [--json]\n"
+	        "usage: shardlab graph FILE [--json | --csv]\n"
 	        "\n"
 	        "List a model's operators in topological order: index, name, kind, input\n"
 	        "shapes, output shapes with dtype, forward FLOPs and parameter elements,\n"
@@ -30,6 +30,11 @@ static void help(FILE *f)
 	        "             \"bytes_written\", \"parameters\"}], \"totals\": {\"ops\",\n"
 	        "             \"parameters\", \"parameter_bytes\", \"forward_flops\",\n"
 	        "             \"matmul_flops\"}}\n"
+	        "  --csv      print the ops as CSV, one row per op in topological\n"
+	        "             order: index, name, kind, inputs, outputs (shapes, the\n"
+	        "             outputs with dtype, space separated), forward_flops,\n"
+	        "             bytes_read_bytes, bytes_written_bytes,\n"
+	        "             parameters_elements\n"
 	        "  -h, --help print this help\n"
 	        "\n"
 	        "FLOPs count a multiply-add as 2 (MatMul: 2mkn); parameters are elements.\n"
@@ -149,6 +154,32 @@ static int print_json(const struct graph *g)
 	return EXIT_OK;
 }
 
+static int print_csv(const struct graph *g)
+{
+	static const char *const cols[] = {"index", "name", "kind", "inputs", "outputs",
+	                                   "forward_flops", "bytes_read_bytes",
+	                                   "bytes_written_bytes", "parameters_elements", NULL};
+	struct cli_csv c = {.f = stdout};
+	char b[512];
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *op = &g->ops[i];
+		cli_csv_int(&c, i);
+		cli_csv_str(&c, op->name);
+		cli_csv_str(&c, op_kind_name(op->kind));
+		shapes(b, sizeof b, g, op->in, op->n_in, false);
+		cli_csv_str(&c, b);
+		shapes(b, sizeof b, g, op->out, op->n_out, true);
+		cli_csv_str(&c, b);
+		cli_csv_num(&c, op->flops);
+		cli_csv_num(&c, op->bytes_read);
+		cli_csv_num(&c, op->bytes_written);
+		cli_csv_int(&c, op->params);
+		cli_csv_end(&c);
+	}
+	return EXIT_OK;
+}
+
 int cmd_graph(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -156,10 +187,12 @@ int cmd_graph(int argc, char **argv)
 		return EXIT_OK;
 	}
 	const char *path = NULL;
-	bool json = false;
+	bool json = false, csv = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--csv")) {
+			csv = true;
 		} else if (argv[i][0] == '-' || path) {
 			fprintf(stderr, "shardlab graph: unexpected argument '%s'\n\n", argv[i]);
 			help(stderr);
@@ -181,7 +214,10 @@ int cmd_graph(int argc, char **argv)
 	diag_list_init(&d);
 	struct graph *g = cli_load_graph(a, path, &d);
 	cli_print_diags(&d);
-	int rc = !g || d.errors ? EXIT_INVALID : json ? print_json(g) : print_table(g);
+	int rc = !g || d.errors ? EXIT_INVALID
+	         : json         ? print_json(g)
+	         : csv          ? print_csv(g)
+	                        : print_table(g);
 	diag_list_free(&d);
 	arena_free(a);
 	return rc;

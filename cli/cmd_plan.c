@@ -8,6 +8,7 @@
  * device, and the totals. The writers are report.c's, shared with
  * `explain`. Linear in ops and edges.
  */
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab plan SCENARIO [--planner NAME] [--rec-cost MODE]\n"
-	        "                              [--rec-order ORDER] [--fused] [--json]\n"
+	        "                              [--rec-order ORDER] [--fused] [--json | --csv]\n"
+	        "                              [--export FORMAT FILE]\n"
 	        "\n"
 	        "Plan a scenario and print every op's strategy (slices per dimension of\n"
 	        "each input, MindSpore's tuple form), where it came from (configured in\n"
@@ -57,6 +59,24 @@ static void help(FILE *f)
 	        "                  came from, else null), ops[].\"choice\" ({\"n_candidates\",\n"
 	        "                  \"n_tied\", \"edge_bytes\", \"param_conflict\"}, null for\n"
 	        "                  configured ops) and \"unreached\" (op names)\n"
+	        "  --csv           print one CSV row per op: index, name, kind, strategy,\n"
+	        "                  source, from, forward_communication,\n"
+	        "                  forward_comm_bytes_per_device,\n"
+	        "                  redistribution_in_bytes_per_device,\n"
+	        "                  gradient_bytes_per_device\n"
+	        "  --export FORMAT FILE\n"
+	        "                  write the plan for a training framework into FILE\n"
+	        "                  ('-': stdout, instead of the plan's report):\n"
+	        "                  mindspore: the operator strategy JSON of MindSpore's\n"
+	        "                  set_op_strategy_config (\"current_stage\",\n"
+	        "                  \"parallel_strategy_item\": per op its \"stage\" and\n"
+	        "                  \"parallel_strategy\"), keyed by shardlab's op names; a\n"
+	        "                  scenario reads it back with \"mindspore_strategy\".\n"
+	        "                  megatron: Megatron-LM's launch arguments of a\n"
+	        "                  megatron or megatron-search plan (parallel sizes,\n"
+	        "                  virtual pipeline, sequence parallelism, recompute,\n"
+	        "                  distributed optimizer, batch sizes, model shape)\n"
+	        "                  (docs/formats.md)\n"
 	        "  -h, --help      this help\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
@@ -66,13 +86,15 @@ static void help(FILE *f)
 
 struct args {
 	const char *file;
-	bool json;
+	bool json, csv;
+	int export_format;                 /* -1: none */
+	const char *export_file;
 	struct cli_plan_args plan;
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	*a = (struct args){0};
+	*a = (struct args){.export_format = -1};
 	int rc = EXIT_OK;
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
 		int taken = cli_plan_option("plan", argc, argv, &i, &a->plan);
@@ -80,10 +102,83 @@ static int parse_args(int argc, char **argv, struct args *a)
 			rc = taken < 0 ? EXIT_USAGE : EXIT_OK;
 		else if (!strcmp(argv[i], "--json"))
 			a->json = true;
+		else if (!strcmp(argv[i], "--csv"))
+			a->csv = true;
+		else if (!strcmp(argv[i], "--export")) {
+			if (i + 2 >= argc) {
+				fprintf(stderr, "shardlab plan: --export takes a format (mindspore or "
+				                "megatron) and a file ('-' for stdout)\n");
+				return EXIT_USAGE;
+			}
+			a->export_format = cli_parse_name("plan", "--export", argv[i + 1],
+			                                  export_format_names, EXPORT_COUNT);
+			if (a->export_format < 0)
+				return EXIT_USAGE;
+			a->export_file = argv[i + 2];
+			i += 2;
+		}
 		else
 			rc = cli_scenario_word("plan", argv[i], &a->file);
 	}
 	return rc == EXIT_OK ? cli_scenario_named("plan", a->file) : rc;
+}
+
+/* --export: the plan in a framework's format into the file (or stdout). */
+static int export_plan(struct arena *ar, const struct plan *p, enum planner_kind kind,
+                       const struct args *a, struct diag_list *d)
+{
+	char err[512];
+	char *text = NULL;
+	size_t len = 0;
+	if (a->export_format == EXPORT_MEGATRON) {
+		struct search_config c;
+		if (!report_megatron_config(p, kind, &c, err, sizeof err)) {
+			fprintf(stderr, "shardlab plan: --export megatron: %s\n", err);
+			return EXIT_INVALID;
+		}
+		FILE *m = open_memstream(&text, &len);
+		if (m) {
+			report_megatron_args(m, p, &c);
+			if (fclose(m) != 0) {
+				free(text);
+				text = NULL;
+			}
+		}
+	} else {
+		/* The pipeline stage of each op comes from the estimate's partition. */
+		struct estimate e;
+		const struct plan_part *part = NULL;
+		if (p->scenario->training.pipeline_stages > 1) {
+			if (!plan_estimate(ar, p, &e, d)) {
+				cli_print_diags(d);
+				return EXIT_INVALID;
+			}
+			part = &e.part;
+		}
+		cJSON *j = report_mindspore_strategy(p, part);
+		char *s = j ? cJSON_Print(j) : NULL;
+		cJSON_Delete(j);
+		size_t n = s ? strlen(s) : 0;
+		text = s ? malloc(n + 2) : NULL;
+		if (text) {
+			memcpy(text, s, n);
+			memcpy(text + n, "\n", 2);
+		}
+		free(s);
+	}
+	if (!text) {
+		fprintf(stderr, "shardlab plan: out of memory\n");
+		return EXIT_INVALID;
+	}
+	int rc = EXIT_OK;
+	if (!strcmp(a->export_file, "-")) {
+		fputs(text, stdout);
+	} else if (!report_write_file(a->export_file, text, err, sizeof err)) {
+		fprintf(stderr, "shardlab plan: %s\n", err);
+		rc = EXIT_INVALID;
+	}
+	free(text);
+	return rc;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -105,9 +200,16 @@ int cmd_plan(int argc, char **argv)
 	cli_print_diags(&d);
 	struct report_options o = {.command = "plan", .planner = planner_names[kind]};
 	rc = p ? EXIT_OK : EXIT_INVALID;
-	if (p && a.json)
+	bool to_stdout = a.export_format >= 0 && !strcmp(a.export_file, "-");
+	if (p && a.export_format >= 0)
+		rc = export_plan(ar, p, kind, &a, &d);
+	if (!p || to_stdout || rc != EXIT_OK)
+		;
+	else if (a.json)
 		rc = report_print_json(report_json(p, &o), "plan");
-	else if (p)
+	else if (a.csv)
+		report_csv(p);
+	else
 		report_text(p, &o);
 	diag_list_free(&d);
 	arena_free(ar);

@@ -22,7 +22,8 @@ static void help(FILE *f)
 	        "usage: shardlab simulate SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
 	        "                                  [--rec-order ORDER] [--fidelity F]\n"
 	        "                                  [--collective-algo A]\n"
-	        "                                  [--bucket-mb N] [--trace FILE] [--json]\n"
+	        "                                  [--bucket-mb N] [--trace FILE]\n"
+	        "                                  [--json | --csv]\n"
 	        "\n"
 	        "Plan a scenario, lower the plan to the program every rank runs for one\n"
 	        "training iteration and simulate it on SimGrid: every rank's compute and\n"
@@ -78,6 +79,11 @@ static void help(FILE *f)
 	        "                        \"utilisation\"}], busiest first) and \"collectives\"\n"
 	        "                        ([{\"step\", \"label\", \"algorithm\", \"simulated_s\",\n"
 	        "                        \"formula_s\"}], program order)\n"
+	        );
+	fprintf(f,
+	        "  --csv                 print one CSV row per rank: rank, stage,\n"
+	        "                        compute_s, comm_exposed_s, pipeline_wait_s,\n"
+	        "                        idle_s, iteration_s\n"
 	        "  -h, --help            this help\n"
 	        "\n"
 	        "A progress line is shown on stderr while it simulates, when stderr is a\n"
@@ -90,7 +96,7 @@ static void help(FILE *f)
 
 struct args {
 	const char *file, *trace;
-	bool json;
+	bool json, csv;
 	struct cli_plan_args plan;
 	int fidelity, algo;            /* -1: the scenario's */
 	double bucket_bytes;
@@ -116,6 +122,10 @@ static int parse_option(int argc, char **argv, int *i, struct args *a)
 		return taken < 0 ? EXIT_USAGE : EXIT_OK;
 	if (!strcmp(o, "--json")) {
 		a->json = true;
+		return EXIT_OK;
+	}
+	if (!strcmp(o, "--csv")) {
+		a->csv = true;
 		return EXIT_OK;
 	}
 	if (*i + 1 >= argc) {
@@ -281,6 +291,26 @@ static bool write_trace(const char *path, const struct plan *p, const struct cli
 	return false;
 }
 
+/* One row per rank: where its iteration went. */
+static void csv_ranks(const struct plan *p, const struct cli_sim_outcome *r)
+{
+	static const char *const cols[] = {"rank", "stage", "compute_s", "comm_exposed_s",
+	                                   "pipeline_wait_s", "idle_s", "iteration_s", NULL};
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
+	for (int64_t k = 0; k < r->sim.n_ranks; k++) {
+		const struct sim_rank *x = &r->sim.ranks[k];
+		cli_csv_int(&c, k);
+		cli_csv_int(&c, p->n_devices > 0 ? k / p->n_devices : 0);
+		cli_csv_num(&c, x->compute_s);
+		cli_csv_num(&c, x->comm_exposed_s);
+		cli_csv_num(&c, x->pipeline_wait_s);
+		cli_csv_num(&c, x->idle_s);
+		cli_csv_num(&c, r->sim.iteration_s);
+		cli_csv_end(&c);
+	}
+}
+
 int cmd_simulate(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -314,6 +344,8 @@ int cmd_simulate(int argc, char **argv)
 	struct report_options ro = {.command = "simulate", .planner = planner_names[kind]};
 	if (rc == EXIT_OK && a.json)
 		rc = report_print_json(json(p, &o, &r, &ro), "simulate");
+	else if (rc == EXIT_OK && a.csv)
+		csv_ranks(p, &r);
 	else if (rc == EXIT_OK)
 		text(p, &o, &r, planner_names[kind]);
 	diag_list_free(&d);

@@ -17,7 +17,7 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab topo FILE [--between A B] [--json]\n"
+	        "usage: shardlab topo FILE [--between A B] [--json | --csv]\n"
 	        "\n"
 	        "Describe a topology: the device (peak FLOP/s per dtype, HBM, and the\n"
 	        "compute model's efficiencies, GEMM half-dimension and per-kernel\n"
@@ -37,6 +37,14 @@ static void help(FILE *f)
 	        "                 r %% devices_per_server of server r / devices_per_server.\n"
 	        "  --json         print the same facts as JSON (bytes, bytes/s, FLOP/s,\n"
 	        "                 seconds)\n"
+	        "  --csv          print the links as CSV, one row per intra-server tier\n"
+	        "                 and one for the NICs: link, kind, groups (device lists\n"
+	        "                 joined by \" \"), line_rate_bytes_per_s, efficiency,\n"
+	        "                 link_bytes_per_s (achievable: per mesh link, switch\n"
+	        "                 port or NIC), device_bytes_per_s (achievable, per\n"
+	        "                 device),\n"
+	        "                 latency_s; with --between, one row per hop: hop,\n"
+	        "                 what, bandwidth_bytes_per_s, latency_s\n"
 	        "  -h, --help     this help\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid file (diagnostics on stderr),\n"
@@ -45,7 +53,7 @@ static void help(FILE *f)
 
 struct topo_args {
 	const char *file;
-	bool json, between;
+	bool json, csv, between;
 	long long a, b;
 };
 
@@ -67,6 +75,8 @@ static bool parse_args(int argc, char **argv, struct topo_args *args)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			args->json = true;
+		} else if (!strcmp(argv[i], "--csv")) {
+			args->csv = true;
 		} else if (!strcmp(argv[i], "--between")) {
 			if (i + 2 >= argc) {
 				fprintf(stderr, "shardlab topo: --between needs two ranks\n");
@@ -319,6 +329,67 @@ static int print_json(cJSON *o)
 	return EXIT_OK;
 }
 
+/* ------------------------------------------------------------------- CSV */
+
+static void csv_links(const struct topology *t)
+{
+	static const char *const cols[] = {"link", "kind", "groups", "line_rate_bytes_per_s",
+	                                   "efficiency", "link_bytes_per_s", "device_bytes_per_s",
+	                                   "latency_s", NULL};
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
+	for (int k = 0; k < t->n_tiers; k++) {
+		const struct topo_tier *tier = &t->tiers[k];
+		char groups[2048];
+		size_t o = 0;
+		groups[0] = '\0';
+		for (int g = 0; g < tier->n_groups && o + 16 < sizeof groups; g++) {
+			o += (size_t)snprintf(groups + o, sizeof groups - o, "%s{", g ? " " : "");
+			bool first = true;
+			for (int d = 0; d < t->devices_per_server && o + 16 < sizeof groups; d++)
+				if (tier->group_of[d] == g) {
+					o += (size_t)snprintf(groups + o, sizeof groups - o, "%s%d",
+					                      first ? "" : ",", d);
+					first = false;
+				}
+			o += (size_t)snprintf(groups + o, sizeof groups - o, "}");
+		}
+		cli_csv_str(&c, tier->name);
+		cli_csv_str(&c, topo_tier_kind_names[tier->kind]);
+		cli_csv_str(&c, groups);
+		cli_csv_num(&c, tier->bandwidth_bps / tier->efficiency);
+		cli_csv_num(&c, tier->efficiency);
+		cli_csv_num(&c, tier->bandwidth_bps);
+		cli_csv_num(&c, topo_tier_device_bps(t, k));
+		cli_csv_num(&c, tier->latency_s);
+		cli_csv_end(&c);
+	}
+	cli_csv_str(&c, "nic");
+	cli_csv_str(&c, "nic");
+	cli_csv_str(&c, NULL);
+	cli_csv_num(&c, t->nic.bandwidth_bps / t->nic.efficiency);
+	cli_csv_num(&c, t->nic.efficiency);
+	cli_csv_num(&c, t->nic.bandwidth_bps);
+	cli_csv_num(&c, topo_nic_device_bps(t));
+	cli_csv_num(&c, t->nic.latency_s);
+	cli_csv_end(&c);
+}
+
+static void csv_path(const struct topo_path *p)
+{
+	static const char *const cols[] = {"hop", "what", "bandwidth_bytes_per_s", "latency_s",
+	                                   NULL};
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < p->n_hops; i++) {
+		cli_csv_int(&c, i);
+		cli_csv_str(&c, p->hops[i].what);
+		cli_csv_num(&c, p->hops[i].bandwidth_bps);
+		cli_csv_num(&c, p->hops[i].latency_s);
+		cli_csv_end(&c);
+	}
+}
+
 /* ------------------------------------------------------------------ main */
 
 static int run(const struct topology *t, const struct topo_args *args)
@@ -331,6 +402,13 @@ static int run(const struct topology *t, const struct topo_args *args)
 			        bad, t->name, (long long)t->n_devices - 1);
 			return EXIT_USAGE;
 		}
+	}
+	if (args->csv) {
+		if (args->between)
+			csv_path(&p);
+		else
+			csv_links(t);
+		return EXIT_OK;
 	}
 	if (!args->json) {
 		if (args->between)

@@ -37,7 +37,8 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab validate FILE [--estimate-only] [--rows PATTERN] [--json]\n"
+	        "usage: shardlab validate FILE [--estimate-only] [--rows PATTERN]\n"
+	        "                              [--json | --csv]\n"
 	        "\n"
 	        "Predictions against published measurements (docs/validation.md). FILE is\n"
 	        "a validation file (\"format\": \"shardlab-validation\") of one kind:\n"
@@ -98,6 +99,18 @@ static void help(FILE *f)
 	        "                    \"formula_busbw_bps\", \"formula_error_pct\"}]); mape:\n"
 	        "                    \"simulation_pct\", \"simulation_points\", \"formula_pct\",\n"
 	        "                    \"formula_points\". Missing figures are null\n"
+	        "  --csv             print the rows as CSV. training, one row per run:\n"
+	        "                    name, model, topology, devices, planner, plan,\n"
+	        "                    measured_kind, measured_value, estimated_iteration_s,\n"
+	        "                    estimated_value, estimated_error_pct,\n"
+	        "                    memory_bytes_per_device, oom, simulated_iteration_s,\n"
+	        "                    simulated_value, simulated_error_pct, error;\n"
+	        "                    collectives, one row per message size: name,\n"
+	        "                    topology, devices, collective, bytes, algorithm,\n"
+	        "                    measured_busbw_bytes_per_s, simulated_s,\n"
+	        "                    simulated_busbw_bytes_per_s, simulated_error_pct,\n"
+	        "                    formula_s, formula_busbw_bytes_per_s,\n"
+	        "                    formula_error_pct, error\n"
 	        "  -h, --help        this help\n"
 	        "\n"
 	        "A progress line is shown on stderr while it runs, when stderr is a\n"
@@ -111,7 +124,7 @@ static void help(FILE *f)
 struct args {
 	const char *file;
 	const char *rows;              /* glob; NULL: every row */
-	bool estimate_only, json;
+	bool estimate_only, json, csv;
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -123,6 +136,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->estimate_only = true;
 		} else if (!strcmp(o, "--json")) {
 			a->json = true;
+		} else if (!strcmp(o, "--csv")) {
+			a->csv = true;
 		} else if (!strcmp(o, "--rows")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "shardlab validate: --rows takes a pattern\n");
@@ -476,6 +491,49 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 	return root;
 }
 
+static void csv_opt(struct cli_csv *c, bool have, double v)
+{
+	if (have && isfinite(v))
+		cli_csv_num(c, v);
+	else
+		cli_csv_str(c, NULL);
+}
+
+static void training_csv(const struct trow *rows, int n)
+{
+	static const char *const cols[] = {
+		"name", "model", "topology", "devices", "planner", "plan", "measured_kind",
+		"measured_value", "estimated_iteration_s", "estimated_value", "estimated_error_pct",
+		"memory_bytes_per_device", "oom", "simulated_iteration_s", "simulated_value",
+		"simulated_error_pct", "error", NULL};
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < n; i++) {
+		const struct trow *r = &rows[i];
+		const struct validation_training_row *row = r->row;
+		const struct scenario *s = row->scenario;
+		bool est = !r->error;
+		cli_csv_str(&c, row->name);
+		cli_csv_str(&c, s->graph->name);
+		cli_csv_str(&c, s->topo->name);
+		cli_csv_int(&c, s->devices);
+		cli_csv_str(&c, planner_names[row->planner]);
+		cli_csv_str(&c, est ? r->plan : NULL);
+		cli_csv_str(&c, validation_measure_names[row->measure]);
+		cli_csv_num(&c, row->value);
+		csv_opt(&c, est, r->est_s);
+		csv_opt(&c, est, r->est_value);
+		csv_opt(&c, est, r->est_err);
+		csv_opt(&c, est, r->memory_bytes);
+		cli_csv_str(&c, est ? (r->oom ? "true" : "false") : NULL);
+		csv_opt(&c, r->simulated, r->sim_s);
+		csv_opt(&c, r->simulated, r->sim_value);
+		csv_opt(&c, r->simulated, r->sim_err);
+		cli_csv_str(&c, r->error ? r->error : r->sim_error);
+		cli_csv_end(&c);
+	}
+}
+
 static int validate_training(struct arena *ar, const struct args *a, const struct validation *v)
 {
 	struct trow *rows = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *rows);
@@ -498,6 +556,10 @@ static int validate_training(struct arena *ar, const struct args *a, const struc
 	}
 	if (a->json)
 		return report_print_json(training_json(a, v, rows, n), "validate");
+	if (a->csv) {
+		training_csv(rows, n);
+		return EXIT_OK;
+	}
 	training_text(a, v, rows, n);
 	return EXIT_OK;
 }
@@ -735,6 +797,38 @@ static cJSON *collectives_json(const struct args *a, const struct validation *v,
 	return root;
 }
 
+static void collectives_csv(const struct crow *rows, int n)
+{
+	static const char *const cols[] = {
+		"name", "topology", "devices", "collective", "bytes", "algorithm",
+		"measured_busbw_bytes_per_s", "simulated_s", "simulated_busbw_bytes_per_s",
+		"simulated_error_pct", "formula_s", "formula_busbw_bytes_per_s", "formula_error_pct",
+		"error", NULL};
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < n; i++) {
+		const struct validation_collective_row *row = rows[i].row;
+		for (int k = 0; k < row->n_points; k++) {
+			const struct cpoint *p = &rows[i].points[k];
+			cli_csv_str(&c, row->name);
+			cli_csv_str(&c, row->topo->name);
+			cli_csv_int(&c, row->devices);
+			cli_csv_str(&c, step_kind_names[row->collective]);
+			cli_csv_num(&c, p->pt->bytes);
+			cli_csv_str(&c, collective_algo_names[p->algo]);
+			cli_csv_num(&c, p->pt->busbw_bps);
+			csv_opt(&c, p->simulated, p->sim_s);
+			csv_opt(&c, p->simulated, p->sim_busbw);
+			csv_opt(&c, p->simulated, p->sim_err);
+			cli_csv_num(&c, p->formula_s);
+			cli_csv_num(&c, p->formula_busbw);
+			cli_csv_num(&c, p->formula_err);
+			cli_csv_str(&c, p->sim_error);
+			cli_csv_end(&c);
+		}
+	}
+}
+
 static int validate_collectives(struct arena *ar, const struct args *a,
                                 const struct validation *v)
 {
@@ -770,6 +864,10 @@ static int validate_collectives(struct arena *ar, const struct args *a,
 	}
 	if (a->json)
 		return report_print_json(collectives_json(a, v, rows, n), "validate");
+	if (a->csv) {
+		collectives_csv(rows, n);
+		return EXIT_OK;
+	}
 	collectives_text(a, v, rows, n);
 	return EXIT_OK;
 }

@@ -9,6 +9,7 @@ static const struct {
 	int (*run)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
+	{"import", cmd_import, "a Hugging Face config.json as a shardlab model file"},
 	{"check", cmd_check, "validate topology, model and scenario files"},
 	{"topo", cmd_topo, "describe a topology: devices, tiers, bisection, paths"},
 	{"calibrate", cmd_calibrate, "fit a device's compute model to measured kernel times"},

@@ -382,6 +382,79 @@ void report_text(const struct plan *p, const struct report_options *o)
 		print_unreached(p);
 }
 
+/* ---------------------------------------------------------------- CSV */
+
+void report_csv(const struct plan *p)
+{
+	static const char *const cols[] = {
+		"index", "name", "kind", "strategy", "source", "from", "forward_communication",
+		"forward_comm_bytes_per_device", "redistribution_in_bytes_per_device",
+		"gradient_bytes_per_device", NULL};
+	const struct graph *g = p->graph;
+	struct cli_csv c = {.f = stdout};
+	char st[512], comm[1024];
+	double *redist = calloc((size_t)g->n_ops + 1, sizeof *redist);
+	for (int e = 0; redist && e < p->n_edges; e++)
+		redist[p->edges[e].consumer] += p->edges[e].redist.bytes_per_device;
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct dist_op *d = &p->ops[i];
+		double fwd = 0, grad = 0;
+		for (int k = 0; k < d->n_comm; k++)
+			fwd += d->comm[k].bytes_per_device;
+		for (int k = 0; k < d->n_grad; k++)
+			grad += d->grad[k].bytes_per_device;
+		cli_csv_int(&c, i);
+		cli_csv_str(&c, g->ops[i].name);
+		cli_csv_str(&c, op_kind_name(g->ops[i].kind));
+		cli_csv_str(&c, report_strategy_text(st, sizeof st, g, d));
+		cli_csv_str(&c, strategy_source_names[d->source]);
+		cli_csv_str(&c, d->source == STRATEGY_PROPAGATED && d->from_op >= 0 ? g->ops[d->from_op].name
+		                                                            : NULL);
+		cli_csv_str(&c, comm_summary(comm, sizeof comm, d));
+		cli_csv_num(&c, fwd);
+		cli_csv_num(&c, redist ? redist[i] : 0);
+		cli_csv_num(&c, grad);
+		cli_csv_end(&c);
+	}
+	free(redist);
+}
+
+void report_csv_tensors(const struct plan *p)
+{
+	static const char *const cols[] = {
+		"op_index", "op", "kind", "device_matrix", "tensor", "role", "shape", "tensor_map",
+		"slice_shape", "slice_bytes", NULL};
+	const struct graph *g = p->graph;
+	struct cli_csv c = {.f = stdout};
+	char s1[512], s2[256], s3[96], s4[96];
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct dist_op *d = &p->ops[i];
+		const struct op *op = &g->ops[i];
+		for (int k = 0; k < op->n_in + op->n_out; k++) {
+			bool in = k < op->n_in;
+			const struct layout *l = in ? &d->in[k] : &d->out[k - op->n_in];
+			int t = in ? op->in[k] : op->out[k - op->n_in];
+			int64_t local[GRAPH_MAX_RANK];
+			layout_local_shape(l, local);
+			char role[32];
+			snprintf(role, sizeof role, "%s %d", in ? "input" : "output", in ? k : k - op->n_in);
+			cli_csv_int(&c, i);
+			cli_csv_str(&c, op->name);
+			cli_csv_str(&c, op_kind_name(op->kind));
+			cli_csv_str(&c, devmat_text(s1, sizeof s1, &d->dm));
+			cli_csv_str(&c, g->tensors[t].name);
+			cli_csv_str(&c, role);
+			cli_csv_str(&c, shape_text(s3, sizeof s3, l->rank, l->shape));
+			cli_csv_str(&c, map_text(s2, sizeof s2, l));
+			cli_csv_str(&c, shape_text(s4, sizeof s4, l->rank, local));
+			cli_csv_num(&c, (double)layout_local_elems(l) * (double)dtype_bytes(l->dtype));
+			cli_csv_end(&c);
+		}
+	}
+}
+
 /* --------------------------------------------------------------- JSON */
 
 static cJSON *int_array(const int64_t *v, int n)

@@ -428,6 +428,53 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 	}
 }
 
+void report_compare_csv(FILE *f, const struct compare_row *rows, int n)
+{
+	static const char *const cols[] = {
+		"planner", "strategy", "estimated_s", "simulated_s", "difference_pct",
+		"comm_bytes_per_device", "bubble_estimated_pct", "bubble_simulated_pct",
+		"memory_bytes_per_device", "hbm_bytes", "oom", "error", NULL};
+	struct cli_csv c = {.f = f};
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < n; i++) {
+		const struct compare_row *r = &rows[i];
+		bool sim = !r->error && !r->sim_error;
+		bool pipe = r->est && r->est->n_stages > 1 && r->est->iteration_s > 0;
+		cli_csv_str(&c, r->planner);
+		cli_csv_str(&c, r->error ? NULL : r->strategy);
+		if (r->error) {
+			for (int k = 0; k < 9; k++)
+				cli_csv_str(&c, NULL);
+			cli_csv_str(&c, r->error);
+			cli_csv_end(&c);
+			continue;
+		}
+		cli_csv_num(&c, r->estimated_s);
+		if (sim) {
+			cli_csv_num(&c, r->simulated_s);
+			cli_csv_num(&c, sr_diff_pct(r));
+			cli_csv_num(&c, r->comm_bytes);
+		} else {
+			cli_csv_str(&c, NULL);
+			cli_csv_str(&c, NULL);
+			cli_csv_str(&c, NULL);
+		}
+		if (pipe)
+			cli_csv_num(&c, 100 * r->est->bubble_s / r->est->iteration_s);
+		else
+			cli_csv_str(&c, NULL);
+		if (pipe && sim && r->sim && r->sim->iteration_s > 0)
+			cli_csv_num(&c, 100 * report_sim_bubble(r->sim, r->prog));
+		else
+			cli_csv_str(&c, NULL);
+		cli_csv_num(&c, r->memory_bytes);
+		cli_csv_num(&c, r->hbm_bytes);
+		cli_csv_str(&c, r->memory_bytes > r->hbm_bytes ? "true" : "false");
+		cli_csv_str(&c, r->sim_error);
+		cli_csv_end(&c);
+	}
+}
+
 double report_compare_tau(const struct compare_row *rows, int n, int *n_ranked)
 {
 	double *x = malloc(((size_t)n + 1) * sizeof *x), *y = malloc(((size_t)n + 1) * sizeof *y);

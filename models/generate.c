@@ -81,9 +81,12 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	static const char *const transformer[] = {"kind", "hidden", "layers", "heads", "ffn", "seq",
 	                                          "micro_batch", "dtype", "bias", "dropout", NULL};
 	static const char *const gpt[] = {"kind", "hidden", "layers", "heads", "ffn", "seq", "vocab",
-	                                  "micro_batch", "dtype", "bias", "dropout", NULL};
+	                                  "micro_batch", "dtype", "bias", "dropout",
+	                                  "tie_embeddings", "parallel_residual", "rotary",
+	                                  "max_positions", NULL};
 	static const char *const llama[] = {"kind", "hidden", "layers", "heads", "kv_heads", "ffn",
-	                                    "seq", "vocab", "micro_batch", "dtype", NULL};
+	                                    "seq", "vocab", "micro_batch", "dtype",
+	                                    "tie_embeddings", "qkv_bias", NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
@@ -168,6 +171,14 @@ static bool gen_check(struct gen *G)
 		ok = check_positive(G, "ffn", p->ffn) && ok;
 	if (p->kv_heads < 0 && uses(p->kind, "kv_heads"))
 		ok = check_positive(G, "kv_heads", p->kv_heads) && ok;
+	if (p->max_positions < 0 && uses(p->kind, "max_positions"))
+		ok = check_positive(G, "max_positions", p->max_positions) && ok;
+	if (p->max_positions > 0 && uses(p->kind, "max_positions") && !p->rotary &&
+	    p->max_positions < p->seq) {
+		gen_err(G, "max_positions", "a position table of %lld rows cannot cover seq %lld",
+		        (long long)p->max_positions, (long long)p->seq);
+		ok = false;
+	}
 	if (uses(p->kind, "layers") && p->layers > MAX_LAYERS) {
 		gen_err(G, "layers", "expected at most %d layers, got %lld", MAX_LAYERS,
 		        (long long)p->layers);
@@ -328,14 +339,15 @@ static int attention(struct gen *G, const char *p, int x)
 {
 	int64_t B = G->B, s = G->s, a = G->a_heads, kv = G->kv, d = G->d, ad = a * d;
 	bool bias = G->p->bias && !G->llama, grouped = kv < a;
+	bool qkv_bias = bias || (G->llama && G->p->qkv_bias);
 	static const int64_t to_heads[4] = {0, 2, 1, 3}, to_keys[4] = {0, 2, 3, 1};
 	char n[256];
 	name_fmt(n, sizeof n, "%sq", p);
-	int q = linear(G, n, x, G->h, ad, bias);
+	int q = linear(G, n, x, G->h, ad, qkv_bias);
 	name_fmt(n, sizeof n, "%sk", p);
-	int k = linear(G, n, x, G->h, kv * d, bias);
+	int k = linear(G, n, x, G->h, kv * d, qkv_bias);
 	name_fmt(n, sizeof n, "%sv", p);
-	int v = linear(G, n, x, G->h, kv * d, bias);
+	int v = linear(G, n, x, G->h, kv * d, qkv_bias);
 
 	q = reshape(G, p, "q.reshape", q, 4, (int64_t[]){B, s, a, d});
 	q = transpose(G, p, "q.transpose", q, to_heads);
@@ -381,7 +393,9 @@ static int mlp(struct gen *G, const char *p, int x)
 	return linear(G, n, y, G->ffn, G->h, false);
 }
 
-/* Pre-LN block i on x [B*s, h]. */
+/* Pre-LN block i on x [B*s, h]. With a parallel residual (GPT-NeoX) the
+ * MLP's norm reads the block's input rather than the first residual sum:
+ * residual2 = (x + attn(ln1(x))) + mlp(ln2(x)). */
 static int layer(struct gen *G, int64_t i, int x)
 {
 	char p[64], n[96];
@@ -392,7 +406,7 @@ static int layer(struct gen *G, int64_t i, int x)
 	y = attention(G, n, y);
 	int r = op2(G, OP_ADD, p, "residual1", x, y, NULL);
 	name_fmt(n, sizeof n, "%sln2", p);
-	y = norm(G, n, r);
+	y = norm(G, n, G->p->kind == GEN_GPT && G->p->parallel_residual ? x : r);
 	name_fmt(n, sizeof n, "%smlp.", p);
 	y = mlp(G, n, y);
 	return op2(G, OP_ADD, p, "residual2", r, y, NULL);
@@ -420,11 +434,14 @@ static void gen_lm(struct gen *G)
 	int64_t B = G->B, s = G->s, h = G->h, V = G->V;
 	int tokens = tensor(G, TENSOR_INPUT, "tokens", "", DT_INT32, 2, B, s);
 	int x, wte = param(G, "embed.word.weight", "", 2, V, h);
-	if (G->llama) {
+	if (G->llama || G->p->rotary) {
 		x = op2(G, OP_GATHER, "embed.word", "", wte, tokens, NULL);
+		if (!G->llama)
+			x = dropout(G, "embed.", "dropout", x);
 	} else {
+		int64_t rows = G->p->max_positions > 0 ? G->p->max_positions : s;
 		int pos = tensor(G, TENSOR_INPUT, "positions", "", DT_INT32, 1, s, 0);
-		int wpe = param(G, "embed.pos.weight", "", 2, s, h);
+		int wpe = param(G, "embed.pos.weight", "", 2, rows, h);
 		int we = op2(G, OP_GATHER, "embed.word", "", wte, tokens, NULL);
 		int pe = op2(G, OP_GATHER, "embed.pos", "", wpe, pos, NULL);
 		x = op2(G, OP_ADD, "embed.add", "", we, pe, NULL);
@@ -438,7 +455,8 @@ static void gen_lm(struct gen *G)
 	struct op_attrs at;
 	op_attrs_default(OP_MATMUL, &at);
 	int logits;
-	if (G->llama) {
+	bool tied = G->p->tie_embeddings ? G->p->tie_embeddings > 0 : !G->llama;
+	if (!tied) {
 		logits = op2(G, OP_MATMUL, "lm_head", "", x, param(G, "lm_head.weight", "", 2, h, V), &at);
 	} else {
 		at.transpose_b = true; /* weight tying: the word embedding [V,h] */

@@ -638,6 +638,7 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 		{"vocab", offsetof(struct model_gen, vocab)},
 		{"micro_batch", offsetof(struct model_gen, micro_batch)},
 		{"ffn", offsetof(struct model_gen, ffn)},
+		{"max_positions", offsetof(struct model_gen, max_positions)},
 	};
 	struct jv m;
 	if (!jv_is_object(gen) || !jv_need(gen, "kind", &m))
@@ -655,6 +656,14 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 	if (jv_get(gen, "dtype", &m))
 		ok = jv_dtype(&m, &g.dtype) && ok;
 	ok = jv_opt_bool(gen, "bias", g.bias, &g.bias) && ok;
+	bool tie = kind == GEN_GPT;
+	if (jv_get(gen, "tie_embeddings", &m)) {
+		ok = jv_bool(&m, &tie) && ok;
+		g.tie_embeddings = tie ? 1 : -1;
+	}
+	ok = jv_opt_bool(gen, "qkv_bias", g.qkv_bias, &g.qkv_bias) && ok;
+	ok = jv_opt_bool(gen, "parallel_residual", g.parallel_residual, &g.parallel_residual) && ok;
+	ok = jv_opt_bool(gen, "rotary", g.rotary, &g.rotary) && ok;
 	ok = jv_opt_number(gen, "dropout", JR_NONNEG, g.dropout, &g.dropout) && ok;
 	if (!ok)
 		return NULL;

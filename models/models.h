@@ -141,11 +141,49 @@ struct model_gen {
 	enum dtype dtype;
 	bool bias;                            /* linear layers carry biases (GPT yes, LLaMA no) */
 	double dropout;                       /* 0: no Dropout ops */
+	/* Variants the Hugging Face families need (docs/formats.md): */
+	int tie_embeddings;                   /* the LM head is the word embedding transposed:
+	                                         1 yes, -1 no, 0 the kind's own (GPT tied,
+	                                         LLaMA not), so that a zeroed struct keeps
+	                                         the generators as they were */
+	bool qkv_bias;                        /* LLaMA: biases on q, k and v only (Qwen2) */
+	bool parallel_residual;               /* GPT: attention and MLP read the same input,
+	                                         x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX) */
+	bool rotary;                          /* GPT: rotary positions, no learned position
+	                                         table (GPT-NeoX) */
+	int64_t max_positions;                /* GPT: rows of the learned position table;
+	                                         0: seq */
 };
 /* Fills defaults for a kind (see docs/formats.md). */
 void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind);
 /* Returns NULL after adding diagnostics (file may be NULL). */
 struct graph *graph_generate(struct arena *a, const struct model_gen *g, struct diag_list *diags);
+
+/* The generator's hyper-parameters as a model file's "generator" object
+ * (the members its kind takes); NULL when out of memory. */
+struct cJSON *model_gen_json(const struct model_gen *g);
+
+/* ------------------------------------------- Hugging Face configurations */
+
+/* A Hugging Face config.json read as a generator (models/hf.c and
+ * docs/formats.md): LlamaForCausalLM, MistralForCausalLM and
+ * Qwen2ForCausalLM become "llama", GPT2LMHeadModel and GPTNeoXForCausalLM
+ * "gpt". */
+struct hf_model {
+	struct model_gen gen;
+	const char *architecture;             /* "LlamaForCausalLM" */
+	const char *name;                     /* the file name without folder and ".json" */
+};
+/* The architectures read, in *n. */
+const char *const *graph_hf_architectures(int *n);
+/* seq 0: the config's context (max_position_embeddings, n_positions);
+ * micro_batch 0: 1. False after diagnostics at the config's members. */
+bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t micro_batch,
+                   struct hf_model *out);
+/* Read and generate: the graph is named after the file. NULL after
+ * diagnostics. */
+struct graph *graph_hf_load(struct arena *a, const char *path, int64_t seq, int64_t micro_batch,
+                            struct diag_list *diags);
 
 /* Lookups; -1 when absent. */
 int graph_find_op(const struct graph *g, const char *name);

@@ -38,6 +38,33 @@ struct loader {
 
 /* ------------------------------------------------------------ referenced files */
 
+/* {"hf_config": "path", "seq": N, "micro_batch": B, "name": "..."}: a
+ * Hugging Face config.json (models/hf.c). */
+static struct graph *load_hf_model(struct loader *L, const struct jv *v)
+{
+	static const char *const keys[] = {"hf_config", "seq", "micro_batch", "name", NULL};
+	struct jv f;
+	const char *rel = NULL, *name = NULL;
+	int64_t seq = 0, mb = 0;
+	bool ok = jv_keys(v, keys);
+	ok = jv_req_string(v, "hf_config", &rel) && ok;
+	ok = jv_opt_int(v, "seq", JR_RANGE(1, 1e12), 0, &seq) && ok;
+	ok = jv_opt_int(v, "micro_batch", JR_RANGE(1, 1e12), 0, &mb) && ok;
+	if (jv_get(v, "name", &f))
+		ok = jv_string(&f, &name) && ok;
+	if (!ok)
+		return NULL;
+	const char *path = util_path_join(L->a, L->dir, rel);
+	L->s->model_file = path;
+	size_t before = L->diags->errors;
+	struct graph *g = path ? graph_hf_load(L->a, path, seq, mb, L->diags) : NULL;
+	if (!g && L->diags->errors == before)
+		jv_get(v, "hf_config", &f), jv_error(&f, "cannot load the Hugging Face config \"%s\"", rel);
+	if (g && name)
+		g->name = arena_strdup(L->a, name);
+	return g;
+}
+
 static struct graph *load_model(struct loader *L, const struct jv *v)
 {
 	if (v->node && cJSON_IsString(v->node)) {
@@ -52,6 +79,9 @@ static struct graph *load_model(struct loader *L, const struct jv *v)
 			jv_error(v, "cannot load the model \"%s\"", rel);
 		return g;
 	}
+	if (v->node && cJSON_IsObject(v->node) &&
+	    cJSON_GetObjectItemCaseSensitive(v->node, "hf_config"))
+		return load_hf_model(L, v);
 	if (v->node && cJSON_IsObject(v->node))
 		return graph_load_value(L->a, v);
 	char b[64];
@@ -330,58 +360,288 @@ static void suggest_op(const struct graph *g, const struct jv *v, const char *na
 		jv_error(v, "no op named \"%s\" in model %s", name, g->name);
 }
 
+/* One shard() entry `e` (an op name `name` and its strategy `val`, the
+ * same value for the scenario's "shard" and the tuple of a MindSpore
+ * strategy file), stated in `file`. */
+static bool add_shard(struct loader *L, const struct jv *e, const char *name, const struct jv *val,
+                      const char *file)
+{
+	for (int k = 0; k < L->s->n_shards; k++)
+		if (!strcmp(L->s->shards[k].op_name, name)) {
+			jv_error(e, "op \"%s\" is configured twice (also at %s:%d)", name,
+			         L->s->shards[k].file, L->s->shards[k].line);
+			return false;
+		}
+	int op = graph_find_op(L->s->graph, name);
+	if (op < 0) {
+		suggest_op(L->s->graph, e, name);
+		return false;
+	}
+	struct shard_config *c = &L->s->shards[L->s->n_shards];
+	c->op_name = L->s->graph->ops[op].name;
+	c->op = op;
+	c->file = file;
+	c->line = e->line;
+	c->path = arena_strdup(L->a, e->path);
+	c->n_in = L->s->graph->ops[op].n_in;
+	bool good;
+	if (val->node && cJSON_IsObject(val->node)) {
+		c->form = SHARD_LAYOUT;
+		good = read_layout(L, c, val);
+	} else if (val->node && cJSON_IsArray(val->node)) {
+		c->form = SHARD_TUPLE;
+		good = read_tuple(L, c, val);
+	} else {
+		char b[64];
+		jv_error(val, "expected a strategy ([[2,1],[1,4]]) or a layout object, got %s",
+		         jv_describe(val, b, sizeof b));
+		good = false;
+	}
+	if (good)
+		L->s->n_shards++;
+	return good;
+}
+
+/* Room for n more shard configs. */
+static bool grow_shards(struct loader *L, int n)
+{
+	struct shard_config *v = arena_grow(L->a, L->s->shards, (size_t)L->s->n_shards,
+	                                    (size_t)(L->s->n_shards + n + 1), sizeof(*v));
+	if (!v)
+		return false;
+	L->s->shards = v;
+	return true;
+}
+
 static bool read_shards(struct loader *L, const struct jv *v)
 {
 	if (!jv_is_object(v))
 		return false;
 	int n = jv_len(v);
-	L->s->shards = arena_calloc(L->a, (size_t)(n ? n : 1), sizeof(*L->s->shards));
-	if (!L->s->shards)
+	if (!grow_shards(L, n))
 		return false;
 	bool ok = true;
 	for (int i = 0; i < n; i++) {
 		struct jv e;
 		jv_at(v, i, &e);
-		const char *name = jv_key(&e);
-		bool dup = false;
-		for (int k = 0; k < L->s->n_shards && !dup; k++)
-			dup = !strcmp(L->s->shards[k].op_name, name);
-		if (dup) {
-			jv_error(&e, "op \"%s\" is configured twice", name);
-			ok = false;
-			continue;
+		ok = add_shard(L, &e, jv_key(&e), &e, L->s->file) && ok;
+	}
+	return ok;
+}
+
+/* One input's entry of MindSpore's "parallel_layout_value_item":
+ * {"alias_name": [...], "dev_matrix": [...], "interleaved_parallel": false,
+ * "tensor_map": [[2], [1, 0], [-1]]}: per dimension the device-matrix axes
+ * counted from the right, major first, -1 for not split. The first input
+ * sets the op's device matrix; the others must repeat it. */
+static bool read_ms_tensor(struct loader *L, struct shard_config *c, const struct jv *v, int i)
+{
+	static const char *const keys[] = {"alias_name", "dev_matrix", "interleaved_parallel",
+	                                   "tensor_map", NULL};
+	const struct tensor *t = op_input(L->s->graph, c->op, i);
+	struct jv dm, al, tm, il, e;
+	if (!jv_open(v, keys))
+		return false;
+	bool have = jv_need(v, "dev_matrix", &dm);
+	have = jv_need(v, "alias_name", &al) && have;
+	have = jv_need(v, "tensor_map", &tm) && have;
+	if (!have || !jv_is_array(&dm, 1, SHARD_MAX_AXES) || !jv_is_array(&al, 1, SHARD_MAX_AXES))
+		return false;
+	bool interleaved = false;
+	if (jv_get(v, "interleaved_parallel", &il) && jv_bool(&il, &interleaved) && interleaved) {
+		jv_error(&il, "interleaved parallelism is not modelled");
+		return false;
+	}
+	int n = jv_len(&dm);
+	if (jv_len(&al) != n) {
+		jv_error(&al, "expected %d axis names (one per device-matrix axis), got %d", n,
+		         jv_len(&al));
+		return false;
+	}
+	bool ok = true;
+	int64_t total = 1;
+	for (int k = 0; k < n; k++) {
+		int64_t size;
+		const char *name;
+		jv_at(&dm, k, &e);
+		if (!jv_int(&e, JR_RANGE(1, 1 << 20), &size))
+			return false;
+		jv_at(&al, k, &e);
+		if (!jv_string(&e, &name))
+			return false;
+		if (i == 0) {
+			c->device_matrix[k] = size;
+			c->axis_names[k] = arena_strdup(L->a, name);
+			for (int j = 0; j < k; j++)
+				if (!strcmp(c->axis_names[j], name)) {
+					jv_error(&e, "axis name \"%s\" is used twice", name);
+					ok = false;
+				}
+		} else if (n != c->n_dev_axes || size != c->device_matrix[k] ||
+		           strcmp(name, c->axis_names[k])) {
+			jv_error(&dm, "input %d has another device matrix than input 0: shardlab gives an "
+			         "op one device matrix", i);
+			return false;
 		}
+		if (!util_mul_i64(total, size, &total))
+			total = INT64_MAX;
+	}
+	if (i == 0) {
+		c->n_dev_axes = n;
+		if (L->stage_devices && total != L->stage_devices) {
+			jv_error(&dm, "the device matrix holds %lld devices, a stage has %lld",
+			         (long long)total, (long long)L->stage_devices);
+			return false;
+		}
+	}
+	if (!ok || !jv_is_array(&tm, 0, GRAPH_MAX_RANK))
+		return false;
+	if (jv_len(&tm) != t->rank) {
+		jv_error(&tm, "%s has rank %d, the layout maps %d dimension%s", t->name, t->rank,
+		         jv_len(&tm), jv_len(&tm) == 1 ? "" : "s");
+		return false;
+	}
+	struct shard_tensor_map *m = &c->in_maps[i];
+	m->rank = t->rank;
+	bool used[SHARD_MAX_AXES] = {false};
+	for (int d = 0; d < t->rank; d++) {
+		struct jv dim, ax;
+		jv_at(&tm, d, &dim);
+		bool list = dim.node && cJSON_IsArray(dim.node);
+		if (list && !jv_is_array(&dim, 1, SHARD_MAX_AXES))
+			return false;
+		int64_t slices = 1;
+		for (int k = 0; k < (list ? jv_len(&dim) : 1); k++) {
+			int64_t x;
+			if (list)
+				jv_at(&dim, k, &ax);
+			else
+				ax = dim;
+			if (!jv_int(&ax, JR_RANGE(-1, n - 1), &x))
+				return false;
+			if (x < 0)
+				continue;
+			int axis = n - 1 - (int)x;
+			if (used[axis]) {
+				jv_error(&ax, "device axis %lld is used twice in one tensor", (long long)x);
+				return false;
+			}
+			used[axis] = true;
+			m->axes[d][m->n_axes[d]++] = axis;
+			slices *= c->device_matrix[axis];
+		}
+		if (t->dims[d] % slices) {
+			jv_error(&dim, "%lld slices do not divide dimension %d of %s (size %lld)",
+			         (long long)slices, d, t->name, (long long)t->dims[d]);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* An op's "parallel_layout_value_item": {"0": input 0's layout, ...}. */
+static bool read_ms_layout(struct loader *L, struct shard_config *c, const struct jv *v)
+{
+	const struct op *op = &L->s->graph->ops[c->op];
+	if (!jv_is_object(v))
+		return false;
+	if (jv_len(v) != op->n_in) {
+		jv_error(v, "%s \"%s\" has %d input%s, the layout gives %d", op_kind_name(op->kind),
+		         op->name, op->n_in, op->n_in == 1 ? "" : "s", jv_len(v));
+		return false;
+	}
+	c->form = SHARD_LAYOUT;
+	c->in_maps = arena_calloc(L->a, (size_t)op->n_in, sizeof(*c->in_maps));
+	if (!c->in_maps)
+		return false;
+	for (int i = 0; i < op->n_in; i++) {
+		char key[16];
+		struct jv e;
+		snprintf(key, sizeof key, "%d", i);
+		if (!jv_need(v, key, &e) || !read_ms_tensor(L, c, &e, i))
+			return false;
+	}
+	return true;
+}
+
+/* "mindspore_strategy": a file in the JSON that MindSpore's
+ * set_op_strategy_config(mode="SAVE") writes (docs/formats.md):
+ *   {"current_stage": 0, "parallel_strategy_item":
+ *     {"OP": {"stage": 0, "parallel_strategy": [[2, 1], [1, 4]]}, ...}}
+ * Each entry becomes a shard() configuration of the op named OP. */
+static bool read_ms_strategy(struct loader *L, const struct jv *v)
+{
+	static const char *const top[] = {"current_stage", "parallel_strategy_item",
+	                                  "parallel_layout_value_item", NULL};
+	static const char *const item[] = {"stage", "parallel_strategy", NULL};
+	const char *rel;
+	if (!jv_string(v, &rel))
+		return false;
+	const char *path = util_path_join(L->a, L->dir, rel);
+	struct json_doc doc;
+	if (!path)
+		return false;
+	size_t before = L->diags->errors;
+	bool ok = json_doc_load(&doc, path, L->diags);
+	struct jv root, items, f;
+	int64_t stage;
+	ok = ok && jv_root(&doc, &root) && jv_keys(&root, top);
+	if (ok && jv_get(&root, "current_stage", &f))
+		ok = jv_int(&f, JR_RANGE(0, 1 << 30), &stage);
+	ok = ok && jv_need(&root, "parallel_strategy_item", &items) && jv_is_object(&items);
+	int n = ok ? jv_len(&items) : 0;
+	/* Ops given as layouts first: their tuple in parallel_strategy_item
+	 * says less (which ranks repeat a slice is the layout's). */
+	struct jv layouts;
+	bool have_layouts = ok && jv_get(&root, "parallel_layout_value_item", &layouts);
+	if (have_layouts && !jv_is_object(&layouts))
+		ok = have_layouts = false;
+	ok = ok && grow_shards(L, n + (have_layouts ? jv_len(&layouts) : 0));
+	have_layouts = have_layouts && ok;
+	const char *file = arena_strdup(L->a, path);
+	bool ready = ok;
+	for (int i = 0; have_layouts && i < jv_len(&layouts); i++) {
+		struct jv e;
+		jv_at(&layouts, i, &e);
+		const char *name = jv_key(&e);
 		int op = graph_find_op(L->s->graph, name);
 		if (op < 0) {
 			suggest_op(L->s->graph, &e, name);
 			ok = false;
 			continue;
 		}
-		struct shard_config *c = &L->s->shards[L->s->n_shards];
-		c->op_name = L->s->graph->ops[op].name;
-		c->op = op;
-		c->file = L->s->file;
-		c->line = e.line;
-		c->path = arena_strdup(L->a, e.path);
-		c->n_in = L->s->graph->ops[op].n_in;
-		bool good;
-		if (e.node && cJSON_IsObject(e.node)) {
-			c->form = SHARD_LAYOUT;
-			good = read_layout(L, c, &e);
-		} else if (e.node && cJSON_IsArray(e.node)) {
-			c->form = SHARD_TUPLE;
-			good = read_tuple(L, c, &e);
-		} else {
-			char b[64];
-			jv_error(&e, "expected a strategy ([[2,1],[1,4]]) or a layout object, got %s",
-			         jv_describe(&e, b, sizeof b));
-			good = false;
+		bool dup = false;
+		for (int k = 0; k < L->s->n_shards && !dup; k++)
+			dup = L->s->shards[k].op == op;
+		if (dup) {
+			jv_error(&e, "op \"%s\" is configured twice", name);
+			ok = false;
+			continue;
 		}
-		if (good)
+		struct shard_config *c = &L->s->shards[L->s->n_shards];
+		*c = (struct shard_config){.op_name = L->s->graph->ops[op].name, .op = op,
+		                           .file = file, .line = e.line,
+		                           .path = arena_strdup(L->a, e.path),
+		                           .n_in = L->s->graph->ops[op].n_in};
+		if (read_ms_layout(L, c, &e))
 			L->s->n_shards++;
-		ok = ok && good;
+		else
+			ok = false;
 	}
-	return ok;
+	for (int i = 0; ready && i < n; i++) {
+		struct jv e, strat, lay;
+		jv_at(&items, i, &e);
+		bool good = jv_open(&e, item) && jv_need(&e, "parallel_strategy", &strat);
+		if (good && jv_get(&e, "stage", &f))
+			good = jv_int(&f, JR_RANGE(0, 1 << 30), &stage);
+		if (good && have_layouts && jv_get(&layouts, jv_key(&e), &lay))
+			continue;
+		ok = good && add_shard(L, &e, jv_key(&e), &strat, file) && ok;
+	}
+	json_doc_free(&doc);
+	if (!ok && L->diags->errors == before)
+		jv_error(v, "cannot read the MindSpore strategy \"%s\"", rel);
+	return ok && L->diags->errors == before;
 }
 
 /* -------------------------------------------------------------- settings */
@@ -606,7 +866,7 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	static const char *const keys[] = {"format",  "version", "name",     "description",
 	                                   "model",   "topology", "devices", "shard",
 	                                   "planners", "training", "simulation", "propagation",
-	                                   NULL};
+	                                   "mindspore_strategy", NULL};
 	const struct jv root = *obj;
 	struct jv v;
 	size_t errors_before = doc->diags->errors;
@@ -663,6 +923,10 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	if (jv_get(&root, "shard", &v)) {
 		if (s->graph)
 			ok = read_shards(&L, &v) && ok;
+	}
+	if (jv_get(&root, "mindspore_strategy", &v)) {
+		if (s->graph)
+			ok = read_ms_strategy(&L, &v) && ok;
 	}
 	return ok && doc->diags->errors == errors_before ? s : NULL;
 }

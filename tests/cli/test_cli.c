@@ -117,6 +117,7 @@ static void check_dir(const char *dir)
 
 Test(cli, shipped_topologies_pass_check) { check_dir("topologies"); }
 Test(cli, shipped_models_pass_check) { check_dir("models"); }
+Test(cli, shipped_hf_configs_pass_check) { check_dir("models/hf"); }
 Test(cli, shipped_scenarios_pass_check) { check_dir("scenarios"); }
 Test(cli, shipped_validation_files_pass_check) { check_dir("validation"); }
 
@@ -142,7 +143,7 @@ Test(cli, help_is_complete)
 {
 	static const char *const cmds[] = {"check",  "topo",     "graph",   "explain",
 	                                   "plan",   "advise",   "simulate", "compare",
-	                                   "validate"};
+	                                   "validate", "import"};
 	struct cli_run r = fixture_shardlab("--help", false);
 	cr_assert_eq(r.status, 0);
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {

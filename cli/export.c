@@ -1,0 +1,401 @@
+/* export.c — a plan in the formats the training frameworks read:
+ *
+ * - MindSpore's operator strategy file, the JSON that
+ *   mindspore.parallel.set_op_strategy_config(mode="SAVE", path=...)
+ *   writes and mode="LOAD" reads back under sharding propagation
+ *   (StrategyCheckpoint::SaveAutoOpStrategy in MindSpore's
+ *   frontend/parallel/strategy_checkpoint): a "current_stage" of 0 and,
+ *   per operator, {"stage": pipeline stage, "parallel_strategy": slices per
+ *   dimension of each input}. Keys are written in byte order, as
+ *   MindSpore's JSON library (an ordered std::map) writes them, so that
+ *   the two files compare line by line after formatting.
+ * - Megatron-LM's launch arguments for a Megatron-style plan (the megatron
+ *   planner's, or megatron-search's choice): parallel degrees, the
+ *   virtual pipeline, sequence parallelism, recomputation, the distributed
+ *   optimizer, batch sizes, and the model's shape when a generator made it.
+ *
+ * docs/formats.md describes both. Linear in the ops; no hot path.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *const export_format_names[EXPORT_COUNT] = {"mindspore", "megatron"};
+_Static_assert(EXPORT_COUNT == 2, "export_format_names must list every format");
+
+/* ------------------------------------------------------------ MindSpore */
+
+/* Insertion sort: qsort_r is not C11, and a graph has thousands of ops at
+ * most (GPT-3: ~3000), sorted once. Stable, so equal names keep op order. */
+static void sort_ops(int *v, int n, const struct graph *g)
+{
+	for (int i = 1; i < n; i++) {
+		int x = v[i], j = i;
+		while (j > 0 && strcmp(g->ops[v[j - 1]].name, g->ops[x].name) > 0) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = x;
+	}
+}
+
+/* Whether the tuple form says all of an op's placement: the op re-derived
+ * from its cuts puts every input slice on the same ranks. */
+static bool tuple_suffices(struct arena *a, const struct plan *p, int i)
+{
+	const struct dist_op *d = &p->ops[i];
+	struct dist_op t;
+	struct diag_list dl;
+	diag_list_init(&dl);
+	bool same = d->cuts && dist_op_from_cuts(a, p->graph, i,
+	                                         (const int64_t (*)[GRAPH_MAX_RANK])d->cuts,
+	                                         p->n_devices, &t, &dl);
+	for (int k = 0; same && k < d->n_in; k++)
+		same = layout_same_placement(&t.in[k], &d->in[k]);
+	diag_list_free(&dl);
+	return same;
+}
+
+/* MindSpore's layout of an op's inputs ("parallel_layout_value_item"):
+ * {"0": {"alias_name", "dev_matrix", "interleaved_parallel",
+ * "tensor_map"}, ...}, keys in byte order. Axes without a name are called
+ * "axisK" (K from the major end). */
+static cJSON *ms_layout(const struct plan *p, int i)
+{
+	const struct op *op = &p->graph->ops[i];
+	const struct dist_op *d = &p->ops[i];
+	cJSON *o = cJSON_CreateObject();
+	for (int k = 0; o && k < op->n_in && k < d->n_in; k++) {
+		const struct layout *l = &d->in[k];
+		char key[16], name[32];
+		snprintf(key, sizeof key, "%d", k);
+		cJSON *e = cJSON_CreateObject(), *al = cJSON_CreateArray(), *dm = cJSON_CreateArray();
+		cJSON *tm = cJSON_CreateArray();
+		bool ok = e && al && dm && tm;
+		for (int x = 0; ok && x < l->dm.n; x++) {
+			snprintf(name, sizeof name, "axis%d", x);
+			ok = cJSON_AddItemToArray(al, cJSON_CreateString(l->dm.name[x] ? l->dm.name[x]
+			                                                              : name)) &&
+			     cJSON_AddItemToArray(dm, cJSON_CreateNumber((double)l->dm.size[x]));
+		}
+		for (int r = 0; ok && r < l->rank; r++) {
+			int m[PLAN_MAX_AXES];
+			int n = layout_tensor_map(l, r, m);
+			cJSON *dim = cJSON_CreateArray();
+			ok = dim && cJSON_AddItemToArray(tm, dim);
+			if (ok && n == 0)
+				ok = cJSON_AddItemToArray(dim, cJSON_CreateNumber(-1));
+			for (int q = 0; ok && q < n; q++)
+				ok = cJSON_AddItemToArray(dim, cJSON_CreateNumber(m[q]));
+		}
+		if (ok) {
+			cJSON_AddItemToObject(e, "alias_name", al);
+			cJSON_AddItemToObject(e, "dev_matrix", dm);
+			cJSON_AddBoolToObject(e, "interleaved_parallel", false);
+			cJSON_AddItemToObject(e, "tensor_map", tm);
+			cJSON_AddItemToObject(o, key, e);
+		} else {
+			cJSON_Delete(e);
+			cJSON_Delete(al);
+			cJSON_Delete(dm);
+			cJSON_Delete(tm);
+			cJSON_Delete(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+cJSON *report_mindspore_strategy(const struct plan *p, const struct plan_part *part)
+{
+	const struct graph *g = p->graph;
+	int *order = malloc(sizeof(int) * (size_t)(g->n_ops + 1));
+	struct arena *scratch = arena_new();
+	cJSON *layouts = NULL;
+	cJSON *root = cJSON_CreateObject();
+	cJSON *items = root ? cJSON_CreateObject() : NULL;
+	bool ok = order && items && cJSON_AddNumberToObject(root, "current_stage", 0);
+	for (int i = 0; ok && i < g->n_ops; i++)
+		order[i] = i;
+	if (ok)
+		sort_ops(order, g->n_ops, g);
+	for (int k = 0; ok && k < g->n_ops; k++) {
+		int i = order[k];
+		const struct op *op = &g->ops[i];
+		const struct dist_op *d = &p->ops[i];
+		int stage = part && part->chunk_of ? part_stage(part, part->chunk_of[i]) : 0;
+		cJSON *item = cJSON_CreateObject(), *strat = cJSON_CreateArray();
+		ok = item && strat && cJSON_AddItemToObject(item, "parallel_strategy", strat);
+		if (!ok) {
+			cJSON_Delete(strat);
+			cJSON_Delete(item);
+			break;
+		}
+		for (int in = 0; ok && in < op->n_in; in++) {
+			const struct tensor *t = &g->tensors[op->in[in]];
+			cJSON *dims = cJSON_CreateArray();
+			ok = dims && cJSON_AddItemToArray(strat, dims);
+			for (int r = 0; ok && r < t->rank; r++) {
+				int64_t c = in < d->n_in && d->cuts ? d->cuts[in][r] : 1;
+				ok = cJSON_AddItemToArray(dims, cJSON_CreateNumber((double)(c > 0 ? c : 1)));
+			}
+		}
+		ok = ok && cJSON_AddNumberToObject(item, "stage", stage);
+		if (!cJSON_AddItemToObject(items, op->name, item)) {
+			cJSON_Delete(item);
+			ok = false;
+		}
+		if (ok && scratch && !tuple_suffices(scratch, p, i)) {
+			cJSON *lay = ms_layout(p, i);
+			if (!layouts && lay) {
+				layouts = cJSON_CreateObject();
+				ok = layouts != NULL;
+			}
+			if (!lay || !ok || !cJSON_AddItemToObject(layouts, op->name, lay)) {
+				cJSON_Delete(lay);
+				ok = false;
+			}
+		}
+	}
+	arena_free(scratch);
+	free(order);
+	/* Byte order: parallel_layout_value_item before parallel_strategy_item. */
+	if (ok && layouts) {
+		ok = cJSON_AddItemToObject(root, "parallel_layout_value_item", layouts);
+		if (ok)
+			layouts = NULL;
+	}
+	if (ok) {
+		ok = cJSON_AddItemToObject(root, "parallel_strategy_item", items);
+		if (ok)
+			items = NULL;
+	}
+	cJSON_Delete(layouts);
+	cJSON_Delete(items);
+	if (!ok) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+/* ------------------------------------------------------------- Megatron */
+
+/* Slices of an op's largest parameter input (1 when it has none). */
+static int64_t param_slices(const struct plan *p, int i)
+{
+	const struct op *op = &p->graph->ops[i];
+	const struct dist_op *d = &p->ops[i];
+	int64_t best = -1, slices = 1;
+	for (int k = 0; k < op->n_in && k < d->n_in; k++) {
+		const struct tensor *t = &p->graph->tensors[op->in[k]];
+		if (t->role != TENSOR_PARAM || t->elems <= best || !d->cuts)
+			continue;
+		best = t->elems;
+		slices = 1;
+		for (int r = 0; r < t->rank; r++)
+			slices *= d->cuts[k][r] > 0 ? d->cuts[k][r] : 1;
+	}
+	return slices;
+}
+
+bool report_megatron_config(const struct plan *p, enum planner_kind kind,
+                            struct search_config *out, char *err, size_t err_size)
+{
+	const struct scenario *s = p->scenario;
+	const struct training *t = &s->training;
+	if (kind == PLANNER_MEGATRON_SEARCH && p->search && p->search->n > 0) {
+		*out = p->search->cands[0].config;
+		return true;
+	}
+	if (kind != PLANNER_MEGATRON) {
+		snprintf(err, err_size, "Megatron-LM's arguments describe a Megatron-style plan: "
+		         "plan with --planner megatron or megatron-search (this plan is %s's)",
+		         planner_names[kind]);
+		return false;
+	}
+	/* The tensor-parallel degree: the slices of the weight of the op that
+	 * does the most FLOPs with one (a transformer's MLP). */
+	int heaviest = -1;
+	for (int i = 0; i < p->graph->n_ops; i++)
+		if (p->graph->ops[i].params > 0 &&
+		    (heaviest < 0 || p->graph->ops[i].flops > p->graph->ops[heaviest].flops))
+			heaviest = i;
+	int64_t tp = heaviest >= 0 ? param_slices(p, heaviest) : 1;
+	int64_t pp = t->pipeline_stages > 0 ? t->pipeline_stages : 1;
+	if (tp < 1 || p->n_devices % tp) {
+		snprintf(err, err_size, "the plan's tensor-parallel degree %lld does not divide the "
+		         "%lld devices of a stage", (long long)tp, (long long)p->n_devices);
+		return false;
+	}
+	int64_t dp = p->n_devices / tp;
+	if (p->graph->batch % dp) {
+		snprintf(err, err_size, "the model's batch of %lld samples does not split over %lld "
+		         "data-parallel replicas", (long long)p->graph->batch, (long long)dp);
+		return false;
+	}
+	*out = (struct search_config){
+		.tp = tp, .pp = pp, .dp = dp,
+		.micro_batch = p->graph->batch / dp,
+		.micro_batches = t->micro_batches,
+		.schedule = t->schedule,
+		.virtual_stages = t->virtual_stages > 0 ? t->virtual_stages : 1,
+		.recompute = t->recompute,
+		.zero_stage = t->zero_stage,
+	};
+	return true;
+}
+
+static void arg(FILE *f, bool *first, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+
+static void arg(FILE *f, bool *first, const char *fmt, ...)
+{
+	va_list ap;
+	if (!*first)
+		fputs(" \\\n", f);
+	*first = false;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+}
+
+/* The model's shape, when a transformer generator made it. */
+static void model_args(FILE *f, bool *first, const struct model_gen *g)
+{
+	if (!g || (g->kind != GEN_GPT && g->kind != GEN_LLAMA))
+		return;
+	bool llama = g->kind == GEN_LLAMA;
+	int64_t ffn = g->ffn > 0 ? g->ffn : llama ? (8 * g->hidden / 3 + 255) / 256 * 256
+	                                          : 4 * g->hidden;
+	arg(f, first, "--num-layers %lld", (long long)g->layers);
+	arg(f, first, "--hidden-size %lld", (long long)g->hidden);
+	arg(f, first, "--ffn-hidden-size %lld", (long long)ffn);
+	arg(f, first, "--num-attention-heads %lld", (long long)g->heads);
+	if (llama && g->kv_heads > 0 && g->kv_heads < g->heads) {
+		arg(f, first, "--group-query-attention");
+		arg(f, first, "--num-query-groups %lld", (long long)g->kv_heads);
+	}
+	arg(f, first, "--seq-length %lld", (long long)g->seq);
+	int64_t positions = !llama && !g->rotary && g->max_positions > 0 ? g->max_positions : g->seq;
+	arg(f, first, "--max-position-embeddings %lld", (long long)positions);
+	if (llama || g->rotary)
+		arg(f, first, "--position-embedding-type rope");
+	if (llama) {
+		arg(f, first, "--normalization RMSNorm");
+		arg(f, first, "--swiglu");
+		arg(f, first, "--disable-bias-linear");
+		if (g->qkv_bias)
+			arg(f, first, "--add-qkv-bias");
+	} else if (!g->bias) {
+		arg(f, first, "--disable-bias-linear");
+	}
+	bool tied = g->tie_embeddings ? g->tie_embeddings > 0 : !llama;
+	if (!tied)
+		arg(f, first, "--untie-embeddings-and-output-weights");
+	if (!llama) {
+		arg(f, first, "--hidden-dropout %g", g->dropout);
+		arg(f, first, "--attention-dropout %g", g->dropout);
+	} else {
+		arg(f, first, "--hidden-dropout 0");
+		arg(f, first, "--attention-dropout 0");
+	}
+}
+
+void report_megatron_args(FILE *f, const struct plan *p, const struct search_config *c)
+{
+	const struct scenario *s = p->scenario;
+	const struct training *t = &s->training;
+	const struct model_gen *g = p->graph->gen;
+	fprintf(f, "# Megatron-LM arguments for %s: %lld devices = TP %lld x PP %lld x DP %lld\n",
+	        s->name, (long long)(c->tp * c->pp * c->dp), (long long)c->tp, (long long)c->pp,
+	        (long long)c->dp);
+	bool first = true;
+	arg(f, &first, "--tensor-model-parallel-size %lld", (long long)c->tp);
+	arg(f, &first, "--pipeline-model-parallel-size %lld", (long long)c->pp);
+	if (c->pp > 1 && c->virtual_stages > 1 && g && g->layers > 0 &&
+	    g->layers % (c->pp * c->virtual_stages) == 0)
+		arg(f, &first, "--num-layers-per-virtual-pipeline-stage %lld",
+		    (long long)(g->layers / (c->pp * c->virtual_stages)));
+	if (t->sequence_parallel && c->tp > 1)
+		arg(f, &first, "--sequence-parallel");
+	if (c->recompute == RECOMPUTE_SELECTIVE) {
+		arg(f, &first, "--recompute-granularity selective");
+	} else if (c->recompute == RECOMPUTE_FULL) {
+		arg(f, &first, "--recompute-granularity full");
+		arg(f, &first, "--recompute-method uniform");
+		arg(f, &first, "--recompute-num-layers 1");
+	}
+	if (c->zero_stage >= 1)
+		arg(f, &first, "--use-distributed-optimizer");
+	arg(f, &first, "--micro-batch-size %lld", (long long)c->micro_batch);
+	arg(f, &first, "--global-batch-size %lld", (long long)t->global_batch);
+	model_args(f, &first, g);
+	enum dtype dt = t->dtype;
+	if (dt == DT_BF16)
+		arg(f, &first, "--bf16");
+	else if (dt == DT_FP16)
+		arg(f, &first, "--fp16");
+	fputc('\n', f);
+	if (c->schedule == SCHED_GPIPE && c->pp > 1)
+		fprintf(f, "# the plan's GPipe schedule has no Megatron-LM flag: Megatron-LM runs "
+		           "1F1B\n");
+	if (g && g->kind == GEN_GPT && g->parallel_residual)
+		fprintf(f, "# the model's parallel residual (GPT-NeoX) has no Megatron-LM flag\n");
+	if (c->zero_stage >= 2)
+		fprintf(f, "# ZeRO stage %d: Megatron-LM's distributed optimizer shards the optimizer "
+		           "state only (stage 1)\n", c->zero_stage);
+}
+
+/* ----------------------------------------------------------------- files */
+
+bool report_write_file(const char *path, const char *text, char *err, size_t err_size)
+{
+	size_t n = strlen(path) + 16;
+	char *tmp = malloc(n);
+	if (!tmp) {
+		snprintf(err, err_size, "%s: out of memory", path);
+		return false;
+	}
+	snprintf(tmp, n, "%s.tmp-XXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd >= 0) {
+		mode_t mask = umask(0);
+		umask(mask);
+		(void)fchmod(fd, 0666 & ~mask);
+	}
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		snprintf(err, err_size, "%s: cannot write: %s", path, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		free(tmp);
+		return false;
+	}
+	fputs(text, f);
+	bool ok = !ferror(f);
+	int saved = errno;
+	ok = fclose(f) == 0 && ok;
+	saved = ok ? 0 : errno ? errno : saved;
+	if (ok && rename(tmp, path) != 0) {
+		ok = false;
+		saved = errno;
+	}
+	if (!ok) {
+		snprintf(err, err_size, "%s: cannot write: %s", path, strerror(saved ? saved : EIO));
+		unlink(tmp);
+	}
+	free(tmp);
+	return ok;
+}

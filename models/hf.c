@@ -1,0 +1,357 @@
+/* hf.c — a Hugging Face `config.json` read as one of our generators.
+ *
+ * transformers saves a model's hyper-parameters as a JSON object whose
+ * "architectures" names the model class. The decoder-only families map
+ * onto the two language-model generators of generate.c:
+ *
+ *   LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM -> llama
+ *     (RMSNorm, SwiGLU MLP of intermediate_size, grouped-query attention
+ *     with num_key_value_heads, rotary positions, untied head unless
+ *     tie_word_embeddings; Qwen2 adds biases on q, k and v)
+ *   GPT2LMHeadModel -> gpt (LayerNorm, GeLU MLP of n_inner or 4h, learned
+ *     positions of n_positions rows, biases, head tied to the embedding)
+ *   GPTNeoXForCausalLM -> gpt (rotary, parallel residual when
+ *     use_parallel_residual, biases, untied head unless tie_word_embeddings)
+ *
+ * A config without "architectures" is read by its "model_type" (llama,
+ * mistral, qwen2, gpt2, gpt_neox). Absent optional fields take the defaults of the transformers
+ * configuration class of that architecture (LlamaConfig, GPT2Config, ...);
+ * JSON null counts as absent. Other members (rope_theta, rms_norm_eps,
+ * sliding_window, ...) do not change parameters or FLOPs here and are not
+ * read. Anything that would change the graph and that the generators
+ * cannot express is refused with a diagnostic at that member.
+ * No hot path.
+ */
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "models-int.h"
+
+enum hf_family { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_GPT2, HF_GPTNEOX, HF_COUNT };
+
+static const char *const hf_arch_names[HF_COUNT] = {
+	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel",
+	"GPTNeoXForCausalLM",
+};
+/* transformers' model_type of each, for configs without "architectures". */
+static const char *const hf_model_types[HF_COUNT] = {"llama", "mistral", "qwen2", "gpt2",
+                                                     "gpt_neox"};
+_Static_assert(HF_COUNT == 5, "hf_arch_names must list every architecture");
+
+const char *const *graph_hf_architectures(int *n)
+{
+	*n = HF_COUNT;
+	return hf_arch_names;
+}
+
+/* A member that is absent or null. */
+static bool hf_get(const struct jv *obj, const char *key, struct jv *out)
+{
+	return jv_get(obj, key, out) && !cJSON_IsNull(out->node);
+}
+
+static bool hf_need(const struct jv *obj, const char *key, struct jv *out)
+{
+	if (hf_get(obj, key, out))
+		return true;
+	jv_error(out, "missing required field");
+	return false;
+}
+
+static bool hf_count(const struct jv *obj, const char *key, bool required, int64_t dflt,
+                     int64_t *out)
+{
+	struct jv v;
+	*out = dflt;
+	if (!(required ? hf_need(obj, key, &v) : hf_get(obj, key, &v)))
+		return !required;
+	return jv_int(&v, JR_RANGE(1, 1e15), out);
+}
+
+/* tie_word_embeddings as the generators' tie_embeddings (1 or -1). */
+static bool hf_tie(const struct jv *obj, bool dflt, int *out)
+{
+	struct jv v;
+	bool b = dflt;
+	bool ok = !hf_get(obj, "tie_word_embeddings", &v) || jv_bool(&v, &b);
+	*out = b ? 1 : -1;
+	return ok;
+}
+
+static bool hf_bool(const struct jv *obj, const char *key, bool dflt, bool *out)
+{
+	struct jv v;
+	*out = dflt;
+	return !hf_get(obj, key, &v) || jv_bool(&v, out);
+}
+
+/* An optional string member that must be one of `allowed` (NULL-ended):
+ * the generators know one activation per family. */
+static bool hf_one_of(const struct jv *obj, const char *key, const char *const *allowed,
+                      const char *what)
+{
+	struct jv v;
+	const char *s;
+	if (!hf_get(obj, key, &v))
+		return true;
+	if (!jv_string(&v, &s))
+		return false;
+	for (const char *const *a = allowed; *a; a++)
+		if (!strcmp(s, *a))
+			return true;
+	jv_error(&v, "\"%s\" is not supported: shardlab models %s", s, what);
+	return false;
+}
+
+/* A boolean member whose other value the generators cannot express. */
+static bool hf_must_be(const struct jv *obj, const char *key, bool want, const char *why)
+{
+	struct jv v;
+	bool b;
+	if (!hf_get(obj, key, &v))
+		return true;
+	if (!jv_bool(&v, &b))
+		return false;
+	if (b == want)
+		return true;
+	jv_error(&v, "%s is not supported: %s", b ? "true" : "false", why);
+	return false;
+}
+
+static bool hf_dtype(const struct jv *root, enum dtype *out)
+{
+	struct jv v;
+	*out = DT_BF16;
+	/* transformers >= 4.56 writes "dtype", earlier versions "torch_dtype". */
+	if (!hf_get(root, "torch_dtype", &v) && !hf_get(root, "dtype", &v))
+		return true;
+	return jv_dtype(&v, out);
+}
+
+static const char *const silu[] = {"silu", "swish", NULL};
+static const char *const gelu[] = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh",
+                                   "gelu_python", NULL};
+
+static bool read_llama(const struct jv *r, enum hf_family fam, struct model_gen *g)
+{
+	model_gen_defaults(g, GEN_LLAMA);
+	bool ok = hf_count(r, "hidden_size", true, 0, &g->hidden);
+	ok = hf_count(r, "num_hidden_layers", true, 0, &g->layers) && ok;
+	ok = hf_count(r, "num_attention_heads", true, 0, &g->heads) && ok;
+	/* LlamaConfig: num_key_value_heads None means multi-head attention. */
+	ok = hf_count(r, "num_key_value_heads", false, g->heads, &g->kv_heads) && ok;
+	ok = hf_count(r, "intermediate_size", true, 0, &g->ffn) && ok;
+	ok = hf_count(r, "vocab_size", true, 0, &g->vocab) && ok;
+	ok = hf_tie(r, false, &g->tie_embeddings) && ok;
+	ok = hf_one_of(r, "hidden_act", silu, "the SwiGLU MLP with SiLU") && ok;
+	ok = hf_must_be(r, "attention_bias", false,
+	                "the generator has no biases on the attention projections") && ok;
+	ok = hf_must_be(r, "mlp_bias", false, "the generator has no biases in the MLP") && ok;
+	g->qkv_bias = fam == HF_QWEN2; /* Qwen2Attention: q, k, v with bias, o without */
+	struct jv v;
+	int64_t hd;
+	if (ok && hf_get(r, "head_dim", &v) && jv_int(&v, JR_RANGE(1, 1e15), &hd) &&
+	    hd * g->heads != g->hidden) {
+		jv_error(&v, "head_dim %lld x %lld heads differs from hidden_size %lld: not supported "
+		         "(the generator's heads are hidden_size / num_attention_heads wide)",
+		         (long long)hd, (long long)g->heads, (long long)g->hidden);
+		ok = false;
+	}
+	return ok;
+}
+
+static bool read_gpt2(const struct jv *r, struct model_gen *g)
+{
+	model_gen_defaults(g, GEN_GPT);
+	bool ok = hf_count(r, "n_embd", true, 0, &g->hidden);
+	ok = hf_count(r, "n_layer", true, 0, &g->layers) && ok;
+	ok = hf_count(r, "n_head", true, 0, &g->heads) && ok;
+	ok = hf_count(r, "vocab_size", true, 0, &g->vocab) && ok;
+	ok = hf_count(r, "n_positions", true, 0, &g->max_positions) && ok;
+	ok = hf_count(r, "n_inner", false, 4 * g->hidden, &g->ffn) && ok; /* null: 4 x n_embd */
+	ok = hf_tie(r, true, &g->tie_embeddings) && ok;
+	ok = hf_one_of(r, "activation_function", gelu, "the MLP with GeLU") && ok;
+	ok = hf_must_be(r, "add_cross_attention", false, "shardlab models decoder-only blocks") && ok;
+	ok = jv_opt_number(r, "resid_pdrop", JR_RANGE(0, 0.999), 0.1, &g->dropout) && ok;
+	g->bias = true;
+	return ok;
+}
+
+static bool read_neox(const struct jv *r, struct model_gen *g)
+{
+	model_gen_defaults(g, GEN_GPT);
+	bool ok = hf_count(r, "hidden_size", true, 0, &g->hidden);
+	ok = hf_count(r, "num_hidden_layers", true, 0, &g->layers) && ok;
+	ok = hf_count(r, "num_attention_heads", true, 0, &g->heads) && ok;
+	ok = hf_count(r, "intermediate_size", true, 0, &g->ffn) && ok;
+	ok = hf_count(r, "vocab_size", true, 0, &g->vocab) && ok;
+	ok = hf_tie(r, false, &g->tie_embeddings) && ok;
+	ok = hf_bool(r, "use_parallel_residual", true, &g->parallel_residual) && ok;
+	ok = hf_one_of(r, "hidden_act", gelu, "the MLP with GeLU") && ok;
+	ok = hf_must_be(r, "attention_bias", true,
+	                "the generator gives every linear layer a bias") && ok;
+	ok = jv_opt_number(r, "hidden_dropout", JR_RANGE(0, 0.999), 0, &g->dropout) && ok;
+	g->rotary = true;
+	g->bias = true;
+	return ok;
+}
+
+/* The file name without folder and ".json". */
+static const char *stem(struct arena *a, const char *path)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	size_t n = strlen(b);
+	if (n > 5 && !strcmp(b + n - 5, ".json"))
+		n -= 5;
+	return arena_strndup(a, b, n);
+}
+
+bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t micro_batch,
+                   struct hf_model *out)
+{
+	struct jv root, v, e;
+	memset(out, 0, sizeof *out);
+	if (!jv_root(doc, &root))
+		return false;
+	size_t errors = doc->diags->errors;
+	const char *arch;
+	int fam = -1;
+	if (!hf_get(&root, "architectures", &v) && hf_get(&root, "model_type", &e)) {
+		/* Configs saved without "architectures" still say their family. */
+		const char *type;
+		if (!jv_string(&e, &type))
+			return false;
+		for (int i = 0; i < HF_COUNT; i++)
+			if (!strcmp(type, hf_model_types[i]))
+				fam = i;
+		if (fam < 0) {
+			jv_error(&e, "unknown model_type \"%s\" and no \"architectures\" (shardlab "
+			         "imports llama, mistral, qwen2, gpt2 and gpt_neox)", type);
+			return false;
+		}
+		arch = hf_arch_names[fam];
+	} else {
+		if (!hf_need(&root, "architectures", &v) || !jv_is_array(&v, 1, 1000))
+			return false;
+		jv_at(&v, 0, &e);
+		if (!jv_string(&e, &arch))
+			return false;
+		for (int i = 0; i < HF_COUNT; i++)
+			if (!strcmp(arch, hf_arch_names[i]))
+				fam = i;
+	}
+	if (fam < 0) {
+		jv_error(&e, "unknown architecture \"%s\" (shardlab imports LlamaForCausalLM, "
+		         "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel and "
+		         "GPTNeoXForCausalLM)", arch);
+		return false;
+	}
+	struct model_gen *g = &out->gen;
+	bool ok;
+	if (fam == HF_GPT2)
+		ok = read_gpt2(&root, g);
+	else if (fam == HF_GPTNEOX)
+		ok = read_neox(&root, g);
+	else
+		ok = read_llama(&root, (enum hf_family)fam, g);
+	ok = hf_dtype(&root, &g->dtype) && ok;
+	/* The sequence: the context the model was trained for unless given. */
+	const char *pos_key = fam == HF_GPT2 ? "n_positions" : "max_position_embeddings";
+	int64_t ctx = 0;
+	if (seq > 0) {
+		g->seq = seq;
+		if (hf_get(&root, pos_key, &v))
+			ok = jv_int(&v, JR_RANGE(1, 1e15), &ctx) && ok;
+	} else {
+		ok = hf_count(&root, pos_key, true, 0, &ctx) && ok;
+		g->seq = ctx;
+	}
+	g->micro_batch = micro_batch > 0 ? micro_batch : 1;
+	if (!ok)
+		return false;
+	if (fam == HF_GPT2 && g->seq > g->max_positions) {
+		hf_get(&root, "n_positions", &v);
+		jv_error(&v, "the learned position table has %lld rows, fewer than the sequence of %lld",
+		         (long long)g->max_positions, (long long)g->seq);
+		return false;
+	}
+	const char *heads_key = fam == HF_GPT2 ? "n_head" : "num_attention_heads";
+	const char *hidden_key = fam == HF_GPT2 ? "n_embd" : "hidden_size";
+	if (g->hidden % g->heads) {
+		hf_get(&root, heads_key, &v);
+		jv_error(&v, "%lld heads do not divide %s %lld", (long long)g->heads, hidden_key,
+		         (long long)g->hidden);
+		return false;
+	}
+	if (g->kind == GEN_LLAMA && g->heads % g->kv_heads) {
+		hf_get(&root, "num_key_value_heads", &v);
+		jv_error(&v, "%lld key/value heads do not divide %lld attention heads",
+		         (long long)g->kv_heads, (long long)g->heads);
+		return false;
+	}
+	out->architecture = arena_strdup(a, arch);
+	out->name = stem(a, doc->file ? doc->file : "model");
+	return out->architecture && out->name && doc->diags->errors == errors;
+}
+
+struct graph *graph_hf_load(struct arena *a, const char *path, int64_t seq, int64_t micro_batch,
+                            struct diag_list *diags)
+{
+	struct json_doc doc;
+	struct graph *g = NULL;
+	struct hf_model m;
+	if (json_doc_load(&doc, path, diags) && graph_hf_read(a, &doc, seq, micro_batch, &m)) {
+		g = graph_generate(a, &m.gen, diags);
+		if (g) {
+			g->name = m.name;
+			g->description = arena_printf(a, "%s from the Hugging Face config %s",
+			                              m.architecture, path);
+			g->file = arena_strdup(a, path);
+		}
+	}
+	json_doc_free(&doc);
+	return g;
+}
+
+struct cJSON *model_gen_json(const struct model_gen *g)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	const char *const *f = model_gen_fields(g->kind);
+	for (; *f; f++) {
+		const char *k = *f;
+		cJSON *v = NULL;
+		if (!strcmp(k, "kind"))
+			v = cJSON_CreateString(model_gen_names[g->kind]);
+		else if (!strcmp(k, "dtype"))
+			v = cJSON_CreateString(dtype_names[g->dtype]);
+		else if (!strcmp(k, "tie_embeddings"))
+			v = cJSON_CreateBool(g->tie_embeddings ? g->tie_embeddings > 0
+			                                       : g->kind == GEN_GPT);
+		else if (!strcmp(k, "dropout"))
+			v = cJSON_CreateNumber(g->dropout);
+#define NUM(name) else if (!strcmp(k, #name)) v = cJSON_CreateNumber((double)g->name);
+#define BOOL(name) else if (!strcmp(k, #name)) v = cJSON_CreateBool(g->name);
+		NUM(hidden) NUM(layers) NUM(heads) NUM(kv_heads) NUM(seq) NUM(vocab)
+		NUM(micro_batch) NUM(ffn) NUM(max_positions)
+		BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary)
+#undef NUM
+#undef BOOL
+		if (!strcmp(k, "max_positions") && g->max_positions <= 0) {
+			cJSON_Delete(v);
+			continue;
+		}
+		if (!strcmp(k, "kv_heads") && g->kv_heads <= 0) {
+			cJSON_Delete(v);
+			continue;
+		}
+		if (!v || !cJSON_AddItemToObject(o, k, v)) {
+			cJSON_Delete(v);
+			cJSON_Delete(o);
+			return NULL;
+		}
+	}
+	return o;
+}

@@ -1,0 +1,386 @@
+/* test_export.c — plans out to the frameworks and back (cli/export.c and
+ * the scenario's "mindspore_strategy"): MindSpore's operator strategy JSON
+ * in the layout MindSpore's set_op_strategy_config writes, with seed
+ * 000's propagated strategies; the file read back as shard() configs gives
+ * the same plan; Megatron-LM's arguments worked out from the scenarios. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fixture.h"
+
+TestSuite(export, .init = fixture_setup, .fini = fixture_teardown);
+
+static char *tmp_dir(void)
+{
+	char *d = strdup("/tmp/shardlab-export-XXXXXX");
+	cr_assert_not_null(mkdtemp(d));
+	return d;
+}
+
+static const cJSON *member(const cJSON *o, const char *k)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, k);
+	cr_assert_not_null(m, "no member \"%s\"", k);
+	return m;
+}
+
+/* "[[2,1],[1,4]]" of a parallel_strategy array. */
+static void strategy_text(const cJSON *a, char *buf, size_t size)
+{
+	char *s = cJSON_PrintUnformatted(a);
+	snprintf(buf, size, "%s", s);
+	free(s);
+}
+
+Test(export, mindspore_json_of_seed000)
+{
+	/* Seed 000: dense1.matmul configured ((2,1),(1,4)) on 8 devices;
+	 * propagation gives Add ((2,4),(4)), ReLU ((2,4)), MatMul ((2,4),(4,1)),
+	 * Add ((2,4),(4)) (DESIGN.md's golden result). MindSpore's file:
+	 * {"current_stage": 0, "parallel_strategy_item": {NAME: {"parallel_strategy":
+	 * [...], "stage": 0}}}, keys in byte order. */
+	struct cli_run r = fixture_shardlab("plan scenarios/ffn-8p.json --export mindspore -", false);
+	cr_assert_eq(r.status, 0);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "not JSON:\n%s", r.out);
+	cr_assert_eq(cJSON_GetArraySize(j), 2);
+	cr_assert_str_eq(j->child->string, "current_stage");
+	cr_assert_eq(member(j, "current_stage")->valuedouble, 0);
+	const cJSON *items = member(j, "parallel_strategy_item");
+	static const char *const names[] = {"dense1.add", "dense1.matmul", "dense2.add",
+	                                    "dense2.matmul", "relu"};
+	static const char *const want[] = {"[[2,4],[4]]", "[[2,1],[1,4]]", "[[2,4],[4]]",
+	                                   "[[2,4],[4,1]]", "[[2,4]]"};
+	cr_assert_eq(cJSON_GetArraySize(items), 5);
+	int k = 0;
+	for (const cJSON *it = items->child; it; it = it->next, k++) {
+		cr_assert_str_eq(it->string, names[k]); /* byte order */
+		cr_assert_eq(cJSON_GetArraySize(it), 2);
+		cr_assert_str_eq(it->child->string, "parallel_strategy");
+		cr_assert_str_eq(it->child->next->string, "stage");
+		cr_assert_eq(member(it, "stage")->valuedouble, 0);
+		char s[128];
+		strategy_text(member(it, "parallel_strategy"), s, sizeof s);
+		cr_expect_str_eq(s, want[k], "%s", names[k]);
+	}
+	cJSON_Delete(j);
+	free(r.out);
+}
+
+Test(export, mindspore_stage_follows_the_pipeline)
+{
+	/* gpt-small-910a-32p: two pipeline stages; the first op (the embedding)
+	 * is on stage 0 and the loss on stage 1. */
+	struct cli_run r = fixture_shardlab("plan scenarios/gpt-small-910a-32p.json --export "
+	                                    "mindspore -", false);
+	cr_assert_eq(r.status, 0);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j);
+	const cJSON *items = member(j, "parallel_strategy_item");
+	cr_expect_eq(member(member(items, "embed.word"), "stage")->valuedouble, 0);
+	cr_expect_eq(member(member(items, "loss"), "stage")->valuedouble, 1);
+	cJSON_Delete(j);
+	free(r.out);
+}
+
+/* The scenario `base` with its "shard" replaced by "mindspore_strategy". */
+static char *scenario_reading(const char *dir, const char *base, const char *strategy)
+{
+	FILE *f = fopen(base, "rb");
+	cr_assert_not_null(f);
+	char text[65536];
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	cJSON *s = cJSON_Parse(text);
+	cr_assert_not_null(s);
+	cJSON_DeleteItemFromObjectCaseSensitive(s, "shard");
+	/* Paths in the copy: absolute, as it lives elsewhere. */
+	char cwd[1024], path[2048];
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	static const char *const refs[] = {"model", "topology"};
+	for (int i = 0; i < 2; i++) {
+		cJSON *v = cJSON_GetObjectItemCaseSensitive(s, refs[i]);
+		if (cJSON_IsString(v)) {
+			snprintf(path, sizeof path, "%s/scenarios/%s", cwd, v->valuestring);
+			cJSON_ReplaceItemInObjectCaseSensitive(s, refs[i], cJSON_CreateString(path));
+		}
+	}
+	cJSON_AddStringToObject(s, "mindspore_strategy", strategy);
+	char *out = cJSON_Print(s);
+	cJSON_Delete(s);
+	char *file = malloc(strlen(dir) + 32);
+	sprintf(file, "%s/roundtrip.json", dir);
+	f = fopen(file, "wb");
+	fputs(out, f);
+	fclose(f);
+	free(out);
+	return file;
+}
+
+static enum planner_kind planner_kind_named(const char *name)
+{
+	for (int k = 0; k < PLANNER_COUNT; k++)
+		if (!strcmp(planner_names[k], name))
+			return (enum planner_kind)k;
+	cr_assert_fail("no planner %s", name);
+	return PLANNER_PROPAGATE;
+}
+
+static void round_trip(const char *scenario, const char *planner)
+{
+	char *dir = tmp_dir(), args[1024], strategy[512];
+	snprintf(strategy, sizeof strategy, "%s/strategy.json", dir);
+	snprintf(args, sizeof args, "plan %s --planner %s --export mindspore %s", scenario, planner,
+	         strategy);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	free(r.out);
+	char *copy = scenario_reading(dir, scenario, strategy);
+
+	struct scenario *s1 = fixture_scenario(scenario);
+	struct scenario *s2 = fixture_scenario(copy);
+	cr_assert_eq(s2->n_shards, s2->graph->n_ops, "every op comes configured from the file");
+	struct plan_options o = {0};
+	struct plan *p1 = plan_make(A, s1, planner_kind_named(planner), &o, &D);
+	struct plan *p2 = plan_make(A, s2, PLANNER_PROPAGATE, &o, &D);
+	cr_assert(p1 && p2);
+	for (int i = 0; i < s1->graph->n_ops; i++) {
+		const struct op *op = &s1->graph->ops[i];
+		for (int k = 0; k < op->n_in; k++)
+			for (int d = 0; d < s1->graph->tensors[op->in[k]].rank; d++)
+				cr_expect_eq(p1->ops[i].cuts[k][d], p2->ops[i].cuts[k][d],
+				             "%s input %d dim %d", op->name, k, d);
+		cr_expect_eq(p2->ops[i].source, STRATEGY_CONFIGURED);
+	}
+	struct estimate e1, e2;
+	cr_assert(plan_estimate(A, p1, &e1, &D) && plan_estimate(A, p2, &e2, &D));
+	cr_expect_eq(e1.iteration_s, e2.iteration_s);
+	cr_expect_eq(e1.memory_bytes_per_device, e2.memory_bytes_per_device);
+	unlink(strategy);
+	unlink(copy);
+	rmdir(dir);
+	free(copy);
+	free(dir);
+}
+
+Test(export, mindspore_round_trip_propagation) { round_trip("scenarios/ffn-8p.json", "propagate"); }
+Test(export, mindspore_round_trip_recursive)
+{
+	round_trip("scenarios/gpt-4layer-32p.json", "recursive");
+}
+Test(export, mindspore_round_trip_megatron)
+{
+	round_trip("scenarios/megatron-mlp-8p.json", "megatron");
+}
+
+static void strategy_diag(const char *json, const char *want)
+{
+	char *dir = tmp_dir(), path[512];
+	snprintf(path, sizeof path, "%s/bad.json", dir);
+	FILE *f = fopen(path, "wb");
+	fputs(json, f);
+	fclose(f);
+	char *copy = scenario_reading(dir, "scenarios/ffn-8p.json", path);
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = scenario_load(A, copy, &d);
+	cr_assert_null(s);
+	cr_assert_geq(d.count, 1);
+	char *got = diag_format(&d.items[0]);
+	char expect[1024];
+	snprintf(expect, sizeof expect, "%s:%s", path, want);
+	cr_expect_str_eq(got, expect);
+	free(got);
+	diag_list_free(&d);
+	unlink(path);
+	unlink(copy);
+	rmdir(dir);
+	free(copy);
+	free(dir);
+}
+
+Test(export, mindspore_strategy_diagnostics)
+{
+	strategy_diag("{\"current_stage\": 0, \"parallel_strategy_item\": {\n"
+	              " \"dense9.matmul\": {\"stage\": 0, \"parallel_strategy\": [[2, 1], [1, 4]]}}}\n",
+	              "2: parallel_strategy_item[\"dense9.matmul\"]: no op named \"dense9.matmul\" in "
+	              "model ffn (did you mean \"dense1.matmul\"?)");
+	strategy_diag("{\"current_stage\": 0, \"parallel_strategy_item\": {\n"
+	              " \"relu\": {\"stage\": 0, \"parallel_strategy\": [[3, 1]]}}}\n",
+	              "2: parallel_strategy_item.relu.parallel_strategy[0][0]: cut 3 does not divide "
+	              "dimension 0 of dense1.add (size 64)");
+	strategy_diag("{\"current_stage\": 0}\n", "1: parallel_strategy_item: missing required field");
+	strategy_diag("{\"current_stage\": 0, \"parallel_strategy_item\": {\n"
+	              " \"relu\": {\"stage\": 0, \"strategy\": [[1, 1]]}}}\n",
+	              "2: parallel_strategy_item.relu.strategy: unknown key \"strategy\" (allowed: "
+	              "\"stage\", \"parallel_strategy\")");
+}
+
+/* ------------------------------------------------------------ Megatron */
+
+Test(export, megatron_arguments_of_the_mistral_scenario)
+{
+	/* mistral-7b-h100-64p: 64 GPUs in 8 DGX H100 servers; the megatron
+	 * planner puts TP 8 inside a server, the scenario asks for 2 pipeline
+	 * stages, so DP = 64 / (8 x 2) = 4; the graph's micro_batch 4 is one
+	 * micro-batch of the 4 replicas: 1 sample each. Selective recompute,
+	 * ZeRO 1, global batch 256. Mistral 7B: 32 layers, hidden 4096, ffn
+	 * 14336, 32 heads in 8 query groups, RoPE, RMSNorm, SwiGLU, no biases,
+	 * untied head, sequence 4096, bf16. */
+	struct cli_run r = fixture_shardlab("plan scenarios/mistral-7b-h100-64p.json --export "
+	                                    "megatron -", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_str_eq(r.out,
+	                 "# Megatron-LM arguments for mistral-7b-h100-64p: 64 devices = TP 8 x PP 2 "
+	                 "x DP 4\n"
+	                 "--tensor-model-parallel-size 8 \\\n"
+	                 "--pipeline-model-parallel-size 2 \\\n"
+	                 "--recompute-granularity selective \\\n"
+	                 "--use-distributed-optimizer \\\n"
+	                 "--micro-batch-size 1 \\\n"
+	                 "--global-batch-size 256 \\\n"
+	                 "--num-layers 32 \\\n"
+	                 "--hidden-size 4096 \\\n"
+	                 "--ffn-hidden-size 14336 \\\n"
+	                 "--num-attention-heads 32 \\\n"
+	                 "--group-query-attention \\\n"
+	                 "--num-query-groups 8 \\\n"
+	                 "--seq-length 4096 \\\n"
+	                 "--max-position-embeddings 4096 \\\n"
+	                 "--position-embedding-type rope \\\n"
+	                 "--normalization RMSNorm \\\n"
+	                 "--swiglu \\\n"
+	                 "--disable-bias-linear \\\n"
+	                 "--untie-embeddings-and-output-weights \\\n"
+	                 "--hidden-dropout 0 \\\n"
+	                 "--attention-dropout 0 \\\n"
+	                 "--bf16\n");
+	free(r.out);
+}
+
+Test(export, megatron_virtual_pipeline_and_sequence_parallel)
+{
+	/* llama2-70b-h100-512p: TP 8, PP 8, 2 chunks per stage over 80 layers:
+	 * 80 / (8 x 2) = 5 layers per virtual stage; DP = 512 / 64 = 8, and the
+	 * graph's micro_batch 8 is 1 sample per replica. */
+	struct cli_run r = fixture_shardlab("plan scenarios/llama2-70b-h100-512p.json --export "
+	                                    "megatron -", false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_not_null(strstr(r.out, "TP 8 x PP 8 x DP 8\n"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--num-layers-per-virtual-pipeline-stage 5 \\\n"));
+	cr_expect_not_null(strstr(r.out, "--micro-batch-size 1 \\\n"));
+	cr_expect_not_null(strstr(r.out, "--global-batch-size 1024 \\\n"));
+	free(r.out);
+}
+
+Test(export, megatron_needs_a_megatron_plan)
+{
+	struct cli_run r = fixture_shardlab("plan scenarios/ffn-8p.json --export megatron -", true);
+	cr_assert_eq(r.status, 1);
+	cr_assert_str_eq(r.out, "shardlab plan: --export megatron: Megatron-LM's arguments describe "
+	                        "a Megatron-style plan: plan with --planner megatron or "
+	                        "megatron-search (this plan is propagate's)\n");
+	free(r.out);
+	r = fixture_shardlab("plan scenarios/ffn-8p.json --export onnx -", true);
+	cr_assert_eq(r.status, 2);
+	free(r.out);
+	r = fixture_shardlab("plan scenarios/ffn-8p.json --export mindspore", true);
+	cr_assert_eq(r.status, 2);
+	free(r.out);
+}
+
+Test(export, mindspore_round_trip_pipeline)
+{
+	/* Two pipeline stages: the strategies come back, and the stages the
+	 * estimate cuts from them are the same. */
+	round_trip("scenarios/gpt-small-910a-32p.json", "megatron");
+}
+
+Test(export, mindspore_layouts_where_the_tuple_is_not_enough)
+{
+	/* gpt-small-910a-32p under megatron: 16 NPUs per stage, TP 8 inside an
+	 * Atlas 800 and DP 2, as the device matrix (dp 2, mp 8). A LayerNorm
+	 * ((2, 1), (1,), (1,)) leaves 8 copies of each batch half; the tuple
+	 * form would put the repeat axis first (MindSpore's default) and the
+	 * copies on ranks 0, 2, 4, ..., where Megatron keeps them on one server:
+	 * the file gives its layout, the batch dimension on dp (axis 1 counted
+	 * from the right). The seed's FFN needs no layout. */
+	struct cli_run r = fixture_shardlab("plan scenarios/gpt-small-910a-32p.json --planner "
+	                                    "megatron --export mindspore -", false);
+	cr_assert_eq(r.status, 0);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j);
+	cr_assert_str_eq(j->child->next->string, "parallel_layout_value_item");
+	cr_assert_str_eq(j->child->next->next->string, "parallel_strategy_item");
+	const cJSON *ln = member(member(j, "parallel_layout_value_item"), "layers.0.ln1");
+	char s[256];
+	strategy_text(member(member(ln, "0"), "dev_matrix"), s, sizeof s);
+	cr_expect_str_eq(s, "[2,8]");
+	strategy_text(member(member(ln, "0"), "alias_name"), s, sizeof s);
+	cr_expect_str_eq(s, "[\"dp\",\"mp\"]");
+	strategy_text(member(member(ln, "0"), "tensor_map"), s, sizeof s);
+	cr_expect_str_eq(s, "[[1],[-1]]");
+	strategy_text(member(member(ln, "1"), "tensor_map"), s, sizeof s);
+	cr_expect_str_eq(s, "[[-1]]");
+	cr_expect(cJSON_IsFalse(member(member(ln, "0"), "interleaved_parallel")));
+	/* The same op keeps its tuple in parallel_strategy_item. */
+	strategy_text(member(member(member(j, "parallel_strategy_item"), "layers.0.ln1"),
+	                     "parallel_strategy"), s, sizeof s);
+	cr_expect_str_eq(s, "[[2,1],[1],[1]]");
+	cJSON_Delete(j);
+	free(r.out);
+
+	r = fixture_shardlab("plan scenarios/ffn-8p.json --export mindspore -", false);
+	j = cJSON_Parse(r.out);
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(j, "parallel_layout_value_item"));
+	cJSON_Delete(j);
+	free(r.out);
+}
+
+Test(export, mindspore_layout_diagnostics)
+{
+	strategy_diag("{\"current_stage\": 0, \"parallel_strategy_item\": {},\n"
+	              " \"parallel_layout_value_item\": {\"relu\": {\"0\": {\"alias_name\": [\"a\", "
+	              "\"b\"],\n \"dev_matrix\": [2, 4], \"interleaved_parallel\": false, "
+	              "\"tensor_map\": [[1], [2]]}}}}\n",
+	              "3: parallel_layout_value_item.relu[\"0\"].tensor_map[1][0]: expected an "
+	              "integer between -1 and 1, got 2");
+	strategy_diag("{\"current_stage\": 0, \"parallel_strategy_item\": {},\n"
+	              " \"parallel_layout_value_item\": {\"relu\": {\"0\": {\"alias_name\": [\"a\", "
+	              "\"b\"],\n \"dev_matrix\": [2, 2], \"interleaved_parallel\": false, "
+	              "\"tensor_map\": [[1], [0]]}}}}\n",
+	              "3: parallel_layout_value_item.relu[\"0\"].dev_matrix: the device matrix holds "
+	              "4 devices, a stage has 8");
+}
+
+Test(export, megatron_arguments_follow_the_search_choice, .timeout = 60)
+{
+	/* Whatever megatron-search chooses, the arguments say the same degrees
+	 * and micro-batch as its own line in plan's report. */
+	struct cli_run r = fixture_shardlab("plan tests/data/good/search-gpt-4p.json", false);
+	cr_assert_eq(r.status, 0);
+	const char *chose = strstr(r.out, "megatron-search chose TP ");
+	cr_assert_not_null(chose);
+	long long tp, pp, dp, mb;
+	cr_assert_eq(sscanf(chose, "megatron-search chose TP %lld PP %lld DP %lld mb %lld", &tp, &pp,
+	                    &dp, &mb), 4);
+	free(r.out);
+	r = fixture_shardlab("plan tests/data/good/search-gpt-4p.json --export megatron -", false);
+	cr_assert_eq(r.status, 0);
+	char want[256];
+	snprintf(want, sizeof want, "4 devices = TP %lld x PP %lld x DP %lld\n", tp, pp, dp);
+	cr_expect_not_null(strstr(r.out, want), "%s", r.out);
+	snprintf(want, sizeof want, "--micro-batch-size %lld \\\n", mb);
+	cr_expect_not_null(strstr(r.out, want), "%s", r.out);
+	/* The scenario's global batch, and the model: 2 layers of 64, 4 heads. */
+	cr_expect_not_null(strstr(r.out, "--global-batch-size 8 \\\n"));
+	cr_expect_not_null(strstr(r.out, "--num-layers 2 \\\n--hidden-size 64 \\\n"));
+	cr_expect_eq(tp * pp * dp, 4);
+	free(r.out);
+}

@@ -1,0 +1,374 @@
+/* test_hf.c — Hugging Face configs in (models/hf.c, `shardlab import hf`,
+ * a scenario's {"hf_config": ...}): the parameter totals of the shipped
+ * configs against the totals their authors published, worked out again by
+ * hand from each architecture's layers; the generator variants the
+ * families need; diagnostics naming the field of a bad config. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+
+TestSuite(hf, .init = fixture_setup, .fini = fixture_teardown);
+
+static int64_t hf_params(const char *path, int64_t seq)
+{
+	struct graph *g = graph_hf_load(A, path, seq, 1, &D);
+	cr_assert_not_null(g, "%s does not import", path);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	return t.parameters;
+}
+
+Test(hf, llama2_7b_published_total)
+{
+	/* Touvron et al. 2023 and the model card: 6,738,415,616.
+	 * h 4096, 32 layers, 32 heads, kv 32 (d 128), ffn 11008, V 32000, untied:
+	 *   embedding + head  2·32000·4096       =   262,144,000
+	 *   per layer q,k,v,o 4·4096·4096        =    67,108,864
+	 *             SwiGLU  3·4096·11008       =   135,266,304
+	 *             2 RMSNorm 2·4096           =         8,192
+	 *   32 layers         32·202,383,360     = 6,476,267,520
+	 *   final RMSNorm                        =         4,096
+	 *   total                                = 6,738,415,616 */
+	cr_assert_eq(hf_params("models/hf/llama-2-7b.json", 4096), 6738415616LL);
+}
+
+Test(hf, llama2_13b_published_total)
+{
+	/* Model card: 13,015,864,320. h 5120, 40 layers, kv 40, ffn 13824, V 32000:
+	 *   embedding + head  2·32000·5120       =   327,680,000
+	 *   per layer 4·5120² + 3·5120·13824 + 2·5120
+	 *           = 104,857,600 + 212,336,640 + 10,240 = 317,204,480
+	 *   40 layers                            = 12,688,179,200
+	 *   final norm 5120; total               = 13,015,864,320 */
+	cr_assert_eq(hf_params("models/hf/llama-2-13b.json", 4096), 13015864320LL);
+}
+
+Test(hf, llama2_70b_published_total)
+{
+	/* Model card: 68,976,648,192. h 8192, 80 layers, 64 heads of 128,
+	 * kv 8 (GQA: k and v are 8192 x 1024), ffn 28672, V 32000:
+	 *   embedding + head  2·32000·8192       =    524,288,000
+	 *   per layer q,o 2·8192², k,v 2·8192·1024, SwiGLU 3·8192·28672, norms 2·8192
+	 *           = 134,217,728 + 16,777,216 + 704,643,072 + 16,384 = 855,654,400
+	 *   80 layers                            = 68,452,352,000
+	 *   final norm 8192; total               = 68,976,648,192 */
+	cr_assert_eq(hf_params("models/hf/llama-2-70b.json", 4096), 68976648192LL);
+}
+
+Test(hf, mistral_7b_published_total)
+{
+	/* Jiang et al. 2023 / model card: 7,241,732,096 (7.24B).
+	 * h 4096, 32 layers, 32 heads of 128, kv 8, ffn 14336, V 32000, untied:
+	 *   embedding + head  2·32000·4096                =   262,144,000
+	 *   per layer q,o 2·4096², k,v 2·4096·1024, SwiGLU 3·4096·14336, norms 2·4096
+	 *           = 33,554,432 + 8,388,608 + 176,160,768 + 8,192 = 218,112,000
+	 *   32 layers                                     = 6,979,584,000
+	 *   final norm 4096; total                        = 7,241,732,096 */
+	cr_assert_eq(hf_params("models/hf/mistral-7b-v0.1.json", 4096), 7241732096LL);
+}
+
+Test(hf, qwen2_7b_published_total)
+{
+	/* Qwen2 technical report / model card: 7,615,616,512 (7.62B).
+	 * h 3584, 28 layers, 28 heads of 128, kv 4 (512 wide), ffn 18944,
+	 * V 152064, untied, biases on q, k, v:
+	 *   embedding + head  2·152064·3584               = 1,089,994,752
+	 *   per layer q 3584²+3584 = 12,848,640; k, v 2·(3584·512+512) = 3,671,040;
+	 *             o 3584² = 12,845,056; SwiGLU 3·3584·18944 = 203,685,888;
+	 *             norms 2·3584 = 7,168;  sum            =   233,057,792
+	 *   28 layers                                     = 6,525,618,176
+	 *   final norm 3584; total                        = 7,615,616,512 */
+	cr_assert_eq(hf_params("models/hf/qwen2-7b.json", 4096), 7615616512LL);
+}
+
+Test(hf, llama32_1b_tied_published_total)
+{
+	/* Llama 3.2 1B (model card: 1.23B), a head tied to the embedding,
+	 * head_dim 64 given explicitly, rope_scaling an object:
+	 * h 2048, 16 layers, 32 heads of 64, kv 8 (512 wide), ffn 8192, V 128256:
+	 *   embedding (tied, once)  128256·2048                  =   262,668,288
+	 *   per layer q,o 2·2048², k,v 2·2048·512, SwiGLU 3·2048·8192, norms 2·2048
+	 *           = 8,388,608 + 2,097,152 + 50,331,648 + 4,096  =    60,821,504
+	 *   16 layers                                              =   973,144,064
+	 *   final norm 2048; total                                 = 1,235,814,400 */
+	cr_assert_eq(hf_params("models/hf/llama-3.2-1b.json", 8192), 1235814400LL);
+}
+
+Test(hf, model_type_stands_for_architectures)
+{
+	/* The LLaMA-2 7B config without "architectures": read by model_type. */
+	static const char text[] =
+		"{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 32,"
+		" \"num_attention_heads\": 32, \"num_key_value_heads\": 32,"
+		" \"intermediate_size\": 11008, \"vocab_size\": 32000,"
+		" \"max_position_embeddings\": 4096}";
+	struct json_doc doc;
+	struct hf_model m;
+	cr_assert(json_doc_parse(&doc, "config.json", text, sizeof text - 1, &D));
+	cr_assert(graph_hf_read(A, &doc, 0, 0, &m));
+	json_doc_free(&doc);
+	cr_assert_str_eq(m.architecture, "LlamaForCausalLM");
+	struct graph *g = graph_generate(A, &m.gen, &D);
+	cr_assert_not_null(g);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	cr_assert_eq(t.parameters, 6738415616LL); /* as llama2_7b_published_total */
+}
+
+Test(hf, gpt2_published_total)
+{
+	/* GPT-2 small, 124,439,808 (the count of the released checkpoint).
+	 * h 768, 12 layers, 1024 positions, V 50257, tied head, biases:
+	 *   wte 50257·768 = 38,597,376; wpe 1024·768 = 786,432
+	 *   per layer LN 2·2·768 = 3,072; qkv 768·2304+2304 = 1,771,776;
+	 *             proj 768²+768 = 590,592; fc 768·3072+3072 = 2,362,368;
+	 *             fc2 3072·768+768 = 2,360,064; sum = 7,087,872
+	 *   12 layers = 85,054,464; final LN 1,536
+	 *   total = 124,439,808. The position table counts whole at any --seq. */
+	cr_assert_eq(hf_params("models/hf/gpt2.json", 1024), 124439808LL);
+	cr_assert_eq(hf_params("models/hf/gpt2.json", 128), 124439808LL);
+}
+
+Test(hf, pythia_published_totals)
+{
+	/* Biderman et al. 2023 (Pythia), Table 1 total parameters.
+	 * 160M: h 768, 12 layers, ffn 3072, V 50304, untied, rotary (no table):
+	 *   embed_in + embed_out 2·50304·768 = 77,266,944
+	 *   per layer as GPT-2's = 7,087,872; 12 layers = 85,054,464; final LN 1,536
+	 *   total = 162,322,944
+	 * 1.4B: h 2048, 24 layers, ffn 8192:
+	 *   2·50304·2048 = 206,045,184
+	 *   per layer 4·2048 + (2048·6144+6144) + (2048²+2048) + (2048·8192+8192)
+	 *             + (8192·2048+2048) = 50,358,272; 24 layers = 1,208,598,528
+	 *   final LN 4,096; total = 1,414,647,808 */
+	cr_assert_eq(hf_params("models/hf/pythia-160m.json", 2048), 162322944LL);
+	cr_assert_eq(hf_params("models/hf/pythia-1.4b.json", 2048), 1414647808LL);
+}
+
+Test(hf, defaults_from_the_config)
+{
+	/* No --seq: the context the config states; micro-batch 1. */
+	struct graph *g = graph_hf_load(A, "models/hf/llama-2-7b.json", 0, 0, &D);
+	cr_assert_not_null(g);
+	cr_assert_eq(g->gen->seq, 4096);
+	cr_assert_eq(g->gen->micro_batch, 1);
+	cr_assert_eq(g->gen->dtype, DT_FP16); /* "torch_dtype": "float16" */
+	cr_assert_str_eq(g->name, "llama-2-7b");
+	g = graph_hf_load(A, "models/hf/gpt2.json", 0, 0, &D);
+	cr_assert_not_null(g);
+	cr_assert_eq(g->gen->seq, 1024);      /* n_positions */
+	cr_assert_eq(g->gen->dtype, DT_BF16); /* no torch_dtype */
+	cr_assert_eq(g->gen->tie_embeddings, 1);
+	cr_assert_eq(graph_find_tensor(g, "lm_head.weight"), -1);
+}
+
+/* Structure the families need beyond the totals. */
+Test(hf, family_structures)
+{
+	/* GPT-NeoX: no position table, an untied head, and the MLP's norm
+	 * reading the block input (parallel residual). */
+	struct graph *g = graph_hf_load(A, "models/hf/pythia-160m.json", 256, 1, &D);
+	cr_assert_not_null(g);
+	cr_assert_eq(graph_find_tensor(g, "embed.pos.weight"), -1);
+	cr_assert_geq(graph_find_tensor(g, "lm_head.weight"), 0);
+	int ln1 = graph_find_op(g, "layers.3.ln1"), ln2 = graph_find_op(g, "layers.3.ln2");
+	cr_assert(ln1 >= 0 && ln2 >= 0);
+	cr_assert_eq(g->ops[ln2].in[0], g->ops[ln1].in[0]);
+	/* GPT-2: sequential residual, the MLP norm reads residual1. */
+	g = graph_hf_load(A, "models/hf/gpt2.json", 256, 1, &D);
+	cr_assert_not_null(g);
+	ln2 = graph_find_op(g, "layers.3.ln2");
+	int r1 = graph_find_op(g, "layers.3.residual1");
+	cr_assert_eq(g->ops[ln2].in[0], g->ops[r1].out[0]);
+	/* Qwen2: q, k, v carry biases of 3584, 512, 512; o none. */
+	g = graph_hf_load(A, "models/hf/qwen2-7b.json", 256, 1, &D);
+	cr_assert_not_null(g);
+	int qb = graph_find_tensor(g, "layers.0.attn.q.bias");
+	int kb = graph_find_tensor(g, "layers.0.attn.k.bias");
+	cr_assert(qb >= 0 && kb >= 0);
+	cr_assert_eq(g->tensors[qb].dims[0], 3584);
+	cr_assert_eq(g->tensors[kb].dims[0], 512);
+	cr_assert_eq(graph_find_tensor(g, "layers.0.attn.out.bias"), -1);
+	/* Mistral: k is 4096 x 1024 (8 key/value heads of 128). */
+	g = graph_hf_load(A, "models/hf/mistral-7b-v0.1.json", 256, 1, &D);
+	cr_assert_not_null(g);
+	int kw = graph_find_tensor(g, "layers.0.attn.k.weight");
+	cr_assert_eq(g->tensors[kw].dims[1], 1024);
+}
+
+/* The first diagnostic of a config given as text, formatted. */
+static char *first_diag(const char *text)
+{
+	struct json_doc doc;
+	struct hf_model m;
+	struct diag_list d;
+	diag_list_init(&d);
+	bool ok = json_doc_parse(&doc, "config.json", text, strlen(text), &d) &&
+	          graph_hf_read(A, &doc, 0, 0, &m);
+	json_doc_free(&doc);
+	cr_assert(!ok, "the config was accepted:\n%s", text);
+	cr_assert_gt(d.count, 0);
+	char *s = diag_format(&d.items[0]);
+	diag_list_free(&d);
+	return s;
+}
+
+Test(hf, bad_configs_name_the_field)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{"{\"vocab_size\": 32000}",
+		 "config.json:1: architectures: missing required field"},
+		{"{\"model_type\": \"bert\"}",
+		 "config.json:1: model_type: unknown model_type \"bert\" and no \"architectures\" "
+		 "(shardlab imports llama, mistral, qwen2, gpt2 and gpt_neox)"},
+		{"{\"model_type\": \"llama\", \"hidden_size\": 4096}",
+		 "config.json:1: num_hidden_layers: missing required field"},
+		{"{\n\"architectures\": [\"BertForMaskedLM\"]\n}",
+		 "config.json:2: architectures[0]: unknown architecture \"BertForMaskedLM\" (shardlab "
+		 "imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel and "
+		 "GPTNeoXForCausalLM)"},
+		{"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, "
+		 "\"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"vocab_size\": 32000, "
+		 "\"max_position_embeddings\": 4096}",
+		 "config.json:1: intermediate_size: missing required field"},
+		{"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, "
+		 "\"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"intermediate_size\": 11008, "
+		 "\"vocab_size\": \"32000\", \"max_position_embeddings\": 4096}",
+		 "config.json:1: vocab_size: expected an integer between 1 and 1000000000000000, got \"32000\""},
+		{"{\"architectures\": [\"MistralForCausalLM\"], \"hidden_size\": 4096, "
+		 "\"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"num_key_value_heads\": 5, "
+		 "\"intermediate_size\": 14336, \"vocab_size\": 32000, \"max_position_embeddings\": 4096}",
+		 "config.json:1: num_key_value_heads: 5 key/value heads do not divide 32 attention heads"},
+		{"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, "
+		 "\"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"intermediate_size\": 11008, "
+		 "\"vocab_size\": 32000, \"max_position_embeddings\": 4096, \"hidden_act\": \"gelu\"}",
+		 "config.json:1: hidden_act: \"gelu\" is not supported: shardlab models the SwiGLU MLP "
+		 "with SiLU"},
+		{"{\"architectures\": [\"GPT2LMHeadModel\"], \"n_embd\": 768, \"n_layer\": 12, "
+		 "\"n_head\": 12, \"vocab_size\": 50257}",
+		 "config.json:1: n_positions: missing required field"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *s = first_diag(cases[i].text);
+		cr_expect_str_eq(s, cases[i].want, "case %zu", i);
+		free(s);
+	}
+}
+
+Test(hf, scenario_names_a_config)
+{
+	struct scenario *s = fixture_scenario("scenarios/mistral-7b-h100-64p.json");
+	struct graph_totals t;
+	graph_totals(s->graph, &t);
+	cr_assert_eq(t.parameters, 7241732096LL); /* as mistral_7b_published_total */
+	cr_assert_str_eq(s->model_file, "models/hf/mistral-7b-v0.1.json");
+	cr_assert_eq(s->graph->gen->seq, 4096);
+	cr_assert_eq(s->graph->gen->micro_batch, 4);
+}
+
+Test(hf, scenario_reports_a_bad_member)
+{
+	static const char text[] =
+		"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"x\",\n"
+		" \"model\": {\"hf_config\": \"../models/hf/gpt2.json\", \"seqq\": 128},\n"
+		" \"topology\": \"../topologies/dgx-a100.json\"}\n";
+	struct json_doc doc;
+	struct diag_list d;
+	diag_list_init(&d);
+	cr_assert(json_doc_parse(&doc, "scenarios/x.json", text, sizeof text - 1, &d));
+	cr_assert_null(scenario_load_doc(A, &doc));
+	json_doc_free(&doc);
+	cr_assert_geq(d.count, 1);
+	char *s = diag_format(&d.items[0]);
+	cr_expect_str_eq(s, "scenarios/x.json:2: model.seqq: unknown key \"seqq\" (did you mean \"seq\"?)");
+	free(s);
+	diag_list_free(&d);
+}
+
+Test(hf, import_writes_a_model_file_that_loads)
+{
+	struct cli_run r = fixture_shardlab("import hf models/hf/qwen2-7b.json --seq 2048 "
+	                                    "--micro-batch 2", false);
+	cr_assert_eq(r.status, 0);
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "stdout", r.out, strlen(r.out), &D));
+	struct graph *g = graph_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(g, "the imported model does not load:\n%s", r.out);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	cr_assert_eq(t.parameters, 7615616512LL); /* as qwen2_7b_published_total */
+	cr_assert_str_eq(g->name, "qwen2-7b");
+	cr_assert_eq(g->gen->seq, 2048);
+	cr_assert_eq(g->gen->micro_batch, 2);
+	cr_assert(g->gen->qkv_bias);
+	cr_assert_not_null(strstr(r.out, "7,615,616,512 parameters"));
+	free(r.out);
+}
+
+Test(hf, import_diagnostics_and_usage)
+{
+	struct cli_run r = fixture_shardlab("import hf models/hf/gpt2.json --seq 2048", true);
+	cr_assert_eq(r.status, 1);
+	cr_assert_str_eq(r.out, "models/hf/gpt2.json:17: n_positions: the learned position table "
+	                        "has 1024 rows, fewer than the sequence of 2048\n");
+	free(r.out);
+	r = fixture_shardlab("import onnx models/hf/gpt2.json", true);
+	cr_assert_eq(r.status, 2);
+	free(r.out);
+	r = fixture_shardlab("import hf", true);
+	cr_assert_eq(r.status, 2);
+	free(r.out);
+	r = fixture_shardlab("import --help", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "usage: shardlab import hf"));
+	free(r.out);
+}
+
+Test(hf, every_shipped_config_imports)
+{
+	static const char *const files[] = {
+		"gpt2", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.2-1b", "mistral-7b-v0.1",
+		"pythia-160m", "pythia-1.4b", "qwen2-7b",
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		char args[256];
+		snprintf(args, sizeof args, "import hf models/hf/%s.json --seq 512", files[i]);
+		struct cli_run r = fixture_shardlab(args, true);
+		cr_expect_eq(r.status, 0, "%s: %s", files[i], r.out);
+		cr_expect_str_empty(r.out, "%s: %s", files[i], r.out);
+		free(r.out);
+	}
+}
+
+Test(hf, generator_tie_embeddings_in_a_model_file)
+{
+	/* llama with hidden 64, 1 layer, 4 heads, ffn 128, vocab 100:
+	 *   embedding 100·64 = 6,400; layer 4·64² + 3·64·128 + 2·64 = 41,088;
+	 *   final norm 64: tied 47,552, untied 47,552 + 6,400 = 53,952. */
+	static const char fmt[] =
+		"{\"format\": \"shardlab-model\", \"version\": 1, \"name\": \"t\", \"generator\": "
+		"{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, \"ffn\": 128, "
+		"\"vocab\": 100, \"seq\": 8%s}}";
+	static const char *const tie[] = {"", ", \"tie_embeddings\": true",
+	                                  ", \"tie_embeddings\": false"};
+	static const int64_t want[] = {53952, 47552, 53952};
+	for (int i = 0; i < 3; i++) {
+		char text[512];
+		snprintf(text, sizeof text, fmt, tie[i]);
+		struct json_doc doc;
+		cr_assert(json_doc_parse(&doc, "t.json", text, strlen(text), &D));
+		struct graph *g = graph_load_doc(A, &doc);
+		json_doc_free(&doc);
+		cr_assert_not_null(g);
+		struct graph_totals t;
+		graph_totals(g, &t);
+		cr_expect_eq(t.parameters, want[i], "case %d: %lld", i, (long long)t.parameters);
+	}
+}
