@@ -243,7 +243,7 @@ Test(csv, megatron_search_lists_every_configuration, .timeout = 60)
 
 Test(csv, explain_of_seed000)
 {
-	/* DESIGN.md: MatMul ((2,1),(1,4)) on 8 devices has the device matrix
+	/* docs/planner.md: MatMul ((2,1),(1,4)) on 8 devices has the device matrix
 	 * [2, 1, 4], X maps to [2, 1], W to [1, 0], Y to [2, 0]; X's slice is
 	 * [32, 64] (8,192 B in fp32), W's [64, 16] (4,096 B). */
 	struct table *t = run_csv("explain scenarios/ffn-8p-layout.json --csv");

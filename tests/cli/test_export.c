@@ -41,7 +41,7 @@ Test(export, mindspore_json_of_seed000)
 {
 	/* Seed 000: dense1.matmul configured ((2,1),(1,4)) on 8 devices;
 	 * propagation gives Add ((2,4),(4)), ReLU ((2,4)), MatMul ((2,4),(4,1)),
-	 * Add ((2,4),(4)) (DESIGN.md's golden result). MindSpore's file:
+	 * Add ((2,4),(4)) (seed 000's golden result, docs/planner.md). MindSpore's file:
 	 * {"current_stage": 0, "parallel_strategy_item": {NAME: {"parallel_strategy":
 	 * [...], "stage": 0}}}, keys in byte order. */
 	struct cli_run r = fixture_shardlab("plan scenarios/ffn-8p.json --export mindspore -", false);
