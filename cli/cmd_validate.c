@@ -60,7 +60,9 @@ static void help(FILE *f)
 	        "             its reason and left out of the MAPE. A row whose estimate\n"
 	        "             does not fit the device memory (OOM) is a failed\n"
 	        "             prediction, since its run trained: it is counted and\n"
-	        "             shown as such, and its times stay in the MAPE.\n"
+	        "             shown as such, and its times stay in the MAPE. A row\n"
+	        "             with \"memory_GB\" (the measured peak per device) gets\n"
+	        "             the estimate's memory error too, and their MAPE.\n"
 	        "collectives  each row one collective (all-reduce, all-gather,\n"
 	        "             reduce-scatter, all-to-all) over a topology's first N\n"
 	        "             devices at one or more message sizes, with the measured\n"
@@ -84,9 +86,11 @@ static void help(FILE *f)
 	        "                    \"tensor_parallel\", \"pipeline_stages\",\n"
 	        "                    \"virtual_stages\", \"micro_batch\", \"micro_batches\",\n"
 	        "                    \"global_batch\", \"measured\" ({\"kind\", \"value\",\n"
-	        "                    \"flops\", \"flops_per_iteration\"}), \"error\", \"plan\",\n"
+	        "                    \"memory_bytes_per_device\", \"flops\",\n"
+	        "                    \"flops_per_iteration\"}), \"error\", \"plan\",\n"
 	        "                    \"estimate\" ({\"iteration_s\", \"value\", \"error_pct\",\n"
-	        "                    \"memory_bytes_per_device\", \"oom\",\n"
+	        "                    \"memory_bytes_per_device\", \"memory_error_pct\",\n"
+	        "                    \"oom\",\n"
 	        "                    \"oom_overflow_bytes\"}), \"simulation\" ({\"iteration_s\",\n"
 	        "                    \"value\", \"error_pct\"}), \"simulation_error\"; mape:\n"
 	        "                    \"estimate_pct\", \"estimate_rows\", \"simulation_pct\",\n"
@@ -394,6 +398,22 @@ static void training_text(const struct args *a, const struct validation *v,
 		failed += rows[i].error != NULL;
 		oom += rows[i].error == NULL && rows[i].oom;
 	}
+	int n_mem = 0;
+	double *mem_err = calloc((size_t)n + 1, sizeof *mem_err);
+	for (int i = 0; mem_err && i < n; i++) {
+		const struct trow *r = &rows[i];
+		if (r->error || r->row->memory_bytes <= 0)
+			continue;
+		if (!n_mem)
+			printf("\nmemory per device (peak), where the source measured it\n"
+			       "  %-22s  %-10s  %-10s  %s\n", "row", "measured", "estimated", "error");
+		char mb[3][32];
+		mem_err[n_mem] = validation_error_pct(r->memory_bytes, r->row->memory_bytes);
+		printf("  %-22s  %-10s  %-10s  %s\n", r->row->name,
+		       cli_si(mb[0], 32, r->row->memory_bytes, "B"), cli_si(mb[1], 32, r->memory_bytes, "B"),
+		       report_pct_text(mb[2], 32, mem_err[n_mem]));
+		n_mem++;
+	}
 	printf("\nMAPE\n");
 	if (m.n_est)
 		printf("  estimate   %5.1f%% over %d row%s\n", m.est, m.n_est, m.n_est == 1 ? "" : "s");
@@ -405,6 +425,10 @@ static void training_text(const struct args *a, const struct validation *v,
 		printf("  simulation %5.1f%% over %d row%s\n", m.sim, m.n_sim, m.n_sim == 1 ? "" : "s");
 	else
 		printf("  simulation - (no row simulated)\n");
+	if (n_mem)
+		printf("  memory     %5.1f%% over %d row%s\n", validation_mape(mem_err, n_mem), n_mem,
+		       n_mem == 1 ? "" : "s");
+	free(mem_err);
 	printf("  %d of %d row%s predicted OOM though the run trained (failed predictions, their "
 	       "times counted)\n", oom, n, n == 1 ? "" : "s");
 	printf("  %d of %d row%s left out (could not be planned or estimated)\n", failed, n,
@@ -448,6 +472,8 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 		cJSON *m = cJSON_AddObjectToObject(o, "measured");
 		cJSON_AddStringToObject(m, "kind", validation_measure_names[row->measure]);
 		cJSON_AddNumberToObject(m, "value", row->value);
+		json_number_or_null(m, "memory_bytes_per_device", row->memory_bytes > 0,
+		                    row->memory_bytes);
 		if (row->measure == MEASURE_TFLOPS_PER_DEVICE) {
 			cJSON_AddStringToObject(m, "flops", validation_flops_names[row->flops]);
 			cJSON_AddNumberToObject(m, "flops_per_iteration", row->flops_per_iteration);
@@ -467,6 +493,8 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 		cJSON_AddNumberToObject(e, "value", r->est_value);
 		cJSON_AddNumberToObject(e, "error_pct", r->est_err);
 		cJSON_AddNumberToObject(e, "memory_bytes_per_device", r->memory_bytes);
+		json_number_or_null(e, "memory_error_pct", row->memory_bytes > 0,
+		                    validation_error_pct(r->memory_bytes, row->memory_bytes));
 		report_json_oom(e, r->memory_bytes, r->hbm_bytes);
 		if (r->simulated) {
 			cJSON *sj = cJSON_AddObjectToObject(o, "simulation");

@@ -329,7 +329,7 @@ static bool read_training_row(struct vloader *L, const struct jv *row,
 {
 	static const char *const keys[] = {"name",           "source",      "note",    "scenario",
 	                                   "planner",        "tensor_parallel",       "micro_batch",
-	                                   "measured",       NULL};
+	                                   "measured",       "memory_GB",   NULL};
 	if (!jv_open(row, keys))
 		return false;
 	r->line = row->line;
@@ -341,6 +341,9 @@ static bool read_training_row(struct vloader *L, const struct jv *row,
 	r->planner = (enum planner_kind)planner;
 	ok = jv_opt_int(row, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &r->tensor_parallel) && ok;
 	ok = jv_opt_int(row, "micro_batch", JR_RANGE(1, 1 << 30), 0, &r->micro_batch) && ok;
+	double gb = 0;
+	ok = jv_opt_number(row, "memory_GB", JR_RANGE(1e-3, 1e5), 0, &gb) && ok;
+	r->memory_bytes = gb * 1e9;
 	struct jv sv;
 	if (jv_need(row, "scenario", &sv)) {
 		r->scenario = row_scenario(L, &sv, r->name ? r->name : "row");

@@ -77,6 +77,8 @@ struct validation_training_row {
 	double value;                      /* measured, in the unit of `measure` */
 	double flops_per_iteration;        /* as the source counts them (TFLOP/s rows), else 0 */
 	double tokens_per_iteration;       /* global batch x seq; 0 when the graph has no seq */
+	double memory_bytes;               /* measured peak memory per device ("memory_GB");
+	                                      0 when the source gives none */
 };
 
 /* One measured size of a collective. */

@@ -342,3 +342,27 @@ Test(validate, usage_errors)
 	                        "got \"shardlab-scenario\"\n");
 	free(r.out);
 }
+
+/* A row may carry the measured peak memory per device: validate reports
+ * the estimate's error against it, 100 (estimated / measured - 1), in the
+ * JSON and in a table of its own with the rows' MAPE. The tiny file's
+ * first row says 4 GB. */
+Test(validate, memory_error_where_the_source_measured_it)
+{
+	cJSON *j = json_of("validate --json --estimate-only tests/data/good/validate-training.json");
+	const cJSON *row = cJSON_GetArrayItem(member(j, "rows"), 0);
+	const cJSON *est = member(row, "estimate");
+	cr_assert_float_eq(member(member(row, "measured"), "memory_bytes_per_device")->valuedouble,
+	                   4e9, 1);
+	double mem = member(est, "memory_bytes_per_device")->valuedouble;
+	cr_expect_float_eq(member(est, "memory_error_pct")->valuedouble, 100 * (mem / 4e9 - 1), 1e-9);
+	cr_expect(cJSON_IsNull(member(member(cJSON_GetArrayItem(member(j, "rows"), 1), "estimate"),
+	                              "memory_error_pct")));
+	cJSON_Delete(j);
+	struct cli_run r = fixture_shardlab("validate --estimate-only "
+	                                    "tests/data/good/validate-training.json", false);
+	cr_expect(strstr(r.out, "memory per device (peak), where the source measured it\n"), "%s",
+	          r.out);
+	cr_expect(strstr(r.out, "  memory     ") && strstr(r.out, " over 1 row\n"), "%s", r.out);
+	free(r.out);
+}
