@@ -302,6 +302,12 @@ bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
 double cost_param_bytes_per_elem(enum dtype dt);
 double cost_grad_bytes_per_elem(enum dtype dt);
 double cost_optimizer_bytes_per_elem(enum dtype dt);
+/* The bytes a gradient bucket's collective moves: its gradients in the
+ * dtype they are kept in (fp32 for bf16 weights: Megatron-LM accumulates
+ * and all-reduces bf16 models' gradients in fp32), where b->bytes counts
+ * them in the parameters' dtype. The estimate and the lowering both use
+ * it. */
+double cost_bucket_wire_bytes(const struct plan_bucket *b);
 
 /* The activations chunk ch of a plan keeps per micro-batch for its
  * backward (*stored), by what each op's gradient reads and the scenario's

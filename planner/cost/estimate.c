@@ -428,7 +428,7 @@ static bool chunk_sync(struct est_ctx *c, struct arena *a, const struct plan *p,
 	if (n < 0)
 		return false;
 	for (int k = 0; k < n; k++) {
-		double t = groups_s(c, b[k].kind, &b[k].groups, b[k].bytes);
+		double t = groups_s(c, b[k].kind, &b[k].groups, cost_bucket_wire_bytes(&b[k]));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
 		*(zero >= 2 ? micro_s : once_s) += t;

@@ -55,6 +55,12 @@ double cost_optimizer_bytes_per_elem(enum dtype dt)
 	}
 }
 
+double cost_bucket_wire_bytes(const struct plan_bucket *b)
+{
+	double w = (double)dtype_bytes(b->dtype);
+	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(b->dtype) / w : b->bytes;
+}
+
 /* The transformer layer of op i: N for an op named "layers.N.…" (a
  * generator's layers), -1 for the ops around them (embedding, head). */
 static int layer_of(const struct op *o)

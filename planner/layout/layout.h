@@ -348,6 +348,7 @@ struct plan_bucket {
 	int n;                            /* gradients fused */
 	int last_op;
 	const char *first;                /* the first parameter's name */
+	enum dtype dtype;                 /* its parameters' (one dtype a bucket) */
 	int *ops;                         /* [n] the op completing each gradient */
 	double *op_bytes;                 /* [n] each gradient's bytes */
 };

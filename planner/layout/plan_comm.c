@@ -379,6 +379,7 @@ struct grad {
 	double bytes;
 	int op, seq;
 	const char *name;                  /* the parameter */
+	enum dtype dtype;                  /* the parameter's */
 	int bucket;                        /* the bucket's order of opening */
 };
 
@@ -416,12 +417,13 @@ struct grad_sink {
 	struct grads *G;
 	int op;
 	const char *name;
+	enum dtype dtype;
 };
 
 static void grad_add(void *ctx, const struct plan_coll *c)
 {
 	struct grad_sink *k = ctx;
-	struct grad x = {c->kind, c->groups, c->bytes, k->op, k->G->n, k->name, -1};
+	struct grad x = {c->kind, c->groups, c->bytes, k->op, k->G->n, k->name, k->dtype, -1};
 	add_grad(k->G, &x);
 }
 
@@ -434,7 +436,8 @@ static void op_grads(struct grads *G, const struct graph *g, const int *first_re
 	const struct comm_step *sync[SIG_MAX_TENSORS];
 	int n = plan_op_params(g, first_reader, d, inputs, sync);
 	for (int k = 0; k < n; k++) {
-		struct grad_sink gs = {G, d->op, g->tensors[g->ops[d->op].in[inputs[k]]].name};
+		const struct tensor *t = &g->tensors[g->ops[d->op].in[inputs[k]]];
+		struct grad_sink gs = {G, d->op, t->name, t->dtype};
 		struct plan_coll_sink sink = {grad_add, &gs};
 		if (sync[k])
 			plan_colls_forward(sync[k], 1, &sink);
@@ -515,7 +518,8 @@ static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
 		int hit = -1;
 		for (int j = 0; j < n_open && hit < 0; j++) {
 			const struct bucket *b = &all[open[j]];
-			if (b->first.kind == g->kind && same_groups(&b->first.groups, &g->groups))
+			if (b->first.kind == g->kind && b->first.dtype == g->dtype &&
+			    same_groups(&b->first.groups, &g->groups))
 				hit = j;
 		}
 		if (hit >= 0 && all[open[hit]].bytes + g->bytes <= bucket_bytes) {
@@ -566,7 +570,7 @@ int plan_gradient_buckets(struct arena *a, const struct plan *p, int lo, int hi,
 	for (int k = 0; k < n; k++) {
 		struct plan_bucket *pb = &(*out)[k];
 		*pb = (struct plan_bucket){b[k].first.kind, b[k].first.groups, b[k].bytes, b[k].n,
-		                           b[k].last_op, b[k].first.name, NULL, NULL};
+		                           b[k].last_op, b[k].first.name, b[k].first.dtype, NULL, NULL};
 		pb->ops = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->ops));
 		pb->op_bytes = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->op_bytes));
 		if (!pb->ops || !pb->op_bytes)
