@@ -20,6 +20,8 @@ static const struct {
 	{"simulate", cmd_simulate, "simulate a plan's training iteration on SimGrid beside its estimate"},
 	{"compare", cmd_compare, "every planner's plan estimated and simulated: one table, the main job"},
 	{"validate", cmd_validate, "predicted against measured: published training runs, collectives"},
+	{"sweep", cmd_sweep, "a study's cluster sizes x configurations estimated into SQLite (resumable)"},
+	{"fit", cmd_fit, "the smallest, fastest, cheapest cluster that meets a study's goal; Pareto"},
 };
 
 static void usage(FILE *f)
@@ -40,7 +42,8 @@ static void usage(FILE *f)
 	        "Files are JSON with a \"format\" of shardlab-topology, shardlab-model\n"
 	        "or shardlab-scenario (docs/formats.md). Where a command takes a\n"
 	        "topology or a model, a scenario file naming one works too. validate\n"
-	        "reads shardlab-validation files (docs/validation.md).\n"
+	        "reads shardlab-validation files (docs/validation.md); sweep and fit\n"
+	        "read shardlab-study files (docs/formats.md, docs/studies.md).\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid input (diagnostics on stderr as\n"
 	        "FILE:LINE: JSON.PATH: MESSAGE), 2 usage error.\n");
