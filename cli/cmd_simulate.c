@@ -23,6 +23,7 @@ static void help(FILE *f)
 	        "                                  [--rec-order ORDER] [--fidelity F]\n"
 	        "                                  [--collective-algo A]\n"
 	        "                                  [--bucket-mb N] [--trace FILE] [--json]\n"
+	        "                                  [--devices N] [--topology FILE] [--global-batch B]\n"
 	        "\n"
 	        "Plan a scenario, lower the plan to the program every rank runs for one\n"
 	        "training iteration and simulate it on SimGrid: every rank's compute and\n"
@@ -33,7 +34,7 @@ static void help(FILE *f)
 	        "communication and idle time (min, median, max, the worst rank), the\n"
 	        "busiest links and the collectives that took longer than their formula.\n"
 	        "\n"
-	        "options:\n"
+	        "options:\n%s"
 	        "  --planner NAME        propagate, recursive, data-parallel, megatron or\n"
 	        "                        megatron-search (its choice on the second line;\n"
 	        "                        shardlab compare --planner megatron-search\n"
@@ -85,7 +86,8 @@ static void help(FILE *f)
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario, strategy, or a plan that\n"
 	        "cannot be lowered or simulated, or a trace that cannot be written\n"
-	        "(diagnostics on stderr), 2 usage error.\n");
+	        "(diagnostics on stderr), 2 usage error.\n",
+	        cli_override_help);
 }
 
 struct args {

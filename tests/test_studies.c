@@ -412,3 +412,58 @@ Test(studies, fit_reports_the_fastest_point, .timeout = 120)
 	remove_db(db);
 	rmdir(dir);
 }
+
+/* ------------------------------------------------ what-if overrides */
+
+static double json_number(const char *text, const char *key)
+{
+	cJSON *j = cJSON_Parse(text);
+	cr_assert_not_null(j, "%s", text);
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+	cr_assert(cJSON_IsNumber(v), "no number \"%s\" in %s", key, text);
+	double x = v->valuedouble;
+	cJSON_Delete(j);
+	return x;
+}
+
+/* gpt-4layer-32p: 32 NPUs on 4 Atlas 800 servers, a graph of 32 samples,
+ * global batch 32. --devices 64 grows it to 8 servers; --global-batch 96
+ * makes 96 / 32 = 3 graph executions per iteration; --topology takes
+ * another cluster, all of it. */
+Test(studies, overrides_on_estimate, .timeout = 120)
+{
+	struct cli_run r = fixture_shardlab(
+		"estimate scenarios/gpt-4layer-32p.json --planner megatron --ops 0 --json --devices 64",
+		false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_eq(json_number(r.out, "devices"), 64);
+	free(r.out);
+	r = fixture_shardlab("estimate scenarios/gpt-4layer-32p.json --planner megatron --ops 0 "
+	                     "--json --global-batch 96",
+	                     false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_eq(json_number(r.out, "steps_per_iteration"), 3);
+	cr_expect_eq(json_number(r.out, "devices"), 32);
+	free(r.out);
+	r = fixture_shardlab("plan scenarios/gpt-4layer-32p.json --planner megatron --json "
+	                     "--topology topologies/dgx-a100.json",
+	                     false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_eq(json_number(r.out, "devices"), 8);
+	cr_expect(strstr(r.out, "\"topology\":\t\"dgx-a100\"") != NULL, "%s", r.out);
+	free(r.out);
+	/* Bad values: exit 1 with a message naming the option. */
+	r = fixture_shardlab("estimate scenarios/gpt-4layer-32p.json --devices 60", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "--devices: 60 devices: the topology atlas800-910a-x4 has 32") != NULL,
+	          "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("simulate scenarios/gpt-4layer-32p.json --global-batch 48", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "--global-batch: a global batch of 48 is not a multiple of the "
+	                        "model's batch of 32") != NULL, "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("compare scenarios/ffn-8p.json --devices 0", true);
+	cr_expect_eq(r.status, 2);
+	free(r.out);
+}
