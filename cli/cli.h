@@ -28,6 +28,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 /* Every diagnostic of the list on stderr, one per line, then a count of
  * the dropped ones if any. */

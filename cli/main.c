@@ -22,6 +22,7 @@ static const struct {
 	{"validate", cmd_validate, "predicted against measured: published training runs, collectives"},
 	{"sweep", cmd_sweep, "a study's cluster sizes x configurations estimated into SQLite (resumable)"},
 	{"fit", cmd_fit, "the smallest, fastest, cheapest cluster that meets a study's goal; Pareto"},
+	{"plot", cmd_plot, "a sweep's figures: time, cost, MFU against size, Pareto, breakdown"},
 };
 
 static void usage(FILE *f)

@@ -201,4 +201,16 @@ int study_pareto(const struct study *st, const struct study_row *rows, int n, in
  * fit memory, in order; returns how many (out has room for n). */
 int study_top_per_size(const struct study_row *rows, int n, int k, int *out);
 
+/* -------------------------------------------------------------- plot */
+
+/* One page of figures (plot.c) into path (.svg, .png or .pdf): time to
+ * train, cost and MFU against devices per cluster family (the fastest
+ * point that fits at each size), time to train against cost with the
+ * Pareto front, and the iteration breakdown of the fastest points.
+ * names and kinds: the families' names and device kinds, by index. False
+ * with a message in err. */
+bool study_plot(const char *path, const struct study_row *rows, int n, int n_clusters,
+                const char *const *names, const char *const *kinds, const char *title,
+                char *err, size_t err_size);
+
 #endif
