@@ -263,8 +263,30 @@ static bool mpi_worker(const struct sweep *sw)
 	return ok;
 }
 
+/* The next unit from *next on with points not stored (the stored ones
+ * counted), its points' done[] filled; -1 when none is left or after an
+ * error (*ok false). */
+static int next_unit(struct sweep *sw, int *next, bool *done, bool *ok)
+{
+	while (*ok && *next < sw->n_units) {
+		int have = study_store_done(sw->store, &sw->units[*next], done);
+		if (have < 0) {
+			snprintf(sw->err, sizeof sw->err, "cannot read the database");
+			*ok = false;
+			return -1;
+		}
+		sw->stored += have;
+		if (have < sw->units[*next].n_configs)
+			return (*next)++;
+		sw->pr.done += sw->units[*next].n_configs;
+		++*next;
+	}
+	return -1;
+}
+
 /* The master: hands units out in order to whichever worker asks, writes
- * every unit's rows as they come back. */
+ * every unit's rows as they come back, and computes units itself while no
+ * worker is waiting (so that -n 2 is two ranks at work). */
 static bool mpi_master(struct sweep *sw, int size)
 {
 	int m = max_configs(sw);
@@ -283,7 +305,25 @@ static bool mpi_master(struct sweep *sw, int size)
 	int next = 0, active = size - 1;
 	while (ok && active > 0) {
 		MPI_Status st;
-		MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+		int flag = 0;
+		MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+		if (!flag) {
+			/* No worker waits: rank 0 computes a unit itself. */
+			int u = next_unit(sw, &next, done, &ok);
+			if (u >= 0) {
+				struct arena *a = arena_new();
+				ok = a && eval_unit(a, sw, u, done, rows) && store_unit(sw, u, done, rows);
+				if (!ok && !sw->err[0])
+					snprintf(sw->err, sizeof sw->err, "out of memory");
+				arena_free(a);
+				sw->pr.done += sw->units[u].n_configs;
+				progress_show(&sw->pr, false);
+				continue;
+			}
+			if (!ok)
+				break;
+			MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+		}
 		int w = st.MPI_SOURCE;
 		if (st.MPI_TAG == TAG_ROWS) {
 			int u = busy[w];
@@ -307,22 +347,7 @@ static bool mpi_master(struct sweep *sw, int size)
 			MPI_Recv(NULL, 0, MPI_INT, w, TAG_ASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		}
 		/* The worker is free: the next unit with work, or the end. */
-		int u = -1;
-		while (ok && next < sw->n_units) {
-			int have = study_store_done(sw->store, &sw->units[next], done);
-			if (have < 0) {
-				snprintf(sw->err, sizeof sw->err, "cannot read the database");
-				ok = false;
-				break;
-			}
-			sw->stored += have;
-			if (have < sw->units[next].n_configs) {
-				u = next++;
-				break;
-			}
-			sw->pr.done += sw->units[next].n_configs;
-			next++;
-		}
+		int u = next_unit(sw, &next, done, &ok);
 		int msg[1] = {ok ? u : -1};
 		MPI_Send(msg, 1, MPI_INT, w, TAG_UNIT, MPI_COMM_WORLD);
 		if (msg[0] < 0) {

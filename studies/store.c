@@ -25,7 +25,10 @@ struct study_store {
 	char hash[17];
 };
 
-/* Column names of the estimate's categories: "est_" + the category. */
+/* Column names of the estimate's categories: "est_" + the category. The
+ * point's key is a UNIQUE index beside a rowid table: rows of ~400 bytes
+ * append to the table, the key's B-tree stays small (WITHOUT ROWID would
+ * move whole rows through page splits). */
 static const char *const schema =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS points("
@@ -46,8 +49,8 @@ static const char *const schema =
 	" iterations REAL, time_to_train_s REAL, device_hours REAL, energy_kwh REAL, cost REAL,"
 	" simulated INTEGER NOT NULL DEFAULT 0, sim_error TEXT, sim_iteration_s REAL,"
 	" sim_compute_s REAL, sim_comm_s REAL, sim_bubble_s REAL, sim_time_to_train_s REAL,"
-	" PRIMARY KEY(cluster, servers, global_batch, tp, pp, micro_batch, schedule,"
-	"             virtual_stages, recompute, zero_stage)) WITHOUT ROWID;";
+	" UNIQUE(cluster, servers, global_batch, tp, pp, micro_batch, schedule,"
+	"        virtual_stages, recompute, zero_stage));";
 _Static_assert(EST_CATEGORY_COUNT == 11, "the points table has a column per category");
 
 #define KEY_COLS "cluster, servers, global_batch, tp, pp, micro_batch, schedule, " \
@@ -161,7 +164,7 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	    sqlite3_prepare_v2(s->db,
 	                       "SELECT tp, pp, micro_batch, schedule, virtual_stages, recompute,"
 	                       " zero_stage FROM points WHERE cluster = ?1 AND servers = ?2 AND"
-	                       " global_batch = ?3",
+	                       " global_batch = ?3 AND tp = ?4 AND pp = ?5 AND micro_batch = ?6",
 	                       -1, &s->done, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       "UPDATE points SET simulated = ?1, sim_error = ?2, sim_iteration_s = ?3,"
@@ -212,6 +215,11 @@ int study_store_done(struct study_store *s, const struct study_unit *u, bool *do
 	sqlite3_bind_int(q, 1, u->cluster);
 	sqlite3_bind_int64(q, 2, u->servers);
 	sqlite3_bind_int64(q, 3, u->global_batch);
+	/* A unit is one (TP, PP, micro-batch) of the search, a key prefix;
+	 * a listed configuration is a unit of its own. */
+	sqlite3_bind_int64(q, 4, u->configs[0].tp);
+	sqlite3_bind_int64(q, 5, u->configs[0].pp);
+	sqlite3_bind_int64(q, 6, u->configs[0].micro_batch);
 	int n = 0;
 	for (int i = 0; i < u->n_configs; i++)
 		done[i] = false;
