@@ -467,3 +467,73 @@ Test(studies, overrides_on_estimate, .timeout = 120)
 	cr_expect_eq(r.status, 2);
 	free(r.out);
 }
+
+/* ------------------------------------------------------------- plot */
+
+static unsigned char *slurp_bytes(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s was not written", path);
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *b = malloc((size_t)len + 1);
+	*n = fread(b, 1, (size_t)len, f);
+	fclose(f);
+	return b;
+}
+
+/* A PNG of 1500 x 1000 pixels (the IHDR chunk's big-endian width and
+ * height at bytes 16 and 20), an SVG with the panels' axis labels, the
+ * same bytes twice; a file name of no known kind refused. */
+Test(studies, plot_writes_png_and_svg, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-plot-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400], png[600], svg[600], svg2[600];
+	snprintf(db, sizeof db, "%s/t.db", dir);
+	snprintf(png, sizeof png, "%s/t.png", dir);
+	snprintf(svg, sizeof svg, "%s/t.svg", dir);
+	snprintf(svg2, sizeof svg2, "%s/t2.svg", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	free(r.out);
+	snprintf(args, sizeof args, "plot %s --out %s", db, png);
+	r = fixture_shardlab(args, true);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	size_t n;
+	unsigned char *b = slurp_bytes(png, &n);
+	cr_assert_gt(n, 24);
+	cr_expect(memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0);
+	unsigned w = (unsigned)b[16] << 24 | (unsigned)b[17] << 16 | (unsigned)b[18] << 8 | b[19];
+	unsigned h = (unsigned)b[20] << 24 | (unsigned)b[21] << 16 | (unsigned)b[22] << 8 | b[23];
+	cr_expect_eq(w, 1500);
+	cr_expect_eq(h, 1000);
+	free(b);
+	snprintf(args, sizeof args, "plot %s --out %s --title tiny", db, svg);
+	r = fixture_shardlab(args, true);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "plot %s --out %s --title tiny", db, svg2);
+	r = fixture_shardlab(args, true);
+	free(r.out);
+	size_t n2;
+	b = slurp_bytes(svg, &n);
+	unsigned char *b2 = slurp_bytes(svg2, &n2);
+	cr_expect(n == n2 && memcmp(b, b2, n) == 0, "two plots of the same rows differ");
+	cr_expect(memcmp(b, "<?xml", 5) == 0);
+	free(b);
+	free(b2);
+	snprintf(args, sizeof args, "plot %s --out %s/t.jpg", db, dir);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "must end in .svg, .png or .pdf") != NULL, "%s", r.out);
+	free(r.out);
+	remove(png);
+	remove(svg);
+	remove(svg2);
+	remove_db(db);
+	rmdir(dir);
+}
