@@ -438,12 +438,18 @@ int cmd_sweep(int argc, char **argv)
 		return rc;
 	int rank = 0, size = 1;
 #ifdef SHARDLAB_MPI
+	/* MPI only when a launcher started us (mpirun, srun): a plain run
+	 * stays serial, without OpenMPI's singleton daemon. */
+	bool launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") ||
+	                getenv("PMI_RANK") || getenv("PMI_SIZE");
 	int inited = 0;
-	MPI_Initialized(&inited);
-	if (!inited)
-		MPI_Init(NULL, NULL);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (launched) {
+		MPI_Initialized(&inited);
+		if (!inited)
+			MPI_Init(NULL, NULL);
+		MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+		MPI_Comm_size(MPI_COMM_WORLD, &size);
+	}
 #endif
 	struct arena *a = arena_new();
 	struct diag_list d;
@@ -471,7 +477,8 @@ int cmd_sweep(int argc, char **argv)
 		}
 	}
 #ifdef SHARDLAB_MPI
-	MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (launched)
+		MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
 #endif
 	if (rc == EXIT_OK) {
 		sw.pr = (struct progress){.on = rank == 0 && isatty(STDERR_FILENO),
@@ -499,7 +506,7 @@ int cmd_sweep(int argc, char **argv)
 	study_store_close(sw.store);
 	arena_free(a);
 #ifdef SHARDLAB_MPI
-	if (!inited)
+	if (launched && !inited)
 		MPI_Finalize();
 #endif
 	return rc;

@@ -307,9 +307,11 @@ Test(studies, sweep_killed_then_resumed_gives_the_same_rows, .timeout = 300)
 	/* The same sweep over 3 MPI ranks: the same rows. */
 	char db3[600];
 	snprintf(db3, sizeof db3, "%s/mpi.db", dir);
+	/* OpenMPI's own allocations outlive MPI_Finalize: under
+	 * AddressSanitizer the ranks do not report them as leaks. */
 	snprintf(args, sizeof args,
-	         "%s --allow-run-as-root --oversubscribe -n 3 %s sweep tests/data/studies/resume.json "
-	         "--db %s >%s/mpi.out 2>&1",
+	         "ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 %s --allow-run-as-root --oversubscribe "
+	         "-x ASAN_OPTIONS -n 3 %s sweep tests/data/studies/resume.json --db %s >%s/mpi.out 2>&1",
 	         SHARDLAB_TEST_MPIRUN, exe, db3, dir);
 	int rc = system(args);
 	cr_assert_eq(rc, 0, "mpirun failed (%d); see %s/mpi.out", rc, dir);
