@@ -436,8 +436,9 @@ int cmd_sweep(int argc, char **argv)
 	int rc = parse_args(argc, argv, &args);
 	if (rc != EXIT_OK)
 		return rc;
-	int rank = 0, size = 1;
+	int rank = 0;
 #ifdef SHARDLAB_MPI
+	int size = 1;
 	/* MPI only when a launcher started us (mpirun, srun): a plain run
 	 * stays serial, without OpenMPI's singleton daemon. */
 	bool launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") ||
@@ -449,6 +450,14 @@ int cmd_sweep(int argc, char **argv)
 			MPI_Init(NULL, NULL);
 		MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 		MPI_Comm_size(MPI_COMM_WORLD, &size);
+	}
+#else
+	/* Started by mpirun but built without MPI: rank 0 sweeps alone. */
+	const char *r = getenv("OMPI_COMM_WORLD_RANK");
+	if (r && strcmp(r, "0")) {
+		fprintf(stderr, "shardlab sweep: built without MPI (docs/studies.md); rank %s leaves "
+		        "the sweep to rank 0\n", r);
+		return EXIT_OK;
 	}
 #endif
 	struct arena *a = arena_new();
