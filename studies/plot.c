@@ -86,10 +86,17 @@ static void axis_fit(struct axis *a)
 	}
 }
 
-/* "1000", "2.5", "1e+06" shortened: plain below 10^5, else 1e5. */
+/* "1000", "2.5", "20k", "5M", "1G"; "1e-03" below 0.01. */
 static void tick_text(char *buf, size_t size, double v)
 {
-	if (fabs(v) >= 1e5 || (fabs(v) < 1e-2 && v != 0))
+	double a = fabs(v);
+	if (a >= 1e9)
+		snprintf(buf, size, "%gG", v / 1e9);
+	else if (a >= 1e6)
+		snprintf(buf, size, "%gM", v / 1e6);
+	else if (a >= 1e5)
+		snprintf(buf, size, "%gk", v / 1e3);
+	else if (a < 1e-2 && v != 0)
 		snprintf(buf, size, "%.0e", v);
 	else
 		snprintf(buf, size, "%g", v);
