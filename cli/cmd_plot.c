@@ -2,6 +2,8 @@
  * train, cost and MFU against cluster size per family, the Pareto front of
  * time against cost, the iteration breakdown of the fastest points) drawn
  * with cairo (studies/plot.c) into SVG, PNG or PDF. */
+#include <cairo.h>
+#include <fontconfig/fontconfig.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -81,5 +83,9 @@ int cmd_plot(int argc, char **argv)
 		fprintf(stderr, "shardlab plot: %s\n", err[0] ? err : "out of memory");
 	study_store_close(s);
 	arena_free(a);
+	/* The font caches cairo and fontconfig keep for the process, released
+	 * so that leak checkers see only our own memory. */
+	cairo_debug_reset_static_data();
+	FcFini();
 	return rc;
 }

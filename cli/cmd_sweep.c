@@ -226,8 +226,8 @@ static bool mpi_worker(const struct sweep *sw)
 {
 	int m = max_configs(sw);
 	bool *done = malloc((size_t)m * sizeof *done);
-	struct study_row *rows = malloc((size_t)m * sizeof *rows);
-	struct wire_row *wire = malloc((size_t)m * sizeof *wire);
+	struct study_row *rows = calloc((size_t)m, sizeof *rows);
+	struct wire_row *wire = calloc((size_t)m, sizeof *wire);
 	unsigned char *flags = malloc((size_t)m + 1);
 	bool ok = done && rows && wire && flags;
 	int u = 0;
