@@ -123,11 +123,13 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	printf("\n");
 }
 
-/* "3.2 h", "4.1 days". */
+/* "12 s", "54.4 min", "3.2 h", "4.1 days". */
 static const char *duration_text(char *buf, size_t size, double s)
 {
 	if (isnan(s))
 		snprintf(buf, size, "-");
+	else if (s < 60)
+		snprintf(buf, size, "%.3g s", s);
 	else if (s < 3600)
 		snprintf(buf, size, "%.3g min", s / 60);
 	else if (s < 2 * 86400)

@@ -118,7 +118,9 @@ static bool search_units(struct arena *a, const struct study *st, struct study_u
 	return true;
 }
 
-/* The listed configurations that the size and batch allow, one unit each. */
+/* The listed configurations that the size and batch allow, one unit each
+ * (a model with a fixed batch, not generated, sets the micro-batch:
+ * its batch / DP). */
 static bool list_units(struct arena *a, const struct study *st, struct study_unit base,
                        int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points)
 {
@@ -128,6 +130,12 @@ static bool list_units(struct arena *a, const struct study *st, struct study_uni
 		if (dps % c.tp || N % (c.tp * c.pp))
 			continue;
 		c.dp = N / (c.tp * c.pp);
+		const struct graph *g = st->scenario->graph;
+		if (!g->gen) {  /* the graph's batch is fixed: it sets the micro-batch */
+			if (g->batch % c.dp)
+				continue;
+			c.micro_batch = g->batch / c.dp;
+		}
 		if (G % (c.micro_batch * c.dp))
 			continue;
 		c.micro_batches = G / (c.micro_batch * c.dp);
