@@ -9,7 +9,7 @@ static const struct {
 	int (*run)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
-	{"check", cmd_check, "validate topology, model and scenario files"},
+	{"check", cmd_check, "validate topology, model, scenario, validation and study files"},
 	{"topo", cmd_topo, "describe a topology: devices, tiers, bisection, paths"},
 	{"calibrate", cmd_calibrate, "fit a device's compute model to measured kernel times"},
 	{"graph", cmd_graph, "list a model's operators with shapes, FLOPs and parameters"},
