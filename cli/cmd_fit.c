@@ -145,6 +145,8 @@ static const char *num_text(char *buf, size_t size, double x, double scale, cons
 {
 	if (isnan(x))
 		snprintf(buf, size, "-");
+	else if (fabs(x * scale) >= 1e4)
+		snprintf(buf, size, "%.0f%s", x * scale, suffix);
 	else
 		snprintf(buf, size, "%.4g%s", x * scale, suffix);
 	return buf;
@@ -152,7 +154,7 @@ static const char *num_text(char *buf, size_t size, double x, double scale, cons
 
 static void text_head(void)
 {
-	printf("  %-10s %7s %7s %6s  %-44s %9s %5s %11s %11s %10s %11s\n", "cluster", "servers",
+	printf("  %-14s %7s %7s %6s  %-44s %9s %6s %11s %9s %12s %9s\n", "cluster", "servers",
 	       "devices", "batch", "configuration", "iteration", "MFU", "to train", "device-h",
 	       "energy", "cost");
 }
@@ -160,13 +162,18 @@ static void text_head(void)
 static void text_choice(const struct fit *f, const char *label, int i)
 {
 	if (i < 0) {
-		printf("  %-10s none meets the goal\n", label);
+		printf("  %-14s none meets the goal\n", label);
 		return;
 	}
 	const struct study_row *r = &f->rows[i];
 	char c[128], it[32], mfu[16], t[32], dh[32], e[32], cost[32];
-	printf("  %-10s %7" PRId64 " %7" PRId64 " %6" PRId64 "  %-44s %9s %5s %11s %11s %10s %11s\n",
-	       label, r->servers, r->devices, r->global_batch,
+	char who[64];
+	if (strcmp(label, f->st->clusters[r->cluster].name))
+		snprintf(who, sizeof who, "%s %s", label, f->st->clusters[r->cluster].name);
+	else
+		snprintf(who, sizeof who, "%s", label);
+	printf("  %-14s %7" PRId64 " %7" PRId64 " %6" PRId64 "  %-44s %9s %6s %11s %9s %12s %9s\n",
+	       who, r->servers, r->devices, r->global_batch,
 	       plan_search_config_text(c, sizeof c, &r->config),
 	       cli_si(it, sizeof it, r->iteration_s, "s"),
 	       num_text(mfu, sizeof mfu, r->mfu, 100, "%"),
@@ -176,7 +183,7 @@ static void text_choice(const struct fit *f, const char *label, int i)
 	       num_text(cost, sizeof cost, r->cost, 1, ""));
 	if (r->simulated) {
 		char s[32];
-		printf("  %-10s simulated iteration %s (%+.1f%% against the estimate)\n", "",
+		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate)\n", "",
 		       cli_si(s, sizeof s, r->sim_iteration_s, "s"),
 		       100 * (r->sim_iteration_s / r->iteration_s - 1));
 	}
