@@ -28,6 +28,9 @@ int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 /* Every diagnostic of the list on stderr, one per line, then a count of
  * the dropped ones if any. */
@@ -149,14 +152,35 @@ int cli_parse_name(const char *cmd, const char *option, const char *value,
 int cli_parse_planner(const char *cmd, const char *name);
 /* The options that choose and tune a plan, shared by plan, estimate and
  * simulate: --planner, --fused, --rec-cost, --rec-order. */
+/* Quick what-ifs on a scenario without editing it: --devices N,
+ * --topology FILE, --global-batch B (docs/studies.md). */
+struct cli_overrides {
+	int64_t devices;                   /* 0: the scenario's (or the --topology's all) */
+	const char *topology;              /* NULL: the scenario's */
+	int64_t global_batch;              /* 0: the scenario's */
+};
+/* Takes argv[*i] and its value when it is one of those options: 1 when
+ * taken, 0 when not one of them, -1 after a usage message. */
+int cli_override_option(const char *cmd, int argc, char **argv, int *i, struct cli_overrides *ov);
+/* The help lines of those options, for the commands' --help. */
+extern const char cli_override_help[];
+/* A scenario file with the overrides applied: --topology replaces the
+ * topology (all its devices unless --devices); --devices beyond the
+ * topology's grows it by whole servers (a cluster topology only);
+ * --global-batch sets the global batch (a multiple of the model's batch).
+ * NULL after diagnostics. */
+struct scenario *cli_load_scenario(struct arena *a, const char *file,
+                                   const struct cli_overrides *ov, struct diag_list *d);
+
 struct cli_plan_args {
 	bool named;                        /* --planner given (checked available) */
 	enum planner_kind planner;         /* when named */
 	struct plan_options o;
+	struct cli_overrides ov;           /* --devices, --topology, --global-batch */
 };
 /* Takes argv[*i] (and its value, advancing *i) when it is one of those
- * options: 1 when taken, 0 when it is not one of them, -1 after a usage
- * message. */
+ * options or an override: 1 when taken, 0 when it is not one of them, -1
+ * after a usage message. */
 int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_plan_args *pa);
 
 /* A progress line on stderr ("WHAT:  42%") for long planning, when stderr

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "planner.h"
+#include "studies.h"
 #include "validation.h"
 
 static void help(FILE *f)
@@ -14,9 +15,11 @@ static void help(FILE *f)
 	fprintf(f,
 	        "usage: shardlab check FILE...\n"
 	        "\n"
-	        "Validate topology, model, scenario and validation files. The kind of\n"
-	        "each file is read from its \"format\" field (shardlab-topology,\n"
-	        "shardlab-model, shardlab-scenario, shardlab-validation). A scenario is\n"
+	        "Validate topology, model, scenario, validation and study files. The\n"
+	        "kind of each file is read from its \"format\" field (shardlab-topology,\n"
+	        "shardlab-model, shardlab-scenario, shardlab-validation,\n"
+	        "shardlab-study). A study is checked with the scenario, model and\n"
+	        "topologies it names, and its summary counts its points. A scenario is\n"
 	        "checked together with the model and the topology it names, and each\n"
 	        "shard() strategy it configures against its op's distribution rules; a\n"
 	        "validation file together with every scenario, model and topology its\n"
@@ -109,11 +112,20 @@ static bool check_one(const char *path)
 			if (v)
 				snprintf(summary, sizeof summary, "validation: %s, %d row%s",
 				         validation_kind_names[v->kind], v->n_rows, v->n_rows == 1 ? "" : "s");
+		} else if (!strcmp(fmt, STUDY_FORMAT)) {
+			struct study *st = study_load_doc(a, &doc);
+			int n_units = 0;
+			int64_t n_points = 0;
+			if (st && study_units(a, st, &n_units, &n_points))
+				snprintf(summary, sizeof summary, "study: %s, %d cluster famil%s, %lld points",
+				         st->scenario->graph->name, st->n_clusters,
+				         st->n_clusters == 1 ? "y" : "ies", (long long)n_points);
 		} else {
 			struct jv f;
 			jv_get(&root, "format", &f);
-			jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\" or \"%s\")",
-			         fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT, VALIDATION_FORMAT);
+			jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\", \"%s\" or "
+			         "\"%s\")", fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT,
+			         VALIDATION_FORMAT, STUDY_FORMAT);
 		}
 		ok = summary[0] && d.errors == 0;
 	}

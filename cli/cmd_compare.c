@@ -21,6 +21,7 @@ static void help(FILE *f)
 	        "usage: shardlab compare SCENARIO [--planner NAME [--top K]] [--fidelity F]\n"
 	        "                                 [--collective-algo A] [--bucket-mb N] [--fused]\n"
 	        "                                 [--json | --csv]\n"
+	        "                                 [--devices N] [--topology FILE] [--global-batch B]\n"
 	        "\n"
 	        "Plan a scenario with each planner it asks for, estimate each plan in\n"
 	        "closed form (shardlab estimate) and simulate it on SimGrid (shardlab\n"
@@ -53,7 +54,7 @@ static void help(FILE *f)
 	        "megatron. recursive always runs in both cost modes.\n"
 	        "\n");
 	fprintf(f,
-	        "options:\n"
+	        "options:\n%s"
 	        "  --planner NAME        that planner alone (recursive: in both cost\n"
 	        "                        modes). megatron-search: the plan search\n"
 	        "                        (docs/planner.md, \"Plan search\"): how many\n"
@@ -107,7 +108,8 @@ static void help(FILE *f)
 	        "\n"
 	        "exit status: 0 success (some planners may have failed: see their rows),\n"
 	        "1 invalid scenario or no planner could plan it (diagnostics on stderr),\n"
-	        "2 usage error.\n");
+	        "2 usage error.\n",
+	        cli_override_help);
 }
 
 struct args {
@@ -117,6 +119,7 @@ struct args {
 	int planner;                   /* -1: the scenario's planners */
 	int64_t top;                   /* megatron-search: configurations simulated */
 	double bucket_bytes;
+	struct cli_overrides ov;       /* --devices, --topology, --global-batch */
 };
 
 enum { SEARCH_LISTED = 10 };       /* megatron-search: configurations listed at least */
@@ -161,7 +164,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 {
 	*a = (struct args){.fidelity = -1, .algo = -1, .planner = -1, .top = 3,
 	                   .bucket_bytes = 25 * MIB};
-	int rc = EXIT_OK;
+	int rc = EXIT_OK, taken;
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			a->json = true;
@@ -169,6 +172,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->csv = true;
 		} else if (!strcmp(argv[i], "--fused")) {
 			a->fused = true;
+		} else if ((taken = cli_override_option("compare", argc, argv, &i, &a->ov)) != 0) {
+			rc = taken > 0 ? EXIT_OK : EXIT_USAGE;
 		} else if (argv[i][0] == '-' && i + 1 < argc) {
 			rc = parse_value(argv[i], argv[i + 1], a);
 			i++;
@@ -515,7 +520,7 @@ int cmd_compare(int argc, char **argv)
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
-	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
+	struct scenario *s = cli_load_scenario(ar, a.file, &a.ov, &d);
 	cli_print_diags(&d);
 	diag_list_free(&d);
 	if (!s) {

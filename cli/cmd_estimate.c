@@ -17,6 +17,7 @@ static void help(FILE *f)
 	fprintf(f,
 	        "usage: shardlab estimate SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
 	        "                                  [--rec-order ORDER] [--ops N] [--json | --csv]\n"
+	        "                                  [--devices N] [--topology FILE] [--global-batch B]\n"
 	        "\n"
 	        "Plan a scenario and estimate one training iteration in closed form\n"
 	        "(docs/planner.md, \"The symbolic estimate\"): the graph is one step\n"
@@ -29,7 +30,7 @@ static void help(FILE *f)
 	        "rec cost, and the ops that take the most time. No overlap and no\n"
 	        "contention: those are the simulator's.\n"
 	        "\n"
-	        "options:\n"
+	        "options:\n%s"
 	        "  --planner NAME  propagate, recursive, data-parallel, megatron or\n"
 	        "                  megatron-search (its choice on the second line), as\n"
 	        "                  for shardlab plan. Default: the scenario's first\n"
@@ -79,7 +80,8 @@ static void help(FILE *f)
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
 	        "stderr), 2 usage error (including a planner that is unknown or not\n"
-	        "available yet).\n");
+	        "available yet).\n",
+	        cli_override_help);
 }
 
 struct args {

@@ -20,6 +20,7 @@ static void help(FILE *f)
 	        "usage: shardlab plan SCENARIO [--planner NAME] [--rec-cost MODE]\n"
 	        "                              [--rec-order ORDER] [--fused] [--json | --csv]\n"
 	        "                              [--export FORMAT FILE]\n"
+	        "                              [--devices N] [--topology FILE] [--global-batch B]\n"
 	        "\n"
 	        "Plan a scenario and print every op's strategy (slices per dimension of\n"
 	        "each input, MindSpore's tuple form), where it came from (configured in\n"
@@ -29,7 +30,7 @@ static void help(FILE *f)
 	        "redistribution between a producer and its consumer step by step, the\n"
 	        "totals per device and the count of unreached ops.\n"
 	        "\n"
-	        "options:\n"
+	        "options:\n%s"
 	        "  --planner NAME  propagate: MindSpore's sharding propagation from the\n"
 	        "                  configured ops; recursive: MindSpore's double-recursive\n"
 	        "                  search; data-parallel: every op data parallel;\n"
@@ -81,7 +82,8 @@ static void help(FILE *f)
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
 	        "stderr), 2 usage error (including a planner that is unknown or not\n"
-	        "available yet).\n");
+	        "available yet).\n",
+	        cli_override_help);
 }
 
 struct args {

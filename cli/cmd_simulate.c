@@ -24,6 +24,7 @@ static void help(FILE *f)
 	        "                                  [--collective-algo A]\n"
 	        "                                  [--bucket-mb N] [--trace FILE]\n"
 	        "                                  [--json | --csv]\n"
+	        "                                  [--devices N] [--topology FILE] [--global-batch B]\n"
 	        "\n"
 	        "Plan a scenario, lower the plan to the program every rank runs for one\n"
 	        "training iteration and simulate it on SimGrid: every rank's compute and\n"
@@ -34,7 +35,7 @@ static void help(FILE *f)
 	        "communication and idle time (min, median, max, the worst rank), the\n"
 	        "busiest links and the collectives that took longer than their formula.\n"
 	        "\n"
-	        "options:\n"
+	        "options:\n%s"
 	        "  --planner NAME        propagate, recursive, data-parallel, megatron or\n"
 	        "                        megatron-search (its choice on the second line;\n"
 	        "                        shardlab compare --planner megatron-search\n"
@@ -78,8 +79,8 @@ static void help(FILE *f)
 	        "                        \"links\" ([{\"name\", \"bytes\", \"busy_s\",\n"
 	        "                        \"utilisation\"}], busiest first) and \"collectives\"\n"
 	        "                        ([{\"step\", \"label\", \"algorithm\", \"simulated_s\",\n"
-	        "                        \"formula_s\"}], program order)\n"
-	        );
+	        "                        \"formula_s\"}], program order)\n",
+	        cli_override_help);
 	fprintf(f,
 	        "  --csv                 print one CSV row per rank: rank, stage,\n"
 	        "                        compute_s, comm_exposed_s, pipeline_wait_s,\n"

@@ -240,8 +240,104 @@ int cli_parse_planner(const char *cmd, const char *name)
 	return -1;
 }
 
+const char cli_override_help[] =
+	"  --devices N     use N devices: fewer than the topology has, or more\n"
+	"                  (a multiple of a server's devices: the cluster grows\n"
+	"                  by whole servers on the same fabric)\n"
+	"  --topology FILE another topology (file or scenario), all its devices\n"
+	"                  unless --devices says otherwise\n"
+	"  --global-batch B\n"
+	"                  the global batch in samples (a multiple of the\n"
+	"                  model's batch)\n";
+
+int cli_override_option(const char *cmd, int argc, char **argv, int *i, struct cli_overrides *ov)
+{
+	const char *o = argv[*i];
+	bool dev = !strcmp(o, "--devices"), top = !strcmp(o, "--topology"),
+	     gb = !strcmp(o, "--global-batch");
+	if (!(dev || top || gb) || *i + 1 >= argc)
+		return 0;
+	const char *v = argv[++*i];
+	if (top) {
+		ov->topology = v;
+		return 1;
+	}
+	int64_t n = 0;
+	if (cli_parse_count(cmd, o, v, (int64_t)1 << 40, &n) != EXIT_OK)
+		return -1;
+	if (n < 1) {
+		fprintf(stderr, "shardlab %s: %s takes a count of 1 or more, got '%s'\n", cmd, o, v);
+		return -1;
+	}
+	if (dev)
+		ov->devices = n;
+	else
+		ov->global_batch = n;
+	return 1;
+}
+
+struct scenario *cli_load_scenario(struct arena *a, const char *file,
+                                   const struct cli_overrides *ov, struct diag_list *d)
+{
+	struct scenario *s = a ? scenario_load(a, file, d) : NULL;
+	if (!s || !ov || (!ov->devices && !ov->topology && !ov->global_batch))
+		return s;
+	size_t errors = d->errors;
+	if (ov->topology) {
+		struct topology *t = cli_load_topology(a, ov->topology, d);
+		if (!t)
+			return NULL;
+		s->topo = t;
+		s->topology_file = ov->topology;
+		s->devices = t->n_devices;
+	}
+	if (ov->devices) {
+		struct topology *t = s->topo;
+		int64_t dps = t->devices_per_server;
+		if (ov->devices > t->n_devices) {
+			if (t->fabric.kind == TOPO_FABRIC_NONE || ov->devices % dps ||
+			    ov->devices / dps > INT32_MAX)
+				diag_add(d, DIAG_ERROR, "--devices", 0, NULL,
+				         "%lld devices: the topology %s has %lld; to grow it by whole "
+				         "servers give a multiple of its %lld devices per server%s",
+				         (long long)ov->devices, t->name, (long long)t->n_devices,
+				         (long long)dps, t->fabric.kind == TOPO_FABRIC_NONE
+				                         ? " on a cluster topology (this one is one server)"
+				                         : "");
+			else {
+				struct topology *g = arena_alloc(a, sizeof *g);
+				if (!g)
+					return NULL;
+				*g = *t;
+				g->servers = (int)(ov->devices / dps);
+				g->n_devices = ov->devices;
+				s->topo = g;
+			}
+		}
+		s->devices = ov->devices;
+	}
+	if (ov->global_batch)
+		s->training.global_batch = ov->global_batch;
+	int64_t pp = s->training.pipeline_stages, gb = s->graph->batch;
+	if (s->devices % pp)
+		diag_add(d, DIAG_ERROR, ov->devices ? "--devices" : "--topology", 0, NULL,
+		         "%lld devices are not a multiple of the scenario's %lld pipeline stages",
+		         (long long)s->devices, (long long)pp);
+	if (gb > 0 && s->training.global_batch % gb)
+		diag_add(d, DIAG_ERROR, ov->global_batch ? "--global-batch" : file, 0, NULL,
+		         "a global batch of %lld is not a multiple of the model's batch of %lld "
+		         "samples (one micro-batch of every replica)",
+		         (long long)s->training.global_batch, (long long)gb);
+	else if (gb > 0)
+		s->training.micro_batches = s->training.global_batch / gb;
+	return d->errors == errors ? s : NULL;
+}
+
 int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_plan_args *pa)
 {
+	int ov = cli_override_option(cmd, argc, argv, i, &pa->ov);
+	if (ov)
+		return ov;
 	const char *o = argv[*i];
 	if (!strcmp(o, "--fused")) {
 		pa->o.mode = REDIST_FUSED;
@@ -253,9 +349,10 @@ int cli_plan_option(const char *cmd, int argc, char **argv, int *i, struct cli_p
 		return 0;
 	const char *v = argv[++*i];
 	int k = 0;
-	if (!strcmp(o, "--planner") && (k = cli_parse_planner(cmd, v)) >= 0)
-		*pa = (struct cli_plan_args){true, (enum planner_kind)k, pa->o};
-	else if (!strcmp(o, "--rec-cost") &&
+	if (!strcmp(o, "--planner") && (k = cli_parse_planner(cmd, v)) >= 0) {
+		pa->named = true;
+		pa->planner = (enum planner_kind)k;
+	} else if (!strcmp(o, "--rec-cost") &&
 	         (k = cli_parse_name(cmd, o, v, rec_cost_names, REC_COST_COUNT)) >= 0)
 		pa->o.rec_cost = (enum rec_cost)k;
 	else if (!strcmp(o, "--rec-order") &&
@@ -297,7 +394,7 @@ void cli_progress_clear(struct cli_progress *pr)
 struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_plan_args *pa,
                            struct scenario **s, enum planner_kind *kind, struct diag_list *d)
 {
-	*s = a ? scenario_load(a, file, d) : NULL;
+	*s = cli_load_scenario(a, file, &pa->ov, d);
 	if (pa->named)
 		*kind = pa->planner;
 	else if (*s && (*s)->n_planners > 0 && cli_planner_available((*s)->planners[0]))

@@ -10,7 +10,7 @@ static const struct {
 	const char *summary;
 } commands[] = {
 	{"import", cmd_import, "a Hugging Face config.json as a shardlab model file"},
-	{"check", cmd_check, "validate topology, model and scenario files"},
+	{"check", cmd_check, "validate topology, model, scenario, validation and study files"},
 	{"topo", cmd_topo, "describe a topology: devices, tiers, bisection, paths"},
 	{"calibrate", cmd_calibrate, "fit a device's compute model to measured kernel times"},
 	{"graph", cmd_graph, "list a model's operators with shapes, FLOPs and parameters"},
@@ -22,6 +22,9 @@ static const struct {
 	{"compare", cmd_compare, "every planner's plan estimated and simulated: one table, the main job"},
 	{"validate", cmd_validate, "predicted against measured: published training runs, collectives"},
 	{"verify", cmd_verify, "run a plan on real numbers, rank by rank, against the unsharded model"},
+	{"sweep", cmd_sweep, "a study's cluster sizes x configurations estimated into SQLite (resumable)"},
+	{"fit", cmd_fit, "the smallest, fastest, cheapest cluster that meets a study's goal; Pareto"},
+	{"plot", cmd_plot, "a sweep's figures: time, cost, MFU against size, Pareto, breakdown"},
 };
 
 static void usage(FILE *f)
@@ -42,7 +45,8 @@ static void usage(FILE *f)
 	        "Files are JSON with a \"format\" of shardlab-topology, shardlab-model\n"
 	        "or shardlab-scenario (docs/formats.md). Where a command takes a\n"
 	        "topology or a model, a scenario file naming one works too. validate\n"
-	        "reads shardlab-validation files (docs/validation.md).\n"
+	        "reads shardlab-validation files (docs/validation.md); sweep and fit\n"
+	        "read shardlab-study files (docs/formats.md, docs/studies.md).\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid input (diagnostics on stderr as\n"
 	        "FILE:LINE: JSON.PATH: MESSAGE), 2 usage error.\n");

@@ -159,6 +159,22 @@ struct search_result {
 	                                      by overflow */
 };
 
+/* The configurations that share a plan: one (TP, PP, micro-batch,
+ * sequence parallelism), its configurations in enumeration order. */
+struct search_group {
+	int64_t tp, pp, dp, micro_batch, micro_batches;
+	bool sp;
+	int n_configs;
+	struct search_config *configs;
+};
+/* The search's groups, in enumeration order, for `devices` devices in
+ * servers of `devices_per_server`, a global batch and graph g (its
+ * generator, or its fixed batch); the count into *n (arena). NULL when out
+ * of memory. The study sweep enumerates the same space with it. */
+struct search_group *plan_search_groups(struct arena *a, const struct graph *g,
+                                        int64_t devices, int64_t devices_per_server,
+                                        int64_t global_batch, int *n);
+
 /* Runs the search; false after diagnostics (no configuration could be
  * planned, or out of memory). Progress through o->progress. */
 bool plan_search(struct arena *a, const struct scenario *s, const struct plan_options *o,

@@ -32,13 +32,6 @@ enum {
 	SEARCH_ZERO_STAGES = 4,      /* ZeRO 0 .. 3 */
 };
 
-/* One (TP, PP, micro-batch, SP) with the variants that share its plan. */
-struct group {
-	int64_t tp, pp, dp, micro_batch, micro_batches;
-	bool sp;
-	int n_variants;
-};
-
 /* The most model chunks a pipeline may have: one generated layer each,
  * or one op each for an explicit graph. */
 static int64_t chunk_limit(const struct graph *g)
@@ -48,14 +41,14 @@ static int64_t chunk_limit(const struct graph *g)
 	return g->n_ops;
 }
 
-static bool interleaves(const struct group *gr, int64_t limit)
+static bool interleaves(const struct search_group *gr, int64_t limit)
 {
 	return gr->pp > 1 && gr->micro_batches % gr->pp == 0 && SEARCH_VIRTUAL * gr->pp <= limit;
 }
 
 /* The configurations of a group, in enumeration order, into out (when
  * not NULL); returns how many. */
-static int expand(const struct group *gr, int64_t limit, struct search_config *out)
+static int expand(const struct search_group *gr, int64_t limit, struct search_config *out)
 {
 	int n = 0;
 	for (size_t k = 0; k < SL_COUNTOF(schedule_order); k++) {
@@ -77,15 +70,12 @@ static int expand(const struct group *gr, int64_t limit, struct search_config *o
 	return n;
 }
 
-/* Every group the devices, the server and the global batch allow, in
- * enumeration order; *n of them (arena). */
-static struct group *groups(struct arena *a, const struct scenario *s, int *n)
+struct search_group *plan_search_groups(struct arena *a, const struct graph *g, int64_t N,
+                                        int64_t dps, int64_t G, int *n)
 {
-	const struct graph *g = s->graph;
-	int64_t N = s->devices, G = s->training.global_batch, dps = s->topo->devices_per_server;
 	int64_t limit = chunk_limit(g);
 	int cap = 64;
-	struct group *out = arena_alloc(a, (size_t)cap * sizeof *out);
+	struct search_group *out = arena_alloc(a, (size_t)cap * sizeof *out);
 	*n = 0;
 	for (int64_t tp = 1; out && tp <= dps && tp <= N; tp++) {
 		if (dps % tp || N % tp)
@@ -110,8 +100,12 @@ static struct group *groups(struct arena *a, const struct scenario *s, int *n)
 						if (!out)
 							break;
 					}
-					struct group gr = {tp, pp, dp, b, G / (b * dp), sp, 0};
-					gr.n_variants = expand(&gr, limit, NULL);
+					struct search_group gr = {tp, pp, dp, b, G / (b * dp), sp, 0, NULL};
+					gr.n_configs = expand(&gr, limit, NULL);
+					gr.configs = arena_calloc(a, (size_t)gr.n_configs + 1, sizeof *gr.configs);
+					if (!gr.configs)
+						return NULL;
+					expand(&gr, limit, gr.configs);
 					out[(*n)++] = gr;
 				}
 			}
@@ -224,15 +218,16 @@ static int cand_cmp(const void *pa, const void *pb)
 /* Plans one group and estimates its variants into out[*n ..]; false when
  * out of memory. */
 static bool run_group(struct arena *a, const struct scenario *s, const struct plan_options *o,
-                      const struct group *gr, struct search_config *cfg, struct search_result *r,
-                      int64_t *done, int64_t total)
+                      const struct search_group *gr, struct search_result *r, int64_t *done,
+                      int64_t total)
 {
 	struct arena *ga = arena_new();
 	if (!ga)
 		return false;
 	struct diag_list d;
 	diag_list_init(&d);
-	int n = expand(gr, chunk_limit(s->graph), cfg);
+	int n = gr->n_configs;
+	const struct search_config *cfg = gr->configs;
 	struct plan *p = plan_search_plan(ga, s, &cfg[0], o, &d);
 	struct scenario *sc = p ? (struct scenario *)p->scenario : NULL;
 	for (int i = 0; i < n; i++) {
@@ -274,15 +269,13 @@ bool plan_search(struct arena *a, const struct scenario *s, const struct plan_op
 {
 	*out = (struct search_result){0};
 	int n_groups;
-	struct group *gs = groups(a, s, &n_groups);
-	int most = 0;
-	for (int i = 0; gs && i < n_groups; i++) {
-		out->n_configs += gs[i].n_variants;
-		most = gs[i].n_variants > most ? gs[i].n_variants : most;
-	}
+	struct search_group *gs = plan_search_groups(a, s->graph, s->devices,
+	                                             s->topo->devices_per_server,
+	                                             s->training.global_batch, &n_groups);
+	for (int i = 0; gs && i < n_groups; i++)
+		out->n_configs += gs[i].n_configs;
 	out->cands = gs ? arena_calloc(a, (size_t)out->n_configs + 1, sizeof *out->cands) : NULL;
-	struct search_config *cfg = arena_calloc(a, (size_t)most + 1, sizeof *cfg);
-	if (!gs || !out->cands || !cfg) {
+	if (!gs || !out->cands) {
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory in the plan search");
 		return false;
 	}
@@ -301,7 +294,7 @@ bool plan_search(struct arena *a, const struct scenario *s, const struct plan_op
 		         s->n_shards, s->n_shards == 1 ? "y" : "ies");
 	int64_t done = 0;
 	for (int i = 0; i < n_groups; i++)
-		if (!run_group(a, s, o, &gs[i], cfg, out, &done, out->n_configs)) {
+		if (!run_group(a, s, o, &gs[i], out, &done, out->n_configs)) {
 			diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory in the plan search");
 			return false;
 		}

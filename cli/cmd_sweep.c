@@ -1,0 +1,522 @@
+/* cmd_sweep.c — `shardlab sweep STUDY --db FILE`: every point of a study
+ * (cluster size x configuration x global batch) planned and estimated,
+ * the K fastest per cluster size simulated, each a row in SQLite
+ * (studies/store.c).
+ *
+ * Resumable: units whose points are all stored are skipped, a unit's
+ * missing points are computed and written in one transaction; a killed
+ * sweep run again finishes the study with the same rows. Under mpirun
+ * (a build with MPI), rank 0 deals units out to the other ranks as they
+ * ask for work and is the only writer of the database; the rows are
+ * those of a serial run.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef SHARDLAB_MPI
+#include <mpi.h>
+#endif
+
+#include "cli.h"
+#include "studies.h"
+
+static void help(FILE *f)
+{
+	fprintf(f,
+	        "usage: shardlab sweep STUDY --db FILE [--simulate-top K] [--force]\n"
+	        "       mpirun -n N shardlab sweep STUDY --db FILE ...\n"
+	        "\n"
+	        "Plan and estimate every point of a study (docs/formats.md, \"Studies\"):\n"
+	        "each cluster family at each server count, each global batch, each\n"
+	        "configuration (the megatron-search space or the study's list). Each\n"
+	        "point becomes a row of the SQLite database FILE (docs/formats.md, \"The\n"
+	        "sweep database\"): the inputs' hash, the cluster, the configuration,\n"
+	        "the estimate (iteration time, tokens/s, MFU, memory per device, OOM,\n"
+	        "compute / communication / bubble and every category), and for the\n"
+	        "goal: iterations, time to train, device-hours, energy (kWh) and cost.\n"
+	        "\n"
+	        "A sweep that is stopped (Ctrl-C, kill -9, a lost node) resumes when\n"
+	        "run again with the same arguments: what is stored is kept and not\n"
+	        "computed again. A database written for other inputs (the study, its\n"
+	        "scenario, model or topologies changed) is refused.\n"
+	        "\n"
+	        "options:\n"
+	        "  --db FILE         the SQLite database (created if absent)\n"
+	        "  --simulate-top K  simulate (SimGrid, coarse fidelity) the K fastest\n"
+	        "                    points that fit memory at each cluster size (default\n"
+	        "                    0: none); their sim_ columns are filled\n"
+	        "  --force           discard the rows of a database written for other\n"
+	        "                    inputs and start again\n"
+	        "\n"
+	        "Progress (points done / total, rate, time left) goes to stderr when it\n"
+	        "is a terminal; one summary line goes to stdout at the end:\n"
+	        "  sweep NAME: N points (C computed, S already stored), F fit memory,\n"
+	        "  X failed; K simulated; FILE\n"
+	        "\n"
+	        "Under mpirun (a build with MPI, docs/studies.md) rank 0 writes the\n"
+	        "database and deals units of work out to the other ranks as they ask;\n"
+	        "the rows are the same as a serial run's.\n"
+	        "\n"
+	        "exit status: 0 done, 1 invalid study or database, 2 usage error.\n");
+}
+
+struct args {
+	const char *file, *db;
+	int64_t top;
+	bool force;
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	*a = (struct args){0};
+	int rc = EXIT_OK;
+	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
+		if (!strcmp(argv[i], "--db") && i + 1 < argc)
+			a->db = argv[++i];
+		else if (!strcmp(argv[i], "--simulate-top") && i + 1 < argc)
+			rc = cli_parse_count("sweep", "--simulate-top", argv[++i], 1000000, &a->top);
+		else if (!strcmp(argv[i], "--force"))
+			a->force = true;
+		else if (argv[i][0] == '-') {
+			fprintf(stderr, "shardlab sweep: unknown option '%s' (see --help)\n", argv[i]);
+			rc = EXIT_USAGE;
+		} else if (a->file) {
+			fprintf(stderr, "shardlab sweep: one study at a time ('%s')\n", argv[i]);
+			rc = EXIT_USAGE;
+		} else
+			a->file = argv[i];
+	}
+	if (rc == EXIT_OK && !a->file) {
+		fprintf(stderr, "shardlab sweep: missing STUDY (see --help)\n");
+		rc = EXIT_USAGE;
+	}
+	if (rc == EXIT_OK && !a->db) {
+		fprintf(stderr, "shardlab sweep: missing --db FILE (see --help)\n");
+		rc = EXIT_USAGE;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------ progress */
+
+struct progress {
+	bool on;
+	int64_t total, done, at_start;
+	struct timespec t0;
+	double last;
+};
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void progress_show(struct progress *p, bool final)
+{
+	if (!p->on)
+		return;
+	double t = now_s();
+	if (!final && t - p->last < 0.2)
+		return;
+	p->last = t;
+	double el = t - ((double)p->t0.tv_sec + 1e-9 * (double)p->t0.tv_nsec);
+	double rate = el > 0 ? (double)(p->done - p->at_start) / el : 0;
+	double left = rate > 0 ? (double)(p->total - p->done) / rate : 0;
+	fprintf(stderr, "\r\033[Ksweep: %" PRId64 " / %" PRId64 " points (%d%%), %.0f points/s, "
+	        "ETA %d:%02d", p->done, p->total,
+	        p->total ? (int)(100 * p->done / p->total) : 100, rate, (int)(left / 60),
+	        (int)fmod(left, 60));
+	if (final)
+		fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+/* --------------------------------------------------------- the sweep */
+
+struct sweep {
+	const struct study *st;
+	struct study_store *store;
+	struct study_unit *units;
+	int n_units;
+	int64_t n_points, computed, stored;
+	struct progress pr;
+	char err[512];
+};
+
+/* Computes the missing points of unit u (done[] says which are stored)
+ * into rows. */
+static bool eval_unit(struct arena *a, const struct sweep *sw, int u, const bool *done,
+                      struct study_row *rows)
+{
+	return study_eval_unit(a, sw->st, &sw->units[u], done, rows);
+}
+
+static bool store_unit(struct sweep *sw, int u, const bool *done, const struct study_row *rows)
+{
+	bool *write = malloc((size_t)sw->units[u].n_configs * sizeof *write);
+	if (!write)
+		return false;
+	int n = sw->units[u].n_configs, k = 0;
+	for (int i = 0; i < n; i++) {
+		write[i] = !done[i];
+		k += write[i];
+	}
+	bool ok = study_store_put(sw->store, rows, n, write, sw->err, sizeof sw->err);
+	free(write);
+	sw->computed += k;
+	return ok;
+}
+
+static int max_configs(const struct sweep *sw)
+{
+	int m = 1;
+	for (int i = 0; i < sw->n_units; i++)
+		m = sw->units[i].n_configs > m ? sw->units[i].n_configs : m;
+	return m;
+}
+
+static bool run_serial(struct sweep *sw)
+{
+	int m = max_configs(sw);
+	bool *done = malloc((size_t)m * sizeof *done);
+	struct study_row *rows = malloc((size_t)m * sizeof *rows);
+	bool ok = done && rows;
+	for (int u = 0; ok && u < sw->n_units; u++) {
+		int have = study_store_done(sw->store, &sw->units[u], done);
+		if (have < 0) {
+			snprintf(sw->err, sizeof sw->err, "cannot read the database");
+			ok = false;
+			break;
+		}
+		sw->stored += have;
+		if (have < sw->units[u].n_configs) {
+			struct arena *a = arena_new();
+			ok = a && eval_unit(a, sw, u, done, rows) && store_unit(sw, u, done, rows);
+			if (!a || (!ok && !sw->err[0]))
+				snprintf(sw->err, sizeof sw->err, "out of memory");
+			arena_free(a);
+		}
+		sw->pr.done += sw->units[u].n_configs;
+		progress_show(&sw->pr, false);
+	}
+	free(done);
+	free(rows);
+	return ok;
+}
+
+#ifdef SHARDLAB_MPI
+/* Rows travel between ranks as fixed records: the row with its error text
+ * inline. */
+struct wire_row {
+	struct study_row row;
+	char error[256];
+};
+
+enum { TAG_ASK = 1, TAG_UNIT = 2, TAG_ROWS = 3 };
+
+/* A worker: asks for a unit, computes what is missing (the master sends
+ * done[] with the unit), sends the rows back; -1 ends it. */
+static bool mpi_worker(const struct sweep *sw)
+{
+	int m = max_configs(sw);
+	bool *done = malloc((size_t)m * sizeof *done);
+	struct study_row *rows = calloc((size_t)m, sizeof *rows);
+	struct wire_row *wire = calloc((size_t)m, sizeof *wire);
+	unsigned char *flags = malloc((size_t)m + 1);
+	bool ok = done && rows && wire && flags;
+	int u = 0;
+	MPI_Send(&u, 0, MPI_INT, 0, TAG_ASK, MPI_COMM_WORLD);
+	for (;;) {
+		int msg[1];
+		MPI_Recv(msg, 1, MPI_INT, 0, TAG_UNIT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		u = msg[0];
+		if (u < 0)
+			break;
+		int n = sw->units[u].n_configs;
+		MPI_Recv(flags, n, MPI_UNSIGNED_CHAR, 0, TAG_UNIT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		for (int i = 0; i < n; i++)
+			done[i] = flags[i] != 0;
+		struct arena *a = ok ? arena_new() : NULL;
+		bool good = a && eval_unit(a, sw, u, done, rows);
+		for (int i = 0; i < n; i++) {
+			wire[i].row = rows[i];
+			wire[i].error[0] = '\0';
+			if (!done[i] && good && rows[i].error)
+				snprintf(wire[i].error, sizeof wire[i].error, "%s", rows[i].error);
+			if (!done[i] && !good) {
+				wire[i].row = (struct study_row){.cluster = -1};
+			}
+		}
+		arena_free(a);
+		MPI_Send(wire, (int)(n * sizeof *wire), MPI_BYTE, 0, TAG_ROWS, MPI_COMM_WORLD);
+	}
+	free(done);
+	free(rows);
+	free(wire);
+	free(flags);
+	return ok;
+}
+
+/* The next unit from *next on with points not stored (the stored ones
+ * counted), its points' done[] filled; -1 when none is left or after an
+ * error (*ok false). */
+static int next_unit(struct sweep *sw, int *next, bool *done, bool *ok)
+{
+	while (*ok && *next < sw->n_units) {
+		int have = study_store_done(sw->store, &sw->units[*next], done);
+		if (have < 0) {
+			snprintf(sw->err, sizeof sw->err, "cannot read the database");
+			*ok = false;
+			return -1;
+		}
+		sw->stored += have;
+		if (have < sw->units[*next].n_configs)
+			return (*next)++;
+		sw->pr.done += sw->units[*next].n_configs;
+		++*next;
+	}
+	return -1;
+}
+
+/* The master: hands units out in order to whichever worker asks, writes
+ * every unit's rows as they come back, and computes units itself while no
+ * worker is waiting (so that -n 2 is two ranks at work). */
+static bool mpi_master(struct sweep *sw, int size)
+{
+	int m = max_configs(sw);
+	bool *done = malloc((size_t)m * sizeof *done);
+	struct wire_row *wire = malloc((size_t)m * sizeof *wire);
+	struct study_row *rows = malloc((size_t)m * sizeof *rows);
+	unsigned char *flags = malloc((size_t)m + 1);
+	int *busy = calloc((size_t)size, sizeof *busy);       /* the unit a worker has, or -1 */
+	bool **busy_done = calloc((size_t)size, sizeof *busy_done);
+	bool ok = done && wire && rows && flags && busy && busy_done;
+	for (int r = 0; ok && r < size; r++) {
+		busy[r] = -1;
+		busy_done[r] = malloc((size_t)m * sizeof **busy_done);
+		ok = busy_done[r] != NULL;
+	}
+	int next = 0, active = size - 1;
+	while (ok && active > 0) {
+		MPI_Status st;
+		int flag = 0;
+		MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+		if (!flag) {
+			/* No worker waits: rank 0 computes a unit itself. */
+			int u = next_unit(sw, &next, done, &ok);
+			if (u >= 0) {
+				struct arena *a = arena_new();
+				ok = a && eval_unit(a, sw, u, done, rows) && store_unit(sw, u, done, rows);
+				if (!ok && !sw->err[0])
+					snprintf(sw->err, sizeof sw->err, "out of memory");
+				arena_free(a);
+				sw->pr.done += sw->units[u].n_configs;
+				progress_show(&sw->pr, false);
+				continue;
+			}
+			if (!ok)
+				break;
+			MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+		}
+		int w = st.MPI_SOURCE;
+		if (st.MPI_TAG == TAG_ROWS) {
+			int u = busy[w];
+			int n = sw->units[u].n_configs;
+			MPI_Recv(wire, (int)(n * sizeof *wire), MPI_BYTE, w, TAG_ROWS, MPI_COMM_WORLD,
+			         MPI_STATUS_IGNORE);
+			for (int i = 0; i < n; i++) {
+				rows[i] = wire[i].row;
+				rows[i].error = wire[i].error[0] ? wire[i].error : NULL;
+				rows[i].sim_error = NULL;
+				if (!busy_done[w][i] && rows[i].cluster < 0) {
+					snprintf(sw->err, sizeof sw->err, "rank %d ran out of memory", w);
+					ok = false;
+				}
+			}
+			ok = ok && store_unit(sw, u, busy_done[w], rows);
+			sw->pr.done += n;
+			progress_show(&sw->pr, false);
+			busy[w] = -1;
+		} else {
+			MPI_Recv(NULL, 0, MPI_INT, w, TAG_ASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		}
+		/* The worker is free: the next unit with work, or the end. */
+		int u = next_unit(sw, &next, done, &ok);
+		int msg[1] = {ok ? u : -1};
+		MPI_Send(msg, 1, MPI_INT, w, TAG_UNIT, MPI_COMM_WORLD);
+		if (msg[0] < 0) {
+			active--;
+			continue;
+		}
+		int n = sw->units[u].n_configs;
+		for (int i = 0; i < n; i++) {
+			busy_done[w][i] = done[i];
+			flags[i] = done[i];
+		}
+		busy[w] = u;
+		MPI_Send(flags, n, MPI_UNSIGNED_CHAR, w, TAG_UNIT, MPI_COMM_WORLD);
+	}
+	for (int r = 0; busy_done && r < size; r++)
+		free(busy_done[r]);
+	free(busy_done);
+	free(busy);
+	free(done);
+	free(wire);
+	free(rows);
+	free(flags);
+	return ok;
+}
+#endif
+
+/* The K fastest points that fit at each cluster size, simulated where
+ * they have not been (or failed) before. */
+static bool simulate_top(struct sweep *sw, int64_t k, int64_t *n_sim)
+{
+	struct arena *a = arena_new();
+	struct study_row *rows;
+	int n = a ? study_store_rows(sw->store, a, &rows, sw->err, sizeof sw->err) : -1;
+	int *idx = n > 0 ? malloc((size_t)n * sizeof *idx) : NULL;
+	bool ok = n >= 0 && (n == 0 || idx);
+	int m = ok && n > 0 ? study_top_per_size(rows, n, (int)k, idx) : 0;
+	for (int i = 0; ok && i < m; i++) {
+		struct study_row *r = &rows[idx[i]];
+		if (r->simulated || r->sim_error) {
+			++*n_sim;
+			continue;
+		}
+		if (sw->pr.on) {
+			char c[128];
+			fprintf(stderr, "\r\033[Ksweep: simulating %d of %d: %s, %" PRId64 " servers, %s",
+			        i + 1, m, sw->st->clusters[r->cluster].name, r->servers,
+			        plan_search_config_text(c, sizeof c, &r->config));
+			fflush(stderr);
+		}
+		ok = study_simulate(a, sw->st, r) && study_store_put_sim(sw->store, r, sw->err,
+		                                                          sizeof sw->err);
+		++*n_sim;
+	}
+	if (sw->pr.on)
+		fputs("\r\033[K", stderr);
+	if (!ok && !sw->err[0])
+		snprintf(sw->err, sizeof sw->err, "out of memory");
+	free(idx);
+	arena_free(a);
+	return ok;
+}
+
+static void summary(struct sweep *sw, const char *db, int64_t n_sim)
+{
+	struct arena *a = arena_new();
+	struct study_row *rows;
+	int n = a ? study_store_rows(sw->store, a, &rows, sw->err, sizeof sw->err) : -1;
+	int64_t fit = 0, failed = 0;
+	for (int i = 0; i < n; i++) {
+		fit += rows[i].ok && !rows[i].oom;
+		failed += !rows[i].ok;
+	}
+	printf("sweep %s: %" PRId64 " points (%" PRId64 " computed, %" PRId64 " already stored), "
+	       "%" PRId64 " fit memory, %" PRId64 " failed; %" PRId64 " simulated; %s\n",
+	       sw->st->name, sw->n_points, sw->computed, sw->stored, fit, failed, n_sim, db);
+	arena_free(a);
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		help(stdout);
+		return EXIT_OK;
+	}
+	struct args args;
+	int rc = parse_args(argc, argv, &args);
+	if (rc != EXIT_OK)
+		return rc;
+	int rank = 0;
+#ifdef SHARDLAB_MPI
+	int size = 1;
+	/* MPI only when a launcher started us (mpirun, srun): a plain run
+	 * stays serial, without OpenMPI's singleton daemon. */
+	bool launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") ||
+	                getenv("PMI_RANK") || getenv("PMI_SIZE");
+	int inited = 0;
+	if (launched) {
+		MPI_Initialized(&inited);
+		if (!inited)
+			MPI_Init(NULL, NULL);
+		MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+		MPI_Comm_size(MPI_COMM_WORLD, &size);
+	}
+#else
+	/* Started by mpirun but built without MPI: rank 0 sweeps alone. */
+	const char *r = getenv("OMPI_COMM_WORLD_RANK");
+	if (r && strcmp(r, "0")) {
+		fprintf(stderr, "shardlab sweep: built without MPI (docs/studies.md); rank %s leaves "
+		        "the sweep to rank 0\n", r);
+		return EXIT_OK;
+	}
+#endif
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct sweep sw = {0};
+	sw.st = a ? study_load(a, args.file, &d) : NULL;
+	if (rank == 0)
+		cli_print_diags(&d);
+	diag_list_free(&d);
+	rc = sw.st ? EXIT_OK : EXIT_INVALID;
+	if (rc == EXIT_OK) {
+		sw.units = study_units(a, sw.st, &sw.n_units, &sw.n_points);
+		if (!sw.units) {
+			fprintf(stderr, "shardlab sweep: out of memory\n");
+			rc = EXIT_INVALID;
+		}
+	}
+	/* Only rank 0 opens the database; the others learn whether it did. */
+	if (rc == EXIT_OK && rank == 0) {
+		enum study_store_open so = study_store_open(args.db, sw.st, args.force, &sw.store, sw.err,
+		                                            sizeof sw.err);
+		if (so != STORE_OK) {
+			fprintf(stderr, "shardlab sweep: %s\n", sw.err);
+			rc = EXIT_INVALID;
+		}
+	}
+#ifdef SHARDLAB_MPI
+	if (launched)
+		MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+#endif
+	if (rc == EXIT_OK) {
+		sw.pr = (struct progress){.on = rank == 0 && isatty(STDERR_FILENO),
+		                          .total = sw.n_points};
+		clock_gettime(CLOCK_MONOTONIC, &sw.pr.t0);
+		bool ok;
+#ifdef SHARDLAB_MPI
+		if (size > 1)
+			ok = rank == 0 ? mpi_master(&sw, size) : mpi_worker(&sw);
+		else
+			ok = run_serial(&sw);
+#else
+		ok = run_serial(&sw);
+#endif
+		progress_show(&sw.pr, true);
+		int64_t n_sim = 0;
+		if (ok && rank == 0 && args.top > 0)
+			ok = simulate_top(&sw, args.top, &n_sim);
+		if (!ok && rank == 0)
+			fprintf(stderr, "shardlab sweep: %s\n", sw.err[0] ? sw.err : "failed");
+		else if (rank == 0)
+			summary(&sw, args.db, n_sim);
+		rc = ok ? EXIT_OK : EXIT_INVALID;
+	}
+	study_store_close(sw.store);
+	arena_free(a);
+#ifdef SHARDLAB_MPI
+	if (launched && !inited)
+		MPI_Finalize();
+#endif
+	return rc;
+}

@@ -1,0 +1,418 @@
+/* load.c — the study loader (docs/formats.md, "Studies").
+ *
+ * A study names a scenario (file or inline object: the model and the
+ * training settings; its own topology and device count are replaced by
+ * each cluster's), cluster families with their server counts, prices and
+ * power, the configurations, the global batches and the goal. Every
+ * problem is reported in one run as FILE:LINE: PATH: MESSAGE. The inputs'
+ * hash covers the text of the study and of every file it reads, and the
+ * loaded topologies' figures (which a "base" file may hold). No hot path.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "studies.h"
+
+/* ------------------------------------------------------------------ hash */
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= FNV_PRIME;
+	}
+	return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	return fnv_bytes(h, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+static uint64_t fnv_num(uint64_t h, double x)
+{
+	char buf[40];
+	int n = snprintf(buf, sizeof buf, "%.17g;", x);
+	return fnv_bytes(h, buf, (size_t)n);
+}
+
+/* A file's text (a missing one hashes as its name alone: the loader
+ * reported it). */
+static uint64_t fnv_file(uint64_t h, const char *path)
+{
+	h = fnv_str(h, path);
+	if (!path)
+		return h;
+	size_t len = 0;
+	const char *err;
+	char *text = util_read_file(path, &len, &err);
+	if (text)
+		h = fnv_bytes(h, text, len);
+	free(text);
+	return h;
+}
+
+/* The figures a cost model reads, wherever the file took them from. */
+static uint64_t fnv_topo(uint64_t h, const struct topology *t)
+{
+	const struct topo_device *d = &t->device;
+	h = fnv_str(h, d->kind);
+	for (int i = 0; i < DT_COUNT; i++)
+		h = fnv_num(h, d->peak_flops[i]);
+	double dev[] = {d->hbm_bytes, d->hbm_bps, d->matmul_efficiency, d->memory_efficiency,
+	                d->gemm_half_dim, d->kernel_overhead_s};
+	for (size_t i = 0; i < SL_COUNTOF(dev); i++)
+		h = fnv_num(h, dev[i]);
+	h = fnv_num(h, t->devices_per_server);
+	for (int k = 0; k < t->n_tiers; k++) {
+		const struct topo_tier *x = &t->tiers[k];
+		h = fnv_str(h, x->name);
+		double tier[] = {x->kind, x->n_groups, x->bandwidth_bps, x->latency_s, x->shared_bps};
+		for (size_t i = 0; i < SL_COUNTOF(tier); i++)
+			h = fnv_num(h, tier[i]);
+		for (int i = 0; i < t->devices_per_server; i++)
+			h = fnv_num(h, x->group_of[i]);
+	}
+	double net[] = {t->nic.per_server, t->nic.bandwidth_bps, t->nic.latency_s, t->fabric.kind,
+	                t->fabric.nics_per_leaf, t->fabric.servers_per_rail_group,
+	                t->fabric.oversubscription, t->fabric.switch_latency_s};
+	for (size_t i = 0; i < SL_COUNTOF(net); i++)
+		h = fnv_num(h, net[i]);
+	return h;
+}
+
+const char *study_hash_text(char buf[17], uint64_t h)
+{
+	snprintf(buf, 17, "%016llx", (unsigned long long)h);
+	return buf;
+}
+
+/* --------------------------------------------------------------- fields */
+
+/* An integer or a list of them, ascending and distinct after sorting;
+ * `what` names them in messages. */
+static int cmp_i64(const void *pa, const void *pb)
+{
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+	return (a > b) - (a < b);
+}
+
+static bool read_counts(struct arena *a, const struct jv *v, int64_t max, int64_t **out, int *n)
+{
+	if (v->node && cJSON_IsNumber(v->node)) {
+		*out = arena_alloc(a, sizeof **out);
+		*n = 1;
+		return *out && jv_int(v, JR_RANGE(1, (double)max), &(*out)[0]);
+	}
+	if (!jv_is_array(v, 1, 4096))
+		return false;
+	int len = jv_len(v);
+	*out = arena_calloc(a, (size_t)len, sizeof **out);
+	if (!*out)
+		return false;
+	bool ok = true;
+	struct jv e;
+	int i = 0;
+	for (bool more = jv_first(v, &e); more; more = jv_next(v, &e), i++)
+		ok = jv_int(&e, JR_RANGE(1, (double)max), &(*out)[i]) && ok;
+	if (!ok)
+		return false;
+	qsort(*out, (size_t)len, sizeof **out, cmp_i64);
+	for (i = 1; i < len; i++)
+		if ((*out)[i] == (*out)[i - 1]) {
+			jv_error(v, "%lld is listed twice", (long long)(*out)[i]);
+			return false;
+		}
+	*n = len;
+	return true;
+}
+
+static bool read_power(struct study_cluster *c, const struct jv *obj)
+{
+	static const char *const keys[] = {"idle", "busy", NULL};
+	struct jv v;
+	c->idle_w = c->busy_w = -1;
+	if (!jv_get(obj, "power_w", &v))
+		return true;
+	if (!jv_open(&v, keys))
+		return false;
+	bool ok = jv_req_number(&v, "idle", JR_NONNEG, &c->idle_w);
+	ok = jv_req_number(&v, "busy", JR_POSITIVE, &c->busy_w) && ok;
+	if (ok && c->busy_w < c->idle_w) {
+		struct jv b;
+		jv_get(&v, "busy", &b);
+		jv_error(&b, "busy power %g W is below the idle power %g W", c->busy_w, c->idle_w);
+		ok = false;
+	}
+	if (!ok)
+		c->idle_w = c->busy_w = -1;
+	return ok;
+}
+
+static bool read_cluster(struct arena *a, const char *dir, const struct jv *v,
+                         struct study_cluster *c, uint64_t *h)
+{
+	static const char *const keys[] = {"name", "topology", "servers", "price_per_device_hour",
+	                                   "power_w", "source", NULL};
+	if (!jv_open(v, keys))
+		return false;
+	c->line = v->line;
+	const char *str;
+	bool ok = true;
+	if (jv_req_string(v, "name", &str))
+		c->name = arena_strdup(a, str);
+	else
+		ok = false;
+	struct jv t, s;
+	if (jv_need(v, "topology", &t) && jv_string(&t, &str)) {
+		c->topology_file = util_path_join(a, dir, str);
+		size_t before = v->doc->diags->errors;
+		c->topo = c->topology_file ? topo_load(a, c->topology_file, v->doc->diags) : NULL;
+		if (!c->topo && v->doc->diags->errors == before)
+			jv_error(&t, "cannot load the topology \"%s\"", str);
+		if (c->topo)
+			*h = fnv_topo(fnv_file(*h, c->topology_file), c->topo);
+		ok = c->topo && ok;
+	} else {
+		ok = false;
+	}
+	if (jv_need(v, "servers", &s) && read_counts(a, &s, 1 << 20, &c->servers, &c->n_sizes)) {
+		for (int i = 0; c->topo && i < c->n_sizes; i++) {
+			if (c->servers[i] > 1 && c->topo->fabric.kind == TOPO_FABRIC_NONE) {
+				jv_error(&s, "the topology %s is one server with no fabric between servers; "
+				         "name a cluster topology file", c->topo->name);
+				ok = false;
+				break;
+			}
+			if (c->topo->fabric.kind == TOPO_FABRIC_RAIL_OPTIMIZED &&
+			    c->servers[i] % c->topo->fabric.servers_per_rail_group &&
+			    c->servers[i] > c->topo->fabric.servers_per_rail_group) {
+				jv_error(&s, "%lld servers are not whole rail groups of %d",
+				         (long long)c->servers[i], c->topo->fabric.servers_per_rail_group);
+				ok = false;
+			}
+		}
+	} else {
+		ok = false;
+	}
+	ok = jv_opt_number(v, "price_per_device_hour", JR_NONNEG, -1, &c->price_per_device_hour) &&
+	     ok;
+	ok = read_power(c, v) && ok;
+	struct jv src;
+	if (jv_get(v, "source", &src))
+		ok = jv_string(&src, &str) && ok;
+	return ok;
+}
+
+static bool read_clusters(struct arena *a, const char *dir, const struct jv *root,
+                          struct study *st, uint64_t *h)
+{
+	struct jv v;
+	if (!jv_need(root, "clusters", &v) || !jv_is_array(&v, 1, 64))
+		return false;
+	st->n_clusters = jv_len(&v);
+	st->clusters = arena_calloc(a, (size_t)st->n_clusters, sizeof *st->clusters);
+	if (!st->clusters)
+		return false;
+	bool ok = true;
+	struct jv e;
+	int i = 0;
+	for (bool more = jv_first(&v, &e); more; more = jv_next(&v, &e), i++) {
+		ok = read_cluster(a, dir, &e, &st->clusters[i], h) && ok;
+		for (int k = 0; k < i && st->clusters[i].name; k++)
+			if (st->clusters[k].name && !strcmp(st->clusters[k].name, st->clusters[i].name)) {
+				struct jv n;
+				jv_get(&e, "name", &n);
+				jv_error(&n, "the cluster name \"%s\" is used twice", st->clusters[i].name);
+				ok = false;
+			}
+	}
+	return ok;
+}
+
+static bool read_config(const struct jv *v, struct search_config *c)
+{
+	static const char *const keys[] = {"tensor_parallel", "pipeline_stages", "micro_batch",
+	                                   "schedule", "virtual_stages", "recompute", "zero_stage",
+	                                   NULL};
+	if (!jv_open(v, keys))
+		return false;
+	int64_t zero = 0;
+	bool ok = jv_req_int(v, "tensor_parallel", JR_RANGE(1, 1 << 20), &c->tp);
+	ok = jv_opt_int(v, "pipeline_stages", JR_RANGE(1, 1 << 20), 1, &c->pp) && ok;
+	ok = jv_opt_int(v, "micro_batch", JR_RANGE(1, 1 << 20), 1, &c->micro_batch) && ok;
+	ok = jv_opt_int(v, "virtual_stages", JR_RANGE(1, 64), 1, &c->virtual_stages) && ok;
+	ok = jv_opt_int(v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
+	c->zero_stage = (int)zero;
+	struct jv f;
+	c->schedule = SCHED_1F1B;
+	if (jv_get(v, "schedule", &f)) {
+		int k = jv_enum(&f, schedule_names, SCHED_COUNT);
+		ok = k >= 0 && ok;
+		c->schedule = k >= 0 ? (enum pipeline_schedule)k : SCHED_1F1B;
+	}
+	c->recompute = RECOMPUTE_NONE;
+	if (jv_get(v, "recompute", &f)) {
+		int k = jv_enum(&f, recompute_names, RECOMPUTE_COUNT);
+		ok = k >= 0 && ok;
+		c->recompute = k >= 0 ? (enum recompute_mode)k : RECOMPUTE_NONE;
+	}
+	if (ok && (c->virtual_stages > 1) != (c->schedule == SCHED_INTERLEAVED_1F1B)) {
+		jv_get(v, "virtual_stages", &f);
+		jv_error(f.node ? &f : v, "the interleaved-1f1b schedule needs virtual_stages of 2 or "
+		         "more, and only it takes them");
+		ok = false;
+	}
+	return ok;
+}
+
+static bool read_configs(struct arena *a, const struct jv *root, struct study *st)
+{
+	struct jv v;
+	st->search = true;
+	if (!jv_get(root, "configurations", &v))
+		return true;
+	if (v.node && cJSON_IsString(v.node)) {
+		if (strcmp(v.node->valuestring, "search")) {
+			jv_error(&v, "expected \"search\" or a list of configurations, got \"%s\"",
+			         v.node->valuestring);
+			return false;
+		}
+		return true;
+	}
+	if (!jv_is_array(&v, 1, 100000))
+		return false;
+	st->search = false;
+	st->n_configs = jv_len(&v);
+	st->configs = arena_calloc(a, (size_t)st->n_configs, sizeof *st->configs);
+	if (!st->configs)
+		return false;
+	bool ok = true;
+	struct jv e;
+	int i = 0;
+	for (bool more = jv_first(&v, &e); more; more = jv_next(&v, &e), i++)
+		ok = read_config(&e, &st->configs[i]) && ok;
+	return ok;
+}
+
+static bool read_goal(const struct jv *root, struct study *st)
+{
+	static const char *const keys[] = {"tokens", "iterations", "days", NULL};
+	struct jv v, t, it;
+	if (!jv_need(root, "goal", &v) || !jv_open(&v, keys))
+		return false;
+	bool has_t = jv_get(&v, "tokens", &t), has_i = jv_get(&v, "iterations", &it);
+	bool ok = true;
+	if (has_t == has_i) {
+		jv_error(&v, "give the goal as \"tokens\" or as \"iterations\", one of them");
+		ok = false;
+	} else if (has_t) {
+		ok = jv_number(&t, JR_POSITIVE, &st->goal.tokens);
+		const struct graph *g = st->scenario ? st->scenario->graph : NULL;
+		if (ok && g && (!g->gen || g->gen->seq <= 0)) {
+			jv_error(&t, "the model %s has no sequence length (not a generated model): give "
+			         "the goal in iterations", g->name);
+			ok = false;
+		}
+	} else {
+		ok = jv_int(&it, JR_RANGE(1, 1e15), &st->goal.iterations);
+	}
+	return jv_opt_number(&v, "days", JR_NONNEG, 0, &st->goal.days) && ok;
+}
+
+static const struct scenario *read_scenario(struct arena *a, const char *dir,
+                                            const struct jv *root, uint64_t *h)
+{
+	struct jv v;
+	if (!jv_need(root, "scenario", &v))
+		return NULL;
+	struct scenario *s = NULL;
+	if (v.node && cJSON_IsString(v.node)) {
+		const char *rel;
+		if (!jv_string(&v, &rel))
+			return NULL;
+		const char *path = util_path_join(a, dir, rel);
+		size_t before = v.doc->diags->errors;
+		s = path ? scenario_load(a, path, v.doc->diags) : NULL;
+		if (!s && v.doc->diags->errors == before)
+			jv_error(&v, "cannot load the scenario \"%s\"", rel);
+		*h = fnv_file(*h, path);
+	} else if (v.node && cJSON_IsObject(v.node)) {
+		s = scenario_load_value(a, &v, "scenario");
+	} else {
+		char b[64];
+		jv_error(&v, "expected a scenario file name or a scenario object, got %s",
+		         jv_describe(&v, b, sizeof b));
+		return NULL;
+	}
+	if (s) {
+		*h = fnv_file(*h, s->model_file);
+		*h = fnv_file(*h, s->topology_file);
+	}
+	return s;
+}
+
+struct study *study_load_doc(struct arena *a, struct json_doc *doc)
+{
+	static const char *const keys[] = {"format",   "version",        "name",
+	                                   "description", "source",      "scenario",
+	                                   "clusters", "configurations", "global_batch",
+	                                   "goal",     NULL};
+	struct jv root, v;
+	if (!jv_root(doc, &root) || !jv_header(&root, STUDY_FORMAT, STUDY_VERSION))
+		return NULL;
+	size_t errors = doc->diags->errors;
+	struct study *st = arena_alloc(a, sizeof *st);
+	const char *dir = util_path_dir(a, doc->file);
+	if (!st || !dir)
+		return NULL;
+	st->file = arena_strdup(a, doc->file);
+	uint64_t h = fnv_bytes(FNV_OFFSET, doc->text, doc->len);
+	bool ok = jv_keys(&root, keys);
+	const char *str;
+	if (jv_req_string(&root, "name", &str))
+		st->name = arena_strdup(a, str);
+	else
+		ok = false;
+	if (jv_get(&root, "description", &v)) {
+		if (jv_string(&v, &str))
+			st->description = arena_strdup(a, str);
+		else
+			ok = false;
+	}
+	if (jv_get(&root, "source", &v))
+		ok = jv_string(&v, &str) && ok;
+	st->scenario = read_scenario(a, dir, &root, &h);
+	ok = st->scenario && ok;
+	ok = read_clusters(a, dir, &root, st, &h) && ok;
+	ok = read_configs(a, &root, st) && ok;
+	if (jv_get(&root, "global_batch", &v))
+		ok = read_counts(a, &v, (int64_t)1e12, &st->global_batches, &st->n_batches) && ok;
+	else if (st->scenario) {
+		st->global_batches = arena_alloc(a, sizeof *st->global_batches);
+		if (st->global_batches) {
+			st->global_batches[0] = st->scenario->training.global_batch;
+			st->n_batches = 1;
+		}
+	}
+	ok = read_goal(&root, st) && ok;
+	st->inputs_hash = h;
+	return ok && doc->diags->errors == errors ? st : NULL;
+}
+
+struct study *study_load(struct arena *a, const char *path, struct diag_list *diags)
+{
+	struct json_doc doc;
+	struct study *st = NULL;
+	if (json_doc_load(&doc, path, diags))
+		st = study_load_doc(a, &doc);
+	json_doc_free(&doc);
+	return st;
+}

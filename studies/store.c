@@ -1,0 +1,468 @@
+/* store.c — a study's rows in SQLite (docs/formats.md, "The sweep
+ * database").
+ *
+ * One table `points`, one row per point, keyed by the point (cluster,
+ * servers, global batch, TP, PP, micro-batch, sequence parallelism,
+ * schedule, virtual stages, recompute, ZeRO), every row carrying the
+ * inputs' hash; a `meta` table holds the hash the database was written for. WAL journal, synchronous
+ * NORMAL: a committed transaction survives the process being killed; a
+ * unit's rows go in one transaction, so a kill loses at most the unit
+ * being written, which a rerun computes again. No hot path beyond one
+ * prepared INSERT per point.
+ */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "studies.h"
+
+struct study_store {
+	sqlite3 *db;
+	sqlite3_stmt *insert, *done, *sim;
+	const struct study *st;
+	char hash[17];
+};
+
+/* Column names of the estimate's categories: "est_" + the category. The
+ * point's key is a UNIQUE index beside a rowid table: rows of ~400 bytes
+ * append to the table, the key's B-tree stays small (WITHOUT ROWID would
+ * move whole rows through page splits). */
+static const char *const schema =
+	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS points("
+	" inputs_hash TEXT NOT NULL, cluster INTEGER NOT NULL, cluster_name TEXT NOT NULL,"
+	" device_kind TEXT NOT NULL, topology TEXT NOT NULL,"
+	" servers INTEGER NOT NULL, devices INTEGER NOT NULL, global_batch INTEGER NOT NULL,"
+	" tp INTEGER NOT NULL, pp INTEGER NOT NULL, dp INTEGER NOT NULL,"
+	" micro_batch INTEGER NOT NULL, micro_batches INTEGER NOT NULL,"
+	" schedule INTEGER NOT NULL, virtual_stages INTEGER NOT NULL,"
+	" recompute INTEGER NOT NULL, zero_stage INTEGER NOT NULL, config TEXT NOT NULL,"
+	" ok INTEGER NOT NULL, error TEXT,"
+	" iteration_s REAL, tokens_per_s REAL, mfu REAL, memory_bytes REAL, hbm_bytes REAL,"
+	" oom INTEGER, compute_s REAL, comm_s REAL, bubble_s REAL,"
+	" est_compute_forward REAL, est_compute_backward REAL, est_comm_forward REAL,"
+	" est_redistribution REAL, est_comm_backward REAL, est_recompute REAL,"
+	" est_param_gather REAL, est_pipeline_p2p REAL, est_gradient_sync REAL,"
+	" est_optimizer REAL, est_pipeline_bubble REAL,"
+	" iterations REAL, time_to_train_s REAL, device_hours REAL, energy_kwh REAL, cost REAL,"
+	" simulated INTEGER NOT NULL DEFAULT 0, sim_error TEXT, sim_iteration_s REAL,"
+	" sim_compute_s REAL, sim_comm_s REAL, sim_bubble_s REAL, sim_time_to_train_s REAL,"
+	" sequence_parallel INTEGER NOT NULL DEFAULT 0,"
+	" UNIQUE(cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel, schedule,"
+	"        virtual_stages, recompute, zero_stage));";
+_Static_assert(EST_CATEGORY_COUNT == 11, "the points table has a column per category");
+
+#define KEY_COLS "cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel, " \
+                 "schedule, virtual_stages, recompute, zero_stage"
+
+static void set_err(char *err, size_t size, const char *what, sqlite3 *db)
+{
+	snprintf(err, size, "%s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
+}
+
+static bool exec(struct study_store *s, const char *sql, char *err, size_t size)
+{
+	if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK)
+		return true;
+	set_err(err, size, "database", s->db);
+	return false;
+}
+
+void study_store_close(struct study_store *s)
+{
+	if (!s)
+		return;
+	sqlite3_finalize(s->insert);
+	sqlite3_finalize(s->done);
+	sqlite3_finalize(s->sim);
+	sqlite3_close(s->db);
+	free(s);
+}
+
+static struct study_store *open_db(const char *path, int flags, char *err, size_t size)
+{
+	struct study_store *s = calloc(1, sizeof *s);
+	if (!s) {
+		snprintf(err, size, "out of memory");
+		return NULL;
+	}
+	if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
+		snprintf(err, size, "cannot open %s: %s", path,
+		         s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		study_store_close(s);
+		return NULL;
+	}
+	sqlite3_busy_timeout(s->db, 10000);
+	return s;
+}
+
+/* The hash the database was written for, "" when none yet. */
+static bool stored_hash(struct study_store *s, char out[17])
+{
+	sqlite3_stmt *q;
+	out[0] = '\0';
+	if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'inputs_hash'", -1, &q,
+	                       NULL) != SQLITE_OK)
+		return false;
+	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+		snprintf(out, 17, "%s", (const char *)sqlite3_column_text(q, 0));
+	sqlite3_finalize(q);
+	return true;
+}
+
+static const char *const insert_sql =
+	"INSERT OR REPLACE INTO points(inputs_hash, cluster, cluster_name, device_kind, topology,"
+	" servers, devices, global_batch, tp, pp, dp, micro_batch, micro_batches, schedule,"
+	" virtual_stages, recompute, zero_stage, config, ok, error, iteration_s, tokens_per_s, mfu,"
+	" memory_bytes, hbm_bytes, oom, compute_s, comm_s, bubble_s, est_compute_forward,"
+	" est_compute_backward, est_comm_forward, est_redistribution, est_comm_backward,"
+	" est_recompute, est_param_gather, est_pipeline_p2p, est_gradient_sync, est_optimizer,"
+	" est_pipeline_bubble, iterations, time_to_train_s, device_hours, energy_kwh, cost,"
+	" sequence_parallel)"
+	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+	" ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35,"
+	" ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46)";
+
+enum study_store_open study_store_open(const char *path, const struct study *st, bool force,
+                                       struct study_store **out, char *err, size_t err_size)
+{
+	*out = NULL;
+	struct study_store *s = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err,
+	                                err_size);
+	if (!s)
+		return STORE_ERROR;
+	study_hash_text(s->hash, st->inputs_hash);
+	s->st = st;
+	char have[17];
+	if (!exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err, err_size) ||
+	    !exec(s, schema, err, err_size) || !stored_hash(s, have)) {
+		if (!err[0])
+			set_err(err, err_size, "database", s->db);
+		study_store_close(s);
+		return STORE_ERROR;
+	}
+	if (have[0] && strcmp(have, s->hash)) {
+		if (!force) {
+			snprintf(err, err_size, "%s holds the sweep of other inputs (hash %s; this study's "
+			         "inputs hash to %s): the study, its scenario, model or topologies changed "
+			         "since; sweep into another database, or give --force to discard its rows",
+			         path, have, s->hash);
+			study_store_close(s);
+			return STORE_OTHER_INPUTS;
+		}
+		if (!exec(s, "DELETE FROM points;", err, err_size)) {
+			study_store_close(s);
+			return STORE_ERROR;
+		}
+	}
+	char sql[160];
+	snprintf(sql, sizeof sql,
+	         "INSERT OR REPLACE INTO meta VALUES('inputs_hash', '%s'), ('study', 'shardlab-study');",
+	         s->hash);
+	if (!exec(s, sql, err, err_size) ||
+	    sqlite3_prepare_v2(s->db, insert_sql, -1, &s->insert, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db,
+	                       "SELECT tp, pp, micro_batch, schedule, virtual_stages, recompute,"
+	                       " zero_stage, sequence_parallel FROM points WHERE cluster = ?1 AND"
+	                       " servers = ?2 AND"
+	                       " global_batch = ?3 AND tp = ?4 AND pp = ?5 AND micro_batch = ?6",
+	                       -1, &s->done, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db,
+	                       "UPDATE points SET simulated = ?1, sim_error = ?2, sim_iteration_s = ?3,"
+	                       " sim_compute_s = ?4, sim_comm_s = ?5, sim_bubble_s = ?6,"
+	                       " sim_time_to_train_s = ?7 WHERE cluster = ?8 AND servers = ?9 AND"
+	                       " global_batch = ?10 AND tp = ?11 AND pp = ?12 AND micro_batch = ?13"
+	                       " AND schedule = ?14 AND virtual_stages = ?15 AND recompute = ?16 AND"
+	                       " zero_stage = ?17 AND sequence_parallel = ?18",
+	                       -1, &s->sim, NULL) != SQLITE_OK) {
+		if (!err[0])
+			set_err(err, err_size, "database", s->db);
+		study_store_close(s);
+		return STORE_ERROR;
+	}
+	*out = s;
+	return STORE_OK;
+}
+
+bool study_store_open_ro(const char *path, struct study_store **out, uint64_t *hash, char *err,
+                         size_t err_size)
+{
+	*out = open_db(path, SQLITE_OPEN_READONLY, err, err_size);
+	if (!*out)
+		return false;
+	char have[17];
+	if (!stored_hash(*out, have) || !have[0]) {
+		snprintf(err, err_size, "%s is not a shardlab sweep database", path);
+		study_store_close(*out);
+		*out = NULL;
+		return false;
+	}
+	if (hash)
+		*hash = strtoull(have, NULL, 16);
+	return true;
+}
+
+static bool same_config(const struct search_config *a, const struct search_config *b)
+{
+	return a->tp == b->tp && a->pp == b->pp && a->micro_batch == b->micro_batch &&
+	       a->schedule == b->schedule && a->virtual_stages == b->virtual_stages &&
+	       a->recompute == b->recompute && a->zero_stage == b->zero_stage &&
+	       a->sequence_parallel == b->sequence_parallel;
+}
+
+int study_store_done(struct study_store *s, const struct study_unit *u, bool *done)
+{
+	sqlite3_stmt *q = s->done;
+	sqlite3_reset(q);
+	sqlite3_bind_int(q, 1, u->cluster);
+	sqlite3_bind_int64(q, 2, u->servers);
+	sqlite3_bind_int64(q, 3, u->global_batch);
+	/* A unit is one (TP, PP, micro-batch) of the search, a key prefix;
+	 * a listed configuration is a unit of its own. */
+	sqlite3_bind_int64(q, 4, u->configs[0].tp);
+	sqlite3_bind_int64(q, 5, u->configs[0].pp);
+	sqlite3_bind_int64(q, 6, u->configs[0].micro_batch);
+	int n = 0;
+	for (int i = 0; i < u->n_configs; i++)
+		done[i] = false;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct search_config c = {
+			.tp = sqlite3_column_int64(q, 0), .pp = sqlite3_column_int64(q, 1),
+			.micro_batch = sqlite3_column_int64(q, 2),
+			.schedule = (enum pipeline_schedule)sqlite3_column_int(q, 3),
+			.virtual_stages = sqlite3_column_int64(q, 4),
+			.recompute = (enum recompute_mode)sqlite3_column_int(q, 5),
+			.zero_stage = sqlite3_column_int(q, 6),
+			.sequence_parallel = sqlite3_column_int(q, 7) != 0};
+		for (int i = 0; i < u->n_configs; i++)
+			if (!done[i] && same_config(&c, &u->configs[i])) {
+				done[i] = true;
+				n++;
+				break;
+			}
+	}
+	sqlite3_reset(q);
+	return rc == SQLITE_DONE ? n : -1;
+}
+
+/* A REAL column: NULL for NAN. */
+static void bind_real(sqlite3_stmt *q, int i, double x)
+{
+	if (isnan(x))
+		sqlite3_bind_null(q, i);
+	else
+		sqlite3_bind_double(q, i, x);
+}
+
+static bool insert_row(struct study_store *s, const struct study_row *r, const struct study *st)
+{
+	sqlite3_stmt *q = s->insert;
+	const struct study_cluster *cl = &st->clusters[r->cluster];
+	const struct search_config *c = &r->config;
+	char text[128];
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	sqlite3_bind_text(q, 1, s->hash, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(q, 2, r->cluster);
+	sqlite3_bind_text(q, 3, cl->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 4, cl->topo->device.kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 5, cl->topo->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 6, r->servers);
+	sqlite3_bind_int64(q, 7, r->devices);
+	sqlite3_bind_int64(q, 8, r->global_batch);
+	sqlite3_bind_int64(q, 9, c->tp);
+	sqlite3_bind_int64(q, 10, c->pp);
+	sqlite3_bind_int64(q, 11, c->dp);
+	sqlite3_bind_int64(q, 12, c->micro_batch);
+	sqlite3_bind_int64(q, 13, c->micro_batches);
+	sqlite3_bind_int(q, 14, c->schedule);
+	sqlite3_bind_int64(q, 15, c->virtual_stages);
+	sqlite3_bind_int(q, 16, c->recompute);
+	sqlite3_bind_int(q, 17, c->zero_stage);
+	sqlite3_bind_text(q, 18, plan_search_config_text(text, sizeof text, c), -1,
+	                  SQLITE_TRANSIENT);
+	sqlite3_bind_int(q, 46, c->sequence_parallel);
+	sqlite3_bind_int(q, 19, r->ok);
+	if (!r->ok) {
+		sqlite3_bind_text(q, 20, r->error ? r->error : "failed", -1, SQLITE_STATIC);
+	} else {
+		double v[] = {r->iteration_s, r->tokens_per_s, r->mfu, r->memory_bytes, r->hbm_bytes};
+		for (int i = 0; i < 5; i++)
+			bind_real(q, 21 + i, v[i]);
+		sqlite3_bind_int(q, 26, r->oom);
+		bind_real(q, 27, r->compute_s);
+		bind_real(q, 28, r->comm_s);
+		bind_real(q, 29, r->bubble_s);
+		for (int k = 0; k < EST_CATEGORY_COUNT; k++)
+			bind_real(q, 30 + k, r->category_s[k]);
+		double w[] = {r->iterations, r->time_to_train_s, r->device_hours, r->energy_kwh, r->cost};
+		for (int i = 0; i < 5; i++)
+			bind_real(q, 41 + i, w[i]);
+	}
+	return sqlite3_step(q) == SQLITE_DONE;
+}
+
+bool study_store_put(struct study_store *s, const struct study_row *rows, int n,
+                     const bool *write, char *err, size_t err_size)
+{
+	if (!exec(s, "BEGIN IMMEDIATE;", err, err_size))
+		return false;
+	for (int i = 0; i < n; i++)
+		if ((!write || write[i]) && !insert_row(s, &rows[i], s->st)) {
+			set_err(err, err_size, "database", s->db);
+			sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
+			return false;
+		}
+	return exec(s, "COMMIT;", err, err_size);
+}
+
+bool study_store_put_sim(struct study_store *s, const struct study_row *r, char *err,
+                         size_t err_size)
+{
+	sqlite3_stmt *q = s->sim;
+	const struct search_config *c = &r->config;
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	sqlite3_bind_int(q, 1, r->simulated ? 1 : -1);
+	if (r->sim_error)
+		sqlite3_bind_text(q, 2, r->sim_error, -1, SQLITE_STATIC);
+	if (r->simulated) {
+		double v[] = {r->sim_iteration_s, r->sim_compute_s, r->sim_comm_s, r->sim_bubble_s,
+		              r->sim_time_to_train_s};
+		for (int i = 0; i < 5; i++)
+			bind_real(q, 3 + i, v[i]);
+	}
+	sqlite3_bind_int(q, 8, r->cluster);
+	sqlite3_bind_int64(q, 9, r->servers);
+	sqlite3_bind_int64(q, 10, r->global_batch);
+	sqlite3_bind_int64(q, 11, c->tp);
+	sqlite3_bind_int64(q, 12, c->pp);
+	sqlite3_bind_int64(q, 13, c->micro_batch);
+	sqlite3_bind_int(q, 14, c->schedule);
+	sqlite3_bind_int64(q, 15, c->virtual_stages);
+	sqlite3_bind_int(q, 16, c->recompute);
+	sqlite3_bind_int(q, 17, c->zero_stage);
+	sqlite3_bind_int(q, 18, c->sequence_parallel);
+	if (sqlite3_step(q) != SQLITE_DONE) {
+		set_err(err, err_size, "database", s->db);
+		return false;
+	}
+	return true;
+}
+
+static double col_real(sqlite3_stmt *q, int i)
+{
+	return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i);
+}
+
+static const char *col_text(struct arena *a, sqlite3_stmt *q, int i)
+{
+	const unsigned char *t = sqlite3_column_text(q, i);
+	return t ? arena_strdup(a, (const char *)t) : NULL;
+}
+
+int study_store_rows(struct study_store *s, struct arena *a, struct study_row **out, char *err,
+                     size_t err_size)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->db,
+	                       "SELECT cluster, servers, devices, global_batch, tp, pp, dp,"
+	                       " micro_batch, micro_batches, schedule, virtual_stages, recompute,"
+	                       " zero_stage, ok, error, iteration_s, tokens_per_s, mfu, memory_bytes,"
+	                       " hbm_bytes, oom, compute_s, comm_s, bubble_s, est_compute_forward,"
+	                       " est_compute_backward, est_comm_forward, est_redistribution,"
+	                       " est_comm_backward, est_recompute, est_param_gather,"
+	                       " est_pipeline_p2p, est_gradient_sync, est_optimizer,"
+	                       " est_pipeline_bubble, iterations, time_to_train_s, device_hours,"
+	                       " energy_kwh, cost, simulated, sim_error, sim_iteration_s,"
+	                       " sim_compute_s, sim_comm_s, sim_bubble_s, sim_time_to_train_s,"
+	                       " sequence_parallel FROM points ORDER BY " KEY_COLS,
+	                       -1, &q, NULL) != SQLITE_OK) {
+		set_err(err, err_size, "database", s->db);
+		return -1;
+	}
+	int n = 0, cap = 0, rc;
+	struct study_row *rows = NULL;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (n == cap) {
+			int nc = cap ? cap * 2 : 256;
+			rows = arena_grow(a, rows, (size_t)cap, (size_t)nc, sizeof *rows);
+			if (!rows) {
+				sqlite3_finalize(q);
+				snprintf(err, err_size, "out of memory");
+				return -1;
+			}
+			cap = nc;
+		}
+		struct study_row *r = &rows[n++];
+		*r = (struct study_row){
+			.cluster = sqlite3_column_int(q, 0), .servers = sqlite3_column_int64(q, 1),
+			.devices = sqlite3_column_int64(q, 2), .global_batch = sqlite3_column_int64(q, 3),
+			.config = {.tp = sqlite3_column_int64(q, 4), .pp = sqlite3_column_int64(q, 5),
+			           .dp = sqlite3_column_int64(q, 6),
+			           .micro_batch = sqlite3_column_int64(q, 7),
+			           .micro_batches = sqlite3_column_int64(q, 8),
+			           .schedule = (enum pipeline_schedule)sqlite3_column_int(q, 9),
+			           .virtual_stages = sqlite3_column_int64(q, 10),
+			           .recompute = (enum recompute_mode)sqlite3_column_int(q, 11),
+			           .zero_stage = sqlite3_column_int(q, 12)},
+			.ok = sqlite3_column_int(q, 13) != 0,
+			.error = col_text(a, q, 14),
+			.iteration_s = col_real(q, 15), .tokens_per_s = col_real(q, 16),
+			.mfu = col_real(q, 17), .memory_bytes = col_real(q, 18),
+			.hbm_bytes = col_real(q, 19), .oom = sqlite3_column_int(q, 20) != 0,
+			.compute_s = col_real(q, 21), .comm_s = col_real(q, 22),
+			.bubble_s = col_real(q, 23)};
+		for (int k = 0; k < EST_CATEGORY_COUNT; k++)
+			r->category_s[k] = col_real(q, 24 + k);
+		r->iterations = col_real(q, 35);
+		r->time_to_train_s = col_real(q, 36);
+		r->device_hours = col_real(q, 37);
+		r->energy_kwh = col_real(q, 38);
+		r->cost = col_real(q, 39);
+		r->simulated = sqlite3_column_int(q, 40) > 0;
+		r->sim_error = col_text(a, q, 41);
+		r->sim_iteration_s = col_real(q, 42);
+		r->sim_compute_s = col_real(q, 43);
+		r->sim_comm_s = col_real(q, 44);
+		r->sim_bubble_s = col_real(q, 45);
+		r->sim_time_to_train_s = col_real(q, 46);
+		r->config.sequence_parallel = sqlite3_column_int(q, 47) != 0;
+		if (sqlite3_column_int(q, 40) < 0 && !r->sim_error)
+			r->sim_error = "failed";
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE) {
+		set_err(err, err_size, "database", s->db);
+		return -1;
+	}
+	if (!rows)
+		rows = arena_alloc(a, sizeof *rows);
+	*out = rows;
+	return n;
+}
+
+bool study_store_cluster_names(struct study_store *s, struct arena *a, int n_clusters,
+                               const char **names, const char **kinds)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->db,
+	                       "SELECT cluster, min(cluster_name), min(device_kind) FROM points"
+	                       " GROUP BY cluster ORDER BY cluster",
+	                       -1, &q, NULL) != SQLITE_OK)
+		return false;
+	for (int i = 0; i < n_clusters; i++)
+		names[i] = kinds[i] = NULL;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		int c = sqlite3_column_int(q, 0);
+		if (c >= 0 && c < n_clusters) {
+			names[c] = col_text(a, q, 1);
+			kinds[c] = col_text(a, q, 2);
+		}
+	}
+	sqlite3_finalize(q);
+	return true;
+}

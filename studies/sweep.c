@@ -1,0 +1,410 @@
+/* sweep.c — the points of a study, what each costs, and the answers fit
+ * gives.
+ *
+ * The configuration space is the megatron-search's (planner.h, "Plan
+ * search"), enumerated by the search's own plan_search_groups so that each
+ * point can be stored and resumed on its own. A unit (one search group:
+ * TP, PP, micro-batch, sequence parallelism) is planned once with Megatron's rule
+ * (plan_search_plan) and each variant estimated (plan_estimate) in an
+ * arena of its own, as the search does.
+ *
+ * A point's figures (docs/formats.md, "Studies"):
+ *   tokens/s       = global batch x seq / iteration_s
+ *   MFU            = 3 x forward FLOPs per iteration / (devices x peak x iteration_s)
+ *   iterations     = ceil(goal tokens / tokens per iteration), or the goal's
+ *   time to train  = iterations x iteration_s
+ *   device-hours   = devices x time to train / 3600
+ *   energy (kWh)   = devices x iterations x (idle_w x iteration_s
+ *                    + (busy_w - idle_w) x compute_s) / 3.6e6
+ *   cost           = device-hours x price per device-hour
+ *
+ * Hot path: study_eval_unit, once per unit; the estimate dominates.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "studies.h"
+
+/* Appends a unit; false when out of memory. */
+static bool push(struct arena *a, struct study_unit **u, int *n, int *cap,
+                 const struct study_unit *x)
+{
+	if (*n == *cap) {
+		int nc = *cap ? *cap * 2 : 64;
+		*u = arena_grow(a, *u, (size_t)*cap, (size_t)nc, sizeof **u);
+		if (!*u)
+			return false;
+		*cap = nc;
+	}
+	(*u)[(*n)++] = *x;
+	return true;
+}
+
+/* The search's units of one (cluster, size, batch): its groups, each
+ * planned once (plan_search_groups, the search's own enumeration). */
+static bool search_units(struct arena *a, const struct study *st, struct study_unit base,
+                         int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points)
+{
+	int ng;
+	struct search_group *gs = plan_search_groups(a, st->scenario->graph, base.devices, dps,
+	                                             base.global_batch, &ng);
+	if (!gs)
+		return false;
+	for (int i = 0; i < ng; i++) {
+		struct study_unit x = base;
+		x.n_configs = gs[i].n_configs;
+		x.configs = gs[i].configs;
+		*points += x.n_configs;
+		if (!push(a, u, n, cap, &x))
+			return false;
+	}
+	return true;
+}
+
+/* The listed configurations that the size and batch allow, one unit each
+ * (a model with a fixed batch, not generated, sets the micro-batch:
+ * its batch / DP). */
+static bool list_units(struct arena *a, const struct study *st, struct study_unit base,
+                       int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points)
+{
+	int64_t N = base.devices, G = base.global_batch;
+	for (int i = 0; i < st->n_configs; i++) {
+		struct search_config c = st->configs[i];
+		if (dps % c.tp || N % (c.tp * c.pp))
+			continue;
+		c.dp = N / (c.tp * c.pp);
+		const struct graph *g = st->scenario->graph;
+		if (!g->gen) {  /* the graph's batch is fixed: it sets the micro-batch */
+			if (g->batch % c.dp)
+				continue;
+			c.micro_batch = g->batch / c.dp;
+		}
+		if (G % (c.micro_batch * c.dp))
+			continue;
+		c.micro_batches = G / (c.micro_batch * c.dp);
+		struct study_unit x = base;
+		x.n_configs = 1;
+		x.configs = arena_alloc(a, sizeof *x.configs);
+		if (!x.configs)
+			return false;
+		x.configs[0] = c;
+		++*points;
+		if (!push(a, u, n, cap, &x))
+			return false;
+	}
+	return true;
+}
+
+struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
+                               int64_t *n_points)
+{
+	struct study_unit *u = NULL;
+	int cap = 0;
+	*n = 0;
+	*n_points = 0;
+	for (int c = 0; c < st->n_clusters; c++) {
+		const struct study_cluster *cl = &st->clusters[c];
+		int64_t dps = cl->topo->devices_per_server;
+		for (int s = 0; s < cl->n_sizes; s++)
+			for (int b = 0; b < st->n_batches; b++) {
+				struct study_unit base = {.cluster = c, .servers = cl->servers[s],
+				                          .devices = cl->servers[s] * dps,
+				                          .global_batch = st->global_batches[b]};
+				bool ok = st->search ? search_units(a, st, base, dps, &u, n, &cap, n_points)
+				                     : list_units(a, st, base, dps, &u, n, &cap, n_points);
+				if (!ok)
+					return NULL;
+			}
+	}
+	if (!u)
+		u = arena_alloc(a, sizeof *u);
+	return u;
+}
+
+/* ------------------------------------------------------------ one point */
+
+void study_row_figures(const struct study *st, struct study_row *r, double model_flops,
+                       double tokens_per_iteration)
+{
+	const struct study_cluster *cl = &st->clusters[r->cluster];
+	const struct topology *t = cl->topo;
+	double n = (double)r->devices;
+	enum dtype dt = st->scenario->training.dtype;
+	double peak = t->device.peak_flops[dt];
+	r->tokens_per_s = tokens_per_iteration / r->iteration_s;
+	r->mfu = peak > 0 ? model_flops / (n * peak * r->iteration_s) : NAN;
+	if (st->goal.iterations)
+		r->iterations = (double)st->goal.iterations;
+	else
+		r->iterations = ceil(st->goal.tokens / tokens_per_iteration);
+	r->time_to_train_s = r->iterations * r->iteration_s;
+	r->device_hours = n * r->time_to_train_s / 3600;
+	r->energy_kwh = cl->busy_w >= 0
+		? n * r->iterations * (cl->idle_w * r->iteration_s +
+		                       (cl->busy_w - cl->idle_w) * r->compute_s) / 3.6e6
+		: NAN;
+	r->cost = cl->price_per_device_hour >= 0 ? r->device_hours * cl->price_per_device_hour : NAN;
+}
+
+/* The unit's scenario: the study's on the cluster at its size and batch. */
+static struct scenario *unit_scenario(struct arena *a, const struct study *st, int cluster,
+                                      int64_t servers, int64_t global_batch)
+{
+	const struct topology *base = st->clusters[cluster].topo;
+	struct topology *t = arena_alloc(a, sizeof *t);
+	struct scenario *s = arena_alloc(a, sizeof *s);
+	if (!t || !s)
+		return NULL;
+	*t = *base;
+	t->servers = (int)servers;
+	t->n_devices = servers * base->devices_per_server;
+	*s = *st->scenario;
+	s->topo = t;
+	s->topology_file = st->clusters[cluster].topology_file;
+	s->devices = t->n_devices;
+	s->training.global_batch = global_batch;
+	s->training.n_cuts = 0;
+	s->training.cuts = NULL;
+	s->n_shards = 0;
+	s->shards = NULL;
+	return s;
+}
+
+/* The scenario's training as configuration c sets it (as the search does). */
+static void set_training(struct training *t, const struct training *user,
+                         const struct search_config *c, int64_t global_batch)
+{
+	*t = *user;
+	t->global_batch = global_batch;
+	t->pipeline_stages = c->pp;
+	t->virtual_stages = c->virtual_stages;
+	t->schedule = c->schedule;
+	t->recompute = c->recompute;
+	t->zero_stage = c->zero_stage;
+	t->sequence_parallel = c->sequence_parallel;
+	t->micro_batches = c->micro_batches;
+	t->micro_batches_set = true;
+	t->n_cuts = 0;
+	t->cuts = NULL;
+}
+
+static double tokens_per_iteration(const struct graph *g, int64_t global_batch)
+{
+	return (double)global_batch * (g->gen && g->gen->seq > 0 ? (double)g->gen->seq : 1);
+}
+
+static void fill_from_estimate(const struct study *st, struct study_row *r,
+                               const struct estimate *e, const struct graph *g)
+{
+	struct graph_totals tot;
+	graph_totals(g, &tot);
+	r->ok = true;
+	r->iteration_s = e->iteration_s;
+	r->memory_bytes = e->memory_bytes_per_device;
+	r->hbm_bytes = e->hbm_bytes;
+	r->oom = e->oom_overflow_bytes > 0;
+	r->compute_s = e->compute_s;
+	r->comm_s = e->comm_s;
+	r->bubble_s = e->bubble_s;
+	memcpy(r->category_s, e->category_s, sizeof r->category_s);
+	double model_flops = 3 * tot.forward_flops * (double)r->config.micro_batches;
+	study_row_figures(st, r, model_flops, tokens_per_iteration(g, r->global_batch));
+}
+
+static void row_head(struct study_row *r, const struct study_unit *u, const struct search_config *c)
+{
+	*r = (struct study_row){.cluster = u->cluster, .servers = u->servers, .devices = u->devices,
+	                        .global_batch = u->global_batch, .config = *c};
+}
+
+bool study_eval_unit(struct arena *a, const struct study *st, const struct study_unit *u,
+                     const bool *skip, struct study_row *rows)
+{
+	int todo = 0;
+	for (int i = 0; i < u->n_configs; i++)
+		todo += !(skip && skip[i]);
+	if (!todo)
+		return true;
+	struct arena *ua = arena_new();
+	if (!ua)
+		return false;
+	struct diag_list d;
+	diag_list_init(&d);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct scenario *s = unit_scenario(ua, st, u->cluster, u->servers, u->global_batch);
+	struct plan *p = s ? plan_search_plan(ua, s, &u->configs[0], &o, &d) : NULL;
+	struct scenario *sc = p ? (struct scenario *)p->scenario : NULL;
+	const char *why = sc ? NULL : arena_strdup(a, diag_first_error(ua, &d));
+	bool oom = !s || d.oom;
+	for (int i = 0; i < u->n_configs && !oom; i++) {
+		if (skip && skip[i])
+			continue;
+		struct study_row *r = &rows[i];
+		row_head(r, u, &u->configs[i]);
+		if (!sc) {
+			r->error = why;
+			continue;
+		}
+		struct arena *ea = arena_new();
+		struct diag_list ed;
+		diag_list_init(&ed);
+		struct estimate e;
+		set_training(&sc->training, &s->training, &u->configs[i], u->global_batch);
+		if (ea && plan_estimate(ea, p, &e, &ed))
+			fill_from_estimate(st, r, &e, sc->graph);
+		else
+			r->error = arena_strdup(a, ea ? diag_first_error(ea, &ed) : "out of memory");
+		oom = !ea || ed.oom;
+		diag_list_free(&ed);
+		arena_free(ea);
+	}
+	diag_list_free(&d);
+	arena_free(ua);
+	return !oom;
+}
+
+bool study_simulate(struct arena *a, const struct study *st, struct study_row *r)
+{
+	struct arena *sa = arena_new();
+	if (!sa)
+		return false;
+	struct diag_list d;
+	diag_list_init(&d);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct scenario *s = unit_scenario(sa, st, r->cluster, r->servers, r->global_batch);
+	struct plan *p = s ? plan_search_plan(sa, s, &r->config, &o, &d) : NULL;
+	struct program prog;
+	struct sim_result res;
+	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = st->scenario->sim.collective_algo};
+	bool ok = p && plan_lower(sa, p, p->scenario->training.gradient_bucket_bytes, &prog, &d) &&
+	          sim_run(sa, p->scenario->topo, &prog, &so, &res, &d);
+	bool oom = !s || d.oom;
+	r->simulated = ok;
+	r->sim_error = ok ? NULL : arena_strdup(a, diag_first_error(sa, &d));
+	if (ok) {
+		double c = 0, x = 0, w = 0;
+		for (int64_t k = 0; k < res.n_ranks; k++) {
+			c += res.ranks[k].compute_s;
+			x += res.ranks[k].comm_exposed_s;
+			w += res.ranks[k].pipeline_wait_s + res.ranks[k].idle_s;
+		}
+		double n = res.n_ranks > 0 ? (double)res.n_ranks : 1;
+		r->sim_iteration_s = res.iteration_s;
+		r->sim_compute_s = c / n;
+		r->sim_comm_s = x / n;
+		r->sim_bubble_s = w / n;
+		r->sim_time_to_train_s = r->iterations * res.iteration_s;
+	}
+	diag_list_free(&d);
+	arena_free(sa);
+	return !oom;
+}
+
+/* ------------------------------------------------------------------ fit */
+
+bool study_row_meets(const struct study *st, const struct study_row *r)
+{
+	if (!r->ok || r->oom)
+		return false;
+	return !(st->goal.days > 0) || r->time_to_train_s <= st->goal.days * 86400;
+}
+
+static double key_of(const struct study_row *r, int key)
+{
+	return key == 0 ? r->time_to_train_s : key == 1 ? r->cost : r->energy_kwh;
+}
+
+int study_best(const struct study *st, const struct study_row *rows, int n, int cluster, int key)
+{
+	int best = -1;
+	for (int i = 0; i < n; i++) {
+		const struct study_row *r = &rows[i];
+		if ((cluster >= 0 && r->cluster != cluster) || !study_row_meets(st, r) ||
+		    isnan(key_of(r, key)))
+			continue;
+		if (best < 0 || key_of(r, key) < key_of(&rows[best], key) ||
+		    (key_of(r, key) == key_of(&rows[best], key) && r->devices < rows[best].devices))
+			best = i;
+	}
+	return best;
+}
+
+int study_smallest(const struct study *st, const struct study_row *rows, int n, int cluster)
+{
+	int best = -1;
+	for (int i = 0; i < n; i++) {
+		const struct study_row *r = &rows[i];
+		if (r->cluster != cluster || !study_row_meets(st, r))
+			continue;
+		if (best < 0 || r->devices < rows[best].devices ||
+		    (r->devices == rows[best].devices && r->time_to_train_s < rows[best].time_to_train_s))
+			best = i;
+	}
+	return best;
+}
+
+static const struct study_row *sort_rows;
+
+static int by_time_then_cost(const void *pa, const void *pb)
+{
+	int a = *(const int *)pa, b = *(const int *)pb;
+	const struct study_row *x = &sort_rows[a], *y = &sort_rows[b];
+	if (x->time_to_train_s != y->time_to_train_s)
+		return x->time_to_train_s < y->time_to_train_s ? -1 : 1;
+	if (x->cost != y->cost)
+		return x->cost < y->cost ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+int study_pareto(const struct study *st, const struct study_row *rows, int n, int *out)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (study_row_meets(st, &rows[i]) && !isnan(rows[i].cost))
+			out[m++] = i;
+	sort_rows = rows;
+	qsort(out, (size_t)m, sizeof *out, by_time_then_cost);
+	/* Walking by time, a point is on the front when it is cheaper than
+	 * every faster one. */
+	int k = 0;
+	double least = INFINITY;
+	for (int i = 0; i < m; i++)
+		if (rows[out[i]].cost < least) {
+			least = rows[out[i]].cost;
+			out[k++] = out[i];
+		}
+	return k;
+}
+
+static int by_time(const void *pa, const void *pb)
+{
+	int a = *(const int *)pa, b = *(const int *)pb;
+	const struct study_row *x = &sort_rows[a], *y = &sort_rows[b];
+	if (x->time_to_train_s != y->time_to_train_s)
+		return x->time_to_train_s < y->time_to_train_s ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+int study_top_per_size(const struct study_row *rows, int n, int k, int *out)
+{
+	int m = 0;
+	int *tmp = n ? malloc((size_t)n * sizeof *tmp) : NULL;
+	if (n && !tmp)
+		return 0;
+	sort_rows = rows;
+	for (int i = 0; i < n;) {
+		int j = i, t = 0;
+		while (j < n && rows[j].cluster == rows[i].cluster && rows[j].servers == rows[i].servers) {
+			if (rows[j].ok && !rows[j].oom)
+				tmp[t++] = j;
+			j++;
+		}
+		qsort(tmp, (size_t)t, sizeof *tmp, by_time);
+		for (int q = 0; q < t && q < k; q++)
+			out[m++] = tmp[q];
+		i = j;
+	}
+	free(tmp);
+	return m;
+}

@@ -1,0 +1,569 @@
+/* test_studies.c — capacity-planning studies: the study loader, the
+ * search space counted by hand, a point's figures from the formulas of
+ * docs/formats.md, the Pareto front and the choices of fit on rows made
+ * by hand, and the sweep as a user runs it: killed with SIGKILL in the
+ * middle and run again, it ends with the rows of an uninterrupted run;
+ * a database of other inputs refused; the same rows under mpirun. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "studies.h"
+
+extern char **environ;
+
+TestSuite(studies, .init = fixture_setup, .fini = fixture_teardown);
+
+static struct study *load(const char *path)
+{
+	struct study *st = study_load(A, path, &D);
+	cr_assert_not_null(st, "%s does not load", path);
+	return st;
+}
+
+Test(studies, shipped_studies_pass_check)
+{
+	const char *files[] = {"scenarios/studies/teaching-gpt-4layer.json",
+	                       "scenarios/studies/gpt3-175b-a100-h100.json",
+	                       "scenarios/studies/llama2-70b-910b-h100.json"};
+	for (size_t i = 0; i < SL_COUNTOF(files); i++) {
+		char args[256];
+		snprintf(args, sizeof args, "check %s", files[i]);
+		struct cli_run r = fixture_shardlab(args, true);
+		cr_expect_eq(r.status, 0, "%s does not pass check:\n%s", files[i], r.out);
+		free(r.out);
+	}
+}
+
+/* One Atlas 800 (8 NPUs), a 4-layer generated GPT, global batch 8. By
+ * hand (TP | 8, PP | 8/TP, PP <= 4 layers, DP = 8/TP/PP, micro-batch b of
+ * 1, 2, 4, 8 with b DP | 8, m = 8/(b DP); 12 variants per schedule:
+ * 3 recompute x 4 ZeRO; PP > 1 adds GPipe, and interleaving when m % PP
+ * == 0 and 2 PP <= 4):
+ *   TP1 PP1: b1                      12
+ *   TP1 PP2: b1 (m2, +int) 36, b2 24 60
+ *   TP1 PP4: b1 b2 b4, 24 each       72
+ *   TP2 PP1: b1 b2                   24
+ *   TP2 PP2: b1 36, b2 36, b4 24     96
+ *   TP2 PP4: b1 b2 b4 b8, 24 each    96
+ *   TP4 PP1: b1 b2 b4                36
+ *   TP4 PP2: b1 36 b2 36 b4 36 b8 24 132
+ *   TP8 PP1: b1 b2 b4 b8             48
+ * and with TP > 1 each unit twice, sequence parallelism off and on:
+ * 144 + 2 x (216 + 168 + 48) = 1008 points in 6 + 2 x (9 + 7 + 4) = 46
+ * units. */
+Test(studies, search_space_counted_by_hand)
+{
+	struct study *st = load("tests/data/studies/tiny.json");
+	int n_units;
+	int64_t n_points;
+	struct study_unit *u = study_units(A, st, &n_units, &n_points);
+	cr_assert_not_null(u);
+	cr_expect_eq(n_units, 46);
+	cr_expect_eq(n_points, 1008);
+	/* The first unit: TP 1, PP 1, DP 8, micro-batch 1, one micro-batch. */
+	cr_expect_eq(u[0].configs[0].tp, 1);
+	cr_expect_eq(u[0].configs[0].dp, 8);
+	cr_expect_eq(u[0].configs[0].micro_batches, 1);
+	cr_expect_eq(u[0].n_configs, 12);
+	/* plan_search's own enumeration agrees. */
+	struct scenario s = *st->scenario;
+	struct topology t = *st->clusters[0].topo;
+	t.servers = 1;
+	t.n_devices = 8;
+	s.topo = &t;
+	s.devices = 8;
+	s.training.global_batch = 8;
+	struct search_result r;
+	struct plan_options o = {0};
+	cr_assert(plan_search(A, &s, &o, &r, &D));
+	cr_expect_eq(r.n_configs, 1008);
+}
+
+/* A point's figures by hand: 8 devices, 0.1 s per iteration of which
+ * 0.08 s compute, 65,536 tokens per iteration, 10^15 model FLOPs per
+ * iteration; the goal 2e9 tokens; 2.0 per device-hour; 50 W idle,
+ * 310 W busy; the Ascend 910's 320 TFLOP/s fp16.
+ *   iterations    ceil(2e9 / 65536) = ceil(30517.58) = 30518
+ *   time          30518 x 0.1 = 3051.8 s
+ *   device-hours  8 x 3051.8 / 3600 = 6.781778
+ *   energy        8 x 30518 x (50 x 0.1 + 260 x 0.08) / 3.6e6 = 1.749699 kWh
+ *   cost          6.781778 x 2 = 13.563556
+ *   MFU           1e15 / (8 x 320e12 x 0.1) = 3.90625
+ *   tokens/s      655,360 */
+Test(studies, point_figures_by_hand)
+{
+	struct study *st = load("tests/data/studies/tiny.json");
+	st->goal = (struct study_goal){.tokens = 2e9};
+	struct study_row r = {.cluster = 0, .devices = 8, .iteration_s = 0.1, .compute_s = 0.08};
+	study_row_figures(st, &r, 1e15, 65536);
+	cr_expect_float_eq(r.iterations, 30518, 1e-9);
+	cr_expect_float_eq(r.time_to_train_s, 3051.8, 1e-9);
+	cr_expect_float_eq(r.device_hours, 6.781778, 1e-6);
+	cr_expect_float_eq(r.energy_kwh, 1.749699, 1e-6);
+	cr_expect_float_eq(r.cost, 13.563556, 1e-6);
+	cr_expect_float_eq(r.mfu, 3.90625, 1e-9);
+	cr_expect_float_eq(r.tokens_per_s, 655360, 1e-6);
+	/* No price, no power: no cost, no energy. */
+	st->clusters[0].price_per_device_hour = -1;
+	st->clusters[0].idle_w = st->clusters[0].busy_w = -1;
+	study_row_figures(st, &r, 1e15, 65536);
+	cr_expect(isnan(r.cost) && isnan(r.energy_kwh));
+}
+
+/* The estimate's MFU on a real point: 3 x the graph's forward FLOPs (the
+ * model FLOPs, 6 N per token plus attention) over the devices' peak. For
+ * the 4-layer GPT (h 2048, s 1024, V 51200, ffn 8192) per sequence, the
+ * forward GEMMs alone are 2 s (4 layers x 12 h^2 + V h) + 4 layers x 2 s^2 h
+ * = 2 x 1024 x (4 x 50.33M + 104.86M) + 4 x 2 x 1024^2 x 2048 = 6.39e11;
+ * the whole graph's forward FLOPs are a little more (softmax, layernorm). */
+Test(studies, mfu_counts_model_flops)
+{
+	struct study *st = load("tests/data/studies/tiny.json");
+	int n_units;
+	int64_t n_points;
+	struct study_unit *u = study_units(A, st, &n_units, &n_points);
+	struct study_row *rows = arena_calloc(A, (size_t)u[0].n_configs, sizeof *rows);
+	cr_assert(study_eval_unit(A, st, &u[0], NULL, rows));
+	cr_assert(rows[0].ok, "%s", rows[0].error);
+	double fwd_per_seq = 2.0 * 1024 * (4 * 12.0 * 2048 * 2048 + 51200.0 * 2048) +
+	                     4 * 2.0 * 1024 * 1024 * 2048 * 2;
+	/* Global batch 8: MFU >= 3 x 8 x GEMM FLOPs / (8 x 320e12 x t), and
+	 * within 5% of it. */
+	double gemm_mfu = 3 * 8 * fwd_per_seq / (8 * 320e12 * rows[0].iteration_s);
+	cr_expect_geq(rows[0].mfu, gemm_mfu * 0.999, "mfu %g, GEMMs alone %g", rows[0].mfu, gemm_mfu);
+	cr_expect_leq(rows[0].mfu, gemm_mfu * 1.05, "mfu %g, GEMMs alone %g", rows[0].mfu, gemm_mfu);
+	cr_expect_float_eq(rows[0].tokens_per_s, 8 * 1024 / rows[0].iteration_s, 1e-6);
+	cr_expect_float_eq(rows[0].iterations, 1000, 1e-9);
+}
+
+/* Rows made by hand: (time to train, cost).
+ *   0: 1, 10   1: 2, 5   2: 3, 6 (beaten by 1)   3: 4, 1
+ *   4: 2, 5 (equal to 1: the first kept)   5: 0.5, 0.5 but OOM
+ *   6: 5, 0.5 but over the 4.5-day... deadline of 4.5 s here */
+Test(studies, pareto_and_choices_by_hand)
+{
+	struct study *st = load("tests/data/studies/tiny.json");
+	st->goal.days = 4.5 / 86400;
+	double tc[][2] = {{1, 10}, {2, 5}, {3, 6}, {4, 1}, {2, 5}, {0.5, 0.5}, {5, 0.5}};
+	int64_t devices[] = {32, 16, 16, 8, 16, 4, 4};
+	double energy[] = {7, 6, 5, 9, 6, 1, 1};
+	struct study_row rows[7];
+	for (int i = 0; i < 7; i++)
+		rows[i] = (struct study_row){.ok = true, .oom = i == 5, .devices = devices[i],
+		                             .time_to_train_s = tc[i][0], .cost = tc[i][1],
+		                             .energy_kwh = energy[i]};
+	int front[7];
+	int n = study_pareto(st, rows, 7, front);
+	cr_assert_eq(n, 3);
+	cr_expect_eq(front[0], 0);
+	cr_expect_eq(front[1], 1);
+	cr_expect_eq(front[2], 3);
+	cr_expect_eq(study_best(st, rows, 7, -1, 0), 0);  /* fastest */
+	cr_expect_eq(study_best(st, rows, 7, -1, 1), 3);  /* cheapest */
+	cr_expect_eq(study_best(st, rows, 7, -1, 2), 2);  /* least energy that meets */
+	/* Smallest: 8 devices (row 3); rows 5 and 6 have 4 but do not meet. */
+	cr_expect_eq(study_smallest(st, rows, 7, 0), 3);
+	/* Without the deadline row 6 meets: 4 devices, and the cheapest. */
+	st->goal.days = 0;
+	cr_expect_eq(study_smallest(st, rows, 7, 0), 6);
+	cr_expect_eq(study_best(st, rows, 7, -1, 1), 6);
+	/* Top 2 per size by time among those that fit. */
+	for (int i = 0; i < 7; i++)
+		rows[i].servers = 1;
+	int top[7];
+	cr_expect_eq(study_top_per_size(rows, 7, 2, top), 2);
+	cr_expect_eq(top[0], 0);
+	cr_expect_eq(top[1], 1);
+}
+
+/* ----------------------------------------------------- the sweep, killed */
+
+static int64_t count_rows(const char *db)
+{
+	sqlite3 *h;
+	int64_t n = -1;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		sqlite3_stmt *q;
+		sqlite3_busy_timeout(h, 2000);
+		if (sqlite3_prepare_v2(h, "SELECT count(*) FROM points", -1, &q, NULL) == SQLITE_OK) {
+			if (sqlite3_step(q) == SQLITE_ROW)
+				n = sqlite3_column_int64(q, 0);
+			sqlite3_finalize(q);
+		}
+	}
+	sqlite3_close(h);
+	return n;
+}
+
+/* Every column of every row but the ones that vary by run (none should):
+ * the whole table as text, in key order. */
+static char *dump_rows(const char *db)
+{
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_stmt *q;
+	cr_assert_eq(sqlite3_prepare_v2(h,
+	                                "SELECT * FROM points ORDER BY cluster, servers, global_batch,"
+	                                " tp, pp, micro_batch, schedule, virtual_stages, recompute,"
+	                                " zero_stage",
+	                                -1, &q, NULL),
+	             SQLITE_OK);
+	size_t cap = 1 << 20, len = 0;
+	char *out = malloc(cap);
+	out[0] = '\0';
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		for (int c = 0; c < sqlite3_column_count(q); c++) {
+			const unsigned char *t = sqlite3_column_text(q, c);
+			size_t need = (t ? strlen((const char *)t) : 4) + 2;
+			if (len + need + 1 > cap)
+				out = realloc(out, cap *= 2);
+			len += (size_t)sprintf(out + len, "%s%c", t ? (const char *)t : "NULL",
+			                       c + 1 < sqlite3_column_count(q) ? '|' : '\n');
+		}
+	}
+	sqlite3_finalize(q);
+	sqlite3_close(h);
+	return out;
+}
+
+static void remove_db(const char *db)
+{
+	char p[700];
+	remove(db);
+	snprintf(p, sizeof p, "%s-wal", db);
+	remove(p);
+	snprintf(p, sizeof p, "%s-shm", db);
+	remove(p);
+}
+
+Test(studies, sweep_killed_then_resumed_gives_the_same_rows, .timeout = 300)
+{
+	const char *exe = getenv("SHARDLAB");
+	cr_assert_not_null(exe);
+	char dir[] = "/tmp/shardlab-sweep-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db1[600], db2[600];
+	snprintf(db1, sizeof db1, "%s/killed.db", dir);
+	snprintf(db2, sizeof db2, "%s/whole.db", dir);
+	const int64_t total = 5040;   /* shardlab check counts it; the sweep's summary too */
+
+	char *argv[] = {(char *)exe, "sweep", "tests/data/studies/resume.json", "--db", db1, NULL};
+	pid_t pid;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", 1, 0);
+	cr_assert_eq(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	/* Kill it as soon as some rows are stored. */
+	int64_t seen = 0;
+	for (int i = 0; i < 60000 && seen <= 0; i++) {
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+		seen = count_rows(db1);
+	}
+	kill(pid, SIGKILL);
+	int status;
+	waitpid(pid, &status, 0);
+	cr_assert(WIFSIGNALED(status), "the sweep ended before it could be killed");
+	int64_t kept = count_rows(db1);
+	cr_assert_gt(kept, 0);
+	cr_assert_lt(kept, total, "the sweep was killed after it finished");
+
+	/* Run again: the stored rows are kept, the rest computed. */
+	char args[1400], want[256];
+	snprintf(args, sizeof args, "sweep tests/data/studies/resume.json --db %s", db1);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	snprintf(want, sizeof want, "sweep resume: %lld points (%lld computed, %lld already stored)",
+	         (long long)total, (long long)(total - kept), (long long)kept);
+	cr_expect(strstr(r.out, want) != NULL, "got: %s\nwant: %s", r.out, want);
+	free(r.out);
+	/* A third run computes nothing. */
+	r = fixture_shardlab(args, false);
+	snprintf(want, sizeof want, "(0 computed, %lld already stored)", (long long)total);
+	cr_expect(strstr(r.out, want) != NULL, "got: %s", r.out);
+	free(r.out);
+
+	snprintf(args, sizeof args, "sweep tests/data/studies/resume.json --db %s", db2);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	char *a = dump_rows(db1), *b = dump_rows(db2);
+	cr_expect_eq(count_rows(db2), total);
+	cr_expect(strcmp(a, b) == 0, "the resumed sweep's rows differ from an uninterrupted run's");
+	free(a);
+	free(b);
+
+#ifdef SHARDLAB_TEST_MPIRUN
+	/* The same sweep over 3 MPI ranks: the same rows. */
+	char db3[600];
+	snprintf(db3, sizeof db3, "%s/mpi.db", dir);
+	/* OpenMPI's own allocations outlive MPI_Finalize: under
+	 * AddressSanitizer the ranks do not report them as leaks. */
+	snprintf(args, sizeof args,
+	         "ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 %s --allow-run-as-root --oversubscribe "
+	         "-x ASAN_OPTIONS -n 3 %s sweep tests/data/studies/resume.json --db %s >%s/mpi.out 2>&1",
+	         SHARDLAB_TEST_MPIRUN, exe, db3, dir);
+	int rc = system(args);
+	cr_assert_eq(rc, 0, "mpirun failed (%d); see %s/mpi.out", rc, dir);
+	a = dump_rows(db2);
+	b = dump_rows(db3);
+	cr_expect(strcmp(a, b) == 0, "the MPI sweep's rows differ from the serial run's");
+	free(a);
+	free(b);
+	remove_db(db3);
+	snprintf(args, sizeof args, "%s/mpi.out", dir);
+	remove(args);
+#endif
+	remove_db(db1);
+	remove_db(db2);
+	rmdir(dir);
+}
+
+Test(studies, other_inputs_refused_then_forced, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-study-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], study[600], args[1400];
+	snprintf(db, sizeof db, "%s/t.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	free(r.out);
+	/* The same study with another goal: other inputs. */
+	snprintf(study, sizeof study, "tests/data/studies/tiny-changed.json");
+	snprintf(args, sizeof args, "sweep %s --db %s", study, db);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "holds the sweep of other inputs") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "--force") != NULL, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "fit %s --db %s", study, db);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "was swept for other inputs") != NULL, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "sweep %s --db %s --force", study, db);
+	r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0);
+	cr_expect(strstr(r.out, "(1008 computed, 0 already stored)") != NULL, "%s", r.out);
+	free(r.out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* fit on the tiny study: 1000 iterations, no deadline, one family. The
+ * fastest point's time to train is 1000 x its iteration time, its cost
+ * 8 devices x that / 3600 x 2.0; JSON and CSV say the same. */
+Test(studies, fit_reports_the_fastest_point, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-fit-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400];
+	snprintf(db, sizeof db, "%s/t.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	free(r.out);
+	snprintf(args, sizeof args, "fit tests/data/studies/tiny.json --db %s --json", db);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cJSON *fast = cJSON_GetObjectItemCaseSensitive(j, "fastest");
+	double it = cJSON_GetObjectItemCaseSensitive(fast, "iteration_s")->valuedouble;
+	double t = cJSON_GetObjectItemCaseSensitive(fast, "time_to_train_s")->valuedouble;
+	double cost = cJSON_GetObjectItemCaseSensitive(fast, "cost")->valuedouble;
+	cr_expect_float_eq(t, 1000 * it, 1e-9 * t);
+	cr_expect_float_eq(cost, 8 * t / 3600 * 2.0, 1e-9 * cost);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "points")->valueint, 1008);
+	/* The Pareto front: time ascending, cost strictly descending. */
+	cJSON *pa = cJSON_GetObjectItemCaseSensitive(j, "pareto");
+	cr_assert_gt(cJSON_GetArraySize(pa), 0);
+	double pt = -1, pc = INFINITY;
+	cJSON *e;
+	cJSON_ArrayForEach(e, pa)
+	{
+		double et = cJSON_GetObjectItemCaseSensitive(e, "time_to_train_s")->valuedouble;
+		double ec = cJSON_GetObjectItemCaseSensitive(e, "cost")->valuedouble;
+		cr_expect_geq(et, pt);
+		cr_expect_lt(ec, pc);
+		pt = et;
+		pc = ec;
+	}
+	/* One family, all on one server of 8: the fastest is also the
+	 * cheapest (same devices, cost proportional to time): a front of one. */
+	cr_expect_eq(cJSON_GetArraySize(pa), 1);
+	cJSON_Delete(j);
+	free(r.out);
+	snprintf(args, sizeof args, "fit tests/data/studies/tiny.json --db %s --csv", db);
+	r = fixture_shardlab(args, false);
+	cr_expect(strncmp(r.out, "role,cluster,device_kind,servers,devices,global_batch,config,", 61) == 0,
+	          "%s", r.out);
+	cr_expect(strstr(r.out, "\nfastest,910a,\"Ascend 910\",1,8,8,") != NULL, "%s", r.out);
+	free(r.out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* ------------------------------------------------ what-if overrides */
+
+static double json_number(const char *text, const char *key)
+{
+	cJSON *j = cJSON_Parse(text);
+	cr_assert_not_null(j, "%s", text);
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+	cr_assert(cJSON_IsNumber(v), "no number \"%s\" in %s", key, text);
+	double x = v->valuedouble;
+	cJSON_Delete(j);
+	return x;
+}
+
+/* gpt-4layer-32p: 32 NPUs on 4 Atlas 800 servers, a graph of 32 samples,
+ * global batch 32. --devices 64 grows it to 8 servers; --global-batch 96
+ * makes 96 / 32 = 3 graph executions per iteration; --topology takes
+ * another cluster, all of it. */
+Test(studies, overrides_on_estimate, .timeout = 120)
+{
+	struct cli_run r = fixture_shardlab(
+		"estimate scenarios/gpt-4layer-32p.json --planner megatron --ops 0 --json --devices 64",
+		false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_eq(json_number(r.out, "devices"), 64);
+	free(r.out);
+	r = fixture_shardlab("estimate scenarios/gpt-4layer-32p.json --planner megatron --ops 0 "
+	                     "--json --global-batch 96",
+	                     false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_eq(json_number(r.out, "steps_per_iteration"), 3);
+	cr_expect_eq(json_number(r.out, "devices"), 32);
+	free(r.out);
+	r = fixture_shardlab("plan scenarios/gpt-4layer-32p.json --planner megatron --json "
+	                     "--topology topologies/dgx-a100.json",
+	                     false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_eq(json_number(r.out, "devices"), 8);
+	cr_expect(strstr(r.out, "\"topology\":\t\"dgx-a100\"") != NULL, "%s", r.out);
+	free(r.out);
+	/* Bad values: exit 1 with a message naming the option. */
+	r = fixture_shardlab("estimate scenarios/gpt-4layer-32p.json --devices 60", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "--devices: 60 devices: the topology atlas800-910a-x4 has 32") != NULL,
+	          "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("simulate scenarios/gpt-4layer-32p.json --global-batch 48", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "--global-batch: a global batch of 48 is not a multiple of the "
+	                        "model's batch of 32") != NULL, "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("compare scenarios/ffn-8p.json --devices 0", true);
+	cr_expect_eq(r.status, 2);
+	free(r.out);
+}
+
+/* ------------------------------------------------------------- plot */
+
+static unsigned char *slurp_bytes(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s was not written", path);
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *b = malloc((size_t)len + 1);
+	*n = fread(b, 1, (size_t)len, f);
+	fclose(f);
+	return b;
+}
+
+/* A PNG of 1500 x 1000 pixels (the IHDR chunk's big-endian width and
+ * height at bytes 16 and 20), an SVG with the panels' axis labels, the
+ * same bytes twice; a file name of no known kind refused. */
+Test(studies, plot_writes_png_and_svg, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-plot-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400], png[600], svg[600], svg2[600];
+	snprintf(db, sizeof db, "%s/t.db", dir);
+	snprintf(png, sizeof png, "%s/t.png", dir);
+	snprintf(svg, sizeof svg, "%s/t.svg", dir);
+	snprintf(svg2, sizeof svg2, "%s/t2.svg", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	free(r.out);
+	snprintf(args, sizeof args, "plot %s --out %s", db, png);
+	r = fixture_shardlab(args, true);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	size_t n;
+	unsigned char *b = slurp_bytes(png, &n);
+	cr_assert_gt(n, 24);
+	cr_expect(memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0);
+	unsigned w = (unsigned)b[16] << 24 | (unsigned)b[17] << 16 | (unsigned)b[18] << 8 | b[19];
+	unsigned h = (unsigned)b[20] << 24 | (unsigned)b[21] << 16 | (unsigned)b[22] << 8 | b[23];
+	cr_expect_eq(w, 1500);
+	cr_expect_eq(h, 1000);
+	free(b);
+	snprintf(args, sizeof args, "plot %s --out %s --title tiny", db, svg);
+	r = fixture_shardlab(args, true);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "plot %s --out %s --title tiny", db, svg2);
+	r = fixture_shardlab(args, true);
+	free(r.out);
+	size_t n2;
+	b = slurp_bytes(svg, &n);
+	unsigned char *b2 = slurp_bytes(svg2, &n2);
+	cr_expect(n == n2 && memcmp(b, b2, n) == 0, "two plots of the same rows differ");
+	cr_expect(memcmp(b, "<?xml", 5) == 0);
+	free(b);
+	free(b2);
+	snprintf(args, sizeof args, "plot %s --out %s/t.jpg", db, dir);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "must end in .svg, .png or .pdf") != NULL, "%s", r.out);
+	free(r.out);
+	remove(png);
+	remove(svg);
+	remove(svg2);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* Listed configurations on 8 devices, global batch 8: TP 8 gives DP 1 and
+ * 8 / (1 x 1) = 8 micro-batches; TP 2 x PP 2 gives DP 2 and 8 / (2 x 2) = 2
+ * micro-batches of 2 samples; TP 3 divides no server of 8 and is no point. */
+Test(studies, listed_configurations)
+{
+	struct study *st = load("tests/data/studies/list.json");
+	int n_units;
+	int64_t n_points;
+	struct study_unit *u = study_units(A, st, &n_units, &n_points);
+	cr_assert_eq(n_units, 2);
+	cr_expect_eq(n_points, 2);
+	cr_expect_eq(u[0].configs[0].tp, 8);
+	cr_expect_eq(u[0].configs[0].dp, 1);
+	cr_expect_eq(u[0].configs[0].micro_batches, 8);
+	cr_expect_eq(u[1].configs[0].dp, 2);
+	cr_expect_eq(u[1].configs[0].micro_batches, 2);
+	cr_expect_eq(u[1].configs[0].schedule, SCHED_GPIPE);
+	cr_expect_eq(u[1].configs[0].recompute, RECOMPUTE_FULL);
+	struct study_row r;
+	cr_assert(study_eval_unit(A, st, &u[1], NULL, &r));
+	cr_expect(r.ok, "%s", r.error ? r.error : "");
+	cr_expect_float_eq(r.time_to_train_s, 10 * r.iteration_s, 1e-12);
+	/* The pipeline's bubble is part of the iteration, GPipe over 2 stages. */
+	cr_expect_gt(r.bubble_s, 0);
+}
