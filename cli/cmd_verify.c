@@ -126,7 +126,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 static const char *kind_name(enum verify_what w)
 {
-	return w == VERIFY_OP ? "op" : "edge";
+	return w == VERIFY_OP ? "op" : w == VERIFY_EDGE ? "edge" : "grad";
 }
 
 static void print_text(const struct plan *p, const char *planner, const struct args *a,
@@ -156,6 +156,8 @@ static void print_text(const struct plan *p, const char *planner, const struct a
 		       c->max_abs, c->max_rel, verify_status_names[c->status], c->note ? ": " : "",
 		       c->note ? c->note : "");
 	}
+	if (r->gradients_skipped)
+		printf("\ngradients not checked: the forward pass did not verify\n");
 	printf("\nmemory: reference %.1f MiB, ranks' buffers at most %.1f MiB\n",
 	       r->reference_bytes / 1048576.0, r->peak_rank_bytes / 1048576.0);
 	if (p->scenario->training.pipeline_stages > 1 || p->scenario->training.zero_stage > 0)

@@ -54,8 +54,12 @@ Test(verify, seed000_ffn_matches_with_the_seeds_collectives)
 	struct verify_result r;
 	cr_assert(verify_plan(A, p, &o, &r, &D));
 	cr_expect(r.passed);
-	/* five op outputs and the one redistributed edge */
-	cr_expect_eq(r.n_checks, 6);
+	/* five op outputs and the one redistributed edge, then the gradients
+	 * of the four parameters */
+	cr_expect_eq(r.n_forward, 6);
+	cr_expect_eq(r.n_checks, 10);
+	cr_expect_eq(check_named(&r, "grad dense1.weight")->what, VERIFY_GRAD);
+	cr_expect_eq(check_named(&r, "grad dense2.bias")->status, VERIFY_MATCH);
 	const struct verify_check *e = check_named(&r, "dense2.matmul -> dense2.add");
 	cr_expect_eq(e->what, VERIFY_EDGE);
 	cr_expect_eq(e->status, VERIFY_MATCH);
@@ -244,7 +248,7 @@ Test(verify, command_exit_status_and_json)
 {
 	struct cli_run ok = fixture_shardlab("verify scenarios/seed000-ffn-ir-8p.json", false);
 	cr_expect_eq(ok.status, 0);
-	cr_expect(strstr(ok.out, "verified: all 6 tensors match"), "%s", ok.out);
+	cr_expect(strstr(ok.out, "verified: all 10 tensors match"), "%s", ok.out);
 	free(ok.out);
 	struct cli_run bad = fixture_shardlab("verify tests/data/good/verify-split-4p.json", false);
 	cr_expect_eq(bad.status, 1);
