@@ -5,12 +5,14 @@
  * scenario small enough passes. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fixture.h"
+#include "verify-int.h"
 #include "verify.h"
 
 TestSuite(verify, .init = fixture_setup, .fini = fixture_teardown);
@@ -626,4 +628,139 @@ Test(verify, property_random_graphs_and_strategies, .timeout = 600)
 		cr_expect_geq(kinds[k], 5, "only %d %s steps", kinds[k], step_kind_names[k]);
 	cr_expect_geq(multi_axis, 10, "only %d tensors split a dimension over several axes",
 	              multi_axis);
+}
+
+/* ------------------------------------ the backward against differences */
+
+/* Every op kind's backward formula against central differences of its
+ * forward kernel: for loss = sum(f(x) * G) with seeded x and G, dloss/dx_e
+ * is (loss(x_e + h) - loss(x_e - h)) / 2h up to O(h^2) (h = 1e-5: about
+ * 1e-9 of truncation and 1e-11 of rounding here). Both the reference and
+ * every rank use these formulas, so they are checked on their own. */
+static const char *const vjp_model =
+    "{\"format\": \"shardlab-model\", \"version\": 1, \"name\": \"ops\","
+    " \"inputs\": [{\"name\": \"a\", \"shape\": [3, 4]}, {\"name\": \"b\", \"shape\": [4, 5]},"
+    "  {\"name\": \"c\", \"shape\": [3, 4]}, {\"name\": \"v\", \"shape\": [4]},"
+    "  {\"name\": \"r\", \"shape\": [1, 4]}, {\"name\": \"ba\", \"shape\": [2, 3, 4]},"
+    "  {\"name\": \"bb\", \"shape\": [2, 4, 2]}, {\"name\": \"ids\", \"shape\": [3], \"dtype\": \"int32\"},"
+    "  {\"name\": \"lab\", \"shape\": [3], \"dtype\": \"int32\"}, {\"name\": \"bt\", \"shape\": [5, 4]}],"
+    " \"ops\": ["
+    "  {\"name\": \"mm\", \"kind\": \"MatMul\", \"inputs\": [\"a\", \"b\"]},"
+    "  {\"name\": \"mmt\", \"kind\": \"MatMul\", \"inputs\": [\"c\", \"bt\"], \"attrs\": {\"transpose_b\": true}},"
+    "  {\"name\": \"mmta\", \"kind\": \"MatMul\", \"inputs\": [\"b\", \"bt\"], \"attrs\": {\"transpose_a\": true, \"transpose_b\": true}},"
+    "  {\"name\": \"bmm\", \"kind\": \"BatchMatMul\", \"inputs\": [\"ba\", \"bb\"]},"
+    "  {\"name\": \"add\", \"kind\": \"Add\", \"inputs\": [\"a\", \"r\"]},"
+    "  {\"name\": \"sub\", \"kind\": \"Sub\", \"inputs\": [\"a\", \"c\"]},"
+    "  {\"name\": \"mul\", \"kind\": \"Mul\", \"inputs\": [\"a\", \"r\"]},"
+    "  {\"name\": \"bias\", \"kind\": \"BiasAdd\", \"inputs\": [\"a\", \"v\"]},"
+    "  {\"name\": \"relu\", \"kind\": \"ReLU\", \"inputs\": [\"a\"]},"
+    "  {\"name\": \"gelu\", \"kind\": \"GeLU\", \"inputs\": [\"a\"]},"
+    "  {\"name\": \"silu\", \"kind\": \"SiLU\", \"inputs\": [\"a\"]},"
+    "  {\"name\": \"cast\", \"kind\": \"Cast\", \"inputs\": [\"a\"], \"attrs\": {\"to\": \"fp16\"}},"
+    "  {\"name\": \"drop\", \"kind\": \"Dropout\", \"inputs\": [\"a\"], \"attrs\": {\"keep_prob\": 0.5}},"
+    "  {\"name\": \"smax\", \"kind\": \"Softmax\", \"inputs\": [\"a\"]},"
+    "  {\"name\": \"smax0\", \"kind\": \"Softmax\", \"inputs\": [\"a\"], \"attrs\": {\"axis\": 0}},"
+    "  {\"name\": \"ln\", \"kind\": \"LayerNorm\", \"inputs\": [\"a\", \"v\", \"v\"]},"
+    "  {\"name\": \"rms\", \"kind\": \"RMSNorm\", \"inputs\": [\"a\", \"v\"]},"
+    "  {\"name\": \"rs\", \"kind\": \"Reshape\", \"inputs\": [\"a\"], \"attrs\": {\"shape\": [2, 6]}},"
+    "  {\"name\": \"tr\", \"kind\": \"Transpose\", \"inputs\": [\"ba\"], \"attrs\": {\"perm\": [2, 0, 1]}},"
+    "  {\"name\": \"rsum\", \"kind\": \"ReduceSum\", \"inputs\": [\"a\"], \"attrs\": {\"axes\": [0]}},"
+    "  {\"name\": \"rmean\", \"kind\": \"ReduceMean\", \"inputs\": [\"ba\"], \"attrs\": {\"axes\": [1], \"keep_dims\": true}},"
+    "  {\"name\": \"gat\", \"kind\": \"Gather\", \"inputs\": [\"bt\", \"ids\"]},"
+    "  {\"name\": \"cat\", \"kind\": \"Concat\", \"inputs\": [\"a\", \"c\"], \"attrs\": {\"axis\": 1}},"
+    "  {\"name\": \"spl\", \"kind\": \"Split\", \"inputs\": [\"b\"], \"attrs\": {\"outputs\": 2, \"axis\": 0}},"
+    "  {\"name\": \"ss\", \"kind\": \"StridedSlice\", \"inputs\": [\"b\"], \"attrs\": {\"begin\": [1, 0], \"end\": [4, 5], \"strides\": [2, 2]}},"
+    "  {\"name\": \"sce\", \"kind\": \"SoftmaxCrossEntropy\", \"inputs\": [\"c\", \"lab\"]}"
+    " ]}";
+
+static void whole_piece(const struct tensor *t, double *data, struct vpiece *p)
+{
+	*p = (struct vpiece){.data = data, .rank = t->rank};
+	memcpy(p->shape, t->dims, sizeof(t->dims));
+	memcpy(p->full, t->dims, sizeof(t->dims));
+}
+
+static double op_loss(const struct graph *g, int i, struct vpiece *in, double **out, double **gy)
+{
+	const struct op *o = &g->ops[i];
+	struct vpiece y[SIG_MAX_TENSORS];
+	char why[200];
+	for (int k = 0; k < o->n_out; k++)
+		whole_piece(&g->tensors[o->out[k]], out[k], &y[k]);
+	cr_assert_eq(verify_kernel(g, i, in, y, 7, why, sizeof why), VK_OK, "%s: %s", o->name, why);
+	double l = 0;
+	for (int k = 0; k < o->n_out; k++)
+		for (int64_t f = 0; f < g->tensors[o->out[k]].elems; f++)
+			l += out[k][f] * gy[k][f];
+	return l;
+}
+
+Test(verify, backward_formulas_match_differences)
+{
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "ops.json", vjp_model, strlen(vjp_model), &D));
+	struct graph *g = graph_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(g);
+	int checked[OP_COUNT] = {0};
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		struct vpiece in[SIG_MAX_TENSORS], dy[SIG_MAX_TENSORS], din[SIG_MAX_TENSORS];
+		double *x[SIG_MAX_TENSORS], *gx[SIG_MAX_TENSORS], *y[SIG_MAX_TENSORS], *gy[SIG_MAX_TENSORS];
+		for (int j = 0; j < o->n_in; j++) {
+			const struct tensor *t = &g->tensors[o->in[j]];
+			x[j] = calloc((size_t)t->elems, sizeof(double));
+			gx[j] = calloc((size_t)t->elems, sizeof(double));
+			bool index = j == 1 && (o->kind == OP_GATHER || o->kind == OP_SOFTMAXCROSSENTROPY);
+			for (int64_t f = 0; f < t->elems; f++)
+				x[j][f] = index ? (double)((f * 3 + 1) % (o->kind == OP_GATHER ? 5 : 4))
+				                : 2 * verify_hash01((uint64_t)(i * 1000 + j * 100) + (uint64_t)f) - 1;
+			whole_piece(t, x[j], &in[j]);
+			whole_piece(t, index ? NULL : gx[j], &din[j]);
+		}
+		for (int k = 0; k < o->n_out; k++) {
+			const struct tensor *t = &g->tensors[o->out[k]];
+			y[k] = calloc((size_t)t->elems, sizeof(double));
+			gy[k] = calloc((size_t)t->elems, sizeof(double));
+			for (int64_t f = 0; f < t->elems; f++)
+				gy[k][f] = 2 * verify_hash01((uint64_t)(i * 7919 + k) * 65536 + (uint64_t)f) - 1;
+			whole_piece(t, gy[k], &dy[k]);
+		}
+		char why[200];
+		cr_assert_eq(verify_vjp(g, i, in, dy, din, NULL, NULL, 7, why, sizeof why), VK_OK,
+		             "%s: %s", o->name, why);
+		for (int j = 0; j < o->n_in; j++) {
+			if (!din[j].data)
+				continue;
+			const struct tensor *t = &g->tensors[o->in[j]];
+			double worst = 0, big = 0;
+			for (int64_t f = 0; f < t->elems; f++) {
+				double keep = x[j][f], h = 1e-5;
+				/* ReLU's kink: stay on one side of 0 */
+				if (o->kind == OP_RELU && fabs(keep) < 2 * h)
+					continue;
+				x[j][f] = keep + h;
+				double lp = op_loss(g, i, in, y, gy);
+				x[j][f] = keep - h;
+				double lm = op_loss(g, i, in, y, gy);
+				x[j][f] = keep;
+				double fd = (lp - lm) / (2 * h);
+				worst = fmax(worst, fabs(fd - gx[j][f]));
+				big = fmax(big, fabs(fd));
+			}
+			cr_expect_lt(worst, 1e-7 * fmax(big, 1), "%s input %d: backward off by %g", o->name,
+			             j, worst);
+		}
+		checked[o->kind]++;
+		for (int j = 0; j < o->n_in; j++) {
+			free(x[j]);
+			free(gx[j]);
+		}
+		for (int k = 0; k < o->n_out; k++) {
+			free(y[k]);
+			free(gy[k]);
+		}
+	}
+	for (int k = 0; k < OP_COUNT; k++)
+		cr_expect_gt(checked[k], 0, "op kind %s has no backward check", op_kind_name(k));
 }
