@@ -764,3 +764,63 @@ Test(verify, backward_formulas_match_differences)
 	for (int k = 0; k < OP_COUNT; k++)
 		cr_expect_gt(checked[k], 0, "op kind %s has no backward check", op_kind_name(k));
 }
+
+/* ZeRO stage 1 on seed 000's FFN, data parallel over 8 ranks: every
+ * parameter's gradient reduce-scattered over the 8, each rank's chunk
+ * against the same elements of the unsharded gradient; and a swap before
+ * the backward leaves the gradients unchecked rather than passed. */
+Test(verify, zero_shards_match_the_unsharded_gradient)
+{
+	struct plan *p = plan_of(fixture_scenario("tests/data/good/verify-zero-8p.json"));
+	struct verify_options o;
+	verify_options_init(&o);
+	struct verify_result r;
+	cr_assert(verify_plan(A, p, &o, &r, &D));
+	cr_expect(r.passed);
+	int shards = 0;
+	for (int k = 0; k < r.n_checks; k++)
+		if (!strncmp(r.checks[k].label, "zero-shard ", 11)) {
+			cr_expect_eq(r.checks[k].status, VERIFY_MATCH, "%s", r.checks[k].label);
+			shards++;
+		}
+	cr_expect_eq(shards, 4); /* dense1/2 weight and bias */
+}
+
+Test(verify, forward_failure_skips_gradients)
+{
+	struct plan *p = plan_of(fixture_scenario("scenarios/seed000-ffn-ir-8p.json"));
+	int edge = -1;
+	for (int i = 0; i < p->n_edges; i++)
+		if (p->edges[i].redist.n_steps > 0)
+			edge = i;
+	struct verify_options o;
+	verify_options_init(&o);
+	o.fault = (struct verify_fault){.edge = edge, .step = 0, .rank_a = 0, .rank_b = 1};
+	struct verify_result r;
+	cr_assert(verify_plan(A, p, &o, &r, &D));
+	cr_expect(!r.passed);
+	cr_expect(r.gradients_skipped);
+	cr_expect_eq(r.n_checks, r.n_forward);
+}
+
+/* matmul-chain-16 in 4 stages of one rank (4 MatMuls each): three cuts,
+ * and before the first op of stages 1, 2 and 3 the ranks hold exactly
+ * the activations the split says it sends (the previous MatMul's output;
+ * the bytes compared are the plan's, unscaled). */
+Test(verify, pipeline_cuts_send_what_is_live)
+{
+	struct plan *p = plan_of(fixture_scenario("tests/data/good/pipeline-chain-4p.json"));
+	struct verify_options o;
+	verify_options_init(&o);
+	o.scale = 4;
+	struct verify_result r;
+	cr_assert(verify_plan(A, p, &o, &r, &D));
+	cr_expect(r.passed);
+	int cuts = 0;
+	for (int k = 0; k < r.n_checks; k++)
+		if (r.checks[k].what == VERIFY_STAGE) {
+			cr_expect_eq(r.checks[k].status, VERIFY_MATCH, "%s", r.checks[k].label);
+			cuts++;
+		}
+	cr_expect_eq(cuts, 3);
+}

@@ -1244,6 +1244,93 @@ static bool reference_backward(struct ctx *c, double **gref)
 	return true;
 }
 
+/* ZeRO (stages 1 to 3): the gradient is reduce-scattered over the plan's
+ * gradient group instead of all-reduced, each rank keeping one chunk of
+ * its slice (flattened, padded to equal chunks, as DeepSpeed does). Run on
+ * the shares of one consumer's gradient: the ranks whose shares add up
+ * contribute them; ranks that computed a copy (axes of the group that cut
+ * nothing of the op) contribute once. Each rank's chunk is compared with
+ * the same elements of the unsharded gradient. */
+static void zero_check(struct ctx *c, int i, int j, const struct dist *share, uint32_t sum,
+                       const double *gref, double floor_abs)
+{
+	const struct dist_op *dop = &c->p->ops[i];
+	const struct graph *g = &c->g;
+	int t = g->ops[i].in[j];
+	struct verify_check *k = add_check(c, VERIFY_GRAD, i, -1, t,
+	                                   arena_printf(c->a, "zero-shard %s", g->tensors[t].name));
+	/* the op's gradient steps follow its parameter inputs that have copies */
+	int gi = 0;
+	for (int jj = 0; jj < j; jj++) {
+		uint32_t rep = 0;
+		for (int a = 0; a < dop->in[jj].dm.n; a++)
+			if (dop->in[jj].dm.size[a] > 1 && !(layout_axes(&dop->in[jj]) & (1u << a)))
+				rep |= 1u << a;
+		gi += g->tensors[g->ops[i].in[jj]].role == TENSOR_PARAM && rep;
+	}
+	if (gi >= dop->n_grad) {
+		if (sum)
+			set_status(c, k, VERIFY_BROKEN, "ranks' shares add up, but the plan has no "
+			                                "gradient step for this parameter");
+		else
+			set_status(c, k, VERIFY_UNSUPPORTED, "the parameter has no copies to shard over");
+		return;
+	}
+	const struct rank_groups *gr = &dop->grad[gi].groups;
+	uint32_t gm = 0;
+	for (int a = 0; a < gr->n_axes; a++)
+		gm |= 1u << gr->axes[a];
+	if (sum & ~gm) {
+		set_status(c, k, VERIFY_BROKEN, "the gradient group leaves out ranks whose shares add up");
+		return;
+	}
+	uint32_t copies = gm & ~sum;
+	int gs = gr->size;
+	int64_t len = share->elems, chunk = (len + gs - 1) / gs;
+	int64_t *m = xcalloc(c, (size_t)gs, sizeof(*m));
+	double *acc = xcalloc(c, (size_t)(chunk * gs), sizeof(double));
+	int64_t coord[PLAN_MAX_AXES], lo[GRAPH_MAX_RANK], idx[GRAPH_MAX_RANK];
+	double worst = 0, big = floor_abs;
+	const struct layout *l = &share->l;
+	for (int q = 0; m && acc && q < gr->n_groups; q++) {
+		rank_groups_members(gr, q, m);
+		memset(acc, 0, (size_t)(chunk * gs) * sizeof(double));
+		for (int u = 0; u < gs; u++) {
+			devmat_coords(&gr->dm, m[u], coord);
+			bool first = true;
+			for (int a = 0; a < gr->dm.n; a++)
+				if (copies & (1u << a))
+					first &= coord[a] == 0;
+			if (!first)
+				continue;
+			for (int64_t f = 0; f < len; f++)
+				acc[f] += share->buf[m[u] - c->base][f];
+		}
+		for (int u = 0; u < gs; u++) {
+			slice_of(c, l, m[u] - c->base, lo);
+			for (int64_t f = u * chunk; f < len && f < (u + 1) * chunk; f++) {
+				int64_t rem = f, gf = 0;
+				for (int x = l->rank - 1; x >= 0; x--) {
+					idx[x] = rem % share->shape[x];
+					rem /= share->shape[x];
+				}
+				for (int x = 0; x < l->rank; x++)
+					gf = gf * l->shape[x] + lo[x] + idx[x];
+				worst = fmax(worst, fabs(acc[f] - gref[gf]));
+				big = fmax(big, fabs(gref[gf]));
+			}
+		}
+	}
+	free(m);
+	free(acc);
+	if (!k)
+		return;
+	k->max_abs = worst;
+	k->max_rel = worst / big;
+	if (!(k->max_rel <= c->o->tolerance))
+		set_status(c, k, VERIFY_MISMATCH, NULL);
+}
+
 static void backward(struct ctx *c)
 {
 	const struct plan *p = c->p;
@@ -1257,6 +1344,12 @@ static void backward(struct ctx *c)
 	const char *fail = NULL;
 	if (!gref || !gfull || !spread || !gcot || !reference_backward(c, gref))
 		fail = "out of memory, or an op the reference cannot differentiate";
+	double gmax = 0;
+	for (int t = 0; !fail && t < nt; t++)
+		if (g->tensors[t].role == TENSOR_PARAM && gref[t])
+			for (int64_t f = 0; f < g->tensors[t].elems; f++)
+				gmax = fmax(gmax, fabs(gref[t][f]));
+	bool zero = p->scenario && p->scenario->training.zero_stage > 0;
 	/* the outputs' gradients, each rank its box */
 	for (int t = 0; !fail && t < nt; t++)
 		if (g->tensors[t].producer >= 0 && g->tensors[t].n_consumers == 0 &&
@@ -1347,6 +1440,10 @@ static void backward(struct ctx *c)
 			for (int a = 0; a < dop->in[j].dm.n; a++)
 				if (sum & (1u << a) && dop->in[j].dm.size[a] > 1)
 					axes[na++] = a;
+				else
+					sum &= ~(1u << a);
+			if (zero && g->tensors[t].role == TENSOR_PARAM && g->tensors[t].n_consumers == 1)
+				zero_check(c, i, j, &din[j], sum, gref[t], 1e-6 * fmax(gmax, 1));
 			if (na) {
 				struct comm_step st = {.kind = STEP_ALLREDUCE, .reduce = REDUCE_SUM, .dim = -1,
 				                       .to_dim = -1};
@@ -1401,11 +1498,6 @@ static void backward(struct ctx *c)
 	 * softmax ignores a shift common to all keys; anything before a
 	 * softmax summed over its axis) is rounding noise, with nothing to be
 	 * relative to */
-	double gmax = 0;
-	for (int t = 0; !fail && gref && t < nt; t++)
-		if (g->tensors[t].role == TENSOR_PARAM && gref[t])
-			for (int64_t f = 0; f < g->tensors[t].elems; f++)
-				gmax = fmax(gmax, fabs(gref[t][f]));
 	for (int t = 0; t < nt; t++) {
 		const struct tensor *x = &g->tensors[t];
 		if (x->role != TENSOR_PARAM || x->n_consumers == 0)
@@ -1445,6 +1537,37 @@ static void backward(struct ctx *c)
 	free(gcot);
 }
 
+/* The pipeline split: before op i, the first of a chunk, the activations
+ * the ranks still hold (made before i, read at or after it) are what the
+ * stage must send on; the partition's live bytes per rank must be theirs. */
+static void stage_check(struct ctx *c, const struct plan_part *part, int i)
+{
+	const struct plan *p = c->p;
+	double held = 0;
+	for (int t = 0; t < c->g.n_tensors; t++) {
+		int prod = c->g.tensors[t].producer;
+		if (prod < 0 || prod >= i || !c->held[t].buf)
+			continue;
+		const struct op *o = &p->graph->ops[prod];
+		for (int k = 0; k < o->n_out; k++)
+			if (o->out[k] == t)
+				held += layout_local_bytes(&p->ops[prod].out[k]);
+	}
+	double want = part->live[i];
+	struct verify_check *k = add_check(
+	    c, VERIFY_STAGE, i, -1, c->g.ops[i].in[0],
+	    arena_printf(c->a, "stage cut before %s (chunk %d to %d)", c->g.ops[i].name,
+	                 part->chunk_of[i - 1], part->chunk_of[i]));
+	if (!k)
+		return;
+	k->max_abs = fabs(held - want);
+	k->max_rel = want > 0 ? k->max_abs / want : k->max_abs;
+	if (!(k->max_rel <= c->o->tolerance))
+		set_status(c, k, VERIFY_MISMATCH,
+		           arena_printf(c->a, "the split sends %.0f bytes per rank, the ranks hold %.0f "
+		                        "live there", want, held));
+}
+
 bool verify_plan(struct arena *a, const struct plan *p, const struct verify_options *o,
                  struct verify_result *out, struct diag_list *diags)
 {
@@ -1482,8 +1605,19 @@ bool verify_plan(struct arena *a, const struct plan *p, const struct verify_opti
 	for (int i = 0; ok && !c.oom && i < c.g.n_ops; i++)
 		for (int j = 0; j < c.g.ops[i].n_in; j++)
 			c.uses[c.g.ops[i].in[j]]++;
-	for (int i = 0; ok && !c.oom && i < c.g.n_ops; i++)
+	struct estimate est;
+	const struct plan_part *part = NULL;
+	if (ok && p->scenario && p->scenario->training.pipeline_stages > 1) {
+		if (!plan_estimate(a, p, &est, diags))
+			ok = false;
+		else
+			part = &est.part;
+	}
+	for (int i = 0; ok && !c.oom && i < c.g.n_ops; i++) {
+		if (part && i > 0 && part->chunk_of[i] != part->chunk_of[i - 1])
+			stage_check(&c, part, i);
 		ok = run_op(&c, i);
+	}
 	if (c.oom && ok)
 		ok = false;
 	bool forward_ok = true;

@@ -36,11 +36,14 @@ enum verify_status {
 };
 extern const char *const verify_status_names[VERIFY_STATUS_COUNT];
 
-enum verify_what { VERIFY_OP, VERIFY_EDGE, VERIFY_GRAD };
+enum verify_what { VERIFY_OP, VERIFY_EDGE, VERIFY_GRAD, VERIFY_STAGE };
 
 /* One compared tensor: an op's output after its own communication, a
- * tensor after the redistribution on an edge, or a parameter's gradient
- * (VERIFY_GRAD: op and edge -1). */
+ * tensor after the redistribution on an edge, a parameter's gradient
+ * (VERIFY_GRAD: op and edge -1; "zero-shard P": one rank's ZeRO chunk,
+ * op the consumer), or a pipeline cut (VERIFY_STAGE: op the first of the
+ * next chunk, max_abs the bytes per rank the split sends that the ranks
+ * did not hold live there, or the other way round). */
 struct verify_check {
 	enum verify_what what;
 	int op;                            /* VERIFY_OP: the op; VERIFY_EDGE: the consumer */
