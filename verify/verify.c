@@ -98,19 +98,22 @@ double verify_memory_bound(const struct plan *p, int64_t scale)
 		return INFINITY;
 	}
 	/* the run's own order: each op's inputs and outputs on top of the
-	 * tensors still to be read, each freed after its last reader */
+	 * tensors still to be read, each freed after its last reader, and of
+	 * every op's inputs as it read them, kept for the backward */
 	for (int i = 0; i < g->n_ops; i++)
 		for (int j = 0; j < g->ops[i].n_in; j++)
 			uses[g->ops[i].in[j]]++;
-	double live = 0, peak = 0;
+	double live = 0, peak = 0, saved = 0;
 	for (int i = 0; i < g->n_ops; i++) {
 		const struct dist_op *d = &p->ops[i];
-		double op = 0;
+		double op = 0, in = 0;
 		for (int j = 0; j < d->n_in; j++)
-			op += 2 * layout_bytes_at(&d->in[j], &sc, p->n_devices); /* arrival and a step */
+			in += layout_bytes_at(&d->in[j], &sc, p->n_devices);
+		op += 2 * in; /* arrival and a step */
 		for (int k = 0; k < d->n_out; k++)
 			op += 2 * layout_bytes_at(&d->out_partial[k], &sc, p->n_devices);
-		peak = fmax(peak, live + op);
+		saved += in;  /* kept for the backward */
+		peak = fmax(peak, live + op + saved);
 		for (int j = 0; j < d->n_in; j++) {
 			int t = g->ops[i].in[j];
 			if (g->tensors[t].producer >= 0 && --uses[t] == 0) {
