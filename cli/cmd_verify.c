@@ -33,8 +33,10 @@ static void help(FILE *f)
 	        "op's output and each redistributed input is compared, rank by rank,\n"
 	        "with the same tensor computed once on one device in double precision\n"
 	        "from the same seeded inputs (partial sums added over their groups).\n"
-	        "This version checks the forward pass of one pipeline stage's plan;\n"
-	        "gradients, the stage split and ZeRO's sharded state are not checked.\n"
+	        "Then the backward pass: every parameter's gradient against the\n"
+	        "unsharded one; with ZeRO, each rank's chunk after the gradient\n"
+	        "reduce-scatter; with pipeline stages, the activations each cut sends\n"
+	        "against what the ranks hold live there.\n"
 	        "\n"
 	        "options:\n"
 	        "  --planner NAME   plan with this planner (default: the scenario's first,\n"
@@ -48,13 +50,14 @@ static void help(FILE *f)
 	        "  --tolerance X    largest error, relative to the largest magnitude of the\n"
 	        "                   reference tensor, that matches (default 1e-9)\n"
 	        "  --trace-rank R   print what rank R loads, computes and receives at every\n"
-	        "                   step, with the ranks of each collective's group\n"
+	        "                   step of the forward pass, with the ranks of each\n"
+	        "                   collective's group\n"
 	        "  --max-memory MIB refuse to run when verify could need more (default %d)\n"
 	        "  --json           print JSON: {\"scenario\", \"planner\", \"devices\", \"scale\",\n"
-	        "                   \"seed\", \"tolerance\", \"checks\": [{\"kind\" (op or edge),\n"
-	        "                   \"name\", \"tensor\", \"max_abs\", \"max_rel\", \"verdict\",\n"
-	        "                   \"note\"}], \"counts\", \"passed\", \"reference_bytes\",\n"
-	        "                   \"peak_rank_bytes\", \"trace\"}\n"
+	        "                   \"seed\", \"tolerance\", \"checks\": [{\"kind\" (op, edge, grad\n"
+	        "                   or stage), \"name\", \"tensor\", \"max_abs\", \"max_rel\",\n"
+	        "                   \"verdict\", \"note\"}], \"counts\", \"passed\", \"max_rel\",\n"
+	        "                   \"reference_bytes\", \"peak_rank_bytes\", \"trace\"}\n"
 	        "  -h, --help       this help\n"
 	        "\n"
 	        "verdicts: match; mismatch (the numbers differ); broken (the plan cannot\n"
@@ -126,7 +129,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 static const char *kind_name(enum verify_what w)
 {
-	return w == VERIFY_OP ? "op" : "edge";
+	return w == VERIFY_OP     ? "op"
+	       : w == VERIFY_EDGE ? "edge"
+	       : w == VERIFY_GRAD ? "grad"
+	                          : "stage";
 }
 
 static void print_text(const struct plan *p, const char *planner, const struct args *a,
@@ -156,12 +162,13 @@ static void print_text(const struct plan *p, const char *planner, const struct a
 		       c->max_abs, c->max_rel, verify_status_names[c->status], c->note ? ": " : "",
 		       c->note ? c->note : "");
 	}
+	if (r->gradients_skipped)
+		printf("\ngradients not checked: the forward pass did not verify\n");
 	printf("\nmemory: reference %.1f MiB, ranks' buffers at most %.1f MiB\n",
 	       r->reference_bytes / 1048576.0, r->peak_rank_bytes / 1048576.0);
-	if (p->scenario->training.pipeline_stages > 1 || p->scenario->training.zero_stage > 0)
-		printf("not checked: the pipeline split (%lld stages) and ZeRO stage %d; this checks "
-		       "one stage's plan\n", (long long)p->scenario->training.pipeline_stages,
-		       p->scenario->training.zero_stage);
+	if (p->scenario->training.pipeline_stages > 1)
+		printf("pipeline: %lld stages run the same plan on their own ranks; checked: the "
+		       "activations each cut sends\n", (long long)p->scenario->training.pipeline_stages);
 	if (r->passed)
 		printf("verified: all %d tensors match (largest relative error %.2e)\n", r->n_checks,
 		       r->max_rel);

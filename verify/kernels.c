@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "verify-int.h"
@@ -455,6 +456,353 @@ enum vk_status verify_kernel(const struct graph *g, int op, const struct vpiece 
 		return k_sce(in, out, why, why_size);
 	default:
 		fail(why, why_size, "op kind %s unsupported", op_kind_name(o->kind));
+		return VK_UNSUPPORTED;
+	}
+}
+
+/* ------------------------------------------------------ the backward */
+
+/* dX and dW of a GEMM, accumulated (beta 1): with A = op(X), B = op(W),
+ * Y = A B: dA = dY B^T and dB = A^T dY, then undone through the
+ * transposes (dX = dA, or dA^T when X was transposed). */
+static enum vk_status v_matmul(const struct op *o, const struct vpiece *in,
+                               const struct vpiece *dy, struct vpiece *din, char *why, size_t wn)
+{
+	const struct vpiece *x = &in[0], *w = &in[1];
+	int r = x->rank;
+	bool ta = o->attrs.transpose_a, tb = o->attrs.transpose_b;
+	int64_t batch = verify_elems(x->shape, r - 2);
+	size_t xr = (size_t)x->shape[r - 2], xc = (size_t)x->shape[r - 1];
+	size_t wr = (size_t)w->shape[r - 2], wc = (size_t)w->shape[r - 1];
+	size_t ym = (size_t)dy->shape[r - 2], yn = (size_t)dy->shape[r - 1];
+	for (int64_t b = 0; b < batch; b++) {
+		gsl_matrix_const_view X = gsl_matrix_const_view_array(x->data + (size_t)b * xr * xc, xr, xc);
+		gsl_matrix_const_view W = gsl_matrix_const_view_array(w->data + (size_t)b * wr * wc, wr, wc);
+		gsl_matrix_const_view G = gsl_matrix_const_view_array(dy->data + (size_t)b * ym * yn, ym, yn);
+		int rc = GSL_SUCCESS;
+		if (din[0].data) {
+			gsl_matrix_view DX = gsl_matrix_view_array(din[0].data + (size_t)b * xr * xc, xr, xc);
+			/* dA = G op(W)^T; dX = dA (ta: dA^T = op(W) G^T) */
+			if (!ta)
+				rc = gsl_blas_dgemm(CblasNoTrans, tb ? CblasNoTrans : CblasTrans, 1.0, &G.matrix,
+				                    &W.matrix, 1.0, &DX.matrix);
+			else
+				rc = gsl_blas_dgemm(tb ? CblasTrans : CblasNoTrans, CblasTrans, 1.0, &W.matrix,
+				                    &G.matrix, 1.0, &DX.matrix);
+		}
+		if (rc == GSL_SUCCESS && din[1].data) {
+			gsl_matrix_view DW = gsl_matrix_view_array(din[1].data + (size_t)b * wr * wc, wr, wc);
+			/* dB = op(X)^T G; dW = dB (tb: dB^T = G^T op(X)) */
+			if (!tb)
+				rc = gsl_blas_dgemm(ta ? CblasNoTrans : CblasTrans, CblasNoTrans, 1.0, &X.matrix,
+				                    &G.matrix, 1.0, &DW.matrix);
+			else
+				rc = gsl_blas_dgemm(CblasTrans, ta ? CblasTrans : CblasNoTrans, 1.0, &G.matrix,
+				                    &X.matrix, 1.0, &DW.matrix);
+		}
+		if (rc != GSL_SUCCESS) {
+			fail(why, wn, "gsl_blas_dgemm: %s", gsl_strerror(rc));
+			return VK_BROKEN;
+		}
+	}
+	return VK_OK;
+}
+
+static enum vk_status v_binary(const struct op *o, const struct vpiece *in,
+                               const struct vpiece *dy, struct vpiece *din)
+{
+	int r = dy->rank;
+	int64_t n = verify_elems(dy->shape, r), idx[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < n; f++) {
+		unravel(f, dy->shape, r, idx);
+		int64_t at[2];
+		double v[2];
+		for (int i = 0; i < 2; i++) {
+			const struct vpiece *p = &in[i];
+			for (int d = 0; d < p->rank; d++)
+				ix[d] = p->shape[d] == 1 ? 0 : idx[r - p->rank + d];
+			at[i] = ravel(ix, p->shape, p->rank);
+			v[i] = p->data[at[i]];
+		}
+		double gy = dy->data[f];
+		for (int i = 0; i < 2; i++) {
+			if (!din[i].data)
+				continue;
+			double gi = o->kind == OP_MUL ? gy * v[1 - i] : o->kind == OP_SUB && i ? -gy : gy;
+			din[i].data[at[i]] += gi;
+		}
+	}
+	return VK_OK;
+}
+
+static enum vk_status v_unary(const struct op *o, const struct vpiece *in,
+                              const struct vpiece *dy, struct vpiece *din, uint64_t salt)
+{
+	int64_t n = verify_elems(dy->shape, dy->rank), idx[GRAPH_MAX_RANK];
+	double keep = o->attrs.keep_prob > 0 ? o->attrs.keep_prob : 1;
+	if (!din[0].data)
+		return VK_OK;
+	for (int64_t f = 0; f < n; f++) {
+		double x = in[0].data[f], g = dy->data[f], d = 1;
+		switch (o->kind) {
+		case OP_RELU:
+			d = x > 0 ? 1 : 0;
+			break;
+		case OP_GELU:
+			d = 0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846);
+			break;
+		case OP_SILU: {
+			double s = 1 / (1 + exp(-x));
+			d = s + x * s * (1 - s);
+			break;
+		}
+		case OP_DROPOUT: {
+			unravel(f, dy->shape, dy->rank, idx);
+			for (int k = 0; k < dy->rank; k++)
+				idx[k] += dy->lo[k];
+			uint64_t gk = (uint64_t)ravel(idx, dy->full, dy->rank);
+			d = verify_hash01(salt * 0x100000001b3ull ^ gk) < keep ? 1 / keep : 0;
+			break;
+		}
+		default:
+			break;
+		}
+		din[0].data[f] += g * d;
+	}
+	return VK_OK;
+}
+
+static enum vk_status v_softmax(const struct op *o, const struct vpiece *in,
+                                const struct vpiece *dy, struct vpiece *din)
+{
+	int r = dy->rank, ax = norm_axis(o->attrs.axis, r);
+	int64_t outer = verify_elems(in->shape, ax), len = in->shape[ax];
+	int64_t inner = verify_elems(in->shape + ax + 1, r - ax - 1);
+	double *y = calloc((size_t)len, sizeof(double));
+	if (!y)
+		return VK_BROKEN;
+	for (int64_t a = 0; a < outer; a++)
+		for (int64_t c = 0; c < inner; c++) {
+			size_t base = (size_t)(a * len * inner + c);
+			const double *x = in->data + base, *g = dy->data + base;
+			double m = -INFINITY, s = 0, dot = 0;
+			for (int64_t i = 0; i < len; i++)
+				m = fmax(m, x[i * inner]);
+			for (int64_t i = 0; i < len; i++)
+				s += exp(x[i * inner] - m);
+			for (int64_t i = 0; i < len; i++) {
+				y[i] = exp(x[i * inner] - m) / s;
+				dot += y[i] * g[i * inner];
+			}
+			for (int64_t i = 0; i < len; i++)
+				din[0].data[base + (size_t)(i * inner)] += y[i] * (g[i * inner] - dot);
+		}
+	free(y);
+	return VK_OK;
+}
+
+static enum vk_status v_norm(const struct op *o, const struct vpiece *in,
+                             const struct vpiece *dy, struct vpiece *din)
+{
+	int r = dy->rank, ax = norm_axis(o->attrs.axis, r);
+	int64_t outer = verify_elems(in->shape, ax), len = verify_elems(in->shape + ax, r - ax);
+	bool ln = o->kind == OP_LAYERNORM;
+	const double *gamma = o->n_in > 1 ? in[1].data : NULL;
+	for (int64_t a = 0; a < outer; a++) {
+		const double *x = in->data + a * len, *g = dy->data + a * len;
+		double mean = 0, var = 0, s1 = 0, s2 = 0;
+		if (ln) {
+			for (int64_t i = 0; i < len; i++)
+				mean += x[i];
+			mean /= (double)len;
+		}
+		for (int64_t i = 0; i < len; i++)
+			var += (x[i] - mean) * (x[i] - mean);
+		double inv = 1 / sqrt(var / (double)len + NORM_EPS);
+		for (int64_t i = 0; i < len; i++) {
+			double xh = (x[i] - mean) * inv, gh = g[i] * (gamma ? gamma[i] : 1);
+			if (o->n_in > 1 && din[1].data)
+				din[1].data[i] += g[i] * xh;
+			if (ln && o->n_in > 2 && din[2].data)
+				din[2].data[i] += g[i];
+			s1 += gh;
+			s2 += gh * xh;
+		}
+		if (!din[0].data)
+			continue;
+		for (int64_t i = 0; i < len; i++) {
+			double xh = (x[i] - mean) * inv, gh = g[i] * (gamma ? gamma[i] : 1);
+			din[0].data[a * len + i] +=
+			    ln ? inv * (gh - s1 / (double)len - xh * s2 / (double)len)
+			       : inv * (gh - xh * s2 / (double)len);
+		}
+	}
+	return VK_OK;
+}
+
+static enum vk_status v_reduce(const struct op *o, const struct vpiece *in,
+                               const struct vpiece *dy, struct vpiece *din)
+{
+	int r = in->rank;
+	bool red[GRAPH_MAX_RANK] = {false};
+	for (int d = 0; d < r; d++)
+		red[d] = o->attrs.n_axes == 0;
+	for (int i = 0; i < o->attrs.n_axes; i++)
+		red[norm_axis(o->attrs.axes[i], r)] = true;
+	double count = 1;
+	for (int d = 0; d < r; d++)
+		if (red[d])
+			count *= (double)in->full[d];
+	double scale = o->kind == OP_REDUCEMEAN ? 1 / count : 1;
+	int64_t m = verify_elems(in->shape, r), idx[GRAPH_MAX_RANK], oi[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < m; f++) {
+		unravel(f, in->shape, r, idx);
+		int k = 0;
+		for (int d = 0; d < r; d++) {
+			if (!red[d])
+				oi[k++] = idx[d];
+			else if (o->attrs.keep_dims)
+				oi[k++] = 0;
+		}
+		din[0].data[f] += scale * dy->data[ravel(oi, dy->shape, dy->rank)];
+	}
+	return VK_OK;
+}
+
+static enum vk_status v_transpose(const struct op *o, const struct vpiece *in,
+                                  const struct vpiece *dy, struct vpiece *din)
+{
+	int r = in->rank;
+	int64_t n = verify_elems(dy->shape, r), idx[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < n; f++) {
+		unravel(f, dy->shape, r, idx);
+		for (int d = 0; d < r; d++)
+			ix[o->attrs.perm[d]] = idx[d];
+		din[0].data[ravel(ix, in->shape, r)] += dy->data[f];
+	}
+	return VK_OK;
+}
+
+static enum vk_status v_move(const struct op *o, const struct vpiece *in,
+                             const struct vpiece *dy, struct vpiece *din, char *why, size_t wn)
+{
+	int64_t idx[GRAPH_MAX_RANK], g[GRAPH_MAX_RANK], gi[GRAPH_MAX_RANK], li[GRAPH_MAX_RANK];
+	for (int k = 0; k < o->n_out; k++) {
+		const struct vpiece *y = &dy[k];
+		int64_t n = verify_elems(y->shape, y->rank);
+		for (int64_t f = 0; f < n; f++) {
+			unravel(f, y->shape, y->rank, idx);
+			for (int d = 0; d < y->rank; d++)
+				g[d] = idx[d] + y->lo[d];
+			int j;
+			source_of(o, in, k, g, y, &j, gi);
+			const struct vpiece *x = &in[j];
+			for (int d = 0; d < x->rank; d++) {
+				li[d] = gi[d] - x->lo[d];
+				if (li[d] < 0 || li[d] >= x->shape[d]) {
+					fail(why, wn, "the gradient of output %d needs input %d elements this rank "
+					     "does not hold", k, j);
+					return VK_BROKEN;
+				}
+			}
+			if (din[j].data)
+				din[j].data[ravel(li, x->shape, x->rank)] += y->data[f];
+		}
+	}
+	return VK_OK;
+}
+
+static enum vk_status v_gather(const struct vpiece *in, const struct vpiece *dy,
+                               struct vpiece *din)
+{
+	const struct vpiece *t = &in[0], *ix = &in[1];
+	int64_t n = verify_elems(dy->shape, dy->rank), idx[GRAPH_MAX_RANK], ti[GRAPH_MAX_RANK];
+	if (!din[0].data)
+		return VK_OK;
+	for (int64_t f = 0; f < n; f++) {
+		unravel(f, dy->shape, dy->rank, idx);
+		int64_t row = (int64_t)ix->data[ravel(idx, ix->shape, ix->rank)] - t->lo[0];
+		if (row < 0 || row >= t->shape[0])
+			continue;
+		ti[0] = row;
+		for (int d = 1; d < t->rank; d++)
+			ti[d] = idx[ix->rank + d - 1];
+		din[0].data[ravel(ti, t->shape, t->rank)] += dy->data[f];
+	}
+	return VK_OK;
+}
+
+/* d loss_i / d logit_ic = softmax_ic - [c = label_i]; with the whole
+ * row's max and sum of exponentials from the caller when the rank holds
+ * only some classes. */
+static enum vk_status v_sce(const struct vpiece *in, const struct vpiece *dy, struct vpiece *din,
+                            const double *rmax, const double *rsum)
+{
+	const struct vpiece *l = &in[0], *lab = &in[1];
+	int64_t v = l->shape[1];
+	if (!din[0].data)
+		return VK_OK;
+	for (int64_t i = 0; i < dy->shape[0]; i++) {
+		const double *x = l->data + i * v;
+		double m, s = 0;
+		if (rmax) {
+			m = rmax[i];
+			s = rsum[i];
+		} else {
+			m = -INFINITY;
+			for (int64_t c = 0; c < v; c++)
+				m = fmax(m, x[c]);
+			for (int64_t c = 0; c < v; c++)
+				s += exp(x[c] - m);
+		}
+		int64_t cls = (int64_t)lab->data[i] - l->lo[1];
+		for (int64_t c = 0; c < v; c++)
+			din[0].data[i * v + c] += dy->data[i] * (exp(x[c] - m) / s - (c == cls ? 1 : 0));
+	}
+	return VK_OK;
+}
+
+enum vk_status verify_vjp(const struct graph *g, int op, const struct vpiece *in,
+                          const struct vpiece *dout, struct vpiece *din, const double *rmax,
+                          const double *rsum, uint64_t salt, char *why, size_t why_size)
+{
+	const struct op *o = &g->ops[op];
+	switch (o->kind) {
+	case OP_MATMUL:
+	case OP_BATCHMATMUL:
+		return v_matmul(o, in, dout, din, why, why_size);
+	case OP_ADD:
+	case OP_SUB:
+	case OP_MUL:
+	case OP_BIASADD:
+		return v_binary(o, in, dout, din);
+	case OP_RELU:
+	case OP_GELU:
+	case OP_SILU:
+	case OP_DROPOUT:
+	case OP_CAST:
+		return v_unary(o, in, dout, din, salt);
+	case OP_SOFTMAX:
+		return v_softmax(o, in, dout, din);
+	case OP_LAYERNORM:
+	case OP_RMSNORM:
+		return v_norm(o, in, dout, din);
+	case OP_REDUCESUM:
+	case OP_REDUCEMEAN:
+		return v_reduce(o, in, dout, din);
+	case OP_TRANSPOSE:
+		return v_transpose(o, in, dout, din);
+	case OP_RESHAPE:
+	case OP_STRIDEDSLICE:
+	case OP_CONCAT:
+	case OP_SPLIT:
+		return v_move(o, in, dout, din, why, why_size);
+	case OP_GATHER:
+		return v_gather(in, dout, din);
+	case OP_SOFTMAXCROSSENTROPY:
+		return v_sce(in, dout, din, rmax, rsum);
+	default:
+		fail(why, why_size, "the gradient of op kind %s unsupported", op_kind_name(o->kind));
 		return VK_UNSUPPORTED;
 	}
 }

@@ -41,6 +41,18 @@ bool verify_scaling_init(struct verify_scaling *sc, const struct plan *p, int64_
 void verify_scaling_free(struct verify_scaling *sc);
 int64_t verify_scaling_dim(const struct verify_scaling *sc, int64_t v);
 
+/* The backward of op `op` on one rank's pieces: `in` the forward inputs,
+ * `dout` the gradients of the outputs (the rank's boxes, complete), `din`
+ * the inputs' gradients, accumulated (+=) into the caller's zeroed
+ * buffers; a NULL din[j].data is skipped (indices). The result is this
+ * rank's share: where the op cut labels an input does not carry, the
+ * ranks' shares add up to the gradient. Cross-entropy over a cut class
+ * dimension takes each row's global max and sum of exponentials in rmax
+ * and rsum (else NULL). */
+enum vk_status verify_vjp(const struct graph *g, int op, const struct vpiece *in,
+                          const struct vpiece *dout, struct vpiece *din, const double *rmax,
+                          const double *rsum, uint64_t salt, char *why, size_t why_size);
+
 /* A uniform number in [0, 1) from a key (splitmix64). */
 double verify_hash01(uint64_t key);
 

@@ -41,6 +41,7 @@ const char *const verify_status_names[VERIFY_STATUS_COUNT] = {"match", "mismatch
 void verify_options_init(struct verify_options *o)
 {
 	*o = (struct verify_options){.seed = 1,
+	                             .gradients = true,
 	                             .tolerance = VERIFY_DEFAULT_TOLERANCE,
 	                             .scale = 1,
 	                             .trace_rank = -1,
@@ -97,19 +98,22 @@ double verify_memory_bound(const struct plan *p, int64_t scale)
 		return INFINITY;
 	}
 	/* the run's own order: each op's inputs and outputs on top of the
-	 * tensors still to be read, each freed after its last reader */
+	 * tensors still to be read, each freed after its last reader, and of
+	 * every op's inputs as it read them, kept for the backward */
 	for (int i = 0; i < g->n_ops; i++)
 		for (int j = 0; j < g->ops[i].n_in; j++)
 			uses[g->ops[i].in[j]]++;
-	double live = 0, peak = 0;
+	double live = 0, peak = 0, saved = 0;
 	for (int i = 0; i < g->n_ops; i++) {
 		const struct dist_op *d = &p->ops[i];
-		double op = 0;
+		double op = 0, in = 0;
 		for (int j = 0; j < d->n_in; j++)
-			op += 2 * layout_bytes_at(&d->in[j], &sc, p->n_devices); /* arrival and a step */
+			in += layout_bytes_at(&d->in[j], &sc, p->n_devices);
+		op += 2 * in; /* arrival and a step */
 		for (int k = 0; k < d->n_out; k++)
 			op += 2 * layout_bytes_at(&d->out_partial[k], &sc, p->n_devices);
-		peak = fmax(peak, live + op);
+		saved += in;  /* kept for the backward */
+		peak = fmax(peak, live + op + saved);
 		for (int j = 0; j < d->n_in; j++) {
 			int t = g->ops[i].in[j];
 			if (g->tensors[t].producer >= 0 && --uses[t] == 0) {
@@ -146,6 +150,9 @@ struct ctx {
 	struct graph g;                  /* the plan's graph at the scale */
 	int64_t n, base;                 /* ranks */
 	struct verify_scaling sc;
+	bool backward;                   /* keep what the backward needs */
+	struct dist **saved;             /* per op: its inputs as it read them */
+	struct layout *held_l;           /* per tensor: the layout its producer hands it on in */
 	double **ref;                    /* per tensor, whole */
 	struct dist *held;               /* per tensor: as its producer hands it on */
 	int *uses;                       /* consumers still to read each tensor */
@@ -381,10 +388,9 @@ static const char *group_text(struct ctx *c, const struct rank_groups *g, int64_
 /* Runs one step on the buffers of d; the layout becomes st->after. Returns
  * a status and, unless VK_OK, the reason in why. */
 static enum vk_status run_step(struct ctx *c, struct dist *d, const struct comm_step *st,
-                               char *why, size_t wn)
+                               const struct layout *after_scaled, char *why, size_t wn)
 {
-	struct layout after;
-	scaled(c, &st->after, &after);
+	struct layout after = *after_scaled;
 	int64_t want[GRAPH_MAX_RANK], ns[GRAPH_MAX_RANK];
 	layout_local_shape(&after, want);
 	memcpy(ns, d->shape, sizeof(ns));
@@ -691,7 +697,9 @@ static bool run_steps(struct ctx *c, struct dist *d, const struct comm_step *ste
 	for (int s = 0; s < n; s++) {
 		const struct comm_step *st = &steps[s];
 		why[0] = '\0';
-		if (run_step(c, d, st, why, wn) != VK_OK)
+		struct layout after;
+		scaled(c, &st->after, &after);
+		if (run_step(c, d, st, &after, why, wn) != VK_OK)
 			return false;
 		const struct verify_fault *f = &c->o->fault;
 		if (fault_edge >= 0 && f->edge == fault_edge && f->step == s && f->rank_a >= 0 &&
@@ -776,27 +784,23 @@ static void arrive(struct ctx *c, int i, int j, struct dist *out)
  * classes, then its sum of exp(logit - max), then the label's logit where
  * the rank holds that class (0 elsewhere); loss = log(sum) + max - target.
  * `out` holds the result in the op's output layout. */
-static enum vk_status vocab_ce(struct ctx *c, int i, const struct dist *in, struct dist *out,
-                               char *why, size_t wn)
+static enum vk_status vocab_parts(struct ctx *c, int i, const struct dist *in,
+                                  const struct layout *ol, struct dist part[3], char *why,
+                                  size_t wn)
 {
 	const struct dist_op *dop = &c->p->ops[i];
-	struct dist part[3];
-	memset(part, 0, sizeof(part));
+	memset(part, 0, 3 * sizeof(*part));
 	const struct dist *x = &in[0], *lab = &in[1];
 	int64_t rows = x->shape[0], v = x->shape[1];
-	enum vk_status rc = VK_OK;
-	for (int k = 0; k < 3 && rc == VK_OK; k++) {
+	for (int k = 0; k < 3; k++) {
 		if (dop->comm[k].kind != STEP_ALLREDUCE ||
 		    dop->comm[k].reduce != (k ? REDUCE_SUM : REDUCE_MAX)) {
 			snprintf(why, wn, "cross-entropy over a cut class dimension without AllReduce "
 			         "max, sum, sum");
-			rc = VK_BROKEN;
-			break;
+			return VK_BROKEN;
 		}
-		if (!dist_alloc(c, &part[k], &out->l)) {
-			rc = VK_BROKEN;
-			break;
-		}
+		if (!dist_alloc(c, &part[k], ol))
+			return VK_BROKEN;
 		for (int64_t r = 0; r < c->n; r++) {
 			int64_t lo[GRAPH_MAX_RANK];
 			slice_of(c, &x->l, r, lo);
@@ -823,8 +827,16 @@ static enum vk_status vocab_ce(struct ctx *c, int i, const struct dist *in, stru
 		const char *name = arena_printf(c->a, "%s %s", c->g.tensors[c->g.ops[i].out[0]].name,
 		                                k == 0 ? "row max" : k == 1 ? "sum of exp" : "target logit");
 		if (!run_steps(c, &part[k], &dop->comm[k], 1, -1, name ? name : "", why, wn))
-			rc = VK_BROKEN;
+			return VK_BROKEN;
 	}
+	return VK_OK;
+}
+
+static enum vk_status vocab_ce(struct ctx *c, int i, const struct dist *in, struct dist *out,
+                               char *why, size_t wn)
+{
+	struct dist part[3];
+	enum vk_status rc = vocab_parts(c, i, in, &out->l, part, why, wn);
 	for (int64_t r = 0; rc == VK_OK && r < c->n; r++)
 		for (int64_t a = 0; a < out->elems; a++)
 			out->buf[r][a] = log(part[1].buf[r][a]) + part[0].buf[r][a] - part[2].buf[r][a];
@@ -968,8 +980,13 @@ static bool run_op(struct ctx *c, int i)
 			dist_scatter(c, &out[kk], &l, c->ref[o->out[kk]]);
 		}
 	}
+	if (c->backward && rc == VK_OK) {
+		c->saved[i] = in;
+		in = NULL;
+	}
 	for (int j = 0; j < o->n_in; j++) {
-		dist_free(c, &in[j]);
+		if (in)
+			dist_free(c, &in[j]);
 		int t = o->in[j];
 		if (c->g.tensors[t].producer >= 0 && --c->uses[t] == 0)
 			dist_free(c, &c->held[t]);
@@ -977,12 +994,581 @@ static bool run_op(struct ctx *c, int i)
 	free(in);
 	for (int kk = 0; kk < o->n_out; kk++) {
 		int t = o->out[kk];
+		c->held_l[t] = out[kk].l;
 		c->held[t] = out[kk];
 		if (c->uses[t] == 0)
 			dist_free(c, &c->held[t]);
 	}
 	free(out);
 	return !c->oom;
+}
+
+/* ------------------------------------------------------ the backward */
+
+/* The backward pass. The loss is the sum over the graph's outputs of
+ * output x G, with G seeded like the inputs, so the gradient of every
+ * output is G. Gradients are kept complete: each rank holds the exact
+ * gradient of its box of the tensor. Going back through a step:
+ *   AllReduce      nothing to do (every contributor's gradient is the whole one)
+ *   ReduceScatter  AllGather over the same groups
+ *   AllGather      each rank keeps its own part (a local slice)
+ *   AllToAll       AllToAll back over the same groups
+ *   StridedSlice   each rank gathers its box from the ranks holding its parts
+ *   Reshape        the box reinterpreted back
+ * An op's backward runs on each rank's boxes; an input's gradient is then
+ * a partial sum over the device axes that cut labels the input does not
+ * carry (MatMul's dX over the axes of n), completed by an AllReduce over
+ * them. Axes that cut nothing (repeated computation) hold copies. */
+
+static bool is_index(const struct graph *g, int op, int j)
+{
+	enum op_kind k = g->ops[op].kind;
+	return j == 1 && (k == OP_GATHER || k == OP_SOFTMAXCROSSENTROPY);
+}
+
+static double grad_seed(const struct ctx *c, int t, int64_t f)
+{
+	uint64_t key = (c->o->seed * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)t << 40) ^ (uint64_t)f ^
+	               0x5bd1e995ull;
+	return 2 * verify_hash01(key * 0x2545f4914f6cdd1dull) - 1;
+}
+
+static uint32_t layout_axes(const struct layout *l)
+{
+	uint32_t m = l->partial;
+	for (int d = 0; d < l->rank; d++)
+		for (int k = 0; k < l->n_map[d]; k++)
+			m |= 1u << l->map[d][k];
+	return m;
+}
+
+/* Each rank's box of `before` assembled from the ranks whose boxes of
+ * d's layout lie inside it (the backward of a StridedSlice). */
+static enum vk_status gather_boxes(struct ctx *c, struct dist *d, const struct layout *before,
+                                   char *why, size_t wn)
+{
+	int rank = before->rank;
+	int64_t ns[GRAPH_MAX_RANK];
+	layout_local_shape(before, ns);
+	int64_t ne = verify_elems(ns, rank);
+	int64_t (*alo)[GRAPH_MAX_RANK] = xcalloc(c, (size_t)c->n, sizeof(*alo));
+	double **nb = xcalloc(c, (size_t)c->n, sizeof(*nb));
+	int64_t *filled = xcalloc(c, (size_t)c->n, sizeof(*filled));
+	enum vk_status rc = alo && nb && filled ? VK_OK : VK_BROKEN;
+	for (int64_t q = 0; rc == VK_OK && q < c->n; q++)
+		slice_of(c, &d->l, q, alo[q]);
+	for (int64_t r = 0; rc == VK_OK && r < c->n; r++) {
+		int64_t blo[GRAPH_MAX_RANK], off[GRAPH_MAX_RANK], zero[GRAPH_MAX_RANK] = {0};
+		slice_of(c, before, r, blo);
+		if (!(nb[r] = xcalloc(c, (size_t)ne, sizeof(double)))) {
+			rc = VK_BROKEN;
+			break;
+		}
+		/* the first rank holding each part: parts tile the box */
+		int64_t got = 0;
+		for (int64_t q = 0; q < c->n && got < ne; q++) {
+			bool inside = true, dup = false;
+			for (int k = 0; k < rank && inside; k++) {
+				off[k] = alo[q][k] - blo[k];
+				inside = off[k] >= 0 && off[k] + d->shape[k] <= ns[k];
+			}
+			if (!inside)
+				continue;
+			for (int64_t p = 0; p < q && !dup; p++)
+				dup = !memcmp(alo[p], alo[q], (size_t)rank * sizeof(int64_t));
+			if (dup)
+				continue;
+			box_copy(nb[r], ns, off, d->buf[q], d->shape, zero, d->shape, rank);
+			got += d->elems;
+		}
+		if (got != ne) {
+			snprintf(why, wn, "backward of StridedSlice: rank %lld's box is not tiled by the "
+			         "ranks' slices", (long long)(c->base + r));
+			rc = VK_BROKEN;
+		}
+	}
+	free(alo);
+	free(filled);
+	if (rc != VK_OK) {
+		for (int64_t r = 0; nb && r < c->n; r++)
+			free(nb[r]);
+		free(nb);
+		return rc;
+	}
+	dist_free(c, d);
+	d->buf = nb;
+	d->l = *before;
+	memcpy(d->shape, ns, sizeof(ns));
+	d->elems = ne;
+	account(c, (double)c->n * (double)ne * (double)sizeof(double));
+	return VK_OK;
+}
+
+/* d (a gradient in the layout after step st) back to the layout before it
+ * (scaled, not partial). */
+static enum vk_status step_back(struct ctx *c, struct dist *d, const struct comm_step *st,
+                                const struct layout *before, char *why, size_t wn)
+{
+	struct comm_step t = *st;
+	switch (st->kind) {
+	case STEP_ALLREDUCE:
+		d->l = *before;
+		return VK_OK;
+	case STEP_REDUCESCATTER:
+		t.kind = STEP_ALLGATHER;
+		return run_step(c, d, &t, before, why, wn);
+	case STEP_ALLGATHER:
+		t.kind = STEP_SLICE;
+		return run_step(c, d, &t, before, why, wn);
+	case STEP_ALLTOALL:
+		t.dim = st->to_dim;
+		t.to_dim = st->dim;
+		return run_step(c, d, &t, before, why, wn);
+	case STEP_SLICE:
+		return gather_boxes(c, d, before, why, wn);
+	default:
+		t.kind = STEP_RESHAPE;
+		return run_step(c, d, &t, before, why, wn);
+	}
+}
+
+/* Steps [0, n) undone in reverse; `start` is the layout before step 0
+ * (scaled). */
+static enum vk_status steps_back(struct ctx *c, struct dist *d, const struct comm_step *steps,
+                                 int n, const struct layout *start, char *why, size_t wn)
+{
+	for (int s = n - 1; s >= 0; s--) {
+		struct layout before;
+		if (s > 0)
+			scaled(c, &steps[s - 1].after, &before);
+		else
+			before = *start;
+		before.partial = 0;
+		enum vk_status rc = step_back(c, d, &steps[s], &before, why, wn);
+		if (rc != VK_OK)
+			return rc;
+	}
+	return VK_OK;
+}
+
+/* Adds the rank buffers of src into acc (same boxes), or moves src there. */
+static void accumulate(struct ctx *c, struct dist *acc, struct dist *src)
+{
+	if (!acc->buf) {
+		*acc = *src;
+		memset(src, 0, sizeof(*src));
+		return;
+	}
+	for (int64_t r = 0; r < c->n; r++)
+		for (int64_t f = 0; f < acc->elems; f++)
+			acc->buf[r][f] += src->buf[r][f];
+	dist_free(c, src);
+}
+
+/* A parameter's gradient from one consumer, into the whole tensor; the
+ * largest disagreement between ranks holding the same box into *spread. */
+static void assemble(struct ctx *c, const struct dist *d, double *whole, double *spread)
+{
+	const struct layout *l = &d->l;
+	int64_t n = verify_elems(l->shape, l->rank);
+	double *part = xcalloc(c, (size_t)n, sizeof(double));
+	bool *seen = xcalloc(c, (size_t)n, sizeof(bool));
+	int64_t lo[GRAPH_MAX_RANK], idx[GRAPH_MAX_RANK];
+	for (int64_t r = 0; part && seen && r < c->n; r++) {
+		slice_of(c, l, r, lo);
+		for (int64_t f = 0; f < d->elems; f++) {
+			int64_t rem = f, gf = 0;
+			for (int x = l->rank - 1; x >= 0; x--) {
+				idx[x] = rem % d->shape[x];
+				rem /= d->shape[x];
+			}
+			for (int x = 0; x < l->rank; x++)
+				gf = gf * l->shape[x] + lo[x] + idx[x];
+			double v = d->buf[r][f];
+			if (seen[gf])
+				*spread = fmax(*spread, fabs(v - part[gf]));
+			part[gf] = v;
+			seen[gf] = true;
+		}
+	}
+	for (int64_t f = 0; part && f < n; f++)
+		whole[f] += part[f];
+	free(part);
+	free(seen);
+}
+
+/* The reference's backward, whole tensors. */
+static bool reference_backward(struct ctx *c, double **gref)
+{
+	char why[400];
+	for (int t = 0; t < c->g.n_tensors; t++) {
+		const struct tensor *x = &c->g.tensors[t];
+		if (x->producer >= 0 && c->uses[t] == 0 && x->n_consumers == 0) {
+			if (!(gref[t] = xcalloc(c, (size_t)x->elems, sizeof(double))))
+				return false;
+			for (int64_t f = 0; f < x->elems; f++)
+				gref[t][f] = grad_seed(c, t, f);
+		}
+	}
+	for (int i = c->g.n_ops - 1; i >= 0; i--) {
+		const struct op *o = &c->g.ops[i];
+		struct vpiece in[SIG_MAX_TENSORS], dy[SIG_MAX_TENSORS], din[SIG_MAX_TENSORS];
+		if (o->n_in > SIG_MAX_TENSORS || o->n_out > SIG_MAX_TENSORS)
+			return false;
+		bool any = false;
+		for (int k = 0; k < o->n_out; k++) {
+			const struct tensor *y = &c->g.tensors[o->out[k]];
+			if (!gref[o->out[k]] && !(gref[o->out[k]] = xcalloc(c, (size_t)y->elems, sizeof(double))))
+				return false;
+			any = true;
+			dy[k] = (struct vpiece){.data = gref[o->out[k]], .rank = y->rank};
+			memcpy(dy[k].shape, y->dims, sizeof(y->dims));
+			memcpy(dy[k].full, y->dims, sizeof(y->dims));
+		}
+		if (!any)
+			continue;
+		for (int j = 0; j < o->n_in; j++) {
+			const struct tensor *x = &c->g.tensors[o->in[j]];
+			in[j] = (struct vpiece){.data = c->ref[o->in[j]], .rank = x->rank};
+			memcpy(in[j].shape, x->dims, sizeof(x->dims));
+			memcpy(in[j].full, x->dims, sizeof(x->dims));
+			din[j] = in[j];
+			din[j].data = NULL;
+			if (is_index(&c->g, i, j))
+				continue;
+			if (!gref[o->in[j]] && !(gref[o->in[j]] = xcalloc(c, (size_t)x->elems, sizeof(double))))
+				return false;
+			din[j].data = gref[o->in[j]];
+		}
+		uint64_t salt = c->o->seed * 1000003u + (uint64_t)i;
+		if (verify_vjp(&c->g, i, in, dy, din, NULL, NULL, salt, why, sizeof why) != VK_OK)
+			return false;
+	}
+	return true;
+}
+
+/* ZeRO (stages 1 to 3): the gradient is reduce-scattered over the plan's
+ * gradient group instead of all-reduced, each rank keeping one chunk of
+ * its slice (flattened, padded to equal chunks, as DeepSpeed does). Run on
+ * the shares of one consumer's gradient: the ranks whose shares add up
+ * contribute them; ranks that computed a copy (axes of the group that cut
+ * nothing of the op) contribute once. Each rank's chunk is compared with
+ * the same elements of the unsharded gradient. */
+static void zero_check(struct ctx *c, int i, int j, const struct dist *share, uint32_t sum,
+                       const double *gref, double floor_abs)
+{
+	const struct dist_op *dop = &c->p->ops[i];
+	const struct graph *g = &c->g;
+	int t = g->ops[i].in[j];
+	struct verify_check *k = add_check(c, VERIFY_GRAD, i, -1, t,
+	                                   arena_printf(c->a, "zero-shard %s", g->tensors[t].name));
+	/* the op's gradient steps follow its parameter inputs that have copies */
+	int gi = 0;
+	for (int jj = 0; jj < j; jj++) {
+		uint32_t rep = 0;
+		for (int a = 0; a < dop->in[jj].dm.n; a++)
+			if (dop->in[jj].dm.size[a] > 1 && !(layout_axes(&dop->in[jj]) & (1u << a)))
+				rep |= 1u << a;
+		gi += g->tensors[g->ops[i].in[jj]].role == TENSOR_PARAM && rep;
+	}
+	if (gi >= dop->n_grad) {
+		if (sum)
+			set_status(c, k, VERIFY_BROKEN, "ranks' shares add up, but the plan has no "
+			                                "gradient step for this parameter");
+		else
+			set_status(c, k, VERIFY_UNSUPPORTED, "the parameter has no copies to shard over");
+		return;
+	}
+	const struct rank_groups *gr = &dop->grad[gi].groups;
+	uint32_t gm = 0;
+	for (int a = 0; a < gr->n_axes; a++)
+		gm |= 1u << gr->axes[a];
+	if (sum & ~gm) {
+		set_status(c, k, VERIFY_BROKEN, "the gradient group leaves out ranks whose shares add up");
+		return;
+	}
+	uint32_t copies = gm & ~sum;
+	int gs = gr->size;
+	int64_t len = share->elems, chunk = (len + gs - 1) / gs;
+	int64_t *m = xcalloc(c, (size_t)gs, sizeof(*m));
+	double *acc = xcalloc(c, (size_t)(chunk * gs), sizeof(double));
+	int64_t coord[PLAN_MAX_AXES], lo[GRAPH_MAX_RANK], idx[GRAPH_MAX_RANK];
+	double worst = 0, big = floor_abs;
+	const struct layout *l = &share->l;
+	for (int q = 0; m && acc && q < gr->n_groups; q++) {
+		rank_groups_members(gr, q, m);
+		memset(acc, 0, (size_t)(chunk * gs) * sizeof(double));
+		for (int u = 0; u < gs; u++) {
+			devmat_coords(&gr->dm, m[u], coord);
+			bool first = true;
+			for (int a = 0; a < gr->dm.n; a++)
+				if (copies & (1u << a))
+					first &= coord[a] == 0;
+			if (!first)
+				continue;
+			for (int64_t f = 0; f < len; f++)
+				acc[f] += share->buf[m[u] - c->base][f];
+		}
+		for (int u = 0; u < gs; u++) {
+			slice_of(c, l, m[u] - c->base, lo);
+			for (int64_t f = u * chunk; f < len && f < (u + 1) * chunk; f++) {
+				int64_t rem = f, gf = 0;
+				for (int x = l->rank - 1; x >= 0; x--) {
+					idx[x] = rem % share->shape[x];
+					rem /= share->shape[x];
+				}
+				for (int x = 0; x < l->rank; x++)
+					gf = gf * l->shape[x] + lo[x] + idx[x];
+				worst = fmax(worst, fabs(acc[f] - gref[gf]));
+				big = fmax(big, fabs(gref[gf]));
+			}
+		}
+	}
+	free(m);
+	free(acc);
+	if (!k)
+		return;
+	k->max_abs = worst;
+	k->max_rel = worst / big;
+	if (!(k->max_rel <= c->o->tolerance))
+		set_status(c, k, VERIFY_MISMATCH, NULL);
+}
+
+static void backward(struct ctx *c)
+{
+	const struct plan *p = c->p;
+	const struct graph *g = &c->g;
+	int nt = g->n_tensors;
+	double **gref = xcalloc(c, (size_t)nt, sizeof(*gref));
+	double **gfull = xcalloc(c, (size_t)nt, sizeof(*gfull));
+	double *spread = xcalloc(c, (size_t)nt, sizeof(*spread));
+	struct dist *gcot = xcalloc(c, (size_t)nt, sizeof(*gcot));
+	char why[400] = "";
+	const char *fail = NULL;
+	if (!gref || !gfull || !spread || !gcot || !reference_backward(c, gref))
+		fail = "out of memory, or an op the reference cannot differentiate";
+	double gmax = 0;
+	for (int t = 0; !fail && t < nt; t++)
+		if (g->tensors[t].role == TENSOR_PARAM && gref[t])
+			for (int64_t f = 0; f < g->tensors[t].elems; f++)
+				gmax = fmax(gmax, fabs(gref[t][f]));
+	bool zero = p->scenario && p->scenario->training.zero_stage > 0;
+	/* the outputs' gradients, each rank its box */
+	for (int t = 0; !fail && t < nt; t++)
+		if (g->tensors[t].producer >= 0 && g->tensors[t].n_consumers == 0 &&
+		    !dist_scatter(c, &gcot[t], &c->held_l[t], gref[t]))
+			fail = "out of memory";
+	for (int i = g->n_ops - 1; !fail && i >= 0; i--) {
+		const struct op *o = &g->ops[i];
+		const struct dist_op *dop = &p->ops[i];
+		struct dist *in = c->saved[i];
+		if (!in) {
+			fail = "the forward pass of an op did not run";
+			break;
+		}
+		/* the outputs' gradients back through the op's own communication */
+		struct dist dy[SIG_MAX_TENSORS];
+		memset(dy, 0, sizeof(dy));
+		bool vocab = o->kind == OP_SOFTMAXCROSSENTROPY && dop->n_comm == 3 &&
+		             in[0].shape[1] != in[0].l.shape[1];
+		for (int k = 0; k < o->n_out && !fail; k++) {
+			struct layout lp;
+			scaled(c, &dop->out_partial[k], &lp);
+			lp.partial = 0;
+			int t = o->out[k];
+			if (gcot[t].buf) {
+				dy[k] = gcot[t];
+				memset(&gcot[t], 0, sizeof(gcot[t]));
+			} else if (!dist_alloc(c, &dy[k], &c->held_l[t])) {
+				fail = "out of memory";
+				break;
+			}
+			if (dop->n_comm && !vocab) {
+				if (o->n_out != 1)
+					fail = "the gradient through the communication of an op with several "
+					       "outputs unsupported";
+				else if (steps_back(c, &dy[k], dop->comm, dop->n_comm, &lp, why, sizeof why) !=
+				         VK_OK)
+					fail = why;
+			}
+			dy[k].l = lp;
+		}
+		/* every rank's share of the inputs' gradients */
+		struct dist din[SIG_MAX_TENSORS];
+		memset(din, 0, sizeof(din));
+		for (int j = 0; j < o->n_in && !fail; j++)
+			if (!is_index(g, i, j) && !dist_alloc(c, &din[j], &in[j].l))
+				fail = "out of memory";
+		struct dist part[3];
+		memset(part, 0, sizeof(part));
+		if (!fail && vocab && vocab_parts(c, i, in, &dy[0].l, part, why, sizeof why) != VK_OK)
+			fail = why;
+		struct vpiece pin[SIG_MAX_TENSORS], pdy[SIG_MAX_TENSORS], pdin[SIG_MAX_TENSORS];
+		for (int64_t r = 0; !fail && r < c->n; r++) {
+			for (int j = 0; j < o->n_in; j++) {
+				pin[j] = (struct vpiece){.data = in[j].buf[r], .rank = in[j].l.rank};
+				memcpy(pin[j].shape, in[j].shape, sizeof(in[j].shape));
+				memcpy(pin[j].full, in[j].l.shape, sizeof(in[j].l.shape));
+				slice_of(c, &in[j].l, r, pin[j].lo);
+				pdin[j] = pin[j];
+				pdin[j].data = din[j].buf ? din[j].buf[r] : NULL;
+			}
+			for (int k = 0; k < o->n_out; k++) {
+				pdy[k] = (struct vpiece){.data = dy[k].buf[r], .rank = dy[k].l.rank};
+				memcpy(pdy[k].shape, dy[k].shape, sizeof(dy[k].shape));
+				memcpy(pdy[k].full, dy[k].l.shape, sizeof(dy[k].l.shape));
+				slice_of(c, &dy[k].l, r, pdy[k].lo);
+			}
+			uint64_t salt = c->o->seed * 1000003u + (uint64_t)i;
+			if (verify_vjp(g, i, pin, pdy, pdin, vocab ? part[0].buf[r] : NULL,
+			               vocab ? part[1].buf[r] : NULL, salt, why, sizeof why) != VK_OK)
+				fail = why;
+		}
+		for (int k = 0; k < 3; k++)
+			dist_free(c, &part[k]);
+		for (int k = 0; k < o->n_out; k++)
+			dist_free(c, &dy[k]);
+		/* complete, and hand back to the producers */
+		uint32_t used = 0;
+		for (int j = 0; j < o->n_in; j++)
+			used |= layout_axes(&dop->in[j]);
+		for (int k = 0; k < o->n_out; k++)
+			used |= layout_axes(&dop->out_partial[k]);
+		for (int j = 0; j < o->n_in && !fail; j++) {
+			if (!din[j].buf)
+				continue;
+			int t = o->in[j];
+			uint32_t sum = used & ~layout_axes(&dop->in[j]);
+			int axes[PLAN_MAX_AXES], na = 0;
+			for (int a = 0; a < dop->in[j].dm.n; a++)
+				if (sum & (1u << a) && dop->in[j].dm.size[a] > 1)
+					axes[na++] = a;
+				else
+					sum &= ~(1u << a);
+			if (zero && g->tensors[t].role == TENSOR_PARAM && g->tensors[t].n_consumers == 1)
+				zero_check(c, i, j, &din[j], sum, gref[t], 1e-6 * fmax(gmax, 1));
+			if (na) {
+				struct comm_step st = {.kind = STEP_ALLREDUCE, .reduce = REDUCE_SUM, .dim = -1,
+				                       .to_dim = -1};
+				if (!devmat_groups(&dop->in[j].dm, axes, na, &st.groups)) {
+					fail = "gradient groups do not fit";
+					break;
+				}
+				struct layout l = in[j].l;
+				if (run_step(c, &din[j], &st, &l, why, sizeof why) != VK_OK) {
+					fail = why;
+					break;
+				}
+			}
+			const struct tensor *x = &g->tensors[t];
+			if (x->role == TENSOR_PARAM) {
+				if (!gfull[t] && !(gfull[t] = xcalloc(c, (size_t)x->elems, sizeof(double)))) {
+					fail = "out of memory";
+					break;
+				}
+				assemble(c, &din[j], gfull[t], &spread[t]);
+				dist_free(c, &din[j]);
+				continue;
+			}
+			if (x->producer < 0) {
+				dist_free(c, &din[j]);
+				continue;
+			}
+			int ei;
+			const struct plan_edge *e = edge_into(p, i, j, &ei);
+			struct layout start = c->held_l[t];
+			start.partial = 0;
+			if (e && e->redist.n_steps &&
+			    steps_back(c, &din[j], e->redist.steps, e->redist.n_steps, &start, why,
+			               sizeof why) != VK_OK) {
+				fail = why;
+				break;
+			}
+			din[j].l = start;
+			if (gcot[t].buf && gcot[t].elems != din[j].elems) {
+				fail = "gradients of one tensor arrive in different boxes";
+				break;
+			}
+			accumulate(c, &gcot[t], &din[j]);
+		}
+		for (int j = 0; j < o->n_in; j++)
+			dist_free(c, &din[j]);
+	}
+	/* one check per parameter, in graph order, relative to its largest
+	 * magnitude, but to no less than a millionth of the model's largest
+	 * parameter gradient or of the outputs' gradients (of order 1): a
+	 * gradient that is zero in exact arithmetic (an attention key's bias:
+	 * softmax ignores a shift common to all keys; anything before a
+	 * softmax summed over its axis) is rounding noise, with nothing to be
+	 * relative to */
+	for (int t = 0; t < nt; t++) {
+		const struct tensor *x = &g->tensors[t];
+		if (x->role != TENSOR_PARAM || x->n_consumers == 0)
+			continue;
+		struct verify_check *k = add_check(c, VERIFY_GRAD, -1, -1, t,
+		                                   arena_printf(c->a, "grad %s", x->name));
+		if (fail || !gfull || !gfull[t] || !gref[t]) {
+			set_status(c, k, VERIFY_BROKEN, fail ? fail : "no gradient reached it");
+			continue;
+		}
+		double big = 1e-6 * fmax(gmax, 1), worst = spread[t];
+		for (int64_t f = 0; f < x->elems; f++) {
+			big = fmax(big, fabs(gref[t][f]));
+			double e = fabs(gfull[t][f] - gref[t][f]);
+			worst = fmax(worst, isnan(e) ? INFINITY : e);
+		}
+		if (k) {
+			k->max_abs = worst;
+			k->max_rel = big > 0 ? worst / big : worst;
+			if (!(k->max_rel <= c->o->tolerance))
+				set_status(c, k, VERIFY_MISMATCH, spread[t] > 0 && spread[t] >= worst
+				                                      ? "ranks holding the same slice disagree"
+				                                      : NULL);
+		}
+	}
+	for (int t = 0; t < nt; t++) {
+		if (gref)
+			free(gref[t]);
+		if (gfull)
+			free(gfull[t]);
+		if (gcot)
+			dist_free(c, &gcot[t]);
+	}
+	free(gref);
+	free(gfull);
+	free(spread);
+	free(gcot);
+}
+
+/* The pipeline split: before op i, the first of a chunk, the activations
+ * the ranks still hold (made before i, read at or after it) are what the
+ * stage must send on; the partition's live bytes per rank must be theirs. */
+static void stage_check(struct ctx *c, const struct plan_part *part, int i)
+{
+	const struct plan *p = c->p;
+	double held = 0;
+	for (int t = 0; t < c->g.n_tensors; t++) {
+		int prod = c->g.tensors[t].producer;
+		if (prod < 0 || prod >= i || !c->held[t].buf)
+			continue;
+		const struct op *o = &p->graph->ops[prod];
+		for (int k = 0; k < o->n_out; k++)
+			if (o->out[k] == t)
+				held += layout_local_bytes(&p->ops[prod].out[k]);
+	}
+	double want = part->live[i];
+	struct verify_check *k = add_check(
+	    c, VERIFY_STAGE, i, -1, c->g.ops[i].in[0],
+	    arena_printf(c->a, "stage cut before %s (chunk %d to %d)", c->g.ops[i].name,
+	                 part->chunk_of[i - 1], part->chunk_of[i]));
+	if (!k)
+		return;
+	k->max_abs = fabs(held - want);
+	k->max_rel = want > 0 ? k->max_abs / want : k->max_abs;
+	if (!(k->max_rel <= c->o->tolerance))
+		set_status(c, k, VERIFY_MISMATCH,
+		           arena_printf(c->a, "the split sends %.0f bytes per rank, the ranks hold %.0f "
+		                        "live there", want, held));
 }
 
 bool verify_plan(struct arena *a, const struct plan *p, const struct verify_options *o,
@@ -1000,7 +1586,10 @@ bool verify_plan(struct arena *a, const struct plan *p, const struct verify_opti
 		return false;
 	}
 	bool ok = scale_graph(&c, diags);
+	c.backward = o->gradients;
 	if (ok) {
+		c.saved = xcalloc(&c, (size_t)c.g.n_ops + 1, sizeof(*c.saved));
+		c.held_l = xcalloc(&c, (size_t)c.g.n_tensors + 1, sizeof(*c.held_l));
 		c.ref = xcalloc(&c, (size_t)c.g.n_tensors, sizeof(*c.ref));
 		c.held = xcalloc(&c, (size_t)c.g.n_tensors, sizeof(*c.held));
 		c.uses = xcalloc(&c, (size_t)c.g.n_tensors, sizeof(*c.uses));
@@ -1019,10 +1608,38 @@ bool verify_plan(struct arena *a, const struct plan *p, const struct verify_opti
 	for (int i = 0; ok && !c.oom && i < c.g.n_ops; i++)
 		for (int j = 0; j < c.g.ops[i].n_in; j++)
 			c.uses[c.g.ops[i].in[j]]++;
-	for (int i = 0; ok && !c.oom && i < c.g.n_ops; i++)
+	struct estimate est;
+	const struct plan_part *part = NULL;
+	if (ok && p->scenario && p->scenario->training.pipeline_stages > 1) {
+		if (!plan_estimate(a, p, &est, diags))
+			ok = false;
+		else
+			part = &est.part;
+	}
+	for (int i = 0; ok && !c.oom && i < c.g.n_ops; i++) {
+		if (part && i > 0 && part->chunk_of[i] != part->chunk_of[i - 1])
+			stage_check(&c, part, i);
 		ok = run_op(&c, i);
+	}
 	if (c.oom && ok)
 		ok = false;
+	bool forward_ok = true;
+	for (int k = 0; k < out->n_checks; k++)
+		forward_ok &= out->checks[k].status == VERIFY_MATCH;
+	out->n_forward = out->n_checks;
+	if (ok && c.backward && forward_ok)
+		backward(&c);
+	else if (ok && c.backward)
+		out->gradients_skipped = true;
+	if (c.oom && ok)
+		ok = false;
+	for (int i = 0; c.saved && i < c.g.n_ops; i++) {
+		for (int j = 0; c.saved[i] && j < c.g.ops[i].n_in; j++)
+			dist_free(&c, &c.saved[i][j]);
+		free(c.saved[i]);
+	}
+	free(c.saved);
+	free(c.held_l);
 	if (!ok && diags->errors == 0)
 		diag_add(diags, DIAG_ERROR, p->scenario ? p->scenario->file : NULL, 0, NULL,
 		         "out of memory verifying the plan (try --scale)");

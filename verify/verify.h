@@ -36,10 +36,14 @@ enum verify_status {
 };
 extern const char *const verify_status_names[VERIFY_STATUS_COUNT];
 
-enum verify_what { VERIFY_OP, VERIFY_EDGE };
+enum verify_what { VERIFY_OP, VERIFY_EDGE, VERIFY_GRAD, VERIFY_STAGE };
 
-/* One compared tensor: an op's output after its own communication, or a
- * tensor after the redistribution on an edge. */
+/* One compared tensor: an op's output after its own communication, a
+ * tensor after the redistribution on an edge, a parameter's gradient
+ * (VERIFY_GRAD: op and edge -1; "zero-shard P": one rank's ZeRO chunk,
+ * op the consumer), or a pipeline cut (VERIFY_STAGE: op the first of the
+ * next chunk, max_abs the bytes per rank the split sends that the ranks
+ * did not hold live there, or the other way round). */
 struct verify_check {
 	enum verify_what what;
 	int op;                            /* VERIFY_OP: the op; VERIFY_EDGE: the consumer */
@@ -64,15 +68,20 @@ struct verify_options {
 	double tolerance;                  /* largest relative error that matches */
 	int64_t scale;                     /* >= 1: shrink dimensions (verify_scaled_dim) */
 	int64_t trace_rank;                /* -1: no trace */
+	bool gradients;                    /* run the backward pass too (default true) */
 	struct verify_fault fault;
 };
 
-/* Defaults: seed 1, VERIFY_DEFAULT_TOLERANCE, scale 1, no trace, no fault. */
+/* Defaults: seed 1, VERIFY_DEFAULT_TOLERANCE, scale 1, no trace, no
+ * fault, gradients. */
 void verify_options_init(struct verify_options *o);
 
 struct verify_result {
 	int n_checks;
-	struct verify_check *checks;       /* ops and their input edges in graph order */
+	struct verify_check *checks;       /* ops and their input edges in graph order, then
+	                                      the parameters' gradients */
+	int n_forward;                     /* of them, the forward pass's */
+	bool gradients_skipped;            /* the forward did not verify: no backward ran */
 	int n_trace;
 	const char **trace;                /* trace_rank's lines, in execution order */
 	int n_match, n_mismatch, n_broken, n_unsupported;
@@ -98,7 +107,13 @@ double verify_reference_bytes(const struct plan *p, int64_t scale);
  * all were live at once. */
 double verify_memory_bound(const struct plan *p, int64_t scale);
 
-/* Runs the plan's forward pass on every rank and compares. False only
+/* Runs the plan's forward pass on every rank and compares; then, when the
+ * forward matches and o->gradients, the backward pass: the loss is the sum
+ * of the graph's outputs times seeded weights, every op's backward runs
+ * on the ranks' boxes (hand-derived formulas per op kind, GSL BLAS for
+ * GEMMs), every step and collective is undone on the buffers, and each
+ * parameter's gradient (completed over the ranks whose shares add up) is
+ * compared with the unsharded one. False only
  * with a diagnostic (out of memory, a scale that breaks a Reshape); a plan
  * that computes the wrong numbers returns true with passed == false. */
 bool verify_plan(struct arena *a, const struct plan *p, const struct verify_options *o,
