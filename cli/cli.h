@@ -227,6 +227,31 @@ void report_compare_explain(FILE *f, const struct compare_row *r);
 /* Rows, ranking and explanation as JSON members of root. */
 void report_compare_json(struct cJSON *root, const struct compare_row *rows, int n);
 
+/* ------------------------------------------- output.c: files written */
+
+/* One output file being written (output.c): a regular file through a
+ * temporary file in its directory renamed over it at the end (removed on
+ * SIGINT/SIGTERM/SIGHUP), a device or FIFO in place, a symbolic link
+ * followed. */
+struct cli_out {
+	FILE *f;            /* write here */
+	const char *path;   /* as the user named it, for messages */
+	char *target;       /* the name written (links followed) */
+	char *tmp;          /* the temporary file, NULL when written in place */
+	int slot;           /* its place in the signal handler's list */
+};
+/* False with "PATH: cannot write: REASON" in err. */
+bool cli_out_open(struct cli_out *o, const char *path, char *err, size_t err_size);
+/* Checks every write (error flag, flush, fsync, close) and renames the
+ * temporary file into place; false with a message in err (the temporary
+ * file removed, the old file kept). */
+bool cli_out_close(struct cli_out *o, char *err, size_t err_size);
+/* Gives up: closes and removes the temporary file. */
+void cli_out_abort(struct cli_out *o);
+/* Standard output checked at the end of a command: a failed write (a full
+ * disk, a closed pipe) prints a message and turns status 0 into 1. */
+int cli_finish_stdout(int status);
+
 /* ------------------------------------------ trace.c: the Chrome trace */
 
 /* The trace of a simulation as Chrome-trace JSON (docs/simulation.md):
