@@ -27,6 +27,10 @@ int cmd_simulate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 
+/* What `check` does to one parsed file of any format (diagnostics in
+ * doc->diags): true when it is valid, with a one-line summary. */
+bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t size);
+
 /* Every diagnostic of the list on stderr, one per line, then a count of
  * the dropped ones if any. */
 void cli_print_diags(const struct diag_list *d);

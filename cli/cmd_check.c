@@ -44,6 +44,53 @@ static bool strategies_valid(struct arena *a, const struct scenario *s, struct d
 	return d->errors == errors;
 }
 
+bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t size)
+{
+	struct diag_list *d = doc->diags;
+	struct jv root;
+	int64_t version;
+	const char *fmt = NULL;
+	size_t errors = d->errors;
+	summary[0] = '\0';
+	if (jv_root(doc, &root))
+		fmt = jv_format(&root, &version);
+	if (!fmt) {
+		/* reported */
+	} else if (!strcmp(fmt, TOPO_FORMAT)) {
+		struct topology *t = topo_load_doc(a, doc);
+		if (t)
+			snprintf(summary, size, "topology: %lld × %s", (long long)t->n_devices,
+			         t->device.kind);
+	} else if (!strcmp(fmt, MODEL_FORMAT)) {
+		struct graph *g = graph_load_doc(a, doc);
+		if (g) {
+			struct graph_totals tot;
+			char p[32];
+			graph_totals(g, &tot);
+			snprintf(summary, size, "model: %d ops, %s parameters", tot.ops,
+			         cli_si(p, sizeof p, (double)tot.parameters, ""));
+		}
+	} else if (!strcmp(fmt, SCENARIO_FORMAT)) {
+		struct scenario *s = scenario_load_doc(a, doc);
+		if (s && !strategies_valid(a, s, d))
+			s = NULL;
+		if (s)
+			snprintf(summary, size, "scenario: %s on %lld of %lld devices", s->graph->name,
+			         (long long)s->devices, (long long)s->topo->n_devices);
+	} else if (!strcmp(fmt, VALIDATION_FORMAT)) {
+		struct validation *v = validation_load_doc(a, doc);
+		if (v)
+			snprintf(summary, size, "validation: %s, %d row%s",
+			         validation_kind_names[v->kind], v->n_rows, v->n_rows == 1 ? "" : "s");
+	} else {
+		struct jv f;
+		jv_get(&root, "format", &f);
+		jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\" or \"%s\")", fmt,
+		         TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT, VALIDATION_FORMAT);
+	}
+	return summary[0] && d->errors == errors;
+}
+
 static bool check_one(const char *path)
 {
 	struct diag_list d;
@@ -56,48 +103,8 @@ static bool check_one(const char *path)
 		fprintf(stderr, "shardlab: out of memory\n");
 		return false;
 	}
-	if (json_doc_load(&doc, path, &d)) {
-		struct jv root;
-		int64_t version;
-		const char *fmt = NULL;
-		if (jv_root(&doc, &root))
-			fmt = jv_format(&root, &version);
-		if (!fmt) {
-			/* reported */
-		} else if (!strcmp(fmt, TOPO_FORMAT)) {
-			struct topology *t = topo_load_doc(a, &doc);
-			if (t)
-				snprintf(summary, sizeof summary, "topology: %lld × %s",
-				         (long long)t->n_devices, t->device.kind);
-		} else if (!strcmp(fmt, MODEL_FORMAT)) {
-			struct graph *g = graph_load_doc(a, &doc);
-			if (g) {
-				struct graph_totals tot;
-				char p[32];
-				graph_totals(g, &tot);
-				snprintf(summary, sizeof summary, "model: %d ops, %s parameters", tot.ops,
-				         cli_si(p, sizeof p, (double)tot.parameters, ""));
-			}
-		} else if (!strcmp(fmt, SCENARIO_FORMAT)) {
-			struct scenario *s = scenario_load_doc(a, &doc);
-			if (s && !strategies_valid(a, s, &d))
-				s = NULL;
-			if (s)
-				snprintf(summary, sizeof summary, "scenario: %s on %lld of %lld devices",
-				         s->graph->name, (long long)s->devices, (long long)s->topo->n_devices);
-		} else if (!strcmp(fmt, VALIDATION_FORMAT)) {
-			struct validation *v = validation_load_doc(a, &doc);
-			if (v)
-				snprintf(summary, sizeof summary, "validation: %s, %d row%s",
-				         validation_kind_names[v->kind], v->n_rows, v->n_rows == 1 ? "" : "s");
-		} else {
-			struct jv f;
-			jv_get(&root, "format", &f);
-			jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\" or \"%s\")",
-			         fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT, VALIDATION_FORMAT);
-		}
-		ok = summary[0] && d.errors == 0;
-	}
+	if (json_doc_load(&doc, path, &d))
+		ok = cli_check_doc(a, &doc, summary, sizeof summary);
 	json_doc_free(&doc);
 	cli_print_diags(&d);
 	if (ok)
