@@ -13,7 +13,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-PACKAGES=(libsimgrid-dev libgsl-dev libcjson-dev libcriterion-dev meson ninja-build pkg-config)
+PACKAGES=(libsimgrid-dev libgsl-dev libcjson-dev libcriterion-dev meson ninja-build pkg-config
+	clang valgrind)
 
 missing_packages() {
 	local p
