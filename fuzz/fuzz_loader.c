@@ -4,6 +4,7 @@
  * "scenarios/fuzz.json" so that the paths a scenario or a validation file
  * names resolve against the shipped files (run from the source root). */
 #include <cjson/cJSON.h>
+#include <string.h>
 
 #include "cli.h"
 #include "fuzz.h"
@@ -14,6 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct diag_list d;
 	struct json_doc doc;
 	struct arena *a = arena_new();
+	memset(&doc, 0, sizeof doc);
 	diag_list_init(&d);
 	if (a && json_doc_parse(&doc, "scenarios/fuzz.json", (const char *)data, size, &d)) {
 		struct jv root;
