@@ -32,6 +32,10 @@ int cmd_sweep(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 
+/* What `check` does to one parsed file of any format (diagnostics in
+ * doc->diags): true when it is valid, with a one-line summary. */
+bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t size);
+
 /* Every diagnostic of the list on stderr, one per line, then a count of
  * the dropped ones if any. */
 void cli_print_diags(const struct diag_list *d);
@@ -300,6 +304,31 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 void report_megatron_args(FILE *f, const struct plan *p, const struct search_config *c);
 /* text into path, atomically (a temporary file renamed over it). */
 bool report_write_file(const char *path, const char *text, char *err, size_t err_size);
+
+/* ------------------------------------------- output.c: files written */
+
+/* One output file being written (output.c): a regular file through a
+ * temporary file in its directory renamed over it at the end (removed on
+ * SIGINT/SIGTERM/SIGHUP), a device or FIFO in place, a symbolic link
+ * followed. */
+struct cli_out {
+	FILE *f;            /* write here */
+	const char *path;   /* as the user named it, for messages */
+	char *target;       /* the name written (links followed) */
+	char *tmp;          /* the temporary file, NULL when written in place */
+	int slot;           /* its place in the signal handler's list */
+};
+/* False with "PATH: cannot write: REASON" in err. */
+bool cli_out_open(struct cli_out *o, const char *path, char *err, size_t err_size);
+/* Checks every write (error flag, flush, fsync, close) and renames the
+ * temporary file into place; false with a message in err (the temporary
+ * file removed, the old file kept). */
+bool cli_out_close(struct cli_out *o, char *err, size_t err_size);
+/* Gives up: closes and removes the temporary file. */
+void cli_out_abort(struct cli_out *o);
+/* Standard output checked at the end of a command: a failed write (a full
+ * disk, a closed pipe) prints a message and turns status 0 into 1. */
+int cli_finish_stdout(int status);
 
 /* ------------------------------------------ trace.c: the Chrome trace */
 

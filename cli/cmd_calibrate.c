@@ -370,6 +370,41 @@ static void csv_residuals(const struct calib_table *t, const struct calib_fit *f
 
 /* ---------------------------------------------------------------- main */
 
+/* A JSON file named where the CSV table belongs (a topology, a model):
+ * one diagnostic naming what it is, rather than the CSV reader's
+ * complaints about its first line. */
+static bool json_instead(const char *path, struct diag_list *d)
+{
+	size_t len = 0;
+	const char *err = NULL;
+	char *text = util_read_file(path, &len, &err);
+	if (!text)
+		return false; /* the table reader says why */
+	size_t i = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;
+	while (i < len && (unsigned char)text[i] <= 32)
+		i++;
+	bool json = i < len && (text[i] == '{' || text[i] == '[');
+	if (json) {
+		struct diag_list quiet;
+		struct json_doc doc;
+		diag_list_init(&quiet);
+		const cJSON *f = NULL;
+		if (json_doc_parse(&doc, path, text, len, &quiet) && cJSON_IsObject(doc.root))
+			f = cJSON_GetObjectItemCaseSensitive(doc.root, "format");
+		if (cJSON_IsString(f))
+			diag_add(d, DIAG_ERROR, path, json_doc_line(&doc, f), "format",
+			         "this is a \"%s\" file; calibrate reads a CSV table of kernel times",
+			         f->valuestring);
+		else
+			diag_add(d, DIAG_ERROR, path, 1, NULL,
+			         "this is a JSON file; calibrate reads a CSV table of kernel times");
+		json_doc_free(&doc);
+		diag_list_free(&quiet);
+	}
+	free(text);
+	return json;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -391,7 +426,7 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	int rc = EXIT_INVALID;
 	struct topology *topo = args.topology ? cli_load_topology(a, args.topology, &d) : NULL;
-	struct calib_table *t = cost_calib_load(a, args.table, &d);
+	struct calib_table *t = json_instead(args.table, &d) ? NULL : cost_calib_load(a, args.table, &d);
 	struct calib_fit fit;
 	if (t && (topo || !args.topology) &&
 	    cost_calib_fit(a, t, topo ? &topo->device : NULL, args.keep, &fit, &d)) {

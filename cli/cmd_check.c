@@ -48,6 +48,79 @@ static bool strategies_valid(struct arena *a, const struct scenario *s, struct d
 	return d->errors == errors;
 }
 
+bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t size)
+{
+	struct diag_list *d = doc->diags;
+	struct jv root;
+	int64_t version;
+	const char *fmt = NULL;
+	bool hf = false;
+	size_t errors = d->errors;
+	summary[0] = '\0';
+	if (jv_root(doc, &root)) {
+		struct jv m;
+		/* A Hugging Face config.json has no "format" but says its model. */
+		hf = !jv_get(&root, "format", &m) &&
+		     (jv_get(&root, "architectures", &m) || jv_get(&root, "model_type", &m));
+		if (!hf)
+			fmt = jv_format(&root, &version);
+	}
+	if (hf) {
+		struct hf_model m;
+		struct graph *g = graph_hf_read(a, doc, 0, 0, &m) ? graph_generate(a, &m.gen, d) : NULL;
+		if (g) {
+			struct graph_totals tot;
+			char p[32];
+			graph_totals(g, &tot);
+			snprintf(summary, size, "Hugging Face config: %s, %s parameters", m.architecture,
+			         cli_si(p, sizeof p, (double)tot.parameters, ""));
+		}
+	} else if (!fmt) {
+		/* reported */
+	} else if (!strcmp(fmt, TOPO_FORMAT)) {
+		struct topology *t = topo_load_doc(a, doc);
+		if (t)
+			snprintf(summary, size, "topology: %lld × %s", (long long)t->n_devices,
+			         t->device.kind);
+	} else if (!strcmp(fmt, MODEL_FORMAT)) {
+		struct graph *g = graph_load_doc(a, doc);
+		if (g) {
+			struct graph_totals tot;
+			char p[32];
+			graph_totals(g, &tot);
+			snprintf(summary, size, "model: %d ops, %s parameters", tot.ops,
+			         cli_si(p, sizeof p, (double)tot.parameters, ""));
+		}
+	} else if (!strcmp(fmt, SCENARIO_FORMAT)) {
+		struct scenario *s = scenario_load_doc(a, doc);
+		if (s && !strategies_valid(a, s, d))
+			s = NULL;
+		if (s)
+			snprintf(summary, size, "scenario: %s on %lld of %lld devices", s->graph->name,
+			         (long long)s->devices, (long long)s->topo->n_devices);
+	} else if (!strcmp(fmt, VALIDATION_FORMAT)) {
+		struct validation *v = validation_load_doc(a, doc);
+		if (v)
+			snprintf(summary, size, "validation: %s, %d row%s",
+			         validation_kind_names[v->kind], v->n_rows, v->n_rows == 1 ? "" : "s");
+	} else if (!strcmp(fmt, STUDY_FORMAT)) {
+		struct study *st = study_load_doc(a, doc);
+		int n_units = 0;
+		int64_t n_points = 0;
+		if (st && study_units(a, st, &n_units, &n_points))
+			snprintf(summary, size, "study: %s, %d cluster famil%s, %lld points",
+			         st->scenario->graph->name, st->n_clusters,
+			         st->n_clusters == 1 ? "y" : "ies", (long long)n_points);
+	} else {
+		struct jv f;
+		jv_get(&root, "format", &f);
+		jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\", \"%s\" or "
+		         "\"%s\")", fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT, VALIDATION_FORMAT,
+		         STUDY_FORMAT);
+	}
+	return summary[0] && d->errors == errors;
+}
+
 static bool check_one(const char *path)
 {
 	struct diag_list d;
@@ -60,75 +133,8 @@ static bool check_one(const char *path)
 		fprintf(stderr, "shardlab: out of memory\n");
 		return false;
 	}
-	if (json_doc_load(&doc, path, &d)) {
-		struct jv root;
-		int64_t version;
-		const char *fmt = NULL;
-		bool hf = false;
-		if (jv_root(&doc, &root)) {
-			struct jv m;
-			/* A Hugging Face config.json has no "format" but says its model. */
-			hf = !jv_get(&root, "format", &m) &&
-			     (jv_get(&root, "architectures", &m) || jv_get(&root, "model_type", &m));
-			if (!hf)
-				fmt = jv_format(&root, &version);
-		}
-		if (hf) {
-			struct hf_model m;
-			struct graph *g = graph_hf_read(a, &doc, 0, 0, &m) ? graph_generate(a, &m.gen, &d)
-			                                                  : NULL;
-			if (g) {
-				struct graph_totals tot;
-				char p[32];
-				graph_totals(g, &tot);
-				snprintf(summary, sizeof summary, "Hugging Face config: %s, %s parameters",
-				         m.architecture, cli_si(p, sizeof p, (double)tot.parameters, ""));
-			}
-		} else if (!fmt) {
-			/* reported */
-		} else if (!strcmp(fmt, TOPO_FORMAT)) {
-			struct topology *t = topo_load_doc(a, &doc);
-			if (t)
-				snprintf(summary, sizeof summary, "topology: %lld × %s",
-				         (long long)t->n_devices, t->device.kind);
-		} else if (!strcmp(fmt, MODEL_FORMAT)) {
-			struct graph *g = graph_load_doc(a, &doc);
-			if (g) {
-				struct graph_totals tot;
-				char p[32];
-				graph_totals(g, &tot);
-				snprintf(summary, sizeof summary, "model: %d ops, %s parameters", tot.ops,
-				         cli_si(p, sizeof p, (double)tot.parameters, ""));
-			}
-		} else if (!strcmp(fmt, SCENARIO_FORMAT)) {
-			struct scenario *s = scenario_load_doc(a, &doc);
-			if (s && !strategies_valid(a, s, &d))
-				s = NULL;
-			if (s)
-				snprintf(summary, sizeof summary, "scenario: %s on %lld of %lld devices",
-				         s->graph->name, (long long)s->devices, (long long)s->topo->n_devices);
-		} else if (!strcmp(fmt, VALIDATION_FORMAT)) {
-			struct validation *v = validation_load_doc(a, &doc);
-			if (v)
-				snprintf(summary, sizeof summary, "validation: %s, %d row%s",
-				         validation_kind_names[v->kind], v->n_rows, v->n_rows == 1 ? "" : "s");
-		} else if (!strcmp(fmt, STUDY_FORMAT)) {
-			struct study *st = study_load_doc(a, &doc);
-			int n_units = 0;
-			int64_t n_points = 0;
-			if (st && study_units(a, st, &n_units, &n_points))
-				snprintf(summary, sizeof summary, "study: %s, %d cluster famil%s, %lld points",
-				         st->scenario->graph->name, st->n_clusters,
-				         st->n_clusters == 1 ? "y" : "ies", (long long)n_points);
-		} else {
-			struct jv f;
-			jv_get(&root, "format", &f);
-			jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\", \"%s\" or "
-			         "\"%s\")", fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT,
-			         VALIDATION_FORMAT, STUDY_FORMAT);
-		}
-		ok = summary[0] && d.errors == 0;
-	}
+	if (json_doc_load(&doc, path, &d))
+		ok = cli_check_doc(a, &doc, summary, sizeof summary);
 	json_doc_free(&doc);
 	cli_print_diags(&d);
 	if (ok)

@@ -75,9 +75,18 @@ int cmd_plot(int argc, char **argv)
 		const char **kinds = arena_calloc(a, (size_t)nc + 1, sizeof *kinds);
 		char t[512];
 		snprintf(t, sizeof t, "shardlab sweep: %s", db);
+		struct cli_out o;
 		if (n >= 0 && names && kinds && study_store_cluster_names(s, a, nc, names, kinds) &&
-		    study_plot(out, rows, n, nc, names, kinds, title ? title : t, err, sizeof err))
-			rc = EXIT_OK;
+		    cli_out_open(&o, out, err, sizeof err)) {
+			/* through the one output writer: atomic, a failed write an error */
+			if (study_plot(o.f, out, rows, n, nc, names, kinds, title ? title : t, err,
+			               sizeof err)) {
+				if (cli_out_close(&o, err, sizeof err))
+					rc = EXIT_OK;
+			} else {
+				cli_out_abort(&o);
+			}
+		}
 	}
 	if (rc != EXIT_OK)
 		fprintf(stderr, "shardlab plot: %s\n", err[0] ? err : "out of memory");

@@ -145,6 +145,12 @@ const char *cli_si(char *buf, size_t size, double value, const char *unit)
 		snprintf(buf, size, "0%s%s", *unit ? " " : "", unit);
 		return buf;
 	}
+	if (!isfinite(value) || mag >= 999.5 * si[0].scale) {
+		/* Beyond the prefixes: three digits and an exponent, never a
+		 * row of digits that breaks a table. */
+		snprintf(buf, size, "%.3g%s%s", value, *unit ? " " : "", unit);
+		return buf;
+	}
 	while (i + 1 < SL_COUNTOF(si) && mag < si[i].scale * 0.9995)
 		i++;
 	double v = value / si[i].scale;

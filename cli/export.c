@@ -360,42 +360,9 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 
 bool report_write_file(const char *path, const char *text, char *err, size_t err_size)
 {
-	size_t n = strlen(path) + 16;
-	char *tmp = malloc(n);
-	if (!tmp) {
-		snprintf(err, err_size, "%s: out of memory", path);
+	struct cli_out o;
+	if (!cli_out_open(&o, path, err, err_size))
 		return false;
-	}
-	snprintf(tmp, n, "%s.tmp-XXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd >= 0) {
-		mode_t mask = umask(0);
-		umask(mask);
-		(void)fchmod(fd, 0666 & ~mask);
-	}
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		snprintf(err, err_size, "%s: cannot write: %s", path, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		free(tmp);
-		return false;
-	}
-	fputs(text, f);
-	bool ok = !ferror(f);
-	int saved = errno;
-	ok = fclose(f) == 0 && ok;
-	saved = ok ? 0 : errno ? errno : saved;
-	if (ok && rename(tmp, path) != 0) {
-		ok = false;
-		saved = errno;
-	}
-	if (!ok) {
-		snprintf(err, err_size, "%s: cannot write: %s", path, strerror(saved ? saved : EIO));
-		unlink(tmp);
-	}
-	free(tmp);
-	return ok;
+	fputs(text, o.f);
+	return cli_out_close(&o, err, err_size);
 }

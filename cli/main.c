@@ -60,15 +60,15 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
-		return EXIT_OK;
+		return cli_finish_stdout(EXIT_OK);
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("shardlab %s\n", SHARDLAB_VERSION);
-		return EXIT_OK;
+		return cli_finish_stdout(EXIT_OK);
 	}
 	for (size_t i = 0; i < SL_COUNTOF(commands); i++)
 		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+			return cli_finish_stdout(commands[i].run(argc - 1, argv + 1));
 	fprintf(stderr, "shardlab: unknown command '%s' (see shardlab --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -5,8 +5,8 @@
  * collective, timestamps and durations in microseconds.
  *
  * Streamed with fprintf rather than built as a cJSON tree: a traced run of
- * hundreds of ranks has millions of events. Written to a temporary file
- * beside the target and renamed over it, so a failure leaves no half file.
+ * hundreds of ranks has millions of events. Written through cli_out
+ * (output.c): atomically to a regular file, in place to a device or FIFO.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -96,43 +96,9 @@ void report_trace_stream(FILE *f, const struct sim_result *r, const struct progr
 bool report_trace_write(const char *path, const struct sim_result *r, const struct program *prog,
                  const char *title, char *err, size_t err_size)
 {
-	size_t n = strlen(path) + 16;
-	char *tmp = malloc(n);
-	if (!tmp) {
-		snprintf(err, err_size, "%s: out of memory", path);
+	struct cli_out o;
+	if (!cli_out_open(&o, path, err, err_size))
 		return false;
-	}
-	snprintf(tmp, n, "%s.tmp-XXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd >= 0) {
-		/* mkstemp makes the file private; give it the usual permissions. */
-		mode_t mask = umask(0);
-		umask(mask);
-		(void)fchmod(fd, 0666 & ~mask);
-	}
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		snprintf(err, err_size, "%s: cannot write: %s", path, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		free(tmp);
-		return false;
-	}
-	report_trace_stream(f, r, prog, title);
-	bool ok = !ferror(f);
-	int saved = errno;
-	ok = fclose(f) == 0 && ok;
-	saved = ok ? 0 : errno ? errno : saved;
-	if (ok && rename(tmp, path) != 0) {
-		ok = false;
-		saved = errno;
-	}
-	if (!ok) {
-		snprintf(err, err_size, "%s: cannot write: %s", path, strerror(saved ? saved : EIO));
-		unlink(tmp);
-	}
-	free(tmp);
-	return ok;
+	report_trace_stream(o.f, r, prog, title);
+	return cli_out_close(&o, err, err_size);
 }

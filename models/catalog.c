@@ -80,6 +80,13 @@ static bool set_out(struct op_infer *c, int k, int rank, const int64_t *dims, en
 		}
 		o->dims[i] = dims[i];
 	}
+	if (e > GRAPH_MAX_ELEMENTS) {
+		char b[SHAPE_BUF];
+		op_error(c->site, "inputs", "%s output %s: %lld elements, more than 2^53 (%lld) in one tensor",
+		         name, op_shape_str(b, sizeof b, rank, dims), (long long)e,
+		         (long long)GRAPH_MAX_ELEMENTS);
+		return false;
+	}
 	o->rank = rank;
 	o->elems = e;
 	o->dtype = dt;

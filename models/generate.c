@@ -136,19 +136,62 @@ static bool check_positive(struct gen *G, const char *field, int64_t v)
 	return false;
 }
 
-/* The largest tensors must have element counts that fit in int64. */
+/* a * b into *out when it stays within one tensor's limit. */
+static bool fits(int64_t a, int64_t b, int64_t *out)
+{
+	return util_mul_i64(a, b, out) && *out <= GRAPH_MAX_ELEMENTS;
+}
+
+/* The largest tensors (activations B·s·max(h, ffn, V), attention scores
+ * B·heads·s², weights h·max(ffn, V)) must stay within GRAPH_MAX_ELEMENTS. */
 static bool sizes_fit(struct gen *G)
 {
 	int64_t bs, x;
 	int64_t wide = G->ffn > G->h ? G->ffn : G->h;
 	if (G->V > wide)
 		wide = G->V;
-	bool ok = util_mul_i64(G->B, G->s, &bs) && util_mul_i64(bs, wide, &x) &&
-	          util_mul_i64(bs, G->a_heads, &x) && util_mul_i64(x, G->s, &x) &&
-	          util_mul_i64(G->h, wide, &x) && util_mul_i64(G->a_heads, G->d, &x) &&
-	          util_mul_i64(x, G->h, &x);
+	bool ok = fits(G->B, G->s, &bs) && fits(bs, wide, &x) && fits(bs, G->a_heads, &x) &&
+	          fits(x, G->s, &x) && fits(G->h, wide, &x) && fits(G->a_heads, G->d, &x) &&
+	          fits(x, G->h, &x);
 	if (!ok)
-		gen_err(G, "hidden", "the model's tensors have more elements than 64 bits can count");
+		gen_err(G, "hidden", "the model's largest tensors would have more than 2^53 (%lld) "
+		        "elements", (long long)GRAPH_MAX_ELEMENTS);
+	return ok;
+}
+
+/* Upper bounds of the size parameters, each well beyond published models
+ * (hidden 12,288 in GPT-3 and 25,600 in Megatron-LM's 1T model; vocabularies
+ * of 32,000 to 256,000; contexts of up to a million tokens), so that
+ * products of a few of them stay exact. */
+static const struct {
+	const char *field;
+	int64_t max;
+	const char *max_text;
+} gen_limits[] = {
+	{"hidden", (int64_t)1 << 20, "2^20"},
+	{"ffn", (int64_t)1 << 22, "2^22"},
+	{"heads", (int64_t)1 << 16, "2^16"},
+	{"kv_heads", (int64_t)1 << 16, "2^16"},
+	{"seq", (int64_t)1 << 24, "2^24"},
+	{"vocab", (int64_t)1 << 24, "2^24"},
+	{"micro_batch", (int64_t)1 << 20, "2^20"},
+};
+
+static bool check_limits(struct gen *G)
+{
+	const struct model_gen *p = G->p;
+	const int64_t values[] = {p->hidden, p->ffn, p->heads, p->kv_heads, p->seq, p->vocab,
+	                          p->micro_batch};
+	_Static_assert(SL_COUNTOF(values) == SL_COUNTOF(gen_limits), "gen_limits out of step");
+	bool ok = true;
+	for (size_t i = 0; i < SL_COUNTOF(gen_limits); i++) {
+		if (!uses(p->kind, gen_limits[i].field) || values[i] <= gen_limits[i].max)
+			continue;
+		gen_err(G, gen_limits[i].field, "expected at most %lld (%s), got %lld; published "
+		        "models stay far below", (long long)gen_limits[i].max, gen_limits[i].max_text,
+		        (long long)values[i]);
+		ok = false;
+	}
 	return ok;
 }
 
@@ -184,6 +227,7 @@ static bool gen_check(struct gen *G)
 		        (long long)p->layers);
 		ok = false;
 	}
+	ok = check_limits(G) && ok;
 	if (p->dropout < 0 || p->dropout >= 1) {
 		gen_err(G, "dropout", "expected a number >= 0 and below 1, got %g", p->dropout);
 		ok = false;

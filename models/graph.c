@@ -151,6 +151,22 @@ int graph_find_tensor(const struct graph *g, const char *name)
 	return -1;
 }
 
+bool graph_params_fit(const struct graph *g, int64_t *params)
+{
+	int64_t n = 0;
+	*params = 0;
+	for (int i = 0; g && i < g->n_tensors; i++) {
+		if (g->tensors[i].role != TENSOR_PARAM)
+			continue;
+		if (!util_add_i64(n, g->tensors[i].elems, &n) || n > GRAPH_MAX_ELEMENTS) {
+			*params = INT64_MAX;
+			return false;
+		}
+	}
+	*params = n;
+	return true;
+}
+
 void graph_totals(const struct graph *g, struct graph_totals *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -162,6 +162,11 @@ static bool read_shape(const struct jv *v, int *rank, int64_t *dims)
 			return false;
 		}
 	}
+	if (ok && elems > GRAPH_MAX_ELEMENTS) {
+		jv_error(v, "%lld elements, more than 2^53 (%lld) in one tensor", (long long)elems,
+		         (long long)GRAPH_MAX_ELEMENTS);
+		return false;
+	}
 	*rank = n;
 	return ok;
 }
@@ -732,6 +737,13 @@ static struct graph *load_model(struct arena *a, const struct jv *m, const char 
 		g = NULL;
 	}
 	arena_free(L.tmp);
+	int64_t params;
+	if (g && diags->errors == errors && !graph_params_fit(g, &params)) {
+		if (!jv_get(m, has_gen ? "generator" : "parameters", &v))
+			v = *m;
+		jv_error(&v, "the model has more than 2^53 (%lld) parameters; the largest published "
+		         "models have about 10^12", (long long)GRAPH_MAX_ELEMENTS);
+	}
 	if (!g || diags->errors > errors)
 		return NULL;
 	g->name = arena_strdup(a, name);
@@ -766,8 +778,11 @@ struct graph *graph_load_value(struct arena *a, const struct jv *model)
 		         (long long)version, MODEL_VERSION);
 		ok = false;
 	}
-	struct graph *g = load_model(a, model, NULL);
-	return ok ? g : NULL;
+	/* Another kind of file (a topology pasted in): its keys are not a
+	 * model's, and one diagnostic says so. */
+	if (!ok)
+		return NULL;
+	return load_model(a, model, NULL);
 }
 
 struct graph *graph_load_doc(struct arena *a, struct json_doc *doc)

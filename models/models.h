@@ -25,6 +25,10 @@
 #define MODEL_FORMAT "shardlab-model"
 #define MODEL_VERSION 1
 #define GRAPH_MAX_RANK 8
+/* Largest element count of one tensor, and of a model's parameters
+ * together: 2^53, where doubles stop counting exactly. GPT-3 has 1.75e11
+ * parameters and the largest published models ~1e12; 2^53 is 9.0e15. */
+#define GRAPH_MAX_ELEMENTS ((int64_t)1 << 53)
 
 enum op_kind {
 	OP_MATMUL,
@@ -189,6 +193,10 @@ struct graph *graph_hf_load(struct arena *a, const char *path, int64_t seq, int6
 int graph_find_op(const struct graph *g, const char *name);
 int graph_find_tensor(const struct graph *g, const char *name);
 void graph_totals(const struct graph *g, struct graph_totals *out);
+/* The model's parameter elements added up exactly, into *params; false
+ * when they exceed GRAPH_MAX_ELEMENTS (the loaders refuse such a model,
+ * so every graph they return passes). */
+bool graph_params_fit(const struct graph *g, int64_t *params);
 
 /* ------------------------------------------------- dimension signatures */
 

@@ -754,8 +754,10 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	}
 	if (!jv_open(&v, keys))
 		return false;
-	bool ok = jv_opt_int(&v, "global_batch", JR_RANGE(1, 1e12), 1, &t->global_batch);
-	ok = jv_opt_int(&v, "micro_batches", JR_RANGE(1, 1e9), 1, &t->micro_batches) && ok;
+	bool ok = jv_opt_int(&v, "global_batch", JR_RANGE(1, SCENARIO_MAX_GLOBAL_BATCH), 1,
+	                     &t->global_batch);
+	ok = jv_opt_int(&v, "micro_batches", JR_RANGE(1, SCENARIO_MAX_MICRO_BATCHES), 1,
+	                &t->micro_batches) && ok;
 	ok = jv_opt_int(&v, "pipeline_stages", JR_RANGE(1, 1e6), 1, &t->pipeline_stages) && ok;
 	ok = jv_opt_int(&v, "virtual_stages", JR_RANGE(1, 1e4), 1, &t->virtual_stages) && ok;
 	ok = opt_enum(&v, "schedule", schedule_names, SCHED_COUNT, SCHED_1F1B, &sched) && ok;
@@ -805,6 +807,13 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		ok = false;
 	}
 	int64_t m = gb && t->global_batch % gb == 0 ? t->global_batch / gb : 0;
+	if (ok && m > SCENARIO_MAX_MICRO_BATCHES) {
+		jv_get(&v, "global_batch", &f);
+		jv_error(&f, "the model's batch of %lld samples makes %lld micro-batches of the global "
+		         "batch of %lld, more than the %d an iteration may have", (long long)gb,
+		         (long long)m, (long long)t->global_batch, SCENARIO_MAX_MICRO_BATCHES);
+		ok = false;
+	}
 	if (ok && m && sched == SCHED_INTERLEAVED_1F1B && t->virtual_stages > 1 &&
 	    m % t->pipeline_stages) {
 		jv_get(&v, "virtual_stages", &f);

@@ -22,6 +22,13 @@
 #define SCENARIO_FORMAT "shardlab-scenario"
 #define SCENARIO_VERSION 1
 #define SHARD_MAX_AXES 8
+/* Bounds of a training iteration, far beyond published runs: the largest
+ * global batches are tens of thousands of samples (LAMB trains BERT with
+ * 65,536), and Megatron-LM's 1T-parameter run has 512 micro-batches per
+ * pipeline per iteration (global batch 3072, data parallel 6). The
+ * planners and the simulator do work in proportion to the micro-batches. */
+#define SCENARIO_MAX_GLOBAL_BATCH (1 << 24)
+#define SCENARIO_MAX_MICRO_BATCHES (1 << 14)
 
 enum shard_form {
 	SHARD_TUPLE,   /* [[2,1],[1,4]]: slices per dimension of each input */

@@ -397,9 +397,16 @@ static void draw_pareto(cairo_t *cr, const struct panel *p, const struct study_r
 	free(front);
 }
 
-bool study_plot(const char *path, const struct study_row *rows, int n, int n_clusters,
-                const char *const *names, const char *const *kinds, const char *title,
-                char *err, size_t err_size)
+/* cairo's stream writer onto a FILE. */
+static cairo_status_t put(void *closure, const unsigned char *data, unsigned int length)
+{
+	return fwrite(data, 1, length, closure) == length ? CAIRO_STATUS_SUCCESS
+	                                                  : CAIRO_STATUS_WRITE_ERROR;
+}
+
+bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
+                int n_clusters, const char *const *names, const char *const *kinds,
+                const char *title, char *err, size_t err_size)
 {
 	size_t len = strlen(path);
 	bool png = len > 4 && !strcmp(path + len - 4, ".png");
@@ -451,8 +458,8 @@ bool study_plot(const char *path, const struct study_row *rows, int n, int n_clu
 
 	cairo_surface_t *sf = png ? cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)PAGE_W,
 	                                                       (int)PAGE_H)
-	                    : svg ? cairo_svg_surface_create(path, PAGE_W, PAGE_H)
-	                          : cairo_pdf_surface_create(path, PAGE_W, PAGE_H);
+	                    : svg ? cairo_svg_surface_create_for_stream(put, out, PAGE_W, PAGE_H)
+	                          : cairo_pdf_surface_create_for_stream(put, out, PAGE_W, PAGE_H);
 	cairo_t *cr = cairo_create(sf);
 	cairo_set_source_rgb(cr, 1, 1, 1);
 	cairo_paint(cr);
@@ -481,7 +488,7 @@ bool study_plot(const char *path, const struct study_row *rows, int n, int n_clu
 	cairo_status_t status = cairo_status(cr);
 	cairo_destroy(cr);
 	if (png && status == CAIRO_STATUS_SUCCESS)
-		status = cairo_surface_write_to_png(sf, path);
+		status = cairo_surface_write_to_png_stream(sf, put, out);
 	cairo_surface_finish(sf);
 	if (status == CAIRO_STATUS_SUCCESS)
 		status = cairo_surface_status(sf);

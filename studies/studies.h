@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "planner.h"
 #include "scenarios.h"
@@ -203,14 +204,15 @@ int study_top_per_size(const struct study_row *rows, int n, int k, int *out);
 
 /* -------------------------------------------------------------- plot */
 
-/* One page of figures (plot.c) into path (.svg, .png or .pdf): time to
+/* One page of figures (plot.c) written to out, in the format path names
+ * (.svg, .png or .pdf; path also names it in messages): time to
  * train, cost and MFU against devices per cluster family (the fastest
  * point that fits at each size), time to train against cost with the
  * Pareto front, and the iteration breakdown of the fastest points.
  * names and kinds: the families' names and device kinds, by index. False
  * with a message in err. */
-bool study_plot(const char *path, const struct study_row *rows, int n, int n_clusters,
-                const char *const *names, const char *const *kinds, const char *title,
-                char *err, size_t err_size);
+bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
+                int n_clusters, const char *const *names, const char *const *kinds,
+                const char *title, char *err, size_t err_size);
 
 #endif

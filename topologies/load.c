@@ -57,6 +57,36 @@ static void *alloc_at(struct arena *a, const struct jv *at, size_t n, size_t siz
 	return p;
 }
 
+/* Physical ranges of the figures a file gives. Each spans orders of
+ * magnitude beyond today's hardware (an H100 has 989 dense fp16 TFLOP/s,
+ * 80 GB of HBM at 3.35 TB/s; NVLink 4 runs 450 GB/s per direction per GPU;
+ * NICs 400 Gb/s; links 0.1 to 10 us), yet keeps every time shardlab
+ * derives from them finite and printable. */
+struct phys {
+	double lo, hi;
+	const char *unit, *meaning; /* unit: " GB/s", ":1" */
+};
+static const struct phys PHYS_TFLOPS = {1e-6, 1e6, " TFLOP/s", "1 MFLOP/s to 1 EFLOP/s per device"};
+static const struct phys PHYS_HBM_GB = {1e-3, 1e6, " GB", "1 MB to 1 PB per device"};
+static const struct phys PHYS_HBM_GBPS = {1e-3, 1e6, " GB/s", "1 MB/s to 1 PB/s per device"};
+static const struct phys PHYS_LINK_GBPS = {1e-3, 1e5, " GB/s", "1 MB/s to 100 TB/s per link"};
+static const struct phys PHYS_NIC_GBITPS = {1e-2, 1e6, " Gb/s", "10 Mb/s to 1 Pb/s per NIC"};
+static const struct phys PHYS_LATENCY_US = {0, 1e6, " us", "at most 1 s"};
+static const struct phys PHYS_OVERSUB = {1, 1e3, ":1", "at most 1000:1"};
+
+/* A number that read well (its sign and type checked by the caller's
+ * jv_* read) but lies outside the physical range: reported, false. */
+static bool in_phys(const struct jv *obj, const char *key, double x, const struct phys *r)
+{
+	if (x >= r->lo && x <= r->hi)
+		return true;
+	struct jv m;
+	jv_get(obj, key, &m);
+	jv_error(&m, "%.15g%s is outside the range %g to %g%s (%s)", x, r->unit, r->lo, r->hi,
+	         r->unit, r->meaning);
+	return false;
+}
+
 /* ---------------------------------------------------------------- device */
 
 static void read_peaks(const struct jv *pv, struct topo_device *d)
@@ -75,7 +105,7 @@ static void read_peaks(const struct jv *pv, struct topo_device *d)
 		double tflops = 0;
 		if (dt < 0 || strcmp(dtype_names[dt], jv_key(&m)))
 			continue; /* reported by jv_keys */
-		if (jv_number(&m, JR_POSITIVE, &tflops))
+		if (jv_number(&m, JR_POSITIVE, &tflops) && in_phys(pv, jv_key(&m), tflops, &PHYS_TFLOPS))
 			d->peak_flops[dt] = tflops * 1e12;
 	}
 }
@@ -99,9 +129,10 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 	d->kind = req_string(a, dv, "kind");
 	if (jv_need(dv, "peak_tflops", &pv))
 		read_peaks(&pv, d);
-	if (jv_req_number(dv, "hbm_GB", JR_POSITIVE, &gb))
+	if (jv_req_number(dv, "hbm_GB", JR_POSITIVE, &gb) && in_phys(dv, "hbm_GB", gb, &PHYS_HBM_GB))
 		d->hbm_bytes = gb * 1e9;
-	if (jv_req_number(dv, "hbm_bandwidth_GBps", JR_POSITIVE, &gbps))
+	if (jv_req_number(dv, "hbm_bandwidth_GBps", JR_POSITIVE, &gbps) &&
+	    in_phys(dv, "hbm_bandwidth_GBps", gbps, &PHYS_HBM_GBPS))
 		d->hbm_bps = gbps * 1e9;
 	jv_opt_number(dv, "matmul_efficiency", JR_FRACTION, 1, &d->matmul_efficiency);
 	jv_opt_number(dv, "memory_efficiency", JR_FRACTION, 1, &d->memory_efficiency);
@@ -187,11 +218,14 @@ static void read_tier(struct arena *a, const struct jv *tv, struct topo_tier *ti
 	if (devices >= 2)
 		read_groups(a, tv, tier, devices);
 	jv_opt_number(tv, "efficiency", JR_FRACTION, 1, &tier->efficiency);
-	if (jv_req_number(tv, "bandwidth_GBps", JR_POSITIVE, &gbps))
+	if (jv_req_number(tv, "bandwidth_GBps", JR_POSITIVE, &gbps) &&
+	    in_phys(tv, "bandwidth_GBps", gbps, &PHYS_LINK_GBPS))
 		tier->bandwidth_bps = gbps * 1e9 * tier->efficiency;
-	if (jv_req_number(tv, "latency_us", JR_NONNEG, &us))
+	if (jv_req_number(tv, "latency_us", JR_NONNEG, &us) &&
+	    in_phys(tv, "latency_us", us, &PHYS_LATENCY_US))
 		tier->latency_s = us * 1e-6;
-	if (jv_opt_number(tv, "shared_GBps", JR_POSITIVE, 0, &shared))
+	if (jv_opt_number(tv, "shared_GBps", JR_POSITIVE, 0, &shared) &&
+	    (shared == 0 || in_phys(tv, "shared_GBps", shared, &PHYS_LINK_GBPS)))
 		tier->shared_bps = shared * 1e9;
 }
 
@@ -261,9 +295,11 @@ static void read_nic(const struct jv *nv, struct topology *t)
 			t->nic.per_server = (int)per;
 	}
 	jv_opt_number(nv, "efficiency", JR_FRACTION, 1, &t->nic.efficiency);
-	if (jv_req_number(nv, "rate_Gbps", JR_POSITIVE, &gbit))
+	if (jv_req_number(nv, "rate_Gbps", JR_POSITIVE, &gbit) &&
+	    in_phys(nv, "rate_Gbps", gbit, &PHYS_NIC_GBITPS))
 		t->nic.bandwidth_bps = gbit * 1e9 / 8 * t->nic.efficiency;
-	if (jv_req_number(nv, "latency_us", JR_NONNEG, &us))
+	if (jv_req_number(nv, "latency_us", JR_NONNEG, &us) &&
+	    in_phys(nv, "latency_us", us, &PHYS_LATENCY_US))
 		t->nic.latency_s = us * 1e-6;
 }
 
@@ -324,8 +360,11 @@ static void read_fabric(const struct jv *fv, struct topo_fabric *f)
 		       "a rail-optimized fabric has one leaf per rail and rail group; "
 		       "use servers_per_rail_group");
 	}
-	jv_opt_number(fv, "oversubscription", JR_RANGE(1, 1e308), 1, &f->oversubscription);
-	if (jv_req_number(fv, "switch_latency_us", JR_NONNEG, &us))
+	if (jv_opt_number(fv, "oversubscription", JR_RANGE(1, 1e308), 1, &f->oversubscription) &&
+	    !in_phys(fv, "oversubscription", f->oversubscription, &PHYS_OVERSUB))
+		f->oversubscription = 1;
+	if (jv_req_number(fv, "switch_latency_us", JR_NONNEG, &us) &&
+	    in_phys(fv, "switch_latency_us", us, &PHYS_LATENCY_US))
 		f->switch_latency_s = us * 1e-6;
 }
 

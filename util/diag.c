@@ -3,7 +3,8 @@
  * One run reports every bad field of a file, then the caller decides what
  * to do. Strings are malloc'd copies owned by the list. The list keeps at
  * most DIAG_LIST_MAX entries so a pathological file cannot flood memory; it
- * counts the rest in `dropped`.
+ * counts the rest in `dropped`. A diagnostic is one line whatever it
+ * quotes: control characters from a file (a key "a\nb") are kept as \xNN.
  */
 #include "util.h"
 
@@ -33,9 +34,22 @@ static char *dup_or_null(const char *s, bool *oom)
 {
 	if (!s || !*s)
 		return NULL;
-	char *p = strdup(s);
-	if (!p)
+	size_t n = 1;
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		n += *c < 0x20 || *c == 0x7f ? 4 : 1;
+	char *p = malloc(n);
+	if (!p) {
 		*oom = true;
+		return NULL;
+	}
+	char *o = p;
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f)
+			o += snprintf(o, 5, "\\x%02x", *c);
+		else
+			*o++ = (char)*c;
+	}
+	*o = '\0';
 	return p;
 }
 

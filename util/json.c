@@ -34,7 +34,16 @@ struct scan {
 	struct json_pos *pos;
 	size_t npos, cap;
 	bool oom;
+	const char *file;
+	struct diag_list *diags; /* where bad strings are reported */
+	bool bad;                /* a string was not valid UTF-8 or held a NUL */
 };
+
+static void path_member(char *dst, const char *parent, const char *key);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void path_set(char *dst, const char *fmt, ...);
 
 static void scan_adv(struct scan *s, size_t n)
 {
@@ -66,20 +75,85 @@ static void scan_record(struct scan *s, const cJSON *item, int line)
 	s->npos++;
 }
 
-static void scan_string(struct scan *s)
+/* Length of the UTF-8 sequence at p (at most n bytes there), 0 when it is
+ * not valid: overlong forms, surrogates and code points above U+10FFFF
+ * are refused as RFC 3629 says. */
+static size_t utf8_len(const unsigned char *p, size_t n)
 {
+	unsigned c = p[0];
+	size_t k;
+	unsigned lo = 0x80, hi = 0xbf;
+	if (c < 0x80)
+		return 1;
+	else if (c >= 0xc2 && c <= 0xdf)
+		k = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		k = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		k = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (n < k || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t j = 2; j < k; j++)
+		if (p[j] < 0x80 || p[j] > 0xbf)
+			return 0;
+	return k;
+}
+
+/* A string at the cursor (a key when `key`), checked on the way: every
+ * name shardlab reads is written back into reports (JSON among them), so
+ * a string must be valid UTF-8 and must not hide a NUL behind "\u0000",
+ * which would cut it short. `path` names the value (for a key, its
+ * object). */
+static void scan_string(struct scan *s, const char *path, bool key)
+{
+	int line = s->line;
+	const char *what = key ? "a key" : "a string";
+	bool reported = false;
 	scan_adv(s, 1); /* opening quote */
 	while (s->i < s->len && s->t[s->i] != '"') {
-		if (s->t[s->i] == '\\')
-			scan_adv(s, 1);
-		scan_adv(s, 1);
+		const unsigned char *p = (const unsigned char *)s->t + s->i;
+		size_t step = 1;
+		const char *why = NULL;
+		char buf[96];
+		if (*p == '\\') {
+			step = 2;
+			if (s->i + 6 <= s->len && !memcmp(p, "\\u0000", 6))
+				why = "holds \"\\u0000\" (a NUL character, which would cut it short)";
+		} else if (*p < 0x20) {
+			snprintf(buf, sizeof buf, "holds the control character 0x%02x (write it as an escape)", *p);
+			why = buf;
+		} else if (*p >= 0x80) {
+			step = utf8_len(p, s->len - s->i);
+			if (!step) {
+				step = 1;
+				snprintf(buf, sizeof buf, "is not valid UTF-8 (byte 0x%02x)", *p);
+				why = buf;
+			}
+		}
+		if (why && !reported && s->diags) {
+			diag_add(s->diags, DIAG_ERROR, s->file, line, *path ? path : NULL, "%s %s", what,
+			         why);
+			reported = true;
+			s->bad = true;
+		}
+		scan_adv(s, step);
 	}
 	scan_adv(s, 1);
 }
 
 /* The value at the cursor belongs to `item`; `record` is false when the
  * caller already recorded the key's line. */
-static void scan_value(struct scan *s, const cJSON *item, bool record)
+static void scan_value(struct scan *s, const cJSON *item, bool record, const char *path)
 {
 	scan_ws(s);
 	if (record)
@@ -90,16 +164,24 @@ static void scan_value(struct scan *s, const cJSON *item, bool record)
 	if (c == '{' || c == '[') {
 		bool obj = c == '{';
 		scan_adv(s, 1);
-		for (const cJSON *ch = item->child; ch; ch = ch->next) {
+		int index = 0;
+		char sub[JSON_PATH_MAX];
+		for (const cJSON *ch = item->child; ch; ch = ch->next, index++) {
 			scan_ws(s);
 			if (obj) {
 				scan_record(s, ch, s->line);
-				scan_string(s);
+				size_t bad = s->diags ? s->diags->errors : 0;
+				scan_string(s, path, true);
+				if (s->diags && s->diags->errors > bad)
+					path_set(sub, "%s", path); /* not the bad key's bytes */
+				else
+					path_member(sub, path, ch->string);
 				scan_ws(s);
 				scan_adv(s, 1); /* ':' */
-				scan_value(s, ch, false);
+				scan_value(s, ch, false, sub);
 			} else {
-				scan_value(s, ch, true);
+				path_set(sub, "%s[%d]", path, index);
+				scan_value(s, ch, true, sub);
 			}
 			scan_ws(s);
 			if (s->i < s->len && s->t[s->i] == ',')
@@ -108,7 +190,7 @@ static void scan_value(struct scan *s, const cJSON *item, bool record)
 		scan_ws(s);
 		scan_adv(s, 1); /* closing bracket */
 	} else if (c == '"') {
-		scan_string(s);
+		scan_string(s, path, false);
 	} else if (c == 't' || c == 'n') {
 		scan_adv(s, 4);
 	} else if (c == 'f') {
@@ -251,10 +333,16 @@ bool json_doc_parse(struct json_doc *doc, const char *file, const char *text, si
 		return false;
 	}
 
-	struct scan s = {.t = doc->text, .len = len, .line = 1};
+	struct scan s = {.t = doc->text, .len = len, .line = 1, .file = file, .diags = diags};
 	if (len >= 3 && !memcmp(doc->text, "\xef\xbb\xbf", 3))
 		s.i = 3;
-	scan_value(&s, doc->root, true);
+	scan_value(&s, doc->root, true, "");
+	if (s.bad) {
+		free(s.pos);
+		cJSON_Delete(doc->root);
+		doc->root = NULL;
+		return false;
+	}
 	if (s.oom) {
 		free(s.pos);
 		diag_add(diags, DIAG_ERROR, file, 0, NULL, "out of memory reading the file");

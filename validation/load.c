@@ -217,7 +217,17 @@ static bool read_measured(const struct jv *row, struct validation_training_row *
 		ok = kind >= 0;
 		r->measure = kind >= 0 ? (enum validation_measure)kind : MEASURE_ITERATION_S;
 	}
-	ok = jv_req_number(&m, "value", JR_POSITIVE, &r->value) && ok;
+	/* Whatever the unit (seconds per iteration, TFLOP/s per device, tokens
+	 * or samples per second), a measurement lies within 10^-9 to 10^12:
+	 * beyond, the comparison's figures stop being printable. */
+	struct jv vv;
+	bool got = jv_req_number(&m, "value", JR_POSITIVE, &r->value);
+	if (got && (r->value < 1e-9 || r->value > 1e12)) {
+		jv_get(&m, "value", &vv);
+		jv_error(&vv, "%g is outside the range 1e-09 to 1e+12 of a measurement", r->value);
+		got = false;
+	}
+	ok = got && ok;
 	bool has_flops = jv_get(&m, "flops", &f);
 	if (ok && r->measure == MEASURE_TFLOPS_PER_DEVICE) {
 		int how;
@@ -376,7 +386,9 @@ static bool read_point(const struct jv *p, const struct validation_collective_ro
 		jv_error(p, "missing busbw_GBps or algbw_GBps");
 		return false;
 	}
-	if (!jv_number(has_bus ? &bus : &alg, JR_POSITIVE, &gbps))
+	/* Measured bandwidths as a topology's links allow them: 1 MB/s to
+	 * 100 TB/s (docs/formats.md). */
+	if (!jv_number(has_bus ? &bus : &alg, JR_RANGE(1e-3, 1e5), &gbps))
 		return false;
 	out->measured_algbw = has_alg;
 	out->busbw_bps = gbps * GBPS * (has_alg ? validation_bus_factor(r->collective, r->devices) : 1);

@@ -1,0 +1,76 @@
+/* fuzz_generator.c — the model generators' parameters (models/generate.c)
+ * from raw bytes: kind, the eight sizes (each left at its default, small,
+ * a shifted 32-bit value or negative), dtype, bias and dropout. A graph
+ * that comes back must count its parameters within GRAPH_MAX_ELEMENTS. */
+#include <string.h>
+
+#include "fuzz.h"
+#include "models.h"
+
+struct bytes {
+	const uint8_t *p;
+	size_t n;
+};
+
+static unsigned take(struct bytes *b)
+{
+	if (!b->n)
+		return 0;
+	b->n--;
+	return *b->p++;
+}
+
+static uint32_t take32(struct bytes *b)
+{
+	uint32_t v = 0;
+	for (int i = 0; i < 4; i++)
+		v = v << 8 | take(b);
+	return v;
+}
+
+static void size_field(struct bytes *b, int64_t *f)
+{
+	unsigned sel = take(b);
+	uint32_t v = take32(b);
+	switch (sel % 4) {
+	case 0: break; /* the default */
+	case 1: *f = v % 4096; break;
+	case 2: *f = (int64_t)v << ((sel >> 2) % 32); break;
+	case 3: *f = -(int64_t)v; break;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct bytes b = {data, size};
+	struct model_gen g;
+	model_gen_defaults(&g, (enum model_gen_kind)(take(&b) % GEN_COUNT));
+	int64_t *fields[] = {&g.hidden, &g.layers, &g.heads, &g.kv_heads,
+	                     &g.seq,    &g.vocab,  &g.micro_batch, &g.ffn};
+	for (size_t i = 0; i < SL_COUNTOF(fields); i++)
+		size_field(&b, fields[i]);
+	/* Layers cost time in proportion; the generator allows 10,000. Keep
+	 * most runs short so the fuzzer explores the sizes. */
+	if (g.layers > 8 && take(&b) % 16)
+		g.layers = g.layers % 8 + 1;
+	unsigned dt = take(&b);
+	if (dt % 2)
+		g.dtype = (enum dtype)(dt / 2 % (DT_COUNT + 1));
+	g.bias = take(&b) & 1;
+	g.dropout = take(&b) / 200.0;
+
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct graph *gr = a ? graph_generate(a, &g, &d) : NULL;
+	if (gr) {
+		struct graph_totals t;
+		int64_t params;
+		graph_totals(gr, &t);
+		SL_ASSERT(graph_params_fit(gr, &params));
+		SL_ASSERT(t.parameters == params);
+	}
+	fuzz_diags_done(&d);
+	arena_free(a);
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* fuzz_loader.c — one file format's loader, chosen at build time by
+ * FUZZ_KIND: 0 check (any format, what `shardlab check` does), 1 topology,
+ * 2 model, 3 scenario, 4 validation. The bytes are read as the file
+ * "scenarios/fuzz.json" so that the paths a scenario or a validation file
+ * names resolve against the shipped files (run from the source root). */
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fuzz.h"
+#include "validation.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct diag_list d;
+	struct json_doc doc;
+	struct arena *a = arena_new();
+	memset(&doc, 0, sizeof doc);
+	diag_list_init(&d);
+	if (a && json_doc_parse(&doc, "scenarios/fuzz.json", (const char *)data, size, &d)) {
+		struct jv root;
+		switch (FUZZ_KIND) {
+		case 0: {
+			char summary[160];
+			cli_check_doc(a, &doc, summary, sizeof summary);
+			break;
+		}
+		case 1:
+			topo_load_doc(a, &doc);
+			break;
+		case 2:
+			/* Past the header: the model's body whatever "format" says. */
+			if (jv_root(&doc, &root)) {
+				struct graph *g = graph_load_value(a, &root);
+				struct graph_totals t;
+				graph_totals(g, &t);
+				SL_ASSERT(!g || (t.parameters >= 0 && t.parameters <= GRAPH_MAX_ELEMENTS));
+			}
+			break;
+		case 3:
+			scenario_load_doc(a, &doc);
+			break;
+		case 4:
+			validation_load_doc(a, &doc);
+			break;
+		}
+	}
+	json_doc_free(&doc);
+	fuzz_diags_done(&d);
+	arena_free(a);
+	return 0;
+}
