@@ -399,7 +399,7 @@ static void training_text(const struct args *a, const struct validation *v,
 		oom += rows[i].error == NULL && rows[i].oom;
 	}
 	int n_mem = 0;
-	double *mem_err = calloc((size_t)n + 1, sizeof *mem_err);
+	double *mem_err = calloc((size_t)(n > 0 ? n : 0) + 1, sizeof *mem_err);
 	for (int i = 0; mem_err && i < n; i++) {
 		const struct trow *r = &rows[i];
 		if (r->error || r->row->memory_bytes <= 0)
