@@ -515,10 +515,23 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	es->p2p_s = ss->cat[EST_PIPELINE_P2P];
 	/* memory: activations in flight by the schedule, buffers */
 	struct prog_slot *sl;
-	int n = plan_schedule(a, pp, e->steps_per_iteration, tr->schedule, st, &sl);
+	/* The most in flight does not grow past 2 x P micro-batches with 1F1B
+	 * and interleaving (their warm-up is at most that long), and GPipe
+	 * holds every micro-batch: one is walked and scaled. So the walk, and
+	 * the estimate, cost the same whatever the micro-batch count. */
+	int64_t m = e->steps_per_iteration, walk = m, cap = 2 * (int64_t)pp->n_stages;
+	if (tr->schedule == SCHED_GPIPE)
+		walk = 1;
+	else if (m > cap)
+		walk = cap;
+	int n = plan_schedule(a, pp, walk, tr->schedule, st, &sl);
 	if (n < 0)
 		return false;
 	in_flight(sl, n, act, pp, &es->mem.activations, &es->in_flight);
+	if (tr->schedule == SCHED_GPIPE) {
+		es->mem.activations *= (double)m;
+		es->in_flight *= (double)m;
+	}
 	es->mem.activations += working;
 	double bucket = tr->gradient_bucket_bytes < synced ? tr->gradient_bucket_bytes : synced;
 	es->mem.buffers += bucket + (zero >= 3 ? 2 * gathered_max : 0);

@@ -337,17 +337,24 @@ Test(pipeline, partition_weighs_the_sends_at_its_cuts)
  * same schedule. */
 Test(pipeline, simulated_memory_peak_is_the_estimates)
 {
+	/* 8 micro-batches (2 x P), and 64: the estimate walks at most 2 x P
+	 * of them (GPipe one, scaled), the simulation every one. */
 	static const struct {
 		enum pipeline_schedule sched;
 		int64_t v;
 		enum recompute_mode rec;
-	} cases[] = {{SCHED_1F1B, 1, RECOMPUTE_NONE},
-	             {SCHED_GPIPE, 1, RECOMPUTE_NONE},
-	             {SCHED_INTERLEAVED_1F1B, 2, RECOMPUTE_NONE},
-	             {SCHED_1F1B, 1, RECOMPUTE_FULL}};
+		int64_t global_batch;
+	} cases[] = {{SCHED_1F1B, 1, RECOMPUTE_NONE, 16},
+	             {SCHED_GPIPE, 1, RECOMPUTE_NONE, 16},
+	             {SCHED_INTERLEAVED_1F1B, 2, RECOMPUTE_NONE, 16},
+	             {SCHED_1F1B, 1, RECOMPUTE_FULL, 16},
+	             {SCHED_1F1B, 1, RECOMPUTE_NONE, 128},
+	             {SCHED_GPIPE, 1, RECOMPUTE_NONE, 128},
+	             {SCHED_INTERLEAVED_1F1B, 2, RECOMPUTE_NONE, 128}};
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		struct scenario *s = chain(cases[k].sched, cases[k].v, 0);
 		s->training.recompute = cases[k].rec;
+		s->training.global_batch = cases[k].global_batch;
 		struct plan *p = dp_plan(s);
 		struct estimate e;
 		struct program prog;
