@@ -333,12 +333,19 @@ static void source_of(const struct op *o, const struct vpiece *in, int k, const 
 	}
 }
 
-static enum vk_status k_move(const struct op *o, const struct vpiece *in, struct vpiece *out,
-                             char *why, size_t wn)
+/* The element walk of the data-movement ops (Concat, Split, StridedSlice,
+ * Reshape, Transpose as their sources say): for every element of each
+ * output piece y[k] (the outputs forward, their gradients backward), the
+ * input piece and its local index it comes from. Forward (din NULL)
+ * copies it into out[k] (y0 is out); backward adds y0's element into that
+ * input's gradient din[j] (when the input has one). */
+static enum vk_status walk_move(const struct op *o, const struct vpiece *in,
+                                const struct vpiece *y0, struct vpiece *out, struct vpiece *din,
+                                char *why, size_t wn)
 {
 	int64_t idx[GRAPH_MAX_RANK], g[GRAPH_MAX_RANK], gi[GRAPH_MAX_RANK], li[GRAPH_MAX_RANK];
 	for (int k = 0; k < o->n_out; k++) {
-		struct vpiece *y = &out[k];
+		const struct vpiece *y = &y0[k];
 		int64_t n = verify_elems(y->shape, y->rank);
 		for (int64_t f = 0; f < n; f++) {
 			unravel(f, y->shape, y->rank, idx);
@@ -349,18 +356,31 @@ static enum vk_status k_move(const struct op *o, const struct vpiece *in, struct
 			const struct vpiece *x = &in[j];
 			for (int d = 0; d < x->rank; d++) {
 				li[d] = gi[d] - x->lo[d];
-				if (li[d] < 0 || li[d] >= x->shape[d]) {
-					fail(why, wn, "output %d element at dimension %d index %lld needs input %d "
-					     "index %lld there, which this rank does not hold (it holds %lld..%lld)",
-					     k, d, (long long)g[d], j, (long long)gi[d], (long long)x->lo[d],
-					     (long long)(x->lo[d] + x->shape[d] - 1));
-					return VK_BROKEN;
-				}
+				if (li[d] >= 0 && li[d] < x->shape[d])
+					continue;
+				if (din)
+					fail(why, wn, "the gradient of output %d needs input %d elements this "
+					     "rank does not hold", k, j);
+				else
+					fail(why, wn, "output %d element at dimension %d index %lld needs input "
+					     "%d index %lld there, which this rank does not hold (it holds "
+					     "%lld..%lld)", k, d, (long long)g[d], j, (long long)gi[d],
+					     (long long)x->lo[d], (long long)(x->lo[d] + x->shape[d] - 1));
+				return VK_BROKEN;
 			}
-			y->data[f] = x->data[ravel(li, x->shape, x->rank)];
+			if (!din)
+				out[k].data[f] = x->data[ravel(li, x->shape, x->rank)];
+			else if (din[j].data)
+				din[j].data[ravel(li, x->shape, x->rank)] += y->data[f];
 		}
 	}
 	return VK_OK;
+}
+
+static enum vk_status k_move(const struct op *o, const struct vpiece *in, struct vpiece *out,
+                             char *why, size_t wn)
+{
+	return walk_move(o, in, out, out, NULL, why, wn);
 }
 
 /* Gather(table [V, h...], indices [i...]) -> [i..., h...]: rows the rank
@@ -686,30 +706,7 @@ static enum vk_status v_transpose(const struct op *o, const struct vpiece *in,
 static enum vk_status v_move(const struct op *o, const struct vpiece *in,
                              const struct vpiece *dy, struct vpiece *din, char *why, size_t wn)
 {
-	int64_t idx[GRAPH_MAX_RANK], g[GRAPH_MAX_RANK], gi[GRAPH_MAX_RANK], li[GRAPH_MAX_RANK];
-	for (int k = 0; k < o->n_out; k++) {
-		const struct vpiece *y = &dy[k];
-		int64_t n = verify_elems(y->shape, y->rank);
-		for (int64_t f = 0; f < n; f++) {
-			unravel(f, y->shape, y->rank, idx);
-			for (int d = 0; d < y->rank; d++)
-				g[d] = idx[d] + y->lo[d];
-			int j;
-			source_of(o, in, k, g, y, &j, gi);
-			const struct vpiece *x = &in[j];
-			for (int d = 0; d < x->rank; d++) {
-				li[d] = gi[d] - x->lo[d];
-				if (li[d] < 0 || li[d] >= x->shape[d]) {
-					fail(why, wn, "the gradient of output %d needs input %d elements this rank "
-					     "does not hold", k, j);
-					return VK_BROKEN;
-				}
-			}
-			if (din[j].data)
-				din[j].data[ravel(li, x->shape, x->rank)] += y->data[f];
-		}
-	}
-	return VK_OK;
+	return walk_move(o, in, dy, NULL, din, why, wn);
 }
 
 static enum vk_status v_gather(const struct vpiece *in, const struct vpiece *dy,
