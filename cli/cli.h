@@ -124,7 +124,15 @@ struct cli_sim_setup {
 	double bucket_bytes;           /* gradient buckets (plan_lower) */
 	bool trace;                    /* record the events */
 	const char *label;             /* names the plan on the progress line */
+	double max_events;             /* refuse a program of more steps x ranks (0: the
+	                                  default, CLI_MAX_EVENTS) */
 };
+/* The default budget of a simulation: program steps x ranks
+ * (sim_program_events). The largest shipped runs need ~1e9 (GPT-3 175B on
+ * 8,192 ranks, about two minutes); 1e10 is hours. */
+#define CLI_MAX_EVENTS 1e10
+/* --max-events N: a count from 1 to 1e15; EXIT_USAGE with a message. */
+int cli_parse_max_events(const char *cmd, const char *v, double *out);
 
 /* A plan estimated, lowered and simulated; each flag says how far it got. */
 struct cli_sim_outcome {

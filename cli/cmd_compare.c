@@ -74,6 +74,8 @@ static void help(FILE *f)
 	        "  --collective-algo A   auto, ring, tree, halving-doubling, hierarchical\n"
 	        "                        or direct (default: the scenario's)\n"
 	        "  --bucket-mb N         gradient buckets of N MiB (default 25)\n"
+	        "  --max-events N        refuse a simulation of more than N steps x ranks\n"
+	        "                        (default 1e10), as shardlab simulate\n"
 	        "  --fused               complete partial sums with a ReduceScatter where\n"
 	        "                        the consumer wants the result split\n"
 	        "  --json                print JSON: \"scenario\", \"model\", \"topology\",\n"
@@ -119,6 +121,7 @@ struct args {
 	int planner;                   /* -1: the scenario's planners */
 	int64_t top;                   /* megatron-search: configurations simulated */
 	double bucket_bytes;
+	double max_events;              /* 0: CLI_MAX_EVENTS */
 	struct cli_overrides ov;       /* --devices, --topology, --global-batch */
 };
 
@@ -145,6 +148,8 @@ static int parse_value(const char *o, const char *v, struct args *a)
 	} else if (!strcmp(o, "--collective-algo")) {
 		k = cli_parse_name("compare", o, v, collective_algo_names, COLL_COUNT);
 		a->algo = k;
+	} else if (!strcmp(o, "--max-events")) {
+		k = cli_parse_max_events("compare", v, &a->max_events) == EXIT_OK ? 0 : -1;
 	} else if (!strcmp(o, "--bucket-mb")) {
 		char *end;
 		double mb = strtod(v, &end);
@@ -246,6 +251,7 @@ static struct cli_sim_setup sim_setup(const struct scenario *s, const struct arg
 		.fidelity = a->fidelity >= 0 ? (enum sim_fidelity)a->fidelity : s->sim.fidelity,
 		.algo = a->algo >= 0 ? (enum collective_algo)a->algo : s->sim.collective_algo,
 		.bucket_bytes = a->bucket_bytes,
+		.max_events = a->max_events,
 		.label = label,
 	};
 }

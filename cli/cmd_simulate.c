@@ -62,6 +62,9 @@ static void help(FILE *f)
 	        "                        docs/simulation.md)\n"
 	        "  --bucket-mb N         gradient buckets of N MiB (default 25, as PyTorch\n"
 	        "                        DDP)\n"
+	        "  --max-events N        refuse a program of more than N steps x ranks\n"
+	        "                        (default 1e10: hours; GPT-3 175B on 8,192 ranks is\n"
+	        "                        about 1e9), naming the field to change\n"
 	        "  --trace FILE          write a Chrome trace (open it in Perfetto): one\n"
 	        "                        process per rank, one thread per stream, a slice\n"
 	        "                        per compute step and per collective; a regular\n"
@@ -103,6 +106,7 @@ struct args {
 	struct cli_plan_args plan;
 	int fidelity, algo;            /* -1: the scenario's */
 	double bucket_bytes;
+	double max_events;
 };
 
 static int parse_bucket(const char *s, double *out)
@@ -141,6 +145,8 @@ static int parse_option(int argc, char **argv, int *i, struct args *a)
 		a->trace = v;
 	else if (!strcmp(o, "--bucket-mb"))
 		return parse_bucket(v, &a->bucket_bytes);
+	else if (!strcmp(o, "--max-events"))
+		return cli_parse_max_events("simulate", v, &a->max_events);
 	else if (!strcmp(o, "--fidelity") &&
 	         (k = cli_parse_name("simulate", o, v, fidelity_names, FIDELITY_COUNT)) >= 0)
 		a->fidelity = k;
@@ -335,6 +341,7 @@ int cmd_simulate(int argc, char **argv)
 		                            : s ? s->sim.fidelity : FIDELITY_COARSE,
 		.algo = a.algo >= 0 ? (enum collective_algo)a.algo : s ? s->sim.collective_algo : COLL_AUTO,
 		.bucket_bytes = a.bucket_bytes,
+		.max_events = a.max_events,
 		.trace = a.trace != NULL,
 		.label = planner_names[kind],
 	};

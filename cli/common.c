@@ -414,3 +414,16 @@ struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_p
 	cli_progress_clear(&pr);
 	return p;
 }
+
+int cli_parse_max_events(const char *cmd, const char *v, double *out)
+{
+	char *end;
+	double n = strtod(v, &end);
+	if (*v == '\0' || *end != '\0' || !(n >= 1) || n > 1e15) {
+		fprintf(stderr, "shardlab %s: --max-events takes a count from 1 to 1e15, got '%s'\n",
+		        cmd, v);
+		return EXIT_USAGE;
+	}
+	*out = n;
+	return EXIT_OK;
+}

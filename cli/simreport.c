@@ -63,6 +63,19 @@ bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_s
 	out->lowered = out->estimated && plan_lower(a, p, o->bucket_bytes, &out->prog, d);
 	if (!out->lowered)
 		return false;
+	/* Refuse what would run away rather than run for hours. */
+	double budget = o->max_events > 0 ? o->max_events : CLI_MAX_EVENTS;
+	double events = sim_program_events(&out->prog);
+	if (events > budget) {
+		diag_add(d, DIAG_ERROR, p->scenario->file, 0, "training.global_batch",
+		         "simulating this iteration would run %.3g program steps on its ranks (%lld "
+		         "ranks, %lld micro-batch%s), over the budget of %.3g (--max-events): fewer "
+		         "micro-batches (a smaller global batch or a larger micro-batch), or a larger "
+		         "--max-events", events, (long long)out->prog.n_ranks,
+		         (long long)out->prog.micro_batches, out->prog.micro_batches == 1 ? "" : "es",
+		         budget);
+		return false;
+	}
 	struct sr_progress pr = {.label = o->label ? o->label : "", .last_pct = -1};
 	struct sim_options so = {.fidelity = o->fidelity, .algo = o->algo, .trace = o->trace};
 	if (isatty(STDERR_FILENO)) {

@@ -269,3 +269,18 @@ double sim_peak_memory(const struct sim_result *r)
 		peak = r->ranks[k].peak_memory_bytes > peak ? r->ranks[k].peak_memory_bytes : peak;
 	return peak;
 }
+
+double sim_program_events(const struct program *prog)
+{
+	double events = 0;
+	for (int st = 0; st < prog->n_stages; st++) {
+		const struct prog_stage *ps = &prog->stages[st];
+		double steps = ps->n_tail;
+		for (int k = 0; k < ps->n_slots; k++) {
+			const struct prog_chunk *c = &prog->chunks[ps->slots[k].chunk];
+			steps += ps->slots[k].backward ? c->n_bwd : c->n_fwd;
+		}
+		events += steps * (double)prog->stage_ranks;
+	}
+	return events;
+}

@@ -173,6 +173,12 @@ struct sim_result {
 	struct sim_event *events;          /* when traced */
 };
 
+/* The program steps its ranks run in one iteration: every rank's steps
+ * of every slot of its stage's schedule and its tail. The simulation's
+ * events (executions, transfers, waits) are a small multiple of it; the
+ * CLI refuses a simulation over its --max-events. */
+double sim_program_events(const struct program *prog);
+
 /* The most any rank held (struct sim_rank's peak_memory_bytes). */
 double sim_peak_memory(const struct sim_result *r);
 

@@ -1243,3 +1243,25 @@ Test(cli, collective_algo_prices_the_estimate_too)
 	}
 	cr_expect_neq(est[0], est[1]);
 }
+
+/* A simulation over its --max-events budget is refused before it starts,
+ * naming the field to change. ffn-8p's propagated plan, one micro-batch,
+ * per rank: 5 ops forward and dense2's AllReduce (6); 5 backward, the
+ * AllGather mirroring dense2's StridedSlice and dense1's input-gradient
+ * AllReduce (7); one gradient bucket; the optimizer: 15 steps, on 8 ranks
+ * 120 > 100. */
+Test(cli, simulate_refuses_what_exceeds_its_budget)
+{
+	struct cli_run r = fixture_shardlab("simulate scenarios/ffn-8p.json --max-events 100", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "scenarios/ffn-8p.json: training.global_batch: simulating this "
+	                        "iteration would run 120 program steps on its ranks (8 ranks, 1 "
+	                        "micro-batch), over the budget of 100 (--max-events)"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("simulate scenarios/ffn-8p.json --max-events 120", false);
+	cr_expect_eq(r.status, 0);
+	free(r.out);
+	r = fixture_shardlab("simulate scenarios/ffn-8p.json --max-events 0", true);
+	cr_expect_eq(r.status, 2);
+	free(r.out);
+}
