@@ -242,7 +242,8 @@ struct est_op {
 	double recompute_s;                         /* forward work redone in backward */
 	double gather_s;                            /* ZeRO-3: its parameters gathered, forward and backward */
 	double gradient_s;                          /* its gradients' share of their buckets */
-	double activation_bytes;                    /* its outputs, per device per micro-batch */
+	double activation_bytes;                    /* what it saves for its backward, per device
+	                                               per micro-batch (cost_op_saved_bytes) */
 	int chunk;                                  /* its pipeline chunk */
 };
 
@@ -308,6 +309,11 @@ double cost_optimizer_bytes_per_elem(enum dtype dt);
  * them in the parameters' dtype. The estimate and the lowering both use
  * it. */
 double cost_bucket_wire_bytes(const struct plan_bucket *b);
+
+/* What op `op` of a plan saves for its backward on one rank, per
+ * micro-batch, before sharing with other readers and recomputation
+ * (memory.c). */
+double cost_op_saved_bytes(const struct plan *p, int op);
 
 /* The activations chunk ch of a plan keeps per micro-batch for its
  * backward (*stored), by what each op's gradient reads and the scenario's

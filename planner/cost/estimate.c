@@ -37,7 +37,6 @@ enum bwd_rule {
 struct bwd_kind {
 	enum bwd_rule rule;
 	double factor;    /* BWD_SCALE: backward / forward time */
-	bool view;        /* no work, keeps no activation (Reshape) */
 };
 
 /* MatMul-like: input and weight gradients, each a forward's work (the
@@ -47,29 +46,29 @@ struct bwd_kind {
  * Normalisations: the gradient reads the input, the output gradient and
  * the saved statistics twice over (~2x). */
 static const struct bwd_kind bwd_table[OP_COUNT] = {
-	[OP_MATMUL] = {BWD_SCALE, 2, false},
-	[OP_BATCHMATMUL] = {BWD_SCALE, 2, false},
-	[OP_ADD] = {BWD_SCALE, 1, false},
-	[OP_SUB] = {BWD_SCALE, 1, false},
-	[OP_MUL] = {BWD_SCALE, 1, false},
-	[OP_BIASADD] = {BWD_SCALE, 1, false},
-	[OP_RELU] = {BWD_SCALE, 1, false},
-	[OP_GELU] = {BWD_SCALE, 1, false},
-	[OP_SILU] = {BWD_SCALE, 1, false},
-	[OP_DROPOUT] = {BWD_SCALE, 1, false},
-	[OP_CAST] = {BWD_SCALE, 1, false},
-	[OP_SOFTMAX] = {BWD_SCALE, 2, false},
-	[OP_LAYERNORM] = {BWD_SCALE, 2, false},
-	[OP_RMSNORM] = {BWD_SCALE, 2, false},
-	[OP_RESHAPE] = {BWD_SCALE, 0, true},
-	[OP_TRANSPOSE] = {BWD_SCALE, 1, false},
-	[OP_REDUCESUM] = {BWD_SCALE, 1, false},
-	[OP_REDUCEMEAN] = {BWD_SCALE, 1, false},
-	[OP_GATHER] = {BWD_SCATTER_ADD, 0, false},
-	[OP_CONCAT] = {BWD_SCALE, 1, false},
-	[OP_SPLIT] = {BWD_SCALE, 1, false},
-	[OP_STRIDEDSLICE] = {BWD_SCALE, 1, false},
-	[OP_SOFTMAXCROSSENTROPY] = {BWD_SCALE, 1, false},
+	[OP_MATMUL] = {BWD_SCALE, 2},
+	[OP_BATCHMATMUL] = {BWD_SCALE, 2},
+	[OP_ADD] = {BWD_SCALE, 1},
+	[OP_SUB] = {BWD_SCALE, 1},
+	[OP_MUL] = {BWD_SCALE, 1},
+	[OP_BIASADD] = {BWD_SCALE, 1},
+	[OP_RELU] = {BWD_SCALE, 1},
+	[OP_GELU] = {BWD_SCALE, 1},
+	[OP_SILU] = {BWD_SCALE, 1},
+	[OP_DROPOUT] = {BWD_SCALE, 1},
+	[OP_CAST] = {BWD_SCALE, 1},
+	[OP_SOFTMAX] = {BWD_SCALE, 2},
+	[OP_LAYERNORM] = {BWD_SCALE, 2},
+	[OP_RMSNORM] = {BWD_SCALE, 2},
+	[OP_RESHAPE] = {BWD_SCALE, 0},
+	[OP_TRANSPOSE] = {BWD_SCALE, 1},
+	[OP_REDUCESUM] = {BWD_SCALE, 1},
+	[OP_REDUCEMEAN] = {BWD_SCALE, 1},
+	[OP_GATHER] = {BWD_SCATTER_ADD, 0},
+	[OP_CONCAT] = {BWD_SCALE, 1},
+	[OP_SPLIT] = {BWD_SCALE, 1},
+	[OP_STRIDEDSLICE] = {BWD_SCALE, 1},
+	[OP_SOFTMAXCROSSENTROPY] = {BWD_SCALE, 1},
 };
 _Static_assert(OP_COUNT == 23, "bwd_table covers every op kind");
 
@@ -244,8 +243,6 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 	} else {
 		eo->compute_backward_s = k->factor * eo->compute_forward_s;
 	}
-	for (int j = 0; !k->view && j < d->n_out; j++)
-		eo->activation_bytes += layout_local_bytes(&d->out[j]);
 }
 
 /* The op's own forward collectives and their mirrors, and the all-reduce
@@ -307,7 +304,6 @@ double est_op_s(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 	double opt = op_params(c, d, eo);
 	c->e->category_s[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
 	c->e->category_s[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
-	c->e->activation_bytes += eo->activation_bytes;
 	return (double)c->steps * (eo->compute_forward_s + eo->compute_backward_s +
 	                           eo->comm_forward_s + eo->comm_backward_s) +
 	       eo->gradient_s + opt;
@@ -632,8 +628,10 @@ bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
 	}
 	out->steps_per_iteration = steps;
 	c->fused = plan_fused_input_grads(a, p);
-	for (int i = 0; c->fused && i < g->n_ops; i++)
+	for (int i = 0; c->fused && i < g->n_ops; i++) {
 		est_op_s(c, &p->ops[i], &out->ops[i]);
+		out->ops[i].activation_bytes = cost_op_saved_bytes(p, i);
+	}
 	edges(c, p);
 	/* The chunks, by each op's seconds per micro-batch. */
 	double *cost = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(double));

@@ -182,6 +182,16 @@ static int op_saved(const struct plan *p, int op, struct saved keep[SIG_MAX_TENS
 	return n;
 }
 
+double cost_op_saved_bytes(const struct plan *p, int op)
+{
+	struct saved keep[SIG_MAX_TENSORS + 2];
+	int n = op_saved(p, op, keep);
+	double sum = 0;
+	for (int k = 0; k < n; k++)
+		sum += keep[k].bytes;
+	return sum;
+}
+
 /* Adds what ops [lo, hi) save, each shared tensor once (seen[] marks the
  * tensors counted: a tensor's largest saved size wins), skipping what the
  * attention cores save when `skip_core`. */
