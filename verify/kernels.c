@@ -245,12 +245,12 @@ static enum vk_status k_norm(const struct op *o, const struct vpiece *in, struct
 	return VK_OK;
 }
 
-/* ReduceSum, ReduceMean: a rank's box of a cut reduced axis gives a
- * partial sum; the mean divides by the whole count. */
-static enum vk_status k_reduce(const struct op *o, const struct vpiece *in, struct vpiece *out)
+/* The axes a ReduceSum/ReduceMean reduces (all of them when it names
+ * none) into red[], and how many elements of the whole tensor each output
+ * element sums. */
+static double reduced_axes(const struct op *o, const struct vpiece *in, bool red[GRAPH_MAX_RANK])
 {
 	int r = in->rank;
-	bool red[GRAPH_MAX_RANK] = {false};
 	for (int d = 0; d < r; d++)
 		red[d] = o->attrs.n_axes == 0;
 	for (int i = 0; i < o->attrs.n_axes; i++)
@@ -259,6 +259,16 @@ static enum vk_status k_reduce(const struct op *o, const struct vpiece *in, stru
 	for (int d = 0; d < r; d++)
 		if (red[d])
 			count *= (double)in->full[d];
+	return count;
+}
+
+/* ReduceSum, ReduceMean: a rank's box of a cut reduced axis gives a
+ * partial sum; the mean divides by the whole count. */
+static enum vk_status k_reduce(const struct op *o, const struct vpiece *in, struct vpiece *out)
+{
+	int r = in->rank;
+	bool red[GRAPH_MAX_RANK] = {false};
+	double count = reduced_axes(o, in, red);
 	int64_t n = verify_elems(out->shape, out->rank), m = verify_elems(in->shape, r);
 	memset(out->data, 0, (size_t)n * sizeof(double));
 	int64_t idx[GRAPH_MAX_RANK], oi[GRAPH_MAX_RANK];
@@ -665,14 +675,7 @@ static enum vk_status v_reduce(const struct op *o, const struct vpiece *in,
 {
 	int r = in->rank;
 	bool red[GRAPH_MAX_RANK] = {false};
-	for (int d = 0; d < r; d++)
-		red[d] = o->attrs.n_axes == 0;
-	for (int i = 0; i < o->attrs.n_axes; i++)
-		red[norm_axis(o->attrs.axes[i], r)] = true;
-	double count = 1;
-	for (int d = 0; d < r; d++)
-		if (red[d])
-			count *= (double)in->full[d];
+	double count = reduced_axes(o, in, red);
 	double scale = o->kind == OP_REDUCEMEAN ? 1 / count : 1;
 	int64_t m = verify_elems(in->shape, r), idx[GRAPH_MAX_RANK], oi[GRAPH_MAX_RANK];
 	for (int64_t f = 0; f < m; f++) {
