@@ -116,13 +116,14 @@ static double saved_input_bytes(const struct plan *p, const struct dist_op *d, i
 	return held_bytes(p, d, i) * (pr >= 0 ? gathered_norm(p, pr) : 1);
 }
 
-/* What one op saves, as (tensor, bytes) pairs into keep[]; a mask or a
- * statistic has tensor -1 (never shared). Returns the count. */
+/* A tensor an op saves for its backward, and its bytes on one rank; a mask
+ * or a statistic has tensor -1 (never shared). */
 struct saved {
 	int tensor;
 	double bytes;
 };
 
+/* What op `op` saves, into keep[]; returns the count. */
 static int op_saved(const struct plan *p, int op, struct saved keep[SIG_MAX_TENSORS + 2])
 {
 	const struct graph *g = p->graph;
