@@ -212,10 +212,98 @@ static bool pow2(int n)
 	return n > 0 && (n & (n - 1)) == 0;
 }
 
+/* NCCL's rails (cost.h, collectives.c): members in whole-server blocks of
+ * c > 1 on several servers. */
+static bool rails(const struct topology *t, enum step_kind kind, const int64_t *r, int n, int *c)
+{
+	return t->coll.library == TOPO_COLL_NCCL && topo_server_blocks(t, r, n, c) && *c < n &&
+	       (kind == STEP_ALLREDUCE || kind == STEP_ALLGATHER || kind == STEP_REDUCESCATTER);
+}
+
+/* Rings over the rails: ring k runs through every server's block starting
+ * at its member k and leaves it from member k-1, so that each ring crosses
+ * between servers on another member's NIC; each carries S/c. Steps of the
+ * c rings go together. */
+static void rails_ring(struct sim_ops *ops, const struct topology *t, enum sim_fidelity fid,
+                       const int64_t *r, int n, int c, int me, int phases, double chunk)
+{
+	int b = me / c, p = me % c, m = n / c;
+	double lat = 0;
+	for (int k = 0; k < c; k++) {
+		double bps = 0, l = 0;
+		int nx = p == (k + c - 1) % c ? ((b + 1) % m) * c + k : b * c + (p + 1) % c;
+		topo_route(t, r[me], r[nx], &bps, &l);
+		lat = l > lat ? l : lat;
+	}
+	int steps = fid == FIDELITY_STEP ? n - 1 : 1;
+	double each = fid == FIDELITY_STEP ? chunk / c : chunk * (n - 1) / c;
+	for (int ph = 0; ph < phases; ph++) {
+		for (int s = 0; s < steps; s++) {
+			for (int k = 0; k < c; k++) {
+				int nx = p == (k + c - 1) % c ? ((b + 1) % m) * c + k
+				                              : b * c + (p + 1) % c;
+				int pv = p == k ? ((b + m - 1) % m) * c + (k + c - 1) % c
+				                : b * c + (p + c - 1) % c;
+				push(ops, SIM_OP_SEND, r[nx], each);
+				push(ops, SIM_OP_RECV, r[pv], 0);
+			}
+			push(ops, SIM_OP_WAIT, -1, 0);
+		}
+		if (fid != FIDELITY_STEP && n > 2)
+			push(ops, SIM_OP_SLEEP, -1, lat * (n - 2));
+	}
+}
+
+/* NCCL's tree all-reduce across servers as its transfers all at once (the
+ * pipeline's chunks in flight together): one channel per member of a
+ * block, channel k a chain through the block from its head, member k, up
+ * (reduce) and down (broadcast), S/c each way; the heads of channel k
+ * exchange S/c with the neighbouring servers' (one on two servers, both
+ * neighbours on more). */
+static void nccl_tree(struct sim_ops *ops, const int64_t *r, int n, int c, int me, double bytes)
+{
+	int b = me / c, p = me % c, m = n / c;
+	double each = bytes / c;
+	for (int k = 0; k < c; k++) {
+		int j = (p - k + c) % c; /* my place in channel k's chain */
+		if (j > 0) {
+			int up = b * c + (k + j - 1) % c;
+			push(ops, SIM_OP_SEND, r[up], each);
+			push(ops, SIM_OP_RECV, r[up], 0);
+		}
+		if (j < c - 1) {
+			int down = b * c + (k + j + 1) % c;
+			push(ops, SIM_OP_SEND, r[down], each);
+			push(ops, SIM_OP_RECV, r[down], 0);
+		}
+		if (j == 0) {
+			int nb = ((b + 1) % m) * c + k, pb = ((b + m - 1) % m) * c + k;
+			push(ops, SIM_OP_SEND, r[nb], each);
+			push(ops, SIM_OP_RECV, r[nb], 0);
+			if (m > 2) {
+				push(ops, SIM_OP_SEND, r[pb], each);
+				push(ops, SIM_OP_RECV, r[pb], 0);
+			}
+		}
+	}
+	push(ops, SIM_OP_WAIT, -1, 0);
+}
+
 enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind kind,
                                         enum collective_algo algo, const int64_t *ranks, int n)
 {
 	int n_intra, m;
+	if (t->coll.library == TOPO_COLL_NCCL) {
+		/* what NCCL runs (cost_algo_lines_of): rings, its tree for
+		 * all-reduce across servers, direct all-to-all */
+		int c;
+		if (algo == COLL_TREE && kind == STEP_ALLREDUCE && topo_server_blocks(t, ranks, n, &c) &&
+		    c < n)
+			return COLL_TREE;
+		if (algo == COLL_DIRECT && kind == STEP_ALLTOALL)
+			return COLL_DIRECT;
+		return COLL_RING;
+	}
 	switch (algo) {
 	case COLL_TREE:
 		return kind == STEP_ALLREDUCE ? COLL_TREE : COLL_RING;
@@ -284,6 +372,33 @@ void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind 
 	ops->n = 0;
 	if (n <= 1)
 		return;
+	if (t->coll.library != TOPO_COLL_NONE && algo != SIM_HD_ONE_LINK) {
+		/* the library's protocol: its latency first, its bytes on the wire */
+		struct sim_wire_memo *w = &ops->wire_memo;
+		if (!w->valid || w->kind != (int)kind || w->algo != (int)algo || w->n != n ||
+		    w->bytes != bytes || w->first != ranks[0] || w->last != ranks[n - 1]) {
+			w->valid = true;
+			w->kind = (int)kind;
+			w->algo = (int)algo;
+			w->n = n;
+			w->bytes = bytes;
+			w->first = ranks[0];
+			w->last = ranks[n - 1];
+			cost_collective_wire(t, kind, algo, ranks, n, bytes, &w->wire, &w->extra_s);
+		}
+		if (w->extra_s > 0)
+			push(ops, SIM_OP_SLEEP, -1, w->extra_s);
+		bytes *= w->wire;
+	}
+	int c = 0;
+	if (algo == COLL_TREE && t->coll.library == TOPO_COLL_NCCL && rails(t, kind, ranks, n, &c)) {
+		nccl_tree(ops, ranks, n, c, me, bytes);
+		return;
+	}
+	if (algo == COLL_RING && rails(t, kind, ranks, n, &c) && c > 1) {
+		rails_ring(ops, t, fid, ranks, n, c, me, kind == STEP_ALLREDUCE ? 2 : 1, bytes / n);
+		return;
+	}
 	if (algo == SIM_HD_ONE_LINK) {
 		hd_one_link(ops, t, ranks, n, me, bytes);
 		if (kind == STEP_ALLREDUCE)

@@ -75,6 +75,14 @@ struct sim_ops {
 	int64_t *scratch;                  /* scratch: a sub-group */
 	int members_cap;
 	bool oom;
+	/* The library pricing of the last group asked (cost_collective_wire):
+	 * the members of one group ask one after another. */
+	struct sim_wire_memo {
+		bool valid;
+		int kind, algo, n;
+		int64_t first, last;
+		double bytes, wire, extra_s;
+	} wire_memo;
 };
 
 /* The algorithm a group's collective really runs: the requested one, or

@@ -27,7 +27,8 @@ void fixture_teardown(void);
  * does not load. */
 struct scenario *fixture_scenario(const char *path);
 /* topologies/NAME.json loaded into a; the test fails when it does not
- * load. */
+ * load. "NAME:none" drops its collective library (the links' α–β
+ * formulas alone, topologies.h). */
 struct topology *fixture_topology(struct arena *a, const char *name);
 
 /* One run of the built shardlab ($SHARDLAB, set by tests/meson.build; the

@@ -303,9 +303,46 @@ static void read_nic(const struct jv *nv, struct topology *t)
 		t->nic.latency_s = us * 1e-6;
 }
 
+const char *const topo_coll_library_names[TOPO_COLL_LIBRARY_COUNT] = {"none", "nccl"};
+const char *const topo_link_class_names[TOPO_LINK_CLASS_COUNT] = {"nvlink", "pci"};
+_Static_assert(TOPO_COLL_LIBRARY_COUNT == 2 && TOPO_LINK_CLASS_COUNT == 2,
+               "library or link class names out of step");
+
+static void read_collectives(const struct jv *cv, struct topology *t)
+{
+	static const char *const keys[] = {"library", "intra", "tree_max_busbw_GBps", NULL};
+	if (!jv_open(cv, keys))
+		return;
+	struct jv v;
+	if (jv_need(cv, "library", &v)) {
+		int k = jv_enum(&v, topo_coll_library_names, TOPO_COLL_LIBRARY_COUNT);
+		if (k >= 0)
+			t->coll.library = (enum topo_coll_library)k;
+	}
+	if (jv_get(cv, "intra", &v)) {
+		int k = jv_enum(&v, topo_link_class_names, TOPO_LINK_CLASS_COUNT);
+		if (k >= 0)
+			t->coll.intra = (enum topo_link_class)k;
+	}
+	if (jv_get(cv, "tree_max_busbw_GBps", &v) && jv_is_array(&v, 2, 2)) {
+		for (int i = 0; i < 2; i++) {
+			struct jv e;
+			double gb = 0;
+			jv_at(&v, i, &e);
+			if (!jv_number(&e, JR_POSITIVE, &gb))
+				continue;
+			if (gb < PHYS_LINK_GBPS.lo || gb > PHYS_LINK_GBPS.hi)
+				jv_error(&e, "%.15g GB/s is outside the range %g to %g GB/s (%s)", gb,
+				         PHYS_LINK_GBPS.lo, PHYS_LINK_GBPS.hi, PHYS_LINK_GBPS.meaning);
+			else
+				t->coll.tree_max_busbw_bps[i] = gb * 1e9;
+		}
+	}
+}
+
 static void read_server(struct arena *a, const struct jv *sv, struct topology *t)
 {
-	static const char *const keys[] = {"devices", "tiers", "nic", NULL};
+	static const char *const keys[] = {"devices", "tiers", "nic", "collectives", NULL};
 	if (!jv_open(sv, keys))
 		return;
 	int64_t devices = 0;
@@ -322,6 +359,9 @@ static void read_server(struct arena *a, const struct jv *sv, struct topology *t
 	}
 	if (jv_need(sv, "nic", &nv))
 		read_nic(&nv, t);
+	struct jv cv;
+	if (jv_get(sv, "collectives", &cv))
+		read_collectives(&cv, t);
 }
 
 /* --------------------------------------------------------------- cluster */
@@ -433,6 +473,7 @@ static void read_base(struct arena *a, const struct jv *bv, struct topology *t)
 		t->n_tiers = base.n_tiers;
 		memcpy(t->tiers, base.tiers, sizeof(t->tiers));
 		t->nic = base.nic;
+		t->coll = base.coll;
 	}
 	json_doc_free(&bdoc);
 }

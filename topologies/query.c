@@ -264,3 +264,20 @@ double topo_bisection_bps(const struct topology *t)
 	                        : topo_fabric_leaves(t) <= 1;
 	return one_leaf ? bps : bps / t->fabric.oversubscription;
 }
+
+bool topo_server_blocks(const struct topology *t, const int64_t *ranks, int n, int *per_server)
+{
+	int64_t d = t->devices_per_server;
+	int c = 1;
+	while (c < n && ranks[c] / d == ranks[0] / d)
+		c++;
+	*per_server = c;
+	if (n % c)
+		return false;
+	for (int i = 0; i < n; i++) {
+		bool start = i % c == 0;
+		if (i > 0 && (ranks[i] / d == ranks[i - 1] / d) == start)
+			return false;
+	}
+	return true;
+}

@@ -67,6 +67,26 @@ struct topo_tier {
 	double shared_bps;           /* aggregate cap on traffic crossing the tier; 0 = none */
 };
 
+/* The library that runs the collectives, as a cost model (docs/cost-models.md,
+ * "Collective libraries"). TOPO_COLL_NONE: the links' α–β formulas of every
+ * algorithm shardlab knows (ring, tree, halving-doubling, hierarchical,
+ * direct). TOPO_COLL_NCCL: NCCL's algorithms (rings over the server's NICs,
+ * its pipelined tree for all-reduce, direct all-to-all) and protocols (LL,
+ * LL128, Simple), priced with the latencies and protocol efficiencies of
+ * NCCL's tuning model. */
+enum topo_coll_library { TOPO_COLL_NONE, TOPO_COLL_NCCL, TOPO_COLL_LIBRARY_COUNT };
+extern const char *const topo_coll_library_names[TOPO_COLL_LIBRARY_COUNT];
+/* NCCL's hop-latency class of the links inside a server. */
+enum topo_link_class { TOPO_LINK_NVLINK, TOPO_LINK_PCI, TOPO_LINK_CLASS_COUNT };
+extern const char *const topo_link_class_names[TOPO_LINK_CLASS_COUNT];
+
+struct topo_collectives {
+	enum topo_coll_library library;
+	enum topo_link_class intra;  /* NCCL: the class of the server's tiers */
+	double tree_max_busbw_bps[2];/* NCCL: the tree's bus-bandwidth cap on 2 servers or
+	                                fewer, on more; 0 = none */
+};
+
 struct topo_nic {
 	int per_server;              /* device d uses NIC d * per_server / devices_per_server */
 	double bandwidth_bps;        /* per NIC, one direction, achievable: line rate x efficiency */
@@ -100,6 +120,7 @@ struct topology {
 	int n_tiers;
 	struct topo_tier tiers[TOPO_MAX_TIERS];
 	struct topo_nic nic;
+	struct topo_collectives coll;
 	int servers;                 /* 1 for a single server */
 	struct topo_fabric fabric;
 	int64_t n_devices;           /* servers * devices_per_server */
@@ -124,6 +145,10 @@ int topo_tier_between(const struct topology *t, int64_t a, int64_t b);
 int topo_group_tier(const struct topology *t, const int64_t *ranks, int n);
 /* Whether that tier is a mesh: a link of its own between every pair. */
 bool topo_group_in_mesh(const struct topology *t, const int64_t *ranks, int n);
+/* Whether n ranks (n >= 1) come in whole-server blocks: consecutive runs of
+ * the same length, each on one server, each on another server than the
+ * run before it. The run length into *per_server. */
+bool topo_server_blocks(const struct topology *t, const int64_t *ranks, int n, int *per_server);
 
 #define TOPO_MAX_HOPS 12
 

@@ -282,6 +282,193 @@ static struct cost_line direct_line(enum step_kind kind, int n, bool mesh, struc
 	return kind == STEP_ALLREDUCE ? line_add(one, one, 1) : one;
 }
 
+/* ------------------------------------------------------------- NCCL
+ *
+ * NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc, the v2.8 series,
+ * commit 01afd20; docs/cost-models.md, "Collective libraries"): an
+ * algorithm's time with protocol p is its latency, base[a][p] plus a
+ * per-hop latency for each step inside a server (by the link class) and
+ * across servers, plus S over its bandwidth, the link's scaled by the
+ * protocol's efficiency; the library takes the least over algorithms and
+ * protocols. Bandwidths here are the topology's (the physical line); the
+ * latencies, efficiencies, the tree's cap and the size corrections are
+ * NCCL's. Microseconds. */
+
+enum { NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET };
+enum { NCCL_TREE, NCCL_RING };
+
+const char *const cost_proto_names[COST_PROTO_COUNT] = {"LL", "LL128", "Simple"};
+
+/* baseLat[algorithm][protocol], protocols LL, LL128, Simple */
+static const double nccl_base_us[2][COST_PROTO_COUNT] = {{4.4, 4.4, 0}, {3.6, 10.0, 8.4}};
+/* hwLat[hardware][algorithm][protocol]; Tree/Simple is a 256 kB chunk's latency */
+static const double nccl_hop_us[3][2][COST_PROTO_COUNT] = {
+        {{.52, 1.2, 28}, {.47, 1.9, 3.4}},  /* NVLink */
+        {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}},  /* PCI */
+        {{5.0, 8.5, 50}, {2.7, 4.0, 9.6}}}; /* network */
+/* treeCorrectionFactor[protocol][floor(log2(S / 64))], S below 256 MiB */
+static const double nccl_tree_corr[COST_PROTO_COUNT][22] = {
+        {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
+         1.0},
+        {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9,
+         1.0},
+        {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
+
+static int log2_floor(double x)
+{
+	int k = 0;
+	while (x >= 2 && k < 62) {
+		x /= 2;
+		k++;
+	}
+	return k;
+}
+
+/* The rails a group spanning servers uses, NCCL's channels: one per local
+ * member, each crossing between servers on its member's NIC share (R
+ * rings, or trees, of S/R each). The part of a member's traffic that
+ * stays inside (R-1)/R, the part on its NIC 1/R: bytes per second of the
+ * whole message, as the ring's S/B. */
+static double rails_per_byte(double intra_share, double nic_share, struct link intra,
+                             struct link nic, int r)
+{
+	double a = intra_share * (r - 1) / r / intra.bps, b = nic_share / r / nic.bps;
+	return a > b ? a : b;
+}
+
+static void nccl_lines(const struct topology *t, enum step_kind kind, const int64_t *ranks, int n,
+                       const struct group_shape *gs, struct link intra, struct cost_algo_lines *out)
+{
+	int m = gs->m, ppn = 1;
+	bool even = topo_server_blocks(t, ranks, n, &ppn) && ppn * m == n;
+	bool ar = kind == STEP_ALLREDUCE, ag_rs = kind == STEP_ALLGATHER || kind == STEP_REDUCESCATTER;
+	out->applicable = 1u << COLL_RING;
+	if (kind == STEP_ALLTOALL)
+		out->applicable |= 1u << COLL_DIRECT; /* grouped send/receive, every pair at once */
+	if (!ar && !ag_rs)
+		return;
+	double f = ar ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+	/* Physical: rings over the rails when the group spans servers with
+	 * several members on each; NCCL's tree for all-reduce across servers
+	 * (a chain inside each, a double binary tree between them, pipelined:
+	 * the busiest link sets the pace). */
+	struct link nic = {0, 0};
+	if (m > 1 && even) {
+		nic = inter_link(t, ranks, n, ppn);
+		if (ppn > 1)
+			out->line[COLL_RING].per_byte_s = f * rails_per_byte(1, 1, intra, nic, ppn);
+		if (ar) {
+			out->applicable |= 1u << COLL_TREE;
+			/* per rail: each server sends and receives S/R (two servers) or
+			 * 2S/R (more) over its NICs; inside, the chain carries S/R up
+			 * and S/R down through every member but its ends */
+			double k = m == 2 ? 1 : 2;
+			struct link across = inter_link(t, ranks, n, 1);
+			out->line[COLL_TREE] = (struct cost_line){
+			        across.alpha_s + (ppn > 1 ? intra.alpha_s : 0),
+			        ppn > 1 ? rails_per_byte(2, k, intra, nic, ppn) : k / nic.bps};
+		}
+	}
+	int hw_in = t->coll.intra == TOPO_LINK_PCI ? NCCL_HW_PCI : NCCL_HW_NVLINK;
+	/* ring */
+	int steps = ar ? 2 * (n - 1) : n - 1, inter_steps = m > 1 ? (ar ? 2 * (m - 1) : m - 1) : 0;
+	for (int p = 0; p < COST_PROTO_COUNT; p++) {
+		double in_us = nccl_hop_us[hw_in][NCCL_RING][p] * (m > 1 && p == COST_PROTO_LL ? 1.8 : 1);
+		double lat_us = nccl_base_us[NCCL_RING][p] + (steps - inter_steps) * in_us +
+		                inter_steps * nccl_hop_us[NCCL_HW_NET][NCCL_RING][p];
+		double bw = 1;
+		if (p == COST_PROTO_LL) {
+			bw = m > 1 || ar ? 1.0 / 4 : 1.0 / 3;
+		} else if (p == COST_PROTO_LL128) {
+			/* on NVLink inside one server only (NCCL's default) */
+			if (m > 1 || hw_in != NCCL_HW_NVLINK)
+				continue;
+			bw = (double)n / m < 2 ? 0.7 : 0.92;
+		}
+		out->protos[COLL_RING] |= (unsigned char)(1u << p);
+		out->proto[COLL_RING][p] = (struct cost_line){
+		        out->line[COLL_RING].fixed_s + lat_us * 1e-6, out->line[COLL_RING].per_byte_s / bw};
+	}
+	if (ar && m > 1)
+		out->plateau_bytes = n / 16.0 * 65536;
+	/* tree */
+	if (!(out->applicable & (1u << COLL_TREE)))
+		return;
+	double cap = t->coll.tree_max_busbw_bps[m > 2];
+	double simple = out->line[COLL_TREE].per_byte_s / 0.9;
+	if (cap > 0 && 2 / cap > simple)
+		simple = 2 / cap; /* the tree's algorithm bandwidth is half its bus bandwidth */
+	for (int p = 0; p < COST_PROTO_COUNT; p++) {
+		if (p == COST_PROTO_LL128)
+			continue; /* across servers: not by default */
+		double in_us = nccl_hop_us[hw_in][NCCL_TREE][p] * (p == COST_PROTO_LL ? 1.8 : 1);
+		double lat_us = nccl_base_us[NCCL_TREE][p] +
+		                2 * ((ppn - 1) * in_us +
+		                     log2_floor(m) * nccl_hop_us[NCCL_HW_NET][NCCL_TREE][p]);
+		out->protos[COLL_TREE] |= (unsigned char)(1u << p);
+		out->proto[COLL_TREE][p] = (struct cost_line){
+		        out->line[COLL_TREE].fixed_s + lat_us * 1e-6,
+		        simple * (p == COST_PROTO_LL ? 3.8 : 1)};
+	}
+}
+
+double cost_algo_time(const struct cost_algo_lines *l, enum collective_algo a, double bytes,
+                      int *proto)
+{
+	if (proto)
+		*proto = -1;
+	if (bytes <= 0)
+		return 0;
+	if (!l->protos[a])
+		return l->line[a].fixed_s + l->line[a].per_byte_s * bytes;
+	double best = INFINITY;
+	int lg = log2_floor(bytes / 64);
+	for (int p = 0; p < COST_PROTO_COUNT; p++) {
+		if (!(l->protos[a] & (1u << p)))
+			continue;
+		struct cost_line x = l->proto[a][p];
+		if (a == COLL_RING && p == COST_PROTO_SIMPLE && l->plateau_bytes > 0 &&
+		    bytes >= l->plateau_bytes) /* NCCL's "plateau effect of ring": its latency x1.9 */
+			x.fixed_s = l->line[a].fixed_s + 1.9 * (x.fixed_s - l->line[a].fixed_s);
+		if (a == COLL_TREE && lg < 22)
+			x.per_byte_s /= nccl_tree_corr[p][lg];
+		double s = x.fixed_s + x.per_byte_s * bytes;
+		if (s < best * (1 - 1e-12)) {
+			best = s;
+			if (proto)
+				*proto = p;
+		}
+	}
+	return best;
+}
+
+bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum collective_algo algo,
+                          const int64_t *ranks, int n, double bytes, double *wire, double *extra_s)
+{
+	*wire = 1;
+	*extra_s = 0;
+	if (t->coll.library == TOPO_COLL_NONE || n <= 1 || bytes <= 0)
+		return false;
+	struct cost_algo_lines l;
+	cost_algo_lines_of(t, kind, ranks, n, &l);
+	int p;
+	if (algo == COLL_AUTO || !l.protos[algo])
+		return false;
+	cost_algo_time(&l, algo, bytes, &p);
+	if (p < 0)
+		return false;
+	struct cost_line x = l.proto[algo][p], phys = l.line[algo];
+	if (algo == COLL_RING && p == COST_PROTO_SIMPLE && l.plateau_bytes > 0 &&
+	    bytes >= l.plateau_bytes)
+		x.fixed_s = phys.fixed_s + 1.9 * (x.fixed_s - phys.fixed_s);
+	int lg = log2_floor(bytes / 64);
+	if (algo == COLL_TREE && lg < 22)
+		x.per_byte_s /= nccl_tree_corr[p][lg];
+	*wire = phys.per_byte_s > 0 ? x.per_byte_s / phys.per_byte_s : 1;
+	*extra_s = x.fixed_s - phys.fixed_s;
+	return true;
+}
+
 /* Every algorithm's line for one group. An algorithm that does not apply
  * (its bit clear) gets the ring's line, so that asking for it gives the
  * ring, as the contract in cost.h says. */
@@ -344,6 +531,17 @@ void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int
 		out->applicable |= 1u << COLL_DIRECT;
 		out->line[COLL_DIRECT] = direct_line(kind, n, mesh, spread);
 	}
+	if (t->coll.library == TOPO_COLL_NCCL) {
+		nccl_lines(t, kind, ranks, n, gs, gs->m == 1 ? one : intra, out);
+		/* what NCCL does not run carries the ring's line, as above */
+		for (int k = 0; k < COLL_COUNT; k++) {
+			if (k == COLL_RING || (out->applicable & (1u << k)))
+				continue;
+			out->line[k] = out->line[COLL_RING];
+			out->protos[k] = out->protos[COLL_RING];
+			memcpy(out->proto[k], out->proto[COLL_RING], sizeof(out->proto[k]));
+		}
+	}
 	free(gs);
 }
 
@@ -352,11 +550,6 @@ static const enum collective_algo rule_order[] = {COLL_RING, COLL_HIERARCHICAL,
                                                   COLL_HALVING_DOUBLING, COLL_TREE, COLL_DIRECT};
 _Static_assert(COLL_COUNT == 6, "rule_order lists every algorithm but COLL_AUTO");
 
-static double line_at(struct cost_line l, double bytes)
-{
-	return bytes > 0 ? l.fixed_s + l.per_byte_s * bytes : 0;
-}
-
 enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double bytes,
                                     enum collective_algo wanted, double *seconds)
 {
@@ -364,10 +557,12 @@ enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double byte
 	if (wanted != COLL_AUTO && (l->applicable & (1u << wanted))) {
 		best = wanted;
 	} else {
-		double best_s = line_at(l->line[COLL_RING], bytes);
+		double best_s = cost_algo_time(l, COLL_RING, bytes, NULL);
 		for (size_t k = 1; k < SL_COUNTOF(rule_order); k++) {
 			enum collective_algo c = rule_order[k];
-			double s = line_at(l->line[c], bytes);
+			if (!(l->applicable & (1u << c)))
+				continue;
+			double s = cost_algo_time(l, c, bytes, NULL);
 			/* strictly less (beyond rounding): ties keep the earlier */
 			if ((l->applicable & (1u << c)) && s < best_s * (1 - 1e-12)) {
 				best = c;
@@ -376,7 +571,7 @@ enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double byte
 		}
 	}
 	if (seconds)
-		*seconds = line_at(l->line[best], bytes);
+		*seconds = cost_algo_time(l, best, bytes, NULL);
 	return best;
 }
 
@@ -517,9 +712,15 @@ static bool add_algo(void *ctx, const struct cost_algo_lines *l)
 {
 	struct distinct *d = ctx;
 	for (int i = 0; i < d->n; i++) {
-		bool same = d->algo[i].applicable == l->applicable;
-		for (int k = 0; same && k < COLL_COUNT; k++)
-			same = line_same(d->algo[i].line[k], l->line[k]);
+		bool same = d->algo[i].applicable == l->applicable &&
+		            d->algo[i].plateau_bytes == l->plateau_bytes;
+		for (int k = 0; same && k < COLL_COUNT; k++) {
+			same = line_same(d->algo[i].line[k], l->line[k]) &&
+			       d->algo[i].protos[k] == l->protos[k];
+			for (int p = 0; same && p < COST_PROTO_COUNT; p++)
+				same = !(l->protos[k] & (1u << p)) ||
+				       line_same(d->algo[i].proto[k][p], l->proto[k][p]);
+		}
 		if (same)
 			return true;
 	}
@@ -649,7 +850,7 @@ double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
 		cost_algo_pick(&l, bytes, COLL_AUTO, &s);
 		return s;
 	}
-	return line_at(l.line[algo], bytes);
+	return cost_algo_time(&l, algo, bytes, NULL);
 }
 
 double cost_p2p_s(const struct topology *t, int64_t src, int64_t dst, double bytes)

@@ -44,11 +44,29 @@ double cost_lines_max(const struct cost_line *lines, int n, double bytes);
  * line[algo] for each algorithm but COLL_AUTO, `applicable` a bit per
  * algorithm that applies to this kind and group (the ring always); an
  * algorithm that does not apply carries the ring's line. cost_collective_s
- * is line[COLL_HIERARCHICAL] where that applies, else line[COLL_RING]. */
+ * is line[COLL_HIERARCHICAL] where that applies, else line[COLL_RING].
+ *
+ * line[] is physical: the α–β time of the transfers the simulator runs.
+ * A collective library (topologies.h, TOPO_COLL_NCCL) prices an algorithm
+ * by its protocols instead: protos[algo] has a bit per protocol it may
+ * use, proto[algo][p] their lines (library latency and protocol
+ * efficiency included), and the algorithm takes the least of them at S
+ * bytes, NCCL's size-dependent corrections applied (cost_algo_time). */
+enum cost_proto { COST_PROTO_LL, COST_PROTO_LL128, COST_PROTO_SIMPLE, COST_PROTO_COUNT };
+extern const char *const cost_proto_names[COST_PROTO_COUNT];
+
 struct cost_algo_lines {
 	unsigned applicable;
 	struct cost_line line[COLL_COUNT];
+	unsigned char protos[COLL_COUNT];  /* 0: the physical line alone */
+	struct cost_line proto[COLL_COUNT][COST_PROTO_COUNT];
+	double plateau_bytes;              /* NCCL ring Simple all-reduce across servers: latency
+	                                      x1.9 from this size on (0: never) */
 };
+/* Algorithm a's time at S bytes: its physical line, or the least of its
+ * protocols' (that protocol into *proto if not NULL; -1 for none). */
+double cost_algo_time(const struct cost_algo_lines *l, enum collective_algo a, double bytes,
+                      int *proto);
 void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int64_t *ranks,
                         int n, struct cost_algo_lines *out);
 /* The rule at S bytes: `wanted` where it applies, else the least time

@@ -169,6 +169,16 @@ double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
                               enum collective_algo algo, const int64_t *ranks, int n,
                               double bytes);
 
+/* How a collective library's pricing differs from the physical transfers
+ * of an algorithm (topologies.h, TOPO_COLL_NCCL): the simulator runs the
+ * algorithm's transfers with their bytes times *wire (the protocol's
+ * efficiency, NCCL's caps and size corrections) after *extra_s of library
+ * latency, so that uncontended they take cost_collective_algo_s. False,
+ * *wire 1 and *extra_s 0 where the physical line is the price (no
+ * library, or an algorithm it does not price). */
+bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum collective_algo algo,
+                          const int64_t *ranks, int n, double bytes, double *wire, double *extra_s);
+
 /* ------------------------------------------------------------ pipelines */
 
 /* The model split into chunks (pipeline_stages x virtual_stages of them),

@@ -1218,7 +1218,7 @@ Test(cli, megatron_search_compare_and_estimate, .timeout = 120)
 }
 
 /* --collective-algo prices the estimate printed beside the simulation as
- * it runs the simulation. On megatron-mlp-8p (one DGX A100, nothing
+ * it runs the simulation. On megatron-mlp-8p-910b (one Atlas 800T A2, nothing
  * contends) every algorithm's formula is what the simulator runs, so the
  * two agree within the kernels' rounding whatever the algorithm, and the
  * tree's estimate is not the default rule's. */
@@ -1229,7 +1229,8 @@ Test(cli, collective_algo_prices_the_estimate_too)
 	for (int k = 0; k < 2; k++) {
 		char args[160];
 		snprintf(args, sizeof args,
-		         "simulate --json scenarios/megatron-mlp-8p.json --collective-algo %s", algo[k]);
+		         "simulate --json scenarios/megatron-mlp-8p-910b.json --collective-algo %s",
+		         algo[k]);
 		struct cli_run r = fixture_shardlab(args, false);
 		cr_assert_eq(r.status, 0);
 		cJSON *j = cJSON_Parse(r.out);

@@ -447,7 +447,7 @@ static void near(double got, double want, const char *what)
  * 2α + S/B; the tie goes to the ring. */
 Test(lower, rule_power_of_two_inside_a_server)
 {
-	struct topology *t = fixture_topology(A, "dgx-a100");
+	struct topology *t = fixture_topology(A, "dgx-a100:none");
 	int64_t r[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 	double B = A100_NVSWITCH_BPS, a = 1 * US;
 	for (double S = 1024; S < 2e9; S *= 1024) {
@@ -489,7 +489,7 @@ Test(lower, rule_power_of_two_inside_a_server)
  * rule's choice. */
 Test(lower, rule_small_tree_large_ring)
 {
-	struct topology *t = fixture_topology(A, "dgx-a100");
+	struct topology *t = fixture_topology(A, "dgx-a100:none");
 	int64_t r[6] = {0, 1, 2, 3, 4, 5};
 	double B = A100_NVSWITCH_BPS, a = 1 * US;
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 6, 1024, COLL_AUTO), COLL_TREE);
@@ -527,7 +527,7 @@ Test(lower, rule_small_tree_large_ring)
  * 64 MiB: hierarchical 17 us + 0.8673 ms against HD 9 us + 3.1108 ms. */
 Test(lower, rule_across_servers_hd_small_hierarchical_large)
 {
-	struct topology *t = fixture_topology(A, "dgx-a100-x128");
+	struct topology *t = fixture_topology(A, "dgx-a100-x128:none");
 	int64_t r[16];
 	for (int i = 0; i < 16; i++)
 		r[i] = i;
@@ -585,4 +585,52 @@ Test(lower, rule_on_the_ffn_collectives)
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, pr, 2, 4096, COLL_AUTO), COLL_RING);
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, pr, 2, 4096),
 	     4 * US + 4096 / (31 * GB), "pair ring");
+}
+
+/* NCCL (dgx-a100's collectives library) on two DGX A100 of dgx-a100-x128,
+ * all 16 GPUs (docs/cost-models.md, "Collective libraries"). Links:
+ * NVSwitch B_nv = 230.1 GB/s, 1 us; a NIC per GPU, B_ib = 23.5 GB/s, NIC
+ * + leaf + NIC = 1.5 us.
+ *   rings over the rails: 8 rings of S/8, each leaving a server on its own
+ *     GPU's NIC: per byte 1.875 max((7/8)/B_nv, 1/(8 B_ib)) = 9.973e-12 s,
+ *     30 steps at the slower link's 1.5 us = 45 us;
+ *   tree: a chain of 8 in each server (2 x 7/8 of S through every GPU's
+ *     port) and S/8 per GPU between the 2 servers: per byte
+ *     max(1.75/B_nv, 1/(8 B_ib)) = 7.606e-12 s, over NCCL's 0.9 and
+ *     capped at dgx-a100's 110 GB/s of bus bandwidth (algorithm bandwidth
+ *     55 GB/s): 1/55e9 = 1.818e-11 s; 1.5 + 1 = 2.5 us of links.
+ * NCCL's latencies (tuning.cc v2.8, us): ring LL 3.6 + 28 x 0.47 x 1.8
+ * (inside, across servers) + 2 x 2.7 = 32.688, its bandwidth / 4; ring
+ * Simple 8.4 + 28 x 3.4 + 2 x 9.6 = 122.8, x1.9 from 64 KiB on (16/16 x
+ * 64 KiB); tree LL 4.4 + 2 (7 x 0.52 x 1.8 + 5.0) = 27.504, bandwidth /
+ * 3.8; tree Simple 2 (7 x 28 + 50) = 492.
+ *   1 GiB: ring Simple 45 + 1.9 x 122.8 us + 10.708 ms = 10.987 ms beats
+ *     the tree's 2.5 + 492 us + 19.522 ms.
+ *   4 KiB: tree LL, its bandwidth also x 0.7 (NCCL's correction at
+ *     2^6 x 64 bytes): 2.5 + 27.504 + 4096 x 1.818e-11 x 3.8 / 0.7 us =
+ *     30.41 us, against ring LL's 45 + 32.688 + 0.163 = 77.85 us. */
+Test(lower, nccl_rails_and_tree_across_two_servers)
+{
+	struct topology *t = fixture_topology(A, "dgx-a100-x128");
+	int64_t r[16];
+	for (int i = 0; i < 16; i++)
+		r[i] = i;
+	double nv = A100_NVSWITCH_BPS, ib = A100_NIC_BPS;
+	double ring_b = 1.875 * fmax(0.875 / nv, 1 / (8 * ib)), tree_b = 2 / 110e9;
+	double G = 1073741824.0;
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, G, COLL_AUTO), COLL_RING);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 16, G),
+	     45 * US + 1.9 * 122.8 * US + G * ring_b, "1 GiB: ring Simple");
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_TREE, r, 16, G),
+	     2.5 * US + 492 * US + G * tree_b, "1 GiB: tree Simple");
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, 4096, COLL_AUTO), COLL_TREE);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 16, 4096),
+	     2.5 * US + 27.504 * US + 4096 * tree_b * 3.8 / 0.7, "4 KiB: tree LL");
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_RING, r, 16, 4096),
+	     45 * US + 32.688 * US + 4096 * ring_b * 4, "4 KiB: ring LL");
+	/* NCCL runs neither halving-doubling nor the hierarchical form: asked
+	 * for, they get the rule's choice. */
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, G, COLL_HIERARCHICAL), COLL_RING);
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, 4096, COLL_HALVING_DOUBLING),
+	             COLL_TREE);
 }

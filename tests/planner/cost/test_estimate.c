@@ -23,12 +23,6 @@ static void near(double got, double want, const char *what)
 	cr_assert(fabs(got - want) <= tol, "%s: got %.9g, want %.9g (0.1%%)", what, got, want);
 }
 
-/* Recursive halving-doubling all-reduce (n a power of two). */
-static double hd(int n, double S, double B, double alpha)
-{
-	return 2.0 * (n - 1) / n * S / B + 2.0 * log2(n) * alpha;
-}
-
 /* Ring formulas of docs/planner.md ("Communication") over one tier: n ranks, S bytes. */
 static double ar(int n, double S, double B, double alpha)
 {
@@ -38,6 +32,20 @@ static double ar(int n, double S, double B, double alpha)
 static double ag(int n, double S, double B, double alpha)
 {
 	return (double)(n - 1) / n * S / B + (n - 1) * alpha;
+}
+
+/* NCCL's ring all-reduce inside one NVLink server (its tuning model,
+ * src/graph/tuning.cc of the v2.8 series; docs/cost-models.md): the least
+ * of LL (3.6 us base, 0.47 us a step, a quarter of the bandwidth), LL128
+ * (10 us, 1.9 us a step, 0.92 of it) and Simple (8.4 us, 3.4 us a step,
+ * all of it), each on top of the links' own 2(n-1) α. */
+static double nccl_ring_ar(int n, double S, double B, double alpha)
+{
+	double steps = 2.0 * (n - 1), bw = 2.0 * (n - 1) / n * S / B, links = steps * alpha;
+	double ll = links + (3.6 + steps * 0.47) * US + 4 * bw;
+	double ll128 = links + (10 + steps * 1.9) * US + bw / 0.92;
+	double simple = links + (8.4 + steps * 3.4) * US + bw;
+	return fmin(ll, fmin(ll128, simple));
 }
 
 static const double S = 64.0 * 1024 * 1024; /* a 64 MiB message */
@@ -142,7 +150,7 @@ Test(estimate, hierarchical_allreduce_910a_x4)
 Test(estimate, hierarchical_tp_times_dp_dgx_a100_x128)
 {
 	struct arena *a = arena_new();
-	const struct topology *t = fixture_topology(a, "dgx-a100-x128");
+	const struct topology *t = fixture_topology(a, "dgx-a100-x128:none");
 	int64_t r[256];
 	for (int i = 0; i < 256; i++)
 		r[i] = 4 * i;
@@ -341,9 +349,11 @@ static struct plan *estimate_of(struct arena *a, const char *path, struct estima
  * Gradient sync: fc1.weight, fc1.bias and fc2.weight are split 8 ways
  * (no replica); fc2.bias [1024] is replicated on all 8: AllReduce of
  * 2 KiB.
- * The algorithm (scenario's collective_algo "auto"): over 8 GPUs of one
- * NVSwitch, halving-doubling 2·3·α + 2·7/8·S/B beats the ring's 14 α and
- * the same bandwidth term, and the tree's 6 (α + S/B) for any S > 0.
+ * The algorithm (scenario's collective_algo "auto"): dgx-a100 names NCCL
+ * as its collective library, which inside one server runs rings
+ * (nccl_ring_ar): 2 MiB goes as LL128 (14 + 10 + 26.6 us + 1.75 S/(0.92 B)
+ * = 67.9 us against LL's 87.8 and Simple's 86.0), the 4 KiB gradient as LL
+ * (14 + 3.6 + 6.58 us + 4 · 1.75 S/B = 24.3 us).
  * Optimizer: local elements 1024*512 + 512 + 512*1024 + 1024 = 1050112,
  * Adam in bf16 moves 2 + 8 + 16 + 2 = 28 bytes each at 2 TB/s (one pass
  * over the state, no per-kernel overhead).
@@ -363,10 +373,12 @@ Test(estimate, megatron_mlp_by_hand)
 	double fc2b = o + (2 * Mi + 2048 + 2 * Mi) / hbm, drop = o + 4 * Mi / hbm;
 	double fwd = mm + fc1b + gelu + mm + fc2b + drop;
 	double bwd = 2 * mm + fc1b + gelu + 2 * mm + fc2b + drop;
-	double ar2m = hd(8, 2 * Mi, A100_NVSWITCH_BPS, 1 * US);
+	double ar2m = nccl_ring_ar(8, 2 * Mi, A100_NVSWITCH_BPS, 1 * US);
+	near(ar2m, 67.94e-6, "the 2 MiB AllReduce by hand");
 	/* fc2.bias, 1024 bf16 elements replicated on the 8 ranks: its gradient
 	 * all-reduced in fp32 as Megatron-LM does for bf16 models, 4096 B */
-	double grad = hd(8, 4096, A100_NVSWITCH_BPS, 1 * US);
+	double grad = nccl_ring_ar(8, 4096, A100_NVSWITCH_BPS, 1 * US);
+	near(grad, 24.31e-6, "the gradient's AllReduce by hand");
 	double elems = 1024.0 * 512 + 512 + 512.0 * 1024 + 1024;
 	double opt = elems * 28 / hbm;
 
@@ -404,15 +416,17 @@ Test(estimate, megatron_mlp_by_hand)
 	arena_free(a);
 }
 
-/* The scenario's collective_algo is the estimate's too: the same MLP with
- * the ring asked for prices its three AllReduces as rings,
- * 2·7/8·S/B + 14 α each. */
+/* The scenario's collective_algo is the estimate's too: the same MLP
+ * without the collective library (the links' formulas, where auto picks
+ * halving-doubling) with the ring asked for prices its three AllReduces
+ * as rings, 2·7/8·S/B + 14 α each. */
 Test(estimate, wanted_algorithm_is_priced)
 {
 	struct arena *a = arena_new();
 	struct diag_list d;
 	diag_list_init(&d);
 	struct scenario *s = load(a, "scenarios/megatron-mlp-8p.json");
+	s->topo->coll.library = TOPO_COLL_NONE;
 	s->sim.collective_algo = COLL_RING;
 	struct plan *p = plan_propagate(a, s, REDIST_COMPAT, &d);
 	struct estimate e;
