@@ -155,16 +155,18 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops)
 	if (!e->algo[i])
 		return false;
 	int64_t off = offset_of(e, i);
+	int crossing = cost_groups_crossing(e->t, g);
 	for (int k = 0; k < g->n_groups; k++) {
 		int n = members_of(ops, g, k, off);
 		if (n < 0)
 			return false;
 		/* The rule the estimate follows: the wanted algorithm where it
 		 * applies, else the cheapest that does. */
-		enum collective_algo want =
-		        cost_choose_algo(e->t, st->coll, ops->members, n, st->bytes, e->o->algo);
+		enum collective_algo want = cost_choose_algo_in(e->t, st->coll, ops->members, n,
+		                                                st->bytes, e->o->algo, crossing);
 		enum collective_algo a = sim_algo_effective(e->t, st->coll, want, ops->members, n);
-		double f = cost_collective_algo_s(e->t, st->coll, a, ops->members, n, st->bytes);
+		double f = cost_collective_algo_in_s(e->t, st->coll, a, ops->members, n, st->bytes,
+		                                     crossing);
 		if (a == COLL_HALVING_DOUBLING && e->o->fidelity != FIDELITY_STEP &&
 		    sim_hd_one_link(e->t, ops->members, n))
 			a = SIM_HD_ONE_LINK;

@@ -135,6 +135,8 @@ struct group_shape {
 	int64_t on_server[4096];
 	int pos[4096];                     /* their positions in the group */
 	int n_intra, m;
+	int concurrent;                    /* groups of the step crossing the same servers' NICs
+	                                      at once (1: the group alone) */
 };
 
 static bool group_shape(const struct topology *t, const int64_t *ranks, int n,
@@ -354,7 +356,7 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 	 * the busiest link sets the pace). */
 	struct link nic = {0, 0};
 	if (m > 1 && even) {
-		nic = inter_link(t, ranks, n, ppn);
+		nic = inter_link(t, ranks, n, ppn * gs->concurrent);
 		if (ppn > 1)
 			out->line[COLL_RING].per_byte_s = f * rails_per_byte(1, 1, intra, nic, ppn);
 		if (ar) {
@@ -363,7 +365,7 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 			 * 2S/R (more) over its NICs; inside, the chain carries S/R up
 			 * and S/R down through every member but its ends */
 			double k = m == 2 ? 1 : 2;
-			struct link across = inter_link(t, ranks, n, 1);
+			struct link across = inter_link(t, ranks, n, gs->concurrent);
 			out->line[COLL_TREE] = (struct cost_line){
 			        across.alpha_s + (ppn > 1 ? intra.alpha_s : 0),
 			        ppn > 1 ? rails_per_byte(2, k, intra, nic, ppn) : k / nic.bps};
@@ -475,6 +477,12 @@ bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum co
 void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int64_t *ranks,
                         int n, struct cost_algo_lines *out)
 {
+	cost_algo_lines_in(t, kind, ranks, n, 0, out);
+}
+
+void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                        int n, int crossing, struct cost_algo_lines *out)
+{
 	memset(out, 0, sizeof(*out));
 	out->applicable = 1u << COLL_RING;
 	if (n <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
@@ -486,6 +494,7 @@ void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int
 			out->line[k] = (struct cost_line){INFINITY, 0};
 		return;
 	}
+	gs->concurrent = gs->m > 1 && crossing > gs->n_intra ? crossing / gs->n_intra : 1;
 	/* The link each algorithm's steps run on: one server's tier; the
 	 * NICs when each server holds one rank; otherwise the slower of the
 	 * two, with the NICs shared by the server's ranks for the algorithms
@@ -497,11 +506,11 @@ void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int
 	if (gs->m == 1) {
 		one = spread = intra_link(t, gs->on_server, gs->n_intra);
 	} else if (gs->n_intra == 1) {
-		one = spread = inter_link(t, ranks, n, 1);
+		one = spread = inter_link(t, ranks, n, gs->concurrent);
 	} else {
 		intra = intra_link(t, gs->on_server, gs->n_intra);
-		inter = inter_link(t, ranks, n, gs->n_intra);
-		one = link_worst(intra, inter_link(t, ranks, n, 1));
+		inter = inter_link(t, ranks, n, gs->n_intra * gs->concurrent);
+		one = link_worst(intra, inter_link(t, ranks, n, gs->concurrent));
 		spread = link_worst(intra, inter);
 	}
 	struct cost_line ring = ring_line(kind, n, kind == STEP_ALLTOALL ? spread : one);
@@ -514,12 +523,12 @@ void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int
 	int *pairs = (power_of_two(n) && kind != STEP_ALLTOALL) || kind == STEP_ALLREDUCE
 	                     ? malloc(((size_t)gs->n_intra + 1) * 2 * sizeof(int))
 	                     : NULL;
-	struct link across = gs->m > 1 ? inter_link(t, ranks, n, 1) : one;
+	struct link across = gs->m > 1 ? inter_link(t, ranks, n, gs->concurrent) : one;
 	if (pairs && power_of_two(n) && kind != STEP_ALLTOALL) {
 		out->applicable |= 1u << COLL_HALVING_DOUBLING;
 		out->line[COLL_HALVING_DOUBLING] =
 		        hd_line(t, kind, ranks, n, gs,
-		                gs->m > 1 ? inter_link(t, ranks, n, gs->n_intra) : one, pairs);
+		                gs->m > 1 ? inter_link(t, ranks, n, gs->n_intra * gs->concurrent) : one, pairs);
 	}
 	if (pairs && kind == STEP_ALLREDUCE) {
 		out->applicable |= 1u << COLL_TREE;
@@ -660,6 +669,7 @@ static bool groups_visit(const struct topology *t, enum step_kind kind, const st
 		return false;
 	}
 	int64_t limit = period > 0 ? groups_to_visit(g, period) : g->n_groups;
+	int crossing = cost_groups_crossing(t, g);
 	bool more = true;
 	for (int k = 0; k < limit && more; k++) {
 		/* A group moved by whole periods of the topology costs the same:
@@ -672,7 +682,7 @@ static bool groups_visit(const struct topology *t, enum step_kind kind, const st
 		}
 		rank_groups_members(g, k, ranks);
 		struct cost_algo_lines l;
-		cost_algo_lines_of(t, kind, ranks, g->size, &l);
+		cost_algo_lines_in(t, kind, ranks, g->size, crossing, &l);
 		more = visit(ctx, &l);
 	}
 	free(ranks);
@@ -828,12 +838,35 @@ double cost_step_s(const struct topology *t, const struct comm_step *st)
 	return cost_groups_s(t, st->kind, &st->groups, message_bytes(st));
 }
 
+int cost_groups_crossing(const struct topology *t, const struct rank_groups *g)
+{
+	if (g->size <= 1 || g->n_groups <= 1)
+		return 0;
+	int64_t d = t->devices_per_server, first = rank_groups_rank(g, 0, 0);
+	bool spans = false;
+	for (int64_t i = 1; i < g->size && !spans; i++)
+		spans = rank_groups_rank(g, 0, i) / d != first / d;
+	if (!spans)
+		return 0;
+	/* the groups partition the stage's ranks: a server's worth of them,
+	 * or all when the stage is smaller */
+	int64_t all = g->size * g->n_groups;
+	return (int)(all < d ? all : d);
+}
+
 enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind kind,
                                       const int64_t *ranks, int n, double bytes,
                                       enum collective_algo wanted)
 {
+	return cost_choose_algo_in(t, kind, ranks, n, bytes, wanted, 0);
+}
+
+enum collective_algo cost_choose_algo_in(const struct topology *t, enum step_kind kind,
+                                         const int64_t *ranks, int n, double bytes,
+                                         enum collective_algo wanted, int crossing)
+{
 	struct cost_algo_lines l;
-	cost_algo_lines_of(t, kind, ranks, n, &l);
+	cost_algo_lines_in(t, kind, ranks, n, crossing, &l);
 	return cost_algo_pick(&l, bytes, wanted, NULL);
 }
 
@@ -841,10 +874,17 @@ double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
                               enum collective_algo algo, const int64_t *ranks, int n,
                               double bytes)
 {
+	return cost_collective_algo_in_s(t, kind, algo, ranks, n, bytes, 0);
+}
+
+double cost_collective_algo_in_s(const struct topology *t, enum step_kind kind,
+                                 enum collective_algo algo, const int64_t *ranks, int n,
+                                 double bytes, int crossing)
+{
 	if (n <= 1 || bytes <= 0)
 		return 0;
 	struct cost_algo_lines l;
-	cost_algo_lines_of(t, kind, ranks, n, &l);
+	cost_algo_lines_in(t, kind, ranks, n, crossing, &l);
 	if (algo == COLL_AUTO) {
 		double s;
 		cost_algo_pick(&l, bytes, COLL_AUTO, &s);

@@ -69,6 +69,11 @@ double cost_algo_time(const struct cost_algo_lines *l, enum collective_algo a, d
                       int *proto);
 void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int64_t *ranks,
                         int n, struct cost_algo_lines *out);
+/* The same for a group of a step whose groups put `crossing` ranks on each
+ * server they span (cost_groups_crossing; 0: the group alone): the NICs
+ * are shared among the step's groups that cross them at once. */
+void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                        int n, int crossing, struct cost_algo_lines *out);
 /* The rule at S bytes: `wanted` where it applies, else the least time
  * among the applicable algorithms (ties: ring, hierarchical,
  * halving-doubling, tree, direct); its time into *seconds if not NULL. */

@@ -168,6 +168,19 @@ enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind k
 double cost_collective_algo_s(const struct topology *t, enum step_kind kind,
                               enum collective_algo algo, const int64_t *ranks, int n,
                               double bytes);
+/* Concurrent groups share the NICs: a step's groups that span servers all
+ * cross them at once. cost_groups_crossing is the number of the step's
+ * ranks on each server its groups span (0 when they stay inside servers);
+ * the _in forms price one group of such a step with the server's NIC
+ * bandwidth divided among them (a group alone: crossing 0). The estimate
+ * prices every step so, and the simulator's choice of algorithm follows. */
+int cost_groups_crossing(const struct topology *t, const struct rank_groups *g);
+enum collective_algo cost_choose_algo_in(const struct topology *t, enum step_kind kind,
+                                         const int64_t *ranks, int n, double bytes,
+                                         enum collective_algo wanted, int crossing);
+double cost_collective_algo_in_s(const struct topology *t, enum step_kind kind,
+                                 enum collective_algo algo, const int64_t *ranks, int n,
+                                 double bytes, int crossing);
 
 /* How a collective library's pricing differs from the physical transfers
  * of an algorithm (topologies.h, TOPO_COLL_NCCL): the simulator runs the
