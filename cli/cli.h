@@ -126,6 +126,7 @@ struct cli_sim_setup {
 	const char *label;             /* names the plan on the progress line */
 	double max_events;             /* refuse a program of more steps x ranks (0: the
 	                                  default, CLI_MAX_EVENTS) */
+	uint64_t seed;                 /* sim_options.seed */
 };
 /* The default budget of a simulation: program steps x ranks
  * (sim_program_events). The largest shipped runs need ~1e9 (GPT-3 175B on

@@ -6,6 +6,7 @@
  * contended most, as text or JSON; optionally writes a Chrome trace.
  * The simulation dominates the time; this file only parses and prints.
  */
+#include <errno.h>
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
@@ -22,7 +23,7 @@ static void help(FILE *f)
 	        "usage: shardlab simulate SCENARIO [--planner NAME] [--rec-cost MODE] [--fused]\n"
 	        "                                  [--rec-order ORDER] [--fidelity F]\n"
 	        "                                  [--collective-algo A]\n"
-	        "                                  [--bucket-mb N] [--trace FILE]\n"
+	        "                                  [--bucket-mb N] [--seed N] [--trace FILE]\n"
 	        "                                  [--json | --csv]\n"
 	        "                                  [--devices N] [--topology FILE] [--global-batch B]\n"
 	        "\n"
@@ -64,7 +65,13 @@ static void help(FILE *f)
 	        "                        DDP)\n"
 	        "  --max-events N        refuse a program of more than N steps x ranks\n"
 	        "                        (default 1e10: hours; GPT-3 175B on 8,192 ranks is\n"
-	        "                        about 1e9), naming the field to change\n"
+	        "                        about 1e9), naming the field to change\n",
+	        cli_override_help);
+	fprintf(f,
+	        "  --seed N              the draw of the devices' speeds where the\n"
+	        "                        topology's device has a speed_cv (stragglers,\n"
+	        "                        docs/cost-models.md); the same seed gives the same\n"
+	        "                        result. Default 0\n"
 	        "  --trace FILE          write a Chrome trace (open it in Perfetto): one\n"
 	        "                        process per rank, one thread per stream, a slice\n"
 	        "                        per compute step and per collective; a regular\n"
@@ -84,8 +91,7 @@ static void help(FILE *f)
 	        "                        \"links\" ([{\"name\", \"bytes\", \"busy_s\",\n"
 	        "                        \"utilisation\"}], busiest first) and \"collectives\"\n"
 	        "                        ([{\"step\", \"label\", \"algorithm\", \"simulated_s\",\n"
-	        "                        \"formula_s\"}], program order)\n",
-	        cli_override_help);
+	        "                        \"formula_s\"}], program order)\n");
 	fprintf(f,
 	        "  --csv                 print one CSV row per rank: rank, stage,\n"
 	        "                        compute_s, comm_exposed_s, pipeline_wait_s,\n"
@@ -107,6 +113,7 @@ struct args {
 	int fidelity, algo;            /* -1: the scenario's */
 	double bucket_bytes;
 	double max_events;
+	uint64_t seed;                 /* the devices' speeds (stragglers) */
 };
 
 static int parse_bucket(const char *s, double *out)
@@ -118,6 +125,21 @@ static int parse_bucket(const char *s, double *out)
 		return EXIT_USAGE;
 	}
 	*out = v * MIB;
+	return EXIT_OK;
+}
+
+static int parse_seed(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || s[0] == '-') {
+		fprintf(stderr, "shardlab simulate: --seed: expected an integer from 0 to %llu, got "
+		                "'%s'\n",
+		        (unsigned long long)UINT64_MAX, s);
+		return EXIT_USAGE;
+	}
+	*out = v;
 	return EXIT_OK;
 }
 
@@ -147,6 +169,8 @@ static int parse_option(int argc, char **argv, int *i, struct args *a)
 		return parse_bucket(v, &a->bucket_bytes);
 	else if (!strcmp(o, "--max-events"))
 		return cli_parse_max_events("simulate", v, &a->max_events);
+	else if (!strcmp(o, "--seed"))
+		return parse_seed(v, &a->seed);
 	else if (!strcmp(o, "--fidelity") &&
 	         (k = cli_parse_name("simulate", o, v, fidelity_names, FIDELITY_COUNT)) >= 0)
 		a->fidelity = k;
@@ -342,6 +366,7 @@ int cmd_simulate(int argc, char **argv)
 		.algo = a.algo >= 0 ? (enum collective_algo)a.algo : s ? s->sim.collective_algo : COLL_AUTO,
 		.bucket_bytes = a.bucket_bytes,
 		.max_events = a.max_events,
+		.seed = a.seed,
 		.trace = a.trace != NULL,
 		.label = planner_names[kind],
 	};

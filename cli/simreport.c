@@ -77,7 +77,8 @@ bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_s
 		return false;
 	}
 	struct sr_progress pr = {.label = o->label ? o->label : "", .last_pct = -1};
-	struct sim_options so = {.fidelity = o->fidelity, .algo = o->algo, .trace = o->trace};
+	struct sim_options so = {.fidelity = o->fidelity, .algo = o->algo, .trace = o->trace,
+	                         .seed = o->seed};
 	if (isatty(STDERR_FILENO)) {
 		so.progress = sr_progress_cb;
 		so.progress_ctx = &pr;

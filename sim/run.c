@@ -52,6 +52,7 @@ struct rank_state {
 	int stage;
 	double compute_s, comm_s, wait_s;
 	double mem_bytes, mem_peak_bytes;  /* held now, and at most */
+	double speed;                      /* its compute's factor over the program's (stragglers) */
 	sg_sem_t s1_go, opt_go;
 	sg_sem_t go[2];                    /* per stream: released from a formula collective */
 	int *queue;                        /* stream-1 steps stream 0 handed over; -1 ends */
@@ -908,9 +909,9 @@ static void run_step(struct actor_ctx *c, int i)
 	}
 	if (st->seconds <= 0)
 		return;
-	double t0 = now(c);
-	c->pending_s += st->seconds;
-	c->rs->compute_s += st->seconds;
+	double t0 = now(c), sec = st->seconds * c->rs->speed;
+	c->pending_s += sec;
+	c->rs->compute_s += sec;
 	record(c, i, SIM_EV_COMPUTE, t0, now(c));
 }
 
@@ -972,7 +973,8 @@ static void stream0(struct actor_ctx *c)
 		const struct prog_slot *sl = &st->slots[k];
 		const struct prog_chunk *ch = &p->chunks[sl->chunk];
 		c->micro = sl->micro;
-		c->lockstep_ok = !sl->last;
+		/* ranks of unequal speed do not arrive together */
+		c->lockstep_ok = !sl->last && eng->t->device.speed_cv <= 0;
 		if (sl->backward) {
 			memory(c, ch->work_bytes);
 			run_range(c, ch->bwd, ch->n_bwd, sl);
@@ -1041,6 +1043,10 @@ static bool start_actors(struct engine *e)
 	for (int64_t r = 0; r < e->prog->n_ranks; r++) {
 		struct rank_state *rs = &e->ranks[r];
 		rs->rank = r;
+		/* The program's compute is the estimate's, which is the slowest
+		 * device's (cost_straggler_factor): each rank runs at its own. */
+		rs->speed = cost_device_speed(&e->t->device, e->o->seed, r) /
+		            cost_straggler_factor(&e->t->device, e->prog->n_ranks);
 		rs->stage = (int)(r / e->prog->stage_ranks);
 		rs->local = r % e->prog->stage_ranks;
 		rs->s1_go = sg_sem_init(0);

@@ -110,6 +110,7 @@ struct sim_options {
 	                                      FIDELITY_COARSE: one transfer per rank per phase */
 	enum collective_algo algo;         /* COLL_AUTO: cost_choose_algo's rule */
 	bool trace;                        /* record events */
+	uint64_t seed;                     /* the devices' speeds (cost_device_speed) */
 	/* Called now and then from the simulation with the simulated time and
 	 * the fraction of the program done (0..1); may be NULL. */
 	void (*progress)(void *ctx, double simulated_s, double fraction);

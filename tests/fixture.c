@@ -40,15 +40,18 @@ struct topology *fixture_topology(struct arena *a, const char *name)
 	struct diag_list d;
 	diag_list_init(&d);
 	char path[256];
-	/* "NAME:none": the file's topology with its collective library
-	 * removed, for tests of the α–β formulas themselves */
+	/* "NAME:none": the file's topology without its collective library
+	 * and its stragglers, for tests of the α–β formulas and the
+	 * simulator's mechanics themselves */
 	const char *colon = strchr(name, ':');
 	bool none = colon && strcmp(colon, ":none") == 0;
 	snprintf(path, sizeof path, "topologies/%.*s.json", colon ? (int)(colon - name) : (int)strlen(name),
 	         name);
 	struct topology *t = topo_load(a, path, &d);
-	if (t && none)
+	if (t && none) {
 		t->coll.library = TOPO_COLL_NONE;
+		t->device.speed_cv = 0;
+	}
 	for (size_t i = 0; !t && i < d.count; i++) {
 		char *s = diag_format(&d.items[i]);
 		fprintf(stderr, "%s\n", s ? s : "out of memory");

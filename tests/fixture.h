@@ -27,8 +27,8 @@ void fixture_teardown(void);
  * does not load. */
 struct scenario *fixture_scenario(const char *path);
 /* topologies/NAME.json loaded into a; the test fails when it does not
- * load. "NAME:none" drops its collective library (the links' α–β
- * formulas alone, topologies.h). */
+ * load. "NAME:none" drops its collective library and its stragglers
+ * (the links' α–β formulas alone and equal devices, topologies.h). */
 struct topology *fixture_topology(struct arena *a, const char *name);
 
 /* One run of the built shardlab ($SHARDLAB, set by tests/meson.build; the

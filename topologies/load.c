@@ -121,6 +121,7 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 	                                   "gemm_half_dim",
 	                                   "kernel_overhead_us",
 	                                   "memory_reserve_GB",
+	                                   "speed_cv",
 	                                   NULL};
 	if (!jv_open(dv, keys))
 		return;
@@ -147,6 +148,9 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 	double reserve = 0;
 	if (jv_opt_number(dv, "memory_reserve_GB", JR_RANGE(0, 1e3), 0, &reserve))
 		d->memory_reserve_bytes = reserve * 1e9;
+	/* Devices of one kind are not equally fast (docs/cost-models.md,
+	 * "Stragglers"): 0, the default, makes them so. */
+	jv_opt_number(dv, "speed_cv", JR_RANGE(0, 0.5), 0, &d->speed_cv);
 }
 
 /* ----------------------------------------------------------------- tiers */

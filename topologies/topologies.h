@@ -43,6 +43,8 @@ struct topo_device {
 	double kernel_overhead_s;        /* fixed time of every kernel launched; 0 = none */
 	double memory_reserve_bytes;     /* HBM the runtime holds (context, workspaces,
 	                                    communication buffers, allocator slack); 0 = none */
+	double speed_cv;                 /* spread of compute time between devices of this kind:
+	                                    standard deviation over mean (stragglers); 0 = none */
 };
 
 enum topo_tier_kind {

@@ -9,6 +9,10 @@
  * Units: seconds, FLOPs, bytes, FLOP/s, bytes/s. Hot path: the estimate
  * prices every op with it; no allocation.
  */
+#include <math.h>
+
+#include <gsl/gsl_cdf.h>
+
 #include "cost-int.h"
 
 double cost_device_peak(const struct topo_device *d, enum dtype dt, bool *fallback)
@@ -72,4 +76,33 @@ bool cost_op_work(const struct graph *g, const struct dist_op *d, struct cost_wo
 	w->k = (double)x[r - (ta ? 2 : 1)];
 	w->n = (double)y[r - (tb ? 2 : 1)];
 	return true;
+}
+
+double cost_straggler_factor(const struct topo_device *d, int64_t n_devices)
+{
+	if (d->speed_cv <= 0 || n_devices <= 1)
+		return 1;
+	double n = (double)n_devices;
+	return 1 + d->speed_cv * gsl_cdf_ugaussian_Pinv((n - 0.375) / (n + 0.25));
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+double cost_device_speed(const struct topo_device *d, uint64_t seed, int64_t rank)
+{
+	if (d->speed_cv <= 0)
+		return 1;
+	uint64_t h = splitmix64(seed ^ splitmix64((uint64_t)rank));
+	/* two uniforms in (0, 1) from the top 53 bits of two draws */
+	double u1 = ((double)(h >> 11) + 0.5) / 9007199254740992.0;
+	double u2 = ((double)(splitmix64(h) >> 11) + 0.5) / 9007199254740992.0;
+	double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+	double f = 1 + d->speed_cv * z;
+	return f < 0.5 ? 0.5 : f;
 }

@@ -62,6 +62,18 @@ bool cost_op_work(const struct graph *g, const struct dist_op *d, struct cost_wo
 double cost_compute_s(const struct topo_device *d, enum dtype dt, const struct cost_work *w,
                       bool *fallback);
 
+/* Stragglers (docs/cost-models.md): each device's compute takes its kind's
+ * time times 1 + speed_cv · z, z a standard normal drawn per device. A
+ * synchronous iteration waits for the slowest of its n devices, whose
+ * expected factor is 1 + speed_cv · E[max of n standard normals] (Blom's
+ * approximation, Φ^-1((n - 0.375) / (n + 0.25))); 1 for one device or
+ * none of the spread. The estimate scales every op's compute by it. */
+double cost_straggler_factor(const struct topo_device *d, int64_t n_devices);
+/* Device `rank`'s factor for a seed: deterministic, the same on every
+ * platform (a splitmix64 stream and the Box–Muller transform), never
+ * below 0.5. */
+double cost_device_speed(const struct topo_device *d, uint64_t seed, int64_t rank);
+
 /* ---------------------------------------------------------- calibration */
 
 /* A table of measured kernel times, and the compute model's parameters

@@ -103,6 +103,7 @@ struct est_ctx {
 	struct estimate *e;      /* categories and memory accumulate here */
 	int64_t steps;           /* graph executions per iteration */
 	enum collective_algo wanted;  /* the scenario's simulation.collective_algo */
+	double slow;             /* the slowest device's compute factor (cost_straggler_factor) */
 	int *first_reader;       /* per tensor: the first op reading the parameter, else -1 */
 	const uint32_t *fused;   /* per op: plan_fused_input_grads, NULL without a plan's edges */
 	struct line_memo *lines; /* memo_slots, open addressing */
@@ -243,6 +244,8 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 	} else {
 		eo->compute_backward_s = k->factor * eo->compute_forward_s;
 	}
+	eo->compute_forward_s *= c->slow;
+	eo->compute_backward_s *= c->slow;
 }
 
 /* The op's own forward collectives and their mirrors, and the all-reduce
@@ -344,7 +347,8 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 		return NULL;
 	}
 	*c = (struct est_ctx){.g = g, .t = s->topo, .scratch = a, .e = e, .steps = steps,
-	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots};
+	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots,
+	                      .slow = cost_straggler_factor(&s->topo->device, s->devices)};
 	c->first_reader = plan_first_readers(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
 	if (!c->first_reader || !c->lines) {

@@ -366,11 +366,14 @@ Test(estimate, megatron_mlp_by_hand)
 	struct estimate e;
 	estimate_of(a, "scenarios/megatron-mlp-8p.json", &e);
 	const double Mi = 1048576, hbm = A100_HBM, o = A100_O;
+	/* every kernel is the slowest of the 8 devices' (speed_cv 0.01):
+	 * 1 + 0.01 Φ^-1(7.625 / 8.25) = 1 + 0.01 x 1.4342 */
+	const double slow = 1 + 0.01 * 1.4342002;
 	double g = g_a100(1024) * g_a100(1024) * g_a100(512);
-	double mm = o + 2.0 * 1024 * 1024 * 512 / (A100_RATE * g);
-	near(mm, 10.909e-6, "a MatMul by hand");
-	double fc1b = o + (Mi + 1024 + Mi) / hbm, gelu = o + 2 * Mi / hbm;
-	double fc2b = o + (2 * Mi + 2048 + 2 * Mi) / hbm, drop = o + 4 * Mi / hbm;
+	double mm = slow * (o + 2.0 * 1024 * 1024 * 512 / (A100_RATE * g));
+	near(mm, 10.909e-6 * slow, "a MatMul by hand");
+	double fc1b = slow * (o + (Mi + 1024 + Mi) / hbm), gelu = slow * (o + 2 * Mi / hbm);
+	double fc2b = slow * (o + (2 * Mi + 2048 + 2 * Mi) / hbm), drop = slow * (o + 4 * Mi / hbm);
 	double fwd = mm + fc1b + gelu + mm + fc2b + drop;
 	double bwd = 2 * mm + fc1b + gelu + 2 * mm + fc2b + drop;
 	double ar2m = nccl_ring_ar(8, 2 * Mi, A100_NVSWITCH_BPS, 1 * US);
@@ -629,4 +632,33 @@ Test(estimate, group_costs_agree_with_every_group)
 		}
 	}
 	arena_free(a);
+}
+
+/* Stragglers (docs/cost-models.md): with speed_cv σ the slowest of n
+ * devices is expected 1 + σ Φ^-1((n - 0.375) / (n + 0.25)) slower (Blom);
+ * Φ^-1 of 383.625 / 384.25 is 2.94275 (Python's statistics.NormalDist
+ * gives 2.9427519) and of 2239.625 / 2240.25 is 3.45126. The draws of
+ * cost_device_speed have mean 1 and standard deviation σ. */
+Test(estimate, straggler_factor_and_device_speeds)
+{
+	struct topo_device d = {.speed_cv = 0.01};
+	near(cost_straggler_factor(&d, 384), 1 + 0.01 * 2.9427519, "384 devices");
+	near(cost_straggler_factor(&d, 2240), 1 + 0.01 * 3.4512611, "2240 devices");
+	cr_assert_eq(cost_straggler_factor(&d, 1), 1);
+	struct topo_device none = {0};
+	cr_assert_eq(cost_straggler_factor(&none, 2240), 1);
+	cr_assert_eq(cost_device_speed(&none, 7, 3), 1);
+	double sum = 0, sq = 0;
+	const int n = 200000;
+	for (int r = 0; r < n; r++) {
+		double f = cost_device_speed(&d, 42, r);
+		sum += f;
+		sq += f * f;
+		cr_assert_eq(f, cost_device_speed(&d, 42, r), "deterministic");
+	}
+	double mean = sum / n, sd = sqrt(sq / n - mean * mean);
+	/* the sample mean is within 5 standard errors (σ/√n = 2.2e-5) of 1 */
+	cr_assert(fabs(mean - 1) < 5 * 0.01 / sqrt(n), "mean %g", mean);
+	cr_assert(fabs(sd / 0.01 - 1) < 0.02, "standard deviation %g", sd);
+	cr_assert_neq(cost_device_speed(&d, 42, 0), cost_device_speed(&d, 43, 0), "the seed matters");
 }
