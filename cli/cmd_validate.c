@@ -70,8 +70,10 @@ static void help(FILE *f)
 	        "             busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for the\n"
 	        "             others). Each size is simulated alone (step fidelity up to\n"
 	        "             64 ranks, coarse above) and priced by its formula; prints\n"
-	        "             the algorithm, the measured, simulated and formula bus\n"
-	        "             bandwidths with their errors, and the MAPE of each.\n"
+	        "             the algorithm (with the protocol where the topology names\n"
+	        "             a collective library: \"tree LL\"), the measured,\n"
+	        "             simulated and formula bus bandwidths with their errors,\n"
+	        "             and the MAPE of each.\n"
 	        "\n");
 	fprintf(f,
 	        "options:\n"
@@ -97,7 +99,8 @@ static void help(FILE *f)
 	        "                    \"simulation_rows\", \"left_out_rows\". collective rows:\n"
 	        "                    \"name\", \"system\", \"source\", \"topology\", \"devices\",\n"
 	        "                    \"collective\", \"bus_factor\", \"points\" ([{\"bytes\",\n"
-	        "                    \"algorithm\", \"measured_as\", \"measured_busbw_bps\",\n"
+	        "                    \"algorithm\", \"protocol\" (or null),\n"
+	        "                    \"measured_as\", \"measured_busbw_bps\",\n"
 	        "                    \"simulated_s\", \"simulated_busbw_bps\",\n"
 	        "                    \"simulated_error_pct\", \"formula_s\",\n"
 	        "                    \"formula_busbw_bps\", \"formula_error_pct\"}]); mape:\n"
@@ -597,6 +600,8 @@ static int validate_training(struct arena *ar, const struct args *a, const struc
 struct cpoint {
 	const struct validation_point *pt;
 	enum collective_algo algo;     /* the algorithm the rule chose (or the row's) */
+	const char *protocol;          /* the library's protocol for it, or NULL */
+	char algo_text[32];            /* "tree LL" */
 	double formula_s, formula_busbw, formula_err;
 	bool simulated;
 	const char *sim_error;
@@ -637,6 +642,10 @@ static void run_point(struct arena *ar, const struct args *a,
 	out->algo = cost_choose_algo(row->topo, row->collective, ranks, n, pt->bytes, row->algo);
 	out->formula_s = cost_collective_algo_s(row->topo, row->collective, out->algo, ranks, n,
 	                                        pt->bytes);
+	out->protocol = cost_collective_protocol(row->topo, row->collective, out->algo, ranks, n,
+	                                         pt->bytes);
+	snprintf(out->algo_text, sizeof out->algo_text, "%s%s%s", collective_algo_names[out->algo],
+	         out->protocol ? " " : "", out->protocol ? out->protocol : "");
 	out->formula_busbw = out->formula_s > 0 ? pt->bytes / out->formula_s * f : 0;
 	out->formula_err = validation_error_pct(out->formula_busbw, pt->busbw_bps);
 	if (a->estimate_only)
@@ -713,7 +722,7 @@ static void collectives_text(const struct args *a, const struct validation *v,
 		int ln = (int)strlen(rows[i].row->name);
 		wn = ln > wn ? ln : wn;
 		for (int k = 0; k < rows[i].row->n_points; k++) {
-			int la = (int)strlen(collective_algo_names[rows[i].points[k].algo]);
+			int la = (int)strlen(rows[i].points[k].algo_text);
 			wa = la > wa ? la : wa;
 		}
 	}
@@ -737,7 +746,7 @@ static void collectives_text(const struct args *a, const struct validation *v,
 			if (k == 0)
 				snprintf(ranks, sizeof ranks, "%" PRId64, row->devices);
 			printf("  %-*s  %-5s  %-8s  %-*s  %-22s  ", wn, k == 0 ? row->name : "", ranks,
-			       size_text(b[2], 48, c->pt->bytes), wa, collective_algo_names[c->algo], meas);
+			       size_text(b[2], 48, c->pt->bytes), wa, c->algo_text, meas);
 			if (c->simulated)
 				printf("%-9s  %-8s  ", cli_si(b[3], 48, c->sim_busbw, "B/s"),
 				       report_pct_text(b[4], 48, c->sim_err));
@@ -801,6 +810,10 @@ static cJSON *collectives_json(const struct args *a, const struct validation *v,
 			cJSON *p = cJSON_CreateObject();
 			cJSON_AddNumberToObject(p, "bytes", c->pt->bytes);
 			cJSON_AddStringToObject(p, "algorithm", collective_algo_names[c->algo]);
+			if (c->protocol)
+				cJSON_AddStringToObject(p, "protocol", c->protocol);
+			else
+				cJSON_AddNullToObject(p, "protocol");
 			cJSON_AddStringToObject(p, "measured_as", c->pt->measured_algbw ? "algbw" : "busbw");
 			cJSON_AddNumberToObject(p, "measured_busbw_bps", c->pt->busbw_bps);
 			json_number_or_null(p, "simulated_s", c->simulated, c->sim_s);

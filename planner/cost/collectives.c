@@ -900,3 +900,17 @@ double cost_p2p_s(const struct topology *t, int64_t src, int64_t dst, double byt
 		return 0;
 	return lat + bytes / bps;
 }
+
+const char *cost_collective_protocol(const struct topology *t, enum step_kind kind,
+                                     enum collective_algo algo, const int64_t *ranks, int n,
+                                     double bytes)
+{
+	if (t->coll.library == TOPO_COLL_NONE || n <= 1 || bytes <= 0)
+		return NULL;
+	struct cost_algo_lines l;
+	cost_algo_lines_of(t, kind, ranks, n, &l);
+	int p = -1;
+	if (algo != COLL_AUTO)
+		cost_algo_time(&l, algo, bytes, &p);
+	return p >= 0 ? cost_proto_names[p] : NULL;
+}

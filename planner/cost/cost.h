@@ -204,6 +204,13 @@ double cost_collective_algo_in_s(const struct topology *t, enum step_kind kind,
 bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum collective_algo algo,
                           const int64_t *ranks, int n, double bytes, double *wire, double *extra_s);
 
+/* The protocol the library would use for this algorithm and message
+ * ("LL", "LL128", "Simple"); NULL without a library or where it does not
+ * price the algorithm by protocol. */
+const char *cost_collective_protocol(const struct topology *t, enum step_kind kind,
+                                     enum collective_algo algo, const int64_t *ranks, int n,
+                                     double bytes);
+
 /* ------------------------------------------------------------ pipelines */
 
 /* The model split into chunks (pipeline_stages x virtual_stages of them),

@@ -309,6 +309,7 @@ Test(validate, collectives_by_hand)
 	for (int i = 0; i < 3; i++) {
 		const cJSON *p = cJSON_GetArrayItem(member(cJSON_GetArrayItem(rows, i), "points"), 0);
 		cr_assert_str_eq(member(p, "algorithm")->valuestring, "ring");
+		cr_assert_str_eq(member(p, "protocol")->valuestring, "Simple");
 		near(num(p, "simulated_busbw_bps"), want[i], 0.001, "simulated busbw");
 		near(num(p, "formula_busbw_bps"), want[i], 0.001, "formula busbw");
 		near(num(p, "measured_busbw_bps"), meas[i], 1e-12, "measured busbw");
