@@ -66,6 +66,8 @@ struct actor_ctx {
 	int stream;
 	int64_t micro;                     /* of the step running; -1 in the tail */
 	double pending_s;                  /* compute (and formula collectives) not yet slept */
+	double raw_s;                      /* program compute since its last formula barrier,
+	                                      before its speed (stragglers) */
 	int32_t sync_key;                  /* the member set of the formula barrier it last
 	                                      left, if it has waited on nothing since; else -1 */
 	bool lockstep_ok;                  /* in a slot that is not a last micro-batch's */
@@ -96,6 +98,7 @@ struct engine {
 	int32_t *key_busy;                 /* [member set]: rare transfers on its links now */
 	int64_t n_keys;
 	double *key_start, *key_end;       /* [member set]: its last formula collective */
+	double *key_speed;                 /* [member set]: its slowest member's speed */
 	double *link_bytes;                /* [link] */
 	int64_t messages, activities, by_formula;
 	struct rank_state *ranks;
@@ -394,8 +397,9 @@ static bool number_keys(struct engine *e, const struct formula_scan *f)
 	e->key_busy = calloc((size_t)u + 1, sizeof(*e->key_busy));
 	e->key_start = calloc((size_t)u + 1, sizeof(*e->key_start));
 	e->key_end = calloc((size_t)u + 1, sizeof(*e->key_end));
+	e->key_speed = calloc((size_t)u + 1, sizeof(*e->key_speed));
 	free(sorted);
-	return e->key_busy && e->key_start && e->key_end;
+	return e->key_busy && e->key_start && e->key_end && e->key_speed;
 }
 
 static bool find_by_formula(struct engine *e, struct sim_ops *ops)
@@ -749,17 +753,26 @@ static bool run_by_formula(struct actor_ctx *c, int i, int group, int me, int n)
 	int32_t key = eng->group_key[id];
 	double f = eng->group_s[id];
 	if (c->lockstep_ok && c->sync_key == key) {
+		/* Unequal speeds (stragglers): the members would arrive when the
+		 * slowest does, as at the barrier below; each waits for it. */
+		c->pending_s += c->raw_s * (eng->key_speed[key] - c->rs->speed);
+		c->raw_s = 0;
 		if (me == 0)
 			formula_from(id, key, now(c), f);
 		c->pending_s += f;
 		return true;
 	}
 	settle(c);
+	c->raw_s = 0;
 	if (++eng->arrived[id] < n) {
 		sg_sem_acquire(c->rs->go[c->stream]);
 		eng->activities++;
 	} else {
 		eng->arrived[id] = 0;
+		double slowest = 0;
+		for (int j = 0; j < n; j++)
+			slowest = fmax(slowest, eng->ranks[c->ops.members[j]].speed);
+		eng->key_speed[key] = slowest;
 		eng->fallback[id] = eng->key_busy[key] > 0;
 		if (!eng->fallback[id])
 			formula_from(id, key, simgrid_get_clock(), f);
@@ -911,6 +924,7 @@ static void run_step(struct actor_ctx *c, int i)
 		return;
 	double t0 = now(c), sec = st->seconds * c->rs->speed;
 	c->pending_s += sec;
+	c->raw_s += st->seconds;
 	c->rs->compute_s += sec;
 	record(c, i, SIM_EV_COMPUTE, t0, now(c));
 }
@@ -973,8 +987,7 @@ static void stream0(struct actor_ctx *c)
 		const struct prog_slot *sl = &st->slots[k];
 		const struct prog_chunk *ch = &p->chunks[sl->chunk];
 		c->micro = sl->micro;
-		/* ranks of unequal speed do not arrive together */
-		c->lockstep_ok = !sl->last && eng->t->device.speed_cv <= 0;
+		c->lockstep_ok = !sl->last;
 		if (sl->backward) {
 			memory(c, ch->work_bytes);
 			run_range(c, ch->bwd, ch->n_bwd, sl);
