@@ -250,15 +250,34 @@ static void p2p(struct lower *L, enum prog_kind kind, int c, bool grad)
 	L->phase = was;
 	if (!s)
 		return;
+	double split = pp->send_split ? pp->send_split[c] : 1;
 	s->kind = kind;
 	s->op = -1;
-	s->bytes = pp->send_bytes[c];
+	s->bytes = pp->send_bytes[c] / split;
 	s->channel = 2 * c + grad;
 	s->peer_stage = kind == PROG_SEND ? to : from;
 	s->label = arena_printf(L->a, "%s %s %s chunk %d", kind == PROG_SEND ? "send" : "receive",
 	                        grad ? "gradient" : "activations", kind == PROG_SEND ? "to" : "from",
 	                        grad == (kind == PROG_SEND) ? c : c + 1);
 	if (!s->label)
+		L->oom = true;
+	if (kind != PROG_RECV || split <= 1)
+		return;
+	/* Megatron's scatter/gather: each copy's holder sent its part; the
+	 * receivers put the tensor together over the copies' group */
+	L->phase = PHASE_PIPELINE;
+	struct prog_step *g = push(L);
+	L->phase = was;
+	if (!g)
+		return;
+	g->kind = PROG_COLLECTIVE;
+	g->op = -1;
+	g->coll = STEP_ALLGATHER;
+	g->groups = pp->send_groups[c];
+	g->bytes = pp->send_bytes[c];
+	g->label = arena_printf(L->a, "gather %s from chunk %d", grad ? "gradient" : "activations",
+	                        grad ? c + 1 : c);
+	if (!g->label)
 		L->oom = true;
 }
 

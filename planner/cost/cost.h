@@ -225,6 +225,13 @@ struct plan_part {
 	double *send_bytes;                /* per chunk: activation bytes per rank it hands to the next */
 	double *live;                      /* [n_ops + 1]: bytes per rank live across the cut before op i
 	                                      (0 at both ends) */
+	/* Megatron-LM's scatter/gather of pipeline sends (Narayanan et al.,
+	 * SC21, 4.1): where the tensor crossing a cut is replicated over some
+	 * of the stage's axes (the tensor-parallel group), each copy's holder
+	 * sends send_split of it and the receivers all-gather it over
+	 * send_groups. Per chunk, as send_bytes; send_split 1: sent whole. */
+	double *send_split;
+	struct rank_groups *send_groups;
 	double live_min;                   /* the least over inner cuts (-1 for one op): where a
 	                                      transformer's layers meet */
 };
@@ -233,6 +240,13 @@ static inline int part_stage(const struct plan_part *pp, int chunk)
 {
 	return chunk % pp->n_stages;
 }
+
+/* The seconds of the sends at the boundary after chunk c, one way, from
+ * the first rank of one stage to its peer at `to`: the p2p of
+ * send_bytes / send_split, then the all-gather of send_bytes over
+ * send_groups (cost_groups_algo_s's rule with `wanted`). */
+double cost_part_send_s(const struct topology *t, const struct plan_part *pp, int c, int64_t from,
+                        int64_t to, enum collective_algo wanted);
 
 /* The chunks of a plan: at the scenario's pipeline_cuts when it has them,
  * else at the cuts with the fewest live activation bytes (admitting more

@@ -496,11 +496,12 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		/* the pipeline's sends: activations forward, their gradient back */
 		int64_t me = (int64_t)st * pp->stage_ranks;
 		if (ch + 1 < pp->n_chunks)
-			ss->cat[EST_PIPELINE_P2P] += cost_p2p_s(c->t, me, (int64_t)part_stage(pp, ch + 1) *
-			                                        pp->stage_ranks, pp->send_bytes[ch]);
+			ss->cat[EST_PIPELINE_P2P] += cost_part_send_s(
+			        c->t, pp, ch, me, (int64_t)part_stage(pp, ch + 1) * pp->stage_ranks, c->wanted);
 		if (ch > 0)
-			ss->cat[EST_PIPELINE_P2P] += cost_p2p_s(c->t, me, (int64_t)part_stage(pp, ch - 1) *
-			                                        pp->stage_ranks, pp->send_bytes[ch - 1]);
+			ss->cat[EST_PIPELINE_P2P] += cost_part_send_s(
+			        c->t, pp, ch - 1, me, (int64_t)part_stage(pp, ch - 1) * pp->stage_ranks,
+			        c->wanted);
 		double p2p_buf = 2 * pp->send_bytes[ch];
 		es->mem.buffers = p2p_buf > es->mem.buffers ? p2p_buf : es->mem.buffers;
 	}

@@ -175,6 +175,59 @@ static bool minimax(struct arena *a, const double *prefix, int n, const int *pos
 	return true;
 }
 
+/* Megatron's scatter/gather at the cut before op b: the largest tensor
+ * made before b and read at or after it; when it is replicated over some
+ * axes of the stage (and holds no partial sums), its copies split the
+ * send (*split, the copies) and all-gather it over those axes (*groups).
+ * False when out of memory. */
+static bool send_scatter(const struct plan *p, const int *last, int b, double *split,
+                         struct rank_groups *groups)
+{
+	const struct graph *g = p->graph;
+	const struct layout *best = NULL;
+	double best_bytes = 0;
+	for (int i = 0; i < b; i++) {
+		const struct op *o = &g->ops[i];
+		for (int k = 0; k < o->n_out; k++) {
+			double bytes = layout_local_bytes(&p->ops[i].out[k]);
+			if (last[o->out[k]] >= b && bytes > best_bytes) {
+				best = &p->ops[i].out[k];
+				best_bytes = bytes;
+			}
+		}
+	}
+	*split = 1;
+	if (!best || best->partial)
+		return true;
+	uint32_t rep = layout_replica_axes(best);
+	int axes[PLAN_MAX_AXES], n = 0;
+	double copies = 1;
+	for (int x = 0; x < best->dm.n; x++)
+		if (rep & (1u << x)) {
+			axes[n++] = x;
+			copies *= (double)best->dm.size[x];
+		}
+	if (copies <= 1)
+		return true;
+	if (!devmat_groups(&best->dm, axes, n, groups))
+		return false;
+	*split = copies;
+	return true;
+}
+
+double cost_part_send_s(const struct topology *t, const struct plan_part *pp, int c, int64_t from,
+                        int64_t to, enum collective_algo wanted)
+{
+	double bytes = pp->send_bytes[c];
+	if (bytes <= 0)
+		return 0;
+	double split = pp->send_split ? pp->send_split[c] : 1;
+	if (split <= 1)
+		return cost_p2p_s(t, from, to, bytes);
+	return cost_p2p_s(t, from, to, bytes / split) +
+	       cost_groups_algo_s(t, STEP_ALLGATHER, &pp->send_groups[c], bytes, wanted);
+}
+
 /* The seconds a chunk's sends at the cut before op i take per micro-batch:
  * the activations one way, their gradient the other, between the first
  * ranks of two neighbouring stages (every boundary alike); 0 at the ends. */
@@ -264,10 +317,25 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 	} else {
 		out->first_op[1] = n;
 	}
+	out->send_split = arena_calloc(a, (size_t)k + 1, sizeof(double));
+	out->send_groups = arena_calloc(a, (size_t)k + 1, sizeof(struct rank_groups));
+	int *last = arena_alloc(a, ((size_t)p->graph->n_tensors + 1) * sizeof(int));
+	if (!out->send_split || !out->send_groups || !last)
+		goto oom;
+	/* each tensor's last reader */
+	for (int t = 0; t < p->graph->n_tensors; t++)
+		last[t] = -1;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < p->graph->ops[i].n_in; j++)
+			last[p->graph->ops[i].in[j]] = i;
 	for (int c = 0; c < k; c++) {
 		for (int i = out->first_op[c]; i < out->first_op[c + 1]; i++)
 			out->chunk_of[i] = c;
 		out->send_bytes[c] = c + 1 < k ? out->live[out->first_op[c + 1]] : 0;
+		out->send_split[c] = 1;
+		if (c + 1 < k && !send_scatter(p, last, out->first_op[c + 1], &out->send_split[c],
+		                               &out->send_groups[c]))
+			goto oom;
 	}
 	return true;
 oom:

@@ -326,7 +326,24 @@ Test(pipeline, partition_weighs_the_sends_at_its_cuts)
 		          name);
 		cr_expect_eq(pp->send_bytes[c - 1], 2048.0 * 12288 * 2, "chunk %d sends %g B", c - 1,
 		             pp->send_bytes[c - 1]);
+		/* the residual stream is replicated over the tensor-parallel 8:
+		 * Megatron's scatter/gather sends an eighth from each */
+		cr_expect_eq(pp->send_split[c - 1], 8);
+		cr_expect_eq(pp->send_groups[c - 1].size, 8);
 	}
+	/* Stage 0 to stage 1 (ranks 0 and 128, servers 0 and 16 under leaves
+	 * 0 and 6: NIC + leaf + spine + leaf + NIC = 0.6 + 3 x 0.3 + 0.6 =
+	 * 2.1 us): 50,331,648 / 8 B over the 23.5 GB/s NIC = 267.72 us; then
+	 * the all-gather of 50,331,648 B over the 8 GPUs of the server by
+	 * NCCL's ring with Simple (7 steps of 1 us + 8.4 + 7 x 3.4 us +
+	 * 7/8 S / 230.1 GB/s = 7 + 32.2 + 191.39 us; LL128 would take 238.3,
+	 * LL far more): 500.4 us in all, against 2.144 ms for the whole
+	 * tensor over one NIC. */
+	double S = 2048.0 * 12288 * 2;
+	double want = 2.1e-6 + S / 8 / 23.5e9 + (7 + 8.4 + 7 * 3.4) * 1e-6 + 0.875 * S / 230.1e9;
+	double got = cost_part_send_s(s->topo, pp, 0, 0, 128, COLL_AUTO);
+	cr_expect(fabs(got - want) <= 1e-3 * want, "scatter/gather send: got %.9g, want %.9g", got,
+	          want);
 }
 
 /* The simulation tracks what every rank holds over time (its stage's
