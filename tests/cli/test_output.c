@@ -50,12 +50,47 @@ static int entries(const char *dir)
 	return n;
 }
 
+/* The test's scratch folder, removed with what it holds when the test
+ * ends (each test runs in a process of its own). */
+static char made[64];
+
+static void remove_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d) {
+		unlink(path);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char sub[512];
+		snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+		struct stat st;
+		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+			remove_tree(sub);
+		else
+			unlink(sub);
+	}
+	closedir(d);
+	rmdir(path);
+}
+
+static void remove_made(void)
+{
+	if (made[0])
+		remove_tree(made);
+	fixture_teardown();
+}
+
+TestSuite(output, .init = fixture_setup, .fini = remove_made);
+
 static char *make_dir(void)
 {
-	static char dir[64];
-	strcpy(dir, "/tmp/shardlab-out-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	return dir;
+	strcpy(made, "/tmp/shardlab-out-XXXXXX");
+	cr_assert_not_null(mkdtemp(made));
+	return made;
 }
 
 static void write_text(const char *path, const char *text)
