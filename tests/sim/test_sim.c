@@ -585,6 +585,16 @@ Test(sim, nccl_rails_and_tree_take_their_formula)
 		within(lone("dgx-a100-x128", sz, 1, 0, STEP_ALLREDUCE, algos[k], FIDELITY_STEP, S), f,
 		       0.02, algos[k] == COLL_RING ? "rails" : "tree");
 	}
+	/* all-gather and reduce-scatter: rings over the rails too, at step
+	 * fidelity and at coarse (one transfer per ring and phase) */
+	const enum step_kind kinds[2] = {STEP_ALLGATHER, STEP_REDUCESCATTER};
+	const enum sim_fidelity fids[2] = {FIDELITY_STEP, FIDELITY_PHASE};
+	for (int k = 0; k < 2; k++) {
+		double f = cost_collective_algo_s(t, kinds[k], COLL_RING, r, 16, S);
+		for (int x = 0; x < 2; x++)
+			within(lone("dgx-a100-x128", sz, 1, 0, kinds[k], COLL_AUTO, fids[x], S), f, 0.02,
+			       step_kind_names[kinds[k]]);
+	}
 	arena_free(a);
 }
 
