@@ -22,9 +22,10 @@ static void help(FILE *f)
 	        "Describe a topology: the device (peak FLOP/s per dtype, HBM, and the\n"
 	        "compute model's efficiencies, GEMM half-dimension and per-kernel\n"
 	        "overhead: docs/cost-models.md), each intra-server tier (bandwidth\n"
-	        "per device, latency, kind, groups), the NICs, the inter-server fabric\n"
-	        "and the bisection bandwidth (the cut between ranks [0, n/2) and\n"
-	        "[n/2, n), one direction). Bandwidths are the achievable rates every\n"
+	        "per device, latency, kind, groups), the NICs, the inter-server fabric,\n"
+	        "the collective library (docs/cost-models.md) and the bisection\n"
+	        "bandwidth (the cut between ranks [0, n/2) and [n/2, n), one\n"
+	        "direction). Bandwidths are the achievable rates every\n"
 	        "cost model and the simulator use: the file's line rate times the\n"
 	        "link's efficiency, shown beside it when below 1. FILE is a topology\n"
 	        "file or a scenario file (its topology is described).\n"
@@ -145,8 +146,27 @@ static void print_device(const struct topo_device *d)
 	       cli_si(b, sizeof b, d->hbm_bytes, "B"), cli_si(c, sizeof c, d->hbm_bps, "B/s"),
 	       d->matmul_efficiency, d->memory_efficiency);
 	/* The rest of the compute model (docs/cost-models.md). */
-	printf("kernels  GEMM half-dimension %.4g%s, overhead %.4g us per kernel\n", d->gemm_half_dim,
+	printf("kernels  GEMM half-dimension %.4g%s, overhead %.4g us per kernel", d->gemm_half_dim,
 	       d->gemm_half_dim > 0 ? "" : " (no shape factor)", d->kernel_overhead_s * 1e6);
+	if (d->speed_cv > 0)
+		printf("; devices spread %.3g (stragglers)", d->speed_cv);
+	printf("\n");
+}
+
+/* The collective library and its settings (docs/cost-models.md). */
+static void print_collectives(const struct topology *t)
+{
+	const struct topo_collectives *c = &t->coll;
+	if (c->library == TOPO_COLL_NONE) {
+		printf("collectives the links' formulas (no library)\n");
+		return;
+	}
+	printf("collectives %s, inside %s", topo_coll_library_names[c->library],
+	       topo_link_class_names[c->intra]);
+	if (c->tree_max_busbw_bps[0] > 0 || c->tree_max_busbw_bps[1] > 0)
+		printf(", tree bus bandwidth at most %.4g / %.4g GB/s (2 servers / more)",
+		       c->tree_max_busbw_bps[0] / 1e9, c->tree_max_busbw_bps[1] / 1e9);
+	printf("\n");
 }
 
 static void print_fabric(const struct topology *t)
@@ -190,6 +210,7 @@ static void print_topology(const struct topology *t)
 		printf(" (%.3g of the line rate)", t->nic.efficiency);
 	printf("\n");
 	print_fabric(t);
+	print_collectives(t);
 	printf("bisection %s\n", cli_si(b, sizeof b, topo_bisection_bps(t), "B/s"));
 }
 
@@ -249,6 +270,7 @@ static cJSON *json_device(const struct topo_device *d)
 	cJSON_AddNumberToObject(o, "memory_efficiency", d->memory_efficiency);
 	cJSON_AddNumberToObject(o, "gemm_half_dim", d->gemm_half_dim);
 	cJSON_AddNumberToObject(o, "kernel_overhead_s", d->kernel_overhead_s);
+	cJSON_AddNumberToObject(o, "speed_cv", d->speed_cv);
 	return o;
 }
 
@@ -312,6 +334,14 @@ static cJSON *json_topology(const struct topology *t)
 	cJSON_AddNumberToObject(nic, "device_bps", topo_nic_device_bps(t));
 	cJSON_AddNumberToObject(nic, "latency_s", t->nic.latency_s);
 	cJSON_AddItemToObject(o, "fabric", json_fabric(t));
+	cJSON *coll = cJSON_AddObjectToObject(o, "collectives");
+	cJSON_AddStringToObject(coll, "library", topo_coll_library_names[t->coll.library]);
+	cJSON_AddStringToObject(coll, "intra", topo_link_class_names[t->coll.intra]);
+	cJSON *cap = cJSON_AddArrayToObject(coll, "tree_max_busbw_bps");
+	for (int i = 0; i < 2; i++)
+		cJSON_AddItemToArray(cap, t->coll.tree_max_busbw_bps[i] > 0
+		                                  ? cJSON_CreateNumber(t->coll.tree_max_busbw_bps[i])
+		                                  : cJSON_CreateNull());
 	cJSON_AddNumberToObject(o, "bisection_bps", topo_bisection_bps(t));
 	return o;
 }

@@ -457,7 +457,9 @@ Test(calibrate, topo_shows_the_compute_model)
 	struct cli_run r = fixture_shardlab("topo topologies/dgx-h100.json", false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "\nkernels  GEMM half-dimension 55.39, overhead 6.034 us per "
-	                                 "kernel\n"), "%s", r.out);
+	                                 "kernel; devices spread 0.01 (stragglers)\n"),
+	                   "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "\ncollectives nccl, inside nvlink\n"), "%s", r.out);
 	free(r.out);
 	r = fixture_shardlab("topo topologies/atlas800-910a.json", false);
 	cr_assert_not_null(strstr(r.out, "\nkernels  GEMM half-dimension 0 (no shape factor), "
@@ -470,6 +472,9 @@ Test(calibrate, topo_shows_the_compute_model)
 	cr_assert_eq(member(dev, "gemm_half_dim"), 55.39);
 	within(member(dev, "kernel_overhead_s"), 6.034e-6, 1e-12, "kernel_overhead_s");
 	within(member(dev, "matmul_efficiency"), 0.8033, 1e-12, "matmul_efficiency");
+	within(member(dev, "speed_cv"), 0.01, 1e-12, "speed_cv");
+	const cJSON *coll = cJSON_GetObjectItemCaseSensitive(j, "collectives");
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(coll, "library")->valuestring, "nccl");
 	cJSON_Delete(j);
 	free(r.out);
 }
