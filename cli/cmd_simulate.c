@@ -79,7 +79,8 @@ static void help(FILE *f)
 	        "                        a device or FIFO written in place\n"
 	        "  --json                print JSON: \"scenario\", \"model\", \"topology\",\n"
 	        "                        \"devices\", \"planner\", \"mode\", \"fidelity\",\n"
-	        "                        \"collective_algo\", \"bucket_bytes\", \"iteration_s\",\n"
+	        "                        \"collective_algo\", \"bucket_bytes\", \"seed\",\n"
+	        "                        \"iteration_s\",\n"
 	        "                        \"estimate_s\", \"difference_pct\", \"messages\",\n"
 	        "                        \"formula_collectives\",\n"
 	        "                        \"comm_bytes_per_device\",\n"
@@ -210,8 +211,12 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	       p->scenario->name, p->graph->name, p->scenario->devices, p->scenario->topo->name, planner,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
 	report_search_chosen(stdout, p);
-	printf("fidelity %s, collectives %s, gradient buckets %g MiB\n\n", fidelity_names[o->fidelity],
+	printf("fidelity %s, collectives %s, gradient buckets %g MiB", fidelity_names[o->fidelity],
 	       collective_algo_names[o->algo], o->bucket_bytes / MIB);
+	double cv = p->scenario->topo->device.speed_cv;
+	if (cv > 0)
+		printf(", devices' speeds spread %.3g (seed %" PRIu64 ")", cv, o->seed);
+	printf("\n\n");
 	char pct[16];
 	printf("  iteration            simulated %s, estimated %s (%s)\n",
 	       cli_si(b[0], 32, r->sim.iteration_s, "s"), cli_si(b[1], 32, r->est.iteration_s, "s"),
@@ -291,6 +296,7 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	cJSON_AddStringToObject(root, "fidelity", fidelity_names[o->fidelity]);
 	cJSON_AddStringToObject(root, "collective_algo", collective_algo_names[o->algo]);
 	cJSON_AddNumberToObject(root, "bucket_bytes", o->bucket_bytes);
+	cJSON_AddNumberToObject(root, "seed", (double)o->seed);
 	cJSON_AddNumberToObject(root, "iteration_s", r->sim.iteration_s);
 	cJSON_AddNumberToObject(root, "estimate_s", r->est.iteration_s);
 	cJSON_AddNumberToObject(root, "difference_pct",

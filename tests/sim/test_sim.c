@@ -699,3 +699,28 @@ Test(sim, stragglers_in_lockstep_as_at_the_barrier)
 	arena_free(c.a);
 	arena_free(p.a);
 }
+
+/* shardlab simulate --seed: the same seed, the same bytes; another seed,
+ * another draw of the devices' speeds (dgx-h100's speed_cv 0.01); a seed
+ * that is not a count is a usage error. */
+Test(sim, cli_seed)
+{
+	struct cli_run a = fixture_shardlab("simulate --json scenarios/mistral-7b-h100-64p.json --seed 1",
+	                                    false);
+	struct cli_run b = fixture_shardlab("simulate --json scenarios/mistral-7b-h100-64p.json --seed 1",
+	                                    false);
+	struct cli_run c = fixture_shardlab("simulate --json scenarios/mistral-7b-h100-64p.json --seed 2",
+	                                    false);
+	cr_assert_eq(a.status, 0);
+	cr_assert_str_eq(a.out, b.out);
+	cr_assert_str_neq(a.out, c.out);
+	cr_assert_not_null(strstr(a.out, "\"seed\":\t1,"), "%s", a.out);
+	free(a.out);
+	free(b.out);
+	free(c.out);
+	struct cli_run e = fixture_shardlab("simulate scenarios/ffn-8p.json --seed -1", true);
+	cr_assert_eq(e.status, 2);
+	cr_assert_str_eq(e.out, "shardlab simulate: --seed: expected an integer from 0 to "
+	                        "18446744073709551615, got '-1'\n");
+	free(e.out);
+}
