@@ -332,14 +332,23 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 			                                       : g->kind == GEN_GPT);
 		else if (!strcmp(k, "dropout"))
 			v = cJSON_CreateNumber(g->dropout);
+		else if (!strcmp(k, "capacity_factor"))
+			v = cJSON_CreateNumber(g->capacity_factor > 0 ? g->capacity_factor : 1);
 #define NUM(name) else if (!strcmp(k, #name)) v = cJSON_CreateNumber((double)g->name);
 #define BOOL(name) else if (!strcmp(k, #name)) v = cJSON_CreateBool(g->name);
 		NUM(hidden) NUM(layers) NUM(heads) NUM(kv_heads) NUM(seq) NUM(vocab)
-		NUM(micro_batch) NUM(ffn) NUM(max_positions)
+		NUM(micro_batch) NUM(ffn) NUM(max_positions) NUM(experts) NUM(top_k)
+		NUM(shared_experts) NUM(expert_ffn)
 		BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary)
 #undef NUM
 #undef BOOL
 		if (!strcmp(k, "max_positions") && g->max_positions <= 0) {
+			cJSON_Delete(v);
+			continue;
+		}
+		if (g->experts <= 0 && (!strcmp(k, "experts") || !strcmp(k, "top_k") ||
+		                        !strcmp(k, "shared_experts") || !strcmp(k, "expert_ffn") ||
+		                        !strcmp(k, "capacity_factor"))) {
 			cJSON_Delete(v);
 			continue;
 		}
