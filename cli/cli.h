@@ -31,6 +31,8 @@ int cmd_import(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_moe(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
 
 /* What `check` does to one parsed file of any format (diagnostics in
  * doc->diags): true when it is valid, with a one-line summary. */

@@ -17,7 +17,8 @@ static void help(FILE *f)
 	        "\n"
 	        "List a model's operators in topological order: index, name, kind, input\n"
 	        "shapes, output shapes with dtype, forward FLOPs and parameter elements,\n"
-	        "then the totals (ops, parameters, parameter bytes, forward FLOPs, and the\n"
+	        "then the totals (ops, parameters, active parameters of a mixture of\n"
+	        "experts, parameter bytes, forward FLOPs, and the\n"
 	        "FLOPs of MatMul and BatchMatMul alone).\n"
 	        "\n"
 	        "FILE is a model file (\"format\": \"shardlab-model\", an explicit graph or a\n"
@@ -91,6 +92,10 @@ static int print_table(const struct graph *g)
 	printf("  ops              %d\n", t.ops);
 	printf("  parameters       %s (%" PRId64 ")\n", cli_si(p, sizeof p, (double)t.parameters, ""),
 	       t.parameters);
+	if (t.active_parameters != t.parameters)
+		printf("  active params    %s (%" PRId64 ", per token: the experts its router "
+		       "picks)\n", cli_si(p, sizeof p, (double)t.active_parameters, ""),
+		       t.active_parameters);
 	printf("  parameter bytes  %s\n", cli_si(p, sizeof p, t.parameter_bytes, "B"));
 	printf("  forward FLOPs    %s\n", cli_si(f, sizeof f, t.forward_flops, "FLOP"));
 	printf("  matmul FLOPs     %s\n", cli_si(f, sizeof f, t.matmul_flops, "FLOP"));

@@ -17,6 +17,8 @@ static const struct {
 	{"explain", cmd_explain, "a plan on every rank: layouts, slices, collectives, redistributions"},
 	{"plan", cmd_plan, "plan a scenario with any planner: every op's strategy and where it came from"},
 	{"advise", cmd_advise, "check a propagated plan against seed 000's rules for configuring ops"},
+	{"moe", cmd_moe, "one mixture-of-experts layer under expert parallelism: params, AllToAll, FLOPs"},
+	{"cp", cmd_cp, "one attention layer under context parallelism: ring K/V bytes, balance, overlap"},
 	{"estimate", cmd_estimate, "the symbolic estimate of a plan: iteration time, breakdown, memory"},
 	{"simulate", cmd_simulate, "simulate a plan's training iteration on SimGrid beside its estimate"},
 	{"compare", cmd_compare, "every planner's plan estimated and simulated: one table, the main job"},

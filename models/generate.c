@@ -11,6 +11,7 @@
  */
 #include "models-int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ struct gen {
 	const struct jv *gen;
 	struct op_site site;
 	int64_t B, s, h, a_heads, kv, d, ffn, V;
+	int64_t E, k, C, ef;       /* MoE: experts, top-k, slots per expert, expert ffn */
 	enum dtype dt;
 	bool llama;
 };
@@ -86,7 +88,8 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	                                  "max_positions", NULL};
 	static const char *const llama[] = {"kind", "hidden", "layers", "heads", "kv_heads", "ffn",
 	                                    "seq", "vocab", "micro_batch", "dtype",
-	                                    "tie_embeddings", "qkv_bias", NULL};
+	                                    "tie_embeddings", "qkv_bias", "experts", "top_k",
+	                                    "shared_experts", "expert_ffn", "capacity_factor", NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
@@ -202,6 +205,58 @@ static int64_t llama_ffn(int64_t h)
 	return (f + 255) / 256 * 256;
 }
 
+/* The mixture-of-experts members (LLaMA only): top_k in 1..experts,
+ * counts within the limits of the other sizes, a positive capacity
+ * factor; C = ceil(capacity_factor x B x s x top_k / experts). */
+static bool moe_check(struct gen *G)
+{
+	const struct model_gen *p = G->p;
+	if (!uses(p->kind, "experts") || (p->experts == 0 && p->top_k == 0 &&
+	                                  p->shared_experts == 0 && p->expert_ffn == 0))
+		return true;
+	bool ok = true;
+	if (p->experts < 1 || p->experts > ((int64_t)1 << 16)) {
+		gen_err(G, "experts", "expected 1 to 65536 experts with top_k, shared_experts or "
+		        "expert_ffn, got %lld", (long long)p->experts);
+		return false;
+	}
+	if (p->top_k < 1 || p->top_k > p->experts) {
+		gen_err(G, "top_k", "expected 1 to experts (%lld), got %lld", (long long)p->experts,
+		        (long long)p->top_k);
+		ok = false;
+	}
+	if (p->shared_experts < 0 || p->shared_experts > ((int64_t)1 << 16)) {
+		gen_err(G, "shared_experts", "expected 0 to 65536, got %lld",
+		        (long long)p->shared_experts);
+		ok = false;
+	}
+	if (p->expert_ffn < 0 || p->expert_ffn > ((int64_t)1 << 22)) {
+		gen_err(G, "expert_ffn", "expected 1 to 2^22 (0: ffn), got %lld",
+		        (long long)p->expert_ffn);
+		ok = false;
+	}
+	double cf = p->capacity_factor > 0 ? p->capacity_factor : 1;
+	if (p->capacity_factor < 0 || !(cf <= 64)) {
+		gen_err(G, "capacity_factor", "expected a number above 0 and at most 64, got %g",
+		        p->capacity_factor);
+		ok = false;
+	}
+	if (!ok)
+		return false;
+	G->E = p->experts;
+	G->k = p->top_k;
+	G->ef = p->expert_ffn > 0 ? p->expert_ffn : G->ffn;
+	G->C = (int64_t)ceil(cf * (double)G->B * (double)G->s * (double)G->k / (double)G->E);
+	int64_t x;
+	if (!fits(G->E, G->C, &x) || !fits(x, G->ef > G->h ? G->ef : G->h, &x) ||
+	    !fits(G->E, G->h, &x) || !fits(x, G->ef, &x)) {
+		gen_err(G, "experts", "the experts' tensors would have more than 2^53 (%lld) "
+		        "elements", (long long)GRAPH_MAX_ELEMENTS);
+		return false;
+	}
+	return true;
+}
+
 static bool gen_check(struct gen *G)
 {
 	const struct model_gen *p = G->p;
@@ -262,6 +317,8 @@ static bool gen_check(struct gen *G)
 	G->V = uses(p->kind, "vocab") ? p->vocab : 1;
 	G->dt = p->dtype;
 	G->llama = p->kind == GEN_LLAMA;
+	if (!moe_check(G))
+		return false;
 	return sizes_fit(G);
 }
 
@@ -415,10 +472,76 @@ static int attention(struct gen *G, const char *p, int x)
 	return dropout(G, p, "out.dropout", o);
 }
 
+/* "p.weight" [E, a, b] of one linear per expert, and the batched MatMul
+ * "p.matmul" of x [E, C, a] by it. */
+static int expert_linear(struct gen *G, const char *p, int x, int64_t a, int64_t b)
+{
+	char name[256];
+	name_fmt(name, sizeof name, "%s.weight", p);
+	int64_t dims[3] = {G->E, a, b};
+	int w = graph_builder_tensor(&G->b, name, TENSOR_PARAM, G->dt, 3, dims);
+	name_fmt(name, sizeof name, "%s.", p);
+	return op2(G, OP_BATCHMATMUL, name, "matmul", x, w, NULL);
+}
+
+/* A mixture-of-experts MLP on x [T, h], T = B·s (docs/moe-cp.md): the
+ * router "p.router" [h, E] and its Softmax; the dispatch "p.dispatch", a
+ * Gather of x by the routing decision "p.dispatch_index" [E, C] (an input:
+ * which tokens the top-k picks is data, the graph carries its shape) into
+ * E x C slots; the experts "p.experts.gate/up/down" as batched MatMuls
+ * over [E, h, f] weights with SiLU and Mul; the combine "p.combine", a
+ * Gather of the slots back by "p.combine_index" [T, k], summed over the k
+ * picks ("p.combine_sum"); shared experts "p.shared.gate/up/down" of
+ * shared_experts x f, added ("p.shared_add"). The graph's FLOPs and
+ * parameters are the layer's; how planners distribute the expert
+ * dimension is not modelled yet (`shardlab moe` prices EP per layer). */
+static int moe_mlp(struct gen *G, const char *p, int x)
+{
+	int64_t T = G->B * G->s, h = G->h, f = G->ef;
+	char n[256];
+	name_fmt(n, sizeof n, "%srouter", p);
+	int r = linear(G, n, x, h, G->E, false);
+	op1(G, OP_SOFTMAX, p, "router.softmax", r, NULL);
+	int di = tensor(G, TENSOR_INPUT, p, "dispatch_index", DT_INT32, 2, G->E, G->C);
+	int slots = op2(G, OP_GATHER, p, "dispatch", x, di, NULL);
+	name_fmt(n, sizeof n, "%sexperts.gate", p);
+	int gate = expert_linear(G, n, slots, h, f);
+	name_fmt(n, sizeof n, "%sexperts.up", p);
+	int up = expert_linear(G, n, slots, h, f);
+	gate = op1(G, OP_SILU, p, "experts.silu", gate, NULL);
+	int y = op2(G, OP_MUL, p, "experts.mul", gate, up, NULL);
+	name_fmt(n, sizeof n, "%sexperts.down", p);
+	y = expert_linear(G, n, y, f, h);
+	y = reshape(G, p, "experts.reshape", y, 2, (int64_t[]){G->E * G->C, h});
+	int ci = tensor(G, TENSOR_INPUT, p, "combine_index", DT_INT32, 2, T, G->k);
+	y = op2(G, OP_GATHER, p, "combine", y, ci, NULL);
+	struct op_attrs at;
+	op_attrs_default(OP_REDUCESUM, &at);
+	at.n_axes = 1;
+	at.axes[0] = 1;
+	at.keep_dims = false;
+	y = op1(G, OP_REDUCESUM, p, "combine_sum", y, &at);
+	if (G->p->shared_experts > 0) {
+		int64_t sf = G->p->shared_experts * f;
+		name_fmt(n, sizeof n, "%sshared.gate", p);
+		int sg = linear(G, n, x, h, sf, false);
+		name_fmt(n, sizeof n, "%sshared.up", p);
+		int su = linear(G, n, x, h, sf, false);
+		sg = op1(G, OP_SILU, p, "shared.silu", sg, NULL);
+		int sy = op2(G, OP_MUL, p, "shared.mul", sg, su, NULL);
+		name_fmt(n, sizeof n, "%sshared.down", p);
+		sy = linear(G, n, sy, sf, h, false);
+		y = op2(G, OP_ADD, p, "shared_add", y, sy, NULL);
+	}
+	return y;
+}
+
 /* GPT: fc1, GeLU, fc2, Dropout. LLaMA (SwiGLU): gate, up, SiLU, Mul, down. */
 static int mlp(struct gen *G, const char *p, int x)
 {
 	char n[256];
+	if (G->E > 0)
+		return moe_mlp(G, p, x);
 	if (!G->llama) {
 		name_fmt(n, sizeof n, "%sfc1", p);
 		int y = linear(G, n, x, G->h, G->ffn, G->p->bias);

@@ -188,4 +188,15 @@ void graph_totals(const struct graph *g, struct graph_totals *out)
 		out->bytes_written += op->bytes_written;
 	}
 	out->ops = g->n_ops;
+	out->active_parameters = out->parameters;
+	const struct model_gen *m = g->gen;
+	if (m && m->kind == GEN_LLAMA && m->experts > 0) {
+		int64_t f = m->expert_ffn > 0 ? m->expert_ffn : m->ffn;
+		/* The generator builds them: 3 h x f matrices per routed expert. */
+		for (int i = 0; i < g->n_tensors; i++)
+			if (g->tensors[i].role == TENSOR_PARAM && g->tensors[i].rank == 3)
+				f = g->tensors[i].dims[1] == m->hidden ? g->tensors[i].dims[2]
+				                                       : g->tensors[i].dims[1];
+		out->active_parameters -= m->layers * (m->experts - m->top_k) * 3 * m->hidden * f;
+	}
 }

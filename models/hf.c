@@ -12,9 +12,12 @@
  *     positions of n_positions rows, biases, head tied to the embedding)
  *   GPTNeoXForCausalLM -> gpt (rotary, parallel residual when
  *     use_parallel_residual, biases, untied head unless tie_word_embeddings)
+ *   MixtralForCausalLM -> llama with a mixture-of-experts MLP:
+ *     num_local_experts experts of intermediate_size, num_experts_per_tok
+ *     per token
  *
  * A config without "architectures" is read by its "model_type" (llama,
- * mistral, qwen2, gpt2, gpt_neox). Absent optional fields take the defaults of the transformers
+ * mistral, qwen2, gpt2, gpt_neox, mixtral). Absent optional fields take the defaults of the transformers
  * configuration class of that architecture (LlamaConfig, GPT2Config, ...);
  * JSON null counts as absent. Other members (rope_theta, rms_norm_eps,
  * sliding_window, ...) do not change parameters or FLOPs here and are not
@@ -27,16 +30,16 @@
 
 #include "models-int.h"
 
-enum hf_family { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_GPT2, HF_GPTNEOX, HF_COUNT };
+enum hf_family { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_GPT2, HF_GPTNEOX, HF_MIXTRAL, HF_COUNT };
 
 static const char *const hf_arch_names[HF_COUNT] = {
 	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel",
-	"GPTNeoXForCausalLM",
+	"GPTNeoXForCausalLM", "MixtralForCausalLM",
 };
 /* transformers' model_type of each, for configs without "architectures". */
 static const char *const hf_model_types[HF_COUNT] = {"llama", "mistral", "qwen2", "gpt2",
-                                                     "gpt_neox"};
-_Static_assert(HF_COUNT == 5, "hf_arch_names must list every architecture");
+                                                     "gpt_neox", "mixtral"};
+_Static_assert(HF_COUNT == 6, "hf_arch_names must list every architecture");
 
 const char *const *graph_hf_architectures(int *n)
 {
@@ -148,6 +151,16 @@ static bool read_llama(const struct jv *r, enum hf_family fam, struct model_gen 
 	                "the generator has no biases on the attention projections") && ok;
 	ok = hf_must_be(r, "mlp_bias", false, "the generator has no biases in the MLP") && ok;
 	g->qkv_bias = fam == HF_QWEN2; /* Qwen2Attention: q, k, v with bias, o without */
+	if (fam == HF_MIXTRAL) {
+		/* MixtralConfig: num_local_experts (8) SwiGLU experts of
+		 * intermediate_size, num_experts_per_tok (2) per token, no shared
+		 * expert; the router is a bias-free h x E linear. Mixtral routes
+		 * without dropping tokens: capacity factor 1, the balanced share. */
+		ok = hf_count(r, "num_local_experts", false, 8, &g->experts) && ok;
+		ok = hf_count(r, "num_experts_per_tok", false, 2, &g->top_k) && ok;
+		g->expert_ffn = g->ffn;
+		g->capacity_factor = 1;
+	}
 	struct jv v;
 	int64_t hd;
 	if (ok && hf_get(r, "head_dim", &v) && jv_int(&v, JR_RANGE(1, 1e15), &hd) &&
@@ -227,7 +240,7 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 				fam = i;
 		if (fam < 0) {
 			jv_error(&e, "unknown model_type \"%s\" and no \"architectures\" (shardlab "
-			         "imports llama, mistral, qwen2, gpt2 and gpt_neox)", type);
+			         "imports llama, mistral, qwen2, gpt2, gpt_neox and mixtral)", type);
 			return false;
 		}
 		arch = hf_arch_names[fam];
@@ -243,8 +256,8 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 	}
 	if (fam < 0) {
 		jv_error(&e, "unknown architecture \"%s\" (shardlab imports LlamaForCausalLM, "
-		         "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel and "
-		         "GPTNeoXForCausalLM)", arch);
+		         "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
+		         "GPTNeoXForCausalLM and MixtralForCausalLM)", arch);
 		return false;
 	}
 	struct model_gen *g = &out->gen;
@@ -332,14 +345,23 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 			                                       : g->kind == GEN_GPT);
 		else if (!strcmp(k, "dropout"))
 			v = cJSON_CreateNumber(g->dropout);
+		else if (!strcmp(k, "capacity_factor"))
+			v = cJSON_CreateNumber(g->capacity_factor > 0 ? g->capacity_factor : 1);
 #define NUM(name) else if (!strcmp(k, #name)) v = cJSON_CreateNumber((double)g->name);
 #define BOOL(name) else if (!strcmp(k, #name)) v = cJSON_CreateBool(g->name);
 		NUM(hidden) NUM(layers) NUM(heads) NUM(kv_heads) NUM(seq) NUM(vocab)
-		NUM(micro_batch) NUM(ffn) NUM(max_positions)
+		NUM(micro_batch) NUM(ffn) NUM(max_positions) NUM(experts) NUM(top_k)
+		NUM(shared_experts) NUM(expert_ffn)
 		BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary)
 #undef NUM
 #undef BOOL
 		if (!strcmp(k, "max_positions") && g->max_positions <= 0) {
+			cJSON_Delete(v);
+			continue;
+		}
+		if (g->experts <= 0 && (!strcmp(k, "experts") || !strcmp(k, "top_k") ||
+		                        !strcmp(k, "shared_experts") || !strcmp(k, "expert_ffn") ||
+		                        !strcmp(k, "capacity_factor"))) {
 			cJSON_Delete(v);
 			continue;
 		}

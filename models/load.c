@@ -644,6 +644,9 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 		{"micro_batch", offsetof(struct model_gen, micro_batch)},
 		{"ffn", offsetof(struct model_gen, ffn)},
 		{"max_positions", offsetof(struct model_gen, max_positions)},
+		{"experts", offsetof(struct model_gen, experts)},
+		{"top_k", offsetof(struct model_gen, top_k)},
+		{"expert_ffn", offsetof(struct model_gen, expert_ffn)},
 	};
 	struct jv m;
 	if (!jv_is_object(gen) || !jv_need(gen, "kind", &m))
@@ -667,6 +670,10 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 		g.tie_embeddings = tie ? 1 : -1;
 	}
 	ok = jv_opt_bool(gen, "qkv_bias", g.qkv_bias, &g.qkv_bias) && ok;
+	if (jv_get(gen, "shared_experts", &m))
+		ok = read_count(&m, 0, &g.shared_experts) && ok;
+	ok = jv_opt_number(gen, "capacity_factor", JR_POSITIVE, g.capacity_factor,
+	                   &g.capacity_factor) && ok;
 	ok = jv_opt_bool(gen, "parallel_residual", g.parallel_residual, &g.parallel_residual) && ok;
 	ok = jv_opt_bool(gen, "rotary", g.rotary, &g.rotary) && ok;
 	ok = jv_opt_number(gen, "dropout", JR_NONNEG, g.dropout, &g.dropout) && ok;

@@ -124,6 +124,9 @@ struct graph_totals {
 	double matmul_flops;                  /* MatMul and BatchMatMul only */
 	double bytes_read, bytes_written;
 	int ops;
+	int64_t active_parameters;            /* those one token uses: parameters less the
+	                                         routed experts a mixture-of-experts
+	                                         generator's router does not pick */
 };
 
 /* Load and validate a model file (explicit graph or generator form).
@@ -157,6 +160,13 @@ struct model_gen {
 	                                         table (GPT-NeoX) */
 	int64_t max_positions;                /* GPT: rows of the learned position table;
 	                                         0: seq */
+	/* LLaMA: a mixture-of-experts MLP in every layer when experts > 0
+	 * (docs/formats.md, docs/moe-cp.md): a router, top_k of `experts`
+	 * SwiGLU experts of expert_ffn (0: ffn), shared_experts more of that
+	 * size on every token, each expert padded to capacity_factor times its
+	 * balanced share of the micro-batch's tokens (0: 1). */
+	int64_t experts, top_k, shared_experts, expert_ffn;
+	double capacity_factor;
 };
 /* Fills defaults for a kind (see docs/formats.md). */
 void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind);

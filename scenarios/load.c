@@ -901,6 +901,15 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	if (jv_need(&root, "model", &v)) {
 		s->graph = load_model(&L, &v);
 		ok = s->graph && ok;
+		if (s->graph && s->graph->gen && s->graph->gen->experts > 0) {
+			/* The planners do not distribute the expert dimension yet:
+			 * a plan would price the dispatch as a gather of every
+			 * token, not an AllToAll (docs/moe-cp.md). */
+			jv_error(&v, "a mixture-of-experts model (experts %lld) cannot be planned "
+			         "yet; `shardlab graph` counts it and `shardlab moe` prices one layer "
+			         "under expert parallelism", (long long)s->graph->gen->experts);
+			ok = false;
+		}
 	} else {
 		ok = false;
 	}

@@ -350,6 +350,84 @@ struct estimate {
 bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
                    struct diag_list *diags);
 
+/* ------------------------- mixture of experts and context parallelism */
+
+/* One mixture-of-experts layer (moe_cp.c; docs/moe-cp.md): a router picks
+ * top_k of `experts` routed experts per token; `shared_experts` more run
+ * on every token (DeepSeek-MoE, Qwen-MoE). Each expert is a gated (SwiGLU:
+ * gate, up, down) or plain (fc1, fc2) MLP of h x expert_ffn matrices. */
+struct moe_shape {
+	int64_t hidden;                /* h */
+	int64_t expert_ffn;            /* f, one expert's intermediate size */
+	int64_t experts;               /* E routed experts */
+	int64_t top_k;                 /* k experts per token, 1 <= k <= E */
+	int64_t shared_experts;        /* each of f too; 0: none */
+	bool gated;                    /* 3 matrices per expert, else 2 */
+	double capacity_factor;        /* slots per expert over the balanced share t·k/E (> 0) */
+	enum dtype dtype;
+};
+
+/* Expert-parallel degree (E/ep experts per rank) and expert tensor
+ * parallelism (each expert's matrices cut over etp ranks). */
+struct moe_parallel {
+	int64_t ep, etp;
+};
+
+/* Per layer, per rank, forward, for a rank that holds `tokens` tokens on
+ * entering the layer. */
+struct moe_layer {
+	int64_t params_total;          /* router + routed + shared experts, elements */
+	int64_t params_active;         /* those one token uses: router + k routed + shared */
+	int64_t params_per_device;     /* router (replicated) + routed/(ep·etp) + shared/etp */
+	int64_t capacity;              /* C: slots per expert in one rank's buffer,
+	                                  ceil(capacity_factor · tokens · k / E) */
+	double dispatch_bytes;         /* S of one AllToAll (dispatch, and the combine
+	                                  alike): the rank's buffer E · C · h · dtype */
+	double expert_slots;           /* token slots this rank's experts run: E · C · etp */
+	double expert_flops;           /* routed experts on them, padding included */
+	double etp_gather_bytes;       /* with etp > 1: S of the AllGather of the slots over
+	                                  the ETP group (and of the ReduceScatter after) */
+	double router_flops;           /* 2 · tokens · h · E */
+	double shared_flops;           /* 2 · tokens · (shared parameters / etp) */
+	double active_flops;           /* 2 · tokens · k · (one expert's parameters): the
+	                                  routed work without padding, unsharded */
+};
+/* False when the shape or the degrees are invalid (E not divisible by ep,
+ * f not by etp, k > E, a count past 2^53). */
+bool cost_moe_layer(const struct moe_shape *m, const struct moe_parallel *p, int64_t tokens,
+                    struct moe_layer *out);
+/* One dispatch (or combine) AllToAll over the expert-parallel group's
+ * ranks on the topology; a layer's iteration does 4 per micro-batch (two
+ * forward, two backward). */
+double cost_moe_alltoall_s(const struct topology *t, const int64_t *ep_ranks, int ep,
+                           const struct moe_layer *l);
+
+/* One attention layer under context parallelism (ring attention). */
+struct cp_attention {
+	int64_t batch, seq, heads, kv_heads, head_dim;
+	enum dtype dtype;
+	bool causal;                   /* balanced by 2·cp chunks: seq must divide by 2·cp */
+};
+struct cp_layer {
+	int64_t local_seq;             /* seq / cp tokens per rank */
+	int64_t steps;                 /* ring steps per pass: cp - 1 */
+	double kv_chunk_bytes;         /* one step's message: K and V, 2·B·(s/cp)·kv_heads·d·dtype */
+	double fwd_send_bytes;         /* per rank per layer: (cp - 1) chunks */
+	double bwd_send_bytes;         /* K, V and dK, dV: twice the forward */
+	double kv_buffer_bytes;        /* the chunks in flight a rank holds (send and receive) */
+	double core_flops_rank;        /* QK^T and PV per rank, forward, balanced */
+	double core_flops_max_contiguous; /* the busiest rank with contiguous chunks */
+	double imbalance;              /* busiest / average with contiguous chunks
+	                                  (about (2cp-1)/cp causal; 1 otherwise) */
+};
+bool cost_cp_attention(const struct cp_attention *a, int64_t cp, struct cp_layer *out);
+/* One ring pass: cp blocks of block_s each, the chunk sent over each hop
+ * (ranks[i] -> ranks[i+1]) while the previous block computes; returns the
+ * pass's time, the communication left exposed into *exposed_s (may be
+ * NULL). */
+double cost_cp_ring_s(const struct topology *t, const int64_t *ranks, int cp, double chunk_bytes,
+                      double block_s, double *exposed_s);
+
 /* --------------------------------------------------------------- memory */
 
 /* Model state per local parameter element of dtype dt, mixed-precision

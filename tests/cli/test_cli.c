@@ -143,7 +143,7 @@ Test(cli, help_is_complete)
 {
 	static const char *const cmds[] = {"check",  "topo",     "graph",   "explain",
 	                                   "plan",   "advise",   "simulate", "compare",
-	                                   "validate", "import"};
+	                                   "validate", "import", "moe", "cp"};
 	struct cli_run r = fixture_shardlab("--help", false);
 	cr_assert_eq(r.status, 0);
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
@@ -1264,5 +1264,64 @@ Test(cli, simulate_refuses_what_exceeds_its_budget)
 	free(r.out);
 	r = fixture_shardlab("simulate scenarios/ffn-8p.json --max-events 0", true);
 	cr_expect_eq(r.status, 2);
+	free(r.out);
+}
+
+Test(cli, moe_counts_a_layer)
+{
+	/* h 8, f 16, 4 experts, top-2, one shared, SwiGLU, capacity factor
+	 * 1.25, 6 tokens per rank, EP 2 (counted in docs/moe-cp.md and
+	 * tests/planner/cost/test_moe_cp.c): one expert 3 x 8 x 16 = 384;
+	 * total 4 x 384 + 384 + 8 x 4 = 1952; active 2 x 384 + 384 + 32 = 1184;
+	 * per device 2 x 384 + 384 + 32 = 1184; capacity ceil(1.25 x 12 / 4) =
+	 * 4; buffer 4 x 4 x 8 x 2 = 256 bytes, half of it to the other rank. */
+	struct cli_run r = fixture_shardlab("moe topologies/dgx-h100.json --hidden 8 --expert-ffn 16 "
+	                                    "--experts 4 --top-k 2 --shared 1 --capacity-factor 1.25 "
+	                                    "--tokens 6 --ep 2", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "parameters: 1952 total, 1184 active per token, "
+	                                 "1184 per device\n"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "capacity: 4 slots per expert per rank (6 tokens"), "%s",
+	                   r.out);
+	cr_expect_not_null(strstr(r.out, "256 bytes per rank, 128 leave it"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "expert FLOPs per rank (forward): 12288 over 16 slots"),
+	                   "%s", r.out);
+	free(r.out);
+	/* 3 does not divide 4 experts: the layer is invalid input. */
+	r = fixture_shardlab("moe topologies/dgx-h100.json --hidden 8 --expert-ffn 16 --experts 4 "
+	                     "--top-k 2 --ep 3", true);
+	cr_expect_eq(r.status, 1);
+	free(r.out);
+	/* A group past the topology's 8 devices. */
+	r = fixture_shardlab("moe topologies/dgx-h100.json --hidden 8 --expert-ffn 16 --experts 4 "
+	                     "--top-k 2 --ep 4 --first-rank 6", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect_str_eq(r.out, "shardlab moe: the group's last rank 9 is beyond the topology's 8 "
+	                        "devices\n");
+	free(r.out);
+	r = fixture_shardlab("moe topologies/dgx-h100.json --experts 4", true);
+	cr_expect_eq(r.status, 2);
+	free(r.out);
+}
+
+Test(cli, cp_counts_a_ring)
+{
+	/* Causal, s 16, 4 heads, 2 KV heads, d 8, bf16, CP 2: 8 tokens per
+	 * rank; K and V of them 2 x 8 x 2 x 8 x 2 = 512 bytes, one step;
+	 * rank 0 holds chunks 0 and 3 (68 causal pairs) x 4 x 8 x 4 = 8704
+	 * FLOPs; a contiguous split's busiest rank 100 pairs, 12800 FLOPs. */
+	struct cli_run r = fixture_shardlab("cp topologies/dgx-h100.json --seq 16 --heads 4 "
+	                                    "--kv-heads 2 --head-dim 8 --cp 2", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "tokens per rank: 8\n"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "ring: 1 steps of 512 bytes (K and V); per rank per layer "
+	                                 "512 bytes forward, 1024 backward"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "(forward): 8704 balanced; contiguous split: busiest "
+	                                 "12800"), "%s", r.out);
+	free(r.out);
+	/* Causal CP 3 needs the sequence in 6 chunks: 16 is refused. */
+	r = fixture_shardlab("cp topologies/dgx-h100.json --seq 16 --heads 4 --head-dim 8 --cp 3",
+	                     true);
+	cr_expect_eq(r.status, 1);
 	free(r.out);
 }

@@ -36,6 +36,36 @@ Test(hf, llama2_7b_published_total)
 	cr_assert_eq(hf_params("models/hf/llama-2-7b.json", 4096), 6738415616LL);
 }
 
+Test(hf, mixtral_published_total_and_active)
+{
+	/* Jiang et al. 2024: 46.7B parameters, 12.9B active per token.
+	 * h 4096, 32 layers, 32 heads, 8 KV heads (d 128), 8 experts of
+	 * intermediate 14336, top-2, V 32000, untied:
+	 *   embedding + head  2·32000·4096                =    262,144,000
+	 *   per layer q,o 2·4096², k,v 2·4096·1024        =     41,943,040
+	 *             router 4096·8                        =         32,768
+	 *             experts 8·3·4096·14336               =  1,409,286,144
+	 *             2 RMSNorm                            =          8,192
+	 *   32 layers         32·1,451,270,144             = 46,440,644,608
+	 *   final RMSNorm                                  =          4,096
+	 *   total                                          = 46,702,792,704
+	 *   active: 6 unpicked experts fewer per layer,
+	 *   46,702,792,704 − 32·6·176,160,768              = 12,879,925,248 */
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct graph *g = graph_hf_load(a, "models/hf/mixtral-8x7b-v0.1.json", 64, 1, &d);
+	cr_assert_not_null(g);
+	cr_expect_eq(g->gen->experts, 8);
+	cr_expect_eq(g->gen->top_k, 2);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	cr_expect_eq(t.parameters, 46702792704LL);
+	cr_expect_eq(t.active_parameters, 12879925248LL);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
 Test(hf, llama2_13b_published_total)
 {
 	/* Model card: 13,015,864,320. h 5120, 40 layers, kv 40, ffn 13824, V 32000:
@@ -226,13 +256,13 @@ Test(hf, bad_configs_name_the_field)
 		 "config.json:1: architectures: missing required field"},
 		{"{\"model_type\": \"bert\"}",
 		 "config.json:1: model_type: unknown model_type \"bert\" and no \"architectures\" "
-		 "(shardlab imports llama, mistral, qwen2, gpt2 and gpt_neox)"},
+		 "(shardlab imports llama, mistral, qwen2, gpt2, gpt_neox and mixtral)"},
 		{"{\"model_type\": \"llama\", \"hidden_size\": 4096}",
 		 "config.json:1: num_hidden_layers: missing required field"},
 		{"{\n\"architectures\": [\"BertForMaskedLM\"]\n}",
 		 "config.json:2: architectures[0]: unknown architecture \"BertForMaskedLM\" (shardlab "
-		 "imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel and "
-		 "GPTNeoXForCausalLM)"},
+		 "imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
+		 "GPTNeoXForCausalLM and MixtralForCausalLM)"},
 		{"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, "
 		 "\"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"vocab_size\": 32000, "
 		 "\"max_position_embeddings\": 4096}",

@@ -618,3 +618,84 @@ Test(models, graph_batch_is_the_samples_per_execution)
 	diag_list_free(&d);
 	arena_free(a);
 }
+
+/* ------------------------------------------------- mixture of experts */
+
+/* A 2-layer LLaMA with a mixture-of-experts MLP, counted by hand:
+ * h 8, 2 heads, ffn 16 (the experts' size), seq 3, micro-batch 2, vocab
+ * 10, 4 experts, top-2, one shared expert, capacity factor 1.25. */
+Test(models, moe_two_layers_counted_by_hand)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct model_gen gen;
+	model_gen_defaults(&gen, GEN_LLAMA);
+	gen.hidden = 8, gen.layers = 2, gen.heads = 2, gen.ffn = 16, gen.seq = 3;
+	gen.micro_batch = 2, gen.vocab = 10;
+	gen.experts = 4, gen.top_k = 2, gen.shared_experts = 1, gen.capacity_factor = 1.25;
+	struct graph *g = graph_generate(a, &gen, &d);
+	cr_assert_not_null(g);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	/* Per layer: norms 2·8 = 16; q, k, v, o 4·8·8 = 256; router 8·4 = 32;
+	 * routed experts 4 · 3·8·16 = 1536; shared 3·8·16 = 384: 2224.
+	 * Two layers 4448; embedding 80, final norm 8, head 80: 4616. Active:
+	 * 2 of the 4 experts per layer, 4616 - 2·2·384 = 3080. */
+	cr_expect_eq(t.parameters, 4616);
+	cr_expect_eq(t.active_parameters, 3080);
+	/* T = 2·3 = 6 tokens; C = ceil(1.25·6·2/4) = 4 slots per expert: the
+	 * dispatch gathers [4, 4, 8], each expert MatMul is 2·4·4·8·16 = 4096
+	 * FLOPs (gate, up and down: 12288 per layer). */
+	int op = graph_find_op(g, "layers.1.mlp.dispatch");
+	cr_assert_geq(op, 0);
+	const struct tensor *slots = &g->tensors[g->ops[op].out[0]];
+	cr_expect_eq(slots->rank, 3);
+	cr_expect_eq(slots->dims[0], 4);
+	cr_expect_eq(slots->dims[1], 4);
+	cr_expect_eq(slots->dims[2], 8);
+	double expert = 0;
+	const char *names[] = {"layers.0.mlp.experts.gate.matmul", "layers.0.mlp.experts.up.matmul",
+	                       "layers.0.mlp.experts.down.matmul"};
+	for (int i = 0; i < 3; i++) {
+		op = graph_find_op(g, names[i]);
+		cr_assert_geq(op, 0, "%s", names[i]);
+		expert += g->ops[op].flops;
+	}
+	cr_expect_float_eq(expert, 12288, 1e-9);
+	/* The combine brings [T, k, h] = [6, 2, 8] back and sums the picks. */
+	op = graph_find_op(g, "layers.0.mlp.combine_sum");
+	cr_assert_geq(op, 0);
+	const struct tensor *y = &g->tensors[g->ops[op].out[0]];
+	cr_expect_eq(y->rank, 2);
+	cr_expect_eq(y->dims[0], 6);
+	cr_expect_eq(y->dims[1], 8);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
+/* Mixtral 8x7B (Jiang et al. 2024): 46.7B parameters, 12.9B active. */
+Test(models, mixtral_parameters_total_and_active)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct model_gen gen;
+	model_gen_defaults(&gen, GEN_LLAMA);
+	gen.hidden = 4096, gen.layers = 32, gen.heads = 32, gen.kv_heads = 8, gen.ffn = 14336;
+	gen.seq = 16, gen.vocab = 32000, gen.experts = 8, gen.top_k = 2;
+	struct graph *g = graph_generate(a, &gen, &d);
+	cr_assert_not_null(g);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	/* One expert 3·4096·14336 = 176,160,768. Per layer: 8 experts
+	 * 1,409,286,144, router 32,768, attention 2·4096² + 2·4096·1024 =
+	 * 41,943,040, norms 8,192: 1,451,270,144; 32 layers 46,440,644,608;
+	 * final norm 4,096, embedding and head 2·32000·4096 = 262,144,000:
+	 * 46,702,792,704. Active: 6 experts fewer per layer,
+	 * 46,702,792,704 - 32·6·176,160,768 = 12,879,925,248. */
+	cr_expect_eq(t.parameters, 46702792704LL);
+	cr_expect_eq(t.active_parameters, 12879925248LL);
+	diag_list_free(&d);
+	arena_free(a);
+}

@@ -1,0 +1,162 @@
+/* test_moe_cp.c — the closed forms of expert parallelism and context
+ * parallelism (planner/cost/moe_cp.c) against counts worked out by hand
+ * below, line by line. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "fixture.h"
+
+TestSuite(moe_cp, .init = fixture_setup, .fini = fixture_teardown);
+
+/* A small MoE layer: h = 8, expert_ffn f = 16, E = 4 routed experts,
+ * top-2, one shared expert, SwiGLU experts (gate, up, down), bf16 (2
+ * bytes), capacity factor 1.25. */
+static const struct moe_shape small = {
+	.hidden = 8, .expert_ffn = 16, .experts = 4, .top_k = 2, .shared_experts = 1,
+	.gated = true, .capacity_factor = 1.25, .dtype = DT_BF16,
+};
+
+Test(moe_cp, two_layer_moe_counted_by_hand)
+{
+	/* A rank holds t = 6 tokens (micro-batch 2 x sequence 3); EP 2. */
+	struct moe_parallel p = {.ep = 2, .etp = 1};
+	struct moe_layer l;
+	cr_assert(cost_moe_layer(&small, &p, 6, &l));
+	/* One expert: 3 matrices of 8 x 16 = 384 parameters.
+	 * Routed: 4 x 384 = 1536; shared: 384; router: 8 x 4 = 32.
+	 * Total 1536 + 384 + 32 = 1952 per layer, 3904 for 2 layers. */
+	cr_expect_eq(l.params_total, 1952);
+	cr_expect_eq(2 * l.params_total, 3904);
+	/* Active per token: 2 routed (768) + shared 384 + router 32 = 1184 per
+	 * layer, 2368 for 2 layers. */
+	cr_expect_eq(l.params_active, 1184);
+	cr_expect_eq(2 * l.params_active, 2368);
+	/* Per device: 1536 / 2 + 384 + 32 = 1184. */
+	cr_expect_eq(l.params_per_device, 1184);
+	/* Capacity: ceil(1.25 x 6 x 2 / 4) = ceil(3.75) = 4 slots per expert. */
+	cr_expect_eq(l.capacity, 4);
+	/* One AllToAll's buffer: E x C x h x 2 bytes = 4 x 4 x 8 x 2 = 256. */
+	cr_expect_float_eq(l.dispatch_bytes, 256, 1e-9);
+	/* Per micro-batch: 2 layers x (dispatch + combine) x (forward +
+	 * backward) = 8 AllToAlls, 8 x 256 = 2048 bytes buffered per rank, of
+	 * which (ep - 1) / ep = 1/2 crosses to the other rank: 1024. */
+	cr_expect_float_eq(8 * l.dispatch_bytes * (p.ep - 1) / p.ep, 1024, 1e-9);
+	/* The rank's 2 experts run ep x C = 8 slots each: 16 slots,
+	 * 2 x 16 x 384 = 12288 FLOPs forward. */
+	cr_expect_float_eq(l.expert_slots, 16, 1e-12);
+	cr_expect_float_eq(l.expert_flops, 12288, 1e-9);
+	/* Active (no padding): 2 x 6 tokens x 2 experts x 384 = 9216; router
+	 * 2 x 6 x 32 = 384; shared 2 x 6 x 384 = 4608. */
+	cr_expect_float_eq(l.active_flops, 9216, 1e-9);
+	cr_expect_float_eq(l.router_flops, 384, 1e-9);
+	cr_expect_float_eq(l.shared_flops, 4608, 1e-9);
+	cr_expect_float_eq(l.etp_gather_bytes, 0, 1e-12);
+}
+
+Test(moe_cp, expert_tensor_parallelism)
+{
+	/* EP 2 x ETP 2 on the same layer, 6 tokens per rank. Per device:
+	 * 1536 / (2 x 2) + 384 / 2 + 32 = 384 + 192 + 32 = 608. The ETP pair
+	 * gathers its slots: 2 x 16 = 32, each on half the matrices
+	 * (192 parameters per expert): 2 x 32 x 192 = 12288 FLOPs; the gather
+	 * is 32 slots x 8 x 2 bytes = 512 bytes. */
+	struct moe_parallel p = {.ep = 2, .etp = 2};
+	struct moe_layer l;
+	cr_assert(cost_moe_layer(&small, &p, 6, &l));
+	cr_expect_eq(l.params_per_device, 608);
+	cr_expect_float_eq(l.expert_slots, 32, 1e-12);
+	cr_expect_float_eq(l.expert_flops, 12288, 1e-9);
+	cr_expect_float_eq(l.etp_gather_bytes, 512, 1e-9);
+	cr_expect_float_eq(l.shared_flops, 2304, 1e-9); /* 2 x 6 x 192 */
+}
+
+Test(moe_cp, moe_invalid_degrees)
+{
+	struct moe_layer l;
+	struct moe_parallel p3 = {.ep = 3, .etp = 1}, e3 = {.ep = 1, .etp = 3};
+	cr_expect(!cost_moe_layer(&small, &p3, 6, &l)); /* 3 does not divide E = 4 */
+	cr_expect(!cost_moe_layer(&small, &e3, 6, &l)); /* 3 does not divide f = 16 */
+	struct moe_shape k5 = small;
+	k5.top_k = 5;                                   /* more than E */
+	struct moe_parallel p = {.ep = 1, .etp = 1};
+	cr_expect(!cost_moe_layer(&k5, &p, 6, &l));
+}
+
+Test(moe_cp, moe_alltoall_on_the_topology)
+{
+	/* Same bytes whichever way it is priced: the AllToAll of one buffer
+	 * over the group, as the collective cost prices any AllToAll. */
+	struct topology *t = fixture_topology(A, "dgx-h100");
+	struct moe_parallel p = {.ep = 2, .etp = 1};
+	struct moe_layer l;
+	cr_assert(cost_moe_layer(&small, &p, 6, &l));
+	int64_t ranks[2] = {0, 1};
+	cr_expect_float_eq(cost_moe_alltoall_s(t, ranks, 2, &l),
+	                   cost_collective_s(t, STEP_ALLTOALL, ranks, 2, 256), 1e-15);
+	cr_expect_gt(cost_moe_alltoall_s(t, ranks, 2, &l), 0);
+}
+
+/* Causal attention, B = 1, s = 16, 4 heads, 2 KV heads, d = 8, bf16. */
+static const struct cp_attention att = {
+	.batch = 1, .seq = 16, .heads = 4, .kv_heads = 2, .head_dim = 8,
+	.dtype = DT_BF16, .causal = true,
+};
+
+Test(moe_cp, cp_ring_bytes_and_balance_by_hand)
+{
+	struct cp_layer c;
+	cr_assert(cost_cp_attention(&att, 2, &c));
+	/* CP 2: 8 tokens per rank; one ring step carries K and V of them:
+	 * 2 x 1 x 8 x 2 KV heads x 8 x 2 bytes = 512. One step forward (512),
+	 * K, V and dK, dV backward (1024), two chunks in flight (1024). */
+	cr_expect_eq(c.local_seq, 8);
+	cr_expect_eq(c.steps, 1);
+	cr_expect_float_eq(c.kv_chunk_bytes, 512, 1e-9);
+	cr_expect_float_eq(c.fwd_send_bytes, 512, 1e-9);
+	cr_expect_float_eq(c.bwd_send_bytes, 1024, 1e-9);
+	cr_expect_float_eq(c.kv_buffer_bytes, 1024, 1e-9);
+	/* Causal pairs (key <= query); 4 chunks of 4 tokens. Rank 0 holds
+	 * chunks 0 and 3: queries 0..3 see 1+2+3+4 = 10 keys, queries 12..15
+	 * see 13+14+15+16 = 58: 68 pairs. Rank 1 (chunks 1, 2): 26 + 42 = 68.
+	 * Each pair is QK^T and PV, 2 x 8 FLOPs each, for 4 heads:
+	 * 4 x 8 x 4 = 128 FLOPs; 68 x 128 = 8704. */
+	cr_expect_float_eq(c.core_flops_rank, 8704, 1e-9);
+	/* Contiguous halves: rank 1's queries 8..15 see 9+...+16 = 100 keys,
+	 * 12800 FLOPs, 100/68 of the average (136 pairs / 2 ranks). */
+	cr_expect_float_eq(c.core_flops_max_contiguous, 12800, 1e-9);
+	cr_expect_float_eq(c.imbalance, 100.0 / 68.0, 1e-12);
+}
+
+Test(moe_cp, cp_non_causal_and_invalid)
+{
+	struct cp_attention full = att;
+	full.causal = false;
+	struct cp_layer c;
+	/* CP 4: 4 queries x 16 keys x 128 = 8192 FLOPs on every rank; 3 steps
+	 * of K and V of 4 tokens: 2 x 4 x 2 x 8 x 2 = 256 bytes each. */
+	cr_assert(cost_cp_attention(&full, 4, &c));
+	cr_expect_float_eq(c.core_flops_rank, 8192, 1e-9);
+	cr_expect_float_eq(c.imbalance, 1, 1e-12);
+	cr_expect_float_eq(c.kv_chunk_bytes, 256, 1e-9);
+	cr_expect_float_eq(c.fwd_send_bytes, 768, 1e-9);
+	/* Causal CP 16 needs 32 chunks of a 16-token sequence: refused. */
+	cr_expect(!cost_cp_attention(&att, 16, &c));
+	cr_expect(!cost_cp_attention(&att, 0, &c));
+}
+
+Test(moe_cp, cp_ring_overlap)
+{
+	/* 4 GPUs of one DGX H100: every hop is NVSwitch, 1 us and 367.65 GB/s.
+	 * A 1 MB chunk takes 1e-6 + 1e6 / 367.65e9 s per hop. */
+	struct topology *t = fixture_topology(A, "dgx-h100");
+	int64_t ranks[4] = {0, 1, 2, 3};
+	double hop = 1e-6 + 1e6 / H100_NVSWITCH_BPS, exposed;
+	/* No compute to hide it: 4 blocks of 0 s and 3 hops exposed. */
+	cr_expect_float_eq(cost_cp_ring_s(t, ranks, 4, 1e6, 0, &exposed), 3 * hop, 1e-15);
+	cr_expect_float_eq(exposed, 3 * hop, 1e-15);
+	/* Blocks of 1 ms hide every hop: 4 ms, nothing exposed. */
+	cr_expect_float_eq(cost_cp_ring_s(t, ranks, 4, 1e6, 1e-3, &exposed), 4e-3, 1e-15);
+	cr_expect_float_eq(exposed, 0, 1e-18);
+	/* Blocks of half a hop: 4 x hop/2 + 3 x hop/2. */
+	cr_expect_float_eq(cost_cp_ring_s(t, ranks, 4, 1e6, hop / 2, NULL), 3.5 * hop, 1e-15);
+}
