@@ -81,7 +81,9 @@ bool cost_moe_layer(const struct moe_shape *m, const struct moe_parallel *p, int
 double cost_moe_alltoall_s(const struct topology *t, const int64_t *ep_ranks, int ep,
                            const struct moe_layer *l)
 {
-	return cost_collective_s(t, STEP_ALLTOALL, ep_ranks, ep, l->dispatch_bytes);
+	/* the algorithm the library or the rule would run (on a full mesh
+	 * every peer at once, each on its own link) */
+	return cost_collective_algo_s(t, STEP_ALLTOALL, COLL_AUTO, ep_ranks, ep, l->dispatch_bytes);
 }
 
 /* Query-key pairs (key at or before the query) of queries [q0, q0+n)
