@@ -62,6 +62,31 @@ static int add_tensor(struct graph_builder *b, const char *name, enum tensor_rol
 	return g->n_tensors++;
 }
 
+bool graph_builder_reserve(struct graph_builder *b, int n_ops, int n_tensors)
+{
+	struct graph *g = b->g;
+	if (n_ops > b->cap_ops) {
+		void *p = arena_grow(b->a, g->ops, (size_t)b->cap_ops, (size_t)n_ops, sizeof(struct op));
+		if (!p) {
+			b->oom = true;
+			return false;
+		}
+		g->ops = p;
+		b->cap_ops = n_ops;
+	}
+	if (n_tensors > b->cap_tensors) {
+		void *p = arena_grow(b->a, g->tensors, (size_t)b->cap_tensors, (size_t)n_tensors,
+		                     sizeof(struct tensor));
+		if (!p) {
+			b->oom = true;
+			return false;
+		}
+		g->tensors = p;
+		b->cap_tensors = n_tensors;
+	}
+	return true;
+}
+
 int graph_builder_tensor(struct graph_builder *b, const char *name, enum tensor_role role,
                          enum dtype dt, int rank, const int64_t *dims)
 {

@@ -80,6 +80,11 @@ struct graph_builder {
 
 /* False when out of memory. */
 bool graph_builder_init(struct graph_builder *b, struct arena *a, const char *name);
+/* Room for at least n_ops ops and n_tensors tensors in all, so that a
+ * builder that knows its size allocates once rather than doubling (each
+ * doubling copies the array and leaves the old one in the arena). False
+ * when out of memory. */
+bool graph_builder_reserve(struct graph_builder *b, int n_ops, int n_tensors);
 /* A graph input or parameter; -1 when out of memory. The shape must be
  * valid (rank <= GRAPH_MAX_RANK, dims >= 1, element count in range). */
 int graph_builder_tensor(struct graph_builder *b, const char *name, enum tensor_role role,

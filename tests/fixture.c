@@ -3,9 +3,29 @@
 #include "fixture.h"
 
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <criterion/internal/ordered-set.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+
+/* A test's own .timeout is Criterion's and wins over meson's
+ * timeout_multiplier, so under valgrind (some 20 to 50 times slower) a test
+ * allowed 60 s would fail on time alone. SHARDLAB_TEST_TIMEOUT_SCALE (set
+ * by the valgrind test setup in meson.build) multiplies every such
+ * timeout before the first test starts. */
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+	const char *env = getenv("SHARDLAB_TEST_TIMEOUT_SCALE");
+	double scale = env ? strtod(env, NULL) : 1;
+	if (!(scale > 1))
+		return;
+	FOREACH_SET(struct criterion_suite_set *suite, set->suites) {
+		FOREACH_SET(struct criterion_test *test, suite->tests) {
+			test->data->timeout *= scale;
+		}
+	}
+}
 
 struct arena *A;
 struct diag_list D;

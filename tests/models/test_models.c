@@ -160,6 +160,48 @@ Test(models, gpt3_175b_parameters_and_flops)
 	arena_free(a);
 }
 
+/* The generator builds the first layer, then makes room for the others in
+ * one allocation: the layers built after that must be those a one-layer
+ * model has, repeated, with every op reading tensors made before it. */
+Test(models, generated_layers_repeat_after_the_first)
+{
+	struct arena *a = arena_new();
+	struct model_gen p;
+	model_gen_defaults(&p, GEN_GPT);
+	p.hidden = 64, p.heads = 4, p.seq = 16, p.vocab = 128, p.layers = 1;
+	const struct graph *one = gen(a, &p);
+	p.layers = 5;
+	const struct graph *five = gen(a, &p);
+	/* Each layer adds the same ops and tensors: five layers have four
+	 * layers' worth more than one. */
+	p.layers = 2;
+	const struct graph *two = gen(a, &p);
+	int per_op = two->n_ops - one->n_ops, per_tensor = two->n_tensors - one->n_tensors;
+	cr_assert_gt(per_op, 0);
+	cr_assert_eq(five->n_ops, one->n_ops + 4 * per_op);
+	cr_assert_eq(five->n_tensors, one->n_tensors + 4 * per_tensor);
+	/* The embedding and the first layer come first in both, op for op. */
+	int head = graph_find_op(one, "final_ln");
+	cr_assert_gt(head, per_op);
+	for (int i = 0; i < head; i++) {
+		cr_assert_str_eq(five->ops[i].name, one->ops[i].name);
+		cr_assert_eq(five->ops[i].flops, one->ops[i].flops);
+	}
+	for (int l = 0; l < 5; l++) {
+		char name[64];
+		snprintf(name, sizeof name, "layers.%d.ln1", l);
+		cr_assert_geq(graph_find_op(five, name), 0, "%s missing", name);
+	}
+	for (int i = 0; i < five->n_ops; i++) {
+		const struct op *op = &five->ops[i];
+		for (int k = 0; k < op->n_in; k++)
+			cr_assert_lt(five->tensors[op->in[k]].producer, i, "%s reads a later tensor", op->name);
+		for (int k = 0; k < op->n_out; k++)
+			cr_assert_eq(five->tensors[op->out[k]].producer, i);
+	}
+	arena_free(a);
+}
+
 /* --------------------------------------------------------------- LLaMA */
 
 Test(models, llama2_7b_parameters_exact)
