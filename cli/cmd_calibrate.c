@@ -151,8 +151,8 @@ static void make_section(const struct calib_fit *f, struct section *s)
 	static const double hi[CALIB_PARAM_COUNT] = {1, TOPO_MAX_GEMM_HALF_DIM, 1,
 	                                             TOPO_MAX_KERNEL_OVERHEAD_US};
 	static const char *const why[CALIB_PARAM_COUNT] = {
-		"a rate above the peak (the table does not pin the asymptote: put a measured "
-		"matmul_efficiency in the topology and --keep it)",
+		("a rate above the peak (the table does not pin the asymptote: put a measured "
+		 "matmul_efficiency in the topology and --keep it)"),
 		"past the largest half-dimension",
 		"a bandwidth above the HBM's", "a negative overhead"};
 	memset(s, 0, sizeof *s);

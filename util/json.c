@@ -434,6 +434,9 @@ bool jv_root(struct json_doc *doc, struct jv *out)
 	return true;
 }
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 0)))
+#endif
 static void jv_report(const struct jv *v, enum diag_severity sev, const char *fmt, va_list ap)
 {
 	diag_addv(v->doc->diags, sev, v->doc->file, v->line, v->path, fmt, ap);

@@ -107,7 +107,11 @@ void diag_add(struct diag_list *l, enum diag_severity sev, const char *file, int
 #endif
 	;
 void diag_addv(struct diag_list *l, enum diag_severity sev, const char *file, int line,
-               const char *path, const char *fmt, va_list ap);
+               const char *path, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 6, 0)))
+#endif
+	;
 /* "file:line: path: message", with "warning: " / "note: " before the
  * message for those severities. Returns a malloc'd string (NULL on OOM). */
 char *diag_format(const struct diag *d);

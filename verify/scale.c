@@ -127,11 +127,13 @@ static bool fix_reshape(struct verify_scaling *sc, const struct tensor *x, const
 		if (fl == fr)
 			continue;
 		if (fl < 0 || fr < 0) {
-			any |= freeze_range(sc, x, i0, i) | freeze_range(sc, y, j0, j);
+			any |= freeze_range(sc, x, i0, i);
+			any |= freeze_range(sc, y, j0, j);
 			continue;
 		}
 		int64_t g = gcd64(fl, fr);
-		any |= reduce(sc, x, i0, i, fl / g) | reduce(sc, y, j0, j, fr / g);
+		any |= reduce(sc, x, i0, i, fl / g);
+		any |= reduce(sc, y, j0, j, fr / g);
 	}
 	return any;
 }
@@ -149,8 +151,10 @@ static bool fix_ops(struct verify_scaling *sc, const struct graph *g)
 			break;
 		case OP_STRIDEDSLICE:
 			for (int d = 0; d < x->rank && d < y->rank; d++)
-				if (x->dims[d] != y->dims[d])
-					any |= freeze(sc, x->dims[d]) | freeze(sc, y->dims[d]);
+				if (x->dims[d] != y->dims[d]) {
+					any |= freeze(sc, x->dims[d]);
+					any |= freeze(sc, y->dims[d]);
+				}
 			break;
 		case OP_CONCAT:
 		case OP_SPLIT: {
