@@ -1,7 +1,10 @@
 /* fuzz_generator.c — the model generators' parameters (models/generate.c)
  * from raw bytes: kind, the eight sizes (each left at its default, small,
- * a shifted 32-bit value or negative), dtype, bias and dropout. A graph
- * that comes back must count its parameters within GRAPH_MAX_ELEMENTS. */
+ * a shifted 32-bit value or negative), dtype, bias and dropout, then the
+ * mixture-of-experts members (five counts the same way, the capacity
+ * factor, the shared experts' gate, q/k/v biases). A graph that comes back
+ * must count its parameters within GRAPH_MAX_ELEMENTS, its active ones
+ * between 0 and that. */
 #include <string.h>
 
 #include "fuzz.h"
@@ -61,6 +64,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		g.dtype = (enum dtype)(dt / 2 % (DT_COUNT + 1));
 	g.bias = take(&b) & 1;
 	g.dropout = take(&b) / 200.0;
+	int64_t *moe[] = {&g.experts, &g.top_k, &g.shared_experts, &g.expert_ffn, &g.dense_layers};
+	for (size_t i = 0; i < SL_COUNTOF(moe); i++)
+		size_field(&b, moe[i]);
+	g.capacity_factor = (double)take(&b) / 16.0 - 1;
+	unsigned flags = take(&b);
+	g.shared_expert_gate = flags & 1;
+	g.qkv_bias = flags & 2;
 
 	struct arena *a = arena_new();
 	struct diag_list d;
@@ -72,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		graph_totals(gr, &t);
 		SL_ASSERT(graph_params_fit(gr, &params));
 		SL_ASSERT(t.parameters == params);
+		SL_ASSERT(t.active_parameters >= 0 && t.active_parameters <= t.parameters);
 	}
 	fuzz_diags_done(&d);
 	arena_free(a);

@@ -457,6 +457,7 @@ static const struct op_info catalog[] = {
 	[OP_RELU] = {"ReLU", 1, 1, 1, no_attrs, no_attrs, FLOP_OUT, 1, infer_unary},
 	[OP_GELU] = {"GeLU", 1, 1, 1, no_attrs, no_attrs, FLOP_OUT, 8, infer_unary},
 	[OP_SILU] = {"SiLU", 1, 1, 1, no_attrs, no_attrs, FLOP_OUT, 4, infer_unary},
+	[OP_SIGMOID] = {"Sigmoid", 1, 1, 1, no_attrs, no_attrs, FLOP_OUT, 3, infer_unary},
 	[OP_DROPOUT] = {"Dropout", 1, 1, 1, LIST("keep_prob"), no_attrs, FLOP_OUT, 2, infer_unary},
 	[OP_CAST] = {"Cast", 1, 1, 1, LIST("to"), LIST("to"), FLOP_NONE, 0, infer_unary},
 	[OP_SOFTMAX] = {"Softmax", 1, 1, 1, LIST("axis"), no_attrs, FLOP_OUT, 5, infer_softmax},
@@ -479,7 +480,7 @@ static const struct op_info catalog[] = {
 	[OP_SOFTMAXCROSSENTROPY] = {"SoftmaxCrossEntropy", 2, 2, 1, no_attrs, no_attrs, FLOP_IN0, 5,
 	                            infer_sce},
 };
-_Static_assert(OP_COUNT == 23, "the op catalog must list every op kind");
+_Static_assert(OP_COUNT == 24, "the op catalog must list every op kind");
 _Static_assert(SL_COUNTOF(catalog) == OP_COUNT, "the op catalog must list every op kind");
 
 const struct op_info *op_info(enum op_kind k)

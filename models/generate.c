@@ -90,7 +90,8 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	static const char *const llama[] = {"kind", "hidden", "layers", "heads", "kv_heads", "ffn",
 	                                    "seq", "vocab", "micro_batch", "dtype",
 	                                    "tie_embeddings", "qkv_bias", "experts", "top_k",
-	                                    "shared_experts", "expert_ffn", "capacity_factor", NULL};
+	                                    "shared_experts", "expert_ffn", "capacity_factor",
+	                                    "dense_layers", "shared_expert_gate", NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
@@ -213,7 +214,8 @@ static bool moe_check(struct gen *G)
 {
 	const struct model_gen *p = G->p;
 	if (!uses(p->kind, "experts") || (p->experts == 0 && p->top_k == 0 &&
-	                                  p->shared_experts == 0 && p->expert_ffn == 0))
+	                                  p->shared_experts == 0 && p->expert_ffn == 0 &&
+	                                  p->dense_layers == 0 && !p->shared_expert_gate))
 		return true;
 	bool ok = true;
 	if (p->experts < 1 || p->experts > ((int64_t)1 << 16)) {
@@ -234,6 +236,16 @@ static bool moe_check(struct gen *G)
 	if (p->expert_ffn < 0 || p->expert_ffn > ((int64_t)1 << 22)) {
 		gen_err(G, "expert_ffn", "expected 1 to 2^22 (0: ffn), got %lld",
 		        (long long)p->expert_ffn);
+		ok = false;
+	}
+	if (p->dense_layers < 0 || p->dense_layers >= p->layers) {
+		gen_err(G, "dense_layers", "expected 0 to layers - 1 (%lld): at least one layer has "
+		        "the experts, got %lld", (long long)(p->layers - 1), (long long)p->dense_layers);
+		ok = false;
+	}
+	if (p->shared_expert_gate && p->shared_experts < 1) {
+		gen_err(G, "shared_expert_gate", "gates the shared experts' output, but there are "
+		        "none (set shared_experts)");
 		ok = false;
 	}
 	double cf = p->capacity_factor > 0 ? p->capacity_factor : 1;
@@ -532,16 +544,23 @@ static int moe_mlp(struct gen *G, const char *p, int x)
 		int sy = op2(G, OP_MUL, p, "shared.mul", sg, su, NULL);
 		name_fmt(n, sizeof n, "%sshared.down", p);
 		sy = linear(G, n, sy, sf, h, false);
+		if (G->p->shared_expert_gate) {
+			name_fmt(n, sizeof n, "%sshared_gate", p);
+			int sw = linear(G, n, x, h, 1, false);
+			sw = op1(G, OP_SIGMOID, p, "shared_gate.sigmoid", sw, NULL);
+			sy = op2(G, OP_MUL, p, "shared_gate.mul", sy, sw, NULL);
+		}
 		y = op2(G, OP_ADD, p, "shared_add", y, sy, NULL);
 	}
 	return y;
 }
 
-/* GPT: fc1, GeLU, fc2, Dropout. LLaMA (SwiGLU): gate, up, SiLU, Mul, down. */
-static int mlp(struct gen *G, const char *p, int x)
+/* GPT: fc1, GeLU, fc2, Dropout. LLaMA (SwiGLU): gate, up, SiLU, Mul, down;
+ * a mixture of experts in layer i past the first dense_layers. */
+static int mlp(struct gen *G, int64_t i, const char *p, int x)
 {
 	char n[256];
-	if (G->E > 0)
+	if (G->E > 0 && i >= G->p->dense_layers)
 		return moe_mlp(G, p, x);
 	if (!G->llama) {
 		name_fmt(n, sizeof n, "%sfc1", p);
@@ -576,21 +595,23 @@ static int layer(struct gen *G, int64_t i, int x)
 	name_fmt(n, sizeof n, "%sln2", p);
 	y = norm(G, n, G->p->kind == GEN_GPT && G->p->parallel_residual ? x : r);
 	name_fmt(n, sizeof n, "%smlp.", p);
-	y = mlp(G, n, y);
+	y = mlp(G, i, n, y);
 	return op2(G, OP_ADD, p, "residual2", r, y, NULL);
 }
 
-/* The transformer layers, one after another. Every layer adds the same ops,
- * so once the first is built the builder makes room for the rest and a few
- * ops after them in one allocation, instead of doubling its arrays again and
- * again (a 96-layer GPT-3 has ~3,000 ops of 480 bytes). */
+/* The transformer layers, one after another. Every layer adds the same ops
+ * (past the first dense_layers of a mixture of experts), so once the first
+ * of them is built the builder makes room for the rest and a few ops after
+ * them in one allocation, instead of doubling its arrays again and again (a
+ * 96-layer GPT-3 has ~3,000 ops of 480 bytes). */
 static int layers(struct gen *G, int x)
 {
+	int64_t first = G->E > 0 ? G->p->dense_layers : 0;
 	for (int64_t i = 0; i < G->p->layers && !G->b.oom; i++) {
 		int ops = G->b.g->n_ops, tensors = G->b.g->n_tensors;
 		x = layer(G, i, x);
-		if (i == 0 && G->p->layers > 1 && !G->b.oom) {
-			int64_t more = G->p->layers - 1, tail = 64;
+		if (i == first && i + 1 < G->p->layers && !G->b.oom) {
+			int64_t more = G->p->layers - 1 - i, tail = 64;
 			int64_t n_ops = G->b.g->n_ops + (G->b.g->n_ops - ops) * more + tail;
 			int64_t n_tensors = G->b.g->n_tensors + (G->b.g->n_tensors - tensors) * more + tail;
 			if (n_ops <= INT_MAX && n_tensors <= INT_MAX)
@@ -666,7 +687,7 @@ static void gen_body(struct gen *G)
 	}
 	int x = tensor(G, TENSOR_INPUT, "x", "", G->dt, 2, G->B * G->s, G->h);
 	if (k == GEN_MLP)
-		mlp(G, "mlp.", x);
+		mlp(G, 0, "mlp.", x);
 	else if (k == GEN_ATTENTION)
 		attention(G, "attn.", x);
 	else

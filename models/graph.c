@@ -222,6 +222,7 @@ void graph_totals(const struct graph *g, struct graph_totals *out)
 			if (g->tensors[i].role == TENSOR_PARAM && g->tensors[i].rank == 3)
 				f = g->tensors[i].dims[1] == m->hidden ? g->tensors[i].dims[2]
 				                                       : g->tensors[i].dims[1];
-		out->active_parameters -= m->layers * (m->experts - m->top_k) * 3 * m->hidden * f;
+		out->active_parameters -= (m->layers - m->dense_layers) * (m->experts - m->top_k) * 3 *
+		                          m->hidden * f;
 	}
 }

@@ -15,9 +15,18 @@
  *   MixtralForCausalLM -> llama with a mixture-of-experts MLP:
  *     num_local_experts experts of intermediate_size, num_experts_per_tok
  *     per token
+ *   Qwen2MoeForCausalLM -> llama with num_experts experts of
+ *     moe_intermediate_size, num_experts_per_tok per token, a shared
+ *     expert of shared_expert_intermediate_size (as that many / the
+ *     expert size shared experts) scaled by a sigmoid gate, biases on q,
+ *     k and v; mlp_only_layers (the first layers only) dense
+ *   DeepseekForCausalLM (DeepSeekMoE) -> llama with n_routed_experts
+ *     experts and n_shared_experts shared experts of
+ *     moe_intermediate_size, num_experts_per_tok per token, the first
+ *     first_k_dense_replace layers dense (intermediate_size)
  *
  * A config without "architectures" is read by its "model_type" (llama,
- * mistral, qwen2, gpt2, gpt_neox, mixtral). Absent optional fields take the defaults of the transformers
+ * mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe, deepseek). Absent optional fields take the defaults of the transformers
  * configuration class of that architecture (LlamaConfig, GPT2Config, ...);
  * JSON null counts as absent. Other members (rope_theta, rms_norm_eps,
  * sliding_window, ...) do not change parameters or FLOPs here and are not
@@ -30,16 +39,20 @@
 
 #include "models-int.h"
 
-enum hf_family { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_GPT2, HF_GPTNEOX, HF_MIXTRAL, HF_COUNT };
+enum hf_family {
+	HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_GPT2, HF_GPTNEOX, HF_MIXTRAL, HF_QWEN2_MOE, HF_DEEPSEEK,
+	HF_COUNT
+};
 
 static const char *const hf_arch_names[HF_COUNT] = {
 	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel",
-	"GPTNeoXForCausalLM", "MixtralForCausalLM",
+	"GPTNeoXForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM", "DeepseekForCausalLM",
 };
 /* transformers' model_type of each, for configs without "architectures". */
 static const char *const hf_model_types[HF_COUNT] = {"llama", "mistral", "qwen2", "gpt2",
-                                                     "gpt_neox", "mixtral"};
-_Static_assert(HF_COUNT == 6, "hf_arch_names must list every architecture");
+                                                     "gpt_neox", "mixtral", "qwen2_moe",
+                                                     "deepseek"};
+_Static_assert(HF_COUNT == 8, "hf_arch_names must list every architecture");
 
 const char *const *graph_hf_architectures(int *n)
 {
@@ -131,7 +144,100 @@ static bool hf_dtype(const struct jv *root, enum dtype *out)
 	return jv_dtype(&v, out);
 }
 
+/* An optional count that may be 0. */
+static bool hf_count0(const struct jv *obj, const char *key, int64_t dflt, int64_t *out)
+{
+	struct jv v;
+	*out = dflt;
+	return !hf_get(obj, key, &v) || jv_int(&v, JR_RANGE(0, 1e15), out);
+}
+
 static const char *const silu[] = {"silu", "swish", NULL};
+
+/* Qwen2MoeConfig (transformers; Qwen1.5-MoE-A2.7B's values are its
+ * defaults): num_experts (60) experts of moe_intermediate_size (1408),
+ * num_experts_per_tok (4) per token, one shared expert of
+ * shared_expert_intermediate_size (5632) whose output a sigmoid of an
+ * h x 1 linear scales, every decoder_sparse_step-th layer sparse except
+ * mlp_only_layers. The generator's shared experts are expert-wide, so the
+ * shared size must be a multiple of the expert size; its dense layers come
+ * first, so only a step of 1 and mlp_only_layers [0, 1, ..., k-1] are
+ * expressible. */
+static bool read_qwen2_moe(const struct jv *r, struct model_gen *g)
+{
+	int64_t shared = 0, step = 1;
+	bool ok = hf_count(r, "num_experts", false, 60, &g->experts);
+	ok = hf_count(r, "num_experts_per_tok", false, 4, &g->top_k) && ok;
+	ok = hf_count(r, "moe_intermediate_size", false, 1408, &g->expert_ffn) && ok;
+	ok = hf_count0(r, "shared_expert_intermediate_size", 5632, &shared) && ok;
+	ok = hf_count(r, "decoder_sparse_step", false, 1, &step) && ok;
+	ok = hf_bool(r, "qkv_bias", true, &g->qkv_bias) && ok;
+	if (!ok)
+		return false;
+	struct jv v, e;
+	if (step != 1) {
+		hf_get(r, "decoder_sparse_step", &v);
+		jv_error(&v, "experts every %lld layers are not supported: the generator's dense "
+		         "layers come first (dense_layers)", (long long)step);
+		return false;
+	}
+	if (shared % g->expert_ffn) {
+		hf_get(r, "shared_expert_intermediate_size", &v);
+		jv_error(&v, "%lld is not a multiple of moe_intermediate_size %lld: the generator's "
+		         "shared experts are as wide as the routed ones", (long long)shared,
+		         (long long)g->expert_ffn);
+		return false;
+	}
+	g->shared_experts = shared / g->expert_ffn;
+	g->shared_expert_gate = shared > 0;
+	if (hf_get(r, "mlp_only_layers", &v)) {
+		if (!jv_is_array(&v, 0, 1 << 20))
+			return false;
+		int n = jv_len(&v);
+		for (int i = 0; i < n; i++) {
+			int64_t l;
+			jv_at(&v, i, &e);
+			if (!jv_int(&e, JR_RANGE(0, 1e15), &l))
+				return false;
+			if (l != i) {
+				jv_error(&e, "dense layer %lld is not supported: the generator's dense layers "
+				         "are the first ones (expected %d here)", (long long)l, i);
+				return false;
+			}
+		}
+		g->dense_layers = n;
+	}
+	return true;
+}
+
+/* DeepseekConfig (DeepSeekMoE, Dai et al. 2024; deepseek-moe-16b's
+ * config.json): n_routed_experts experts and n_shared_experts shared ones
+ * of moe_intermediate_size, num_experts_per_tok per token, softmax
+ * routing; the first first_k_dense_replace layers dense, then experts in
+ * every moe_layer_freq-th layer (only 1 is expressible). No
+ * n_routed_experts: a dense model. */
+static bool read_deepseek(const struct jv *r, struct model_gen *g)
+{
+	static const char *const softmax[] = {"softmax", NULL};
+	int64_t freq = 1;
+	struct jv v;
+	if (!hf_get(r, "n_routed_experts", &v))
+		return true;
+	bool ok = jv_int(&v, JR_RANGE(1, 1e15), &g->experts);
+	ok = hf_count(r, "num_experts_per_tok", true, 0, &g->top_k) && ok;
+	ok = hf_count(r, "moe_intermediate_size", true, 0, &g->expert_ffn) && ok;
+	ok = hf_count0(r, "n_shared_experts", 0, &g->shared_experts) && ok;
+	ok = hf_count0(r, "first_k_dense_replace", 0, &g->dense_layers) && ok;
+	ok = hf_count(r, "moe_layer_freq", false, 1, &freq) && ok;
+	ok = hf_one_of(r, "scoring_func", softmax, "a softmax router") && ok;
+	if (ok && freq != 1) {
+		hf_get(r, "moe_layer_freq", &v);
+		jv_error(&v, "experts every %lld layers are not supported: the generator's dense "
+		         "layers come first (dense_layers)", (long long)freq);
+		return false;
+	}
+	return ok;
+}
 static const char *const gelu[] = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh",
                                    "gelu_python", NULL};
 
@@ -159,6 +265,15 @@ static bool read_llama(const struct jv *r, enum hf_family fam, struct model_gen 
 		ok = hf_count(r, "num_local_experts", false, 8, &g->experts) && ok;
 		ok = hf_count(r, "num_experts_per_tok", false, 2, &g->top_k) && ok;
 		g->expert_ffn = g->ffn;
+		g->capacity_factor = 1;
+	}
+	/* Both route without dropping tokens: capacity factor 1, as Mixtral. */
+	if (fam == HF_QWEN2_MOE) {
+		ok = read_qwen2_moe(r, g) && ok;
+		g->capacity_factor = 1;
+	}
+	if (fam == HF_DEEPSEEK) {
+		ok = read_deepseek(r, g) && ok;
 		g->capacity_factor = 1;
 	}
 	struct jv v;
@@ -240,7 +355,8 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 				fam = i;
 		if (fam < 0) {
 			jv_error(&e, "unknown model_type \"%s\" and no \"architectures\" (shardlab "
-			         "imports llama, mistral, qwen2, gpt2, gpt_neox and mixtral)", type);
+			         "imports llama, mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe and "
+			         "deepseek)", type);
 			return false;
 		}
 		arch = hf_arch_names[fam];
@@ -257,7 +373,8 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 	if (fam < 0) {
 		jv_error(&e, "unknown architecture \"%s\" (shardlab imports LlamaForCausalLM, "
 		         "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
-		         "GPTNeoXForCausalLM and MixtralForCausalLM)", arch);
+		         "GPTNeoXForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM and "
+		         "DeepseekForCausalLM)", arch);
 		return false;
 	}
 	struct model_gen *g = &out->gen;
@@ -351,8 +468,8 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 #define BOOL(name) else if (!strcmp(k, #name)) v = cJSON_CreateBool(g->name);
 		NUM(hidden) NUM(layers) NUM(heads) NUM(kv_heads) NUM(seq) NUM(vocab)
 		NUM(micro_batch) NUM(ffn) NUM(max_positions) NUM(experts) NUM(top_k)
-		NUM(shared_experts) NUM(expert_ffn)
-		BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary)
+		NUM(shared_experts) NUM(expert_ffn) NUM(dense_layers)
+		BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary) BOOL(shared_expert_gate)
 #undef NUM
 #undef BOOL
 		if (!strcmp(k, "max_positions") && g->max_positions <= 0) {
@@ -361,7 +478,15 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		}
 		if (g->experts <= 0 && (!strcmp(k, "experts") || !strcmp(k, "top_k") ||
 		                        !strcmp(k, "shared_experts") || !strcmp(k, "expert_ffn") ||
-		                        !strcmp(k, "capacity_factor"))) {
+		                        !strcmp(k, "capacity_factor") || !strcmp(k, "dense_layers") ||
+		                        !strcmp(k, "shared_expert_gate"))) {
+			cJSON_Delete(v);
+			continue;
+		}
+		/* Left out at their defaults, so that files without them read back
+		 * and write out the same. */
+		if ((!strcmp(k, "dense_layers") && g->dense_layers <= 0) ||
+		    (!strcmp(k, "shared_expert_gate") && !g->shared_expert_gate)) {
 			cJSON_Delete(v);
 			continue;
 		}

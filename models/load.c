@@ -672,6 +672,10 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 	ok = jv_opt_bool(gen, "qkv_bias", g.qkv_bias, &g.qkv_bias) && ok;
 	if (jv_get(gen, "shared_experts", &m))
 		ok = read_count(&m, 0, &g.shared_experts) && ok;
+	if (jv_get(gen, "dense_layers", &m))
+		ok = read_count(&m, 0, &g.dense_layers) && ok;
+	ok = jv_opt_bool(gen, "shared_expert_gate", g.shared_expert_gate,
+	                 &g.shared_expert_gate) && ok;
 	ok = jv_opt_number(gen, "capacity_factor", JR_POSITIVE, g.capacity_factor,
 	                   &g.capacity_factor) && ok;
 	ok = jv_opt_bool(gen, "parallel_residual", g.parallel_residual, &g.parallel_residual) && ok;

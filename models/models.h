@@ -40,6 +40,7 @@ enum op_kind {
 	OP_RELU,
 	OP_GELU,
 	OP_SILU,
+	OP_SIGMOID,
 	OP_DROPOUT,
 	OP_CAST,
 	OP_SOFTMAX,
@@ -164,9 +165,13 @@ struct model_gen {
 	 * (docs/formats.md, docs/moe-cp.md): a router, top_k of `experts`
 	 * SwiGLU experts of expert_ffn (0: ffn), shared_experts more of that
 	 * size on every token, each expert padded to capacity_factor times its
-	 * balanced share of the micro-batch's tokens (0: 1). */
-	int64_t experts, top_k, shared_experts, expert_ffn;
+	 * balanced share of the micro-batch's tokens (0: 1). The first
+	 * dense_layers layers keep the dense MLP of ffn (DeepSeekMoE); with
+	 * shared_expert_gate the shared experts' output is scaled by a
+	 * sigmoid of an h x 1 linear (Qwen2-MoE). */
+	int64_t experts, top_k, shared_experts, expert_ffn, dense_layers;
 	double capacity_factor;
+	bool shared_expert_gate;
 };
 /* Fills defaults for a kind (see docs/formats.md). */
 void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind);

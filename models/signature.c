@@ -276,6 +276,7 @@ static void (*const sig_rules[])(struct sig_builder *) = {
 	[OP_RELU] = sig_identity,
 	[OP_GELU] = sig_identity,
 	[OP_SILU] = sig_identity,
+	[OP_SIGMOID] = sig_identity,
 	[OP_DROPOUT] = sig_identity,
 	[OP_CAST] = sig_identity,
 	[OP_SOFTMAX] = sig_softmax,

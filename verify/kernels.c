@@ -164,6 +164,9 @@ static enum vk_status k_unary(const struct op *o, const struct vpiece *in, struc
 		case OP_SILU:
 			y = x / (1 + exp(-x));
 			break;
+		case OP_SIGMOID:
+			y = 1 / (1 + exp(-x));
+			break;
 		case OP_DROPOUT: {
 			unravel(f, out->shape, out->rank, idx);
 			for (int d = 0; d < out->rank; d++)
@@ -462,6 +465,7 @@ enum vk_status verify_kernel(const struct graph *g, int op, const struct vpiece 
 	case OP_RELU:
 	case OP_GELU:
 	case OP_SILU:
+	case OP_SIGMOID:
 	case OP_DROPOUT:
 	case OP_CAST:
 		return k_unary(o, in, out, salt);
@@ -584,6 +588,11 @@ static enum vk_status v_unary(const struct op *o, const struct vpiece *in,
 		case OP_SILU: {
 			double s = 1 / (1 + exp(-x));
 			d = s + x * s * (1 - s);
+			break;
+		}
+		case OP_SIGMOID: {
+			double s = 1 / (1 + exp(-x));
+			d = s * (1 - s);
 			break;
 		}
 		case OP_DROPOUT: {
@@ -779,6 +788,7 @@ enum vk_status verify_vjp(const struct graph *g, int op, const struct vpiece *in
 	case OP_RELU:
 	case OP_GELU:
 	case OP_SILU:
+	case OP_SIGMOID:
 	case OP_DROPOUT:
 	case OP_CAST:
 		return v_unary(o, in, dout, din, salt);

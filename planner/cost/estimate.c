@@ -55,6 +55,7 @@ static const struct bwd_kind bwd_table[OP_COUNT] = {
 	[OP_RELU] = {BWD_SCALE, 1},
 	[OP_GELU] = {BWD_SCALE, 1},
 	[OP_SILU] = {BWD_SCALE, 1},
+	[OP_SIGMOID] = {BWD_SCALE, 1},
 	[OP_DROPOUT] = {BWD_SCALE, 1},
 	[OP_CAST] = {BWD_SCALE, 1},
 	[OP_SOFTMAX] = {BWD_SCALE, 2},
@@ -70,7 +71,7 @@ static const struct bwd_kind bwd_table[OP_COUNT] = {
 	[OP_STRIDEDSLICE] = {BWD_SCALE, 1},
 	[OP_SOFTMAXCROSSENTROPY] = {BWD_SCALE, 1},
 };
-_Static_assert(OP_COUNT == 23, "bwd_table covers every op kind");
+_Static_assert(OP_COUNT == 24, "bwd_table covers every op kind");
 
 /* Adam per local parameter element: gradient read (dtype), fp32 master
  * read and write (when dtype is not fp32), two fp32 moments read and

@@ -151,6 +151,7 @@ static int op_saved(const struct plan *p, int op, struct saved keep[SIG_MAX_TENS
 		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, d, 0)};
 		break;
 	case OP_RELU:
+	case OP_SIGMOID: /* σ' = σ(1 - σ): the output */
 	case OP_SOFTMAX:
 		keep[n++] = (struct saved){o->out[0], layout_local_bytes(&d->out[0])};
 		break;

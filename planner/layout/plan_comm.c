@@ -335,7 +335,7 @@ const struct layout *plan_edge_start(const struct plan *p, const struct plan_edg
 static bool elementwise(enum op_kind k)
 {
 	return k == OP_ADD || k == OP_SUB || k == OP_MUL || k == OP_DROPOUT || k == OP_CAST ||
-	       k == OP_RELU || k == OP_GELU || k == OP_SILU || k == OP_BIASADD;
+	       k == OP_RELU || k == OP_GELU || k == OP_SILU || k == OP_SIGMOID || k == OP_BIASADD;
 }
 
 bool *plan_attention_core(struct arena *a, const struct graph *g)

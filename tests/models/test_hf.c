@@ -66,6 +66,71 @@ Test(hf, mixtral_published_total_and_active)
 	arena_free(a);
 }
 
+Test(hf, qwen_moe_published_total_and_active)
+{
+	/* Qwen1.5-MoE-A2.7B model card: 14.3B parameters, 2.7B activated.
+	 * h 2048, 24 layers, 16 heads (MHA, biases on q, k, v), 60 experts of
+	 * 1408, top-4, one shared expert of 5632 (= 4 x 1408) with a sigmoid
+	 * gate h x 1, V 151936, untied:
+	 *   embedding + head  2·151936·2048                  =    622,329,856
+	 *   per layer q,k,v 3·2048² + 3·2048, o 2048²         =     16,783,360
+	 *             2 RMSNorm                               =          4,096
+	 *             router 2048·60                          =        122,880
+	 *             experts 60·3·2048·1408                  =    519,045,120
+	 *             shared expert 3·2048·5632               =     34,603,008
+	 *             shared expert gate 2048·1               =          2,048
+	 *   24 layers         24·570,560,512                  = 13,693,452,288
+	 *   final RMSNorm                                     =          2,048
+	 *   total                                             = 14,315,784,192
+	 *   active: 56 unpicked experts fewer per layer,
+	 *   14,315,784,192 − 24·56·8,650,752                  =  2,689,173,504 */
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct graph *g = graph_hf_load(a, "models/hf/qwen1.5-moe-a2.7b-chat.json", 64, 1, &d);
+	cr_assert_not_null(g);
+	cr_expect_eq(g->gen->shared_experts, 4);
+	cr_expect(g->gen->shared_expert_gate);
+	cr_expect(g->gen->qkv_bias);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	cr_expect_eq(t.parameters, 14315784192LL);
+	cr_expect_eq(t.active_parameters, 2689173504LL);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
+Test(hf, deepseek_moe_published_total_and_active)
+{
+	/* DeepSeekMoE 16B (Dai et al. 2024): 16.4B parameters, 2.8B activated.
+	 * h 2048, 28 layers, 16 heads (MHA), the first layer dense (SwiGLU of
+	 * 10944), then 64 routed experts and 2 shared of 1408, top-6,
+	 * V 102400, untied:
+	 *   embedding + head  2·102400·2048                  =    419,430,400
+	 *   attention 4·2048², 2 RMSNorm 2·2048               =     16,781,312
+	 *   layer 0: + dense MLP 3·2048·10944                 =     84,021,248
+	 *   layers 1-27: + router 2048·64, experts
+	 *     64·3·2048·1408, shared 2·3·2048·1408            =    587,862,016
+	 *     27 of them                                      = 15,872,274,432
+	 *   final RMSNorm                                     =          2,048
+	 *   total                                             = 16,375,728,128
+	 *   active: 58 unpicked experts fewer in 27 layers,
+	 *   16,375,728,128 − 27·58·8,650,752                  =  2,828,650,496 */
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct graph *g = graph_hf_load(a, "models/hf/deepseek-moe-16b-base.json", 64, 1, &d);
+	cr_assert_not_null(g);
+	cr_expect_eq(g->gen->dense_layers, 1);
+	cr_expect_eq(g->gen->shared_experts, 2);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	cr_expect_eq(t.parameters, 16375728128LL);
+	cr_expect_eq(t.active_parameters, 2828650496LL);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
 Test(hf, llama2_13b_published_total)
 {
 	/* Model card: 13,015,864,320. h 5120, 40 layers, kv 40, ffn 13824, V 32000:
@@ -256,13 +321,41 @@ Test(hf, bad_configs_name_the_field)
 		 "config.json:1: architectures: missing required field"},
 		{"{\"model_type\": \"bert\"}",
 		 "config.json:1: model_type: unknown model_type \"bert\" and no \"architectures\" "
-		 "(shardlab imports llama, mistral, qwen2, gpt2, gpt_neox and mixtral)"},
+		 "(shardlab imports llama, mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe and "
+		 "deepseek)"},
 		{"{\"model_type\": \"llama\", \"hidden_size\": 4096}",
 		 "config.json:1: num_hidden_layers: missing required field"},
 		{"{\n\"architectures\": [\"BertForMaskedLM\"]\n}",
 		 "config.json:2: architectures[0]: unknown architecture \"BertForMaskedLM\" (shardlab "
 		 "imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
-		 "GPTNeoXForCausalLM and MixtralForCausalLM)"},
+		 "GPTNeoXForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM and "
+		 "DeepseekForCausalLM)"},
+		{"{\"architectures\": [\"Qwen2MoeForCausalLM\"], \"hidden_size\": 2048, "
+		 "\"num_hidden_layers\": 24, \"num_attention_heads\": 16, \"intermediate_size\": 5632, "
+		 "\"vocab_size\": 151936, \"max_position_embeddings\": 8192, "
+		 "\"decoder_sparse_step\": 2}",
+		 "config.json:1: decoder_sparse_step: experts every 2 layers are not supported: the "
+		 "generator's dense layers come first (dense_layers)"},
+		{"{\"architectures\": [\"Qwen2MoeForCausalLM\"], \"hidden_size\": 2048, "
+		 "\"num_hidden_layers\": 24, \"num_attention_heads\": 16, \"intermediate_size\": 5632, "
+		 "\"vocab_size\": 151936, \"max_position_embeddings\": 8192, "
+		 "\"shared_expert_intermediate_size\": 5000}",
+		 "config.json:1: shared_expert_intermediate_size: 5000 is not a multiple of "
+		 "moe_intermediate_size 1408: the generator's shared experts are as wide as the routed "
+		 "ones"},
+		{"{\"architectures\": [\"Qwen2MoeForCausalLM\"], \"hidden_size\": 2048, "
+		 "\"num_hidden_layers\": 24, \"num_attention_heads\": 16, \"intermediate_size\": 5632, "
+		 "\"vocab_size\": 151936, \"max_position_embeddings\": 8192, "
+		 "\"mlp_only_layers\": [0, 2]}",
+		 "config.json:1: mlp_only_layers[1]: dense layer 2 is not supported: the generator's "
+		 "dense layers are the first ones (expected 1 here)"},
+		{"{\"architectures\": [\"DeepseekForCausalLM\"], \"hidden_size\": 2048, "
+		 "\"num_hidden_layers\": 28, \"num_attention_heads\": 16, \"intermediate_size\": 10944, "
+		 "\"vocab_size\": 102400, \"max_position_embeddings\": 4096, \"n_routed_experts\": 64, "
+		 "\"num_experts_per_tok\": 6, \"moe_intermediate_size\": 1408, "
+		 "\"scoring_func\": \"sigmoid\"}",
+		 "config.json:1: scoring_func: \"sigmoid\" is not supported: shardlab models a softmax "
+		 "router"},
 		{"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, "
 		 "\"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"vocab_size\": 32000, "
 		 "\"max_position_embeddings\": 4096}",

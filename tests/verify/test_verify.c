@@ -655,6 +655,7 @@ static const char *const vjp_model =
     "  {\"name\": \"relu\", \"kind\": \"ReLU\", \"inputs\": [\"a\"]},"
     "  {\"name\": \"gelu\", \"kind\": \"GeLU\", \"inputs\": [\"a\"]},"
     "  {\"name\": \"silu\", \"kind\": \"SiLU\", \"inputs\": [\"a\"]},"
+    "  {\"name\": \"sig\", \"kind\": \"Sigmoid\", \"inputs\": [\"a\"]},"
     "  {\"name\": \"cast\", \"kind\": \"Cast\", \"inputs\": [\"a\"], \"attrs\": {\"to\": \"fp16\"}},"
     "  {\"name\": \"drop\", \"kind\": \"Dropout\", \"inputs\": [\"a\"], \"attrs\": {\"keep_prob\": 0.5}},"
     "  {\"name\": \"smax\", \"kind\": \"Softmax\", \"inputs\": [\"a\"]},"
