@@ -58,10 +58,8 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 	size_t errors = d->errors;
 	summary[0] = '\0';
 	if (jv_root(doc, &root)) {
-		struct jv m;
 		/* A Hugging Face config.json has no "format" but says its model. */
-		hf = !jv_get(&root, "format", &m) &&
-		     (jv_get(&root, "architectures", &m) || jv_get(&root, "model_type", &m));
+		hf = graph_hf_is_config(&root);
 		if (!hf)
 			fmt = jv_format(&root, &version);
 	}

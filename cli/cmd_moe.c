@@ -19,6 +19,7 @@ static void moe_help(FILE *f)
 	        "usage: shardlab moe TOPOLOGY --hidden H --expert-ffn F --experts E --top-k K\n"
 	        "                    [--shared N] [--plain] [--capacity-factor X] [--tokens T]\n"
 	        "                    [--ep N] [--etp N] [--first-rank R] [--dtype DT]\n"
+	        "       shardlab moe TOPOLOGY --model MODEL [options]\n"
 	        "\n"
 	        "One mixture-of-experts layer under expert parallelism (docs/moe-cp.md):\n"
 	        "parameters (total, active per token, held per device), the expert\n"
@@ -28,6 +29,12 @@ static void moe_help(FILE *f)
 	        "micro-batch (dispatch and combine, forward and backward).\n"
 	        "\n"
 	        "options:\n"
+	        "  --model MODEL         take the layer from a model: a shardlab model (or\n"
+	        "                        scenario) whose llama generator has experts, or a\n"
+	        "                        Hugging Face config (Mixtral, Qwen2-MoE, DeepSeekMoE);\n"
+	        "                        its hidden, expert ffn, experts, top-k, shared\n"
+	        "                        experts, capacity factor, dtype and micro-batch tokens\n"
+	        "                        (micro_batch x seq) fill what the options do not give\n"
 	        "  --hidden H            hidden size\n"
 	        "  --expert-ffn F        one expert's intermediate size\n"
 	        "  --experts E           routed experts\n"
@@ -151,6 +158,43 @@ static int64_t *group_ranks(const char *cmd, const struct topology *t, int64_t f
 	return r;
 }
 
+/* The MoE layer of a model's generator, for the shape members the options
+ * left at 0 (and the capacity factor and dtype when not given). */
+static int moe_from_model(const char *path, struct moe_shape *m, int64_t *tokens, bool cf,
+                          bool dt)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	struct arena *a = arena_new();
+	struct graph *g = a ? cli_load_graph(a, path, &d) : NULL;
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	int rc = g ? EXIT_OK : EXIT_INVALID;
+	const struct model_gen *gen = g ? g->gen : NULL;
+	if (g && (!gen || gen->kind != GEN_LLAMA || gen->experts < 1)) {
+		fprintf(stderr, "shardlab moe: %s: not a mixture-of-experts model (its generator has "
+		        "no experts)\n", path);
+		rc = EXIT_INVALID;
+	} else if (g) {
+		int64_t *dst[] = {&m->hidden, &m->expert_ffn, &m->experts, &m->top_k,
+		                  &m->shared_experts};
+		const int64_t src[] = {gen->hidden, gen->expert_ffn > 0 ? gen->expert_ffn : gen->ffn,
+		                       gen->experts, gen->top_k, gen->shared_experts};
+		for (size_t i = 0; i < SL_COUNTOF(dst); i++)
+			if (*dst[i] == 0)
+				*dst[i] = src[i];
+		if (*tokens == 0)
+			*tokens = gen->micro_batch * gen->seq;
+		if (!cf)
+			m->capacity_factor = gen->capacity_factor > 0 ? gen->capacity_factor : 1;
+		if (!dt)
+			m->dtype = gen->dtype;
+		printf("model: %s (%s)\n", g->name, path);
+	}
+	arena_free(a);
+	return rc;
+}
+
 int cmd_moe(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -159,8 +203,9 @@ int cmd_moe(int argc, char **argv)
 	}
 	struct moe_shape m = {.capacity_factor = 1, .gated = true, .dtype = DT_BF16};
 	struct moe_parallel p = {.ep = 1, .etp = 1};
-	int64_t tokens = 4096, first = 0;
-	const char *file = NULL;
+	int64_t tokens = 0, first = 0;
+	const char *file = NULL, *model = NULL;
+	bool plain = false, cf = false, dt = false;
 	const struct count_opt counts[] = {
 		{"--hidden", &m.hidden}, {"--expert-ffn", &m.expert_ffn}, {"--experts", &m.experts},
 		{"--top-k", &m.top_k}, {"--shared", &m.shared_experts}, {"--tokens", &tokens},
@@ -174,14 +219,18 @@ int cmd_moe(int argc, char **argv)
 		if (matched)
 			continue;
 		if (!strcmp(argv[i], "--plain")) {
-			m.gated = false;
+			plain = true;
+		} else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
+			model = argv[++i];
 		} else if (!strcmp(argv[i], "--capacity-factor") && i + 1 < argc) {
 			if (parse_factor("moe", argv[i], argv[i + 1], &m.capacity_factor) != EXIT_OK)
 				return EXIT_USAGE;
+			cf = true;
 			i++;
 		} else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
 			if (parse_dtype("moe", argv[++i], &m.dtype) != EXIT_OK)
 				return EXIT_USAGE;
+			dt = true;
 		} else if (argv[i][0] != '-' && !file) {
 			file = argv[i];
 		} else {
@@ -194,6 +243,14 @@ int cmd_moe(int argc, char **argv)
 		fprintf(stderr, "shardlab moe: name a topology (see shardlab moe --help)\n");
 		return EXIT_USAGE;
 	}
+	m.gated = !plain;
+	if (model) {
+		int rc = moe_from_model(model, &m, &tokens, cf, dt);
+		if (rc != EXIT_OK)
+			return rc;
+	}
+	if (tokens == 0)
+		tokens = 4096;
 	if (need("moe", "--hidden", m.hidden) || need("moe", "--expert-ffn", m.expert_ffn) ||
 	    need("moe", "--experts", m.experts) || need("moe", "--top-k", m.top_k) ||
 	    need("moe", "--tokens", tokens) || need("moe", "--ep", p.ep) || need("moe", "--etp", p.etp))

@@ -69,8 +69,10 @@ int cli_wants_help(int argc, char **argv)
 	return 0;
 }
 
+#define HF_CONFIG "Hugging Face config"
+
 /* Parses the file and returns its "format" (and the value, for messages),
- * or NULL after diagnostics. */
+ * HF_CONFIG for a Hugging Face config.json, or NULL after diagnostics. */
 static const char *open_any(struct json_doc *doc, const char *path, struct diag_list *d,
                             struct jv *format)
 {
@@ -78,13 +80,16 @@ static const char *open_any(struct json_doc *doc, const char *path, struct diag_
 	int64_t version;
 	if (!json_doc_load(doc, path, d) || !jv_root(doc, &root))
 		return NULL;
+	if (graph_hf_is_config(&root))
+		return HF_CONFIG;
 	const char *fmt = jv_format(&root, &version);
 	jv_get(&root, "format", format);
 	return fmt;
 }
 
 /* A file of kind `want` (TOPO_FORMAT or MODEL_FORMAT), or a scenario,
- * whose topology and graph stand in for it. */
+ * whose topology and graph stand in for it; for a model, a Hugging Face
+ * config too (read as `shardlab import hf` reads it, at its own context). */
 struct loaded {
 	struct topology *topo;
 	struct graph *graph;
@@ -105,6 +110,11 @@ static struct loaded load_either(struct arena *a, const char *path, struct diag_
 		l.topo = topo_load_doc(a, &doc);
 	} else if (fmt && !strcmp(fmt, want)) {
 		l.graph = graph_load_doc(a, &doc);
+	} else if (fmt && !strcmp(fmt, HF_CONFIG) && !strcmp(want, MODEL_FORMAT)) {
+		l.graph = graph_hf_load_doc(a, &doc, 0, 0);
+	} else if (fmt && !strcmp(fmt, HF_CONFIG)) {
+		diag_add(d, DIAG_ERROR, path, 1, NULL, "this is a Hugging Face model config, expected "
+		         "\"%s\" or \"%s\" for this command", want, SCENARIO_FORMAT);
 	} else if (fmt) {
 		jv_error(&fv, "expected \"%s\" or \"%s\" for this command, got \"%s\"", want,
 		         SCENARIO_FORMAT, fmt);

@@ -425,21 +425,37 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 	return out->architecture && out->name && doc->diags->errors == errors;
 }
 
+bool graph_hf_is_config(const struct jv *root)
+{
+	struct jv m;
+	return !jv_get(root, "format", &m) &&
+	       (jv_get(root, "architectures", &m) || jv_get(root, "model_type", &m));
+}
+
+struct graph *graph_hf_load_doc(struct arena *a, struct json_doc *doc, int64_t seq,
+                                int64_t micro_batch)
+{
+	struct hf_model m;
+	if (!graph_hf_read(a, doc, seq, micro_batch, &m))
+		return NULL;
+	struct graph *g = graph_generate(a, &m.gen, doc->diags);
+	const char *path = doc->file ? doc->file : "config.json";
+	if (g) {
+		g->name = m.name;
+		g->description = arena_printf(a, "%s from the Hugging Face config %s",
+		                              m.architecture, path);
+		g->file = arena_strdup(a, path);
+	}
+	return g;
+}
+
 struct graph *graph_hf_load(struct arena *a, const char *path, int64_t seq, int64_t micro_batch,
                             struct diag_list *diags)
 {
 	struct json_doc doc;
 	struct graph *g = NULL;
-	struct hf_model m;
-	if (json_doc_load(&doc, path, diags) && graph_hf_read(a, &doc, seq, micro_batch, &m)) {
-		g = graph_generate(a, &m.gen, diags);
-		if (g) {
-			g->name = m.name;
-			g->description = arena_printf(a, "%s from the Hugging Face config %s",
-			                              m.architecture, path);
-			g->file = arena_strdup(a, path);
-		}
-	}
+	if (json_doc_load(&doc, path, diags))
+		g = graph_hf_load_doc(a, &doc, seq, micro_batch);
 	json_doc_free(&doc);
 	return g;
 }

@@ -185,8 +185,9 @@ struct cJSON *model_gen_json(const struct model_gen *g);
 /* ------------------------------------------- Hugging Face configurations */
 
 /* A Hugging Face config.json read as a generator (models/hf.c and
- * docs/formats.md): LlamaForCausalLM, MistralForCausalLM and
- * Qwen2ForCausalLM become "llama", GPT2LMHeadModel and GPTNeoXForCausalLM
+ * docs/formats.md): LlamaForCausalLM, MistralForCausalLM,
+ * Qwen2ForCausalLM and the mixtures of experts (Mixtral, Qwen2-MoE,
+ * DeepSeekMoE) become "llama", GPT2LMHeadModel and GPTNeoXForCausalLM
  * "gpt". */
 struct hf_model {
 	struct model_gen gen;
@@ -199,10 +200,16 @@ const char *const *graph_hf_architectures(int *n);
  * micro_batch 0: 1. False after diagnostics at the config's members. */
 bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t micro_batch,
                    struct hf_model *out);
+/* Is this document's root a Hugging Face config: no "format", but an
+ * "architectures" or "model_type"? */
+bool graph_hf_is_config(const struct jv *root);
 /* Read and generate: the graph is named after the file. NULL after
  * diagnostics. */
 struct graph *graph_hf_load(struct arena *a, const char *path, int64_t seq, int64_t micro_batch,
                             struct diag_list *diags);
+/* The same from a parsed document. */
+struct graph *graph_hf_load_doc(struct arena *a, struct json_doc *doc, int64_t seq,
+                                int64_t micro_batch);
 
 /* Lookups; -1 when absent. */
 int graph_find_op(const struct graph *g, const char *name);

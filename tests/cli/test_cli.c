@@ -198,6 +198,18 @@ Test(cli, graph_and_topo_take_a_scenario)
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "topology atlas800-910a: 8 × Ascend 910"));
 	free(r.out);
+	/* graph reads a Hugging Face config as import hf does: GPT-2 small's
+	 * 124,439,808 parameters (tests/models/test_hf.c); topo refuses it. */
+	r = fixture_shardlab("graph models/hf/gpt2.json", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "(124439808)"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("topo models/hf/gpt2.json", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect_str_eq(r.out, "models/hf/gpt2.json:1: this is a Hugging Face model config, "
+	                        "expected \"shardlab-topology\" or \"shardlab-scenario\" for this "
+	                        "command\n");
+	free(r.out);
 }
 
 /* topo shows the achievable rate with its fraction of the line rate:
@@ -1301,6 +1313,40 @@ Test(cli, moe_counts_a_layer)
 	free(r.out);
 	r = fixture_shardlab("moe topologies/dgx-h100.json --experts 4", true);
 	cr_expect_eq(r.status, 2);
+	free(r.out);
+}
+
+Test(cli, moe_takes_the_layer_from_a_model)
+{
+	/* DeepSeekMoE 16B's config: h 2048, 64 experts of 1408, top-6, 2
+	 * shared. Per layer: one expert 3 x 2048 x 1408 = 8,650,752; total
+	 * 66 x 8,650,752 + 2048 x 64 (router) = 571,080,704; active
+	 * 8 x 8,650,752 + 131,072 = 69,337,088; EP 8: 8 routed + 2 shared +
+	 * router per device = 86,638,592. 4096 tokens: capacity ceil(4096 x 6
+	 * / 64) = 384 slots per expert. */
+	struct cli_run r = fixture_shardlab("moe topologies/dgx-h100.json --model "
+	                                    "models/hf/deepseek-moe-16b-base.json --ep 8 --tokens 4096",
+	                                    false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "MoE layer: hidden 2048, expert ffn 1408, 64 experts, "
+	                                 "top-6, 2 shared, gated (SwiGLU), capacity factor 1, bf16\n"),
+	                   "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "parameters: 571080704 total, 69337088 active per token, "
+	                                 "86638592 per device\n"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "capacity: 384 slots per expert per rank (4096 tokens"),
+	                   "%s", r.out);
+	free(r.out);
+	/* The options given win over the model's. */
+	r = fixture_shardlab("moe topologies/dgx-h100.json --model "
+	                     "models/hf/deepseek-moe-16b-base.json --top-k 2 --tokens 64", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "64 experts, top-2, 2 shared"), "%s", r.out);
+	free(r.out);
+	/* A dense model has no layer to take. */
+	r = fixture_shardlab("moe topologies/dgx-h100.json --model models/llama2-7b.json", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect_str_eq(r.out, "shardlab moe: models/llama2-7b.json: not a mixture-of-experts "
+	                        "model (its generator has no experts)\n");
 	free(r.out);
 }
 
