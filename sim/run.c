@@ -124,8 +124,9 @@ static int members_of(struct sim_ops *ops, const struct rank_groups *g, int grou
 {
 	if (!sim_ops_reserve(ops, g->size))
 		return -1;
+	rank_groups_members(g, group, ops->members);
 	for (int j = 0; j < g->size; j++)
-		ops->members[j] = off + rank_groups_rank(g, group, j);
+		ops->members[j] += off;
 	return g->size;
 }
 
