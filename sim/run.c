@@ -8,8 +8,8 @@
  * bandwidth exactly), and creates a mailbox per (pair, stream): messages
  * between two ranks on one stream are sent and received in program order,
  * so FIFO matching never mixes collectives or senders; the pipeline's
- * sends get a mailbox per (boundary, direction, receiver) for the same
- * reason.
+ * sends post their times on a queue per (boundary, direction, receiver),
+ * and the receiver moves the bytes (run_p2p).
  *
  * Each rank runs its stage's schedule: an actor for stream 0 walks the
  * slots (a chunk's forward or backward steps for one micro-batch: compute
@@ -53,12 +53,21 @@ struct rank_state {
 	double compute_s, comm_s, wait_s;
 	double mem_bytes, mem_peak_bytes;  /* held now, and at most */
 	double speed;                      /* its compute's factor over the program's (stragglers) */
+	sg_host_t host;
 	sg_sem_t s1_go, opt_go;
 	sg_sem_t go[2];                    /* per stream: released from a formula collective */
 	int *queue;                        /* stream-1 steps stream 0 handed over; -1 ends */
 	int64_t *queue_micro;
 	int q_head, q_tail, q_cap;
 	bool s0_waiting, s1_finished;
+};
+
+/* A pipeline boundary between one sender and one receiver: the times the
+ * sends were posted, in order, and a semaphore counting them. */
+struct p2p_chan {
+	sg_sem_t posted;
+	double *at;
+	int head, tail, cap;
 };
 
 struct actor_ctx {
@@ -83,7 +92,7 @@ struct engine {
 	const struct sim_options *o;
 	struct sim_net net;
 	sg_mailbox_t *mbox;                /* [pair * 2 + stream] */
-	sg_mailbox_t *p2p;                 /* [channel * stage_ranks + receiver's local rank] */
+	struct p2p_chan *p2p;              /* [channel * stage_ranks + receiver's local rank] */
 	uint8_t **algo;                    /* [step][group]: effective algorithm | BY_FORMULA */
 	double *formula_s, *coll_max_s;    /* [step] */
 	int64_t *group_base;               /* [step]: its groups' first index in the arrays below */
@@ -588,7 +597,7 @@ static bool make_mailboxes(struct engine *e)
 	const struct program *p = e->prog;
 	int64_t n_p2p = 2 * (int64_t)p->n_chunks * p->stage_ranks;
 	e->mbox = malloc((size_t)(2 * e->net.n_pairs + 1) * sizeof(*e->mbox));
-	e->p2p = p->n_stages > 1 ? malloc((size_t)(n_p2p + 1) * sizeof(*e->p2p)) : NULL;
+	e->p2p = p->n_stages > 1 ? calloc((size_t)n_p2p + 1, sizeof(*e->p2p)) : NULL;
 	if (!e->mbox || (p->n_stages > 1 && !e->p2p))
 		return false;
 	char name[48];
@@ -596,11 +605,8 @@ static bool make_mailboxes(struct engine *e)
 		snprintf(name, sizeof(name), "m%d.%d", k / 2, k % 2);
 		e->mbox[k] = sg_mailbox_by_name(name);
 	}
-	for (int64_t k = 0; p->n_stages > 1 && k < n_p2p; k++) {
-		snprintf(name, sizeof(name), "p%lld.%lld", (long long)(k / p->stage_ranks),
-		         (long long)(k % p->stage_ranks));
-		e->p2p[k] = sg_mailbox_by_name(name);
-	}
+	for (int64_t k = 0; p->n_stages > 1 && k < n_p2p; k++)
+		e->p2p[k].posted = sg_sem_init(0);
 	return true;
 }
 
@@ -673,11 +679,8 @@ static bool pending_room(struct actor_ctx *c, int n)
 	return true;
 }
 
-/* Counts a message on its route's links and puts it in a mailbox; a
- * detached one (nobody waits for it: SimGrid delivers it and lets it go)
- * returns NULL. */
-static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double bytes, void *payload,
-                         bool detach)
+/* Counts a message on the route's links from one rank to another. */
+static void count_message(int64_t from, int64_t to, double bytes)
 {
 	int p = sim_net_pair(&eng->net, from, to);
 	SL_ASSERT(p >= 0);
@@ -685,10 +688,6 @@ static sg_comm_t send_to(int64_t from, int64_t to, sg_mailbox_t box, double byte
 	for (int i = 0; i < r->n; i++)
 		eng->link_bytes[r->link[i]] += bytes;
 	eng->messages++;
-	if (!detach)
-		return sg_mailbox_put_async(box, payload, (long)llround(bytes));
-	sg_comm_detach(sg_mailbox_put_init(box, payload, (long)llround(bytes)), NULL);
-	return NULL;
 }
 
 static void run_ops(struct actor_ctx *c)
@@ -715,8 +714,9 @@ static void run_ops(struct actor_ctx *c)
 		}
 		if (op->kind == SIM_OP_SEND) {
 			int p = sim_net_pair(&eng->net, c->rs->rank, op->peer);
-			c->comms[pending++] = send_to(c->rs->rank, op->peer,
-			                              eng->mbox[2 * p + c->stream], op->amount, eng, false);
+			count_message(c->rs->rank, op->peer, op->amount);
+			c->comms[pending++] = sg_mailbox_put_async(eng->mbox[2 * p + c->stream], eng,
+			                                           (long)llround(op->amount));
 		} else {
 			int p = sim_net_pair(&eng->net, op->peer, c->rs->rank);
 			SL_ASSERT(p >= 0);
@@ -862,43 +862,54 @@ static void run_collective(struct actor_ctx *c, int i)
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
 }
 
-/* A send's payload is the time it was posted, the pointer's bits (no
- * allocation per message). */
-_Static_assert(sizeof(void *) == sizeof(double), "a time must fit a pointer");
-
-static void *time_payload(double t)
+/* The pipeline, as a rendezvous: a send does not wait, it posts its time
+ * on the boundary; a receive waits until the send is posted and then
+ * moves the bytes from the sender's host to its own, so the transfer
+ * starts when both sides are there, as a mailbox's would. The wait until
+ * the send was posted is the bubble. The receiver drives the transfer
+ * because SimGrid 3.32 keeps every detached send in one list that each
+ * ending communication scans whole (std::list::remove): with thousands of
+ * ranks and sends posted ahead that scan was half of a simulation. */
+static bool post(struct p2p_chan *ch, double t)
 {
-	void *p;
-	memcpy(&p, &t, sizeof(p));
-	return p;
+	if (ch->tail == ch->cap) {
+		if (ch->head > 0) {
+			memmove(ch->at, ch->at + ch->head, (size_t)(ch->tail - ch->head) * sizeof(*ch->at));
+			ch->tail -= ch->head;
+			ch->head = 0;
+		} else {
+			int cap = ch->cap ? 2 * ch->cap : 8;
+			double *at = realloc(ch->at, (size_t)cap * sizeof(*at));
+			if (!at)
+				return false;
+			ch->at = at;
+			ch->cap = cap;
+		}
+	}
+	ch->at[ch->tail++] = t;
+	sg_sem_release(ch->posted);
+	return true;
 }
 
-static double payload_time(void *p)
-{
-	double t;
-	memcpy(&t, &p, sizeof(t));
-	return t;
-}
-
-/* The pipeline: a send does not wait (its comm is kept until the end)
- * and carries the time it was posted; a receive waits for the other
- * stage, and the wait until the send was posted is the bubble. */
 static void run_p2p(struct actor_ctx *c, int i)
 {
 	const struct program *p = eng->prog;
 	const struct prog_step *st = &p->steps[i];
 	struct rank_state *rs = c->rs;
 	settle(c);
+	struct p2p_chan *ch = &eng->p2p[st->channel * p->stage_ranks + rs->local];
+	int64_t peer = (int64_t)st->peer_stage * p->stage_ranks + rs->local;
+	long bytes = (long)llround(st->bytes);
 	if (st->kind == PROG_SEND) {
-		int64_t peer = (int64_t)st->peer_stage * p->stage_ranks + rs->local;
-		/* Nothing waits for a send (kept, every comm that ends would
-		 * scan them all: SimGrid lists an actor's activities). */
-		send_to(rs->rank, peer, eng->p2p[st->channel * p->stage_ranks + rs->local], st->bytes,
-		        time_payload(simgrid_get_clock()), true);
+		count_message(rs->rank, peer, st->bytes);
+		if (!post(ch, simgrid_get_clock()))
+			eng->failed = true;
 		return;
 	}
 	double t0 = simgrid_get_clock();
-	double posted = payload_time(sg_mailbox_get(eng->p2p[st->channel * p->stage_ranks + rs->local]));
+	sg_sem_acquire(ch->posted);
+	double posted = ch->at[ch->head++];
+	sg_host_sendto(eng->ranks[peer].host, rs->host, (double)bytes);
 	c->sync_key = -1;
 	double t1 = simgrid_get_clock();
 	eng->activities++;
@@ -1072,6 +1083,7 @@ static bool start_actors(struct engine *e)
 		sg_host_t h = sg_host_by_name(name);
 		if (!h)
 			return false;
+		rs->host = h;
 		for (int s = 0; s < (e->has_s1 ? 2 : 1); s++) {
 			struct actor_ctx *c = calloc(1, sizeof(*c));
 			if (!c)
