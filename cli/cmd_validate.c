@@ -16,14 +16,19 @@
  * bandwidth (nccl-tests' convention) against the measured figure.
  *
  * The simulations dominate the time; this file parses, runs and prints.
+ * With --jobs N (default: the processors online) up to N training rows
+ * run at once, each in a forked worker that writes its results back
+ * through a pipe; the rows are printed in file order, the same whatever N.
  * The output is deterministic: no wall-clock figures.
  */
 #include <cjson/cJSON.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -38,7 +43,7 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab validate FILE [--estimate-only] [--rows PATTERN]\n"
-	        "                              [--json | --csv]\n"
+	        "                              [--jobs N] [--json | --csv]\n"
 	        "\n"
 	        "Predictions against published measurements (docs/validation.md). FILE is\n"
 	        "a validation file (\"format\": \"shardlab-validation\") of one kind:\n"
@@ -82,6 +87,10 @@ static void help(FILE *f)
 	        "                    collectives: the formula only\n"
 	        "  --rows PATTERN    only the rows whose name matches PATTERN (a shell\n"
 	        "                    glob: '*174.6B*'); the MAPE is over those\n"
+	        "  --jobs N          training: run up to N rows at once, each in its own\n"
+	        "                    process (default and 0: the processors online; 1:\n"
+	        "                    one after another, in this process). The report is\n"
+	        "                    the same for every N; memory grows with N\n"
 	        "  --json            print JSON: \"file\", \"name\", \"kind\", \"simulated\",\n"
 	        "                    \"rows\" and \"mape\". training rows: \"name\", \"source\",\n"
 	        "                    \"model\", \"topology\", \"devices\", \"planner\",\n"
@@ -132,6 +141,7 @@ struct args {
 	const char *file;
 	const char *rows;              /* glob; NULL: every row */
 	bool estimate_only, json, csv;
+	int64_t jobs;                  /* training rows at once; 0: the processors online */
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -145,6 +155,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->json = true;
 		} else if (!strcmp(o, "--csv")) {
 			a->csv = true;
+		} else if (!strcmp(o, "--jobs")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "shardlab validate: --jobs takes a count\n");
+				return EXIT_USAGE;
+			}
+			if (cli_parse_count("validate", "--jobs", argv[++i], 1024, &a->jobs) != EXIT_OK)
+				return EXIT_USAGE;
 		} else if (!strcmp(o, "--rows")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "shardlab validate: --rows takes a pattern\n");
@@ -235,15 +252,19 @@ static void plan_text(char *buf, size_t size, const struct plan *p)
 		snprintf(buf, size, "%s, PP %lld", strat, (long long)t->pipeline_stages);
 }
 
+/* One row; `quiet` in a worker (rows running side by side would share
+ * one progress line). */
 static void run_training_row(struct arena *ar, const struct args *a,
-                             const struct validation_training_row *row, struct trow *out)
+                             const struct validation_training_row *row, bool quiet,
+                             struct trow *out)
 {
 	*out = (struct trow){.row = row, .hbm_bytes = row->scenario->topo->device.hbm_bytes};
 	struct diag_list d;
 	diag_list_init(&d);
 	struct plan_options po = {.mode = REDIST_COMPAT};
-	struct cli_progress pr;
-	cli_progress_attach(&pr, "searching plans", &po);   /* megatron-search rows */
+	struct cli_progress pr = {0};
+	if (!quiet)
+		cli_progress_attach(&pr, "searching plans", &po);   /* megatron-search rows */
 	struct plan *p = row->tensor_parallel > 0 ?
 		plan_megatron_degree(ar, row->scenario, &po, row->tensor_parallel, &d) :
 		plan_make(ar, row->scenario, row->planner, &po, &d);
@@ -565,22 +586,162 @@ static void training_csv(const struct trow *rows, int n)
 	}
 }
 
+/* ------------------------------------------- training rows side by side */
+
+/* What a worker sends back: a trow without pointers. */
+struct trow_wire {
+	char plan[128];
+	char error[400], sim_error[400];
+	bool has_error, has_sim_error, oom, simulated;
+	double memory_bytes, est_s, est_value, est_err, sim_s, sim_value, sim_err;
+};
+
+static void copy_text(char *dst, size_t size, const char *src, bool *has)
+{
+	*has = src != NULL;
+	snprintf(dst, size, "%s", src ? src : "");
+}
+
+/* The worker: runs the row and writes its results in one write (a pipe
+ * takes up to PIPE_BUF bytes at once), then exits without returning. */
+static _Noreturn void row_worker(const struct args *a, const struct validation_training_row *row,
+                                 int fd)
+{
+	struct arena *ar = arena_new();
+	struct trow t;
+	struct trow_wire w;
+	memset(&w, 0, sizeof w);
+	if (ar) {
+		run_training_row(ar, a, row, true, &t);
+		snprintf(w.plan, sizeof w.plan, "%s", t.plan);
+		copy_text(w.error, sizeof w.error, t.error, &w.has_error);
+		copy_text(w.sim_error, sizeof w.sim_error, t.sim_error, &w.has_sim_error);
+		w.oom = t.oom;
+		w.simulated = t.simulated;
+		w.memory_bytes = t.memory_bytes;
+		w.est_s = t.est_s;
+		w.est_value = t.est_value;
+		w.est_err = t.est_err;
+		w.sim_s = t.sim_s;
+		w.sim_value = t.sim_value;
+		w.sim_err = t.sim_err;
+	}
+	_Static_assert(sizeof(struct trow_wire) <= PIPE_BUF, "one atomic write");
+	bool ok = ar && write(fd, &w, sizeof w) == (ssize_t)sizeof w;
+	_exit(ok ? 0 : 1);
+}
+
+/* A worker's row back in the parent, or why there is none. */
+static void row_back(struct arena *ar, const struct validation_training_row *row, int fd,
+                     int status, struct trow *out)
+{
+	struct trow_wire w;
+	size_t got = 0;
+	while (got < sizeof w) {
+		ssize_t k = read(fd, (char *)&w + got, sizeof w - got);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	*out = (struct trow){.row = row, .hbm_bytes = row->scenario->topo->device.hbm_bytes};
+	if (got != sizeof w || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		out->error = WIFSIGNALED(status)
+		                 ? arena_printf(ar, "the row's process ended on signal %d",
+		                                WTERMSIG(status))
+		                 : "the row's process failed (out of memory?)";
+		return;
+	}
+	snprintf(out->plan, sizeof out->plan, "%s", w.plan);
+	out->error = w.has_error ? arena_strdup(ar, w.error) : NULL;
+	out->sim_error = w.has_sim_error ? arena_strdup(ar, w.sim_error) : NULL;
+	out->oom = w.oom;
+	out->simulated = w.simulated;
+	out->memory_bytes = w.memory_bytes;
+	out->est_s = w.est_s;
+	out->est_value = w.est_value;
+	out->est_err = w.est_err;
+	out->sim_s = w.sim_s;
+	out->sim_value = w.sim_value;
+	out->sim_err = w.sim_err;
+}
+
+/* Rows idx[0..n-1] in up to `jobs` workers at once; false when none
+ * could be started (the caller runs them here instead). */
+static bool run_rows_forked(struct arena *ar, const struct args *a, const struct validation *v,
+                            const int *idx, int n, int jobs, struct trow *rows)
+{
+	pid_t *pid = arena_calloc(ar, (size_t)n + 1, sizeof *pid);
+	int *fd = arena_calloc(ar, (size_t)n + 1, sizeof *fd);
+	if (!pid || !fd)
+		return false;
+	struct progress pr = {.tty = isatty(STDERR_FILENO)};
+	int next = 0, running = 0, done = 0;
+	fflush(NULL);
+	while (done < n) {
+		while (running < jobs && next < n) {
+			int p[2];
+			if (pipe(p) != 0)
+				break;
+			pid_t c = fork();
+			if (c < 0) {
+				close(p[0]);
+				close(p[1]);
+				break;
+			}
+			if (c == 0) {
+				close(p[0]);
+				row_worker(a, &v->training[idx[next]], p[1]);
+			}
+			close(p[1]);
+			pid[next] = c;
+			fd[next] = p[0];
+			next++;
+			running++;
+		}
+		if (running == 0)
+			return false; /* nothing could start: not even one fork */
+		int status;
+		pid_t c = waitpid(-1, &status, 0);
+		if (c < 0)
+			return false;
+		for (int k = 0; k < next; k++)
+			if (pid[k] == c) {
+				row_back(ar, &v->training[idx[k]], fd[k], status, &rows[k]);
+				close(fd[k]);
+				pid[k] = 0;
+				running--;
+				progress_show(&pr, done++, n, v->training[idx[k]].name);
+			}
+	}
+	progress_clear(&pr);
+	return true;
+}
+
 static int validate_training(struct arena *ar, const struct args *a, const struct validation *v)
 {
 	struct trow *rows = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *rows);
-	if (!rows) {
+	int *idx = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *idx);
+	if (!rows || !idx) {
 		fprintf(stderr, "shardlab validate: out of memory\n");
 		return EXIT_INVALID;
 	}
-	struct progress pr = {.tty = isatty(STDERR_FILENO)};
 	int n = 0;
-	for (int i = 0; i < v->n_rows; i++) {
-		if (!selected(a, v->training[i].name))
-			continue;
-		progress_show(&pr, i, v->n_rows, v->training[i].name);
-		run_training_row(ar, a, &v->training[i], &rows[n++]);
+	for (int i = 0; i < v->n_rows; i++)
+		if (selected(a, v->training[i].name))
+			idx[n++] = i;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	int jobs = a->jobs > 0 ? (int)a->jobs : online > 0 ? (int)online : 1;
+	if (jobs > n)
+		jobs = n;
+	/* The estimates alone take milliseconds: no worker for them. */
+	if (jobs <= 1 || a->estimate_only || !run_rows_forked(ar, a, v, idx, n, jobs, rows)) {
+		struct progress pr = {.tty = isatty(STDERR_FILENO)};
+		for (int k = 0; k < n; k++) {
+			progress_show(&pr, idx[k], v->n_rows, v->training[idx[k]].name);
+			run_training_row(ar, a, &v->training[idx[k]], false, &rows[k]);
+		}
+		progress_clear(&pr);
 	}
-	progress_clear(&pr);
 	if (n == 0) {
 		fprintf(stderr, "shardlab validate: no row of %s matches '%s'\n", v->file, a->rows);
 		return EXIT_INVALID;

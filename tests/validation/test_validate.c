@@ -274,6 +274,25 @@ Test(validate, text_is_deterministic)
 	struct cli_run b = fixture_shardlab("validate tests/data/good/validate-training.json", false);
 	cr_assert_eq(a.status, 0);
 	cr_assert_str_eq(a.out, b.out);
+	/* Rows in this process, one after another, or in three workers at
+	 * once (a row that cannot be planned among them): the same report. */
+	for (int j = 0; j < 2; j++) {
+		struct cli_run c = fixture_shardlab(j ? "validate --jobs 3 --json "
+		                                        "tests/data/good/validate-training.json"
+		                                      : "validate --jobs 1 --json "
+		                                        "tests/data/good/validate-training.json",
+		                                    false);
+		struct cli_run d = fixture_shardlab("validate --jobs 2 --json "
+		                                    "tests/data/good/validate-training.json", false);
+		cr_assert_eq(c.status, 0, "%s", c.out);
+		cr_expect_str_eq(c.out, d.out);
+		free(c.out);
+		free(d.out);
+	}
+	struct cli_run e = fixture_shardlab("validate --jobs 4 tests/data/good/validate-training.json",
+	                                    false);
+	cr_expect_str_eq(e.out, a.out);
+	free(e.out);
 	cr_assert_not_null(strstr(a.out, "  1 of 4 rows left out (could not be planned or estimated)\n"), "%s", a.out);
 	cr_assert_not_null(strstr(a.out, "  0 of 4 rows predicted OOM though the run trained"), "%s", a.out);
 	cr_assert_not_null(strstr(a.out, "  tiny TP 8, 4 heads: tensor parallel 8 does not fit"));
@@ -335,6 +354,10 @@ Test(validate, usage_errors)
 	struct cli_run r = fixture_shardlab("validate", true);
 	cr_assert_eq(r.status, 2);
 	cr_assert_str_eq(r.out, "shardlab validate: missing FILE (see --help)\n");
+	free(r.out);
+	r = fixture_shardlab("validate --jobs two tests/data/good/validate-training.json", true);
+	cr_assert_eq(r.status, 2);
+	cr_assert_str_eq(r.out, "shardlab validate: --jobs takes a count from 0 to 1024, got 'two'\n");
 	free(r.out);
 	r = fixture_shardlab("validate --frobnicate tests/data/good/validate-training.json", true);
 	cr_assert_eq(r.status, 2);
