@@ -189,6 +189,7 @@ static int moe_from_model(const char *path, struct moe_shape *m, int64_t *tokens
 			m->capacity_factor = gen->capacity_factor > 0 ? gen->capacity_factor : 1;
 		if (!dt)
 			m->dtype = gen->dtype;
+		m->shared_gate = gen->shared_expert_gate;
 		printf("model: %s (%s)\n", g->name, path);
 	}
 	arena_free(a);

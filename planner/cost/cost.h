@@ -363,6 +363,9 @@ struct moe_shape {
 	int64_t top_k;                 /* k experts per token, 1 <= k <= E */
 	int64_t shared_experts;        /* each of f too; 0: none */
 	bool gated;                    /* 3 matrices per expert, else 2 */
+	bool shared_gate;              /* the shared experts' output scaled by a sigmoid of
+	                                  an h x 1 linear (Qwen2-MoE): counted with the
+	                                  router, replicated like it */
 	double capacity_factor;        /* slots per expert over the balanced share t·k/E (> 0) */
 	enum dtype dtype;
 };
@@ -376,7 +379,8 @@ struct moe_parallel {
 /* Per layer, per rank, forward, for a rank that holds `tokens` tokens on
  * entering the layer. */
 struct moe_layer {
-	int64_t params_total;          /* router + routed + shared experts, elements */
+	int64_t params_total;          /* router (and shared gate) + routed + shared experts,
+	                                  elements */
 	int64_t params_active;         /* those one token uses: router + k routed + shared */
 	int64_t params_per_device;     /* router (replicated) + routed/(ep·etp) + shared/etp */
 	int64_t capacity;              /* C: slots per expert in one rank's buffer,
@@ -387,7 +391,7 @@ struct moe_layer {
 	double expert_flops;           /* routed experts on them, padding included */
 	double etp_gather_bytes;       /* with etp > 1: S of the AllGather of the slots over
 	                                  the ETP group (and of the ReduceScatter after) */
-	double router_flops;           /* 2 · tokens · h · E */
+	double router_flops;           /* 2 · tokens · h · E (+ h with the shared gate) */
 	double shared_flops;           /* 2 · tokens · (shared parameters / etp) */
 	double active_flops;           /* 2 · tokens · k · (one expert's parameters): the
 	                                  routed work without padding, unsharded */

@@ -53,6 +53,8 @@ bool cost_moe_layer(const struct moe_shape *m, const struct moe_parallel *p, int
 	if (!mul_fits(h, f, &one) || !mul_fits(one, mats, &one) || !mul_fits(one, E, &routed) ||
 	    !mul_fits(one, m->shared_experts, &shared) || !mul_fits(h, E, &router))
 		return false;
+	if (m->shared_gate)
+		router += h;
 	out->params_total = routed + shared + router;
 	out->params_active = one * k + shared + router;
 	out->params_per_device = routed / (p->ep * p->etp) + shared / p->etp + router;

@@ -13,12 +13,19 @@
 
 TestSuite(hf, .init = fixture_setup, .fini = fixture_teardown);
 
-static int64_t hf_params(const char *path, int64_t seq)
+/* The config imported at sequence seq, micro-batch 1, and its totals. */
+static const struct graph *hf_load(const char *path, int64_t seq, struct graph_totals *t)
 {
 	struct graph *g = graph_hf_load(A, path, seq, 1, &D);
 	cr_assert_not_null(g, "%s does not import", path);
+	graph_totals(g, t);
+	return g;
+}
+
+static int64_t hf_params(const char *path, int64_t seq)
+{
 	struct graph_totals t;
-	graph_totals(g, &t);
+	hf_load(path, seq, &t);
 	return t.parameters;
 }
 
@@ -51,19 +58,12 @@ Test(hf, mixtral_published_total_and_active)
 	 *   total                                          = 46,702,792,704
 	 *   active: 6 unpicked experts fewer per layer,
 	 *   46,702,792,704 − 32·6·176,160,768              = 12,879,925,248 */
-	struct arena *a = arena_new();
-	struct diag_list d;
-	diag_list_init(&d);
-	struct graph *g = graph_hf_load(a, "models/hf/mixtral-8x7b-v0.1.json", 64, 1, &d);
-	cr_assert_not_null(g);
+	struct graph_totals t;
+	const struct graph *g = hf_load("models/hf/mixtral-8x7b-v0.1.json", 64, &t);
 	cr_expect_eq(g->gen->experts, 8);
 	cr_expect_eq(g->gen->top_k, 2);
-	struct graph_totals t;
-	graph_totals(g, &t);
 	cr_expect_eq(t.parameters, 46702792704LL);
 	cr_expect_eq(t.active_parameters, 12879925248LL);
-	diag_list_free(&d);
-	arena_free(a);
 }
 
 Test(hf, qwen_moe_published_total_and_active)
@@ -84,20 +84,13 @@ Test(hf, qwen_moe_published_total_and_active)
 	 *   total                                             = 14,315,784,192
 	 *   active: 56 unpicked experts fewer per layer,
 	 *   14,315,784,192 − 24·56·8,650,752                  =  2,689,173,504 */
-	struct arena *a = arena_new();
-	struct diag_list d;
-	diag_list_init(&d);
-	struct graph *g = graph_hf_load(a, "models/hf/qwen1.5-moe-a2.7b-chat.json", 64, 1, &d);
-	cr_assert_not_null(g);
+	struct graph_totals t;
+	const struct graph *g = hf_load("models/hf/qwen1.5-moe-a2.7b-chat.json", 64, &t);
 	cr_expect_eq(g->gen->shared_experts, 4);
 	cr_expect(g->gen->shared_expert_gate);
 	cr_expect(g->gen->qkv_bias);
-	struct graph_totals t;
-	graph_totals(g, &t);
 	cr_expect_eq(t.parameters, 14315784192LL);
 	cr_expect_eq(t.active_parameters, 2689173504LL);
-	diag_list_free(&d);
-	arena_free(a);
 }
 
 Test(hf, deepseek_moe_published_total_and_active)
@@ -116,19 +109,12 @@ Test(hf, deepseek_moe_published_total_and_active)
 	 *   total                                             = 16,375,728,128
 	 *   active: 58 unpicked experts fewer in 27 layers,
 	 *   16,375,728,128 − 27·58·8,650,752                  =  2,828,650,496 */
-	struct arena *a = arena_new();
-	struct diag_list d;
-	diag_list_init(&d);
-	struct graph *g = graph_hf_load(a, "models/hf/deepseek-moe-16b-base.json", 64, 1, &d);
-	cr_assert_not_null(g);
+	struct graph_totals t;
+	const struct graph *g = hf_load("models/hf/deepseek-moe-16b-base.json", 64, &t);
 	cr_expect_eq(g->gen->dense_layers, 1);
 	cr_expect_eq(g->gen->shared_experts, 2);
-	struct graph_totals t;
-	graph_totals(g, &t);
 	cr_expect_eq(t.parameters, 16375728128LL);
 	cr_expect_eq(t.active_parameters, 2828650496LL);
-	diag_list_free(&d);
-	arena_free(a);
 }
 
 Test(hf, llama2_13b_published_total)

@@ -51,6 +51,16 @@ Test(moe_cp, two_layer_moe_counted_by_hand)
 	cr_expect_float_eq(l.router_flops, 384, 1e-9);
 	cr_expect_float_eq(l.shared_flops, 4608, 1e-9);
 	cr_expect_float_eq(l.etp_gather_bytes, 0, 1e-12);
+	/* Qwen2-MoE's gate on the shared expert: an h x 1 linear, 8 more
+	 * parameters in each count (replicated like the router) and
+	 * 2 x 6 x 8 = 96 more router FLOPs. */
+	struct moe_shape gated = small;
+	gated.shared_gate = true;
+	cr_assert(cost_moe_layer(&gated, &p, 6, &l));
+	cr_expect_eq(l.params_total, 1960);
+	cr_expect_eq(l.params_active, 1192);
+	cr_expect_eq(l.params_per_device, 1192);
+	cr_expect_float_eq(l.router_flops, 480, 1e-9);
 }
 
 Test(moe_cp, expert_tensor_parallelism)
