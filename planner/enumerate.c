@@ -123,16 +123,7 @@ static void all_ones(struct strategy *st)
 /* Does distop accept candidate st? */
 static bool accepted(const struct graph *g, int op, const struct strategy *st, int64_t n_devices)
 {
-	struct arena *scratch = arena_new();
-	struct diag_list quiet;
-	diag_list_init(&quiet);
-	struct dist_op d;
-	bool ok = scratch &&
-	          dist_op_from_cuts(scratch, g, op, (const int64_t(*)[GRAPH_MAX_RANK])st->cuts,
-	                            n_devices, &d, &quiet);
-	diag_list_free(&quiet);
-	arena_free(scratch);
-	return ok;
+	return dist_op_cuts_valid(g, op, (const int64_t(*)[GRAPH_MAX_RANK])st->cuts, n_devices);
 }
 
 /* Signatures whose validity is more than a consistent label vector: a

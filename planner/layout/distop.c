@@ -53,6 +53,8 @@ static void op_fail(const struct op_ctx *c, const char *fmt, ...)
 
 static void op_fail(const struct op_ctx *c, const char *fmt, ...)
 {
+	if (!c->diags)
+		return;  /* a question (dist_op_cuts_valid), not a request */
 	char msg[600];
 	va_list ap;
 	va_start(ap, fmt);
@@ -398,7 +400,12 @@ static bool partial_comm(const struct op_ctx *c, const struct label_axes *la,
 /* Gradient AllReduce of each parameter over the ranks holding its slice. */
 static bool grad_comm(const struct op_ctx *c, struct dist_op *d)
 {
-	d->grad = arena_calloc(c->a, (size_t)d->n_in + 1, sizeof(*d->grad));
+	int n = 0;
+	for (int i = 0; i < d->n_in; i++)
+		n += in_tensor(c, i)->role == TENSOR_PARAM && layout_replica_axes(&d->in[i]);
+	if (!n)
+		return true;  /* nothing to synchronise: most ops, and most candidates */
+	d->grad = arena_calloc(c->a, (size_t)n, sizeof(*d->grad));
 	if (!d->grad)
 		return false;
 	for (int i = 0; i < d->n_in; i++) {
@@ -520,6 +527,20 @@ static bool cuts_op(const struct op_ctx *c, const int64_t (*cuts)[GRAPH_MAX_RANK
 	if (!check_cuts(c, cuts, cut) || !cuts_devmat(c, cut, n_devices, &dm, &la))
 		return false;
 	return from_label_axes(c, &dm, &la, out);
+}
+
+bool dist_op_cuts_valid(const struct graph *g, int op, const int64_t (*cuts)[GRAPH_MAX_RANK],
+                        int64_t n_devices)
+{
+	struct op_ctx c;
+	int64_t cut[SIG_MAX_LABELS];
+	struct devmat dm;
+	struct label_axes la;
+	SL_ASSERT(n_devices >= 1);
+	/* cuts_op's checks, without building the op (nor saying why not) */
+	return init_ctx(&c, NULL, g, op, NULL) && check_cuts(&c, cuts, cut) &&
+	       cuts_devmat(&c, cut, n_devices, &dm, &la) &&
+	       (c.sig.rule != SIG_RULE_RESHAPE || reshape_rule(&c, &dm, &la));
 }
 
 bool dist_op_from_cuts(struct arena *a, const struct graph *g, int op,
