@@ -229,14 +229,16 @@ static bool run_group(struct arena *a, const struct scenario *s, const struct pl
 	int n = gr->n_configs;
 	const struct search_config *cfg = gr->configs;
 	struct plan *p = plan_search_plan(ga, s, &cfg[0], o, &d);
-	struct scenario *sc = p ? (struct scenario *)p->scenario : NULL;
+	/* The variants keep the plan: it is priced once. */
+	struct estimator *x = p ? plan_estimator_new(p, &d) : NULL;
+	struct scenario *sc = x ? (struct scenario *)p->scenario : NULL;
 	for (int i = 0; i < n; i++) {
 		struct arena *ea = sc ? arena_new() : NULL;
 		struct estimate e;
 		bool ok = false;
 		if (ea) {
 			set_training(&sc->training, &s->training, &cfg[i]);
-			ok = plan_estimate(ea, p, &e, &d);
+			ok = plan_estimator_run(x, ea, &e, &d);
 		}
 		if (ok) {
 			r->cands[r->n++] = (struct search_candidate){
@@ -259,6 +261,7 @@ static bool run_group(struct arena *a, const struct scenario *s, const struct pl
 			o->progress(o->progress_ctx, (double)*done / (double)total);
 	}
 	bool oom = d.oom;
+	plan_estimator_free(x);
 	diag_list_free(&d);
 	arena_free(ga);
 	return !oom;

@@ -44,6 +44,9 @@ struct lower {
 	struct plan_bucket **buckets;      /* per chunk: its gradient buckets */
 	int *n_buckets;
 	const uint32_t *fused;             /* per op: plan_fused_input_grads */
+	const struct param_reads *reads;   /* which reads of a parameter are its first */
+	struct cost_act_scratch *act;      /* cost_chunk_activations' tables */
+	int lo;                            /* the first op of the chunk being lowered */
 	bool oom;
 };
 
@@ -122,14 +125,14 @@ static int *edges_by_consumer(struct lower *L, int **idx)
 	return start;
 }
 
-/* ZeRO-3: the parameters op d first reads, gathered over their
- * data-parallel groups before it runs. */
-static void gather_params(struct lower *L, const int *first_reader, const struct dist_op *d)
+/* ZeRO-3: the parameters op d is the first of its chunk to read, gathered
+ * over their data-parallel groups before it runs. */
+static void gather_params(struct lower *L, const struct dist_op *d)
 {
 	const struct graph *g = L->p->graph;
 	int inputs[SIG_MAX_TENSORS];
 	const struct comm_step *sync[SIG_MAX_TENSORS];
-	int n = plan_op_params(g, first_reader, d, inputs, sync);
+	int n = plan_op_params(g, L->reads, L->lo, d, inputs, sync);
 	enum prog_phase was = L->phase;
 	L->phase = PHASE_PARAMS;
 	for (int k = 0; k < n; k++) {
@@ -145,11 +148,10 @@ static void gather_params(struct lower *L, const int *first_reader, const struct
 }
 
 /* The forward of ops [lo, hi): redistributions into each, its compute and
- * its own collectives; `first_reader` non-NULL gathers parameters first
- * (ZeRO-3); `core` non-NULL keeps only those ops' compute (selective
- * recomputation). */
+ * its own collectives; `gather` gathers parameters first (ZeRO-3); `core`
+ * non-NULL keeps only those ops' compute (selective recomputation). */
 static void forward(struct lower *L, const int *start, const int *idx, int lo, int hi,
-                    const int *first_reader, const bool *core)
+                    bool gather, const bool *core)
 {
 	const struct plan *p = L->p;
 	struct plan_coll_sink k = {collective, L};
@@ -167,8 +169,8 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 				plan_colls_forward(r->steps, r->n_steps, &k);
 			}
 		}
-		if (first_reader)
-			gather_params(L, first_reader, d);
+		if (gather)
+			gather_params(L, d);
 		compute(L, i, L->e->ops[i].compute_forward_s);
 		if (*tag && L->n > 0)
 			L->steps[L->n - 1].label = arena_printf(L->a, "%s%s", op_name(L, i), tag);
@@ -189,7 +191,7 @@ static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int
 	s->stream = 1;
 	s->op = -1;
 	s->coll = b->kind;
-	s->groups = b->groups;
+	s->groups = *b->groups;
 	s->bytes = cost_bucket_wire_bytes(b);
 	s->after = after;
 	s->every_micro = every;
@@ -203,7 +205,7 @@ static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int
 /* The backward of ops [lo, hi) in reverse, each bucket of `b` on stream 1
  * right after the backward compute that completes it. */
 static void backward(struct lower *L, const int *start, const int *idx, int lo, int hi,
-                     const int *first_reader, const struct plan_bucket *b, int nb)
+                     bool gather, const struct plan_bucket *b, int nb)
 {
 	const struct plan *p = L->p;
 	struct plan_coll_sink k = {collective, L};
@@ -214,8 +216,8 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 		L->suffix = " (backward)";
 		if (!plan_colls_backward(d->comm, d->n_comm, &d->out_partial[0], &k))
 			L->oom = true;
-		if (first_reader)
-			gather_params(L, first_reader, d);
+		if (gather)
+			gather_params(L, d);
 		compute(L, i, L->e->ops[i].compute_backward_s);
 		L->bwd_step[i] = L->n - 1;
 		for (int j = 0; j < nb; j++)
@@ -287,26 +289,24 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 	const struct plan_part *pp = &L->e->part;
 	const struct training *tr = &L->p->scenario->training;
 	int lo = pp->first_op[c], hi = pp->first_op[c + 1];
-	int *first = tr->zero_stage >= 3 ? plan_first_readers_range(L->a, L->p->graph, lo, hi) : NULL;
+	bool gather = tr->zero_stage >= 3;
 	struct plan_bucket *b;
-	int nb = plan_gradient_buckets(L->a, L->p, lo, hi, tr->gradient_bucket_bytes, &b);
-	if (nb < 0 || (tr->zero_stage >= 3 && !first)) {
+	int nb = plan_gradient_buckets(L->a, L->p, L->reads, lo, hi, tr->gradient_bucket_bytes, &b);
+	if (nb < 0) {
 		L->oom = true;
 		return;
 	}
+	L->lo = lo;
 	L->buckets[c] = b;
 	L->n_buckets[c] = nb;
-	if (!cost_chunk_activations(L->a, L->p, pp, core, c, &out->act_bytes, &out->work_bytes)) {
-		L->oom = true;
-		return;
-	}
+	cost_chunk_activations(L->act, L->p, pp, core, c, &out->act_bytes, &out->work_bytes);
 	L->stage = part_stage(pp, c);
 	out->stage = L->stage;
 	out->fwd = L->n;
 	L->phase = PHASE_FORWARD;
 	if (c > 0)
 		p2p(L, PROG_RECV, c - 1, false);
-	forward(L, start, idx, lo, hi, first, NULL);
+	forward(L, start, idx, lo, hi, gather, NULL);
 	if (c + 1 < pp->n_chunks)
 		p2p(L, PROG_SEND, c, false);
 	out->n_fwd = L->n - out->fwd;
@@ -316,10 +316,10 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 		p2p(L, PROG_RECV, c, true);
 	if (tr->recompute != RECOMPUTE_NONE) {
 		L->phase = PHASE_RECOMPUTE;
-		forward(L, start, idx, lo, hi, NULL, tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
+		forward(L, start, idx, lo, hi, false, tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
 		L->phase = PHASE_BACKWARD;
 	}
-	backward(L, start, idx, lo, hi, first, b, nb);
+	backward(L, start, idx, lo, hi, gather, b, nb);
 	if (c > 0)
 		p2p(L, PROG_SEND, c - 1, true);
 	out->n_bwd = L->n - out->bwd;
@@ -347,7 +347,7 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 			s->kind = PROG_COLLECTIVE;
 			s->op = -1;
 			s->coll = STEP_ALLGATHER;
-			s->groups = b[k].groups;
+			s->groups = *b[k].groups;
 			s->bytes = b[k].bytes;
 			s->label = arena_printf(L->a, "updated parameters %d AllGather (ZeRO-%d)", k,
 			                        tr->zero_stage);
@@ -381,11 +381,13 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	bool *core = plan_attention_core(a, p->graph);
 	L.bwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
 	L.fused = plan_fused_input_grads(a, p);
+	L.reads = plan_param_reads(a, p->graph);
+	L.act = cost_act_scratch_new(a, p->graph);
 	out->chunks = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*out->chunks));
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
 	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));
 	L.n_buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
-	if (!start || !core || !L.bwd_step || !L.fused || !out->chunks || !out->stages || !L.buckets ||
+	if (!start || !core || !L.bwd_step || !L.fused || !L.reads || !L.act || !out->chunks || !out->stages || !L.buckets ||
 	    !L.n_buckets)
 		goto oom;
 	for (int c = 0; c < pp->n_chunks && !L.oom; c++)

@@ -234,7 +234,9 @@ bool study_eval_unit(struct arena *a, const struct study *st, const struct study
 	struct plan_options o = {.mode = REDIST_COMPAT};
 	struct scenario *s = unit_scenario(ua, st, u->cluster, u->servers, u->global_batch);
 	struct plan *p = s ? plan_search_plan(ua, s, &u->configs[0], &o, &d) : NULL;
-	struct scenario *sc = p ? (struct scenario *)p->scenario : NULL;
+	/* Every variant keeps the plan: it is priced once (plan_estimator_new). */
+	struct estimator *x = p ? plan_estimator_new(p, &d) : NULL;
+	struct scenario *sc = x ? (struct scenario *)p->scenario : NULL;
 	const char *why = sc ? NULL : arena_strdup(a, diag_first_error(ua, &d));
 	bool oom = !s || d.oom;
 	for (int i = 0; i < u->n_configs && !oom; i++) {
@@ -251,7 +253,7 @@ bool study_eval_unit(struct arena *a, const struct study *st, const struct study
 		diag_list_init(&ed);
 		struct estimate e;
 		set_training(&sc->training, &s->training, &u->configs[i], u->global_batch);
-		if (ea && plan_estimate(ea, p, &e, &ed))
+		if (ea && plan_estimator_run(x, ea, &e, &ed))
 			fill_from_estimate(st, r, &e, sc->graph);
 		else
 			r->error = arena_strdup(a, ea ? diag_first_error(ea, &ed) : "out of memory");
@@ -259,6 +261,7 @@ bool study_eval_unit(struct arena *a, const struct study *st, const struct study
 		diag_list_free(&ed);
 		arena_free(ea);
 	}
+	plan_estimator_free(x);
 	diag_list_free(&d);
 	arena_free(ua);
 	return !oom;

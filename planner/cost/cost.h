@@ -346,9 +346,29 @@ struct estimate {
 	struct est_op *ops;                         /* per graph op */
 };
 
-/* The symbolic estimate of a complete plan on the scenario's topology. */
+/* The symbolic estimate of a complete plan on the scenario's topology:
+ * plan_estimator_new, plan_estimator_run and plan_estimator_free. */
 bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
                    struct diag_list *diags);
+
+/* An estimator: what the estimate computes once per plan, kept for every
+ * run: each op's compute and collectives, the redistributions, the
+ * gradient synchronisation steps, the fused input gradients, which reads
+ * of a parameter are its first, the attention cores, the memo of
+ * collective times and the scratch tables. A run reads the scenario's
+ * training settings that leave the plan as it is (pipeline schedule and
+ * virtual stages, cuts, recomputation, ZeRO stage, gradient buckets,
+ * global batch) when it runs, so a search that changes only those
+ * (planner/search.c, studies) estimates each variant without pricing the
+ * plan again; its output is plan_estimate's, byte for byte. The plan, its
+ * graph, scenario and topology must outlive the estimator and not change
+ * otherwise. NULL after a diagnostic (out of memory). */
+struct estimator;
+struct estimator *plan_estimator_new(const struct plan *p, struct diag_list *diags);
+/* One estimate, its arrays in `a`; false after a diagnostic. */
+bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *out,
+                        struct diag_list *diags);
+void plan_estimator_free(struct estimator *x);
 
 /* ------------------------- mixture of experts and context parallelism */
 
@@ -457,9 +477,15 @@ double cost_op_saved_bytes(const struct plan *p, int op);
  * backward (*stored), by what each op's gradient reads and the scenario's
  * recomputation (memory.c), and with full recomputation the most one
  * transformer layer holds while it is recomputed (*working, else 0).
- * `core`: plan_attention_core. False when out of memory. */
-bool cost_chunk_activations(struct arena *a, const struct plan *p, const struct plan_part *pp,
-                            const bool *core, int ch, double *stored, double *working);
+ * `core`: plan_attention_core; `x`: cost_act_scratch_new's scratch for the
+ * plan's graph, reused chunk after chunk (nothing is allocated here). */
+struct cost_act_scratch;
+/* Two tables the size of the graph's tensors, each cleared in O(1) per
+ * use; NULL when out of memory. */
+struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct graph *g);
+void cost_chunk_activations(struct cost_act_scratch *x, const struct plan *p,
+                            const struct plan_part *pp, const bool *core, int ch, double *stored,
+                            double *working);
 
 /* ---------------------------------------- pricing, for the strategies */
 

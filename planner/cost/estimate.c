@@ -95,6 +95,7 @@ struct line_memo {
 };
 
 #define MEMO_SLOTS 4096     /* the estimate's memo */
+#define CHUNK_SLOTS 512     /* pipeline chunks remembered (stage()) */
 #define SHAPES_MAX 4         /* group shapes remembered per collective */
 
 struct est_ctx {
@@ -105,12 +106,14 @@ struct est_ctx {
 	int64_t steps;           /* graph executions per iteration */
 	enum collective_algo wanted;  /* the scenario's simulation.collective_algo */
 	double slow;             /* the slowest device's compute factor (cost_straggler_factor) */
-	int *first_reader;       /* per tensor: the first op reading the parameter, else -1 */
+	const struct param_reads *reads;  /* which reads of a parameter are its first */
+	struct cost_act_scratch *act;     /* cost_chunk_activations' tables */
 	const uint32_t *fused;   /* per op: plan_fused_input_grads, NULL without a plan's edges */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
 	struct cost_algo_lines *pool;
 	int pool_n, pool_cap;
+	struct chunk_memo *chunks;  /* CHUNK_SLOTS, open addressing; NULL until a stage needs it */
 	bool oom;
 };
 
@@ -274,7 +277,7 @@ static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_o
 	struct estimate *e = c->e;
 	int inputs[SIG_MAX_TENSORS];
 	const struct comm_step *sync[SIG_MAX_TENSORS];
-	int n = plan_op_params(g, c->first_reader, d, inputs, sync);
+	int n = plan_op_params(g, c->reads, 0, d, inputs, sync);
 	double opt = 0;
 	for (int k = 0; k < n; k++) {
 		int i = inputs[k];
@@ -350,9 +353,10 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	*c = (struct est_ctx){.g = g, .t = s->topo, .scratch = a, .e = e, .steps = steps,
 	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots,
 	                      .slow = cost_straggler_factor(&s->topo->device, s->devices)};
-	c->first_reader = plan_first_readers(a, g);
+	c->reads = plan_param_reads(a, g);
+	c->act = cost_act_scratch_new(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
-	if (!c->first_reader || !c->lines) {
+	if (!c->reads || !c->act || !c->lines) {
 		arena_free(a);
 		return NULL;
 	}
@@ -372,15 +376,15 @@ bool est_ctx_oom(const struct est_ctx *c)
 
 /* ------------------------------------------------ recomputation, ZeRO */
 
-/* ZeRO-3: op d's parameters (those it first reads) all-gathered over their
- * data-parallel groups before its forward and again before its backward,
- * per micro-batch; the bytes gathered into *gathered. */
-static double op_gather_s(struct est_ctx *c, const int *first_reader, const struct dist_op *d,
-                          double *gathered)
+/* ZeRO-3: op d's parameters (those it is the first of its chunk, from op
+ * lo, to read) all-gathered over their data-parallel groups before its
+ * forward and again before its backward, per micro-batch; the bytes
+ * gathered into *gathered. */
+static double op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, double *gathered)
 {
 	int inputs[SIG_MAX_TENSORS];
 	const struct comm_step *sync[SIG_MAX_TENSORS];
-	int n = plan_op_params(c->g, first_reader, d, inputs, sync);
+	int n = plan_op_params(c->g, c->reads, lo, d, inputs, sync);
 	double s = 0;
 	*gathered = 0;
 	for (int k = 0; k < n; k++) {
@@ -417,27 +421,138 @@ struct stage_sums {
 	double micro_s, tail_s;
 };
 
+/* ------------------------------------------------------------ chunks */
+
+/* A parameter a chunk holds (the first of the chunk's ops to read it). */
+struct param_rec {
+	int op;
+	enum dtype dtype;
+	bool synced;             /* replicated: it has a synchronisation step */
+	double elems, bytes;     /* local */
+	double dp;               /* its synchronisation group's size, else 1 */
+};
+
+/* What a chunk (ops [lo, hi)) contributes whatever the training settings
+ * (its parameters), and what depends on one setting each (its buckets on
+ * ZeRO >= 1 and the bucket size, its activations on the recomputation),
+ * filled as runs ask. A search's variants share chunks. */
+struct chunk_memo {
+	int lo, hi;              /* hi 0: an empty slot */
+	int n_params;
+	struct param_rec *params;
+	struct {
+		bool have;
+		double bucket_bytes;
+		int n;
+		struct plan_bucket *b;
+	} sync[2];               /* ZeRO 0, ZeRO >= 1 (ReduceScatters) */
+	bool have_act[RECOMPUTE_COUNT];
+	double act[RECOMPUTE_COUNT], work[RECOMPUTE_COUNT];
+};
+
+/* Fills m's parameters (in arena `a`); false when out of memory. */
+static bool chunk_params(struct est_ctx *c, struct arena *a, const struct plan *p,
+                         struct chunk_memo *m)
+{
+	int room = 0;
+	for (int i = m->lo; i < m->hi; i++)
+		room += c->g->ops[i].n_in;
+	m->params = arena_alloc(a, ((size_t)room + 1) * sizeof(*m->params));
+	if (!m->params)
+		return false;
+	m->n_params = 0;
+	for (int i = m->lo; i < m->hi; i++) {
+		int inputs[SIG_MAX_TENSORS];
+		const struct comm_step *sync[SIG_MAX_TENSORS];
+		int np = plan_op_params(c->g, c->reads, m->lo, &p->ops[i], inputs, sync);
+		for (int k = 0; k < np; k++) {
+			const struct tensor *t = &c->g->tensors[c->g->ops[i].in[inputs[k]]];
+			double elems = (double)layout_local_elems(&p->ops[i].in[inputs[k]]);
+			m->params[m->n_params++] = (struct param_rec){
+				i, t->dtype, sync[k] != NULL, elems, elems * (double)dtype_bytes(t->dtype),
+				sync[k] ? sync[k]->groups.size : 1};
+		}
+	}
+	return true;
+}
+
+/* The chunk [lo, hi): remembered, or new (remembered when the table has
+ * room, else in `a` for this run); NULL when out of memory. */
+static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct plan *p, int lo,
+                                int hi)
+{
+	if (!c->chunks)
+		c->chunks = arena_calloc(c->scratch, CHUNK_SLOTS, sizeof(*c->chunks));
+	struct chunk_memo *m = NULL;
+	struct arena *keep = a;
+	uint64_t h = mix(mix(0, (uint64_t)lo), (uint64_t)hi);
+	for (int i = 0; c->chunks && i < CHUNK_SLOTS; i++) {
+		struct chunk_memo *x = &c->chunks[(h + (uint64_t)i) % CHUNK_SLOTS];
+		if (x->hi != 0 && x->lo == lo && x->hi == hi)
+			return x;
+		if (x->hi == 0) {
+			m = x;
+			keep = c->scratch;
+			break;
+		}
+	}
+	if (!m)
+		m = arena_calloc(a, 1, sizeof(*m));
+	if (!m)
+		return NULL;
+	*m = (struct chunk_memo){.lo = lo, .hi = hi};
+	if (!chunk_params(c, keep, p, m)) {
+		m->hi = 0;
+		return NULL;
+	}
+	return m;
+}
+
 /* Gradient buckets of one chunk: their time per micro-batch (ZeRO 2 and
  * 3) into *micro_s or once into *once_s, with the ZeRO 1/2 gather of the
  * updated parameters; the ops' shares; the bytes synchronised. */
-static bool chunk_sync(struct est_ctx *c, struct arena *a, const struct plan *p, int lo, int hi,
-                       double *micro_s, double *once_s, double *synced_bytes)
+static bool chunk_sync(struct est_ctx *c, struct arena *a, const struct plan *p,
+                       struct chunk_memo *m, double *micro_s, double *once_s,
+                       double *synced_bytes)
 {
-	struct plan_bucket *b;
-	int zero = p->scenario->training.zero_stage;
-	int n = plan_gradient_buckets(a, p, lo, hi, p->scenario->training.gradient_bucket_bytes, &b);
-	if (n < 0)
-		return false;
-	for (int k = 0; k < n; k++) {
-		double t = groups_s(c, b[k].kind, &b[k].groups, cost_bucket_wire_bytes(&b[k]));
+	const struct training *tr = &p->scenario->training;
+	int zero = tr->zero_stage, z = zero >= 1;
+	if (!m->sync[z].have || m->sync[z].bucket_bytes != tr->gradient_bucket_bytes) {
+		/* remembered where the chunk is */
+		bool kept = c->chunks && m >= c->chunks && m < c->chunks + CHUNK_SLOTS;
+		m->sync[z].n = plan_gradient_buckets(kept ? c->scratch : a, p, c->reads, m->lo, m->hi,
+		                                     tr->gradient_bucket_bytes, &m->sync[z].b);
+		if (m->sync[z].n < 0) {
+			m->sync[z].have = false;
+			return false;
+		}
+		m->sync[z].have = true;
+		m->sync[z].bucket_bytes = tr->gradient_bucket_bytes;
+	}
+	const struct plan_bucket *b = m->sync[z].b;
+	for (int k = 0; k < m->sync[z].n; k++) {
+		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k]));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
 		*(zero >= 2 ? micro_s : once_s) += t;
 		if (zero == 1 || zero == 2)
-			*once_s += groups_s(c, STEP_ALLGATHER, &b[k].groups, b[k].bytes);
+			*once_s += groups_s(c, STEP_ALLGATHER, b[k].groups, b[k].bytes);
 		*synced_bytes += b[k].bytes;
 	}
 	return true;
+}
+
+/* The chunk's activations under the scenario's recomputation. */
+static void chunk_act(struct est_ctx *c, const struct plan *p, const bool *core, int ch,
+                      struct chunk_memo *m, double *stored, double *working)
+{
+	enum recompute_mode rec = p->scenario->training.recompute;
+	if (!m->have_act[rec]) {
+		cost_chunk_activations(c->act, p, &c->e->part, core, ch, &m->act[rec], &m->work[rec]);
+		m->have_act[rec] = true;
+	}
+	*stored = m->act[rec];
+	*working = m->work[rec];
 }
 
 /* A stage: its chunks' per-micro-batch time, its tail, its memory. */
@@ -455,8 +570,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	memset(ss, 0, sizeof(*ss));
 	for (int ch = st; ch < pp->n_chunks; ch += pp->n_stages) {
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
-		int *first = plan_first_readers_range(a, c->g, lo, hi);
-		if (!first)
+		struct chunk_memo *m = chunk(c, a, p, lo, hi);
+		if (!m)
 			return false;
 		for (int i = lo; i < hi; i++) {
 			const struct est_op *eo = &e->ops[i];
@@ -467,32 +582,29 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
 			ss->cat[EST_RECOMPUTE] += eo->recompute_s;
 			ss->cat[EST_PARAM_GATHER] += eo->gather_s;
-			/* parameters: memory (ZeRO shards over their data-parallel
-			 * groups), the optimizer over this device's share */
-			int inputs[SIG_MAX_TENSORS];
-			const struct comm_step *sync[SIG_MAX_TENSORS];
-			int np = plan_op_params(c->g, first, &p->ops[i], inputs, sync);
-			double gathered = 0;
-			for (int k = 0; k < np; k++) {
-				const struct tensor *t = &c->g->tensors[c->g->ops[i].in[inputs[k]]];
-				double elems = (double)layout_local_elems(&p->ops[i].in[inputs[k]]);
-				double bytes = elems * (double)dtype_bytes(t->dtype);
-				double dp = sync[k] ? sync[k]->groups.size : 1;
-				es->mem.params += bytes / (zero >= 3 ? dp : 1);
-				es->mem.grads += elems * cost_grad_bytes_per_elem(t->dtype) / (zero >= 2 ? dp : 1);
-				es->mem.optimizer += elems * cost_optimizer_bytes_per_elem(t->dtype) /
-				                     (zero >= 1 ? dp : 1);
-				es->optimizer_s += elems / (zero >= 1 ? dp : 1) * adam_bytes_per_elem(t->dtype) /
-				                   (c->t->device.hbm_bps * c->t->device.memory_efficiency);
-				gathered += sync[k] ? bytes : 0;
-			}
-			gathered_max = gathered > gathered_max ? gathered : gathered_max;
 		}
-		if (!chunk_sync(c, a, p, lo, hi, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &synced))
+		/* parameters: memory (ZeRO shards over their data-parallel
+		 * groups), the optimizer over this device's share; ZeRO-3
+		 * gathers one op's at a time */
+		double gathered = 0;
+		for (int k = 0; k < m->n_params; k++) {
+			const struct param_rec *r = &m->params[k];
+			es->mem.params += r->bytes / (zero >= 3 ? r->dp : 1);
+			es->mem.grads += r->elems * cost_grad_bytes_per_elem(r->dtype) / (zero >= 2 ? r->dp : 1);
+			es->mem.optimizer += r->elems * cost_optimizer_bytes_per_elem(r->dtype) /
+			                     (zero >= 1 ? r->dp : 1);
+			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) * adam_bytes_per_elem(r->dtype) /
+			                   (c->t->device.hbm_bps * c->t->device.memory_efficiency);
+			gathered += r->synced ? r->bytes : 0;
+			if (k + 1 == m->n_params || m->params[k + 1].op != r->op) {
+				gathered_max = gathered > gathered_max ? gathered : gathered_max;
+				gathered = 0;
+			}
+		}
+		if (!chunk_sync(c, a, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &synced))
 			return false;
 		double w;
-		if (!cost_chunk_activations(a, p, pp, core, ch, &act[ch], &w))
-			return false;
+		chunk_act(c, p, core, ch, m, &act[ch], &w);
 		working = w > working ? w : working;
 		/* the pipeline's sends: activations forward, their gradient back */
 		int64_t me = (int64_t)st * pp->stage_ranks;
@@ -544,15 +656,12 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 }
 
 /* Per op: recomputation and ZeRO-3's gathers (per micro-batch). */
-static bool op_extras(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core)
+static void op_extras(struct est_ctx *c, const struct plan *p, const bool *core)
 {
 	const struct training *tr = &p->scenario->training;
 	const struct plan_part *pp = &c->e->part;
 	for (int ch = 0; ch < pp->n_chunks; ch++) {
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
-		int *first = tr->zero_stage >= 3 ? plan_first_readers_range(a, c->g, lo, hi) : NULL;
-		if (tr->zero_stage >= 3 && !first)
-			return false;
 		for (int i = lo; i < hi; i++) {
 			struct est_op *eo = &c->e->ops[i];
 			eo->chunk = ch;
@@ -561,11 +670,10 @@ static bool op_extras(struct est_ctx *c, struct arena *a, const struct plan *p, 
 			else if (tr->recompute == RECOMPUTE_SELECTIVE && core[i])
 				eo->recompute_s = eo->compute_forward_s;
 			double g;
-			if (first)
-				eo->gather_s = op_gather_s(c, first, &p->ops[i], &g);
+			if (tr->zero_stage >= 3)
+				eo->gather_s = op_gather_s(c, lo, &p->ops[i], &g);
 		}
 	}
-	return true;
 }
 
 /* The schedule's time: the slowest stage every micro-batch, plus the fill
@@ -617,52 +725,163 @@ static void assemble(struct estimate *e, const struct stage_sums *ss)
 	e->memory_bytes_per_device = mm->total;
 }
 
-bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
-                   struct diag_list *diags)
+/* ----------------------------------------------------------- estimator */
+
+#define PART_MEMO 4   /* partitions remembered (a search's group needs 2) */
+
+/* A partition and the settings it was made for (all plan_partition reads
+ * of the training). */
+struct part_memo {
+	bool used;
+	int64_t stages, virt;
+	int n_cuts;
+	int *cuts;
+	struct plan_part part;
+};
+
+struct estimator {
+	const struct plan *p;
+	struct est_ctx *c;       /* its arena holds what follows */
+	struct estimate base;    /* the per-op pass: ops[], compute_fallback */
+	const bool *core;        /* plan_attention_core */
+	double *cost;            /* per op: seconds per micro-batch, for the partition */
+	struct part_memo parts[PART_MEMO];
+	int next_part;           /* the slot the next new partition takes */
+};
+
+/* Copies a partition's arrays into `a`; false when out of memory. */
+static bool part_copy(struct arena *a, const struct plan_part *from, int n_ops,
+                      struct plan_part *to)
+{
+	*to = *from;
+	size_t k = (size_t)from->n_chunks;
+#define COPY(field, count)                                                                   \
+	do {                                                                                 \
+		to->field = arena_alloc(a, (count) * sizeof(*to->field));                    \
+		if (!to->field)                                                              \
+			return false;                                                        \
+		memcpy(to->field, from->field, (count) * sizeof(*to->field));                \
+	} while (0)
+	COPY(first_op, k + 1);
+	COPY(chunk_of, (size_t)n_ops + 1);
+	COPY(send_bytes, k + 1);
+	COPY(live, (size_t)n_ops + 1);
+	COPY(send_split, k + 1);
+	COPY(send_groups, k + 1);
+#undef COPY
+	return true;
+}
+
+/* The partition for the scenario's pipeline settings into out (in `a`):
+ * remembered, or made and remembered. */
+static bool partition(struct estimator *x, struct arena *a, struct plan_part *out,
+                      struct diag_list *diags)
+{
+	const struct training *tr = &x->p->scenario->training;
+	int n_ops = x->p->graph->n_ops;
+	for (int i = 0; i < PART_MEMO; i++) {
+		const struct part_memo *m = &x->parts[i];
+		if (m->used && m->stages == tr->pipeline_stages && m->virt == tr->virtual_stages &&
+		    m->n_cuts == tr->n_cuts &&
+		    (tr->n_cuts == 0 || !memcmp(m->cuts, tr->cuts, (size_t)tr->n_cuts * sizeof(int))))
+			return part_copy(a, &m->part, n_ops, out);
+	}
+	if (!plan_partition(a, x->p, x->cost, out, diags))
+		return false;
+	struct part_memo *m = &x->parts[x->next_part];
+	struct arena *keep = x->c->scratch;
+	*m = (struct part_memo){false, tr->pipeline_stages, tr->virtual_stages, tr->n_cuts, NULL, {0}};
+	if (tr->n_cuts > 0) {
+		m->cuts = arena_alloc(keep, (size_t)tr->n_cuts * sizeof(int));
+		if (!m->cuts)
+			return true;  /* not remembered */
+		memcpy(m->cuts, tr->cuts, (size_t)tr->n_cuts * sizeof(int));
+	}
+	m->used = part_copy(keep, out, n_ops, &m->part);
+	x->next_part = (x->next_part + 1) % PART_MEMO;
+	return true;
+}
+
+struct estimator *plan_estimator_new(const struct plan *p, struct diag_list *diags)
 {
 	SL_ASSERT(p && p->scenario && p->graph);
 	const struct graph *g = p->graph;
 	const struct scenario *s = p->scenario;
+	struct estimator *x = calloc(1, sizeof(*x));
+	if (x)
+		x->c = est_ctx_new(s, 1, MEMO_SLOTS, &x->base);
+	struct est_ctx *c = x ? x->c : NULL;
+	struct arena *a = c ? c->scratch : NULL;
+	if (a) {
+		x->p = p;
+		x->base.n_ops = g->n_ops;
+		x->base.ops = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*x->base.ops));
+		x->core = plan_attention_core(a, g);
+		x->cost = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(double));
+		c->fused = plan_fused_input_grads(a, p);
+	}
+	bool ok = a && x->base.ops && x->core && x->cost && c->fused;
+	for (int i = 0; ok && i < g->n_ops; i++) {
+		struct est_op *eo = &x->base.ops[i];
+		est_op_s(c, &p->ops[i], eo);
+		eo->activation_bytes = cost_op_saved_bytes(p, i);
+	}
+	if (ok)
+		edges(c, p);
+	for (int i = 0; ok && i < g->n_ops; i++) {
+		const struct est_op *eo = &x->base.ops[i];
+		x->cost[i] = eo->compute_forward_s + eo->compute_backward_s + eo->comm_forward_s +
+		             eo->comm_backward_s;
+	}
+	if (!ok || c->oom) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
+		plan_estimator_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+void plan_estimator_free(struct estimator *x)
+{
+	if (x) {
+		est_ctx_free(x->c);
+		free(x);
+	}
+}
+
+bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *out,
+                        struct diag_list *diags)
+{
+	const struct plan *p = x->p;
+	const struct graph *g = p->graph;
+	const struct scenario *s = p->scenario;
+	struct est_ctx *c = x->c;
 	memset(out, 0, sizeof(*out));
 	out->n_ops = g->n_ops;
-	out->ops = arena_calloc(a, (size_t)(g->n_ops ? g->n_ops : 1), sizeof(*out->ops));
-	int64_t steps = est_steps(s, diags);
-	struct est_ctx *c = out->ops ? est_ctx_new(s, steps, MEMO_SLOTS, out) : NULL;
-	if (!c) {
+	out->ops = arena_alloc(a, ((size_t)g->n_ops + 1) * sizeof(*out->ops));
+	if (!out->ops) {
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
 		return false;
 	}
-	out->steps_per_iteration = steps;
-	c->fused = plan_fused_input_grads(a, p);
-	for (int i = 0; c->fused && i < g->n_ops; i++) {
-		est_op_s(c, &p->ops[i], &out->ops[i]);
-		out->ops[i].activation_bytes = cost_op_saved_bytes(p, i);
-	}
-	edges(c, p);
+	memcpy(out->ops, x->base.ops, (size_t)g->n_ops * sizeof(*out->ops));
+	out->compute_fallback = x->base.compute_fallback;
+	c->steps = out->steps_per_iteration = est_steps(s, diags);
 	/* The chunks, by each op's seconds per micro-batch. */
-	double *cost = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(double));
-	bool *core = plan_attention_core(a, g);
-	bool ok = cost && core;
-	for (int i = 0; ok && i < g->n_ops; i++) {
-		const struct est_op *eo = &out->ops[i];
-		cost[i] = eo->compute_forward_s + eo->compute_backward_s + eo->comm_forward_s +
-		          eo->comm_backward_s;
-	}
-	if (ok && !plan_partition(a, p, cost, &out->part, diags)) {
-		est_ctx_free(c);
+	if (!partition(x, a, &out->part, diags))
 		return false;
-	}
-	out->n_stages = ok ? out->part.n_stages : 0;
-	out->stages = ok ? arena_calloc(a, (size_t)out->n_stages + 1, sizeof(*out->stages)) : NULL;
-	struct stage_sums *ss = ok ? arena_calloc(a, (size_t)out->n_stages + 1, sizeof(*ss)) : NULL;
-	ok = ok && out->stages && ss && op_extras(c, a, p, core);
+	c->e = out;
+	out->n_stages = out->part.n_stages;
+	out->stages = arena_calloc(a, (size_t)out->n_stages + 1, sizeof(*out->stages));
+	struct stage_sums *ss = arena_calloc(a, (size_t)out->n_stages + 1, sizeof(*ss));
+	bool ok = out->stages && ss;
+	if (ok)
+		op_extras(c, p, x->core);
 	for (int i = 0; ok && i < g->n_ops; i++)
 		out->ops[i].gradient_s = 0;
 	for (int st = 0; ok && st < out->n_stages; st++)
-		ok = stage(c, a, p, core, st, &out->stages[st], &ss[st]);
-	ok = ok && !c->oom;
-	est_ctx_free(c);
-	if (!ok) {
+		ok = stage(c, a, p, x->core, st, &out->stages[st], &ss[st]);
+	c->e = &x->base;
+	if (!ok || c->oom) {
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
 		return false;
 	}
@@ -671,4 +890,15 @@ bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
 	out->oom_overflow_bytes = out->memory_bytes_per_device > out->hbm_bytes
 	                                  ? out->memory_bytes_per_device - out->hbm_bytes : 0;
 	return true;
+}
+
+bool plan_estimate(struct arena *a, const struct plan *p, struct estimate *out,
+                   struct diag_list *diags)
+{
+	struct estimator *x = plan_estimator_new(p, diags);
+	bool ok = x && plan_estimator_run(x, a, out, diags);
+	plan_estimator_free(x);
+	if (!x)
+		memset(out, 0, sizeof(*out));
+	return ok;
 }

@@ -194,11 +194,60 @@ double cost_op_saved_bytes(const struct plan *p, int op)
 	return sum;
 }
 
-/* Adds what ops [lo, hi) save, each shared tensor once (seen[] marks the
+/* Bytes counted per tensor in one pass; an entry holds only when stamped
+ * with the pass, so a new pass clears the table in O(1). */
+struct seen {
+	double *bytes;
+	uint32_t *stamp;
+	uint32_t pass;
+	int n;
+};
+
+struct cost_act_scratch {
+	struct seen chunk, layer;
+};
+
+static bool seen_init(struct arena *a, struct seen *s, int n)
+{
+	s->bytes = arena_alloc(a, ((size_t)n + 1) * sizeof(double));
+	s->stamp = arena_alloc(a, ((size_t)n + 1) * sizeof(uint32_t));
+	s->pass = 0;
+	s->n = n;
+	return s->bytes && s->stamp;
+}
+
+static void seen_clear(struct seen *s)
+{
+	if (++s->pass == 0) {  /* wrapped: every stamp is stale again */
+		s->pass = 1;
+		memset(s->stamp, 0, ((size_t)s->n + 1) * sizeof(uint32_t));
+	}
+}
+
+static double seen_get(const struct seen *s, int t)
+{
+	return s->stamp[t] == s->pass ? s->bytes[t] : 0;
+}
+
+static void seen_set(struct seen *s, int t, double b)
+{
+	s->stamp[t] = s->pass;
+	s->bytes[t] = b;
+}
+
+struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct graph *g)
+{
+	struct cost_act_scratch *x = arena_alloc(a, sizeof(*x));
+	if (!x || !seen_init(a, &x->chunk, g->n_tensors) || !seen_init(a, &x->layer, g->n_tensors))
+		return NULL;
+	return x;
+}
+
+/* Adds what ops [lo, hi) save, each shared tensor once (seen marks the
  * tensors counted: a tensor's largest saved size wins), skipping what the
  * attention cores save when `skip_core`. */
 static double saved_sum(const struct plan *p, const bool *core, bool skip_core, int lo, int hi,
-                        double *seen)
+                        struct seen *seen)
 {
 	const struct graph *g = p->graph;
 	double sum = 0;
@@ -216,28 +265,31 @@ static double saved_sum(const struct plan *p, const bool *core, bool skip_core, 
 				continue;
 			if (t < 0) {
 				sum += keep[k].bytes;
-			} else if (keep[k].bytes > seen[t]) {
-				sum += keep[k].bytes - seen[t];
-				seen[t] = keep[k].bytes;
+			} else {
+				double had = seen_get(seen, t);
+				if (keep[k].bytes > had) {
+					sum += keep[k].bytes - had;
+					seen_set(seen, t, keep[k].bytes);
+				}
 			}
 		}
 	}
 	return sum;
 }
 
-bool cost_chunk_activations(struct arena *a, const struct plan *p, const struct plan_part *pp,
-                            const bool *core, int ch, double *stored, double *working)
+void cost_chunk_activations(struct cost_act_scratch *x, const struct plan *p,
+                            const struct plan_part *pp, const bool *core, int ch, double *stored,
+                            double *working)
 {
 	const struct graph *g = p->graph;
 	enum recompute_mode rec = p->scenario->training.recompute;
 	int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
-	double *seen = arena_calloc(a, (size_t)g->n_tensors + 1, sizeof(double));
-	if (!seen)
-		return false;
+	struct seen *seen = &x->chunk;
+	seen_clear(seen);
 	*working = 0;
 	if (rec != RECOMPUTE_FULL) {
 		*stored = saved_sum(p, core, rec == RECOMPUTE_SELECTIVE, lo, hi, seen);
-		return true;
+		return;
 	}
 	/* Full: the ops outside any layer save as usual; a layer keeps its
 	 * input (the tensors its ops read from outside it) and, while it is
@@ -255,22 +307,19 @@ bool cost_chunk_activations(struct arena *a, const struct plan *p, const struct 
 			*stored += saved_sum(p, core, false, i, j, seen);
 		} else {
 			for (int k = i; k < j; k++)
-				for (int x = 0; x < g->ops[k].n_in; x++) {
-					int t = g->ops[k].in[x], pr = g->tensors[t].producer;
+				for (int in = 0; in < g->ops[k].n_in; in++) {
+					int t = g->ops[k].in[in], pr = g->tensors[t].producer;
 					if (g->tensors[t].role == TENSOR_PARAM ||
-					    (pr >= i && pr < j) || seen[t] > 0)
+					    (pr >= i && pr < j) || seen_get(seen, t) > 0)
 						continue;
-					double b = saved_input_bytes(p, &p->ops[k], x);
-					seen[t] = b;
+					double b = saved_input_bytes(p, &p->ops[k], in);
+					seen_set(seen, t, b);
 					*stored += b;
 				}
-			double *scratch = arena_calloc(a, (size_t)g->n_tensors + 1, sizeof(double));
-			if (!scratch)
-				return false;
-			double w = saved_sum(p, core, false, i, j, scratch);
+			seen_clear(&x->layer);
+			double w = saved_sum(p, core, false, i, j, &x->layer);
 			*working = w > *working ? w : *working;
 		}
 		i = j;
 	}
-	return true;
 }

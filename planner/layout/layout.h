@@ -194,6 +194,10 @@ struct dist_op {
 bool dist_op_from_config(struct arena *a, const struct graph *g, int op,
                          const struct shard_config *cfg, int64_t n_devices,
                          struct dist_op *out, struct diag_list *diags);
+/* Would dist_op_from_cuts accept the cuts? Its checks without building
+ * the op or saying why (the enumeration asks about every candidate). */
+bool dist_op_cuts_valid(const struct graph *g, int op, const int64_t (*cuts)[GRAPH_MAX_RANK],
+                        int64_t n_devices);
 /* The same from cuts per input dimension (tuple form), for enumeration. */
 bool dist_op_from_cuts(struct arena *a, const struct graph *g, int op,
                        const int64_t (*cuts)[GRAPH_MAX_RANK], int64_t n_devices,
@@ -325,16 +329,24 @@ bool plan_colls_input_grads(const struct graph *g, const struct dist_op *d, uint
  * NULL when out of memory. */
 uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p);
 
-/* Per tensor: the first op reading it as a parameter, else -1 (arena;
- * NULL when out of memory). The _range form looks at ops [lo, hi) only
- * (a pipeline chunk holds the parameters its own ops read). */
-int *plan_first_readers(struct arena *a, const struct graph *g);
-int *plan_first_readers_range(struct arena *a, const struct graph *g, int lo, int hi);
-/* The parameters op d is the first to read, in input order: their input
- * indices into inputs[], and their gradient synchronisation step into
- * sync[] (NULL when the parameter is not replicated). Returns the count. */
-int plan_op_params(const struct graph *g, const int *first_reader, const struct dist_op *d,
-                   int inputs[SIG_MAX_TENSORS], const struct comm_step *sync[SIG_MAX_TENSORS]);
+/* Which reads of a parameter are its first: per op and input, the last
+ * op before it that reads the same parameter (the op itself when an
+ * earlier input of the op reads it), -1 when none; undefined for inputs
+ * that are not parameters. Input i of op k is the first read of its
+ * parameter among the ops [lo, hi) (a pipeline chunk holds the parameters
+ * its own ops read) exactly when prev[k][i] < lo. One pass over the
+ * graph; NULL when out of memory. */
+struct param_reads {
+	int (*prev)[SIG_MAX_TENSORS];
+};
+struct param_reads *plan_param_reads(struct arena *a, const struct graph *g);
+/* The parameters op d is the first of the ops [lo, ...) to read (lo <=
+ * d->op; lo = 0 for the whole graph), in input order: their input indices
+ * into inputs[], and their gradient synchronisation step into sync[]
+ * (NULL when the parameter is not replicated). Returns the count. */
+int plan_op_params(const struct graph *g, const struct param_reads *r, int lo,
+                   const struct dist_op *d, int inputs[SIG_MAX_TENSORS],
+                   const struct comm_step *sync[SIG_MAX_TENSORS]);
 /* The layout a redistribution starts from: the producer's partial output
  * when its first step completes partial sums, else its output. */
 const struct layout *plan_edge_start(const struct plan *p, const struct plan_edge *x);
@@ -343,7 +355,7 @@ const struct layout *plan_edge_start(const struct plan *p, const struct plan_edg
  * groups fused in backward order, completed by op last_op's backward. */
 struct plan_bucket {
 	enum step_kind kind;
-	struct rank_groups groups;
+	const struct rank_groups *groups; /* the first gradient's synchronisation step's */
 	double bytes;
 	int n;                            /* gradients fused */
 	int last_op;
@@ -356,8 +368,8 @@ struct plan_bucket {
  * each (0: one per parameter), in the order they complete; -1 when out of
  * memory. Lowering runs them on stream 1; the estimate prices them. With
  * ZeRO (stage >= 1) they are ReduceScatters on the same groups. */
-int plan_gradient_buckets(struct arena *a, const struct plan *p, int lo, int hi,
-                          double bucket_bytes, struct plan_bucket **out);
+int plan_gradient_buckets(struct arena *a, const struct plan *p, const struct param_reads *r,
+                          int lo, int hi, double bucket_bytes, struct plan_bucket **out);
 /* Is the op in an attention core (a BatchMatMul feeding a Softmax, the
  * Softmax, and element-wise ops after it up to the next BatchMatMul):
  * what selective recomputation redoes. Per op (arena), NULL on OOM. */

@@ -204,47 +204,60 @@ static bool same_partition(const struct rank_groups *x, const struct rank_groups
 	return true;
 }
 
+/* The first reader of a tensor whose gradient is partial: its groups and
+ * its layout of the tensor. */
+struct first_grad {
+	struct rank_groups rg;
+	const struct layout *in;
+};
+
 uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p)
 {
 	const struct graph *g = p->graph;
 	uint32_t *mask = arena_calloc(a, (size_t)g->n_ops + 1, sizeof *mask);
-	/* Per tensor, the first reader whose gradient is partial, its groups
-	 * and its layout of the tensor: a later reader that holds the same
+	/* Per tensor, the first reader whose gradient is partial (at[t] in a
+	 * pool that only such tensors use): a later reader that holds the same
 	 * slices, partial over the same groups, adds its share to that one's
 	 * before the single all-reduce (the backward reaches the first reader
 	 * last). */
-	int *first = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof(int));
-	struct rank_groups *first_rg = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof *first_rg);
-	const struct layout **first_in = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof *first_in);
+	int *at = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof(int));
 	int *scratch = arena_alloc(a, ((size_t)p->n_devices + 1) * sizeof(int));
-	if (!mask || !first || !first_rg || !first_in || !scratch)
+	struct first_grad *pool = NULL;
+	int n_pool = 0, cap = 0;
+	if (!mask || !at || !scratch)
 		return NULL;
-	/* first[t]: -2 while t has one reader at most (nothing to share), then
-	 * -1 until a reader with a partial gradient is found. */
+	/* at[t]: -2 while t has one reader at most (nothing to share), then -1
+	 * until a reader with a partial gradient is found. */
 	for (int t = 0; t < g->n_tensors; t++)
-		first[t] = -3;
+		at[t] = -3;
 	for (int op = 0; op < g->n_ops; op++)
 		for (int i = 0; i < g->ops[op].n_in; i++)
-			first[g->ops[op].in[i]] = first[g->ops[op].in[i]] == -3 ? -2 : -1;
+			at[g->ops[op].in[i]] = at[g->ops[op].in[i]] == -3 ? -2 : -1;
 	for (int op = 0; op < g->n_ops; op++) {
 		uint32_t used = 0;
 		bool shared = false;
 		for (int i = 0; i < g->ops[op].n_in && i < 32; i++)
-			shared = shared || first[g->ops[op].in[i]] != -2;
+			shared = shared || at[g->ops[op].in[i]] != -2;
 		if (shared)
 			used = used_axes(&p->ops[op]);
 		for (int i = 0; shared && i < g->ops[op].n_in && i < 32; i++) {
 			int t = g->ops[op].in[i];
 			struct rank_groups rg;
 			bool ok = true;
-			if (first[t] == -2 || !input_grad_groups(g, &p->ops[op], used, i, &rg, &ok))
+			if (at[t] == -2 || !input_grad_groups(g, &p->ops[op], used, i, &rg, &ok))
 				continue;
-			if (first[t] < 0) {
-				first[t] = op;
-				first_rg[t] = rg;
-				first_in[t] = &p->ops[op].in[i];
-			} else if (layout_same_placement(first_in[t], &p->ops[op].in[i]) &&
-			           same_partition(&first_rg[t], &rg, scratch, p->n_devices)) {
+			if (at[t] < 0) {
+				if (n_pool == cap) {
+					int grown = cap ? 2 * cap : 16;
+					pool = arena_grow(a, pool, (size_t)n_pool, (size_t)grown, sizeof(*pool));
+					if (!pool)
+						return NULL;
+					cap = grown;
+				}
+				pool[n_pool] = (struct first_grad){rg, &p->ops[op].in[i]};
+				at[t] = n_pool++;
+			} else if (layout_same_placement(pool[at[t]].in, &p->ops[op].in[i]) &&
+			           same_partition(&pool[at[t]].rg, &rg, scratch, p->n_devices)) {
 				mask[op] |= 1u << i;
 			}
 		}
@@ -266,53 +279,45 @@ uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p)
 }
 
 
-int *plan_first_readers(struct arena *a, const struct graph *g)
+struct param_reads *plan_param_reads(struct arena *a, const struct graph *g)
 {
-	return plan_first_readers_range(a, g, 0, g->n_ops);
-}
-
-int *plan_first_readers_range(struct arena *a, const struct graph *g, int lo, int hi)
-{
-	int *first = arena_alloc(a, sizeof(int) * ((size_t)g->n_tensors + 1));
-	if (!first)
+	struct param_reads *r = arena_alloc(a, sizeof(*r));
+	int *last = arena_alloc(a, sizeof(int) * ((size_t)g->n_tensors + 1));
+	r = r && last ? r : NULL;
+	if (r)
+		r->prev = arena_alloc(a, sizeof(*r->prev) * ((size_t)g->n_ops + 1));
+	if (!r || !r->prev)
 		return NULL;
 	for (int t = 0; t < g->n_tensors; t++)
-		first[t] = -1;
-	for (int i = lo; i < hi; i++)
+		last[t] = -1;
+	for (int i = 0; i < g->n_ops; i++) {
+		SL_ASSERT(g->ops[i].n_in <= SIG_MAX_TENSORS);
 		for (int j = 0; j < g->ops[i].n_in; j++) {
 			int t = g->ops[i].in[j];
-			if (g->tensors[t].role == TENSOR_PARAM && first[t] < 0)
-				first[t] = i;
+			if (g->tensors[t].role != TENSOR_PARAM)
+				continue;
+			r->prev[i][j] = last[t];
+			last[t] = i;  /* a later input of op i reading t again sees i itself */
 		}
-	return first;
+	}
+	return r;
 }
 
-/* Is input i of op o the first read of a parameter (by op order, and not
- * an earlier input of the same op)? */
-static bool first_read(const int *first_reader, const struct op *o, int op, int i)
-{
-	if (first_reader[o->in[i]] != op)
-		return false;
-	for (int j = 0; j < i; j++)
-		if (o->in[j] == o->in[i])
-			return false;
-	return true;
-}
-
-int plan_op_params(const struct graph *g, const int *first_reader, const struct dist_op *d,
-                   int inputs[SIG_MAX_TENSORS], const struct comm_step *sync[SIG_MAX_TENSORS])
+int plan_op_params(const struct graph *g, const struct param_reads *r, int lo,
+                   const struct dist_op *d, int inputs[SIG_MAX_TENSORS],
+                   const struct comm_step *sync[SIG_MAX_TENSORS])
 {
 	const struct op *o = &g->ops[d->op];
 	int n = 0, gi = 0;
-	SL_ASSERT(d->n_in <= SIG_MAX_TENSORS);
+	SL_ASSERT(d->n_in <= SIG_MAX_TENSORS && d->op >= lo);
 	/* grad[] lists, in input order, the parameters replicated on some axis. */
 	for (int i = 0; i < d->n_in; i++) {
 		if (g->tensors[o->in[i]].role != TENSOR_PARAM)
 			continue;
 		bool synced = layout_replica_axes(&d->in[i]) != 0;
 		const struct comm_step *gs = synced && gi < d->n_grad ? &d->grad[gi++] : NULL;
-		if (!first_read(first_reader, o, d->op, i))
-			continue;
+		if (r->prev[d->op][i] >= lo)
+			continue;  /* read before, in the range or by an earlier input */
 		inputs[n] = i;
 		sync[n++] = gs;
 	}
@@ -375,7 +380,8 @@ bool *plan_attention_core(struct arena *a, const struct graph *g)
  * `seq` counts gradients in the order they become ready. */
 struct grad {
 	enum step_kind kind;
-	struct rank_groups groups;
+	const struct rank_groups *groups;  /* the plan's synchronisation step's */
+	uint64_t key;                      /* groups_key: equal groups, equal keys */
 	double bytes;
 	int op, seq;
 	const char *name;                  /* the parameter */
@@ -384,63 +390,37 @@ struct grad {
 };
 
 struct bucket {
-	struct grad first;                 /* kind, groups and the first parameter */
+	const struct grad *first;          /* kind, groups and the first parameter */
 	double bytes;
 	int n, last_seq, last_op, order;
 };
 
-/* The gradients of a plan in backward order, being collected. */
+/* The gradients of a chunk in backward order, being collected (room for
+ * every parameter input of the chunk's ops). */
 struct grads {
-	struct arena *a;
 	struct grad *v;
-	int n, cap;
-	bool oom;
+	int n;
 };
 
-static void add_grad(struct grads *G, const struct grad *g)
-{
-	if (G->n == G->cap) {
-		int cap = G->cap ? 2 * G->cap : 64;
-		struct grad *x = arena_grow(G->a, G->v, (size_t)G->n, (size_t)cap, sizeof(*x));
-		if (!x) {
-			G->oom = true;
-			return;
-		}
-		G->v = x;
-		G->cap = cap;
-	}
-	G->v[G->n++] = *g;
-}
-
-/* A plan_coll_sink: the gradient synchronisation of one parameter. */
-struct grad_sink {
-	struct grads *G;
-	int op;
-	const char *name;
-	enum dtype dtype;
-};
-
-static void grad_add(void *ctx, const struct plan_coll *c)
-{
-	struct grad_sink *k = ctx;
-	struct grad x = {c->kind, c->groups, c->bytes, k->op, k->G->n, k->name, k->dtype, -1};
-	add_grad(k->G, &x);
-}
+static uint64_t groups_key(const struct rank_groups *g);
 
 /* The gradients op d completes in backward: the parameters it is the first
- * to read, replicated somewhere. */
-static void op_grads(struct grads *G, const struct graph *g, const int *first_reader,
+ * of the chunk's ops [lo, ..) to read, replicated somewhere (the
+ * collective plan_colls_forward lists for the synchronisation step). */
+static void op_grads(struct grads *G, const struct graph *g, const struct param_reads *r, int lo,
                      const struct dist_op *d)
 {
 	int inputs[SIG_MAX_TENSORS];
 	const struct comm_step *sync[SIG_MAX_TENSORS];
-	int n = plan_op_params(g, first_reader, d, inputs, sync);
+	int n = plan_op_params(g, r, lo, d, inputs, sync);
 	for (int k = 0; k < n; k++) {
+		const struct comm_step *st = sync[k];
+		if (!st || st->groups.size <= 1 || st->kind == STEP_SLICE || st->kind == STEP_RESHAPE)
+			continue;
 		const struct tensor *t = &g->tensors[g->ops[d->op].in[inputs[k]]];
-		struct grad_sink gs = {G, d->op, t->name, t->dtype};
-		struct plan_coll_sink sink = {grad_add, &gs};
-		if (sync[k])
-			plan_colls_forward(sync[k], 1, &sink);
+		G->v[G->n] = (struct grad){st->kind, &st->groups, groups_key(&st->groups),
+		                           step_message(st), d->op, G->n, t->name, t->dtype, -1};
+		G->n++;
 	}
 }
 
@@ -478,6 +458,29 @@ static int canon(const struct rank_groups *g, bool members, int64_t out[PLAN_MAX
 	return n;
 }
 
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdu;
+}
+
+/* A hash of what same_groups compares: groups that hold the same ranks in
+ * the same order have the same key, so different keys rule a match out
+ * without the canonical forms. */
+static uint64_t groups_key(const struct rank_groups *g)
+{
+	int64_t f[PLAN_MAX_AXES][2];
+	uint64_t h = mix64(mix64(mix64(0, (uint64_t)g->size), (uint64_t)g->n_groups),
+	                   (uint64_t)g->dm.base);
+	for (int members = 0; members <= 1; members++) {
+		int n = canon(g, members, f);
+		h = mix64(h, (uint64_t)n);
+		for (int k = 0; k < n; k++)
+			h = mix64(mix64(h, (uint64_t)f[k][0]), (uint64_t)f[k][1]);
+	}
+	return h;
+}
+
 static bool same_canon(const struct rank_groups *a, const struct rank_groups *b, bool members)
 {
 	int64_t x[PLAN_MAX_AXES][2], y[PLAN_MAX_AXES][2];
@@ -488,6 +491,8 @@ static bool same_canon(const struct rank_groups *a, const struct rank_groups *b,
 /* Same ranks in the same groups and order. */
 static bool same_groups(const struct rank_groups *a, const struct rank_groups *b)
 {
+	if (a == b)
+		return true;
 	return a->size == b->size && a->n_groups == b->n_groups && a->dm.base == b->dm.base &&
 	       same_canon(a, b, true) && same_canon(a, b, false);
 }
@@ -518,8 +523,8 @@ static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
 		int hit = -1;
 		for (int j = 0; j < n_open && hit < 0; j++) {
 			const struct bucket *b = &all[open[j]];
-			if (b->first.kind == g->kind && b->first.dtype == g->dtype &&
-			    same_groups(&b->first.groups, &g->groups))
+			if (b->first->kind == g->kind && b->first->dtype == g->dtype &&
+			    b->first->key == g->key && same_groups(b->first->groups, g->groups))
 				hit = j;
 		}
 		if (hit >= 0 && all[open[hit]].bytes + g->bytes <= bucket_bytes) {
@@ -538,7 +543,7 @@ static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
 			n_open--;
 		}
 		g->bucket = n;
-		all[n] = (struct bucket){*g, g->bytes, 1, g->seq, g->op, n};
+		all[n] = (struct bucket){g, g->bytes, 1, g->seq, g->op, n};
 		open[n_open++] = n++;
 	}
 	qsort(all, (size_t)n, sizeof(*all), cmp_bucket);
@@ -546,21 +551,24 @@ static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
 	return n;
 }
 
-int plan_gradient_buckets(struct arena *a, const struct plan *p, int lo, int hi,
-                          double bucket_bytes, struct plan_bucket **out)
+int plan_gradient_buckets(struct arena *a, const struct plan *p, const struct param_reads *r,
+                          int lo, int hi, double bucket_bytes, struct plan_bucket **out)
 {
-	struct grads G = {.a = a};
-	int *first_reader = plan_first_readers_range(a, p->graph, lo, hi);
-	if (!first_reader)
+	int room = 0;
+	for (int i = lo; i < hi; i++)
+		for (int j = 0; j < p->graph->ops[i].n_in; j++)
+			room += p->graph->tensors[p->graph->ops[i].in[j]].role == TENSOR_PARAM;
+	struct grads G = {arena_calloc(a, (size_t)room + 1, sizeof(*G.v)), 0};
+	if (!G.v)
 		return -1;
 	for (int i = hi - 1; i >= lo; i--)
-		op_grads(&G, p->graph, first_reader, &p->ops[i]);
+		op_grads(&G, p->graph, r, lo, &p->ops[i]);
 	if (p->scenario->training.zero_stage >= 1)
 		for (int k = 0; k < G.n; k++)
 			if (G.v[k].kind == STEP_ALLREDUCE)
 				G.v[k].kind = STEP_REDUCESCATTER;
 	struct bucket *b;
-	int n = G.oom ? -1 : make_buckets(a, &G, bucket_bytes, &b);
+	int n = make_buckets(a, &G, bucket_bytes, &b);
 	if (n < 0)
 		return -1;
 	*out = arena_calloc(a, (size_t)n + 1, sizeof(**out));
@@ -569,8 +577,9 @@ int plan_gradient_buckets(struct arena *a, const struct plan *p, int lo, int hi,
 		return -1;
 	for (int k = 0; k < n; k++) {
 		struct plan_bucket *pb = &(*out)[k];
-		*pb = (struct plan_bucket){b[k].first.kind, b[k].first.groups, b[k].bytes, b[k].n,
-		                           b[k].last_op, b[k].first.name, b[k].first.dtype, NULL, NULL};
+		const struct grad *f = b[k].first;
+		*pb = (struct plan_bucket){f->kind, f->groups, b[k].bytes, b[k].n, b[k].last_op,
+		                           f->name, f->dtype, NULL, NULL};
 		pb->ops = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->ops));
 		pb->op_bytes = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->op_bytes));
 		if (!pb->ops || !pb->op_bytes)
