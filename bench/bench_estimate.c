@@ -18,23 +18,31 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 
-enum { T = 8, RUNS = 5 };
+enum { T = 8, RUNS = 20 };
 
 int main(int argc, char **argv)
 {
 	const char *model = SHARDLAB_SOURCE_ROOT "/models/gpt3-175b.json";
 	const char *topo = SHARDLAB_SOURCE_ROOT "/topologies/dgx-a100-x128.json";
 	int64_t devices = 1024;
+	int runs = RUNS;
+	if (argc >= 3 && !strcmp(argv[1], "--runs")) {
+		runs = atoi(argv[2]);
+		argc -= 2;
+		argv += 2;
+	}
+	if (runs < 1 || (argc != 1 && argc != 4)) {
+		fprintf(stderr, "usage: bench_estimate [--runs N] [MODEL TOPOLOGY DEVICES]\n");
+		return 2;
+	}
 	if (argc == 4) {
 		model = argv[1];
 		topo = argv[2];
 		devices = strtoll(argv[3], NULL, 10);
-	} else if (argc != 1) {
-		fprintf(stderr, "usage: bench_estimate [MODEL TOPOLOGY DEVICES]\n");
-		return 2;
 	}
 	struct diag_list d;
 	diag_list_init(&d);
@@ -46,11 +54,15 @@ int main(int argc, char **argv)
 		s = NULL;
 	struct plan *p = s ? plan_propagate(a, s, REDIST_COMPAT, &d) : NULL;
 	struct estimate e;
-	double best = -1;
+	double best = -1, iteration_s = 0;
 	bool ok = p != NULL;
-	for (int r = 0; ok && r < RUNS; r++) {
+	for (int r = 0; ok && r < runs; r++) {
+		/* an arena per estimate, as the planners and the search use it */
 		double t0 = bench_now_s();
-		ok = plan_estimate(a, p, &e, &d);
+		struct arena *ea = arena_new();
+		ok = ea && plan_estimate(ea, p, &e, &d);
+		iteration_s = ok ? e.iteration_s : 0;
+		arena_free(ea);
 		double wall = bench_now_s() - t0;
 		if (best < 0 || wall < best)
 			best = wall;
@@ -59,7 +71,7 @@ int main(int argc, char **argv)
 	if (ok)
 		printf("{\"bench\": \"estimate\", \"model\": \"%s\", \"ops\": %d, \"devices\": %" PRId64
 		       ", \"wall_s\": %.6f, \"iteration_s\": %.6g}\n",
-		       s->graph->name, s->graph->n_ops, p->n_devices, best, e.iteration_s);
+		       s->graph->name, s->graph->n_ops, p->n_devices, best, iteration_s);
 	diag_list_free(&d);
 	arena_free(a);
 	return ok ? 0 : 1;
