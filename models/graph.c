@@ -226,3 +226,72 @@ void graph_totals(const struct graph *g, struct graph_totals *out)
 		                          m->hidden * f;
 	}
 }
+
+/* ------------------------------------------------------------ likeness */
+
+/* Appends a word, when there is room. */
+static void word(int64_t *w, int *n, int cap, int64_t v)
+{
+	if (*n < cap)
+		w[*n] = v;
+	(*n)++;
+}
+
+static int64_t double_bits(double x)
+{
+	int64_t v;
+	memcpy(&v, &x, sizeof v);
+	return v;
+}
+
+int graph_op_key(const struct graph *g, int op, int64_t *w, int cap)
+{
+	const struct op *o = &g->ops[op];
+	const struct op_attrs *at = &o->attrs;
+	int n = 0;
+	word(w, &n, cap, o->kind);
+	word(w, &n, cap, o->dtype);
+	word(w, &n, cap, double_bits(o->flops));
+	word(w, &n, cap, double_bits(o->bytes_read));
+	word(w, &n, cap, double_bits(o->bytes_written));
+	word(w, &n, cap, o->params);
+	/* every attribute of struct op_attrs */
+	word(w, &n, cap, at->transpose_a);
+	word(w, &n, cap, at->transpose_b);
+	word(w, &n, cap, at->axis);
+	word(w, &n, cap, at->n_axes);
+	for (int k = 0; k < at->n_axes && k < GRAPH_MAX_RANK; k++)
+		word(w, &n, cap, at->axes[k]);
+	word(w, &n, cap, at->keep_dims);
+	word(w, &n, cap, at->n_shape);
+	for (int k = 0; k < at->n_shape && k < GRAPH_MAX_RANK; k++) {
+		word(w, &n, cap, at->shape[k]);
+		word(w, &n, cap, at->perm[k]);
+		word(w, &n, cap, at->begin[k]);
+		word(w, &n, cap, at->end[k]);
+		word(w, &n, cap, at->strides[k]);
+	}
+	word(w, &n, cap, at->n_outputs);
+	word(w, &n, cap, at->to);
+	word(w, &n, cap, double_bits(at->keep_prob));
+	/* the tensors, and which inputs repeat an earlier one */
+	word(w, &n, cap, o->n_in);
+	word(w, &n, cap, o->n_out);
+	for (int i = 0; i < o->n_in + o->n_out; i++) {
+		int t = i < o->n_in ? o->in[i] : o->out[i - o->n_in];
+		const struct tensor *x = &g->tensors[t];
+		word(w, &n, cap, x->role);
+		word(w, &n, cap, x->dtype);
+		word(w, &n, cap, x->rank);
+		for (int d = 0; d < x->rank; d++)
+			word(w, &n, cap, x->dims[d]);
+		int first = i;
+		for (int j = 0; j < i && i < o->n_in; j++)
+			if (o->in[j] == t) {
+				first = j;
+				break;
+			}
+		word(w, &n, cap, first);
+	}
+	return n;
+}

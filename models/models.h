@@ -255,6 +255,17 @@ struct op_sig {
 	enum sig_rule rule;
 };
 
+/* Op `op` as words that say everything a planner reads of it: kind,
+ * dtype, FLOPs, bytes, parameters, every attribute, and each tensor's
+ * role, dtype and shape in order, with which inputs repeat an earlier
+ * one (names and positions in the graph excluded). Two ops with the same
+ * words are alike: a transformer's layers repeat their ops' words.
+ * Writes at most cap words into w and returns how many there are (more
+ * than cap: they did not fit; GRAPH_OP_KEY_WORDS hold any op of at most
+ * 2 x SIG_MAX_TENSORS tensors, every op a signature describes). */
+#define GRAPH_OP_KEY_WORDS (17 + 6 * GRAPH_MAX_RANK + 2 * SIG_MAX_TENSORS * (4 + GRAPH_MAX_RANK))
+int graph_op_key(const struct graph *g, int op, int64_t *w, int cap);
+
 /* The signature of op `op`. False when the op has more tensors or labels
  * than a signature holds (such an op can only be replicated). */
 bool graph_op_signature(const struct graph *g, int op, struct op_sig *out);

@@ -51,6 +51,7 @@ struct prop {
 	int *use_start;                    /* consumers of tensor t: uses[use_start[t] .. [t+1]) */
 	struct use *uses;
 	const struct layout **param_layout; /* by tensor: the first decided reader's layout */
+	struct decisions *memo;            /* decisions remembered (NULL: none) */
 };
 
 /* -------------------------------------------------------------- graph */
@@ -455,25 +456,190 @@ static void mark_decided(struct prop *P, int v)
 	record_params(P, v);
 }
 
+/* ------------------------------------------------ remembered decisions */
+
+/* A transformer's layers repeat their ops, and an op of a later layer
+ * meets decided neighbours laid out as its twin's were. choose() reads of
+ * an op only its words (graph_op_key: kind, attributes, shapes, FLOPs),
+ * the layouts of its decided neighbours on each edge, and the layouts its
+ * shared parameters already have; so a decision is remembered under the
+ * words of all three, and an op whose words are equal (compared whole,
+ * never by hash alone) takes the twin's winner and figures. */
+struct decision {
+	uint64_t hash;
+	size_t at, len;                    /* its words in the pool; len 0: an empty slot */
+	int win;                           /* -1: no candidate */
+	struct strategy st;
+	struct plan_choice ch;
+};
+
+struct decisions {
+	struct decision *slots;
+	size_t cap, used;                  /* cap: a power of two */
+	int64_t *pool;
+	size_t pool_len, pool_cap;
+	int64_t *buf;                      /* the words of the op being decided */
+	size_t buf_cap;
+};
+
+static struct decisions *decisions_new(void)
+{
+	struct decisions *m = calloc(1, sizeof(*m));
+	if (m) {
+		m->cap = 256;
+		m->slots = calloc(m->cap, sizeof(*m->slots));
+	}
+	if (m && !m->slots) {
+		free(m);
+		m = NULL;
+	}
+	return m;
+}
+
+static void decisions_free(struct decisions *m)
+{
+	if (m) {
+		free(m->slots);
+		free(m->pool);
+		free(m->buf);
+		free(m);
+	}
+}
+
+/* Room for n more words in m->buf after `used`; false when out of memory. */
+static bool buf_room(struct decisions *m, size_t used, size_t n)
+{
+	if (used + n <= m->buf_cap)
+		return true;
+	size_t cap = 2 * (used + n);
+	int64_t *b = realloc(m->buf, cap * sizeof(*b));
+	if (!b)
+		return false;
+	m->buf = b;
+	m->buf_cap = cap;
+	return true;
+}
+
+/* The words of op v's decision into m->buf; their count, 0 when the op's
+ * own words do not fit a key (it is then decided afresh). */
+static size_t context_words(const struct prop *P, int v, struct arena *scratch)
+{
+	struct decisions *m = P->memo;
+	const struct op *o = &P->g->ops[v];
+	struct nbr_edge *e;
+	int n_e = decided_edges(P, v, scratch, &e);
+	if (n_e < 0 || !buf_room(m, 0, GRAPH_OP_KEY_WORDS + 2))
+		return 0;
+	int k = graph_op_key(P->g, v, m->buf, GRAPH_OP_KEY_WORDS);
+	if (k > GRAPH_OP_KEY_WORDS)
+		return 0;
+	size_t n = (size_t)k;
+	m->buf[n++] = n_e;
+	for (int i = 0; i < n_e; i++) {
+		if (!buf_room(m, n, 3 + LAYOUT_KEY_WORDS))
+			return 0;
+		m->buf[n++] = e[i].output;
+		m->buf[n++] = e[i].idx;
+		n += (size_t)layout_key(e[i].other, m->buf + n);
+	}
+	for (int j = 0; j < o->n_in; j++) {
+		const struct layout *want = P->param_layout[o->in[j]];
+		if (!buf_room(m, n, 1 + LAYOUT_KEY_WORDS))
+			return 0;
+		m->buf[n++] = want != NULL;
+		if (want)
+			n += (size_t)layout_key(want, m->buf + n);
+	}
+	return n;
+}
+
+/* The decision remembered under m->buf[0 .. n), or the empty slot it would
+ * take. */
+static struct decision *decision_slot(struct decisions *m, uint64_t h, size_t n)
+{
+	for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		struct decision *d = &m->slots[i];
+		if (!d->len || (d->hash == h && d->len == n &&
+		                !memcmp(m->pool + d->at, m->buf, n * sizeof(int64_t))))
+			return d;
+	}
+}
+
+/* Remembers a decision under m->buf[0 .. n) (not when out of memory:
+ * remembering only saves time). */
+static void remember(struct decisions *m, uint64_t h, size_t n, int win,
+                     const struct strategy *st, const struct plan_choice *ch)
+{
+	if (2 * (m->used + 1) > m->cap) {
+		struct decision *old = m->slots;
+		size_t cap = m->cap;
+		struct decision *slots = calloc(2 * cap, sizeof(*slots));
+		if (!slots)
+			return;
+		m->slots = slots;
+		m->cap = 2 * cap;
+		for (size_t i = 0; i < cap; i++)
+			if (old[i].len) {
+				size_t j = old[i].hash & (m->cap - 1);
+				while (m->slots[j].len)
+					j = (j + 1) & (m->cap - 1);
+				m->slots[j] = old[i];
+			}
+		free(old);
+	}
+	if (m->pool_len + n > m->pool_cap) {
+		size_t cap = 2 * (m->pool_len + n);
+		int64_t *p = realloc(m->pool, cap * sizeof(*p));
+		if (!p)
+			return;
+		m->pool = p;
+		m->pool_cap = cap;
+	}
+	struct decision *d = decision_slot(m, h, n);
+	memcpy(m->pool + m->pool_len, m->buf, n * sizeof(int64_t));
+	*d = (struct decision){h, m->pool_len, n, win, {{{0}}}, *ch};
+	if (st)
+		d->st = *st;
+	m->pool_len += n;
+	m->used++;
+}
+
 /* Decides unconfigured op v, reached from u. */
 static bool decide(struct prop *P, int v, int u)
 {
 	struct arena *scratch = arena_new();
-	struct strategy *cand;
-	int n = scratch ? plan_enumerate(scratch, P->g, v, P->n_devices, P->all_devices, &cand) : 0;
 	struct plan_choice *ch = &P->p->choices[v];
-	int win = n ? choose(P, v, cand, n, scratch, ch) : -1;
+	size_t nw = scratch && P->memo ? context_words(P, v, scratch) : 0;
+	uint64_t h = nw ? util_hash_words(P->memo->buf, nw) : 0;
+	const struct decision *known = nw ? decision_slot(P->memo, h, nw) : NULL;
+	struct strategy st;
+	int win;
+	if (known && known->len) {
+		win = known->win;
+		st = known->st;
+		*ch = known->ch;
+	} else {
+		struct strategy *cand;
+		int n = scratch ? plan_enumerate(scratch, P->g, v, P->n_devices, P->all_devices, &cand)
+		                : 0;
+		win = n ? choose(P, v, cand, n, scratch, ch) : -1;
+		if (win >= 0)
+			st = cand[win];
+		else
+			memset(ch, 0, sizeof(*ch));
+		if (nw)
+			remember(P->memo, h, nw, win, win >= 0 ? &st : NULL, ch);
+	}
 	bool ok;
 	if (win >= 0) {
-		ok = dist_op_from_cuts(P->a, P->g, v, (const int64_t(*)[GRAPH_MAX_RANK])cand[win].cuts,
+		ok = dist_op_from_cuts(P->a, P->g, v, (const int64_t(*)[GRAPH_MAX_RANK])st.cuts,
 		                       P->n_devices, &P->p->ops[v], P->diags);
 		P->p->ops[v].source = STRATEGY_PROPAGATED;
 		P->p->ops[v].from_op = u;
-		if (ok)
-			check_layouts(P, v, &cand[win], scratch);
+		if (ok && !(known && known->len))
+			check_layouts(P, v, &st, scratch);
 	} else {
 		/* No candidate (a signature too large to hold): distop says why. */
-		memset(ch, 0, sizeof(*ch));
 		ok = dist_op_data_parallel(P->a, P->g, v, P->n_devices, &P->p->ops[v], P->diags);
 	}
 	arena_free(scratch);
@@ -616,10 +782,13 @@ struct plan *plan_propagate_cache(struct arena *a, const struct scenario *s,
                                   struct diag_list *diags)
 {
 	struct prop P;
-	if (!prop_init(&P, a, s, mode, cache, diags) || !configure(&P, s) || !bfs(&P) ||
-	    !default_unreached(&P) || !plan_derive_edges(a, P.p, diags))
-		return NULL;
-	return P.p;
+	bool ok = prop_init(&P, a, s, mode, cache, diags);
+	if (ok)
+		P.memo = decisions_new();  /* without it every op is decided afresh */
+	ok = ok && configure(&P, s) && bfs(&P) && default_unreached(&P) &&
+	     plan_derive_edges(a, P.p, diags);
+	decisions_free(P.memo);
+	return ok ? P.p : NULL;
 }
 
 struct plan *plan_propagate(struct arena *a, const struct scenario *s, enum redist_mode mode,

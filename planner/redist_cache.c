@@ -21,9 +21,7 @@
 
 #include "planner-int.h"
 
-/* Words of one layout's key: dtype, rank, shape, n axes, sizes, base,
- * per dimension n_map and its axes, partial. */
-#define KEY_WORDS_MAX (3 + GRAPH_MAX_RANK + PLAN_MAX_AXES + 1 + GRAPH_MAX_RANK * (1 + PLAN_MAX_AXES) + 1)
+#define KEY_WORDS_MAX LAYOUT_KEY_WORDS   /* one layout's (layout_key) */
 
 struct cache_entry {
 	uint64_t hash;
@@ -39,38 +37,6 @@ struct redist_cache {
 	size_t pool_len, pool_cap;
 	int64_t hits, misses;
 };
-
-static int layout_key(const struct layout *l, int64_t *w)
-{
-	int n = 0;
-	w[n++] = l->dtype;
-	w[n++] = l->rank;
-	for (int d = 0; d < l->rank; d++)
-		w[n++] = l->shape[d];
-	w[n++] = l->dm.n;
-	for (int a = 0; a < l->dm.n; a++)
-		w[n++] = l->dm.size[a];
-	w[n++] = l->dm.base;
-	for (int d = 0; d < l->rank; d++) {
-		w[n++] = l->n_map[d];
-		for (int k = 0; k < l->n_map[d]; k++)
-			w[n++] = l->map[d][k];
-	}
-	w[n++] = l->partial;
-	return n;
-}
-
-/* FNV-1a over 64-bit words (one multiply per word, not per byte), with a
- * final shift so that the low bits the table uses depend on every word. */
-static uint64_t key_hash(const int64_t *w, int n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (int i = 0; i < n; i++) {
-		h ^= (uint64_t)w[i];
-		h *= 1099511628211ull;
-	}
-	return h ^ (h >> 29);
-}
 
 struct redist_cache *redist_cache_new(void)
 {
@@ -188,7 +154,7 @@ double redist_cache_bytes(struct redist_cache *c, const struct layout *src,
 	int64_t w[2 * KEY_WORDS_MAX];
 	int n = layout_key(src, w);
 	n += layout_key(dst, w + n);
-	uint64_t h = key_hash(w, n);
+	uint64_t h = util_hash_words(w, n);
 	struct cache_entry *e = probe(c, h, w, n);
 	if (e->key != SIZE_MAX) {
 		c->hits++;

@@ -1,5 +1,6 @@
-/* misc.c — assertions, checked arithmetic, file reading, paths, and the edit
- * distance behind "did you mean" suggestions. No hot path. */
+/* misc.c — assertions, checked arithmetic, hashing, file reading, paths,
+ * and the edit distance behind "did you mean" suggestions. Hot path:
+ * util_hash_words (the planners' memo tables). */
 #include "util.h"
 
 #include <errno.h>
@@ -12,6 +13,16 @@ void util_assert_fail(const char *file, int line, const char *expr)
 	fflush(stdout);
 	fprintf(stderr, "%s:%d: internal error: assertion failed: %s\n", file, line, expr);
 	abort();
+}
+
+uint64_t util_hash_words(const int64_t *w, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (uint64_t)w[i];
+		h *= 1099511628211ull;
+	}
+	return h ^ (h >> 29);
 }
 
 bool util_mul_i64(int64_t a, int64_t b, int64_t *out)

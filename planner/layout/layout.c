@@ -321,6 +321,26 @@ static bool same_slices(const struct layout *a, const struct layout *b)
 	return true;
 }
 
+int layout_key(const struct layout *l, int64_t w[LAYOUT_KEY_WORDS])
+{
+	int n = 0;
+	w[n++] = l->dtype;
+	w[n++] = l->rank;
+	for (int d = 0; d < l->rank; d++)
+		w[n++] = l->shape[d];
+	w[n++] = l->dm.n;
+	for (int a = 0; a < l->dm.n; a++)
+		w[n++] = l->dm.size[a];
+	w[n++] = l->dm.base;
+	for (int d = 0; d < l->rank; d++) {
+		w[n++] = l->n_map[d];
+		for (int k = 0; k < l->n_map[d]; k++)
+			w[n++] = l->map[d][k];
+	}
+	w[n++] = l->partial;
+	return n;
+}
+
 bool layout_same_placement(const struct layout *a, const struct layout *b)
 {
 	if (a->rank != b->rank || a->dm.n_devices != b->dm.n_devices || a->dm.base != b->dm.base)

@@ -61,6 +61,13 @@ struct layout {
 	uint32_t partial;                               /* bit a: partial sums over axis a */
 };
 
+/* A layout as words: dtype, rank, shape, the device matrix's sizes and
+ * first rank, each dimension's axes, the partial-sum axes. Equal words,
+ * equal layouts (axis names aside); returns the count. */
+#define LAYOUT_KEY_WORDS \
+	(3 + GRAPH_MAX_RANK + PLAN_MAX_AXES + 1 + GRAPH_MAX_RANK * (1 + PLAN_MAX_AXES) + 1)
+int layout_key(const struct layout *l, int64_t w[LAYOUT_KEY_WORDS]);
+
 /* A device matrix from sizes (names may be NULL). False when the product
  * overflows or a size is < 1. */
 bool devmat_init(struct devmat *dm, int n, const int64_t *sizes, const char *const *names,
