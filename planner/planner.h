@@ -61,6 +61,13 @@ struct plan *plan_propagate(struct arena *a, const struct scenario *s, enum redi
 struct plan *plan_propagate_cache(struct arena *a, const struct scenario *s,
                                   enum redist_mode mode, struct redist_cache *cache,
                                   struct diag_list *diags);
+/* The same deciding every op afresh: plan_propagate takes an op's decision
+ * from a decided op alike it (same graph_op_key words) whose neighbours
+ * were laid out alike, which must not change the plan; tests compare the
+ * two. */
+struct plan *plan_propagate_fresh(struct arena *a, const struct scenario *s,
+                                  enum redist_mode mode, struct redist_cache *cache,
+                                  struct diag_list *diags);
 
 /* ------------------------------------------------------- other planners */
 

@@ -15,7 +15,9 @@
  * Units: bytes per device and FLOPs per rank (double). Hot path: pricing
  * candidates, once per candidate and decided neighbour; a candidate's
  * layouts are derived directly from its cuts (no dist_op), full dist_ops
- * are built only for the candidates tied at the least edge cost.
+ * are built only for the candidates tied at the least edge cost; an op
+ * alike an op decided before, among neighbours laid out alike, takes that
+ * decision without pricing anything ("remembered decisions" below).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -777,18 +779,31 @@ static bool default_unreached(struct prop *P)
 	return true;
 }
 
-struct plan *plan_propagate_cache(struct arena *a, const struct scenario *s,
-                                  enum redist_mode mode, struct redist_cache *cache,
-                                  struct diag_list *diags)
+static struct plan *propagate(struct arena *a, const struct scenario *s, enum redist_mode mode,
+                              struct redist_cache *cache, bool remember, struct diag_list *diags)
 {
 	struct prop P;
 	bool ok = prop_init(&P, a, s, mode, cache, diags);
-	if (ok)
+	if (ok && remember)
 		P.memo = decisions_new();  /* without it every op is decided afresh */
 	ok = ok && configure(&P, s) && bfs(&P) && default_unreached(&P) &&
 	     plan_derive_edges(a, P.p, diags);
 	decisions_free(P.memo);
 	return ok ? P.p : NULL;
+}
+
+struct plan *plan_propagate_cache(struct arena *a, const struct scenario *s,
+                                  enum redist_mode mode, struct redist_cache *cache,
+                                  struct diag_list *diags)
+{
+	return propagate(a, s, mode, cache, true, diags);
+}
+
+struct plan *plan_propagate_fresh(struct arena *a, const struct scenario *s,
+                                  enum redist_mode mode, struct redist_cache *cache,
+                                  struct diag_list *diags)
+{
+	return propagate(a, s, mode, cache, false, diags);
 }
 
 struct plan *plan_propagate(struct arena *a, const struct scenario *s, enum redist_mode mode,

@@ -403,26 +403,93 @@ Test(propagate, tied_embedding_placed_once)
 
 Test(propagate, repeated_layers_hit_the_cache)
 {
-	/* Layers are identical, so once propagation has walked one, the
-	 * layout pairs of the next repeat: 8 layers ask no pair that 4 layers
-	 * did not (the same misses), and ask each again (more hits), far more
-	 * often than they derive. */
-	int64_t hits[2], misses[2];
+	/* Layers are identical, so once propagation has walked one, the ops
+	 * of the next meet neighbours laid out as their twins' were and take
+	 * their twins' decisions without pricing anything: 8 layers ask the
+	 * cache exactly what 4 layers do (the same misses and hits). Deciding
+	 * every op afresh, 8 layers ask no pair that 4 layers did not (the
+	 * same misses) and ask each again (more hits), far more often than
+	 * they derive. */
+	int64_t hits[2][2], misses[2][2];
 	int layers[2] = {4, 8};
-	for (int i = 0; i < 2; i++) {
-		struct redist_cache *c = redist_cache_new();
-		struct plan *p = plan_propagate_cache(
-			A, small_gpt(layers[i], "\"layers.0.mlp.fc1.matmul\": [[2, 1], [1, 4]]"),
-			REDIST_COMPAT, c, &D);
-		cr_assert_not_null(p);
-		redist_cache_stats(c, &hits[i], &misses[i]);
-		redist_cache_free(c);
+	for (int fresh = 0; fresh < 2; fresh++)
+		for (int i = 0; i < 2; i++) {
+			struct redist_cache *c = redist_cache_new();
+			struct scenario *s =
+				small_gpt(layers[i], "\"layers.0.mlp.fc1.matmul\": [[2, 1], [1, 4]]");
+			struct plan *p = fresh ? plan_propagate_fresh(A, s, REDIST_COMPAT, c, &D)
+			                       : plan_propagate_cache(A, s, REDIST_COMPAT, c, &D);
+			cr_assert_not_null(p);
+			redist_cache_stats(c, &hits[fresh][i], &misses[fresh][i]);
+			redist_cache_free(c);
+		}
+	cr_expect_eq(misses[0][1], misses[0][0]);
+	cr_expect_eq(hits[0][1], hits[0][0], "remembered: hits %lld and %lld",
+	             (long long)hits[0][0], (long long)hits[0][1]);
+	cr_expect_eq(misses[1][1], misses[1][0], "misses %lld and %lld", (long long)misses[1][0],
+	             (long long)misses[1][1]);
+	cr_expect_eq(misses[1][0], misses[0][0]);
+	cr_expect_gt(hits[1][1], hits[1][0]);
+	cr_expect_gt(hits[1][1], 4 * misses[1][1], "hits %lld misses %lld", (long long)hits[1][1],
+	             (long long)misses[1][1]);
+}
+
+/* The two plans are the same op by op: strategies, layouts, where each
+ * came from and the figures of its choice, and the same edges. */
+static void expect_same_plans(const struct plan *p, const struct plan *q, const char *what)
+{
+	cr_assert_eq(p->graph->n_ops, q->graph->n_ops);
+	for (int v = 0; v < p->graph->n_ops; v++) {
+		const struct dist_op *a = &p->ops[v], *b = &q->ops[v];
+		cr_expect_eq(a->source, b->source, "%s op %d", what, v);
+		cr_expect_eq(a->from_op, b->from_op, "%s op %d", what, v);
+		cr_assert_eq(a->n_in, b->n_in);
+		for (int i = 0; i < a->n_in; i++) {
+			int64_t x[LAYOUT_KEY_WORDS], y[LAYOUT_KEY_WORDS];
+			int n = layout_key(&a->in[i], x);
+			cr_expect(n == layout_key(&b->in[i], y) && !memcmp(x, y, (size_t)n * sizeof(x[0])),
+			          "%s op %d input %d", what, v, i);
+			for (int d = 0; d < a->in[i].rank; d++)
+				cr_expect_eq(a->cuts[i][d], b->cuts[i][d], "%s op %d", what, v);
+		}
+		cr_expect_eq(a->n_comm, b->n_comm, "%s op %d", what, v);
+		cr_expect_eq(a->n_grad, b->n_grad, "%s op %d", what, v);
+		cr_expect_eq(p->choices[v].n_candidates, q->choices[v].n_candidates, "%s op %d", what, v);
+		cr_expect_eq(p->choices[v].n_tied, q->choices[v].n_tied, "%s op %d", what, v);
+		cr_expect_eq(p->choices[v].edge_bytes, q->choices[v].edge_bytes, "%s op %d", what, v);
+		cr_expect_eq(p->choices[v].param_conflict, q->choices[v].param_conflict, "%s op %d",
+		             what, v);
 	}
-	cr_expect_eq(misses[1], misses[0], "misses %lld and %lld", (long long)misses[0],
-	             (long long)misses[1]);
-	cr_expect_gt(hits[1], hits[0]);
-	cr_expect_gt(hits[1], 4 * misses[1], "hits %lld misses %lld", (long long)hits[1],
-	             (long long)misses[1]);
+	cr_expect_eq(p->n_edges, q->n_edges, "%s", what);
+	cr_expect_eq(p->n_unreached, q->n_unreached, "%s", what);
+}
+
+Test(propagate, remembered_decisions_change_nothing)
+{
+	/* Every op decided afresh against decisions taken from alike twins:
+	 * the same plan, on GPTs configured in different places (a column-
+	 * and a row-parallel MatMul, the tied head, the attention, partial
+	 * device use), on 8 devices. */
+	static const struct {
+		int layers;
+		const char *shard;
+	} cases[] = {
+		{6, "\"layers.0.mlp.fc1.matmul\": [[2, 1], [1, 4]]"},
+		{6, "\"layers.2.mlp.fc2.matmul\": [[1, 8], [8, 1]]"},
+		{4, "\"lm_head\": [[1, 1], [8, 1]]"},
+		{5, "\"layers.1.attn.q.matmul\": [[4, 1], [1, 2]]"},
+		{5, "\"layers.0.attn.out.matmul\": [[2, 2], [2, 1]], "
+		    "\"layers.3.mlp.fc1.matmul\": [[8, 1], [1, 1]]"},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct scenario *s = small_gpt(cases[k].layers, cases[k].shard);
+		struct redist_cache *c = redist_cache_new();
+		struct plan *p = plan_propagate_cache(A, s, REDIST_COMPAT, c, &D);
+		struct plan *q = plan_propagate_fresh(A, s, REDIST_COMPAT, c, &D);
+		redist_cache_free(c);
+		cr_assert(p && q, "%s", cases[k].shard);
+		expect_same_plans(p, q, cases[k].shard);
+	}
 }
 
 /* ------------------------------------------------------------ oracle */
