@@ -5,8 +5,9 @@
 # and one JSON line per benchmark and figure:
 #   {"bench", "figure", "base", "head", "runs", "base_min", "head_min",
 #    "base_median", "head_median", "speedup"}
-# speedup is base_median / head_median (above 1: head is faster); lower
-# figures are better for every figure measured (seconds).
+# speedup is base_median / head_median (above 1: head is faster); the
+# figures are seconds (keys ending in _s, rates such as events_per_s
+# left out), lower is better.
 #
 # Usage (from anywhere in the tree, after `meson setup build`):
 #   bash bench/ab.sh [--runs R] [BASE [HEAD]] [-- BENCH [ARGS...]]...
@@ -113,8 +114,8 @@ for i, cmd in enumerate(benches):
         label = a[0].get("bench", cmd.split()[0])
         extra = {x: a[0][x] for x in ("devices", "ranks", "cluster") if x in a[0]}
         for key in a[0]:
-            if not key.endswith("_s") or key in same_keys or key not in b[0] \
-                    or not isinstance(a[0][key], (int, float)):
+            if not key.endswith("_s") or "_per_" in key or key in same_keys \
+                    or key not in b[0] or not isinstance(a[0][key], (int, float)):
                 continue
             av = [r[key] for r in a]
             bv = [r[key] for r in b]

@@ -32,6 +32,7 @@
  * put or get on a preallocated mailbox, the route's byte counters.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -568,7 +569,28 @@ static bool load_platform(struct engine *e)
 	return ok;
 }
 
-static void configure(void)
+/* The most memory mappings a process may have (Linux's vm.max_map_count;
+ * its default where it cannot be read). */
+static int64_t max_map_count(void)
+{
+	int64_t n = 65530;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+	if (f) {
+		long long v;
+		if (fscanf(f, "%lld", &v) == 1 && v > 0)
+			n = v;
+		fclose(f);
+	}
+	return n;
+}
+
+/* SimGrid's configuration for `actors` actors. Each actor's stack has a
+ * guard page, which splits its mapping in two: past about 32,000 actors
+ * (16,384 ranks with two streams) that exceeds Linux's default limit of
+ * 65,530 mappings and SimGrid aborts creating the stacks. Then the guard
+ * pages go (a stack overflow would no longer fault at once; the actors'
+ * stack use does not depend on the scale). */
+static void configure(int64_t actors)
 {
 	xbt_log_control_set("root.thres:critical");
 	int argc = 1;
@@ -587,6 +609,9 @@ static void configure(void)
 #else
 	sg_cfg_set_int("contexts/stack-size", 64);
 #endif
+	enum { MAPS_RESERVED = 8192 };  /* the libraries', the heap's, the arenas' */
+	if (2 * actors + MAPS_RESERVED > max_map_count())
+		sg_cfg_set_int("contexts/guard-size", 0);
 }
 
 /* A mailbox per (pair, stream) for collectives, and per (pipeline
@@ -1224,7 +1249,7 @@ int sim_child_run(const struct topology *t, const struct program *prog,
 	eng = &e;
 	if (!setup(&e))
 		return 3;
-	configure();
+	configure(prog->n_ranks * (e.has_s1 ? 2 : 1));
 	if (!load_platform(&e) || !make_mailboxes(&e) || !start_actors(&e))
 		return 4;
 	simgrid_run();
