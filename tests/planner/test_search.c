@@ -1,7 +1,8 @@
 /* test_search.c — megatron-search: the configurations it enumerates,
  * counted by hand; its ranking; the plan it returns; memory trade-offs the
  * that follow from the memory model by hand (ZeRO 1 and 2 over DP 4;
- * selective recomputation).
+ * selective recomputation); every variant the estimator runs against a
+ * fresh plan_estimate of its own plan.
  *
  * search-gpt-4p: a 2-layer GPT on 4 NPUs of an 8-NPU server, global batch
  * 8. TP divides 8 and 4: {1, 2, 4}; PP divides 4 / TP and is at most the
@@ -172,4 +173,51 @@ Test(search, nothing_fits_a_tiny_device)
 		said = said || strstr(d.items[i].msg, "none of the 456 configurations fits");
 	cr_expect(said, "a diagnostic saying that nothing fits");
 	diag_list_free(&d);
+}
+
+/* Every candidate's figures against a fresh plan_estimate of its own plan:
+ * the search plans a group once and runs each variant through one
+ * estimator, which remembers partitions and per-chunk buckets, parameters
+ * and activations across the variants; none of that may change a figure
+ * (compared exactly, not to a tolerance). */
+static void expect_fresh_estimates(struct scenario *s)
+{
+	struct search_result r = run(s);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	int interleaved = 0;
+	for (int i = 0; i < r.n; i++) {
+		const struct search_candidate *c = &r.cands[i];
+		char text[128];
+		plan_search_config_text(text, sizeof text, &c->config);
+		struct plan *p = plan_search_plan(A, s, &c->config, &o, &D);
+		cr_assert_not_null(p, "%s", text);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D), "%s", text);
+		cr_expect_eq(e.iteration_s, c->iteration_s, "%s: %.17g fresh, %.17g searched", text,
+		             e.iteration_s, c->iteration_s);
+		cr_expect_eq(e.memory_bytes_per_device, c->memory_bytes, "%s", text);
+		cr_expect_eq(e.oom_overflow_bytes, c->oom_overflow_bytes, "%s", text);
+		cr_expect_eq(e.bubble_s, c->bubble_s, "%s", text);
+		interleaved += c->config.schedule == SCHED_INTERLEAVED_1F1B;
+	}
+	cr_expect_gt(r.n, 0);
+	if (s->graph->gen->layers >= 4)
+		cr_expect_gt(interleaved, 0);
+}
+
+Test(search, each_variant_is_estimated_as_afresh)
+{
+	expect_fresh_estimates(fixture_scenario(TINY));
+	/* Eight layers on all 8 NPUs, global batch 16: pipelines of 2, 4 and
+	 * 8 stages, interleaved ones among them (partitions of one plan with
+	 * 1 and 2 chunks per stage). */
+	struct scenario *s = fixture_scenario(TINY);
+	struct model_gen gen = *s->graph->gen;
+	gen.layers = 8;
+	struct graph *g = graph_generate(A, &gen, &D);
+	cr_assert_not_null(g);
+	s->graph = g;
+	s->devices = 8;
+	s->training.global_batch = 16;
+	expect_fresh_estimates(s);
 }
