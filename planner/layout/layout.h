@@ -374,7 +374,10 @@ struct plan_bucket {
 /* The buckets of the ops [lo, hi) of a plan (a chunk) at most bucket_bytes
  * each (0: one per parameter), in the order they complete; -1 when out of
  * memory. Lowering runs them on stream 1; the estimate prices them. With
- * ZeRO (stage >= 1) they are ReduceScatters on the same groups. */
+ * ZeRO (stage >= 1) they are ReduceScatters on the same groups. `r`:
+ * plan_param_reads of the plan's graph (the chunk holds the parameters
+ * its ops are the first of the chunk to read). A bucket's groups point
+ * into the plan's synchronisation steps. */
 int plan_gradient_buckets(struct arena *a, const struct plan *p, const struct param_reads *r,
                           int lo, int hi, double bucket_bytes, struct plan_bucket **out);
 /* Is the op in an attention core (a BatchMatMul feeding a Softmax, the
