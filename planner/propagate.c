@@ -468,18 +468,15 @@ static void mark_decided(struct prop *P, int v)
  * words of all three, and an op whose words are equal (compared whole,
  * never by hash alone) takes the twin's winner and figures. */
 struct decision {
-	uint64_t hash;
-	size_t at, len;                    /* its words in the pool; len 0: an empty slot */
 	int win;                           /* -1: no candidate */
 	struct strategy st;
 	struct plan_choice ch;
 };
 
 struct decisions {
-	struct decision *slots;
-	size_t cap, used;                  /* cap: a power of two */
-	int64_t *pool;
-	size_t pool_len, pool_cap;
+	struct word_table *keys;           /* the words each decision was made under */
+	struct decision *v;                /* indexed like the keys */
+	size_t n, cap;
 	int64_t *buf;                      /* the words of the op being decided */
 	size_t buf_cap;
 };
@@ -487,11 +484,9 @@ struct decisions {
 static struct decisions *decisions_new(void)
 {
 	struct decisions *m = calloc(1, sizeof(*m));
-	if (m) {
-		m->cap = 256;
-		m->slots = calloc(m->cap, sizeof(*m->slots));
-	}
-	if (m && !m->slots) {
+	if (m)
+		m->keys = word_table_new();
+	if (m && !m->keys) {
 		free(m);
 		m = NULL;
 	}
@@ -501,8 +496,8 @@ static struct decisions *decisions_new(void)
 static void decisions_free(struct decisions *m)
 {
 	if (m) {
-		free(m->slots);
-		free(m->pool);
+		word_table_free(m->keys);
+		free(m->v);
 		free(m->buf);
 		free(m);
 	}
@@ -555,55 +550,24 @@ static size_t context_words(const struct prop *P, int v, struct arena *scratch)
 	return n;
 }
 
-/* The decision remembered under m->buf[0 .. n), or the empty slot it would
- * take. */
-static struct decision *decision_slot(struct decisions *m, uint64_t h, size_t n)
-{
-	for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		struct decision *d = &m->slots[i];
-		if (!d->len || (d->hash == h && d->len == n &&
-		                !memcmp(m->pool + d->at, m->buf, n * sizeof(int64_t))))
-			return d;
-	}
-}
-
 /* Remembers a decision under m->buf[0 .. n) (not when out of memory:
  * remembering only saves time). */
-static void remember(struct decisions *m, uint64_t h, size_t n, int win,
-                     const struct strategy *st, const struct plan_choice *ch)
+static void remember(struct decisions *m, size_t n, int win, const struct strategy *st,
+                     const struct plan_choice *ch)
 {
-	if (2 * (m->used + 1) > m->cap) {
-		struct decision *old = m->slots;
-		size_t cap = m->cap;
-		struct decision *slots = calloc(2 * cap, sizeof(*slots));
-		if (!slots)
+	if (m->n == m->cap) {  /* room for the decision before its key */
+		size_t cap = m->cap ? 2 * m->cap : 256;
+		struct decision *v = realloc(m->v, cap * sizeof(*v));
+		if (!v)
 			return;
-		m->slots = slots;
-		m->cap = 2 * cap;
-		for (size_t i = 0; i < cap; i++)
-			if (old[i].len) {
-				size_t j = old[i].hash & (m->cap - 1);
-				while (m->slots[j].len)
-					j = (j + 1) & (m->cap - 1);
-				m->slots[j] = old[i];
-			}
-		free(old);
+		m->v = v;
+		m->cap = cap;
 	}
-	if (m->pool_len + n > m->pool_cap) {
-		size_t cap = 2 * (m->pool_len + n);
-		int64_t *p = realloc(m->pool, cap * sizeof(*p));
-		if (!p)
-			return;
-		m->pool = p;
-		m->pool_cap = cap;
-	}
-	struct decision *d = decision_slot(m, h, n);
-	memcpy(m->pool + m->pool_len, m->buf, n * sizeof(int64_t));
-	*d = (struct decision){h, m->pool_len, n, win, {{{0}}}, *ch};
-	if (st)
-		d->st = *st;
-	m->pool_len += n;
-	m->used++;
+	int64_t i = word_table_add(m->keys, m->buf, n);
+	if (i < 0)
+		return;
+	SL_ASSERT((size_t)i == m->n);  /* remembered only after a miss */
+	m->v[m->n++] = (struct decision){win, st ? *st : (struct strategy){{{0}}}, *ch};
 }
 
 /* Decides unconfigured op v, reached from u. */
@@ -612,11 +576,11 @@ static bool decide(struct prop *P, int v, int u)
 	struct arena *scratch = arena_new();
 	struct plan_choice *ch = &P->p->choices[v];
 	size_t nw = scratch && P->memo ? context_words(P, v, scratch) : 0;
-	uint64_t h = nw ? util_hash_words(P->memo->buf, nw) : 0;
-	const struct decision *known = nw ? decision_slot(P->memo, h, nw) : NULL;
+	int64_t k = nw ? word_table_find(P->memo->keys, P->memo->buf, nw) : -1;
 	struct strategy st;
 	int win;
-	if (known && known->len) {
+	if (k >= 0) {
+		const struct decision *known = &P->memo->v[k];
 		win = known->win;
 		st = known->st;
 		*ch = known->ch;
@@ -630,7 +594,7 @@ static bool decide(struct prop *P, int v, int u)
 		else
 			memset(ch, 0, sizeof(*ch));
 		if (nw)
-			remember(P->memo, h, nw, win, win >= 0 ? &st : NULL, ch);
+			remember(P->memo, nw, win, win >= 0 ? &st : NULL, ch);
 	}
 	bool ok;
 	if (win >= 0) {
@@ -638,7 +602,7 @@ static bool decide(struct prop *P, int v, int u)
 		                       P->n_devices, &P->p->ops[v], P->diags);
 		P->p->ops[v].source = STRATEGY_PROPAGATED;
 		P->p->ops[v].from_op = u;
-		if (ok && !(known && known->len))
+		if (ok && k < 0)
 			check_layouts(P, v, &st, scratch);
 	} else {
 		/* No candidate (a signature too large to hold): distop says why. */

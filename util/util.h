@@ -39,6 +39,18 @@ bool util_mul_i64(int64_t a, int64_t b, int64_t *out);
 /* A hash of n 64-bit words (FNV-1a over words, then a shift so that the
  * low bits depend on every word), for tables keyed by such words. */
 uint64_t util_hash_words(const int64_t *w, size_t n);
+
+/* A table keyed by strings of 64-bit words (words.c), compared whole. A
+ * key's entry is its index in order of addition (0, 1, ...); the caller
+ * keeps the values. */
+struct word_table;
+struct word_table *word_table_new(void);  /* NULL when out of memory */
+void word_table_free(struct word_table *t);
+/* The index of key w[0..n) (n > 0), or -1 when it is not there. */
+int64_t word_table_find(const struct word_table *t, const int64_t *w, size_t n);
+/* Adds the key (its index when it was there already); -1 when out of
+ * memory (nothing added). */
+int64_t word_table_add(struct word_table *t, const int64_t *w, size_t n);
 bool util_add_i64(int64_t a, int64_t b, int64_t *out);
 
 /* Read a whole file into a NUL-terminated malloc'd buffer. Returns NULL and

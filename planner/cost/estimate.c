@@ -438,6 +438,7 @@ struct param_rec {
  * filled as runs ask. A search's variants share chunks. */
 struct chunk_memo {
 	int lo, hi;              /* hi 0: an empty slot */
+	struct arena *home;      /* where its arrays live: the estimator's, or one run's */
 	int n_params;
 	struct param_rec *params;
 	struct {
@@ -450,14 +451,13 @@ struct chunk_memo {
 	double act[RECOMPUTE_COUNT], work[RECOMPUTE_COUNT];
 };
 
-/* Fills m's parameters (in arena `a`); false when out of memory. */
-static bool chunk_params(struct est_ctx *c, struct arena *a, const struct plan *p,
-                         struct chunk_memo *m)
+/* Fills m's parameters; false when out of memory. */
+static bool chunk_params(struct est_ctx *c, const struct plan *p, struct chunk_memo *m)
 {
 	int room = 0;
 	for (int i = m->lo; i < m->hi; i++)
 		room += c->g->ops[i].n_in;
-	m->params = arena_alloc(a, ((size_t)room + 1) * sizeof(*m->params));
+	m->params = arena_alloc(m->home, ((size_t)room + 1) * sizeof(*m->params));
 	if (!m->params)
 		return false;
 	m->n_params = 0;
@@ -500,8 +500,8 @@ static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct
 		m = arena_calloc(a, 1, sizeof(*m));
 	if (!m)
 		return NULL;
-	*m = (struct chunk_memo){.lo = lo, .hi = hi};
-	if (!chunk_params(c, keep, p, m)) {
+	*m = (struct chunk_memo){.lo = lo, .hi = hi, .home = keep};
+	if (!chunk_params(c, p, m)) {
 		m->hi = 0;
 		return NULL;
 	}
@@ -511,16 +511,13 @@ static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct
 /* Gradient buckets of one chunk: their time per micro-batch (ZeRO 2 and
  * 3) into *micro_s or once into *once_s, with the ZeRO 1/2 gather of the
  * updated parameters; the ops' shares; the bytes synchronised. */
-static bool chunk_sync(struct est_ctx *c, struct arena *a, const struct plan *p,
-                       struct chunk_memo *m, double *micro_s, double *once_s,
-                       double *synced_bytes)
+static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_memo *m,
+                       double *micro_s, double *once_s, double *synced_bytes)
 {
 	const struct training *tr = &p->scenario->training;
 	int zero = tr->zero_stage, z = zero >= 1;
 	if (!m->sync[z].have || m->sync[z].bucket_bytes != tr->gradient_bucket_bytes) {
-		/* remembered where the chunk is */
-		bool kept = c->chunks && m >= c->chunks && m < c->chunks + CHUNK_SLOTS;
-		m->sync[z].n = plan_gradient_buckets(kept ? c->scratch : a, p, c->reads, m->lo, m->hi,
+		m->sync[z].n = plan_gradient_buckets(m->home, p, c->reads, m->lo, m->hi,
 		                                     tr->gradient_bucket_bytes, &m->sync[z].b);
 		if (m->sync[z].n < 0) {
 			m->sync[z].have = false;
@@ -601,7 +598,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 				gathered = 0;
 			}
 		}
-		if (!chunk_sync(c, a, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &synced))
+		if (!chunk_sync(c, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &synced))
 			return false;
 		double w;
 		chunk_act(c, p, core, ch, m, &act[ch], &w);

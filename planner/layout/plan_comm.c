@@ -25,10 +25,17 @@ static double step_message(const struct comm_step *st)
 	return st->kind == STEP_ALLGATHER ? layout_local_bytes(&st->after) : comm_step_bytes_in(st);
 }
 
+/* Does a collective of this kind over these groups move bytes? Slice and
+ * Reshape are local, and groups of one rank have nobody to talk to. */
+static bool moves_bytes(enum step_kind kind, const struct rank_groups *g)
+{
+	return g->size > 1 && kind != STEP_SLICE && kind != STEP_RESHAPE;
+}
+
 static void add_coll(struct plan_coll_sink *k, enum plan_coll_role role, enum step_kind kind,
                      const struct rank_groups *g, double bytes, int index)
 {
-	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
+	if (!moves_bytes(kind, g))
 		return;
 	struct plan_coll c = {role, kind, *g, bytes, index};
 	k->add(k->ctx, &c);
@@ -415,7 +422,7 @@ static void op_grads(struct grads *G, const struct graph *g, const struct param_
 	int n = plan_op_params(g, r, lo, d, inputs, sync);
 	for (int k = 0; k < n; k++) {
 		const struct comm_step *st = sync[k];
-		if (!st || st->groups.size <= 1 || st->kind == STEP_SLICE || st->kind == STEP_RESHAPE)
+		if (!st || !moves_bytes(st->kind, &st->groups))
 			continue;
 		const struct tensor *t = &g->tensors[g->ops[d->op].in[inputs[k]]];
 		G->v[G->n] = (struct grad){st->kind, &st->groups, groups_key(&st->groups),
@@ -458,27 +465,26 @@ static int canon(const struct rank_groups *g, bool members, int64_t out[PLAN_MAX
 	return n;
 }
 
-static uint64_t mix64(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
-	return h * 0xff51afd7ed558ccdu;
-}
-
 /* A hash of what same_groups compares: groups that hold the same ranks in
  * the same order have the same key, so different keys rule a match out
  * without the canonical forms. */
 static uint64_t groups_key(const struct rank_groups *g)
 {
-	int64_t f[PLAN_MAX_AXES][2];
-	uint64_t h = mix64(mix64(mix64(0, (uint64_t)g->size), (uint64_t)g->n_groups),
-	                   (uint64_t)g->dm.base);
+	/* the two forms split the matrix's axes: 2 words per axis in all */
+	int64_t w[3 + 2 * PLAN_MAX_AXES + 2], f[PLAN_MAX_AXES][2];
+	size_t n = 0;
+	w[n++] = g->size;
+	w[n++] = g->n_groups;
+	w[n++] = g->dm.base;
 	for (int members = 0; members <= 1; members++) {
-		int n = canon(g, members, f);
-		h = mix64(h, (uint64_t)n);
-		for (int k = 0; k < n; k++)
-			h = mix64(mix64(h, (uint64_t)f[k][0]), (uint64_t)f[k][1]);
+		int m = canon(g, members, f);
+		for (int k = 0; k < m; k++) {
+			w[n++] = f[k][0];
+			w[n++] = f[k][1];
+		}
+		w[n++] = -1;  /* the members' form ends */
 	}
-	return h;
+	return util_hash_words(w, n);
 }
 
 static bool same_canon(const struct rank_groups *a, const struct rank_groups *b, bool members)

@@ -376,3 +376,30 @@ Test(util, json_integer_ranges_print_in_full)
 	                          "9007199254740992, got 0");
 	done();
 }
+
+Test(util, word_table_keys_compared_whole)
+{
+	struct word_table *t = word_table_new();
+	cr_assert_not_null(t);
+	int64_t a[3] = {1, 2, 3}, b[3] = {1, 2, 4};
+	cr_expect_eq(word_table_find(t, a, 3), -1);
+	cr_expect_eq(word_table_add(t, a, 3), 0);
+	cr_expect_eq(word_table_add(t, b, 3), 1);
+	cr_expect_eq(word_table_add(t, a, 2), 2);   /* a prefix is another key */
+	cr_expect_eq(word_table_add(t, a, 3), 0);   /* there already */
+	cr_expect_eq(word_table_find(t, a, 3), 0);
+	cr_expect_eq(word_table_find(t, b, 3), 1);
+	cr_expect_eq(word_table_find(t, a, 2), 2);
+	cr_expect_eq(word_table_find(t, a, 1), -1);
+	/* 5,000 keys: the table doubles several times and keeps them all */
+	for (int64_t i = 0; i < 5000; i++) {
+		int64_t w[2] = {i, -i};
+		cr_assert_eq(word_table_add(t, w, 2), 3 + i);
+	}
+	for (int64_t i = 0; i < 5000; i++) {
+		int64_t w[2] = {i, -i}, x[2] = {i, i + 10000};
+		cr_expect_eq(word_table_find(t, w, 2), 3 + i);
+		cr_expect_eq(word_table_find(t, x, 2), -1);
+	}
+	word_table_free(t);
+}
