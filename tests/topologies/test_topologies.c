@@ -168,17 +168,19 @@ Test(topologies, compute_model_parameters_of_the_gpus)
 	static const struct {
 		const char *file;
 		double efficiency;
+		double memory_efficiency;
 	} gpus[] = {
-		{"topologies/dgx-h100.json", 794.5 / 989},
-		{"topologies/dgx-a100.json", 271.2 / 312},
-		{"topologies/pcie-8gpu.json", 252.9 / 312},
-		{"topologies/dgx-a100-x128.json", 271.2 / 312}, /* through its base */
+		{"topologies/dgx-h100.json", 794.5 / 989, 1},
+		/* A100 80GB: 1.80 of 2.0 TB/s measured by a streaming read kernel */
+		{"topologies/dgx-a100.json", 271.2 / 312, 0.9},
+		{"topologies/pcie-8gpu.json", 252.9 / 312, 0.9},
+		{"topologies/dgx-a100-x128.json", 271.2 / 312, 0.9}, /* through its base */
 	};
 	for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
 		struct topology *t = load_ok(gpus[i].file);
 		cr_assert(fabs(t->device.matmul_efficiency - gpus[i].efficiency) < 5e-5, "%s: %.6g",
 		          gpus[i].file, t->device.matmul_efficiency);
-		assert_close(t->device.memory_efficiency, 1, gpus[i].file);
+		assert_close(t->device.memory_efficiency, gpus[i].memory_efficiency, gpus[i].file);
 		assert_close(t->device.gemm_half_dim, 55.39, gpus[i].file);
 		assert_close(t->device.kernel_overhead_s, 6.034 * US, gpus[i].file);
 	}

@@ -173,13 +173,13 @@ Test(estimate, hierarchical_tp_times_dp_dgx_a100_x128)
 }
 
 /* The compute model (docs/cost-models.md) on dgx-a100.json: bf16 peak
- * P = 312 TFLOP/s, matmul_efficiency 0.8692, HBM B = 2 TB/s with
- * memory_efficiency 1, gemm_half_dim h = 55.39, kernel overhead
- * o = 6.034 us:
+ * P = 312 TFLOP/s, matmul_efficiency 0.8692, HBM 2 TB/s with
+ * memory_efficiency 0.9 (B = 1.8 TB/s), gemm_half_dim h = 55.39, kernel
+ * overhead o = 6.034 us:
  *   t = o + max(F / (P · 0.8692 · g(m) g(n) g(k)), bytes / B),  g(x) = x / (x + h).
  * P · 0.8692 = 271.1904 TFLOP/s. */
 #define A100_RATE (312e12 * 0.8692)
-#define A100_HBM 2e12
+#define A100_HBM (2e12 * 0.9)
 #define A100_H 55.39
 #define A100_O 6.034e-6
 
@@ -196,7 +196,7 @@ Test(estimate, compute_model_by_hand)
 	/* A 4096^3 GEMM: F = 2 · 4096^3 = 1.374e11 FLOPs, 3 · 4096^2 bf16
 	 * elements = 1.007e8 bytes. g(4096) = 4096 / 4151.39 = 0.98666, cubed
 	 * 0.96050: 1.374e11 / (271.19e12 · 0.96050) = 527.6 us against
-	 * 1.007e8 / 2e12 = 50.3 us, so t = 6.034 + 527.6 = 533.7 us (the
+	 * 1.007e8 / 1.8e12 = 55.9 us, so t = 6.034 + 527.6 = 533.7 us (the
 	 * roofline alone, at the peak: 440.5 us). */
 	double n = 4096, f = 2 * n * n * n, b = 3 * n * n * 2;
 	double g3 = g_a100(n) * g_a100(n) * g_a100(n);
@@ -207,14 +207,14 @@ Test(estimate, compute_model_by_hand)
 	/* Skinny, 4096 x 8 times 8 x 4096: F = 2 · 4096 · 4096 · 8 = 2.68e8;
 	 * g(8) = 8 / 63.39 = 0.12620, g = 0.12620 · 0.98666^2 = 0.12286, so
 	 * the GEMM term is 2.68e8 / (271.19e12 · 0.12286) = 8.06 us; the bytes,
-	 * (4096·8 + 8·4096 + 4096·4096) · 2 = 33685504, take 16.84 us: memory-
-	 * bound, t = 6.034 + 16.843 = 22.877 us. */
+	 * (4096·8 + 8·4096 + 4096·4096) · 2 = 33685504, take 18.71 us: memory-
+	 * bound, t = 6.034 + 18.714 = 24.748 us. */
 	double sf = 2 * 4096.0 * 4096 * 8, sb = (4096.0 * 8 + 8 * 4096 + 4096.0 * 4096) * 2;
 	near(cost_compute_s(&t->device, DT_BF16, &(struct cost_work){sf, sb, 4096, 4096, 8}, NULL),
 	     A100_O + sb / A100_HBM, "4096 x 4096 x 8 GEMM");
-	near(A100_O + sb / A100_HBM, 22.876752e-6, "skinny by hand");
+	near(A100_O + sb / A100_HBM, 24.748169e-6, "skinny by hand");
 	/* 256 x 4096 times 4096 x 256: F = 5.37e8; bytes (2 · 256 · 4096 +
-	 * 256^2) · 2 = 4325376 take 2.163 us, and at 271.19 TFLOP/s the FLOPs
+	 * 256^2) · 2 = 4325376 take 2.403 us, and at 271.19 TFLOP/s the FLOPs
 	 * alone 1.980 us: a plain roofline calls it memory-bound. The shape
 	 * factor g(256)^2 g(4096) = 0.82212^2 · 0.98666 = 0.66686 makes the
 	 * GEMM term 2.969 us, which wins: t = 6.034 + 2.969 = 9.003 us. */
@@ -225,7 +225,7 @@ Test(estimate, compute_model_by_hand)
 	near(A100_O + qf / (A100_RATE * qg), 9.0026e-6, "shape-bound by hand");
 	/* An element-wise op: 1 FLOP and 4 bytes per element of 2^28
 	 * elements, no GEMM dimensions (no shape factor): memory-bound,
-	 * 6.034 us + 2^30 / 2e12 = 542.9 us. */
+	 * 6.034 us + 2^30 / 1.8e12 = 602.5 us. */
 	double e = 268435456;
 	near(cost_compute_s(&t->device, DT_BF16, &(struct cost_work){e, 4 * e, 0, 0, 0}, NULL),
 	     A100_O + 4 * e / A100_HBM, "memory-bound");
@@ -331,17 +331,17 @@ static struct plan *estimate_of(struct arena *a, const char *path, struct estima
  *   fc1.matmul  X 1024x1024, W 1024x512, Y 1024x512: the local GEMM is
  *               m 1024, k 1024, n 512, 2*1024*1024*512 FLOPs; g = g(1024)^2
  *               g(512) = 0.94869^2 · 0.90238 = 0.81214, so 1.0737e9 /
- *               (271.19e12 · 0.81214) = 4.875 us against 4 MiB / 2 TB/s =
- *               2.10 us: fwd = 6.034 + 4.875 = 10.909 us; bwd 2x fwd (two
+ *               (271.19e12 · 0.81214) = 4.875 us against 4 MiB / 1.8 TB/s =
+ *               2.33 us: fwd = 6.034 + 4.875 = 10.909 us; bwd 2x fwd (two
  *               GEMMs of the same dimensions in another order)
  *   fc1.bias    X 1024x512, b 512, Y 1024x512: memory-bound,
- *               o + (1 Mi + 1 KiB + 1 Mi) / 2 TB/s, bwd 1x
- *   gelu        8 FLOPs per element of 1024x512, o + 2 MiB / 2 TB/s, bwd 1x
+ *               o + (1 Mi + 1 KiB + 1 Mi) / 1.8 TB/s, bwd 1x
+ *   gelu        8 FLOPs per element of 1024x512, o + 2 MiB / 1.8 TB/s, bwd 1x
  *   fc2.matmul  X 1024x512, W 512x1024, Y 1024x1024: m 1024, k 512, n 1024,
  *               the same FLOPs and the same g: fwd as fc1's, bwd 2x; its
  *               partial sums all-reduced over the 8 GPUs: S = 1024*1024*2 bytes
- *   fc2.bias    replicated: o + (2 MiB + 2 KiB + 2 MiB) / 2 TB/s, bwd 1x
- *   dropout     replicated: o + 4 MiB / 2 TB/s, bwd 1x
+ *   fc2.bias    replicated: o + (2 MiB + 2 KiB + 2 MiB) / 1.8 TB/s, bwd 1x
+ *   dropout     replicated: o + 4 MiB / 1.8 TB/s, bwd 1x
  * Backward communication: fc2's AllReduce mirrors to nothing; fc1 is
  * column-parallel, its input x is replicated across the axis that cuts W
  * and Y, so dX is all-reduced over the 8 GPUs (Megatron's "f"): the same
@@ -355,7 +355,7 @@ static struct plan *estimate_of(struct arena *a, const char *path, struct estima
  * = 67.9 us against LL's 87.8 and Simple's 86.0), the 4 KiB gradient as LL
  * (14 + 3.6 + 6.58 us + 4 · 1.75 S/B = 24.3 us).
  * Optimizer: local elements 1024*512 + 512 + 512*1024 + 1024 = 1050112,
- * Adam in bf16 moves 2 + 8 + 16 + 2 = 28 bytes each at 2 TB/s (one pass
+ * Adam in bf16 moves 2 + 8 + 16 + 2 = 28 bytes each at 1.8 TB/s (one pass
  * over the state, no per-kernel overhead).
  * Memory: parameters and gradients 1050112 x 2 bytes each; optimizer
  * state (fp32 master + 2 moments) 12 bytes per element; activations
