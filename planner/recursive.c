@@ -1398,6 +1398,7 @@ static struct plan *search_plan(struct rec *R, const struct plan *configured, bo
 	p->ops = ops;
 	p->edges = NULL;
 	p->n_edges = 0;
+	p->alike = NULL; /* plan_derive_edges finds them again */
 	R->plan = p;
 	level_strides(R, across);
 	reset_nodes(R);
@@ -1446,6 +1447,7 @@ static struct plan *plan_copy(struct arena *a, const struct plan *p)
 	*c = *p;
 	memcpy(ops, p->ops, sizeof(*ops) * (size_t)p->graph->n_ops);
 	c->ops = ops;
+	c->alike = NULL; /* the refinement changes the ops: plan_derive_edges finds them again */
 	return c;
 }
 

@@ -302,12 +302,18 @@ static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_o
 	return opt;
 }
 
-double est_op_s(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+/* The op's compute and its own communication, per micro-batch. */
+static void op_work(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
 	memset(eo, 0, sizeof(*eo));
 	eo->op = d->op;
 	op_compute(c, d, eo);
 	op_comm(c, d, eo);
+}
+
+double est_op_s(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+{
+	op_work(c, d, eo);
 	double opt = op_params(c, d, eo);
 	c->e->category_s[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
 	c->e->category_s[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
@@ -329,12 +335,20 @@ double est_edge_s(struct est_ctx *c, const struct layout *start, const struct re
 	return (double)c->steps * (fwd + bwd);
 }
 
-/* Redistributions: forward into the consumer, mirrored in backward. */
+/* Is op i priced as the first op alike it (plan_find_alike)? Its input
+ * gradients must fuse alike too, which depends on who else reads them. */
+static bool twin(const struct est_ctx *c, const struct plan *p, int i)
+{
+	return p->alike && p->alike[i] != i && c->fused[p->alike[i]] == c->fused[i];
+}
+
+/* Redistributions: forward into the consumer, mirrored in backward (a
+ * twin's are its first's, copied with the rest of it). */
 static void edges(struct est_ctx *c, const struct plan *p)
 {
 	for (int k = 0; k < p->n_edges; k++) {
 		const struct plan_edge *x = &p->edges[k];
-		if (x->redist.n_steps == 0)
+		if (x->redist.n_steps == 0 || twin(c, p, x->consumer))
 			continue;
 		est_edge_s(c, plan_edge_start(p, x), &x->redist, &c->e->ops[x->consumer]);
 	}
@@ -818,13 +832,22 @@ struct estimator *plan_estimator_new(const struct plan *p, struct diag_list *dia
 		c->fused = plan_fused_input_grads(a, p);
 	}
 	bool ok = a && x->base.ops && x->core && x->cost && c->fused;
-	for (int i = 0; ok && i < g->n_ops; i++) {
-		struct est_op *eo = &x->base.ops[i];
-		est_op_s(c, &p->ops[i], eo);
-		eo->activation_bytes = cost_op_saved_bytes(p, i);
-	}
+	/* Each op's work per micro-batch (its parameters are the chunks'
+	 * business, plan_estimator_run): one op per class of ops alike, then
+	 * the redistributions into them, then the others as copies. */
+	for (int i = 0; ok && i < g->n_ops; i++)
+		if (!twin(c, p, i))
+			op_work(c, &p->ops[i], &x->base.ops[i]);
 	if (ok)
 		edges(c, p);
+	for (int i = 0; ok && i < g->n_ops; i++) {
+		struct est_op *eo = &x->base.ops[i];
+		if (twin(c, p, i)) {
+			*eo = x->base.ops[p->alike[i]];
+			eo->op = i;
+		}
+		eo->activation_bytes = cost_op_saved_bytes(p, i);
+	}
 	for (int i = 0; ok && i < g->n_ops; i++) {
 		const struct est_op *eo = &x->base.ops[i];
 		x->cost[i] = eo->compute_forward_s + eo->compute_backward_s + eo->comm_forward_s +

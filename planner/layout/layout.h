@@ -245,6 +245,8 @@ struct plan {
 	int n_edges;
 	struct plan_edge *edges;           /* edges whose layouts differ, in op order */
 	int n_unreached;                   /* ops propagation never reached (data parallel) */
+	int *alike;                        /* per op: the first op alike it (itself when none),
+	                                      plan_find_alike; NULL: not known, every op stands alone */
 	const struct search_result *search; /* megatron-search: the search whose first candidate
 	                                       this plan is; else NULL */
 };
@@ -257,6 +259,16 @@ struct plan *plan_configured(struct arena *a, const struct scenario *s, enum red
 /* The edges of a plan from its ops' layouts (plan_configured and
  * plan_propagate share it). */
 bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags);
+
+/* Ops alike (structure hashing): p->alike[i] is the first op whose graph
+ * words (graph_op_key), distributed op (every layout, collective and
+ * gradient step) and incoming edges (the producers' classes, the tensors'
+ * readers, the redistribution) equal op i's; i itself when none does. An
+ * op alike an earlier one costs what it costs, so the estimate prices one
+ * op per class. plan_derive_edges calls it; a planner that changes p->ops
+ * or p->edges afterwards calls it again. False when out of memory
+ * (p->alike is then NULL, which is always correct). */
+bool plan_find_alike(struct arena *a, struct plan *p);
 
 /* The rank's group and position in it; false if the rank is in none. */
 bool rank_groups_locate(const struct rank_groups *g, int64_t rank, int *group, int *member);

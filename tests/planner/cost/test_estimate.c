@@ -662,3 +662,91 @@ Test(estimate, straggler_factor_and_device_speeds)
 	cr_assert(fabs(sd / 0.01 - 1) < 0.02, "standard deviation %g", sd);
 	cr_assert_neq(cost_device_speed(&d, 42, 0), cost_device_speed(&d, 43, 0), "the seed matters");
 }
+
+/* Ops alike (plan_find_alike) are priced once: every shipped kind of plan
+ * estimates exactly as it does with each op priced alone (p->alike NULL),
+ * op by op and in every total, compared bit for bit. */
+static void expect_alike_changes_nothing(const char *path, enum planner_kind kind)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = load(a, path);
+	struct plan_options o = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
+	struct plan *p = plan_make(a, s, kind, &o, &d);
+	cr_assert_not_null(p, "%s %s: %s", path, planner_names[kind], d.count ? d.items[0].msg : "");
+	cr_assert_not_null(p->alike, "%s %s", path, planner_names[kind]);
+	struct plan alone = *p;
+	alone.alike = NULL;
+	struct estimate e, f;
+	cr_assert(plan_estimate(a, p, &e, &d));
+	cr_assert(plan_estimate(a, &alone, &f, &d));
+	cr_assert_eq(e.n_ops, f.n_ops);
+	for (int i = 0; i < e.n_ops; i++) {
+		const struct est_op *x = &e.ops[i], *y = &f.ops[i];
+		bool same = x->op == y->op && x->chunk == y->chunk &&
+		            x->compute_forward_s == y->compute_forward_s &&
+		            x->compute_backward_s == y->compute_backward_s &&
+		            x->comm_forward_s == y->comm_forward_s &&
+		            x->comm_backward_s == y->comm_backward_s &&
+		            x->redistribution_s == y->redistribution_s &&
+		            x->recompute_s == y->recompute_s && x->gather_s == y->gather_s &&
+		            x->gradient_s == y->gradient_s && x->activation_bytes == y->activation_bytes;
+		cr_expect(same, "%s %s: op %d (%s)", path, planner_names[kind], i,
+		          s->graph->ops[i].name);
+	}
+	cr_expect_eq(e.iteration_s, f.iteration_s, "%s %s", path, planner_names[kind]);
+	cr_expect_eq(e.memory_bytes_per_device, f.memory_bytes_per_device, "%s", path);
+	cr_expect_eq(e.bubble_s, f.bubble_s, "%s", path);
+	for (int k = 0; k < EST_CATEGORY_COUNT; k++)
+		cr_expect_eq(e.category_s[k], f.category_s[k], "%s category %d", path, k);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
+Test(estimate, ops_alike_are_priced_as_themselves)
+{
+	static const char *const files[] = {
+		"scenarios/ffn-8p.json",          "scenarios/seed000-ffn-ir-8p.json",
+		"scenarios/megatron-mlp-8p.json", "scenarios/megatron-attention-8p.json",
+		"scenarios/gpt-4layer-32p.json",  "scenarios/gpt-small-910a-32p.json",
+	};
+	static const enum planner_kind kinds[] = {PLANNER_PROPAGATE, PLANNER_RECURSIVE,
+	                                          PLANNER_DATA_PARALLEL, PLANNER_MEGATRON};
+	for (size_t i = 0; i < SL_COUNTOF(files); i++)
+		for (size_t k = 0; k < SL_COUNTOF(kinds); k++)
+			expect_alike_changes_nothing(files[i], kinds[k]);
+	/* pipelines of many layers, where the batch allows no pure data
+	 * parallelism */
+	expect_alike_changes_nothing("scenarios/mistral-7b-h100-64p.json", PLANNER_MEGATRON);
+	expect_alike_changes_nothing("scenarios/mistral-7b-h100-64p.json", PLANNER_PROPAGATE);
+	expect_alike_changes_nothing("scenarios/llama2-70b-910b-128p.json", PLANNER_MEGATRON);
+	expect_alike_changes_nothing("scenarios/gpt3-175b-1024p.json", PLANNER_MEGATRON);
+}
+
+/* On a model of repeated layers the classes are one layer's ops and the
+ * ends: 4 layers of a GPT have no more classes than 1 layer's ops plus the
+ * embedding and head, and two ops of different kinds are never alike. */
+Test(estimate, repeated_layers_are_alike)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = load(a, "scenarios/gpt-4layer-32p.json");
+	struct plan *p = plan_make(a, s, PLANNER_MEGATRON, &(struct plan_options){0}, &d);
+	cr_assert_not_null(p);
+	cr_assert_not_null(p->alike);
+	const struct graph *g = s->graph;
+	int classes = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		int r = p->alike[i];
+		cr_assert(r >= 0 && r <= i);
+		cr_assert_eq(p->alike[r], r, "a class is named by its first op");
+		cr_expect_eq(g->ops[r].kind, g->ops[i].kind, "%s alike %s", g->ops[i].name,
+		             g->ops[r].name);
+		classes += r == i;
+	}
+	cr_expect_lt(classes, g->n_ops / 2, "%d classes of %d ops", classes, g->n_ops);
+	diag_list_free(&d);
+	arena_free(a);
+}
