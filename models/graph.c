@@ -237,13 +237,6 @@ static void word(int64_t *w, int *n, int cap, int64_t v)
 	(*n)++;
 }
 
-static int64_t double_bits(double x)
-{
-	int64_t v;
-	memcpy(&v, &x, sizeof v);
-	return v;
-}
-
 int graph_op_key(const struct graph *g, int op, int64_t *w, int cap)
 {
 	const struct op *o = &g->ops[op];
@@ -251,9 +244,9 @@ int graph_op_key(const struct graph *g, int op, int64_t *w, int cap)
 	int n = 0;
 	word(w, &n, cap, o->kind);
 	word(w, &n, cap, o->dtype);
-	word(w, &n, cap, double_bits(o->flops));
-	word(w, &n, cap, double_bits(o->bytes_read));
-	word(w, &n, cap, double_bits(o->bytes_written));
+	word(w, &n, cap, util_double_bits(o->flops));
+	word(w, &n, cap, util_double_bits(o->bytes_read));
+	word(w, &n, cap, util_double_bits(o->bytes_written));
 	word(w, &n, cap, o->params);
 	/* every attribute of struct op_attrs */
 	word(w, &n, cap, at->transpose_a);
@@ -273,7 +266,7 @@ int graph_op_key(const struct graph *g, int op, int64_t *w, int cap)
 	}
 	word(w, &n, cap, at->n_outputs);
 	word(w, &n, cap, at->to);
-	word(w, &n, cap, double_bits(at->keep_prob));
+	word(w, &n, cap, util_double_bits(at->keep_prob));
 	/* the tensors, and which inputs repeat an earlier one */
 	word(w, &n, cap, o->n_in);
 	word(w, &n, cap, o->n_out);

@@ -477,8 +477,7 @@ struct decisions {
 	struct word_table *keys;           /* the words each decision was made under */
 	struct decision *v;                /* indexed like the keys */
 	size_t n, cap;
-	int64_t *buf;                      /* the words of the op being decided */
-	size_t buf_cap;
+	struct word_buf buf;               /* the words of the op being decided */
 };
 
 static struct decisions *decisions_new(void)
@@ -498,56 +497,44 @@ static void decisions_free(struct decisions *m)
 	if (m) {
 		word_table_free(m->keys);
 		free(m->v);
-		free(m->buf);
+		word_buf_free(&m->buf);
 		free(m);
 	}
 }
 
-/* Room for n more words in m->buf after `used`; false when out of memory. */
-static bool buf_room(struct decisions *m, size_t used, size_t n)
-{
-	if (used + n <= m->buf_cap)
-		return true;
-	size_t cap = 2 * (used + n);
-	int64_t *b = realloc(m->buf, cap * sizeof(*b));
-	if (!b)
-		return false;
-	m->buf = b;
-	m->buf_cap = cap;
-	return true;
-}
-
 /* The words of op v's decision into m->buf; their count, 0 when the op's
- * own words do not fit a key (it is then decided afresh). */
+ * own words do not fit a key or memory ran out (it is then decided
+ * afresh). */
 static size_t context_words(const struct prop *P, int v, struct arena *scratch)
 {
-	struct decisions *m = P->memo;
+	struct word_buf *b = &P->memo->buf;
 	const struct op *o = &P->g->ops[v];
 	struct nbr_edge *e;
 	int n_e = decided_edges(P, v, scratch, &e);
-	if (n_e < 0 || !buf_room(m, 0, GRAPH_OP_KEY_WORDS + 2))
+	b->n = 0;
+	int64_t *w = n_e >= 0 ? word_buf_room(b, GRAPH_OP_KEY_WORDS) : NULL;
+	int k = w ? graph_op_key(P->g, v, w, GRAPH_OP_KEY_WORDS) : -1;
+	if (k < 0 || k > GRAPH_OP_KEY_WORDS)
 		return 0;
-	int k = graph_op_key(P->g, v, m->buf, GRAPH_OP_KEY_WORDS);
-	if (k > GRAPH_OP_KEY_WORDS)
-		return 0;
-	size_t n = (size_t)k;
-	m->buf[n++] = n_e;
+	b->n = (size_t)k;
+	word_buf_add(b, n_e);
 	for (int i = 0; i < n_e; i++) {
-		if (!buf_room(m, n, 3 + LAYOUT_KEY_WORDS))
-			return 0;
-		m->buf[n++] = e[i].output;
-		m->buf[n++] = e[i].idx;
-		n += (size_t)layout_key(e[i].other, m->buf + n);
+		word_buf_add(b, e[i].output);
+		word_buf_add(b, e[i].idx);
+		if ((w = word_buf_room(b, LAYOUT_KEY_WORDS)))
+			b->n += (size_t)layout_key(e[i].other, w);
 	}
 	for (int j = 0; j < o->n_in; j++) {
 		const struct layout *want = P->param_layout[o->in[j]];
-		if (!buf_room(m, n, 1 + LAYOUT_KEY_WORDS))
-			return 0;
-		m->buf[n++] = want != NULL;
-		if (want)
-			n += (size_t)layout_key(want, m->buf + n);
+		word_buf_add(b, want != NULL);
+		if (want && (w = word_buf_room(b, LAYOUT_KEY_WORDS)))
+			b->n += (size_t)layout_key(want, w);
 	}
-	return n;
+	if (b->oom) {
+		b->oom = false; /* the next op may fit */
+		return 0;
+	}
+	return b->n;
 }
 
 /* Remembers a decision under m->buf[0 .. n) (not when out of memory:
@@ -563,7 +550,7 @@ static void remember(struct decisions *m, size_t n, int win, const struct strate
 		m->v = v;
 		m->cap = cap;
 	}
-	int64_t i = word_table_add(m->keys, m->buf, n);
+	int64_t i = word_table_add(m->keys, m->buf.w, n);
 	if (i < 0)
 		return;
 	SL_ASSERT((size_t)i == m->n);  /* remembered only after a miss */
@@ -576,7 +563,7 @@ static bool decide(struct prop *P, int v, int u)
 	struct arena *scratch = arena_new();
 	struct plan_choice *ch = &P->p->choices[v];
 	size_t nw = scratch && P->memo ? context_words(P, v, scratch) : 0;
-	int64_t k = nw ? word_table_find(P->memo->keys, P->memo->buf, nw) : -1;
+	int64_t k = nw ? word_table_find(P->memo->keys, P->memo->buf.w, nw) : -1;
 	struct strategy st;
 	int win;
 	if (k >= 0) {

@@ -949,9 +949,7 @@ static void key_add(struct rkey *k, int64_t w)
 
 static void key_double(struct rkey *k, double v)
 {
-	int64_t w;
-	memcpy(&w, &v, sizeof w);
-	key_add(k, w);
+	key_add(k, util_double_bits(v));
 }
 
 static void key_layout(struct rkey *k, const struct layout *l)

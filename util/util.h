@@ -51,6 +51,23 @@ int64_t word_table_find(const struct word_table *t, const int64_t *w, size_t n);
 /* Adds the key (its index when it was there already); -1 when out of
  * memory (nothing added). */
 int64_t word_table_add(struct word_table *t, const int64_t *w, size_t n);
+/* The keys held (the next key's index). */
+int64_t word_table_count(const struct word_table *t);
+
+/* A key being written (words.c): words w[0..n) in a buffer that grows.
+ * A failed allocation sets oom and keeps the buffer as it was; zero
+ * initialised is empty. */
+struct word_buf {
+	int64_t *w;
+	size_t n, cap;
+	bool oom;
+};
+/* Room for `more` words after w[n]: their address, or NULL (oom set). */
+int64_t *word_buf_room(struct word_buf *b, size_t more);
+void word_buf_add(struct word_buf *b, int64_t v);
+void word_buf_free(struct word_buf *b);
+/* A double's bits as a word, for keys: equal words, equal doubles. */
+int64_t util_double_bits(double x);
 bool util_add_i64(int64_t a, int64_t b, int64_t *out);
 
 /* Read a whole file into a NUL-terminated malloc'd buffer. Returns NULL and

@@ -1,4 +1,5 @@
-/* words.c — a table keyed by strings of 64-bit words: the planners'
+/* words.c — a table keyed by strings of 64-bit words, and the buffer
+ * such keys are written into: the planners'
  * memos (redistribution bytes per layout pair, propagation's remembered
  * decisions) key their answers by what the answer depends on, serialised
  * as words, and compare keys whole, never by hash alone.
@@ -23,8 +24,7 @@ struct slot {
 struct word_table {
 	struct slot *slots;
 	size_t cap, used;                 /* cap: a power of two */
-	int64_t *pool;
-	size_t pool_len, pool_cap;
+	struct word_buf pool;
 };
 
 struct word_table *word_table_new(void)
@@ -45,7 +45,7 @@ void word_table_free(struct word_table *t)
 {
 	if (t) {
 		free(t->slots);
-		free(t->pool);
+		word_buf_free(&t->pool);
 		free(t);
 	}
 }
@@ -56,7 +56,7 @@ static struct slot *probe(const struct word_table *t, uint64_t h, const int64_t 
 	for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
 		struct slot *s = &t->slots[i];
 		if (!s->len ||
-		    (s->hash == h && s->len == n && !memcmp(t->pool + s->key, w, n * sizeof(*w))))
+		    (s->hash == h && s->len == n && !memcmp(t->pool.w + s->key, w, n * sizeof(*w))))
 			return s;
 	}
 }
@@ -97,22 +97,59 @@ int64_t word_table_add(struct word_table *t, const int64_t *w, size_t n)
 	SL_ASSERT(n > 0);
 	if (!grow(t))
 		return -1;
-	if (t->pool_len + n > t->pool_cap) {
-		size_t cap = t->pool_cap ? t->pool_cap : 4096;
-		while (cap < t->pool_len + n)
-			cap *= 2;
-		int64_t *p = realloc(t->pool, cap * sizeof(*p));
-		if (!p)
-			return -1;
-		t->pool = p;
-		t->pool_cap = cap;
-	}
+	int64_t *at = word_buf_room(&t->pool, n);
+	if (!at)
+		return -1;
 	uint64_t h = util_hash_words(w, n);
 	struct slot *s = probe(t, h, w, n);
 	if (s->len)
 		return s->index;
-	memcpy(t->pool + t->pool_len, w, n * sizeof(*w));
-	*s = (struct slot){h, t->pool_len, n, (int64_t)t->used};
-	t->pool_len += n;
+	memcpy(at, w, n * sizeof(*w));
+	*s = (struct slot){h, t->pool.n, n, (int64_t)t->used};
+	t->pool.n += n;
 	return (int64_t)t->used++;
+}
+
+int64_t word_table_count(const struct word_table *t)
+{
+	return (int64_t)t->used;
+}
+
+int64_t *word_buf_room(struct word_buf *b, size_t more)
+{
+	if (b->n + more > b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 1024;
+		while (cap < b->n + more)
+			cap *= 2;
+		int64_t *w = realloc(b->w, cap * sizeof(*w));
+		if (!w) {
+			b->oom = true;
+			return NULL;
+		}
+		b->w = w;
+		b->cap = cap;
+	}
+	return b->w + b->n;
+}
+
+void word_buf_add(struct word_buf *b, int64_t v)
+{
+	int64_t *w = word_buf_room(b, 1);
+	if (w) {
+		*w = v;
+		b->n++;
+	}
+}
+
+void word_buf_free(struct word_buf *b)
+{
+	free(b->w);
+	*b = (struct word_buf){0};
+}
+
+int64_t util_double_bits(double x)
+{
+	int64_t v;
+	memcpy(&v, &x, sizeof v);
+	return v;
 }

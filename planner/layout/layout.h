@@ -262,8 +262,8 @@ bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags)
 
 /* Ops alike (structure hashing): p->alike[i] is the first op whose graph
  * words (graph_op_key), distributed op (every layout, collective and
- * gradient step) and incoming edges (the producers' classes, the tensors'
- * readers, the redistribution) equal op i's; i itself when none does. An
+ * gradient step) and inputs (whether produced, how many read them, the
+ * redistribution into the op) equal op i's; i itself when none does. An
  * op alike an earlier one costs what it costs, so the estimate prices one
  * op per class. plan_derive_edges calls it; a planner that changes p->ops
  * or p->edges afterwards calls it again. False when out of memory

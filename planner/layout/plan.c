@@ -142,73 +142,33 @@ bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags)
 
 /* ------------------------------------------------------------ ops alike */
 
-/* A growing string of words, the key of one op. */
-struct words {
-	int64_t *w;
-	size_t n, cap;
-	bool oom;
-};
-
-static int64_t *words_room(struct words *k, size_t more)
+static void words_layout(struct word_buf *k, const struct layout *l)
 {
-	if (k->n + more > k->cap) {
-		size_t cap = k->cap ? 2 * k->cap : 1024;
-		while (cap < k->n + more)
-			cap *= 2;
-		int64_t *w = realloc(k->w, cap * sizeof(*w));
-		if (!w) {
-			k->oom = true;
-			return NULL;
-		}
-		k->w = w;
-		k->cap = cap;
-	}
-	return k->w + k->n;
-}
-
-static void words_add(struct words *k, int64_t v)
-{
-	int64_t *w = words_room(k, 1);
-	if (w) {
-		*w = v;
-		k->n++;
-	}
-}
-
-static int64_t bits(double x)
-{
-	int64_t v;
-	memcpy(&v, &x, sizeof v);
-	return v;
-}
-
-static void words_layout(struct words *k, const struct layout *l)
-{
-	int64_t *w = words_room(k, LAYOUT_KEY_WORDS);
+	int64_t *w = word_buf_room(k, LAYOUT_KEY_WORDS);
 	if (w)
 		k->n += (size_t)layout_key(l, w);
 }
 
-static void words_steps(struct words *k, const struct comm_step *st, int n)
+static void words_steps(struct word_buf *k, const struct comm_step *st, int n)
 {
-	words_add(k, n);
+	word_buf_add(k, n);
 	for (int i = 0; i < n; i++) {
 		const struct rank_groups *g = &st[i].groups;
-		words_add(k, st[i].kind);
-		words_add(k, st[i].reduce);
-		words_add(k, st[i].dim);
-		words_add(k, st[i].to_dim);
-		words_add(k, st[i].concat);
-		words_add(k, bits(st[i].bytes_per_device));
-		words_add(k, g->n_groups);
-		words_add(k, g->size);
-		words_add(k, g->n_axes);
+		word_buf_add(k, st[i].kind);
+		word_buf_add(k, st[i].reduce);
+		word_buf_add(k, st[i].dim);
+		word_buf_add(k, st[i].to_dim);
+		word_buf_add(k, st[i].concat);
+		word_buf_add(k, util_double_bits(st[i].bytes_per_device));
+		word_buf_add(k, g->n_groups);
+		word_buf_add(k, g->size);
+		word_buf_add(k, g->n_axes);
 		for (int x = 0; x < g->n_axes; x++)
-			words_add(k, g->axes[x]);
-		words_add(k, g->dm.n);
+			word_buf_add(k, g->axes[x]);
+		word_buf_add(k, g->dm.n);
 		for (int x = 0; x < g->dm.n; x++)
-			words_add(k, g->dm.size[x]);
-		words_add(k, g->dm.base);
+			word_buf_add(k, g->dm.size[x]);
+		word_buf_add(k, g->dm.base);
 		words_layout(k, &st[i].after);
 	}
 }
@@ -217,23 +177,20 @@ static void words_steps(struct words *k, const struct comm_step *st, int n)
  * it has a producer, how many read the tensor, and the redistribution of
  * its edge (edge_of: index into p->edges, or -1), whose start layout is
  * all the consumer sees of the producer. */
-static void op_words(const struct plan *p, int c, const int *edge_of, struct words *k)
+static void op_words(const struct plan *p, int c, const int *edge_of, struct word_buf *k)
 {
 	const struct graph *g = p->graph;
 	const struct dist_op *d = &p->ops[c];
 	k->n = 0;
-	int64_t *w = words_room(k, GRAPH_OP_KEY_WORDS);
+	int64_t *w = word_buf_room(k, GRAPH_OP_KEY_WORDS);
 	int n = w ? graph_op_key(g, c, w, GRAPH_OP_KEY_WORDS) : -1;
-	if (n < 0 || n > GRAPH_OP_KEY_WORDS) {
-		k->oom = k->oom || !w;
-		k->n = 0; /* no key: the op stands alone */
-		return;
-	}
+	if (n < 0 || n > GRAPH_OP_KEY_WORDS)
+		return; /* no room (oom), or no key: the op stands alone */
 	k->n = (size_t)n;
-	words_add(k, bits(d->flops_per_rank));
-	words_add(k, bits(d->bytes_per_rank));
-	words_add(k, d->n_in);
-	words_add(k, d->n_out);
+	word_buf_add(k, util_double_bits(d->flops_per_rank));
+	word_buf_add(k, util_double_bits(d->bytes_per_rank));
+	word_buf_add(k, d->n_in);
+	word_buf_add(k, d->n_out);
 	for (int i = 0; i < d->n_in; i++)
 		words_layout(k, &d->in[i]);
 	for (int j = 0; j < d->n_out; j++) {
@@ -244,15 +201,15 @@ static void op_words(const struct plan *p, int c, const int *edge_of, struct wor
 	words_steps(k, d->grad, d->n_grad);
 	for (int j = 0; j < g->ops[c].n_in; j++) {
 		const struct tensor *t = &g->tensors[g->ops[c].in[j]];
-		words_add(k, t->producer < 0);
-		words_add(k, t->n_consumers);
+		word_buf_add(k, t->producer < 0);
+		word_buf_add(k, t->n_consumers);
 		int e = edge_of[j];
 		if (e < 0) {
-			words_add(k, -1);
+			word_buf_add(k, -1);
 			continue;
 		}
 		const struct plan_edge *x = &p->edges[e];
-		words_add(k, bits(x->fused_saving_bytes));
+		word_buf_add(k, util_double_bits(x->fused_saving_bytes));
 		words_layout(k, plan_edge_start(p, x));
 		words_steps(k, x->redist.steps, x->redist.n_steps);
 	}
@@ -261,44 +218,31 @@ static void op_words(const struct plan *p, int c, const int *edge_of, struct wor
 bool plan_find_alike(struct arena *a, struct plan *p)
 {
 	const struct graph *g = p->graph;
-	p->alike = NULL;
+	int max_in = 1;
+	for (int c = 0; c < g->n_ops; c++)
+		max_in = g->ops[c].n_in > max_in ? g->ops[c].n_in : max_in;
 	int *alike = arena_alloc(a, ((size_t)g->n_ops + 1) * sizeof(int));
 	int *first = arena_alloc(a, ((size_t)g->n_ops + 1) * sizeof(int)); /* class -> op */
+	int *edge_of = malloc((size_t)max_in * sizeof(int));
 	struct word_table *t = word_table_new();
-	struct words k = {0};
-	int edge_of[SIG_MAX_TENSORS * 4];
-	bool ok = alike && first && t;
-
+	struct word_buf k = {0};
+	bool ok = alike && first && edge_of && t;
 	for (int c = 0, e = 0; ok && c < g->n_ops; c++) {
-		int n_in = g->ops[c].n_in;
-		if (n_in > (int)(sizeof edge_of / sizeof edge_of[0])) {
-			alike[c] = c;
-			while (e < p->n_edges && p->edges[e].consumer == c)
-				e++;
-			continue;
-		}
-		for (int j = 0; j < n_in; j++)
+		for (int j = 0; j < g->ops[c].n_in; j++)
 			edge_of[j] = -1;
 		for (; e < p->n_edges && p->edges[e].consumer == c; e++)
 			edge_of[p->edges[e].consumer_in] = e;
 		op_words(p, c, edge_of, &k);
 		ok = !k.oom;
-		if (!ok || k.n == 0) {
-			alike[c] = c;
-			continue;
-		}
-		int64_t before = word_table_find(t, k.w, k.n);
-		if (before >= 0) {
-			alike[c] = first[before];
-			continue;
-		}
-		int64_t id = word_table_add(t, k.w, k.n);
-		ok = id >= 0;
-		if (ok)
-			first[id] = c;
-		alike[c] = c;
+		int64_t classes = word_table_count(t);
+		int64_t id = ok && k.n > 0 ? word_table_add(t, k.w, k.n) : -1;
+		if (id == classes)
+			first[id] = c; /* a new class, named by its first op */
+		alike[c] = id >= 0 ? first[id] : c; /* no key: the op stands alone */
+		ok = ok && (id >= 0 || k.n == 0);
 	}
-	free(k.w);
+	free(edge_of);
+	word_buf_free(&k);
 	word_table_free(t);
 	p->alike = ok ? alike : NULL;
 	return ok;

@@ -401,5 +401,31 @@ Test(util, word_table_keys_compared_whole)
 		cr_expect_eq(word_table_find(t, w, 2), 3 + i);
 		cr_expect_eq(word_table_find(t, x, 2), -1);
 	}
+	cr_expect_eq(word_table_count(t), 5003);
 	word_table_free(t);
+}
+
+/* A key is written word by word into a buffer that grows: 3,000 words
+ * (past the first 1,024) keep their order, and a room asked for is
+ * writable at once. */
+Test(util, word_buf_grows_and_keeps_its_words)
+{
+	struct word_buf b = {0};
+	for (int64_t i = 0; i < 3000; i++)
+		word_buf_add(&b, 7 * i);
+	int64_t *w = word_buf_room(&b, 2000);
+	cr_assert_not_null(w);
+	w[1999] = -1;
+	cr_expect(!b.oom);
+	cr_assert_eq(b.n, 3000);
+	cr_expect_geq(b.cap, 5000);
+	for (int64_t i = 0; i < 3000; i++)
+		cr_expect_eq(b.w[i], 7 * i);
+	word_buf_free(&b);
+	cr_expect_null(b.w);
+	cr_expect_eq(b.n, 0);
+	/* equal words, equal doubles: 0.5 is 0x3fe0000000000000; -0.0 and 0.0
+	 * are different words */
+	cr_expect_eq(util_double_bits(0.5), 0x3fe0000000000000);
+	cr_expect_neq(util_double_bits(-0.0), util_double_bits(0.0));
 }
