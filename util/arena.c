@@ -150,7 +150,7 @@ static struct arena_block *block_new(size_t size)
 	return b;
 }
 
-void *arena_alloc(struct arena *a, size_t size)
+void *arena_alloc_raw(struct arena *a, size_t size)
 {
 	SL_ASSERT(a);
 	if (size == 0)
@@ -173,7 +173,6 @@ void *arena_alloc(struct arena *a, size_t size)
 				a->head = big;
 			}
 			a->total += size;
-			memset(big->data, 0, size);
 			return big->data;
 		}
 		b = block_new(ARENA_BLOCK);
@@ -185,7 +184,22 @@ void *arena_alloc(struct arena *a, size_t size)
 	void *p = b->data + b->used;
 	b->used += size;
 	a->total += size;
-	memset(p, 0, size);
+	return p;
+}
+
+void *arena_alloc(struct arena *a, size_t size)
+{
+	void *p = arena_alloc_raw(a, size);
+	if (p)
+		memset(p, 0, size ? size : 1);
+	return p;
+}
+
+void *arena_dup(struct arena *a, const void *src, size_t size)
+{
+	void *p = arena_alloc_raw(a, size);
+	if (p && size)
+		memcpy(p, src, size);
 	return p;
 }
 

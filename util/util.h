@@ -94,6 +94,10 @@ void arena_free(struct arena *a);
  * n * size overflows. */
 void *arena_alloc(struct arena *a, size_t size);
 void *arena_calloc(struct arena *a, size_t n, size_t size);
+/* Not zeroed: for arrays the caller writes in full before reading them. */
+void *arena_alloc_raw(struct arena *a, size_t size);
+/* A copy of `size` bytes of src. */
+void *arena_dup(struct arena *a, const void *src, size_t size);
 /* Grows an array held in the arena (old contents copied, old block kept
  * until the arena is freed). */
 void *arena_grow(struct arena *a, void *old, size_t old_n, size_t new_n, size_t size);

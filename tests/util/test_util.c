@@ -40,6 +40,34 @@ Test(util, arena_refuses_overflowing_sizes)
 	arena_free(a);
 }
 
+/* arena_alloc_raw hands out aligned memory the caller fills (it may hold
+ * an earlier arena's bytes: blocks are reused); arena_dup copies. */
+Test(util, arena_raw_and_dup)
+{
+	struct arena *a = arena_new();
+	for (int i = 1; i < 2000; i += 37) {
+		unsigned char *p = arena_alloc_raw(a, (size_t)i);
+		cr_assert_not_null(p);
+		cr_assert_eq((uintptr_t)p % 16, 0, "raw allocation of %d bytes not 16-aligned", i);
+		memset(p, 0xcd, (size_t)i);
+	}
+	double src[5] = {1.5, -2, 3.25, 0, 1e300};
+	double *d = arena_dup(a, src, sizeof src);
+	cr_assert_not_null(d);
+	cr_assert_neq(d, src);
+	cr_assert_eq(memcmp(d, src, sizeof src), 0);
+	unsigned char *from = malloc(1 << 20);
+	cr_assert_not_null(from);
+	memset(from, 7, 1 << 20);
+	unsigned char *big = arena_dup(a, from, 1 << 20);  /* a block of its own */
+	free(from);
+	cr_assert_eq(big[0], 7);
+	cr_assert_eq(big[(1 << 20) - 1], 7);
+	cr_assert_not_null(arena_dup(a, NULL, 0), "an empty copy is still an allocation");
+	cr_assert_null(arena_alloc_raw(a, SIZE_MAX - 3));
+	arena_free(a);
+}
+
 Test(util, arena_strings_and_grow)
 {
 	struct arena *a = arena_new();
