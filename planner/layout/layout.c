@@ -77,6 +77,57 @@ bool devmat_groups(const struct devmat *dm, const int *axes, int n_axes, struct 
 	return true;
 }
 
+/* A canonical form of rank groups: the (size, stride) of the axes that
+ * count members (in member order) or groups (row-major), without axes of
+ * size 1 and with an axis merged into the one before it when the two are
+ * contiguous. */
+static int groups_canon(const struct rank_groups *g, bool members, int64_t out[PLAN_MAX_AXES][2])
+{
+	const struct devmat *dm = &g->dm;
+	int64_t stride[PLAN_MAX_AXES];
+	bool in_group[PLAN_MAX_AXES] = {false};
+	int64_t st = 1;
+	for (int i = dm->n - 1; i >= 0; i--) {
+		stride[i] = st;
+		st *= dm->size[i];
+	}
+	for (int k = 0; k < g->n_axes; k++)
+		in_group[g->axes[k]] = true;
+	int n = 0, count = members ? g->n_axes : dm->n;
+	for (int k = 0; k < count; k++) {
+		int ax = members ? g->axes[k] : k;
+		if ((!members && in_group[ax]) || dm->size[ax] == 1)
+			continue;
+		int64_t size = dm->size[ax], str = stride[ax];
+		if (n > 0 && out[n - 1][1] == size * str) {
+			out[n - 1][0] *= size;
+			out[n - 1][1] = str;
+		} else {
+			out[n][0] = size;
+			out[n++][1] = str;
+		}
+	}
+	return n;
+}
+
+int rank_groups_key(const struct rank_groups *g, int64_t w[RANK_GROUPS_KEY_WORDS])
+{
+	int n = 0;
+	w[n++] = g->size;
+	w[n++] = g->n_groups;
+	w[n++] = g->dm.base;
+	for (int members = 0; members <= 1; members++) {
+		int64_t f[PLAN_MAX_AXES][2];
+		int m = groups_canon(g, members, f);
+		for (int k = 0; k < m; k++) {
+			w[n++] = f[k][0];
+			w[n++] = f[k][1];
+		}
+		w[n++] = -1;  /* the form ends */
+	}
+	return n;
+}
+
 int64_t rank_groups_rank(const struct rank_groups *g, int group, int member)
 {
 	SL_ASSERT(group >= 0 && group < g->n_groups && member >= 0 && member < g->size);

@@ -95,6 +95,13 @@ bool devmat_groups(const struct devmat *dm, const int *axes, int n_axes, struct 
 int64_t rank_groups_rank(const struct rank_groups *g, int group, int member);
 /* All ranks of one group, in collective order, into out[size]. */
 void rank_groups_members(const struct rank_groups *g, int group, int64_t *out);
+/* Rank groups as words however their device matrix is factored: size,
+ * count, first rank, then the (size, stride) of the axes that count groups
+ * and of those that count members, axes of size 1 left out and contiguous
+ * ones merged. Equal words, the same ranks in the same groups and order.
+ * Returns the count. */
+#define RANK_GROUPS_KEY_WORDS (3 + 2 * (2 * PLAN_MAX_AXES + 1))
+int rank_groups_key(const struct rank_groups *g, int64_t w[RANK_GROUPS_KEY_WORDS]);
 
 /* A layout of a tensor of this shape with nothing split (maps filled by the
  * caller). */

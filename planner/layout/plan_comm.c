@@ -289,10 +289,10 @@ uint32_t *plan_fused_input_grads(struct arena *a, const struct plan *p)
 struct param_reads *plan_param_reads(struct arena *a, const struct graph *g)
 {
 	struct param_reads *r = arena_alloc(a, sizeof(*r));
-	int *last = arena_alloc(a, sizeof(int) * ((size_t)g->n_tensors + 1));
+	int *last = arena_alloc_raw(a, sizeof(int) * ((size_t)g->n_tensors + 1));
 	r = r && last ? r : NULL;
-	if (r)
-		r->prev = arena_alloc(a, sizeof(*r->prev) * ((size_t)g->n_ops + 1));
+	if (r)  /* set, and read, for the parameter inputs only */
+		r->prev = arena_alloc_raw(a, sizeof(*r->prev) * ((size_t)g->n_ops + 1));
 	if (!r || !r->prev)
 		return NULL;
 	for (int t = 0; t < g->n_tensors; t++)
@@ -388,7 +388,6 @@ bool *plan_attention_core(struct arena *a, const struct graph *g)
 struct grad {
 	enum step_kind kind;
 	const struct rank_groups *groups;  /* the plan's synchronisation step's */
-	uint64_t key;                      /* groups_key: equal groups, equal keys */
 	double bytes;
 	int op, seq;
 	const char *name;                  /* the parameter */
@@ -409,8 +408,6 @@ struct grads {
 	int n;
 };
 
-static uint64_t groups_key(const struct rank_groups *g);
-
 /* The gradients op d completes in backward: the parameters it is the first
  * of the chunk's ops [lo, ..) to read, replicated somewhere (the
  * collective plan_colls_forward lists for the synchronisation step). */
@@ -425,82 +422,21 @@ static void op_grads(struct grads *G, const struct graph *g, const struct param_
 		if (!st || !moves_bytes(st->kind, &st->groups))
 			continue;
 		const struct tensor *t = &g->tensors[g->ops[d->op].in[inputs[k]]];
-		G->v[G->n] = (struct grad){st->kind, &st->groups, groups_key(&st->groups),
-		                           step_message(st), d->op, G->n, t->name, t->dtype, -1};
+		G->v[G->n] = (struct grad){st->kind, &st->groups, step_message(st), d->op, G->n,
+		                           t->name, t->dtype, -1};
 		G->n++;
 	}
 }
 
-/* A canonical form of rank groups: the (size, stride) of the axes that
- * count members (in member order) or groups (row-major), without axes of
- * size 1 and with an axis merged into the one before it when the two are
- * contiguous. Two descriptions with the same forms and base hold the same
- * ranks in the same order however their device matrices are factored. */
-static int canon(const struct rank_groups *g, bool members, int64_t out[PLAN_MAX_AXES][2])
-{
-	const struct devmat *dm = &g->dm;
-	int64_t stride[PLAN_MAX_AXES];
-	bool in_group[PLAN_MAX_AXES] = {false};
-	int64_t st = 1;
-	for (int i = dm->n - 1; i >= 0; i--) {
-		stride[i] = st;
-		st *= dm->size[i];
-	}
-	for (int k = 0; k < g->n_axes; k++)
-		in_group[g->axes[k]] = true;
-	int n = 0, count = members ? g->n_axes : dm->n;
-	for (int k = 0; k < count; k++) {
-		int ax = members ? g->axes[k] : k;
-		if ((!members && in_group[ax]) || dm->size[ax] == 1)
-			continue;
-		int64_t size = dm->size[ax], str = stride[ax];
-		if (n > 0 && out[n - 1][1] == size * str) {
-			out[n - 1][0] *= size;
-			out[n - 1][1] = str;
-		} else {
-			out[n][0] = size;
-			out[n++][1] = str;
-		}
-	}
-	return n;
-}
+/* Rank groups as rank_groups_key's words. */
+struct groups_form {
+	int n;
+	int64_t w[RANK_GROUPS_KEY_WORDS];
+};
 
-/* A hash of what same_groups compares: groups that hold the same ranks in
- * the same order have the same key, so different keys rule a match out
- * without the canonical forms. */
-static uint64_t groups_key(const struct rank_groups *g)
+static bool same_form(const struct groups_form *a, const struct groups_form *b)
 {
-	/* the two forms split the matrix's axes: 2 words per axis in all */
-	int64_t w[3 + 2 * PLAN_MAX_AXES + 2], f[PLAN_MAX_AXES][2];
-	size_t n = 0;
-	w[n++] = g->size;
-	w[n++] = g->n_groups;
-	w[n++] = g->dm.base;
-	for (int members = 0; members <= 1; members++) {
-		int m = canon(g, members, f);
-		for (int k = 0; k < m; k++) {
-			w[n++] = f[k][0];
-			w[n++] = f[k][1];
-		}
-		w[n++] = -1;  /* the members' form ends */
-	}
-	return util_hash_words(w, n);
-}
-
-static bool same_canon(const struct rank_groups *a, const struct rank_groups *b, bool members)
-{
-	int64_t x[PLAN_MAX_AXES][2], y[PLAN_MAX_AXES][2];
-	int n = canon(a, members, x);
-	return n == canon(b, members, y) && !memcmp(x, y, (size_t)n * sizeof(x[0]));
-}
-
-/* Same ranks in the same groups and order. */
-static bool same_groups(const struct rank_groups *a, const struct rank_groups *b)
-{
-	if (a == b)
-		return true;
-	return a->size == b->size && a->n_groups == b->n_groups && a->dm.base == b->dm.base &&
-	       same_canon(a, b, true) && same_canon(a, b, false);
+	return a->n == b->n && !memcmp(a->w, b->w, (size_t)a->n * sizeof(a->w[0]));
 }
 
 static int cmp_bucket(const void *x, const void *y)
@@ -520,21 +456,27 @@ static int cmp_bucket(const void *x, const void *y)
 static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
                         struct bucket **out)
 {
-	struct bucket *all = arena_calloc(a, (size_t)G->n + 1, sizeof(*all));
-	int open[OPEN_BUCKETS], n_open = 0, n = 0;
+	struct bucket *all = arena_alloc_raw(a, ((size_t)G->n + 1) * sizeof(*all));
+	struct {
+		int at;                      /* the bucket */
+		struct groups_form form;     /* its groups' */
+	} open[OPEN_BUCKETS];
+	int n_open = 0, n = 0;
 	if (!all)
 		return -1;
 	for (int k = 0; k < G->n; k++) {
 		struct grad *g = &G->v[k];
+		struct groups_form form;
+		form.n = rank_groups_key(g->groups, form.w);
 		int hit = -1;
 		for (int j = 0; j < n_open && hit < 0; j++) {
-			const struct bucket *b = &all[open[j]];
+			const struct bucket *b = &all[open[j].at];
 			if (b->first->kind == g->kind && b->first->dtype == g->dtype &&
-			    b->first->key == g->key && same_groups(b->first->groups, g->groups))
+			    (b->first->groups == g->groups || same_form(&open[j].form, &form)))
 				hit = j;
 		}
-		if (hit >= 0 && all[open[hit]].bytes + g->bytes <= bucket_bytes) {
-			struct bucket *b = &all[open[hit]];
+		if (hit >= 0 && all[open[hit].at].bytes + g->bytes <= bucket_bytes) {
+			struct bucket *b = &all[open[hit].at];
 			b->bytes += g->bytes;
 			b->n++;
 			b->last_seq = g->seq;
@@ -545,14 +487,24 @@ static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
 		if (hit < 0 && n_open == OPEN_BUCKETS)
 			hit = 0; /* close the oldest */
 		if (hit >= 0) {
-			memmove(&open[hit], &open[hit + 1], (size_t)(n_open - hit - 1) * sizeof(int));
+			memmove(&open[hit], &open[hit + 1], (size_t)(n_open - hit - 1) * sizeof(open[0]));
 			n_open--;
 		}
 		g->bucket = n;
 		all[n] = (struct bucket){g, g->bytes, 1, g->seq, g->op, n};
-		open[n_open++] = n++;
+		open[n_open].at = n++;
+		open[n_open++].form = form;
 	}
-	qsort(all, (size_t)n, sizeof(*all), cmp_bucket);
+	/* In the order their last gradients are ready: buckets open in
+	 * order and few close out of it, so insertion sorts them in about
+	 * one pass (the order is total: `order` breaks ties). */
+	for (int i = 1; i < n; i++) {
+		struct bucket x = all[i];
+		int j = i;
+		for (; j > 0 && cmp_bucket(&all[j - 1], &x) > 0; j--)
+			all[j] = all[j - 1];
+		all[j] = x;
+	}
 	*out = all;
 	return n;
 }
@@ -564,7 +516,7 @@ int plan_gradient_buckets(struct arena *a, const struct plan *p, const struct pa
 	for (int i = lo; i < hi; i++)
 		for (int j = 0; j < p->graph->ops[i].n_in; j++)
 			room += p->graph->tensors[p->graph->ops[i].in[j]].role == TENSOR_PARAM;
-	struct grads G = {arena_calloc(a, (size_t)room + 1, sizeof(*G.v)), 0};
+	struct grads G = {arena_alloc_raw(a, ((size_t)room + 1) * sizeof(*G.v)), 0};
 	if (!G.v)
 		return -1;
 	for (int i = hi - 1; i >= lo; i--)
@@ -578,18 +530,16 @@ int plan_gradient_buckets(struct arena *a, const struct plan *p, const struct pa
 	if (n < 0)
 		return -1;
 	*out = arena_calloc(a, (size_t)n + 1, sizeof(**out));
-	int *at = arena_calloc(a, (size_t)n + 1, sizeof(*at)); /* opening order -> index */
-	if (!*out || !at)
+	int *at = arena_alloc_raw(a, ((size_t)n + 1) * sizeof(*at)); /* opening order -> index */
+	/* the buckets' gradients, bucket after bucket (every slot filled below) */
+	int *ops = arena_alloc_raw(a, ((size_t)G.n + 1) * sizeof(*ops));
+	double *op_bytes = arena_alloc_raw(a, ((size_t)G.n + 1) * sizeof(*op_bytes));
+	if (!*out || !at || !ops || !op_bytes)
 		return -1;
-	for (int k = 0; k < n; k++) {
-		struct plan_bucket *pb = &(*out)[k];
+	for (int k = 0, used = 0; k < n; used += b[k++].n) {
 		const struct grad *f = b[k].first;
-		*pb = (struct plan_bucket){f->kind, f->groups, b[k].bytes, b[k].n, b[k].last_op,
-		                           f->name, f->dtype, NULL, NULL};
-		pb->ops = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->ops));
-		pb->op_bytes = arena_calloc(a, (size_t)b[k].n, sizeof(*pb->op_bytes));
-		if (!pb->ops || !pb->op_bytes)
-			return -1;
+		(*out)[k] = (struct plan_bucket){f->kind, f->groups, b[k].bytes, b[k].n, b[k].last_op,
+		                                 f->name, f->dtype, ops + used, op_bytes + used};
 		at[b[k].order] = k;
 	}
 	int *filled = arena_calloc(a, (size_t)n + 1, sizeof(*filled));

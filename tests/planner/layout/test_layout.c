@@ -146,6 +146,78 @@ Test(layout, rank_groups_along_axes)
 	assert_members(&g, want_off, sizeof want_off / sizeof want_off[0]);
 }
 
+/* rank_groups_key: the same ranks in the same groups and order give the
+ * same words however the device matrix is factored. By hand: all 8 ranks
+ * in order over [8] along 0, over [2,4] along (0,1) and over [2,1,4]
+ * along (0,1,2) are one group 0..7; along (1,0) of [2,4] the order is
+ * 0,4,1,5,.. (another key); along 1 of [2,4] the groups {0..3} {4..7}
+ * differ from along 1 of [4,2] ({0,1} ..). And the words agree with the
+ * member lists on every pair of descriptions below. */
+static bool same_lists(const struct rank_groups *a, const struct rank_groups *b)
+{
+	if (a->size != b->size || a->n_groups != b->n_groups)
+		return false;
+	for (int k = 0; k < a->n_groups; k++)
+		for (int i = 0; i < a->size; i++)
+			if (rank_groups_rank(a, k, i) != rank_groups_rank(b, k, i))
+				return false;
+	return true;
+}
+
+Test(layout, rank_groups_key_whatever_the_factoring)
+{
+	static const int64_t shapes[][3] = {{8, 1, 1}, {2, 4, 1}, {2, 1, 4}, {4, 2, 1}, {2, 2, 2}};
+	static const int axes_sets[][3] = {{0, -1, -1}, {1, -1, -1}, {2, -1, -1}, {0, 1, -1},
+	                                   {1, 0, -1},  {0, 2, -1},  {1, 2, -1},  {0, 1, 2},
+	                                   {2, 1, 0}};
+	struct rank_groups all[5 * 9];
+	int n = 0;
+	for (int si = 0; si < 5; si++) {
+		struct devmat dm = dm_of(3, shapes[si], NULL);
+		for (int ai = 0; ai < 9; ai++) {
+			int axes[3], na = 0;
+			for (int k = 0; k < 3; k++)
+				if (axes_sets[ai][k] >= 0)
+					axes[na++] = axes_sets[ai][k];
+			cr_assert(devmat_groups(&dm, axes, na, &all[n++]));
+		}
+	}
+	int64_t w1[RANK_GROUPS_KEY_WORDS], w2[RANK_GROUPS_KEY_WORDS];
+	int equal = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			int n1 = rank_groups_key(&all[i], w1), n2 = rank_groups_key(&all[j], w2);
+			bool same = n1 == n2 && !memcmp(w1, w2, (size_t)n1 * sizeof(w1[0]));
+			cr_assert_eq(same, same_lists(&all[i], &all[j]), "descriptions %d and %d", i, j);
+			equal += same && i != j;
+		}
+	cr_assert_gt(equal, 0, "some descriptions of the same groups differ in their matrices");
+	/* the cases by hand */
+	struct devmat d8 = dm_of(1, (int64_t[]){8}, NULL), d24 = dm_of(2, (int64_t[]){2, 4}, NULL),
+		      d42 = dm_of(2, (int64_t[]){4, 2}, NULL);
+	struct rank_groups a, b;
+	cr_assert(devmat_groups(&d8, (int[]){0}, 1, &a));
+	cr_assert(devmat_groups(&d24, (int[]){0, 1}, 2, &b));
+	int n1 = rank_groups_key(&a, w1), n2 = rank_groups_key(&b, w2);
+	cr_assert(n1 == n2 && !memcmp(w1, w2, (size_t)n1 * sizeof(w1[0])), "one group 0..7");
+	cr_assert(devmat_groups(&d24, (int[]){1, 0}, 2, &b));
+	n2 = rank_groups_key(&b, w2);
+	cr_assert(n1 != n2 || memcmp(w1, w2, (size_t)n1 * sizeof(w1[0])), "0,4,1,5,..: another order");
+	cr_assert(devmat_groups(&d24, (int[]){1}, 1, &a));
+	cr_assert(devmat_groups(&d42, (int[]){1}, 1, &b));
+	n1 = rank_groups_key(&a, w1);
+	n2 = rank_groups_key(&b, w2);
+	cr_assert(n1 != n2 || memcmp(w1, w2, (size_t)n1 * sizeof(w1[0])), "fours against pairs");
+	/* the first rank is part of the key */
+	struct devmat off = dm_of(1, (int64_t[]){8}, NULL);
+	off.base = 8;
+	cr_assert(devmat_groups(&d8, (int[]){0}, 1, &a));
+	cr_assert(devmat_groups(&off, (int[]){0}, 1, &b));
+	n1 = rank_groups_key(&a, w1);
+	n2 = rank_groups_key(&b, w2);
+	cr_assert(n1 != n2 || memcmp(w1, w2, (size_t)n1 * sizeof(w1[0])), "ranks 8..15");
+}
+
 Test(layout, same_placement_whatever_the_description)
 {
 	int64_t s8[] = {8}, s24[] = {2, 4}, s214[] = {2, 1, 4}, shape[] = {64, 64};
