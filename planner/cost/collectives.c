@@ -64,10 +64,9 @@ static struct link worst_fabric_link(const struct topology *t)
 	return l;
 }
 
-/* The link between servers for a group spanning them: the worst path from
- * the group's first rank to the other servers' ranks, the NIC shared when
- * more ranks of a server send at once than it has NICs. */
-static struct link inter_link(const struct topology *t, const int64_t *ranks, int n, int n_intra)
+/* The route between servers for a group spanning them: the worst path
+ * from the group's first rank to the other servers' ranks. */
+static struct link inter_route(const struct topology *t, const int64_t *ranks, int n)
 {
 	struct link l = {INFINITY, 0}, worst = worst_fabric_link(t);
 	int64_t d = t->devices_per_server;
@@ -84,12 +83,19 @@ static struct link inter_link(const struct topology *t, const int64_t *ranks, in
 		if (l.bps <= worst.bps * (1 + 1e-12) && l.alpha_s >= worst.alpha_s * (1 - 1e-12))
 			break;
 	}
+	return l;
+}
+
+/* The link between servers: the route, its NIC shared when more ranks of
+ * a server send at once (n_intra) than it has NICs. */
+static struct link inter_link(const struct topology *t, struct link route, int n_intra)
+{
 	if (n_intra > t->nic.per_server) {
 		double share = t->nic.bandwidth_bps * t->nic.per_server / n_intra;
-		if (share < l.bps)
-			l.bps = share;
+		if (share < route.bps)
+			route.bps = share;
 	}
-	return l;
+	return route;
 }
 
 /* A collective's time is linear in its message: fixed_s + per_byte_s x S. */
@@ -135,6 +141,10 @@ struct group_shape {
 	int64_t on_server[4096];
 	int pos[4096];                     /* their positions in the group */
 	int n_intra, m;
+	int per_server;                    /* the ranks of its first run on one server ... */
+	bool blocks;                       /* ... and whether every run on a server is that long
+	                                      (topo_server_blocks) */
+	struct link route;                 /* inter_route, when m > 1 */
 	int concurrent;                    /* groups of the step crossing the same servers' NICs
 	                                      at once (1: the group alone) */
 };
@@ -149,9 +159,13 @@ static bool group_shape(const struct topology *t, const int64_t *ranks, int n,
 	if (!seen)
 		return false;
 	gs->n_intra = gs->m = 0;
+	gs->per_server = 0;
+	gs->blocks = true;
+	int64_t first = n > 0 ? ranks[0] / d : 0, prev = first;
+	int run = 0;
 	for (int i = 0; i < n; i++) {
 		int64_t s = ranks[i] / d;
-		if (s == ranks[0] / d && gs->n_intra < (int)SL_COUNTOF(gs->on_server)) {
+		if (s == first && gs->n_intra < (int)SL_COUNTOF(gs->on_server)) {
 			gs->pos[gs->n_intra] = i;
 			gs->on_server[gs->n_intra++] = ranks[i];
 		}
@@ -159,8 +173,23 @@ static bool group_shape(const struct topology *t, const int64_t *ranks, int n,
 			seen[s / 64] |= UINT64_C(1) << (s % 64);
 			gs->m++;
 		}
+		/* runs of ranks on one server, the first run's length the block */
+		if (i > 0 && s != prev) {
+			if (gs->per_server == 0)
+				gs->per_server = run;
+			else if (run != gs->per_server)
+				gs->blocks = false;
+			run = 0;
+		}
+		run++;
+		prev = s;
 	}
+	if (gs->per_server == 0)
+		gs->per_server = run;
+	else if (run != gs->per_server)
+		gs->blocks = false;
 	free(seen);
+	gs->route = gs->m > 1 ? inter_route(t, ranks, n) : (struct link){INFINITY, 0};
 	return true;
 }
 
@@ -341,8 +370,9 @@ static double rails_per_byte(double intra_share, double nic_share, struct link i
 static void nccl_lines(const struct topology *t, enum step_kind kind, const int64_t *ranks, int n,
                        const struct group_shape *gs, struct link intra, struct cost_algo_lines *out)
 {
-	int m = gs->m, ppn = 1;
-	bool even = topo_server_blocks(t, ranks, n, &ppn) && ppn * m == n;
+	int m = gs->m;
+	int ppn = gs->per_server;
+	bool even = gs->blocks && ppn * m == n;
 	bool ar = kind == STEP_ALLREDUCE, ag_rs = kind == STEP_ALLGATHER || kind == STEP_REDUCESCATTER;
 	out->applicable = 1u << COLL_RING;
 	if (kind == STEP_ALLTOALL)
@@ -356,7 +386,7 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 	 * the busiest link sets the pace). */
 	struct link nic = {0, 0};
 	if (m > 1 && even) {
-		nic = inter_link(t, ranks, n, ppn * gs->concurrent);
+		nic = inter_link(t, gs->route, ppn * gs->concurrent);
 		if (ppn > 1)
 			out->line[COLL_RING].per_byte_s = f * rails_per_byte(1, 1, intra, nic, ppn);
 		if (ar) {
@@ -365,7 +395,7 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 			 * 2S/R (more) over its NICs; inside, the chain carries S/R up
 			 * and S/R down through every member but its ends */
 			double k = m == 2 ? 1 : 2;
-			struct link across = inter_link(t, ranks, n, gs->concurrent);
+			struct link across = inter_link(t, gs->route, gs->concurrent);
 			out->line[COLL_TREE] = (struct cost_line){
 			        across.alpha_s + (ppn > 1 ? intra.alpha_s : 0),
 			        ppn > 1 ? rails_per_byte(2, k, intra, nic, ppn) : k / nic.bps};
@@ -506,11 +536,11 @@ void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int
 	if (gs->m == 1) {
 		one = spread = intra_link(t, gs->on_server, gs->n_intra);
 	} else if (gs->n_intra == 1) {
-		one = spread = inter_link(t, ranks, n, gs->concurrent);
+		one = spread = inter_link(t, gs->route, gs->concurrent);
 	} else {
 		intra = intra_link(t, gs->on_server, gs->n_intra);
-		inter = inter_link(t, ranks, n, gs->n_intra * gs->concurrent);
-		one = link_worst(intra, inter_link(t, ranks, n, gs->concurrent));
+		inter = inter_link(t, gs->route, gs->n_intra * gs->concurrent);
+		one = link_worst(intra, inter_link(t, gs->route, gs->concurrent));
 		spread = link_worst(intra, inter);
 	}
 	struct cost_line ring = ring_line(kind, n, kind == STEP_ALLTOALL ? spread : one);
@@ -523,12 +553,12 @@ void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int
 	int *pairs = (power_of_two(n) && kind != STEP_ALLTOALL) || kind == STEP_ALLREDUCE
 	                     ? malloc(((size_t)gs->n_intra + 1) * 2 * sizeof(int))
 	                     : NULL;
-	struct link across = gs->m > 1 ? inter_link(t, ranks, n, gs->concurrent) : one;
+	struct link across = gs->m > 1 ? inter_link(t, gs->route, gs->concurrent) : one;
 	if (pairs && power_of_two(n) && kind != STEP_ALLTOALL) {
 		out->applicable |= 1u << COLL_HALVING_DOUBLING;
 		out->line[COLL_HALVING_DOUBLING] =
 		        hd_line(t, kind, ranks, n, gs,
-		                gs->m > 1 ? inter_link(t, ranks, n, gs->n_intra * gs->concurrent) : one, pairs);
+		                gs->m > 1 ? inter_link(t, gs->route, gs->n_intra * gs->concurrent) : one, pairs);
 	}
 	if (pairs && kind == STEP_ALLREDUCE) {
 		out->applicable |= 1u << COLL_TREE;
@@ -563,10 +593,12 @@ enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double byte
                                     enum collective_algo wanted, double *seconds)
 {
 	enum collective_algo best = COLL_RING;
+	double best_s;
 	if (wanted != COLL_AUTO && (l->applicable & (1u << wanted))) {
 		best = wanted;
+		best_s = cost_algo_time(l, best, bytes, NULL);
 	} else {
-		double best_s = cost_algo_time(l, COLL_RING, bytes, NULL);
+		best_s = cost_algo_time(l, COLL_RING, bytes, NULL);
 		for (size_t k = 1; k < SL_COUNTOF(rule_order); k++) {
 			enum collective_algo c = rule_order[k];
 			if (!(l->applicable & (1u << c)))
@@ -580,7 +612,7 @@ enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double byte
 		}
 	}
 	if (seconds)
-		*seconds = cost_algo_time(l, best, bytes, NULL);
+		*seconds = best_s;
 	return best;
 }
 
@@ -661,24 +693,33 @@ static bool groups_visit(const struct topology *t, enum step_kind kind, const st
                          bool (*visit)(void *ctx, const struct cost_algo_lines *l), void *ctx)
 {
 	int64_t *ranks = malloc((size_t)g->size * sizeof(*ranks));
-	int64_t period = translation_period(t);
+	int64_t period = translation_period(t), d = t->devices_per_server;
 	uint8_t *seen = period > 0 ? calloc((size_t)period, 1) : NULL;
-	if (!ranks || (period > 0 && !seen)) {
+	uint8_t *seen_local = calloc((size_t)d, 1);
+	if (!ranks || (period > 0 && !seen) || !seen_local) {
 		free(ranks);
 		free(seen);
+		free(seen_local);
 		return false;
 	}
 	int64_t limit = period > 0 ? groups_to_visit(g, period) : g->n_groups;
 	int crossing = cost_groups_crossing(t, g);
+	/* Every group is the first one moved: its members lie from its first
+	 * rank to that plus the last member's offset. */
+	int64_t span = rank_groups_rank(g, 0, g->size - 1) - rank_groups_rank(g, 0, 0);
 	bool more = true;
 	for (int k = 0; k < limit && more; k++) {
-		/* A group moved by whole periods of the topology costs the same:
-		 * cost one group of each position in the period. */
-		if (seen) {
-			int64_t at = rank_groups_rank(g, k, 0) % period;
-			if (seen[at])
+		/* A group moved by whole periods of the topology costs the same,
+		 * and so does a group inside one server moved by whole servers
+		 * (servers are alike inside): cost one group of each position. */
+		int64_t first = rank_groups_rank(g, k, 0);
+		uint8_t *at = first / d == (first + span) / d ? &seen_local[first % d]
+		              : seen                          ? &seen[first % period]
+		                                              : NULL;
+		if (at) {
+			if (*at)
 				continue;
-			seen[at] = 1;
+			*at = 1;
 		}
 		rank_groups_members(g, k, ranks);
 		struct cost_algo_lines l;
@@ -687,6 +728,7 @@ static bool groups_visit(const struct topology *t, enum step_kind kind, const st
 	}
 	free(ranks);
 	free(seen);
+	free(seen_local);
 	return true;
 }
 

@@ -587,23 +587,49 @@ Test(estimate, cli_usage_and_help)
 }
 
 /* cost_groups_s costs one group per position in the topology's period
- * (a server times the servers after which leaves repeat) and trusts that a
- * group moved by whole periods costs the same. Check that against costing
- * every group, for several device matrices, axes and kinds on two fabrics. */
+ * (a server times the servers after which leaves repeat), and one per
+ * position inside a server for groups inside one, and trusts that a group
+ * moved by whole periods, or by whole servers, costs the same. Check that
+ * against costing every group, for several device matrices, axes and
+ * kinds on three fabrics, one of them with servers whose devices are not
+ * all alike (two HCCS meshes of four joined by PCIe). */
+static void expect_every_group(const struct topology *t, const struct rank_groups *g,
+                               const char *name, size_t shape, size_t axes)
+{
+	static const enum step_kind kinds[] = {STEP_ALLREDUCE, STEP_ALLGATHER, STEP_ALLTOALL};
+	int64_t *r = malloc((size_t)g->size * sizeof(*r));
+	for (size_t ki = 0; ki < SL_COUNTOF(kinds); ki++) {
+		double worst = 0, bytes = 1 << 20;
+		for (int k = 0; k < g->n_groups; k++) {
+			rank_groups_members(g, k, r);
+			double s = cost_collective_s(t, kinds[ki], r, g->size, bytes);
+			worst = s > worst ? s : worst;
+		}
+		double got = cost_groups_s(t, kinds[ki], g, bytes);
+		cr_expect(fabs(got - worst) <= 1e-12 * worst,
+		          "%s shape %zu axes %zu kind %zu: %.15g, every group %.15g", name, shape, axes,
+		          ki, got, worst);
+	}
+	free(r);
+}
+
 Test(estimate, group_costs_agree_with_every_group)
 {
 	struct arena *a = arena_new();
-	static const char *const names[] = {"atlas800t-a2-910b-x16", "dgx-a100-x128"};
-	static const enum step_kind kinds[] = {STEP_ALLREDUCE, STEP_ALLGATHER, STEP_ALLTOALL};
-	static const int64_t shapes[][4] = {{16, 8, 1, 1}, {2, 8, 4, 2}, {4, 4, 4, 2}, {128, 1, 1, 1}};
+	static const char *const names[] = {"atlas800t-a2-910b-x16", "dgx-a100-x128",
+	                                    "atlas800-910a-x4"};
+	static const int64_t shapes[][4] = {{16, 8, 1, 1}, {2, 8, 4, 2}, {4, 4, 4, 2}, {128, 1, 1, 1},
+	                                    {2, 2, 2, 1}, {1, 4, 2, 1}};
 	static const int axes_sets[][2] = {{0, -1}, {1, -1}, {2, 3}, {0, 2}, {3, 1}};
-	for (size_t ti = 0; ti < 2; ti++) {
+	for (size_t ti = 0; ti < SL_COUNTOF(names); ti++) {
 		struct topology *t = fixture_topology(a, names[ti]);
-		for (size_t si = 0; si < 4; si++) {
+		for (size_t si = 0; si < SL_COUNTOF(shapes); si++) {
 			int64_t sizes[4];
 			int64_t n = 1;
 			for (int k = 0; k < 4; k++)
 				n *= sizes[k] = shapes[si][k];
+			if (n > t->n_devices)
+				continue;
 			/* Scale the last axis so the matrix covers the whole cluster. */
 			sizes[3] *= t->n_devices / n;
 			struct devmat dm;
@@ -615,21 +641,26 @@ Test(estimate, group_costs_agree_with_every_group)
 						axes[na++] = axes_sets[ai][k];
 				struct rank_groups g;
 				cr_assert(devmat_groups(&dm, axes, na, &g));
-				int64_t *r = malloc((size_t)g.size * sizeof(*r));
-				for (size_t ki = 0; ki < 3; ki++) {
-					double worst = 0, bytes = 1 << 20;
-					for (int k = 0; k < g.n_groups; k++) {
-						rank_groups_members(&g, k, r);
-						double s = cost_collective_s(t, kinds[ki], r, g.size, bytes);
-						worst = s > worst ? s : worst;
-					}
-					double got = cost_groups_s(t, kinds[ki], &g, bytes);
-					cr_expect(fabs(got - worst) <= 1e-12 * worst, "%s shape %zu axes %zu kind %zu: "
-					          "%.15g, every group %.15g", names[ti], si, ai, ki, got, worst);
-				}
-				free(r);
+				expect_every_group(t, &g, names[ti], si, ai);
 			}
 		}
+		/* Stage-like matrices from odd first ranks: groups inside one
+		 * server at different positions ({1,2} in one mesh, {3,4}
+		 * across two on the 910A), and groups across servers. */
+		static const int64_t small[][2] = {{2, 2}, {2, 4}, {4, 2}};
+		static const int64_t bases[] = {1, 3, 10};
+		for (size_t bi = 0; bi < SL_COUNTOF(bases); bi++)
+			for (size_t si = 0; si < SL_COUNTOF(small); si++) {
+				struct devmat dm;
+				if (bases[bi] + small[si][0] * small[si][1] > t->n_devices)
+					continue;
+				cr_assert(devmat_init(&dm, 2, small[si], NULL, bases[bi]));
+				for (int ax = 0; ax < 2; ax++) {
+					struct rank_groups g;
+					cr_assert(devmat_groups(&dm, &ax, 1, &g));
+					expect_every_group(t, &g, names[ti], 100 + bi * 10 + si, (size_t)ax);
+				}
+			}
 	}
 	arena_free(a);
 }
