@@ -299,7 +299,7 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 	L->lo = lo;
 	L->buckets[c] = b;
 	L->n_buckets[c] = nb;
-	cost_chunk_activations(L->act, L->p, pp, core, c, &out->act_bytes, &out->work_bytes);
+	cost_chunk_activations(L->act, pp, core, c, &out->act_bytes, &out->work_bytes);
 	L->stage = part_stage(pp, c);
 	out->stage = L->stage;
 	out->fwd = L->n;
@@ -382,7 +382,7 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	L.bwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
 	L.fused = plan_fused_input_grads(a, p);
 	L.reads = plan_param_reads(a, p->graph);
-	L.act = cost_act_scratch_new(a, p->graph);
+	L.act = cost_act_scratch_new(a, pl);
 	out->chunks = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*out->chunks));
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
 	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));

@@ -468,24 +468,22 @@ double cost_optimizer_bytes_per_elem(enum dtype dt);
  * it. */
 double cost_bucket_wire_bytes(const struct plan_bucket *b);
 
-/* What op `op` of a plan saves for its backward on one rank, per
- * micro-batch, before sharing with other readers and recomputation
- * (memory.c). */
-double cost_op_saved_bytes(const struct plan *p, int op);
-
 /* The activations chunk ch of a plan keeps per micro-batch for its
  * backward (*stored), by what each op's gradient reads and the scenario's
  * recomputation (memory.c), and with full recomputation the most one
  * transformer layer holds while it is recomputed (*working, else 0).
  * `core`: plan_attention_core; `x`: cost_act_scratch_new's scratch for the
- * plan's graph, reused chunk after chunk (nothing is allocated here). */
+ * plan, reused chunk after chunk (nothing is allocated here). */
 struct cost_act_scratch;
-/* Two tables the size of the graph's tensors, each cleared in O(1) per
- * use; NULL when out of memory. */
-struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct graph *g);
-void cost_chunk_activations(struct cost_act_scratch *x, const struct plan *p,
-                            const struct plan_part *pp, const bool *core, int ch, double *stored,
-                            double *working);
+/* What every op of plan p saves, found once, and two tables the size of
+ * the graph's tensors, each cleared in O(1) per use; NULL when out of
+ * memory. The scratch reads the plan; it must outlive it only unused. */
+struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct plan *p);
+void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *pp,
+                            const bool *core, int ch, double *stored, double *working);
+/* What op `op` saves for its backward on one rank, per micro-batch, before
+ * sharing with other readers and recomputation. */
+double cost_act_op_bytes(const struct cost_act_scratch *x, int op);
 
 /* ---------------------------------------- pricing, for the strategies */
 

@@ -94,7 +94,7 @@ struct line_memo {
 	int at;                  /* their lines: pool[at .. at+n) */
 };
 
-#define MEMO_SLOTS 4096     /* the estimate's memo */
+#define MEMO_SLOTS 1024     /* the estimate's memo (a plan has tens of distinct groups) */
 #define CHUNK_SLOTS 512     /* pipeline chunks remembered (stage()) */
 #define SHAPES_MAX 4         /* group shapes remembered per collective */
 
@@ -107,7 +107,8 @@ struct est_ctx {
 	enum collective_algo wanted;  /* the scenario's simulation.collective_algo */
 	double slow;             /* the slowest device's compute factor (cost_straggler_factor) */
 	const struct param_reads *reads;  /* which reads of a parameter are its first */
-	struct cost_act_scratch *act;     /* cost_chunk_activations' tables */
+	struct cost_act_scratch *act;     /* the plan's saved tensors (the estimator's; NULL in a
+	                                     context without a plan) */
 	const uint32_t *fused;   /* per op: plan_fused_input_grads, NULL without a plan's edges */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
@@ -172,31 +173,60 @@ static bool pool_reserve(struct est_ctx *c, int n)
 	return true;
 }
 
+/* Remembers lines under `key` (n of them, from `at` in the pool). */
+static void memo_put(struct est_ctx *c, uint64_t key, int n, int at)
+{
+	struct line_memo *m = memo_slot(c, key);
+	if (m)
+		*m = (struct line_memo){key, n, at};
+}
+
+/* The slowest of a collective's groups on message S, by the lines of
+ * the slot's groups. */
+static double memo_s(struct est_ctx *c, const struct line_memo *m, enum step_kind kind,
+                     const struct rank_groups *g, double bytes)
+{
+	return m->n >= 0 ? cost_algo_lines_max(c->pool + m->at, m->n, bytes, c->wanted)
+	                 : cost_groups_algo_s(c->t, kind, g, bytes, c->wanted);
+}
+
 /* The slowest group of a collective of `kind` on message S, each group by
- * the algorithm rule (cost_groups_algo_s), the lines remembered. */
+ * the algorithm rule (cost_groups_algo_s), the lines remembered. They are
+ * looked up by the groups' description (device matrix, axes), cheap to
+ * hash, and when that is new by the groups themselves (rank_groups_key):
+ * one plan describes the same groups in several ways, and each is costed
+ * once. The two kinds of key differ in their low bits. */
 static double groups_s(struct est_ctx *c, enum step_kind kind, const struct rank_groups *g,
                        double bytes)
 {
 	if (g->size <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE || bytes <= 0)
 		return 0;
-	/* Groups are a description (device matrix, axes): hash that. */
 	uint64_t key = mix(mix(mix(0, (uint64_t)kind), (uint64_t)g->size), (uint64_t)g->n_groups);
 	key = mix(mix(key, (uint64_t)g->dm.base), (uint64_t)g->dm.n);
 	for (int k = 0; k < g->dm.n; k++)
 		key = mix(key, (uint64_t)g->dm.size[k]);
 	for (int k = 0; k < g->n_axes; k++)
 		key = mix(key, 0x100 + (uint64_t)g->axes[k]);
-	key |= 1; /* never 0 */
-	struct line_memo *m = memo_slot(c, key);
+	key = (key & ~(uint64_t)3) | 1;
+	const struct line_memo *m = memo_slot(c, key);
 	if (m && m->key == key)
-		return m->n >= 0 ? cost_algo_lines_max(c->pool + m->at, m->n, bytes, c->wanted)
-		                 : cost_groups_algo_s(c->t, kind, g, bytes, c->wanted);
+		return memo_s(c, m, kind, g, bytes);
+	int64_t w[RANK_GROUPS_KEY_WORDS];
+	int nw = rank_groups_key(g, w);
+	uint64_t same = (mix(util_hash_words(w, (size_t)nw), (uint64_t)kind) & ~(uint64_t)3) | 3;
+	m = memo_slot(c, same);
+	if (m && m->key == same) {
+		struct line_memo alias = *m;
+		memo_put(c, key, alias.n, alias.at);
+		return memo_s(c, &alias, kind, g, bytes);
+	}
 	struct cost_algo_lines fresh[SHAPES_MAX];
 	int n = cost_groups_algo_lines(c->t, kind, g, fresh, SHAPES_MAX);
-	if (m && (n < 0 || pool_reserve(c, n))) {
-		*m = (struct line_memo){key, n, c->pool_n};
+	if (n < 0 || pool_reserve(c, n)) {
 		if (n > 0)
 			memcpy(c->pool + c->pool_n, fresh, (size_t)n * sizeof(fresh[0]));
+		memo_put(c, same, n, c->pool_n);
+		memo_put(c, key, n, c->pool_n);
 		c->pool_n += n > 0 ? n : 0;
 	}
 	return n >= 0 ? cost_algo_lines_max(fresh, n, bytes, c->wanted)
@@ -368,9 +398,8 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots,
 	                      .slow = cost_straggler_factor(&s->topo->device, s->devices)};
 	c->reads = plan_param_reads(a, g);
-	c->act = cost_act_scratch_new(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
-	if (!c->reads || !c->act || !c->lines) {
+	if (!c->reads || !c->lines) {
 		arena_free(a);
 		return NULL;
 	}
@@ -471,7 +500,7 @@ static bool chunk_params(struct est_ctx *c, const struct plan *p, struct chunk_m
 	int room = 0;
 	for (int i = m->lo; i < m->hi; i++)
 		room += c->g->ops[i].n_in;
-	m->params = arena_alloc(m->home, ((size_t)room + 1) * sizeof(*m->params));
+	m->params = arena_alloc_raw(m->home, ((size_t)room + 1) * sizeof(*m->params)); /* [n_params) */
 	if (!m->params)
 		return false;
 	m->n_params = 0;
@@ -559,7 +588,7 @@ static void chunk_act(struct est_ctx *c, const struct plan *p, const bool *core,
 {
 	enum recompute_mode rec = p->scenario->training.recompute;
 	if (!m->have_act[rec]) {
-		cost_chunk_activations(c->act, p, &c->e->part, core, ch, &m->act[rec], &m->work[rec]);
+		cost_chunk_activations(c->act, &c->e->part, core, ch, &m->act[rec], &m->work[rec]);
 		m->have_act[rec] = true;
 	}
 	*stored = m->act[rec];
@@ -768,10 +797,9 @@ static bool part_copy(struct arena *a, const struct plan_part *from, int n_ops,
 	size_t k = (size_t)from->n_chunks;
 #define COPY(field, count)                                                                   \
 	do {                                                                                 \
-		to->field = arena_alloc(a, (count) * sizeof(*to->field));                    \
+		to->field = arena_dup(a, from->field, (count) * sizeof(*to->field));         \
 		if (!to->field)                                                              \
 			return false;                                                        \
-		memcpy(to->field, from->field, (count) * sizeof(*to->field));                \
 	} while (0)
 	COPY(first_op, k + 1);
 	COPY(chunk_of, (size_t)n_ops + 1);
@@ -826,12 +854,14 @@ struct estimator *plan_estimator_new(const struct plan *p, struct diag_list *dia
 	if (a) {
 		x->p = p;
 		x->base.n_ops = g->n_ops;
-		x->base.ops = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*x->base.ops));
+		/* every op's is written below: priced, or copied from its class's */
+		x->base.ops = arena_alloc_raw(a, ((size_t)g->n_ops + 1) * sizeof(*x->base.ops));
 		x->core = plan_attention_core(a, g);
 		x->cost = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(double));
 		c->fused = plan_fused_input_grads(a, p);
+		c->act = cost_act_scratch_new(a, p);
 	}
-	bool ok = a && x->base.ops && x->core && x->cost && c->fused;
+	bool ok = a && x->base.ops && x->core && x->cost && c->fused && c->act;
 	/* Each op's work per micro-batch (its parameters are the chunks'
 	 * business, plan_estimator_run): one op per class of ops alike, then
 	 * the redistributions into them, then the others as copies. */
@@ -846,7 +876,7 @@ struct estimator *plan_estimator_new(const struct plan *p, struct diag_list *dia
 			*eo = x->base.ops[p->alike[i]];
 			eo->op = i;
 		}
-		eo->activation_bytes = cost_op_saved_bytes(p, i);
+		eo->activation_bytes = cost_act_op_bytes(c->act, i);
 	}
 	for (int i = 0; ok && i < g->n_ops; i++) {
 		const struct est_op *eo = &x->base.ops[i];
@@ -878,12 +908,11 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 	struct est_ctx *c = x->c;
 	memset(out, 0, sizeof(*out));
 	out->n_ops = g->n_ops;
-	out->ops = arena_alloc(a, ((size_t)g->n_ops + 1) * sizeof(*out->ops));
+	out->ops = arena_dup(a, x->base.ops, ((size_t)g->n_ops + 1) * sizeof(*out->ops));
 	if (!out->ops) {
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
 		return false;
 	}
-	memcpy(out->ops, x->base.ops, (size_t)g->n_ops * sizeof(*out->ops));
 	out->compute_fallback = x->base.compute_fallback;
 	c->steps = out->steps_per_iteration = est_steps(s, diags);
 	/* The chunks, by each op's seconds per micro-batch. */

@@ -184,16 +184,6 @@ static int op_saved(const struct plan *p, int op, struct saved keep[SIG_MAX_TENS
 	return n;
 }
 
-double cost_op_saved_bytes(const struct plan *p, int op)
-{
-	struct saved keep[SIG_MAX_TENSORS + 2];
-	int n = op_saved(p, op, keep);
-	double sum = 0;
-	for (int k = 0; k < n; k++)
-		sum += keep[k].bytes;
-	return sum;
-}
-
 /* Bytes counted per tensor in one pass; an entry holds only when stamped
  * with the pass, so a new pass clears the table in O(1). */
 struct seen {
@@ -204,12 +194,15 @@ struct seen {
 };
 
 struct cost_act_scratch {
+	const struct plan *p;
 	struct seen chunk, layer;
+	struct saved *rec;       /* what every op saves (op_saved), op after op */
+	int *first;              /* [n_ops + 1]: op i's are rec[first[i] .. first[i + 1]) */
 };
 
 static bool seen_init(struct arena *a, struct seen *s, int n)
 {
-	s->bytes = arena_alloc(a, ((size_t)n + 1) * sizeof(double));
+	s->bytes = arena_alloc_raw(a, ((size_t)n + 1) * sizeof(double)); /* read when stamped */
 	s->stamp = arena_alloc(a, ((size_t)n + 1) * sizeof(uint32_t));
 	s->pass = 0;
 	s->n = n;
@@ -235,27 +228,67 @@ static void seen_set(struct seen *s, int t, double b)
 	s->bytes[t] = b;
 }
 
-struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct graph *g)
+/* Every op's saved tensors, once: the estimate reads them per op and per
+ * chunk, under each recomputation a search tries. */
+static bool saved_records(struct arena *a, struct cost_act_scratch *x)
 {
+	const struct plan *p = x->p;
+	int n_ops = p->graph->n_ops, cap = 2 * n_ops + 16, n = 0;
+	x->first = arena_alloc_raw(a, ((size_t)n_ops + 1) * sizeof(int));
+	x->rec = arena_alloc_raw(a, (size_t)cap * sizeof(*x->rec));
+	if (!x->first || !x->rec)
+		return false;
+	for (int i = 0; i < n_ops; i++) {
+		struct saved keep[SIG_MAX_TENSORS + 2];
+		int k = op_saved(p, i, keep);
+		if (n + k > cap) {
+			struct saved *r = arena_grow(a, x->rec, (size_t)n, (size_t)(2 * cap), sizeof(*r));
+			if (!r)
+				return false;
+			x->rec = r;
+			cap *= 2;
+		}
+		x->first[i] = n;
+		memcpy(x->rec + n, keep, (size_t)k * sizeof(keep[0]));
+		n += k;
+	}
+	x->first[n_ops] = n;
+	return true;
+}
+
+struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct plan *p)
+{
+	const struct graph *g = p->graph;
 	struct cost_act_scratch *x = arena_alloc(a, sizeof(*x));
-	if (!x || !seen_init(a, &x->chunk, g->n_tensors) || !seen_init(a, &x->layer, g->n_tensors))
+	if (!x)
+		return NULL;
+	x->p = p;
+	if (!seen_init(a, &x->chunk, g->n_tensors) || !seen_init(a, &x->layer, g->n_tensors) ||
+	    !saved_records(a, x))
 		return NULL;
 	return x;
+}
+
+double cost_act_op_bytes(const struct cost_act_scratch *x, int op)
+{
+	double sum = 0;
+	for (int k = x->first[op]; k < x->first[op + 1]; k++)
+		sum += x->rec[k].bytes;
+	return sum;
 }
 
 /* Adds what ops [lo, hi) save, each shared tensor once (seen marks the
  * tensors counted: a tensor's largest saved size wins), skipping what the
  * attention cores save when `skip_core`. */
-static double saved_sum(const struct plan *p, const bool *core, bool skip_core, int lo, int hi,
-                        struct seen *seen)
+static double saved_sum(const struct cost_act_scratch *x, const bool *core, bool skip_core,
+                        int lo, int hi, struct seen *seen)
 {
-	const struct graph *g = p->graph;
+	const struct graph *g = x->p->graph;
 	double sum = 0;
 	for (int i = lo; i < hi; i++) {
-		struct saved keep[SIG_MAX_TENSORS + 2];
-		int n = op_saved(p, i, keep);
-		for (int k = 0; k < n; k++) {
-			int t = keep[k].tensor;
+		for (int k = x->first[i]; k < x->first[i + 1]; k++) {
+			const struct saved *r = &x->rec[k];
+			int t = r->tensor;
 			/* selective: what is produced inside a core is recomputed
 			 * (a core op's output or mask, and a core output read
 			 * after it); what a core reads from outside stays */
@@ -264,12 +297,12 @@ static double saved_sum(const struct plan *p, const bool *core, bool skip_core, 
 			if (skip_core && inside)
 				continue;
 			if (t < 0) {
-				sum += keep[k].bytes;
+				sum += r->bytes;
 			} else {
 				double had = seen_get(seen, t);
-				if (keep[k].bytes > had) {
-					sum += keep[k].bytes - had;
-					seen_set(seen, t, keep[k].bytes);
+				if (r->bytes > had) {
+					sum += r->bytes - had;
+					seen_set(seen, t, r->bytes);
 				}
 			}
 		}
@@ -277,10 +310,10 @@ static double saved_sum(const struct plan *p, const bool *core, bool skip_core, 
 	return sum;
 }
 
-void cost_chunk_activations(struct cost_act_scratch *x, const struct plan *p,
-                            const struct plan_part *pp, const bool *core, int ch, double *stored,
-                            double *working)
+void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *pp,
+                            const bool *core, int ch, double *stored, double *working)
 {
+	const struct plan *p = x->p;
 	const struct graph *g = p->graph;
 	enum recompute_mode rec = p->scenario->training.recompute;
 	int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
@@ -288,7 +321,7 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan *p,
 	seen_clear(seen);
 	*working = 0;
 	if (rec != RECOMPUTE_FULL) {
-		*stored = saved_sum(p, core, rec == RECOMPUTE_SELECTIVE, lo, hi, seen);
+		*stored = saved_sum(x, core, rec == RECOMPUTE_SELECTIVE, lo, hi, seen);
 		return;
 	}
 	/* Full: the ops outside any layer save as usual; a layer keeps its
@@ -304,7 +337,7 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan *p,
 		while (j < hi && layer_of(&g->ops[j]) == L)
 			j++;
 		if (L < 0 && layers) {
-			*stored += saved_sum(p, core, false, i, j, seen);
+			*stored += saved_sum(x, core, false, i, j, seen);
 		} else {
 			for (int k = i; k < j; k++)
 				for (int in = 0; in < g->ops[k].n_in; in++) {
@@ -317,7 +350,7 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan *p,
 					*stored += b;
 				}
 			seen_clear(&x->layer);
-			double w = saved_sum(p, core, false, i, j, &x->layer);
+			double w = saved_sum(x, core, false, i, j, &x->layer);
 			*working = w > *working ? w : *working;
 		}
 		i = j;

@@ -38,7 +38,7 @@ static double *live_bytes(struct arena *a, const struct plan *p)
 	const struct graph *g = p->graph;
 	int n = g->n_ops;
 	double *diff = arena_calloc(a, (size_t)n + 2, sizeof(double));
-	int *last = arena_alloc(a, ((size_t)g->n_tensors + 1) * sizeof(int));
+	int *last = arena_alloc_raw(a, ((size_t)g->n_tensors + 1) * sizeof(int));
 	if (!diff || !last)
 		return NULL;
 	for (int t = 0; t < g->n_tensors; t++)
@@ -319,7 +319,7 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 	}
 	out->send_split = arena_calloc(a, (size_t)k + 1, sizeof(double));
 	out->send_groups = arena_calloc(a, (size_t)k + 1, sizeof(struct rank_groups));
-	int *last = arena_alloc(a, ((size_t)p->graph->n_tensors + 1) * sizeof(int));
+	int *last = arena_alloc_raw(a, ((size_t)p->graph->n_tensors + 1) * sizeof(int));
 	if (!out->send_split || !out->send_groups || !last)
 		goto oom;
 	/* each tensor's last reader */
