@@ -136,10 +136,15 @@ static struct link link_worst(struct link a, struct link b)
 }
 
 /* Where a group sits: its ranks on its first server (up to
- * SL_COUNTOF(on_server)), and how many servers it spans. */
+ * SL_COUNTOF(on_server)), and how many servers it spans; with the scratch
+ * its costing uses, so that costing many groups allocates once
+ * (shape_new). */
 struct group_shape {
 	int64_t on_server[4096];
 	int pos[4096];                     /* their positions in the group */
+	int pairs[2 * (4096 + 1)];         /* a log-depth step's pairs (hd_line, tree_line) */
+	uint64_t *servers;                 /* a bitmap over the topology's servers */
+	size_t server_words;
 	int n_intra, m;
 	int per_server;                    /* the ranks of its first run on one server ... */
 	bool blocks;                       /* ... and whether every run on a server is that long
@@ -149,15 +154,35 @@ struct group_shape {
 	                                      at once (1: the group alone) */
 };
 
-static bool group_shape(const struct topology *t, const int64_t *ranks, int n,
+static struct group_shape *shape_new(const struct topology *t)
+{
+	struct group_shape *gs = malloc(sizeof(*gs));
+	size_t words = ((size_t)t->servers + 63) / 64;
+	if (gs) {
+		gs->server_words = words ? words : 1;
+		gs->servers = malloc(gs->server_words * sizeof(*gs->servers));
+	}
+	if (gs && !gs->servers) {
+		free(gs);
+		gs = NULL;
+	}
+	return gs;
+}
+
+static void shape_free(struct group_shape *gs)
+{
+	if (gs)
+		free(gs->servers);
+	free(gs);
+}
+
+static void group_shape(const struct topology *t, const int64_t *ranks, int n,
                         struct group_shape *gs)
 {
 	int64_t d = t->devices_per_server;
 	/* A bitmap over the servers: a group may hold thousands of ranks. */
-	size_t words = ((size_t)t->servers + 63) / 64;
-	uint64_t *seen = calloc(words ? words : 1, sizeof(uint64_t));
-	if (!seen)
-		return false;
+	uint64_t *seen = gs->servers;
+	memset(seen, 0, gs->server_words * sizeof(*seen));
 	gs->n_intra = gs->m = 0;
 	gs->per_server = 0;
 	gs->blocks = true;
@@ -188,9 +213,7 @@ static bool group_shape(const struct topology *t, const int64_t *ranks, int n,
 		gs->per_server = run;
 	else if (run != gs->per_server)
 		gs->blocks = false;
-	free(seen);
 	gs->route = gs->m > 1 ? inter_route(t, ranks, n) : (struct link){INFINITY, 0};
-	return true;
 }
 
 /* The link of one step of a log-depth algorithm: the slowest pair of the
@@ -510,20 +533,15 @@ void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int
 	cost_algo_lines_in(t, kind, ranks, n, 0, out);
 }
 
-void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int64_t *ranks,
-                        int n, int crossing, struct cost_algo_lines *out)
+/* cost_algo_lines_in with the scratch `gs` (shape_new). */
+static void lines_in(const struct topology *t, enum step_kind kind, const int64_t *ranks, int n,
+                     int crossing, struct group_shape *gs, struct cost_algo_lines *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->applicable = 1u << COLL_RING;
 	if (n <= 1 || kind == STEP_SLICE || kind == STEP_RESHAPE)
 		return;
-	struct group_shape *gs = malloc(sizeof(*gs));
-	if (!gs || !group_shape(t, ranks, n, gs)) {
-		free(gs);
-		for (int k = 0; k < COLL_COUNT; k++)
-			out->line[k] = (struct cost_line){INFINITY, 0};
-		return;
-	}
+	group_shape(t, ranks, n, gs);
 	gs->concurrent = gs->m > 1 && crossing > gs->n_intra ? crossing / gs->n_intra : 1;
 	/* The link each algorithm's steps run on: one server's tier; the
 	 * NICs when each server holds one rank; otherwise the slower of the
@@ -551,7 +569,7 @@ void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int
 		out->line[COLL_HIERARCHICAL] = hier_line(kind, n, gs->n_intra, gs->m, intra, inter);
 	}
 	int *pairs = (power_of_two(n) && kind != STEP_ALLTOALL) || kind == STEP_ALLREDUCE
-	                     ? malloc(((size_t)gs->n_intra + 1) * 2 * sizeof(int))
+	                     ? gs->pairs
 	                     : NULL;
 	struct link across = gs->m > 1 ? inter_link(t, gs->route, gs->concurrent) : one;
 	if (pairs && power_of_two(n) && kind != STEP_ALLTOALL) {
@@ -564,7 +582,6 @@ void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int
 		out->applicable |= 1u << COLL_TREE;
 		out->line[COLL_TREE] = tree_line(t, ranks, n, gs, across, pairs);
 	}
-	free(pairs);
 	bool mesh = topo_group_in_mesh(t, ranks, n);
 	if (kind == STEP_ALLTOALL || mesh) {
 		out->applicable |= 1u << COLL_DIRECT;
@@ -581,7 +598,21 @@ void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int
 			memcpy(out->proto[k], out->proto[COLL_RING], sizeof(out->proto[k]));
 		}
 	}
-	free(gs);
+}
+
+void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                        int n, int crossing, struct cost_algo_lines *out)
+{
+	struct group_shape *gs = n > 1 ? shape_new(t) : NULL;
+	if (n > 1 && !gs) {
+		memset(out, 0, sizeof(*out));
+		out->applicable = 1u << COLL_RING;
+		for (int k = 0; k < COLL_COUNT; k++)
+			out->line[k] = (struct cost_line){INFINITY, 0};
+		return;
+	}
+	lines_in(t, kind, ranks, n, crossing, gs, out);
+	shape_free(gs);
 }
 
 /* The order in which ties go. */
@@ -696,10 +727,12 @@ static bool groups_visit(const struct topology *t, enum step_kind kind, const st
 	int64_t period = translation_period(t), d = t->devices_per_server;
 	uint8_t *seen = period > 0 ? calloc((size_t)period, 1) : NULL;
 	uint8_t *seen_local = calloc((size_t)d, 1);
-	if (!ranks || (period > 0 && !seen) || !seen_local) {
+	struct group_shape *gs = shape_new(t);
+	if (!ranks || (period > 0 && !seen) || !seen_local || !gs) {
 		free(ranks);
 		free(seen);
 		free(seen_local);
+		shape_free(gs);
 		return false;
 	}
 	int64_t limit = period > 0 ? groups_to_visit(g, period) : g->n_groups;
@@ -723,12 +756,13 @@ static bool groups_visit(const struct topology *t, enum step_kind kind, const st
 		}
 		rank_groups_members(g, k, ranks);
 		struct cost_algo_lines l;
-		cost_algo_lines_in(t, kind, ranks, g->size, crossing, &l);
+		lines_in(t, kind, ranks, g->size, crossing, gs, &l);
 		more = visit(ctx, &l);
 	}
 	free(ranks);
 	free(seen);
 	free(seen_local);
+	shape_free(gs);
 	return true;
 }
 
