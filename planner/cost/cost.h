@@ -477,7 +477,7 @@ double cost_bucket_wire_bytes(const struct plan_bucket *b);
 struct cost_act_scratch;
 /* What every op of plan p saves, found once, and two tables the size of
  * the graph's tensors, each cleared in O(1) per use; NULL when out of
- * memory. The scratch reads the plan; it must outlive it only unused. */
+ * memory. The scratch points to the plan: use it only while the plan lives. */
 struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct plan *p);
 void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *pp,
                             const bool *core, int ch, double *stored, double *working);

@@ -908,7 +908,7 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 	struct est_ctx *c = x->c;
 	memset(out, 0, sizeof(*out));
 	out->n_ops = g->n_ops;
-	out->ops = arena_dup(a, x->base.ops, ((size_t)g->n_ops + 1) * sizeof(*out->ops));
+	out->ops = arena_dup(a, x->base.ops, (size_t)g->n_ops * sizeof(*out->ops));
 	if (!out->ops) {
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
 		return false;
