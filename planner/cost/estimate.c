@@ -94,7 +94,8 @@ struct line_memo {
 	int at;                  /* their lines: pool[at .. at+n) */
 };
 
-#define MEMO_SLOTS 1024     /* the estimate's memo (a plan has tens of distinct groups) */
+#define MEMO_SLOTS 4096     /* the estimate's memo: room to spare (each of a plan's tens of groups takes
+                             two slots, its description's and its own) */
 #define CHUNK_SLOTS 512     /* pipeline chunks remembered (stage()) */
 #define SHAPES_MAX 4         /* group shapes remembered per collective */
 
