@@ -25,6 +25,7 @@
  * collective; the arrays grow, never per message.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim-int.h"
 
@@ -196,12 +197,25 @@ bool sim_hd_one_link(const struct topology *t, const int64_t *ranks, int n)
 static void hd_one_link(struct sim_ops *ops, const struct topology *t, const int64_t *r, int n,
                         int me, double bytes)
 {
-	double lat = 0;
-	for (int d = n / 4; d >= 1; d /= 2) {
-		double bps = 0, l = 0;
-		topo_route(t, r[me], r[me ^ d], &bps, &l);
-		lat += l;
+	struct sim_hd_memo *m = &ops->hd_memo;
+	int64_t key[32];
+	int n_key = 0;
+	key[n_key++] = r[me];
+	for (int d = n / 4; d >= 1; d /= 2)
+		key[n_key++] = r[me ^ d];
+	if (m->t != t || m->n_key != n_key || memcmp(m->key, key, (size_t)n_key * sizeof(*key))) {
+		double lat = 0;
+		for (int d = n / 4; d >= 1; d /= 2) {
+			double bps = 0, l = 0;
+			topo_route(t, r[me], r[me ^ d], &bps, &l);
+			lat += l;
+		}
+		m->t = t;
+		m->n_key = n_key;
+		memcpy(m->key, key, (size_t)n_key * sizeof(*key));
+		m->lat = lat;
 	}
+	double lat = m->lat;
 	exchange(ops, r[me ^ (n / 2)], r[me ^ (n / 2)], bytes * (n - 1) / n);
 	if (lat > 0)
 		push(ops, SIM_OP_SLEEP, -1, lat);

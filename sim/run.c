@@ -84,6 +84,8 @@ struct actor_ctx {
 	struct sim_ops ops;
 	sg_comm_t *comms;
 	int comms_cap;
+	int *pair;                         /* a rare collective's ops' rank pairs (run_rare) */
+	int pair_cap;
 	void *sink;
 };
 
@@ -157,8 +159,41 @@ static bool setup_send(struct engine *e, int i)
 	return true;
 }
 
+/* The same groups of the same ranks (their devices' names aside). */
+static bool same_groups(const struct rank_groups *a, const struct rank_groups *b)
+{
+	if (a->n_groups != b->n_groups || a->size != b->size || a->n_axes != b->n_axes ||
+	    a->dm.n != b->dm.n || a->dm.base != b->dm.base || a->dm.n_devices != b->dm.n_devices)
+		return false;
+	for (int k = 0; k < a->n_axes; k++)
+		if (a->axes[k] != b->axes[k])
+			return false;
+	for (int k = 0; k < a->dm.n; k++)
+		if (a->dm.size[k] != b->dm.size[k])
+			return false;
+	return true;
+}
+
+/* An earlier collective step set up with the same stage, kind, bytes and
+ * groups as step i (the gradient buckets, a layer's collectives from
+ * layer to layer), or -1. Its groups chose the algorithms and formulas
+ * step i's would, from the same arguments, and recorded every pair step
+ * i's would. `distinct` lists the steps with no such earlier step. */
+static int alike_step(const struct engine *e, int i, const int *distinct, int n_distinct)
+{
+	const struct prog_step *a = &e->prog->steps[i];
+	for (int x = 0; x < n_distinct; x++) {
+		const struct prog_step *b = &e->prog->steps[distinct[x]];
+		if (a->stage == b->stage && a->coll == b->coll && a->bytes == b->bytes &&
+		    same_groups(&a->groups, &b->groups))
+			return distinct[x];
+	}
+	return -1;
+}
+
 /* Chooses each group's algorithm, costs the step, records every pair. */
-static bool setup_step(struct engine *e, int i, struct sim_ops *ops)
+static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distinct,
+                       int *n_distinct)
 {
 	const struct prog_step *st = &e->prog->steps[i];
 	const struct rank_groups *g = &st->groups;
@@ -169,6 +204,15 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops)
 	e->algo[i] = malloc((size_t)g->n_groups);
 	if (!e->algo[i])
 		return false;
+	int j = alike_step(e, i, distinct, *n_distinct);
+	if (j >= 0) {
+		memcpy(e->algo[i], e->algo[j], (size_t)g->n_groups);
+		memcpy(&e->group_s[e->group_base[i]], &e->group_s[e->group_base[j]],
+		       (size_t)g->n_groups * sizeof(*e->group_s));
+		e->formula_s[i] = e->formula_s[j];
+		return true;
+	}
+	distinct[(*n_distinct)++] = i;
 	int64_t off = offset_of(e, i);
 	int crossing = cost_groups_crossing(e->t, g);
 	for (int k = 0; k < g->n_groups; k++) {
@@ -525,11 +569,13 @@ static bool setup(struct engine *e)
 	if (!e->group_s || !e->arrived)
 		return false;
 	struct sim_ops ops = {0};
-	bool ok = true;
+	int *distinct = malloc((size_t)p->n_steps * sizeof(*distinct) + 1), n_distinct = 0;
+	bool ok = distinct != NULL;
 	for (int i = 0; i < p->n_steps && ok; i++) {
-		ok = setup_step(e, i, &ops);
+		ok = setup_step(e, i, &ops, distinct, &n_distinct);
 		e->has_s1 |= p->steps[i].stream == 1;
 	}
+	free(distinct);
 	if (ok && e->o->fidelity == FIDELITY_COARSE)
 		ok = find_by_formula(e, &ops);
 	sim_ops_free(&ops);
@@ -704,18 +750,36 @@ static bool pending_room(struct actor_ctx *c, int n)
 	return true;
 }
 
-/* Counts a message on the route's links from one rank to another. */
-static void count_message(int64_t from, int64_t to, double bytes)
+/* Counts a message on the links of pair p's route. */
+static void count_pair(int p, double bytes)
 {
-	int p = sim_net_pair(&eng->net, from, to);
-	SL_ASSERT(p >= 0);
 	const struct sim_route *r = &eng->net.route[p];
 	for (int i = 0; i < r->n; i++)
 		eng->link_bytes[r->link[i]] += bytes;
 	eng->messages++;
 }
 
-static void run_ops(struct actor_ctx *c)
+/* Counts a message on the route's links from one rank to another. */
+static void count_message(int64_t from, int64_t to, double bytes)
+{
+	int p = sim_net_pair(&eng->net, from, to);
+	SL_ASSERT(p >= 0);
+	count_pair(p, bytes);
+}
+
+/* The rank pair of op x: sender to receiver. */
+static int pair_of(const struct actor_ctx *c, int x)
+{
+	const struct sim_op *op = &c->ops.op[x];
+	int p = op->kind == SIM_OP_SEND ? sim_net_pair(&eng->net, c->rs->rank, op->peer)
+	                                : sim_net_pair(&eng->net, op->peer, c->rs->rank);
+	SL_ASSERT(p >= 0);
+	return p;
+}
+
+/* The ops' transfers and sleeps; `pair`, when not NULL, holds each
+ * transfer's rank pair (else each is looked up here). */
+static void run_ops(struct actor_ctx *c, const int *pair)
 {
 	settle(c);
 	c->sync_key = -1;
@@ -737,14 +801,12 @@ static void run_ops(struct actor_ctx *c)
 			eng->failed = true;
 			break;
 		}
+		int p = pair ? pair[i] : pair_of(c, i);
 		if (op->kind == SIM_OP_SEND) {
-			int p = sim_net_pair(&eng->net, c->rs->rank, op->peer);
-			count_message(c->rs->rank, op->peer, op->amount);
+			count_pair(p, op->amount);
 			c->comms[pending++] = sg_mailbox_put_async(eng->mbox[2 * p + c->stream], eng,
 			                                           (long)llround(op->amount));
 		} else {
-			int p = sim_net_pair(&eng->net, op->peer, c->rs->rank);
-			SL_ASSERT(p >= 0);
 			c->comms[pending++] = sg_mailbox_get_async(eng->mbox[2 * p + c->stream], &c->sink);
 		}
 	}
@@ -763,31 +825,40 @@ static void formula_from(int64_t id, int32_t key, double t, double f)
 	eng->key_end[key] = t + f;
 }
 
-/* A formula collective. Members that left this member set's last formula
- * collective together and have waited on nothing since ran the same steps
- * from the same instant (a stage's ranks run one program), so they arrive
- * together: outside the last micro-batch's slots, where no rare
- * collective starts, each goes on at once (the lockstep path: no event at
- * all). Otherwise a barrier: the last member to arrive releases the
- * others, after checking the rare collectives on the set's links; unless
- * one is there, every member owes the formula's seconds (slept with what
- * follows). False when the members must run their transfers this time.
- * The members are in c->ops.members. */
+/* A formula collective on the lockstep path. Members that left this
+ * member set's last formula collective together and have waited on nothing
+ * since ran the same steps from the same instant (a stage's ranks run one
+ * program), so they arrive together: outside the last micro-batch's slots,
+ * where no rare collective starts, each goes on at once, with no event at
+ * all and without its group's members. `clock` is the engine's, which
+ * nothing here moves. False when the barrier below must run instead. */
+static bool run_lockstep(struct actor_ctx *c, int i, int group, int me, double clock)
+{
+	int64_t id = eng->group_base[i] + group;
+	int32_t key = eng->group_key[id];
+	if (!c->lockstep_ok || c->sync_key != key)
+		return false;
+	double f = eng->group_s[id];
+	/* Unequal speeds (stragglers): the members would arrive when the
+	 * slowest does, as at the barrier below; each waits for it. */
+	c->pending_s += c->raw_s * (eng->key_speed[key] - c->rs->speed);
+	c->raw_s = 0;
+	if (me == 0)
+		formula_from(id, key, clock + c->pending_s, f);
+	c->pending_s += f;
+	return true;
+}
+
+/* A formula collective off the lockstep path: a barrier. The last member
+ * to arrive releases the others, after checking the rare collectives on
+ * the set's links; unless one is there, every member owes the formula's
+ * seconds (slept with what follows). False when the members must run
+ * their transfers this time. The members are in c->ops.members. */
 static bool run_by_formula(struct actor_ctx *c, int i, int group, int me, int n)
 {
 	int64_t id = eng->group_base[i] + group;
 	int32_t key = eng->group_key[id];
 	double f = eng->group_s[id];
-	if (c->lockstep_ok && c->sync_key == key) {
-		/* Unequal speeds (stragglers): the members would arrive when the
-		 * slowest does, as at the barrier below; each waits for it. */
-		c->pending_s += c->raw_s * (eng->key_speed[key] - c->rs->speed);
-		c->raw_s = 0;
-		if (me == 0)
-			formula_from(id, key, now(c), f);
-		c->pending_s += f;
-		return true;
-	}
 	settle(c);
 	c->raw_s = 0;
 	if (++eng->arrived[id] < n) {
@@ -824,7 +895,7 @@ static double rare_links(const struct actor_ctx *c, enum rare_touch what)
 	for (int x = 0; x < c->ops.n; x++) {
 		if (c->ops.op[x].kind != SIM_OP_SEND)
 			continue;
-		const struct sim_route *r = route_of(eng, c->rs->rank, c->ops.op[x].peer);
+		const struct sim_route *r = &eng->net.route[c->pair[x]];
 		for (int l = 0; l < r->n; l++) {
 			int32_t key = eng->link_key[r->link[l]];
 			if (key < 0)
@@ -843,13 +914,26 @@ static double rare_links(const struct actor_ctx *c, enum rare_touch what)
 static void run_rare(struct actor_ctx *c)
 {
 	settle(c);
+	/* Each transfer's rank pair, looked up once for the four passes. */
+	if (c->ops.n > c->pair_cap) {
+		int *pair = realloc(c->pair, (size_t)c->ops.n * sizeof(*pair));
+		if (!pair) {
+			eng->failed = true;
+			return;
+		}
+		c->pair = pair;
+		c->pair_cap = c->ops.n;
+	}
+	for (int x = 0; x < c->ops.n; x++)
+		c->pair[x] = c->ops.op[x].kind == SIM_OP_SEND || c->ops.op[x].kind == SIM_OP_RECV
+		             ? pair_of(c, x) : -1;
 	double start = rare_links(c, RARE_WINDOW);
 	if (start > simgrid_get_clock()) {
 		sg_actor_sleep_for(start - simgrid_get_clock());
 		eng->activities++;
 	}
 	rare_links(c, RARE_ENTER);
-	run_ops(c);
+	run_ops(c, c->pair);
 	rare_links(c, RARE_LEAVE);
 }
 
@@ -860,26 +944,31 @@ static void run_collective(struct actor_ctx *c, int i)
 	int64_t off = offset_of(eng, i);
 	if (st->groups.size <= 1 || !rank_groups_locate(&st->groups, c->rs->rank - off, &group, &me))
 		return;
-	int n = members_of(&c->ops, &st->groups, group, off);
-	if (n < 0) {
-		eng->failed = true;
-		return;
-	}
-	double t0 = now(c);
+	double clock = simgrid_get_clock(), t0 = clock + c->pending_s, t1;
 	uint8_t algo = eng->algo[i][group];
-	if (!(algo & BY_FORMULA) || !run_by_formula(c, i, group, me, n)) {
-		sim_coll_ops(&c->ops, eng->t, st->coll, (enum collective_algo)(algo & ~BY_FORMULA),
-		             eng->o->fidelity, c->ops.members, n, me, st->bytes);
-		if (c->ops.oom) {
+	if ((algo & BY_FORMULA) && run_lockstep(c, i, group, me, clock)) {
+		t1 = clock + c->pending_s;
+	} else {
+		int n = members_of(&c->ops, &st->groups, group, off);
+		if (n < 0) {
 			eng->failed = true;
 			return;
 		}
-		if (eng->rare && eng->rare[i])
-			run_rare(c);
-		else
-			run_ops(c);
+		if (!(algo & BY_FORMULA) || !run_by_formula(c, i, group, me, n)) {
+			sim_coll_ops(&c->ops, eng->t, st->coll,
+			             (enum collective_algo)(algo & ~BY_FORMULA), eng->o->fidelity,
+			             c->ops.members, n, me, st->bytes);
+			if (c->ops.oom) {
+				eng->failed = true;
+				return;
+			}
+			if (eng->rare && eng->rare[i])
+				run_rare(c);
+			else
+				run_ops(c, NULL);
+		}
+		t1 = now(c);
 	}
-	double t1 = now(c);
 	if (c->stream == 0)
 		c->rs->comm_s += t1 - t0;
 	if (t1 - t0 > eng->coll_max_s[i])
@@ -959,11 +1048,14 @@ static void run_step(struct actor_ctx *c, int i)
 	}
 	if (st->seconds <= 0)
 		return;
-	double t0 = now(c), sec = st->seconds * c->rs->speed;
+	/* The engine's clock is asked for only when there is a trace: a
+	 * compute step is the commonest step by far. */
+	double t0 = eng->o->trace ? now(c) : 0, sec = st->seconds * c->rs->speed;
 	c->pending_s += sec;
 	c->raw_s += st->seconds;
 	c->rs->compute_s += sec;
-	record(c, i, SIM_EV_COMPUTE, t0, now(c));
+	if (eng->o->trace)
+		record(c, i, SIM_EV_COMPUTE, t0, now(c));
 }
 
 /* Hands a step (or the end, -1) to stream 1. */
@@ -1085,6 +1177,7 @@ static void actor_main(int argc, char **argv)
 		stream1(c);
 	sim_ops_free(&c->ops);
 	free(c->comms);
+	free(c->pair);
 	free(c);
 }
 

@@ -83,6 +83,15 @@ struct sim_ops {
 		int64_t first, last;
 		double bytes, wire, extra_s;
 	} wire_memo;
+	/* The latencies hd_one_link last summed, and the ranks they were for
+	 * (the member, then its partners at n/4, n/8, ..., 1): a rank
+	 * synchronises bucket after bucket in one group. */
+	struct sim_hd_memo {
+		const struct topology *t;
+		int n_key;
+		int64_t key[32];
+		double lat;
+	} hd_memo;
 };
 
 /* The algorithm a group's collective really runs: the requested one, or
