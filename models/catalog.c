@@ -440,6 +440,50 @@ static bool infer_sce(struct op_infer *c)
 	return set_out(c, 0, 1, y->dims, l->dtype);
 }
 
+/* MoEDispatch: tokens x [T, h] and the routing decision index [E, C]
+ * (int) -> slots [E, C, h]. Token-local: the slots a rank fills come from
+ * the tokens it holds, so a cut of the tokens cuts the slots' C alike. */
+static bool infer_moe_dispatch(struct op_infer *c)
+{
+	const struct tensor *x = c->in[0], *ix = c->in[1];
+	char b1[SHAPE_BUF], b2[SHAPE_BUF];
+	if (x->rank != 2 || ix->rank != 2) {
+		op_error(c->site, "inputs", "MoEDispatch needs tokens [T,h] and an index [E,C]: %s "
+		         "and %s", SHP(b1, x), SHP(b2, ix));
+		return false;
+	}
+	if (!is_int(ix->dtype)) {
+		op_error(c->site, "inputs", "MoEDispatch index must be int32 or int64, got %s",
+		         dtype_names[ix->dtype]);
+		return false;
+	}
+	int64_t d[3] = {ix->dims[0], ix->dims[1], x->dims[1]};
+	return set_out(c, 0, 3, d, x->dtype);
+}
+
+/* MoECombine: slots [E, C, h], index [T, k] (int: which slots hold a
+ * token's k picks) and the router's probabilities [T, E] -> [T, h], the
+ * k picks weighted and summed. */
+static bool infer_moe_combine(struct op_infer *c)
+{
+	const struct tensor *y = c->in[0], *ix = c->in[1], *pr = c->in[2];
+	char b1[SHAPE_BUF], b2[SHAPE_BUF], b3[SHAPE_BUF];
+	if (y->rank != 3 || ix->rank != 2 || pr->rank != 2 || pr->dims[0] != ix->dims[0] ||
+	    pr->dims[1] != y->dims[0] || ix->dims[1] > y->dims[0]) {
+		op_error(c->site, "inputs", "MoECombine needs slots [E,C,h], an index [T,k] with "
+		         "k <= E and probabilities [T,E]: %s, %s and %s", SHP(b1, y), SHP(b2, ix),
+		         SHP(b3, pr));
+		return false;
+	}
+	if (!is_int(ix->dtype)) {
+		op_error(c->site, "inputs", "MoECombine index must be int32 or int64, got %s",
+		         dtype_names[ix->dtype]);
+		return false;
+	}
+	int64_t d[2] = {ix->dims[0], y->dims[2]};
+	return set_out(c, 0, 2, d, y->dtype);
+}
+
 /* ----------------------------------------------------------------- table */
 
 #define LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -479,8 +523,12 @@ static const struct op_info catalog[] = {
 	                     LIST("begin", "end"), FLOP_NONE, 0, infer_slice},
 	[OP_SOFTMAXCROSSENTROPY] = {"SoftmaxCrossEntropy", 2, 2, 1, no_attrs, no_attrs, FLOP_IN0, 5,
 	                            infer_sce},
+	[OP_MOEDISPATCH] = {"MoEDispatch", 2, 2, 1, no_attrs, no_attrs, FLOP_NONE, 0,
+	                    infer_moe_dispatch},
+	[OP_MOECOMBINE] = {"MoECombine", 3, 3, 1, no_attrs, no_attrs, FLOP_NONE, 0,
+	                   infer_moe_combine},
 };
-_Static_assert(OP_COUNT == 24, "the op catalog must list every op kind");
+_Static_assert(OP_COUNT == 26, "the op catalog must list every op kind");
 _Static_assert(SL_COUNTOF(catalog) == OP_COUNT, "the op catalog must list every op kind");
 
 const struct op_info *op_info(enum op_kind k)
@@ -538,14 +586,18 @@ void op_costs(struct op *op, const struct tensor *ts)
 		            (double)x->dims[x->rank - (op->attrs.transpose_a ? 2 : 1)];
 		break;
 	}
+	if (op->kind == OP_MOECOMBINE) /* each output element: k multiply-adds */
+		op->flops = 2 * (double)y->elems * (double)ts[op->in[1]].dims[1];
 	op->bytes_read = op->bytes_written = 0;
 	op->params = 0;
 	for (int i = 0; i < op->n_in; i++) {
 		const struct tensor *t = &ts[op->in[i]];
 		if (t->role == TENSOR_PARAM)
 			op->params += t->elems;
-		if (op->kind == OP_GATHER && i == 0)
+		if ((op->kind == OP_GATHER || op->kind == OP_MOEDISPATCH) && i == 0)
 			op->bytes_read += tensor_bytes(y); /* the rows copied, not the table */
+		else if (op->kind == OP_MOECOMBINE && i == 0)
+			op->bytes_read += tensor_bytes(y) * (double)ts[op->in[1]].dims[1]; /* k rows each */
 		else
 			op->bytes_read += tensor_bytes(t);
 	}

@@ -209,7 +209,9 @@ static int64_t llama_ffn(int64_t h)
 
 /* The mixture-of-experts members (LLaMA only): top_k in 1..experts,
  * counts within the limits of the other sizes, a positive capacity
- * factor; C = ceil(capacity_factor x B x s x top_k / experts). */
+ * factor; C = B x ceil(capacity_factor x s x top_k / experts): the
+ * capacity is counted per sequence, so that a split of the batch splits
+ * the slots alike (token-local dispatch, docs/moe-cp.md). */
 static bool moe_check(struct gen *G)
 {
 	const struct model_gen *p = G->p;
@@ -259,7 +261,7 @@ static bool moe_check(struct gen *G)
 	G->E = p->experts;
 	G->k = p->top_k;
 	G->ef = p->expert_ffn > 0 ? p->expert_ffn : G->ffn;
-	G->C = (int64_t)ceil(cf * (double)G->B * (double)G->s * (double)G->k / (double)G->E);
+	G->C = G->B * (int64_t)ceil(cf * (double)G->s * (double)G->k / (double)G->E);
 	int64_t x;
 	if (!fits(G->E, G->C, &x) || !fits(x, G->ef > G->h ? G->ef : G->h, &x) ||
 	    !fits(G->E, G->h, &x) || !fits(x, G->ef, &x)) {
@@ -382,6 +384,15 @@ static int op2(struct gen *G, enum op_kind k, const char *p, const char *sfx, in
 	return emit(G, k, name, at, 2, in);
 }
 
+static int op3(struct gen *G, enum op_kind k, const char *p, const char *sfx, int x, int y,
+               int z)
+{
+	char name[256];
+	name_fmt(name, sizeof name, "%s%s", p, sfx);
+	int in[3] = {x, y, z};
+	return emit(G, k, name, NULL, 3, in);
+}
+
 static int tensor(struct gen *G, enum tensor_role role, const char *p, const char *sfx,
                   enum dtype dt, int rank, int64_t d0, int64_t d1)
 {
@@ -498,25 +509,29 @@ static int expert_linear(struct gen *G, const char *p, int x, int64_t a, int64_t
 }
 
 /* A mixture-of-experts MLP on x [T, h], T = B·s (docs/moe-cp.md): the
- * router "p.router" [h, E] and its Softmax; the dispatch "p.dispatch", a
- * Gather of x by the routing decision "p.dispatch_index" [E, C] (an input:
- * which tokens the top-k picks is data, the graph carries its shape) into
- * E x C slots; the experts "p.experts.gate/up/down" as batched MatMuls
- * over [E, h, f] weights with SiLU and Mul; the combine "p.combine", a
- * Gather of the slots back by "p.combine_index" [T, k], summed over the k
- * picks ("p.combine_sum"); shared experts "p.shared.gate/up/down" of
- * shared_experts x f, added ("p.shared_add"). The graph's FLOPs and
- * parameters are the layer's; how planners distribute the expert
- * dimension is not modelled yet (`shardlab moe` prices EP per layer). */
+ * router "p.router" [h, E] and its Softmax "p.router.softmax" [T, E]; the
+ * dispatch "p.dispatch", a MoEDispatch of x by the routing decision
+ * "p.dispatch_index" [E, C] (an input: which tokens the top-k picks is
+ * data, the graph carries its shape) into E x C slots, each rank's tokens
+ * into its own share of the slots, viewed as "p.experts.input"; the experts "p.experts.gate/up/down" as
+ * batched MatMuls over [E, h, f] weights with SiLU and Mul; the combine
+ * "p.combine", a MoECombine of the slots back by "p.combine_index" [T, k],
+ * weighted by the router's probabilities and summed over the k picks;
+ * shared experts "p.shared.gate/up/down" of shared_experts x f, added
+ * ("p.shared_add"). Planners cut the expert dimension E over an
+ * expert-parallel group; the dispatch and combine then become AllToAlls. */
 static int moe_mlp(struct gen *G, const char *p, int x)
 {
 	int64_t T = G->B * G->s, h = G->h, f = G->ef;
 	char n[256];
 	name_fmt(n, sizeof n, "%srouter", p);
 	int r = linear(G, n, x, h, G->E, false);
-	op1(G, OP_SOFTMAX, p, "router.softmax", r, NULL);
+	int probs = op1(G, OP_SOFTMAX, p, "router.softmax", r, NULL);
 	int di = tensor(G, TENSOR_INPUT, p, "dispatch_index", DT_INT32, 2, G->E, G->C);
-	int slots = op2(G, OP_GATHER, p, "dispatch", x, di, NULL);
+	int slots = op2(G, OP_MOEDISPATCH, p, "dispatch", x, di, NULL);
+	/* The slots as the experts receive them: a view, no work, read by both
+	 * gate and up, so that an expert-parallel plan sends them once. */
+	slots = reshape(G, p, "experts.input", slots, 3, (int64_t[]){G->E, G->C, h});
 	name_fmt(n, sizeof n, "%sexperts.gate", p);
 	int gate = expert_linear(G, n, slots, h, f);
 	name_fmt(n, sizeof n, "%sexperts.up", p);
@@ -525,15 +540,8 @@ static int moe_mlp(struct gen *G, const char *p, int x)
 	int y = op2(G, OP_MUL, p, "experts.mul", gate, up, NULL);
 	name_fmt(n, sizeof n, "%sexperts.down", p);
 	y = expert_linear(G, n, y, f, h);
-	y = reshape(G, p, "experts.reshape", y, 2, (int64_t[]){G->E * G->C, h});
 	int ci = tensor(G, TENSOR_INPUT, p, "combine_index", DT_INT32, 2, T, G->k);
-	y = op2(G, OP_GATHER, p, "combine", y, ci, NULL);
-	struct op_attrs at;
-	op_attrs_default(OP_REDUCESUM, &at);
-	at.n_axes = 1;
-	at.axes[0] = 1;
-	at.keep_dims = false;
-	y = op1(G, OP_REDUCESUM, p, "combine_sum", y, &at);
+	y = op3(G, OP_MOECOMBINE, p, "combine", y, ci, probs);
 	if (G->p->shared_experts > 0) {
 		int64_t sf = G->p->shared_experts * f;
 		name_fmt(n, sizeof n, "%sshared.gate", p);

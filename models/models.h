@@ -55,6 +55,8 @@ enum op_kind {
 	OP_SPLIT,
 	OP_STRIDEDSLICE,
 	OP_SOFTMAXCROSSENTROPY,
+	OP_MOEDISPATCH,  /* token-local mixture-of-experts dispatch: tokens into expert slots */
+	OP_MOECOMBINE,   /* its inverse: slots back to tokens, weighted by the router */
 	OP_COUNT
 };
 

@@ -210,6 +210,36 @@ static void sig_gather(struct sig_builder *b)
 		s->out[0][ix->rank + d - 1] = s->in[0][d];
 }
 
+/* MoEDispatch: tokens (t, h) and index (e, c) -> slots (e, c, h), with c
+ * labelled t: the dispatch is token-local, so the slots' C is cut exactly
+ * as the tokens are (the sizes differ: C slots per expert, T tokens). */
+static void sig_moe_dispatch(struct sig_builder *b)
+{
+	struct op_sig *s = b->s;
+	int8_t t = label(b, in_t(b, 0)->dims[0], SIG_KEEP, 't');
+	int8_t h = label(b, in_t(b, 0)->dims[1], SIG_KEEP, 'h');
+	int8_t e = label(b, in_t(b, 1)->dims[0], SIG_KEEP, 'e');
+	s->in[0][0] = t, s->in[0][1] = h;
+	s->in[1][0] = e, s->in[1][1] = t;
+	s->out[0][0] = e, s->out[0][1] = t, s->out[0][2] = h;
+}
+
+/* MoECombine: slots (e, c, h), index (t, k), probabilities (t, e) -> (t, h),
+ * c labelled t as in the dispatch; e and k are summed (a rank holding some
+ * experts' slots adds their share). */
+static void sig_moe_combine(struct sig_builder *b)
+{
+	struct op_sig *s = b->s;
+	int8_t t = label(b, in_t(b, 1)->dims[0], SIG_KEEP, 't');
+	int8_t h = label(b, in_t(b, 0)->dims[2], SIG_KEEP, 'h');
+	int8_t e = label(b, in_t(b, 0)->dims[0], SIG_SUM, 'e');
+	int8_t k = label(b, in_t(b, 1)->dims[1], SIG_SUM, 'k');
+	s->in[0][0] = e, s->in[0][1] = t, s->in[0][2] = h;
+	s->in[1][0] = t, s->in[1][1] = k;
+	s->in[2][0] = t, s->in[2][1] = e;
+	s->out[0][0] = t, s->out[0][1] = h;
+}
+
 /* Concat: the axis is whole, with its own label in every tensor (sizes
  * differ); the other dimensions are shared. */
 static void sig_concat(struct sig_builder *b)
@@ -291,6 +321,8 @@ static void (*const sig_rules[])(struct sig_builder *) = {
 	[OP_SPLIT] = sig_split,
 	[OP_STRIDEDSLICE] = sig_slice,
 	[OP_SOFTMAXCROSSENTROPY] = sig_sce,
+	[OP_MOEDISPATCH] = sig_moe_dispatch,
+	[OP_MOECOMBINE] = sig_moe_combine,
 };
 _Static_assert(SL_COUNTOF(sig_rules) == OP_COUNT, "every op kind needs a signature");
 

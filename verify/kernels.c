@@ -8,6 +8,11 @@
  * copies and fetch it from the rank's box: a plan that leaves that element
  * on another rank is broken, and says so. Gather looks up the table rows
  * the rank holds (zeros elsewhere, partial sums when the table is cut).
+ * MoEDispatch copies into slot (e, c) the token its index names (a global
+ * token, which must be on the rank: the dispatch is token-local);
+ * MoECombine adds, for each of a token's k picks, the slot its index
+ * names (e·C + c, flat) times the router's probability of expert e, the
+ * experts the rank does not hold leaving partial sums.
  *
  * Everything is double precision. Dropout keeps an element when a hash of
  * its global index is below keep_prob, so every rank draws the mask the
@@ -422,6 +427,86 @@ static enum vk_status k_gather(const struct vpiece *in, struct vpiece *out, char
 	return VK_OK;
 }
 
+/* Global (i, j) of a rank's 2-D box as a flat local position, -1 when
+ * outside the box. */
+static int64_t at2(const struct vpiece *p, int64_t i, int64_t j)
+{
+	i -= p->lo[0], j -= p->lo[1];
+	if (i < 0 || i >= p->shape[0] || j < 0 || j >= p->shape[1])
+		return -1;
+	return i * p->shape[1] + j;
+}
+
+/* MoEDispatch(x [T, h], index [E, C]) -> slots [E, C, h]: slot (e, c)
+ * holds token index[e, c]. */
+static enum vk_status k_moe_dispatch(const struct vpiece *in, struct vpiece *out, char *why,
+                                     size_t wn)
+{
+	const struct vpiece *x = &in[0], *ix = &in[1];
+	for (int64_t e = 0; e < out->shape[0]; e++)
+		for (int64_t c = 0; c < out->shape[1]; c++) {
+			int64_t ge = out->lo[0] + e, gc = out->lo[1] + c, k = at2(ix, ge, gc);
+			double tok = k >= 0 ? ix->data[k] : -1;
+			for (int64_t h = 0; h < out->shape[2]; h++) {
+				int64_t xi = at2(x, (int64_t)tok, out->lo[2] + h);
+				if (k < 0 || xi < 0) {
+					fail(why, wn, "slot (%lld, %lld) needs token %g, not on this rank",
+					     (long long)ge, (long long)gc, tok);
+					return VK_BROKEN;
+				}
+				out->data[(e * out->shape[1] + c) * out->shape[2] + h] = x->data[xi];
+			}
+		}
+	return VK_OK;
+}
+
+/* Where pick j of token t reads (MoECombine): the slot's local (e, c) and
+ * the probability's flat position; *held false when the rank does not
+ * hold expert e (a partial sum: nothing to add); -1 when broken. */
+static int moe_pick(const struct vpiece *y, const struct vpiece *ix, const struct vpiece *pr,
+                    int64_t t, int64_t j, int64_t *e, int64_t *c, int64_t *pi)
+{
+	int64_t k = at2(ix, t, j);
+	if (k < 0)
+		return -1;
+	int64_t flat = (int64_t)ix->data[k], C = y->full[1];
+	int64_t ge = flat / C, gc = flat % C;
+	*e = ge - y->lo[0];
+	*c = gc - y->lo[1];
+	if (*e < 0 || *e >= y->shape[0])
+		return 0;
+	*pi = at2(pr, t, ge);
+	return *c < 0 || *c >= y->shape[1] || *pi < 0 ? -1 : 1;
+}
+
+/* MoECombine(slots [E, C, h], index [T, k], probs [T, E]) -> [T, h]. */
+static enum vk_status k_moe_combine(const struct vpiece *in, struct vpiece *out, char *why,
+                                    size_t wn)
+{
+	const struct vpiece *y = &in[0], *ix = &in[1], *pr = &in[2];
+	if (y->lo[2] != out->lo[1] || y->shape[2] != out->shape[1]) {
+		fail(why, wn, "the slots' hidden columns differ from the output's");
+		return VK_BROKEN;
+	}
+	for (int64_t t = 0; t < out->shape[0]; t++)
+		for (int64_t h = 0; h < out->shape[1]; h++) {
+			double acc = 0;
+			for (int64_t j = ix->lo[1]; j < ix->lo[1] + ix->shape[1]; j++) {
+				int64_t e, c, pi, gt = out->lo[0] + t;
+				int held = moe_pick(y, ix, pr, gt, j, &e, &c, &pi);
+				if (held < 0) {
+					fail(why, wn, "token %lld's pick %lld reads a slot or probability "
+					     "not on this rank", (long long)gt, (long long)j);
+					return VK_BROKEN;
+				}
+				if (held)
+					acc += pr->data[pi] * y->data[(e * y->shape[1] + c) * y->shape[2] + h];
+			}
+			out->data[t * out->shape[1] + h] = acc;
+		}
+	return VK_OK;
+}
+
 /* SoftmaxCrossEntropy(logits [N, V], labels [N]) -> [N], per row
  * log(sum exp) - the label's logit, when the rank holds every class. */
 static enum vk_status k_sce(const struct vpiece *in, struct vpiece *out, char *why, size_t wn)
@@ -488,6 +573,10 @@ enum vk_status verify_kernel(const struct graph *g, int op, const struct vpiece 
 		return k_gather(in, out, why, why_size);
 	case OP_SOFTMAXCROSSENTROPY:
 		return k_sce(in, out, why, why_size);
+	case OP_MOEDISPATCH:
+		return k_moe_dispatch(in, out, why, why_size);
+	case OP_MOECOMBINE:
+		return k_moe_combine(in, out, why, why_size);
 	default:
 		fail(why, why_size, "op kind %s unsupported", op_kind_name(o->kind));
 		return VK_UNSUPPORTED;
@@ -495,6 +584,47 @@ enum vk_status verify_kernel(const struct graph *g, int op, const struct vpiece 
 }
 
 /* ------------------------------------------------------ the backward */
+
+/* MoEDispatch: each slot's gradient back to its token. */
+static enum vk_status v_moe_dispatch(const struct vpiece *in, const struct vpiece *dy,
+                                     struct vpiece *din)
+{
+	const struct vpiece *x = &in[0], *ix = &in[1];
+	if (!din[0].data)
+		return VK_OK;
+	for (int64_t e = 0; e < dy->shape[0]; e++)
+		for (int64_t c = 0; c < dy->shape[1]; c++) {
+			int64_t k = at2(ix, dy->lo[0] + e, dy->lo[1] + c);
+			for (int64_t h = 0; k >= 0 && h < dy->shape[2]; h++) {
+				int64_t xi = at2(x, (int64_t)ix->data[k], dy->lo[2] + h);
+				if (xi >= 0)
+					din[0].data[xi] += dy->data[(e * dy->shape[1] + c) * dy->shape[2] + h];
+			}
+		}
+	return VK_OK;
+}
+
+/* MoECombine: dSlots = p·dY at each pick's slot, dProbs = slot · dY. */
+static enum vk_status v_moe_combine(const struct vpiece *in, const struct vpiece *dy,
+                                    struct vpiece *din)
+{
+	const struct vpiece *y = &in[0], *ix = &in[1], *pr = &in[2];
+	for (int64_t t = 0; t < dy->shape[0]; t++)
+		for (int64_t j = ix->lo[1]; j < ix->lo[1] + ix->shape[1]; j++) {
+			int64_t e, c, pi;
+			if (moe_pick(y, ix, pr, dy->lo[0] + t, j, &e, &c, &pi) <= 0)
+				continue;
+			for (int64_t h = 0; h < dy->shape[1]; h++) {
+				int64_t yi = (e * y->shape[1] + c) * y->shape[2] + h;
+				double g = dy->data[t * dy->shape[1] + h];
+				if (din[0].data)
+					din[0].data[yi] += pr->data[pi] * g;
+				if (din[2].data)
+					din[2].data[pi] += y->data[yi] * g;
+			}
+		}
+	return VK_OK;
+}
 
 /* dX and dW of a GEMM, accumulated (beta 1): with A = op(X), B = op(W),
  * Y = A B: dA = dY B^T and dB = A^T dY, then undone through the
@@ -811,6 +941,10 @@ enum vk_status verify_vjp(const struct graph *g, int op, const struct vpiece *in
 		return v_gather(in, dout, din);
 	case OP_SOFTMAXCROSSENTROPY:
 		return v_sce(in, dout, din, rmax, rsum);
+	case OP_MOEDISPATCH:
+		return v_moe_dispatch(in, dout, din);
+	case OP_MOECOMBINE:
+		return v_moe_combine(in, dout, din);
 	default:
 		fail(why, why_size, "the gradient of op kind %s unsupported", op_kind_name(o->kind));
 		return VK_UNSUPPORTED;

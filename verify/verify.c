@@ -640,6 +640,48 @@ static int64_t index_bound(const struct ctx *c, int t)
 	return 0;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t r = a % b;
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+/* A mixture-of-experts index (MoEDispatch's [E, C] tokens, MoECombine's
+ * [T, k] flat slots e·C + c), drawn token-local: a slot and its token fall
+ * in the same of the gcd(T, C) equal shares of the tokens and slots, so
+ * that every split of the two alike (what the plans make) keeps them on
+ * one rank. False when t is no such index. */
+static bool moe_index(const struct ctx *c, int t, double *data)
+{
+	for (int i = 0; i < c->g.n_ops; i++) {
+		const struct op *o = &c->g.ops[i];
+		if (o->n_in < 2 || o->in[1] != t ||
+		    (o->kind != OP_MOEDISPATCH && o->kind != OP_MOECOMBINE))
+			continue;
+		const struct tensor *ix = &c->g.tensors[t], *y = &c->g.tensors[o->in[0]];
+		bool disp = o->kind == OP_MOEDISPATCH;
+		int64_t T = disp ? y->dims[0] : ix->dims[0], C = disp ? ix->dims[1] : y->dims[1];
+		int64_t E = disp ? ix->dims[0] : y->dims[0], G = gcd64(T, C);
+		for (int64_t f = 0; f < ix->elems; f++) {
+			if (disp) {
+				int64_t share = f % C / (C / G);
+				data[f] = (double)(share * (T / G) + (int64_t)input_value(c, t, f, T / G));
+			} else {
+				int64_t share = f / ix->dims[1] / (T / G);
+				int64_t slot = share * (C / G) + (int64_t)input_value(c, t, f, C / G);
+				int64_t e = (int64_t)input_value(c, t, f + ix->elems, E);
+				data[f] = (double)(e * C + slot);
+			}
+		}
+		return true;
+	}
+	return false;
+}
+
 static bool scale_graph(struct ctx *c, struct diag_list *diags)
 {
 	const struct graph *g0 = c->p->graph;
@@ -1023,7 +1065,8 @@ static bool run_op(struct ctx *c, int i)
 static bool is_index(const struct graph *g, int op, int j)
 {
 	enum op_kind k = g->ops[op].kind;
-	return j == 1 && (k == OP_GATHER || k == OP_SOFTMAXCROSSENTROPY);
+	return j == 1 && (k == OP_GATHER || k == OP_SOFTMAXCROSSENTROPY || k == OP_MOEDISPATCH ||
+	                  k == OP_MOECOMBINE);
 }
 
 static double grad_seed(const struct ctx *c, int t, int64_t f)
@@ -1602,8 +1645,9 @@ bool verify_plan(struct arena *a, const struct plan *p, const struct verify_opti
 		if (!(c.ref[t] = xcalloc(&c, (size_t)x->elems, sizeof(double))))
 			break;
 		int64_t bound = index_bound(&c, t);
-		for (int64_t f = 0; f < x->elems; f++)
-			c.ref[t][f] = input_value(&c, t, f, bound);
+		if (!moe_index(&c, t, c.ref[t]))
+			for (int64_t f = 0; f < x->elems; f++)
+				c.ref[t][f] = input_value(&c, t, f, bound);
 	}
 	for (int i = 0; ok && !c.oom && i < c.g.n_ops; i++)
 		for (int j = 0; j < c.g.ops[i].n_in; j++)

@@ -70,8 +70,10 @@ static const struct bwd_kind bwd_table[OP_COUNT] = {
 	[OP_SPLIT] = {BWD_SCALE, 1},
 	[OP_STRIDEDSLICE] = {BWD_SCALE, 1},
 	[OP_SOFTMAXCROSSENTROPY] = {BWD_SCALE, 1},
+	[OP_MOEDISPATCH] = {BWD_SCALE, 1},
+	[OP_MOECOMBINE] = {BWD_SCALE, 2},
 };
-_Static_assert(OP_COUNT == 24, "bwd_table covers every op kind");
+_Static_assert(OP_COUNT == 26, "bwd_table covers every op kind");
 
 /* Adam per local parameter element: gradient read (dtype), fp32 master
  * read and write (when dtype is not fp32), two fp32 moments read and

@@ -173,6 +173,13 @@ static int op_saved(const struct plan *p, int op, struct saved keep[SIG_MAX_TENS
 	case OP_SOFTMAXCROSSENTROPY:
 		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->in[0]) * 4};
 		break;
+	case OP_MOEDISPATCH: /* the index, to send the slots' gradients back */
+		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, d, 1)};
+		break;
+	case OP_MOECOMBINE: /* dProbs reads the slots; dSlots the index and probabilities */
+		for (int i = 0; i < o->n_in; i++)
+			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+		break;
 	case OP_GATHER:
 		for (int i = 0; i < o->n_in; i++)
 			if (!has_gradient(&g->tensors[o->in[i]]))

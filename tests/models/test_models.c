@@ -686,9 +686,9 @@ Test(models, moe_two_layers_counted_by_hand)
 	 * 2 of the 4 experts per layer, 4616 - 2·2·384 = 3080. */
 	cr_expect_eq(t.parameters, 4616);
 	cr_expect_eq(t.active_parameters, 3080);
-	/* T = 2·3 = 6 tokens; C = ceil(1.25·6·2/4) = 4 slots per expert: the
-	 * dispatch gathers [4, 4, 8], each expert MatMul is 2·4·4·8·16 = 4096
-	 * FLOPs (gate, up and down: 12288 per layer). */
+	/* T = 2·3 = 6 tokens; C = 2 sequences · ceil(1.25·3·2/4) = 2·2 = 4
+	 * slots per expert: the dispatch fills [4, 4, 8], each expert MatMul is
+	 * 2·4·4·8·16 = 4096 FLOPs (gate, up and down: 12288 per layer). */
 	int op = graph_find_op(g, "layers.1.mlp.dispatch");
 	cr_assert_geq(op, 0);
 	const struct tensor *slots = &g->tensors[g->ops[op].out[0]];
@@ -705,13 +705,20 @@ Test(models, moe_two_layers_counted_by_hand)
 		expert += g->ops[op].flops;
 	}
 	cr_expect_float_eq(expert, 12288, 1e-9);
-	/* The combine brings [T, k, h] = [6, 2, 8] back and sums the picks. */
-	op = graph_find_op(g, "layers.0.mlp.combine_sum");
+	/* The combine brings the k = 2 picks of each of the T = 6 tokens back,
+	 * weighted and summed: [6, 8], 2·6·8·2 = 192 FLOPs; it reads 6·2 slot
+	 * rows of 8 (bf16: 192 bytes), the [6, 2] int32 index (48) and the
+	 * [6, 4] bf16 probabilities (48). */
+	op = graph_find_op(g, "layers.0.mlp.combine");
 	cr_assert_geq(op, 0);
+	cr_expect_eq(g->ops[op].kind, OP_MOECOMBINE);
 	const struct tensor *y = &g->tensors[g->ops[op].out[0]];
 	cr_expect_eq(y->rank, 2);
 	cr_expect_eq(y->dims[0], 6);
 	cr_expect_eq(y->dims[1], 8);
+	cr_expect_float_eq(g->ops[op].flops, 192, 1e-9);
+	cr_expect_float_eq(g->ops[op].bytes_read, 192 + 48 + 48, 1e-9);
+	cr_expect_float_eq(g->ops[op].bytes_written, 96, 1e-9);
 	diag_list_free(&d);
 	arena_free(a);
 }

@@ -642,7 +642,10 @@ static const char *const vjp_model =
     "  {\"name\": \"c\", \"shape\": [3, 4]}, {\"name\": \"v\", \"shape\": [4]},"
     "  {\"name\": \"r\", \"shape\": [1, 4]}, {\"name\": \"ba\", \"shape\": [2, 3, 4]},"
     "  {\"name\": \"bb\", \"shape\": [2, 4, 2]}, {\"name\": \"ids\", \"shape\": [3], \"dtype\": \"int32\"},"
-    "  {\"name\": \"lab\", \"shape\": [3], \"dtype\": \"int32\"}, {\"name\": \"bt\", \"shape\": [5, 4]}],"
+    "  {\"name\": \"lab\", \"shape\": [3], \"dtype\": \"int32\"}, {\"name\": \"bt\", \"shape\": [5, 4]},"
+    "  {\"name\": \"tok\", \"shape\": [4, 3]}, {\"name\": \"didx\", \"shape\": [2, 2], \"dtype\": \"int32\"},"
+    "  {\"name\": \"slots\", \"shape\": [2, 2, 3]}, {\"name\": \"cidx\", \"shape\": [4, 2], \"dtype\": \"int32\"},"
+    "  {\"name\": \"pr\", \"shape\": [4, 2]}],"
     " \"ops\": ["
     "  {\"name\": \"mm\", \"kind\": \"MatMul\", \"inputs\": [\"a\", \"b\"]},"
     "  {\"name\": \"mmt\", \"kind\": \"MatMul\", \"inputs\": [\"c\", \"bt\"], \"attrs\": {\"transpose_b\": true}},"
@@ -670,7 +673,9 @@ static const char *const vjp_model =
     "  {\"name\": \"cat\", \"kind\": \"Concat\", \"inputs\": [\"a\", \"c\"], \"attrs\": {\"axis\": 1}},"
     "  {\"name\": \"spl\", \"kind\": \"Split\", \"inputs\": [\"b\"], \"attrs\": {\"outputs\": 2, \"axis\": 0}},"
     "  {\"name\": \"ss\", \"kind\": \"StridedSlice\", \"inputs\": [\"b\"], \"attrs\": {\"begin\": [1, 0], \"end\": [4, 5], \"strides\": [2, 2]}},"
-    "  {\"name\": \"sce\", \"kind\": \"SoftmaxCrossEntropy\", \"inputs\": [\"c\", \"lab\"]}"
+    "  {\"name\": \"sce\", \"kind\": \"SoftmaxCrossEntropy\", \"inputs\": [\"c\", \"lab\"]},"
+    "  {\"name\": \"disp\", \"kind\": \"MoEDispatch\", \"inputs\": [\"tok\", \"didx\"]},"
+    "  {\"name\": \"comb\", \"kind\": \"MoECombine\", \"inputs\": [\"slots\", \"cidx\", \"pr\"]}"
     " ]}";
 
 static void whole_piece(const struct tensor *t, double *data, struct vpiece *p)
@@ -711,7 +716,10 @@ Test(verify, backward_formulas_match_differences)
 			const struct tensor *t = &g->tensors[o->in[j]];
 			x[j] = calloc((size_t)t->elems, sizeof(double));
 			gx[j] = calloc((size_t)t->elems, sizeof(double));
-			bool index = j == 1 && (o->kind == OP_GATHER || o->kind == OP_SOFTMAXCROSSENTROPY);
+			/* indices: Gather's 5 rows, 4 classes, MoEDispatch's 4 tokens,
+			 * MoECombine's 2 x 2 slots */
+			bool index = j == 1 && (o->kind == OP_GATHER || o->kind == OP_SOFTMAXCROSSENTROPY ||
+			                        o->kind == OP_MOEDISPATCH || o->kind == OP_MOECOMBINE);
 			for (int64_t f = 0; f < t->elems; f++)
 				x[j][f] = index ? (double)((f * 3 + 1) % (o->kind == OP_GATHER ? 5 : 4))
 				                : 2 * verify_hash01((uint64_t)(i * 1000 + j * 100) + (uint64_t)f) - 1;
