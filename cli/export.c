@@ -220,11 +220,12 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		         planner_names[kind]);
 		return false;
 	}
-	/* The tensor-parallel degree: the slices of the weight of the op that
-	 * does the most FLOPs with one (a transformer's MLP). */
+	/* The tensor-parallel degree: the slices of the weight of the MatMul
+	 * that does the most FLOPs with one (a transformer's MLP; the experts of
+	 * a mixture are batched MatMuls, their weights cut over EP too). */
 	int heaviest = -1;
 	for (int i = 0; i < p->graph->n_ops; i++)
-		if (p->graph->ops[i].params > 0 &&
+		if (p->graph->ops[i].params > 0 && p->graph->ops[i].kind == OP_MATMUL &&
 		    (heaviest < 0 || p->graph->ops[i].flops > p->graph->ops[heaviest].flops))
 			heaviest = i;
 	int64_t tp = heaviest >= 0 ? param_slices(p, heaviest) : 1;
@@ -248,6 +249,7 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		.virtual_stages = t->virtual_stages > 0 ? t->virtual_stages : 1,
 		.recompute = t->recompute,
 		.zero_stage = t->zero_stage,
+		.ep = t->expert_parallel > 1 ? t->expert_parallel : 1,
 	};
 	return true;
 }
@@ -299,6 +301,22 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g)
 	} else if (!g->bias) {
 		arg(f, first, "--disable-bias-linear");
 	}
+	if (llama && g->experts > 0) { /* Megatron-Core MoE (docs/moe-cp.md) */
+		arg(f, first, "--num-experts %lld", (long long)g->experts);
+		arg(f, first, "--moe-router-topk %lld", (long long)g->top_k);
+		arg(f, first, "--moe-ffn-hidden-size %lld",
+		    (long long)(g->expert_ffn > 0 ? g->expert_ffn : ffn));
+		if (g->shared_experts > 0)
+			arg(f, first, "--moe-shared-expert-intermediate-size %lld",
+			    (long long)(g->shared_experts * (g->expert_ffn > 0 ? g->expert_ffn : ffn)));
+		if (g->dense_layers > 0)
+			arg(f, first, "--moe-layer-freq \"([0]*%lld+[1]*%lld)\"", (long long)g->dense_layers,
+			    (long long)(g->layers - g->dense_layers));
+		arg(f, first, "--moe-token-dispatcher-type alltoall");
+		arg(f, first, "--moe-expert-capacity-factor %g",
+		    g->capacity_factor > 0 ? g->capacity_factor : 1.0);
+		arg(f, first, "--moe-pad-expert-input-to-capacity");
+	}
 	bool tied = g->tie_embeddings ? g->tie_embeddings > 0 : !llama;
 	if (!tied)
 		arg(f, first, "--untie-embeddings-and-output-weights");
@@ -328,6 +346,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		    (long long)(g->layers / (c->pp * c->virtual_stages)));
 	if (t->sequence_parallel && c->tp > 1)
 		arg(f, &first, "--sequence-parallel");
+	if (c->ep > 1)
+		arg(f, &first, "--expert-model-parallel-size %lld", (long long)c->ep);
 	if (c->recompute == RECOMPUTE_SELECTIVE) {
 		arg(f, &first, "--recompute-granularity selective");
 	} else if (c->recompute == RECOMPUTE_FULL) {

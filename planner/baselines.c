@@ -62,7 +62,14 @@ struct mega {
 	uint8_t *batch;         /* per tensor: bit k set when dimension k carries the batch */
 	enum mega_role *role;   /* per op */
 	bool *seq;              /* per op: sequence parallel (dp and mp both cut the batch dim) */
+	int64_t ep;             /* expert-parallel degree (divides d) */
+	uint8_t *moe;           /* per op: MOE_EXPERT, MOE_TOKENS or 0 */
 };
+
+/* Mixture-of-experts ops: the experts (between a MoEDispatch and its
+ * MoECombine) run over a (dp/ep, ep, mp) matrix, the expert dimension cut
+ * over ep; the dispatch, the combine and the router stay with the tokens. */
+enum { MOE_EXPERT = 1, MOE_TOKENS = 2 };
 
 /* ------------------------------------------------------------ helpers */
 
@@ -148,6 +155,52 @@ static int label_of(const struct mega *M, const struct op_sig *sig, int op, int 
 	return -1;
 }
 
+/* The first kept label of input i that input 0 does not carry (a
+ * weight's output columns, past the batch labels it shares), -1 when none. */
+static int new_label(const struct mega *M, const struct op_sig *sig, int op, int i)
+{
+	int r = M->g->tensors[M->g->ops[op].in[i]].rank, r0 = M->g->tensors[M->g->ops[op].in[0]].rank;
+	for (int d = 0; d < r; d++) {
+		int l = sig->in[i][d];
+		bool shared = false;
+		for (int e = 0; e < r0; e++)
+			shared |= sig->in[0][e] == l;
+		if (l >= 0 && sig->role[l] == SIG_KEEP && !shared)
+			return l;
+	}
+	return -1;
+}
+
+/* Which ops are the experts, the dispatch, the combine and the router (a
+ * MatMul whose Softmax weights a combine), from the graph alone. */
+static void mark_moe(struct mega *M)
+{
+	const struct graph *g = M->g;
+	uint8_t *expert = arena_calloc(M->a, (size_t)g->n_tensors + 1, 1);
+	for (int i = 0; expert && i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (o->kind == OP_MOEDISPATCH) {
+			M->moe[i] = MOE_TOKENS;
+			expert[o->out[0]] = 1;
+			continue;
+		}
+		if (o->kind == OP_MOECOMBINE) {
+			M->moe[i] = MOE_TOKENS;
+			int sm = g->tensors[o->in[2]].producer;
+			int r = sm >= 0 && g->ops[sm].kind == OP_SOFTMAX
+			            ? g->tensors[g->ops[sm].in[0]].producer : -1;
+			if (r >= 0 && g->ops[r].kind == OP_MATMUL)
+				M->moe[sm] = M->moe[r] = MOE_TOKENS;
+			continue;
+		}
+		for (int j = 0; j < o->n_in; j++)
+			if (expert[o->in[j]])
+				M->moe[i] = MOE_EXPERT;
+		for (int k = 0; M->moe[i] == MOE_EXPERT && k < o->n_out; k++)
+			expert[o->out[k]] = 1;
+	}
+}
+
 /* A Gather from a parameter table whose rows are the vocabulary. */
 static bool vocab_gather(const struct mega *M, int op)
 {
@@ -165,9 +218,13 @@ static enum mega_role op_role(const struct mega *M, int op, const struct op_sig 
 	const struct op *o = &g->ops[op];
 	if (sig->rule == SIG_RULE_VOCAB_CE || vocab_gather(M, op))
 		return MEGA_VOCAB;
+	if (M->moe[op] == MOE_TOKENS)
+		return MEGA_DATA;
 	bool weight = o->n_in == 2 && g->tensors[o->in[0]].role != TENSOR_PARAM &&
-	              g->tensors[o->in[1]].role == TENSOR_PARAM && g->tensors[o->in[1]].rank == 2;
-	if (o->kind == OP_MATMUL && weight) {
+	              g->tensors[o->in[1]].role == TENSOR_PARAM;
+	int wr = weight ? g->tensors[o->in[1]].rank : 0;
+	if ((o->kind == OP_MATMUL && wr == 2) ||
+	    (o->kind == OP_BATCHMATMUL && wr == 3 && M->moe[op] == MOE_EXPERT)) {
 		int k = label_of(M, sig, op, 0, SIG_SUM);
 		return k >= 0 && cut_label(M, M->split, sig, op) == k ? MEGA_ROW : MEGA_COLUMN;
 	}
@@ -242,7 +299,7 @@ static void mark_columns(struct mega *M, int op, const struct op_sig *sig, int n
 static int mp_label(const struct mega *M, int op, const struct op_sig *sig)
 {
 	switch (M->role[op]) {
-	case MEGA_COLUMN: return label_of(M, sig, op, 1, SIG_KEEP);
+	case MEGA_COLUMN: return new_label(M, sig, op, 1);
 	case MEGA_ROW:
 	case MEGA_VOCAB: return label_of(M, sig, op, 0, SIG_SUM);
 	default: return -1;
@@ -344,7 +401,8 @@ static bool mark_sequence(struct mega *M, struct diag_list *diags)
 	int64_t odd_size = 0;
 	for (int i = 0; i < g->n_ops; i++) {
 		struct op_sig sig;
-		if (M->role[i] != MEGA_DATA || !after_row(M, i) || !graph_op_signature(g, i, &sig))
+		if (M->role[i] != MEGA_DATA || M->moe[i] || !after_row(M, i) ||
+		    !graph_op_signature(g, i, &sig))
 			continue;
 		int dp = cut_label(M, M->batch, &sig, i);
 		if (dp < 0)
@@ -410,6 +468,23 @@ static void map_input(struct shard_tensor_map *m, const struct op_sig *sig, int 
 	}
 }
 
+/* Input i of an expert op over (dp/ep, ep, mp): the batch label (the
+ * slots' C) on axis 0, the expert label on axis 1, the mp label on 2. */
+static void map_expert(struct shard_tensor_map *m, const struct op_sig *sig, int i, int rank,
+                       int dp, int ep, int mp)
+{
+	memset(m, 0, sizeof(*m));
+	m->rank = rank;
+	for (int d = 0; d < rank; d++) {
+		int l = sig->in[i][d];
+		int axis = l < 0 ? -1 : l == dp ? 0 : l == ep ? 1 : l == mp ? 2 : -1;
+		if (axis >= 0) {
+			m->n_axes[d] = 1;
+			m->axes[d][0] = axis;
+		}
+	}
+}
+
 static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 {
 	const struct graph *g = M->g;
@@ -417,7 +492,10 @@ static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 	struct op_sig sig;
 	if (!graph_op_signature(g, op, &sig))
 		return false;
+	bool expert = M->moe[op] == MOE_EXPERT;
 	int mp = mp_label(M, op, &sig), dp = cut_label(M, M->batch, &sig, op);
+	if (expert && mp < 0)
+		mp = cut_label(M, M->split, &sig, op);
 	memset(c, 0, sizeof(*c));
 	c->op_name = o->name;
 	c->op = op;
@@ -425,14 +503,28 @@ static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 	c->path = MEGA_PATH;
 	c->form = SHARD_LAYOUT;
 	c->n_in = o->n_in;
+	c->in_maps = arena_calloc(M->a, (size_t)o->n_in, sizeof(*c->in_maps));
+	if (!c->in_maps)
+		return false;
+	if (expert) {
+		c->n_dev_axes = 3;
+		c->device_matrix[0] = M->d / M->ep;
+		c->device_matrix[1] = M->ep;
+		c->device_matrix[2] = M->t;
+		c->axis_names[0] = "dp";
+		c->axis_names[1] = "ep";
+		c->axis_names[2] = "mp";
+		int e = sig.in[0][0]; /* every expert tensor is [E, C, ...] */
+		for (int i = 0; i < o->n_in; i++)
+			map_expert(&c->in_maps[i], &sig, i, g->tensors[o->in[i]].rank, dp, e,
+			           mp == e || mp == dp ? -1 : mp);
+		return true;
+	}
 	c->n_dev_axes = 2;
 	c->device_matrix[0] = M->d;
 	c->device_matrix[1] = M->t;
 	c->axis_names[0] = "dp";
 	c->axis_names[1] = "mp";
-	c->in_maps = arena_calloc(M->a, (size_t)o->n_in, sizeof(*c->in_maps));
-	if (!c->in_maps)
-		return false;
 	for (int i = 0; i < o->n_in; i++)
 		map_input(&c->in_maps[i], &sig, i, g->tensors[o->in[i]].rank, dp == mp ? -1 : dp, mp,
 		          M->seq[op]);
@@ -461,17 +553,23 @@ static bool batch_splits(const struct mega *M, const struct tensor *b, struct di
 	return false;
 }
 
+/* Does the rule decide the op (else propagation does)? */
+static bool decided(const struct mega *M, int op)
+{
+	return M->role[op] != MEGA_FOLLOW || M->moe[op] == MOE_EXPERT;
+}
+
 /* The synthetic shard() of every op the rule decides, in op order. */
 static struct shard_config *synth_shards(const struct mega *M, int *n)
 {
 	*n = 0;
 	for (int i = 0; i < M->g->n_ops; i++)
-		*n += M->role[i] != MEGA_FOLLOW;
+		*n += decided(M, i);
 	struct shard_config *shards = arena_calloc(M->a, (size_t)*n + 1, sizeof(*shards));
 	if (!shards)
 		return NULL;
 	for (int i = 0, k = 0; i < M->g->n_ops; i++)
-		if (M->role[i] != MEGA_FOLLOW && !synth_shard(M, i, &shards[k++]))
+		if (decided(M, i) && !synth_shard(M, i, &shards[k++]))
 			return NULL;
 	return shards;
 }
@@ -491,8 +589,11 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	M.batch = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
 	M.role = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.role));
 	M.seq = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.seq));
-	if (!M.split || !M.batch || !M.role || !M.seq)
+	M.moe = arena_calloc(a, (size_t)g->n_ops + 1, 1);
+	if (!M.split || !M.batch || !M.role || !M.seq || !M.moe)
 		return NULL;
+	M.ep = s->training.expert_parallel > 1 ? s->training.expert_parallel : 1;
+	mark_moe(&M);
 	if (!exact)
 		note_ignored(s, planner, diags);
 	choose_degrees(&M, exact);
@@ -506,6 +607,14 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	}
 	if (b && !batch_splits(&M, b, diags))
 		return NULL;
+	if (M.d % M.ep) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "expert parallelism %lld must divide the data-parallel degree, %lld here "
+		         "(%lld devices a stage over tensor parallel %lld): the experts are shared out "
+		         "among the ranks of a data-parallel group", (long long)M.ep, (long long)M.d,
+		         (long long)M.n, (long long)M.t);
+		return NULL;
+	}
 	if (b)
 		trace_batch(&M, b);
 	bool seq = s->training.sequence_parallel && M.t > 1;
@@ -530,7 +639,7 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	p->scenario = s;
 	/* Without tensor parallelism every op follows the batch rule. */
 	for (int i = 0; i < g->n_ops; i++)
-		if (M.role[i] != MEGA_FOLLOW || t_max == 1)
+		if (decided(&M, i) || t_max == 1)
 			p->ops[i].source = STRATEGY_PLANNED;
 	return p;
 }
@@ -538,6 +647,10 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 struct plan *plan_megatron(struct arena *a, const struct scenario *s,
                            const struct plan_options *o, struct diag_list *diags)
 {
+	if (s->training.tensor_parallel > 0) {
+		note_ignored(s, "megatron", diags);
+		return megatron_plan(a, s, o, s->training.tensor_parallel, true, "megatron", diags);
+	}
 	return megatron_plan(a, s, o, INT64_MAX, false, "megatron", diags);
 }
 

@@ -3,9 +3,10 @@
  * them, planned by Megatron's rule and ranked by the estimator.
  *
  * A configuration is (TP, PP, DP, micro-batch, sequence parallelism,
- * schedule, recompute, ZeRO). Those that share (TP, PP, micro-batch,
- * sequence parallelism) share a plan: Megatron's rule depends on the
- * tensor-parallel degree, sequence parallelism, the devices of a stage and
+ * expert parallelism, schedule, recompute, ZeRO). Those that share (TP,
+ * PP, micro-batch, sequence parallelism, EP) share a plan: Megatron's rule
+ * depends on the tensor- and expert-parallel degrees, sequence
+ * parallelism, the devices of a stage and
  * the graph (whose batch is the micro-batch of every replica), not on the
  * schedule, the recomputation or ZeRO, which only the estimate reads. So
  * the search plans once per group and estimates every variant of it, each
@@ -13,7 +14,8 @@
  *
  * Enumeration order (ties in the ranking keep it): TP ascending, PP
  * ascending, micro-batch ascending, sequence parallelism off then on (on
- * only with TP > 1), schedule 1F1B, interleaved, GPipe, recompute none,
+ * only with TP > 1), EP ascending (every divisor of DP that divides the
+ * experts of a mixture-of-experts model; 1 otherwise), schedule 1F1B, interleaved, GPipe, recompute none,
  * selective, full, ZeRO 0 to 3.
  *
  * Units: seconds, bytes (double); counts int64_t.
@@ -63,7 +65,7 @@ static int expand(const struct search_group *gr, int64_t limit, struct search_co
 					out[n] = (struct search_config){
 						.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,
 						.micro_batch = gr->micro_batch, .micro_batches = gr->micro_batches,
-						.sequence_parallel = gr->sp, .schedule = sc,
+						.sequence_parallel = gr->sp, .ep = gr->ep, .schedule = sc,
 						.virtual_stages = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1,
 						.recompute = (enum recompute_mode)r, .zero_stage = z};
 	}
@@ -71,9 +73,10 @@ static int expand(const struct search_group *gr, int64_t limit, struct search_co
 }
 
 struct search_group *plan_search_groups(struct arena *a, const struct graph *g, int64_t N,
-                                        int64_t dps, int64_t G, int *n)
+                                        int64_t dps, int64_t G, bool with_ep, int *n)
 {
 	int64_t limit = chunk_limit(g);
+	int64_t experts = with_ep && g->gen ? g->gen->experts : 0;
 	int cap = 64;
 	struct search_group *out = arena_alloc(a, (size_t)cap * sizeof *out);
 	*n = 0;
@@ -93,14 +96,17 @@ struct search_group *plan_search_groups(struct arena *a, const struct graph *g, 
 				}
 				if (G % (b * dp))
 					continue;
-				for (int sp = 0; out && sp <= (tp > 1); sp++) {
+				for (int sp = 0; out && sp <= (tp > 1); sp++)
+				for (int64_t ep = 1; out && ep <= dp; ep++) {
+					if (dp % ep || (ep > 1 && (experts < 1 || experts % ep)))
+						continue;
 					if (*n == cap) {
 						out = arena_grow(a, out, (size_t)cap, (size_t)cap * 2, sizeof *out);
 						cap *= 2;
 						if (!out)
 							break;
 					}
-					struct search_group gr = {tp, pp, dp, b, G / (b * dp), sp, 0, NULL};
+					struct search_group gr = {tp, pp, dp, b, G / (b * dp), sp, ep, 0, NULL};
 					gr.n_configs = expand(&gr, limit, NULL);
 					gr.configs = arena_calloc(a, (size_t)gr.n_configs + 1, sizeof *gr.configs);
 					if (!gr.configs)
@@ -151,6 +157,8 @@ static void set_training(struct training *t, const struct training *user,
 	t->recompute = c->recompute;
 	t->zero_stage = c->zero_stage;
 	t->sequence_parallel = c->sequence_parallel;
+	t->expert_parallel = c->ep > 0 ? c->ep : user->expert_parallel;
+	t->tensor_parallel = c->tp;
 	t->micro_batches = c->micro_batches;
 	t->micro_batches_set = true;
 	/* The user's cuts hold for the user's pipeline only. */
@@ -191,8 +199,11 @@ const char *plan_search_config_text(char *buf, size_t size, const struct search_
 		         (long long)c->virtual_stages);
 	else
 		snprintf(sched, sizeof sched, "%s", schedule_names[c->schedule]);
-	snprintf(buf, size, "TP %lld%s PP %lld DP %lld mb %lld %s %s ZeRO %d", (long long)c->tp,
-	         c->sequence_parallel ? " SP" : "", (long long)c->pp, (long long)c->dp,
+	char ep[32] = "";
+	if (c->ep > 1)
+		snprintf(ep, sizeof ep, " EP %lld", (long long)c->ep);
+	snprintf(buf, size, "TP %lld%s PP %lld DP %lld%s mb %lld %s %s ZeRO %d", (long long)c->tp,
+	         c->sequence_parallel ? " SP" : "", (long long)c->pp, (long long)c->dp, ep,
 	         (long long)c->micro_batch, c->pp > 1 ? sched : "no-pipeline",
 	         recompute_names[c->recompute], c->zero_stage);
 	return buf;
@@ -274,7 +285,7 @@ bool plan_search(struct arena *a, const struct scenario *s, const struct plan_op
 	int n_groups;
 	struct search_group *gs = plan_search_groups(a, s->graph, s->devices,
 	                                             s->topo->devices_per_server,
-	                                             s->training.global_batch, &n_groups);
+	                                             s->training.global_batch, true, &n_groups);
 	for (int i = 0; gs && i < n_groups; i++)
 		out->n_configs += gs[i].n_configs;
 	out->cands = gs ? arena_calloc(a, (size_t)out->n_configs + 1, sizeof *out->cands) : NULL;

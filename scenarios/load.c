@@ -740,7 +740,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	static const char *const keys[] = {"global_batch",  "micro_batches", "pipeline_stages",
 	                                   "virtual_stages", "schedule",      "recompute",
 	                                   "zero_stage",     "dtype",         "gradient_bucket_mb",
-	                                   "sequence_parallel", "pipeline_cuts", NULL};
+	                                   "sequence_parallel", "pipeline_cuts", "expert_parallel", "tensor_parallel",
+	                                   NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
 	int64_t zero = 0;
@@ -749,6 +750,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	t->gradient_bucket_bytes = 25.0 * 1024 * 1024; /* PyTorch DDP's default */
 	if (!jv_get(obj, "training", &v)) {
 		t->global_batch = t->micro_batches = t->pipeline_stages = t->virtual_stages = 1;
+		t->expert_parallel = 1;
 		t->schedule = SCHED_1F1B;
 		return true;
 	}
@@ -764,6 +766,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = opt_enum(&v, "recompute", recompute_names, RECOMPUTE_COUNT, RECOMPUTE_NONE, &rec) && ok;
 	ok = jv_opt_int(&v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
 	ok = jv_opt_bool(&v, "sequence_parallel", false, &t->sequence_parallel) && ok;
+	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
+	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	struct jv mb;
 	t->micro_batches_set = jv_get(&v, "micro_batches", &mb);
 	double bucket_mb;
@@ -825,6 +829,17 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_get(&v, "pipeline_stages", &f);
 		jv_error(&f, "%lld model chunks for %d ops", (long long)(t->pipeline_stages *
 		         t->virtual_stages), L->s->graph->n_ops);
+		ok = false;
+	}
+	int64_t experts = L->s->graph && L->s->graph->gen ? L->s->graph->gen->experts : 0;
+	if (t->expert_parallel > 1 && (experts < 1 || experts % t->expert_parallel)) {
+		jv_get(&v, "expert_parallel", &f);
+		if (experts < 1)
+			jv_error(&f, "expert parallelism %lld needs a mixture-of-experts model (a "
+			         "generator with experts)", (long long)t->expert_parallel);
+		else
+			jv_error(&f, "expert parallelism %lld does not divide the model's %lld experts",
+			         (long long)t->expert_parallel, (long long)experts);
 		ok = false;
 	}
 	if (ok && m)
@@ -901,15 +916,6 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	if (jv_need(&root, "model", &v)) {
 		s->graph = load_model(&L, &v);
 		ok = s->graph && ok;
-		if (s->graph && s->graph->gen && s->graph->gen->experts > 0) {
-			/* The planners do not distribute the expert dimension yet:
-			 * a plan would price the dispatch as a gather of every
-			 * token, not an AllToAll (docs/moe-cp.md). */
-			jv_error(&v, "a mixture-of-experts model (experts %lld) cannot be planned "
-			         "yet; `shardlab graph` counts it and `shardlab moe` prices one layer "
-			         "under expert parallelism", (long long)s->graph->gen->experts);
-			ok = false;
-		}
 	} else {
 		ok = false;
 	}

@@ -103,6 +103,10 @@ struct training {
 	enum dtype dtype;             /* compute dtype */
 	double gradient_bucket_bytes; /* gradient all-reduces fused up to this size (0: none) */
 	bool sequence_parallel;       /* Megatron's: LayerNorm/Dropout split along the sequence */
+	int64_t tensor_parallel;      /* the megatron planner's degree (0: the largest that fits
+	                                 a server and the shapes) */
+	int64_t expert_parallel;      /* EP: ranks of a data-parallel group that share out a
+	                                 mixture-of-experts layer's experts (1: each holds all) */
 	bool micro_batches_set;       /* the file states micro_batches */
 	int n_cuts;                   /* pipeline_cuts: 0 = balance the chunks by cost */
 	int *cuts;                    /* the first op of chunks 1 .. n_cuts, ascending */

@@ -800,3 +800,108 @@ Test(baselines, megatron_input_gradients_are_all_reduced_once_per_tensor)
 	cr_expect_eq(fc1, 1u, "fc1's input 0 is folded into the AllGather's mirror");
 	cr_expect_eq(D.errors, 0);
 }
+
+/* ------------------------------------------------ expert parallelism */
+
+/* A 2-layer mixture of experts (h 8, f 16, E 4, top-2, capacity factor 1,
+ * s 4, 8 sequences) on 8 GPUs, TP 1, EP 4: data parallel 8 = 2 x 4, the
+ * expert-parallel groups of 4 consecutive ranks. */
+#define MOE_GEN "{\"kind\": \"llama\", \"hidden\": 8, \"layers\": 2, \"heads\": 2, \"ffn\": 16," \
+                " \"seq\": 4, \"vocab\": 10, \"experts\": 4, \"top_k\": 2, \"micro_batch\": 8," \
+                " \"dtype\": \"bf16\"}"
+
+/* The one redistribution into op `to` from `from`, NULL when none. */
+static const struct redist *edge_redist(const struct plan *p, const char *from, const char *to)
+{
+	int a = op_of(p, from), b = op_of(p, to);
+	for (int e = 0; e < p->n_edges; e++)
+		if (p->edges[e].producer == a && p->edges[e].consumer == b)
+			return &p->edges[e].redist;
+	return NULL;
+}
+
+Test(baselines, megatron_expert_parallel_counted_by_hand)
+{
+	struct scenario *s = generated_with(MOE_GEN, "dgx-h100", 8,
+	                                    ", \"tensor_parallel\": 1, \"expert_parallel\": 4");
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(p);
+	/* T = 8 x 4 = 32 tokens, 4 a rank; C = 8 x ceil(4 x 2 / 4) = 16 slots
+	 * an expert, 2 a rank: each rank dispatches [4, 2, 8] = 64 bf16 =
+	 * 128 B, of which 3/4 leave it: 96 B. The AllToAll moves the split
+	 * from the slots to the experts ([1, 8, 8] after), the combine's back. */
+	const char *hops[2][2] = {{"mlp.dispatch", "mlp.experts.input"},
+	                          {"mlp.experts.down.matmul", "mlp.combine"}};
+	int alltoalls = 0;
+	for (int e = 0; e < p->n_edges; e++)
+		for (int k = 0; k < p->edges[e].redist.n_steps; k++)
+			alltoalls += p->edges[e].redist.steps[k].kind == STEP_ALLTOALL;
+	cr_expect_eq(alltoalls, 4, "two AllToAlls a layer, forward");
+	for (int l = 0; l < 2; l++)
+		for (int h = 0; h < 2; h++) {
+			char from[64], to[64];
+			snprintf(from, sizeof from, "layers.%d.%s", l, hops[h][0]);
+			snprintf(to, sizeof to, "layers.%d.%s", l, hops[h][1]);
+			const struct redist *r = edge_redist(p, from, to);
+			cr_assert_not_null(r, "%s -> %s", from, to);
+			cr_assert_eq(r->n_steps, 1);
+			const struct comm_step *st = &r->steps[0];
+			cr_expect_eq(st->kind, STEP_ALLTOALL);
+			cr_expect_float_eq(st->bytes_per_device, 96, 1e-9);
+			cr_expect_eq(st->groups.size, 4);
+			cr_expect_eq(st->groups.n_groups, 2);
+			int64_t m[4];
+			rank_groups_members(&st->groups, 1, m);
+			cr_expect(m[0] == 4 && m[1] == 5 && m[2] == 6 && m[3] == 7);
+			cr_expect_eq(layout_local_elems(&st->after), 64);
+		}
+	/* Each expert weight [4, 8, 16] is cut over EP: [1, 8, 16] = 128 a
+	 * rank, its gradient all-reduced over the 2 ranks holding the same
+	 * expert ({0, 4}, ...): 2 x 1/2 x 256 B = 256 B. */
+	const struct dist_op *gate = dop(p, "layers.0.mlp.experts.gate.matmul");
+	cr_expect_eq(layout_local_elems(&gate->in[1]), 128);
+	cr_assert_eq(gate->n_grad, 1);
+	cr_expect_eq(gate->grad[0].kind, STEP_ALLREDUCE);
+	cr_expect_eq(gate->grad[0].groups.size, 2);
+	int64_t m[2];
+	rank_groups_members(&gate->grad[0].groups, 0, m);
+	cr_expect(m[0] == 0 && m[1] == 4);
+	cr_expect_float_eq(gate->grad[0].bytes_per_device, 256, 1e-9);
+	/* The router [8, 4] stays whole, its gradient over all 8 ranks. */
+	const struct dist_op *router = dop(p, "layers.0.mlp.router.matmul");
+	cr_expect_eq(layout_local_elems(&router->in[1]), 32);
+	cr_assert_eq(router->n_grad, 1);
+	cr_expect_eq(router->grad[0].groups.size, 8);
+	cr_expect_eq(D.errors, 0);
+}
+
+/* EP 1: every rank holds every expert and fills its own slots: no
+ * AllToAll, the expert weights' gradients over all 8 ranks. */
+Test(baselines, megatron_without_expert_parallelism_sends_no_alltoall)
+{
+	struct scenario *s = generated_with(MOE_GEN, "dgx-h100", 8, ", \"tensor_parallel\": 1");
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(p);
+	for (int e = 0; e < p->n_edges; e++)
+		for (int k = 0; k < p->edges[e].redist.n_steps; k++)
+			cr_expect_neq(p->edges[e].redist.steps[k].kind, STEP_ALLTOALL);
+	const struct dist_op *gate = dop(p, "layers.1.mlp.experts.gate.matmul");
+	cr_expect_eq(layout_local_elems(&gate->in[1]), 512);
+	cr_assert_eq(gate->n_grad, 1);
+	cr_expect_eq(gate->grad[0].groups.size, 8);
+	cr_expect_eq(D.errors, 0);
+}
+
+/* EP must divide the data-parallel degree: TP 2 on 8 ranks leaves DP 4,
+ * which 8 experts' EP 8 does not divide. */
+Test(baselines, megatron_expert_parallel_must_divide_data_parallel)
+{
+	struct scenario *s = generated_with(
+	    "{\"kind\": \"llama\", \"hidden\": 8, \"layers\": 1, \"heads\": 2, \"ffn\": 16,"
+	    " \"seq\": 4, \"vocab\": 10, \"experts\": 8, \"top_k\": 2, \"micro_batch\": 8}",
+	    "dgx-h100", 8, ", \"tensor_parallel\": 2, \"expert_parallel\": 8");
+	cr_expect_null(plan_megatron(A, s, &OPT, &D));
+	const char *e = diag_first_error(A, &D);
+	cr_expect(e && strstr(e, "expert parallelism 8 must divide the data-parallel degree, 4 "
+	                         "here"), "%s", e ? e : "(none)");
+}
