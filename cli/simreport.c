@@ -162,19 +162,28 @@ double report_program_comm_bytes(const struct program *p)
 	return most;
 }
 
-/* Slices of an op's largest parameter input (1 when it has none). */
-static int64_t sr_param_slices(const struct plan *p, const struct dist_op *d)
+/* Slices of an op's largest parameter input (1 when it has none); the
+ * slices of a batched weight's leading dimension (the experts of a
+ * mixture, [E, a, b]) are expert parallelism, into *ep, not TP. */
+static int64_t sr_param_slices(const struct plan *p, const struct dist_op *d, int64_t *ep)
 {
 	const struct op *op = &p->graph->ops[d->op];
 	int64_t best_elems = -1, slices = 1;
+	*ep = 1;
 	for (int i = 0; i < d->n_in && i < op->n_in; i++) {
 		const struct tensor *t = &p->graph->tensors[op->in[i]];
 		if (t->role != TENSOR_PARAM || t->elems <= best_elems)
 			continue;
 		best_elems = t->elems;
 		slices = 1;
-		for (int k = 0; k < d->in[i].rank; k++)
-			slices *= layout_slices(&d->in[i], k);
+		*ep = 1;
+		for (int k = 0; k < d->in[i].rank; k++) {
+			bool experts = k == 0 && op->kind == OP_BATCHMATMUL && t->rank >= 3;
+			if (experts)
+				*ep = layout_slices(&d->in[i], k);
+			else
+				slices *= layout_slices(&d->in[i], k);
+		}
 	}
 	return slices;
 }
@@ -190,6 +199,7 @@ const char *report_strategy_summary(char *buf, size_t size, const struct plan *p
 	struct sr_pattern pat[MAX_PATTERNS];
 	int n = 0;
 	double total = 0;
+	int64_t ep_most = 1;
 	for (int i = 0; i < p->graph->n_ops; i++) {
 		const struct op *op = &p->graph->ops[i];
 		const struct dist_op *d = &p->ops[i];
@@ -197,8 +207,10 @@ const char *report_strategy_summary(char *buf, size_t size, const struct plan *p
 			continue;
 		int64_t split = llround(op->flops / d->flops_per_rank);
 		split = split < 1 ? 1 : split > p->n_devices ? p->n_devices : split;
-		int64_t tp = sr_param_slices(p, d);
+		int64_t ep;
+		int64_t tp = sr_param_slices(p, d, &ep);
 		tp = tp > split || split % tp ? 1 : tp;
+		ep_most = ep > ep_most ? ep : ep_most;
 		struct sr_pattern key = {tp, split / tp, p->n_devices / split, op->flops};
 		int k = 0;
 		while (k < n && (pat[k].tp != key.tp || pat[k].dp != key.dp || pat[k].copies != key.copies))
@@ -222,8 +234,10 @@ const char *report_strategy_summary(char *buf, size_t size, const struct plan *p
 	if (pat[best].copies > 1 && len >= 0 && (size_t)len < size)
 		len += snprintf(buf + len, size - (size_t)len, " x %" PRId64 " copies", pat[best].copies);
 	if (pat[best].flops < 0.95 * total && len >= 0 && (size_t)len < size)
-		snprintf(buf + len, size - (size_t)len, " (%.0f%% of FLOPs)",
-		         100 * pat[best].flops / total);
+		len += snprintf(buf + len, size - (size_t)len, " (%.0f%% of FLOPs)",
+		                100 * pat[best].flops / total);
+	if (ep_most > 1 && len >= 0 && (size_t)len < size)
+		snprintf(buf + len, size - (size_t)len, ", EP %" PRId64, ep_most);
 	return buf;
 }
 

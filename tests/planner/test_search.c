@@ -65,6 +65,47 @@ Test(search, enumerates_the_configurations_counted_by_hand)
 	cr_expect_eq(sp, 12 * (3 + 4) + 24 * 4); /* the TP > 1 groups, once each */
 }
 
+/* search-moe-4p: search-gpt-4p's space for a 2-layer mixture of 4
+ * experts, EP dividing DP and 4 as one more axis of each group:
+ *   TP 1 PP 1 DP 4: b 1, 2       x EP 1, 2, 4       6 groups
+ *   TP 1 PP 2 DP 2: b 1, 2, 4    x EP 1, 2          6
+ *   TP 2 PP 1 DP 2: b 1, 2, 4    x SP x EP 1, 2    12
+ *   TP 2 PP 2 DP 1: b 1, 2, 4, 8 x SP               8
+ *   TP 4 PP 1 DP 1: b 1, 2, 4, 8 x SP               8
+ * 26 groups without a pipeline x 12 = 312, 14 with PP 2 x 24 = 336: 648.
+ * EP > 1: (4 + 6) groups x 12 + 3 x 24 = 192; EP 4: 2 x 12 = 24. */
+Test(search, expert_parallelism_is_one_more_axis)
+{
+	struct search_result r = run(fixture_scenario("tests/data/good/search-moe-4p.json"));
+	cr_expect_eq(r.n_configs, 648);
+	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
+	int ep = 0, ep4 = 0;
+	for (int i = 0; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		cr_expect_eq(c->dp % c->ep, 0);
+		ep += c->ep > 1;
+		ep4 += c->ep == 4;
+	}
+	cr_expect_eq(ep, 192);
+	cr_expect_eq(ep4, 24);
+	/* the plan of an EP 2 configuration sends its slots by AllToAll */
+	for (int i = 0; i < r.n; i++) {
+		if (r.cands[i].config.ep != 2)
+			continue;
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct scenario *s = fixture_scenario("tests/data/good/search-moe-4p.json");
+		struct plan *p = plan_search_plan(A, s, &r.cands[i].config, &o, &D);
+		cr_assert_not_null(p);
+		int a2a = 0;
+		for (int e = 0; e < p->n_edges; e++)
+			for (int k = 0; k < p->edges[e].redist.n_steps; k++)
+				a2a += p->edges[e].redist.steps[k].kind == STEP_ALLTOALL &&
+				       p->edges[e].redist.steps[k].groups.size == 2;
+		cr_expect_eq(a2a, 4, "two AllToAlls a layer over the EP pairs");
+		break;
+	}
+}
+
 Test(search, ranks_those_that_fit_fastest_first_then_the_oom_ones)
 {
 	struct scenario *s = fixture_scenario(TINY);
