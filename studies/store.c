@@ -2,8 +2,8 @@
  * database").
  *
  * One table `points`, one row per point, keyed by the point (cluster,
- * servers, global batch, TP, PP, micro-batch, sequence parallelism,
- * schedule, virtual stages, recompute, ZeRO), every row carrying the
+ * servers, global batch, TP, PP, micro-batch, sequence parallelism, expert
+ * parallelism, schedule, virtual stages, recompute, ZeRO), every row carrying the
  * inputs' hash; a `meta` table holds the hash the database was written for. WAL journal, synchronous
  * NORMAL: a committed transaction survives the process being killed; a
  * unit's rows go in one transaction, so a kill loses at most the unit
@@ -50,12 +50,13 @@ static const char *const schema =
 	" simulated INTEGER NOT NULL DEFAULT 0, sim_error TEXT, sim_iteration_s REAL,"
 	" sim_compute_s REAL, sim_comm_s REAL, sim_bubble_s REAL, sim_time_to_train_s REAL,"
 	" sequence_parallel INTEGER NOT NULL DEFAULT 0,"
-	" UNIQUE(cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel, schedule,"
-	"        virtual_stages, recompute, zero_stage));";
+	" expert_parallel INTEGER NOT NULL DEFAULT 1,"
+	" UNIQUE(cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel,"
+	"        expert_parallel, schedule, virtual_stages, recompute, zero_stage));";
 _Static_assert(EST_CATEGORY_COUNT == 11, "the points table has a column per category");
 
 #define KEY_COLS "cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel, " \
-                 "schedule, virtual_stages, recompute, zero_stage"
+                 "expert_parallel, schedule, virtual_stages, recompute, zero_stage"
 
 static void set_err(char *err, size_t size, const char *what, sqlite3 *db)
 {
@@ -120,10 +121,27 @@ static const char *const insert_sql =
 	" est_compute_backward, est_comm_forward, est_redistribution, est_comm_backward,"
 	" est_recompute, est_param_gather, est_pipeline_p2p, est_gradient_sync, est_optimizer,"
 	" est_pipeline_bubble, iterations, time_to_train_s, device_hours, energy_kwh, cost,"
-	" sequence_parallel)"
+	" sequence_parallel, expert_parallel)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
 	" ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35,"
-	" ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46)";
+	" ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47)";
+
+/* A database written before the points had an expert_parallel column:
+ * its key differs, so it is rebuilt (with --force) or left alone. */
+static bool has_ep_column(struct study_store *s, bool *has)
+{
+	sqlite3_stmt *q;
+	*has = false;
+	if (sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info('points')", -1, &q,
+	                       NULL) != SQLITE_OK)
+		return false;
+	while (sqlite3_step(q) == SQLITE_ROW)
+		if (sqlite3_column_text(q, 0) &&
+		    !strcmp((const char *)sqlite3_column_text(q, 0), "expert_parallel"))
+			*has = true;
+	sqlite3_finalize(q);
+	return true;
+}
 
 enum study_store_open study_store_open(const char *path, const struct study *st, bool force,
                                        struct study_store **out, char *err, size_t err_size)
@@ -142,6 +160,25 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 			set_err(err, err_size, "database", s->db);
 		study_store_close(s);
 		return STORE_ERROR;
+	}
+	bool ep_col;
+	if (!has_ep_column(s, &ep_col)) {
+		set_err(err, err_size, "database", s->db);
+		study_store_close(s);
+		return STORE_ERROR;
+	}
+	if (!ep_col) {
+		if (!force) {
+			snprintf(err, err_size, "%s was written by an earlier shardlab, whose points have "
+			         "no expert_parallel column: sweep into another database, or give --force to "
+			         "discard its rows", path);
+			study_store_close(s);
+			return STORE_OTHER_INPUTS;
+		}
+		if (!exec(s, "DROP TABLE points;", err, err_size) || !exec(s, schema, err, err_size)) {
+			study_store_close(s);
+			return STORE_ERROR;
+		}
 	}
 	if (have[0] && strcmp(have, s->hash)) {
 		if (!force) {
@@ -165,7 +202,8 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	    sqlite3_prepare_v2(s->db, insert_sql, -1, &s->insert, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       "SELECT tp, pp, micro_batch, schedule, virtual_stages, recompute,"
-	                       " zero_stage, sequence_parallel FROM points WHERE cluster = ?1 AND"
+	                       " zero_stage, sequence_parallel, expert_parallel FROM points WHERE"
+	                       " cluster = ?1 AND"
 	                       " servers = ?2 AND"
 	                       " global_batch = ?3 AND tp = ?4 AND pp = ?5 AND micro_batch = ?6",
 	                       -1, &s->done, NULL) != SQLITE_OK ||
@@ -175,7 +213,7 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	                       " sim_time_to_train_s = ?7 WHERE cluster = ?8 AND servers = ?9 AND"
 	                       " global_batch = ?10 AND tp = ?11 AND pp = ?12 AND micro_batch = ?13"
 	                       " AND schedule = ?14 AND virtual_stages = ?15 AND recompute = ?16 AND"
-	                       " zero_stage = ?17 AND sequence_parallel = ?18",
+	                       " zero_stage = ?17 AND sequence_parallel = ?18 AND expert_parallel = ?19",
 	                       -1, &s->sim, NULL) != SQLITE_OK) {
 		if (!err[0])
 			set_err(err, err_size, "database", s->db);
@@ -209,7 +247,8 @@ static bool same_config(const struct search_config *a, const struct search_confi
 	return a->tp == b->tp && a->pp == b->pp && a->micro_batch == b->micro_batch &&
 	       a->schedule == b->schedule && a->virtual_stages == b->virtual_stages &&
 	       a->recompute == b->recompute && a->zero_stage == b->zero_stage &&
-	       a->sequence_parallel == b->sequence_parallel;
+	       a->sequence_parallel == b->sequence_parallel &&
+	       (a->ep > 1 ? a->ep : 1) == (b->ep > 1 ? b->ep : 1);
 }
 
 int study_store_done(struct study_store *s, const struct study_unit *u, bool *done)
@@ -236,7 +275,8 @@ int study_store_done(struct study_store *s, const struct study_unit *u, bool *do
 			.virtual_stages = sqlite3_column_int64(q, 4),
 			.recompute = (enum recompute_mode)sqlite3_column_int(q, 5),
 			.zero_stage = sqlite3_column_int(q, 6),
-			.sequence_parallel = sqlite3_column_int(q, 7) != 0};
+			.sequence_parallel = sqlite3_column_int(q, 7) != 0,
+			.ep = sqlite3_column_int64(q, 8)};
 		for (int i = 0; i < u->n_configs; i++)
 			if (!done[i] && same_config(&c, &u->configs[i])) {
 				done[i] = true;
@@ -285,6 +325,7 @@ static bool insert_row(struct study_store *s, const struct study_row *r, const s
 	sqlite3_bind_text(q, 18, plan_search_config_text(text, sizeof text, c), -1,
 	                  SQLITE_TRANSIENT);
 	sqlite3_bind_int(q, 46, c->sequence_parallel);
+	sqlite3_bind_int64(q, 47, c->ep > 1 ? c->ep : 1);
 	sqlite3_bind_int(q, 19, r->ok);
 	if (!r->ok) {
 		sqlite3_bind_text(q, 20, r->error ? r->error : "failed", -1, SQLITE_STATIC);
@@ -346,6 +387,7 @@ bool study_store_put_sim(struct study_store *s, const struct study_row *r, char 
 	sqlite3_bind_int(q, 16, c->recompute);
 	sqlite3_bind_int(q, 17, c->zero_stage);
 	sqlite3_bind_int(q, 18, c->sequence_parallel);
+	sqlite3_bind_int64(q, 19, c->ep > 1 ? c->ep : 1);
 	if (sqlite3_step(q) != SQLITE_DONE) {
 		set_err(err, err_size, "database", s->db);
 		return false;
@@ -379,7 +421,7 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 	                       " est_pipeline_bubble, iterations, time_to_train_s, device_hours,"
 	                       " energy_kwh, cost, simulated, sim_error, sim_iteration_s,"
 	                       " sim_compute_s, sim_comm_s, sim_bubble_s, sim_time_to_train_s,"
-	                       " sequence_parallel FROM points ORDER BY " KEY_COLS,
+	                       " sequence_parallel, expert_parallel FROM points ORDER BY " KEY_COLS,
 	                       -1, &q, NULL) != SQLITE_OK) {
 		set_err(err, err_size, "database", s->db);
 		return -1;
@@ -431,6 +473,7 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 		r->sim_bubble_s = col_real(q, 45);
 		r->sim_time_to_train_s = col_real(q, 46);
 		r->config.sequence_parallel = sqlite3_column_int(q, 47) != 0;
+		r->config.ep = sqlite3_column_int64(q, 48);
 		if (sqlite3_column_int(q, 40) < 0 && !r->sim_error)
 			r->sim_error = "failed";
 	}

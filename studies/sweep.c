@@ -48,7 +48,7 @@ static bool search_units(struct arena *a, const struct study *st, struct study_u
 {
 	int ng;
 	struct search_group *gs = plan_search_groups(a, st->scenario->graph, base.devices, dps,
-	                                             base.global_batch, false, &ng);
+	                                             base.global_batch, true, &ng);
 	if (!gs)
 		return false;
 	for (int i = 0; i < ng; i++) {
@@ -62,7 +62,8 @@ static bool search_units(struct arena *a, const struct study *st, struct study_u
 	return true;
 }
 
-/* The listed configurations that the size and batch allow, one unit each
+/* The listed configurations that the size, the batch and (for EP) the
+ * experts allow, one unit each
  * (a model with a fixed batch, not generated, sets the micro-batch:
  * its batch / DP). */
 static bool list_units(struct arena *a, const struct study *st, struct study_unit base,
@@ -75,6 +76,9 @@ static bool list_units(struct arena *a, const struct study *st, struct study_uni
 			continue;
 		c.dp = N / (c.tp * c.pp);
 		const struct graph *g = st->scenario->graph;
+		int64_t experts = g->gen ? g->gen->experts : 0;
+		if (c.ep > 1 && (c.dp % c.ep || experts < 1 || experts % c.ep))
+			continue;
 		if (!g->gen) {  /* the graph's batch is fixed: it sets the micro-batch */
 			if (g->batch % c.dp)
 				continue;
@@ -183,6 +187,8 @@ static void set_training(struct training *t, const struct training *user,
 	t->recompute = c->recompute;
 	t->zero_stage = c->zero_stage;
 	t->sequence_parallel = c->sequence_parallel;
+	t->expert_parallel = c->ep > 1 ? c->ep : 1;
+	t->tensor_parallel = c->tp;
 	t->micro_batches = c->micro_batches;
 	t->micro_batches_set = true;
 	t->n_cuts = 0;

@@ -570,3 +570,67 @@ Test(studies, listed_configurations)
 	/* The pipeline's bubble is part of the iteration, GPipe over 2 stages. */
 	cr_expect_gt(r.bubble_s, 0);
 }
+
+/* tests/data/studies/moe.json: a 2-layer mixture of 4 experts on 8 NPUs,
+ * global batch 8. As above with PP <= 2 layers, and each unit once per EP
+ * dividing DP and 4 (interleaving needs 2 PP <= 2 layers: never):
+ *   TP1 PP1 DP8: b1       x EP 1 2 4        3 units x 12 =  36
+ *   TP1 PP2 DP4: b1 b2    x EP 1 2 4        6        x 24 = 144
+ *   TP2 PP1 DP4: b1 b2    x SP x EP 1 2 4  12        x 12 = 144
+ *   TP2 PP2 DP2: b1 b2 b4 x SP x EP 1 2    12        x 24 = 288
+ *   TP4 PP1 DP2: b1 b2 b4 x SP x EP 1 2    12        x 12 = 144
+ *   TP4 PP2 DP1: b1..b8   x SP              8        x 24 = 192
+ *   TP8 PP1 DP1: b1..b8   x SP              8        x 12 =  96
+ * 61 units, 1044 points; EP > 1: 24 + 96 + 96 + 144 + 72 = 432. */
+Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
+{
+	struct study *st = load("tests/data/studies/moe.json");
+	int n_units;
+	int64_t n_points;
+	struct study_unit *u = study_units(A, st, &n_units, &n_points);
+	cr_assert_not_null(u);
+	cr_expect_eq(n_units, 61);
+	cr_expect_eq(n_points, 1044);
+	int64_t ep = 0;
+	for (int i = 0; i < n_units; i++)
+		for (int k = 0; k < u[i].n_configs; k++)
+			ep += u[i].configs[k].ep > 1;
+	cr_expect_eq(ep, 432);
+	/* The sweep stores them as distinct points, EP in its own column. */
+	char dir[] = "/tmp/shardlab-study-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400];
+	snprintf(db, sizeof db, "%s/m.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "(1044 computed, 0 already stored)") != NULL, "%s", r.out);
+	free(r.out);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_stmt *q;
+	cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*), sum(expert_parallel > 1) FROM points",
+	                                -1, &q, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+	cr_expect_eq(sqlite3_column_int64(q, 0), 1044);
+	cr_expect_eq(sqlite3_column_int64(q, 1), 432);
+	sqlite3_finalize(q);
+	sqlite3_close(h);
+	/* A database from before the column is refused, then rebuilt. */
+	remove_db(db);
+	cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h, "CREATE TABLE points(inputs_hash TEXT, cluster INTEGER);",
+	                          NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "no expert_parallel column") != NULL, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s --force", db);
+	r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "(1044 computed, 0 already stored)") != NULL, "%s", r.out);
+	free(r.out);
+	remove_db(db);
+	rmdir(dir);
+}
