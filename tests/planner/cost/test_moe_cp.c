@@ -173,3 +173,59 @@ Test(moe_cp, cp_ring_overlap)
 	/* Blocks of half a hop: 4 x hop/2 + 3 x hop/2. */
 	cr_expect_float_eq(cost_cp_ring_s(t, ranks, 4, 1e6, hop / 2, NULL), 3.5 * hop, 1e-15);
 }
+
+/* The plans price what the closed form prices: Megatron with EP 8 on one
+ * Atlas 800T A2, a 1-layer mixture (h 64, f 128, 8 experts, top-2, s 64,
+ * one sequence a rank). Per rank C = ceil(64 x 2 / 8) = 16 slots, a
+ * buffer S = 8 x 16 x 64 x 2 bytes = 16,384: the dispatch's AllToAll in
+ * the plan holds S before it and the estimate prices it as
+ * cost_moe_alltoall_s over the 8 ranks: HCCL's direct all-to-all, 1 us +
+ * S / (8 x 18.48 GB/s). */
+Test(moe_cp, plan_alltoall_is_the_closed_form)
+{
+	const char *text =
+	    "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"ep\","
+	    " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\", \"hidden\": 64,"
+	    " \"layers\": 1, \"heads\": 4, \"ffn\": 128, \"seq\": 64, \"vocab\": 32, \"experts\": 8,"
+	    " \"top_k\": 2, \"micro_batch\": 8, \"dtype\": \"bf16\"}},"
+	    " \"topology\": \"../topologies/atlas800t-a2-910b.json\", \"devices\": 8,"
+	    " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 1, \"expert_parallel\": 8}}";
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "scenarios/ep.json", text, strlen(text), &D));
+	struct scenario *s = scenario_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(s);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p);
+	const struct comm_step *st = NULL;
+	for (int e = 0; e < p->n_edges && !st; e++)
+		if (p->edges[e].redist.n_steps == 1 &&
+		    p->edges[e].redist.steps[0].kind == STEP_ALLTOALL)
+			st = &p->edges[e].redist.steps[0];
+	cr_assert_not_null(st);
+	struct moe_shape m = {.hidden = 64, .expert_ffn = 128, .experts = 8, .top_k = 2,
+	                      .gated = true, .capacity_factor = 1, .dtype = DT_BF16};
+	struct moe_parallel par = {.ep = 8, .etp = 1};
+	struct moe_layer l;
+	cr_assert(cost_moe_layer(&m, &par, 64, &l));
+	cr_expect_eq(l.capacity, 16);
+	cr_expect_float_eq(l.dispatch_bytes, 16384, 1e-9);
+	cr_expect_float_eq(comm_step_bytes_in(st), 16384, 1e-9);
+	int64_t ranks[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	double want = cost_moe_alltoall_s(s->topo, ranks, 8, &l);
+	cr_expect_float_eq(want, 1e-6 + 16384 / (8 * 56e9 * 0.33), 1e-15);
+	/* the group's ranks, priced by the algorithm rule */
+	int64_t members[8];
+	cr_assert_eq(st->groups.size, 8);
+	rank_groups_members(&st->groups, 0, members);
+	double got = cost_collective_algo_s(s->topo, st->kind, COLL_AUTO, members, 8,
+	                                    comm_step_bytes_in(st));
+	cr_expect_float_eq(got, want, 1e-15, "%.9g against %.9g", got, want);
+	/* and the estimate's forward redistributions are the dispatch and the
+	 * combine, one micro-batch: 2 x that */
+	struct estimate est;
+	cr_assert(plan_estimate(A, p, &est, &D));
+	cr_expect_float_eq(est.category_s[EST_REDISTRIBUTION], 2 * want, 1e-15, "%.9g",
+	                   est.category_s[EST_REDISTRIBUTION]);
+}
