@@ -37,16 +37,6 @@ struct enum_ctx {
 	int n;
 };
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b) {
-		int64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* Divisors of x in descending order, in the arena; *n their count. */
 static int64_t *divisors_desc(struct arena *a, int64_t x, int *n)
 {
@@ -152,7 +142,7 @@ int plan_enumerate(struct arena *a, const struct graph *g, int op, int64_t n_dev
 		if (sig.role[l] == SIG_WHOLE || !on_input(&sig, c.n_in, l))
 			continue;
 		c.lab[c.n_lab] = l;
-		c.div[c.n_lab] = divisors_desc(a, gcd64(sig.size[l], n_devices), &c.n_div[c.n_lab]);
+		c.div[c.n_lab] = divisors_desc(a, util_gcd64(sig.size[l], n_devices), &c.n_div[c.n_lab]);
 		if (!c.div[c.n_lab])
 			return 0;
 		c.n_lab++;

@@ -25,6 +25,16 @@ uint64_t util_hash_words(const int64_t *w, size_t n)
 	return h ^ (h >> 29);
 }
 
+int64_t util_gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 bool util_mul_i64(int64_t a, int64_t b, int64_t *out)
 {
 	if (a == 0 || b == 0) {

@@ -21,16 +21,6 @@
 
 #include "verify-int.h"
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b) {
-		int64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 static int find(const struct verify_scaling *sc, int64_t v)
 {
 	for (int i = 0; i < sc->n; i++)
@@ -46,7 +36,7 @@ static void need(struct verify_scaling *sc, const struct layout *l)
 		if (i < 0)
 			continue;
 		int64_t k = layout_slices(l, d), r = sc->req[i];
-		sc->req[i] = r / gcd64(r, k) * k;
+		sc->req[i] = r / util_gcd64(r, k) * k;
 	}
 }
 
@@ -88,7 +78,7 @@ static bool reduce(struct verify_scaling *sc, const struct tensor *t, int lo, in
 		int i = find(sc, t->dims[d]);
 		if (i < 0)
 			continue;
-		int64_t g = gcd64(sc->f[i], by);
+		int64_t g = util_gcd64(sc->f[i], by);
 		if (g > 1) {
 			sc->f[i] /= g;
 			by /= g;
@@ -131,7 +121,7 @@ static bool fix_reshape(struct verify_scaling *sc, const struct tensor *x, const
 			any |= freeze_range(sc, y, j0, j);
 			continue;
 		}
-		int64_t g = gcd64(fl, fr);
+		int64_t g = util_gcd64(fl, fr);
 		any |= reduce(sc, x, i0, i, fl / g);
 		any |= reduce(sc, y, j0, j, fr / g);
 	}

@@ -640,16 +640,6 @@ static int64_t index_bound(const struct ctx *c, int t)
 	return 0;
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b) {
-		int64_t r = a % b;
-		a = b;
-		b = r;
-	}
-	return a;
-}
-
 /* A mixture-of-experts index (MoEDispatch's [E, C] tokens, MoECombine's
  * [T, k] flat slots e·C + c), drawn token-local: a slot and its token fall
  * in the same of the gcd(T, C) equal shares of the tokens and slots, so
@@ -665,7 +655,7 @@ static bool moe_index(const struct ctx *c, int t, double *data)
 		const struct tensor *ix = &c->g.tensors[t], *y = &c->g.tensors[o->in[0]];
 		bool disp = o->kind == OP_MOEDISPATCH;
 		int64_t T = disp ? y->dims[0] : ix->dims[0], C = disp ? ix->dims[1] : y->dims[1];
-		int64_t E = disp ? ix->dims[0] : y->dims[0], G = gcd64(T, C);
+		int64_t E = disp ? ix->dims[0] : y->dims[0], G = util_gcd64(T, C);
 		for (int64_t f = 0; f < ix->elems; f++) {
 			if (disp) {
 				int64_t share = f % C / (C / G);

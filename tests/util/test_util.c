@@ -457,3 +457,13 @@ Test(util, word_buf_grows_and_keeps_its_words)
 	cr_expect_eq(util_double_bits(0.5), 0x3fe0000000000000);
 	cr_expect_neq(util_double_bits(-0.0), util_double_bits(0.0));
 }
+
+Test(util, gcd_by_hand)
+{
+	cr_expect_eq(util_gcd64(12, 18), 6);
+	cr_expect_eq(util_gcd64(18, 12), 6);
+	cr_expect_eq(util_gcd64(7, 0), 7);
+	cr_expect_eq(util_gcd64(0, 5), 5);
+	cr_expect_eq(util_gcd64(4096, 384), 128);
+	cr_expect_eq(util_gcd64(13, 7), 1);
+}
