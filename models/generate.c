@@ -437,13 +437,19 @@ static int reshape(struct gen *G, const char *p, const char *sfx, int x, int n, 
 	return op1(G, OP_RESHAPE, p, sfx, x, &at);
 }
 
-static int transpose(struct gen *G, const char *p, const char *sfx, int x, const int64_t perm[4])
+static int transpose_n(struct gen *G, const char *p, const char *sfx, int x, int n,
+                       const int64_t *perm)
 {
 	struct op_attrs at;
 	op_attrs_default(OP_TRANSPOSE, &at);
-	at.n_shape = 4;
-	memcpy(at.perm, perm, 4 * sizeof(*perm));
+	at.n_shape = n;
+	memcpy(at.perm, perm, (size_t)n * sizeof(*perm));
 	return op1(G, OP_TRANSPOSE, p, sfx, x, &at);
+}
+
+static int transpose(struct gen *G, const char *p, const char *sfx, int x, const int64_t perm[4])
+{
+	return transpose_n(G, p, sfx, x, 4, perm);
 }
 
 /* LayerNorm (GPT) or RMSNorm (LLaMA) over the hidden axis: "name",
@@ -474,10 +480,19 @@ static int attention(struct gen *G, const char *p, int x)
 	name_fmt(n, sizeof n, "%sv", p);
 	int v = linear(G, n, x, G->h, kv * d, qkv_bias);
 
-	q = reshape(G, p, "q.reshape", q, 4, (int64_t[]){B, s, a, d});
-	q = transpose(G, p, "q.transpose", q, to_heads);
-	if (grouped)
-		q = reshape(G, p, "q.group", q, 4, (int64_t[]){B, kv, a / kv * s, d});
+	/* Grouped: the queries of a key/value head's group as rows [s, g] with
+	 * the sequence major, so that a cut of the sequence (context
+	 * parallelism) lands on whole rows of every group. */
+	int64_t g = a / kv;
+	static const int64_t swap5[5] = {0, 2, 1, 3, 4};
+	if (grouped) {
+		q = reshape(G, p, "q.reshape", q, 5, (int64_t[]){B, s, kv, g, d});
+		q = transpose_n(G, p, "q.transpose", q, 5, swap5);
+		q = reshape(G, p, "q.group", q, 4, (int64_t[]){B, kv, s * g, d});
+	} else {
+		q = reshape(G, p, "q.reshape", q, 4, (int64_t[]){B, s, a, d});
+		q = transpose(G, p, "q.transpose", q, to_heads);
+	}
 	k = reshape(G, p, "k.reshape", k, 4, (int64_t[]){B, s, kv, d});
 	k = transpose(G, p, "k.transpose", k, to_keys);
 	v = reshape(G, p, "v.reshape", v, 4, (int64_t[]){B, s, kv, d});
@@ -487,9 +502,12 @@ static int attention(struct gen *G, const char *p, int x)
 	sc = op1(G, OP_SOFTMAX, p, "softmax", sc, NULL);
 	sc = dropout(G, p, "probs_dropout", sc);
 	int c = op2(G, OP_BATCHMATMUL, p, "context", sc, v, NULL);
-	if (grouped)
-		c = reshape(G, p, "context.ungroup", c, 4, (int64_t[]){B, a, s, d});
-	c = transpose(G, p, "context.transpose", c, to_heads);
+	if (grouped) {
+		c = reshape(G, p, "context.ungroup", c, 5, (int64_t[]){B, kv, s, g, d});
+		c = transpose_n(G, p, "context.transpose", c, 5, swap5);
+	} else {
+		c = transpose(G, p, "context.transpose", c, to_heads);
+	}
 	c = reshape(G, p, "context.reshape", c, 2, (int64_t[]){B * s, ad});
 	name_fmt(n, sizeof n, "%sout", p);
 	int o = linear(G, n, c, ad, G->h, bias);

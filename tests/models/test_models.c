@@ -265,17 +265,19 @@ Test(models, llama_gqa_shapes)
 	p.micro_batch = 3;
 	p.ffn = 96;
 	struct graph *g = gen(a, &p);
-	/* B 3, s 16, a 8, kv 2, d 64/8 = 8, a/kv = 4. */
+	/* B 3, s 16, a 8, kv 2, d 64/8 = 8, g = a/kv = 4; the queries of a
+	 * group as rows [s, g], the sequence major. */
 	assert_dims(out_of(g, "layers.0.attn.q.matmul"), 2, (int64_t[]){48, 64});
 	assert_dims(out_of(g, "layers.0.attn.k.matmul"), 2, (int64_t[]){48, 16});
-	assert_dims(out_of(g, "layers.0.attn.q.transpose"), 4, (int64_t[]){3, 8, 16, 8});
+	assert_dims(out_of(g, "layers.0.attn.q.reshape"), 5, (int64_t[]){3, 16, 2, 4, 8});
+	assert_dims(out_of(g, "layers.0.attn.q.transpose"), 5, (int64_t[]){3, 2, 16, 4, 8});
 	assert_dims(out_of(g, "layers.0.attn.q.group"), 4, (int64_t[]){3, 2, 64, 8});
 	assert_dims(out_of(g, "layers.0.attn.k.transpose"), 4, (int64_t[]){3, 2, 8, 16});
 	assert_dims(out_of(g, "layers.0.attn.v.transpose"), 4, (int64_t[]){3, 2, 16, 8});
 	assert_dims(out_of(g, "layers.0.attn.scores"), 4, (int64_t[]){3, 2, 64, 16});
 	assert_dims(out_of(g, "layers.0.attn.context"), 4, (int64_t[]){3, 2, 64, 8});
-	assert_dims(out_of(g, "layers.0.attn.context.ungroup"), 4, (int64_t[]){3, 8, 16, 8});
-	assert_dims(out_of(g, "layers.0.attn.context.transpose"), 4, (int64_t[]){3, 16, 8, 8});
+	assert_dims(out_of(g, "layers.0.attn.context.ungroup"), 5, (int64_t[]){3, 2, 16, 4, 8});
+	assert_dims(out_of(g, "layers.0.attn.context.transpose"), 5, (int64_t[]){3, 16, 2, 4, 8});
 	assert_dims(out_of(g, "layers.0.attn.context.reshape"), 2, (int64_t[]){48, 64});
 	assert_dims(out_of(g, "layers.0.mlp.mul"), 2, (int64_t[]){48, 96});
 	assert_dims(out_of(g, "lm_head"), 2, (int64_t[]){48, 100});
