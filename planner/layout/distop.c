@@ -156,17 +156,68 @@ static int major_dim(const struct tensor *t, int lo, int hi)
 	return lo;
 }
 
+/* Spill (Layout form only): a run's cut may sit on several of its input
+ * dims when every cut dim but the last is cut whole and no uncut dim lies
+ * between, i.e. the merged dimension is cut in contiguous blocks; its
+ * axes, major first, then fill the run's output dims major first, each
+ * output dim cut whole before the next takes an axis ([B·s] cut (dp, cp)
+ * with B = dp lands dp on B and cp on s: context parallelism). */
+static bool reshape_spill(const struct op_ctx *c, const struct devmat *dm, struct label_axes *la,
+                          int i0, int i1, int o0, int o1)
+{
+	const struct tensor *x = in_tensor(c, 0), *y = out_tensor(c, 0);
+	int8_t axes[PLAN_MAX_AXES];
+	int n = 0;
+	bool open = true;   /* every dim so far cut whole */
+	for (int d = i0; d < i1; d++) {
+		int l = c->sig.in[0][d];
+		int64_t s = axes_slices(dm, la->axis[l], la->n[l]);
+		if (x->dims[d] == 1 || (s == 1 && !open))
+			continue;
+		if (!open && s > 1)
+			return false;
+		for (int k = 0; k < la->n[l] && n < PLAN_MAX_AXES; k++)
+			axes[n++] = la->axis[l][k];
+		open = s == x->dims[d];
+	}
+	int j = o0, got[GRAPH_MAX_RANK] = {0};
+	int8_t to[GRAPH_MAX_RANK][PLAN_MAX_AXES];
+	int64_t p = 1;
+	for (int k = 0; k < n; k++) {
+		int64_t a = dm->size[axes[k]];
+		while (j < o1 && (y->dims[j] == 1 || p == y->dims[j]) && a > 1) {
+			j++;
+			p = 1;
+		}
+		if (j == o1 || y->dims[j] % (p * a))
+			return false;
+		to[j][got[j]++] = axes[k];
+		p *= a;
+	}
+	for (int o = o0; o < o1; o++) {
+		int lo = c->sig.out[0][o];
+		la->n[lo] = got[o];
+		memcpy(la->axis[lo], to[o], (size_t)got[o] * sizeof(to[o][0]));
+	}
+	return true;
+}
+
 /* A cut may sit only on the major dim of a run; it carries to the run's
- * major output dim, which it must divide. */
-static bool reshape_rule(const struct op_ctx *c, const struct devmat *dm, struct label_axes *la)
+ * major output dim, which it must divide (with `spill`, reshape_spill's
+ * wider rule). */
+static bool reshape_rule(const struct op_ctx *c, const struct devmat *dm, struct label_axes *la,
+                         bool spill)
 {
 	const struct tensor *x = in_tensor(c, 0), *y = out_tensor(c, 0);
 	int in0[GRAPH_MAX_RANK], in1[GRAPH_MAX_RANK], out0[GRAPH_MAX_RANK];
 	int n = reshape_runs(x, y, in0, in1, out0);
 	bool ok = true;
 	for (int r = 0; r < n; r++) {
+		int o1 = r + 1 < n ? out0[r + 1] : y->rank;
+		if (spill && reshape_spill(c, dm, la, in0[r], in1[r], out0[r], o1))
+			continue;
 		int mi = major_dim(x, in0[r], in1[r]);
-		int mo = major_dim(y, out0[r], r + 1 < n ? out0[r + 1] : y->rank);
+		int mo = major_dim(y, out0[r], o1);
 		for (int d = in0[r]; d < in1[r]; d++) {
 			int l = c->sig.in[0][d];
 			int64_t s = axes_slices(dm, la->axis[l], la->n[l]);
@@ -507,7 +558,7 @@ static bool from_label_axes(const struct op_ctx *c, const struct devmat *dm,
                             struct label_axes *la, struct dist_op *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (c->sig.rule == SIG_RULE_RESHAPE && !reshape_rule(c, dm, la))
+	if (c->sig.rule == SIG_RULE_RESHAPE && !reshape_rule(c, dm, la, false))
 		return false;
 	/* The local reshape of a slice cut only on major dims of its runs is
 	 * the plain reshape of the slice: no Reshape step is needed. */
@@ -540,7 +591,7 @@ bool dist_op_cuts_valid(const struct graph *g, int op, const int64_t (*cuts)[GRA
 	/* cuts_op's checks, without building the op (nor saying why not) */
 	return init_ctx(&c, NULL, g, op, NULL) && check_cuts(&c, cuts, cut) &&
 	       cuts_devmat(&c, cut, n_devices, &dm, &la) &&
-	       (c.sig.rule != SIG_RULE_RESHAPE || reshape_rule(&c, &dm, &la));
+	       (c.sig.rule != SIG_RULE_RESHAPE || reshape_rule(&c, &dm, &la, false));
 }
 
 bool dist_op_from_cuts(struct arena *a, const struct graph *g, int op,
@@ -692,7 +743,7 @@ static bool layout_op(const struct op_ctx *c, const struct shard_config *cfg, in
 	if (!layout_label_axes(c, cfg, &dm, &la) || !axes_distinct(c, cfg, &la))
 		return false;
 	memset(out, 0, sizeof(*out));
-	if (c->sig.rule == SIG_RULE_RESHAPE && !reshape_rule(c, &dm, &la))
+	if (c->sig.rule == SIG_RULE_RESHAPE && !reshape_rule(c, &dm, &la, true))
 		return false;
 	if (!build(c, &dm, &la, out)) {
 		op_fail(c, "out of memory");
