@@ -64,6 +64,9 @@ struct mega {
 	bool *seq;              /* per op: sequence parallel (dp and mp both cut the batch dim) */
 	int64_t ep;             /* expert-parallel degree (divides d) */
 	uint8_t *moe;           /* per op: MOE_EXPERT, MOE_TOKENS or 0 */
+	int64_t cp;             /* context-parallel degree: n = d x cp x t */
+	uint8_t *seqm;          /* per tensor: bit k set when dimension k carries the sequence
+	                           (the cp cut) */
 };
 
 /* Mixture-of-experts ops: the experts (between a MoEDispatch and its
@@ -371,6 +374,112 @@ static void trace_batch(struct mega *M, const struct tensor *b)
 	}
 }
 
+/* --------------------------------------- Megatron: context parallelism */
+
+/* A Reshape's landing of the data- and context-parallel cuts: per run of
+ * merged dimensions ([B·s] <-> [B, s]), the cuts of its input dims major
+ * first (D where a dim carries the batch, cp where it carries the
+ * sequence), each output dim taking them until cut whole, as the layout
+ * algebra's spill does; the dims the cp cut lands on carry the sequence. */
+static void land_sequence(struct mega *M, int op)
+{
+	const struct op *o = &M->g->ops[op];
+	const struct tensor *x = &M->g->tensors[o->in[0]], *y = &M->g->tensors[o->out[0]];
+	int i = 0, j = 0;
+	while (i < x->rank && j < y->rank) {
+		int i0 = i, j0 = j;
+		int64_t p = x->dims[i++], q = y->dims[j++];
+		while (p != q) {
+			if (p < q && i < x->rank)
+				p *= x->dims[i++];
+			else if (j < y->rank)
+				q *= y->dims[j++];
+			else
+				break;
+		}
+		int64_t size[2 * GRAPH_MAX_RANK];
+		bool seqcut[2 * GRAPH_MAX_RANK];
+		int n = 0;
+		for (int d = i0; d < i; d++) {
+			if ((M->batch[o->in[0]] >> d) & 1)
+				size[n] = M->d, seqcut[n++] = false;
+			if ((M->seqm[o->in[0]] >> d) & 1)
+				size[n] = M->cp, seqcut[n++] = true;
+		}
+		int e = j0;
+		int64_t have = 1;
+		for (int k = 0; k < n; k++) {
+			while (e < j && (y->dims[e] == 1 || have == y->dims[e]) && size[k] > 1) {
+				e++;
+				have = 1;
+			}
+			if (e == j || y->dims[e] % (have * size[k]))
+				break;
+			have *= size[k];
+			if (seqcut[k])
+				M->seqm[o->out[0]] |= (uint8_t)(1u << e);
+		}
+	}
+}
+
+/* Which dimensions carry the sequence: dimension 1 of the graph's first
+ * input (the tokens [B, s] of a generated transformer), then, op by op,
+ * the first input label that carries it (a query's sequence, not a key's:
+ * the keys and values are gathered over the context-parallel group), and
+ * a Reshape's landing. */
+static void trace_seq(struct mega *M, const struct tensor *b)
+{
+	const struct graph *g = M->g;
+	memset(M->seqm, 0, (size_t)g->n_tensors);
+	M->seqm[b - g->tensors] = 2;
+	for (int i = 0; i < g->n_ops; i++) {
+		struct op_sig sig;
+		if (!graph_op_signature(g, i, &sig))
+			continue;
+		if (sig.rule == SIG_RULE_RESHAPE) {
+			land_sequence(M, i);
+			continue;
+		}
+		int l = cut_label(M, M->seqm, &sig, i);
+		for (int k = 0; l >= 0 && k < g->ops[i].n_out; k++)
+			for (int d = 0; d < g->tensors[g->ops[i].out[k]].rank; d++)
+				if (sig.out[k][d] == l)
+					M->seqm[g->ops[i].out[k]] |= (uint8_t)(1u << d);
+	}
+}
+
+/* Context parallelism needs one sequence per replica (the tokens B·s cut
+ * D x cp ways land on whole sequences, then on pieces of each), a
+ * sequence cp divides, and no experts (their slots are not cut by it). */
+static bool cp_fits(const struct mega *M, const struct tensor *b, struct diag_list *diags)
+{
+	const struct scenario *s = M->s;
+	int64_t seq = s->graph->gen ? s->graph->gen->seq : 0;
+	const char *why = NULL;
+	char buf[300];
+	if (M->n % (M->t * M->cp)) {
+		snprintf(buf, sizeof buf, "it must divide the %lld devices of a stage over tensor "
+		         "parallel %lld", (long long)M->n, (long long)M->t);
+		why = buf;
+	} else if (!b || !s->graph->gen || seq < 1 || b->rank != 2 || b->dims[1] != seq) {
+		why = "it cuts a generated transformer's sequence, and this model is not one";
+	} else if (b->dims[0] != M->n / (M->t * M->cp)) {
+		snprintf(buf, sizeof buf, "it needs one sequence per data-parallel replica per "
+		         "micro-batch (the model's micro_batch %lld = the data-parallel degree), not %lld",
+		         (long long)(M->n / (M->t * M->cp)), (long long)b->dims[0]);
+		why = buf;
+	} else if (seq % M->cp) {
+		snprintf(buf, sizeof buf, "it must divide the sequence of %lld", (long long)seq);
+		why = buf;
+	} else if (s->graph->gen->experts > 0) {
+		why = "a mixture of experts with context parallelism is not modelled yet";
+	}
+	if (why)
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "context parallelism %lld does not fit: %s",
+		         (long long)M->cp, why);
+	return !why;
+}
+
 /* ------------------------------------- Megatron: sequence parallelism */
 
 /* Does the op read what a row-parallel MatMul or a sequence-parallel op
@@ -485,6 +594,27 @@ static void map_expert(struct shard_tensor_map *m, const struct op_sig *sig, int
 	}
 }
 
+/* Input i over (dp, cp, mp): the batch label on dp, the sequence label
+ * on cp (both, dp major, on the merged tokens B·s), the mp label on mp;
+ * with `seq` (sequence parallelism) the tokens on all three. */
+static void map_cp(struct shard_tensor_map *m, const struct op_sig *sig, int i, int rank, int dp,
+                   int sq, int mp, bool seq)
+{
+	memset(m, 0, sizeof(*m));
+	m->rank = rank;
+	for (int d = 0; d < rank; d++) {
+		int l = sig->in[i][d];
+		if (l < 0)
+			continue;
+		if (l == dp)
+			m->axes[d][m->n_axes[d]++] = 0;
+		if (l == sq)
+			m->axes[d][m->n_axes[d]++] = 1;
+		if (l == mp || (seq && l == dp && l == sq))
+			m->axes[d][m->n_axes[d]++] = 2;
+	}
+}
+
 static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 {
 	const struct graph *g = M->g;
@@ -518,6 +648,22 @@ static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 		for (int i = 0; i < o->n_in; i++)
 			map_expert(&c->in_maps[i], &sig, i, g->tensors[o->in[i]].rank, dp, e,
 			           mp == e || mp == dp ? -1 : mp);
+		return true;
+	}
+	if (M->cp > 1) {
+		if (mp < 0)
+			mp = cut_label(M, M->split, &sig, op);
+		int sq = cut_label(M, M->seqm, &sig, op);
+		c->n_dev_axes = 3;
+		c->device_matrix[0] = M->d;
+		c->device_matrix[1] = M->cp;
+		c->device_matrix[2] = M->t;
+		c->axis_names[0] = "dp";
+		c->axis_names[1] = "cp";
+		c->axis_names[2] = "mp";
+		for (int i = 0; i < o->n_in; i++)
+			map_cp(&c->in_maps[i], &sig, i, g->tensors[o->in[i]].rank, dp, sq,
+			       mp == dp || mp == sq ? -1 : mp, M->seq[op]);
 		return true;
 	}
 	c->n_dev_axes = 2;
@@ -556,7 +702,7 @@ static bool batch_splits(const struct mega *M, const struct tensor *b, struct di
 /* Does the rule decide the op (else propagation does)? */
 static bool decided(const struct mega *M, int op)
 {
-	return M->role[op] != MEGA_FOLLOW || M->moe[op] == MOE_EXPERT;
+	return M->role[op] != MEGA_FOLLOW || M->moe[op] == MOE_EXPERT || M->cp > 1;
 }
 
 /* The synthetic shard() of every op the rule decides, in op order. */
@@ -590,8 +736,10 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	M.role = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.role));
 	M.seq = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.seq));
 	M.moe = arena_calloc(a, (size_t)g->n_ops + 1, 1);
-	if (!M.split || !M.batch || !M.role || !M.seq || !M.moe)
+	M.seqm = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
+	if (!M.split || !M.batch || !M.role || !M.seq || !M.moe || !M.seqm)
 		return NULL;
+	M.cp = s->training.context_parallel > 1 ? s->training.context_parallel : 1;
 	M.ep = s->training.expert_parallel > 1 ? s->training.expert_parallel : 1;
 	mark_moe(&M);
 	if (!exact)
@@ -605,6 +753,11 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 		         (long long)M.n);
 		return NULL;
 	}
+	if (M.cp > 1) {
+		if (!cp_fits(&M, b, diags))
+			return NULL;
+		M.d = M.n / (M.t * M.cp);
+	}
 	if (b && !batch_splits(&M, b, diags))
 		return NULL;
 	if (M.d % M.ep) {
@@ -617,6 +770,8 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	}
 	if (b)
 		trace_batch(&M, b);
+	if (b && M.cp > 1)
+		trace_seq(&M, b);
 	bool seq = s->training.sequence_parallel && M.t > 1;
 	if (s->training.sequence_parallel && !seq)
 		diag_add(diags, DIAG_NOTE, s->file, 0, NULL,

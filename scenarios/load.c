@@ -741,6 +741,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "virtual_stages", "schedule",      "recompute",
 	                                   "zero_stage",     "dtype",         "gradient_bucket_mb",
 	                                   "sequence_parallel", "pipeline_cuts", "expert_parallel", "tensor_parallel",
+	                                   "context_parallel",
 	                                   NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
@@ -750,7 +751,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	t->gradient_bucket_bytes = 25.0 * 1024 * 1024; /* PyTorch DDP's default */
 	if (!jv_get(obj, "training", &v)) {
 		t->global_batch = t->micro_batches = t->pipeline_stages = t->virtual_stages = 1;
-		t->expert_parallel = 1;
+		t->expert_parallel = t->context_parallel = 1;
 		t->schedule = SCHED_1F1B;
 		return true;
 	}
@@ -768,6 +769,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "sequence_parallel", false, &t->sequence_parallel) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
+	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
 	struct jv mb;
 	t->micro_batches_set = jv_get(&v, "micro_batches", &mb);
 	double bucket_mb;

@@ -105,6 +105,7 @@ struct training {
 	bool sequence_parallel;       /* Megatron's: LayerNorm/Dropout split along the sequence */
 	int64_t tensor_parallel;      /* the megatron planner's degree (0: the largest that fits
 	                                 a server and the shapes) */
+	int64_t context_parallel;     /* CP: ranks that share out each sequence (1: none) */
 	int64_t expert_parallel;      /* EP: ranks of a data-parallel group that share out a
 	                                 mixture-of-experts layer's experts (1: each holds all) */
 	bool micro_batches_set;       /* the file states micro_batches */
