@@ -342,9 +342,11 @@ static void search_text(const struct scenario *s, const struct args *a,
 	}
 	/* EP only for a mixture of experts, the one kind of model it applies to */
 	bool moe = s->graph->gen && s->graph->gen->experts > 0;
-	printf("  %-4s  %-5s %-3s %-5s %-5s %s%-5s %-22s %-10s %-5s %-10s %-10s %-8s %s\n", "rank",
-	       "TP", "SP", "PP", "DP", moe ? "EP    " : "", "mb", "schedule", "recompute", "ZeRO",
-	       "estimated", "samples/s", "bubble", "memory/device");
+	/* CP only when the scenario lets the search try it */
+	bool cps = s->training.context_parallel > 1;
+	printf("  %-4s  %-5s %-3s %s%-5s %-5s %s%-5s %-22s %-10s %-5s %-10s %-10s %-8s %s\n", "rank",
+	       "TP", "SP", cps ? "CP    " : "", "PP", "DP", moe ? "EP    " : "", "mb", "schedule",
+	       "recompute", "ZeRO", "estimated", "samples/s", "bubble", "memory/device");
 	for (int i = 0; i < listed; i++) {
 		const struct search_candidate *c = &r->cands[i];
 		const struct search_config *k = &c->config;
@@ -358,11 +360,13 @@ static void search_text(const struct scenario *s, const struct args *a,
 			         (long long)k->virtual_stages);
 		else
 			snprintf(sched, sizeof sched, "%s", schedule_names[k->schedule]);
-		char ep[24] = "";
+		char ep[24] = "", cp[24] = "";
 		if (moe)
 			snprintf(ep, sizeof ep, "%-5lld ", (long long)(k->ep > 1 ? k->ep : 1));
-		printf("  %-4d  %-5lld %-3s %-5lld %-5lld %s%-5lld %-22s %-10s %-5d %-10s %-10.1f %-8s %s%s\n",
-		       i + 1, (long long)k->tp, k->sequence_parallel ? "on" : "-", (long long)k->pp,
+		if (cps)
+			snprintf(cp, sizeof cp, "%-5lld ", (long long)(k->cp > 1 ? k->cp : 1));
+		printf("  %-4d  %-5lld %-3s %s%-5lld %-5lld %s%-5lld %-22s %-10s %-5d %-10s %-10.1f %-8s %s%s\n",
+		       i + 1, (long long)k->tp, k->sequence_parallel ? "on" : "-", cp, (long long)k->pp,
 		       (long long)k->dp, ep,
 		       (long long)k->micro_batch, sched, recompute_names[k->recompute], k->zero_stage,
 		       cli_si(b[1], 32, c->iteration_s, "s"),
@@ -379,7 +383,8 @@ static void search_csv(const struct scenario *s, const struct search_result *r,
                        const struct compare_row *rows, int n_rows)
 {
 	static const char *const cols[] = {
-		"rank", "tp", "sequence_parallel", "pp", "dp", "expert_parallel", "micro_batch",
+		"rank", "tp", "sequence_parallel", "context_parallel", "pp", "dp", "expert_parallel",
+		"micro_batch",
 		"micro_batches", "schedule",
 		"virtual_stages", "recompute", "zero_stage", "estimated_s", "simulated_s",
 		"samples_per_s", "bubble_pct", "memory_bytes_per_device", "oom", NULL};
@@ -391,6 +396,7 @@ static void search_csv(const struct scenario *s, const struct search_result *r,
 		cli_csv_int(&c, i + 1);
 		cli_csv_int(&c, g->tp);
 		cli_csv_str(&c, g->sequence_parallel ? "true" : "false");
+		cli_csv_int(&c, g->cp > 1 ? g->cp : 1);
 		cli_csv_int(&c, g->pp);
 		cli_csv_int(&c, g->dp);
 		cli_csv_int(&c, g->ep > 1 ? g->ep : 1);

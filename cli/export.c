@@ -235,7 +235,8 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		         "%lld devices of a stage", (long long)tp, (long long)p->n_devices);
 		return false;
 	}
-	int64_t dp = p->n_devices / tp;
+	int64_t cp = t->context_parallel > 1 ? t->context_parallel : 1;
+	int64_t dp = p->n_devices / tp / cp;
 	if (p->graph->batch % dp) {
 		snprintf(err, err_size, "the model's batch of %lld samples does not split over %lld "
 		         "data-parallel replicas", (long long)p->graph->batch, (long long)dp);
@@ -250,6 +251,7 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		.recompute = t->recompute,
 		.zero_stage = t->zero_stage,
 		.ep = t->expert_parallel > 1 ? t->expert_parallel : 1,
+		.cp = t->context_parallel > 1 ? t->context_parallel : 1,
 	};
 	return true;
 }
@@ -334,9 +336,13 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	const struct scenario *s = p->scenario;
 	const struct training *t = &s->training;
 	const struct model_gen *g = p->graph->gen;
-	fprintf(f, "# Megatron-LM arguments for %s: %lld devices = TP %lld x PP %lld x DP %lld\n",
-	        s->name, (long long)(c->tp * c->pp * c->dp), (long long)c->tp, (long long)c->pp,
-	        (long long)c->dp);
+	int64_t cp = c->cp > 1 ? c->cp : 1;
+	char cps[32] = "";
+	if (cp > 1)
+		snprintf(cps, sizeof cps, " x CP %lld", (long long)cp);
+	fprintf(f, "# Megatron-LM arguments for %s: %lld devices = TP %lld%s x PP %lld x DP %lld\n",
+	        s->name, (long long)(c->tp * cp * c->pp * c->dp), (long long)c->tp, cps,
+	        (long long)c->pp, (long long)c->dp);
 	bool first = true;
 	arg(f, &first, "--tensor-model-parallel-size %lld", (long long)c->tp);
 	arg(f, &first, "--pipeline-model-parallel-size %lld", (long long)c->pp);
@@ -348,6 +354,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--sequence-parallel");
 	if (c->ep > 1)
 		arg(f, &first, "--expert-model-parallel-size %lld", (long long)c->ep);
+	if (c->cp > 1)
+		arg(f, &first, "--context-parallel-size %lld", (long long)c->cp);
 	if (c->recompute == RECOMPUTE_SELECTIVE) {
 		arg(f, &first, "--recompute-granularity selective");
 	} else if (c->recompute == RECOMPUTE_FULL) {

@@ -677,6 +677,7 @@ cJSON *report_json_search_config(const struct search_config *c)
 	cJSON_AddNumberToObject(j, "micro_batches", (double)c->micro_batches);
 	cJSON_AddBoolToObject(j, "sequence_parallel", c->sequence_parallel);
 	cJSON_AddNumberToObject(j, "expert_parallel", (double)(c->ep > 1 ? c->ep : 1));
+	cJSON_AddNumberToObject(j, "context_parallel", (double)(c->cp > 1 ? c->cp : 1));
 	cJSON_AddStringToObject(j, "schedule", schedule_names[c->schedule]);
 	cJSON_AddNumberToObject(j, "virtual_stages", (double)c->virtual_stages);
 	cJSON_AddStringToObject(j, "recompute", recompute_names[c->recompute]);

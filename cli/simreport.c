@@ -230,7 +230,15 @@ const char *report_strategy_summary(char *buf, size_t size, const struct plan *p
 	for (int k = 1; k < n; k++)
 		if (pat[k].flops > pat[best].flops)
 			best = k;
-	int len = snprintf(buf, size, "TP %" PRId64 " x DP %" PRId64, pat[best].tp, pat[best].dp);
+	/* context parallelism cuts the tokens as data parallelism does: the
+	 * scenario says how much of the split it is */
+	int64_t cp = p->scenario ? p->scenario->training.context_parallel : 1;
+	int len;
+	if (cp > 1 && pat[best].dp % cp == 0)
+		len = snprintf(buf, size, "TP %" PRId64 " x CP %" PRId64 " x DP %" PRId64, pat[best].tp,
+		               cp, pat[best].dp / cp);
+	else
+		len = snprintf(buf, size, "TP %" PRId64 " x DP %" PRId64, pat[best].tp, pat[best].dp);
 	if (pat[best].copies > 1 && len >= 0 && (size_t)len < size)
 		len += snprintf(buf + len, size - (size_t)len, " x %" PRId64 " copies", pat[best].copies);
 	if (pat[best].flops < 0.95 * total && len >= 0 && (size_t)len < size)

@@ -141,6 +141,8 @@ struct search_config {
 	int64_t micro_batches;             /* per iteration */
 	bool sequence_parallel;            /* Megatron's, with TP > 1 */
 	int64_t ep;                        /* expert parallel, dividing DP (0 or 1: none) */
+	int64_t cp;                        /* context parallel (0 or 1: none); TP x CP x DP x PP
+	                                      are the devices */
 	enum pipeline_schedule schedule;
 	int64_t virtual_stages;
 	enum recompute_mode recompute;
@@ -172,18 +174,20 @@ struct search_result {
 struct search_group {
 	int64_t tp, pp, dp, micro_batch, micro_batches;
 	bool sp;
-	int64_t ep;
+	int64_t ep, cp;
 	int n_configs;
 	struct search_config *configs;
 };
 /* The search's groups, in enumeration order, for `devices` devices in
  * servers of `devices_per_server`, a global batch and graph g (its
  * generator, or its fixed batch), expert parallelism tried when `with_ep`
- * and g has experts; the count into *n (arena). NULL when out of memory.
- * The study sweep enumerates the same space with it. */
+ * and g has experts, context parallelism up to `max_cp` (1: none); the
+ * count into *n (arena). NULL when out of memory. The study sweep
+ * enumerates the same space with it. */
 struct search_group *plan_search_groups(struct arena *a, const struct graph *g,
                                         int64_t devices, int64_t devices_per_server,
-                                        int64_t global_batch, bool with_ep, int *n);
+                                        int64_t global_batch, bool with_ep, int64_t max_cp,
+                                        int *n);
 
 /* Runs the search; false after diagnostics (no configuration could be
  * planned, or out of memory). Progress through o->progress. */
@@ -198,7 +202,8 @@ struct plan *plan_search_plan(struct arena *a, const struct scenario *s,
                               const struct search_config *c, const struct plan_options *o,
                               struct diag_list *diags);
 /* "TP 8 PP 8 DP 16 mb 1 1f1b full ZeRO 1" (interleaved: "interleaved-1f1b/2";
- * " EP 4" after DP with expert parallelism). */
+ * " EP 4" after DP with expert parallelism, " CP 2" after TP with context
+ * parallelism). */
 const char *plan_search_config_text(char *buf, size_t size, const struct search_config *c);
 
 /* Any planner by kind. PLANNER_MEGATRON_SEARCH: the search's fastest plan

@@ -2,18 +2,20 @@
  * the configurations a capacity planner would try by hand, every one of
  * them, planned by Megatron's rule and ranked by the estimator.
  *
- * A configuration is (TP, PP, DP, micro-batch, sequence parallelism,
+ * A configuration is (TP, CP, PP, DP, micro-batch, sequence parallelism,
  * expert parallelism, schedule, recompute, ZeRO). Those that share (TP,
- * PP, micro-batch, sequence parallelism, EP) share a plan: Megatron's rule
- * depends on the tensor- and expert-parallel degrees, sequence
- * parallelism, the devices of a stage and
+ * CP, PP, micro-batch, sequence parallelism, EP) share a plan: Megatron's
+ * rule depends on the tensor-, context- and expert-parallel degrees,
+ * sequence parallelism, the devices of a stage and
  * the graph (whose batch is the micro-batch of every replica), not on the
  * schedule, the recomputation or ZeRO, which only the estimate reads. So
  * the search plans once per group and estimates every variant of it, each
  * estimate in an arena of its own so that memory stays that of one plan.
  *
  * Enumeration order (ties in the ranking keep it): TP ascending, PP
- * ascending, micro-batch ascending, sequence parallelism off then on (on
+ * ascending, CP ascending (every divisor of the stage's devices / TP up to
+ * the scenario's training.context_parallel, which is 1 unless it asks;
+ * with CP > 1 one sequence a replica), micro-batch ascending, sequence parallelism off then on (on
  * only with TP > 1), EP ascending (every divisor of DP that divides the
  * experts of a mixture-of-experts model; 1 otherwise), schedule 1F1B, interleaved, GPipe, recompute none,
  * selective, full, ZeRO 0 to 3.
@@ -65,15 +67,22 @@ static int expand(const struct search_group *gr, int64_t limit, struct search_co
 					out[n] = (struct search_config){
 						.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,
 						.micro_batch = gr->micro_batch, .micro_batches = gr->micro_batches,
-						.sequence_parallel = gr->sp, .ep = gr->ep, .schedule = sc,
+						.sequence_parallel = gr->sp, .ep = gr->ep, .cp = gr->cp,
+						.schedule = sc,
 						.virtual_stages = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1,
 						.recompute = (enum recompute_mode)r, .zero_stage = z};
 	}
 	return n;
 }
 
+static int64_t experts_of(const struct graph *g)
+{
+	return g->gen ? g->gen->experts : 0;
+}
+
 struct search_group *plan_search_groups(struct arena *a, const struct graph *g, int64_t N,
-                                        int64_t dps, int64_t G, bool with_ep, int *n)
+                                        int64_t dps, int64_t G, bool with_ep, int64_t max_cp,
+                                        int *n)
 {
 	int64_t limit = chunk_limit(g);
 	int64_t experts = with_ep && g->gen ? g->gen->experts : 0;
@@ -86,33 +95,42 @@ struct search_group *plan_search_groups(struct arena *a, const struct graph *g, 
 		for (int64_t pp = 1; out && pp <= N / tp && pp <= limit; pp++) {
 			if ((N / tp) % pp)
 				continue;
-			int64_t dp = N / tp / pp;
-			for (size_t k = 0; out && k < SL_COUNTOF(micro_batch_choices); k++) {
-				int64_t b = micro_batch_choices[k];
-				if (!g->gen) {  /* the graph's batch is fixed */
-					if (g->batch % dp || k > 0)
-						break;
-					b = g->batch / dp;
-				}
-				if (G % (b * dp))
+			for (int64_t cp = 1; out && cp <= max_cp && cp <= N / tp / pp; cp++) {
+				if ((N / tp / pp) % cp || (cp > 1 && (!g->gen || experts_of(g) > 0 ||
+				                                      g->gen->seq % cp)))
 					continue;
-				for (int sp = 0; out && sp <= (tp > 1); sp++)
-				for (int64_t ep = 1; out && ep <= dp; ep++) {
-					if (dp % ep || (ep > 1 && (experts < 1 || experts % ep)))
-						continue;
-					if (*n == cap) {
-						out = arena_grow(a, out, (size_t)cap, (size_t)cap * 2, sizeof *out);
-						cap *= 2;
-						if (!out)
+				int64_t dp = N / tp / pp / cp;
+				for (size_t k = 0; out && k < SL_COUNTOF(micro_batch_choices); k++) {
+					int64_t b = micro_batch_choices[k];
+					if (!g->gen) {  /* the graph's batch is fixed */
+						if (g->batch % dp || k > 0)
 							break;
+						b = g->batch / dp;
 					}
-					struct search_group gr = {tp, pp, dp, b, G / (b * dp), sp, ep, 0, NULL};
-					gr.n_configs = expand(&gr, limit, NULL);
-					gr.configs = arena_calloc(a, (size_t)gr.n_configs + 1, sizeof *gr.configs);
-					if (!gr.configs)
-						return NULL;
-					expand(&gr, limit, gr.configs);
-					out[(*n)++] = gr;
+					if (cp > 1 && b > 1)  /* one sequence a replica */
+						break;
+					if (G % (b * dp))
+						continue;
+					for (int sp = 0; out && sp <= (tp > 1); sp++)
+					for (int64_t ep = 1; out && ep <= dp; ep++) {
+						if (dp % ep || (ep > 1 && (experts < 1 || experts % ep)))
+							continue;
+						if (*n == cap) {
+							out = arena_grow(a, out, (size_t)cap, (size_t)cap * 2, sizeof *out);
+							cap *= 2;
+							if (!out)
+								break;
+						}
+						struct search_group gr = {tp, pp, dp, b, G / (b * dp), sp, ep, cp, 0,
+						                          NULL};
+						gr.n_configs = expand(&gr, limit, NULL);
+						gr.configs = arena_calloc(a, (size_t)gr.n_configs + 1,
+						                          sizeof *gr.configs);
+						if (!gr.configs)
+							return NULL;
+						expand(&gr, limit, gr.configs);
+						out[(*n)++] = gr;
+					}
 				}
 			}
 		}
@@ -159,6 +177,7 @@ static void set_training(struct training *t, const struct training *user,
 	t->sequence_parallel = c->sequence_parallel;
 	t->expert_parallel = c->ep > 0 ? c->ep : user->expert_parallel;
 	t->tensor_parallel = c->tp;
+	t->context_parallel = c->cp > 0 ? c->cp : 1;
 	t->micro_batches = c->micro_batches;
 	t->micro_batches_set = true;
 	/* The user's cuts hold for the user's pipeline only. */
@@ -202,8 +221,11 @@ const char *plan_search_config_text(char *buf, size_t size, const struct search_
 	char ep[32] = "";
 	if (c->ep > 1)
 		snprintf(ep, sizeof ep, " EP %lld", (long long)c->ep);
-	snprintf(buf, size, "TP %lld%s PP %lld DP %lld%s mb %lld %s %s ZeRO %d", (long long)c->tp,
-	         c->sequence_parallel ? " SP" : "", (long long)c->pp, (long long)c->dp, ep,
+	char cp[32] = "";
+	if (c->cp > 1)
+		snprintf(cp, sizeof cp, " CP %lld", (long long)c->cp);
+	snprintf(buf, size, "TP %lld%s%s PP %lld DP %lld%s mb %lld %s %s ZeRO %d", (long long)c->tp,
+	         c->sequence_parallel ? " SP" : "", cp, (long long)c->pp, (long long)c->dp, ep,
 	         (long long)c->micro_batch, c->pp > 1 ? sched : "no-pipeline",
 	         recompute_names[c->recompute], c->zero_stage);
 	return buf;
@@ -285,7 +307,8 @@ bool plan_search(struct arena *a, const struct scenario *s, const struct plan_op
 	int n_groups;
 	struct search_group *gs = plan_search_groups(a, s->graph, s->devices,
 	                                             s->topo->devices_per_server,
-	                                             s->training.global_batch, true, &n_groups);
+	                                             s->training.global_batch, true,
+	                                             s->training.context_parallel, &n_groups);
 	for (int i = 0; gs && i < n_groups; i++)
 		out->n_configs += gs[i].n_configs;
 	out->cands = gs ? arena_calloc(a, (size_t)out->n_configs + 1, sizeof *out->cands) : NULL;

@@ -48,7 +48,7 @@ static bool search_units(struct arena *a, const struct study *st, struct study_u
 {
 	int ng;
 	struct search_group *gs = plan_search_groups(a, st->scenario->graph, base.devices, dps,
-	                                             base.global_batch, true, &ng);
+	                                             base.global_batch, true, 1, &ng);
 	if (!gs)
 		return false;
 	for (int i = 0; i < ng; i++) {

@@ -905,3 +905,73 @@ Test(baselines, megatron_expert_parallel_must_divide_data_parallel)
 	cr_expect(e && strstr(e, "expert parallelism 8 must divide the data-parallel degree, 4 "
 	                         "here"), "%s", e ? e : "(none)");
 }
+
+/* ---------------------------------------------- context parallelism */
+
+/* A 1-layer LLaMA (h 64, 4 heads of d 16, 2 key/value heads, s 32) on 8
+ * GPUs, TP 2 x CP 2 x DP 2: one sequence a replica, each cut in two
+ * pieces of 16 tokens. */
+#define CP_GEN "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, \"kv_heads\": 2," \
+               " \"ffn\": 128, \"seq\": 32, \"vocab\": 128, \"micro_batch\": 2, \"dtype\": \"bf16\"}"
+
+Test(baselines, megatron_context_parallel_counted_by_hand)
+{
+	struct scenario *s = generated_with(CP_GEN, "dgx-h100", 8,
+	                                    ", \"tensor_parallel\": 2,"
+	                                    " \"context_parallel\": 2");
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(p, "%s", diag_first_error(A, &D));
+	/* Rank = 4 dp + 2 cp + mp: the CP groups {0, 2}, {1, 3}, {4, 6},
+	 * {5, 7}. A rank's keys [1, kv/TP = 1, d 16, s/CP = 16] bf16 = 512 B,
+	 * all-gathered over its CP pair: (2 - 1) x 512 = 512 B; the values
+	 * alike. Nothing else crosses a CP group forward. */
+	int gathers = 0;
+	for (int e = 0; e < p->n_edges; e++)
+		for (int k = 0; k < p->edges[e].redist.n_steps; k++) {
+			const struct comm_step *st = &p->edges[e].redist.steps[k];
+			if (st->kind == STEP_SLICE || st->kind == STEP_RESHAPE)
+				continue;
+			int64_t m[2];
+			rank_groups_members(&st->groups, 0, m);
+			cr_expect_eq(st->kind, STEP_ALLGATHER);
+			cr_expect_eq(st->groups.size, 2);
+			cr_expect(m[0] == 0 && m[1] == 2, "group {%lld, %lld}", (long long)m[0],
+			          (long long)m[1]);
+			cr_expect_float_eq(st->bytes_per_device, 512, 1e-9);
+			gathers++;
+		}
+	cr_expect_eq(gathers, 2, "the keys and the values");
+	const struct redist *k = edge_redist(p, "layers.0.attn.k.transpose", "layers.0.attn.scores");
+	cr_assert_not_null(k);
+	cr_expect_eq(k->steps[0].after.shape[3], 32);
+	/* The queries of a group [s·g/CP = 32, d]: the scores [1, 1, 32, 32]
+	 * a rank, an eighth of the FLOPs. */
+	const struct dist_op *sc = dop(p, "layers.0.attn.scores");
+	cr_expect_eq(layout_local_elems(&sc->out[0]), 32 * 32);
+	cr_expect_float_eq(sc->flops_per_rank, p->graph->ops[op_of(p, "layers.0.attn.scores")].flops / 8,
+	                   1e-9);
+	/* The q weight [64, 64] cut by columns over TP: [64, 32] = 4,096 B,
+	 * its gradient all-reduced over the 4 ranks of DP x CP: 2 x 3/4 x
+	 * 4,096 = 6,144 B. */
+	const struct dist_op *q = dop(p, "layers.0.attn.q.matmul");
+	cr_assert_eq(q->n_grad, 1);
+	cr_expect_eq(q->grad[0].groups.size, 4);
+	int64_t m[4];
+	rank_groups_members(&q->grad[0].groups, 0, m);
+	cr_expect(m[0] == 0 && m[1] == 2 && m[2] == 4 && m[3] == 6);
+	cr_expect_float_eq(q->grad[0].bytes_per_device, 6144, 1e-9);
+	cr_expect_eq(D.errors, 0);
+}
+
+/* Two sequences a replica: CP would cut between sequences, not within. */
+Test(baselines, megatron_context_parallel_needs_one_sequence_a_replica)
+{
+	struct scenario *s = generated_with(
+	    "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, \"ffn\": 128,"
+	    " \"seq\": 32, \"vocab\": 128, \"micro_batch\": 4}",
+	    "dgx-h100", 8, ", \"tensor_parallel\": 2, \"context_parallel\": 2");
+	cr_expect_null(plan_megatron(A, s, &OPT, &D));
+	const char *e = diag_first_error(A, &D);
+	cr_expect(e && strstr(e, "context parallelism 2 does not fit: it needs one sequence per "
+	                         "data-parallel replica"), "%s", e ? e : "(none)");
+}

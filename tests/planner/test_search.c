@@ -106,6 +106,30 @@ Test(search, expert_parallelism_is_one_more_axis)
 	}
 }
 
+/* search-cp-4p: search-gpt-4p's space for a 2-layer LLaMA (s 16) whose
+ * scenario lets the search try context parallelism up to 2. CP 2 takes
+ * one sequence a replica (b 1) and divides the stage over TP:
+ *   TP 1 PP 1: CP 2 DP 2 b 1         1 group  x 12
+ *   TP 1 PP 2: CP 2 DP 1 b 1         1        x 24
+ *   TP 2 PP 1: CP 2 DP 1 b 1 x SP    2        x 12
+ * 60 more than search-gpt-4p's 456: 516. */
+Test(search, context_parallelism_when_the_scenario_asks)
+{
+	struct search_result r = run(fixture_scenario("tests/data/good/search-cp-4p.json"));
+	cr_expect_eq(r.n_configs, 516);
+	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
+	int cp = 0;
+	for (int i = 0; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		cr_expect_eq(c->tp * c->cp * c->pp * c->dp, 4);
+		if (c->cp > 1) {
+			cp++;
+			cr_expect_eq(c->micro_batch, 1);
+		}
+	}
+	cr_expect_eq(cp, 60);
+}
+
 Test(search, ranks_those_that_fit_fastest_first_then_the_oom_ones)
 {
 	struct scenario *s = fixture_scenario(TINY);
