@@ -241,7 +241,7 @@ static bool read_config(const struct jv *v, struct search_config *c)
 {
 	static const char *const keys[] = {"tensor_parallel", "pipeline_stages", "micro_batch",
 	                                   "schedule", "virtual_stages", "recompute", "zero_stage",
-	                                   "expert_parallel", NULL};
+	                                   "expert_parallel", "context_parallel", NULL};
 	if (!jv_open(v, keys))
 		return false;
 	int64_t zero = 0;
@@ -251,6 +251,7 @@ static bool read_config(const struct jv *v, struct search_config *c)
 	ok = jv_opt_int(v, "virtual_stages", JR_RANGE(1, 64), 1, &c->virtual_stages) && ok;
 	ok = jv_opt_int(v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
 	ok = jv_opt_int(v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &c->ep) && ok;
+	ok = jv_opt_int(v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &c->cp) && ok;
 	c->zero_stage = (int)zero;
 	struct jv f;
 	c->schedule = SCHED_1F1B;

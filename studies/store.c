@@ -3,7 +3,7 @@
  *
  * One table `points`, one row per point, keyed by the point (cluster,
  * servers, global batch, TP, PP, micro-batch, sequence parallelism, expert
- * parallelism, schedule, virtual stages, recompute, ZeRO), every row carrying the
+ * and context parallelism, schedule, virtual stages, recompute, ZeRO), every row carrying the
  * inputs' hash; a `meta` table holds the hash the database was written for. WAL journal, synchronous
  * NORMAL: a committed transaction survives the process being killed; a
  * unit's rows go in one transaction, so a kill loses at most the unit
@@ -51,12 +51,15 @@ static const char *const schema =
 	" sim_compute_s REAL, sim_comm_s REAL, sim_bubble_s REAL, sim_time_to_train_s REAL,"
 	" sequence_parallel INTEGER NOT NULL DEFAULT 0,"
 	" expert_parallel INTEGER NOT NULL DEFAULT 1,"
+	" context_parallel INTEGER NOT NULL DEFAULT 1,"
 	" UNIQUE(cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel,"
-	"        expert_parallel, schedule, virtual_stages, recompute, zero_stage));";
+	"        expert_parallel, context_parallel, schedule, virtual_stages, recompute,"
+	"        zero_stage));";
 _Static_assert(EST_CATEGORY_COUNT == 11, "the points table has a column per category");
 
 #define KEY_COLS "cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel, " \
-                 "expert_parallel, schedule, virtual_stages, recompute, zero_stage"
+                 "expert_parallel, context_parallel, schedule, virtual_stages, recompute, " \
+                 "zero_stage"
 
 static void set_err(char *err, size_t size, const char *what, sqlite3 *db)
 {
@@ -121,25 +124,27 @@ static const char *const insert_sql =
 	" est_compute_backward, est_comm_forward, est_redistribution, est_comm_backward,"
 	" est_recompute, est_param_gather, est_pipeline_p2p, est_gradient_sync, est_optimizer,"
 	" est_pipeline_bubble, iterations, time_to_train_s, device_hours, energy_kwh, cost,"
-	" sequence_parallel, expert_parallel)"
+	" sequence_parallel, expert_parallel, context_parallel)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
 	" ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35,"
-	" ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47)";
+	" ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48)";
 
-/* A database written before the points had an expert_parallel column:
- * its key differs, so it is rebuilt (with --force) or left alone. */
-static bool has_ep_column(struct study_store *s, bool *has)
+/* A database written before the points had expert_parallel and
+ * context_parallel columns: its key differs, so it is rebuilt (with
+ * --force) or left alone. */
+static bool has_new_columns(struct study_store *s, bool *has)
 {
 	sqlite3_stmt *q;
-	*has = false;
+	int found = 0;
 	if (sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info('points')", -1, &q,
 	                       NULL) != SQLITE_OK)
 		return false;
-	while (sqlite3_step(q) == SQLITE_ROW)
-		if (sqlite3_column_text(q, 0) &&
-		    !strcmp((const char *)sqlite3_column_text(q, 0), "expert_parallel"))
-			*has = true;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(q, 0);
+		found += name && (!strcmp(name, "expert_parallel") || !strcmp(name, "context_parallel"));
+	}
 	sqlite3_finalize(q);
+	*has = found == 2;
 	return true;
 }
 
@@ -162,7 +167,7 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 		return STORE_ERROR;
 	}
 	bool ep_col;
-	if (!has_ep_column(s, &ep_col)) {
+	if (!has_new_columns(s, &ep_col)) {
 		set_err(err, err_size, "database", s->db);
 		study_store_close(s);
 		return STORE_ERROR;
@@ -170,8 +175,8 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	if (!ep_col) {
 		if (!force) {
 			snprintf(err, err_size, "%s was written by an earlier shardlab, whose points have "
-			         "no expert_parallel column: sweep into another database, or give --force to "
-			         "discard its rows", path);
+			         "no expert_parallel and context_parallel columns: sweep into another "
+			         "database, or give --force to discard its rows", path);
 			study_store_close(s);
 			return STORE_OTHER_INPUTS;
 		}
@@ -202,7 +207,8 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	    sqlite3_prepare_v2(s->db, insert_sql, -1, &s->insert, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       "SELECT tp, pp, micro_batch, schedule, virtual_stages, recompute,"
-	                       " zero_stage, sequence_parallel, expert_parallel FROM points WHERE"
+	                       " zero_stage, sequence_parallel, expert_parallel, context_parallel FROM"
+	                       " points WHERE"
 	                       " cluster = ?1 AND"
 	                       " servers = ?2 AND"
 	                       " global_batch = ?3 AND tp = ?4 AND pp = ?5 AND micro_batch = ?6",
@@ -213,7 +219,8 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	                       " sim_time_to_train_s = ?7 WHERE cluster = ?8 AND servers = ?9 AND"
 	                       " global_batch = ?10 AND tp = ?11 AND pp = ?12 AND micro_batch = ?13"
 	                       " AND schedule = ?14 AND virtual_stages = ?15 AND recompute = ?16 AND"
-	                       " zero_stage = ?17 AND sequence_parallel = ?18 AND expert_parallel = ?19",
+	                       " zero_stage = ?17 AND sequence_parallel = ?18 AND expert_parallel = ?19"
+	                       " AND context_parallel = ?20",
 	                       -1, &s->sim, NULL) != SQLITE_OK) {
 		if (!err[0])
 			set_err(err, err_size, "database", s->db);
@@ -248,7 +255,8 @@ static bool same_config(const struct search_config *a, const struct search_confi
 	       a->schedule == b->schedule && a->virtual_stages == b->virtual_stages &&
 	       a->recompute == b->recompute && a->zero_stage == b->zero_stage &&
 	       a->sequence_parallel == b->sequence_parallel &&
-	       (a->ep > 1 ? a->ep : 1) == (b->ep > 1 ? b->ep : 1);
+	       (a->ep > 1 ? a->ep : 1) == (b->ep > 1 ? b->ep : 1) &&
+	       (a->cp > 1 ? a->cp : 1) == (b->cp > 1 ? b->cp : 1);
 }
 
 int study_store_done(struct study_store *s, const struct study_unit *u, bool *done)
@@ -276,7 +284,7 @@ int study_store_done(struct study_store *s, const struct study_unit *u, bool *do
 			.recompute = (enum recompute_mode)sqlite3_column_int(q, 5),
 			.zero_stage = sqlite3_column_int(q, 6),
 			.sequence_parallel = sqlite3_column_int(q, 7) != 0,
-			.ep = sqlite3_column_int64(q, 8)};
+			.ep = sqlite3_column_int64(q, 8), .cp = sqlite3_column_int64(q, 9)};
 		for (int i = 0; i < u->n_configs; i++)
 			if (!done[i] && same_config(&c, &u->configs[i])) {
 				done[i] = true;
@@ -326,6 +334,7 @@ static bool insert_row(struct study_store *s, const struct study_row *r, const s
 	                  SQLITE_TRANSIENT);
 	sqlite3_bind_int(q, 46, c->sequence_parallel);
 	sqlite3_bind_int64(q, 47, c->ep > 1 ? c->ep : 1);
+	sqlite3_bind_int64(q, 48, c->cp > 1 ? c->cp : 1);
 	sqlite3_bind_int(q, 19, r->ok);
 	if (!r->ok) {
 		sqlite3_bind_text(q, 20, r->error ? r->error : "failed", -1, SQLITE_STATIC);
@@ -388,6 +397,7 @@ bool study_store_put_sim(struct study_store *s, const struct study_row *r, char 
 	sqlite3_bind_int(q, 17, c->zero_stage);
 	sqlite3_bind_int(q, 18, c->sequence_parallel);
 	sqlite3_bind_int64(q, 19, c->ep > 1 ? c->ep : 1);
+	sqlite3_bind_int64(q, 20, c->cp > 1 ? c->cp : 1);
 	if (sqlite3_step(q) != SQLITE_DONE) {
 		set_err(err, err_size, "database", s->db);
 		return false;
@@ -421,7 +431,8 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 	                       " est_pipeline_bubble, iterations, time_to_train_s, device_hours,"
 	                       " energy_kwh, cost, simulated, sim_error, sim_iteration_s,"
 	                       " sim_compute_s, sim_comm_s, sim_bubble_s, sim_time_to_train_s,"
-	                       " sequence_parallel, expert_parallel FROM points ORDER BY " KEY_COLS,
+	                       " sequence_parallel, expert_parallel, context_parallel FROM points"
+	                       " ORDER BY " KEY_COLS,
 	                       -1, &q, NULL) != SQLITE_OK) {
 		set_err(err, err_size, "database", s->db);
 		return -1;
@@ -474,6 +485,7 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 		r->sim_time_to_train_s = col_real(q, 46);
 		r->config.sequence_parallel = sqlite3_column_int(q, 47) != 0;
 		r->config.ep = sqlite3_column_int64(q, 48);
+		r->config.cp = sqlite3_column_int64(q, 49);
 		if (sqlite3_column_int(q, 40) < 0 && !r->sim_error)
 			r->sim_error = "failed";
 	}

@@ -48,7 +48,8 @@ static bool search_units(struct arena *a, const struct study *st, struct study_u
 {
 	int ng;
 	struct search_group *gs = plan_search_groups(a, st->scenario->graph, base.devices, dps,
-	                                             base.global_batch, true, 1, &ng);
+	                                             base.global_batch, true,
+	                                             st->scenario->training.context_parallel, &ng);
 	if (!gs)
 		return false;
 	for (int i = 0; i < ng; i++) {
@@ -74,10 +75,15 @@ static bool list_units(struct arena *a, const struct study *st, struct study_uni
 		struct search_config c = st->configs[i];
 		if (dps % c.tp || N % (c.tp * c.pp))
 			continue;
-		c.dp = N / (c.tp * c.pp);
+		int64_t cp = c.cp > 1 ? c.cp : 1;
+		if (N % (c.tp * c.pp * cp))
+			continue;
+		c.dp = N / (c.tp * c.pp * cp);
 		const struct graph *g = st->scenario->graph;
 		int64_t experts = g->gen ? g->gen->experts : 0;
 		if (c.ep > 1 && (c.dp % c.ep || experts < 1 || experts % c.ep))
+			continue;
+		if (cp > 1 && (!g->gen || g->gen->seq % cp || c.micro_batch != 1))
 			continue;
 		if (!g->gen) {  /* the graph's batch is fixed: it sets the micro-batch */
 			if (g->batch % c.dp)
@@ -188,6 +194,7 @@ static void set_training(struct training *t, const struct training *user,
 	t->zero_stage = c->zero_stage;
 	t->sequence_parallel = c->sequence_parallel;
 	t->expert_parallel = c->ep > 1 ? c->ep : 1;
+	t->context_parallel = c->cp > 1 ? c->cp : 1;
 	t->tensor_parallel = c->tp;
 	t->micro_batches = c->micro_batches;
 	t->micro_batches_set = true;

@@ -624,13 +624,60 @@ Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
 	sqlite3_close(h);
 	r = fixture_shardlab(args, true);
 	cr_expect_eq(r.status, 1);
-	cr_expect(strstr(r.out, "no expert_parallel column") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "no expert_parallel and context_parallel columns") != NULL, "%s",
+	          r.out);
 	free(r.out);
 	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s --force", db);
 	r = fixture_shardlab(args, false);
 	cr_expect_eq(r.status, 0, "%s", r.out);
 	cr_expect(strstr(r.out, "(1044 computed, 0 already stored)") != NULL, "%s", r.out);
 	free(r.out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* tests/data/studies/cp.json: a 2-layer LLaMA (s 16) on 8 NPUs, global
+ * batch 8, its scenario letting the search try CP up to 2. Without CP as
+ * moe.json less EP: 19 units without a pipeline x 12 + 16 with PP 2 x 24
+ * = 612. CP 2 takes one sequence a replica (b 1), DP = 8 / (TP PP 2):
+ *   TP1 PP1 DP4 (1 unit), TP2 PP1 DP2 x SP (2), TP4 PP1 DP1 x SP (2):  5 x 12
+ *   TP1 PP2 DP2 (1), TP2 PP2 DP1 x SP (2):                             3 x 24
+ * 132 more: 744 points in 43 units. */
+Test(studies, context_parallelism_counted_by_hand, .timeout = 120)
+{
+	struct study *st = load("tests/data/studies/cp.json");
+	int n_units;
+	int64_t n_points;
+	struct study_unit *u = study_units(A, st, &n_units, &n_points);
+	cr_assert_not_null(u);
+	cr_expect_eq(n_units, 43);
+	cr_expect_eq(n_points, 744);
+	int64_t cp = 0;
+	for (int i = 0; i < n_units; i++)
+		for (int k = 0; k < u[i].n_configs; k++)
+			cp += u[i].configs[k].cp > 1;
+	cr_expect_eq(cp, 132);
+	char dir[] = "/tmp/shardlab-study-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400];
+	snprintf(db, sizeof db, "%s/c.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/cp.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "(744 computed, 0 already stored)") != NULL, "%s", r.out);
+	free(r.out);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_stmt *q;
+	cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*), sum(context_parallel > 1),"
+	                                " sum(context_parallel > 1 AND ok = 1) FROM points",
+	                                -1, &q, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+	cr_expect_eq(sqlite3_column_int64(q, 0), 744);
+	cr_expect_eq(sqlite3_column_int64(q, 1), 132);
+	cr_expect_gt(sqlite3_column_int64(q, 2), 0, "some CP points are planned");
+	sqlite3_finalize(q);
+	sqlite3_close(h);
 	remove_db(db);
 	rmdir(dir);
 }
