@@ -781,4 +781,8 @@ void report_json_pipeline(cJSON *obj, const struct plan *p, const struct estimat
 	cJSON_AddNumberToObject(tr, "zero_stage", t->zero_stage);
 	cJSON_AddStringToObject(tr, "recompute", recompute_names[t->recompute]);
 	cJSON_AddBoolToObject(tr, "sequence_parallel", t->sequence_parallel);
+	cJSON_AddNumberToObject(tr, "context_parallel",
+	                        (double)(t->context_parallel > 1 ? t->context_parallel : 1));
+	cJSON_AddNumberToObject(tr, "expert_parallel",
+	                        (double)(t->expert_parallel > 1 ? t->expert_parallel : 1));
 }
