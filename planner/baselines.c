@@ -32,6 +32,15 @@
  * column-parallel MatMuls (q, k, v) stays whole and is gathered at its
  * input, once (docs/planner.md).
  *
+ * With training.expert_parallel (EP) the experts of a mixture-of-experts
+ * layer (the ops between a MoEDispatch and its MoECombine) take shard()s
+ * over (dp/ep, ep, mp), the expert dimension over ep: the layout algebra
+ * then sends the slots by AllToAll over each EP group. With
+ * training.context_parallel (CP) every op takes a shard() over (dp, cp,
+ * mp), the tokens cut (dp, cp) and the sequence traced to the queries of
+ * the attention, whose keys and values are then all-gathered over each CP
+ * group (docs/moe-cp.md).
+ *
  * Units: element counts int64_t. No hot path: one pass over the ops per
  * tensor-parallel degree tried, two more for sequence parallelism, then one
  * propagation.
