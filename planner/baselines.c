@@ -489,6 +489,24 @@ static bool cp_fits(const struct mega *M, const struct tensor *b, struct diag_li
 	return !why;
 }
 
+/* The keys' and values' AllGathers over the CP groups, into the scores
+ * and the context (input 1 of a batched MatMul of activations), run as
+ * Megatron's ring: each of the CP - 1 blocks passed on while the block in
+ * hand is computed. The ops' classes of alike change with them. */
+static bool mark_rings(const struct mega *M, struct arena *a, struct plan *p)
+{
+	const struct graph *g = M->g;
+	for (int e = 0; e < p->n_edges; e++) {
+		struct plan_edge *x = &p->edges[e];
+		const struct op *o = &g->ops[x->consumer];
+		if (x->consumer_in == 1 && o->kind == OP_BATCHMATMUL && o->params == 0 &&
+		    x->redist.n_steps == 1 && x->redist.steps[0].kind == STEP_ALLGATHER &&
+		    x->redist.steps[0].groups.size == M->cp)
+			x->ring = (int)M->cp;
+	}
+	return plan_find_alike(a, p);
+}
+
 /* ------------------------------------- Megatron: sequence parallelism */
 
 /* Does the op read what a row-parallel MatMul or a sequence-parallel op
@@ -801,6 +819,8 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	if (!p)
 		return NULL;
 	p->scenario = s;
+	if (M.cp > 1 && !mark_rings(&M, a, p))
+		return NULL;
 	/* Without tensor parallelism every op follows the batch rule. */
 	for (int i = 0; i < g->n_ops; i++)
 		if (decided(&M, i) || t_max == 1)

@@ -107,6 +107,23 @@ static void collective(void *ctx, const struct plan_coll *c)
 		L->oom = true;
 }
 
+/* The consumer's compute a ring edge hides ((r - 1)/r of it), 0 else. */
+static double ring_share(const struct plan_edge *x, double compute_s)
+{
+	return x->ring > 1 ? compute_s * (double)(x->ring - 1) / x->ring : 0;
+}
+
+/* After a ring edge's collective was pushed: it runs alongside that share
+ * of the consumer's compute (taken off the compute step by the caller).
+ * Returns the share. */
+static double ring_overlap(struct lower *L, const struct plan_edge *x, double compute_s)
+{
+	double s = ring_share(x, compute_s);
+	if (s > 0 && L->n > 0 && L->steps[L->n - 1].kind == PROG_COLLECTIVE)
+		L->steps[L->n - 1].overlap_s = s;
+	return s > 0 && L->n > 0 ? s : 0;
+}
+
 /* Edges into each op: idx[start[op] .. start[op+1]) are edge indices. */
 static int *edges_by_consumer(struct lower *L, int **idx)
 {
@@ -161,17 +178,19 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 		if (core && !core[i])
 			continue;
 		L->op = i;
+		double hidden = 0;
 		if (!core) {
 			L->suffix = L->phase == PHASE_RECOMPUTE ? " (recompute redistribution)"
 			                                        : " (redistribution)";
 			for (int j = start[i]; j < start[i + 1]; j++) {
-				const struct redist *r = &p->edges[idx[j]].redist;
-				plan_colls_forward(r->steps, r->n_steps, &k);
+				const struct plan_edge *x = &p->edges[idx[j]];
+				plan_colls_forward(x->redist.steps, x->redist.n_steps, &k);
+				hidden += ring_overlap(L, x, L->e->ops[i].compute_forward_s);
 			}
 		}
 		if (gather)
 			gather_params(L, d);
-		compute(L, i, L->e->ops[i].compute_forward_s);
+		compute(L, i, L->e->ops[i].compute_forward_s - hidden);
 		if (*tag && L->n > 0)
 			L->steps[L->n - 1].label = arena_printf(L->a, "%s%s", op_name(L, i), tag);
 		L->suffix = tag;
@@ -218,7 +237,11 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			L->oom = true;
 		if (gather)
 			gather_params(L, d);
-		compute(L, i, L->e->ops[i].compute_backward_s);
+		double hidden = 0;
+		for (int j = start[i]; j < start[i + 1]; j++)
+			if (p->edges[idx[j]].ring > 1)
+				hidden += ring_share(&p->edges[idx[j]], L->e->ops[i].compute_backward_s);
+		compute(L, i, L->e->ops[i].compute_backward_s - hidden);
 		L->bwd_step[i] = L->n - 1;
 		for (int j = 0; j < nb; j++)
 			if (b[j].last_op == i)
@@ -233,6 +256,7 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			    !plan_colls_backward(x->redist.steps, x->redist.n_steps,
 			                         plan_edge_start(p, x), &k))
 				L->oom = true;
+			ring_overlap(L, x, L->e->ops[i].compute_backward_s);
 		}
 	}
 }

@@ -969,8 +969,16 @@ static void run_collective(struct actor_ctx *c, int i)
 		}
 		t1 = now(c);
 	}
-	if (c->stream == 0)
-		c->rs->comm_s += t1 - t0;
+	if (c->stream == 0) {
+		/* compute run alongside (a ring's blocks): what outlasts the
+		 * transfer is computed after it, what it covers is not exposed */
+		double ov = st->overlap_s * c->rs->speed, hid = fmin(ov, t1 - t0);
+		c->rs->comm_s += t1 - t0 - hid;
+		c->rs->compute_s += ov;
+		c->pending_s += ov - hid;
+		if (ov > 0)  /* the part still to compute, before its speed */
+			c->raw_s += st->overlap_s * (ov - hid) / ov;
+	}
 	if (t1 - t0 > eng->coll_max_s[i])
 		eng->coll_max_s[i] = t1 - t0;
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);

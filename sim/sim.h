@@ -57,6 +57,9 @@ struct prog_step {
 	struct rank_groups groups;         /* stage-relative */
 	double bytes;                      /* S of the formulas; SEND/RECV: the message */
 	int after;                         /* stream 1: the stream-0 step it waits for; else -1 */
+	double overlap_s;                  /* PROG_COLLECTIVE on stream 0: compute the rank runs
+	                                      alongside it, taken off the compute step next to
+	                                      it (a context-parallel ring's attention blocks) */
 	bool every_micro;                  /* stream 1: after every micro-batch, not the last only */
 	int channel;                       /* SEND/RECV: the boundary (chunk c to c+1) */
 	int peer_stage;                    /* SEND/RECV: the stage at the other end */

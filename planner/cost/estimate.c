@@ -17,6 +17,7 @@
  * each collective walks its rank groups once (cost_step_s).
  */
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "cost-int.h"
@@ -375,6 +376,20 @@ static bool twin(const struct est_ctx *c, const struct plan *p, int i)
 	return p->alike && p->alike[i] != i && c->fused[p->alike[i]] == c->fused[i];
 }
 
+/* A ring edge (plan_edge.ring): of its time forward and backward, what
+ * (r - 1)/r of the consumer's compute does not hide is exposed, as in
+ * cost_cp_ring_s: r·b + (r - 1)·max(0, hop - b) with the compute r·b. */
+static void ring_overlap(struct est_ctx *c, int r, double fwd, double bwd, struct est_op *eo)
+{
+	double f = (double)(r - 1) / r;
+	double hf = fmin(fwd, f * eo->compute_forward_s), hb = fmin(bwd, f * eo->compute_backward_s);
+	eo->comm_forward_s -= hf;
+	eo->redistribution_s -= hf;
+	eo->comm_backward_s -= hb;
+	c->e->category_s[EST_REDISTRIBUTION] -= hf;
+	c->e->category_s[EST_COMM_BACKWARD] -= hb;
+}
+
 /* Redistributions: forward into the consumer, mirrored in backward (a
  * twin's are its first's, copied with the rest of it). */
 static void edges(struct est_ctx *c, const struct plan *p)
@@ -383,7 +398,11 @@ static void edges(struct est_ctx *c, const struct plan *p)
 		const struct plan_edge *x = &p->edges[k];
 		if (x->redist.n_steps == 0 || twin(c, p, x->consumer))
 			continue;
-		est_edge_s(c, plan_edge_start(p, x), &x->redist, &c->e->ops[x->consumer]);
+		struct est_op *eo = &c->e->ops[x->consumer];
+		double f0 = eo->comm_forward_s, b0 = eo->comm_backward_s;
+		est_edge_s(c, plan_edge_start(p, x), &x->redist, eo);
+		if (x->ring > 1)
+			ring_overlap(c, x->ring, eo->comm_forward_s - f0, eo->comm_backward_s - b0, eo);
 	}
 }
 

@@ -230,6 +230,11 @@ struct plan_edge {
 	int consumer, consumer_in;
 	struct redist redist;
 	double fused_saving_bytes;         /* compat minus fused bytes per device, >= 0 */
+	int ring;                          /* >= 2: the redistribution, one AllGather over
+	                                      groups of `ring` ranks, runs as a ring of ring - 1
+	                                      steps under the consumer's compute (context
+	                                      parallelism's K and V: (ring - 1)/ring of it, forward
+	                                      and backward, hides the transfer); else 0 */
 };
 
 /* How propagation chose an op's strategy (zeros for configured ops). */

@@ -210,6 +210,7 @@ static void op_words(const struct plan *p, int c, const int *edge_of, struct wor
 		}
 		const struct plan_edge *x = &p->edges[e];
 		word_buf_add(k, util_double_bits(x->fused_saving_bytes));
+		word_buf_add(k, x->ring);
 		words_layout(k, plan_edge_start(p, x));
 		words_steps(k, x->redist.steps, x->redist.n_steps);
 	}

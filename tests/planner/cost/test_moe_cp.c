@@ -229,3 +229,55 @@ Test(moe_cp, plan_alltoall_is_the_closed_form)
 	cr_expect_float_eq(est.category_s[EST_REDISTRIBUTION], 2 * want, 1e-15, "%.9g",
 	                   est.category_s[EST_REDISTRIBUTION]);
 }
+
+/* A plan's CP ring: LLaMA (h 512, 8 heads of 64, s 4096, one layer) on
+ * 16 H100s, TP 8 inside a server x CP 2 across two. The keys' AllGather
+ * over each CP pair (a rank's [1, 1, 64, 2048] bf16 = 262,144 bytes,
+ * S = 524,288 gathered) runs under (2 - 1)/2 of the scores' compute, the
+ * values' under the context's: each exposes what that half of its
+ * consumer does not hide, forward, and its ReduceScatter mirror under half
+ * of the backward compute. */
+Test(moe_cp, plan_cp_ring_hides_under_half_the_attention)
+{
+	const char *text =
+	    "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"cp\","
+	    " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\", \"hidden\": 512,"
+	    " \"layers\": 1, \"heads\": 8, \"ffn\": 1024, \"seq\": 4096, \"vocab\": 64,"
+	    " \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
+	    " \"topology\": \"../topologies/dgx-h100-x64.json\", \"devices\": 16,"
+	    " \"training\": {\"global_batch\": 1, \"tensor_parallel\": 8, \"context_parallel\": 2}}";
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "scenarios/cp.json", text, strlen(text), &D));
+	struct scenario *s = scenario_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(s);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p, "%s", diag_first_error(A, &D));
+	struct estimate est;
+	cr_assert(plan_estimate(A, p, &est, &D));
+	int rings = 0;
+	for (int e = 0; e < p->n_edges; e++) {
+		const struct plan_edge *x = &p->edges[e];
+		if (x->ring == 0)
+			continue;
+		rings++;
+		cr_expect_eq(x->ring, 2);
+		const struct comm_step *st = &x->redist.steps[0];
+		cr_expect_float_eq(comm_step_bytes_in(st), 262144, 1e-9);
+		int64_t m[2];
+		rank_groups_members(&st->groups, 0, m);
+		cr_expect(m[0] == 0 && m[1] == 8, "a CP pair spans the two servers");
+		double ag = cost_collective_algo_s(s->topo, STEP_ALLGATHER, COLL_AUTO, m, 2, 524288);
+		double rs = cost_collective_algo_s(s->topo, STEP_REDUCESCATTER, COLL_AUTO, m, 2, 524288);
+		const struct est_op *eo = &est.ops[x->consumer];
+		double fwd = fmax(0, ag - eo->compute_forward_s / 2);
+		double bwd = fmax(0, rs - eo->compute_backward_s / 2);
+		cr_expect_gt(fwd, 0, "the transfer outlasts half the compute here");
+		cr_expect_float_eq(eo->comm_forward_s, fwd, 1e-15, "%.9g against %.9g",
+		                   eo->comm_forward_s, fwd);
+		cr_expect_float_eq(eo->comm_backward_s, bwd, 1e-15, "%.9g against %.9g",
+		                   eo->comm_backward_s, bwd);
+	}
+	cr_expect_eq(rings, 2, "the keys and the values");
+}
