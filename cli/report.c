@@ -331,6 +331,8 @@ void report_text_edge(const struct plan *p, const struct plan_edge *x, const cha
 	       cli_si(b, sizeof b, x->redist.bytes_per_device, "B"));
 	if (x->fused_saving_bytes > 0)
 		printf(", fusing saves %s", cli_si(b, sizeof b, x->fused_saving_bytes, "B"));
+	if (x->ring > 1)
+		printf(", a ring of %d under the consumer's compute", x->ring);
 	printf("\n");
 	snprintf(ind, sizeof ind, "%s  ", indent);
 	for (int k = 0; k < x->redist.n_steps; k++)
@@ -633,6 +635,8 @@ cJSON *report_json_edge(const struct plan *p, const struct plan_edge *x)
 	cJSON_AddItemToObject(o, "steps", json_steps(x->redist.steps, x->redist.n_steps));
 	cJSON_AddNumberToObject(o, "bytes_per_device", x->redist.bytes_per_device);
 	cJSON_AddNumberToObject(o, "fused_saving_bytes", x->fused_saving_bytes);
+	if (x->ring > 1)
+		cJSON_AddNumberToObject(o, "ring", x->ring);
 	return o;
 }
 
