@@ -242,6 +242,17 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			if (p->edges[idx[j]].ring > 1)
 				hidden += ring_share(&p->edges[idx[j]], L->e->ops[i].compute_backward_s);
 		compute(L, i, L->e->ops[i].compute_backward_s - hidden);
+		/* a ring passes its blocks around again in the backward, under
+		 * half of its share of the compute, the gradients' under the
+		 * other half (estimate.c's ring_overlap) */
+		L->suffix = " (backward ring)";
+		for (int j = start[i]; j < start[i + 1]; j++) {
+			const struct plan_edge *x = &p->edges[idx[j]];
+			if (x->ring > 1) {
+				plan_colls_forward(x->redist.steps, x->redist.n_steps, &k);
+				ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
+			}
+		}
 		L->bwd_step[i] = L->n - 1;
 		for (int j = 0; j < nb; j++)
 			if (b[j].last_op == i)
@@ -256,7 +267,7 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			    !plan_colls_backward(x->redist.steps, x->redist.n_steps,
 			                         plan_edge_start(p, x), &k))
 				L->oom = true;
-			ring_overlap(L, x, L->e->ops[i].compute_backward_s);
+			ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
 		}
 	}
 }

@@ -376,18 +376,24 @@ static bool twin(const struct est_ctx *c, const struct plan *p, int i)
 	return p->alike && p->alike[i] != i && c->fused[p->alike[i]] == c->fused[i];
 }
 
-/* A ring edge (plan_edge.ring): of its time forward and backward, what
- * (r - 1)/r of the consumer's compute does not hide is exposed, as in
- * cost_cp_ring_s: r·b + (r - 1)·max(0, hop - b) with the compute r·b. */
+/* A ring edge (plan_edge.ring): its AllGather forward (fwd) and its
+ * mirror backward (bwd), and in the backward the blocks passed around
+ * again (the ring keeps only its own, as the memory counts): a second
+ * fwd. Of each, what its share of (r - 1)/r of the consumer's compute does
+ * not hide is exposed, as in cost_cp_ring_s: r·b + (r - 1)·max(0, hop - b)
+ * with the compute r·b; the backward's two halves share theirs. The
+ * lowering gives the simulator the same shares (sim/lower.c). */
 static void ring_overlap(struct est_ctx *c, int r, double fwd, double bwd, struct est_op *eo)
 {
 	double f = (double)(r - 1) / r;
-	double hf = fmin(fwd, f * eo->compute_forward_s), hb = fmin(bwd, f * eo->compute_backward_s);
+	double hf = fmin(fwd, f * eo->compute_forward_s);
+	double half = f * eo->compute_backward_s / 2;
+	double hb = fmin(fwd, half) + fmin(bwd, half);
 	eo->comm_forward_s -= hf;
 	eo->redistribution_s -= hf;
-	eo->comm_backward_s -= hb;
+	eo->comm_backward_s += fwd - hb;
 	c->e->category_s[EST_REDISTRIBUTION] -= hf;
-	c->e->category_s[EST_COMM_BACKWARD] -= hb;
+	c->e->category_s[EST_COMM_BACKWARD] += fwd - hb;
 }
 
 /* Redistributions: forward into the consumer, mirrored in backward (a
