@@ -741,7 +741,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "virtual_stages", "schedule",      "recompute",
 	                                   "zero_stage",     "dtype",         "gradient_bucket_mb",
 	                                   "sequence_parallel", "pipeline_cuts", "expert_parallel", "tensor_parallel",
-	                                   "context_parallel",
+	                                   "context_parallel", "flash_attention",
 	                                   NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
@@ -767,6 +767,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = opt_enum(&v, "recompute", recompute_names, RECOMPUTE_COUNT, RECOMPUTE_NONE, &rec) && ok;
 	ok = jv_opt_int(&v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
 	ok = jv_opt_bool(&v, "sequence_parallel", false, &t->sequence_parallel) && ok;
+	ok = jv_opt_bool(&v, "flash_attention", false, &t->flash_attention) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;

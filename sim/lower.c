@@ -349,7 +349,10 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 	L->phase = PHASE_BACKWARD;
 	if (c + 1 < pp->n_chunks)
 		p2p(L, PROG_RECV, c, true);
-	if (tr->recompute != RECOMPUTE_NONE) {
+	/* selective recomputation redoes the attention core, which
+	 * FlashAttention's backward recomputes inside its own kernel */
+	if (tr->recompute == RECOMPUTE_FULL ||
+	    (tr->recompute == RECOMPUTE_SELECTIVE && !tr->flash_attention)) {
 		L->phase = PHASE_RECOMPUTE;
 		forward(L, start, idx, lo, hi, false, tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
 		L->phase = PHASE_BACKWARD;

@@ -114,6 +114,7 @@ struct est_ctx {
 	struct cost_act_scratch *act;     /* the plan's saved tensors (the estimator's; NULL in a
 	                                     context without a plan) */
 	const uint32_t *fused;   /* per op: plan_fused_input_grads, NULL without a plan's edges */
+	const uint8_t *attn;     /* per op: plan_attention_fused with flash_attention, else NULL */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
 	struct cost_algo_lines *pool;
@@ -265,11 +266,42 @@ static void steps_s(struct est_ctx *c, const struct comm_step *steps, int n,
 
 /* ---------------------------------------------------------------- per op */
 
+/* FlashAttention (Dao et al. 2022; FlashAttention-2, Dao 2023): the
+ * scores, the softmax, the dropout and the context as one kernel that never
+ * writes the scores to memory. The two GEMMs run causal, half their FLOPs
+ * (the masked blocks skipped), reading Q, K and V and writing O; the
+ * element-wise ops between cost nothing of their own; the backward
+ * recomputes the scores and runs five GEMMs to the forward's two: 2.5x. */
+#define FLASH_CAUSAL 0.5
+#define FLASH_BACKWARD 2.5
+
+static bool flash_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+{
+	int part = c->attn ? c->attn[d->op] : ATTN_NONE;
+	if (part == ATTN_NONE)
+		return false;
+	if (part == ATTN_INNER)
+		return true;  /* inside the kernel */
+	const struct op *o = &c->g->ops[d->op];
+	struct cost_work w;
+	cost_op_work(c->g, d, &w);
+	w.flops *= FLASH_CAUSAL;
+	/* scores: Q and K read; context: V read, O written */
+	w.bytes = part == ATTN_SCORES ? layout_local_bytes(&d->in[0]) + layout_local_bytes(&d->in[1])
+	                              : layout_local_bytes(&d->in[1]) + layout_local_bytes(&d->out[0]);
+	eo->compute_forward_s = cost_compute_s(&c->t->device, o->dtype, &w,
+	                                       &c->e->compute_fallback) * c->slow;
+	eo->compute_backward_s = FLASH_BACKWARD * eo->compute_forward_s;
+	return true;
+}
+
 static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
 	const struct op *o = &c->g->ops[d->op];
 	const struct topo_device *dev = &c->t->device;
 	const struct bwd_kind *k = &bwd_table[o->kind];
+	if (flash_compute(c, d, eo))
+		return;
 	struct cost_work w;
 	cost_op_work(c->g, d, &w);
 	eo->compute_forward_s = cost_compute_s(dev, o->dtype, &w, &c->e->compute_fallback);
@@ -427,7 +459,9 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	                      .slow = cost_straggler_factor(&s->topo->device, s->devices)};
 	c->reads = plan_param_reads(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
-	if (!c->reads || !c->lines) {
+	if (s->training.flash_attention)
+		c->attn = plan_attention_fused(a, g);
+	if (!c->reads || !c->lines || (s->training.flash_attention && !c->attn)) {
 		arena_free(a);
 		return NULL;
 	}
@@ -735,8 +769,9 @@ static void op_extras(struct est_ctx *c, const struct plan *p, const bool *core)
 			eo->chunk = ch;
 			if (tr->recompute == RECOMPUTE_FULL)
 				eo->recompute_s = eo->compute_forward_s + eo->comm_forward_s;
-			else if (tr->recompute == RECOMPUTE_SELECTIVE && core[i])
-				eo->recompute_s = eo->compute_forward_s;
+			else if (tr->recompute == RECOMPUTE_SELECTIVE && core[i] && !c->attn)
+				eo->recompute_s = eo->compute_forward_s;  /* FlashAttention's backward
+				                                             recomputes it already */
 			double g;
 			if (tr->zero_stage >= 3)
 				eo->gather_s = op_gather_s(c, lo, &p->ops[i], &g);

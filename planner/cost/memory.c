@@ -123,13 +123,33 @@ struct saved {
 	double bytes;
 };
 
-/* What op `op` saves, into keep[]; returns the count. */
-static int op_saved(const struct plan *p, int op, struct saved keep[SIG_MAX_TENSORS + 2])
+/* What op `op` saves, into keep[]; returns the count. `attn` (with
+ * FlashAttention: plan_attention_fused) fuses the attention: the kernel
+ * keeps Q, K, V and each query row's log-sum-exp (fp32), never the scores
+ * or the probabilities. */
+static int op_saved(const struct plan *p, const uint8_t *attn, int op,
+                    struct saved keep[SIG_MAX_TENSORS + 2])
 {
 	const struct graph *g = p->graph;
 	const struct op *o = &g->ops[op];
 	const struct dist_op *d = &p->ops[op];
 	int n = 0;
+	int part = attn ? attn[op] : ATTN_NONE;
+	if (part == ATTN_INNER)
+		return 0;
+	if (part == ATTN_SCORES) {
+		for (int i = 0; i < 2; i++)
+			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+		int64_t shape[GRAPH_MAX_RANK];
+		layout_local_shape(&d->out[0], shape);
+		double rows = (double)layout_local_elems(&d->out[0]) / (double)shape[d->out[0].rank - 1];
+		keep[n++] = (struct saved){-1, rows * 4};
+		return n;
+	}
+	if (part == ATTN_CONTEXT) {
+		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, d, 1)};
+		return n;
+	}
 	switch (o->kind) {
 	case OP_MATMUL:
 	case OP_BATCHMATMUL:
@@ -245,9 +265,13 @@ static bool saved_records(struct arena *a, struct cost_act_scratch *x)
 	x->rec = arena_alloc_raw(a, (size_t)cap * sizeof(*x->rec));
 	if (!x->first || !x->rec)
 		return false;
+	const uint8_t *attn = NULL;
+	if (p->scenario && p->scenario->training.flash_attention &&
+	    !(attn = plan_attention_fused(a, p->graph)))
+		return false;
 	for (int i = 0; i < n_ops; i++) {
 		struct saved keep[SIG_MAX_TENSORS + 2];
-		int k = op_saved(p, i, keep);
+		int k = op_saved(p, attn, i, keep);
 		if (n + k > cap) {
 			struct saved *r = arena_grow(a, x->rec, (size_t)n, (size_t)(2 * cap), sizeof(*r));
 			if (!r)

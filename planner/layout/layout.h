@@ -408,5 +408,11 @@ int plan_gradient_buckets(struct arena *a, const struct plan *p, const struct pa
  * Softmax, and element-wise ops after it up to the next BatchMatMul):
  * what selective recomputation redoes. Per op (arena), NULL on OOM. */
 bool *plan_attention_core(struct arena *a, const struct graph *g);
+/* What a fused attention kernel (FlashAttention, training.flash_attention)
+ * runs as one: the core's BatchMatMul (the scores), its Softmax and
+ * element-wise ops, and the BatchMatMul that reads them (the context).
+ * Per op (arena), NULL on OOM. */
+enum attn_part { ATTN_NONE, ATTN_SCORES, ATTN_INNER, ATTN_CONTEXT };
+uint8_t *plan_attention_fused(struct arena *a, const struct graph *g);
 
 #endif

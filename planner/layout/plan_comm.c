@@ -350,6 +350,27 @@ static bool elementwise(enum op_kind k)
 	       k == OP_RELU || k == OP_GELU || k == OP_SILU || k == OP_SIGMOID || k == OP_BIASADD;
 }
 
+uint8_t *plan_attention_fused(struct arena *a, const struct graph *g)
+{
+	bool *core = plan_attention_core(a, g);
+	uint8_t *part = arena_calloc(a, (size_t)g->n_ops + 1, 1);
+	if (!core || !part)
+		return NULL;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (core[i]) {
+			part[i] = o->kind == OP_BATCHMATMUL ? ATTN_SCORES : ATTN_INNER;
+			continue;
+		}
+		for (int j = 0; o->kind == OP_BATCHMATMUL && j < o->n_in; j++) {
+			int q = g->tensors[o->in[j]].producer;
+			if (q >= 0 && core[q] && g->ops[q].kind != OP_BATCHMATMUL)
+				part[i] = ATTN_CONTEXT;
+		}
+	}
+	return part;
+}
+
 bool *plan_attention_core(struct arena *a, const struct graph *g)
 {
 	bool *core = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(bool));

@@ -781,3 +781,70 @@ Test(estimate, repeated_layers_are_alike)
 	diag_list_free(&d);
 	arena_free(a);
 }
+
+/* FlashAttention (training.flash_attention) on a 1-layer LLaMA (h 64, 4
+ * heads of 16, s 32, one sequence) on one H100. The scores and the context
+ * run causal, half their FLOPs, reading Q and K (the context V, writing
+ * O): the compute model of those works; backward 2.5x; the Softmax in the
+ * kernel costs nothing. The kernel keeps Q and K [1, 4, 32, 16] bf16 =
+ * 4,096 B each and a log-sum-exp per query row, 4 x 32 x 4 B = 512 B; the
+ * context keeps V (4,096 B), never the probabilities; selective
+ * recomputation has nothing left to redo. Without the flag the softmax
+ * keeps its [1, 4, 32, 32] output, 8,192 B. */
+Test(estimate, flash_attention_by_hand)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct estimate e[2];
+	const struct plan *p[2];
+	for (int f = 0; f < 2; f++) {
+		char text[1024];
+		snprintf(text, sizeof text,
+		         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"fa\","
+		         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\", \"hidden\": 64,"
+		         " \"layers\": 1, \"heads\": 4, \"ffn\": 128, \"seq\": 32, \"vocab\": 64,"
+		         " \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
+		         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": 1,"
+		         " \"training\": {\"recompute\": \"selective\", \"flash_attention\": %s}}",
+		         f ? "true" : "false");
+		struct json_doc doc;
+		cr_assert(json_doc_parse(&doc, "scenarios/fa.json", text, strlen(text), &d));
+		struct scenario *s = scenario_load_doc(a, &doc);
+		json_doc_free(&doc);
+		cr_assert_not_null(s);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		p[f] = plan_megatron(a, s, &o, &d);
+		cr_assert_not_null(p[f]);
+		cr_assert(plan_estimate(a, p[f], &e[f], &d));
+	}
+	const struct graph *g = p[1]->graph;
+	const struct topo_device *dev = &p[1]->scenario->topo->device;
+	int sc = graph_find_op(g, "layers.0.attn.scores"), sm = graph_find_op(g, "layers.0.attn.softmax");
+	int cx = graph_find_op(g, "layers.0.attn.context");
+	cr_assert(sc >= 0 && sm >= 0 && cx >= 0);
+	struct cost_work w;
+	cost_op_work(g, &p[1]->ops[sc], &w);
+	w.flops /= 2;
+	w.bytes = 4096 + 4096;
+	double want = cost_compute_s(dev, DT_BF16, &w, NULL);
+	cr_expect_float_eq(e[1].ops[sc].compute_forward_s, want, 1e-15);
+	cr_expect_float_eq(e[1].ops[sc].compute_backward_s, 2.5 * want, 1e-15);
+	cost_op_work(g, &p[1]->ops[cx], &w);
+	w.flops /= 2;
+	w.bytes = 4096 + 4096;
+	cr_expect_float_eq(e[1].ops[cx].compute_forward_s, cost_compute_s(dev, DT_BF16, &w, NULL),
+	                   1e-15);
+	cr_expect_eq(e[1].ops[sm].compute_forward_s, 0);
+	cr_expect_eq(e[1].ops[sm].compute_backward_s, 0);
+	cr_expect_gt(e[0].ops[sm].compute_forward_s, 0);
+	/* what each keeps */
+	cr_expect_float_eq(e[1].ops[sc].activation_bytes, 4096 + 4096 + 512, 1e-9);
+	cr_expect_float_eq(e[1].ops[sm].activation_bytes, 0, 1e-9);
+	cr_expect_float_eq(e[1].ops[cx].activation_bytes, 4096, 1e-9);
+	cr_expect_float_eq(e[0].ops[sm].activation_bytes, 8192, 1e-9);
+	cr_expect_eq(e[1].ops[sc].recompute_s, 0);
+	cr_expect_gt(e[0].ops[sc].recompute_s, 0);
+	diag_list_free(&d);
+	arena_free(a);
+}
