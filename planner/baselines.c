@@ -394,18 +394,10 @@ static void land_sequence(struct mega *M, int op)
 {
 	const struct op *o = &M->g->ops[op];
 	const struct tensor *x = &M->g->tensors[o->in[0]], *y = &M->g->tensors[o->out[0]];
-	int i = 0, j = 0;
-	while (i < x->rank && j < y->rank) {
-		int i0 = i, j0 = j;
-		int64_t p = x->dims[i++], q = y->dims[j++];
-		while (p != q) {
-			if (p < q && i < x->rank)
-				p *= x->dims[i++];
-			else if (j < y->rank)
-				q *= y->dims[j++];
-			else
-				break;
-		}
+	int in0[GRAPH_MAX_RANK], in1[GRAPH_MAX_RANK], out0[GRAPH_MAX_RANK];
+	int runs = layout_reshape_runs(x, y, in0, in1, out0);
+	for (int r = 0; r < runs; r++) {
+		int i0 = in0[r], i = in1[r], j0 = out0[r], j = r + 1 < runs ? out0[r + 1] : y->rank;
 		int64_t size[2 * GRAPH_MAX_RANK];
 		bool seqcut[2 * GRAPH_MAX_RANK];
 		int n = 0;

@@ -119,10 +119,7 @@ static int64_t axes_slices(const struct devmat *dm, const int8_t *axes, int n)
 
 /* ------------------------------------------------------- Reshape's rule */
 
-/* The runs of a reshape: consecutive input dims and output dims with
- * equal products ([B,s,h] -> [B*s,h]: {B,s}->{B*s}, {h}->{h}). Writes the
- * first input and output dim of every run and returns how many runs. */
-static int reshape_runs(const struct tensor *x, const struct tensor *y, int in0[], int in1[],
+int layout_reshape_runs(const struct tensor *x, const struct tensor *y, int in0[], int in1[],
                         int out0[])
 {
 	int n = 0, i = 0, j = 0;
@@ -210,7 +207,7 @@ static bool reshape_rule(const struct op_ctx *c, const struct devmat *dm, struct
 {
 	const struct tensor *x = in_tensor(c, 0), *y = out_tensor(c, 0);
 	int in0[GRAPH_MAX_RANK], in1[GRAPH_MAX_RANK], out0[GRAPH_MAX_RANK];
-	int n = reshape_runs(x, y, in0, in1, out0);
+	int n = layout_reshape_runs(x, y, in0, in1, out0);
 	bool ok = true;
 	for (int r = 0; r < n; r++) {
 		int o1 = r + 1 < n ? out0[r + 1] : y->rank;

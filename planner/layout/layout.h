@@ -287,6 +287,14 @@ bool rank_groups_locate(const struct rank_groups *g, int64_t rank, int *group, i
 
 /* ------------------------------------------------- layout internals */
 
+/* The runs of a reshape of x into y: consecutive input dims and output
+ * dims with equal products ([B,s,h] -> [B*s,h]: {B,s}->{B*s}, {h}->{h}).
+ * Writes the first input dim of every run into in0, the one past its last
+ * into in1, its first output dim into out0 (GRAPH_MAX_RANK each); returns
+ * how many runs. */
+int layout_reshape_runs(const struct tensor *x, const struct tensor *y, int in0[], int in1[],
+                        int out0[]);
+
 /* Rewrites two layouts over one device matrix: the coarsest matrix whose
  * axes refine the axes of both (an axis of 4 that the other side cuts as
  * 2 x 2 becomes two axes of 2). The tensor maps and partial sets follow;
