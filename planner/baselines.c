@@ -760,6 +760,13 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 		return NULL;
 	M.cp = s->training.context_parallel > 1 ? s->training.context_parallel : 1;
 	M.ep = s->training.expert_parallel > 1 ? s->training.expert_parallel : 1;
+	if (t_max == 1 && !exact && (M.cp > 1 || M.ep > 1)) {
+		/* the data-parallel baseline replicates the model whole */
+		diag_add(diags, DIAG_NOTE, s->file, 0, NULL,
+		         "the %s baseline replicates the model: training.context_parallel and "
+		         "training.expert_parallel apply to the megatron planners", planner);
+		M.cp = M.ep = 1;
+	}
 	mark_moe(&M);
 	if (!exact)
 		note_ignored(s, planner, diags);
