@@ -15,10 +15,11 @@
  * Enumeration order (ties in the ranking keep it): TP ascending, PP
  * ascending, CP ascending (every divisor of the stage's devices / TP up to
  * the scenario's training.context_parallel, which is 1 unless it asks;
- * with CP > 1 one sequence a replica), micro-batch ascending, sequence parallelism off then on (on
- * only with TP > 1), EP ascending (every divisor of DP that divides the
- * experts of a mixture-of-experts model; 1 otherwise), schedule 1F1B, interleaved, GPipe, recompute none,
- * selective, full, ZeRO 0 to 3.
+ * with CP > 1 one sequence a replica), micro-batch ascending, sequence
+ * parallelism off then on (on only with TP > 1), EP ascending (every
+ * divisor of DP that divides the experts of a mixture-of-experts model; 1
+ * otherwise), schedule 1F1B, interleaved, GPipe, recompute none, selective,
+ * full, ZeRO 0 to 3.
  *
  * Units: seconds, bytes (double); counts int64_t.
  */
@@ -75,17 +76,12 @@ static int expand(const struct search_group *gr, int64_t limit, struct search_co
 	return n;
 }
 
-static int64_t experts_of(const struct graph *g)
-{
-	return g->gen ? g->gen->experts : 0;
-}
-
 struct search_group *plan_search_groups(struct arena *a, const struct graph *g, int64_t N,
                                         int64_t dps, int64_t G, bool with_ep, int64_t max_cp,
                                         int *n)
 {
 	int64_t limit = chunk_limit(g);
-	int64_t experts = with_ep && g->gen ? g->gen->experts : 0;
+	int64_t moe = g->gen ? g->gen->experts : 0, experts = with_ep ? moe : 0;
 	int cap = 64;
 	struct search_group *out = arena_alloc(a, (size_t)cap * sizeof *out);
 	*n = 0;
@@ -96,8 +92,7 @@ struct search_group *plan_search_groups(struct arena *a, const struct graph *g, 
 			if ((N / tp) % pp)
 				continue;
 			for (int64_t cp = 1; out && cp <= max_cp && cp <= N / tp / pp; cp++) {
-				if ((N / tp / pp) % cp || (cp > 1 && (!g->gen || experts_of(g) > 0 ||
-				                                      g->gen->seq % cp)))
+				if ((N / tp / pp) % cp || (cp > 1 && (!g->gen || moe > 0 || g->gen->seq % cp)))
 					continue;
 				int64_t dp = N / tp / pp / cp;
 				for (size_t k = 0; out && k < SL_COUNTOF(micro_batch_choices); k++) {

@@ -740,9 +740,9 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	static const char *const keys[] = {"global_batch",  "micro_batches", "pipeline_stages",
 	                                   "virtual_stages", "schedule",      "recompute",
 	                                   "zero_stage",     "dtype",         "gradient_bucket_mb",
-	                                   "sequence_parallel", "pipeline_cuts", "expert_parallel", "tensor_parallel",
-	                                   "context_parallel", "flash_attention",
-	                                   NULL};
+	                                   "sequence_parallel", "pipeline_cuts",
+	                                   "expert_parallel", "tensor_parallel",
+	                                   "context_parallel", "flash_attention", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
 	int64_t zero = 0;

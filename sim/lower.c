@@ -115,13 +115,14 @@ static double ring_share(const struct plan_edge *x, double compute_s)
 
 /* After a ring edge's collective was pushed: it runs alongside that share
  * of the consumer's compute (taken off the compute step by the caller).
- * Returns the share. */
+ * Returns the share, 0 when no collective took it. */
 static double ring_overlap(struct lower *L, const struct plan_edge *x, double compute_s)
 {
 	double s = ring_share(x, compute_s);
-	if (s > 0 && L->n > 0 && L->steps[L->n - 1].kind == PROG_COLLECTIVE)
-		L->steps[L->n - 1].overlap_s = s;
-	return s > 0 && L->n > 0 ? s : 0;
+	if (s <= 0 || L->n == 0 || L->steps[L->n - 1].kind != PROG_COLLECTIVE)
+		return 0;
+	L->steps[L->n - 1].overlap_s = s;
+	return s;
 }
 
 /* Edges into each op: idx[start[op] .. start[op+1]) are edge indices. */

@@ -166,13 +166,13 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 		study_store_close(s);
 		return STORE_ERROR;
 	}
-	bool ep_col;
-	if (!has_new_columns(s, &ep_col)) {
+	bool current;
+	if (!has_new_columns(s, &current)) {
 		set_err(err, err_size, "database", s->db);
 		study_store_close(s);
 		return STORE_ERROR;
 	}
-	if (!ep_col) {
+	if (!current) {
 		if (!force) {
 			snprintf(err, err_size, "%s was written by an earlier shardlab, whose points have "
 			         "no expert_parallel and context_parallel columns: sweep into another "

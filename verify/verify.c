@@ -1287,6 +1287,17 @@ static bool reference_backward(struct ctx *c, double **gref)
  * contribute them; ranks that computed a copy (axes of the group that cut
  * nothing of the op) contribute once. Each rank's chunk is compared with
  * the same elements of the unsharded gradient. */
+/* The axes over which a layout's tensor has copies: of size > 1, cutting
+ * none of its dimensions. */
+static uint32_t copy_axes(const struct layout *l)
+{
+	uint32_t rep = 0;
+	for (int a = 0; a < l->dm.n; a++)
+		if (l->dm.size[a] > 1 && !(layout_axes(l) & (1u << a)))
+			rep |= 1u << a;
+	return rep;
+}
+
 static void zero_check(struct ctx *c, int i, int j, const struct dist *share, uint32_t sum,
                        const double *gref, double floor_abs)
 {
@@ -1296,29 +1307,17 @@ static void zero_check(struct ctx *c, int i, int j, const struct dist *share, ui
 	/* a parameter every rank holds a slice of its own (no copies, no
 	 * shares to add: an expert weight with EP over all of DP) has nothing
 	 * for ZeRO to shard; its gradient is checked as it is */
-	uint32_t own = 0;
-	for (int a = 0; a < dop->in[j].dm.n; a++)
-		if (dop->in[j].dm.size[a] > 1 && !(layout_axes(&dop->in[j]) & (1u << a)))
-			own |= 1u << a;
-	if (!own && !sum)
+	if (!copy_axes(&dop->in[j]) && !sum)
 		return;
 	struct verify_check *k = add_check(c, VERIFY_GRAD, i, -1, t,
 	                                   arena_printf(c->a, "zero-shard %s", g->tensors[t].name));
 	/* the op's gradient steps follow its parameter inputs that have copies */
 	int gi = 0;
-	for (int jj = 0; jj < j; jj++) {
-		uint32_t rep = 0;
-		for (int a = 0; a < dop->in[jj].dm.n; a++)
-			if (dop->in[jj].dm.size[a] > 1 && !(layout_axes(&dop->in[jj]) & (1u << a)))
-				rep |= 1u << a;
-		gi += g->tensors[g->ops[i].in[jj]].role == TENSOR_PARAM && rep;
-	}
+	for (int jj = 0; jj < j; jj++)
+		gi += g->tensors[g->ops[i].in[jj]].role == TENSOR_PARAM && copy_axes(&dop->in[jj]);
 	if (gi >= dop->n_grad) {
-		if (sum)
-			set_status(c, k, VERIFY_BROKEN, "ranks' shares add up, but the plan has no "
-			                                "gradient step for this parameter");
-		else
-			set_status(c, k, VERIFY_UNSUPPORTED, "the parameter has no copies to shard over");
+		set_status(c, k, VERIFY_BROKEN, "the parameter's gradient is shared or copied, but "
+		                                "the plan has no gradient step for it");
 		return;
 	}
 	const struct rank_groups *gr = &dop->grad[gi].groups;
