@@ -818,6 +818,10 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	if (!p)
 		return NULL;
 	p->scenario = s;
+	/* Megatron-LM gives each pipeline stage (each virtual chunk) the same
+	 * number of whole layers, the embedding to the first and the head to
+	 * the last (megatron/model/transformer.py, num_layers / PP). */
+	p->whole_layers = strcmp(planner, "megatron") == 0;
 	if (M.cp > 1 && !mark_rings(&M, a, p))
 		return NULL;
 	/* Without tensor parallelism every op follows the batch rule. */

@@ -1485,6 +1485,8 @@ static struct plan *baseline_start(struct rec *R, const struct plan *configured,
 	struct plan_options o = {.mode = configured->mode, .rec_cost = REC_COST_TOPOLOGY};
 	struct plan *b = planner(R->a, configured->scenario, &o, &quiet);
 	struct plan *p = b ? plan_copy(R->a, b) : NULL;
+	if (p)
+		p->whole_layers = false; /* a start for the search, no longer Megatron-LM's */
 	for (int i = 0; p && i < p->graph->n_ops; i++)
 		if (configured->ops[i].source == STRATEGY_CONFIGURED)
 			p->ops[i] = configured->ops[i];

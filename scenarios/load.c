@@ -742,7 +742,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "zero_stage",     "dtype",         "gradient_bucket_mb",
 	                                   "sequence_parallel", "pipeline_cuts",
 	                                   "expert_parallel", "tensor_parallel",
-	                                   "context_parallel", "flash_attention", NULL};
+	                                   "context_parallel", "flash_attention",
+	                                   "gradient_accumulation_fusion", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
 	int64_t zero = 0;
@@ -768,6 +769,9 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_int(&v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
 	ok = jv_opt_bool(&v, "sequence_parallel", false, &t->sequence_parallel) && ok;
 	ok = jv_opt_bool(&v, "flash_attention", false, &t->flash_attention) && ok;
+	bool fused_accumulation = true;
+	ok = jv_opt_bool(&v, "gradient_accumulation_fusion", true, &fused_accumulation) && ok;
+	t->separate_grad_accumulation = !fused_accumulation;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;

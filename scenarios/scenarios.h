@@ -104,6 +104,10 @@ struct training {
 	double gradient_bucket_bytes; /* gradient all-reduces fused up to this size (0: none) */
 	bool sequence_parallel;       /* Megatron's: LayerNorm/Dropout split along the sequence */
 	bool flash_attention;         /* causal attention as one fused kernel (FlashAttention) */
+	bool separate_grad_accumulation; /* each micro-batch's weight gradients added into the
+	                                    gradient buffer by a kernel of their own (the JSON's
+	                                    gradient_accumulation_fusion false); else the
+	                                    weight-gradient GEMMs add into it */
 	int64_t tensor_parallel;      /* the megatron planner's degree (0: the largest that fits
 	                                 a server and the shapes) */
 	int64_t context_parallel;     /* CP: ranks that share out each sequence (1: none) */

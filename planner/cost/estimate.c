@@ -115,6 +115,7 @@ struct est_ctx {
 	                                     context without a plan) */
 	const uint32_t *fused;   /* per op: plan_fused_input_grads, NULL without a plan's edges */
 	const uint8_t *attn;     /* per op: plan_attention_fused with flash_attention, else NULL */
+	bool add_grads;          /* training.separate_grad_accumulation */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
 	struct cost_algo_lines *pool;
@@ -295,6 +296,27 @@ static bool flash_compute(struct est_ctx *c, const struct dist_op *d, struct est
 	return true;
 }
 
+/* Gradient accumulation without fusion (training.separate_grad_accumulation,
+ * Megatron-LM before its gradient_accumulation_fusion): after each
+ * micro-batch's backward, one kernel per parameter adds the new gradient
+ * (the parameter's dtype) into the accumulation buffer (fp16: fp16; else
+ * fp32), reading both and writing the buffer. */
+static double grad_add_s(const struct est_ctx *c, const struct dist_op *d)
+{
+	const struct op *o = &c->g->ops[d->op];
+	double s = 0;
+	for (int i = 0; i < o->n_in; i++) {
+		const struct tensor *t = &c->g->tensors[o->in[i]];
+		if (t->role != TENSOR_PARAM)
+			continue;
+		double elems = (double)layout_local_elems(&d->in[i]);
+		struct cost_work w = {0, elems * ((double)dtype_bytes(t->dtype) +
+		                                  2 * cost_grad_bytes_per_elem(t->dtype)), 0, 0, 0};
+		s += cost_compute_s(&c->t->device, t->dtype, &w, NULL);
+	}
+	return s;
+}
+
 static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
 	const struct op *o = &c->g->ops[d->op];
@@ -314,6 +336,8 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 	} else {
 		eo->compute_backward_s = k->factor * eo->compute_forward_s;
 	}
+	if (c->add_grads)
+		eo->compute_backward_s += grad_add_s(c, d);
 	eo->compute_forward_s *= c->slow;
 	eo->compute_backward_s *= c->slow;
 }
@@ -456,7 +480,8 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	}
 	*c = (struct est_ctx){.g = g, .t = s->topo, .scratch = a, .e = e, .steps = steps,
 	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots,
-	                      .slow = cost_straggler_factor(&s->topo->device, s->devices)};
+	                      .slow = cost_straggler_factor(&s->topo->device, s->devices),
+	                      .add_grads = s->training.separate_grad_accumulation};
 	c->reads = plan_param_reads(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
 	if (s->training.flash_attention)

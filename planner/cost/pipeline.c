@@ -175,6 +175,62 @@ static bool minimax(struct arena *a, const double *prefix, int n, const int *pos
 	return true;
 }
 
+/* An attention's softmax: a Softmax whose input comes, through at most a
+ * few one-input ops (scale, mask), from a BatchMatMul of two activations
+ * (the scores; a router's Softmax reads a MatMul with a weight). */
+static bool attention_softmax(const struct graph *g, int i)
+{
+	if (g->ops[i].kind != OP_SOFTMAX)
+		return false;
+	int t = g->ops[i].in[0];
+	for (int hop = 0; hop < 4; hop++) {
+		int q = g->tensors[t].producer;
+		if (q < 0)
+			return false;
+		const struct op *o = &g->ops[q];
+		if (o->kind == OP_BATCHMATMUL)
+			return o->params == 0;
+		if (o->n_in != 1)
+			return false;
+		t = o->in[0];
+	}
+	return false;
+}
+
+/* Megatron-LM's split (plan.whole_layers): the layers are counted by their
+ * attentions; layer j starts at the last cut with the fewest live bytes
+ * after layer j-1's attention and up to its own (the residual stream
+ * between the previous MLP and this layer's norm). With L layers and k
+ * chunks, k dividing L, chunk c starts at layer c L/k: the embedding goes
+ * with the first chunk, the final norm, head and loss with the last.
+ * False (first untouched) when the graph has no attention or k does not
+ * divide its layers; *layers gets the count. */
+static bool whole_layer_cuts(const struct graph *g, const double *live, int k, int *first,
+                             int *layers)
+{
+	int n = g->n_ops, L = 0, prev = 0, c = 1;
+	for (int i = 0; i < n; i++)
+		L += attention_softmax(g, i);
+	*layers = L;
+	if (L == 0 || L % k)
+		return false;
+	for (int i = 0, j = 0; i < n; i++) {
+		if (!attention_softmax(g, i))
+			continue;
+		int at = -1;
+		for (int x = prev + 1; x <= i; x++)
+			if (at < 0 || live[x] <= live[at])
+				at = x;
+		if (j > 0 && j % (L / k) == 0)
+			first[c++] = at;
+		prev = i;
+		j++;
+	}
+	first[0] = 0;
+	first[k] = n;
+	return true;
+}
+
 /* Megatron's scatter/gather at the cut before op b: the largest tensor
  * made before b and read at or after it; when it is replicated over some
  * axes of the stage (and holds no partial sums), its copies split the
@@ -264,11 +320,20 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 		         "%d model chunks for %d ops", k, n);
 		return false;
 	}
+	int layers = 0;
 	if (tr->n_cuts == k - 1 && k > 1) {
 		for (int c = 1; c < k; c++)
 			out->first_op[c] = tr->cuts[c - 1];
 		out->first_op[k] = n;
+	} else if (k > 1 && p->whole_layers &&
+	           whole_layer_cuts(p->graph, out->live, k, out->first_op, &layers)) {
+		/* Megatron-LM's split */
 	} else if (k > 1) {
+		if (p->whole_layers)
+			diag_add(diags, DIAG_NOTE, s->file, 0, "training.pipeline_stages",
+			         "%d layers do not divide into %d pipeline chunks of whole layers, "
+			         "as Megatron-LM splits them: cut where the chunks' costs balance",
+			         layers, k);
 		double *prefix = arena_alloc(a, ((size_t)n + 1) * sizeof(double));
 		int *pos = arena_alloc(a, ((size_t)n + 1) * sizeof(int));
 		if (!prefix || !pos)

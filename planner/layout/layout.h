@@ -261,6 +261,9 @@ struct plan {
 	                                      plan_find_alike; NULL: not known, every op stands alone */
 	const struct search_result *search; /* megatron-search: the search whose first candidate
 	                                       this plan is; else NULL */
+	bool whole_layers;                 /* pipeline chunks of whole layers, as many each
+	                                      (Megatron-LM's split); else cut where the chunks'
+	                                      costs balance (plan_partition) */
 };
 
 /* Every op with its configured strategy, the others data parallel (the

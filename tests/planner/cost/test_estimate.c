@@ -848,3 +848,61 @@ Test(estimate, flash_attention_by_hand)
 	diag_list_free(&d);
 	arena_free(a);
 }
+
+/* Gradient accumulation without fusion (training.gradient_accumulation_fusion
+ * false, Megatron-LM before February 2022): after each micro-batch's
+ * backward, every parameter's new gradient is added into its buffer by a
+ * kernel of its own, reading the gradient (the parameter's dtype) and the
+ * buffer and writing the buffer. On a 1-layer LLaMA (h 64, ffn 128) on one
+ * H100, mlp.gate's W [64, 128] is 8,192 elements: in bf16 (fp32 buffer)
+ * 8,192 x (2 + 4 + 4) = 81,920 B, in fp16 (fp16 buffer) 8,192 x 6 =
+ * 49,152 B, each one memory-bound kernel: o + B / (HBM x eta_mem). The
+ * forward does not change; an op without parameters neither. */
+Test(estimate, separate_gradient_accumulation_by_hand)
+{
+	static const struct {
+		const char *dtype;
+		double bytes;
+	} cases[] = {{"bf16", 8192.0 * 10}, {"fp16", 8192.0 * 6}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct arena *a = arena_new();
+		struct diag_list d;
+		diag_list_init(&d);
+		struct estimate e[2];
+		const struct plan *p[2];
+		for (int f = 0; f < 2; f++) {
+			char text[1024];
+			snprintf(text, sizeof text,
+			         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"ga\","
+			         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\","
+			         " \"hidden\": 64, \"layers\": 1, \"heads\": 4, \"ffn\": 128, \"seq\": 32,"
+			         " \"vocab\": 64, \"micro_batch\": 1, \"dtype\": \"%s\"}},"
+			         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": 1,"
+			         " \"training\": {\"gradient_accumulation_fusion\": %s}}",
+			         cases[k].dtype, f ? "false" : "true");
+			struct json_doc doc;
+			cr_assert(json_doc_parse(&doc, "scenarios/ga.json", text, strlen(text), &d));
+			struct scenario *s = scenario_load_doc(a, &doc);
+			json_doc_free(&doc);
+			cr_assert_not_null(s);
+			cr_assert_eq(s->training.separate_grad_accumulation, f == 1);
+			struct plan_options o = {.mode = REDIST_COMPAT};
+			p[f] = plan_megatron(a, s, &o, &d);
+			cr_assert_not_null(p[f]);
+			cr_assert(plan_estimate(a, p[f], &e[f], &d));
+		}
+		const struct graph *g = p[1]->graph;
+		const struct topo_device *dev = &p[1]->scenario->topo->device;
+		int gate = graph_find_op(g, "layers.0.mlp.gate.matmul");
+		int silu = graph_find_op(g, "layers.0.mlp.silu");
+		cr_assert(gate >= 0 && silu >= 0);
+		double want = dev->kernel_overhead_s +
+		              cases[k].bytes / (dev->hbm_bps * dev->memory_efficiency);
+		cr_expect_float_eq(e[1].ops[gate].compute_backward_s - e[0].ops[gate].compute_backward_s,
+		                   want, 1e-15, "%s", cases[k].dtype);
+		cr_expect_eq(e[1].ops[gate].compute_forward_s, e[0].ops[gate].compute_forward_s);
+		cr_expect_eq(e[1].ops[silu].compute_backward_s, e[0].ops[silu].compute_backward_s);
+		diag_list_free(&d);
+		arena_free(a);
+	}
+}

@@ -315,6 +315,7 @@ Test(pipeline, partition_weighs_the_sends_at_its_cuts)
 	struct plan_options o = {.mode = REDIST_COMPAT};
 	struct plan *p = plan_megatron(A, s, &o, &D);
 	cr_assert_not_null(p);
+	p->whole_layers = false; /* the cost-balanced split (megatron's own: below) */
 	struct estimate e;
 	cr_assert(plan_estimate(A, p, &e, &D));
 	const struct plan_part *pp = &e.part;
@@ -344,6 +345,61 @@ Test(pipeline, partition_weighs_the_sends_at_its_cuts)
 	double got = cost_part_send_s(s->topo, pp, 0, 0, 128, COLL_AUTO);
 	cr_expect(fabs(got - want) <= 1e-3 * want, "scatter/gather send: got %.9g, want %.9g", got,
 	          want);
+}
+
+/* Megatron-LM's own split (the megatron planner's plans): the same number
+ * of whole layers in every chunk, the embedding in the first and the final
+ * norm, head and loss in the last, however that weighs them. A 4-layer GPT
+ * of hidden 256 and vocabulary 32,768 has a head of 2 s h V FLOPs, about
+ * ten layers' worth (V / 12h = 10.7 of 24 s h^2 (1 + s/6h)): a split by
+ * cost would leave the last stage the head alone. On 4 stages chunk c
+ * starts at layer c's ln1 (chunk 0 at the embedding, op 0) and the last
+ * runs to the loss; 2 stages of 2 chunks (interleaved) alike; 2 stages,
+ * layer 2's. 2 x 3 = 6 chunks do not divide 4 layers: a note, and the
+ * cost-balanced cuts. */
+Test(pipeline, megatron_cuts_whole_layers)
+{
+	static const struct {
+		int p, v, layers_per_chunk;
+	} cases[] = {{4, 1, 1}, {2, 2, 1}, {2, 1, 2}, {2, 3, 0}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char text[1024];
+		snprintf(text, sizeof text,
+		         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"wl\","
+		         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
+		         " \"hidden\": 256, \"layers\": 4, \"heads\": 4, \"seq\": 128,"
+		         " \"vocab\": 32768, \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
+		         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": %d,"
+		         " \"training\": {\"global_batch\": 12, \"pipeline_stages\": %d,"
+		         " \"virtual_stages\": %d, \"schedule\": \"%s\"}}",
+		         cases[k].p, cases[k].p, cases[k].v, cases[k].v > 1 ? "interleaved-1f1b" : "1f1b");
+		struct json_doc doc;
+		cr_assert(json_doc_parse(&doc, "scenarios/wl.json", text, strlen(text), &D));
+		struct scenario *s = scenario_load_doc(A, &doc);
+		json_doc_free(&doc);
+		cr_assert_not_null(s);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		cr_assert(p->whole_layers);
+		size_t notes = D.count;
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		const struct plan_part *pp = &e.part;
+		cr_assert_eq(pp->n_chunks, cases[k].p * cases[k].v);
+		cr_expect_eq(pp->first_op[0], 0);
+		cr_expect_eq(pp->first_op[pp->n_chunks], p->graph->n_ops);
+		if (!cases[k].layers_per_chunk) {
+			cr_expect_gt(D.count, notes, "a note that 4 layers do not divide into 6 chunks");
+			continue;
+		}
+		for (int c = 1; c < pp->n_chunks; c++) {
+			char want[64];
+			snprintf(want, sizeof want, "layers.%d.ln1", c * cases[k].layers_per_chunk);
+			cr_expect_str_eq(p->graph->ops[pp->first_op[c]].name, want, "P %d v %d chunk %d",
+			                 cases[k].p, cases[k].v, c);
+		}
+	}
 }
 
 /* The simulation tracks what every rank holds over time (its stage's
