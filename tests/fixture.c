@@ -55,6 +55,17 @@ struct scenario *fixture_scenario(const char *path)
 	return s;
 }
 
+struct scenario *fixture_scenario_text(struct arena *a, struct diag_list *d, const char *path,
+                                       const char *text)
+{
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, path, text, strlen(text), d), "%s does not parse", path);
+	struct scenario *s = scenario_load_doc(a, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(s, "%s does not load", path);
+	return s;
+}
+
 struct topology *fixture_topology(struct arena *a, const char *name)
 {
 	struct diag_list d;

@@ -26,6 +26,11 @@ void fixture_teardown(void);
 /* A scenario file loaded into A (diagnostics in D); the test fails when it
  * does not load. */
 struct scenario *fixture_scenario(const char *path);
+/* A scenario from JSON text into a (diagnostics in d), as if read from
+ * `path` (relative paths in it resolve from there); the test fails when it
+ * does not load. */
+struct scenario *fixture_scenario_text(struct arena *a, struct diag_list *d, const char *path,
+                                       const char *text);
 /* topologies/NAME.json loaded into a; the test fails when it does not
  * load. "NAME:none" drops its collective library and its stragglers
  * (the links' α–β formulas alone and equal devices, topologies.h). */

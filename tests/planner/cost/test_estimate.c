@@ -808,11 +808,7 @@ Test(estimate, flash_attention_by_hand)
 		         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": 1,"
 		         " \"training\": {\"recompute\": \"selective\", \"flash_attention\": %s}}",
 		         f ? "true" : "false");
-		struct json_doc doc;
-		cr_assert(json_doc_parse(&doc, "scenarios/fa.json", text, strlen(text), &d));
-		struct scenario *s = scenario_load_doc(a, &doc);
-		json_doc_free(&doc);
-		cr_assert_not_null(s);
+		struct scenario *s = fixture_scenario_text(a, &d, "scenarios/fa.json", text);
 		struct plan_options o = {.mode = REDIST_COMPAT};
 		p[f] = plan_megatron(a, s, &o, &d);
 		cr_assert_not_null(p[f]);
@@ -880,11 +876,7 @@ Test(estimate, separate_gradient_accumulation_by_hand)
 			         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": 1,"
 			         " \"training\": {\"gradient_accumulation_fusion\": %s}}",
 			         cases[k].dtype, f ? "false" : "true");
-			struct json_doc doc;
-			cr_assert(json_doc_parse(&doc, "scenarios/ga.json", text, strlen(text), &d));
-			struct scenario *s = scenario_load_doc(a, &doc);
-			json_doc_free(&doc);
-			cr_assert_not_null(s);
+			struct scenario *s = fixture_scenario_text(a, &d, "scenarios/ga.json", text);
 			cr_assert_eq(s->training.separate_grad_accumulation, f == 1);
 			struct plan_options o = {.mode = REDIST_COMPAT};
 			p[f] = plan_megatron(a, s, &o, &d);

@@ -190,11 +190,7 @@ Test(moe_cp, plan_alltoall_is_the_closed_form)
 	    " \"top_k\": 2, \"micro_batch\": 8, \"dtype\": \"bf16\"}},"
 	    " \"topology\": \"../topologies/atlas800t-a2-910b.json\", \"devices\": 8,"
 	    " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 1, \"expert_parallel\": 8}}";
-	struct json_doc doc;
-	cr_assert(json_doc_parse(&doc, "scenarios/ep.json", text, strlen(text), &D));
-	struct scenario *s = scenario_load_doc(A, &doc);
-	json_doc_free(&doc);
-	cr_assert_not_null(s);
+	struct scenario *s = fixture_scenario_text(A, &D, "scenarios/ep.json", text);
 	struct plan_options o = {.mode = REDIST_COMPAT};
 	struct plan *p = plan_megatron(A, s, &o, &D);
 	cr_assert_not_null(p);
@@ -247,11 +243,7 @@ Test(moe_cp, plan_cp_ring_hides_under_half_the_attention)
 	    " \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
 	    " \"topology\": \"../topologies/dgx-h100-x64.json\", \"devices\": 16,"
 	    " \"training\": {\"global_batch\": 1, \"tensor_parallel\": 8, \"context_parallel\": 2}}";
-	struct json_doc doc;
-	cr_assert(json_doc_parse(&doc, "scenarios/cp.json", text, strlen(text), &D));
-	struct scenario *s = scenario_load_doc(A, &doc);
-	json_doc_free(&doc);
-	cr_assert_not_null(s);
+	struct scenario *s = fixture_scenario_text(A, &D, "scenarios/cp.json", text);
 	struct plan_options o = {.mode = REDIST_COMPAT};
 	struct plan *p = plan_megatron(A, s, &o, &D);
 	cr_assert_not_null(p, "%s", diag_first_error(A, &D));

@@ -373,11 +373,7 @@ Test(pipeline, megatron_cuts_whole_layers)
 		         " \"training\": {\"global_batch\": 12, \"pipeline_stages\": %d,"
 		         " \"virtual_stages\": %d, \"schedule\": \"%s\"}}",
 		         cases[k].p, cases[k].p, cases[k].v, cases[k].v > 1 ? "interleaved-1f1b" : "1f1b");
-		struct json_doc doc;
-		cr_assert(json_doc_parse(&doc, "scenarios/wl.json", text, strlen(text), &D));
-		struct scenario *s = scenario_load_doc(A, &doc);
-		json_doc_free(&doc);
-		cr_assert_not_null(s);
+		struct scenario *s = fixture_scenario_text(A, &D, "scenarios/wl.json", text);
 		struct plan_options o = {.mode = REDIST_COMPAT};
 		struct plan *p = plan_megatron(A, s, &o, &D);
 		cr_assert_not_null(p);
