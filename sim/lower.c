@@ -107,20 +107,15 @@ static void collective(void *ctx, const struct plan_coll *c)
 		L->oom = true;
 }
 
-/* The consumer's compute a ring edge hides ((r - 1)/r of it), 0 else. */
-static double ring_share(const struct plan_edge *x, double compute_s)
-{
-	return x->ring > 1 ? compute_s * (double)(x->ring - 1) / x->ring : 0;
-}
-
-/* After a ring edge's collective was pushed: it runs alongside that share
- * of the consumer's compute (taken off the compute step by the caller).
- * Returns the share, 0 when no collective took it. */
+/* After a ring edge's collective was pushed: it runs alongside (r - 1)/r
+ * of the consumer's compute_s (the caller takes that off the compute
+ * step). Returns the share, 0 when the edge is no ring or no collective
+ * took it. */
 static double ring_overlap(struct lower *L, const struct plan_edge *x, double compute_s)
 {
-	double s = ring_share(x, compute_s);
-	if (s <= 0 || L->n == 0 || L->steps[L->n - 1].kind != PROG_COLLECTIVE)
+	if (x->ring <= 1 || L->n == 0 || L->steps[L->n - 1].kind != PROG_COLLECTIVE)
 		return 0;
+	double s = compute_s * (double)(x->ring - 1) / x->ring;
 	L->steps[L->n - 1].overlap_s = s;
 	return s;
 }
@@ -238,23 +233,22 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			L->oom = true;
 		if (gather)
 			gather_params(L, d);
-		double hidden = 0;
-		for (int j = start[i]; j < start[i + 1]; j++)
-			if (p->edges[idx[j]].ring > 1)
-				hidden += ring_share(&p->edges[idx[j]], L->e->ops[i].compute_backward_s);
-		compute(L, i, L->e->ops[i].compute_backward_s - hidden);
+		compute(L, i, L->e->ops[i].compute_backward_s);
+		int cs = L->n - 1;
+		L->bwd_step[i] = cs;
 		/* a ring passes its blocks around again in the backward, under
 		 * half of its share of the compute, the gradients' under the
-		 * other half (estimate.c's ring_overlap) */
+		 * other half (estimate.c's ring_overlap); the compute step keeps
+		 * what no collective took */
+		double hidden = 0;
 		L->suffix = " (backward ring)";
 		for (int j = start[i]; j < start[i + 1]; j++) {
 			const struct plan_edge *x = &p->edges[idx[j]];
 			if (x->ring > 1) {
 				plan_colls_forward(x->redist.steps, x->redist.n_steps, &k);
-				ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
+				hidden += ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
 			}
 		}
-		L->bwd_step[i] = L->n - 1;
 		for (int j = 0; j < nb; j++)
 			if (b[j].last_op == i)
 				bucket_step(L, &b[j], j, L->bwd_step[i], every);
@@ -268,8 +262,10 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			    !plan_colls_backward(x->redist.steps, x->redist.n_steps,
 			                         plan_edge_start(p, x), &k))
 				L->oom = true;
-			ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
+			hidden += ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
 		}
+		if (hidden > 0 && cs >= 0 && L->steps[cs].kind == PROG_COMPUTE)
+			L->steps[cs].seconds -= hidden;
 	}
 }
 

@@ -217,12 +217,13 @@ static bool whole_layer_cuts(const struct graph *g, const double *live, int k, i
 	for (int i = 0, j = 0; i < n; i++) {
 		if (!attention_softmax(g, i))
 			continue;
-		int at = -1;
-		for (int x = prev + 1; x <= i; x++)
-			if (at < 0 || live[x] <= live[at])
-				at = x;
-		if (j > 0 && j % (L / k) == 0)
+		if (j > 0 && j % (L / k) == 0) {
+			int at = prev + 1;
+			for (int x = prev + 2; x <= i; x++)
+				if (live[x] <= live[at])
+					at = x;
 			first[c++] = at;
+		}
 		prev = i;
 		j++;
 	}
@@ -329,11 +330,15 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 	           whole_layer_cuts(p->graph, out->live, k, out->first_op, &layers)) {
 		/* Megatron-LM's split */
 	} else if (k > 1) {
-		if (p->whole_layers)
+		if (p->whole_layers && layers > 0)
 			diag_add(diags, DIAG_NOTE, s->file, 0, "training.pipeline_stages",
 			         "%d layers do not divide into %d pipeline chunks of whole layers, "
 			         "as Megatron-LM splits them: cut where the chunks' costs balance",
 			         layers, k);
+		else if (p->whole_layers)
+			diag_add(diags, DIAG_NOTE, s->file, 0, "training.pipeline_stages",
+			         "the model has no attention layers to split whole, as Megatron-LM does: "
+			         "cut where the chunks' costs balance");
 		double *prefix = arena_alloc(a, ((size_t)n + 1) * sizeof(double));
 		int *pos = arena_alloc(a, ((size_t)n + 1) * sizeof(int));
 		if (!prefix || !pos)

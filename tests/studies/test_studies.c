@@ -189,21 +189,40 @@ Test(studies, pareto_and_choices_by_hand)
 
 /* ----------------------------------------------------- the sweep, killed */
 
-static int64_t count_rows(const char *db)
+/* Column col of the first row `sql` gives over the database at db; -1
+ * when it cannot be read. */
+static int64_t query_int(const char *db, const char *sql, int col)
 {
 	sqlite3 *h;
 	int64_t n = -1;
 	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
 		sqlite3_stmt *q;
 		sqlite3_busy_timeout(h, 2000);
-		if (sqlite3_prepare_v2(h, "SELECT count(*) FROM points", -1, &q, NULL) == SQLITE_OK) {
+		if (sqlite3_prepare_v2(h, sql, -1, &q, NULL) == SQLITE_OK) {
 			if (sqlite3_step(q) == SQLITE_ROW)
-				n = sqlite3_column_int64(q, 0);
+				n = sqlite3_column_int64(q, col);
 			sqlite3_finalize(q);
 		}
 	}
 	sqlite3_close(h);
 	return n;
+}
+
+static int64_t count_rows(const char *db)
+{
+	return query_int(db, "SELECT count(*) FROM points", 0);
+}
+
+/* `shardlab ARGS`, a sweep into an empty database: every one of `points`
+ * computed. */
+static void sweep_all(const char *args, int64_t points)
+{
+	char want[64];
+	snprintf(want, sizeof want, "(%lld computed, 0 already stored)", (long long)points);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, want) != NULL, "%s", r.out);
+	free(r.out);
 }
 
 /* Every column of every row but the ones that vary by run (none should):
@@ -358,10 +377,7 @@ Test(studies, other_inputs_refused_then_forced, .timeout = 120)
 	cr_expect(strstr(r.out, "was swept for other inputs") != NULL, "%s", r.out);
 	free(r.out);
 	snprintf(args, sizeof args, "sweep %s --db %s --force", study, db);
-	r = fixture_shardlab(args, false);
-	cr_expect_eq(r.status, 0);
-	cr_expect(strstr(r.out, "(1008 computed, 0 already stored)") != NULL, "%s", r.out);
-	free(r.out);
+	sweep_all(args, 1008);
 	remove_db(db);
 	rmdir(dir);
 }
@@ -602,36 +618,23 @@ Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
 	char db[600], args[1400];
 	snprintf(db, sizeof db, "%s/m.db", dir);
 	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s", db);
-	struct cli_run r = fixture_shardlab(args, false);
-	cr_expect_eq(r.status, 0, "%s", r.out);
-	cr_expect(strstr(r.out, "(1044 computed, 0 already stored)") != NULL, "%s", r.out);
-	free(r.out);
-	sqlite3 *h;
-	cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	sqlite3_stmt *q;
-	cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*), sum(expert_parallel > 1) FROM points",
-	                                -1, &q, NULL), SQLITE_OK);
-	cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
-	cr_expect_eq(sqlite3_column_int64(q, 0), 1044);
-	cr_expect_eq(sqlite3_column_int64(q, 1), 432);
-	sqlite3_finalize(q);
-	sqlite3_close(h);
+	sweep_all(args, 1044);
+	cr_expect_eq(count_rows(db), 1044);
+	cr_expect_eq(query_int(db, "SELECT sum(expert_parallel > 1) FROM points", 0), 432);
 	/* A database from before the column is refused, then rebuilt. */
 	remove_db(db);
+	sqlite3 *h;
 	cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
 	cr_assert_eq(sqlite3_exec(h, "CREATE TABLE points(inputs_hash TEXT, cluster INTEGER);",
 	                          NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(h);
-	r = fixture_shardlab(args, true);
+	struct cli_run r = fixture_shardlab(args, true);
 	cr_expect_eq(r.status, 1);
 	cr_expect(strstr(r.out, "no expert_parallel and context_parallel columns") != NULL, "%s",
 	          r.out);
 	free(r.out);
 	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s --force", db);
-	r = fixture_shardlab(args, false);
-	cr_expect_eq(r.status, 0, "%s", r.out);
-	cr_expect(strstr(r.out, "(1044 computed, 0 already stored)") != NULL, "%s", r.out);
-	free(r.out);
+	sweep_all(args, 1044);
 	remove_db(db);
 	rmdir(dir);
 }
@@ -662,22 +665,11 @@ Test(studies, context_parallelism_counted_by_hand, .timeout = 120)
 	char db[600], args[1400];
 	snprintf(db, sizeof db, "%s/c.db", dir);
 	snprintf(args, sizeof args, "sweep tests/data/studies/cp.json --db %s", db);
-	struct cli_run r = fixture_shardlab(args, false);
-	cr_expect_eq(r.status, 0, "%s", r.out);
-	cr_expect(strstr(r.out, "(744 computed, 0 already stored)") != NULL, "%s", r.out);
-	free(r.out);
-	sqlite3 *h;
-	cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	sqlite3_stmt *q;
-	cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*), sum(context_parallel > 1),"
-	                                " sum(context_parallel > 1 AND ok = 1) FROM points",
-	                                -1, &q, NULL), SQLITE_OK);
-	cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
-	cr_expect_eq(sqlite3_column_int64(q, 0), 744);
-	cr_expect_eq(sqlite3_column_int64(q, 1), 132);
-	cr_expect_gt(sqlite3_column_int64(q, 2), 0, "some CP points are planned");
-	sqlite3_finalize(q);
-	sqlite3_close(h);
+	sweep_all(args, 744);
+	cr_expect_eq(count_rows(db), 744);
+	cr_expect_eq(query_int(db, "SELECT sum(context_parallel > 1) FROM points", 0), 132);
+	cr_expect_gt(query_int(db, "SELECT sum(context_parallel > 1 AND ok = 1) FROM points", 0), 0,
+	             "some CP points are planned");
 	remove_db(db);
 	rmdir(dir);
 }

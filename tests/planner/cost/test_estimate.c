@@ -782,6 +782,29 @@ Test(estimate, repeated_layers_are_alike)
 	arena_free(a);
 }
 
+/* A 1-layer LLaMA (h 64, 4 heads of 16, ffn 128, s 32, vocab 64, one
+ * sequence) of `dtype` on one H100 with `training` (a JSON object), its
+ * megatron plan estimated into e. */
+static const struct plan *llama1_estimate(struct arena *a, struct diag_list *d, const char *dtype,
+                                          const char *training, struct estimate *e)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+	         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"l1\","
+	         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\", \"hidden\": 64,"
+	         " \"layers\": 1, \"heads\": 4, \"ffn\": 128, \"seq\": 32, \"vocab\": 64,"
+	         " \"micro_batch\": 1, \"dtype\": \"%s\"}},"
+	         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": 1,"
+	         " \"training\": %s}",
+	         dtype, training);
+	struct scenario *s = fixture_scenario_text(a, d, "scenarios/l1.json", text);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	const struct plan *p = plan_megatron(a, s, &o, d);
+	cr_assert_not_null(p);
+	cr_assert(plan_estimate(a, p, e, d));
+	return p;
+}
+
 /* FlashAttention (training.flash_attention) on a 1-layer LLaMA (h 64, 4
  * heads of 16, s 32, one sequence) on one H100. The scores and the context
  * run causal, half their FLOPs, reading Q and K (the context V, writing
@@ -798,22 +821,11 @@ Test(estimate, flash_attention_by_hand)
 	diag_list_init(&d);
 	struct estimate e[2];
 	const struct plan *p[2];
-	for (int f = 0; f < 2; f++) {
-		char text[1024];
-		snprintf(text, sizeof text,
-		         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"fa\","
-		         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\", \"hidden\": 64,"
-		         " \"layers\": 1, \"heads\": 4, \"ffn\": 128, \"seq\": 32, \"vocab\": 64,"
-		         " \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
-		         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": 1,"
-		         " \"training\": {\"recompute\": \"selective\", \"flash_attention\": %s}}",
-		         f ? "true" : "false");
-		struct scenario *s = fixture_scenario_text(a, &d, "scenarios/fa.json", text);
-		struct plan_options o = {.mode = REDIST_COMPAT};
-		p[f] = plan_megatron(a, s, &o, &d);
-		cr_assert_not_null(p[f]);
-		cr_assert(plan_estimate(a, p[f], &e[f], &d));
-	}
+	for (int f = 0; f < 2; f++)
+		p[f] = llama1_estimate(a, &d, "bf16",
+		                       f ? "{\"recompute\": \"selective\", \"flash_attention\": true}"
+		                         : "{\"recompute\": \"selective\", \"flash_attention\": false}",
+		                       &e[f]);
 	const struct graph *g = p[1]->graph;
 	const struct topo_device *dev = &p[1]->scenario->topo->device;
 	int sc = graph_find_op(g, "layers.0.attn.scores"), sm = graph_find_op(g, "layers.0.attn.softmax");
@@ -867,21 +879,11 @@ Test(estimate, separate_gradient_accumulation_by_hand)
 		struct estimate e[2];
 		const struct plan *p[2];
 		for (int f = 0; f < 2; f++) {
-			char text[1024];
-			snprintf(text, sizeof text,
-			         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"ga\","
-			         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\","
-			         " \"hidden\": 64, \"layers\": 1, \"heads\": 4, \"ffn\": 128, \"seq\": 32,"
-			         " \"vocab\": 64, \"micro_batch\": 1, \"dtype\": \"%s\"}},"
-			         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": 1,"
-			         " \"training\": {\"gradient_accumulation_fusion\": %s}}",
-			         cases[k].dtype, f ? "false" : "true");
-			struct scenario *s = fixture_scenario_text(a, &d, "scenarios/ga.json", text);
-			cr_assert_eq(s->training.separate_grad_accumulation, f == 1);
-			struct plan_options o = {.mode = REDIST_COMPAT};
-			p[f] = plan_megatron(a, s, &o, &d);
-			cr_assert_not_null(p[f]);
-			cr_assert(plan_estimate(a, p[f], &e[f], &d));
+			p[f] = llama1_estimate(a, &d, cases[k].dtype,
+			                       f ? "{\"gradient_accumulation_fusion\": false}"
+			                         : "{\"gradient_accumulation_fusion\": true}",
+			                       &e[f]);
+			cr_assert_eq(p[f]->scenario->training.separate_grad_accumulation, f == 1);
 		}
 		const struct graph *g = p[1]->graph;
 		const struct topo_device *dev = &p[1]->scenario->topo->device;
