@@ -55,8 +55,11 @@ static void help(FILE *f)
 	        "                  \"micro_batches\", \"schedule\", \"pipeline_s\",\n"
 	        "                  \"bubble_s\", \"bubble_fraction\", \"critical_stage\",\n"
 	        "                  \"per_stage\": [{\"first_op\", \"last_op\", \"micro_s\",\n"
-	        "                  \"p2p_s\", \"gradient_s\", \"optimizer_s\",\n"
-	        "                  \"in_flight\", \"memory_bytes\"}]}),\n"
+	        "                  \"p2p_s\", \"gradient_s\", \"tied_bytes\", \"tied_s\"\n"
+	        "                  (the sum of parameters shared with other stages, as\n"
+	        "                  a head tied to the embedding: bytes sent, seconds;\n"
+	        "                  part of gradient_s), \"optimizer_s\", \"in_flight\",\n"
+	        "                  \"memory_bytes\"}]}),\n"
 	        "                  \"training\" ({\"zero_stage\", \"recompute\",\n"
 	        "                  \"sequence_parallel\", \"context_parallel\",\n"
 	        "                  \"expert_parallel\"}),\n"
@@ -188,6 +191,16 @@ static void text_pipeline(const struct plan *p, const struct estimate *e)
 		printf("  %-6d %-34s %-10s %-10s %-9.3g %s%s\n", s, ops, sec(b[0], 32, es->micro_s),
 		       sec(b[1], 32, es->p2p_s), es->in_flight, cli_si(b[2], 32, es->mem.total, "B"),
 		       s == e->critical_stage ? "  (slowest)" : "");
+	}
+	/* the stages that share parameters (a head tied to the embedding) */
+	for (int s = 0; s < pp->n_stages; s++) {
+		const struct est_stage *es = &e->stages[s];
+		if (es->tied_bytes <= 0)
+			continue;
+		printf("  shared parameters' gradients, after the flush: stage %d sends %s a rank "
+		       "to stage %d (%s)\n",
+		       s, cli_si(b[2], 32, es->tied_bytes, "B"), es->tied_next,
+		       sec(b[0], 32, es->tied_s));
 	}
 }
 

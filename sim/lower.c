@@ -360,14 +360,42 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 	out->n_bwd = L->n - out->bwd;
 }
 
-/* After a stage's schedule: the optimizer, then (ZeRO 1, 2) the updated
- * parameters all-gathered, one per gradient bucket. */
+/* A send or receive of shared parameters' gradients (estimate.c's
+ * tied_params) to or from the peers on stage `peer`. */
+static void tied(struct lower *L, enum prog_kind kind, int peer, double bytes, int channel)
+{
+	struct prog_step *s = push(L);
+	if (!s)
+		return;
+	s->kind = kind;
+	s->op = -1;
+	s->bytes = bytes;
+	s->channel = channel;
+	s->peer_stage = peer;
+	s->label = arena_printf(L->a, "%s shared parameters' gradients %s stage %d",
+	                        kind == PROG_SEND ? "send" : "receive",
+	                        kind == PROG_SEND ? "to" : "from", peer);
+	if (!s->label)
+		L->oom = true;
+}
+
+/* After a stage's schedule: the gradients of parameters it shares with
+ * other stages sent round their ring, the optimizer, then (ZeRO 1, 2) the
+ * updated parameters all-gathered, one per gradient bucket. */
 static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 {
 	const struct plan_part *pp = &L->e->part;
 	const struct training *tr = &L->p->scenario->training;
+	const struct est_stage *es = &L->e->stages[st];
 	L->stage = st;
 	out->tail = L->n;
+	if (es->tied_bytes > 0) {
+		L->phase = PHASE_GRADIENT;
+		tied(L, PROG_SEND, es->tied_next, es->tied_bytes,
+		     prog_tied_channel(pp->n_chunks, es->tied_next));
+		tied(L, PROG_RECV, es->tied_prev, L->e->stages[es->tied_prev].tied_bytes,
+		     prog_tied_channel(pp->n_chunks, st));
+	}
 	L->phase = PHASE_OPTIMIZER;
 	compute(L, -1, L->e->stages[st].optimizer_s);
 	for (int c = st; c < pp->n_chunks && (tr->zero_stage == 1 || tr->zero_stage == 2);

@@ -666,7 +666,7 @@ static void configure(int64_t actors)
 static bool make_mailboxes(struct engine *e)
 {
 	const struct program *p = e->prog;
-	int64_t n_p2p = 2 * (int64_t)p->n_chunks * p->stage_ranks;
+	int64_t n_p2p = (int64_t)prog_channels(p->n_chunks, p->n_stages) * p->stage_ranks;
 	e->mbox = malloc((size_t)(2 * e->net.n_pairs + 1) * sizeof(*e->mbox));
 	e->p2p = p->n_stages > 1 ? calloc((size_t)n_p2p + 1, sizeof(*e->p2p)) : NULL;
 	if (!e->mbox || (p->n_stages > 1 && !e->p2p))

@@ -61,9 +61,24 @@ struct prog_step {
 	                                      alongside it, taken off the compute step next to
 	                                      it (a context-parallel ring's attention blocks) */
 	bool every_micro;                  /* stream 1: after every micro-batch, not the last only */
-	int channel;                       /* SEND/RECV: the boundary (chunk c to c+1) */
+	int channel;                       /* SEND/RECV: 2c (activations) or 2c+1 (their
+	                                      gradient) at the boundary chunk c to c+1;
+	                                      prog_tied_channel for shared parameters */
 	int peer_stage;                    /* SEND/RECV: the stage at the other end */
 };
+
+/* The SEND/RECV channels of a program of n_chunks chunks on n_stages
+ * stages: two per chunk boundary, then one per stage for the gradients of
+ * shared parameters it receives (a head tied to the embedding). */
+static inline int prog_channels(int n_chunks, int n_stages)
+{
+	return 2 * n_chunks + n_stages;
+}
+
+static inline int prog_tied_channel(int n_chunks, int receiver_stage)
+{
+	return 2 * n_chunks + receiver_stage;
+}
 
 struct prog_chunk {
 	int stage;

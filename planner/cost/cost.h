@@ -319,7 +319,14 @@ struct est_stage {
 	                                               backward, with their communication */
 	double p2p_s;                               /* of micro_s: sends to the neighbouring stages */
 	double gradient_s, optimizer_s;             /* once per iteration after the flush (gradient_s:
-	                                               buckets and ZeRO 1/2's gathers) */
+	                                               buckets, ZeRO 1/2's gathers, tied_s) */
+	/* Parameters read on several stages (a head tied to the word
+	 * embedding): after the flush the stages holding copies sum their
+	 * gradients in a ring, each rank sending tied_bytes to its peer on
+	 * stage tied_next and receiving its peer's on tied_prev (both the
+	 * stage itself, and tied_bytes 0, when it shares none). */
+	int tied_next, tied_prev;
+	double tied_bytes, tied_s;                  /* tied_s: of gradient_s */
 	double in_flight;                           /* micro-batches whose activations it holds at most */
 	struct est_memory mem;
 };

@@ -682,6 +682,107 @@ static void chunk_act(struct est_ctx *c, const struct plan *p, const bool *core,
 	*working = m->work[rec];
 }
 
+/* Parameters read on several stages: Megatron-LM keeps the word embedding
+ * on the first stage and a copy for the tied head on the last, and after
+ * the flush all-reduces the two copies' gradients over its "embedding
+ * group" (train_step in megatron/training.py at commit de7dc40;
+ * _allreduce_word_embedding_grads in core/distributed/
+ * finalize_model_grads.py today). Here the stages that share any
+ * parameter form a ring (union of the sharing sets): each rank sends
+ * 2(k-1)/k of its copies' gradient bytes to its peer on the next of the
+ * k stages and receives the previous one's, all at once (for k = 2 an
+ * exchange: the all-reduce of two ranks moves S each way). The peers are
+ * the ranks at the same place in their stages, which hold the same slice
+ * when the copies are cut alike, as Megatron's vocabulary-parallel
+ * embedding and head are. Fills every stage's tied_* fields; false when
+ * out of memory. */
+static int stage_root(int *up, int s)
+{
+	while (up[s] != s)
+		s = up[s] = up[up[s]];
+	return s;
+}
+
+static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p,
+                        struct estimate *e)
+{
+	const struct graph *g = p->graph;
+	const struct plan_part *pp = &e->part;
+	int n_st = pp->n_stages;
+	for (int s = 0; s < n_st; s++)
+		e->stages[s].tied_next = e->stages[s].tied_prev = s;
+	if (n_st < 2)
+		return true;
+	/* per tensor: the first stage to read it, then (shared ones) the
+	 * last stage that counted it */
+	int *first = arena_alloc_raw(a, ((size_t)g->n_tensors + 1) * sizeof(int));
+	int *counted = arena_alloc_raw(a, ((size_t)g->n_tensors + 1) * sizeof(int));
+	bool *shared = arena_calloc(a, (size_t)g->n_tensors + 1, sizeof(bool));
+	int *up = arena_alloc_raw(a, ((size_t)n_st + 1) * sizeof(int));
+	int *size = arena_calloc(a, (size_t)n_st + 1, sizeof(int));
+	double *bytes = arena_calloc(a, (size_t)n_st + 1, sizeof(double));
+	if (!first || !counted || !shared || !up || !size || !bytes)
+		return false;
+	for (int t = 0; t < g->n_tensors; t++)
+		first[t] = counted[t] = -1;
+	for (int s = 0; s < n_st; s++)
+		up[s] = s;
+	bool any = false;
+	for (int i = 0; i < g->n_ops; i++) {
+		int s = part_stage(pp, pp->chunk_of[i]);
+		for (int j = 0; j < g->ops[i].n_in; j++) {
+			int t = g->ops[i].in[j];
+			if (g->tensors[t].role != TENSOR_PARAM)
+				continue;
+			if (first[t] < 0) {
+				first[t] = s;
+			} else if (first[t] != s) {
+				up[stage_root(up, first[t])] = stage_root(up, s);
+				shared[t] = any = true;
+			}
+		}
+	}
+	if (!any)
+		return true;
+	/* each shared parameter's slice once per stage: the stages' ops in turn */
+	for (int s = 0; s < n_st; s++)
+		for (int ch = s; ch < pp->n_chunks; ch += n_st)
+			for (int i = pp->first_op[ch]; i < pp->first_op[ch + 1]; i++)
+				for (int j = 0; j < g->ops[i].n_in; j++) {
+					int t = g->ops[i].in[j];
+					if (g->tensors[t].role != TENSOR_PARAM || !shared[t] || counted[t] == s)
+						continue;
+					counted[t] = s;
+					bytes[s] += (double)layout_local_elems(&p->ops[i].in[j]) *
+					            cost_grad_bytes_per_elem(g->tensors[t].dtype);
+				}
+	for (int s = 0; s < n_st; s++)
+		size[stage_root(up, s)]++;
+	for (int s = 0; s < n_st; s++) {
+		int r = stage_root(up, s), k = size[r];
+		struct est_stage *es = &e->stages[s];
+		if (k < 2)
+			continue;
+		int next = s, prev = s;
+		for (int d = 1; d < n_st; d++)
+			if (stage_root(up, (s + d) % n_st) == r) {
+				next = (s + d) % n_st;
+				break;
+			}
+		for (int d = 1; d < n_st; d++)
+			if (stage_root(up, (s - d + n_st) % n_st) == r) {
+				prev = (s - d + n_st) % n_st;
+				break;
+			}
+		es->tied_next = next;
+		es->tied_prev = prev;
+		es->tied_bytes = bytes[s] * 2 * (k - 1) / k;
+		es->tied_s = cost_p2p_s(c->t, (int64_t)s * pp->stage_ranks,
+		                        (int64_t)next * pp->stage_ranks, es->tied_bytes);
+	}
+	return true;
+}
+
 /* A stage: its chunks' per-micro-batch time, its tail, its memory. */
 static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core,
                   int st, struct est_stage *es, struct stage_sums *ss)
@@ -745,9 +846,10 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double p2p_buf = 2 * pp->send_bytes[ch];
 		es->mem.buffers = p2p_buf > es->mem.buffers ? p2p_buf : es->mem.buffers;
 	}
-	/* the tail: the buckets left for the flush, the optimizer */
-	ss->tail_s = tail_sync;
-	es->gradient_s = tail_sync;
+	/* the tail: the buckets left for the flush, the tied parameters'
+	 * sums, the optimizer */
+	ss->tail_s = tail_sync + es->tied_s;
+	es->gradient_s = tail_sync + es->tied_s;
 	ss->cat[EST_OPTIMIZER] = es->optimizer_s;
 	for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
 		if (k != EST_OPTIMIZER)
@@ -1013,6 +1115,7 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 	bool ok = out->stages && ss;
 	if (ok)
 		op_extras(c, p, x->core);
+	ok = ok && tied_params(c, a, p, out);
 	for (int i = 0; ok && i < g->n_ops; i++)
 		out->ops[i].gradient_s = 0;
 	for (int st = 0; ok && st < out->n_stages; st++)

@@ -347,6 +347,25 @@ Test(pipeline, partition_weighs_the_sends_at_its_cuts)
 	          want);
 }
 
+/* A 4-layer GPT of hidden 256, vocabulary 32,768 and sequence 128, bf16,
+ * on p GPUs of one DGX H100 in p stages of v chunks (global batch 12),
+ * its head tied to the word embedding or not. */
+static struct scenario *small_gpt(int p, int v, bool tied)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+	         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"wl\","
+	         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
+	         " \"hidden\": 256, \"layers\": 4, \"heads\": 4, \"seq\": 128,"
+	         " \"vocab\": 32768, \"micro_batch\": 1, \"dtype\": \"bf16\","
+	         " \"tie_embeddings\": %s}},"
+	         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": %d,"
+	         " \"training\": {\"global_batch\": 12, \"pipeline_stages\": %d,"
+	         " \"virtual_stages\": %d, \"schedule\": \"%s\"}}",
+	         tied ? "true" : "false", p, p, v, v > 1 ? "interleaved-1f1b" : "1f1b");
+	return fixture_scenario_text(A, &D, "scenarios/wl.json", text);
+}
+
 /* Megatron-LM's own split (the megatron planner's plans): the same number
  * of whole layers in every chunk, the embedding in the first and the final
  * norm, head and loss in the last, however that weighs them. A 4-layer GPT
@@ -363,17 +382,7 @@ Test(pipeline, megatron_cuts_whole_layers)
 		int p, v, layers_per_chunk;
 	} cases[] = {{4, 1, 1}, {2, 2, 1}, {2, 1, 2}, {2, 3, 0}};
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-		char text[1024];
-		snprintf(text, sizeof text,
-		         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"wl\","
-		         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
-		         " \"hidden\": 256, \"layers\": 4, \"heads\": 4, \"seq\": 128,"
-		         " \"vocab\": 32768, \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
-		         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": %d,"
-		         " \"training\": {\"global_batch\": 12, \"pipeline_stages\": %d,"
-		         " \"virtual_stages\": %d, \"schedule\": \"%s\"}}",
-		         cases[k].p, cases[k].p, cases[k].v, cases[k].v > 1 ? "interleaved-1f1b" : "1f1b");
-		struct scenario *s = fixture_scenario_text(A, &D, "scenarios/wl.json", text);
+		struct scenario *s = small_gpt(cases[k].p, cases[k].v, true);
 		struct plan_options o = {.mode = REDIST_COMPAT};
 		struct plan *p = plan_megatron(A, s, &o, &D);
 		cr_assert_not_null(p);
@@ -395,6 +404,71 @@ Test(pipeline, megatron_cuts_whole_layers)
 			cr_expect_str_eq(p->graph->ops[pp->first_op[c]].name, want, "P %d v %d chunk %d",
 			                 cases[k].p, cases[k].v, c);
 		}
+	}
+}
+
+/* A head tied to the word embedding: Megatron-LM keeps the table on the
+ * first stage and a copy on the last, and after the flush all-reduces
+ * their gradients over the two (its embedding group). On 4 stages of one
+ * GPU, the table is 32,768 x 256 elements with fp32 gradients (bf16
+ * weights): 33,554,432 B, and the all-reduce of two ranks moves all of it
+ * each way (2(k-1)/k = 1). GPU 0 to GPU 3 through the NVSwitch: 1 us +
+ * S / (450 GB/s x 0.817). Stages 1 and 2 share nothing. Interleaved, 2
+ * stages x 2 chunks: the head's chunk 3 is on stage 1, so stages 0 and 1
+ * exchange. Untied: nothing to sum. The simulation runs the exchange in
+ * the stages' tails, before the optimizer, on its own channels. */
+Test(pipeline, tied_embedding_gradients_by_hand)
+{
+	const double S = 32768.0 * 256 * 4;
+	const double want_s = 1e-6 + S / (450e9 * 0.817);
+	static const struct {
+		int p, v;
+		bool tied;
+		int a, b;  /* the stages that exchange; -1: none */
+	} cases[] = {{4, 1, true, 0, 3}, {2, 2, true, 0, 1}, {4, 1, false, -1, -1}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct scenario *s = small_gpt(cases[k].p, cases[k].v, cases[k].tied);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		for (int st = 0; st < e.n_stages; st++) {
+			const struct est_stage *es = &e.stages[st];
+			bool in = st == cases[k].a || st == cases[k].b;
+			int other = st == cases[k].a ? cases[k].b : cases[k].a;
+			cr_expect_eq(es->tied_bytes, in ? S : 0, "case %zu stage %d: %g B", k, st,
+			             es->tied_bytes);
+			cr_expect_eq(es->tied_next, in ? other : st, "case %zu stage %d", k, st);
+			cr_expect_eq(es->tied_prev, in ? other : st, "case %zu stage %d", k, st);
+			double want = in ? want_s : 0;
+			cr_expect(fabs(es->tied_s - want) <= 1e-6 * want, "case %zu stage %d: %.9g s, want %.9g",
+			          k, st, es->tied_s, want);
+			cr_expect_geq(es->gradient_s, es->tied_s);
+		}
+		struct program prog;
+		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+		for (int st = 0; st < prog.n_stages; st++) {
+			const struct prog_stage *ps = &prog.stages[st];
+			int sends = 0, recvs = 0;
+			for (int i = ps->tail; i < ps->tail + ps->n_tail; i++) {
+				const struct prog_step *x = &prog.steps[i];
+				if (x->kind != PROG_SEND && x->kind != PROG_RECV)
+					continue;
+				int to = x->kind == PROG_SEND ? x->peer_stage : st;
+				cr_expect_eq(x->bytes, S);
+				cr_expect_eq(x->channel, prog_tied_channel(prog.n_chunks, to));
+				cr_expect_eq(x->peer_stage, st == cases[k].a ? cases[k].b : cases[k].a);
+				sends += x->kind == PROG_SEND;
+				recvs += x->kind == PROG_RECV;
+			}
+			bool in = st == cases[k].a || st == cases[k].b;
+			cr_expect_eq(sends, in, "case %zu stage %d: %d sends", k, st, sends);
+			cr_expect_eq(recvs, in, "case %zu stage %d: %d receives", k, st, recvs);
+		}
+		struct sim_result r;
+		struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
+		cr_assert(sim_run(A, s->topo, &prog, &so, &r, &D), "case %zu simulates", k);
 	}
 }
 
