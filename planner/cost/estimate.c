@@ -76,13 +76,28 @@ static const struct bwd_kind bwd_table[OP_COUNT] = {
 };
 _Static_assert(OP_COUNT == 26, "bwd_table covers every op kind");
 
-/* Adam per local parameter element: gradient read (dtype), fp32 master
- * read and write (when dtype is not fp32), two fp32 moments read and
- * written, weight written (dtype). */
-static double adam_bytes_per_elem(enum dtype dt)
+/* The optimizer step per local parameter element, in bytes moved, as
+ * Megatron-LM's mixed-precision optimizer runs it (Float16Optimizer-
+ * WithFloat16Params.step, megatron/optimizer/optimizer.py at commit
+ * de7dc40; its distributed optimizer makes the same passes over a shard),
+ * every pass memory-bound:
+ *   - gradients kept in fp16 (cost_grad_bytes_per_elem) copied to fp32
+ *     main gradients: read g, write 4;
+ *   - fp16's loss scale: the main gradients unscaled and checked for
+ *     inf/NaN in place, read and write 4 (bf16 and fp32 have no scaler);
+ *   - their norm for clipping (--clip-grad, 1.0 by default): read 4 (the
+ *     rescale, run only when the norm is over the limit, is not counted);
+ *   - Adam (apex's FusedAdam): the gradient read, the fp32 master (the
+ *     weight itself for fp32) and two moments read and written, 4 + 24;
+ *   - the master copied back to the weight: read 4, write w (not fp32).
+ * fp16 52 B, bf16 38 B, fp32 32 B. */
+static double optimizer_step_bytes(enum dtype dt)
 {
 	double w = (double)dtype_bytes(dt), f = (double)dtype_bytes(DT_FP32);
-	return w + (dt != DT_FP32 ? 2 * f : 0) + 4 * f + w;
+	double g = cost_grad_bytes_per_elem(dt);
+	double copy = g < f ? g + f : 0, unscale = dt == DT_FP16 ? 2 * f : 0, norm = f;
+	double adam = 7 * f, back = dt != DT_FP32 ? f + w : 0;
+	return copy + unscale + norm + adam + back;
 }
 
 /* ------------------------------------------------------------ the state */
@@ -381,7 +396,7 @@ static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_o
 			eo->gradient_s += pr.s;
 			e->category_s[EST_GRADIENT_SYNC] += pr.s;
 		}
-		double u = elems * adam_bytes_per_elem(t->dtype) /
+		double u = elems * optimizer_step_bytes(t->dtype) /
 		           (c->t->device.hbm_bps * c->t->device.memory_efficiency);
 		e->category_s[EST_OPTIMIZER] += u;
 		opt += u;
@@ -821,7 +836,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			es->mem.grads += r->elems * cost_grad_bytes_per_elem(r->dtype) / (zero >= 2 ? r->dp : 1);
 			es->mem.optimizer += r->elems * cost_optimizer_bytes_per_elem(r->dtype) /
 			                     (zero >= 1 ? r->dp : 1);
-			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) * adam_bytes_per_elem(r->dtype) /
+			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) * optimizer_step_bytes(r->dtype) /
 			                   (c->t->device.hbm_bps * c->t->device.memory_efficiency);
 			gathered += r->synced ? r->bytes : 0;
 			if (k + 1 == m->n_params || m->params[k + 1].op != r->op) {

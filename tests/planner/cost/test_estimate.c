@@ -355,8 +355,8 @@ static struct plan *estimate_of(struct arena *a, const char *path, struct estima
  * = 67.9 us against LL's 87.8 and Simple's 86.0), the 4 KiB gradient as LL
  * (14 + 3.6 + 6.58 us + 4 · 1.75 S/B = 24.3 us).
  * Optimizer: local elements 1024*512 + 512 + 512*1024 + 1024 = 1050112,
- * Adam in bf16 moves 2 + 8 + 16 + 2 = 28 bytes each at 1.8 TB/s (one pass
- * over the state, no per-kernel overhead).
+ * in bf16 each moves 38 bytes at 1.8 TB/s (the norm 4, Adam 28, the copy
+ * back to bf16 6: optimizer_step_by_hand), without per-kernel overheads.
  * Memory: parameters and gradients 1050112 x 2 bytes each; optimizer
  * state (fp32 master + 2 moments) 12 bytes per element; activations
  * (local outputs) 1 + 1 + 1 + 2 + 2 + 2 = 9 MiB. */
@@ -383,7 +383,7 @@ Test(estimate, megatron_mlp_by_hand)
 	double grad = nccl_ring_ar(8, 4096, A100_NVSWITCH_BPS, 1 * US);
 	near(grad, 24.31e-6, "the gradient's AllReduce by hand");
 	double elems = 1024.0 * 512 + 512 + 512.0 * 1024 + 1024;
-	double opt = elems * 28 / hbm;
+	double opt = elems * 38 / hbm;
 
 	cr_assert_eq(e.steps_per_iteration, 1);
 	cr_assert(!e.compute_fallback);
@@ -896,6 +896,40 @@ Test(estimate, separate_gradient_accumulation_by_hand)
 		                   want, 1e-15, "%s", cases[k].dtype);
 		cr_expect_eq(e[1].ops[gate].compute_forward_s, e[0].ops[gate].compute_forward_s);
 		cr_expect_eq(e[1].ops[silu].compute_backward_s, e[0].ops[silu].compute_backward_s);
+		diag_list_free(&d);
+		arena_free(a);
+	}
+}
+
+/* The optimizer step as Megatron-LM's mixed-precision optimizer runs it,
+ * every pass memory-bound, bytes per local parameter element:
+ *   fp16: fp16 gradients copied to fp32 (2 + 4), unscaled in place (4 +
+ *         4), their norm (4), Adam (gradient 4, master and two moments read
+ *         and written 24), the master copied back (4 + 2): 52;
+ *   bf16: the gradients are fp32 already and unscaled: 4 + 28 + 6 = 38;
+ *   fp32: 4 + 28 = 32 (the weight is the master).
+ * The 1-layer LLaMA (h 64, 4 heads, ffn 128, vocabulary 64, untied) holds
+ * 64 x 64 (embedding) + 4 x 64 x 64 (q, k, v, o) + 3 x 64 x 128 (gate,
+ * up, down) + 64 x 64 (head) + 3 x 64 (norms) = 49,344 elements on its
+ * one device. */
+Test(estimate, optimizer_step_by_hand)
+{
+	static const struct {
+		const char *dtype;
+		double w, bytes;
+	} cases[] = {{"fp16", 2, 52}, {"bf16", 2, 38}, {"fp32", 4, 32}};
+	const double elems = 49344;
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct arena *a = arena_new();
+		struct diag_list d;
+		diag_list_init(&d);
+		struct estimate e;
+		const struct plan *p = llama1_estimate(a, &d, cases[k].dtype, "{}", &e);
+		const struct topo_device *dev = &p->scenario->topo->device;
+		cr_expect_float_eq(e.param_bytes, elems * cases[k].w, 1e-9, "%s", cases[k].dtype);
+		cr_expect_float_eq(e.category_s[EST_OPTIMIZER],
+		                   elems * cases[k].bytes / (dev->hbm_bps * dev->memory_efficiency),
+		                   1e-15, "%s", cases[k].dtype);
 		diag_list_free(&d);
 		arena_free(a);
 	}
