@@ -697,6 +697,59 @@ static void chunk_act(struct est_ctx *c, const struct plan *p, const bool *core,
 	*working = m->work[rec];
 }
 
+/* The reads of parameters that more than one op reads (a head tied to
+ * the word embedding), grouped by parameter, each group in op order: the
+ * only reads that can put a parameter on two pipeline stages. Made once
+ * per plan (plan_estimator_new); none for most models. */
+struct shared_read {
+	int tensor, op, in;
+};
+
+static int shared_read_cmp(const void *x, const void *y)
+{
+	const struct shared_read *a = x, *b = y;
+	if (a->tensor != b->tensor)
+		return a->tensor < b->tensor ? -1 : 1;
+	if (a->op != b->op)
+		return a->op < b->op ? -1 : 1;
+	return (a->in > b->in) - (a->in < b->in);
+}
+
+/* Into *out (in `a`), their count; -1 when out of memory. */
+static int shared_reads(struct arena *a, const struct graph *g, struct shared_read **out)
+{
+	int *readers = arena_calloc(a, (size_t)g->n_tensors + 1, sizeof(int));
+	int *last = arena_alloc_raw(a, ((size_t)g->n_tensors + 1) * sizeof(int));
+	if (!readers || !last)
+		return -1;
+	for (int t = 0; t < g->n_tensors; t++)
+		last[t] = -1;
+	int n = 0;
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++) {
+			int t = g->ops[i].in[j];
+			if (g->tensors[t].role == TENSOR_PARAM && last[t] != i) {
+				last[t] = i;
+				readers[t]++;
+			}
+		}
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++)
+			n += readers[g->ops[i].in[j]] > 1 && g->tensors[g->ops[i].in[j]].role == TENSOR_PARAM;
+	*out = arena_alloc_raw(a, ((size_t)n + 1) * sizeof(**out));
+	if (!*out)
+		return -1;
+	int k = 0;
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++) {
+			int t = g->ops[i].in[j];
+			if (g->tensors[t].role == TENSOR_PARAM && readers[t] > 1)
+				(*out)[k++] = (struct shared_read){t, i, j};
+		}
+	qsort(*out, (size_t)n, sizeof(**out), shared_read_cmp);
+	return n;
+}
+
 /* Parameters read on several stages: Megatron-LM keeps the word embedding
  * on the first stage and a copy for the tied head on the last, and after
  * the flush all-reduces the two copies' gradients over its "embedding
@@ -709,8 +762,8 @@ static void chunk_act(struct est_ctx *c, const struct plan *p, const bool *core,
  * exchange: the all-reduce of two ranks moves S each way). The peers are
  * the ranks at the same place in their stages, which hold the same slice
  * when the copies are cut alike, as Megatron's vocabulary-parallel
- * embedding and head are. Fills every stage's tied_* fields; false when
- * out of memory. */
+ * embedding and head are. Fills every stage's tied_* fields from the
+ * plan's shared reads; false when out of memory. */
 static int stage_root(int *up, int s)
 {
 	while (up[s] != s)
@@ -719,58 +772,51 @@ static int stage_root(int *up, int s)
 }
 
 static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p,
-                        struct estimate *e)
+                        const struct shared_read *sr, int n_sr, struct estimate *e)
 {
 	const struct graph *g = p->graph;
 	const struct plan_part *pp = &e->part;
 	int n_st = pp->n_stages;
 	for (int s = 0; s < n_st; s++)
 		e->stages[s].tied_next = e->stages[s].tied_prev = s;
-	if (n_st < 2)
+	if (n_st < 2 || n_sr == 0)
 		return true;
-	/* per tensor: the first stage to read it, then (shared ones) the
-	 * last stage that counted it */
-	int *first = arena_alloc_raw(a, ((size_t)g->n_tensors + 1) * sizeof(int));
-	int *counted = arena_alloc_raw(a, ((size_t)g->n_tensors + 1) * sizeof(int));
-	bool *shared = arena_calloc(a, (size_t)g->n_tensors + 1, sizeof(bool));
 	int *up = arena_alloc_raw(a, ((size_t)n_st + 1) * sizeof(int));
 	int *size = arena_calloc(a, (size_t)n_st + 1, sizeof(int));
 	double *bytes = arena_calloc(a, (size_t)n_st + 1, sizeof(double));
-	if (!first || !counted || !shared || !up || !size || !bytes)
+	if (!up || !size || !bytes)
 		return false;
-	for (int t = 0; t < g->n_tensors; t++)
-		first[t] = counted[t] = -1;
 	for (int s = 0; s < n_st; s++)
 		up[s] = s;
+	/* per parameter (a run of sr[]): its stages joined; each stage's
+	 * slice, at its first read there, counted once when there are two */
 	bool any = false;
-	for (int i = 0; i < g->n_ops; i++) {
-		int s = part_stage(pp, pp->chunk_of[i]);
-		for (int j = 0; j < g->ops[i].n_in; j++) {
-			int t = g->ops[i].in[j];
-			if (g->tensors[t].role != TENSOR_PARAM)
-				continue;
-			if (first[t] < 0) {
-				first[t] = s;
-			} else if (first[t] != s) {
-				up[stage_root(up, first[t])] = stage_root(up, s);
-				shared[t] = any = true;
+	for (int lo = 0, hi; lo < n_sr; lo = hi) {
+		for (hi = lo + 1; hi < n_sr && sr[hi].tensor == sr[lo].tensor; hi++)
+			;
+		int first = part_stage(pp, pp->chunk_of[sr[lo].op]);
+		bool shared = false;
+		for (int k = lo + 1; k < hi; k++) {
+			int s = part_stage(pp, pp->chunk_of[sr[k].op]);
+			if (s != first) {
+				up[stage_root(up, first)] = stage_root(up, s);
+				shared = true;
 			}
+		}
+		if (!shared)
+			continue;
+		any = true;
+		for (int k = lo; k < hi; k++) {
+			int s = part_stage(pp, pp->chunk_of[sr[k].op]), seen = 0;
+			for (int x = lo; x < k && !seen; x++)
+				seen = part_stage(pp, pp->chunk_of[sr[x].op]) == s;
+			if (!seen)
+				bytes[s] += (double)layout_local_elems(&p->ops[sr[k].op].in[sr[k].in]) *
+				            cost_grad_bytes_per_elem(g->tensors[sr[k].tensor].dtype);
 		}
 	}
 	if (!any)
 		return true;
-	/* each shared parameter's slice once per stage: the stages' ops in turn */
-	for (int s = 0; s < n_st; s++)
-		for (int ch = s; ch < pp->n_chunks; ch += n_st)
-			for (int i = pp->first_op[ch]; i < pp->first_op[ch + 1]; i++)
-				for (int j = 0; j < g->ops[i].n_in; j++) {
-					int t = g->ops[i].in[j];
-					if (g->tensors[t].role != TENSOR_PARAM || !shared[t] || counted[t] == s)
-						continue;
-					counted[t] = s;
-					bytes[s] += (double)layout_local_elems(&p->ops[i].in[j]) *
-					            cost_grad_bytes_per_elem(g->tensors[t].dtype);
-				}
 	for (int s = 0; s < n_st; s++)
 		size[stage_root(up, s)]++;
 	for (int s = 0; s < n_st; s++) {
@@ -992,6 +1038,8 @@ struct estimator {
 	double *cost;            /* per op: seconds per micro-batch, for the partition */
 	struct part_memo parts[PART_MEMO];
 	int next_part;           /* the slot the next new partition takes */
+	struct shared_read *shared;  /* shared_reads */
+	int n_shared;
 };
 
 /* Copies a partition's arrays into `a`; false when out of memory. */
@@ -1065,8 +1113,9 @@ struct estimator *plan_estimator_new(const struct plan *p, struct diag_list *dia
 		x->cost = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(double));
 		c->fused = plan_fused_input_grads(a, p);
 		c->act = cost_act_scratch_new(a, p);
+		x->n_shared = shared_reads(a, g, &x->shared);
 	}
-	bool ok = a && x->base.ops && x->core && x->cost && c->fused && c->act;
+	bool ok = a && x->base.ops && x->core && x->cost && c->fused && c->act && x->n_shared >= 0;
 	/* Each op's work per micro-batch (its parameters are the chunks'
 	 * business, plan_estimator_run): one op per class of ops alike, then
 	 * the redistributions into them, then the others as copies. */
@@ -1130,7 +1179,7 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 	bool ok = out->stages && ss;
 	if (ok)
 		op_extras(c, p, x->core);
-	ok = ok && tied_params(c, a, p, out);
+	ok = ok && tied_params(c, a, p, x->shared, x->n_shared, out);
 	for (int i = 0; ok && i < g->n_ops; i++)
 		out->ops[i].gradient_s = 0;
 	for (int st = 0; ok && st < out->n_stages; st++)
