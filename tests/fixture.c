@@ -66,6 +66,20 @@ struct scenario *fixture_scenario_text(struct arena *a, struct diag_list *d, con
 	return s;
 }
 
+struct scenario *fixture_generated(struct arena *a, struct diag_list *d, const char *generator,
+                                   const char *topology, int devices, const char *training)
+{
+	char text[4096];
+	int n = snprintf(text, sizeof text,
+	                 "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"g\","
+	                 " \"model\": {\"name\": \"m\", \"generator\": %s},"
+	                 " \"topology\": \"../topologies/%s.json\", \"devices\": %d,"
+	                 " \"training\": %s}",
+	                 generator, topology, devices, training);
+	cr_assert(n > 0 && (size_t)n < sizeof text, "the scenario's text is too long");
+	return fixture_scenario_text(a, d, "scenarios/g.json", text);
+}
+
 struct topology *fixture_topology(struct arena *a, const char *name)
 {
 	struct diag_list d;

@@ -31,6 +31,11 @@ struct scenario *fixture_scenario(const char *path);
  * does not load. */
 struct scenario *fixture_scenario_text(struct arena *a, struct diag_list *d, const char *path,
                                        const char *text);
+/* A scenario of a generated model (`generator`: its JSON object) on
+ * `devices` of topologies/TOPOLOGY.json, its training settings the JSON
+ * object `training`; loaded as fixture_scenario_text loads. */
+struct scenario *fixture_generated(struct arena *a, struct diag_list *d, const char *generator,
+                                   const char *topology, int devices, const char *training);
 /* topologies/NAME.json loaded into a; the test fails when it does not
  * load. "NAME:none" drops its collective library and its stragglers
  * (the links' α–β formulas alone and equal devices, topologies.h). */

@@ -22,20 +22,9 @@ TestSuite(baselines, .init = fixture_setup, .fini = fixture_teardown);
 static struct scenario *generated_with(const char *gen, const char *topo, int devices,
                                        const char *training)
 {
-	char text[2048];
-	snprintf(text, sizeof text,
-	         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"mem\","
-	         " \"model\": {\"name\": \"m\", \"generator\": %s},"
-	         " \"topology\": \"../topologies/%s.json\", \"devices\": %d,"
-	         " \"training\": {\"global_batch\": 8, \"dtype\": \"bf16\"%s}}",
-	         gen, topo, devices, training);
-	struct json_doc doc;
-	struct scenario *s = NULL;
-	if (json_doc_parse(&doc, "scenarios/mem.json", text, strlen(text), &D))
-		s = scenario_load_doc(A, &doc);
-	json_doc_free(&doc);
-	cr_assert_not_null(s, "scenario does not load: %s", text);
-	return s;
+	char tr[1024];
+	snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"dtype\": \"bf16\"%s}", training);
+	return fixture_generated(A, &D, gen, topo, devices, tr);
 }
 
 static struct scenario *generated(const char *gen, const char *topo, int devices)

@@ -587,6 +587,46 @@ Test(studies, listed_configurations)
 	cr_expect_gt(r.bubble_s, 0);
 }
 
+/* A parallel degree of a configuration. */
+static int64_t ep_of(const struct search_config *c)
+{
+	return c->ep;
+}
+
+static int64_t cp_of(const struct search_config *c)
+{
+	return c->cp;
+}
+
+/* A study counted by hand: `units` units of `points` points, `over` of
+ * them with degree > 1. Swept into a fresh database, db in the temporary
+ * directory dir (both left for the caller; args the sweep's command), it
+ * stores every point, `column` > 1 in `over` of them. */
+static void counted_study(const char *path, int units, int64_t points,
+                          int64_t (*degree)(const struct search_config *), int64_t over,
+                          const char *column, char dir[], char db[600], char args[1400])
+{
+	struct study *st = load(path);
+	int n_units;
+	int64_t n_points, n_over = 0;
+	struct study_unit *u = study_units(A, st, &n_units, &n_points);
+	cr_assert_not_null(u);
+	cr_expect_eq(n_units, units);
+	cr_expect_eq(n_points, points);
+	for (int i = 0; i < n_units; i++)
+		for (int k = 0; k < u[i].n_configs; k++)
+			n_over += degree(&u[i].configs[k]) > 1;
+	cr_expect_eq(n_over, over);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, 600, "%s/s.db", dir);
+	snprintf(args, 1400, "sweep %s --db %s", path, db);
+	sweep_all(args, points);
+	cr_expect_eq(count_rows(db), points);
+	char sql[128];
+	snprintf(sql, sizeof sql, "SELECT sum(%s > 1) FROM points", column);
+	cr_expect_eq(query_int(db, sql, 0), over, "%s", column);
+}
+
 /* tests/data/studies/moe.json: a 2-layer mixture of 4 experts on 8 NPUs,
  * global batch 8. As above with PP <= 2 layers, and each unit once per EP
  * dividing DP and 4 (interleaving needs 2 PP <= 2 layers: never):
@@ -600,27 +640,10 @@ Test(studies, listed_configurations)
  * 61 units, 1044 points; EP > 1: 24 + 96 + 96 + 144 + 72 = 432. */
 Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
 {
-	struct study *st = load("tests/data/studies/moe.json");
-	int n_units;
-	int64_t n_points;
-	struct study_unit *u = study_units(A, st, &n_units, &n_points);
-	cr_assert_not_null(u);
-	cr_expect_eq(n_units, 61);
-	cr_expect_eq(n_points, 1044);
-	int64_t ep = 0;
-	for (int i = 0; i < n_units; i++)
-		for (int k = 0; k < u[i].n_configs; k++)
-			ep += u[i].configs[k].ep > 1;
-	cr_expect_eq(ep, 432);
 	/* The sweep stores them as distinct points, EP in its own column. */
-	char dir[] = "/tmp/shardlab-study-XXXXXX";
-	cr_assert_not_null(mkdtemp(dir));
-	char db[600], args[1400];
-	snprintf(db, sizeof db, "%s/m.db", dir);
-	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s", db);
-	sweep_all(args, 1044);
-	cr_expect_eq(count_rows(db), 1044);
-	cr_expect_eq(query_int(db, "SELECT sum(expert_parallel > 1) FROM points", 0), 432);
+	char dir[] = "/tmp/shardlab-study-XXXXXX", db[600], args[1400];
+	counted_study("tests/data/studies/moe.json", 61, 1044, ep_of, 432, "expert_parallel", dir, db,
+	              args);
 	/* A database from before the column is refused, then rebuilt. */
 	remove_db(db);
 	sqlite3 *h;
@@ -648,26 +671,9 @@ Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
  * 132 more: 744 points in 43 units. */
 Test(studies, context_parallelism_counted_by_hand, .timeout = 120)
 {
-	struct study *st = load("tests/data/studies/cp.json");
-	int n_units;
-	int64_t n_points;
-	struct study_unit *u = study_units(A, st, &n_units, &n_points);
-	cr_assert_not_null(u);
-	cr_expect_eq(n_units, 43);
-	cr_expect_eq(n_points, 744);
-	int64_t cp = 0;
-	for (int i = 0; i < n_units; i++)
-		for (int k = 0; k < u[i].n_configs; k++)
-			cp += u[i].configs[k].cp > 1;
-	cr_expect_eq(cp, 132);
-	char dir[] = "/tmp/shardlab-study-XXXXXX";
-	cr_assert_not_null(mkdtemp(dir));
-	char db[600], args[1400];
-	snprintf(db, sizeof db, "%s/c.db", dir);
-	snprintf(args, sizeof args, "sweep tests/data/studies/cp.json --db %s", db);
-	sweep_all(args, 744);
-	cr_expect_eq(count_rows(db), 744);
-	cr_expect_eq(query_int(db, "SELECT sum(context_parallel > 1) FROM points", 0), 132);
+	char dir[] = "/tmp/shardlab-study-XXXXXX", db[600], args[1400];
+	counted_study("tests/data/studies/cp.json", 43, 744, cp_of, 132, "context_parallel", dir, db,
+	              args);
 	cr_expect_gt(query_int(db, "SELECT sum(context_parallel > 1 AND ok = 1) FROM points", 0), 0,
 	             "some CP points are planned");
 	remove_db(db);

@@ -788,16 +788,12 @@ Test(estimate, repeated_layers_are_alike)
 static const struct plan *llama1_estimate(struct arena *a, struct diag_list *d, const char *dtype,
                                           const char *training, struct estimate *e)
 {
-	char text[1024];
-	snprintf(text, sizeof text,
-	         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"l1\","
-	         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\", \"hidden\": 64,"
-	         " \"layers\": 1, \"heads\": 4, \"ffn\": 128, \"seq\": 32, \"vocab\": 64,"
-	         " \"micro_batch\": 1, \"dtype\": \"%s\"}},"
-	         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": 1,"
-	         " \"training\": %s}",
-	         dtype, training);
-	struct scenario *s = fixture_scenario_text(a, d, "scenarios/l1.json", text);
+	char gen[256];
+	snprintf(gen, sizeof gen,
+	         "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, \"ffn\": 128,"
+	         " \"seq\": 32, \"vocab\": 64, \"micro_batch\": 1, \"dtype\": \"%s\"}",
+	         dtype);
+	struct scenario *s = fixture_generated(a, d, gen, "dgx-h100", 1, training);
 	struct plan_options o = {.mode = REDIST_COMPAT};
 	const struct plan *p = plan_megatron(a, s, &o, d);
 	cr_assert_not_null(p);

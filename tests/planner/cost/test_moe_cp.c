@@ -183,14 +183,13 @@ Test(moe_cp, cp_ring_overlap)
  * S / (8 x 18.48 GB/s). */
 Test(moe_cp, plan_alltoall_is_the_closed_form)
 {
-	const char *text =
-	    "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"ep\","
-	    " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\", \"hidden\": 64,"
-	    " \"layers\": 1, \"heads\": 4, \"ffn\": 128, \"seq\": 64, \"vocab\": 32, \"experts\": 8,"
-	    " \"top_k\": 2, \"micro_batch\": 8, \"dtype\": \"bf16\"}},"
-	    " \"topology\": \"../topologies/atlas800t-a2-910b.json\", \"devices\": 8,"
-	    " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 1, \"expert_parallel\": 8}}";
-	struct scenario *s = fixture_scenario_text(A, &D, "scenarios/ep.json", text);
+	struct scenario *s = fixture_generated(
+	    A, &D,
+	    "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, \"ffn\": 128,"
+	    " \"seq\": 64, \"vocab\": 32, \"experts\": 8, \"top_k\": 2, \"micro_batch\": 8,"
+	    " \"dtype\": \"bf16\"}",
+	    "atlas800t-a2-910b", 8,
+	    "{\"global_batch\": 8, \"tensor_parallel\": 1, \"expert_parallel\": 8}");
 	struct plan_options o = {.mode = REDIST_COMPAT};
 	struct plan *p = plan_megatron(A, s, &o, &D);
 	cr_assert_not_null(p);
@@ -236,14 +235,12 @@ Test(moe_cp, plan_alltoall_is_the_closed_form)
  * backward compute (half of it, shared). */
 Test(moe_cp, plan_cp_ring_hides_under_half_the_attention)
 {
-	const char *text =
-	    "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"cp\","
-	    " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\", \"hidden\": 512,"
-	    " \"layers\": 1, \"heads\": 8, \"ffn\": 1024, \"seq\": 4096, \"vocab\": 64,"
-	    " \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
-	    " \"topology\": \"../topologies/dgx-h100-x64.json\", \"devices\": 16,"
-	    " \"training\": {\"global_batch\": 1, \"tensor_parallel\": 8, \"context_parallel\": 2}}";
-	struct scenario *s = fixture_scenario_text(A, &D, "scenarios/cp.json", text);
+	struct scenario *s = fixture_generated(
+	    A, &D,
+	    "{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 1, \"heads\": 8, \"ffn\": 1024,"
+	    " \"seq\": 4096, \"vocab\": 64, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
+	    "dgx-h100-x64", 16,
+	    "{\"global_batch\": 1, \"tensor_parallel\": 8, \"context_parallel\": 2}");
 	struct plan_options o = {.mode = REDIST_COMPAT};
 	struct plan *p = plan_megatron(A, s, &o, &D);
 	cr_assert_not_null(p, "%s", diag_first_error(A, &D));

@@ -352,18 +352,17 @@ Test(pipeline, partition_weighs_the_sends_at_its_cuts)
  * its head tied to the word embedding or not. */
 static struct scenario *small_gpt(int p, int v, bool tied)
 {
-	char text[1024];
-	snprintf(text, sizeof text,
-	         "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"wl\","
-	         " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
-	         " \"hidden\": 256, \"layers\": 4, \"heads\": 4, \"seq\": 128,"
-	         " \"vocab\": 32768, \"micro_batch\": 1, \"dtype\": \"bf16\","
-	         " \"tie_embeddings\": %s}},"
-	         " \"topology\": \"../topologies/dgx-h100.json\", \"devices\": %d,"
-	         " \"training\": {\"global_batch\": 12, \"pipeline_stages\": %d,"
-	         " \"virtual_stages\": %d, \"schedule\": \"%s\"}}",
-	         tied ? "true" : "false", p, p, v, v > 1 ? "interleaved-1f1b" : "1f1b");
-	return fixture_scenario_text(A, &D, "scenarios/wl.json", text);
+	char gen[512], tr[256];
+	snprintf(gen, sizeof gen,
+	         "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 4, \"heads\": 4,"
+	         " \"seq\": 128, \"vocab\": 32768, \"micro_batch\": 1, \"dtype\": \"bf16\","
+	         " \"tie_embeddings\": %s}",
+	         tied ? "true" : "false");
+	snprintf(tr, sizeof tr,
+	         "{\"global_batch\": 12, \"pipeline_stages\": %d, \"virtual_stages\": %d,"
+	         " \"schedule\": \"%s\"}",
+	         p, v, v > 1 ? "interleaved-1f1b" : "1f1b");
+	return fixture_generated(A, &D, gen, "dgx-h100", p, tr);
 }
 
 /* Megatron-LM's own split (the megatron planner's plans): the same number
