@@ -397,7 +397,7 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 		     prog_tied_channel(pp->n_chunks, st));
 	}
 	L->phase = PHASE_OPTIMIZER;
-	compute(L, -1, L->e->stages[st].optimizer_s);
+	compute(L, -1, es->optimizer_s);
 	for (int c = st; c < pp->n_chunks && (tr->zero_stage == 1 || tr->zero_stage == 2);
 	     c += pp->n_stages) {
 		const struct plan_bucket *b = L->buckets[c];
