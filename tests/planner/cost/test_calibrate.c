@@ -420,34 +420,62 @@ static double member(const cJSON *o, const char *key)
 	return v->valuedouble;
 }
 
-/* dgx-h100.json's gemm_half_dim and kernel_overhead_us are the fit of the
- * shipped OpenXLA table with its matmul_efficiency held (the file says
- * so): calibrating again gives the same four-digit values. The JSON
- * agrees with the text, and two runs are byte-identical. */
-Test(calibrate, shipped_h100_parameters_come_from_the_shipped_table)
+/* dgx-h100.json's compute model is the measured H100 table's: its
+ * memory_efficiency is the largest triad's rate over the HBM rate
+ * (6,442,450,944 B in 2.09838 ms = 3.0702 TB/s of 3.35), held, and the
+ * other three are the fit of the table with it held; calibrating again gives
+ * the same four-digit values. The JSON agrees with the text, and two runs are
+ * byte-identical. */
+Test(calibrate, shipped_h100_parameters_come_from_the_measured_table)
 {
-	const char *args = "calibrate calibration/h100-sxm-xla-gemm.csv --topology "
-	                   "topologies/dgx-h100.json --keep matmul_efficiency --json";
+	const char *args = "calibrate calibration/h100-sxm-measured.csv --topology "
+	                   "topologies/dgx-h100.json --keep memory_efficiency --json";
 	struct cli_run r = fixture_shardlab(args, false), again = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_str_eq(r.out, again.out);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "%s", r.out);
 	const struct topology *t = fixture_topology(A, "dgx-h100");
+	within(t->device.memory_efficiency, 6442450944.0 / 2.09838e-3 / 3350e9, 1e-4,
+	       "memory_efficiency");
 	const cJSON *sec = cJSON_GetObjectItemCaseSensitive(j, "device_section");
 	cr_assert_eq(member(sec, "matmul_efficiency"), t->device.matmul_efficiency);
 	cr_assert_eq(member(sec, "gemm_half_dim"), t->device.gemm_half_dim);
 	within(member(sec, "kernel_overhead_us"), t->device.kernel_overhead_s * 1e6, 1e-12,
 	       "kernel_overhead_us");
 	cr_assert_eq(member(sec, "memory_efficiency"), t->device.memory_efficiency);
-	cr_assert_eq(member(j, "rows"), 125);
-	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "residuals")), 125);
+	cr_assert_eq(member(j, "rows"), 510);
+	cr_assert_eq(member(j, "gemm_rows"), 505);
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "residuals")), 510);
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "parameters");
-	const cJSON *eff = cJSON_GetObjectItemCaseSensitive(p, "matmul_efficiency");
-	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(eff, "source")->valuestring, "held");
+	const cJSON *mem = cJSON_GetObjectItemCaseSensitive(p, "memory_efficiency");
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(mem, "source")->valuestring, "held");
 	cJSON_Delete(j);
 	free(r.out);
 	free(again.out);
+}
+
+/* The A100 files borrow an H100's shape factor and overhead for want of an
+ * A100 table: the fit of OpenXLA's sm_90 table with the asymptote held at
+ * the H100 SXM's best measured rate (794.5 of 989 TFLOP/s) and no memory
+ * rows (the HBM's full rate as the GEMMs' floor). */
+Test(calibrate, a100_shape_factor_is_the_xla_tables_fit)
+{
+	struct calib_table *t = cost_calib_load(A, "calibration/h100-sxm-xla-gemm.csv", &D);
+	cr_assert_not_null(t);
+	struct topo_device h100 = fixture_topology(A, "dgx-h100")->device;
+	h100.matmul_efficiency = 0.8033; /* 794.5 / 989, to four digits as the fit held it */
+	h100.memory_efficiency = 1;
+	struct calib_fit f;
+	cr_assert(cost_calib_fit(A, t, &h100, 1u << CALIB_MATMUL_EFFICIENCY, &f, &D));
+	cr_assert_eq(f.n_rows, 125);
+	const char *files[] = {"dgx-a100", "pcie-8gpu"};
+	for (size_t i = 0; i < 2; i++) {
+		const struct topo_device *a100 = &fixture_topology(A, files[i])->device;
+		within(f.param[CALIB_GEMM_HALF_DIM].value, a100->gemm_half_dim, 1e-4, "gemm_half_dim");
+		within(f.param[CALIB_KERNEL_OVERHEAD].value, a100->kernel_overhead_s, 1e-4,
+		       "kernel_overhead_us");
+	}
 }
 
 /* `shardlab topo` shows the compute model's members, in text and JSON
@@ -456,7 +484,7 @@ Test(calibrate, topo_shows_the_compute_model)
 {
 	struct cli_run r = fixture_shardlab("topo topologies/dgx-h100.json", false);
 	cr_assert_eq(r.status, 0);
-	cr_assert_not_null(strstr(r.out, "\nkernels  GEMM half-dimension 55.39, overhead 6.034 us per "
+	cr_assert_not_null(strstr(r.out, "\nkernels  GEMM half-dimension 95.88, overhead 6.922 us per "
 	                                 "kernel; devices spread 0.01 (stragglers)\n"),
 	                   "%s", r.out);
 	cr_assert_not_null(strstr(r.out, "\ncollectives nccl, inside nvlink\n"), "%s", r.out);
@@ -469,9 +497,9 @@ Test(calibrate, topo_shows_the_compute_model)
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j);
 	const cJSON *dev = cJSON_GetObjectItemCaseSensitive(j, "device");
-	cr_assert_eq(member(dev, "gemm_half_dim"), 55.39);
-	within(member(dev, "kernel_overhead_s"), 6.034e-6, 1e-12, "kernel_overhead_s");
-	within(member(dev, "matmul_efficiency"), 0.8033, 1e-12, "matmul_efficiency");
+	cr_assert_eq(member(dev, "gemm_half_dim"), 95.88);
+	within(member(dev, "kernel_overhead_s"), 6.922e-6, 1e-12, "kernel_overhead_s");
+	within(member(dev, "matmul_efficiency"), 0.8321, 1e-12, "matmul_efficiency");
 	within(member(dev, "speed_cv"), 0.01, 1e-12, "speed_cv");
 	const cJSON *coll = cJSON_GetObjectItemCaseSensitive(j, "collectives");
 	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(coll, "library")->valuestring, "nccl");
