@@ -78,6 +78,23 @@ def elapsed(fn, reps):
     return start.elapsed_time(stop) * 1e-3
 
 
+def event_pair(fn, before=None):
+    """CUDA events around fn(), after before() if given: (start, stop)."""
+    if before:
+        before()
+    e0 = torch.cuda.Event(enable_timing=True)
+    e1 = torch.cuda.Event(enable_timing=True)
+    e0.record()
+    fn()
+    e1.record()
+    return e0, e1
+
+
+def median_s(pairs):
+    """The median of event pairs' elapsed times, in seconds."""
+    return statistics.median(x.elapsed_time(y) * 1e-3 for x, y in pairs)
+
+
 def time_eager(calls):
     """Median seconds per call of a list of callables run round-robin."""
     n = len(calls)
@@ -262,17 +279,10 @@ def section_gemm_interleaved(f):
                 call = gemm_calls(m, n, k, batch, dtype, role, sets=1)[0][0]
                 for _ in range(3):
                     call()
-                evs = []
-                for _ in range(21):
-                    torch.add(fx, fz, alpha=0.5, out=fy)
-                    e0 = torch.cuda.Event(enable_timing=True)
-                    e1 = torch.cuda.Event(enable_timing=True)
-                    e0.record()
-                    call()
-                    e1.record()
-                    evs.append((e0, e1))
+                stream = lambda: torch.add(fx, fz, alpha=0.5, out=fy)
+                evs = [event_pair(call, stream) for _ in range(21)]
                 torch.cuda.synchronize()
-                t = statistics.median(x.elapsed_time(y) * 1e-3 for x, y in evs)
+                t = median_s(evs)
                 del call
             except Exception as exc:
                 log("gemm %s %dx%dx%d failed: %s" % (label, m, n, k, exc))
@@ -591,6 +601,21 @@ def nvml_sampler():
         return None
 
 
+def sample_until(event, sample):
+    """Median (SM MHz, W) read every 50 ms until the event completes."""
+    samples = []
+    while not event.query():
+        if sample:
+            samples.append(sample())
+        start = time.time()
+        while time.time() - start < 0.05:
+            pass
+    torch.cuda.synchronize()
+    if not samples:
+        return float("nan"), float("nan")
+    return (statistics.median(x[0] for x in samples), statistics.median(x[1] for x in samples))
+
+
 def section_power(f):
     """GEMM rate in a short burst, sustained, and between memory-bound kernels.
 
@@ -607,11 +632,6 @@ def section_power(f):
     def filler():
         torch.add(filler_x, filler_z, alpha=0.5, out=filler_y)
 
-    def spin(seconds):
-        start = time.time()
-        while time.time() - start < seconds:
-            pass
-
     for m, n, k in [(8192, 8192, 8192), (8192, 2048, 2048), (4096, 4096, 4096), (8192, 5632, 2048)]:
         a = torch.randn(m, k, device=DEV, dtype=bf)
         b = torch.randn(n, k, device=DEV, dtype=bf).t()
@@ -623,61 +643,24 @@ def section_power(f):
         torch.cuda.synchronize()
         # burst: after 300 ms idle, 5 GEMMs timed one by one
         time.sleep(0.3)
-        ts = []
-        for _ in range(5):
-            e0 = torch.cuda.Event(enable_timing=True)
-            e1 = torch.cuda.Event(enable_timing=True)
-            e0.record()
-            mm()
-            e1.record()
-            ts.append((e0, e1))
+        ts = [event_pair(mm) for _ in range(5)]
         torch.cuda.synchronize()
-        tb = statistics.median(x.elapsed_time(y) * 1e-3 for x, y in ts)
+        tb = median_s(ts)
         f.write("%d,%d,%d,burst after idle,%.6g,%.1f,,\n" % (m, n, k, tb, flops / tb / 1e12))
         # sustained: 3 s back to back, windows of 250 ms, clock sampled while busy
         t1 = elapsed(mm, 3) / 3
         per = max(1, int(0.25 / t1))
-        evs = []
-        for w in range(12):
-            e0 = torch.cuda.Event(enable_timing=True)
-            e1 = torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(per):
-                mm()
-            e1.record()
-            evs.append((e0, e1))
-        samples = []
-        while not evs[-1][1].query():
-            if sample:
-                samples.append(sample())
-            spin(0.05)
-        torch.cuda.synchronize()
+        evs = [event_pair(lambda: [mm() for _ in range(per)]) for _ in range(12)]
+        clk, pw = sample_until(evs[-1][1], sample)
         for w, (x, y) in enumerate(evs):
             t = x.elapsed_time(y) * 1e-3 / per
-            clk = statistics.median(s[0] for s in samples) if samples else float("nan")
-            pw = statistics.median(s[1] for s in samples) if samples else float("nan")
             f.write("%d,%d,%d,sustained window %d,%.6g,%.1f,%.0f,%.0f\n"
                     % (m, n, k, w, t, flops / t / 1e12, clk, pw))
         # interleaved: each GEMM after a streaming kernel, for 3 s
-        evs = []
         reps = max(1, int(3.0 / (t1 + 0.0005)))
-        for _ in range(min(reps, 3000)):
-            filler()
-            e0 = torch.cuda.Event(enable_timing=True)
-            e1 = torch.cuda.Event(enable_timing=True)
-            e0.record()
-            mm()
-            e1.record()
-            evs.append((e0, e1))
-        samples = []
-        while not evs[-1][1].query():
-            if sample:
-                samples.append(sample())
-            spin(0.05)
-        torch.cuda.synchronize()
-        ti = statistics.median(x.elapsed_time(y) * 1e-3 for x, y in evs[len(evs) // 2:])
-        clk = statistics.median(s[0] for s in samples) if samples else float("nan")
-        pw = statistics.median(s[1] for s in samples) if samples else float("nan")
+        evs = [event_pair(mm, filler) for _ in range(min(reps, 3000))]
+        clk, pw = sample_until(evs[-1][1], sample)
+        ti = median_s(evs[len(evs) // 2:])
         f.write("%d,%d,%d,after a streaming kernel,%.6g,%.1f,%.0f,%.0f\n"
                 % (m, n, k, ti, flops / ti / 1e12, clk, pw))
         log("power %dx%dx%d: burst %.0f, sustained (last window) %.0f, after a streaming kernel %.0f"
