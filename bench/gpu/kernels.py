@@ -67,17 +67,6 @@ def log(*args):
     print("[%6.1f s]" % (time.time() - T0), *args, flush=True)
 
 
-def elapsed(fn, reps):
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    stop.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(stop) * 1e-3
-
-
 def event_pair(fn, before=None):
     """CUDA events around fn(), after before() if given: (start, stop)."""
     if before:
@@ -90,9 +79,22 @@ def event_pair(fn, before=None):
     return e0, e1
 
 
+def seconds(pair):
+    """An event pair's elapsed time, in seconds (after a synchronisation)."""
+    return pair[0].elapsed_time(pair[1]) * 1e-3
+
+
 def median_s(pairs):
     """The median of event pairs' elapsed times, in seconds."""
-    return statistics.median(x.elapsed_time(y) * 1e-3 for x, y in pairs)
+    torch.cuda.synchronize()
+    return statistics.median(seconds(p) for p in pairs)
+
+
+def elapsed(fn, reps):
+    """Seconds of reps back-to-back calls of fn."""
+    pair = event_pair(lambda: [fn() for _ in range(reps)])
+    torch.cuda.synchronize()
+    return seconds(pair)
 
 
 def time_eager(calls):
@@ -197,14 +199,14 @@ def gemm_shapes():
     # The linears of shipped and published models at their tensor-parallel
     # degrees, as forward, data-gradient and weight-gradient GEMMs.
     models = [
-        # name, tokens, hidden, q out, kv out, ffn, vocab, gated, tps
-        ("llama2-70b s4096", 4096, 8192, 8192, 1024, 28672, 32000, True, [4, 8]),
-        ("llama2-7b s4096", 4096, 4096, 4096, 4096, 11008, 32000, True, [1, 8]),
-        ("mistral-7b s4096 mb4", 16384, 4096, 4096, 1024, 14336, 32000, True, [8]),
-        ("gpt3-175b s2048", 2048, 12288, 12288, 12288, 49152, 51200, False, [8]),
-        ("gpt 8.3b s1024 mb8", 8192, 3072, 3072, 3072, 12288, 51200, False, [8]),
+        # name, tokens, hidden, q out, kv out, ffn, vocab, tps
+        ("llama2-70b s4096", 4096, 8192, 8192, 1024, 28672, 32000, [4, 8]),
+        ("llama2-7b s4096", 4096, 4096, 4096, 4096, 11008, 32000, [1, 8]),
+        ("mistral-7b s4096 mb4", 16384, 4096, 4096, 1024, 14336, 32000, [8]),
+        ("gpt3-175b s2048", 2048, 12288, 12288, 12288, 49152, 51200, [8]),
+        ("gpt 8.3b s1024 mb8", 8192, 3072, 3072, 3072, 12288, 51200, [8]),
     ]
-    for name, tok, h, qo, kvo, ffn, vocab, gated, tps in models:
+    for name, tok, h, qo, kvo, ffn, vocab, tps in models:
         for tp in tps:
             lin = [("q", h, qo // tp), ("kv", h, max(1, kvo // tp)),
                    ("out", qo // tp, h), ("up", h, ffn // tp),
@@ -223,32 +225,42 @@ def gemm_shapes():
     return rows
 
 
+def write_gemm_rows(f, rows, times):
+    """The table's GEMM rows, a comment line before each label's first."""
+    last = None
+    for (label, m, n, k, batch, dtype, _), t in zip(rows, times):
+        if t is None:
+            continue
+        if label != last:
+            f.write("# %s\n" % label)
+            last = label
+        f.write("gemm,%d,%d,%d,%d,%s,,%.6g\n" % (m, n, k, batch, dtype, t))
+
+
+def log_gemm(prefix, i, rows, t):
+    label, m, n, k, batch = rows[i][:5]
+    log("%sgemm %d/%d %s %dx%dx%d b%d: %.2f us, %.0f TFLOP/s"
+        % (prefix, i, len(rows), label, m, n, k, batch, t * 1e6, 2.0 * m * n * k * batch / t / 1e12))
+
+
 def section_gemm(fg, fe):
     rows = gemm_shapes()
     log("gemm: %d shapes" % len(rows))
-    last = None
+    tgs, tes = [None] * len(rows), [None] * len(rows)
     for i, (label, m, n, k, batch, dtype, role) in enumerate(rows):
         try:
-            calls, per = gemm_calls(m, n, k, batch, dtype, role)
-            tg = time_graph(calls)
+            calls, _ = gemm_calls(m, n, k, batch, dtype, role)
+            tgs[i] = time_graph(calls)
             small = m * n * k * batch <= (1 << 33)
-            te = time_eager(calls) if small else tg
+            tes[i] = time_eager(calls) if small else tgs[i]
             del calls
         except Exception as exc:  # keep going: one shape must not lose the rest
             log("gemm %s %dx%dx%d failed: %s" % (label, m, n, k, exc))
             continue
-        if label != last:
-            for f in (fg, fe):
-                f.write("# %s\n" % label)
-            last = label
-        for f, t in ((fg, tg), (fe, te)):
-            f.write("gemm,%d,%d,%d,%d,%s,,%.6g\n" % (m, n, k, batch, dtype, t))
         if i % 40 == 0:
-            fg.flush()
-            fe.flush()
-            log("gemm %d/%d %s %dx%dx%d b%d: %.2f us, %.0f TFLOP/s"
-                % (i, len(rows), label, m, n, k, batch, tg * 1e6,
-                   2.0 * m * n * k * batch / tg / 1e12))
+            log_gemm("", i, rows, tgs[i])
+    write_gemm_rows(fg, rows, tgs)
+    write_gemm_rows(fe, rows, tes)
     torch.cuda.empty_cache()
 
 
@@ -273,33 +285,22 @@ def section_gemm_interleaved(f):
     rows = gemm_shapes()
     best = [None] * len(rows)
     log("gemm after a streaming kernel: %d shapes, %d rounds" % (len(rows), ROUNDS))
+    stream = lambda: torch.add(fx, fz, alpha=0.5, out=fy)
     for rnd in range(ROUNDS):
         for i, (label, m, n, k, batch, dtype, role) in enumerate(rows):
             try:
                 call = gemm_calls(m, n, k, batch, dtype, role, sets=1)[0][0]
                 for _ in range(3):
                     call()
-                stream = lambda: torch.add(fx, fz, alpha=0.5, out=fy)
-                evs = [event_pair(call, stream) for _ in range(21)]
-                torch.cuda.synchronize()
-                t = median_s(evs)
+                t = median_s([event_pair(call, stream) for _ in range(21)])
                 del call
             except Exception as exc:
                 log("gemm %s %dx%dx%d failed: %s" % (label, m, n, k, exc))
                 continue
             best[i] = t if best[i] is None else min(best[i], t)
             if i % 100 == 0:
-                log("round %d, gemm %d/%d %s %dx%dx%d b%d: %.2f us, %.0f TFLOP/s"
-                    % (rnd, i, len(rows), label, m, n, k, batch, t * 1e6,
-                       2.0 * m * n * k * batch / t / 1e12))
-    last = None
-    for (label, m, n, k, batch, dtype, role), t in zip(rows, best):
-        if t is None:
-            continue
-        if label != last:
-            f.write("# %s\n" % label)
-            last = label
-        f.write("gemm,%d,%d,%d,%d,%s,,%.6g\n" % (m, n, k, batch, dtype, t))
+                log_gemm("round %d, " % rnd, i, rows, t)
+    write_gemm_rows(f, rows, best)
     del fx, fy, fz
     torch.cuda.empty_cache()
 
@@ -379,6 +380,15 @@ def grad_calls(make, nsets):
     return fwd, both
 
 
+def fwd_bwd_seconds(make, nsets):
+    """Forward seconds (no autograd) and backward seconds (forward + backward
+    less the forward) of make()'s function on nsets copies of its inputs."""
+    fwd, both = grad_calls(make, nsets)
+    with torch.no_grad():
+        tf = time_eager(fwd)
+    return tf, time_eager(both) - tf
+
+
 def section_kernels(f):
     f.write("name,shape,dtype,pass,bytes,seconds,GBps\n")
     bf = torch.bfloat16
@@ -392,29 +402,30 @@ def section_kernels(f):
         sz = m * h * el
         cases.append(("layer_norm", "%dx%d" % (m, h), sz * 2, sz * 3,
                       lambda m=m, h=h: (lambda x, w, b: F.layer_norm(x, (h,), w, b),
-                                        [rnd(m, h), rnd(h), rnd(h)], torch.randn(m, h, device=DEV, dtype=bf))))
+                                        [rnd(m, h), rnd(h), rnd(h)], rnd(m, h, grad=False))))
         cases.append(("rms_norm", "%dx%d" % (m, h), sz * 2, sz * 3,
                       lambda m=m, h=h: (lambda x, w: F.rms_norm(x, (h,), w),
-                                        [rnd(m, h), rnd(h)], torch.randn(m, h, device=DEV, dtype=bf))))
-        cases.append(("add", "%dx%d" % (m, h), sz * 3, sz * 3,
+                                        [rnd(m, h), rnd(h)], rnd(m, h, grad=False))))
+        # a sum's backward hands the gradient on: no kernel, no backward row
+        cases.append(("add", "%dx%d" % (m, h), sz * 3, 0,
                       lambda m=m, h=h: (lambda x, y: x + y,
-                                        [rnd(m, h), rnd(m, h)], torch.randn(m, h, device=DEV, dtype=bf))))
+                                        [rnd(m, h), rnd(m, h)], rnd(m, h, grad=False))))
         cases.append(("dropout p0.1", "%dx%d" % (m, h), sz * 2 + m * h, sz * 2 + m * h,
                       lambda m=m, h=h: (lambda x: F.dropout(x, 0.1, True),
-                                        [rnd(m, h)], torch.randn(m, h, device=DEV, dtype=bf))))
+                                        [rnd(m, h)], rnd(m, h, grad=False))))
     for m, f4 in [(8192, 16384), (4096, 28672 // 8)]:
         sz = m * f4 * el
         cases.append(("gelu tanh", "%dx%d" % (m, f4), sz * 2, sz * 3,
                       lambda m=m, f4=f4: (lambda x: F.gelu(x, approximate="tanh"),
-                                          [rnd(m, f4)], torch.randn(m, f4, device=DEV, dtype=bf))))
+                                          [rnd(m, f4)], rnd(m, f4, grad=False))))
         cases.append(("silu*mul", "%dx%d" % (m, f4), sz * 3, sz * 5,
                       lambda m=m, f4=f4: (lambda a, b: F.silu(a) * b,
-                                          [rnd(m, f4), rnd(m, f4)], torch.randn(m, f4, device=DEV, dtype=bf))))
+                                          [rnd(m, f4), rnd(m, f4)], rnd(m, f4, grad=False))))
     for b, s in [(32, 1024), (12, 2048)]:
         sz = b * s * s * el
         cases.append(("softmax", "%dx%dx%d" % (b, s, s), sz * 2, sz * 3,
                       lambda b=b, s=s: (lambda x: F.softmax(x, -1),
-                                        [rnd(b, s, s)], torch.randn(b, s, s, device=DEV, dtype=bf))))
+                                        [rnd(b, s, s)], rnd(b, s, s, grad=False))))
     for m, v in [(8192, 32000), (2048, 51200 // 8)]:
         sz = m * v * el
         cases.append(("cross_entropy", "%dx%d" % (m, v), sz + 8 * m, sz * 2 + 8 * m,
@@ -426,24 +437,21 @@ def section_kernels(f):
                       m * h * el + 8 * m + v * h * el * 2,
                       lambda m=m, v=v, h=h: (lambda i, w: F.embedding(i, w),
                                              [torch.randint(0, v, (m,), device=DEV), rnd(v, h)],
-                                             torch.randn(m, h, device=DEV, dtype=bf))))
+                                             rnd(m, h, grad=False))))
     for name, shape, fbytes, bbytes, make in cases:
         try:
             _, inputs, _ = make()
             per = sum(t.numel() * t.element_size() for t in inputs)
-            fwd, both = grad_calls(make, int(min(8, copies(per * 3))))
-            with torch.no_grad():
-                tf = time_eager(fwd)
-            tb = time_eager(both)
-            del fwd, both
+            tf, tb = fwd_bwd_seconds(make, int(min(8, copies(per * 3))))
         except Exception as exc:
             log("kernel %s %s failed: %s" % (name, shape, exc))
             continue
         f.write("%s,%s,bf16,forward,%d,%.6g,%.0f\n" % (name, shape, fbytes, tf, fbytes / tf / 1e9))
-        f.write("%s,%s,bf16,backward,%d,%.6g,%.0f\n"
-                % (name, shape, bbytes, tb - tf, bbytes / max(tb - tf, 1e-9) / 1e9))
+        if bbytes:
+            f.write("%s,%s,bf16,backward,%d,%.6g,%.0f\n"
+                    % (name, shape, bbytes, tb, bbytes / max(tb, 1e-9) / 1e9))
         log("%s %s: forward %.1f us (%.0f GB/s), backward %.1f us"
-            % (name, shape, tf * 1e6, fbytes / tf / 1e9, (tb - tf) * 1e6))
+            % (name, shape, tf * 1e6, fbytes / tf / 1e9, tb * 1e6))
         f.flush()
     torch.cuda.empty_cache()
 
@@ -467,11 +475,7 @@ def section_attention(f):
                 fn = lambda q, k, v: F.scaled_dot_product_attention(
                     q, k, v, is_causal=True, enable_gqa=(kv != a))
                 return fn, [q, k, v], g
-            fwd, both = grad_calls(make, 2)
-            with torch.no_grad():
-                tf = time_eager(fwd)
-            tb = time_eager(both) - tf
-            del fwd, both
+            tf, tb = fwd_bwd_seconds(make, 2)
         except Exception as exc:
             log("attention %s failed: %s" % (name, exc))
             continue
@@ -512,7 +516,7 @@ def section_steps():
         from transformers import LlamaConfig, LlamaForCausalLM
     except Exception as exc:
         log("transformers not importable: %s" % exc)
-        return {"error": str(exc)}
+        return [{"error": str(exc)}]
     for cfgname, seq, mb in [("llama-h2048-l8.json", 2048, 4), ("llama-h4096-l4.json", 4096, 1)]:
         entry = {"config": cfgname, "seq": seq, "micro_batch": mb,
                  "transformers": transformers.__version__}
@@ -547,32 +551,15 @@ def section_steps():
             torch.cuda.synchronize()
             fbt, optt = [], []
             for _ in range(10):
-                e0 = torch.cuda.Event(enable_timing=True)
-                e1 = torch.cuda.Event(enable_timing=True)
-                e2 = torch.cuda.Event(enable_timing=True)
-                e0.record()
-                fb()
-                e1.record()
-                opt.step()
-                e2.record()
+                fbt.append(event_pair(fb))
+                optt.append(event_pair(opt.step))
                 opt.zero_grad(set_to_none=True)
-                torch.cuda.synchronize()
-                fbt.append(e0.elapsed_time(e1) * 1e-3)
-                optt.append(e1.elapsed_time(e2) * 1e-3)
-            entry["forward_backward_s"] = statistics.median(fbt)
-            entry["optimizer_s"] = statistics.median(optt)
-            entry["forward_backward_all_s"] = fbt
+            entry["forward_backward_s"] = median_s(fbt)
+            entry["optimizer_s"] = median_s(optt)
+            entry["forward_backward_all_s"] = [seconds(p) for p in fbt]
             with torch.no_grad():
-                fw = []
-                for _ in range(5):
-                    e0 = torch.cuda.Event(enable_timing=True)
-                    e1 = torch.cuda.Event(enable_timing=True)
-                    e0.record()
-                    model(input_ids=ids, labels=ids)
-                    e1.record()
-                    torch.cuda.synchronize()
-                    fw.append(e0.elapsed_time(e1) * 1e-3)
-                entry["forward_nograd_s"] = statistics.median(fw)
+                entry["forward_nograd_s"] = median_s(
+                    [event_pair(lambda: model(input_ids=ids, labels=ids)) for _ in range(5)])
             entry["max_memory_GB"] = torch.cuda.max_memory_allocated() / 1e9
             if not results:
                 entry["profile"] = profile_step(fb)
