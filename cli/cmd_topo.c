@@ -166,6 +166,10 @@ static void print_collectives(const struct topology *t)
 	if (c->tree_max_busbw_bps[0] > 0 || c->tree_max_busbw_bps[1] > 0)
 		printf(", tree bus bandwidth at most %.4g / %.4g GB/s (2 servers / more)",
 		       c->tree_max_busbw_bps[0] / 1e9, c->tree_max_busbw_bps[1] / 1e9);
+	if (c->ll_max_busbw_bps[0] > 0 || c->ll_max_busbw_bps[1] > 0 || c->ll_max_busbw_bps[2] > 0)
+		printf(", LL bus bandwidth at most %.4g / %.4g / %.4g GB/s (1 server / 2 / more)",
+		       c->ll_max_busbw_bps[0] / 1e9, c->ll_max_busbw_bps[1] / 1e9,
+		       c->ll_max_busbw_bps[2] / 1e9);
 	printf("\n");
 }
 
@@ -274,6 +278,14 @@ static cJSON *json_device(const struct topo_device *d)
 	return o;
 }
 
+/* A library's bus-bandwidth caps in bytes/s, null where there is none. */
+static void json_caps(cJSON *o, const char *key, const double *caps, int n)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, caps[i] > 0 ? cJSON_CreateNumber(caps[i]) : cJSON_CreateNull());
+}
+
 static cJSON *json_fabric(const struct topology *t)
 {
 	const struct topo_fabric *f = &t->fabric;
@@ -337,11 +349,8 @@ static cJSON *json_topology(const struct topology *t)
 	cJSON *coll = cJSON_AddObjectToObject(o, "collectives");
 	cJSON_AddStringToObject(coll, "library", topo_coll_library_names[t->coll.library]);
 	cJSON_AddStringToObject(coll, "intra", topo_link_class_names[t->coll.intra]);
-	cJSON *cap = cJSON_AddArrayToObject(coll, "tree_max_busbw_bps");
-	for (int i = 0; i < 2; i++)
-		cJSON_AddItemToArray(cap, t->coll.tree_max_busbw_bps[i] > 0
-		                                  ? cJSON_CreateNumber(t->coll.tree_max_busbw_bps[i])
-		                                  : cJSON_CreateNull());
+	json_caps(coll, "tree_max_busbw_bps", t->coll.tree_max_busbw_bps, 2);
+	json_caps(coll, "ll_max_busbw_bps", t->coll.ll_max_busbw_bps, 3);
 	cJSON_AddNumberToObject(o, "bisection_bps", topo_bisection_bps(t));
 	return o;
 }

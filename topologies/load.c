@@ -312,9 +312,32 @@ const char *const topo_link_class_names[TOPO_LINK_CLASS_COUNT] = {"nvlink", "pci
 _Static_assert(TOPO_COLL_LIBRARY_COUNT == 2 && TOPO_LINK_CLASS_COUNT == 2,
                "library or link class names out of step");
 
+/* An array of n bus-bandwidth caps in GB/s ("tree_max_busbw_GBps",
+ * "ll_max_busbw_GBps"), stored in bytes/s; a missing member leaves them 0
+ * (no cap). */
+static void read_caps(const struct jv *cv, const char *key, int n, double *out)
+{
+	struct jv v;
+	if (!jv_get(cv, key, &v) || !jv_is_array(&v, n, n))
+		return;
+	for (int i = 0; i < n; i++) {
+		struct jv e;
+		double gb = 0;
+		jv_at(&v, i, &e);
+		if (!jv_number(&e, JR_POSITIVE, &gb))
+			continue;
+		if (gb < PHYS_LINK_GBPS.lo || gb > PHYS_LINK_GBPS.hi)
+			jv_error(&e, "%.15g GB/s is outside the range %g to %g GB/s (%s)", gb,
+			         PHYS_LINK_GBPS.lo, PHYS_LINK_GBPS.hi, PHYS_LINK_GBPS.meaning);
+		else
+			out[i] = gb * 1e9;
+	}
+}
+
 static void read_collectives(const struct jv *cv, struct topology *t)
 {
-	static const char *const keys[] = {"library", "intra", "tree_max_busbw_GBps", NULL};
+	static const char *const keys[] = {"library", "intra", "tree_max_busbw_GBps",
+	                                   "ll_max_busbw_GBps", NULL};
 	if (!jv_open(cv, keys))
 		return;
 	struct jv v;
@@ -328,20 +351,8 @@ static void read_collectives(const struct jv *cv, struct topology *t)
 		if (k >= 0)
 			t->coll.intra = (enum topo_link_class)k;
 	}
-	if (jv_get(cv, "tree_max_busbw_GBps", &v) && jv_is_array(&v, 2, 2)) {
-		for (int i = 0; i < 2; i++) {
-			struct jv e;
-			double gb = 0;
-			jv_at(&v, i, &e);
-			if (!jv_number(&e, JR_POSITIVE, &gb))
-				continue;
-			if (gb < PHYS_LINK_GBPS.lo || gb > PHYS_LINK_GBPS.hi)
-				jv_error(&e, "%.15g GB/s is outside the range %g to %g GB/s (%s)", gb,
-				         PHYS_LINK_GBPS.lo, PHYS_LINK_GBPS.hi, PHYS_LINK_GBPS.meaning);
-			else
-				t->coll.tree_max_busbw_bps[i] = gb * 1e9;
-		}
-	}
+	read_caps(cv, "tree_max_busbw_GBps", 2, t->coll.tree_max_busbw_bps);
+	read_caps(cv, "ll_max_busbw_GBps", 3, t->coll.ll_max_busbw_bps);
 }
 
 static void read_server(struct arena *a, const struct jv *sv, struct topology *t)

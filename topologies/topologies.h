@@ -87,6 +87,8 @@ struct topo_collectives {
 	enum topo_link_class intra;  /* NCCL: the class of the server's tiers */
 	double tree_max_busbw_bps[2];/* NCCL: the tree's bus-bandwidth cap on 2 servers or
 	                                fewer, on more; 0 = none */
+	double ll_max_busbw_bps[3];  /* NCCL: the LL protocol's bus-bandwidth cap on one
+	                                server, on 2, on more; 0 = none */
 };
 
 struct topo_nic {

@@ -338,8 +338,8 @@ static struct cost_line direct_line(enum step_kind kind, int n, bool mesh, struc
 
 /* ------------------------------------------------------------- NCCL
  *
- * NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc, the v2.8 series,
- * commit 01afd20; docs/cost-models.md, "Collective libraries"): an
+ * NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc of v2.8.3-1, commit
+ * 920dbe5; docs/cost-models.md, "Collective libraries"): an
  * algorithm's time with protocol p is its latency, base[a][p] plus a
  * per-hop latency for each step inside a server (by the link class) and
  * across servers, plus S over its bandwidth, the link's scaled by the
@@ -357,9 +357,11 @@ const char *const cost_proto_names[COST_PROTO_COUNT] = {"LL", "LL128", "Simple"}
 static const double nccl_base_us[2][COST_PROTO_COUNT] = {{4.4, 4.4, 0}, {3.6, 10.0, 8.4}};
 /* hwLat[hardware][algorithm][protocol]; Tree/Simple is a 256 kB chunk's latency */
 static const double nccl_hop_us[3][2][COST_PROTO_COUNT] = {
-        {{.52, 1.2, 28}, {.47, 1.9, 3.4}},  /* NVLink */
+        {{.52, 1.25, 28}, {.47, 1.9, 3.4}}, /* NVLink */
         {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}},  /* PCI */
-        {{5.0, 8.5, 50}, {2.7, 4.0, 9.6}}}; /* network */
+        {{5.0, 8.5, 28}, {2.7, 4.0, 9.6}}}; /* network */
+/* the tree's efficiency on its links (busBw * .92) */
+#define NCCL_TREE_EFF 0.92
 /* treeCorrectionFactor[protocol][floor(log2(S / 64))], S below 256 MiB */
 static const double nccl_tree_corr[COST_PROTO_COUNT][22] = {
         {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
@@ -403,6 +405,8 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 	if (!ar && !ag_rs)
 		return;
 	double f = ar ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+	/* NCCL's cap on LL's bus bandwidth, by servers: 1, 2, more */
+	double ll_cap = t->coll.ll_max_busbw_bps[m > 2 ? 2 : m > 1 ? 1 : 0];
 	/* Physical: rings over the rails when the group spans servers with
 	 * several members on each; NCCL's tree for all-reduce across servers
 	 * (a chain inside each, a double binary tree between them, pipelined:
@@ -431,9 +435,11 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 		double in_us = nccl_hop_us[hw_in][NCCL_RING][p] * (m > 1 && p == COST_PROTO_LL ? 1.8 : 1);
 		double lat_us = nccl_base_us[NCCL_RING][p] + (steps - inter_steps) * in_us +
 		                inter_steps * nccl_hop_us[NCCL_HW_NET][NCCL_RING][p];
-		double bw = 1;
+		double bw = 1, floor = 0;
 		if (p == COST_PROTO_LL) {
 			bw = m > 1 || ar ? 1.0 / 4 : 1.0 / 3;
+			if (ll_cap > 0) /* bus bandwidth at most the cap: S x f / cap */
+				floor = f / ll_cap;
 		} else if (p == COST_PROTO_LL128) {
 			/* on NVLink inside one server only (NCCL's default) */
 			if (m > 1 || hw_in != NCCL_HW_NVLINK)
@@ -442,7 +448,8 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 		}
 		out->protos[COLL_RING] |= (unsigned char)(1u << p);
 		out->proto[COLL_RING][p] = (struct cost_line){
-		        out->line[COLL_RING].fixed_s + lat_us * 1e-6, out->line[COLL_RING].per_byte_s / bw};
+		        out->line[COLL_RING].fixed_s + lat_us * 1e-6,
+		        fmax(out->line[COLL_RING].per_byte_s / bw, floor)};
 	}
 	if (ar && m > 1)
 		out->plateau_bytes = n / 16.0 * 65536;
@@ -450,7 +457,7 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 	if (!(out->applicable & (1u << COLL_TREE)))
 		return;
 	double cap = t->coll.tree_max_busbw_bps[m > 2];
-	double simple = out->line[COLL_TREE].per_byte_s / 0.9;
+	double simple = out->line[COLL_TREE].per_byte_s / NCCL_TREE_EFF;
 	if (cap > 0 && 2 / cap > simple)
 		simple = 2 / cap; /* the tree's algorithm bandwidth is half its bus bandwidth */
 	for (int p = 0; p < COST_PROTO_COUNT; p++) {
@@ -461,9 +468,11 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 		                2 * ((ppn - 1) * in_us +
 		                     log2_floor(m) * nccl_hop_us[NCCL_HW_NET][NCCL_TREE][p]);
 		out->protos[COLL_TREE] |= (unsigned char)(1u << p);
+		double per_byte = simple;
+		if (p == COST_PROTO_LL) /* bus bandwidth / 3.8, at most the LL cap */
+			per_byte = fmax(simple * 3.8, ll_cap > 0 ? 2 / ll_cap : 0);
 		out->proto[COLL_TREE][p] = (struct cost_line){
-		        out->line[COLL_TREE].fixed_s + lat_us * 1e-6,
-		        simple * (p == COST_PROTO_LL ? 3.8 : 1)};
+		        out->line[COLL_TREE].fixed_s + lat_us * 1e-6, per_byte};
 	}
 }
 

@@ -596,19 +596,25 @@ Test(lower, rule_on_the_ffn_collectives)
  *     30 steps at the slower link's 1.5 us = 45 us;
  *   tree: a chain of 8 in each server (2 x 7/8 of S through every GPU's
  *     port) and S/8 per GPU between the 2 servers: per byte
- *     max(1.75/B_nv, 1/(8 B_ib)) = 7.606e-12 s, over NCCL's 0.9 and
+ *     max(1.75/B_nv, 1/(8 B_ib)) = 7.606e-12 s, over NCCL's 0.92 and
  *     capped at dgx-a100's 110 GB/s of bus bandwidth (algorithm bandwidth
  *     55 GB/s): 1/55e9 = 1.818e-11 s; 1.5 + 1 = 2.5 us of links.
- * NCCL's latencies (tuning.cc v2.8, us): ring LL 3.6 + 28 x 0.47 x 1.8
+ * NCCL's latencies (tuning.cc v2.8.3, us): ring LL 3.6 + 28 x 0.47 x 1.8
  * (inside, across servers) + 2 x 2.7 = 32.688, its bandwidth / 4; ring
  * Simple 8.4 + 28 x 3.4 + 2 x 9.6 = 122.8, x1.9 from 64 KiB on (16/16 x
  * 64 KiB); tree LL 4.4 + 2 (7 x 0.52 x 1.8 + 5.0) = 27.504, bandwidth /
- * 3.8; tree Simple 2 (7 x 28 + 50) = 492.
+ * 3.8; tree Simple 2 (7 x 28 + 28) = 448. LL's bus bandwidth is at most
+ * dgx-a100's 22.5 GB/s on two servers (NCCL's llMaxBws for AMD CPUs): the
+ * ring's algorithm bandwidth 22.5 / 1.875 = 12 GB/s, the tree's 11.25.
  *   1 GiB: ring Simple 45 + 1.9 x 122.8 us + 10.708 ms = 10.987 ms beats
- *     the tree's 2.5 + 492 us + 19.522 ms.
+ *     the tree's 2.5 + 448 us + 19.522 ms.
+ *   1 MiB: ring LL 45 + 32.688 us + 2^20 x 1.875 / 22.5e9 s = 165.07 us
+ *     (uncapped, 4 x 9.973e-12 s a byte, it would be 119.5 us) beats tree
+ *     LL (2.5 + 27.504 + 2^20 x 2 / 22.5e9 / 0.5, NCCL's correction at
+ *     2^14 x 64 bytes: 216.4 us) and ring Simple (288.8 us).
  *   4 KiB: tree LL, its bandwidth also x 0.7 (NCCL's correction at
- *     2^6 x 64 bytes): 2.5 + 27.504 + 4096 x 1.818e-11 x 3.8 / 0.7 us =
- *     30.41 us, against ring LL's 45 + 32.688 + 0.163 = 77.85 us. */
+ *     2^6 x 64 bytes): 2.5 + 27.504 + 4096 x 2 / 22.5e9 / 0.7 us =
+ *     30.52 us, against ring LL's 45 + 32.688 + 0.341 = 78.03 us. */
 Test(lower, nccl_rails_and_tree_across_two_servers)
 {
 	struct topology *t = fixture_topology(A, "dgx-a100-x128");
@@ -617,17 +623,23 @@ Test(lower, nccl_rails_and_tree_across_two_servers)
 		r[i] = i;
 	double nv = A100_NVSWITCH_BPS, ib = A100_NIC_BPS;
 	double ring_b = 1.875 * fmax(0.875 / nv, 1 / (8 * ib)), tree_b = 2 / 110e9;
+	double ll_ring_b = 1.875 / 22.5e9, ll_tree_b = 2 / 22.5e9, M = 1048576.0;
 	double G = 1073741824.0;
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, G, COLL_AUTO), COLL_RING);
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 16, G),
 	     45 * US + 1.9 * 122.8 * US + G * ring_b, "1 GiB: ring Simple");
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_TREE, r, 16, G),
-	     2.5 * US + 492 * US + G * tree_b, "1 GiB: tree Simple");
+	     2.5 * US + 448 * US + G * tree_b, "1 GiB: tree Simple");
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, M, COLL_AUTO), COLL_RING);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 16, M),
+	     45 * US + 32.688 * US + M * ll_ring_b, "1 MiB: ring LL at the LL cap");
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_TREE, r, 16, M),
+	     2.5 * US + 27.504 * US + M * ll_tree_b / 0.5, "1 MiB: tree LL at the LL cap");
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, 4096, COLL_AUTO), COLL_TREE);
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 16, 4096),
-	     2.5 * US + 27.504 * US + 4096 * tree_b * 3.8 / 0.7, "4 KiB: tree LL");
+	     2.5 * US + 27.504 * US + 4096 * ll_tree_b / 0.7, "4 KiB: tree LL");
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_RING, r, 16, 4096),
-	     45 * US + 32.688 * US + 4096 * ring_b * 4, "4 KiB: ring LL");
+	     45 * US + 32.688 * US + 4096 * ll_ring_b, "4 KiB: ring LL");
 	/* NCCL runs neither halving-doubling nor the hierarchical form: asked
 	 * for, they get the rule's choice. */
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, G, COLL_HIERARCHICAL), COLL_RING);

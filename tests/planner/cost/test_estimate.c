@@ -35,7 +35,7 @@ static double ag(int n, double S, double B, double alpha)
 }
 
 /* NCCL's ring all-reduce inside one NVLink server (its tuning model,
- * src/graph/tuning.cc of the v2.8 series; docs/cost-models.md): the least
+ * src/graph/tuning.cc of v2.8.3; docs/cost-models.md): the least
  * of LL (3.6 us base, 0.47 us a step, a quarter of the bandwidth), LL128
  * (10 us, 1.9 us a step, 0.92 of it) and Simple (8.4 us, 3.4 us a step,
  * all of it), each on top of the links' own 2(n-1) α. */
