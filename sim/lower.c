@@ -269,6 +269,22 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 	}
 }
 
+/* A SEND or RECV step of `bytes` on `channel` with the peers on stage
+ * `peer`, in the current phase; NULL when out of memory. */
+static struct prog_step *p2p_step(struct lower *L, enum prog_kind kind, double bytes,
+                                  int channel, int peer)
+{
+	struct prog_step *s = push(L);
+	if (!s)
+		return NULL;
+	s->kind = kind;
+	s->op = -1;
+	s->bytes = bytes;
+	s->channel = channel;
+	s->peer_stage = peer;
+	return s;
+}
+
 /* A send or receive of the activations at boundary `c` (chunk c to c+1),
  * forward or their gradient backward. Nothing when both chunks are on one
  * stage. */
@@ -278,18 +294,14 @@ static void p2p(struct lower *L, enum prog_kind kind, int c, bool grad)
 	int from = part_stage(pp, grad ? c + 1 : c), to = part_stage(pp, grad ? c : c + 1);
 	if (from == to || pp->send_bytes[c] <= 0)
 		return;
+	double split = pp->send_split ? pp->send_split[c] : 1;
 	enum prog_phase was = L->phase;
 	L->phase = PHASE_PIPELINE;
-	struct prog_step *s = push(L);
+	struct prog_step *s = p2p_step(L, kind, pp->send_bytes[c] / split, 2 * c + grad,
+	                               kind == PROG_SEND ? to : from);
 	L->phase = was;
 	if (!s)
 		return;
-	double split = pp->send_split ? pp->send_split[c] : 1;
-	s->kind = kind;
-	s->op = -1;
-	s->bytes = pp->send_bytes[c] / split;
-	s->channel = 2 * c + grad;
-	s->peer_stage = kind == PROG_SEND ? to : from;
 	s->label = arena_printf(L->a, "%s %s %s chunk %d", kind == PROG_SEND ? "send" : "receive",
 	                        grad ? "gradient" : "activations", kind == PROG_SEND ? "to" : "from",
 	                        grad == (kind == PROG_SEND) ? c : c + 1);
@@ -364,14 +376,9 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
  * tied_params) to or from the peers on stage `peer`. */
 static void tied(struct lower *L, enum prog_kind kind, int peer, double bytes, int channel)
 {
-	struct prog_step *s = push(L);
+	struct prog_step *s = p2p_step(L, kind, bytes, channel, peer);
 	if (!s)
 		return;
-	s->kind = kind;
-	s->op = -1;
-	s->bytes = bytes;
-	s->channel = channel;
-	s->peer_stage = peer;
 	s->label = arena_printf(L->a, "%s shared parameters' gradients %s stage %d",
 	                        kind == PROG_SEND ? "send" : "receive",
 	                        kind == PROG_SEND ? "to" : "from", peer);

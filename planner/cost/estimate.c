@@ -750,6 +750,14 @@ static int shared_reads(struct arena *a, const struct graph *g, struct shared_re
 	return n;
 }
 
+/* The set of stages s belongs to (union-find, paths halved as it goes). */
+static int stage_root(int *up, int s)
+{
+	while (up[s] != s)
+		s = up[s] = up[up[s]];
+	return s;
+}
+
 /* Parameters read on several stages: Megatron-LM keeps the word embedding
  * on the first stage and a copy for the tied head on the last, and after
  * the flush all-reduces the two copies' gradients over its "embedding
@@ -764,13 +772,6 @@ static int shared_reads(struct arena *a, const struct graph *g, struct shared_re
  * when the copies are cut alike, as Megatron's vocabulary-parallel
  * embedding and head are. Fills every stage's tied_* fields from the
  * plan's shared reads; false when out of memory. */
-static int stage_root(int *up, int s)
-{
-	while (up[s] != s)
-		s = up[s] = up[up[s]];
-	return s;
-}
-
 static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p,
                         const struct shared_read *sr, int n_sr, struct estimate *e)
 {
