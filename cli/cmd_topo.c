@@ -170,6 +170,8 @@ static void print_collectives(const struct topology *t)
 		printf(", LL bus bandwidth at most %.4g / %.4g / %.4g GB/s (1 server / 2 / more)",
 		       c->ll_max_busbw_bps[0] / 1e9, c->ll_max_busbw_bps[1] / 1e9,
 		       c->ll_max_busbw_bps[2] / 1e9);
+	if (c->nvls)
+		printf(", NVLS (the switch reduces)");
 	printf("\n");
 }
 
@@ -351,6 +353,7 @@ static cJSON *json_topology(const struct topology *t)
 	cJSON_AddStringToObject(coll, "intra", topo_link_class_names[t->coll.intra]);
 	json_caps(coll, "tree_max_busbw_bps", t->coll.tree_max_busbw_bps, 2);
 	json_caps(coll, "ll_max_busbw_bps", t->coll.ll_max_busbw_bps, 3);
+	cJSON_AddBoolToObject(coll, "nvls", t->coll.nvls);
 	cJSON_AddNumberToObject(o, "bisection_bps", topo_bisection_bps(t));
 	return o;
 }

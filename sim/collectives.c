@@ -303,6 +303,33 @@ static void nccl_tree(struct sim_ops *ops, const int64_t *r, int n, int c, int m
 	push(ops, SIM_OP_WAIT, -1, 0);
 }
 
+/* NCCL's NVLS (cost_nvls_channels; c members a server): every member sends
+ * its share of S to each other member of its server at once, both halves
+ * of an all-reduce together, and across servers exchanges S/c with the
+ * member at its place on the neighbouring servers (one on two servers,
+ * both on more); the switch's reduction is in the bytes' scale
+ * (cost_collective_wire). */
+static void nvls(struct sim_ops *ops, enum step_kind kind, const int64_t *r, int n, int c, int me,
+                 double bytes)
+{
+	int b = me / c, p = me % c, m = n / c;
+	double share = (kind == STEP_ALLREDUCE ? 2 : 1) * bytes / c;
+	for (int k = 1; k < c; k++) {
+		push(ops, SIM_OP_SEND, r[b * c + (p + k) % c], share);
+		push(ops, SIM_OP_RECV, r[b * c + (p + c - k) % c], 0);
+	}
+	if (m > 1) {
+		int nb = ((b + 1) % m) * c + p, pb = ((b + m - 1) % m) * c + p;
+		push(ops, SIM_OP_SEND, r[nb], bytes / c);
+		push(ops, SIM_OP_RECV, r[m > 2 ? pb : nb], 0);
+		if (m > 2) {
+			push(ops, SIM_OP_SEND, r[pb], bytes / c);
+			push(ops, SIM_OP_RECV, r[nb], 0);
+		}
+	}
+	push(ops, SIM_OP_WAIT, -1, 0);
+}
+
 enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind kind,
                                         enum collective_algo algo, const int64_t *ranks, int n)
 {
@@ -316,6 +343,8 @@ enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind
 			return COLL_TREE;
 		if (algo == COLL_DIRECT && kind == STEP_ALLTOALL)
 			return COLL_DIRECT;
+		if (algo == COLL_NVLS && cost_nvls_channels(t, kind, ranks, n) > 0)
+			return COLL_NVLS;
 		return COLL_RING;
 	}
 	switch (algo) {
@@ -411,6 +440,10 @@ void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind 
 	}
 	if (algo == COLL_RING && rails(t, kind, ranks, n, &c) && c > 1) {
 		rails_ring(ops, t, fid, ranks, n, c, me, kind == STEP_ALLREDUCE ? 2 : 1, bytes / n);
+		return;
+	}
+	if (algo == COLL_NVLS && (c = cost_nvls_channels(t, kind, ranks, n)) > 0) {
+		nvls(ops, kind, ranks, n, c, me, bytes);
 		return;
 	}
 	if (algo == SIM_HD_ONE_LINK) {

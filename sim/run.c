@@ -259,7 +259,8 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
  * formula when no transfer of it could be slowed: every link its coarse
  * transfers cross is used, in the micro-batches, only by collectives of the
  * same members on the same stream (which run one after another), and no
- * two of its own transfers of one round share a link, and the transfers of
+ * two of its own transfers of one round share a link (but NVLS's, whose
+ * formula prices a member's shares going out of its port together), and the transfers of
  * one round all cross routes of one bandwidth and latency (the formula
  * prices a ring at its slowest hop; the transfers of a ring mixing two
  * tiers pace each other hop by hop). The collective then
@@ -378,6 +379,9 @@ static bool scan_group(struct engine *e, int i, int k, struct sim_ops *ops,
 		f->keys[id] = hash_members(ops->members, n, st->stream, ops->scratch);
 	uint64_t key = f->keys[id];
 	bool ok = f->check && algo_of(e, i, k) != COLL_TREE && !e->rare[i];
+	/* NVLS sends a member's shares to all the others at once through its
+	 * port: its formula prices that sharing (collectives.c, nvls_lines) */
+	bool shares_ports = algo_of(e, i, k) == COLL_NVLS;
 	if (f->check && !ok)
 		return true;
 	int64_t rounds = 0;
@@ -401,7 +405,8 @@ static bool scan_group(struct engine *e, int i, int k, struct sim_ops *ops,
 			                      me == 0 && !seen(ops, x));
 			for (int l = 0; l < r->n; l++) {
 				int32_t id_l = r->link[l];
-				ok = ok && f->owner[id_l] == key && f->stamp[id_l] != f->round0 + round;
+				ok = ok && f->owner[id_l] == key &&
+				     (shares_ports || f->stamp[id_l] != f->round0 + round);
 				f->stamp[id_l] = f->round0 + round;
 			}
 		}

@@ -337,7 +337,7 @@ static void read_caps(const struct jv *cv, const char *key, int n, double *out)
 static void read_collectives(const struct jv *cv, struct topology *t)
 {
 	static const char *const keys[] = {"library", "intra", "tree_max_busbw_GBps",
-	                                   "ll_max_busbw_GBps", NULL};
+	                                   "ll_max_busbw_GBps", "nvls", NULL};
 	if (!jv_open(cv, keys))
 		return;
 	struct jv v;
@@ -353,6 +353,16 @@ static void read_collectives(const struct jv *cv, struct topology *t)
 	}
 	read_caps(cv, "tree_max_busbw_GBps", 2, t->coll.tree_max_busbw_bps);
 	read_caps(cv, "ll_max_busbw_GBps", 3, t->coll.ll_max_busbw_bps);
+	if (jv_opt_bool(cv, "nvls", false, &t->coll.nvls) && t->coll.nvls) {
+		/* NVLink SHARP: NCCL on NVLink through a switch that reduces */
+		jv_get(cv, "nvls", &v);
+		bool sw = t->n_tiers > 0 && t->tiers[t->n_tiers - 1].kind == TOPO_TIER_SWITCH;
+		if (t->coll.library != TOPO_COLL_NCCL || t->coll.intra != TOPO_LINK_NVLINK || !sw) {
+			jv_error(&v, "NVLS needs \"library\": \"nccl\", \"intra\": \"nvlink\" and a "
+			             "server whose outermost tier is a switch");
+			t->coll.nvls = false;
+		}
+	}
 }
 
 static void read_server(struct arena *a, const struct jv *sv, struct topology *t)

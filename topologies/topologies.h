@@ -89,6 +89,8 @@ struct topo_collectives {
 	                                fewer, on more; 0 = none */
 	double ll_max_busbw_bps[3];  /* NCCL: the LL protocol's bus-bandwidth cap on one
 	                                server, on 2, on more; 0 = none */
+	bool nvls;                   /* NCCL: the server's switch tier reduces and multicasts
+	                                (NVLink SHARP), so NCCL's NVLS algorithms run */
 };
 
 struct topo_nic {

@@ -392,6 +392,60 @@ static double rails_per_byte(double intra_share, double nic_share, struct link i
 	return a > b ? a : b;
 }
 
+int cost_nvls_channels(const struct topology *t, enum step_kind kind, const int64_t *ranks, int n)
+{
+	int c;
+	if (!t->coll.nvls || t->coll.library != TOPO_COLL_NCCL || n < 3)
+		return 0;
+	if (kind != STEP_ALLREDUCE && kind != STEP_ALLGATHER && kind != STEP_REDUCESCATTER)
+		return 0;
+	/* NCCL leaves NVLS off with 2 GPUs or fewer a server (ncclNvlsInit) */
+	if (!topo_server_blocks(t, ranks, n, &c) || c < 3)
+		return 0;
+	if (c < n && kind != STEP_ALLREDUCE)
+		return 0; /* across servers only the NVLS tree, an all-reduce */
+	int k = topo_group_tier(t, ranks, c);
+	return k >= 0 && t->tiers[k].kind == TOPO_TIER_SWITCH ? c : 0;
+}
+
+/* NVLS, NCCL's algorithms on a switch that reduces (NVLink SHARP, NCCL
+ * 2.17 on; the constants of v2.19.3-1). The c members a group has on a
+ * server are c channels, each the head of S/c: the switch sums the
+ * members' shares into it (multimem ld_reduce) and writes the sum to all
+ * of them (multimem st). NCCL's search gives each channel bw = B/(c+1) of a
+ * member's port B (each channel crosses every port once, its head's twice),
+ * at most sm90's top channel speed (60 GB/s in a server, 48 with NICs);
+ * the bus bandwidth c x bw counts 5/6 of it as algorithm bandwidth, for
+ * each collective NVLS runs; latency 23 us (hwLat, NVLink). Across m
+ * servers, the NVLS tree (all-reduce): the heads run a tree between
+ * servers on their NICs, bw at most a head's NIC share (half of it on
+ * more than two servers), latency 23 us + 2 log2(m) x 14 us (hwLat, net).
+ * The physical line is what the simulator runs: every member sending its
+ * share (both halves of an all-reduce) to each other member of its server
+ * at once, and across servers each head S/c to its neighbours'. */
+static void nvls_lines(const struct topology *t, enum step_kind kind, int n, int c,
+                       const struct group_shape *gs, struct link intra, struct cost_algo_lines *out)
+{
+	int m = n / c;
+	double f = (kind == STEP_ALLREDUCE ? 2.0 : 1.0) * (c - 1) / c;
+	double bw = fmin(intra.bps / (c + 1), m > 1 ? 48e9 : 60e9);
+	struct cost_line phys = {intra.alpha_s, f / intra.bps};
+	double lat_us = 23;
+	if (m > 1) {
+		struct link nic = inter_link(t, gs->route, c * gs->concurrent);
+		double k = m > 2 ? 2 : 1;
+		phys.fixed_s += gs->route.alpha_s;
+		phys.per_byte_s = fmax(phys.per_byte_s, k / c / nic.bps);
+		bw = fmin(bw, nic.bps / k);
+		lat_us += 2 * log2_floor(m) * 14;
+	}
+	out->applicable |= 1u << COLL_NVLS;
+	out->line[COLL_NVLS] = phys;
+	out->protos[COLL_NVLS] = 1u << COST_PROTO_SIMPLE;
+	out->proto[COLL_NVLS][COST_PROTO_SIMPLE] =
+	        (struct cost_line){phys.fixed_s + lat_us * 1e-6, 1 / (5.0 / 6 * c * bw)};
+}
+
 static void nccl_lines(const struct topology *t, enum step_kind kind, const int64_t *ranks, int n,
                        const struct group_shape *gs, struct link intra, struct cost_algo_lines *out)
 {
@@ -404,6 +458,9 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 		out->applicable |= 1u << COLL_DIRECT; /* grouped send/receive, every pair at once */
 	if (!ar && !ag_rs)
 		return;
+	int c = cost_nvls_channels(t, kind, ranks, n);
+	if (c > 0)
+		nvls_lines(t, kind, n, c, gs, intra, out);
 	double f = ar ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
 	/* NCCL's cap on LL's bus bandwidth, by servers: 1, 2, more */
 	double ll_cap = t->coll.ll_max_busbw_bps[m > 2 ? 2 : m > 1 ? 1 : 0];
@@ -625,9 +682,10 @@ void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int
 }
 
 /* The order in which ties go. */
-static const enum collective_algo rule_order[] = {COLL_RING, COLL_HIERARCHICAL,
-                                                  COLL_HALVING_DOUBLING, COLL_TREE, COLL_DIRECT};
-_Static_assert(COLL_COUNT == 6, "rule_order lists every algorithm but COLL_AUTO");
+static const enum collective_algo rule_order[] = {COLL_RING,           COLL_HIERARCHICAL,
+                                                  COLL_HALVING_DOUBLING, COLL_TREE,
+                                                  COLL_DIRECT,         COLL_NVLS};
+_Static_assert(COLL_COUNT == 7, "rule_order lists every algorithm but COLL_AUTO");
 
 enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double bytes,
                                     enum collective_algo wanted, double *seconds)

@@ -203,6 +203,11 @@ double cost_collective_algo_in_s(const struct topology *t, enum step_kind kind,
  * library, or an algorithm it does not price). */
 bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum collective_algo algo,
                           const int64_t *ranks, int n, double bytes, double *wire, double *extra_s);
+/* NCCL's NVLS algorithms (topologies.h, topo_collectives.nvls): the members
+ * a group has on each server, its channels, when they apply: 3 or more
+ * members in whole-server blocks inside a switch tier; all-reduce, and
+ * inside one server reduce-scatter and all-gather. 0 where they do not. */
+int cost_nvls_channels(const struct topology *t, enum step_kind kind, const int64_t *ranks, int n);
 
 /* The protocol the library would use for this algorithm and message
  * ("LL", "LL128", "Simple"); NULL without a library or where it does not

@@ -646,3 +646,48 @@ Test(lower, nccl_rails_and_tree_across_two_servers)
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, 4096, COLL_HALVING_DOUBLING),
 	             COLL_TREE);
 }
+
+Test(lower, nccl_nvls_on_an_nvlink_sharp_switch)
+{
+	/* dgx-h100: NVSwitch port B = 450 GB/s x 0.817, 1 us; "nvls": true.
+	 * NCCL's NVLS (tuning.cc, v2.19.3-1): c channels of bw = B/(c+1), at
+	 * most 60 GB/s; algorithm bandwidth 5/6 x c x bw; latency 23 us. */
+	struct topology *t = fixture_topology(A, "dgx-h100");
+	int64_t r[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	double B = 450e9 * 0.817, G = 1073741824.0;
+	double eight = 5.0 / 6 * 8 * (B / 9); /* 272.3 GB/s: busbw 1.75 x = 476.6 */
+	double four = 5.0 / 6 * 4 * 60e9;     /* B/5 = 73.5 GB/s, capped at 60 */
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 8, G, COLL_AUTO), COLL_NVLS);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 8, G),
+	     1 * US + 23 * US + G / eight, "8 GPUs, 1 GiB: NVLS");
+	/* 4 GPUs: NVLS at 200 GB/s, the ring 4/6 B = 245 GB/s: the ring */
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_NVLS, r, 4, G),
+	     1 * US + 23 * US + G / four, "4 GPUs, 1 GiB: NVLS");
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 4, G, COLL_AUTO), COLL_RING);
+	/* all-gather: NVLS priced alike (272 GB/s), the ring's 8/7 B faster */
+	near(cost_collective_algo_s(t, STEP_ALLGATHER, COLL_NVLS, r, 8, G),
+	     1 * US + 23 * US + G / eight, "8 GPUs all-gather: NVLS");
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLGATHER, r, 8, G, COLL_AUTO), COLL_RING);
+	/* NCCL leaves NVLS off with two GPUs, and where the switch does not
+	 * reduce (dgx-a100) */
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 2, G, COLL_NVLS), COLL_RING);
+	struct topology *a100 = fixture_topology(A, "dgx-a100");
+	cr_expect_eq(cost_choose_algo(a100, STEP_ALLREDUCE, r, 8, G, COLL_NVLS), COLL_RING);
+
+	/* The NVLS tree across servers (dgx-h100-x64: NIC 50 GB/s x 0.94, one
+	 * leaf, route 2 x 0.6 + 0.3 us): bw at most the NIC on two servers
+	 * (B/9 = 40.9 GB/s is less), half of it on more (23.5 GB/s); latency
+	 * 23 us + 2 log2(m) x 14 us. */
+	struct topology *x64 = fixture_topology(A, "dgx-h100-x64");
+	int64_t q[32];
+	for (int i = 0; i < 32; i++)
+		q[i] = i;
+	double nic = 50e9 * 0.94, four_servers = 5.0 / 6 * 8 * (nic / 2);
+	cr_expect_eq(cost_choose_algo(x64, STEP_ALLREDUCE, q, 16, G, COLL_AUTO), COLL_NVLS);
+	near(cost_collective_algo_s(x64, STEP_ALLREDUCE, COLL_AUTO, q, 16, G),
+	     1 * US + 1.5 * US + 51 * US + G / eight, "2 servers: NVLS tree");
+	near(cost_collective_algo_s(x64, STEP_ALLREDUCE, COLL_NVLS, q, 32, G),
+	     1 * US + 1.5 * US + 79 * US + G / four_servers, "4 servers: NVLS tree");
+	/* reduce-scatter across servers: no NVLS */
+	cr_expect_eq(cost_choose_algo(x64, STEP_REDUCESCATTER, q, 16, G, COLL_NVLS), COLL_RING);
+}

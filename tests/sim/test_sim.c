@@ -598,6 +598,37 @@ Test(sim, nccl_rails_and_tree_take_their_formula)
 	arena_free(a);
 }
 
+/* NCCL's NVLS as transfers (dgx-h100, "nvls": true): 8 GPUs of one server
+ * all-reduce 1 GiB, and 16 of two servers (dgx-h100-x64) by the NVLS
+ * tree: each member's shares to the others of its server at once (and
+ * S/8 to its peer on the other server), the switch's reduction in the
+ * bytes' scale. Simulated alone each takes its formula
+ * (tests/sim/test_lower.c derives both by hand: 24 us + S / 272.3 GB/s
+ * and 53.5 us + S / 272.3 GB/s) within 2%; all-gather inside the server
+ * asked for NVLS too. */
+Test(sim, nccl_nvls_takes_its_formula)
+{
+	double S = 1073741824.0;
+	struct arena *a = arena_new();
+	struct topology *one = fixture_topology(a, "dgx-h100");
+	struct topology *two = fixture_topology(a, "dgx-h100-x64");
+	int64_t r[16];
+	for (int i = 0; i < 16; i++)
+		r[i] = i;
+	int64_t eight[] = {8}, sixteen[] = {16};
+	double f = cost_collective_algo_s(one, STEP_ALLREDUCE, COLL_NVLS, r, 8, S);
+	within(f, 24e-6 + S / (5.0 / 6 * 8 * 450e9 * 0.817 / 9), 1e-9, "formula, by hand");
+	within(lone("dgx-h100", eight, 1, 0, STEP_ALLREDUCE, COLL_AUTO, FIDELITY_STEP, S), f, 0.02,
+	       "one server");
+	f = cost_collective_algo_s(one, STEP_ALLGATHER, COLL_NVLS, r, 8, S);
+	within(lone("dgx-h100", eight, 1, 0, STEP_ALLGATHER, COLL_NVLS, FIDELITY_STEP, S), f, 0.02,
+	       "all-gather");
+	f = cost_collective_algo_s(two, STEP_ALLREDUCE, COLL_NVLS, r, 16, S);
+	within(lone("dgx-h100-x64", sixteen, 1, 0, STEP_ALLREDUCE, COLL_AUTO, FIDELITY_STEP, S), f,
+	       0.02, "two servers");
+	arena_free(a);
+}
+
 /* Groups of one step share the NICs they cross at once. Two servers of 4
  * GPUs with one 12.5 GB/s NIC each (tests/data/good/pcie-4gpu-1nic-x2.json,
  * no collective library), tensor parallel 4 inside x data parallel 2: the

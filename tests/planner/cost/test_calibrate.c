@@ -487,9 +487,11 @@ Test(calibrate, topo_shows_the_compute_model)
 	cr_assert_not_null(strstr(r.out, "\nkernels  GEMM half-dimension 95.88, overhead 6.922 us per "
 	                                 "kernel; devices spread 0.01 (stragglers)\n"),
 	                   "%s", r.out);
-	/* NCCL's LL caps for a Hopper server with Intel CPUs (tuning.cc's llMaxBws) */
+	/* NCCL's LL caps for a Hopper server with Intel CPUs (tuning.cc's llMaxBws),
+	 * and its NVSwitches' NVLink SHARP */
 	cr_assert_not_null(strstr(r.out, "\ncollectives nccl, inside nvlink, LL bus bandwidth at most "
-	                                 "87.7 / 39 / 20.4 GB/s (1 server / 2 / more)\n"),
+	                                 "87.7 / 39 / 20.4 GB/s (1 server / 2 / more), NVLS (the "
+	                                 "switch reduces)\n"),
 	                   "%s", r.out);
 	free(r.out);
 	r = fixture_shardlab("topo topologies/atlas800-910a.json", false);
@@ -506,6 +508,7 @@ Test(calibrate, topo_shows_the_compute_model)
 	within(member(dev, "speed_cv"), 0.01, 1e-12, "speed_cv");
 	const cJSON *coll = cJSON_GetObjectItemCaseSensitive(j, "collectives");
 	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(coll, "library")->valuestring, "nccl");
+	cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(coll, "nvls")));
 	cJSON_Delete(j);
 	free(r.out);
 }
