@@ -161,6 +161,11 @@ static void print_collectives(const struct topology *t)
 		printf("collectives the links' formulas (no library)\n");
 		return;
 	}
+	if (c->library == TOPO_COLL_HCCL) {
+		printf("collectives hccl, the links' formulas%s\n",
+		       c->pipeline ? ", its pipeline across servers" : "");
+		return;
+	}
 	printf("collectives %s, inside %s", topo_coll_library_names[c->library],
 	       topo_link_class_names[c->intra]);
 	if (c->tree_max_busbw_bps[0] > 0 || c->tree_max_busbw_bps[1] > 0)
@@ -354,6 +359,7 @@ static cJSON *json_topology(const struct topology *t)
 	json_caps(coll, "tree_max_busbw_bps", t->coll.tree_max_busbw_bps, 2);
 	json_caps(coll, "ll_max_busbw_bps", t->coll.ll_max_busbw_bps, 3);
 	cJSON_AddBoolToObject(coll, "nvls", t->coll.nvls);
+	cJSON_AddBoolToObject(coll, "pipeline", t->coll.pipeline);
 	cJSON_AddNumberToObject(o, "bisection_bps", topo_bisection_bps(t));
 	return o;
 }

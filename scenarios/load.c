@@ -20,13 +20,13 @@ const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1
 const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase"};
 const char *const collective_algo_names[COLL_COUNT] = {
-	"auto", "ring", "tree", "halving-doubling", "hierarchical", "direct", "nvls",
+	"auto", "ring", "tree", "halving-doubling", "hierarchical", "direct", "nvls", "pipeline",
 };
 _Static_assert(PLANNER_COUNT == 5, "planner_names must list every planner");
 _Static_assert(SCHED_COUNT == 3, "schedule_names must list every schedule");
 _Static_assert(RECOMPUTE_COUNT == 3, "recompute_names must list every mode");
 _Static_assert(FIDELITY_COUNT == 3, "fidelity_names must list every fidelity");
-_Static_assert(COLL_COUNT == 7, "collective_algo_names must list every algorithm");
+_Static_assert(COLL_COUNT == 8, "collective_algo_names must list every algorithm");
 
 struct loader {
 	struct arena *a;

@@ -88,6 +88,7 @@ extern const char *const fidelity_names[FIDELITY_COUNT];
 enum collective_algo {
 	COLL_AUTO, COLL_RING, COLL_TREE, COLL_HALVING_DOUBLING, COLL_HIERARCHICAL, COLL_DIRECT,
 	COLL_NVLS, /* NCCL's NVLink SHARP: the switch reduces (topologies.h, topo_collectives.nvls) */
+	COLL_PIPELINE, /* HCCL's pipelined hierarchical form (topo_collectives.pipeline) */
 	COLL_COUNT
 };
 extern const char *const collective_algo_names[COLL_COUNT];

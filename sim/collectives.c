@@ -330,6 +330,31 @@ static void nvls(struct sim_ops *ops, enum step_kind kind, const int64_t *r, int
 	push(ops, SIM_OP_WAIT, -1, 0);
 }
 
+/* HCCL's pipeline (cost_pipeline_members; c members a server, m servers,
+ * blocks of S/n): m rounds, each the block to every other member of the
+ * server and, in all but the last, a block to the member at this place on
+ * the next server (from the previous one's); twice for an all-reduce (its
+ * reduce-scatter, the mirror, moves the same blocks). */
+static void pipeline(struct sim_ops *ops, enum step_kind kind, const int64_t *r, int n, int c,
+                     int me, double bytes)
+{
+	int b = me / c, p = me % c, m = n / c;
+	double block = bytes / n;
+	for (int phase = 0; phase < (kind == STEP_ALLREDUCE ? 2 : 1); phase++) {
+		for (int round = 0; round < m; round++) {
+			if (round < m - 1) {
+				push(ops, SIM_OP_SEND, r[((b + 1) % m) * c + p], block);
+				push(ops, SIM_OP_RECV, r[((b + m - 1) % m) * c + p], 0);
+			}
+			for (int k = 1; k < c; k++) {
+				push(ops, SIM_OP_SEND, r[b * c + (p + k) % c], block);
+				push(ops, SIM_OP_RECV, r[b * c + (p + c - k) % c], 0);
+			}
+			push(ops, SIM_OP_WAIT, -1, 0);
+		}
+	}
+}
+
 enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind kind,
                                         enum collective_algo algo, const int64_t *ranks, int n)
 {
@@ -348,6 +373,8 @@ enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind
 		return COLL_RING;
 	}
 	switch (algo) {
+	case COLL_PIPELINE:
+		return cost_pipeline_members(t, kind, ranks, n) > 0 ? COLL_PIPELINE : COLL_RING;
 	case COLL_TREE:
 		return kind == STEP_ALLREDUCE ? COLL_TREE : COLL_RING;
 	case COLL_HALVING_DOUBLING:
@@ -415,7 +442,7 @@ void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind 
 	ops->n = 0;
 	if (n <= 1)
 		return;
-	if (t->coll.library != TOPO_COLL_NONE && algo != SIM_HD_ONE_LINK) {
+	if (t->coll.library == TOPO_COLL_NCCL && algo != SIM_HD_ONE_LINK) {
 		/* the library's protocol: its latency first, its bytes on the wire */
 		struct sim_wire_memo *w = &ops->wire_memo;
 		if (!w->valid || w->kind != (int)kind || w->algo != (int)algo || w->n != n ||
@@ -444,6 +471,10 @@ void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind 
 	}
 	if (algo == COLL_NVLS && (c = cost_nvls_channels(t, kind, ranks, n)) > 0) {
 		nvls(ops, kind, ranks, n, c, me, bytes);
+		return;
+	}
+	if (algo == COLL_PIPELINE && (c = cost_pipeline_members(t, kind, ranks, n)) > 0) {
+		pipeline(ops, kind, ranks, n, c, me, bytes);
 		return;
 	}
 	if (algo == SIM_HD_ONE_LINK) {

@@ -307,9 +307,9 @@ static void read_nic(const struct jv *nv, struct topology *t)
 		t->nic.latency_s = us * 1e-6;
 }
 
-const char *const topo_coll_library_names[TOPO_COLL_LIBRARY_COUNT] = {"none", "nccl"};
+const char *const topo_coll_library_names[TOPO_COLL_LIBRARY_COUNT] = {"none", "nccl", "hccl"};
 const char *const topo_link_class_names[TOPO_LINK_CLASS_COUNT] = {"nvlink", "pci"};
-_Static_assert(TOPO_COLL_LIBRARY_COUNT == 2 && TOPO_LINK_CLASS_COUNT == 2,
+_Static_assert(TOPO_COLL_LIBRARY_COUNT == 3 && TOPO_LINK_CLASS_COUNT == 2,
                "library or link class names out of step");
 
 /* An array of n bus-bandwidth caps in GB/s ("tree_max_busbw_GBps",
@@ -337,7 +337,7 @@ static void read_caps(const struct jv *cv, const char *key, int n, double *out)
 static void read_collectives(const struct jv *cv, struct topology *t)
 {
 	static const char *const keys[] = {"library", "intra", "tree_max_busbw_GBps",
-	                                   "ll_max_busbw_GBps", "nvls", NULL};
+	                                   "ll_max_busbw_GBps", "nvls", "pipeline", NULL};
 	if (!jv_open(cv, keys))
 		return;
 	struct jv v;
@@ -362,6 +362,12 @@ static void read_collectives(const struct jv *cv, struct topology *t)
 			             "server whose outermost tier is a switch");
 			t->coll.nvls = false;
 		}
+	}
+	if (jv_opt_bool(cv, "pipeline", false, &t->coll.pipeline) && t->coll.pipeline &&
+	    t->coll.library != TOPO_COLL_HCCL) {
+		jv_get(cv, "pipeline", &v);
+		jv_error(&v, "the pipeline algorithm is HCCL's: it needs \"library\": \"hccl\"");
+		t->coll.pipeline = false;
 	}
 }
 

@@ -75,8 +75,10 @@ struct topo_tier {
  * direct). TOPO_COLL_NCCL: NCCL's algorithms (rings over the server's NICs,
  * its pipelined tree for all-reduce, direct all-to-all) and protocols (LL,
  * LL128, Simple), priced with the latencies and protocol efficiencies of
- * NCCL's tuning model. */
-enum topo_coll_library { TOPO_COLL_NONE, TOPO_COLL_NCCL, TOPO_COLL_LIBRARY_COUNT };
+ * NCCL's tuning model. TOPO_COLL_HCCL: the links' formulas, as HCCL
+ * publishes its algorithms without a tuning model, and its pipelined
+ * hierarchical algorithm across servers where `pipeline` is set. */
+enum topo_coll_library { TOPO_COLL_NONE, TOPO_COLL_NCCL, TOPO_COLL_HCCL, TOPO_COLL_LIBRARY_COUNT };
 extern const char *const topo_coll_library_names[TOPO_COLL_LIBRARY_COUNT];
 /* NCCL's hop-latency class of the links inside a server. */
 enum topo_link_class { TOPO_LINK_NVLINK, TOPO_LINK_PCI, TOPO_LINK_CLASS_COUNT };
@@ -91,6 +93,8 @@ struct topo_collectives {
 	                                server, on 2, on more; 0 = none */
 	bool nvls;                   /* NCCL: the server's switch tier reduces and multicasts
 	                                (NVLink SHARP), so NCCL's NVLS algorithms run */
+	bool pipeline;               /* HCCL: its pipeline algorithm across servers (Atlas A2):
+	                                the servers' ring and the forwarding inside at once */
 };
 
 struct topo_nic {

@@ -322,6 +322,45 @@ static struct cost_line hier_line(enum step_kind kind, int n, int n_intra, int m
 	}
 }
 
+int cost_pipeline_members(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                          int n)
+{
+	int c;
+	if (t->coll.library != TOPO_COLL_HCCL || !t->coll.pipeline || n < 4)
+		return 0;
+	if (kind != STEP_ALLREDUCE && kind != STEP_ALLGATHER && kind != STEP_REDUCESCATTER)
+		return 0;
+	if (!topo_server_blocks(t, ranks, n, &c) || c < 2 || c == n)
+		return 0;
+	return topo_group_tier(t, ranks, c) >= 0 ? c : 0;
+}
+
+/* HCCL's pipeline across m servers of c members (its "Pipeline" algorithm,
+ * CANN's HCCL user guide; Atlas A2): an all-gather runs the servers' ring
+ * among the members of one place (m-1 steps of a block of S/n each) and,
+ * at each step, passes the block the member received the step before to
+ * the others of its server, so the links inside and across carry at once;
+ * one step inside is left after the ring's last. Each step takes the
+ * slower of its two transfers: here the slower link's latency and
+ * bandwidth, (m-1) x max(across, inside) + inside. A reduce-scatter is its
+ * mirror, an all-reduce both. Inside: on a mesh each peer's block on a
+ * link of its own; through a switch the c-1 blocks share the port. */
+static struct cost_line pipeline_line(const struct topology *t, enum step_kind kind, int n, int c,
+                                      const struct group_shape *gs)
+{
+	int m = n / c;
+	double block = 1.0 / n;
+	struct link in = intra_link(t, gs->on_server, c);
+	struct link across = inter_link(t, gs->route, c * gs->concurrent);
+	bool mesh = topo_group_in_mesh(t, gs->on_server, c);
+	struct cost_line inside = {in.alpha_s, (mesh ? 1 : c - 1) * block / in.bps};
+	struct cost_line both = {fmax(inside.fixed_s, across.alpha_s),
+	                         fmax(inside.per_byte_s, block / across.bps)};
+	struct cost_line phase = {inside.fixed_s + (m - 1) * both.fixed_s,
+	                          inside.per_byte_s + (m - 1) * both.per_byte_s};
+	return kind == STEP_ALLREDUCE ? line_add(phase, phase, 1) : phase;
+}
+
 /* Direct: every rank sends its n-1 pieces of S/n at once, so the
  * latencies overlap (one α) and the pieces share what leaves the rank:
  * its switch port, or the worst link across servers ((n-1)/n·S/B); in a
@@ -568,7 +607,7 @@ bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum co
 {
 	*wire = 1;
 	*extra_s = 0;
-	if (t->coll.library == TOPO_COLL_NONE || n <= 1 || bytes <= 0)
+	if (t->coll.library != TOPO_COLL_NCCL || n <= 1 || bytes <= 0)
 		return false;
 	struct cost_algo_lines l;
 	cost_algo_lines_of(t, kind, ranks, n, &l);
@@ -634,6 +673,11 @@ static void lines_in(const struct topology *t, enum step_kind kind, const int64_
 		out->applicable |= 1u << COLL_HIERARCHICAL;
 		out->line[COLL_HIERARCHICAL] = hier_line(kind, n, gs->n_intra, gs->m, intra, inter);
 	}
+	int pc = cost_pipeline_members(t, kind, ranks, n);
+	if (pc > 0) {
+		out->applicable |= 1u << COLL_PIPELINE;
+		out->line[COLL_PIPELINE] = pipeline_line(t, kind, n, pc, gs);
+	}
 	int *pairs = (power_of_two(n) && kind != STEP_ALLTOALL) || kind == STEP_ALLREDUCE
 	                     ? gs->pairs
 	                     : NULL;
@@ -682,10 +726,10 @@ void cost_algo_lines_in(const struct topology *t, enum step_kind kind, const int
 }
 
 /* The order in which ties go. */
-static const enum collective_algo rule_order[] = {COLL_RING,           COLL_HIERARCHICAL,
-                                                  COLL_HALVING_DOUBLING, COLL_TREE,
-                                                  COLL_DIRECT,         COLL_NVLS};
-_Static_assert(COLL_COUNT == 7, "rule_order lists every algorithm but COLL_AUTO");
+static const enum collective_algo rule_order[] = {
+        COLL_RING, COLL_HIERARCHICAL, COLL_HALVING_DOUBLING, COLL_TREE,
+        COLL_DIRECT, COLL_NVLS, COLL_PIPELINE};
+_Static_assert(COLL_COUNT == 8, "rule_order lists every algorithm but COLL_AUTO");
 
 enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double bytes,
                                     enum collective_algo wanted, double *seconds)
@@ -1048,7 +1092,7 @@ const char *cost_collective_protocol(const struct topology *t, enum step_kind ki
                                      enum collective_algo algo, const int64_t *ranks, int n,
                                      double bytes)
 {
-	if (t->coll.library == TOPO_COLL_NONE || n <= 1 || bytes <= 0)
+	if (t->coll.library != TOPO_COLL_NCCL || n <= 1 || bytes <= 0)
 		return NULL;
 	struct cost_algo_lines l;
 	cost_algo_lines_of(t, kind, ranks, n, &l);

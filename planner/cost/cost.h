@@ -208,6 +208,12 @@ bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum co
  * members in whole-server blocks inside a switch tier; all-reduce, and
  * inside one server reduce-scatter and all-gather. 0 where they do not. */
 int cost_nvls_channels(const struct topology *t, enum step_kind kind, const int64_t *ranks, int n);
+/* HCCL's pipeline algorithm (topo_collectives.pipeline): the members a group
+ * has on each server when it applies (all-reduce, reduce-scatter and
+ * all-gather over 2 or more servers with 2 or more members each, in
+ * whole-server blocks inside one tier); 0 where it does not. */
+int cost_pipeline_members(const struct topology *t, enum step_kind kind, const int64_t *ranks,
+                          int n);
 
 /* The protocol the library would use for this algorithm and message
  * ("LL", "LL128", "Simple"); NULL without a library or where it does not

@@ -954,7 +954,7 @@ Test(cli, simulate_and_compare_usage_errors_exit_2)
 		 "shardlab compare: --fidelity takes coarse, step or phase, got 'fine'\n"},
 		{"simulate scenarios/ffn-8p.json --collective-algo fast",
 		 "shardlab simulate: --collective-algo takes auto, ring, tree, halving-doubling, "
-		 "hierarchical, direct or nvls, got 'fast'\n"},
+		 "hierarchical, direct, nvls or pipeline, got 'fast'\n"},
 		{"simulate scenarios/ffn-8p.json --bucket-mb 0",
 		 "shardlab simulate: --bucket-mb takes a size in MiB > 0, got '0'\n"},
 		{"simulate scenarios/ffn-8p.json --planner search",

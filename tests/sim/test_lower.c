@@ -691,3 +691,36 @@ Test(lower, nccl_nvls_on_an_nvlink_sharp_switch)
 	/* reduce-scatter across servers: no NVLS */
 	cr_expect_eq(cost_choose_algo(x64, STEP_REDUCESCATTER, q, 16, G, COLL_NVLS), COLL_RING);
 }
+
+Test(lower, hccl_pipeline_across_servers)
+{
+	/* atlas800t-a2-910b-x16 ("library": "hccl", "pipeline": true): HCCS
+	 * mesh links of 56 GB/s x 0.33, 1 us; NICs 200 Gb/s = 25 GB/s, 0.6 us,
+	 * 0.6 us a switch: servers 0-3 share a leaf (2 x 0.6 + 0.6 = 1.8 us),
+	 * 0-7 cross the spine (2 x 0.6 + 3 x 0.6 = 3.0 us). HCCL's pipeline,
+	 * blocks of S/n: a phase is (m-1) steps of the slower of the servers'
+	 * ring and the forwarding inside, then one step inside; an all-reduce
+	 * two phases. Two servers of 8 (n = 16): both steps are 1.8 us and
+	 * S/16 over one HCCS link (18.48 GB/s is below the NIC's 25), so
+	 * 2 x (1 + 1.8) us + 4 S/16 / B = 5.6 us + S / 73.92 GB/s. */
+	struct topology *t = fixture_topology(A, "atlas800t-a2-910b-x16");
+	int64_t r[64];
+	for (int i = 0; i < 64; i++)
+		r[i] = i;
+	double B = 56e9 * 0.33, G = 1073741824.0;
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, G, COLL_AUTO), COLL_PIPELINE);
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 16, G),
+	     5.6 * US + G / (4 * B), "2 servers, all-reduce");
+	/* all-gather over 8 servers (n = 64): 1 + 7 x 3.0 us and 8 blocks of
+	 * S/64 inside */
+	near(cost_collective_algo_s(t, STEP_ALLGATHER, COLL_PIPELINE, r, 64, G),
+	     22 * US + G / (8 * B), "8 servers, all-gather");
+	/* one server, or one member a server: not the pipeline */
+	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 8, G, COLL_PIPELINE), COLL_DIRECT);
+	int64_t one_each[4] = {0, 8, 16, 24};
+	cr_expect_neq(cost_choose_algo(t, STEP_ALLREDUCE, one_each, 4, G, COLL_PIPELINE),
+	              COLL_PIPELINE);
+	/* Atlas 800 (910A): HCCL without the pipeline */
+	struct topology *a = fixture_topology(A, "atlas800-910a-x4");
+	cr_expect_neq(cost_choose_algo(a, STEP_ALLREDUCE, r, 16, G, COLL_PIPELINE), COLL_PIPELINE);
+}

@@ -629,6 +629,32 @@ Test(sim, nccl_nvls_takes_its_formula)
 	arena_free(a);
 }
 
+/* HCCL's pipeline as transfers (atlas800t-a2-910b-x16): 16 NPUs of two
+ * servers all-reduce 1 GiB, 64 of eight all-gather it; each round's
+ * transfers across and inside run at once. Simulated alone each takes its
+ * formula (tests/sim/test_lower.c: 5.6 us + S / 73.92 GB/s, 22 us + S /
+ * 147.8 GB/s) within 2%. */
+Test(sim, hccl_pipeline_takes_its_formula)
+{
+	double S = 1073741824.0;
+	struct arena *a = arena_new();
+	struct topology *t = fixture_topology(a, "atlas800t-a2-910b-x16");
+	int64_t r[64];
+	for (int i = 0; i < 64; i++)
+		r[i] = i;
+	int64_t sixteen[] = {16}, sixty_four[] = {64};
+	double f = cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_PIPELINE, r, 16, S);
+	within(f, 5.6e-6 + S / (4 * 56e9 * 0.33), 1e-9, "formula, by hand");
+	within(lone("atlas800t-a2-910b-x16", sixteen, 1, 0, STEP_ALLREDUCE, COLL_AUTO, FIDELITY_STEP,
+	            S),
+	       f, 0.02, "all-reduce");
+	f = cost_collective_algo_s(t, STEP_ALLGATHER, COLL_PIPELINE, r, 64, S);
+	within(lone("atlas800t-a2-910b-x16", sixty_four, 1, 0, STEP_ALLGATHER, COLL_PIPELINE,
+	            FIDELITY_STEP, S),
+	       f, 0.02, "all-gather");
+	arena_free(a);
+}
+
 /* Groups of one step share the NICs they cross at once. Two servers of 4
  * GPUs with one 12.5 GB/s NIC each (tests/data/good/pcie-4gpu-1nic-x2.json,
  * no collective library), tensor parallel 4 inside x data parallel 2: the
