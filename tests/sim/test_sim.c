@@ -598,6 +598,24 @@ Test(sim, nccl_rails_and_tree_take_their_formula)
 	arena_free(a);
 }
 
+/* One collective of n ranks 0..n-1 simulated alone on `topo` (asking for
+ * `asked`) takes the formula of `algo` within 2%; the formula returned. */
+static double takes_its_formula(const char *topo, int n, enum step_kind kind,
+                                enum collective_algo asked, enum collective_algo algo, double S,
+                                const char *what)
+{
+	struct arena *a = arena_new();
+	struct topology *t = fixture_topology(a, topo);
+	int64_t r[64], size[1] = {n};
+	cr_assert_leq(n, 64);
+	for (int i = 0; i < n; i++)
+		r[i] = i;
+	double f = cost_collective_algo_s(t, kind, algo, r, n, S);
+	within(lone(topo, size, 1, 0, kind, asked, FIDELITY_STEP, S), f, 0.02, what);
+	arena_free(a);
+	return f;
+}
+
 /* NCCL's NVLS as transfers (dgx-h100, "nvls": true): 8 GPUs of one server
  * all-reduce 1 GiB, and 16 of two servers (dgx-h100-x64) by the NVLS
  * tree: each member's shares to the others of its server at once (and
@@ -609,24 +627,12 @@ Test(sim, nccl_rails_and_tree_take_their_formula)
 Test(sim, nccl_nvls_takes_its_formula)
 {
 	double S = 1073741824.0;
-	struct arena *a = arena_new();
-	struct topology *one = fixture_topology(a, "dgx-h100");
-	struct topology *two = fixture_topology(a, "dgx-h100-x64");
-	int64_t r[16];
-	for (int i = 0; i < 16; i++)
-		r[i] = i;
-	int64_t eight[] = {8}, sixteen[] = {16};
-	double f = cost_collective_algo_s(one, STEP_ALLREDUCE, COLL_NVLS, r, 8, S);
+	double f = takes_its_formula("dgx-h100", 8, STEP_ALLREDUCE, COLL_AUTO, COLL_NVLS, S,
+	                             "one server");
 	within(f, 24e-6 + S / (5.0 / 6 * 8 * 450e9 * 0.817 / 9), 1e-9, "formula, by hand");
-	within(lone("dgx-h100", eight, 1, 0, STEP_ALLREDUCE, COLL_AUTO, FIDELITY_STEP, S), f, 0.02,
-	       "one server");
-	f = cost_collective_algo_s(one, STEP_ALLGATHER, COLL_NVLS, r, 8, S);
-	within(lone("dgx-h100", eight, 1, 0, STEP_ALLGATHER, COLL_NVLS, FIDELITY_STEP, S), f, 0.02,
-	       "all-gather");
-	f = cost_collective_algo_s(two, STEP_ALLREDUCE, COLL_NVLS, r, 16, S);
-	within(lone("dgx-h100-x64", sixteen, 1, 0, STEP_ALLREDUCE, COLL_AUTO, FIDELITY_STEP, S), f,
-	       0.02, "two servers");
-	arena_free(a);
+	takes_its_formula("dgx-h100", 8, STEP_ALLGATHER, COLL_NVLS, COLL_NVLS, S, "all-gather");
+	takes_its_formula("dgx-h100-x64", 16, STEP_ALLREDUCE, COLL_AUTO, COLL_NVLS, S,
+	                  "two servers");
 }
 
 /* HCCL's pipeline as transfers (atlas800t-a2-910b-x16): 16 NPUs of two
@@ -637,22 +643,11 @@ Test(sim, nccl_nvls_takes_its_formula)
 Test(sim, hccl_pipeline_takes_its_formula)
 {
 	double S = 1073741824.0;
-	struct arena *a = arena_new();
-	struct topology *t = fixture_topology(a, "atlas800t-a2-910b-x16");
-	int64_t r[64];
-	for (int i = 0; i < 64; i++)
-		r[i] = i;
-	int64_t sixteen[] = {16}, sixty_four[] = {64};
-	double f = cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_PIPELINE, r, 16, S);
+	double f = takes_its_formula("atlas800t-a2-910b-x16", 16, STEP_ALLREDUCE, COLL_AUTO,
+	                             COLL_PIPELINE, S, "all-reduce");
 	within(f, 5.6e-6 + S / (4 * 56e9 * 0.33), 1e-9, "formula, by hand");
-	within(lone("atlas800t-a2-910b-x16", sixteen, 1, 0, STEP_ALLREDUCE, COLL_AUTO, FIDELITY_STEP,
-	            S),
-	       f, 0.02, "all-reduce");
-	f = cost_collective_algo_s(t, STEP_ALLGATHER, COLL_PIPELINE, r, 64, S);
-	within(lone("atlas800t-a2-910b-x16", sixty_four, 1, 0, STEP_ALLGATHER, COLL_PIPELINE,
-	            FIDELITY_STEP, S),
-	       f, 0.02, "all-gather");
-	arena_free(a);
+	takes_its_formula("atlas800t-a2-910b-x16", 64, STEP_ALLGATHER, COLL_PIPELINE, COLL_PIPELINE,
+	                  S, "all-gather");
 }
 
 /* Groups of one step share the NICs they cross at once. Two servers of 4
