@@ -537,7 +537,9 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 			if (ll_cap > 0) /* bus bandwidth at most the cap: S x f / cap */
 				floor = f / ll_cap;
 		} else if (p == COST_PROTO_LL128) {
-			/* on NVLink inside one server only (NCCL's default) */
+			/* on NVLink inside one server only: NCCL runs it across
+			 * servers too, under a per-channel cap this model cannot
+			 * price without NCCL's channel count (docs/cost-models.md) */
 			if (m > 1 || hw_in != NCCL_HW_NVLINK)
 				continue;
 			bw = (double)n / m < 2 ? 0.7 : 0.92;
@@ -558,7 +560,7 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 		simple = 2 / cap; /* the tree's algorithm bandwidth is half its bus bandwidth */
 	for (int p = 0; p < COST_PROTO_COUNT; p++) {
 		if (p == COST_PROTO_LL128)
-			continue; /* across servers: not by default */
+			continue; /* across servers: left out, as for the ring */
 		double in_us = nccl_hop_us[hw_in][NCCL_TREE][p] * (p == COST_PROTO_LL ? 1.8 : 1);
 		double lat_us = nccl_base_us[NCCL_TREE][p] +
 		                2 * ((ppn - 1) * in_us +
