@@ -66,8 +66,9 @@ static uint64_t fnv_topo(uint64_t h, const struct topology *t)
 	h = fnv_str(h, d->kind);
 	for (int i = 0; i < DT_COUNT; i++)
 		h = fnv_num(h, d->peak_flops[i]);
-	double dev[] = {d->hbm_bytes, d->hbm_bps, d->matmul_efficiency, d->memory_efficiency,
-	                d->gemm_half_dim, d->kernel_overhead_s};
+	double dev[] = {d->hbm_bytes,      d->hbm_bps,           d->matmul_efficiency,
+	                d->memory_efficiency, d->gemm_half_dim, d->kernel_overhead_s,
+	                d->memory_reserve_bytes, d->speed_cv};
 	for (size_t i = 0; i < SL_COUNTOF(dev); i++)
 		h = fnv_num(h, dev[i]);
 	h = fnv_num(h, t->devices_per_server);
@@ -85,6 +86,12 @@ static uint64_t fnv_topo(uint64_t h, const struct topology *t)
 	                t->fabric.oversubscription, t->fabric.switch_latency_s};
 	for (size_t i = 0; i < SL_COUNTOF(net); i++)
 		h = fnv_num(h, net[i]);
+	const struct topo_collectives *c = &t->coll;
+	double coll[] = {c->library, c->intra, c->tree_max_busbw_bps[0], c->tree_max_busbw_bps[1],
+	                 c->ll_max_busbw_bps[0], c->ll_max_busbw_bps[1], c->ll_max_busbw_bps[2],
+	                 c->nvls, c->pipeline};
+	for (size_t i = 0; i < SL_COUNTOF(coll); i++)
+		h = fnv_num(h, coll[i]);
 	return h;
 }
 

@@ -6,6 +6,7 @@
  * a database of other inputs refused; the same rows under mpirun. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <spawn.h>
@@ -379,6 +380,69 @@ Test(studies, other_inputs_refused_then_forced, .timeout = 120)
 	snprintf(args, sizeof args, "sweep %s --db %s --force", study, db);
 	sweep_all(args, 1008);
 	remove_db(db);
+	rmdir(dir);
+}
+
+/* A study's inputs hash covers the figures a topology takes from its base
+ * file, the collective library's among them: the same cluster file over a
+ * base whose server gains NVLS (or changes its LL caps) hashes otherwise,
+ * so a sweep of the old figures is refused, not reused. */
+static uint64_t hash_with_base(const char *dir, const char *collectives)
+{
+	char path[700], cwd[PATH_MAX], scenario[PATH_MAX + 40];
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	snprintf(scenario, sizeof scenario, "%s/scenarios/gpt-4layer-32p.json", cwd);
+	snprintf(path, sizeof path, "%s/base.json", dir);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"b\", "
+	           "\"source\": \"tests\", \"device\": {\"kind\": \"GPU\", \"peak_tflops\": "
+	           "{\"fp16\": 100, \"bf16\": 100}, \"hbm_GB\": 40, \"hbm_bandwidth_GBps\": 1000}, "
+	           "\"server\": {\"devices\": 8, \"tiers\": [{\"name\": \"nvswitch\", \"kind\": "
+	           "\"switch\", \"bandwidth_GBps\": 300, \"latency_us\": 1}], \"nic\": "
+	           "{\"per_server\": 8, \"rate_Gbps\": 200, \"latency_us\": 0.6}, "
+	           "\"collectives\": %s}}\n",
+	        collectives);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/cluster.json", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"c\", "
+	           "\"source\": \"tests\", \"base\": \"base.json\", \"cluster\": {\"servers\": 4, "
+	           "\"fabric\": {\"kind\": \"fat-tree\", \"nics_per_leaf\": 32, "
+	           "\"oversubscription\": 1, \"switch_latency_us\": 0.5}}}\n");
+	fclose(f);
+	snprintf(path, sizeof path, "%s/study.json", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "{\"format\": \"shardlab-study\", \"version\": 1, \"name\": \"h\", "
+	           "\"scenario\": \"%s\", \"clusters\": [{\"name\": \"g\", \"topology\": "
+	           "\"cluster.json\", \"servers\": [1], \"price_per_device_hour\": 2.0, "
+	           "\"power_w\": {\"idle\": 50, \"busy\": 300}}], \"global_batch\": 8, "
+	           "\"goal\": {\"iterations\": 1000}}\n",
+	        scenario);
+	fclose(f);
+	return load(path)->inputs_hash;
+}
+
+Test(studies, inputs_hash_covers_the_base_files_collectives)
+{
+	char dir[] = "/tmp/shardlab-hash-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	uint64_t plain = hash_with_base(dir, "{\"library\": \"nccl\"}");
+	uint64_t again = hash_with_base(dir, "{\"library\": \"nccl\"}");
+	uint64_t nvls = hash_with_base(dir, "{\"library\": \"nccl\", \"nvls\": true}");
+	uint64_t caps = hash_with_base(
+	        dir, "{\"library\": \"nccl\", \"ll_max_busbw_GBps\": [87.7, 22.5, 19.0]}");
+	cr_expect_eq(plain, again);
+	cr_expect_neq(plain, nvls);
+	cr_expect_neq(plain, caps);
+	const char *names[] = {"base.json", "cluster.json", "study.json"};
+	for (size_t i = 0; i < SL_COUNTOF(names); i++) {
+		char path[700];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		remove(path);
+	}
 	rmdir(dir);
 }
 
