@@ -401,13 +401,17 @@ static const double nccl_hop_us[3][2][COST_PROTO_COUNT] = {
         {{5.0, 8.5, 28}, {2.7, 4.0, 9.6}}}; /* network */
 /* the tree's efficiency on its links (busBw * .92) */
 #define NCCL_TREE_EFF 0.92
-/* treeCorrectionFactor[protocol][floor(log2(S / 64))], S below 256 MiB */
-static const double nccl_tree_corr[COST_PROTO_COUNT][22] = {
+/* treeCorrectionFactor[protocol][floor(log2(S / 64))], S below 512 MiB
+ * (v2.8.3-1; 2.7.5's table stopped at 256 MiB and was lower from 2 to
+ * 32 MiB with Simple) */
+#define NCCL_TREE_CORR_SIZES 23
+static const double nccl_tree_corr[COST_PROTO_COUNT][NCCL_TREE_CORR_SIZES] = {
         {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
-         1.0},
+         1.0, 1.0},
         {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9,
-         1.0},
-        {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
+         .92, .92},
+        {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9,
+         .9}};
 
 static int log2_floor(double x)
 {
@@ -592,7 +596,7 @@ double cost_algo_time(const struct cost_algo_lines *l, enum collective_algo a, d
 		if (a == COLL_RING && p == COST_PROTO_SIMPLE && l->plateau_bytes > 0 &&
 		    bytes >= l->plateau_bytes) /* NCCL's "plateau effect of ring": its latency x1.9 */
 			x.fixed_s = l->line[a].fixed_s + 1.9 * (x.fixed_s - l->line[a].fixed_s);
-		if (a == COLL_TREE && lg < 22)
+		if (a == COLL_TREE && lg < NCCL_TREE_CORR_SIZES)
 			x.per_byte_s /= nccl_tree_corr[p][lg];
 		double s = x.fixed_s + x.per_byte_s * bytes;
 		if (s < best * (1 - 1e-12)) {
@@ -624,7 +628,7 @@ bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum co
 	    bytes >= l.plateau_bytes)
 		x.fixed_s = phys.fixed_s + 1.9 * (x.fixed_s - phys.fixed_s);
 	int lg = log2_floor(bytes / 64);
-	if (algo == COLL_TREE && lg < 22)
+	if (algo == COLL_TREE && lg < NCCL_TREE_CORR_SIZES)
 		x.per_byte_s /= nccl_tree_corr[p][lg];
 	*wire = phys.per_byte_s > 0 ? x.per_byte_s / phys.per_byte_s : 1;
 	*extra_s = x.fixed_s - phys.fixed_s;

@@ -630,6 +630,12 @@ Test(lower, nccl_rails_and_tree_across_two_servers)
 	     45 * US + 1.9 * 122.8 * US + G * ring_b, "1 GiB: ring Simple");
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_TREE, r, 16, G),
 	     2.5 * US + 448 * US + G * tree_b, "1 GiB: tree Simple");
+	/* NCCL 2.8.3's tree correction by size, Simple: 0.9 from 256 to 512
+	 * MiB (floor(log2(S / 64)) = 22), 0.8 from 8 to 16 MiB (17) */
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_TREE, r, 16, 256 * M),
+	     2.5 * US + 448 * US + 256 * M * tree_b / 0.9, "256 MiB: tree Simple, corrected");
+	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_TREE, r, 16, 8 * M),
+	     2.5 * US + 448 * US + 8 * M * tree_b / 0.8, "8 MiB: tree Simple, corrected");
 	cr_expect_eq(cost_choose_algo(t, STEP_ALLREDUCE, r, 16, M, COLL_AUTO), COLL_RING);
 	near(cost_collective_algo_s(t, STEP_ALLREDUCE, COLL_AUTO, r, 16, M),
 	     45 * US + 32.688 * US + M * ll_ring_b, "1 MiB: ring LL at the LL cap");
