@@ -260,12 +260,12 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
  * transfers cross is used, in the micro-batches, only by collectives of the
  * same members on the same stream (which run one after another), and no
  * two of its own transfers of one round share a link (but NVLS's, whose
- * formula prices a member's shares going out of its port together), and the transfers of
- * one round all cross routes of one bandwidth and latency (the formula
- * prices a ring at its slowest hop; the transfers of a ring mixing two
- * tiers pace each other hop by hop). The collective then
- * takes exactly its formula once the last member arrives, as its
- * transfers would uncontended, and costs no simulated message (docs/simulation.md:
+ * formula prices a member's shares leaving its port together), and the
+ * transfers of one round all cross routes of one bandwidth and latency
+ * (the formula prices a ring at its slowest hop; the transfers of a ring
+ * mixing two tiers pace each other hop by hop). The collective then takes
+ * exactly its formula once the last member arrives, as its transfers
+ * would uncontended, and costs no simulated message (docs/simulation.md:
  * what makes thousands of ranks affordable). Binomial trees are left to
  * the transfers: their rounds do not line up across members.
  *
