@@ -451,8 +451,8 @@ int cost_nvls_channels(const struct topology *t, enum step_kind kind, const int6
 	return k >= 0 && t->tiers[k].kind == TOPO_TIER_SWITCH ? c : 0;
 }
 
-/* NVLS, NCCL's algorithms on a switch that reduces (NVLink SHARP, NCCL
- * 2.17 on; the constants of v2.19.3-1). The c members a group has on a
+/* NVLS, NCCL's algorithms on a switch that reduces (NVLink SHARP: NVLS
+ * from NCCL 2.17, the NVLS tree from 2.18; the constants of v2.19.3-1). The c members a group has on a
  * server are c channels, each the head of S/c: the switch sums the
  * members' shares into it (multimem ld_reduce) and writes the sum to all
  * of them (multimem st). NCCL's search gives each channel bw = B/(c+1) of a
