@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <criterion/internal/ordered-set.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -167,4 +168,15 @@ struct cli_run fixture_shardlab(const char *args, bool want_err)
 	buf[len] = '\0';
 	int st = pclose(p);
 	return (struct cli_run){buf, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)};
+}
+
+void fixture_write(const char *path, const char *fmt, ...)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "cannot write %s", path);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	cr_assert_eq(fclose(f), 0, "cannot write %s", path);
 }

@@ -51,6 +51,11 @@ struct cli_run {
  * when SHARDLAB is not set. */
 struct cli_run fixture_shardlab(const char *args, bool want_err);
 
+/* Writes the printf-formatted text to path (replacing it); the test fails
+ * when it cannot. */
+void fixture_write(const char *path, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
 /* A one-stage program from a flat list of steps: steps[0 .. n_section)
  * run `repeat` times (the micro-batches), each stream-1 step after the
  * step its `after` names (in the last repetition), the other stream-0

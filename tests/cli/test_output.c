@@ -28,14 +28,6 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-static void put(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fputs(text, f);
-	cr_assert_eq(fclose(f), 0);
-}
-
 /* Entries of dir other than . and .. */
 static int entries(const char *dir)
 {
@@ -106,7 +98,7 @@ Test(output, regular_file_replaced_with_its_mode)
 {
 	char *dir = make_dir(), path[128];
 	snprintf(path, sizeof path, "%s/report.json", dir);
-	put(path, "old\n");
+	fixture_write(path, "old\n");
 	chmod(path, 0640);
 	write_text(path, "new\n");
 	cr_expect_str_eq(slurp(path), "new\n");
@@ -130,7 +122,7 @@ Test(output, symlink_is_followed_not_replaced)
 	char *dir = make_dir(), real[128], link[128];
 	snprintf(real, sizeof real, "%s/real.json", dir);
 	snprintf(link, sizeof link, "%s/link.json", dir);
-	put(real, "old\n");
+	fixture_write(real, "old\n");
 	cr_assert_eq(symlink("real.json", link), 0);
 	write_text(link, "new\n");
 	struct stat st;
@@ -200,7 +192,7 @@ Test(output, abort_and_failure_leave_the_old_file)
 {
 	char *dir = make_dir(), path[128], err[256];
 	snprintf(path, sizeof path, "%s/keep.json", dir);
-	put(path, "old\n");
+	fixture_write(path, "old\n");
 	struct cli_out o;
 	cr_assert(cli_out_open(&o, path, err, sizeof err), "%s", err);
 	fputs("half", o.f);
@@ -219,7 +211,7 @@ Test(output, sigterm_removes_the_temporary_file)
 {
 	char *dir = make_dir(), path[128];
 	snprintf(path, sizeof path, "%s/killed.json", dir);
-	put(path, "old\n");
+	fixture_write(path, "old\n");
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -263,7 +255,7 @@ Test(output, trace_through_a_symlink_keeps_the_link)
 	char *dir = make_dir(), real[128], link[128], args[400];
 	snprintf(real, sizeof real, "%s/trace.json", dir);
 	snprintf(link, sizeof link, "%s/latest.json", dir);
-	put(real, "old\n");
+	fixture_write(real, "old\n");
 	cr_assert_eq(symlink(real, link), 0);
 	snprintf(args, sizeof args, "simulate scenarios/ffn-8p.json --trace '%s'", link);
 	struct cli_run r = fixture_shardlab(args, true);

@@ -393,35 +393,29 @@ static uint64_t hash_with_base(const char *dir, const char *collectives)
 	cr_assert_not_null(getcwd(cwd, sizeof cwd));
 	snprintf(scenario, sizeof scenario, "%s/scenarios/gpt-4layer-32p.json", cwd);
 	snprintf(path, sizeof path, "%s/base.json", dir);
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"b\", "
-	           "\"source\": \"tests\", \"device\": {\"kind\": \"GPU\", \"peak_tflops\": "
-	           "{\"fp16\": 100, \"bf16\": 100}, \"hbm_GB\": 40, \"hbm_bandwidth_GBps\": 1000}, "
-	           "\"server\": {\"devices\": 8, \"tiers\": [{\"name\": \"nvswitch\", \"kind\": "
-	           "\"switch\", \"bandwidth_GBps\": 300, \"latency_us\": 1}], \"nic\": "
-	           "{\"per_server\": 8, \"rate_Gbps\": 200, \"latency_us\": 0.6}, "
-	           "\"collectives\": %s}}\n",
-	        collectives);
-	fclose(f);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"b\", "
+	              "\"source\": \"tests\", \"device\": {\"kind\": \"GPU\", \"peak_tflops\": "
+	              "{\"fp16\": 100, \"bf16\": 100}, \"hbm_GB\": 40, \"hbm_bandwidth_GBps\": 1000}, "
+	              "\"server\": {\"devices\": 8, \"tiers\": [{\"name\": \"nvswitch\", \"kind\": "
+	              "\"switch\", \"bandwidth_GBps\": 300, \"latency_us\": 1}], \"nic\": "
+	              "{\"per_server\": 8, \"rate_Gbps\": 200, \"latency_us\": 0.6}, "
+	              "\"collectives\": %s}}\n",
+	              collectives);
 	snprintf(path, sizeof path, "%s/cluster.json", dir);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"c\", "
-	           "\"source\": \"tests\", \"base\": \"base.json\", \"cluster\": {\"servers\": 4, "
-	           "\"fabric\": {\"kind\": \"fat-tree\", \"nics_per_leaf\": 32, "
-	           "\"oversubscription\": 1, \"switch_latency_us\": 0.5}}}\n");
-	fclose(f);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"c\", "
+	              "\"source\": \"tests\", \"base\": \"base.json\", \"cluster\": {\"servers\": 4, "
+	              "\"fabric\": {\"kind\": \"fat-tree\", \"nics_per_leaf\": 32, "
+	              "\"oversubscription\": 1, \"switch_latency_us\": 0.5}}}\n");
 	snprintf(path, sizeof path, "%s/study.json", dir);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "{\"format\": \"shardlab-study\", \"version\": 1, \"name\": \"h\", "
-	           "\"scenario\": \"%s\", \"clusters\": [{\"name\": \"g\", \"topology\": "
-	           "\"cluster.json\", \"servers\": [1], \"price_per_device_hour\": 2.0, "
-	           "\"power_w\": {\"idle\": 50, \"busy\": 300}}], \"global_batch\": 8, "
-	           "\"goal\": {\"iterations\": 1000}}\n",
-	        scenario);
-	fclose(f);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-study\", \"version\": 1, \"name\": \"h\", "
+	              "\"scenario\": \"%s\", \"clusters\": [{\"name\": \"g\", \"topology\": "
+	              "\"cluster.json\", \"servers\": [1], \"price_per_device_hour\": 2.0, "
+	              "\"power_w\": {\"idle\": 50, \"busy\": 300}}], \"global_batch\": 8, "
+	              "\"goal\": {\"iterations\": 1000}}\n",
+	              scenario);
 	return load(path)->inputs_hash;
 }
 
