@@ -306,7 +306,16 @@ static bool apply_parallel(struct vloader *L, const struct jv *row,
 		         "not both");
 		return false;
 	}
-	int64_t dp = stage / r->tensor_parallel, batch;
+	/* context parallelism cuts each sequence, not the batch: the replicas
+	 * are the stage's devices over TP x CP */
+	int64_t cp = t->context_parallel > 1 ? t->context_parallel : 1;
+	if ((stage / r->tensor_parallel) % cp) {
+		jv_error(&mbv, "tensor parallel %lld x context parallel %lld does not divide the %lld "
+		         "devices of a pipeline stage", (long long)r->tensor_parallel, (long long)cp,
+		         (long long)stage);
+		return false;
+	}
+	int64_t dp = stage / r->tensor_parallel / cp, batch;
 	if (!util_mul_i64(r->micro_batch, dp, &batch) || t->global_batch % batch) {
 		jv_error(&mbv, "micro-batches of %lld samples (micro_batch %lld x data parallel %lld) "
 		         "do not divide the global batch of %lld", (long long)(r->micro_batch * dp),
@@ -321,6 +330,8 @@ static bool apply_parallel(struct vloader *L, const struct jv *row,
 	}
 	struct search_config c = {.tp = r->tensor_parallel, .pp = t->pipeline_stages, .dp = dp,
 	                          .micro_batch = r->micro_batch, .micro_batches = m,
+	                          .sequence_parallel = t->sequence_parallel,
+	                          .ep = t->expert_parallel, .cp = cp,
 	                          .schedule = t->schedule, .virtual_stages = t->virtual_stages,
 	                          .recompute = t->recompute, .zero_stage = t->zero_stage};
 	size_t before = L->diags->errors;

@@ -160,6 +160,26 @@ Test(validate, loads_the_tiny_training_file)
 	cr_assert_eq(r->value, 0.001);
 }
 
+Test(validate, rows_keep_sequence_and_context_parallelism)
+{
+	/* tests/data/good/validate-sp-cp.json. Row 0: TP 4 with sequence
+	 * parallelism on 8 devices, DP 2, micro_batch 2: batch 4, 4
+	 * micro-batches, SP kept. Row 1: TP 2 x CP 2 on 8 devices leaves DP
+	 * 8 / (2 x 2) = 2, micro_batch 1: batch 2 (not 4, as DP = 8 / TP
+	 * would make it), 16 / 2 = 8 micro-batches, CP kept. */
+	struct validation *v = validation_load(A, "tests/data/good/validate-sp-cp.json", &D);
+	cr_assert_not_null(v);
+	cr_assert_eq(v->n_rows, 2);
+	const struct scenario *s = v->training[0].scenario;
+	cr_assert(s->training.sequence_parallel);
+	cr_assert_eq(s->graph->batch, 4);
+	cr_assert_eq(s->training.micro_batches, 4);
+	s = v->training[1].scenario;
+	cr_assert_eq(s->training.context_parallel, 2);
+	cr_assert_eq(s->graph->batch, 2);
+	cr_assert_eq(s->training.micro_batches, 8);
+}
+
 Test(validate, loads_the_collectives_file)
 {
 	/* Row 1 states no devices: all 8 of the server. Row 2's algbw of
