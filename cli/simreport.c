@@ -162,13 +162,13 @@ double report_program_comm_bytes(const struct program *p)
 	return most;
 }
 
-/* Slices of an op's largest parameter input (1 when it has none); the
+/* Slices of an op's largest parameter input (0 when it has none); the
  * slices of a batched weight's leading dimension (the experts of a
  * mixture, [E, a, b]) are expert parallelism, into *ep, not TP. */
 static int64_t sr_param_slices(const struct plan *p, const struct dist_op *d, int64_t *ep)
 {
 	const struct op *op = &p->graph->ops[d->op];
-	int64_t best_elems = -1, slices = 1;
+	int64_t best_elems = -1, slices = 0;
 	*ep = 1;
 	for (int i = 0; i < d->n_in && i < op->n_in; i++) {
 		const struct tensor *t = &p->graph->tensors[op->in[i]];
@@ -200,6 +200,16 @@ const char *report_strategy_summary(char *buf, size_t size, const struct plan *p
 	int n = 0;
 	double total = 0;
 	int64_t ep_most = 1;
+	/* The ops that hold weights say how the plan cuts the model: those
+	 * without (attention's scores and context, element-wise ops) follow
+	 * their inputs' cuts, and at long sequences the attention's FLOPs
+	 * would otherwise name the pattern with no TP at all. */
+	bool weighted = false;
+	for (int i = 0; i < p->graph->n_ops && !weighted; i++) {
+		int64_t ep;
+		weighted = p->graph->ops[i].flops > 0 && p->ops[i].flops_per_rank > 0 &&
+		           sr_param_slices(p, &p->ops[i], &ep) > 0;
+	}
 	for (int i = 0; i < p->graph->n_ops; i++) {
 		const struct op *op = &p->graph->ops[i];
 		const struct dist_op *d = &p->ops[i];
@@ -209,7 +219,9 @@ const char *report_strategy_summary(char *buf, size_t size, const struct plan *p
 		split = split < 1 ? 1 : split > p->n_devices ? p->n_devices : split;
 		int64_t ep;
 		int64_t tp = sr_param_slices(p, d, &ep);
-		tp = tp > split || split % tp ? 1 : tp;
+		if (weighted && tp == 0)
+			continue;
+		tp = tp < 1 || tp > split || split % tp ? 1 : tp;
 		ep_most = ep > ep_most ? ep : ep_most;
 		struct sr_pattern key = {tp, split / tp, p->n_devices / split, op->flops};
 		int k = 0;
