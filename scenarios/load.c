@@ -743,13 +743,15 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "sequence_parallel", "pipeline_cuts",
 	                                   "expert_parallel", "tensor_parallel",
 	                                   "context_parallel", "flash_attention",
-	                                   "gradient_accumulation_fusion", NULL};
+	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
+	                                   NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
 	int64_t zero = 0;
 	t->dtype = L->s->graph && L->s->graph->n_ops ? L->s->graph->ops[0].dtype : DT_FP32;
 	struct jv v;
 	t->gradient_bucket_bytes = 25.0 * 1024 * 1024; /* PyTorch DDP's default */
+	t->overlap_grad_reduce = true;                  /* and its behaviour */
 	if (!jv_get(obj, "training", &v)) {
 		t->global_batch = t->micro_batches = t->pipeline_stages = t->virtual_stages = 1;
 		t->expert_parallel = t->context_parallel = 1;
@@ -772,6 +774,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	bool fused_accumulation = true;
 	ok = jv_opt_bool(&v, "gradient_accumulation_fusion", true, &fused_accumulation) && ok;
 	t->separate_grad_accumulation = !fused_accumulation;
+	ok = jv_opt_bool(&v, "overlap_grad_reduce", true, &t->overlap_grad_reduce) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;

@@ -110,6 +110,9 @@ struct training {
 	                                    gradient buffer by a kernel of their own (the JSON's
 	                                    gradient_accumulation_fusion false); else the
 	                                    weight-gradient GEMMs add into it */
+	bool overlap_grad_reduce;     /* the gradient buckets synchronised under the last
+	                                 micro-batch's backward, as it completes each (else
+	                                 after the backward, before the optimizer) */
 	int64_t tensor_parallel;      /* the megatron planner's degree (0: the largest that fits
 	                                 a server and the shapes) */
 	int64_t context_parallel;     /* CP: ranks that share out each sequence (1: none) */

@@ -195,15 +195,16 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 	}
 }
 
-/* A gradient bucket on stream 1, after step `after`. */
-static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int after, bool every)
+/* A gradient bucket on `stream`, after step `after` (stream 1). */
+static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int stream, int after,
+                        bool every)
 {
 	struct prog_step *s = push(L);
 	if (!s)
 		return;
 	s->kind = PROG_COLLECTIVE;
 	s->phase = PHASE_GRADIENT;
-	s->stream = 1;
+	s->stream = stream;
 	s->op = -1;
 	s->coll = b->kind;
 	s->groups = *b->groups;
@@ -224,7 +225,10 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 {
 	const struct plan *p = L->p;
 	struct plan_coll_sink k = {collective, L};
-	bool every = p->scenario->training.zero_stage >= 2;
+	const struct training *tr = &p->scenario->training;
+	bool every = tr->zero_stage >= 2;
+	if (!every && !tr->overlap_grad_reduce)
+		nb = 0; /* synchronised in the stage's tail (lower_tail) */
 	for (int i = hi - 1; i >= lo; i--) {
 		const struct dist_op *d = &p->ops[i];
 		L->op = i;
@@ -251,7 +255,7 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 		}
 		for (int j = 0; j < nb; j++)
 			if (b[j].last_op == i)
-				bucket_step(L, &b[j], j, L->bwd_step[i], every);
+				bucket_step(L, &b[j], j, 1, L->bwd_step[i], every);
 		L->suffix = " (input gradient)";
 		if (!plan_colls_input_grads(p->graph, d, L->fused[i], &k))
 			L->oom = true;
@@ -402,6 +406,15 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 		     prog_tied_channel(pp->n_chunks, es->tied_next));
 		tied(L, PROG_RECV, es->tied_prev, L->e->stages[es->tied_prev].tied_bytes,
 		     prog_tied_channel(pp->n_chunks, st));
+	}
+	/* Without overlap (Megatron-LM's default, and its "local" DDP of
+	 * 2021): every bucket once the whole backward is done, one after
+	 * another on the compute stream, as the estimate prices them. */
+	for (int c = st; c < pp->n_chunks && tr->zero_stage < 2 && !tr->overlap_grad_reduce;
+	     c += pp->n_stages) {
+		L->phase = PHASE_GRADIENT;
+		for (int k = 0; k < L->n_buckets[c]; k++)
+			bucket_step(L, &L->buckets[c][k], k, 0, -1, false);
 	}
 	L->phase = PHASE_OPTIMIZER;
 	compute(L, -1, es->optimizer_s);

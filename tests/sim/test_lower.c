@@ -202,6 +202,30 @@ Test(lower, seed000_ffn_steps_and_one_bucket)
 	(void)PAIRS;
 }
 
+/* training.overlap_grad_reduce false (Megatron-LM's default): the same
+ * bucket, but in the stage's tail on the compute stream, after the whole
+ * backward and before the optimizer, as the estimate prices it. */
+Test(lower, seed000_ffn_bucket_after_the_backward_without_overlap)
+{
+	struct scenario *s = scenario_load(A, "scenarios/seed000-ffn-ir-8p.json", &D);
+	cr_assert_not_null(s);
+	cr_assert(s->training.overlap_grad_reduce, "overlapped by default, as PyTorch DDP");
+	s->training.overlap_grad_reduce = false;
+	struct plan *p = plan_propagate(A, s, REDIST_COMPAT, &D);
+	cr_assert_not_null(p);
+	struct program prog;
+	cr_assert(plan_lower(A, p, 1 << 20, &prog, &D));
+	int section;
+	flatten(&prog, &section);
+	struct want w[15];
+	memcpy(w, ffn_steps, 13 * sizeof ffn_steps[0]);
+	w[13] = (struct want){PROG_COLLECTIVE, PHASE_GRADIENT, 0, NULL, STEP_ALLREDUCE,
+	                      "0,4|1,5|2,6|3,7", 8320, -1};
+	w[14] = ffn_steps[13];
+	expect_steps(p, &prog, w, 15);
+	cr_assert_eq(section, 13);
+}
+
 /* The estimate shares each bucket's time among the ops whose gradients it
  * carries, by bytes: in the one 8320 B bucket of 1 MiB buckets each
  * weight's MatMul gets 4096/8320 of it and each bias's Add 64/8320; in
