@@ -63,7 +63,8 @@ static void help(FILE *f)
 	        "                        scenario's simulation.collective_algo (auto:\n"
 	        "                        the rule of docs/simulation.md)\n"
 	        "  --bucket-mb N         gradient buckets of N MiB (default 25, as PyTorch\n"
-	        "                        DDP)\n"
+	        "                        DDP), synchronised under the backward unless the\n"
+	        "                        scenario says training.overlap_grad_reduce false\n"
 	        "  --max-events N        refuse a program of more than N steps x ranks\n"
 	        "                        (default 1e10: hours; GPT-3 175B on 8,192 ranks is\n"
 	        "                        about 1e9), naming the field to change\n",
