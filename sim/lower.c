@@ -195,7 +195,16 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 	}
 }
 
-/* A gradient bucket on `stream`, after step `after` (stream 1). */
+/* Whether the gradient buckets are synchronised once, in the stage's tail
+ * after the whole backward (ZeRO 0 and 1 without overlap), rather than on
+ * stream 1 under the backward. */
+static bool buckets_in_tail(const struct training *tr)
+{
+	return tr->zero_stage < 2 && !tr->overlap_grad_reduce;
+}
+
+/* A gradient bucket on `stream`: stream 1 after step `after`, or stream 0
+ * (after -1) in order. */
 static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int stream, int after,
                         bool every)
 {
@@ -227,8 +236,8 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 	struct plan_coll_sink k = {collective, L};
 	const struct training *tr = &p->scenario->training;
 	bool every = tr->zero_stage >= 2;
-	if (!every && !tr->overlap_grad_reduce)
-		nb = 0; /* synchronised in the stage's tail (lower_tail) */
+	if (buckets_in_tail(tr))
+		nb = 0; /* lower_tail synchronises them */
 	for (int i = hi - 1; i >= lo; i--) {
 		const struct dist_op *d = &p->ops[i];
 		L->op = i;
@@ -410,8 +419,7 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 	/* Without overlap (Megatron-LM's default, and its "local" DDP of
 	 * 2021): every bucket once the whole backward is done, one after
 	 * another on the compute stream, as the estimate prices them. */
-	for (int c = st; c < pp->n_chunks && tr->zero_stage < 2 && !tr->overlap_grad_reduce;
-	     c += pp->n_stages) {
+	for (int c = st; c < pp->n_chunks && buckets_in_tail(tr); c += pp->n_stages) {
 		L->phase = PHASE_GRADIENT;
 		for (int k = 0; k < L->n_buckets[c]; k++)
 			bucket_step(L, &L->buckets[c][k], k, 0, -1, false);

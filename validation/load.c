@@ -310,8 +310,8 @@ static bool apply_parallel(struct vloader *L, const struct jv *row,
 	 * are the stage's devices over TP x CP */
 	int64_t cp = t->context_parallel > 1 ? t->context_parallel : 1;
 	if ((stage / r->tensor_parallel) % cp) {
-		jv_error(&mbv, "tensor parallel %lld x context parallel %lld does not divide the %lld "
-		         "devices of a pipeline stage", (long long)r->tensor_parallel, (long long)cp,
+		jv_error(&tpv, "tensor parallel %lld x the scenario's context parallel %lld does not "
+		         "divide the %lld devices of a pipeline stage", (long long)r->tensor_parallel, (long long)cp,
 		         (long long)stage);
 		return false;
 	}
