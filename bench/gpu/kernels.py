@@ -27,6 +27,12 @@ power,steps; about 2 minutes on an H100). Files written into OUTDIR:
                    LLaMA models whose config.json files lie beside this script
                    (Hugging Face transformers, eager, bf16, SDPA attention),
                    with the first one's kernels profiled by name.
+  layers.json      layers (not by default): forward + backward of one GPT
+                   layer's tensor-parallel slice (GPT-3 175B and a 162.2B GPT
+                   at TP 8, the 162.2B at TP 2, a 4096-wide layer at TP 1),
+                   unfused, with Megatron-LM's fusions (torch.compile) and
+                   with fused attention, kernels profiled by name;
+                   bench/gpu/compare_layers.py puts them beside the estimate.
   calib-graph.csv, calib-eager.csv
                    graph (not by default): copies, triads and the GEMMs timed
                    back to back, replayed from a CUDA graph or launched from
@@ -39,6 +45,7 @@ Back-to-back timings rotate among copies of the inputs spanning 256 MiB, so
 that kernels read their operands from device memory rather than a cache that
 repeated runs would warm. Inputs are random (never zeros).
 """
+import importlib
 import json
 import math
 import os
@@ -575,6 +582,149 @@ def section_steps():
     return results
 
 
+def gpt_layer(h, heads, heads_local, ffn_local, variant, fused):
+    """One GPT layer's tensor-parallel slice as Megatron-LM runs it,
+    sequence-first ([s, b, h]), without its tensor-parallel all-reduces.
+
+    variant "unfused": every op its own kernel, as shardlab's graph has them
+    (bias adds, mask, softmax, dropout, residual adds apart). "fused":
+    Megatron-LM's fusions: the QKV bias in the GEMM, scale + mask + softmax
+    in one kernel, bias + GeLU, bias + dropout + residual add (fused here by
+    torch.compile, as Megatron-Core's jit_fuser does from PyTorch 2.2).
+    "flash": "fused" with the attention as one causal kernel."""
+    bf = torch.bfloat16
+    d = h // heads
+    hl = heads_local * d
+    w = {n: (torch.randn(*shape, device=DEV, dtype=bf) * 0.02).requires_grad_(True)
+         for n, shape in (("ln1_w", (h,)), ("ln1_b", (h,)), ("qkv", (3 * hl, h)), ("qkv_b", (3 * hl,)),
+                          ("proj", (h, hl)), ("proj_b", (h,)), ("ln2_w", (h,)), ("ln2_b", (h,)),
+                          ("fc1", (ffn_local, h)), ("fc1_b", (ffn_local,)), ("fc2", (h, ffn_local)),
+                          ("fc2_b", (h,)))}
+    scale = 1.0 / math.sqrt(d)
+
+    def attention(q, k, v):
+        s, b = q.shape[0], q.shape[1]
+        if variant == "flash":
+            q, k, v = (t.permute(1, 2, 0, 3) for t in (q, k, v))  # [b, a, s, d]
+            ctx = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True)
+            return ctx.permute(2, 0, 1, 3).reshape(s, b, hl)
+        q = q.reshape(s, b * heads_local, d).transpose(0, 1)
+        k = k.reshape(s, b * heads_local, d).transpose(0, 1)
+        v = v.reshape(s, b * heads_local, d).transpose(0, 1)
+        scores = torch.bmm(q, k.transpose(1, 2)).view(b, heads_local, s, s)
+        if variant == "fused":
+            probs = fused["softmax"](scores, mask)
+        else:
+            probs = F.softmax((scores * scale).masked_fill(mask, -10000.0), -1)
+        probs = F.dropout(probs, 0.1, True).view(b * heads_local, s, s)
+        ctx = torch.bmm(probs, v)  # [b a, s, d]
+        return ctx.transpose(0, 1).reshape(s, b, hl)
+
+    mask = None
+
+    def layer(x):
+        y = F.layer_norm(x, (h,), w["ln1_w"], w["ln1_b"])
+        if variant == "unfused":
+            qkv = F.linear(y, w["qkv"]) + w["qkv_b"]
+        else:
+            qkv = F.linear(y, w["qkv"], w["qkv_b"])
+        q, k, v = qkv.view(x.shape[0], x.shape[1], 3, heads_local, d).unbind(2)
+        ctx = attention(q, k, v)
+        out = F.linear(ctx, w["proj"])
+        if variant == "unfused":
+            x = x + F.dropout(out + w["proj_b"], 0.1, True)
+        else:
+            x = fused["bias_dropout_add"](out, w["proj_b"], x)
+        y = F.layer_norm(x, (h,), w["ln2_w"], w["ln2_b"])
+        y = F.linear(y, w["fc1"])
+        if variant == "unfused":
+            y = F.gelu(y + w["fc1_b"], approximate="tanh")
+        else:
+            y = fused["bias_gelu"](y, w["fc1_b"])
+        y = F.linear(y, w["fc2"])
+        if variant == "unfused":
+            return x + F.dropout(y + w["fc2_b"], 0.1, True)
+        return fused["bias_dropout_add"](y, w["fc2_b"], x)
+
+    def set_mask(s):
+        nonlocal mask
+        mask = torch.ones(s, s, device=DEV, dtype=torch.bool).triu(1)
+
+    return layer, w, set_mask
+
+
+def fused_functions():
+    """Megatron-LM's fused element-wise functions, compiled by torch.compile."""
+    def bias_gelu(y, b):
+        return F.gelu(y + b, approximate="tanh")
+
+    def bias_dropout_add(y, b, r):
+        return r + F.dropout(y + b, 0.1, True)
+
+    def softmax(scores, mask):
+        return F.softmax((scores * SOFTMAX_SCALE[0]).masked_fill(mask, -10000.0), -1)
+
+    c = lambda fn: torch.compile(fn, dynamic=False)
+    return {"bias_gelu": c(bias_gelu), "bias_dropout_add": c(bias_dropout_add),
+            "softmax": c(softmax)}
+
+
+SOFTMAX_SCALE = [1.0]
+
+
+def section_layers():
+    """Forward + backward of one GPT layer's tensor-parallel slice, three
+    ways (gpt_layer), with its kernels profiled by name."""
+    results = []
+    for name, h, heads, tp, s, b in [("gpt3-175b tp8", 12288, 96, 8, 2048, 1),
+                                     ("gpt-162.2b tp8", 20480, 128, 8, 2048, 1),
+                                     ("gpt-162.2b tp2", 20480, 128, 2, 2048, 1),
+                                     ("gpt h4096 tp1 mb2", 4096, 32, 1, 2048, 2)]:
+        try:
+            importlib.import_module("torch._dynamo").reset()  # each configuration compiled afresh
+            fused = fused_functions()
+        except Exception as exc:
+            log("torch.compile unavailable: %s" % exc)
+            fused = None
+        for variant in ("unfused", "fused", "flash"):
+            entry = {"config": name, "hidden": h, "heads": heads, "tensor_parallel": tp,
+                     "seq": s, "micro_batch": b, "variant": variant}
+            try:
+                if variant != "unfused" and fused is None:
+                    raise RuntimeError("no torch.compile")
+                SOFTMAX_SCALE[0] = 1.0 / math.sqrt(h // heads)
+                layer, w, set_mask = gpt_layer(h, heads, heads // tp, 4 * h // tp, variant, fused)
+                set_mask(s)
+                x = torch.randn(s, b, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                gout = torch.randn(s, b, h, device=DEV, dtype=torch.bfloat16)
+                params = list(w.values())
+
+                def fb():
+                    torch.autograd.grad(layer(x), [x] + params, gout)
+
+                t0 = time.time()
+                fb()
+                torch.cuda.synchronize()
+                entry["first_call_s"] = time.time() - t0
+                for _ in range(3):
+                    fb()
+                pairs = [event_pair(fb) for _ in range(15)]
+                entry["forward_backward_s"] = median_s(pairs)
+                with torch.no_grad():
+                    entry["forward_s"] = median_s([event_pair(lambda: layer(x)) for _ in range(15)])
+                entry["profile"] = profile_step(fb)
+                log("layer %s %s: forward %.3f ms, forward+backward %.3f ms (first call %.1f s)"
+                    % (name, variant, entry["forward_s"] * 1e3, entry["forward_backward_s"] * 1e3,
+                       entry["first_call_s"]))
+                del w, x, gout, params
+            except Exception as exc:
+                entry["error"] = traceback.format_exc()
+                log("layer %s %s failed: %s" % (name, variant, exc))
+            torch.cuda.empty_cache()
+            results.append(entry)
+    return results
+
+
 def nvml_sampler():
     """A function returning (SM clock MHz, power W) now, or None."""
     try:
@@ -723,6 +873,10 @@ def main():
         steps = section_steps()
         with open(os.path.join(OUT, "steps.json"), "w") as fh:
             json.dump(steps, fh, indent=1)
+    if "layers" in SECTIONS:
+        layers = section_layers()
+        with open(os.path.join(OUT, "layers.json"), "w") as fh:
+            json.dump(layers, fh, indent=1)
     with open(os.path.join(OUT, "env.txt"), "a") as fh:
         fh.write(env_text())
     log("done")
