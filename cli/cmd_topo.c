@@ -20,12 +20,13 @@ static void help(FILE *f)
 	        "usage: shardlab topo FILE [--between A B] [--json | --csv]\n"
 	        "\n"
 	        "Describe a topology: the device (peak FLOP/s per dtype, HBM, and the\n"
-	        "compute model's efficiencies, GEMM half-dimension and per-kernel\n"
-	        "overhead: docs/cost-models.md), each intra-server tier (bandwidth\n"
-	        "per device, latency, kind, groups), the NICs, the inter-server fabric,\n"
-	        "the collective library (docs/cost-models.md) and the bisection\n"
-	        "bandwidth (the cut between ranks [0, n/2) and [n/2, n), one\n"
-	        "direction). Bandwidths are the achievable rates every\n"
+	        "compute model's efficiencies, GEMM half-dimension, per-kernel\n"
+	        "overhead and the memory-bound kernels' classes (kernel_efficiency)\n"
+	        "where the file states them: docs/cost-models.md), each intra-server\n"
+	        "tier (bandwidth per device, latency, kind, groups), the NICs, the\n"
+	        "inter-server fabric, the collective library (docs/cost-models.md)\n"
+	        "and the bisection bandwidth (the cut between ranks [0, n/2) and\n"
+	        "[n/2, n), one direction). Bandwidths are the achievable rates every\n"
 	        "cost model and the simulator use: the file's line rate times the\n"
 	        "link's efficiency, shown beside it when below 1. FILE is a topology\n"
 	        "file or a scenario file (its topology is described).\n"
@@ -151,6 +152,18 @@ static void print_device(const struct topo_device *d)
 	if (d->speed_cv > 0)
 		printf("; devices spread %.3g (stragglers)", d->speed_cv);
 	printf("\n");
+	/* Memory-bound kernels by class, where the file states them. */
+	const char *lead = "         memory-bound kernels (forward / backward, of the HBM rate):";
+	for (int k = 0; k < TOPO_KC_COUNT; k++) {
+		if (d->kernel_efficiency[k][0] <= 0 && d->kernel_efficiency[k][1] <= 0)
+			continue;
+		printf("%s %s %.3g / %.3g", lead, topo_kernel_class_names[k],
+		       d->kernel_efficiency[k][0] > 0 ? d->kernel_efficiency[k][0] : d->memory_efficiency,
+		       d->kernel_efficiency[k][1] > 0 ? d->kernel_efficiency[k][1] : d->memory_efficiency);
+		lead = ",";
+	}
+	if (strcmp(lead, ",") == 0)
+		printf("\n");
 }
 
 /* The collective library and its settings (docs/cost-models.md). */
@@ -282,6 +295,14 @@ static cJSON *json_device(const struct topo_device *d)
 	cJSON_AddNumberToObject(o, "gemm_half_dim", d->gemm_half_dim);
 	cJSON_AddNumberToObject(o, "kernel_overhead_s", d->kernel_overhead_s);
 	cJSON_AddNumberToObject(o, "speed_cv", d->speed_cv);
+	/* every class, memory_efficiency where the file states none */
+	cJSON *ke = cJSON_AddObjectToObject(o, "kernel_efficiency");
+	for (int k = 0; k < TOPO_KC_COUNT; k++) {
+		double fb[2];
+		for (int i = 0; i < 2; i++)
+			fb[i] = d->kernel_efficiency[k][i] > 0 ? d->kernel_efficiency[k][i] : d->memory_efficiency;
+		cJSON_AddItemToObject(ke, topo_kernel_class_names[k], cJSON_CreateDoubleArray(fb, 2));
+	}
 	return o;
 }
 

@@ -260,7 +260,7 @@ static double topo_compute_s(const struct rec *R, int op, const struct rnode *v,
 		w.k = local_size(v, sig->in[0][r - (ta ? 2 : 1)], more, extra);
 		w.n = local_size(v, sig->in[1][r - (tb ? 2 : 1)], more, extra);
 	}
-	double s = cost_compute_s(dev, o->dtype, &w, NULL);
+	double s = cost_op_kernel_s(dev, o->kind, o->dtype, &w, false, NULL);
 	return s > 0 ? s + 2 * dev->kernel_overhead_s : 0;
 }
 

@@ -110,6 +110,36 @@ static void read_peaks(const struct jv *pv, struct topo_device *d)
 	}
 }
 
+const char *const topo_kernel_class_names[TOPO_KC_COUNT] = {
+	[TOPO_KC_NORM] = "norm",
+	[TOPO_KC_SOFTMAX] = "softmax",
+	[TOPO_KC_DROPOUT] = "dropout",
+	[TOPO_KC_ACTIVATION] = "activation",
+	[TOPO_KC_LOSS] = "loss",
+};
+
+/* "kernel_efficiency": {"norm": [forward, backward], ...}: each a fraction
+ * of the HBM rate in (0, 1] (docs/formats.md). */
+static void read_kernel_efficiency(const struct jv *kv, struct topo_device *d)
+{
+	static const char *const keys[] = {"norm", "softmax", "dropout", "activation", "loss", NULL};
+	if (!jv_open(kv, keys))
+		return;
+	for (int c = 0; c < TOPO_KC_COUNT; c++) {
+		struct jv pair, e;
+		if (!jv_get(kv, topo_kernel_class_names[c], &pair))
+			continue;
+		if (!jv_is_array(&pair, 2, 2))
+			continue;
+		for (int i = 0; i < 2; i++) {
+			double f = 0;
+			jv_at(&pair, i, &e);
+			if (jv_number(&e, JR_FRACTION, &f))
+				d->kernel_efficiency[c][i] = f;
+		}
+	}
+}
+
 static void read_device(struct arena *a, const struct jv *dv, struct topo_device *d)
 {
 	static const char *const keys[] = {"kind",
@@ -122,10 +152,11 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 	                                   "kernel_overhead_us",
 	                                   "memory_reserve_GB",
 	                                   "speed_cv",
+	                                   "kernel_efficiency",
 	                                   NULL};
 	if (!jv_open(dv, keys))
 		return;
-	struct jv pv;
+	struct jv pv, kv;
 	double gb = 0, gbps = 0, us = 0;
 	d->kind = req_string(a, dv, "kind");
 	if (jv_need(dv, "peak_tflops", &pv))
@@ -151,6 +182,10 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 	/* Devices of one kind are not equally fast (docs/cost-models.md,
 	 * "Stragglers"): 0, the default, makes them so. */
 	jv_opt_number(dv, "speed_cv", JR_RANGE(0, 0.5), 0, &d->speed_cv);
+	/* Memory-bound kernels by class (docs/cost-models.md): absent, every
+	 * class streams at memory_efficiency, as before the member existed. */
+	if (jv_get(dv, "kernel_efficiency", &kv))
+		read_kernel_efficiency(&kv, d);
 }
 
 /* ----------------------------------------------------------------- tiers */

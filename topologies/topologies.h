@@ -31,6 +31,19 @@
 #define TOPO_MAX_GEMM_HALF_DIM 65536
 #define TOPO_MAX_KERNEL_OVERHEAD_US 1000
 
+/* Classes of memory-bound kernels whose rate a device file may state apart
+ * from the streaming rate (docs/cost-models.md, "Memory-bound kernels by
+ * class"): the planner maps each op kind to one of them or to none. */
+enum topo_kernel_class {
+	TOPO_KC_NORM,       /* LayerNorm, RMSNorm */
+	TOPO_KC_SOFTMAX,
+	TOPO_KC_DROPOUT,
+	TOPO_KC_ACTIVATION, /* GeLU, SiLU, ReLU, sigmoid */
+	TOPO_KC_LOSS,       /* softmax cross-entropy */
+	TOPO_KC_COUNT
+};
+extern const char *const topo_kernel_class_names[TOPO_KC_COUNT];
+
 struct topo_device {
 	const char *kind;                /* "Ascend 910", "NVIDIA A100 SXM 80GB" */
 	double peak_flops[DT_COUNT];     /* dense peak per dtype, FLOP/s; 0 = not given */
@@ -45,6 +58,9 @@ struct topo_device {
 	                                    communication buffers, allocator slack); 0 = none */
 	double speed_cv;                 /* spread of compute time between devices of this kind:
 	                                    standard deviation over mean (stragglers); 0 = none */
+	double kernel_efficiency[TOPO_KC_COUNT][2]; /* fraction of hbm_bps a class of
+	                                    memory-bound kernels moves its bytes at, forward
+	                                    and backward; 0 = memory_efficiency */
 };
 
 enum topo_tier_kind {

@@ -54,6 +54,39 @@ double cost_compute_s(const struct topo_device *d, enum dtype dt, const struct c
 	return cost_kernel_s(&p, w);
 }
 
+int cost_kernel_class(enum op_kind kind)
+{
+	switch (kind) {
+	case OP_LAYERNORM:
+	case OP_RMSNORM:
+		return TOPO_KC_NORM;
+	case OP_SOFTMAX:
+		return TOPO_KC_SOFTMAX;
+	case OP_DROPOUT:
+		return TOPO_KC_DROPOUT;
+	case OP_GELU:
+	case OP_SILU:
+	case OP_RELU:
+	case OP_SIGMOID:
+		return TOPO_KC_ACTIVATION;
+	case OP_SOFTMAXCROSSENTROPY:
+		return TOPO_KC_LOSS;
+	default:
+		return -1;
+	}
+}
+
+double cost_op_kernel_s(const struct topo_device *d, enum op_kind kind, enum dtype dt,
+                        const struct cost_work *w, bool backward, bool *fallback)
+{
+	int c = cost_kernel_class(kind);
+	if (c < 0 || d->kernel_efficiency[c][backward] <= 0)
+		return cost_compute_s(d, dt, w, fallback);
+	struct topo_device k = *d;
+	k.memory_efficiency = d->kernel_efficiency[c][backward];
+	return cost_compute_s(&k, dt, w, fallback);
+}
+
 bool cost_op_work(const struct graph *g, const struct dist_op *d, struct cost_work *w)
 {
 	const struct op *o = &g->ops[d->op];

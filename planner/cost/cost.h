@@ -62,6 +62,19 @@ bool cost_op_work(const struct graph *g, const struct dist_op *d, struct cost_wo
 double cost_compute_s(const struct topo_device *d, enum dtype dt, const struct cost_work *w,
                       bool *fallback);
 
+/* The class of memory-bound kernel an op kind runs as (topologies.h,
+ * enum topo_kernel_class), or -1 for none (GEMMs, element-wise arithmetic,
+ * views, communication). */
+int cost_kernel_class(enum op_kind kind);
+
+/* cost_compute_s for one kernel of an op of kind `kind`, its forward
+ * (backward false) or its backward's work at the forward's bytes: a kind
+ * of a class with a kernel_efficiency in the device file moves its bytes
+ * at that fraction of the HBM rate instead of memory_efficiency
+ * (docs/cost-models.md, "Memory-bound kernels by class"). */
+double cost_op_kernel_s(const struct topo_device *d, enum op_kind kind, enum dtype dt,
+                        const struct cost_work *w, bool backward, bool *fallback);
+
 /* Stragglers (docs/cost-models.md): each device's compute takes its kind's
  * time times 1 + speed_cv · z, z a standard normal drawn per device. A
  * synchronous iteration waits for the slowest of its n devices, whose

@@ -341,7 +341,8 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 		return;
 	struct cost_work w;
 	cost_op_work(c->g, d, &w);
-	eo->compute_forward_s = cost_compute_s(dev, o->dtype, &w, &c->e->compute_fallback);
+	eo->compute_forward_s = cost_op_kernel_s(dev, o->kind, o->dtype, &w, false,
+	                                         &c->e->compute_fallback);
 	if (k->rule == BWD_SCATTER_ADD) {
 		double dy = 0;
 		for (int j = 0; j < d->n_out; j++)
@@ -349,7 +350,7 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 		struct cost_work sw = {0, 3 * dy, 0, 0, 0};
 		eo->compute_backward_s = cost_compute_s(dev, o->dtype, &sw, NULL);
 	} else {
-		eo->compute_backward_s = k->factor * eo->compute_forward_s;
+		eo->compute_backward_s = k->factor * cost_op_kernel_s(dev, o->kind, o->dtype, &w, true, NULL);
 	}
 	if (c->add_grads)
 		eo->compute_backward_s += grad_add_s(c, d);
