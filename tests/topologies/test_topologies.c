@@ -103,12 +103,14 @@ Test(topologies, shipped_files_load_with_their_device_counts)
 		{"topologies/atlas800t-a2-910b.json", 8},
 		{"topologies/dgx-a100.json", 8},
 		{"topologies/dgx-h100.json", 8},
+		{"topologies/dgx-h200.json", 8},
 		{"topologies/pcie-8gpu.json", 8},
 		{"topologies/atlas800-910a-x4.json", 4 * 8},          /* 32 NPUs */
 		{"topologies/atlas800t-a2-910b-x16.json", 16 * 8},    /* 128 */
 		{"topologies/atlas800t-a2-910b-x1024.json", 1024 * 8}, /* 8192 */
 		{"topologies/dgx-a100-x128.json", 128 * 8},           /* 1024 GPUs */
 		{"topologies/dgx-h100-x64.json", 64 * 8},             /* 512 */
+		{"topologies/dgx-h200-x64.json", 64 * 8},             /* 512 */
 		{"topologies/dgx-a100-x384.json", 384 * 8},           /* 3072 */
 	};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -175,6 +177,9 @@ Test(topologies, compute_model_parameters_of_the_gpus)
 		/* H100 SXM: measured (calibration/h100-sxm-measured.csv): the fit's
 		 * asymptote 823 TFLOP/s; STREAM triad 3.07 of 3.35 TB/s */
 		{"topologies/dgx-h100.json", 0.8321, 0.9165, 95.88, 6.922},
+		/* H200 SXM: measured (calibration/h200-sxm-measured.csv), triad
+		 * 4.39 of 4.8 TB/s */
+		{"topologies/dgx-h200.json", 0.7875, 0.9152, 72.53, 6.615},
 		/* A100 80GB: 1.80 of 2.0 TB/s measured by a streaming read kernel */
 		{"topologies/dgx-a100.json", 271.2 / 312, 0.9, 55.39, 6.034},
 		{"topologies/pcie-8gpu.json", 252.9 / 312, 0.9, 55.39, 6.034},
@@ -188,6 +193,21 @@ Test(topologies, compute_model_parameters_of_the_gpus)
 		assert_close(t->device.gemm_half_dim, gpus[i].half_dim, gpus[i].file);
 		assert_close(t->device.kernel_overhead_s, gpus[i].overhead_us * US, gpus[i].file);
 	}
+}
+
+/* A file without kernel_efficiency leaves every class at 0 (the
+ * memory_efficiency); a cluster takes its base's classes. */
+Test(topologies, kernel_efficiency_absent_or_from_the_base)
+{
+	struct topology *a100 = load_ok("topologies/dgx-a100.json");
+	struct topology *h200 = load_ok("topologies/dgx-h200-x64.json");
+	for (int k = 0; k < TOPO_KC_COUNT; k++)
+		for (int i = 0; i < 2; i++) {
+			cr_expect_eq(a100->device.kernel_efficiency[k][i], 0);
+			cr_expect_gt(h200->device.kernel_efficiency[k][i], 0);
+		}
+	assert_close(h200->device.kernel_efficiency[TOPO_KC_NORM][0], 0.5739, "norm forward");
+	assert_close(h200->device.kernel_efficiency[TOPO_KC_LOSS][1], 0.1119, "loss backward");
 }
 
 Test(topologies, cluster_takes_device_and_server_from_its_base)

@@ -420,23 +420,24 @@ static double member(const cJSON *o, const char *key)
 	return v->valuedouble;
 }
 
-/* dgx-h100.json's compute model is the measured H100 table's: its
- * memory_efficiency is the largest triad's rate over the HBM rate
- * (6,442,450,944 B in 2.09838 ms = 3.0702 TB/s of 3.35), held, and the
- * other three are the fit of the table with it held; calibrating again gives
- * the same four-digit values. The JSON agrees with the text, and two runs are
- * byte-identical. */
-Test(calibrate, shipped_h100_parameters_come_from_the_measured_table)
+/* A shipped GPU file's compute model is its measured table's: its
+ * memory_efficiency is the largest triad's rate over the HBM rate, held,
+ * and the other three are the fit of the table with it held; calibrating
+ * again gives the same four-digit values. The JSON agrees with the text,
+ * and two runs are byte-identical. */
+static void shipped_parameters_come_from(const char *table, const char *topo,
+                                         double triad_s, double hbm_GBps)
 {
-	const char *args = "calibrate calibration/h100-sxm-measured.csv --topology "
-	                   "topologies/dgx-h100.json --keep memory_efficiency --json";
+	char args[256];
+	snprintf(args, sizeof args, "calibrate %s --topology topologies/%s.json "
+	         "--keep memory_efficiency --json", table, topo);
 	struct cli_run r = fixture_shardlab(args, false), again = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0);
 	cr_assert_str_eq(r.out, again.out);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "%s", r.out);
-	const struct topology *t = fixture_topology(A, "dgx-h100");
-	within(t->device.memory_efficiency, 6442450944.0 / 2.09838e-3 / 3350e9, 1e-4,
+	const struct topology *t = fixture_topology(A, topo);
+	within(t->device.memory_efficiency, 6442450944.0 / triad_s / (hbm_GBps * 1e9), 1e-4,
 	       "memory_efficiency");
 	const cJSON *sec = cJSON_GetObjectItemCaseSensitive(j, "device_section");
 	cr_assert_eq(member(sec, "matmul_efficiency"), t->device.matmul_efficiency);
@@ -453,6 +454,119 @@ Test(calibrate, shipped_h100_parameters_come_from_the_measured_table)
 	cJSON_Delete(j);
 	free(r.out);
 	free(again.out);
+}
+
+/* The H100's triad: 6,442,450,944 B in 2.09838 ms = 3.0702 TB/s of 3.35. */
+Test(calibrate, shipped_h100_parameters_come_from_the_measured_table)
+{
+	shipped_parameters_come_from("calibration/h100-sxm-measured.csv", "dgx-h100", 2.09838e-3, 3350);
+}
+
+/* The H200's triad: 6,442,450,944 B in 1.46654 ms = 4.3929 TB/s of 4.8. */
+Test(calibrate, shipped_h200_parameters_come_from_the_measured_table)
+{
+	shipped_parameters_come_from("calibration/h200-sxm-measured.csv", "dgx-h200", 1.46654e-3, 4800);
+}
+
+/* A shipped GPU file's kernel_efficiency is its measured kernels table's
+ * (docs/cost-models.md, "Memory-bound kernels by class"): for each class's
+ * rows (norm: layer_norm and rms_norm; softmax; dropout; activation: gelu;
+ * loss: cross_entropy) the op's bytes S as the estimate counts them (input
+ * and output, bf16: 4 bytes an element; the loss: the table's forward
+ * bytes, logits and labels), forward e = S / (B (t - o)), backward
+ * e = f S / (B (t - f o)) with the estimate's backward factor f (2 for
+ * norms and softmax, else 1), so that the model gives the measured times;
+ * the median over the class's rows, at most memory_efficiency (no kernel
+ * streams faster than the triad), to four digits. */
+static double median(double *v, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void kernel_efficiency_comes_from(const char *table, const char *topo)
+{
+	static const struct {
+		const char *cls, *rows[2];
+		double factor;
+	} classes[] = {
+		{"norm", {"layer_norm", "rms_norm"}, 2}, {"softmax", {"softmax", NULL}, 2},
+		{"dropout", {"dropout p0.1", NULL}, 1},  {"activation", {"gelu tanh", NULL}, 1},
+		{"loss", {"cross_entropy", NULL}, 1},
+	};
+	const struct topology *t = fixture_topology(A, topo);
+	const struct topo_device *dev = &t->device;
+	double o = dev->kernel_overhead_s, B = dev->hbm_bps;
+	for (size_t c = 0; c < sizeof classes / sizeof classes[0]; c++) {
+		double eff[2][16];
+		int n[2] = {0, 0};
+		double fwd_bytes[16] = {0};
+		char fwd_shape[16][64];
+		int nf = 0;
+		FILE *f = fopen(table, "r");
+		cr_assert_not_null(f, "%s", table);
+		char line[512];
+		while (fgets(line, sizeof line, f)) {
+			char name[64], shape[64], dtype[16], pass[16];
+			double bytes, secs;
+			if (line[0] == '#' ||
+			    sscanf(line, "%63[^,],%63[^,],%15[^,],%15[^,],%lf,%lf", name, shape, dtype, pass,
+			           &bytes, &secs) != 6)
+				continue;
+			if (strcmp(name, classes[c].rows[0]) &&
+			    (!classes[c].rows[1] || strcmp(name, classes[c].rows[1])))
+				continue;
+			double elems = 1;
+			for (char *x = shape; *x;) {
+				elems *= strtod(x, &x);
+				if (*x == 'x')
+					x++;
+			}
+			double S = 4 * elems;
+			bool back = strcmp(pass, "backward") == 0;
+			if (!strcmp(classes[c].cls, "loss")) {
+				if (!back) {
+					snprintf(fwd_shape[nf], sizeof fwd_shape[nf], "%s", shape);
+					fwd_bytes[nf++] = bytes;
+				}
+				S = 0;
+				for (int i = 0; i < nf; i++)
+					if (!strcmp(fwd_shape[i], shape))
+						S = fwd_bytes[i];
+				cr_assert(S > 0, "%s: %s backward before its forward", table, shape);
+			}
+			double fac = back ? classes[c].factor : 1;
+			cr_assert(n[back] < 16);
+			eff[back][n[back]++] = fac * S / (B * (secs - fac * o));
+		}
+		fclose(f);
+		int k = -1;
+		for (int i = 0; i < TOPO_KC_COUNT; i++)
+			if (!strcmp(topo_kernel_class_names[i], classes[c].cls))
+				k = i;
+		cr_assert(k >= 0 && n[0] >= 2 && n[1] >= 2, "%s: %s", table, classes[c].cls);
+		for (int pass = 0; pass < 2; pass++) {
+			double want = fmin(median(eff[pass], n[pass]), dev->memory_efficiency);
+			cr_expect(fabs(dev->kernel_efficiency[k][pass] - want) < 5.1e-5,
+			          "%s %s %s: file %.4f, table %.5f", topo, classes[c].cls,
+			          pass ? "backward" : "forward", dev->kernel_efficiency[k][pass], want);
+		}
+	}
+}
+
+Test(calibrate, shipped_h100_kernel_efficiency_comes_from_its_kernels_table)
+{
+	kernel_efficiency_comes_from("calibration/h100-sxm-kernels.csv", "dgx-h100");
+}
+
+Test(calibrate, shipped_h200_kernel_efficiency_comes_from_its_kernels_table)
+{
+	kernel_efficiency_comes_from("calibration/h200-sxm-kernels.csv", "dgx-h200");
 }
 
 /* The A100 files borrow an H100's shape factor and overhead for want of an

@@ -853,6 +853,45 @@ Test(estimate, flash_attention_by_hand)
 	arena_free(a);
 }
 
+/* Memory-bound kernels by class (the device's kernel_efficiency). On a
+ * 1-layer LLaMA (h 64, 4 heads, s 32, ffn 128) on one H100 (HBM 3.35 TB/s,
+ * overhead 6.922 us, memory_efficiency 0.9165; dgx-h100.json's classes):
+ * the Softmax [1, 4, 32, 32] bf16 reads and writes 8,192 B each, forward
+ * o + 16,384 / (3.35e12 x 0.6047), backward twice o + 16,384 / (3.35e12 x
+ * 0.5947); the SiLU [32, 128] the same bytes at the activation's 0.9165 and
+ * 0.5342, backward once; the residual Add [32, 64] (two reads and a write
+ * of 4,096 B) has no class and streams at memory_efficiency both ways. */
+Test(estimate, memory_bound_kernels_by_class_by_hand)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct estimate e;
+	const struct plan *p = llama1_estimate(a, &d, "bf16", "{}", &e);
+	const struct graph *g = p->graph;
+	const double o = 6.922e-6, B = 3350e9;
+	static const struct {
+		const char *op;
+		double bytes, fwd_eff, bwd_eff, bwd_factor;
+	} cases[] = {
+		{"layers.0.attn.softmax", 16384, 0.6047, 0.5947, 2},
+		{"layers.0.mlp.silu", 16384, 0.9165, 0.5342, 1},
+		{"layers.0.residual1", 12288, 0.9165, 0.9165, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int k = graph_find_op(g, cases[i].op);
+		cr_assert(k >= 0, "%s", cases[i].op);
+		double f = o + cases[i].bytes / (B * cases[i].fwd_eff);
+		double b = cases[i].bwd_factor * (o + cases[i].bytes / (B * cases[i].bwd_eff));
+		cr_expect(fabs(e.ops[k].compute_forward_s - f) < 1e-12 * f + 1e-15, "%s forward %.6g, want %.6g",
+		          cases[i].op, e.ops[k].compute_forward_s, f);
+		cr_expect(fabs(e.ops[k].compute_backward_s - b) < 1e-12 * b + 1e-15,
+		          "%s backward %.6g, want %.6g", cases[i].op, e.ops[k].compute_backward_s, b);
+	}
+	diag_list_free(&d);
+	arena_free(a);
+}
+
 /* Gradient accumulation without fusion (training.gradient_accumulation_fusion
  * false, Megatron-LM before February 2022): after each micro-batch's
  * backward, every parameter's new gradient is added into its buffer by a
