@@ -110,20 +110,20 @@ static void read_peaks(const struct jv *pv, struct topo_device *d)
 	}
 }
 
-const char *const topo_kernel_class_names[TOPO_KC_COUNT] = {
+const char *const topo_kernel_class_names[TOPO_KC_COUNT + 1] = {
 	[TOPO_KC_NORM] = "norm",
 	[TOPO_KC_SOFTMAX] = "softmax",
 	[TOPO_KC_DROPOUT] = "dropout",
 	[TOPO_KC_ACTIVATION] = "activation",
 	[TOPO_KC_LOSS] = "loss",
+	[TOPO_KC_COUNT] = NULL,
 };
 
 /* "kernel_efficiency": {"norm": [forward, backward], ...}: each a fraction
  * of the HBM rate in (0, 1] (docs/formats.md). */
 static void read_kernel_efficiency(const struct jv *kv, struct topo_device *d)
 {
-	static const char *const keys[] = {"norm", "softmax", "dropout", "activation", "loss", NULL};
-	if (!jv_open(kv, keys))
+	if (!jv_open(kv, topo_kernel_class_names))
 		return;
 	for (int c = 0; c < TOPO_KC_COUNT; c++) {
 		struct jv pair, e;

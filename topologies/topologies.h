@@ -42,7 +42,7 @@ enum topo_kernel_class {
 	TOPO_KC_LOSS,       /* softmax cross-entropy */
 	TOPO_KC_COUNT
 };
-extern const char *const topo_kernel_class_names[TOPO_KC_COUNT];
+extern const char *const topo_kernel_class_names[TOPO_KC_COUNT + 1]; /* NULL-terminated */
 
 struct topo_device {
 	const char *kind;                /* "Ascend 910", "NVIDIA A100 SXM 80GB" */
