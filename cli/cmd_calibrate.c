@@ -26,17 +26,26 @@ static void help(FILE *f)
 	        "                     bytes / (HBM bandwidth x memory_efficiency))\n"
 	        "with g(x) = x / (x + gemm_half_dim), by nonlinear least squares on the\n"
 	        "relative residuals (GSL). TABLE is a CSV file: '#' comments, a header\n"
-	        "naming the columns kind, m, n, k, batch, dtype, bytes, seconds (any\n"
-	        "order), then one kernel per line: kind gemm (m, n, k, dtype, seconds;\n"
-	        "batch and bytes optional) or memory (bytes, seconds).\n"
+	        "naming the columns kind, m, n, k, batch, dtype, bytes, seconds, pass\n"
+	        "(any order), then one kernel per line: kind gemm (m, n, k, dtype,\n"
+	        "seconds; batch and bytes optional), memory (bytes, seconds), or a\n"
+	        "kernel class: norm, softmax, dropout, activation or loss (bytes: the\n"
+	        "op's input and output; seconds; pass forward or backward).\n"
 	        "Prints each parameter with its standard error, the RMS relative error,\n"
 	        "the worst rows and the members to paste into the topology's \"device\".\n"
+	        "The classes' rows are not fitted: with --topology each gives the\n"
+	        "fraction of the HBM rate at which the model (with the fitted, or\n"
+	        "else the topology's, overhead) takes its time, and the median of a\n"
+	        "class's rows, at most memory_efficiency, is its kernel_efficiency\n"
+	        "(docs/cost-models.md, \"Memory-bound kernels by class\"). A table of\n"
+	        "classes' rows alone fits nothing.\n"
 	        "\n"
 	        "options:\n"
 	        "  --topology FILE  the device measured (a topology or scenario file):\n"
 	        "                   the rates become efficiencies of its peaks, and a\n"
 	        "                   table without memory rows keeps its\n"
-	        "                   memory_efficiency as the GEMMs' memory floor.\n"
+	        "                   memory_efficiency as the GEMMs' memory floor;\n"
+	        "                   needed for the kernel classes' rows.\n"
 	        "                   Without it the fit reports absolute rates (FLOP/s,\n"
 	        "                   B/s) and no device section\n"
 	        "  --keep NAMES     hold these parameters at the topology's values and fit\n"
@@ -45,14 +54,17 @@ static void help(FILE *f)
 	        "                   for a figure the table cannot pin, such as the\n"
 	        "                   asymptotic GEMM rate of a table of small GEMMs\n"
 	        "  --json           print JSON: \"table\", \"topology\", \"device\",\n"
-	        "                   \"rows\", \"gemm_rows\", \"memory_rows\", \"parameters\"\n"
+	        "                   \"rows\", \"gemm_rows\", \"memory_rows\", \"class_rows\",\n"
+	        "                   \"parameters\"\n"
 	        "                   ({name: {\"value\", \"std_error\", \"source\"}};\n"
 	        "                   source fitted, held or kept; without --topology the\n"
 	        "                   rates are gemm_flops and memory_bps),\n"
 	        "                   \"iterations\", \"rms_relative_error\", \"residuals\"\n"
 	        "                   ([{\"line\", \"kind\", \"measured_s\", \"model_s\",\n"
-	        "                   \"relative\"}], file order) and \"device_section\"\n"
-	        "                   (with --topology)\n"
+	        "                   \"relative\"}], file order), and with --topology\n"
+	        "                   \"kernel_classes\" ({class: {\"forward\", \"backward\",\n"
+	        "                   \"rows\"}}) and \"device_section\" (its kernel_efficiency\n"
+	        "                   when the table has classes' rows)\n"
 	        "  --csv            print the residuals as CSV, one row per kernel in\n"
 	        "                   file order: line, kind, m, n, k, batch, dtype,\n"
 	        "                   bytes, measured_s, model_s, relative_error_pct\n"
@@ -134,7 +146,11 @@ static bool parse_args(int argc, char **argv, struct args *a)
  * a warning says when a value had to be clamped. */
 struct section {
 	double value[CALIB_PARAM_COUNT];   /* kernel_overhead in microseconds */
-	char warn[CALIB_PARAM_COUNT][256];
+	bool fitted;                       /* the four come from a fit (gemm or memory rows) */
+	const struct calib_classes *cls;   /* with a device: the kernel classes' rows */
+	double kernel_eff[TOPO_KC_COUNT][2]; /* rounded; a pass without rows: memory_efficiency */
+	bool has_class[TOPO_KC_COUNT];
+	char warn[CALIB_PARAM_COUNT + TOPO_KC_COUNT][256];
 	int n_warn;
 };
 
@@ -145,7 +161,8 @@ static double rounded(double v)
 	return strtod(b, NULL);
 }
 
-static void make_section(const struct calib_fit *f, struct section *s)
+static void make_section(const struct calib_fit *f, const struct calib_classes *cls,
+                         struct section *s)
 {
 	static const double lo[CALIB_PARAM_COUNT] = {1e-6, 0, 1e-6, 0};
 	static const double hi[CALIB_PARAM_COUNT] = {1, TOPO_MAX_GEMM_HALF_DIM, 1,
@@ -166,6 +183,38 @@ static void make_section(const struct calib_fit *f, struct section *s)
 			         calib_param_names[p], v, why[p], c);
 		s->value[p] = rounded(c);
 	}
+	s->fitted = f->n_rows > 0;
+	s->cls = cls;
+	for (int k = 0; cls && k < TOPO_KC_COUNT; k++) {
+		s->has_class[k] = cls->rows[k][0] > 0 || cls->rows[k][1] > 0;
+		if (!s->has_class[k])
+			continue;
+		for (int i = 0; i < 2; i++)
+			s->kernel_eff[k][i] = rounded(cls->rows[k][i] > 0 ? cls->eff[k][i] : s->value[CALIB_MEMORY_EFFICIENCY]);
+		if (!cls->rows[k][0] || !cls->rows[k][1])
+			snprintf(s->warn[s->n_warn++], sizeof s->warn[0],
+			         "%s has no %s rows: the section gives it memory_efficiency", topo_kernel_class_names[k],
+			         cls->rows[k][0] ? "backward" : "forward");
+	}
+}
+
+/* The kernel_efficiency member, as the section prints it. */
+static void print_kernel_member(const struct section *s, bool last)
+{
+	bool any = false;
+	for (int k = 0; k < TOPO_KC_COUNT; k++)
+		any = any || s->has_class[k];
+	if (!any)
+		return;
+	printf("  \"kernel_efficiency\": {");
+	const char *sep = "";
+	for (int k = 0; k < TOPO_KC_COUNT; k++)
+		if (s->has_class[k]) {
+			printf("%s\"%s\": [%.4g, %.4g]", sep, topo_kernel_class_names[k], s->kernel_eff[k][0],
+			       s->kernel_eff[k][1]);
+			sep = ", ";
+		}
+	printf("}%s\n", last ? "" : ",");
 }
 
 /* ---------------------------------------------------------------- text */
@@ -237,17 +286,28 @@ static void print_param(const struct calib_fit *f, const struct topo_device *d, 
 	printf("  %-20s %-10s %-10s %s\n", name, v, e, note);
 }
 
+static void print_classes(const struct calib_table *t, const struct topo_device *d,
+                          const struct calib_fit *f, const struct section *s);
+
 static void print_text(const struct args *a, const struct calib_table *t,
                        const struct topology *topo, const struct calib_fit *f,
                        const struct section *s)
 {
 	char b1[32], b2[32], what[96], pct[32];
 	const struct topo_device *d = topo ? &topo->device : NULL;
-	printf("calibrate %s: %d row%s (%d gemm, %d memory)", t->file, t->n_rows,
-	       t->n_rows == 1 ? "" : "s", t->n_gemm, t->n_memory);
+	printf("calibrate %s: %d row%s (%d gemm, %d memory", t->file, t->n_rows + t->n_class,
+	       t->n_rows + t->n_class == 1 ? "" : "s", t->n_gemm, t->n_memory);
+	if (t->n_class)
+		printf(", %d of kernel classes", t->n_class);
+	printf(")");
 	if (topo)
 		printf(" on %s (%s)", topo->device.kind, a->topology);
-	printf("\n\n  %-20s %-10s %-10s\n", "parameter", "value", "std. error");
+	printf("\n");
+	if (t->n_rows == 0) {
+		print_classes(t, d, f, s);
+		return;
+	}
+	printf("\n  %-20s %-10s %-10s\n", "parameter", "value", "std. error");
 	for (int p = 0; p < CALIB_PARAM_COUNT; p++)
 		print_param(f, d, p);
 	const struct calib_row *w = &t->rows[f->max_row];
@@ -266,12 +326,41 @@ static void print_text(const struct args *a, const struct calib_table *t,
 		       "peaks and get the topology's device section\n");
 		return;
 	}
+	print_classes(t, d, f, s);
+}
+
+/* The kernel classes' efficiencies (when the table has their rows), the
+ * warnings and the device section. */
+static void print_classes(const struct calib_table *t, const struct topo_device *d,
+                          const struct calib_fit *f, const struct section *s)
+{
+	if (t->n_class) {
+		printf("\nmemory-bound kernels by class (of the HBM's %.4g TB/s; overhead %.4g us, "
+		       "memory_efficiency %.4g %s):\n",
+		       d->hbm_bps * 1e-12, f->param[CALIB_KERNEL_OVERHEAD].value * 1e6,
+		       f->param[CALIB_MEMORY_EFFICIENCY].value, s->fitted ? "as above" : "the topology's");
+		printf("  %-12s %-10s %-10s rows\n", "class", "forward", "backward");
+		for (int k = 0; k < TOPO_KC_COUNT; k++) {
+			if (!s->has_class[k])
+				continue;
+			char fb[2][16];
+			for (int i = 0; i < 2; i++)
+				if (s->cls->rows[k][i])
+					snprintf(fb[i], sizeof fb[i], "%.4g", s->cls->eff[k][i]);
+				else
+					snprintf(fb[i], sizeof fb[i], "-");
+			printf("  %-12s %-10s %-10s %d / %d\n", topo_kernel_class_names[k], fb[0], fb[1],
+			       s->cls->rows[k][0], s->cls->rows[k][1]);
+		}
+	}
 	for (int i = 0; i < s->n_warn; i++)
 		printf("warning: %s\n", s->warn[i]);
 	printf("\ndevice section (paste into the topology's \"device\"):\n");
-	for (int p = 0; p < CALIB_PARAM_COUNT; p++)
-		printf("  \"%s\": %.4g%s\n", calib_param_names[p], s->value[p],
-		       p + 1 < CALIB_PARAM_COUNT ? "," : "");
+	if (s->fitted)
+		for (int p = 0; p < CALIB_PARAM_COUNT; p++)
+			printf("  \"%s\": %.4g%s\n", calib_param_names[p], s->value[p],
+			       p + 1 < CALIB_PARAM_COUNT || t->n_class ? "," : "");
+	print_kernel_member(s, true);
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -293,6 +382,7 @@ static cJSON *json_of(const struct args *a, const struct calib_table *t,
 	cJSON_AddNumberToObject(o, "rows", t->n_rows);
 	cJSON_AddNumberToObject(o, "gemm_rows", t->n_gemm);
 	cJSON_AddNumberToObject(o, "memory_rows", t->n_memory);
+	cJSON_AddNumberToObject(o, "class_rows", t->n_class);
 	cJSON *ps = cJSON_AddObjectToObject(o, "parameters");
 	for (int p = 0; p < CALIB_PARAM_COUNT; p++) {
 		const struct calib_param *q = &f->param[p];
@@ -328,9 +418,30 @@ static cJSON *json_of(const struct args *a, const struct calib_table *t,
 		cJSON_AddItemToArray(res, e);
 	}
 	if (d) {
+		cJSON *kc = cJSON_AddObjectToObject(o, "kernel_classes");
+		for (int k = 0; k < TOPO_KC_COUNT; k++) {
+			if (!s->has_class[k])
+				continue;
+			cJSON *e = cJSON_AddObjectToObject(kc, topo_kernel_class_names[k]);
+			static const char *const pass[2] = {"forward", "backward"};
+			for (int i = 0; i < 2; i++)
+				if (s->cls->rows[k][i])
+					cJSON_AddNumberToObject(e, pass[i], s->cls->eff[k][i]);
+				else
+					cJSON_AddNullToObject(e, pass[i]);
+			cJSON_AddItemToObject(e, "rows", cJSON_CreateIntArray(s->cls->rows[k], 2));
+		}
 		cJSON *sec = cJSON_AddObjectToObject(o, "device_section");
-		for (int p = 0; p < CALIB_PARAM_COUNT; p++)
+		for (int p = 0; s->fitted && p < CALIB_PARAM_COUNT; p++)
 			cJSON_AddNumberToObject(sec, calib_param_names[p], s->value[p]);
+		cJSON *ke = NULL;
+		for (int k = 0; k < TOPO_KC_COUNT; k++)
+			if (s->has_class[k]) {
+				if (!ke)
+					ke = cJSON_AddObjectToObject(sec, "kernel_efficiency");
+				cJSON_AddItemToObject(ke, topo_kernel_class_names[k],
+				                      cJSON_CreateDoubleArray(s->kernel_eff[k], 2));
+			}
 		cJSON *w = cJSON_AddArrayToObject(o, "warnings");
 		for (int i = 0; i < s->n_warn; i++)
 			cJSON_AddItemToArray(w, cJSON_CreateString(s->warn[i]));
@@ -405,6 +516,27 @@ static bool json_instead(const char *path, struct diag_list *d)
 	return json;
 }
 
+/* The fit of the table's gemm and memory rows; a table of kernel classes'
+ * rows alone fits nothing and takes the device's overhead and
+ * memory_efficiency (held). */
+static bool fit_or_device(struct arena *a, const struct calib_table *t, const struct topology *topo,
+                          unsigned keep, struct calib_fit *f, struct diag_list *d)
+{
+	if (t->n_rows > 0)
+		return cost_calib_fit(a, t, topo ? &topo->device : NULL, keep, f, d);
+	const struct topo_device *dev = &topo->device;
+	memset(f, 0, sizeof *f);
+	f->has_device = true;
+	f->max_row = -1;
+	const double v[CALIB_PARAM_COUNT] = {dev->matmul_efficiency, dev->gemm_half_dim,
+	                                     dev->memory_efficiency, dev->kernel_overhead_s};
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++) {
+		f->param[p].value = v[p];
+		f->param[p].held = true;
+	}
+	return true;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -428,11 +560,18 @@ int cmd_calibrate(int argc, char **argv)
 	struct topology *topo = args.topology ? cli_load_topology(a, args.topology, &d) : NULL;
 	struct calib_table *t = json_instead(args.table, &d) ? NULL : cost_calib_load(a, args.table, &d);
 	struct calib_fit fit;
-	if (t && (topo || !args.topology) &&
-	    cost_calib_fit(a, t, topo ? &topo->device : NULL, args.keep, &fit, &d)) {
+	struct calib_classes cls;
+	if (t && t->n_class > 0 && !args.topology)
+		diag_add(&d, DIAG_ERROR, args.table, t->class_rows[0].line, "kind",
+		         "the kernel classes' rows need --topology FILE: their efficiencies are "
+		         "fractions of its HBM rate");
+	else if (t && (topo || !args.topology) && fit_or_device(a, t, topo, args.keep, &fit, &d) &&
+	         (!topo || cost_calib_classes(a, t, &topo->device,
+	                                      fit.param[CALIB_KERNEL_OVERHEAD].value,
+	                                      fit.param[CALIB_MEMORY_EFFICIENCY].value, &cls, &d))) {
 		struct section s = {0};
 		if (topo)
-			make_section(&fit, &s);
+			make_section(&fit, topo ? &cls : NULL, &s);
 		if (args.json) {
 			rc = report_print_json(json_of(&args, t, topo, &fit, &s), "calibrate");
 		} else if (args.csv) {

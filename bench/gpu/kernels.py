@@ -18,6 +18,10 @@ power,steps; about 2 minutes on an H100). Files written into OUTDIR:
                    (norms, activations, softmax, dropout, loss, embedding),
                    forward and backward, beside the bytes a perfect kernel
                    would move.
+  classes.csv      kernels: the same by shardlab's kernel class, with the
+                   op's bytes as the estimate counts them:
+                   shardlab calibrate OUT/classes.csv --topology FILE
+                   gives the device's kernel_efficiency.
   attention.csv    attention: fused causal attention
                    (torch's scaled_dot_product_attention), forward, backward.
   power.csv        power: GEMMs in a burst after idle, back to back for 3 s
@@ -445,6 +449,12 @@ def section_kernels(f):
                       lambda m=m, v=v, h=h: (lambda i, w: F.embedding(i, w),
                                              [torch.randint(0, v, (m,), device=DEV), rnd(v, h)],
                                              rnd(m, h, grad=False))))
+    fc = open(os.path.join(OUT, "classes.csv"), "w")
+    fc.write("# The kernels of section kernels by the class shardlab prices them in\n"
+             "# (docs/cost-models.md, \"Memory-bound kernels by class\"): bytes are the\n"
+             "# op's as the estimate counts them (its input and output; the loss: logits\n"
+             "# and labels), for either pass. For shardlab calibrate with --topology.\n"
+             "kind,dtype,pass,bytes,seconds\n")
     for name, shape, fbytes, bbytes, make in cases:
         try:
             _, inputs, _ = make()
@@ -460,7 +470,20 @@ def section_kernels(f):
         log("%s %s: forward %.1f us (%.0f GB/s), backward %.1f us"
             % (name, shape, tf * 1e6, fbytes / tf / 1e9, tb * 1e6))
         f.flush()
+        cls = KERNEL_CLASS.get(name)
+        if cls:
+            elems = math.prod(int(x) for x in shape.split("x"))
+            op_bytes = fbytes if cls == "loss" else 2 * elems * el
+            fc.write("%s,bf16,forward,%d,%.6g\n" % (cls, op_bytes, tf))
+            fc.write("%s,bf16,backward,%d,%.6g\n" % (cls, op_bytes, tb))
+            fc.flush()
+    fc.close()
     torch.cuda.empty_cache()
+
+
+# The classes of shardlab's kernel_efficiency that section kernels measures.
+KERNEL_CLASS = {"layer_norm": "norm", "rms_norm": "norm", "softmax": "softmax",
+                "dropout p0.1": "dropout", "gelu tanh": "activation", "cross_entropy": "loss"}
 
 
 def section_attention(f):

@@ -42,9 +42,12 @@ _Static_assert(CALIB_KIND_COUNT == 2, "calib_kind_names out of step");
 
 /* ------------------------------------------------------------- the CSV */
 
-enum col { COL_KIND, COL_M, COL_N, COL_K, COL_BATCH, COL_DTYPE, COL_BYTES, COL_SECONDS, COL_COUNT };
-static const char *const col_names[COL_COUNT] = {"kind",  "m",     "n",     "k",
-                                                 "batch", "dtype", "bytes", "seconds"};
+enum col {
+	COL_KIND, COL_M, COL_N, COL_K, COL_BATCH, COL_DTYPE, COL_BYTES, COL_SECONDS, COL_PASS,
+	COL_COUNT
+};
+static const char *const col_names[COL_COUNT] = {"kind",  "m",     "n",     "k",    "batch",
+                                                 "dtype", "bytes", "seconds", "pass"};
 
 #define CALIB_MAX_DIM 1e9     /* a GEMM dimension past any real matrix */
 #define CALIB_MAX_FIELDS 64   /* columns a header may have */
@@ -138,7 +141,7 @@ static bool read_header(struct reader *r, char **f, int n)
 				snprintf(hint, sizeof hint, " (did you mean \"%s\"?)", col_names[best]);
 			diag_add(r->diags, DIAG_ERROR, r->file, r->line, "header",
 			         "unknown column \"%s\"%s; the columns are kind, m, n, k, batch, dtype, "
-			         "bytes and seconds",
+			         "bytes, seconds and pass",
 			         f[i], hint);
 			ok = false;
 		} else if (r->col_at[c] >= 0) {
@@ -202,6 +205,63 @@ static bool read_positive(const struct reader *r, char **f, int c, double *out, 
 	return true;
 }
 
+/* A row that is not a GEMM: no m, n, k or batch, and a dtype (if any)
+ * that names one. Returns the dtype (bf16 when absent or bad). */
+static enum dtype not_gemm_cells(const struct reader *r, char **f, bool *ok)
+{
+	static const enum col gemm_only[] = {COL_M, COL_N, COL_K, COL_BATCH};
+	for (size_t i = 0; i < SL_COUNTOF(gemm_only); i++)
+		if (cell(r, f, gemm_only[i])) {
+			cell_error(r, gemm_only[i], "only gemm rows have m, n, k and batch");
+			*ok = false;
+		}
+	const char *d = cell(r, f, COL_DTYPE);
+	int dt = d ? dtype_parse(d) : DT_BF16;
+	if (dt < 0) {
+		cell_error(r, COL_DTYPE, "expected fp32, fp16, bf16, int32, int64 or bool, got \"%s\"", d);
+		*ok = false;
+	}
+	return dt < 0 ? DT_BF16 : (enum dtype)dt;
+}
+
+/* A row of a kernel class (its kind a class name): bytes, seconds and
+ * pass (forward when empty); no GEMM dimensions. */
+static bool read_class_row(struct reader *r, char **f, int cls, struct calib_class_row *row)
+{
+	bool ok = true, given = false;
+	memset(row, 0, sizeof *row);
+	row->cls = cls;
+	row->line = r->line;
+	if (!read_positive(r, f, COL_SECONDS, &row->seconds, &given) || !given) {
+		if (!given)
+			cell_error(r, COL_SECONDS, "missing: every row needs its time in seconds");
+		ok = false;
+	}
+	if (!read_positive(r, f, COL_BYTES, &row->bytes, &given) || !given) {
+		if (!given)
+			cell_error(r, COL_BYTES, "missing: a %s row needs the op's bytes",
+			           topo_kernel_class_names[cls]);
+		ok = false;
+	}
+	not_gemm_cells(r, f, &ok);
+	const char *p = cell(r, f, COL_PASS);
+	if (p && strcmp(p, "forward") && strcmp(p, "backward")) {
+		cell_error(r, COL_PASS, "expected \"forward\" or \"backward\", got \"%s\"", p);
+		ok = false;
+	}
+	row->backward = p && !strcmp(p, "backward");
+	return ok;
+}
+
+/* The class a row's kind names, or -1. */
+static int row_class(const char *kind)
+{
+	for (int c = 0; c < TOPO_KC_COUNT; c++)
+		if (!strcmp(kind, topo_kernel_class_names[c]))
+			return c;
+	return -1;
+}
+
 static bool read_row(struct reader *r, char **f, struct calib_row *row)
 {
 	bool ok = true, given = false;
@@ -217,8 +277,15 @@ static bool read_row(struct reader *r, char **f, struct calib_row *row)
 	} else if (!strcmp(k, "memory")) {
 		row->kind = CALIB_MEMORY;
 	} else {
-		cell_error(r, COL_KIND, "expected \"gemm\" or \"memory\", got \"%s\"", k);
+		cell_error(r, COL_KIND,
+		           "expected \"gemm\", \"memory\" or a kernel class (norm, softmax, dropout, "
+		           "activation, loss), got \"%s\"",
+		           k);
 		return false;
+	}
+	if (cell(r, f, COL_PASS)) {
+		cell_error(r, COL_PASS, "only the kernel classes' rows have a pass");
+		ok = false;
 	}
 	if (!read_positive(r, f, COL_SECONDS, &row->seconds, &given))
 		ok = false;
@@ -233,20 +300,7 @@ static bool read_row(struct reader *r, char **f, struct calib_row *row)
 			cell_error(r, COL_BYTES, "missing: a memory row needs the bytes it moves");
 			ok = false;
 		}
-		static const enum col gemm_only[] = {COL_M, COL_N, COL_K, COL_BATCH};
-		for (size_t i = 0; i < SL_COUNTOF(gemm_only); i++)
-			if (cell(r, f, gemm_only[i])) {
-				cell_error(r, gemm_only[i], "only gemm rows have m, n, k and batch");
-				ok = false;
-			}
-		const char *d = cell(r, f, COL_DTYPE);
-		int dt = d ? dtype_parse(d) : DT_BF16;
-		if (dt < 0) {
-			cell_error(r, COL_DTYPE,
-			           "expected fp32, fp16, bf16, int32, int64 or bool, got \"%s\"", d);
-			ok = false;
-		}
-		row->dtype = dt < 0 ? DT_BF16 : (enum dtype)dt;
+		row->dtype = not_gemm_cells(r, f, &ok);
 		return ok;
 	}
 	ok = read_dim(r, f, COL_M, 0, &row->m) && ok;
@@ -287,7 +341,7 @@ struct calib_table *cost_calib_parse(struct arena *a, const char *file, const ch
 	}
 	struct reader r = {a, file, diags, {0}, 0, 0};
 	bool have_header = false;
-	int cap = 0;
+	int cap = 0, class_cap = 0;
 	char *fields[CALIB_MAX_FIELDS + 1];
 	for (char *s = copy; s && *s;) {
 		char *nl = strchr(s, '\n');
@@ -326,8 +380,24 @@ struct calib_table *cost_calib_parse(struct arena *a, const char *file, const ch
 				t->rows = rows;
 				cap = grown;
 			}
+			const char *kind = cell(&r, fields, COL_KIND);
+			int cls = kind ? row_class(kind) : -1;
 			struct calib_row *row = &t->rows[t->n_rows];
-			if (read_row(&r, fields, row)) {
+			if (cls >= 0) {
+				if (t->n_class == class_cap) {
+					int grown = class_cap ? 2 * class_cap : 16;
+					struct calib_class_row *c = arena_grow(a, t->class_rows, (size_t)class_cap,
+					                                       (size_t)grown, sizeof *c);
+					if (!c) {
+						diag_add(diags, DIAG_ERROR, file, r.line, NULL, "out of memory");
+						return NULL;
+					}
+					t->class_rows = c;
+					class_cap = grown;
+				}
+				if (read_class_row(&r, fields, cls, &t->class_rows[t->n_class]))
+					t->n_class++;
+			} else if (read_row(&r, fields, row)) {
 				t->n_rows++;
 				if (row->kind == CALIB_GEMM)
 					t->n_gemm++;
@@ -341,7 +411,7 @@ struct calib_table *cost_calib_parse(struct arena *a, const char *file, const ch
 		diag_add(diags, DIAG_ERROR, file, r.line, NULL,
 		         "no header: expected a line naming the columns (kind, m, n, k, batch, dtype, "
 		         "bytes, seconds)");
-	else if (diags->errors == before && t->n_rows == 0)
+	else if (diags->errors == before && t->n_rows == 0 && t->n_class == 0)
 		diag_add(diags, DIAG_ERROR, file, r.line, NULL, "no rows after the header");
 	return diags->errors == before ? t : NULL;
 }
@@ -653,5 +723,56 @@ bool cost_calib_fit(struct arena *a, const struct calib_table *t, const struct t
 	gsl_vector_free(best);
 	gsl_matrix_free(covar);
 	gsl_matrix_free(best_covar);
+	return ok;
+}
+
+/* ------------------------------------------------- the kernel classes */
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+bool cost_calib_classes(struct arena *a, const struct calib_table *t, const struct topo_device *d,
+                        double overhead_s, double memory_efficiency, struct calib_classes *out,
+                        struct diag_list *diags)
+{
+	memset(out, 0, sizeof *out);
+	if (t->n_class == 0)
+		return true;
+	double *v = arena_alloc(a, (size_t)t->n_class * sizeof *v);
+	if (!v) {
+		diag_add(diags, DIAG_ERROR, t->file, 0, NULL, "out of memory");
+		return false;
+	}
+	bool ok = true;
+	for (int c = 0; c < TOPO_KC_COUNT; c++)
+		for (int pass = 0; pass < 2; pass++) {
+			double f = pass ? cost_kernel_class_backward_factor(c) : 1;
+			int n = 0;
+			for (int i = 0; i < t->n_class; i++) {
+				const struct calib_class_row *r = &t->class_rows[i];
+				if (r->cls != c || r->backward != (pass == 1))
+					continue;
+				double busy = r->seconds - f * overhead_s;
+				if (busy <= 0) {
+					diag_add(diags, DIAG_ERROR, t->file, r->line, "seconds",
+					         "%.4g s is not above the %s's %g kernel overhead%s (%.4g s): no "
+					         "bandwidth to derive",
+					         r->seconds, pass ? "backward" : "forward", f,
+					         f == 1 ? "" : "s", f * overhead_s);
+					ok = false;
+					continue;
+				}
+				v[n++] = f * r->bytes / (d->hbm_bps * busy);
+			}
+			if (n == 0)
+				continue;
+			qsort(v, (size_t)n, sizeof *v, cmp_double);
+			double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+			out->eff[c][pass] = m < memory_efficiency ? m : memory_efficiency;
+			out->rows[c][pass] = n;
+		}
 	return ok;
 }

@@ -107,15 +107,29 @@ struct calib_row {
 	double seconds;              /* measured */
 };
 
+/* A memory-bound kernel of a class the topology's kernel_efficiency names
+ * (norm, softmax, dropout, activation, loss): its forward or its backward,
+ * the op's bytes as the estimate counts them (inputs and outputs of the
+ * forward, for either pass) and the measured time. Not part of the fit. */
+struct calib_class_row {
+	int cls;                     /* enum topo_kernel_class */
+	bool backward;
+	int line;
+	double bytes, seconds;
+};
+
 struct calib_table {
 	const char *file;
 	int n_rows, n_gemm, n_memory;
-	struct calib_row *rows;      /* in file order */
+	struct calib_row *rows;      /* the fit's rows (gemm, memory), in file order */
+	int n_class;
+	struct calib_class_row *class_rows; /* in file order */
 };
 
 /* A CSV table: '#' comment lines and blank lines skipped, then a header
  * naming the columns (kind, seconds; m, n, k, dtype for GEMM rows; bytes
- * for memory rows; batch optional), then one kernel per line. NULL after
+ * for memory rows and class rows; batch optional; pass, forward or
+ * backward, for class rows), then one kernel per line. NULL after
  * diagnostics `file:line: column: message`, one per bad cell. */
 struct calib_table *cost_calib_load(struct arena *a, const char *path, struct diag_list *diags);
 /* The same from text (file names it in the diagnostics). */
@@ -164,6 +178,25 @@ struct calib_fit {
  * fit fails. d may be NULL. */
 bool cost_calib_fit(struct arena *a, const struct calib_table *t, const struct topo_device *d,
                     unsigned keep, struct calib_fit *out, struct diag_list *diags);
+
+/* A device's kernel_efficiency from a table's class rows: for each row the
+ * efficiency at which the model gives its time, forward S / (B (t - o)),
+ * backward f S / (B (t - f o)) with the estimate's backward factor f of
+ * the class (cost_kernel_class_backward_factor), B the device's HBM rate,
+ * o the kernel overhead; per class and pass the median of its rows, at
+ * most memory_efficiency. eff is 0 and rows 0 where the table has none;
+ * a row whose time is not above f o is a diagnostic (false). */
+struct calib_classes {
+	double eff[TOPO_KC_COUNT][2];
+	int rows[TOPO_KC_COUNT][2];
+};
+bool cost_calib_classes(struct arena *a, const struct calib_table *t, const struct topo_device *d,
+                        double overhead_s, double memory_efficiency, struct calib_classes *out,
+                        struct diag_list *diags);
+
+/* The estimate's backward factor of a kernel class's ops (2 for the
+ * normalisations and Softmax, 1 for the others). */
+double cost_kernel_class_backward_factor(int cls);
 
 /* Collective algorithms (the scenario's simulation.collective_algo names
  * them). The α–β time of each, for n ranks and a message of S bytes, on the

@@ -76,6 +76,18 @@ static const struct bwd_kind bwd_table[OP_COUNT] = {
 };
 _Static_assert(OP_COUNT == 26, "bwd_table covers every op kind");
 
+double cost_kernel_class_backward_factor(int cls)
+{
+	double f = 0;
+	for (int k = 0; k < OP_COUNT; k++)
+		if (cost_kernel_class((enum op_kind)k) == cls) {
+			SL_ASSERT(f == 0 || f == bwd_table[k].factor); /* one factor a class */
+			f = bwd_table[k].factor;
+		}
+	SL_ASSERT(f > 0);
+	return f;
+}
+
 /* The optimizer step per local parameter element, in bytes moved, as
  * Megatron-LM's mixed-precision optimizer runs it (Float16Optimizer-
  * WithFloat16Params.step, megatron/optimizer/optimizer.py at commit

@@ -258,7 +258,8 @@ Test(calibrate, every_bad_cell_is_reported)
 	assert_diag(3, "t.csv:7: k: missing: a gemm row needs m, n, k, dtype and seconds");
 	assert_diag(4, "t.csv:9: bytes: missing: a memory row needs the bytes it moves");
 	assert_diag(5, "t.csv:10: m: only gemm rows have m, n, k and batch");
-	assert_diag(6, "t.csv:11: kind: expected \"gemm\" or \"memory\", got \"gem\"");
+	assert_diag(6, "t.csv:11: kind: expected \"gemm\", \"memory\" or a kernel class (norm, "
+	               "softmax, dropout, activation, loss), got \"gem\"");
 	assert_diag(7, "t.csv:12: seconds: expected a positive number, got \"-1\"");
 	assert_diag(8, "t.csv:13: 6 fields, the header has 7");
 	assert_diag(9, "t.csv:14: seconds: expected a positive number, got \"fast\"");
@@ -271,10 +272,10 @@ Test(calibrate, header_mistakes)
 	static const char text[] = "kind,m,n,k,dtype,second,m,flops\ngemm,1,1,1,bf16,1,1,1\n";
 	cr_assert_null(cost_calib_parse(A, "h.csv", text, strlen(text), &D));
 	assert_diag(0, "h.csv:1: header: unknown column \"second\" (did you mean \"seconds\"?); the "
-	               "columns are kind, m, n, k, batch, dtype, bytes and seconds");
+	               "columns are kind, m, n, k, batch, dtype, bytes, seconds and pass");
 	assert_diag(1, "h.csv:1: header: column \"m\" appears twice (fields 2 and 7)");
 	assert_diag(2, "h.csv:1: header: unknown column \"flops\"; the columns are kind, m, n, k, "
-	               "batch, dtype, bytes and seconds");
+	               "batch, dtype, bytes, seconds and pass");
 	assert_diag(3, "h.csv:1: header: missing column \"seconds\"");
 	cr_assert_eq(D.count, 4);
 	forget_diags();
@@ -567,6 +568,84 @@ Test(calibrate, shipped_h100_kernel_efficiency_comes_from_its_kernels_table)
 Test(calibrate, shipped_h200_kernel_efficiency_comes_from_its_kernels_table)
 {
 	kernel_efficiency_comes_from("calibration/h200-sxm-kernels.csv", "dgx-h200");
+}
+
+/* Kernel classes by hand on dgx-h100 (HBM 3.35 TB/s, o = 6.922 us,
+ * memory_efficiency 0.9165): a norm forward of S = 3.35 MB that took
+ * o + 2 us moved its bytes at 0.5 of the HBM rate; with rows at 0.5, 0.6
+ * and 0.8 the median is 0.6. Its backward (factor 2) of 2 (o + 2.5 us):
+ * 0.4. An activation forward at 0.95 is held to memory_efficiency 0.9165;
+ * a class without rows stays 0. A row no longer than its overheads is an
+ * error. */
+Test(calibrate, kernel_classes_by_hand)
+{
+	const struct topo_device *d = &fixture_topology(A, "dgx-h100")->device;
+	double o = 6.922e-6;
+	char text[1024];
+	snprintf(text, sizeof text,
+	         "kind,pass,bytes,seconds\n"
+	         "norm,forward,3350000,%.17g\n"
+	         "norm,,3350000,%.17g\n"
+	         "norm,forward,3350000,%.17g\n"
+	         "norm,backward,3350000,%.17g\n"
+	         "activation,forward,3350000,%.17g\n",
+	         o + 2e-6, o + 1e-6 / 0.6, o + 1e-6 / 0.8, 2 * (o + 2.5e-6), o + 1e-6 / 0.95);
+	struct calib_table *t = cost_calib_parse(A, "k.csv", text, strlen(text), &D);
+	cr_assert_not_null(t);
+	cr_assert_eq(t->n_class, 5);
+	cr_assert_eq(t->n_rows, 0);
+	struct calib_classes c;
+	cr_assert(cost_calib_classes(A, t, d, o, 0.9165, &c, &D));
+	within(c.eff[TOPO_KC_NORM][0], 0.6, 1e-12, "norm forward");
+	within(c.eff[TOPO_KC_NORM][1], 0.4, 1e-12, "norm backward");
+	cr_expect_eq(c.rows[TOPO_KC_NORM][0], 3);
+	cr_expect_eq(c.rows[TOPO_KC_NORM][1], 1);
+	cr_expect_eq(c.eff[TOPO_KC_ACTIVATION][0], 0.9165);
+	cr_expect_eq(c.eff[TOPO_KC_SOFTMAX][0], 0);
+	cr_expect_eq(c.rows[TOPO_KC_SOFTMAX][1], 0);
+	static const char quick[] = "kind,pass,bytes,seconds\nnorm,backward,100,1e-05\n";
+	t = cost_calib_parse(A, "q.csv", quick, strlen(quick), &D);
+	cr_assert_not_null(t);
+	cr_assert_not(cost_calib_classes(A, t, d, o, 0.9165, &c, &D));
+	assert_diag(0, "q.csv:2: seconds: 1e-05 s is not above the backward's 2 kernel overheads "
+	               "(1.384e-05 s): no bandwidth to derive");
+	forget_diags();
+}
+
+/* The CLI on the shipped classes tables gives the files' kernel_efficiency;
+ * without --topology such a table is refused. */
+Test(calibrate, shipped_kernel_classes_through_the_cli)
+{
+	static const char *const devs[][2] = {{"calibration/h100-sxm-classes.csv", "dgx-h100"},
+	                                      {"calibration/h200-sxm-classes.csv", "dgx-h200"}};
+	for (size_t i = 0; i < 2; i++) {
+		char args[256];
+		snprintf(args, sizeof args, "calibrate %s --topology topologies/%s.json --json", devs[i][0],
+		         devs[i][1]);
+		struct cli_run r = fixture_shardlab(args, false);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		cJSON *j = cJSON_Parse(r.out);
+		cr_assert_not_null(j);
+		const cJSON *ke = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(j, "device_section"), "kernel_efficiency");
+		const struct topo_device *d = &fixture_topology(A, devs[i][1])->device;
+		for (int k = 0; k < TOPO_KC_COUNT; k++) {
+			const cJSON *pair = cJSON_GetObjectItemCaseSensitive(ke, topo_kernel_class_names[k]);
+			cr_assert(cJSON_GetArraySize(pair) == 2, "%s", topo_kernel_class_names[k]);
+			for (int p = 0; p < 2; p++)
+				cr_expect(fabs(cJSON_GetArrayItem(pair, p)->valuedouble -
+				               d->kernel_efficiency[k][p]) < 1e-12,
+				          "%s %s", devs[i][1], topo_kernel_class_names[k]);
+		}
+		cr_expect_eq(member(j, "class_rows"), 30);
+		cJSON_Delete(j);
+		free(r.out);
+	}
+	struct cli_run r = fixture_shardlab("calibrate calibration/h100-sxm-classes.csv", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "calibration/h100-sxm-classes.csv:13: kind: the kernel classes' rows "
+	                        "need --topology FILE") != NULL, "%s", r.out);
+	free(r.out);
 }
 
 /* The A100 files borrow an H100's shape factor and overhead for want of an
