@@ -571,7 +571,7 @@ int cmd_calibrate(int argc, char **argv)
 	                                      fit.param[CALIB_MEMORY_EFFICIENCY].value, &cls, &d))) {
 		struct section s = {0};
 		if (topo)
-			make_section(&fit, topo ? &cls : NULL, &s);
+			make_section(&fit, &cls, &s);
 		if (args.json) {
 			rc = report_print_json(json_of(&args, t, topo, &fit, &s), "calibrate");
 		} else if (args.csv) {

@@ -449,35 +449,34 @@ def section_kernels(f):
                       lambda m=m, v=v, h=h: (lambda i, w: F.embedding(i, w),
                                              [torch.randint(0, v, (m,), device=DEV), rnd(v, h)],
                                              rnd(m, h, grad=False))))
-    fc = open(os.path.join(OUT, "classes.csv"), "w")
-    fc.write("# The kernels of section kernels by the class shardlab prices them in\n"
-             "# (docs/cost-models.md, \"Memory-bound kernels by class\"): bytes are the\n"
-             "# op's as the estimate counts them (its input and output; the loss: logits\n"
-             "# and labels), for either pass. For shardlab calibrate with --topology.\n"
-             "kind,dtype,pass,bytes,seconds\n")
-    for name, shape, fbytes, bbytes, make in cases:
-        try:
-            _, inputs, _ = make()
-            per = sum(t.numel() * t.element_size() for t in inputs)
-            tf, tb = fwd_bwd_seconds(make, int(min(8, copies(per * 3))))
-        except Exception as exc:
-            log("kernel %s %s failed: %s" % (name, shape, exc))
-            continue
-        f.write("%s,%s,bf16,forward,%d,%.6g,%.0f\n" % (name, shape, fbytes, tf, fbytes / tf / 1e9))
-        if bbytes:
-            f.write("%s,%s,bf16,backward,%d,%.6g,%.0f\n"
-                    % (name, shape, bbytes, tb, bbytes / max(tb, 1e-9) / 1e9))
-        log("%s %s: forward %.1f us (%.0f GB/s), backward %.1f us"
-            % (name, shape, tf * 1e6, fbytes / tf / 1e9, tb * 1e6))
-        f.flush()
-        cls = KERNEL_CLASS.get(name)
-        if cls:
-            elems = math.prod(int(x) for x in shape.split("x"))
-            op_bytes = fbytes if cls == "loss" else 2 * elems * el
-            fc.write("%s,bf16,forward,%d,%.6g\n" % (cls, op_bytes, tf))
-            fc.write("%s,bf16,backward,%d,%.6g\n" % (cls, op_bytes, tb))
-            fc.flush()
-    fc.close()
+    with open(os.path.join(OUT, "classes.csv"), "w") as fc:
+        fc.write("# The kernels of section kernels by the class shardlab prices them in\n"
+                 "# (docs/cost-models.md, \"Memory-bound kernels by class\"): bytes are the\n"
+                 "# op's as the estimate counts them (its input and output; the loss: logits\n"
+                 "# and labels), for either pass. For shardlab calibrate with --topology.\n"
+                 "kind,dtype,pass,bytes,seconds\n")
+        for name, shape, fbytes, bbytes, make in cases:
+            try:
+                _, inputs, _ = make()
+                per = sum(t.numel() * t.element_size() for t in inputs)
+                tf, tb = fwd_bwd_seconds(make, int(min(8, copies(per * 3))))
+            except Exception as exc:
+                log("kernel %s %s failed: %s" % (name, shape, exc))
+                continue
+            f.write("%s,%s,bf16,forward,%d,%.6g,%.0f\n" % (name, shape, fbytes, tf, fbytes / tf / 1e9))
+            if bbytes:
+                f.write("%s,%s,bf16,backward,%d,%.6g,%.0f\n"
+                        % (name, shape, bbytes, tb, bbytes / max(tb, 1e-9) / 1e9))
+            log("%s %s: forward %.1f us (%.0f GB/s), backward %.1f us"
+                % (name, shape, tf * 1e6, fbytes / tf / 1e9, tb * 1e6))
+            f.flush()
+            cls = KERNEL_CLASS.get(name)
+            if cls:
+                elems = math.prod(int(x) for x in shape.split("x"))
+                op_bytes = fbytes if cls == "loss" else 2 * elems * el
+                fc.write("%s,bf16,forward,%d,%.6g\n" % (cls, op_bytes, tf))
+                fc.write("%s,bf16,backward,%d,%.6g\n" % (cls, op_bytes, tb))
+                fc.flush()
     torch.cuda.empty_cache()
 
 

@@ -362,7 +362,12 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 		struct cost_work sw = {0, 3 * dy, 0, 0, 0};
 		eo->compute_backward_s = cost_compute_s(dev, o->dtype, &sw, NULL);
 	} else {
-		eo->compute_backward_s = k->factor * cost_op_kernel_s(dev, o->kind, o->dtype, &w, true, NULL);
+		/* a kernel class's backward has a rate of its own; any other op's
+		 * backward is its forward's work again */
+		double once = cost_kernel_class(o->kind) >= 0
+		                  ? cost_op_kernel_s(dev, o->kind, o->dtype, &w, true, NULL)
+		                  : eo->compute_forward_s;
+		eo->compute_backward_s = k->factor * once;
 	}
 	if (c->add_grads)
 		eo->compute_backward_s += grad_add_s(c, d);
