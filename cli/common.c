@@ -308,28 +308,12 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 		s->devices = t->n_devices;
 	}
 	if (ov->devices) {
-		struct topology *t = s->topo;
-		int64_t dps = t->devices_per_server;
-		if (ov->devices > t->n_devices) {
-			if (t->fabric.kind == TOPO_FABRIC_NONE || ov->devices % dps ||
-			    ov->devices / dps > INT32_MAX)
-				diag_add(d, DIAG_ERROR, "--devices", 0, NULL,
-				         "%lld devices: the topology %s has %lld; to grow it by whole "
-				         "servers give a multiple of its %lld devices per server%s",
-				         (long long)ov->devices, t->name, (long long)t->n_devices,
-				         (long long)dps, t->fabric.kind == TOPO_FABRIC_NONE
-				                         ? " on a cluster topology (this one is one server)"
-				                         : "");
-			else {
-				struct topology *g = arena_alloc(a, sizeof *g);
-				if (!g)
-					return NULL;
-				*g = *t;
-				g->servers = (int)(ov->devices / dps);
-				g->n_devices = ov->devices;
-				s->topo = g;
-			}
-		}
+		char why[256];
+		struct topology *t = topo_for_devices(a, s->topo, ov->devices, why, sizeof why);
+		if (!t)
+			diag_add(d, DIAG_ERROR, "--devices", 0, NULL, "%s", why);
+		else
+			s->topo = t;
 		s->devices = ov->devices;
 	}
 	if (ov->global_batch)

@@ -938,11 +938,16 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	if (jv_get(&root, "devices", &v)) {
 		if (!jv_int(&v, JR_RANGE(1, 1 << 30), &s->devices))
 			ok = false;
-		else if (s->topo && s->devices > s->topo->n_devices) {
-			jv_error(&v, "the topology %s has %lld devices, the scenario asks for %lld",
-			         s->topo->name, (long long)s->topo->n_devices, (long long)s->devices);
-			s->devices = 0;
-			ok = false;
+		else if (s->topo) {
+			char why[256];
+			struct topology *t = topo_for_devices(L.a, s->topo, s->devices, why, sizeof why);
+			if (!t) {
+				jv_error(&v, "%s", why);
+				s->devices = 0;
+				ok = false;
+			} else {
+				s->topo = t;
+			}
 		}
 	} else if (s->topo) {
 		s->devices = s->topo->n_devices;

@@ -191,19 +191,13 @@ static bool read_cluster(struct arena *a, const char *dir, const struct jv *v,
 		ok = false;
 	}
 	if (jv_need(v, "servers", &s) && read_counts(a, &s, 1 << 20, &c->servers, &c->n_sizes)) {
+		char why[256];
 		for (int i = 0; c->topo && i < c->n_sizes; i++) {
-			if (c->servers[i] > 1 && c->topo->fabric.kind == TOPO_FABRIC_NONE) {
-				jv_error(&s, "the topology %s is one server with no fabric between servers; "
-				         "name a cluster topology file", c->topo->name);
+			if (!topo_servers_ok(c->topo, c->servers[i], why, sizeof why)) {
+				jv_error(&s, "%s", why);
 				ok = false;
-				break;
-			}
-			if (c->topo->fabric.kind == TOPO_FABRIC_RAIL_OPTIMIZED &&
-			    c->servers[i] % c->topo->fabric.servers_per_rail_group &&
-			    c->servers[i] > c->topo->fabric.servers_per_rail_group) {
-				jv_error(&s, "%lld servers are not whole rail groups of %d",
-				         (long long)c->servers[i], c->topo->fabric.servers_per_rail_group);
-				ok = false;
+				if (c->topo->fabric.kind == TOPO_FABRIC_NONE)
+					break;
 			}
 		}
 	} else {

@@ -162,13 +162,10 @@ static struct scenario *unit_scenario(struct arena *a, const struct study *st, i
                                       int64_t servers, int64_t global_batch)
 {
 	const struct topology *base = st->clusters[cluster].topo;
-	struct topology *t = arena_alloc(a, sizeof *t);
+	struct topology *t = topo_with_servers(a, base, servers);
 	struct scenario *s = arena_alloc(a, sizeof *s);
 	if (!t || !s)
 		return NULL;
-	*t = *base;
-	t->servers = (int)servers;
-	t->n_devices = servers * base->devices_per_server;
 	*s = *st->scenario;
 	s->topo = t;
 	s->topology_file = st->clusters[cluster].topology_file;

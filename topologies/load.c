@@ -14,6 +14,7 @@
 #include "topologies-int.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -616,4 +617,71 @@ struct topology *topo_load(struct arena *a, const char *path, struct diag_list *
 		t = topo_load_doc(a, &doc);
 	json_doc_free(&doc);
 	return t;
+}
+
+/* ------------------------------------------------------------- resizing */
+
+bool topo_servers_ok(const struct topology *t, int64_t servers, char *why, size_t size)
+{
+	SL_ASSERT(t && why && size);
+	int64_t d = t->devices_per_server;
+	if (servers < 1)
+		snprintf(why, size, "%lld servers: a cluster has at least one", (long long)servers);
+	else if (servers > 1 && t->fabric.kind == TOPO_FABRIC_NONE)
+		snprintf(why, size,
+		         "the topology %s is one server with no fabric between servers; name a "
+		         "cluster topology file",
+		         t->name);
+	else if (t->fabric.kind == TOPO_FABRIC_RAIL_OPTIMIZED &&
+	         servers > t->fabric.servers_per_rail_group &&
+	         servers % t->fabric.servers_per_rail_group)
+		snprintf(why, size, "%lld servers are not whole rail groups of %d", (long long)servers,
+		         t->fabric.servers_per_rail_group);
+	else if ((double)servers * (double)d > INT32_LIMIT)
+		snprintf(why, size, "%lld servers of %lld devices make more than %.0f ranks",
+		         (long long)servers, (long long)d, INT32_LIMIT);
+	else
+		return true;
+	return false;
+}
+
+struct topology *topo_with_servers(struct arena *a, const struct topology *t, int64_t servers)
+{
+	SL_ASSERT(a && t && servers >= 1 && servers <= (int64_t)INT32_LIMIT);
+	struct topology *g = arena_alloc(a, sizeof(*g));
+	if (!g)
+		return NULL;
+	*g = *t;
+	g->servers = (int)servers;
+	g->n_devices = servers * t->devices_per_server;
+	return g;
+}
+
+struct topology *topo_for_devices(struct arena *a, struct topology *t, int64_t devices,
+                                  char *why, size_t size)
+{
+	SL_ASSERT(a && t && why && size);
+	if (devices <= t->n_devices)
+		return t;
+	int64_t d = t->devices_per_server;
+	if (t->fabric.kind == TOPO_FABRIC_NONE) {
+		snprintf(why, size,
+		         "the topology %s is one server of %lld devices, %lld asked for; a cluster "
+		         "topology file grows by whole servers",
+		         t->name, (long long)t->n_devices, (long long)devices);
+		return NULL;
+	}
+	if (devices % d) {
+		snprintf(why, size,
+		         "the topology %s has %lld devices, %lld asked for; to grow it by whole "
+		         "servers ask for a multiple of its %lld devices per server",
+		         t->name, (long long)t->n_devices, (long long)devices, (long long)d);
+		return NULL;
+	}
+	if (!topo_servers_ok(t, devices / d, why, size))
+		return NULL;
+	struct topology *g = topo_with_servers(a, t, devices / d);
+	if (!g)
+		snprintf(why, size, "out of memory");
+	return g;
 }

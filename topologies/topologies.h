@@ -159,6 +159,21 @@ struct topology *topo_load(struct arena *a, const char *path, struct diag_list *
 /* The same from an already parsed document whose "format" is TOPO_FORMAT. */
 struct topology *topo_load_doc(struct arena *a, struct json_doc *doc);
 
+/* Whether the cluster of `t` can have `servers` servers on its fabric:
+ * more than one needs a cluster file (a single-server file has no fabric),
+ * a rail-optimized fabric takes whole rail groups (or less than one), and
+ * the ranks stay below 2^31. False with the reason in why[size]. */
+bool topo_servers_ok(const struct topology *t, int64_t servers, char *why, size_t size);
+/* A copy of `t` with `servers` servers on the same fabric (topo_servers_ok
+ * holds), allocated in `a`; NULL when out of memory. */
+struct topology *topo_with_servers(struct arena *a, const struct topology *t, int64_t servers);
+/* The topology that runs `devices` ranks: `t` itself when it has that many,
+ * else `t` grown by whole servers on its fabric (a multiple of its devices
+ * per server that topo_servers_ok allows). NULL with the reason in
+ * why[size] (or "out of memory"). */
+struct topology *topo_for_devices(struct arena *a, struct topology *t, int64_t devices,
+                                  char *why, size_t size);
+
 /* ------------------------------------------------------------- queries */
 
 #define TOPO_NETWORK (-1)   /* topo_tier_between: the ranks talk over the NICs */

@@ -434,10 +434,15 @@ static bool read_collective_row(struct vloader *L, const struct jv *row,
 	if (jv_get(row, "devices", &v)) {
 		if (!jv_int(&v, JR_RANGE(2, 1 << 30), &r->devices)) {
 			ok = false;
-		} else if (r->topo && r->devices > r->topo->n_devices) {
-			jv_error(&v, "the topology %s has %lld devices, the row asks for %lld",
-			         r->topo->name, (long long)r->topo->n_devices, (long long)r->devices);
-			ok = false;
+		} else if (r->topo) {
+			char why[256];
+			struct topology *t = topo_for_devices(L->a, r->topo, r->devices, why, sizeof why);
+			if (!t) {
+				jv_error(&v, "%s", why);
+				ok = false;
+			} else {
+				r->topo = t;
+			}
 		}
 	} else if (r->topo) {
 		r->devices = r->topo->n_devices;

@@ -110,6 +110,38 @@ Test(scenarios, defaults_and_inline_model)
 	cr_assert_eq(x->dims[1], 16);
 }
 
+/* More devices than a cluster file has: the cluster grows by whole servers
+ * on its fabric (dgx-a100-x128: 128 servers of 8, 1,024 GPUs; 3,072 GPUs
+ * are 384 servers); the shipped topology is left as it is. */
+Test(scenarios, devices_grow_a_cluster_by_whole_servers)
+{
+#define GROWN                                                                           \
+	"{\"format\": \"shardlab-scenario\", \"version\": 1,\n"                                  \
+	" \"name\": \"big\",\n"                                                                \
+	" \"model\": {\"name\": \"tiny\", \"generator\": {\"kind\": \"ffn\","                     \
+	" \"hidden\": 16, \"micro_batch\": 8}},\n"                                             \
+	" \"topology\": \"../topologies/dgx-a100-x128.json\",\n"                               \
+	" \"devices\": %d}"
+	char text[512];
+	snprintf(text, sizeof text, GROWN, 3072);
+	struct scenario *s = parse(text);
+	cr_assert_not_null(s);
+	cr_assert_eq(s->devices, 3072);
+	cr_assert_eq(s->topo->servers, 384);
+	cr_assert_eq(s->topo->n_devices, 3072);
+	cr_assert_str_eq(s->topo->name, "dgx-a100-x128");
+	/* 3,071 GPUs are not whole servers: an error on the devices line (5). */
+	snprintf(text, sizeof text, GROWN, 3071);
+	cr_assert_null(parse(text));
+	cr_assert_eq(D.errors, 1);
+	cr_assert_eq(D.items[0].line, 5);
+	cr_assert(strstr(D.items[0].msg, "the topology dgx-a100-x128 has 1024 devices, 3071 asked "
+	                                 "for; to grow it by whole servers ask for a multiple of "
+	                                 "its 8 devices per server"),
+	          "%s", D.items[0].msg);
+#undef GROWN
+}
+
 Test(scenarios, every_problem_in_one_run)
 {
 	struct scenario *s = parse("{\"format\": \"shardlab-scenario\", \"version\": 1,\n"

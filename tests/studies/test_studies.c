@@ -536,7 +536,8 @@ Test(studies, overrides_on_estimate, .timeout = 120)
 	/* Bad values: exit 1 with a message naming the option. */
 	r = fixture_shardlab("estimate scenarios/gpt-4layer-32p.json --devices 60", true);
 	cr_expect_eq(r.status, 1);
-	cr_expect(strstr(r.out, "--devices: 60 devices: the topology atlas800-910a-x4 has 32") != NULL,
+	cr_expect(strstr(r.out, "--devices: the topology atlas800-910a-x4 has 32 devices, 60 asked "
+	                        "for; to grow it by whole servers ask for a multiple of its 8") != NULL,
 	          "%s", r.out);
 	free(r.out);
 	r = fixture_shardlab("simulate scenarios/gpt-4layer-32p.json --global-batch 48", true);

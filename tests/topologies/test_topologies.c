@@ -482,6 +482,57 @@ Test(topologies, bisection_of_an_odd_cluster_with_oversubscription)
 	assert_close(p.bottleneck_bps, 50 * GBPS, "spine at 100 / 2");
 }
 
+Test(topologies, a_cluster_grows_by_whole_servers_on_its_fabric)
+{
+	char why[256] = "";
+	struct topology *t = load_ok("topologies/dgx-a100-x128.json");
+	/* Fewer devices than the file has: the file itself. */
+	cr_assert_eq(topo_for_devices(fx.a, t, 64, why, sizeof why), t);
+	cr_assert_eq(topo_for_devices(fx.a, t, 1024, why, sizeof why), t);
+	/* 2,048 devices: 256 servers of 8 on the same fat tree; the file is kept. */
+	struct topology *g = topo_for_devices(fx.a, t, 2048, why, sizeof why);
+	cr_assert_not_null(g, "%s", why);
+	cr_assert_neq(g, t);
+	cr_assert_eq(g->servers, 256);
+	cr_assert_eq(g->n_devices, 2048);
+	cr_assert_eq(t->servers, 128);
+	cr_assert_str_eq(g->name, t->name);
+	/* Its bisection: 128 servers x 8 NICs a side x 25 GB/s x 0.94. */
+	assert_close(topo_bisection_bps(g), 1024 * 25 * 0.94 * GBPS, "grown bisection");
+	/* Rank 2047 (server 255, NIC 7) reaches rank 0 across the spine: 8 NICs
+	 * x 256 servers / 20 per leaf -> leaves 0 and 102. */
+	struct topo_path p;
+	cr_assert(topo_path_between(g, 2047, 0, &p));
+	cr_assert_eq(p.tier, TOPO_NETWORK);
+	cr_assert_str_eq(p.hops[0].what, "nic 7 of server 255");
+	cr_assert_eq(topo_fabric_leaves(g), 103);
+	/* Not whole servers, or one server with no fabric: the reason. */
+	cr_assert_null(topo_for_devices(fx.a, t, 2044, why, sizeof why));
+	cr_assert(strstr(why, "ask for a multiple of its 8 devices per server"), "%s", why);
+	struct topology *one = load_ok("topologies/dgx-a100.json");
+	cr_assert_null(topo_for_devices(fx.a, one, 16, why, sizeof why));
+	cr_assert(strstr(why, "is one server of 8 devices, 16 asked for"), "%s", why);
+	cr_assert(topo_servers_ok(one, 1, why, sizeof why));
+	cr_assert(!topo_servers_ok(one, 2, why, sizeof why));
+	/* A rail-optimized fabric of 4-server rail groups takes 1-4 servers or
+	 * multiples of 4; ranks stay below 2^31. */
+	struct topology *r = load_text("r.json", HEADER
+		"'server': {'devices': 2, 'tiers': [{'name': 'l', 'kind': 'mesh', 'bandwidth_GBps': 100,"
+		"'latency_us': 1}], 'nic': {'per_server': 2, 'rate_Gbps': 400, 'latency_us': 1}},"
+		"'cluster': {'servers': 4, 'fabric': {'kind': 'rail-optimized', "
+		"'servers_per_rail_group': 4, 'switch_latency_us': 0.5}}}");
+	print_diags();
+	cr_assert_not_null(r);
+	cr_assert(topo_servers_ok(r, 3, why, sizeof why));
+	cr_assert(topo_servers_ok(r, 12, why, sizeof why));
+	cr_assert(!topo_servers_ok(r, 6, why, sizeof why));
+	cr_assert_str_eq(why, "6 servers are not whole rail groups of 4");
+	cr_assert_null(topo_for_devices(fx.a, r, 12, why, sizeof why));
+	cr_assert_not_null(topo_for_devices(fx.a, r, 16, why, sizeof why));
+	cr_assert(!topo_servers_ok(r, (int64_t)1 << 31, why, sizeof why));
+	cr_assert(strstr(why, "make more than 2147483647 ranks"), "%s", why);
+}
+
 /* ----------------------------------------------------------------- errors */
 
 Test(topologies, every_error_of_a_document_is_reported)

@@ -199,6 +199,25 @@ Test(validate, loads_the_collectives_file)
 	cr_assert_eq(p->bytes, 32 * MIB);
 }
 
+Test(validate, rows_grow_a_cluster_by_whole_servers)
+{
+	/* atlas800-910a-x4.json has 4 servers of 8; rows on 64 devices run on
+	 * 8 servers of the same fabric, as atlas800-910a-x8.json states them. */
+	struct validation *v = validation_load(A, "tests/data/good/validate-grown.json", &D);
+	cr_assert_not_null(v);
+	const struct topology *g = v->training[0].scenario->topo, *w = v->training[1].scenario->topo;
+	cr_assert_eq(g->servers, 8);
+	cr_assert_eq(g->n_devices, 64);
+	cr_assert_eq(w->servers, 8);
+	cr_assert_eq(g->fabric.nics_per_leaf, w->fabric.nics_per_leaf);
+	cr_assert_eq(topo_fabric_leaves(g), topo_fabric_leaves(w));
+	cr_assert_eq(topo_bisection_bps(g), topo_bisection_bps(w));
+	v = validation_load(A, "tests/data/good/validate-grown-collectives.json", &D);
+	cr_assert_not_null(v);
+	cr_assert_eq(v->collectives[0].topo->servers, 8);
+	cr_assert_eq(v->collectives[0].devices, 64);
+}
+
 /* ------------------------------------------------------- the command */
 
 static cJSON *json_of(const char *args)
@@ -367,6 +386,28 @@ Test(validate, collectives_by_hand)
 	cr_assert_not_null(strstr(r.out, "175 GB/s (algbw 200)    176 GB/s   +0.6%     176 GB/s   "
 	                                 "+0.6%\n"), "%s", r.out);
 	free(r.out);
+}
+
+/* The grown cluster and the file that states it give the same figures,
+ * estimated and simulated, training and collectives alike. */
+Test(validate, a_grown_cluster_runs_as_the_file_that_states_it)
+{
+	cJSON *j = json_of("validate --json tests/data/good/validate-grown.json");
+	const cJSON *rows = member(j, "rows");
+	cr_assert_eq(cJSON_GetArraySize(rows), 2);
+	const cJSON *a = cJSON_GetArrayItem(rows, 0), *b = cJSON_GetArrayItem(rows, 1);
+	cr_assert_eq(num(a, "devices"), 64);
+	cr_assert_eq(num(member(a, "estimate"), "iteration_s"), num(member(b, "estimate"), "iteration_s"));
+	cr_assert_eq(num(member(a, "simulation"), "iteration_s"),
+	             num(member(b, "simulation"), "iteration_s"));
+	cJSON_Delete(j);
+	j = json_of("validate --json tests/data/good/validate-grown-collectives.json");
+	rows = member(j, "rows");
+	const cJSON *p = cJSON_GetArrayItem(member(cJSON_GetArrayItem(rows, 0), "points"), 0);
+	const cJSON *q = cJSON_GetArrayItem(member(cJSON_GetArrayItem(rows, 1), "points"), 0);
+	cr_assert_eq(num(p, "simulated_busbw_bps"), num(q, "simulated_busbw_bps"));
+	cr_assert_eq(num(p, "formula_busbw_bps"), num(q, "formula_busbw_bps"));
+	cJSON_Delete(j);
 }
 
 Test(validate, usage_errors)
