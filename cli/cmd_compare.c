@@ -74,7 +74,8 @@ static void help(FILE *f)
 	        "  --collective-algo A   auto, ring, tree, halving-doubling, hierarchical,\n"
 	        "                        direct, nvls or pipeline (default: the\n"
 	        "                        scenario's)\n"
-	        "  --bucket-mb N         gradient buckets of N MiB (default 25)\n"
+	        "  --bucket-mb N         gradient buckets of N MiB (default: the scenario's\n"
+	        "                        training.gradient_bucket_mb, itself 25)\n"
 	        "  --max-events N        refuse a simulation of more than N steps x ranks\n"
 	        "                        (default 1e10), as shardlab simulate\n"
 	        "  --fused               complete partial sums with a ReduceScatter where\n"
@@ -169,7 +170,7 @@ static int parse_value(const char *o, const char *v, struct args *a)
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	*a = (struct args){.fidelity = -1, .algo = -1, .planner = -1, .top = 3,
-	                   .bucket_bytes = 25 * MIB};
+	                   .bucket_bytes = -1};
 	int rc = EXIT_OK, taken;
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
 		if (!strcmp(argv[i], "--json")) {
@@ -251,7 +252,7 @@ static struct cli_sim_setup sim_setup(const struct scenario *s, const struct arg
 	return (struct cli_sim_setup){
 		.fidelity = a->fidelity >= 0 ? (enum sim_fidelity)a->fidelity : s->sim.fidelity,
 		.algo = a->algo >= 0 ? (enum collective_algo)a->algo : s->sim.collective_algo,
-		.bucket_bytes = a->bucket_bytes,
+		.bucket_bytes = a->bucket_bytes >= 0 ? a->bucket_bytes : s->training.gradient_bucket_bytes,
 		.max_events = a->max_events,
 		.label = label,
 	};
@@ -485,7 +486,8 @@ static void text(const struct scenario *s, const struct args *a, const struct co
 	printf("fidelity %s, collectives %s, gradient buckets %g MiB, %s redistribution\n\n",
 	       fidelity_names[a->fidelity >= 0 ? a->fidelity : (int)s->sim.fidelity],
 	       collective_algo_names[a->algo >= 0 ? a->algo : (int)s->sim.collective_algo],
-	       a->bucket_bytes / MIB, a->fused ? "fused" : "MindSpore-compatible");
+	       (a->bucket_bytes >= 0 ? a->bucket_bytes : s->training.gradient_bucket_bytes) / MIB,
+	       a->fused ? "fused" : "MindSpore-compatible");
 	if (search) {
 		search_text(s, a, search);
 		if (n == 0)
@@ -519,7 +521,8 @@ static cJSON *json(const struct scenario *s, const struct args *a, const struct 
 	cJSON_AddStringToObject(
 		root, "collective_algo",
 		collective_algo_names[a->algo >= 0 ? a->algo : (int)s->sim.collective_algo]);
-	cJSON_AddNumberToObject(root, "bucket_bytes", a->bucket_bytes);
+	cJSON_AddNumberToObject(root, "bucket_bytes",
+	                        a->bucket_bytes >= 0 ? a->bucket_bytes : s->training.gradient_bucket_bytes);
 	cJSON_AddNumberToObject(root, "hbm_bytes", s->topo->device.hbm_bytes);
 	if (search)
 		cJSON_AddItemToObject(root, "search", search_json(s, a, search));

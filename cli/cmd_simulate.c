@@ -62,7 +62,8 @@ static void help(FILE *f)
 	        "                        pipeline (HCCL across servers). Default: the\n"
 	        "                        scenario's simulation.collective_algo (auto:\n"
 	        "                        the rule of docs/simulation.md)\n"
-	        "  --bucket-mb N         gradient buckets of N MiB (default 25, as PyTorch\n"
+	        "  --bucket-mb N         gradient buckets of N MiB (default: the scenario's\n"
+	        "                        training.gradient_bucket_mb, itself 25 as PyTorch\n"
 	        "                        DDP), synchronised under the backward unless the\n"
 	        "                        scenario says training.overlap_grad_reduce false\n"
 	        "  --max-events N        refuse a program of more than N steps x ranks\n"
@@ -189,7 +190,7 @@ static int parse_option(int argc, char **argv, int *i, struct args *a)
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	*a = (struct args){.fidelity = -1, .algo = -1, .bucket_bytes = 25 * MIB};
+	*a = (struct args){.fidelity = -1, .algo = -1, .bucket_bytes = -1};
 	int rc = EXIT_OK;
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
 		if (argv[i][0] == '-')
@@ -372,7 +373,8 @@ int cmd_simulate(int argc, char **argv)
 		.fidelity = a.fidelity >= 0 ? (enum sim_fidelity)a.fidelity
 		                            : s ? s->sim.fidelity : FIDELITY_COARSE,
 		.algo = a.algo >= 0 ? (enum collective_algo)a.algo : s ? s->sim.collective_algo : COLL_AUTO,
-		.bucket_bytes = a.bucket_bytes,
+		.bucket_bytes = a.bucket_bytes >= 0 ? a.bucket_bytes
+		              : s ? s->training.gradient_bucket_bytes : 25 * MIB,
 		.max_events = a.max_events,
 		.seed = a.seed,
 		.trace = a.trace != NULL,
