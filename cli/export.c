@@ -352,6 +352,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		    (long long)(g->layers / (c->pp * c->virtual_stages)));
 	if (t->sequence_parallel && c->tp > 1)
 		arg(f, &first, "--sequence-parallel");
+	if (t->tp_comm_overlap && t->sequence_parallel && c->tp > 1)
+		arg(f, &first, "--tp-comm-overlap");
 	if (c->ep > 1)
 		arg(f, &first, "--expert-model-parallel-size %lld", (long long)c->ep);
 	if (c->cp > 1)

@@ -499,6 +499,54 @@ static bool mark_rings(const struct mega *M, struct arena *a, struct plan *p)
 	return plan_find_alike(a, p);
 }
 
+/* Inside a transformer layer ("layers.N."): Megatron-Core's linear layers
+ * there are Transformer Engine's; its output layer is a column-parallel
+ * linear of its own, without the userbuffers. */
+static bool in_layer(const struct graph *g, int op)
+{
+	return op >= 0 && strncmp(g->ops[op].name, "layers.", 7) == 0;
+}
+
+/* training.tp_comm_overlap (Megatron-LM's --tp-comm-overlap, Transformer
+ * Engine's userbuffers): sequence parallelism's collectives over the
+ * tensor-parallel groups of a layer run under the GEMMs next to them. The
+ * AllGather of the tokens runs under the column-parallel MatMuls that read
+ * them (the consumer, or those reading the consumer's output when the
+ * gather lands on the norm before Q, K and V), the ReduceScatter completing
+ * a row-parallel MatMul's partial sums under that MatMul; each as a ring of
+ * T - 1 steps (the estimate and sim/lower.c price the shares). */
+static bool mark_tp_overlap(const struct mega *M, struct arena *a, struct plan *p)
+{
+	const struct graph *g = M->g;
+	for (int e = 0; e < p->n_edges; e++) {
+		struct plan_edge *x = &p->edges[e];
+		if (x->ring > 1 || x->redist.n_steps != 1 || x->redist.steps[0].groups.size != M->t)
+			continue;
+		enum step_kind k = x->redist.steps[0].kind;
+		x->n_hide = 0;
+		if (!in_layer(g, x->consumer))
+			continue;
+		if (k == STEP_REDUCESCATTER && x->producer >= 0 && M->role[x->producer] == MEGA_ROW) {
+			x->hide[x->n_hide++] = x->producer;
+		} else if (k == STEP_ALLGATHER && M->role[x->consumer] == MEGA_COLUMN) {
+			x->hide[x->n_hide++] = x->consumer;
+		} else if (k == STEP_ALLGATHER && g->ops[x->consumer].n_out == 1) {
+			int out = g->ops[x->consumer].out[0];
+			for (int i = x->consumer + 1; i < g->n_ops && x->n_hide < 3; i++) {
+				const struct op *o = &g->ops[i];
+				if (M->role[i] != MEGA_COLUMN || !in_layer(g, i))
+					continue;
+				for (int j = 0; j < o->n_in; j++)
+					if (o->in[j] == out) {
+						x->hide[x->n_hide++] = i;
+						break;
+					}
+			}
+		}
+	}
+	return plan_find_alike(a, p);
+}
+
 /* ------------------------------------- Megatron: sequence parallelism */
 
 /* Does the op read what a row-parallel MatMul or a sequence-parallel op
@@ -823,6 +871,8 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	 * the last (megatron/model/transformer.py, num_layers / PP). */
 	p->whole_layers = strcmp(planner, "megatron") == 0;
 	if (M.cp > 1 && !mark_rings(&M, a, p))
+		return NULL;
+	if (seq && s->training.tp_comm_overlap && !mark_tp_overlap(&M, a, p))
 		return NULL;
 	/* Without tensor parallelism every op follows the batch rule. */
 	for (int i = 0; i < g->n_ops; i++)

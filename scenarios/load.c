@@ -744,7 +744,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "expert_parallel", "tensor_parallel",
 	                                   "context_parallel", "flash_attention",
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
-	                                   NULL};
+	                                   "tp_comm_overlap", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
 	int64_t zero = 0;
@@ -775,6 +775,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "gradient_accumulation_fusion", true, &fused_accumulation) && ok;
 	t->separate_grad_accumulation = !fused_accumulation;
 	ok = jv_opt_bool(&v, "overlap_grad_reduce", true, &t->overlap_grad_reduce) && ok;
+	ok = jv_opt_bool(&v, "tp_comm_overlap", false, &t->tp_comm_overlap) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
@@ -796,6 +797,13 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_get(&v, "micro_batches", &f);
 		jv_error(&f, "%lld micro-batches do not divide the global batch of %lld",
 		         (long long)t->micro_batches, (long long)t->global_batch);
+		ok = false;
+	}
+	if (t->tp_comm_overlap && !t->sequence_parallel) {
+		jv_get(&v, "tp_comm_overlap", &f);
+		jv_error(&f, "the tensor-parallel communication overlapped is sequence parallelism's "
+		         "(Megatron-LM's --tp-comm-overlap needs --sequence-parallel): set "
+		         "sequence_parallel true");
 		ok = false;
 	}
 	if (t->virtual_stages > 1 && sched != SCHED_INTERLEAVED_1F1B) {

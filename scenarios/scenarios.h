@@ -113,6 +113,9 @@ struct training {
 	bool overlap_grad_reduce;     /* the gradient buckets synchronised under the last
 	                                 micro-batch's backward, as it completes each (else
 	                                 after the backward, before the optimizer) */
+	bool tp_comm_overlap;         /* Megatron-LM's --tp-comm-overlap: sequence parallelism's
+	                                 tensor-parallel collectives run under the GEMMs next to
+	                                 them (Transformer Engine's userbuffers) */
 	int64_t tensor_parallel;      /* the megatron planner's degree (0: the largest that fits
 	                                 a server and the shapes) */
 	int64_t context_parallel;     /* CP: ranks that share out each sequence (1: none) */

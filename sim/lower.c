@@ -37,6 +37,9 @@ struct lower {
 	struct prog_step *steps;
 	int n, cap;
 	int *bwd_step;                     /* per op: its backward compute step */
+	int *fwd_step;                     /* per op: its forward compute step, latest pass */
+	double *pend_fwd, *pend_bwd;       /* per op: compute that ran alongside collectives
+	                                      lowered before it (plan_edge.hide), to take off */
 	enum prog_phase phase;
 	int stage;                         /* of the chunk being lowered */
 	int op;                            /* the op whose collectives are being listed */
@@ -120,6 +123,37 @@ static double ring_overlap(struct lower *L, const struct plan_edge *x, double co
 	return s;
 }
 
+/* After an edge's collective was pushed (training.tp_comm_overlap,
+ * plan_edge.hide): the hiding ops' compute run alongside it, (r - 1)/r of
+ * their forward (backward: of half their backward), as estimate.c's
+ * hide_overlap. Taken off each op's compute step: now when it was lowered
+ * in this pass (forward a producer; backward the consumer and its
+ * readers), else when it is. Ops outside the chunk [lo, hi) give
+ * nothing. */
+static void hide_share(struct lower *L, const struct plan_edge *x, bool backward, int lo, int hi)
+{
+	if (x->n_hide == 0 || L->n == 0 || L->steps[L->n - 1].kind != PROG_COLLECTIVE)
+		return;
+	double r = (double)x->redist.steps[0].groups.size, f = (r - 1) / r, total = 0;
+	for (int k = 0; k < x->n_hide; k++) {
+		int h = x->hide[k];
+		if (h < lo || h >= hi)
+			continue;
+		const struct est_op *o = &L->e->ops[h];
+		double s = backward ? f * o->compute_backward_s / 2 : f * o->compute_forward_s;
+		bool done = backward ? h >= x->consumer : h < x->consumer;
+		int step = backward ? L->bwd_step[h] : L->fwd_step[h];
+		if (done)
+			L->steps[step].seconds -= s;
+		else if (backward)
+			L->pend_bwd[h] += s;
+		else
+			L->pend_fwd[h] += s;
+		total += s;
+	}
+	L->steps[L->n - 1].overlap_s += total;
+}
+
 /* Edges into each op: idx[start[op] .. start[op+1]) are edge indices. */
 static int *edges_by_consumer(struct lower *L, int **idx)
 {
@@ -182,11 +216,14 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 				const struct plan_edge *x = &p->edges[idx[j]];
 				plan_colls_forward(x->redist.steps, x->redist.n_steps, &k);
 				hidden += ring_overlap(L, x, L->e->ops[i].compute_forward_s);
+				hide_share(L, x, false, lo, hi);
 			}
 		}
 		if (gather)
 			gather_params(L, d);
-		compute(L, i, L->e->ops[i].compute_forward_s - hidden);
+		compute(L, i, L->e->ops[i].compute_forward_s - hidden - L->pend_fwd[i]);
+		L->pend_fwd[i] = 0;
+		L->fwd_step[i] = L->n - 1;
 		if (*tag && L->n > 0)
 			L->steps[L->n - 1].label = arena_printf(L->a, "%s%s", op_name(L, i), tag);
 		L->suffix = tag;
@@ -249,11 +286,12 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 		compute(L, i, L->e->ops[i].compute_backward_s);
 		int cs = L->n - 1;
 		L->bwd_step[i] = cs;
+		double hidden = L->pend_bwd[i];
+		L->pend_bwd[i] = 0;
 		/* a ring passes its blocks around again in the backward, under
 		 * half of its share of the compute, the gradients' under the
 		 * other half (estimate.c's ring_overlap); the compute step keeps
 		 * what no collective took */
-		double hidden = 0;
 		L->suffix = " (backward ring)";
 		for (int j = start[i]; j < start[i + 1]; j++) {
 			const struct plan_edge *x = &p->edges[idx[j]];
@@ -276,6 +314,7 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			                         plan_edge_start(p, x), &k))
 				L->oom = true;
 			hidden += ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
+			hide_share(L, x, true, lo, hi);
 		}
 		if (hidden > 0 && cs >= 0 && L->steps[cs].kind == PROG_COMPUTE)
 			L->steps[cs].seconds -= hidden;
@@ -471,6 +510,9 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	int *idx = NULL, *start = edges_by_consumer(&L, &idx);
 	bool *core = plan_attention_core(a, p->graph);
 	L.bwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
+	L.fwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
+	L.pend_fwd = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(double));
+	L.pend_bwd = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(double));
 	L.fused = plan_fused_input_grads(a, p);
 	L.reads = plan_param_reads(a, p->graph);
 	L.act = cost_act_scratch_new(a, pl);
@@ -478,7 +520,7 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
 	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));
 	L.n_buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
-	if (!start || !core || !L.bwd_step || !L.fused || !L.reads || !L.act || !out->chunks || !out->stages || !L.buckets ||
+	if (!start || !core || !L.bwd_step || !L.fwd_step || !L.pend_fwd || !L.pend_bwd || !L.fused || !L.reads || !L.act || !out->chunks || !out->stages || !L.buckets ||
 	    !L.n_buckets)
 		goto oom;
 	for (int c = 0; c < pp->n_chunks && !L.oom; c++)

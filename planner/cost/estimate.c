@@ -485,6 +485,40 @@ static void ring_overlap(struct est_ctx *c, int r, double fwd, double bwd, struc
 	c->e->category_s[EST_COMM_BACKWARD] += fwd - hb;
 }
 
+/* The forward and the backward compute of the ops hiding an edge's
+ * collectives (plan_edge.hide: training.tp_comm_overlap), summed; a
+ * twin's are its first's. */
+static void hide_compute(const struct est_ctx *c, const struct plan *p, const struct plan_edge *x,
+                         double *fwd, double *bwd)
+{
+	*fwd = *bwd = 0;
+	for (int k = 0; k < x->n_hide; k++) {
+		int h = x->hide[k];
+		const struct est_op *o = &c->e->ops[twin(c, p, h) ? p->alike[h] : h];
+		*fwd += o->compute_forward_s;
+		*bwd += o->compute_backward_s;
+	}
+}
+
+/* Tensor-parallel communication under the GEMMs (plan_edge.hide): the
+ * forward collective (fwd) under (r - 1)/r of the hiding ops' forward, its
+ * mirror (bwd) under (r - 1)/r of half their backward (the data-gradient
+ * GEMM; the weight-gradient half is the other collectives'), a ring of r
+ * ranks passing r - 1 blocks while it computes the one in hand, as
+ * ring_overlap. The lowering gives the simulator the same shares. */
+static void hide_overlap(struct est_ctx *c, const struct plan *p, const struct plan_edge *x,
+                         double fwd, double bwd, struct est_op *eo)
+{
+	double r = (double)x->redist.steps[0].groups.size, f = (r - 1) / r, cf, cb;
+	hide_compute(c, p, x, &cf, &cb);
+	double hf = fmin(fwd, f * cf), hb = fmin(bwd, f * cb / 2);
+	eo->comm_forward_s -= hf;
+	eo->redistribution_s -= hf;
+	eo->comm_backward_s -= hb;
+	c->e->category_s[EST_REDISTRIBUTION] -= hf;
+	c->e->category_s[EST_COMM_BACKWARD] -= hb;
+}
+
 /* Redistributions: forward into the consumer, mirrored in backward (a
  * twin's are its first's, copied with the rest of it). */
 static void edges(struct est_ctx *c, const struct plan *p)
@@ -498,6 +532,8 @@ static void edges(struct est_ctx *c, const struct plan *p)
 		est_edge_s(c, plan_edge_start(p, x), &x->redist, eo);
 		if (x->ring > 1)
 			ring_overlap(c, x->ring, eo->comm_forward_s - f0, eo->comm_backward_s - b0, eo);
+		else if (x->n_hide > 0)
+			hide_overlap(c, p, x, eo->comm_forward_s - f0, eo->comm_backward_s - b0, eo);
 	}
 }
 

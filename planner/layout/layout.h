@@ -235,6 +235,12 @@ struct plan_edge {
 	                                      steps under the consumer's compute (context
 	                                      parallelism's K and V: (ring - 1)/ring of it, forward
 	                                      and backward, hides the transfer); else 0 */
+	int n_hide;                        /* training.tp_comm_overlap: the ops whose GEMMs run
+	                                      alongside the edge's collectives, (ring - 1)/ring of
+	                                      their forward under its forward collective and of
+	                                      half their backward under its mirror (hide[0 ..
+	                                      n_hide), ring the tensor-parallel degree); else 0 */
+	int hide[3];
 };
 
 /* How propagation chose an op's strategy (zeros for configured ops). */

@@ -211,6 +211,13 @@ static void op_words(const struct plan *p, int c, const int *edge_of, struct wor
 		const struct plan_edge *x = &p->edges[e];
 		word_buf_add(k, util_double_bits(x->fused_saving_bytes));
 		word_buf_add(k, x->ring);
+		word_buf_add(k, x->n_hide);
+		/* the ops hiding its collectives set what stays exposed */
+		for (int h = 0; h < x->n_hide; h++) {
+			const struct dist_op *o = &p->ops[x->hide[h]];
+			word_buf_add(k, util_double_bits(o->flops_per_rank));
+			word_buf_add(k, util_double_bits(o->bytes_per_rank));
+		}
 		words_layout(k, plan_edge_start(p, x));
 		words_steps(k, x->redist.steps, x->redist.n_steps);
 	}

@@ -279,6 +279,41 @@ Test(export, megatron_virtual_pipeline_and_sequence_parallel)
 	free(r.out);
 }
 
+Test(export, megatron_tp_comm_overlap)
+{
+	/* A GPT at TP 4 with sequence parallelism and its communication
+	 * overlapped: both flags, in Megatron-LM's order; without the overlap,
+	 * --sequence-parallel alone. */
+	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/sp.json", dir);
+	static const char *const overlap[] = {"true", "false"};
+	for (int k = 0; k < 2; k++) {
+		fixture_write(path,
+		              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"sp\","
+		              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
+		              " \"hidden\": 256, \"layers\": 2, \"heads\": 8, \"seq\": 128,"
+		              " \"vocab\": 1024, \"ffn\": 1024, \"micro_batch\": 2}},"
+		              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
+		              " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 4,"
+		              " \"sequence_parallel\": true, \"tp_comm_overlap\": %s}}",
+		              getenv("PWD") ? getenv("PWD") : ".", overlap[k]);
+		snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+		struct cli_run r = fixture_shardlab(args, false);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		cr_expect_not_null(strstr(r.out, "TP 4 x PP 1 x DP 2\n"), "%s", r.out);
+		if (k == 0)
+			cr_expect_not_null(strstr(r.out, "--sequence-parallel \\\n--tp-comm-overlap \\\n"),
+			                   "%s", r.out);
+		else
+			cr_expect(strstr(r.out, "--sequence-parallel \\\n") &&
+			          !strstr(r.out, "--tp-comm-overlap"), "%s", r.out);
+		free(r.out);
+	}
+	remove(path);
+	rmdir(dir);
+}
+
 Test(export, megatron_needs_a_megatron_plan)
 {
 	struct cli_run r = fixture_shardlab("plan scenarios/ffn-8p.json --export megatron -", true);

@@ -4,6 +4,7 @@
  * shapes (docs/formats.md), the hand-written Megatron scenarios (seeds 001
  * and 003) and the ring formula 2(s-1)/s * L of an AllReduce. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -628,6 +629,68 @@ Test(baselines, megatron_sequence_parallel_reduce_scatters_and_gathers)
 	cr_assert_not_null(e);
 	cr_expect_float_eq(e->redist.bytes_per_device, 0, 1e-9);
 	cr_expect_null(edge_into(p, "layers.0.ln1", 0));
+	cr_expect_eq(D.errors, 0);
+}
+
+/* training.tp_comm_overlap: which GEMMs run under which of sequence
+ * parallelism's collectives, and what stays exposed in the estimate. */
+Test(baselines, megatron_tp_comm_overlap_hides_the_collectives_under_their_gemms)
+{
+	struct scenario *on = generated_with(SP_GPT("16"), "dgx-a100-x128", 16, SP_ON);
+	struct scenario *ov = generated_with(SP_GPT("16"), "dgx-a100-x128", 16,
+	                                     SP_ON ", \"tp_comm_overlap\": true");
+	cr_assert(ov->training.tp_comm_overlap);
+	struct plan *p = plan_megatron(A, on, &OPT, &D), *q = plan_megatron(A, ov, &OPT, &D);
+	cr_assert_not_null(p);
+	cr_assert_not_null(q);
+	/* The gather into fc1 runs under fc1; the reduce-scatters completing
+	 * the row-parallel sums under the output projection and fc2; the
+	 * gather into layer 1's first norm (it feeds q, k and v, which stay
+	 * cut by columns) under the three of them. Without the flag, none. */
+	static const struct {
+		const char *consumer, *hide[3];
+		int n;
+	} marks[] = {
+		{"layers.1.mlp.fc1.matmul", {"layers.1.mlp.fc1.matmul"}, 1},
+		{"layers.1.attn.out.bias_add", {"layers.1.attn.out.matmul"}, 1},
+		{"layers.1.mlp.fc2.bias_add", {"layers.1.mlp.fc2.matmul"}, 1},
+		{"layers.1.ln1", {"layers.1.attn.q.matmul", "layers.1.attn.k.matmul",
+		                  "layers.1.attn.v.matmul"}, 3},
+	};
+	struct estimate a, b;
+	cr_assert(plan_estimate(A, p, &a, &D));
+	cr_assert(plan_estimate(A, q, &b, &D));
+	for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++) {
+		const struct plan_edge *x = edge_into(q, marks[m].consumer, 0);
+		cr_assert_not_null(x, "%s", marks[m].consumer);
+		cr_assert_eq(edge_into(p, marks[m].consumer, 0)->n_hide, 0);
+		cr_assert_eq(x->n_hide, marks[m].n, "%s: %d", marks[m].consumer, x->n_hide);
+		double cf = 0, cb = 0;
+		for (int k = 0; k < marks[m].n; k++) {
+			int h = op_of(q, marks[m].hide[k]);
+			cr_expect_eq(x->hide[k], h, "%s hides %s", marks[m].consumer, marks[m].hide[k]);
+			cf += a.ops[h].compute_forward_s;
+			cb += a.ops[h].compute_backward_s;
+		}
+		/* A ring of T = 8: 7/8 of the forward under the forward
+		 * collective, 7/8 of half the backward under its mirror; these
+		 * consumers have no other communication of their own. */
+		int c = op_of(q, marks[m].consumer);
+		double f0 = a.ops[c].comm_forward_s, b0 = a.ops[c].comm_backward_s;
+		cr_assert_gt(f0, 0);
+		cr_expect_float_eq(b.ops[c].comm_forward_s, fmax(0, f0 - 7.0 / 8 * cf), 1e-12 * f0,
+		                   "%s forward", marks[m].consumer);
+		cr_expect_float_eq(b.ops[c].comm_backward_s, fmax(0, b0 - 7.0 / 8 * cb / 2), 1e-12 * b0,
+		                   "%s backward", marks[m].consumer);
+		cr_expect_float_eq(b.ops[c].compute_forward_s, a.ops[c].compute_forward_s, 1e-15);
+	}
+	/* Compute is untouched; q's all-reduce of its input's gradient (the
+	 * three GEMMs' partial sums, the gathered norm being whole) is not one
+	 * of the overlapped collectives. */
+	cr_expect_float_eq(b.compute_s, a.compute_s, 1e-12 * a.compute_s);
+	int qm = op_of(q, "layers.1.attn.q.matmul");
+	cr_expect_float_eq(b.ops[qm].comm_backward_s, a.ops[qm].comm_backward_s, 1e-15);
+	cr_expect_lt(b.iteration_s, a.iteration_s);
 	cr_expect_eq(D.errors, 0);
 }
 

@@ -448,6 +448,51 @@ Test(lower, megatron_gpt_across_servers_adds_up)
 	cr_expect_lt(n1, n0, "%d buckets for %d gradients", n1, n0);
 }
 
+/* training.tp_comm_overlap: the collectives of sequence parallelism carry
+ * the compute run alongside them (overlap_s), taken off their GEMMs'
+ * steps, so that the program still adds up to the estimate: compute steps
+ * plus what ran alongside give the estimate's compute, and each
+ * collective's formula beyond what ran alongside it its communication
+ * (estimate.c's hide_overlap, the simulator's overlap_s). The small GPT of
+ * test_baselines.c's sequence-parallel tests on 16 GPUs (T = 8, D = 2). */
+Test(lower, megatron_tp_comm_overlap_adds_up)
+{
+	struct scenario *s = fixture_generated(
+		A, &D,
+		"{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 2, \"heads\": 8, \"seq\": 16,"
+		" \"vocab\": 256, \"ffn\": 256, \"micro_batch\": 2}",
+		"dgx-a100-x128", 16,
+		"{\"global_batch\": 8, \"dtype\": \"bf16\", \"sequence_parallel\": true,"
+		" \"tp_comm_overlap\": true, \"gradient_bucket_mb\": 0}");
+	cr_assert_not_null(s);
+	struct plan_options o = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct program prog;
+	struct estimate e;
+	cr_assert(plan_lower(A, p, 0, &prog, &D));
+	cr_assert(plan_estimate(A, p, &e, &D));
+	double compute = 0, comm = 0, alongside = 0;
+	for (int k = 0; k < prog.n_steps; k++) {
+		const struct prog_step *st = &prog.steps[k];
+		double times = times_run(&prog, k);
+		cr_expect_geq(st->seconds, 0, "%s", st->label);
+		if (st->kind == PROG_COMPUTE) {
+			compute += times * st->seconds;
+		} else if (st->kind == PROG_COLLECTIVE) {
+			double f = step_formula_s(s->topo, st, COLL_AUTO);
+			compute += times * st->overlap_s;
+			alongside += times * st->overlap_s;
+			comm += times * fmax(0, f - st->overlap_s);
+		}
+	}
+	cr_expect_gt(alongside, 0);
+	cr_expect(fabs(compute - e.compute_s) <= 1e-9 * e.compute_s, "compute %.15g, estimate %.15g",
+	          compute, e.compute_s);
+	cr_expect(fabs(comm - e.comm_s) <= 1e-9 * e.comm_s, "comm %.15g, estimate %.15g", comm,
+	          e.comm_s);
+}
+
 /* --------------------------------------------------------- the rule */
 
 static double ar_ring(int n, double S, double B, double a)
