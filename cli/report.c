@@ -333,6 +333,9 @@ void report_text_edge(const struct plan *p, const struct plan_edge *x, const cha
 		printf(", fusing saves %s", cli_si(b, sizeof b, x->fused_saving_bytes, "B"));
 	if (x->ring > 1)
 		printf(", a ring of %d under the consumer's compute", x->ring);
+	for (int k = 0; k < x->n_hide; k++)
+		printf("%s%s", k ? ", " : x->n_hide > 1 ? ", under the GEMMs of " : ", under the GEMM of ",
+		       g->ops[x->hide[k]].name);
 	printf("\n");
 	snprintf(ind, sizeof ind, "%s  ", indent);
 	for (int k = 0; k < x->redist.n_steps; k++)
@@ -637,6 +640,11 @@ cJSON *report_json_edge(const struct plan *p, const struct plan_edge *x)
 	cJSON_AddNumberToObject(o, "fused_saving_bytes", x->fused_saving_bytes);
 	if (x->ring > 1)
 		cJSON_AddNumberToObject(o, "ring", x->ring);
+	if (x->n_hide > 0) {
+		cJSON *h = cJSON_AddArrayToObject(o, "hidden_by");
+		for (int k = 0; k < x->n_hide; k++)
+			cJSON_AddItemToArray(h, cJSON_CreateString(g->ops[x->hide[k]].name));
+	}
 	return o;
 }
 

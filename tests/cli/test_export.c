@@ -302,9 +302,19 @@ Test(export, megatron_tp_comm_overlap)
 		struct cli_run r = fixture_shardlab(args, false);
 		cr_assert_eq(r.status, 0, "%s", r.out);
 		cr_expect_not_null(strstr(r.out, "TP 4 x PP 1 x DP 2\n"), "%s", r.out);
-		if (k == 0)
+		if (k == 0) {
 			cr_expect_not_null(strstr(r.out, "--sequence-parallel \\\n--tp-comm-overlap \\\n"),
 			                   "%s", r.out);
+			/* the plan names the GEMMs under each collective: fc1's
+			 * gather runs under fc1 */
+			snprintf(args, sizeof args, "plan %s --planner megatron", path);
+			struct cli_run t = fixture_shardlab(args, false);
+			cr_expect_not_null(strstr(t.out, "layers.0.ln2 -> layers.0.mlp.fc1.matmul (input 0): "),
+			                   "%s", t.out);
+			cr_expect_not_null(strstr(t.out, ", under the GEMM of layers.0.mlp.fc1.matmul\n"),
+			                   "%s", t.out);
+			free(t.out);
+		}
 		else
 			cr_expect(strstr(r.out, "--sequence-parallel \\\n") &&
 			          !strstr(r.out, "--tp-comm-overlap"), "%s", r.out);

@@ -403,6 +403,18 @@ Test(lower, program_adds_up_to_the_estimate)
 	adds_up("scenarios/megatron-mlp-8p.json", COLL_AUTO, 6, 25.0 * 1024 * 1024);
 }
 
+/* Scenario s planned by the megatron rule, lowered with every gradient
+ * its own all-reduce, and estimated. */
+static struct plan *megatron_lowered(struct scenario *s, struct program *prog, struct estimate *e)
+{
+	struct plan_options o = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p);
+	cr_assert(plan_lower(A, p, 0, prog, &D));
+	cr_assert(plan_estimate(A, p, e, &D));
+	return p;
+}
+
 /* The Megatron plan of the 8.3B model on 512 GPUs (64 DGX A100): groups
  * across servers, hierarchical and flat algorithms in play. */
 Test(lower, megatron_gpt_across_servers_adds_up)
@@ -410,13 +422,9 @@ Test(lower, megatron_gpt_across_servers_adds_up)
 	struct scenario *s = scenario_load(A, "scenarios/megatron-gpt-8.3b-512p.json", &D);
 	cr_assert_not_null(s);
 	s->training.gradient_bucket_bytes = 0; /* every gradient its own all-reduce */
-	struct plan_options o = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
-	struct plan *p = plan_megatron(A, s, &o, &D);
-	cr_assert_not_null(p);
 	struct program prog;
 	struct estimate e;
-	cr_assert(plan_lower(A, p, 0, &prog, &D));
-	cr_assert(plan_estimate(A, p, &e, &D));
+	struct plan *p = megatron_lowered(s, &prog, &e);
 	double comm = 0;
 	for (int k = 0; k < prog.n_steps; k++) {
 		const struct prog_step *st = &prog.steps[k];
@@ -465,13 +473,9 @@ Test(lower, megatron_tp_comm_overlap_adds_up)
 		"{\"global_batch\": 8, \"dtype\": \"bf16\", \"sequence_parallel\": true,"
 		" \"tp_comm_overlap\": true, \"gradient_bucket_mb\": 0}");
 	cr_assert_not_null(s);
-	struct plan_options o = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
-	struct plan *p = plan_megatron(A, s, &o, &D);
-	cr_assert_not_null(p);
 	struct program prog;
 	struct estimate e;
-	cr_assert(plan_lower(A, p, 0, &prog, &D));
-	cr_assert(plan_estimate(A, p, &e, &D));
+	megatron_lowered(s, &prog, &e);
 	double compute = 0, comm = 0, alongside = 0;
 	for (int k = 0; k < prog.n_steps; k++) {
 		const struct prog_step *st = &prog.steps[k];
