@@ -28,8 +28,11 @@ static void help(FILE *f)
 	        "memory per device (parameters, gradients, optimizer state,\n"
 	        "activations) against the device's HBM, the reference's dimensionless\n"
 	        "rec cost, and the ops that take the most time. No overlap and no\n"
-	        "contention: those are the simulator's.\n"
-	        "\n"
+	        "contention: those are the simulator's, but for collectives that run\n"
+	        "inside a computation (a context-parallel ring; with\n"
+	        "training.tp_comm_overlap, sequence parallelism's under their GEMMs).\n"
+	        "\n");
+	fprintf(f,
 	        "options:\n%s"
 	        "  --planner NAME  propagate, recursive, data-parallel, megatron or\n"
 	        "                  megatron-search (its choice on the second line), as\n"

@@ -872,8 +872,15 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	p->whole_layers = strcmp(planner, "megatron") == 0;
 	if (M.cp > 1 && !mark_rings(&M, a, p))
 		return NULL;
-	if (seq && s->training.tp_comm_overlap && !mark_tp_overlap(&M, a, p))
+	if (seq && s->training.tp_comm_overlap && M.t > s->topo->devices_per_server) {
+		diag_add(diags, DIAG_NOTE, s->file, 0, NULL,
+		         "training.tp_comm_overlap: Transformer Engine's userbuffers overlap a "
+		         "tensor-parallel group inside one server (NVLink); tensor parallel %lld spans "
+		         "servers of %d devices, so its communication is not overlapped",
+		         (long long)M.t, s->topo->devices_per_server);
+	} else if (seq && s->training.tp_comm_overlap && !mark_tp_overlap(&M, a, p)) {
 		return NULL;
+	}
 	/* Without tensor parallelism every op follows the batch rule. */
 	for (int i = 0; i < g->n_ops; i++)
 		if (decided(&M, i) || t_max == 1)

@@ -692,6 +692,23 @@ Test(baselines, megatron_tp_comm_overlap_hides_the_collectives_under_their_gemms
 	cr_expect_float_eq(b.ops[qm].comm_backward_s, a.ops[qm].comm_backward_s, 1e-15);
 	cr_expect_lt(b.iteration_s, a.iteration_s);
 	cr_expect_eq(D.errors, 0);
+	/* TP 16 spans two servers of 8: nothing overlapped, and a note says
+	 * why (the userbuffers need the group on one server's NVLink). */
+	struct scenario *wide = generated_with(
+		"{\"kind\": \"gpt\", \"hidden\": 128, \"layers\": 2, \"heads\": 16, \"seq\": 16,"
+		" \"vocab\": 256, \"ffn\": 512, \"micro_batch\": 1}",
+		"dgx-a100-x128", 16, SP_ON ", \"tp_comm_overlap\": true, \"tensor_parallel\": 16");
+	size_t before = D.count;
+	struct plan *w = plan_megatron(A, wide, &OPT, &D);
+	cr_assert_not_null(w);
+	for (int e = 0; e < w->n_edges; e++)
+		cr_expect_eq(w->edges[e].n_hide, 0);
+	bool noted = false;
+	for (size_t k = before; k < D.count; k++)
+		noted |= D.items[k].severity == DIAG_NOTE &&
+		         strstr(D.items[k].msg, "tensor parallel 16 spans servers of 8 devices") != NULL;
+	cr_expect(noted);
+	cr_expect_eq(D.errors, 0);
 }
 
 Test(baselines, megatron_sequence_parallel_keeps_the_tensor_parallel_bytes)
