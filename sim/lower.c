@@ -520,7 +520,8 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
 	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));
 	L.n_buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
-	if (!start || !core || !L.bwd_step || !L.fwd_step || !L.pend_fwd || !L.pend_bwd || !L.fused || !L.reads || !L.act || !out->chunks || !out->stages || !L.buckets ||
+	if (!start || !core || !L.bwd_step || !L.fwd_step || !L.pend_fwd || !L.pend_bwd ||
+	    !L.fused || !L.reads || !L.act || !out->chunks || !out->stages || !L.buckets ||
 	    !L.n_buckets)
 		goto oom;
 	for (int c = 0; c < pp->n_chunks && !L.oom; c++)
