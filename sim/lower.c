@@ -40,6 +40,7 @@ struct lower {
 	int *fwd_step;                     /* per op: its forward compute step, latest pass */
 	double *pend_fwd, *pend_bwd;       /* per op: compute that ran alongside collectives
 	                                      lowered before it (plan_edge.hide), to take off */
+	const int *grad_hiders;            /* plan_grad_hiders; NULL: none */
 	enum prog_phase phase;
 	int stage;                         /* of the chunk being lowered */
 	int op;                            /* the op whose collectives are being listed */
@@ -149,6 +150,27 @@ static void hide_share(struct lower *L, const struct plan_edge *x, bool backward
 			L->pend_bwd[h] += s;
 		else
 			L->pend_fwd[h] += s;
+		total += s;
+	}
+	L->steps[L->n - 1].overlap_s += total;
+}
+
+/* After op i's input-gradient all-reduce was pushed (plan_grad_hiders):
+ * the hiding MatMuls' other half of their backward beside it, as
+ * estimate.c's hide_input_grads; all of them ran before it, backward. */
+static void hide_input_grad(struct lower *L, int i, int pushed_from, int lo, int hi)
+{
+	if (!L->grad_hiders || L->grad_hiders[i] < 0 || L->n == pushed_from ||
+	    L->steps[L->n - 1].kind != PROG_COLLECTIVE)
+		return;
+	const struct plan_edge *x = &L->p->edges[L->grad_hiders[i]];
+	double r = (double)x->redist.steps[0].groups.size, total = 0;
+	for (int k = 0; k < x->n_hide; k++) {
+		int h = x->hide[k];
+		if (h < lo || h >= hi || h < i)
+			continue;
+		double s = (r - 1) / r * L->e->ops[h].compute_backward_s / 2;
+		L->steps[L->bwd_step[h]].seconds -= s;
 		total += s;
 	}
 	L->steps[L->n - 1].overlap_s += total;
@@ -304,8 +326,10 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			if (b[j].last_op == i)
 				bucket_step(L, &b[j], j, 1, L->bwd_step[i], every);
 		L->suffix = " (input gradient)";
+		int before = L->n;
 		if (!plan_colls_input_grads(p->graph, d, L->fused[i], &k))
 			L->oom = true;
+		hide_input_grad(L, i, before, lo, hi);
 		L->suffix = " (backward redistribution)";
 		for (int j = start[i + 1] - 1; j >= start[i]; j--) {
 			const struct plan_edge *x = &p->edges[idx[j]];
@@ -513,6 +537,8 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	L.fwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
 	L.pend_fwd = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(double));
 	L.pend_bwd = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(double));
+	bool hiders_oom = false;
+	L.grad_hiders = plan_grad_hiders(a, p, &hiders_oom);
 	L.fused = plan_fused_input_grads(a, p);
 	L.reads = plan_param_reads(a, p->graph);
 	L.act = cost_act_scratch_new(a, pl);
@@ -520,7 +546,7 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
 	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));
 	L.n_buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
-	if (!start || !core || !L.bwd_step || !L.fwd_step || !L.pend_fwd || !L.pend_bwd ||
+	if (!start || !core || !L.bwd_step || !L.fwd_step || !L.pend_fwd || !L.pend_bwd || hiders_oom ||
 	    !L.fused || !L.reads || !L.act || !out->chunks || !out->stages || !L.buckets ||
 	    !L.n_buckets)
 		goto oom;

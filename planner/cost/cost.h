@@ -352,6 +352,8 @@ struct est_op {
 	double compute_forward_s, compute_backward_s;
 	double comm_forward_s, comm_backward_s;    /* own collectives and redistributions into it */
 	double redistribution_s;                    /* of comm_forward_s: redistributions into it */
+	double input_grad_s;                        /* of comm_backward_s: the all-reduces of its
+	                                               inputs' gradients */
 	double recompute_s;                         /* forward work redone in backward */
 	double gather_s;                            /* ZeRO-3: its parameters gathered, forward and backward */
 	double gradient_s;                          /* its gradients' share of their buckets */

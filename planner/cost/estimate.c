@@ -388,6 +388,7 @@ static void op_comm(struct est_ctx *c, const struct dist_op *d, struct est_op *e
 	if (!plan_colls_input_grads(c->g, d, c->fused ? c->fused[d->op] : 0, &k))
 		c->oom = true;
 	eo->comm_backward_s += bwd + f.s;
+	eo->input_grad_s += f.s;
 	c->e->category_s[EST_COMM_BACKWARD] += bwd + f.s;
 }
 
@@ -519,6 +520,28 @@ static void hide_overlap(struct est_ctx *c, const struct plan *p, const struct p
 	c->e->category_s[EST_COMM_BACKWARD] -= hb;
 }
 
+/* The all-reduce of a MatMul's input gradient that sums its fellow
+ * readers' partial gradients of a gathered norm's output (q of q, k and
+ * v: plan_grad_hiders) under (r - 1)/r of the other half of their
+ * backward (the weight-gradient GEMMs; the data-gradient half hides the
+ * gather's mirror). Each class's first op once, its twins copied. */
+static void hide_input_grads(struct est_ctx *c, const struct plan *p)
+{
+	for (int k = 0; k < p->n_edges; k++) {
+		const struct plan_edge *x = &p->edges[k];
+		if (x->n_hide == 0 || x->redist.steps[0].kind != STEP_ALLGATHER ||
+		    x->hide[0] == x->consumer || twin(c, p, x->hide[0]))
+			continue;
+		struct est_op *q = &c->e->ops[x->hide[0]];
+		double r = (double)x->redist.steps[0].groups.size, cf, cb;
+		hide_compute(c, p, x, &cf, &cb);
+		double h = fmin(q->input_grad_s, (r - 1) / r * cb / 2);
+		q->input_grad_s -= h;
+		q->comm_backward_s -= h;
+		c->e->category_s[EST_COMM_BACKWARD] -= h;
+	}
+}
+
 /* Redistributions: forward into the consumer, mirrored in backward (a
  * twin's are its first's, copied with the rest of it). */
 static void edges(struct est_ctx *c, const struct plan *p)
@@ -535,6 +558,7 @@ static void edges(struct est_ctx *c, const struct plan *p)
 		else if (x->n_hide > 0)
 			hide_overlap(c, p, x, eo->comm_forward_s - f0, eo->comm_backward_s - b0, eo);
 	}
+	hide_input_grads(c, p);
 }
 
 struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo_slots,

@@ -290,6 +290,12 @@ bool plan_derive_edges(struct arena *a, struct plan *p, struct diag_list *diags)
  * or p->edges afterwards calls it again. False when out of memory
  * (p->alike is then NULL, which is always correct). */
 bool plan_find_alike(struct arena *a, struct plan *p);
+/* training.tp_comm_overlap: per op, the edge whose hiding MatMuls also run
+ * beside the all-reduce of the op's input gradient (the first of them,
+ * which sums the others' partial gradients of a norm's output gathered
+ * before them: q of q, k and v), or -1. NULL when no edge does (nothing to
+ * allocate) or out of memory (*oom set). */
+int *plan_grad_hiders(struct arena *a, const struct plan *p, bool *oom);
 
 /* The rank's group and position in it; false if the rank is in none. */
 bool rank_groups_locate(const struct rank_groups *g, int64_t rank, int *group, int *member);

@@ -177,7 +177,30 @@ static void words_steps(struct word_buf *k, const struct comm_step *st, int n)
  * it has a producer, how many read the tensor, and the redistribution of
  * its edge (edge_of: index into p->edges, or -1), whose start layout is
  * all the consumer sees of the producer. */
-static void op_words(const struct plan *p, int c, const int *edge_of, struct word_buf *k)
+int *plan_grad_hiders(struct arena *a, const struct plan *p, bool *oom)
+{
+	int *h = NULL;
+	for (int e = 0; e < p->n_edges; e++) {
+		const struct plan_edge *x = &p->edges[e];
+		if (x->n_hide == 0 || x->redist.steps[0].kind != STEP_ALLGATHER ||
+		    x->hide[0] == x->consumer)
+			continue; /* only a gather before a norm the MatMuls read */
+		if (!h) {
+			h = arena_alloc_raw(a, ((size_t)p->graph->n_ops + 1) * sizeof(int));
+			if (!h) {
+				*oom = true;
+				return NULL;
+			}
+			for (int i = 0; i < p->graph->n_ops; i++)
+				h[i] = -1;
+		}
+		h[x->hide[0]] = e;
+	}
+	return h;
+}
+
+static void op_words(const struct plan *p, int c, const int *edge_of, const int *hiders,
+                     struct word_buf *k)
 {
 	const struct graph *g = p->graph;
 	const struct dist_op *d = &p->ops[c];
@@ -221,6 +244,11 @@ static void op_words(const struct plan *p, int c, const int *edge_of, struct wor
 		words_layout(k, plan_edge_start(p, x));
 		words_steps(k, x->redist.steps, x->redist.n_steps);
 	}
+	/* its input gradient's all-reduce under the GEMMs of an edge's hiders */
+	const struct plan_edge *x = hiders && hiders[c] >= 0 ? &p->edges[hiders[c]] : NULL;
+	word_buf_add(k, x ? x->n_hide : 0);
+	for (int h = 0; x && h < x->n_hide; h++)
+		word_buf_add(k, util_double_bits(p->ops[x->hide[h]].flops_per_rank));
 }
 
 bool plan_find_alike(struct arena *a, struct plan *p)
@@ -234,13 +262,15 @@ bool plan_find_alike(struct arena *a, struct plan *p)
 	int *edge_of = malloc((size_t)max_in * sizeof(int));
 	struct word_table *t = word_table_new();
 	struct word_buf k = {0};
-	bool ok = alike && first && edge_of && t;
+	bool oom = false;
+	const int *hiders = plan_grad_hiders(a, p, &oom);
+	bool ok = alike && first && edge_of && t && !oom;
 	for (int c = 0, e = 0; ok && c < g->n_ops; c++) {
 		for (int j = 0; j < g->ops[c].n_in; j++)
 			edge_of[j] = -1;
 		for (; e < p->n_edges && p->edges[e].consumer == c; e++)
 			edge_of[p->edges[e].consumer_in] = e;
-		op_words(p, c, edge_of, &k);
+		op_words(p, c, edge_of, hiders, &k);
 		ok = !k.oom;
 		int64_t classes = word_table_count(t);
 		int64_t id = ok && k.n > 0 ? word_table_add(t, k.w, k.n) : -1;

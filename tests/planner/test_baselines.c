@@ -684,12 +684,23 @@ Test(baselines, megatron_tp_comm_overlap_hides_the_collectives_under_their_gemms
 		                   "%s backward", marks[m].consumer);
 		cr_expect_float_eq(b.ops[c].compute_forward_s, a.ops[c].compute_forward_s, 1e-15);
 	}
-	/* Compute is untouched; q's all-reduce of its input's gradient (the
-	 * three GEMMs' partial sums, the gathered norm being whole) is not one
-	 * of the overlapped collectives. */
+	/* Compute is untouched. q's all-reduce of its input's gradient (the
+	 * three GEMMs' partial sums, the gathered norm being whole) runs under
+	 * the other half of their backward, 7/8 of it; k and v have none. */
 	cr_expect_float_eq(b.compute_s, a.compute_s, 1e-12 * a.compute_s);
-	int qm = op_of(q, "layers.1.attn.q.matmul");
-	cr_expect_float_eq(b.ops[qm].comm_backward_s, a.ops[qm].comm_backward_s, 1e-15);
+	static const char *const qkv[] = {"layers.1.attn.q.matmul", "layers.1.attn.k.matmul",
+	                                  "layers.1.attn.v.matmul"};
+	double cb = 0;
+	for (int k = 0; k < 3; k++)
+		cb += a.ops[op_of(q, qkv[k])].compute_backward_s;
+	int qm = op_of(q, qkv[0]), km = op_of(q, qkv[1]);
+	double q0 = a.ops[qm].comm_backward_s;
+	cr_assert_gt(q0, 0);
+	cr_expect_float_eq(b.ops[qm].comm_backward_s, fmax(0, q0 - 7.0 / 8 * cb / 2), 1e-12 * q0);
+	cr_expect_float_eq(b.ops[km].comm_backward_s, a.ops[km].comm_backward_s, 1e-15);
+	/* the first layer's q reads a norm that needs no gather: nothing */
+	int q0m = op_of(q, "layers.0.attn.q.matmul");
+	cr_expect_float_eq(b.ops[q0m].comm_backward_s, a.ops[q0m].comm_backward_s, 1e-15);
 	cr_expect_lt(b.iteration_s, a.iteration_s);
 	cr_expect_eq(D.errors, 0);
 	/* TP 16 spans two servers of 8: nothing overlapped, and a note says
