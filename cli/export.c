@@ -367,6 +367,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	}
 	if (c->zero_stage >= 1)
 		arg(f, &first, "--use-distributed-optimizer");
+	if (c->zero_stage >= 1 && t->overlap_param_gather)
+		arg(f, &first, "--overlap-param-gather");
 	arg(f, &first, "--micro-batch-size %lld", (long long)c->micro_batch);
 	arg(f, &first, "--global-batch-size %lld", (long long)t->global_batch);
 	model_args(f, &first, g);

@@ -133,13 +133,14 @@ static double sr_step_sent(const struct prog_step *st)
 	}
 }
 
-/* Bytes one device of a stage sends in steps[from .. from+n) of a slot. */
-static double sr_range_sent(const struct program *p, int from, int n, bool last)
+/* Bytes one device of a stage sends in steps[from .. from+n) of a slot
+ * (the last micro-batch's backward, the first's forward). */
+static double sr_range_sent(const struct program *p, int from, int n, bool last, bool first)
 {
 	double b = 0;
 	for (int i = from; i < from + n; i++) {
 		const struct prog_step *st = &p->steps[i];
-		if (st->stream == 1 && !st->every_micro && !last)
+		if (st->first_micro ? !first : st->stream == 1 && !st->every_micro && !last)
 			continue;
 		b += st->kind == PROG_SEND ? st->bytes : sr_step_sent(st);
 	}
@@ -151,11 +152,12 @@ double report_program_comm_bytes(const struct program *p)
 	double most = 0;
 	for (int s = 0; s < p->n_stages; s++) {
 		const struct prog_stage *st = &p->stages[s];
-		double b = sr_range_sent(p, st->tail, st->n_tail, true);
+		double b = sr_range_sent(p, st->tail, st->n_tail, true, false);
 		for (int k = 0; k < st->n_slots; k++) {
-			const struct prog_chunk *c = &p->chunks[st->slots[k].chunk];
-			b += st->slots[k].backward ? sr_range_sent(p, c->bwd, c->n_bwd, st->slots[k].last)
-			                           : sr_range_sent(p, c->fwd, c->n_fwd, true);
+			const struct prog_slot *sl = &st->slots[k];
+			const struct prog_chunk *c = &p->chunks[sl->chunk];
+			b += sl->backward ? sr_range_sent(p, c->bwd, c->n_bwd, sl->last, false)
+			                  : sr_range_sent(p, c->fwd, c->n_fwd, true, sl->micro == 0);
 		}
 		most = b > most ? b : most;
 	}

@@ -744,7 +744,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "expert_parallel", "tensor_parallel",
 	                                   "context_parallel", "flash_attention",
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
-	                                   "tp_comm_overlap", NULL};
+	                                   "tp_comm_overlap", "overlap_param_gather", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
 	int64_t zero = 0;
@@ -776,6 +776,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	t->separate_grad_accumulation = !fused_accumulation;
 	ok = jv_opt_bool(&v, "overlap_grad_reduce", true, &t->overlap_grad_reduce) && ok;
 	ok = jv_opt_bool(&v, "tp_comm_overlap", false, &t->tp_comm_overlap) && ok;
+	ok = jv_opt_bool(&v, "overlap_param_gather", false, &t->overlap_param_gather) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
@@ -804,6 +805,13 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_error(&f, "the tensor-parallel communication overlapped is sequence parallelism's "
 		         "(Megatron-LM's --tp-comm-overlap needs --sequence-parallel): set "
 		         "sequence_parallel true");
+		ok = false;
+	}
+	if (t->overlap_param_gather && zero != 1 && zero != 2) {
+		jv_get(&v, "overlap_param_gather", &f);
+		jv_error(&f, "the parameter all-gather overlapped is the distributed optimizer's "
+		         "(Megatron-LM's --overlap-param-gather needs --use-distributed-optimizer): "
+		         "zero_stage 1 or 2, not %lld", (long long)zero);
 		ok = false;
 	}
 	if (t->virtual_stages > 1 && sched != SCHED_INTERLEAVED_1F1B) {

@@ -113,6 +113,9 @@ struct training {
 	bool overlap_grad_reduce;     /* the gradient buckets synchronised under the last
 	                                 micro-batch's backward, as it completes each (else
 	                                 after the backward, before the optimizer) */
+	bool overlap_param_gather;    /* Megatron-LM's --overlap-param-gather (ZeRO 1, 2): the
+	                                 updated parameters all-gathered under the next
+	                                 iteration's first forward, not after the optimizer */
 	bool tp_comm_overlap;         /* Megatron-LM's --tp-comm-overlap: sequence parallelism's
 	                                 tensor-parallel collectives run under the GEMMs next to
 	                                 them (Transformer Engine's userbuffers) */

@@ -403,6 +403,36 @@ static void p2p(struct lower *L, enum prog_kind kind, int c, bool grad)
 		L->oom = true;
 }
 
+/* The all-gather of bucket k's updated parameters (ZeRO 1, 2): stream 0
+ * in the stage's tail, or stream 1 handed over in the first micro-batch's
+ * forward (training.overlap_param_gather). */
+static void param_gather(struct lower *L, const struct plan_bucket *b, int k, bool overlapped)
+{
+	enum prog_phase was = L->phase;
+	L->phase = PHASE_PARAMS;
+	struct prog_step *s = push(L);
+	L->phase = was;
+	if (!s)
+		return;
+	s->kind = PROG_COLLECTIVE;
+	s->op = -1;
+	s->coll = STEP_ALLGATHER;
+	s->groups = *b->groups;
+	s->bytes = b->bytes;
+	s->stream = overlapped ? 1 : 0;
+	s->first_micro = overlapped;
+	s->label = arena_printf(L->a, "updated parameters %d AllGather (ZeRO-%d)", k,
+	                        L->p->scenario->training.zero_stage);
+	if (!s->label)
+		L->oom = true;
+}
+
+/* Whether the updated parameters are gathered under the first forward. */
+static bool gather_overlapped(const struct training *tr)
+{
+	return tr->overlap_param_gather && (tr->zero_stage == 1 || tr->zero_stage == 2);
+}
+
 static void lower_chunk(struct lower *L, const int *start, const int *idx, const bool *core,
                         int c, struct prog_chunk *out)
 {
@@ -424,9 +454,23 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 	out->stage = L->stage;
 	out->fwd = L->n;
 	L->phase = PHASE_FORWARD;
+	/* Megatron's --overlap-param-gather: the gathers start with the
+	 * iteration (before the activations arrive) and the chunk's first
+	 * forward waits for them before handing its output on */
+	bool overlapped = gather_overlapped(tr);
+	for (int k = 0; overlapped && k < nb; k++)
+		param_gather(L, &b[k], k, true);
 	if (c > 0)
 		p2p(L, PROG_RECV, c - 1, false);
 	forward(L, start, idx, lo, hi, gather, NULL);
+	if (overlapped && nb > 0) {
+		compute(L, -1, 0);
+		if (L->n > 0) {
+			L->steps[L->n - 1].wait_s1 = true;
+			L->steps[L->n - 1].first_micro = true;
+			L->steps[L->n - 1].label = "wait for the updated parameters";
+		}
+	}
 	if (c + 1 < pp->n_chunks)
 		p2p(L, PROG_SEND, c, false);
 	out->n_fwd = L->n - out->fwd;
@@ -489,26 +533,11 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 	}
 	L->phase = PHASE_OPTIMIZER;
 	compute(L, -1, es->optimizer_s);
-	for (int c = st; c < pp->n_chunks && (tr->zero_stage == 1 || tr->zero_stage == 2);
-	     c += pp->n_stages) {
-		const struct plan_bucket *b = L->buckets[c];
-		int nb = L->n_buckets[c];
-		L->phase = PHASE_PARAMS;
-		for (int k = 0; k < nb; k++) {
-			struct prog_step *s = push(L);
-			if (!s)
-				return;
-			s->kind = PROG_COLLECTIVE;
-			s->op = -1;
-			s->coll = STEP_ALLGATHER;
-			s->groups = *b[k].groups;
-			s->bytes = b[k].bytes;
-			s->label = arena_printf(L->a, "updated parameters %d AllGather (ZeRO-%d)", k,
-			                        tr->zero_stage);
-			if (!s->label)
-				L->oom = true;
-		}
-	}
+	for (int c = st; c < pp->n_chunks && (tr->zero_stage == 1 || tr->zero_stage == 2) &&
+	                 !gather_overlapped(tr);
+	     c += pp->n_stages)
+		for (int k = 0; k < L->n_buckets[c]; k++)
+			param_gather(L, &L->buckets[c][k], k, false);
 	out->n_tail = L->n - out->tail;
 }
 

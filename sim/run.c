@@ -61,6 +61,9 @@ struct rank_state {
 	int64_t *queue_micro;
 	int q_head, q_tail, q_cap;
 	bool s0_waiting, s1_finished;
+	sg_sem_t mid_go;                   /* stream 0 waiting mid-iteration (wait_s1) */
+	int s1_done;                       /* stream-1 steps run to their end */
+	int wait_upto;                     /* stream 0 waits until s1_done reaches it; 0: not */
 };
 
 /* A pipeline boundary between one sender and one receiver: the times the
@@ -115,6 +118,7 @@ struct engine {
 	int64_t messages, activities, by_formula;
 	struct rank_state *ranks;
 	bool has_s1;
+	bool has_first;                    /* steps of the first micro-batch only (first_micro) */
 	int64_t progress_done, progress_total, progress_every;
 	struct sim_event *events;
 	int64_t n_events, cap_events;
@@ -547,7 +551,7 @@ static int64_t stream0_steps(const struct program *p, int from, int n)
 {
 	int64_t k = 0;
 	for (int i = from; i < from + n; i++)
-		k += p->steps[i].stream == 0;
+		k += p->steps[i].stream == 0 && !p->steps[i].first_micro;
 	return k;
 }
 
@@ -579,6 +583,7 @@ static bool setup(struct engine *e)
 	for (int i = 0; i < p->n_steps && ok; i++) {
 		ok = setup_step(e, i, &ops, distinct, &n_distinct);
 		e->has_s1 |= p->steps[i].stream == 1;
+		e->has_first |= p->steps[i].first_micro;
 	}
 	free(distinct);
 	if (ok && e->o->fidelity == FIDELITY_COARSE)
@@ -1101,21 +1106,45 @@ static void progress(struct actor_ctx *c)
 		                 (double)eng->progress_done / (double)eng->progress_total);
 }
 
+/* Stream 0 waits until stream 1 has run every step handed to it (a
+ * chunk's first forward before its output goes on: the updated
+ * parameters' gathers); the wait is exposed communication. */
+static void wait_stream1(struct actor_ctx *c)
+{
+	struct rank_state *rs = c->rs;
+	settle(c);
+	if (!eng->has_s1 || rs->s1_done >= rs->q_tail)
+		return;
+	double t0 = simgrid_get_clock();
+	rs->wait_upto = rs->q_tail;
+	sg_sem_acquire(rs->mid_go);
+	c->sync_key = -1;
+	rs->comm_s += simgrid_get_clock() - t0;
+}
+
 /* Runs steps[from .. from+n) of one slot: stream-0 steps here, stream-1
- * ones handed over where they apply. */
+ * ones handed over where they apply; first_micro steps in the first
+ * micro-batch's forward only. */
 static void run_range(struct actor_ctx *c, int from, int n, const struct prog_slot *slot)
 {
 	const struct program *p = eng->prog;
+	bool first = slot->micro == 0 && !slot->backward;
 	for (int i = from; i < from + n && !eng->failed; i++) {
-		if (p->steps[i].stream == 1) {
-			if (eng->has_s1 && (p->steps[i].every_micro || slot->last)) {
+		const struct prog_step *st = &p->steps[i];
+		if (st->first_micro && !first)
+			continue;
+		if (st->stream == 1) {
+			if (eng->has_s1 && (st->first_micro || st->every_micro || slot->last)) {
 				settle(c);
 				hand_over(c->rs, i, slot->micro);
 			}
 			continue;
 		}
+		if (st->wait_s1)
+			wait_stream1(c);
 		run_step(c, i);
-		progress(c);
+		if (!st->first_micro)
+			progress(c);
 	}
 }
 
@@ -1129,7 +1158,9 @@ static void stream0(struct actor_ctx *c)
 		const struct prog_slot *sl = &st->slots[k];
 		const struct prog_chunk *ch = &p->chunks[sl->chunk];
 		c->micro = sl->micro;
-		c->lockstep_ok = !sl->last;
+		/* no lockstep where rare collectives may run on stream 1: the
+		 * last micro-batch's buckets, the first's parameter gathers */
+		c->lockstep_ok = !sl->last && !(eng->has_first && sl->micro == 0);
 		if (sl->backward) {
 			memory(c, ch->work_bytes);
 			run_range(c, ch->bwd, ch->n_bwd, sl);
@@ -1168,6 +1199,12 @@ static void stream1(struct actor_ctx *c)
 		if (step < 0)
 			break;
 		run_step(c, step);
+		if (eng->prog->steps[step].first_micro)
+			settle(c); /* its end, for a stream 0 that waits for it */
+		if (++rs->s1_done == rs->wait_upto) {
+			rs->wait_upto = 0;
+			sg_sem_release(rs->mid_go);
+		}
 	}
 	settle(c);
 	free(rs->queue);
@@ -1207,6 +1244,7 @@ static bool start_actors(struct engine *e)
 		rs->local = r % e->prog->stage_ranks;
 		rs->s1_go = sg_sem_init(0);
 		rs->opt_go = sg_sem_init(0);
+		rs->mid_go = sg_sem_init(0);
 		rs->go[0] = sg_sem_init(0);
 		rs->go[1] = sg_sem_init(0);
 		char name[32];

@@ -61,6 +61,10 @@ struct prog_step {
 	                                      alongside it, taken off the compute step next to
 	                                      it (a context-parallel ring's attention blocks) */
 	bool every_micro;                  /* stream 1: after every micro-batch, not the last only */
+	bool first_micro;                  /* run in the first micro-batch's forward only (stream
+	                                      1: handed over there; training.overlap_param_gather) */
+	bool wait_s1;                      /* stream 0: first wait until stream 1 has run every
+	                                      step handed to it (exposed communication) */
 	int channel;                       /* SEND/RECV: 2c (activations) or 2c+1 (their
 	                                      gradient) at the boundary chunk c to c+1;
 	                                      prog_tied_channel for shared parameters */
