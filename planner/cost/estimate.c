@@ -733,7 +733,8 @@ static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct
 
 /* Gradient buckets of one chunk: their time per micro-batch (ZeRO 2 and
  * 3) into *micro_s or once into *once_s; the ZeRO 1/2 gather of the
- * updated parameters into *gather_s; the ops' shares; the bytes
+ * updated parameters into *once_s too, or into *gather_s with
+ * training.overlap_param_gather; the ops' shares; the bytes
  * synchronised. */
 static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_memo *m,
                        double *micro_s, double *once_s, double *gather_s, double *synced_bytes)
@@ -757,7 +758,8 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_mem
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
 		*(zero >= 2 ? micro_s : once_s) += t;
 		if (zero == 1 || zero == 2)
-			*gather_s += groups_s(c, STEP_ALLGATHER, b[k].groups, b[k].bytes);
+			*(tr->overlap_param_gather ? gather_s : once_s) +=
+				groups_s(c, STEP_ALLGATHER, b[k].groups, b[k].bytes);
 		*synced_bytes += b[k].bytes;
 	}
 	return true;
@@ -978,7 +980,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		 * waits for what they outlast */
 		for (int i = lo; i < hi && tr->overlap_param_gather; i++)
 			forward += e->ops[i].compute_forward_s + e->ops[i].comm_forward_s;
-		tail_sync += tr->overlap_param_gather ? fmax(0, gather - forward) : gather;
+		if (tr->overlap_param_gather)
+			tail_sync += fmax(0, gather - forward);
 		double w;
 		chunk_act(c, p, core, ch, m, &act[ch], &w);
 		working = w > working ? w : working;
