@@ -30,7 +30,9 @@ static void help(FILE *f)
 	        "rec cost, and the ops that take the most time. No overlap and no\n"
 	        "contention: those are the simulator's, but for collectives that run\n"
 	        "inside a computation (a context-parallel ring; with\n"
-	        "training.tp_comm_overlap, sequence parallelism's under their GEMMs).\n"
+	        "training.tp_comm_overlap, sequence parallelism's under their GEMMs)\n"
+	        "and, with training.overlap_param_gather, the updated parameters'\n"
+	        "gathers beside the first forward.\n"
 	        "\n");
 	fprintf(f,
 	        "options:\n%s"
