@@ -345,6 +345,25 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 	}
 }
 
+/* An AllGather step of `bytes` over `groups` in `phase` (the current one
+ * kept for the steps after it), on stream 0; NULL when out of memory. */
+static struct prog_step *gather_step(struct lower *L, enum prog_phase phase,
+                                     const struct rank_groups *groups, double bytes)
+{
+	enum prog_phase was = L->phase;
+	L->phase = phase;
+	struct prog_step *s = push(L);
+	L->phase = was;
+	if (!s)
+		return NULL;
+	s->kind = PROG_COLLECTIVE;
+	s->op = -1;
+	s->coll = STEP_ALLGATHER;
+	s->groups = *groups;
+	s->bytes = bytes;
+	return s;
+}
+
 /* A SEND or RECV step of `bytes` on `channel` with the peers on stage
  * `peer`, in the current phase; NULL when out of memory. */
 static struct prog_step *p2p_step(struct lower *L, enum prog_kind kind, double bytes,
@@ -387,16 +406,9 @@ static void p2p(struct lower *L, enum prog_kind kind, int c, bool grad)
 		return;
 	/* Megatron's scatter/gather: each copy's holder sent its part; the
 	 * receivers put the tensor together over the copies' group */
-	L->phase = PHASE_PIPELINE;
-	struct prog_step *g = push(L);
-	L->phase = was;
+	struct prog_step *g = gather_step(L, PHASE_PIPELINE, &pp->send_groups[c], pp->send_bytes[c]);
 	if (!g)
 		return;
-	g->kind = PROG_COLLECTIVE;
-	g->op = -1;
-	g->coll = STEP_ALLGATHER;
-	g->groups = pp->send_groups[c];
-	g->bytes = pp->send_bytes[c];
 	g->label = arena_printf(L->a, "gather %s from chunk %d", grad ? "gradient" : "activations",
 	                        grad ? c + 1 : c);
 	if (!g->label)
@@ -408,17 +420,9 @@ static void p2p(struct lower *L, enum prog_kind kind, int c, bool grad)
  * forward (training.overlap_param_gather). */
 static void param_gather(struct lower *L, const struct plan_bucket *b, int k, bool overlapped)
 {
-	enum prog_phase was = L->phase;
-	L->phase = PHASE_PARAMS;
-	struct prog_step *s = push(L);
-	L->phase = was;
+	struct prog_step *s = gather_step(L, PHASE_PARAMS, b->groups, b->bytes);
 	if (!s)
 		return;
-	s->kind = PROG_COLLECTIVE;
-	s->op = -1;
-	s->coll = STEP_ALLGATHER;
-	s->groups = *b->groups;
-	s->bytes = b->bytes;
 	s->stream = overlapped ? 1 : 0;
 	s->first_micro = overlapped;
 	s->label = arena_printf(L->a, "updated parameters %d AllGather (ZeRO-%d)", k,
