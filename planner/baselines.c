@@ -523,7 +523,6 @@ static bool mark_tp_overlap(const struct mega *M, struct arena *a, struct plan *
 		if (x->ring > 1 || x->redist.n_steps != 1 || x->redist.steps[0].groups.size != M->t)
 			continue;
 		enum step_kind k = x->redist.steps[0].kind;
-		x->n_hide = 0;
 		if (!in_layer(g, x->consumer))
 			continue;
 		if (k == STEP_REDUCESCATTER && x->producer >= 0 && M->role[x->producer] == MEGA_ROW) {

@@ -124,14 +124,16 @@ static double ring_overlap(struct lower *L, const struct plan_edge *x, double co
 	return s;
 }
 
-/* After an edge's collective was pushed (training.tp_comm_overlap,
- * plan_edge.hide): the hiding ops' compute run alongside it, (r - 1)/r of
- * their forward (backward: of half their backward), as estimate.c's
- * hide_overlap. Taken off each op's compute step: now when it was lowered
- * in this pass (forward a producer; backward the consumer and its
- * readers), else when it is. Ops outside the chunk [lo, hi) give
- * nothing. */
-static void hide_share(struct lower *L, const struct plan_edge *x, bool backward, int lo, int hi)
+/* After a collective that op `at` pushed (training.tp_comm_overlap: an
+ * edge's into `at`, or `at`'s input-gradient all-reduce that
+ * plan_grad_hiders gives edge x's hiders): the hiding ops' compute run
+ * alongside it, (r - 1)/r of their forward (backward: of half their
+ * backward), as estimate.c's hide_overlap and hide_input_grads. Taken off
+ * each op's compute step: now when it was lowered in this pass (forward
+ * before `at`; backward `at` and after), else when it is. Ops outside the
+ * chunk [lo, hi) give nothing. */
+static void hide_share(struct lower *L, const struct plan_edge *x, bool backward, int at, int lo,
+                       int hi)
 {
 	if (x->n_hide == 0 || L->n == 0 || L->steps[L->n - 1].kind != PROG_COLLECTIVE)
 		return;
@@ -142,7 +144,7 @@ static void hide_share(struct lower *L, const struct plan_edge *x, bool backward
 			continue;
 		const struct est_op *o = &L->e->ops[h];
 		double s = backward ? f * o->compute_backward_s / 2 : f * o->compute_forward_s;
-		bool done = backward ? h >= x->consumer : h < x->consumer;
+		bool done = backward ? h >= at : h < at;
 		int step = backward ? L->bwd_step[h] : L->fwd_step[h];
 		if (done)
 			L->steps[step].seconds -= s;
@@ -150,27 +152,6 @@ static void hide_share(struct lower *L, const struct plan_edge *x, bool backward
 			L->pend_bwd[h] += s;
 		else
 			L->pend_fwd[h] += s;
-		total += s;
-	}
-	L->steps[L->n - 1].overlap_s += total;
-}
-
-/* After op i's input-gradient all-reduce was pushed (plan_grad_hiders):
- * the hiding MatMuls' other half of their backward beside it, as
- * estimate.c's hide_input_grads; all of them ran before it, backward. */
-static void hide_input_grad(struct lower *L, int i, int pushed_from, int lo, int hi)
-{
-	if (!L->grad_hiders || L->grad_hiders[i] < 0 || L->n == pushed_from ||
-	    L->steps[L->n - 1].kind != PROG_COLLECTIVE)
-		return;
-	const struct plan_edge *x = &L->p->edges[L->grad_hiders[i]];
-	double r = (double)x->redist.steps[0].groups.size, total = 0;
-	for (int k = 0; k < x->n_hide; k++) {
-		int h = x->hide[k];
-		if (h < lo || h >= hi || h < i)
-			continue;
-		double s = (r - 1) / r * L->e->ops[h].compute_backward_s / 2;
-		L->steps[L->bwd_step[h]].seconds -= s;
 		total += s;
 	}
 	L->steps[L->n - 1].overlap_s += total;
@@ -238,7 +219,7 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 				const struct plan_edge *x = &p->edges[idx[j]];
 				plan_colls_forward(x->redist.steps, x->redist.n_steps, &k);
 				hidden += ring_overlap(L, x, L->e->ops[i].compute_forward_s);
-				hide_share(L, x, false, lo, hi);
+				hide_share(L, x, false, i, lo, hi);
 			}
 		}
 		if (gather)
@@ -329,7 +310,8 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 		int before = L->n;
 		if (!plan_colls_input_grads(p->graph, d, L->fused[i], &k))
 			L->oom = true;
-		hide_input_grad(L, i, before, lo, hi);
+		if (L->grad_hiders && L->grad_hiders[i] >= 0 && L->n > before)
+			hide_share(L, &p->edges[L->grad_hiders[i]], true, i, lo, hi);
 		L->suffix = " (backward redistribution)";
 		for (int j = start[i + 1] - 1; j >= start[i]; j--) {
 			const struct plan_edge *x = &p->edges[idx[j]];
@@ -338,7 +320,7 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			                         plan_edge_start(p, x), &k))
 				L->oom = true;
 			hidden += ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
-			hide_share(L, x, true, lo, hi);
+			hide_share(L, x, true, i, lo, hi);
 		}
 		if (hidden > 0 && cs >= 0 && L->steps[cs].kind == PROG_COMPUTE)
 			L->steps[cs].seconds -= hidden;
