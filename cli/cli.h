@@ -107,6 +107,11 @@ void report_search_chosen(FILE *f, const struct plan *p);
 struct cJSON *report_json_search_config(const struct search_config *c);
 /* {"configurations", "fit", "oom", "failed", "first_failure"}. */
 struct cJSON *report_json_search_counts(const struct search_result *r);
+/* The configurations the framework's rules left out, by rule: a JSON
+ * object of search_rule_names (those > 0), and a line of text (none when
+ * nothing was left out). */
+struct cJSON *report_json_refused(const int64_t refused[SEARCH_RULE_COUNT]);
+void report_refused_text(FILE *f, const int64_t refused[SEARCH_RULE_COUNT]);
 /* "((2, 4), (4,))", MindSpore's tuple form. */
 const char *report_strategy_text(char *buf, size_t size, const struct graph *g,
                                  const struct dist_op *d);

@@ -252,7 +252,16 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		.zero_stage = t->zero_stage,
 		.ep = t->expert_parallel > 1 ? t->expert_parallel : 1,
 		.cp = t->context_parallel > 1 ? t->context_parallel : 1,
+		.sequence_parallel = t->sequence_parallel && tp > 1,
 	};
+	/* Arguments Megatron-LM refuses at launch are no answer. */
+	enum search_rule rule = plan_search_rule(p->graph, t->global_batch, out);
+	if (rule != SEARCH_RULE_NONE) {
+		char why[256];
+		snprintf(err, err_size, "Megatron-LM would refuse this plan: %s",
+		         plan_search_rule_text(why, sizeof why, rule, p->graph, t->global_batch, out));
+		return false;
+	}
 	return true;
 }
 
@@ -279,8 +288,7 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g)
 	if (!g || (g->kind != GEN_GPT && g->kind != GEN_LLAMA))
 		return;
 	bool llama = g->kind == GEN_LLAMA;
-	int64_t ffn = g->ffn > 0 ? g->ffn : llama ? (8 * g->hidden / 3 + 255) / 256 * 256
-	                                          : 4 * g->hidden;
+	int64_t ffn = model_gen_ffn(g);
 	arg(f, first, "--num-layers %lld", (long long)g->layers);
 	arg(f, first, "--hidden-size %lld", (long long)g->hidden);
 	arg(f, first, "--ffn-hidden-size %lld", (long long)ffn);
@@ -367,6 +375,11 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	}
 	if (c->zero_stage >= 1)
 		arg(f, &first, "--use-distributed-optimizer");
+	if (c->zero_stage >= 2) { /* Megatron-FSDP shards the gradients, then the parameters */
+		arg(f, &first, "--use-megatron-fsdp");
+		arg(f, &first, "--data-parallel-sharding-strategy %s",
+		    c->zero_stage == 2 ? "optim_grads" : "optim_grads_params");
+	}
 	if (c->zero_stage >= 1 && t->overlap_param_gather)
 		arg(f, &first, "--overlap-param-gather");
 	arg(f, &first, "--micro-batch-size %lld", (long long)c->micro_batch);
@@ -378,14 +391,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	else if (dt == DT_FP16)
 		arg(f, &first, "--fp16");
 	fputc('\n', f);
-	if (c->schedule == SCHED_GPIPE && c->pp > 1)
-		fprintf(f, "# the plan's GPipe schedule has no Megatron-LM flag: Megatron-LM runs "
-		           "1F1B\n");
 	if (g && g->kind == GEN_GPT && g->parallel_residual)
 		fprintf(f, "# the model's parallel residual (GPT-NeoX) has no Megatron-LM flag\n");
-	if (c->zero_stage >= 2)
-		fprintf(f, "# ZeRO stage %d: Megatron-LM's distributed optimizer shards the optimizer "
-		           "state only (stage 1)\n", c->zero_stage);
 }
 
 /* ----------------------------------------------------------------- files */

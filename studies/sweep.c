@@ -49,7 +49,8 @@ static bool search_units(struct arena *a, const struct study *st, struct study_u
 	int ng;
 	struct search_group *gs = plan_search_groups(a, st->scenario->graph, base.devices, dps,
 	                                             base.global_batch, true,
-	                                             st->scenario->training.context_parallel, &ng);
+	                                             st->scenario->training.context_parallel, &ng,
+	                                             NULL);
 	if (!gs)
 		return false;
 	for (int i = 0; i < ng; i++) {
