@@ -207,7 +207,7 @@ static int best_per_size(const struct study_row *rows, int n, int *out)
 		int j = i, best = -1;
 		while (j < n && rows[j].cluster == rows[i].cluster && rows[j].servers == rows[i].servers) {
 			if (rows[j].ok && !rows[j].oom &&
-			    (best < 0 || rows[j].time_to_train_s < rows[best].time_to_train_s))
+			    (best < 0 || rows[j].effective_time_s < rows[best].effective_time_s))
 				best = j;
 			j++;
 		}
@@ -230,7 +230,7 @@ static void range(struct axis *a, double v)
 
 typedef double (*getter)(const struct study_row *r);
 static double g_devices(const struct study_row *r) { return (double)r->devices; }
-static double g_time_h(const struct study_row *r) { return r->time_to_train_s / 3600; }
+static double g_time_h(const struct study_row *r) { return r->effective_time_s / 3600; }
 static double g_cost(const struct study_row *r) { return r->cost; }
 static double g_mfu(const struct study_row *r) { return 100 * r->mfu; }
 

@@ -135,25 +135,33 @@ struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
 
 /* ------------------------------------------------------------ one point */
 
-void study_row_figures(const struct study *st, struct study_row *r, double model_flops,
-                       double tokens_per_iteration)
+void study_row_figures(const struct study *st, struct study_row *r)
 {
 	const struct study_cluster *cl = &st->clusters[r->cluster];
 	const struct topology *t = cl->topo;
 	double n = (double)r->devices;
 	enum dtype dt = st->scenario->training.dtype;
 	double peak = t->device.peak_flops[dt];
-	r->tokens_per_s = tokens_per_iteration / r->iteration_s;
-	r->mfu = peak > 0 ? model_flops / (n * peak * r->iteration_s) : NAN;
+	r->tokens_per_s = r->tokens_per_iteration / r->iteration_s;
+	r->mfu = peak > 0 ? r->model_flops / (n * peak * r->iteration_s) : NAN;
 	if (st->goal.iterations)
 		r->iterations = (double)st->goal.iterations;
 	else
-		r->iterations = ceil(st->goal.tokens / tokens_per_iteration);
+		r->iterations = ceil(st->goal.tokens / r->tokens_per_iteration);
 	r->time_to_train_s = r->iterations * r->iteration_s;
-	r->device_hours = n * r->time_to_train_s / 3600;
+	struct study_goodput_out g;
+	study_goodput_eval(&st->goodput, n, r->state_bytes, r->state_bytes_per_device,
+	                   r->time_to_train_s, &g);
+	r->goodput = g.goodput;
+	r->checkpoint_interval_s = g.interval_s;
+	r->interruptions = g.interruptions;
+	r->effective_time_s = g.wall_s;
+	r->device_hours = n * r->effective_time_s / 3600;
+	/* The run's power over the wall time as over the training: restarts
+	 * and checkpoints at the same mean draw (docs/studies.md). */
 	r->energy_kwh = cl->busy_w >= 0
 		? n * r->iterations * (cl->idle_w * r->iteration_s +
-		                       (cl->busy_w - cl->idle_w) * r->compute_s) / 3.6e6
+		                       (cl->busy_w - cl->idle_w) * r->compute_s) / 3.6e6 / r->goodput
 		: NAN;
 	r->cost = cl->price_per_device_hour >= 0 ? r->device_hours * cl->price_per_device_hour : NAN;
 }
@@ -219,8 +227,15 @@ static void fill_from_estimate(const struct study *st, struct study_row *r,
 	r->comm_s = e->comm_s;
 	r->bubble_s = e->bubble_s;
 	memcpy(r->category_s, e->category_s, sizeof r->category_s);
-	double model_flops = 3 * tot.forward_flops * (double)r->config.micro_batches;
-	study_row_figures(st, r, model_flops, tokens_per_iteration(g, r->global_batch));
+	r->model_flops = 3 * tot.forward_flops * (double)r->config.micro_batches;
+	r->tokens_per_iteration = tokens_per_iteration(g, r->global_batch);
+	/* A checkpoint holds the weights and the optimizer's state (Megatron-LM:
+	 * the model's parameters and the fp32 main parameters with Adam's two
+	 * moments), written once whatever the replicas. */
+	enum dtype dt = st->scenario->training.dtype;
+	r->state_bytes = (double)tot.parameters * ((double)dtype_bytes(dt) + (dt == DT_FP32 ? 8 : 12));
+	r->state_bytes_per_device = e->param_bytes + e->optimizer_bytes;
+	study_row_figures(st, r);
 }
 
 static void row_head(struct study_row *r, const struct study_unit *u, const struct search_config *c)
@@ -321,12 +336,12 @@ bool study_row_meets(const struct study *st, const struct study_row *r)
 {
 	if (!r->ok || r->oom)
 		return false;
-	return !(st->goal.days > 0) || r->time_to_train_s <= st->goal.days * 86400;
+	return !(st->goal.days > 0) || r->effective_time_s <= st->goal.days * 86400;
 }
 
 static double key_of(const struct study_row *r, int key)
 {
-	return key == 0 ? r->time_to_train_s : key == 1 ? r->cost : r->energy_kwh;
+	return key == 0 ? r->effective_time_s : key == 1 ? r->cost : r->energy_kwh;
 }
 
 int study_best(const struct study *st, const struct study_row *rows, int n, int cluster, int key)
@@ -352,7 +367,7 @@ int study_smallest(const struct study *st, const struct study_row *rows, int n, 
 		if (r->cluster != cluster || !study_row_meets(st, r))
 			continue;
 		if (best < 0 || r->devices < rows[best].devices ||
-		    (r->devices == rows[best].devices && r->time_to_train_s < rows[best].time_to_train_s))
+		    (r->devices == rows[best].devices && r->effective_time_s < rows[best].effective_time_s))
 			best = i;
 	}
 	return best;
@@ -364,8 +379,8 @@ static int by_time_then_cost(const void *pa, const void *pb)
 {
 	int a = *(const int *)pa, b = *(const int *)pb;
 	const struct study_row *x = &sort_rows[a], *y = &sort_rows[b];
-	if (x->time_to_train_s != y->time_to_train_s)
-		return x->time_to_train_s < y->time_to_train_s ? -1 : 1;
+	if (x->effective_time_s != y->effective_time_s)
+		return x->effective_time_s < y->effective_time_s ? -1 : 1;
 	if (x->cost != y->cost)
 		return x->cost < y->cost ? -1 : 1;
 	return (a > b) - (a < b);
@@ -395,8 +410,8 @@ static int by_time(const void *pa, const void *pb)
 {
 	int a = *(const int *)pa, b = *(const int *)pb;
 	const struct study_row *x = &sort_rows[a], *y = &sort_rows[b];
-	if (x->time_to_train_s != y->time_to_train_s)
-		return x->time_to_train_s < y->time_to_train_s ? -1 : 1;
+	if (x->effective_time_s != y->effective_time_s)
+		return x->effective_time_s < y->effective_time_s ? -1 : 1;
 	return (a > b) - (a < b);
 }
 

@@ -110,8 +110,12 @@ Test(studies, point_figures_by_hand)
 {
 	struct study *st = load("tests/data/studies/tiny.json");
 	st->goal = (struct study_goal){.tokens = 2e9};
-	struct study_row r = {.cluster = 0, .devices = 8, .iteration_s = 0.1, .compute_s = 0.08};
-	study_row_figures(st, &r, 1e15, 65536);
+	st->goodput.on = false; /* the ideal figures; goodput below */
+	struct study_row r = {.cluster = 0, .devices = 8, .iteration_s = 0.1, .compute_s = 0.08,
+	                      .model_flops = 1e15, .tokens_per_iteration = 65536};
+	study_row_figures(st, &r);
+	cr_expect_float_eq(r.goodput, 1, 1e-12);
+	cr_expect_float_eq(r.effective_time_s, r.time_to_train_s, 1e-12);
 	cr_expect_float_eq(r.iterations, 30518, 1e-9);
 	cr_expect_float_eq(r.time_to_train_s, 3051.8, 1e-9);
 	cr_expect_float_eq(r.device_hours, 6.781778, 1e-6);
@@ -122,8 +126,88 @@ Test(studies, point_figures_by_hand)
 	/* No price, no power: no cost, no energy. */
 	st->clusters[0].price_per_device_hour = -1;
 	st->clusters[0].idle_w = st->clusters[0].busy_w = -1;
-	study_row_figures(st, &r, 1e15, 65536);
+	study_row_figures(st, &r);
 	cr_expect(isnan(r.cost) && isnan(r.energy_kwh));
+}
+
+/* Daly's model by hand (Future Generation Computer Systems 22(3), 2006,
+ * eqs. 11 and 37): 1,024 devices failing at 1e-4 per device-hour,
+ *   M     = 3600 / (1e-4 x 1024)                       = 35,156.25 s
+ * a 1 TB checkpoint over 10 GB/s each way, a 600 s relaunch,
+ *   delta = 1e12 / 1e10 = 100 s, R = 600 + 100          = 700 s
+ *   x     = delta / 2M                                  = 0.00142222
+ *   tau   = sqrt(2 delta M) (1 + sqrt(x)/3 + x/9) - delta
+ *         = 2,651.6504 x 1.0127288 - 100                = 2,585.4028 s
+ *   T_w   = M e^{R/M} (e^{(tau + delta)/M} - 1) T_s / tau
+ * for T_s = 1e6 s of training                           = 1,101,084.96 s
+ * goodput 1e6 / T_w = 0.908195, interruptions T_w / M = 31.3198.
+ * Asynchronous, 2 GB a device copied to the host at 32 GB/s stops the job
+ * 0.0625 s a checkpoint; Daly's interval for that, 66.25 s, is shorter than
+ * the 100 s write, so the interval is the write: T_w = 1,022,202.25 s,
+ * goodput 0.978280. */
+Test(studies, goodput_by_hand)
+{
+	struct study_goodput g;
+	study_goodput_defaults(&g);
+	g.failures_per_device_hour = 1e-4;
+	g.relaunch_s = 600;
+	g.storage_write_bps = g.storage_read_bps = 1e10;
+	struct study_goodput_out o;
+	study_goodput_eval(&g, 1024, 1e12, 2e9, 1e6, &o);
+	cr_expect_float_eq(o.mtbf_s, 35156.25, 1e-9);
+	cr_expect_float_eq(o.checkpoint_s, 100, 1e-12);
+	cr_expect_float_eq(o.restart_s, 700, 1e-12);
+	cr_expect_float_eq(o.interval_s, 2585.4028, 1e-4);
+	cr_expect_float_eq(o.wall_s, 1101084.96, 1e-2);
+	cr_expect_float_eq(o.goodput, 0.908195, 1e-6);
+	cr_expect_float_eq(o.interruptions, 31.3198, 1e-4);
+	/* the interval alone */
+	cr_expect_float_eq(study_goodput_daly_interval_s(100, 35156.25), 2585.4028, 1e-4);
+	g.async = true;
+	study_goodput_eval(&g, 1024, 1e12, 2e9, 1e6, &o);
+	cr_expect_float_eq(o.checkpoint_s, 0.0625, 1e-12);
+	cr_expect_float_eq(o.interval_s, 100, 1e-12);
+	cr_expect_float_eq(o.wall_s, 1022202.25, 1e-2);
+	cr_expect_float_eq(o.goodput, 0.978280, 1e-6);
+	/* a given interval is kept */
+	g.async = false;
+	g.interval_s = 3600;
+	study_goodput_eval(&g, 1024, 1e12, 2e9, 1e6, &o);
+	cr_expect_float_eq(o.interval_s, 3600, 1e-12);
+	/* no failures: one checkpoint at the end */
+	g.failures_per_device_hour = 0;
+	g.interval_s = 0;
+	study_goodput_eval(&g, 1024, 1e12, 2e9, 1e6, &o);
+	cr_expect_float_eq(o.wall_s, 1e6 + 100, 1e-12);
+	cr_expect_eq(o.interruptions, 0);
+	/* the default rate: Llama 3's 419 interruptions in 54 days on 16,384 GPUs */
+	cr_expect_float_eq(study_default_failures_per_device_hour, 419 / (54.0 * 24 * 16384), 1e-12);
+}
+
+/* A row's effective figures: device-hours, energy and cost over the
+ * effective time (energy at the training's mean draw), and `fit` answers
+ * on the effective time. */
+Test(studies, goodput_prices_the_effective_time)
+{
+	struct study *st = load("tests/data/studies/tiny.json");
+	st->goal = (struct study_goal){.tokens = 2e9};
+	st->goodput.failures_per_device_hour = 0.01; /* M = 3600 / 0.08 = 45,000 s */
+	st->goodput.relaunch_s = 600;
+	struct study_row r = {.cluster = 0, .devices = 8, .iteration_s = 0.1, .compute_s = 0.08,
+	                      .model_flops = 1e15, .tokens_per_iteration = 65536,
+	                      .state_bytes = 0, .state_bytes_per_device = 0};
+	study_row_figures(st, &r);
+	/* no state: checkpoints cost nothing (delta 0), Daly's interval tends to
+	 * 0 and T_w to T_s e^{R/M} = 3051.8 e^{600/45000} = 3,092.76 s */
+	double M = 45000, T = 3051.8;
+	double w = T * exp(600 / M);
+	cr_expect_float_eq(w, 3092.76, 1e-2);
+	cr_expect_float_eq(r.checkpoint_interval_s, 0, 1e-12);
+	cr_expect_float_eq(r.effective_time_s, w, 1e-9 * w);
+	cr_expect_float_eq(r.goodput, T / w, 1e-12);
+	cr_expect_float_eq(r.device_hours, 8 * w / 3600, 1e-9);
+	cr_expect_float_eq(r.cost, 2 * 8 * w / 3600, 1e-9);
+	cr_expect_float_eq(r.energy_kwh, 1.749699 * w / T, 1e-6);
 }
 
 /* The estimate's MFU on a real point: 3 x the graph's forward FLOPs (the
@@ -152,7 +236,8 @@ Test(studies, mfu_counts_model_flops)
 	cr_expect_float_eq(rows[0].iterations, 1000, 1e-9);
 }
 
-/* Rows made by hand: (time to train, cost).
+/* Rows made by hand: (effective time to train, cost); fit decides on the
+ * effective time.
  *   0: 1, 10   1: 2, 5   2: 3, 6 (beaten by 1)   3: 4, 1
  *   4: 2, 5 (equal to 1: the first kept)   5: 0.5, 0.5 but OOM
  *   6: 5, 0.5 but over the 4.5-day... deadline of 4.5 s here */
@@ -166,7 +251,7 @@ Test(studies, pareto_and_choices_by_hand)
 	struct study_row rows[7];
 	for (int i = 0; i < 7; i++)
 		rows[i] = (struct study_row){.ok = true, .oom = i == 5, .devices = devices[i],
-		                             .time_to_train_s = tc[i][0], .cost = tc[i][1],
+		                             .effective_time_s = tc[i][0], .cost = tc[i][1],
 		                             .energy_kwh = energy[i]};
 	int front[7];
 	int n = study_pareto(st, rows, 7, front);
@@ -358,6 +443,51 @@ Test(studies, sweep_killed_then_resumed_gives_the_same_rows, .timeout = 300)
 	rmdir(dir);
 }
 
+/* A study whose goal, prices, power, currency and goodput change is
+ * priced again from its stored points: nothing planned again, no --force;
+ * fit and the database agree on the new figures. */
+Test(studies, what_ifs_reprice_without_replanning, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-study-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400];
+	snprintf(db, sizeof db, "%s/w.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s", db);
+	sweep_all(args, 684);
+	snprintf(args, sizeof args, "sweep tests/data/studies/tiny-repriced.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "(0 computed, 684 already stored)") != NULL, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "fit tests/data/studies/tiny-repriced.json --db %s --json", db);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(j, "currency")->valuestring, "EUR");
+	cJSON *fast = cJSON_GetObjectItemCaseSensitive(j, "fastest");
+	double it = cJSON_GetObjectItemCaseSensitive(fast, "iteration_s")->valuedouble;
+	double t = cJSON_GetObjectItemCaseSensitive(fast, "time_to_train_s")->valuedouble;
+	double eff = cJSON_GetObjectItemCaseSensitive(fast, "effective_time_s")->valuedouble;
+	double cost = cJSON_GetObjectItemCaseSensitive(fast, "cost")->valuedouble;
+	/* 2,000 iterations now; 8 devices at 0.001 failures per device-hour:
+	 * M = 450,000 s; no checkpoint bytes to speak of beside the relaunch */
+	cr_expect_float_eq(t, 2000 * it, 1e-9 * t);
+	cr_expect_float_eq(cost, 8 * eff / 3600 * 3.0, 1e-9 * cost);
+	cr_expect(eff > t, "effective %g, ideal %g", eff, t);
+	cJSON_Delete(j);
+	free(r.out);
+	/* the database holds the new figures */
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM points WHERE ok = 1 AND abs(cost - "
+	                          "devices * effective_time_s / 3600 * 3.0) > 1e-6 * cost");
+	cr_expect_eq(query_int(db, sql, 0), 0);
+	cr_expect_eq(query_int(db, "SELECT count(*) FROM points WHERE ok = 1 AND "
+	                           "abs(time_to_train_s - 2000 * iteration_s) > 1e-9", 0), 0);
+	remove_db(db);
+	rmdir(dir);
+}
+
 Test(studies, other_inputs_refused_then_forced, .timeout = 120)
 {
 	char dir[] = "/tmp/shardlab-study-XXXXXX";
@@ -368,7 +498,7 @@ Test(studies, other_inputs_refused_then_forced, .timeout = 120)
 	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0);
 	free(r.out);
-	/* The same study with another goal: other inputs. */
+	/* The same study on another topology file: other inputs. */
 	snprintf(study, sizeof study, "tests/data/studies/tiny-changed.json");
 	snprintf(args, sizeof args, "sweep %s --db %s", study, db);
 	r = fixture_shardlab(args, true);
@@ -466,8 +596,12 @@ Test(studies, fit_reports_the_fastest_point, .timeout = 120)
 	double it = cJSON_GetObjectItemCaseSensitive(fast, "iteration_s")->valuedouble;
 	double t = cJSON_GetObjectItemCaseSensitive(fast, "time_to_train_s")->valuedouble;
 	double cost = cJSON_GetObjectItemCaseSensitive(fast, "cost")->valuedouble;
+	double eff = cJSON_GetObjectItemCaseSensitive(fast, "effective_time_s")->valuedouble;
+	double gp = cJSON_GetObjectItemCaseSensitive(fast, "goodput")->valuedouble;
 	cr_expect_float_eq(t, 1000 * it, 1e-9 * t);
-	cr_expect_float_eq(cost, 8 * t / 3600 * 2.0, 1e-9 * cost);
+	cr_expect_float_eq(gp, t / eff, 1e-9);
+	cr_expect(gp > 0.5 && gp < 1, "goodput %g", gp);
+	cr_expect_float_eq(cost, 8 * eff / 3600 * 2.0, 1e-9 * cost);
 	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "points")->valueint, 684);
 	/* The Pareto front: time ascending, cost strictly descending. */
 	cJSON *pa = cJSON_GetObjectItemCaseSensitive(j, "pareto");
@@ -716,7 +850,8 @@ Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
 	sqlite3_close(h);
 	struct cli_run r = fixture_shardlab(args, true);
 	cr_expect_eq(r.status, 1);
-	cr_expect(strstr(r.out, "no expert_parallel and context_parallel columns") != NULL, "%s",
+	cr_expect(strstr(r.out, "no expert_parallel, context_parallel and goodput columns") != NULL,
+	          "%s",
 	          r.out);
 	free(r.out);
 	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s --force", db);
