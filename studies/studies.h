@@ -137,6 +137,11 @@ struct study_unit {
 struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
                                int64_t *n_points);
 
+/* The configurations of the study that Megatron-LM would refuse
+ * (planner.h, "search_rule"), by rule: left out of the units, not points.
+ * False when out of memory. */
+bool study_refused(const struct study *st, int64_t refused[SEARCH_RULE_COUNT]);
+
 /* One point's figures. */
 struct study_row {
 	int cluster;

@@ -44,13 +44,14 @@ static bool push(struct arena *a, struct study_unit **u, int *n, int *cap,
 /* The search's units of one (cluster, size, batch): its groups, each
  * planned once (plan_search_groups, the search's own enumeration). */
 static bool search_units(struct arena *a, const struct study *st, struct study_unit base,
-                         int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points)
+                         int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points,
+                         int64_t *refused)
 {
 	int ng;
 	struct search_group *gs = plan_search_groups(a, st->scenario->graph, base.devices, dps,
 	                                             base.global_batch, true,
 	                                             st->scenario->training.context_parallel, &ng,
-	                                             NULL);
+	                                             refused);
 	if (!gs)
 		return false;
 	for (int i = 0; i < ng; i++) {
@@ -64,36 +65,40 @@ static bool search_units(struct arena *a, const struct study *st, struct study_u
 	return true;
 }
 
-/* The listed configurations that the size, the batch and (for EP) the
- * experts allow, one unit each
- * (a model with a fixed batch, not generated, sets the micro-batch:
- * its batch / DP). */
+/* The listed configurations that the size allows (TP dividing a server,
+ * TP x PP x CP the devices, EP dividing DP; CP with a generated dense
+ * model and one sample a replica, as the search tries it), one unit each,
+ * less those Megatron-LM refuses (counted into refused when not NULL). A
+ * model with a fixed batch, not generated, sets the micro-batch: its
+ * batch / DP. */
 static bool list_units(struct arena *a, const struct study *st, struct study_unit base,
-                       int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points)
+                       int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points,
+                       int64_t *refused)
 {
 	int64_t N = base.devices, G = base.global_batch;
+	const struct graph *g = st->scenario->graph;
 	for (int i = 0; i < st->n_configs; i++) {
 		struct search_config c = st->configs[i];
-		if (dps % c.tp || N % (c.tp * c.pp))
-			continue;
 		int64_t cp = c.cp > 1 ? c.cp : 1;
-		if (N % (c.tp * c.pp * cp))
+		if (dps % c.tp || N % (c.tp * c.pp * cp))
 			continue;
 		c.dp = N / (c.tp * c.pp * cp);
-		const struct graph *g = st->scenario->graph;
-		int64_t experts = g->gen ? g->gen->experts : 0;
-		if (c.ep > 1 && (c.dp % c.ep || experts < 1 || experts % c.ep))
+		if (c.ep > 1 && c.dp % c.ep)
 			continue;
-		if (cp > 1 && (!g->gen || g->gen->seq % cp || c.micro_batch != 1))
+		if (cp > 1 && (!g->gen || g->gen->experts > 0 || c.micro_batch != 1))
 			continue;
 		if (!g->gen) {  /* the graph's batch is fixed: it sets the micro-batch */
 			if (g->batch % c.dp)
 				continue;
 			c.micro_batch = g->batch / c.dp;
 		}
-		if (G % (c.micro_batch * c.dp))
+		c.micro_batches = G % (c.micro_batch * c.dp) ? 0 : G / (c.micro_batch * c.dp);
+		enum search_rule rule = plan_search_rule(g, G, &c);
+		if (rule != SEARCH_RULE_NONE) {
+			if (refused)
+				refused[rule]++;
 			continue;
-		c.micro_batches = G / (c.micro_batch * c.dp);
+		}
 		struct study_unit x = base;
 		x.n_configs = 1;
 		x.configs = arena_alloc(a, sizeof *x.configs);
@@ -107,10 +112,10 @@ static bool list_units(struct arena *a, const struct study *st, struct study_uni
 	return true;
 }
 
-struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
-                               int64_t *n_points)
-{
-	struct study_unit *u = NULL;
+/* Every unit, and what the rules left out into refused (when not NULL). */
+static struct study_unit *enumerate(struct arena *a, const struct study *st, int *n,
+                                    int64_t *n_points, int64_t *refused)
+{	struct study_unit *u = NULL;
 	int cap = 0;
 	*n = 0;
 	*n_points = 0;
@@ -122,8 +127,9 @@ struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
 				struct study_unit base = {.cluster = c, .servers = cl->servers[s],
 				                          .devices = cl->servers[s] * dps,
 				                          .global_batch = st->global_batches[b]};
-				bool ok = st->search ? search_units(a, st, base, dps, &u, n, &cap, n_points)
-				                     : list_units(a, st, base, dps, &u, n, &cap, n_points);
+				bool ok = st->search
+					? search_units(a, st, base, dps, &u, n, &cap, n_points, refused)
+					: list_units(a, st, base, dps, &u, n, &cap, n_points, refused);
 				if (!ok)
 					return NULL;
 			}
@@ -131,6 +137,24 @@ struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
 	if (!u)
 		u = arena_alloc(a, sizeof *u);
 	return u;
+}
+
+struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
+                               int64_t *n_points)
+{
+	return enumerate(a, st, n, n_points, NULL);
+}
+
+bool study_refused(const struct study *st, int64_t refused[SEARCH_RULE_COUNT])
+{
+	struct arena *a = arena_new();
+	int n;
+	int64_t points;
+	for (int k = 0; k < SEARCH_RULE_COUNT; k++)
+		refused[k] = 0;
+	bool ok = a && enumerate(a, st, &n, &points, refused);
+	arena_free(a);
+	return ok;
 }
 
 /* ------------------------------------------------------------ one point */

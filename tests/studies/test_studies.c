@@ -760,7 +760,9 @@ Test(studies, plot_writes_png_and_svg, .timeout = 120)
 
 /* Listed configurations on 8 devices, global batch 8: TP 8 gives DP 1 and
  * 8 / (1 x 1) = 8 micro-batches; TP 2 x PP 2 gives DP 2 and 8 / (2 x 2) = 2
- * micro-batches of 2 samples; TP 3 divides no server of 8 and is no point. */
+ * micro-batches of 2 samples; TP 3 divides no server of 8 and is no point;
+ * the same TP 2 x PP 2 with GPipe, and PP 8 over the 4 layers, Megatron-LM
+ * refuses. */
 Test(studies, listed_configurations)
 {
 	struct study *st = load("tests/data/studies/list.json");
@@ -774,13 +776,18 @@ Test(studies, listed_configurations)
 	cr_expect_eq(u[0].configs[0].micro_batches, 8);
 	cr_expect_eq(u[1].configs[0].dp, 2);
 	cr_expect_eq(u[1].configs[0].micro_batches, 2);
-	cr_expect_eq(u[1].configs[0].schedule, SCHED_GPIPE);
+	cr_expect_eq(u[1].configs[0].schedule, SCHED_1F1B);
 	cr_expect_eq(u[1].configs[0].recompute, RECOMPUTE_FULL);
+	int64_t refused[SEARCH_RULE_COUNT];
+	cr_assert(study_refused(st, refused));
+	for (int k = 0; k < SEARCH_RULE_COUNT; k++)
+		cr_expect_eq(refused[k], k == SEARCH_RULE_SCHEDULE || k == SEARCH_RULE_LAYERS_PP, "%s",
+		             search_rule_names[k]);
 	struct study_row r;
 	cr_assert(study_eval_unit(A, st, &u[1], NULL, &r));
 	cr_expect(r.ok, "%s", r.error ? r.error : "");
 	cr_expect_float_eq(r.time_to_train_s, 10 * r.iteration_s, 1e-12);
-	/* The pipeline's bubble is part of the iteration, GPipe over 2 stages. */
+	/* The pipeline's bubble is part of the iteration, 1F1B over 2 stages. */
 	cr_expect_gt(r.bubble_s, 0);
 }
 
