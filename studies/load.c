@@ -307,7 +307,7 @@ static bool read_configs(struct arena *a, const struct jv *root, struct study *s
 
 static bool read_goal(const struct jv *root, struct study *st)
 {
-	static const char *const keys[] = {"tokens", "iterations", "days", NULL};
+	static const char *const keys[] = {"tokens", "iterations", "days", "budget", NULL};
 	struct jv v, t, it;
 	if (!jv_need(root, "goal", &v) || !jv_open(&v, keys))
 		return false;
@@ -327,6 +327,7 @@ static bool read_goal(const struct jv *root, struct study *st)
 	} else {
 		ok = jv_int(&it, JR_RANGE(1, 1e15), &st->goal.iterations);
 	}
+	ok = jv_opt_number(&v, "budget", JR_NONNEG, 0, &st->goal.budget) && ok;
 	return jv_opt_number(&v, "days", JR_NONNEG, 0, &st->goal.days) && ok;
 }
 

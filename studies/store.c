@@ -237,6 +237,58 @@ static const char *sim_sql(char *buf, size_t size)
 	return buf;
 }
 
+/* What plot shows of the study: meta's study_name, currency, deadline_s
+ * and budget. */
+static bool put_info(struct study_store *s, char *err, size_t err_size)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta VALUES(?1, ?2)", -1, &q,
+	                       NULL) != SQLITE_OK) {
+		set_err(err, err_size, "database", s->db);
+		return false;
+	}
+	char days[32], budget[32];
+	snprintf(days, sizeof days, "%.17g", s->st->goal.days * 86400);
+	snprintf(budget, sizeof budget, "%.17g", s->st->goal.budget);
+	const char *kv[][2] = {{"study_name", s->st->name}, {"currency", s->st->currency},
+	                       {"deadline_s", days}, {"budget", budget}};
+	bool ok = true;
+	for (size_t i = 0; ok && i < SL_COUNTOF(kv); i++) {
+		sqlite3_reset(q);
+		sqlite3_bind_text(q, 1, kv[i][0], -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, kv[i][1], -1, SQLITE_STATIC);
+		ok = sqlite3_step(q) == SQLITE_DONE;
+	}
+	if (!ok)
+		set_err(err, err_size, "database", s->db);
+	sqlite3_finalize(q);
+	return ok;
+}
+
+bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_info *out)
+{
+	*out = (struct study_plot_info){0};
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->db, "SELECT key, value FROM meta", -1, &q, NULL) != SQLITE_OK)
+		return false;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(q, 0);
+		const char *v = (const char *)sqlite3_column_text(q, 1);
+		if (!k || !v)
+			continue;
+		if (!strcmp(k, "study_name"))
+			out->title = arena_strdup(a, v);
+		else if (!strcmp(k, "currency"))
+			out->currency = arena_strdup(a, v);
+		else if (!strcmp(k, "deadline_s"))
+			out->deadline_s = strtod(v, NULL);
+		else if (!strcmp(k, "budget"))
+			out->budget = strtod(v, NULL);
+	}
+	sqlite3_finalize(q);
+	return true;
+}
+
 enum study_store_open study_store_open(const char *path, const struct study *st, bool force,
                                        struct study_store **out, char *err, size_t err_size)
 {
@@ -293,6 +345,7 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	         "INSERT OR REPLACE INTO meta VALUES('inputs_hash', '%s'), ('study', 'shardlab-study');",
 	         s->hash);
 	if (!exec(s, sql, err, err_size) || !reprice_if_changed(s, err, err_size) ||
+	    !put_info(s, err, err_size) ||
 	    sqlite3_prepare_v2(s->db, insert_sql, -1, &s->insert, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       "SELECT tp, pp, micro_batch, schedule, virtual_stages, recompute,"

@@ -50,11 +50,13 @@ struct study_cluster {
 };
 
 /* The goal: train on `tokens` tokens (or `iterations` iterations), and
- * optionally within `days` days (0: no deadline). */
+ * optionally within `days` days (0: no deadline) and `budget` (0: none, in
+ * the study's currency). */
 struct study_goal {
 	double tokens;                     /* 0 when given in iterations */
 	int64_t iterations;                /* 0 when given in tokens */
 	double days;
+	double budget;
 };
 
 /* What keeps a cluster from training (goodput.c, docs/studies.md
@@ -242,7 +244,8 @@ bool study_store_cluster_names(struct study_store *s, struct arena *a, int n_clu
 
 /* --------------------------------------------------------------- fit */
 
-/* The points that fit memory, and meet the deadline when there is one. */
+/* The points that fit memory, and meet the deadline and the budget when
+ * the goal has them (effective time, cost). */
 bool study_row_meets(const struct study *st, const struct study_row *r);
 /* Best by key among rows meeting the goal: 0 time to train, 1 cost,
  * 2 energy; ties: fewer devices, then order. -1 when none. `cluster` -1:
@@ -270,8 +273,17 @@ int study_top_per_size(const struct study_row *rows, int n, int k, int *out);
  * Pareto front, and the iteration breakdown of the fastest points.
  * names and kinds: the families' names and device kinds, by index. False
  * with a message in err. */
+struct study_plot_info {
+	const char *title;                 /* the study's name, or what the user gives */
+	const char *currency;              /* of the costs; NULL: "price units" */
+	double deadline_s;                 /* the goal's, drawn as a line; 0: none */
+	double budget;                     /* the goal's, drawn as a line; 0: none */
+};
 bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
                 int n_clusters, const char *const *names, const char *const *kinds,
-                const char *title, char *err, size_t err_size);
+                const struct study_plot_info *info, char *err, size_t err_size);
+/* What a database says of its study (meta): its name, currency, deadline
+ * and budget; NULL names and 0 where a database from before does not say. */
+bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_info *out);
 
 #endif

@@ -360,6 +360,8 @@ bool study_row_meets(const struct study *st, const struct study_row *r)
 {
 	if (!r->ok || r->oom)
 		return false;
+	if (st->goal.budget > 0 && !(r->cost <= st->goal.budget))
+		return false;
 	return !(st->goal.days > 0) || r->effective_time_s <= st->goal.days * 86400;
 }
 
