@@ -703,9 +703,10 @@ static unsigned char *slurp_bytes(const char *path, size_t *n)
 	return b;
 }
 
-/* A PNG of 1500 x 1000 pixels (the IHDR chunk's big-endian width and
+/* A PNG of 1500 x 1160 pixels (the IHDR chunk's big-endian width and
  * height at bytes 16 and 20), an SVG with the panels' axis labels, the
- * same bytes twice; a file name of no known kind refused. */
+ * same bytes twice; a file name of no known kind refused; the database
+ * tells the plot the study's name, currency and goal. */
 Test(studies, plot_writes_png_and_svg, .timeout = 120)
 {
 	char dir[] = "/tmp/shardlab-plot-XXXXXX";
@@ -730,8 +731,17 @@ Test(studies, plot_writes_png_and_svg, .timeout = 120)
 	unsigned w = (unsigned)b[16] << 24 | (unsigned)b[17] << 16 | (unsigned)b[18] << 8 | b[19];
 	unsigned h = (unsigned)b[20] << 24 | (unsigned)b[21] << 16 | (unsigned)b[22] << 8 | b[23];
 	cr_expect_eq(w, 1500);
-	cr_expect_eq(h, 1000);
+	cr_expect_eq(h, 1160);
 	free(b);
+	struct study_store *st;
+	cr_assert(study_store_open_ro(db, &st, NULL, args, sizeof args), "%s", args);
+	struct study_plot_info info;
+	cr_assert(study_store_info(st, A, &info));
+	cr_expect_str_eq(info.title, "tiny");
+	cr_expect_str_eq(info.currency, "USD");
+	cr_expect_float_eq(info.deadline_s, 0, 1e-12);
+	cr_expect_float_eq(info.budget, 0, 1e-12);
+	study_store_close(st);
 	snprintf(args, sizeof args, "plot %s --out %s --title tiny", db, svg);
 	r = fixture_shardlab(args, true);
 	cr_assert_eq(r.status, 0, "%s", r.out);
