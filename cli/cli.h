@@ -320,6 +320,11 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 void report_megatron_args(FILE *f, const struct plan *p, const struct search_config *c);
 /* text into path, atomically (a temporary file renamed over it). */
 bool report_write_file(const char *path, const char *text, char *err, size_t err_size);
+/* The plan in a framework's format (`plan --export`, `fit --emit-*`): a
+ * malloc'd text, or NULL with the reason in err (and diagnostics in d). */
+char *report_export_text(struct arena *ar, const struct plan *p, enum planner_kind kind,
+                         enum export_format format, struct diag_list *d, char *err,
+                         size_t err_size);
 
 /* ------------------------------------------- output.c: files written */
 

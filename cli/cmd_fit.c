@@ -16,12 +16,15 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab fit STUDY --db FILE [--json | --csv]\n"
+	        "usage: shardlab fit STUDY --db FILE [--json | --csv] [--pick WHICH]\n"
+	        "                    [--emit-scenario FILE] [--emit-megatron FILE]\n"
+	        "                    [--emit-mindspore FILE]\n"
 	        "\n"
 	        "Answer the study's capacity question from the rows `shardlab sweep`\n"
 	        "stored in FILE (the database must have been written for this study's\n"
 	        "inputs). A point meets the goal when it fits the device memory and,\n"
-	        "when the goal has \"days\", trains within them. Prints:\n"
+	        "when the goal has \"days\" or a \"budget\", trains within them.\n"
+	        "Prints:\n"
 	        "  - per cluster family, the smallest cluster (fewest devices) with a\n"
 	        "    point that meets the goal, and there the fastest configuration;\n"
 	        "  - the fastest, the cheapest and the least-energy points overall\n"
@@ -39,6 +42,19 @@ static void help(FILE *f)
 	        "\n"
 	        "options:\n"
 	        "  --db FILE  the sweep's database (required)\n"
+	        "  --pick WHICH  the point the --emit options write: fastest (default),\n"
+	        "             cheapest, least-energy, smallest (the fewest devices of any\n"
+	        "             family) or a cluster family's name (its smallest)\n"
+	        "  --emit-scenario FILE  that point as a scenario file (the model, the\n"
+	        "             cluster at its size, every training setting of its\n"
+	        "             configuration, the megatron planner; paths relative to\n"
+	        "             FILE's folder): shardlab estimate FILE gives the point's\n"
+	        "             estimate; '-' for stdout\n"
+	        "  --emit-megatron FILE  its Megatron-LM launch arguments (as plan\n"
+	        "             --export megatron)\n"
+	        "  --emit-mindspore FILE  its MindSpore strategy file, every op's\n"
+	        "             strategy and pipeline stage (a scenario's\n"
+	        "             \"mindspore_strategy\" reads it back to the same plan)\n"
 	        "  --json     print JSON: \"study\", \"goal\" ({\"tokens\" or \"iterations\",\n"
 	        "             \"days\"}), \"currency\", \"goodput\" (the model's figures),\n"
 	        "             \"points\", \"meet_goal\", \"smallest\" (per\n"
@@ -59,7 +75,7 @@ static void help(FILE *f)
 	        "             least-energy, pareto; empty fields where unknown)\n"
 	        "\n"
 	        "exit status: 0 answered (even when no point meets the goal), 1 invalid\n"
-	        "study or database, 2 usage error.\n");
+	        "study or database, or nothing to emit, 2 usage error.\n");
 }
 
 enum out_kind { OUT_TEXT, OUT_JSON, OUT_CSV };
@@ -332,6 +348,114 @@ static int report(const struct fit *f, enum out_kind kind)
 	return EXIT_OK;
 }
 
+/* --emit-*: the point --pick names, as a scenario and launch files. */
+struct emit {
+	const char *pick;                  /* fastest, cheapest, least-energy, smallest, or a
+	                                      cluster family (its smallest) */
+	const char *scenario, *megatron, *mindspore;
+};
+
+static int picked(const struct fit *f, const char *pick)
+{
+	const struct study *st = f->st;
+	if (!strcmp(pick, "fastest"))
+		return study_best(st, f->rows, f->n, -1, 0);
+	if (!strcmp(pick, "cheapest"))
+		return study_best(st, f->rows, f->n, -1, 1);
+	if (!strcmp(pick, "least-energy"))
+		return study_best(st, f->rows, f->n, -1, 2);
+	int best = -1;
+	for (int c = 0; c < st->n_clusters; c++) {
+		if (strcmp(pick, "smallest") && strcmp(pick, st->clusters[c].name))
+			continue;
+		int i = study_smallest(st, f->rows, f->n, c);
+		if (i >= 0 && (best < 0 || f->rows[i].devices < f->rows[best].devices ||
+		               (f->rows[i].devices == f->rows[best].devices &&
+		                f->rows[i].effective_time_s < f->rows[best].effective_time_s)))
+			best = i;
+	}
+	return best;
+}
+
+static bool known_pick(const struct study *st, const char *pick)
+{
+	static const char *const words[] = {"fastest", "cheapest", "least-energy", "smallest"};
+	for (size_t i = 0; i < SL_COUNTOF(words); i++)
+		if (!strcmp(pick, words[i]))
+			return true;
+	for (int c = 0; c < st->n_clusters; c++)
+		if (!strcmp(pick, st->clusters[c].name))
+			return true;
+	return false;
+}
+
+/* Writes text to path ("-": stdout); false after a message. */
+static bool emit_text(const char *what, const char *path, const char *text)
+{
+	char err[512];
+	if (!strcmp(path, "-")) {
+		fputs(text, stdout);
+		return true;
+	}
+	if (report_write_file(path, text, err, sizeof err))
+		return true;
+	fprintf(stderr, "shardlab fit: %s: %s\n", what, err);
+	return false;
+}
+
+static int emit(struct arena *a, const struct fit *f, const struct emit *em)
+{
+	if (!known_pick(f->st, em->pick)) {
+		fprintf(stderr, "shardlab fit: --pick: expected fastest, cheapest, least-energy, "
+		        "smallest or a cluster family of the study, got \"%s\"\n", em->pick);
+		return EXIT_USAGE;
+	}
+	int i = picked(f, em->pick);
+	if (i < 0) {
+		fprintf(stderr, "shardlab fit: --pick %s: no point meets the goal; nothing to emit\n",
+		        em->pick);
+		return EXIT_INVALID;
+	}
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = study_point_scenario(a, f->st, &f->rows[i], &d);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = s ? plan_make(a, s, PLANNER_MEGATRON, &o, &d) : NULL;
+	int rc = p ? EXIT_OK : EXIT_INVALID;
+	if (em->scenario && rc == EXIT_OK) {
+		const char *dir = strcmp(em->scenario, "-") ? util_path_dir(a, em->scenario) : ".";
+		cJSON *j = dir ? scenario_json(a, s, dir) : NULL;
+		char *t = j ? cJSON_Print(j) : NULL;
+		char *text = t ? arena_printf(a, "%s\n", t) : NULL;
+		cJSON_Delete(j);
+		free(t);
+		if (!text || !emit_text("--emit-scenario", em->scenario, text))
+			rc = EXIT_INVALID;
+	}
+	static const struct {
+		enum export_format fmt;
+		const char *flag;
+	} exports[] = {{EXPORT_MEGATRON, "--emit-megatron"}, {EXPORT_MINDSPORE, "--emit-mindspore"}};
+	for (size_t k = 0; k < SL_COUNTOF(exports) && rc == EXIT_OK; k++) {
+		const char *path = exports[k].fmt == EXPORT_MEGATRON ? em->megatron : em->mindspore;
+		if (!path)
+			continue;
+		char err[512];
+		char *text = report_export_text(a, p, PLANNER_MEGATRON, exports[k].fmt, &d, err,
+		                                sizeof err);
+		if (!text) {
+			fprintf(stderr, "shardlab fit: %s: %s\n", exports[k].flag, err);
+			rc = EXIT_INVALID;
+		} else if (!emit_text(exports[k].flag, path, text)) {
+			rc = EXIT_INVALID;
+		}
+		free(text);
+	}
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	return rc;
+}
+
 int cmd_fit(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -339,10 +463,19 @@ int cmd_fit(int argc, char **argv)
 		return EXIT_OK;
 	}
 	const char *file = NULL, *db = NULL;
+	struct emit em = {.pick = "fastest"};
 	enum out_kind kind = OUT_TEXT;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--db") && i + 1 < argc)
 			db = argv[++i];
+		else if (!strcmp(argv[i], "--emit-scenario") && i + 1 < argc)
+			em.scenario = argv[++i];
+		else if (!strcmp(argv[i], "--emit-megatron") && i + 1 < argc)
+			em.megatron = argv[++i];
+		else if (!strcmp(argv[i], "--emit-mindspore") && i + 1 < argc)
+			em.mindspore = argv[++i];
+		else if (!strcmp(argv[i], "--pick") && i + 1 < argc)
+			em.pick = argv[++i];
 		else if (!strcmp(argv[i], "--json"))
 			kind = OUT_JSON;
 		else if (!strcmp(argv[i], "--csv"))
@@ -401,6 +534,8 @@ int cmd_fit(int argc, char **argv)
 	if (rc == EXIT_OK) {
 		struct fit f = {st, rows, n};
 		rc = report(&f, kind);
+		if (rc == EXIT_OK && (em.scenario || em.megatron || em.mindspore))
+			rc = emit(a, &f, &em);
 	}
 	study_store_close(s);
 	arena_free(a);

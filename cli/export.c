@@ -298,10 +298,17 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g)
 		arg(f, first, "--num-query-groups %lld", (long long)g->kv_heads);
 	}
 	arg(f, first, "--seq-length %lld", (long long)g->seq);
+	/* the vocabulary as planned; a run names its tokenizer beside it */
+	arg(f, first, "--vocab-size %lld", (long long)g->vocab);
 	int64_t positions = !llama && !g->rotary && g->max_positions > 0 ? g->max_positions : g->seq;
 	arg(f, first, "--max-position-embeddings %lld", (long long)positions);
-	if (llama || g->rotary)
+	if (llama || g->rotary) {
 		arg(f, first, "--position-embedding-type rope");
+		if (g->rope_theta > 0)
+			arg(f, first, "--rotary-base %.0f", g->rope_theta);
+	}
+	if (g->norm_eps > 0)
+		arg(f, first, "--norm-epsilon %g", g->norm_eps);
 	if (llama) {
 		arg(f, first, "--normalization RMSNorm");
 		arg(f, first, "--swiglu");
@@ -382,6 +389,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	}
 	if (c->zero_stage >= 1 && t->overlap_param_gather)
 		arg(f, &first, "--overlap-param-gather");
+	if (t->flash_attention)
+		arg(f, &first, "--attention-backend flash");
 	arg(f, &first, "--micro-batch-size %lld", (long long)c->micro_batch);
 	arg(f, &first, "--global-batch-size %lld", (long long)t->global_batch);
 	model_args(f, &first, g);
@@ -393,6 +402,50 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	fputc('\n', f);
 	if (g && g->kind == GEN_GPT && g->parallel_residual)
 		fprintf(f, "# the model's parallel residual (GPT-NeoX) has no Megatron-LM flag\n");
+}
+
+char *report_export_text(struct arena *ar, const struct plan *p, enum planner_kind kind,
+                         enum export_format format, struct diag_list *d, char *err,
+                         size_t err_size)
+{
+	char *text = NULL;
+	size_t len = 0;
+	snprintf(err, err_size, "out of memory");
+	if (format == EXPORT_MEGATRON) {
+		struct search_config c;
+		if (!report_megatron_config(p, kind, &c, err, err_size))
+			return NULL;
+		FILE *m = open_memstream(&text, &len);
+		if (m) {
+			report_megatron_args(m, p, &c);
+			if (fclose(m) != 0) {
+				free(text);
+				text = NULL;
+			}
+		}
+		return text;
+	}
+	/* The pipeline stage of each op comes from the estimate's partition. */
+	struct estimate e;
+	const struct plan_part *part = NULL;
+	if (p->scenario->training.pipeline_stages > 1) {
+		if (!plan_estimate(ar, p, &e, d)) {
+			snprintf(err, err_size, "the plan could not be estimated");
+			return NULL;
+		}
+		part = &e.part;
+	}
+	cJSON *j = report_mindspore_strategy(p, part);
+	char *s = j ? cJSON_Print(j) : NULL;
+	cJSON_Delete(j);
+	size_t n = s ? strlen(s) : 0;
+	text = s ? malloc(n + 2) : NULL;
+	if (text) {
+		memcpy(text, s, n);
+		memcpy(text + n, "\n", 2);
+	}
+	free(s);
+	return text;
 }
 
 /* ----------------------------------------------------------------- files */

@@ -86,12 +86,13 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	static const char *const gpt[] = {"kind", "hidden", "layers", "heads", "ffn", "seq", "vocab",
 	                                  "micro_batch", "dtype", "bias", "dropout",
 	                                  "tie_embeddings", "parallel_residual", "rotary",
-	                                  "max_positions", NULL};
+	                                  "max_positions", "rope_theta", "norm_eps", NULL};
 	static const char *const llama[] = {"kind", "hidden", "layers", "heads", "kv_heads", "ffn",
 	                                    "seq", "vocab", "micro_batch", "dtype",
 	                                    "tie_embeddings", "qkv_bias", "experts", "top_k",
 	                                    "shared_experts", "expert_ffn", "capacity_factor",
-	                                    "dense_layers", "shared_expert_gate", NULL};
+	                                    "dense_layers", "shared_expert_gate", "rope_theta",
+	                                    "norm_eps", NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);

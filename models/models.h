@@ -174,6 +174,10 @@ struct model_gen {
 	int64_t experts, top_k, shared_experts, expert_ffn, dense_layers;
 	double capacity_factor;
 	bool shared_expert_gate;
+	/* Neither changes a shape or a FLOP; both are launch arguments
+	 * (`plan --export megatron`): the rotary base and the normalisation's
+	 * epsilon, 0 where not stated (the framework's default). */
+	double rope_theta, norm_eps;
 };
 /* Fills defaults for a kind (see docs/formats.md). */
 void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind);

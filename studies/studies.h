@@ -194,6 +194,14 @@ void study_row_figures(const struct study *st, struct study_row *r);
 bool study_eval_unit(struct arena *a, const struct study *st, const struct study_unit *u,
                      const bool *skip, struct study_row *rows);
 
+/* A point as a scenario of its own: the study's scenario on the cluster at
+ * the point's size and batch, as its configuration sets it (the graph at
+ * its micro-batch, TP, PP, schedule, recomputation, ZeRO, SP, EP, CP), the
+ * megatron planner; named "<study>-<cluster>-<devices>". NULL after
+ * diagnostics. */
+struct scenario *study_point_scenario(struct arena *a, const struct study *st,
+                                      const struct study_row *r, struct diag_list *diags);
+
 /* Simulates a point (coarse fidelity, the scenario's collective
  * algorithm): sets the sim_ fields of r. False only when out of memory;
  * a failed simulation sets r->sim_error. */

@@ -211,6 +211,26 @@ static struct scenario *unit_scenario(struct arena *a, const struct study *st, i
 	return s;
 }
 
+struct scenario *study_point_scenario(struct arena *a, const struct study *st,
+                                      const struct study_row *r, struct diag_list *diags)
+{
+	struct scenario *u = unit_scenario(a, st, r->cluster, r->servers, r->global_batch);
+	struct scenario *s = u ? plan_search_scenario(a, u, &r->config, diags) : NULL;
+	if (!s)
+		return NULL;
+	s->name = arena_printf(a, "%s-%s-%lld", st->name, st->clusters[r->cluster].name,
+	                       (long long)r->devices);
+	char c[128];
+	s->description = arena_printf(a, "The point of study %s that fit chose: %s on %lld devices "
+	                              "of %s, global batch %lld.", st->name,
+	                              plan_search_config_text(c, sizeof c, &r->config),
+	                              (long long)r->devices, st->clusters[r->cluster].name,
+	                              (long long)r->global_batch);
+	s->n_planners = 1;
+	s->planners[0] = PLANNER_MEGATRON;
+	return s->name && s->description ? s : NULL;
+}
+
 /* The scenario's training as configuration c sets it (as the search does). */
 static void set_training(struct training *t, const struct training *user,
                          const struct search_config *c, int64_t global_batch)

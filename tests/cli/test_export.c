@@ -232,7 +232,8 @@ Test(export, megatron_arguments_of_the_mistral_scenario)
 	 * micro-batch of the 4 replicas: 1 sample each. Selective recompute,
 	 * ZeRO 1, global batch 256. Mistral 7B: 32 layers, hidden 4096, ffn
 	 * 14336, 32 heads in 8 query groups, RoPE, RMSNorm, SwiGLU, no biases,
-	 * untied head, sequence 4096, bf16. */
+	 * untied head, sequence 4096, vocabulary 32000, rotary base 10000,
+ * RMSNorm epsilon 1e-5 (its config.json), bf16. */
 	struct cli_run r = fixture_shardlab("plan scenarios/mistral-7b-h100-64p.json --export "
 	                                    "megatron -", false);
 	cr_assert_eq(r.status, 0);
@@ -252,8 +253,11 @@ Test(export, megatron_arguments_of_the_mistral_scenario)
 	                 "--group-query-attention \\\n"
 	                 "--num-query-groups 8 \\\n"
 	                 "--seq-length 4096 \\\n"
+	                 "--vocab-size 32000 \\\n"
 	                 "--max-position-embeddings 4096 \\\n"
 	                 "--position-embedding-type rope \\\n"
+	                 "--rotary-base 10000 \\\n"
+	                 "--norm-epsilon 1e-05 \\\n"
 	                 "--normalization RMSNorm \\\n"
 	                 "--swiglu \\\n"
 	                 "--disable-bias-linear \\\n"

@@ -346,6 +346,19 @@ static char *dump_rows(const char *db)
 	return out;
 }
 
+static unsigned char *slurp_bytes(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s was not written", path);
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *b = malloc((size_t)len + 1);
+	*n = fread(b, 1, (size_t)len, f);
+	fclose(f);
+	return b;
+}
+
 static void remove_db(const char *db)
 {
 	char p[700];
@@ -484,6 +497,94 @@ Test(studies, what_ifs_reprice_without_replanning, .timeout = 120)
 	cr_expect_eq(query_int(db, sql, 0), 0);
 	cr_expect_eq(query_int(db, "SELECT count(*) FROM points WHERE ok = 1 AND "
 	                           "abs(time_to_train_s - 2000 * iteration_s) > 1e-9", 0), 0);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* fit's chosen point as a scenario and as launch files: the scenario
+ * estimates as the study's row did; its plan exported to MindSpore's
+ * strategy file and read back (every op configured, propagation) gives the
+ * same estimate, to the last bit, pipeline stages included; Megatron-LM's
+ * arguments carry the pipeline. The 4-layer GPT at TP 2 x PP 2 x 2 virtual
+ * stages on 8 NPUs: DP 2, 8 / (1 x 2) = 4 micro-batches, 1 layer a chunk. */
+Test(studies, fit_emits_a_runnable_point, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-emit-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[2400], sc[600], mg[600], ms[600], copy[600];
+	snprintf(db, sizeof db, "%s/p.db", dir);
+	snprintf(sc, sizeof sc, "%s/point.json", dir);
+	snprintf(mg, sizeof mg, "%s/megatron.sh", dir);
+	snprintf(ms, sizeof ms, "%s/strategy.json", dir);
+	snprintf(copy, sizeof copy, "%s/reimported.json", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/pipelined.json --db %s", db);
+	sweep_all(args, 1);
+	snprintf(args, sizeof args, "fit tests/data/studies/pipelined.json --db %s --json "
+	         "--emit-scenario %s --emit-megatron %s --emit-mindspore %s", db, sc, mg, ms);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	double row_s = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "fastest"),
+	                                               "iteration_s")->valuedouble;
+	cJSON_Delete(j);
+	free(r.out);
+	/* the scenario as the row */
+	struct scenario *s1 = fixture_scenario(sc);
+	cr_expect_eq(s1->devices, 8);
+	cr_expect_eq(s1->training.pipeline_stages, 2);
+	cr_expect_eq(s1->training.virtual_stages, 2);
+	cr_expect_eq(s1->training.micro_batches, 4);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p1 = plan_make(A, s1, PLANNER_MEGATRON, &o, &D);
+	cr_assert_not_null(p1);
+	struct estimate e1, e2;
+	cr_assert(plan_estimate(A, p1, &e1, &D));
+	cr_expect_eq(e1.iteration_s, row_s, "scenario %.17g, row %.17g", e1.iteration_s, row_s);
+	/* the strategy file read back */
+	size_t n;
+	char *text = (char *)slurp_bytes(sc, &n);
+	cJSON *sj = cJSON_Parse(text);
+	free(text);
+	cr_assert_not_null(sj);
+	cJSON_AddStringToObject(sj, "mindspore_strategy", "strategy.json");
+	cJSON_ReplaceItemInObjectCaseSensitive(sj, "planners", cJSON_CreateStringArray(
+	                                       (const char *[]){"propagate"}, 1));
+	char *out = cJSON_Print(sj);
+	cJSON_Delete(sj);
+	FILE *f = fopen(copy, "wb");
+	cr_assert_not_null(f);
+	fputs(out, f);
+	fclose(f);
+	free(out);
+	struct scenario *s2 = fixture_scenario(copy);
+	cr_expect_eq(s2->n_shards, s2->graph->n_ops, "every op comes configured from the file");
+	struct plan *p2 = plan_make(A, s2, PLANNER_PROPAGATE, &o, &D);
+	cr_assert_not_null(p2);
+	cr_assert(plan_estimate(A, p2, &e2, &D));
+	cr_expect_eq(e1.iteration_s, e2.iteration_s);
+	cr_expect_eq(e1.memory_bytes_per_device, e2.memory_bytes_per_device);
+	cr_expect_eq(e1.bubble_s, e2.bubble_s);
+	/* Megatron-LM's arguments */
+	char *m = (char *)slurp_bytes(mg, &n);
+	cr_expect(strstr(m, "--tensor-model-parallel-size 2 \\\n") != NULL, "%s", m);
+	cr_expect(strstr(m, "--pipeline-model-parallel-size 2 \\\n") != NULL, "%s", m);
+	cr_expect(strstr(m, "--num-layers-per-virtual-pipeline-stage 1 \\\n") != NULL, "%s", m);
+	cr_expect(strstr(m, "--recompute-granularity selective \\\n") != NULL, "%s", m);
+	cr_expect(strstr(m, "--micro-batch-size 1 \\\n") != NULL, "%s", m);
+	free(m);
+	/* an unknown pick */
+	snprintf(args, sizeof args, "fit tests/data/studies/pipelined.json --db %s --pick quickest "
+	         "--emit-scenario %s", db, sc);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 2);
+	cr_expect(strstr(r.out, "--pick: expected fastest, cheapest, least-energy, smallest or a "
+	                        "cluster family") != NULL, "%s", r.out);
+	free(r.out);
+	remove(sc);
+	remove(mg);
+	remove(ms);
+	remove(copy);
 	remove_db(db);
 	rmdir(dir);
 }
@@ -690,18 +791,6 @@ Test(studies, overrides_on_estimate, .timeout = 120)
 
 /* ------------------------------------------------------------- plot */
 
-static unsigned char *slurp_bytes(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s was not written", path);
-	fseek(f, 0, SEEK_END);
-	long len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	unsigned char *b = malloc((size_t)len + 1);
-	*n = fread(b, 1, (size_t)len, f);
-	fclose(f);
-	return b;
-}
 
 /* A PNG of 1500 x 1160 pixels (the IHDR chunk's big-endian width and
  * height at bytes 16 and 20), an SVG with the panels' axis labels, the
