@@ -41,6 +41,9 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 /* Every diagnostic of the list on stderr, one per line, then a count of
  * the dropped ones if any. */
 void cli_print_diags(const struct diag_list *d);
+/* A line saying that the topology's device runs an uncalibrated compute
+ * model (topo_compute_calibrated), nothing when it is calibrated. */
+void cli_note_uncalibrated(FILE *f, const struct topology *t);
 
 /* True if argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);

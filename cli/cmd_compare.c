@@ -487,6 +487,7 @@ static void text(const struct scenario *s, const struct args *a, const struct co
 	char b[32];
 	printf("compare %s: model %s on %" PRId64 " devices of %s\n", s->name, s->graph->name,
 	       s->devices, s->topo->name);
+	cli_note_uncalibrated(stdout, s->topo);
 	printf("fidelity %s, collectives %s, gradient buckets %g MiB, %s redistribution\n\n",
 	       fidelity_names[a->fidelity >= 0 ? a->fidelity : (int)s->sim.fidelity],
 	       collective_algo_names[a->algo >= 0 ? a->algo : (int)s->sim.collective_algo],

@@ -292,6 +292,10 @@ static int report(const struct fit *f, enum out_kind kind)
 		cJSON_AddNumberToObject(g, "days", st->goal.days);
 		cJSON_AddStringToObject(root, "currency", st->currency);
 		cJSON_AddItemToObject(root, "goodput", goodput_json(&st->goodput));
+		cJSON *unc = cJSON_AddArrayToObject(root, "uncalibrated_clusters");
+		for (int c = 0; unc && c < st->n_clusters; c++)
+			if (!topo_compute_calibrated(&st->clusters[c].topo->device))
+				cJSON_AddItemToArray(unc, cJSON_CreateString(st->clusters[c].name));
 		cJSON_AddNumberToObject(root, "points", f->n);
 		cJSON_AddNumberToObject(root, "meet_goal", meet);
 		cJSON *sm = cJSON_AddObjectToObject(root, "smallest");
@@ -326,6 +330,8 @@ static int report(const struct fit *f, enum out_kind kind)
 	printf("fit %s: goal %s; %d points, %d meet the goal\n", st->name,
 	       goal_text(goal, sizeof goal, st), f->n, meet);
 	goodput_text(&st->goodput);
+	for (int c = 0; c < st->n_clusters; c++)
+		cli_note_uncalibrated(stdout, st->clusters[c].topo);
 	printf("\nsmallest cluster per family that meets the goal\n");
 	text_head(st);
 	for (int c = 0; c < st->n_clusters; c++)

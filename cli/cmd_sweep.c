@@ -426,6 +426,8 @@ static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 	int64_t refused[SEARCH_RULE_COUNT];
 	if (study_refused(sw->st, refused))
 		report_refused_text(stdout, refused);
+	for (int c = 0; c < sw->st->n_clusters; c++)
+		cli_note_uncalibrated(stdout, sw->st->clusters[c].topo);
 	arena_free(a);
 }
 

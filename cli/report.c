@@ -654,6 +654,8 @@ cJSON *report_json_head(const struct plan *p, const struct report_options *o)
 	cJSON_AddStringToObject(root, "scenario", p->scenario->name);
 	cJSON_AddStringToObject(root, "model", p->graph->name);
 	cJSON_AddStringToObject(root, "topology", p->scenario->topo->name);
+	cJSON_AddBoolToObject(root, "compute_calibrated",
+	                      topo_compute_calibrated(&p->scenario->topo->device));
 	cJSON_AddNumberToObject(root, "devices", (double)p->scenario->devices);
 	cJSON_AddNumberToObject(root, "stage_devices", (double)p->n_devices);
 	if (o->planner)

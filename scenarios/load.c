@@ -62,6 +62,9 @@ static struct graph *load_hf_model(struct loader *L, const struct jv *v)
 		jv_get(v, "hf_config", &f), jv_error(&f, "cannot load the Hugging Face config \"%s\"", rel);
 	if (g && name)
 		g->name = arena_strdup(L->a, name);
+	if (g && seq <= 0 && g->gen)
+		jv_note(v, "no \"seq\": the sequence is the config's longest context, %lld tokens; "
+		        "give the sequence the run trains on", (long long)g->gen->seq);
 	return g;
 }
 

@@ -223,6 +223,11 @@ void jv_warning(const struct jv *v, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)))
 #endif
 	;
+void jv_note(const struct jv *v, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
 
 /* Checks `obj` is an object whose keys are all in `allowed` (NULL-ended);
  * reports each unknown key (with a suggestion when one is close) and each

@@ -511,7 +511,7 @@ Test(studies, fit_emits_a_runnable_point, .timeout = 120)
 {
 	char dir[] = "/tmp/shardlab-emit-XXXXXX";
 	cr_assert_not_null(mkdtemp(dir));
-	char db[600], args[2400], sc[600], mg[600], ms[600], copy[600];
+	char db[600], args[4096], sc[600], mg[600], ms[600], copy[600];
 	snprintf(db, sizeof db, "%s/p.db", dir);
 	snprintf(sc, sizeof sc, "%s/point.json", dir);
 	snprintf(mg, sizeof mg, "%s/megatron.sh", dir);
