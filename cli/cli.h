@@ -41,6 +41,9 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 /* Every diagnostic of the list on stderr, one per line, then a count of
  * the dropped ones if any. */
 void cli_print_diags(const struct diag_list *d);
+/* A line saying that the topology's device runs an uncalibrated compute
+ * model (topo_compute_calibrated), nothing when it is calibrated. */
+void cli_note_uncalibrated(FILE *f, const struct topology *t);
 
 /* True if argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);
@@ -107,6 +110,11 @@ void report_search_chosen(FILE *f, const struct plan *p);
 struct cJSON *report_json_search_config(const struct search_config *c);
 /* {"configurations", "fit", "oom", "failed", "first_failure"}. */
 struct cJSON *report_json_search_counts(const struct search_result *r);
+/* The configurations the framework's rules left out, by rule: a JSON
+ * object of search_rule_names (those > 0), and a line of text (none when
+ * nothing was left out). */
+struct cJSON *report_json_refused(const int64_t refused[SEARCH_RULE_COUNT]);
+void report_refused_text(FILE *f, const int64_t refused[SEARCH_RULE_COUNT]);
 /* "((2, 4), (4,))", MindSpore's tuple form. */
 const char *report_strategy_text(char *buf, size_t size, const struct graph *g,
                                  const struct dist_op *d);
@@ -315,6 +323,11 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 void report_megatron_args(FILE *f, const struct plan *p, const struct search_config *c);
 /* text into path, atomically (a temporary file renamed over it). */
 bool report_write_file(const char *path, const char *text, char *err, size_t err_size);
+/* The plan in a framework's format (`plan --export`, `fit --emit-*`): a
+ * malloc'd text, or NULL with the reason in err (and diagnostics in d). */
+char *report_export_text(struct arena *ar, const struct plan *p, enum planner_kind kind,
+                         enum export_format format, struct diag_list *d, char *err,
+                         size_t err_size);
 
 /* ------------------------------------------- output.c: files written */
 

@@ -105,10 +105,15 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 		struct study *st = study_load_doc(a, doc);
 		int n_units = 0;
 		int64_t n_points = 0;
-		if (st && study_units(a, st, &n_units, &n_points))
-			snprintf(summary, size, "study: %s, %d cluster famil%s, %lld points",
-			         st->scenario->graph->name, st->n_clusters,
-			         st->n_clusters == 1 ? "y" : "ies", (long long)n_points);
+		int64_t refused[SEARCH_RULE_COUNT], left_out = 0;
+		if (st && study_units(a, st, &n_units, &n_points) && study_refused(st, refused)) {
+			for (int k = 0; k < SEARCH_RULE_COUNT; k++)
+				left_out += refused[k];
+			snprintf(summary, size, "study: %s, %d cluster famil%s, %lld points (%lld left out "
+			         "as Megatron-LM would refuse them)", st->scenario->graph->name,
+			         st->n_clusters, st->n_clusters == 1 ? "y" : "ies", (long long)n_points,
+			         (long long)left_out);
+		}
 	} else {
 		struct jv f;
 		jv_get(&root, "format", &f);

@@ -66,7 +66,10 @@ static void help(FILE *f)
 	        "                        \"search #1\" .. and both rankings (JSON: a\n"
 	        "                        \"search\" object with \"configurations\",\n"
 	        "                        \"fit\", \"oom\", \"failed\", \"first_failure\",\n"
-	        "                        \"candidates\")\n"
+	        "                        \"refused\" (by rule), \"candidates\"); what\n"
+	        "                        Megatron-LM would refuse (docs/studies.md,\n"
+	        "                        \"Runnable configurations\") is left out and\n"
+	        "                        counted by rule\n"
 	        "  --top K               megatron-search: simulate the best K, 1 to 1000\n"
 	        "                        (default 3)\n"
 	        "  --fidelity F          coarse, phase or step, as for shardlab simulate\n"
@@ -334,6 +337,7 @@ static void search_text(const struct scenario *s, const struct args *a,
 	printf("megatron-search: %" PRId64 " configurations; %" PRId64 " fit in %s, %" PRId64
 	       " OOM, %" PRId64 " could not be planned\n", r->n_configs, r->n_fit,
 	       cli_si(b[0], 32, s->topo->device.hbm_bytes, "B"), r->n_oom, r->n_failed);
+	report_refused_text(stdout, r->refused);
 	if (r->failure)
 		printf("  the first that could not: %s\n", r->failure);
 	int listed = (int)(a->top > SEARCH_LISTED ? a->top : SEARCH_LISTED);
@@ -483,6 +487,7 @@ static void text(const struct scenario *s, const struct args *a, const struct co
 	char b[32];
 	printf("compare %s: model %s on %" PRId64 " devices of %s\n", s->name, s->graph->name,
 	       s->devices, s->topo->name);
+	cli_note_uncalibrated(stdout, s->topo);
 	printf("fidelity %s, collectives %s, gradient buckets %g MiB, %s redistribution\n\n",
 	       fidelity_names[a->fidelity >= 0 ? a->fidelity : (int)s->sim.fidelity],
 	       collective_algo_names[a->algo >= 0 ? a->algo : (int)s->sim.collective_algo],

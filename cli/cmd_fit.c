@@ -16,12 +16,15 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab fit STUDY --db FILE [--json | --csv]\n"
+	        "usage: shardlab fit STUDY --db FILE [--json | --csv] [--pick WHICH]\n"
+	        "                    [--emit-scenario FILE] [--emit-megatron FILE]\n"
+	        "                    [--emit-mindspore FILE]\n"
 	        "\n"
 	        "Answer the study's capacity question from the rows `shardlab sweep`\n"
 	        "stored in FILE (the database must have been written for this study's\n"
 	        "inputs). A point meets the goal when it fits the device memory and,\n"
-	        "when the goal has \"days\", trains within them. Prints:\n"
+	        "when the goal has \"days\" or a \"budget\", trains within them.\n"
+	        "Prints:\n"
 	        "  - per cluster family, the smallest cluster (fewest devices) with a\n"
 	        "    point that meets the goal, and there the fastest configuration;\n"
 	        "  - the fastest, the cheapest and the least-energy points overall\n"
@@ -29,29 +32,50 @@ static void help(FILE *f)
 	        "  - the Pareto front of time to train against cost: the points no\n"
 	        "    other point beats on both, fastest first.\n"
 	        "Each choice shows the cluster, servers, devices, global batch,\n"
-	        "configuration, iteration time, MFU, time to train, device-hours,\n"
-	        "energy and cost, with the simulated iteration time where the sweep\n"
-	        "simulated the point.\n"
+	        "configuration, iteration time, MFU, effective time to train (with\n"
+	        "failures, restarts and checkpoints: docs/studies.md, \"Goodput\") and\n"
+	        "goodput, device-hours, energy and cost (in the study's currency),\n"
+	        "with the simulated iteration time where the sweep simulated the point.\n"
+	        "Every choice is made on the effective time. The figures are priced\n"
+	        "from the study file as it is now: a change of its goal, prices, power,\n"
+	        "currency or goodput needs no new sweep.\n"
 	        "\n"
 	        "options:\n"
 	        "  --db FILE  the sweep's database (required)\n"
+	        "  --pick WHICH  the point the --emit options write: fastest (default),\n"
+	        "             cheapest, least-energy, smallest (the fewest devices of any\n"
+	        "             family) or a cluster family's name (its smallest)\n"
+	        "  --emit-scenario FILE  that point as a scenario file (the model, the\n"
+	        "             cluster at its size, every training setting of its\n"
+	        "             configuration, the megatron planner; paths relative to\n"
+	        "             FILE's folder): shardlab estimate FILE gives the point's\n"
+	        "             estimate; '-' for stdout\n"
+	        "  --emit-megatron FILE  its Megatron-LM launch arguments (as plan\n"
+	        "             --export megatron)\n"
+	        "  --emit-mindspore FILE  its MindSpore strategy file, every op's\n"
+	        "             strategy and pipeline stage (a scenario's\n"
+	        "             \"mindspore_strategy\" reads it back to the same plan)\n"
 	        "  --json     print JSON: \"study\", \"goal\" ({\"tokens\" or \"iterations\",\n"
-	        "             \"days\"}), \"points\", \"meet_goal\", \"smallest\" (per\n"
+	        "             \"days\"}), \"currency\", \"goodput\" (the model's figures),\n"
+	        "             \"points\", \"meet_goal\", \"smallest\" (per\n"
 	        "             cluster: a choice or null), \"fastest\", \"cheapest\",\n"
 	        "             \"least_energy\" (a choice or null) and \"pareto\" (choices);\n"
 	        "             a choice is {\"cluster\", \"device_kind\", \"servers\",\n"
 	        "             \"devices\", \"global_batch\", \"config\", \"configuration\",\n"
 	        "             \"iteration_s\", \"tokens_per_s\", \"mfu\", \"memory_bytes\",\n"
-	        "             \"time_to_train_s\", \"device_hours\", \"energy_kwh\", \"cost\",\n"
+	        "             \"time_to_train_s\" (ideal), \"goodput\",\n"
+	        "             \"checkpoint_interval_s\", \"interruptions\",\n"
+	        "             \"effective_time_s\", \"device_hours\", \"energy_kwh\", \"cost\",\n"
 	        "             \"sim_iteration_s\"} (null where unknown)\n"
 	        "  --csv      one line per choice: role,cluster,device_kind,servers,\n"
 	        "             devices,global_batch,config,iteration_s,tokens_per_s,mfu,\n"
 	        "             memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,\n"
-	        "             sim_iteration_s (role: smallest, fastest, cheapest,\n"
+	        "             sim_iteration_s,goodput,checkpoint_interval_s,interruptions,\n"
+	        "             effective_time_s (role: smallest, fastest, cheapest,\n"
 	        "             least-energy, pareto; empty fields where unknown)\n"
 	        "\n"
 	        "exit status: 0 answered (even when no point meets the goal), 1 invalid\n"
-	        "study or database, 2 usage error.\n");
+	        "study or database, or nothing to emit, 2 usage error.\n");
 }
 
 enum out_kind { OUT_TEXT, OUT_JSON, OUT_CSV };
@@ -90,6 +114,10 @@ static cJSON *json_choice(const struct fit *f, int i)
 	json_num(o, "mfu", r->mfu);
 	json_num(o, "memory_bytes", r->memory_bytes);
 	json_num(o, "time_to_train_s", r->time_to_train_s);
+	json_num(o, "goodput", r->goodput);
+	json_num(o, "checkpoint_interval_s", r->checkpoint_interval_s);
+	json_num(o, "interruptions", r->interruptions);
+	json_num(o, "effective_time_s", r->effective_time_s);
 	json_num(o, "device_hours", r->device_hours);
 	json_num(o, "energy_kwh", r->energy_kwh);
 	json_num(o, "cost", r->cost);
@@ -117,7 +145,8 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	       plan_search_config_text(c, sizeof c, &r->config));
 	double v[] = {r->iteration_s, r->tokens_per_s, r->mfu, r->memory_bytes, r->time_to_train_s,
 	              r->device_hours, r->energy_kwh, r->cost,
-	              r->simulated ? r->sim_iteration_s : NAN};
+	              r->simulated ? r->sim_iteration_s : NAN, r->goodput, r->checkpoint_interval_s,
+	              r->interruptions, r->effective_time_s};
 	for (size_t k = 0; k < SL_COUNTOF(v); k++)
 		csv_num(v[k]);
 	printf("\n");
@@ -152,11 +181,13 @@ static const char *num_text(char *buf, size_t size, double x, double scale, cons
 	return buf;
 }
 
-static void text_head(void)
+static void text_head(const struct study *st)
 {
-	printf("  %-14s %7s %7s %6s  %-44s %9s %6s %11s %9s %12s %9s\n", "cluster", "servers",
-	       "devices", "batch", "configuration", "iteration", "MFU", "to train", "device-h",
-	       "energy", "cost");
+	char cost[32];
+	snprintf(cost, sizeof cost, "cost %s", st->currency);
+	printf("  %-14s %7s %7s %6s  %-44s %9s %6s %11s %7s %9s %12s %12s\n", "cluster", "servers",
+	       "devices", "batch", "configuration", "iteration", "MFU", "to train", "goodput",
+	       "device-h", "energy", cost);
 }
 
 static void text_choice(const struct fit *f, const char *label, int i)
@@ -166,18 +197,19 @@ static void text_choice(const struct fit *f, const char *label, int i)
 		return;
 	}
 	const struct study_row *r = &f->rows[i];
-	char c[128], it[32], mfu[16], t[32], dh[32], e[32], cost[32];
+	char c[128], it[32], mfu[16], t[32], gp[16], dh[32], e[32], cost[32];
 	char who[64];
 	if (strcmp(label, f->st->clusters[r->cluster].name))
 		snprintf(who, sizeof who, "%s %s", label, f->st->clusters[r->cluster].name);
 	else
 		snprintf(who, sizeof who, "%s", label);
-	printf("  %-14s %7" PRId64 " %7" PRId64 " %6" PRId64 "  %-44s %9s %6s %11s %9s %12s %9s\n",
+	printf("  %-14s %7" PRId64 " %7" PRId64 " %6" PRId64 "  %-44s %9s %6s %11s %7s %9s %12s %12s\n",
 	       who, r->servers, r->devices, r->global_batch,
 	       plan_search_config_text(c, sizeof c, &r->config),
 	       cli_si(it, sizeof it, r->iteration_s, "s"),
 	       num_text(mfu, sizeof mfu, r->mfu, 100, "%"),
-	       duration_text(t, sizeof t, r->time_to_train_s),
+	       duration_text(t, sizeof t, r->effective_time_s),
+	       num_text(gp, sizeof gp, r->goodput, 100, "%"),
 	       num_text(dh, sizeof dh, r->device_hours, 1, ""),
 	       num_text(e, sizeof e, r->energy_kwh, 1, " kWh"),
 	       num_text(cost, sizeof cost, r->cost, 1, ""));
@@ -187,6 +219,38 @@ static void text_choice(const struct fit *f, const char *label, int i)
 		       cli_si(s, sizeof s, r->sim_iteration_s, "s"),
 		       100 * (r->sim_iteration_s / r->iteration_s - 1));
 	}
+}
+
+/* The goodput model's figures, one line (docs/studies.md, "Goodput"). */
+static void goodput_text(const struct study_goodput *g)
+{
+	if (!g->on) {
+		printf("goodput: off (ideal times: no failures, restarts or checkpoints)\n");
+		return;
+	}
+	char iv[32];
+	if (g->interval_s > 0)
+		snprintf(iv, sizeof iv, "every %.4g s", g->interval_s);
+	else
+		snprintf(iv, sizeof iv, "at Daly's optimum");
+	printf("goodput: %.3g failures per device-hour, %.4g s to relaunch, checkpoints %s %s "
+	       "(storage %.4g GB/s write, %.4g GB/s read); \"to train\" is the effective time\n",
+	       g->failures_per_device_hour, g->relaunch_s, g->async ? "asynchronous" : "synchronous",
+	       iv, g->storage_write_bps / 1e9, g->storage_read_bps / 1e9);
+}
+
+static cJSON *goodput_json(const struct study_goodput *g)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddBoolToObject(o, "on", g->on);
+	cJSON_AddNumberToObject(o, "failures_per_device_hour", g->failures_per_device_hour);
+	cJSON_AddNumberToObject(o, "relaunch_s", g->relaunch_s);
+	cJSON_AddNumberToObject(o, "storage_write_bps", g->storage_write_bps);
+	cJSON_AddNumberToObject(o, "storage_read_bps", g->storage_read_bps);
+	cJSON_AddStringToObject(o, "checkpoint", g->async ? "async" : "sync");
+	cJSON_AddNumberToObject(o, "host_copy_bps", g->host_copy_bps);
+	cJSON_AddNumberToObject(o, "checkpoint_interval_s", g->interval_s);
+	return o;
 }
 
 static const char *goal_text(char *buf, size_t size, const struct study *st)
@@ -226,6 +290,12 @@ static int report(const struct fit *f, enum out_kind kind)
 		else
 			cJSON_AddNumberToObject(g, "tokens", st->goal.tokens);
 		cJSON_AddNumberToObject(g, "days", st->goal.days);
+		cJSON_AddStringToObject(root, "currency", st->currency);
+		cJSON_AddItemToObject(root, "goodput", goodput_json(&st->goodput));
+		cJSON *unc = cJSON_AddArrayToObject(root, "uncalibrated_clusters");
+		for (int c = 0; unc && c < st->n_clusters; c++)
+			if (!topo_compute_calibrated(&st->clusters[c].topo->device))
+				cJSON_AddItemToArray(unc, cJSON_CreateString(st->clusters[c].name));
 		cJSON_AddNumberToObject(root, "points", f->n);
 		cJSON_AddNumberToObject(root, "meet_goal", meet);
 		cJSON *sm = cJSON_AddObjectToObject(root, "smallest");
@@ -244,7 +314,8 @@ static int report(const struct fit *f, enum out_kind kind)
 	if (kind == OUT_CSV) {
 		printf("role,cluster,device_kind,servers,devices,global_batch,config,iteration_s,"
 		       "tokens_per_s,mfu,memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,"
-		       "sim_iteration_s\n");
+		       "sim_iteration_s,goodput,checkpoint_interval_s,interruptions,"
+		       "effective_time_s\n");
 		for (int c = 0; c < st->n_clusters; c++)
 			csv_choice(f, "smallest", study_smallest(st, f->rows, f->n, c));
 		csv_choice(f, "fastest", fastest);
@@ -256,21 +327,24 @@ static int report(const struct fit *f, enum out_kind kind)
 		return EXIT_OK;
 	}
 	char goal[96];
-	printf("fit %s: goal %s; %d points, %d meet the goal\n\n", st->name,
+	printf("fit %s: goal %s; %d points, %d meet the goal\n", st->name,
 	       goal_text(goal, sizeof goal, st), f->n, meet);
-	printf("smallest cluster per family that meets the goal\n");
-	text_head();
+	goodput_text(&st->goodput);
+	for (int c = 0; c < st->n_clusters; c++)
+		cli_note_uncalibrated(stdout, st->clusters[c].topo);
+	printf("\nsmallest cluster per family that meets the goal\n");
+	text_head(st);
 	for (int c = 0; c < st->n_clusters; c++)
 		text_choice(f, st->clusters[c].name, study_smallest(st, f->rows, f->n, c));
 	printf("\nbest choices\n");
-	text_head();
+	text_head(st);
 	text_choice(f, "fastest", fastest);
 	text_choice(f, "cheapest", cheapest);
 	text_choice(f, "energy", greenest);
 	printf("\nPareto front: time to train against cost (%d point%s)\n", n_front,
 	       n_front == 1 ? "" : "s");
 	if (n_front) {
-		text_head();
+		text_head(st);
 		for (int i = 0; i < n_front; i++)
 			text_choice(f, f->st->clusters[f->rows[front[i]].cluster].name, front[i]);
 	} else {
@@ -280,6 +354,114 @@ static int report(const struct fit *f, enum out_kind kind)
 	return EXIT_OK;
 }
 
+/* --emit-*: the point --pick names, as a scenario and launch files. */
+struct emit {
+	const char *pick;                  /* fastest, cheapest, least-energy, smallest, or a
+	                                      cluster family (its smallest) */
+	const char *scenario, *megatron, *mindspore;
+};
+
+static int picked(const struct fit *f, const char *pick)
+{
+	const struct study *st = f->st;
+	if (!strcmp(pick, "fastest"))
+		return study_best(st, f->rows, f->n, -1, 0);
+	if (!strcmp(pick, "cheapest"))
+		return study_best(st, f->rows, f->n, -1, 1);
+	if (!strcmp(pick, "least-energy"))
+		return study_best(st, f->rows, f->n, -1, 2);
+	int best = -1;
+	for (int c = 0; c < st->n_clusters; c++) {
+		if (strcmp(pick, "smallest") && strcmp(pick, st->clusters[c].name))
+			continue;
+		int i = study_smallest(st, f->rows, f->n, c);
+		if (i >= 0 && (best < 0 || f->rows[i].devices < f->rows[best].devices ||
+		               (f->rows[i].devices == f->rows[best].devices &&
+		                f->rows[i].effective_time_s < f->rows[best].effective_time_s)))
+			best = i;
+	}
+	return best;
+}
+
+static bool known_pick(const struct study *st, const char *pick)
+{
+	static const char *const words[] = {"fastest", "cheapest", "least-energy", "smallest"};
+	for (size_t i = 0; i < SL_COUNTOF(words); i++)
+		if (!strcmp(pick, words[i]))
+			return true;
+	for (int c = 0; c < st->n_clusters; c++)
+		if (!strcmp(pick, st->clusters[c].name))
+			return true;
+	return false;
+}
+
+/* Writes text to path ("-": stdout); false after a message. */
+static bool emit_text(const char *what, const char *path, const char *text)
+{
+	char err[512];
+	if (!strcmp(path, "-")) {
+		fputs(text, stdout);
+		return true;
+	}
+	if (report_write_file(path, text, err, sizeof err))
+		return true;
+	fprintf(stderr, "shardlab fit: %s: %s\n", what, err);
+	return false;
+}
+
+static int emit(struct arena *a, const struct fit *f, const struct emit *em)
+{
+	if (!known_pick(f->st, em->pick)) {
+		fprintf(stderr, "shardlab fit: --pick: expected fastest, cheapest, least-energy, "
+		        "smallest or a cluster family of the study, got \"%s\"\n", em->pick);
+		return EXIT_USAGE;
+	}
+	int i = picked(f, em->pick);
+	if (i < 0) {
+		fprintf(stderr, "shardlab fit: --pick %s: no point meets the goal; nothing to emit\n",
+		        em->pick);
+		return EXIT_INVALID;
+	}
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = study_point_scenario(a, f->st, &f->rows[i], &d);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = s ? plan_make(a, s, PLANNER_MEGATRON, &o, &d) : NULL;
+	int rc = p ? EXIT_OK : EXIT_INVALID;
+	if (em->scenario && rc == EXIT_OK) {
+		const char *dir = strcmp(em->scenario, "-") ? util_path_dir(a, em->scenario) : ".";
+		cJSON *j = dir ? scenario_json(a, s, dir) : NULL;
+		char *t = j ? cJSON_Print(j) : NULL;
+		char *text = t ? arena_printf(a, "%s\n", t) : NULL;
+		cJSON_Delete(j);
+		free(t);
+		if (!text || !emit_text("--emit-scenario", em->scenario, text))
+			rc = EXIT_INVALID;
+	}
+	static const struct {
+		enum export_format fmt;
+		const char *flag;
+	} exports[] = {{EXPORT_MEGATRON, "--emit-megatron"}, {EXPORT_MINDSPORE, "--emit-mindspore"}};
+	for (size_t k = 0; k < SL_COUNTOF(exports) && rc == EXIT_OK; k++) {
+		const char *path = exports[k].fmt == EXPORT_MEGATRON ? em->megatron : em->mindspore;
+		if (!path)
+			continue;
+		char err[512];
+		char *text = report_export_text(a, p, PLANNER_MEGATRON, exports[k].fmt, &d, err,
+		                                sizeof err);
+		if (!text) {
+			fprintf(stderr, "shardlab fit: %s: %s\n", exports[k].flag, err);
+			rc = EXIT_INVALID;
+		} else if (!emit_text(exports[k].flag, path, text)) {
+			rc = EXIT_INVALID;
+		}
+		free(text);
+	}
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	return rc;
+}
+
 int cmd_fit(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -287,10 +469,19 @@ int cmd_fit(int argc, char **argv)
 		return EXIT_OK;
 	}
 	const char *file = NULL, *db = NULL;
+	struct emit em = {.pick = "fastest"};
 	enum out_kind kind = OUT_TEXT;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--db") && i + 1 < argc)
 			db = argv[++i];
+		else if (!strcmp(argv[i], "--emit-scenario") && i + 1 < argc)
+			em.scenario = argv[++i];
+		else if (!strcmp(argv[i], "--emit-megatron") && i + 1 < argc)
+			em.megatron = argv[++i];
+		else if (!strcmp(argv[i], "--emit-mindspore") && i + 1 < argc)
+			em.mindspore = argv[++i];
+		else if (!strcmp(argv[i], "--pick") && i + 1 < argc)
+			em.pick = argv[++i];
 		else if (!strcmp(argv[i], "--json"))
 			kind = OUT_JSON;
 		else if (!strcmp(argv[i], "--csv"))
@@ -341,9 +532,16 @@ int cmd_fit(int argc, char **argv)
 			        db, rows[i].cluster, st->n_clusters);
 			rc = EXIT_INVALID;
 		}
+	/* The stored figures as the study prices them now: its goal, prices,
+	 * power and goodput may have changed since the sweep. */
+	for (int i = 0; rc == EXIT_OK && i < n; i++)
+		if (rows[i].ok)
+			study_row_figures(st, &rows[i]);
 	if (rc == EXIT_OK) {
 		struct fit f = {st, rows, n};
 		rc = report(&f, kind);
+		if (rc == EXIT_OK && (em.scenario || em.megatron || em.mindspore))
+			rc = emit(a, &f, &em);
 	}
 	study_store_close(s);
 	arena_free(a);

@@ -125,6 +125,10 @@ int cmd_import(int argc, char **argv)
 		g = graph_generate(ar, &m.gen, &d);
 	if (read)
 		json_doc_free(&doc);
+	if (g && a.seq <= 0)
+		diag_add(&d, DIAG_NOTE, a.file, 0, NULL,
+		         "no --seq: the sequence is the config's longest context, %lld tokens; give "
+		         "the sequence the run trains on", (long long)m.gen.seq);
 	cli_print_diags(&d);
 	rc = EXIT_INVALID;
 	if (g) {

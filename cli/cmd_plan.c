@@ -130,46 +130,12 @@ static int export_plan(struct arena *ar, const struct plan *p, enum planner_kind
                        const struct args *a, struct diag_list *d)
 {
 	char err[512];
-	char *text = NULL;
-	size_t len = 0;
-	if (a->export_format == EXPORT_MEGATRON) {
-		struct search_config c;
-		if (!report_megatron_config(p, kind, &c, err, sizeof err)) {
-			fprintf(stderr, "shardlab plan: --export megatron: %s\n", err);
-			return EXIT_INVALID;
-		}
-		FILE *m = open_memstream(&text, &len);
-		if (m) {
-			report_megatron_args(m, p, &c);
-			if (fclose(m) != 0) {
-				free(text);
-				text = NULL;
-			}
-		}
-	} else {
-		/* The pipeline stage of each op comes from the estimate's partition. */
-		struct estimate e;
-		const struct plan_part *part = NULL;
-		if (p->scenario->training.pipeline_stages > 1) {
-			if (!plan_estimate(ar, p, &e, d)) {
-				cli_print_diags(d);
-				return EXIT_INVALID;
-			}
-			part = &e.part;
-		}
-		cJSON *j = report_mindspore_strategy(p, part);
-		char *s = j ? cJSON_Print(j) : NULL;
-		cJSON_Delete(j);
-		size_t n = s ? strlen(s) : 0;
-		text = s ? malloc(n + 2) : NULL;
-		if (text) {
-			memcpy(text, s, n);
-			memcpy(text + n, "\n", 2);
-		}
-		free(s);
-	}
+	char *text = report_export_text(ar, p, kind, (enum export_format)a->export_format, d, err,
+	                                sizeof err);
 	if (!text) {
-		fprintf(stderr, "shardlab plan: out of memory\n");
+		cli_print_diags(d);
+		fprintf(stderr, "shardlab plan: --export %s: %s\n", export_format_names[a->export_format],
+		        err);
 		return EXIT_INVALID;
 	}
 	int rc = EXIT_OK;

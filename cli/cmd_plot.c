@@ -30,7 +30,8 @@ static void help(FILE *f)
 	        "\n"
 	        "options:\n"
 	        "  --out FILE    the picture to write (required)\n"
-	        "  --title TEXT  the page's title (default: \"shardlab sweep: DB\")\n"
+	        "  --title TEXT  the page's title (default: the study's name, or\n"
+	        "                \"shardlab sweep: DB\" for a database that does not say)\n"
 	        "\n"
 	        "exit status: 0 written, 1 unreadable database or unwritable file, 2\n"
 	        "usage error.\n");
@@ -75,12 +76,16 @@ int cmd_plot(int argc, char **argv)
 		const char **kinds = arena_calloc(a, (size_t)nc + 1, sizeof *kinds);
 		char t[512];
 		snprintf(t, sizeof t, "shardlab sweep: %s", db);
+		struct study_plot_info info;
 		struct cli_out o;
 		if (n >= 0 && names && kinds && study_store_cluster_names(s, a, nc, names, kinds) &&
-		    cli_out_open(&o, out, err, sizeof err)) {
+		    study_store_info(s, a, &info) && cli_out_open(&o, out, err, sizeof err)) {
+			if (title)
+				info.title = title;
+			else if (!info.title)
+				info.title = t;
 			/* through the one output writer: atomic, a failed write an error */
-			if (study_plot(o.f, out, rows, n, nc, names, kinds, title ? title : t, err,
-			               sizeof err)) {
+			if (study_plot(o.f, out, rows, n, nc, names, kinds, &info, err, sizeof err)) {
 				if (cli_out_close(&o, err, sizeof err))
 					rc = EXIT_OK;
 			} else {

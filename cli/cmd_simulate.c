@@ -214,6 +214,7 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	       p->scenario->name, p->graph->name, p->scenario->devices, p->scenario->topo->name, planner,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
 	report_search_chosen(stdout, p);
+	cli_note_uncalibrated(stdout, p->scenario->topo);
 	printf("fidelity %s, collectives %s, gradient buckets %g MiB", fidelity_names[o->fidelity],
 	       collective_algo_names[o->algo], o->bucket_bytes / MIB);
 	double cv = p->scenario->topo->device.speed_cv;

@@ -34,6 +34,16 @@ static bool same_file(const struct diag *a, const struct diag *b)
 	return !strcmp(a->file, b->file);
 }
 
+void cli_note_uncalibrated(FILE *f, const struct topology *t)
+{
+	if (topo_compute_calibrated(&t->device))
+		return;
+	fprintf(f, "note: the %s's compute model is not calibrated (no GEMM-shape factor, no "
+	        "per-kernel overhead): its compute times are optimistic; shardlab calibrate fits "
+	        "them from kernel timings (docs/cost-models.md, \"Calibration status\")\n",
+	        t->device.kind);
+}
+
 void cli_print_diags(const struct diag_list *d)
 {
 	struct diag_ref *refs = d->count ? malloc(d->count * sizeof(*refs)) : NULL;

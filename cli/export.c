@@ -252,7 +252,16 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		.zero_stage = t->zero_stage,
 		.ep = t->expert_parallel > 1 ? t->expert_parallel : 1,
 		.cp = t->context_parallel > 1 ? t->context_parallel : 1,
+		.sequence_parallel = t->sequence_parallel && tp > 1,
 	};
+	/* Arguments Megatron-LM refuses at launch are no answer. */
+	enum search_rule rule = plan_search_rule(p->graph, t->global_batch, out);
+	if (rule != SEARCH_RULE_NONE) {
+		char why[256];
+		snprintf(err, err_size, "Megatron-LM would refuse this plan: %s",
+		         plan_search_rule_text(why, sizeof why, rule, p->graph, t->global_batch, out));
+		return false;
+	}
 	return true;
 }
 
@@ -279,8 +288,7 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g)
 	if (!g || (g->kind != GEN_GPT && g->kind != GEN_LLAMA))
 		return;
 	bool llama = g->kind == GEN_LLAMA;
-	int64_t ffn = g->ffn > 0 ? g->ffn : llama ? (8 * g->hidden / 3 + 255) / 256 * 256
-	                                          : 4 * g->hidden;
+	int64_t ffn = model_gen_ffn(g);
 	arg(f, first, "--num-layers %lld", (long long)g->layers);
 	arg(f, first, "--hidden-size %lld", (long long)g->hidden);
 	arg(f, first, "--ffn-hidden-size %lld", (long long)ffn);
@@ -290,10 +298,17 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g)
 		arg(f, first, "--num-query-groups %lld", (long long)g->kv_heads);
 	}
 	arg(f, first, "--seq-length %lld", (long long)g->seq);
+	/* the vocabulary as planned; a run names its tokenizer beside it */
+	arg(f, first, "--vocab-size %lld", (long long)g->vocab);
 	int64_t positions = !llama && !g->rotary && g->max_positions > 0 ? g->max_positions : g->seq;
 	arg(f, first, "--max-position-embeddings %lld", (long long)positions);
-	if (llama || g->rotary)
+	if (llama || g->rotary) {
 		arg(f, first, "--position-embedding-type rope");
+		if (g->rope_theta > 0)
+			arg(f, first, "--rotary-base %.0f", g->rope_theta);
+	}
+	if (g->norm_eps > 0)
+		arg(f, first, "--norm-epsilon %g", g->norm_eps);
 	if (llama) {
 		arg(f, first, "--normalization RMSNorm");
 		arg(f, first, "--swiglu");
@@ -367,8 +382,15 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	}
 	if (c->zero_stage >= 1)
 		arg(f, &first, "--use-distributed-optimizer");
+	if (c->zero_stage >= 2) { /* Megatron-FSDP shards the gradients, then the parameters */
+		arg(f, &first, "--use-megatron-fsdp");
+		arg(f, &first, "--data-parallel-sharding-strategy %s",
+		    c->zero_stage == 2 ? "optim_grads" : "optim_grads_params");
+	}
 	if (c->zero_stage >= 1 && t->overlap_param_gather)
 		arg(f, &first, "--overlap-param-gather");
+	if (t->flash_attention)
+		arg(f, &first, "--attention-backend flash");
 	arg(f, &first, "--micro-batch-size %lld", (long long)c->micro_batch);
 	arg(f, &first, "--global-batch-size %lld", (long long)t->global_batch);
 	model_args(f, &first, g);
@@ -378,14 +400,52 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	else if (dt == DT_FP16)
 		arg(f, &first, "--fp16");
 	fputc('\n', f);
-	if (c->schedule == SCHED_GPIPE && c->pp > 1)
-		fprintf(f, "# the plan's GPipe schedule has no Megatron-LM flag: Megatron-LM runs "
-		           "1F1B\n");
 	if (g && g->kind == GEN_GPT && g->parallel_residual)
 		fprintf(f, "# the model's parallel residual (GPT-NeoX) has no Megatron-LM flag\n");
-	if (c->zero_stage >= 2)
-		fprintf(f, "# ZeRO stage %d: Megatron-LM's distributed optimizer shards the optimizer "
-		           "state only (stage 1)\n", c->zero_stage);
+}
+
+char *report_export_text(struct arena *ar, const struct plan *p, enum planner_kind kind,
+                         enum export_format format, struct diag_list *d, char *err,
+                         size_t err_size)
+{
+	char *text = NULL;
+	size_t len = 0;
+	snprintf(err, err_size, "out of memory");
+	if (format == EXPORT_MEGATRON) {
+		struct search_config c;
+		if (!report_megatron_config(p, kind, &c, err, err_size))
+			return NULL;
+		FILE *m = open_memstream(&text, &len);
+		if (m) {
+			report_megatron_args(m, p, &c);
+			if (fclose(m) != 0) {
+				free(text);
+				text = NULL;
+			}
+		}
+		return text;
+	}
+	/* The pipeline stage of each op comes from the estimate's partition. */
+	struct estimate e;
+	const struct plan_part *part = NULL;
+	if (p->scenario->training.pipeline_stages > 1) {
+		if (!plan_estimate(ar, p, &e, d)) {
+			snprintf(err, err_size, "the plan could not be estimated");
+			return NULL;
+		}
+		part = &e.part;
+	}
+	cJSON *j = report_mindspore_strategy(p, part);
+	char *s = j ? cJSON_Print(j) : NULL;
+	cJSON_Delete(j);
+	size_t n = s ? strlen(s) : 0;
+	text = s ? malloc(n + 2) : NULL;
+	if (text) {
+		memcpy(text, s, n);
+		memcpy(text + n, "\n", 2);
+	}
+	free(s);
+	return text;
 }
 
 /* ----------------------------------------------------------------- files */

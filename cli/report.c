@@ -654,6 +654,8 @@ cJSON *report_json_head(const struct plan *p, const struct report_options *o)
 	cJSON_AddStringToObject(root, "scenario", p->scenario->name);
 	cJSON_AddStringToObject(root, "model", p->graph->name);
 	cJSON_AddStringToObject(root, "topology", p->scenario->topo->name);
+	cJSON_AddBoolToObject(root, "compute_calibrated",
+	                      topo_compute_calibrated(&p->scenario->topo->device));
 	cJSON_AddNumberToObject(root, "devices", (double)p->scenario->devices);
 	cJSON_AddNumberToObject(root, "stage_devices", (double)p->n_devices);
 	if (o->planner)
@@ -708,7 +710,49 @@ cJSON *report_json_search_counts(const struct search_result *r)
 		cJSON_AddStringToObject(j, "first_failure", r->failure);
 	else
 		cJSON_AddNullToObject(j, "first_failure");
+	cJSON_AddItemToObject(j, "refused", report_json_refused(r->refused));
 	return j;
+}
+
+cJSON *report_json_refused(const int64_t refused[SEARCH_RULE_COUNT])
+{
+	cJSON *j = cJSON_CreateObject();
+	for (int k = SEARCH_RULE_NONE + 1; k < SEARCH_RULE_COUNT; k++)
+		if (refused[k] > 0)
+			cJSON_AddNumberToObject(j, search_rule_names[k], (double)refused[k]);
+	return j;
+}
+
+/* What each rule means, for the text summary. */
+static const char *const rule_words[SEARCH_RULE_COUNT] = {
+	[SEARCH_RULE_HEADS_TP] = "TP does not divide the heads",
+	[SEARCH_RULE_KV_HEADS_TP] = "TP neither a multiple nor a divisor of the KV heads",
+	[SEARCH_RULE_FFN_TP] = "TP does not divide the MLP",
+	[SEARCH_RULE_LAYERS_PP] = "PP does not divide the layers",
+	[SEARCH_RULE_SEQ_SP] = "TP does not divide the sequence (SP)",
+	[SEARCH_RULE_SEQ_CP] = "sequence not a multiple of 2 x CP",
+	[SEARCH_RULE_EXPERTS_EP] = "EP does not divide the experts",
+	[SEARCH_RULE_BATCH_DP] = "DP x micro-batch does not divide the global batch",
+	[SEARCH_RULE_SCHEDULE] = "GPipe (Megatron-LM runs 1F1B)",
+	[SEARCH_RULE_LAYERS_VPP] = "virtual stages do not divide a stage's layers",
+	[SEARCH_RULE_MICRO_BATCHES_PP] = "interleaved with micro-batches not a multiple of PP",
+};
+
+void report_refused_text(FILE *f, const int64_t refused[SEARCH_RULE_COUNT])
+{
+	int64_t total = 0;
+	for (int k = SEARCH_RULE_NONE + 1; k < SEARCH_RULE_COUNT; k++)
+		total += refused[k];
+	if (total == 0)
+		return;
+	fprintf(f, "  left out, as Megatron-LM would refuse them: %" PRId64 " (", total);
+	bool first = true;
+	for (int k = SEARCH_RULE_NONE + 1; k < SEARCH_RULE_COUNT; k++)
+		if (refused[k] > 0) {
+			fprintf(f, "%s%" PRId64 " %s", first ? "" : "; ", refused[k], rule_words[k]);
+			first = false;
+		}
+	fputs(")\n", f);
 }
 
 cJSON *report_json(const struct plan *p, const struct report_options *o)

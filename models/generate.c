@@ -86,12 +86,13 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	static const char *const gpt[] = {"kind", "hidden", "layers", "heads", "ffn", "seq", "vocab",
 	                                  "micro_batch", "dtype", "bias", "dropout",
 	                                  "tie_embeddings", "parallel_residual", "rotary",
-	                                  "max_positions", NULL};
+	                                  "max_positions", "rope_theta", "norm_eps", NULL};
 	static const char *const llama[] = {"kind", "hidden", "layers", "heads", "kv_heads", "ffn",
 	                                    "seq", "vocab", "micro_batch", "dtype",
 	                                    "tie_embeddings", "qkv_bias", "experts", "top_k",
 	                                    "shared_experts", "expert_ffn", "capacity_factor",
-	                                    "dense_layers", "shared_expert_gate", NULL};
+	                                    "dense_layers", "shared_expert_gate", "rope_theta",
+	                                    "norm_eps", NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
@@ -125,7 +126,7 @@ static void gen_err(struct gen *G, const char *field, const char *fmt, ...)
 	}
 }
 
-static bool uses(enum model_gen_kind kind, const char *field)
+bool model_gen_uses(enum model_gen_kind kind, const char *field)
 {
 	for (const char *const *f = model_gen_fields(kind); *f; f++)
 		if (!strcmp(*f, field))
@@ -135,7 +136,7 @@ static bool uses(enum model_gen_kind kind, const char *field)
 
 static bool check_positive(struct gen *G, const char *field, int64_t v)
 {
-	if (!uses(G->p->kind, field) || v >= 1)
+	if (!model_gen_uses(G->p->kind, field) || v >= 1)
 		return true;
 	gen_err(G, field, "expected a positive integer, got %lld", (long long)v);
 	return false;
@@ -190,7 +191,7 @@ static bool check_limits(struct gen *G)
 	_Static_assert(SL_COUNTOF(values) == SL_COUNTOF(gen_limits), "gen_limits out of step");
 	bool ok = true;
 	for (size_t i = 0; i < SL_COUNTOF(gen_limits); i++) {
-		if (!uses(p->kind, gen_limits[i].field) || values[i] <= gen_limits[i].max)
+		if (!model_gen_uses(p->kind, gen_limits[i].field) || values[i] <= gen_limits[i].max)
 			continue;
 		gen_err(G, gen_limits[i].field, "expected at most %lld (%s), got %lld; published "
 		        "models stay far below", (long long)gen_limits[i].max, gen_limits[i].max_text,
@@ -207,6 +208,13 @@ static int64_t llama_ffn(int64_t h)
 	return (f + 255) / 256 * 256;
 }
 
+int64_t model_gen_ffn(const struct model_gen *g)
+{
+	if (!model_gen_uses(g->kind, "ffn"))
+		return 0;
+	return g->ffn > 0 ? g->ffn : g->kind == GEN_LLAMA ? llama_ffn(g->hidden) : 4 * g->hidden;
+}
+
 /* The mixture-of-experts members (LLaMA only): top_k in 1..experts,
  * counts within the limits of the other sizes, a positive capacity
  * factor; C = B x ceil(capacity_factor x s x top_k / experts): the
@@ -215,7 +223,7 @@ static int64_t llama_ffn(int64_t h)
 static bool moe_check(struct gen *G)
 {
 	const struct model_gen *p = G->p;
-	if (!uses(p->kind, "experts") || (p->experts == 0 && p->top_k == 0 &&
+	if (!model_gen_uses(p->kind, "experts") || (p->experts == 0 && p->top_k == 0 &&
 	                                  p->shared_experts == 0 && p->expert_ffn == 0 &&
 	                                  p->dense_layers == 0 && !p->shared_expert_gate))
 		return true;
@@ -280,19 +288,19 @@ static bool gen_check(struct gen *G)
 	ok = check_positive(G, "heads", p->heads) && ok;
 	ok = check_positive(G, "seq", p->seq) && ok;
 	ok = check_positive(G, "vocab", p->vocab) && ok;
-	if (p->ffn < 0 && uses(p->kind, "ffn"))
+	if (p->ffn < 0 && model_gen_uses(p->kind, "ffn"))
 		ok = check_positive(G, "ffn", p->ffn) && ok;
-	if (p->kv_heads < 0 && uses(p->kind, "kv_heads"))
+	if (p->kv_heads < 0 && model_gen_uses(p->kind, "kv_heads"))
 		ok = check_positive(G, "kv_heads", p->kv_heads) && ok;
-	if (p->max_positions < 0 && uses(p->kind, "max_positions"))
+	if (p->max_positions < 0 && model_gen_uses(p->kind, "max_positions"))
 		ok = check_positive(G, "max_positions", p->max_positions) && ok;
-	if (p->max_positions > 0 && uses(p->kind, "max_positions") && !p->rotary &&
+	if (p->max_positions > 0 && model_gen_uses(p->kind, "max_positions") && !p->rotary &&
 	    p->max_positions < p->seq) {
 		gen_err(G, "max_positions", "a position table of %lld rows cannot cover seq %lld",
 		        (long long)p->max_positions, (long long)p->seq);
 		ok = false;
 	}
-	if (uses(p->kind, "layers") && p->layers > MAX_LAYERS) {
+	if (model_gen_uses(p->kind, "layers") && p->layers > MAX_LAYERS) {
 		gen_err(G, "layers", "expected at most %d layers, got %lld", MAX_LAYERS,
 		        (long long)p->layers);
 		ok = false;
@@ -308,13 +316,13 @@ static bool gen_check(struct gen *G)
 	}
 	if (!ok)
 		return false;
-	bool heads = uses(p->kind, "heads");
+	bool heads = model_gen_uses(p->kind, "heads");
 	if (heads && p->hidden % p->heads != 0) {
 		gen_err(G, "heads", "heads (%lld) must divide hidden (%lld)", (long long)p->heads,
 		        (long long)p->hidden);
 		ok = false;
 	}
-	G->kv = p->kv_heads > 0 && uses(p->kind, "kv_heads") ? p->kv_heads : p->heads;
+	G->kv = p->kv_heads > 0 && model_gen_uses(p->kind, "kv_heads") ? p->kv_heads : p->heads;
 	if (heads && p->heads % G->kv != 0) {
 		gen_err(G, "kv_heads", "kv_heads (%lld) must divide heads (%lld)", (long long)G->kv,
 		        (long long)p->heads);
@@ -322,14 +330,13 @@ static bool gen_check(struct gen *G)
 	}
 	if (!ok)
 		return false;
-	bool ffn_used = uses(p->kind, "ffn");
 	G->B = p->micro_batch;
-	G->s = uses(p->kind, "seq") ? p->seq : 1;
+	G->s = model_gen_uses(p->kind, "seq") ? p->seq : 1;
 	G->h = p->hidden;
 	G->a_heads = heads ? p->heads : 1;
 	G->d = G->h / G->a_heads;
-	G->ffn = !ffn_used ? 0 : p->ffn > 0 ? p->ffn : p->kind == GEN_LLAMA ? llama_ffn(G->h) : 4 * G->h;
-	G->V = uses(p->kind, "vocab") ? p->vocab : 1;
+	G->ffn = model_gen_ffn(p);
+	G->V = model_gen_uses(p->kind, "vocab") ? p->vocab : 1;
 	G->dt = p->dtype;
 	G->llama = p->kind == GEN_LLAMA;
 	if (!moe_check(G))

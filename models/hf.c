@@ -84,6 +84,14 @@ static bool hf_count(const struct jv *obj, const char *key, bool required, int64
 	return jv_int(&v, JR_RANGE(1, 1e15), out);
 }
 
+/* A positive real (rope_theta, rms_norm_eps, ...): dflt when absent. */
+static bool hf_real(const struct jv *obj, const char *key, double dflt, double *out)
+{
+	struct jv v;
+	*out = dflt;
+	return !hf_get(obj, key, &v) || jv_number(&v, JR_POSITIVE, out);
+}
+
 /* tie_word_embeddings as the generators' tie_embeddings (1 or -1). */
 static bool hf_tie(const struct jv *obj, bool dflt, int *out)
 {
@@ -257,6 +265,10 @@ static bool read_llama(const struct jv *r, enum hf_family fam, struct model_gen 
 	                "the generator has no biases on the attention projections") && ok;
 	ok = hf_must_be(r, "mlp_bias", false, "the generator has no biases in the MLP") && ok;
 	g->qkv_bias = fam == HF_QWEN2; /* Qwen2Attention: q, k, v with bias, o without */
+	/* The configuration classes' defaults: rope_theta 10000 (MixtralConfig
+	 * 1e6), rms_norm_eps 1e-6 (MixtralConfig 1e-5). */
+	ok = hf_real(r, "rope_theta", fam == HF_MIXTRAL ? 1e6 : 1e4, &g->rope_theta) && ok;
+	ok = hf_real(r, "rms_norm_eps", fam == HF_MIXTRAL ? 1e-5 : 1e-6, &g->norm_eps) && ok;
 	if (fam == HF_MIXTRAL) {
 		/* MixtralConfig: num_local_experts (8) SwiGLU experts of
 		 * intermediate_size, num_experts_per_tok (2) per token, no shared
@@ -301,6 +313,7 @@ static bool read_gpt2(const struct jv *r, struct model_gen *g)
 	ok = hf_one_of(r, "activation_function", gelu, "the MLP with GeLU") && ok;
 	ok = hf_must_be(r, "add_cross_attention", false, "shardlab models decoder-only blocks") && ok;
 	ok = jv_opt_number(r, "resid_pdrop", JR_RANGE(0, 0.999), 0.1, &g->dropout) && ok;
+	ok = hf_real(r, "layer_norm_epsilon", 1e-5, &g->norm_eps) && ok; /* GPT2Config */
 	g->bias = true;
 	return ok;
 }
@@ -319,6 +332,9 @@ static bool read_neox(const struct jv *r, struct model_gen *g)
 	ok = hf_must_be(r, "attention_bias", true,
 	                "the generator gives every linear layer a bias") && ok;
 	ok = jv_opt_number(r, "hidden_dropout", JR_RANGE(0, 0.999), 0, &g->dropout) && ok;
+	/* GPTNeoXConfig: rotary_emb_base 10000, layer_norm_eps 1e-5 */
+	ok = hf_real(r, "rotary_emb_base", 1e4, &g->rope_theta) && ok;
+	ok = hf_real(r, "layer_norm_eps", 1e-5, &g->norm_eps) && ok;
 	g->rotary = true;
 	g->bias = true;
 	return ok;
@@ -480,6 +496,12 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 			v = cJSON_CreateNumber(g->dropout);
 		else if (!strcmp(k, "capacity_factor"))
 			v = cJSON_CreateNumber(g->capacity_factor > 0 ? g->capacity_factor : 1);
+		else if (!strcmp(k, "rope_theta") || !strcmp(k, "norm_eps")) {
+			double x = !strcmp(k, "rope_theta") ? g->rope_theta : g->norm_eps;
+			if (!(x > 0) || (!strcmp(k, "rope_theta") && g->kind == GEN_GPT && !g->rotary))
+				continue; /* not stated, or no rotary positions */
+			v = cJSON_CreateNumber(x);
+		}
 #define NUM(name) else if (!strcmp(k, #name)) v = cJSON_CreateNumber((double)g->name);
 #define BOOL(name) else if (!strcmp(k, #name)) v = cJSON_CreateBool(g->name);
 		NUM(hidden) NUM(layers) NUM(heads) NUM(kv_heads) NUM(seq) NUM(vocab)

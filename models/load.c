@@ -681,6 +681,8 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 	ok = jv_opt_bool(gen, "parallel_residual", g.parallel_residual, &g.parallel_residual) && ok;
 	ok = jv_opt_bool(gen, "rotary", g.rotary, &g.rotary) && ok;
 	ok = jv_opt_number(gen, "dropout", JR_NONNEG, g.dropout, &g.dropout) && ok;
+	ok = jv_opt_number(gen, "rope_theta", JR_POSITIVE, 0, &g.rope_theta) && ok;
+	ok = jv_opt_number(gen, "norm_eps", JR_FRACTION, 0, &g.norm_eps) && ok;
 	if (!ok)
 		return NULL;
 	struct graph *graph = graph_generate_at(L->a, &g, L->diags, gen);

@@ -174,9 +174,19 @@ struct model_gen {
 	int64_t experts, top_k, shared_experts, expert_ffn, dense_layers;
 	double capacity_factor;
 	bool shared_expert_gate;
+	/* Neither changes a shape or a FLOP; both are launch arguments
+	 * (`plan --export megatron`): the rotary base and the normalisation's
+	 * epsilon, 0 where not stated (the framework's default). */
+	double rope_theta, norm_eps;
 };
 /* Fills defaults for a kind (see docs/formats.md). */
 void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind);
+/* Does the generator kind take this member ("heads", "layers", ...)? */
+bool model_gen_uses(enum model_gen_kind kind, const char *field);
+/* The MLP's hidden size the generator builds: ffn, or the kind's default
+ * (LLaMA: 8h/3 rounded up to a multiple of 256; the others 4h); 0 for a
+ * kind without an MLP. */
+int64_t model_gen_ffn(const struct model_gen *g);
 /* Returns NULL after adding diagnostics (file may be NULL). */
 struct graph *graph_generate(struct arena *a, const struct model_gen *g, struct diag_list *diags);
 

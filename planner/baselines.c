@@ -818,6 +818,18 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	if (!exact)
 		note_ignored(s, planner, diags);
 	choose_degrees(&M, exact);
+	/* A degree asked for: the model's shape first, as Megatron-LM checks
+	 * it, in the words of the rule it breaks. */
+	struct search_config asked = {.tp = t_max, .pp = 1, .dp = 1, .micro_batch = 1,
+	                              .micro_batches = 1, .schedule = SCHED_1F1B};
+	enum search_rule rule = exact && g->gen ? plan_search_rule(g, 1, &asked) : SEARCH_RULE_NONE;
+	if (rule == SEARCH_RULE_HEADS_TP || rule == SEARCH_RULE_KV_HEADS_TP ||
+	    rule == SEARCH_RULE_FFN_TP) {
+		char why[160];
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "tensor parallel %lld does not fit: %s",
+		         (long long)t_max, plan_search_rule_text(why, sizeof why, rule, g, 1, &asked));
+		return NULL;
+	}
 	if (exact && M.t != t_max) {
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
 		         "tensor parallel %lld does not fit: it must divide (or be a multiple of) the "

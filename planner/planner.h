@@ -158,8 +158,42 @@ struct search_candidate {
 	int64_t order;                     /* its place in the enumeration (ties keep it) */
 };
 
+/* The rules of the framework the search plans for, Megatron-LM
+ * (docs/studies.md, "Runnable configurations", cites each check's source
+ * file): a configuration that breaks one cannot be launched, so the search
+ * and the study sweep leave it out and count it by the first rule it
+ * breaks, in this order. */
+enum search_rule {
+	SEARCH_RULE_NONE,
+	SEARCH_RULE_HEADS_TP,                     /* attention heads divided by TP */
+	SEARCH_RULE_KV_HEADS_TP,                  /* query groups a multiple or divisor of TP */
+	SEARCH_RULE_FFN_TP,                       /* the MLP's hidden size divided by TP */
+	SEARCH_RULE_LAYERS_PP,                    /* layers divided by PP (the even split) */
+	SEARCH_RULE_SEQ_SP,                       /* the sequence divided by TP under SP */
+	SEARCH_RULE_SEQ_CP,                       /* the sequence a multiple of 2 x CP */
+	SEARCH_RULE_EXPERTS_EP,                   /* experts divided by EP */
+	SEARCH_RULE_BATCH_DP,                     /* the global batch divided by DP x micro-batch */
+	SEARCH_RULE_SCHEDULE,                     /* GPipe: no Megatron-LM schedule */
+	SEARCH_RULE_LAYERS_VPP,                   /* interleaved: a stage's layers by virtual stages */
+	SEARCH_RULE_MICRO_BATCHES_PP,             /* interleaved: micro-batches divided by PP */
+	SEARCH_RULE_COUNT
+};
+/* Short names ("heads-tp") for JSON and the store. */
+extern const char *const search_rule_names[SEARCH_RULE_COUNT];
+/* The first rule c breaks for graph g (its generator's shape; a graph
+ * without one is held to the batch and schedule rules only) at a global
+ * batch; SEARCH_RULE_NONE when Megatron-LM runs it. */
+enum search_rule plan_search_rule(const struct graph *g, int64_t global_batch,
+                                  const struct search_config *c);
+/* The rule in words with the numbers that break it ("tensor parallel 8
+ * does not divide the 28 attention heads"). */
+const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
+                                  const struct graph *g, int64_t global_batch,
+                                  const struct search_config *c);
+
 struct search_result {
 	int64_t n_configs;                 /* enumerated */
+	int64_t refused[SEARCH_RULE_COUNT];       /* left out by rule (not in n_configs) */
 	int64_t n_fit, n_oom;              /* estimated: fit the memory, or not */
 	int64_t n_failed;                  /* Megatron's rule could not plan them */
 	const char *failure;               /* the first reason, NULL when none failed */
@@ -182,12 +216,13 @@ struct search_group {
  * servers of `devices_per_server`, a global batch and graph g (its
  * generator, or its fixed batch), expert parallelism tried when `with_ep`
  * and g has experts, context parallelism up to `max_cp` (1: none); the
- * count into *n (arena). NULL when out of memory. The study sweep
- * enumerates the same space with it. */
+ * count into *n (arena). The configurations a rule refuses are left out
+ * and added to refused[rule] (when refused is not NULL). NULL when out of
+ * memory. The study sweep enumerates the same space with it. */
 struct search_group *plan_search_groups(struct arena *a, const struct graph *g,
                                         int64_t devices, int64_t devices_per_server,
                                         int64_t global_batch, bool with_ep, int64_t max_cp,
-                                        int *n);
+                                        int *n, int64_t refused[SEARCH_RULE_COUNT]);
 
 /* Runs the search; false after diagnostics (no configuration could be
  * planned, or out of memory). Progress through o->progress. */

@@ -46,45 +46,171 @@ static int64_t chunk_limit(const struct graph *g)
 	return g->n_ops;
 }
 
-static bool interleaves(const struct search_group *gr, int64_t limit)
+/* ------------------------------------------------------------ the rules */
+
+const char *const search_rule_names[SEARCH_RULE_COUNT] = {
+	"none", "heads-tp", "kv-heads-tp", "ffn-tp", "layers-pp", "seq-sp", "seq-cp",
+	"experts-ep", "batch-dp", "schedule", "layers-vpp", "micro-batches-pp",
+};
+_Static_assert(SEARCH_RULE_COUNT == 12, "search_rule_names out of step");
+
+/* The generator's member when its kind takes it, else 0. */
+static int64_t gen_member(const struct model_gen *m, const char *field, int64_t v)
 {
-	return gr->pp > 1 && gr->micro_batches % gr->pp == 0 && SEARCH_VIRTUAL * gr->pp <= limit;
+	return m && model_gen_uses(m->kind, field) ? v : 0;
 }
 
-/* The configurations of a group, in enumeration order, into out (when
- * not NULL); returns how many. */
-static int expand(const struct search_group *gr, int64_t limit, struct search_config *out)
+enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct search_config *c)
+{
+	const struct model_gen *m = g->gen;
+	int64_t heads = gen_member(m, "heads", m ? m->heads : 0);
+	int64_t kv = gen_member(m, "kv_heads", m ? m->kv_heads : 0);
+	int64_t layers = gen_member(m, "layers", m ? m->layers : 0);
+	int64_t seq = gen_member(m, "seq", m ? m->seq : 0);
+	int64_t ffn = m ? model_gen_ffn(m) : 0;
+	int64_t experts = m ? m->experts : 0;
+	int64_t cp = c->cp > 1 ? c->cp : 1, ep = c->ep > 1 ? c->ep : 1;
+	int64_t chunks = c->pp * (c->virtual_stages > 1 ? c->virtual_stages : 1);
+	bool interleaved = c->pp > 1 && c->schedule == SCHED_INTERLEAVED_1F1B;
+	if (kv < 1)
+		kv = heads;
+	if (heads > 0 && heads % c->tp)
+		return SEARCH_RULE_HEADS_TP;
+	if (kv > 0 && kv % c->tp && c->tp % kv)
+		return SEARCH_RULE_KV_HEADS_TP;
+	if (ffn > 0 && ffn % c->tp)
+		return SEARCH_RULE_FFN_TP;
+	if (layers > 0 && layers % c->pp)
+		return SEARCH_RULE_LAYERS_PP;
+	if (seq > 0 && c->sequence_parallel && c->tp > 1 && (seq / cp) % c->tp)
+		return SEARCH_RULE_SEQ_SP;
+	if (seq > 0 && cp > 1 && seq % (2 * cp))
+		return SEARCH_RULE_SEQ_CP;
+	if (ep > 1 && (experts < 1 || experts % ep))
+		return SEARCH_RULE_EXPERTS_EP;
+	if (c->micro_batch < 1 || c->dp < 1 || G % (c->micro_batch * c->dp))
+		return SEARCH_RULE_BATCH_DP;
+	if (c->pp > 1 && c->schedule == SCHED_GPIPE)
+		return SEARCH_RULE_SCHEDULE;
+	if (interleaved && layers > 0 && layers % chunks)
+		return SEARCH_RULE_LAYERS_VPP;
+	if (interleaved && c->micro_batches % c->pp)
+		return SEARCH_RULE_MICRO_BATCHES_PP;
+	return SEARCH_RULE_NONE;
+}
+
+const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
+                                  const struct graph *g, int64_t G, const struct search_config *c)
+{
+	const struct model_gen *m = g->gen;
+	long long tp = c->tp, pp = c->pp, cp = c->cp > 1 ? c->cp : 1, ep = c->ep;
+	long long heads = m ? m->heads : 0, layers = m ? m->layers : 0, seq = m ? m->seq : 0;
+	long long kv = m && m->kv_heads > 0 ? m->kv_heads : heads;
+	switch (r) {
+	case SEARCH_RULE_HEADS_TP:
+		snprintf(buf, size, "tensor parallel %lld does not divide the %lld attention heads",
+		         tp, heads);
+		break;
+	case SEARCH_RULE_KV_HEADS_TP:
+		snprintf(buf, size, "tensor parallel %lld is neither a multiple nor a divisor of the "
+		         "%lld key-value heads (query groups)", tp, kv);
+		break;
+	case SEARCH_RULE_FFN_TP:
+		snprintf(buf, size, "tensor parallel %lld does not divide the MLP's hidden size %lld",
+		         tp, m ? (long long)model_gen_ffn(m) : 0LL);
+		break;
+	case SEARCH_RULE_LAYERS_PP:
+		snprintf(buf, size, "%lld pipeline stages do not divide the %lld layers", pp, layers);
+		break;
+	case SEARCH_RULE_SEQ_SP:
+		snprintf(buf, size, "sequence parallelism over tensor parallel %lld does not divide "
+		         "the sequence of %lld tokens%s", tp, seq / cp,
+		         cp > 1 ? " on a context-parallel rank" : "");
+		break;
+	case SEARCH_RULE_SEQ_CP:
+		snprintf(buf, size, "the sequence of %lld tokens is not a multiple of 2 x context "
+		         "parallel %lld", seq, cp);
+		break;
+	case SEARCH_RULE_EXPERTS_EP:
+		snprintf(buf, size, "expert parallel %lld does not divide the %lld experts", ep,
+		         m ? (long long)m->experts : 0LL);
+		break;
+	case SEARCH_RULE_BATCH_DP:
+		snprintf(buf, size, "the global batch of %lld is not a multiple of data parallel %lld "
+		         "x micro-batch %lld", (long long)G, (long long)c->dp,
+		         (long long)c->micro_batch);
+		break;
+	case SEARCH_RULE_SCHEDULE:
+		snprintf(buf, size, "Megatron-LM has no GPipe schedule (it runs 1F1B)");
+		break;
+	case SEARCH_RULE_LAYERS_VPP:
+		snprintf(buf, size, "%lld layers do not split into %lld stages x %lld virtual stages",
+		         layers, pp, (long long)c->virtual_stages);
+		break;
+	case SEARCH_RULE_MICRO_BATCHES_PP:
+		snprintf(buf, size, "the interleaved schedule needs the %lld micro-batches to be a "
+		         "multiple of the %lld pipeline stages", (long long)c->micro_batches, pp);
+		break;
+	case SEARCH_RULE_NONE:
+	case SEARCH_RULE_COUNT:
+		snprintf(buf, size, "runnable");
+		break;
+	}
+	return buf;
+}
+
+/* ------------------------------------------------------ the enumeration */
+
+/* The configurations of a group that the rules let through, in
+ * enumeration order, into out (when not NULL; refused, when not NULL,
+ * counts the others by rule); returns how many. Interleaving is tried
+ * when 2 x PP chunks fit the model. */
+static int expand(const struct graph *g, int64_t G, const struct search_group *gr, int64_t limit,
+                  struct search_config *out, int64_t *refused)
 {
 	int n = 0;
 	for (size_t k = 0; k < SL_COUNTOF(schedule_order); k++) {
 		enum pipeline_schedule sc = schedule_order[k];
 		if (gr->pp == 1 && sc != SCHED_1F1B)
 			continue;
-		if (sc == SCHED_INTERLEAVED_1F1B && !interleaves(gr, limit))
+		if (sc == SCHED_INTERLEAVED_1F1B && SEARCH_VIRTUAL * gr->pp > limit)
 			continue;
 		for (int r = 0; r < RECOMPUTE_COUNT; r++)
-			for (int z = 0; z < SEARCH_ZERO_STAGES; z++, n++)
+			for (int z = 0; z < SEARCH_ZERO_STAGES; z++) {
+				struct search_config c = {
+					.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,
+					.micro_batch = gr->micro_batch, .micro_batches = gr->micro_batches,
+					.sequence_parallel = gr->sp, .ep = gr->ep, .cp = gr->cp,
+					.schedule = sc,
+					.virtual_stages = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1,
+					.recompute = (enum recompute_mode)r, .zero_stage = z};
+				enum search_rule rule = plan_search_rule(g, G, &c);
+				if (rule != SEARCH_RULE_NONE) {
+					if (refused)
+						refused[rule]++;
+					continue;
+				}
 				if (out)
-					out[n] = (struct search_config){
-						.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,
-						.micro_batch = gr->micro_batch, .micro_batches = gr->micro_batches,
-						.sequence_parallel = gr->sp, .ep = gr->ep, .cp = gr->cp,
-						.schedule = sc,
-						.virtual_stages = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1,
-						.recompute = (enum recompute_mode)r, .zero_stage = z};
+					out[n] = c;
+				n++;
+			}
 	}
 	return n;
 }
 
 struct search_group *plan_search_groups(struct arena *a, const struct graph *g, int64_t N,
                                         int64_t dps, int64_t G, bool with_ep, int64_t max_cp,
-                                        int *n)
+                                        int *n, int64_t refused[SEARCH_RULE_COUNT])
 {
 	int64_t limit = chunk_limit(g);
 	int64_t moe = g->gen ? g->gen->experts : 0, experts = with_ep ? moe : 0;
 	int cap = 64;
 	struct search_group *out = arena_alloc(a, (size_t)cap * sizeof *out);
 	*n = 0;
+	/* The space: TP dividing a server, PP at most the model's chunks, CP
+	 * for a generated dense model, the micro-batches whose replicas divide
+	 * the global batch, EP for a mixture; the rules then refuse what
+	 * Megatron-LM would. */
 	for (int64_t tp = 1; out && tp <= dps && tp <= N; tp++) {
 		if (dps % tp || N % tp)
 			continue;
@@ -92,7 +218,7 @@ struct search_group *plan_search_groups(struct arena *a, const struct graph *g, 
 			if ((N / tp) % pp)
 				continue;
 			for (int64_t cp = 1; out && cp <= max_cp && cp <= N / tp / pp; cp++) {
-				if ((N / tp / pp) % cp || (cp > 1 && (!g->gen || moe > 0 || g->gen->seq % cp)))
+				if ((N / tp / pp) % cp || (cp > 1 && (!g->gen || moe > 0)))
 					continue;
 				int64_t dp = N / tp / pp / cp;
 				for (size_t k = 0; out && k < SL_COUNTOF(micro_batch_choices); k++) {
@@ -108,7 +234,7 @@ struct search_group *plan_search_groups(struct arena *a, const struct graph *g, 
 						continue;
 					for (int sp = 0; out && sp <= (tp > 1); sp++)
 					for (int64_t ep = 1; out && ep <= dp; ep++) {
-						if (dp % ep || (ep > 1 && (experts < 1 || experts % ep)))
+						if (dp % ep || (ep > 1 && experts < 1))
 							continue;
 						if (*n == cap) {
 							out = arena_grow(a, out, (size_t)cap, (size_t)cap * 2, sizeof *out);
@@ -118,12 +244,14 @@ struct search_group *plan_search_groups(struct arena *a, const struct graph *g, 
 						}
 						struct search_group gr = {tp, pp, dp, b, G / (b * dp), sp, ep, cp, 0,
 						                          NULL};
-						gr.n_configs = expand(&gr, limit, NULL);
+						gr.n_configs = expand(g, G, &gr, limit, NULL, refused);
+						if (gr.n_configs == 0)
+							continue;
 						gr.configs = arena_calloc(a, (size_t)gr.n_configs + 1,
 						                          sizeof *gr.configs);
 						if (!gr.configs)
 							return NULL;
-						expand(&gr, limit, gr.configs);
+						expand(g, G, &gr, limit, gr.configs, NULL);
 						out[(*n)++] = gr;
 					}
 				}
@@ -303,7 +431,8 @@ bool plan_search(struct arena *a, const struct scenario *s, const struct plan_op
 	struct search_group *gs = plan_search_groups(a, s->graph, s->devices,
 	                                             s->topo->devices_per_server,
 	                                             s->training.global_batch, true,
-	                                             s->training.context_parallel, &n_groups);
+	                                             s->training.context_parallel, &n_groups,
+	                                             out->refused);
 	for (int i = 0; gs && i < n_groups; i++)
 		out->n_configs += gs[i].n_configs;
 	out->cands = gs ? arena_calloc(a, (size_t)out->n_configs + 1, sizeof *out->cands) : NULL;

@@ -62,6 +62,9 @@ static struct graph *load_hf_model(struct loader *L, const struct jv *v)
 		jv_get(v, "hf_config", &f), jv_error(&f, "cannot load the Hugging Face config \"%s\"", rel);
 	if (g && name)
 		g->name = arena_strdup(L->a, name);
+	if (g && seq <= 0 && g->gen)
+		jv_note(v, "no \"seq\": the sequence is the config's longest context, %lld tokens; "
+		        "give the sequence the run trains on", (long long)g->gen->seq);
 	return g;
 }
 
@@ -564,6 +567,41 @@ static bool read_ms_layout(struct loader *L, struct shard_config *c, const struc
 	return true;
 }
 
+/* The strategy file's pipeline stages as the pipeline's cuts, when the
+ * scenario states none: in graph order every change of stage starts a
+ * model chunk (chunk c on stage c mod PP, as an interleaved schedule
+ * places them), and PP x virtual stages chunks of every op staged are
+ * the cuts, so that a plan exported with its stages comes back with the
+ * same partition. Otherwise the chunks balance by cost, as without. */
+static void stages_as_cuts(struct loader *L, const int *stage_of)
+{
+	struct training *t = &L->s->training;
+	int n = L->s->graph->n_ops;
+	int64_t chunks = t->pipeline_stages * (t->virtual_stages > 0 ? t->virtual_stages : 1);
+	if (t->n_cuts || chunks < 2 || chunks > n)
+		return;
+	int *cuts = arena_alloc(L->a, (size_t)chunks * sizeof(int));
+	if (!cuts)
+		return;
+	int k = 0, prev = -1;
+	for (int i = 0; i < n; i++) {
+		if (stage_of[i] < 0)
+			return; /* an op without a stage */
+		if (i > 0 && stage_of[i] != prev) {
+			if (k == chunks - 1)
+				return;
+			cuts[k++] = i;
+		}
+		if (stage_of[i] != (int)((k) % t->pipeline_stages))
+			return; /* not chunk k's stage */
+		prev = stage_of[i];
+	}
+	if (k != chunks - 1)
+		return;
+	t->n_cuts = k;
+	t->cuts = cuts;
+}
+
 /* "mindspore_strategy": a file in the JSON that MindSpore's
  * set_op_strategy_config(mode="SAVE") writes (docs/formats.md):
  *   {"current_stage": 0, "parallel_strategy_item":
@@ -628,16 +666,26 @@ static bool read_ms_strategy(struct loader *L, const struct jv *v)
 		else
 			ok = false;
 	}
+	int n_ops = L->s->graph->n_ops;
+	int *stage_of = ready ? arena_alloc(L->a, ((size_t)n_ops + 1) * sizeof(int)) : NULL;
+	for (int i = 0; stage_of && i < n_ops; i++)
+		stage_of[i] = -1;
 	for (int i = 0; ready && i < n; i++) {
 		struct jv e, strat, lay;
 		jv_at(&items, i, &e);
 		bool good = jv_open(&e, item) && jv_need(&e, "parallel_strategy", &strat);
-		if (good && jv_get(&e, "stage", &f))
+		if (good && jv_get(&e, "stage", &f)) {
 			good = jv_int(&f, JR_RANGE(0, 1 << 30), &stage);
+			int op = good && stage_of ? graph_find_op(L->s->graph, jv_key(&e)) : -1;
+			if (op >= 0)
+				stage_of[op] = (int)stage;
+		}
 		if (good && have_layouts && jv_get(&layouts, jv_key(&e), &lay))
 			continue;
 		ok = good && add_shard(L, &e, jv_key(&e), &strat, file) && ok;
 	}
+	if (ok && stage_of)
+		stages_as_cuts(L, stage_of);
 	json_doc_free(&doc);
 	if (!ok && L->diags->errors == before)
 		jv_error(v, "cannot read the MindSpore strategy \"%s\"", rel);

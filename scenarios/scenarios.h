@@ -170,4 +170,11 @@ struct scenario *scenario_load_value(struct arena *a, const struct jv *v, const 
 /* The shard() configuration of an op, or NULL. */
 const struct shard_config *scenario_shard_for(const struct scenario *s, int op);
 
+/* The scenario as a scenario file's JSON (write.c): its model's generator
+ * inline (an explicit graph by its file), its topology and model paths
+ * relative to `dir` (the folder the file goes in), every training setting;
+ * no shard() entries. Loading it gives the scenario back. NULL when out of
+ * memory. */
+struct cJSON *scenario_json(struct arena *a, const struct scenario *s, const char *dir);
+
 #endif

@@ -307,7 +307,7 @@ static bool read_configs(struct arena *a, const struct jv *root, struct study *s
 
 static bool read_goal(const struct jv *root, struct study *st)
 {
-	static const char *const keys[] = {"tokens", "iterations", "days", NULL};
+	static const char *const keys[] = {"tokens", "iterations", "days", "budget", NULL};
 	struct jv v, t, it;
 	if (!jv_need(root, "goal", &v) || !jv_open(&v, keys))
 		return false;
@@ -327,7 +327,52 @@ static bool read_goal(const struct jv *root, struct study *st)
 	} else {
 		ok = jv_int(&it, JR_RANGE(1, 1e15), &st->goal.iterations);
 	}
+	ok = jv_opt_number(&v, "budget", JR_NONNEG, 0, &st->goal.budget) && ok;
 	return jv_opt_number(&v, "days", JR_NONNEG, 0, &st->goal.days) && ok;
+}
+
+/* "goodput": false, or an object of figures (GB/s for the rates). */
+static bool read_goodput(const struct jv *root, struct study *st)
+{
+	static const char *const keys[] = {"failures_per_device_hour", "relaunch_s",
+	                                   "storage_write_gbps", "storage_read_gbps", "checkpoint",
+	                                   "host_copy_gbps", "checkpoint_interval_s", NULL};
+	static const char *const modes[] = {"sync", "async"};
+	struct study_goodput *g = &st->goodput;
+	study_goodput_defaults(g);
+	struct jv v, m;
+	if (!jv_get(root, "goodput", &v))
+		return true;
+	if (v.node && cJSON_IsBool(v.node)) {
+		if (!jv_bool(&v, &g->on))
+			return false;
+		if (!g->on)
+			return true;
+		jv_error(&v, "expected false (ideal times) or an object of goodput figures, got true");
+		return false;
+	}
+	if (!jv_open(&v, keys))
+		return false;
+	double wr = g->storage_write_bps / 1e9, rd = g->storage_read_bps / 1e9,
+	       host = g->host_copy_bps / 1e9;
+	bool ok = jv_opt_number(&v, "failures_per_device_hour", JR_RANGE(0, 1),
+	                        g->failures_per_device_hour, &g->failures_per_device_hour);
+	ok = jv_opt_number(&v, "relaunch_s", JR_RANGE(0, 1e7), g->relaunch_s, &g->relaunch_s) && ok;
+	ok = jv_opt_number(&v, "storage_write_gbps", JR_POSITIVE, wr, &wr) && ok;
+	ok = jv_opt_number(&v, "storage_read_gbps", JR_POSITIVE, rd, &rd) && ok;
+	ok = jv_opt_number(&v, "host_copy_gbps", JR_POSITIVE, host, &host) && ok;
+	ok = jv_opt_number(&v, "checkpoint_interval_s", JR_NONNEG, 0, &g->interval_s) && ok;
+	if (jv_get(&v, "checkpoint", &m)) {
+		int k = jv_enum(&m, modes, 2);
+		if (k < 0)
+			ok = false;
+		else
+			g->async = k == 1;
+	}
+	g->storage_write_bps = wr * 1e9;
+	g->storage_read_bps = rd * 1e9;
+	g->host_copy_bps = host * 1e9;
+	return ok;
 }
 
 static const struct scenario *read_scenario(struct arena *a, const char *dir,
@@ -362,12 +407,61 @@ static const struct scenario *read_scenario(struct arena *a, const char *dir,
 	return s;
 }
 
+/* What re-prices the points without re-planning them (docs/studies.md,
+ * "Quick what-ifs"): the goal, goodput and currency, each cluster's price
+ * and power. */
+static const char *const price_keys[] = {"goal", "goodput", "currency", "description", "source",
+                                         NULL};
+static const char *const cluster_price_keys[] = {"price_per_device_hour", "power_w", NULL};
+
+/* FNV-1a of the compact print of a tree (NULL: the empty string). */
+static uint64_t fnv_json(uint64_t h, const cJSON *j)
+{
+	char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+	if (text) {
+		h = fnv_bytes(h, text, strlen(text));
+		cJSON_free(text);
+	}
+	return h;
+}
+
+/* The study's own part of the inputs' hash: the document less what only
+ * prices the points. */
+static uint64_t plan_hash(const cJSON *root)
+{
+	cJSON *copy = root ? cJSON_Duplicate(root, true) : NULL;
+	if (!copy)
+		return FNV_OFFSET;
+	for (const char *const *k = price_keys; *k; k++)
+		cJSON_DeleteItemFromObjectCaseSensitive(copy, *k);
+	cJSON *cl = cJSON_GetObjectItemCaseSensitive(copy, "clusters"), *c;
+	cJSON_ArrayForEach(c, cl)
+		for (const char *const *k = cluster_price_keys; *k; k++)
+			cJSON_DeleteItemFromObjectCaseSensitive(c, *k);
+	uint64_t h = fnv_json(FNV_OFFSET, copy);
+	cJSON_Delete(copy);
+	return h;
+}
+
+/* The hash of what only prices the points. */
+static uint64_t prices_hash(const cJSON *root)
+{
+	uint64_t h = FNV_OFFSET;
+	for (const char *const *k = price_keys; *k; k++)
+		h = fnv_json(h, cJSON_GetObjectItemCaseSensitive(root, *k));
+	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(root, "clusters"), *c;
+	cJSON_ArrayForEach(c, cl)
+		for (const char *const *k = cluster_price_keys; *k; k++)
+			h = fnv_json(h, cJSON_GetObjectItemCaseSensitive(c, *k));
+	return h;
+}
+
 struct study *study_load_doc(struct arena *a, struct json_doc *doc)
 {
 	static const char *const keys[] = {"format",   "version",        "name",
 	                                   "description", "source",      "scenario",
 	                                   "clusters", "configurations", "global_batch",
-	                                   "goal",     NULL};
+	                                   "goal",     "goodput",        "currency", NULL};
 	struct jv root, v;
 	if (!jv_root(doc, &root) || !jv_header(&root, STUDY_FORMAT, STUDY_VERSION))
 		return NULL;
@@ -377,7 +471,7 @@ struct study *study_load_doc(struct arena *a, struct json_doc *doc)
 	if (!st || !dir)
 		return NULL;
 	st->file = arena_strdup(a, doc->file);
-	uint64_t h = fnv_bytes(FNV_OFFSET, doc->text, doc->len);
+	uint64_t h = plan_hash(doc->root);
 	bool ok = jv_keys(&root, keys);
 	const char *str;
 	if (jv_req_string(&root, "name", &str))
@@ -406,7 +500,16 @@ struct study *study_load_doc(struct arena *a, struct json_doc *doc)
 		}
 	}
 	ok = read_goal(&root, st) && ok;
+	ok = read_goodput(&root, st) && ok;
+	st->currency = "USD";
+	if (jv_get(&root, "currency", &v)) {
+		if (jv_string(&v, &str) && str[0])
+			st->currency = arena_strdup(a, str);
+		else
+			ok = false;
+	}
 	st->inputs_hash = h;
+	st->prices_hash = prices_hash(doc->root);
 	return ok && doc->diags->errors == errors ? st : NULL;
 }
 

@@ -1,6 +1,8 @@
 /* plot.c — a sweep's figures drawn with cairo (docs/studies.md, "plot").
  *
- * One page of five panels from a database's rows:
+ * One page of six panels from a database's rows, titled with the study's
+ * name; times are the effective times to train (with failures, restarts
+ * and checkpoints), the goal's deadline and budget dashed lines:
  *   (a) time to train against devices, the fastest point of each size,
  *       one line per cluster family (log-log);
  *   (b) the cost of those points against devices (log-log);
@@ -8,8 +10,9 @@
  *   (d) time to train against cost: every point that fits memory (small
  *       marks) and the Pareto front (a line);
  *   (e) the iteration of those fastest points broken down: compute,
- *       exposed communication, pipeline bubble, other (stacked bars).
- * Axes carry ticks, tick labels and their units; the page is 1500 x 1000
+ *       exposed communication, pipeline bubble, other (stacked bars);
+ *   (f) their goodput against devices (log x, linear y).
+ * Axes carry ticks, tick labels and their units; the page is 1500 x 1160
  * points (SVG, PDF) or pixels (PNG). No hot path.
  */
 #include <cairo-pdf.h>
@@ -23,7 +26,7 @@
 #include "studies.h"
 
 #define PAGE_W 1500.0
-#define PAGE_H 1000.0
+#define PAGE_H 1160.0
 #define FONT "DejaVu Sans"
 #define PLOT_PI 3.14159265358979323846
 
@@ -207,7 +210,7 @@ static int best_per_size(const struct study_row *rows, int n, int *out)
 		int j = i, best = -1;
 		while (j < n && rows[j].cluster == rows[i].cluster && rows[j].servers == rows[i].servers) {
 			if (rows[j].ok && !rows[j].oom &&
-			    (best < 0 || rows[j].time_to_train_s < rows[best].time_to_train_s))
+			    (best < 0 || rows[j].effective_time_s < rows[best].effective_time_s))
 				best = j;
 			j++;
 		}
@@ -230,9 +233,10 @@ static void range(struct axis *a, double v)
 
 typedef double (*getter)(const struct study_row *r);
 static double g_devices(const struct study_row *r) { return (double)r->devices; }
-static double g_time_h(const struct study_row *r) { return r->time_to_train_s / 3600; }
+static double g_time_h(const struct study_row *r) { return r->effective_time_s / 3600; }
 static double g_cost(const struct study_row *r) { return r->cost; }
 static double g_mfu(const struct study_row *r) { return 100 * r->mfu; }
+static double g_goodput(const struct study_row *r) { return 100 * r->goodput; }
 
 /* One line per family over the best points. */
 static void draw_lines(cairo_t *cr, const struct panel *p, const struct study_row *rows,
@@ -276,8 +280,10 @@ static struct axis empty_axis(bool lg, const char *label)
 	return (struct axis){INFINITY, -INFINITY, lg, label};
 }
 
+/* The legend across the page's foot: the families, the breakdown's
+ * parts, the goal's lines and what the panels show. */
 static void legend(cairo_t *cr, double x, double y, int n_clusters, const char *const *names,
-                   const char *const *kinds)
+                   const char *const *kinds, bool goal_lines)
 {
 	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
 	cairo_set_source_rgb(cr, 0, 0, 0);
@@ -296,23 +302,68 @@ static void legend(cairo_t *cr, double x, double y, int n_clusters, const char *
 		snprintf(t, sizeof t, "%s (%s)", names[c] ? names[c] : "?", kinds[c] ? kinds[c] : "?");
 		text_at(cr, x + 40, yy, t, 0, 0.5, 14);
 	}
-	double yy = y + 40 + 24.0 * n_clusters;
+	double bx = x + 490;
 	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-	text_at(cr, x, yy, "iteration breakdown (e)", 0, 1, 15);
+	text_at(cr, bx, y, "iteration breakdown (e)", 0, 1, 15);
 	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
 	for (int k = 0; k < 4; k++) {
-		double ky = yy + 28 + 24.0 * k;
+		double ky = y + 28 + 24.0 * k;
 		rgb(cr, part_rgb[k]);
-		cairo_rectangle(cr, x, ky - 8, 30, 16);
+		cairo_rectangle(cr, bx, ky - 8, 30, 16);
 		cairo_fill(cr);
 		cairo_set_source_rgb(cr, 0, 0, 0);
-		text_at(cr, x + 40, ky, part_names[k], 0, 0.5, 14);
+		text_at(cr, bx + 40, ky, part_names[k], 0, 0.5, 14);
 	}
-	double ny = yy + 40 + 24.0 * 4;
-	const char *notes[] = {"(a)-(c), (e): the fastest point that fits", "memory at each cluster size.",
-	                       "(d): every point that fits memory;", "the line is the Pareto front."};
+	double nx = x + 980;
+	const char *notes[] = {"(a)-(c), (e), (f): the fastest point that fits",
+	                       "memory at each cluster size; times are",
+	                       "effective: failures, restarts, checkpoints.",
+	                       "(d): every point that fits memory;",
+	                       "the line is the Pareto front."};
 	for (size_t k = 0; k < SL_COUNTOF(notes); k++)
-		text_at(cr, x, ny + 20.0 * (double)k, notes[k], 0, 0.5, 13);
+		text_at(cr, nx, y + 8 + 20.0 * (double)k, notes[k], 0, 0.5, 13);
+	if (goal_lines) {
+		double gy = y + 8 + 20.0 * (double)SL_COUNTOF(notes) + 8;
+		cairo_set_source_rgb(cr, 0.75, 0, 0);
+		cairo_set_line_width(cr, 1.6);
+		double dash[] = {6, 4};
+		cairo_set_dash(cr, dash, 2, 0);
+		cairo_move_to(cr, nx, gy);
+		cairo_line_to(cr, nx + 30, gy);
+		cairo_stroke(cr);
+		cairo_set_dash(cr, NULL, 0, 0);
+		cairo_set_source_rgb(cr, 0, 0, 0);
+		text_at(cr, nx + 40, gy, "the goal: deadline, budget", 0, 0.5, 13);
+	}
+}
+
+/* The goal's line at value v across a panel (horizontal) or up it
+ * (vertical), dashed, labelled; nothing when v is outside the axis. */
+static void goal_line(cairo_t *cr, const struct panel *p, double v, bool vertical,
+                      const char *label)
+{
+	const struct axis *a = vertical ? &p->ax : &p->ay;
+	if (!(v > 0) || v < a->lo || v > a->hi)
+		return;
+	cairo_save(cr);
+	cairo_set_source_rgb(cr, 0.75, 0, 0);
+	cairo_set_line_width(cr, 1.6);
+	double dash[] = {6, 4};
+	cairo_set_dash(cr, dash, 2, 0);
+	if (vertical) {
+		cairo_move_to(cr, px(p, v), p->y);
+		cairo_line_to(cr, px(p, v), p->y + p->h);
+	} else {
+		cairo_move_to(cr, p->x, py(p, v));
+		cairo_line_to(cr, p->x + p->w, py(p, v));
+	}
+	cairo_stroke(cr);
+	cairo_set_dash(cr, NULL, 0, 0);
+	if (vertical)
+		text_at(cr, px(p, v) + 4, p->y + 6, label, 0, 0, 12);
+	else
+		text_at(cr, p->x + p->w - 4, py(p, v) - 3, label, 1, 1, 12);
+	cairo_restore(cr);
 }
 
 /* Stacked bars of the best points: compute, exposed communication,
@@ -324,7 +375,7 @@ static void draw_breakdown(cairo_t *cr, double x, double y, const struct study_r
 	for (int i = 0; i < m; i++)
 		ay.hi = fmax(ay.hi, 1e3 * rows[best[i]].iteration_s);
 	axis_fit(&ay);
-	struct axis ax = {0, m > 0 ? m : 1, false, "cluster family, servers"};
+	struct axis ax = {0, m > 0 ? m : 1, false, "cluster family, devices"};
 	struct panel p = {x, y, 380, 300, ax, ay, "(e) iteration breakdown"};
 	draw_ticks(cr, &p, &p.ay, false, false);
 	double bw = p.w / (m > 0 ? m : 1);
@@ -342,8 +393,8 @@ static void draw_breakdown(cairo_t *cr, double x, double y, const struct study_r
 			base += v;
 		}
 		char t[96];
-		snprintf(t, sizeof t, "%s x%lld", names[r->cluster] ? names[r->cluster] : "?",
-		         (long long)r->servers);
+		snprintf(t, sizeof t, "%s, %lld", names[r->cluster] ? names[r->cluster] : "?",
+		         (long long)r->devices);
 		cairo_save(cr);
 		cairo_set_source_rgb(cr, 0, 0, 0);
 		cairo_translate(cr, x + bw * (i + 0.5), y + p.h + 8);
@@ -358,6 +409,7 @@ static void draw_breakdown(cairo_t *cr, double x, double y, const struct study_r
 	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
 	text_at(cr, p.x + p.w / 2, p.y - 12, p.title, 0.5, 1, 15);
 	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+	text_at(cr, p.x + p.w / 2, p.y + p.h + 62, p.ax.label, 0.5, 0, 14);
 	cairo_save(cr);
 	cairo_translate(cr, p.x - 62, p.y + p.h / 2);
 	cairo_rotate(cr, -PLOT_PI / 2);
@@ -406,7 +458,7 @@ static cairo_status_t put(void *closure, const unsigned char *data, unsigned int
 
 bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
                 int n_clusters, const char *const *names, const char *const *kinds,
-                const char *title, char *err, size_t err_size)
+                const struct study_plot_info *info, char *err, size_t err_size)
 {
 	size_t len = strlen(path);
 	bool png = len > 4 && !strcmp(path + len - 4, ".png");
@@ -423,17 +475,31 @@ bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n
 	}
 	int m = best_per_size(rows, n, best);
 
+	char cost_label[64];
+	snprintf(cost_label, sizeof cost_label, "cost (%s)",
+	         info->currency ? info->currency : "price units");
+	double deadline_h = info->deadline_s / 3600;
 	struct axis dev = empty_axis(true, "devices"), t = empty_axis(true, "time to train (hours)"),
-	            cost = empty_axis(true, "cost (price units)"), mfu = {0, 0, false, "MFU (%)"},
-	            pc = empty_axis(true, "cost (price units)"),
-	            pt = empty_axis(true, "time to train (hours)");
+	            cost = empty_axis(true, cost_label), mfu = {0, 0, false, "MFU (%)"},
+	            pc = empty_axis(true, cost_label),
+	            pt = empty_axis(true, "time to train (hours)"),
+	            gp = {100, 100, false, "goodput (%)"};
 	for (int i = 0; i < m; i++) {
 		const struct study_row *r = &rows[best[i]];
 		range(&dev, g_devices(r));
 		range(&t, g_time_h(r));
 		range(&cost, g_cost(r));
 		range(&mfu, g_mfu(r));
+		if (g_goodput(r) < gp.lo)
+			gp.lo = g_goodput(r);
 	}
+	/* the goal's lines stay on the page */
+	range(&t, deadline_h);
+	range(&pt, deadline_h);
+	range(&cost, info->budget);
+	range(&pc, info->budget);
+	/* tens below the lowest, at least 20 points of range */
+	gp.lo = fmax(0, fmin(80, floor(gp.lo / 10) * 10 - 10));
 	for (int i = 0; i < n; i++)
 		if (rows[i].ok && !rows[i].oom && rows[i].cost > 0) {
 			range(&pc, rows[i].cost);
@@ -465,25 +531,33 @@ bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n
 	cairo_paint(cr);
 	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
 	cairo_set_source_rgb(cr, 0, 0, 0);
-	text_at(cr, PAGE_W / 2, 18, title, 0.5, 0, 18);
+	text_at(cr, PAGE_W / 2, 18, info->title ? info->title : "", 0.5, 0, 18);
 	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
 
-	double cx[3] = {110, 600, 1090}, cy[2] = {90, 580};
+	double cx[3] = {110, 600, 1090}, cy[2] = {90, 560};
 	struct panel pa = make_panel(cx[0], cy[0], "(a) time to train", dev, t);
 	struct panel pb = make_panel(cx[1], cy[0], "(b) cost", dev, cost);
 	struct panel pcp = make_panel(cx[2], cy[0], "(c) model FLOPs utilisation", dev, mfu);
 	struct panel pd = make_panel(cx[0], cy[1], "(d) time to train against cost", pc, pt);
-	pa.ax = pb.ax = pcp.ax = dev;
+	struct panel pf = make_panel(cx[2], cy[1], "(f) goodput", dev, gp);
+	pa.ax = pb.ax = pcp.ax = pf.ax = dev;
 	draw_frame(cr, &pa, true);
 	draw_lines(cr, &pa, rows, best, m, g_devices, g_time_h);
+	goal_line(cr, &pa, deadline_h, false, "deadline");
 	draw_frame(cr, &pb, true);
 	draw_lines(cr, &pb, rows, best, m, g_devices, g_cost);
+	goal_line(cr, &pb, info->budget, false, "budget");
 	draw_frame(cr, &pcp, true);
 	draw_lines(cr, &pcp, rows, best, m, g_devices, g_mfu);
 	draw_frame(cr, &pd, false);
 	draw_pareto(cr, &pd, rows, n);
+	goal_line(cr, &pd, deadline_h, false, "deadline");
+	goal_line(cr, &pd, info->budget, true, "budget");
 	draw_breakdown(cr, cx[1], cy[1], rows, best, m, names);
-	legend(cr, cx[2], cy[1] - 10, n_clusters, names, kinds);
+	draw_frame(cr, &pf, true);
+	draw_lines(cr, &pf, rows, best, m, g_devices, g_goodput);
+	legend(cr, cx[0], cy[1] + 420, n_clusters, names, kinds,
+	       deadline_h > 0 || info->budget > 0);
 
 	cairo_status_t status = cairo_status(cr);
 	cairo_destroy(cr);

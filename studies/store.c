@@ -52,6 +52,9 @@ static const char *const schema =
 	" sequence_parallel INTEGER NOT NULL DEFAULT 0,"
 	" expert_parallel INTEGER NOT NULL DEFAULT 1,"
 	" context_parallel INTEGER NOT NULL DEFAULT 1,"
+	" model_flops REAL, tokens_per_iteration REAL, state_bytes REAL,"
+	" state_bytes_per_device REAL, goodput REAL, checkpoint_interval_s REAL,"
+	" interruptions REAL, effective_time_s REAL,"
 	" UNIQUE(cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel,"
 	"        expert_parallel, context_parallel, schedule, virtual_stages, recompute,"
 	"        zero_stage));";
@@ -60,6 +63,39 @@ _Static_assert(EST_CATEGORY_COUNT == 11, "the points table has a column per cate
 #define KEY_COLS "cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel, " \
                  "expert_parallel, context_parallel, schedule, virtual_stages, recompute, " \
                  "zero_stage"
+
+/* The point's key into ?first .. ?first+12 (KEY_COLS' order). */
+static void bind_key(sqlite3_stmt *q, int first, const struct study_row *r)
+{
+	const struct search_config *c = &r->config;
+	sqlite3_bind_int(q, first, r->cluster);
+	sqlite3_bind_int64(q, first + 1, r->servers);
+	sqlite3_bind_int64(q, first + 2, r->global_batch);
+	sqlite3_bind_int64(q, first + 3, c->tp);
+	sqlite3_bind_int64(q, first + 4, c->pp);
+	sqlite3_bind_int64(q, first + 5, c->micro_batch);
+	sqlite3_bind_int(q, first + 6, c->sequence_parallel);
+	sqlite3_bind_int64(q, first + 7, c->ep > 1 ? c->ep : 1);
+	sqlite3_bind_int64(q, first + 8, c->cp > 1 ? c->cp : 1);
+	sqlite3_bind_int(q, first + 9, c->schedule);
+	sqlite3_bind_int64(q, first + 10, c->virtual_stages);
+	sqlite3_bind_int(q, first + 11, c->recompute);
+	sqlite3_bind_int(q, first + 12, c->zero_stage);
+}
+
+/* "cluster = ?N AND ... zero_stage = ?N+12", KEY_COLS' order. */
+static void key_where(char *buf, size_t size, int first)
+{
+	static const char *const cols[] = {"cluster", "servers", "global_batch", "tp", "pp",
+	                                   "micro_batch", "sequence_parallel", "expert_parallel",
+	                                   "context_parallel", "schedule", "virtual_stages",
+	                                   "recompute", "zero_stage"};
+	size_t n = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < SL_COUNTOF(cols) && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%s = ?%d", i ? " AND " : "", cols[i],
+		                      first + (int)i);
+}
 
 static void set_err(char *err, size_t size, const char *what, sqlite3 *db)
 {
@@ -102,18 +138,48 @@ static struct study_store *open_db(const char *path, int flags, char *err, size_
 	return s;
 }
 
-/* The hash the database was written for, "" when none yet. */
-static bool stored_hash(struct study_store *s, char out[17])
+/* A hash the database was written for (meta's `key`), "" when none yet. */
+static bool stored_meta(struct study_store *s, const char *key, char out[17])
 {
 	sqlite3_stmt *q;
 	out[0] = '\0';
-	if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'inputs_hash'", -1, &q,
+	if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?1", -1, &q,
 	                       NULL) != SQLITE_OK)
 		return false;
+	sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
 	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
 		snprintf(out, 17, "%s", (const char *)sqlite3_column_text(q, 0));
 	sqlite3_finalize(q);
 	return true;
+}
+
+static bool stored_hash(struct study_store *s, char out[17])
+{
+	return stored_meta(s, "inputs_hash", out);
+}
+
+/* The stored rows priced for other goal, prices, power or goodput: priced
+ * again (study_store_reprice), none planned again. */
+static bool reprice_if_changed(struct study_store *s, char *err, size_t err_size)
+{
+	char have[17], want[17];
+	study_hash_text(want, s->st->prices_hash);
+	if (!stored_meta(s, "prices_hash", have)) {
+		set_err(err, err_size, "database", s->db);
+		return false;
+	}
+	if (!strcmp(have, want))
+		return true;
+	struct arena *a = arena_new();
+	struct study_row *rows;
+	int n = a ? study_store_rows(s, a, &rows, err, err_size) : -1;
+	bool ok = n >= 0 && study_store_reprice(s, rows, n, err, err_size);
+	arena_free(a);
+	if (!a)
+		snprintf(err, err_size, "out of memory");
+	char sql[128];
+	snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta VALUES('prices_hash', '%s');", want);
+	return ok && exec(s, sql, err, err_size);
 }
 
 static const char *const insert_sql =
@@ -124,27 +190,102 @@ static const char *const insert_sql =
 	" est_compute_backward, est_comm_forward, est_redistribution, est_comm_backward,"
 	" est_recompute, est_param_gather, est_pipeline_p2p, est_gradient_sync, est_optimizer,"
 	" est_pipeline_bubble, iterations, time_to_train_s, device_hours, energy_kwh, cost,"
-	" sequence_parallel, expert_parallel, context_parallel)"
+	" sequence_parallel, expert_parallel, context_parallel, model_flops, tokens_per_iteration,"
+	" state_bytes, state_bytes_per_device, goodput, checkpoint_interval_s, interruptions,"
+	" effective_time_s)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
 	" ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35,"
-	" ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48)";
+	" ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51, ?52,"
+	" ?53, ?54, ?55, ?56)";
+
+/* The figures that follow from the study's goal, prices, power and
+ * goodput (study_row_figures), rewritten in place when those change. */
+static const char *const reprice_sql =
+	"UPDATE points SET tokens_per_s = ?1, mfu = ?2, iterations = ?3, time_to_train_s = ?4,"
+	" goodput = ?5, checkpoint_interval_s = ?6, interruptions = ?7, effective_time_s = ?8,"
+	" device_hours = ?9, energy_kwh = ?10, cost = ?11 WHERE " ;
 
 /* A database written before the points had expert_parallel and
- * context_parallel columns: its key differs, so it is rebuilt (with
- * --force) or left alone. */
+ * context_parallel columns (its key differs) or the goodput's: it is
+ * rebuilt (with --force) or left alone. */
 static bool has_new_columns(struct study_store *s, bool *has)
 {
+	static const char *const cols[] = {"expert_parallel", "context_parallel", "state_bytes",
+	                                   "effective_time_s"};
 	sqlite3_stmt *q;
-	int found = 0;
+	size_t found = 0;
 	if (sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info('points')", -1, &q,
 	                       NULL) != SQLITE_OK)
 		return false;
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(q, 0);
-		found += name && (!strcmp(name, "expert_parallel") || !strcmp(name, "context_parallel"));
+		for (size_t i = 0; name && i < SL_COUNTOF(cols); i++)
+			found += !strcmp(name, cols[i]);
 	}
 	sqlite3_finalize(q);
-	*has = found == 2;
+	*has = found == SL_COUNTOF(cols);
+	return true;
+}
+
+static const char *sim_sql(char *buf, size_t size)
+{
+	char where[512];
+	key_where(where, sizeof where, 8);
+	snprintf(buf, size, "UPDATE points SET simulated = ?1, sim_error = ?2, sim_iteration_s = ?3,"
+	         " sim_compute_s = ?4, sim_comm_s = ?5, sim_bubble_s = ?6,"
+	         " sim_time_to_train_s = ?7 WHERE %s", where);
+	return buf;
+}
+
+/* What plot shows of the study: meta's study_name, currency, deadline_s
+ * and budget. */
+static bool put_info(struct study_store *s, char *err, size_t err_size)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta VALUES(?1, ?2)", -1, &q,
+	                       NULL) != SQLITE_OK) {
+		set_err(err, err_size, "database", s->db);
+		return false;
+	}
+	char days[32], budget[32];
+	snprintf(days, sizeof days, "%.17g", s->st->goal.days * 86400);
+	snprintf(budget, sizeof budget, "%.17g", s->st->goal.budget);
+	const char *kv[][2] = {{"study_name", s->st->name}, {"currency", s->st->currency},
+	                       {"deadline_s", days}, {"budget", budget}};
+	bool ok = true;
+	for (size_t i = 0; ok && i < SL_COUNTOF(kv); i++) {
+		sqlite3_reset(q);
+		sqlite3_bind_text(q, 1, kv[i][0], -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, kv[i][1], -1, SQLITE_STATIC);
+		ok = sqlite3_step(q) == SQLITE_DONE;
+	}
+	if (!ok)
+		set_err(err, err_size, "database", s->db);
+	sqlite3_finalize(q);
+	return ok;
+}
+
+bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_info *out)
+{
+	*out = (struct study_plot_info){0};
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->db, "SELECT key, value FROM meta", -1, &q, NULL) != SQLITE_OK)
+		return false;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(q, 0);
+		const char *v = (const char *)sqlite3_column_text(q, 1);
+		if (!k || !v)
+			continue;
+		if (!strcmp(k, "study_name"))
+			out->title = arena_strdup(a, v);
+		else if (!strcmp(k, "currency"))
+			out->currency = arena_strdup(a, v);
+		else if (!strcmp(k, "deadline_s"))
+			out->deadline_s = strtod(v, NULL);
+		else if (!strcmp(k, "budget"))
+			out->budget = strtod(v, NULL);
+	}
+	sqlite3_finalize(q);
 	return true;
 }
 
@@ -175,8 +316,8 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	if (!current) {
 		if (!force) {
 			snprintf(err, err_size, "%s was written by an earlier shardlab, whose points have "
-			         "no expert_parallel and context_parallel columns: sweep into another "
-			         "database, or give --force to discard its rows", path);
+			         "no expert_parallel, context_parallel and goodput columns: sweep into "
+			         "another database, or give --force to discard its rows", path);
 			study_store_close(s);
 			return STORE_OTHER_INPUTS;
 		}
@@ -199,11 +340,12 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 			return STORE_ERROR;
 		}
 	}
-	char sql[160];
+	char sql[1024];
 	snprintf(sql, sizeof sql,
 	         "INSERT OR REPLACE INTO meta VALUES('inputs_hash', '%s'), ('study', 'shardlab-study');",
 	         s->hash);
-	if (!exec(s, sql, err, err_size) ||
+	if (!exec(s, sql, err, err_size) || !reprice_if_changed(s, err, err_size) ||
+	    !put_info(s, err, err_size) ||
 	    sqlite3_prepare_v2(s->db, insert_sql, -1, &s->insert, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       "SELECT tp, pp, micro_batch, schedule, virtual_stages, recompute,"
@@ -214,14 +356,7 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	                       " global_batch = ?3 AND tp = ?4 AND pp = ?5 AND micro_batch = ?6",
 	                       -1, &s->done, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
-	                       "UPDATE points SET simulated = ?1, sim_error = ?2, sim_iteration_s = ?3,"
-	                       " sim_compute_s = ?4, sim_comm_s = ?5, sim_bubble_s = ?6,"
-	                       " sim_time_to_train_s = ?7 WHERE cluster = ?8 AND servers = ?9 AND"
-	                       " global_batch = ?10 AND tp = ?11 AND pp = ?12 AND micro_batch = ?13"
-	                       " AND schedule = ?14 AND virtual_stages = ?15 AND recompute = ?16 AND"
-	                       " zero_stage = ?17 AND sequence_parallel = ?18 AND expert_parallel = ?19"
-	                       " AND context_parallel = ?20",
-	                       -1, &s->sim, NULL) != SQLITE_OK) {
+	                       sim_sql(sql, sizeof sql), -1, &s->sim, NULL) != SQLITE_OK) {
 		if (!err[0])
 			set_err(err, err_size, "database", s->db);
 		study_store_close(s);
@@ -351,6 +486,11 @@ static bool insert_row(struct study_store *s, const struct study_row *r, const s
 		double w[] = {r->iterations, r->time_to_train_s, r->device_hours, r->energy_kwh, r->cost};
 		for (int i = 0; i < 5; i++)
 			bind_real(q, 41 + i, w[i]);
+		double g[] = {r->model_flops, r->tokens_per_iteration, r->state_bytes,
+		              r->state_bytes_per_device, r->goodput, r->checkpoint_interval_s,
+		              r->interruptions, r->effective_time_s};
+		for (int i = 0; i < 8; i++)
+			bind_real(q, 49 + i, g[i]);
 	}
 	return sqlite3_step(q) == SQLITE_DONE;
 }
@@ -369,11 +509,45 @@ bool study_store_put(struct study_store *s, const struct study_row *rows, int n,
 	return exec(s, "COMMIT;", err, err_size);
 }
 
+bool study_store_reprice(struct study_store *s, struct study_row *rows, int n, char *err,
+                         size_t err_size)
+{
+	char where[512], sql[1024];
+	key_where(where, sizeof where, 12);
+	snprintf(sql, sizeof sql, "%s%s", reprice_sql, where);
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK) {
+		set_err(err, err_size, "database", s->db);
+		return false;
+	}
+	bool ok = exec(s, "BEGIN IMMEDIATE;", err, err_size);
+	for (int i = 0; ok && i < n; i++) {
+		struct study_row *r = &rows[i];
+		if (!r->ok)
+			continue;
+		study_row_figures(s->st, r);
+		sqlite3_reset(q);
+		sqlite3_clear_bindings(q);
+		double v[] = {r->tokens_per_s, r->mfu, r->iterations, r->time_to_train_s, r->goodput,
+		              r->checkpoint_interval_s, r->interruptions, r->effective_time_s,
+		              r->device_hours, r->energy_kwh, r->cost};
+		for (int k = 0; k < 11; k++)
+			bind_real(q, 1 + k, v[k]);
+		bind_key(q, 12, r);
+		if (sqlite3_step(q) != SQLITE_DONE) {
+			set_err(err, err_size, "database", s->db);
+			sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
+			ok = false;
+		}
+	}
+	sqlite3_finalize(q);
+	return ok && exec(s, "COMMIT;", err, err_size);
+}
+
 bool study_store_put_sim(struct study_store *s, const struct study_row *r, char *err,
                          size_t err_size)
 {
 	sqlite3_stmt *q = s->sim;
-	const struct search_config *c = &r->config;
 	sqlite3_reset(q);
 	sqlite3_clear_bindings(q);
 	sqlite3_bind_int(q, 1, r->simulated ? 1 : -1);
@@ -385,19 +559,7 @@ bool study_store_put_sim(struct study_store *s, const struct study_row *r, char 
 		for (int i = 0; i < 5; i++)
 			bind_real(q, 3 + i, v[i]);
 	}
-	sqlite3_bind_int(q, 8, r->cluster);
-	sqlite3_bind_int64(q, 9, r->servers);
-	sqlite3_bind_int64(q, 10, r->global_batch);
-	sqlite3_bind_int64(q, 11, c->tp);
-	sqlite3_bind_int64(q, 12, c->pp);
-	sqlite3_bind_int64(q, 13, c->micro_batch);
-	sqlite3_bind_int(q, 14, c->schedule);
-	sqlite3_bind_int64(q, 15, c->virtual_stages);
-	sqlite3_bind_int(q, 16, c->recompute);
-	sqlite3_bind_int(q, 17, c->zero_stage);
-	sqlite3_bind_int(q, 18, c->sequence_parallel);
-	sqlite3_bind_int64(q, 19, c->ep > 1 ? c->ep : 1);
-	sqlite3_bind_int64(q, 20, c->cp > 1 ? c->cp : 1);
+	bind_key(q, 8, r);
 	if (sqlite3_step(q) != SQLITE_DONE) {
 		set_err(err, err_size, "database", s->db);
 		return false;
@@ -431,7 +593,9 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 	                       " est_pipeline_bubble, iterations, time_to_train_s, device_hours,"
 	                       " energy_kwh, cost, simulated, sim_error, sim_iteration_s,"
 	                       " sim_compute_s, sim_comm_s, sim_bubble_s, sim_time_to_train_s,"
-	                       " sequence_parallel, expert_parallel, context_parallel FROM points"
+	                       " sequence_parallel, expert_parallel, context_parallel, model_flops,"
+	                       " tokens_per_iteration, state_bytes, state_bytes_per_device, goodput,"
+	                       " checkpoint_interval_s, interruptions, effective_time_s FROM points"
 	                       " ORDER BY " KEY_COLS,
 	                       -1, &q, NULL) != SQLITE_OK) {
 		set_err(err, err_size, "database", s->db);
@@ -486,6 +650,14 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 		r->config.sequence_parallel = sqlite3_column_int(q, 47) != 0;
 		r->config.ep = sqlite3_column_int64(q, 48);
 		r->config.cp = sqlite3_column_int64(q, 49);
+		r->model_flops = col_real(q, 50);
+		r->tokens_per_iteration = col_real(q, 51);
+		r->state_bytes = col_real(q, 52);
+		r->state_bytes_per_device = col_real(q, 53);
+		r->goodput = col_real(q, 54);
+		r->checkpoint_interval_s = col_real(q, 55);
+		r->interruptions = col_real(q, 56);
+		r->effective_time_s = col_real(q, 57);
 		if (sqlite3_column_int(q, 40) < 0 && !r->sim_error)
 			r->sim_error = "failed";
 	}

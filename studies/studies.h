@@ -50,12 +50,49 @@ struct study_cluster {
 };
 
 /* The goal: train on `tokens` tokens (or `iterations` iterations), and
- * optionally within `days` days (0: no deadline). */
+ * optionally within `days` days (0: no deadline) and `budget` (0: none, in
+ * the study's currency). */
 struct study_goal {
 	double tokens;                     /* 0 when given in iterations */
 	int64_t iterations;                /* 0 when given in tokens */
 	double days;
+	double budget;
 };
+
+/* What keeps a cluster from training (goodput.c, docs/studies.md
+ * "Goodput"): the study file's "goodput" object, every member defaulted
+ * from a published run. */
+struct study_goodput {
+	bool on;                           /* "goodput": false gives the ideal times */
+	double failures_per_device_hour;   /* interruptions, scaling with the devices */
+	double relaunch_s;                 /* a restart before the checkpoint is read */
+	double storage_write_bps, storage_read_bps;   /* the checkpoint store, all of it */
+	bool async;                        /* checkpoints written behind the training */
+	double host_copy_bps;              /* async: a device's state to host memory */
+	double interval_s;                 /* training between checkpoints; 0: Daly's optimum */
+};
+extern const double study_default_failures_per_device_hour;
+void study_goodput_defaults(struct study_goodput *g);
+
+/* The goodput of solve_s seconds of training on `devices` devices whose
+ * checkpoint is state_bytes (state_bytes_per_device on the largest device). */
+struct study_goodput_out {
+	double mtbf_s;                     /* the job's mean time between failures */
+	double checkpoint_s;               /* the job stops this long per checkpoint */
+	double write_s;                    /* a checkpoint's write to storage */
+	double restart_s;                  /* relaunch and the checkpoint's read */
+	double interval_s;                 /* training between checkpoints */
+	double wall_s;                     /* the expected wall time */
+	double goodput;                    /* solve_s / wall_s */
+	double interruptions;              /* expected: wall_s / mtbf_s */
+};
+void study_goodput_eval(const struct study_goodput *g, double devices, double state_bytes,
+                        double state_bytes_per_device, double solve_s,
+                        struct study_goodput_out *out);
+/* Daly's expected wall time and optimum interval (exposed for tests). */
+double study_goodput_wall_s(double solve_s, double mtbf_s, double restart_s, double interval_s,
+                            double checkpoint_s);
+double study_goodput_daly_interval_s(double checkpoint_s, double mtbf_s);
 
 struct study {
 	const char *name;
@@ -70,7 +107,12 @@ struct study {
 	int n_configs;                     /* else the configurations listed (dp derived) */
 	struct search_config *configs;
 	struct study_goal goal;
-	uint64_t inputs_hash;              /* FNV-1a of every input (docs/formats.md) */
+	struct study_goodput goodput;
+	const char *currency;              /* of the prices: "USD" unless the file says */
+	uint64_t inputs_hash;              /* FNV-1a of every input that planning reads
+	                                      (docs/formats.md) */
+	uint64_t prices_hash;              /* of what only prices the points: the goal,
+	                                      goodput, currency, prices and power */
 };
 
 /* Loads and checks a study and the scenario, model and topologies it
@@ -97,6 +139,11 @@ struct study_unit {
 struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
                                int64_t *n_points);
 
+/* The configurations of the study that Megatron-LM would refuse
+ * (planner.h, "search_rule"), by rule: left out of the units, not points.
+ * False when out of memory. */
+bool study_refused(const struct study *st, int64_t refused[SEARCH_RULE_COUNT]);
+
 /* One point's figures. */
 struct study_row {
 	int cluster;
@@ -112,9 +159,17 @@ struct study_row {
 	bool oom;
 	double compute_s, comm_s, bubble_s;
 	double category_s[EST_CATEGORY_COUNT];
+	double model_flops;                /* per iteration: 3 x forward FLOPs */
+	double tokens_per_iteration;       /* samples when the model has no sequence */
+	double state_bytes;                /* a checkpoint: weights and optimizer state */
+	double state_bytes_per_device;     /* the largest device's share of it */
 	double iterations;                 /* to reach the goal */
-	double time_to_train_s;
-	double device_hours;
+	double time_to_train_s;            /* ideal: iterations x iteration_s */
+	double goodput;                    /* time_to_train_s / effective_time_s */
+	double checkpoint_interval_s;      /* training between checkpoints */
+	double interruptions;              /* expected over the run */
+	double effective_time_s;           /* with failures, restarts and checkpoints */
+	double device_hours;               /* over the effective time */
 	double energy_kwh;                 /* NAN when the cluster gives no power */
 	double cost;                       /* NAN when the cluster gives no price */
 	/* Simulation (set by study_simulate, or read back). */
@@ -124,12 +179,13 @@ struct study_row {
 	double sim_time_to_train_s;
 };
 
-/* The figures of a point from an estimate (exposed for tests): tokens,
- * MFU, time to train, device-hours, energy and cost. model_flops is the
- * model's FLOPs per iteration (3 x forward), tokens_per_iteration the
- * tokens (or samples) of one iteration. */
-void study_row_figures(const struct study *st, struct study_row *r, double model_flops,
-                       double tokens_per_iteration);
+/* The figures of a point that follow from its estimate and the study's
+ * goal, prices, power and goodput (exposed for tests): tokens, MFU, time to
+ * train, goodput, effective time, device-hours, energy and cost, from
+ * iteration_s, compute_s, model_flops, tokens_per_iteration and the
+ * state's bytes. A change of those study figures re-prices a stored row
+ * with it alone. */
+void study_row_figures(const struct study *st, struct study_row *r);
 
 /* Plans a unit and estimates its points into rows[0 .. unit->n_configs)
  * (those with skip[i] true are left alone; skip may be NULL). A point that
@@ -137,6 +193,14 @@ void study_row_figures(const struct study *st, struct study_row *r, double model
  * False only when out of memory. */
 bool study_eval_unit(struct arena *a, const struct study *st, const struct study_unit *u,
                      const bool *skip, struct study_row *rows);
+
+/* A point as a scenario of its own: the study's scenario on the cluster at
+ * the point's size and batch, as its configuration sets it (the graph at
+ * its micro-batch, TP, PP, schedule, recomputation, ZeRO, SP, EP, CP), the
+ * megatron planner; named "<study>-<cluster>-<devices>". NULL after
+ * diagnostics. */
+struct scenario *study_point_scenario(struct arena *a, const struct study *st,
+                                      const struct study_row *r, struct diag_list *diags);
 
 /* Simulates a point (coarse fidelity, the scenario's collective
  * algorithm): sets the sim_ fields of r. False only when out of memory;
@@ -170,6 +234,11 @@ int study_store_done(struct study_store *s, const struct study_unit *u, bool *do
  * transaction. */
 bool study_store_put(struct study_store *s, const struct study_row *rows, int n,
                      const bool *write, char *err, size_t err_size);
+/* Re-prices stored rows (rows as study_store_rows read them) for the
+ * study's goal, prices, power and goodput, in memory and in the database,
+ * in one transaction: a change of those figures needs no re-planning. */
+bool study_store_reprice(struct study_store *s, struct study_row *rows, int n, char *err,
+                         size_t err_size);
 /* Updates the simulation fields of a stored row. */
 bool study_store_put_sim(struct study_store *s, const struct study_row *r, char *err,
                          size_t err_size);
@@ -183,7 +252,8 @@ bool study_store_cluster_names(struct study_store *s, struct arena *a, int n_clu
 
 /* --------------------------------------------------------------- fit */
 
-/* The points that fit memory, and meet the deadline when there is one. */
+/* The points that fit memory, and meet the deadline and the budget when
+ * the goal has them (effective time, cost). */
 bool study_row_meets(const struct study *st, const struct study_row *r);
 /* Best by key among rows meeting the goal: 0 time to train, 1 cost,
  * 2 energy; ties: fewer devices, then order. -1 when none. `cluster` -1:
@@ -211,8 +281,17 @@ int study_top_per_size(const struct study_row *rows, int n, int k, int *out);
  * Pareto front, and the iteration breakdown of the fastest points.
  * names and kinds: the families' names and device kinds, by index. False
  * with a message in err. */
+struct study_plot_info {
+	const char *title;                 /* the study's name, or what the user gives */
+	const char *currency;              /* of the costs; NULL: "price units" */
+	double deadline_s;                 /* the goal's, drawn as a line; 0: none */
+	double budget;                     /* the goal's, drawn as a line; 0: none */
+};
 bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
                 int n_clusters, const char *const *names, const char *const *kinds,
-                const char *title, char *err, size_t err_size);
+                const struct study_plot_info *info, char *err, size_t err_size);
+/* What a database says of its study (meta): its name, currency, deadline
+ * and budget; NULL names and 0 where a database from before does not say. */
+bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_info *out);
 
 #endif

@@ -44,12 +44,14 @@ static bool push(struct arena *a, struct study_unit **u, int *n, int *cap,
 /* The search's units of one (cluster, size, batch): its groups, each
  * planned once (plan_search_groups, the search's own enumeration). */
 static bool search_units(struct arena *a, const struct study *st, struct study_unit base,
-                         int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points)
+                         int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points,
+                         int64_t *refused)
 {
 	int ng;
 	struct search_group *gs = plan_search_groups(a, st->scenario->graph, base.devices, dps,
 	                                             base.global_batch, true,
-	                                             st->scenario->training.context_parallel, &ng);
+	                                             st->scenario->training.context_parallel, &ng,
+	                                             refused);
 	if (!gs)
 		return false;
 	for (int i = 0; i < ng; i++) {
@@ -63,36 +65,40 @@ static bool search_units(struct arena *a, const struct study *st, struct study_u
 	return true;
 }
 
-/* The listed configurations that the size, the batch and (for EP) the
- * experts allow, one unit each
- * (a model with a fixed batch, not generated, sets the micro-batch:
- * its batch / DP). */
+/* The listed configurations that the size allows (TP dividing a server,
+ * TP x PP x CP the devices, EP dividing DP; CP with a generated dense
+ * model and one sample a replica, as the search tries it), one unit each,
+ * less those Megatron-LM refuses (counted into refused when not NULL). A
+ * model with a fixed batch, not generated, sets the micro-batch: its
+ * batch / DP. */
 static bool list_units(struct arena *a, const struct study *st, struct study_unit base,
-                       int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points)
+                       int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points,
+                       int64_t *refused)
 {
 	int64_t N = base.devices, G = base.global_batch;
+	const struct graph *g = st->scenario->graph;
 	for (int i = 0; i < st->n_configs; i++) {
 		struct search_config c = st->configs[i];
-		if (dps % c.tp || N % (c.tp * c.pp))
-			continue;
 		int64_t cp = c.cp > 1 ? c.cp : 1;
-		if (N % (c.tp * c.pp * cp))
+		if (dps % c.tp || N % (c.tp * c.pp * cp))
 			continue;
 		c.dp = N / (c.tp * c.pp * cp);
-		const struct graph *g = st->scenario->graph;
-		int64_t experts = g->gen ? g->gen->experts : 0;
-		if (c.ep > 1 && (c.dp % c.ep || experts < 1 || experts % c.ep))
+		if (c.ep > 1 && c.dp % c.ep)
 			continue;
-		if (cp > 1 && (!g->gen || g->gen->seq % cp || c.micro_batch != 1))
+		if (cp > 1 && (!g->gen || g->gen->experts > 0 || c.micro_batch != 1))
 			continue;
 		if (!g->gen) {  /* the graph's batch is fixed: it sets the micro-batch */
 			if (g->batch % c.dp)
 				continue;
 			c.micro_batch = g->batch / c.dp;
 		}
-		if (G % (c.micro_batch * c.dp))
+		c.micro_batches = G % (c.micro_batch * c.dp) ? 0 : G / (c.micro_batch * c.dp);
+		enum search_rule rule = plan_search_rule(g, G, &c);
+		if (rule != SEARCH_RULE_NONE) {
+			if (refused)
+				refused[rule]++;
 			continue;
-		c.micro_batches = G / (c.micro_batch * c.dp);
+		}
 		struct study_unit x = base;
 		x.n_configs = 1;
 		x.configs = arena_alloc(a, sizeof *x.configs);
@@ -106,10 +112,10 @@ static bool list_units(struct arena *a, const struct study *st, struct study_uni
 	return true;
 }
 
-struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
-                               int64_t *n_points)
-{
-	struct study_unit *u = NULL;
+/* Every unit, and what the rules left out into refused (when not NULL). */
+static struct study_unit *enumerate(struct arena *a, const struct study *st, int *n,
+                                    int64_t *n_points, int64_t *refused)
+{	struct study_unit *u = NULL;
 	int cap = 0;
 	*n = 0;
 	*n_points = 0;
@@ -121,8 +127,9 @@ struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
 				struct study_unit base = {.cluster = c, .servers = cl->servers[s],
 				                          .devices = cl->servers[s] * dps,
 				                          .global_batch = st->global_batches[b]};
-				bool ok = st->search ? search_units(a, st, base, dps, &u, n, &cap, n_points)
-				                     : list_units(a, st, base, dps, &u, n, &cap, n_points);
+				bool ok = st->search
+					? search_units(a, st, base, dps, &u, n, &cap, n_points, refused)
+					: list_units(a, st, base, dps, &u, n, &cap, n_points, refused);
 				if (!ok)
 					return NULL;
 			}
@@ -132,27 +139,53 @@ struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
 	return u;
 }
 
+struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
+                               int64_t *n_points)
+{
+	return enumerate(a, st, n, n_points, NULL);
+}
+
+bool study_refused(const struct study *st, int64_t refused[SEARCH_RULE_COUNT])
+{
+	struct arena *a = arena_new();
+	int n;
+	int64_t points;
+	for (int k = 0; k < SEARCH_RULE_COUNT; k++)
+		refused[k] = 0;
+	bool ok = a && enumerate(a, st, &n, &points, refused);
+	arena_free(a);
+	return ok;
+}
+
 /* ------------------------------------------------------------ one point */
 
-void study_row_figures(const struct study *st, struct study_row *r, double model_flops,
-                       double tokens_per_iteration)
+void study_row_figures(const struct study *st, struct study_row *r)
 {
 	const struct study_cluster *cl = &st->clusters[r->cluster];
 	const struct topology *t = cl->topo;
 	double n = (double)r->devices;
 	enum dtype dt = st->scenario->training.dtype;
 	double peak = t->device.peak_flops[dt];
-	r->tokens_per_s = tokens_per_iteration / r->iteration_s;
-	r->mfu = peak > 0 ? model_flops / (n * peak * r->iteration_s) : NAN;
+	r->tokens_per_s = r->tokens_per_iteration / r->iteration_s;
+	r->mfu = peak > 0 ? r->model_flops / (n * peak * r->iteration_s) : NAN;
 	if (st->goal.iterations)
 		r->iterations = (double)st->goal.iterations;
 	else
-		r->iterations = ceil(st->goal.tokens / tokens_per_iteration);
+		r->iterations = ceil(st->goal.tokens / r->tokens_per_iteration);
 	r->time_to_train_s = r->iterations * r->iteration_s;
-	r->device_hours = n * r->time_to_train_s / 3600;
+	struct study_goodput_out g;
+	study_goodput_eval(&st->goodput, n, r->state_bytes, r->state_bytes_per_device,
+	                   r->time_to_train_s, &g);
+	r->goodput = g.goodput;
+	r->checkpoint_interval_s = g.interval_s;
+	r->interruptions = g.interruptions;
+	r->effective_time_s = g.wall_s;
+	r->device_hours = n * r->effective_time_s / 3600;
+	/* The run's power over the wall time as over the training: restarts
+	 * and checkpoints at the same mean draw (docs/studies.md). */
 	r->energy_kwh = cl->busy_w >= 0
 		? n * r->iterations * (cl->idle_w * r->iteration_s +
-		                       (cl->busy_w - cl->idle_w) * r->compute_s) / 3.6e6
+		                       (cl->busy_w - cl->idle_w) * r->compute_s) / 3.6e6 / r->goodput
 		: NAN;
 	r->cost = cl->price_per_device_hour >= 0 ? r->device_hours * cl->price_per_device_hour : NAN;
 }
@@ -176,6 +209,26 @@ static struct scenario *unit_scenario(struct arena *a, const struct study *st, i
 	s->n_shards = 0;
 	s->shards = NULL;
 	return s;
+}
+
+struct scenario *study_point_scenario(struct arena *a, const struct study *st,
+                                      const struct study_row *r, struct diag_list *diags)
+{
+	struct scenario *u = unit_scenario(a, st, r->cluster, r->servers, r->global_batch);
+	struct scenario *s = u ? plan_search_scenario(a, u, &r->config, diags) : NULL;
+	if (!s)
+		return NULL;
+	s->name = arena_printf(a, "%s-%s-%lld", st->name, st->clusters[r->cluster].name,
+	                       (long long)r->devices);
+	char c[128];
+	s->description = arena_printf(a, "The point of study %s that fit chose: %s on %lld devices "
+	                              "of %s, global batch %lld.", st->name,
+	                              plan_search_config_text(c, sizeof c, &r->config),
+	                              (long long)r->devices, st->clusters[r->cluster].name,
+	                              (long long)r->global_batch);
+	s->n_planners = 1;
+	s->planners[0] = PLANNER_MEGATRON;
+	return s->name && s->description ? s : NULL;
 }
 
 /* The scenario's training as configuration c sets it (as the search does). */
@@ -218,8 +271,15 @@ static void fill_from_estimate(const struct study *st, struct study_row *r,
 	r->comm_s = e->comm_s;
 	r->bubble_s = e->bubble_s;
 	memcpy(r->category_s, e->category_s, sizeof r->category_s);
-	double model_flops = 3 * tot.forward_flops * (double)r->config.micro_batches;
-	study_row_figures(st, r, model_flops, tokens_per_iteration(g, r->global_batch));
+	r->model_flops = 3 * tot.forward_flops * (double)r->config.micro_batches;
+	r->tokens_per_iteration = tokens_per_iteration(g, r->global_batch);
+	/* A checkpoint holds the weights and the optimizer's state (Megatron-LM:
+	 * the model's parameters and the fp32 main parameters with Adam's two
+	 * moments), written once whatever the replicas. */
+	enum dtype dt = st->scenario->training.dtype;
+	r->state_bytes = (double)tot.parameters * ((double)dtype_bytes(dt) + (dt == DT_FP32 ? 8 : 12));
+	r->state_bytes_per_device = e->param_bytes + e->optimizer_bytes;
+	study_row_figures(st, r);
 }
 
 static void row_head(struct study_row *r, const struct study_unit *u, const struct search_config *c)
@@ -320,12 +380,14 @@ bool study_row_meets(const struct study *st, const struct study_row *r)
 {
 	if (!r->ok || r->oom)
 		return false;
-	return !(st->goal.days > 0) || r->time_to_train_s <= st->goal.days * 86400;
+	if (st->goal.budget > 0 && !(r->cost <= st->goal.budget))
+		return false;
+	return !(st->goal.days > 0) || r->effective_time_s <= st->goal.days * 86400;
 }
 
 static double key_of(const struct study_row *r, int key)
 {
-	return key == 0 ? r->time_to_train_s : key == 1 ? r->cost : r->energy_kwh;
+	return key == 0 ? r->effective_time_s : key == 1 ? r->cost : r->energy_kwh;
 }
 
 int study_best(const struct study *st, const struct study_row *rows, int n, int cluster, int key)
@@ -351,7 +413,7 @@ int study_smallest(const struct study *st, const struct study_row *rows, int n, 
 		if (r->cluster != cluster || !study_row_meets(st, r))
 			continue;
 		if (best < 0 || r->devices < rows[best].devices ||
-		    (r->devices == rows[best].devices && r->time_to_train_s < rows[best].time_to_train_s))
+		    (r->devices == rows[best].devices && r->effective_time_s < rows[best].effective_time_s))
 			best = i;
 	}
 	return best;
@@ -363,8 +425,8 @@ static int by_time_then_cost(const void *pa, const void *pb)
 {
 	int a = *(const int *)pa, b = *(const int *)pb;
 	const struct study_row *x = &sort_rows[a], *y = &sort_rows[b];
-	if (x->time_to_train_s != y->time_to_train_s)
-		return x->time_to_train_s < y->time_to_train_s ? -1 : 1;
+	if (x->effective_time_s != y->effective_time_s)
+		return x->effective_time_s < y->effective_time_s ? -1 : 1;
 	if (x->cost != y->cost)
 		return x->cost < y->cost ? -1 : 1;
 	return (a > b) - (a < b);
@@ -394,8 +456,8 @@ static int by_time(const void *pa, const void *pb)
 {
 	int a = *(const int *)pa, b = *(const int *)pb;
 	const struct study_row *x = &sort_rows[a], *y = &sort_rows[b];
-	if (x->time_to_train_s != y->time_to_train_s)
-		return x->time_to_train_s < y->time_to_train_s ? -1 : 1;
+	if (x->effective_time_s != y->effective_time_s)
+		return x->effective_time_s < y->effective_time_s ? -1 : 1;
 	return (a > b) - (a < b);
 }
 

@@ -58,6 +58,11 @@ int topo_group_tier(const struct topology *t, const int64_t *ranks, int n)
 	return TOPO_NETWORK;
 }
 
+bool topo_compute_calibrated(const struct topo_device *d)
+{
+	return d->gemm_half_dim > 0 || d->kernel_overhead_s > 0;
+}
+
 bool topo_group_in_mesh(const struct topology *t, const int64_t *ranks, int n)
 {
 	int k = topo_group_tier(t, ranks, n);

@@ -179,6 +179,12 @@ struct topology *topo_for_devices(struct arena *a, struct topology *t, int64_t d
 #define TOPO_NETWORK (-1)   /* topo_tier_between: the ranks talk over the NICs */
 #define TOPO_SELF (-2)      /* the same rank */
 
+/* Has the device's compute model been fitted to kernel timings (a GEMM
+ * shape factor or a per-kernel overhead)? Without, every GEMM runs at the
+ * asymptotic rate and a kernel costs nothing to launch: estimates are
+ * optimistic (docs/cost-models.md, "Calibration status"). */
+bool topo_compute_calibrated(const struct topo_device *d);
+
 /* Index of the intra-server tier two ranks use, TOPO_NETWORK or TOPO_SELF. */
 int topo_tier_between(const struct topology *t, int64_t a, int64_t b);
 /* The innermost tier holding all n ranks (n >= 2) in one of its groups;

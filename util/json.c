@@ -458,6 +458,14 @@ void jv_warning(const struct jv *v, const char *fmt, ...)
 	va_end(ap);
 }
 
+void jv_note(const struct jv *v, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	jv_report(v, DIAG_NOTE, fmt, ap);
+	va_end(ap);
+}
+
 const char *jv_describe(const struct jv *v, char *buf, size_t size)
 {
 	const cJSON *n = v->node;

@@ -1,6 +1,8 @@
 /* misc.c — assertions, checked arithmetic, hashing, file reading, paths,
  * and the edit distance behind "did you mean" suggestions. Hot path:
  * util_hash_words (the planners' memo tables). */
+/* realpath (X/Open) */
+#define _XOPEN_SOURCE 700
 #include "util.h"
 
 #include <errno.h>
@@ -175,6 +177,44 @@ char *util_path_join(struct arena *a, const char *dir, const char *rel)
 		return path_clean(a, rel);
 	char *j = arena_printf(a, "%s/%s", dir, rel);
 	return j ? path_clean(a, j) : NULL;
+}
+
+char *util_path_relative(struct arena *a, const char *from_dir, const char *to)
+{
+	char *f = realpath(from_dir && from_dir[0] ? from_dir : ".", NULL);
+	char *t = realpath(to, NULL);
+	char *out = NULL;
+	if (f && t) {
+		/* the longest common prefix of whole components */
+		size_t i = 0, last = 0;
+		while (f[i] && t[i] && f[i] == t[i]) {
+			if (f[i] == '/')
+				last = i;
+			i++;
+		}
+		if (!f[i] && t[i] == '/')
+			last = i;
+		else if (!f[i] && !t[i])
+			last = i;
+		size_t ups = 0;
+		for (const char *p = f + last; *p; p++)
+			ups += *p == '/';
+		if (f[last] == '\0' || !strcmp(f, "/"))
+			ups = 0;
+		size_t n = 3 * ups + strlen(t + last) + 2;
+		out = arena_alloc(a, n);
+		if (out) {
+			out[0] = '\0';
+			for (size_t k = 0; k < ups; k++)
+				strcat(out, "../");
+			strcat(out, t[last] == '/' ? t + last + 1 : t + last);
+		}
+	} else {
+		out = arena_strdup(a, to);
+	}
+	free(f);
+	free(t);
+	return out;
 }
 
 int util_edit_distance(const char *a, const char *b)

@@ -80,6 +80,10 @@ char *util_read_file(const char *path, size_t *len_out, const char **err);
  * a path resolved against a directory (absolute paths are kept). */
 char *util_path_dir(struct arena *a, const char *path);
 char *util_path_join(struct arena *a, const char *dir, const char *rel);
+/* The path of `to` (an existing file) relative to the folder from_dir, by
+ * their real paths ("../topologies/x.json"); `to` as given when either
+ * cannot be resolved. */
+char *util_path_relative(struct arena *a, const char *from_dir, const char *to);
 
 /* Edit distance, for "did you mean" suggestions. */
 int util_edit_distance(const char *a, const char *b);
@@ -215,6 +219,11 @@ void jv_error(const struct jv *v, const char *fmt, ...)
 #endif
 	;
 void jv_warning(const struct jv *v, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+void jv_note(const struct jv *v, const char *fmt, ...)
 #if defined(__GNUC__)
 	__attribute__((format(printf, 2, 3)))
 #endif

@@ -1192,7 +1192,7 @@ Test(cli, every_shipped_scenario_simulates, .timeout = 120)
 	free(files);
 }
 
-/* megatron-search end to end on the 456-configuration scenario
+/* megatron-search end to end on the 324-configuration scenario
  * (tests/planner/test_search.c counts them): the search's table, the best two
  * simulated, both rankings; the plan commands take its first. */
 Test(cli, megatron_search_compare_and_estimate, .timeout = 120)
@@ -1200,8 +1200,10 @@ Test(cli, megatron_search_compare_and_estimate, .timeout = 120)
 	struct cli_run r = fixture_shardlab("compare tests/data/good/search-gpt-4p.json "
 	                        "--planner megatron-search --top 2", false);
 	cr_expect_eq(r.status, 0);
-	cr_expect(strstr(r.out, "megatron-search: 456 configurations; 456 fit in 32 GB"), "%s",
+	cr_expect(strstr(r.out, "megatron-search: 324 configurations; 324 fit in 32 GB"), "%s",
 	          r.out);
+	cr_expect(strstr(r.out, "  left out, as Megatron-LM would refuse them: 132 (132 GPipe "
+	                        "(Megatron-LM runs 1F1B))\n"), "%s", r.out);
 	cr_expect(strstr(r.out, "the best 2 by the estimate, simulated"), "%s", r.out);
 	cr_expect(strstr(r.out, "  search #1  "), "%s", r.out);
 	cr_expect(strstr(r.out, "  search #2  "), "%s", r.out);
@@ -1216,7 +1218,9 @@ Test(cli, megatron_search_compare_and_estimate, .timeout = 120)
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "%s", r.out);
 	cJSON *sr = cJSON_GetObjectItem(j, "search");
-	cr_expect_eq(cJSON_GetObjectItem(sr, "configurations")->valuedouble, 456);
+	cr_expect_eq(cJSON_GetObjectItem(sr, "configurations")->valuedouble, 324);
+	cr_expect_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(sr, "refused"), "schedule")->valuedouble,
+	             132);
 	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(sr, "candidates")), 10);
 	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows")), 2);
 	cJSON_Delete(j);
@@ -1225,7 +1229,7 @@ Test(cli, megatron_search_compare_and_estimate, .timeout = 120)
 	r = fixture_shardlab("estimate tests/data/good/search-gpt-4p.json --planner megatron-search", false);
 	cr_expect_eq(r.status, 0);
 	cr_expect(strstr(r.out, "megatron-search chose TP "), "%s", r.out);
-	cr_expect(strstr(r.out, "configurations that fit (of 456)"), "%s", r.out);
+	cr_expect(strstr(r.out, "configurations that fit (of 324)"), "%s", r.out);
 	free(r.out);
 }
 

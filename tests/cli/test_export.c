@@ -232,7 +232,8 @@ Test(export, megatron_arguments_of_the_mistral_scenario)
 	 * micro-batch of the 4 replicas: 1 sample each. Selective recompute,
 	 * ZeRO 1, global batch 256. Mistral 7B: 32 layers, hidden 4096, ffn
 	 * 14336, 32 heads in 8 query groups, RoPE, RMSNorm, SwiGLU, no biases,
-	 * untied head, sequence 4096, bf16. */
+	 * untied head, sequence 4096, vocabulary 32000, rotary base 10000,
+ * RMSNorm epsilon 1e-5 (its config.json), bf16. */
 	struct cli_run r = fixture_shardlab("plan scenarios/mistral-7b-h100-64p.json --export "
 	                                    "megatron -", false);
 	cr_assert_eq(r.status, 0);
@@ -252,8 +253,11 @@ Test(export, megatron_arguments_of_the_mistral_scenario)
 	                 "--group-query-attention \\\n"
 	                 "--num-query-groups 8 \\\n"
 	                 "--seq-length 4096 \\\n"
+	                 "--vocab-size 32000 \\\n"
 	                 "--max-position-embeddings 4096 \\\n"
 	                 "--position-embedding-type rope \\\n"
+	                 "--rotary-base 10000 \\\n"
+	                 "--norm-epsilon 1e-05 \\\n"
 	                 "--normalization RMSNorm \\\n"
 	                 "--swiglu \\\n"
 	                 "--disable-bias-linear \\\n"
@@ -322,6 +326,69 @@ Test(export, megatron_tp_comm_overlap)
 	}
 	remove(path);
 	rmdir(dir);
+}
+
+/* A 4-layer GPT (8 heads) on `devices` GPUs of a DGX H100, `batch`
+ * samples a micro-batch over the replicas, as `training` sets it,
+ * exported; the arguments (stdout) or the error (want_err: stderr, exit 1). */
+static struct cli_run export_gpt(int devices, int batch, const char *training, bool want_err)
+{
+	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"m\","
+	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
+	              " \"hidden\": 256, \"layers\": 4, \"heads\": 8, \"seq\": 128,"
+	              " \"vocab\": 1024, \"ffn\": 1024, \"micro_batch\": %d}},"
+	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": %d,"
+	              " \"training\": {\"global_batch\": 12, %s}}",
+	              batch, getenv("PWD") ? getenv("PWD") : ".", devices, training);
+	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+	struct cli_run r = fixture_shardlab(args, want_err);
+	remove(path);
+	rmdir(dir);
+	return r;
+}
+
+Test(export, megatron_refuses_what_megatron_lm_refuses)
+{
+	/* 3 stages over 4 layers: Megatron-LM's arguments.py asserts "Number of
+	 * layers should be divisible by the pipeline-model-parallel size". */
+	struct cli_run r = export_gpt(6, 1, "\"tensor_parallel\": 2, \"pipeline_stages\": 3, "
+	                              "\"micro_batches\": 12", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "Megatron-LM would refuse this plan: 3 pipeline stages do "
+	                                 "not divide the 4 layers"), "%s", r.out);
+	free(r.out);
+	/* GPipe: Megatron-LM's schedules are 1F1B and interleaved 1F1B. */
+	r = export_gpt(8, 2, "\"tensor_parallel\": 2, \"pipeline_stages\": 2, "
+	               "\"micro_batches\": 6, \"schedule\": \"gpipe\"", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "Megatron-LM has no GPipe schedule"), "%s", r.out);
+	free(r.out);
+}
+
+Test(export, megatron_zero_2_and_3_as_megatron_fsdp)
+{
+	/* ZeRO 1: the distributed optimizer; 2 and 3: Megatron-FSDP sharding the
+	 * gradients (optim_grads), then the parameters (optim_grads_params). */
+	static const char *const strategy[] = {NULL, NULL, "optim_grads", "optim_grads_params"};
+	for (int z = 0; z <= 3; z++) {
+		char training[96], want[128];
+		snprintf(training, sizeof training, "\"tensor_parallel\": 2, \"zero_stage\": %d", z);
+		struct cli_run r = export_gpt(8, 4, training, false);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		cr_expect_eq(strstr(r.out, "--use-distributed-optimizer \\\n") != NULL, z >= 1, "%s",
+		             r.out);
+		cr_expect_eq(strstr(r.out, "--use-megatron-fsdp \\\n") != NULL, z >= 2, "%s", r.out);
+		if (strategy[z]) {
+			snprintf(want, sizeof want, "--data-parallel-sharding-strategy %s \\\n",
+			         strategy[z]);
+			cr_expect_not_null(strstr(r.out, want), "%s", r.out);
+		}
+		free(r.out);
+	}
 }
 
 Test(export, megatron_needs_a_megatron_plan)

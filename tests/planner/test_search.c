@@ -15,10 +15,12 @@
  *   TP 4 PP 1 DP 1: b 1, 2, 4, 8  (4)
  * With TP > 1 each (TP, PP, b) is two groups, sequence parallelism off and
  * on. Each group has 3 recompute x 4 ZeRO variants per schedule: one
- * schedule without a pipeline; with PP 2, 1F1B and GPipe (interleaving
- * needs 2 x PP = 4 chunks of at most 2 layers: none). Without a pipeline
- * 12 x (2 + 2x3 + 2x4) = 192, with PP 2 24 x (3 + 2x4) = 264: 456
- * configurations.
+ * schedule without a pipeline; with PP 2, 1F1B only (interleaving needs
+ * 2 x PP = 4 chunks of at most 2 layers: none; GPipe, which Megatron-LM
+ * does not run, is refused: 12 a group). Without a pipeline
+ * 12 x (2 + 2x3 + 2x4) = 192, with PP 2 12 x (3 + 2x4) = 132: 324
+ * configurations, and 132 GPipe ones refused. The 4 heads, the MLP's 256
+ * columns and the 16 tokens divide by every TP, the 2 layers by every PP.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -40,8 +42,11 @@ static struct search_result run(struct scenario *s)
 Test(search, enumerates_the_configurations_counted_by_hand)
 {
 	struct search_result r = run(fixture_scenario(TINY));
-	cr_expect_eq(r.n_configs, 456);
-	cr_expect_eq(r.n_fit + r.n_oom + r.n_failed, 456);
+	cr_expect_eq(r.n_configs, 324);
+	cr_expect_eq(r.n_fit + r.n_oom + r.n_failed, 324);
+	for (int k = 0; k < SEARCH_RULE_COUNT; k++)
+		cr_expect_eq(r.refused[k], k == SEARCH_RULE_SCHEDULE ? 132 : 0, "%s",
+		             search_rule_names[k]);
 	cr_expect_eq(r.n, r.n_fit + r.n_oom);
 	int pp2 = 0, tp4 = 0, gpipe = 0, interleaved = 0, b8 = 0, sp = 0;
 	for (int i = 0; i < r.n; i++) {
@@ -57,12 +62,12 @@ Test(search, enumerates_the_configurations_counted_by_hand)
 		cr_expect(!c->sequence_parallel || c->tp > 1);
 	}
 	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
-	cr_expect_eq(pp2, 24 * 11);       /* (3 + 2 x 4) groups x 2 schedules x 12 */
+	cr_expect_eq(pp2, 12 * 11);       /* (3 + 2 x 4) groups x 1 schedule x 12 */
 	cr_expect_eq(tp4, 12 * 4 * 2);
-	cr_expect_eq(gpipe, 12 * 11);
+	cr_expect_eq(gpipe, 0);
 	cr_expect_eq(interleaved, 0);
-	cr_expect_eq(b8, 2 * (12 + 24)); /* TP 4 PP 1 and TP 2 PP 2, DP 1, SP off and on */
-	cr_expect_eq(sp, 12 * (3 + 4) + 24 * 4); /* the TP > 1 groups, once each */
+	cr_expect_eq(b8, 2 * (12 + 12)); /* TP 4 PP 1 and TP 2 PP 2, DP 1, SP off and on */
+	cr_expect_eq(sp, 12 * (3 + 4) + 12 * 4); /* the TP > 1 groups, once each */
 }
 
 /* search-moe-4p: search-gpt-4p's space for a 2-layer mixture of 4
@@ -72,12 +77,15 @@ Test(search, enumerates_the_configurations_counted_by_hand)
  *   TP 2 PP 1 DP 2: b 1, 2, 4    x SP x EP 1, 2    12
  *   TP 2 PP 2 DP 1: b 1, 2, 4, 8 x SP               8
  *   TP 4 PP 1 DP 1: b 1, 2, 4, 8 x SP               8
- * 26 groups without a pipeline x 12 = 312, 14 with PP 2 x 24 = 336: 648.
- * EP > 1: (4 + 6) groups x 12 + 3 x 24 = 192; EP 4: 2 x 12 = 24. */
+ * 26 groups without a pipeline x 12 = 312, 14 with PP 2 x 12 (1F1B; GPipe
+ * refused) = 168: 480. EP > 1: (4 + 6) groups x 12 + 3 x 12 = 156; EP 4:
+ * 2 x 12 = 24. The 4 experts divide by every EP tried. */
 Test(search, expert_parallelism_is_one_more_axis)
 {
 	struct search_result r = run(fixture_scenario("tests/data/good/search-moe-4p.json"));
-	cr_expect_eq(r.n_configs, 648);
+	cr_expect_eq(r.n_configs, 480);
+	cr_expect_eq(r.refused[SEARCH_RULE_SCHEDULE], 14 * 12);
+	cr_expect_eq(r.refused[SEARCH_RULE_EXPERTS_EP], 0);
 	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
 	int ep = 0, ep4 = 0;
 	for (int i = 0; i < r.n; i++) {
@@ -86,7 +94,7 @@ Test(search, expert_parallelism_is_one_more_axis)
 		ep += c->ep > 1;
 		ep4 += c->ep == 4;
 	}
-	cr_expect_eq(ep, 192);
+	cr_expect_eq(ep, 156);
 	cr_expect_eq(ep4, 24);
 	/* the plan of an EP 2 configuration sends its slots by AllToAll */
 	for (int i = 0; i < r.n; i++) {
@@ -110,13 +118,15 @@ Test(search, expert_parallelism_is_one_more_axis)
  * scenario lets the search try context parallelism up to 2. CP 2 takes
  * one sequence a replica (b 1) and divides the stage over TP:
  *   TP 1 PP 1: CP 2 DP 2 b 1         1 group  x 12
- *   TP 1 PP 2: CP 2 DP 1 b 1         1        x 24
+ *   TP 1 PP 2: CP 2 DP 1 b 1         1        x 12 (GPipe's 12 refused)
  *   TP 2 PP 1: CP 2 DP 1 b 1 x SP    2        x 12
- * 60 more than search-gpt-4p's 456: 516. */
+ * 48 more than search-gpt-4p's 324: 372 (16 tokens: a multiple of 2 x CP,
+ * and 8 a CP rank divide by TP 2 under SP). */
 Test(search, context_parallelism_when_the_scenario_asks)
 {
 	struct search_result r = run(fixture_scenario("tests/data/good/search-cp-4p.json"));
-	cr_expect_eq(r.n_configs, 516);
+	cr_expect_eq(r.n_configs, 372);
+	cr_expect_eq(r.refused[SEARCH_RULE_SCHEDULE], 132 + 12);
 	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
 	int cp = 0;
 	for (int i = 0; i < r.n; i++) {
@@ -127,7 +137,7 @@ Test(search, context_parallelism_when_the_scenario_asks)
 			cr_expect_eq(c->micro_batch, 1);
 		}
 	}
-	cr_expect_eq(cp, 60);
+	cr_expect_eq(cp, 48);
 }
 
 Test(search, ranks_those_that_fit_fastest_first_then_the_oom_ones)
@@ -235,7 +245,7 @@ Test(search, nothing_fits_a_tiny_device)
 	cr_expect_null(plan_make(A, s, PLANNER_MEGATRON_SEARCH, &o, &d));
 	bool said = false;
 	for (size_t i = 0; i < d.count; i++)
-		said = said || strstr(d.items[i].msg, "none of the 456 configurations fits");
+		said = said || strstr(d.items[i].msg, "none of the 324 configurations fits");
 	cr_expect(said, "a diagnostic saying that nothing fits");
 	diag_list_free(&d);
 }
@@ -285,4 +295,125 @@ Test(search, each_variant_is_estimated_as_afresh)
 	s->devices = 8;
 	s->training.global_batch = 16;
 	expect_fresh_estimates(s);
+}
+
+/* Megatron-LM's launch checks, each case worked from its rule by hand on
+ * Qwen2-7B's shape (28 heads, 4 KV heads, 28 layers, MLP 18,944, 4,096
+ * tokens) unless it says otherwise; global batch 64. */
+static enum search_rule rule_of(struct model_gen m, struct search_config c)
+{
+	struct graph g = {.gen = &m};
+	if (c.micro_batch == 0)
+		c.micro_batch = 1;
+	if (c.dp == 0)
+		c.dp = 1;
+	if (c.micro_batches == 0)
+		c.micro_batches = 64 / (c.micro_batch * c.dp);
+	if (c.virtual_stages == 0)
+		c.virtual_stages = c.schedule == SCHED_INTERLEAVED_1F1B ? 2 : 1;
+	return plan_search_rule(&g, 64, &c);
+}
+
+Test(search, megatron_lm_rules_by_hand)
+{
+	struct model_gen q;
+	model_gen_defaults(&q, GEN_LLAMA);
+	q.hidden = 3584, q.heads = 28, q.kv_heads = 4, q.layers = 28, q.ffn = 18944, q.seq = 4096;
+	const enum pipeline_schedule F = SCHED_1F1B, I = SCHED_INTERLEAVED_1F1B;
+	/* 28 % 8 = 4: the heads do not split over TP 8 */
+	cr_expect_eq(rule_of(q, (struct search_config){.tp = 8, .pp = 1, .schedule = F}),
+	             SEARCH_RULE_HEADS_TP);
+	/* TP 4: 28 / 4 = 7 heads, 1 KV head, 4,736 MLP columns a rank */
+	cr_expect_eq(rule_of(q, (struct search_config){.tp = 4, .pp = 2, .schedule = F}),
+	             SEARCH_RULE_NONE);
+	/* 28 % 3 = 1: no even split over 3 stages */
+	cr_expect_eq(rule_of(q, (struct search_config){.tp = 4, .pp = 3, .schedule = F}),
+	             SEARCH_RULE_LAYERS_PP);
+	/* GPipe: Megatron-LM runs 1F1B */
+	cr_expect_eq(rule_of(q, (struct search_config){.tp = 2, .pp = 2, .schedule = SCHED_GPIPE}),
+	             SEARCH_RULE_SCHEDULE);
+	/* interleaved over 4 stages x 2: 28 % 8 = 4 */
+	cr_expect_eq(rule_of(q, (struct search_config){.tp = 2, .pp = 4, .schedule = I}),
+	             SEARCH_RULE_LAYERS_VPP);
+	/* over 7 stages x 2: 28 % 14 = 0, but 64 micro-batches % 7 = 1; 14
+	 * micro-batches run */
+	cr_expect_eq(rule_of(q, (struct search_config){.tp = 1, .pp = 7, .schedule = I}),
+	             SEARCH_RULE_MICRO_BATCHES_PP);
+	cr_expect_eq(rule_of(q, (struct search_config){.tp = 1, .pp = 7, .schedule = I,
+	                                               .micro_batches = 14}),
+	             SEARCH_RULE_NONE);
+	/* 4,096 tokens: 4,096 % (2 x 3) = 4 */
+	cr_expect_eq(rule_of(q, (struct search_config){.tp = 1, .pp = 1, .cp = 3, .schedule = F}),
+	             SEARCH_RULE_SEQ_CP);
+	/* the global batch 64 over DP 3 */
+	cr_expect_eq(rule_of(q, (struct search_config){.tp = 1, .pp = 1, .dp = 3, .schedule = F}),
+	             SEARCH_RULE_BATCH_DP);
+	/* KV heads: 6 over TP 4 is neither a multiple nor a divisor (48 heads
+	 * split); 2 KV heads over TP 4 are replicated, as Megatron-Core does */
+	struct model_gen k = q;
+	k.heads = 48, k.kv_heads = 6, k.hidden = 6144;
+	cr_expect_eq(rule_of(k, (struct search_config){.tp = 4, .pp = 1, .schedule = F}),
+	             SEARCH_RULE_KV_HEADS_TP);
+	k.kv_heads = 2;
+	cr_expect_eq(rule_of(k, (struct search_config){.tp = 4, .pp = 1, .schedule = F}),
+	             SEARCH_RULE_NONE);
+	/* a GPT of 12 heads and an MLP of 3,070 columns: 3,070 % 4 = 2 */
+	struct model_gen g;
+	model_gen_defaults(&g, GEN_GPT);
+	g.hidden = 768, g.heads = 12, g.ffn = 3070, g.layers = 12, g.seq = 1026;
+	cr_expect_eq(rule_of(g, (struct search_config){.tp = 4, .pp = 1, .schedule = F}),
+	             SEARCH_RULE_FFN_TP);
+	/* 1,026 tokens under sequence parallelism over TP 4: 1,026 % 4 = 2;
+	 * TP 2 splits them, and without SP nothing is cut */
+	g.ffn = 3072;
+	cr_expect_eq(rule_of(g, (struct search_config){.tp = 4, .pp = 1, .sequence_parallel = true,
+	                                               .schedule = F}),
+	             SEARCH_RULE_SEQ_SP);
+	cr_expect_eq(rule_of(g, (struct search_config){.tp = 2, .pp = 1, .sequence_parallel = true,
+	                                               .schedule = F}),
+	             SEARCH_RULE_NONE);
+	cr_expect_eq(rule_of(g, (struct search_config){.tp = 4, .pp = 1, .schedule = F}),
+	             SEARCH_RULE_NONE);
+	/* 8 experts over EP 3 */
+	struct model_gen e = q;
+	e.experts = 8, e.top_k = 2;
+	cr_expect_eq(rule_of(e, (struct search_config){.tp = 1, .pp = 1, .dp = 4, .ep = 3,
+	                                               .schedule = F}),
+	             SEARCH_RULE_EXPERTS_EP);
+	/* the words say the numbers */
+	char buf[160];
+	struct graph gq = {.gen = &q};
+	struct search_config c8 = {.tp = 8, .pp = 1, .dp = 1, .micro_batch = 1};
+	cr_expect_str_eq(plan_search_rule_text(buf, sizeof buf, SEARCH_RULE_HEADS_TP, &gq, 64, &c8),
+	                 "tensor parallel 8 does not divide the 28 attention heads");
+	struct search_config c3 = {.tp = 4, .pp = 3, .dp = 1, .micro_batch = 1};
+	cr_expect_str_eq(plan_search_rule_text(buf, sizeof buf, SEARCH_RULE_LAYERS_PP, &gq, 64, &c3),
+	                 "3 pipeline stages do not divide the 28 layers");
+}
+
+/* The search over Qwen2-7B's shape on 24 GPUs (servers of 8): no TP 8 (28
+ * heads), no PP 3 or 6 (28 layers), and those it left out counted. */
+Test(search, the_enumeration_keeps_out_what_megatron_lm_refuses)
+{
+	struct model_gen q;
+	model_gen_defaults(&q, GEN_LLAMA);
+	q.hidden = 3584, q.heads = 28, q.kv_heads = 4, q.layers = 28, q.ffn = 18944, q.seq = 4096;
+	struct graph g = {.gen = &q, .n_ops = 1000, .batch = 1};
+	int64_t refused[SEARCH_RULE_COUNT] = {0};
+	int n;
+	struct search_group *gs = plan_search_groups(A, &g, 24, 8, 96, true, 1, &n, refused);
+	cr_assert_not_null(gs);
+	cr_assert_gt(n, 0);
+	bool tp4pp2 = false;
+	for (int i = 0; i < n; i++) {
+		cr_expect_neq(gs[i].tp, 8);
+		cr_expect(gs[i].pp != 3 && gs[i].pp != 6, "PP %lld", (long long)gs[i].pp);
+		tp4pp2 = tp4pp2 || (gs[i].tp == 4 && gs[i].pp == 2);
+		for (int k = 0; k < gs[i].n_configs; k++)
+			cr_expect_eq(plan_search_rule(&g, 96, &gs[i].configs[k]), SEARCH_RULE_NONE);
+	}
+	cr_expect(tp4pp2);
+	cr_expect_gt(refused[SEARCH_RULE_HEADS_TP], 0);
+	cr_expect_gt(refused[SEARCH_RULE_LAYERS_PP], 0);
+	cr_expect_gt(refused[SEARCH_RULE_SCHEDULE], 0);
 }

@@ -1,0 +1,96 @@
+/* write.c — a scenario as a scenario file (docs/formats.md), the reverse
+ * of load.c: what `fit --emit-scenario` writes for the point it chose.
+ *
+ * The model goes in as its generator's hyper-parameters (or the path of
+ * its model file when it is an explicit graph), the topology as a path
+ * relative to the file's folder, the training settings every one, so that
+ * loading the file gives the scenario back. shard() entries are not
+ * written (a Megatron-style plan needs none). No hot path.
+ */
+#include <cjson/cJSON.h>
+
+#include "scenarios.h"
+
+static void add_num(cJSON *o, const char *k, double v)
+{
+	cJSON_AddNumberToObject(o, k, v);
+}
+
+static cJSON *training_json(const struct training *t)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	add_num(o, "global_batch", (double)t->global_batch);
+	add_num(o, "micro_batches", (double)t->micro_batches);
+	add_num(o, "pipeline_stages", (double)t->pipeline_stages);
+	if (t->schedule == SCHED_INTERLEAVED_1F1B)
+		add_num(o, "virtual_stages", (double)t->virtual_stages);
+	cJSON_AddStringToObject(o, "schedule", schedule_names[t->schedule]);
+	cJSON_AddStringToObject(o, "recompute", recompute_names[t->recompute]);
+	add_num(o, "zero_stage", t->zero_stage);
+	cJSON_AddStringToObject(o, "dtype", dtype_names[t->dtype]);
+	add_num(o, "gradient_bucket_mb", t->gradient_bucket_bytes / (1024.0 * 1024.0));
+	if (t->tensor_parallel > 0)
+		add_num(o, "tensor_parallel", (double)t->tensor_parallel);
+	cJSON_AddBoolToObject(o, "sequence_parallel", t->sequence_parallel);
+	if (t->context_parallel > 1)
+		add_num(o, "context_parallel", (double)t->context_parallel);
+	if (t->expert_parallel > 1)
+		add_num(o, "expert_parallel", (double)t->expert_parallel);
+	cJSON_AddBoolToObject(o, "flash_attention", t->flash_attention);
+	cJSON_AddBoolToObject(o, "gradient_accumulation_fusion", !t->separate_grad_accumulation);
+	cJSON_AddBoolToObject(o, "overlap_grad_reduce", t->overlap_grad_reduce);
+	/* each only where the loader takes it */
+	if (t->sequence_parallel)
+		cJSON_AddBoolToObject(o, "tp_comm_overlap", t->tp_comm_overlap);
+	if (t->zero_stage == 1 || t->zero_stage == 2)
+		cJSON_AddBoolToObject(o, "overlap_param_gather", t->overlap_param_gather);
+	return o;
+}
+
+struct cJSON *scenario_json(struct arena *a, const struct scenario *s, const char *dir)
+{
+	cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "format", SCENARIO_FORMAT);
+	add_num(root, "version", SCENARIO_VERSION);
+	cJSON_AddStringToObject(root, "name", s->name);
+	if (s->description)
+		cJSON_AddStringToObject(root, "description", s->description);
+	const struct graph *g = s->graph;
+	if (g->gen) {
+		cJSON *m = cJSON_AddObjectToObject(root, "model");
+		cJSON *gen = model_gen_json(g->gen);
+		if (!m || !gen) {
+			cJSON_Delete(gen);
+			cJSON_Delete(root);
+			return NULL;
+		}
+		cJSON_AddStringToObject(m, "name", g->name);
+		cJSON_AddItemToObject(m, "generator", gen);
+	} else if (s->model_file) {
+		char *rel = util_path_relative(a, dir, s->model_file);
+		cJSON_AddStringToObject(root, "model", rel ? rel : s->model_file);
+	}
+	char *topo = util_path_relative(a, dir, s->topology_file);
+	cJSON_AddStringToObject(root, "topology", topo ? topo : s->topology_file);
+	add_num(root, "devices", (double)s->devices);
+	cJSON *pl = cJSON_AddArrayToObject(root, "planners");
+	for (int i = 0; pl && i < s->n_planners; i++)
+		cJSON_AddItemToArray(pl, cJSON_CreateString(planner_names[s->planners[i]]));
+	cJSON *t = training_json(&s->training);
+	if (!t || !cJSON_AddItemToObject(root, "training", t)) {
+		cJSON_Delete(t);
+		cJSON_Delete(root);
+		return NULL;
+	}
+	cJSON *sim = cJSON_AddObjectToObject(root, "simulation");
+	if (sim) {
+		cJSON_AddStringToObject(sim, "fidelity", fidelity_names[s->sim.fidelity]);
+		cJSON_AddStringToObject(sim, "collective_algo",
+		                        collective_algo_names[s->sim.collective_algo]);
+	}
+	return root;
+}
