@@ -133,7 +133,7 @@ struct cli_sim_setup {
 /* The default budget of a simulation: program steps x ranks
  * (sim_program_events). The largest shipped runs need ~1e9 (GPT-3 175B on
  * 8,192 ranks, about two minutes); 1e10 is hours. */
-#define CLI_MAX_EVENTS 1e10
+#define CLI_MAX_EVENTS SIM_MAX_EVENTS
 /* --max-events N: a count from 1 to 1e15; EXIT_USAGE with a message. */
 int cli_parse_max_events(const char *cmd, const char *v, double *out);
 
