@@ -11,14 +11,14 @@
  * with its reason and left out of the MAPE.
  *
  * A collectives file: for each row and message size, one collective over
- * the row's devices simulated alone on the topology (a one-step program
- * built here) and its formula (cost_collective_algo_s), both as bus
- * bandwidth (nccl-tests' convention) against the measured figure.
+ * the row's devices simulated alone on the topology and its formula
+ * (cost_collective_algo_s), both as bus bandwidth (nccl-tests'
+ * convention) against the measured figure.
  *
  * The rows are predicted and scored by the validation library
  * (validation/run.c, score.c); this file parses the arguments, runs the
- * rows (side by side in worker processes) and prints. With --jobs N (default: the processors online) up to N training rows
- * run at once, each in a forked worker that writes its results back
+ * rows (side by side in worker processes) and prints. With --jobs N
+ * (default: the processors online) up to N training rows run at once, each in a forked worker that writes its results back
  * through a pipe; the rows are printed in file order, the same whatever N.
  * The output is deterministic: no wall-clock figures.
  */
