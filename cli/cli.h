@@ -173,6 +173,7 @@ struct cli_overrides {
 	int64_t devices;                   /* 0: the scenario's (or the --topology's all) */
 	const char *topology;              /* NULL: the scenario's */
 	int64_t global_batch;              /* 0: the scenario's */
+	const char *calibration;           /* NULL: none; else applied to the topology */
 };
 /* Takes argv[*i] and its value when it is one of those options: 1 when
  * taken, 0 when not one of them, -1 after a usage message. */
@@ -182,7 +183,8 @@ extern const char cli_override_help[];
 /* A scenario file with the overrides applied: --topology replaces the
  * topology (all its devices unless --devices); --devices beyond the
  * topology's grows it by whole servers (a cluster topology only);
- * --global-batch sets the global batch (a multiple of the model's batch).
+ * --global-batch sets the global batch (a multiple of the model's batch);
+ * --calibration's figures replace the topology's parameters.
  * NULL after diagnostics. */
 struct scenario *cli_load_scenario(struct arena *a, const char *file,
                                    const struct cli_overrides *ov, struct diag_list *d);

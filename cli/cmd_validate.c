@@ -39,7 +39,8 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab validate FILE [--estimate-only] [--rows PATTERN]\n"
-	        "                              [--jobs N] [--json | --csv]\n"
+	        "                              [--jobs N] [--calibration FILE]\n"
+	        "                              [--json | --csv]\n"
 	        "\n"
 	        "Predictions against published measurements (docs/validation.md). FILE is\n"
 	        "a validation file (\"format\": \"shardlab-validation\") of one kind:\n"
@@ -83,6 +84,11 @@ static void help(FILE *f)
 	        "                    collectives: the formula only\n"
 	        "  --rows PATTERN    only the rows whose name matches PATTERN (a shell\n"
 	        "                    glob: '*174.6B*'); the MAPE is over those\n"
+	        "  --calibration FILE\n"
+	        "                    a calibration file (docs/formats.md): its figures\n"
+	        "                    replace the parameters they name in every row's\n"
+	        "                    topology; the report names it (text: a line under\n"
+	        "                    the title; JSON: \"calibration\" {\"name\", \"file\"})\n"
 	        "  --jobs N          training: run up to N rows at once, each in its own\n"
 	        "                    process (default and 0: the processors online; 1:\n"
 	        "                    one after another, in this process). The report is\n"
@@ -136,6 +142,8 @@ static void help(FILE *f)
 struct args {
 	const char *file;
 	const char *rows;              /* glob; NULL: every row */
+	const char *calibration;       /* --calibration FILE; NULL: none */
+	const struct calibration *cal; /* loaded */
 	bool estimate_only, json, csv;
 	int64_t jobs;                  /* training rows at once; 0: the processors online */
 };
@@ -158,6 +166,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 			}
 			if (cli_parse_count("validate", "--jobs", argv[++i], 1024, &a->jobs) != EXIT_OK)
 				return EXIT_USAGE;
+		} else if (!strcmp(o, "--calibration")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "shardlab validate: --calibration takes a file\n");
+				return EXIT_USAGE;
+			}
+			a->calibration = argv[++i];
 		} else if (!strcmp(o, "--rows")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "shardlab validate: --rows takes a pattern\n");
@@ -179,6 +193,23 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
+}
+
+/* The calibration used, under the title, when one was given. */
+static void calibration_line(const struct args *a)
+{
+	if (a->cal)
+		printf("calibration %s (%s): %d figure%s\n", a->cal->name, a->calibration,
+		       a->cal->n_figures, a->cal->n_figures == 1 ? "" : "s");
+}
+
+static void calibration_json(const struct args *a, cJSON *root)
+{
+	if (!a->cal)
+		return;
+	cJSON *c = cJSON_AddObjectToObject(root, "calibration");
+	cJSON_AddStringToObject(c, "name", a->cal->name);
+	cJSON_AddStringToObject(c, "file", a->calibration);
 }
 
 static bool selected(const struct args *a, const char *name)
@@ -312,6 +343,7 @@ static void training_text(const struct args *a, const struct validation *v,
 		wp = lp > wp ? lp : wp;
 	}
 	printf("validate %s: %d training row%s of %s\n", v->name, n, n == 1 ? "" : "s", v->file);
+	calibration_line(a);
 	printf("  %-*s  %-7s  %-*s  %-14s  %-14s  %-8s  %-14s  %s\n", wn, "row", "devices", wp, "plan",
 	       "measured", "estimated", "error", "simulated", "error");
 	bool any_tflops = false, any_tokens = false, notes = false;
@@ -429,6 +461,7 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 	cJSON_AddStringToObject(root, "file", v->file);
 	cJSON_AddStringToObject(root, "name", v->name);
 	cJSON_AddStringToObject(root, "kind", validation_kind_names[v->kind]);
+	calibration_json(a, root);
 	cJSON *list = cJSON_AddArrayToObject(root, "rows");
 	for (int i = 0; i < n; i++) {
 		const struct validation_training_result *r = &rows[i];
@@ -761,6 +794,7 @@ static void collectives_text(const struct args *a, const struct validation *v,
 		}
 	}
 	printf("validate %s: %d collective row%s of %s\n", v->name, n, n == 1 ? "" : "s", v->file);
+	calibration_line(a);
 	printf("  %-*s  %-5s  %-8s  %-*s  %-22s  %-9s  %-8s  %-9s  %s\n", wn, "row", "ranks", "size",
 	       wa, "algorithm", "measured busbw", "simulated", "error", "formula", "error");
 	bool notes = false;
@@ -825,6 +859,7 @@ static cJSON *collectives_json(const struct args *a, const struct validation *v,
 	cJSON_AddStringToObject(root, "file", v->file);
 	cJSON_AddStringToObject(root, "name", v->name);
 	cJSON_AddStringToObject(root, "kind", validation_kind_names[v->kind]);
+	calibration_json(a, root);
 	cJSON *list = cJSON_AddArrayToObject(root, "rows");
 	for (int i = 0; i < n; i++) {
 		const struct validation_collective_row *row = rows[i].row;
@@ -960,6 +995,18 @@ int cmd_validate(int argc, char **argv)
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct validation *v = ar ? validation_load(ar, a.file, &d) : NULL;
+	if (v && a.calibration) {
+		struct calibration *c = cost_calibration_load(ar, a.calibration, &d);
+		a.cal = c;
+		for (int i = 0; c && v && i < v->n_rows; i++) {
+			struct topology *t = v->kind == VALIDATION_TRAINING ? v->training[i].scenario->topo
+			                                                    : v->collectives[i].topo;
+			if (!cost_calibration_apply(c, t, &d))
+				v = NULL;
+		}
+		if (!c)
+			v = NULL;
+	}
 	cli_print_diags(&d);
 	diag_list_free(&d);
 	if (!v)
