@@ -276,7 +276,7 @@ struct bench_table *cost_bench_parse(struct arena *a, const char *file, const ch
 	for (int i = 0; i < r.n; i++) {
 		if (n > 0 && r.pts[n - 1].bytes == r.pts[i].bytes) {
 			if (r.pts[i].seconds > r.pts[n - 1].seconds)
-				r.pts[n - 1].seconds = r.pts[i].seconds;
+				r.pts[n - 1] = r.pts[i];
 			continue;
 		}
 		r.pts[n++] = r.pts[i];

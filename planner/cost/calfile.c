@@ -98,9 +98,11 @@ static bool read_figure(struct arena *a, const struct jv *f, struct cal_figure *
 	*out = (struct cal_figure){.line = f->line, .cv_error_pct = NAN};
 	if (!jv_open(f, keys))
 		return false;
-	bool ok = jv_keys(f, keys);
+	bool ok = true;
 	struct jv v;
 	int p = -1;
+	if (jv_get(f, "name", &v))
+		out->line = v.line;
 	if (text(a, f, "name", true, &out->name) && out->name) {
 		p = cost_cal_param_parse(a, out->name, &out->tier);
 		if (p < 0) {
@@ -143,10 +145,12 @@ static bool read_figure(struct arena *a, const struct jv *f, struct cal_figure *
 			jv_error(&b0, "the lower bound %g is outside %s's range %s%g, %g]", out->lo,
 			         out->name, phys_lo_open[p] ? "(" : "[", phys_lo[p], phys_hi[p]);
 			have_bounds = false;
-		} else if (!in_range(out->hi, p) || out->hi < out->lo) {
-			jv_error(&b1, "the upper bound %g is outside %s's range %s%g, %g] or below the "
-			         "lower bound %g", out->hi, out->name, phys_lo_open[p] ? "(" : "[",
-			         phys_lo[p], phys_hi[p], out->lo);
+		} else if (!in_range(out->hi, p)) {
+			jv_error(&b1, "the upper bound %g is outside %s's range %s%g, %g]", out->hi,
+			         out->name, phys_lo_open[p] ? "(" : "[", phys_lo[p], phys_hi[p]);
+			have_bounds = false;
+		} else if (out->hi < out->lo) {
+			jv_error(&b1, "the upper bound %g is below the lower bound %g", out->hi, out->lo);
 			have_bounds = false;
 		}
 	}
@@ -184,7 +188,7 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 	*out = (struct cal_fit){.line = f->line};
 	if (!jv_open(f, keys))
 		return false;
-	bool ok = jv_keys(f, keys);
+	bool ok = true;
 	ok = text(a, f, "name", true, &out->name) && ok;
 	ok = text(a, f, "fitted_on", true, &out->fitted_on) && ok;
 	struct jv v, cv, e, row, x;
@@ -196,18 +200,20 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 		ok = false;
 	}
 	int64_t points = 0;
-	ok = jv_req_int(f, "points", JR_RANGE(1, 1e9), &points) && ok;
+	bool have_points = jv_req_int(f, "points", JR_RANGE(1, 1e9), &points);
+	ok = have_points && ok;
 	out->points = (int)points;
 	if (jv_need(f, "cv", &cv) && jv_open(&cv, cv_keys)) {
-		ok = jv_keys(&cv, cv_keys) && ok;
 		int m = -1;
 		if (jv_need(&cv, "method", &v))
 			m = jv_enum(&v, methods, 2);
 		out->cv_method = m >= 0 ? methods[m] : NULL;
+		ok = m >= 0 && ok;
 		int64_t folds = 0;
-		ok = m >= 0 && jv_req_int(&cv, "folds", JR_RANGE(2, 1e9), &folds) && ok;
+		bool have_folds = jv_req_int(&cv, "folds", JR_RANGE(2, 1e9), &folds);
+		ok = have_folds && ok;
 		out->cv_folds = (int)folds;
-		if (ok && folds > points) {
+		if (have_folds && have_points && folds > points) {
 			jv_get(&cv, "folds", &v);
 			jv_error(&v, "%lld folds of %lld points", (long long)folds, (long long)points);
 			ok = false;
@@ -240,17 +246,20 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 	}
 	if (!jv_need(f, "covariance", &v) || !jv_is_array(&v, n, n))
 		return false;
+	bool numbers = true;
 	i = 0;
 	for (bool more = jv_first(&v, &row); more; more = jv_next(&v, &row), i++) {
 		if (!jv_is_array(&row, n, n)) {
-			ok = false;
+			numbers = false;
 			continue;
 		}
 		int j = 0;
 		for (bool m2 = jv_first(&row, &x); m2; m2 = jv_next(&row, &x), j++)
-			ok = jv_number(&x, i == j ? JR_NONNEG : JR_ANY, &out->covariance[i * n + j]) && ok;
+			numbers = jv_number(&x, i == j ? JR_NONNEG : JR_ANY, &out->covariance[i * n + j]) &&
+			          numbers;
 	}
-	for (int r = 0; ok && r < n; r++)
+	ok = numbers && ok;
+	for (int r = 0; numbers && r < n; r++)
 		for (int k = 0; k < r; k++) {
 			double p = out->covariance[r * n + k], q = out->covariance[k * n + r];
 			if (fabs(p - q) > 1e-9 * fmax(fabs(p), fabs(q))) {
@@ -313,10 +322,10 @@ struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *
 			ok = read_fit(a, c, &e, &c->fits[i]) && ok;
 	}
 	/* A figure's fit is one of the file's. */
-	for (i = 0; ok && i < c->n_figures; i++) {
+	for (i = 0; i < c->n_figures; i++) {
 		const struct cal_figure *f = &c->figures[i];
 		int k = 0;
-		while (f->fit && k < c->n_fits && strcmp(c->fits[k].name, f->fit))
+		while (f->fit && k < c->n_fits && (!c->fits[k].name || strcmp(c->fits[k].name, f->fit)))
 			k++;
 		if (f->fit && k == c->n_fits) {
 			struct jv fe, v;

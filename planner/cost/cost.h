@@ -235,7 +235,7 @@ struct cal_figure {
 	const char *fitted_on;       /* what it was fitted on, in words */
 	double cv_error_pct;         /* its fit's cross-validated MAPE; NAN when not given */
 	const char *fit;             /* the fit it came from (a name in fits), NULL */
-	int line;
+	int line;                    /* of its name */
 };
 
 /* A fit that produced figures: how it was cross-validated, and the
