@@ -540,3 +540,34 @@ Test(validate, library_runs_training_rows)
 	}
 	cr_assert_eq(failed, 1);
 }
+
+/* --calibration: the NVSwitch ports at half their 300 GB/s line rate, B =
+ * 150 GB/s; the 1 GiB all-reduce of collectives_by_hand still runs ring
+ * Simple, t = (14 + 8.4 + 14 x 3.4) us + 1.75 S / B. The report names the
+ * calibration; a calibration of another device is refused. */
+Test(validate, a_calibration_replaces_what_it_names, .timeout = 60)
+{
+	double S = GIB, B = 150e9;
+	double t0 = (14 + 8.4 + 14 * 3.4) * 1e-6 + 1.75 * S / B;
+	cJSON *j = json_of("validate --json --estimate-only tests/data/good/validate-collectives.json "
+	                   "--calibration tests/data/calibrate/a100-half.json");
+	const cJSON *p = cJSON_GetArrayItem(member(cJSON_GetArrayItem(member(j, "rows"), 0),
+	                                           "points"), 0);
+	cr_assert_str_eq(member(p, "protocol")->valuestring, "Simple");
+	near(num(p, "formula_busbw_bps"), S / t0 * 1.75, 1e-9, "formula busbw at half the line rate");
+	cr_assert_str_eq(member(member(j, "calibration"), "name")->valuestring, "a100-half");
+	cJSON_Delete(j);
+	struct cli_run r = fixture_shardlab("validate --estimate-only "
+	                                    "tests/data/good/validate-collectives.json --calibration "
+	                                    "tests/data/calibrate/a100-half.json", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "\ncalibration a100-half (tests/data/calibrate/a100-half.json)"
+	                                 ": 1 figure\n"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("validate --estimate-only tests/data/good/validate-collectives.json "
+	                     "--calibration tests/data/calibrate/pcie.json", true);
+	cr_assert_eq(r.status, 1);
+	cr_assert_str_eq(r.out, "tests/data/calibrate/pcie.json:6: device: the calibration was fitted "
+	                        "on \"GPU\", the topology dgx-a100 has \"NVIDIA A100 SXM 80GB\"\n");
+	free(r.out);
+}
