@@ -77,7 +77,11 @@ static void help(FILE *f)
 	        "                   bytes, measured_s, model_s, relative_error_pct\n"
 	        "  --out FILE       also write the fitted figures as a calibration file\n"
 	        "                   (\"format\": \"shardlab-calibration\", docs/formats.md)\n"
-	        "                   for --calibration FILE (needs --topology)\n"
+	        "                   for --calibration FILE (needs --topology): each\n"
+	        "                   with its standard error, their covariance and the\n"
+	        "                   cross-validated error\n"
+	        "The fit's error out of sample is printed after it: each row predicted\n"
+	        "by the fit of the others (leave-one-out; 10-fold above 20 rows).\n"
 	        "  -h, --help       this help\n"
 	        "\n");
 	fprintf(f,
@@ -199,7 +203,10 @@ static bool parse_args(int argc, char **argv, struct args *a)
 	else if (a->keep && !a->topology)
 		fprintf(stderr, "shardlab calibrate: --keep holds parameters at a topology's values: "
 		                "give --topology FILE\n");
-	return a->table != NULL && (!a->keep || a->topology);
+	else if (a->out && !a->topology)
+		fprintf(stderr, "shardlab calibrate: --out writes figures of a topology: give "
+		                "--topology FILE\n");
+	return a->table != NULL && (!a->keep || a->topology) && (!a->out || a->topology);
 }
 
 /* ------------------------------------------------------ the device section */
@@ -354,7 +361,7 @@ static void print_classes(const struct calib_table *t, const struct topo_device 
 
 static void print_text(const struct args *a, const struct calib_table *t,
                        const struct topology *topo, const struct calib_fit *f,
-                       const struct section *s)
+                       const struct section *s, const struct calib_cv *cv)
 {
 	char b1[32], b2[32], what[96], pct[32];
 	const struct topo_device *d = topo ? &topo->device : NULL;
@@ -376,6 +383,11 @@ static void print_text(const struct args *a, const struct calib_table *t,
 	const struct calib_row *w = &t->rows[f->max_row];
 	printf("\nfit: %d rows, %d parameters, %d iterations; RMS relative error %.1f%%\n",
 	       f->n_rows, f->n_params, f->iterations, 100 * f->rms_rel);
+	if (isfinite(cv->mape_pct))
+		printf("cross-validated (%s, %d folds): MAPE %.1f%% (RMS %.1f%%)\n", cv->method,
+		       cv->folds, cv->mape_pct, cv->rms_pct);
+	else
+		printf("cross-validated: - (a fold leaves too few rows to fit)\n");
 	printf("largest residual: %s at line %d (%s: measured %s, model %s)\n",
 	       report_pct_text(pct, sizeof pct, 100 * f->rel[f->max_row]), w->line,
 	       row_text(what, sizeof what, w),
@@ -430,7 +442,7 @@ static void print_classes(const struct calib_table *t, const struct topo_device 
 
 static cJSON *json_of(const struct args *a, const struct calib_table *t,
                       const struct topology *topo, const struct calib_fit *f,
-                      const struct section *s)
+                      const struct section *s, const struct calib_cv *cv)
 {
 	const struct topo_device *d = topo ? &topo->device : NULL;
 	cJSON *o = cJSON_CreateObject();
@@ -468,6 +480,18 @@ static cJSON *json_of(const struct args *a, const struct calib_table *t,
 	}
 	cJSON_AddNumberToObject(o, "iterations", f->iterations);
 	cJSON_AddNumberToObject(o, "rms_relative_error", f->rms_rel);
+	if (t->n_rows > 0) {
+		cJSON *c = cJSON_AddObjectToObject(o, "cv");
+		cJSON_AddStringToObject(c, "method", cv->method);
+		cJSON_AddNumberToObject(c, "folds", cv->folds);
+		if (isfinite(cv->mape_pct)) {
+			cJSON_AddNumberToObject(c, "mape_pct", cv->mape_pct);
+			cJSON_AddNumberToObject(c, "rms_pct", cv->rms_pct);
+		} else {
+			cJSON_AddNullToObject(c, "mape_pct");
+			cJSON_AddNullToObject(c, "rms_pct");
+		}
+	}
 	cJSON_AddBoolToObject(o, "peak_fallback", f->peak_fallback);
 	cJSON *res = cJSON_AddArrayToObject(o, "residuals");
 	for (int i = 0; i < t->n_rows; i++) {
@@ -948,6 +972,60 @@ static bool is_bench(const char *path)
 	return yes;
 }
 
+/* The fitted compute-model parameters as a calibration file: the values
+ * the device section prints, their standard errors and covariance. */
+static bool kernels_out(struct arena *ar, const struct args *a, const struct calib_table *t,
+                        const struct topology *topo, const struct calib_fit *f,
+                        const struct section *s, const struct calib_cv *cv)
+{
+	static const char *const names[CALIB_PARAM_COUNT] = {
+		"device.matmul_efficiency", "device.gemm_half_dim", "device.memory_efficiency",
+		"device.kernel_overhead_us"};
+	static const double hi[CALIB_PARAM_COUNT] = {1, TOPO_MAX_GEMM_HALF_DIM, 1,
+	                                             TOPO_MAX_KERNEL_OVERHEAD_US};
+	/* The file's units: the overhead in us, the others as fitted. */
+	static const double unit[CALIB_PARAM_COUNT] = {1, 1, 1, 1e6};
+	struct calibration *c = arena_calloc(ar, 1, sizeof *c);
+	struct cal_figure *cf = arena_calloc(ar, CALIB_PARAM_COUNT, sizeof *cf);
+	struct cal_fit *fit = arena_calloc(ar, 1, sizeof *fit);
+	const char **fnames = arena_calloc(ar, CALIB_PARAM_COUNT, sizeof *fnames);
+	double *cov = arena_calloc(ar, CALIB_PARAM_COUNT * CALIB_PARAM_COUNT, sizeof *cov);
+	if (!c || !cf || !fit || !fnames || !cov)
+		return false;
+	const char *on = arena_printf(ar, "%s: %d gemm and %d memory rows on %s", t->file, t->n_gemm,
+	                              t->n_memory, topo->device.kind);
+	int n = 0, at[CALIB_PARAM_COUNT];
+	bool cross = isfinite(cv->mape_pct);
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++) {
+		if (!f->param[p].fitted)
+			continue;
+		const char *tier = NULL;
+		cf[n] = (struct cal_figure){.name = names[p],
+		                            .param = (enum cal_param)cost_cal_param_parse(ar, names[p],
+		                                                                          &tier),
+		                            .lo = 0, .hi = hi[p], .value = s->value[p],
+		                            .std_error = f->param[p].std_error * unit[p], .fitted_on = on,
+		                            .cv_error_pct = cv->mape_pct, .fit = cross ? "kernels" : NULL};
+		fnames[n] = names[p];
+		at[n++] = p;
+	}
+	if (n == 0 || !topo) {
+		fprintf(stderr, "shardlab calibrate: --out needs --topology and fitted parameters\n");
+		return false;
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			cov[i * n + j] = f->cov[at[i]][at[j]] * unit[at[i]] * unit[at[j]];
+	*fit = (struct cal_fit){.name = "kernels", .kind = "kernels", .fitted_on = on,
+	                        .points = t->n_rows, .cv_method = cv->method, .cv_folds = cv->folds,
+	                        .cv_mape_pct = cv->mape_pct, .cv_rms_pct = cv->rms_pct,
+	                        .n_figures = n, .figures = fnames, .covariance = cov};
+	*c = (struct calibration){.name = out_name(ar, a->out), .device = topo->device.kind,
+	                          .n_figures = n, .figures = cf, .n_fits = cross ? 1 : 0,
+	                          .fits = fit};
+	return write_calibration(a->out, c);
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -988,17 +1066,22 @@ int cmd_calibrate(int argc, char **argv)
 	                                      fit.param[CALIB_KERNEL_OVERHEAD].value,
 	                                      fit.param[CALIB_MEMORY_EFFICIENCY].value, &cls, &d))) {
 		struct section s = {0};
+		struct calib_cv cv = {"leave-one-out", 0, NAN, NAN};
+		if (t->n_rows > 0)
+			cost_calib_cross_validate(a, t, topo ? &topo->device : NULL, args.keep, &cv);
 		if (topo)
 			make_section(&fit, &cls, &s);
 		if (args.json) {
-			rc = report_print_json(json_of(&args, t, topo, &fit, &s), "calibrate");
+			rc = report_print_json(json_of(&args, t, topo, &fit, &s, &cv), "calibrate");
 		} else if (args.csv) {
 			csv_residuals(t, &fit);
 			rc = EXIT_OK;
 		} else {
-			print_text(&args, t, topo, &fit, &s);
+			print_text(&args, t, topo, &fit, &s, &cv);
 			rc = EXIT_OK;
 		}
+		if (rc == EXIT_OK && args.out && !kernels_out(a, &args, t, topo, &fit, &s, &cv))
+			rc = EXIT_INVALID;
 	}
 	cli_print_diags(&d);
 	diag_list_free(&d);

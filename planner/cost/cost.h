@@ -168,6 +168,9 @@ struct calib_fit {
 	double rms_rel;              /* root mean square of the relative residuals */
 	double *rel;                 /* per row: (model - measured) / measured */
 	int max_row;                 /* the row with the largest |rel| */
+	double cov[CALIB_PARAM_COUNT][CALIB_PARAM_COUNT]; /* of the fitted parameters' values
+	                                (efficiencies or rates, elements, seconds); 0 for the
+	                                others */
 };
 
 /* Fits by nonlinear least squares on the relative residuals (GSL),
@@ -178,6 +181,18 @@ struct calib_fit {
  * fit fails. d may be NULL. */
 bool cost_calib_fit(struct arena *a, const struct calib_table *t, const struct topo_device *d,
                     unsigned keep, struct calib_fit *out, struct diag_list *diags);
+
+/* The fit's error out of sample: each row predicted by the fit of the
+ * others (leave-one-out up to 20 rows; above, 10-fold with row i in fold
+ * i mod 10), the same parameters held. NAN figures when a fold cannot be
+ * fitted (too few rows left of a kind). */
+struct calib_cv {
+	const char *method;          /* "leave-one-out" or "k-fold" */
+	int folds;
+	double mape_pct, rms_pct;
+};
+void cost_calib_cross_validate(struct arena *a, const struct calib_table *t,
+                               const struct topo_device *d, unsigned keep, struct calib_cv *out);
 
 /* A device's kernel_efficiency from a table's class rows: for each row the
  * efficiency at which the model gives its time, forward S / (B (t - o)),

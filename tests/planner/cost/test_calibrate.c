@@ -1090,3 +1090,44 @@ Test(calibrate, cli_writes_and_applies_a_calibration, .timeout = 60)
 	remove(out);
 	rmdir(dir);
 }
+
+/* The kernel fit out of sample and as a file: the synthetic example is
+ * generated from matmul_efficiency 0.85, gemm_half_dim 64,
+ * memory_efficiency 0.9 and kernel_overhead_us 4 without noise, so each
+ * row left out is predicted exactly; --out writes those four, which a
+ * topology then takes. */
+Test(calibrate, kernel_fit_cross_validated_and_written, .timeout = 60)
+{
+	struct topology *topo = topo_load(A, "topologies/dgx-a100.json", &D);
+	struct calib_table *t = cost_calib_load(A, "calibration/synthetic-a100-example.csv", &D);
+	cr_assert(topo && t);
+	struct calib_cv cv;
+	cost_calib_cross_validate(A, t, &topo->device, 0, &cv);
+	cr_assert_str_eq(cv.method, "leave-one-out");
+	cr_assert_eq(cv.folds, t->n_rows);
+	cr_assert_lt(cv.mape_pct, 0.01, "%g", cv.mape_pct);
+	char dir[] = "/tmp/shardlab-kcal-XXXXXX", out[96], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof out, "%s/a100-kernels.json", dir);
+	snprintf(args, sizeof args, "calibrate calibration/synthetic-a100-example.csv --topology "
+	         "topologies/dgx-a100.json --out %s", out);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "cross-validated (leave-one-out, 17 folds): MAPE 0.0%"),
+	                   "%s", r.out);
+	free(r.out);
+	struct calibration *c = cost_calibration_load(A, out, &D);
+	cr_assert_not_null(c);
+	cr_assert_eq(c->n_figures, 4);
+	cr_assert_str_eq(c->fits[0].kind, "kernels");
+	struct topology *h = topo_load(A, "topologies/dgx-a100.json", &D);
+	h->device.matmul_efficiency = 0.5;
+	h->device.kernel_overhead_s = 0;
+	cr_assert(cost_calibration_apply(c, h, &D));
+	within(h->device.matmul_efficiency, 0.85, 1e-9, "matmul_efficiency");
+	within(h->device.gemm_half_dim, 64, 1e-9, "gemm_half_dim");
+	within(h->device.memory_efficiency, 0.9, 1e-9, "memory_efficiency");
+	within(h->device.kernel_overhead_s, 4e-6, 1e-9, "kernel_overhead");
+	remove(out);
+	rmdir(dir);
+}
