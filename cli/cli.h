@@ -217,6 +217,17 @@ void cli_progress_clear(struct cli_progress *pr);
 struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_plan_args *pa,
                            struct scenario **s, enum planner_kind *kind, struct diag_list *d);
 
+/* A simulation's progress line on stderr ("simulating LABEL:  42%
+ * (simulated 1.2 s)"): the callback for sim_options.progress (the caller
+ * attaches it when stderr is a terminal); clear erases the line. */
+struct cli_sim_progress {
+	const char *label;
+	int last_pct;
+	bool shown;
+};
+void cli_sim_progress_cb(void *ctx, double simulated_s, double fraction);
+void cli_sim_progress_clear(struct cli_sim_progress *p);
+
 /* plan_estimate, plan_lower, sim_run, in that order, stopping at the first
  * that fails (diagnostics in d). A progress line on stderr while it
  * simulates when stderr is a terminal, cleared at the end. */

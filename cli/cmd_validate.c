@@ -265,24 +265,8 @@ static void plan_text(char *buf, size_t size, const struct plan *p)
  * simulator's, on stderr when it is a terminal. */
 struct row_progress {
 	struct cli_progress plan;
-	const char *label;
-	int last_pct;
-	bool shown;
+	struct cli_sim_progress sim;
 };
-
-static void sim_progress_cb(void *ctx, double simulated_s, double fraction)
-{
-	struct row_progress *p = ctx;
-	int pct = (int)(100 * (fraction < 0 ? 0 : fraction > 1 ? 1 : fraction));
-	if (p->shown && pct == p->last_pct)
-		return;
-	char b[32];
-	fprintf(stderr, "\r\033[Ksimulating %s: %3d%% (simulated %s)", p->label, pct,
-	        cli_si(b, sizeof b, simulated_s, "s"));
-	fflush(stderr);
-	p->last_pct = pct;
-	p->shown = true;
-}
 
 /* One row; `quiet` in a worker (rows running side by side would share
  * one progress line). The plan's text in *label. */
@@ -290,7 +274,7 @@ static void run_training_row(struct arena *ar, const struct args *a,
                              const struct validation_training_row *row, bool quiet,
                              struct validation_training_result *out, struct plan_label *label)
 {
-	struct row_progress pr = {.label = row->name, .last_pct = -1};
+	struct row_progress pr = {.sim = {.label = row->name, .last_pct = -1}};
 	struct plan_options po = {0};
 	struct validation_run_options o = {.estimate_only = a->estimate_only};
 	if (!quiet) {
@@ -298,16 +282,13 @@ static void run_training_row(struct arena *ar, const struct args *a,
 		o.plan_progress = po.progress;
 		o.plan_progress_ctx = po.progress_ctx;
 		if (isatty(STDERR_FILENO)) {
-			o.sim_progress = sim_progress_cb;
-			o.sim_progress_ctx = &pr;
+			o.sim_progress = cli_sim_progress_cb;
+			o.sim_progress_ctx = &pr.sim;
 		}
 	}
 	validation_run_training(ar, row, &o, out);
 	cli_progress_clear(&pr.plan);
-	if (pr.shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-	}
+	cli_sim_progress_clear(&pr.sim);
 	label->text[0] = '\0';
 	if (out->plan)
 		plan_text(label->text, sizeof label->text, out->plan);

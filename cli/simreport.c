@@ -19,15 +19,9 @@
 
 /* ------------------------------------------------------------ running */
 
-struct sr_progress {
-	const char *label;
-	int last_pct;
-	bool shown;
-};
-
-static void sr_progress_cb(void *ctx, double simulated_s, double fraction)
+void cli_sim_progress_cb(void *ctx, double simulated_s, double fraction)
 {
-	struct sr_progress *p = ctx;
+	struct cli_sim_progress *p = ctx;
 	int pct = (int)(100 * (fraction < 0 ? 0 : fraction > 1 ? 1 : fraction));
 	if (p->shown && pct == p->last_pct)
 		return;
@@ -39,22 +33,28 @@ static void sr_progress_cb(void *ctx, double simulated_s, double fraction)
 	p->shown = true;
 }
 
+void cli_sim_progress_clear(struct cli_sim_progress *p)
+{
+	if (p->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+	p->shown = false;
+}
+
 bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_sim_setup *o,
                        struct cli_sim_outcome *out, struct diag_list *d)
 {
-	struct sr_progress pr = {.label = o->label ? o->label : "", .last_pct = -1};
+	struct cli_sim_progress pr = {.label = o->label ? o->label : "", .last_pct = -1};
 	struct sim_options so = {.fidelity = o->fidelity, .algo = o->algo, .trace = o->trace,
 	                         .seed = o->seed};
 	if (isatty(STDERR_FILENO)) {
-		so.progress = sr_progress_cb;
+		so.progress = cli_sim_progress_cb;
 		so.progress_ctx = &pr;
 	}
 	struct sim_plan_outcome r;
 	sim_plan(a, p, o->bucket_bytes, o->max_events, &so, &r, d);
-	if (pr.shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-	}
+	cli_sim_progress_clear(&pr);
 	*out = (struct cli_sim_outcome){.estimated = r.estimated, .lowered = r.lowered,
 	                                .simulated = r.simulated, .est = r.est, .prog = r.prog,
 	                                .sim = r.sim};

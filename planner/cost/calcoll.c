@@ -294,12 +294,9 @@ struct bench_table *cost_bench_parse(struct arena *a, const char *file, const ch
 struct bench_table *cost_bench_load(struct arena *a, const char *path, struct diag_list *diags)
 {
 	size_t len = 0;
-	const char *err = NULL;
-	char *text = util_read_file(path, &len, &err);
-	if (!text) {
-		diag_add(diags, DIAG_ERROR, path, 0, NULL, "cannot read the table: %s", err);
+	char *text = cost_read_table(path, &len, diags);
+	if (!text)
 		return NULL;
-	}
 	struct bench_table *t = cost_bench_parse(a, path, text, len, diags);
 	free(text);
 	return t;
@@ -371,35 +368,12 @@ static int residuals(const gsl_vector *x, void *data, gsl_vector *f)
 	return GSL_SUCCESS;
 }
 
-/* Levenberg-Marquardt from x (the solution back in x); the sum of squared
- * relative residuals in *cost and the unscaled covariance in covar. */
+/* Levenberg-Marquardt from x on the points in use (cost_lm_solve). */
 static bool run_lm(struct bctx *c, gsl_vector *x, gsl_matrix *covar, double *cost,
                    int *iterations)
 {
-	size_t n = (size_t)c->n_use;
-	gsl_multifit_nlinear_fdf fdf = {residuals, NULL, NULL, n, 2, c, 0, 0, 0};
-	gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
-	gsl_multifit_nlinear_workspace *w =
-		gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, n, 2);
-	if (!w)
-		return false;
-	int info = 0;
-	bool ok = gsl_multifit_nlinear_winit(x, NULL, &fdf, w) == GSL_SUCCESS;
-	int status = ok ? gsl_multifit_nlinear_driver(500, 1e-12, 1e-12, 0, NULL, NULL, &info, w)
-	                : GSL_EFAILED;
-	ok = ok && (status == GSL_SUCCESS || status == GSL_EMAXITER || status == GSL_ENOPROG);
-	if (ok) {
-		gsl_vector *f = gsl_multifit_nlinear_residual(w);
-		gsl_blas_ddot(f, f, cost);
-		if (iterations)
-			*iterations = (int)gsl_multifit_nlinear_niter(w);
-		gsl_vector_memcpy(x, gsl_multifit_nlinear_position(w));
-		if (covar)
-			ok = gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, covar) ==
-			     GSL_SUCCESS;
-	}
-	gsl_multifit_nlinear_free(w);
-	return ok && isfinite(*cost);
+	gsl_multifit_nlinear_fdf fdf = {residuals, NULL, NULL, (size_t)c->n_use, 2, c, 0, 0, 0};
+	return cost_lm_solve(&fdf, x, covar, cost, iterations);
 }
 
 /* The weighted linear alpha-beta fit t = a + b S (weights 1/t^2) of the

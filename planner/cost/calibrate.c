@@ -416,15 +416,21 @@ struct calib_table *cost_calib_parse(struct arena *a, const char *file, const ch
 	return diags->errors == before ? t : NULL;
 }
 
+char *cost_read_table(const char *path, size_t *len, struct diag_list *diags)
+{
+	const char *err = NULL;
+	char *text = util_read_file(path, len, &err);
+	if (!text)
+		diag_add(diags, DIAG_ERROR, path, 0, NULL, "cannot read the table: %s", err);
+	return text;
+}
+
 struct calib_table *cost_calib_load(struct arena *a, const char *path, struct diag_list *diags)
 {
 	size_t len = 0;
-	const char *err = NULL;
-	char *text = util_read_file(path, &len, &err);
-	if (!text) {
-		diag_add(diags, DIAG_ERROR, path, 0, NULL, "cannot read the table: %s", err);
+	char *text = cost_read_table(path, &len, diags);
+	if (!text)
 		return NULL;
-	}
 	struct calib_table *t = cost_calib_parse(a, path, text, len, diags);
 	free(text);
 	return t;
@@ -488,21 +494,16 @@ static int residuals(const gsl_vector *x, void *data, gsl_vector *f)
 	return GSL_SUCCESS;
 }
 
-/* One Levenberg-Marquardt run from x; the solution back in x, the cost
- * (sum of squared relative residuals) in *cost and the unscaled
- * covariance in covar. False when GSL fails. */
-static bool run_lm(const struct fit_ctx *c, gsl_vector *x, gsl_matrix *covar, double *cost,
-                   int *iterations)
+bool cost_lm_solve(gsl_multifit_nlinear_fdf *fdf, gsl_vector *x, gsl_matrix *covar,
+                   double *cost, int *iterations)
 {
-	size_t n = (size_t)c->t->n_rows, p = x->size;
-	gsl_multifit_nlinear_fdf fdf = {residuals, NULL, NULL, n, p, (void *)c, 0, 0, 0};
 	gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
 	gsl_multifit_nlinear_workspace *w =
-		gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, n, p);
+		gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, fdf->n, fdf->p);
 	if (!w)
 		return false;
 	int info = 0;
-	bool ok = gsl_multifit_nlinear_winit(x, NULL, &fdf, w) == GSL_SUCCESS;
+	bool ok = gsl_multifit_nlinear_winit(x, NULL, fdf, w) == GSL_SUCCESS;
 	int status = ok ? gsl_multifit_nlinear_driver(500, 1e-12, 1e-12, 0, NULL, NULL, &info, w)
 	                : GSL_EFAILED;
 	/* Running out of iterations, or a step that cannot improve, still
@@ -513,12 +514,24 @@ static bool run_lm(const struct fit_ctx *c, gsl_vector *x, gsl_matrix *covar, do
 		double chi2 = 0;
 		gsl_blas_ddot(f, f, &chi2);
 		*cost = chi2;
-		*iterations = (int)gsl_multifit_nlinear_niter(w);
+		if (iterations)
+			*iterations = (int)gsl_multifit_nlinear_niter(w);
 		gsl_vector_memcpy(x, gsl_multifit_nlinear_position(w));
-		ok = gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, covar) == GSL_SUCCESS;
+		if (covar)
+			ok = gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, covar) ==
+			     GSL_SUCCESS;
 	}
 	gsl_multifit_nlinear_free(w);
 	return ok && isfinite(*cost);
+}
+
+/* One Levenberg-Marquardt run from x on the table's rows. */
+static bool run_lm(const struct fit_ctx *c, gsl_vector *x, gsl_matrix *covar, double *cost,
+                   int *iterations)
+{
+	gsl_multifit_nlinear_fdf fdf = {residuals, NULL, NULL, (size_t)c->t->n_rows, x->size,
+	                                (void *)c, 0, 0, 0};
+	return cost_lm_solve(&fdf, x, covar, cost, iterations);
 }
 
 /* Checks the table can determine the parameters; diagnostics when not. */
