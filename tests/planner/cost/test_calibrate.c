@@ -1116,3 +1116,28 @@ Test(calibrate, kernel_fit_cross_validated_and_written, .timeout = 60)
 	remove(out);
 	rmdir(dir);
 }
+
+/* --calibration on a scenario command: the topology's own figures change
+ * nothing, byte for byte; an HCCS latency of 50 us instead of 1 makes the
+ * FFN's all-reduce, and so the iteration, slower. */
+Test(calibrate, scenario_commands_apply_a_calibration, .timeout = 60)
+{
+	struct cli_run plain = fixture_shardlab("estimate --json scenarios/ffn-8p.json", false);
+	struct cli_run same = fixture_shardlab("estimate --json scenarios/ffn-8p.json --calibration "
+	                                       "tests/data/calibrate/910a-same.json", false);
+	struct cli_run slow = fixture_shardlab("estimate --json scenarios/ffn-8p.json --calibration "
+	                                       "tests/data/calibrate/910a-slow-hccs.json", false);
+	cr_assert_eq(plain.status, 0);
+	cr_assert_str_eq(same.out, plain.out);
+	cr_assert_eq(slow.status, 0, "%s", slow.out);
+	cJSON *p = cJSON_Parse(plain.out), *s = cJSON_Parse(slow.out);
+	cr_assert(p && s);
+	double tp = cJSON_GetObjectItemCaseSensitive(p, "iteration_s")->valuedouble;
+	double ts = cJSON_GetObjectItemCaseSensitive(s, "iteration_s")->valuedouble;
+	cr_assert_gt(ts, tp, "%g vs %g", ts, tp);
+	cJSON_Delete(p);
+	cJSON_Delete(s);
+	free(plain.out);
+	free(same.out);
+	free(slow.out);
+}
