@@ -63,7 +63,9 @@ static void help(FILE *f)
 	        "  --json           print JSON: \"table\", \"topology\", \"device\",\n"
 	        "                   \"rows\", \"gemm_rows\", \"memory_rows\", \"class_rows\",\n"
 	        "                   \"parameters\"\n"
-	        "                   ({name: {\"value\", \"std_error\", \"source\"}};\n"
+	        "                   ({name: {\"value\", \"std_error\", \"source\",\n"
+	        "                   \"identifiable\"}}; \"cv\" ({\"method\", \"folds\",\n"
+	        "                   \"mape_pct\", \"rms_pct\"});\n"
 	        "                   source fitted, held or kept; without --topology the\n"
 	        "                   rates are gemm_flops and memory_bps),\n"
 	        "                   \"iterations\", \"rms_relative_error\", \"residuals\"\n"
@@ -80,9 +82,12 @@ static void help(FILE *f)
 	        "                   for --calibration FILE (needs --topology): each\n"
 	        "                   with its standard error, their covariance and the\n"
 	        "                   cross-validated error\n"
-	        "The fit's error out of sample is printed after it: each row predicted\n"
-	        "by the fit of the others (leave-one-out; 10-fold above 20 rows).\n"
 	        "  -h, --help       this help\n"
+	        "\n"
+	        "The fit's error out of sample is printed after it: each row predicted\n"
+	        "by the fit of the others (leave-one-out; 10-fold above 20 rows). A\n"
+	        "parameter whose standard error is over half its value is not\n"
+	        "identifiable from the table: a warning says so.\n"
 	        "\n");
 	fprintf(f,
 	        "BENCH is a collective benchmark's output as its tool prints it:\n"
@@ -359,6 +364,13 @@ static void print_param(const struct calib_fit *f, const struct topo_device *d, 
 static void print_classes(const struct calib_table *t, const struct topo_device *d,
                           const struct calib_fit *f, const struct section *s);
 
+/* A fitted parameter the table pins: its standard error at most half its
+ * value (the collective fit's rule, planner/cost/calcoll.c). */
+static bool identifiable(const struct calib_param *q)
+{
+	return !q->fitted || (isfinite(q->std_error) && q->std_error <= 0.5 * fabs(q->value));
+}
+
 static void print_text(const struct args *a, const struct calib_table *t,
                        const struct topology *topo, const struct calib_fit *f,
                        const struct section *s, const struct calib_cv *cv)
@@ -380,6 +392,11 @@ static void print_text(const struct args *a, const struct calib_table *t,
 	printf("\n  %-20s %-10s %-10s\n", "parameter", "value", "std. error");
 	for (int p = 0; p < CALIB_PARAM_COUNT; p++)
 		print_param(f, d, p);
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++)
+		if (!identifiable(&f->param[p]))
+			printf("warning: %s is not identifiable from this table (its standard error is "
+			       "over half its value): hold it (--keep) or add rows that bear on it\n",
+			       calib_param_names[p]);
 	const struct calib_row *w = &t->rows[f->max_row];
 	printf("\nfit: %d rows, %d parameters, %d iterations; RMS relative error %.1f%%\n",
 	       f->n_rows, f->n_params, f->iterations, 100 * f->rms_rel);
@@ -477,6 +494,7 @@ static cJSON *json_of(const struct args *a, const struct calib_table *t,
 		else
 			cJSON_AddNullToObject(e, "std_error");
 		cJSON_AddStringToObject(e, "source", q->fitted ? "fitted" : q->held ? "held" : "kept");
+		cJSON_AddBoolToObject(e, "identifiable", identifiable(q));
 	}
 	cJSON_AddNumberToObject(o, "iterations", f->iterations);
 	cJSON_AddNumberToObject(o, "rms_relative_error", f->rms_rel);
