@@ -1141,3 +1141,24 @@ Test(calibrate, scenario_commands_apply_a_calibration, .timeout = 60)
 	free(same.out);
 	free(slow.out);
 }
+
+/* Above 20 sizes the error out of sample is 10-fold (size i in fold
+ * i mod 10): 24 sizes from 1 KiB by 2, no noise beyond the printed
+ * digits, so every size left out is still predicted within 0.5%. */
+Test(calibrate, k_fold_above_twenty_sizes)
+{
+	double sizes[24], noise[24] = {0};
+	for (int i = 0; i < 24; i++)
+		sizes[i] = 1024 * pow(2, i);
+	char *text = nccl_table(4, 2.5e-6, 6, 24.8e9, 1.5, sizes, 24, noise);
+	struct bench_table *t = cost_bench_parse(A, "k.txt", text, strlen(text), &D);
+	free(text);
+	cr_assert_eq(t->n_points, 24);
+	struct bench_fit_options o = {.collective = STEP_ALLREDUCE, .ranks = 4};
+	struct bench_fit f;
+	cr_assert(cost_bench_fit(A, t, &o, &f, &D));
+	cr_assert_str_eq(f.cv_method, "k-fold");
+	cr_assert_eq(f.cv_folds, 10);
+	for (int i = 0; i < 24; i++)
+		cr_assert_lt(fabs(f.cv_s[i] / t->points[i].seconds - 1), 0.005, "size %d", i);
+}
