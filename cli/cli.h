@@ -141,7 +141,7 @@ struct cli_sim_setup {
 /* The default budget of a simulation: program steps x ranks
  * (sim_program_events). The largest shipped runs need ~1e9 (GPT-3 175B on
  * 8,192 ranks, about two minutes); 1e10 is hours. */
-#define CLI_MAX_EVENTS 1e10
+#define CLI_MAX_EVENTS SIM_MAX_EVENTS
 /* --max-events N: a count from 1 to 1e15; EXIT_USAGE with a message. */
 int cli_parse_max_events(const char *cmd, const char *v, double *out);
 
@@ -181,6 +181,7 @@ struct cli_overrides {
 	int64_t devices;                   /* 0: the scenario's (or the --topology's all) */
 	const char *topology;              /* NULL: the scenario's */
 	int64_t global_batch;              /* 0: the scenario's */
+	const char *calibration;           /* NULL: none; else applied to the topology */
 };
 /* Takes argv[*i] and its value when it is one of those options: 1 when
  * taken, 0 when not one of them, -1 after a usage message. */
@@ -190,7 +191,8 @@ extern const char cli_override_help[];
 /* A scenario file with the overrides applied: --topology replaces the
  * topology (all its devices unless --devices); --devices beyond the
  * topology's grows it by whole servers (a cluster topology only);
- * --global-batch sets the global batch (a multiple of the model's batch).
+ * --global-batch sets the global batch (a multiple of the model's batch);
+ * --calibration's figures replace the topology's parameters.
  * NULL after diagnostics. */
 struct scenario *cli_load_scenario(struct arena *a, const char *file,
                                    const struct cli_overrides *ov, struct diag_list *d);
@@ -222,6 +224,17 @@ void cli_progress_clear(struct cli_progress *pr);
  * in d. */
 struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_plan_args *pa,
                            struct scenario **s, enum planner_kind *kind, struct diag_list *d);
+
+/* A simulation's progress line on stderr ("simulating LABEL:  42%
+ * (simulated 1.2 s)"): the callback for sim_options.progress (the caller
+ * attaches it when stderr is a terminal); clear erases the line. */
+struct cli_sim_progress {
+	const char *label;
+	int last_pct;
+	bool shown;
+};
+void cli_sim_progress_cb(void *ctx, double simulated_s, double fraction);
+void cli_sim_progress_clear(struct cli_sim_progress *p);
 
 /* plan_estimate, plan_lower, sim_run, in that order, stopping at the first
  * that fails (diagnostics in d). A progress line on stderr while it

@@ -2,7 +2,10 @@
  * the compute model's parameters (docs/cost-models.md) fitted by least
  * squares to a CSV table of measured kernel times (planner/cost/calibrate.c),
  * with their standard errors, the residuals, and the topology "device"
- * members to paste.
+ * members to paste; or, when TABLE is a collective benchmark's output
+ * (nccl-tests, hccl_test), a tier's latency and bandwidth efficiency
+ * (planner/cost/calcoll.c) with their errors in and out of sample. With
+ * --out FILE, the figures as a calibration file (planner/cost/calfile.c).
  *
  * Figures are printed with fixed formats (%.4g for the parameters, whose
  * printed text is also the value the JSON's device_section carries), so
@@ -19,7 +22,11 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]]\n"
-	        "                               [--json | --csv]\n"
+	        "                               [--json | --csv] [--out FILE]\n"
+	        "       shardlab calibrate BENCH --collective NAME [--ranks N]\n"
+	        "                               [--topology FILE [--tier NAME]]\n"
+	        "                               [--algorithm NAME] [--json | --csv]\n"
+	        "                               [--out FILE]\n"
 	        "\n"
 	        "Fit the compute model of docs/cost-models.md to measured kernel times:\n"
 	        "  t = overhead + max(flops / (peak x matmul_efficiency x g(m) g(n) g(k)),\n"
@@ -56,7 +63,9 @@ static void help(FILE *f)
 	        "  --json           print JSON: \"table\", \"topology\", \"device\",\n"
 	        "                   \"rows\", \"gemm_rows\", \"memory_rows\", \"class_rows\",\n"
 	        "                   \"parameters\"\n"
-	        "                   ({name: {\"value\", \"std_error\", \"source\"}};\n"
+	        "                   ({name: {\"value\", \"std_error\", \"source\",\n"
+	        "                   \"identifiable\"}}; \"cv\" ({\"method\", \"folds\",\n"
+	        "                   \"mape_pct\", \"rms_pct\"});\n"
 	        "                   source fitted, held or kept; without --topology the\n"
 	        "                   rates are gemm_flops and memory_bps),\n"
 	        "                   \"iterations\", \"rms_relative_error\", \"residuals\"\n"
@@ -68,7 +77,40 @@ static void help(FILE *f)
 	        "  --csv            print the residuals as CSV, one row per kernel in\n"
 	        "                   file order: line, kind, m, n, k, batch, dtype,\n"
 	        "                   bytes, measured_s, model_s, relative_error_pct\n"
+	        "  --out FILE       also write the fitted figures as a calibration file\n"
+	        "                   (\"format\": \"shardlab-calibration\", docs/formats.md)\n"
+	        "                   for --calibration FILE (needs --topology): each\n"
+	        "                   with its standard error, their covariance and the\n"
+	        "                   cross-validated error\n"
 	        "  -h, --help       this help\n"
+	        "\n"
+	        "The fit's error out of sample is printed after it: each row predicted\n"
+	        "by the fit of the others (leave-one-out; 10-fold above 20 rows). A\n"
+	        "parameter whose standard error is over half its value is not\n"
+	        "identifiable from the table: a warning says so.\n"
+	        "\n");
+	fprintf(f,
+	        "BENCH is a collective benchmark's output as its tool prints it:\n"
+	        "nccl-tests (all_reduce_perf, all_gather_perf, reduce_scatter_perf,\n"
+	        "alltoall_perf: the table under \"# size count type redop root time\n"
+	        "algbw busbw #wrong ...\", its out-of-place time) or HCCL's hccl_test\n"
+	        "(\"data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): |\n"
+	        "check_result:\"). With --topology, the latency (us) and bandwidth\n"
+	        "efficiency (of the line rate) of the tier the ranks share, or of the\n"
+	        "NICs when they span servers, fitted so that the cost model\n"
+	        "(docs/cost-models.md: its algorithm and protocol size by size) gives\n"
+	        "the measured times; without, nccl-tests' alpha-beta formula (alpha\n"
+	        "per step, bus bandwidth B). Least squares on the relative errors\n"
+	        "(GSL); prints each figure with its standard error, warns when one is\n"
+	        "not identifiable, and the cross-validated error: each size predicted\n"
+	        "by the fit of the others (leave-one-out; 10-fold above 20 sizes).\n"
+	        "  --collective NAME all-reduce, all-gather, reduce-scatter or all-to-all\n"
+	        "                   (the tools do not print it)\n"
+	        "  --ranks N        the ranks measured (nccl-tests: its \"# Rank\" lines\n"
+	        "                   when printed; needed for hccl_test)\n"
+	        "  --tier NAME      the figures' tier (a tier of the topology, or nic)\n"
+	        "  --algorithm NAME the algorithm the run forced (NCCL_ALGO): ring,\n"
+	        "                   tree, ...; default auto, the library's choice\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid table or topology, or a table that\n"
 	        "cannot determine the parameters (diagnostics on stderr as\n"
@@ -79,7 +121,18 @@ struct args {
 	const char *table, *topology;
 	unsigned keep;               /* 1 << calib_param_id */
 	bool json, csv;
+	const char *out;             /* --out: the calibration file */
+	int collective;              /* index in collective_words; -1: not given */
+	int64_t ranks;               /* 0: the table's */
+	const char *tier;
+	int algo;                    /* enum collective_algo */
 };
+
+/* The collectives --collective names, nccl-tests' words, and their steps. */
+static const char *const collective_words[] = {"all-reduce", "all-gather", "reduce-scatter",
+                                               "all-to-all"};
+static const enum step_kind collective_steps[] = {STEP_ALLREDUCE, STEP_ALLGATHER,
+                                                  STEP_REDUCESCATTER, STEP_ALLTOALL};
 
 /* --keep NAME[,NAME...]: parameters held at the topology's values. */
 static bool parse_keep(const char *list, unsigned *keep)
@@ -111,14 +164,33 @@ static bool parse_args(int argc, char **argv, struct args *a)
 			a->json = true;
 		} else if (!strcmp(argv[i], "--csv")) {
 			a->csv = true;
-		} else if (!strcmp(argv[i], "--topology") || !strcmp(argv[i], "--keep")) {
+		} else if (!strcmp(argv[i], "--topology") || !strcmp(argv[i], "--keep") ||
+		           !strcmp(argv[i], "--out") || !strcmp(argv[i], "--collective") ||
+		           !strcmp(argv[i], "--ranks") || !strcmp(argv[i], "--tier") ||
+		           !strcmp(argv[i], "--algorithm")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "shardlab calibrate: %s needs a value\n", argv[i]);
 				return false;
 			}
-			if (!strcmp(argv[i], "--topology"))
-				a->topology = argv[++i];
-			else if (!parse_keep(argv[++i], &a->keep))
+			const char *o = argv[i], *v = argv[++i];
+			if (!strcmp(o, "--topology"))
+				a->topology = v;
+			else if (!strcmp(o, "--out"))
+				a->out = v;
+			else if (!strcmp(o, "--tier"))
+				a->tier = v;
+			else if (!strcmp(o, "--collective") &&
+			         (a->collective = cli_parse_name("calibrate", o, v, collective_words,
+			                                         (int)SL_COUNTOF(collective_words))) < 0)
+				return false;
+			else if (!strcmp(o, "--algorithm") &&
+			         (a->algo = cli_parse_name("calibrate", o, v, collective_algo_names,
+			                                   COLL_COUNT)) < 0)
+				return false;
+			else if (!strcmp(o, "--ranks") &&
+			         cli_parse_count("calibrate", o, v, 1 << 20, &a->ranks) != EXIT_OK)
+				return false;
+			else if (!strcmp(o, "--keep") && !parse_keep(v, &a->keep))
 				return false;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "shardlab calibrate: unknown option '%s'\n", argv[i]);
@@ -136,7 +208,10 @@ static bool parse_args(int argc, char **argv, struct args *a)
 	else if (a->keep && !a->topology)
 		fprintf(stderr, "shardlab calibrate: --keep holds parameters at a topology's values: "
 		                "give --topology FILE\n");
-	return a->table != NULL && (!a->keep || a->topology);
+	else if (a->out && !a->topology)
+		fprintf(stderr, "shardlab calibrate: --out writes figures of a topology: give "
+		                "--topology FILE\n");
+	return a->table != NULL && (!a->keep || a->topology) && (!a->out || a->topology);
 }
 
 /* ------------------------------------------------------ the device section */
@@ -289,9 +364,16 @@ static void print_param(const struct calib_fit *f, const struct topo_device *d, 
 static void print_classes(const struct calib_table *t, const struct topo_device *d,
                           const struct calib_fit *f, const struct section *s);
 
+/* A fitted parameter the table pins: its standard error at most half its
+ * value (the collective fit's rule, planner/cost/calcoll.c). */
+static bool identifiable(const struct calib_param *q)
+{
+	return !q->fitted || (isfinite(q->std_error) && q->std_error <= 0.5 * fabs(q->value));
+}
+
 static void print_text(const struct args *a, const struct calib_table *t,
                        const struct topology *topo, const struct calib_fit *f,
-                       const struct section *s)
+                       const struct section *s, const struct calib_cv *cv)
 {
 	char b1[32], b2[32], what[96], pct[32];
 	const struct topo_device *d = topo ? &topo->device : NULL;
@@ -310,9 +392,19 @@ static void print_text(const struct args *a, const struct calib_table *t,
 	printf("\n  %-20s %-10s %-10s\n", "parameter", "value", "std. error");
 	for (int p = 0; p < CALIB_PARAM_COUNT; p++)
 		print_param(f, d, p);
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++)
+		if (!identifiable(&f->param[p]))
+			printf("warning: %s is not identifiable from this table (its standard error is "
+			       "over half its value): hold it (--keep) or add rows that bear on it\n",
+			       calib_param_names[p]);
 	const struct calib_row *w = &t->rows[f->max_row];
 	printf("\nfit: %d rows, %d parameters, %d iterations; RMS relative error %.1f%%\n",
 	       f->n_rows, f->n_params, f->iterations, 100 * f->rms_rel);
+	if (isfinite(cv->mape_pct))
+		printf("cross-validated (%s, %d folds): MAPE %.1f%% (RMS %.1f%%)\n", cv->method,
+		       cv->folds, cv->mape_pct, cv->rms_pct);
+	else
+		printf("cross-validated: - (a fold leaves too few rows to fit)\n");
 	printf("largest residual: %s at line %d (%s: measured %s, model %s)\n",
 	       report_pct_text(pct, sizeof pct, 100 * f->rel[f->max_row]), w->line,
 	       row_text(what, sizeof what, w),
@@ -367,7 +459,7 @@ static void print_classes(const struct calib_table *t, const struct topo_device 
 
 static cJSON *json_of(const struct args *a, const struct calib_table *t,
                       const struct topology *topo, const struct calib_fit *f,
-                      const struct section *s)
+                      const struct section *s, const struct calib_cv *cv)
 {
 	const struct topo_device *d = topo ? &topo->device : NULL;
 	cJSON *o = cJSON_CreateObject();
@@ -402,9 +494,22 @@ static cJSON *json_of(const struct args *a, const struct calib_table *t,
 		else
 			cJSON_AddNullToObject(e, "std_error");
 		cJSON_AddStringToObject(e, "source", q->fitted ? "fitted" : q->held ? "held" : "kept");
+		cJSON_AddBoolToObject(e, "identifiable", identifiable(q));
 	}
 	cJSON_AddNumberToObject(o, "iterations", f->iterations);
 	cJSON_AddNumberToObject(o, "rms_relative_error", f->rms_rel);
+	if (t->n_rows > 0) {
+		cJSON *c = cJSON_AddObjectToObject(o, "cv");
+		cJSON_AddStringToObject(c, "method", cv->method);
+		cJSON_AddNumberToObject(c, "folds", cv->folds);
+		if (isfinite(cv->mape_pct)) {
+			cJSON_AddNumberToObject(c, "mape_pct", cv->mape_pct);
+			cJSON_AddNumberToObject(c, "rms_pct", cv->rms_pct);
+		} else {
+			cJSON_AddNullToObject(c, "mape_pct");
+			cJSON_AddNullToObject(c, "rms_pct");
+		}
+	}
 	cJSON_AddBoolToObject(o, "peak_fallback", f->peak_fallback);
 	cJSON *res = cJSON_AddArrayToObject(o, "residuals");
 	for (int i = 0; i < t->n_rows; i++) {
@@ -537,13 +642,415 @@ static bool fit_or_device(struct arena *a, const struct calib_table *t, const st
 	return true;
 }
 
+/* ---------------------------------------------- collective benchmarks */
+
+/* The figures a collective fit gives, by the names a calibration file
+ * uses ("tiers.nvswitch.latency_us"), or without a topology alpha_us and
+ * busbw_GBps. */
+struct bfig {
+	char name[96];
+	double value, se;
+	bool identifiable, clamped;
+	const char *units;
+};
+
+static int bench_figures(const struct bench_fit *f, struct bfig fig[2])
+{
+	if (f->target) {
+		snprintf(fig[0].name, sizeof fig[0].name, "%s.latency_us", f->target);
+		snprintf(fig[1].name, sizeof fig[1].name, "%s.efficiency", f->target);
+		fig[0].units = "us";
+		fig[1].units = "fraction";
+		fig[1].value = f->efficiency_clamped ? 1 : f->efficiency;
+		fig[1].se = f->efficiency_se;
+	} else {
+		snprintf(fig[0].name, sizeof fig[0].name, "alpha_us");
+		snprintf(fig[1].name, sizeof fig[1].name, "busbw_GBps");
+		fig[0].units = "us";
+		fig[1].units = "GB/s";
+		fig[1].value = f->busbw_bps * 1e-9;
+		fig[1].se = f->busbw_se_bps * 1e-9;
+	}
+	fig[0].value = f->latency_clamped ? 0 : f->latency_us;
+	fig[0].se = f->latency_se_us;
+	fig[0].identifiable = f->latency_identifiable;
+	fig[1].identifiable = f->bandwidth_identifiable;
+	fig[0].clamped = f->latency_clamped;
+	fig[1].clamped = f->efficiency_clamped;
+	return 2;
+}
+
+static const char *bench_what(char *buf, size_t size, const struct args *a,
+                              const struct bench_table *t, int ranks)
+{
+	snprintf(buf, size, "%s %s, %d size%s, %s over %d ranks", t->file, bench_tool_names[t->tool],
+	         t->n_points, t->n_points == 1 ? "" : "s", collective_words[a->collective], ranks);
+	return buf;
+}
+
+static void bench_text(const struct args *a, const struct bench_table *t,
+                       const struct topology *topo, int ranks, const struct bench_fit *f)
+{
+	char b[4][48], what[512];
+	struct bfig fig[2];
+	memset(fig, 0, sizeof fig);
+	bench_figures(f, fig);
+	printf("calibrate %s", bench_what(what, sizeof what, a, t, ranks));
+	if (topo)
+		printf(" on %s (%s): %s", topo->name, a->topology, f->target);
+	printf("\n\n  %-30s %-10s %s\n", "figure", "value", "std. error");
+	for (int k = 0; k < 2; k++) {
+		printf("  %-30s %-10.4g %.2g", fig[k].name, fig[k].value, fig[k].se);
+		if (k == 1 && topo)
+			printf("  of the line rate %s", cli_si(b[0], 48, f->line_bps, "B/s"));
+		else if (k == 0 && !topo)
+			printf("  per algorithm step");
+		printf("\n");
+	}
+	for (int k = 0; k < 2; k++) {
+		if (fig[k].clamped)
+			printf("warning: %s came out at %.4g, outside its range: held at %.4g\n",
+			       fig[k].name, k == 0 ? f->latency_us : f->efficiency, fig[k].value);
+		if (!fig[k].identifiable)
+			printf("warning: %s is not identifiable from this table (its standard error is "
+			       "over half its value, or it left its range): %s\n", fig[k].name,
+			       k == 0 ? "sizes small enough for the latency to show are needed"
+			              : "sizes large enough for the bandwidth to show are needed");
+	}
+	printf("\nfit: %d sizes, 2 figures, %d iterations; in sample MAPE %.1f%% (RMS %.1f%%)\n",
+	       f->n_points, f->iterations, f->mape_pct, f->rms_pct);
+	if (isfinite(f->cv_mape_pct))
+		printf("cross-validated (%s, %d folds): MAPE %.1f%% (RMS %.1f%%)\n", f->cv_method,
+		       f->cv_folds, f->cv_mape_pct, f->cv_rms_pct);
+	else
+		printf("cross-validated: - (a fold could not be fitted)\n");
+	printf("\n  %-5s  %-9s  %-10s  %-10s  %-8s  %-10s  %-8s  %s\n", "line", "size", "measured",
+	       "model", "error", "left out", "error", "algorithm");
+	for (int i = 0; i < t->n_points; i++) {
+		const struct bench_point *p = &t->points[i];
+		char alg[48] = "-";
+		if (topo)
+			snprintf(alg, sizeof alg, "%s%s%s", collective_algo_names[f->algo[i]],
+			         f->protocol[i] ? " " : "", f->protocol[i] ? f->protocol[i] : "");
+		printf("  %-5d  %-9s  %-10s  %-10s  %-8s  ", p->line, cli_si(b[0], 48, p->bytes, "B"),
+		       cli_si(b[1], 48, p->seconds, "s"), cli_si(b[2], 48, f->model_s[i], "s"),
+		       report_pct_text(b[3], 48, 100 * (f->model_s[i] / p->seconds - 1)));
+		if (f->cv_s && f->cv_s[i] > 0)
+			printf("%-10s  %-8s  ", cli_si(b[0], 48, f->cv_s[i], "s"),
+			       report_pct_text(b[1], 48, 100 * (f->cv_s[i] / p->seconds - 1)));
+		else
+			printf("%-10s  %-8s  ", "-", "-");
+		printf("%s\n", alg);
+	}
+	printf("\n  error: 100 (model / measured - 1); left out: predicted by the fit of the "
+	       "other sizes\n");
+}
+
+static cJSON *bench_json(const struct args *a, const struct bench_table *t,
+                         const struct topology *topo, int ranks, const struct bench_fit *f)
+{
+	struct bfig fig[2];
+	memset(fig, 0, sizeof fig);
+	bench_figures(f, fig);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "table", t->file);
+	cJSON_AddStringToObject(o, "tool", bench_tool_names[t->tool]);
+	cJSON_AddStringToObject(o, "collective", collective_words[a->collective]);
+	cJSON_AddNumberToObject(o, "ranks", ranks);
+	if (topo) {
+		cJSON_AddStringToObject(o, "topology", a->topology);
+		cJSON_AddStringToObject(o, "target", f->target);
+		cJSON_AddNumberToObject(o, "line_bps", f->line_bps);
+	} else {
+		cJSON_AddNullToObject(o, "topology");
+		cJSON_AddNullToObject(o, "target");
+		cJSON_AddNullToObject(o, "line_bps");
+	}
+	cJSON *fs = cJSON_AddObjectToObject(o, "figures");
+	for (int k = 0; k < 2; k++) {
+		cJSON *e = cJSON_AddObjectToObject(fs, fig[k].name);
+		cJSON_AddNumberToObject(e, "value", fig[k].value);
+		if (isfinite(fig[k].se))
+			cJSON_AddNumberToObject(e, "std_error", fig[k].se);
+		else
+			cJSON_AddNullToObject(e, "std_error");
+		cJSON_AddStringToObject(e, "units", fig[k].units);
+		cJSON_AddBoolToObject(e, "identifiable", fig[k].identifiable);
+		cJSON_AddBoolToObject(e, "clamped", fig[k].clamped);
+	}
+	cJSON_AddNumberToObject(o, "iterations", f->iterations);
+	cJSON *in = cJSON_AddObjectToObject(o, "in_sample");
+	cJSON_AddNumberToObject(in, "mape_pct", f->mape_pct);
+	cJSON_AddNumberToObject(in, "rms_pct", f->rms_pct);
+	cJSON *cv = cJSON_AddObjectToObject(o, "cv");
+	cJSON_AddStringToObject(cv, "method", f->cv_method ? f->cv_method : "leave-one-out");
+	cJSON_AddNumberToObject(cv, "folds", f->cv_folds);
+	if (isfinite(f->cv_mape_pct)) {
+		cJSON_AddNumberToObject(cv, "mape_pct", f->cv_mape_pct);
+		cJSON_AddNumberToObject(cv, "rms_pct", f->cv_rms_pct);
+	} else {
+		cJSON_AddNullToObject(cv, "mape_pct");
+		cJSON_AddNullToObject(cv, "rms_pct");
+	}
+	cJSON *pts = cJSON_AddArrayToObject(o, "points");
+	for (int i = 0; i < t->n_points; i++) {
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddNumberToObject(e, "line", t->points[i].line);
+		cJSON_AddNumberToObject(e, "bytes", t->points[i].bytes);
+		cJSON_AddNumberToObject(e, "measured_s", t->points[i].seconds);
+		cJSON_AddNumberToObject(e, "model_s", f->model_s[i]);
+		if (f->cv_s && f->cv_s[i] > 0)
+			cJSON_AddNumberToObject(e, "cv_s", f->cv_s[i]);
+		else
+			cJSON_AddNullToObject(e, "cv_s");
+		if (topo) {
+			cJSON_AddStringToObject(e, "algorithm", collective_algo_names[f->algo[i]]);
+			if (f->protocol[i])
+				cJSON_AddStringToObject(e, "protocol", f->protocol[i]);
+			else
+				cJSON_AddNullToObject(e, "protocol");
+		}
+		cJSON_AddItemToArray(pts, e);
+	}
+	return o;
+}
+
+static void bench_csv(const struct bench_table *t, const struct bench_fit *f, bool topo)
+{
+	static const char *const cols[] = {"line", "bytes", "measured_s", "model_s", "error_pct",
+	                                   "cv_s", "cv_error_pct", "algorithm", "protocol", NULL};
+	struct cli_csv c = {.f = stdout};
+	cli_csv_header(&c, cols);
+	for (int i = 0; i < t->n_points; i++) {
+		const struct bench_point *p = &t->points[i];
+		bool cv = f->cv_s && f->cv_s[i] > 0;
+		cli_csv_int(&c, p->line);
+		cli_csv_num(&c, p->bytes);
+		cli_csv_num(&c, p->seconds);
+		cli_csv_num(&c, f->model_s[i]);
+		cli_csv_num(&c, 100 * (f->model_s[i] / p->seconds - 1));
+		if (cv) {
+			cli_csv_num(&c, f->cv_s[i]);
+			cli_csv_num(&c, 100 * (f->cv_s[i] / p->seconds - 1));
+		} else {
+			cli_csv_str(&c, NULL);
+			cli_csv_str(&c, NULL);
+		}
+		cli_csv_str(&c, topo ? collective_algo_names[f->algo[i]] : NULL);
+		cli_csv_str(&c, topo ? f->protocol[i] : NULL);
+		cli_csv_end(&c);
+	}
+}
+
+/* The calibration's name: the file name of --out without its folder and
+ * ".json". */
+static const char *out_name(struct arena *ar, const char *out)
+{
+	const char *base = strrchr(out, '/');
+	base = base ? base + 1 : out;
+	size_t n = strlen(base);
+	if (n > 5 && !strcmp(base + n - 5, ".json"))
+		n -= 5;
+	return arena_strndup(ar, base, n);
+}
+
+/* Writes the calibration atomically; false after a message. */
+static bool write_calibration(const char *path, const struct calibration *c)
+{
+	cJSON *j = cost_calibration_json(c);
+	char *text = j ? cJSON_Print(j) : NULL;
+	cJSON_Delete(j);
+	char err[512] = "out of memory";
+	size_t n = text ? strlen(text) : 0;
+	char *line = text ? malloc(n + 2) : NULL;
+	bool ok = line != NULL;
+	if (ok) {
+		memcpy(line, text, n);
+		line[n] = '\n';
+		line[n + 1] = '\0';
+		ok = report_write_file(path, line, err, sizeof err);
+	}
+	if (!ok)
+		fprintf(stderr, "shardlab calibrate: cannot write %s: %s\n", path, err);
+	free(line);
+	cJSON_free(text);
+	return ok;
+}
+
+/* The identifiable figures of a collective fit as a calibration file. */
+static bool bench_out(struct arena *ar, const struct args *a, const struct bench_table *t,
+                      const struct topology *topo, int ranks, const struct bench_fit *f)
+{
+	struct bfig fig[2];
+	memset(fig, 0, sizeof fig);
+	bench_figures(f, fig);
+	char what[512];
+	struct calibration *c = arena_calloc(ar, 1, sizeof *c);
+	struct cal_figure *cf = arena_calloc(ar, 2, sizeof *cf);
+	struct cal_fit *fit = arena_calloc(ar, 1, sizeof *fit);
+	const char **names = arena_calloc(ar, 2, sizeof *names);
+	double *cov = arena_calloc(ar, 4, sizeof *cov);
+	if (!c || !cf || !fit || !names || !cov)
+		return false;
+	const char *on = arena_printf(ar, "%s on %s", bench_what(what, sizeof what, a, t, ranks),
+	                              topo->name);
+	int n = 0, at[2];
+	for (int k = 0; k < 2; k++) {
+		if (!fig[k].identifiable) {
+			fprintf(stderr, "shardlab calibrate: %s is left out of %s: not identifiable from "
+			        "the table (the topology keeps its own)\n", fig[k].name, a->out);
+			continue;
+		}
+		const char *tier = NULL;
+		int p = cost_cal_param_parse(ar, fig[k].name, &tier);
+		cf[n] = (struct cal_figure){.name = arena_strdup(ar, fig[k].name),
+		                            .param = (enum cal_param)p, .tier = tier, .lo = 0,
+		                            .hi = k == 0 ? 1e6 : 1, .value = fig[k].value,
+		                            .std_error = fig[k].se, .fitted_on = on,
+		                            .cv_error_pct = f->cv_mape_pct, .fit = "collectives"};
+		names[n] = cf[n].name;
+		at[n++] = k;
+	}
+	if (n == 0) {
+		fprintf(stderr, "shardlab calibrate: no figure is identifiable from %s: %s not "
+		        "written\n", t->file, a->out);
+		return false;
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			cov[i * n + j] = f->cov[at[i]][at[j]];
+	*fit = (struct cal_fit){.name = "collectives", .kind = "collectives", .fitted_on = on,
+	                        .points = t->n_points, .cv_method = f->cv_method,
+	                        .cv_folds = f->cv_folds, .cv_mape_pct = f->cv_mape_pct,
+	                        .cv_rms_pct = f->cv_rms_pct, .n_figures = n, .figures = names,
+	                        .covariance = cov};
+	*c = (struct calibration){.name = out_name(ar, a->out), .device = topo->device.kind,
+	                          .n_figures = n, .figures = cf,
+	                          .n_fits = isfinite(f->cv_mape_pct) ? 1 : 0, .fits = fit};
+	if (!isfinite(f->cv_mape_pct))
+		for (int i = 0; i < n; i++)
+			cf[i].fit = NULL;
+	return write_calibration(a->out, c);
+}
+
+static int calibrate_bench(struct arena *ar, const struct args *a, struct diag_list *d)
+{
+	if (a->collective < 0) {
+		fprintf(stderr, "shardlab calibrate: %s is a collective benchmark's output: say which "
+		        "collective it measured (--collective all-reduce, all-gather, reduce-scatter "
+		        "or all-to-all)\n", a->table);
+		return EXIT_USAGE;
+	}
+	if (a->out && !a->topology) {
+		fprintf(stderr, "shardlab calibrate: --out writes figures of a topology's tier: give "
+		        "--topology FILE\n");
+		return EXIT_USAGE;
+	}
+	struct topology *topo = a->topology ? cli_load_topology(ar, a->topology, d) : NULL;
+	struct bench_table *t = (topo || !a->topology) ? cost_bench_load(ar, a->table, d) : NULL;
+	if (!t)
+		return EXIT_INVALID;
+	int ranks = a->ranks > 0 ? (int)a->ranks : t->ranks;
+	if (a->ranks > 0 && t->ranks > 0 && a->ranks != t->ranks) {
+		diag_add(d, DIAG_ERROR, t->file, 0, NULL,
+		         "the table lists %d ranks, --ranks says %lld", t->ranks, (long long)a->ranks);
+		return EXIT_INVALID;
+	}
+	if (ranks == 0) {
+		diag_add(d, DIAG_ERROR, t->file, 0, NULL,
+		         "the table does not say how many ranks it measured: give --ranks N");
+		return EXIT_INVALID;
+	}
+	struct bench_fit_options o = {.topo = topo, .collective = collective_steps[a->collective],
+	                              .ranks = ranks, .algo = (enum collective_algo)a->algo,
+	                              .tier = a->tier};
+	struct bench_fit f;
+	if (!cost_bench_fit(ar, t, &o, &f, d))
+		return EXIT_INVALID;
+	int rc = EXIT_OK;
+	if (a->json)
+		rc = report_print_json(bench_json(a, t, topo, ranks, &f), "calibrate");
+	else if (a->csv)
+		bench_csv(t, &f, topo != NULL);
+	else
+		bench_text(a, t, topo, ranks, &f);
+	if (rc == EXIT_OK && a->out && !bench_out(ar, a, t, topo, ranks, &f))
+		rc = EXIT_INVALID;
+	return rc;
+}
+
+/* The text is a benchmark's output (nccl-tests, hccl_test)? */
+static bool is_bench(const char *path)
+{
+	size_t len = 0;
+	const char *err = NULL;
+	char *text = util_read_file(path, &len, &err);
+	bool yes = text && cost_bench_detect(text, len) >= 0;
+	free(text);
+	return yes;
+}
+
+/* The fitted compute-model parameters as a calibration file: the values
+ * the device section prints, their standard errors and covariance. */
+static bool kernels_out(struct arena *ar, const struct args *a, const struct calib_table *t,
+                        const struct topology *topo, const struct calib_fit *f,
+                        const struct section *s, const struct calib_cv *cv)
+{
+	static const char *const names[CALIB_PARAM_COUNT] = {
+		"device.matmul_efficiency", "device.gemm_half_dim", "device.memory_efficiency",
+		"device.kernel_overhead_us"};
+	static const double hi[CALIB_PARAM_COUNT] = {1, TOPO_MAX_GEMM_HALF_DIM, 1,
+	                                             TOPO_MAX_KERNEL_OVERHEAD_US};
+	/* The file's units: the overhead in us, the others as fitted. */
+	static const double unit[CALIB_PARAM_COUNT] = {1, 1, 1, 1e6};
+	struct calibration *c = arena_calloc(ar, 1, sizeof *c);
+	struct cal_figure *cf = arena_calloc(ar, CALIB_PARAM_COUNT, sizeof *cf);
+	struct cal_fit *fit = arena_calloc(ar, 1, sizeof *fit);
+	const char **fnames = arena_calloc(ar, CALIB_PARAM_COUNT, sizeof *fnames);
+	double *cov = arena_calloc(ar, CALIB_PARAM_COUNT * CALIB_PARAM_COUNT, sizeof *cov);
+	if (!c || !cf || !fit || !fnames || !cov)
+		return false;
+	const char *on = arena_printf(ar, "%s: %d gemm and %d memory rows on %s", t->file, t->n_gemm,
+	                              t->n_memory, topo->device.kind);
+	int n = 0, at[CALIB_PARAM_COUNT];
+	bool cross = isfinite(cv->mape_pct);
+	for (int p = 0; p < CALIB_PARAM_COUNT; p++) {
+		if (!f->param[p].fitted)
+			continue;
+		const char *tier = NULL;
+		cf[n] = (struct cal_figure){.name = names[p],
+		                            .param = (enum cal_param)cost_cal_param_parse(ar, names[p],
+		                                                                          &tier),
+		                            .lo = 0, .hi = hi[p], .value = s->value[p],
+		                            .std_error = f->param[p].std_error * unit[p], .fitted_on = on,
+		                            .cv_error_pct = cv->mape_pct, .fit = cross ? "kernels" : NULL};
+		fnames[n] = names[p];
+		at[n++] = p;
+	}
+	if (n == 0 || !topo) {
+		fprintf(stderr, "shardlab calibrate: --out needs --topology and fitted parameters\n");
+		return false;
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			cov[i * n + j] = f->cov[at[i]][at[j]] * unit[at[i]] * unit[at[j]];
+	*fit = (struct cal_fit){.name = "kernels", .kind = "kernels", .fitted_on = on,
+	                        .points = t->n_rows, .cv_method = cv->method, .cv_folds = cv->folds,
+	                        .cv_mape_pct = cv->mape_pct, .cv_rms_pct = cv->rms_pct,
+	                        .n_figures = n, .figures = fnames, .covariance = cov};
+	*c = (struct calibration){.name = out_name(ar, a->out), .device = topo->device.kind,
+	                          .n_figures = n, .figures = cf, .n_fits = cross ? 1 : 0,
+	                          .fits = fit};
+	return write_calibration(a->out, c);
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
 		help(stdout);
 		return EXIT_OK;
 	}
-	struct args args = {0};
+	struct args args = {.collective = -1};
 	if (!parse_args(argc, argv, &args)) {
 		fprintf(stderr, "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]] "
 		                "[--json | --csv] (see --help)\n");
@@ -557,6 +1064,13 @@ int cmd_calibrate(int argc, char **argv)
 		return EXIT_INVALID;
 	}
 	int rc = EXIT_INVALID;
+	if (is_bench(args.table)) {
+		rc = calibrate_bench(a, &args, &d);
+		cli_print_diags(&d);
+		diag_list_free(&d);
+		arena_free(a);
+		return rc;
+	}
 	struct topology *topo = args.topology ? cli_load_topology(a, args.topology, &d) : NULL;
 	struct calib_table *t = json_instead(args.table, &d) ? NULL : cost_calib_load(a, args.table, &d);
 	struct calib_fit fit;
@@ -570,17 +1084,22 @@ int cmd_calibrate(int argc, char **argv)
 	                                      fit.param[CALIB_KERNEL_OVERHEAD].value,
 	                                      fit.param[CALIB_MEMORY_EFFICIENCY].value, &cls, &d))) {
 		struct section s = {0};
+		struct calib_cv cv = {"leave-one-out", 0, NAN, NAN};
+		if (t->n_rows > 0)
+			cost_calib_cross_validate(a, t, topo ? &topo->device : NULL, args.keep, &cv);
 		if (topo)
 			make_section(&fit, &cls, &s);
 		if (args.json) {
-			rc = report_print_json(json_of(&args, t, topo, &fit, &s), "calibrate");
+			rc = report_print_json(json_of(&args, t, topo, &fit, &s, &cv), "calibrate");
 		} else if (args.csv) {
 			csv_residuals(t, &fit);
 			rc = EXIT_OK;
 		} else {
-			print_text(&args, t, topo, &fit, &s);
+			print_text(&args, t, topo, &fit, &s, &cv);
 			rc = EXIT_OK;
 		}
+		if (rc == EXIT_OK && args.out && !kernels_out(a, &args, t, topo, &fit, &s, &cv))
+			rc = EXIT_INVALID;
 	}
 	cli_print_diags(&d);
 	diag_list_free(&d);

@@ -15,10 +15,10 @@ static void help(FILE *f)
 	fprintf(f,
 	        "usage: shardlab check FILE...\n"
 	        "\n"
-	        "Validate topology, model, scenario, validation and study files. The\n"
-	        "kind of each file is read from its \"format\" field (shardlab-topology,\n"
-	        "shardlab-model, shardlab-scenario, shardlab-validation,\n"
-	        "shardlab-study). A study is checked with the scenario, model and\n"
+	        "Validate topology, model, scenario, validation, study and calibration\n"
+	        "files. The kind of each file is read from its \"format\" field\n"
+	        "(shardlab-topology, shardlab-model, shardlab-scenario,\n"
+	        "shardlab-validation, shardlab-study, shardlab-calibration). A study is checked with the scenario, model and\n"
 	        "topologies it names, and its summary counts its points. A scenario is\n"
 	        "checked together with the model and the topology it names, and each\n"
 	        "shard() strategy it configures against its op's distribution rules; a\n"
@@ -114,12 +114,17 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 			         st->n_clusters, st->n_clusters == 1 ? "y" : "ies", (long long)n_points,
 			         (long long)left_out);
 		}
+	} else if (!strcmp(fmt, CALIBRATION_FORMAT)) {
+		struct calibration *c = cost_calibration_load_doc(a, doc);
+		if (c)
+			snprintf(summary, size, "calibration: %s, %d figure%s", c->name, c->n_figures,
+			         c->n_figures == 1 ? "" : "s");
 	} else {
 		struct jv f;
 		jv_get(&root, "format", &f);
-		jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\", \"%s\" or "
-		         "\"%s\")", fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT, VALIDATION_FORMAT,
-		         STUDY_FORMAT);
+		jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\", \"%s\", "
+		         "\"%s\" or \"%s\")", fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT,
+		         VALIDATION_FORMAT, STUDY_FORMAT, CALIBRATION_FORMAT);
 	}
 	return summary[0] && d->errors == errors;
 }

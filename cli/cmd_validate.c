@@ -11,13 +11,14 @@
  * with its reason and left out of the MAPE.
  *
  * A collectives file: for each row and message size, one collective over
- * the row's devices simulated alone on the topology (a one-step program
- * built here) and its formula (cost_collective_algo_s), both as bus
- * bandwidth (nccl-tests' convention) against the measured figure.
+ * the row's devices simulated alone on the topology and its formula
+ * (cost_collective_algo_s), both as bus bandwidth (nccl-tests'
+ * convention) against the measured figure.
  *
- * The simulations dominate the time; this file parses, runs and prints.
- * With --jobs N (default: the processors online) up to N training rows
- * run at once, each in a forked worker that writes its results back
+ * The rows are predicted and scored by the validation library
+ * (validation/run.c, score.c); this file parses the arguments, runs the
+ * rows (side by side in worker processes) and prints. With --jobs N
+ * (default: the processors online) up to N training rows run at once, each in a forked worker that writes its results back
  * through a pipe; the rows are printed in file order, the same whatever N.
  * The output is deterministic: no wall-clock figures.
  */
@@ -34,16 +35,12 @@
 #include "cli.h"
 #include "validation.h"
 
-#define MIB 1048576.0
-/* Lone collectives on more ranks than this run at coarse fidelity (the
- * same time as step when nothing contends, docs/simulation.md). */
-#define STEP_FIDELITY_MAX_RANKS 64
-
 static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab validate FILE [--estimate-only] [--rows PATTERN]\n"
-	        "                              [--jobs N] [--json | --csv]\n"
+	        "                              [--jobs N] [--calibration FILE]\n"
+	        "                              [--json | --csv]\n"
 	        "\n"
 	        "Predictions against published measurements (docs/validation.md). FILE is\n"
 	        "a validation file (\"format\": \"shardlab-validation\") of one kind:\n"
@@ -87,6 +84,11 @@ static void help(FILE *f)
 	        "                    collectives: the formula only\n"
 	        "  --rows PATTERN    only the rows whose name matches PATTERN (a shell\n"
 	        "                    glob: '*174.6B*'); the MAPE is over those\n"
+	        "  --calibration FILE\n"
+	        "                    a calibration file (docs/formats.md): its figures\n"
+	        "                    replace the parameters they name in every row's\n"
+	        "                    topology; the report names it (text: a line under\n"
+	        "                    the title; JSON: \"calibration\" {\"name\", \"file\"})\n"
 	        "  --jobs N          training: run up to N rows at once, each in its own\n"
 	        "                    process (default and 0: the processors online; 1:\n"
 	        "                    one after another, in this process). The report is\n"
@@ -140,6 +142,8 @@ static void help(FILE *f)
 struct args {
 	const char *file;
 	const char *rows;              /* glob; NULL: every row */
+	const char *calibration;       /* --calibration FILE; NULL: none */
+	const struct calibration *cal; /* loaded */
 	bool estimate_only, json, csv;
 	int64_t jobs;                  /* training rows at once; 0: the processors online */
 };
@@ -162,6 +166,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 			}
 			if (cli_parse_count("validate", "--jobs", argv[++i], 1024, &a->jobs) != EXIT_OK)
 				return EXIT_USAGE;
+		} else if (!strcmp(o, "--calibration")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "shardlab validate: --calibration takes a file\n");
+				return EXIT_USAGE;
+			}
+			a->calibration = argv[++i];
 		} else if (!strcmp(o, "--rows")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "shardlab validate: --rows takes a pattern\n");
@@ -185,19 +195,26 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return EXIT_OK;
 }
 
+/* The calibration used, under the title, when one was given. */
+static void calibration_line(const struct args *a)
+{
+	if (a->cal)
+		printf("calibration %s (%s): %d figure%s\n", a->cal->name, a->calibration,
+		       a->cal->n_figures, a->cal->n_figures == 1 ? "" : "s");
+}
+
+static void calibration_json(const struct args *a, cJSON *root)
+{
+	if (!a->cal)
+		return;
+	cJSON *c = cJSON_AddObjectToObject(root, "calibration");
+	cJSON_AddStringToObject(c, "name", a->cal->name);
+	cJSON_AddStringToObject(c, "file", a->calibration);
+}
+
 static bool selected(const struct args *a, const char *name)
 {
 	return !a->rows || fnmatch(a->rows, name, 0) == 0;
-}
-
-/* The message of the list's first error (without file and line: the
- * rows name where it came from), in the arena. */
-static const char *first_error(struct arena *ar, const struct diag_list *d)
-{
-	for (size_t i = 0; i < d->count; i++)
-		if (d->items[i].severity == DIAG_ERROR)
-			return arena_strdup(ar, d->items[i].msg);
-	return d->oom ? "out of memory" : "failed without a diagnostic";
 }
 
 /* "validating 3/11: NAME" on stderr when it is a terminal. */
@@ -225,17 +242,9 @@ static void progress_clear(struct progress *p)
 
 /* ---------------------------------------------------------- training */
 
-struct trow {
-	const struct validation_training_row *row;
-	char plan[128];                /* "TP 8 x DP 4, PP 12 (v 4)" */
-	const char *error;             /* no plan or no estimate: why */
-	bool oom;                      /* estimated, over the HBM: a failed prediction (the row's
-	                                  run trained), its time still counted */
-	double memory_bytes, hbm_bytes;
-	double est_s, est_value, est_err;
-	bool simulated;
-	const char *sim_error;         /* estimated but not simulated: why (NULL: not asked) */
-	double sim_s, sim_value, sim_err;
+/* A row's plan as the table names it. */
+struct plan_label {
+	char text[128];                /* "TP 8 x DP 4, PP 12 (v 4)" */
 };
 
 static void plan_text(char *buf, size_t size, const struct plan *p)
@@ -252,53 +261,37 @@ static void plan_text(char *buf, size_t size, const struct plan *p)
 		snprintf(buf, size, "%s, PP %lld", strat, (long long)t->pipeline_stages);
 }
 
+/* The progress of one row in this process: the planner's line, then the
+ * simulator's, on stderr when it is a terminal. */
+struct row_progress {
+	struct cli_progress plan;
+	struct cli_sim_progress sim;
+};
+
 /* One row; `quiet` in a worker (rows running side by side would share
- * one progress line). */
+ * one progress line). The plan's text in *label. */
 static void run_training_row(struct arena *ar, const struct args *a,
                              const struct validation_training_row *row, bool quiet,
-                             struct trow *out)
+                             struct validation_training_result *out, struct plan_label *label)
 {
-	*out = (struct trow){.row = row, .hbm_bytes = row->scenario->topo->device.hbm_bytes};
-	struct diag_list d;
-	diag_list_init(&d);
-	struct plan_options po = {.mode = REDIST_COMPAT};
-	struct cli_progress pr = {0};
-	if (!quiet)
-		cli_progress_attach(&pr, "searching plans", &po);   /* megatron-search rows */
-	struct plan *p = row->tensor_parallel > 0 ?
-		plan_megatron_degree(ar, row->scenario, &po, row->tensor_parallel, &d) :
-		plan_make(ar, row->scenario, row->planner, &po, &d);
-	cli_progress_clear(&pr);
-	struct cli_sim_outcome *r = p ? arena_calloc(ar, 1, sizeof *r) : NULL;
-	if (p && r) {
-		plan_text(out->plan, sizeof out->plan, p);
-		r->estimated = plan_estimate(ar, p, &r->est, &d);
-	}
-	if (!r || !r->estimated) {
-		out->error = first_error(ar, &d);
-		diag_list_free(&d);
-		return;
-	}
-	out->est_s = r->est.iteration_s;
-	out->est_value = validation_predicted(row, out->est_s);
-	out->est_err = validation_error_pct(out->est_value, row->value);
-	out->memory_bytes = r->est.memory_bytes_per_device;
-	out->oom = r->est.oom_overflow_bytes > 0;
-	if (!a->estimate_only) {
-		const struct scenario *s = p->scenario;
-		struct cli_sim_setup o = {.fidelity = s->sim.fidelity, .algo = s->sim.collective_algo,
-		                          .bucket_bytes = s->training.gradient_bucket_bytes,
-		                          .label = row->name};
-		if (cli_simulate_plan(ar, p, &o, r, &d)) {
-			out->simulated = true;
-			out->sim_s = r->sim.iteration_s;
-			out->sim_value = validation_predicted(row, out->sim_s);
-			out->sim_err = validation_error_pct(out->sim_value, row->value);
-		} else {
-			out->sim_error = first_error(ar, &d);
+	struct row_progress pr = {.sim = {.label = row->name, .last_pct = -1}};
+	struct plan_options po = {0};
+	struct validation_run_options o = {.estimate_only = a->estimate_only};
+	if (!quiet) {
+		cli_progress_attach(&pr.plan, "searching plans", &po);   /* megatron-search rows */
+		o.plan_progress = po.progress;
+		o.plan_progress_ctx = po.progress_ctx;
+		if (isatty(STDERR_FILENO)) {
+			o.sim_progress = cli_sim_progress_cb;
+			o.sim_progress_ctx = &pr.sim;
 		}
 	}
-	diag_list_free(&d);
+	validation_run_training(ar, row, &o, out);
+	cli_progress_clear(&pr.plan);
+	cli_sim_progress_clear(&pr.sim);
+	label->text[0] = '\0';
+	if (out->plan)
+		plan_text(label->text, sizeof label->text, out->plan);
 }
 
 /* A value in the unit of a measurement: "153 TFLOP/s", "12.3 s". */
@@ -320,50 +313,29 @@ static const char *measure_text(char *buf, size_t size, enum validation_measure 
 	return "?";
 }
 
-struct mape {
-	double est, sim;
-	int n_est, n_sim;
-};
-
-static struct mape training_mape(const struct trow *rows, int n)
-{
-	double *e = calloc((size_t)n + 1, sizeof *e), *s = calloc((size_t)n + 1, sizeof *s);
-	struct mape m = {NAN, NAN, 0, 0};
-	for (int i = 0; e && s && i < n; i++) {
-		if (rows[i].error)
-			continue;
-		e[m.n_est++] = rows[i].est_err;
-		if (rows[i].simulated)
-			s[m.n_sim++] = rows[i].sim_err;
-	}
-	m.est = validation_mape(e, m.n_est);
-	m.sim = validation_mape(s, m.n_sim);
-	free(e);
-	free(s);
-	return m;
-}
-
 static void training_text(const struct args *a, const struct validation *v,
-                          const struct trow *rows, int n)
+                          const struct validation_training_result *rows,
+                          const struct plan_label *plans, int n)
 {
 	int wn = 4, wp = 4;
 	for (int i = 0; i < n; i++) {
-		int ln = (int)strlen(rows[i].row->name), lp = (int)strlen(rows[i].plan);
+		int ln = (int)strlen(rows[i].row->name), lp = (int)strlen(plans[i].text);
 		wn = ln > wn ? ln : wn;
 		wp = lp > wp ? lp : wp;
 	}
 	printf("validate %s: %d training row%s of %s\n", v->name, n, n == 1 ? "" : "s", v->file);
+	calibration_line(a);
 	printf("  %-*s  %-7s  %-*s  %-14s  %-14s  %-8s  %-14s  %s\n", wn, "row", "devices", wp, "plan",
 	       "measured", "estimated", "error", "simulated", "error");
 	bool any_tflops = false, any_tokens = false, notes = false;
 	for (int i = 0; i < n; i++) {
-		const struct trow *r = &rows[i];
+		const struct validation_training_result *r = &rows[i];
 		const struct validation_training_row *row = r->row;
 		char b[6][48];
 		any_tflops |= row->measure == MEASURE_TFLOPS_PER_DEVICE;
 		any_tokens |= row->measure == MEASURE_TOKENS_PER_S_PER_DEVICE;
 		printf("  %-*s  %-7" PRId64 "  %-*s  %-14s  ", wn, row->name, row->scenario->devices, wp,
-		       r->error ? "-" : r->plan, measure_text(b[0], 48, row->measure, row->value));
+		       r->error ? "-" : plans[i].text, measure_text(b[0], 48, row->measure, row->value));
 		if (r->error) {
 			printf("failed (below)\n");
 			notes = true;
@@ -404,7 +376,7 @@ static void training_text(const struct args *a, const struct validation *v,
 		printf("\nfailed predictions, left out of the MAPE or not simulated\n");
 		char b[2][32];
 		for (int i = 0; i < n; i++) {
-			const struct trow *r = &rows[i];
+			const struct validation_training_result *r = &rows[i];
 			if (r->error)
 				printf("  %s: %s\n", r->row->name, r->error);
 			else if (r->oom)
@@ -416,46 +388,41 @@ static void training_text(const struct args *a, const struct validation *v,
 				printf("  %s: not simulated: %s\n", r->row->name, r->sim_error);
 		}
 	}
-	struct mape m = training_mape(rows, n);
-	int failed = 0, oom = 0;
+	struct validation_score m = validation_score_training(rows, n);
+	bool mem_head = false;
 	for (int i = 0; i < n; i++) {
-		failed += rows[i].error != NULL;
-		oom += rows[i].error == NULL && rows[i].oom;
-	}
-	int n_mem = 0;
-	double *mem_err = calloc((size_t)(n > 0 ? n : 0) + 1, sizeof *mem_err);
-	for (int i = 0; mem_err && i < n; i++) {
-		const struct trow *r = &rows[i];
+		const struct validation_training_result *r = &rows[i];
 		if (r->error || r->row->memory_bytes <= 0)
 			continue;
-		if (!n_mem)
+		if (!mem_head)
 			printf("\nmemory per device (peak), where the source measured it\n"
 			       "  %-22s  %-10s  %-10s  %s\n", "row", "measured", "estimated", "error");
+		mem_head = true;
 		char mb[3][32];
-		mem_err[n_mem] = validation_error_pct(r->memory_bytes, r->row->memory_bytes);
 		printf("  %-22s  %-10s  %-10s  %s\n", r->row->name,
 		       cli_si(mb[0], 32, r->row->memory_bytes, "B"), cli_si(mb[1], 32, r->memory_bytes, "B"),
-		       report_pct_text(mb[2], 32, mem_err[n_mem]));
-		n_mem++;
+		       report_pct_text(mb[2], 32,
+		                       validation_error_pct(r->memory_bytes, r->row->memory_bytes)));
 	}
 	printf("\nMAPE\n");
-	if (m.n_est)
-		printf("  estimate   %5.1f%% over %d row%s\n", m.est, m.n_est, m.n_est == 1 ? "" : "s");
+	if (m.estimate_n)
+		printf("  estimate   %5.1f%% over %d row%s\n", m.estimate_pct, m.estimate_n,
+		       m.estimate_n == 1 ? "" : "s");
 	else
 		printf("  estimate   - (no row)\n");
 	if (a->estimate_only)
 		printf("  simulation - (--estimate-only)\n");
-	else if (m.n_sim)
-		printf("  simulation %5.1f%% over %d row%s\n", m.sim, m.n_sim, m.n_sim == 1 ? "" : "s");
+	else if (m.simulation_n)
+		printf("  simulation %5.1f%% over %d row%s\n", m.simulation_pct, m.simulation_n,
+		       m.simulation_n == 1 ? "" : "s");
 	else
 		printf("  simulation - (no row simulated)\n");
-	if (n_mem)
-		printf("  memory     %5.1f%% over %d row%s\n", validation_mape(mem_err, n_mem), n_mem,
-		       n_mem == 1 ? "" : "s");
-	free(mem_err);
+	if (m.memory_n)
+		printf("  memory     %5.1f%% over %d row%s\n", m.memory_pct, m.memory_n,
+		       m.memory_n == 1 ? "" : "s");
 	printf("  %d of %d row%s predicted OOM though the run trained (failed predictions, their "
-	       "times counted)\n", oom, n, n == 1 ? "" : "s");
-	printf("  %d of %d row%s left out (could not be planned or estimated)\n", failed, n,
+	       "times counted)\n", m.oom, n, n == 1 ? "" : "s");
+	printf("  %d of %d row%s left out (could not be planned or estimated)\n", m.failed, n,
 	       n == 1 ? "" : "s");
 }
 
@@ -468,15 +435,17 @@ static void json_number_or_null(cJSON *o, const char *key, bool have, double v)
 }
 
 static cJSON *training_json(const struct args *a, const struct validation *v,
-                            const struct trow *rows, int n)
+                            const struct validation_training_result *rows,
+                            const struct plan_label *plans, int n)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "file", v->file);
 	cJSON_AddStringToObject(root, "name", v->name);
 	cJSON_AddStringToObject(root, "kind", validation_kind_names[v->kind]);
+	calibration_json(a, root);
 	cJSON *list = cJSON_AddArrayToObject(root, "rows");
 	for (int i = 0; i < n; i++) {
-		const struct trow *r = &rows[i];
+		const struct validation_training_result *r = &rows[i];
 		const struct validation_training_row *row = r->row;
 		const struct scenario *s = row->scenario;
 		cJSON *o = cJSON_CreateObject();
@@ -511,7 +480,7 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 			continue;
 		}
 		cJSON_AddNullToObject(o, "error");
-		cJSON_AddStringToObject(o, "plan", r->plan);
+		cJSON_AddStringToObject(o, "plan", plans[i].text);
 		cJSON *e = cJSON_AddObjectToObject(o, "estimate");
 		cJSON_AddNumberToObject(e, "iteration_s", r->est_s);
 		cJSON_AddNumberToObject(e, "value", r->est_value);
@@ -532,13 +501,13 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 			cJSON_AddStringToObject(o, "simulation_error", r->sim_error);
 		cJSON_AddItemToArray(list, o);
 	}
-	struct mape m = training_mape(rows, n);
+	struct validation_score m = validation_score_training(rows, n);
 	cJSON *mj = cJSON_AddObjectToObject(root, "mape");
-	json_number_or_null(mj, "estimate_pct", m.n_est > 0, m.est);
-	cJSON_AddNumberToObject(mj, "estimate_rows", m.n_est);
-	json_number_or_null(mj, "simulation_pct", m.n_sim > 0, m.sim);
-	cJSON_AddNumberToObject(mj, "simulation_rows", m.n_sim);
-	cJSON_AddNumberToObject(mj, "left_out_rows", n - m.n_est);
+	json_number_or_null(mj, "estimate_pct", m.estimate_n > 0, m.estimate_pct);
+	cJSON_AddNumberToObject(mj, "estimate_rows", m.estimate_n);
+	json_number_or_null(mj, "simulation_pct", m.simulation_n > 0, m.simulation_pct);
+	cJSON_AddNumberToObject(mj, "simulation_rows", m.simulation_n);
+	cJSON_AddNumberToObject(mj, "left_out_rows", n - m.estimate_n);
 	cJSON_AddBoolToObject(root, "simulated", !a->estimate_only);
 	return root;
 }
@@ -551,7 +520,8 @@ static void csv_opt(struct cli_csv *c, bool have, double v)
 		cli_csv_str(c, NULL);
 }
 
-static void training_csv(const struct trow *rows, int n)
+static void training_csv(const struct validation_training_result *rows,
+                         const struct plan_label *plans, int n)
 {
 	static const char *const cols[] = {
 		"name", "model", "topology", "devices", "planner", "plan", "measured_kind",
@@ -561,7 +531,7 @@ static void training_csv(const struct trow *rows, int n)
 	struct cli_csv c = {.f = stdout};
 	cli_csv_header(&c, cols);
 	for (int i = 0; i < n; i++) {
-		const struct trow *r = &rows[i];
+		const struct validation_training_result *r = &rows[i];
 		const struct validation_training_row *row = r->row;
 		const struct scenario *s = row->scenario;
 		bool est = !r->error;
@@ -570,7 +540,7 @@ static void training_csv(const struct trow *rows, int n)
 		cli_csv_str(&c, s->topo->name);
 		cli_csv_int(&c, s->devices);
 		cli_csv_str(&c, planner_names[row->planner]);
-		cli_csv_str(&c, est ? r->plan : NULL);
+		cli_csv_str(&c, est ? plans[i].text : NULL);
 		cli_csv_str(&c, validation_measure_names[row->measure]);
 		cli_csv_num(&c, row->value);
 		csv_opt(&c, est, r->est_s);
@@ -588,7 +558,7 @@ static void training_csv(const struct trow *rows, int n)
 
 /* ------------------------------------------- training rows side by side */
 
-/* What a worker sends back: a trow without pointers. */
+/* What a worker sends back: a row's result without pointers. */
 struct trow_wire {
 	char plan[128];
 	char error[400], sim_error[400];
@@ -608,12 +578,13 @@ static _Noreturn void row_worker(const struct args *a, const struct validation_t
                                  int fd)
 {
 	struct arena *ar = arena_new();
-	struct trow t;
+	struct validation_training_result t;
+	struct plan_label label;
 	struct trow_wire w;
 	memset(&w, 0, sizeof w);
 	if (ar) {
-		run_training_row(ar, a, row, true, &t);
-		snprintf(w.plan, sizeof w.plan, "%s", t.plan);
+		run_training_row(ar, a, row, true, &t, &label);
+		snprintf(w.plan, sizeof w.plan, "%s", label.text);
 		copy_text(w.error, sizeof w.error, t.error, &w.has_error);
 		copy_text(w.sim_error, sizeof w.sim_error, t.sim_error, &w.has_sim_error);
 		w.oom = t.oom;
@@ -637,7 +608,8 @@ static _Noreturn void row_worker(const struct args *a, const struct validation_t
 
 /* A worker's row back in the parent, or why there is none. */
 static void row_back(struct arena *ar, const struct validation_training_row *row, int fd,
-                     int status, struct trow *out)
+                     int status, struct validation_training_result *out,
+                     struct plan_label *label)
 {
 	struct trow_wire w;
 	size_t got = 0;
@@ -647,7 +619,8 @@ static void row_back(struct arena *ar, const struct validation_training_row *row
 			break;
 		got += (size_t)k;
 	}
-	*out = (struct trow){.row = row, .hbm_bytes = row->scenario->topo->device.hbm_bytes};
+	*out = (struct validation_training_result){
+		.row = row, .hbm_bytes = row->scenario->topo->device.hbm_bytes};
 	if (got != sizeof w || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		out->error = WIFSIGNALED(status)
 		                 ? arena_printf(ar, "the row's process ended on signal %d",
@@ -655,7 +628,7 @@ static void row_back(struct arena *ar, const struct validation_training_row *row
 		                 : "the row's process failed (out of memory?)";
 		return;
 	}
-	snprintf(out->plan, sizeof out->plan, "%s", w.plan);
+	snprintf(label->text, sizeof label->text, "%s", w.plan);
 	out->error = w.has_error ? arena_strdup(ar, w.error) : NULL;
 	out->sim_error = w.has_sim_error ? arena_strdup(ar, w.sim_error) : NULL;
 	out->oom = w.oom;
@@ -672,7 +645,8 @@ static void row_back(struct arena *ar, const struct validation_training_row *row
 /* Rows idx[0..n-1] in up to `jobs` workers at once; false when none
  * could be started (the caller runs them here instead). */
 static bool run_rows_forked(struct arena *ar, const struct args *a, const struct validation *v,
-                            const int *idx, int n, int jobs, struct trow *rows)
+                            const int *idx, int n, int jobs,
+                            struct validation_training_result *rows, struct plan_label *plans)
 {
 	pid_t *pid = arena_calloc(ar, (size_t)n + 1, sizeof *pid);
 	int *fd = arena_calloc(ar, (size_t)n + 1, sizeof *fd);
@@ -710,7 +684,7 @@ static bool run_rows_forked(struct arena *ar, const struct args *a, const struct
 			return false;
 		for (int k = 0; k < next; k++)
 			if (pid[k] == c) {
-				row_back(ar, &v->training[idx[k]], fd[k], status, &rows[k]);
+				row_back(ar, &v->training[idx[k]], fd[k], status, &rows[k], &plans[k]);
 				close(fd[k]);
 				pid[k] = 0;
 				running--;
@@ -723,9 +697,11 @@ static bool run_rows_forked(struct arena *ar, const struct args *a, const struct
 
 static int validate_training(struct arena *ar, const struct args *a, const struct validation *v)
 {
-	struct trow *rows = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *rows);
+	struct validation_training_result *rows =
+		arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *rows);
+	struct plan_label *plans = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *plans);
 	int *idx = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *idx);
-	if (!rows || !idx) {
+	if (!rows || !plans || !idx) {
 		fprintf(stderr, "shardlab validate: out of memory\n");
 		return EXIT_INVALID;
 	}
@@ -738,11 +714,11 @@ static int validate_training(struct arena *ar, const struct args *a, const struc
 	if (jobs > n)
 		jobs = n;
 	/* The estimates alone take milliseconds: no worker for them. */
-	if (jobs <= 1 || a->estimate_only || !run_rows_forked(ar, a, v, idx, n, jobs, rows)) {
+	if (jobs <= 1 || a->estimate_only || !run_rows_forked(ar, a, v, idx, n, jobs, rows, plans)) {
 		struct progress pr = {.tty = isatty(STDERR_FILENO)};
 		for (int k = 0; k < n; k++) {
 			progress_show(&pr, idx[k], v->n_rows, v->training[idx[k]].name);
-			run_training_row(ar, a, &v->training[idx[k]], false, &rows[k]);
+			run_training_row(ar, a, &v->training[idx[k]], false, &rows[k], &plans[k]);
 		}
 		progress_clear(&pr);
 	}
@@ -751,97 +727,24 @@ static int validate_training(struct arena *ar, const struct args *a, const struc
 		return EXIT_INVALID;
 	}
 	if (a->json)
-		return report_print_json(training_json(a, v, rows, n), "validate");
+		return report_print_json(training_json(a, v, rows, plans, n), "validate");
 	if (a->csv) {
-		training_csv(rows, n);
+		training_csv(rows, plans, n);
 		return EXIT_OK;
 	}
-	training_text(a, v, rows, n);
+	training_text(a, v, rows, plans, n);
 	return EXIT_OK;
 }
 
 /* ------------------------------------------------------- collectives */
 
-struct cpoint {
-	const struct validation_point *pt;
-	enum collective_algo algo;     /* the algorithm the rule chose (or the row's) */
-	const char *protocol;          /* the library's protocol for it, or NULL */
-	char algo_text[32];            /* "tree LL" */
-	double formula_s, formula_busbw, formula_err;
-	bool simulated;
-	const char *sim_error;
-	double sim_s, sim_busbw, sim_err;
-};
-
-/* One collective over ranks 0 .. n-1 as a one-step program. */
-static struct program lone_program(struct arena *ar, enum step_kind kind, int64_t n, double bytes)
+/* "tree LL": the algorithm, with the library's protocol when it names one. */
+static const char *algo_text(char *buf, size_t size, const struct validation_point_result *c)
 {
-	struct prog_step *st = arena_calloc(ar, 1, sizeof *st);
-	struct prog_chunk *c = arena_calloc(ar, 1, sizeof *c);
-	struct prog_stage *sg = arena_calloc(ar, 1, sizeof *sg);
-	struct prog_slot *sl = arena_calloc(ar, 1, sizeof *sl);
-	if (!st || !c || !sg || !sl)
-		return (struct program){0};
-	struct devmat dm;
-	int axis = 0;
-	*st = (struct prog_step){.kind = PROG_COLLECTIVE, .phase = PHASE_FORWARD, .op = -1,
-	                         .label = step_kind_names[kind], .coll = kind, .bytes = bytes,
-	                         .after = -1};
-	if (!devmat_init(&dm, 1, &n, NULL, 0) || !devmat_groups(&dm, &axis, 1, &st->groups))
-		return (struct program){0};
-	*c = (struct prog_chunk){.stage = 0, .fwd = 0, .n_fwd = 1, .bwd = 1, .n_bwd = 0};
-	*sl = (struct prog_slot){.chunk = 0, .micro = 0, .backward = false, .last = true};
-	*sg = (struct prog_stage){.n_slots = 1, .slots = sl, .tail = 1, .n_tail = 0};
-	return (struct program){.n_ranks = n, .stage_ranks = n, .n_stages = 1, .n_chunks = 1,
-	                        .micro_batches = 1, .chunks = c, .stages = sg, .n_steps = 1,
-	                        .steps = st};
+	snprintf(buf, size, "%s%s%s", collective_algo_names[c->algo], c->protocol ? " " : "",
+	         c->protocol ? c->protocol : "");
+	return buf;
 }
-
-static void run_point(struct arena *ar, const struct args *a,
-                      const struct validation_collective_row *row, const int64_t *ranks,
-                      const struct validation_point *pt, struct cpoint *out)
-{
-	*out = (struct cpoint){.pt = pt};
-	int n = (int)row->devices;
-	double f = validation_bus_factor(row->collective, row->devices);
-	out->algo = cost_choose_algo(row->topo, row->collective, ranks, n, pt->bytes, row->algo);
-	out->formula_s = cost_collective_algo_s(row->topo, row->collective, out->algo, ranks, n,
-	                                        pt->bytes);
-	out->protocol = cost_collective_protocol(row->topo, row->collective, out->algo, ranks, n,
-	                                         pt->bytes);
-	snprintf(out->algo_text, sizeof out->algo_text, "%s%s%s", collective_algo_names[out->algo],
-	         out->protocol ? " " : "", out->protocol ? out->protocol : "");
-	out->formula_busbw = out->formula_s > 0 ? pt->bytes / out->formula_s * f : 0;
-	out->formula_err = validation_error_pct(out->formula_busbw, pt->busbw_bps);
-	if (a->estimate_only)
-		return;
-	struct arena *sa = arena_new();
-	struct diag_list d;
-	diag_list_init(&d);
-	struct program p = sa ? lone_program(sa, row->collective, row->devices, pt->bytes)
-	                      : (struct program){0};
-	struct sim_options o = {
-		.fidelity = row->devices > STEP_FIDELITY_MAX_RANKS ? FIDELITY_COARSE : FIDELITY_STEP,
-		.algo = row->algo};
-	struct sim_result r;
-	if (p.steps && sim_run(sa, row->topo, &p, &o, &r, &d) && r.iteration_s > 0) {
-		out->simulated = true;
-		out->sim_s = r.iteration_s;
-		if (r.n_collectives > 0)
-			out->algo = r.collectives[0].algo;
-		out->sim_busbw = pt->bytes / r.iteration_s * f;
-		out->sim_err = validation_error_pct(out->sim_busbw, pt->busbw_bps);
-	} else {
-		out->sim_error = p.steps ? first_error(ar, &d) : "out of memory";
-	}
-	diag_list_free(&d);
-	arena_free(sa);
-}
-
-struct crow {
-	const struct validation_collective_row *row;
-	struct cpoint *points;
-};
 
 /* "1 GiB", "16 MiB" for powers of two; "1 GB" otherwise. */
 static const char *size_text(char *buf, size_t size, double bytes)
@@ -858,48 +761,29 @@ static const char *size_text(char *buf, size_t size, double bytes)
 	return cli_si(buf, size, bytes, "B");
 }
 
-static struct mape collective_mape(const struct crow *rows, int n)
-{
-	int total = 0;
-	for (int i = 0; i < n; i++)
-		total += rows[i].row->n_points;
-	double *e = calloc((size_t)total + 1, sizeof *e), *s = calloc((size_t)total + 1, sizeof *s);
-	struct mape m = {NAN, NAN, 0, 0};
-	for (int i = 0; e && s && i < n; i++)
-		for (int k = 0; k < rows[i].row->n_points; k++) {
-			const struct cpoint *c = &rows[i].points[k];
-			e[m.n_est++] = c->formula_err;
-			if (c->simulated)
-				s[m.n_sim++] = c->sim_err;
-		}
-	m.est = validation_mape(e, m.n_est);
-	m.sim = validation_mape(s, m.n_sim);
-	free(e);
-	free(s);
-	return m;
-}
-
 static void collectives_text(const struct args *a, const struct validation *v,
-                             const struct crow *rows, int n)
+                             const struct validation_collective_result *rows, int n)
 {
 	int wn = 4, wa = 9;
 	for (int i = 0; i < n; i++) {
 		int ln = (int)strlen(rows[i].row->name);
 		wn = ln > wn ? ln : wn;
 		for (int k = 0; k < rows[i].row->n_points; k++) {
-			int la = (int)strlen(rows[i].points[k].algo_text);
+			char b[48];
+			int la = (int)strlen(algo_text(b, sizeof b, &rows[i].points[k]));
 			wa = la > wa ? la : wa;
 		}
 	}
 	printf("validate %s: %d collective row%s of %s\n", v->name, n, n == 1 ? "" : "s", v->file);
+	calibration_line(a);
 	printf("  %-*s  %-5s  %-8s  %-*s  %-22s  %-9s  %-8s  %-9s  %s\n", wn, "row", "ranks", "size",
 	       wa, "algorithm", "measured busbw", "simulated", "error", "formula", "error");
 	bool notes = false;
 	for (int i = 0; i < n; i++) {
 		const struct validation_collective_row *row = rows[i].row;
 		for (int k = 0; k < row->n_points; k++) {
-			const struct cpoint *c = &rows[i].points[k];
-			char b[8][48], meas[64];
+			const struct validation_point_result *c = &rows[i].points[k];
+			char b[8][48], meas[64], at[48];
 			cli_si(b[0], 48, c->pt->busbw_bps, "B/s");
 			if (c->pt->measured_algbw)
 				snprintf(meas, sizeof meas, "%s (algbw %s)", b[0],
@@ -911,13 +795,13 @@ static void collectives_text(const struct args *a, const struct validation *v,
 			if (k == 0)
 				snprintf(ranks, sizeof ranks, "%" PRId64, row->devices);
 			printf("  %-*s  %-5s  %-8s  %-*s  %-22s  ", wn, k == 0 ? row->name : "", ranks,
-			       size_text(b[2], 48, c->pt->bytes), wa, c->algo_text, meas);
+			       size_text(b[2], 48, c->pt->bytes), wa, algo_text(at, sizeof at, c), meas);
 			if (c->simulated)
-				printf("%-9s  %-8s  ", cli_si(b[3], 48, c->sim_busbw, "B/s"),
+				printf("%-9s  %-8s  ", cli_si(b[3], 48, c->sim_busbw_bps, "B/s"),
 				       report_pct_text(b[4], 48, c->sim_err));
 			else
 				printf("%-9s  %-8s  ", "-", "-");
-			printf("%-9s  %s\n", cli_si(b[5], 48, c->formula_busbw, "B/s"),
+			printf("%-9s  %s\n", cli_si(b[5], 48, c->formula_busbw_bps, "B/s"),
 			       report_pct_text(b[6], 48, c->formula_err));
 			notes |= c->sim_error != NULL;
 		}
@@ -936,24 +820,27 @@ static void collectives_text(const struct args *a, const struct validation *v,
 					       rows[i].points[k].sim_error);
 				}
 	}
-	struct mape m = collective_mape(rows, n);
+	struct validation_score m = validation_score_collectives(rows, n);
 	printf("\nMAPE\n");
 	if (a->estimate_only)
 		printf("  simulation - (--estimate-only)\n");
-	else if (m.n_sim)
-		printf("  simulation %5.1f%% over %d size%s\n", m.sim, m.n_sim, m.n_sim == 1 ? "" : "s");
+	else if (m.simulation_n)
+		printf("  simulation %5.1f%% over %d size%s\n", m.simulation_pct, m.simulation_n,
+		       m.simulation_n == 1 ? "" : "s");
 	else
 		printf("  simulation - (nothing simulated)\n");
-	printf("  formula    %5.1f%% over %d size%s\n", m.est, m.n_est, m.n_est == 1 ? "" : "s");
+	printf("  formula    %5.1f%% over %d size%s\n", m.estimate_pct, m.estimate_n,
+	       m.estimate_n == 1 ? "" : "s");
 }
 
 static cJSON *collectives_json(const struct args *a, const struct validation *v,
-                               const struct crow *rows, int n)
+                               const struct validation_collective_result *rows, int n)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "file", v->file);
 	cJSON_AddStringToObject(root, "name", v->name);
 	cJSON_AddStringToObject(root, "kind", validation_kind_names[v->kind]);
+	calibration_json(a, root);
 	cJSON *list = cJSON_AddArrayToObject(root, "rows");
 	for (int i = 0; i < n; i++) {
 		const struct validation_collective_row *row = rows[i].row;
@@ -971,7 +858,7 @@ static cJSON *collectives_json(const struct args *a, const struct validation *v,
 		                        validation_bus_factor(row->collective, row->devices));
 		cJSON *pts = cJSON_AddArrayToObject(o, "points");
 		for (int k = 0; k < row->n_points; k++) {
-			const struct cpoint *c = &rows[i].points[k];
+			const struct validation_point_result *c = &rows[i].points[k];
 			cJSON *p = cJSON_CreateObject();
 			cJSON_AddNumberToObject(p, "bytes", c->pt->bytes);
 			cJSON_AddStringToObject(p, "algorithm", collective_algo_names[c->algo]);
@@ -982,28 +869,28 @@ static cJSON *collectives_json(const struct args *a, const struct validation *v,
 			cJSON_AddStringToObject(p, "measured_as", c->pt->measured_algbw ? "algbw" : "busbw");
 			cJSON_AddNumberToObject(p, "measured_busbw_bps", c->pt->busbw_bps);
 			json_number_or_null(p, "simulated_s", c->simulated, c->sim_s);
-			json_number_or_null(p, "simulated_busbw_bps", c->simulated, c->sim_busbw);
+			json_number_or_null(p, "simulated_busbw_bps", c->simulated, c->sim_busbw_bps);
 			json_number_or_null(p, "simulated_error_pct", c->simulated, c->sim_err);
 			if (c->sim_error)
 				cJSON_AddStringToObject(p, "simulation_error", c->sim_error);
 			cJSON_AddNumberToObject(p, "formula_s", c->formula_s);
-			cJSON_AddNumberToObject(p, "formula_busbw_bps", c->formula_busbw);
+			cJSON_AddNumberToObject(p, "formula_busbw_bps", c->formula_busbw_bps);
 			cJSON_AddNumberToObject(p, "formula_error_pct", c->formula_err);
 			cJSON_AddItemToArray(pts, p);
 		}
 		cJSON_AddItemToArray(list, o);
 	}
-	struct mape m = collective_mape(rows, n);
+	struct validation_score m = validation_score_collectives(rows, n);
 	cJSON *mj = cJSON_AddObjectToObject(root, "mape");
-	json_number_or_null(mj, "simulation_pct", m.n_sim > 0, m.sim);
-	cJSON_AddNumberToObject(mj, "simulation_points", m.n_sim);
-	json_number_or_null(mj, "formula_pct", m.n_est > 0, m.est);
-	cJSON_AddNumberToObject(mj, "formula_points", m.n_est);
+	json_number_or_null(mj, "simulation_pct", m.simulation_n > 0, m.simulation_pct);
+	cJSON_AddNumberToObject(mj, "simulation_points", m.simulation_n);
+	json_number_or_null(mj, "formula_pct", m.estimate_n > 0, m.estimate_pct);
+	cJSON_AddNumberToObject(mj, "formula_points", m.estimate_n);
 	cJSON_AddBoolToObject(root, "simulated", !a->estimate_only);
 	return root;
 }
 
-static void collectives_csv(const struct crow *rows, int n)
+static void collectives_csv(const struct validation_collective_result *rows, int n)
 {
 	static const char *const cols[] = {
 		"name", "topology", "devices", "collective", "bytes", "algorithm",
@@ -1015,7 +902,7 @@ static void collectives_csv(const struct crow *rows, int n)
 	for (int i = 0; i < n; i++) {
 		const struct validation_collective_row *row = rows[i].row;
 		for (int k = 0; k < row->n_points; k++) {
-			const struct cpoint *p = &rows[i].points[k];
+			const struct validation_point_result *p = &rows[i].points[k];
 			cli_csv_str(&c, row->name);
 			cli_csv_str(&c, row->topo->name);
 			cli_csv_int(&c, row->devices);
@@ -1024,10 +911,10 @@ static void collectives_csv(const struct crow *rows, int n)
 			cli_csv_str(&c, collective_algo_names[p->algo]);
 			cli_csv_num(&c, p->pt->busbw_bps);
 			csv_opt(&c, p->simulated, p->sim_s);
-			csv_opt(&c, p->simulated, p->sim_busbw);
+			csv_opt(&c, p->simulated, p->sim_busbw_bps);
 			csv_opt(&c, p->simulated, p->sim_err);
 			cli_csv_num(&c, p->formula_s);
-			cli_csv_num(&c, p->formula_busbw);
+			cli_csv_num(&c, p->formula_busbw_bps);
 			cli_csv_num(&c, p->formula_err);
 			cli_csv_str(&c, p->sim_error);
 			cli_csv_end(&c);
@@ -1038,7 +925,8 @@ static void collectives_csv(const struct crow *rows, int n)
 static int validate_collectives(struct arena *ar, const struct args *a,
                                 const struct validation *v)
 {
-	struct crow *rows = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *rows);
+	struct validation_collective_result *rows =
+		arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *rows);
 	if (!rows) {
 		fprintf(stderr, "shardlab validate: out of memory\n");
 		return EXIT_INVALID;
@@ -1050,18 +938,12 @@ static int validate_collectives(struct arena *ar, const struct args *a,
 		if (!selected(a, row->name))
 			continue;
 		progress_show(&pr, i, v->n_rows, row->name);
-		int64_t *ranks = arena_calloc(ar, (size_t)row->devices, sizeof *ranks);
-		struct cpoint *pts = arena_calloc(ar, (size_t)row->n_points, sizeof *pts);
-		if (!ranks || !pts) {
+		struct validation_run_options o = {.estimate_only = a->estimate_only};
+		if (!validation_run_collective(ar, row, &o, &rows[n++])) {
 			progress_clear(&pr);
 			fprintf(stderr, "shardlab validate: out of memory\n");
 			return EXIT_INVALID;
 		}
-		for (int64_t r = 0; r < row->devices; r++)
-			ranks[r] = r;
-		for (int k = 0; k < row->n_points; k++)
-			run_point(ar, a, row, ranks, &row->points[k], &pts[k]);
-		rows[n++] = (struct crow){row, pts};
 	}
 	progress_clear(&pr);
 	if (n == 0) {
@@ -1094,6 +976,18 @@ int cmd_validate(int argc, char **argv)
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct validation *v = ar ? validation_load(ar, a.file, &d) : NULL;
+	if (v && a.calibration) {
+		struct calibration *c = cost_calibration_load(ar, a.calibration, &d);
+		a.cal = c;
+		for (int i = 0; c && v && i < v->n_rows; i++) {
+			struct topology *t = v->kind == VALIDATION_TRAINING ? v->training[i].scenario->topo
+			                                                    : v->collectives[i].topo;
+			if (!cost_calibration_apply(c, t, &d))
+				v = NULL;
+		}
+		if (!c)
+			v = NULL;
+	}
 	cli_print_diags(&d);
 	diag_list_free(&d);
 	if (!v)

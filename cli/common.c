@@ -274,18 +274,21 @@ const char cli_override_help[] =
 	"                  unless --devices says otherwise\n"
 	"  --global-batch B\n"
 	"                  the global batch in samples (a multiple of the\n"
-	"                  model's batch)\n";
+	"                  model's batch)\n"
+	"  --calibration FILE\n"
+	"                  a calibration file (docs/formats.md): each figure\n"
+	"                  replaces the topology parameter it names\n";
 
 int cli_override_option(const char *cmd, int argc, char **argv, int *i, struct cli_overrides *ov)
 {
 	const char *o = argv[*i];
 	bool dev = !strcmp(o, "--devices"), top = !strcmp(o, "--topology"),
-	     gb = !strcmp(o, "--global-batch");
-	if (!(dev || top || gb) || *i + 1 >= argc)
+	     gb = !strcmp(o, "--global-batch"), cal = !strcmp(o, "--calibration");
+	if (!(dev || top || gb || cal) || *i + 1 >= argc)
 		return 0;
 	const char *v = argv[++*i];
-	if (top) {
-		ov->topology = v;
+	if (top || cal) {
+		*(top ? &ov->topology : &ov->calibration) = v;
 		return 1;
 	}
 	int64_t n = 0;
@@ -306,7 +309,7 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
                                    const struct cli_overrides *ov, struct diag_list *d)
 {
 	struct scenario *s = a ? scenario_load(a, file, d) : NULL;
-	if (!s || !ov || (!ov->devices && !ov->topology && !ov->global_batch))
+	if (!s || !ov || (!ov->devices && !ov->topology && !ov->global_batch && !ov->calibration))
 		return s;
 	size_t errors = d->errors;
 	if (ov->topology) {
@@ -328,6 +331,11 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 	}
 	if (ov->global_batch)
 		s->training.global_batch = ov->global_batch;
+	if (ov->calibration && d->errors == errors) {
+		struct calibration *c = cost_calibration_load(a, ov->calibration, d);
+		if (c)
+			cost_calibration_apply(c, s->topo, d);
+	}
 	int64_t pp = s->training.pipeline_stages, gb = s->graph->batch;
 	if (s->devices % pp)
 		diag_add(d, DIAG_ERROR, ov->devices ? "--devices" : "--topology", 0, NULL,

@@ -19,15 +19,9 @@
 
 /* ------------------------------------------------------------ running */
 
-struct sr_progress {
-	const char *label;
-	int last_pct;
-	bool shown;
-};
-
-static void sr_progress_cb(void *ctx, double simulated_s, double fraction)
+void cli_sim_progress_cb(void *ctx, double simulated_s, double fraction)
 {
-	struct sr_progress *p = ctx;
+	struct cli_sim_progress *p = ctx;
 	int pct = (int)(100 * (fraction < 0 ? 0 : fraction > 1 ? 1 : fraction));
 	if (p->shown && pct == p->last_pct)
 		return;
@@ -39,55 +33,31 @@ static void sr_progress_cb(void *ctx, double simulated_s, double fraction)
 	p->shown = true;
 }
 
-bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_sim_setup *o,
-                       struct cli_sim_outcome *out, struct diag_list *d)
+void cli_sim_progress_clear(struct cli_sim_progress *p)
 {
-	memset(out, 0, sizeof *out);
-	/* The algorithm asked for on the command line prices the estimate as
-	 * it runs the simulation: a plan on a copy of the scenario that says
-	 * so (the plan itself does not depend on it). */
-	if (o->algo != p->scenario->sim.collective_algo) {
-		struct scenario *sc = arena_alloc(a, sizeof *sc);
-		struct plan *q = arena_alloc(a, sizeof *q);
-		if (!sc || !q) {
-			diag_add(d, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory");
-			return false;
-		}
-		*sc = *p->scenario;
-		sc->sim.collective_algo = o->algo;
-		*q = *p;
-		q->scenario = sc;
-		p = q;
-	}
-	out->estimated = plan_estimate(a, p, &out->est, d);
-	out->lowered = out->estimated && plan_lower(a, p, o->bucket_bytes, &out->prog, d);
-	if (!out->lowered)
-		return false;
-	/* Refuse what would run away rather than run for hours. */
-	double budget = o->max_events > 0 ? o->max_events : CLI_MAX_EVENTS;
-	double events = sim_program_events(&out->prog);
-	if (events > budget) {
-		diag_add(d, DIAG_ERROR, p->scenario->file, 0, "training.global_batch",
-		         "simulating this iteration would run %.3g program steps on its ranks (%lld "
-		         "ranks, %lld micro-batch%s), over the budget of %.3g (--max-events): fewer "
-		         "micro-batches (a smaller global batch or a larger micro-batch), or a larger "
-		         "--max-events", events, (long long)out->prog.n_ranks,
-		         (long long)out->prog.micro_batches, out->prog.micro_batches == 1 ? "" : "es",
-		         budget);
-		return false;
-	}
-	struct sr_progress pr = {.label = o->label ? o->label : "", .last_pct = -1};
-	struct sim_options so = {.fidelity = o->fidelity, .algo = o->algo, .trace = o->trace,
-	                         .seed = o->seed};
-	if (isatty(STDERR_FILENO)) {
-		so.progress = sr_progress_cb;
-		so.progress_ctx = &pr;
-	}
-	out->simulated = sim_run(a, p->scenario->topo, &out->prog, &so, &out->sim, d);
-	if (pr.shown) {
+	if (p->shown) {
 		fputs("\r\033[K", stderr);
 		fflush(stderr);
 	}
+	p->shown = false;
+}
+
+bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_sim_setup *o,
+                       struct cli_sim_outcome *out, struct diag_list *d)
+{
+	struct cli_sim_progress pr = {.label = o->label ? o->label : "", .last_pct = -1};
+	struct sim_options so = {.fidelity = o->fidelity, .algo = o->algo, .trace = o->trace,
+	                         .seed = o->seed};
+	if (isatty(STDERR_FILENO)) {
+		so.progress = cli_sim_progress_cb;
+		so.progress_ctx = &pr;
+	}
+	struct sim_plan_outcome r;
+	sim_plan(a, p, o->bucket_bytes, o->max_events, &so, &r, d);
+	cli_sim_progress_clear(&pr);
+	*out = (struct cli_sim_outcome){.estimated = r.estimated, .lowered = r.lowered,
+	                                .simulated = r.simulated, .est = r.est, .prog = r.prog,
+	                                .sim = r.sim};
 	return out->simulated;
 }
 

@@ -1,6 +1,7 @@
 /* fuzz_loader.c — one file format's loader, chosen at build time by
  * FUZZ_KIND: 0 check (any format, what `shardlab check` does), 1 topology,
- * 2 model, 3 scenario, 4 validation. The bytes are read as the file
+ * 2 model, 3 scenario, 4 validation, 5 calibration (applied, when it
+ * loads, to a copy of the DGX A100's topology). The bytes are read as the file
  * "scenarios/fuzz.json" so that the paths a scenario or a validation file
  * names resolve against the shipped files (run from the source root). */
 #include <cjson/cJSON.h>
@@ -43,6 +44,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 4:
 			validation_load_doc(a, &doc);
 			break;
+		case 5: {
+			struct calibration *c = cost_calibration_load_doc(a, &doc);
+			struct topology *t = c ? topo_load(a, "topologies/dgx-a100.json", &d) : NULL;
+			if (t && cost_calibration_apply(c, t, &d))
+				for (int i = 0; i < t->n_tiers; i++)
+					SL_ASSERT(t->tiers[i].bandwidth_bps > 0 && t->tiers[i].efficiency <= 1);
+			if (c)
+				cJSON_Delete(cost_calibration_json(c));
+			break;
+		}
 		}
 	}
 	json_doc_free(&doc);

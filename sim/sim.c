@@ -1,4 +1,5 @@
-/* sim.c — sim_run: one simulation in a child process.
+/* sim.c — sim_run: one simulation in a child process; sim_plan: a plan
+ * estimated, lowered and simulated.
  *
  * SimGrid allows one engine per process, so every simulation runs in a
  * forked child (run.c) that writes its result to a pipe as plain binary:
@@ -283,4 +284,44 @@ double sim_program_events(const struct program *prog)
 		events += steps * (double)prog->stage_ranks;
 	}
 	return events;
+}
+
+bool sim_plan(struct arena *a, const struct plan *p, double bucket_bytes, double max_events,
+              const struct sim_options *o, struct sim_plan_outcome *out, struct diag_list *d)
+{
+	memset(out, 0, sizeof *out);
+	/* The algorithm asked for prices the estimate as it runs the
+	 * simulation: a plan on a copy of the scenario that says so (the plan
+	 * itself does not depend on it). */
+	if (o->algo != p->scenario->sim.collective_algo) {
+		struct scenario *sc = arena_alloc(a, sizeof *sc);
+		struct plan *q = arena_alloc(a, sizeof *q);
+		if (!sc || !q) {
+			diag_add(d, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory");
+			return false;
+		}
+		*sc = *p->scenario;
+		sc->sim.collective_algo = o->algo;
+		*q = *p;
+		q->scenario = sc;
+		p = q;
+	}
+	out->estimated = plan_estimate(a, p, &out->est, d);
+	out->lowered = out->estimated && plan_lower(a, p, bucket_bytes, &out->prog, d);
+	if (!out->lowered)
+		return false;
+	double budget = max_events > 0 ? max_events : SIM_MAX_EVENTS;
+	double events = sim_program_events(&out->prog);
+	if (events > budget) {
+		diag_add(d, DIAG_ERROR, p->scenario->file, 0, "training.global_batch",
+		         "simulating this iteration would run %.3g program steps on its ranks (%lld "
+		         "ranks, %lld micro-batch%s), over the budget of %.3g (--max-events): fewer "
+		         "micro-batches (a smaller global batch or a larger micro-batch), or a larger "
+		         "--max-events", events, (long long)out->prog.n_ranks,
+		         (long long)out->prog.micro_batches, out->prog.micro_batches == 1 ? "" : "es",
+		         budget);
+		return false;
+	}
+	out->simulated = sim_run(a, p->scenario->topo, &out->prog, o, &out->sim, d);
+	return out->simulated;
 }

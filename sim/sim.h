@@ -210,4 +210,24 @@ double sim_peak_memory(const struct sim_result *r);
 bool sim_run(struct arena *a, const struct topology *t, const struct program *prog,
              const struct sim_options *o, struct sim_result *out, struct diag_list *diags);
 
+/* A plan estimated, lowered and simulated; each flag says how far it got. */
+struct sim_plan_outcome {
+	bool estimated, lowered, simulated;
+	struct estimate est;
+	struct program prog;
+	struct sim_result sim;
+};
+/* The default budget of sim_plan: program steps x ranks
+ * (sim_program_events). The largest shipped runs need ~1e9 (GPT-3 175B on
+ * 8,192 ranks, about two minutes); 1e10 is hours. */
+#define SIM_MAX_EVENTS 1e10
+/* plan_estimate, plan_lower (gradient buckets of bucket_bytes) and
+ * sim_run, in that order, stopping at the first that fails (diagnostics in
+ * d). The plan is priced and run with o->algo: when it differs from the
+ * scenario's, on a copy of the scenario that says so. A program of more
+ * than max_events steps x ranks (0: SIM_MAX_EVENTS) is refused rather
+ * than run for hours. */
+bool sim_plan(struct arena *a, const struct plan *p, double bucket_bytes, double max_events,
+              const struct sim_options *o, struct sim_plan_outcome *out, struct diag_list *d);
+
 #endif

@@ -13,13 +13,15 @@
  *   ReduceScatter and AllToAll) on a topology with some devices, at one or
  *   more message sizes.
  *
- * This module loads and checks the files and converts between an
- * iteration time and the unit a source reports; planning, estimating and
- * simulating the rows is the caller's (cli/cmd_validate.c).
+ * This module loads and checks the files (load.c), converts between an
+ * iteration time and the unit a source reports, predicts each row
+ * (run.c: planned, estimated, simulated) and scores the predictions
+ * against the measurements (score.c). It never prints: cli/cmd_validate.c
+ * parses the command line and prints what these functions return.
  *
  * Units: seconds, bytes, bytes/s, FLOPs (double); counts int64_t.
  *
- * Data flow: util, topologies, models, scenarios, planner -> validation.
+ * Data flow: util, topologies, models, scenarios, planner, sim -> validation.
  */
 #ifndef SHARDLAB_VALIDATION_H
 #define SHARDLAB_VALIDATION_H
@@ -29,6 +31,7 @@
 
 #include "planner.h"
 #include "scenarios.h"
+#include "sim.h"
 #include "topologies.h"
 #include "util.h"
 
@@ -137,5 +140,98 @@ double validation_bus_factor(enum step_kind kind, int64_t n);
 double validation_error_pct(double predicted, double measured);
 /* The mean of |errors_pct[i]| over n (NAN when n is 0). */
 double validation_mape(const double *errors_pct, int n);
+
+/* ------------------------------------------------ run.c: the predictions */
+
+/* How the rows are predicted. The callbacks (each may be NULL) let a caller
+ * show progress: the planner's (megatron-search rows) and the simulator's. */
+struct validation_run_options {
+	bool estimate_only;                /* training: no simulation; collectives: the formula
+	                                      only */
+	void (*plan_progress)(void *ctx, double fraction);
+	void *plan_progress_ctx;
+	void (*sim_progress)(void *ctx, double simulated_s, double fraction);
+	void *sim_progress_ctx;
+};
+
+/* A training row predicted. */
+struct validation_training_result {
+	const struct validation_training_row *row;
+	const struct plan *plan;           /* the row's plan (in the arena); NULL when none */
+	const char *error;                 /* no plan or no estimate: why (then nothing below) */
+	bool oom;                          /* estimated over the HBM: a failed prediction (the
+	                                      row's run trained), its time still counted */
+	double memory_bytes;               /* the estimate's peak per device */
+	double hbm_bytes;                  /* the device's */
+	double est_s, est_value, est_err;  /* iteration seconds; in the row's unit; error % */
+	bool simulated;
+	const char *sim_error;             /* estimated but not simulated: why (NULL when the
+	                                      simulation was not asked for) */
+	double sim_s, sim_value, sim_err;
+};
+
+/* Plans the row (megatron at its tensor-parallel degree, else its
+ * planner), estimates it and, unless o->estimate_only, simulates it (the
+ * scenario's fidelity, collective algorithm and gradient buckets). What
+ * failed is in out->error or out->sim_error, the first diagnostic's
+ * message, in the arena. */
+void validation_run_training(struct arena *a, const struct validation_training_row *row,
+                             const struct validation_run_options *o,
+                             struct validation_training_result *out);
+
+/* One message size of a collective row predicted. */
+struct validation_point_result {
+	const struct validation_point *pt;
+	enum collective_algo algo;         /* the algorithm the rule chose (or the row's; the
+	                                      simulated one when simulated) */
+	const char *protocol;              /* the library's protocol for it, or NULL */
+	double formula_s, formula_busbw_bps, formula_err;
+	bool simulated;
+	const char *sim_error;             /* not simulated: why (NULL when not asked for) */
+	double sim_s, sim_busbw_bps, sim_err;
+};
+
+/* A collective row's points, predicted. */
+struct validation_collective_result {
+	const struct validation_collective_row *row;
+	struct validation_point_result *points;    /* row->n_points */
+};
+
+/* Lone collectives on more ranks than this are simulated at coarse
+ * fidelity (the same time as step when nothing contends,
+ * docs/simulation.md). */
+#define VALIDATION_STEP_MAX_RANKS 64
+
+/* Every point of the row over ranks 0 .. devices-1: its formula
+ * (cost_collective_algo_s, the algorithm by cost_choose_algo's rule unless
+ * the row names one) and, unless o->estimate_only, the collective
+ * simulated alone as a one-step program; both as bus bandwidth. False
+ * when out of memory. */
+bool validation_run_collective(struct arena *a, const struct validation_collective_row *row,
+                               const struct validation_run_options *o,
+                               struct validation_collective_result *out);
+
+/* ---------------------------------------------------- score.c: the scores */
+
+/* The mean absolute percentage errors of a set of predictions. */
+struct validation_score {
+	double estimate_pct;               /* training: the estimates; collectives: the formula;
+	                                      NAN over nothing */
+	int estimate_n;                    /* rows (training) or points (collectives) */
+	double simulation_pct;             /* NAN over nothing */
+	int simulation_n;
+	double memory_pct;                 /* training: rows with a measured memory; NAN */
+	int memory_n;
+	int failed;                        /* training: rows not planned or estimated (left
+	                                      out) */
+	int oom;                           /* training: estimated over the HBM, counted */
+};
+
+/* Over the rows that were estimated (OOM ones included). */
+struct validation_score validation_score_training(const struct validation_training_result *r,
+                                                  int n);
+/* Over every point of the rows. */
+struct validation_score validation_score_collectives(const struct validation_collective_result *r,
+                                                     int n);
 
 #endif

@@ -416,15 +416,21 @@ struct calib_table *cost_calib_parse(struct arena *a, const char *file, const ch
 	return diags->errors == before ? t : NULL;
 }
 
+char *cost_read_table(const char *path, size_t *len, struct diag_list *diags)
+{
+	const char *err = NULL;
+	char *text = util_read_file(path, len, &err);
+	if (!text)
+		diag_add(diags, DIAG_ERROR, path, 0, NULL, "cannot read the table: %s", err);
+	return text;
+}
+
 struct calib_table *cost_calib_load(struct arena *a, const char *path, struct diag_list *diags)
 {
 	size_t len = 0;
-	const char *err = NULL;
-	char *text = util_read_file(path, &len, &err);
-	if (!text) {
-		diag_add(diags, DIAG_ERROR, path, 0, NULL, "cannot read the table: %s", err);
+	char *text = cost_read_table(path, &len, diags);
+	if (!text)
 		return NULL;
-	}
 	struct calib_table *t = cost_calib_parse(a, path, text, len, diags);
 	free(text);
 	return t;
@@ -488,21 +494,16 @@ static int residuals(const gsl_vector *x, void *data, gsl_vector *f)
 	return GSL_SUCCESS;
 }
 
-/* One Levenberg-Marquardt run from x; the solution back in x, the cost
- * (sum of squared relative residuals) in *cost and the unscaled
- * covariance in covar. False when GSL fails. */
-static bool run_lm(const struct fit_ctx *c, gsl_vector *x, gsl_matrix *covar, double *cost,
-                   int *iterations)
+bool cost_lm_solve(gsl_multifit_nlinear_fdf *fdf, gsl_vector *x, gsl_matrix *covar,
+                   double *cost, int *iterations)
 {
-	size_t n = (size_t)c->t->n_rows, p = x->size;
-	gsl_multifit_nlinear_fdf fdf = {residuals, NULL, NULL, n, p, (void *)c, 0, 0, 0};
 	gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
 	gsl_multifit_nlinear_workspace *w =
-		gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, n, p);
+		gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, fdf->n, fdf->p);
 	if (!w)
 		return false;
 	int info = 0;
-	bool ok = gsl_multifit_nlinear_winit(x, NULL, &fdf, w) == GSL_SUCCESS;
+	bool ok = gsl_multifit_nlinear_winit(x, NULL, fdf, w) == GSL_SUCCESS;
 	int status = ok ? gsl_multifit_nlinear_driver(500, 1e-12, 1e-12, 0, NULL, NULL, &info, w)
 	                : GSL_EFAILED;
 	/* Running out of iterations, or a step that cannot improve, still
@@ -513,12 +514,24 @@ static bool run_lm(const struct fit_ctx *c, gsl_vector *x, gsl_matrix *covar, do
 		double chi2 = 0;
 		gsl_blas_ddot(f, f, &chi2);
 		*cost = chi2;
-		*iterations = (int)gsl_multifit_nlinear_niter(w);
+		if (iterations)
+			*iterations = (int)gsl_multifit_nlinear_niter(w);
 		gsl_vector_memcpy(x, gsl_multifit_nlinear_position(w));
-		ok = gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, covar) == GSL_SUCCESS;
+		if (covar)
+			ok = gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, covar) ==
+			     GSL_SUCCESS;
 	}
 	gsl_multifit_nlinear_free(w);
 	return ok && isfinite(*cost);
+}
+
+/* One Levenberg-Marquardt run from x on the table's rows. */
+static bool run_lm(const struct fit_ctx *c, gsl_vector *x, gsl_matrix *covar, double *cost,
+                   int *iterations)
+{
+	gsl_multifit_nlinear_fdf fdf = {residuals, NULL, NULL, (size_t)c->t->n_rows, x->size,
+	                                (void *)c, 0, 0, 0};
+	return cost_lm_solve(&fdf, x, covar, cost, iterations);
 }
 
 /* Checks the table can determine the parameters; diagnostics when not. */
@@ -710,6 +723,14 @@ bool cost_calib_fit(struct arena *a, const struct calib_table *t, const struct t
 				q->std_error = logarithmic(p) ? q->value * se : se;
 			}
 		}
+		/* The covariance of the values: d(e^x) = e^x dx for the logarithmic. */
+		for (int p = 0; p < CALIB_PARAM_COUNT; p++)
+			for (int q = 0; q < CALIB_PARAM_COUNT; q++)
+				if (c.at[p] >= 0 && c.at[q] >= 0)
+					out->cov[p][q] =
+						gsl_matrix_get(best_covar, (size_t)c.at[p], (size_t)c.at[q]) * s2 *
+						(logarithmic(p) ? out->param[p].value : 1) *
+						(logarithmic(q) ? out->param[q].value : 1);
 		out->n_rows = t->n_rows;
 		out->n_params = n;
 		out->rms_rel = sqrt(best_cost / t->n_rows);
@@ -724,6 +745,61 @@ bool cost_calib_fit(struct arena *a, const struct calib_table *t, const struct t
 	gsl_matrix_free(covar);
 	gsl_matrix_free(best_covar);
 	return ok;
+}
+
+/* ------------------------------------------------- out of sample */
+
+/* A row's time under a fit's parameters (model_row's model, from values). */
+static double predict(const struct calib_fit *f, const struct topo_device *d,
+                      const struct calib_row *r)
+{
+	bool fallback = false;
+	double ref = d && r->kind == CALIB_GEMM ? cost_device_peak(d, r->dtype, &fallback) : 1;
+	struct cost_kernel_model p = {
+		.gemm_flops = f->param[CALIB_MATMUL_EFFICIENCY].value * ref,
+		.half_dim = f->param[CALIB_GEMM_HALF_DIM].value,
+		.memory_bps = f->param[CALIB_MEMORY_EFFICIENCY].value * (d ? d->hbm_bps : 1),
+		.overhead_s = f->param[CALIB_KERNEL_OVERHEAD].value,
+	};
+	struct cost_work w = {0, r->bytes, 0, 0, 0};
+	if (r->kind == CALIB_GEMM)
+		w = (struct cost_work){2 * r->batch * r->m * r->n * r->k, r->bytes, r->batch * r->m, r->n,
+		                       r->k};
+	return cost_kernel_s(&p, &w);
+}
+
+void cost_calib_cross_validate(struct arena *a, const struct calib_table *t,
+                               const struct topo_device *d, unsigned keep, struct calib_cv *out)
+{
+	int n = t->n_rows, folds = n <= 20 ? n : 10;
+	*out = (struct calib_cv){n <= 20 ? "leave-one-out" : "k-fold", folds, NAN, NAN};
+	struct calib_row *rows = arena_calloc(a, (size_t)n + 1, sizeof *rows);
+	if (!rows || n < 2)
+		return;
+	double sum = 0, sum2 = 0;
+	for (int f = 0; f < folds; f++) {
+		struct calib_table sub = {.file = t->file, .rows = rows};
+		for (int i = 0; i < n; i++)
+			if (i % folds != f) {
+				rows[sub.n_rows++] = t->rows[i];
+				sub.n_gemm += t->rows[i].kind == CALIB_GEMM;
+				sub.n_memory += t->rows[i].kind == CALIB_MEMORY;
+			}
+		struct calib_fit fit;
+		struct diag_list quiet;
+		diag_list_init(&quiet);
+		bool ok = cost_calib_fit(a, &sub, d, keep, &fit, &quiet);
+		diag_list_free(&quiet);
+		if (!ok)
+			return;
+		for (int i = f; i < n; i += folds) {
+			double e = predict(&fit, d, &t->rows[i]) / t->rows[i].seconds - 1;
+			sum += fabs(e);
+			sum2 += e * e;
+		}
+	}
+	out->mape_pct = 100 * sum / n;
+	out->rms_pct = 100 * sqrt(sum2 / n);
 }
 
 /* ------------------------------------------------- the kernel classes */

@@ -3,7 +3,21 @@
 #ifndef SHARDLAB_COST_INT_H
 #define SHARDLAB_COST_INT_H
 
+#include <gsl/gsl_multifit_nlinear.h>
+
 #include "cost.h"
+
+/* GSL's trust-region Levenberg-Marquardt on fdf from x (the solution back
+ * in x, at most 500 iterations; running out of them, or a step that cannot
+ * improve, keeps the best point): the sum of squared residuals in *cost,
+ * the iterations in *iterations and the unscaled covariance (J^T J)^-1 in
+ * covar, each when not NULL. False when GSL fails. The calibration fits
+ * (calibrate.c, calcoll.c) share it. */
+bool cost_lm_solve(gsl_multifit_nlinear_fdf *fdf, gsl_vector *x, gsl_matrix *covar,
+                   double *cost, int *iterations);
+/* A measured table's text (malloc'd, NUL-ended), or NULL after a
+ * diagnostic "cannot read the table: WHY". */
+char *cost_read_table(const char *path, size_t *len, struct diag_list *diags);
 
 /* The compute model with its parameters resolved for one device and
  * dtype (cost_compute_s; the calibration fits these): the asymptotic GEMM

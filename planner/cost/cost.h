@@ -168,6 +168,9 @@ struct calib_fit {
 	double rms_rel;              /* root mean square of the relative residuals */
 	double *rel;                 /* per row: (model - measured) / measured */
 	int max_row;                 /* the row with the largest |rel| */
+	double cov[CALIB_PARAM_COUNT][CALIB_PARAM_COUNT]; /* of the fitted parameters' values
+	                                (efficiencies or rates, elements, seconds); 0 for the
+	                                others */
 };
 
 /* Fits by nonlinear least squares on the relative residuals (GSL),
@@ -178,6 +181,18 @@ struct calib_fit {
  * fit fails. d may be NULL. */
 bool cost_calib_fit(struct arena *a, const struct calib_table *t, const struct topo_device *d,
                     unsigned keep, struct calib_fit *out, struct diag_list *diags);
+
+/* The fit's error out of sample: each row predicted by the fit of the
+ * others (leave-one-out up to 20 rows; above, 10-fold with row i in fold
+ * i mod 10), the same parameters held. NAN figures when a fold cannot be
+ * fitted (too few rows left of a kind). */
+struct calib_cv {
+	const char *method;          /* "leave-one-out" or "k-fold" */
+	int folds;
+	double mape_pct, rms_pct;
+};
+void cost_calib_cross_validate(struct arena *a, const struct calib_table *t,
+                               const struct topo_device *d, unsigned keep, struct calib_cv *out);
 
 /* A device's kernel_efficiency from a table's class rows: for each row the
  * efficiency at which the model gives its time, forward S / (B (t - o)),
@@ -197,6 +212,174 @@ bool cost_calib_classes(struct arena *a, const struct calib_table *t, const stru
 /* The estimate's backward factor of a kernel class's ops (2 for the
  * normalisations and Softmax, 1 for the others). */
 double cost_kernel_class_backward_factor(int cls);
+
+/* ------------------------------------------------- calibration files */
+
+/* A calibration file ("format": "shardlab-calibration", calfile.c;
+ * docs/formats.md): named figures, each one parameter of a topology with
+ * its units, bounds, value, standard error, what it was fitted on and the
+ * cross-validated error of its fit, plus the fits themselves (the
+ * figures' covariance and the cross-validated residuals) for prediction
+ * intervals. Applied to a topology, each figure replaces the parameter it
+ * names. */
+#define CALIBRATION_FORMAT "shardlab-calibration"
+#define CALIBRATION_VERSION 1
+
+/* What a figure sets: "device.<param>", "tiers.<tier>.<param>",
+ * "nic.<param>". */
+enum cal_param {
+	CAL_MATMUL_EFFICIENCY,       /* device.matmul_efficiency, fraction */
+	CAL_GEMM_HALF_DIM,           /* device.gemm_half_dim, elements */
+	CAL_MEMORY_EFFICIENCY,       /* device.memory_efficiency, fraction */
+	CAL_KERNEL_OVERHEAD_US,      /* device.kernel_overhead_us, us */
+	CAL_TIER_EFFICIENCY,         /* tiers.<tier>.efficiency, fraction of the line rate */
+	CAL_TIER_LATENCY_US,         /* tiers.<tier>.latency_us, us */
+	CAL_NIC_EFFICIENCY,          /* nic.efficiency, fraction of the line rate */
+	CAL_NIC_LATENCY_US,          /* nic.latency_us, us */
+	CAL_PARAM_COUNT
+};
+/* The units each takes ("fraction", "elements", "us"). */
+extern const char *const cal_param_units[CAL_PARAM_COUNT];
+
+struct cal_figure {
+	const char *name;            /* as in the file: "tiers.nvswitch.efficiency" */
+	enum cal_param param;
+	const char *tier;            /* CAL_TIER_*: the tier's name; NULL otherwise */
+	double lo, hi;               /* the bounds the fit respected, within the parameter's */
+	double value, std_error;
+	const char *fitted_on;       /* what it was fitted on, in words */
+	double cv_error_pct;         /* its fit's cross-validated MAPE; NAN when not given */
+	const char *fit;             /* the fit it came from (a name in fits), NULL */
+	int line;                    /* of its name */
+};
+
+/* A fit that produced figures: how it was cross-validated, and the
+ * covariance of its figures (in their units; row-major, n_figures^2). */
+struct cal_fit {
+	const char *name;
+	const char *kind;            /* "kernels", "collectives", "training" */
+	const char *fitted_on;
+	int points;
+	const char *cv_method;       /* "leave-one-out" or "k-fold" */
+	int cv_folds;
+	double cv_mape_pct;          /* out-of-sample mean |relative error|, % */
+	double cv_rms_pct;           /* out-of-sample root mean square relative error, % */
+	int n_figures;
+	const char **figures;        /* names of the figures it fitted */
+	double *covariance;
+	int line;
+};
+
+struct calibration {
+	const char *file;
+	const char *name;
+	const char *description;     /* NULL when none */
+	const char *device;          /* the device kind it was fitted for; NULL: any */
+	int device_line;
+	int n_figures;
+	struct cal_figure *figures;
+	int n_fits;
+	struct cal_fit *fits;
+};
+
+/* Loads and checks a calibration file; NULL after diagnostics
+ * FILE:LINE: PATH: MESSAGE (every problem of the file). */
+struct calibration *cost_calibration_load(struct arena *a, const char *path,
+                                          struct diag_list *diags);
+/* The same from a parsed document whose "format" is CALIBRATION_FORMAT. */
+struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *doc);
+/* Each figure replaces the topology's parameter it names (an efficiency
+ * rescales the achievable bandwidth from the line rate). False, with a
+ * diagnostic at the figure, when the topology has no such tier, is of
+ * another device kind than the calibration's, or has no NICs for a nic
+ * figure; the topology is then unchanged. */
+bool cost_calibration_apply(const struct calibration *c, struct topology *t,
+                            struct diag_list *diags);
+/* The file as JSON (the caller prints or writes it): the same text for the
+ * same calibration. */
+struct cJSON *cost_calibration_json(const struct calibration *c);
+/* The figure's parameter from its name, with the tier's name in *tier
+ * (arena) for a tier figure; -1 when the name is not one. */
+int cost_cal_param_parse(struct arena *a, const char *name, const char **tier);
+
+/* ------------------------------------------- collective benchmarks */
+
+/* A collective benchmark's table as its tool prints it (calcoll.c;
+ * docs/validation.md, "Calibrating collectives"): nccl-tests
+ * (all_reduce_perf and friends: size, count, type, redop, [root], then
+ * time, algbw, busbw, #wrong out of place and in place) or HCCL's
+ * hccl_test (data_size(Bytes) | aveg_time(us) | alg_bandwidth(GB/s) |
+ * check_result). */
+enum bench_tool { BENCH_NCCL_TESTS, BENCH_HCCL_TEST, BENCH_TOOL_COUNT };
+extern const char *const bench_tool_names[BENCH_TOOL_COUNT];
+
+struct bench_point {
+	int line;
+	double bytes;                /* nccl-tests' size; HCCL's data_size (per NPU) */
+	double seconds;              /* nccl-tests: out of place; HCCL: aveg_time */
+};
+
+struct bench_table {
+	const char *file;
+	enum bench_tool tool;
+	int ranks;                   /* nccl-tests: its "# Rank" lines; 0 when not printed */
+	int n_points;
+	struct bench_point *points;  /* by size, ascending; a size printed twice (several
+	                                processes, repeated runs): its slowest time */
+};
+
+/* The tool whose table the text holds (its column header), -1 when
+ * neither. */
+int cost_bench_detect(const char *text, size_t len);
+/* Reads a table; NULL after diagnostics FILE:LINE: COLUMN: MESSAGE. */
+struct bench_table *cost_bench_parse(struct arena *a, const char *file, const char *text,
+                                     size_t len, struct diag_list *diags);
+struct bench_table *cost_bench_load(struct arena *a, const char *path, struct diag_list *diags);
+
+struct bench_fit_options {
+	const struct topology *topo;  /* NULL: the alpha-beta formula alone, absolute figures */
+	enum step_kind collective;    /* STEP_ALLREDUCE, _ALLGATHER, _REDUCESCATTER, _ALLTOALL */
+	int ranks;                    /* ranks 0 .. ranks-1 of the topology */
+	enum collective_algo algo;    /* COLL_AUTO: cost_choose_algo's rule, size by size */
+	const char *tier;             /* with a topology, the figures' tier: a tier's name or
+	                                 "nic"; NULL: the innermost tier holding every rank,
+	                                 the NICs when they span servers */
+};
+
+/* Latency and bandwidth fitted to a table by nonlinear least squares on
+ * the relative residuals (GSL), each with its standard error, and their
+ * error out of sample (leave-one-out up to 20 sizes, else 10-fold). */
+struct bench_fit {
+	int n_points;
+	const char *target;          /* "tiers.<tier>" or "nic"; NULL without a topology */
+	double latency_us, latency_se_us;   /* the target's latency; without a topology the
+	                                       alpha of one algorithm step */
+	double efficiency, efficiency_se;   /* with a topology: of the target's line rate */
+	double line_bps;                    /* that line rate */
+	double busbw_bps, busbw_se_bps;     /* without a topology: the bus bandwidth B */
+	double cov[2][2];                   /* of (latency_us, efficiency or busbw_bps) */
+	bool latency_identifiable, bandwidth_identifiable;
+	bool latency_clamped, efficiency_clamped;  /* held at a bound of the parameter */
+	double mape_pct, rms_pct;           /* in sample */
+	const char *cv_method;              /* "leave-one-out" or "k-fold" */
+	int cv_folds;
+	double cv_mape_pct, cv_rms_pct;     /* out of sample */
+	double *model_s;                    /* per point: the fitted model */
+	double *cv_s;                       /* per point: predicted by the fit without it */
+	enum collective_algo *algo;         /* per point: the algorithm the model ran */
+	const char **protocol;              /* per point: its protocol, or NULL */
+	int iterations;
+};
+/* False with diagnostics when the table cannot determine two figures
+ * (fewer than 3 sizes, one size), the target is not in the topology, or
+ * the fit fails. */
+bool cost_bench_fit(struct arena *a, const struct bench_table *t,
+                    const struct bench_fit_options *o, struct bench_fit *out,
+                    struct diag_list *diags);
+/* nccl-tests' alpha-beta coefficients of one collective over n ranks:
+ * time = k_alpha x alpha + k_beta x S / B (ring all-reduce 2(n-1) and
+ * 2(n-1)/n; all-gather, reduce-scatter and all-to-all n-1 and (n-1)/n). */
+void cost_bench_coefficients(enum step_kind kind, int n, double *k_alpha, double *k_beta);
 
 /* Collective algorithms (the scenario's simulation.collective_algo names
  * them). The α–β time of each, for n ranks and a message of S bytes, on the

@@ -455,3 +455,119 @@ Test(validate, memory_error_where_the_source_measured_it)
 	cr_expect(strstr(r.out, "  memory     ") && strstr(r.out, " over 1 row\n"), "%s", r.out);
 	free(r.out);
 }
+
+/* ------------------------------------------------- the library's runner */
+
+/* The runner as a library: the collectives file's formula figures, worked
+ * out by hand in collectives_by_hand, without the command line. */
+Test(validate, library_runs_the_collectives_formula)
+{
+	struct validation *v = validation_load(A, "tests/data/good/validate-collectives.json", &D);
+	cr_assert_not_null(v);
+	double S = GIB, s32 = 32 * MIB, B = A100_NVSWITCH_BPS;
+	double t0 = (14 + 8.4 + 14 * 3.4) * 1e-6 + 1.75 * S / B;
+	double t2 = (7 + 8.4 + 7 * 3.4) * 1e-6 + 0.875 * s32 / B;
+	const double want_s[3] = {t0, t0, t2};
+	struct validation_run_options o = {.estimate_only = true};
+	struct validation_collective_result r[3];
+	for (int i = 0; i < 3; i++) {
+		cr_assert(validation_run_collective(A, &v->collectives[i], &o, &r[i]));
+		const struct validation_point_result *p = &r[i].points[0];
+		cr_assert_eq(p->algo, COLL_RING);
+		cr_assert_str_eq(p->protocol, "Simple");
+		near(p->formula_s, want_s[i], 0.001, "formula time");
+		cr_assert_not(p->simulated);
+		cr_assert_null(p->sim_error);
+	}
+	struct validation_score s = validation_score_collectives(r, 3);
+	cr_assert_eq(s.estimate_n, 3);
+	cr_assert_eq(s.simulation_n, 0);
+	cr_assert(isnan(s.simulation_pct));
+	/* |228.14/230 - 1| twice and |176.02/175 - 1|: (0.81 + 0.81 + 0.58) / 3. */
+	near(s.estimate_pct, (2 * fabs(100 * (S / t0 * 1.75 / 230e9 - 1)) +
+	                      fabs(100 * (s32 / t2 * 0.875 / 175e9 - 1))) / 3, 1e-9, "MAPE");
+	near(s.estimate_pct, (0.809 + 0.809 + 0.583) / 3, 0.01, "MAPE by hand");
+}
+
+/* The scores by hand: four rows, one failed, one OOM, two simulated, one
+ * with a measured memory. */
+Test(validate, scores_by_hand)
+{
+	struct validation_training_row rows[4] = {{.memory_bytes = 0}, {.memory_bytes = 40e9},
+	                                          {.memory_bytes = 0}, {.memory_bytes = 10e9}};
+	struct validation_training_result r[4] = {
+		{.row = &rows[0], .est_err = 10, .simulated = true, .sim_err = -4},
+		{.row = &rows[1], .est_err = -20, .memory_bytes = 30e9, .oom = true},
+		{.row = &rows[2], .est_err = 6, .simulated = true, .sim_err = 8},
+		{.row = &rows[3], .error = "could not be planned", .est_err = 99},
+	};
+	struct validation_score s = validation_score_training(r, 4);
+	cr_assert_eq(s.estimate_n, 3);
+	near(s.estimate_pct, 12, 1e-12, "estimate MAPE (10 + 20 + 6) / 3");
+	cr_assert_eq(s.simulation_n, 2);
+	near(s.simulation_pct, 6, 1e-12, "simulation MAPE (4 + 8) / 2");
+	cr_assert_eq(s.memory_n, 1);
+	near(s.memory_pct, 25, 1e-12, "memory MAPE |30/40 - 1|");
+	cr_assert_eq(s.failed, 1);
+	cr_assert_eq(s.oom, 1);
+	struct validation_score none = validation_score_training(r, 0);
+	cr_assert(isnan(none.estimate_pct) && none.estimate_n == 0);
+}
+
+/* A training row that cannot be planned is a result with its reason, not
+ * a failed run; the others are estimated and not simulated. */
+Test(validate, library_runs_training_rows)
+{
+	struct validation *v = validation_load(A, "tests/data/good/validate-training.json", &D);
+	cr_assert_not_null(v);
+	struct validation_run_options o = {.estimate_only = true};
+	int failed = 0;
+	for (int i = 0; i < v->n_rows; i++) {
+		struct validation_training_result r;
+		validation_run_training(A, &v->training[i], &o, &r);
+		cr_assert_eq(r.row, &v->training[i]);
+		if (r.error) {
+			failed++;
+			cr_assert_not_null(strstr(r.error, "tensor parallel 8 does not fit"), "%s", r.error);
+			continue;
+		}
+		cr_assert_not_null(r.plan);
+		cr_assert_gt(r.est_s, 0);
+		near(r.est_value, validation_predicted(r.row, r.est_s), 1e-12, "value");
+		near(r.est_err, validation_error_pct(r.est_value, r.row->value), 1e-12, "error");
+		cr_assert_not(r.simulated);
+		cr_assert_null(r.sim_error);
+	}
+	cr_assert_eq(failed, 1);
+}
+
+/* --calibration: the NVSwitch ports at half their 300 GB/s line rate, B =
+ * 150 GB/s; the 1 GiB all-reduce of collectives_by_hand still runs ring
+ * Simple, t = (14 + 8.4 + 14 x 3.4) us + 1.75 S / B. The report names the
+ * calibration; a calibration of another device is refused. */
+Test(validate, a_calibration_replaces_what_it_names, .timeout = 60)
+{
+	double S = GIB, B = 150e9;
+	double t0 = (14 + 8.4 + 14 * 3.4) * 1e-6 + 1.75 * S / B;
+	cJSON *j = json_of("validate --json --estimate-only tests/data/good/validate-collectives.json "
+	                   "--calibration tests/data/calibrate/a100-half.json");
+	const cJSON *p = cJSON_GetArrayItem(member(cJSON_GetArrayItem(member(j, "rows"), 0),
+	                                           "points"), 0);
+	cr_assert_str_eq(member(p, "protocol")->valuestring, "Simple");
+	near(num(p, "formula_busbw_bps"), S / t0 * 1.75, 1e-9, "formula busbw at half the line rate");
+	cr_assert_str_eq(member(member(j, "calibration"), "name")->valuestring, "a100-half");
+	cJSON_Delete(j);
+	struct cli_run r = fixture_shardlab("validate --estimate-only "
+	                                    "tests/data/good/validate-collectives.json --calibration "
+	                                    "tests/data/calibrate/a100-half.json", false);
+	cr_assert_eq(r.status, 0);
+	cr_assert_not_null(strstr(r.out, "\ncalibration a100-half (tests/data/calibrate/a100-half.json)"
+	                                 ": 1 figure\n"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("validate --estimate-only tests/data/good/validate-collectives.json "
+	                     "--calibration tests/data/calibrate/pcie.json", true);
+	cr_assert_eq(r.status, 1);
+	cr_assert_str_eq(r.out, "tests/data/calibrate/pcie.json:6: device: the calibration was fitted "
+	                        "on \"GPU\", the topology dgx-a100 has \"NVIDIA A100 SXM 80GB\"\n");
+	free(r.out);
+}

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixture.h"
 
@@ -359,21 +360,24 @@ static char *slurp(const char *path)
 	return s;
 }
 
-/* Each CORPUS/NAME.csv gives exactly the diagnostics in NAME.expected
- * (written by hand from the reader's messages) and exit status 1. */
-Test(calibrate, bad_table_corpus_gives_exact_diagnostics)
+/* Runs `calibrate CORPUS/NAME.EXT EXTRA` for every file of the corpus
+ * with that extension and checks exit status 1 and exactly the
+ * diagnostics of NAME.expected (written by hand from the readers'
+ * messages); the number of files. */
+static int bad_corpus(const char *ext, const char *extra)
 {
 	DIR *d = opendir(CORPUS);
 	cr_assert_not_null(d);
 	struct dirent *e;
 	int n = 0;
+	size_t el = strlen(ext);
 	while ((e = readdir(d))) {
 		size_t l = strlen(e->d_name);
-		if (l < 5 || strcmp(e->d_name + l - 4, ".csv"))
+		if (l <= el || strcmp(e->d_name + l - el, ext))
 			continue;
 		char args[600], exp_path[600];
-		snprintf(args, sizeof args, "calibrate " CORPUS "/%s", e->d_name);
-		snprintf(exp_path, sizeof exp_path, CORPUS "/%.*s.expected", (int)(l - 4), e->d_name);
+		snprintf(args, sizeof args, "calibrate " CORPUS "/%s%s", e->d_name, extra);
+		snprintf(exp_path, sizeof exp_path, CORPUS "/%.*s.expected", (int)(l - el), e->d_name);
 		char *want = slurp(exp_path);
 		cr_expect_not_null(want, "%s has no .expected file", e->d_name);
 		struct cli_run r = fixture_shardlab(args, true);
@@ -386,7 +390,13 @@ Test(calibrate, bad_table_corpus_gives_exact_diagnostics)
 		n++;
 	}
 	closedir(d);
-	cr_assert_geq(n, 3);
+	return n;
+}
+
+/* Each CORPUS/NAME.csv gives exactly the diagnostics in NAME.expected. */
+Test(calibrate, bad_table_corpus_gives_exact_diagnostics)
+{
+	cr_assert_geq(bad_corpus(".csv", ""), 3);
 }
 
 /* The shipped synthetic example gives back the parameters its header
@@ -731,4 +741,424 @@ Test(calibrate, cli_usage)
 	r = fixture_shardlab("--help", false);
 	cr_assert_not_null(strstr(r.out, "  calibrate "));
 	free(r.out);
+}
+
+/* --------------------------------------------- collective benchmarks */
+
+/* The topology of the collective fits: tests/data/good/pcie-4gpu-1nic-x2.json,
+ * 4 GPUs on a PCIe switch of 31 GB/s line rate (efficiency 1), 1 us, no
+ * collective library: a ring all-reduce over 4 ranks is nccl-tests'
+ * 2(n-1) alpha + 2(n-1)/n S / B = 6 alpha + 1.5 S / (31 GB/s x eff). */
+#define PCIE_TOPO "tests/data/good/pcie-4gpu-1nic-x2.json"
+#define PCIE_LINE_BPS 31e9
+
+/* nccl-tests' output, as all_reduce_perf prints it (the format of
+ * NVIDIA/nccl-tests src/common.cu: the banner, "# Rank" lines, the
+ * two-line column header, rows of size count type redop root and four
+ * columns out of place and in place), for times t(S) = true x (1 + noise). */
+static char *nccl_table(int ranks, double alpha_s, double k_alpha, double busbw_bps,
+                        double k_beta, const double *sizes, int n, const double *noise)
+{
+	size_t cap = 8192;
+	char *s = malloc(cap);
+	int at = snprintf(s, cap,
+	                  "# nThread 1 nGpus %d minBytes 1024 maxBytes 1073741824 step: 4(factor) "
+	                  "warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n"
+	                  "# Using devices\n", ranks);
+	for (int r = 0; r < ranks; r++)
+		at += snprintf(s + at, cap - (size_t)at,
+		               "#  Rank %2d Group  0 Pid  1234 on   host device  %d [0x%02x] GPU\n", r, r, r);
+	at += snprintf(s + at, cap - (size_t)at,
+	               "#\n#                                                              out-of-place"
+	               "                       in-place          \n"
+	               "#       size         count      type   redop    root     time   algbw   busbw "
+	               "#wrong     time   algbw   busbw #wrong\n"
+	               "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+	               "            (us)  (GB/s)  (GB/s)       \n");
+	for (int i = 0; i < n; i++) {
+		double t = (k_alpha * alpha_s + k_beta * sizes[i] / busbw_bps) * (1 + noise[i]);
+		double alg = sizes[i] / t * 1e-9;
+		at += snprintf(s + at, cap - (size_t)at,
+		               "%12.0f  %12.0f     float     sum      -1  %7.2f  %6.2f  %6.2f  %6d  %7.2f  "
+		               "%6.2f  %6.2f  %6d\n", sizes[i], sizes[i] / 4, t * 1e6, alg, alg * k_beta,
+		               0, t * 1e6, alg, alg * k_beta, 0);
+	}
+	snprintf(s + at, cap - (size_t)at,
+	         "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 10.0\n#\n");
+	return s;
+}
+
+/* Sizes 1 KiB to 1 GiB by 4, with a deterministic noise of up to 1%. */
+static const double SIZES[11] = {1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
+                                 16777216, 67108864, 268435456, 1073741824};
+static const double NOISE[11] = {0.01, -0.01, 0.005, -0.005, 0, 0.008, -0.008, 0.003, -0.003,
+                                 0.006, -0.006};
+
+Test(calibrate, nccl_tests_read_as_printed)
+{
+	static const char text[] =
+		"[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 8 maxBytes 64 step: 2(factor)\n"
+		"[1,0]<stdout>:#  Rank  0 Group  0 Pid   6899 on host device  0 [0000:04:00] H100\n"
+		"[1,0]<stdout>:#  Rank  1 Group  0 Pid   6900 on host device  1 [0000:05:00] H100\n"
+		"[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   "
+		"busbw #wrong     time   algbw   busbw #wrong\n"
+		"[1,0]<stdout>:#        (B)    (elements)                               (us)  (GB/s)  "
+		"(GB/s)            (us)  (GB/s)  (GB/s)\n"
+		"host:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Init COMPLETE\n"
+		"[1,0]<stdout>:          64            16     float     sum      -1    12.88    0.00    "
+		"0.00      0    12.83    0.00    0.00      0\n"
+		"[1,0]<stdout>:           8             2     float     sum      -1    12.90    0.00    "
+		"0.00      0    12.87    0.00    0.00    N/A\n"
+		"[1,0]<stdout>:           8             2     float     sum      -1    13.50    0.00    "
+		"0.00      0    12.87    0.00    0.00      0\n"
+		"[1,0]<stdout>:# Avg bus bandwidth    : 0.0\n";
+	cr_assert_eq(cost_bench_detect(text, sizeof text - 1), BENCH_NCCL_TESTS);
+	struct bench_table *t = cost_bench_parse(A, "n.txt", text, sizeof text - 1, &D);
+	cr_assert_not_null(t);
+	cr_assert_eq(t->ranks, 2);
+	cr_assert_eq(t->n_points, 2, "8 printed twice is one size");
+	cr_assert_eq(t->points[0].bytes, 8);
+	within(t->points[0].seconds, 13.50e-6, 1e-12, "the slower of the two 8-byte rows");
+	cr_assert_eq(t->points[0].line, 9);
+	cr_assert_eq(t->points[1].bytes, 64);
+	within(t->points[1].seconds, 12.88e-6, 1e-12, "out of place");
+}
+
+/* nccl-tests before 2.10 printed no root column and "error" for #wrong
+ * (NVIDIA/nccl#583). */
+Test(calibrate, nccl_tests_without_root_column)
+{
+	static const char text[] =
+		"#       size         count    type   redop     time   algbw   busbw  error     time   "
+		"algbw   busbw  error\n"
+		"        1024           256   float     sum    20.50    0.05    0.09  0e+00    20.10    "
+		"0.05    0.09  0e+00\n"
+		"        2048           512   float     sum    21.00    0.10    0.17  0e+00    20.90    "
+		"0.10    0.17  0e+00\n";
+	struct bench_table *t = cost_bench_parse(A, "o.txt", text, sizeof text - 1, &D);
+	cr_assert_not_null(t);
+	cr_assert_eq(t->ranks, 0);
+	cr_assert_eq(t->n_points, 2);
+	within(t->points[1].seconds, 21.00e-6, 1e-12, "time after redop");
+}
+
+/* hccl_test's table (its header strings "data_size(Bytes):",
+ * "aveg_time(us):", "alg_bandwidth(GB/s):", "check_result:"; data_size per
+ * NPU, aveg_time in us): two processes printing the same size keep the
+ * slower. */
+Test(calibrate, hccl_test_read_as_printed)
+{
+	static const char text[] =
+		"the minbytes is 8192, maxbytes is 67108864, iters is 20, warmup_iters is 5\n"
+		"data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:\n"
+		"8192              |     764.55    |       0.01071        | success\n"
+		"1073741824        |    5000.00    |     214.74836        | success\n"
+		"1073741824        |    6000.00    |     178.95697        | NULL\n";
+	cr_assert_eq(cost_bench_detect(text, sizeof text - 1), BENCH_HCCL_TEST);
+	struct bench_table *t = cost_bench_parse(A, "h.txt", text, sizeof text - 1, &D);
+	cr_assert_not_null(t);
+	cr_assert_eq(t->tool, BENCH_HCCL_TEST);
+	cr_assert_eq(t->n_points, 2);
+	within(t->points[0].seconds, 764.55e-6, 1e-12, "8 KiB");
+	within(t->points[1].seconds, 6000e-6, 1e-12, "the slowest process");
+}
+
+/* The figures the table was generated from come back within their
+ * standard errors: alpha 2.5 us, efficiency 0.8 of 31 GB/s, ring on 4
+ * ranks, 11 sizes with up to 1% noise. */
+Test(calibrate, collective_fit_recovers_its_tier)
+{
+	struct topology *topo = topo_load(A, PCIE_TOPO, &D);
+	cr_assert_not_null(topo);
+	char *text = nccl_table(4, 2.5e-6, 6, 0.8 * PCIE_LINE_BPS, 1.5, SIZES, 11, NOISE);
+	struct bench_table *t = cost_bench_parse(A, "r.txt", text, strlen(text), &D);
+	free(text);
+	cr_assert_not_null(t);
+	cr_assert_eq(t->ranks, 4);
+	struct bench_fit_options o = {.topo = topo, .collective = STEP_ALLREDUCE, .ranks = 4,
+	                              .algo = COLL_RING};
+	struct bench_fit f;
+	cr_assert(cost_bench_fit(A, t, &o, &f, &D));
+	cr_assert_str_eq(f.target, "tiers.pcie");
+	within(f.line_bps, PCIE_LINE_BPS, 1e-12, "line rate");
+	cr_assert_leq(fabs(f.latency_us - 2.5), f.latency_se_us, "latency %g +- %g", f.latency_us,
+	              f.latency_se_us);
+	cr_assert_leq(fabs(f.efficiency - 0.8), f.efficiency_se, "efficiency %g +- %g", f.efficiency,
+	              f.efficiency_se);
+	cr_assert(f.latency_identifiable && f.bandwidth_identifiable);
+	cr_assert_str_eq(f.cv_method, "leave-one-out");
+	cr_assert_eq(f.cv_folds, 11);
+	/* Noise of at most 1% (and the printed time's 0.01 us): the errors in
+	 * and out of sample stay about that size, out of sample not below. */
+	cr_assert_lt(f.mape_pct, 1.0);
+	cr_assert_lt(f.cv_mape_pct, 1.5);
+	cr_assert_geq(f.cv_mape_pct, f.mape_pct);
+	for (int i = 0; i < 11; i++)
+		cr_assert_eq(f.algo[i], COLL_RING);
+}
+
+/* Without a topology: nccl-tests' alpha-beta formula with absolute
+ * figures, the same alpha and B = 24.8 GB/s. */
+Test(calibrate, collective_fit_without_topology)
+{
+	char *text = nccl_table(4, 2.5e-6, 6, 0.8 * PCIE_LINE_BPS, 1.5, SIZES, 11, NOISE);
+	struct bench_table *t = cost_bench_parse(A, "r.txt", text, strlen(text), &D);
+	free(text);
+	struct bench_fit_options o = {.collective = STEP_ALLREDUCE, .ranks = 4};
+	struct bench_fit f;
+	cr_assert(cost_bench_fit(A, t, &o, &f, &D));
+	cr_assert_null(f.target);
+	cr_assert_leq(fabs(f.latency_us - 2.5), f.latency_se_us);
+	cr_assert_leq(fabs(f.busbw_bps - 24.8e9), f.busbw_se_bps, "B %g +- %g", f.busbw_bps,
+	              f.busbw_se_bps);
+}
+
+/* Leave-one-out by hand, all-reduce on 2 ranks (t = 2 alpha + S / B),
+ * three sizes 1, 2 and 3 MB at 20, 30 and 46 us: without a point, the
+ * line through the other two predicts it:
+ *   without 1 MB: slope 16 us/MB, intercept -2 us: 14 us, -30%;
+ *   without 2 MB: slope 13, intercept 7: 33 us, +10%;
+ *   without 3 MB: slope 10, intercept 10: 40 us, -13.0435%;
+ * MAPE (30 + 10 + 13.0435) / 3 = 17.6812%, RMS sqrt((0.09 + 0.01 +
+ * 0.0170132) / 3) = 19.7504%. */
+Test(calibrate, leave_one_out_by_hand)
+{
+	static const char text[] =
+		"#  Rank  0 Group  0 Pid 1 on host device  0 [0x00] GPU\n"
+		"#  Rank  1 Group  0 Pid 1 on host device  1 [0x01] GPU\n"
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+		"time   algbw   busbw #wrong\n"
+		"     1000000        250000     float     sum      -1    20.00   50.00   50.00      0    "
+		"20.00   50.00   50.00      0\n"
+		"     2000000        500000     float     sum      -1    30.00   66.67   66.67      0    "
+		"30.00   66.67   66.67      0\n"
+		"     3000000        750000     float     sum      -1    46.00   65.22   65.22      0    "
+		"46.00   65.22   65.22      0\n";
+	struct bench_table *t = cost_bench_parse(A, "l.txt", text, sizeof text - 1, &D);
+	cr_assert_not_null(t);
+	struct bench_fit_options o = {.collective = STEP_ALLREDUCE, .ranks = t->ranks};
+	struct bench_fit f;
+	cr_assert(cost_bench_fit(A, t, &o, &f, &D));
+	within(f.cv_s[0], 14e-6, 1e-6, "without 1 MB");
+	within(f.cv_s[1], 33e-6, 1e-6, "without 2 MB");
+	within(f.cv_s[2], 40e-6, 1e-6, "without 3 MB");
+	within(f.cv_mape_pct, (30 + 10 + 100 * 6.0 / 46) / 3, 1e-6, "LOO MAPE");
+	within(f.cv_rms_pct, 100 * sqrt((0.09 + 0.01 + (6.0 / 46) * (6.0 / 46)) / 3), 1e-6,
+	       "LOO RMS");
+	within(f.cv_mape_pct, 17.6812, 1e-5, "17.6812%");
+}
+
+/* Sizes of 64 MB and more are bandwidth-bound: the latency, 2.5 us under
+ * milliseconds, cannot be told from the noise. */
+Test(calibrate, latency_not_identifiable_from_large_sizes)
+{
+	struct topology *topo = topo_load(A, PCIE_TOPO, &D);
+	char *text = nccl_table(4, 2.5e-6, 6, 0.8 * PCIE_LINE_BPS, 1.5, SIZES + 8, 3, NOISE);
+	struct bench_table *t = cost_bench_parse(A, "b.txt", text, strlen(text), &D);
+	free(text);
+	struct bench_fit_options o = {.topo = topo, .collective = STEP_ALLREDUCE, .ranks = 4,
+	                              .algo = COLL_RING};
+	struct bench_fit f;
+	cr_assert(cost_bench_fit(A, t, &o, &f, &D));
+	cr_assert_not(f.latency_identifiable, "latency %g +- %g", f.latency_us, f.latency_se_us);
+	cr_assert(f.bandwidth_identifiable);
+	within(f.efficiency, 0.8, 0.01, "the bandwidth still shows");
+}
+
+Test(calibrate, collective_fit_needs_three_sizes)
+{
+	char *text = nccl_table(4, 2.5e-6, 6, 24.8e9, 1.5, SIZES, 2, NOISE);
+	struct bench_table *t = cost_bench_parse(A, "two.txt", text, strlen(text), &D);
+	free(text);
+	struct bench_fit_options o = {.collective = STEP_ALLREDUCE, .ranks = 4};
+	struct bench_fit f;
+	cr_assert_not(cost_bench_fit(A, t, &o, &f, &D));
+	assert_diag(0, "two.txt: 2 sizes: a latency and a bandwidth need at least 3 different sizes "
+	               "(one more than the figures, for their errors)");
+	forget_diags();
+}
+
+/* Each CORPUS/bench-NAME.txt (a benchmark's output gone wrong) gives
+ * exactly the diagnostics in bench-NAME.expected. */
+Test(calibrate, bad_bench_corpus_gives_exact_diagnostics)
+{
+	cr_assert_geq(bad_corpus(".txt", " --collective all-reduce --ranks 8"), 2);
+}
+
+/* ------------------------------------------------- calibration files */
+
+/* A figure replaces what it names: the tier's efficiency rescales its
+ * achievable bandwidth from the line rate (31 GB/s x 0.8), its latency is
+ * in us, the device's overhead in us. */
+Test(calibrate, calibration_applies_its_figures)
+{
+	struct topology *topo = topo_load(A, PCIE_TOPO, &D);
+	struct calibration *c = cost_calibration_load(A, "tests/data/calibrate/pcie.json", &D);
+	cr_assert_not_null(c);
+	cr_assert_eq(c->n_figures, 3);
+	cr_assert_str_eq(c->figures[0].tier, "pcie");
+	cr_assert(cost_calibration_apply(c, topo, &D));
+	within(topo->tiers[0].bandwidth_bps, 31e9 * 0.8, 1e-12, "bandwidth");
+	within(topo->tiers[0].efficiency, 0.8, 1e-12, "efficiency");
+	within(topo->tiers[0].latency_s, 2.5e-6, 1e-12, "latency");
+	within(topo->device.kernel_overhead_s, 4e-6, 1e-12, "overhead");
+	/* Applied twice, the same. */
+	cr_assert(cost_calibration_apply(c, topo, &D));
+	within(topo->tiers[0].bandwidth_bps, 31e9 * 0.8, 1e-12, "bandwidth, again");
+	/* Written and read back: the same figures. */
+	cJSON *j = cost_calibration_json(c);
+	char *s = cJSON_Print(j);
+	cJSON_Delete(j);
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "again.json", s, strlen(s), &D));
+	struct calibration *b = cost_calibration_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cJSON_free(s);
+	cr_assert_not_null(b);
+	cr_assert_eq(b->n_figures, 3);
+	cr_assert_eq(b->n_fits, 1);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_str_eq(b->figures[i].name, c->figures[i].name);
+		cr_assert_eq(b->figures[i].value, c->figures[i].value);
+		cr_assert_eq(b->figures[i].std_error, c->figures[i].std_error);
+	}
+	cr_assert_eq(b->fits[0].covariance[1], c->fits[0].covariance[1]);
+}
+
+Test(calibrate, calibration_refuses_what_the_topology_lacks)
+{
+	struct topology *topo = topo_load(A, "topologies/dgx-a100.json", &D);
+	struct calibration *c = cost_calibration_load(A, "tests/data/calibrate/pcie.json", &D);
+	cr_assert(topo && c);
+	double bw = topo->tiers[0].bandwidth_bps;
+	c->device = NULL; /* any device */
+	cr_assert_not(cost_calibration_apply(c, topo, &D));
+	assert_diag(0, "tests/data/calibrate/pcie.json:9: figures[0].name: the topology dgx-a100 has "
+	               "no tier \"pcie\" (its tiers: \"nvswitch\")");
+	cr_assert_eq(topo->tiers[0].bandwidth_bps, bw, "unchanged");
+	forget_diags();
+}
+
+/* The CLI end to end: calibrate --out writes a file that check accepts
+ * and that estimate and validate apply. */
+Test(calibrate, cli_writes_and_applies_a_calibration, .timeout = 60)
+{
+	char dir[] = "/tmp/shardlab-cal-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char bench[128], out[128], args[512];
+	snprintf(bench, sizeof bench, "%s/all_reduce_perf.txt", dir);
+	snprintf(out, sizeof out, "%s/pcie-ring.json", dir);
+	char *text = nccl_table(4, 2.5e-6, 6, 0.8 * PCIE_LINE_BPS, 1.5, SIZES, 11, NOISE);
+	FILE *f = fopen(bench, "w");
+	fputs(text, f);
+	fclose(f);
+	free(text);
+	snprintf(args, sizeof args, "calibrate %s --collective all-reduce --topology " PCIE_TOPO
+	         " --algorithm ring --out %s", bench, out);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "tiers.pcie.latency_us          2.5"), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "cross-validated (leave-one-out, 11 folds)"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "check %s", out);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "(calibration: pcie-ring, 2 figures)"), "%s", r.out);
+	free(r.out);
+	struct calibration *c = cost_calibration_load(A, out, &D);
+	cr_assert_not_null(c);
+	cr_assert_str_eq(c->device, "GPU");
+	cr_assert_eq(c->n_fits, 1);
+	cr_assert_str_eq(c->fits[0].cv_method, "leave-one-out");
+	cr_assert_leq(fabs(c->figures[1].value - 0.8), c->figures[1].std_error);
+	remove(bench);
+	remove(out);
+	rmdir(dir);
+}
+
+/* The kernel fit out of sample and as a file: the synthetic example is
+ * generated from matmul_efficiency 0.85, gemm_half_dim 64,
+ * memory_efficiency 0.9 and kernel_overhead_us 4 without noise, so each
+ * row left out is predicted exactly; --out writes those four, which a
+ * topology then takes. */
+Test(calibrate, kernel_fit_cross_validated_and_written, .timeout = 60)
+{
+	struct topology *topo = topo_load(A, "topologies/dgx-a100.json", &D);
+	struct calib_table *t = cost_calib_load(A, "calibration/synthetic-a100-example.csv", &D);
+	cr_assert(topo && t);
+	struct calib_cv cv;
+	cost_calib_cross_validate(A, t, &topo->device, 0, &cv);
+	cr_assert_str_eq(cv.method, "leave-one-out");
+	cr_assert_eq(cv.folds, t->n_rows);
+	cr_assert_lt(cv.mape_pct, 0.01, "%g", cv.mape_pct);
+	char dir[] = "/tmp/shardlab-kcal-XXXXXX", out[96], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof out, "%s/a100-kernels.json", dir);
+	snprintf(args, sizeof args, "calibrate calibration/synthetic-a100-example.csv --topology "
+	         "topologies/dgx-a100.json --out %s", out);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "cross-validated (leave-one-out, 17 folds): MAPE 0.0%"),
+	                   "%s", r.out);
+	free(r.out);
+	struct calibration *c = cost_calibration_load(A, out, &D);
+	cr_assert_not_null(c);
+	cr_assert_eq(c->n_figures, 4);
+	cr_assert_str_eq(c->fits[0].kind, "kernels");
+	struct topology *h = topo_load(A, "topologies/dgx-a100.json", &D);
+	h->device.matmul_efficiency = 0.5;
+	h->device.kernel_overhead_s = 0;
+	cr_assert(cost_calibration_apply(c, h, &D));
+	within(h->device.matmul_efficiency, 0.85, 1e-9, "matmul_efficiency");
+	within(h->device.gemm_half_dim, 64, 1e-9, "gemm_half_dim");
+	within(h->device.memory_efficiency, 0.9, 1e-9, "memory_efficiency");
+	within(h->device.kernel_overhead_s, 4e-6, 1e-9, "kernel_overhead");
+	remove(out);
+	rmdir(dir);
+}
+
+/* --calibration on a scenario command: the topology's own figures change
+ * nothing, byte for byte; an HCCS latency of 50 us instead of 1 makes the
+ * FFN's all-reduce, and so the iteration, slower. */
+Test(calibrate, scenario_commands_apply_a_calibration, .timeout = 60)
+{
+	struct cli_run plain = fixture_shardlab("estimate --json scenarios/ffn-8p.json", false);
+	struct cli_run same = fixture_shardlab("estimate --json scenarios/ffn-8p.json --calibration "
+	                                       "tests/data/calibrate/910a-same.json", false);
+	struct cli_run slow = fixture_shardlab("estimate --json scenarios/ffn-8p.json --calibration "
+	                                       "tests/data/calibrate/910a-slow-hccs.json", false);
+	cr_assert_eq(plain.status, 0);
+	cr_assert_str_eq(same.out, plain.out);
+	cr_assert_eq(slow.status, 0, "%s", slow.out);
+	cJSON *p = cJSON_Parse(plain.out), *s = cJSON_Parse(slow.out);
+	cr_assert(p && s);
+	double tp = cJSON_GetObjectItemCaseSensitive(p, "iteration_s")->valuedouble;
+	double ts = cJSON_GetObjectItemCaseSensitive(s, "iteration_s")->valuedouble;
+	cr_assert_gt(ts, tp, "%g vs %g", ts, tp);
+	cJSON_Delete(p);
+	cJSON_Delete(s);
+	free(plain.out);
+	free(same.out);
+	free(slow.out);
+}
+
+/* Above 20 sizes the error out of sample is 10-fold (size i in fold
+ * i mod 10): 24 sizes from 1 KiB by 2, no noise beyond the printed
+ * digits, so every size left out is still predicted within 0.5%. */
+Test(calibrate, k_fold_above_twenty_sizes)
+{
+	double sizes[24], noise[24] = {0};
+	for (int i = 0; i < 24; i++)
+		sizes[i] = 1024 * pow(2, i);
+	char *text = nccl_table(4, 2.5e-6, 6, 24.8e9, 1.5, sizes, 24, noise);
+	struct bench_table *t = cost_bench_parse(A, "k.txt", text, strlen(text), &D);
+	free(text);
+	cr_assert_eq(t->n_points, 24);
+	struct bench_fit_options o = {.collective = STEP_ALLREDUCE, .ranks = 4};
+	struct bench_fit f;
+	cr_assert(cost_bench_fit(A, t, &o, &f, &D));
+	cr_assert_str_eq(f.cv_method, "k-fold");
+	cr_assert_eq(f.cv_folds, 10);
+	for (int i = 0; i < 24; i++)
+		cr_assert_lt(fabs(f.cv_s[i] / t->points[i].seconds - 1), 0.005, "size %d", i);
 }

@@ -1,0 +1,622 @@
+/* calcoll.c — collective benchmarks as their tools print them, and the
+ * latency and bandwidth of a topology's tier (or NICs) fitted to them
+ * (docs/validation.md, "Calibrating collectives").
+ *
+ * Readers: nccl-tests' table (all_reduce_perf, all_gather_perf,
+ * reduce_scatter_perf, alltoall_perf...: the column header
+ * "# size count type redop root time algbw busbw #wrong time algbw busbw
+ * #wrong", out of place then in place, times in microseconds; older
+ * versions have no root column and say "error" for "#wrong"; mpirun's
+ * "[1,0]<stdout>:" tags are dropped) and HCCL's hccl_test
+ * ("data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): |
+ * check_result:", data_size per NPU). Banner and log lines are skipped;
+ * a row that starts with a number and is not a row is a diagnostic.
+ *
+ * The fit: the time of each size as the cost model prices it
+ * (cost_collective_algo_s on a copy of the topology whose target tier
+ * or NICs take the figures, the algorithm and protocol chosen size by
+ * size as the library would), or without a topology nccl-tests' alpha-beta
+ * formula k_alpha alpha + k_beta S / B. Two figures: the latency (us, as
+ * it is) and the efficiency or bus bandwidth (through its logarithm, so
+ * it stays positive), by GSL's trust-region Levenberg-Marquardt on the
+ * relative residuals (model - t) / t, started from the weighted linear
+ * alpha-beta fit (gsl_fit_wlinear, weights 1/t^2) and from the topology's
+ * own figures, the better kept. Standard errors from the covariance at the
+ * solution scaled by chi^2 / (n - 2). A figure whose standard error
+ * exceeds half its value, or that lands outside its range, is not
+ * identifiable from the table. Out of sample: each size left out (k-fold,
+ * fold i mod 10, above 20 sizes) and predicted by the fit of the others.
+ *
+ * Units: bytes, seconds; latencies printed in microseconds. Not a hot path.
+ */
+#include <ctype.h>
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_fit.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_multifit_nlinear.h>
+#include <gsl/gsl_vector.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost-int.h"
+
+const char *const bench_tool_names[BENCH_TOOL_COUNT] = {"nccl-tests", "hccl-test"};
+_Static_assert(BENCH_TOOL_COUNT == 2, "bench_tool_names out of step");
+
+#define BENCH_MAX_TOKENS 32
+#define BENCH_MAX_LINE 4096
+#define HCCL_HEADER "data_size(Bytes):"
+#define CV_LOO_MAX 20          /* leave-one-out up to this many sizes, else k-fold */
+#define CV_FOLDS 10
+
+/* ------------------------------------------------------------- reading */
+
+/* The next line of text into buf (NUL-ended, \r dropped, cut at the
+ * buffer's size); false at the end. */
+static bool next_line(const char *text, size_t len, size_t *at, char *buf, size_t size)
+{
+	if (*at >= len)
+		return false;
+	size_t n = 0;
+	while (*at < len && text[*at] != '\n') {
+		if (n + 1 < size && text[*at] != '\r')
+			buf[n++] = text[*at];
+		(*at)++;
+	}
+	(*at)++;
+	buf[n] = '\0';
+	return true;
+}
+
+/* mpirun --tag-output's "[1,0]<stdout>:" dropped. */
+static char *untagged(char *s)
+{
+	char *tag = s[0] == '[' ? strstr(s, "]<stdout>:") : NULL;
+	return tag && tag - s < 40 ? tag + 10 : s;
+}
+
+static int tokens(char *s, char **tok, int max, const char *sep)
+{
+	int n = 0;
+	for (char *save = NULL, *t = strtok_r(s, sep, &save); t && n < max;
+	     t = strtok_r(NULL, sep, &save))
+		tok[n++] = t;
+	return n;
+}
+
+static bool starts_with_digit(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return isdigit((unsigned char)*s);
+}
+
+static bool number(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	while (*end == ' ' || *end == '\t')
+		end++;
+	if (end == s || *end || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
+
+int cost_bench_detect(const char *text, size_t len)
+{
+	size_t at = 0;
+	char line[BENCH_MAX_LINE];
+	while (next_line(text, len, &at, line, sizeof line)) {
+		if (strstr(line, HCCL_HEADER))
+			return BENCH_HCCL_TEST;
+		const char *s = untagged(line);
+		if (s[strspn(s, " \t")] == '#' && strstr(s, "algbw") && strstr(s, "busbw") &&
+		    strstr(s, "size"))
+			return BENCH_NCCL_TESTS;
+	}
+	return -1;
+}
+
+struct breader {
+	struct arena *a;
+	const char *file;
+	struct diag_list *diags;
+	int n, cap;
+	struct bench_point *pts;
+};
+
+static bool add_point(struct breader *r, int line, double bytes, double seconds)
+{
+	if (r->n == r->cap) {
+		int cap = r->cap ? 2 * r->cap : 64;
+		struct bench_point *p = arena_calloc(r->a, (size_t)cap, sizeof *p);
+		if (!p)
+			return false;
+		if (r->n)
+			memcpy(p, r->pts, (size_t)r->n * sizeof *p);
+		r->pts = p;
+		r->cap = cap;
+	}
+	r->pts[r->n++] = (struct bench_point){line, bytes, seconds};
+	return true;
+}
+
+/* One row of nccl-tests' table: false after a diagnostic. */
+static bool nccl_row(struct breader *r, int line, char **tok, int n, int time_col)
+{
+	static const char *const prefix[] = {"size", "count", "type", "redop", "root"};
+	if (n < time_col + 4) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, NULL,
+		         "expected at least %d columns (%s%s time algbw busbw #wrong), got %d",
+		         time_col + 4, "size count type redop", time_col == 5 ? " root" : "", n);
+		return false;
+	}
+	double bytes, us, wrong;
+	if (!number(tok[0], &bytes) || bytes < 0 || bytes > 1e15 || bytes != floor(bytes)) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, prefix[0],
+		         "expected a count of bytes, got '%s'", tok[0]);
+		return false;
+	}
+	if (!number(tok[time_col], &us) || !(us > 0)) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, "time",
+		         "expected a positive time in microseconds, got '%s'", tok[time_col]);
+		return false;
+	}
+	if (number(tok[time_col + 3], &wrong) && wrong > 0) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, "#wrong",
+		         "the run found %s wrong values at this size: its time is not a "
+		         "measurement to fit", tok[time_col + 3]);
+		return false;
+	}
+	return add_point(r, line, bytes, us * 1e-6) || (diag_add(r->diags, DIAG_ERROR, r->file,
+	                                                         line, NULL, "out of memory"), false);
+}
+
+/* One row of hccl_test's table. */
+static bool hccl_row(struct breader *r, int line, char **tok, int n)
+{
+	double bytes, us;
+	if (n < 3) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, NULL,
+		         "expected the columns data_size | aveg_time | alg_bandwidth | "
+		         "check_result, got %d", n);
+		return false;
+	}
+	for (int i = 0; i < n; i++) {
+		char *s = tok[i];
+		while (*s == ' ' || *s == '\t')
+			s++;
+		size_t l = strlen(s);
+		while (l && (s[l - 1] == ' ' || s[l - 1] == '\t'))
+			s[--l] = '\0';
+		tok[i] = s;
+	}
+	if (!number(tok[0], &bytes) || bytes < 0 || bytes > 1e15 || bytes != floor(bytes)) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, "data_size",
+		         "expected a count of bytes, got '%s'", tok[0]);
+		return false;
+	}
+	if (!number(tok[1], &us) || !(us > 0)) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, "aveg_time",
+		         "expected a positive time in microseconds, got '%s'", tok[1]);
+		return false;
+	}
+	if (n > 3 && !strcmp(tok[3], "failed")) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, "check_result",
+		         "the run's result check failed at this size: its time is not a "
+		         "measurement to fit");
+		return false;
+	}
+	return add_point(r, line, bytes, us * 1e-6) || (diag_add(r->diags, DIAG_ERROR, r->file,
+	                                                         line, NULL, "out of memory"), false);
+}
+
+static int by_bytes(const void *x, const void *y)
+{
+	const struct bench_point *p = x, *q = y;
+	return p->bytes < q->bytes ? -1 : p->bytes > q->bytes ? 1 : p->line - q->line;
+}
+
+struct bench_table *cost_bench_parse(struct arena *a, const char *file, const char *text,
+                                     size_t len, struct diag_list *diags)
+{
+	int tool = cost_bench_detect(text, len);
+	if (tool < 0) {
+		diag_add(diags, DIAG_ERROR, file, 0, NULL,
+		         "neither nccl-tests' table (a header \"# size count type redop root time "
+		         "algbw busbw ...\") nor hccl_test's (\"" HCCL_HEADER " | aveg_time(us): | "
+		         "...\")");
+		return NULL;
+	}
+	struct breader r = {.a = a, .file = file, .diags = diags};
+	size_t at = 0, before = diags->errors;
+	char buf[BENCH_MAX_LINE];
+	char *tok[BENCH_MAX_TOKENS];
+	int line = 0, ranks = 0, time_col = -1;
+	bool header = false;
+	while (next_line(text, len, &at, buf, sizeof buf)) {
+		line++;
+		char *s = untagged(buf);
+		s += strspn(s, " \t");
+		if (tool == BENCH_HCCL_TEST) {
+			if (strstr(s, HCCL_HEADER))
+				header = true;
+			else if (header && starts_with_digit(s))
+				hccl_row(&r, line, tok, tokens(s, tok, BENCH_MAX_TOKENS, "|"));
+			continue;
+		}
+		if (*s == '#') {
+			int n = tokens(s + 1, tok, BENCH_MAX_TOKENS, " \t");
+			if (!header && n > 0 && !strcmp(tok[0], "Rank"))
+				ranks++;
+			for (int i = 0; !header && i + 2 < n; i++)
+				if (!strcmp(tok[0], "size") && !strcmp(tok[i], "time") &&
+				    !strcmp(tok[i + 1], "algbw") && !strcmp(tok[i + 2], "busbw")) {
+					header = true;
+					time_col = i;
+				}
+			continue;
+		}
+		if (header && starts_with_digit(s))
+			nccl_row(&r, line, tok, tokens(s, tok, BENCH_MAX_TOKENS, " \t"), time_col);
+	}
+	if (diags->errors > before)
+		return NULL;
+	if (r.n == 0) {
+		diag_add(diags, DIAG_ERROR, file, line, NULL, "%s's table has no rows",
+		         bench_tool_names[tool]);
+		return NULL;
+	}
+	qsort(r.pts, (size_t)r.n, sizeof *r.pts, by_bytes);
+	int n = 0;
+	for (int i = 0; i < r.n; i++) {
+		if (n > 0 && r.pts[n - 1].bytes == r.pts[i].bytes) {
+			if (r.pts[i].seconds > r.pts[n - 1].seconds)
+				r.pts[n - 1] = r.pts[i];
+			continue;
+		}
+		r.pts[n++] = r.pts[i];
+	}
+	struct bench_table *t = arena_calloc(a, 1, sizeof *t);
+	if (!t) {
+		diag_add(diags, DIAG_ERROR, file, 0, NULL, "out of memory");
+		return NULL;
+	}
+	*t = (struct bench_table){.file = arena_strdup(a, file), .tool = (enum bench_tool)tool,
+	                          .ranks = ranks, .n_points = n, .points = r.pts};
+	return t;
+}
+
+struct bench_table *cost_bench_load(struct arena *a, const char *path, struct diag_list *diags)
+{
+	size_t len = 0;
+	char *text = cost_read_table(path, &len, diags);
+	if (!text)
+		return NULL;
+	struct bench_table *t = cost_bench_parse(a, path, text, len, diags);
+	free(text);
+	return t;
+}
+
+/* ------------------------------------------------------------- fitting */
+
+void cost_bench_coefficients(enum step_kind kind, int n, double *k_alpha, double *k_beta)
+{
+	double m = n > 1 ? n - 1 : 0;
+	*k_alpha = kind == STEP_ALLREDUCE ? 2 * m : m;
+	*k_beta = (kind == STEP_ALLREDUCE ? 2 * m : m) / (n > 0 ? n : 1);
+}
+
+/* The model: x = (latency in us, log of the efficiency or of B in GB/s). */
+struct bctx {
+	const struct bench_table *t;
+	const struct bench_fit_options *o;
+	const int64_t *ranks;
+	int tier;                    /* the target tier, -1 for the NICs */
+	double line_bps;             /* the target's line rate */
+	double k_alpha, k_beta;
+	const bool *use;             /* the points fitted (NULL: all) */
+	int n_use;
+	struct topology topo;        /* a copy that takes the figures */
+};
+
+static void set_figures(struct bctx *c, double latency_us, double eff)
+{
+	if (c->tier >= 0) {
+		struct topo_tier *t = &c->topo.tiers[c->tier];
+		t->latency_s = latency_us * 1e-6;
+		t->efficiency = eff;
+		t->bandwidth_bps = c->line_bps * eff;
+	} else {
+		c->topo.nic.latency_s = latency_us * 1e-6;
+		c->topo.nic.efficiency = eff;
+		c->topo.nic.bandwidth_bps = c->line_bps * eff;
+	}
+}
+
+static double model_at(struct bctx *c, double latency_us, double logb, double bytes,
+                       enum collective_algo *algo, const char **protocol)
+{
+	if (!c->o->topo)
+		return c->k_alpha * latency_us * 1e-6 + c->k_beta * bytes / (exp(logb) * 1e9);
+	set_figures(c, latency_us, exp(logb));
+	int n = c->o->ranks;
+	enum collective_algo al =
+		cost_choose_algo(&c->topo, c->o->collective, c->ranks, n, bytes, c->o->algo);
+	if (algo)
+		*algo = al;
+	if (protocol)
+		*protocol = cost_collective_protocol(&c->topo, c->o->collective, al, c->ranks, n, bytes);
+	return cost_collective_algo_s(&c->topo, c->o->collective, al, c->ranks, n, bytes);
+}
+
+static int residuals(const gsl_vector *x, void *data, gsl_vector *f)
+{
+	struct bctx *c = data;
+	size_t k = 0;
+	for (int i = 0; i < c->t->n_points; i++) {
+		if (c->use && !c->use[i])
+			continue;
+		const struct bench_point *p = &c->t->points[i];
+		double m = model_at(c, gsl_vector_get(x, 0), gsl_vector_get(x, 1), p->bytes, NULL, NULL);
+		gsl_vector_set(f, k++, (m - p->seconds) / p->seconds);
+	}
+	return GSL_SUCCESS;
+}
+
+/* Levenberg-Marquardt from x on the points in use (cost_lm_solve). */
+static bool run_lm(struct bctx *c, gsl_vector *x, gsl_matrix *covar, double *cost,
+                   int *iterations)
+{
+	gsl_multifit_nlinear_fdf fdf = {residuals, NULL, NULL, (size_t)c->n_use, 2, c, 0, 0, 0};
+	return cost_lm_solve(&fdf, x, covar, cost, iterations);
+}
+
+/* The weighted linear alpha-beta fit t = a + b S (weights 1/t^2) of the
+ * points in use, as a start: x0 the step latency a / k_alpha in us, x1
+ * the log of B = k_beta / b (in GB/s), or of B over the line rate. */
+static bool linear_start(const struct bctx *c, double x[2])
+{
+	int n = 0;
+	double *s = malloc(sizeof(double) * (size_t)c->t->n_points * 3);
+	if (!s)
+		return false;
+	double *y = s + c->t->n_points, *w = y + c->t->n_points;
+	for (int i = 0; i < c->t->n_points; i++)
+		if (!c->use || c->use[i]) {
+			s[n] = c->t->points[i].bytes;
+			y[n] = c->t->points[i].seconds;
+			w[n] = 1 / (y[n] * y[n]);
+			n++;
+		}
+	double a, b, c00, c01, c11, chi2;
+	bool ok = gsl_fit_wlinear(s, 1, w, 1, y, 1, (size_t)n, &a, &b, &c00, &c01, &c11, &chi2) ==
+	          GSL_SUCCESS && b > 0;
+	free(s);
+	if (!ok)
+		return false;
+	double bw = c->k_beta / b;
+	x[0] = c->k_alpha > 0 ? (a > 0 ? a : 0) / c->k_alpha * 1e6 : 0;
+	x[1] = c->o->topo ? log(fmin(bw / c->line_bps, 1)) : log(bw / 1e9);
+	return true;
+}
+
+/* The best of the starts: the linear fit's, the topology's own figures. */
+static bool fit_points(struct bctx *c, double x[2], gsl_matrix *covar, double *cost,
+                       int *iterations)
+{
+	double starts[2][2];
+	int n_starts = 0;
+	if (linear_start(c, starts[n_starts]))
+		n_starts++;
+	if (c->o->topo) {
+		const struct topology *t = c->o->topo;
+		starts[n_starts][0] = (c->tier >= 0 ? t->tiers[c->tier].latency_s : t->nic.latency_s) * 1e6;
+		starts[n_starts][1] = log(c->tier >= 0 ? t->tiers[c->tier].efficiency : t->nic.efficiency);
+		n_starts++;
+	}
+	bool any = false;
+	gsl_vector *v = gsl_vector_alloc(2);
+	gsl_matrix *cv = gsl_matrix_alloc(2, 2);
+	for (int k = 0; v && cv && k < n_starts; k++) {
+		double cst;
+		int it = 0;
+		gsl_vector_set(v, 0, starts[k][0]);
+		gsl_vector_set(v, 1, starts[k][1]);
+		if (!run_lm(c, v, covar ? cv : NULL, &cst, &it) || (any && !(cst < *cost)))
+			continue;
+		any = true;
+		*cost = cst;
+		x[0] = gsl_vector_get(v, 0);
+		x[1] = gsl_vector_get(v, 1);
+		if (iterations)
+			*iterations = it;
+		if (covar)
+			gsl_matrix_memcpy(covar, cv);
+	}
+	gsl_vector_free(v);
+	gsl_matrix_free(cv);
+	return any;
+}
+
+/* The tier (index) or the NICs (-1) the figures go to; false after a
+ * diagnostic. */
+static bool pick_target(struct arena *a, const struct bench_fit_options *o, const char *file,
+                        int *tier, const char **name, struct diag_list *d)
+{
+	const struct topology *t = o->topo;
+	if (o->tier && !strcmp(o->tier, "nic")) {
+		*tier = -1;
+	} else if (o->tier) {
+		*tier = -1;
+		for (int i = 0; i < t->n_tiers; i++)
+			if (!strcmp(t->tiers[i].name, o->tier))
+				*tier = i;
+		if (*tier < 0) {
+			diag_add(d, DIAG_ERROR, file, 0, NULL, "the topology %s has no tier \"%s\"",
+			         t->name, o->tier);
+			return false;
+		}
+	} else if (o->ranks > t->devices_per_server) {
+		*tier = -1;
+	} else {
+		*tier = -2;
+		for (int i = 0; i < t->n_tiers && *tier == -2; i++) {
+			int g = t->tiers[i].group_of[0];
+			bool all = g >= 0;
+			for (int r = 1; all && r < o->ranks; r++)
+				all = t->tiers[i].group_of[r] == g;
+			if (all)
+				*tier = i;
+		}
+		if (*tier == -2) {
+			diag_add(d, DIAG_ERROR, file, 0, NULL,
+			         "no tier of %s holds ranks 0 to %d together: name the tier (--tier)",
+			         t->name, o->ranks - 1);
+			return false;
+		}
+	}
+	if (*tier < 0 && (t->nic.per_server <= 0 || t->servers < 2 ||
+	                  o->ranks <= t->devices_per_server)) {
+		diag_add(d, DIAG_ERROR, file, 0, NULL,
+		         "the NICs' figures need ranks on several servers of a cluster topology "
+		         "(%d ranks, %d per server of %s)", o->ranks, t->devices_per_server, t->name);
+		return false;
+	}
+	*name = *tier >= 0 ? arena_printf(a, "tiers.%s", t->tiers[*tier].name) : "nic";
+	return *name != NULL;
+}
+
+/* Out of sample: each fold left out and predicted by the fit of the
+ * others, from the full fit's solution. */
+static void cross_validate(struct arena *a, struct bctx *c, const double x_full[2],
+                           struct bench_fit *out)
+{
+	int n = c->t->n_points;
+	int folds = n <= CV_LOO_MAX ? n : CV_FOLDS;
+	out->cv_method = n <= CV_LOO_MAX ? "leave-one-out" : "k-fold";
+	out->cv_folds = folds;
+	out->cv_s = arena_calloc(a, (size_t)n, sizeof *out->cv_s);
+	bool *use = arena_calloc(a, (size_t)n, sizeof *use);
+	out->cv_mape_pct = out->cv_rms_pct = NAN;
+	if (!out->cv_s || !use)
+		return;
+	double sum = 0, sum2 = 0;
+	for (int f = 0; f < folds; f++) {
+		int kept = 0;
+		for (int i = 0; i < n; i++)
+			kept += (use[i] = i % folds != f);
+		c->use = use;
+		c->n_use = kept;
+		double x[2] = {x_full[0], x_full[1]}, cost = 0;
+		if (kept < 2 || !fit_points(c, x, NULL, &cost, NULL))
+			return;
+		for (int i = 0; i < n; i++)
+			if (!use[i]) {
+				out->cv_s[i] = model_at(c, x[0], x[1], c->t->points[i].bytes, NULL, NULL);
+				double e = out->cv_s[i] / c->t->points[i].seconds - 1;
+				sum += fabs(e);
+				sum2 += e * e;
+			}
+	}
+	c->use = NULL;
+	c->n_use = n;
+	out->cv_mape_pct = 100 * sum / n;
+	out->cv_rms_pct = 100 * sqrt(sum2 / n);
+}
+
+bool cost_bench_fit(struct arena *a, const struct bench_table *t,
+                    const struct bench_fit_options *o, struct bench_fit *out,
+                    struct diag_list *diags)
+{
+	*out = (struct bench_fit){.n_points = t->n_points, .cv_mape_pct = NAN, .cv_rms_pct = NAN};
+	int n = t->n_points;
+	if (n < 3 || t->points[0].bytes == t->points[n - 1].bytes) {
+		diag_add(diags, DIAG_ERROR, t->file, 0, NULL,
+		         "%d size%s: a latency and a bandwidth need at least 3 different sizes (one "
+		         "more than the figures, for their errors)", n, n == 1 ? "" : "s");
+		return false;
+	}
+	if (o->ranks < 2 || (o->topo && o->ranks > o->topo->n_devices)) {
+		diag_add(diags, DIAG_ERROR, t->file, 0, NULL,
+		         "a collective over %d ranks%s", o->ranks,
+		         o->topo ? " (more than the topology has, or fewer than 2)" : " (fewer than 2)");
+		return false;
+	}
+	gsl_set_error_handler_off();
+	struct bctx *c = arena_calloc(a, 1, sizeof *c);
+	int64_t *ranks = arena_calloc(a, (size_t)o->ranks, sizeof *ranks);
+	out->model_s = arena_calloc(a, (size_t)n, sizeof *out->model_s);
+	out->algo = arena_calloc(a, (size_t)n, sizeof *out->algo);
+	out->protocol = arena_calloc(a, (size_t)n, sizeof *out->protocol);
+	gsl_matrix *covar = gsl_matrix_alloc(2, 2);
+	if (!c || !ranks || !out->model_s || !out->algo || !out->protocol || !covar) {
+		gsl_matrix_free(covar);
+		diag_add(diags, DIAG_ERROR, t->file, 0, NULL, "out of memory");
+		return false;
+	}
+	for (int r = 0; r < o->ranks; r++)
+		ranks[r] = r;
+	*c = (struct bctx){.t = t, .o = o, .ranks = ranks, .n_use = n};
+	cost_bench_coefficients(o->collective, o->ranks, &c->k_alpha, &c->k_beta);
+	if (o->topo) {
+		c->topo = *o->topo;
+		if (!pick_target(a, o, t->file, &c->tier, &out->target, diags)) {
+			gsl_matrix_free(covar);
+			return false;
+		}
+		c->line_bps = c->tier >= 0 ? o->topo->tiers[c->tier].bandwidth_bps /
+		                                 o->topo->tiers[c->tier].efficiency
+		                           : o->topo->nic.bandwidth_bps / o->topo->nic.efficiency;
+		out->line_bps = c->line_bps;
+	}
+	double x[2] = {0, 0}, cost = 0;
+	if (!fit_points(c, x, covar, &cost, &out->iterations)) {
+		gsl_matrix_free(covar);
+		diag_add(diags, DIAG_ERROR, t->file, 0, NULL,
+		         "the least-squares fit failed (GSL): sizes whose times do not grow with "
+		         "the size?");
+		return false;
+	}
+	double s2 = cost / (n - 2);
+	double c00 = gsl_matrix_get(covar, 0, 0) * s2, c01 = gsl_matrix_get(covar, 0, 1) * s2,
+	       c11 = gsl_matrix_get(covar, 1, 1) * s2;
+	gsl_matrix_free(covar);
+	double b = exp(x[1]);
+	out->latency_us = x[0];
+	out->latency_se_us = sqrt(c00);
+	/* The bandwidth figure through its logarithm: d(e^x) = e^x dx. */
+	double se_b = b * sqrt(c11);
+	out->cov[0][0] = c00;
+	out->cov[0][1] = out->cov[1][0] = b * c01 * (o->topo ? 1 : 1e9);
+	out->cov[1][1] = (o->topo ? 1 : 1e18) * se_b * se_b;
+	if (o->topo) {
+		out->efficiency = b;
+		out->efficiency_se = se_b;
+	} else {
+		out->busbw_bps = b * 1e9;
+		out->busbw_se_bps = se_b * 1e9;
+	}
+	out->latency_identifiable = isfinite(out->latency_se_us) && out->latency_us > 0 &&
+	                            out->latency_se_us <= 0.5 * out->latency_us;
+	out->bandwidth_identifiable = isfinite(se_b) && se_b <= 0.5 * b &&
+	                              (!o->topo || b <= 1);
+	out->latency_clamped = out->latency_us < 0;
+	out->efficiency_clamped = o->topo && b > 1;
+	double sum = 0, sum2 = 0;
+	for (int i = 0; i < n; i++) {
+		out->model_s[i] = model_at(c, x[0], x[1], t->points[i].bytes, &out->algo[i],
+		                           &out->protocol[i]);
+		double e = out->model_s[i] / t->points[i].seconds - 1;
+		sum += fabs(e);
+		sum2 += e * e;
+	}
+	out->mape_pct = 100 * sum / n;
+	out->rms_pct = 100 * sqrt(sum2 / n);
+	cross_validate(a, c, x, out);
+	return true;
+}

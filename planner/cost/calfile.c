@@ -1,0 +1,487 @@
+/* calfile.c — calibration files ("format": "shardlab-calibration",
+ * docs/formats.md): the loader with a diagnostic FILE:LINE: PATH for every
+ * bad field, the writer (a cJSON tree), and the application of a file's
+ * figures to a topology.
+ *
+ * A figure names the one parameter it sets ("device.matmul_efficiency",
+ * "tiers.nvswitch.latency_us", "nic.efficiency"); it carries its units
+ * (checked against the parameter's, so that a microsecond is never read
+ * as a second), its bounds (inside the parameter's physical range, the
+ * value inside them), value, standard error, what it was fitted on and its
+ * fit's cross-validated error. The fits carry the figures' covariance and
+ * the out-of-sample residuals, from which predictions will draw their
+ * intervals.
+ *
+ * Units: as each figure says (fraction, elements, us); topologies hold
+ * seconds and bytes/s. Not a hot path.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cost-int.h"
+
+const char *const cal_param_units[CAL_PARAM_COUNT] = {
+	"fraction", "elements", "fraction", "us", "fraction", "us", "fraction", "us"};
+_Static_assert(CAL_PARAM_COUNT == 8, "cal_param_units out of step");
+
+/* The parameter names after "device.", "tiers.<tier>." or "nic.". */
+static const char *const param_key[CAL_PARAM_COUNT] = {
+	"matmul_efficiency", "gemm_half_dim", "memory_efficiency", "kernel_overhead_us",
+	"efficiency", "latency_us", "efficiency", "latency_us"};
+
+/* The physical range of each parameter, as a topology file accepts it
+ * (docs/formats.md): fractions in (0, 1], latencies up to 1 s. */
+static const double phys_lo[CAL_PARAM_COUNT] = {0, 0, 0, 0, 0, 0, 0, 0};
+static const double phys_hi[CAL_PARAM_COUNT] = {
+	1, TOPO_MAX_GEMM_HALF_DIM, 1, TOPO_MAX_KERNEL_OVERHEAD_US, 1, 1e6, 1, 1e6};
+static const bool phys_lo_open[CAL_PARAM_COUNT] = {true, false, true, false,
+                                                   true, false, true, false};
+
+int cost_cal_param_parse(struct arena *a, const char *name, const char **tier)
+{
+	*tier = NULL;
+	if (!strncmp(name, "device.", 7)) {
+		for (int p = CAL_MATMUL_EFFICIENCY; p <= CAL_KERNEL_OVERHEAD_US; p++)
+			if (!strcmp(name + 7, param_key[p]))
+				return p;
+		return -1;
+	}
+	if (!strncmp(name, "nic.", 4)) {
+		for (int p = CAL_NIC_EFFICIENCY; p <= CAL_NIC_LATENCY_US; p++)
+			if (!strcmp(name + 4, param_key[p]))
+				return p;
+		return -1;
+	}
+	if (strncmp(name, "tiers.", 6))
+		return -1;
+	const char *t = name + 6, *dot = strrchr(t, '.');
+	if (!dot || dot == t)
+		return -1;
+	for (int p = CAL_TIER_EFFICIENCY; p <= CAL_TIER_LATENCY_US; p++)
+		if (!strcmp(dot + 1, param_key[p])) {
+			*tier = arena_strndup(a, t, (size_t)(dot - t));
+			return *tier ? p : -1;
+		}
+	return -1;
+}
+
+/* ------------------------------------------------------------ loading */
+
+static bool text(struct arena *a, const struct jv *obj, const char *key, bool required,
+                 const char **out)
+{
+	struct jv v;
+	const char *s;
+	*out = NULL;
+	if (!jv_get(obj, key, &v)) {
+		if (required)
+			jv_need(obj, key, &v);
+		return !required;
+	}
+	if (!jv_string(&v, &s))
+		return false;
+	*out = arena_strdup(a, s);
+	return *out != NULL;
+}
+
+static bool in_range(double x, int p)
+{
+	return (phys_lo_open[p] ? x > phys_lo[p] : x >= phys_lo[p]) && x <= phys_hi[p];
+}
+
+static bool read_figure(struct arena *a, const struct jv *f, struct cal_figure *out)
+{
+	static const char *const keys[] = {"name", "units", "bounds", "value", "std_error",
+	                                   "fitted_on", "cv_error_pct", "fit", NULL};
+	*out = (struct cal_figure){.line = f->line, .cv_error_pct = NAN};
+	if (!jv_open(f, keys))
+		return false;
+	bool ok = true;
+	struct jv v;
+	int p = -1;
+	if (jv_get(f, "name", &v))
+		out->line = v.line;
+	if (text(a, f, "name", true, &out->name) && out->name) {
+		p = cost_cal_param_parse(a, out->name, &out->tier);
+		if (p < 0) {
+			jv_get(f, "name", &v);
+			jv_error(&v, "expected a parameter \"device.matmul_efficiency\", "
+			         "\"device.gemm_half_dim\", \"device.memory_efficiency\", "
+			         "\"device.kernel_overhead_us\", \"tiers.TIER.efficiency\", "
+			         "\"tiers.TIER.latency_us\", \"nic.efficiency\" or \"nic.latency_us\", "
+			         "got \"%s\"", out->name);
+			ok = false;
+		}
+	} else {
+		ok = false;
+	}
+	out->param = p >= 0 ? (enum cal_param)p : CAL_MATMUL_EFFICIENCY;
+	const char *units;
+	if (text(a, f, "units", true, &units) && units) {
+		if (p >= 0 && strcmp(units, cal_param_units[p])) {
+			jv_get(f, "units", &v);
+			jv_error(&v, "%s is in \"%s\", got \"%s\"", out->name, cal_param_units[p], units);
+			ok = false;
+		}
+	} else {
+		ok = false;
+	}
+	ok = text(a, f, "fitted_on", true, &out->fitted_on) && ok;
+	ok = text(a, f, "fit", false, &out->fit) && ok;
+	ok = jv_req_number(f, "std_error", JR_NONNEG, &out->std_error) && ok;
+	if (jv_get(f, "cv_error_pct", &v) && !(v.node && cJSON_IsNull(v.node)))
+		ok = jv_number(&v, JR_NONNEG, &out->cv_error_pct) && ok;
+	struct jv b, b0, b1;
+	bool have_bounds = jv_need(f, "bounds", &b) && jv_is_array(&b, 2, 2);
+	if (have_bounds) {
+		jv_at(&b, 0, &b0);
+		jv_at(&b, 1, &b1);
+		have_bounds = jv_number(&b0, JR_ANY, &out->lo) & jv_number(&b1, JR_ANY, &out->hi);
+	}
+	if (have_bounds && p >= 0) {
+		if (!in_range(out->lo, p) && !(out->lo == phys_lo[p]) ) {
+			jv_error(&b0, "the lower bound %g is outside %s's range %s%g, %g]", out->lo,
+			         out->name, phys_lo_open[p] ? "(" : "[", phys_lo[p], phys_hi[p]);
+			have_bounds = false;
+		} else if (!in_range(out->hi, p)) {
+			jv_error(&b1, "the upper bound %g is outside %s's range %s%g, %g]", out->hi,
+			         out->name, phys_lo_open[p] ? "(" : "[", phys_lo[p], phys_hi[p]);
+			have_bounds = false;
+		} else if (out->hi < out->lo) {
+			jv_error(&b1, "the upper bound %g is below the lower bound %g", out->hi, out->lo);
+			have_bounds = false;
+		}
+	}
+	ok = have_bounds && ok;
+	if (jv_req_number(f, "value", JR_ANY, &out->value)) {
+		if (have_bounds && p >= 0 && (out->value < out->lo || out->value > out->hi ||
+		                              !in_range(out->value, p))) {
+			jv_get(f, "value", &v);
+			jv_error(&v, "%g is outside the figure's bounds [%g, %g]%s", out->value, out->lo,
+			         out->hi, in_range(out->value, p) ? "" : " or the parameter's range");
+			ok = false;
+		}
+	} else {
+		ok = false;
+	}
+	return ok;
+}
+
+static int figure_index(const struct calibration *c, const char *name)
+{
+	for (int i = 0; i < c->n_figures; i++)
+		if (c->figures[i].name && !strcmp(c->figures[i].name, name))
+			return i;
+	return -1;
+}
+
+static bool read_fit(struct arena *a, const struct calibration *c, const struct jv *f,
+                     struct cal_fit *out)
+{
+	static const char *const keys[] = {"name", "kind", "fitted_on", "points", "figures",
+	                                   "covariance", "cv", NULL};
+	static const char *const cv_keys[] = {"method", "folds", "mape_pct", "rms_pct", NULL};
+	static const char *const kinds[] = {"kernels", "collectives", "training"};
+	static const char *const methods[] = {"leave-one-out", "k-fold"};
+	*out = (struct cal_fit){.line = f->line};
+	if (!jv_open(f, keys))
+		return false;
+	bool ok = true;
+	ok = text(a, f, "name", true, &out->name) && ok;
+	ok = text(a, f, "fitted_on", true, &out->fitted_on) && ok;
+	struct jv v, cv, e, row, x;
+	if (jv_need(f, "kind", &v)) {
+		int k = jv_enum(&v, kinds, 3);
+		out->kind = k >= 0 ? kinds[k] : NULL;
+		ok = k >= 0 && ok;
+	} else {
+		ok = false;
+	}
+	int64_t points = 0;
+	bool have_points = jv_req_int(f, "points", JR_RANGE(1, 1e9), &points);
+	ok = have_points && ok;
+	out->points = (int)points;
+	if (jv_need(f, "cv", &cv) && jv_open(&cv, cv_keys)) {
+		int m = -1;
+		if (jv_need(&cv, "method", &v))
+			m = jv_enum(&v, methods, 2);
+		out->cv_method = m >= 0 ? methods[m] : NULL;
+		ok = m >= 0 && ok;
+		int64_t folds = 0;
+		bool have_folds = jv_req_int(&cv, "folds", JR_RANGE(2, 1e9), &folds);
+		ok = have_folds && ok;
+		out->cv_folds = (int)folds;
+		if (have_folds && have_points && folds > points) {
+			jv_get(&cv, "folds", &v);
+			jv_error(&v, "%lld folds of %lld points", (long long)folds, (long long)points);
+			ok = false;
+		}
+		ok = jv_req_number(&cv, "mape_pct", JR_NONNEG, &out->cv_mape_pct) && ok;
+		ok = jv_req_number(&cv, "rms_pct", JR_NONNEG, &out->cv_rms_pct) && ok;
+	} else {
+		ok = false;
+	}
+	struct jv figs;
+	if (!jv_need(f, "figures", &figs) || !jv_is_array(&figs, 1, 6))
+		return false;
+	int n = out->n_figures = jv_len(&figs);
+	out->figures = arena_calloc(a, (size_t)n, sizeof *out->figures);
+	out->covariance = arena_calloc(a, (size_t)(n * n), sizeof *out->covariance);
+	if (!out->figures || !out->covariance)
+		return false;
+	int i = 0;
+	for (bool more = jv_first(&figs, &e); more; more = jv_next(&figs, &e), i++) {
+		const char *name;
+		if (!jv_string(&e, &name)) {
+			ok = false;
+			continue;
+		}
+		out->figures[i] = arena_strdup(a, name);
+		if (figure_index(c, name) < 0) {
+			jv_error(&e, "no figure is named \"%s\"", name);
+			ok = false;
+		}
+	}
+	if (!jv_need(f, "covariance", &v) || !jv_is_array(&v, n, n))
+		return false;
+	bool numbers = true;
+	i = 0;
+	for (bool more = jv_first(&v, &row); more; more = jv_next(&v, &row), i++) {
+		if (!jv_is_array(&row, n, n)) {
+			numbers = false;
+			continue;
+		}
+		int j = 0;
+		for (bool m2 = jv_first(&row, &x); m2; m2 = jv_next(&row, &x), j++)
+			numbers = jv_number(&x, i == j ? JR_NONNEG : JR_ANY, &out->covariance[i * n + j]) &&
+			          numbers;
+	}
+	ok = numbers && ok;
+	for (int r = 0; numbers && r < n; r++)
+		for (int k = 0; k < r; k++) {
+			double p = out->covariance[r * n + k], q = out->covariance[k * n + r];
+			if (fabs(p - q) > 1e-9 * fmax(fabs(p), fabs(q))) {
+				jv_at(&v, r, &row);
+				jv_at(&row, k, &x);
+				jv_error(&x, "the covariance is not symmetric: %g here, %g at [%d][%d]", p, q,
+				         k, r);
+				ok = false;
+			}
+		}
+	return ok;
+}
+
+struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *doc)
+{
+	static const char *const keys[] = {"format", "version", "name", "description", "device",
+	                                   "figures", "fits", NULL};
+	struct jv root, figs, fits, e;
+	if (!jv_root(doc, &root) || !jv_header(&root, CALIBRATION_FORMAT, CALIBRATION_VERSION))
+		return NULL;
+	size_t before = doc->diags->errors;
+	struct calibration *c = arena_calloc(a, 1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->file = arena_strdup(a, doc->file);
+	bool ok = jv_keys(&root, keys);
+	ok = text(a, &root, "name", true, &c->name) && ok;
+	ok = text(a, &root, "description", false, &c->description) && ok;
+	ok = text(a, &root, "device", false, &c->device) && ok;
+	struct jv dv;
+	if (jv_get(&root, "device", &dv))
+		c->device_line = dv.line;
+	if (!jv_need(&root, "figures", &figs) || !jv_is_array(&figs, 1, 4096))
+		return NULL;
+	c->n_figures = jv_len(&figs);
+	c->figures = arena_calloc(a, (size_t)c->n_figures, sizeof *c->figures);
+	if (!c->figures)
+		return NULL;
+	int i = 0;
+	for (bool more = jv_first(&figs, &e); more; more = jv_next(&figs, &e), i++) {
+		ok = read_figure(a, &e, &c->figures[i]) && ok;
+		int j = c->figures[i].name ? figure_index(c, c->figures[i].name) : i;
+		if (j >= 0 && j < i) {
+			struct jv v;
+			jv_get(&e, "name", &v);
+			jv_error(&v, "the figure \"%s\" is given twice (first in figures[%d]): one value "
+			         "per parameter", c->figures[i].name, j);
+			ok = false;
+		}
+	}
+	if (jv_get(&root, "fits", &fits)) {
+		if (!jv_is_array(&fits, 0, 4096))
+			return NULL;
+		c->n_fits = jv_len(&fits);
+		c->fits = arena_calloc(a, (size_t)c->n_fits + 1, sizeof *c->fits);
+		if (!c->fits)
+			return NULL;
+		i = 0;
+		for (bool more = jv_first(&fits, &e); more; more = jv_next(&fits, &e), i++)
+			ok = read_fit(a, c, &e, &c->fits[i]) && ok;
+	}
+	/* A figure's fit is one of the file's. */
+	for (i = 0; i < c->n_figures; i++) {
+		const struct cal_figure *f = &c->figures[i];
+		int k = 0;
+		while (f->fit && k < c->n_fits && (!c->fits[k].name || strcmp(c->fits[k].name, f->fit)))
+			k++;
+		if (f->fit && k == c->n_fits) {
+			struct jv fe, v;
+			jv_at(&figs, i, &fe);
+			jv_get(&fe, "fit", &v);
+			jv_error(&v, "no fit is named \"%s\"", f->fit);
+			ok = false;
+		}
+	}
+	return ok && doc->diags->errors == before ? c : NULL;
+}
+
+struct calibration *cost_calibration_load(struct arena *a, const char *path,
+                                          struct diag_list *diags)
+{
+	struct json_doc doc;
+	struct calibration *c = NULL;
+	if (json_doc_load(&doc, path, diags))
+		c = cost_calibration_load_doc(a, &doc);
+	json_doc_free(&doc);
+	return c;
+}
+
+/* ------------------------------------------------------------ applying */
+
+static struct topo_tier *tier_named(struct topology *t, const char *name)
+{
+	for (int i = 0; i < t->n_tiers; i++)
+		if (!strcmp(t->tiers[i].name, name))
+			return &t->tiers[i];
+	return NULL;
+}
+
+bool cost_calibration_apply(const struct calibration *c, struct topology *t,
+                            struct diag_list *diags)
+{
+	bool ok = true;
+	if (c->device && t->device.kind && strcmp(c->device, t->device.kind)) {
+		diag_add(diags, DIAG_ERROR, c->file, c->device_line, "device",
+		         "the calibration was fitted on \"%s\", the topology %s has \"%s\"", c->device,
+		         t->name, t->device.kind);
+		return false;
+	}
+	for (int i = 0; i < c->n_figures; i++) {
+		const struct cal_figure *f = &c->figures[i];
+		char path[32];
+		snprintf(path, sizeof path, "figures[%d].name", i);
+		if ((f->param == CAL_TIER_EFFICIENCY || f->param == CAL_TIER_LATENCY_US) &&
+		    !tier_named(t, f->tier)) {
+			char names[256] = "";
+			for (int k = 0; k < t->n_tiers; k++)
+				snprintf(names + strlen(names), sizeof names - strlen(names), "%s\"%s\"",
+				         k ? ", " : "", t->tiers[k].name);
+			diag_add(diags, DIAG_ERROR, c->file, f->line, path,
+			         "the topology %s has no tier \"%s\" (its tiers: %s)", t->name, f->tier,
+			         t->n_tiers ? names : "none");
+			ok = false;
+		}
+		if ((f->param == CAL_NIC_EFFICIENCY || f->param == CAL_NIC_LATENCY_US) &&
+		    t->nic.per_server <= 0) {
+			diag_add(diags, DIAG_ERROR, c->file, f->line, path,
+			         "the topology %s has no NICs", t->name);
+			ok = false;
+		}
+	}
+	if (!ok)
+		return false;
+	for (int i = 0; i < c->n_figures; i++) {
+		const struct cal_figure *f = &c->figures[i];
+		struct topo_tier *tier = f->tier ? tier_named(t, f->tier) : NULL;
+		switch (f->param) {
+		case CAL_MATMUL_EFFICIENCY:
+			t->device.matmul_efficiency = f->value;
+			break;
+		case CAL_GEMM_HALF_DIM:
+			t->device.gemm_half_dim = f->value;
+			break;
+		case CAL_MEMORY_EFFICIENCY:
+			t->device.memory_efficiency = f->value;
+			break;
+		case CAL_KERNEL_OVERHEAD_US:
+			t->device.kernel_overhead_s = f->value * 1e-6;
+			break;
+		case CAL_TIER_EFFICIENCY:
+			tier->bandwidth_bps = tier->bandwidth_bps / tier->efficiency * f->value;
+			tier->efficiency = f->value;
+			break;
+		case CAL_TIER_LATENCY_US:
+			tier->latency_s = f->value * 1e-6;
+			break;
+		case CAL_NIC_EFFICIENCY:
+			t->nic.bandwidth_bps = t->nic.bandwidth_bps / t->nic.efficiency * f->value;
+			t->nic.efficiency = f->value;
+			break;
+		case CAL_NIC_LATENCY_US:
+			t->nic.latency_s = f->value * 1e-6;
+			break;
+		case CAL_PARAM_COUNT:
+			break;
+		}
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------ writing */
+
+cJSON *cost_calibration_json(const struct calibration *c)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "format", CALIBRATION_FORMAT);
+	cJSON_AddNumberToObject(root, "version", CALIBRATION_VERSION);
+	cJSON_AddStringToObject(root, "name", c->name);
+	if (c->description)
+		cJSON_AddStringToObject(root, "description", c->description);
+	if (c->device)
+		cJSON_AddStringToObject(root, "device", c->device);
+	cJSON *figs = cJSON_AddArrayToObject(root, "figures");
+	for (int i = 0; i < c->n_figures; i++) {
+		const struct cal_figure *f = &c->figures[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", f->name);
+		cJSON_AddStringToObject(o, "units", cal_param_units[f->param]);
+		double b[2] = {f->lo, f->hi};
+		cJSON_AddItemToObject(o, "bounds", cJSON_CreateDoubleArray(b, 2));
+		cJSON_AddNumberToObject(o, "value", f->value);
+		cJSON_AddNumberToObject(o, "std_error", f->std_error);
+		cJSON_AddStringToObject(o, "fitted_on", f->fitted_on);
+		if (isfinite(f->cv_error_pct))
+			cJSON_AddNumberToObject(o, "cv_error_pct", f->cv_error_pct);
+		else
+			cJSON_AddNullToObject(o, "cv_error_pct");
+		if (f->fit)
+			cJSON_AddStringToObject(o, "fit", f->fit);
+		cJSON_AddItemToArray(figs, o);
+	}
+	if (c->n_fits == 0)
+		return root;
+	cJSON *fits = cJSON_AddArrayToObject(root, "fits");
+	for (int i = 0; i < c->n_fits; i++) {
+		const struct cal_fit *f = &c->fits[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", f->name);
+		cJSON_AddStringToObject(o, "kind", f->kind);
+		cJSON_AddStringToObject(o, "fitted_on", f->fitted_on);
+		cJSON_AddNumberToObject(o, "points", f->points);
+		cJSON_AddItemToObject(o, "figures", cJSON_CreateStringArray(f->figures, f->n_figures));
+		cJSON *cov = cJSON_AddArrayToObject(o, "covariance");
+		for (int r = 0; r < f->n_figures; r++)
+			cJSON_AddItemToArray(cov, cJSON_CreateDoubleArray(f->covariance + r * f->n_figures,
+			                                                  f->n_figures));
+		cJSON *cv = cJSON_AddObjectToObject(o, "cv");
+		cJSON_AddStringToObject(cv, "method", f->cv_method);
+		cJSON_AddNumberToObject(cv, "folds", f->cv_folds);
+		cJSON_AddNumberToObject(cv, "mape_pct", f->cv_mape_pct);
+		cJSON_AddNumberToObject(cv, "rms_pct", f->cv_rms_pct);
+		cJSON_AddItemToArray(fits, o);
+	}
+	return root;
+}
