@@ -280,6 +280,48 @@ static int report(const struct fit *f, enum out_kind kind)
 	return EXIT_OK;
 }
 
+int cli_load_study_rows(const char *cmd, struct arena *a, const char *file, const char *db,
+                        const struct study **st_out, struct study_row **rows_out, int *n_out)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	const struct study *st = study_load(a, file, &d);
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	int rc = st ? EXIT_OK : EXIT_INVALID;
+	struct study_store *s = NULL;
+	char err[512] = "";
+	uint64_t hash = 0;
+	if (rc == EXIT_OK && !study_store_open_ro(db, &s, &hash, err, sizeof err)) {
+		fprintf(stderr, "shardlab %s: %s\n", cmd, err);
+		rc = EXIT_INVALID;
+	}
+	if (rc == EXIT_OK && hash != st->inputs_hash) {
+		char h1[17], h2[17];
+		fprintf(stderr, "shardlab %s: %s was swept for other inputs (hash %s; this study's "
+		        "inputs hash to %s): run shardlab sweep %s --db %s again\n", cmd, db,
+		        study_hash_text(h1, hash), study_hash_text(h2, st->inputs_hash), file, db);
+		rc = EXIT_INVALID;
+	}
+	struct study_row *rows = NULL;
+	int n = rc == EXIT_OK ? study_store_rows(s, a, &rows, err, sizeof err) : 0;
+	if (n < 0) {
+		fprintf(stderr, "shardlab %s: %s\n", cmd, err);
+		rc = EXIT_INVALID;
+	}
+	for (int i = 0; rc == EXIT_OK && i < n; i++)
+		if (rows[i].cluster < 0 || rows[i].cluster >= st->n_clusters) {
+			fprintf(stderr, "shardlab %s: %s has a row of cluster %d, the study %d clusters\n",
+			        cmd, db, rows[i].cluster, st->n_clusters);
+			rc = EXIT_INVALID;
+		}
+	study_store_close(s);
+	*st_out = st;
+	*rows_out = rows;
+	*n_out = rc == EXIT_OK ? n : 0;
+	return rc;
+}
+
 int cmd_fit(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -309,43 +351,14 @@ int cmd_fit(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct arena *a = arena_new();
-	struct diag_list d;
-	diag_list_init(&d);
-	const struct study *st = a ? study_load(a, file, &d) : NULL;
-	cli_print_diags(&d);
-	diag_list_free(&d);
-	int rc = st ? EXIT_OK : EXIT_INVALID;
-	struct study_store *s = NULL;
-	char err[512] = "";
-	uint64_t hash = 0;
-	if (rc == EXIT_OK && !study_store_open_ro(db, &s, &hash, err, sizeof err)) {
-		fprintf(stderr, "shardlab fit: %s\n", err);
-		rc = EXIT_INVALID;
-	}
-	if (rc == EXIT_OK && hash != st->inputs_hash) {
-		char h1[17], h2[17];
-		fprintf(stderr, "shardlab fit: %s was swept for other inputs (hash %s; this study's "
-		        "inputs hash to %s): run shardlab sweep %s --db %s again\n", db,
-		        study_hash_text(h1, hash), study_hash_text(h2, st->inputs_hash), file, db);
-		rc = EXIT_INVALID;
-	}
+	const struct study *st = NULL;
 	struct study_row *rows = NULL;
-	int n = rc == EXIT_OK ? study_store_rows(s, a, &rows, err, sizeof err) : 0;
-	if (n < 0) {
-		fprintf(stderr, "shardlab fit: %s\n", err);
-		rc = EXIT_INVALID;
-	}
-	for (int i = 0; rc == EXIT_OK && i < n; i++)
-		if (rows[i].cluster < 0 || rows[i].cluster >= st->n_clusters) {
-			fprintf(stderr, "shardlab fit: %s has a row of cluster %d, the study %d clusters\n",
-			        db, rows[i].cluster, st->n_clusters);
-			rc = EXIT_INVALID;
-		}
+	int n = 0;
+	int rc = a ? cli_load_study_rows("fit", a, file, db, &st, &rows, &n) : EXIT_INVALID;
 	if (rc == EXIT_OK) {
 		struct fit f = {st, rows, n};
 		rc = report(&f, kind);
 	}
-	study_store_close(s);
 	arena_free(a);
 	return rc;
 }
