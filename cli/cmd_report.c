@@ -261,42 +261,44 @@ static int scenario_page(const struct args *a)
 	int rc = ar ? EXIT_OK : EXIT_INVALID;
 	struct report_html *h = NULL;
 	int n = a->n_planners ? a->n_planners : 1;
+	const struct plan *plans[MAX_PLANNERS];
+	struct report_plan_words words[MAX_PLANNERS];
+	struct scenario *s = NULL;
+	enum planner_kind kind = PLANNER_PROPAGATE;
 	for (int i = 0; rc == EXIT_OK && i < n; i++) {
 		struct cli_plan_args pa = a->plan;
 		if (a->n_planners) {
 			pa.named = true;
 			pa.planner = a->planners[i];
 		}
-		struct scenario *s = NULL;
-		enum planner_kind kind;
 		struct plan *p = cli_load_plan(ar, a->file, &pa, &s, &kind, &d);
-		if (!p) {
+		plans[i] = p;
+		if (!p || !plan_words(ar, p, kind, true, &words[i]))
 			rc = EXIT_INVALID;
-			break;
-		}
-		if (!h) {
-			char title[512], sub[512];
-			snprintf(title, sizeof title, "shardlab report: %s", p->scenario->name);
-			snprintf(sub, sizeof sub, "model %s on %lld devices of %s (%s)", p->graph->name,
-			         (long long)p->n_devices, p->scenario->topo->name, a->file);
-			h = report_html_new(title, sub, cli_si);
-			if (!h) {
-				rc = EXIT_INVALID;
-				break;
-			}
-			if (p->scenario->description)
-				report_html_prose(h, NULL, p->scenario->description);
-		}
-		struct report_plan_words w;
-		if (!plan_words(ar, p, kind, true, &w)) {
+	}
+	if (rc == EXIT_OK) {
+		const struct plan *p = plans[0];
+		char title[512], sub[512];
+		int64_t devices = p->scenario->devices > p->n_devices ? p->scenario->devices
+		                                                      : p->n_devices;
+		snprintf(title, sizeof title, "shardlab report: %s", p->scenario->name);
+		snprintf(sub, sizeof sub, "model %s on %lld devices of %s (%s)", p->graph->name,
+		         (long long)devices, p->scenario->topo->name, a->file);
+		h = report_html_new(title, sub, cli_si);
+		if (!h)
 			rc = EXIT_INVALID;
-			break;
+		else if (p->scenario->description)
+			report_html_prose(h, NULL, p->scenario->description);
+	}
+	if (rc == EXIT_OK) {
+		report_html_plans_differ(h, plans, words, n);
+		for (int i = 0; i < n; i++) {
+			char id[32];
+			snprintf(id, sizeof id, "plan-%d", i);
+			report_html_plan(h, id, plans[i], &words[i]);
 		}
-		char id[32];
-		snprintf(id, sizeof id, "plan-%d", i);
-		report_html_plan(h, id, p, &w);
-		if (!a->simulate)
-			continue;
+	}
+	if (rc == EXIT_OK && a->simulate) { /* one plan (parse_args) */
 		struct cli_sim_setup o = {
 			.fidelity = a->fidelity >= 0 ? (enum sim_fidelity)a->fidelity
 			                             : s ? s->sim.fidelity : FIDELITY_COARSE,
@@ -307,19 +309,14 @@ static int scenario_page(const struct args *a)
 			.label = planner_names[kind],
 		};
 		struct cli_sim_outcome r;
-		if (!cli_simulate_plan(ar, p, &o, &r, &d)) {
-			rc = EXIT_INVALID;
-			break;
-		}
 		int64_t *ranks = arena_calloc(ar, MAX_RANKS, sizeof *ranks);
 		struct report_sim_view v = {.ranks = ranks};
-		if (!ranks) {
+		if (!ranks || !cli_simulate_plan(ar, plans[0], &o, &r, &d))
 			rc = EXIT_INVALID;
-			break;
-		}
-		if (a->ranks && (rc = parse_ranks(a->ranks, r.sim.n_ranks, ranks, &v.n_ranks)) != EXIT_OK)
-			break;
-		report_html_sim(h, p, &r.est, &r.prog, &r.sim, &v);
+		else if (a->ranks)
+			rc = parse_ranks(a->ranks, r.sim.n_ranks, ranks, &v.n_ranks);
+		if (rc == EXIT_OK)
+			report_html_sim(h, plans[0], &r.est, &r.prog, &r.sim, &v);
 	}
 	cli_print_diags(&d);
 	if (rc == EXIT_OK)

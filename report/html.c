@@ -132,6 +132,7 @@ static const char page_css[] =
 	"table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}\n"
 	"th,td{padding:3px 8px;border-bottom:1px solid #e3e6ec;text-align:left;vertical-align:top}\n"
 	"td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
+	"td code{white-space:nowrap}td button{font-size:11px;padding:0 4px;margin:1px}\n"
 	"th{background:#f0f2f6;position:sticky;top:0;white-space:nowrap}\n"
 	"table.sortable th{cursor:pointer}table.sortable th:after{content:' \\2195';color:#9aa}\n"
 	"tr.pick{cursor:pointer}tr.pick:hover{background:#eef4ff}tr.on{background:#dde9ff}\n"

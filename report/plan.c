@@ -368,9 +368,9 @@ static void ops_table(struct plan_ctx *x, const struct report_plan_words *w)
 	struct report_html *h = x->h;
 	const struct plan *p = x->p;
 	const struct graph *g = p->graph;
-	static const char *const cols[] = {"#", "op", "kind", "strategy", "source", "device matrix",
-	                                   "tensor maps (in ; out)", "slice (out)", "show on mesh",
-	                                   "forward comm / device", NULL};
+	static const char *const cols[] = {"#", "op", "kind", "strategy", "source",
+	                                   "device matrix: tensor maps (in ; out)", "show on mesh",
+	                                   "comm / device", NULL};
 	rh_put(h, "<div class=\"scroll\">");
 	rh_table_begin(h, "ops", cols);
 	for (int i = 0; i < g->n_ops; i++) {
@@ -385,8 +385,9 @@ static void ops_table(struct plan_ctx *x, const struct report_plan_words *w)
 		rh_esc(h, w && w->strategy ? w->strategy[i] : "");
 		rh_put(h, "</code></td>");
 		rh_td(h, w && w->source ? w->source[i] : strategy_source_names[d->source]);
-		rh_td(h, devmat_words(b, sizeof b, &d->dm));
 		rh_put(h, "<td><code>");
+		rh_esc(h, devmat_words(b, sizeof b, &d->dm));
+		rh_put(h, ":<br>");
 		for (int t = 0; t < d->n_in + d->n_out; t++) {
 			const struct layout *l = t < d->n_in ? &d->in[t] : &d->out[t - d->n_in];
 			size_t o = 0;
@@ -400,13 +401,6 @@ static void ops_table(struct plan_ctx *x, const struct report_plan_words *w)
 			rh_esc(h, b);
 		}
 		rh_put(h, "</code></td>");
-		int64_t local[GRAPH_MAX_RANK];
-		if (d->n_out) {
-			layout_local_shape(&d->out[0], local);
-			rh_td(h, shape_words(b, sizeof b, d->out[0].rank, local));
-		} else {
-			rh_td(h, "-");
-		}
 		rh_put(h, "<td>");
 		tensor_buttons(x, d);
 		rh_put(h, "</td>");
@@ -420,8 +414,7 @@ static void ops_table(struct plan_ctx *x, const struct report_plan_words *w)
 	rh_put(h, "</div>\n");
 }
 
-static void comm_tables(struct plan_ctx *x, double *op_b, double *redist_b, double *grad_b,
-                        double *fused_b)
+static void comm_tables(struct plan_ctx *x, double *fused_b)
 {
 	struct report_html *h = x->h;
 	const struct plan *p = x->p;
@@ -437,12 +430,10 @@ static void comm_tables(struct plan_ctx *x, double *op_b, double *redist_b, doub
 		for (int c = 0; c < d->n_comm; c++) {
 			snprintf(where, sizeof where, "%s", g->ops[i].name);
 			comm_row(x, where, &d->comm[c]);
-			*op_b += d->comm[c].bytes_per_device;
 		}
 		for (int c = 0; c < d->n_grad; c++) {
 			snprintf(where, sizeof where, "%s (gradient)", g->ops[i].name);
 			comm_row(x, where, &d->grad[c]);
-			*grad_b += d->grad[c].bytes_per_device;
 		}
 	}
 	rh_table_end(h);
@@ -462,11 +453,25 @@ static void comm_tables(struct plan_ctx *x, double *op_b, double *redist_b, doub
 		         g->ops[x2->consumer].name, x2->consumer_in);
 		for (int s = 0; s < x2->redist.n_steps; s++)
 			comm_row(x, where, &x2->redist.steps[s]);
-		*redist_b += x2->redist.bytes_per_device;
 		*fused_b += x2->fused_saving_bytes;
 	}
 	rh_table_end(h);
 	rh_put(h, "</div>\n");
+}
+
+/* A plan's bytes per device: its ops' forward collectives, the
+ * redistributions, the gradient all-reduces (explain's totals). */
+static void plan_bytes(const struct plan *p, double *op_b, double *redist_b, double *grad_b)
+{
+	*op_b = *redist_b = *grad_b = 0;
+	for (int i = 0; i < p->graph->n_ops; i++) {
+		for (int c = 0; c < p->ops[i].n_comm; c++)
+			*op_b += p->ops[i].comm[c].bytes_per_device;
+		for (int c = 0; c < p->ops[i].n_grad; c++)
+			*grad_b += p->ops[i].grad[c].bytes_per_device;
+	}
+	for (int e = 0; e < p->n_edges; e++)
+		*redist_b += p->edges[e].redist.bytes_per_device;
 }
 
 static void tiers_words(struct report_html *h, const struct topology *t, int64_t n_devices)
@@ -496,8 +501,9 @@ void report_html_plan(struct report_html *h, const char *id, const struct plan *
 {
 	const struct topology *t = p->scenario->topo;
 	const struct graph *g = p->graph;
-	struct plan_ctx x = {.h = h, .p = p, .n_devices = p->n_devices,
-	                     .cs = {.n_devices = p->n_devices}};
+	/* every stage's devices (a plan's n_devices are one stage's) */
+	int64_t devices = p->scenario->devices > p->n_devices ? p->scenario->devices : p->n_devices;
+	struct plan_ctx x = {.h = h, .p = p, .n_devices = devices, .cs = {.n_devices = devices}};
 	rh_printf(h, "<section class=\"plan\" id=\"%s\">\n<h2>Plan", id);
 	if (w && w->planner) {
 		rh_put(h, ": ");
@@ -513,12 +519,14 @@ void report_html_plan(struct report_html *h, const char *id, const struct plan *
 	rh_esc(h, p->scenario->name);
 	rh_put(h, "</b></div><div>model<b>");
 	rh_esc(h, g->name);
-	rh_printf(h, "</b></div><div>devices<b>%lld of ", (long long)p->n_devices);
+	rh_printf(h, "</b></div><div>devices<b>%lld of ", (long long)devices);
 	rh_esc(h, t->device.kind);
+	if (devices != p->n_devices)
+		rh_printf(h, ", %lld per pipeline stage", (long long)p->n_devices);
 	rh_printf(h, "</b></div><div>operators<b>%d</b></div><div>redistributions<b>%d</b></div>"
 	             "<div>mode<b>%s</b></div></div>\n",
 	          g->n_ops, p->n_edges, p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
-	tiers_words(h, t, p->n_devices);
+	tiers_words(h, t, devices);
 
 	/* The mesh, painted with the first op's output; the colourings of
 	 * every tensor and step are collected while the tables are written
@@ -530,13 +538,16 @@ void report_html_plan(struct report_html *h, const char *id, const struct plan *
 	                          "Shown: %s output 0. The buttons in the tables show other tensors "
 	                          "and the rank groups of each collective.",
 	         g->n_ops ? g->ops[0].name : "-");
-	x.mesh = rh_mesh(h, t, p->n_devices, fill, cap);
+	x.mesh = rh_mesh(h, t, devices, fill, cap);
 	if (first >= 0) {
 		rh_put(h, "<b>");
 		rh_esc(h, g->ops[0].name);
 		rh_put(h, " output 0: slice per rank</b> ");
 		for (int k = 0; k < x.cs.c[first].n_labels && k < 48; k++)
 			rh_legend_item(h, k, x.cs.c[first].labels[k]);
+		if (x.cs.c[first].n_labels > 48)
+			rh_printf(h, "<span>... %d more (the colours repeat every %d)</span>",
+			          x.cs.c[first].n_labels - 48, RH_COLOURS);
 	}
 	rh_mesh_end(h);
 
@@ -544,8 +555,9 @@ void report_html_plan(struct report_html *h, const char *id, const struct plan *
 	          "of each input); tensor maps name device-matrix dimensions counted from the right, "
 	          "-1 for not split.</p>\n");
 	ops_table(&x, w);
-	double op_b = 0, redist_b = 0, grad_b = 0, fused_b = 0;
-	comm_tables(&x, &op_b, &redist_b, &grad_b, &fused_b);
+	double op_b, redist_b, grad_b, fused_b = 0;
+	comm_tables(&x, &fused_b);
+	plan_bytes(p, &op_b, &redist_b, &grad_b);
 	rh_put(h, "<h3>Totals per device</h3>\n<table><tbody>");
 	const char *names[] = {"forward op communication", "redistribution", "gradient all-reduce",
 	                       "fused mode would save"};
@@ -562,4 +574,52 @@ void report_html_plan(struct report_html *h, const char *id, const struct plan *
 		h->oom = true;
 	colourings_free(&x.cs);
 	rh_put(h, "</section>\n");
+}
+
+void report_html_plans_differ(struct report_html *h, const struct plan *const *p,
+                              const struct report_plan_words *w, int n)
+{
+	if (n < 2)
+		return;
+	const struct graph *g = p[0]->graph;
+	rh_put(h, "<section id=\"plans-differ\"><h2>Where the plans differ</h2>\n");
+	rh_put(h, "<table class=\"differ\"><thead><tr><th>op</th>");
+	for (int k = 0; k < n; k++) {
+		rh_printf(h, "<th><a href=\"#plan-%d\">", k);
+		rh_esc(h, w[k].planner ? w[k].planner : "plan");
+		rh_put(h, "</a></th>");
+	}
+	rh_put(h, "</tr></thead><tbody>\n");
+	int differ = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		bool same = true;
+		for (int k = 1; k < n; k++)
+			same &= p[k]->graph->n_ops == g->n_ops && !strcmp(w[k].strategy[i], w[0].strategy[i]);
+		if (same)
+			continue;
+		differ++;
+		rh_put(h, "<tr class=\"differ-row\">");
+		rh_td(h, g->ops[i].name);
+		for (int k = 0; k < n; k++) {
+			rh_put(h, "<td><code>");
+			rh_esc(h, i < p[k]->graph->n_ops ? w[k].strategy[i] : "-");
+			rh_put(h, "</code></td>");
+		}
+		rh_put(h, "</tr>\n");
+	}
+	const char *names[] = {"forward op communication / device", "redistribution / device",
+	                       "gradient all-reduce / device"};
+	for (int m = 0; m < 3; m++) {
+		rh_put(h, "<tr>");
+		rh_td(h, names[m]);
+		for (int k = 0; k < n; k++) {
+			double v[3];
+			char b[32];
+			plan_bytes(p[k], &v[0], &v[1], &v[2]);
+			rh_td_num(h, v[m], rh_si(h, b, sizeof b, v[m], "B"));
+		}
+		rh_put(h, "</tr>\n");
+	}
+	rh_printf(h, "</tbody></table>\n<p>%d op(s) of %d planned differently.</p></section>\n",
+	          differ, g->n_ops);
 }

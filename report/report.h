@@ -62,6 +62,11 @@ struct report_plan_words {
 void report_html_plan(struct report_html *h, const char *id, const struct plan *p,
                       const struct report_plan_words *w);
 
+/* Several plans of one scenario compared: the ops whose strategies differ
+ * (each planner's words side by side) and each plan's bytes per device. */
+void report_html_plans_differ(struct report_html *h, const struct plan *const *p,
+                              const struct report_plan_words *w, int n);
+
 /* Which ranks a simulation's page shows. */
 struct report_sim_view {
 	const int64_t *ranks;              /* drawn one row each, in this order */

@@ -227,7 +227,11 @@ static void rect_flush(struct tl_ctx *x, const struct lane_rect *p, int y, int h
 static void rect_add(struct tl_ctx *x, struct lane_rect *p, double x0, double x1, int kind,
                      int64_t ev, int y, int height)
 {
-	if (p->n && p->kind == kind && x0 - p->x1 < 0.75 && (x1 - p->x0 < 2 || p->x1 - p->x0 < 1)) {
+	/* the same colour touching, or two slivers of any colour in one pixel:
+	 * a row is never many more rectangles than it has pixels */
+	bool same = p->kind == kind && x0 - p->x1 < 0.75 && (x1 - p->x0 < 2 || p->x1 - p->x0 < 1);
+	bool sliver = x1 - p->x0 < 1.5 && x0 - p->x1 < 0.5;
+	if (p->n && (same || sliver)) {
 		p->x1 = x1 > p->x1 ? x1 : p->x1;
 		p->n++;
 		return;
@@ -485,6 +489,20 @@ static void memory_chart(struct report_html *h, const struct sim_result *r, cons
 		return;
 	}
 	top *= 1.05;
+	/* the axis starts above zero when every rank holds most of the top
+	 * all along (the activations would be a ripple on the base) */
+	double low = top;
+	for (int i = 0; i < n; i++)
+		for (int64_t j = b->start[ranks[i]]; j < b->start[ranks[i] + 1]; j++) {
+			const struct sim_event *e = &r->events[b->ev[j]];
+			if (e->kind == SIM_EV_MEMORY && e->bytes < low)
+				low = e->bytes;
+		}
+	if (show_hbm && hbm < low)
+		low = hbm;
+	if (est_bytes > 0 && est_bytes < low)
+		low = est_bytes;
+	low = low > 0.5 * top ? floor(low / top * 10) / 10 * top : 0;
 	char a[32], col[8];
 	rh_printf(h, "<figure style=\"margin:6px 0\"><svg id=\"memory-chart\" viewBox=\"0 0 %d %d\" "
 	             "width=\"%d\" height=\"%d\">",
@@ -494,20 +512,41 @@ static void memory_chart(struct report_html *h, const struct sim_result *r, cons
 		double y = H - H * i / 4.0;
 		rh_printf(h, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e6ec\"/>"
 		             "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%s</text>",
-		          X0, X0 + W, y, y, X0 - 4, y + 3, rh_si(h, a, sizeof a, top * i / 4, "B"));
+		          X0, X0 + W, y, y, X0 - 4, y + 3,
+		          rh_si(h, a, sizeof a, low + (top - low) * i / 4, "B"));
 	}
-	double sx = W / r->iteration_s, sy = H / top;
+	double sx = W / r->iteration_s, sy = H / (top - low);
 	if (show_hbm)
 		rh_printf(h, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#aa3377\" "
 		             "stroke-dasharray=\"6 3\"><title>HBM %s</title></line>",
-		          X0, X0 + W, H - hbm * sy, H - hbm * sy, rh_si(h, a, sizeof a, hbm, "B"));
+		          X0, X0 + W, H - (hbm - low) * sy, H - (hbm - low) * sy, rh_si(h, a, sizeof a, hbm, "B"));
 	if (est_bytes > 0)
 		rh_printf(h, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" "
 		             "stroke-dasharray=\"2 3\"><title>estimated peak %s</title></line>",
-		          X0, X0 + W, H - est_bytes * sy, H - est_bytes * sy,
+		          X0, X0 + W, H - (est_bytes - low) * sy, H - (est_bytes - low) * sy,
 		          rh_si(h, a, sizeof a, est_bytes, "B"));
+	/* a rank whose memory track is another's drawn is named beside it */
+	uint64_t key[16];
+	int same[16];
+	for (int i = 0; i < n && i < 16; i++) {
+		key[i] = 1469598103934665603ull;
+		for (int64_t j = b->start[ranks[i]]; j < b->start[ranks[i] + 1]; j++) {
+			const struct sim_event *e = &r->events[b->ev[j]];
+			if (e->kind == SIM_EV_MEMORY)
+				key[i] = mix(mix(key[i], (uint64_t)util_double_bits(e->start_s)),
+				             (uint64_t)util_double_bits(e->bytes));
+		}
+		same[i] = i;
+		for (int j = 0; j < i; j++)
+			if (key[j] == key[i] && same[j] == j) {
+				same[i] = j;
+				break;
+			}
+	}
 	for (int i = 0; i < n; i++) {
 		int64_t k = ranks[i];
+		if (same[i] != i)
+			continue;
 		rh_printf(h, "<polyline class=\"mem-line\" data-rank=\"%lld\" fill=\"none\" "
 		             "stroke=\"%s\" stroke-width=\"1.5\" points=\"",
 		          (long long)k, rh_colour(col, i));
@@ -516,7 +555,7 @@ static void memory_chart(struct report_html *h, const struct sim_result *r, cons
 			const struct sim_event *e = &r->events[b->ev[j]];
 			if (e->kind != SIM_EV_MEMORY)
 				continue;
-			double x = X0 + e->start_s * sx, y = H - e->bytes * sy;
+			double x = X0 + e->start_s * sx, y = H - (e->bytes - low) * sy;
 			if (prev_y >= 0 && x - prev_x < 0.5 && fabs(y - prev_y) < 0.5)
 				continue;
 			if (prev_y >= 0)
@@ -531,11 +570,19 @@ static void memory_chart(struct report_html *h, const struct sim_result *r, cons
 		          rh_si(h, a, sizeof a, r->ranks[k].peak_memory_bytes, "B"));
 	}
 	rh_put(h, "</g></svg><div class=\"legend\">");
-	for (int i = 0; i < n; i++)
-		rh_printf(h, "<span><i style=\"background:%s\"></i>rank %lld</span>", rh_colour(col, i),
+	for (int i = 0; i < n; i++) {
+		if (same[i] != i)
+			continue;
+		rh_printf(h, "<span><i style=\"background:%s\"></i>rank %lld", rh_colour(col, i),
 		          (long long)ranks[i]);
-	rh_printf(h, "<span>dotted: the estimate's peak%s</span></div></figure>\n",
-	          show_hbm ? "; dashed: the HBM" : "");
+		for (int j = i + 1; j < n; j++)
+			if (same[j] == i)
+				rh_printf(h, " = rank %lld", (long long)ranks[j]);
+		rh_put(h, "</span>");
+	}
+	rh_printf(h, "<span>dotted: the estimate's peak%s%s%s</span></div></figure>\n",
+	          show_hbm ? "; dashed: the HBM" : "", low > 0 ? "; the axis starts at " : "",
+	          low > 0 ? rh_si(h, a, sizeof a, low, "B") : "");
 }
 
 static void links_chart(struct report_html *h, const struct sim_result *r)
@@ -681,7 +728,7 @@ void report_html_sim(struct report_html *h, const struct plan *p, const struct e
 	{
 		int64_t shown[16];
 		int n = 0;
-		for (int i = 0; i < n_ranks && n < 16; i++)
+		for (int i = 0; i < n_ranks && n < (int)SL_COUNTOF(shown); i++)
 			if (ranks[i] >= 0 && ranks[i] < r->n_ranks)
 				shown[n++] = ranks[i];
 		memory_chart(h, r, &br, shown, n, e->memory_bytes_per_device,
