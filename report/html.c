@@ -209,6 +209,10 @@ static const char page_js_tail[] =
 	" document.getElementById('rank-pick-go').addEventListener('click',go);pick.addEventListener("
 	"'keydown',function(e){if(e.key==='Enter')go();});\n"
 	" var m=location.hash.match(/ranks=([0-9,-]+)/);if(m){pick.value=m[1];go();}}\n"
+	/* when the page was ready, for bench/bench_report.sh (set when opened,
+	 * not written into the file) */
+	"window.addEventListener('load',function(){document.documentElement.setAttribute("
+	"'data-load-ms',String(Math.round(performance.now())));});\n"
 	"})();\n";
 
 struct report_html *report_html_new(const char *title, const char *subtitle, report_si_fn si)
