@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "report.h"
 #include "studies.h"
 
 static void help(FILE *f)
@@ -123,22 +124,6 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	printf("\n");
 }
 
-/* "12 s", "54.4 min", "3.2 h", "4.1 days". */
-static const char *duration_text(char *buf, size_t size, double s)
-{
-	if (isnan(s))
-		snprintf(buf, size, "-");
-	else if (s < 60)
-		snprintf(buf, size, "%.3g s", s);
-	else if (s < 3600)
-		snprintf(buf, size, "%.3g min", s / 60);
-	else if (s < 2 * 86400)
-		snprintf(buf, size, "%.3g h", s / 3600);
-	else
-		snprintf(buf, size, "%.3g days", s / 86400);
-	return buf;
-}
-
 /* "-" for an unknown figure, else x times scale (4 significant digits)
  * and a suffix. */
 static const char *num_text(char *buf, size_t size, double x, double scale, const char *suffix)
@@ -177,7 +162,7 @@ static void text_choice(const struct fit *f, const char *label, int i)
 	       plan_search_config_text(c, sizeof c, &r->config),
 	       cli_si(it, sizeof it, r->iteration_s, "s"),
 	       num_text(mfu, sizeof mfu, r->mfu, 100, "%"),
-	       duration_text(t, sizeof t, r->time_to_train_s),
+	       report_duration_text(t, sizeof t, r->time_to_train_s),
 	       num_text(dh, sizeof dh, r->device_hours, 1, ""),
 	       num_text(e, sizeof e, r->energy_kwh, 1, " kWh"),
 	       num_text(cost, sizeof cost, r->cost, 1, ""));

@@ -274,7 +274,7 @@ static const char *groups_words(char *buf, size_t size, const struct rank_groups
 	return buf;
 }
 
-static const char *step_words(char *buf, size_t size, const struct comm_step *c)
+const char *report_step_text(char *buf, size_t size, const struct comm_step *c)
 {
 	if (c->kind == STEP_ALLREDUCE || c->kind == STEP_REDUCESCATTER)
 		snprintf(buf, size, "%s(%s)", step_kind_names[c->kind],
@@ -320,7 +320,7 @@ static void comm_row(struct plan_ctx *x, const char *where, const struct comm_st
 	layout_local_shape(&c->after, local);
 	rh_put(h, "<tr>");
 	rh_td(h, where);
-	rh_td(h, step_words(name, sizeof name, c));
+	rh_td(h, report_step_text(name, sizeof name, c));
 	if (c->dim >= 0 && c->kind == STEP_ALLTOALL)
 		snprintf(g, sizeof g, "%d -> %d", c->dim, c->to_dim);
 	else if (c->dim >= 0)

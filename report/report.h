@@ -30,6 +30,12 @@
  * (cli_si). */
 typedef const char *(*report_si_fn)(char *buf, size_t size, double value, const char *unit);
 
+/* Words the text outputs share with the pages. */
+/* "12 s", "54.4 min", "3.2 h", "4.1 days"; "-" when not finite. */
+const char *report_duration_text(char *buf, size_t size, double s);
+/* A step's name: "AllReduce(sum)", "AllGather+Concat", "StridedSlice". */
+const char *report_step_text(char *buf, size_t size, const struct comm_step *c);
+
 /* A page being written. */
 struct report_html;
 

@@ -22,8 +22,7 @@
 
 enum { MAX_LINKED = 64, MAX_POINTS_LISTED = 500 };
 
-/* "12 s", "54.4 min", "3.2 h", "4.1 days" (fit's units). */
-static const char *duration_words(char *buf, size_t size, double s)
+const char *report_duration_text(char *buf, size_t size, double s)
 {
 	if (!isfinite(s))
 		snprintf(buf, size, "-");
@@ -97,7 +96,7 @@ static void row_cells(struct study_ctx *x, const char *role, int i)
 	rh_td_num(h, sim, r->simulated ? rh_si(h, b, sizeof b, sim, "s") : "-");
 	rh_td_num(h, r->mfu, num_words(b, sizeof b, r->mfu, 100, "%"));
 	rh_td_num(h, r->memory_bytes, rh_si(h, b, sizeof b, r->memory_bytes, "B"));
-	rh_td_num(h, r->time_to_train_s, duration_words(b, sizeof b, r->time_to_train_s));
+	rh_td_num(h, r->time_to_train_s, report_duration_text(b, sizeof b, r->time_to_train_s));
 	rh_td_num(h, r->device_hours, num_words(b, sizeof b, r->device_hours, 1, ""));
 	rh_td_num(h, r->energy_kwh, num_words(b, sizeof b, r->energy_kwh, 1, " kWh"));
 	rh_td_num(h, r->cost, num_words(b, sizeof b, r->cost, 1, ""));
@@ -115,6 +114,25 @@ static void answer_row(struct study_ctx *x, const char *role, int i)
 	rh_put(h, "<tr class=\"fit-row\">");
 	row_cells(x, role, i);
 	rh_put(h, "</tr>\n");
+}
+
+/* A sortable table of rows idx[0 .. n) (class CLS, rows CLS-row): its
+ * place in the list (numbered) or whether it meets the goal first. */
+static void rows_table(struct study_ctx *x, const char *cls, const int *idx, int n, bool numbered)
+{
+	struct report_html *h = x->h;
+	rh_put(h, "<div class=\"scroll\">");
+	rh_table_begin(h, cls, row_cols);
+	for (int i = 0; i < n; i++) {
+		char role[16];
+		snprintf(role, sizeof role, "%d", i + 1);
+		rh_printf(h, "<tr class=\"%s-row\">", cls);
+		row_cells(x, numbered ? role : study_row_meets(x->st, &x->rows[idx[i]]) ? "meets"
+		                                                                     : "misses", idx[i]);
+		rh_put(h, "</tr>\n");
+	}
+	rh_table_end(h);
+	rh_put(h, "</div>\n");
 }
 
 /* The figures: study_plot's SVG inlined (its XML declaration dropped). */
@@ -264,30 +282,12 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 	rh_printf(h, "<h2>Pareto front: time to train against cost</h2>\n<p>%d point(s) that no "
 	             "other point beats on both (click a column to sort).</p>\n",
 	          n_front);
-	rh_put(h, "<div class=\"scroll\">");
-	rh_table_begin(h, "pareto", row_cols);
-	for (int i = 0; i < n_front; i++) {
-		rh_put(h, "<tr class=\"pareto-row\">");
-		snprintf(role, sizeof role, "%d", i + 1);
-		row_cells(&x, role, idx[i]);
-		rh_put(h, "</tr>\n");
-	}
-	rh_table_end(h);
-	rh_put(h, "</div>\n");
-
+	rows_table(&x, "pareto", idx, n_front, true);
 	int n_best = study_top_per_size(rows, n, 1, idx);
 	rh_printf(h, "<h2>Best configuration per cluster size</h2>\n<p>The fastest point that fits "
 	             "the memory at each size of each family (%d size(s)).</p>\n",
 	          n_best);
-	rh_put(h, "<div class=\"scroll\">");
-	rh_table_begin(h, "best", row_cols);
-	for (int i = 0; i < n_best; i++) {
-		rh_put(h, "<tr class=\"best-row\">");
-		row_cells(&x, study_row_meets(st, &rows[idx[i]]) ? "meets" : "misses", idx[i]);
-		rh_put(h, "</tr>\n");
-	}
-	rh_table_end(h);
-	rh_put(h, "</div>\n");
+	rows_table(&x, "best", idx, n_best, false);
 	free(idx);
 
 	if (n <= MAX_POINTS_LISTED) {
