@@ -153,7 +153,9 @@ static const char page_css[] =
 	"@media print{body{max-width:none;padding:0;font-size:11px}.controls,.noprint{display:none}"
 	".scroll{max-height:none;overflow:visible;border:0}th{position:static}"
 	"h2{break-after:avoid}figure,svg,table{break-inside:avoid}"
-	".tl-group{display:none!important}a{color:inherit;text-decoration:none}}\n";
+	".tl-group{display:none!important}a{color:inherit;text-decoration:none}"
+	"table{font-size:9.5px;max-width:100%}th,td{padding:2px 4px}"
+	"td code{white-space:normal;word-break:break-all}code,pre{font-size:9px}}\n";
 
 /* Runs first: counts errors into an attribute that a browser test reads
  * from the dumped DOM. */
