@@ -162,7 +162,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return rc;
 }
 
-/* "0,5,17-20" into out (at most MAX_RANKS), each below n_ranks. */
+/* "0,5,17-20" into out (at most MAX_RANKS, each once, in the order
+ * given), each below n_ranks. */
 static int parse_ranks(const char *s, int64_t n_ranks, int64_t *out, int *n)
 {
 	*n = 0;
@@ -189,6 +190,11 @@ static int parse_ranks(const char *s, int64_t n_ranks, int64_t *out, int *n)
 			return EXIT_USAGE;
 		}
 		for (long long r = lo; r <= hi; r++) {
+			bool seen = false;
+			for (int k = 0; k < *n && !seen; k++)
+				seen = out[k] == r;
+			if (seen)
+				continue;
 			if (*n == MAX_RANKS) {
 				fprintf(stderr, "shardlab report: --ranks: at most %d ranks\n", MAX_RANKS);
 				return EXIT_USAGE;
