@@ -144,7 +144,7 @@ static const char page_css[] =
 	".legend span{display:inline-flex;align-items:center;gap:4px}\n"
 	".legend i{display:inline-block;width:12px;height:12px;border:1px solid #0003}\n"
 	"svg{display:block;max-width:100%;height:auto}svg text{font-family:inherit}\n"
-	".mesh-cell{stroke:#fff;stroke-width:1}.mesh-cell.hl{stroke:#000;stroke-width:2}\n"
+	".mesh-cell{stroke:#fff;stroke-width:1}.rank-bar{cursor:pointer}.rank-bar:hover{opacity:.7}\n"
 	".note{background:#fff8e5;border-left:3px solid #ccbb44;padding:6px 10px;margin:8px 0}\n"
 	".scroll{max-height:420px;overflow:auto;border:1px solid #e3e6ec}\n"
 	".tl-group{display:none}.tl-group.shown{display:table-row}\n"
@@ -210,7 +210,10 @@ static const char page_js_tail[] =
 	"'s')+' shown';};\n"
 	" document.getElementById('rank-pick-go').addEventListener('click',go);pick.addEventListener("
 	"'keydown',function(e){if(e.key==='Enter')go();});\n"
-	" var m=location.hash.match(/ranks=([0-9,-]+)/);if(m){pick.value=m[1];go();}}\n"
+	" var m=location.hash.match(/ranks=([0-9,-]+)/);if(m){pick.value=m[1];go();}\n"
+	/* a click on a rank's bar adds it */
+	" document.querySelectorAll('.rank-bar').forEach(function(g){g.addEventListener('click',"
+	"function(){pick.value=(pick.value?pick.value+',':'')+g.getAttribute('data-rank');go();});});}\n"
 	/* when the page was ready, for bench/bench_report.sh (set when opened,
 	 * not written into the file) */
 	"window.addEventListener('load',function(){document.documentElement.setAttribute("

@@ -657,7 +657,8 @@ void report_html_sim(struct report_html *h, const struct plan *p, const struct e
 	rh_put(h, "<h3>Estimate beside simulation</h3>\n");
 	compare_table(h, e, r);
 	disagreement(h, e, prog, r);
-	rh_put(h, "<h3>Every rank</h3>\n<p>Each bar one rank: where its iteration went.</p>\n");
+	rh_put(h, "<h3>Every rank</h3>\n<p>Each bar one rank: where its iteration went. Click a "
+	          "bar to add its rank to the timeline below.</p>\n");
 	ranks_chart(h, r, prog);
 
 	struct by_rank br = {0};
