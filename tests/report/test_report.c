@@ -98,6 +98,38 @@ static char *dom_of(const char *page, const char *fragment)
 	return dom;
 }
 
+/* A copy of the page that, once loaded, clicks every control a reader
+ * would: each mesh button (the colourings), each table header (twice:
+ * both sort orders), each rank's bar and the picker's button. Its DOM
+ * (dom_of) must show no script error; returns the copy's path. */
+static char *clicking_copy(const char *page)
+{
+	FILE *f = fopen(page, "rb");
+	cr_assert_not_null(f);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	cr_assert_not_null(s);
+	cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+	s[n] = '\0';
+	fclose(f);
+	char *end = strstr(s, "</body>");
+	cr_assert_not_null(end);
+	static char path[160];
+	snprintf(path, sizeof path, "%s/clicked.html", dir);
+	FILE *o = fopen(path, "wb");
+	cr_assert_not_null(o);
+	fwrite(s, 1, (size_t)(end - s), o);
+	fputs("<script>document.querySelectorAll('[data-colour],th,th,.rank-bar,#rank-pick-go')"
+	      ".forEach(function(e){e.dispatchEvent(new MouseEvent('click',{bubbles:true}));});"
+	      "document.documentElement.setAttribute('data-clicked','yes');</script>", o);
+	fputs(end, o);
+	cr_assert_eq(fclose(o), 0);
+	free(s);
+	return path;
+}
+
 /* A screenshot at 1280 px renders: a PNG of some size. */
 static void screenshot(const char *page)
 {
@@ -167,6 +199,12 @@ Test(report, plan_page_has_one_mesh_cell_per_device)
 	/* the FFN's 5 ops in each plan's table */
 	cr_expect_eq(count(dom, "class=\"op-row\""), 10);
 	free(dom);
+	/* every button and header clicked: no script error, and the mesh
+	 * repainted (a cell's tooltip names its slice) */
+	dom = dom_of(clicking_copy(page), "");
+	cr_expect(strstr(dom, "data-clicked=\"yes\""));
+	cr_expect(strstr(dom, "<title>rank 0: "), "the mesh was painted");
+	free(dom);
 	screenshot(page);
 	remove_dir();
 }
@@ -218,6 +256,11 @@ Test(report, sim_page_has_one_timeline_row_per_chosen_rank)
 	cr_expect_eq(count(fig, "class=\"mesh-cell\""), 8);
 	free(fig);
 	free(dom);
+	/* every rank's bar clicked: each group row shown */
+	dom = dom_of(clicking_copy(page), "");
+	cr_expect(strstr(dom, "data-clicked=\"yes\""));
+	cr_expect_eq(count(dom, "class=\"tl-group\""), 0, "a group row left folded");
+	free(dom);
 	screenshot(page);
 	remove_dir();
 }
@@ -253,6 +296,9 @@ Test(report, study_page_has_one_row_per_pareto_point)
 	cr_expect_eq(count(fig, "class=\"mesh-cell\""), 64);
 	free(fig);
 	cr_expect(strstr(dom, "<svg"), "the figures");
+	free(dom);
+	dom = dom_of(clicking_copy(page), "");
+	cr_expect(strstr(dom, "data-clicked=\"yes\""));
 	free(dom);
 	screenshot(page);
 	remove_dir();
