@@ -235,8 +235,8 @@ static int write_page(const char *path, struct report_html *h)
 }
 
 /* The words explain and plan use for the plan's ops. */
-static bool plan_words(struct arena *a, const struct plan *p, enum planner_kind kind, bool named,
-                       struct report_plan_words *w)
+static bool plan_words(struct arena *a, const struct plan *p, enum planner_kind kind,
+                       enum rec_cost rc, struct report_plan_words *w)
 {
 	int n = p->graph->n_ops;
 	char **strategy = arena_calloc(a, (size_t)n + 1, sizeof *strategy);
@@ -251,12 +251,14 @@ static bool plan_words(struct arena *a, const struct plan *p, enum planner_kind 
 			return false;
 	}
 	*w = (struct report_plan_words){
-		.planner = named ? planner_names[kind] : NULL,
+		.planner = kind == PLANNER_RECURSIVE ? arena_printf(a, "%s (%s costs)", planner_names[kind],
+		                                                     rec_cost_names[rc])
+		                                     : planner_names[kind],
 		.summary = arena_strdup(a, report_strategy_summary(summary, sizeof summary, p)),
 		.strategy = (const char *const *)strategy,
 		.source = (const char *const *)source,
 	};
-	return w->summary != NULL;
+	return w->summary && w->planner;
 }
 
 static int scenario_page(const struct args *a)
@@ -279,7 +281,7 @@ static int scenario_page(const struct args *a)
 		}
 		struct plan *p = cli_load_plan(ar, a->file, &pa, &s, &kind, &d);
 		plans[i] = p;
-		if (!p || !plan_words(ar, p, kind, true, &words[i]))
+		if (!p || !plan_words(ar, p, kind, pa.o.rec_cost, &words[i]))
 			rc = EXIT_INVALID;
 	}
 	if (rc == EXIT_OK) {

@@ -534,10 +534,9 @@ void report_html_plan(struct report_html *h, const char *id, const struct plan *
 	int first = g->n_ops > 0 && p->ops[0].n_out > 0 ? colour_layout(&x.cs, &p->ops[0].out[0]) : -1;
 	int *fill = first >= 0 ? x.cs.c[first].idx : NULL;
 	char cap[256];
-	snprintf(cap, sizeof cap, "One cell per device, coloured by the slice each rank holds. "
-	                          "Shown: %s output 0. The buttons in the tables show other tensors "
-	                          "and the rank groups of each collective.",
-	         g->n_ops ? g->ops[0].name : "-");
+	snprintf(cap, sizeof cap, "One cell per device, coloured by what the legend names: the "
+	                          "slice of a tensor each rank holds, or the rank groups of a "
+	                          "collective. The buttons in the tables choose; grey: not held.");
 	x.mesh = rh_mesh(h, t, devices, fill, cap);
 	if (first >= 0) {
 		rh_put(h, "<b>");
