@@ -374,8 +374,7 @@ static void compare_table(struct report_html *h, const struct estimate *e,
 	static const char *const cols[] = {"figure", "estimated", "simulated", "difference", NULL};
 	rh_table_begin(h, "est-sim", cols);
 	const char *names[] = {"iteration", "compute (simulated: the busiest rank)",
-	                       "communication (estimated: all of it; simulated: exposed on the worst "
-	                       "rank)",
+	                       "communication (estimated: all; simulated: exposed, worst rank)",
 	                       "pipeline bubble (simulated: the longest wait)",
 	                       "memory per device (peak)"};
 	double est[] = {e->iteration_s, e->compute_s, e->comm_s, e->bubble_s,
