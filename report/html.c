@@ -130,6 +130,7 @@ static const char page_css[] =
 	"code,pre{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12.5px}\n"
 	"pre{background:#f5f6f8;padding:8px;overflow:auto;white-space:pre-wrap}\n"
 	"table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}\n"
+	"section.study table{font-size:12.5px}\n"
 	"th,td{padding:3px 8px;border-bottom:1px solid #e3e6ec;text-align:left;vertical-align:top}\n"
 	"td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
 	"td code{white-space:nowrap}td button{font-size:11px;padding:0 4px;margin:1px}\n"

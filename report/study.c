@@ -75,7 +75,10 @@ static const char *const row_cols[] = {"", "cluster", "servers", "devices", "bat
                                        "memory", "to train", "device-h", "energy", "cost",
                                        NULL};
 
-static void row_cells(struct study_ctx *x, const char *role, int i)
+/* A row's cells in row_cols' order; with `breakdown`, the estimate's
+ * compute, communication and bubble after the simulated iteration
+ * (points_cols). */
+static void row_cells(struct study_ctx *x, const char *role, int i, bool breakdown)
 {
 	struct report_html *h = x->h;
 	const struct study_row *r = &x->rows[i];
@@ -94,6 +97,11 @@ static void row_cells(struct study_ctx *x, const char *role, int i)
 	rh_td_num(h, r->iteration_s, rh_si(h, b, sizeof b, r->iteration_s, "s"));
 	double sim = r->simulated ? r->sim_iteration_s : NAN;
 	rh_td_num(h, sim, r->simulated ? rh_si(h, b, sizeof b, sim, "s") : "-");
+	if (breakdown) {
+		rh_td_num(h, r->compute_s, rh_si(h, b, sizeof b, r->compute_s, "s"));
+		rh_td_num(h, r->comm_s, rh_si(h, b, sizeof b, r->comm_s, "s"));
+		rh_td_num(h, r->bubble_s, rh_si(h, b, sizeof b, r->bubble_s, "s"));
+	}
 	rh_td_num(h, r->mfu, num_words(b, sizeof b, r->mfu, 100, "%"));
 	rh_td_num(h, r->memory_bytes, rh_si(h, b, sizeof b, r->memory_bytes, "B"));
 	rh_td_num(h, r->time_to_train_s, report_duration_text(b, sizeof b, r->time_to_train_s));
@@ -112,7 +120,7 @@ static void answer_row(struct study_ctx *x, const char *role, int i)
 		return;
 	}
 	rh_put(h, "<tr class=\"fit-row\">");
-	row_cells(x, role, i);
+	row_cells(x, role, i, false);
 	rh_put(h, "</tr>\n");
 }
 
@@ -128,7 +136,8 @@ static void rows_table(struct study_ctx *x, const char *cls, const int *idx, int
 		snprintf(role, sizeof role, "%d", i + 1);
 		rh_printf(h, "<tr class=\"%s-row\">", cls);
 		row_cells(x, numbered ? role : study_row_meets(x->st, &x->rows[idx[i]]) ? "meets"
-		                                                                     : "misses", idx[i]);
+		                                                                     : "misses", idx[i],
+		          false);
 		rh_put(h, "</tr>\n");
 	}
 	rh_table_end(h);
@@ -292,9 +301,10 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 
 	if (n <= MAX_POINTS_LISTED) {
 		static const char *const cols[] = {"", "cluster", "servers", "devices", "batch",
-		                                   "configuration", "iteration", "simulated", "MFU",
+		                                   "configuration", "iteration", "simulated",
+		                                   "compute", "communication", "bubble", "MFU",
 		                                   "memory", "to train", "device-h", "energy", "cost",
-		                                   "compute", "communication", "bubble", NULL};
+		                                   NULL};
 		rh_printf(h, "<h2>Every point</h2>\n<p>The %d point(s) of the sweep; compute, "
 		             "communication and bubble are the estimate's shares of the iteration.</p>\n",
 		          n);
@@ -302,13 +312,9 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 		rh_table_begin(h, "points", cols);
 		for (int i = 0; i < n; i++) {
 			const struct study_row *r = &rows[i];
-			char b[32];
 			rh_put(h, "<tr class=\"point-row\">");
 			row_cells(&x, !r->ok ? "failed" : r->oom ? "OOM" : study_row_meets(st, r) ? "meets"
-			                                                            : "misses", i);
-			rh_td_num(h, r->compute_s, rh_si(h, b, sizeof b, r->compute_s, "s"));
-			rh_td_num(h, r->comm_s, rh_si(h, b, sizeof b, r->comm_s, "s"));
-			rh_td_num(h, r->bubble_s, rh_si(h, b, sizeof b, r->bubble_s, "s"));
+			                                                            : "misses", i, true);
 			rh_put(h, "</tr>\n");
 		}
 		rh_table_end(h);
