@@ -124,19 +124,6 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	printf("\n");
 }
 
-/* "-" for an unknown figure, else x times scale (4 significant digits)
- * and a suffix. */
-static const char *num_text(char *buf, size_t size, double x, double scale, const char *suffix)
-{
-	if (isnan(x))
-		snprintf(buf, size, "-");
-	else if (fabs(x * scale) >= 1e4)
-		snprintf(buf, size, "%.0f%s", x * scale, suffix);
-	else
-		snprintf(buf, size, "%.4g%s", x * scale, suffix);
-	return buf;
-}
-
 static void text_head(void)
 {
 	printf("  %-14s %7s %7s %6s  %-44s %9s %6s %11s %9s %12s %9s\n", "cluster", "servers",
@@ -161,11 +148,11 @@ static void text_choice(const struct fit *f, const char *label, int i)
 	       who, r->servers, r->devices, r->global_batch,
 	       plan_search_config_text(c, sizeof c, &r->config),
 	       cli_si(it, sizeof it, r->iteration_s, "s"),
-	       num_text(mfu, sizeof mfu, r->mfu, 100, "%"),
+	       report_num_text(mfu, sizeof mfu, r->mfu, 100, "%"),
 	       report_duration_text(t, sizeof t, r->time_to_train_s),
-	       num_text(dh, sizeof dh, r->device_hours, 1, ""),
-	       num_text(e, sizeof e, r->energy_kwh, 1, " kWh"),
-	       num_text(cost, sizeof cost, r->cost, 1, ""));
+	       report_num_text(dh, sizeof dh, r->device_hours, 1, ""),
+	       report_num_text(e, sizeof e, r->energy_kwh, 1, " kWh"),
+	       report_num_text(cost, sizeof cost, r->cost, 1, ""));
 	if (r->simulated) {
 		char s[32];
 		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate)\n", "",

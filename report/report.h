@@ -33,6 +33,9 @@ typedef const char *(*report_si_fn)(char *buf, size_t size, double value, const 
 /* Words the text outputs share with the pages. */
 /* "12 s", "54.4 min", "3.2 h", "4.1 days"; "-" when not finite. */
 const char *report_duration_text(char *buf, size_t size, double s);
+/* x times scale with a suffix: 4 significant digits, whole from 10^4 on;
+ * "-" when not finite ("43.22%", "742.2 kWh", "10432"). */
+const char *report_num_text(char *buf, size_t size, double x, double scale, const char *suffix);
 /* A step's name: "AllReduce(sum)", "AllGather+Concat", "StridedSlice". */
 const char *report_step_text(char *buf, size_t size, const struct comm_step *c);
 

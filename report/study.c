@@ -37,7 +37,7 @@ const char *report_duration_text(char *buf, size_t size, double s)
 	return buf;
 }
 
-static const char *num_words(char *buf, size_t size, double x, double scale, const char *suffix)
+const char *report_num_text(char *buf, size_t size, double x, double scale, const char *suffix)
 {
 	if (!isfinite(x))
 		snprintf(buf, size, "-");
@@ -102,12 +102,12 @@ static void row_cells(struct study_ctx *x, const char *role, int i, bool breakdo
 		rh_td_num(h, r->comm_s, rh_si(h, b, sizeof b, r->comm_s, "s"));
 		rh_td_num(h, r->bubble_s, rh_si(h, b, sizeof b, r->bubble_s, "s"));
 	}
-	rh_td_num(h, r->mfu, num_words(b, sizeof b, r->mfu, 100, "%"));
+	rh_td_num(h, r->mfu, report_num_text(b, sizeof b, r->mfu, 100, "%"));
 	rh_td_num(h, r->memory_bytes, rh_si(h, b, sizeof b, r->memory_bytes, "B"));
 	rh_td_num(h, r->time_to_train_s, report_duration_text(b, sizeof b, r->time_to_train_s));
-	rh_td_num(h, r->device_hours, num_words(b, sizeof b, r->device_hours, 1, ""));
-	rh_td_num(h, r->energy_kwh, num_words(b, sizeof b, r->energy_kwh, 1, " kWh"));
-	rh_td_num(h, r->cost, num_words(b, sizeof b, r->cost, 1, ""));
+	rh_td_num(h, r->device_hours, report_num_text(b, sizeof b, r->device_hours, 1, ""));
+	rh_td_num(h, r->energy_kwh, report_num_text(b, sizeof b, r->energy_kwh, 1, " kWh"));
+	rh_td_num(h, r->cost, report_num_text(b, sizeof b, r->cost, 1, ""));
 }
 
 static void answer_row(struct study_ctx *x, const char *role, int i)
