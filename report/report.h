@@ -39,6 +39,11 @@ const char *report_num_text(char *buf, size_t size, double x, double scale, cons
 /* A step's name: "AllReduce(sum)", "AllGather+Concat", "StridedSlice". */
 const char *report_step_text(char *buf, size_t size, const struct comm_step *c);
 
+/* Bytes a device sends in one collective step of its group, by the ring
+ * volumes (docs/planner.md): AllReduce 2(s-1)/s·S, AllGather,
+ * ReduceScatter and AllToAll (s-1)/s·S; 0 for other steps. */
+double report_step_sent_bytes(const struct prog_step *st);
+
 /* A page being written. */
 struct report_html;
 

@@ -178,6 +178,23 @@ static void group_ranges(struct report_html *h, const int *group_of, int64_t n, 
 	}
 }
 
+double report_step_sent_bytes(const struct prog_step *st)
+{
+	if (st->kind != PROG_COLLECTIVE || st->groups.n_groups == 0 || st->groups.size < 2)
+		return 0;
+	double s = st->groups.size, frac = (s - 1) / s;
+	switch (st->coll) {
+	case STEP_ALLREDUCE:
+		return 2 * frac * st->bytes;
+	case STEP_ALLGATHER:
+	case STEP_REDUCESCATTER:
+	case STEP_ALLTOALL:
+		return frac * st->bytes;
+	default:
+		return 0;
+	}
+}
+
 /* ---------------------------------------------------------- timeline */
 
 struct lane_rect {
@@ -616,8 +633,110 @@ static void links_chart(struct report_html *h, const struct sim_result *r)
 	}
 	rh_put(h, "</svg><figcaption>Utilisation: the bytes a link carried over its bandwidth times "
 	          "the iteration. The simulator counts bytes per link over the whole iteration; the "
-	          "timelines above show when the collectives that load them run.</figcaption>"
+	          "traffic above shows when they flow, by tier.</figcaption>"
 	          "</figure>\n");
+}
+
+/* Whether a step's traffic leaves the servers: a collective whose first
+ * group spans servers, a pipeline transfer between ranks of two servers.
+ * rank: the rank that ran it. */
+static bool step_across(const struct prog_step *st, const struct program *prog, int64_t rank,
+                        int64_t dps)
+{
+	int64_t sr = prog->stage_ranks > 0 ? prog->stage_ranks : 1;
+	if (st->kind == PROG_RECV)
+		return (rank + (st->peer_stage - st->stage) * sr) / dps != rank / dps;
+	int64_t base = rank / sr * sr, first = -1;
+	for (int k = 0; k < st->groups.size; k++) {
+		int64_t server = (base + rank_groups_rank(&st->groups, 0, k)) / dps;
+		if (first >= 0 && server != first)
+			return true;
+		first = server;
+	}
+	return false;
+}
+
+/* Every rank's traffic over the iteration, inside servers and across
+ * them: each collective's ring volume (and each pipeline transfer's
+ * bytes, counted where it is received) spread over the time the rank
+ * spent in it, summed over the ranks, in TB bins. */
+static void traffic_chart(struct report_html *h, const struct topology *t,
+                          const struct program *prog, const struct sim_result *r)
+{
+	enum { TB = 200, W = 1000, H = 140, X0 = 70 };
+	if (!(r->iteration_s > 0) || r->n_events == 0)
+		return;
+	double *bin = calloc(2 * TB, sizeof *bin);
+	if (!bin) {
+		h->oom = true;
+		return;
+	}
+	int64_t dps = t->devices_per_server > 0 ? t->devices_per_server : 1;
+	double dt = r->iteration_s / TB;
+	for (int64_t i = 0; i < r->n_events; i++) {
+		const struct sim_event *e = &r->events[i];
+		if (e->kind != SIM_EV_COLLECTIVE || e->step < 0 || e->step >= prog->n_steps)
+			continue;
+		const struct prog_step *st = &prog->steps[e->step];
+		double bytes = st->kind == PROG_RECV ? st->bytes : report_step_sent_bytes(st);
+		if (!(bytes > 0))
+			continue;
+		double *b = bin + (step_across(st, prog, e->rank, dps) ? TB : 0);
+		int lo = (int)(e->start_s / dt), hi = (int)(e->end_s / dt);
+		lo = lo < 0 ? 0 : lo >= TB ? TB - 1 : lo;
+		hi = hi < lo ? lo : hi >= TB ? TB - 1 : hi;
+		double span = e->end_s - e->start_s;
+		for (int k = lo; k <= hi; k++) {
+			double a = fmax(e->start_s, k * dt), z = fmin(e->end_s, (k + 1) * dt);
+			b[k] += span > 0 ? bytes * fmax(z - a, 0) / span : bytes;
+		}
+	}
+	double top = 0;
+	for (int k = 0; k < 2 * TB; k++) {
+		bin[k] /= dt; /* bytes per second */
+		top = bin[k] > top ? bin[k] : top;
+	}
+	if (!(top > 0)) {
+		free(bin);
+		rh_put(h, "<p>No traffic between devices.</p>\n");
+		return;
+	}
+	top *= 1.05;
+	static const char *const colours[] = {"#4477aa", "#ee6677"};
+	static const char *const names[] = {"inside servers (the server's tiers)",
+	                                    "across servers (NICs and fabric)"};
+	char a[32];
+	rh_printf(h, "<figure style=\"margin:6px 0\"><svg id=\"traffic-chart\" viewBox=\"0 0 %d %d\" "
+	             "width=\"%d\" height=\"%d\"><g transform=\"translate(0 8)\">",
+	          W + X0 + 10, H + 28, W + X0 + 10, H + 28);
+	for (int i = 0; i <= 4; i++) {
+		double y = H - H * i / 4.0;
+		rh_printf(h, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e6ec\"/>"
+		             "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%s</text>",
+		          X0, X0 + W, y, y, X0 - 4, y + 3, rh_si(h, a, sizeof a, top * i / 4, "B/s"));
+	}
+	for (int c = 0; c < 2; c++) {
+		rh_printf(h, "<polyline class=\"traffic-line\" fill=\"none\" stroke=\"%s\" "
+		             "stroke-width=\"1.5\" points=\"",
+		          colours[c]);
+		for (int k = 0; k < TB; k++) {
+			double y = H - bin[c * TB + k] / top * H;
+			rh_printf(h, "%.1f,%.1f %.1f,%.1f ", X0 + k * (double)W / TB, y,
+			          X0 + (k + 1) * (double)W / TB, y);
+		}
+		rh_printf(h, "\"><title>%s</title></polyline>\n", names[c]);
+	}
+	rh_printf(h, "<text x=\"%d\" y=\"%d\" font-size=\"10\">0 s</text><text x=\"%d\" y=\"%d\" "
+	             "font-size=\"10\" text-anchor=\"end\">%s</text>",
+	          X0, H + 14, X0 + W, H + 14, rh_si(h, a, sizeof a, r->iteration_s, "s"));
+	rh_put(h, "</g></svg><div class=\"legend\">");
+	for (int c = 0; c < 2; c++)
+		rh_printf(h, "<span><i style=\"background:%s\"></i>%s</span>", colours[c], names[c]);
+	rh_put(h, "</div><figcaption>The bytes all ranks send per second, over the iteration: each "
+	          "collective's ring volume spread over the time its rank spent in it (waits "
+	          "included), each pipeline transfer where it is received. Drawn from the timeline's "
+	          "events and the plan's volumes, not measured on the links.</figcaption></figure>\n");
+	free(bin);
 }
 
 /* The ranks drawn when the caller names none: rank 0, the first rank of
@@ -734,6 +853,8 @@ void report_html_sim(struct report_html *h, const struct plan *p, const struct e
 		memory_chart(h, r, &br, shown, n, e->memory_bytes_per_device,
 		             p->scenario->topo->device.hbm_bytes);
 	}
+	rh_put(h, "<h3>Traffic over time</h3>\n");
+	traffic_chart(h, p->scenario->topo, prog, r);
 	rh_put(h, "<h3>Busiest links</h3>\n");
 	links_chart(h, r);
 out:

@@ -252,6 +252,8 @@ Test(report, sim_page_has_one_timeline_row_per_chosen_rank)
 	cr_expect_geq(count(dom, "class=\"tl-group"), 1);
 	cr_expect_eq(count(dom, "class=\"tl-group shown\""), 1);
 	cr_expect_eq(count(dom, "class=\"rank-bar\""), 8);
+	/* one server: traffic inside it, and a line of it over time */
+	cr_expect_eq(count(dom, "class=\"traffic-line\""), 2);
 	char *fig = figure_of(dom, "mesh-0");
 	cr_expect_eq(count(fig, "class=\"mesh-cell\""), 8);
 	free(fig);
