@@ -33,6 +33,16 @@ int cmd_fit(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_moe(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* A study file and the rows `sweep` stored for it in the database db
+ * (fit and report): the study, its rows (arena) and their count. Messages
+ * on stderr and EXIT_INVALID when the study is invalid, the database
+ * cannot be read or was swept for other inputs. */
+struct study;
+struct study_row;
+int cli_load_study_rows(const char *cmd, struct arena *a, const char *file, const char *db,
+                        const struct study **st, struct study_row **rows, int *n);
 
 /* What `check` does to one parsed file of any format (diagnostics in
  * doc->diags): true when it is valid, with a one-line summary. */

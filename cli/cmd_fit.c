@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "report.h"
 #include "studies.h"
 
 static void help(FILE *f)
@@ -152,35 +153,6 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	printf("\n");
 }
 
-/* "12 s", "54.4 min", "3.2 h", "4.1 days". */
-static const char *duration_text(char *buf, size_t size, double s)
-{
-	if (isnan(s))
-		snprintf(buf, size, "-");
-	else if (s < 60)
-		snprintf(buf, size, "%.3g s", s);
-	else if (s < 3600)
-		snprintf(buf, size, "%.3g min", s / 60);
-	else if (s < 2 * 86400)
-		snprintf(buf, size, "%.3g h", s / 3600);
-	else
-		snprintf(buf, size, "%.3g days", s / 86400);
-	return buf;
-}
-
-/* "-" for an unknown figure, else x times scale (4 significant digits)
- * and a suffix. */
-static const char *num_text(char *buf, size_t size, double x, double scale, const char *suffix)
-{
-	if (isnan(x))
-		snprintf(buf, size, "-");
-	else if (fabs(x * scale) >= 1e4)
-		snprintf(buf, size, "%.0f%s", x * scale, suffix);
-	else
-		snprintf(buf, size, "%.4g%s", x * scale, suffix);
-	return buf;
-}
-
 static void text_head(const struct study *st)
 {
 	char cost[32];
@@ -207,12 +179,12 @@ static void text_choice(const struct fit *f, const char *label, int i)
 	       who, r->servers, r->devices, r->global_batch,
 	       plan_search_config_text(c, sizeof c, &r->config),
 	       cli_si(it, sizeof it, r->iteration_s, "s"),
-	       num_text(mfu, sizeof mfu, r->mfu, 100, "%"),
-	       duration_text(t, sizeof t, r->effective_time_s),
-	       num_text(gp, sizeof gp, r->goodput, 100, "%"),
-	       num_text(dh, sizeof dh, r->device_hours, 1, ""),
-	       num_text(e, sizeof e, r->energy_kwh, 1, " kWh"),
-	       num_text(cost, sizeof cost, r->cost, 1, ""));
+	       report_num_text(mfu, sizeof mfu, r->mfu, 100, "%"),
+	       report_duration_text(t, sizeof t, r->effective_time_s),
+	       report_num_text(gp, sizeof gp, r->goodput, 100, "%"),
+	       report_num_text(dh, sizeof dh, r->device_hours, 1, ""),
+	       report_num_text(e, sizeof e, r->energy_kwh, 1, " kWh"),
+	       report_num_text(cost, sizeof cost, r->cost, 1, ""));
 	if (r->simulated) {
 		char s[32];
 		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate)\n", "",
@@ -462,6 +434,53 @@ static int emit(struct arena *a, const struct fit *f, const struct emit *em)
 	return rc;
 }
 
+int cli_load_study_rows(const char *cmd, struct arena *a, const char *file, const char *db,
+                        const struct study **st_out, struct study_row **rows_out, int *n_out)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	const struct study *st = study_load(a, file, &d);
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	int rc = st ? EXIT_OK : EXIT_INVALID;
+	struct study_store *s = NULL;
+	char err[512] = "";
+	uint64_t hash = 0;
+	if (rc == EXIT_OK && !study_store_open_ro(db, &s, &hash, err, sizeof err)) {
+		fprintf(stderr, "shardlab %s: %s\n", cmd, err);
+		rc = EXIT_INVALID;
+	}
+	if (rc == EXIT_OK && hash != st->inputs_hash) {
+		char h1[17], h2[17];
+		fprintf(stderr, "shardlab %s: %s was swept for other inputs (hash %s; this study's "
+		        "inputs hash to %s): run shardlab sweep %s --db %s again\n", cmd, db,
+		        study_hash_text(h1, hash), study_hash_text(h2, st->inputs_hash), file, db);
+		rc = EXIT_INVALID;
+	}
+	struct study_row *rows = NULL;
+	int n = rc == EXIT_OK ? study_store_rows(s, a, &rows, err, sizeof err) : 0;
+	if (n < 0) {
+		fprintf(stderr, "shardlab %s: %s\n", cmd, err);
+		rc = EXIT_INVALID;
+	}
+	for (int i = 0; rc == EXIT_OK && i < n; i++)
+		if (rows[i].cluster < 0 || rows[i].cluster >= st->n_clusters) {
+			fprintf(stderr, "shardlab %s: %s has a row of cluster %d, the study %d clusters\n",
+			        cmd, db, rows[i].cluster, st->n_clusters);
+			rc = EXIT_INVALID;
+		}
+	/* The stored figures as the study prices them now: its goal, prices,
+	 * power and goodput may have changed since the sweep. */
+	for (int i = 0; rc == EXIT_OK && i < n; i++)
+		if (rows[i].ok)
+			study_row_figures(st, &rows[i]);
+	study_store_close(s);
+	*st_out = st;
+	*rows_out = rows;
+	*n_out = rc == EXIT_OK ? n : 0;
+	return rc;
+}
+
 int cmd_fit(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -500,50 +519,16 @@ int cmd_fit(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct arena *a = arena_new();
-	struct diag_list d;
-	diag_list_init(&d);
-	const struct study *st = a ? study_load(a, file, &d) : NULL;
-	cli_print_diags(&d);
-	diag_list_free(&d);
-	int rc = st ? EXIT_OK : EXIT_INVALID;
-	struct study_store *s = NULL;
-	char err[512] = "";
-	uint64_t hash = 0;
-	if (rc == EXIT_OK && !study_store_open_ro(db, &s, &hash, err, sizeof err)) {
-		fprintf(stderr, "shardlab fit: %s\n", err);
-		rc = EXIT_INVALID;
-	}
-	if (rc == EXIT_OK && hash != st->inputs_hash) {
-		char h1[17], h2[17];
-		fprintf(stderr, "shardlab fit: %s was swept for other inputs (hash %s; this study's "
-		        "inputs hash to %s): run shardlab sweep %s --db %s again\n", db,
-		        study_hash_text(h1, hash), study_hash_text(h2, st->inputs_hash), file, db);
-		rc = EXIT_INVALID;
-	}
+	const struct study *st = NULL;
 	struct study_row *rows = NULL;
-	int n = rc == EXIT_OK ? study_store_rows(s, a, &rows, err, sizeof err) : 0;
-	if (n < 0) {
-		fprintf(stderr, "shardlab fit: %s\n", err);
-		rc = EXIT_INVALID;
-	}
-	for (int i = 0; rc == EXIT_OK && i < n; i++)
-		if (rows[i].cluster < 0 || rows[i].cluster >= st->n_clusters) {
-			fprintf(stderr, "shardlab fit: %s has a row of cluster %d, the study %d clusters\n",
-			        db, rows[i].cluster, st->n_clusters);
-			rc = EXIT_INVALID;
-		}
-	/* The stored figures as the study prices them now: its goal, prices,
-	 * power and goodput may have changed since the sweep. */
-	for (int i = 0; rc == EXIT_OK && i < n; i++)
-		if (rows[i].ok)
-			study_row_figures(st, &rows[i]);
+	int n = 0;
+	int rc = a ? cli_load_study_rows("fit", a, file, db, &st, &rows, &n) : EXIT_INVALID;
 	if (rc == EXIT_OK) {
 		struct fit f = {st, rows, n};
 		rc = report(&f, kind);
 		if (rc == EXIT_OK && (em.scenario || em.megatron || em.mindspore))
 			rc = emit(a, &f, &em);
 	}
-	study_store_close(s);
 	arena_free(a);
 	return rc;
 }

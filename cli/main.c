@@ -27,6 +27,7 @@ static const struct {
 	{"sweep", cmd_sweep, "a study's cluster sizes x configurations estimated into SQLite (resumable)"},
 	{"fit", cmd_fit, "the smallest, fastest, cheapest cluster that meets a study's goal; Pareto"},
 	{"plot", cmd_plot, "a sweep's figures: time, cost, MFU against size, Pareto, breakdown"},
+	{"report", cmd_report, "one self-contained HTML page of a plan, a simulation or a study"},
 };
 
 static void usage(FILE *f)

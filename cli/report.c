@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "report.h"
 
 /* ------------------------------------------------------ text fragments */
 
@@ -158,24 +159,12 @@ static const char *groups_text(char *buf, size_t size, const struct rank_groups 
 	return buf;
 }
 
-static const char *step_name(char *buf, size_t size, const struct comm_step *c)
-{
-	if (c->kind == STEP_ALLREDUCE || c->kind == STEP_REDUCESCATTER)
-		snprintf(buf, size, "%s(%s)", step_kind_names[c->kind],
-		         c->reduce == REDUCE_MAX ? "max" : "sum");
-	else if (c->kind == STEP_ALLGATHER && c->concat)
-		snprintf(buf, size, "%s+Concat", step_kind_names[c->kind]);
-	else
-		snprintf(buf, size, "%s", step_kind_names[c->kind]);
-	return buf;
-}
-
 void report_text_step(const char *indent, const struct comm_step *c)
 {
 	char g[512], by[32], sh[96], name[48];
 	int64_t local[GRAPH_MAX_RANK];
 	layout_local_shape(&c->after, local);
-	printf("%s%-22s", indent, step_name(name, sizeof name, c));
+	printf("%s%-22s", indent, report_step_text(name, sizeof name, c));
 	if (c->dim >= 0 && c->kind == STEP_ALLTOALL)
 		printf(" dim %d -> %d", c->dim, c->to_dim);
 	else if (c->dim >= 0)
@@ -269,7 +258,7 @@ static const char *comm_summary(char *buf, size_t size, const struct dist_op *d)
 		sb_add(&b, "none");
 	for (int i = 0; i < d->n_comm; i++) {
 		const struct comm_step *c = &d->comm[i];
-		sb_add(&b, "%s%s", i ? "; " : "", step_name(name, sizeof name, c));
+		sb_add(&b, "%s%s", i ? "; " : "", report_step_text(name, sizeof name, c));
 		if (c->groups.n_groups)
 			sb_add(&b, " %s", groups_text(g, sizeof g, &c->groups));
 		sb_add(&b, " %s", cli_si(by, sizeof by, c->bytes_per_device, "B"));

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "report.h"
 
 /* ------------------------------------------------------------ running */
 
@@ -85,24 +86,6 @@ double report_kendall_tau(const double *x, const double *y, int n)
 	return den > 0 ? (concordant - discordant) / den : NAN;
 }
 
-/* Bytes a device sends in one collective of its group (ring volumes). */
-static double sr_step_sent(const struct prog_step *st)
-{
-	if (st->kind != PROG_COLLECTIVE || st->groups.n_groups == 0 || st->groups.size < 2)
-		return 0;
-	double s = st->groups.size, frac = (s - 1) / s;
-	switch (st->coll) {
-	case STEP_ALLREDUCE:
-		return 2 * frac * st->bytes;
-	case STEP_ALLGATHER:
-	case STEP_REDUCESCATTER:
-	case STEP_ALLTOALL:
-		return frac * st->bytes;
-	default:
-		return 0;
-	}
-}
-
 /* Bytes one device of a stage sends in steps[from .. from+n) of a slot
  * (the last micro-batch's backward, the first's forward). */
 static double sr_range_sent(const struct program *p, int from, int n, bool last, bool first)
@@ -112,7 +95,7 @@ static double sr_range_sent(const struct program *p, int from, int n, bool last,
 		const struct prog_step *st = &p->steps[i];
 		if (st->first_micro ? !first : st->stream == 1 && !st->every_micro && !last)
 			continue;
-		b += st->kind == PROG_SEND ? st->bytes : sr_step_sent(st);
+		b += st->kind == PROG_SEND ? st->bytes : report_step_sent_bytes(st);
 	}
 	return b;
 }
