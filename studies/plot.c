@@ -120,6 +120,19 @@ static void rgb(cairo_t *cr, const double c[3])
 	cairo_set_source_rgb(cr, c[0], c[1], c[2]);
 }
 
+/* A line across the panel at value v of its x axis (vertical) or y axis. */
+static void panel_rule(cairo_t *cr, const struct panel *p, double v, bool vertical)
+{
+	if (vertical) {
+		cairo_move_to(cr, px(p, v), p->y);
+		cairo_line_to(cr, px(p, v), p->y + p->h);
+	} else {
+		cairo_move_to(cr, p->x, py(p, v));
+		cairo_line_to(cr, p->x + p->w, py(p, v));
+	}
+	cairo_stroke(cr);
+}
+
 static void draw_ticks(cairo_t *cr, const struct panel *p, const struct axis *a, bool is_x,
                        bool powers_of_two)
 {
@@ -150,14 +163,7 @@ static void draw_ticks(cairo_t *cr, const struct panel *p, const struct axis *a,
 		double v = vals[i];
 		tick_text(t, sizeof t, v);
 		cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
-		if (is_x) {
-			cairo_move_to(cr, px(p, v), p->y);
-			cairo_line_to(cr, px(p, v), p->y + p->h);
-		} else {
-			cairo_move_to(cr, p->x, py(p, v));
-			cairo_line_to(cr, p->x + p->w, py(p, v));
-		}
-		cairo_stroke(cr);
+		panel_rule(cr, p, v, is_x);
 		cairo_set_source_rgb(cr, 0, 0, 0);
 		if (is_x) {
 			cairo_move_to(cr, px(p, v), p->y + p->h);
@@ -350,14 +356,7 @@ static void goal_line(cairo_t *cr, const struct panel *p, double v, bool vertica
 	cairo_set_line_width(cr, 1.6);
 	double dash[] = {6, 4};
 	cairo_set_dash(cr, dash, 2, 0);
-	if (vertical) {
-		cairo_move_to(cr, px(p, v), p->y);
-		cairo_line_to(cr, px(p, v), p->y + p->h);
-	} else {
-		cairo_move_to(cr, p->x, py(p, v));
-		cairo_line_to(cr, p->x + p->w, py(p, v));
-	}
-	cairo_stroke(cr);
+	panel_rule(cr, p, v, vertical);
 	cairo_set_dash(cr, NULL, 0, 0);
 	if (vertical)
 		text_at(cr, px(p, v) + 4, p->y + 6, label, 0, 0, 12);
