@@ -33,33 +33,96 @@
 
 #include "cost-int.h"
 
-double cost_param_bytes_per_elem(enum dtype dt)
+void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out)
 {
-	return (double)dtype_bytes(dt);
-}
-
-double cost_grad_bytes_per_elem(enum dtype dt)
-{
-	return dt == DT_FP16 ? 2 : 4; /* bf16 and fp32: fp32 accumulation buffers */
-}
-
-double cost_optimizer_bytes_per_elem(enum dtype dt)
-{
-	switch (dt) {
-	case DT_FP32:
-		return 8;  /* two fp32 moments */
-	case DT_FP16:
-		return 16; /* fp32 master weights, master gradients, two moments */
+	switch (r) {
+	case PRECISION_MEGATRON_BF16: /* bf16 weight, fp32 main_grad, fp32 master + moments */
+		*out = (struct cost_state_bytes){2, 4, 4, 8};
+		return;
+	case PRECISION_MEGATRON_FP16: /* fp16 weight and gradient; fp32 master weight and
+	                                 gradient, moments */
+		*out = (struct cost_state_bytes){2, 2, 8, 8};
+		return;
+	case PRECISION_FP32:          /* the weight is the master */
+		*out = (struct cost_state_bytes){4, 4, 0, 8};
+		return;
+	case PRECISION_MINDFORMERS_FP16: /* fp16 weight, accu_grads cloned from it, fp32 moments */
+		*out = (struct cost_state_bytes){2, 2, 0, 8};
+		return;
+	case PRECISION_MINDFORMERS_FP32_WEIGHTS: /* param_init_type float32: the same in fp32 */
+		*out = (struct cost_state_bytes){4, 4, 0, 8};
+		return;
 	default:
-		return 12; /* fp32 master weights, two moments */
+		break;
+	}
+	switch (dt) {
+	case DT_FP16:
+		cost_state_bytes(PRECISION_MEGATRON_FP16, dt, out);
+		return;
+	case DT_FP32:
+		cost_state_bytes(PRECISION_FP32, dt, out);
+		return;
+	case DT_BF16:
+		cost_state_bytes(PRECISION_MEGATRON_BF16, dt, out);
+		return;
+	default: /* not trained: its bytes, nothing else */
+		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), 0, 0, 0};
+		return;
 	}
 }
 
-double cost_bucket_wire_bytes(const struct plan_bucket *b)
+double cost_param_bytes_per_elem(enum precision_recipe r, enum dtype dt)
+{
+	struct cost_state_bytes b;
+	cost_state_bytes(r, dt, &b);
+	return b.weight;
+}
+
+double cost_grad_bytes_per_elem(enum precision_recipe r, enum dtype dt)
+{
+	struct cost_state_bytes b;
+	cost_state_bytes(r, dt, &b);
+	return b.grad;
+}
+
+double cost_optimizer_bytes_per_elem(enum precision_recipe r, enum dtype dt)
+{
+	struct cost_state_bytes b;
+	cost_state_bytes(r, dt, &b);
+	return b.master + b.moments;
+}
+
+double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r)
 {
 	double w = (double)dtype_bytes(b->dtype);
-	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(b->dtype) / w : b->bytes;
+	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(r, b->dtype) / w : b->bytes;
 }
+
+/* The band around a predicted peak (docs/cost-models.md, "Fits, tight,
+ * does not fit"): Megatron-LM's theoretical memory adds 5% for the
+ * optimizer's and other temporaries (overhead_factor = 1.05 in
+ * megatron/training/theoretical_memory_usage.py), which the model does not
+ * list, and the caching allocator's fragmentation comes on top on the
+ * same order; the model's own error against the closed forms is a few
+ * percent the other way. */
+#define MEMORY_BAND 0.05
+
+void cost_memory_verdict(double peak_bytes, double capacity_bytes, struct cost_verdict *out)
+{
+	out->peak_bytes = peak_bytes;
+	out->capacity_bytes = capacity_bytes;
+	out->low_bytes = peak_bytes * (1 - MEMORY_BAND);
+	out->high_bytes = peak_bytes * (1 + MEMORY_BAND);
+	out->margin_bytes = capacity_bytes - peak_bytes;
+	if (!(out->high_bytes > capacity_bytes))
+		out->fit = FIT_YES;
+	else if (out->low_bytes > capacity_bytes)
+		out->fit = FIT_NO;
+	else
+		out->fit = FIT_TIGHT;
+}
+
+const char *const fit_names[FIT_COUNT] = {"fits", "tight", "does not fit"};
 
 /* The transformer layer of op i: N for an op named "layers.N.…" (a
  * generator's layers), -1 for the ops around them (embedding, head). */

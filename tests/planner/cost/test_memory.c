@@ -109,16 +109,70 @@ Test(memory, full_recomputation_keeps_the_layer_input)
 	}
 }
 
+static double state(enum precision_recipe r, enum dtype dt)
+{
+	return cost_param_bytes_per_elem(r, dt) + cost_grad_bytes_per_elem(r, dt) +
+	       cost_optimizer_bytes_per_elem(r, dt);
+}
+
 /* The model state of mixed-precision Adam as Megatron-LM's distributed
- * optimizer documents it, bytes per parameter: bf16 weights with fp32
- * gradients 2 + 4 + 12, fp16 weights and gradients 2 + 2 + 16, fp32 4 + 4
- * + 8 (the 18, 20 and 16 of its table). */
+ * optimizer documents it (docs/user-guide/features/dist_optimizer.md),
+ * bytes per parameter: bf16 weights with fp32 gradients 2 + 4 + 12, fp16
+ * weights and gradients 2 + 2 + 16, fp32 4 + 4 + 8 (the 18, 20 and 16 of
+ * its table); "auto" picks them by the parameters' dtype. */
 Test(memory, model_state_per_parameter)
 {
-	cr_expect_eq(cost_param_bytes_per_elem(DT_BF16) + cost_grad_bytes_per_elem(DT_BF16) +
-	             cost_optimizer_bytes_per_elem(DT_BF16), 18);
-	cr_expect_eq(cost_param_bytes_per_elem(DT_FP16) + cost_grad_bytes_per_elem(DT_FP16) +
-	             cost_optimizer_bytes_per_elem(DT_FP16), 20);
-	cr_expect_eq(cost_param_bytes_per_elem(DT_FP32) + cost_grad_bytes_per_elem(DT_FP32) +
-	             cost_optimizer_bytes_per_elem(DT_FP32), 16);
+	cr_expect_eq(state(PRECISION_AUTO, DT_BF16), 18);
+	cr_expect_eq(state(PRECISION_AUTO, DT_FP16), 20);
+	cr_expect_eq(state(PRECISION_AUTO, DT_FP32), 16);
+	cr_expect_eq(state(PRECISION_MEGATRON_BF16, DT_BF16), 18);
+	cr_expect_eq(state(PRECISION_MEGATRON_FP16, DT_FP16), 20);
+	cr_expect_eq(state(PRECISION_FP32, DT_FP32), 16);
+	/* what the distributed optimizer divides: 12 of bf16's 18 and 16 of
+	 * fp16's 20 (its table's 6 + 12/d and 4 + 16/d) */
+	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_BF16, DT_BF16), 12);
+	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_FP16, DT_FP16), 16);
+	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MEGATRON_BF16, DT_BF16), 4);
+}
+
+/* MindFormers on Ascend (mindformers/wrapper/wrapper.py: accu_grads =
+ * weights.clone(prefix="accu_grads"), the weights' dtype;
+ * mindformers/core/optim/adamw.py: clone_state makes both moments
+ * float32; no master copy): fp16 weights 2 + 2 + 8 = 12 bytes, fp32
+ * weights (param_init_type float32) 4 + 4 + 8 = 16. */
+Test(memory, mindformers_state_per_parameter)
+{
+	struct cost_state_bytes b;
+	cost_state_bytes(PRECISION_MINDFORMERS_FP16, DT_FP16, &b);
+	cr_expect_eq(b.weight, 2);
+	cr_expect_eq(b.grad, 2);
+	cr_expect_eq(b.master, 0);
+	cr_expect_eq(b.moments, 8);
+	cr_expect_eq(state(PRECISION_MINDFORMERS_FP16, DT_FP16), 12);
+	cr_expect_eq(state(PRECISION_MINDFORMERS_FP32_WEIGHTS, DT_FP16), 16);
+	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MINDFORMERS_FP32_WEIGHTS, DT_FP16), 4);
+}
+
+/* The verdict's band, the peak +- 5%, by hand against 80 GB: 71 GB is
+ * 67.45 - 74.55, under 80: fits; 80 GB is 76 - 84: tight; 77 GB is
+ * 73.15 - 80.85: tight; 105 GB is 99.75 - 110.25, all over: does not fit;
+ * 76.1 GB (high 79.905) fits, 84.3 GB (low 80.085) does not. */
+Test(memory, verdict_band)
+{
+	static const struct {
+		double peak_gb;
+		enum fit_class fit;
+	} cases[] = {{71, FIT_YES},    {80, FIT_TIGHT}, {77, FIT_TIGHT},
+	             {105, FIT_NO},    {76.1, FIT_YES}, {84.3, FIT_NO}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct cost_verdict v;
+		cost_memory_verdict(cases[k].peak_gb * 1e9, 80e9, &v);
+		cr_expect_eq(v.fit, cases[k].fit, "%.1f GB: %s", cases[k].peak_gb, fit_names[v.fit]);
+		cr_expect(fabs(v.low_bytes - 0.95 * cases[k].peak_gb * 1e9) < 1,
+		          "%.1f GB", cases[k].peak_gb);
+		cr_expect(fabs(v.high_bytes - 1.05 * cases[k].peak_gb * 1e9) < 1,
+		          "%.1f GB", cases[k].peak_gb);
+		cr_expect(fabs(v.margin_bytes - (80 - cases[k].peak_gb) * 1e9) < 1);
+	}
+	cr_expect_str_eq(fit_names[FIT_TIGHT], "tight");
 }
