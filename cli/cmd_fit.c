@@ -20,7 +20,9 @@ static void help(FILE *f)
 	        "\n"
 	        "Answer the study's capacity question from the rows `shardlab sweep`\n"
 	        "stored in FILE (the database must have been written for this study's\n"
-	        "inputs). A point meets the goal when it fits the device memory and,\n"
+	        "inputs). A point meets the goal when it fits the device memory (its\n"
+	        "peak +- 5%% under it: a \"tight\" point, whose band straddles the\n"
+	        "memory, is counted apart and never chosen) and,\n"
 	        "when the goal has \"days\", trains within them. Prints:\n"
 	        "  - per cluster family, the smallest cluster (fewest devices) with a\n"
 	        "    point that meets the goal, and there the fastest configuration;\n"
@@ -43,11 +45,13 @@ static void help(FILE *f)
 	        "             \"devices\", \"global_batch\", \"config\", \"configuration\",\n"
 	        "             \"iteration_s\", \"tokens_per_s\", \"mfu\", \"memory_bytes\",\n"
 	        "             \"time_to_train_s\", \"device_hours\", \"energy_kwh\", \"cost\",\n"
-	        "             \"sim_iteration_s\"} (null where unknown)\n"
+	        "             \"sim_iteration_s\", \"memory_verdict\", \"memory_low_bytes\",\n"
+	        "             \"memory_high_bytes\", \"memory_margin_bytes\"} (null where\n"
+	        "             unknown); \"tight\": the points tight on memory\n"
 	        "  --csv      one line per choice: role,cluster,device_kind,servers,\n"
 	        "             devices,global_batch,config,iteration_s,tokens_per_s,mfu,\n"
 	        "             memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,\n"
-	        "             sim_iteration_s (role: smallest, fastest, cheapest,\n"
+	        "             sim_iteration_s,memory_verdict (role: smallest, fastest, cheapest,\n"
 	        "             least-energy, pareto; empty fields where unknown)\n"
 	        "\n"
 	        "exit status: 0 answered (even when no point meets the goal), 1 invalid\n"
@@ -94,6 +98,7 @@ static cJSON *json_choice(const struct fit *f, int i)
 	json_num(o, "energy_kwh", r->energy_kwh);
 	json_num(o, "cost", r->cost);
 	json_num(o, "sim_iteration_s", r->simulated ? r->sim_iteration_s : NAN);
+	cli_json_verdict(o, r->memory_bytes, r->hbm_bytes);
 	return o;
 }
 
@@ -120,7 +125,7 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	              r->simulated ? r->sim_iteration_s : NAN};
 	for (size_t k = 0; k < SL_COUNTOF(v); k++)
 		csv_num(v[k]);
-	printf("\n");
+	printf(",%s\n", fit_names[study_row_fit(r)]);
 }
 
 /* "12 s", "54.4 min", "3.2 h", "4.1 days". */
@@ -181,6 +186,8 @@ static void text_choice(const struct fit *f, const char *label, int i)
 	       num_text(dh, sizeof dh, r->device_hours, 1, ""),
 	       num_text(e, sizeof e, r->energy_kwh, 1, " kWh"),
 	       num_text(cost, sizeof cost, r->cost, 1, ""));
+	char m[96];
+	printf("  %-14s memory %s\n", "", cli_verdict_text(m, sizeof m, r->memory_bytes, r->hbm_bytes));
 	if (r->simulated) {
 		char s[32];
 		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate)\n", "",
@@ -205,9 +212,11 @@ static const char *goal_text(char *buf, size_t size, const struct study *st)
 static int report(const struct fit *f, enum out_kind kind)
 {
 	const struct study *st = f->st;
-	int meet = 0;
-	for (int i = 0; i < f->n; i++)
+	int meet = 0, tight = 0;
+	for (int i = 0; i < f->n; i++) {
 		meet += study_row_meets(st, &f->rows[i]);
+		tight += f->rows[i].ok && study_row_fit(&f->rows[i]) == FIT_TIGHT;
+	}
 	int fastest = study_best(st, f->rows, f->n, -1, 0);
 	int cheapest = study_best(st, f->rows, f->n, -1, 1);
 	int greenest = study_best(st, f->rows, f->n, -1, 2);
@@ -228,6 +237,7 @@ static int report(const struct fit *f, enum out_kind kind)
 		cJSON_AddNumberToObject(g, "days", st->goal.days);
 		cJSON_AddNumberToObject(root, "points", f->n);
 		cJSON_AddNumberToObject(root, "meet_goal", meet);
+		cJSON_AddNumberToObject(root, "tight", tight);
 		cJSON *sm = cJSON_AddObjectToObject(root, "smallest");
 		for (int c = 0; c < st->n_clusters; c++)
 			cJSON_AddItemToObject(sm, st->clusters[c].name,
@@ -244,7 +254,7 @@ static int report(const struct fit *f, enum out_kind kind)
 	if (kind == OUT_CSV) {
 		printf("role,cluster,device_kind,servers,devices,global_batch,config,iteration_s,"
 		       "tokens_per_s,mfu,memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,"
-		       "sim_iteration_s\n");
+		       "sim_iteration_s,memory_verdict\n");
 		for (int c = 0; c < st->n_clusters; c++)
 			csv_choice(f, "smallest", study_smallest(st, f->rows, f->n, c));
 		csv_choice(f, "fastest", fastest);
@@ -256,8 +266,8 @@ static int report(const struct fit *f, enum out_kind kind)
 		return EXIT_OK;
 	}
 	char goal[96];
-	printf("fit %s: goal %s; %d points, %d meet the goal\n\n", st->name,
-	       goal_text(goal, sizeof goal, st), f->n, meet);
+	printf("fit %s: goal %s; %d points, %d meet the goal, %d tight on memory (not chosen)\n\n",
+	       st->name, goal_text(goal, sizeof goal, st), f->n, meet, tight);
 	printf("smallest cluster per family that meets the goal\n");
 	text_head();
 	for (int c = 0; c < st->n_clusters; c++)

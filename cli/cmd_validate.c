@@ -283,7 +283,9 @@ static void run_training_row(struct arena *ar, const struct args *a,
 	out->est_value = validation_predicted(row, out->est_s);
 	out->est_err = validation_error_pct(out->est_value, row->value);
 	out->memory_bytes = r->est.memory_bytes_per_device;
-	out->oom = r->est.oom_overflow_bytes > 0;
+	struct cost_verdict v;  /* OOM: the band is over the memory, "does not fit" */
+	cost_memory_verdict(r->est.memory_bytes_per_device, r->est.hbm_bytes, &v);
+	out->oom = v.fit == FIT_NO;
 	if (!a->estimate_only) {
 		const struct scenario *s = p->scenario;
 		struct cli_sim_setup o = {.fidelity = s->sim.fidelity, .algo = s->sim.collective_algo,

@@ -743,7 +743,10 @@ cJSON *report_json(const struct plan *p, const struct report_options *o)
 
 void report_json_oom(cJSON *obj, double memory, double hbm)
 {
-	cJSON_AddBoolToObject(obj, "oom", memory > hbm);
+	struct cost_verdict v;
+	cost_memory_verdict(memory, hbm, &v);
+	cJSON_AddBoolToObject(obj, "oom", v.fit == FIT_NO);
+	cli_json_verdict(obj, memory, hbm);
 	cJSON_AddNumberToObject(obj, "oom_overflow_bytes", memory > hbm ? memory - hbm : 0);
 }
 
