@@ -142,9 +142,30 @@ static bool has_gradient(const struct tensor *t)
 	return t->dtype == DT_FP32 || t->dtype == DT_FP16 || t->dtype == DT_BF16;
 }
 
+/* Megatron-LM's embedding under sequence parallelism reduce-scatters its
+ * output into the sequence-parallel region before its dropout
+ * (LanguageModelEmbedding, reduce_scatter_embeddings): what the ops before
+ * the first transformer layer make is held split over the tensor-parallel
+ * group, where a plan may run them replicated over it. The copies of op
+ * op's output l over its replica axes when op comes before the first op
+ * of a transformer layer (first_layer; -1: the graph has none), else 1. */
+static double embedding_scatter(const struct plan *p, int first_layer, int op,
+                                const struct layout *l)
+{
+	if (!p->scenario || !p->scenario->training.sequence_parallel || l->partial ||
+	    op >= first_layer)
+		return 1;
+	uint32_t rep = layout_replica_axes(l);
+	double copies = 1;
+	for (int x = 0; x < l->dm.n; x++)
+		if (rep & (1u << x))
+			copies *= (double)l->dm.size[x];
+	return copies;
+}
+
 /* The smaller of the layout op d reads of input i and the layout its
- * producer hands on. */
-static double held_bytes(const struct plan *p, const struct dist_op *d, int i)
+ * producer hands on (split as Megatron holds the embedding's output). */
+static double held_bytes(const struct plan *p, int fl, const struct dist_op *d, int i)
 {
 	const struct graph *g = p->graph;
 	int t = g->ops[d->op].in[i];
@@ -152,7 +173,8 @@ static double held_bytes(const struct plan *p, const struct dist_op *d, int i)
 	int pr = g->tensors[t].producer;
 	if (pr >= 0) {
 		const struct dist_op *src = &p->ops[pr];
-		double q = layout_local_bytes(&src->out[plan_output_index(&g->ops[pr], t)]);
+		const struct layout *out = &src->out[plan_output_index(&g->ops[pr], t)];
+		double q = layout_local_bytes(out) / embedding_scatter(p, fl, pr, out);
 		b = q < b ? q : b;
 	}
 	return b;
@@ -163,20 +185,20 @@ static double held_bytes(const struct plan *p, const struct dist_op *d, int i)
  * redistribution per edge) is, for memory, what Megatron runs before the
  * gather: its statistics and its output are held at the size of its input
  * before the gather. The fraction, 1 for any other op. */
-static double gathered_norm(const struct plan *p, int op)
+static double gathered_norm(const struct plan *p, int fl, int op)
 {
 	const struct op *o = &p->graph->ops[op];
 	if (o->kind != OP_LAYERNORM && o->kind != OP_RMSNORM)
 		return 1;
 	double in = layout_local_bytes(&p->ops[op].in[0]);
-	return in > 0 ? held_bytes(p, &p->ops[op], 0) / in : 1;
+	return in > 0 ? held_bytes(p, fl, &p->ops[op], 0) / in : 1;
 }
 
 /* The bytes a rank holds of input i of op d when it is saved. */
-static double saved_input_bytes(const struct plan *p, const struct dist_op *d, int i)
+static double saved_input_bytes(const struct plan *p, int fl, const struct dist_op *d, int i)
 {
 	int pr = p->graph->tensors[p->graph->ops[d->op].in[i]].producer;
-	return held_bytes(p, d, i) * (pr >= 0 ? gathered_norm(p, pr) : 1);
+	return held_bytes(p, fl, d, i) * (pr >= 0 ? gathered_norm(p, fl, pr) : 1);
 }
 
 /* A tensor an op saves for its backward, and its bytes on one rank; a mask
@@ -190,7 +212,7 @@ struct saved {
  * FlashAttention: plan_attention_fused) fuses the attention: the kernel
  * keeps Q, K, V and each query row's log-sum-exp (fp32), never the scores
  * or the probabilities. */
-static int op_saved(const struct plan *p, const uint8_t *attn, int op,
+static int op_saved(const struct plan *p, int fl, const uint8_t *attn, int op,
                     struct saved keep[SIG_MAX_TENSORS + 2])
 {
 	const struct graph *g = p->graph;
@@ -202,7 +224,7 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 		return 0;
 	if (part == ATTN_SCORES) {
 		for (int i = 0; i < 2; i++)
-			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		int64_t shape[GRAPH_MAX_RANK];
 		layout_local_shape(&d->out[0], shape);
 		double rows = (double)layout_local_elems(&d->out[0]) / (double)shape[d->out[0].rank - 1];
@@ -210,7 +232,7 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 		return n;
 	}
 	if (part == ATTN_CONTEXT) {
-		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, d, 1)};
+		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, fl, d, 1)};
 		return n;
 	}
 	switch (o->kind) {
@@ -218,7 +240,7 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 	case OP_BATCHMATMUL:
 		for (int i = 0; i < o->n_in && i < 2; i++)
 			if (g->tensors[o->in[i]].role != TENSOR_PARAM)
-				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		break;
 	case OP_MUL:
 		/* dA = dY·B, dB = dY·A: each input is kept when the other needs a
@@ -226,12 +248,12 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 		for (int i = 0; i < o->n_in && i < 2; i++) {
 			const struct tensor *other = &g->tensors[o->in[1 - i]];
 			if (g->tensors[o->in[i]].role != TENSOR_PARAM && has_gradient(other))
-				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		}
 		break;
 	case OP_GELU:
 	case OP_SILU:
-		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, d, 0)};
+		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, fl, d, 0)};
 		break;
 	case OP_RELU:
 	case OP_SIGMOID: /* σ' = σ(1 - σ): the output */
@@ -239,34 +261,35 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 		keep[n++] = (struct saved){o->out[0], layout_local_bytes(&d->out[0])};
 		break;
 	case OP_DROPOUT:
-		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->out[0])};
+		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->out[0]) /
+		                                   embedding_scatter(p, fl, op, &d->out[0])};
 		break;
 	case OP_LAYERNORM:
 	case OP_RMSNORM: {
-		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, d, 0)};
+		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, fl, d, 0)};
 		int64_t shape[GRAPH_MAX_RANK], row = 1;
 		layout_local_shape(&d->in[0], shape);
 		for (int k = o->attrs.axis; k < d->in[0].rank; k++)
 			row *= shape[k];
 		double rows = row > 0 ? (double)layout_local_elems(&d->in[0]) / (double)row : 0;
 		keep[n++] = (struct saved){-1, rows * 4 * (o->kind == OP_LAYERNORM ? 2 : 1) *
-		                                   gathered_norm(p, op)};
+		                                   gathered_norm(p, fl, op)};
 		break;
 	}
 	case OP_SOFTMAXCROSSENTROPY:
 		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->in[0]) * 4};
 		break;
 	case OP_MOEDISPATCH: /* the index, to send the slots' gradients back */
-		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, d, 1)};
+		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, fl, d, 1)};
 		break;
 	case OP_MOECOMBINE: /* dProbs reads the slots; dSlots the index and probabilities */
 		for (int i = 0; i < o->n_in; i++)
-			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		break;
 	case OP_GATHER:
 		for (int i = 0; i < o->n_in; i++)
 			if (!has_gradient(&g->tensors[o->in[i]]))
-				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		break;
 	default:
 		break; /* additions, casts, views, reductions, slices: nothing */
@@ -288,6 +311,7 @@ struct cost_act_scratch {
 	struct seen chunk, layer;
 	struct saved *rec;       /* what every op saves (op_saved), op after op */
 	int *first;              /* [n_ops + 1]: op i's are rec[first[i] .. first[i + 1]) */
+	int first_layer;         /* the first op of a transformer layer; -1: none */
 };
 
 static bool seen_init(struct arena *a, struct seen *s, int n)
@@ -334,7 +358,7 @@ static bool saved_records(struct arena *a, struct cost_act_scratch *x)
 		return false;
 	for (int i = 0; i < n_ops; i++) {
 		struct saved keep[SIG_MAX_TENSORS + 2];
-		int k = op_saved(p, attn, i, keep);
+		int k = op_saved(p, x->first_layer, attn, i, keep);
 		if (n + k > cap) {
 			struct saved *r = arena_grow(a, x->rec, (size_t)n, (size_t)(2 * cap), sizeof(*r));
 			if (!r)
@@ -357,6 +381,10 @@ struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct plan
 	if (!x)
 		return NULL;
 	x->p = p;
+	x->first_layer = -1;
+	for (int i = 0; i < g->n_ops && x->first_layer < 0; i++)
+		if (layer_of(&g->ops[i]) >= 0)
+			x->first_layer = i;
 	if (!seen_init(a, &x->chunk, g->n_tensors) || !seen_init(a, &x->layer, g->n_tensors) ||
 	    !saved_records(a, x))
 		return NULL;
@@ -439,7 +467,7 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 					if (g->tensors[t].role == TENSOR_PARAM ||
 					    (pr >= i && pr < j) || seen_get(seen, t) > 0)
 						continue;
-					double b = saved_input_bytes(p, &p->ops[k], in);
+					double b = saved_input_bytes(p, x->first_layer, &p->ops[k], in);
 					seen_set(seen, t, b);
 					*stored += b;
 				}
