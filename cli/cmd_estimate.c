@@ -67,7 +67,7 @@ static void help(FILE *f)
 	        "                  a head tied to the embedding: bytes sent, seconds;\n"
 	        "                  part of gradient_s), \"optimizer_s\", \"in_flight\",\n"
 	        "                  \"memory_bytes\"}]}),\n"
-	        "                  \"training\" ({\"zero_stage\", \"recompute\",\n"
+	        "                  \"training\" ({\"zero_stage\", \"recompute\", \"precision\",\n"
 	        "                  \"sequence_parallel\", \"context_parallel\",\n"
 	        "                  \"expert_parallel\"}),\n"
 	        "                  \"memory_bytes_per_device\", \"oom\" (the band is over\n"

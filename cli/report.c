@@ -797,6 +797,7 @@ void report_json_pipeline(cJSON *obj, const struct plan *p, const struct estimat
 	cJSON *tr = cJSON_AddObjectToObject(obj, "training");
 	cJSON_AddNumberToObject(tr, "zero_stage", t->zero_stage);
 	cJSON_AddStringToObject(tr, "recompute", recompute_names[t->recompute]);
+	cJSON_AddStringToObject(tr, "precision", precision_names[t->precision]);
 	cJSON_AddBoolToObject(tr, "sequence_parallel", t->sequence_parallel);
 	cJSON_AddNumberToObject(tr, "context_parallel",
 	                        (double)(t->context_parallel > 1 ? t->context_parallel : 1));

@@ -311,3 +311,40 @@ Test(memory, megatron_theoretical_memory_grid)
 	cr_log_info("%d configurations: model state within %.2f%%, activations within %.2f%%", n,
 	            100 * worst_state, 100 * worst_act);
 }
+
+/* training.precision in an estimate: the same fp16 GPT on 8 Ascend 910A
+ * NPUs, data parallel, each recipe's bytes per parameter against the
+ * parameter count the default ("auto": Megatron-LM's fp16, 2 + 2 + 16)
+ * implies: MindFormers' fp16 2 + 2 + 8, with fp32 weights 4 + 4 + 8. */
+Test(memory, precision_recipes_in_the_estimate)
+{
+	static const struct {
+		const char *name;
+		double w, g, o;
+	} want[] = {{"auto", 2, 2, 16},
+	            {"megatron-fp16", 2, 2, 16},
+	            {"mindformers-fp16", 2, 2, 8},
+	            {"mindformers-fp16-fp32-weights", 4, 4, 8}};
+	double elems = 0;
+	for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+		char tr[128];
+		snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"precision\": \"%s\"}", want[k].name);
+		struct scenario *s = fixture_generated(
+		        A, &D,
+		        "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 2, \"heads\": 4, \"seq\": 128, "
+		        "\"vocab\": 1024, \"micro_batch\": 8, \"dtype\": \"fp16\"}",
+		        "atlas800-910a", 8, tr);
+		cr_assert_str_eq(precision_names[s->training.precision], want[k].name);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_data_parallel(A, s, &o, &D);
+		cr_assert_not_null(p);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		if (k == 0)
+			elems = e.param_bytes / 2;
+		cr_expect_eq(e.param_bytes, want[k].w * elems, "%s", want[k].name);
+		cr_expect_eq(e.grad_bytes, want[k].g * elems, "%s", want[k].name);
+		cr_expect_eq(e.optimizer_bytes, want[k].o * elems, "%s", want[k].name);
+	}
+	cr_expect_gt(elems, 0);
+}
