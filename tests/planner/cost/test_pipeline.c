@@ -622,3 +622,38 @@ Test(pipeline, deep_interleaved_activations_by_hand)
 		}
 	}
 }
+
+/* Uneven first and last stages (Megatron-LM's
+ * --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers,
+ * here pipeline_cuts): 6 layers on 4 stages as 1 + 2 + 2 + 1, the
+ * embedding with the first and the head and loss with the last. The
+ * middle stages hold, by hand, (P - s) micro-batches of their two layers
+ * each: stage 1 3 x 2 x layer, stage 2 2 x 2 x layer. */
+Test(pipeline, uneven_first_and_last_stages)
+{
+	const double s_ = 64, b_ = 1, h_ = 64, a_ = 4;
+	const double layer = s_ * b_ * h_ * (34 + 5 * a_ * s_ / h_) + 16 * s_ * b_;
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 6, \"heads\": 4, \"seq\": 64, "
+	        "\"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
+	        "dgx-a100", 4,
+	        "{\"global_batch\": 8, \"pipeline_stages\": 4, \"pipeline_cuts\": "
+	        "[\"layers.1.ln1\", \"layers.3.ln1\", \"layers.5.ln1\"]}");
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_expect(fabs(e.stages[1].mem.activations - 3 * 2 * layer) <= 1e-9 * layer,
+	          "stage 1: %.0f B, want %.0f", e.stages[1].mem.activations, 3 * 2 * layer);
+	cr_expect(fabs(e.stages[2].mem.activations - 2 * 2 * layer) <= 1e-9 * layer,
+	          "stage 2: %.0f B, want %.0f", e.stages[2].mem.activations, 2 * 2 * layer);
+	cr_expect_eq(e.stages[0].in_flight, 4);
+	cr_expect_eq(e.stages[3].in_flight, 1);
+	/* the first stage: 4 micro-batches of one layer and the embedding,
+	 * more than one layer's 4 x layer; the last: one of a layer, the
+	 * final norm, the head and the loss's fp32 softmax (s b V 4 B) */
+	cr_expect_gt(e.stages[0].mem.activations, 4 * layer);
+	cr_expect_gt(e.stages[3].mem.activations, layer + s_ * b_ * 256 * 4);
+}
