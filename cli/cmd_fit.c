@@ -125,7 +125,7 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	              r->simulated ? r->sim_iteration_s : NAN};
 	for (size_t k = 0; k < SL_COUNTOF(v); k++)
 		csv_num(v[k]);
-	printf(",%s\n", fit_names[study_row_fit(r)]);
+	printf(",%s\n", cost_fit_names[study_row_fit(r)]);
 }
 
 /* "12 s", "54.4 min", "3.2 h", "4.1 days". */

@@ -152,7 +152,7 @@ const char *cli_verdict_text(char *buf, size_t size, double memory, double hbm)
 		snprintf(buf, size, "tight (%s-%s of %s GB)", gb(a, sizeof a, v.low_bytes),
 		         gb(b, sizeof b, v.high_bytes), gb(c, sizeof c, hbm));
 	else
-		snprintf(buf, size, "%s (%s of %s GB)", fit_names[v.fit], gb(a, sizeof a, memory),
+		snprintf(buf, size, "%s (%s of %s GB)", cost_fit_names[v.fit], gb(a, sizeof a, memory),
 		         gb(c, sizeof c, hbm));
 	return buf;
 }
@@ -172,7 +172,7 @@ void cli_json_verdict(struct cJSON *obj, double memory, double hbm)
 {
 	struct cost_verdict v;
 	cost_memory_verdict(memory, hbm, &v);
-	cJSON_AddStringToObject(obj, "memory_verdict", fit_names[v.fit]);
+	cJSON_AddStringToObject(obj, "memory_verdict", cost_fit_names[v.fit]);
 	cJSON_AddNumberToObject(obj, "memory_low_bytes", v.low_bytes);
 	cJSON_AddNumberToObject(obj, "memory_high_bytes", v.high_bytes);
 	cJSON_AddNumberToObject(obj, "memory_margin_bytes", v.margin_bytes);

@@ -547,7 +547,7 @@ double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe
  * fits when high is at most the capacity, does not fit when low is over
  * it, and is tight otherwise. */
 enum fit_class { FIT_YES, FIT_TIGHT, FIT_NO, FIT_COUNT };
-extern const char *const fit_names[FIT_COUNT];   /* "fits", "tight", "does not fit" */
+extern const char *const cost_fit_names[FIT_COUNT];   /* "fits", "tight", "does not fit" */
 struct cost_verdict {
 	enum fit_class fit;
 	double peak_bytes, low_bytes, high_bytes, capacity_bytes;

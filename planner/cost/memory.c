@@ -122,7 +122,7 @@ void cost_memory_verdict(double peak_bytes, double capacity_bytes, struct cost_v
 		out->fit = FIT_TIGHT;
 }
 
-const char *const fit_names[FIT_COUNT] = {"fits", "tight", "does not fit"};
+const char *const cost_fit_names[FIT_COUNT] = {"fits", "tight", "does not fit"};
 
 /* The transformer layer of op i: N for an op named "layers.N.…" (a
  * generator's layers), -1 for the ops around them (embedding, head). */

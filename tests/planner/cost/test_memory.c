@@ -168,14 +168,14 @@ Test(memory, verdict_band)
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		struct cost_verdict v;
 		cost_memory_verdict(cases[k].peak_gb * 1e9, 80e9, &v);
-		cr_expect_eq(v.fit, cases[k].fit, "%.1f GB: %s", cases[k].peak_gb, fit_names[v.fit]);
+		cr_expect_eq(v.fit, cases[k].fit, "%.1f GB: %s", cases[k].peak_gb, cost_fit_names[v.fit]);
 		cr_expect(fabs(v.low_bytes - 0.95 * cases[k].peak_gb * 1e9) < 1,
 		          "%.1f GB", cases[k].peak_gb);
 		cr_expect(fabs(v.high_bytes - 1.05 * cases[k].peak_gb * 1e9) < 1,
 		          "%.1f GB", cases[k].peak_gb);
 		cr_expect(fabs(v.margin_bytes - (80 - cases[k].peak_gb) * 1e9) < 1);
 	}
-	cr_expect_str_eq(fit_names[FIT_TIGHT], "tight");
+	cr_expect_str_eq(cost_fit_names[FIT_TIGHT], "tight");
 }
 
 /* ------------------------------------ Megatron-LM's theoretical memory */
