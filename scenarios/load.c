@@ -26,8 +26,8 @@ _Static_assert(PLANNER_COUNT == 5, "planner_names must list every planner");
 _Static_assert(SCHED_COUNT == 3, "schedule_names must list every schedule");
 _Static_assert(RECOMPUTE_COUNT == 3, "recompute_names must list every mode");
 const char *const precision_names[PRECISION_COUNT] = {
-        "auto", "megatron-bf16", "megatron-fp16", "fp32", "mindformers-fp16",
-        "mindformers-fp16-fp32-weights"};
+        "auto", "megatron-bf16", "megatron-fp16", "fp32", "mindformers",
+        "mindformers-fp32-weights"};
 _Static_assert(PRECISION_COUNT == 6, "precision_names must list every recipe");
 _Static_assert(FIDELITY_COUNT == 3, "fidelity_names must list every fidelity");
 _Static_assert(COLL_COUNT == 8, "collective_algo_names must list every algorithm");
@@ -739,21 +739,22 @@ static bool read_cuts(struct loader *L, const struct jv *v)
 	return ok;
 }
 
-/* The dtype a precision recipe computes the parameters in (DT_COUNT:
- * any, "auto"). */
-static enum dtype precision_weight_dtype(enum precision_recipe r)
+/* Whether a precision recipe trains parameters of dtype d (MindFormers'
+ * compute_dtype: float16 on Ascend 910A, float16 or bfloat16 on 910B). */
+static bool precision_takes(enum precision_recipe r, enum dtype d)
 {
 	switch (r) {
 	case PRECISION_MEGATRON_BF16:
-		return DT_BF16;
+		return d == DT_BF16;
 	case PRECISION_FP32:
-		return DT_FP32;
+		return d == DT_FP32;
 	case PRECISION_MEGATRON_FP16:
-	case PRECISION_MINDFORMERS_FP16:
+		return d == DT_FP16;
+	case PRECISION_MINDFORMERS:
 	case PRECISION_MINDFORMERS_FP32_WEIGHTS:
-		return DT_FP16;
+		return d == DT_FP16 || d == DT_BF16;
 	default:
-		return DT_COUNT;
+		return true;
 	}
 }
 
@@ -853,11 +854,16 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		         "zero_stage 1 or 2, not %lld", (long long)zero);
 		ok = false;
 	}
-	enum dtype want = precision_weight_dtype(t->precision), have;
-	if (want != DT_COUNT && param_dtype(L->s->graph, &have) && have != want) {
+	enum dtype have;
+	if (param_dtype(L->s->graph, &have) && !precision_takes(t->precision, have)) {
 		jv_get(&v, "precision", &f);
 		jv_error(&f, "the recipe \"%s\" trains %s parameters; the model's are %s",
-		         precision_names[prec], dtype_names[want], dtype_names[have]);
+		         precision_names[prec],
+		         t->precision == PRECISION_MEGATRON_BF16 ? "bf16"
+		         : t->precision == PRECISION_FP32        ? "fp32"
+		         : t->precision == PRECISION_MEGATRON_FP16 ? "fp16"
+		                                                 : "fp16 or bf16",
+		         dtype_names[have]);
 		ok = false;
 	}
 	if (t->virtual_stages > 1 && sched != SCHED_INTERLEAVED_1F1B) {

@@ -82,15 +82,15 @@ extern const char *const recompute_names[RECOMPUTE_COUNT];
 /* How the model state is held (docs/cost-models.md, "Precision recipes"):
  * auto by the parameters' dtype (Megatron-LM's recipe for bf16 and fp16,
  * plain fp32 Adam); Megatron-LM's bf16 with fp32 gradient accumulation
- * (main_grad) and its fp16 with loss scaling; MindFormers on Ascend, fp16
- * compute with loss scaling, its weights (and its accumulated gradients,
- * cloned from them) in fp16 or fp32. */
+ * (main_grad) and its fp16 with loss scaling; MindFormers on Ascend (fp16
+ * with loss scaling, or bf16), its weights and its accumulated gradients
+ * (cloned from them) in the compute dtype or in fp32 (param_init_type). */
 enum precision_recipe {
 	PRECISION_AUTO,
 	PRECISION_MEGATRON_BF16,
 	PRECISION_MEGATRON_FP16,
 	PRECISION_FP32,
-	PRECISION_MINDFORMERS_FP16,
+	PRECISION_MINDFORMERS,
 	PRECISION_MINDFORMERS_FP32_WEIGHTS,
 	PRECISION_COUNT
 };

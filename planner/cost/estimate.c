@@ -106,7 +106,8 @@ double cost_kernel_class_backward_factor(int cls)
  * (MindFormers': AdamW updates the weight in place from the accumulated
  * gradient) reads the gradient once, unscales it in place under fp16's
  * loss scale, takes its norm, and reads and writes the weight and the two
- * moments: mindformers-fp16 2 + 4 + 2 + 2 + 4 + 16 = 30 B. */
+ * moments: mindformers on fp16 4 (unscale) + 2 (norm) + 2 + 4 + 16 = 28 B,
+ * on bf16 24 B. */
 static double optimizer_step_bytes(enum precision_recipe r, enum dtype dt)
 {
 	struct cost_state_bytes b;

@@ -46,8 +46,9 @@ void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_
 	case PRECISION_FP32:          /* the weight is the master */
 		*out = (struct cost_state_bytes){4, 4, 0, 8};
 		return;
-	case PRECISION_MINDFORMERS_FP16: /* fp16 weight, accu_grads cloned from it, fp32 moments */
-		*out = (struct cost_state_bytes){2, 2, 0, 8};
+	case PRECISION_MINDFORMERS: /* fp16 or bf16 weight, accu_grads cloned from it, fp32
+	                               moments */
+		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), (double)dtype_bytes(dt), 0, 8};
 		return;
 	case PRECISION_MINDFORMERS_FP32_WEIGHTS: /* param_init_type float32: the same in fp32 */
 		*out = (struct cost_state_bytes){4, 4, 0, 8};

@@ -139,17 +139,18 @@ Test(memory, model_state_per_parameter)
 /* MindFormers on Ascend (mindformers/wrapper/wrapper.py: accu_grads =
  * weights.clone(prefix="accu_grads"), the weights' dtype;
  * mindformers/core/optim/adamw.py: clone_state makes both moments
- * float32; no master copy): fp16 weights 2 + 2 + 8 = 12 bytes, fp32
- * weights (param_init_type float32) 4 + 4 + 8 = 16. */
+ * float32; no master copy): fp16 or bf16 weights 2 + 2 + 8 = 12 bytes,
+ * fp32 weights (param_init_type float32) 4 + 4 + 8 = 16. */
 Test(memory, mindformers_state_per_parameter)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(PRECISION_MINDFORMERS_FP16, DT_FP16, &b);
+	cost_state_bytes(PRECISION_MINDFORMERS, DT_FP16, &b);
 	cr_expect_eq(b.weight, 2);
 	cr_expect_eq(b.grad, 2);
 	cr_expect_eq(b.master, 0);
 	cr_expect_eq(b.moments, 8);
-	cr_expect_eq(state(PRECISION_MINDFORMERS_FP16, DT_FP16), 12);
+	cr_expect_eq(state(PRECISION_MINDFORMERS, DT_FP16), 12);
+	cr_expect_eq(state(PRECISION_MINDFORMERS, DT_BF16), 12);
 	cr_expect_eq(state(PRECISION_MINDFORMERS_FP32_WEIGHTS, DT_FP16), 16);
 	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MINDFORMERS_FP32_WEIGHTS, DT_FP16), 4);
 }
@@ -323,8 +324,8 @@ Test(memory, precision_recipes_in_the_estimate)
 		double w, g, o;
 	} want[] = {{"auto", 2, 2, 16},
 	            {"megatron-fp16", 2, 2, 16},
-	            {"mindformers-fp16", 2, 2, 8},
-	            {"mindformers-fp16-fp32-weights", 4, 4, 8}};
+	            {"mindformers", 2, 2, 8},
+	            {"mindformers-fp32-weights", 4, 4, 8}};
 	double elems = 0;
 	for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
 		char tr[128];
