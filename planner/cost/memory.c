@@ -2,13 +2,16 @@
  * and the activations the backward pass really keeps (docs/cost-models.md,
  * "Memory").
  *
- * Model state per local parameter element, mixed-precision Adam as
- * Megatron-LM holds it (its distributed-optimizer table): bf16 weights
- * with fp32 gradient accumulation (2 + 4 bytes) and an fp32 master copy
- * and two fp32 moments (12 bytes); fp16 weights and fp16 gradients (2 + 2)
- * with fp32 master weights, master gradients and moments (16); fp32
- * weights and gradients (4 + 4) with two moments (8). ZeRO divides the
- * state, then the gradients, then the weights over the data-parallel group.
+ * Model state per local parameter element by the scenario's precision
+ * recipe: mixed-precision Adam as Megatron-LM holds it (its
+ * distributed-optimizer table): bf16 weights with fp32 gradient
+ * accumulation (2 + 4 bytes) and an fp32 master copy and two fp32 moments
+ * (12 bytes); fp16 weights and fp16 gradients (2 + 2) with fp32 master
+ * weights, master gradients and moments (16); fp32 weights and gradients
+ * (4 + 4) with two moments (8); or as MindFormers holds it: weights and
+ * accumulated gradients in one dtype, fp32 moments, no master copy. ZeRO
+ * divides the state, then the gradients, then the weights over the
+ * data-parallel group. The verdict: the peak +- 5% against the device.
  *
  * Activations: each op saves for its backward what its gradient reads
  * (Korthikanti et al. 2022, §4): a MatMul its non-parameter inputs, GeLU
@@ -20,7 +23,8 @@
  * smaller of its producer's layout and the reader's (Megatron keeps the
  * sequence-parallel input of a column-parallel MatMul split and gathers it
  * again in backward; a norm the plan runs after the gather counts as run
- * before it). Recomputation as Megatron does it: selective drops
+ * before it; under sequence parallelism the embedding's output is held
+ * split, as Megatron reduce-scatters it). Recomputation as Megatron does it: selective drops
  * what the attention cores save (their inputs from outside the core stay),
  * full keeps only each transformer layer's input (the ops named
  * "layers.N.", the generators' names; a chunk with no such ops is one
@@ -148,13 +152,18 @@ static bool has_gradient(const struct tensor *t)
  * (LanguageModelEmbedding, reduce_scatter_embeddings): what the ops before
  * the first transformer layer make is held split over the tensor-parallel
  * group, where a plan may run them replicated over it. The copies of op
- * op's output l over its replica axes when op comes before the first op
- * of a transformer layer (first_layer; -1: the graph has none), else 1. */
-static double embedding_scatter(const struct plan *p, int first_layer, int op,
+ * op's output l (tensor t) over its replica axes when op comes before the
+ * first op of a transformer layer (first_layer; -1: the graph has none)
+ * and t carries the batch's tokens (dimension 0 the graph's batch, or its
+ * batch x sequence: not a position table), else 1. */
+static double embedding_scatter(const struct plan *p, int first_layer, int op, int t,
                                 const struct layout *l)
 {
+	const struct graph *g = p->graph;
+	const struct tensor *tt = &g->tensors[t];
+	int64_t tokens = g->gen && g->gen->seq > 0 ? g->batch * g->gen->seq : -1;
 	if (!p->scenario || !p->scenario->training.sequence_parallel || l->partial ||
-	    op >= first_layer)
+	    op >= first_layer || tt->rank < 2 || (tt->dims[0] != g->batch && tt->dims[0] != tokens))
 		return 1;
 	uint32_t rep = layout_replica_axes(l);
 	double copies = 1;
@@ -175,7 +184,7 @@ static double held_bytes(const struct plan *p, int fl, const struct dist_op *d, 
 	if (pr >= 0) {
 		const struct dist_op *src = &p->ops[pr];
 		const struct layout *out = &src->out[plan_output_index(&g->ops[pr], t)];
-		double q = layout_local_bytes(out) / embedding_scatter(p, fl, pr, out);
+		double q = layout_local_bytes(out) / embedding_scatter(p, fl, pr, t, out);
 		b = q < b ? q : b;
 	}
 	return b;
@@ -263,7 +272,7 @@ static int op_saved(const struct plan *p, int fl, const uint8_t *attn, int op,
 		break;
 	case OP_DROPOUT:
 		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->out[0]) /
-		                                   embedding_scatter(p, fl, op, &d->out[0])};
+		                                   embedding_scatter(p, fl, op, o->out[0], &d->out[0])};
 		break;
 	case OP_LAYERNORM:
 	case OP_RMSNORM: {
