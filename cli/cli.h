@@ -66,11 +66,19 @@ struct graph *cli_load_graph(struct arena *a, const char *path, struct diag_list
 
 /* Human-readable figures: "312 TFLOP/s", "1.2 TB/s", "80 GB", "1 us". */
 const char *cli_si(char *buf, size_t size, double value, const char *unit);
-/* Whether `memory` bytes per device fit `hbm`: "" when they do, else
- * "OOM (N B over)" with a leading separator `sep`. */
+/* The memory verdict of a predicted peak `memory` on a device of `hbm`
+ * bytes (cost_memory_verdict: the peak +- 5%): "fits (71 of 80 GB)",
+ * "tight (77-83 of 80 GB)" (the band), "does not fit (105 of 80 GB)". */
+const char *cli_verdict_text(char *buf, size_t size, double memory, double hbm);
+/* "" when the peak fits, else the verdict after a separator `sep`. */
 const char *cli_oom_text(char *buf, size_t size, const char *sep, double memory, double hbm);
-/* The same as JSON members of obj: "oom" (bool) and "oom_overflow_bytes"
- * (0 when it fits). */
+/* The verdict as JSON members of obj: "memory_verdict" ("fits", "tight",
+ * "does not fit"), "memory_low_bytes", "memory_high_bytes" (the band) and
+ * "memory_margin_bytes" (the device's memory less the peak). */
+void cli_json_verdict(struct cJSON *obj, double memory, double hbm);
+/* As JSON members of obj: "oom" (bool: the band is over the device's
+ * memory, "does not fit") and "oom_overflow_bytes" (the peak over it; 0
+ * when it is under), and cli_json_verdict's. */
 void report_json_oom(struct cJSON *obj, double memory, double hbm);
 /* "pipeline" and "training" members: stages, schedule, bubble, per stage
  * times and memory; ZeRO stage, recomputation, sequence parallelism. */

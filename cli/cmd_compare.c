@@ -423,7 +423,9 @@ static void search_csv(const struct scenario *s, const struct search_result *r,
 		else
 			cli_csv_str(&c, NULL);
 		cli_csv_num(&c, k->memory_bytes);
-		cli_csv_str(&c, k->oom_overflow_bytes > 0 ? "true" : "false");
+		struct cost_verdict v;  /* OOM: the band over the memory (cost_memory_verdict) */
+		cost_memory_verdict(k->memory_bytes, s->topo->device.hbm_bytes, &v);
+		cli_csv_str(&c, v.fit == FIT_NO ? "true" : "false");
 		cli_csv_end(&c);
 	}
 }

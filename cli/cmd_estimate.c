@@ -26,7 +26,9 @@ static void help(FILE *f)
 	        "once. Prints the iteration time, steps per iteration, the compute and\n"
 	        "communication time, the breakdown by category (seconds and share),\n"
 	        "memory per device (parameters, gradients, optimizer state,\n"
-	        "activations) against the device's HBM, the reference's dimensionless\n"
+	        "activations) against the device's HBM with its verdict (\"fits (71 of\n"
+	        "80 GB)\", \"tight (77-83 of 80 GB)\": the peak +- 5%% straddles the HBM,\n"
+	        "\"does not fit (105 of 80 GB)\"), the reference's dimensionless\n"
 	        "rec cost, and the ops that take the most time. No overlap and no\n"
 	        "contention: those are the simulator's, but for collectives that run\n"
 	        "inside a computation (a context-parallel ring; with\n"
@@ -65,11 +67,16 @@ static void help(FILE *f)
 	        "                  a head tied to the embedding: bytes sent, seconds;\n"
 	        "                  part of gradient_s), \"optimizer_s\", \"in_flight\",\n"
 	        "                  \"memory_bytes\"}]}),\n"
-	        "                  \"training\" ({\"zero_stage\", \"recompute\",\n"
+	        "                  \"training\" ({\"zero_stage\", \"recompute\", \"precision\",\n"
 	        "                  \"sequence_parallel\", \"context_parallel\",\n"
 	        "                  \"expert_parallel\"}),\n"
-	        "                  \"memory_bytes_per_device\", \"oom\",\n"
-	        "                  \"oom_overflow_bytes\" (over the HBM; 0 when it fits),\n"
+	        "                  \"memory_bytes_per_device\", \"oom\" (the band is over\n"
+	        "                  the HBM: \"does not fit\"), \"memory_verdict\" (\"fits\",\n"
+	        "                  \"tight\" or \"does not fit\"), \"memory_low_bytes\",\n"
+	        "                  \"memory_high_bytes\" (the band: the peak +- 5%%,\n"
+	        "                  docs/cost-models.md), \"memory_margin_bytes\" (the\n"
+	        "                  HBM less the peak), \"oom_overflow_bytes\" (the peak\n"
+	        "                  over the HBM; 0 when under),\n"
 	        "                  \"rec_cost\",\n"
 	        "                  \"compute_fallback\" and \"ops\" (every op, graph order:\n"
 	        "                  {\"name\", \"kind\", \"compute_forward_s\",\n"
@@ -217,16 +224,19 @@ static void text_memory(const struct plan *p, const struct estimate *e)
 	double v[] = {e->param_bytes, e->grad_bytes, e->optimizer_bytes, e->activation_bytes,
 	              e->buffer_bytes, e->reserve_bytes};
 	double hbm = p->scenario->topo->device.hbm_bytes;
-	char b1[32], b2[32], oom[48];
-	printf("\nmemory per device (the largest: stage %d; ZeRO %d, recompute %s)\n",
-	       e->memory_stage, p->scenario->training.zero_stage,
-	       recompute_names[p->scenario->training.recompute]);
+	char b1[32], b2[32], verdict[96];
+	const struct training *tr = &p->scenario->training;
+	printf("\nmemory per device (the largest: stage %d; ZeRO %d, recompute %s, precision %s)\n",
+	       e->memory_stage, tr->zero_stage, recompute_names[tr->recompute],
+	       precision_names[tr->precision]);
 	for (size_t k = 0; k < SL_COUNTOF(names); k++)
 		printf("  %-18s %s\n", names[k], cli_si(b1, sizeof b1, v[k], "B"));
-	printf("  %-18s %s of %s HBM (%.1f%%)%s\n", "total",
+	printf("  %-18s %s of %s HBM (%.1f%%)\n", "total",
 	       cli_si(b1, sizeof b1, e->memory_bytes_per_device, "B"), cli_si(b2, sizeof b2, hbm, "B"),
-	       share(e->memory_bytes_per_device, hbm),
-	       cli_oom_text(oom, sizeof oom, ": ", e->memory_bytes_per_device, hbm));
+	       share(e->memory_bytes_per_device, hbm));
+	printf("  %-18s %s, margin %s (band: the peak +- 5%%)\n", "verdict",
+	       cli_verdict_text(verdict, sizeof verdict, e->memory_bytes_per_device, hbm),
+	       cli_si(b1, sizeof b1, hbm - e->memory_bytes_per_device, "B"));
 	printf("\nrec cost (dimensionless)  %.6g\n", plan_rec_cost(p));
 }
 

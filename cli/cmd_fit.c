@@ -23,9 +23,10 @@ static void help(FILE *f)
 	        "\n"
 	        "Answer the study's capacity question from the rows `shardlab sweep`\n"
 	        "stored in FILE (the database must have been written for this study's\n"
-	        "inputs). A point meets the goal when it fits the device memory and,\n"
-	        "when the goal has \"days\" or a \"budget\", trains within them.\n"
-	        "Prints:\n"
+	        "inputs). A point meets the goal when it fits the device memory (its\n"
+	        "peak +- 5%% under it: a \"tight\" point, whose band straddles the\n"
+	        "memory, is counted apart and never chosen) and, when the goal has\n"
+	        "\"days\" or a \"budget\", trains within them. Prints:\n"
 	        "  - per cluster family, the smallest cluster (fewest devices) with a\n"
 	        "    point that meets the goal, and there the fastest configuration;\n"
 	        "  - the fastest, the cheapest and the least-energy points overall\n"
@@ -35,11 +36,12 @@ static void help(FILE *f)
 	        "Each choice shows the cluster, servers, devices, global batch,\n"
 	        "configuration, iteration time, MFU, effective time to train (with\n"
 	        "failures, restarts and checkpoints: docs/studies.md, \"Goodput\") and\n"
-	        "goodput, device-hours, energy and cost (in the study's currency),\n"
-	        "with the simulated iteration time where the sweep simulated the point.\n"
-	        "Every choice is made on the effective time. The figures are priced\n"
-	        "from the study file as it is now: a change of its goal, prices, power,\n"
-	        "currency or goodput needs no new sweep.\n"
+	        "goodput, device-hours, energy and cost (in the study's currency), its\n"
+	        "memory (\"fits (71 of 80 GB)\"), with the simulated iteration time\n"
+	        "where the sweep simulated the point. Every choice is made on the\n"
+	        "effective time. The figures are priced from the study file as it is\n"
+	        "now: a change of its goal, prices, power, currency or goodput needs no\n"
+	        "new sweep.\n"
 	        "\n"
 	        "options:\n"
 	        "  --db FILE  the sweep's database (required)\n"
@@ -67,12 +69,14 @@ static void help(FILE *f)
 	        "             \"time_to_train_s\" (ideal), \"goodput\",\n"
 	        "             \"checkpoint_interval_s\", \"interruptions\",\n"
 	        "             \"effective_time_s\", \"device_hours\", \"energy_kwh\", \"cost\",\n"
-	        "             \"sim_iteration_s\"} (null where unknown)\n"
+	        "             \"sim_iteration_s\", \"memory_verdict\", \"memory_low_bytes\",\n"
+	        "             \"memory_high_bytes\", \"memory_margin_bytes\"} (null where\n"
+	        "             unknown); \"tight\": the points tight on memory\n"
 	        "  --csv      one line per choice: role,cluster,device_kind,servers,\n"
 	        "             devices,global_batch,config,iteration_s,tokens_per_s,mfu,\n"
 	        "             memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,\n"
 	        "             sim_iteration_s,goodput,checkpoint_interval_s,interruptions,\n"
-	        "             effective_time_s (role: smallest, fastest, cheapest,\n"
+	        "             effective_time_s,memory_verdict (role: smallest, fastest, cheapest,\n"
 	        "             least-energy, pareto; empty fields where unknown)\n"
 	        "\n"
 	        "exit status: 0 answered (even when no point meets the goal), 1 invalid\n"
@@ -123,6 +127,7 @@ static cJSON *json_choice(const struct fit *f, int i)
 	json_num(o, "energy_kwh", r->energy_kwh);
 	json_num(o, "cost", r->cost);
 	json_num(o, "sim_iteration_s", r->simulated ? r->sim_iteration_s : NAN);
+	cli_json_verdict(o, r->memory_bytes, r->hbm_bytes);
 	return o;
 }
 
@@ -150,7 +155,7 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	              r->interruptions, r->effective_time_s};
 	for (size_t k = 0; k < SL_COUNTOF(v); k++)
 		csv_num(v[k]);
-	printf("\n");
+	printf(",%s\n", cost_fit_names[study_row_fit(r)]);
 }
 
 static void text_head(const struct study *st)
@@ -185,6 +190,8 @@ static void text_choice(const struct fit *f, const char *label, int i)
 	       report_num_text(dh, sizeof dh, r->device_hours, 1, ""),
 	       report_num_text(e, sizeof e, r->energy_kwh, 1, " kWh"),
 	       report_num_text(cost, sizeof cost, r->cost, 1, ""));
+	char m[96];
+	printf("  %-14s memory %s\n", "", cli_verdict_text(m, sizeof m, r->memory_bytes, r->hbm_bytes));
 	if (r->simulated) {
 		char s[32];
 		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate)\n", "",
@@ -241,9 +248,11 @@ static const char *goal_text(char *buf, size_t size, const struct study *st)
 static int report(const struct fit *f, enum out_kind kind)
 {
 	const struct study *st = f->st;
-	int meet = 0;
-	for (int i = 0; i < f->n; i++)
+	int meet = 0, tight = 0;
+	for (int i = 0; i < f->n; i++) {
 		meet += study_row_meets(st, &f->rows[i]);
+		tight += f->rows[i].ok && study_row_fit(&f->rows[i]) == FIT_TIGHT;
+	}
 	int fastest = study_best(st, f->rows, f->n, -1, 0);
 	int cheapest = study_best(st, f->rows, f->n, -1, 1);
 	int greenest = study_best(st, f->rows, f->n, -1, 2);
@@ -270,6 +279,7 @@ static int report(const struct fit *f, enum out_kind kind)
 				cJSON_AddItemToArray(unc, cJSON_CreateString(st->clusters[c].name));
 		cJSON_AddNumberToObject(root, "points", f->n);
 		cJSON_AddNumberToObject(root, "meet_goal", meet);
+		cJSON_AddNumberToObject(root, "tight", tight);
 		cJSON *sm = cJSON_AddObjectToObject(root, "smallest");
 		for (int c = 0; c < st->n_clusters; c++)
 			cJSON_AddItemToObject(sm, st->clusters[c].name,
@@ -287,7 +297,7 @@ static int report(const struct fit *f, enum out_kind kind)
 		printf("role,cluster,device_kind,servers,devices,global_batch,config,iteration_s,"
 		       "tokens_per_s,mfu,memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,"
 		       "sim_iteration_s,goodput,checkpoint_interval_s,interruptions,"
-		       "effective_time_s\n");
+		       "effective_time_s,memory_verdict\n");
 		for (int c = 0; c < st->n_clusters; c++)
 			csv_choice(f, "smallest", study_smallest(st, f->rows, f->n, c));
 		csv_choice(f, "fastest", fastest);
@@ -299,8 +309,8 @@ static int report(const struct fit *f, enum out_kind kind)
 		return EXIT_OK;
 	}
 	char goal[96];
-	printf("fit %s: goal %s; %d points, %d meet the goal\n", st->name,
-	       goal_text(goal, sizeof goal, st), f->n, meet);
+	printf("fit %s: goal %s; %d points, %d meet the goal, %d tight on memory (not chosen)\n",
+	       st->name, goal_text(goal, sizeof goal, st), f->n, meet, tight);
 	goodput_text(&st->goodput);
 	for (int c = 0; c < st->n_clusters; c++)
 		cli_note_uncalibrated(stdout, st->clusters[c].topo);

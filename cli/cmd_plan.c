@@ -28,7 +28,8 @@ static void help(FILE *f)
 	        "parallel default of an op propagation never reached), the op's forward\n"
 	        "communication (kind, rank groups, bytes per device), then every\n"
 	        "redistribution between a producer and its consumer step by step, the\n"
-	        "totals per device and the count of unreached ops.\n"
+	        "totals per device, the count of unreached ops, and the estimate's\n"
+	        "peak memory per device: \"fits (71 of 80 GB)\", \"tight (...)\".\n"
 	        "\n"
 	        "options:\n%s"
 	        "  --planner NAME  propagate: MindSpore's sharding propagation from the\n"
@@ -56,6 +57,8 @@ static void help(FILE *f)
 	        "                  consumer wants the result split (default: MindSpore-\n"
 	        "                  compatible, AllReduce then StridedSlice)\n"
 	        "  --json          print JSON: explain's fields (without \"slices\") plus\n"
+	        "                  \"memory_bytes_per_device\", \"hbm_bytes\", estimate's\n"
+	        "                  \"memory_verdict\" and band,\n"
 	        "                  \"planner\", ops[].\"from\" (the op a propagated strategy\n"
 	        "                  came from, else null), ops[].\"choice\" ({\"n_candidates\",\n"
 	        "                  \"n_tied\", \"edge_bytes\", \"param_conflict\"}, null for\n"
@@ -149,6 +152,44 @@ static int export_plan(struct arena *ar, const struct plan *p, enum planner_kind
 	return rc;
 }
 
+/* The plan's peak memory per device by the estimate, and its verdict;
+ * false (nothing to say) when the plan cannot be estimated: its report
+ * stands without it. */
+static bool plan_memory(struct arena *ar, const struct plan *p, double *peak, double *hbm)
+{
+	struct diag_list d;
+	diag_list_init(&d);
+	struct estimate e;
+	bool ok = plan_estimate(ar, p, &e, &d);
+	diag_list_free(&d);
+	*peak = ok ? e.memory_bytes_per_device : 0;
+	*hbm = ok ? e.hbm_bytes : 0;
+	return ok;
+}
+
+/* The report, then its memory line: "memory per device: fits (71 of 80 GB)". */
+static void plan_memory_text(struct arena *ar, const struct plan *p, const struct report_options *o)
+{
+	report_text(p, o);
+	double peak, hbm;
+	char v[96];
+	if (plan_memory(ar, p, &peak, &hbm))
+		printf("\nmemory per device (estimate): %s\n", cli_verdict_text(v, sizeof v, peak, hbm));
+}
+
+/* The JSON report with "memory_bytes_per_device", "hbm_bytes" and the
+ * verdict (cli_json_verdict) when the plan can be estimated. */
+static cJSON *plan_memory_json(struct arena *ar, const struct plan *p, cJSON *root)
+{
+	double peak, hbm;
+	if (root && plan_memory(ar, p, &peak, &hbm)) {
+		cJSON_AddNumberToObject(root, "memory_bytes_per_device", peak);
+		cJSON_AddNumberToObject(root, "hbm_bytes", hbm);
+		cli_json_verdict(root, peak, hbm);
+	}
+	return root;
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -174,11 +215,11 @@ int cmd_plan(int argc, char **argv)
 	if (!p || to_stdout || rc != EXIT_OK)
 		;
 	else if (a.json)
-		rc = report_print_json(report_json(p, &o), "plan");
+		rc = report_print_json(plan_memory_json(ar, p, report_json(p, &o)), "plan");
 	else if (a.csv)
 		report_csv(p);
 	else
-		report_text(p, &o);
+		plan_memory_text(ar, p, &o);
 	diag_list_free(&d);
 	arena_free(ar);
 	return rc;

@@ -35,7 +35,8 @@ static void help(FILE *f)
 	        "configuration (the megatron-search space or the study's list). Each\n"
 	        "point becomes a row of the SQLite database FILE (docs/formats.md, \"The\n"
 	        "sweep database\"): the inputs' hash, the cluster, the configuration,\n"
-	        "the estimate (iteration time, tokens/s, MFU, memory per device, OOM,\n"
+	        "the estimate (iteration time, tokens/s, MFU, memory per device, OOM:\n"
+	        "its band, the peak +- 5%%, over the device's memory,\n"
 	        "compute / communication / bubble and every category), and for the\n"
 	        "goal: iterations, time to train, device-hours, energy (kWh) and cost.\n"
 	        "\n"
@@ -55,7 +56,8 @@ static void help(FILE *f)
 	        "Progress (points done / total, rate, time left) goes to stderr when it\n"
 	        "is a terminal; one summary line goes to stdout at the end:\n"
 	        "  sweep NAME: N points (C computed, S already stored), F fit memory,\n"
-	        "  X failed; K simulated; FILE\n"
+	        "  T tight (the band around the peak straddles the device's memory:\n"
+	        "  neither fit nor OOM, never chosen by fit), X failed; K simulated; FILE\n"
 	        "\n"
 	        "Under mpirun (a build with MPI, docs/studies.md) rank 0 writes the\n"
 	        "database and deals units of work out to the other ranks as they ask;\n"
@@ -415,14 +417,16 @@ static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 	struct arena *a = arena_new();
 	struct study_row *rows;
 	int n = a ? study_store_rows(sw->store, a, &rows, sw->err, sizeof sw->err) : -1;
-	int64_t fit = 0, failed = 0;
+	int64_t fit = 0, tight = 0, failed = 0;
 	for (int i = 0; i < n; i++) {
-		fit += rows[i].ok && !rows[i].oom;
+		fit += rows[i].ok && study_row_fit(&rows[i]) == FIT_YES;
+		tight += rows[i].ok && study_row_fit(&rows[i]) == FIT_TIGHT;
 		failed += !rows[i].ok;
 	}
 	printf("sweep %s: %" PRId64 " points (%" PRId64 " computed, %" PRId64 " already stored), "
-	       "%" PRId64 " fit memory, %" PRId64 " failed; %" PRId64 " simulated; %s\n",
-	       sw->st->name, sw->n_points, sw->computed, sw->stored, fit, failed, n_sim, db);
+	       "%" PRId64 " fit memory, %" PRId64 " tight, %" PRId64 " failed; %" PRId64
+	       " simulated; %s\n",
+	       sw->st->name, sw->n_points, sw->computed, sw->stored, fit, tight, failed, n_sim, db);
 	int64_t refused[SEARCH_RULE_COUNT];
 	if (study_refused(sw->st, refused))
 		report_refused_text(stdout, refused);

@@ -1,6 +1,7 @@
 /* common.c — what the subcommands share: printing diagnostics, loading a
  * topology or a graph from whichever kind of file the user names, and
  * readable SI figures. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -143,13 +144,48 @@ struct graph *cli_load_graph(struct arena *a, const char *path, struct diag_list
 	return load_either(a, path, d, MODEL_FORMAT).graph;
 }
 
+/* Gigabytes (10^9 B) as the verdict writes them: whole above 10, else
+ * two significant digits. */
+static const char *gb(char *buf, size_t size, double bytes)
+{
+	double g = bytes / 1e9;
+	snprintf(buf, size, fabs(g) >= 9.5 ? "%.0f" : "%.2g", g);
+	return buf;
+}
+
+const char *cli_verdict_text(char *buf, size_t size, double memory, double hbm)
+{
+	struct cost_verdict v;
+	char a[32], b[32], c[32];
+	cost_memory_verdict(memory, hbm, &v);
+	if (v.fit == FIT_TIGHT)
+		snprintf(buf, size, "tight (%s-%s of %s GB)", gb(a, sizeof a, v.low_bytes),
+		         gb(b, sizeof b, v.high_bytes), gb(c, sizeof c, hbm));
+	else
+		snprintf(buf, size, "%s (%s of %s GB)", cost_fit_names[v.fit], gb(a, sizeof a, memory),
+		         gb(c, sizeof c, hbm));
+	return buf;
+}
+
 const char *cli_oom_text(char *buf, size_t size, const char *sep, double memory, double hbm)
 {
-	if (!(memory > hbm))
+	struct cost_verdict v;
+	cost_memory_verdict(memory, hbm, &v);
+	if (v.fit == FIT_YES)
 		return "";
-	char over[32];
-	snprintf(buf, size, "%sOOM (%s over)", sep, cli_si(over, sizeof over, memory - hbm, "B"));
+	char t[96];
+	snprintf(buf, size, "%s%s", sep, cli_verdict_text(t, sizeof t, memory, hbm));
 	return buf;
+}
+
+void cli_json_verdict(struct cJSON *obj, double memory, double hbm)
+{
+	struct cost_verdict v;
+	cost_memory_verdict(memory, hbm, &v);
+	cJSON_AddStringToObject(obj, "memory_verdict", cost_fit_names[v.fit]);
+	cJSON_AddNumberToObject(obj, "memory_low_bytes", v.low_bytes);
+	cJSON_AddNumberToObject(obj, "memory_high_bytes", v.high_bytes);
+	cJSON_AddNumberToObject(obj, "memory_margin_bytes", v.margin_bytes);
 }
 
 const char *cli_si(char *buf, size_t size, double value, const char *unit)

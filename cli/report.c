@@ -776,7 +776,10 @@ cJSON *report_json(const struct plan *p, const struct report_options *o)
 
 void report_json_oom(cJSON *obj, double memory, double hbm)
 {
-	cJSON_AddBoolToObject(obj, "oom", memory > hbm);
+	struct cost_verdict v;
+	cost_memory_verdict(memory, hbm, &v);
+	cJSON_AddBoolToObject(obj, "oom", v.fit == FIT_NO);
+	cli_json_verdict(obj, memory, hbm);
 	cJSON_AddNumberToObject(obj, "oom_overflow_bytes", memory > hbm ? memory - hbm : 0);
 }
 
@@ -827,6 +830,7 @@ void report_json_pipeline(cJSON *obj, const struct plan *p, const struct estimat
 	cJSON *tr = cJSON_AddObjectToObject(obj, "training");
 	cJSON_AddNumberToObject(tr, "zero_stage", t->zero_stage);
 	cJSON_AddStringToObject(tr, "recompute", recompute_names[t->recompute]);
+	cJSON_AddStringToObject(tr, "precision", precision_names[t->precision]);
 	cJSON_AddBoolToObject(tr, "sequence_parallel", t->sequence_parallel);
 	cJSON_AddNumberToObject(tr, "context_parallel",
 	                        (double)(t->context_parallel > 1 ? t->context_parallel : 1));

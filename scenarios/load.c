@@ -25,6 +25,10 @@ const char *const collective_algo_names[COLL_COUNT] = {
 _Static_assert(PLANNER_COUNT == 5, "planner_names must list every planner");
 _Static_assert(SCHED_COUNT == 3, "schedule_names must list every schedule");
 _Static_assert(RECOMPUTE_COUNT == 3, "recompute_names must list every mode");
+const char *const precision_names[PRECISION_COUNT] = {
+        "auto", "megatron-bf16", "megatron-fp16", "fp32", "mindformers",
+        "mindformers-fp32-weights"};
+_Static_assert(PRECISION_COUNT == 6, "precision_names must list every recipe");
 _Static_assert(FIDELITY_COUNT == 3, "fidelity_names must list every fidelity");
 _Static_assert(COLL_COUNT == 8, "collective_algo_names must list every algorithm");
 
@@ -783,6 +787,39 @@ static bool read_cuts(struct loader *L, const struct jv *v)
 	return ok;
 }
 
+/* Whether a precision recipe trains parameters of dtype d (MindFormers'
+ * compute_dtype: float16 on Ascend 910A, float16 or bfloat16 on 910B). */
+static bool precision_takes(enum precision_recipe r, enum dtype d)
+{
+	switch (r) {
+	case PRECISION_MEGATRON_BF16:
+		return d == DT_BF16;
+	case PRECISION_FP32:
+		return d == DT_FP32;
+	case PRECISION_MEGATRON_FP16:
+		return d == DT_FP16;
+	case PRECISION_MINDFORMERS:
+	case PRECISION_MINDFORMERS_FP32_WEIGHTS:
+		return d == DT_FP16 || d == DT_BF16;
+	default:
+		return true;
+	}
+}
+
+/* The dtype of the graph's first floating-point parameter; false when it
+ * has none. */
+static bool param_dtype(const struct graph *g, enum dtype *out)
+{
+	for (int i = 0; g && i < g->n_tensors; i++) {
+		enum dtype d = g->tensors[i].dtype;
+		if (g->tensors[i].role == TENSOR_PARAM && (d == DT_FP32 || d == DT_FP16 || d == DT_BF16)) {
+			*out = d;
+			return true;
+		}
+	}
+	return false;
+}
+
 static bool read_training(struct loader *L, const struct jv *obj)
 {
 	static const char *const keys[] = {"global_batch",  "micro_batches", "pipeline_stages",
@@ -792,9 +829,10 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "expert_parallel", "tensor_parallel",
 	                                   "context_parallel", "flash_attention",
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
-	                                   "tp_comm_overlap", "overlap_param_gather", NULL};
+	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
+	                                   NULL};
 	struct training *t = &L->s->training;
-	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE;
+	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO;
 	int64_t zero = 0;
 	t->dtype = L->s->graph && L->s->graph->n_ops ? L->s->graph->ops[0].dtype : DT_FP32;
 	struct jv v;
@@ -817,6 +855,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = opt_enum(&v, "schedule", schedule_names, SCHED_COUNT, SCHED_1F1B, &sched) && ok;
 	ok = opt_enum(&v, "recompute", recompute_names, RECOMPUTE_COUNT, RECOMPUTE_NONE, &rec) && ok;
 	ok = jv_opt_int(&v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
+	ok = opt_enum(&v, "precision", precision_names, PRECISION_COUNT, PRECISION_AUTO, &prec) && ok;
 	ok = jv_opt_bool(&v, "sequence_parallel", false, &t->sequence_parallel) && ok;
 	ok = jv_opt_bool(&v, "flash_attention", false, &t->flash_attention) && ok;
 	bool fused_accumulation = true;
@@ -839,6 +878,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	t->schedule = (enum pipeline_schedule)sched;
 	t->recompute = (enum recompute_mode)rec;
 	t->zero_stage = (int)zero;
+	t->precision = (enum precision_recipe)prec;
 	/* Relations between fields; a field that failed to read stands at its
 	 * default here, so each problem is reported once. */
 	struct jv f;
@@ -860,6 +900,18 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_error(&f, "the parameter all-gather overlapped is the distributed optimizer's "
 		         "(Megatron-LM's --overlap-param-gather needs --use-distributed-optimizer): "
 		         "zero_stage 1 or 2, not %lld", (long long)zero);
+		ok = false;
+	}
+	enum dtype have;
+	if (param_dtype(L->s->graph, &have) && !precision_takes(t->precision, have)) {
+		jv_get(&v, "precision", &f);
+		jv_error(&f, "the recipe \"%s\" trains %s parameters; the model's are %s",
+		         precision_names[prec],
+		         t->precision == PRECISION_MEGATRON_BF16 ? "bf16"
+		         : t->precision == PRECISION_FP32        ? "fp32"
+		         : t->precision == PRECISION_MEGATRON_FP16 ? "fp16"
+		                                                 : "fp16 or bf16",
+		         dtype_names[have]);
 		ok = false;
 	}
 	if (t->virtual_stages > 1 && sched != SCHED_INTERLEAVED_1F1B) {

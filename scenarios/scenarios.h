@@ -79,6 +79,23 @@ extern const char *const schedule_names[SCHED_COUNT];
 enum recompute_mode { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
 extern const char *const recompute_names[RECOMPUTE_COUNT];
 
+/* How the model state is held (docs/cost-models.md, "Precision recipes"):
+ * auto by the parameters' dtype (Megatron-LM's recipe for bf16 and fp16,
+ * plain fp32 Adam); Megatron-LM's bf16 with fp32 gradient accumulation
+ * (main_grad) and its fp16 with loss scaling; MindFormers on Ascend (fp16
+ * with loss scaling, or bf16), its weights and its accumulated gradients
+ * (cloned from them) in the compute dtype or in fp32 (param_init_type). */
+enum precision_recipe {
+	PRECISION_AUTO,
+	PRECISION_MEGATRON_BF16,
+	PRECISION_MEGATRON_FP16,
+	PRECISION_FP32,
+	PRECISION_MINDFORMERS,
+	PRECISION_MINDFORMERS_FP32_WEIGHTS,
+	PRECISION_COUNT
+};
+extern const char *const precision_names[PRECISION_COUNT];
+
 /* coarse: one transfer per rank per collective phase, and a collective no
  * other traffic can touch by its formula (sim/run.c); phase: the transfers
  * for every collective; step: every algorithm step a message. */
@@ -102,6 +119,7 @@ struct training {
 	enum pipeline_schedule schedule;
 	enum recompute_mode recompute;
 	int zero_stage;               /* 0..3 */
+	enum precision_recipe precision; /* the model state's bytes per parameter */
 	enum dtype dtype;             /* compute dtype */
 	double gradient_bucket_bytes; /* gradient all-reduces fused up to this size (0: none) */
 	bool sequence_parallel;       /* Megatron's: LayerNorm/Dropout split along the sequence */

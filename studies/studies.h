@@ -252,8 +252,12 @@ bool study_store_cluster_names(struct study_store *s, struct arena *a, int n_clu
 
 /* --------------------------------------------------------------- fit */
 
-/* The points that fit memory, and meet the deadline and the budget when
- * the goal has them (effective time, cost). */
+/* A point's memory class (cost_memory_verdict of its peak on its
+ * device): fits, tight (the band straddles the memory: its own class,
+ * never chosen) or does not fit (oom). */
+enum fit_class study_row_fit(const struct study_row *r);
+/* The points that fit memory (with the band: not tight), and meet the
+ * deadline and the budget when the goal has them (effective time, cost). */
 bool study_row_meets(const struct study *st, const struct study_row *r);
 /* Best by key among rows meeting the goal: 0 time to train, 1 cost,
  * 2 energy; ties: fewer devices, then order. -1 when none. `cluster` -1:

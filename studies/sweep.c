@@ -266,7 +266,7 @@ static void fill_from_estimate(const struct study *st, struct study_row *r,
 	r->iteration_s = e->iteration_s;
 	r->memory_bytes = e->memory_bytes_per_device;
 	r->hbm_bytes = e->hbm_bytes;
-	r->oom = e->oom_overflow_bytes > 0;
+	r->oom = study_row_fit(r) == FIT_NO;
 	r->compute_s = e->compute_s;
 	r->comm_s = e->comm_s;
 	r->bubble_s = e->bubble_s;
@@ -376,9 +376,16 @@ bool study_simulate(struct arena *a, const struct study *st, struct study_row *r
 
 /* ------------------------------------------------------------------ fit */
 
+enum fit_class study_row_fit(const struct study_row *r)
+{
+	struct cost_verdict v;
+	cost_memory_verdict(r->memory_bytes, r->hbm_bytes, &v);
+	return v.fit;
+}
+
 bool study_row_meets(const struct study *st, const struct study_row *r)
 {
-	if (!r->ok || r->oom)
+	if (!r->ok || r->oom || study_row_fit(r) != FIT_YES)
 		return false;
 	if (st->goal.budget > 0 && !(r->cost <= st->goal.budget))
 		return false;

@@ -49,7 +49,9 @@ void validation_run_training(struct arena *a, const struct validation_training_r
 	out->est_value = validation_predicted(row, out->est_s);
 	out->est_err = validation_error_pct(out->est_value, row->value);
 	out->memory_bytes = est->memory_bytes_per_device;
-	out->oom = est->oom_overflow_bytes > 0;
+	struct cost_verdict v;  /* OOM: the band is over the memory, "does not fit" */
+	cost_memory_verdict(est->memory_bytes_per_device, est->hbm_bytes, &v);
+	out->oom = v.fit == FIT_NO;
 	if (!o->estimate_only) {
 		const struct scenario *s = p->scenario;
 		struct sim_options so = {.fidelity = s->sim.fidelity, .algo = s->sim.collective_algo,

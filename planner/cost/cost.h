@@ -703,19 +703,40 @@ double cost_cp_ring_s(const struct topology *t, const int64_t *ranks, int cp, do
 
 /* --------------------------------------------------------------- memory */
 
-/* Model state per local parameter element of dtype dt, mixed-precision
- * Adam as Megatron-LM holds it (memory.c): the weight, its gradient (fp32
- * accumulation for bf16 and fp32 weights), the optimizer's state (fp32
- * master weights, master gradients for fp16, two fp32 moments). */
-double cost_param_bytes_per_elem(enum dtype dt);
-double cost_grad_bytes_per_elem(enum dtype dt);
-double cost_optimizer_bytes_per_elem(enum dtype dt);
+/* Model state per local parameter element of dtype dt under a precision
+ * recipe (memory.c; docs/cost-models.md, "Precision recipes"): the weight
+ * as it is held, its gradient (accumulation buffer), the optimizer's
+ * master copies (fp32 weight, and fp32 gradient for Megatron's fp16) and
+ * its state (Adam's two fp32 moments). PRECISION_AUTO picks Megatron-LM's
+ * recipe of dt (bf16, fp16) or plain fp32 Adam; a dtype that is not
+ * trained holds its weight only. */
+struct cost_state_bytes {
+	double weight, grad, master, moments;
+};
+void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out);
+double cost_param_bytes_per_elem(enum precision_recipe r, enum dtype dt);
+double cost_grad_bytes_per_elem(enum precision_recipe r, enum dtype dt);
+/* master + moments: what ZeRO stage 1 divides */
+double cost_optimizer_bytes_per_elem(enum precision_recipe r, enum dtype dt);
 /* The bytes a gradient bucket's collective moves: its gradients in the
  * dtype they are kept in (fp32 for bf16 weights: Megatron-LM accumulates
  * and all-reduces bf16 models' gradients in fp32), where b->bytes counts
  * them in the parameters' dtype. The estimate and the lowering both use
  * it. */
-double cost_bucket_wire_bytes(const struct plan_bucket *b);
+double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r);
+
+/* Whether a predicted peak fits a device (memory.c; docs/cost-models.md,
+ * "Fits, tight, does not fit"): the band [low, high] is the peak ± 5%; it
+ * fits when high is at most the capacity, does not fit when low is over
+ * it, and is tight otherwise. */
+enum fit_class { FIT_YES, FIT_TIGHT, FIT_NO, FIT_COUNT };
+extern const char *const cost_fit_names[FIT_COUNT];   /* "fits", "tight", "does not fit" */
+struct cost_verdict {
+	enum fit_class fit;
+	double peak_bytes, low_bytes, high_bytes, capacity_bytes;
+	double margin_bytes;                        /* capacity - peak (negative: over) */
+};
+void cost_memory_verdict(double peak_bytes, double capacity_bytes, struct cost_verdict *out);
 
 /* The activations chunk ch of a plan keeps per micro-batch for its
  * backward (*stored), by what each op's gradient reads and the scenario's

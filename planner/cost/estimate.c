@@ -102,13 +102,22 @@ double cost_kernel_class_backward_factor(int cls)
  *   - Adam (apex's FusedAdam): the gradient read, the fp32 master (the
  *     weight itself for fp32) and two moments read and written, 4 + 24;
  *   - the master copied back to the weight: read 4, write w (not fp32).
- * fp16 52 B, bf16 38 B, fp32 32 B. */
-static double optimizer_step_bytes(enum dtype dt)
+ * fp16 52 B, bf16 38 B, fp32 32 B. A recipe without a master copy
+ * (MindFormers': AdamW updates the weight in place from the accumulated
+ * gradient) reads the gradient once, unscales it in place under fp16's
+ * loss scale, takes its norm, and reads and writes the weight and the two
+ * moments: mindformers on fp16 4 (unscale) + 2 (norm) + 2 + 4 + 16 = 28 B,
+ * on bf16 24 B. */
+static double optimizer_step_bytes(enum precision_recipe r, enum dtype dt)
 {
-	double w = (double)dtype_bytes(dt), f = (double)dtype_bytes(DT_FP32);
-	double g = cost_grad_bytes_per_elem(dt);
-	double copy = g < f ? g + f : 0, unscale = dt == DT_FP16 ? 2 * f : 0, norm = f;
-	double adam = 7 * f, back = dt != DT_FP32 ? f + w : 0;
+	struct cost_state_bytes b;
+	cost_state_bytes(r, dt, &b);
+	double w = b.weight, g = b.grad, f = (double)dtype_bytes(DT_FP32);
+	bool master = b.master > 0, scaled = dt == DT_FP16;
+	if (!master)
+		return (scaled ? 2 * g : 0) + g + g + 2 * w + 4 * f;
+	double copy = g < f ? g + f : 0, unscale = scaled ? 2 * f : 0, norm = f;
+	double adam = 7 * f, back = f + w;
 	return copy + unscale + norm + adam + back;
 }
 
@@ -143,6 +152,7 @@ struct est_ctx {
 	const uint32_t *fused;   /* per op: plan_fused_input_grads, NULL without a plan's edges */
 	const uint8_t *attn;     /* per op: plan_attention_fused with flash_attention, else NULL */
 	bool add_grads;          /* training.separate_grad_accumulation */
+	enum precision_recipe prec;  /* training.precision */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
 	struct cost_algo_lines *pool;
@@ -338,7 +348,7 @@ static double grad_add_s(const struct est_ctx *c, const struct dist_op *d)
 			continue;
 		double elems = (double)layout_local_elems(&d->in[i]);
 		struct cost_work w = {0, elems * ((double)dtype_bytes(t->dtype) +
-		                                  2 * cost_grad_bytes_per_elem(t->dtype)), 0, 0, 0};
+		                                  2 * cost_grad_bytes_per_elem(c->prec, t->dtype)), 0, 0, 0};
 		s += cost_compute_s(&c->t->device, t->dtype, &w, NULL);
 	}
 	return s;
@@ -407,7 +417,6 @@ static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_o
 		int i = inputs[k];
 		const struct tensor *t = &g->tensors[o->in[i]];
 		double elems = (double)layout_local_elems(&d->in[i]);
-		double bytes = elems * (double)dtype_bytes(t->dtype);
 		if (sync[k]) {
 			struct pricer pr = {c, 0};
 			struct plan_coll_sink sk = {price, &pr};
@@ -415,13 +424,13 @@ static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_o
 			eo->gradient_s += pr.s;
 			e->category_s[EST_GRADIENT_SYNC] += pr.s;
 		}
-		double u = elems * optimizer_step_bytes(t->dtype) /
+		double u = elems * optimizer_step_bytes(c->prec, t->dtype) /
 		           (c->t->device.hbm_bps * c->t->device.memory_efficiency);
 		e->category_s[EST_OPTIMIZER] += u;
 		opt += u;
-		e->param_bytes += bytes;
-		e->grad_bytes += elems * cost_grad_bytes_per_elem(t->dtype);
-		e->optimizer_bytes += elems * cost_optimizer_bytes_per_elem(t->dtype);
+		e->param_bytes += elems * cost_param_bytes_per_elem(c->prec, t->dtype);
+		e->grad_bytes += elems * cost_grad_bytes_per_elem(c->prec, t->dtype);
+		e->optimizer_bytes += elems * cost_optimizer_bytes_per_elem(c->prec, t->dtype);
 	}
 	return opt;
 }
@@ -574,7 +583,8 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	*c = (struct est_ctx){.g = g, .t = s->topo, .scratch = a, .e = e, .steps = steps,
 	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots,
 	                      .slow = cost_straggler_factor(&s->topo->device, s->devices),
-	                      .add_grads = s->training.separate_grad_accumulation};
+	                      .add_grads = s->training.separate_grad_accumulation,
+	                      .prec = s->training.precision};
 	c->reads = plan_param_reads(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
 	if (s->training.flash_attention)
@@ -753,7 +763,7 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_mem
 	}
 	const struct plan_bucket *b = m->sync[z].b;
 	for (int k = 0; k < m->sync[z].n; k++) {
-		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k]));
+		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k], c->prec));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
 		*(zero >= 2 ? micro_s : once_s) += t;
@@ -894,7 +904,7 @@ static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p
 				seen = part_stage(pp, pp->chunk_of[sr[x].op]) == s;
 			if (!seen)
 				bytes[s] += (double)layout_local_elems(&p->ops[sr[k].op].in[sr[k].in]) *
-				            cost_grad_bytes_per_elem(g->tensors[sr[k].tensor].dtype);
+				            cost_grad_bytes_per_elem(c->prec, g->tensors[sr[k].tensor].dtype);
 		}
 	}
 	if (!any)
@@ -960,11 +970,14 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double gathered = 0;
 		for (int k = 0; k < m->n_params; k++) {
 			const struct param_rec *r = &m->params[k];
-			es->mem.params += r->bytes / (zero >= 3 ? r->dp : 1);
-			es->mem.grads += r->elems * cost_grad_bytes_per_elem(r->dtype) / (zero >= 2 ? r->dp : 1);
-			es->mem.optimizer += r->elems * cost_optimizer_bytes_per_elem(r->dtype) /
+			es->mem.params += r->elems * cost_param_bytes_per_elem(c->prec, r->dtype) /
+			                  (zero >= 3 ? r->dp : 1);
+			es->mem.grads += r->elems * cost_grad_bytes_per_elem(c->prec, r->dtype) /
+			                 (zero >= 2 ? r->dp : 1);
+			es->mem.optimizer += r->elems * cost_optimizer_bytes_per_elem(c->prec, r->dtype) /
 			                     (zero >= 1 ? r->dp : 1);
-			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) * optimizer_step_bytes(r->dtype) /
+			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) *
+			                   optimizer_step_bytes(c->prec, r->dtype) /
 			                   (c->t->device.hbm_bps * c->t->device.memory_efficiency);
 			gathered += r->synced ? r->bytes : 0;
 			if (k + 1 == m->n_params || m->params[k + 1].op != r->op) {

@@ -2,13 +2,16 @@
  * and the activations the backward pass really keeps (docs/cost-models.md,
  * "Memory").
  *
- * Model state per local parameter element, mixed-precision Adam as
- * Megatron-LM holds it (its distributed-optimizer table): bf16 weights
- * with fp32 gradient accumulation (2 + 4 bytes) and an fp32 master copy
- * and two fp32 moments (12 bytes); fp16 weights and fp16 gradients (2 + 2)
- * with fp32 master weights, master gradients and moments (16); fp32
- * weights and gradients (4 + 4) with two moments (8). ZeRO divides the
- * state, then the gradients, then the weights over the data-parallel group.
+ * Model state per local parameter element by the scenario's precision
+ * recipe: mixed-precision Adam as Megatron-LM holds it (its
+ * distributed-optimizer table): bf16 weights with fp32 gradient
+ * accumulation (2 + 4 bytes) and an fp32 master copy and two fp32 moments
+ * (12 bytes); fp16 weights and fp16 gradients (2 + 2) with fp32 master
+ * weights, master gradients and moments (16); fp32 weights and gradients
+ * (4 + 4) with two moments (8); or as MindFormers holds it: weights and
+ * accumulated gradients in one dtype, fp32 moments, no master copy. ZeRO
+ * divides the state, then the gradients, then the weights over the
+ * data-parallel group. The verdict: the peak +- 5% against the device.
  *
  * Activations: each op saves for its backward what its gradient reads
  * (Korthikanti et al. 2022, §4): a MatMul its non-parameter inputs, GeLU
@@ -20,7 +23,8 @@
  * smaller of its producer's layout and the reader's (Megatron keeps the
  * sequence-parallel input of a column-parallel MatMul split and gathers it
  * again in backward; a norm the plan runs after the gather counts as run
- * before it). Recomputation as Megatron does it: selective drops
+ * before it; under sequence parallelism the embedding's output is held
+ * split, as Megatron reduce-scatters it). Recomputation as Megatron does it: selective drops
  * what the attention cores save (their inputs from outside the core stay),
  * full keeps only each transformer layer's input (the ops named
  * "layers.N.", the generators' names; a chunk with no such ops is one
@@ -33,33 +37,97 @@
 
 #include "cost-int.h"
 
-double cost_param_bytes_per_elem(enum dtype dt)
+void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out)
 {
-	return (double)dtype_bytes(dt);
-}
-
-double cost_grad_bytes_per_elem(enum dtype dt)
-{
-	return dt == DT_FP16 ? 2 : 4; /* bf16 and fp32: fp32 accumulation buffers */
-}
-
-double cost_optimizer_bytes_per_elem(enum dtype dt)
-{
-	switch (dt) {
-	case DT_FP32:
-		return 8;  /* two fp32 moments */
-	case DT_FP16:
-		return 16; /* fp32 master weights, master gradients, two moments */
+	switch (r) {
+	case PRECISION_MEGATRON_BF16: /* bf16 weight, fp32 main_grad, fp32 master + moments */
+		*out = (struct cost_state_bytes){2, 4, 4, 8};
+		return;
+	case PRECISION_MEGATRON_FP16: /* fp16 weight and gradient; fp32 master weight and
+	                                 gradient, moments */
+		*out = (struct cost_state_bytes){2, 2, 8, 8};
+		return;
+	case PRECISION_FP32:          /* the weight is the master */
+		*out = (struct cost_state_bytes){4, 4, 0, 8};
+		return;
+	case PRECISION_MINDFORMERS: /* fp16 or bf16 weight, accu_grads cloned from it, fp32
+	                               moments */
+		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), (double)dtype_bytes(dt), 0, 8};
+		return;
+	case PRECISION_MINDFORMERS_FP32_WEIGHTS: /* param_init_type float32: the same in fp32 */
+		*out = (struct cost_state_bytes){4, 4, 0, 8};
+		return;
 	default:
-		return 12; /* fp32 master weights, two moments */
+		break;
+	}
+	switch (dt) {
+	case DT_FP16:
+		cost_state_bytes(PRECISION_MEGATRON_FP16, dt, out);
+		return;
+	case DT_FP32:
+		cost_state_bytes(PRECISION_FP32, dt, out);
+		return;
+	case DT_BF16:
+		cost_state_bytes(PRECISION_MEGATRON_BF16, dt, out);
+		return;
+	default: /* not trained: its bytes, nothing else */
+		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), 0, 0, 0};
+		return;
 	}
 }
 
-double cost_bucket_wire_bytes(const struct plan_bucket *b)
+double cost_param_bytes_per_elem(enum precision_recipe r, enum dtype dt)
+{
+	struct cost_state_bytes b;
+	cost_state_bytes(r, dt, &b);
+	return b.weight;
+}
+
+double cost_grad_bytes_per_elem(enum precision_recipe r, enum dtype dt)
+{
+	struct cost_state_bytes b;
+	cost_state_bytes(r, dt, &b);
+	return b.grad;
+}
+
+double cost_optimizer_bytes_per_elem(enum precision_recipe r, enum dtype dt)
+{
+	struct cost_state_bytes b;
+	cost_state_bytes(r, dt, &b);
+	return b.master + b.moments;
+}
+
+double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r)
 {
 	double w = (double)dtype_bytes(b->dtype);
-	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(b->dtype) / w : b->bytes;
+	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(r, b->dtype) / w : b->bytes;
 }
+
+/* The band around a predicted peak (docs/cost-models.md, "Fits, tight,
+ * does not fit"): Megatron-LM's theoretical memory adds 5% for the
+ * optimizer's and other temporaries (overhead_factor = 1.05 in
+ * megatron/training/theoretical_memory_usage.py), which the model does not
+ * list, and the caching allocator's fragmentation comes on top on the
+ * same order; the model's own error against the closed forms is a few
+ * percent the other way. */
+#define MEMORY_BAND 0.05
+
+void cost_memory_verdict(double peak_bytes, double capacity_bytes, struct cost_verdict *out)
+{
+	out->peak_bytes = peak_bytes;
+	out->capacity_bytes = capacity_bytes;
+	out->low_bytes = peak_bytes * (1 - MEMORY_BAND);
+	out->high_bytes = peak_bytes * (1 + MEMORY_BAND);
+	out->margin_bytes = capacity_bytes - peak_bytes;
+	if (!(out->high_bytes > capacity_bytes))
+		out->fit = FIT_YES;
+	else if (out->low_bytes > capacity_bytes)
+		out->fit = FIT_NO;
+	else
+		out->fit = FIT_TIGHT;
+}
+
+const char *const cost_fit_names[FIT_COUNT] = {"fits", "tight", "does not fit"};
 
 /* The transformer layer of op i: N for an op named "layers.N.…" (a
  * generator's layers), -1 for the ops around them (embedding, head). */
@@ -79,9 +147,35 @@ static bool has_gradient(const struct tensor *t)
 	return t->dtype == DT_FP32 || t->dtype == DT_FP16 || t->dtype == DT_BF16;
 }
 
+/* Megatron-LM's embedding under sequence parallelism reduce-scatters its
+ * output into the sequence-parallel region before its dropout
+ * (LanguageModelEmbedding, reduce_scatter_embeddings): what the ops before
+ * the first transformer layer make is held split over the tensor-parallel
+ * group, where a plan may run them replicated over it. The copies of op
+ * op's output l (tensor t) over its replica axes when op comes before the
+ * first op of a transformer layer (first_layer; -1: the graph has none)
+ * and t carries the batch's tokens (dimension 0 the graph's batch, or its
+ * batch x sequence: not a position table), else 1. */
+static double embedding_scatter(const struct plan *p, int first_layer, int op, int t,
+                                const struct layout *l)
+{
+	const struct graph *g = p->graph;
+	const struct tensor *tt = &g->tensors[t];
+	int64_t tokens = g->gen && g->gen->seq > 0 ? g->batch * g->gen->seq : -1;
+	if (!p->scenario || !p->scenario->training.sequence_parallel || l->partial ||
+	    op >= first_layer || tt->rank < 2 || (tt->dims[0] != g->batch && tt->dims[0] != tokens))
+		return 1;
+	uint32_t rep = layout_replica_axes(l);
+	double copies = 1;
+	for (int x = 0; x < l->dm.n; x++)
+		if (rep & (1u << x))
+			copies *= (double)l->dm.size[x];
+	return copies;
+}
+
 /* The smaller of the layout op d reads of input i and the layout its
- * producer hands on. */
-static double held_bytes(const struct plan *p, const struct dist_op *d, int i)
+ * producer hands on (split as Megatron holds the embedding's output). */
+static double held_bytes(const struct plan *p, int fl, const struct dist_op *d, int i)
 {
 	const struct graph *g = p->graph;
 	int t = g->ops[d->op].in[i];
@@ -89,7 +183,8 @@ static double held_bytes(const struct plan *p, const struct dist_op *d, int i)
 	int pr = g->tensors[t].producer;
 	if (pr >= 0) {
 		const struct dist_op *src = &p->ops[pr];
-		double q = layout_local_bytes(&src->out[plan_output_index(&g->ops[pr], t)]);
+		const struct layout *out = &src->out[plan_output_index(&g->ops[pr], t)];
+		double q = layout_local_bytes(out) / embedding_scatter(p, fl, pr, t, out);
 		b = q < b ? q : b;
 	}
 	return b;
@@ -100,20 +195,20 @@ static double held_bytes(const struct plan *p, const struct dist_op *d, int i)
  * redistribution per edge) is, for memory, what Megatron runs before the
  * gather: its statistics and its output are held at the size of its input
  * before the gather. The fraction, 1 for any other op. */
-static double gathered_norm(const struct plan *p, int op)
+static double gathered_norm(const struct plan *p, int fl, int op)
 {
 	const struct op *o = &p->graph->ops[op];
 	if (o->kind != OP_LAYERNORM && o->kind != OP_RMSNORM)
 		return 1;
 	double in = layout_local_bytes(&p->ops[op].in[0]);
-	return in > 0 ? held_bytes(p, &p->ops[op], 0) / in : 1;
+	return in > 0 ? held_bytes(p, fl, &p->ops[op], 0) / in : 1;
 }
 
 /* The bytes a rank holds of input i of op d when it is saved. */
-static double saved_input_bytes(const struct plan *p, const struct dist_op *d, int i)
+static double saved_input_bytes(const struct plan *p, int fl, const struct dist_op *d, int i)
 {
 	int pr = p->graph->tensors[p->graph->ops[d->op].in[i]].producer;
-	return held_bytes(p, d, i) * (pr >= 0 ? gathered_norm(p, pr) : 1);
+	return held_bytes(p, fl, d, i) * (pr >= 0 ? gathered_norm(p, fl, pr) : 1);
 }
 
 /* A tensor an op saves for its backward, and its bytes on one rank; a mask
@@ -127,7 +222,7 @@ struct saved {
  * FlashAttention: plan_attention_fused) fuses the attention: the kernel
  * keeps Q, K, V and each query row's log-sum-exp (fp32), never the scores
  * or the probabilities. */
-static int op_saved(const struct plan *p, const uint8_t *attn, int op,
+static int op_saved(const struct plan *p, int fl, const uint8_t *attn, int op,
                     struct saved keep[SIG_MAX_TENSORS + 2])
 {
 	const struct graph *g = p->graph;
@@ -139,7 +234,7 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 		return 0;
 	if (part == ATTN_SCORES) {
 		for (int i = 0; i < 2; i++)
-			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		int64_t shape[GRAPH_MAX_RANK];
 		layout_local_shape(&d->out[0], shape);
 		double rows = (double)layout_local_elems(&d->out[0]) / (double)shape[d->out[0].rank - 1];
@@ -147,7 +242,7 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 		return n;
 	}
 	if (part == ATTN_CONTEXT) {
-		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, d, 1)};
+		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, fl, d, 1)};
 		return n;
 	}
 	switch (o->kind) {
@@ -155,7 +250,7 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 	case OP_BATCHMATMUL:
 		for (int i = 0; i < o->n_in && i < 2; i++)
 			if (g->tensors[o->in[i]].role != TENSOR_PARAM)
-				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		break;
 	case OP_MUL:
 		/* dA = dY·B, dB = dY·A: each input is kept when the other needs a
@@ -163,12 +258,12 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 		for (int i = 0; i < o->n_in && i < 2; i++) {
 			const struct tensor *other = &g->tensors[o->in[1 - i]];
 			if (g->tensors[o->in[i]].role != TENSOR_PARAM && has_gradient(other))
-				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		}
 		break;
 	case OP_GELU:
 	case OP_SILU:
-		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, d, 0)};
+		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, fl, d, 0)};
 		break;
 	case OP_RELU:
 	case OP_SIGMOID: /* σ' = σ(1 - σ): the output */
@@ -176,34 +271,35 @@ static int op_saved(const struct plan *p, const uint8_t *attn, int op,
 		keep[n++] = (struct saved){o->out[0], layout_local_bytes(&d->out[0])};
 		break;
 	case OP_DROPOUT:
-		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->out[0])};
+		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->out[0]) /
+		                                   embedding_scatter(p, fl, op, o->out[0], &d->out[0])};
 		break;
 	case OP_LAYERNORM:
 	case OP_RMSNORM: {
-		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, d, 0)};
+		keep[n++] = (struct saved){o->in[0], saved_input_bytes(p, fl, d, 0)};
 		int64_t shape[GRAPH_MAX_RANK], row = 1;
 		layout_local_shape(&d->in[0], shape);
 		for (int k = o->attrs.axis; k < d->in[0].rank; k++)
 			row *= shape[k];
 		double rows = row > 0 ? (double)layout_local_elems(&d->in[0]) / (double)row : 0;
 		keep[n++] = (struct saved){-1, rows * 4 * (o->kind == OP_LAYERNORM ? 2 : 1) *
-		                                   gathered_norm(p, op)};
+		                                   gathered_norm(p, fl, op)};
 		break;
 	}
 	case OP_SOFTMAXCROSSENTROPY:
 		keep[n++] = (struct saved){-1, (double)layout_local_elems(&d->in[0]) * 4};
 		break;
 	case OP_MOEDISPATCH: /* the index, to send the slots' gradients back */
-		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, d, 1)};
+		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, fl, d, 1)};
 		break;
 	case OP_MOECOMBINE: /* dProbs reads the slots; dSlots the index and probabilities */
 		for (int i = 0; i < o->n_in; i++)
-			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+			keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		break;
 	case OP_GATHER:
 		for (int i = 0; i < o->n_in; i++)
 			if (!has_gradient(&g->tensors[o->in[i]]))
-				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, d, i)};
+				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		break;
 	default:
 		break; /* additions, casts, views, reductions, slices: nothing */
@@ -225,6 +321,7 @@ struct cost_act_scratch {
 	struct seen chunk, layer;
 	struct saved *rec;       /* what every op saves (op_saved), op after op */
 	int *first;              /* [n_ops + 1]: op i's are rec[first[i] .. first[i + 1]) */
+	int first_layer;         /* the first op of a transformer layer; -1: none */
 };
 
 static bool seen_init(struct arena *a, struct seen *s, int n)
@@ -271,7 +368,7 @@ static bool saved_records(struct arena *a, struct cost_act_scratch *x)
 		return false;
 	for (int i = 0; i < n_ops; i++) {
 		struct saved keep[SIG_MAX_TENSORS + 2];
-		int k = op_saved(p, attn, i, keep);
+		int k = op_saved(p, x->first_layer, attn, i, keep);
 		if (n + k > cap) {
 			struct saved *r = arena_grow(a, x->rec, (size_t)n, (size_t)(2 * cap), sizeof(*r));
 			if (!r)
@@ -294,6 +391,10 @@ struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct plan
 	if (!x)
 		return NULL;
 	x->p = p;
+	x->first_layer = -1;
+	for (int i = 0; i < g->n_ops && x->first_layer < 0; i++)
+		if (layer_of(&g->ops[i]) >= 0)
+			x->first_layer = i;
 	if (!seen_init(a, &x->chunk, g->n_tensors) || !seen_init(a, &x->layer, g->n_tensors) ||
 	    !saved_records(a, x))
 		return NULL;
@@ -376,7 +477,7 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 					if (g->tensors[t].role == TENSOR_PARAM ||
 					    (pr >= i && pr < j) || seen_get(seen, t) > 0)
 						continue;
-					double b = saved_input_bytes(p, &p->ops[k], in);
+					double b = saved_input_bytes(p, x->first_layer, &p->ops[k], in);
 					seen_set(seen, t, b);
 					*stored += b;
 				}

@@ -18,8 +18,10 @@
  * backward, last micro-batch first), 1F1B (PipeDream-Flush: P-s-1 warm-up
  * forwards on stage s, then one forward one backward, then the cool-down
  * backwards) and Megatron-LM's interleaved 1F1B (Narayanan et al. SC21;
- * warm-up 2(P-s-1) + (v-1)P chunk forwards, chunks visited in groups of P
- * micro-batches).
+ * warm-up 2(P-s-1) + (v-1)P chunk forwards, all m v when that reaches
+ * them, chunks visited in groups of P micro-batches: megatron/core/
+ * pipeline_parallel/schedules.py, get_pp_rank_microbatches and
+ * get_schedule_table, NVIDIA/Megatron-LM at commit d98e8a6).
  *
  * Units: bytes per rank, seconds. No hot path: O(ops) for the live bytes,
  * O(levels x bisection steps x chunks x log candidates) for the partition.
@@ -440,8 +442,9 @@ int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
 		return -1;
 	if (sched == SCHED_GPIPE && v == 1)
 		warm = total;
-	else if (v > 1)
-		warm = m == P ? total : 2 * (int64_t)(P - stage - 1) + (int64_t)(v - 1) * P;
+	else if (v > 1)  /* all of them only when this reaches m v: with m = P the later
+	                    stages still alternate (get_pp_rank_microbatches) */
+		warm = 2 * (int64_t)(P - stage - 1) + (int64_t)(v - 1) * P;
 	else
 		warm = P - stage - 1;
 	if (warm > total)

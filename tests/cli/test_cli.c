@@ -885,8 +885,9 @@ Test(cli, compare_table_layout_with_fake_results)
 	cr_expect(strstr(b, "-5.0%") < strchr(b, '\n'));
 	cr_expect_not_null(strstr(line_of(t, "  C "), "failed: the batch does not split"));
 	const char *d = line_of(t, "  D ");
-	/* 40 GB on a 32 GB device: OOM by 8 GB, at the end of the row. */
-	const char *oom = "40 GB  OOM (8 GB over)\n";
+	/* 40 GB on a 32 GB device: its band, 38 - 42 GB, all over: does not
+	 * fit, at the end of the row. */
+	const char *oom = "40 GB  does not fit (40 of 32 GB)\n";
 	cr_expect(!strncmp(strchr(d, '\n') + 1 - strlen(oom), oom, strlen(oom)), "%s", t);
 	/* Estimate order A < B < D, simulation 11 < 19 < 30: every pair
 	 * concordant, tau 1. */
@@ -1042,7 +1043,9 @@ Test(cli, estimate_flags_a_plan_that_does_not_fit)
 	snprintf(args, sizeof args, "estimate --planner data-parallel %s", sc);
 	struct cli_run t = fixture_shardlab(args, false);
 	cr_expect_not_null(strstr(t.out, "of 80 GB HBM"), "%s", t.out);
-	cr_expect_not_null(strstr(t.out, ": OOM ("), "%s", t.out);
+	cr_expect_not_null(strstr(t.out, "  verdict            does not fit ("), "%s", t.out);
+	cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(j, "memory_verdict")->valuestring,
+	                 "does not fit");
 	cJSON_Delete(j);
 	free(r.out);
 	free(t.out);

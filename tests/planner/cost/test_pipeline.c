@@ -513,3 +513,147 @@ Test(pipeline, simulated_memory_peak_is_the_estimates)
 		}
 	}
 }
+
+/* ------------------------------------------------------ deep pipelines */
+
+/* Megatron-LM's schedules keep, on pipeline rank s of P
+ * (megatron/core/pipeline_parallel/schedules.py, get_pp_rank_microbatches,
+ * NVIDIA/Megatron-LM at commit d98e8a6): 1F1B P - s - 1 warm-up forwards,
+ * interleaved 2(P - s - 1) + (v - 1)P (microbatch_group_size_per_vp_stage
+ * = P by default) chunk forwards, all of them when that reaches the m v
+ * there are; then one forward before each backward, so at most
+ * warm-up + 1 units are in flight: 1F1B min(P - s, m), interleaved
+ * min(2(P - s - 1) + (v - 1)P + 1, m v) chunk units (v per micro-batch).
+ * Walked here for P 16-64 and v 2-4, every stage, m = 2P and m = P. */
+static int64_t megatron_units(int P, int v, int s, int64_t m)
+{
+	int64_t total = m * v;
+	int64_t warm = v > 1 ? 2 * (int64_t)(P - s - 1) + (int64_t)(v - 1) * P : P - s - 1;
+	warm = warm < total ? warm : total;
+	return warm < total ? warm + 1 : total;
+}
+
+static int64_t walked_units(int P, int v, int s, int64_t m)
+{
+	struct plan_part pp = {.n_stages = P, .virtual_stages = v, .n_chunks = P * v};
+	struct prog_slot *sl;
+	int n = plan_schedule(A, &pp, m, v > 1 ? SCHED_INTERLEAVED_1F1B : SCHED_1F1B, s, &sl);
+	cr_assert_eq(n, 2 * m * v);
+	int64_t cur = 0, most = 0;
+	for (int i = 0; i < n; i++) {
+		cur += sl[i].backward ? -1 : 1;
+		most = cur > most ? cur : most;
+	}
+	return most;
+}
+
+Test(pipeline, deep_pipelines_hold_what_megatron_schedules_keep)
+{
+	static const int Ps[] = {16, 32, 64}, vs[] = {1, 2, 3, 4};
+	for (size_t i = 0; i < SL_COUNTOF(Ps); i++)
+		for (size_t j = 0; j < SL_COUNTOF(vs); j++)
+			for (int64_t m = Ps[i]; m <= 2 * Ps[i]; m += Ps[i])
+				for (int s = 0; s < Ps[i]; s++) {
+					int64_t got = walked_units(Ps[i], vs[j], s, m);
+					int64_t want = megatron_units(Ps[i], vs[j], s, m);
+					cr_expect_eq(got, want, "P %d v %d m %lld stage %d: %lld units, "
+					             "Megatron %lld", Ps[i], vs[j], (long long)m, s,
+					             (long long)got, (long long)want);
+				}
+	/* by hand: P 32, v 2, stage 0: 2 x 31 + 32 + 1 = 95 chunk units =
+	 * 47.5 micro-batches, Megatron's 32 x (1 + 31/64); stage 31: 32 + 1 */
+	cr_expect_eq(walked_units(32, 2, 0, 64), 95);
+	cr_expect_eq(walked_units(32, 2, 31, 64), 33);
+	/* P 64, v 4, stage 0: 126 + 192 + 1 = 319 units */
+	cr_expect_eq(walked_units(64, 4, 0, 128), 319);
+}
+
+/* The estimate of a GPT of one layer per chunk (L = P v) on P stages, one
+ * device each: a middle stage's chunks are whole layers, each keeping
+ * Korthikanti's sbh (34 + 5as/h) + 16sb bytes (test_memory.c), so it
+ * holds that times the units in flight; and the simulation's memory track
+ * peaks where the estimate does, on every stage. */
+Test(pipeline, deep_interleaved_activations_by_hand)
+{
+	static const struct {
+		int P, v;
+	} cases[] = {{16, 1}, {16, 2}, {16, 4}, {32, 2}, {64, 3}};
+	const double s_ = 64, b_ = 1, h_ = 64, a_ = 4;
+	const double layer = s_ * b_ * h_ * (34 + 5 * a_ * s_ / h_) + 16 * s_ * b_;
+	for (size_t k = 0; k < SL_COUNTOF(cases); k++) {
+		int P = cases[k].P, v = cases[k].v;
+		int64_t m = 2 * P;
+		char gen[256], tr[256];
+		snprintf(gen, sizeof gen,
+		         "{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": %d, \"heads\": 4, "
+		         "\"seq\": 64, \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
+		         P * v);
+		snprintf(tr, sizeof tr,
+		         "{\"global_batch\": %lld, \"pipeline_stages\": %d, \"virtual_stages\": %d, "
+		         "\"schedule\": \"%s\"}",
+		         (long long)m, P, v, v > 1 ? "interleaved-1f1b" : "1f1b");
+		struct scenario *s = fixture_generated(A, &D, gen, "dgx-a100-x128", P, tr);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+		cr_assert_not_null(p);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		for (int st = 1; st + 1 < P; st++) {
+			double units = (double)megatron_units(P, v, st, m);
+			cr_expect(fabs(e.stages[st].in_flight - units / v) < 1e-12,
+			          "P %d v %d stage %d: %.3f in flight, want %.3f", P, v, st,
+			          e.stages[st].in_flight, units / v);
+			cr_expect(fabs(e.stages[st].mem.activations - units * layer) <= 1e-9 * units * layer,
+			          "P %d v %d stage %d: %.0f B, want %.0f x %.0f", P, v, st,
+			          e.stages[st].mem.activations, units, layer);
+		}
+		if (P > 32)
+			continue;  /* the simulation of the deepest is left to the estimate's walk */
+		struct program prog;
+		struct sim_result r;
+		struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
+		cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
+		cr_assert(sim_run(A, s->topo, &prog, &so, &r, &D));
+		for (int st = 0; st < e.n_stages; st++) {
+			double want = e.stages[st].mem.total;
+			double got = r.ranks[st * prog.stage_ranks].peak_memory_bytes;
+			cr_expect(fabs(got - want) <= 1e-9 * want,
+			          "P %d v %d stage %d: simulated %.0f, estimated %.0f", P, v, st, got, want);
+		}
+	}
+}
+
+/* Uneven first and last stages (Megatron-LM's
+ * --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers,
+ * here pipeline_cuts): 6 layers on 4 stages as 1 + 2 + 2 + 1, the
+ * embedding with the first and the head and loss with the last. The
+ * middle stages hold, by hand, (P - s) micro-batches of their two layers
+ * each: stage 1 3 x 2 x layer, stage 2 2 x 2 x layer. */
+Test(pipeline, uneven_first_and_last_stages)
+{
+	const double s_ = 64, b_ = 1, h_ = 64, a_ = 4;
+	const double layer = s_ * b_ * h_ * (34 + 5 * a_ * s_ / h_) + 16 * s_ * b_;
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 6, \"heads\": 4, \"seq\": 64, "
+	        "\"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
+	        "dgx-a100", 4,
+	        "{\"global_batch\": 8, \"pipeline_stages\": 4, \"pipeline_cuts\": "
+	        "[\"layers.1.ln1\", \"layers.3.ln1\", \"layers.5.ln1\"]}");
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_expect(fabs(e.stages[1].mem.activations - 3 * 2 * layer) <= 1e-9 * layer,
+	          "stage 1: %.0f B, want %.0f", e.stages[1].mem.activations, 3 * 2 * layer);
+	cr_expect(fabs(e.stages[2].mem.activations - 2 * 2 * layer) <= 1e-9 * layer,
+	          "stage 2: %.0f B, want %.0f", e.stages[2].mem.activations, 2 * 2 * layer);
+	cr_expect_eq(e.stages[0].in_flight, 4);
+	cr_expect_eq(e.stages[3].in_flight, 1);
+	/* the first stage: 4 micro-batches of one layer and the embedding,
+	 * more than one layer's 4 x layer; the last: one of a layer, the
+	 * final norm, the head and the loss's fp32 softmax (s b V 4 B) */
+	cr_expect_gt(e.stages[0].mem.activations, 4 * layer);
+	cr_expect_gt(e.stages[3].mem.activations, layer + s_ * b_ * 256 * 4);
+}
