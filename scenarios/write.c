@@ -30,6 +30,8 @@ static cJSON *training_json(const struct training *t)
 	cJSON_AddStringToObject(o, "recompute", recompute_names[t->recompute]);
 	add_num(o, "zero_stage", t->zero_stage);
 	cJSON_AddStringToObject(o, "dtype", dtype_names[t->dtype]);
+	if (t->precision != PRECISION_AUTO)
+		cJSON_AddStringToObject(o, "precision", precision_names[t->precision]);
 	add_num(o, "gradient_bucket_mb", t->gradient_bucket_bytes / (1024.0 * 1024.0));
 	if (t->tensor_parallel > 0)
 		add_num(o, "tensor_parallel", (double)t->tensor_parallel);
