@@ -151,8 +151,11 @@ struct cli_sim_outcome {
 int cli_scenario_word(const char *cmd, const char *word, const char **file);
 /* EXIT_OK when a scenario was named, else EXIT_USAGE after a message. */
 int cli_scenario_named(const char *cmd, const char *file);
-/* An option's count in [0, max] into *out; EXIT_USAGE after a message when
- * the text is not one. */
+/* An option's count in [min, max] into *out; EXIT_USAGE after a message
+ * ("takes a count from MIN to MAX, got 'TEXT'") when the text is not one. */
+int cli_parse_range(const char *cmd, const char *option, const char *text, int64_t min,
+                    int64_t max, int64_t *out);
+/* The same in [0, max]. */
 int cli_parse_count(const char *cmd, const char *option, const char *text, int64_t max,
                     int64_t *out);
 

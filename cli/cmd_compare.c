@@ -139,13 +139,8 @@ static int parse_value(const char *o, const char *v, struct args *a)
 		k = cli_parse_planner("compare", v);
 		a->planner = k;
 	} else if (!strcmp(o, "--top")) {
-		char *end;
-		long long t = strtoll(v, &end, 10);
-		if (*v == '\0' || *end != '\0' || t < 1 || t > 1000)
-			fprintf(stderr, "shardlab compare: --top takes a count from 1 to 1000, got '%s'\n",
-			        v);
-		else
-			k = 0;
+		int64_t t = 0;
+		k = cli_parse_range("compare", o, v, 1, 1000, &t) == EXIT_OK ? 0 : -1;
 		a->top = t;
 	} else if (!strcmp(o, "--collective-algo")) {
 		k = cli_parse_name("compare", o, v, collective_algo_names, COLL_COUNT);

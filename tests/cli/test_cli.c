@@ -576,6 +576,16 @@ Test(cli, plan_and_advise_usage_errors_exit_2)
 		{"advise scenarios/ffn-8p.json --top x",
 		 "shardlab advise: --top takes a count from 0 to 2147483647, got 'x'\n"},
 		{"advise a.json b.json", "shardlab advise: one scenario at a time ('b.json')\n"},
+		/* Issue 42: one range per option, the scenario file's, whatever
+		 * the number given. */
+		{"plan scenarios/ffn-8p.json --devices -8",
+		 "shardlab plan: --devices takes a count from 1 to 1073741824, got '-8'\n"},
+		{"plan scenarios/ffn-8p.json --devices 0",
+		 "shardlab plan: --devices takes a count from 1 to 1073741824, got '0'\n"},
+		{"simulate scenarios/ffn-8p.json --devices 1073741825",
+		 "shardlab simulate: --devices takes a count from 1 to 1073741824, got '1073741825'\n"},
+		{"estimate scenarios/ffn-8p.json --global-batch 0",
+		 "shardlab estimate: --global-batch takes a count from 1 to 16777216, got '0'\n"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct cli_run r = fixture_shardlab(cases[i].args, true);
