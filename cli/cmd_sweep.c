@@ -42,7 +42,11 @@ static void help(FILE *f)
 	        "A sweep that is stopped (Ctrl-C, kill -9, a lost node) resumes when\n"
 	        "run again with the same arguments: what is stored is kept and not\n"
 	        "computed again. A database written for other inputs (the study, its\n"
-	        "scenario, model or topologies changed) is refused.\n"
+	        "scenario, model or topologies changed) is refused. Every stored row\n"
+	        "carries a checksum of its figures: a row that fails it (the file was\n"
+	        "changed or damaged) is computed again, with a warning. One sweep\n"
+	        "writes a database at a time: a second one is refused while the first\n"
+	        "runs.\n"
 	        "\n"
 	        "options:\n"
 	        "  --db FILE         the SQLite database (created if absent)\n"
@@ -483,6 +487,13 @@ int cmd_sweep(int argc, char **argv)
 		if (so != STORE_OK) {
 			fprintf(stderr, "shardlab sweep: %s\n", sw.err);
 			rc = EXIT_INVALID;
+		} else if (study_store_dropped(sw.store) > 0) {
+			fprintf(stderr, "shardlab sweep: warning: %" PRId64 " stored row%s of %s failed "
+			        "the checksum of %s figures (changed or damaged since written) and %s "
+			        "computed again\n", study_store_dropped(sw.store),
+			        study_store_dropped(sw.store) == 1 ? "" : "s", args.db,
+			        study_store_dropped(sw.store) == 1 ? "its" : "their",
+			        study_store_dropped(sw.store) == 1 ? "is" : "are");
 		}
 	}
 #ifdef SHARDLAB_MPI

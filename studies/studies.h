@@ -152,17 +152,24 @@ enum study_store_open {
 	STORE_OK,
 	STORE_ERROR,                       /* message in err */
 	STORE_OTHER_INPUTS,                /* written for other inputs (err says which) */
+	STORE_BUSY,                        /* another sweep is writing it */
 };
 
 /* Opens (creating) the database for the study. With `force`, rows of
- * other inputs are deleted; without, such a database is refused. */
+ * other inputs are deleted; without, such a database is refused. One
+ * writer at a time: another sweep's database is STORE_BUSY. Every stored
+ * row is verified against its checksum, and those that fail are deleted
+ * (to be computed again; study_store_dropped says how many). */
 enum study_store_open study_store_open(const char *path, const struct study *st, bool force,
                                        struct study_store **out, char *err, size_t err_size);
 /* Opens an existing database read-only, whatever its inputs; *hash (when
- * not NULL) receives the inputs' hash it was written for. */
+ * not NULL) receives the inputs' hash it was written for. What SQLite
+ * cannot read is told in SQLite's own words. */
 bool study_store_open_ro(const char *path, struct study_store **out, uint64_t *hash,
                          char *err, size_t err_size);
 void study_store_close(struct study_store *s);
+/* The rows the writer's open deleted because they failed their checksum. */
+int64_t study_store_dropped(const struct study_store *s);
 /* Which of the unit's points are stored: done[i]; returns how many. -1 on
  * error. */
 int study_store_done(struct study_store *s, const struct study_unit *u, bool *done);
@@ -174,7 +181,8 @@ bool study_store_put(struct study_store *s, const struct study_row *rows, int n,
 bool study_store_put_sim(struct study_store *s, const struct study_row *r, char *err,
                          size_t err_size);
 /* Every row, ordered by cluster, servers, global batch, then the
- * configuration's enumeration keys; in the arena. -1 on error. */
+ * configuration's enumeration keys; in the arena. -1 on error, and when a
+ * row fails its checksum (err names it). */
 int study_store_rows(struct study_store *s, struct arena *a, struct study_row **out, char *err,
                      size_t err_size);
 /* Names of the clusters as stored (index -> name, kind), from the rows. */
