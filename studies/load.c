@@ -216,7 +216,10 @@ static bool read_clusters(struct arena *a, const char *dir, const struct jv *roo
                           struct study *st, uint64_t *h)
 {
 	struct jv v;
-	if (!jv_need(root, "clusters", &v) || !jv_is_array(&v, 1, 64))
+	if (!jv_need(root, "clusters", &v))
+		return false;
+	st->clusters_line = v.line;
+	if (!jv_is_array(&v, 1, 64))
 		return false;
 	st->n_clusters = jv_len(&v);
 	st->clusters = arena_calloc(a, (size_t)st->n_clusters, sizeof *st->clusters);

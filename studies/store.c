@@ -761,6 +761,23 @@ int64_t study_store_dropped(const struct study_store *s)
 	return s ? s->bad_rows : 0;
 }
 
+bool study_store_counts(struct study_store *s, int64_t *fit, int64_t *failed)
+{
+	sqlite3_stmt *q;
+	*fit = *failed = 0;
+	if (sqlite3_prepare_v2(s->db, "SELECT count(*) FILTER (WHERE ok AND NOT oom),"
+	                       " count(*) FILTER (WHERE NOT ok) FROM points", -1, &q, NULL) !=
+	    SQLITE_OK)
+		return false;
+	bool ok = sqlite3_step(q) == SQLITE_ROW;
+	if (ok) {
+		*fit = sqlite3_column_int64(q, 0);
+		*failed = sqlite3_column_int64(q, 1);
+	}
+	sqlite3_finalize(q);
+	return ok;
+}
+
 bool study_store_cluster_names(struct study_store *s, struct arena *a, int n_clusters,
                                const char **names, const char **kinds)
 {

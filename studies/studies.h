@@ -71,6 +71,7 @@ struct study {
 	struct search_config *configs;
 	struct study_goal goal;
 	uint64_t inputs_hash;              /* FNV-1a of every input (docs/formats.md) */
+	int clusters_line;                 /* of "clusters" in the study file */
 };
 
 /* Loads and checks a study and the scenario, model and topologies it
@@ -93,9 +94,34 @@ struct study_unit {
 
 /* Every unit of the study in a fixed order (cluster, servers, global
  * batch, then the search's order: TP, PP, micro-batch); *n of them, the
- * points they hold in *n_points. NULL when out of memory. */
+ * points they hold in *n_points. NULL when out of memory. For small
+ * studies (tests, benchmarks): a sweep walks the cells instead. */
 struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
                                int64_t *n_points);
+
+/* The study cell by cell: a cell is one (cluster, server count, global
+ * batch), cells numbered in the order above; study_cell_units gives the
+ * units of one (in the arena), so that a sweep holds one cell at a time. */
+int64_t study_n_cells(const struct study *st);
+struct study_unit *study_cell_units(struct arena *a, const struct study *st, int64_t cell,
+                                    int *n, int64_t *n_points);
+
+/* How big a study is, counted cell by cell without keeping the units. */
+struct study_size {
+	int64_t cells, units, points;
+	int max_configs;                   /* the most points a unit holds */
+};
+bool study_count(const struct study *st, struct study_size *out);
+
+/* The points a sweep takes unless told otherwise (--max-points): a
+ * sweep runs some 10^3 to 10^4 points a second, so a million is minutes
+ * to an hour, and its database some 0.5 GB (docs/studies.md). */
+#define STUDY_MAX_POINTS 1000000
+/* Counts the study (study_count) and refuses one of more than max_points
+ * points: FILE:LINE: clusters: ... with the count. False after a
+ * diagnostic. */
+bool study_check_size(const struct study *st, int64_t max_points, struct study_size *out,
+                      struct diag_list *d);
 
 /* One point's figures. */
 struct study_row {
@@ -185,6 +211,9 @@ bool study_store_put_sim(struct study_store *s, const struct study_row *r, char 
  * row fails its checksum (err names it). */
 int study_store_rows(struct study_store *s, struct arena *a, struct study_row **out, char *err,
                      size_t err_size);
+/* How many stored points fit memory, and how many failed (counted by
+ * SQLite, no row held). */
+bool study_store_counts(struct study_store *s, int64_t *fit, int64_t *failed);
 /* Names of the clusters as stored (index -> name, kind), from the rows. */
 bool study_store_cluster_names(struct study_store *s, struct arena *a, int n_clusters,
                                const char **names, const char **kinds);

@@ -106,6 +106,48 @@ static bool list_units(struct arena *a, const struct study *st, struct study_uni
 	return true;
 }
 
+int64_t study_n_cells(const struct study *st)
+{
+	int64_t n = 0;
+	for (int c = 0; c < st->n_clusters; c++)
+		n += (int64_t)st->clusters[c].n_sizes * st->n_batches;
+	return n;
+}
+
+/* The units of one cell appended to *u (*n of them, room for *cap). */
+static bool cell_units(struct arena *a, const struct study *st, int64_t cell,
+                       struct study_unit **u, int *n, int *cap, int64_t *points)
+{
+	int c = 0;
+	for (; c < st->n_clusters; c++) {
+		int64_t k = (int64_t)st->clusters[c].n_sizes * st->n_batches;
+		if (cell < k)
+			break;
+		cell -= k;
+	}
+	SL_ASSERT(c < st->n_clusters);
+	const struct study_cluster *cl = &st->clusters[c];
+	int s = (int)(cell / st->n_batches), b = (int)(cell % st->n_batches);
+	int64_t dps = cl->topo->devices_per_server;
+	struct study_unit base = {.cluster = c, .servers = cl->servers[s],
+	                          .devices = cl->servers[s] * dps,
+	                          .global_batch = st->global_batches[b]};
+	return st->search ? search_units(a, st, base, dps, u, n, cap, points)
+	                  : list_units(a, st, base, dps, u, n, cap, points);
+}
+
+struct study_unit *study_cell_units(struct arena *a, const struct study *st, int64_t cell,
+                                    int *n, int64_t *n_points)
+{
+	struct study_unit *u = NULL;
+	int cap = 0;
+	*n = 0;
+	*n_points = 0;
+	if (!cell_units(a, st, cell, &u, n, &cap, n_points))
+		return NULL;
+	return u ? u : arena_alloc(a, sizeof *u);
+}
+
 struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
                                int64_t *n_points)
 {
@@ -113,23 +155,59 @@ struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
 	int cap = 0;
 	*n = 0;
 	*n_points = 0;
-	for (int c = 0; c < st->n_clusters; c++) {
-		const struct study_cluster *cl = &st->clusters[c];
-		int64_t dps = cl->topo->devices_per_server;
-		for (int s = 0; s < cl->n_sizes; s++)
-			for (int b = 0; b < st->n_batches; b++) {
-				struct study_unit base = {.cluster = c, .servers = cl->servers[s],
-				                          .devices = cl->servers[s] * dps,
-				                          .global_batch = st->global_batches[b]};
-				bool ok = st->search ? search_units(a, st, base, dps, &u, n, &cap, n_points)
-				                     : list_units(a, st, base, dps, &u, n, &cap, n_points);
-				if (!ok)
-					return NULL;
-			}
-	}
+	for (int64_t cell = 0, cells = study_n_cells(st); cell < cells; cell++)
+		if (!cell_units(a, st, cell, &u, n, &cap, n_points))
+			return NULL;
 	if (!u)
 		u = arena_alloc(a, sizeof *u);
 	return u;
+}
+
+bool study_count(const struct study *st, struct study_size *out)
+{
+	*out = (struct study_size){.cells = study_n_cells(st), .max_configs = 1};
+	struct arena *a = NULL;
+	for (int64_t cell = 0; cell < out->cells; cell++) {
+		/* A fresh arena every few cells: what a cell allocates is dropped
+		 * once counted. */
+		if (!a || cell % 64 == 0) {
+			arena_free(a);
+			if (!(a = arena_new()))
+				return false;
+		}
+		int n;
+		int64_t points;
+		struct study_unit *u = study_cell_units(a, st, cell, &n, &points);
+		if (!u) {
+			arena_free(a);
+			return false;
+		}
+		out->units += n;
+		out->points += points;
+		for (int i = 0; i < n; i++)
+			out->max_configs = u[i].n_configs > out->max_configs ? u[i].n_configs
+			                                                     : out->max_configs;
+	}
+	arena_free(a);
+	return true;
+}
+
+bool study_check_size(const struct study *st, int64_t max_points, struct study_size *out,
+                      struct diag_list *d)
+{
+	if (!study_count(st, out)) {
+		diag_add(d, DIAG_ERROR, st->file, 0, NULL, "out of memory counting the study's points");
+		return false;
+	}
+	if (out->points <= max_points)
+		return true;
+	diag_add(d, DIAG_ERROR, st->file, st->clusters_line, "clusters",
+	         "the study has %lld points (%lld cluster sizes x global batches, %lld units), "
+	         "more than the %lld a sweep takes (--max-points N raises the limit; "
+	         "docs/studies.md, \"How big a study may be\")",
+	         (long long)out->points, (long long)out->cells, (long long)out->units,
+	         (long long)max_points);
+	return false;
 }
 
 /* ------------------------------------------------------------ one point */

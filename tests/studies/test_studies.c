@@ -91,6 +91,68 @@ Test(studies, search_space_counted_by_hand)
 	struct plan_options o = {0};
 	cr_assert(plan_search(A, &s, &o, &r, &D));
 	cr_expect_eq(r.n_configs, 1008);
+	/* Counted cell by cell without holding the units: the same 46 units,
+	 * 1008 points, one cell, and at most 36 points a unit (TP1 PP2 b1
+	 * above: 1F1B, GPipe and interleaved, x 12). */
+	struct study_size sz;
+	cr_assert(study_count(st, &sz));
+	cr_expect_eq(sz.cells, 1);
+	cr_expect_eq(sz.units, 46);
+	cr_expect_eq(sz.points, 1008);
+	cr_expect_eq(sz.max_configs, 36);
+}
+
+/* Issue 42: a study's size is known before any work. The counts of the
+ * cell-by-cell walk are those of the whole enumeration, on every shipped
+ * study; a sweep over the limit is refused with the count, up front. */
+Test(studies, count_walks_the_same_points_as_the_enumeration, .timeout = 120)
+{
+	static const char *const files[] = {"tests/data/studies/tiny.json",
+	                                    "tests/data/studies/moe.json",
+	                                    "tests/data/studies/cp.json",
+	                                    "tests/data/studies/resume.json"};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct study *st = load(files[i]);
+		int n_units;
+		int64_t n_points;
+		cr_assert_not_null(study_units(A, st, &n_units, &n_points));
+		struct study_size sz;
+		cr_assert(study_count(st, &sz));
+		cr_expect_eq(sz.units, n_units, "%s", files[i]);
+		cr_expect_eq(sz.points, n_points, "%s", files[i]);
+		int64_t cells = 0;
+		for (int c = 0; c < st->n_clusters; c++)
+			cells += (int64_t)st->clusters[c].n_sizes * st->n_batches;
+		cr_expect_eq(sz.cells, cells, "%s", files[i]);
+	}
+}
+
+Test(studies, sweep_over_the_limit_is_refused_up_front, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-limit-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400];
+	snprintf(db, sizeof db, "%s/t.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s --max-points 1007",
+	         db);
+	struct cli_run r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	/* tiny.json's "clusters" is on its line 7; 1008 points (above). */
+	cr_expect_str_eq(r.out, "tests/data/studies/tiny.json:7: clusters: the study has 1008 points "
+	                        "(1 cluster sizes x global batches, 46 units), more than the 1007 a "
+	                        "sweep takes (--max-points N raises the limit; docs/studies.md, "
+	                        "\"How big a study may be\")\n");
+	free(r.out);
+	cr_expect_eq(access(db, F_OK), -1, "nothing is written for a refused study");
+	snprintf(args, sizeof args, "check tests/data/studies/tiny.json --max-points 1007");
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "check tests/data/studies/tiny.json --max-points 1008");
+	r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	rmdir(dir);
 }
 
 /* A point's figures by hand: 8 devices, 0.1 s per iteration of which
