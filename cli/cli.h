@@ -129,7 +129,17 @@ struct cli_sim_setup {
 	double max_events;             /* refuse a program of more steps x ranks (0: the
 	                                  default, CLI_MAX_EVENTS) */
 	uint64_t seed;                 /* sim_options.seed */
+	const char *announce;          /* "simulate": say the size and the expected cost of a
+	                                  long run on stderr first (NULL: quiet) */
 };
+/* What a simulation costs, measured on the shared 2-core machine (coarse
+ * fidelity): GPT-3 175B on 1,024 ranks, 1.3e8 program steps x ranks, ran
+ * 7.6 s of CPU in 100 MB; 16,384 A100 ranks took 3 GB. A run expected to
+ * take CLI_SIM_ANNOUNCE_S or more is announced (docs/robustness.md). */
+#define CLI_SIM_S_PER_EVENT 60e-9
+#define CLI_SIM_BASE_BYTES 40e6
+#define CLI_SIM_BYTES_PER_RANK 180e3
+#define CLI_SIM_ANNOUNCE_S 10.0
 /* The default budget of a simulation: program steps x ranks
  * (sim_program_events). The largest shipped runs need ~1e9 (GPT-3 175B on
  * 8,192 ranks, about two minutes); 1e10 is hours. */
@@ -223,6 +233,12 @@ struct plan *cli_load_plan(struct arena *a, const char *file, const struct cli_p
  * simulates when stderr is a terminal, cleared at the end. */
 bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_sim_setup *o,
                        struct cli_sim_outcome *out, struct diag_list *d);
+/* What simulate and compare say before a long run: "LABEL: N ranks, M
+ * micro-batches, E program steps x ranks; expect roughly T and B of
+ * memory" into buf; true when the run is long enough to say it (an
+ * expected CLI_SIM_ANNOUNCE_S or more, or 4,096 ranks or more). */
+bool cli_sim_announce_text(char *buf, size_t size, const char *label, int64_t ranks,
+                           int64_t micro_batches, double events);
 
 /* 100 (sim / est - 1), 0 when est is not positive. */
 double report_diff_pct(double sim, double est);

@@ -107,8 +107,10 @@ static void help(FILE *f)
 	        "                        \"links\"})\n"
 	        "  -h, --help            this help\n"
 	        "\n"
-	        "A progress line is shown on stderr while it searches and simulates, when\n"
-	        "stderr is a terminal.\n"
+	        "Before a long simulation (an expected 10 s or more, or 4,096 ranks or\n"
+	        "more) one line on stderr says its size and expected cost. A progress\n"
+	        "line is shown on stderr while it searches and simulates, when stderr is\n"
+	        "a terminal.\n"
 	        "\n"
 	        "exit status: 0 success (some planners may have failed: see their rows),\n"
 	        "1 invalid scenario or no planner could plan it (diagnostics on stderr),\n"
@@ -250,6 +252,7 @@ static struct cli_sim_setup sim_setup(const struct scenario *s, const struct arg
 		.bucket_bytes = a->bucket_bytes >= 0 ? a->bucket_bytes : s->training.gradient_bucket_bytes,
 		.max_events = a->max_events,
 		.label = label,
+		.announce = "compare",
 	};
 }
 

@@ -39,6 +39,31 @@ static void sr_progress_cb(void *ctx, double simulated_s, double fraction)
 	p->shown = true;
 }
 
+/* "40 s", "12 min", "3.5 h": a wall time as a person reads it. */
+static const char *sr_duration(char *buf, size_t size, double s)
+{
+	if (s < 120)
+		snprintf(buf, size, "%.0f s", s);
+	else if (s < 7200)
+		snprintf(buf, size, "%.0f min", s / 60);
+	else
+		snprintf(buf, size, "%.1f h", s / 3600);
+	return buf;
+}
+
+bool cli_sim_announce_text(char *buf, size_t size, const char *label, int64_t ranks,
+                           int64_t micro_batches, double events)
+{
+	double expect_s = events * CLI_SIM_S_PER_EVENT;
+	char t[32], m[32];
+	double bytes = CLI_SIM_BASE_BYTES + CLI_SIM_BYTES_PER_RANK * (double)ranks;
+	snprintf(buf, size, "%s: %lld ranks, %lld micro-batch%s, %.3g program steps x ranks; "
+	         "expect roughly %s and %s of memory", label ? label : "the plan", (long long)ranks,
+	         (long long)micro_batches, micro_batches == 1 ? "" : "es", events,
+	         sr_duration(t, sizeof t, expect_s), cli_si(m, sizeof m, bytes, "B"));
+	return expect_s >= CLI_SIM_ANNOUNCE_S || ranks >= 4096;
+}
+
 bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_sim_setup *o,
                        struct cli_sim_outcome *out, struct diag_list *d)
 {
@@ -75,6 +100,13 @@ bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_s
 		         (long long)out->prog.micro_batches, out->prog.micro_batches == 1 ? "" : "es",
 		         budget);
 		return false;
+	}
+	char note[256];
+	if (o->announce && cli_sim_announce_text(note, sizeof note, o->label, out->prog.n_ranks,
+	                                         out->prog.micro_batches, events)) {
+		fprintf(stderr, "shardlab %s: %s%s\n", o->announce, note,
+		        isatty(STDERR_FILENO) ? " (progress below)" : "");
+		fflush(stderr);
 	}
 	struct sr_progress pr = {.label = o->label ? o->label : "", .last_pct = -1};
 	struct sim_options so = {.fidelity = o->fidelity, .algo = o->algo, .trace = o->trace,

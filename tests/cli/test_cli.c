@@ -1381,3 +1381,21 @@ Test(cli, cp_counts_a_ring)
 	cr_expect_eq(r.status, 1);
 	free(r.out);
 }
+
+/* Issue 42: a long simulation is announced with its size and expected
+ * cost. 16,384 ranks, 2 micro-batches, 3.6e9 steps x ranks at 60 ns each
+ * (the measured rate, cli.h) is 216 s, "4 min"; memory 40 MB + 16,384 x
+ * 180 kB = 2.989 GB. The 4-layer GPT on 32 ranks (9,410 steps) is not
+ * announced. */
+Test(cli, long_simulation_is_announced_with_its_size_and_cost)
+{
+	char buf[256];
+	cr_expect(cli_sim_announce_text(buf, sizeof buf, "megatron", 16384, 2, 3.6e9));
+	cr_expect_str_eq(buf, "megatron: 16384 ranks, 2 micro-batches, 3.6e+09 program steps x "
+	                      "ranks; expect roughly 4 min and 2.99 GB of memory");
+	cr_expect_not(cli_sim_announce_text(buf, sizeof buf, "megatron", 32, 1, 9410));
+	cr_expect_str_eq(buf, "megatron: 32 ranks, 1 micro-batch, 9.41e+03 program steps x ranks; "
+	                      "expect roughly 0 s and 45.8 MB of memory");
+	/* 4,096 ranks are announced whatever the steps. */
+	cr_expect(cli_sim_announce_text(buf, sizeof buf, NULL, 4096, 1, 1e6));
+}
