@@ -32,6 +32,10 @@
 #include <string.h>
 
 #include <gsl/gsl_errno.h>
+#ifdef SHARDLAB_OPENBLAS
+/* OpenBLAS's own entry point (cblas.h of libopenblas-dev). */
+void openblas_set_num_threads(int num_threads);
+#endif
 
 #include "verify-int.h"
 
@@ -1617,6 +1621,11 @@ bool verify_plan(struct arena *a, const struct plan *p, const struct verify_opti
 {
 	memset(out, 0, sizeof(*out));
 	gsl_set_error_handler_off();
+#ifdef SHARDLAB_OPENBLAS
+	/* One thread: the GEMMs here are small, and one thread's order of
+	 * summation is the same on every machine (byte-identical reports). */
+	openblas_set_num_threads(1);
+#endif
 	struct ctx c = {.a = a, .p = p, .o = o, .n = p->n_devices, .r = out};
 	out->scale = o->scale;
 	if (p->graph->n_ops > 0)
