@@ -1,13 +1,16 @@
 /* fuzz_loader.c — one file format's loader, chosen at build time by
  * FUZZ_KIND: 0 check (any format, what `shardlab check` does), 1 topology,
- * 2 model, 3 scenario, 4 validation. The bytes are read as the file
- * "scenarios/fuzz.json" so that the paths a scenario or a validation file
- * names resolve against the shipped files (run from the source root). */
+ * 2 model, 3 scenario, 4 validation, 5 study (loaded, then counted cell by
+ * cell and held to a limit, as check and sweep do). The bytes are read as
+ * the file "scenarios/fuzz.json" ("scenarios/studies/fuzz.json" for a
+ * study) so that the paths the file names resolve against the shipped
+ * files (run from the source root). */
 #include <cjson/cJSON.h>
 #include <string.h>
 
 #include "cli.h"
 #include "fuzz.h"
+#include "studies.h"
 #include "validation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -17,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct arena *a = arena_new();
 	memset(&doc, 0, sizeof doc);
 	diag_list_init(&d);
-	if (a && json_doc_parse(&doc, "scenarios/fuzz.json", (const char *)data, size, &d)) {
+	const char *file = FUZZ_KIND == 5 ? "scenarios/studies/fuzz.json" : "scenarios/fuzz.json";
+	if (a && json_doc_parse(&doc, file, (const char *)data, size, &d)) {
 		struct jv root;
 		switch (FUZZ_KIND) {
 		case 0: {
@@ -43,6 +47,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 4:
 			validation_load_doc(a, &doc);
 			break;
+		case 5: {
+			/* Counting takes time in proportion to the cells (cluster
+			 * sizes x global batches, up to 64 x 4096 x 4096): counted
+			 * when there are at most 10^4, which any fuzzed study reaches
+			 * through its lists' lengths. */
+			struct study *st = study_load_doc(a, &doc);
+			struct study_size sz;
+			if (st && study_n_cells(st) <= 10000 && study_check_size(st, 100000, &sz, &d))
+				SL_ASSERT(sz.points >= 0 && sz.points <= 100000 && sz.units >= 0 &&
+				          sz.max_configs >= 1);
+			break;
+		}
 		}
 	}
 	json_doc_free(&doc);
