@@ -14,33 +14,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "studies.h"
+#include "studies-int.h"
 
 /* ------------------------------------------------------------------ hash */
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
-static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n)
+uint64_t studies_fnv(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	for (size_t i = 0; i < n; i++) {
 		h ^= b[i];
-		h *= FNV_PRIME;
+		h *= STUDIES_FNV_PRIME;
 	}
 	return h;
 }
 
+
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
-	return fnv_bytes(h, s ? s : "", s ? strlen(s) + 1 : 1);
+	return studies_fnv(h, s ? s : "", s ? strlen(s) + 1 : 1);
 }
 
 static uint64_t fnv_num(uint64_t h, double x)
 {
 	char buf[40];
 	int n = snprintf(buf, sizeof buf, "%.17g;", x);
-	return fnv_bytes(h, buf, (size_t)n);
+	return studies_fnv(h, buf, (size_t)n);
 }
 
 /* A file's text (a missing one hashes as its name alone: the loader
@@ -54,7 +52,7 @@ static uint64_t fnv_file(uint64_t h, const char *path)
 	const char *err;
 	char *text = util_read_file(path, &len, &err);
 	if (text)
-		h = fnv_bytes(h, text, len);
+		h = studies_fnv(h, text, len);
 	free(text);
 	return h;
 }
@@ -380,7 +378,7 @@ struct study *study_load_doc(struct arena *a, struct json_doc *doc)
 	if (!st || !dir)
 		return NULL;
 	st->file = arena_strdup(a, doc->file);
-	uint64_t h = fnv_bytes(FNV_OFFSET, doc->text, doc->len);
+	uint64_t h = studies_fnv(STUDIES_FNV_OFFSET, doc->text, doc->len);
 	bool ok = jv_keys(&root, keys);
 	const char *str;
 	if (jv_req_string(&root, "name", &str))

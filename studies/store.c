@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "studies.h"
+#include "studies-int.h"
 
 struct study_store {
 	sqlite3 *db;
@@ -82,22 +82,10 @@ _Static_assert(EST_CATEGORY_COUNT == 11, "the points table has a column per cate
 
 /* ------------------------------------------------------------ checksum */
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= FNV_PRIME;
-	}
-	return h;
-}
 
 static uint64_t fnv_i64(uint64_t h, int64_t v)
 {
-	return fnv(h, &v, sizeof v);
+	return studies_fnv(h, &v, sizeof v);
 }
 
 /* A REAL as stored: NULL for NAN, and SQLite may keep an integral value
@@ -105,15 +93,15 @@ static uint64_t fnv_i64(uint64_t h, int64_t v)
 static uint64_t fnv_real(uint64_t h, double x)
 {
 	if (isnan(x))
-		return fnv(h, "N", 1);
+		return studies_fnv(h, "N", 1);
 	if (x == 0)
 		x = 0;
-	return fnv(h, &x, sizeof x);
+	return studies_fnv(h, &x, sizeof x);
 }
 
 static uint64_t fnv_text(uint64_t h, const char *t)
 {
-	return t ? fnv(h, t, strlen(t) + 1) : fnv(h, "\xff", 1);
+	return t ? studies_fnv(h, t, strlen(t) + 1) : studies_fnv(h, "\xff", 1);
 }
 
 /* The checksum of a row as the database holds it: its inputs' hash, its
@@ -122,7 +110,7 @@ static uint64_t fnv_text(uint64_t h, const char *t)
 static uint64_t row_checksum(const char *hash, const struct study_row *r, int sim)
 {
 	const struct search_config *c = &r->config;
-	uint64_t h = fnv_text(FNV_OFFSET, hash);
+	uint64_t h = fnv_text(STUDIES_FNV_OFFSET, hash);
 	int64_t key[] = {r->cluster, r->servers, r->devices, r->global_batch, c->tp, c->pp, c->dp,
 	                 c->micro_batch, c->micro_batches, c->schedule, c->virtual_stages,
 	                 c->recompute, c->zero_stage, c->sequence_parallel, c->ep > 1 ? c->ep : 1,

@@ -207,11 +207,9 @@ Test(output, abort_and_failure_leave_the_old_file)
 	cr_expect_not(cli_out_open(&o, dir, err, sizeof err), "a directory is not an output");
 }
 
-Test(output, sigterm_removes_the_temporary_file)
+/* A writer of path that writes "half" and dies of signal sig. */
+static pid_t killed_writer(const char *path, int sig)
 {
-	char *dir = make_dir(), path[128];
-	snprintf(path, sizeof path, "%s/killed.json", dir);
-	fixture_write(path, "old\n");
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -221,12 +219,21 @@ Test(output, sigterm_removes_the_temporary_file)
 			_exit(3);
 		fputs("half", o.f);
 		fflush(o.f);
-		raise(SIGTERM);
+		raise(sig);
 		_exit(4);
 	}
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %#x", st);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == sig, "status %#x", st);
+	return pid;
+}
+
+Test(output, sigterm_removes_the_temporary_file)
+{
+	char *dir = make_dir(), path[128];
+	snprintf(path, sizeof path, "%s/killed.json", dir);
+	fixture_write(path, "old\n");
+	killed_writer(path, SIGTERM);
 	cr_expect_eq(entries(dir), 1, "the temporary file survived SIGTERM");
 	cr_expect_str_eq(slurp(path), "old\n");
 }
@@ -272,34 +279,14 @@ Test(output, trace_through_a_symlink_keeps_the_link)
  * next write of the same name removes it, and only it: a live writer's
  * temporary file (locked, its process running), another target's, and
  * a file that merely looks alike stay. */
-static pid_t killed_writer(const char *path)
-{
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		struct cli_out o;
-		char err[256];
-		if (!cli_out_open(&o, path, err, sizeof err))
-			_exit(3);
-		fputs("half", o.f);
-		fflush(o.f);
-		raise(SIGKILL);
-		_exit(4);
-	}
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status %#x", st);
-	return pid;
-}
-
 Test(output, sigkill_litter_is_removed_by_the_next_write)
 {
 	char *dir = make_dir(), path[128], other[128];
 	snprintf(path, sizeof path, "%s/trace.json", dir);
 	snprintf(other, sizeof other, "%s/other.json", dir);
 	for (int i = 0; i < 3; i++)
-		killed_writer(path);
-	killed_writer(other);
+		killed_writer(path, SIGKILL);
+	killed_writer(other, SIGKILL);
 	/* Each killed writer leaves its temporary file, and each write removes
 	 * those its killed predecessors left: the last one's is there. */
 	cr_expect_eq(entries(dir), 2);
@@ -333,7 +320,7 @@ Test(output, sigkill_litter_is_removed_by_the_next_write)
 	/* The live writer removed the last killed one's file when it opened:
 	 * its own, other.json's litter and the look-alikes. */
 	cr_expect_eq(entries(dir), 4);
-	killed_writer(path);
+	killed_writer(path, SIGKILL);
 	cr_expect_eq(entries(dir), 5);
 
 	write_text(path, "{}\n");
