@@ -34,6 +34,9 @@ int cmd_plot(int argc, char **argv);
 int cmd_moe(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
 
+/* The largest study cli_check_doc accepts (check --max-points; default
+ * STUDY_MAX_POINTS). */
+void cli_check_set_max_points(int64_t n);
 /* What `check` does to one parsed file of any format (diagnostics in
  * doc->diags): true when it is valid, with a one-line summary. */
 bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t size);

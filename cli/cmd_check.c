@@ -53,6 +53,11 @@ static bool strategies_valid(struct arena *a, const struct scenario *s, struct d
 /* --max-points: the largest study check accepts, as sweep does. */
 static int64_t check_max_points = STUDY_MAX_POINTS;
 
+void cli_check_set_max_points(int64_t n)
+{
+	check_max_points = n;
+}
+
 bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t size)
 {
 	struct diag_list *d = doc->diags;

@@ -195,6 +195,19 @@ bool study_count(const struct study *st, struct study_size *out)
 bool study_check_size(const struct study *st, int64_t max_points, struct study_size *out,
                       struct diag_list *d)
 {
+	/* Counting takes time in proportion to the cells: a study of more
+	 * cells than points allowed (each cell holds a point or more, short
+	 * of a batch no configuration divides) is refused uncounted. */
+	int64_t cells = study_n_cells(st);
+	if (cells > max_points) {
+		*out = (struct study_size){.cells = cells};
+		diag_add(d, DIAG_ERROR, st->file, st->clusters_line, "clusters",
+		         "the study has %lld cluster sizes x global batches, each a point or more, "
+		         "more than the %lld points a sweep takes (--max-points N raises the limit; "
+		         "docs/studies.md, \"How big a study may be\")",
+		         (long long)cells, (long long)max_points);
+		return false;
+	}
 	if (!study_count(st, out)) {
 		diag_add(d, DIAG_ERROR, st->file, 0, NULL, "out of memory counting the study's points");
 		return false;
