@@ -105,7 +105,7 @@ Test(studies, search_space_counted_by_hand)
 /* Issue 42: a study's size is known before any work. The counts of the
  * cell-by-cell walk are those of the whole enumeration, on every shipped
  * study; a sweep over the limit is refused with the count, up front. */
-Test(studies, count_walks_the_same_points_as_the_enumeration, .timeout = 120)
+Test(studies, count_walks_the_same_points_as_the_enumeration)
 {
 	static const char *const files[] = {"tests/data/studies/tiny.json",
 	                                    "tests/data/studies/moe.json",
@@ -127,7 +127,7 @@ Test(studies, count_walks_the_same_points_as_the_enumeration, .timeout = 120)
 	}
 }
 
-Test(studies, sweep_over_the_limit_is_refused_up_front, .timeout = 120)
+Test(studies, sweep_over_the_limit_is_refused_up_front)
 {
 	char dir[] = "/tmp/shardlab-limit-XXXXXX";
 	cr_assert_not_null(mkdtemp(dir));
@@ -897,7 +897,7 @@ Test(studies, second_writer_is_refused, .timeout = 120)
 
 /* What SQLite cannot read is told in its own words, not as "not a sweep
  * database"; a database without the sweep's tables is told as such. */
-Test(studies, storage_errors_in_sqlites_words, .timeout = 60)
+Test(studies, storage_errors_in_sqlites_words)
 {
 	char dir[] = "/tmp/shardlab-junk-XXXXXX";
 	cr_assert_not_null(mkdtemp(dir));
