@@ -44,6 +44,9 @@ struct study_row;
 int cli_load_study_rows(const char *cmd, struct arena *a, const char *file, const char *db,
                         const struct study **st, struct study_row **rows, int *n);
 
+/* The largest study cli_check_doc accepts (check --max-points; default
+ * STUDY_MAX_POINTS). */
+void cli_check_set_max_points(int64_t n);
 /* What `check` does to one parsed file of any format (diagnostics in
  * doc->diags): true when it is valid, with a one-line summary. */
 bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t size);
@@ -155,7 +158,17 @@ struct cli_sim_setup {
 	double max_events;             /* refuse a program of more steps x ranks (0: the
 	                                  default, CLI_MAX_EVENTS) */
 	uint64_t seed;                 /* sim_options.seed */
+	const char *announce;          /* "simulate": say the size and the expected cost of a
+	                                  long run on stderr first (NULL: quiet) */
 };
+/* What a simulation costs, measured on the shared 2-core machine (coarse
+ * fidelity): GPT-3 175B on 1,024 ranks, 1.3e8 program steps x ranks, ran
+ * 7.6 s of CPU in 100 MB; 16,384 A100 ranks took 3 GB. A run expected to
+ * take CLI_SIM_ANNOUNCE_S or more is announced (docs/robustness.md). */
+#define CLI_SIM_S_PER_EVENT 60e-9
+#define CLI_SIM_BASE_BYTES 40e6
+#define CLI_SIM_BYTES_PER_RANK 180e3
+#define CLI_SIM_ANNOUNCE_S 10.0
 /* The default budget of a simulation: program steps x ranks
  * (sim_program_events). The largest shipped runs need ~1e9 (GPT-3 175B on
  * 8,192 ranks, about two minutes); 1e10 is hours. */
@@ -177,8 +190,11 @@ struct cli_sim_outcome {
 int cli_scenario_word(const char *cmd, const char *word, const char **file);
 /* EXIT_OK when a scenario was named, else EXIT_USAGE after a message. */
 int cli_scenario_named(const char *cmd, const char *file);
-/* An option's count in [0, max] into *out; EXIT_USAGE after a message when
- * the text is not one. */
+/* An option's count in [min, max] into *out; EXIT_USAGE after a message
+ * ("takes a count from MIN to MAX, got 'TEXT'") when the text is not one. */
+int cli_parse_range(const char *cmd, const char *option, const char *text, int64_t min,
+                    int64_t max, int64_t *out);
+/* The same in [0, max]. */
 int cli_parse_count(const char *cmd, const char *option, const char *text, int64_t max,
                     int64_t *out);
 
@@ -259,6 +275,12 @@ void cli_sim_progress_clear(struct cli_sim_progress *p);
  * simulates when stderr is a terminal, cleared at the end. */
 bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_sim_setup *o,
                        struct cli_sim_outcome *out, struct diag_list *d);
+/* What simulate and compare say before a long run: "LABEL: N ranks, M
+ * micro-batches, E program steps x ranks; expect roughly T and B of
+ * memory" into buf; true when the run is long enough to say it (an
+ * expected CLI_SIM_ANNOUNCE_S or more, or 4,096 ranks or more). */
+bool cli_sim_announce_text(char *buf, size_t size, const char *label, int64_t ranks,
+                           int64_t micro_batches, double events);
 
 /* 100 (sim / est - 1), 0 when est is not positive. */
 double report_diff_pct(double sim, double est);

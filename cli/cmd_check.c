@@ -13,13 +13,16 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab check FILE...\n"
+	        "usage: shardlab check [--max-points N] FILE...\n"
 	        "\n"
 	        "Validate topology, model, scenario, validation, study and calibration\n"
 	        "files. The kind of each file is read from its \"format\" field\n"
 	        "(shardlab-topology, shardlab-model, shardlab-scenario,\n"
-	        "shardlab-validation, shardlab-study, shardlab-calibration). A study is checked with the scenario, model and\n"
-	        "topologies it names, and its summary counts its points. A scenario is\n"
+	        "shardlab-validation, shardlab-study, shardlab-calibration). A study is\n"
+	        "checked with the scenario, model and topologies it names, and its\n"
+	        "summary counts its points (counted without being held: a study of\n"
+	        "more than --max-points N points, by default 1000000, is refused as\n"
+	        "sweep refuses it) and those Megatron-LM would refuse. A scenario is\n"
 	        "checked together with the model and the topology it names, and each\n"
 	        "shard() strategy it configures against its op's distribution rules; a\n"
 	        "validation file together with every scenario, model and topology its\n"
@@ -46,6 +49,14 @@ static bool strategies_valid(struct arena *a, const struct scenario *s, struct d
 		dist_op_from_config(a, s->graph, s->shards[i].op, &s->shards[i], stage, &op, d);
 	}
 	return d->errors == errors;
+}
+
+/* --max-points: the largest study check accepts, as sweep does. */
+static int64_t check_max_points = STUDY_MAX_POINTS;
+
+void cli_check_set_max_points(int64_t n)
+{
+	check_max_points = n;
 }
 
 bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t size)
@@ -103,15 +114,14 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 			         validation_kind_names[v->kind], v->n_rows, v->n_rows == 1 ? "" : "s");
 	} else if (!strcmp(fmt, STUDY_FORMAT)) {
 		struct study *st = study_load_doc(a, doc);
-		int n_units = 0;
-		int64_t n_points = 0;
-		int64_t refused[SEARCH_RULE_COUNT], left_out = 0;
-		if (st && study_units(a, st, &n_units, &n_points) && study_refused(st, refused)) {
+		struct study_size sz;
+		if (st && study_check_size(st, check_max_points, &sz, d)) {
+			int64_t left_out = 0;
 			for (int k = 0; k < SEARCH_RULE_COUNT; k++)
-				left_out += refused[k];
+				left_out += sz.refused[k];
 			snprintf(summary, size, "study: %s, %d cluster famil%s, %lld points (%lld left out "
 			         "as Megatron-LM would refuse them)", st->scenario->graph->name,
-			         st->n_clusters, st->n_clusters == 1 ? "y" : "ies", (long long)n_points,
+			         st->n_clusters, st->n_clusters == 1 ? "y" : "ies", (long long)sz.points,
 			         (long long)left_out);
 		}
 	} else if (!strcmp(fmt, CALIBRATION_FORMAT)) {
@@ -162,9 +172,30 @@ int cmd_check(int argc, char **argv)
 		help(stderr);
 		return EXIT_USAGE;
 	}
-	int bad = 0;
-	for (int i = 1; i < argc; i++)
+	int bad = 0, files = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--max-points") && i + 1 < argc) {
+			if (cli_parse_range("check", argv[i], argv[i + 1], 1, INT64_MAX,
+			                    &check_max_points) != EXIT_OK)
+				return EXIT_USAGE;
+			i++;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "shardlab check: unknown option '%s' (see --help)\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--max-points")) {
+			i++;
+			continue;
+		}
+		files++;
 		if (!check_one(argv[i]))
 			bad++;
+	}
+	if (!files) {
+		help(stderr);
+		return EXIT_USAGE;
+	}
 	return bad ? EXIT_INVALID : EXIT_OK;
 }

@@ -110,8 +110,10 @@ static void help(FILE *f)
 	        "                        \"links\"})\n"
 	        "  -h, --help            this help\n"
 	        "\n"
-	        "A progress line is shown on stderr while it searches and simulates, when\n"
-	        "stderr is a terminal.\n"
+	        "Before a long simulation (an expected 10 s or more, or 4,096 ranks or\n"
+	        "more) one line on stderr says its size and expected cost. A progress\n"
+	        "line is shown on stderr while it searches and simulates, when stderr is\n"
+	        "a terminal.\n"
 	        "\n"
 	        "exit status: 0 success (some planners may have failed: see their rows),\n"
 	        "1 invalid scenario or no planner could plan it (diagnostics on stderr),\n"
@@ -142,13 +144,8 @@ static int parse_value(const char *o, const char *v, struct args *a)
 		k = cli_parse_planner("compare", v);
 		a->planner = k;
 	} else if (!strcmp(o, "--top")) {
-		char *end;
-		long long t = strtoll(v, &end, 10);
-		if (*v == '\0' || *end != '\0' || t < 1 || t > 1000)
-			fprintf(stderr, "shardlab compare: --top takes a count from 1 to 1000, got '%s'\n",
-			        v);
-		else
-			k = 0;
+		int64_t t = 0;
+		k = cli_parse_range("compare", o, v, 1, 1000, &t) == EXIT_OK ? 0 : -1;
 		a->top = t;
 	} else if (!strcmp(o, "--collective-algo")) {
 		k = cli_parse_name("compare", o, v, collective_algo_names, COLL_COUNT);
@@ -258,6 +255,7 @@ static struct cli_sim_setup sim_setup(const struct scenario *s, const struct arg
 		.bucket_bytes = a->bucket_bytes >= 0 ? a->bucket_bytes : s->training.gradient_bucket_bytes,
 		.max_events = a->max_events,
 		.label = label,
+		.announce = "compare",
 	};
 }
 

@@ -102,8 +102,11 @@ static void help(FILE *f)
 	        "                        idle_s, iteration_s\n"
 	        "  -h, --help            this help\n"
 	        "\n"
-	        "A progress line is shown on stderr while it simulates, when stderr is a\n"
-	        "terminal. The output is deterministic (no wall-clock figures).\n"
+	        "Before a long run (an expected 10 s or more, or 4,096 ranks or more) one\n"
+	        "line on stderr says its size and expected cost: ranks, micro-batches,\n"
+	        "program steps x ranks, roughly how long and how much memory. A progress\n"
+	        "line is shown on stderr while it simulates, when stderr is a terminal.\n"
+	        "The output is deterministic (no wall-clock figures).\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario, strategy, or a plan that\n"
 	        "cannot be lowered or simulated, or a trace that cannot be written\n"
@@ -380,6 +383,7 @@ int cmd_simulate(int argc, char **argv)
 		.seed = a.seed,
 		.trace = a.trace != NULL,
 		.label = planner_names[kind],
+		.announce = "simulate",
 	};
 	struct cli_sim_outcome r;
 	bool ok = p && cli_simulate_plan(ar, p, &o, &r, &d);

@@ -28,6 +28,7 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab sweep STUDY --db FILE [--simulate-top K] [--force]\n"
+	        "                      [--max-points N]\n"
 	        "       mpirun -n N shardlab sweep STUDY --db FILE ...\n"
 	        "\n"
 	        "Plan and estimate every point of a study (docs/formats.md, \"Studies\"):\n"
@@ -43,7 +44,11 @@ static void help(FILE *f)
 	        "A sweep that is stopped (Ctrl-C, kill -9, a lost node) resumes when\n"
 	        "run again with the same arguments: what is stored is kept and not\n"
 	        "computed again. A database written for other inputs (the study, its\n"
-	        "scenario, model or topologies changed) is refused.\n"
+	        "scenario, model or topologies changed) is refused. Every stored row\n"
+	        "carries a checksum of its figures: a row that fails it (the file was\n"
+	        "changed or damaged) is computed again, with a warning. One sweep\n"
+	        "writes a database at a time: a second one is refused while the first\n"
+	        "runs.\n"
 	        "\n"
 	        "options:\n"
 	        "  --db FILE         the SQLite database (created if absent)\n"
@@ -52,6 +57,10 @@ static void help(FILE *f)
 	        "                    0: none); their sim_ columns are filled\n"
 	        "  --force           discard the rows of a database written for other\n"
 	        "                    inputs and start again\n"
+	        "  --max-points N    refuse a study of more than N points (default\n"
+	        "                    1000000; counted before anything is computed, the\n"
+	        "                    points are then dealt out cell by cell, never all\n"
+	        "                    held at once)\n"
 	        "\n"
 	        "Progress (points done / total, rate, time left) goes to stderr when it\n"
 	        "is a terminal; one summary line goes to stdout at the end:\n"
@@ -68,19 +77,22 @@ static void help(FILE *f)
 
 struct args {
 	const char *file, *db;
-	int64_t top;
+	int64_t top, max_points;
 	bool force;
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	*a = (struct args){0};
+	*a = (struct args){.max_points = STUDY_MAX_POINTS};
 	int rc = EXIT_OK;
 	for (int i = 1; i < argc && rc == EXIT_OK; i++) {
 		if (!strcmp(argv[i], "--db") && i + 1 < argc)
 			a->db = argv[++i];
 		else if (!strcmp(argv[i], "--simulate-top") && i + 1 < argc)
 			rc = cli_parse_count("sweep", "--simulate-top", argv[++i], 1000000, &a->top);
+		else if (!strcmp(argv[i], "--max-points") && i + 1 < argc)
+			rc = cli_parse_range("sweep", "--max-points", argv[++i], 1, INT64_MAX,
+			                     &a->max_points);
 		else if (!strcmp(argv[i], "--force"))
 			a->force = true;
 		else if (argv[i][0] == '-') {
@@ -141,11 +153,32 @@ static void progress_show(struct progress *p, bool final)
 
 /* --------------------------------------------------------- the sweep */
 
+/* The units of one cell of the study (studies.h), the one being dealt
+ * out: a sweep holds one cell at a time, never the whole study. */
+struct cell {
+	int64_t index;                     /* -1: none yet */
+	struct arena *a;
+	struct study_unit *units;
+	int n;
+};
+
+/* The units of cell i into c (kept when it is the one held). */
+static bool cell_load(const struct study *st, struct cell *c, int64_t i)
+{
+	if (c->index == i && c->a)
+		return true;
+	arena_free(c->a);
+	c->a = arena_new();
+	int64_t points;
+	c->units = c->a ? study_cell_units(c->a, st, i, &c->n, &points) : NULL;
+	c->index = c->units ? i : -1;
+	return c->units != NULL;
+}
+
 struct sweep {
 	const struct study *st;
 	struct study_store *store;
-	struct study_unit *units;
-	int n_units;
+	struct study_size size;
 	int64_t n_points, computed, stored;
 	struct progress pr;
 	char err[512];
@@ -153,18 +186,18 @@ struct sweep {
 
 /* Computes the missing points of unit u (done[] says which are stored)
  * into rows. */
-static bool eval_unit(struct arena *a, const struct sweep *sw, int u, const bool *done,
-                      struct study_row *rows)
+static bool eval_unit(struct arena *a, const struct sweep *sw, const struct study_unit *u,
+                      const bool *done, struct study_row *rows)
 {
-	return study_eval_unit(a, sw->st, &sw->units[u], done, rows);
+	return study_eval_unit(a, sw->st, u, done, rows);
 }
 
-static bool store_unit(struct sweep *sw, int u, const bool *done, const struct study_row *rows)
+static bool store_unit(struct sweep *sw, int n, const bool *done, const struct study_row *rows)
 {
-	bool *write = malloc((size_t)sw->units[u].n_configs * sizeof *write);
+	bool *write = malloc((size_t)n * sizeof *write);
 	if (!write)
 		return false;
-	int n = sw->units[u].n_configs, k = 0;
+	int k = 0;
 	for (int i = 0; i < n; i++) {
 		write[i] = !done[i];
 		k += write[i];
@@ -177,10 +210,7 @@ static bool store_unit(struct sweep *sw, int u, const bool *done, const struct s
 
 static int max_configs(const struct sweep *sw)
 {
-	int m = 1;
-	for (int i = 0; i < sw->n_units; i++)
-		m = sw->units[i].n_configs > m ? sw->units[i].n_configs : m;
-	return m;
+	return sw->size.max_configs > 1 ? sw->size.max_configs : 1;
 }
 
 static bool run_serial(struct sweep *sw)
@@ -188,25 +218,36 @@ static bool run_serial(struct sweep *sw)
 	int m = max_configs(sw);
 	bool *done = malloc((size_t)m * sizeof *done);
 	struct study_row *rows = malloc((size_t)m * sizeof *rows);
+	struct cell cell = {.index = -1};
 	bool ok = done && rows;
-	for (int u = 0; ok && u < sw->n_units; u++) {
-		int have = study_store_done(sw->store, &sw->units[u], done);
-		if (have < 0) {
-			snprintf(sw->err, sizeof sw->err, "cannot read the database");
+	for (int64_t c = 0; ok && c < sw->size.cells; c++) {
+		if (!cell_load(sw->st, &cell, c)) {
+			snprintf(sw->err, sizeof sw->err, "out of memory");
 			ok = false;
 			break;
 		}
-		sw->stored += have;
-		if (have < sw->units[u].n_configs) {
-			struct arena *a = arena_new();
-			ok = a && eval_unit(a, sw, u, done, rows) && store_unit(sw, u, done, rows);
-			if (!a || (!ok && !sw->err[0]))
-				snprintf(sw->err, sizeof sw->err, "out of memory");
-			arena_free(a);
+		for (int k = 0; ok && k < cell.n; k++) {
+			const struct study_unit *u = &cell.units[k];
+			int have = study_store_done(sw->store, u, done);
+			if (have < 0) {
+				snprintf(sw->err, sizeof sw->err, "cannot read the database");
+				ok = false;
+				break;
+			}
+			sw->stored += have;
+			if (have < u->n_configs) {
+				struct arena *a = arena_new();
+				ok = a && eval_unit(a, sw, u, done, rows) &&
+				     store_unit(sw, u->n_configs, done, rows);
+				if (!a || (!ok && !sw->err[0]))
+					snprintf(sw->err, sizeof sw->err, "out of memory");
+				arena_free(a);
+			}
+			sw->pr.done += u->n_configs;
+			progress_show(&sw->pr, false);
 		}
-		sw->pr.done += sw->units[u].n_configs;
-		progress_show(&sw->pr, false);
 	}
+	arena_free(cell.a);
 	free(done);
 	free(rows);
 	return ok;
@@ -223,7 +264,9 @@ struct wire_row {
 enum { TAG_ASK = 1, TAG_UNIT = 2, TAG_ROWS = 3 };
 
 /* A worker: asks for a unit, computes what is missing (the master sends
- * done[] with the unit), sends the rows back; -1 ends it. */
+ * the unit as (cell, index in the cell, points) and done[] with it),
+ * sends the rows back; a cell of -1 ends it. The worker makes the cell's
+ * units itself, as the master does: the same study gives the same. */
 static bool mpi_worker(const struct sweep *sw)
 {
 	int m = max_configs(sw);
@@ -231,21 +274,24 @@ static bool mpi_worker(const struct sweep *sw)
 	struct study_row *rows = calloc((size_t)m, sizeof *rows);
 	struct wire_row *wire = calloc((size_t)m, sizeof *wire);
 	unsigned char *flags = malloc((size_t)m + 1);
+	struct cell cell = {.index = -1};
 	bool ok = done && rows && wire && flags;
 	int u = 0;
 	MPI_Send(&u, 0, MPI_INT, 0, TAG_ASK, MPI_COMM_WORLD);
 	for (;;) {
-		int msg[1];
-		MPI_Recv(msg, 1, MPI_INT, 0, TAG_UNIT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-		u = msg[0];
-		if (u < 0)
+		int64_t msg[3];
+		MPI_Recv(msg, 3, MPI_INT64_T, 0, TAG_UNIT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		if (msg[0] < 0)
 			break;
-		int n = sw->units[u].n_configs;
+		int n = (int)msg[2];
 		MPI_Recv(flags, n, MPI_UNSIGNED_CHAR, 0, TAG_UNIT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		for (int i = 0; i < n; i++)
 			done[i] = flags[i] != 0;
-		struct arena *a = ok ? arena_new() : NULL;
-		bool good = a && eval_unit(a, sw, u, done, rows);
+		const struct study_unit *unit = ok && cell_load(sw->st, &cell, msg[0]) &&
+		                                msg[1] < cell.n && cell.units[msg[1]].n_configs == n
+		                                ? &cell.units[msg[1]] : NULL;
+		struct arena *a = unit ? arena_new() : NULL;
+		bool good = a && eval_unit(a, sw, unit, done, rows);
 		for (int i = 0; i < n; i++) {
 			wire[i].row = rows[i];
 			wire[i].error[0] = '\0';
@@ -258,6 +304,7 @@ static bool mpi_worker(const struct sweep *sw)
 		arena_free(a);
 		MPI_Send(wire, (int)(n * sizeof *wire), MPI_BYTE, 0, TAG_ROWS, MPI_COMM_WORLD);
 	}
+	arena_free(cell.a);
 	free(done);
 	free(rows);
 	free(wire);
@@ -265,25 +312,46 @@ static bool mpi_worker(const struct sweep *sw)
 	return ok;
 }
 
-/* The next unit from *next on with points not stored (the stored ones
- * counted), its points' done[] filled; -1 when none is left or after an
- * error (*ok false). */
-static int next_unit(struct sweep *sw, int *next, bool *done, bool *ok)
+/* Where the master is in the study: the cell it deals from and the next
+ * unit of it. */
+struct dealer {
+	struct cell cell;
+	int64_t next_cell;
+	int next_k;
+};
+
+/* The next unit with points not stored (the stored ones counted), its
+ * points' done[] filled, its place into at[0..1]; NULL when none is left
+ * or after an error (*ok false). Valid until the next call. */
+static const struct study_unit *next_unit(struct sweep *sw, struct dealer *d, bool *done,
+                                          bool *ok, int64_t at[2])
 {
-	while (*ok && *next < sw->n_units) {
-		int have = study_store_done(sw->store, &sw->units[*next], done);
+	while (*ok && d->next_cell < sw->size.cells) {
+		if (!cell_load(sw->st, &d->cell, d->next_cell)) {
+			snprintf(sw->err, sizeof sw->err, "out of memory");
+			*ok = false;
+			return NULL;
+		}
+		if (d->next_k >= d->cell.n) {
+			d->next_cell++;
+			d->next_k = 0;
+			continue;
+		}
+		const struct study_unit *u = &d->cell.units[d->next_k];
+		int have = study_store_done(sw->store, u, done);
 		if (have < 0) {
 			snprintf(sw->err, sizeof sw->err, "cannot read the database");
 			*ok = false;
-			return -1;
+			return NULL;
 		}
 		sw->stored += have;
-		if (have < sw->units[*next].n_configs)
-			return (*next)++;
-		sw->pr.done += sw->units[*next].n_configs;
-		++*next;
+		at[0] = d->next_cell;
+		at[1] = d->next_k++;
+		if (have < u->n_configs)
+			return u;
+		sw->pr.done += u->n_configs;
 	}
-	return -1;
+	return NULL;
 }
 
 /* The master: hands units out in order to whichever worker asks, writes
@@ -296,29 +364,32 @@ static bool mpi_master(struct sweep *sw, int size)
 	struct wire_row *wire = malloc((size_t)m * sizeof *wire);
 	struct study_row *rows = malloc((size_t)m * sizeof *rows);
 	unsigned char *flags = malloc((size_t)m + 1);
-	int *busy = calloc((size_t)size, sizeof *busy);       /* the unit a worker has, or -1 */
+	int *busy = calloc((size_t)size, sizeof *busy);       /* a worker's unit's points, or -1 */
 	bool **busy_done = calloc((size_t)size, sizeof *busy_done);
+	struct dealer d = {.cell = {.index = -1}};
 	bool ok = done && wire && rows && flags && busy && busy_done;
 	for (int r = 0; ok && r < size; r++) {
 		busy[r] = -1;
 		busy_done[r] = malloc((size_t)m * sizeof **busy_done);
 		ok = busy_done[r] != NULL;
 	}
-	int next = 0, active = size - 1;
+	int active = size - 1;
+	int64_t at[2];
 	while (ok && active > 0) {
 		MPI_Status st;
 		int flag = 0;
 		MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
 		if (!flag) {
 			/* No worker waits: rank 0 computes a unit itself. */
-			int u = next_unit(sw, &next, done, &ok);
-			if (u >= 0) {
+			const struct study_unit *u = next_unit(sw, &d, done, &ok, at);
+			if (u) {
 				struct arena *a = arena_new();
-				ok = a && eval_unit(a, sw, u, done, rows) && store_unit(sw, u, done, rows);
+				ok = a && eval_unit(a, sw, u, done, rows) &&
+				     store_unit(sw, u->n_configs, done, rows);
 				if (!ok && !sw->err[0])
 					snprintf(sw->err, sizeof sw->err, "out of memory");
 				arena_free(a);
-				sw->pr.done += sw->units[u].n_configs;
+				sw->pr.done += u->n_configs;
 				progress_show(&sw->pr, false);
 				continue;
 			}
@@ -328,8 +399,7 @@ static bool mpi_master(struct sweep *sw, int size)
 		}
 		int w = st.MPI_SOURCE;
 		if (st.MPI_TAG == TAG_ROWS) {
-			int u = busy[w];
-			int n = sw->units[u].n_configs;
+			int n = busy[w];
 			MPI_Recv(wire, (int)(n * sizeof *wire), MPI_BYTE, w, TAG_ROWS, MPI_COMM_WORLD,
 			         MPI_STATUS_IGNORE);
 			for (int i = 0; i < n; i++) {
@@ -341,7 +411,7 @@ static bool mpi_master(struct sweep *sw, int size)
 					ok = false;
 				}
 			}
-			ok = ok && store_unit(sw, u, busy_done[w], rows);
+			ok = ok && store_unit(sw, n, busy_done[w], rows);
 			sw->pr.done += n;
 			progress_show(&sw->pr, false);
 			busy[w] = -1;
@@ -349,23 +419,24 @@ static bool mpi_master(struct sweep *sw, int size)
 			MPI_Recv(NULL, 0, MPI_INT, w, TAG_ASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		}
 		/* The worker is free: the next unit with work, or the end. */
-		int u = next_unit(sw, &next, done, &ok);
-		int msg[1] = {ok ? u : -1};
-		MPI_Send(msg, 1, MPI_INT, w, TAG_UNIT, MPI_COMM_WORLD);
+		const struct study_unit *u = next_unit(sw, &d, done, &ok, at);
+		int64_t msg[3] = {ok && u ? at[0] : -1, ok && u ? at[1] : -1, ok && u ? u->n_configs : 0};
+		MPI_Send(msg, 3, MPI_INT64_T, w, TAG_UNIT, MPI_COMM_WORLD);
 		if (msg[0] < 0) {
 			active--;
 			continue;
 		}
-		int n = sw->units[u].n_configs;
+		int n = u->n_configs;
 		for (int i = 0; i < n; i++) {
 			busy_done[w][i] = done[i];
 			flags[i] = done[i];
 		}
-		busy[w] = u;
+		busy[w] = n;
 		MPI_Send(flags, n, MPI_UNSIGNED_CHAR, w, TAG_UNIT, MPI_COMM_WORLD);
 	}
 	for (int r = 0; busy_done && r < size; r++)
 		free(busy_done[r]);
+	arena_free(d.cell.a);
 	free(busy_done);
 	free(busy);
 	free(done);
@@ -414,15 +485,8 @@ static bool simulate_top(struct sweep *sw, int64_t k, int64_t *n_sim)
 
 static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 {
-	struct arena *a = arena_new();
-	struct study_row *rows;
-	int n = a ? study_store_rows(sw->store, a, &rows, sw->err, sizeof sw->err) : -1;
 	int64_t fit = 0, tight = 0, failed = 0;
-	for (int i = 0; i < n; i++) {
-		fit += rows[i].ok && study_row_fit(&rows[i]) == FIT_YES;
-		tight += rows[i].ok && study_row_fit(&rows[i]) == FIT_TIGHT;
-		failed += !rows[i].ok;
-	}
+	study_store_counts(sw->store, &fit, &tight, &failed);
 	printf("sweep %s: %" PRId64 " points (%" PRId64 " computed, %" PRId64 " already stored), "
 	       "%" PRId64 " fit memory, %" PRId64 " tight, %" PRId64 " failed; %" PRId64
 	       " simulated; %s\n",
@@ -432,7 +496,6 @@ static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 		report_refused_text(stdout, refused);
 	for (int c = 0; c < sw->st->n_clusters; c++)
 		cli_note_uncalibrated(stdout, sw->st->clusters[c].topo);
-	arena_free(a);
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -478,12 +541,16 @@ int cmd_sweep(int argc, char **argv)
 		cli_print_diags(&d);
 	diag_list_free(&d);
 	rc = sw.st ? EXIT_OK : EXIT_INVALID;
+	/* Counted before anything is computed, cell by cell (every rank
+	 * counts: the workers need the largest unit for their buffers). */
 	if (rc == EXIT_OK) {
-		sw.units = study_units(a, sw.st, &sw.n_units, &sw.n_points);
-		if (!sw.units) {
-			fprintf(stderr, "shardlab sweep: out of memory\n");
+		diag_list_init(&d);
+		if (!study_check_size(sw.st, args.max_points, &sw.size, &d))
 			rc = EXIT_INVALID;
-		}
+		if (rank == 0)
+			cli_print_diags(&d);
+		diag_list_free(&d);
+		sw.n_points = sw.size.points;
 	}
 	/* Only rank 0 opens the database; the others learn whether it did. */
 	if (rc == EXIT_OK && rank == 0) {
@@ -492,6 +559,13 @@ int cmd_sweep(int argc, char **argv)
 		if (so != STORE_OK) {
 			fprintf(stderr, "shardlab sweep: %s\n", sw.err);
 			rc = EXIT_INVALID;
+		} else if (study_store_dropped(sw.store) > 0) {
+			fprintf(stderr, "shardlab sweep: warning: %" PRId64 " stored row%s of %s failed "
+			        "the checksum of %s figures (changed or damaged since written) and %s "
+			        "computed again\n", study_store_dropped(sw.store),
+			        study_store_dropped(sw.store) == 1 ? "" : "s", args.db,
+			        study_store_dropped(sw.store) == 1 ? "its" : "their",
+			        study_store_dropped(sw.store) == 1 ? "is" : "are");
 		}
 	}
 #ifdef SHARDLAB_MPI

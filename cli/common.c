@@ -270,19 +270,25 @@ int cli_scenario_named(const char *cmd, const char *file)
 	return EXIT_USAGE;
 }
 
-int cli_parse_count(const char *cmd, const char *option, const char *text, int64_t max,
-                    int64_t *out)
+int cli_parse_range(const char *cmd, const char *option, const char *text, int64_t min,
+                    int64_t max, int64_t *out)
 {
 	char *end;
 	errno = 0;
 	long long v = strtoll(text, &end, 10);
-	if (*text == '\0' || *end != '\0' || errno || v < 0 || v > max) {
-		fprintf(stderr, "shardlab %s: %s takes a count from 0 to %lld, got '%s'\n", cmd,
-		        option, (long long)max, text);
+	if (*text == '\0' || *end != '\0' || errno || v < min || v > max) {
+		fprintf(stderr, "shardlab %s: %s takes a count from %lld to %lld, got '%s'\n", cmd,
+		        option, (long long)min, (long long)max, text);
 		return EXIT_USAGE;
 	}
 	*out = v;
 	return EXIT_OK;
+}
+
+int cli_parse_count(const char *cmd, const char *option, const char *text, int64_t max,
+                    int64_t *out)
+{
+	return cli_parse_range(cmd, option, text, 0, max, out);
 }
 
 int cli_parse_planner(const char *cmd, const char *name)
@@ -327,13 +333,11 @@ int cli_override_option(const char *cmd, int argc, char **argv, int *i, struct c
 		*(top ? &ov->topology : &ov->calibration) = v;
 		return 1;
 	}
+	/* The ranges a scenario file states for the same figures. */
 	int64_t n = 0;
-	if (cli_parse_count(cmd, o, v, (int64_t)1 << 40, &n) != EXIT_OK)
+	if (cli_parse_range(cmd, o, v, 1, dev ? SCENARIO_MAX_DEVICES : SCENARIO_MAX_GLOBAL_BATCH,
+	                    &n) != EXIT_OK)
 		return -1;
-	if (n < 1) {
-		fprintf(stderr, "shardlab %s: %s takes a count of 1 or more, got '%s'\n", cmd, o, v);
-		return -1;
-	}
 	if (dev)
 		ov->devices = n;
 	else

@@ -5,8 +5,12 @@
  * once every byte reached it, so that a reader never sees half a file and
  * a failed run leaves the old one in place. SIGINT, SIGTERM and SIGHUP
  * remove the temporary files of the outputs still open before the process
- * dies of the signal (SIGKILL cannot be caught: a run killed that way may
- * leave a ".NAME.tmp-XXXXXX" beside NAME). A symbolic link is followed: the
+ * dies of the signal. SIGKILL cannot be caught: a run killed that way
+ * leaves its ".NAME.tmp-PID-XXXXXX" beside NAME, and the next write of NAME
+ * removes it. A temporary file names its writer's process and is locked
+ * (flock) while it is written; one whose lock is free and whose process is
+ * gone is stale (a live writer holds its lock from just after creating the
+ * file, and its process is alive before that). A symbolic link is followed: the
  * file it points at is replaced, the link stays. A name that is not a
  * regular file (/dev/null, /dev/stdout, a FIFO, a terminal) is written in
  * place: renaming over it would replace a device node with a file.
@@ -17,11 +21,14 @@
  * the process ends (cli_finish_stdout), so `shardlab ... > /dev/full`
  * fails loudly rather than losing the output.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -129,6 +136,56 @@ static char *follow_links(const char *path)
 	return NULL;
 }
 
+/* Whether `name` is a temporary file of target `base` as cli_out_open
+ * names them (".BASE.tmp-PID-XXXXXX"); its writer's pid into *pid. */
+static bool temp_of(const char *name, const char *base, long *pid)
+{
+	size_t bl = strlen(base);
+	if (name[0] != '.' || strncmp(name + 1, base, bl) || strncmp(name + 1 + bl, ".tmp-", 5))
+		return false;
+	const char *p = name + 1 + bl + 5;
+	char *end;
+	errno = 0;
+	long v = strtol(p, &end, 10);
+	if (end == p || *p < '0' || *p > '9' || errno || v <= 0 || *end != '-')
+		return false;
+	size_t k = strlen(end + 1);
+	if (k != 6)
+		return false;
+	*pid = v;
+	return true;
+}
+
+/* Removes the stale temporary files of target dir/base (dl: the length of
+ * "dir/", 0 for the current folder): those whose writer is gone (its lock
+ * free and its process not running). Best effort: what cannot be
+ * inspected is left alone. */
+static void remove_stale(const char *target, size_t dl)
+{
+	char *dir = dl ? strndup(target, dl) : strdup(".");
+	DIR *d = dir ? opendir(dir) : NULL;
+	const char *base = target + dl;
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		long pid;
+		if (!temp_of(e->d_name, base, &pid) || pid == (long)getpid())
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;  /* its writer may be alive */
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0)
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
 static void set_err(char *err, size_t size, const char *path, int e)
 {
 	snprintf(err, size, "%s: cannot write: %s", path, strerror(e ? e : EIO));
@@ -159,25 +216,29 @@ bool cli_out_open(struct cli_out *o, const char *path, char *err, size_t err_siz
 		}
 		return true;
 	}
-	/* A temporary file beside the target: ".NAME.tmp-XXXXXX". */
+	/* A temporary file beside the target: ".NAME.tmp-PID-XXXXXX", locked
+	 * while it is written; those of killed writers go first. */
 	const char *slash = strrchr(o->target, '/');
 	size_t dl = slash ? (size_t)(slash - o->target) + 1 : 0;
 	const char *base = o->target + dl;
-	size_t n = strlen(o->target) + 16;
+	remove_stale(o->target, dl);
+	size_t n = strlen(o->target) + 40;
 	o->tmp = malloc(n);
 	if (!o->tmp) {
 		set_err(err, err_size, path, ENOMEM);
 		goto fail;
 	}
-	snprintf(o->tmp, n, "%.*s.%s.tmp-XXXXXX", (int)dl, o->target, base);
+	snprintf(o->tmp, n, "%.*s.%s.tmp-%ld-XXXXXX", (int)dl, o->target, base, (long)getpid());
 	install_handlers();
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	int fd = mkstemp(o->tmp);
 	int saved = errno;
-	if (fd >= 0)
+	if (fd >= 0) {
 		o->slot = pending_add(o->tmp);
+		(void)flock(fd, LOCK_EX | LOCK_NB);  /* a fresh file: nobody else holds it */
+	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (fd < 0) {
 		set_err(err, err_size, path, saved);

@@ -34,6 +34,47 @@ void cli_sim_progress_cb(void *ctx, double simulated_s, double fraction)
 	p->shown = true;
 }
 
+/* "40 s", "12 min", "3.5 h": a wall time as a person reads it. */
+static const char *sr_duration(char *buf, size_t size, double s)
+{
+	if (s < 120)
+		snprintf(buf, size, "%.0f s", s);
+	else if (s < 7200)
+		snprintf(buf, size, "%.0f min", s / 60);
+	else
+		snprintf(buf, size, "%.1f h", s / 3600);
+	return buf;
+}
+
+bool cli_sim_announce_text(char *buf, size_t size, const char *label, int64_t ranks,
+                           int64_t micro_batches, double events)
+{
+	double expect_s = events * CLI_SIM_S_PER_EVENT;
+	char t[32], m[32];
+	double bytes = CLI_SIM_BASE_BYTES + CLI_SIM_BYTES_PER_RANK * (double)ranks;
+	snprintf(buf, size, "%s: %lld ranks, %lld micro-batch%s, %.3g program steps x ranks; "
+	         "expect roughly %s and %s of memory", label ? label : "the plan", (long long)ranks,
+	         (long long)micro_batches, micro_batches == 1 ? "" : "es", events,
+	         sr_duration(t, sizeof t, expect_s), cli_si(m, sizeof m, bytes, "B"));
+	return expect_s >= CLI_SIM_ANNOUNCE_S || ranks >= 4096;
+}
+
+/* sim_plan's before_run: say the size and cost of a long run. */
+struct sr_announce {
+	const char *command, *label;
+};
+
+static void sr_before_run(void *ctx, int64_t ranks, int64_t micro_batches, double events)
+{
+	const struct sr_announce *x = ctx;
+	char note[256];
+	if (cli_sim_announce_text(note, sizeof note, x->label, ranks, micro_batches, events)) {
+		fprintf(stderr, "shardlab %s: %s%s\n", x->command, note,
+		        isatty(STDERR_FILENO) ? " (progress below)" : "");
+		fflush(stderr);
+	}
+}
+
 void cli_sim_progress_clear(struct cli_sim_progress *p)
 {
 	if (p->shown) {
@@ -52,6 +93,11 @@ bool cli_simulate_plan(struct arena *a, const struct plan *p, const struct cli_s
 	if (isatty(STDERR_FILENO)) {
 		so.progress = cli_sim_progress_cb;
 		so.progress_ctx = &pr;
+	}
+	struct sr_announce an = {.command = o->announce, .label = o->label};
+	if (o->announce) {
+		so.before_run = sr_before_run;
+		so.before_run_ctx = &an;
 	}
 	struct sim_plan_outcome r;
 	sim_plan(a, p, o->bucket_bytes, o->max_events, &so, &r, d);

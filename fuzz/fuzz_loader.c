@@ -1,14 +1,17 @@
 /* fuzz_loader.c — one file format's loader, chosen at build time by
  * FUZZ_KIND: 0 check (any format, what `shardlab check` does), 1 topology,
  * 2 model, 3 scenario, 4 validation, 5 calibration (applied, when it
- * loads, to a copy of the DGX A100's topology). The bytes are read as the file
- * "scenarios/fuzz.json" so that the paths a scenario or a validation file
+ * loads, to a copy of the DGX A100's topology), 6 study (loaded, then
+ * counted cell by cell and held to a limit, as check and sweep do). The
+ * bytes are read as the file "scenarios/fuzz.json"
+ * ("scenarios/studies/fuzz.json" for a study) so that the paths the file
  * names resolve against the shipped files (run from the source root). */
 #include <cjson/cJSON.h>
 #include <string.h>
 
 #include "cli.h"
 #include "fuzz.h"
+#include "studies.h"
 #include "validation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -18,11 +21,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct arena *a = arena_new();
 	memset(&doc, 0, sizeof doc);
 	diag_list_init(&d);
-	if (a && json_doc_parse(&doc, "scenarios/fuzz.json", (const char *)data, size, &d)) {
+	const char *file = FUZZ_KIND == 6 ? "scenarios/studies/fuzz.json" : "scenarios/fuzz.json";
+	if (a && json_doc_parse(&doc, file, (const char *)data, size, &d)) {
 		struct jv root;
 		switch (FUZZ_KIND) {
 		case 0: {
 			char summary[160];
+			cli_check_set_max_points(100000);  /* a study's count stays short */
 			cli_check_doc(a, &doc, summary, sizeof summary);
 			break;
 		}
@@ -52,6 +57,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					SL_ASSERT(t->tiers[i].bandwidth_bps > 0 && t->tiers[i].efficiency <= 1);
 			if (c)
 				cJSON_Delete(cost_calibration_json(c));
+			break;
+		}
+		case 6: {
+			/* A limit of 10^5 points: more cells than that are refused
+			 * uncounted, so a count stays short. */
+			struct study *st = study_load_doc(a, &doc);
+			struct study_size sz;
+			if (st && study_check_size(st, 100000, &sz, &d))
+				SL_ASSERT(sz.points >= 0 && sz.points <= 100000 && sz.units >= 0 &&
+				          sz.max_configs >= 1);
 			break;
 		}
 		}

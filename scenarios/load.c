@@ -1052,7 +1052,7 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 		ok = false;
 	}
 	if (jv_get(&root, "devices", &v)) {
-		if (!jv_int(&v, JR_RANGE(1, 1 << 30), &s->devices))
+		if (!jv_int(&v, JR_RANGE(1, SCENARIO_MAX_DEVICES), &s->devices))
 			ok = false;
 		else if (s->topo) {
 			char why[256];

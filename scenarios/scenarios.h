@@ -28,6 +28,7 @@
  * pipeline per iteration (global batch 3072, data parallel 6). The
  * planners and the simulator do work in proportion to the micro-batches. */
 #define SCENARIO_MAX_GLOBAL_BATCH (1 << 24)
+#define SCENARIO_MAX_DEVICES (1 << 30)      /* "devices" and --devices */
 #define SCENARIO_MAX_MICRO_BATCHES (1 << 14)
 
 enum shard_form {

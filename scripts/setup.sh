@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(libsimgrid-dev libgsl-dev libcjson-dev libcriterion-dev meson ninja-build pkg-config
 	libsqlite3-dev libcairo2-dev libfontconfig-dev fonts-dejavu-core libopenmpi-dev openmpi-bin
-	libjemalloc-dev clang valgrind chromium)
+	libjemalloc-dev clang valgrind chromium libopenblas-dev)
 
 missing_packages() {
 	local p

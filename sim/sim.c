@@ -322,6 +322,8 @@ bool sim_plan(struct arena *a, const struct plan *p, double bucket_bytes, double
 		         budget);
 		return false;
 	}
+	if (o->before_run)
+		o->before_run(o->before_run_ctx, out->prog.n_ranks, out->prog.micro_batches, events);
 	out->simulated = sim_run(a, p->scenario->topo, &out->prog, o, &out->sim, d);
 	return out->simulated;
 }

@@ -137,6 +137,11 @@ struct sim_options {
 	 * the fraction of the program done (0..1); may be NULL. */
 	void (*progress)(void *ctx, double simulated_s, double fraction);
 	void *progress_ctx;
+	/* sim_plan: called once the program is lowered and within the budget,
+	 * before the run, with its ranks, micro-batches and program steps x
+	 * ranks (so a caller can say what is coming); may be NULL. */
+	void (*before_run)(void *ctx, int64_t ranks, int64_t micro_batches, double events);
+	void *before_run_ctx;
 };
 
 struct sim_rank {

@@ -14,33 +14,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "studies.h"
+#include "studies-int.h"
 
 /* ------------------------------------------------------------------ hash */
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
-static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n)
+uint64_t studies_fnv(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	for (size_t i = 0; i < n; i++) {
 		h ^= b[i];
-		h *= FNV_PRIME;
+		h *= STUDIES_FNV_PRIME;
 	}
 	return h;
 }
 
+
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
-	return fnv_bytes(h, s ? s : "", s ? strlen(s) + 1 : 1);
+	return studies_fnv(h, s ? s : "", s ? strlen(s) + 1 : 1);
 }
 
 static uint64_t fnv_num(uint64_t h, double x)
 {
 	char buf[40];
 	int n = snprintf(buf, sizeof buf, "%.17g;", x);
-	return fnv_bytes(h, buf, (size_t)n);
+	return studies_fnv(h, buf, (size_t)n);
 }
 
 /* A file's text (a missing one hashes as its name alone: the loader
@@ -54,7 +52,7 @@ static uint64_t fnv_file(uint64_t h, const char *path)
 	const char *err;
 	char *text = util_read_file(path, &len, &err);
 	if (text)
-		h = fnv_bytes(h, text, len);
+		h = studies_fnv(h, text, len);
 	free(text);
 	return h;
 }
@@ -216,7 +214,10 @@ static bool read_clusters(struct arena *a, const char *dir, const struct jv *roo
                           struct study *st, uint64_t *h)
 {
 	struct jv v;
-	if (!jv_need(root, "clusters", &v) || !jv_is_array(&v, 1, 64))
+	if (!jv_need(root, "clusters", &v))
+		return false;
+	st->clusters_line = v.line;
+	if (!jv_is_array(&v, 1, 64))
 		return false;
 	st->n_clusters = jv_len(&v);
 	st->clusters = arena_calloc(a, (size_t)st->n_clusters, sizeof *st->clusters);
@@ -419,7 +420,7 @@ static uint64_t fnv_json(uint64_t h, const cJSON *j)
 {
 	char *text = j ? cJSON_PrintUnformatted(j) : NULL;
 	if (text) {
-		h = fnv_bytes(h, text, strlen(text));
+		h = studies_fnv(h, text, strlen(text));
 		cJSON_free(text);
 	}
 	return h;
@@ -431,14 +432,14 @@ static uint64_t plan_hash(const cJSON *root)
 {
 	cJSON *copy = root ? cJSON_Duplicate(root, true) : NULL;
 	if (!copy)
-		return FNV_OFFSET;
+		return STUDIES_FNV_OFFSET;
 	for (const char *const *k = price_keys; *k; k++)
 		cJSON_DeleteItemFromObjectCaseSensitive(copy, *k);
 	cJSON *cl = cJSON_GetObjectItemCaseSensitive(copy, "clusters"), *c;
 	cJSON_ArrayForEach(c, cl)
 		for (const char *const *k = cluster_price_keys; *k; k++)
 			cJSON_DeleteItemFromObjectCaseSensitive(c, *k);
-	uint64_t h = fnv_json(FNV_OFFSET, copy);
+	uint64_t h = fnv_json(STUDIES_FNV_OFFSET, copy);
 	cJSON_Delete(copy);
 	return h;
 }
@@ -446,7 +447,7 @@ static uint64_t plan_hash(const cJSON *root)
 /* The hash of what only prices the points. */
 static uint64_t prices_hash(const cJSON *root)
 {
-	uint64_t h = FNV_OFFSET;
+	uint64_t h = STUDIES_FNV_OFFSET;
 	for (const char *const *k = price_keys; *k; k++)
 		h = fnv_json(h, cJSON_GetObjectItemCaseSensitive(root, *k));
 	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(root, "clusters"), *c;

@@ -9,20 +9,38 @@
  * unit's rows go in one transaction, so a kill loses at most the unit
  * being written, which a rerun computes again. No hot path beyond one
  * prepared INSERT per point.
+ *
+ * Every row carries a checksum of its figures (FNV-1a over the values as
+ * stored: a byte changed in the file changes a figure, and the checksum
+ * no longer matches). A sweep that opens the database verifies every row
+ * and deletes those that fail, so that it computes them again; fit and
+ * plot refuse a database holding one. One sweep writes a database at a
+ * time: the writer holds an flock(2) on the database file (independent of
+ * SQLite's own fcntl locks, and taken before SQLite opens the file, so
+ * that closing it never drops SQLite's locks), and a second sweep is
+ * refused.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "studies.h"
+#include "studies-int.h"
 
 struct study_store {
 	sqlite3 *db;
 	sqlite3_stmt *insert, *done, *sim;
 	const struct study *st;
 	char hash[17];
+	const char *path;
+	int lock_fd;                       /* the writer's flock, -1 when read-only */
+	int64_t bad_rows;                  /* rows that failed their checksum */
 };
 
 /* Column names of the estimate's categories: "est_" + the category. The
@@ -55,6 +73,7 @@ static const char *const schema =
 	" model_flops REAL, tokens_per_iteration REAL, state_bytes REAL,"
 	" state_bytes_per_device REAL, goodput REAL, checkpoint_interval_s REAL,"
 	" interruptions REAL, effective_time_s REAL,"
+	" checksum TEXT,"
 	" UNIQUE(cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel,"
 	"        expert_parallel, context_parallel, schedule, virtual_stages, recompute,"
 	"        zero_stage));";
@@ -97,6 +116,76 @@ static void key_where(char *buf, size_t size, int first)
 		                      first + (int)i);
 }
 
+/* ------------------------------------------------------------ checksum */
+
+
+static uint64_t fnv_i64(uint64_t h, int64_t v)
+{
+	return studies_fnv(h, &v, sizeof v);
+}
+
+/* A REAL as stored: NULL for NAN, and SQLite may keep an integral value
+ * as an integer (so -0.0 comes back as 0). */
+static uint64_t fnv_real(uint64_t h, double x)
+{
+	if (isnan(x))
+		return studies_fnv(h, "N", 1);
+	if (x == 0)
+		x = 0;
+	return studies_fnv(h, &x, sizeof x);
+}
+
+static uint64_t fnv_text(uint64_t h, const char *t)
+{
+	return t ? studies_fnv(h, t, strlen(t) + 1) : studies_fnv(h, "\xff", 1);
+}
+
+/* The checksum of a row as the database holds it: its inputs' hash, its
+ * key and every figure; a failed point has no figures; `sim` is the
+ * simulated column (0 not tried, 1 simulated, -1 failed). */
+static uint64_t row_checksum(const char *hash, const struct study_row *r, int sim)
+{
+	const struct search_config *c = &r->config;
+	uint64_t h = fnv_text(STUDIES_FNV_OFFSET, hash);
+	int64_t key[] = {r->cluster, r->servers, r->devices, r->global_batch, c->tp, c->pp, c->dp,
+	                 c->micro_batch, c->micro_batches, c->schedule, c->virtual_stages,
+	                 c->recompute, c->zero_stage, c->sequence_parallel, c->ep > 1 ? c->ep : 1,
+	                 c->cp > 1 ? c->cp : 1, r->ok, sim};
+	for (size_t i = 0; i < SL_COUNTOF(key); i++)
+		h = fnv_i64(h, key[i]);
+	h = fnv_text(h, r->ok ? NULL : r->error ? r->error : "failed");
+	if (r->ok) {
+		double v[] = {r->iteration_s, r->tokens_per_s, r->mfu, r->memory_bytes, r->hbm_bytes,
+		              r->compute_s, r->comm_s, r->bubble_s, r->iterations,
+		              r->time_to_train_s, r->device_hours, r->energy_kwh, r->cost,
+		              r->model_flops, r->tokens_per_iteration, r->state_bytes,
+		              r->state_bytes_per_device, r->goodput, r->checkpoint_interval_s,
+		              r->interruptions, r->effective_time_s};
+		for (size_t i = 0; i < SL_COUNTOF(v); i++)
+			h = fnv_real(h, v[i]);
+		for (int k = 0; k < EST_CATEGORY_COUNT; k++)
+			h = fnv_real(h, r->category_s[k]);
+		h = fnv_i64(h, r->oom);
+	}
+	if (sim) {
+		h = fnv_text(h, r->sim_error);
+		if (sim > 0) {
+			double v[] = {r->sim_iteration_s, r->sim_compute_s, r->sim_comm_s, r->sim_bubble_s,
+			              r->sim_time_to_train_s};
+			for (size_t i = 0; i < SL_COUNTOF(v); i++)
+				h = fnv_real(h, v[i]);
+		}
+	}
+	return h;
+}
+
+static void checksum_text(char out[17], const char *hash, const struct study_row *r, int sim)
+{
+	snprintf(out, 17, "%016llx", (unsigned long long)row_checksum(hash, r, sim));
+}
+
+static bool drop_bad_rows(struct study_store *s, char *err, size_t err_size);
+
 static void set_err(char *err, size_t size, const char *what, sqlite3 *db)
 {
 	snprintf(err, size, "%s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
@@ -106,7 +195,7 @@ static bool exec(struct study_store *s, const char *sql, char *err, size_t size)
 {
 	if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK)
 		return true;
-	set_err(err, size, "database", s->db);
+	set_err(err, size, s->path, s->db);
 	return false;
 }
 
@@ -118,6 +207,10 @@ void study_store_close(struct study_store *s)
 	sqlite3_finalize(s->done);
 	sqlite3_finalize(s->sim);
 	sqlite3_close(s->db);
+	/* After SQLite let go of the file: closing another descriptor of it
+	 * would release SQLite's fcntl locks. */
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
 	free(s);
 }
 
@@ -128,6 +221,8 @@ static struct study_store *open_db(const char *path, int flags, char *err, size_
 		snprintf(err, size, "out of memory");
 		return NULL;
 	}
+	s->path = path;
+	s->lock_fd = -1;
 	if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
 		snprintf(err, size, "cannot open %s: %s", path,
 		         s->db ? sqlite3_errmsg(s->db) : "out of memory");
@@ -192,26 +287,28 @@ static const char *const insert_sql =
 	" est_pipeline_bubble, iterations, time_to_train_s, device_hours, energy_kwh, cost,"
 	" sequence_parallel, expert_parallel, context_parallel, model_flops, tokens_per_iteration,"
 	" state_bytes, state_bytes_per_device, goodput, checkpoint_interval_s, interruptions,"
-	" effective_time_s)"
+	" effective_time_s, checksum)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
 	" ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35,"
 	" ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51, ?52,"
-	" ?53, ?54, ?55, ?56)";
+	" ?53, ?54, ?55, ?56, ?57)";
 
 /* The figures that follow from the study's goal, prices, power and
- * goodput (study_row_figures), rewritten in place when those change. */
+ * goodput (study_row_figures), rewritten in place when those change,
+ * with the row's checksum. */
 static const char *const reprice_sql =
 	"UPDATE points SET tokens_per_s = ?1, mfu = ?2, iterations = ?3, time_to_train_s = ?4,"
 	" goodput = ?5, checkpoint_interval_s = ?6, interruptions = ?7, effective_time_s = ?8,"
-	" device_hours = ?9, energy_kwh = ?10, cost = ?11 WHERE " ;
+	" device_hours = ?9, energy_kwh = ?10, cost = ?11, checksum = ?25 WHERE " ;
 
-/* A database written before the points had expert_parallel and
- * context_parallel columns (its key differs) or the goodput's: it is
- * rebuilt (with --force) or left alone. */
+/* A database written before the points had expert_parallel,
+ * context_parallel, checksum and the goodput's columns: its key differs,
+ * or its rows cannot be verified or priced, so it is rebuilt (with
+ * --force) or left alone. */
 static bool has_new_columns(struct study_store *s, bool *has)
 {
-	static const char *const cols[] = {"expert_parallel", "context_parallel", "state_bytes",
-	                                   "effective_time_s"};
+	static const char *const cols[] = {"expert_parallel", "context_parallel", "checksum",
+	                                   "state_bytes", "effective_time_s"};
 	sqlite3_stmt *q;
 	size_t found = 0;
 	if (sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info('points')", -1, &q,
@@ -233,7 +330,7 @@ static const char *sim_sql(char *buf, size_t size)
 	key_where(where, sizeof where, 8);
 	snprintf(buf, size, "UPDATE points SET simulated = ?1, sim_error = ?2, sim_iteration_s = ?3,"
 	         " sim_compute_s = ?4, sim_comm_s = ?5, sim_bubble_s = ?6,"
-	         " sim_time_to_train_s = ?7 WHERE %s", where);
+	         " sim_time_to_train_s = ?7, checksum = ?21 WHERE %s", where);
 	return buf;
 }
 
@@ -293,31 +390,51 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
                                        struct study_store **out, char *err, size_t err_size)
 {
 	*out = NULL;
+	/* One writer: an flock on the file, taken before SQLite opens it. */
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		snprintf(err, err_size, "cannot open %s: %s", path, strerror(errno));
+		return STORE_ERROR;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		close(fd);
+		if (e == EWOULDBLOCK)
+			snprintf(err, err_size, "%s is being written by another sweep: wait for it to "
+			         "finish (then run this one again to resume), or sweep into another "
+			         "database", path);
+		else
+			snprintf(err, err_size, "cannot lock %s: %s", path, strerror(e));
+		return STORE_BUSY;
+	}
 	struct study_store *s = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err,
 	                                err_size);
-	if (!s)
+	if (!s) {
+		close(fd);
 		return STORE_ERROR;
+	}
+	s->lock_fd = fd;
 	study_hash_text(s->hash, st->inputs_hash);
 	s->st = st;
 	char have[17];
 	if (!exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err, err_size) ||
 	    !exec(s, schema, err, err_size) || !stored_hash(s, have)) {
 		if (!err[0])
-			set_err(err, err_size, "database", s->db);
+			set_err(err, err_size, s->path, s->db);
 		study_store_close(s);
 		return STORE_ERROR;
 	}
 	bool current;
 	if (!has_new_columns(s, &current)) {
-		set_err(err, err_size, "database", s->db);
+		set_err(err, err_size, s->path, s->db);
 		study_store_close(s);
 		return STORE_ERROR;
 	}
 	if (!current) {
 		if (!force) {
 			snprintf(err, err_size, "%s was written by an earlier shardlab, whose points have "
-			         "no expert_parallel, context_parallel and goodput columns: sweep into "
-			         "another database, or give --force to discard its rows", path);
+			         "no expert_parallel, context_parallel, checksum and goodput columns: sweep "
+			         "into another database, or give --force to discard its rows", path);
 			study_store_close(s);
 			return STORE_OTHER_INPUTS;
 		}
@@ -344,8 +461,7 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	snprintf(sql, sizeof sql,
 	         "INSERT OR REPLACE INTO meta VALUES('inputs_hash', '%s'), ('study', 'shardlab-study');",
 	         s->hash);
-	if (!exec(s, sql, err, err_size) || !reprice_if_changed(s, err, err_size) ||
-	    !put_info(s, err, err_size) ||
+	if (!exec(s, sql, err, err_size) || !put_info(s, err, err_size) ||
 	    sqlite3_prepare_v2(s->db, insert_sql, -1, &s->insert, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       "SELECT tp, pp, micro_batch, schedule, virtual_stages, recompute,"
@@ -358,7 +474,11 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	    sqlite3_prepare_v2(s->db,
 	                       sim_sql(sql, sizeof sql), -1, &s->sim, NULL) != SQLITE_OK) {
 		if (!err[0])
-			set_err(err, err_size, "database", s->db);
+			set_err(err, err_size, s->path, s->db);
+		study_store_close(s);
+		return STORE_ERROR;
+	}
+	if (!drop_bad_rows(s, err, err_size) || !reprice_if_changed(s, err, err_size)) {
 		study_store_close(s);
 		return STORE_ERROR;
 	}
@@ -366,19 +486,68 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	return STORE_OK;
 }
 
+/* The inputs' hash of a database opened read-only: false with SQLite's
+ * own words when it cannot be read, or with ours when it reads but holds
+ * no sweep. */
+static bool read_meta(struct study_store *s, char have[17], char *err, size_t err_size)
+{
+	sqlite3_stmt *q;
+	have[0] = '\0';
+	if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'inputs_hash'", -1, &q,
+	                       NULL) != SQLITE_OK) {
+		int rc = sqlite3_errcode(s->db);
+		if (rc == SQLITE_ERROR && strstr(sqlite3_errmsg(s->db), "no such table"))
+			snprintf(err, err_size, "%s is not a shardlab sweep database (it has no meta "
+			         "table)", s->path);
+		else
+			snprintf(err, err_size, "cannot read %s: %s", s->path, sqlite3_errmsg(s->db));
+		return false;
+	}
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW && sqlite3_column_text(q, 0))
+		snprintf(have, 17, "%s", (const char *)sqlite3_column_text(q, 0));
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		snprintf(err, err_size, "cannot read %s: %s", s->path, sqlite3_errmsg(s->db));
+	else if (!have[0])
+		snprintf(err, err_size, "%s is not a shardlab sweep database (no inputs hash in its "
+		         "meta table)", s->path);
+	sqlite3_finalize(q);
+	return have[0] != '\0';
+}
+
 bool study_store_open_ro(const char *path, struct study_store **out, uint64_t *hash, char *err,
                          size_t err_size)
 {
-	*out = open_db(path, SQLITE_OPEN_READONLY, err, err_size);
-	if (!*out)
-		return false;
 	char have[17];
-	if (!stored_hash(*out, have) || !have[0]) {
-		snprintf(err, err_size, "%s is not a shardlab sweep database", path);
+	*out = open_db(path, SQLITE_OPEN_READONLY, err, err_size);
+	if (*out && !read_meta(*out, have, err, err_size)) {
+		/* A WAL database in a folder this user cannot write: SQLite cannot
+		 * make the -shm file a reader needs. With no -wal file beside it no
+		 * sweep is writing it, and it can be read as an immutable file. */
+		char wal[4096];
+		struct stat st;
+		int rc = sqlite3_errcode((*out)->db);
+		snprintf(wal, sizeof wal, "%s-wal", path);
 		study_store_close(*out);
 		*out = NULL;
-		return false;
+		if ((rc == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY) &&
+		    stat(wal, &st) != 0 && errno == ENOENT && strlen(path) < 3000) {
+			char *uri = sqlite3_mprintf("file:%s?immutable=1", path);
+			char err2[512];
+			*out = uri ? open_db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, err2, sizeof err2)
+			           : NULL;
+			sqlite3_free(uri);
+			if (*out) {
+				(*out)->path = path;
+				if (!read_meta(*out, have, err, err_size)) {
+					study_store_close(*out);
+					*out = NULL;
+				}
+			}
+		}
 	}
+	if (!*out)
+		return false;
 	if (hash)
 		*hash = strtoull(have, NULL, 16);
 	return true;
@@ -492,6 +661,9 @@ static bool insert_row(struct study_store *s, const struct study_row *r, const s
 		for (int i = 0; i < 8; i++)
 			bind_real(q, 49 + i, g[i]);
 	}
+	char sum[17];
+	checksum_text(sum, s->hash, r, 0);
+	sqlite3_bind_text(q, 57, sum, -1, SQLITE_TRANSIENT);
 	return sqlite3_step(q) == SQLITE_DONE;
 }
 
@@ -502,7 +674,7 @@ bool study_store_put(struct study_store *s, const struct study_row *rows, int n,
 		return false;
 	for (int i = 0; i < n; i++)
 		if ((!write || write[i]) && !insert_row(s, &rows[i], s->st)) {
-			set_err(err, err_size, "database", s->db);
+			set_err(err, err_size, s->path, s->db);
 			sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
 			return false;
 		}
@@ -534,6 +706,9 @@ bool study_store_reprice(struct study_store *s, struct study_row *rows, int n, c
 		for (int k = 0; k < 11; k++)
 			bind_real(q, 1 + k, v[k]);
 		bind_key(q, 12, r);
+		char sum[17];
+		checksum_text(sum, s->hash, r, r->simulated ? 1 : r->sim_error ? -1 : 0);
+		sqlite3_bind_text(q, 25, sum, -1, SQLITE_TRANSIENT);
 		if (sqlite3_step(q) != SQLITE_DONE) {
 			set_err(err, err_size, "database", s->db);
 			sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
@@ -560,8 +735,11 @@ bool study_store_put_sim(struct study_store *s, const struct study_row *r, char 
 			bind_real(q, 3 + i, v[i]);
 	}
 	bind_key(q, 8, r);
+	char sum[17];
+	checksum_text(sum, s->hash, r, r->simulated ? 1 : -1);
+	sqlite3_bind_text(q, 21, sum, -1, SQLITE_TRANSIENT);
 	if (sqlite3_step(q) != SQLITE_DONE) {
-		set_err(err, err_size, "database", s->db);
+		set_err(err, err_size, s->path, s->db);
 		return false;
 	}
 	return true;
@@ -578,8 +756,12 @@ static const char *col_text(struct arena *a, sqlite3_stmt *q, int i)
 	return t ? arena_strdup(a, (const char *)t) : NULL;
 }
 
-int study_store_rows(struct study_store *s, struct arena *a, struct study_row **out, char *err,
-                     size_t err_size)
+/* Every row in key order. keep: into *out (text in the arena), the
+ * first row that fails its checksum an error; else the rows are only
+ * verified, and the rowids of those that fail go to *bad (malloc'd, *n_bad
+ * of them). The count of rows, -1 on error. */
+static int read_rows(struct study_store *s, struct arena *a, bool keep, struct study_row **out,
+                     int64_t **bad, int64_t *n_bad, char *err, size_t err_size)
 {
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(s->db,
@@ -595,16 +777,17 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 	                       " sim_compute_s, sim_comm_s, sim_bubble_s, sim_time_to_train_s,"
 	                       " sequence_parallel, expert_parallel, context_parallel, model_flops,"
 	                       " tokens_per_iteration, state_bytes, state_bytes_per_device, goodput,"
-	                       " checkpoint_interval_s, interruptions, effective_time_s FROM points"
-	                       " ORDER BY " KEY_COLS,
+	                       " checkpoint_interval_s, interruptions, effective_time_s, inputs_hash,"
+	                       " checksum, rowid FROM points ORDER BY " KEY_COLS,
 	                       -1, &q, NULL) != SQLITE_OK) {
-		set_err(err, err_size, "database", s->db);
+		set_err(err, err_size, s->path, s->db);
 		return -1;
 	}
 	int n = 0, cap = 0, rc;
-	struct study_row *rows = NULL;
+	int64_t bad_cap = 0;
+	struct study_row *rows = NULL, scratch;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (n == cap) {
+		if (keep && n == cap) {
 			int nc = cap ? cap * 2 : 256;
 			rows = arena_grow(a, rows, (size_t)cap, (size_t)nc, sizeof *rows);
 			if (!rows) {
@@ -614,7 +797,8 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 			}
 			cap = nc;
 		}
-		struct study_row *r = &rows[n++];
+		struct study_row *r = keep ? &rows[n] : &scratch;
+		n++;
 		*r = (struct study_row){
 			.cluster = sqlite3_column_int(q, 0), .servers = sqlite3_column_int64(q, 1),
 			.devices = sqlite3_column_int64(q, 2), .global_batch = sqlite3_column_int64(q, 3),
@@ -627,7 +811,7 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 			           .recompute = (enum recompute_mode)sqlite3_column_int(q, 11),
 			           .zero_stage = sqlite3_column_int(q, 12)},
 			.ok = sqlite3_column_int(q, 13) != 0,
-			.error = col_text(a, q, 14),
+			.error = keep ? col_text(a, q, 14) : (const char *)sqlite3_column_text(q, 14),
 			.iteration_s = col_real(q, 15), .tokens_per_s = col_real(q, 16),
 			.mfu = col_real(q, 17), .memory_bytes = col_real(q, 18),
 			.hbm_bytes = col_real(q, 19), .oom = sqlite3_column_int(q, 20) != 0,
@@ -640,8 +824,9 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 		r->device_hours = col_real(q, 37);
 		r->energy_kwh = col_real(q, 38);
 		r->cost = col_real(q, 39);
-		r->simulated = sqlite3_column_int(q, 40) > 0;
-		r->sim_error = col_text(a, q, 41);
+		int sim = sqlite3_column_int(q, 40);
+		r->simulated = sim > 0;
+		r->sim_error = keep ? col_text(a, q, 41) : (const char *)sqlite3_column_text(q, 41);
 		r->sim_iteration_s = col_real(q, 42);
 		r->sim_compute_s = col_real(q, 43);
 		r->sim_comm_s = col_real(q, 44);
@@ -658,18 +843,110 @@ int study_store_rows(struct study_store *s, struct arena *a, struct study_row **
 		r->checkpoint_interval_s = col_real(q, 55);
 		r->interruptions = col_real(q, 56);
 		r->effective_time_s = col_real(q, 57);
-		if (sqlite3_column_int(q, 40) < 0 && !r->sim_error)
+		const char *hash = (const char *)sqlite3_column_text(q, 58);
+		const char *sum = (const char *)sqlite3_column_text(q, 59);
+		char want[17];
+		checksum_text(want, hash ? hash : "", r, sim);
+		if (!sum || strcmp(sum, want)) {
+			if (keep) {
+				char c[128];
+				snprintf(err, err_size, "%s: the row of cluster %d, %lld servers, global batch "
+				         "%lld, %s fails its checksum: the database was changed or damaged "
+				         "since the sweep wrote it; run the sweep again, which computes such "
+				         "rows anew", s->path, r->cluster, (long long)r->servers,
+				         (long long)r->global_batch,
+				         plan_search_config_text(c, sizeof c, &r->config));
+				sqlite3_finalize(q);
+				return -1;
+			}
+			if (*n_bad == bad_cap) {
+				bad_cap = bad_cap ? 2 * bad_cap : 64;
+				int64_t *nb = realloc(*bad, (size_t)bad_cap * sizeof **bad);
+				if (!nb) {
+					sqlite3_finalize(q);
+					snprintf(err, err_size, "out of memory");
+					return -1;
+				}
+				*bad = nb;
+			}
+			(*bad)[(*n_bad)++] = sqlite3_column_int64(q, 60);
+		}
+		if (sim < 0 && !r->sim_error)
 			r->sim_error = "failed";
 	}
 	sqlite3_finalize(q);
 	if (rc != SQLITE_DONE) {
-		set_err(err, err_size, "database", s->db);
+		set_err(err, err_size, s->path, s->db);
 		return -1;
 	}
-	if (!rows)
+	if (keep && !rows)
 		rows = arena_alloc(a, sizeof *rows);
-	*out = rows;
+	if (keep)
+		*out = rows;
 	return n;
+}
+
+int study_store_rows(struct study_store *s, struct arena *a, struct study_row **out, char *err,
+                     size_t err_size)
+{
+	return read_rows(s, a, true, out, NULL, NULL, err, err_size);
+}
+
+/* The writer's check of every stored row: those that fail their checksum
+ * are deleted, to be computed again. */
+static bool drop_bad_rows(struct study_store *s, char *err, size_t err_size)
+{
+	int64_t *bad = NULL, n_bad = 0;
+	bool ok = read_rows(s, NULL, false, NULL, &bad, &n_bad, err, err_size) >= 0;
+	sqlite3_stmt *del = NULL;
+	if (ok && n_bad) {
+		ok = exec(s, "BEGIN IMMEDIATE;", err, err_size) &&
+		     sqlite3_prepare_v2(s->db, "DELETE FROM points WHERE rowid = ?1", -1, &del, NULL) ==
+		     SQLITE_OK;
+		for (int64_t i = 0; ok && i < n_bad; i++) {
+			sqlite3_reset(del);
+			sqlite3_bind_int64(del, 1, bad[i]);
+			ok = sqlite3_step(del) == SQLITE_DONE;
+		}
+		sqlite3_finalize(del);
+		if (!ok) {
+			set_err(err, err_size, s->path, s->db);
+			sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
+		} else {
+			ok = exec(s, "COMMIT;", err, err_size);
+		}
+	}
+	s->bad_rows = n_bad;
+	free(bad);
+	return ok;
+}
+
+int64_t study_store_dropped(const struct study_store *s)
+{
+	return s ? s->bad_rows : 0;
+}
+
+bool study_store_counts(struct study_store *s, int64_t *fit, int64_t *tight, int64_t *failed)
+{
+	sqlite3_stmt *q;
+	*fit = *tight = *failed = 0;
+	/* row by row, nothing held: the memory verdict is the cost model's */
+	if (sqlite3_prepare_v2(s->db, "SELECT ok, memory_bytes, hbm_bytes FROM points", -1, &q,
+	                       NULL) != SQLITE_OK)
+		return false;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (!sqlite3_column_int(q, 0)) {
+			++*failed;
+			continue;
+		}
+		struct cost_verdict v;
+		cost_memory_verdict(col_real(q, 1), col_real(q, 2), &v);
+		*fit += v.fit == FIT_YES;
+		*tight += v.fit == FIT_TIGHT;
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE;
 }
 
 bool study_store_cluster_names(struct study_store *s, struct arena *a, int n_clusters,

@@ -113,6 +113,7 @@ struct study {
 	                                      (docs/formats.md) */
 	uint64_t prices_hash;              /* of what only prices the points: the goal,
 	                                      goodput, currency, prices and power */
+	int clusters_line;                 /* of "clusters" in the study file */
 };
 
 /* Loads and checks a study and the scenario, model and topologies it
@@ -135,13 +136,40 @@ struct study_unit {
 
 /* Every unit of the study in a fixed order (cluster, servers, global
  * batch, then the search's order: TP, PP, micro-batch); *n of them, the
- * points they hold in *n_points. NULL when out of memory. */
+ * points they hold in *n_points. NULL when out of memory. For small
+ * studies (tests, benchmarks): a sweep walks the cells instead. */
 struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
                                int64_t *n_points);
 
+/* The study cell by cell: a cell is one (cluster, server count, global
+ * batch), cells numbered in the order above; study_cell_units gives the
+ * units of one (in the arena), so that a sweep holds one cell at a time. */
+int64_t study_n_cells(const struct study *st);
+struct study_unit *study_cell_units(struct arena *a, const struct study *st, int64_t cell,
+                                    int *n, int64_t *n_points);
+
+/* How big a study is, counted cell by cell without keeping the units. */
+struct study_size {
+	int64_t cells, units, points;
+	int max_configs;                   /* the most points a unit holds */
+	int64_t refused[SEARCH_RULE_COUNT];   /* left out by Megatron-LM's rules (planner.h) */
+};
+bool study_count(const struct study *st, struct study_size *out);
+
+/* The points a sweep takes unless told otherwise (--max-points): a
+ * sweep runs some 10^3 to 10^4 points a second, so a million is minutes
+ * to an hour, and its database some 0.5 GB (docs/studies.md). */
+#define STUDY_MAX_POINTS 1000000
+/* Counts the study (study_count) and refuses one of more than max_points
+ * points: FILE:LINE: clusters: ... with the count. A study of more cells
+ * than max_points is refused before counting (the count's time grows with
+ * the cells, up to 64 x 4096 x 4096). False after a diagnostic. */
+bool study_check_size(const struct study *st, int64_t max_points, struct study_size *out,
+                      struct diag_list *d);
+
 /* The configurations of the study that Megatron-LM would refuse
- * (planner.h, "search_rule"), by rule: left out of the units, not points.
- * False when out of memory. */
+ * (planner.h, "search_rule"), by rule: left out of the units, not points
+ * (study_count's). False when out of memory. */
 bool study_refused(const struct study *st, int64_t refused[SEARCH_RULE_COUNT]);
 
 /* One point's figures. */
@@ -216,17 +244,24 @@ enum study_store_open {
 	STORE_OK,
 	STORE_ERROR,                       /* message in err */
 	STORE_OTHER_INPUTS,                /* written for other inputs (err says which) */
+	STORE_BUSY,                        /* another sweep is writing it */
 };
 
 /* Opens (creating) the database for the study. With `force`, rows of
- * other inputs are deleted; without, such a database is refused. */
+ * other inputs are deleted; without, such a database is refused. One
+ * writer at a time: another sweep's database is STORE_BUSY. Every stored
+ * row is verified against its checksum, and those that fail are deleted
+ * (to be computed again; study_store_dropped says how many). */
 enum study_store_open study_store_open(const char *path, const struct study *st, bool force,
                                        struct study_store **out, char *err, size_t err_size);
 /* Opens an existing database read-only, whatever its inputs; *hash (when
- * not NULL) receives the inputs' hash it was written for. */
+ * not NULL) receives the inputs' hash it was written for. What SQLite
+ * cannot read is told in SQLite's own words. */
 bool study_store_open_ro(const char *path, struct study_store **out, uint64_t *hash,
                          char *err, size_t err_size);
 void study_store_close(struct study_store *s);
+/* The rows the writer's open deleted because they failed their checksum. */
+int64_t study_store_dropped(const struct study_store *s);
 /* Which of the unit's points are stored: done[i]; returns how many. -1 on
  * error. */
 int study_store_done(struct study_store *s, const struct study_unit *u, bool *done);
@@ -243,9 +278,13 @@ bool study_store_reprice(struct study_store *s, struct study_row *rows, int n, c
 bool study_store_put_sim(struct study_store *s, const struct study_row *r, char *err,
                          size_t err_size);
 /* Every row, ordered by cluster, servers, global batch, then the
- * configuration's enumeration keys; in the arena. -1 on error. */
+ * configuration's enumeration keys; in the arena. -1 on error, and when a
+ * row fails its checksum (err names it). */
 int study_store_rows(struct study_store *s, struct arena *a, struct study_row **out, char *err,
                      size_t err_size);
+/* How many stored points fit memory, and how many failed (counted by
+ * SQLite, no row held). */
+bool study_store_counts(struct study_store *s, int64_t *fit, int64_t *tight, int64_t *failed);
 /* Names of the clusters as stored (index -> name, kind), from the rows. */
 bool study_store_cluster_names(struct study_store *s, struct arena *a, int n_clusters,
                                const char **names, const char **kinds);

@@ -112,48 +112,130 @@ static bool list_units(struct arena *a, const struct study *st, struct study_uni
 	return true;
 }
 
-/* Every unit, and what the rules left out into refused (when not NULL). */
-static struct study_unit *enumerate(struct arena *a, const struct study *st, int *n,
-                                    int64_t *n_points, int64_t *refused)
-{	struct study_unit *u = NULL;
+int64_t study_n_cells(const struct study *st)
+{
+	int64_t n = 0;
+	for (int c = 0; c < st->n_clusters; c++)
+		n += (int64_t)st->clusters[c].n_sizes * st->n_batches;
+	return n;
+}
+
+/* The units of one cell appended to *u (*n of them, room for *cap). */
+static bool cell_units(struct arena *a, const struct study *st, int64_t cell,
+                       struct study_unit **u, int *n, int *cap, int64_t *points,
+                       int64_t *refused)
+{
+	int c = 0;
+	for (; c < st->n_clusters; c++) {
+		int64_t k = (int64_t)st->clusters[c].n_sizes * st->n_batches;
+		if (cell < k)
+			break;
+		cell -= k;
+	}
+	SL_ASSERT(c < st->n_clusters);
+	const struct study_cluster *cl = &st->clusters[c];
+	int s = (int)(cell / st->n_batches), b = (int)(cell % st->n_batches);
+	int64_t dps = cl->topo->devices_per_server;
+	struct study_unit base = {.cluster = c, .servers = cl->servers[s],
+	                          .devices = cl->servers[s] * dps,
+	                          .global_batch = st->global_batches[b]};
+	return st->search ? search_units(a, st, base, dps, u, n, cap, points, refused)
+	                  : list_units(a, st, base, dps, u, n, cap, points, refused);
+}
+
+struct study_unit *study_cell_units(struct arena *a, const struct study *st, int64_t cell,
+                                    int *n, int64_t *n_points)
+{
+	struct study_unit *u = NULL;
 	int cap = 0;
 	*n = 0;
 	*n_points = 0;
-	for (int c = 0; c < st->n_clusters; c++) {
-		const struct study_cluster *cl = &st->clusters[c];
-		int64_t dps = cl->topo->devices_per_server;
-		for (int s = 0; s < cl->n_sizes; s++)
-			for (int b = 0; b < st->n_batches; b++) {
-				struct study_unit base = {.cluster = c, .servers = cl->servers[s],
-				                          .devices = cl->servers[s] * dps,
-				                          .global_batch = st->global_batches[b]};
-				bool ok = st->search
-					? search_units(a, st, base, dps, &u, n, &cap, n_points, refused)
-					: list_units(a, st, base, dps, &u, n, &cap, n_points, refused);
-				if (!ok)
-					return NULL;
-			}
-	}
-	if (!u)
-		u = arena_alloc(a, sizeof *u);
-	return u;
+	if (!cell_units(a, st, cell, &u, n, &cap, n_points, NULL))
+		return NULL;
+	return u ? u : arena_alloc(a, sizeof *u);
 }
 
 struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
                                int64_t *n_points)
 {
-	return enumerate(a, st, n, n_points, NULL);
+	struct study_unit *u = NULL;
+	int cap = 0;
+	*n = 0;
+	*n_points = 0;
+	for (int64_t cell = 0, cells = study_n_cells(st); cell < cells; cell++)
+		if (!cell_units(a, st, cell, &u, n, &cap, n_points, NULL))
+			return NULL;
+	if (!u)
+		u = arena_alloc(a, sizeof *u);
+	return u;
+}
+
+bool study_count(const struct study *st, struct study_size *out)
+{
+	*out = (struct study_size){.cells = study_n_cells(st), .max_configs = 1};
+	struct arena *a = NULL;
+	for (int64_t cell = 0; cell < out->cells; cell++) {
+		/* A fresh arena every few cells: what a cell allocates is dropped
+		 * once counted. */
+		if (!a || cell % 64 == 0) {
+			arena_free(a);
+			if (!(a = arena_new()))
+				return false;
+		}
+		int n = 0, cap = 0;
+		int64_t points = 0;
+		struct study_unit *u = NULL;
+		if (!cell_units(a, st, cell, &u, &n, &cap, &points, out->refused)) {
+			arena_free(a);
+			return false;
+		}
+		out->units += n;
+		out->points += points;
+		for (int i = 0; i < n; i++)
+			out->max_configs = u[i].n_configs > out->max_configs ? u[i].n_configs
+			                                                     : out->max_configs;
+	}
+	arena_free(a);
+	return true;
+}
+
+bool study_check_size(const struct study *st, int64_t max_points, struct study_size *out,
+                      struct diag_list *d)
+{
+	/* Counting takes time in proportion to the cells: a study of more
+	 * cells than points allowed (each cell holds a point or more, short
+	 * of a batch no configuration divides) is refused uncounted. */
+	int64_t cells = study_n_cells(st);
+	if (cells > max_points) {
+		*out = (struct study_size){.cells = cells};
+		diag_add(d, DIAG_ERROR, st->file, st->clusters_line, "clusters",
+		         "the study has %lld cluster sizes x global batches, each a point or more, "
+		         "more than the %lld points a sweep takes (--max-points N raises the limit; "
+		         "docs/studies.md, \"How big a study may be\")",
+		         (long long)cells, (long long)max_points);
+		return false;
+	}
+	if (!study_count(st, out)) {
+		diag_add(d, DIAG_ERROR, st->file, 0, NULL, "out of memory counting the study's points");
+		return false;
+	}
+	if (out->points <= max_points)
+		return true;
+	diag_add(d, DIAG_ERROR, st->file, st->clusters_line, "clusters",
+	         "the study has %lld points (%lld cluster sizes x global batches, %lld units), "
+	         "more than the %lld a sweep takes (--max-points N raises the limit; "
+	         "docs/studies.md, \"How big a study may be\")",
+	         (long long)out->points, (long long)out->cells, (long long)out->units,
+	         (long long)max_points);
+	return false;
 }
 
 bool study_refused(const struct study *st, int64_t refused[SEARCH_RULE_COUNT])
 {
-	struct arena *a = arena_new();
-	int n;
-	int64_t points;
+	struct study_size sz;
+	bool ok = study_count(st, &sz);
 	for (int k = 0; k < SEARCH_RULE_COUNT; k++)
-		refused[k] = 0;
-	bool ok = a && enumerate(a, st, &n, &points, refused);
-	arena_free(a);
+		refused[k] = ok ? sz.refused[k] : 0;
 	return ok;
 }
 

@@ -109,11 +109,42 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 	return k;
 }
 
+/* The control character an escape at p stands for ("\\n", "\\u001b",
+ * "\\u009b"), or 0x100 when it stands for none. */
+static unsigned escaped_control(const unsigned char *p, size_t n)
+{
+	switch (p[1]) {
+	case 'b': return 0x08;
+	case 't': return 0x09;
+	case 'n': return 0x0a;
+	case 'f': return 0x0c;
+	case 'r': return 0x0d;
+	case 'u': break;
+	default: return 0x100;
+	}
+	if (n < 6)
+		return 0x100;
+	unsigned v = 0;
+	for (int i = 2; i < 6; i++) {
+		unsigned c = p[i], d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+			d = (c | 0x20) - 'a' + 10;
+		else
+			return 0x100;
+		v = v * 16 + d;
+	}
+	return v < 0x20 || (v >= 0x7f && v <= 0x9f) ? v : 0x100;
+}
+
 /* A string at the cursor (a key when `key`), checked on the way: every
  * name shardlab reads is written back into reports (JSON among them), so
  * a string must be valid UTF-8 and must not hide a NUL behind "\u0000",
- * which would cut it short. `path` names the value (for a key, its
- * object). */
+ * which would cut it short; nor may it hold a control character (C0, DEL
+ * or C1), raw or escaped, which a terminal printing the name would obey
+ * (an ESC sequence clears the screen, a newline splits a table's row).
+ * `path` names the value (for a key, its object). */
 static void scan_string(struct scan *s, const char *path, bool key)
 {
 	int line = s->line;
@@ -125,20 +156,29 @@ static void scan_string(struct scan *s, const char *path, bool key)
 		size_t step = 1;
 		const char *why = NULL;
 		char buf[96];
+		unsigned ctl = 0x100; /* a control character found here, raw or escaped */
 		if (*p == '\\') {
 			step = 2;
 			if (s->i + 6 <= s->len && !memcmp(p, "\\u0000", 6))
 				why = "holds \"\\u0000\" (a NUL character, which would cut it short)";
-		} else if (*p < 0x20) {
-			snprintf(buf, sizeof buf, "holds the control character 0x%02x (write it as an escape)", *p);
-			why = buf;
+			else if (s->i + 1 < s->len)
+				ctl = escaped_control(p, s->len - s->i);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			ctl = *p;
 		} else if (*p >= 0x80) {
 			step = utf8_len(p, s->len - s->i);
 			if (!step) {
 				step = 1;
 				snprintf(buf, sizeof buf, "is not valid UTF-8 (byte 0x%02x)", *p);
 				why = buf;
+			} else if (step == 2 && p[0] == 0xc2 && p[1] < 0xa0) {
+				ctl = p[1]; /* U+0080 to U+009F, the C1 controls */
 			}
+		}
+		if (!why && ctl < 0x100) {
+			snprintf(buf, sizeof buf, "holds the control character 0x%02x (a terminal "
+			         "would obey it)", ctl);
+			why = buf;
 		}
 		if (why && !reported && s->diags) {
 			diag_add(s->diags, DIAG_ERROR, s->file, line, *path ? path : NULL, "%s %s", what,

@@ -6,9 +6,12 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void util_assert_fail(const char *file, int line, const char *expr)
 {
@@ -70,12 +73,37 @@ bool util_add_i64(int64_t a, int64_t b, int64_t *out)
 
 char *util_read_file(const char *path, size_t *len_out, const char **err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer; it is
+	 * refused below like every other file that is not a regular one. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
 		*err = strerror(errno);
 		return NULL;
 	}
-	size_t cap = 4096, len = 0;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		*err = strerror(errno);
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = S_ISDIR(st.st_mode) ? strerror(EISDIR)
+		       : "not a regular file (a device, FIFO or socket is never read)";
+		close(fd);
+		return NULL;
+	}
+	if (st.st_size > UTIL_READ_MAX_BYTES) {
+		*err = "larger than the " UTIL_READ_MAX_TEXT " an input file may hold";
+		close(fd);
+		return NULL;
+	}
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		*err = strerror(errno);
+		close(fd);
+		return NULL;
+	}
+	size_t cap = (size_t)st.st_size + 2 > 4096 ? (size_t)st.st_size + 2 : 4096, len = 0;
 	char *buf = malloc(cap);
 	if (!buf) {
 		fclose(f);
@@ -84,10 +112,11 @@ char *util_read_file(const char *path, size_t *len_out, const char **err)
 	}
 	for (;;) {
 		if (cap - len < 2) {
-			if (cap > SIZE_MAX / 2) {
+			/* The file grew while it was read. */
+			if (cap > UTIL_READ_MAX_BYTES) {
 				free(buf);
 				fclose(f);
-				*err = "file too large";
+				*err = "larger than the " UTIL_READ_MAX_TEXT " an input file may hold";
 				return NULL;
 			}
 			char *nb = realloc(buf, cap * 2);

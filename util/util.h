@@ -73,7 +73,12 @@ int64_t util_double_bits(double x);
 bool util_add_i64(int64_t a, int64_t b, int64_t *out);
 
 /* Read a whole file into a NUL-terminated malloc'd buffer. Returns NULL and
- * sets *err (a static string from strerror or our own) on failure. */
+ * sets *err (a static string from strerror or our own) on failure. Only a
+ * regular file of at most UTIL_READ_MAX_BYTES is read: a device
+ * (/dev/zero, /dev/urandom), FIFO or socket is refused before a byte is
+ * read, and so is a larger file (docs/robustness.md, "Limits"). */
+#define UTIL_READ_MAX_BYTES (64 << 20)
+#define UTIL_READ_MAX_TEXT "64 MiB"
 char *util_read_file(const char *path, size_t *len_out, const char **err);
 
 /* Directory part of a path ("a/b/c.json" -> "a/b", "c.json" -> ".") and

@@ -58,6 +58,18 @@ static void unravel(int64_t f, const int64_t *shape, int rank, int64_t *idx)
 	}
 }
 
+/* The multi-index after idx in shape, row-major, in place (the last
+ * wraps to all zeros): a loop over flat positions 0, 1, ... keeps its
+ * index this way instead of dividing it out of each position. */
+static inline void next_index(int64_t *idx, const int64_t *shape, int rank)
+{
+	for (int d = rank - 1; d >= 0; d--) {
+		if (++idx[d] < shape[d])
+			return;
+		idx[d] = 0;
+	}
+}
+
 static int64_t ravel(const int64_t *idx, const int64_t *shape, int rank)
 {
 	int64_t f = 0;
@@ -136,9 +148,8 @@ static enum vk_status k_binary(const struct op *o, const struct vpiece *in, stru
 				return VK_BROKEN;
 			}
 		}
-	int64_t n = verify_elems(out->shape, r), idx[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
-	for (int64_t f = 0; f < n; f++) {
-		unravel(f, out->shape, r, idx);
+	int64_t n = verify_elems(out->shape, r), idx[GRAPH_MAX_RANK] = {0}, ix[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < n; f++, next_index(idx, out->shape, r)) {
 		double v[2];
 		for (int i = 0; i < 2; i++) {
 			const struct vpiece *p = i ? y : x;
@@ -155,8 +166,10 @@ static enum vk_status k_binary(const struct op *o, const struct vpiece *in, stru
 static enum vk_status k_unary(const struct op *o, const struct vpiece *in, struct vpiece *out,
                               uint64_t salt)
 {
-	int64_t n = verify_elems(out->shape, out->rank), idx[GRAPH_MAX_RANK];
+	int64_t n = verify_elems(out->shape, out->rank), idx[GRAPH_MAX_RANK] = {0};
+	int64_t gx[GRAPH_MAX_RANK];
 	double keep = o->attrs.keep_prob > 0 ? o->attrs.keep_prob : 1;
+	bool dropout = o->kind == OP_DROPOUT;
 	for (int64_t f = 0; f < n; f++) {
 		double x = in[0].data[f], y = x;
 		switch (o->kind) {
@@ -173,10 +186,9 @@ static enum vk_status k_unary(const struct op *o, const struct vpiece *in, struc
 			y = 1 / (1 + exp(-x));
 			break;
 		case OP_DROPOUT: {
-			unravel(f, out->shape, out->rank, idx);
 			for (int d = 0; d < out->rank; d++)
-				idx[d] += out->lo[d];
-			uint64_t g = (uint64_t)ravel(idx, out->full, out->rank);
+				gx[d] = idx[d] + out->lo[d];
+			uint64_t g = (uint64_t)ravel(gx, out->full, out->rank);
 			y = verify_hash01(salt * 0x100000001b3ull ^ g) < keep ? x / keep : 0;
 			break;
 		}
@@ -184,6 +196,8 @@ static enum vk_status k_unary(const struct op *o, const struct vpiece *in, struc
 			break;
 		}
 		out->data[f] = y;
+		if (dropout)
+			next_index(idx, out->shape, out->rank);
 	}
 	return VK_OK;
 }
@@ -676,9 +690,8 @@ static enum vk_status v_binary(const struct op *o, const struct vpiece *in,
                                const struct vpiece *dy, struct vpiece *din)
 {
 	int r = dy->rank;
-	int64_t n = verify_elems(dy->shape, r), idx[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
-	for (int64_t f = 0; f < n; f++) {
-		unravel(f, dy->shape, r, idx);
+	int64_t n = verify_elems(dy->shape, r), idx[GRAPH_MAX_RANK] = {0}, ix[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < n; f++, next_index(idx, dy->shape, r)) {
 		int64_t at[2];
 		double v[2];
 		for (int i = 0; i < 2; i++) {
@@ -702,8 +715,10 @@ static enum vk_status v_binary(const struct op *o, const struct vpiece *in,
 static enum vk_status v_unary(const struct op *o, const struct vpiece *in,
                               const struct vpiece *dy, struct vpiece *din, uint64_t salt)
 {
-	int64_t n = verify_elems(dy->shape, dy->rank), idx[GRAPH_MAX_RANK];
+	int64_t n = verify_elems(dy->shape, dy->rank), idx[GRAPH_MAX_RANK] = {0};
+	int64_t gx[GRAPH_MAX_RANK];
 	double keep = o->attrs.keep_prob > 0 ? o->attrs.keep_prob : 1;
+	bool dropout = o->kind == OP_DROPOUT;
 	if (!din[0].data)
 		return VK_OK;
 	for (int64_t f = 0; f < n; f++) {
@@ -726,10 +741,9 @@ static enum vk_status v_unary(const struct op *o, const struct vpiece *in,
 			break;
 		}
 		case OP_DROPOUT: {
-			unravel(f, dy->shape, dy->rank, idx);
 			for (int k = 0; k < dy->rank; k++)
-				idx[k] += dy->lo[k];
-			uint64_t gk = (uint64_t)ravel(idx, dy->full, dy->rank);
+				gx[k] = idx[k] + dy->lo[k];
+			uint64_t gk = (uint64_t)ravel(gx, dy->full, dy->rank);
 			d = verify_hash01(salt * 0x100000001b3ull ^ gk) < keep ? 1 / keep : 0;
 			break;
 		}
@@ -737,6 +751,8 @@ static enum vk_status v_unary(const struct op *o, const struct vpiece *in,
 			break;
 		}
 		din[0].data[f] += g * d;
+		if (dropout)
+			next_index(idx, dy->shape, dy->rank);
 	}
 	return VK_OK;
 }

@@ -576,6 +576,16 @@ Test(cli, plan_and_advise_usage_errors_exit_2)
 		{"advise scenarios/ffn-8p.json --top x",
 		 "shardlab advise: --top takes a count from 0 to 2147483647, got 'x'\n"},
 		{"advise a.json b.json", "shardlab advise: one scenario at a time ('b.json')\n"},
+		/* Issue 42: one range per option, the scenario file's, whatever
+		 * the number given. */
+		{"plan scenarios/ffn-8p.json --devices -8",
+		 "shardlab plan: --devices takes a count from 1 to 1073741824, got '-8'\n"},
+		{"plan scenarios/ffn-8p.json --devices 0",
+		 "shardlab plan: --devices takes a count from 1 to 1073741824, got '0'\n"},
+		{"simulate scenarios/ffn-8p.json --devices 1073741825",
+		 "shardlab simulate: --devices takes a count from 1 to 1073741824, got '1073741825'\n"},
+		{"estimate scenarios/ffn-8p.json --global-batch 0",
+		 "shardlab estimate: --global-batch takes a count from 1 to 16777216, got '0'\n"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct cli_run r = fixture_shardlab(cases[i].args, true);
@@ -1377,4 +1387,22 @@ Test(cli, cp_counts_a_ring)
 	                     true);
 	cr_expect_eq(r.status, 1);
 	free(r.out);
+}
+
+/* Issue 42: a long simulation is announced with its size and expected
+ * cost. 16,384 ranks, 2 micro-batches, 3.6e9 steps x ranks at 60 ns each
+ * (the measured rate, cli.h) is 216 s, "4 min"; memory 40 MB + 16,384 x
+ * 180 kB = 2.989 GB. The 4-layer GPT on 32 ranks (9,410 steps) is not
+ * announced. */
+Test(cli, long_simulation_is_announced_with_its_size_and_cost)
+{
+	char buf[256];
+	cr_expect(cli_sim_announce_text(buf, sizeof buf, "megatron", 16384, 2, 3.6e9));
+	cr_expect_str_eq(buf, "megatron: 16384 ranks, 2 micro-batches, 3.6e+09 program steps x "
+	                      "ranks; expect roughly 4 min and 2.99 GB of memory");
+	cr_expect_not(cli_sim_announce_text(buf, sizeof buf, "megatron", 32, 1, 9410));
+	cr_expect_str_eq(buf, "megatron: 32 ranks, 1 micro-batch, 9.41e+03 program steps x ranks; "
+	                      "expect roughly 0 s and 45.8 MB of memory");
+	/* 4,096 ranks are announced whatever the steps. */
+	cr_expect(cli_sim_announce_text(buf, sizeof buf, NULL, 4096, 1, 1e6));
 }

@@ -207,11 +207,9 @@ Test(output, abort_and_failure_leave_the_old_file)
 	cr_expect_not(cli_out_open(&o, dir, err, sizeof err), "a directory is not an output");
 }
 
-Test(output, sigterm_removes_the_temporary_file)
+/* A writer of path that writes "half" and dies of signal sig. */
+static pid_t killed_writer(const char *path, int sig)
 {
-	char *dir = make_dir(), path[128];
-	snprintf(path, sizeof path, "%s/killed.json", dir);
-	fixture_write(path, "old\n");
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -221,12 +219,21 @@ Test(output, sigterm_removes_the_temporary_file)
 			_exit(3);
 		fputs("half", o.f);
 		fflush(o.f);
-		raise(SIGTERM);
+		raise(sig);
 		_exit(4);
 	}
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %#x", st);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == sig, "status %#x", st);
+	return pid;
+}
+
+Test(output, sigterm_removes_the_temporary_file)
+{
+	char *dir = make_dir(), path[128];
+	snprintf(path, sizeof path, "%s/killed.json", dir);
+	fixture_write(path, "old\n");
+	killed_writer(path, SIGTERM);
 	cr_expect_eq(entries(dir), 1, "the temporary file survived SIGTERM");
 	cr_expect_str_eq(slurp(path), "old\n");
 }
@@ -266,4 +273,66 @@ Test(output, trace_through_a_symlink_keeps_the_link)
 	cr_expect(S_ISLNK(st.st_mode), "the link was replaced by a file");
 	cr_expect(strstr(slurp(real), "\"traceEvents\""), "the trace did not reach the link's target");
 	cr_expect_eq(entries(dir), 2);
+}
+
+/* Issue 42: a writer killed with SIGKILL leaves its temporary file; the
+ * next write of the same name removes it, and only it: a live writer's
+ * temporary file (locked, its process running), another target's, and
+ * a file that merely looks alike stay. */
+Test(output, sigkill_litter_is_removed_by_the_next_write)
+{
+	char *dir = make_dir(), path[128], other[128];
+	snprintf(path, sizeof path, "%s/trace.json", dir);
+	snprintf(other, sizeof other, "%s/other.json", dir);
+	for (int i = 0; i < 3; i++)
+		killed_writer(path, SIGKILL);
+	killed_writer(other, SIGKILL);
+	/* Each killed writer leaves its temporary file, and each write removes
+	 * those its killed predecessors left: the last one's is there. */
+	cr_expect_eq(entries(dir), 2);
+
+	/* A live writer of the same name: its file must survive. */
+	int go[2], done[2];
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(done), 0);
+	pid_t live = fork();
+	cr_assert_geq(live, 0);
+	if (live == 0) {
+		struct cli_out o;
+		char err[256], c;
+		if (!cli_out_open(&o, path, err, sizeof err))
+			_exit(3);
+		fputs("live", o.f);
+		fflush(o.f);
+		if (write(go[1], "x", 1) != 1 || read(done[0], &c, 1) != 1)
+			_exit(5);
+		_exit(cli_out_close(&o, err, sizeof err) ? 0 : 6);
+	}
+	char c;
+	cr_assert_eq(read(go[0], &c, 1), 1);
+	/* Look-alikes: a user's file of the same pattern but no pid, and
+	 * one whose "pid" is not a number. */
+	char like[160];
+	snprintf(like, sizeof like, "%s/.trace.json.tmp-abcdef", dir);
+	fixture_write(like, "mine\n");
+	snprintf(like, sizeof like, "%s/.trace.json.tmp-x1-abcdef", dir);
+	fixture_write(like, "mine\n");
+	/* The live writer removed the last killed one's file when it opened:
+	 * its own, other.json's litter and the look-alikes. */
+	cr_expect_eq(entries(dir), 4);
+	killed_writer(path, SIGKILL);
+	cr_expect_eq(entries(dir), 5);
+
+	write_text(path, "{}\n");
+	cr_expect_str_eq(slurp(path), "{}\n");
+	/* trace.json, the live writer's file, other.json's litter and the two
+	 * look-alikes. */
+	cr_expect_eq(entries(dir), 5, "stale temporary files of trace.json were not removed");
+
+	cr_assert_eq(write(done[1], "x", 1), 1);
+	int st;
+	cr_assert_eq(waitpid(live, &st, 0), live);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	cr_expect_str_eq(slurp(path), "live");
+	cr_expect_eq(entries(dir), 4);
 }

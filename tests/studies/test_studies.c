@@ -6,6 +6,7 @@
  * a database of other inputs refused; the same rows under mpirun. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,6 +95,69 @@ Test(studies, search_space_counted_by_hand)
 	cr_assert(plan_search(A, &s, &o, &r, &D));
 	cr_expect_eq(r.n_configs, 684);
 	cr_expect_eq(r.refused[SEARCH_RULE_SCHEDULE], 324);
+	/* Counted cell by cell without holding the units: the same 46 units,
+	 * 684 points, one cell, and at most 24 points a unit (TP1 PP2 b1
+	 * above: 1F1B and interleaved, x 12), GPipe's 324 left out. */
+	struct study_size sz;
+	cr_assert(study_count(st, &sz));
+	cr_expect_eq(sz.cells, 1);
+	cr_expect_eq(sz.units, 46);
+	cr_expect_eq(sz.points, 684);
+	cr_expect_eq(sz.max_configs, 24);
+	cr_expect_eq(sz.refused[SEARCH_RULE_SCHEDULE], 324);
+}
+
+/* Issue 42: a study's size is known before any work. The counts of the
+ * cell-by-cell walk are those of the whole enumeration, on every shipped
+ * study; a sweep over the limit is refused with the count, up front. */
+Test(studies, count_walks_the_same_points_as_the_enumeration)
+{
+	static const char *const files[] = {"tests/data/studies/tiny.json",
+	                                    "tests/data/studies/moe.json",
+	                                    "tests/data/studies/cp.json",
+	                                    "tests/data/studies/resume.json"};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct study *st = load(files[i]);
+		int n_units;
+		int64_t n_points;
+		cr_assert_not_null(study_units(A, st, &n_units, &n_points));
+		struct study_size sz;
+		cr_assert(study_count(st, &sz));
+		cr_expect_eq(sz.units, n_units, "%s", files[i]);
+		cr_expect_eq(sz.points, n_points, "%s", files[i]);
+		int64_t cells = 0;
+		for (int c = 0; c < st->n_clusters; c++)
+			cells += (int64_t)st->clusters[c].n_sizes * st->n_batches;
+		cr_expect_eq(sz.cells, cells, "%s", files[i]);
+	}
+}
+
+Test(studies, sweep_over_the_limit_is_refused_up_front)
+{
+	char dir[] = "/tmp/shardlab-limit-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400];
+	snprintf(db, sizeof db, "%s/t.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s --max-points 683",
+	         db);
+	struct cli_run r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	/* tiny.json's "clusters" is on its line 7; 684 points (above). */
+	cr_expect_str_eq(r.out, "tests/data/studies/tiny.json:7: clusters: the study has 684 points "
+	                        "(1 cluster sizes x global batches, 46 units), more than the 683 a "
+	                        "sweep takes (--max-points N raises the limit; docs/studies.md, "
+	                        "\"How big a study may be\")\n");
+	free(r.out);
+	cr_expect_eq(access(db, F_OK), -1, "nothing is written for a refused study");
+	snprintf(args, sizeof args, "check tests/data/studies/tiny.json --max-points 683");
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "check tests/data/studies/tiny.json --max-points 684");
+	r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	rmdir(dir);
 }
 
 /* A point's figures by hand: 8 devices, 0.1 s per iteration of which
@@ -956,8 +1021,8 @@ Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
 	sqlite3_close(h);
 	struct cli_run r = fixture_shardlab(args, true);
 	cr_expect_eq(r.status, 1);
-	cr_expect(strstr(r.out, "no expert_parallel, context_parallel and goodput columns") != NULL,
-	          "%s",
+	cr_expect(strstr(r.out, "no expert_parallel, context_parallel, checksum and goodput "
+	                        "columns") != NULL, "%s",
 	          r.out);
 	free(r.out);
 	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s --force", db);
@@ -982,6 +1047,132 @@ Test(studies, context_parallelism_counted_by_hand, .timeout = 120)
 	              args);
 	cr_expect_gt(query_int(db, "SELECT sum(context_parallel > 1 AND ok = 1) FROM points", 0), 0,
 	             "some CP points are planned");
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* ------------------------------------------------- issue 42: the store */
+
+/* A byte of a stored row flipped in the file: fit refuses the database,
+ * naming the row; a sweep run again computes that row anew (and only it)
+ * with a warning, after which fit reads the database. */
+Test(studies, flipped_byte_in_a_row_is_caught_by_fit_and_resume, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-flip-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], sweep[1400], fit[1400];
+	snprintf(db, sizeof db, "%s/t.db", dir);
+	snprintf(sweep, sizeof sweep, "sweep tests/data/studies/tiny.json --db %s", db);
+	snprintf(fit, sizeof fit, "fit tests/data/studies/tiny.json --db %s", db);
+	sweep_all(sweep, 684);
+	/* The sweep closed the database: its WAL is folded into the file. One
+	 * row's iteration time, as SQLite keeps a REAL (8 bytes, big-endian). */
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+	sqlite3_stmt *q;
+	cr_assert_eq(sqlite3_prepare_v2(h, "SELECT iteration_s FROM points WHERE ok = 1 AND rowid = "
+	                                "(SELECT min(rowid) FROM points WHERE ok = 1)", -1, &q, NULL),
+	             SQLITE_OK);
+	cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+	double x = sqlite3_column_double(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(h);
+	unsigned char want[8];
+	uint64_t bits;
+	memcpy(&bits, &x, 8);
+	for (int i = 0; i < 8; i++)
+		want[i] = (unsigned char)(bits >> (56 - 8 * i));
+	FILE *f = fopen(db, "r+b");
+	cr_assert_not_null(f);
+	static unsigned char buf[1 << 22];
+	size_t n = fread(buf, 1, sizeof buf, f);
+	long at = -1;
+	for (size_t i = 0; i + 8 <= n && at < 0; i++)
+		if (!memcmp(buf + i, want, 8))
+			at = (long)i;
+	cr_assert_geq(at, 0, "the value is not in the file");
+	buf[at + 7] ^= 1;  /* the last bit of the mantissa */
+	cr_assert_eq(fseek(f, at + 7, SEEK_SET), 0);
+	cr_assert_eq(fputc(buf[at + 7], f), buf[at + 7]);
+	fclose(f);
+
+	struct cli_run r = fixture_shardlab(fit, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "fails its checksum: the database was changed or damaged") != NULL,
+	          "%s", r.out);
+	free(r.out);
+
+	r = fixture_shardlab(sweep, true);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	char warn[800];
+	snprintf(warn, sizeof warn, "shardlab sweep: warning: 1 stored row of %s failed the checksum "
+	         "of its figures (changed or damaged since written) and is computed again\n", db);
+	cr_expect_str_eq(r.out, warn);
+	free(r.out);
+	cr_expect_eq(count_rows(db), 684);
+	r = fixture_shardlab(fit, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* A second writer while a sweep holds the database is refused (the test
+ * holds the writer's lock as a running sweep does). */
+Test(studies, second_writer_is_refused, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-busy-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400];
+	snprintf(db, sizeof db, "%s/t.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s", db);
+	int fd = open(db, O_RDWR | O_CREAT, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(flock(fd, LOCK_EX), 0);
+	struct cli_run r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	char want[800];
+	snprintf(want, sizeof want, "shardlab sweep: %s is being written by another sweep: wait for "
+	         "it to finish (then run this one again to resume), or sweep into another "
+	         "database\n", db);
+	cr_expect_str_eq(r.out, want);
+	free(r.out);
+	close(fd);
+	sweep_all(args, 684);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* What SQLite cannot read is told in its own words, not as "not a sweep
+ * database"; a database without the sweep's tables is told as such. */
+Test(studies, storage_errors_in_sqlites_words)
+{
+	char dir[] = "/tmp/shardlab-junk-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], args[1400], want[1400];
+	snprintf(db, sizeof db, "%s/junk.db", dir);
+	FILE *f = fopen(db, "wb");
+	cr_assert_not_null(f);
+	for (int i = 0; i < 4096; i++)
+		fputc((i * 131) & 0xff, f);
+	fclose(f);
+	snprintf(args, sizeof args, "fit tests/data/studies/tiny.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1);
+	snprintf(want, sizeof want, "shardlab fit: cannot read %s: file is not a database\n", db);
+	cr_expect_str_eq(r.out, want);
+	free(r.out);
+	remove(db);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h, "CREATE TABLE t(x);", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1);
+	snprintf(want, sizeof want, "shardlab fit: %s is not a shardlab sweep database (it has no "
+	         "meta table)\n", db);
+	cr_expect_str_eq(r.out, want);
+	free(r.out);
 	remove_db(db);
 	rmdir(dir);
 }

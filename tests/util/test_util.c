@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -178,7 +180,7 @@ Test(util, json_lines_of_keys_and_elements)
 
 Test(util, json_strings_with_braces_do_not_confuse_lines)
 {
-	const char *text = "{\"s\": \"{[\\\"\\n\",\n\"t\": 2}";
+	const char *text = "{\"s\": \"{[\\\"\\\\n\",\n\"t\": 2}";
 	cr_assert(parse(text));
 	struct jv root, t;
 	jv_root(&doc, &root);
@@ -466,4 +468,45 @@ Test(util, gcd_by_hand)
 	cr_expect_eq(util_gcd64(0, 5), 5);
 	cr_expect_eq(util_gcd64(4096, 384), 128);
 	cr_expect_eq(util_gcd64(13, 7), 1);
+}
+
+/* Issue 42: only regular files are read, and only up to the cap; a device
+ * is refused before a byte is read, a FIFO without waiting for a writer. */
+Test(util, read_file_refuses_devices_fifos_and_huge_files)
+{
+	size_t len = 0;
+	const char *err = NULL;
+	cr_assert_null(util_read_file("/dev/zero", &len, &err));
+	cr_assert_str_eq(err, "not a regular file (a device, FIFO or socket is never read)");
+	err = NULL;
+	cr_assert_null(util_read_file("/dev/urandom", &len, &err));
+	cr_assert_not_null(err);
+
+	char dir[] = "/tmp/shardlab-read-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char fifo[64], big[64];
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	snprintf(big, sizeof big, "%s/big.json", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	err = NULL;
+	cr_assert_null(util_read_file(fifo, &len, &err));
+	cr_assert_str_eq(err, "not a regular file (a device, FIFO or socket is never read)");
+
+	/* A sparse file one byte over the cap (no disk used). */
+	FILE *f = fopen(big, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(ftruncate(fileno(f), (off_t)UTIL_READ_MAX_BYTES + 1), 0);
+	fclose(f);
+	err = NULL;
+	cr_assert_null(util_read_file(big, &len, &err));
+	cr_assert_str_eq(err, "larger than the 64 MiB an input file may hold");
+	/* At the cap it is read. */
+	cr_assert_eq(truncate(big, (off_t)UTIL_READ_MAX_BYTES), 0);
+	char *text = util_read_file(big, &len, &err);
+	cr_assert_not_null(text);
+	cr_assert_eq(len, (size_t)64 << 20);
+	free(text);
+	unlink(big);
+	unlink(fifo);
+	rmdir(dir);
 }
