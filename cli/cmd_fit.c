@@ -343,38 +343,28 @@ struct emit {
 	const char *scenario, *megatron, *mindspore;
 };
 
+/* The row --pick names (-1 when no point meets the goal), or -2 when it
+ * names nothing: fastest, cheapest and least-energy by study_best,
+ * smallest over every family, or one family's smallest. */
 static int picked(const struct fit *f, const char *pick)
 {
+	static const char *const best[] = {"fastest", "cheapest", "least-energy"};
 	const struct study *st = f->st;
-	if (!strcmp(pick, "fastest"))
-		return study_best(st, f->rows, f->n, -1, 0);
-	if (!strcmp(pick, "cheapest"))
-		return study_best(st, f->rows, f->n, -1, 1);
-	if (!strcmp(pick, "least-energy"))
-		return study_best(st, f->rows, f->n, -1, 2);
-	int best = -1;
+	for (int k = 0; k < (int)SL_COUNTOF(best); k++)
+		if (!strcmp(pick, best[k]))
+			return study_best(st, f->rows, f->n, -1, k);
+	int found = -2;
 	for (int c = 0; c < st->n_clusters; c++) {
 		if (strcmp(pick, "smallest") && strcmp(pick, st->clusters[c].name))
 			continue;
 		int i = study_smallest(st, f->rows, f->n, c);
-		if (i >= 0 && (best < 0 || f->rows[i].devices < f->rows[best].devices ||
-		               (f->rows[i].devices == f->rows[best].devices &&
-		                f->rows[i].effective_time_s < f->rows[best].effective_time_s)))
-			best = i;
+		if (found < 0 || (i >= 0 && (f->rows[i].devices < f->rows[found].devices ||
+		                             (f->rows[i].devices == f->rows[found].devices &&
+		                              f->rows[i].effective_time_s <
+		                                  f->rows[found].effective_time_s))))
+			found = i >= 0 ? i : found == -2 ? -1 : found;
 	}
-	return best;
-}
-
-static bool known_pick(const struct study *st, const char *pick)
-{
-	static const char *const words[] = {"fastest", "cheapest", "least-energy", "smallest"};
-	for (size_t i = 0; i < SL_COUNTOF(words); i++)
-		if (!strcmp(pick, words[i]))
-			return true;
-	for (int c = 0; c < st->n_clusters; c++)
-		if (!strcmp(pick, st->clusters[c].name))
-			return true;
-	return false;
+	return found;
 }
 
 /* Writes text to path ("-": stdout); false after a message. */
@@ -393,12 +383,12 @@ static bool emit_text(const char *what, const char *path, const char *text)
 
 static int emit(struct arena *a, const struct fit *f, const struct emit *em)
 {
-	if (!known_pick(f->st, em->pick)) {
+	int i = picked(f, em->pick);
+	if (i == -2) {
 		fprintf(stderr, "shardlab fit: --pick: expected fastest, cheapest, least-energy, "
 		        "smallest or a cluster family of the study, got \"%s\"\n", em->pick);
 		return EXIT_USAGE;
 	}
-	int i = picked(f, em->pick);
 	if (i < 0) {
 		fprintf(stderr, "shardlab fit: --pick %s: no point meets the goal; nothing to emit\n",
 		        em->pick);

@@ -491,9 +491,7 @@ static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 	       "%" PRId64 " fit memory, %" PRId64 " tight, %" PRId64 " failed; %" PRId64
 	       " simulated; %s\n",
 	       sw->st->name, sw->n_points, sw->computed, sw->stored, fit, tight, failed, n_sim, db);
-	int64_t refused[SEARCH_RULE_COUNT];
-	if (study_refused(sw->st, refused))
-		report_refused_text(stdout, refused);
+	report_refused_text(stdout, sw->size.refused);
 	for (int c = 0; c < sw->st->n_clusters; c++)
 		cli_note_uncalibrated(stdout, sw->st->clusters[c].topo);
 }

@@ -167,11 +167,6 @@ bool study_count(const struct study *st, struct study_size *out);
 bool study_check_size(const struct study *st, int64_t max_points, struct study_size *out,
                       struct diag_list *d);
 
-/* The configurations of the study that Megatron-LM would refuse
- * (planner.h, "search_rule"), by rule: left out of the units, not points
- * (study_count's). False when out of memory. */
-bool study_refused(const struct study *st, int64_t refused[SEARCH_RULE_COUNT]);
-
 /* One point's figures. */
 struct study_row {
 	int cluster;

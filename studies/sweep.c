@@ -230,15 +230,6 @@ bool study_check_size(const struct study *st, int64_t max_points, struct study_s
 	return false;
 }
 
-bool study_refused(const struct study *st, int64_t refused[SEARCH_RULE_COUNT])
-{
-	struct study_size sz;
-	bool ok = study_count(st, &sz);
-	for (int k = 0; k < SEARCH_RULE_COUNT; k++)
-		refused[k] = ok ? sz.refused[k] : 0;
-	return ok;
-}
-
 /* ------------------------------------------------------------ one point */
 
 void study_row_figures(const struct study *st, struct study_row *r)
@@ -355,11 +346,14 @@ static void fill_from_estimate(const struct study *st, struct study_row *r,
 	memcpy(r->category_s, e->category_s, sizeof r->category_s);
 	r->model_flops = 3 * tot.forward_flops * (double)r->config.micro_batches;
 	r->tokens_per_iteration = tokens_per_iteration(g, r->global_batch);
-	/* A checkpoint holds the weights and the optimizer's state (Megatron-LM:
-	 * the model's parameters and the fp32 main parameters with Adam's two
-	 * moments), written once whatever the replicas. */
-	enum dtype dt = st->scenario->training.dtype;
-	r->state_bytes = (double)tot.parameters * ((double)dtype_bytes(dt) + (dt == DT_FP32 ? 8 : 12));
+	/* A checkpoint holds the weights and the optimizer's state as the
+	 * precision recipe keeps them (Megatron-LM: the model's parameters, the
+	 * fp32 main parameters and Adam's two moments; not the fp32 gradients
+	 * of its fp16 recipe's master copies), written once whatever the
+	 * replicas. */
+	struct cost_state_bytes b;
+	cost_state_bytes(st->scenario->training.precision, st->scenario->training.dtype, &b);
+	r->state_bytes = (double)tot.parameters * (b.weight + fmin(b.master, 4) + b.moments);
 	r->state_bytes_per_device = e->param_bytes + e->optimizer_bytes;
 	study_row_figures(st, r);
 }
