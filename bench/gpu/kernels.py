@@ -24,6 +24,12 @@ power,steps; about 2 minutes on an H100). Files written into OUTDIR:
                    gives the device's kernel_efficiency.
   attention.csv    attention: fused causal attention
                    (torch's scaled_dot_product_attention), forward, backward.
+  fp8.csv          fp8 (not by default): BF16 against FP8 GEMMs of the same
+                   shapes (torch._scaled_mm: fast and split accumulation, E5M2 x
+                   E4M3) and the amax and cast kernels FP8 training adds.
+  host.csv         host (not by default): pinned and pageable copies between
+                   host and device, each way and both at once, and Adam's step
+                   on the CPU (optimizer offload's two costs).
   power.csv        power: GEMMs in a burst after idle, back to back for 3 s
                    (with the SM clock and board power read through NVML), and
                    each just after a streaming kernel.
@@ -831,6 +837,150 @@ def section_power(f):
     torch.cuda.empty_cache()
 
 
+def fp8_shapes():
+    """(label, m, n, k) of the FP8 comparison: a square grid and the forward
+    linears of the published models at their tensor-parallel degrees."""
+    rows = [("square", d, d, d) for d in (1024, 2048, 4096, 8192, 16384)]
+    for label, m, n, k, _, _, role in gemm_shapes():
+        if role == "fwd" and m % 16 == 0 and n % 16 == 0 and k % 16 == 0:
+            rows.append((label, m, n, k))
+    return rows
+
+
+def section_fp8(f):
+    """BF16 against FP8 (E4M3) GEMMs of the same shapes, and FP8's casts.
+
+    FP8 GEMMs run through torch._scaled_mm (cuBLASLt), per-tensor scales,
+    BF16 output, as Transformer Engine's per-tensor recipe does: "fast" is
+    the fast-accumulation mode TE uses for the forward GEMM, "split" the
+    mode it uses for the two gradient GEMMs; "e5m2" an E5M2 x E4M3 product
+    (the hybrid format's data gradient). Each timed alone after a streaming
+    kernel, the median of 21, like the gemm section. The cast rows time
+    the memory-bound kernels FP8 adds: a BF16 tensor's amax and its cast
+    to E4M3, against the bytes they move.
+    """
+    bf = torch.bfloat16
+    e4, e5 = torch.float8_e4m3fn, torch.float8_e5m2
+    fx = torch.randn(1 << 26, device=DEV, dtype=bf)
+    fz = torch.randn(1 << 26, device=DEV, dtype=bf)
+    fy = torch.empty_like(fx)
+    stream = lambda: torch.add(fx, fz, alpha=0.5, out=fy)
+    one = torch.ones((), device=DEV, dtype=torch.float32)
+    f.write("# kind,label,m,n,k,mode,seconds,tflops (GEMMs) | kind,label,elements,,,mode,seconds,GB/s (casts)\n")
+
+    def timed(call):
+        for _ in range(3):
+            call()
+        return median_s([event_pair(call, stream) for _ in range(21)])
+
+    rows = fp8_shapes()
+    log("fp8: %d shapes" % len(rows))
+    for i, (label, m, n, k) in enumerate(rows):
+        try:
+            a = torch.randn(m, k, device=DEV, dtype=bf)
+            b = torch.randn(n, k, device=DEV, dtype=bf)
+            c = torch.empty(m, n, device=DEV, dtype=bf)
+            a8, b8 = a.to(e4), b.to(e4)
+            modes = [("bf16", lambda: torch.mm(a, b.t(), out=c)),
+                     ("fp8 fast", lambda: torch._scaled_mm(a8, b8.t(), one, one, out_dtype=bf,
+                                                           use_fast_accum=True)),
+                     ("fp8 split", lambda: torch._scaled_mm(a8, b8.t(), one, one, out_dtype=bf,
+                                                            use_fast_accum=False))]
+            a5 = a.to(e5)
+            modes.append(("fp8 e5m2", lambda: torch._scaled_mm(a5, b8.t(), one, one, out_dtype=bf)))
+            for mode, call in modes:
+                try:
+                    t = timed(call)
+                except Exception as exc:
+                    if i == 0:
+                        log("fp8 %s unavailable: %s" % (mode, exc))
+                    continue
+                f.write("gemm,%s,%d,%d,%d,%s,%.6g,%.1f\n"
+                        % (label, m, n, k, mode, t, 2.0 * m * n * k / t / 1e12))
+            del a, b, c, a8, b8, a5
+        except Exception as exc:
+            log("fp8 %s %dx%dx%d failed: %s" % (label, m, n, k, exc))
+        if i % 20 == 0:
+            log("fp8 %d/%d %s" % (i, len(rows), label))
+    for e in (1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28):
+        x = torch.randn(e, device=DEV, dtype=bf)
+        for mode, call, nbytes in (
+                ("amax", lambda: torch.amax(torch.abs(x)), 2 * e + 2 * e + 2 * e),
+                ("cast e4m3", lambda: x.to(e4), 2 * e + e)):
+            t = timed(call)
+            f.write("cast,%s,%d,,,%s,%.6g,%.1f\n" % ("bf16 tensor", e, mode, t, nbytes / t / 1e9))
+        del x
+    f.flush()
+    del fx, fy, fz
+    torch.cuda.empty_cache()
+
+
+def section_host(f):
+    """The host link and the host's optimizer step, for optimizer offload.
+
+    Copies between pinned (page-locked) host memory and the device, each
+    direction alone and both at once on two streams, and from pageable
+    memory; then Adam's step over fp32 parameters on the CPU (torch.optim's
+    fused CPU kernel where it exists, else its foreach one), with the
+    threads it used.
+    """
+    f.write("kind,what,bytes,seconds,GB/s\n")
+    for nbytes in (1 << 20, 16 << 20, 256 << 20, 1 << 30):
+        h = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        h2 = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        hp = torch.empty(nbytes, dtype=torch.uint8)
+        d = torch.empty(nbytes, dtype=torch.uint8, device=DEV)
+        d2 = torch.empty(nbytes, dtype=torch.uint8, device=DEV)
+        s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+
+        def both():
+            with torch.cuda.stream(s1):
+                d.copy_(h, non_blocking=True)
+            with torch.cuda.stream(s2):
+                h2.copy_(d2, non_blocking=True)
+            torch.cuda.current_stream().wait_stream(s1)
+            torch.cuda.current_stream().wait_stream(s2)
+
+        reps = max(3, min(50, (1 << 32) // nbytes))
+        for what, call, moved in (
+                ("h2d pinned", lambda: d.copy_(h, non_blocking=True), nbytes),
+                ("d2h pinned", lambda: h.copy_(d, non_blocking=True), nbytes),
+                ("both pinned", both, 2 * nbytes),
+                ("h2d pageable", lambda: d.copy_(hp), nbytes),
+                ("d2h pageable", lambda: hp.copy_(d), nbytes)):
+            call()
+            torch.cuda.synchronize()
+            t = statistics.median(elapsed(call, 1) for _ in range(reps))
+            f.write("copy,%s,%d,%.6g,%.2f\n" % (what, moved, t, moved / t / 1e9))
+        del h, h2, hp, d, d2
+    f.flush()
+    n = 1 << 26
+    p = torch.nn.Parameter(torch.randn(n))
+    p.grad = torch.randn(n)
+    for kw, label in (({"fused": True}, "fused"), ({"foreach": True}, "foreach")):
+        try:
+            opt = torch.optim.Adam([p], lr=1e-4, **kw)
+            opt.step()
+            ts = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                opt.step()
+                ts.append(time.perf_counter() - t0)
+            t = statistics.median(ts)
+            f.write("adam,cpu %s fp32 %d threads,%d,%.6g,%.4f\n"
+                    % (label, torch.get_num_threads(), n, t, n / t / 1e9))
+            del opt
+        except Exception as exc:
+            log("cpu adam %s failed: %s" % (label, exc))
+    try:
+        cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo; nproc"],
+                             capture_output=True, text=True, timeout=10).stdout
+        f.write("# host: %s\n" % " ".join(cpu.split()))
+    except Exception:
+        pass
+    f.flush()
+
+
 def env_text():
     lines = ["python " + sys.version.split()[0], "torch " + torch.__version__,
              "cuda " + str(torch.version.cuda),
@@ -881,7 +1031,9 @@ def main():
                     fn(fg, fe)
                 except Exception:
                     log("%s section failed:\n%s" % (name, traceback.format_exc()))
-    for name, fn, path in (("kernels", section_kernels, "kernels.csv"),
+    for name, fn, path in (("fp8", section_fp8, "fp8.csv"),
+                           ("host", section_host, "host.csv"),
+                           ("kernels", section_kernels, "kernels.csv"),
                            ("attention", section_attention, "attention.csv"),
                            ("power", section_power, "power.csv")):
         if name not in SECTIONS:
