@@ -55,8 +55,34 @@ static void usage(FILE *f)
 	        "FILE:LINE: JSON.PATH: MESSAGE), 2 usage error.\n");
 }
 
+/* An argument holding a control character (an escape sequence, a newline)
+ * is refused before any command echoes it to a terminal; it is shown
+ * escaped. Names and paths are data, never terminal commands. */
+static bool refuse_control_characters(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const unsigned char *c = (const unsigned char *)argv[i];
+		while (*c && *c >= 0x20 && *c != 0x7f)
+			c++;
+		if (!*c)
+			continue;
+		fprintf(stderr, "shardlab: argument %d (\"", i);
+		for (c = (const unsigned char *)argv[i]; *c; c++) {
+			if (*c < 0x20 || *c == 0x7f)
+				fprintf(stderr, "\\x%02x", *c);
+			else
+				fputc(*c, stderr);
+		}
+		fprintf(stderr, "\") holds a control character: refused\n");
+		return true;
+	}
+	return false;
+}
+
 int main(int argc, char **argv)
 {
+	if (refuse_control_characters(argc, argv))
+		return EXIT_USAGE;
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -175,6 +175,16 @@ Test(cli, usage_errors_exit_2)
 	free(r.out);
 }
 
+Test(cli, control_characters_in_arguments_are_refused_escaped)
+{
+	/* An ESC sequence that would set the terminal's title, as a file name. */
+	struct cli_run r = fixture_shardlab("check '\033]0;pwned\007x.json'", true);
+	cr_assert_eq(r.status, 2);
+	cr_assert_str_eq(r.out, "shardlab: argument 2 (\"\\x1b]0;pwned\\x07x.json\") holds a control "
+	                        "character: refused\n");
+	free(r.out);
+}
+
 Test(cli, commands_say_which_kind_of_file_they_take)
 {
 	/* topo takes a topology or a scenario; models/ffn.json says "format":
