@@ -763,6 +763,8 @@ static enum vk_status v_softmax(const struct op *o, const struct vpiece *in,
 	int r = dy->rank, ax = norm_axis(o->attrs.axis, r);
 	int64_t outer = verify_elems(in->shape, ax), len = in->shape[ax];
 	int64_t inner = verify_elems(in->shape + ax + 1, r - ax - 1);
+	if (!din[0].data)
+		return VK_OK;
 	double *y = calloc((size_t)len, sizeof(double));
 	if (!y)
 		return VK_BROKEN;
@@ -833,6 +835,8 @@ static enum vk_status v_reduce(const struct op *o, const struct vpiece *in,
 	double count = reduced_axes(o, in, red);
 	double scale = o->kind == OP_REDUCEMEAN ? 1 / count : 1;
 	int64_t m = verify_elems(in->shape, r), idx[GRAPH_MAX_RANK], oi[GRAPH_MAX_RANK];
+	if (!din[0].data)
+		return VK_OK;
 	for (int64_t f = 0; f < m; f++) {
 		unravel(f, in->shape, r, idx);
 		int k = 0;
@@ -852,6 +856,8 @@ static enum vk_status v_transpose(const struct op *o, const struct vpiece *in,
 {
 	int r = in->rank;
 	int64_t n = verify_elems(dy->shape, r), idx[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
+	if (!din[0].data)
+		return VK_OK;
 	for (int64_t f = 0; f < n; f++) {
 		unravel(f, dy->shape, r, idx);
 		for (int d = 0; d < r; d++)
