@@ -282,6 +282,15 @@ void report_html_prose(struct report_html *h, const char *heading, const char *t
 	rh_put(h, "</p>\n");
 }
 
+void report_html_link(struct report_html *h, const char *text, const char *href)
+{
+	rh_put(h, "<p class=\"back\"><a href=\"");
+	rh_esc(h, href);
+	rh_put(h, "\">");
+	rh_esc(h, text);
+	rh_put(h, "</a></p>\n");
+}
+
 /* ------------------------------------------------------------ tables */
 
 void rh_table_begin(struct report_html *h, const char *cls, const char *const *cols)
