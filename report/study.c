@@ -92,7 +92,7 @@ static void row_cells(struct study_ctx *x, const char *role, int i, bool breakdo
 	rh_td_num(h, (double)r->global_batch, (snprintf(b, sizeof b, "%" PRId64, r->global_batch), b));
 	int l = link_of(x, i);
 	const char *href = x->href ? x->href[i] : NULL;
-	rh_put(h, "<td>");
+	rh_put(h, "<td class=\"cfg\">");
 	if (href) {
 		rh_put(h, "<a class=\"plan-link\" href=\"");
 		rh_esc(h, href);
@@ -342,6 +342,7 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 	rh_put(h, "<h2 id=\"study-answer\">The answer (shardlab fit)</h2>\n<p>A point meets the goal "
 	          "when it fits the device memory and, with a deadline, trains within it. Each "
 	          "configuration links to its plan below.</p>\n");
+	rh_put(h, "<div class=\"scroll\">");
 	rh_table_begin(h, "fit", row_cols);
 	char role[160];
 	for (int c = 0; c < st->n_clusters; c++) {
@@ -352,6 +353,7 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 	answer_row(&x, "cheapest", study_best(st, rows, n, -1, 1));
 	answer_row(&x, "least energy", study_best(st, rows, n, -1, 2));
 	rh_table_end(h);
+	rh_put(h, "</div>\n");
 
 	int n_front = study_pareto(st, rows, n, idx);
 	rh_printf(h, "<h2>Pareto front: time to train against cost</h2>\n<p>%d point(s) that no "
