@@ -56,7 +56,9 @@ static void help(FILE *f)
 	        "rows `shardlab sweep` stored in the database: the figures of\n"
 	        "`shardlab plot`, the answer of `shardlab fit`, sortable tables of the\n"
 	        "Pareto front and of the best configuration per cluster size, each\n"
-	        "linking to its plan laid over the cluster's devices.\n"
+	        "linking to its plan: a page per linked point, drawn as a scenario's\n"
+	        "plan is, written beside FILE.html in FILE-plans/plan-K.html (keep\n"
+	        "the directory with the page).\n"
 	        "\n"
 	        "options:\n"
 	        "  --out FILE        the page to write (required); replaced atomically\n"
@@ -388,10 +390,11 @@ static int build_plan_pages(struct arena *ar, const char *out, const struct stud
 		snprintf(sub2, sizeof sub2, "a point of study %s: model %s on %lld devices of %s, "
 		         "global batch %lld", st->name, p->graph->name, (long long)r->devices,
 		         s->topo->name, (long long)r->global_batch);
-		struct report_html *h = report_html_new(title, sub2, cli_si);
+		const char *back = arena_printf(ar, "back to the study %s", st->name);
+		const char *back_href = arena_printf(ar, "../%s", base);
+		struct report_html *h = back && back_href ? report_html_new(title, sub2, cli_si) : NULL;
 		if (h) {
-			report_html_link(h, arena_printf(ar, "back to the study %s", st->name),
-			                 arena_printf(ar, "../%s", base));
+			report_html_link(h, back, back_href);
 			report_html_plan(h, "plan-0", p, &w);
 		}
 		pp->page[k] = h ? report_html_finish(h, &pp->len[k]) : NULL;
