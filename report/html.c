@@ -135,7 +135,7 @@ static const char page_css[] =
 	"th,td{padding:3px 8px;border-bottom:1px solid #e3e6ec;text-align:left;vertical-align:top}\n"
 	"td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
 	"td code{white-space:nowrap}td button{font-size:11px;padding:0 4px;margin:1px}\n"
-	"table.ops td:nth-child(6) code{white-space:normal}\n"
+	"table.ops td:nth-child(7) code{white-space:normal}\n"
 	"th{background:#f0f2f6;position:sticky;top:0;white-space:nowrap}\n"
 	"table.sortable th{cursor:pointer}table.sortable th:after{content:' \\2195';color:#9aa}\n"
 	"tr.pick{cursor:pointer}tr.pick:hover{background:#eef4ff}tr.on{background:#dde9ff}\n"
@@ -161,7 +161,7 @@ static const char page_css[] =
 	"td code{white-space:normal;word-break:break-all}code,pre{font-size:9px}"
 	"section.study table{font-size:8.5px}section.study th,section.study td{padding:2px 3px}"
 	"td.cfg{min-width:0}td.cfg a.lay{display:none}table.sortable th:after{content:none}"
-	"table.ops th:nth-child(7),table.ops td:nth-child(7){display:none}}\n";
+	"table.ops th:nth-child(3),table.ops td:nth-child(3){display:none}}\n";
 
 /* Runs first: counts errors into an attribute that a browser test reads
  * from the dumped DOM. */
