@@ -1660,10 +1660,11 @@ static void stage_check(struct ctx *c, const struct plan_part *part, int i)
 }
 
 #ifdef SHARDLAB_OPENBLAS
-/* OpenBLAS picks its kernels by the CPU's model number when it loads; a
- * CPU newer than its table (0.3.21 does not know Intel's family 6 model
- * 207, Emerald Rapids) gets the generic Prescott (SSE3) kernels, three
- * times slower than the AVX-512 ones the CPU runs (docs/verify.md). When
+/* OpenBLAS picks its kernels by the CPU's model number when it loads
+ * [OpenBLAS-dynamic]; a CPU newer than its table (0.3.21 does not know
+ * Intel's family 6 model 207, Emerald Rapids [Linux-intel-family]) gets
+ * the generic Prescott (SSE3) kernels, three times slower than the
+ * AVX-512 ones the CPU runs (docs/performance.md, docs/sources.md). When
  * the user has not chosen (OPENBLAS_CORETYPE, OpenBLAS's own variable) and
  * OpenBLAS fell back to Prescott, pick by the CPU's features, as later
  * OpenBLAS releases do: SkylakeX's kernels with AVX-512 (F, DQ, BW, VL),
