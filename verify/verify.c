@@ -1666,8 +1666,8 @@ static void stage_check(struct ctx *c, const struct plan_part *part, int i)
  * the generic Prescott (SSE3) kernels, three times slower than the
  * AVX-512 ones the CPU runs (docs/performance.md, docs/sources.md). When
  * the user has not chosen (OPENBLAS_CORETYPE, OpenBLAS's own variable) and
- * OpenBLAS fell back to Prescott, pick by the CPU's features, as later
- * OpenBLAS releases do: SkylakeX's kernels with AVX-512 (F, DQ, BW, VL),
+ * OpenBLAS fell back to Prescott, pick by the CPU's features:
+ * SkylakeX's kernels with AVX-512 (F, DQ, BW, VL),
  * Haswell's with AVX2 and FMA. Done once, before the first GEMM; the
  * environment is left as it was. */
 static void blas_kernels(void)
