@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "report.h"
@@ -55,7 +56,9 @@ static void help(FILE *f)
 	        "rows `shardlab sweep` stored in the database: the figures of\n"
 	        "`shardlab plot`, the answer of `shardlab fit`, sortable tables of the\n"
 	        "Pareto front and of the best configuration per cluster size, each\n"
-	        "linking to its plan laid over the cluster's devices.\n"
+	        "linking to its plan: a page per linked point, drawn as a scenario's\n"
+	        "plan is, written beside FILE.html in FILE-plans/plan-K.html (keep\n"
+	        "the directory with the page).\n"
 	        "\n"
 	        "options:\n"
 	        "  --out FILE        the page to write (required); replaced atomically\n"
@@ -338,6 +341,99 @@ static int scenario_page(const struct args *a)
 	return rc;
 }
 
+/* The plan pages of a study's linked rows, beside its page: FILE.html's
+ * in FILE-plans/plan-K.html, each the plan (megatron, as the sweep planned
+ * the point) of a scenario of the point (study_point_scenario, as fit
+ * --emit-scenario writes it), drawn as `report SCENARIO` draws one. The
+ * pages are built in memory first (pages[k], hrefs per row for the study
+ * page); written by write_plan_pages. */
+struct plan_pages {
+	const char *dir;                   /* FILE-plans */
+	int n;
+	char *page[REPORT_STUDY_MAX_PLANS];
+	size_t len[REPORT_STUDY_MAX_PLANS];
+	const char **href;                 /* per row */
+};
+
+static int build_plan_pages(struct arena *ar, const char *out, const struct study *st,
+                            const struct study_row *rows, int n, struct plan_pages *pp)
+{
+	const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
+	size_t stem = strlen(base);
+	if (stem > 5 && !strcmp(base + stem - 5, ".html"))
+		stem -= 5;
+	const char *dir = util_path_dir(ar, out);
+	const char *sub = arena_printf(ar, "%.*s-plans", (int)stem, base);
+	pp->href = arena_calloc(ar, (size_t)n + 1, sizeof *pp->href);
+	int linked[REPORT_STUDY_MAX_PLANS];
+	pp->n = report_study_linked(st, rows, n, linked);
+	if (!dir || !sub || !pp->href || pp->n < 0 ||
+	    !(pp->dir = arena_printf(ar, "%s/%s", dir, sub))) {
+		fprintf(stderr, "shardlab report: out of memory\n");
+		return EXIT_INVALID;
+	}
+	struct diag_list d;
+	diag_list_init(&d);
+	int rc = EXIT_OK;
+	for (int k = 0; rc == EXIT_OK && k < pp->n; k++) {
+		const struct study_row *r = &rows[linked[k]];
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct scenario *s = study_point_scenario(ar, st, r, &d);
+		struct plan *p = s ? plan_make(ar, s, PLANNER_MEGATRON, &o, &d) : NULL;
+		struct report_plan_words w;
+		if (!p || !plan_words(ar, p, PLANNER_MEGATRON, o.rec_cost, &w)) {
+			rc = EXIT_INVALID;
+			break;
+		}
+		char title[512], sub2[512];
+		snprintf(title, sizeof title, "shardlab report: %s", s->name);
+		snprintf(sub2, sizeof sub2, "a point of study %s: model %s on %lld devices of %s, "
+		         "global batch %lld", st->name, p->graph->name, (long long)r->devices,
+		         s->topo->name, (long long)r->global_batch);
+		const char *back = arena_printf(ar, "back to the study %s", st->name);
+		const char *back_href = arena_printf(ar, "../%s", base);
+		struct report_html *h = back && back_href ? report_html_new(title, sub2, cli_si) : NULL;
+		if (h) {
+			report_html_link(h, back, back_href);
+			report_html_plan(h, "plan-0", p, &w);
+		}
+		pp->page[k] = h ? report_html_finish(h, &pp->len[k]) : NULL;
+		pp->href[linked[k]] = arena_printf(ar, "%s/plan-%d.html", sub, k);
+		if (!pp->page[k] || !pp->href[linked[k]]) {
+			fprintf(stderr, "shardlab report: out of memory\n");
+			rc = EXIT_INVALID;
+		}
+	}
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	return rc;
+}
+
+/* The plan pages into FILE-plans/ (made when missing), each atomically. */
+static int write_plan_pages(const struct plan_pages *pp)
+{
+	if (pp->n > 0 && mkdir(pp->dir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "shardlab report: %s: cannot create the directory of the plan pages: "
+		        "%s\n", pp->dir, strerror(errno));
+		return EXIT_INVALID;
+	}
+	for (int k = 0; k < pp->n; k++) {
+		char path[4096], err[512];
+		snprintf(path, sizeof path, "%s/plan-%d.html", pp->dir, k);
+		struct cli_out o;
+		bool ok = cli_out_open(&o, path, err, sizeof err);
+		if (ok) {
+			fwrite(pp->page[k], 1, pp->len[k], o.f);
+			ok = cli_out_close(&o, err, sizeof err);
+		}
+		if (!ok) {
+			fprintf(stderr, "shardlab report: %s\n", err);
+			return EXIT_INVALID;
+		}
+	}
+	return EXIT_OK;
+}
+
 static int study_page(const struct args *a)
 {
 	if (!a->db) {
@@ -350,19 +446,28 @@ static int study_page(const struct args *a)
 	int n = 0;
 	int rc = ar ? cli_load_study_rows("report", ar, a->file, a->db, &st, &rows, &n)
 	            : EXIT_INVALID;
+	struct plan_pages pp = {0};
+	if (rc == EXIT_OK)
+		rc = build_plan_pages(ar, a->out, st, rows, n, &pp);
 	if (rc == EXIT_OK) {
 		char title[512], sub[512], err[512] = "out of memory";
 		snprintf(title, sizeof title, "shardlab report: study %s", st->name);
 		snprintf(sub, sizeof sub, "%s, swept into %s", a->file, a->db);
 		struct report_html *h = report_html_new(title, sub, cli_si);
-		if (h && report_html_study(h, st, rows, n, err, sizeof err)) {
-			rc = write_page(a->out, h);
+		if (h && report_html_study(h, st, rows, n, pp.href, err, sizeof err)) {
+			rc = write_plan_pages(&pp);
+			if (rc == EXIT_OK)
+				rc = write_page(a->out, h);
+			else
+				report_html_free(h);
 		} else {
 			fprintf(stderr, "shardlab report: %s\n", err);
 			report_html_free(h);
 			rc = EXIT_INVALID;
 		}
 	}
+	for (int k = 0; k < pp.n; k++)
+		free(pp.page[k]);
 	arena_free(ar);
 	/* The font caches cairo and fontconfig keep for the process (the
 	 * figures), released so that leak checkers see only our own memory. */

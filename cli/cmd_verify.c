@@ -254,14 +254,13 @@ int cmd_verify(int argc, char **argv)
 		double limit = (double)a.max_mib * 1048576.0;
 		double need = verify_memory_bound(p, a.o.scale);
 		if (need > limit) {
-			int64_t s2 = a.o.scale;
-			while (s2 <= 1024 && verify_memory_bound(p, s2) > limit)
-				s2 *= 2;
-			if (s2 <= 1024)
+			int64_t s2 = verify_suggest_scale(p, a.o.scale, limit);
+			if (s2 > 0)
 				diag_add(&d, DIAG_ERROR, s->file, 0, NULL,
 				         "verify could need %.0f MiB at scale %lld, more than --max-memory "
-				         "%lld; try --scale %lld (docs/verify.md)", need / 1048576.0,
-				         (long long)a.o.scale, (long long)a.max_mib, (long long)s2);
+				         "%lld; try --scale %lld (at most %.0f MiB; docs/verify.md)",
+				         need / 1048576.0, (long long)a.o.scale, (long long)a.max_mib,
+				         (long long)s2, verify_memory_bound(p, s2) / 1048576.0);
 			else
 				diag_add(&d, DIAG_ERROR, s->file, 0, NULL,
 				         "verify could need %.0f MiB at scale %lld, more than --max-memory "

@@ -130,10 +130,12 @@ static const char page_css[] =
 	"code,pre{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12.5px}\n"
 	"pre{background:#f5f6f8;padding:8px;overflow:auto;white-space:pre-wrap}\n"
 	"table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}\n"
-	"section.study table{font-size:12.5px}\n"
+	"section.study table{font-size:12px}section.study th,section.study td{padding:3px 5px}\n"
+	"section.study td.cfg{min-width:11em}td.cfg a.lay{font-size:11px;color:#5a6270}\n"
 	"th,td{padding:3px 8px;border-bottom:1px solid #e3e6ec;text-align:left;vertical-align:top}\n"
 	"td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
 	"td code{white-space:nowrap}td button{font-size:11px;padding:0 4px;margin:1px}\n"
+	"table.ops td:nth-child(7) code{white-space:normal}\n"
 	"th{background:#f0f2f6;position:sticky;top:0;white-space:nowrap}\n"
 	"table.sortable th{cursor:pointer}table.sortable th:after{content:' \\2195';color:#9aa}\n"
 	"tr.pick{cursor:pointer}tr.pick:hover{background:#eef4ff}tr.on{background:#dde9ff}\n"
@@ -156,7 +158,10 @@ static const char page_css[] =
 	"h2{break-after:avoid}figure,svg,table{break-inside:avoid}"
 	".tl-group{display:none!important}a{color:inherit;text-decoration:none}"
 	"table{font-size:9.5px;max-width:100%}th,td{padding:2px 4px}"
-	"td code{white-space:normal;word-break:break-all}code,pre{font-size:9px}}\n";
+	"td code{white-space:normal;word-break:break-all}code,pre{font-size:9px}"
+	"section.study table{font-size:8.5px}section.study th,section.study td{padding:2px 3px}"
+	"td.cfg{min-width:0}td.cfg a.lay{display:none}table.sortable th:after{content:none}"
+	"table.ops th:nth-child(3),table.ops td:nth-child(3){display:none}}\n";
 
 /* Runs first: counts errors into an attribute that a browser test reads
  * from the dumped DOM. */
@@ -282,6 +287,15 @@ void report_html_prose(struct report_html *h, const char *heading, const char *t
 	rh_put(h, "</p>\n");
 }
 
+void report_html_link(struct report_html *h, const char *text, const char *href)
+{
+	rh_put(h, "<p class=\"back\"><a href=\"");
+	rh_esc(h, href);
+	rh_put(h, "\">");
+	rh_esc(h, text);
+	rh_put(h, "</a></p>\n");
+}
+
 /* ------------------------------------------------------------ tables */
 
 void rh_table_begin(struct report_html *h, const char *cls, const char *const *cols)
@@ -384,8 +398,9 @@ int rh_mesh(struct report_html *h, const struct topology *t, int64_t n_devices, 
 			          (long long)r);
 			if (cell >= 22)
 				rh_printf(h, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" text-anchor=\"middle\" "
-				             "fill=\"#fff\" pointer-events=\"none\" stroke=\"#0006\" "
-				             "stroke-width=\"2\" paint-order=\"stroke\">%lld</text>",
+				             "fill=\"#1d2330\" pointer-events=\"none\" stroke=\"#fff\" "
+				             "stroke-width=\"3\" stroke-opacity=\".85\" paint-order=\"stroke\" "
+				             "font-weight=\"600\">%lld</text>",
 				          x + cell / 2, y + cell / 2 + 4, cell >= 40 ? 14 : cell >= 30 ? 12 : 10, (long long)r);
 			rh_put(h, "\n");
 		}

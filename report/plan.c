@@ -368,9 +368,11 @@ static void ops_table(struct plan_ctx *x, const struct report_plan_words *w)
 	struct report_html *h = x->h;
 	const struct plan *p = x->p;
 	const struct graph *g = p->graph;
-	static const char *const cols[] = {"#", "op", "kind", "strategy", "source",
-	                                   "device matrix: tensor maps (in ; out)", "show on mesh",
-	                                   "comm / device", NULL};
+	/* the buttons beside the op's name: in view at 1280 px however wide
+	 * the strategies and names make the table */
+	static const char *const cols[] = {"#", "op", "show on mesh", "kind", "strategy", "source",
+	                                   "device matrix: tensor maps (in ; out)", "comm / device",
+	                                   NULL};
 	rh_put(h, "<div class=\"scroll\">");
 	rh_table_begin(h, "ops", cols);
 	for (int i = 0; i < g->n_ops; i++) {
@@ -380,6 +382,9 @@ static void ops_table(struct plan_ctx *x, const struct report_plan_words *w)
 		rh_printf(h, "<tr class=\"op-row\" id=\"op-%d\">", i);
 		rh_td_num(h, i, (snprintf(num, sizeof num, "%d", i), num));
 		rh_td(h, op->name);
+		rh_put(h, "<td>");
+		tensor_buttons(x, d);
+		rh_put(h, "</td>");
 		rh_td(h, op_kind_name(op->kind));
 		rh_put(h, "<td><code>");
 		rh_esc(h, w && w->strategy ? w->strategy[i] : "");
@@ -401,9 +406,6 @@ static void ops_table(struct plan_ctx *x, const struct report_plan_words *w)
 			rh_esc(h, b);
 		}
 		rh_put(h, "</code></td>");
-		rh_put(h, "<td>");
-		tensor_buttons(x, d);
-		rh_put(h, "</td>");
 		double bytes = 0;
 		for (int c = 0; c < d->n_comm; c++)
 			bytes += d->comm[c].bytes_per_device;

@@ -97,12 +97,27 @@ void report_html_sim(struct report_html *h, const struct plan *p, const struct e
                      const struct program *prog, const struct sim_result *r,
                      const struct report_sim_view *v);
 
+/* The rows of a study whose plans its page links to, in the page's
+ * order, each once: the `fit` answers (the smallest point per cluster
+ * family, the fastest, the cheapest, the least energy), the Pareto
+ * front, the best configuration per cluster size; at most
+ * REPORT_STUDY_MAX_PLANS. Row indices into out; their count, or -1 when
+ * out of memory. */
+#define REPORT_STUDY_MAX_PLANS 64
+int report_study_linked(const struct study *st, const struct study_row *rows, int n, int *out);
+
 /* The study: its figures (study_plot's, as SVG), the `fit` answer, a
  * sortable table of the Pareto points and of the best configuration per
- * cluster size, each row linking to its plan (the configuration drawn
- * over the devices). False only when out of memory or the figures
- * cannot be drawn (message in err). */
+ * cluster size, each row linking to its plan: plan_href[i] (NULL, or
+ * plan_href NULL: none) is the address of row i's plan page, written by
+ * the caller (report_html_plan), and each linked configuration is also
+ * drawn over its cluster's devices on this page. False only when out of
+ * memory or the figures cannot be drawn (message in err). */
 bool report_html_study(struct report_html *h, const struct study *st, const struct study_row *rows,
-                       int n, char *err, size_t err_size);
+                       int n, const char *const *plan_href, char *err, size_t err_size);
+
+/* A paragraph that is one link (text and href escaped): a plan page's way
+ * back to its study. */
+void report_html_link(struct report_html *h, const char *text, const char *href);
 
 #endif

@@ -21,6 +21,7 @@
 #include "report-int.h"
 
 enum { MAX_LINKED = 64, MAX_POINTS_LISTED = 500 };
+_Static_assert(REPORT_STUDY_MAX_PLANS <= MAX_LINKED, "every plan page has its drawing");
 
 const char *report_duration_text(char *buf, size_t size, double s)
 {
@@ -53,6 +54,7 @@ struct study_ctx {
 	const struct study *st;
 	const struct study_row *rows;
 	int n;
+	const char *const *href;           /* per row: its plan page, or NULL */
 	int linked[MAX_LINKED];            /* rows whose plan the page draws */
 	int n_linked;
 };
@@ -89,11 +91,21 @@ static void row_cells(struct study_ctx *x, const char *role, int i, bool breakdo
 	rh_td_num(h, (double)r->devices, (snprintf(b, sizeof b, "%" PRId64, r->devices), b));
 	rh_td_num(h, (double)r->global_batch, (snprintf(b, sizeof b, "%" PRId64, r->global_batch), b));
 	int l = link_of(x, i);
-	rh_put(h, "<td>");
-	if (l >= 0)
+	const char *href = x->href ? x->href[i] : NULL;
+	rh_put(h, "<td class=\"cfg\">");
+	if (href) {
+		rh_put(h, "<a class=\"plan-link\" href=\"");
+		rh_esc(h, href);
+		rh_put(h, "\">");
+	} else if (l >= 0) {
 		rh_printf(h, "<a href=\"#cfg-%d\">", l);
+	}
 	rh_esc(h, plan_search_config_text(b, sizeof b, &r->config));
-	rh_put(h, l >= 0 ? "</a></td>" : "</td>");
+	rh_put(h, href || l >= 0 ? "</a>" : "");
+	if (href && l >= 0)
+		rh_printf(h, " <a class=\"lay\" href=\"#cfg-%d\" title=\"the configuration over the "
+		             "cluster's devices, on this page\">devices</a>", l);
+	rh_put(h, "</td>");
 	rh_td_num(h, r->iteration_s, rh_si(h, b, sizeof b, r->iteration_s, "s"));
 	double sim = r->simulated ? r->sim_iteration_s : NAN;
 	rh_td_num(h, sim, r->simulated ? rh_si(h, b, sizeof b, sim, "s") : "-");
@@ -208,6 +220,14 @@ static void linked_plan(struct study_ctx *x, int l)
 	          r->devices, r->global_batch);
 	rh_esc(h, plan_search_config_text(b, sizeof b, c));
 	rh_put(h, "</h3>\n");
+	const char *href = x->href ? x->href[x->linked[l]] : NULL;
+	if (href) {
+		rh_put(h, "<p><a class=\"plan-link\" href=\"");
+		rh_esc(h, href);
+		rh_put(h, "\">The full plan</a>: every op's layouts on the devices, its collectives "
+		          "and the redistributions, as <code>shardlab report</code> draws a "
+		          "scenario.</p>\n");
+	}
 	int64_t pp = c->pp > 0 ? c->pp : 1, tp = c->tp > 0 ? c->tp : 1;
 	int64_t cp = c->cp > 1 ? c->cp : 1;
 	int64_t stage = r->devices / pp;
@@ -242,10 +262,51 @@ static void linked_plan(struct study_ctx *x, int l)
 	          rh_si(h, b + 64, 32, r->hbm_bytes, "B"), r->oom ? " (OOM)" : "");
 }
 
-bool report_html_study(struct report_html *h, const struct study *st, const struct study_row *rows,
-                       int n, char *err, size_t err_size)
+/* Appends row i to out[0 .. *m) unless it is there or the list is full. */
+static void add_linked(int *out, int *m, int i)
 {
-	struct study_ctx x = {.h = h, .st = st, .rows = rows, .n = n};
+	if (i < 0 || *m == REPORT_STUDY_MAX_PLANS)
+		return;
+	for (int k = 0; k < *m; k++)
+		if (out[k] == i)
+			return;
+	out[(*m)++] = i;
+}
+
+int report_study_linked(const struct study *st, const struct study_row *rows, int n, int *out)
+{
+	int m = 0;
+	int *idx = malloc(((size_t)n + 1) * sizeof *idx);
+	if (!idx)
+		return -1;
+	for (int c = 0; c < st->n_clusters; c++)
+		add_linked(out, &m, study_smallest(st, rows, n, c));
+	for (int goal = 0; goal < 3; goal++)
+		add_linked(out, &m, study_best(st, rows, n, -1, goal));
+	int k = study_pareto(st, rows, n, idx);
+	for (int i = 0; i < k; i++)
+		add_linked(out, &m, idx[i]);
+	k = study_top_per_size(rows, n, 1, idx);
+	for (int i = 0; i < k; i++)
+		add_linked(out, &m, idx[i]);
+	free(idx);
+	return m;
+}
+
+bool report_html_study(struct report_html *h, const struct study *st, const struct study_row *rows,
+                       int n, const char *const *plan_href, char *err, size_t err_size)
+{
+	struct study_ctx x = {.h = h, .st = st, .rows = rows, .n = n, .href = plan_href};
+	int first[REPORT_STUDY_MAX_PLANS];
+	int n_first = report_study_linked(st, rows, n, first);
+	if (n_first < 0) {
+		snprintf(err, err_size, "out of memory");
+		return false;
+	}
+	/* the plan pages' rows first, so that drawing l on this page is the
+	 * plan page of the same row */
+	for (int k = 0; k < n_first; k++)
+		link_of(&x, first[k]);
 	int meet = 0;
 	for (int i = 0; i < n; i++)
 		meet += study_row_meets(st, &rows[i]);
@@ -281,6 +342,7 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 	rh_put(h, "<h2 id=\"study-answer\">The answer (shardlab fit)</h2>\n<p>A point meets the goal "
 	          "when it fits the device memory and, with a deadline, trains within it. Each "
 	          "configuration links to its plan below.</p>\n");
+	rh_put(h, "<div class=\"scroll\">");
 	rh_table_begin(h, "fit", row_cols);
 	char role[160];
 	for (int c = 0; c < st->n_clusters; c++) {
@@ -291,6 +353,7 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 	answer_row(&x, "cheapest", study_best(st, rows, n, -1, 1));
 	answer_row(&x, "least energy", study_best(st, rows, n, -1, 2));
 	rh_table_end(h);
+	rh_put(h, "</div>\n");
 
 	int n_front = study_pareto(st, rows, n, idx);
 	rh_printf(h, "<h2>Pareto front: time to train against cost</h2>\n<p>%d point(s) that no "

@@ -293,9 +293,8 @@ static enum vk_status k_reduce(const struct op *o, const struct vpiece *in, stru
 	double count = reduced_axes(o, in, red);
 	int64_t n = verify_elems(out->shape, out->rank), m = verify_elems(in->shape, r);
 	memset(out->data, 0, (size_t)n * sizeof(double));
-	int64_t idx[GRAPH_MAX_RANK], oi[GRAPH_MAX_RANK];
-	for (int64_t f = 0; f < m; f++) {
-		unravel(f, in->shape, r, idx);
+	int64_t idx[GRAPH_MAX_RANK] = {0}, oi[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < m; f++, next_index(idx, in->shape, r)) {
 		int k = 0;
 		for (int d = 0; d < r; d++) {
 			if (!red[d])
@@ -314,9 +313,8 @@ static enum vk_status k_reduce(const struct op *o, const struct vpiece *in, stru
 static enum vk_status k_transpose(const struct op *o, const struct vpiece *in, struct vpiece *out)
 {
 	int r = in->rank;
-	int64_t n = verify_elems(out->shape, r), idx[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
-	for (int64_t f = 0; f < n; f++) {
-		unravel(f, out->shape, r, idx);
+	int64_t n = verify_elems(out->shape, r), idx[GRAPH_MAX_RANK] = {0}, ix[GRAPH_MAX_RANK];
+	for (int64_t f = 0; f < n; f++, next_index(idx, out->shape, r)) {
 		for (int d = 0; d < r; d++)
 			ix[o->attrs.perm[d]] = idx[d];
 		out->data[f] = in->data[ravel(ix, in->shape, r)];
@@ -371,6 +369,50 @@ static void source_of(const struct op *o, const struct vpiece *in, int k, const 
  * input piece and its local index it comes from. Forward (din NULL)
  * copies it into out[k] (y0 is out); backward adds y0's element into that
  * input's gradient din[j] (when the input has one). */
+/* Where output k's element at local index idx comes from: the input j
+ * and its local index li there; false when this rank does not hold it. */
+static bool move_source(const struct op *o, const struct vpiece *in, int k,
+                        const struct vpiece *y, const int64_t *idx, int *j, int64_t *li)
+{
+	int64_t g[GRAPH_MAX_RANK], gi[GRAPH_MAX_RANK];
+	for (int d = 0; d < y->rank; d++)
+		g[d] = idx[d] + y->lo[d];
+	source_of(o, in, k, g, y, j, gi);
+	const struct vpiece *x = &in[*j];
+	for (int d = 0; d < x->rank; d++) {
+		li[d] = gi[d] - x->lo[d];
+		if (li[d] < 0 || li[d] >= x->shape[d])
+			return false;
+	}
+	return true;
+}
+
+/* Whether a row of L elements of y (the last dimension, from idx with
+ * idx[last] == 0) comes from one run of L consecutive elements of one
+ * input piece; its start in *j and *at. True when the row's first and
+ * last elements are held, in the same input, on the same line of it, L - 1
+ * apart: every op here maps a row affinely (Reshape keeps the order of the
+ * elements, Concat, Split and StridedSlice shift them, a stride other
+ * than 1 fails the test), so the elements between lie between. */
+static bool move_run(const struct op *o, const struct vpiece *in, int k, const struct vpiece *y,
+                     int64_t *idx, int *j, int64_t *at)
+{
+	int r = y->rank, j1;
+	int64_t L = y->shape[r - 1], l0[GRAPH_MAX_RANK], l1[GRAPH_MAX_RANK];
+	if (!move_source(o, in, k, y, idx, j, l0))
+		return false;
+	idx[r - 1] = L - 1;
+	bool ok = move_source(o, in, k, y, idx, &j1, l1) && j1 == *j;
+	idx[r - 1] = 0;
+	const struct vpiece *x = &in[*j];
+	int xr = x->rank;
+	ok = ok && xr > 0 && l1[xr - 1] - l0[xr - 1] == L - 1;
+	for (int d = 0; ok && d < xr - 1; d++)
+		ok = l0[d] == l1[d];
+	*at = ok ? ravel(l0, x->shape, xr) : 0;
+	return ok;
+}
+
 static enum vk_status walk_move(const struct op *o, const struct vpiece *in,
                                 const struct vpiece *y0, struct vpiece *out, struct vpiece *din,
                                 char *why, size_t wn)
@@ -379,31 +421,58 @@ static enum vk_status walk_move(const struct op *o, const struct vpiece *in,
 	for (int k = 0; k < o->n_out; k++) {
 		const struct vpiece *y = &y0[k];
 		int64_t n = verify_elems(y->shape, y->rank);
-		for (int64_t f = 0; f < n; f++) {
-			unravel(f, y->shape, y->rank, idx);
-			for (int d = 0; d < y->rank; d++)
-				g[d] = idx[d] + y->lo[d];
-			int j;
-			source_of(o, in, k, g, y, &j, gi);
-			const struct vpiece *x = &in[j];
-			for (int d = 0; d < x->rank; d++) {
-				li[d] = gi[d] - x->lo[d];
-				if (li[d] >= 0 && li[d] < x->shape[d])
-					continue;
-				if (din)
-					fail(why, wn, "the gradient of output %d needs input %d elements this "
-					     "rank does not hold", k, j);
-				else
-					fail(why, wn, "output %d element at dimension %d index %lld needs input "
-					     "%d index %lld there, which this rank does not hold (it holds "
-					     "%lld..%lld)", k, d, (long long)g[d], j, (long long)gi[d],
-					     (long long)x->lo[d], (long long)(x->lo[d] + x->shape[d] - 1));
-				return VK_BROKEN;
+		int r = y->rank;
+		int64_t L = r > 0 ? y->shape[r - 1] : 1;
+		for (int d = 0; d < r; d++)
+			idx[d] = 0;
+		/* row by row of the output piece (its last dimension): a row that
+		 * is one run of an input is copied (added) at once */
+		for (int64_t f0 = 0; L > 0 && f0 < n; f0 += L) {
+			int jr;
+			int64_t at;
+			if (L > 1 && move_run(o, in, k, y, idx, &jr, &at)) {
+				if (!din)
+					memcpy(out[k].data + f0, in[jr].data + at, (size_t)L * sizeof(double));
+				else if (din[jr].data)
+					for (int64_t i = 0; i < L; i++)
+						din[jr].data[at + i] += y->data[f0 + i];
+			} else {
+				for (int64_t f = f0; f < f0 + L; f++) {
+					if (r > 0)
+						idx[r - 1] = f - f0;
+					for (int d = 0; d < r; d++)
+						g[d] = idx[d] + y->lo[d];
+					int j;
+					source_of(o, in, k, g, y, &j, gi);
+					const struct vpiece *x = &in[j];
+					for (int d = 0; d < x->rank; d++) {
+						li[d] = gi[d] - x->lo[d];
+						if (li[d] >= 0 && li[d] < x->shape[d])
+							continue;
+						if (din)
+							fail(why, wn, "the gradient of output %d needs input %d elements "
+							     "this rank does not hold", k, j);
+						else
+							fail(why, wn, "output %d element at dimension %d index %lld needs "
+							     "input %d index %lld there, which this rank does not hold "
+							     "(it holds %lld..%lld)", k, d, (long long)g[d], j,
+							     (long long)gi[d], (long long)x->lo[d],
+							     (long long)(x->lo[d] + x->shape[d] - 1));
+						return VK_BROKEN;
+					}
+					if (!din)
+						out[k].data[f] = x->data[ravel(li, x->shape, x->rank)];
+					else if (din[j].data)
+						din[j].data[ravel(li, x->shape, x->rank)] += y->data[f];
+				}
+				if (r > 0)
+					idx[r - 1] = 0;
 			}
-			if (!din)
-				out[k].data[f] = x->data[ravel(li, x->shape, x->rank)];
-			else if (din[j].data)
-				din[j].data[ravel(li, x->shape, x->rank)] += y->data[f];
+			for (int d = r - 2; d >= 0; d--) { /* the next row */
+				if (++idx[d] < y->shape[d])
+					break;
+				idx[d] = 0;
+			}
 		}
 	}
 	return VK_OK;
@@ -763,6 +832,8 @@ static enum vk_status v_softmax(const struct op *o, const struct vpiece *in,
 	int r = dy->rank, ax = norm_axis(o->attrs.axis, r);
 	int64_t outer = verify_elems(in->shape, ax), len = in->shape[ax];
 	int64_t inner = verify_elems(in->shape + ax + 1, r - ax - 1);
+	if (!din[0].data)
+		return VK_OK;
 	double *y = calloc((size_t)len, sizeof(double));
 	if (!y)
 		return VK_BROKEN;
@@ -832,9 +903,10 @@ static enum vk_status v_reduce(const struct op *o, const struct vpiece *in,
 	bool red[GRAPH_MAX_RANK] = {false};
 	double count = reduced_axes(o, in, red);
 	double scale = o->kind == OP_REDUCEMEAN ? 1 / count : 1;
-	int64_t m = verify_elems(in->shape, r), idx[GRAPH_MAX_RANK], oi[GRAPH_MAX_RANK];
-	for (int64_t f = 0; f < m; f++) {
-		unravel(f, in->shape, r, idx);
+	int64_t m = verify_elems(in->shape, r), idx[GRAPH_MAX_RANK] = {0}, oi[GRAPH_MAX_RANK];
+	if (!din[0].data)
+		return VK_OK;
+	for (int64_t f = 0; f < m; f++, next_index(idx, in->shape, r)) {
 		int k = 0;
 		for (int d = 0; d < r; d++) {
 			if (!red[d])
@@ -851,9 +923,10 @@ static enum vk_status v_transpose(const struct op *o, const struct vpiece *in,
                                   const struct vpiece *dy, struct vpiece *din)
 {
 	int r = in->rank;
-	int64_t n = verify_elems(dy->shape, r), idx[GRAPH_MAX_RANK], ix[GRAPH_MAX_RANK];
-	for (int64_t f = 0; f < n; f++) {
-		unravel(f, dy->shape, r, idx);
+	int64_t n = verify_elems(dy->shape, r), idx[GRAPH_MAX_RANK] = {0}, ix[GRAPH_MAX_RANK];
+	if (!din[0].data)
+		return VK_OK;
+	for (int64_t f = 0; f < n; f++, next_index(idx, dy->shape, r)) {
 		for (int d = 0; d < r; d++)
 			ix[o->attrs.perm[d]] = idx[d];
 		din[0].data[ravel(ix, in->shape, r)] += dy->data[f];

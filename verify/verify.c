@@ -33,8 +33,14 @@
 
 #include <gsl/gsl_errno.h>
 #ifdef SHARDLAB_OPENBLAS
-/* OpenBLAS's own entry point (cblas.h of libopenblas-dev). */
+/* OpenBLAS's own entry points (cblas.h of libopenblas-dev). */
 void openblas_set_num_threads(int num_threads);
+char *openblas_get_corename(void);
+/* A DYNAMIC_ARCH build's (Debian's) choice of kernels, made when the
+ * library loads (driver/others/dynamic.c of OpenBLAS): weak, so that a
+ * build for one fixed CPU, which has neither, still links. */
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
 #endif
 
 #include "verify-int.h"
@@ -351,6 +357,19 @@ static bool dist_clone(struct ctx *c, struct dist *d, const struct dist *s)
 	for (int64_t r = 0; r < c->n; r++)
 		memcpy(d->buf[r], s->buf[r], (size_t)s->elems * sizeof(double));
 	return true;
+}
+
+int64_t verify_suggest_scale(const struct plan *p, int64_t scale, double limit)
+{
+	int64_t fits = -1;
+	for (int64_t s = scale < 1 ? 1 : scale; s <= 1024; s *= 2) {
+		double need = verify_memory_bound(p, s);
+		if (need <= limit && fits < 0)
+			fits = s;
+		if (need <= limit && need <= VERIFY_QUICK_BYTES)
+			return s;
+	}
+	return fits;
 }
 
 /* ------------------------------------------------------------- texts */
@@ -1077,6 +1096,16 @@ static bool is_index(const struct graph *g, int op, int j)
 	                  k == OP_MOECOMBINE);
 }
 
+/* Whether op input j gets a gradient: not an index, and not a graph
+ * input other than a parameter (x's gradient is compared nowhere: a GEMM
+ * fewer per MatMul that reads the input, in the reference and on every
+ * rank). */
+static bool has_grad(const struct graph *g, int op, int j)
+{
+	const struct tensor *x = &g->tensors[g->ops[op].in[j]];
+	return !is_index(g, op, j) && (x->producer >= 0 || x->role == TENSOR_PARAM);
+}
+
 static double grad_seed(const struct ctx *c, int t, int64_t f)
 {
 	uint64_t key = (c->o->seed * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)t << 40) ^ (uint64_t)f ^
@@ -1285,7 +1314,7 @@ static bool reference_backward(struct ctx *c, double **gref)
 			memcpy(in[j].full, x->dims, sizeof(x->dims));
 			din[j] = in[j];
 			din[j].data = NULL;
-			if (is_index(&c->g, i, j))
+			if (!has_grad(&c->g, i, j))
 				continue;
 			if (!gref[o->in[j]] && !(gref[o->in[j]] = xcalloc(c, (size_t)x->elems, sizeof(double))))
 				return false;
@@ -1456,7 +1485,7 @@ static void backward(struct ctx *c)
 		struct dist din[SIG_MAX_TENSORS];
 		memset(din, 0, sizeof(din));
 		for (int j = 0; j < o->n_in && !fail; j++)
-			if (!is_index(g, i, j) && !dist_alloc(c, &din[j], &in[j].l))
+			if (has_grad(g, i, j) && !dist_alloc(c, &din[j], &in[j].l))
 				fail = "out of memory";
 		struct dist part[3];
 		memset(part, 0, sizeof(part));
@@ -1630,6 +1659,44 @@ static void stage_check(struct ctx *c, const struct plan_part *part, int i)
 		                        "live there", want, held));
 }
 
+#ifdef SHARDLAB_OPENBLAS
+/* OpenBLAS picks its kernels by the CPU's model number when it loads
+ * [OpenBLAS-dynamic]; a CPU newer than its table (0.3.21 does not know
+ * Intel's family 6 model 207, Emerald Rapids [Linux-intel-family]) gets
+ * the generic Prescott (SSE3) kernels, three times slower than the
+ * AVX-512 ones the CPU runs (docs/performance.md, docs/sources.md). When
+ * the user has not chosen (OPENBLAS_CORETYPE, OpenBLAS's own variable) and
+ * OpenBLAS fell back to Prescott, pick by the CPU's features:
+ * SkylakeX's kernels with AVX-512 (F, DQ, BW, VL),
+ * Haswell's with AVX2 and FMA. Done once, before the first GEMM; the
+ * environment is left as it was. */
+static void blas_kernels(void)
+{
+	static bool done;
+	if (done)
+		return;
+	done = true;
+	const char *core = openblas_get_corename();
+	if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || getenv("OPENBLAS_CORETYPE") ||
+	    !core || strcmp(core, "Prescott") != 0)
+		return;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+	__builtin_cpu_init();
+	const char *pick = NULL;
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+		pick = "SkylakeX";
+	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		pick = "Haswell";
+	if (!pick || setenv("OPENBLAS_CORETYPE", pick, 1) != 0)
+		return;
+	gotoblas_dynamic_quit();
+	gotoblas_dynamic_init();
+	unsetenv("OPENBLAS_CORETYPE");
+#endif
+}
+#endif
+
 bool verify_plan(struct arena *a, const struct plan *p, const struct verify_options *o,
                  struct verify_result *out, struct diag_list *diags)
 {
@@ -1639,6 +1706,7 @@ bool verify_plan(struct arena *a, const struct plan *p, const struct verify_opti
 	/* One thread: the GEMMs here are small, and one thread's order of
 	 * summation is the same on every machine (byte-identical reports). */
 	openblas_set_num_threads(1);
+	blas_kernels();
 #endif
 	struct ctx c = {.a = a, .p = p, .o = o, .n = p->n_devices, .r = out};
 	out->scale = o->scale;

@@ -107,6 +107,17 @@ double verify_reference_bytes(const struct plan *p, int64_t scale);
  * all were live at once. */
 double verify_memory_bound(const struct plan *p, int64_t scale);
 
+/* The memory bound verify aims a suggested scale at: a run of a few
+ * seconds (docs/verify.md). */
+#define VERIFY_QUICK_BYTES (256.0 * 1048576)
+/* The scale to suggest when `scale` needs more than `limit` bytes: the
+ * smallest scale * 2^k (up to 1024) whose bound is at most
+ * min(limit, VERIFY_QUICK_BYTES), else the smallest at most `limit`;
+ * -1 when none up to 1024 is. Shrinking more than needed loses nothing
+ * of the check: the plan (strategy, device matrices, groups) is the same
+ * at every scale, only the slices are smaller. */
+int64_t verify_suggest_scale(const struct plan *p, int64_t scale, double limit);
+
 /* Runs the plan's forward pass on every rank and compares; then, when the
  * forward matches and o->gradients, the backward pass: the loss is the sum
  * of the graph's outputs times seeded weights, every op's backward runs

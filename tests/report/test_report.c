@@ -298,6 +298,28 @@ Test(report, study_page_has_one_row_per_pareto_point)
 	cr_expect_eq(count(fig, "class=\"mesh-cell\""), 64);
 	free(fig);
 	cr_expect(strstr(dom, "<svg"), "the figures");
+	/* each Pareto and best-per-size row links to its plan page, written
+	 * beside the study's: opened, a plan with one mesh cell per device
+	 * of the point (64) and a way back */
+	const char *rows[] = {"class=\"pareto-row\"", "class=\"best-row\""};
+	for (int k = 0; k < 2; k++) {
+		const char *row = strstr(dom, rows[k]);
+		cr_assert_not_null(row);
+		const char *end = strstr(row, "</tr>");
+		const char *a = strstr(row, "class=\"plan-link\" href=\"");
+		cr_assert(a && a < end, "a %s links to no plan page", rows[k]);
+		a += strlen("class=\"plan-link\" href=\"");
+		char plan[256];
+		snprintf(plan, sizeof plan, "%s/%.*s", dir, (int)(strchr(a, '"') - a), a);
+		cr_expect(strstr(plan, "/study-plans/plan-"), "%s", plan);
+		char *pdom = dom_of(plan, "");
+		char *pfig = figure_of(pdom, "mesh-0");
+		cr_expect_eq(count(pfig, "class=\"mesh-cell\""), 64, "%s", plan);
+		free(pfig);
+		cr_expect(count(pdom, "class=\"op-row\"") >= 1, "%s: the ops", plan);
+		cr_expect(strstr(pdom, "href=\"../study.html\""), "%s: no way back", plan);
+		free(pdom);
+	}
 	free(dom);
 	dom = dom_of(clicking_copy(page), "");
 	cr_expect(strstr(dom, "data-clicked=\"yes\""));

@@ -175,6 +175,26 @@ Test(verify, scaled_dimensions_keep_cuts_dividing)
 	cr_expect_eq(verify_scaled_dim(1024, 3, 1), 1024);
 }
 
+/* The suggested scale aims at a quick run, not at just under the limit:
+ * the smallest power of two whose bound is at most 256 MiB (the bound at
+ * half of it is above), else the smallest under the limit, else none. */
+Test(verify, suggested_scale_is_the_smallest_quick_one)
+{
+	struct plan *p = plan_of(fixture_scenario("scenarios/gpt-4layer-32p.json"));
+	double limit = 4096.0 * 1048576;
+	int64_t s = verify_suggest_scale(p, 1, limit);
+	cr_assert_gt(s, 1);
+	cr_expect_eq(s & (s - 1), 0, "a power of two: %lld", (long long)s);
+	cr_expect_leq(verify_memory_bound(p, s), VERIFY_QUICK_BYTES);
+	cr_expect_gt(verify_memory_bound(p, s / 2), VERIFY_QUICK_BYTES);
+	/* a limit below the quick bound: the smallest scale under the limit */
+	double small = verify_memory_bound(p, s * 2);
+	int64_t t = verify_suggest_scale(p, 1, small);
+	cr_expect_eq(t, s * 2);
+	/* a limit nothing reaches */
+	cr_expect_eq(verify_suggest_scale(p, 1, 1.0), -1);
+}
+
 /* A shrunk plan is the same strategy on smaller tensors: the Megatron MLP
  * ([1024, 1024] tokens x hidden, TP 8) at a quarter of each dimension. */
 Test(verify, scaled_megatron_mlp_matches)
