@@ -192,7 +192,9 @@ static bool attention_softmax(const struct graph *g, int i)
 		const struct op *o = &g->ops[q];
 		if (o->kind == OP_BATCHMATMUL)
 			return o->params == 0;
-		if (o->n_in != 1)
+		/* multi-head latent attention adds its rotary scores to the
+		 * others (models/generate.c): follow the first addend */
+		if (o->n_in != 1 && o->kind != OP_ADD)
 			return false;
 		t = o->in[0];
 	}
