@@ -376,6 +376,12 @@ static void trace_batch(struct mega *M, const struct tensor *b)
 	const struct graph *g = M->g;
 	memset(M->batch, 0, (size_t)g->n_tensors);
 	M->batch[b - g->tensors] = 1;
+	/* Other inputs shaped as the first carry the batch alike (the tokens
+	 * a multi-token prediction module reads ahead, models/generate.c). */
+	for (int t = 0; t < g->n_tensors; t++)
+		if (g->tensors[t].role == TENSOR_INPUT && g->tensors[t].rank == b->rank &&
+		    !memcmp(g->tensors[t].dims, b->dims, (size_t)b->rank * sizeof(b->dims[0])))
+			M->batch[t] = 1;
 	for (int i = 0; i < g->n_ops; i++) {
 		struct op_sig sig;
 		if (graph_op_signature(g, i, &sig))
