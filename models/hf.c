@@ -225,6 +225,22 @@ static bool read_qwen2_moe(const struct jv *r, struct model_gen *g)
 	return true;
 }
 
+/* moe_layer_freq (default 1): experts every that many layers; only 1 is
+ * expressible (the generator's dense layers come first). */
+static bool hf_moe_every_layer(const struct jv *r)
+{
+	int64_t freq = 1;
+	struct jv v;
+	if (!hf_count(r, "moe_layer_freq", false, 1, &freq))
+		return false;
+	if (freq == 1)
+		return true;
+	hf_get(r, "moe_layer_freq", &v);
+	jv_error(&v, "experts every %lld layers are not supported: the generator's dense "
+	         "layers come first (dense_layers)", (long long)freq);
+	return false;
+}
+
 /* DeepseekConfig (DeepSeekMoE, Dai et al. 2024; deepseek-moe-16b's
  * config.json): n_routed_experts experts and n_shared_experts shared ones
  * of moe_intermediate_size, num_experts_per_tok per token, softmax
@@ -234,7 +250,6 @@ static bool read_qwen2_moe(const struct jv *r, struct model_gen *g)
 static bool read_deepseek(const struct jv *r, struct model_gen *g)
 {
 	static const char *const softmax[] = {"softmax", NULL};
-	int64_t freq = 1;
 	struct jv v;
 	if (!hf_get(r, "n_routed_experts", &v))
 		return true;
@@ -243,15 +258,8 @@ static bool read_deepseek(const struct jv *r, struct model_gen *g)
 	ok = hf_count(r, "moe_intermediate_size", true, 0, &g->expert_ffn) && ok;
 	ok = hf_count0(r, "n_shared_experts", 0, &g->shared_experts) && ok;
 	ok = hf_count0(r, "first_k_dense_replace", 0, &g->dense_layers) && ok;
-	ok = hf_count(r, "moe_layer_freq", false, 1, &freq) && ok;
 	ok = hf_one_of(r, "scoring_func", softmax, "a softmax router") && ok;
-	if (ok && freq != 1) {
-		hf_get(r, "moe_layer_freq", &v);
-		jv_error(&v, "experts every %lld layers are not supported: the generator's dense "
-		         "layers come first (dense_layers)", (long long)freq);
-		return false;
-	}
-	return ok;
+	return ok && hf_moe_every_layer(r);
 }
 /* DeepseekV3Config (transformers' configuration_deepseek_v3.py, whose
  * defaults are DeepSeek-V3's own values; deepseek-ai/DeepSeek-V3's
@@ -268,7 +276,6 @@ static bool read_deepseek_v3(const struct jv *r, struct model_gen *g)
 {
 	static const char *const scoring[] = {"sigmoid", "softmax", NULL};
 	static const char *const methods[] = {"noaux_tc", "greedy", "group_limited_greedy", NULL};
-	int64_t freq = 1;
 	struct jv v;
 	const char *fn = "sigmoid";
 	bool ok = hf_count(r, "n_routed_experts", false, 256, &g->experts);
@@ -276,7 +283,6 @@ static bool read_deepseek_v3(const struct jv *r, struct model_gen *g)
 	ok = hf_count(r, "moe_intermediate_size", false, 2048, &g->expert_ffn) && ok;
 	ok = hf_count0(r, "n_shared_experts", 1, &g->shared_experts) && ok;
 	ok = hf_count0(r, "first_k_dense_replace", 3, &g->dense_layers) && ok;
-	ok = hf_count(r, "moe_layer_freq", false, 1, &freq) && ok;
 	ok = hf_one_of(r, "scoring_func", scoring, "a sigmoid or softmax router") && ok;
 	ok = hf_one_of(r, "topk_method", methods, "top-k routing, within groups or not") && ok;
 	if (hf_get(r, "scoring_func", &v))
@@ -293,12 +299,8 @@ static bool read_deepseek_v3(const struct jv *r, struct model_gen *g)
 	ok = hf_count(r, "qk_rope_head_dim", false, 64, &g->qk_rope_head_dim) && ok;
 	ok = hf_count(r, "v_head_dim", false, 128, &g->v_head_dim) && ok;
 	ok = hf_count0(r, "num_nextn_predict_layers", 0, &g->mtp_layers) && ok;
-	if (ok && freq != 1) {
-		hf_get(r, "moe_layer_freq", &v);
-		jv_error(&v, "experts every %lld layers are not supported: the generator's dense "
-		         "layers come first (dense_layers)", (long long)freq);
+	if (ok && !hf_moe_every_layer(r))
 		return false;
-	}
 	if (ok && g->experts % g->expert_groups) {
 		hf_get(r, "n_group", &v);
 		jv_error(&v, "%lld groups do not divide %lld routed experts",
