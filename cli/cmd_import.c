@@ -28,6 +28,11 @@ static void help(FILE *f)
 	        "  GPT2LMHeadModel -> \"gpt\" (LayerNorm, GeLU MLP, learned positions,\n"
 	        "    head tied to the word embedding)\n"
 	        "  GPTNeoXForCausalLM -> \"gpt\" (rotary positions, parallel residual)\n"
+	        "  MixtralForCausalLM, Qwen2MoeForCausalLM, DeepseekForCausalLM ->\n"
+	        "    \"llama\" with a mixture of experts\n"
+	        "  DeepseekV3ForCausalLM -> \"llama\" with multi-head latent attention,\n"
+	        "    DeepSeekMoE (shared and routed experts, a sigmoid router, the first\n"
+	        "    layers dense) and the multi-token prediction modules\n"
 	        "Fields the config leaves out take the defaults of the transformers\n"
 	        "configuration class; a missing required field, an unknown architecture\n"
 	        "or a setting the generators cannot express is a diagnostic naming the\n"
@@ -139,9 +144,16 @@ int cmd_import(int argc, char **argv)
 		cJSON_AddStringToObject(root, "format", MODEL_FORMAT);
 		cJSON_AddNumberToObject(root, "version", MODEL_VERSION);
 		cJSON_AddStringToObject(root, "name", a.name ? a.name : m.name);
+		char n2[40];
 		char *desc = arena_printf(ar, "%s imported from the Hugging Face config %s: %s "
-		                          "parameters.", m.architecture, a.file,
-		                          grouped(n, sizeof n, t.parameters));
+		                          "parameters%s%s%s.", m.architecture, a.file,
+		                          grouped(n, sizeof n, t.parameters),
+		                          t.mtp_parameters > 0 ? " (" : "",
+		                          t.mtp_parameters > 0
+		                              ? grouped(n2, sizeof n2, t.mtp_parameters) : "",
+		                          t.mtp_parameters > 0
+		                              ? " of them in the multi-token prediction module, which "
+		                                "shares the embedding and the output head)" : "");
 		cJSON_AddStringToObject(root, "description", desc ? desc : "");
 		cJSON *gen = model_gen_json(&m.gen);
 		if (gen)

@@ -329,11 +329,30 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g)
 		if (g->dense_layers > 0)
 			arg(f, first, "--moe-layer-freq \"([0]*%lld+[1]*%lld)\"", (long long)g->dense_layers,
 			    (long long)(g->layers - g->dense_layers));
+		if (g->sigmoid_router) { /* DeepSeek-V3's router (Megatron-Core's TransformerConfig) */
+			arg(f, first, "--moe-router-score-function sigmoid");
+			arg(f, first, "--moe-router-enable-expert-bias");
+		}
+		if (g->expert_groups > 0) {
+			arg(f, first, "--moe-router-num-groups %lld", (long long)g->expert_groups);
+			arg(f, first, "--moe-router-group-topk %lld", (long long)g->group_top_k);
+		}
 		arg(f, first, "--moe-token-dispatcher-type alltoall");
 		arg(f, first, "--moe-expert-capacity-factor %g",
 		    g->capacity_factor > 0 ? g->capacity_factor : 1.0);
 		arg(f, first, "--moe-pad-expert-input-to-capacity");
 	}
+	if (llama && g->kv_lora_rank > 0) { /* multi-head latent attention (Megatron-Core MLA) */
+		arg(f, first, "--multi-latent-attention");
+		if (g->q_lora_rank > 0)
+			arg(f, first, "--q-lora-rank %lld", (long long)g->q_lora_rank);
+		arg(f, first, "--kv-lora-rank %lld", (long long)g->kv_lora_rank);
+		arg(f, first, "--qk-head-dim %lld", (long long)g->qk_nope_head_dim);
+		arg(f, first, "--qk-pos-emb-head-dim %lld", (long long)g->qk_rope_head_dim);
+		arg(f, first, "--v-head-dim %lld", (long long)g->v_head_dim);
+	}
+	if (llama && g->mtp_layers > 0)
+		arg(f, first, "--mtp-num-layers %lld", (long long)g->mtp_layers);
 	bool tied = g->tie_embeddings ? g->tie_embeddings > 0 : !llama;
 	if (!tied)
 		arg(f, first, "--untie-embeddings-and-output-weights");

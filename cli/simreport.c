@@ -155,8 +155,9 @@ double report_program_comm_bytes(const struct program *p)
 		for (int k = 0; k < st->n_slots; k++) {
 			const struct prog_slot *sl = &st->slots[k];
 			const struct prog_chunk *c = &p->chunks[sl->chunk];
-			b += sl->backward ? sr_range_sent(p, c->bwd, c->n_bwd, sl->last, false)
-			                  : sr_range_sent(p, c->fwd, c->n_fwd, true, sl->micro == 0);
+			b += sl->weight     ? sr_range_sent(p, c->wgt, c->n_wgt, sl->last, false)
+			     : sl->backward ? sr_range_sent(p, c->bwd, c->n_bwd, sl->last, false)
+			                    : sr_range_sent(p, c->fwd, c->n_fwd, true, sl->micro == 0);
 		}
 		most = b > most ? b : most;
 	}

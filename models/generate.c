@@ -31,6 +31,7 @@ struct gen {
 	struct op_site site;
 	int64_t B, s, h, a_heads, kv, d, ffn, V;
 	int64_t E, k, C, ef;       /* MoE: experts, top-k, slots per expert, expert ffn */
+	int64_t qr, kvr, dn, dr, dv; /* MLA (kvr > 0): latent ranks and head widths */
 	enum dtype dt;
 	bool llama;
 };
@@ -92,7 +93,10 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	                                    "tie_embeddings", "qkv_bias", "experts", "top_k",
 	                                    "shared_experts", "expert_ffn", "capacity_factor",
 	                                    "dense_layers", "shared_expert_gate", "rope_theta",
-	                                    "norm_eps", NULL};
+	                                    "norm_eps", "sigmoid_router", "expert_groups",
+	                                    "group_top_k", "q_lora_rank", "kv_lora_rank",
+	                                    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+	                                    "mtp_layers", NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
@@ -225,7 +229,9 @@ static bool moe_check(struct gen *G)
 	const struct model_gen *p = G->p;
 	if (!model_gen_uses(p->kind, "experts") || (p->experts == 0 && p->top_k == 0 &&
 	                                  p->shared_experts == 0 && p->expert_ffn == 0 &&
-	                                  p->dense_layers == 0 && !p->shared_expert_gate))
+	                                  p->dense_layers == 0 && !p->shared_expert_gate &&
+	                                  !p->sigmoid_router && p->expert_groups == 0 &&
+	                                  p->group_top_k == 0))
 		return true;
 	bool ok = true;
 	if (p->experts < 1 || p->experts > ((int64_t)1 << 16)) {
@@ -258,6 +264,19 @@ static bool moe_check(struct gen *G)
 		        "none (set shared_experts)");
 		ok = false;
 	}
+	if (p->expert_groups < 0 || (p->expert_groups > 0 && p->experts % p->expert_groups)) {
+		gen_err(G, "expert_groups", "expected 0 (no groups) or a divisor of experts (%lld), "
+		        "got %lld", (long long)p->experts, (long long)p->expert_groups);
+		ok = false;
+	} else if (p->group_top_k < 0 || p->group_top_k > p->expert_groups ||
+	           (p->expert_groups > 0 && p->group_top_k < 1) ||
+	           (p->expert_groups > 0 &&
+	            p->group_top_k * (p->experts / p->expert_groups) < p->top_k)) {
+		gen_err(G, "group_top_k", "expected 1 to expert_groups (%lld) with expert_groups, "
+		        "enough groups to hold top_k (%lld) experts, 0 without; got %lld",
+		        (long long)p->expert_groups, (long long)p->top_k, (long long)p->group_top_k);
+		ok = false;
+	}
 	double cf = p->capacity_factor > 0 ? p->capacity_factor : 1;
 	if (p->capacity_factor < 0 || !(cf <= 64)) {
 		gen_err(G, "capacity_factor", "expected a number above 0 and at most 64, got %g",
@@ -275,6 +294,61 @@ static bool moe_check(struct gen *G)
 	    !fits(G->E, G->h, &x) || !fits(x, G->ef, &x)) {
 		gen_err(G, "experts", "the experts' tensors would have more than 2^53 (%lld) "
 		        "elements", (long long)GRAPH_MAX_ELEMENTS);
+		return false;
+	}
+	return true;
+}
+
+/* Multi-head latent attention (LLaMA only): with kv_lora_rank > 0 every
+ * head width positive, q_lora_rank 0 (a plain query projection) or
+ * positive; without it none of the MLA members. The widest MLA tensors
+ * (B·s·heads·(nope + rope), the latent up-projections) within the limit.
+ * mtp_layers 0 to 16 (DeepSeek-V3 trains with 1). */
+static bool mla_check(struct gen *G)
+{
+	const struct model_gen *p = G->p;
+	if (!model_gen_uses(p->kind, "kv_lora_rank"))
+		return true;
+	const char *names[] = {"q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+	                       "v_head_dim"};
+	const int64_t v[] = {p->q_lora_rank, p->qk_rope_head_dim, p->qk_nope_head_dim,
+	                     p->v_head_dim};
+	bool ok = true;
+	if (p->mtp_layers < 0 || p->mtp_layers > 16) {
+		gen_err(G, "mtp_layers", "expected 0 to 16 prediction depths, got %lld",
+		        (long long)p->mtp_layers);
+		ok = false;
+	}
+	if (p->kv_lora_rank < 0 || p->kv_lora_rank > ((int64_t)1 << 20)) {
+		gen_err(G, "kv_lora_rank", "expected 0 (no latent attention) to 2^20, got %lld",
+		        (long long)p->kv_lora_rank);
+		return false;
+	}
+	for (size_t i = 0; i < SL_COUNTOF(v); i++) {
+		bool need = p->kv_lora_rank > 0 && i > 0;
+		if (p->kv_lora_rank == 0 && v[i] != 0) {
+			gen_err(G, names[i], "belongs to multi-head latent attention: set kv_lora_rank "
+			        "too, got %lld without it", (long long)v[i]);
+			ok = false;
+		} else if (v[i] < (need ? 1 : 0) || v[i] > ((int64_t)1 << 20)) {
+			gen_err(G, names[i], "expected %s to 2^20, got %lld", need ? "1" : "0",
+			        (long long)v[i]);
+			ok = false;
+		}
+	}
+	if (!ok || p->kv_lora_rank == 0)
+		return ok;
+	G->qr = p->q_lora_rank;
+	G->kvr = p->kv_lora_rank;
+	G->dn = p->qk_nope_head_dim;
+	G->dr = p->qk_rope_head_dim;
+	G->dv = p->v_head_dim;
+	int64_t bs, x, wide = G->dn + G->dr > G->dv ? G->dn + G->dr : G->dv;
+	if (!fits(G->B, G->s, &bs) || !fits(bs, G->a_heads, &x) || !fits(x, wide, &x) ||
+	    !fits(G->a_heads, wide, &x) || !fits(x, G->h > G->kvr ? G->h : G->kvr, &x) ||
+	    (G->qr > 0 && !fits(x, G->qr, &x))) {
+		gen_err(G, "kv_lora_rank", "the latent attention's tensors would have more than 2^53 "
+		        "(%lld) elements", (long long)GRAPH_MAX_ELEMENTS);
 		return false;
 	}
 	return true;
@@ -339,7 +413,8 @@ static bool gen_check(struct gen *G)
 	G->V = model_gen_uses(p->kind, "vocab") ? p->vocab : 1;
 	G->dt = p->dtype;
 	G->llama = p->kind == GEN_LLAMA;
-	if (!moe_check(G))
+	ok = moe_check(G);
+	if (!mla_check(G) || !ok)
 		return false;
 	return sizes_fit(G);
 }
@@ -470,7 +545,79 @@ static int norm(struct gen *G, const char *name, int x)
 	return emit(G, OP_LAYERNORM, name, NULL, 3, in);
 }
 
+/* RMSNorm over a latent of width w: "name", "name.gamma". */
+static int norm_w(struct gen *G, const char *name, int x, int64_t w)
+{
+	return op2(G, OP_RMSNORM, name, "", x, param(G, name, ".gamma", 1, w, 0), NULL);
+}
+
 /* ---------------------------------------------------------------- blocks */
+
+/* Multi-head latent attention on x [B*s, h] (DeepSeek-V2 §2.1, DeepSeek-V3
+ * §2.1.1; transformers' DeepseekV3Attention without the inference-time
+ * absorption): queries through "p.q_a" [h, qr], RMSNorm "p.q_a_norm" and
+ * the up-projections "p.q_b_nope" [qr, a·dn] and "p.q_b_rope" [qr, a·dr]
+ * (one [qr, a(dn+dr)] matrix in the checkpoint, split by columns here);
+ * keys and values through the latent "p.kv_a" [h, kvr] with RMSNorm
+ * "p.kv_a_norm", up-projected by "p.k_b" [kvr, a·dn] and "p.v_b"
+ * [kvr, a·dv]; the rotary key "p.k_rope" [h, dr] (the checkpoint's
+ * kv_a_proj_with_mqa holds kv_a and k_rope as one [h, kvr + dr]) is one
+ * head shared by all, so its scores are a BatchMatMul of every query row
+ * (sequence major, heads minor, as grouped-query attention) by it, added
+ * to the per-head scores of the non-rotary parts; the output "p.out"
+ * [a·dv, h]. Parameters and FLOPs as the published layer; the matrices
+ * split by columns change neither. */
+static int mla_attention(struct gen *G, const char *p, int x)
+{
+	int64_t B = G->B, s = G->s, a = G->a_heads, dn = G->dn, dr = G->dr, dv = G->dv;
+	static const int64_t to_heads[4] = {0, 2, 1, 3}, to_keys[4] = {0, 2, 3, 1};
+	char n[256];
+	int qx = x;
+	int64_t qin = G->h;
+	if (G->qr > 0) {
+		name_fmt(n, sizeof n, "%sq_a", p);
+		qx = linear(G, n, x, G->h, G->qr, false);
+		name_fmt(n, sizeof n, "%sq_a_norm", p);
+		qx = norm_w(G, n, qx, G->qr);
+		qin = G->qr;
+	}
+	name_fmt(n, sizeof n, "%s%s", p, G->qr > 0 ? "q_b_nope" : "q_nope");
+	int qn = linear(G, n, qx, qin, a * dn, false);
+	name_fmt(n, sizeof n, "%s%s", p, G->qr > 0 ? "q_b_rope" : "q_rope");
+	int qp = linear(G, n, qx, qin, a * dr, false);
+	name_fmt(n, sizeof n, "%skv_a", p);
+	int c = linear(G, n, x, G->h, G->kvr, false);
+	name_fmt(n, sizeof n, "%skv_a_norm", p);
+	c = norm_w(G, n, c, G->kvr);
+	name_fmt(n, sizeof n, "%sk_rope", p);
+	int kp = linear(G, n, x, G->h, dr, false);
+	name_fmt(n, sizeof n, "%sk_b", p);
+	int kn = linear(G, n, c, G->kvr, a * dn, false);
+	name_fmt(n, sizeof n, "%sv_b", p);
+	int v = linear(G, n, c, G->kvr, a * dv, false);
+
+	qn = reshape(G, p, "q_nope.reshape", qn, 4, (int64_t[]){B, s, a, dn});
+	qn = transpose(G, p, "q_nope.transpose", qn, to_heads);
+	kn = reshape(G, p, "k_nope.reshape", kn, 4, (int64_t[]){B, s, a, dn});
+	kn = transpose(G, p, "k_nope.transpose", kn, to_keys);
+	v = reshape(G, p, "v.reshape", v, 4, (int64_t[]){B, s, a, dv});
+	v = transpose(G, p, "v.transpose", v, to_heads);
+	/* the rotary part: rows [B, s·a, dr] by the shared key [B, dr, s] */
+	qp = reshape(G, p, "q_rope.reshape", qp, 3, (int64_t[]){B, s * a, dr});
+	kp = reshape(G, p, "k_rope.reshape", kp, 3, (int64_t[]){B, s, dr});
+	kp = transpose_n(G, p, "k_rope.transpose", kp, 3, (int64_t[]){0, 2, 1});
+	int sr = op2(G, OP_BATCHMATMUL, p, "scores_rope", qp, kp, NULL);
+	sr = reshape(G, p, "scores_rope.reshape", sr, 4, (int64_t[]){B, s, a, s});
+	sr = transpose(G, p, "scores_rope.transpose", sr, to_heads);
+	int sc = op2(G, OP_BATCHMATMUL, p, "scores", qn, kn, NULL);
+	sc = op2(G, OP_ADD, p, "scores_add", sc, sr, NULL);
+	sc = op1(G, OP_SOFTMAX, p, "softmax", sc, NULL);
+	int ctx = op2(G, OP_BATCHMATMUL, p, "context", sc, v, NULL);
+	ctx = transpose(G, p, "context.transpose", ctx, to_heads);
+	ctx = reshape(G, p, "context.reshape", ctx, 2, (int64_t[]){B * s, a * dv});
+	name_fmt(n, sizeof n, "%sout", p);
+	return linear(G, n, ctx, a * dv, G->h, false);
+}
 
 /* Self-attention on x [B*s, h]; grouped-query when kv < heads. */
 static int attention(struct gen *G, const char *p, int x)
@@ -551,7 +698,17 @@ static int moe_mlp(struct gen *G, const char *p, int x)
 	char n[256];
 	name_fmt(n, sizeof n, "%srouter", p);
 	int r = linear(G, n, x, h, G->E, false);
-	int probs = op1(G, OP_SOFTMAX, p, "router.softmax", r, NULL);
+	int probs;
+	if (G->p->sigmoid_router) {
+		/* DeepSeek-V3: sigmoid affinities weigh the picks; the picks rank
+		 * them plus a per-expert bias "p.router.score_bias" [E] (its
+		 * e_score_correction_bias), which nothing downstream reads. */
+		probs = op1(G, OP_SIGMOID, p, "router.sigmoid", r, NULL);
+		op2(G, OP_BIASADD, p, "router.score_bias_add", probs,
+		    param(G, p, "router.score_bias", 1, G->E, 0), NULL);
+	} else {
+		probs = op1(G, OP_SOFTMAX, p, "router.softmax", r, NULL);
+	}
 	int di = tensor(G, TENSOR_INPUT, p, "dispatch_index", DT_INT32, 2, G->E, G->C);
 	int slots = op2(G, OP_MOEDISPATCH, p, "dispatch", x, di, NULL);
 	/* The slots as the experts receive them: a view, no work, read by both
@@ -623,7 +780,7 @@ static int layer(struct gen *G, int64_t i, int x)
 	name_fmt(n, sizeof n, "%sln1", p);
 	int y = norm(G, n, x);
 	name_fmt(n, sizeof n, "%sattn.", p);
-	y = attention(G, n, y);
+	y = G->kvr > 0 ? mla_attention(G, n, y) : attention(G, n, y);
 	int r = op2(G, OP_ADD, p, "residual1", x, y, NULL);
 	name_fmt(n, sizeof n, "%sln2", p);
 	y = norm(G, n, G->p->kind == GEN_GPT && G->p->parallel_residual ? x : r);
@@ -692,19 +849,53 @@ static void gen_lm(struct gen *G)
 	int labels = tensor(G, TENSOR_INPUT, "labels", "", DT_INT32, 1, B * s, 0);
 	x = reshape(G, "embed.", "reshape", x, 2, (int64_t[]){B * s, h});
 	x = layers(G, x);
+	int h_prev = x;
 	x = norm(G, "final_ln", x);
 	struct op_attrs at;
 	op_attrs_default(OP_MATMUL, &at);
-	int logits;
+	int logits, head = wte;
 	bool tied = G->p->tie_embeddings ? G->p->tie_embeddings > 0 : !G->llama;
 	if (!tied) {
-		logits = op2(G, OP_MATMUL, "lm_head", "", x, param(G, "lm_head.weight", "", 2, h, V), &at);
+		head = param(G, "lm_head.weight", "", 2, h, V);
+		logits = op2(G, OP_MATMUL, "lm_head", "", x, head, &at);
 	} else {
 		at.transpose_b = true; /* weight tying: the word embedding [V,h] */
 		logits = op2(G, OP_MATMUL, "lm_head", "", x, wte, &at);
 	}
 	int loss = op2(G, OP_SOFTMAXCROSSENTROPY, "loss", "", logits, labels, NULL);
 	op1(G, OP_REDUCEMEAN, "loss", ".mean", loss, NULL);
+	/* Multi-token prediction (DeepSeek-V3 §2.2, figure 3): depth j
+	 * normalises the previous depth's hidden state ("mtp.{j}.hnorm"; the
+	 * main model's last layer output for the first) and the embedding of
+	 * the tokens j + 1 ahead ("mtp.{j}.tokens", looked up in the shared
+	 * word embedding, "mtp.{j}.enorm"), projects the two halves of their
+	 * concatenation with "mtp.{j}.eh_proj.h" and "mtp.{j}.eh_proj.e" [h, h]
+	 * (the paper's M_k, [h, 2h], split by rows), adds them, runs one more
+	 * layer ("layers.{L+j}.", numbered after the main ones as the
+	 * checkpoint does) and its own norm "mtp.{j}.final_ln", and the shared
+	 * output head into its loss "mtp.{j}.loss" against "mtp.{j}.labels". */
+	for (int64_t j = 0; j < G->p->mtp_layers && !G->b.oom; j++) {
+		char q[64], n[96];
+		name_fmt(q, sizeof q, "mtp.%lld.", (long long)j);
+		name_fmt(n, sizeof n, "%shnorm", q);
+		int hn = norm(G, n, h_prev);
+		int tk = tensor(G, TENSOR_INPUT, q, "tokens", DT_INT32, 2, B, s);
+		int e = op2(G, OP_GATHER, q, "embed", wte, tk, NULL);
+		e = reshape(G, q, "embed.reshape", e, 2, (int64_t[]){B * s, h});
+		name_fmt(n, sizeof n, "%senorm", q);
+		e = norm(G, n, e);
+		name_fmt(n, sizeof n, "%seh_proj.h", q);
+		int y = linear(G, n, hn, h, h, false);
+		name_fmt(n, sizeof n, "%seh_proj.e", q);
+		y = op2(G, OP_ADD, q, "eh_proj.add", y, linear(G, n, e, h, h, false), NULL);
+		h_prev = y = layer(G, G->p->layers + j, y);
+		name_fmt(n, sizeof n, "%sfinal_ln", q);
+		y = norm(G, n, y);
+		int lt = tensor(G, TENSOR_INPUT, q, "labels", DT_INT32, 1, B * s, 0);
+		int lg = op2(G, OP_MATMUL, q, "lm_head", y, head, &at);
+		lg = op2(G, OP_SOFTMAXCROSSENTROPY, q, "loss", lg, lt, NULL);
+		op1(G, OP_REDUCEMEAN, q, "loss.mean", lg, NULL);
+	}
 }
 
 static void gen_body(struct gen *G)

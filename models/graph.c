@@ -202,6 +202,11 @@ void graph_totals(const struct graph *g, struct graph_totals *out)
 		if (t->role != TENSOR_PARAM)
 			continue;
 		out->parameters += t->elems;
+		long long at = -1;
+		if (g->gen && t->name && (!strncmp(t->name, "mtp.", 4) ||
+		                          (sscanf(t->name, "layers.%lld.", &at) == 1 &&
+		                           at >= g->gen->layers)))
+			out->mtp_parameters += t->elems;
 		out->parameter_bytes += (double)t->elems * (double)dtype_bytes(t->dtype);
 	}
 	for (int i = 0; i < g->n_ops; i++) {
@@ -222,7 +227,8 @@ void graph_totals(const struct graph *g, struct graph_totals *out)
 			if (g->tensors[i].role == TENSOR_PARAM && g->tensors[i].rank == 3)
 				f = g->tensors[i].dims[1] == m->hidden ? g->tensors[i].dims[2]
 				                                       : g->tensors[i].dims[1];
-		out->active_parameters -= (m->layers - m->dense_layers) * (m->experts - m->top_k) * 3 *
+		out->active_parameters -= (m->layers - m->dense_layers + m->mtp_layers) *
+		                          (m->experts - m->top_k) * 3 *
 		                          m->hidden * f;
 	}
 }

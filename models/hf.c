@@ -24,9 +24,15 @@
  *     experts and n_shared_experts shared experts of
  *     moe_intermediate_size, num_experts_per_tok per token, the first
  *     first_k_dense_replace layers dense (intermediate_size)
+ *   DeepseekV3ForCausalLM (DeepSeek-V3) -> llama with multi-head latent
+ *     attention (q_lora_rank, kv_lora_rank, qk_nope_head_dim,
+ *     qk_rope_head_dim, v_head_dim), DeepSeekMoE as above with a sigmoid
+ *     router and its selection bias, n_group / topk_group node-limited
+ *     routing, and num_nextn_predict_layers multi-token prediction modules
  *
  * A config without "architectures" is read by its "model_type" (llama,
- * mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe, deepseek). Absent optional fields take the defaults of the transformers
+ * mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe, deepseek,
+ * deepseek_v3). Absent optional fields take the defaults of the transformers
  * configuration class of that architecture (LlamaConfig, GPT2Config, ...);
  * JSON null counts as absent. Other members (rope_theta, rms_norm_eps,
  * sliding_window, ...) do not change parameters or FLOPs here and are not
@@ -41,18 +47,19 @@
 
 enum hf_family {
 	HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_GPT2, HF_GPTNEOX, HF_MIXTRAL, HF_QWEN2_MOE, HF_DEEPSEEK,
-	HF_COUNT
+	HF_DEEPSEEK_V3, HF_COUNT
 };
 
 static const char *const hf_arch_names[HF_COUNT] = {
 	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel",
 	"GPTNeoXForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM", "DeepseekForCausalLM",
+	"DeepseekV3ForCausalLM",
 };
 /* transformers' model_type of each, for configs without "architectures". */
 static const char *const hf_model_types[HF_COUNT] = {"llama", "mistral", "qwen2", "gpt2",
                                                      "gpt_neox", "mixtral", "qwen2_moe",
-                                                     "deepseek"};
-_Static_assert(HF_COUNT == 8, "hf_arch_names must list every architecture");
+                                                     "deepseek", "deepseek_v3"};
+_Static_assert(HF_COUNT == 9, "hf_arch_names must list every architecture");
 
 const char *const *graph_hf_architectures(int *n)
 {
@@ -218,6 +225,22 @@ static bool read_qwen2_moe(const struct jv *r, struct model_gen *g)
 	return true;
 }
 
+/* moe_layer_freq (default 1): experts every that many layers; only 1 is
+ * expressible (the generator's dense layers come first). */
+static bool hf_moe_every_layer(const struct jv *r)
+{
+	int64_t freq = 1;
+	struct jv v;
+	if (!hf_count(r, "moe_layer_freq", false, 1, &freq))
+		return false;
+	if (freq == 1)
+		return true;
+	hf_get(r, "moe_layer_freq", &v);
+	jv_error(&v, "experts every %lld layers are not supported: the generator's dense "
+	         "layers come first (dense_layers)", (long long)freq);
+	return false;
+}
+
 /* DeepseekConfig (DeepSeekMoE, Dai et al. 2024; deepseek-moe-16b's
  * config.json): n_routed_experts experts and n_shared_experts shared ones
  * of moe_intermediate_size, num_experts_per_tok per token, softmax
@@ -227,7 +250,6 @@ static bool read_qwen2_moe(const struct jv *r, struct model_gen *g)
 static bool read_deepseek(const struct jv *r, struct model_gen *g)
 {
 	static const char *const softmax[] = {"softmax", NULL};
-	int64_t freq = 1;
 	struct jv v;
 	if (!hf_get(r, "n_routed_experts", &v))
 		return true;
@@ -236,16 +258,64 @@ static bool read_deepseek(const struct jv *r, struct model_gen *g)
 	ok = hf_count(r, "moe_intermediate_size", true, 0, &g->expert_ffn) && ok;
 	ok = hf_count0(r, "n_shared_experts", 0, &g->shared_experts) && ok;
 	ok = hf_count0(r, "first_k_dense_replace", 0, &g->dense_layers) && ok;
-	ok = hf_count(r, "moe_layer_freq", false, 1, &freq) && ok;
 	ok = hf_one_of(r, "scoring_func", softmax, "a softmax router") && ok;
-	if (ok && freq != 1) {
-		hf_get(r, "moe_layer_freq", &v);
-		jv_error(&v, "experts every %lld layers are not supported: the generator's dense "
-		         "layers come first (dense_layers)", (long long)freq);
+	return ok && hf_moe_every_layer(r);
+}
+/* DeepseekV3Config (transformers' configuration_deepseek_v3.py, whose
+ * defaults are DeepSeek-V3's own values; deepseek-ai/DeepSeek-V3's
+ * config.json): DeepSeekMoE as read_deepseek with the V3 defaults
+ * (256 routed experts and 1 shared of 2048, top-8, the first 3 layers
+ * dense), scored by a sigmoid (scoring_func "sigmoid", with its selection
+ * bias under topk_method "noaux_tc") or a softmax, routed within topk_group
+ * of n_group groups; multi-head latent attention of kv_lora_rank 512,
+ * q_lora_rank 1536 (null: queries without a latent), qk_nope_head_dim 128,
+ * qk_rope_head_dim 64, v_head_dim 128; num_nextn_predict_layers (0 when
+ * absent: transformers' class does not know it) multi-token prediction
+ * modules. */
+static bool read_deepseek_v3(const struct jv *r, struct model_gen *g)
+{
+	static const char *const scoring[] = {"sigmoid", "softmax", NULL};
+	static const char *const methods[] = {"noaux_tc", "greedy", "group_limited_greedy", NULL};
+	struct jv v;
+	const char *fn = "sigmoid";
+	bool ok = hf_count(r, "n_routed_experts", false, 256, &g->experts);
+	ok = hf_count(r, "num_experts_per_tok", false, 8, &g->top_k) && ok;
+	ok = hf_count(r, "moe_intermediate_size", false, 2048, &g->expert_ffn) && ok;
+	ok = hf_count0(r, "n_shared_experts", 1, &g->shared_experts) && ok;
+	ok = hf_count0(r, "first_k_dense_replace", 3, &g->dense_layers) && ok;
+	ok = hf_one_of(r, "scoring_func", scoring, "a sigmoid or softmax router") && ok;
+	ok = hf_one_of(r, "topk_method", methods, "top-k routing, within groups or not") && ok;
+	if (hf_get(r, "scoring_func", &v))
+		ok = jv_string(&v, &fn) && ok;
+	g->sigmoid_router = !strcmp(fn, "sigmoid");
+	ok = hf_count(r, "n_group", false, 8, &g->expert_groups) && ok;
+	ok = hf_count(r, "topk_group", false, 4, &g->group_top_k) && ok;
+	ok = hf_count(r, "kv_lora_rank", false, 512, &g->kv_lora_rank) && ok;
+	if (jv_get(r, "q_lora_rank", &v) && cJSON_IsNull(v.node))
+		g->q_lora_rank = 0;
+	else
+		ok = hf_count(r, "q_lora_rank", false, 1536, &g->q_lora_rank) && ok;
+	ok = hf_count(r, "qk_nope_head_dim", false, 128, &g->qk_nope_head_dim) && ok;
+	ok = hf_count(r, "qk_rope_head_dim", false, 64, &g->qk_rope_head_dim) && ok;
+	ok = hf_count(r, "v_head_dim", false, 128, &g->v_head_dim) && ok;
+	ok = hf_count0(r, "num_nextn_predict_layers", 0, &g->mtp_layers) && ok;
+	if (ok && !hf_moe_every_layer(r))
+		return false;
+	if (ok && g->experts % g->expert_groups) {
+		hf_get(r, "n_group", &v);
+		jv_error(&v, "%lld groups do not divide %lld routed experts",
+		         (long long)g->expert_groups, (long long)g->experts);
+		return false;
+	}
+	if (ok && g->group_top_k > g->expert_groups) {
+		hf_get(r, "topk_group", &v);
+		jv_error(&v, "%lld of %lld groups: expected at most n_group",
+		         (long long)g->group_top_k, (long long)g->expert_groups);
 		return false;
 	}
 	return ok;
 }
+
 static const char *const gelu[] = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh",
                                    "gelu_python", NULL};
 
@@ -288,9 +358,14 @@ static bool read_llama(const struct jv *r, enum hf_family fam, struct model_gen 
 		ok = read_deepseek(r, g) && ok;
 		g->capacity_factor = 1;
 	}
+	if (fam == HF_DEEPSEEK_V3) {
+		ok = read_deepseek_v3(r, g) && ok;
+		g->capacity_factor = 1;
+	}
 	struct jv v;
 	int64_t hd;
-	if (ok && hf_get(r, "head_dim", &v) && jv_int(&v, JR_RANGE(1, 1e15), &hd) &&
+	/* DeepseekV3Config's head_dim is the rotary width, not a head's. */
+	if (ok && fam != HF_DEEPSEEK_V3 && hf_get(r, "head_dim", &v) && jv_int(&v, JR_RANGE(1, 1e15), &hd) &&
 	    hd * g->heads != g->hidden) {
 		jv_error(&v, "head_dim %lld x %lld heads differs from hidden_size %lld: not supported "
 		         "(the generator's heads are hidden_size / num_attention_heads wide)",
@@ -371,8 +446,8 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 				fam = i;
 		if (fam < 0) {
 			jv_error(&e, "unknown model_type \"%s\" and no \"architectures\" (shardlab "
-			         "imports llama, mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe and "
-			         "deepseek)", type);
+			         "imports llama, mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe, "
+			         "deepseek and deepseek_v3)", type);
 			return false;
 		}
 		arch = hf_arch_names[fam];
@@ -389,8 +464,8 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 	if (fam < 0) {
 		jv_error(&e, "unknown architecture \"%s\" (shardlab imports LlamaForCausalLM, "
 		         "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
-		         "GPTNeoXForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM and "
-		         "DeepseekForCausalLM)", arch);
+		         "GPTNeoXForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, "
+		         "DeepseekForCausalLM and DeepseekV3ForCausalLM)", arch);
 		return false;
 	}
 	struct model_gen *g = &out->gen;
@@ -507,9 +582,22 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		NUM(hidden) NUM(layers) NUM(heads) NUM(kv_heads) NUM(seq) NUM(vocab)
 		NUM(micro_batch) NUM(ffn) NUM(max_positions) NUM(experts) NUM(top_k)
 		NUM(shared_experts) NUM(expert_ffn) NUM(dense_layers)
+		NUM(expert_groups) NUM(group_top_k) NUM(q_lora_rank) NUM(kv_lora_rank)
+		NUM(qk_rope_head_dim) NUM(qk_nope_head_dim) NUM(v_head_dim) NUM(mtp_layers)
 		BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary) BOOL(shared_expert_gate)
+		BOOL(sigmoid_router)
 #undef NUM
 #undef BOOL
+		/* The DeepSeek-V3 members, left out at 0 / false (their default). */
+		if (v && ((cJSON_IsNumber(v) && v->valuedouble == 0 &&
+		           (!strcmp(k, "expert_groups") || !strcmp(k, "group_top_k") ||
+		            !strcmp(k, "q_lora_rank") || !strcmp(k, "kv_lora_rank") ||
+		            !strcmp(k, "qk_rope_head_dim") || !strcmp(k, "qk_nope_head_dim") ||
+		            !strcmp(k, "v_head_dim") || !strcmp(k, "mtp_layers"))) ||
+		          (!strcmp(k, "sigmoid_router") && !g->sigmoid_router))) {
+			cJSON_Delete(v);
+			continue;
+		}
 		if (!strcmp(k, "max_positions") && g->max_positions <= 0) {
 			cJSON_Delete(v);
 			continue;

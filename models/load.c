@@ -674,6 +674,23 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 		ok = read_count(&m, 0, &g.shared_experts) && ok;
 	if (jv_get(gen, "dense_layers", &m))
 		ok = read_count(&m, 0, &g.dense_layers) && ok;
+	static const struct {
+		const char *key;
+		size_t off;
+	} counts0[] = {
+		{"expert_groups", offsetof(struct model_gen, expert_groups)},
+		{"group_top_k", offsetof(struct model_gen, group_top_k)},
+		{"q_lora_rank", offsetof(struct model_gen, q_lora_rank)},
+		{"kv_lora_rank", offsetof(struct model_gen, kv_lora_rank)},
+		{"qk_rope_head_dim", offsetof(struct model_gen, qk_rope_head_dim)},
+		{"qk_nope_head_dim", offsetof(struct model_gen, qk_nope_head_dim)},
+		{"v_head_dim", offsetof(struct model_gen, v_head_dim)},
+		{"mtp_layers", offsetof(struct model_gen, mtp_layers)},
+	};
+	for (size_t i = 0; i < SL_COUNTOF(counts0); i++)
+		if (jv_get(gen, counts0[i].key, &m))
+			ok = read_count(&m, 0, (int64_t *)((char *)&g + counts0[i].off)) && ok;
+	ok = jv_opt_bool(gen, "sigmoid_router", g.sigmoid_router, &g.sigmoid_router) && ok;
 	ok = jv_opt_bool(gen, "shared_expert_gate", g.shared_expert_gate,
 	                 &g.shared_expert_gate) && ok;
 	ok = jv_opt_number(gen, "capacity_factor", JR_POSITIVE, g.capacity_factor,

@@ -130,6 +130,10 @@ struct graph_totals {
 	int64_t active_parameters;            /* those one token uses: parameters less the
 	                                         routed experts a mixture-of-experts
 	                                         generator's router does not pick */
+	int64_t mtp_parameters;               /* of the parameters, those of the
+	                                         multi-token prediction modules (a
+	                                         generator's "mtp.*" and layers past
+	                                         `layers`) */
 };
 
 /* Load and validate a model file (explicit graph or generator form).
@@ -174,6 +178,24 @@ struct model_gen {
 	int64_t experts, top_k, shared_experts, expert_ffn, dense_layers;
 	double capacity_factor;
 	bool shared_expert_gate;
+	/* DeepSeek-V3 (Liu et al. 2024, arXiv 2412.19437, docs/formats.md):
+	 * sigmoid_router scores the experts with a sigmoid and carries a
+	 * per-expert selection bias (the auxiliary-loss-free balancing);
+	 * expert_groups / group_top_k restrict a token to group_top_k of
+	 * expert_groups groups of experts (node-limited routing: recorded and
+	 * exported, the graph's shapes do not change). */
+	bool sigmoid_router;
+	int64_t expert_groups, group_top_k;
+	/* LLaMA: multi-head latent attention (DeepSeek-V2/V3) when
+	 * kv_lora_rank > 0: queries through a q_lora_rank latent (0: a plain
+	 * projection), keys and values through a kv_lora_rank latent, heads of
+	 * qk_nope_head_dim + qk_rope_head_dim for queries and keys (the rotary
+	 * part of the key shared by all heads) and v_head_dim for values. */
+	int64_t q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
+	/* LLaMA: multi-token prediction modules (DeepSeek-V3 §2.2), each a
+	 * projection of the previous depth's hidden state and the next token's
+	 * embedding, one more layer, and a loss through the shared head. */
+	int64_t mtp_layers;
 	/* Neither changes a shape or a FLOP; both are launch arguments
 	 * (`plan --export megatron`): the rotary base and the normalisation's
 	 * epsilon, 0 where not stated (the framework's default). */

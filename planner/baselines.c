@@ -199,7 +199,7 @@ static void mark_moe(struct mega *M)
 		if (o->kind == OP_MOECOMBINE) {
 			M->moe[i] = MOE_TOKENS;
 			int sm = g->tensors[o->in[2]].producer;
-			int r = sm >= 0 && g->ops[sm].kind == OP_SOFTMAX
+			int r = sm >= 0 && (g->ops[sm].kind == OP_SOFTMAX || g->ops[sm].kind == OP_SIGMOID)
 			            ? g->tensors[g->ops[sm].in[0]].producer : -1;
 			if (r >= 0 && g->ops[r].kind == OP_MATMUL)
 				M->moe[sm] = M->moe[r] = MOE_TOKENS;
@@ -376,6 +376,12 @@ static void trace_batch(struct mega *M, const struct tensor *b)
 	const struct graph *g = M->g;
 	memset(M->batch, 0, (size_t)g->n_tensors);
 	M->batch[b - g->tensors] = 1;
+	/* Other inputs shaped as the first carry the batch alike (the tokens
+	 * a multi-token prediction module reads ahead, models/generate.c). */
+	for (int t = 0; t < g->n_tensors; t++)
+		if (g->tensors[t].role == TENSOR_INPUT && g->tensors[t].rank == b->rank &&
+		    !memcmp(g->tensors[t].dims, b->dims, (size_t)b->rank * sizeof(b->dims[0])))
+			M->batch[t] = 1;
 	for (int i = 0; i < g->n_ops; i++) {
 		struct op_sig sig;
 		if (graph_op_signature(g, i, &sig))

@@ -90,7 +90,7 @@ enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct
 		return SEARCH_RULE_EXPERTS_EP;
 	if (c->micro_batch < 1 || c->dp < 1 || G % (c->micro_batch * c->dp))
 		return SEARCH_RULE_BATCH_DP;
-	if (c->pp > 1 && c->schedule == SCHED_GPIPE)
+	if (c->pp > 1 && (c->schedule == SCHED_GPIPE || c->schedule == SCHED_ZB_H1))
 		return SEARCH_RULE_SCHEDULE;
 	if (interleaved && layers > 0 && layers % chunks)
 		return SEARCH_RULE_LAYERS_VPP;
@@ -141,7 +141,8 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 		         (long long)c->micro_batch);
 		break;
 	case SEARCH_RULE_SCHEDULE:
-		snprintf(buf, size, "Megatron-LM has no GPipe schedule (it runs 1F1B)");
+		snprintf(buf, size, "Megatron-LM has no %s schedule (it runs 1F1B)",
+		         c->schedule == SCHED_ZB_H1 ? "zero-bubble (ZB-H1)" : "GPipe");
 		break;
 	case SEARCH_RULE_LAYERS_VPP:
 		snprintf(buf, size, "%lld layers do not split into %lld stages x %lld virtual stages",

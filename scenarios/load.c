@@ -16,14 +16,14 @@
 const char *const planner_names[PLANNER_COUNT] = {
 	"propagate", "recursive", "data-parallel", "megatron", "megatron-search",
 };
-const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b"};
+const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"};
 const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase"};
 const char *const collective_algo_names[COLL_COUNT] = {
 	"auto", "ring", "tree", "halving-doubling", "hierarchical", "direct", "nvls", "pipeline",
 };
 _Static_assert(PLANNER_COUNT == 5, "planner_names must list every planner");
-_Static_assert(SCHED_COUNT == 3, "schedule_names must list every schedule");
+_Static_assert(SCHED_COUNT == 4, "schedule_names must list every schedule");
 _Static_assert(RECOMPUTE_COUNT == 3, "recompute_names must list every mode");
 const char *const precision_names[PRECISION_COUNT] = {
         "auto", "megatron-bf16", "megatron-fp16", "fp32", "mindformers",

@@ -74,7 +74,11 @@ enum planner_kind {
 };
 extern const char *const planner_names[PLANNER_COUNT];
 
-enum pipeline_schedule { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED_1F1B, SCHED_COUNT };
+/* ZB-H1: Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024
+ * (docs/cost-models.md, "Pipeline schedules"). */
+enum pipeline_schedule {
+	SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED_1F1B, SCHED_ZB_H1, SCHED_COUNT
+};
 extern const char *const schedule_names[SCHED_COUNT];
 
 enum recompute_mode { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };

@@ -270,14 +270,14 @@ static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int
 /* The backward of ops [lo, hi) in reverse, each bucket of `b` on stream 1
  * right after the backward compute that completes it. */
 static void backward(struct lower *L, const int *start, const int *idx, int lo, int hi,
-                     bool gather, const struct plan_bucket *b, int nb)
+                     bool gather, const struct plan_bucket *b, int nb, bool split)
 {
 	const struct plan *p = L->p;
 	struct plan_coll_sink k = {collective, L};
 	const struct training *tr = &p->scenario->training;
 	bool every = tr->zero_stage >= 2;
-	if (buckets_in_tail(tr))
-		nb = 0; /* lower_tail synchronises them */
+	if (buckets_in_tail(tr) || split)
+		nb = 0; /* lower_tail, or the weight pass, synchronises them */
 	for (int i = hi - 1; i >= lo; i--) {
 		const struct dist_op *d = &p->ops[i];
 		L->op = i;
@@ -286,7 +286,8 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			L->oom = true;
 		if (gather)
 			gather_params(L, d);
-		compute(L, i, L->e->ops[i].compute_backward_s);
+		double bwd_s = L->e->ops[i].compute_backward_s;
+		compute(L, i, split ? bwd_s - plan_weight_grad_s(p->graph, i, bwd_s) : bwd_s);
 		int cs = L->n - 1;
 		L->bwd_step[i] = cs;
 		double hidden = L->pend_bwd[i];
@@ -324,6 +325,31 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 		}
 		if (hidden > 0 && cs >= 0 && L->steps[cs].kind == PROG_COMPUTE)
 			L->steps[cs].seconds -= hidden;
+	}
+}
+
+/* A zero-bubble schedule's weight pass of ops [lo, hi) (W): in reverse,
+ * each op's weight-gradient compute (plan_weight_grad_s) and the gradient
+ * buckets it completes, on stream 1 right after it. */
+static void weight_pass(struct lower *L, int lo, int hi, const struct plan_bucket *b, int nb)
+{
+	const struct training *tr = &L->p->scenario->training;
+	bool every = tr->zero_stage >= 2;
+	if (buckets_in_tail(tr))
+		nb = 0;
+	for (int i = hi - 1; i >= lo; i--) {
+		double w = plan_weight_grad_s(L->p->graph, i, L->e->ops[i].compute_backward_s);
+		bool closes = false;
+		for (int j = 0; j < nb; j++)
+			closes |= b[j].last_op == i;
+		if (w <= 0 && !closes)
+			continue;
+		L->op = i;
+		compute(L, i, w);
+		int cs = L->n - 1;
+		for (int j = 0; j < nb; j++)
+			if (b[j].last_op == i)
+				bucket_step(L, &b[j], j, 1, cs, every);
 	}
 }
 
@@ -472,10 +498,15 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 		forward(L, start, idx, lo, hi, false, tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
 		L->phase = PHASE_BACKWARD;
 	}
-	backward(L, start, idx, lo, hi, gather, b, nb);
+	bool split = tr->schedule == SCHED_ZB_H1;
+	backward(L, start, idx, lo, hi, gather, b, nb, split);
 	if (c > 0)
 		p2p(L, PROG_SEND, c - 1, true);
 	out->n_bwd = L->n - out->bwd;
+	out->wgt = L->n;
+	if (split)
+		weight_pass(L, lo, hi, b, nb);
+	out->n_wgt = L->n - out->wgt;
 }
 
 /* A send or receive of shared parameters' gradients (estimate.c's

@@ -594,8 +594,9 @@ static bool setup(struct engine *e)
 	const struct prog_stage *s0 = &p->stages[0];
 	for (int k = 0; k < s0->n_slots; k++) {
 		const struct prog_chunk *c = &p->chunks[s0->slots[k].chunk];
-		e->progress_total += s0->slots[k].backward ? stream0_steps(p, c->bwd, c->n_bwd)
-		                                           : stream0_steps(p, c->fwd, c->n_fwd);
+		e->progress_total += s0->slots[k].weight     ? stream0_steps(p, c->wgt, c->n_wgt)
+		                     : s0->slots[k].backward ? stream0_steps(p, c->bwd, c->n_bwd)
+		                                             : stream0_steps(p, c->fwd, c->n_fwd);
 	}
 	e->progress_total += stream0_steps(p, s0->tail, s0->n_tail);
 	e->progress_every = e->progress_total / 100 > 0 ? e->progress_total / 100 : 1;
@@ -1161,10 +1162,14 @@ static void stream0(struct actor_ctx *c)
 		/* no lockstep where rare collectives may run on stream 1: the
 		 * last micro-batch's buckets, the first's parameter gathers */
 		c->lockstep_ok = !sl->last && !(eng->has_first && sl->micro == 0);
-		if (sl->backward) {
+		if (sl->weight) {
+			/* a zero-bubble W frees what its split backward kept */
+			run_range(c, ch->wgt, ch->n_wgt, sl);
+			memory(c, -ch->act_bytes);
+		} else if (sl->backward) {
 			memory(c, ch->work_bytes);
 			run_range(c, ch->bwd, ch->n_bwd, sl);
-			memory(c, -(ch->act_bytes + ch->work_bytes));
+			memory(c, -((sl->split ? 0 : ch->act_bytes) + ch->work_bytes));
 		} else {
 			run_range(c, ch->fwd, ch->n_fwd, sl);
 			memory(c, ch->act_bytes);
@@ -1184,7 +1189,7 @@ static void stream0(struct actor_ctx *c)
 			rs->comm_s += simgrid_get_clock() - t0;
 		}
 	}
-	struct prog_slot none = {0, -1, false, true};
+	struct prog_slot none = {.chunk = 0, .micro = -1, .last = true};
 	run_range(c, st->tail, st->n_tail, &none);
 	settle(c);
 }

@@ -279,7 +279,7 @@ double sim_program_events(const struct program *prog)
 		double steps = ps->n_tail;
 		for (int k = 0; k < ps->n_slots; k++) {
 			const struct prog_chunk *c = &prog->chunks[ps->slots[k].chunk];
-			steps += ps->slots[k].backward ? c->n_bwd : c->n_fwd;
+			steps += ps->slots[k].weight ? c->n_wgt : ps->slots[k].backward ? c->n_bwd : c->n_fwd;
 		}
 		events += steps * (double)prog->stage_ranks;
 	}

@@ -88,6 +88,10 @@ struct prog_chunk {
 	int stage;
 	int fwd, n_fwd;                    /* steps[fwd .. fwd+n_fwd): one micro-batch's forward */
 	int bwd, n_bwd;                    /* its backward, stream-1 steps just after their `after` */
+	int wgt, n_wgt;                    /* a zero-bubble schedule's weight pass (W): the
+	                                      backward's weight-gradient compute and the
+	                                      gradient buckets, taken out of bwd; n_wgt 0
+	                                      otherwise */
 	double act_bytes;                  /* activations one micro-batch's forward leaves for its
 	                                      backward (cost_chunk_activations) */
 	double work_bytes;                 /* held while its backward recomputes (full) */

@@ -137,7 +137,7 @@ struct program fixture_program(struct arena *a, const struct prog_step *steps, i
 			v[n++] = steps[i];
 	st->n_tail = n - st->tail;
 	for (int64_t k = 0; k < repeat; k++)
-		sl[k] = (struct prog_slot){0, k, false, k == repeat - 1};
+		sl[k] = (struct prog_slot){.chunk = 0, .micro = k, .last = k == repeat - 1};
 	st->n_slots = (int)repeat;
 	st->slots = sl;
 	cr_assert_eq(n, n_steps, "stream-1 steps wait for a step of the section");

@@ -502,11 +502,21 @@ struct prog_slot {
 	int chunk;
 	int64_t micro;
 	bool backward, last;
+	bool split;    /* a backward of the input gradients only: a weight unit follows */
+	bool weight;   /* the weight gradients of a split backward (zero-bubble W) */
 };
+
+/* The part of op i's backward seconds that computes weight gradients
+ * (the zero-bubble schedules' W): half of a MatMul's or BatchMatMul's
+ * with a parameter input (its weight-gradient GEMM has the FLOPs of the
+ * input-gradient one); 0 for every other op, whose parameter gradients
+ * (norms, biases) are reductions taken in B. */
+double plan_weight_grad_s(const struct graph *g, int i, double backward_s);
 
 /* The order in which stage `stage` runs its units over m micro-batches
  * (docs/planner.md, "Pipelines"): GPipe, 1F1B, or Megatron's interleaved
- * 1F1B when the part has virtual stages. Returns the count (2 m v) and the
+ * 1F1B when the part has virtual stages, or ZB-H1 (each backward split
+ * into B and W slots). Returns the count (2 m v; ZB-H1 3 m) and the
  * slots in *out (arena), -1 when out of memory. */
 int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
                   enum pipeline_schedule sched, int stage, struct prog_slot **out);

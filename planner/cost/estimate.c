@@ -640,7 +640,9 @@ static void in_flight(const struct prog_slot *sl, int n, const double *act, cons
 	double cur = 0, k = 0;
 	*bytes = *units = 0;
 	for (int i = 0; i < n; i++) {
-		double sign = sl[i].backward ? -1 : 1;
+		/* a split backward keeps the activations its W reads (held
+		 * whole until W: the weight gradients' inputs are most of them) */
+		double sign = sl[i].split ? 0 : sl[i].backward || sl[i].weight ? -1 : 1;
 		cur += sign * act[sl[i].chunk];
 		k += sign;
 		*bytes = cur > *bytes ? cur : *bytes;
@@ -652,6 +654,7 @@ static void in_flight(const struct prog_slot *sl, int n, const double *act, cons
 struct stage_sums {
 	double cat[EST_CATEGORY_COUNT];      /* per micro-batch, then the once-per-iteration ones */
 	double micro_s, tail_s;
+	double weight_s;                     /* of micro_s, the weight gradients' compute (W) */
 };
 
 /* ------------------------------------------------------------ chunks */
@@ -958,6 +961,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			const struct est_op *eo = &e->ops[i];
 			ss->cat[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
 			ss->cat[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
+			if (tr->schedule == SCHED_ZB_H1)
+				ss->weight_s += plan_weight_grad_s(p->graph, i, eo->compute_backward_s);
 			ss->cat[EST_COMM_FORWARD] += eo->comm_forward_s - eo->redistribution_s;
 			ss->cat[EST_REDISTRIBUTION] += eo->redistribution_s;
 			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
@@ -1091,6 +1096,11 @@ static void assemble(struct estimate *e, const struct stage_sums *ss)
 	}
 	e->critical_stage = crit;
 	e->pipeline_s = m * tmax + (sum - tmax) / pp->virtual_stages;
+	/* ZB-H1: the drain's B's travel back without their W's, which fill
+	 * it: (P-1)(T_F + T_B - T_W) for 1F1B's (P-1)(T_F + T_B + T_W), each
+	 * stage but the slowest 2 T_W shorter (Qi et al. 2024, section 3.1) */
+	for (int s = 0; s < pp->n_stages; s++)
+		e->pipeline_s -= s == crit ? 0 : 2 * ss[s].weight_s;  /* 0 but with ZB-H1 */
 	e->bubble_s = e->pipeline_s - m * tmax;
 	for (int k = 0; k < EST_CATEGORY_COUNT; k++)
 		e->category_s[k] = m * ss[crit].cat[k];

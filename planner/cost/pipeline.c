@@ -192,7 +192,9 @@ static bool attention_softmax(const struct graph *g, int i)
 		const struct op *o = &g->ops[q];
 		if (o->kind == OP_BATCHMATMUL)
 			return o->params == 0;
-		if (o->n_in != 1)
+		/* multi-head latent attention adds its rotary scores to the
+		 * others (models/generate.c): follow the first addend */
+		if (o->n_in != 1 && o->kind != OP_ADD)
 			return false;
 		t = o->in[0];
 	}
@@ -428,7 +430,58 @@ static struct prog_slot unit(int64_t k, int P, int v, int stage, bool backward)
 	if (backward)
 		local = v - 1 - local;
 	int64_t micro = v > 1 ? (k / ((int64_t)P * v)) * P + in_group % P : k;
-	return (struct prog_slot){local * P + stage, micro, backward, false};
+	return (struct prog_slot){.chunk = local * P + stage, .micro = micro, .backward = backward};
+}
+
+double plan_weight_grad_s(const struct graph *g, int i, double backward_s)
+{
+	const struct op *o = &g->ops[i];
+	if (o->kind != OP_MATMUL && o->kind != OP_BATCHMATMUL)
+		return 0;
+	for (int j = 0; j < o->n_in; j++)
+		if (g->tensors[o->in[j]].role == TENSOR_PARAM)
+			return backward_s / 2;
+	return 0;
+}
+
+/* ZB-H1 (Qi et al., ICLR 2024, section 3.1 and figure 3; the handcrafted
+ * schedule of sail-sg/zero-bubble-pipeline-parallelism): stage s of P runs
+ * P-s-1 warm-up forwards (as 1F1B), then s times a forward and an
+ * input-gradient backward B whose weight pass W waits, then F, B, W while
+ * forwards remain, then B, W, then the s weight passes left, oldest first.
+ * The W's that wait fill the drain, in which the B's now travel back
+ * without their weight gradients: bubble (P-1)(T_F + T_B - T_W) when
+ * T_W <= T_F, T_B, against 1F1B's (P-1)(T_F + T_B + T_W); at most P-s
+ * micro-batches in flight, as 1F1B. One chunk per stage. */
+static int zb_h1(struct prog_slot *s, int64_t m, int P, int stage)
+{
+	int n = 0;
+	int64_t f = 0, b = 0, w = 0;
+#define ZB_F() (s[n++] = (struct prog_slot){.chunk = stage, .micro = f++})
+#define ZB_B() (s[n++] = (struct prog_slot){.chunk = stage, .micro = b++, .backward = true, .split = true})
+#define ZB_W() (s[n++] = (struct prog_slot){.chunk = stage, .micro = w++, .weight = true})
+	for (int k = 0; k < P - stage - 1 && f < m; k++)
+		ZB_F();
+	for (int k = 0; k < stage && f < m; k++) {
+		ZB_F();
+		ZB_B();
+	}
+	while (f < m) {
+		ZB_F();
+		ZB_B();
+		ZB_W();
+	}
+	while (b < m) {
+		ZB_B();
+		ZB_W();
+	}
+	while (w < m)
+		ZB_W();
+#undef ZB_F
+#undef ZB_B
+#undef ZB_W
+	s[n - 1].last = true;  /* the last W: where the gradient synchronisation starts */
+	return n;
 }
 
 int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
@@ -436,10 +489,14 @@ int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
 {
 	int P = pp->n_stages, v = pp->virtual_stages;
 	int64_t total = m * v, warm;
-	struct prog_slot *s = arena_calloc(a, (size_t)(2 * total) + 1, sizeof(*s));
+	struct prog_slot *s = arena_calloc(a, (size_t)(3 * total) + 1, sizeof(*s));
 	bool *seen = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(bool));
 	if (!s || !seen)
 		return -1;
+	if (sched == SCHED_ZB_H1 && v == 1) {
+		*out = s;
+		return zb_h1(s, m, P, stage);
+	}
 	if (sched == SCHED_GPIPE && v == 1)
 		warm = total;
 	else if (v > 1)  /* all of them only when this reaches m v: with m = P the later

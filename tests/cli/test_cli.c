@@ -1173,9 +1173,11 @@ Test(cli, simulate_writes_a_trace, .timeout = 60)
  * slow for the suite and are named here and in their descriptions, not
  * skipped silently: megatron-gpt-8.3b-512p (512 ranks, 72 layers, ~20 s
  * of simulation) and the 128- to 1,024-rank pipelines of GPT-3 175B and
- * LLaMA-2 70B; `shardlab simulate FILE` runs them. */
+ * LLaMA-2 70B, and DeepSeek-V3 on 2,048 ranks; `shardlab simulate FILE` runs
+ * them. */
 static const char *const too_slow[] = {"megatron-gpt-8.3b-512p.json", "gpt3-175b-1024p.json",
-                                       "llama2-70b-910b-128p.json", "llama2-70b-h100-512p.json"};
+                                       "llama2-70b-910b-128p.json", "llama2-70b-h100-512p.json",
+                                       "deepseek-v3-h100-2048p.json"};
 
 static bool is_too_slow(const char *name)
 {

@@ -367,6 +367,53 @@ Test(export, megatron_refuses_what_megatron_lm_refuses)
 	cr_expect_eq(r.status, 1, "%s", r.out);
 	cr_expect_not_null(strstr(r.out, "Megatron-LM has no GPipe schedule"), "%s", r.out);
 	free(r.out);
+	/* nor the zero-bubble schedule of Qi et al. (sail-sg's fork has it) */
+	r = export_gpt(8, 2, "\"tensor_parallel\": 2, \"pipeline_stages\": 2, "
+	               "\"micro_batches\": 6, \"schedule\": \"zb-h1\"", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "Megatron-LM has no zero-bubble (ZB-H1) schedule"), "%s",
+	                   r.out);
+	free(r.out);
+}
+
+/* DeepSeek-V3's architecture as Megatron-Core's TransformerConfig names
+ * it (NVIDIA/Megatron-LM, transformer_config.py: multi_latent_attention,
+ * q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim,
+ * mtp_num_layers, moe_router_score_function, moe_router_enable_expert_bias,
+ * moe_router_num_groups, moe_router_group_topk), from a small MLA + MoE
+ * generator with one prediction module. */
+Test(export, megatron_mla_mtp_and_sigmoid_router)
+{
+	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"m\","
+	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\","
+	              " \"hidden\": 256, \"layers\": 4, \"heads\": 8, \"seq\": 128, \"vocab\": 1024,"
+	              " \"ffn\": 512, \"micro_batch\": 8, \"experts\": 8, \"top_k\": 2,"
+	              " \"shared_experts\": 1, \"expert_ffn\": 64, \"dense_layers\": 1,"
+	              " \"sigmoid_router\": true, \"expert_groups\": 4, \"group_top_k\": 2,"
+	              " \"q_lora_rank\": 64, \"kv_lora_rank\": 32, \"qk_rope_head_dim\": 16,"
+	              " \"qk_nope_head_dim\": 32, \"v_head_dim\": 32, \"mtp_layers\": 1}},"
+	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
+	              " \"training\": {\"global_batch\": 16, \"tensor_parallel\": 1,"
+	              " \"expert_parallel\": 4}}",
+	              getenv("PWD") ? getenv("PWD") : ".");
+	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+	struct cli_run r = fixture_shardlab(args, false);
+	remove(path);
+	rmdir(dir);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	static const char *const want[] = {
+		"--multi-latent-attention", "--q-lora-rank 64", "--kv-lora-rank 32",
+		"--qk-head-dim 32", "--qk-pos-emb-head-dim 16", "--v-head-dim 32",
+		"--mtp-num-layers 1", "--moe-router-score-function sigmoid",
+		"--moe-router-enable-expert-bias", "--moe-router-num-groups 4",
+		"--moe-router-group-topk 2"};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		cr_expect_not_null(strstr(r.out, want[i]), "%s missing:\n%s", want[i], r.out);
+	free(r.out);
 }
 
 Test(export, megatron_zero_2_and_3_as_megatron_fsdp)

@@ -117,6 +117,111 @@ Test(hf, deepseek_moe_published_total_and_active)
 	cr_expect_eq(t.active_parameters, 2828650496LL);
 }
 
+Test(hf, deepseek_v3_published_totals)
+{
+	/* DeepSeek-V3 (Liu et al. 2024, arXiv 2412.19437, §4.2 and the model
+	 * card): 671B parameters in the main model, 37B activated per token,
+	 * 685B on the hub with the multi-token prediction (MTP) module; the
+	 * repository's README_WEIGHTS.md: 36.6B activated, the MTP module 11.5B
+	 * of its own (it shares the embedding and the output head).
+	 * h 7168, 61 layers, 128 heads, MLA with q_lora 1536, kv_lora 512, nope
+	 * 128, rope 64, v 128; the first 3 layers dense (SwiGLU of 18432), then
+	 * 256 routed experts and 1 shared of 2048, top-8, a sigmoid router with
+	 * a per-expert bias; V 129280, untied. One MLA layer, by the checkpoint's
+	 * matrices:
+	 *   q_a_proj 7168·1536                        =  11,010,048
+	 *   q_a_layernorm                             =       1,536
+	 *   q_b_proj 1536·128·(128+64)                =  37,748,736
+	 *   kv_a_proj_with_mqa 7168·(512+64)          =   4,128,768
+	 *   kv_a_layernorm                            =         512
+	 *   kv_b_proj 512·128·(128+128)               =  16,777,216
+	 *   o_proj 128·128·7168                       = 117,440,512
+	 *   attention                                 = 187,107,328
+	 * Layers (2 RMSNorm 2·7168 = 14,336 each):
+	 *   dense: 187,107,328 + 14,336 + 3·7168·18432 (396,361,728)
+	 *                                             =     583,483,392
+	 *   MoE: an expert 3·7168·2048 = 44,040,192; 257 of them
+	 *     11,318,329,344, router 7168·256 1,835,008, bias 256
+	 *     + attention + norms                     =  11,507,286,272
+	 *   main: 3·583,483,392 + 58·11,507,286,272   = 669,173,053,952
+	 *     + embedding and head 2·129280·7168 (1,853,358,080)
+	 *     + final norm 7168                       = 671,026,419,200  (671B)
+	 *   active: 248 unpicked experts fewer in 58 layers,
+	 *     671,026,419,200 − 58·248·44,040,192     =  37,552,297,472
+	 *     less the embedding table (a lookup, no
+	 *     multiply), 926,679,040                  =  36,625,618,432  (36.6B, 37B)
+	 *   MTP: eh_proj 2·7168·7168 (102,760,448), enorm, hnorm and its final
+	 *     norm 3·7168, one MoE layer              =  11,610,068,224  (11.5B + 0.1B)
+	 *   the hub's 685B: main + MTP + the MTP's own copies of embedding and
+	 *     head in the checkpoint (1,853,358,080)  = 684,489,845,504
+	 *     + the FP8 checkpoint's fp32 block scales, one per 128x128 block
+	 *     of every layer's matrices but the router: an MLA layer 11,448
+	 *     (12·56 + 192·12 + 5·56 + 256·4 + 56·128), a dense MLP 3·144·56 =
+	 *     24,192, an expert 3·16·56 = 2,688 (257 per MoE layer); 3 dense and
+	 *     59 MoE layers: 3·35,640 + 59·702,264    =      41,540,496
+	 *                                             = 684,531,386,000  (685B) */
+	struct graph_totals t;
+	const struct graph *g = hf_load("models/hf/deepseek-v3.json", 4096, &t);
+	cr_expect_eq(g->gen->kv_lora_rank, 512);
+	cr_expect_eq(g->gen->q_lora_rank, 1536);
+	cr_expect_eq(g->gen->dense_layers, 3);
+	cr_expect_eq(g->gen->mtp_layers, 1);
+	cr_expect(g->gen->sigmoid_router);
+	cr_expect_eq(g->gen->expert_groups, 8);
+	cr_expect_eq(g->gen->group_top_k, 4);
+	int64_t main = t.parameters - t.mtp_parameters;
+	cr_expect_eq(main, 671026419200LL);
+	cr_expect_eq(t.mtp_parameters, 11610068224LL);
+	/* the MTP layer's unpicked experts are not active either */
+	int64_t active = t.active_parameters - (t.mtp_parameters - 248LL * 44040192);
+	cr_expect_eq(active, 37552297472LL);
+	/* to the published precision */
+	cr_expect(llabs(main - 671000000000LL) < 500000000LL);
+	cr_expect(llabs(active - 926679040LL - 37000000000LL) < 500000000LL);
+	int64_t hub = main + t.mtp_parameters + 2LL * 129280 * 7168 + 41540496;
+	cr_expect_eq(hub, 684531386000LL);
+	cr_expect(llabs(hub - 685000000000LL) < 500000000LL);
+	cr_expect_eq(graph_find_op(g, "layers.61.mlp.experts.gate.matmul") >= 0, true);
+}
+
+Test(hf, mla_layer_by_hand)
+{
+	/* One layer of multi-head latent attention (DeepSeek-V2 §2.1) with
+	 * small sizes: h 64, 4 heads, q_lora 16, kv_lora 8, nope 6, rope 2,
+	 * v 5, a dense SwiGLU MLP of 32, V 10, untied:
+	 *   q_a 64·16 = 1,024, q_a_norm 16, q_b 16·4·(6+2) = 512,
+	 *   kv_a (with the rotary key) 64·(8+2) = 640, kv_a_norm 8,
+	 *   kv_b 8·4·(6+5) = 352, out 4·5·64 = 1,280   attention = 3,832
+	 *   2 RMSNorm 128, MLP 3·64·32 = 6,144         layer     = 10,104
+	 *   embedding + head 2·10·64 = 1,280, final norm 64   total = 11,448
+	 * FLOPs of the scores at seq 8, micro-batch 1: 2·4·8·8·(6+2) = 4,096;
+	 * of the context 2·4·8·8·5 = 2,560. */
+	struct model_gen m;
+	model_gen_defaults(&m, GEN_LLAMA);
+	m.hidden = 64;
+	m.layers = 1;
+	m.heads = 4;
+	m.ffn = 32;
+	m.vocab = 10;
+	m.seq = 8;
+	m.q_lora_rank = 16;
+	m.kv_lora_rank = 8;
+	m.qk_nope_head_dim = 6;
+	m.qk_rope_head_dim = 2;
+	m.v_head_dim = 5;
+	struct graph *g = graph_generate(A, &m, &D);
+	cr_assert_not_null(g);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	cr_expect_eq(t.parameters, 11448);
+	int sn = graph_find_op(g, "layers.0.attn.scores");
+	int sr = graph_find_op(g, "layers.0.attn.scores_rope");
+	int cx = graph_find_op(g, "layers.0.attn.context");
+	cr_assert(sn >= 0 && sr >= 0 && cx >= 0);
+	cr_expect_eq(g->ops[sn].flops + g->ops[sr].flops, 4096.0);
+	cr_expect_eq(g->ops[cx].flops, 2560.0);
+}
+
 Test(hf, llama2_13b_published_total)
 {
 	/* Model card: 13,015,864,320. h 5120, 40 layers, kv 40, ffn 13824, V 32000:
@@ -307,15 +412,15 @@ Test(hf, bad_configs_name_the_field)
 		 "config.json:1: architectures: missing required field"},
 		{"{\"model_type\": \"bert\"}",
 		 "config.json:1: model_type: unknown model_type \"bert\" and no \"architectures\" "
-		 "(shardlab imports llama, mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe and "
-		 "deepseek)"},
+		 "(shardlab imports llama, mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe, "
+		 "deepseek and deepseek_v3)"},
 		{"{\"model_type\": \"llama\", \"hidden_size\": 4096}",
 		 "config.json:1: num_hidden_layers: missing required field"},
 		{"{\n\"architectures\": [\"BertForMaskedLM\"]\n}",
 		 "config.json:2: architectures[0]: unknown architecture \"BertForMaskedLM\" (shardlab "
 		 "imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
-		 "GPTNeoXForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM and "
-		 "DeepseekForCausalLM)"},
+		 "GPTNeoXForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, "
+		 "DeepseekForCausalLM and DeepseekV3ForCausalLM)"},
 		{"{\"architectures\": [\"Qwen2MoeForCausalLM\"], \"hidden_size\": 2048, "
 		 "\"num_hidden_layers\": 24, \"num_attention_heads\": 16, \"intermediate_size\": 5632, "
 		 "\"vocab_size\": 151936, \"max_position_embeddings\": 8192, "
@@ -342,6 +447,15 @@ Test(hf, bad_configs_name_the_field)
 		 "\"scoring_func\": \"sigmoid\"}",
 		 "config.json:1: scoring_func: \"sigmoid\" is not supported: shardlab models a softmax "
 		 "router"},
+		{"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 7168, "
+		 "\"num_hidden_layers\": 61, \"num_attention_heads\": 128, \"intermediate_size\": 18432, "
+		 "\"vocab_size\": 129280, \"max_position_embeddings\": 4096, \"n_group\": 6}",
+		 "config.json:1: n_group: 6 groups do not divide 256 routed experts"},
+		{"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 7168, "
+		 "\"num_hidden_layers\": 61, \"num_attention_heads\": 128, \"intermediate_size\": 18432, "
+		 "\"vocab_size\": 129280, \"max_position_embeddings\": 4096, \"topk_method\": \"random\"}",
+		 "config.json:1: topk_method: \"random\" is not supported: shardlab models top-k routing, "
+		 "within groups or not"},
 		{"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, "
 		 "\"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"vocab_size\": 32000, "
 		 "\"max_position_embeddings\": 4096}",
