@@ -630,6 +630,75 @@ static double op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, do
 	return s;
 }
 
+/* ZeRO-3's communication as DeepSpeed stage 3 and PyTorch FSDP run it,
+ * one micro-batch of the chunk [lo, hi): what of it is exposed, into
+ * *gather_s (parameter all-gathers) and *rs_s (gradient reduce-scatters).
+ * One communication stream per rank runs the gathers and reduce-scatters
+ * in the order they are issued (FSDP: one NCCL communicator for both).
+ * Forward: the first gather of the pass is exposed; each op with
+ * parameters to gather issues the next such op's gather when it starts
+ * (prefetch), so that gather runs under its compute and whatever runs
+ * until the next one (implicit forward prefetching, "The 1st all-gather
+ * will not be able to overlap with anything": PyTorch's FSDP notes,
+ * docs.pytorch.org/docs/stable/notes/fsdp.html; DeepSpeed's
+ * stage3_prefetch_bucket_size). Backward, ops in reverse: the same for the
+ * gathers again (FSDP's BACKWARD_PRE prefetch), and the buckets completed
+ * since the last op that gathered are reduce-scattered ahead of the next
+ * gather; the last ones at the end of the chunk's backward, exposed (the
+ * gradients are reduced every micro-batch: DeepSpeed's stage 3 with
+ * gradient accumulation, Megatron-FSDP's optim_grads_params). An
+ * interval's exposed time is what its issued communication outlasts the
+ * work between the two ops' compute; it is shared between gathers and
+ * reduce-scatters by their times. The backward interval counts each op's
+ * whole backward communication (its mirrors, input gradients,
+ * redistributions) in the work, as the simulation places them around its
+ * compute (sim/lower.c); they differ only by the mirrors of the two ops'
+ * own collectives, none without tensor parallelism. */
+static void zero3_exposed(const struct est_ctx *c, int lo, int hi, const double *rs_by_op,
+                          double *gather_s, double *rs_s)
+{
+	const struct est_op *o = c->e->ops;
+	double seg = 0, eg = 0, er = 0;
+	bool started = false;
+	/* forward: the redistributions into an op run before its gather is
+	 * waited for */
+	for (int i = lo; i < hi; i++) {
+		double g = o[i].gather_s / 2;
+		seg += o[i].redistribution_s;
+		if (g > 0) {
+			eg += started ? fmax(0, g - seg) : g;
+			started = true;
+			seg = 0;
+		}
+		seg += o[i].compute_forward_s + o[i].comm_forward_s - o[i].redistribution_s;
+	}
+	/* backward */
+	double pend = 0, acc = 0;
+	started = false;
+	seg = 0;
+	for (int i = hi - 1; i >= lo; i--) {
+		double g = o[i].gather_s / 2;
+		if (g > 0) {
+			if (!started) {
+				eg += g;
+			} else {
+				double e = fmax(0, pend + g - seg);
+				eg += e * g / (pend + g);
+				er += e * pend / (pend + g);
+			}
+			started = true;
+			pend = acc;
+			acc = 0;
+			seg = 0;
+		}
+		seg += o[i].compute_backward_s + o[i].comm_backward_s;
+		acc += rs_by_op[i - lo];
+	}
+	er += fmax(0, pend - seg) + acc;
+	*gather_s = eg;
+	*rs_s = er;
+}
+
 /* ------------------------------------------------------------ per stage */
 
 /* The most activation bytes a stage holds at once, walking its schedule:
@@ -741,13 +810,16 @@ static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct
 	return m;
 }
 
-/* Gradient buckets of one chunk: their time per micro-batch (ZeRO 2 and
- * 3) into *micro_s or once into *once_s; the ZeRO 1/2 gather of the
+/* Gradient buckets of one chunk: their time per micro-batch (ZeRO 2) into
+ * *micro_s, or (ZeRO 3) into rs_by_op at the op whose backward completes
+ * them (indexed from the chunk's first op), or once into *once_s; the
+ * ZeRO 1/2 gather of the
  * updated parameters into *once_s too, or into *gather_s with
  * training.overlap_param_gather; the ops' shares; the bytes
  * synchronised. */
 static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_memo *m,
-                       double *micro_s, double *once_s, double *gather_s, double *synced_bytes)
+                       double *micro_s, double *once_s, double *gather_s, double *synced_bytes,
+                       double *rs_by_op)
 {
 	const struct training *tr = &p->scenario->training;
 	int zero = tr->zero_stage, z = zero >= 1;
@@ -766,7 +838,10 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_mem
 		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k], c->prec));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
-		*(zero >= 2 ? micro_s : once_s) += t;
+		if (zero >= 3)
+			rs_by_op[b[k].last_op - m->lo] += t;  /* zero3_exposed places them */
+		else
+			*(zero >= 2 ? micro_s : once_s) += t;
 		if (zero == 1 || zero == 2)
 			*(tr->overlap_param_gather ? gather_s : once_s) +=
 				groups_s(c, STEP_ALLGATHER, b[k].groups, b[k].bytes);
@@ -962,7 +1037,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			ss->cat[EST_REDISTRIBUTION] += eo->redistribution_s;
 			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
 			ss->cat[EST_RECOMPUTE] += eo->recompute_s;
-			ss->cat[EST_PARAM_GATHER] += eo->gather_s;
+			if (zero < 3)
+				ss->cat[EST_PARAM_GATHER] += eo->gather_s;
 		}
 		/* parameters: memory (ZeRO shards over their data-parallel
 		 * groups), the optimizer over this device's share; ZeRO-3
@@ -986,8 +1062,16 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			}
 		}
 		double gather = 0, forward = 0;
-		if (!chunk_sync(c, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &synced))
+		double *rs = zero >= 3 ? arena_calloc(a, (size_t)(hi - lo) + 1, sizeof(double)) : NULL;
+		if ((zero >= 3 && !rs) ||
+		    !chunk_sync(c, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &synced, rs))
 			return false;
+		if (zero >= 3) {
+			double eg, er;
+			zero3_exposed(c, lo, hi, rs, &eg, &er);
+			ss->cat[EST_PARAM_GATHER] += eg;
+			ss->cat[EST_GRADIENT_SYNC] += er;
+		}
 		/* the updated parameters' gathers: after the optimizer, or
 		 * (overlap_param_gather) beside the chunk's first forward, which
 		 * waits for what they outlast */
