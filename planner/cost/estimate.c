@@ -692,11 +692,49 @@ static void zero3_exposed(const struct est_ctx *c, int lo, int hi, const double 
 			seg = 0;
 		}
 		seg += o[i].compute_backward_s + o[i].comm_backward_s;
-		acc += rs_by_op[i - lo];
+		acc += rs_by_op[i];
 	}
 	er += fmax(0, pend - seg) + acc;
 	*gather_s = eg;
 	*rs_s = er;
+}
+
+/* training.overlap_grad_reduce with ZeRO 0 or 1 (Megatron-LM's
+ * --overlap-grad-reduce, PyTorch DDP): each bucket is all-reduced (or
+ * reduce-scattered) on a stream of its own as soon as the last
+ * micro-batch's backward has produced all of its gradients, one bucket
+ * after another (megatron/core/distributed/param_and_grad_buffer.py:
+ * a bucket's grad-reduce starts when its last parameter's gradient is
+ * ready, in the last micro-batch only; torch.nn.parallel.
+ * DistributedDataParallel's Reducer). What runs after the backward is
+ * exposed: the stage's chunks' last backwards walked one after another
+ * (the highest chunk first, as the schedule ends), each op's recompute,
+ * backward compute and collectives in turn, a bucket ready when its last
+ * op's backward compute is done (rs_by_op: its time at that op). The
+ * walk counts no wait between the chunks' last backwards (interleaved
+ * schedules have some, under which buckets would progress): what it
+ * exposes is at most what the schedule exposes. The simulation runs the
+ * same buckets on its second stream (sim/lower.c). */
+static double overlapped_tail(const struct est_ctx *c, const struct plan *p, int st,
+                              const double *rs_by_op)
+{
+	const struct plan_part *pp = &c->e->part;
+	const struct est_op *o = c->e->ops;
+	double t = 0, comm = 0;
+	int last = st + ((pp->n_chunks - 1 - st) / pp->n_stages) * pp->n_stages;
+	(void)p;
+	for (int ch = last; ch >= st; ch -= pp->n_stages) {
+		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
+		for (int i = lo; i < hi; i++)
+			t += o[i].recompute_s;
+		for (int i = hi - 1; i >= lo; i--) {
+			t += o[i].compute_backward_s;
+			if (rs_by_op[i] > 0)
+				comm = fmax(comm, t) + rs_by_op[i];
+			t += o[i].comm_backward_s;
+		}
+	}
+	return fmax(0, comm - t);
 }
 
 /* ------------------------------------------------------------ per stage */
@@ -811,9 +849,9 @@ static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct
 }
 
 /* Gradient buckets of one chunk: their time per micro-batch (ZeRO 2) into
- * *micro_s, or (ZeRO 3) into rs_by_op at the op whose backward completes
- * them (indexed from the chunk's first op), or once into *once_s; the
- * ZeRO 1/2 gather of the
+ * *micro_s, or (ZeRO 3, and ZeRO 0/1 with training.overlap_grad_reduce)
+ * into rs_by_op at the op whose backward completes them, or once into
+ * *once_s; the ZeRO 1/2 gather of the
  * updated parameters into *once_s too, or into *gather_s with
  * training.overlap_param_gather; the ops' shares; the bytes
  * synchronised. */
@@ -838,8 +876,8 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_mem
 		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k], c->prec));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
-		if (zero >= 3)
-			rs_by_op[b[k].last_op - m->lo] += t;  /* zero3_exposed places them */
+		if (rs_by_op && (zero >= 3 || (zero < 2 && tr->overlap_grad_reduce)))
+			rs_by_op[b[k].last_op] += t;  /* zero3_exposed, overlapped_tail place them */
 		else
 			*(zero >= 2 ? micro_s : once_s) += t;
 		if (zero == 1 || zero == 2)
@@ -1021,7 +1059,9 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	int zero = tr->zero_stage;
 	double *act = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(double));
 	double working = 0, synced = 0, gathered_max = 0, tail_sync = 0;
-	if (!act)
+	bool placed = zero >= 3 || (zero < 2 && tr->overlap_grad_reduce);
+	double *rs = placed ? arena_calloc(a, (size_t)c->g->n_ops + 1, sizeof(double)) : NULL;
+	if (!act || (placed && !rs))
 		return false;
 	memset(ss, 0, sizeof(*ss));
 	for (int ch = st; ch < pp->n_chunks; ch += pp->n_stages) {
@@ -1062,9 +1102,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			}
 		}
 		double gather = 0, forward = 0;
-		double *rs = zero >= 3 ? arena_calloc(a, (size_t)(hi - lo) + 1, sizeof(double)) : NULL;
-		if ((zero >= 3 && !rs) ||
-		    !chunk_sync(c, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &synced, rs))
+		if (!chunk_sync(c, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &synced, rs))
 			return false;
 		if (zero >= 3) {
 			double eg, er;
@@ -1094,6 +1132,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double p2p_buf = 2 * pp->send_bytes[ch];
 		es->mem.buffers = p2p_buf > es->mem.buffers ? p2p_buf : es->mem.buffers;
 	}
+	if (zero < 2 && tr->overlap_grad_reduce)
+		tail_sync += overlapped_tail(c, p, st, rs);
 	/* the tail: the buckets left for the flush, the tied parameters'
 	 * sums, the optimizer */
 	ss->tail_s = tail_sync + es->tied_s;

@@ -239,6 +239,7 @@ Test(lower, seed000_ffn_gradient_time_by_bucket)
 		struct scenario *s = scenario_load(A, "scenarios/seed000-ffn-ir-8p.json", &D);
 		cr_assert_not_null(s);
 		s->training.gradient_bucket_bytes = sizes[k];
+		s->training.overlap_grad_reduce = false;  /* priced whole, after the backward */
 		struct plan *p = plan_propagate(A, s, REDIST_COMPAT, &D);
 		struct estimate e;
 		cr_assert(p && plan_estimate(A, p, &e, &D));
@@ -362,6 +363,7 @@ static void adds_up(const char *path, enum collective_algo wanted, int64_t globa
 	struct scenario *s = fixture_scenario(path);
 	s->sim.collective_algo = wanted;
 	s->training.gradient_bucket_bytes = bucket_bytes;
+	s->training.overlap_grad_reduce = false;  /* the buckets after the backward, unhidden */
 	if (global_batch > 0)
 		s->training.global_batch = global_batch;
 	struct plan *p = plan_propagate(A, s, REDIST_COMPAT, &D);
@@ -423,6 +425,7 @@ Test(lower, megatron_gpt_across_servers_adds_up)
 	struct scenario *s = scenario_load(A, "scenarios/megatron-gpt-8.3b-512p.json", &D);
 	cr_assert_not_null(s);
 	s->training.gradient_bucket_bytes = 0; /* every gradient its own all-reduce */
+	s->training.overlap_grad_reduce = false; /* after the backward, unhidden */
 	struct program prog;
 	struct estimate e;
 	struct plan *p = megatron_lowered(s, &prog, &e);
@@ -436,11 +439,14 @@ Test(lower, megatron_gpt_across_servers_adds_up)
 	cr_expect(fabs(comm - e.comm_s) <= 1e-9 * e.comm_s, "comm %.15g, estimate %.15g", comm,
 	          e.comm_s);
 	/* Buckets of 25 MB fuse: fewer stream-1 steps than gradients. */
+	s->training.overlap_grad_reduce = true;
 	struct program fused;
 	cr_assert(plan_lower(A, p, 25e6, &fused, &D));
 	int n0 = 0, n1 = 0;
-	for (int k = 0; k < prog.n_steps; k++)
-		n0 += prog.steps[k].stream == 1;
+	struct program each;
+	cr_assert(plan_lower(A, p, 0, &each, &D));
+	for (int k = 0; k < each.n_steps; k++)
+		n0 += each.steps[k].stream == 1;
 	for (int k = 0; k < fused.n_steps; k++) {
 		n1 += fused.steps[k].stream == 1;
 		if (fused.steps[k].stream == 1) {
@@ -472,7 +478,7 @@ Test(lower, megatron_tp_comm_overlap_adds_up)
 		" \"vocab\": 256, \"ffn\": 256, \"micro_batch\": 2}",
 		"dgx-a100-x128", 16,
 		"{\"global_batch\": 8, \"dtype\": \"bf16\", \"sequence_parallel\": true,"
-		" \"tp_comm_overlap\": true, \"gradient_bucket_mb\": 0}");
+		" \"tp_comm_overlap\": true, \"gradient_bucket_mb\": 0, \"overlap_grad_reduce\": false}");
 	cr_assert_not_null(s);
 	struct program prog;
 	struct estimate e;
