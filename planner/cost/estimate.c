@@ -848,10 +848,10 @@ static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct
 	return m;
 }
 
-/* Gradient buckets of one chunk: their time per micro-batch (ZeRO 2) into
- * *micro_s, or (ZeRO 3, and ZeRO 0/1 with training.overlap_grad_reduce)
- * into rs_by_op at the op whose backward completes them, or once into
- * *once_s; the ZeRO 1/2 gather of the
+/* Gradient buckets of one chunk: their time into rs_by_op at the op whose
+ * backward completes them (ZeRO 2 and 3, and ZeRO 0/1 with
+ * training.overlap_grad_reduce; given then), else per micro-batch (ZeRO 2)
+ * into *micro_s or once into *once_s; the ZeRO 1/2 gather of the
  * updated parameters into *once_s too, or into *gather_s with
  * training.overlap_param_gather; the ops' shares; the bytes
  * synchronised. */
@@ -876,7 +876,7 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_mem
 		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k], c->prec));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
-		if (rs_by_op && (zero >= 3 || (zero < 2 && tr->overlap_grad_reduce)))
+		if (rs_by_op && (zero >= 2 || tr->overlap_grad_reduce))
 			rs_by_op[b[k].last_op] += t;  /* zero3_exposed, overlapped_tail place them */
 		else
 			*(zero >= 2 ? micro_s : once_s) += t;
@@ -1059,7 +1059,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	int zero = tr->zero_stage;
 	double *act = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(double));
 	double working = 0, synced = 0, gathered_max = 0, tail_sync = 0;
-	bool placed = zero >= 3 || (zero < 2 && tr->overlap_grad_reduce);
+	bool placed = zero >= 2 || tr->overlap_grad_reduce;
 	double *rs = placed ? arena_calloc(a, (size_t)c->g->n_ops + 1, sizeof(double)) : NULL;
 	if (!act || (placed && !rs))
 		return false;
@@ -1132,16 +1132,29 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double p2p_buf = 2 * pp->send_bytes[ch];
 		es->mem.buffers = p2p_buf > es->mem.buffers ? p2p_buf : es->mem.buffers;
 	}
+	for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
+		if (k != EST_OPTIMIZER)
+			ss->micro_s += ss->cat[k];
 	if (zero < 2 && tr->overlap_grad_reduce)
 		tail_sync += overlapped_tail(c, p, st, rs);
+	/* ZeRO 2: every micro-batch's buckets reduce-scattered on the second
+	 * stream, which nothing waits for until the flush (DeepSpeed's
+	 * overlap_comm; the simulation's stream 1): the last micro-batch's
+	 * leave what they outlast of its backward, and when a micro-batch's
+	 * buckets take longer than the micro-batch, the backlog of the
+	 * m - 1 before it */
+	if (zero == 2) {
+		double r = 0;
+		for (int i = 0; i < c->g->n_ops; i++)
+			r += rs[i];
+		tail_sync += overlapped_tail(c, p, st, rs) +
+		             fmax(0, (double)(e->steps_per_iteration - 1) * (r - ss->micro_s));
+	}
 	/* the tail: the buckets left for the flush, the tied parameters'
 	 * sums, the optimizer */
 	ss->tail_s = tail_sync + es->tied_s;
 	es->gradient_s = tail_sync + es->tied_s;
 	ss->cat[EST_OPTIMIZER] = es->optimizer_s;
-	for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
-		if (k != EST_OPTIMIZER)
-			ss->micro_s += ss->cat[k];
 	es->micro_s = ss->micro_s;
 	es->p2p_s = ss->cat[EST_PIPELINE_P2P];
 	/* memory: activations in flight by the schedule, buffers */
