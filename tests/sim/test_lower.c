@@ -883,3 +883,48 @@ Test(lower, hccl_pipeline_across_servers)
 	struct topology *a = fixture_topology(A, "atlas800-910a-x4");
 	cr_expect_neq(cost_choose_algo(a, STEP_ALLREDUCE, r, 16, G, COLL_PIPELINE), COLL_PIPELINE);
 }
+
+/* ZeRO-3 on a 2-layer GPT (hidden 64, 4 heads, seq 16, vocabulary 128,
+ * ffn 256; 109,312 parameters: a layer's two LayerNorms 2 x 128, QKV
+ * as three 64 x 64 + 64 (the generator's Q, K and V), projection
+ * 64 x 64 + 64, fc1 64 x 256 + 256, fc2 256 x 64 + 64 = 49,984, twice,
+ * the word embedding 128 x 64 = 8,192, the positions 16 x 64 = 1,024, the
+ * final LayerNorm 128), data parallel over 4 GPUs. Per micro-batch every
+ * parameter tensor is all-gathered once before the forward and once
+ * before the backward over the 4 replicas: 16 tensors a layer, the two
+ * embeddings and the final LayerNorm's 2 make 36 gathers a pass of
+ * S = 109,312 x 2 B = 218,624 B in all (bf16; the
+ * head, tied to the word embedding, gathers nothing of its own), each on
+ * stream 1, every micro-batch. */
+Test(lower, zero3_gathers_every_parameter_twice_a_micro_batch)
+{
+	struct scenario *s = fixture_generated(
+		A, &D,
+		"{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 2, \"heads\": 4, \"seq\": 16,"
+		" \"vocab\": 128, \"ffn\": 256, \"micro_batch\": 4}",
+		"dgx-a100", 4, "{\"global_batch\": 8, \"dtype\": \"bf16\", \"zero_stage\": 3}");
+	cr_assert_not_null(s);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_data_parallel(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct program prog;
+	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+	cr_assert_eq(prog.micro_batches, 2);
+	const struct prog_chunk *c = &prog.chunks[0];
+	for (int pass = 0; pass < 2; pass++) {
+		int from = pass ? c->bwd : c->fwd, n = pass ? c->n_bwd : c->n_fwd, count = 0;
+		double bytes = 0;
+		for (int k = from; k < from + n; k++) {
+			const struct prog_step *st = &prog.steps[k];
+			if (st->kind != PROG_COLLECTIVE || st->phase != PHASE_PARAMS)
+				continue;
+			cr_expect_eq(st->coll, STEP_ALLGATHER);
+			cr_expect_eq(st->groups.size, 4);
+			cr_expect(st->stream == 1 && st->every_micro);
+			count++;
+			bytes += st->bytes;
+		}
+		cr_expect_eq(count, 36, "%s: %d gathers", pass ? "backward" : "forward", count);
+		cr_expect_eq(bytes, 218624.0, "%s: %.0f B", pass ? "backward" : "forward", bytes);
+	}
+}
