@@ -600,8 +600,8 @@ void report_compare_explain(FILE *f, const struct compare_row *r)
 		double exposed = 0;
 		for (int64_t k = 0; k < r->sim->n_ranks; k++)
 			exposed = fmax(exposed, r->sim->ranks[k].comm_exposed_s);
-		fprintf(f, "  overlap: the estimate adds the gradient synchronisation (%s) to the\n"
-		        "  iteration; the simulation runs it on stream 1 beside the backward pass\n"
+		fprintf(f, "  overlap: the estimate leaves gradient synchronisation (%s) after the\n"
+		        "  backward pass; the simulation runs it on stream 1 as the backward goes\n"
 		        "  (exposed communication on the worst rank: %s)\n",
 		        cli_si(b[2], 32, grad, "s"), cli_si(b[0], 32, exposed, "s"));
 	}

@@ -431,8 +431,8 @@ static void disagreement(struct report_html *h, const struct estimate *e,
 		stream1 |= prog->steps[i].stream == 1;
 	double gs = e->category_s[EST_GRADIENT_SYNC];
 	if (stream1 && gs > 0)
-		rh_printf(h, "<li>Overlap: the estimate adds the gradient synchronisation (%s) to the "
-		             "iteration; the simulation runs it on stream 1 beside the backward pass "
+		rh_printf(h, "<li>Overlap: the estimate leaves gradient synchronisation (%s) "
+		             "exposed; the simulation runs it on stream 1 beside the backward pass "
 		             "(the lower lane of each timeline row), so only what sticks out past the "
 		             "backward pass counts.</li>",
 		          rh_si(h, a, sizeof a, gs, "s"));

@@ -175,8 +175,12 @@ static int *edges_by_consumer(struct lower *L, int **idx)
 	return start;
 }
 
+static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int stream, int after,
+                        bool every);
+
 /* ZeRO-3: the parameters op d is the first of its chunk to read, gathered
- * over their data-parallel groups before it runs. */
+ * over their data-parallel groups before it runs, on stream 1 (handed
+ * over every micro-batch; a stream-0 wait_s1 step waits for them). */
 static void gather_params(struct lower *L, const struct dist_op *d)
 {
 	const struct graph *g = L->p->graph;
@@ -192,9 +196,50 @@ static void gather_params(struct lower *L, const struct dist_op *d)
 		                      layout_local_bytes(&d->in[inputs[k]]), 0};
 		L->op = d->op;
 		L->suffix = " (ZeRO-3 parameters)";
+		int before = L->n;
 		collective(L, &c);
+		if (L->n > before) {
+			L->steps[L->n - 1].stream = 1;
+			L->steps[L->n - 1].every_micro = true;
+		}
 	}
 	L->phase = was;
+}
+
+/* Stream 0 waits for everything handed to stream 1 (ZeRO-3's gathers and
+ * the reduce-scatters issued before them). */
+static void wait_comm(struct lower *L, const char *label)
+{
+	compute(L, -1, 0);
+	if (L->n > 0 && !L->oom) {
+		L->steps[L->n - 1].wait_s1 = true;
+		L->steps[L->n - 1].label = label;
+	}
+}
+
+/* ZeRO-3's prefetch (estimate.c's zero3_exposed): before op i's compute,
+ * the first gather of the pass when op i is its first op with parameters
+ * to gather, the wait for it, the reduce-scatters of the buckets completed
+ * since the last wait (backward: *pend of them, from b), then the gather
+ * of the next such op in the pass's direction (dir +1 forward, -1
+ * backward) within [lo, hi). */
+static void zero3_before(struct lower *L, int i, int dir, int lo, int hi, bool *started,
+                         const struct plan_bucket *b, int *pend, int n_pend, bool every)
+{
+	const struct plan *p = L->p;
+	if (!(L->e->ops[i].gather_s > 0))
+		return;
+	if (!*started)
+		gather_params(L, &p->ops[i]);
+	*started = true;
+	wait_comm(L, "wait for the parameters (ZeRO-3)");
+	for (int j = 0; j < n_pend; j++)
+		bucket_step(L, &b[pend[j]], pend[j], 1, L->n - 1, every);
+	for (int k = i + dir; k >= lo && k < hi; k += dir)
+		if (L->e->ops[k].gather_s > 0) {
+			gather_params(L, &p->ops[k]);
+			break;
+		}
 }
 
 /* The forward of ops [lo, hi): redistributions into each, its compute and
@@ -206,6 +251,7 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 	const struct plan *p = L->p;
 	struct plan_coll_sink k = {collective, L};
 	const char *tag = L->phase == PHASE_RECOMPUTE ? " (recompute)" : "";
+	bool started = false;
 	for (int i = lo; i < hi; i++) {
 		const struct dist_op *d = &p->ops[i];
 		if (core && !core[i])
@@ -223,7 +269,7 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 			}
 		}
 		if (gather)
-			gather_params(L, d);
+			zero3_before(L, i, 1, lo, hi, &started, NULL, NULL, 0, false);
 		compute(L, i, L->e->ops[i].compute_forward_s - hidden - L->pend_fwd[i]);
 		L->pend_fwd[i] = 0;
 		L->fwd_step[i] = L->n - 1;
@@ -275,17 +321,27 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 	const struct plan *p = L->p;
 	struct plan_coll_sink k = {collective, L};
 	const struct training *tr = &p->scenario->training;
-	bool every = tr->zero_stage >= 2;
+	bool every = tr->zero_stage >= 2, started = false;
 	if (buckets_in_tail(tr) || split)
 		nb = 0; /* lower_tail, or the weight pass, synchronises them */
+	/* ZeRO-3: the buckets completed since the last wait, handed over at
+	 * the next (zero3_before) or at the chunk's end */
+	int *pend = gather ? arena_alloc_raw(L->a, ((size_t)nb + 1) * sizeof(int)) : NULL;
+	int n_pend = 0;
+	if (gather && !pend) {
+		L->oom = true;
+		return;
+	}
 	for (int i = hi - 1; i >= lo; i--) {
 		const struct dist_op *d = &p->ops[i];
 		L->op = i;
 		L->suffix = " (backward)";
 		if (!plan_colls_backward(d->comm, d->n_comm, &d->out_partial[0], &k))
 			L->oom = true;
-		if (gather)
-			gather_params(L, d);
+		if (gather && L->e->ops[i].gather_s > 0) {
+			zero3_before(L, i, -1, lo, hi, &started, b, pend, n_pend, every);
+			n_pend = 0;
+		}
 		double bwd_s = L->e->ops[i].compute_backward_s;
 		compute(L, i, split ? bwd_s - plan_weight_grad_s(p->graph, i, bwd_s) : bwd_s);
 		int cs = L->n - 1;
@@ -305,8 +361,12 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			}
 		}
 		for (int j = 0; j < nb; j++)
-			if (b[j].last_op == i)
-				bucket_step(L, &b[j], j, 1, L->bwd_step[i], every);
+			if (b[j].last_op == i) {
+				if (gather)
+					pend[n_pend++] = j;
+				else
+					bucket_step(L, &b[j], j, 1, L->bwd_step[i], every);
+			}
 		L->suffix = " (input gradient)";
 		int before = L->n;
 		if (!plan_colls_input_grads(p->graph, d, L->fused[i], &k))
@@ -326,6 +386,11 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 		if (hidden > 0 && cs >= 0 && L->steps[cs].kind == PROG_COMPUTE)
 			L->steps[cs].seconds -= hidden;
 	}
+	/* ZeRO-3: the last reduce-scatters before the gradient goes back */
+	for (int j = 0; j < n_pend; j++)
+		bucket_step(L, &b[pend[j]], pend[j], 1, L->n - 1, every);
+	if (gather && (n_pend > 0 || started))
+		wait_comm(L, "wait for the gradients' reduce-scatters (ZeRO-3)");
 }
 
 /* A zero-bubble schedule's weight pass of ops [lo, hi) (W): in reverse,

@@ -630,6 +630,113 @@ static double op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, do
 	return s;
 }
 
+/* ZeRO-3's communication as DeepSpeed stage 3 and PyTorch FSDP run it,
+ * one micro-batch of the chunk [lo, hi): what of it is exposed, into
+ * *gather_s (parameter all-gathers) and *rs_s (gradient reduce-scatters).
+ * One communication stream per rank runs the gathers and reduce-scatters
+ * in the order they are issued (FSDP: one NCCL communicator for both).
+ * Forward: the first gather of the pass is exposed; each op with
+ * parameters to gather issues the next such op's gather when it starts
+ * (prefetch), so that gather runs under its compute and whatever runs
+ * until the next one (implicit forward prefetching, "The 1st all-gather
+ * will not be able to overlap with anything": PyTorch's FSDP notes,
+ * docs.pytorch.org/docs/stable/notes/fsdp.html; DeepSpeed's
+ * stage3_prefetch_bucket_size). Backward, ops in reverse: the same for the
+ * gathers again (FSDP's BACKWARD_PRE prefetch), and the buckets completed
+ * since the last op that gathered are reduce-scattered ahead of the next
+ * gather; the last ones at the end of the chunk's backward, exposed (the
+ * gradients are reduced every micro-batch: DeepSpeed's stage 3 with
+ * gradient accumulation, Megatron-FSDP's optim_grads_params). An
+ * interval's exposed time is what its issued communication outlasts the
+ * work between the two ops' compute; it is shared between gathers and
+ * reduce-scatters by their times. The backward interval counts each op's
+ * whole backward communication (its mirrors, input gradients,
+ * redistributions) in the work, as the simulation places them around its
+ * compute (sim/lower.c); they differ only by the mirrors of the two ops'
+ * own collectives, none without tensor parallelism. */
+static void zero3_exposed(const struct est_ctx *c, int lo, int hi, const double *rs_by_op,
+                          double *gather_s, double *rs_s)
+{
+	const struct est_op *o = c->e->ops;
+	double seg = 0, eg = 0, er = 0;
+	bool started = false;
+	/* forward: the redistributions into an op run before its gather is
+	 * waited for */
+	for (int i = lo; i < hi; i++) {
+		double g = o[i].gather_s / 2;
+		seg += o[i].redistribution_s;
+		if (g > 0) {
+			eg += started ? fmax(0, g - seg) : g;
+			started = true;
+			seg = 0;
+		}
+		seg += o[i].compute_forward_s + o[i].comm_forward_s - o[i].redistribution_s;
+	}
+	/* backward */
+	double pend = 0, acc = 0;
+	started = false;
+	seg = 0;
+	for (int i = hi - 1; i >= lo; i--) {
+		double g = o[i].gather_s / 2;
+		if (g > 0) {
+			if (!started) {
+				eg += g;
+			} else {
+				double e = fmax(0, pend + g - seg);
+				eg += e * g / (pend + g);
+				er += e * pend / (pend + g);
+			}
+			started = true;
+			pend = acc;
+			acc = 0;
+			seg = 0;
+		}
+		seg += o[i].compute_backward_s + o[i].comm_backward_s;
+		acc += rs_by_op[i];
+	}
+	er += fmax(0, pend - seg) + acc;
+	*gather_s = eg;
+	*rs_s = er;
+}
+
+/* training.overlap_grad_reduce with ZeRO 0 or 1 (Megatron-LM's
+ * --overlap-grad-reduce, PyTorch DDP): each bucket is all-reduced (or
+ * reduce-scattered) on a stream of its own as soon as the last
+ * micro-batch's backward has produced all of its gradients, one bucket
+ * after another (megatron/core/distributed/param_and_grad_buffer.py:
+ * a bucket's grad-reduce starts when its last parameter's gradient is
+ * ready, in the last micro-batch only; torch.nn.parallel.
+ * DistributedDataParallel's Reducer). What runs after the backward is
+ * exposed: the stage's chunks' last backwards walked one after another
+ * (the highest chunk first, as the schedule ends), each op's recompute,
+ * backward compute and collectives in turn, a bucket ready when its last
+ * op's backward compute is done (rs_by_op: its time at that op). The
+ * walk counts no wait between the chunks' last backwards (interleaved
+ * schedules have some, under which buckets would progress): what it
+ * exposes is at most what the schedule exposes. The simulation runs the
+ * same buckets on its second stream (sim/lower.c). */
+static double overlapped_tail(const struct est_ctx *c, const struct plan *p, int st,
+                              const double *rs_by_op)
+{
+	const struct plan_part *pp = &c->e->part;
+	const struct est_op *o = c->e->ops;
+	double t = 0, comm = 0;
+	int last = st + ((pp->n_chunks - 1 - st) / pp->n_stages) * pp->n_stages;
+	(void)p;
+	for (int ch = last; ch >= st; ch -= pp->n_stages) {
+		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
+		for (int i = lo; i < hi; i++)
+			t += o[i].recompute_s;
+		for (int i = hi - 1; i >= lo; i--) {
+			t += o[i].compute_backward_s;
+			if (rs_by_op[i] > 0)
+				comm = fmax(comm, t) + rs_by_op[i];
+			t += o[i].comm_backward_s;
+		}
+	}
+	return fmax(0, comm - t);
+}
+
 /* ------------------------------------------------------------ per stage */
 
 /* The most activation bytes a stage holds at once, walking its schedule:
@@ -744,13 +851,16 @@ static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct
 	return m;
 }
 
-/* Gradient buckets of one chunk: their time per micro-batch (ZeRO 2 and
- * 3) into *micro_s or once into *once_s; the ZeRO 1/2 gather of the
+/* Gradient buckets of one chunk: their time into rs_by_op at the op whose
+ * backward completes them (ZeRO 2 and 3, and ZeRO 0/1 with
+ * training.overlap_grad_reduce; given then), else per micro-batch (ZeRO 2)
+ * into *micro_s or once into *once_s; the ZeRO 1/2 gather of the
  * updated parameters into *once_s too, or into *gather_s with
  * training.overlap_param_gather; the ops' shares; the bytes
  * synchronised. */
 static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_memo *m,
-                       double *micro_s, double *once_s, double *gather_s, double *synced_bytes)
+                       double *micro_s, double *once_s, double *gather_s, double *synced_bytes,
+                       double *rs_by_op)
 {
 	const struct training *tr = &p->scenario->training;
 	int zero = tr->zero_stage, z = zero >= 1;
@@ -769,7 +879,10 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_mem
 		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k], c->prec));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
-		*(zero >= 2 ? micro_s : once_s) += t;
+		if (rs_by_op && (zero >= 2 || tr->overlap_grad_reduce))
+			rs_by_op[b[k].last_op] += t;  /* zero3_exposed, overlapped_tail place them */
+		else
+			*(zero >= 2 ? micro_s : once_s) += t;
 		if (zero == 1 || zero == 2)
 			*(tr->overlap_param_gather ? gather_s : once_s) +=
 				groups_s(c, STEP_ALLGATHER, b[k].groups, b[k].bytes);
@@ -949,7 +1062,9 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	int zero = tr->zero_stage;
 	double *act = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(double));
 	double working = 0, synced = 0, gathered_max = 0, tail_sync = 0;
-	if (!act)
+	bool placed = zero >= 2 || tr->overlap_grad_reduce;
+	double *rs = placed ? arena_calloc(a, (size_t)c->g->n_ops + 1, sizeof(double)) : NULL;
+	if (!act || (placed && !rs))
 		return false;
 	memset(ss, 0, sizeof(*ss));
 	for (int ch = st; ch < pp->n_chunks; ch += pp->n_stages) {
@@ -967,7 +1082,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			ss->cat[EST_REDISTRIBUTION] += eo->redistribution_s;
 			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
 			ss->cat[EST_RECOMPUTE] += eo->recompute_s;
-			ss->cat[EST_PARAM_GATHER] += eo->gather_s;
+			if (zero < 3)
+				ss->cat[EST_PARAM_GATHER] += eo->gather_s;
 		}
 		/* parameters: memory (ZeRO shards over their data-parallel
 		 * groups), the optimizer over this device's share; ZeRO-3
@@ -991,8 +1107,14 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			}
 		}
 		double gather = 0, forward = 0;
-		if (!chunk_sync(c, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &synced))
+		if (!chunk_sync(c, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &synced, rs))
 			return false;
+		if (zero >= 3) {
+			double eg, er;
+			zero3_exposed(c, lo, hi, rs, &eg, &er);
+			ss->cat[EST_PARAM_GATHER] += eg;
+			ss->cat[EST_GRADIENT_SYNC] += er;
+		}
 		/* the updated parameters' gathers: after the optimizer, or
 		 * (overlap_param_gather) beside the chunk's first forward, which
 		 * waits for what they outlast */
@@ -1015,14 +1137,29 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double p2p_buf = 2 * pp->send_bytes[ch];
 		es->mem.buffers = p2p_buf > es->mem.buffers ? p2p_buf : es->mem.buffers;
 	}
+	for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
+		if (k != EST_OPTIMIZER)
+			ss->micro_s += ss->cat[k];
+	if (zero < 2 && tr->overlap_grad_reduce)
+		tail_sync += overlapped_tail(c, p, st, rs);
+	/* ZeRO 2: every micro-batch's buckets reduce-scattered on the second
+	 * stream, which nothing waits for until the flush (DeepSpeed's
+	 * overlap_comm; the simulation's stream 1): the last micro-batch's
+	 * leave what they outlast of its backward, and when a micro-batch's
+	 * buckets take longer than the micro-batch, the backlog of the
+	 * m - 1 before it */
+	if (zero == 2) {
+		double r = 0;
+		for (int i = 0; i < c->g->n_ops; i++)
+			r += rs[i];
+		tail_sync += overlapped_tail(c, p, st, rs) +
+		             fmax(0, (double)(e->steps_per_iteration - 1) * (r - ss->micro_s));
+	}
 	/* the tail: the buckets left for the flush, the tied parameters'
 	 * sums, the optimizer */
 	ss->tail_s = tail_sync + es->tied_s;
 	es->gradient_s = tail_sync + es->tied_s;
 	ss->cat[EST_OPTIMIZER] = es->optimizer_s;
-	for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
-		if (k != EST_OPTIMIZER)
-			ss->micro_s += ss->cat[k];
 	es->micro_s = ss->micro_s;
 	es->p2p_s = ss->cat[EST_PIPELINE_P2P];
 	/* memory: activations in flight by the schedule, buffers */

@@ -239,6 +239,7 @@ Test(lower, seed000_ffn_gradient_time_by_bucket)
 		struct scenario *s = scenario_load(A, "scenarios/seed000-ffn-ir-8p.json", &D);
 		cr_assert_not_null(s);
 		s->training.gradient_bucket_bytes = sizes[k];
+		s->training.overlap_grad_reduce = false;  /* priced whole, after the backward */
 		struct plan *p = plan_propagate(A, s, REDIST_COMPAT, &D);
 		struct estimate e;
 		cr_assert(p && plan_estimate(A, p, &e, &D));
@@ -362,6 +363,7 @@ static void adds_up(const char *path, enum collective_algo wanted, int64_t globa
 	struct scenario *s = fixture_scenario(path);
 	s->sim.collective_algo = wanted;
 	s->training.gradient_bucket_bytes = bucket_bytes;
+	s->training.overlap_grad_reduce = false;  /* the buckets after the backward, unhidden */
 	if (global_batch > 0)
 		s->training.global_batch = global_batch;
 	struct plan *p = plan_propagate(A, s, REDIST_COMPAT, &D);
@@ -423,6 +425,7 @@ Test(lower, megatron_gpt_across_servers_adds_up)
 	struct scenario *s = scenario_load(A, "scenarios/megatron-gpt-8.3b-512p.json", &D);
 	cr_assert_not_null(s);
 	s->training.gradient_bucket_bytes = 0; /* every gradient its own all-reduce */
+	s->training.overlap_grad_reduce = false; /* after the backward, unhidden */
 	struct program prog;
 	struct estimate e;
 	struct plan *p = megatron_lowered(s, &prog, &e);
@@ -436,11 +439,14 @@ Test(lower, megatron_gpt_across_servers_adds_up)
 	cr_expect(fabs(comm - e.comm_s) <= 1e-9 * e.comm_s, "comm %.15g, estimate %.15g", comm,
 	          e.comm_s);
 	/* Buckets of 25 MB fuse: fewer stream-1 steps than gradients. */
+	s->training.overlap_grad_reduce = true;
 	struct program fused;
 	cr_assert(plan_lower(A, p, 25e6, &fused, &D));
 	int n0 = 0, n1 = 0;
-	for (int k = 0; k < prog.n_steps; k++)
-		n0 += prog.steps[k].stream == 1;
+	struct program each;
+	cr_assert(plan_lower(A, p, 0, &each, &D));
+	for (int k = 0; k < each.n_steps; k++)
+		n0 += each.steps[k].stream == 1;
 	for (int k = 0; k < fused.n_steps; k++) {
 		n1 += fused.steps[k].stream == 1;
 		if (fused.steps[k].stream == 1) {
@@ -472,7 +478,7 @@ Test(lower, megatron_tp_comm_overlap_adds_up)
 		" \"vocab\": 256, \"ffn\": 256, \"micro_batch\": 2}",
 		"dgx-a100-x128", 16,
 		"{\"global_batch\": 8, \"dtype\": \"bf16\", \"sequence_parallel\": true,"
-		" \"tp_comm_overlap\": true, \"gradient_bucket_mb\": 0}");
+		" \"tp_comm_overlap\": true, \"gradient_bucket_mb\": 0, \"overlap_grad_reduce\": false}");
 	cr_assert_not_null(s);
 	struct program prog;
 	struct estimate e;
@@ -876,4 +882,49 @@ Test(lower, hccl_pipeline_across_servers)
 	/* Atlas 800 (910A): HCCL without the pipeline */
 	struct topology *a = fixture_topology(A, "atlas800-910a-x4");
 	cr_expect_neq(cost_choose_algo(a, STEP_ALLREDUCE, r, 16, G, COLL_PIPELINE), COLL_PIPELINE);
+}
+
+/* ZeRO-3 on a 2-layer GPT (hidden 64, 4 heads, seq 16, vocabulary 128,
+ * ffn 256; 109,312 parameters: a layer's two LayerNorms 2 x 128, QKV
+ * as three 64 x 64 + 64 (the generator's Q, K and V), projection
+ * 64 x 64 + 64, fc1 64 x 256 + 256, fc2 256 x 64 + 64 = 49,984, twice,
+ * the word embedding 128 x 64 = 8,192, the positions 16 x 64 = 1,024, the
+ * final LayerNorm 128), data parallel over 4 GPUs. Per micro-batch every
+ * parameter tensor is all-gathered once before the forward and once
+ * before the backward over the 4 replicas: 16 tensors a layer, the two
+ * embeddings and the final LayerNorm's 2 make 36 gathers a pass of
+ * S = 109,312 x 2 B = 218,624 B in all (bf16; the
+ * head, tied to the word embedding, gathers nothing of its own), each on
+ * stream 1, every micro-batch. */
+Test(lower, zero3_gathers_every_parameter_twice_a_micro_batch)
+{
+	struct scenario *s = fixture_generated(
+		A, &D,
+		"{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 2, \"heads\": 4, \"seq\": 16,"
+		" \"vocab\": 128, \"ffn\": 256, \"micro_batch\": 4}",
+		"dgx-a100", 4, "{\"global_batch\": 8, \"dtype\": \"bf16\", \"zero_stage\": 3}");
+	cr_assert_not_null(s);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_data_parallel(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct program prog;
+	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+	cr_assert_eq(prog.micro_batches, 2);
+	const struct prog_chunk *c = &prog.chunks[0];
+	for (int pass = 0; pass < 2; pass++) {
+		int from = pass ? c->bwd : c->fwd, n = pass ? c->n_bwd : c->n_fwd, count = 0;
+		double bytes = 0;
+		for (int k = from; k < from + n; k++) {
+			const struct prog_step *st = &prog.steps[k];
+			if (st->kind != PROG_COLLECTIVE || st->phase != PHASE_PARAMS)
+				continue;
+			cr_expect_eq(st->coll, STEP_ALLGATHER);
+			cr_expect_eq(st->groups.size, 4);
+			cr_expect(st->stream == 1 && st->every_micro);
+			count++;
+			bytes += st->bytes;
+		}
+		cr_expect_eq(count, 36, "%s: %d gathers", pass ? "backward" : "forward", count);
+		cr_expect_eq(bytes, 218624.0, "%s: %.0f B", pass ? "backward" : "forward", bytes);
+	}
 }
