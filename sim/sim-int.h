@@ -123,9 +123,10 @@ void sim_ops_free(struct sim_ops *ops);
 
 /* --------------------------------------------------------------- engine */
 
-/* Runs the simulation in this process (the child) and writes the result
- * to fd. Returns the exit status for the child. */
-int sim_child_run(const struct topology *t, const struct program *prog,
-                  const struct sim_options *o, int fd);
+/* Runs the jobs' simulation in this process (the child) and writes the
+ * results to fd: each job's, then the links they shared. Returns the exit
+ * status for the child. */
+int sim_child_run_jobs(const struct topology *t, const struct sim_job *jobs, int n_jobs,
+                       const struct sim_options *o, int fd);
 
 #endif

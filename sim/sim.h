@@ -215,6 +215,40 @@ double sim_peak_memory(const struct sim_result *r);
 bool sim_run(struct arena *a, const struct topology *t, const struct program *prog,
              const struct sim_options *o, struct sim_result *out, struct diag_list *diags);
 
+/* ------------------------------------------------------- several jobs */
+
+/* One job of several simulated together on one topology (several
+ * trainings sharing a cluster): its program and the device each of its
+ * ranks runs on. Jobs hold disjoint devices; their traffic shares the
+ * links their routes cross. */
+struct sim_job {
+	const struct program *prog;
+	const int64_t *devices;            /* [prog->n_ranks]; NULL: rank r on device r */
+};
+
+/* A link the traffic of more than one job crossed: its bandwidth and the
+ * bytes each job sent over it. */
+struct sim_shared_link {
+	const char *name;
+	double bandwidth_bps;
+	double *bytes;                     /* [n_jobs] */
+};
+
+struct sim_shared {
+	int n_jobs;
+	int n_links;
+	struct sim_shared_link *links;     /* most loaded first (bytes / bandwidth) */
+};
+
+/* Simulates the jobs' iterations together in one SimGrid run: out[j] is
+ * job j's result (its iteration ends when its last rank finishes; its
+ * links are those it used, with its own bytes), `shared` (may be NULL)
+ * the links several jobs used. False with a diagnostic when devices
+ * overlap or lie outside the topology, or the simulation fails. */
+bool sim_run_jobs(struct arena *a, const struct topology *t, const struct sim_job *jobs,
+                  int n_jobs, const struct sim_options *o, struct sim_result *out,
+                  struct sim_shared *shared, struct diag_list *diags);
+
 /* A plan estimated, lowered and simulated; each flag says how far it got. */
 struct sim_plan_outcome {
 	bool estimated, lowered, simulated;
