@@ -105,6 +105,8 @@ struct engine {
 	const int32_t *link_job;           /* [link]: the one job using it, or LINK_JOBS;
 	                                      NULL when the job runs alone */
 	double end_s;                      /* when its last actor finished */
+	int64_t *where;                    /* scratch: a group's devices (devices_of) */
+	int where_cap;
 	sg_mailbox_t *mbox;                /* [pair * 2 + stream] */
 	struct p2p_chan *p2p;              /* [channel * stage_ranks + receiver's local rank] */
 	uint8_t **algo;                    /* [step][group]: effective algorithm | BY_FORMULA */
@@ -163,6 +165,28 @@ static int members_of(struct sim_ops *ops, const struct rank_groups *g, int grou
 static bool in_program(const struct engine *e, int64_t r)
 {
 	return r >= 0 && r < e->prog->n_ranks;
+}
+
+/* The devices of a group's members, which price its collective (the
+ * members themselves when rank r runs on device r); NULL when a member is
+ * outside the program or memory ran out. */
+static const int64_t *devices_of(struct engine *e, const int64_t *members, int n)
+{
+	if (!e->dev)
+		return members;
+	if (n > e->where_cap) {
+		int64_t *w = realloc(e->where, (size_t)n * sizeof(*w));
+		if (!w)
+			return NULL;
+		e->where = w;
+		e->where_cap = n;
+	}
+	for (int j = 0; j < n; j++) {
+		if (!in_program(e, members[j]))
+			return NULL;
+		e->where[j] = e->dev[members[j]];
+	}
+	return e->where;
 }
 
 /* A pipeline send: the pair of every rank of the stage with its peer. */
@@ -235,17 +259,19 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
 	int crossing = cost_groups_crossing(e->t, g);
 	for (int k = 0; k < g->n_groups; k++) {
 		int n = members_of(ops, g, k, off);
-		if (n < 0)
+		const int64_t *where = n < 0 ? NULL : devices_of(e, ops->members, n);
+		if (!where)
 			return false;
 		/* The rule the estimate follows: the wanted algorithm where it
-		 * applies, else the cheapest that does. */
-		enum collective_algo want = cost_choose_algo_in(e->t, st->coll, ops->members, n,
+		 * applies, else the cheapest that does; priced where the
+		 * members run. */
+		enum collective_algo want = cost_choose_algo_in(e->t, st->coll, where, n,
 		                                                st->bytes, e->o->algo, crossing);
-		enum collective_algo a = sim_algo_effective(e->t, st->coll, want, ops->members, n);
-		double f = cost_collective_algo_in_s(e->t, st->coll, a, ops->members, n, st->bytes,
+		enum collective_algo a = sim_algo_effective(e->t, st->coll, want, where, n);
+		double f = cost_collective_algo_in_s(e->t, st->coll, a, where, n, st->bytes,
 		                                     crossing);
 		if (a == COLL_HALVING_DOUBLING && e->o->fidelity != FIDELITY_STEP &&
-		    sim_hd_one_link(e->t, ops->members, n))
+		    sim_hd_one_link(e->t, where, n))
 			a = SIM_HD_ONE_LINK;
 		e->algo[i][k] = (uint8_t)a;
 		if (f > e->formula_s[i])
@@ -424,6 +450,7 @@ static bool scan_group(struct engine *e, int i, int k, struct sim_ops *ops,
 			for (int l = 0; l < r->n; l++) {
 				int32_t id_l = r->link[l];
 				ok = ok && (!e->link_job || e->link_job[id_l] == e->job) &&
+				     !sim_net_pooled(e->net, id_l) &&
 				     f->owner[id_l] == key &&
 				     (shares_ports || f->stamp[id_l] != f->round0 + round);
 				f->stamp[id_l] = f->round0 + round;
@@ -1512,7 +1539,7 @@ static int setup_jobs(struct engine *e, const struct topology *t, const struct s
 			int64_t d = jobs[j].devices ? jobs[j].devices[r] : r;
 			hosts = d + 1 > hosts ? d + 1 : hosts;
 		}
-	if (!sim_net_init(net, t, 0, hosts))
+	if (!(o->leaf_uplinks ? sim_net_init_pooled : sim_net_init)(net, t, 0, hosts))
 		return 3;
 	*actors = 0;
 	for (int j = 0; j < n_jobs; j++) {

@@ -133,6 +133,9 @@ struct sim_options {
 	enum collective_algo algo;         /* COLL_AUTO: cost_choose_algo's rule */
 	bool trace;                        /* record events */
 	uint64_t seed;                     /* the devices' speeds (cost_device_speed) */
+	bool leaf_uplinks;                 /* a leaf's uplinks one pool its NICs share (several
+	                                      jobs: docs/simulation.md), not a fixed share
+	                                      per NIC */
 	/* Called now and then from the simulation with the simulated time and
 	 * the fraction of the program done (0..1); may be NULL. */
 	void (*progress)(void *ctx, double simulated_s, double fraction);
