@@ -24,6 +24,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_cosim(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
