@@ -1406,3 +1406,77 @@ Test(cli, long_simulation_is_announced_with_its_size_and_cost)
 	/* 4,096 ranks are announced whatever the steps. */
 	cr_expect(cli_sim_announce_text(buf, sizeof buf, NULL, 4096, 1, 1e6));
 }
+
+/* ------------------------------------------------------------- cosim */
+
+Test(cli, shipped_jobs_pass_check) { check_dir("scenarios/jobs"); }
+
+static const cJSON *job_of(const cJSON *root, int j)
+{
+	return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "jobs"), j);
+}
+
+static double num_of(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	cr_assert(cJSON_IsNumber(v), "no number \"%s\"", key);
+	return v->valuedouble;
+}
+
+/* atlas800-910a-x8-oversub2: 8 servers, two under each of 4 leaves. Two
+ * 32-NPU (4-server) jobs packed take servers 0-3 (leaves 0, 1) and 4-7
+ * (leaves 2, 3): no link in common, nothing changes together. Spread,
+ * each takes one server from each leaf in turn: a 0, 2, 4, 6 and b 1, 3,
+ * 5, 7; both jobs' gradients then cross every leaf's pooled uplinks,
+ * which carry 16 NICs x 12.5 GB/s / 2 = 100 GB/s for 2 x 8 NICs' flows:
+ * each job's AllReduce slows and the time shows as exposed
+ * communication, named as contention with the other job. */
+Test(cli, cosim_spread_jobs_contend_packed_jobs_do_not, .timeout = 120)
+{
+	struct cli_run r = fixture_shardlab("cosim scenarios/jobs/two-jobs-packed.json --json", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *root = cJSON_Parse(r.out);
+	cr_assert_not_null(root);
+	for (int j = 0; j < 2; j++) {
+		const cJSON *o = job_of(root, j);
+		cr_expect_eq(num_of(o, "slowdown"), 1.0);
+		const cJSON *srv = cJSON_GetObjectItemCaseSensitive(o, "servers");
+		for (int k = 0; k < 4; k++)
+			cr_expect_eq(cJSON_GetArrayItem(srv, k)->valueint, 4 * j + k);
+		cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "shares_links_with")),
+		             0);
+	}
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "shared_links")), 0);
+	cJSON_Delete(root);
+	free(r.out);
+
+	r = fixture_shardlab("cosim scenarios/jobs/two-jobs-spread.json --json", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	root = cJSON_Parse(r.out);
+	cr_assert_not_null(root);
+	for (int j = 0; j < 2; j++) {
+		const cJSON *o = job_of(root, j);
+		const cJSON *srv = cJSON_GetObjectItemCaseSensitive(o, "servers");
+		for (int k = 0; k < 4; k++)
+			cr_expect_eq(cJSON_GetArrayItem(srv, k)->valueint, 2 * k + j);
+		cr_expect_gt(num_of(o, "slowdown"), 1.0);
+		const cJSON *alone = cJSON_GetObjectItemCaseSensitive(o, "alone");
+		const cJSON *together = cJSON_GetObjectItemCaseSensitive(o, "together");
+		cr_expect_gt(num_of(together, "comm_exposed_s"), num_of(alone, "comm_exposed_s"));
+		cr_expect_eq(num_of(together, "compute_s"), num_of(alone, "compute_s"));
+		cr_expect_eq(num_of(together, "pipeline_wait_s"), num_of(alone, "pipeline_wait_s"));
+		const cJSON *with = cJSON_GetObjectItemCaseSensitive(o, "shares_links_with");
+		cr_expect_str_eq(cJSON_GetArrayItem(with, 0)->valuestring, j ? "a" : "b");
+	}
+	/* every leaf's pooled uplink and downlink: 4 leaves x 2 */
+	const cJSON *links = cJSON_GetObjectItemCaseSensitive(root, "shared_links");
+	cr_expect_eq(cJSON_GetArraySize(links), 8);
+	const cJSON *l;
+	cJSON_ArrayForEach(l, links)
+	{
+		cr_expect(!strncmp(cJSON_GetObjectItemCaseSensitive(l, "name")->valuestring, "leaf-", 5));
+		cr_expect_eq(num_of(l, "bandwidth_bps"), 16 * 12.5e9 / 2);
+	}
+	cJSON_Delete(root);
+	free(r.out);
+}
