@@ -107,6 +107,15 @@ struct engine {
 	double end_s;                      /* when its last actor finished */
 	int64_t *where;                    /* scratch: a group's devices (devices_of) */
 	int where_cap;
+	int64_t pairs_from, pairs_to;      /* its pairs in the net */
+	/* Link load over time (bounded: SIM_BINS bins per link it uses, of a
+	 * width that doubles whenever the simulation outgrows them) */
+	struct bin_clock *bins_clock;      /* shared by the jobs run together */
+	int32_t *slot;                     /* [link]: its row in bins, -1 none */
+	int n_slots;
+	double *bins;                      /* [slot * SIM_BINS + b]: bytes carried in bin b */
+	double **group_w;                  /* [group id]: executions in each bin, NULL before
+	                                      the first (formula collectives) */
 	sg_mailbox_t *mbox;                /* [pair * 2 + stream] */
 	struct p2p_chan *p2p;              /* [channel * stage_ranks + receiver's local rank] */
 	uint8_t **algo;                    /* [step][group]: effective algorithm | BY_FORMULA */
@@ -133,6 +142,15 @@ struct engine {
 	struct sim_event *events;
 	int64_t n_events, cap_events;
 	bool failed;
+};
+
+/* The time axis of the link-load bins: bins of bin_s seconds from 0,
+ * doubled (and the rows merged two by two) whenever an activity ends past
+ * the last bin. */
+struct bin_clock {
+	double bin_s;
+	struct engine *jobs;
+	int n_jobs;
 };
 
 /* A link several jobs use (engine.link_job). */
@@ -578,8 +596,13 @@ static bool count_formula_bytes(struct engine *e)
 					if (ops.op[x].kind != SIM_OP_SEND)
 						continue;
 					const struct sim_route *r = route_of(e, ops.members[me], ops.op[x].peer);
-					for (int l = 0; l < r->n; l++)
+					const double *w = e->group_w ? e->group_w[e->group_base[i] + k] : NULL;
+					for (int l = 0; l < r->n; l++) {
 						e->link_bytes[r->link[l]] += (double)times * ops.op[x].amount;
+						int32_t s = w ? e->slot[r->link[l]] : -1;
+						for (int b = 0; s >= 0 && b < SIM_BINS; b++)
+							e->bins[(int64_t)s * SIM_BINS + b] += w[b] * ops.op[x].amount;
+					}
 				}
 			}
 		}
@@ -644,7 +667,21 @@ static bool setup(struct engine *e)
 static bool setup_links(struct engine *e)
 {
 	e->link_bytes = calloc((size_t)e->net->n_links + 1, sizeof(double));
-	if (!e->link_bytes)
+	e->slot = malloc(((size_t)e->net->n_links + 1) * sizeof(*e->slot));
+	e->group_w = calloc((size_t)e->n_group_ids + 1, sizeof(*e->group_w));
+	if (!e->link_bytes || !e->slot || !e->group_w)
+		return false;
+	/* a row of bins for each link its pairs' routes cross */
+	for (int l = 0; l < e->net->n_links; l++)
+		e->slot[l] = -1;
+	for (int64_t p = e->pairs_from; p < e->pairs_to; p++)
+		for (int i = 0; i < e->net->route[p].n; i++) {
+			int32_t *s = &e->slot[e->net->route[p].link[i]];
+			if (*s < 0)
+				*s = e->n_slots++;
+		}
+	e->bins = calloc((size_t)e->n_slots * SIM_BINS + 1, sizeof(double));
+	if (!e->bins)
 		return false;
 	if (e->o->fidelity != FIDELITY_COARSE)
 		return true;
@@ -750,6 +787,9 @@ static bool make_channels(struct engine *e)
 }
 
 /* ------------------------------------------------------------- actors */
+
+static void bin_pair(struct engine *e, int p, double t0, double t1, double bytes);
+static void bin_round(struct actor_ctx *c, const int *pair, int from, int to, double t0);
 
 static void record(struct actor_ctx *c, int step, enum sim_event_kind kind, double t0, double t1)
 {
@@ -857,7 +897,8 @@ static void run_ops(struct actor_ctx *c, const int *pair)
 	struct engine *eng = c->rs->e;
 	settle(c);
 	c->sync_key = -1;
-	int pending = 0;
+	int pending = 0, round = 0;
+	double round_t0 = simgrid_get_clock();
 	for (int i = 0; i < c->ops.n; i++) {
 		const struct sim_op *op = &c->ops.op[i];
 		if (op->kind == SIM_OP_SLEEP) {
@@ -869,6 +910,9 @@ static void run_ops(struct actor_ctx *c, const int *pair)
 			eng->activities += pending;
 			sg_comm_wait_all(c->comms, (size_t)pending);
 			pending = 0;
+			bin_round(c, pair, round, i, round_t0);
+			round = i + 1;
+			round_t0 = simgrid_get_clock();
 			continue;
 		}
 		if (!pending_room(c, pending)) {
@@ -887,12 +931,85 @@ static void run_ops(struct actor_ctx *c, const int *pair)
 	if (pending)
 		sg_comm_wait_all(c->comms, (size_t)pending);
 	eng->activities += pending;
+	bin_round(c, pair, round, c->ops.n, round_t0);
+}
+
+/* --------------------------------------------------- link load over time */
+
+static void merge_row(double *row)
+{
+	for (int b = 0; b < SIM_BINS / 2; b++)
+		row[b] = row[2 * b] + row[2 * b + 1];
+	for (int b = SIM_BINS / 2; b < SIM_BINS; b++)
+		row[b] = 0;
+}
+
+/* Widens the bins until t falls inside the last. */
+static void bins_reach(struct bin_clock *bc, double t)
+{
+	while (t > SIM_BINS * bc->bin_s) {
+		for (int j = 0; j < bc->n_jobs; j++) {
+			struct engine *e = &bc->jobs[j];
+			for (int s = 0; s < e->n_slots; s++)
+				merge_row(&e->bins[(int64_t)s * SIM_BINS]);
+			for (int64_t id = 0; e->group_w && id < e->n_group_ids; id++)
+				if (e->group_w[id])
+					merge_row(e->group_w[id]);
+		}
+		bc->bin_s *= 2;
+	}
+}
+
+/* `amount` spread evenly over [t0, t1] into the row's bins. */
+static void spread_over(double *row, double bin_s, double t0, double t1, double amount)
+{
+	int b0 = (int)fmin(t0 / bin_s, SIM_BINS - 1), b1 = (int)fmin(t1 / bin_s, SIM_BINS - 1);
+	if (t1 <= t0 || b0 == b1) {
+		row[b0] += amount;
+		return;
+	}
+	double rate = amount / (t1 - t0);
+	for (int b = b0; b <= b1; b++) {
+		double lo = fmax(t0, b * bin_s), hi = b == b1 ? t1 : fmin(t1, (b + 1) * bin_s);
+		row[b] += rate * (hi - lo);
+	}
+}
+
+/* A transfer of `bytes` on pair p's route during [t0, t1]. */
+static void bin_pair(struct engine *e, int p, double t0, double t1, double bytes)
+{
+	if (!e->bins)
+		return;
+	bins_reach(e->bins_clock, t1);
+	const struct sim_route *r = &e->net->route[p];
+	for (int i = 0; i < r->n; i++) {
+		int32_t s = e->slot[r->link[i]];
+		if (s >= 0)
+			spread_over(&e->bins[(int64_t)s * SIM_BINS], e->bins_clock->bin_s, t0, t1, bytes);
+	}
+}
+
+/* A round of transfers (the sends of ops [from, to)) that began at t0
+ * and ended now. */
+static void bin_round(struct actor_ctx *c, const int *pair, int from, int to, double t0)
+{
+	struct engine *eng = c->rs->e;
+	double t1 = simgrid_get_clock();
+	for (int x = from; x < to; x++)
+		if (c->ops.op[x].kind == SIM_OP_SEND)
+			bin_pair(eng, pair ? pair[x] : pair_of(c, x), t0, t1, c->ops.op[x].amount);
 }
 
 /* One execution of group `id`'s formula collective from t: counted, and
  * its member set's links held until t + f. */
 static void formula_from(struct engine *eng, int64_t id, int32_t key, double t, double f)
 {
+	if (eng->group_w && !eng->group_w[id])
+		eng->group_w[id] = calloc(SIM_BINS, sizeof(double));
+	if (eng->group_w && eng->group_w[id]) {
+		bins_reach(eng->bins_clock, t + f);
+		spread_over(eng->group_w[id], eng->bins_clock->bin_s, t, t + f, 1);
+	}
 	eng->executions[id]++;
 	eng->by_formula++;
 	eng->key_start[key] = t;
@@ -1111,9 +1228,12 @@ static void run_p2p(struct actor_ctx *c, int i)
 	double t0 = simgrid_get_clock();
 	sg_sem_acquire(ch->posted);
 	double posted = ch->at[ch->head++];
+	double moved = simgrid_get_clock();
 	sg_host_sendto(eng->ranks[peer].host, rs->host, (double)bytes);
 	c->sync_key = -1;
 	double t1 = simgrid_get_clock();
+	bin_pair(eng, sim_net_pair(eng->net, dev_of(eng, peer), dev_of(eng, rs->rank)), moved, t1,
+	         st->bytes);
 	eng->activities++;
 	/* Waiting until the other stage sent is the bubble; the transfer
 	 * after that, exposed communication. */
@@ -1423,6 +1543,18 @@ static void put_links(struct out_buf *b, const struct engine *e, double iteratio
 		put_f(b, bytes / bps);
 		put_f(b, iteration_s > 0 ? bytes / (bps * iteration_s) : 0);
 	}
+	/* the busiest links over time */
+	double bin_s = e->bins_clock->bin_s;
+	int n_series = n < SIM_SERIES_LINKS ? n : SIM_SERIES_LINKS;
+	put_f(b, bin_s);
+	put_i(b, n_series);
+	for (int i = 0; i < n_series; i++) {
+		int32_t s = e->slot[order[i].link];
+		double bps = link_bps(e->net, order[i].link);
+		put_i(b, i);
+		for (int k = 0; k < SIM_BINS; k++)
+			put_f(b, s >= 0 ? e->bins[(int64_t)s * SIM_BINS + k] / (bps * bin_s) : 0);
+	}
 	free(order);
 }
 
@@ -1531,7 +1663,7 @@ static int32_t *links_by_job(const struct sim_net *net, const int64_t *pairs_to,
  * child's exit status, 0 when the jobs may run. */
 static int setup_jobs(struct engine *e, const struct topology *t, const struct sim_job *jobs,
                       int n_jobs, const struct sim_options *o, struct sim_net *net,
-                      int64_t *pairs_to, int64_t *actors)
+                      int64_t *pairs_to, int64_t *actors, struct bin_clock *bc)
 {
 	int64_t hosts = 0;
 	for (int j = 0; j < n_jobs; j++)
@@ -1544,10 +1676,11 @@ static int setup_jobs(struct engine *e, const struct topology *t, const struct s
 	*actors = 0;
 	for (int j = 0; j < n_jobs; j++) {
 		e[j] = (struct engine){.t = t, .prog = jobs[j].prog, .o = o, .job = j,
-		                       .dev = jobs[j].devices, .net = net};
+		                       .dev = jobs[j].devices, .net = net, .bins_clock = bc,
+		                       .pairs_from = net->n_pairs};
 		if (!setup(&e[j]))
 			return 3;
-		pairs_to[j] = net->n_pairs;
+		pairs_to[j] = e[j].pairs_to = net->n_pairs;
 		*actors += jobs[j].prog->n_ranks * (e[j].has_s1 ? 2 : 1);
 	}
 	int32_t *link_job = n_jobs > 1 ? links_by_job(net, pairs_to, n_jobs) : NULL;
@@ -1569,7 +1702,10 @@ int sim_child_run_jobs(const struct topology *t, const struct sim_job *jobs, int
 	int64_t *pairs_to = calloc((size_t)n_jobs, sizeof(*pairs_to)), actors = 0;
 	if (!e || !pairs_to)
 		return 3;
-	int code = setup_jobs(e, t, jobs, n_jobs, o, &net, pairs_to, &actors);
+	/* bins of a microsecond to begin with, widened as the run goes */
+	static struct bin_clock bc;
+	bc = (struct bin_clock){.bin_s = 1e-6, .jobs = e, .n_jobs = n_jobs};
+	int code = setup_jobs(e, t, jobs, n_jobs, o, &net, pairs_to, &actors, &bc);
 	if (code)
 		return code;
 	configure(actors);

@@ -113,6 +113,18 @@ static bool parse_links(struct arena *a, struct in_buf *b, struct sim_result *ou
 		out->links[i].busy_s = get_f(b);
 		out->links[i].utilisation = get_f(b);
 	}
+	out->bin_s = get_f(b);
+	out->n_series = (int)get_count(b, (1 + SIM_BINS) * sizeof(double));
+	out->series = arena_calloc(a, (size_t)out->n_series + 1, sizeof(*out->series));
+	if (!out->series)
+		return false;
+	for (int i = 0; i < out->n_series && !b->bad; i++) {
+		out->series[i].link = (int)get_i(b);
+		if (out->series[i].link < 0 || out->series[i].link >= out->n_links)
+			b->bad = true;
+		for (int k = 0; k < SIM_BINS; k++)
+			out->series[i].utilisation[k] = get_f(b);
+	}
 	return true;
 }
 

@@ -165,6 +165,19 @@ struct sim_link {
 	double utilisation;                /* bytes / (bandwidth x iteration time) */
 };
 
+/* The load of the busiest links over time: SIM_BINS bins of bin_s
+ * seconds from 0 (the width doubles until the iteration fits: at least
+ * half of them cover it). Each bin's utilisation is the bytes the link
+ * carried in it (a transfer's bytes spread evenly over its duration) over
+ * bandwidth x bin_s. */
+#define SIM_BINS 32
+#define SIM_SERIES_LINKS 8             /* the busiest links whose series are kept */
+
+struct sim_link_series {
+	int link;                          /* index into sim_result.links */
+	double utilisation[SIM_BINS];
+};
+
 enum sim_event_kind { SIM_EV_COMPUTE, SIM_EV_COLLECTIVE, SIM_EV_MEMORY };
 
 struct sim_event {
@@ -202,6 +215,9 @@ struct sim_result {
 	double wall_s;                     /* wall time of the simulation */
 	int64_t n_events;
 	struct sim_event *events;          /* when traced */
+	double bin_s;                      /* link load over time: the bins' width */
+	int n_series;                      /* the first n_series links (the busiest) */
+	struct sim_link_series *series;
 };
 
 /* The program steps its ranks run in one iteration: every rank's steps

@@ -832,6 +832,24 @@ Test(sim, two_rings_sharing_one_uplink_get_half_its_rate)
 	struct jobs_run both = jobs_simulate(2, 2, devs, S);
 	for (int j = 0; j < 2; j++)
 		within(both.r[j].iteration_s, 2 * (S / 2 / (6.25 * GB) + 3 * US), 1e-9, "together");
+	/* Over time every link of a ring's route carries its flow: alone at
+	 * the full 12.5 GB/s (utilisation 1), together at half. The bins start
+	 * at 1 us and double until the iteration fits in 32: alone (10.006 ms)
+	 * 512 us wide, together (20.006 ms) 1,024 us; a bin wholly inside
+	 * the run sees the flow's bytes at their mean rate, S/2 over 5 ms +
+	 * 3 us (alone) or 10 ms + 3 us (together), a 3 us latency in 5 ms:
+	 * within 0.1% of 1 and 0.5. Past the end, nothing. */
+	within(alone.r[0].bin_s, 512 * US, 1e-12, "bin width alone");
+	within(both.r[0].bin_s, 1024 * US, 1e-12, "bin width together");
+	cr_assert_gt(alone.r[0].n_series, 0);
+	for (int i = 0; i < alone.r[0].n_series; i++)
+		for (int k = 1; k < 19; k++)
+			within(alone.r[0].series[i].utilisation[k], 1, 1e-3, "alone, a bin");
+	for (int i = 0; i < both.r[0].n_series; i++) {
+		for (int k = 1; k < 19; k++)
+			within(both.r[0].series[i].utilisation[k], 0.5, 1e-3, "together, a bin");
+		cr_expect_eq(both.r[0].series[i].utilisation[25], 0);
+	}
 	/* The links they fight over: both leaves' uplinks and downlinks, S each
 	 * way from each job. */
 	cr_assert_eq(both.shared.n_links, 4);
