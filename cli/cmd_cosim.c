@@ -19,7 +19,7 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab cosim JOBS [--fidelity F] [--seed N] [--json]\n"
+	        "usage: shardlab cosim JOBS [--fidelity F] [--seed N] [--trace FILE] [--json]\n"
 	        "\n"
 	        "Several training jobs on one cluster (a jobs file, docs/formats.md): each\n"
 	        "job's scenario planned by its first planner, placed on its servers\n"
@@ -34,12 +34,17 @@ static void help(FILE *f)
 	        "options:\n"
 	        "  --fidelity F   coarse (default), phase or step, as for shardlab simulate\n"
 	        "  --seed N       the draw of the devices' speeds (stragglers); default 0\n"
+	        "  --trace FILE   write the run together as a Chrome trace (Perfetto): a\n"
+	        "                 process per rank named \"job NAME rank K\", and per job its\n"
+	        "                 busiest links' utilisation over time as counter tracks\n"
 	        "  --json         print JSON: \"jobs_file\", \"topology\", \"jobs\" ([{\"name\",\n"
 	        "                 \"scenario\", \"placement\", \"servers\", \"ranks\",\n"
 	        "                 \"alone_s\", \"together_s\", \"slowdown\", \"estimate_s\",\n"
 	        "                 \"alone\"/\"together\" ({\"compute_s\", \"comm_exposed_s\",\n"
 	        "                 \"pipeline_wait_s\", \"idle_s\"}: means over its ranks),\n"
-	        "                 \"shares_links_with\"}]) and \"shared_links\" ([{\"name\",\n"
+	        "                 \"shares_links_with\", \"links_over_time\" ({\"bin_s\",\n"
+	        "                 \"links\": [{\"name\", \"utilisation\"}]}: together)}])\n"
+	        "                 and \"shared_links\" ([{\"name\",\n"
 	        "                 \"bandwidth_bps\", \"bytes\" (per job)}], most loaded first)\n"
 	        "  -h, --help     this help\n"
 	        "\n"
@@ -48,7 +53,7 @@ static void help(FILE *f)
 }
 
 struct args {
-	const char *file;
+	const char *file, *trace;
 	bool json;
 	int fidelity;
 	uint64_t seed;
@@ -61,9 +66,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 		const char *o = argv[i];
 		if (!strcmp(o, "--json")) {
 			a->json = true;
-		} else if ((!strcmp(o, "--fidelity") || !strcmp(o, "--seed")) && i + 1 < argc) {
+		} else if ((!strcmp(o, "--fidelity") || !strcmp(o, "--seed") || !strcmp(o, "--trace")) &&
+		           i + 1 < argc) {
 			const char *v = argv[++i];
-			if (!strcmp(o, "--fidelity")) {
+			if (!strcmp(o, "--trace")) {
+				a->trace = v;
+			} else if (!strcmp(o, "--fidelity")) {
 				a->fidelity = cli_parse_name("cosim", o, v, fidelity_names, FIDELITY_COUNT);
 				if (a->fidelity < 0)
 					return EXIT_USAGE;
@@ -187,6 +195,10 @@ static void text(const struct jobs_file *f, const struct job_run *r, const struc
 				       r[k].spec->name);
 		printf("%s\n", named ? "" : ": no link shared with another job");
 	}
+	for (int j = 0; j < f->n_jobs; j++) {
+		printf("\n%s's busiest links over time, together\n", r[j].spec->name);
+		report_sim_link_series(stdout, "  ", &r[j].together);
+	}
 	printf("\nlinks more than one job used (most loaded first)\n");
 	if (sh->n_links == 0)
 		printf("  none: no job's traffic crossed another's\n");
@@ -243,6 +255,17 @@ static cJSON *json(const struct jobs_file *f, const struct job_run *r,
 		for (int k = 0; k < f->n_jobs; k++)
 			if (k != j && share(sh, j, k))
 				cJSON_AddItemToArray(with, cJSON_CreateString(r[k].spec->name));
+		const struct sim_result *t = &r[j].together;
+		cJSON *lot = cJSON_AddObjectToObject(o, "links_over_time");
+		cJSON_AddNumberToObject(lot, "bin_s", t->bin_s);
+		cJSON *ls = cJSON_AddArrayToObject(lot, "links");
+		for (int i = 0; i < t->n_series; i++) {
+			cJSON *l = cJSON_CreateObject();
+			cJSON_AddStringToObject(l, "name", t->links[t->series[i].link].name);
+			cJSON_AddItemToObject(l, "utilisation",
+			                      cJSON_CreateDoubleArray(t->series[i].utilisation, SIM_BINS));
+			cJSON_AddItemToArray(ls, l);
+		}
 		cJSON_AddItemToArray(jobs, o);
 	}
 	cJSON *links = cJSON_AddArrayToObject(root, "shared_links");
@@ -259,8 +282,10 @@ static cJSON *json(const struct jobs_file *f, const struct job_run *r,
 }
 
 static bool run_all(struct arena *ar, const struct jobs_file *f, const struct sim_options *o,
-                    struct job_run *r, struct sim_shared *sh, struct diag_list *d)
+                    bool trace, struct job_run *r, struct sim_shared *sh, struct diag_list *d)
 {
+	struct sim_options together_o = *o;
+	together_o.trace = trace;
 	struct sim_job *jobs = arena_calloc(ar, (size_t)f->n_jobs, sizeof(*jobs));
 	struct sim_result *together = arena_calloc(ar, (size_t)f->n_jobs, sizeof(*together));
 	if (!jobs || !together)
@@ -272,11 +297,34 @@ static bool run_all(struct arena *ar, const struct jobs_file *f, const struct si
 		if (!sim_run_jobs(ar, f->topo, &jobs[j], 1, o, &r[j].alone, NULL, d))
 			return false;
 	}
-	if (!sim_run_jobs(ar, f->topo, jobs, f->n_jobs, o, together, sh, d))
+	if (!sim_run_jobs(ar, f->topo, jobs, f->n_jobs, &together_o, together, sh, d))
 		return false;
 	for (int j = 0; j < f->n_jobs; j++)
 		r[j].together = together[j];
 	return true;
+}
+
+static bool write_trace(struct arena *ar, const char *path, const struct jobs_file *f,
+                        const struct job_run *r)
+{
+	struct sim_result *res = arena_calloc(ar, (size_t)f->n_jobs, sizeof(*res));
+	const struct program **progs = arena_calloc(ar, (size_t)f->n_jobs, sizeof(*progs));
+	const char **names = arena_calloc(ar, (size_t)f->n_jobs, sizeof(*names));
+	char title[256], err[512];
+	if (!res || !progs || !names) {
+		fprintf(stderr, "shardlab cosim: out of memory\n");
+		return false;
+	}
+	for (int j = 0; j < f->n_jobs; j++) {
+		res[j] = r[j].together;
+		progs[j] = &r[j].prog;
+		names[j] = r[j].spec->name;
+	}
+	snprintf(title, sizeof title, "shardlab cosim %s", f->name);
+	if (report_trace_jobs_write(path, res, progs, names, f->n_jobs, title, err, sizeof err))
+		return true;
+	fprintf(stderr, "shardlab cosim: %s\n", err);
+	return false;
 }
 
 int cmd_cosim(int argc, char **argv)
@@ -296,13 +344,16 @@ int cmd_cosim(int argc, char **argv)
 	struct job_run *r = f ? arena_calloc(ar, (size_t)f->n_jobs, sizeof(*r)) : NULL;
 	struct sim_options o = {.fidelity = (enum sim_fidelity)a.fidelity, .algo = COLL_AUTO,
 	                        .seed = a.seed, .leaf_uplinks = true};
+	bool trace = a.trace != NULL;
 	struct sim_shared sh;
-	bool ok = r && run_all(ar, f, &o, r, &sh, &d);
+	bool ok = r && run_all(ar, f, &o, trace, r, &sh, &d);
 	cli_print_diags(&d);
 	rc = ok ? EXIT_OK : EXIT_INVALID;
-	if (ok && a.json)
+	if (ok && trace && !write_trace(ar, a.trace, f, r))
+		rc = EXIT_INVALID;
+	if (rc == EXIT_OK && a.json)
 		rc = report_print_json(json(f, r, &sh, a.fidelity), "cosim");
-	else if (ok)
+	else if (rc == EXIT_OK)
 		text(f, r, &sh, a.fidelity);
 	diag_list_free(&d);
 	arena_free(ar);

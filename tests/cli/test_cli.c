@@ -1142,15 +1142,29 @@ Test(cli, simulate_writes_a_trace, .timeout = 60)
 	cr_expect_not_null(strstr(r.out, "iteration"));
 	free(r.out);
 	cJSON *j = parse_file(path);
-	int procs = 0, compute = 0;
+	int procs = 0, links = 0, compute = 0, counters = 0;
 	const cJSON *e;
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "traceEvents"))
 	{
-		procs += !strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, "process_name");
+		if (!strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, "process_name")) {
+			const char *n = cJSON_GetObjectItemCaseSensitive(
+			        cJSON_GetObjectItemCaseSensitive(e, "args"), "name")->valuestring;
+			procs += !strncmp(n, "rank ", 5);
+			links += !strncmp(n, "links", 5);
+		}
 		const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
 		compute += cat && !strcmp(cat->valuestring, "compute");
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+		counters += !strcmp(ph->valuestring, "C") &&
+		            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"),
+		                                             "utilisation");
 	}
 	cr_expect_eq(procs, 8);
+	/* and one more process: the busiest links' utilisation, a counter
+	 * track each with a value per bin and a last 0 */
+	cr_expect_eq(links, 1);
+	cr_expect_gt(counters, 0);
+	cr_expect_eq(counters % (SIM_BINS + 1), 0);
 	/* 5 ops forward and backward and the optimizer, on each of 8 ranks. */
 	cr_expect_geq(compute, 8 * 5 * 2);
 	cJSON_Delete(j);
@@ -1450,7 +1464,12 @@ Test(cli, cosim_spread_jobs_contend_packed_jobs_do_not, .timeout = 120)
 	cJSON_Delete(root);
 	free(r.out);
 
-	r = fixture_shardlab("cosim scenarios/jobs/two-jobs-spread.json --json", false);
+	char dir[] = "/tmp/shardlab-cosim-XXXXXX", args[256], path[128];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	snprintf(args, sizeof args, "cosim scenarios/jobs/two-jobs-spread.json --json --trace %s",
+	         path);
+	r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	root = cJSON_Parse(r.out);
 	cr_assert_not_null(root);
@@ -1479,4 +1498,24 @@ Test(cli, cosim_spread_jobs_contend_packed_jobs_do_not, .timeout = 120)
 	}
 	cJSON_Delete(root);
 	free(r.out);
+	/* the trace names each job: 32 ranks and a links process each */
+	cJSON *tr = parse_file(path);
+	int a_ranks = 0, b_ranks = 0, link_procs = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(tr, "traceEvents"))
+	{
+		if (strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, "process_name"))
+			continue;
+		const char *n = cJSON_GetObjectItemCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(e, "args"), "name")->valuestring;
+		a_ranks += !strncmp(n, "job a rank ", 11);
+		b_ranks += !strncmp(n, "job b rank ", 11);
+		link_procs += strstr(n, " links") != NULL;
+	}
+	cr_expect_eq(a_ranks, 32);
+	cr_expect_eq(b_ranks, 32);
+	cr_expect_eq(link_procs, 2);
+	cJSON_Delete(tr);
+	unlink(path);
+	rmdir(dir);
 }
