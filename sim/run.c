@@ -1519,6 +1519,23 @@ static double link_bps(const struct sim_net *net, int l)
 	return bps;
 }
 
+/* The links of order[0 .. n) (sorted, most loaded first) and each one's
+ * name, then what the caller adds per link. */
+static void put_sorted(struct out_buf *b, struct link_key *order, int n)
+{
+	qsort(order, (size_t)n, sizeof(*order), by_load);
+	put_i(b, n);
+}
+
+static void put_name(struct out_buf *b, const struct sim_net *net, int link)
+{
+	char name[96];
+	double bps, lat;
+	sim_net_link_info(net, link, name, sizeof(name), &bps, &lat);
+	put_i(b, (int64_t)strlen(name));
+	put(b, name, strlen(name));
+}
+
 static void put_links(struct out_buf *b, const struct engine *e, double iteration_s)
 {
 	struct link_key *order = malloc((size_t)e->net->n_links * sizeof(*order) + 1);
@@ -1530,14 +1547,10 @@ static void put_links(struct out_buf *b, const struct engine *e, double iteratio
 		b->oom = true;
 		return;
 	}
-	qsort(order, (size_t)n, sizeof(*order), by_load);
-	put_i(b, n);
+	put_sorted(b, order, n);
 	for (int i = 0; i < n; i++) {
-		char name[96];
-		double bps, lat;
-		sim_net_link_info(e->net, order[i].link, name, sizeof(name), &bps, &lat);
-		put_i(b, (int64_t)strlen(name));
-		put(b, name, strlen(name));
+		double bps = link_bps(e->net, order[i].link);
+		put_name(b, e->net, order[i].link);
 		double bytes = e->link_bytes[order[i].link];
 		put_f(b, bytes);
 		put_f(b, bytes / bps);
@@ -1615,15 +1628,10 @@ static void put_shared(struct out_buf *b, const struct engine *jobs, int n_jobs)
 		b->oom = true;
 		return;
 	}
-	qsort(order, (size_t)n, sizeof(*order), by_load);
-	put_i(b, n);
+	put_sorted(b, order, n);
 	for (int i = 0; i < n; i++) {
-		char name[96];
-		double bps, lat;
-		sim_net_link_info(net, order[i].link, name, sizeof(name), &bps, &lat);
-		put_i(b, (int64_t)strlen(name));
-		put(b, name, strlen(name));
-		put_f(b, bps);
+		put_name(b, net, order[i].link);
+		put_f(b, link_bps(net, order[i].link));
 		for (int j = 0; j < n_jobs; j++)
 			put_f(b, jobs[j].link_bytes[order[i].link]);
 	}
