@@ -168,9 +168,10 @@ static void text(const struct jobs_file *f, const struct job_run *r, const struc
                  int fidelity)
 {
 	char b[4][32], srv[96];
-	printf("cosim %s: %d job%s on %s (%d servers of %d devices), fidelity %s, leaf uplinks "
+	printf("cosim %s: %d job%s on %s (%d server%s of %d devices), fidelity %s, leaf uplinks "
 	       "pooled\n\n", f->name, f->n_jobs, f->n_jobs == 1 ? "" : "s", f->topo->name,
-	       f->topo->servers, f->topo->devices_per_server, fidelity_names[fidelity]);
+	       f->topo->servers, f->topo->servers == 1 ? "" : "s", f->topo->devices_per_server,
+	       fidelity_names[fidelity]);
 	printf("  %-16s %7s  %-8s %-16s %11s %11s %9s\n", "job", "ranks", "placed", "servers",
 	       "alone", "together", "slowdown");
 	for (int j = 0; j < f->n_jobs; j++) {

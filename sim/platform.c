@@ -227,7 +227,10 @@ bool sim_net_init_pooled(struct sim_net *net, const struct topology *t, int64_t 
 		return false;
 	net->leaf_uplinks = true;
 	int64_t last = net->server0 + net->n_servers - 1;
-	net->n_leaves = leaf_of(t, last, t->nic.per_server > 0 ? t->nic.per_server - 1 : 0) + 1;
+	/* one server has no fabric, and no route leaves it */
+	if (t->fabric.kind == TOPO_FABRIC_NONE || t->nic.per_server < 1)
+		return true;
+	net->n_leaves = leaf_of(t, last, t->nic.per_server - 1) + 1;
 	int64_t ids = net->per_server_ids * net->n_servers;
 	int32_t *c = realloc(net->compact, (size_t)(ids + 2 * net->n_leaves) * sizeof(*c));
 	if (!c)
