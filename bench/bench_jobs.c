@@ -12,7 +12,9 @@
  *
  * One JSON line per size, measured in its own child process:
  *   {"bench": "jobs", "jobs", "ranks_per_job", "ranks", "micro_batches",
- *    "links", "plan_s", "lower_s", "simulate_s" (wall), "peak_rss_bytes",
+ *    "plan_s", "lower_s", "simulate_s" (wall), "cpu_s" (the child's user
+ *    and system time: the figure to compare on a shared machine),
+ *    "peak_rss_bytes",
  *    "activities", "messages", "formula_collectives", "iteration_s"
  *    (the slowest job's), "alone_s" (-1: not run)}
  * Target (issue 43): 16 jobs x 8,192 = 131,072 GPUs under 10 minutes and
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bench.h"
 #include "sim.h"
@@ -45,6 +48,20 @@ static const char SCENARIO[] =
 	" \"planners\": [\"megatron\"],\n"
 	" \"training\": {\"global_batch\": %" PRId64 ", \"pipeline_stages\": %d,\n"
 	"   \"schedule\": \"1f1b\", \"recompute\": \"full\", \"dtype\": \"bf16\"}}\n";
+
+/* User and system time of this process and its reaped children (the
+ * simulation runs in one) so far, seconds. */
+static double cpu_s(void)
+{
+	double t = 0;
+	struct rusage u;
+	for (int who = 0; who < 2; who++) {
+		getrusage(who ? RUSAGE_CHILDREN : RUSAGE_SELF, &u);
+		t += (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec +
+		     (double)u.ru_stime.tv_sec + 1e-6 * (double)u.ru_stime.tv_usec;
+	}
+	return t;
+}
 
 static int run(void *ctx)
 {
@@ -105,11 +122,12 @@ static int run(void *ctx)
 		}
 		printf("{\"bench\": \"jobs\", \"jobs\": %d, \"ranks_per_job\": %" PRId64
 		       ", \"ranks\": %" PRId64 ", \"micro_batches\": %" PRId64 ", \"plan_s\": %.3f"
-		       ", \"lower_s\": %.3f, \"simulate_s\": %.3f, \"peak_rss_bytes\": %" PRId64
+		       ", \"lower_s\": %.3f, \"simulate_s\": %.3f, \"cpu_s\": %.3f"
+		       ", \"peak_rss_bytes\": %" PRId64
 		       ", \"activities\": %" PRId64 ", \"messages\": %" PRId64
 		       ", \"formula_collectives\": %" PRId64 ", \"shared_links\": %d"
 		       ", \"iteration_s\": %.6g}\n",
-		       z->jobs, z->ranks, all, prog.micro_batches, t_plan, t_lower, t_sim,
+		       z->jobs, z->ranks, all, prog.micro_batches, t_plan, t_lower, t_sim, cpu_s(),
 		       bench_peak_rss_bytes(), activities, messages, formula, sh.n_links, slowest);
 	}
 	fflush(stdout);
