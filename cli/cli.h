@@ -312,6 +312,8 @@ void report_sim_links(FILE *f, const char *indent, const struct sim_result *r, i
  * one character per bin each: '.' idle, 1-9 tenths of the rate, '#' 95%
  * or more. */
 void report_sim_link_series(FILE *f, const char *indent, const struct sim_result *r);
+/* One such row of n bins' utilisation between bars: "|..3#9|". */
+void report_util_row(FILE *f, const double *u, int n);
 void report_sim_collectives(FILE *f, const char *indent, const struct program *prog,
                             const struct sim_result *r, int k);
 

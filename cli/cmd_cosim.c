@@ -200,12 +200,18 @@ static void text(const struct jobs_file *f, const struct job_run *r, const struc
 		printf("\n%s's busiest links over time, together\n", r[j].spec->name);
 		report_sim_link_series(stdout, "  ", &r[j].together);
 	}
-	printf("\nlinks more than one job used (most loaded first)\n");
+	printf("\nlinks more than one job used (most loaded first; every job's traffic over\n"
+	       "time in bins of %s, as above)\n", cli_si(b[2], 32, sh->bin_s, "s"));
 	if (sh->n_links == 0)
 		printf("  none: no job's traffic crossed another's\n");
+	int used = 0;
+	for (int i = 0; i < sh->n_links; i++)
+		for (int k = 0; k < SIM_BINS; k++)
+			used = sh->links[i].utilisation[k] > 0 && k + 1 > used ? k + 1 : used;
 	for (int i = 0; i < sh->n_links && i < 10; i++) {
-		printf("  %-22s %10s ", sh->links[i].name,
+		printf("  %-14s %10s ", sh->links[i].name,
 		       cli_si(b[2], 32, sh->links[i].bandwidth_bps, "B/s"));
+		report_util_row(stdout, sh->links[i].utilisation, used);
 		for (int j = 0; j < f->n_jobs; j++)
 			if (sh->links[i].bytes[j] > 0)
 				printf(" %s %s", r[j].spec->name, cli_si(b[3], 32, sh->links[i].bytes[j], "B"));

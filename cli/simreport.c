@@ -337,6 +337,17 @@ void report_sim_links(FILE *f, const char *indent, const struct sim_result *r, i
 	}
 }
 
+void report_util_row(FILE *f, const double *u, int n)
+{
+	fputc('|', f);
+	for (int k = 0; k < n; k++) {
+		int c = u[k] <= 0 ? '.' : u[k] >= 0.95 ? '#'
+		                        : '0' + (int)fmin(9, fmax(1, floor(10 * u[k] + 0.5)));
+		fputc(c, f);
+	}
+	fputc('|', f);
+}
+
 void report_sim_link_series(FILE *f, const char *indent, const struct sim_result *r)
 {
 	if (r->n_series == 0) {
@@ -358,13 +369,9 @@ void report_sim_link_series(FILE *f, const char *indent, const struct sim_result
 	for (int i = 0; i < r->n_series; i++) {
 		const struct sim_link_series *s = &r->series[i];
 		const char *name = r->links[s->link].name;
-		fprintf(f, "%s%-*s  |", indent, w, name ? name : "?");
-		for (int k = 0; k < used; k++) {
-			double u = s->utilisation[k];
-			int c = u <= 0 ? '.' : u >= 0.95 ? '#' : '0' + (int)fmin(9, fmax(1, floor(10 * u + 0.5)));
-			fputc(c, f);
-		}
-		fprintf(f, "|\n");
+		fprintf(f, "%s%-*s  ", indent, w, name ? name : "?");
+		report_util_row(f, s->utilisation, used);
+		fputc('\n', f);
 	}
 }
 

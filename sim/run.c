@@ -1628,12 +1628,24 @@ static void put_shared(struct out_buf *b, const struct engine *jobs, int n_jobs)
 		b->oom = true;
 		return;
 	}
+	double bin_s = jobs[0].bins_clock->bin_s;
+	put_f(b, bin_s);
 	put_sorted(b, order, n);
 	for (int i = 0; i < n; i++) {
-		put_name(b, net, order[i].link);
-		put_f(b, link_bps(net, order[i].link));
+		int l = order[i].link;
+		double bps = link_bps(net, l);
+		put_name(b, net, l);
+		put_f(b, bps);
 		for (int j = 0; j < n_jobs; j++)
-			put_f(b, jobs[j].link_bytes[order[i].link]);
+			put_f(b, jobs[j].link_bytes[l]);
+		/* every job's bytes in each bin, over the link's capacity */
+		for (int k = 0; k < SIM_BINS; k++) {
+			double bytes = 0;
+			for (int j = 0; j < n_jobs; j++)
+				if (jobs[j].slot[l] >= 0)
+					bytes += jobs[j].bins[(int64_t)jobs[j].slot[l] * SIM_BINS + k];
+			put_f(b, bytes / (bps * bin_s));
+		}
 	}
 	free(order);
 }

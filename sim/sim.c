@@ -241,7 +241,8 @@ static bool check_devices(const struct topology *t, const struct sim_job *jobs, 
 static bool parse_shared(struct arena *a, struct in_buf *b, int n_jobs, struct sim_shared *out)
 {
 	struct sim_shared s = {.n_jobs = n_jobs};
-	s.n_links = (int)get_count(b, (1 + (size_t)n_jobs) * sizeof(double));
+	s.bin_s = get_f(b);
+	s.n_links = (int)get_count(b, (1 + (size_t)n_jobs + SIM_BINS) * sizeof(double));
 	s.links = arena_calloc(a, (size_t)s.n_links + 1, sizeof(*s.links));
 	if (!s.links)
 		return false;
@@ -256,6 +257,8 @@ static bool parse_shared(struct arena *a, struct in_buf *b, int n_jobs, struct s
 		s.links[i].bandwidth_bps = get_f(b);
 		for (int j = 0; j < n_jobs; j++)
 			s.links[i].bytes[j] = get_f(b);
+		for (int k = 0; k < SIM_BINS; k++)
+			s.links[i].utilisation[k] = get_f(b);
 	}
 	if (out)
 		*out = s;

@@ -251,10 +251,12 @@ struct sim_shared_link {
 	const char *name;
 	double bandwidth_bps;
 	double *bytes;                     /* [n_jobs] */
+	double utilisation[SIM_BINS];      /* every job's traffic over time, bins of bin_s */
 };
 
 struct sim_shared {
 	int n_jobs;
+	double bin_s;
 	int n_links;
 	struct sim_shared_link *links;     /* most loaded first (bytes / bandwidth) */
 };

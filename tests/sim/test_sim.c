@@ -858,6 +858,9 @@ Test(sim, two_rings_sharing_one_uplink_get_half_its_rate)
 		          both.shared.links[i].name);
 		within(both.shared.links[i].bytes[0], S, 1e-12, "job 0's bytes");
 		within(both.shared.links[i].bytes[1], S, 1e-12, "job 1's bytes");
+		/* both flows at 6.25 GB/s fill the 12.5 GB/s link */
+		for (int k = 1; k < 19; k++)
+			within(both.shared.links[i].utilisation[k], 1, 1e-3, "a shared link, a bin");
 	}
 	arena_free(alone.a);
 	arena_free(both.a);
