@@ -24,6 +24,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_cosim(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
@@ -307,6 +308,12 @@ void report_sim_ranks(FILE *f, const struct sim_result *r);
 /* The k busiest links and the k collectives that exceeded their formula
  * most (label from the program). */
 void report_sim_links(FILE *f, const char *indent, const struct sim_result *r, int k);
+/* The busiest links' utilisation over time (sim_result.series), a row of
+ * one character per bin each: '.' idle, 1-9 tenths of the rate, '#' 95%
+ * or more. */
+void report_sim_link_series(FILE *f, const char *indent, const struct sim_result *r);
+/* One such row of n bins' utilisation between bars: "|..3#9|". */
+void report_util_row(FILE *f, const double *u, int n);
 void report_sim_collectives(FILE *f, const char *indent, const struct program *prog,
                             const struct sim_result *r, int k);
 
@@ -416,6 +423,12 @@ void report_trace_stream(FILE *f, const struct sim_result *r, const struct progr
                          const char *title);
 /* The same into `path`, atomically (a temporary file renamed over it).
  * False with a message in err when it cannot be written. */
+/* Several jobs simulated together (cosim) as one trace: each job's ranks
+ * as processes named "job NAME rank K", then its busiest links' counters
+ * ("job NAME links: ..."); r[j], progs[j], names[j] per job. */
+bool report_trace_jobs_write(const char *path, const struct sim_result *r,
+                             const struct program *const *progs, const char *const *names,
+                             int n_jobs, const char *title, char *err, size_t err_size);
 bool report_trace_write(const char *path, const struct sim_result *r,
                         const struct program *prog, const char *title, char *err,
                         size_t err_size);

@@ -124,6 +124,11 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 			         st->n_clusters, st->n_clusters == 1 ? "y" : "ies", (long long)sz.points,
 			         (long long)left_out);
 		}
+	} else if (!strcmp(fmt, JOBS_FORMAT)) {
+		struct jobs_file *jf = jobs_load_doc(a, doc);
+		if (jf)
+			snprintf(summary, size, "jobs: %d job%s on %s", jf->n_jobs,
+			         jf->n_jobs == 1 ? "" : "s", jf->topo->name);
 	} else if (!strcmp(fmt, CALIBRATION_FORMAT)) {
 		struct calibration *c = cost_calibration_load_doc(a, doc);
 		if (c)
@@ -133,8 +138,8 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 		struct jv f;
 		jv_get(&root, "format", &f);
 		jv_error(&f, "unknown format \"%s\" (expected \"%s\", \"%s\", \"%s\", \"%s\", "
-		         "\"%s\" or \"%s\")", fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT,
-		         VALIDATION_FORMAT, STUDY_FORMAT, CALIBRATION_FORMAT);
+		         "\"%s\", \"%s\" or \"%s\")", fmt, TOPO_FORMAT, MODEL_FORMAT, SCENARIO_FORMAT,
+		         VALIDATION_FORMAT, STUDY_FORMAT, CALIBRATION_FORMAT, JOBS_FORMAT);
 	}
 	return summary[0] && d->errors == errors;
 }

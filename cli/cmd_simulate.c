@@ -34,7 +34,8 @@ static void help(FILE *f)
 	        "symbolic estimate (shardlab estimate) is printed beside it. Prints the\n"
 	        "iteration time simulated and estimated, per rank the compute, exposed\n"
 	        "communication and idle time (min, median, max, the worst rank), the\n"
-	        "busiest links and the collectives that took longer than their formula.\n"
+	        "busiest links, their utilisation over time and the collectives that\n"
+	        "took longer than their formula.\n"
 	        "\n"
 	        "options:\n%s"
 	        "  --planner NAME        propagate, recursive, data-parallel, megatron or\n"
@@ -93,7 +94,10 @@ static void help(FILE *f)
 	        "                        \"compute_s\", \"comm_exposed_s\", \"pipeline_wait_s\",\n"
 	        "                        \"idle_s\"}]),\n"
 	        "                        \"links\" ([{\"name\", \"bytes\", \"busy_s\",\n"
-	        "                        \"utilisation\"}], busiest first) and \"collectives\"\n"
+	        "                        \"utilisation\"}], busiest first),\n"
+	        "                        \"links_over_time\" ({\"bin_s\", \"links\": [{\"name\",\n"
+	        "                        \"utilisation\": [32 bins]}]}, the busiest 8) and\n"
+	        "                        \"collectives\"\n"
 	        "                        ([{\"step\", \"label\", \"algorithm\", \"simulated_s\",\n"
 	        "                        \"formula_s\"}], program order)\n");
 	fprintf(f,
@@ -242,6 +246,8 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	report_sim_ranks(stdout, &r->sim);
 	printf("\nbusiest links\n");
 	report_sim_links(stdout, "  ", &r->sim, 10);
+	printf("\nbusiest links over time\n");
+	report_sim_link_series(stdout, "  ", &r->sim);
 	printf("\ncollectives that contended most (simulated vs formula)\n");
 	report_sim_collectives(stdout, "  ", &r->prog, &r->sim, 10);
 }
@@ -276,6 +282,24 @@ static cJSON *json_links(const struct sim_result *s)
 		cJSON_AddItemToArray(a, o);
 	}
 	return a;
+}
+
+/* The busiest links over time: {"bin_s", "links": [{"name",
+ * "utilisation": [per bin]}]}. */
+static cJSON *json_link_series(const struct sim_result *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "bin_s", s->bin_s);
+	cJSON *a = cJSON_AddArrayToObject(o, "links");
+	for (int i = 0; i < s->n_series; i++) {
+		cJSON *l = cJSON_CreateObject();
+		const char *name = s->links[s->series[i].link].name;
+		cJSON_AddStringToObject(l, "name", name ? name : "?");
+		cJSON_AddItemToObject(l, "utilisation",
+		                      cJSON_CreateDoubleArray(s->series[i].utilisation, SIM_BINS));
+		cJSON_AddItemToArray(a, l);
+	}
+	return o;
 }
 
 static cJSON *json_collectives(const struct program *prog, const struct sim_result *s)
@@ -319,6 +343,7 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	report_json_pipeline(root, p, &r->est);
 	cJSON_AddItemToObject(root, "ranks", json_ranks(&r->sim));
 	cJSON_AddItemToObject(root, "links", json_links(&r->sim));
+	cJSON_AddItemToObject(root, "links_over_time", json_link_series(&r->sim));
 	cJSON_AddItemToObject(root, "collectives", json_collectives(&r->prog, &r->sim));
 	return root;
 }

@@ -21,6 +21,7 @@ static const struct {
 	{"cp", cmd_cp, "one attention layer under context parallelism: ring K/V bytes, balance, overlap"},
 	{"estimate", cmd_estimate, "the symbolic estimate of a plan: iteration time, breakdown, memory"},
 	{"simulate", cmd_simulate, "simulate a plan's training iteration on SimGrid beside its estimate"},
+	{"cosim", cmd_cosim, "several jobs on one cluster: each alone and together, the links they share"},
 	{"compare", cmd_compare, "every planner's plan estimated and simulated: one table, the main job"},
 	{"validate", cmd_validate, "predicted against measured: published training runs, collectives"},
 	{"verify", cmd_verify, "run a plan on real numbers, rank by rank, against the unsharded model"},

@@ -338,6 +338,44 @@ void report_sim_links(FILE *f, const char *indent, const struct sim_result *r, i
 	}
 }
 
+void report_util_row(FILE *f, const double *u, int n)
+{
+	fputc('|', f);
+	for (int k = 0; k < n; k++) {
+		int c = u[k] <= 0 ? '.' : u[k] >= 0.95 ? '#'
+		                        : '0' + (int)fmin(9, fmax(1, floor(10 * u[k] + 0.5)));
+		fputc(c, f);
+	}
+	fputc('|', f);
+}
+
+void report_sim_link_series(FILE *f, const char *indent, const struct sim_result *r)
+{
+	if (r->n_series == 0) {
+		fprintf(f, "%sno link carried traffic\n", indent);
+		return;
+	}
+	char b[32];
+	int w = 4, used = 0;
+	for (int i = 0; i < r->n_series; i++) {
+		const char *name = r->links[r->series[i].link].name;
+		int l = (int)strlen(name ? name : "?");
+		w = l > w ? l : w;
+		for (int k = 0; k < SIM_BINS; k++)
+			if (r->series[i].utilisation[k] > 0 && k + 1 > used)
+				used = k + 1;
+	}
+	fprintf(f, "%s%d bins of %s from 0; each a tenth of the link's rate (1-9), '#' for 95%% or "
+	        "more, '.' idle\n", indent, used, cli_si(b, sizeof b, r->bin_s, "s"));
+	for (int i = 0; i < r->n_series; i++) {
+		const struct sim_link_series *s = &r->series[i];
+		const char *name = r->links[s->link].name;
+		fprintf(f, "%s%-*s  ", indent, w, name ? name : "?");
+		report_util_row(f, s->utilisation, used);
+		fputc('\n', f);
+	}
+}
+
 static const char *sr_step_label(const struct program *prog, int step, char *buf, size_t size)
 {
 	if (prog && step >= 0 && step < prog->n_steps && prog->steps[step].label)

@@ -2,9 +2,11 @@
  * FUZZ_KIND: 0 check (any format, what `shardlab check` does), 1 topology,
  * 2 model, 3 scenario, 4 validation, 5 calibration (applied, when it
  * loads, to a copy of the DGX A100's topology), 6 study (loaded, then
- * counted cell by cell and held to a limit, as check and sweep do). The
+ * counted cell by cell and held to a limit, as check and sweep do), 7
+ * jobs (several scenarios placed on one cluster). The
  * bytes are read as the file "scenarios/fuzz.json"
- * ("scenarios/studies/fuzz.json" for a study) so that the paths the file
+ * ("scenarios/studies/fuzz.json" for a study, "scenarios/jobs/fuzz.json"
+ * for jobs) so that the paths the file
  * names resolve against the shipped files (run from the source root). */
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -21,7 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct arena *a = arena_new();
 	memset(&doc, 0, sizeof doc);
 	diag_list_init(&d);
-	const char *file = FUZZ_KIND == 6 ? "scenarios/studies/fuzz.json" : "scenarios/fuzz.json";
+	const char *file = FUZZ_KIND == 6   ? "scenarios/studies/fuzz.json"
+	                   : FUZZ_KIND == 7 ? "scenarios/jobs/fuzz.json"
+	                                    : "scenarios/fuzz.json";
 	if (a && json_doc_parse(&doc, file, (const char *)data, size, &d)) {
 		struct jv root;
 		switch (FUZZ_KIND) {
@@ -67,6 +71,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (st && study_check_size(st, 100000, &sz, &d))
 				SL_ASSERT(sz.points >= 0 && sz.points <= 100000 && sz.units >= 0 &&
 				          sz.max_configs >= 1);
+			break;
+		}
+		case 7: {
+			/* Placed jobs hold disjoint devices inside the topology. */
+			struct jobs_file *jf = jobs_load_doc(a, &doc);
+			for (int j = 0; jf && j < jf->n_jobs; j++)
+				for (int64_t r = 0; r < jf->jobs[j].scenario->devices; r++)
+					SL_ASSERT(jf->jobs[j].devices[r] >= 0 &&
+					          jf->jobs[j].devices[r] < jf->topo->n_devices);
 			break;
 		}
 		}

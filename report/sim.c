@@ -632,9 +632,52 @@ static void links_chart(struct report_html *h, const struct sim_result *r)
 		          100 * l->utilisation, rh_si(h, a, sizeof a, l->bytes, "B"));
 	}
 	rh_put(h, "</svg><figcaption>Utilisation: the bytes a link carried over its bandwidth times "
-	          "the iteration. The simulator counts bytes per link over the whole iteration; the "
-	          "traffic above shows when they flow, by tier.</figcaption>"
+	          "the iteration; below, when the busiest of them were busy.</figcaption>"
 	          "</figure>\n");
+}
+
+/* The busiest links over time (sim_result.series): a row per link, a cell
+ * per bin, shaded by the link's utilisation in it, on the iteration's
+ * time axis. */
+static void links_time_chart(struct report_html *h, const struct sim_result *r)
+{
+	if (r->n_series == 0 || !(r->bin_s > 0) || !(r->iteration_s > 0))
+		return;
+	int n = r->n_series;
+	double span = r->iteration_s, scale = 780 / span;
+	char a[32], b[32], c[32];
+	rh_printf(h, "<figure style=\"margin:6px 0\"><svg id=\"links-time-chart\" viewBox=\"0 0 1000 "
+	             "%d\" width=\"1000\" height=\"%d\">", n * 20 + 24, n * 20 + 24);
+	for (int i = 0; i < n; i++) {
+		const struct sim_link_series *ls = &r->series[i];
+		rh_printf(h, "<g class=\"link-row\"><text x=\"190\" y=\"%d\" font-size=\"11\" "
+		             "text-anchor=\"end\">", i * 20 + 15);
+		rh_esc(h, r->links[ls->link].name);
+		rh_printf(h, "</text><rect x=\"200\" y=\"%d\" width=\"780\" height=\"16\" "
+		             "fill=\"none\" stroke=\"#ccc\"/>", i * 20 + 2);
+		for (int k = 0; k < SIM_BINS && k * r->bin_s < span; k++) {
+			double u = ls->utilisation[k];
+			if (!(u > 0))
+				continue;
+			double x0 = k * r->bin_s, x1 = fmin((k + 1) * r->bin_s, span);
+			rh_printf(h, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"16\" "
+			             "fill=\"#4477aa\" fill-opacity=\"%.3f\"><title>%s to %s: %.0f%% "
+			             "of %s</title></rect>", 200 + x0 * scale, i * 20 + 2,
+			          fmax(0.5, (x1 - x0) * scale), fmin(1, u),
+			          rh_si(h, a, sizeof a, x0, "s"), rh_si(h, b, sizeof b, x1, "s"), 100 * u,
+			          rh_si(h, c, sizeof c, r->iteration_s, "s"));
+		}
+		rh_put(h, "</g>\n");
+	}
+	rh_printf(h, "<text x=\"200\" y=\"%d\" font-size=\"11\">0</text><text x=\"980\" y=\"%d\" "
+	             "font-size=\"11\" text-anchor=\"end\">%s</text>", n * 20 + 18, n * 20 + 18,
+	          rh_si(h, a, sizeof a, span, "s"));
+	rh_printf(h, "</svg><figcaption>The %d busiest links over the iteration, in bins of %s: the "
+	             "darker, the larger the share of the link's bandwidth its transfers used (a "
+	             "transfer's bytes spread over its duration). The same figures as "
+	             "<code>simulate</code>'s \"busiest links over time\" and its JSON's "
+	             "<code>links_over_time</code>.</figcaption></figure>\n",
+	          n, rh_si(h, a, sizeof a, r->bin_s, "s"));
 }
 
 /* Whether a step's traffic leaves the servers: a collective whose first
@@ -857,6 +900,8 @@ void report_html_sim(struct report_html *h, const struct plan *p, const struct e
 	traffic_chart(h, p->scenario->topo, prog, r);
 	rh_put(h, "<h3>Busiest links</h3>\n");
 	links_chart(h, r);
+	rh_put(h, "<h3>Busiest links over time</h3>\n");
+	links_time_chart(h, r);
 out:
 	rh_put(h, "</section>\n");
 	free(groups);

@@ -190,6 +190,45 @@ struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc);
  * folder. */
 struct scenario *scenario_load_value(struct arena *a, const struct jv *v, const char *default_name);
 
+/* ------------------------------------------------ jobs on one cluster
+ *
+ * Several scenarios (jobs) placed on one topology, simulated together
+ * (jobs.c; docs/formats.md). */
+#define JOBS_FORMAT "shardlab-jobs"
+#define JOBS_MAX 64
+
+enum job_placement { JOB_PACKED, JOB_SPREAD, JOB_LISTED, JOB_PLACEMENT_COUNT };
+extern const char *const job_placement_names[JOB_PLACEMENT_COUNT];
+
+struct job_spec {
+	const char *name;
+	struct scenario *scenario;         /* its topology replaced by the jobs file's */
+	enum job_placement placement;
+	int n_listed;
+	int64_t *listed;                   /* JOB_LISTED: the servers the file lists */
+	int n_servers;
+	int64_t *servers;                  /* the servers it got, in rank order */
+	int64_t *devices;                  /* [scenario->devices]: rank r's device */
+	int line;
+};
+
+struct jobs_file {
+	const char *file, *name;
+	struct topology *topo;             /* the shared fabric */
+	int n_jobs;
+	struct job_spec *jobs;
+	struct diag_list *diags;
+};
+
+/* Loads a jobs file, its topology and every job's scenario, and places
+ * the jobs (listed first, then in file order). NULL after diagnostics:
+ * FILE:LINE: PATH: message. */
+struct jobs_file *jobs_load(struct arena *a, const char *path, struct diag_list *diags);
+/* The same from a parsed document whose "format" is JOBS_FORMAT. */
+struct jobs_file *jobs_load_doc(struct arena *a, struct json_doc *doc);
+/* The leaf switch (rail group) a server's first NIC hangs from. */
+int64_t jobs_server_leaf(const struct topology *t, int64_t server);
+
 /* The shard() configuration of an op, or NULL. */
 const struct shard_config *scenario_shard_for(const struct scenario *s, int op);
 

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
 NICE=${NICE:-19}
 ALL=(fuzz_json fuzz_check fuzz_topology fuzz_model fuzz_scenario fuzz_validation
-	fuzz_study fuzz_generator fuzz_calibration fuzz_calfile fuzz_bench)
+	fuzz_study fuzz_jobs fuzz_generator fuzz_calibration fuzz_calfile fuzz_bench)
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
 	echo "usage: bash scripts/fuzz.sh SECONDS [HARNESS...]  (harnesses: ${ALL[*]})" >&2
@@ -48,6 +48,7 @@ seeds() {
 	fuzz_scenario) ls scenarios/*.json tests/data/good/*.json tests/data/bad/scenario-*.json ;;
 	fuzz_validation) ls validation/*.json tests/data/good/validate-*.json tests/data/bad/validation-*.json ;;
 	fuzz_study) ls scenarios/studies/*.json tests/data/studies/*.json tests/data/bad/study-*.json ;;
+	fuzz_jobs) ls scenarios/jobs/*.json tests/data/bad/jobs-*.json ;;
 	fuzz_calibration) ls calibration/*.csv tests/data/calibrate/*.csv ;;
 	fuzz_calfile) ls tests/data/calibrate/*.json tests/data/bad/calibration-*.json ;;
 	fuzz_bench) ls tests/data/calibrate/*.txt ;;

@@ -161,6 +161,9 @@ static int64_t leaf_of(const struct topology *t, int64_t s, int k)
 	return (s * per + k) / t->fabric.nics_per_leaf;
 }
 
+static int pooled_route(const struct sim_net *net, int64_t a, int64_t b,
+                        int64_t ids[SIM_ROUTE_MAX]);
+
 /* The link ids of the route a -> b, as query.c's path_between. */
 static int route_ids(const struct sim_net *net, int64_t a, int64_t b, int64_t ids[SIM_ROUTE_MAX])
 {
@@ -172,6 +175,8 @@ static int route_ids(const struct sim_net *net, int64_t a, int64_t b, int64_t id
 	int64_t blk_b = (sb - net->server0) * net->per_server_ids;
 	int n = 0;
 	int k = topo_tier_between(t, a, b);
+	if (k < 0 && net->leaf_uplinks)
+		return pooled_route(net, a, b, ids);
 	if (k >= 0) {
 		if (t->tiers[k].kind == TOPO_TIER_MESH) {
 			ids[n++] = blk_a + tier_off(t, k) + la * d + lb;
@@ -192,6 +197,47 @@ static int route_ids(const struct sim_net *net, int64_t a, int64_t b, int64_t id
 	}
 	ids[n++] = blk_b + nic_off(t) + 4 * kb + NIC_RX;
 	return n;
+}
+
+/* Across servers with the leaves' uplinks pooled: tx, the leaf's pooled
+ * uplink and the far leaf's downlink when the leaves differ, rx. */
+static int pooled_route(const struct sim_net *net, int64_t a, int64_t b,
+                        int64_t ids[SIM_ROUTE_MAX])
+{
+	const struct topology *t = net->t;
+	int64_t d = t->devices_per_server, sa = a / d, sb = b / d;
+	int per = t->nic.per_server;
+	int ka = (int)(a % d * per / d), kb = (int)(b % d * per / d);
+	int64_t la = leaf_of(t, sa, ka), lb = leaf_of(t, sb, kb);
+	int64_t leaves = net->per_server_ids * net->n_servers;
+	int n = 0;
+	ids[n++] = (sa - net->server0) * net->per_server_ids + nic_off(t) + 4 * ka + NIC_TX;
+	if (la != lb) {
+		ids[n++] = leaves + 2 * la;
+		ids[n++] = leaves + 2 * lb + 1;
+	}
+	ids[n++] = (sb - net->server0) * net->per_server_ids + nic_off(t) + 4 * kb + NIC_RX;
+	return n;
+}
+
+bool sim_net_init_pooled(struct sim_net *net, const struct topology *t, int64_t base,
+                         int64_t n_ranks)
+{
+	if (!sim_net_init(net, t, base, n_ranks))
+		return false;
+	net->leaf_uplinks = true;
+	int64_t last = net->server0 + net->n_servers - 1;
+	/* one server has no fabric, and no route leaves it */
+	if (t->fabric.kind == TOPO_FABRIC_NONE || t->nic.per_server < 1)
+		return true;
+	net->n_leaves = leaf_of(t, last, t->nic.per_server - 1) + 1;
+	int64_t ids = net->per_server_ids * net->n_servers;
+	int32_t *c = realloc(net->compact, (size_t)(ids + 2 * net->n_leaves) * sizeof(*c));
+	if (!c)
+		return false;
+	net->compact = c;
+	memset(c + ids, 0xff, (size_t)(2 * net->n_leaves) * sizeof(*c));
+	return true;
 }
 
 static bool add_pair_slot(struct sim_net *net)
@@ -242,6 +288,18 @@ void sim_net_link_info(const struct sim_net *net, int link, char *name, size_t n
 {
 	const struct topology *t = net->t;
 	int64_t id = net->link_id[link];
+	int64_t leaves = net->per_server_ids * net->n_servers;
+	if (id >= leaves) {
+		/* a leaf's pooled uplinks: every NIC port under it, oversubscribed */
+		double over = t->fabric.oversubscription > 1 ? t->fabric.oversubscription : 1;
+		int ports = t->fabric.kind == TOPO_FABRIC_RAIL_OPTIMIZED
+		            ? t->fabric.servers_per_rail_group : t->fabric.nics_per_leaf;
+		snprintf(name, name_len, "leaf-%" PRId64 "-%s", (id - leaves) / 2,
+		         (id - leaves) % 2 ? "down" : "up");
+		*bps = ports * t->nic.bandwidth_bps / over;
+		*latency_s = t->fabric.switch_latency_s;
+		return;
+	}
 	int64_t s = id / net->per_server_ids + net->server0, r = id % net->per_server_ids;
 	int64_t d = t->devices_per_server;
 	if (r >= nic_off(t)) {

@@ -48,7 +48,10 @@
 
 #include "sim-int.h"
 
+struct engine;
+
 struct rank_state {
+	struct engine *e;                  /* its job's */
 	int64_t rank, local;               /* global, and inside its stage */
 	int stage;
 	double compute_s, comm_s, wait_s;
@@ -96,7 +99,23 @@ struct engine {
 	const struct topology *t;
 	const struct program *prog;
 	const struct sim_options *o;
-	struct sim_net net;
+	int job;                           /* its index among the jobs run together */
+	const int64_t *dev;                /* [rank]: its device (host); NULL: rank r on r */
+	struct sim_net *net;               /* every job's pairs and links */
+	const int32_t *link_job;           /* [link]: the one job using it, or LINK_JOBS;
+	                                      NULL when the job runs alone */
+	double end_s;                      /* when its last actor finished */
+	int64_t *where;                    /* scratch: a group's devices (devices_of) */
+	int where_cap;
+	int64_t pairs_from, pairs_to;      /* its pairs in the net */
+	/* Link load over time (bounded: SIM_BINS bins per link it uses, of a
+	 * width that doubles whenever the simulation outgrows them) */
+	struct bin_clock *bins_clock;      /* shared by the jobs run together */
+	int32_t *slot;                     /* [link]: its row in bins, -1 none */
+	int n_slots;
+	double *bins;                      /* [slot * SIM_BINS + b]: bytes carried in bin b */
+	double **group_w;                  /* [group id]: executions in each bin, NULL before
+	                                      the first (formula collectives) */
 	sg_mailbox_t *mbox;                /* [pair * 2 + stream] */
 	struct p2p_chan *p2p;              /* [channel * stage_ranks + receiver's local rank] */
 	uint8_t **algo;                    /* [step][group]: effective algorithm | BY_FORMULA */
@@ -125,8 +144,23 @@ struct engine {
 	bool failed;
 };
 
-/* The child's one engine: actors are plain functions. */
-static struct engine *eng;
+/* The time axis of the link-load bins: bins of bin_s seconds from 0,
+ * doubled (and the rows merged two by two) whenever an activity ends past
+ * the last bin. */
+struct bin_clock {
+	double bin_s;
+	struct engine *jobs;
+	int n_jobs;
+};
+
+/* A link several jobs use (engine.link_job). */
+enum { LINK_JOBS = -2 };
+
+/* The device (SimGrid host) rank r of the job runs on. */
+static int64_t dev_of(const struct engine *e, int64_t r)
+{
+	return e->dev ? e->dev[r] : r;
+}
 
 /* ------------------------------------------------------------- setup */
 
@@ -151,6 +185,28 @@ static bool in_program(const struct engine *e, int64_t r)
 	return r >= 0 && r < e->prog->n_ranks;
 }
 
+/* The devices of a group's members, which price its collective (the
+ * members themselves when rank r runs on device r); NULL when a member is
+ * outside the program or memory ran out. */
+static const int64_t *devices_of(struct engine *e, const int64_t *members, int n)
+{
+	if (!e->dev)
+		return members;
+	if (n > e->where_cap) {
+		int64_t *w = realloc(e->where, (size_t)n * sizeof(*w));
+		if (!w)
+			return NULL;
+		e->where = w;
+		e->where_cap = n;
+	}
+	for (int j = 0; j < n; j++) {
+		if (!in_program(e, members[j]))
+			return NULL;
+		e->where[j] = e->dev[members[j]];
+	}
+	return e->where;
+}
+
 /* A pipeline send: the pair of every rank of the stage with its peer. */
 static bool setup_send(struct engine *e, int i)
 {
@@ -158,7 +214,7 @@ static bool setup_send(struct engine *e, int i)
 	const struct prog_step *st = &p->steps[i];
 	int64_t off = offset_of(e, i), peer = (int64_t)st->peer_stage * p->stage_ranks;
 	for (int64_t j = 0; j < p->stage_ranks; j++)
-		if (sim_net_pair_add(&e->net, off + j, peer + j) < 0)
+		if (sim_net_pair_add(e->net, dev_of(e, off + j), dev_of(e, peer + j)) < 0)
 			return false;
 	return true;
 }
@@ -221,17 +277,19 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
 	int crossing = cost_groups_crossing(e->t, g);
 	for (int k = 0; k < g->n_groups; k++) {
 		int n = members_of(ops, g, k, off);
-		if (n < 0)
+		const int64_t *where = n < 0 ? NULL : devices_of(e, ops->members, n);
+		if (!where)
 			return false;
 		/* The rule the estimate follows: the wanted algorithm where it
-		 * applies, else the cheapest that does. */
-		enum collective_algo want = cost_choose_algo_in(e->t, st->coll, ops->members, n,
+		 * applies, else the cheapest that does; priced where the
+		 * members run. */
+		enum collective_algo want = cost_choose_algo_in(e->t, st->coll, where, n,
 		                                                st->bytes, e->o->algo, crossing);
-		enum collective_algo a = sim_algo_effective(e->t, st->coll, want, ops->members, n);
-		double f = cost_collective_algo_in_s(e->t, st->coll, a, ops->members, n, st->bytes,
+		enum collective_algo a = sim_algo_effective(e->t, st->coll, want, where, n);
+		double f = cost_collective_algo_in_s(e->t, st->coll, a, where, n, st->bytes,
 		                                     crossing);
 		if (a == COLL_HALVING_DOUBLING && e->o->fidelity != FIDELITY_STEP &&
-		    sim_hd_one_link(e->t, ops->members, n))
+		    sim_hd_one_link(e->t, where, n))
 			a = SIM_HD_ONE_LINK;
 		e->algo[i][k] = (uint8_t)a;
 		if (f > e->formula_s[i])
@@ -247,7 +305,7 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
 				if (ops->op[x].kind != SIM_OP_SEND)
 					continue;
 				if (!in_program(e, ops->op[x].peer) ||
-				    sim_net_pair_add(&e->net, self, ops->op[x].peer) < 0)
+				    sim_net_pair_add(e->net, dev_of(e, self), dev_of(e, ops->op[x].peer)) < 0)
 					return false;
 			}
 			if (ops->oom)
@@ -310,7 +368,7 @@ static uint8_t algo_of(const struct engine *e, int i, int k)
 
 static const struct sim_route *route_of(const struct engine *e, int64_t from, int64_t to)
 {
-	return &e->net.route[sim_net_pair(&e->net, from, to)];
+	return &e->net->route[sim_net_pair(e->net, dev_of(e, from), dev_of(e, to))];
 }
 
 static void own(uint64_t *owner, const struct sim_route *r, uint64_t key)
@@ -405,11 +463,13 @@ static bool scan_group(struct engine *e, int i, int k, struct sim_ops *ops,
 					own(f->owner, r, key);
 				continue;
 			}
-			ok = ok && same_route(f, e->t, round, ops->members[me], ops->op[x].peer,
-			                      me == 0 && !seen(ops, x));
+			ok = ok && same_route(f, e->t, round, dev_of(e, ops->members[me]),
+			                      dev_of(e, ops->op[x].peer), me == 0 && !seen(ops, x));
 			for (int l = 0; l < r->n; l++) {
 				int32_t id_l = r->link[l];
-				ok = ok && f->owner[id_l] == key &&
+				ok = ok && (!e->link_job || e->link_job[id_l] == e->job) &&
+				     !sim_net_pooled(e->net, id_l) &&
+				     f->owner[id_l] == key &&
 				     (shares_ports || f->stamp[id_l] != f->round0 + round);
 				f->stamp[id_l] = f->round0 + round;
 			}
@@ -440,7 +500,7 @@ static bool number_keys(struct engine *e, const struct formula_scan *f)
 	int64_t n = 0;
 	uint64_t *sorted = malloc(((size_t)e->n_group_ids + 1) * sizeof(*sorted));
 	e->group_key = malloc(((size_t)e->n_group_ids + 1) * sizeof(*e->group_key));
-	e->link_key = malloc(((size_t)e->net.n_links + 1) * sizeof(*e->link_key));
+	e->link_key = malloc(((size_t)e->net->n_links + 1) * sizeof(*e->link_key));
 	if (!sorted || !e->group_key || !e->link_key) {
 		free(sorted);
 		return false;
@@ -455,7 +515,7 @@ static bool number_keys(struct engine *e, const struct formula_scan *f)
 			sorted[u++] = sorted[j];
 	for (int64_t id = 0; id < e->n_group_ids; id++)
 		e->group_key[id] = f->keys[id] ? key_index(sorted, u, f->keys[id]) : -1;
-	for (int l = 0; l < e->net.n_links; l++)
+	for (int l = 0; l < e->net->n_links; l++)
 		e->link_key[l] = f->owner[l] > LINK_SHARED ? key_index(sorted, u, f->owner[l]) : -1;
 	e->n_keys = u;
 	e->key_busy = calloc((size_t)u + 1, sizeof(*e->key_busy));
@@ -469,7 +529,7 @@ static bool number_keys(struct engine *e, const struct formula_scan *f)
 static bool find_by_formula(struct engine *e, struct sim_ops *ops)
 {
 	const struct program *p = e->prog;
-	size_t links = (size_t)e->net.n_links + 1, groups = (size_t)e->n_group_ids + 1;
+	size_t links = (size_t)e->net->n_links + 1, groups = (size_t)e->n_group_ids + 1;
 	e->rare = calloc((size_t)p->n_steps + 1, 1);
 	e->fallback = calloc(groups, 1);
 	e->executions = calloc(groups, sizeof(*e->executions));
@@ -536,8 +596,13 @@ static bool count_formula_bytes(struct engine *e)
 					if (ops.op[x].kind != SIM_OP_SEND)
 						continue;
 					const struct sim_route *r = route_of(e, ops.members[me], ops.op[x].peer);
-					for (int l = 0; l < r->n; l++)
+					const double *w = e->group_w ? e->group_w[e->group_base[i] + k] : NULL;
+					for (int l = 0; l < r->n; l++) {
 						e->link_bytes[r->link[l]] += (double)times * ops.op[x].amount;
+						int32_t s = w ? e->slot[r->link[l]] : -1;
+						for (int b = 0; s >= 0 && b < SIM_BINS; b++)
+							e->bins[(int64_t)s * SIM_BINS + b] += w[b] * ops.op[x].amount;
+					}
 				}
 			}
 		}
@@ -558,8 +623,6 @@ static int64_t stream0_steps(const struct program *p, int from, int n)
 static bool setup(struct engine *e)
 {
 	const struct program *p = e->prog;
-	if (!sim_net_init(&e->net, e->t, 0, p->n_ranks))
-		return false;
 	e->algo = calloc((size_t)p->n_steps + 1, sizeof(*e->algo));
 	e->formula_s = calloc((size_t)p->n_steps + 1, sizeof(double));
 	e->coll_max_s = calloc((size_t)p->n_steps + 1, sizeof(double));
@@ -586,10 +649,7 @@ static bool setup(struct engine *e)
 		e->has_first |= p->steps[i].first_micro;
 	}
 	free(distinct);
-	if (ok && e->o->fidelity == FIDELITY_COARSE)
-		ok = find_by_formula(e, &ops);
 	sim_ops_free(&ops);
-	e->link_bytes = calloc((size_t)e->net.n_links + 1, sizeof(double));
 	/* progress: rank 0's stream-0 steps */
 	const struct prog_stage *s0 = &p->stages[0];
 	for (int k = 0; k < s0->n_slots; k++) {
@@ -600,11 +660,40 @@ static bool setup(struct engine *e)
 	}
 	e->progress_total += stream0_steps(p, s0->tail, s0->n_tail);
 	e->progress_every = e->progress_total / 100 > 0 ? e->progress_total / 100 : 1;
-	return ok && e->link_bytes;
+	return ok;
+}
+
+/* Once every job's pairs are in the net: the links' byte counters and,
+ * at fidelity coarse, the collectives priced by their formula. */
+static bool setup_links(struct engine *e)
+{
+	e->link_bytes = calloc((size_t)e->net->n_links + 1, sizeof(double));
+	e->slot = malloc(((size_t)e->net->n_links + 1) * sizeof(*e->slot));
+	e->group_w = calloc((size_t)e->n_group_ids + 1, sizeof(*e->group_w));
+	if (!e->link_bytes || !e->slot || !e->group_w)
+		return false;
+	/* a row of bins for each link its pairs' routes cross */
+	for (int l = 0; l < e->net->n_links; l++)
+		e->slot[l] = -1;
+	for (int64_t p = e->pairs_from; p < e->pairs_to; p++)
+		for (int i = 0; i < e->net->route[p].n; i++) {
+			int32_t *s = &e->slot[e->net->route[p].link[i]];
+			if (*s < 0)
+				*s = e->n_slots++;
+		}
+	e->bins = calloc((size_t)e->n_slots * SIM_BINS + 1, sizeof(double));
+	if (!e->bins)
+		return false;
+	if (e->o->fidelity != FIDELITY_COARSE)
+		return true;
+	struct sim_ops ops = {0};
+	bool ok = find_by_formula(e, &ops);
+	sim_ops_free(&ops);
+	return ok;
 }
 
 /* Writes the platform to a temporary file, loads it, removes the file. */
-static bool load_platform(struct engine *e)
+static bool load_platform(const struct sim_net *net)
 {
 	const char *dir = getenv("TMPDIR");
 	char path[512];
@@ -618,7 +707,7 @@ static bool load_platform(struct engine *e)
 		unlink(path);
 		return false;
 	}
-	bool ok = sim_net_write_xml(&e->net, f);
+	bool ok = sim_net_write_xml(net, f);
 	ok = fclose(f) == 0 && ok;
 	if (ok)
 		simgrid_load_platform(path);
@@ -674,19 +763,25 @@ static void configure(int64_t actors)
 /* A mailbox per (pair, stream) for collectives, and per (pipeline
  * channel, receiver) for the stages' sends: each carries one sender's
  * messages in the order both sides run them. */
-static bool make_mailboxes(struct engine *e)
+static sg_mailbox_t *make_mailboxes(const struct sim_net *net)
+{
+	sg_mailbox_t *mbox = malloc((size_t)(2 * net->n_pairs + 1) * sizeof(*mbox));
+	char name[48];
+	for (int k = 0; mbox && k < 2 * net->n_pairs; k++) {
+		snprintf(name, sizeof(name), "m%d.%d", k / 2, k % 2);
+		mbox[k] = sg_mailbox_by_name(name);
+	}
+	return mbox;
+}
+
+/* The job's pipeline channels. */
+static bool make_channels(struct engine *e)
 {
 	const struct program *p = e->prog;
 	int64_t n_p2p = (int64_t)prog_channels(p->n_chunks, p->n_stages) * p->stage_ranks;
-	e->mbox = malloc((size_t)(2 * e->net.n_pairs + 1) * sizeof(*e->mbox));
 	e->p2p = p->n_stages > 1 ? calloc((size_t)n_p2p + 1, sizeof(*e->p2p)) : NULL;
-	if (!e->mbox || (p->n_stages > 1 && !e->p2p))
+	if (p->n_stages > 1 && !e->p2p)
 		return false;
-	char name[48];
-	for (int k = 0; k < 2 * e->net.n_pairs; k++) {
-		snprintf(name, sizeof(name), "m%d.%d", k / 2, k % 2);
-		e->mbox[k] = sg_mailbox_by_name(name);
-	}
 	for (int64_t k = 0; p->n_stages > 1 && k < n_p2p; k++)
 		e->p2p[k].posted = sg_sem_init(0);
 	return true;
@@ -694,8 +789,12 @@ static bool make_mailboxes(struct engine *e)
 
 /* ------------------------------------------------------------- actors */
 
+static void bin_pair(struct engine *e, int p, double t0, double t1, double bytes);
+static void bin_round(struct actor_ctx *c, const int *pair, int from, int to, double t0);
+
 static void record(struct actor_ctx *c, int step, enum sim_event_kind kind, double t0, double t1)
 {
+	struct engine *eng = c->rs->e;
 	if (!eng->o->trace)
 		return;
 	if (eng->n_events == eng->cap_events) {
@@ -719,6 +818,7 @@ static void record(struct actor_ctx *c, int step, enum sim_event_kind kind, doub
  * when the sleeps one by one would, for a fraction of the events. */
 static void settle(struct actor_ctx *c)
 {
+	struct engine *eng = c->rs->e;
 	if (c->pending_s <= 0)
 		return;
 	sg_actor_sleep_for(c->pending_s);
@@ -736,6 +836,7 @@ static double now(const struct actor_ctx *c)
  * activations, a backward holds a recomputed layer, then frees both. */
 static void memory(struct actor_ctx *c, double delta)
 {
+	struct engine *eng = c->rs->e;
 	struct rank_state *rs = c->rs;
 	rs->mem_bytes += delta;
 	if (rs->mem_bytes > rs->mem_peak_bytes)
@@ -762,28 +863,30 @@ static bool pending_room(struct actor_ctx *c, int n)
 }
 
 /* Counts a message on the links of pair p's route. */
-static void count_pair(int p, double bytes)
+static void count_pair(struct engine *eng, int p, double bytes)
 {
-	const struct sim_route *r = &eng->net.route[p];
+	const struct sim_route *r = &eng->net->route[p];
 	for (int i = 0; i < r->n; i++)
 		eng->link_bytes[r->link[i]] += bytes;
 	eng->messages++;
 }
 
 /* Counts a message on the route's links from one rank to another. */
-static void count_message(int64_t from, int64_t to, double bytes)
+static void count_message(struct engine *eng, int64_t from, int64_t to, double bytes)
 {
-	int p = sim_net_pair(&eng->net, from, to);
+	int p = sim_net_pair(eng->net, dev_of(eng, from), dev_of(eng, to));
 	SL_ASSERT(p >= 0);
-	count_pair(p, bytes);
+	count_pair(eng, p, bytes);
 }
 
 /* The rank pair of op x: sender to receiver. */
 static int pair_of(const struct actor_ctx *c, int x)
 {
+	struct engine *eng = c->rs->e;
 	const struct sim_op *op = &c->ops.op[x];
-	int p = op->kind == SIM_OP_SEND ? sim_net_pair(&eng->net, c->rs->rank, op->peer)
-	                                : sim_net_pair(&eng->net, op->peer, c->rs->rank);
+	int64_t self = dev_of(eng, c->rs->rank), peer = dev_of(eng, op->peer);
+	int p = op->kind == SIM_OP_SEND ? sim_net_pair(eng->net, self, peer)
+	                                : sim_net_pair(eng->net, peer, self);
 	SL_ASSERT(p >= 0);
 	return p;
 }
@@ -792,9 +895,11 @@ static int pair_of(const struct actor_ctx *c, int x)
  * transfer's rank pair (else each is looked up here). */
 static void run_ops(struct actor_ctx *c, const int *pair)
 {
+	struct engine *eng = c->rs->e;
 	settle(c);
 	c->sync_key = -1;
-	int pending = 0;
+	int pending = 0, round = 0;
+	double round_t0 = simgrid_get_clock();
 	for (int i = 0; i < c->ops.n; i++) {
 		const struct sim_op *op = &c->ops.op[i];
 		if (op->kind == SIM_OP_SLEEP) {
@@ -806,6 +911,9 @@ static void run_ops(struct actor_ctx *c, const int *pair)
 			eng->activities += pending;
 			sg_comm_wait_all(c->comms, (size_t)pending);
 			pending = 0;
+			bin_round(c, pair, round, i, round_t0);
+			round = i + 1;
+			round_t0 = simgrid_get_clock();
 			continue;
 		}
 		if (!pending_room(c, pending)) {
@@ -814,7 +922,7 @@ static void run_ops(struct actor_ctx *c, const int *pair)
 		}
 		int p = pair ? pair[i] : pair_of(c, i);
 		if (op->kind == SIM_OP_SEND) {
-			count_pair(p, op->amount);
+			count_pair(eng, p, op->amount);
 			c->comms[pending++] = sg_mailbox_put_async(eng->mbox[2 * p + c->stream], eng,
 			                                           (long)llround(op->amount));
 		} else {
@@ -824,12 +932,85 @@ static void run_ops(struct actor_ctx *c, const int *pair)
 	if (pending)
 		sg_comm_wait_all(c->comms, (size_t)pending);
 	eng->activities += pending;
+	bin_round(c, pair, round, c->ops.n, round_t0);
+}
+
+/* --------------------------------------------------- link load over time */
+
+static void merge_row(double *row)
+{
+	for (int b = 0; b < SIM_BINS / 2; b++)
+		row[b] = row[2 * b] + row[2 * b + 1];
+	for (int b = SIM_BINS / 2; b < SIM_BINS; b++)
+		row[b] = 0;
+}
+
+/* Widens the bins until t falls inside the last. */
+static void bins_reach(struct bin_clock *bc, double t)
+{
+	while (t > SIM_BINS * bc->bin_s) {
+		for (int j = 0; j < bc->n_jobs; j++) {
+			struct engine *e = &bc->jobs[j];
+			for (int s = 0; s < e->n_slots; s++)
+				merge_row(&e->bins[(int64_t)s * SIM_BINS]);
+			for (int64_t id = 0; e->group_w && id < e->n_group_ids; id++)
+				if (e->group_w[id])
+					merge_row(e->group_w[id]);
+		}
+		bc->bin_s *= 2;
+	}
+}
+
+/* `amount` spread evenly over [t0, t1] into the row's bins. */
+static void spread_over(double *row, double bin_s, double t0, double t1, double amount)
+{
+	int b0 = (int)fmin(t0 / bin_s, SIM_BINS - 1), b1 = (int)fmin(t1 / bin_s, SIM_BINS - 1);
+	if (t1 <= t0 || b0 == b1) {
+		row[b0] += amount;
+		return;
+	}
+	double rate = amount / (t1 - t0);
+	for (int b = b0; b <= b1; b++) {
+		double lo = fmax(t0, b * bin_s), hi = b == b1 ? t1 : fmin(t1, (b + 1) * bin_s);
+		row[b] += rate * (hi - lo);
+	}
+}
+
+/* A transfer of `bytes` on pair p's route during [t0, t1]. */
+static void bin_pair(struct engine *e, int p, double t0, double t1, double bytes)
+{
+	if (!e->bins)
+		return;
+	bins_reach(e->bins_clock, t1);
+	const struct sim_route *r = &e->net->route[p];
+	for (int i = 0; i < r->n; i++) {
+		int32_t s = e->slot[r->link[i]];
+		if (s >= 0)
+			spread_over(&e->bins[(int64_t)s * SIM_BINS], e->bins_clock->bin_s, t0, t1, bytes);
+	}
+}
+
+/* A round of transfers (the sends of ops [from, to)) that began at t0
+ * and ended now. */
+static void bin_round(struct actor_ctx *c, const int *pair, int from, int to, double t0)
+{
+	struct engine *eng = c->rs->e;
+	double t1 = simgrid_get_clock();
+	for (int x = from; x < to; x++)
+		if (c->ops.op[x].kind == SIM_OP_SEND)
+			bin_pair(eng, pair ? pair[x] : pair_of(c, x), t0, t1, c->ops.op[x].amount);
 }
 
 /* One execution of group `id`'s formula collective from t: counted, and
  * its member set's links held until t + f. */
-static void formula_from(int64_t id, int32_t key, double t, double f)
+static void formula_from(struct engine *eng, int64_t id, int32_t key, double t, double f)
 {
+	if (eng->group_w && !eng->group_w[id])
+		eng->group_w[id] = calloc(SIM_BINS, sizeof(double));
+	if (eng->group_w && eng->group_w[id]) {
+		bins_reach(eng->bins_clock, t + f);
+		spread_over(eng->group_w[id], eng->bins_clock->bin_s, t, t + f, 1);
+	}
 	eng->executions[id]++;
 	eng->by_formula++;
 	eng->key_start[key] = t;
@@ -845,6 +1026,7 @@ static void formula_from(int64_t id, int32_t key, double t, double f)
  * nothing here moves. False when the barrier below must run instead. */
 static bool run_lockstep(struct actor_ctx *c, int i, int group, int me, double clock)
 {
+	struct engine *eng = c->rs->e;
 	int64_t id = eng->group_base[i] + group;
 	int32_t key = eng->group_key[id];
 	if (!c->lockstep_ok || c->sync_key != key)
@@ -855,7 +1037,7 @@ static bool run_lockstep(struct actor_ctx *c, int i, int group, int me, double c
 	c->pending_s += c->raw_s * (eng->key_speed[key] - c->rs->speed);
 	c->raw_s = 0;
 	if (me == 0)
-		formula_from(id, key, clock + c->pending_s, f);
+		formula_from(eng, id, key, clock + c->pending_s, f);
 	c->pending_s += f;
 	return true;
 }
@@ -867,6 +1049,7 @@ static bool run_lockstep(struct actor_ctx *c, int i, int group, int me, double c
  * their transfers this time. The members are in c->ops.members. */
 static bool run_by_formula(struct actor_ctx *c, int i, int group, int me, int n)
 {
+	struct engine *eng = c->rs->e;
 	int64_t id = eng->group_base[i] + group;
 	int32_t key = eng->group_key[id];
 	double f = eng->group_s[id];
@@ -883,7 +1066,7 @@ static bool run_by_formula(struct actor_ctx *c, int i, int group, int me, int n)
 		eng->key_speed[key] = slowest;
 		eng->fallback[id] = eng->key_busy[key] > 0;
 		if (!eng->fallback[id])
-			formula_from(id, key, simgrid_get_clock(), f);
+			formula_from(eng, id, key, simgrid_get_clock(), f);
 		for (int j = 0; j < n; j++)
 			if (j != me)
 				sg_sem_release(eng->ranks[c->ops.members[j]].go[c->stream]);
@@ -902,11 +1085,12 @@ enum rare_touch { RARE_WINDOW, RARE_ENTER, RARE_LEAVE };
 
 static double rare_links(const struct actor_ctx *c, enum rare_touch what)
 {
+	struct engine *eng = c->rs->e;
 	double t = simgrid_get_clock(), end = 0;
 	for (int x = 0; x < c->ops.n; x++) {
 		if (c->ops.op[x].kind != SIM_OP_SEND)
 			continue;
-		const struct sim_route *r = &eng->net.route[c->pair[x]];
+		const struct sim_route *r = &eng->net->route[c->pair[x]];
 		for (int l = 0; l < r->n; l++) {
 			int32_t key = eng->link_key[r->link[l]];
 			if (key < 0)
@@ -924,6 +1108,7 @@ static double rare_links(const struct actor_ctx *c, enum rare_touch what)
  * on their links, and counted on those links' member sets while they run. */
 static void run_rare(struct actor_ctx *c)
 {
+	struct engine *eng = c->rs->e;
 	settle(c);
 	/* Each transfer's rank pair, looked up once for the four passes. */
 	if (c->ops.n > c->pair_cap) {
@@ -950,6 +1135,7 @@ static void run_rare(struct actor_ctx *c)
 
 static void run_collective(struct actor_ctx *c, int i)
 {
+	struct engine *eng = c->rs->e;
 	const struct prog_step *st = &eng->prog->steps[i];
 	int group, me;
 	int64_t off = offset_of(eng, i);
@@ -1026,6 +1212,7 @@ static bool post(struct p2p_chan *ch, double t)
 
 static void run_p2p(struct actor_ctx *c, int i)
 {
+	struct engine *eng = c->rs->e;
 	const struct program *p = eng->prog;
 	const struct prog_step *st = &p->steps[i];
 	struct rank_state *rs = c->rs;
@@ -1034,7 +1221,7 @@ static void run_p2p(struct actor_ctx *c, int i)
 	int64_t peer = (int64_t)st->peer_stage * p->stage_ranks + rs->local;
 	long bytes = (long)llround(st->bytes);
 	if (st->kind == PROG_SEND) {
-		count_message(rs->rank, peer, st->bytes);
+		count_message(eng, rs->rank, peer, st->bytes);
 		if (!post(ch, simgrid_get_clock()))
 			eng->failed = true;
 		return;
@@ -1042,9 +1229,12 @@ static void run_p2p(struct actor_ctx *c, int i)
 	double t0 = simgrid_get_clock();
 	sg_sem_acquire(ch->posted);
 	double posted = ch->at[ch->head++];
+	double moved = simgrid_get_clock();
 	sg_host_sendto(eng->ranks[peer].host, rs->host, (double)bytes);
 	c->sync_key = -1;
 	double t1 = simgrid_get_clock();
+	bin_pair(eng, sim_net_pair(eng->net, dev_of(eng, peer), dev_of(eng, rs->rank)), moved, t1,
+	         st->bytes);
 	eng->activities++;
 	/* Waiting until the other stage sent is the bubble; the transfer
 	 * after that, exposed communication. */
@@ -1056,6 +1246,7 @@ static void run_p2p(struct actor_ctx *c, int i)
 
 static void run_step(struct actor_ctx *c, int i)
 {
+	struct engine *eng = c->rs->e;
 	const struct prog_step *st = &eng->prog->steps[i];
 	if (st->kind == PROG_COLLECTIVE) {
 		run_collective(c, i);
@@ -1080,6 +1271,7 @@ static void run_step(struct actor_ctx *c, int i)
 /* Hands a step (or the end, -1) to stream 1. */
 static void hand_over(struct rank_state *rs, int step, int64_t micro)
 {
+	struct engine *eng = rs->e;
 	if (rs->q_tail == rs->q_cap) {
 		int cap = rs->q_cap ? 2 * rs->q_cap : 64;
 		int *q = realloc(rs->queue, (size_t)cap * sizeof(*q));
@@ -1100,7 +1292,8 @@ static void hand_over(struct rank_state *rs, int step, int64_t micro)
 
 static void progress(struct actor_ctx *c)
 {
-	if (c->rs->rank != 0 || !eng->o->progress)
+	struct engine *eng = c->rs->e;
+	if (c->rs->rank != 0 || eng->job != 0 || !eng->o->progress)
 		return;
 	if (++eng->progress_done % eng->progress_every == 0)
 		eng->o->progress(eng->o->progress_ctx, simgrid_get_clock(),
@@ -1112,6 +1305,7 @@ static void progress(struct actor_ctx *c)
  * parameters' gathers); the wait is exposed communication. */
 static void wait_stream1(struct actor_ctx *c)
 {
+	struct engine *eng = c->rs->e;
 	struct rank_state *rs = c->rs;
 	settle(c);
 	if (!eng->has_s1 || rs->s1_done >= rs->q_tail)
@@ -1128,6 +1322,7 @@ static void wait_stream1(struct actor_ctx *c)
  * micro-batch's forward only. */
 static void run_range(struct actor_ctx *c, int from, int n, const struct prog_slot *slot)
 {
+	struct engine *eng = c->rs->e;
 	const struct program *p = eng->prog;
 	bool first = slot->micro == 0 && !slot->backward;
 	for (int i = from; i < from + n && !eng->failed; i++) {
@@ -1151,6 +1346,7 @@ static void run_range(struct actor_ctx *c, int from, int n, const struct prog_sl
 
 static void stream0(struct actor_ctx *c)
 {
+	struct engine *eng = c->rs->e;
 	const struct program *p = eng->prog;
 	struct rank_state *rs = c->rs;
 	const struct prog_stage *st = &p->stages[rs->stage];
@@ -1196,6 +1392,7 @@ static void stream0(struct actor_ctx *c)
 
 static void stream1(struct actor_ctx *c)
 {
+	struct engine *eng = c->rs->e;
 	struct rank_state *rs = c->rs;
 	for (;;) {
 		sg_sem_acquire(rs->s1_go);
@@ -1226,10 +1423,12 @@ static void actor_main(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	struct actor_ctx *c = sg_actor_self_get_data();
+	struct engine *e = c->rs->e;
 	if (c->stream == 0)
 		stream0(c);
 	else
 		stream1(c);
+	e->end_s = fmax(e->end_s, simgrid_get_clock());
 	sim_ops_free(&c->ops);
 	free(c->comms);
 	free(c->pair);
@@ -1240,10 +1439,11 @@ static bool start_actors(struct engine *e)
 {
 	for (int64_t r = 0; r < e->prog->n_ranks; r++) {
 		struct rank_state *rs = &e->ranks[r];
+		rs->e = e;
 		rs->rank = r;
 		/* The program's compute is the estimate's, which is the slowest
 		 * device's (cost_straggler_factor): each rank runs at its own. */
-		rs->speed = cost_device_speed(&e->t->device, e->o->seed, r) /
+		rs->speed = cost_device_speed(&e->t->device, e->o->seed, dev_of(e, r)) /
 		            cost_straggler_factor(&e->t->device, e->prog->n_ranks);
 		rs->stage = (int)(r / e->prog->stage_ranks);
 		rs->local = r % e->prog->stage_ranks;
@@ -1253,7 +1453,7 @@ static bool start_actors(struct engine *e)
 		rs->go[0] = sg_sem_init(0);
 		rs->go[1] = sg_sem_init(0);
 		char name[32];
-		snprintf(name, sizeof(name), "r%lld", (long long)rs->rank);
+		snprintf(name, sizeof(name), "r%lld", (long long)dev_of(e, rs->rank));
 		sg_host_t h = sg_host_by_name(name);
 		if (!h)
 			return false;
@@ -1265,7 +1465,7 @@ static bool start_actors(struct engine *e)
 			c->rs = rs;
 			c->stream = s;
 			c->sync_key = -1;
-			snprintf(name, sizeof(name), "r%lld.%d", (long long)rs->rank, s);
+			snprintf(name, sizeof(name), "j%d.r%lld.%d", e->job, (long long)rs->rank, s);
 			sg_actor_t a = sg_actor_init(name, h);
 			sg_actor_set_data(a, c);
 			sg_actor_start(a, actor_main, 0, NULL);
@@ -1302,52 +1502,83 @@ static void put(struct out_buf *b, const void *data, size_t n)
 static void put_f(struct out_buf *b, double x) { put(b, &x, sizeof(x)); }
 static void put_i(struct out_buf *b, int64_t x) { put(b, &x, sizeof(x)); }
 
-static int by_bytes(const void *x, const void *y)
+/* A link's share of its capacity: bytes / bandwidth, for ordering. */
+struct link_key {
+	double load_s;
+	int link;
+};
+
+static int by_load(const void *x, const void *y)
 {
-	int a = *(const int *)x, b = *(const int *)y;
-	double ua = eng->link_bytes[a], ub = eng->link_bytes[b];
-	double bpa, bpb, l;
-	char n[8];
-	sim_net_link_info(&eng->net, a, n, sizeof(n), &bpa, &l);
-	sim_net_link_info(&eng->net, b, n, sizeof(n), &bpb, &l);
-	ua /= bpa;
-	ub /= bpb;
-	if (ua != ub)
-		return ua < ub ? 1 : -1;
-	return (a > b) - (a < b);
+	const struct link_key *a = x, *b = y;
+	if (a->load_s != b->load_s)
+		return a->load_s < b->load_s ? 1 : -1;
+	return (a->link > b->link) - (a->link < b->link);
 }
 
-static void put_links(struct out_buf *b, double iteration_s)
+static double link_bps(const struct sim_net *net, int l)
 {
-	int *order = malloc((size_t)eng->net.n_links * sizeof(int) + 1);
+	char n[8];
+	double bps, lat;
+	sim_net_link_info(net, l, n, sizeof(n), &bps, &lat);
+	return bps;
+}
+
+/* The links of order[0 .. n) (sorted, most loaded first) and each one's
+ * name, then what the caller adds per link. */
+static void put_sorted(struct out_buf *b, struct link_key *order, int n)
+{
+	qsort(order, (size_t)n, sizeof(*order), by_load);
+	put_i(b, n);
+}
+
+static void put_name(struct out_buf *b, const struct sim_net *net, int link)
+{
+	char name[96];
+	double bps, lat;
+	sim_net_link_info(net, link, name, sizeof(name), &bps, &lat);
+	put_i(b, (int64_t)strlen(name));
+	put(b, name, strlen(name));
+}
+
+static void put_links(struct out_buf *b, const struct engine *e, double iteration_s)
+{
+	struct link_key *order = malloc((size_t)e->net->n_links * sizeof(*order) + 1);
 	int n = 0;
-	for (int l = 0; order && l < eng->net.n_links; l++)
-		if (eng->link_bytes[l] > 0)
-			order[n++] = l;
+	for (int l = 0; order && l < e->net->n_links; l++)
+		if (e->link_bytes[l] > 0)
+			order[n++] = (struct link_key){e->link_bytes[l] / link_bps(e->net, l), l};
 	if (!order) {
 		b->oom = true;
 		return;
 	}
-	qsort(order, (size_t)n, sizeof(int), by_bytes);
-	put_i(b, n);
+	put_sorted(b, order, n);
 	for (int i = 0; i < n; i++) {
-		char name[96];
-		double bps, lat;
-		sim_net_link_info(&eng->net, order[i], name, sizeof(name), &bps, &lat);
-		put_i(b, (int64_t)strlen(name));
-		put(b, name, strlen(name));
-		double bytes = eng->link_bytes[order[i]];
+		double bps = link_bps(e->net, order[i].link);
+		put_name(b, e->net, order[i].link);
+		double bytes = e->link_bytes[order[i].link];
 		put_f(b, bytes);
 		put_f(b, bytes / bps);
 		put_f(b, iteration_s > 0 ? bytes / (bps * iteration_s) : 0);
 	}
+	/* the busiest links over time */
+	double bin_s = e->bins_clock->bin_s;
+	int n_series = n < SIM_SERIES_LINKS ? n : SIM_SERIES_LINKS;
+	put_f(b, bin_s);
+	put_i(b, n_series);
+	for (int i = 0; i < n_series; i++) {
+		int32_t s = e->slot[order[i].link];
+		double bps = link_bps(e->net, order[i].link);
+		put_i(b, i);
+		for (int k = 0; k < SIM_BINS; k++)
+			put_f(b, s >= 0 ? e->bins[(int64_t)s * SIM_BINS + k] / (bps * bin_s) : 0);
+	}
 	free(order);
 }
 
-static bool write_result(struct engine *e, int fd)
+static void write_result(struct out_buf *o, const struct engine *e, double it)
 {
-	struct out_buf b = {0};
-	double it = simgrid_get_clock();
+	struct out_buf b = *o;
 	put_f(&b, it);
 	put_i(&b, e->prog->n_ranks);
 	for (int64_t r = 0; r < e->prog->n_ranks; r++) {
@@ -1359,7 +1590,7 @@ static bool write_result(struct engine *e, int fd)
 		put_f(&b, idle > 0 ? idle : 0);
 		put_f(&b, rs->mem_peak_bytes);
 	}
-	put_links(&b, it);
+	put_links(&b, e, it);
 	int64_t n_coll = 0;
 	for (int i = 0; i < e->prog->n_steps; i++)
 		n_coll += e->algo[i] != NULL;
@@ -1378,35 +1609,152 @@ static bool write_result(struct engine *e, int fd)
 	put_i(&b, e->by_formula);
 	put_i(&b, e->n_events);
 	put(&b, e->events, (size_t)e->n_events * sizeof(*e->events));
-	bool ok = !b.oom;
-	for (size_t off = 0; ok && off < b.n;) {
-		ssize_t w = write(fd, b.p + off, b.n - off);
+	*o = b;
+}
+
+/* The links more than one job's traffic crossed, most loaded first: per
+ * link its name, bandwidth and each job's bytes. */
+static void put_shared(struct out_buf *b, const struct engine *jobs, int n_jobs)
+{
+	const struct sim_net *net = jobs[0].net;
+	struct link_key *order = malloc((size_t)net->n_links * sizeof(*order) + 1);
+	int n = 0;
+	for (int l = 0; order && l < net->n_links; l++) {
+		int users = 0;
+		double bytes = 0;
+		for (int j = 0; j < n_jobs; j++) {
+			users += jobs[j].link_bytes[l] > 0;
+			bytes += jobs[j].link_bytes[l];
+		}
+		if (users > 1)
+			order[n++] = (struct link_key){bytes / link_bps(net, l), l};
+	}
+	if (!order) {
+		b->oom = true;
+		return;
+	}
+	double bin_s = jobs[0].bins_clock->bin_s;
+	put_f(b, bin_s);
+	put_sorted(b, order, n);
+	for (int i = 0; i < n; i++) {
+		int l = order[i].link;
+		double bps = link_bps(net, l);
+		put_name(b, net, l);
+		put_f(b, bps);
+		for (int j = 0; j < n_jobs; j++)
+			put_f(b, jobs[j].link_bytes[l]);
+		/* every job's bytes in each bin, over the link's capacity */
+		for (int k = 0; k < SIM_BINS; k++) {
+			double bytes = 0;
+			for (int j = 0; j < n_jobs; j++)
+				if (jobs[j].slot[l] >= 0)
+					bytes += jobs[j].bins[(int64_t)jobs[j].slot[l] * SIM_BINS + k];
+			put_f(b, bytes / (bps * bin_s));
+		}
+	}
+	free(order);
+}
+
+static bool write_all(int fd, const struct out_buf *b)
+{
+	bool ok = !b->oom;
+	for (size_t off = 0; ok && off < b->n;) {
+		ssize_t w = write(fd, b->p + off, b->n - off);
 		if (w <= 0)
 			ok = false;
 		else
 			off += (size_t)w;
 	}
-	free(b.p);
 	return ok;
 }
 
-int sim_child_run(const struct topology *t, const struct program *prog,
-                  const struct sim_options *o, int fd)
+/* Which job uses each link: the pairs [pairs_from, pairs_to) of the net
+ * are job j's (jobs hold disjoint devices, so no pair is two jobs'). */
+static int32_t *links_by_job(const struct sim_net *net, const int64_t *pairs_to, int n_jobs)
 {
-	static struct engine e;
-	e = (struct engine){.t = t, .prog = prog, .o = o};
-	eng = &e;
-	if (!setup(&e))
-		return 3;
-	configure(prog->n_ranks * (e.has_s1 ? 2 : 1));
-	if (!load_platform(&e) || !make_mailboxes(&e) || !start_actors(&e))
-		return 4;
-	simgrid_run();
-	/* Every rare collective left the links it entered. */
-	for (int64_t k = 0; !e.failed && k < e.n_keys; k++)
-		SL_ASSERT(e.key_busy[k] == 0);
-	if (e.failed || !count_formula_bytes(&e))
-		return 5;
-	return write_result(&e, fd) ? 0 : 6;
+	int32_t *who = malloc((size_t)net->n_links * sizeof(*who) + 1);
+	for (int l = 0; who && l < net->n_links; l++)
+		who[l] = -1;
+	for (int j = 0, p = 0; who && j < n_jobs; j++)
+		for (; p < pairs_to[j]; p++)
+			for (int k = 0; k < net->route[p].n; k++) {
+				int32_t *w = &who[net->route[p].link[k]];
+				*w = *w < 0 || *w == j ? j : LINK_JOBS;
+			}
+	return who;
 }
 
+/* The engine for each job, set up in turn on one net. Returns the
+ * child's exit status, 0 when the jobs may run. */
+static int setup_jobs(struct engine *e, const struct topology *t, const struct sim_job *jobs,
+                      int n_jobs, const struct sim_options *o, struct sim_net *net,
+                      int64_t *pairs_to, int64_t *actors, struct bin_clock *bc)
+{
+	int64_t hosts = 0;
+	for (int j = 0; j < n_jobs; j++)
+		for (int64_t r = 0; r < jobs[j].prog->n_ranks; r++) {
+			int64_t d = jobs[j].devices ? jobs[j].devices[r] : r;
+			hosts = d + 1 > hosts ? d + 1 : hosts;
+		}
+	if (!(o->leaf_uplinks ? sim_net_init_pooled : sim_net_init)(net, t, 0, hosts))
+		return 3;
+	*actors = 0;
+	for (int j = 0; j < n_jobs; j++) {
+		e[j] = (struct engine){.t = t, .prog = jobs[j].prog, .o = o, .job = j,
+		                       .dev = jobs[j].devices, .net = net, .bins_clock = bc,
+		                       .pairs_from = net->n_pairs};
+		if (!setup(&e[j]))
+			return 3;
+		pairs_to[j] = e[j].pairs_to = net->n_pairs;
+		*actors += jobs[j].prog->n_ranks * (e[j].has_s1 ? 2 : 1);
+	}
+	int32_t *link_job = n_jobs > 1 ? links_by_job(net, pairs_to, n_jobs) : NULL;
+	if (n_jobs > 1 && !link_job)
+		return 3;
+	for (int j = 0; j < n_jobs; j++) {
+		e[j].link_job = link_job;
+		if (!setup_links(&e[j]))
+			return 3;
+	}
+	return 0;
+}
+
+int sim_child_run_jobs(const struct topology *t, const struct sim_job *jobs, int n_jobs,
+                       const struct sim_options *o, int fd)
+{
+	static struct sim_net net;
+	struct engine *e = calloc((size_t)n_jobs, sizeof(*e));
+	int64_t *pairs_to = calloc((size_t)n_jobs, sizeof(*pairs_to)), actors = 0;
+	if (!e || !pairs_to)
+		return 3;
+	/* bins of a microsecond to begin with, widened as the run goes */
+	static struct bin_clock bc;
+	bc = (struct bin_clock){.bin_s = 1e-6, .jobs = e, .n_jobs = n_jobs};
+	int code = setup_jobs(e, t, jobs, n_jobs, o, &net, pairs_to, &actors, &bc);
+	if (code)
+		return code;
+	configure(actors);
+	if (!load_platform(&net))
+		return 4;
+	sg_mailbox_t *mbox = make_mailboxes(&net);
+	for (int j = 0; j < n_jobs; j++) {
+		e[j].mbox = mbox;
+		if (!mbox || !make_channels(&e[j]) || !start_actors(&e[j]))
+			return 4;
+	}
+	simgrid_run();
+	for (int j = 0; j < n_jobs; j++) {
+		/* Every rare collective left the links it entered. */
+		for (int64_t k = 0; !e[j].failed && k < e[j].n_keys; k++)
+			SL_ASSERT(e[j].key_busy[k] == 0);
+		if (e[j].failed || !count_formula_bytes(&e[j]))
+			return 5;
+	}
+	struct out_buf b = {0};
+	for (int j = 0; j < n_jobs; j++)
+		write_result(&b, &e[j], n_jobs == 1 ? simgrid_get_clock() : e[j].end_s);
+	put_shared(&b, e, n_jobs);
+	bool ok = write_all(fd, &b);
+	free(b.p);
+	return ok ? 0 : 6;
+}

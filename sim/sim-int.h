@@ -43,10 +43,25 @@ struct sim_net {
 	int64_t *hash_key;                 /* open addressing: src * n_ranks + dst, -1 empty */
 	int32_t *hash_val;
 	int64_t hash_cap;
+	/* Jobs together (sim_options.leaf_uplinks): a route across the spine
+	 * crosses its leaf's uplinks as one pool shared by every NIC under the
+	 * leaf ("leaf-2-up", "leaf-5-down": NICs x NIC rate / oversubscription,
+	 * a switch latency each) instead of each NIC's fixed share of them. */
+	bool leaf_uplinks;
+	int64_t n_leaves;                  /* leaves numbered from 0; ids after the servers' */
 };
 
 bool sim_net_init(struct sim_net *net, const struct topology *t, int64_t base, int64_t n_ranks);
+/* The same with the leaves' uplinks pooled (struct sim_net.leaf_uplinks). */
+bool sim_net_init_pooled(struct sim_net *net, const struct topology *t, int64_t base,
+                         int64_t n_ranks);
 void sim_net_free(struct sim_net *net);
+/* Whether a link is a leaf's pooled uplinks: its share of each user
+ * depends on the traffic under the whole leaf, which no formula prices. */
+static inline bool sim_net_pooled(const struct sim_net *net, int link)
+{
+	return net->link_id[link] >= net->per_server_ids * net->n_servers;
+}
 /* The pair index of (src, dst) (ranks), adding it and its route when new;
  * -1 when out of memory. */
 int sim_net_pair_add(struct sim_net *net, int64_t src, int64_t dst);
@@ -123,9 +138,10 @@ void sim_ops_free(struct sim_ops *ops);
 
 /* --------------------------------------------------------------- engine */
 
-/* Runs the simulation in this process (the child) and writes the result
- * to fd. Returns the exit status for the child. */
-int sim_child_run(const struct topology *t, const struct program *prog,
-                  const struct sim_options *o, int fd);
+/* Runs the jobs' simulation in this process (the child) and writes the
+ * results to fd: each job's, then the links they shared. Returns the exit
+ * status for the child. */
+int sim_child_run_jobs(const struct topology *t, const struct sim_job *jobs, int n_jobs,
+                       const struct sim_options *o, int fd);
 
 #endif

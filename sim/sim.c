@@ -113,6 +113,18 @@ static bool parse_links(struct arena *a, struct in_buf *b, struct sim_result *ou
 		out->links[i].busy_s = get_f(b);
 		out->links[i].utilisation = get_f(b);
 	}
+	out->bin_s = get_f(b);
+	out->n_series = (int)get_count(b, (1 + SIM_BINS) * sizeof(double));
+	out->series = arena_calloc(a, (size_t)out->n_series + 1, sizeof(*out->series));
+	if (!out->series)
+		return false;
+	for (int i = 0; i < out->n_series && !b->bad; i++) {
+		out->series[i].link = (int)get_i(b);
+		if (out->series[i].link < 0 || out->series[i].link >= out->n_links)
+			b->bad = true;
+		for (int k = 0; k < SIM_BINS; k++)
+			out->series[i].utilisation[k] = get_f(b);
+	}
 	return true;
 }
 
@@ -193,11 +205,71 @@ static bool check_input(const struct topology *t, const struct program *prog,
 	return true;
 }
 
-static void child(const struct topology *t, const struct program *prog,
+/* Every job's devices inside the topology, no device two ranks'. */
+static bool check_devices(const struct topology *t, const struct sim_job *jobs, int n_jobs,
+                          struct diag_list *diags)
+{
+	uint8_t *seen = calloc((size_t)t->n_devices + 1, 1);
+	if (!seen) {
+		diag_add(diags, DIAG_ERROR, NULL, 0, NULL, "simulation: out of memory");
+		return false;
+	}
+	bool ok = true;
+	for (int j = 0; ok && j < n_jobs; j++) {
+		for (int64_t r = 0; ok && r < jobs[j].prog->n_ranks; r++) {
+			int64_t d = jobs[j].devices ? jobs[j].devices[r] : r;
+			if (d < 0 || d >= t->n_devices) {
+				diag_add(diags, DIAG_ERROR, NULL, 0, NULL,
+				         "simulation: job %d's rank %lld is placed on device %lld, outside "
+				         "the topology's %lld", j, (long long)r, (long long)d,
+				         (long long)t->n_devices);
+				ok = false;
+			} else if (seen[d]) {
+				diag_add(diags, DIAG_ERROR, NULL, 0, NULL,
+				         "simulation: job %d's rank %lld is placed on device %lld, which "
+				         "another rank holds", j, (long long)r, (long long)d);
+				ok = false;
+			}
+			if (ok)
+				seen[d] = 1;
+		}
+	}
+	free(seen);
+	return ok;
+}
+
+static bool parse_shared(struct arena *a, struct in_buf *b, int n_jobs, struct sim_shared *out)
+{
+	struct sim_shared s = {.n_jobs = n_jobs};
+	s.bin_s = get_f(b);
+	s.n_links = (int)get_count(b, (1 + (size_t)n_jobs + SIM_BINS) * sizeof(double));
+	s.links = arena_calloc(a, (size_t)s.n_links + 1, sizeof(*s.links));
+	if (!s.links)
+		return false;
+	for (int i = 0; i < s.n_links && !b->bad; i++) {
+		int64_t len = get_count(b, 1);
+		char *name = arena_alloc(a, (size_t)len + 1);
+		s.links[i].bytes = arena_calloc(a, (size_t)n_jobs + 1, sizeof(double));
+		if (!name || !s.links[i].bytes)
+			return false;
+		get(b, name, (size_t)len);
+		s.links[i].name = name;
+		s.links[i].bandwidth_bps = get_f(b);
+		for (int j = 0; j < n_jobs; j++)
+			s.links[i].bytes[j] = get_f(b);
+		for (int k = 0; k < SIM_BINS; k++)
+			s.links[i].utilisation[k] = get_f(b);
+	}
+	if (out)
+		*out = s;
+	return true;
+}
+
+static void child(const struct topology *t, const struct sim_job *jobs, int n_jobs,
                   const struct sim_options *o, int fds[2])
 {
 	close(fds[0]);
-	int code = sim_child_run(t, prog, o, fds[1]);
+	int code = sim_child_run_jobs(t, jobs, n_jobs, o, fds[1]);
 	close(fds[1]);
 	_exit(code);
 }
@@ -228,8 +300,21 @@ static bool reap(pid_t pid, struct diag_list *diags)
 bool sim_run(struct arena *a, const struct topology *t, const struct program *prog,
              const struct sim_options *o, struct sim_result *out, struct diag_list *diags)
 {
-	memset(out, 0, sizeof(*out));
-	if (!check_input(t, prog, diags))
+	struct sim_job job = {prog, NULL};
+	return sim_run_jobs(a, t, &job, 1, o, out, NULL, diags);
+}
+
+bool sim_run_jobs(struct arena *a, const struct topology *t, const struct sim_job *jobs,
+                  int n_jobs, const struct sim_options *o, struct sim_result *out,
+                  struct sim_shared *shared, struct diag_list *diags)
+{
+	memset(out, 0, (size_t)n_jobs * sizeof(*out));
+	if (shared)
+		memset(shared, 0, sizeof(*shared));
+	for (int j = 0; j < n_jobs; j++)
+		if (!check_input(t, jobs[j].prog, diags))
+			return false;
+	if (n_jobs < 1 || !check_devices(t, jobs, n_jobs, diags))
 		return false;
 	double t0 = now_s();
 	int fds[2];
@@ -246,20 +331,22 @@ bool sim_run(struct arena *a, const struct topology *t, const struct program *pr
 		return false;
 	}
 	if (pid == 0)
-		child(t, prog, o, fds);
+		child(t, jobs, n_jobs, o, fds);
 	close(fds[1]);
 	size_t len = 0;
 	char *buf = read_all(fds[0], &len);
 	close(fds[0]);
-	bool ok = reap(pid, diags);
+	bool reaped = reap(pid, diags), ok = reaped && buf;
 	struct in_buf b = {buf, len, 0, false};
-	if (ok && (!buf || !parse(a, &b, prog, out) || b.bad)) {
+	for (int j = 0; ok && j < n_jobs; j++)
+		ok = parse(a, &b, jobs[j].prog, &out[j]) && !b.bad;
+	ok = ok && parse_shared(a, &b, n_jobs, shared) && !b.bad;
+	if (reaped && !ok)
 		diag_add(diags, DIAG_ERROR, NULL, 0, NULL,
 		         "simulation: the result came back incomplete (out of memory?)");
-		ok = false;
-	}
 	free(buf);
-	out->wall_s = now_s() - t0;
+	for (int j = 0; j < n_jobs; j++)
+		out[j].wall_s = now_s() - t0;
 	return ok;
 }
 

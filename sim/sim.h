@@ -137,6 +137,9 @@ struct sim_options {
 	enum collective_algo algo;         /* COLL_AUTO: cost_choose_algo's rule */
 	bool trace;                        /* record events */
 	uint64_t seed;                     /* the devices' speeds (cost_device_speed) */
+	bool leaf_uplinks;                 /* a leaf's uplinks one pool its NICs share (several
+	                                      jobs: docs/simulation.md), not a fixed share
+	                                      per NIC */
 	/* Called now and then from the simulation with the simulated time and
 	 * the fraction of the program done (0..1); may be NULL. */
 	void (*progress)(void *ctx, double simulated_s, double fraction);
@@ -164,6 +167,19 @@ struct sim_link {
 	double bytes;                      /* carried during the iteration */
 	double busy_s;                     /* time with traffic */
 	double utilisation;                /* bytes / (bandwidth x iteration time) */
+};
+
+/* The load of the busiest links over time: SIM_BINS bins of bin_s
+ * seconds from 0 (the width doubles until the iteration fits: at least
+ * half of them cover it). Each bin's utilisation is the bytes the link
+ * carried in it (a transfer's bytes spread evenly over its duration) over
+ * bandwidth x bin_s. */
+#define SIM_BINS 32
+#define SIM_SERIES_LINKS 8             /* the busiest links whose series are kept */
+
+struct sim_link_series {
+	int link;                          /* index into sim_result.links */
+	double utilisation[SIM_BINS];
 };
 
 enum sim_event_kind { SIM_EV_COMPUTE, SIM_EV_COLLECTIVE, SIM_EV_MEMORY };
@@ -203,6 +219,9 @@ struct sim_result {
 	double wall_s;                     /* wall time of the simulation */
 	int64_t n_events;
 	struct sim_event *events;          /* when traced */
+	double bin_s;                      /* link load over time: the bins' width */
+	int n_series;                      /* the first n_series links (the busiest) */
+	struct sim_link_series *series;
 };
 
 /* The program steps its ranks run in one iteration: every rank's steps
@@ -218,6 +237,42 @@ double sim_peak_memory(const struct sim_result *r);
  * the platform cannot be built or the simulation fails. */
 bool sim_run(struct arena *a, const struct topology *t, const struct program *prog,
              const struct sim_options *o, struct sim_result *out, struct diag_list *diags);
+
+/* ------------------------------------------------------- several jobs */
+
+/* One job of several simulated together on one topology (several
+ * trainings sharing a cluster): its program and the device each of its
+ * ranks runs on. Jobs hold disjoint devices; their traffic shares the
+ * links their routes cross. */
+struct sim_job {
+	const struct program *prog;
+	const int64_t *devices;            /* [prog->n_ranks]; NULL: rank r on device r */
+};
+
+/* A link the traffic of more than one job crossed: its bandwidth and the
+ * bytes each job sent over it. */
+struct sim_shared_link {
+	const char *name;
+	double bandwidth_bps;
+	double *bytes;                     /* [n_jobs] */
+	double utilisation[SIM_BINS];      /* every job's traffic over time, bins of bin_s */
+};
+
+struct sim_shared {
+	int n_jobs;
+	double bin_s;
+	int n_links;
+	struct sim_shared_link *links;     /* most loaded first (bytes / bandwidth) */
+};
+
+/* Simulates the jobs' iterations together in one SimGrid run: out[j] is
+ * job j's result (its iteration ends when its last rank finishes; its
+ * links are those it used, with its own bytes), `shared` (may be NULL)
+ * the links several jobs used. False with a diagnostic when devices
+ * overlap or lie outside the topology, or the simulation fails. */
+bool sim_run_jobs(struct arena *a, const struct topology *t, const struct sim_job *jobs,
+                  int n_jobs, const struct sim_options *o, struct sim_result *out,
+                  struct sim_shared *shared, struct diag_list *diags);
 
 /* A plan estimated, lowered and simulated; each flag says how far it got. */
 struct sim_plan_outcome {

@@ -1152,15 +1152,29 @@ Test(cli, simulate_writes_a_trace, .timeout = 60)
 	cr_expect_not_null(strstr(r.out, "iteration"));
 	free(r.out);
 	cJSON *j = parse_file(path);
-	int procs = 0, compute = 0;
+	int procs = 0, links = 0, compute = 0, counters = 0;
 	const cJSON *e;
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "traceEvents"))
 	{
-		procs += !strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, "process_name");
+		if (!strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, "process_name")) {
+			const char *n = cJSON_GetObjectItemCaseSensitive(
+			        cJSON_GetObjectItemCaseSensitive(e, "args"), "name")->valuestring;
+			procs += !strncmp(n, "rank ", 5);
+			links += !strncmp(n, "links", 5);
+		}
 		const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
 		compute += cat && !strcmp(cat->valuestring, "compute");
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+		counters += !strcmp(ph->valuestring, "C") &&
+		            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"),
+		                                             "utilisation");
 	}
 	cr_expect_eq(procs, 8);
+	/* and one more process: the busiest links' utilisation, a counter
+	 * track each with a value per bin and a last 0 */
+	cr_expect_eq(links, 1);
+	cr_expect_gt(counters, 0);
+	cr_expect_eq(counters % (SIM_BINS + 1), 0);
 	/* 5 ops forward and backward and the optimizer, on each of 8 ranks. */
 	cr_expect_geq(compute, 8 * 5 * 2);
 	cJSON_Delete(j);
@@ -1417,4 +1431,103 @@ Test(cli, long_simulation_is_announced_with_its_size_and_cost)
 	                      "expect roughly 0 s and 45.8 MB of memory");
 	/* 4,096 ranks are announced whatever the steps. */
 	cr_expect(cli_sim_announce_text(buf, sizeof buf, NULL, 4096, 1, 1e6));
+}
+
+/* ------------------------------------------------------------- cosim */
+
+Test(cli, shipped_jobs_pass_check) { check_dir("scenarios/jobs"); }
+
+static const cJSON *job_of(const cJSON *root, int j)
+{
+	return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "jobs"), j);
+}
+
+static double num_of(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	cr_assert(cJSON_IsNumber(v), "no number \"%s\"", key);
+	return v->valuedouble;
+}
+
+/* atlas800-910a-x8-oversub2: 8 servers, two under each of 4 leaves. Two
+ * 32-NPU (4-server) jobs packed take servers 0-3 (leaves 0, 1) and 4-7
+ * (leaves 2, 3): no link in common, nothing changes together. Spread,
+ * each takes one server from each leaf in turn: a 0, 2, 4, 6 and b 1, 3,
+ * 5, 7; both jobs' gradients then cross every leaf's pooled uplinks,
+ * which carry 16 NICs x 12.5 GB/s / 2 = 100 GB/s for 2 x 8 NICs' flows:
+ * each job's AllReduce slows and the time shows as exposed
+ * communication, named as contention with the other job. */
+Test(cli, cosim_spread_jobs_contend_packed_jobs_do_not, .timeout = 120)
+{
+	struct cli_run r = fixture_shardlab("cosim scenarios/jobs/two-jobs-packed.json --json", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *root = cJSON_Parse(r.out);
+	cr_assert_not_null(root);
+	for (int j = 0; j < 2; j++) {
+		const cJSON *o = job_of(root, j);
+		cr_expect_eq(num_of(o, "slowdown"), 1.0);
+		const cJSON *srv = cJSON_GetObjectItemCaseSensitive(o, "servers");
+		for (int k = 0; k < 4; k++)
+			cr_expect_eq(cJSON_GetArrayItem(srv, k)->valueint, 4 * j + k);
+		cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "shares_links_with")),
+		             0);
+	}
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "shared_links")), 0);
+	cJSON_Delete(root);
+	free(r.out);
+
+	char dir[] = "/tmp/shardlab-cosim-XXXXXX", args[256], path[128];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	snprintf(args, sizeof args, "cosim scenarios/jobs/two-jobs-spread.json --json --trace %s",
+	         path);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	root = cJSON_Parse(r.out);
+	cr_assert_not_null(root);
+	for (int j = 0; j < 2; j++) {
+		const cJSON *o = job_of(root, j);
+		const cJSON *srv = cJSON_GetObjectItemCaseSensitive(o, "servers");
+		for (int k = 0; k < 4; k++)
+			cr_expect_eq(cJSON_GetArrayItem(srv, k)->valueint, 2 * k + j);
+		cr_expect_gt(num_of(o, "slowdown"), 1.0);
+		const cJSON *alone = cJSON_GetObjectItemCaseSensitive(o, "alone");
+		const cJSON *together = cJSON_GetObjectItemCaseSensitive(o, "together");
+		cr_expect_gt(num_of(together, "comm_exposed_s"), num_of(alone, "comm_exposed_s"));
+		cr_expect_eq(num_of(together, "compute_s"), num_of(alone, "compute_s"));
+		cr_expect_eq(num_of(together, "pipeline_wait_s"), num_of(alone, "pipeline_wait_s"));
+		const cJSON *with = cJSON_GetObjectItemCaseSensitive(o, "shares_links_with");
+		cr_expect_str_eq(cJSON_GetArrayItem(with, 0)->valuestring, j ? "a" : "b");
+	}
+	/* every leaf's pooled uplink and downlink: 4 leaves x 2 */
+	const cJSON *links = cJSON_GetObjectItemCaseSensitive(root, "shared_links");
+	cr_expect_eq(cJSON_GetArraySize(links), 8);
+	const cJSON *l;
+	cJSON_ArrayForEach(l, links)
+	{
+		cr_expect(!strncmp(cJSON_GetObjectItemCaseSensitive(l, "name")->valuestring, "leaf-", 5));
+		cr_expect_eq(num_of(l, "bandwidth_bps"), 16 * 12.5e9 / 2);
+	}
+	cJSON_Delete(root);
+	free(r.out);
+	/* the trace names each job: 32 ranks and a links process each */
+	cJSON *tr = parse_file(path);
+	int a_ranks = 0, b_ranks = 0, link_procs = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(tr, "traceEvents"))
+	{
+		if (strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, "process_name"))
+			continue;
+		const char *n = cJSON_GetObjectItemCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(e, "args"), "name")->valuestring;
+		a_ranks += !strncmp(n, "job a rank ", 11);
+		b_ranks += !strncmp(n, "job b rank ", 11);
+		link_procs += strstr(n, " links") != NULL;
+	}
+	cr_expect_eq(a_ranks, 32);
+	cr_expect_eq(b_ranks, 32);
+	cr_expect_eq(link_procs, 2);
+	cJSON_Delete(tr);
+	unlink(path);
+	rmdir(dir);
 }

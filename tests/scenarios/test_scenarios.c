@@ -228,3 +228,35 @@ Test(scenarios, layout_slices_must_divide)
 	                    "dimension 0 of dense1.add (size 64)");
 	free(m);
 }
+
+/* A jobs file's placement, by hand. atlas800-910a-x8-oversub2: 8 servers
+ * of 8 NPUs, 8 NICs each, leaves of 16 NIC ports: servers 0-1 under leaf
+ * 0, 2-3 leaf 1, 4-5 leaf 2, 6-7 leaf 3. The listed job takes server 5
+ * first; then, in file order, "packed" (2 servers) the lowest free ones,
+ * 0 and 1; "spread" (2) one free server from each leaf in turn: leaf 0
+ * has none left, leaf 1 gives 2, leaf 2 gives 4. Rank r runs on device
+ * server(r / 8) x 8 + r mod 8. */
+Test(scenarios, jobs_placed_listed_first_then_packed_and_spread)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct jobs_file *f = jobs_load(a, "tests/data/cosim/mixed.json", &d);
+	cr_assert_not_null(f, "%s", d.count ? d.items[0].msg : "?");
+	cr_assert_eq(f->n_jobs, 3);
+	static const int64_t want[3][2] = {{0, 1}, {2, 4}, {5, -1}};
+	for (int j = 0; j < 3; j++) {
+		cr_assert_eq(f->jobs[j].n_servers, j == 2 ? 1 : 2);
+		for (int k = 0; k < f->jobs[j].n_servers; k++)
+			cr_expect_eq(f->jobs[j].servers[k], want[j][k], "job %d server %d", j, k);
+	}
+	cr_expect_eq(f->jobs[1].devices[0], 16);
+	cr_expect_eq(f->jobs[1].devices[9], 4 * 8 + 1);
+	cr_expect_eq(f->jobs[2].devices[7], 5 * 8 + 7);
+	/* every job runs on the jobs file's topology */
+	for (int j = 0; j < 3; j++)
+		cr_expect_eq(f->jobs[j].scenario->topo, f->topo);
+	cr_expect_eq(jobs_server_leaf(f->topo, 5), 2);
+	diag_list_free(&d);
+	arena_free(a);
+}

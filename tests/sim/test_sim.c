@@ -776,3 +776,166 @@ Test(sim, cli_seed)
 	                        "18446744073709551615, got '-1'\n");
 	free(e.out);
 }
+
+/* ------------------------------------------------------------ jobs together
+ *
+ * tests/data/cosim/two-leaves.json: four 8-NPU servers, servers 0-1 under
+ * leaf 0 and 2-3 under leaf 1 (16 NIC ports a leaf), one 100 Gb/s NIC per
+ * NPU (B = 12.5 GB/s, 0.6 us), switches 0.6 us, oversubscribed 16:1: with
+ * the leaves' uplinks pooled a leaf's uplink carries 16 x 12.5 / 16 =
+ * 12.5 GB/s in all. A route across the spine: tx (0.6 + 0.6 us), leaf up
+ * (0.6), leaf down (0.6), rx (0.6): 3 us; within a leaf tx, rx: 1.8 us. */
+
+struct jobs_run {
+	struct arena *a;
+	struct sim_result r[2];
+	struct sim_shared shared;
+};
+
+/* Jobs of one AllReduce each (ring, S bytes) over all their ranks, on
+ * the devices given, simulated together (n_jobs 2) or alone (1). */
+static struct jobs_run jobs_simulate(int n_jobs, int64_t n_ranks, const int64_t *devices[2],
+                                     double bytes)
+{
+	struct jobs_run run = {.a = arena_new()};
+	struct diag_list d;
+	diag_list_init(&d);
+	struct topology *t = topo_load(run.a, "tests/data/cosim/two-leaves.json", &d);
+	cr_assert_not_null(t);
+	t->coll.library = TOPO_COLL_NONE;
+	t->device.speed_cv = 0;
+	int64_t sizes[] = {n_ranks};
+	struct prog_step st = coll_step(sizes, 1, 0, STEP_ALLREDUCE, bytes, 0);
+	struct program p = fixture_program(run.a, &st, 1, 1, n_ranks, 1);
+	struct sim_job jobs[2] = {{&p, devices[0]}, {&p, devices[1]}};
+	struct sim_options o = {.fidelity = FIDELITY_COARSE, .algo = COLL_RING,
+	                        .leaf_uplinks = true};
+	bool ok = sim_run_jobs(run.a, t, jobs, n_jobs, &o, run.r, &run.shared, &d);
+	cr_assert(ok, "sim_run_jobs failed: %s", d.count ? d.items[0].msg : "?");
+	diag_list_free(&d);
+	return run;
+}
+
+Test(sim, two_rings_sharing_one_uplink_get_half_its_rate)
+{
+	/* Two 2-rank rings from server 0 (leaf 0) to server 2 (leaf 1): NPU 0
+	 * with 16, NPU 1 with 17. Each ring AllReduce of S: two phases of
+	 * S/2 each way. Alone a phase takes S/2 / 12.5 GB/s + 3 us; together
+	 * both rings' flows cross leaf 0's uplink (and leaf 1's), 6.25 GB/s
+	 * each: S/2 / 6.25 GB/s + 3 us. S = 125 MB: alone 2 x (5 ms + 3 us),
+	 * together 2 x (10 ms + 3 us). */
+	static const int64_t a[] = {0, 16}, b[] = {1, 17};
+	const int64_t *devs[2] = {a, b};
+	double S = 125e6;
+	struct jobs_run alone = jobs_simulate(1, 2, devs, S);
+	within(alone.r[0].iteration_s, 2 * (S / 2 / (12.5 * GB) + 3 * US), 1e-9, "alone");
+	struct jobs_run both = jobs_simulate(2, 2, devs, S);
+	for (int j = 0; j < 2; j++)
+		within(both.r[j].iteration_s, 2 * (S / 2 / (6.25 * GB) + 3 * US), 1e-9, "together");
+	/* Over time every link of a ring's route carries its flow: alone at
+	 * the full 12.5 GB/s (utilisation 1), together at half. The bins start
+	 * at 1 us and double until the iteration fits in 32: alone (10.006 ms)
+	 * 512 us wide, together (20.006 ms) 1,024 us; a bin wholly inside
+	 * the run sees the flow's bytes at their mean rate, S/2 over 5 ms +
+	 * 3 us (alone) or 10 ms + 3 us (together), a 3 us latency in 5 ms:
+	 * within 0.1% of 1 and 0.5. Past the end, nothing. */
+	within(alone.r[0].bin_s, 512 * US, 1e-12, "bin width alone");
+	within(both.r[0].bin_s, 1024 * US, 1e-12, "bin width together");
+	cr_assert_gt(alone.r[0].n_series, 0);
+	for (int i = 0; i < alone.r[0].n_series; i++)
+		for (int k = 1; k < 19; k++)
+			within(alone.r[0].series[i].utilisation[k], 1, 1e-3, "alone, a bin");
+	for (int i = 0; i < both.r[0].n_series; i++) {
+		for (int k = 1; k < 19; k++)
+			within(both.r[0].series[i].utilisation[k], 0.5, 1e-3, "together, a bin");
+		cr_expect_eq(both.r[0].series[i].utilisation[25], 0);
+	}
+	/* The links they fight over: both leaves' uplinks and downlinks, S each
+	 * way from each job. */
+	cr_assert_eq(both.shared.n_links, 4);
+	for (int i = 0; i < 4; i++) {
+		cr_assert(strncmp(both.shared.links[i].name, "leaf-", 5) == 0, "%s",
+		          both.shared.links[i].name);
+		within(both.shared.links[i].bytes[0], S, 1e-12, "job 0's bytes");
+		within(both.shared.links[i].bytes[1], S, 1e-12, "job 1's bytes");
+		/* both flows at 6.25 GB/s fill the 12.5 GB/s link */
+		for (int k = 1; k < 19; k++)
+			within(both.shared.links[i].utilisation[k], 1, 1e-3, "a shared link, a bin");
+	}
+	arena_free(alone.a);
+	arena_free(both.a);
+}
+
+Test(sim, a_job_packed_under_one_leaf_is_unaffected_by_another)
+{
+	/* Job 0 on NPU 0 (server 0) and 8 (server 1), both under leaf 0: tx,
+	 * rx, 1.8 us; its ring takes 2 x (S/2 / 12.5 GB/s + 1.8 us) alone and
+	 * beside job 1 (NPU 1 and 17), whose flows cross leaf 0's uplink on
+	 * other NICs. */
+	static const int64_t a[] = {0, 8}, b[] = {1, 17};
+	const int64_t *devs[2] = {a, b};
+	double S = 125e6, want = 2 * (S / 2 / (12.5 * GB) + 1.8 * US);
+	struct jobs_run alone = jobs_simulate(1, 2, devs, S);
+	struct jobs_run both = jobs_simulate(2, 2, devs, S);
+	within(alone.r[0].iteration_s, want, 1e-9, "alone");
+	within(both.r[0].iteration_s, want, 1e-9, "together");
+	cr_assert_eq(both.shared.n_links, 0);
+	arena_free(alone.a);
+	arena_free(both.a);
+}
+
+Test(sim, data_parallel_jobs_contend_on_the_spine_only_when_spread)
+{
+	/* Two 16-rank data-parallel jobs, one ring AllReduce of S each: of a
+	 * ring's 16 hops two cross servers (7 -> 8, 15 -> 0) at 12.5 GB/s,
+	 * the rest inside a server at 30 or 31 GB/s, so a phase lasts as long
+	 * as its cross-server transfer of 15/16 S (latencies: microseconds
+	 * against 0.12 s). Packed (job 0 on servers 0-1, job 1 on 2-3) the
+	 * hops stay under their leaf: 2 x 15/16 S / 12.5 GB/s alone or
+	 * together. Spread (job 0 on servers 0 and 2, job 1 on 1 and 3) both
+	 * jobs' hops cross the spine: alone the same, together the two share
+	 * each leaf's 12.5 GB/s uplink: 2 x 15/16 S / 6.25 GB/s. */
+	int64_t packed[2][16], spread[2][16];
+	for (int r = 0; r < 16; r++) {
+		packed[0][r] = r;
+		packed[1][r] = 16 + r;
+		spread[0][r] = r < 8 ? r : 16 + r - 8;
+		spread[1][r] = r < 8 ? 8 + r : 24 + r - 8;
+	}
+	double S = 1.6e9, fast = 2 * 15.0 / 16 * S / (12.5 * GB);
+	const int64_t *p[2] = {packed[0], packed[1]}, *s[2] = {spread[0], spread[1]};
+	struct jobs_run pa = jobs_simulate(1, 16, p, S), pb = jobs_simulate(2, 16, p, S);
+	struct jobs_run sa = jobs_simulate(1, 16, s, S), sb = jobs_simulate(2, 16, s, S);
+	within(pa.r[0].iteration_s, fast, 1e-3, "packed alone");
+	within(pb.r[0].iteration_s, pa.r[0].iteration_s, 1e-12, "packed together");
+	within(pb.r[1].iteration_s, pa.r[0].iteration_s, 1e-12, "packed together, job 1");
+	within(sa.r[0].iteration_s, fast, 1e-3, "spread alone");
+	within(sb.r[0].iteration_s, 2 * fast, 1e-3, "spread together");
+	within(sb.r[1].iteration_s, 2 * fast, 1e-3, "spread together, job 1");
+	cr_assert_eq(pb.shared.n_links, 0);
+	cr_assert_eq(sb.shared.n_links, 4);
+	arena_free(pa.a);
+	arena_free(pb.a);
+	arena_free(sa.a);
+	arena_free(sb.a);
+}
+
+Test(sim, jobs_on_one_device_are_refused)
+{
+	struct arena *a = arena_new();
+	struct topology *t = fixture_topology(a, "atlas800-910a-x4:none");
+	int64_t sizes[] = {2};
+	struct prog_step st = coll_step(sizes, 1, 0, STEP_ALLREDUCE, 1e6, 0);
+	struct program p = fixture_program(a, &st, 1, 1, 2, 1);
+	static const int64_t x[] = {0, 1}, y[] = {1, 2};
+	struct sim_job jobs[2] = {{&p, x}, {&p, y}};
+	struct sim_options o = {.fidelity = FIDELITY_COARSE};
+	struct sim_result r[2];
+	struct diag_list d;
+	diag_list_init(&d);
+	cr_assert(!sim_run_jobs(a, t, jobs, 2, &o, r, NULL, &d));
+	cr_assert_str_eq(d.items[0].msg, "simulation: job 1's rank 0 is placed on device 1, which "
+	                                 "another rank holds");
+	diag_list_free(&d);
+	arena_free(a);
+}
