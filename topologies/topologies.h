@@ -47,6 +47,10 @@ extern const char *const topo_kernel_class_names[TOPO_KC_COUNT + 1]; /* NULL-ter
 struct topo_device {
 	const char *kind;                /* "Ascend 910", "NVIDIA A100 SXM 80GB" */
 	double peak_flops[DT_COUNT];     /* dense peak per dtype, FLOP/s; 0 = not given */
+	double peak_fp8_flops;           /* dense FP8 tensor-core peak, FLOP/s (the rate the
+	                                    FP8 recipe's GEMMs run at); 0 = no FP8 */
+	double fp8_matmul_efficiency;    /* achievable fraction of peak_fp8_flops for large FP8
+	                                    GEMMs; the file's matmul_efficiency when not given */
 	double hbm_bytes;
 	double hbm_bps;                  /* HBM bandwidth, bytes/s */
 	double matmul_efficiency;        /* achievable fraction of peak for large GEMMs (η_max) */
@@ -136,6 +140,19 @@ struct topo_fabric {
 	double switch_latency_s;     /* per switch traversal */
 };
 
+/* The host side of each device (docs/formats.md, `server.host`): the link
+ * between the device and its CPU's memory, and the share of the CPUs'
+ * memory bandwidth one device's offloaded optimizer step gets. Defaults
+ * (TOPO_HOST_LINK_GBPS, TOPO_HOST_MEMORY_GBPS) when the file has none. */
+#define TOPO_HOST_LINK_GBPS 31.5    /* PCIe 4.0 x16, one direction ([PCIe4]) */
+#define TOPO_HOST_MEMORY_GBPS 51.2  /* DGX A100: 2 x 8 channels of DDR4-3200 (204.8 GB/s a
+                                       socket) over 8 GPUs ([DGX-A100], [EPYC-7742]) */
+struct topo_host {
+	double link_bps;             /* device <-> host memory, one direction, per device */
+	double memory_bps;           /* host memory bandwidth per device (its share) */
+	bool given;                  /* the file states them (else the defaults above) */
+};
+
 struct topology {
 	const char *name;
 	const char *description;     /* NULL when the file has none */
@@ -147,6 +164,7 @@ struct topology {
 	struct topo_tier tiers[TOPO_MAX_TIERS];
 	struct topo_nic nic;
 	struct topo_collectives coll;
+	struct topo_host host;
 	int servers;                 /* 1 for a single server */
 	struct topo_fabric fabric;
 	int64_t n_devices;           /* servers * devices_per_server */
