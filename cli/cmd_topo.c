@@ -124,7 +124,7 @@ static void print_groups(const struct topo_tier *k)
 	}
 	char b[32];
 	printf(" (%s per %s", cli_si(b, sizeof b, k->bandwidth_bps, "B/s"),
-	       k->kind == TOPO_TIER_MESH ? "link" : "port");
+	       k->kind == TOPO_TIER_SWITCH ? "port" : "link");
 	if (k->efficiency < 1)
 		printf(", %.3g of the line rate", k->efficiency);
 	if (k->shared_bps > 0)

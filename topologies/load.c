@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const topo_tier_kind_names[TOPO_TIER_KIND_COUNT] = {"mesh", "switch"};
+const char *const topo_tier_kind_names[TOPO_TIER_KIND_COUNT] = {"mesh", "switch", "torus"};
 const char *const topo_fabric_kind_names[TOPO_FABRIC_KIND_COUNT] = {"none", "fat-tree",
                                                                      "rail-optimized"};
-_Static_assert(TOPO_TIER_KIND_COUNT == 2, "topo_tier_kind_names out of step");
+_Static_assert(TOPO_TIER_KIND_COUNT == 3, "topo_tier_kind_names out of step");
 _Static_assert(TOPO_FABRIC_KIND_COUNT == 3, "topo_fabric_kind_names out of step");
 
 #define MAX_DEVICES_PER_SERVER 4096
@@ -256,11 +256,50 @@ static void read_groups(struct arena *a, const struct jv *tv, struct topo_tier *
 	}
 }
 
+/* A torus tier's "dims": 1 to 3 extents whose product is the server's
+ * devices, a route at most TOPO_TORUS_MAX_HOPS links long; one group of
+ * every device. Other kinds have no "dims". */
+static void read_dims(const struct jv *tv, struct topo_tier *tier, int devices)
+{
+	struct jv dv, gv;
+	bool has = jv_get(tv, "dims", &dv);
+	if (tier->kind != TOPO_TIER_TORUS) {
+		if (has)
+			jv_error(&dv, "only a torus tier has dims");
+		return;
+	}
+	if (jv_get(tv, "groups", &gv))
+		jv_error(&gv, "a torus tier joins every device of the server: remove \"groups\"");
+	if (!has) {
+		jv_need(tv, "dims", &dv);
+		return;
+	}
+	if (!jv_is_array(&dv, 1, 3))
+		return;
+	int64_t product = 1, hops = 0;
+	tier->dims[0] = tier->dims[1] = tier->dims[2] = 1;
+	for (int i = 0; i < jv_len(&dv); i++) {
+		struct jv e;
+		int64_t x = 0;
+		jv_at(&dv, i, &e);
+		if (!jv_int(&e, JR_RANGE(1, MAX_DEVICES_PER_SERVER), &x))
+			return;
+		tier->dims[i] = (int)x;
+		product *= x;
+		hops += x / 2;
+	}
+	if (product != devices)
+		jv_error(&dv, "the torus has %lld devices, the server %d", (long long)product, devices);
+	else if (hops > TOPO_TORUS_MAX_HOPS)
+		jv_error(&dv, "its longest route crosses %lld links, more than %d", (long long)hops,
+		         TOPO_TORUS_MAX_HOPS);
+}
+
 static void read_tier(struct arena *a, const struct jv *tv, struct topo_tier *tier, int devices)
 {
 	static const char *const keys[] = {"name",        "kind",       "groups",
 	                                   "bandwidth_GBps", "efficiency", "latency_us",
-	                                   "shared_GBps", NULL};
+	                                   "shared_GBps", "dims", NULL};
 	if (!jv_open(tv, keys))
 		return;
 	struct jv kv;
@@ -272,6 +311,7 @@ static void read_tier(struct arena *a, const struct jv *tv, struct topo_tier *ti
 	}
 	if (devices >= 2)
 		read_groups(a, tv, tier, devices);
+	read_dims(tv, tier, devices);
 	jv_opt_number(tv, "efficiency", JR_FRACTION, 1, &tier->efficiency);
 	if (jv_req_number(tv, "bandwidth_GBps", JR_POSITIVE, &gbps) &&
 	    in_phys(tv, "bandwidth_GBps", gbps, &PHYS_LINK_GBPS))

@@ -70,6 +70,9 @@ struct topo_device {
 enum topo_tier_kind {
 	TOPO_TIER_MESH,   /* a dedicated link between every pair of a group (HCCS) */
 	TOPO_TIER_SWITCH, /* each member has one port into a non-blocking switch (NVSwitch, PCIe) */
+	TOPO_TIER_TORUS,  /* a 1-, 2- or 3-D torus of the whole server: a link from each device
+	                     to its neighbours, both ways round every dimension (TPU's ICI);
+	                     messages go dimension by dimension, the shorter way round */
 	TOPO_TIER_KIND_COUNT
 };
 extern const char *const topo_tier_kind_names[TOPO_TIER_KIND_COUNT];
@@ -87,7 +90,17 @@ struct topo_tier {
 	double efficiency;           /* achievable fraction of the line rate (1 = line rate) */
 	double latency_s;            /* one-way device-to-device latency across the tier */
 	double shared_bps;           /* aggregate cap on traffic crossing the tier; 0 = none */
+	int dims[3];                 /* torus: its extent per dimension (x fastest: device
+	                                x + X (y + Y z)), 1 where it has fewer; else 0 */
 };
+
+/* The most links a route crosses inside a torus tier (the loader bounds
+ * the sum of half the extents by it) and the torus' hop arithmetic: the
+ * neighbour of device i one step along dimension k (dir +1 or -1), and
+ * the hops between two devices (dimension order, the shorter way). */
+#define TOPO_TORUS_MAX_HOPS 12
+int topo_torus_step(const struct topo_tier *k, int i, int dim, int dir);
+int topo_torus_hops(const struct topo_tier *k, int a, int b);
 
 /* The library that runs the collectives, as a cost model (docs/cost-models.md,
  * "Collective libraries"). TOPO_COLL_NONE: the links' α–β formulas of every

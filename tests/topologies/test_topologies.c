@@ -190,6 +190,30 @@ Test(topologies, frontier_files_load_with_their_domains_and_figures)
 	             "fp8 efficiency defaults to the bf16 one");
 }
 
+/* A TPU v5p-style 4 x 4 x 4 torus (device x + 4 (y + 4 z)): routes go
+ * dimension by dimension, the shorter way round; 0 -> 63 = (3, 3, 3) is
+ * one wrap-around link in each dimension, 0 -> 3 -> 15 -> 63, 3 us; 0 ->
+ * 42 = (2, 2, 2) two links in each, 6 (the longest route). Bisection:
+ * cutting z in {0, 1} | {2, 3} crosses 2 x 16 links of 100 GB/s one way. */
+Test(topologies, torus_routes_and_bisection)
+{
+	struct topology *t = load_ok("topologies/tpu-v5p-4x4x4.json");
+	cr_assert_eq(t->tiers[0].kind, TOPO_TIER_TORUS);
+	struct topo_path p;
+	cr_assert(topo_path_between(t, 0, 63, &p));
+	cr_assert_eq(p.n_hops, 3);
+	cr_assert_str_eq(p.hops[0].what, "ici link 0-3");
+	cr_assert_str_eq(p.hops[1].what, "ici link 3-15");
+	cr_assert_str_eq(p.hops[2].what, "ici link 15-63");
+	assert_close(p.latency_s, 3e-6, "3 hops");
+	assert_close(p.bottleneck_bps, 100 * GBPS, "one ICI link");
+	cr_assert(topo_path_between(t, 0, 42, &p));
+	cr_assert_eq(p.n_hops, 6);
+	cr_assert_eq(topo_torus_hops(&t->tiers[0], 0, 42), 6);
+	assert_close(topo_bisection_bps(t), 32 * 100 * GBPS, "torus bisection");
+	assert_close(topo_tier_device_bps(t, 0), 6 * 100 * GBPS, "6 links a chip");
+}
+
 Test(topologies, units_are_converted_to_bytes_flops_and_seconds)
 {
 	struct topology *t = load_ok("topologies/atlas800-910a.json");
