@@ -179,11 +179,8 @@ static int route_ids(const struct sim_net *net, int64_t a, int64_t b, int64_t id
 		const struct topo_tier *tier = &t->tiers[k];
 		int at = la;
 		for (int dim = 0; dim < 3; dim++) {
-			int stride = dim == 0 ? 1 : dim == 1 ? tier->dims[0] : tier->dims[0] * tier->dims[1];
-			int m = tier->dims[dim];
-			int delta = ((lb / stride % m) - (la / stride % m) + m) % m;
-			int dir = delta <= m / 2 ? 1 : -1, steps = dir > 0 ? delta : m - delta;
-			for (int s = 0; s < steps; s++) {
+			int delta = topo_torus_delta(tier, la, lb, dim), dir = delta < 0 ? -1 : 1;
+			for (int s = 0; s < abs(delta); s++) {
 				ids[n++] = blk_a + tier_off(t, k) + 6 * at + 2 * dim + (dir > 0);
 				at = topo_torus_step(tier, at, dim, dir);
 			}

@@ -66,9 +66,7 @@ int topo_torus_step(const struct topo_tier *k, int i, int dim, int dir)
 	return c[0] + k->dims[0] * (c[1] + k->dims[1] * c[2]);
 }
 
-/* Steps along dimension `dim` from a to b, signed: the shorter way round
- * (ties go up). */
-static int torus_delta(const struct topo_tier *k, int a, int b, int dim)
+int topo_torus_delta(const struct topo_tier *k, int a, int b, int dim)
 {
 	int stride = dim == 0 ? 1 : dim == 1 ? k->dims[0] : k->dims[0] * k->dims[1];
 	int n = k->dims[dim];
@@ -80,7 +78,7 @@ int topo_torus_hops(const struct topo_tier *k, int a, int b)
 {
 	int h = 0;
 	for (int dim = 0; dim < 3; dim++)
-		h += abs(torus_delta(k, a, b, dim));
+		h += abs(topo_torus_delta(k, a, b, dim));
 	return h;
 }
 
@@ -131,7 +129,7 @@ static void path_in_server(const struct topology *t, int la, int lb, struct topo
 		/* dimension order, one link a step, the shorter way round */
 		int at = la;
 		for (int dim = 0; dim < 3; dim++) {
-			int delta = torus_delta(tier, la, lb, dim), dir = delta < 0 ? -1 : 1;
+			int delta = topo_torus_delta(tier, la, lb, dim), dir = delta < 0 ? -1 : 1;
 			for (int s = 0; s < abs(delta); s++) {
 				int next = topo_torus_step(tier, at, dim, dir);
 				hop(p, named, tier->bandwidth_bps, tier->latency_s, "%s link %d-%d",

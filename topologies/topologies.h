@@ -101,6 +101,9 @@ struct topo_tier {
 #define TOPO_TORUS_MAX_HOPS 12
 int topo_torus_step(const struct topo_tier *k, int i, int dim, int dir);
 int topo_torus_hops(const struct topo_tier *k, int a, int b);
+/* Steps along dimension `dim` from a to b, signed: the shorter way round
+ * (a tie goes up). */
+int topo_torus_delta(const struct topo_tier *k, int a, int b, int dim);
 
 /* The library that runs the collectives, as a cost model (docs/cost-models.md,
  * "Collective libraries"). TOPO_COLL_NONE: the links' α–β formulas of every
