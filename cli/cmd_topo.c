@@ -124,7 +124,7 @@ static void print_groups(const struct topo_tier *k)
 	}
 	char b[32];
 	printf(" (%s per %s", cli_si(b, sizeof b, k->bandwidth_bps, "B/s"),
-	       k->kind == TOPO_TIER_MESH ? "link" : "port");
+	       k->kind == TOPO_TIER_SWITCH ? "port" : "link");
 	if (k->efficiency < 1)
 		printf(", %.3g of the line rate", k->efficiency);
 	if (k->shared_bps > 0)
@@ -143,6 +143,8 @@ static void print_device(const struct topo_device *d)
 		printf("%s%s %s", sep, dtype_names[i], cli_si(b, sizeof b, d->peak_flops[i], "FLOP/s"));
 		sep = ", ";
 	}
+	if (d->peak_fp8_flops > 0)
+		printf("%sfp8 %s", sep, cli_si(b, sizeof b, d->peak_fp8_flops, "FLOP/s"));
 	printf("; HBM %s at %s; efficiency matmul %.3g, memory %.3g\n",
 	       cli_si(b, sizeof b, d->hbm_bytes, "B"), cli_si(c, sizeof c, d->hbm_bps, "B/s"),
 	       d->matmul_efficiency, d->memory_efficiency);
@@ -288,6 +290,8 @@ static cJSON *json_device(const struct topo_device *d)
 	for (int i = 0; i < DT_COUNT; i++)
 		if (d->peak_flops[i] > 0)
 			cJSON_AddNumberToObject(peaks, dtype_names[i], d->peak_flops[i]);
+	if (d->peak_fp8_flops > 0)
+		cJSON_AddNumberToObject(peaks, "fp8", d->peak_fp8_flops);
 	cJSON_AddNumberToObject(o, "hbm_bytes", d->hbm_bytes);
 	cJSON_AddNumberToObject(o, "hbm_bps", d->hbm_bps);
 	cJSON_AddNumberToObject(o, "matmul_efficiency", d->matmul_efficiency);

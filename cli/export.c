@@ -418,6 +418,20 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--bf16");
 	else if (dt == DT_FP16)
 		arg(f, &first, "--fp16");
+	/* The FP8 recipes (Transformer Engine's delayed scaling, as the
+	 * estimate prices it: its amax history of 1024, the largest of it) */
+	if (t->precision == PRECISION_FP8_HYBRID || t->precision == PRECISION_FP8_E4M3) {
+		arg(f, &first, "--fp8-format %s", t->precision == PRECISION_FP8_HYBRID ? "hybrid" : "e4m3");
+		arg(f, &first, "--fp8-amax-history-len 1024");
+		arg(f, &first, "--fp8-amax-compute-algo max");
+	}
+	/* The optimizer in host memory (Megatron-Core's optimizer CPU offload:
+	 * the whole of it, its state in the parameters' precision where it can) */
+	if (t->optimizer_offload) {
+		arg(f, &first, "--optimizer-cpu-offload");
+		arg(f, &first, "--optimizer-offload-fraction 1.0");
+		arg(f, &first, "--use-precision-aware-optimizer");
+	}
 	fputc('\n', f);
 	if (g && g->kind == GEN_GPT && g->parallel_residual)
 		fprintf(f, "# the model's parallel residual (GPT-NeoX) has no Megatron-LM flag\n");

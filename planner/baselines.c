@@ -342,8 +342,10 @@ static bool classify(struct mega *M)
 	return true;
 }
 
-/* T: the largest divisor of the server's device count (and of the stage's)
- * that the shapes allow. Asked for exactly a degree that spans whole
+/* T: the largest degree whose groups stay inside a server (the fast tier,
+ * plan_tp_in_server: a divisor of the server's device count, or any degree
+ * when every device is one server's, as in one NVL72 rack) and that divides
+ * the stage's devices and the shapes allow. Asked for exactly a degree that spans whole
  * servers (`exact`, a multiple of the server's devices that divides the
  * stage's), that degree when the shapes allow it: Megatron-LM runs such
  * configurations too (Narayanan et al. SC21, figure 13: TP 16 and 32 on
@@ -362,7 +364,7 @@ static void choose_degrees(struct mega *M, bool exact)
 	if (top > M->t_max)
 		top = M->t_max;
 	for (M->t = top; M->t > 1; M->t--)
-		if (dps % M->t == 0 && M->n % M->t == 0 && classify(M))
+		if (plan_tp_in_server(dps, M->s->devices, M->t) && M->n % M->t == 0 && classify(M))
 			break;
 	if (M->t == 1)
 		classify(M);
@@ -838,9 +840,10 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	}
 	if (exact && M.t != t_max) {
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
-		         "tensor parallel %lld does not fit: it must divide (or be a multiple of) the "
-		         "%lld devices of a server, divide the %lld of a stage, and the layers' heads "
-		         "and columns", (long long)t_max, (long long)s->topo->devices_per_server,
+		         "tensor parallel %lld does not fit: its groups must each stay inside a server "
+		         "of %lld devices (dividing it, or all the devices in one) or span whole "
+		         "servers, divide the %lld devices of a stage, and the layers' heads and "
+		         "columns", (long long)t_max, (long long)s->topo->devices_per_server,
 		         (long long)M.n);
 		return NULL;
 	}

@@ -212,6 +212,13 @@ struct search_group {
 	int n_configs;
 	struct search_config *configs;
 };
+/* Whether tensor parallelism `tp` keeps each of its groups (consecutive
+ * ranks tp at a time, over `devices`) inside one server of `dps`: the
+ * server is the fast tier (an NVLink domain, a UB supernode), however many
+ * devices it has (docs/planner.md, "The fast tier"). True when tp divides
+ * the server, or when all the devices are one server's. */
+bool plan_tp_in_server(int64_t dps, int64_t devices, int64_t tp);
+
 /* The search's groups, in enumeration order, for `devices` devices in
  * servers of `devices_per_server`, a global batch and graph g (its
  * generator, or its fixed batch), expert parallelism tried when `with_ep`

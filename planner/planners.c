@@ -24,3 +24,10 @@ struct plan *plan_make(struct arena *a, const struct scenario *s, enum planner_k
 		return NULL;
 	}
 }
+
+bool plan_tp_in_server(int64_t dps, int64_t devices, int64_t tp)
+{
+	if (tp < 1 || tp > dps)
+		return false;
+	return dps % tp == 0 || devices <= dps;
+}

@@ -208,12 +208,12 @@ struct search_group *plan_search_groups(struct arena *a, const struct graph *g, 
 	int cap = 64;
 	struct search_group *out = arena_alloc(a, (size_t)cap * sizeof *out);
 	*n = 0;
-	/* The space: TP dividing a server, PP at most the model's chunks, CP
+	/* The space: TP inside a server (plan_tp_in_server), PP at most the model's chunks, CP
 	 * for a generated dense model, the micro-batches whose replicas divide
 	 * the global batch, EP for a mixture; the rules then refuse what
 	 * Megatron-LM would. */
 	for (int64_t tp = 1; out && tp <= dps && tp <= N; tp++) {
-		if (dps % tp || N % tp)
+		if (!plan_tp_in_server(dps, N, tp) || N % tp)
 			continue;
 		for (int64_t pp = 1; out && pp <= N / tp && pp <= limit; pp++) {
 			if ((N / tp) % pp)

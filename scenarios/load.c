@@ -27,8 +27,8 @@ _Static_assert(SCHED_COUNT == 4, "schedule_names must list every schedule");
 _Static_assert(RECOMPUTE_COUNT == 3, "recompute_names must list every mode");
 const char *const precision_names[PRECISION_COUNT] = {
         "auto", "megatron-bf16", "megatron-fp16", "fp32", "mindformers",
-        "mindformers-fp32-weights"};
-_Static_assert(PRECISION_COUNT == 6, "precision_names must list every recipe");
+        "mindformers-fp32-weights", "fp8-hybrid", "fp8-e4m3"};
+_Static_assert(PRECISION_COUNT == 8, "precision_names must list every recipe");
 _Static_assert(FIDELITY_COUNT == 3, "fidelity_names must list every fidelity");
 _Static_assert(COLL_COUNT == 8, "collective_algo_names must list every algorithm");
 
@@ -793,6 +793,8 @@ static bool precision_takes(enum precision_recipe r, enum dtype d)
 {
 	switch (r) {
 	case PRECISION_MEGATRON_BF16:
+	case PRECISION_FP8_HYBRID:
+	case PRECISION_FP8_E4M3:
 		return d == DT_BF16;
 	case PRECISION_FP32:
 		return d == DT_FP32;
@@ -830,7 +832,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "context_parallel", "flash_attention",
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
 	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
-	                                   NULL};
+	                                   "optimizer_offload", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO;
 	int64_t zero = 0;
@@ -864,6 +866,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "overlap_grad_reduce", true, &t->overlap_grad_reduce) && ok;
 	ok = jv_opt_bool(&v, "tp_comm_overlap", false, &t->tp_comm_overlap) && ok;
 	ok = jv_opt_bool(&v, "overlap_param_gather", false, &t->overlap_param_gather) && ok;
+	ok = jv_opt_bool(&v, "optimizer_offload", false, &t->optimizer_offload) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
@@ -907,11 +910,22 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_get(&v, "precision", &f);
 		jv_error(&f, "the recipe \"%s\" trains %s parameters; the model's are %s",
 		         precision_names[prec],
-		         t->precision == PRECISION_MEGATRON_BF16 ? "bf16"
+		         t->precision == PRECISION_MEGATRON_BF16 || t->precision == PRECISION_FP8_HYBRID ||
+		                 t->precision == PRECISION_FP8_E4M3
+		             ? "bf16"
 		         : t->precision == PRECISION_FP32        ? "fp32"
 		         : t->precision == PRECISION_MEGATRON_FP16 ? "fp16"
 		                                                 : "fp16 or bf16",
 		         dtype_names[have]);
+		ok = false;
+	}
+	const struct topology *topo = L->s->topo;
+	if ((t->precision == PRECISION_FP8_HYBRID || t->precision == PRECISION_FP8_E4M3) && topo &&
+	    topo->device.peak_fp8_flops <= 0) {
+		jv_get(&v, "precision", &f);
+		jv_error(&f, "the recipe \"%s\" runs the GEMMs in FP8, and the %s of %s has no FP8 "
+		         "rate (its device.peak_tflops has no \"fp8\")",
+		         precision_names[prec], topo->device.kind, topo->name);
 		ok = false;
 	}
 	if (t->virtual_stages > 1 && sched != SCHED_INTERLEAVED_1F1B) {

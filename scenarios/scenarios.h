@@ -97,6 +97,9 @@ enum precision_recipe {
 	PRECISION_FP32,
 	PRECISION_MINDFORMERS,
 	PRECISION_MINDFORMERS_FP32_WEIGHTS,
+	PRECISION_FP8_HYBRID,  /* Transformer Engine FP8 over Megatron-LM's bf16 recipe: E4M3
+	                          forward, E5M2 gradients (--fp8-format hybrid) */
+	PRECISION_FP8_E4M3,    /* the same with E4M3 everywhere (--fp8-format e4m3) */
 	PRECISION_COUNT
 };
 extern const char *const precision_names[PRECISION_COUNT];
@@ -136,6 +139,9 @@ struct training {
 	bool overlap_grad_reduce;     /* the gradient buckets synchronised under the last
 	                                 micro-batch's backward, as it completes each (else
 	                                 after the backward, before the optimizer) */
+	bool optimizer_offload;       /* ZeRO-Offload / Megatron-LM's --optimizer-cpu-offload: the
+	                                 master weights and moments in host memory, the step on
+	                                 the CPUs (docs/cost-models.md, "Optimizer offload") */
 	bool overlap_param_gather;    /* Megatron-LM's --overlap-param-gather (ZeRO 1, 2): the
 	                                 updated parameters all-gathered under the next
 	                                 iteration's first forward, not after the optimizer */

@@ -48,6 +48,8 @@ static cJSON *training_json(const struct training *t)
 		cJSON_AddBoolToObject(o, "tp_comm_overlap", t->tp_comm_overlap);
 	if (t->zero_stage == 1 || t->zero_stage == 2)
 		cJSON_AddBoolToObject(o, "overlap_param_gather", t->overlap_param_gather);
+	if (t->optimizer_offload)
+		cJSON_AddBoolToObject(o, "optimizer_offload", true);
 	return o;
 }
 

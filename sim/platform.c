@@ -29,6 +29,8 @@
 static int64_t tier_ids(const struct topology *t, int k)
 {
 	int64_t d = t->devices_per_server;
+	if (t->tiers[k].kind == TOPO_TIER_TORUS)
+		return 6 * d; /* per device a link each way along each of 3 dimensions */
 	return t->tiers[k].kind == TOPO_TIER_MESH ? d * d : 2 * d;
 }
 
@@ -177,6 +179,19 @@ static int route_ids(const struct sim_net *net, int64_t a, int64_t b, int64_t id
 	int k = topo_tier_between(t, a, b);
 	if (k < 0 && net->leaf_uplinks)
 		return pooled_route(net, a, b, ids);
+	if (k >= 0 && t->tiers[k].kind == TOPO_TIER_TORUS) {
+		/* as query.c's path: dimension order, the shorter way round */
+		const struct topo_tier *tier = &t->tiers[k];
+		int at = la;
+		for (int dim = 0; dim < 3; dim++) {
+			int delta = topo_torus_delta(tier, la, lb, dim), dir = delta < 0 ? -1 : 1;
+			for (int s = 0; s < abs(delta); s++) {
+				ids[n++] = blk_a + tier_off(t, k) + 6 * at + 2 * dim + (dir > 0);
+				at = topo_torus_step(tier, at, dim, dir);
+			}
+		}
+		return n;
+	}
 	if (k >= 0) {
 		if (t->tiers[k].kind == TOPO_TIER_MESH) {
 			ids[n++] = blk_a + tier_off(t, k) + la * d + lb;
@@ -326,7 +341,12 @@ void sim_net_link_info(const struct sim_net *net, int link, char *name, size_t n
 	const struct topo_tier *tier = &t->tiers[k];
 	int64_t x = r - tier_off(t, k);
 	*bps = tier->bandwidth_bps;
-	if (tier->kind == TOPO_TIER_MESH) {
+	if (tier->kind == TOPO_TIER_TORUS) {
+		static const char axis[] = "xyz";
+		snprintf(name, name_len, "s%" PRId64 "-%s-%" PRId64 "-%c%c", s, tier->name, x / 6,
+		         axis[x % 6 / 2], x % 2 ? '+' : '-');
+		*latency_s = tier->latency_s;
+	} else if (tier->kind == TOPO_TIER_MESH) {
 		snprintf(name, name_len, "s%" PRId64 "-%s-%" PRId64 "-%" PRId64, s, tier->name, x / d,
 		         x % d);
 		*latency_s = tier->latency_s;

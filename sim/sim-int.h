@@ -21,7 +21,8 @@
 
 /* ---------------------------------------------------------------- links */
 
-#define SIM_ROUTE_MAX 6
+#define SIM_ROUTE_MAX TOPO_TORUS_MAX_HOPS /* a torus tier's longest route (a NIC route has
+                                              4 links, a switch's 3) */
 
 struct sim_route {
 	int n;

@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const topo_tier_kind_names[TOPO_TIER_KIND_COUNT] = {"mesh", "switch"};
+const char *const topo_tier_kind_names[TOPO_TIER_KIND_COUNT] = {"mesh", "switch", "torus"};
 const char *const topo_fabric_kind_names[TOPO_FABRIC_KIND_COUNT] = {"none", "fat-tree",
                                                                      "rail-optimized"};
-_Static_assert(TOPO_TIER_KIND_COUNT == 2, "topo_tier_kind_names out of step");
+_Static_assert(TOPO_TIER_KIND_COUNT == 3, "topo_tier_kind_names out of step");
 _Static_assert(TOPO_FABRIC_KIND_COUNT == 3, "topo_fabric_kind_names out of step");
 
 #define MAX_DEVICES_PER_SERVER 4096
@@ -92,7 +92,10 @@ static bool in_phys(const struct jv *obj, const char *key, double x, const struc
 
 static void read_peaks(const struct jv *pv, struct topo_device *d)
 {
-	static const char *const keys[] = {"fp32", "fp16", "bf16", "int32", "int64", "bool", NULL};
+	/* the dtypes, and "fp8": the FP8 tensor-core rate, which no tensor of a
+	 * graph has as its dtype (the FP8 recipe casts to it, docs/formats.md) */
+	static const char *const keys[] = {"fp32", "fp16", "bf16", "int32", "int64", "bool", "fp8",
+	                                   NULL};
 	_Static_assert(DT_COUNT == 6, "peak_tflops keys out of step with enum dtype");
 	if (!jv_open(pv, keys))
 		return;
@@ -102,11 +105,16 @@ static void read_peaks(const struct jv *pv, struct topo_device *d)
 	for (int i = 0; i < n; i++) {
 		struct jv m;
 		jv_at(pv, i, &m);
+		bool fp8 = !strcmp(jv_key(&m), "fp8");
 		int dt = dtype_parse(jv_key(&m));
 		double tflops = 0;
-		if (dt < 0 || strcmp(dtype_names[dt], jv_key(&m)))
+		if (!fp8 && (dt < 0 || strcmp(dtype_names[dt], jv_key(&m))))
 			continue; /* reported by jv_keys */
-		if (jv_number(&m, JR_POSITIVE, &tflops) && in_phys(pv, jv_key(&m), tflops, &PHYS_TFLOPS))
+		if (!jv_number(&m, JR_POSITIVE, &tflops) || !in_phys(pv, jv_key(&m), tflops, &PHYS_TFLOPS))
+			continue;
+		if (fp8)
+			d->peak_fp8_flops = tflops * 1e12;
+		else
 			d->peak_flops[dt] = tflops * 1e12;
 	}
 }
@@ -154,6 +162,7 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 	                                   "memory_reserve_GB",
 	                                   "speed_cv",
 	                                   "kernel_efficiency",
+	                                   "fp8_matmul_efficiency",
 	                                   NULL};
 	if (!jv_open(dv, keys))
 		return;
@@ -187,6 +196,12 @@ static void read_device(struct arena *a, const struct jv *dv, struct topo_device
 	 * class streams at memory_efficiency, as before the member existed. */
 	if (jv_get(dv, "kernel_efficiency", &kv))
 		read_kernel_efficiency(&kv, d);
+	/* FP8 GEMMs (the fp8 recipes, docs/formats.md): their own measured
+	 * fraction where the file has one, else the bf16 one. */
+	jv_opt_number(dv, "fp8_matmul_efficiency", JR_FRACTION, d->matmul_efficiency,
+	              &d->fp8_matmul_efficiency);
+	if (jv_get(dv, "fp8_matmul_efficiency", &kv) && d->peak_fp8_flops <= 0)
+		jv_error(&kv, "no FP8 rate to scale: give peak_tflops.fp8 too");
 }
 
 /* ----------------------------------------------------------------- tiers */
@@ -241,11 +256,50 @@ static void read_groups(struct arena *a, const struct jv *tv, struct topo_tier *
 	}
 }
 
+/* A torus tier's "dims": 1 to 3 extents whose product is the server's
+ * devices, a route at most TOPO_TORUS_MAX_HOPS links long; one group of
+ * every device. Other kinds have no "dims". */
+static void read_dims(const struct jv *tv, struct topo_tier *tier, int devices)
+{
+	struct jv dv, gv;
+	bool has = jv_get(tv, "dims", &dv);
+	if (tier->kind != TOPO_TIER_TORUS) {
+		if (has)
+			jv_error(&dv, "only a torus tier has dims");
+		return;
+	}
+	if (jv_get(tv, "groups", &gv))
+		jv_error(&gv, "a torus tier joins every device of the server: remove \"groups\"");
+	if (!has) {
+		jv_need(tv, "dims", &dv);
+		return;
+	}
+	if (!jv_is_array(&dv, 1, 3))
+		return;
+	int64_t product = 1, hops = 0;
+	tier->dims[0] = tier->dims[1] = tier->dims[2] = 1;
+	for (int i = 0; i < jv_len(&dv); i++) {
+		struct jv e;
+		int64_t x = 0;
+		jv_at(&dv, i, &e);
+		if (!jv_int(&e, JR_RANGE(1, MAX_DEVICES_PER_SERVER), &x))
+			return;
+		tier->dims[i] = (int)x;
+		product *= x;
+		hops += x / 2;
+	}
+	if (product != devices)
+		jv_error(&dv, "the torus has %lld devices, the server %d", (long long)product, devices);
+	else if (hops > TOPO_TORUS_MAX_HOPS)
+		jv_error(&dv, "its longest route crosses %lld links, more than %d", (long long)hops,
+		         TOPO_TORUS_MAX_HOPS);
+}
+
 static void read_tier(struct arena *a, const struct jv *tv, struct topo_tier *tier, int devices)
 {
 	static const char *const keys[] = {"name",        "kind",       "groups",
 	                                   "bandwidth_GBps", "efficiency", "latency_us",
-	                                   "shared_GBps", NULL};
+	                                   "shared_GBps", "dims", NULL};
 	if (!jv_open(tv, keys))
 		return;
 	struct jv kv;
@@ -257,6 +311,7 @@ static void read_tier(struct arena *a, const struct jv *tv, struct topo_tier *ti
 	}
 	if (devices >= 2)
 		read_groups(a, tv, tier, devices);
+	read_dims(tv, tier, devices);
 	jv_opt_number(tv, "efficiency", JR_FRACTION, 1, &tier->efficiency);
 	if (jv_req_number(tv, "bandwidth_GBps", JR_POSITIVE, &gbps) &&
 	    in_phys(tv, "bandwidth_GBps", gbps, &PHYS_LINK_GBPS))
@@ -407,9 +462,26 @@ static void read_collectives(const struct jv *cv, struct topology *t)
 	}
 }
 
+/* "host": the device's link to its host's memory and its share of that
+ * memory's bandwidth (the offloaded optimizer's, docs/formats.md). */
+static void read_host(const struct jv *hv, struct topology *t)
+{
+	static const char *const keys[] = {"link_GBps", "memory_GBps", NULL};
+	if (!jv_open(hv, keys))
+		return;
+	double link = 0, mem = 0;
+	if (jv_req_number(hv, "link_GBps", JR_POSITIVE, &link) &&
+	    in_phys(hv, "link_GBps", link, &PHYS_LINK_GBPS))
+		t->host.link_bps = link * 1e9;
+	if (jv_req_number(hv, "memory_GBps", JR_POSITIVE, &mem) &&
+	    in_phys(hv, "memory_GBps", mem, &PHYS_HBM_GBPS))
+		t->host.memory_bps = mem * 1e9;
+	t->host.given = true;
+}
+
 static void read_server(struct arena *a, const struct jv *sv, struct topology *t)
 {
-	static const char *const keys[] = {"devices", "tiers", "nic", "collectives", NULL};
+	static const char *const keys[] = {"devices", "tiers", "nic", "collectives", "host", NULL};
 	if (!jv_open(sv, keys))
 		return;
 	int64_t devices = 0;
@@ -426,9 +498,12 @@ static void read_server(struct arena *a, const struct jv *sv, struct topology *t
 	}
 	if (jv_need(sv, "nic", &nv))
 		read_nic(&nv, t);
-	struct jv cv;
+	struct jv cv, hv;
 	if (jv_get(sv, "collectives", &cv))
 		read_collectives(&cv, t);
+	t->host = (struct topo_host){TOPO_HOST_LINK_GBPS * 1e9, TOPO_HOST_MEMORY_GBPS * 1e9, false};
+	if (jv_get(sv, "host", &hv))
+		read_host(&hv, t);
 }
 
 /* --------------------------------------------------------------- cluster */
@@ -541,6 +616,7 @@ static void read_base(struct arena *a, const struct jv *bv, struct topology *t)
 		memcpy(t->tiers, base.tiers, sizeof(t->tiers));
 		t->nic = base.nic;
 		t->coll = base.coll;
+		t->host = base.host;
 	}
 	json_doc_free(&bdoc);
 }

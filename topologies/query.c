@@ -15,6 +15,7 @@
 #include "topologies-int.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -56,6 +57,29 @@ int topo_group_tier(const struct topology *t, const int64_t *ranks, int n)
 			return k;
 	}
 	return TOPO_NETWORK;
+}
+
+int topo_torus_step(const struct topo_tier *k, int i, int dim, int dir)
+{
+	int c[3] = {i % k->dims[0], i / k->dims[0] % k->dims[1], i / (k->dims[0] * k->dims[1])};
+	c[dim] = (c[dim] + dir + k->dims[dim]) % k->dims[dim];
+	return c[0] + k->dims[0] * (c[1] + k->dims[1] * c[2]);
+}
+
+int topo_torus_delta(const struct topo_tier *k, int a, int b, int dim)
+{
+	int stride = dim == 0 ? 1 : dim == 1 ? k->dims[0] : k->dims[0] * k->dims[1];
+	int n = k->dims[dim];
+	int d = ((b / stride % n) - (a / stride % n) + n) % n;
+	return d <= n / 2 ? d : d - n;
+}
+
+int topo_torus_hops(const struct topo_tier *k, int a, int b)
+{
+	int h = 0;
+	for (int dim = 0; dim < 3; dim++)
+		h += abs(topo_torus_delta(k, a, b, dim));
+	return h;
 }
 
 bool topo_compute_calibrated(const struct topo_device *d)
@@ -101,7 +125,19 @@ static void path_in_server(const struct topology *t, int la, int lb, struct topo
                            bool named)
 {
 	const struct topo_tier *tier = &t->tiers[p->tier];
-	if (tier->kind == TOPO_TIER_MESH) {
+	if (tier->kind == TOPO_TIER_TORUS) {
+		/* dimension order, one link a step, the shorter way round */
+		int at = la;
+		for (int dim = 0; dim < 3; dim++) {
+			int delta = topo_torus_delta(tier, la, lb, dim), dir = delta < 0 ? -1 : 1;
+			for (int s = 0; s < abs(delta); s++) {
+				int next = topo_torus_step(tier, at, dim, dir);
+				hop(p, named, tier->bandwidth_bps, tier->latency_s, "%s link %d-%d",
+				    tier->name, at, next);
+				at = next;
+			}
+		}
+	} else if (tier->kind == TOPO_TIER_MESH) {
 		hop(p, named, tier->bandwidth_bps, tier->latency_s, "%s link %d-%d", tier->name, la, lb);
 	} else {
 		hop(p, named, tier->bandwidth_bps, tier->latency_s, "%s port %d", tier->name, la);
@@ -183,6 +219,12 @@ double topo_tier_device_bps(const struct topology *t, int tier)
 	const struct topo_tier *k = &t->tiers[tier];
 	if (k->kind == TOPO_TIER_SWITCH)
 		return k->bandwidth_bps;
+	if (k->kind == TOPO_TIER_TORUS) { /* two links a dimension (one where it has 2) */
+		int links = 0;
+		for (int dim = 0; dim < 3; dim++)
+			links += k->dims[dim] > 2 ? 2 : k->dims[dim] - 1;
+		return k->bandwidth_bps * links;
+	}
 	int largest = 0;
 	for (int g = 0; g < k->n_groups; g++)
 		if (k->group_size[g] > largest)
@@ -222,7 +264,18 @@ static double tier_cut_bps(const struct topology *t, int k, int h)
 		}
 		ports += in_a < in_b ? in_a : in_b;
 	}
-	double bps = tier->bandwidth_bps * (double)(tier->kind == TOPO_TIER_MESH ? links : ports);
+	if (tier->kind == TOPO_TIER_TORUS) { /* the neighbour links across the cut, one way */
+		links = 0;
+		for (int i = 0; i < h; i++)
+			for (int dim = 0; dim < 3; dim++)
+				for (int dir = -1; dir <= 1 && tier->dims[dim] > 1; dir += 2) {
+					if (dir == 1 && tier->dims[dim] == 2)
+						continue; /* + and - reach the same neighbour */
+					links += topo_torus_step(tier, i, dim, dir) >= h;
+				}
+	}
+	double bps = tier->bandwidth_bps *
+	             (double)(tier->kind == TOPO_TIER_SWITCH ? ports : links);
 	return tier->shared_bps > 0 && tier->shared_bps < bps ? tier->shared_bps : bps;
 }
 

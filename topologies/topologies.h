@@ -47,6 +47,10 @@ extern const char *const topo_kernel_class_names[TOPO_KC_COUNT + 1]; /* NULL-ter
 struct topo_device {
 	const char *kind;                /* "Ascend 910", "NVIDIA A100 SXM 80GB" */
 	double peak_flops[DT_COUNT];     /* dense peak per dtype, FLOP/s; 0 = not given */
+	double peak_fp8_flops;           /* dense FP8 tensor-core peak, FLOP/s (the rate the
+	                                    FP8 recipe's GEMMs run at); 0 = no FP8 */
+	double fp8_matmul_efficiency;    /* achievable fraction of peak_fp8_flops for large FP8
+	                                    GEMMs; the file's matmul_efficiency when not given */
 	double hbm_bytes;
 	double hbm_bps;                  /* HBM bandwidth, bytes/s */
 	double matmul_efficiency;        /* achievable fraction of peak for large GEMMs (η_max) */
@@ -66,6 +70,9 @@ struct topo_device {
 enum topo_tier_kind {
 	TOPO_TIER_MESH,   /* a dedicated link between every pair of a group (HCCS) */
 	TOPO_TIER_SWITCH, /* each member has one port into a non-blocking switch (NVSwitch, PCIe) */
+	TOPO_TIER_TORUS,  /* a 1-, 2- or 3-D torus of the whole server: a link from each device
+	                     to its neighbours, both ways round every dimension (TPU's ICI);
+	                     messages go dimension by dimension, the shorter way round */
 	TOPO_TIER_KIND_COUNT
 };
 extern const char *const topo_tier_kind_names[TOPO_TIER_KIND_COUNT];
@@ -83,7 +90,20 @@ struct topo_tier {
 	double efficiency;           /* achievable fraction of the line rate (1 = line rate) */
 	double latency_s;            /* one-way device-to-device latency across the tier */
 	double shared_bps;           /* aggregate cap on traffic crossing the tier; 0 = none */
+	int dims[3];                 /* torus: its extent per dimension (x fastest: device
+	                                x + X (y + Y z)), 1 where it has fewer; else 0 */
 };
+
+/* The most links a route crosses inside a torus tier (the loader bounds
+ * the sum of half the extents by it) and the torus' hop arithmetic: the
+ * neighbour of device i one step along dimension k (dir +1 or -1), and
+ * the hops between two devices (dimension order, the shorter way). */
+#define TOPO_TORUS_MAX_HOPS 12
+int topo_torus_step(const struct topo_tier *k, int i, int dim, int dir);
+int topo_torus_hops(const struct topo_tier *k, int a, int b);
+/* Steps along dimension `dim` from a to b, signed: the shorter way round
+ * (a tie goes up). */
+int topo_torus_delta(const struct topo_tier *k, int a, int b, int dim);
 
 /* The library that runs the collectives, as a cost model (docs/cost-models.md,
  * "Collective libraries"). TOPO_COLL_NONE: the links' α–β formulas of every
@@ -136,6 +156,19 @@ struct topo_fabric {
 	double switch_latency_s;     /* per switch traversal */
 };
 
+/* The host side of each device (docs/formats.md, `server.host`): the link
+ * between the device and its CPU's memory, and the share of the CPUs'
+ * memory bandwidth one device's offloaded optimizer step gets. Defaults
+ * (TOPO_HOST_LINK_GBPS, TOPO_HOST_MEMORY_GBPS) when the file has none. */
+#define TOPO_HOST_LINK_GBPS 31.5    /* PCIe 4.0 x16, one direction ([PCIe4]) */
+#define TOPO_HOST_MEMORY_GBPS 51.2  /* DGX A100: 2 x 8 channels of DDR4-3200 (204.8 GB/s a
+                                       socket) over 8 GPUs ([DGX-A100], [EPYC-7742]) */
+struct topo_host {
+	double link_bps;             /* device <-> host memory, one direction, per device */
+	double memory_bps;           /* host memory bandwidth per device (its share) */
+	bool given;                  /* the file states them (else the defaults above) */
+};
+
 struct topology {
 	const char *name;
 	const char *description;     /* NULL when the file has none */
@@ -147,6 +180,7 @@ struct topology {
 	struct topo_tier tiers[TOPO_MAX_TIERS];
 	struct topo_nic nic;
 	struct topo_collectives coll;
+	struct topo_host host;
 	int servers;                 /* 1 for a single server */
 	struct topo_fabric fabric;
 	int64_t n_devices;           /* servers * devices_per_server */

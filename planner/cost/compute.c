@@ -54,6 +54,24 @@ double cost_compute_s(const struct topo_device *d, enum dtype dt, const struct c
 	return cost_kernel_s(&p, w);
 }
 
+double cost_fp8_gemm_s(const struct topo_device *d, const struct cost_work *w, bool *fallback)
+{
+	struct topo_device f = *d;
+	for (int i = 0; i < DT_COUNT; i++)
+		f.peak_flops[i] = d->peak_fp8_flops;
+	if (d->fp8_matmul_efficiency > 0)
+		f.matmul_efficiency = d->fp8_matmul_efficiency;
+	return cost_compute_s(&f, DT_BF16, w, fallback);
+}
+
+#define FP8_CAST_BYTES 4.0 /* read bf16 (2), write FP8 and its transpose (1 + 1) */
+
+double cost_fp8_cast_s(const struct topo_device *d, double elems)
+{
+	struct cost_work w = {0, elems * FP8_CAST_BYTES, 0, 0, 0};
+	return cost_compute_s(d, DT_BF16, &w, NULL);
+}
+
 int cost_kernel_class(enum op_kind kind)
 {
 	switch (kind) {

@@ -65,6 +65,13 @@ double cost_compute_s(const struct topo_device *d, enum dtype dt, const struct c
 /* The class of memory-bound kernel an op kind runs as (topologies.h,
  * enum topo_kernel_class), or -1 for none (GEMMs, element-wise arithmetic,
  * views, communication). */
+/* The FP8 recipes' kernels (docs/cost-models.md, "FP8 training"): a GEMM
+ * at the device's FP8 rate (peak_fp8_flops x fp8_matmul_efficiency, the
+ * same shape factor and overhead), and Transformer Engine's cast-transpose
+ * of `elems` bf16 elements to FP8 (read 2 bytes, write the FP8 copy and
+ * its transpose, 1 + 1, the amax taken on the way), memory-bound. */
+double cost_fp8_gemm_s(const struct topo_device *d, const struct cost_work *w, bool *fallback);
+double cost_fp8_cast_s(const struct topo_device *d, double elems);
 int cost_kernel_class(enum op_kind kind);
 
 /* cost_compute_s for one kernel of an op of kind `kind`, its forward
@@ -722,7 +729,18 @@ double cost_cp_ring_s(const struct topology *t, const int64_t *ranks, int cp, do
  * trained holds its weight only. */
 struct cost_state_bytes {
 	double weight, grad, master, moments;
+	double fp8;   /* the FP8 recipes: Transformer Engine's FP8 copy of a Linear's weight
+	                 and its transpose, rebuilt from the weight each iteration (not
+	                 checkpointed; the estimate adds it for the layers' Linears only) */
 };
+/* The FP8 recipes (training.precision fp8-hybrid, fp8-e4m3). */
+bool cost_precision_fp8(enum precision_recipe r);
+/* Transformer Engine's scaling state of one FP8 GEMM (a Linear): the amax
+ * histories of its three forward tensors (input, weight, output) and two
+ * backward ones (output gradient, input gradient), COST_FP8_AMAX_HISTORY
+ * fp32 entries each, with a scale and its inverse per tensor, in bytes. */
+#define COST_FP8_AMAX_HISTORY 1024
+double cost_fp8_meta_bytes(void);
 void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out);
 double cost_param_bytes_per_elem(enum precision_recipe r, enum dtype dt);
 double cost_grad_bytes_per_elem(enum precision_recipe r, enum dtype dt);

@@ -153,6 +153,7 @@ struct est_ctx {
 	const uint8_t *attn;     /* per op: plan_attention_fused with flash_attention, else NULL */
 	bool add_grads;          /* training.separate_grad_accumulation */
 	enum precision_recipe prec;  /* training.precision */
+	bool offload;            /* training.optimizer_offload */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
 	struct cost_algo_lines *pool;
@@ -354,12 +355,59 @@ static double grad_add_s(const struct est_ctx *c, const struct dist_op *d)
 	return s;
 }
 
+/* The FP8 recipes (docs/cost-models.md, "FP8 training"): a MatMul with a
+ * weight (a Linear: Transformer Engine runs those in FP8; attention's
+ * batched GEMMs stay bf16) runs its forward GEMM and its two backward ones
+ * at the FP8 rate, after casting its input (forward) and its output's
+ * gradient (backward) to FP8; the weight's cast is once an iteration
+ * (optimizer_elem_s). False for any other op. */
+/* Whether op i runs in FP8 under the scenario's recipe: a MatMul with a
+ * weight inside a transformer layer (the ops named "layers.N.", as the
+ * generators name them). Megatron-LM builds those Linears from Transformer
+ * Engine; its embedding and output layer stay bf16. The input that is not
+ * the weight into *x. */
+static bool fp8_linear(const struct est_ctx *c, int i, int *x)
+{
+	const struct op *o = &c->g->ops[i];
+	if (!cost_precision_fp8(c->prec) || o->kind != OP_MATMUL || !o->name ||
+	    strncmp(o->name, "layers.", 7))
+		return false;
+	bool weight = false;
+	*x = -1;
+	for (int k = 0; k < o->n_in && k < 2; k++) {
+		if (c->g->tensors[o->in[k]].role == TENSOR_PARAM)
+			weight = true;
+		else
+			*x = k;
+	}
+	return weight && *x >= 0;
+}
+
+static bool fp8_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+{
+	const struct op *o = &c->g->ops[d->op];
+	int x;
+	if (!fp8_linear(c, d->op, &x))
+		return false;
+	const struct topo_device *dev = &c->t->device;
+	struct cost_work w;
+	cost_op_work(c->g, d, &w);
+	double gemm = cost_fp8_gemm_s(dev, &w, &c->e->compute_fallback);
+	double cast_x = cost_fp8_cast_s(dev, (double)layout_local_elems(&d->in[x]));
+	double cast_dy = cost_fp8_cast_s(dev, (double)layout_local_elems(&d->out[0]));
+	eo->compute_forward_s = (gemm + cast_x) * c->slow;
+	eo->compute_backward_s = (bwd_table[o->kind].factor * gemm + cast_dy) * c->slow;
+	if (c->add_grads)
+		eo->compute_backward_s += grad_add_s(c, d) * c->slow;
+	return true;
+}
+
 static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
 	const struct op *o = &c->g->ops[d->op];
 	const struct topo_device *dev = &c->t->device;
 	const struct bwd_kind *k = &bwd_table[o->kind];
-	if (flash_compute(c, d, eo))
+	if (flash_compute(c, d, eo) || fp8_compute(c, d, eo))
 		return;
 	struct cost_work w;
 	cost_op_work(c->g, d, &w);
@@ -402,6 +450,33 @@ static void op_comm(struct est_ctx *c, const struct dist_op *d, struct est_op *e
 	c->e->category_s[EST_COMM_BACKWARD] += bwd + f.s;
 }
 
+/* The optimizer step's seconds per local parameter element of dtype dt
+ * (docs/cost-models.md, "Optimizer offload", "FP8 training"): on the
+ * device, optimizer_step_bytes at the HBM rate; offloaded (ZeRO-Offload,
+ * Megatron-LM's --optimizer-cpu-offload), the gradient down the host link,
+ * the same passes over host memory at the device's share of its
+ * bandwidth, the updated weight back up the link, one after the other.
+ * Under the FP8 recipes a Linear's updated weight (of op `op`) is then
+ * cast to FP8 on the device (its copy and the transpose, kept for every
+ * micro-batch of the iteration). */
+static double optimizer_elem_s(const struct est_ctx *c, int op, enum dtype dt)
+{
+	const struct topo_device *dev = &c->t->device;
+	double hbm = dev->hbm_bps * dev->memory_efficiency, s;
+	if (c->offload) {
+		struct cost_state_bytes b;
+		cost_state_bytes(c->prec, dt, &b);
+		s = (b.grad + b.weight) / c->t->host.link_bps +
+		    optimizer_step_bytes(c->prec, dt) / c->t->host.memory_bps;
+	} else {
+		s = optimizer_step_bytes(c->prec, dt) / hbm;
+	}
+	int x;
+	if (fp8_linear(c, op, &x))
+		s += 4.0 / hbm; /* FP8_CAST_BYTES: read 2, write 1 + 1 */
+	return s;
+}
+
 /* Gradient synchronisation, optimizer and memory of the op's parameters
  * that no earlier op read; returns the optimizer's seconds. */
 static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
@@ -424,8 +499,7 @@ static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_o
 			eo->gradient_s += pr.s;
 			e->category_s[EST_GRADIENT_SYNC] += pr.s;
 		}
-		double u = elems * optimizer_step_bytes(c->prec, t->dtype) /
-		           (c->t->device.hbm_bps * c->t->device.memory_efficiency);
+		double u = elems * optimizer_elem_s(c, d->op, t->dtype);
 		e->category_s[EST_OPTIMIZER] += u;
 		opt += u;
 		e->param_bytes += elems * cost_param_bytes_per_elem(c->prec, t->dtype);
@@ -584,7 +658,8 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots,
 	                      .slow = cost_straggler_factor(&s->topo->device, s->devices),
 	                      .add_grads = s->training.separate_grad_accumulation,
-	                      .prec = s->training.precision};
+	                      .prec = s->training.precision,
+	                      .offload = s->training.optimizer_offload};
 	c->reads = plan_param_reads(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
 	if (s->training.flash_attention)
@@ -1064,6 +1139,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	double working = 0, synced = 0, gathered_max = 0, tail_sync = 0;
 	bool placed = zero >= 2 || tr->overlap_grad_reduce;
 	double *rs = placed ? arena_calloc(a, (size_t)c->g->n_ops + 1, sizeof(double)) : NULL;
+	double fp8_meta = 0; /* the FP8 recipes' scaling state (cost_fp8_meta_bytes) */
 	if (!act || (placed && !rs))
 		return false;
 	memset(ss, 0, sizeof(*ss));
@@ -1095,11 +1171,21 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			                  (zero >= 3 ? r->dp : 1);
 			es->mem.grads += r->elems * cost_grad_bytes_per_elem(c->prec, r->dtype) /
 			                 (zero >= 2 ? r->dp : 1);
-			es->mem.optimizer += r->elems * cost_optimizer_bytes_per_elem(c->prec, r->dtype) /
+			/* offloaded, the optimizer's state is in host memory */
+			es->mem.optimizer += c->offload ? 0 : r->elems *
+			                     cost_optimizer_bytes_per_elem(c->prec, r->dtype) /
 			                     (zero >= 1 ? r->dp : 1);
-			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) *
-			                   optimizer_step_bytes(c->prec, r->dtype) /
-			                   (c->t->device.hbm_bps * c->t->device.memory_efficiency);
+			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) * optimizer_elem_s(c, r->op, r->dtype);
+			/* the FP8 recipes: each Linear's FP8 weight and transpose,
+			 * and its scaling state */
+			int x;
+			if (fp8_linear(c, r->op, &x)) {
+				struct cost_state_bytes b;
+				cost_state_bytes(c->prec, r->dtype, &b);
+				es->mem.params += r->elems * b.fp8 / (zero >= 3 ? r->dp : 1);
+				if (k + 1 == m->n_params || m->params[k + 1].op != r->op)
+					fp8_meta += cost_fp8_meta_bytes();
+			}
 			gathered += r->synced ? r->bytes : 0;
 			if (k + 1 == m->n_params || m->params[k + 1].op != r->op) {
 				gathered_max = gathered > gathered_max ? gathered : gathered_max;
@@ -1183,7 +1269,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	}
 	es->mem.activations += working;
 	double bucket = tr->gradient_bucket_bytes < synced ? tr->gradient_bucket_bytes : synced;
-	es->mem.buffers += bucket + (zero >= 3 ? 2 * gathered_max : 0);
+	es->mem.buffers += bucket + (zero >= 3 ? 2 * gathered_max : 0) + fp8_meta;
 	es->mem.reserve = c->t->device.memory_reserve_bytes;
 	es->mem.total = es->mem.params + es->mem.grads + es->mem.optimizer + es->mem.activations +
 	                es->mem.buffers + es->mem.reserve;

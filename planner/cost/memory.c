@@ -9,7 +9,9 @@
  * (12 bytes); fp16 weights and fp16 gradients (2 + 2) with fp32 master
  * weights, master gradients and moments (16); fp32 weights and gradients
  * (4 + 4) with two moments (8); or as MindFormers holds it: weights and
- * accumulated gradients in one dtype, fp32 moments, no master copy. ZeRO
+ * accumulated gradients in one dtype, fp32 moments, no master copy; the
+ * FP8 recipes Megatron-LM's bf16 one plus Transformer Engine's FP8 copy of
+ * each weight and its transpose (1 + 1 bytes). ZeRO
  * divides the state, then the gradients, then the weights over the
  * data-parallel group. The verdict: the peak +- 5% against the device.
  *
@@ -41,21 +43,26 @@ void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_
 {
 	switch (r) {
 	case PRECISION_MEGATRON_BF16: /* bf16 weight, fp32 main_grad, fp32 master + moments */
-		*out = (struct cost_state_bytes){2, 4, 4, 8};
+		*out = (struct cost_state_bytes){2, 4, 4, 8, 0};
 		return;
 	case PRECISION_MEGATRON_FP16: /* fp16 weight and gradient; fp32 master weight and
 	                                 gradient, moments */
-		*out = (struct cost_state_bytes){2, 2, 8, 8};
+		*out = (struct cost_state_bytes){2, 2, 8, 8, 0};
 		return;
 	case PRECISION_FP32:          /* the weight is the master */
-		*out = (struct cost_state_bytes){4, 4, 0, 8};
+		*out = (struct cost_state_bytes){4, 4, 0, 8, 0};
 		return;
 	case PRECISION_MINDFORMERS: /* fp16 or bf16 weight, accu_grads cloned from it, fp32
 	                               moments */
-		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), (double)dtype_bytes(dt), 0, 8};
+		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), (double)dtype_bytes(dt), 0, 8,
+		                                 0};
 		return;
 	case PRECISION_MINDFORMERS_FP32_WEIGHTS: /* param_init_type float32: the same in fp32 */
-		*out = (struct cost_state_bytes){4, 4, 0, 8};
+		*out = (struct cost_state_bytes){4, 4, 0, 8, 0};
+		return;
+	case PRECISION_FP8_HYBRID: /* Megatron-LM's bf16 recipe, and Transformer Engine's FP8 */
+	case PRECISION_FP8_E4M3:   /* weight and its transpose (1 + 1) */
+		*out = (struct cost_state_bytes){2, 4, 4, 8, 2};
 		return;
 	default:
 		break;
@@ -71,7 +78,7 @@ void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_
 		cost_state_bytes(PRECISION_MEGATRON_BF16, dt, out);
 		return;
 	default: /* not trained: its bytes, nothing else */
-		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), 0, 0, 0};
+		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), 0, 0, 0, 0};
 		return;
 	}
 }
@@ -81,6 +88,17 @@ double cost_param_bytes_per_elem(enum precision_recipe r, enum dtype dt)
 	struct cost_state_bytes b;
 	cost_state_bytes(r, dt, &b);
 	return b.weight;
+}
+
+bool cost_precision_fp8(enum precision_recipe r)
+{
+	return r == PRECISION_FP8_HYBRID || r == PRECISION_FP8_E4M3;
+}
+
+double cost_fp8_meta_bytes(void)
+{
+	double tensors = 3 + 2, f = (double)dtype_bytes(DT_FP32);
+	return tensors * COST_FP8_AMAX_HISTORY * f + tensors * 2 * f;
 }
 
 double cost_grad_bytes_per_elem(enum precision_recipe r, enum dtype dt)

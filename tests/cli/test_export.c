@@ -543,3 +543,36 @@ Test(export, megatron_arguments_follow_the_search_choice, .timeout = 60)
 	cr_expect_eq(tp * pp * dp, 4);
 	free(r.out);
 }
+
+Test(export, megatron_fp8_and_optimizer_offload)
+{
+	/* The FP8 recipe and the optimizer offload as Megatron-LM's flags
+	 * (docs/formats.md): --fp8-format hybrid with Transformer Engine's
+	 * delayed-scaling history the estimate prices, and Megatron-Core's
+	 * optimizer CPU offload of the whole optimizer. */
+	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/fp8.json", dir);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"fp8\","
+	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
+	              " \"hidden\": 256, \"layers\": 2, \"heads\": 8, \"seq\": 128,"
+	              " \"vocab\": 1024, \"ffn\": 1024, \"micro_batch\": 2, \"dtype\": \"bf16\"}},"
+	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
+	              " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 4,"
+	              " \"precision\": \"fp8-hybrid\", \"optimizer_offload\": true}}",
+	              getenv("PWD") ? getenv("PWD") : ".");
+	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--bf16 \\\n--fp8-format hybrid \\\n"
+	                                 "--fp8-amax-history-len 1024 \\\n"
+	                                 "--fp8-amax-compute-algo max \\\n"
+	                                 "--optimizer-cpu-offload \\\n"
+	                                 "--optimizer-offload-fraction 1.0 \\\n"
+	                                 "--use-precision-aware-optimizer\n"),
+	                   "%s", r.out);
+	free(r.out);
+	unlink(path);
+	rmdir(dir);
+}

@@ -320,6 +320,39 @@ Test(baselines, megatron_degree_may_span_whole_servers)
 	diag_list_init(&D);
 }
 
+/* The fast tier is the server, whatever its size (docs/planner.md): TP 16
+ * on 64 GPUs of one GB200 NVL72 rack (72 GPUs in one NVLink domain) keeps
+ * every group inside it, though 16 does not divide 72; fc2's all-reduce is
+ * {0..15}. On a cluster of racks the same degree would put a group across
+ * two racks (ranks 64-79), so it is refused there. */
+Test(baselines, megatron_tp16_inside_one_nvl72_rack)
+{
+	const char *mlp = "{\"kind\": \"mlp\", \"hidden\": 1024, \"seq\": 512, \"micro_batch\": 4}";
+	struct scenario *s = generated(mlp, "gb200-nvl72", 64);
+	struct plan *p = plan_megatron_degree(A, s, &OPT, 16, &D);
+	cr_assert_not_null(p);
+	static const int64_t fc1[] = {4, 1, 1, 16}, fc2[] = {4, 16, 16, 1};
+	expect_cuts(p, "mlp.fc1.matmul", fc1, 4);
+	expect_cuts(p, "mlp.fc2.matmul", fc2, 4);
+	const struct dist_op *d = dop(p, "mlp.fc2.matmul");
+	cr_assert_eq(d->n_comm, 1);
+	expect_group(&d->comm[0], 0, 16, 0, 1);
+	cr_expect_eq(topo_group_tier(s->topo, (const int64_t[]){0, 15}, 2), 0);
+	cr_expect_eq(D.errors, 0);
+	/* 576 GPUs of 8 racks: groups of 16 would straddle the racks */
+	struct scenario *c = generated(mlp, "gb200-nvl72-x8", 576);
+	cr_assert_null(plan_megatron_degree(A, c, &OPT, 16, &D));
+	cr_assert(has_diag(DIAG_ERROR, "tensor parallel 16 does not fit"));
+	diag_list_free(&D);
+	diag_list_init(&D);
+	/* the rule itself */
+	cr_expect(plan_tp_in_server(72, 64, 16));   /* one rack, 64 used */
+	cr_expect(!plan_tp_in_server(72, 576, 16)); /* racks: 16 does not divide 72 */
+	cr_expect(plan_tp_in_server(72, 576, 8));
+	cr_expect(plan_tp_in_server(384, 384, 32)); /* a supernode */
+	cr_expect(!plan_tp_in_server(8, 64, 16));   /* over a server of 8 */
+}
+
 Test(baselines, megatron_gpt_is_vocabulary_parallel)
 {
 	/* A small GPT (hidden 64, 2 layers, 8 heads, seq 16, vocab 256, ffn

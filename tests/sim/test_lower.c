@@ -928,3 +928,33 @@ Test(lower, zero3_gathers_every_parameter_twice_a_micro_batch)
 		cr_expect_eq(bytes, 218624.0, "%s: %.0f B", pass ? "backward" : "forward", bytes);
 	}
 }
+
+/* The optimizer offload in the program (docs/cost-models.md, "Optimizer
+ * offload"): the lowered optimizer step of a megatron plan is the
+ * estimate's, and that is the offloaded step by hand: per local parameter
+ * element (ZeRO 0, TP 8 on one DGX H100 server: each rank's slice), the
+ * fp32 gradient (4 B) and the bf16 weight (2 B) over the default host link
+ * (31.5 GB/s), Megatron's bf16 step (38 B) over the default host memory
+ * share (51.2 GB/s). */
+Test(lower, optimizer_offload_is_the_programs_optimizer_step)
+{
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"llama\", \"hidden\": 1024, \"layers\": 2, \"heads\": 16, \"kv_heads\": 8, "
+	        "\"ffn\": 4096, \"seq\": 512, \"vocab\": 32000, \"dtype\": \"bf16\", \"micro_batch\": 4}",
+	        "dgx-h100", 8,
+	        "{\"global_batch\": 8, \"dtype\": \"bf16\", \"optimizer_offload\": true}");
+	struct program prog;
+	struct estimate e;
+	megatron_lowered(s, &prog, &e);
+	double opt = -1;
+	for (int k = 0; k < prog.n_steps; k++)
+		if (prog.steps[k].kind == PROG_COMPUTE && prog.steps[k].op < 0 &&
+		    !strcmp(prog.steps[k].label, "optimizer"))
+			opt = prog.steps[k].seconds;
+	cr_assert_geq(opt, 0, "no optimizer step");
+	double elems = e.param_bytes / 2;
+	cr_expect_float_eq(opt, elems * (6 / 31.5e9 + 38 / 51.2e9), 1e-9);
+	cr_expect_float_eq(opt, e.stages[0].optimizer_s, 1e-12);
+	cr_expect_eq(e.stages[0].mem.optimizer, 0);
+}

@@ -96,6 +96,22 @@ Test(sim, ring_allreduce_in_an_hccs_group)
 	       0.01, "coarse");
 }
 
+/* A torus tier (tpu-v5p-4x4x4.json: 4 x 4 x 4 chips, 100 GB/s one way
+ * per ICI link, 1 us a hop). A ring along x, chips 0-3, wraps round the
+ * x dimension, one link a step: 2(n-1) = 6 steps of S/4, 6 x (1 us +
+ * 16e6 / 100e9) = 966 us, as the α–β formula. A ring over the 4 chips
+ * 0, 16, 32, 48 (the z axis: groups of the device matrix [4, 16]'s axis 0)
+ * is the same over the z links. */
+Test(sim, ring_allreduce_round_a_torus_dimension)
+{
+	double S = 64e6, want = 6 * (1 * US + S / 4 / (100 * GB));
+	int64_t x[] = {4}, z[] = {4, 16};
+	within(lone("tpu-v5p-4x4x4", x, 1, 0, STEP_ALLREDUCE, COLL_RING, FIDELITY_STEP, S), want,
+	       0.01, "x ring");
+	within(lone("tpu-v5p-4x4x4", z, 2, 0, STEP_ALLREDUCE, COLL_RING, FIDELITY_STEP, S), want,
+	       0.01, "z rings");
+}
+
 Test(sim, ring_allreduce_small_message_latency)
 {
 	/* Latency-bound: S = 4 kB on the same 4 NPUs: 6 x (1 us + 1e3 / 30e9). */

@@ -38,7 +38,8 @@ Test(studies, shipped_studies_pass_check)
 {
 	const char *files[] = {"scenarios/studies/teaching-gpt-4layer.json",
 	                       "scenarios/studies/gpt3-175b-a100-h100.json",
-	                       "scenarios/studies/llama2-70b-910b-h100.json"};
+	                       "scenarios/studies/llama2-70b-910b-h100.json",
+	                       "scenarios/studies/llama2-70b-frontier.json"};
 	for (size_t i = 0; i < SL_COUNTOF(files); i++) {
 		char args[256];
 		snprintf(args, sizeof args, "check %s", files[i]);

@@ -125,6 +125,95 @@ Test(topologies, shipped_files_load_with_their_device_counts)
 	}
 }
 
+/* Issue 44's hardware: each file's devices and scale-up domain as the
+ * vendors publish them (docs/sources.md): HGX B200 and MI300X servers of 8,
+ * a GB200 NVL72 rack as one NVLink domain of 72, Ascend 910C servers of 8
+ * and a CloudMatrix384 supernode of 384 on one UB fabric. */
+Test(topologies, frontier_files_load_with_their_domains_and_figures)
+{
+	static const struct {
+		const char *file;
+		int64_t devices;
+		int per_server;
+		double bf16_tflops, fp8_tflops, hbm_gb, hbm_gbps, link_gbps;
+	} files[] = {
+		{"topologies/hgx-b200.json", 8, 8, 2250, 4500, 180, 7700, 900},
+		{"topologies/hgx-b200-x64.json", 512, 8, 2250, 4500, 180, 7700, 900},
+		{"topologies/gb200-nvl72.json", 72, 72, 2500, 5000, 186, 8000, 900},
+		{"topologies/gb200-nvl72-x8.json", 576, 72, 2500, 5000, 186, 8000, 900},
+		{"topologies/mi300x.json", 8, 8, 1307.4, 2614.9, 192, 5300, 64},
+		{"topologies/mi300x-x64.json", 512, 8, 1307.4, 2614.9, 192, 5300, 64},
+		{"topologies/atlas-910c.json", 8, 8, 752, 0, 128, 3200, 392},
+		{"topologies/atlas-910c-x48.json", 384, 8, 752, 0, 128, 3200, 392},
+		{"topologies/cloudmatrix384.json", 384, 384, 752, 0, 128, 3200, 392},
+		{"topologies/cloudmatrix384-x4.json", 1536, 384, 752, 0, 128, 3200, 392},
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		const char *f = files[i].file;
+		struct topology *t = load_ok(f);
+		cr_assert_eq(t->n_devices, files[i].devices, "%s", f);
+		cr_assert_eq(t->devices_per_server, files[i].per_server, "%s", f);
+		assert_close(t->device.peak_flops[DT_BF16], files[i].bf16_tflops * 1e12, f);
+		assert_close(t->device.peak_fp8_flops, files[i].fp8_tflops * 1e12, f);
+		assert_close(t->device.hbm_bytes, files[i].hbm_gb * 1e9, f);
+		assert_close(t->device.hbm_bps, files[i].hbm_gbps * GBPS, f);
+		assert_close(t->tiers[0].bandwidth_bps, files[i].link_gbps * GBPS * t->tiers[0].efficiency, f);
+		/* one tier joins the whole domain */
+		cr_assert_eq(t->tiers[0].n_groups, 1, "%s", f);
+		cr_assert_eq(t->tiers[0].group_size[0], files[i].per_server, "%s", f);
+		/* one 400 Gb/s NIC per device */
+		cr_assert_eq(t->nic.per_server, files[i].per_server, "%s", f);
+		assert_close(t->nic.bandwidth_bps, 50 * GBPS * t->nic.efficiency, f);
+		/* none is calibrated: the note says so (docs/cost-models.md) */
+		cr_assert(!topo_compute_calibrated(&t->device), "%s", f);
+		cr_assert(strstr(t->source, "docs/sources.md"), "%s", f);
+		cr_assert(!strstr(t->source, "shared/"), "%s", f);
+	}
+	/* the host side: PCIe 5.0 x16 (63 GB/s) and 2 x 8 channels of DDR5-5600
+	 * over 8 GPUs (2 x 358.4 / 8 = 89.6 GB/s); Grace: C2C 450 GB/s one way
+	 * shared by 2 GPUs, LPDDR5X 512 GB/s shared by 2 */
+	struct topology *b = load_ok("topologies/hgx-b200-x64.json");
+	assert_close(b->host.link_bps, 63 * GBPS, "B200 host link");
+	assert_close(b->host.memory_bps, 2 * 358.4 / 8 * GBPS, "B200 host memory");
+	struct topology *g = load_ok("topologies/gb200-nvl72.json");
+	assert_close(g->host.link_bps, 450.0 / 2 * GBPS, "GB200 C2C");
+	assert_close(g->host.memory_bps, 512.0 / 2 * GBPS, "Grace memory");
+	/* a file without "host": PCIe 4.0 x16 and the DGX A100's DDR4 share */
+	struct topology *c = load_ok("topologies/cloudmatrix384.json");
+	assert_close(c->host.link_bps, 31.5 * GBPS, "default host link"); /* 16 x 16 GT/s x 128/130 / 8 */
+	assert_close(c->host.memory_bps, 2 * 204.8 / 8 * GBPS, "default host memory");
+	/* the H100's FP8: 1,979 dense, 1,519 of it measured (calibration/h100-sxm-fp8.csv) */
+	struct topology *h = load_ok("topologies/dgx-h100.json");
+	assert_close(h->device.peak_fp8_flops, 1979e12, "H100 fp8");
+	assert_close(h->device.fp8_matmul_efficiency, 0.7676, "H100 fp8 efficiency"); /* 1519 / 1979 */
+	assert_close(b->device.fp8_matmul_efficiency, b->device.matmul_efficiency,
+	             "fp8 efficiency defaults to the bf16 one");
+}
+
+/* A TPU v5p-style 4 x 4 x 4 torus (device x + 4 (y + 4 z)): routes go
+ * dimension by dimension, the shorter way round; 0 -> 63 = (3, 3, 3) is
+ * one wrap-around link in each dimension, 0 -> 3 -> 15 -> 63, 3 us; 0 ->
+ * 42 = (2, 2, 2) two links in each, 6 (the longest route). Bisection:
+ * cutting z in {0, 1} | {2, 3} crosses 2 x 16 links of 100 GB/s one way. */
+Test(topologies, torus_routes_and_bisection)
+{
+	struct topology *t = load_ok("topologies/tpu-v5p-4x4x4.json");
+	cr_assert_eq(t->tiers[0].kind, TOPO_TIER_TORUS);
+	struct topo_path p;
+	cr_assert(topo_path_between(t, 0, 63, &p));
+	cr_assert_eq(p.n_hops, 3);
+	cr_assert_str_eq(p.hops[0].what, "ici link 0-3");
+	cr_assert_str_eq(p.hops[1].what, "ici link 3-15");
+	cr_assert_str_eq(p.hops[2].what, "ici link 15-63");
+	assert_close(p.latency_s, 3e-6, "3 hops");
+	assert_close(p.bottleneck_bps, 100 * GBPS, "one ICI link");
+	cr_assert(topo_path_between(t, 0, 42, &p));
+	cr_assert_eq(p.n_hops, 6);
+	cr_assert_eq(topo_torus_hops(&t->tiers[0], 0, 42), 6);
+	assert_close(topo_bisection_bps(t), 32 * 100 * GBPS, "torus bisection");
+	assert_close(topo_tier_device_bps(t, 0), 6 * 100 * GBPS, "6 links a chip");
+}
+
 Test(topologies, units_are_converted_to_bytes_flops_and_seconds)
 {
 	struct topology *t = load_ok("topologies/atlas800-910a.json");

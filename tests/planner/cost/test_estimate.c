@@ -172,6 +172,40 @@ Test(estimate, hierarchical_tp_times_dp_dgx_a100_x128)
 	arena_free(a);
 }
 
+/* The fast tier is the NVLink domain, however large (docs/planner.md):
+ * a tensor-parallel group of 16 inside one GB200 NVL72 rack rings over
+ * NVLink 5 (900 GB/s one way at efficiency 0.817, 1 us per hop); on HGX
+ * B200 servers of 8 the same 16 ranks are two servers, so the group runs
+ * hierarchically: a reduce-scatter over 8 on NVLink, an all-reduce of
+ * S/8 between the 2 servers over the NICs (400 Gb/s = 50 GB/s at 0.94;
+ * NIC 0.6 + leaf 0.3 + NIC 0.6 = 1.5 us, both NICs under one leaf of
+ * 32), an all-gather over 8 on NVLink. */
+Test(estimate, tp16_in_an_nvl72_rack_rides_nvlink_but_crosses_nics_on_hgx_b200)
+{
+	struct arena *a = arena_new();
+	double nv = 900 * GB * 0.817, nic = 50 * GB * 0.94;
+	int64_t r[16];
+	for (int i = 0; i < 16; i++)
+		r[i] = i;
+	const struct topology *rack = fixture_topology(a, "gb200-nvl72:none");
+	cr_assert_eq(topo_group_tier(rack, r, 16), 0, "one NVLink domain");
+	flat_all_kinds(rack, r, 16, nv, 1 * US, "NVL72 {0..15}");
+	const struct topology *hgx = fixture_topology(a, "hgx-b200-x64:none");
+	cr_assert_eq(topo_group_tier(hgx, r, 16), TOPO_NETWORK, "two servers");
+	near(cost_collective_s(hgx, STEP_ALLREDUCE, r, 16, S),
+	     2 * ag(8, S, nv, 1 * US) + ar(2, S / 8, nic, 1.5 * US), "HGX B200 {0..15} AllReduce");
+	cr_expect_gt(cost_collective_s(hgx, STEP_ALLREDUCE, r, 16, S),
+	             1.5 * cost_collective_s(rack, STEP_ALLREDUCE, r, 16, S));
+	/* A CloudMatrix384-style supernode: 384 NPUs on one UB fabric
+	 * (392 GB/s one way, line rate, 1 us) */
+	const struct topology *cm = fixture_topology(a, "cloudmatrix384:none");
+	int64_t r48[48];
+	for (int i = 0; i < 48; i++)
+		r48[i] = 8 * i; /* one NPU of each of the 48 nodes */
+	flat_all_kinds(cm, r48, 48, 392 * GB, 1 * US, "CloudMatrix384, one NPU per node");
+	arena_free(a);
+}
+
 /* The compute model (docs/cost-models.md) on dgx-a100.json: bf16 peak
  * P = 312 TFLOP/s, matmul_efficiency 0.8692, HBM 2 TB/s with
  * memory_efficiency 0.9 (B = 1.8 TB/s), gemm_half_dim h = 55.39, kernel

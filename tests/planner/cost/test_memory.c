@@ -349,3 +349,80 @@ Test(memory, precision_recipes_in_the_estimate)
 	}
 	cr_expect_gt(elems, 0);
 }
+
+/* The FP8 recipe (docs/cost-models.md, "FP8 training") and the optimizer
+ * offload ("Optimizer offload") on one H100 of dgx-h100.json, a GPT of
+ * hidden 256 and 2 layers (micro-batch 8 x 128 tokens = 1024 rows).
+ * Its Linears in the layers: q, k, v, out (256 x 256) and fc1, fc2
+ * (256 x 1024), 4 x 65536 + 2 x 262144 = 786432 weights a layer, 1572864
+ * in all; the lm_head stays bf16.
+ *   - memory: Transformer Engine's FP8 weight and transpose, 2 bytes a
+ *     Linear weight, 3145728 B more parameters; each of the 12 Linears'
+ *     scaling state 5 tensors x (1024 fp32 amax entries + scale and
+ *     inverse) = 5 x 4096 + 5 x 8 = 20520 B, 246240 B more buffers;
+ *   - fc1 forward: its GEMM (m 1024, k 256, n 1024, F = 2 x 1024 x 256 x
+ *     1024) at the FP8 rate 1979 TFLOP/s x 0.7676 with the H100's shape
+ *     factor (h = 95.88) and overhead (6.922 us), plus the cast-transpose
+ *     of its input, 1024 x 256 x (2 + 1 + 1) bytes at 3.35 TB/s x 0.9165;
+ *     backward: the two GEMMs (2x) plus the cast of the output's gradient,
+ *     1024 x 1024 x 4 bytes;
+ *   - offload: no optimizer state on the device; the step per weight, the
+ *     fp32 gradient (4 B) down and the bf16 weight (2 B) up the default
+ *     host link (PCIe 4.0 x16, 31.5 GB/s), Megatron's bf16 step (38 B) over
+ *     the default host memory share (51.2 GB/s). */
+static struct estimate fp8_gpt(const char *precision, bool offload, const struct graph **g)
+{
+	char tr[160];
+	snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"precision\": \"%s\", \"optimizer_offload\": %s}",
+	         precision, offload ? "true" : "false");
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 2, \"heads\": 4, \"seq\": 128, "
+	        "\"vocab\": 1024, \"micro_batch\": 8, \"dtype\": \"bf16\"}",
+	        "dgx-h100", 1, tr);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_data_parallel(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	*g = p->graph;
+	return e;
+}
+
+static double g_h100(double x)
+{
+	return x / (x + 95.88);
+}
+
+Test(memory, fp8_recipe_and_optimizer_offload_by_hand)
+{
+	const struct graph *g;
+	struct estimate bf = fp8_gpt("megatron-bf16", false, &g), f8 = fp8_gpt("fp8-hybrid", false, &g);
+	const struct est_memory *mb = &bf.stages[0].mem, *m8 = &f8.stages[0].mem;
+	cr_expect_float_eq(m8->params - mb->params, 2.0 * 1572864, 1e-9);
+	cr_expect_float_eq(m8->buffers - mb->buffers, 12 * (5 * 1024 * 4.0 + 5 * 8), 1e-9);
+	cr_expect_float_eq(m8->optimizer, mb->optimizer, 1e-12);
+	double hbm = 3.35e12 * 0.9165, o = 6.922e-6, P8 = 1979e12 * 0.7676;
+	double F = 2.0 * 1024 * 256 * 1024, bytes = (1024.0 * 256 + 256 * 1024 + 1024 * 1024) * 2;
+	double gemm = o + fmax(F / (P8 * g_h100(1024) * g_h100(256) * g_h100(1024)), bytes / hbm);
+	double cast_x = o + 1024 * 256 * 4.0 / hbm, cast_dy = o + 1024 * 1024 * 4.0 / hbm;
+	const struct est_op *fc1 = &f8.ops[graph_find_op(g, "layers.0.mlp.fc1.matmul")];
+	cr_expect_float_eq(fc1->compute_forward_s, gemm + cast_x, 1e-9);
+	cr_expect_float_eq(fc1->compute_backward_s, 2 * gemm + cast_dy, 1e-9);
+	/* the head and attention's batched GEMMs stay bf16: as without FP8 */
+	int head = graph_find_op(g, "lm_head"), scores = graph_find_op(g, "layers.0.attn.scores");
+	cr_expect_float_eq(f8.ops[head].compute_forward_s, bf.ops[head].compute_forward_s, 1e-12);
+	cr_expect_float_eq(f8.ops[scores].compute_forward_s, bf.ops[scores].compute_forward_s, 1e-12);
+	/* the weights' casts once an iteration, with the optimizer: 4 B a
+	 * Linear weight at the HBM rate */
+	cr_expect_float_eq(f8.stages[0].optimizer_s - bf.stages[0].optimizer_s,
+	                   1572864 * 4.0 / hbm, 1e-9);
+	/* offload */
+	struct estimate off = fp8_gpt("megatron-bf16", true, &g);
+	cr_expect_eq(off.stages[0].mem.optimizer, 0);
+	cr_expect_float_eq(mb->optimizer, bf.param_bytes / 2 * 12, 1e-12);
+	double elems = bf.param_bytes / 2;
+	cr_expect_float_eq(off.stages[0].optimizer_s, elems * (6 / 31.5e9 + 38 / 51.2e9), 1e-9);
+	/* a device without an FP8 rate refuses the recipe (the bad-input corpus
+	 * has the diagnostic) */
+}
