@@ -17,6 +17,9 @@ enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
 
 int cmd_topo(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+/* calruns.c: `calibrate --runs` (its usage, then the command). */
+void calibrate_runs_help(FILE *f);
+int calibrate_runs(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);

@@ -112,6 +112,9 @@ static void help(FILE *f)
 	        "  --algorithm NAME the algorithm the run forced (NCCL_ALGO): ring,\n"
 	        "                   tree, ...; default auto, the library's choice\n"
 	        "\n"
+	        "\n");
+	calibrate_runs_help(f);
+	fprintf(f,
 	        "exit status: 0 success, 1 invalid table or topology, or a table that\n"
 	        "cannot determine the parameters (diagnostics on stderr as\n"
 	        "FILE:LINE: COLUMN: MESSAGE), 2 usage error.\n");
@@ -1050,6 +1053,9 @@ int cmd_calibrate(int argc, char **argv)
 		help(stdout);
 		return EXIT_OK;
 	}
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--runs"))
+			return calibrate_runs(argc, argv);
 	struct args args = {.collective = -1};
 	if (!parse_args(argc, argv, &args)) {
 		fprintf(stderr, "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]] "
