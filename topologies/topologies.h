@@ -147,6 +147,8 @@ struct topo_train {
 	double op_overhead_s;        /* framework time per op per pass, in kernel_overhead_s */
 };
 
+struct calibration;  /* planner/cost's: this module only holds a pointer to it */
+
 struct topology {
 	const char *name;
 	const char *description;     /* NULL when the file has none */
@@ -162,6 +164,9 @@ struct topology {
 	struct topo_fabric fabric;
 	int64_t n_devices;           /* servers * devices_per_server */
 	struct topo_train train;     /* figures a calibration applied; zero: none */
+	const struct calibration *calibration; /* the one applied last (cost_calibration_apply),
+	                                          whose fits give predictions their interval;
+	                                          NULL: uncalibrated */
 };
 
 /* Load and validate a topology file. Returns NULL after adding diagnostics.

@@ -168,6 +168,12 @@ struct validation_training_result {
 	const char *sim_error;             /* estimated but not simulated: why (NULL when the
 	                                      simulation was not asked for) */
 	double sim_s, sim_value, sim_err;
+	/* The 90% intervals from the calibration the row's topology carries
+	 * (est_iv.have false without one), in seconds, and in the row's unit
+	 * with whether the measurement falls inside. */
+	struct cal_interval est_iv, sim_iv;
+	double est_lo, est_hi, sim_lo, sim_hi;
+	bool est_covered, sim_covered;
 };
 
 /* Plans the row (megatron at its tensor-parallel degree, else its
@@ -225,6 +231,9 @@ struct validation_score {
 	int failed;                        /* training: rows not planned or estimated (left
 	                                      out) */
 	int oom;                           /* training: estimated over the HBM, counted */
+	int estimate_iv_n, estimate_covered;   /* training: rows with an interval, and of them
+	                                          those whose measurement is inside it */
+	int simulation_iv_n, simulation_covered;
 };
 
 /* Over the rows that were estimated (OOM ones included). */

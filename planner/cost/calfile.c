@@ -485,6 +485,7 @@ bool cost_calibration_apply(const struct calibration *c, struct topology *t,
 		return false;
 	for (int i = 0; i < c->n_figures; i++)
 		cost_cal_set(t, c->figures[i].param, c->figures[i].tier, c->figures[i].value);
+	t->calibration = c;
 	return true;
 }
 
