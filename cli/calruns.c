@@ -1,5 +1,5 @@
 /* calruns.c — `shardlab calibrate --runs VALIDATION.json`: end-to-end
- * figures (train.gemm_efficiency, train.comm_efficiency,
+ * figures (train.gemm_efficiency, train.nic_efficiency,
  * train.op_overhead_us, or those --figures names) fitted to a validation
  * file's measured training iterations through their estimates
  * (validation/fit.c), printed with their standard errors, warnings where
@@ -39,13 +39,17 @@ void calibrate_runs_help(FILE *f)
 	        "                         topology's\n"
 	        "  train.op_overhead_us   us [0, 200]: the framework's time per op per\n"
 	        "                         forward or backward pass\n"
+	        "  train.nic_efficiency   ratio [0.5, 1.5]: the NICs' bandwidth under\n"
+	        "                         training load over what comm_efficiency\n"
+	        "                         leaves (traffic between servers)\n"
 	        "Prints each figure with its standard error, a warning for each figure\n"
 	        "not identifiable (Jacobian singular or ill-conditioned, standard error\n"
 	        "over half the value, or at a bound), the rows' errors in sample and out\n"
 	        "of sample, and the cross-validated MAPE and maximum (leave-one-out;\n"
 	        "10-fold above 20 rows).\n"
 	        "  --figures NAMES  the figures to fit, comma-separated (at most 6);\n"
-	        "                   default all three\n"
+	        "                   default train.gemm_efficiency,\n"
+	        "                   train.nic_efficiency, train.op_overhead_us\n"
 	        "  --calibration BASE applied to every row's topology before the fit\n"
 	        "                   (kernel or collective figures); --out keeps its\n"
 	        "                   figures and fits ahead of the training fit's\n"
@@ -80,8 +84,8 @@ static bool parse_figures(struct arena *ar, const char *list, struct rargs *r)
 		int p = name ? cost_cal_param_parse(ar, name, &tier) : -1;
 		if (p < CAL_TRAIN_GEMM_EFFICIENCY) {
 			fprintf(stderr, "shardlab calibrate: --figures takes train.gemm_efficiency, "
-			        "train.comm_efficiency or train.op_overhead_us (comma-separated), got "
-			        "'%.*s'\n", (int)len, s);
+			        "train.comm_efficiency, train.op_overhead_us or train.nic_efficiency "
+			        "(comma-separated), got '%.*s'\n", (int)len, s);
 			return false;
 		}
 		for (int j = 0; j < r->n_figures; j++)
@@ -145,7 +149,7 @@ static bool parse(struct arena *ar, int argc, char **argv, struct rargs *r)
 static const char *fig_name(enum cal_param p)
 {
 	static const char *const names[] = {"train.gemm_efficiency", "train.comm_efficiency",
-	                                    "train.op_overhead_us"};
+	                                    "train.op_overhead_us", "train.nic_efficiency"};
 	return names[p - CAL_TRAIN_GEMM_EFFICIENCY];
 }
 

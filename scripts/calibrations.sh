@@ -41,10 +41,10 @@ fit a100-sxm validation/megatron-dev.json \
 # NVIDIA H100 SXM: the kernel measurements (calibration/h100-sxm-measured.csv)
 # first, then the Megatron-Core table on them.
 "$SHARDLAB" calibrate calibration/h100-sxm-measured.csv --topology topologies/dgx-h100.json \
-	--out "$tmp/h100-sxm-kernels.json" > /dev/null
+	--out calibration/h100-sxm-kernels.json > /dev/null
 fit h100-sxm validation/megatron-core-h100.json \
 	"NVIDIA H100 SXM: kernel figures fitted to calibration/h100-sxm-measured.csv, end-to-end figures to validation/megatron-core-h100.json (Megatron-Core)" \
-	"$tmp/h100-sxm-kernels.json"
+	calibration/h100-sxm-kernels.json
 
 # Ascend 910B: the 910B training rows, when a set of them is in the tree.
 found=

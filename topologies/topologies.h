@@ -145,6 +145,7 @@ struct topo_train {
 	double gemm_efficiency;      /* GEMM rate under training load / the device's */
 	double comm_efficiency;      /* links' bandwidth under training load / the topology's */
 	double op_overhead_s;        /* framework time per op per pass, in kernel_overhead_s */
+	double nic_efficiency;       /* NICs' bandwidth under training load / the rest's */
 };
 
 struct calibration;  /* planner/cost's: this module only holds a pointer to it */

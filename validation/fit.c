@@ -1,9 +1,10 @@
 /* fit.c — end-to-end figures fitted to measured training iterations
  * (docs/validation.md, "Calibrating from training runs"): a small declared
  * set (at most VALIDATION_FIT_MAX) of figures with a physical meaning,
- * units and bounds (train.gemm_efficiency, train.comm_efficiency,
- * train.op_overhead_us; cost_cal_set folds each into the parameters that
- * the estimate and the simulation both read), fitted by bounded nonlinear
+ * units and bounds (train.gemm_efficiency, train.nic_efficiency,
+ * train.op_overhead_us by default, train.comm_efficiency on request;
+ * cost_cal_set folds each into the parameters that the estimate and the
+ * simulation both read), fitted by bounded nonlinear
  * least squares on the rows' relative errors, never one factor per row.
  *
  * The bounds hold by a change of variable (x = lo + (hi - lo) / (1 +
@@ -103,7 +104,7 @@ static int solve(const struct validation_model *m, const int *points, int n, dou
 		gsl_vector_set(u, (size_t)j, u_of(m, j, x[j]));
 	int info = 0, iters = -1;
 	if (gsl_multifit_nlinear_init(u, &fdf, w) == GSL_SUCCESS) {
-		gsl_multifit_nlinear_driver(VALIDATION_FIT_MAX_ITER, 1e-8, 1e-10, 1e-12, NULL, NULL,
+		gsl_multifit_nlinear_driver(VALIDATION_FIT_MAX_ITER, 1e-6, 1e-8, 1e-10, NULL, NULL,
 		                            &info, w);
 		iters = (int)gsl_multifit_nlinear_niter(w);
 		gsl_vector *best = gsl_multifit_nlinear_position(w);
@@ -255,7 +256,7 @@ bool validation_fit_model(struct arena *a, const struct validation_model *m,
 /* ---------------------------------------------------- the training rows */
 
 const enum cal_param validation_fit_default[VALIDATION_FIT_DEFAULT_N] = {
-	CAL_TRAIN_GEMM_EFFICIENCY, CAL_TRAIN_COMM_EFFICIENCY, CAL_TRAIN_OP_OVERHEAD_US};
+	CAL_TRAIN_GEMM_EFFICIENCY, CAL_TRAIN_NIC_EFFICIENCY, CAL_TRAIN_OP_OVERHEAD_US};
 
 /* The bounds a training fit keeps a figure in, and where it starts: the
  * ratios from half to one and a half (a wider move is a mechanism

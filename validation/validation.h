@@ -293,8 +293,9 @@ struct validation_fit_result {
 bool validation_fit_model(struct arena *a, const struct validation_model *m,
                           struct validation_fit_result *out);
 
-/* The end-to-end figures a training fit takes unless told: GEMM rate and
- * links' bandwidth under training load, the framework's time per op. */
+/* The end-to-end figures a training fit takes unless told: the GEMM rate
+ * and the NICs' bandwidth under training load, the framework's time per
+ * op. */
 #define VALIDATION_FIT_DEFAULT_N 3
 extern const enum cal_param validation_fit_default[VALIDATION_FIT_DEFAULT_N];
 

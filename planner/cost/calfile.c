@@ -24,25 +24,25 @@
 
 const char *const cal_param_units[CAL_PARAM_COUNT] = {
 	"fraction", "elements", "fraction", "us", "fraction", "us", "fraction", "us",
-	"ratio", "ratio", "us"};
-_Static_assert(CAL_PARAM_COUNT == 11, "cal_param_units out of step");
+	"ratio", "ratio", "us", "ratio"};
+_Static_assert(CAL_PARAM_COUNT == 12, "cal_param_units out of step");
 
 /* The parameter names after "device.", "tiers.<tier>.", "nic." or "train.". */
 static const char *const param_key[CAL_PARAM_COUNT] = {
 	"matmul_efficiency", "gemm_half_dim", "memory_efficiency", "kernel_overhead_us",
 	"efficiency", "latency_us", "efficiency", "latency_us",
-	"gemm_efficiency", "comm_efficiency", "op_overhead_us"};
+	"gemm_efficiency", "comm_efficiency", "op_overhead_us", "nic_efficiency"};
 
 /* The physical range of each parameter, as a topology file accepts it
  * (docs/formats.md): fractions in (0, 1], latencies up to 1 s; the
  * training ratios in (0, 2] (a rate under load at most twice what the
  * kernels' or links' figures give), the framework's time per op up to
  * 1 ms. */
-static const double phys_lo[CAL_PARAM_COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static const double phys_lo[CAL_PARAM_COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static const double phys_hi[CAL_PARAM_COUNT] = {
-	1, TOPO_MAX_GEMM_HALF_DIM, 1, TOPO_MAX_KERNEL_OVERHEAD_US, 1, 1e6, 1, 1e6, 2, 2, 1000};
+	1, TOPO_MAX_GEMM_HALF_DIM, 1, TOPO_MAX_KERNEL_OVERHEAD_US, 1, 1e6, 1, 1e6, 2, 2, 1000, 2};
 static const bool phys_lo_open[CAL_PARAM_COUNT] = {true, false, true, false, true, false,
-                                                   true, false, true, true, false};
+                                                   true, false, true, true, false, true};
 
 void cost_cal_param_range(enum cal_param p, double *lo, double *hi, bool *lo_open)
 {
@@ -67,7 +67,7 @@ int cost_cal_param_parse(struct arena *a, const char *name, const char **tier)
 		return -1;
 	}
 	if (!strncmp(name, "train.", 6)) {
-		for (int p = CAL_TRAIN_GEMM_EFFICIENCY; p <= CAL_TRAIN_OP_OVERHEAD_US; p++)
+		for (int p = CAL_TRAIN_GEMM_EFFICIENCY; p <= CAL_TRAIN_NIC_EFFICIENCY; p++)
 			if (!strcmp(name + 6, param_key[p]))
 				return p;
 		return -1;
@@ -129,8 +129,9 @@ static bool read_figure(struct arena *a, const struct jv *f, struct cal_figure *
 			         "\"device.gemm_half_dim\", \"device.memory_efficiency\", "
 			         "\"device.kernel_overhead_us\", \"tiers.TIER.efficiency\", "
 			         "\"tiers.TIER.latency_us\", \"nic.efficiency\", \"nic.latency_us\", "
-			         "\"train.gemm_efficiency\", \"train.comm_efficiency\" or "
-			         "\"train.op_overhead_us\", got \"%s\"", out->name);
+			         "\"train.gemm_efficiency\", \"train.comm_efficiency\", "
+			         "\"train.op_overhead_us\" or \"train.nic_efficiency\", got \"%s\"",
+			         out->name);
 			ok = false;
 		}
 	} else {
@@ -425,7 +426,7 @@ void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double
 		SL_ASSERT(tr);
 		tr->latency_s = value * 1e-6;
 		break;
-	case CAL_NIC_EFFICIENCY:
+	case CAL_NIC_EFFICIENCY:  /* the training ratios stay in the bandwidth */
 		t->nic.bandwidth_bps = t->nic.bandwidth_bps / t->nic.efficiency * value;
 		t->nic.efficiency = value;
 		break;
@@ -443,6 +444,10 @@ void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double
 	case CAL_TRAIN_OP_OVERHEAD_US:
 		t->device.kernel_overhead_s += value * 1e-6 - t->train.op_overhead_s;
 		t->train.op_overhead_s = value * 1e-6;
+		break;
+	case CAL_TRAIN_NIC_EFFICIENCY:
+		t->nic.bandwidth_bps = t->nic.bandwidth_bps / ratio_or_1(t->train.nic_efficiency) * value;
+		t->train.nic_efficiency = value;
 		break;
 	case CAL_PARAM_COUNT:
 		break;

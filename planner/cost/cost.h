@@ -245,6 +245,8 @@ enum cal_param {
 	                                bandwidth under training load over the topology's */
 	CAL_TRAIN_OP_OVERHEAD_US,    /* train.op_overhead_us, us: framework time per op per
 	                                forward or backward pass, on top of the kernel's */
+	CAL_TRAIN_NIC_EFFICIENCY,    /* train.nic_efficiency, ratio: the NICs' bandwidth under
+	                                training load over what train.comm_efficiency leaves */
 	CAL_PARAM_COUNT
 };
 /* The units each takes ("fraction", "elements", "us", "ratio"). */

@@ -724,8 +724,10 @@ Test(validate, training_fit_recovers_figures_set_on_the_rows, .timeout = 300)
 {
 	struct validation *v = validation_load(A, "tests/data/good/validate-fit.json", &D);
 	cr_assert_not_null(v);
-	struct validation_fit_options o = {.n_figures = 3};
-	memcpy(o.figures, validation_fit_default, sizeof validation_fit_default);
+	struct validation_fit_options o = {
+		.n_figures = 3,
+		.figures = {CAL_TRAIN_GEMM_EFFICIENCY, CAL_TRAIN_COMM_EFFICIENCY,
+		            CAL_TRAIN_OP_OVERHEAD_US}};
 	const double truth[3] = {0.8, 0.7, 30};
 	struct validation_run_options ro = {.estimate_only = true};
 	for (int i = 0; i < v->n_rows; i++) {
