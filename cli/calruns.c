@@ -153,19 +153,6 @@ static const char *fig_name(enum cal_param p)
 	return names[p - CAL_TRAIN_GEMM_EFFICIENCY];
 }
 
-/* The calibration's name: --name, else --out's file name without ".json". */
-static const char *out_name(struct arena *ar, const struct rargs *r)
-{
-	if (r->name)
-		return r->name;
-	const char *base = strrchr(r->out, '/');
-	base = base ? base + 1 : r->out;
-	size_t n = strlen(base);
-	if (n > 5 && !strcmp(base + n - 5, ".json"))
-		n -= 5;
-	return arena_strndup(ar, base, n);
-}
-
 /* The written file: the base's figures and fits, then the training's. */
 static struct calibration *merged(struct arena *ar, const struct rargs *r,
                                   const struct calibration *base, const struct validation *v,
@@ -203,31 +190,10 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 	                            .cv_folds = f->cv_folds, .cv_mape_pct = f->cv_mape_pct,
 	                            .cv_rms_pct = f->cv_rms_pct, .n_figures = p, .figures = names,
 	                            .covariance = cov};
-	*c = (struct calibration){.name = out_name(ar, r), .description = r->description,
+	*c = (struct calibration){.name = r->name ? r->name : cli_calibration_name(ar, r->out), .description = r->description,
 	                          .device = device, .n_figures = nb + p, .figures = fig,
 	                          .n_fits = nf + 1, .fits = fits};
 	return c;
-}
-
-static bool write_file(const char *path, const struct calibration *c)
-{
-	cJSON *j = cost_calibration_json(c);
-	char *text = j ? cJSON_Print(j) : NULL;
-	cJSON_Delete(j);
-	char err[512] = "out of memory";
-	size_t n = text ? strlen(text) : 0;
-	char *line = text ? malloc(n + 2) : NULL;
-	bool ok = line != NULL;
-	if (ok) {
-		memcpy(line, text, n);
-		memcpy(line + n, "\n", 2);
-		ok = report_write_file(path, line, err, sizeof err);
-	}
-	if (!ok)
-		fprintf(stderr, "shardlab calibrate: cannot write %s: %s\n", path, err);
-	free(line);
-	cJSON_free(text);
-	return ok;
 }
 
 /* The warnings: figures not identifiable, folds that failed. */
@@ -438,7 +404,7 @@ int calibrate_runs(int argc, char **argv)
 	}
 	if (rc == EXIT_OK && r.out) {
 		struct calibration *c = merged(ar, &r, base, v, &tf, device && *device ? device : NULL);
-		if (!c || !write_file(r.out, c))
+		if (!c || !cli_calibration_write(r.out, c))
 			rc = EXIT_INVALID;
 	}
 	cli_print_diags(&d);

@@ -17,6 +17,11 @@ enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
 
 int cmd_topo(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+/* cmd_calibrate.c: a calibration file's name from --out's path (its file
+ * name without ".json"), and the file written atomically (false after a
+ * message on stderr). */
+const char *cli_calibration_name(struct arena *ar, const char *out);
+bool cli_calibration_write(const char *path, const struct calibration *c);
 /* calruns.c: `calibrate --runs` (its usage, then the command). */
 void calibrate_runs_help(FILE *f);
 int calibrate_runs(int argc, char **argv);

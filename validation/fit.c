@@ -286,29 +286,10 @@ static double predict_row(void *ctx, int i, const double *x)
 {
 	struct rowctx *c = ctx;
 	const struct validation_training_result *r = &c->res[c->row[i]];
-	const struct plan *p = r->plan;
 	struct arena *a = arena_new();
-	struct topology *t = a ? arena_alloc(a, sizeof *t) : NULL;
-	struct scenario *s = a ? arena_alloc(a, sizeof *s) : NULL;
-	struct plan *q = a ? arena_alloc(a, sizeof *q) : NULL;
-	struct estimate *e = a ? arena_calloc(a, 1, sizeof *e) : NULL;
-	double v = NAN;
-	if (t && s && q && e) {
-		*t = *p->scenario->topo;
-		*s = *p->scenario;
-		s->topo = t;
-		*q = *p;
-		q->scenario = s;
-		for (int j = 0; j < c->n_figures; j++)
-			cost_cal_set(t, c->figures[j], NULL, x[j]);
-		struct diag_list d;
-		diag_list_init(&d);
-		if (plan_estimate(a, q, e, &d) && e->iteration_s > 0)
-			v = validation_predicted(r->row, e->iteration_s);
-		diag_list_free(&d);
-	}
+	double t = a ? cost_plan_time_with(a, r->plan, c->n_figures, c->figures, NULL, x) : NAN;
 	arena_free(a);
-	return v;
+	return isfinite(t) ? validation_predicted(r->row, t) : NAN;
 }
 
 bool validation_fit_training(struct arena *a, const struct validation *v,

@@ -560,11 +560,9 @@ const struct cal_fit *cost_calibration_training_fit(const struct calibration *c)
 	return NULL;
 }
 
-/* The plan's estimated iteration time with one figure of the calibration
- * set to value (on a copy of the plan's topology); NAN when the estimate
- * fails. */
-static double time_with(struct arena *a, const struct plan *p, const struct cal_figure *f,
-                        double value)
+double cost_plan_time_with(struct arena *a, const struct plan *p, int n,
+                           const enum cal_param *params, const char *const *tiers,
+                           const double *values)
 {
 	struct topology *t = arena_alloc(a, sizeof *t);
 	struct scenario *s = arena_alloc(a, sizeof *s);
@@ -577,12 +575,20 @@ static double time_with(struct arena *a, const struct plan *p, const struct cal_
 	s->topo = t;
 	*q = *p;
 	q->scenario = s;
-	cost_cal_set(t, f->param, f->tier, value);
+	for (int i = 0; i < n; i++)
+		cost_cal_set(t, params[i], tiers ? tiers[i] : NULL, values[i]);
 	struct diag_list d;
 	diag_list_init(&d);
-	bool ok = plan_estimate(a, q, e, &d);
+	bool ok = plan_estimate(a, q, e, &d) && e->iteration_s > 0;
 	diag_list_free(&d);
 	return ok ? e->iteration_s : NAN;
+}
+
+/* The plan's estimated iteration time with one figure set to value. */
+static double time_with(struct arena *a, const struct plan *p, const struct cal_figure *f,
+                        double value)
+{
+	return cost_plan_time_with(a, p, 1, &f->param, &f->tier, &value);
 }
 
 void cost_interval_at(const struct cal_interval *in, double center_s, struct cal_interval *out)

@@ -320,6 +320,13 @@ void cost_cal_param_range(enum cal_param p, double *lo, double *hi, bool *lo_ope
  * caller's value is in range (cost_calibration_apply checks a file's). */
 void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double value);
 
+/* The plan's estimated iteration time with n figures set (cost_cal_set;
+ * tiers NULL or one per figure) on a copy of its topology, the plan's
+ * strategies kept; NAN when the estimate fails. Allocates in a. */
+double cost_plan_time_with(struct arena *a, const struct plan *p, int n,
+                           const enum cal_param *params, const char *const *tiers,
+                           const double *values);
+
 /* The fit of a calibration that prices whole iterations ("kind":
  * "training"), NULL when it has none (then no prediction has an
  * interval). */
