@@ -432,6 +432,8 @@ static void training_text(const struct args *a, const struct validation *v,
 		       m.memory_n == 1 ? "" : "s");
 	printf("  %d of %d row%s predicted OOM though the run trained (failed predictions, their "
 	       "times counted)\n", m.oom, n, n == 1 ? "" : "s");
+	printf("  %d of %d row%s left out (could not be planned or estimated)\n", m.failed, n,
+	       n == 1 ? "" : "s");
 	printf("\ncoverage (measurements inside their 90%% intervals)\n");
 	if (m.estimate_iv_n)
 		printf("  estimate   %d of %d (%.0f%%)\n", m.estimate_covered, m.estimate_iv_n,
@@ -444,8 +446,6 @@ static void training_text(const struct args *a, const struct validation *v,
 		       100.0 * m.simulation_covered / m.simulation_iv_n);
 	else
 		printf("  simulation - (no simulated row with an interval)\n");
-	printf("  %d of %d row%s left out (could not be planned or estimated)\n", m.failed, n,
-	       n == 1 ? "" : "s");
 }
 
 static void json_number_or_null(cJSON *o, const char *key, bool have, double v)
