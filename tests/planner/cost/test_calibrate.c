@@ -1304,3 +1304,27 @@ Test(calibrate, training_figures_apply_once)
 	within(t->device.matmul_efficiency, 0.7 * 0.8, 1e-12, "kernel figure under the ratio");
 	within(t->device.kernel_overhead_s, 5e-6 + 30e-6, 1e-12, "kernel overhead under the framework's");
 }
+
+/* The shipped calibrations load, apply to the topologies of their device
+ * and carry a cross-validated training fit of at most six figures, which
+ * says what it was fitted on. */
+Test(calibrate, shipped_calibrations_load_and_apply)
+{
+	static const char *const files[][2] = {
+		{"calibration/a100-sxm.json", "topologies/dgx-a100-x128.json"},
+		{"calibration/h100-sxm.json", "topologies/dgx-h100-x64.json"}};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct calibration *c = cost_calibration_load(A, files[i][0], &D);
+		cr_assert_not_null(c, "%s", files[i][0]);
+		struct topology *t = topo_load(A, files[i][1], &D);
+		cr_assert_not_null(t);
+		cr_assert(cost_calibration_apply(c, t, &D), "%s on %s", files[i][0], files[i][1]);
+		const struct cal_fit *f = cost_calibration_training_fit(c);
+		cr_assert_not_null(f);
+		cr_assert(f->n_figures >= 1 && f->n_figures <= 6);
+		cr_assert(isfinite(f->cv_mape_pct) && f->cv_rms_pct > 0);
+		cr_assert_not_null(strstr(f->fitted_on, "validation/"));
+		cr_assert_not_null(c->description);
+		cr_assert_not_null(strstr(c->description, "fitted by scripts/calibrations.sh on "));
+	}
+}
