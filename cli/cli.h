@@ -17,6 +17,14 @@ enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
 
 int cmd_topo(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+/* cmd_calibrate.c: a calibration file's name from --out's path (its file
+ * name without ".json"), and the file written atomically (false after a
+ * message on stderr). */
+const char *cli_calibration_name(struct arena *ar, const char *out);
+bool cli_calibration_write(const char *path, const struct calibration *c);
+/* calruns.c: `calibrate --runs` (its usage, then the command). */
+void calibrate_runs_help(FILE *f);
+int calibrate_runs(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
@@ -58,6 +66,27 @@ void cli_print_diags(const struct diag_list *d);
 /* A line saying that the topology's device runs an uncalibrated compute
  * model (topo_compute_calibrated), nothing when it is calibrated. */
 void cli_note_uncalibrated(FILE *f, const struct topology *t);
+/* interval.c: the 90% interval of a plan's estimated time from the
+ * calibration its topology carries (out->have false, with why, when it has
+ * none); cost_interval_at moves it onto a simulated time. */
+void cli_interval(const struct plan *p, struct cal_interval *out);
+/* " (90%: 1.26-1.43 s)", or " (uncalibrated: no interval)". */
+const char *cli_interval_text(char *buf, size_t size, const struct cal_interval *iv);
+/* "calibration NAME (FILE), training fit cross-validated MAPE x%" or
+ * "calibration none", after the indent. */
+void cli_calibration_line(FILE *f, const char *indent, const struct topology *t);
+/* {"name", "file"} of the topology's calibration, or null. */
+struct cJSON *cli_calibration_json(const struct topology *t);
+/* {"level", "lo_s", "hi_s", "relative_sd", "relative_sd_figures"}, or
+ * {"lo_s": null, "hi_s": null, "note"} without one. */
+struct cJSON *cli_interval_json(const struct cal_interval *iv);
+/* The shipped calibration of t's device kind (calibration/ beside the
+ * topology's folder), NULL when there is none. */
+const char *cli_shipped_calibration(struct arena *a, const struct topology *t);
+/* --calibration's value applied to t: a file, "auto" (the shipped one of
+ * its device), "none" or NULL (nothing). False after diagnostics. */
+bool cli_apply_calibration(struct arena *a, const char *option, struct topology *t,
+                           struct diag_list *d);
 
 /* True if argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);

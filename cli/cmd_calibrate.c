@@ -112,6 +112,9 @@ static void help(FILE *f)
 	        "  --algorithm NAME the algorithm the run forced (NCCL_ALGO): ring,\n"
 	        "                   tree, ...; default auto, the library's choice\n"
 	        "\n"
+	        "\n");
+	calibrate_runs_help(f);
+	fprintf(f,
 	        "exit status: 0 success, 1 invalid table or topology, or a table that\n"
 	        "cannot determine the parameters (diagnostics on stderr as\n"
 	        "FILE:LINE: COLUMN: MESSAGE), 2 usage error.\n");
@@ -844,7 +847,7 @@ static void bench_csv(const struct bench_table *t, const struct bench_fit *f, bo
 
 /* The calibration's name: the file name of --out without its folder and
  * ".json". */
-static const char *out_name(struct arena *ar, const char *out)
+const char *cli_calibration_name(struct arena *ar, const char *out)
 {
 	const char *base = strrchr(out, '/');
 	base = base ? base + 1 : out;
@@ -855,7 +858,7 @@ static const char *out_name(struct arena *ar, const char *out)
 }
 
 /* Writes the calibration atomically; false after a message. */
-static bool write_calibration(const char *path, const struct calibration *c)
+bool cli_calibration_write(const char *path, const struct calibration *c)
 {
 	cJSON *j = cost_calibration_json(c);
 	char *text = j ? cJSON_Print(j) : NULL;
@@ -924,13 +927,13 @@ static bool bench_out(struct arena *ar, const struct args *a, const struct bench
 	                        .cv_folds = f->cv_folds, .cv_mape_pct = f->cv_mape_pct,
 	                        .cv_rms_pct = f->cv_rms_pct, .n_figures = n, .figures = names,
 	                        .covariance = cov};
-	*c = (struct calibration){.name = out_name(ar, a->out), .device = topo->device.kind,
+	*c = (struct calibration){.name = cli_calibration_name(ar, a->out), .device = topo->device.kind,
 	                          .n_figures = n, .figures = cf,
 	                          .n_fits = isfinite(f->cv_mape_pct) ? 1 : 0, .fits = fit};
 	if (!isfinite(f->cv_mape_pct))
 		for (int i = 0; i < n; i++)
 			cf[i].fit = NULL;
-	return write_calibration(a->out, c);
+	return cli_calibration_write(a->out, c);
 }
 
 static int calibrate_bench(struct arena *ar, const struct args *a, struct diag_list *d)
@@ -1038,10 +1041,10 @@ static bool kernels_out(struct arena *ar, const struct args *a, const struct cal
 	                        .points = t->n_rows, .cv_method = cv->method, .cv_folds = cv->folds,
 	                        .cv_mape_pct = cv->mape_pct, .cv_rms_pct = cv->rms_pct,
 	                        .n_figures = n, .figures = fnames, .covariance = cov};
-	*c = (struct calibration){.name = out_name(ar, a->out), .device = topo->device.kind,
+	*c = (struct calibration){.name = cli_calibration_name(ar, a->out), .device = topo->device.kind,
 	                          .n_figures = n, .figures = cf, .n_fits = cross ? 1 : 0,
 	                          .fits = fit};
-	return write_calibration(a->out, c);
+	return cli_calibration_write(a->out, c);
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -1050,6 +1053,9 @@ int cmd_calibrate(int argc, char **argv)
 		help(stdout);
 		return EXIT_OK;
 	}
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--runs"))
+			return calibrate_runs(argc, argv);
 	struct args args = {.collective = -1};
 	if (!parse_args(argc, argv, &args)) {
 		fprintf(stderr, "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]] "

@@ -159,7 +159,12 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 	report_search_chosen(stdout, p);
 	cli_note_uncalibrated(stdout, p->scenario->topo);
 	printf("\n");
-	printf("  iteration            %s\n", sec(b1, sizeof b1, e->iteration_s));
+	struct cal_interval iv;
+	char ivt[96];
+	cli_interval(p, &iv);
+	printf("  iteration            %s%s\n", sec(b1, sizeof b1, e->iteration_s),
+	       cli_interval_text(ivt, sizeof ivt, &iv));
+	cli_calibration_line(stdout, "  ", p->scenario->topo);
 	printf("  micro-batches        %" PRId64 "\n", e->steps_per_iteration);
 	printf("  compute              %-10s %5.1f%%\n", sec(b1, sizeof b1, e->compute_s),
 	       share(e->compute_s, e->iteration_s));
@@ -342,6 +347,10 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 {
 	cJSON *root = report_json_head(p, ro);
 	cJSON_AddNumberToObject(root, "iteration_s", e->iteration_s);
+	struct cal_interval iv;
+	cli_interval(p, &iv);
+	cJSON_AddItemToObject(root, "calibration", cli_calibration_json(p->scenario->topo));
+	cJSON_AddItemToObject(root, "interval", cli_interval_json(&iv));
 	cJSON_AddNumberToObject(root, "compute_s", e->compute_s);
 	cJSON_AddNumberToObject(root, "comm_s", e->comm_s);
 	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)e->steps_per_iteration);

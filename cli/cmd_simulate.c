@@ -228,11 +228,16 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	if (cv > 0)
 		printf(", devices' speeds spread %.3g (seed %" PRIu64 ")", cv, o->seed);
 	printf("\n\n");
-	char pct[16];
-	printf("  iteration            simulated %s, estimated %s (%s)\n",
-	       cli_si(b[0], 32, r->sim.iteration_s, "s"), cli_si(b[1], 32, r->est.iteration_s, "s"),
+	char pct[16], ivt[96];
+	struct cal_interval ie, is;
+	cli_interval(p, &ie);
+	cost_interval_at(&ie, r->sim.iteration_s, &is);
+	printf("  iteration            simulated %s%s, estimated %s (%s)\n",
+	       cli_si(b[0], 32, r->sim.iteration_s, "s"), cli_interval_text(ivt, sizeof ivt, &is),
+	       cli_si(b[1], 32, r->est.iteration_s, "s"),
 	       report_pct_text(pct, sizeof pct, report_diff_pct(r->sim.iteration_s,
 	                                                         r->est.iteration_s)));
+	cli_calibration_line(stdout, "  ", p->scenario->topo);
 	printf("  micro-batches        %" PRId64 " (pipeline: %d stage%s x %lld ranks)\n", r->prog.micro_batches, r->prog.n_stages, r->prog.n_stages == 1 ? "" : "s", (long long)r->prog.stage_ranks);
 	printf("  comm per device      %s\n",
 	       cli_si(b[2], 32, report_program_comm_bytes(&r->prog), "B"));
@@ -329,6 +334,11 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	cJSON_AddNumberToObject(root, "bucket_bytes", o->bucket_bytes);
 	cJSON_AddNumberToObject(root, "seed", (double)o->seed);
 	cJSON_AddNumberToObject(root, "iteration_s", r->sim.iteration_s);
+	struct cal_interval ie, is;
+	cli_interval(p, &ie);
+	cost_interval_at(&ie, r->sim.iteration_s, &is);
+	cJSON_AddItemToObject(root, "calibration", cli_calibration_json(p->scenario->topo));
+	cJSON_AddItemToObject(root, "interval", cli_interval_json(&is));
 	cJSON_AddNumberToObject(root, "estimate_s", r->est.iteration_s);
 	cJSON_AddNumberToObject(root, "difference_pct",
 	                        report_diff_pct(r->sim.iteration_s, r->est.iteration_s));

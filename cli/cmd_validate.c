@@ -88,7 +88,13 @@ static void help(FILE *f)
 	        "                    a calibration file (docs/formats.md): its figures\n"
 	        "                    replace the parameters they name in every row's\n"
 	        "                    topology; the report names it (text: a line under\n"
-	        "                    the title; JSON: \"calibration\" {\"name\", \"file\"})\n"
+	        "                    the title; JSON: \"calibration\" {\"name\", \"file\"}\n"
+	        "                    or null); \"auto\": each row's device's shipped one\n"
+	        "                    (calibration/), \"none\": none. With a training fit,\n"
+	        "                    each prediction has a 90%% interval (JSON:\n"
+	        "                    \"interval\" {\"lo\", \"hi\"} in the row's unit,\n"
+	        "                    \"covered\") and the report gives the coverage, the\n"
+	        "                    share of measurements inside them (JSON: \"coverage\")\n"
 	        "  --jobs N          training: run up to N rows at once, each in its own\n"
 	        "                    process (default and 0: the processors online; 1:\n"
 	        "                    one after another, in this process). The report is\n"
@@ -199,17 +205,21 @@ static int parse_args(int argc, char **argv, struct args *a)
 static void calibration_line(const struct args *a)
 {
 	if (a->cal)
-		printf("calibration %s (%s): %d figure%s\n", a->cal->name, a->calibration,
+		printf("calibration %s (%s): %d figure%s\n", a->cal->name, a->cal->file,
 		       a->cal->n_figures, a->cal->n_figures == 1 ? "" : "s");
+	else
+		printf("calibration none: no intervals\n");
 }
 
 static void calibration_json(const struct args *a, cJSON *root)
 {
-	if (!a->cal)
+	if (!a->cal) {
+		cJSON_AddNullToObject(root, "calibration");
 		return;
+	}
 	cJSON *c = cJSON_AddObjectToObject(root, "calibration");
 	cJSON_AddStringToObject(c, "name", a->cal->name);
-	cJSON_AddStringToObject(c, "file", a->calibration);
+	cJSON_AddStringToObject(c, "file", a->cal->file);
 }
 
 static bool selected(const struct args *a, const char *name)
@@ -424,6 +434,18 @@ static void training_text(const struct args *a, const struct validation *v,
 	       "times counted)\n", m.oom, n, n == 1 ? "" : "s");
 	printf("  %d of %d row%s left out (could not be planned or estimated)\n", m.failed, n,
 	       n == 1 ? "" : "s");
+	printf("\ncoverage (measurements inside their 90%% intervals)\n");
+	if (m.estimate_iv_n)
+		printf("  estimate   %d of %d (%.0f%%)\n", m.estimate_covered, m.estimate_iv_n,
+		       100.0 * m.estimate_covered / m.estimate_iv_n);
+	else
+		printf("  estimate   - (%s)\n", n > 0 && !rows[0].error && rows[0].est_iv.why
+		                                 ? rows[0].est_iv.why : "no interval");
+	if (m.simulation_iv_n)
+		printf("  simulation %d of %d (%.0f%%)\n", m.simulation_covered, m.simulation_iv_n,
+		       100.0 * m.simulation_covered / m.simulation_iv_n);
+	else
+		printf("  simulation - (no simulated row with an interval)\n");
 }
 
 static void json_number_or_null(cJSON *o, const char *key, bool have, double v)
@@ -432,6 +454,24 @@ static void json_number_or_null(cJSON *o, const char *key, bool have, double v)
 		cJSON_AddNumberToObject(o, key, v);
 	else
 		cJSON_AddNullToObject(o, key);
+}
+
+/* A row's interval: "interval" {"lo", "hi"} in the row's unit, "covered";
+ * or null with "interval_note". */
+static void interval_json(cJSON *o, const struct cal_interval *iv, double lo, double hi,
+                          bool covered)
+{
+	if (!iv->have) {
+		cJSON_AddNullToObject(o, "interval");
+		cJSON_AddStringToObject(o, "interval_note", iv->why);
+		return;
+	}
+	cJSON *j = cJSON_AddObjectToObject(o, "interval");
+	cJSON_AddNumberToObject(j, "lo", lo);
+	cJSON_AddNumberToObject(j, "hi", hi);
+	cJSON_AddNumberToObject(j, "lo_s", iv->lo_s);
+	cJSON_AddNumberToObject(j, "hi_s", iv->hi_s);
+	cJSON_AddBoolToObject(o, "covered", covered);
 }
 
 static cJSON *training_json(const struct args *a, const struct validation *v,
@@ -485,6 +525,7 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 		cJSON_AddNumberToObject(e, "iteration_s", r->est_s);
 		cJSON_AddNumberToObject(e, "value", r->est_value);
 		cJSON_AddNumberToObject(e, "error_pct", r->est_err);
+		interval_json(e, &r->est_iv, r->est_lo, r->est_hi, r->est_covered);
 		cJSON_AddNumberToObject(e, "memory_bytes_per_device", r->memory_bytes);
 		json_number_or_null(e, "memory_error_pct", row->memory_bytes > 0,
 		                    validation_error_pct(r->memory_bytes, row->memory_bytes));
@@ -494,6 +535,7 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 			cJSON_AddNumberToObject(sj, "iteration_s", r->sim_s);
 			cJSON_AddNumberToObject(sj, "value", r->sim_value);
 			cJSON_AddNumberToObject(sj, "error_pct", r->sim_err);
+			interval_json(sj, &r->sim_iv, r->sim_lo, r->sim_hi, r->sim_covered);
 		} else {
 			cJSON_AddNullToObject(o, "simulation");
 		}
@@ -508,6 +550,17 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 	json_number_or_null(mj, "simulation_pct", m.simulation_n > 0, m.simulation_pct);
 	cJSON_AddNumberToObject(mj, "simulation_rows", m.simulation_n);
 	cJSON_AddNumberToObject(mj, "left_out_rows", n - m.estimate_n);
+	cJSON *cj = cJSON_AddObjectToObject(root, "coverage");
+	cJSON_AddNumberToObject(cj, "level", 0.9);
+	cJSON_AddNumberToObject(cj, "estimate_rows", m.estimate_iv_n);
+	cJSON_AddNumberToObject(cj, "estimate_covered", m.estimate_covered);
+	json_number_or_null(cj, "estimate_pct", m.estimate_iv_n > 0,
+	                    100.0 * m.estimate_covered / (m.estimate_iv_n ? m.estimate_iv_n : 1));
+	cJSON_AddNumberToObject(cj, "simulation_rows", m.simulation_iv_n);
+	cJSON_AddNumberToObject(cj, "simulation_covered", m.simulation_covered);
+	json_number_or_null(cj, "simulation_pct", m.simulation_iv_n > 0,
+	                    100.0 * m.simulation_covered /
+	                    (m.simulation_iv_n ? m.simulation_iv_n : 1));
 	cJSON_AddBoolToObject(root, "simulated", !a->estimate_only);
 	return root;
 }
@@ -564,6 +617,10 @@ struct trow_wire {
 	char error[400], sim_error[400];
 	bool has_error, has_sim_error, oom, simulated;
 	double memory_bytes, est_s, est_value, est_err, sim_s, sim_value, sim_err;
+	struct cal_interval est_iv, sim_iv;    /* their `why`: static text, the same in the
+	                                          parent (a forked image) */
+	double est_lo, est_hi, sim_lo, sim_hi;
+	bool est_covered, sim_covered;
 };
 
 static void copy_text(char *dst, size_t size, const char *src, bool *has)
@@ -596,6 +653,14 @@ static _Noreturn void row_worker(const struct args *a, const struct validation_t
 		w.sim_s = t.sim_s;
 		w.sim_value = t.sim_value;
 		w.sim_err = t.sim_err;
+		w.est_iv = t.est_iv;
+		w.sim_iv = t.sim_iv;
+		w.est_lo = t.est_lo;
+		w.est_hi = t.est_hi;
+		w.sim_lo = t.sim_lo;
+		w.sim_hi = t.sim_hi;
+		w.est_covered = t.est_covered;
+		w.sim_covered = t.sim_covered;
 	}
 	/* Freed before _exit, which leaves no frame that holds it: memcheck
 	 * would call the arena lost. */
@@ -640,6 +705,14 @@ static void row_back(struct arena *ar, const struct validation_training_row *row
 	out->sim_s = w.sim_s;
 	out->sim_value = w.sim_value;
 	out->sim_err = w.sim_err;
+	out->est_iv = w.est_iv;
+	out->sim_iv = w.sim_iv;
+	out->est_lo = w.est_lo;
+	out->est_hi = w.est_hi;
+	out->sim_lo = w.sim_lo;
+	out->sim_hi = w.sim_hi;
+	out->est_covered = w.est_covered;
+	out->sim_covered = w.sim_covered;
 }
 
 /* Rows idx[0..n-1] in up to `jobs` workers at once; false when none
@@ -976,17 +1049,15 @@ int cmd_validate(int argc, char **argv)
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct validation *v = ar ? validation_load(ar, a.file, &d) : NULL;
-	if (v && a.calibration) {
-		struct calibration *c = cost_calibration_load(ar, a.calibration, &d);
-		a.cal = c;
-		for (int i = 0; c && v && i < v->n_rows; i++) {
+	if (v && a.calibration && strcmp(a.calibration, "none")) {
+		for (int i = 0; v && i < v->n_rows; i++) {
 			struct topology *t = v->kind == VALIDATION_TRAINING ? v->training[i].scenario->topo
 			                                                    : v->collectives[i].topo;
-			if (!cost_calibration_apply(c, t, &d))
+			if (!cli_apply_calibration(ar, a.calibration, t, &d))
 				v = NULL;
+			else if (!a.cal)
+				a.cal = t->calibration;
 		}
-		if (!c)
-			v = NULL;
 	}
 	cli_print_diags(&d);
 	diag_list_free(&d);

@@ -319,7 +319,10 @@ const char cli_override_help[] =
 	"                  model's batch)\n"
 	"  --calibration FILE\n"
 	"                  a calibration file (docs/formats.md): each figure\n"
-	"                  replaces the topology parameter it names\n";
+	"                  replaces the topology parameter it names; \"auto\":\n"
+	"                  the shipped one of the device (calibration/), \"none\":\n"
+	"                  none. A calibration with a training fit gives the\n"
+	"                  iteration time its 90% interval\n";
 
 int cli_override_option(const char *cmd, int argc, char **argv, int *i, struct cli_overrides *ov)
 {
@@ -371,11 +374,8 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 	}
 	if (ov->global_batch)
 		s->training.global_batch = ov->global_batch;
-	if (ov->calibration && d->errors == errors) {
-		struct calibration *c = cost_calibration_load(a, ov->calibration, d);
-		if (c)
-			cost_calibration_apply(c, s->topo, d);
-	}
+	if (ov->calibration && d->errors == errors)
+		cli_apply_calibration(a, ov->calibration, s->topo, d);
 	int64_t pp = s->training.pipeline_stages, gb = s->graph->batch;
 	if (s->devices % pp)
 		diag_add(d, DIAG_ERROR, ov->devices ? "--devices" : "--topology", 0, NULL,

@@ -169,6 +169,20 @@ struct topo_host {
 	bool given;                  /* the file states them (else the defaults above) */
 };
 
+/* The end-to-end figures a training calibration applied (planner/cost/
+ * calfile.c, docs/formats.md): already folded into the device's and the
+ * links' parameters; kept so that applying a figure again (or nudging it
+ * for a prediction interval) replaces it rather than compounding it. 0 =
+ * none applied (a ratio of 1, no overhead). */
+struct topo_train {
+	double gemm_efficiency;      /* GEMM rate under training load / the device's */
+	double comm_efficiency;      /* links' bandwidth under training load / the topology's */
+	double op_overhead_s;        /* framework time per op per pass, in kernel_overhead_s */
+	double nic_efficiency;       /* NICs' bandwidth under training load / the rest's */
+};
+
+struct calibration;  /* planner/cost's: this module only holds a pointer to it */
+
 struct topology {
 	const char *name;
 	const char *description;     /* NULL when the file has none */
@@ -184,6 +198,10 @@ struct topology {
 	int servers;                 /* 1 for a single server */
 	struct topo_fabric fabric;
 	int64_t n_devices;           /* servers * devices_per_server */
+	struct topo_train train;     /* figures a calibration applied; zero: none */
+	const struct calibration *calibration; /* the one applied last (cost_calibration_apply),
+	                                          whose fits give predictions their interval;
+	                                          NULL: uncalibrated */
 };
 
 /* Load and validate a topology file. Returns NULL after adding diagnostics.

@@ -25,6 +25,16 @@ static const char *first_error(struct arena *a, const struct diag_list *d)
 
 /* ---------------------------------------------------------- training */
 
+/* An interval in seconds as the row's unit: a rate's ends swap. */
+static void in_unit(const struct validation_training_row *row, const struct cal_interval *iv,
+                    double *lo, double *hi, bool *covered)
+{
+	double a = validation_predicted(row, iv->lo_s), b = validation_predicted(row, iv->hi_s);
+	*lo = a < b ? a : b;
+	*hi = a < b ? b : a;
+	*covered = row->value >= *lo && row->value <= *hi;
+}
+
 void validation_run_training(struct arena *a, const struct validation_training_row *row,
                              const struct validation_run_options *o,
                              struct validation_training_result *out)
@@ -52,6 +62,11 @@ void validation_run_training(struct arena *a, const struct validation_training_r
 	struct cost_verdict v;  /* OOM: the band is over the memory, "does not fit" */
 	cost_memory_verdict(est->memory_bytes_per_device, est->hbm_bytes, &v);
 	out->oom = v.fit == FIT_NO;
+	if (!cost_calibration_interval(a, p->scenario->topo->calibration, p, &out->est_iv))
+		out->est_iv = (struct cal_interval){.why = "out of memory: no interval"};
+	out->sim_iv = out->est_iv;
+	if (out->est_iv.have)
+		in_unit(row, &out->est_iv, &out->est_lo, &out->est_hi, &out->est_covered);
 	if (!o->estimate_only) {
 		const struct scenario *s = p->scenario;
 		struct sim_options so = {.fidelity = s->sim.fidelity, .algo = s->sim.collective_algo,
@@ -63,6 +78,9 @@ void validation_run_training(struct arena *a, const struct validation_training_r
 			out->sim_s = r->sim.iteration_s;
 			out->sim_value = validation_predicted(row, out->sim_s);
 			out->sim_err = validation_error_pct(out->sim_value, row->value);
+			cost_interval_at(&out->est_iv, out->sim_s, &out->sim_iv);
+			if (out->sim_iv.have)
+				in_unit(row, &out->sim_iv, &out->sim_lo, &out->sim_hi, &out->sim_covered);
 		} else {
 			out->sim_error = r ? first_error(a, &d) : "out of memory";
 		}

@@ -1,7 +1,8 @@
 /* score.c — predictions scored against the measurements: the mean
  * absolute percentage error (MAPE) of the estimates (or formulas) and of
  * the simulations, of the memory where a source measured it, and the
- * counts of failed and out-of-memory predictions (docs/validation.md).
+ * counts of failed and out-of-memory predictions, and the coverage of the
+ * calibrated 90% intervals (docs/validation.md).
  *
  * Units: percent. Linear in the rows; the sums run in row order, so the
  * same rows always give the same bits.
@@ -39,6 +40,10 @@ struct validation_score validation_score_training(const struct validation_traini
 		}
 		s.oom += r[i].oom;
 		acc_add(&est, r[i].est_err);
+		s.estimate_iv_n += r[i].est_iv.have;
+		s.estimate_covered += r[i].est_iv.have && r[i].est_covered;
+		s.simulation_iv_n += r[i].simulated && r[i].sim_iv.have;
+		s.simulation_covered += r[i].simulated && r[i].sim_iv.have && r[i].sim_covered;
 		if (r[i].simulated)
 			acc_add(&sim, r[i].sim_err);
 		if (r[i].row->memory_bytes > 0)

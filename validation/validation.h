@@ -168,6 +168,12 @@ struct validation_training_result {
 	const char *sim_error;             /* estimated but not simulated: why (NULL when the
 	                                      simulation was not asked for) */
 	double sim_s, sim_value, sim_err;
+	/* The 90% intervals from the calibration the row's topology carries
+	 * (est_iv.have false without one), in seconds, and in the row's unit
+	 * with whether the measurement falls inside. */
+	struct cal_interval est_iv, sim_iv;
+	double est_lo, est_hi, sim_lo, sim_hi;
+	bool est_covered, sim_covered;
 };
 
 /* Plans the row (megatron at its tensor-parallel degree, else its
@@ -225,6 +231,9 @@ struct validation_score {
 	int failed;                        /* training: rows not planned or estimated (left
 	                                      out) */
 	int oom;                           /* training: estimated over the HBM, counted */
+	int estimate_iv_n, estimate_covered;   /* training: rows with an interval, and of them
+	                                          those whose measurement is inside it */
+	int simulation_iv_n, simulation_covered;
 };
 
 /* Over the rows that were estimated (OOM ones included). */
@@ -233,5 +242,89 @@ struct validation_score validation_score_training(const struct validation_traini
 /* Over every point of the rows. */
 struct validation_score validation_score_collectives(const struct validation_collective_result *r,
                                                      int n);
+
+/* ---------------------------------------------- fit.c: training fits */
+
+#define VALIDATION_FIT_MAX 6          /* figures in one fit, at most */
+#define VALIDATION_FIT_MAX_ITER 100   /* the solver's iterations */
+#define VALIDATION_FIT_MAX_COND 1e3   /* the unit-column Jacobian's condition number above
+                                         which the figures are not identifiable */
+#define VALIDATION_FIT_LOO_MAX 20     /* leave-one-out up to this many rows, */
+#define VALIDATION_FIT_FOLDS 10       /* else k-fold with this many folds */
+
+/* A model of points with a few bounded figures, to fit to measurements
+ * by least squares on the relative errors. */
+struct validation_model {
+	int n_points, n_figures;
+	double lo[VALIDATION_FIT_MAX], hi[VALIDATION_FIT_MAX];    /* bounds */
+	double start[VALIDATION_FIT_MAX];
+	const double *measured;           /* [n_points], positive */
+	/* Point i predicted at figures x (the measurements' unit); NAN when
+	 * it cannot be. */
+	double (*predict)(void *ctx, int i, const double *x);
+	void *ctx;
+};
+
+struct validation_fit_result {
+	bool ok;                          /* fitted; else why */
+	const char *why;
+	int n_points, n_figures;
+	int iterations;
+	double value[VALIDATION_FIT_MAX], std_error[VALIDATION_FIT_MAX];   /* NAN: none */
+	double covariance[VALIDATION_FIT_MAX * VALIDATION_FIT_MAX];        /* row-major,
+	                                                                      n_figures^2 */
+	bool at_bound[VALIDATION_FIT_MAX];
+	bool identifiable[VALIDATION_FIT_MAX];
+	double condition;                 /* of the unit-column Jacobian; INFINITY: singular */
+	bool ill_conditioned;
+	double *fit_err_pct;              /* [n_points] in sample, % */
+	double mape_pct, max_pct;         /* in sample */
+	const char *cv_method;            /* "leave-one-out" or "k-fold" */
+	int cv_folds;
+	double *cv_err_pct;               /* [n_points] out of sample; NAN: not predicted */
+	double cv_mape_pct, cv_rms_pct, cv_max_pct;
+	int cv_failed;                    /* points a fold could not predict */
+};
+
+/* Fits m's figures within their bounds (GSL multifit_nlinear, a
+ * logistic change of variable), then their standard errors, covariance,
+ * conditioning and the cross-validated errors (leave-one-out, k-fold
+ * above VALIDATION_FIT_LOO_MAX points). False only when out of memory. */
+bool validation_fit_model(struct arena *a, const struct validation_model *m,
+                          struct validation_fit_result *out);
+
+/* The end-to-end figures a training fit takes unless told: the GEMM rate
+ * and the NICs' bandwidth under training load, the framework's time per
+ * op. */
+#define VALIDATION_FIT_DEFAULT_N 3
+extern const enum cal_param validation_fit_default[VALIDATION_FIT_DEFAULT_N];
+
+struct validation_fit_options {
+	int n_figures;
+	enum cal_param figures[VALIDATION_FIT_MAX];   /* CAL_TRAIN_* */
+	void (*progress)(void *ctx, double fraction);
+	void *progress_ctx;
+};
+
+struct validation_training_fit {
+	int n_rows;                                    /* the file's */
+	struct validation_training_result *results;    /* [n_rows]: each row planned and
+	                                                  estimated with the figures unset */
+	int *point_of;                                 /* [n_rows]: the row's point in fit,
+	                                                  -1 when not estimated */
+	int n_figures;
+	enum cal_param figures[VALIDATION_FIT_MAX];
+	double lo[VALIDATION_FIT_MAX], hi[VALIDATION_FIT_MAX];
+	struct validation_fit_result fit;
+};
+
+/* Plans and estimates every row of v (on its topology as it is: a base
+ * calibration already applied), then fits the figures to the rows'
+ * measurements through their estimates (each row's plan kept, its
+ * topology's figures set by cost_cal_set). False only when out of
+ * memory. */
+bool validation_fit_training(struct arena *a, const struct validation *v,
+                             const struct validation_fit_options *o,
+                             struct validation_training_fit *out);
 
 #endif

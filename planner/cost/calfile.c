@@ -23,21 +23,33 @@
 #include "cost-int.h"
 
 const char *const cal_param_units[CAL_PARAM_COUNT] = {
-	"fraction", "elements", "fraction", "us", "fraction", "us", "fraction", "us"};
-_Static_assert(CAL_PARAM_COUNT == 8, "cal_param_units out of step");
+	"fraction", "elements", "fraction", "us", "fraction", "us", "fraction", "us",
+	"ratio", "ratio", "us", "ratio"};
+_Static_assert(CAL_PARAM_COUNT == 12, "cal_param_units out of step");
 
-/* The parameter names after "device.", "tiers.<tier>." or "nic.". */
+/* The parameter names after "device.", "tiers.<tier>.", "nic." or "train.". */
 static const char *const param_key[CAL_PARAM_COUNT] = {
 	"matmul_efficiency", "gemm_half_dim", "memory_efficiency", "kernel_overhead_us",
-	"efficiency", "latency_us", "efficiency", "latency_us"};
+	"efficiency", "latency_us", "efficiency", "latency_us",
+	"gemm_efficiency", "comm_efficiency", "op_overhead_us", "nic_efficiency"};
 
 /* The physical range of each parameter, as a topology file accepts it
- * (docs/formats.md): fractions in (0, 1], latencies up to 1 s. */
-static const double phys_lo[CAL_PARAM_COUNT] = {0, 0, 0, 0, 0, 0, 0, 0};
+ * (docs/formats.md): fractions in (0, 1], latencies up to 1 s; the
+ * training ratios in (0, 2] (a rate under load at most twice what the
+ * kernels' or links' figures give), the framework's time per op up to
+ * 1 ms. */
+static const double phys_lo[CAL_PARAM_COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static const double phys_hi[CAL_PARAM_COUNT] = {
-	1, TOPO_MAX_GEMM_HALF_DIM, 1, TOPO_MAX_KERNEL_OVERHEAD_US, 1, 1e6, 1, 1e6};
-static const bool phys_lo_open[CAL_PARAM_COUNT] = {true, false, true, false,
-                                                   true, false, true, false};
+	1, TOPO_MAX_GEMM_HALF_DIM, 1, TOPO_MAX_KERNEL_OVERHEAD_US, 1, 1e6, 1, 1e6, 2, 2, 1000, 2};
+static const bool phys_lo_open[CAL_PARAM_COUNT] = {true, false, true, false, true, false,
+                                                   true, false, true, true, false, true};
+
+void cost_cal_param_range(enum cal_param p, double *lo, double *hi, bool *lo_open)
+{
+	*lo = phys_lo[p];
+	*hi = phys_hi[p];
+	*lo_open = phys_lo_open[p];
+}
 
 int cost_cal_param_parse(struct arena *a, const char *name, const char **tier)
 {
@@ -51,6 +63,12 @@ int cost_cal_param_parse(struct arena *a, const char *name, const char **tier)
 	if (!strncmp(name, "nic.", 4)) {
 		for (int p = CAL_NIC_EFFICIENCY; p <= CAL_NIC_LATENCY_US; p++)
 			if (!strcmp(name + 4, param_key[p]))
+				return p;
+		return -1;
+	}
+	if (!strncmp(name, "train.", 6)) {
+		for (int p = CAL_TRAIN_GEMM_EFFICIENCY; p <= CAL_TRAIN_NIC_EFFICIENCY; p++)
+			if (!strcmp(name + 6, param_key[p]))
 				return p;
 		return -1;
 	}
@@ -110,8 +128,10 @@ static bool read_figure(struct arena *a, const struct jv *f, struct cal_figure *
 			jv_error(&v, "expected a parameter \"device.matmul_efficiency\", "
 			         "\"device.gemm_half_dim\", \"device.memory_efficiency\", "
 			         "\"device.kernel_overhead_us\", \"tiers.TIER.efficiency\", "
-			         "\"tiers.TIER.latency_us\", \"nic.efficiency\" or \"nic.latency_us\", "
-			         "got \"%s\"", out->name);
+			         "\"tiers.TIER.latency_us\", \"nic.efficiency\", \"nic.latency_us\", "
+			         "\"train.gemm_efficiency\", \"train.comm_efficiency\", "
+			         "\"train.op_overhead_us\" or \"train.nic_efficiency\", got \"%s\"",
+			         out->name);
 			ok = false;
 		}
 	} else {
@@ -359,6 +379,81 @@ static struct topo_tier *tier_named(struct topology *t, const char *name)
 	return NULL;
 }
 
+/* A ratio the topology holds as 0 when none was applied. */
+static double ratio_or_1(double r)
+{
+	return r > 0 ? r : 1;
+}
+
+/* Every bandwidth the collectives read, scaled by k. */
+static void scale_links(struct topology *t, double k)
+{
+	for (int i = 0; i < t->n_tiers; i++) {
+		t->tiers[i].bandwidth_bps *= k;
+		t->tiers[i].shared_bps *= k;
+	}
+	t->nic.bandwidth_bps *= k;
+	for (int i = 0; i < 2; i++)
+		t->coll.tree_max_busbw_bps[i] *= k;
+	for (int i = 0; i < 3; i++)
+		t->coll.ll_max_busbw_bps[i] *= k;
+}
+
+void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double value)
+{
+	struct topo_tier *tr = tier ? tier_named(t, tier) : NULL;
+	double gemm = ratio_or_1(t->train.gemm_efficiency);
+	double comm = ratio_or_1(t->train.comm_efficiency);
+	switch (p) {
+	case CAL_MATMUL_EFFICIENCY:
+		t->device.matmul_efficiency = value * gemm;
+		break;
+	case CAL_GEMM_HALF_DIM:
+		t->device.gemm_half_dim = value;
+		break;
+	case CAL_MEMORY_EFFICIENCY:
+		t->device.memory_efficiency = value;
+		break;
+	case CAL_KERNEL_OVERHEAD_US:
+		t->device.kernel_overhead_s = value * 1e-6 + t->train.op_overhead_s;
+		break;
+	case CAL_TIER_EFFICIENCY:
+		SL_ASSERT(tr);
+		tr->bandwidth_bps = tr->bandwidth_bps / tr->efficiency * value;
+		tr->efficiency = value;
+		break;
+	case CAL_TIER_LATENCY_US:
+		SL_ASSERT(tr);
+		tr->latency_s = value * 1e-6;
+		break;
+	case CAL_NIC_EFFICIENCY:  /* the training ratios stay in the bandwidth */
+		t->nic.bandwidth_bps = t->nic.bandwidth_bps / t->nic.efficiency * value;
+		t->nic.efficiency = value;
+		break;
+	case CAL_NIC_LATENCY_US:
+		t->nic.latency_s = value * 1e-6;
+		break;
+	case CAL_TRAIN_GEMM_EFFICIENCY:
+		t->device.matmul_efficiency = t->device.matmul_efficiency / gemm * value;
+		t->train.gemm_efficiency = value;
+		break;
+	case CAL_TRAIN_COMM_EFFICIENCY:
+		scale_links(t, value / comm);
+		t->train.comm_efficiency = value;
+		break;
+	case CAL_TRAIN_OP_OVERHEAD_US:
+		t->device.kernel_overhead_s += value * 1e-6 - t->train.op_overhead_s;
+		t->train.op_overhead_s = value * 1e-6;
+		break;
+	case CAL_TRAIN_NIC_EFFICIENCY:
+		t->nic.bandwidth_bps = t->nic.bandwidth_bps / ratio_or_1(t->train.nic_efficiency) * value;
+		t->train.nic_efficiency = value;
+		break;
+	case CAL_PARAM_COUNT:
+		break;
+	}
+}
+
 bool cost_calibration_apply(const struct calibration *c, struct topology *t,
                             struct diag_list *diags)
 {
@@ -393,40 +488,9 @@ bool cost_calibration_apply(const struct calibration *c, struct topology *t,
 	}
 	if (!ok)
 		return false;
-	for (int i = 0; i < c->n_figures; i++) {
-		const struct cal_figure *f = &c->figures[i];
-		struct topo_tier *tier = f->tier ? tier_named(t, f->tier) : NULL;
-		switch (f->param) {
-		case CAL_MATMUL_EFFICIENCY:
-			t->device.matmul_efficiency = f->value;
-			break;
-		case CAL_GEMM_HALF_DIM:
-			t->device.gemm_half_dim = f->value;
-			break;
-		case CAL_MEMORY_EFFICIENCY:
-			t->device.memory_efficiency = f->value;
-			break;
-		case CAL_KERNEL_OVERHEAD_US:
-			t->device.kernel_overhead_s = f->value * 1e-6;
-			break;
-		case CAL_TIER_EFFICIENCY:
-			tier->bandwidth_bps = tier->bandwidth_bps / tier->efficiency * f->value;
-			tier->efficiency = f->value;
-			break;
-		case CAL_TIER_LATENCY_US:
-			tier->latency_s = f->value * 1e-6;
-			break;
-		case CAL_NIC_EFFICIENCY:
-			t->nic.bandwidth_bps = t->nic.bandwidth_bps / t->nic.efficiency * f->value;
-			t->nic.efficiency = f->value;
-			break;
-		case CAL_NIC_LATENCY_US:
-			t->nic.latency_s = f->value * 1e-6;
-			break;
-		case CAL_PARAM_COUNT:
-			break;
-		}
-	}
+	for (int i = 0; i < c->n_figures; i++)
+		cost_cal_set(t, c->figures[i].param, c->figures[i].tier, c->figures[i].value);
+	t->calibration = c;
 	return true;
 }
 
@@ -484,4 +548,112 @@ cJSON *cost_calibration_json(const struct calibration *c)
 		cJSON_AddItemToArray(fits, o);
 	}
 	return root;
+}
+
+/* ---------------------------------------------------- prediction intervals */
+
+const struct cal_fit *cost_calibration_training_fit(const struct calibration *c)
+{
+	for (int i = 0; c && i < c->n_fits; i++)
+		if (c->fits[i].kind && !strcmp(c->fits[i].kind, "training"))
+			return &c->fits[i];
+	return NULL;
+}
+
+double cost_plan_time_with(struct arena *a, const struct plan *p, int n,
+                           const enum cal_param *params, const char *const *tiers,
+                           const double *values)
+{
+	struct topology *t = arena_alloc(a, sizeof *t);
+	struct scenario *s = arena_alloc(a, sizeof *s);
+	struct plan *q = arena_alloc(a, sizeof *q);
+	struct estimate *e = arena_calloc(a, 1, sizeof *e);
+	if (!t || !s || !q || !e)
+		return NAN;
+	*t = *p->scenario->topo;
+	*s = *p->scenario;
+	s->topo = t;
+	*q = *p;
+	q->scenario = s;
+	for (int i = 0; i < n; i++)
+		cost_cal_set(t, params[i], tiers ? tiers[i] : NULL, values[i]);
+	struct diag_list d;
+	diag_list_init(&d);
+	bool ok = plan_estimate(a, q, e, &d) && e->iteration_s > 0;
+	diag_list_free(&d);
+	return ok ? e->iteration_s : NAN;
+}
+
+/* The plan's estimated iteration time with one figure set to value. */
+static double time_with(struct arena *a, const struct plan *p, const struct cal_figure *f,
+                        double value)
+{
+	return cost_plan_time_with(a, p, 1, &f->param, &f->tier, &value);
+}
+
+void cost_interval_at(const struct cal_interval *in, double center_s, struct cal_interval *out)
+{
+	*out = *in;
+	out->center_s = center_s;
+	if (!in->have)
+		return;
+	double half = CAL_INTERVAL_Z90 * in->rel_sd * center_s;
+	out->lo_s = center_s - half > 0 ? center_s - half : 0;
+	out->hi_s = center_s + half;
+}
+
+bool cost_calibration_interval(struct arena *a, const struct calibration *c, const struct plan *p,
+                               struct cal_interval *out)
+{
+	*out = (struct cal_interval){.why = "uncalibrated: no interval"};
+	const struct cal_fit *tf = cost_calibration_training_fit(c);
+	if (!c)
+		return true;
+	if (!tf) {
+		out->why = "the calibration has no training fit: no interval";
+		return true;
+	}
+	struct estimate *e = arena_calloc(a, 1, sizeof *e);
+	if (!e)
+		return false;
+	struct diag_list d;
+	diag_list_init(&d);
+	bool ok = plan_estimate(a, p, e, &d);
+	diag_list_free(&d);
+	if (!ok || !(e->iteration_s > 0)) {
+		out->why = "not estimated: no interval";
+		return true;
+	}
+	double t0 = e->iteration_s, var = 0;
+	for (int k = 0; k < c->n_fits; k++) {
+		const struct cal_fit *fit = &c->fits[k];
+		int n = fit->n_figures;
+		double g[6] = {0};
+		for (int i = 0; i < n && i < 6; i++) {
+			int j = figure_index(c, fit->figures[i]);
+			const struct cal_figure *f = &c->figures[j];
+			double lo, hi;
+			bool open;
+			cost_cal_param_range(f->param, &lo, &hi, &open);
+			/* A step well inside the figure's spread and the range. */
+			double h = fmax(f->std_error, 1e-3 * fmax(fabs(f->value), 1e-6));
+			double up = fmin(f->value + h, hi), dn = fmax(f->value - h, open ? f->value / 2 : lo);
+			if (up <= dn)
+				continue;
+			double tu = time_with(a, p, f, up), td = time_with(a, p, f, dn);
+			if (!isfinite(tu) || !isfinite(td)) {
+				out->why = "not estimated: no interval";
+				return true;
+			}
+			g[i] = (tu - td) / (up - dn);
+		}
+		for (int i = 0; i < n && i < 6; i++)
+			for (int j = 0; j < n && j < 6; j++)
+				var += g[i] * fit->covariance[i * n + j] * g[j];
+	}
+	double fig = var > 0 ? sqrt(var) / t0 : 0, res = tf->cv_rms_pct / 100;
+	struct cal_interval in = {.have = true, .why = NULL, .rel_sd = sqrt(fig * fig + res * res),
+	                          .rel_sd_figures = fig};
+	cost_interval_at(&in, t0, out);
+	return true;
 }

@@ -243,9 +243,20 @@ enum cal_param {
 	CAL_TIER_LATENCY_US,         /* tiers.<tier>.latency_us, us */
 	CAL_NIC_EFFICIENCY,          /* nic.efficiency, fraction of the line rate */
 	CAL_NIC_LATENCY_US,          /* nic.latency_us, us */
+	/* End-to-end figures fitted to training runs (validation/fit.c), each
+	 * folded into the parameters above that both the estimate and the
+	 * simulation read (topo_train keeps what was folded): */
+	CAL_TRAIN_GEMM_EFFICIENCY,   /* train.gemm_efficiency, ratio: GEMM rate under
+	                                training load over the device's */
+	CAL_TRAIN_COMM_EFFICIENCY,   /* train.comm_efficiency, ratio: every tier's and NIC's
+	                                bandwidth under training load over the topology's */
+	CAL_TRAIN_OP_OVERHEAD_US,    /* train.op_overhead_us, us: framework time per op per
+	                                forward or backward pass, on top of the kernel's */
+	CAL_TRAIN_NIC_EFFICIENCY,    /* train.nic_efficiency, ratio: the NICs' bandwidth under
+	                                training load over what train.comm_efficiency leaves */
 	CAL_PARAM_COUNT
 };
-/* The units each takes ("fraction", "elements", "us"). */
+/* The units each takes ("fraction", "elements", "us", "ratio"). */
 extern const char *const cal_param_units[CAL_PARAM_COUNT];
 
 struct cal_figure {
@@ -308,6 +319,49 @@ struct cJSON *cost_calibration_json(const struct calibration *c);
 /* The figure's parameter from its name, with the tier's name in *tier
  * (arena) for a tier figure; -1 when the name is not one. */
 int cost_cal_param_parse(struct arena *a, const char *name, const char **tier);
+/* The physical range of a parameter: [lo, hi], lo excluded when *lo_open. */
+void cost_cal_param_range(enum cal_param p, double *lo, double *hi, bool *lo_open);
+/* Sets one figure's parameter on t (tier: the tier's name for a tier
+ * figure, which t has) to value, replacing what an earlier application
+ * set: applying the same value twice changes nothing. No checks: the
+ * caller's value is in range (cost_calibration_apply checks a file's). */
+void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double value);
+
+/* The plan's estimated iteration time with n figures set (cost_cal_set;
+ * tiers NULL or one per figure) on a copy of its topology, the plan's
+ * strategies kept; NAN when the estimate fails. Allocates in a. */
+double cost_plan_time_with(struct arena *a, const struct plan *p, int n,
+                           const enum cal_param *params, const char *const *tiers,
+                           const double *values);
+
+/* The fit of a calibration that prices whole iterations ("kind":
+ * "training"), NULL when it has none (then no prediction has an
+ * interval). */
+const struct cal_fit *cost_calibration_training_fit(const struct calibration *c);
+
+/* A prediction's interval from its calibration (docs/validation.md,
+ * "Prediction intervals"): the variance of the figures (each fit's
+ * covariance) propagated by the delta method, with the gradient of the
+ * plan's estimated iteration time taken by central differences of the
+ * figures, plus the training fit's cross-validated residual spread
+ * (cv_rms_pct, relative). The relative spread so found is applied to
+ * `center_s` (the estimate's or a simulation's time): center ± z sd,
+ * z = 1.645 for 90%. */
+#define CAL_INTERVAL_Z90 1.6448536269514722
+struct cal_interval {
+	bool have;                   /* false: no training fit, or the figures' estimate
+	                                failed; then only `why` */
+	const char *why;
+	double rel_sd;               /* relative standard deviation of the prediction */
+	double rel_sd_figures;       /* of it, the figures' covariance's part */
+	double center_s, lo_s, hi_s; /* the 90% interval */
+};
+/* The plan's topology must be the calibrated one (c applied). False only
+ * when out of memory; an interval that cannot be had is out->have false. */
+bool cost_calibration_interval(struct arena *a, const struct calibration *c, const struct plan *p,
+                               struct cal_interval *out);
+/* The same interval around another time (a simulation's) of the same plan. */
+void cost_interval_at(const struct cal_interval *in, double center_s, struct cal_interval *out);
 
 /* ------------------------------------------- collective benchmarks */
 

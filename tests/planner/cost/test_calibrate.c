@@ -1128,7 +1128,28 @@ Test(calibrate, scenario_commands_apply_a_calibration, .timeout = 60)
 	struct cli_run slow = fixture_shardlab("estimate --json scenarios/ffn-8p.json --calibration "
 	                                       "tests/data/calibrate/910a-slow-hccs.json", false);
 	cr_assert_eq(plain.status, 0);
-	cr_assert_str_eq(same.out, plain.out);
+	/* The same figures give the same output but for the calibration it
+	 * names (none in the plain run) and the interval's note. */
+	cJSON *pj = cJSON_Parse(plain.out), *sj = cJSON_Parse(same.out);
+	cr_assert(pj && sj);
+	cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(pj, "calibration")));
+	cJSON *cal = cJSON_GetObjectItemCaseSensitive(sj, "calibration");
+	cr_assert(cJSON_IsObject(cal));
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cal, "file")->valuestring,
+	                 "tests/data/calibrate/910a-same.json");
+	const char *note = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(sj, "interval"), "note")->valuestring;
+	cr_assert_str_eq(note, "the calibration has no training fit: no interval");
+	for (int k = 0; k < 2; k++) {
+		cJSON_DeleteItemFromObjectCaseSensitive(k ? pj : sj, "calibration");
+		cJSON_DeleteItemFromObjectCaseSensitive(k ? pj : sj, "interval");
+	}
+	char *pt = cJSON_Print(pj), *st = cJSON_Print(sj);
+	cr_assert_str_eq(st, pt);
+	cJSON_free(pt);
+	cJSON_free(st);
+	cJSON_Delete(pj);
+	cJSON_Delete(sj);
 	cr_assert_eq(slow.status, 0, "%s", slow.out);
 	cJSON *p = cJSON_Parse(plain.out), *s = cJSON_Parse(slow.out);
 	cr_assert(p && s);
@@ -1161,4 +1182,149 @@ Test(calibrate, k_fold_above_twenty_sizes)
 	cr_assert_eq(f.cv_folds, 10);
 	for (int i = 0; i < 24; i++)
 		cr_assert_lt(fabs(f.cv_s[i] / t->points[i].seconds - 1), 0.005, "size %d", i);
+}
+
+/* --------------------------------------------- prediction intervals */
+
+/* A calibration of one training figure (GEMMs at 0.9 of the device's rate,
+ * standard error 0.05) whose fit's residuals spread 5% out of sample, on
+ * the 4-layer GPT over 32 A100s. */
+static const char interval_cal[] =
+	"{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"iv\",\n"
+	" \"figures\": [{\"name\": \"train.gemm_efficiency\", \"units\": \"ratio\",\n"
+	"   \"bounds\": [0.5, 1.5], \"value\": 0.9, \"std_error\": %s, \"fitted_on\": \"made up\",\n"
+	"   \"fit\": \"training\"}],\n"
+	" \"fits\": [{\"name\": \"training\", \"kind\": \"training\", \"fitted_on\": \"made up\",\n"
+	"   \"points\": 10, \"figures\": [\"train.gemm_efficiency\"], \"covariance\": [[%s]],\n"
+	"   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 10, \"mape_pct\": 4, \"rms_pct\": 5}}]}\n";
+
+static double estimate_with_gemm(const struct plan *p, double gemm)
+{
+	struct topology t = *p->scenario->topo;
+	struct scenario s = *p->scenario;
+	struct plan q = *p;
+	cost_cal_set(&t, CAL_TRAIN_GEMM_EFFICIENCY, NULL, gemm);
+	s.topo = &t;
+	q.scenario = &s;
+	struct estimate e;
+	cr_assert(plan_estimate(A, &q, &e, &D));
+	return e.iteration_s;
+}
+
+static const struct plan *interval_plan(const char *se, const char *var)
+{
+	char text[2048];
+	snprintf(text, sizeof text, interval_cal, se, var);
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "iv.json", text, strlen(text), &D));
+	struct calibration *c = cost_calibration_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(c);
+	struct scenario *s = fixture_scenario("scenarios/gpt-4layer-32p.json");
+	cr_assert(cost_calibration_apply(c, s->topo, &D));
+	cr_assert_eq(s->topo->calibration, c);
+	struct plan *p = plan_make(A, s, PLANNER_MEGATRON, &(struct plan_options){0}, &D);
+	cr_assert_not_null(p);
+	return p;
+}
+
+/* No spread in the figure: the interval is the residuals' alone, t (1 ±
+ * 1.645 x 0.05). */
+Test(calibrate, interval_of_residuals_alone)
+{
+	const struct plan *p = interval_plan("0", "0");
+	struct cal_interval iv;
+	cr_assert(cost_calibration_interval(A, p->scenario->topo->calibration, p, &iv));
+	cr_assert(iv.have);
+	double t = estimate_with_gemm(p, 0.9);
+	within(iv.center_s, t, 1e-12, "centre");
+	within(iv.rel_sd, 0.05, 1e-12, "relative sd");
+	within(iv.lo_s, t * (1 - 1.6448536269514722 * 0.05), 1e-12, "low end");
+	within(iv.hi_s, t * (1 + 1.6448536269514722 * 0.05), 1e-12, "high end");
+	/* Moved onto another time (a simulation's), the same relative width. */
+	struct cal_interval at;
+	cost_interval_at(&iv, 2.0, &at);
+	within(at.hi_s, 2.0 * (1 + 1.6448536269514722 * 0.05), 1e-12, "moved");
+}
+
+/* Variance 0.05^2 in the figure: the delta method by hand, the gradient of
+ * the estimate over 0.85 .. 0.95, var = g^2 0.0025 + (0.05 t)^2. */
+Test(calibrate, interval_is_the_delta_method)
+{
+	const struct plan *p = interval_plan("0.05", "0.0025");
+	struct cal_interval iv;
+	cr_assert(cost_calibration_interval(A, p->scenario->topo->calibration, p, &iv));
+	cr_assert(iv.have);
+	double t = estimate_with_gemm(p, 0.9);
+	double g = (estimate_with_gemm(p, 0.95) - estimate_with_gemm(p, 0.85)) / 0.1;
+	cr_assert(g < 0, "a faster GEMM, a shorter iteration");
+	double sd = sqrt(g * g * 0.0025 + (0.05 * t) * (0.05 * t));
+	within(iv.rel_sd_figures, fabs(g) * 0.05 / t, 1e-9, "the figure's part");
+	within(iv.lo_s, t - 1.6448536269514722 * sd, 1e-9, "low end");
+	within(iv.hi_s, t + 1.6448536269514722 * sd, 1e-9, "high end");
+}
+
+/* Without a training fit there is no interval, and the output says why. */
+Test(calibrate, no_interval_without_a_training_fit)
+{
+	struct scenario *s = fixture_scenario("scenarios/gpt-4layer-32p.json");
+	struct plan *p = plan_make(A, s, PLANNER_MEGATRON, &(struct plan_options){0}, &D);
+	cr_assert_not_null(p);
+	struct cal_interval iv;
+	cr_assert(cost_calibration_interval(A, NULL, p, &iv));
+	cr_assert(!iv.have);
+	cr_assert_str_eq(iv.why, "uncalibrated: no interval");
+	struct calibration *c = cost_calibration_load(A, "tests/data/calibrate/pcie.json", &D);
+	cr_assert_not_null(c);
+	cr_assert(cost_calibration_interval(A, c, p, &iv));
+	cr_assert(!iv.have);
+	cr_assert_str_eq(iv.why, "the calibration has no training fit: no interval");
+}
+
+/* A training figure applied twice, or after another figure of what it
+ * scales, is applied once: the GEMM ratio multiplies the device's
+ * efficiency, the overhead adds to the kernel's, the links' ratio scales
+ * every bandwidth once. */
+Test(calibrate, training_figures_apply_once)
+{
+	struct topology *t = topo_load(A, "topologies/dgx-a100.json", &D);
+	cr_assert_not_null(t);
+	double eff = t->device.matmul_efficiency, oh = t->device.kernel_overhead_s;
+	double bw = t->tiers[0].bandwidth_bps;
+	for (int k = 0; k < 2; k++) {
+		cost_cal_set(t, CAL_TRAIN_GEMM_EFFICIENCY, NULL, 0.8);
+		cost_cal_set(t, CAL_TRAIN_OP_OVERHEAD_US, NULL, 30);
+		cost_cal_set(t, CAL_TRAIN_COMM_EFFICIENCY, NULL, 0.5);
+	}
+	within(t->device.matmul_efficiency, eff * 0.8, 1e-12, "gemm");
+	within(t->device.kernel_overhead_s, oh + 30e-6, 1e-12, "overhead");
+	within(t->tiers[0].bandwidth_bps, bw * 0.5, 1e-12, "bandwidth");
+	cost_cal_set(t, CAL_MATMUL_EFFICIENCY, NULL, 0.7);
+	cost_cal_set(t, CAL_KERNEL_OVERHEAD_US, NULL, 5);
+	within(t->device.matmul_efficiency, 0.7 * 0.8, 1e-12, "kernel figure under the ratio");
+	within(t->device.kernel_overhead_s, 5e-6 + 30e-6, 1e-12, "kernel overhead under the framework's");
+}
+
+/* The shipped calibrations load, apply to the topologies of their device
+ * and carry a cross-validated training fit of at most six figures, which
+ * says what it was fitted on. */
+Test(calibrate, shipped_calibrations_load_and_apply)
+{
+	static const char *const files[][2] = {
+		{"calibration/a100-sxm.json", "topologies/dgx-a100-x128.json"},
+		{"calibration/h100-sxm.json", "topologies/dgx-h100-x64.json"}};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct calibration *c = cost_calibration_load(A, files[i][0], &D);
+		cr_assert_not_null(c, "%s", files[i][0]);
+		struct topology *t = topo_load(A, files[i][1], &D);
+		cr_assert_not_null(t);
+		cr_assert(cost_calibration_apply(c, t, &D), "%s on %s", files[i][0], files[i][1]);
+		const struct cal_fit *f = cost_calibration_training_fit(c);
+		cr_assert_not_null(f);
+		cr_assert(f->n_figures >= 1 && f->n_figures <= 6);
+		cr_assert(isfinite(f->cv_mape_pct) && f->cv_rms_pct > 0);
+		cr_assert_not_null(strstr(f->fitted_on, "validation/"));
+		cr_assert_not_null(c->description);
+		cr_assert_not_null(strstr(c->description, "fitted by scripts/calibrations.sh on "));
+	}
 }

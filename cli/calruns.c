@@ -1,0 +1,414 @@
+/* calruns.c — `shardlab calibrate --runs VALIDATION.json`: end-to-end
+ * figures (train.gemm_efficiency, train.nic_efficiency,
+ * train.op_overhead_us, or those --figures names) fitted to a validation
+ * file's measured training iterations through their estimates
+ * (validation/fit.c), printed with their standard errors, warnings where
+ * a figure is not identifiable, and the cross-validated error; with --out,
+ * written as a calibration file (the base calibration's figures and fits,
+ * then the training fit's) whose training fit carries the figures'
+ * covariance and the cross-validated residual spread that prediction
+ * intervals use (docs/validation.md).
+ *
+ * Figures print with fixed formats, so the same inputs give the same bytes.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "validation.h"
+
+void calibrate_runs_help(FILE *f)
+{
+	fprintf(f,
+	        "       shardlab calibrate --runs VALIDATION.json [--figures NAMES]\n"
+	        "                               [--calibration BASE] [--name NAME]\n"
+	        "                               [--description TEXT] [--json] [--out FILE]\n"
+	        "\n"
+	        "With --runs, end-to-end figures fitted to measured training\n"
+	        "iterations: a validation file of training rows (docs/validation.md),\n"
+	        "each row planned and estimated once, then the figures fitted to the\n"
+	        "rows' measurements through their estimates by bounded nonlinear least\n"
+	        "squares on the relative errors (GSL). Never a factor per row:\n"
+	        "  train.gemm_efficiency  ratio [0.5, 1.5]: GEMM rate under training\n"
+	        "                         load over the device's (clocks, SMs the\n"
+	        "                         collectives take)\n"
+	        "  train.comm_efficiency  ratio [0.5, 1.5]: every tier's and NIC's\n"
+	        "                         bandwidth under training load over the\n"
+	        "                         topology's\n"
+	        "  train.op_overhead_us   us [0, 200]: the framework's time per op per\n"
+	        "                         forward or backward pass\n"
+	        "  train.nic_efficiency   ratio [0.5, 1.5]: the NICs' bandwidth under\n"
+	        "                         training load over what comm_efficiency\n"
+	        "                         leaves (traffic between servers)\n"
+	        "Prints each figure with its standard error, a warning for each figure\n"
+	        "not identifiable (Jacobian singular or ill-conditioned, standard error\n"
+	        "over half the value, or at a bound), the rows' errors in sample and out\n"
+	        "of sample, and the cross-validated MAPE and maximum (leave-one-out;\n"
+	        "10-fold above 20 rows).\n"
+	        "  --figures NAMES  the figures to fit, comma-separated (at most 6);\n"
+	        "                   default train.gemm_efficiency,\n"
+	        "                   train.nic_efficiency, train.op_overhead_us\n"
+	        "  --calibration BASE applied to every row's topology before the fit\n"
+	        "                   (kernel or collective figures); --out keeps its\n"
+	        "                   figures and fits ahead of the training fit's\n"
+	        "  --name NAME, --description TEXT  the written file's (default name:\n"
+	        "                   --out's file name)\n"
+	        "  --json           print JSON: \"runs\", \"calibration\", \"figures\"\n"
+	        "                   [{\"name\", \"units\", \"bounds\", \"value\",\n"
+	        "                   \"std_error\", \"identifiable\", \"at_bound\"}],\n"
+	        "                   \"covariance\", \"condition\", \"rows\" [{\"name\",\n"
+	        "                   \"line\", \"measured\", \"unit\", \"error_pct\",\n"
+	        "                   \"cv_error_pct\"}], \"in_sample\" and \"cv\"\n"
+	        "                   ({\"method\", \"folds\", \"mape_pct\", \"rms_pct\",\n"
+	        "                   \"max_pct\"})\n"
+	        "  --out FILE       write the calibration file\n"
+	        "\n");
+}
+
+struct rargs {
+	const char *runs, *base, *out, *name, *description;
+	bool json;
+	int n_figures;
+	enum cal_param figures[VALIDATION_FIT_MAX];
+};
+
+static bool parse_figures(struct arena *ar, const char *list, struct rargs *r)
+{
+	r->n_figures = 0;
+	const char *s = list;
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		const char *tier = NULL, *name = arena_strndup(ar, s, len);
+		int p = name ? cost_cal_param_parse(ar, name, &tier) : -1;
+		if (p < CAL_TRAIN_GEMM_EFFICIENCY) {
+			fprintf(stderr, "shardlab calibrate: --figures takes train.gemm_efficiency, "
+			        "train.comm_efficiency, train.op_overhead_us or train.nic_efficiency "
+			        "(comma-separated), got '%.*s'\n", (int)len, s);
+			return false;
+		}
+		for (int j = 0; j < r->n_figures; j++)
+			if (r->figures[j] == (enum cal_param)p) {
+				fprintf(stderr, "shardlab calibrate: --figures names %s twice\n", name);
+				return false;
+			}
+		if (r->n_figures == VALIDATION_FIT_MAX) {
+			fprintf(stderr, "shardlab calibrate: --figures takes at most %d figures\n",
+			        VALIDATION_FIT_MAX);
+			return false;
+		}
+		r->figures[r->n_figures++] = (enum cal_param)p;
+		s += len + (s[len] == ',');
+	}
+	if (r->n_figures == 0)
+		fprintf(stderr, "shardlab calibrate: --figures names no figure\n");
+	return r->n_figures > 0;
+}
+
+static bool parse(struct arena *ar, int argc, char **argv, struct rargs *r)
+{
+	r->n_figures = VALIDATION_FIT_DEFAULT_N;
+	memcpy(r->figures, validation_fit_default, sizeof validation_fit_default);
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		if (!strcmp(o, "--json")) {
+			r->json = true;
+			continue;
+		}
+		static const char *const valued[] = {"--runs", "--figures", "--calibration", "--out",
+		                                     "--name", "--description"};
+		size_t k = 0;
+		while (k < SL_COUNTOF(valued) && strcmp(o, valued[k]))
+			k++;
+		if (k == SL_COUNTOF(valued)) {
+			fprintf(stderr, "shardlab calibrate: %s '%s' (with --runs)\n",
+			        o[0] == '-' ? "unknown option" : "unexpected argument", o);
+			return false;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "shardlab calibrate: %s needs a value\n", o);
+			return false;
+		}
+		const char *v = argv[++i];
+		switch (k) {
+		case 0: r->runs = v; break;
+		case 1:
+			if (!parse_figures(ar, v, r))
+				return false;
+			break;
+		case 2: r->base = strcmp(v, "none") ? v : NULL; break;
+		case 3: r->out = v; break;
+		case 4: r->name = v; break;
+		default: r->description = v; break;
+		}
+	}
+	return true;
+}
+
+static const char *fig_name(enum cal_param p)
+{
+	static const char *const names[] = {"train.gemm_efficiency", "train.comm_efficiency",
+	                                    "train.op_overhead_us", "train.nic_efficiency"};
+	return names[p - CAL_TRAIN_GEMM_EFFICIENCY];
+}
+
+/* The written file: the base's figures and fits, then the training's. */
+static struct calibration *merged(struct arena *ar, const struct rargs *r,
+                                  const struct calibration *base, const struct validation *v,
+                                  const struct validation_training_fit *tf, const char *device)
+{
+	const struct validation_fit_result *f = &tf->fit;
+	int nb = base ? base->n_figures : 0, nf = base ? base->n_fits : 0, p = tf->n_figures;
+	struct calibration *c = arena_calloc(ar, 1, sizeof *c);
+	struct cal_figure *fig = arena_calloc(ar, (size_t)(nb + p), sizeof *fig);
+	struct cal_fit *fits = arena_calloc(ar, (size_t)nf + 1, sizeof *fits);
+	const char **names = arena_calloc(ar, (size_t)p, sizeof *names);
+	double *cov = arena_calloc(ar, (size_t)(p * p), sizeof *cov);
+	const char *on = arena_printf(ar, "%s (%s): %d training rows, their estimates", v->file,
+	                              v->name, f->n_points);
+	if (!c || !fig || !fits || !names || !cov || !on)
+		return NULL;
+	for (int i = 0; i < nb; i++)
+		fig[i] = base->figures[i];
+	for (int i = 0; i < nf; i++)
+		fits[i] = base->fits[i];
+	for (int j = 0; j < p; j++) {
+		double se = f->std_error[j];
+		fig[nb + j] = (struct cal_figure){
+			.name = fig_name(tf->figures[j]), .param = tf->figures[j], .lo = tf->lo[j],
+			.hi = tf->hi[j], .value = f->value[j], .std_error = isfinite(se) ? se : 0,
+			.fitted_on = on, .cv_error_pct = f->cv_mape_pct, .fit = "training"};
+		names[j] = fig[nb + j].name;
+		for (int k = 0; k < p; k++) {
+			double x = f->covariance[j * p + k];
+			cov[j * p + k] = isfinite(x) ? x : 0;
+		}
+	}
+	fits[nf] = (struct cal_fit){.name = "training", .kind = "training", .fitted_on = on,
+	                            .points = f->n_points, .cv_method = f->cv_method,
+	                            .cv_folds = f->cv_folds, .cv_mape_pct = f->cv_mape_pct,
+	                            .cv_rms_pct = f->cv_rms_pct, .n_figures = p, .figures = names,
+	                            .covariance = cov};
+	*c = (struct calibration){.name = r->name ? r->name : cli_calibration_name(ar, r->out), .description = r->description,
+	                          .device = device, .n_figures = nb + p, .figures = fig,
+	                          .n_fits = nf + 1, .fits = fits};
+	return c;
+}
+
+/* The warnings: figures not identifiable, folds that failed. */
+static void warnings(FILE *out, const struct validation_training_fit *tf)
+{
+	const struct validation_fit_result *f = &tf->fit;
+	if (f->ill_conditioned)
+		fprintf(out, "warning: the Jacobian is %s (condition number %.3g over %g): the rows "
+		        "cannot tell the figures apart; fit fewer (--figures) or add rows that "
+		        "vary what they bear on\n",
+		        isfinite(f->condition) ? "ill-conditioned" : "singular", f->condition,
+		        VALIDATION_FIT_MAX_COND);
+	for (int j = 0; j < tf->n_figures; j++) {
+		const char *n = fig_name(tf->figures[j]);
+		if (f->at_bound[j])
+			fprintf(out, "warning: %s is at its bound (%g, bounds [%g, %g]): not "
+			        "identifiable; its standard error means nothing\n", n, f->value[j],
+			        tf->lo[j], tf->hi[j]);
+		else if (!f->identifiable[j] && !f->ill_conditioned)
+			fprintf(out, "warning: %s is not identifiable from the rows (standard error "
+			        "%.3g over half its value %.4g)\n", n, f->std_error[j], f->value[j]);
+	}
+	if (f->cv_failed)
+		fprintf(out, "warning: %d row%s could not be predicted out of sample\n", f->cv_failed,
+		        f->cv_failed == 1 ? "" : "s");
+}
+
+static void text(const struct rargs *r, const struct validation *v,
+                 const struct calibration *base, const struct validation_training_fit *tf)
+{
+	const struct validation_fit_result *f = &tf->fit;
+	printf("calibrate %s: %d figure%s fitted to %d training row%s of %s, through their "
+	       "estimates\n", v->name, tf->n_figures, tf->n_figures == 1 ? "" : "s", f->n_points,
+	       f->n_points == 1 ? "" : "s", v->file);
+	if (base)
+		printf("base calibration %s (%s)\n", base->name, r->base);
+	else
+		printf("base calibration: none (the topologies' own figures)\n");
+	printf("\n  %-22s  %-10s  %-10s  %-6s  %s\n", "figure", "value", "std error", "units",
+	       "bounds");
+	for (int j = 0; j < tf->n_figures; j++) {
+		char se[32];
+		if (isfinite(f->std_error[j]))
+			snprintf(se, sizeof se, "%.4g", f->std_error[j]);
+		else
+			snprintf(se, sizeof se, "-");
+		printf("  %-22s  %-10.4g  %-10s  %-6s  [%g, %g]%s\n", fig_name(tf->figures[j]),
+		       f->value[j], se, cal_param_units[tf->figures[j]], tf->lo[j], tf->hi[j],
+		       f->identifiable[j] ? "" : "  (not identifiable)");
+	}
+	printf("  condition number %.3g (unit-norm columns), %d iterations\n\n", f->condition,
+	       f->iterations);
+	int w = 4;
+	for (int i = 0; i < v->n_rows; i++) {
+		int l = (int)strlen(v->training[i].name);
+		w = l > w ? l : w;
+	}
+	printf("  %-*s  %-9s  %-9s\n", w, "row", "in sample", "out of sample");
+	for (int i = 0; i < v->n_rows; i++) {
+		int k = tf->point_of[i];
+		if (k < 0) {
+			printf("  %-*s  left out: %s\n", w, v->training[i].name, tf->results[i].error);
+			continue;
+		}
+		char cv[32];
+		if (isfinite(f->cv_err_pct[k]))
+			snprintf(cv, sizeof cv, "%+.1f%%", f->cv_err_pct[k]);
+		else
+			snprintf(cv, sizeof cv, "-");
+		printf("  %-*s  %+8.1f%%  %9s\n", w, v->training[i].name, f->fit_err_pct[k], cv);
+	}
+	printf("\nin sample:      MAPE %.2f%%, max %.2f%% (not a measure of accuracy)\n",
+	       f->mape_pct, f->max_pct);
+	printf("%-15s MAPE %.2f%%, max %.2f%%, rms %.2f%% (%d folds)\n",
+	       !strcmp(f->cv_method, "k-fold") ? "k-fold:" : "leave-one-out:", f->cv_mape_pct,
+	       f->cv_max_pct, f->cv_rms_pct, f->cv_folds);
+	warnings(stdout, tf);
+}
+
+static cJSON *num_or_null(double x)
+{
+	return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull();
+}
+
+static cJSON *json(const struct rargs *r, const struct validation *v,
+                   const struct calibration *base, const struct validation_training_fit *tf)
+{
+	const struct validation_fit_result *f = &tf->fit;
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "runs", v->file);
+	if (base) {
+		cJSON *c = cJSON_AddObjectToObject(root, "calibration");
+		cJSON_AddStringToObject(c, "name", base->name);
+		cJSON_AddStringToObject(c, "file", r->base);
+	} else {
+		cJSON_AddNullToObject(root, "calibration");
+	}
+	cJSON *figs = cJSON_AddArrayToObject(root, "figures");
+	for (int j = 0; j < tf->n_figures; j++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", fig_name(tf->figures[j]));
+		cJSON_AddStringToObject(o, "units", cal_param_units[tf->figures[j]]);
+		double b[2] = {tf->lo[j], tf->hi[j]};
+		cJSON_AddItemToObject(o, "bounds", cJSON_CreateDoubleArray(b, 2));
+		cJSON_AddNumberToObject(o, "value", f->value[j]);
+		cJSON_AddItemToObject(o, "std_error", num_or_null(f->std_error[j]));
+		cJSON_AddBoolToObject(o, "identifiable", f->identifiable[j]);
+		cJSON_AddBoolToObject(o, "at_bound", f->at_bound[j]);
+		cJSON_AddItemToArray(figs, o);
+	}
+	cJSON *cov = cJSON_AddArrayToObject(root, "covariance");
+	for (int j = 0; j < tf->n_figures; j++) {
+		cJSON *row = cJSON_CreateArray();
+		for (int k = 0; k < tf->n_figures; k++)
+			cJSON_AddItemToArray(row, num_or_null(f->covariance[j * tf->n_figures + k]));
+		cJSON_AddItemToArray(cov, row);
+	}
+	cJSON_AddItemToObject(root, "condition", num_or_null(f->condition));
+	cJSON *rows = cJSON_AddArrayToObject(root, "rows");
+	for (int i = 0; i < v->n_rows; i++) {
+		int k = tf->point_of[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", v->training[i].name);
+		cJSON_AddNumberToObject(o, "line", v->training[i].line);
+		cJSON_AddNumberToObject(o, "measured", v->training[i].value);
+		cJSON_AddStringToObject(o, "unit", validation_measure_names[v->training[i].measure]);
+		if (k < 0) {
+			cJSON_AddStringToObject(o, "error", tf->results[i].error);
+		} else {
+			cJSON_AddItemToObject(o, "error_pct", num_or_null(f->fit_err_pct[k]));
+			cJSON_AddItemToObject(o, "cv_error_pct", num_or_null(f->cv_err_pct[k]));
+		}
+		cJSON_AddItemToArray(rows, o);
+	}
+	cJSON *in = cJSON_AddObjectToObject(root, "in_sample");
+	cJSON_AddNumberToObject(in, "mape_pct", f->mape_pct);
+	cJSON_AddNumberToObject(in, "max_pct", f->max_pct);
+	cJSON *cv = cJSON_AddObjectToObject(root, "cv");
+	cJSON_AddStringToObject(cv, "method", f->cv_method);
+	cJSON_AddNumberToObject(cv, "folds", f->cv_folds);
+	cJSON_AddItemToObject(cv, "mape_pct", num_or_null(f->cv_mape_pct));
+	cJSON_AddItemToObject(cv, "rms_pct", num_or_null(f->cv_rms_pct));
+	cJSON_AddItemToObject(cv, "max_pct", num_or_null(f->cv_max_pct));
+	return root;
+}
+
+int calibrate_runs(int argc, char **argv)
+{
+	struct arena *ar = arena_new();
+	if (!ar) {
+		fprintf(stderr, "shardlab: out of memory\n");
+		return EXIT_INVALID;
+	}
+	struct rargs r = {0};
+	if (!parse(ar, argc, argv, &r) || !r.runs) {
+		if (!r.runs)
+			fprintf(stderr, "usage: shardlab calibrate --runs VALIDATION.json [--figures "
+			        "NAMES] [--calibration BASE] [--out FILE] (see --help)\n");
+		arena_free(ar);
+		return EXIT_USAGE;
+	}
+	struct diag_list d;
+	diag_list_init(&d);
+	int rc = EXIT_INVALID;
+	struct validation *v = validation_load(ar, r.runs, &d);
+	struct calibration *base = v && r.base ? cost_calibration_load(ar, r.base, &d) : NULL;
+	const char *device = NULL;
+	if (v && v->kind != VALIDATION_TRAINING) {
+		diag_add(&d, DIAG_ERROR, v->file, 0, "kind",
+		         "--runs fits training rows: this file holds collectives (calibrate a "
+		         "collective benchmark's output instead)");
+		v = NULL;
+	}
+	if (v && r.base && !base)
+		v = NULL;
+	if (base && cost_calibration_training_fit(base)) {
+		diag_add(&d, DIAG_ERROR, base->file, 0, "fits",
+		         "the base calibration has a training fit already: fit from its kernel or "
+		         "collective figures alone");
+		v = NULL;
+	}
+	for (int i = 0; v && i < v->n_rows; i++) {
+		struct topology *t = v->training[i].scenario->topo;
+		if (base && !cost_calibration_apply(base, t, &d))
+			v = NULL;
+		else if (!device)
+			device = t->device.kind;
+		else if (t->device.kind && strcmp(device, t->device.kind))
+			device = "";
+	}
+	struct validation_training_fit tf;
+	if (v) {
+		struct validation_fit_options o = {.n_figures = r.n_figures};
+		memcpy(o.figures, r.figures, sizeof r.figures);
+		if (!validation_fit_training(ar, v, &o, &tf)) {
+			fprintf(stderr, "shardlab: out of memory\n");
+		} else if (!tf.fit.ok) {
+			diag_add(&d, DIAG_ERROR, v->file, 0, NULL, "no fit: %s", tf.fit.why);
+		} else {
+			rc = EXIT_OK;
+			if (r.json) {
+				rc = report_print_json(json(&r, v, base, &tf), "calibrate");
+				warnings(stderr, &tf);
+			} else {
+				text(&r, v, base, &tf);
+			}
+		}
+	}
+	if (rc == EXIT_OK && r.out) {
+		struct calibration *c = merged(ar, &r, base, v, &tf, device && *device ? device : NULL);
+		if (!c || !cli_calibration_write(r.out, c))
+			rc = EXIT_INVALID;
+	}
+	cli_print_diags(&d);
+	diag_list_free(&d);
+	arena_free(ar);
+	return rc;
+}

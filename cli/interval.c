@@ -1,0 +1,135 @@
+/* interval.c — a prediction's 90% interval from the calibration its
+ * topology carries (planner/cost/calfile.c, docs/validation.md,
+ * "Prediction intervals"), as every command prints it: "1.34 s (90%:
+ * 1.26-1.43 s)" in text, {"calibration", "interval"} in JSON, and the
+ * words that say an uncalibrated output has none.
+ *
+ * Units: seconds. Each interval costs two estimates of the plan per
+ * figure of the calibration.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_interval(const struct plan *p, struct cal_interval *out)
+{
+	const struct calibration *c = p->scenario->topo->calibration;
+	struct arena *a = arena_new();
+	if (!a || !cost_calibration_interval(a, c, p, out))
+		*out = (struct cal_interval){.why = "out of memory: no interval"};
+	arena_free(a);
+}
+
+const char *cli_interval_text(char *buf, size_t size, const struct cal_interval *iv)
+{
+	if (!iv->have) {
+		snprintf(buf, size, " (%s)", iv->why);
+		return buf;
+	}
+	char lo[32], hi[32];
+	cli_si(lo, sizeof lo, iv->lo_s, "s");
+	cli_si(hi, sizeof hi, iv->hi_s, "s");
+	/* "1.26 s-1.43 s" reads as "1.26-1.43 s" when the units agree. */
+	const char *ul = strchr(lo, ' '), *uh = strchr(hi, ' ');
+	if (ul && uh && !strcmp(ul, uh))
+		snprintf(buf, size, " (90%%: %.*s-%s)", (int)(ul - lo), lo, hi);
+	else
+		snprintf(buf, size, " (90%%: %s-%s)", lo, hi);
+	return buf;
+}
+
+void cli_calibration_line(FILE *f, const char *indent, const struct topology *t)
+{
+	const struct calibration *c = t->calibration;
+	if (!c) {
+		fprintf(f, "%scalibration          none\n", indent);
+		return;
+	}
+	const struct cal_fit *tf = cost_calibration_training_fit(c);
+	fprintf(f, "%scalibration          %s (%s)", indent, c->name, c->file ? c->file : "-");
+	if (tf)
+		fprintf(f, ", training fit cross-validated MAPE %.1f%% over %d rows", tf->cv_mape_pct,
+		        tf->points);
+	fprintf(f, "\n");
+}
+
+cJSON *cli_calibration_json(const struct topology *t)
+{
+	const struct calibration *c = t->calibration;
+	if (!c)
+		return cJSON_CreateNull();
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", c->name);
+	cJSON_AddStringToObject(o, "file", c->file ? c->file : "");
+	return o;
+}
+
+cJSON *cli_interval_json(const struct cal_interval *iv)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!iv->have) {
+		cJSON_AddNullToObject(o, "lo_s");
+		cJSON_AddNullToObject(o, "hi_s");
+		cJSON_AddStringToObject(o, "note", iv->why);
+		return o;
+	}
+	cJSON_AddNumberToObject(o, "level", 0.9);
+	cJSON_AddNumberToObject(o, "lo_s", iv->lo_s);
+	cJSON_AddNumberToObject(o, "hi_s", iv->hi_s);
+	cJSON_AddNumberToObject(o, "relative_sd", iv->rel_sd);
+	cJSON_AddNumberToObject(o, "relative_sd_figures", iv->rel_sd_figures);
+	return o;
+}
+
+/* The shipped calibrations by device kind (docs/validation.md, "Shipped
+ * calibrations"), beside the topologies' folder. */
+static const struct {
+	const char *device, *file;
+} shipped[] = {
+	{"NVIDIA A100 SXM 80GB", "a100-sxm.json"},
+	{"NVIDIA H100 SXM", "h100-sxm.json"},
+	{"Ascend 910B", "ascend-910b.json"},
+};
+
+const char *cli_shipped_calibration(struct arena *a, const struct topology *t)
+{
+	for (size_t i = 0; i < SL_COUNTOF(shipped); i++) {
+		if (!t->device.kind || strcmp(t->device.kind, shipped[i].device))
+			continue;
+		/* topologies/x.json -> calibration/FILE; a topology elsewhere: the
+		 * folder "calibration" beside its folder's parent. */
+		const char *f = t->file ? t->file : "", *slash = strrchr(f, '/');
+		int dir = slash ? (int)(slash - f) : 0;
+		const char *path = slash ? arena_printf(a, "%.*s/../calibration/%s", dir, f,
+		                                        shipped[i].file)
+		                         : arena_printf(a, "../calibration/%s", shipped[i].file);
+		FILE *probe = path ? fopen(path, "r") : NULL;
+		if (probe) {
+			fclose(probe);
+			return path;
+		}
+	}
+	return NULL;
+}
+
+bool cli_apply_calibration(struct arena *a, const char *option, struct topology *t,
+                           struct diag_list *d)
+{
+	if (!option || !strcmp(option, "none"))
+		return true;
+	const char *path = option;
+	if (!strcmp(option, "auto")) {
+		path = cli_shipped_calibration(a, t);
+		if (!path) {
+			diag_add(d, DIAG_ERROR, "--calibration", 0, NULL,
+			         "no shipped calibration for the %s of %s (calibration/: a100-sxm, "
+			         "h100-sxm, ascend-910b)", t->device.kind ? t->device.kind : "device",
+			         t->name);
+			return false;
+		}
+	}
+	struct calibration *c = cost_calibration_load(a, path, d);
+	return c && cost_calibration_apply(c, t, d);
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# calibrations.sh — re-fits every shipped calibration (calibration/*.json)
+# from the measurements in the tree, with one command:
+#
+#   bash scripts/calibrations.sh            # after `bash scripts/setup.sh build`
+#
+# Each file's training fit runs `shardlab calibrate --runs` over a
+# validation set (docs/validation.md, "Calibrating from training runs");
+# its transcript (the figures with their standard errors and the
+# cross-validated error) is written beside it as calibration/NAME.fit.txt.
+# The Ascend 910B is fitted when a validation set of 910B training rows is
+# in validation/ (a file whose name has "910b"); otherwise it says so.
+#
+# Environment: SHARDLAB (default build/cli/shardlab), WHEN (the date the
+# files say they were fitted on; default today, UTC).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARDLAB=${SHARDLAB:-build/cli/shardlab}
+WHEN=${WHEN:-$(date -u +%Y-%m-%d)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# fit NAME RUNS DESCRIPTION [BASE]: the training fit of RUNS (on BASE's
+# figures when given) written to calibration/NAME.json.
+fit() {
+	local name=$1 runs=$2 what=$3 base=${4:-none}
+	echo "== $name: $runs" >&2
+	"$SHARDLAB" calibrate --runs "$runs" --calibration "$base" --name "$name" \
+		--description "$what; fitted by scripts/calibrations.sh on $WHEN" \
+		--out "$tmp/$name.json" > "$tmp/$name.fit.txt"
+	cat "$tmp/$name.fit.txt" >&2
+	mv "$tmp/$name.json" "calibration/$name.json"
+	mv "$tmp/$name.fit.txt" "calibration/$name.fit.txt"
+}
+
+# NVIDIA A100 SXM 80GB: the Megatron-LM development set (its topology's
+# compute model is the XLA GEMM table's, docs/cost-models.md).
+fit a100-sxm validation/megatron-dev.json \
+	"NVIDIA A100 SXM 80GB: end-to-end figures fitted to validation/megatron-dev.json (Megatron-LM, Narayanan et al. SC21)"
+
+# NVIDIA H100 SXM: the kernel measurements (calibration/h100-sxm-measured.csv)
+# first, then the Megatron-Core table on them.
+"$SHARDLAB" calibrate calibration/h100-sxm-measured.csv --topology topologies/dgx-h100.json \
+	--out calibration/h100-sxm-kernels.json > /dev/null
+fit h100-sxm validation/megatron-core-h100.json \
+	"NVIDIA H100 SXM: kernel figures fitted to calibration/h100-sxm-measured.csv, end-to-end figures to validation/megatron-core-h100.json (Megatron-Core)" \
+	calibration/h100-sxm-kernels.json
+
+# Ascend 910B: the 910B training rows, when a set of them is in the tree.
+found=
+for runs in validation/*910b*.json; do
+	[ -e "$runs" ] || continue
+	grep -q '"kind": *"training"' "$runs" || continue
+	found=1
+	fit ascend-910b "$runs" "Ascend 910B: end-to-end figures fitted to $runs"
+done
+if [ -z "$found" ]; then
+	echo "== ascend-910b: no validation/*910b*.json of training rows: not fitted" >&2
+fi
