@@ -57,6 +57,9 @@ void cli_print_diags(const struct diag_list *d);
 /* A line saying that the topology's device runs an uncalibrated compute
  * model (topo_compute_calibrated), nothing when it is calibrated. */
 void cli_note_uncalibrated(FILE *f, const struct topology *t);
+/* A line saying what the estimate prices of a scenario's faults and what
+ * only the simulation sees; nothing without faults. */
+void cli_note_faults(FILE *f, const struct topology *t, int64_t devices);
 
 /* True if argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);

@@ -158,6 +158,7 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
 	report_search_chosen(stdout, p);
 	cli_note_uncalibrated(stdout, p->scenario->topo);
+	cli_note_faults(stdout, p->scenario->topo, p->scenario->devices);
 	printf("\n");
 	printf("  iteration            %s\n", sec(b1, sizeof b1, e->iteration_s));
 	printf("  micro-batches        %" PRId64 "\n", e->steps_per_iteration);

@@ -45,6 +45,18 @@ void cli_note_uncalibrated(FILE *f, const struct topology *t)
 	        t->device.kind);
 }
 
+void cli_note_faults(FILE *f, const struct topology *t, int64_t devices)
+{
+	if (!t->faults)
+		return;
+	fprintf(f, "note: faults: the estimate prices every op at the slowest device's pace "
+	        "(x%.3g) and each group's collectives at its slowest link (spine uplinks left: "
+	        "%.3g); only the simulation sees which ranks wait for whom, NICs carrying "
+	        "failed-over traffic and rerouted flows contending (docs/simulation.md, "
+	        "\"Faults\")\n",
+	        cost_slowest_factor(t, devices), topo_spine_rate(t));
+}
+
 void cli_print_diags(const struct diag_list *d)
 {
 	struct diag_ref *refs = d->count ? malloc(d->count * sizeof(*refs)) : NULL;

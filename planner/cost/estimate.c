@@ -145,7 +145,9 @@ struct est_ctx {
 	struct estimate *e;      /* categories and memory accumulate here */
 	int64_t steps;           /* graph executions per iteration */
 	enum collective_algo wanted;  /* the scenario's simulation.collective_algo */
-	double slow;             /* the slowest device's compute factor (cost_straggler_factor) */
+	double slow;             /* the slowest device's compute factor (cost_slowest_factor) */
+	double faults_slow;      /* the largest fault slowdown (topo_max_slowdown): the
+	                            optimizer's pace, which speed_cv does not scale */
 	const struct param_reads *reads;  /* which reads of a parameter are its first */
 	struct cost_act_scratch *act;     /* the plan's saved tensors (the estimator's; NULL in a
 	                                     context without a plan) */
@@ -582,7 +584,8 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	}
 	*c = (struct est_ctx){.g = g, .t = s->topo, .scratch = a, .e = e, .steps = steps,
 	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots,
-	                      .slow = cost_straggler_factor(&s->topo->device, s->devices),
+	                      .slow = cost_slowest_factor(s->topo, s->devices),
+	                      .faults_slow = topo_max_slowdown(s->topo, s->devices),
 	                      .add_grads = s->training.separate_grad_accumulation,
 	                      .prec = s->training.precision};
 	c->reads = plan_param_reads(a, g);
@@ -978,7 +981,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			                     (zero >= 1 ? r->dp : 1);
 			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) *
 			                   optimizer_step_bytes(c->prec, r->dtype) /
-			                   (c->t->device.hbm_bps * c->t->device.memory_efficiency);
+			                   (c->t->device.hbm_bps * c->t->device.memory_efficiency) *
+			                   c->faults_slow;
 			gathered += r->synced ? r->bytes : 0;
 			if (k + 1 == m->n_params || m->params[k + 1].op != r->op) {
 				gathered_max = gathered > gathered_max ? gathered : gathered_max;
