@@ -368,6 +368,10 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 		struct topology *t = cli_load_topology(a, ov->topology, d);
 		if (!t)
 			return NULL;
+		if (s->topo->faults)
+			diag_add(d, DIAG_WARNING, "--topology", 0, NULL,
+			         "the scenario's faults name elements of its own topology: the run "
+			         "on %s has none", t->name);
 		s->topo = t;
 		s->topology_file = ov->topology;
 		s->devices = t->n_devices;
@@ -380,6 +384,9 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 		else
 			s->topo = t;
 		s->devices = ov->devices;
+		char cut[512];
+		if (t && !topo_faults_connected(t, s->devices, cut, sizeof cut))
+			diag_add(d, DIAG_ERROR, "--devices", 0, NULL, "%s", cut);
 	}
 	if (ov->global_batch)
 		s->training.global_batch = ov->global_batch;
