@@ -87,6 +87,9 @@ const char *cli_shipped_calibration(struct arena *a, const struct topology *t);
  * its device), "none" or NULL (nothing). False after diagnostics. */
 bool cli_apply_calibration(struct arena *a, const char *option, struct topology *t,
                            struct diag_list *d);
+/* A line saying what the estimate prices of a scenario's faults and what
+ * only the simulation sees; nothing without faults. */
+void cli_note_faults(FILE *f, const struct topology *t, int64_t devices);
 
 /* True if argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);

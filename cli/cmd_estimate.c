@@ -158,6 +158,7 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
 	report_search_chosen(stdout, p);
 	cli_note_uncalibrated(stdout, p->scenario->topo);
+	cli_note_faults(stdout, p->scenario->topo, p->scenario->devices);
 	printf("\n");
 	struct cal_interval iv;
 	char ivt[96];

@@ -92,7 +92,8 @@ static void help(FILE *f)
 	        "                        \"hbm_bytes\", \"oom\", \"oom_overflow_bytes\",\n"
 	        "                        \"ranks\" ([{\"rank\",\n"
 	        "                        \"compute_s\", \"comm_exposed_s\", \"pipeline_wait_s\",\n"
-	        "                        \"idle_s\"}]),\n"
+	        "                        \"straggler_wait_s\" (in a collective before its\n"
+	        "                        slowest member arrived), \"idle_s\"}]),\n"
 	        "                        \"links\" ([{\"name\", \"bytes\", \"busy_s\",\n"
 	        "                        \"utilisation\"}], busiest first),\n"
 	        "                        \"links_over_time\" ({\"bin_s\", \"links\": [{\"name\",\n"
@@ -222,6 +223,7 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	       p->mode == REDIST_FUSED ? "fused" : "MindSpore-compatible");
 	report_search_chosen(stdout, p);
 	cli_note_uncalibrated(stdout, p->scenario->topo);
+	cli_note_faults(stdout, p->scenario->topo, p->scenario->devices);
 	printf("fidelity %s, collectives %s, gradient buckets %g MiB", fidelity_names[o->fidelity],
 	       collective_algo_names[o->algo], o->bucket_bytes / MIB);
 	double cv = p->scenario->topo->device.speed_cv;
@@ -268,6 +270,7 @@ static cJSON *json_ranks(const struct sim_result *s)
 		cJSON_AddNumberToObject(o, "compute_s", s->ranks[k].compute_s);
 		cJSON_AddNumberToObject(o, "pipeline_wait_s", s->ranks[k].pipeline_wait_s);
 		cJSON_AddNumberToObject(o, "comm_exposed_s", s->ranks[k].comm_exposed_s);
+		cJSON_AddNumberToObject(o, "straggler_wait_s", s->ranks[k].straggler_wait_s);
 		cJSON_AddNumberToObject(o, "idle_s", s->ranks[k].idle_s);
 		cJSON_AddNumberToObject(o, "peak_memory_bytes", s->ranks[k].peak_memory_bytes);
 		cJSON_AddItemToArray(a, o);

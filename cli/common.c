@@ -45,6 +45,18 @@ void cli_note_uncalibrated(FILE *f, const struct topology *t)
 	        t->device.kind);
 }
 
+void cli_note_faults(FILE *f, const struct topology *t, int64_t devices)
+{
+	if (!t->faults)
+		return;
+	fprintf(f, "note: faults: the estimate prices every op at the slowest device's pace "
+	        "(x%.3g) and each group's collectives at its slowest link (spine uplinks left: "
+	        "%.3g); only the simulation sees which ranks wait for whom, NICs carrying "
+	        "failed-over traffic and rerouted flows contending (docs/simulation.md, "
+	        "\"Faults\")\n",
+	        cost_slowest_factor(t, devices), topo_spine_rate(t));
+}
+
 void cli_print_diags(const struct diag_list *d)
 {
 	struct diag_ref *refs = d->count ? malloc(d->count * sizeof(*refs)) : NULL;
@@ -359,6 +371,10 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 		struct topology *t = cli_load_topology(a, ov->topology, d);
 		if (!t)
 			return NULL;
+		if (s->topo->faults)
+			diag_add(d, DIAG_WARNING, "--topology", 0, NULL,
+			         "the scenario's faults name elements of its own topology: the run "
+			         "on %s has none", t->name);
 		s->topo = t;
 		s->topology_file = ov->topology;
 		s->devices = t->n_devices;
@@ -371,6 +387,9 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 		else
 			s->topo = t;
 		s->devices = ov->devices;
+		char cut[512];
+		if (t && !topo_faults_connected(t, s->devices, cut, sizeof cut))
+			diag_add(d, DIAG_ERROR, "--devices", 0, NULL, "%s", cut);
 	}
 	if (ov->global_batch)
 		s->training.global_batch = ov->global_batch;

@@ -291,15 +291,17 @@ void report_sim_ranks(FILE *f, const struct sim_result *r)
 	if (!v)
 		return;
 	static const char *const names[] = {"compute", "exposed communication",
-	                                    "pipeline wait (bubble)", "idle"};
+	                                    "waiting on stragglers", "pipeline wait (bubble)",
+	                                    "idle"};
 	const size_t offsets[] = {offsetof(struct sim_rank, compute_s),
 	                          offsetof(struct sim_rank, comm_exposed_s),
+	                          offsetof(struct sim_rank, straggler_wait_s),
 	                          offsetof(struct sim_rank, pipeline_wait_s),
 	                          offsetof(struct sim_rank, idle_s)};
 	char head[64];
 	snprintf(head, sizeof head, "per rank (%" PRId64 " ranks)", r->n_ranks);
 	fprintf(f, "%-26s %-10s %-10s %s\n", head, "min", "median", "max");
-	for (int k = 0; k < 4; k++) {
+	for (int k = 0; k < (int)SL_COUNTOF(offsets); k++) {
 		double st[3];
 		char b[3][32];
 		sr_rank_stats(r, offsets[k], v, st);

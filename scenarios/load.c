@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "scenarios.h"
+#include "scenarios-int.h"
 
 const char *const planner_names[PLANNER_COUNT] = {
 	"propagate", "recursive", "data-parallel", "megatron", "megatron-search",
@@ -1030,7 +1030,7 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	static const char *const keys[] = {"format",  "version", "name",     "description",
 	                                   "model",   "topology", "devices", "shard",
 	                                   "planners", "training", "simulation", "propagation",
-	                                   "mindspore_strategy", NULL};
+	                                   "mindspore_strategy", "faults", NULL};
 	const struct jv root = *obj;
 	struct jv v;
 	size_t errors_before = doc->diags->errors;
@@ -1086,6 +1086,8 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	ok = read_training(&L, &root) && ok;
 	ok = read_simulation(&L, &root) && ok;
 	ok = read_propagation(&L, &root) && ok;
+	if (jv_get(&root, "faults", &v) && s->topo && s->devices)
+		ok = scenario_read_faults(a, s, &v, L.dir) && ok;
 	if (s->devices && s->training.pipeline_stages &&
 	    s->devices % s->training.pipeline_stages == 0)
 		L.stage_devices = s->devices / s->training.pipeline_stages;

@@ -13,6 +13,12 @@
  * (2 NIC + 3 switch latencies), as the cost model's paths. No link is
  * shared by every route (it would couple all flows in the bandwidth-sharing solver, docs/simulation.md).
  *
+ * Faults (t->faults, a scenario's "faults"): every link runs at its
+ * rate; a route takes the innermost tier whose link is up, else the NICs,
+ * and a device whose NIC is down sends through the next one of its server
+ * that is up; spine faults scale every up and down link by the uplinks
+ * left (topologies.h).
+ *
  * Routes exist only for the ordered pairs that carry messages (found by a
  * dry run of the collectives), so the XML grows with the traffic pattern,
  * not with the square of the ranks. Link ids are arithmetic per server;
@@ -205,6 +211,13 @@ static int route_ids(const struct sim_net *net, int64_t a, int64_t b, int64_t id
 	}
 	int per = t->nic.per_server;
 	int ka = (int)(la * per / d), kb = (int)(lb * per / d);
+	if (t->faults) {
+		/* a NIC that is down fails over (topo_nic_of); the scenario's
+		 * loader refused a job some of whose ranks have none left */
+		ka = topo_nic_of(t, sa, la);
+		kb = topo_nic_of(t, sb, lb);
+		SL_ASSERT(ka >= 0 && kb >= 0);
+	}
 	ids[n++] = blk_a + nic_off(t) + 4 * ka + NIC_TX;
 	if (leaf_of(t, sa, ka) != leaf_of(t, sb, kb)) {
 		ids[n++] = blk_a + nic_off(t) + 4 * ka + NIC_UP;
@@ -324,7 +337,8 @@ void sim_net_link_info(const struct sim_net *net, int link, char *name, size_t n
 		double lat[] = {nic + sw, nic, sw, sw};
 		double over = t->fabric.oversubscription > 1 ? t->fabric.oversubscription : 1;
 		snprintf(name, name_len, "nic-%" PRId64 "-s%" PRId64 "-%s", k, s, what[w]);
-		*bps = w >= NIC_UP ? t->nic.bandwidth_bps / over : t->nic.bandwidth_bps;
+		*bps = w >= NIC_UP ? t->nic.bandwidth_bps / over * topo_spine_rate(t)
+		                   : t->nic.bandwidth_bps * topo_nic_rate(t, s, (int)k);
 		*latency_s = lat[w];
 		return;
 	}
@@ -341,6 +355,16 @@ void sim_net_link_info(const struct sim_net *net, int link, char *name, size_t n
 	const struct topo_tier *tier = &t->tiers[k];
 	int64_t x = r - tier_off(t, k);
 	*bps = tier->bandwidth_bps;
+	if (t->faults) { /* a degraded link or port (a mesh's a -> b, a switch's port a, a torus's hop) */
+		if (tier->kind == TOPO_TIER_TORUS) {
+			int at = (int)(x / 6), dim = (int)(x % 6 / 2);
+			*bps *= topo_link_rate(t, s, k, at, topo_torus_step(tier, at, dim, x % 2 ? 1 : -1));
+		} else {
+			*bps *= tier->kind == TOPO_TIER_MESH
+			                ? topo_link_rate(t, s, k, (int)(x / d), (int)(x % d))
+			                : topo_link_rate(t, s, k, (int)(x / 2), (int)(x / 2));
+		}
+	}
 	if (tier->kind == TOPO_TIER_TORUS) {
 		static const char axis[] = "xyz";
 		snprintf(name, name_len, "s%" PRId64 "-%s-%" PRId64 "-%c%c", s, tier->name, x / 6,

@@ -55,6 +55,9 @@ struct rank_state {
 	int64_t rank, local;               /* global, and inside its stage */
 	int stage;
 	double compute_s, comm_s, wait_s;
+	double straggler_s;                /* in a collective before its last member arrived */
+	double s1_late_s;                  /* stream 1's such waits that stream 0 has not yet
+	                                      waited out (s0_waits) */
 	double mem_bytes, mem_peak_bytes;  /* held now, and at most */
 	double speed;                      /* its compute's factor over the program's (stragglers) */
 	sg_host_t host;
@@ -87,6 +90,9 @@ struct actor_ctx {
 	int32_t sync_key;                  /* the member set of the formula barrier it last
 	                                      left, if it has waited on nothing since; else -1 */
 	bool lockstep_ok;                  /* in a slot that is not a last micro-batch's */
+	double straggler_s;                /* the collective just run: the wait before its last
+	                                      member arrived (lockstep path) */
+	int64_t in_slot;                   /* its arrival slot (arrive), -1 none */
 	struct sim_ops ops;
 	sg_comm_t *comms;
 	int comms_cap;
@@ -124,6 +130,10 @@ struct engine {
 	int64_t n_group_ids;
 	double *group_s;                   /* [group id]: the formula of that group */
 	int32_t *arrived;                  /* [group id]: members at its barrier */
+	int64_t *entries;                  /* [group id]: members that entered it, all executions */
+	double *last_in;                   /* [group id][2]: the last member's arrival, by the
+	                                      execution's parity (two at most are live: a member
+	                                      enters the next only once all left this one) */
 	uint8_t *fallback;                 /* [group id]: this execution runs its transfers */
 	int64_t *executions;               /* [group id]: times run by the formula */
 	int32_t *group_key;                /* [group id]: its member set's index, -1 none */
@@ -136,6 +146,8 @@ struct engine {
 	double *link_bytes;                /* [link] */
 	int64_t messages, activities, by_formula;
 	struct rank_state *ranks;
+	double slowest;                    /* cost_slowest_factor of the program's ranks */
+	double opt_scale;                  /* the optimizer's seconds to the others' scale */
 	bool has_s1;
 	bool has_first;                    /* steps of the first micro-batch only (first_micro) */
 	int64_t progress_done, progress_total, progress_every;
@@ -638,7 +650,9 @@ static bool setup(struct engine *e)
 	}
 	e->group_s = calloc((size_t)e->n_group_ids + 1, sizeof(*e->group_s));
 	e->arrived = calloc((size_t)e->n_group_ids + 1, sizeof(*e->arrived));
-	if (!e->group_s || !e->arrived)
+	e->entries = calloc((size_t)e->n_group_ids + 1, sizeof(*e->entries));
+	e->last_in = calloc(2 * ((size_t)e->n_group_ids + 1), sizeof(*e->last_in));
+	if (!e->group_s || !e->arrived || !e->entries || !e->last_in)
 		return false;
 	struct sim_ops ops = {0};
 	int *distinct = malloc((size_t)p->n_steps * sizeof(*distinct) + 1), n_distinct = 0;
@@ -1034,7 +1048,8 @@ static bool run_lockstep(struct actor_ctx *c, int i, int group, int me, double c
 	double f = eng->group_s[id];
 	/* Unequal speeds (stragglers): the members would arrive when the
 	 * slowest does, as at the barrier below; each waits for it. */
-	c->pending_s += c->raw_s * (eng->key_speed[key] - c->rs->speed);
+	c->straggler_s = c->raw_s * (eng->key_speed[key] - c->rs->speed);
+	c->pending_s += c->straggler_s;
 	c->raw_s = 0;
 	if (me == 0)
 		formula_from(eng, id, key, clock + c->pending_s, f);
@@ -1133,6 +1148,18 @@ static void run_rare(struct actor_ctx *c)
 	rare_links(c, RARE_LEAVE);
 }
 
+/* A member enters execution k of group `id` (n members) at t0: the
+ * latest arrival of that execution, in the slot of its parity. */
+static void arrive(struct actor_ctx *c, int64_t id, int64_t n, double t0)
+{
+	struct engine *eng = c->rs->e;
+	int64_t k = eng->entries[id]++;
+	int64_t slot = 2 * id + (k / n) % 2;
+	if (k % n == 0 || t0 > eng->last_in[slot])
+		eng->last_in[slot] = t0;
+	c->in_slot = slot;
+}
+
 static void run_collective(struct actor_ctx *c, int i)
 {
 	struct engine *eng = c->rs->e;
@@ -1143,9 +1170,12 @@ static void run_collective(struct actor_ctx *c, int i)
 		return;
 	double clock = simgrid_get_clock(), t0 = clock + c->pending_s, t1;
 	uint8_t algo = eng->algo[i][group];
+	c->straggler_s = 0;
+	c->in_slot = -1;
 	if ((algo & BY_FORMULA) && run_lockstep(c, i, group, me, clock)) {
 		t1 = clock + c->pending_s;
 	} else {
+		arrive(c, eng->group_base[i] + group, st->groups.size, t0);
 		int n = members_of(&c->ops, &st->groups, group, off);
 		if (n < 0) {
 			eng->failed = true;
@@ -1168,13 +1198,20 @@ static void run_collective(struct actor_ctx *c, int i)
 	}
 	if (c->stream == 0) {
 		/* compute run alongside (a ring's blocks): what outlasts the
-		 * transfer is computed after it, what it covers is not exposed */
+		 * transfer is computed after it, what it covers is not exposed;
+		 * the wait for the group's last member is a straggler's */
 		double ov = st->overlap_s * c->rs->speed, hid = fmin(ov, t1 - t0);
-		c->rs->comm_s += t1 - t0 - hid;
+		double late = c->in_slot >= 0 ? eng->last_in[c->in_slot] - t0 : c->straggler_s;
+		late = fmin(fmax(late, 0), t1 - t0 - hid);
+		c->rs->straggler_s += late;
+		c->rs->comm_s += t1 - t0 - hid - late;
 		c->rs->compute_s += ov;
 		c->pending_s += ov - hid;
 		if (ov > 0)  /* the part still to compute, before its speed */
 			c->raw_s += st->overlap_s * (ov - hid) / ov;
+	} else {
+		double late = c->in_slot >= 0 ? eng->last_in[c->in_slot] - t0 : c->straggler_s;
+		c->rs->s1_late_s += fmin(fmax(late, 0), t1 - t0);
 	}
 	if (t1 - t0 > eng->coll_max_s[i])
 		eng->coll_max_s[i] = t1 - t0;
@@ -1260,9 +1297,12 @@ static void run_step(struct actor_ctx *c, int i)
 		return;
 	/* The engine's clock is asked for only when there is a trace: a
 	 * compute step is the commonest step by far. */
-	double t0 = eng->o->trace ? now(c) : 0, sec = st->seconds * c->rs->speed;
+	/* the estimate prices the optimizer at the slowest fault's pace
+	 * without the stragglers' spread (estimate.c): each rank at its own */
+	double raw = st->phase == PHASE_OPTIMIZER ? st->seconds * eng->opt_scale : st->seconds;
+	double t0 = eng->o->trace ? now(c) : 0, sec = raw * c->rs->speed;
 	c->pending_s += sec;
-	c->raw_s += st->seconds;
+	c->raw_s += raw;
 	c->rs->compute_s += sec;
 	if (eng->o->trace)
 		record(c, i, SIM_EV_COMPUTE, t0, now(c));
@@ -1300,6 +1340,17 @@ static void progress(struct actor_ctx *c)
 		                 (double)eng->progress_done / (double)eng->progress_total);
 }
 
+/* Stream 0 waited `w` seconds for stream 1: what stream 1 spent waiting
+ * for its groups' slowest members is waiting on stragglers, the rest
+ * exposed communication. */
+static void s0_waits(struct rank_state *rs, double w)
+{
+	double late = fmin(w, rs->s1_late_s);
+	rs->s1_late_s -= late;
+	rs->straggler_s += late;
+	rs->comm_s += w - late;
+}
+
 /* Stream 0 waits until stream 1 has run every step handed to it (a
  * chunk's first forward before its output goes on: the updated
  * parameters' gathers); the wait is exposed communication. */
@@ -1314,7 +1365,7 @@ static void wait_stream1(struct actor_ctx *c)
 	rs->wait_upto = rs->q_tail;
 	sg_sem_acquire(rs->mid_go);
 	c->sync_key = -1;
-	rs->comm_s += simgrid_get_clock() - t0;
+	s0_waits(rs, simgrid_get_clock() - t0);
 }
 
 /* Runs steps[from .. from+n) of one slot: stream-0 steps here, stream-1
@@ -1382,7 +1433,7 @@ static void stream0(struct actor_ctx *c)
 			rs->s0_waiting = true;
 			sg_sem_acquire(rs->opt_go);
 			c->sync_key = -1;
-			rs->comm_s += simgrid_get_clock() - t0;
+			s0_waits(rs, simgrid_get_clock() - t0);
 		}
 	}
 	struct prog_slot none = {.chunk = 0, .micro = -1, .last = true};
@@ -1437,14 +1488,15 @@ static void actor_main(int argc, char **argv)
 
 static bool start_actors(struct engine *e)
 {
+	e->slowest = cost_slowest_factor(e->t, e->prog->n_ranks);
+	e->opt_scale = e->slowest / topo_max_slowdown(e->t, e->prog->n_ranks);
 	for (int64_t r = 0; r < e->prog->n_ranks; r++) {
 		struct rank_state *rs = &e->ranks[r];
 		rs->e = e;
 		rs->rank = r;
 		/* The program's compute is the estimate's, which is the slowest
-		 * device's (cost_straggler_factor): each rank runs at its own. */
-		rs->speed = cost_device_speed(&e->t->device, e->o->seed, dev_of(e, r)) /
-		            cost_straggler_factor(&e->t->device, e->prog->n_ranks);
+		 * device's (cost_slowest_factor): each rank runs at its own. */
+		rs->speed = cost_rank_factor(e->t, e->o->seed, dev_of(e, r)) / e->slowest;
 		rs->stage = (int)(r / e->prog->stage_ranks);
 		rs->local = r % e->prog->stage_ranks;
 		rs->s1_go = sg_sem_init(0);
@@ -1583,12 +1635,13 @@ static void write_result(struct out_buf *o, const struct engine *e, double it)
 	put_i(&b, e->prog->n_ranks);
 	for (int64_t r = 0; r < e->prog->n_ranks; r++) {
 		const struct rank_state *rs = &e->ranks[r];
-		double idle = it - rs->compute_s - rs->comm_s - rs->wait_s;
+		double idle = it - rs->compute_s - rs->comm_s - rs->wait_s - rs->straggler_s;
 		put_f(&b, rs->compute_s);
 		put_f(&b, rs->comm_s);
 		put_f(&b, rs->wait_s);
 		put_f(&b, idle > 0 ? idle : 0);
 		put_f(&b, rs->mem_peak_bytes);
+		put_f(&b, rs->straggler_s);
 	}
 	put_links(&b, e, it);
 	int64_t n_coll = 0;

@@ -160,6 +160,9 @@ struct sim_rank {
 	                                      pipeline's drain) */
 	double peak_memory_bytes;          /* the most it held: its stage's base, the activations
 	                                      of the micro-batches in flight, a recomputed layer */
+	double straggler_wait_s;           /* stream 0 in a collective before the group's last
+	                                      member arrived: waiting on a slower device (a
+	                                      straggler, a fault's slowdown), not on the links */
 };
 
 struct sim_link {

@@ -519,7 +519,8 @@ static void forbid(const struct jv *fv, const char *key, const char *why)
 static void read_fabric(const struct jv *fv, struct topo_fabric *f)
 {
 	static const char *const keys[] = {"kind", "nics_per_leaf", "servers_per_rail_group",
-	                                   "oversubscription", "switch_latency_us", NULL};
+	                                   "oversubscription", "switch_latency_us", "spines",
+	                                   NULL};
 	if (!jv_open(fv, keys))
 		return;
 	struct jv kv;
@@ -548,6 +549,10 @@ static void read_fabric(const struct jv *fv, struct topo_fabric *f)
 	if (jv_req_number(fv, "switch_latency_us", JR_NONNEG, &us) &&
 	    in_phys(fv, "switch_latency_us", us, &PHYS_LATENCY_US))
 		f->switch_latency_s = us * 1e-6;
+	/* the spine switches the leaves' uplinks spread over (a scenario's
+	 * faults may name one); a leaf has at most a few hundred ports */
+	if (jv_opt_int(fv, "spines", JR_RANGE(1, 4096), 0, &n))
+		f->spines = (int)n;
 }
 
 static void read_cluster(const struct jv *cv, struct topology *t)

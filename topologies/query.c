@@ -39,7 +39,92 @@ int topo_tier_between(const struct topology *t, int64_t a, int64_t b)
 		return TOPO_NETWORK;
 	int k = topo_local_tier(t, (int)(a % d), (int)(b % d));
 	SL_ASSERT(k >= 0); /* the loader checks every pair shares a tier */
+	if (t->faults)
+		return topo_live_tier(t, a / d, (int)(a % d), (int)(b % d));
 	return k;
+}
+
+/* ---------------------------------------------------------------- faults */
+
+double topo_nic_rate(const struct topology *t, int64_t s, int k)
+{
+	const struct topo_faults *f = t->faults;
+	if (!f || !f->nic_rate || s >= f->servers)
+		return 1;
+	return f->nic_rate[s * t->nic.per_server + k];
+}
+
+static double port_rate(const struct topo_faults *f, int64_t s, int k, int dev)
+{
+	double r = 1;
+	for (int i = 0; i < f->n_links; i++) {
+		const struct topo_link_fault *l = &f->links[i];
+		if (l->server == s && l->tier == k && l->b < 0 && l->a == dev && l->rate < r)
+			r = l->rate;
+	}
+	return r;
+}
+
+double topo_link_rate(const struct topology *t, int64_t s, int k, int a, int b)
+{
+	const struct topo_faults *f = t->faults;
+	if (!f || f->n_links == 0)
+		return 1;
+	if (t->tiers[k].kind == TOPO_TIER_SWITCH)
+		return fmin(port_rate(f, s, k, a), port_rate(f, s, k, b));
+	double r = 1;
+	for (int i = 0; i < f->n_links; i++) {
+		const struct topo_link_fault *l = &f->links[i];
+		if (l->server == s && l->tier == k &&
+		    ((l->a == a && l->b == b) || (l->a == b && l->b == a)) && l->rate < r)
+			r = l->rate;
+	}
+	return r;
+}
+
+int topo_live_tier(const struct topology *t, int64_t s, int a, int b)
+{
+	for (int k = 0; k < t->n_tiers; k++) {
+		int g = t->tiers[k].group_of[a];
+		if (g >= 0 && g == t->tiers[k].group_of[b] && topo_link_rate(t, s, k, a, b) > 0)
+			return k;
+	}
+	return TOPO_NETWORK;
+}
+
+double topo_rank_slowdown(const struct topology *t, int64_t r)
+{
+	const struct topo_faults *f = t->faults;
+	if (!f || !f->slowdown || r >= f->servers * t->devices_per_server)
+		return 1;
+	return f->slowdown[r];
+}
+
+double topo_spine_rate(const struct topology *t)
+{
+	return t->faults ? t->faults->spine_rate : 1;
+}
+
+int topo_nic_of(const struct topology *t, int64_t s, int local)
+{
+	int per = t->nic.per_server;
+	int k = (int)((int64_t)local * per / t->devices_per_server);
+	for (int i = 0; i < per; i++)
+		if (topo_nic_rate(t, s, (k + i) % per) > 0)
+			return (k + i) % per;
+	return -1;
+}
+
+double topo_max_slowdown(const struct topology *t, int64_t n)
+{
+	const struct topo_faults *f = t->faults;
+	double m = 1;
+	if (!f || !f->slowdown)
+		return m;
+	int64_t end = f->servers * t->devices_per_server;
+	for (int64_t r = 0; r < n && r < end; r++)
+		m = fmax(m, f->slowdown[r]);
+	return m;
 }
 
 int topo_group_tier(const struct topology *t, const int64_t *ranks, int n)
@@ -121,27 +206,31 @@ static void hop(struct topo_path *p, bool named, double bps, double lat_s, const
 	p->latency_s += lat_s;
 }
 
-static void path_in_server(const struct topology *t, int la, int lb, struct topo_path *p,
-                           bool named)
+static void path_in_server(const struct topology *t, int64_t s, int la, int lb,
+                           struct topo_path *p, bool named)
 {
 	const struct topo_tier *tier = &t->tiers[p->tier];
+	double bw = tier->bandwidth_bps;
 	if (tier->kind == TOPO_TIER_TORUS) {
 		/* dimension order, one link a step, the shorter way round */
 		int at = la;
 		for (int dim = 0; dim < 3; dim++) {
 			int delta = topo_torus_delta(tier, la, lb, dim), dir = delta < 0 ? -1 : 1;
-			for (int s = 0; s < abs(delta); s++) {
+			for (int step = 0; step < abs(delta); step++) {
 				int next = topo_torus_step(tier, at, dim, dir);
-				hop(p, named, tier->bandwidth_bps, tier->latency_s, "%s link %d-%d",
-				    tier->name, at, next);
+				hop(p, named, bw * topo_link_rate(t, s, p->tier, at, next), tier->latency_s,
+				    "%s link %d-%d", tier->name, at, next);
 				at = next;
 			}
 		}
 	} else if (tier->kind == TOPO_TIER_MESH) {
-		hop(p, named, tier->bandwidth_bps, tier->latency_s, "%s link %d-%d", tier->name, la, lb);
+		hop(p, named, bw * topo_link_rate(t, s, p->tier, la, lb), tier->latency_s,
+		    "%s link %d-%d", tier->name, la, lb);
 	} else {
-		hop(p, named, tier->bandwidth_bps, tier->latency_s, "%s port %d", tier->name, la);
-		hop(p, named, tier->bandwidth_bps, 0, "%s port %d", tier->name, lb);
+		hop(p, named, bw * topo_link_rate(t, s, p->tier, la, la), tier->latency_s,
+		    "%s port %d", tier->name, la);
+		hop(p, named, bw * topo_link_rate(t, s, p->tier, lb, lb), 0, "%s port %d", tier->name,
+		    lb);
 	}
 	if (tier->shared_bps > 0)
 		hop(p, named, tier->shared_bps, 0, "%s shared", tier->name);
@@ -149,7 +238,7 @@ static void path_in_server(const struct topology *t, int la, int lb, struct topo
 
 /* Leaf switch of a NIC (server s, local NIC k). Fat tree: global NIC index
  * / nics_per_leaf. Rail-optimized: rail k of the server's rail group. */
-static int64_t leaf_of(const struct topology *t, int64_t s, int k)
+int64_t topo_leaf_switch(const struct topology *t, int64_t s, int k)
 {
 	int64_t per = t->nic.per_server;
 	if (t->fabric.kind == TOPO_FABRIC_RAIL_OPTIMIZED)
@@ -157,21 +246,25 @@ static int64_t leaf_of(const struct topology *t, int64_t s, int k)
 	return (s * per + k) / t->fabric.nics_per_leaf;
 }
 
-static void path_fabric(const struct topology *t, int64_t sa, int ka, int64_t sb, int kb,
+static bool path_fabric(const struct topology *t, int64_t sa, int ka, int64_t sb, int kb,
                         struct topo_path *p, bool named)
 {
 	const struct topo_fabric *f = &t->fabric;
 	double nic = t->nic.bandwidth_bps;
-	int64_t l1 = leaf_of(t, sa, ka), l2 = leaf_of(t, sb, kb);
+	int64_t l1 = topo_leaf_switch(t, sa, ka), l2 = topo_leaf_switch(t, sb, kb);
 	if (l1 == l2 && f->kind == TOPO_FABRIC_RAIL_OPTIMIZED) {
 		hop(p, named, nic, f->switch_latency_s, "rail %d leaf", ka);
 	} else if (l1 == l2) {
 		hop(p, named, nic, f->switch_latency_s, "leaf %lld", (long long)l1);
 	} else {
 		hop(p, named, nic, f->switch_latency_s, "leaf %lld", (long long)l1);
-		hop(p, named, nic / f->oversubscription, f->switch_latency_s, "spine");
+		if (!(topo_spine_rate(t) > 0))
+			return false; /* every spine down */
+		hop(p, named, nic / f->oversubscription * topo_spine_rate(t), f->switch_latency_s,
+		    "spine");
 		hop(p, named, nic, f->switch_latency_s, "leaf %lld", (long long)l2);
 	}
+	return true;
 }
 
 static bool path_between(const struct topology *t, int64_t a, int64_t b, struct topo_path *out,
@@ -184,13 +277,24 @@ static bool path_between(const struct topology *t, int64_t a, int64_t b, struct 
 	int64_t d = t->devices_per_server;
 	int la = (int)(a % d), lb = (int)(b % d);
 	if (out->tier >= 0) {
-		path_in_server(t, la, lb, out, named);
+		path_in_server(t, a / d, la, lb, out, named);
 	} else if (out->tier == TOPO_NETWORK) {
 		int ka = (int)(la * t->nic.per_server / d), kb = (int)(lb * t->nic.per_server / d);
+		if (t->faults) {
+			/* down NICs fail over; a server with none left has no
+			 * path (topo_faults_connected refuses such a job) */
+			ka = topo_nic_of(t, a / d, la);
+			kb = topo_nic_of(t, b / d, lb);
+			if (ka < 0 || kb < 0)
+				return false;
+		}
 		const struct topo_nic *n = &t->nic;
-		hop(out, named, n->bandwidth_bps, n->latency_s, "nic %d of server %lld", ka, (long long)(a / d));
-		path_fabric(t, a / d, ka, b / d, kb, out, named);
-		hop(out, named, n->bandwidth_bps, n->latency_s, "nic %d of server %lld", kb, (long long)(b / d));
+		hop(out, named, n->bandwidth_bps * topo_nic_rate(t, a / d, ka), n->latency_s,
+		    "nic %d of server %lld", ka, (long long)(a / d));
+		if (!path_fabric(t, a / d, ka, b / d, kb, out, named))
+			return false;
+		hop(out, named, n->bandwidth_bps * topo_nic_rate(t, b / d, kb), n->latency_s,
+		    "nic %d of server %lld", kb, (long long)(b / d));
 	}
 	return true;
 }
@@ -320,7 +424,8 @@ double topo_bisection_bps(const struct topology *t)
 	bool one_leaf = t->fabric.kind == TOPO_FABRIC_RAIL_OPTIMIZED
 	                        ? t->servers <= t->fabric.servers_per_rail_group
 	                        : topo_fabric_leaves(t) <= 1;
-	return one_leaf ? bps : bps / t->fabric.oversubscription;
+	/* spines down or slower (t->faults) take their share of the uplinks */
+	return one_leaf ? bps : bps / t->fabric.oversubscription * topo_spine_rate(t);
 }
 
 bool topo_server_blocks(const struct topology *t, const int64_t *ranks, int n, int *per_server)

@@ -8,4 +8,8 @@
  * group, or -1 when they share none (i != j). */
 int topo_local_tier(const struct topology *t, int i, int j);
 
+/* The innermost tier joining local devices a and b of server s whose link
+ * between them is up (t->faults), or TOPO_NETWORK. */
+int topo_live_tier(const struct topology *t, int64_t s, int a, int b);
+
 #endif

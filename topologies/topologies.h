@@ -154,6 +154,34 @@ struct topo_fabric {
 	int servers_per_rail_group;  /* rail-optimized: servers whose NIC k share leaf k */
 	double oversubscription;     /* leaf down:up bandwidth ratio, >= 1 (1 = non-blocking) */
 	double switch_latency_s;     /* per switch traversal */
+	int spines;                  /* spine switches each leaf's uplinks spread over evenly;
+	                                0 = not stated (a fault cannot name one) */
+};
+
+/* Faults and degradations of a cluster (a scenario's "faults",
+ * docs/formats.md): what is down or slower than the file says. Rates are
+ * fractions of a link's achievable rate (0 = down); slowdowns multiply a
+ * device's compute time. Attached to a topology of a fixed server count:
+ * servers beyond `servers` (a topology grown later) are nominal. */
+struct topo_link_fault {
+	int64_t server;
+	int tier;
+	int a, b;                    /* mesh: the link between local devices a and b (both
+	                                directions); switch: device a's port (b = -1) */
+	double rate;
+};
+
+struct topo_faults {
+	int64_t servers;             /* the server count the arrays below cover */
+	int n_links;
+	struct topo_link_fault *links;
+	double *nic_rate;            /* [servers * nic.per_server]: a NIC's rate, its leaf's
+	                                folded in; NULL = all nominal */
+	double spine_rate;           /* fraction of every leaf's uplinks left (the spines'
+	                                rates summed over their count); 1 = all up */
+	double *slowdown;            /* [servers * devices_per_server]: compute time factor
+	                                of each rank (1 = nominal); NULL = all nominal */
+	int n_down_spines;           /* spines down, for what the estimate says */
 };
 
 /* The host side of each device (docs/formats.md, `server.host`): the link
@@ -202,6 +230,7 @@ struct topology {
 	const struct calibration *calibration; /* the one applied last (cost_calibration_apply),
 	                                          whose fits give predictions their interval;
 	                                          NULL: uncalibrated */
+	const struct topo_faults *faults; /* NULL: the cluster as its file says */
 };
 
 /* Load and validate a topology file. Returns NULL after adding diagnostics.
@@ -276,6 +305,31 @@ bool topo_route(const struct topology *t, int64_t a, int64_t b, double *bottlene
  * its port), and the per-device NIC bandwidth, one direction. */
 double topo_tier_device_bps(const struct topology *t, int tier);
 double topo_nic_device_bps(const struct topology *t);
+
+/* ------------------------------------------------------------- faults */
+
+/* A NIC's, a link's and a rank's state under t->faults (all nominal
+ * without): the rate of local NIC k of server s (0 = down, its leaf
+ * included); the rate of tier k's link between local devices a and b of
+ * server s (a switch tier: the slower of their ports); the factor of
+ * rank r's compute time; the rate left on the leaves' uplinks. */
+double topo_nic_rate(const struct topology *t, int64_t s, int k);
+double topo_link_rate(const struct topology *t, int64_t s, int k, int a, int b);
+double topo_rank_slowdown(const struct topology *t, int64_t r);
+double topo_spine_rate(const struct topology *t);
+/* The NIC local device `local` of server s sends through: its own, or,
+ * when that one is down, the next one of the server that is up (the
+ * traffic fails over); -1 when every NIC of the server is down. */
+int topo_nic_of(const struct topology *t, int64_t s, int local);
+/* The largest compute factor among ranks [0, n). */
+double topo_max_slowdown(const struct topology *t, int64_t n);
+/* Whether ranks [0, n) can all reach each other under t->faults. When
+ * not, why[size] names which ranks lost which and what cut them off. */
+bool topo_faults_connected(const struct topology *t, int64_t n, char *why, size_t size);
+
+/* The leaf switch of local NIC k of server s (a fabric's leaves are
+ * numbered 0 .. topo_fabric_leaves - 1). */
+int64_t topo_leaf_switch(const struct topology *t, int64_t s, int k);
 
 /* Leaf switches of the fabric (0 for a single server). */
 int64_t topo_fabric_leaves(const struct topology *t);

@@ -36,6 +36,27 @@ struct link {
 	double bps, alpha_s;
 };
 
+/* The slower of two links: least bandwidth, largest latency. */
+static struct link link_worst(struct link a, struct link b)
+{
+	return (struct link){a.bps < b.bps ? a.bps : b.bps,
+	                     a.alpha_s > b.alpha_s ? a.alpha_s : b.alpha_s};
+}
+
+/* Under faults (topologies.h) the ring's slowest hop sets its pace: the
+ * route of each member to the next (a degraded link's rate, or the NICs
+ * where the link is down). */
+static struct link faulted_ring(const struct topology *t, const int64_t *ranks, int n)
+{
+	struct link l = {INFINITY, 0};
+	for (int i = 0; i < n; i++) {
+		double bps, lat;
+		if (topo_route(t, ranks[i], ranks[(i + 1) % n], &bps, &lat))
+			l = link_worst(l, (struct link){bps, lat});
+	}
+	return l;
+}
+
 /* The link a ring over these ranks of one server runs on. */
 static struct link intra_link(const struct topology *t, const int64_t *on_server, int n)
 {
@@ -49,6 +70,8 @@ static struct link intra_link(const struct topology *t, const int64_t *on_server
 	struct link l = {tier->bandwidth_bps, tier->latency_s};
 	if (tier->shared_bps > 0 && tier->shared_bps / n < l.bps)
 		l.bps = tier->shared_bps / n;
+	if (t->faults)
+		l = link_worst(l, faulted_ring(t, on_server, n));
 	return l;
 }
 
@@ -80,7 +103,8 @@ static struct link inter_route(const struct topology *t, const int64_t *ranks, i
 			l.bps = bps;
 		if (lat > l.alpha_s)
 			l.alpha_s = lat;
-		if (l.bps <= worst.bps * (1 + 1e-12) && l.alpha_s >= worst.alpha_s * (1 - 1e-12))
+		if (!t->faults && l.bps <= worst.bps * (1 + 1e-12) &&
+		    l.alpha_s >= worst.alpha_s * (1 - 1e-12))
 			break;
 	}
 	return l;
@@ -128,12 +152,6 @@ static bool power_of_two(int n)
 	return n >= 1 && (n & (n - 1)) == 0;
 }
 
-/* The slower of two links: least bandwidth, largest latency. */
-static struct link link_worst(struct link a, struct link b)
-{
-	return (struct link){a.bps < b.bps ? a.bps : b.bps,
-	                     a.alpha_s > b.alpha_s ? a.alpha_s : b.alpha_s};
-}
 
 /* Where a group sits: its ranks on its first server (up to
  * SL_COUNTOF(on_server)), and how many servers it spans; with the scratch
@@ -236,6 +254,8 @@ static struct link step_link(const struct topology *t, const int64_t *ranks, con
 		if (tier >= 0) {
 			const struct topo_tier *tr = &t->tiers[tier];
 			x = (struct link){tr->bandwidth_bps, tr->latency_s};
+			if (t->faults) /* the pair's degraded link */
+				topo_route(t, ranks[pairs[k][0]], ranks[pairs[k][1]], &x.bps, &x.alpha_s);
 			if (tr->shared_bps > 0 && senders > 0 && tr->shared_bps / senders < x.bps)
 				x.bps = tr->shared_bps / senders;
 		}
@@ -841,7 +861,8 @@ static bool groups_visit(const struct topology *t, enum step_kind kind, const st
                          bool (*visit)(void *ctx, const struct cost_algo_lines *l), void *ctx)
 {
 	int64_t *ranks = malloc((size_t)g->size * sizeof(*ranks));
-	int64_t period = translation_period(t), d = t->devices_per_server;
+	/* faults break the symmetry: every group is priced */
+	int64_t period = t->faults ? 0 : translation_period(t), d = t->devices_per_server;
 	uint8_t *seen = period > 0 ? calloc((size_t)period, 1) : NULL;
 	uint8_t *seen_local = calloc((size_t)d, 1);
 	struct group_shape *gs = shape_new(t);
@@ -863,7 +884,8 @@ static bool groups_visit(const struct topology *t, enum step_kind kind, const st
 		 * and so does a group inside one server moved by whole servers
 		 * (servers are alike inside): cost one group of each position. */
 		int64_t first = rank_groups_rank(g, k, 0);
-		uint8_t *at = first / d == (first + span) / d ? &seen_local[first % d]
+		uint8_t *at = t->faults                       ? NULL
+		              : first / d == (first + span) / d ? &seen_local[first % d]
 		              : seen                          ? &seen[first % period]
 		                                              : NULL;
 		if (at) {

@@ -157,3 +157,13 @@ double cost_device_speed(const struct topo_device *d, uint64_t seed, int64_t ran
 	double f = 1 + d->speed_cv * z;
 	return f < 0.5 ? 0.5 : f;
 }
+
+double cost_rank_factor(const struct topology *t, uint64_t seed, int64_t rank)
+{
+	return cost_device_speed(&t->device, seed, rank) * topo_rank_slowdown(t, rank);
+}
+
+double cost_slowest_factor(const struct topology *t, int64_t n)
+{
+	return cost_straggler_factor(&t->device, n) * topo_max_slowdown(t, n);
+}

@@ -93,6 +93,14 @@ double cost_straggler_factor(const struct topo_device *d, int64_t n_devices);
  * platform (a splitmix64 stream and the Box–Muller transform), never
  * below 0.5. */
 double cost_device_speed(const struct topo_device *d, uint64_t seed, int64_t rank);
+/* With a scenario's faults (topologies.h, topo_rank_slowdown): rank r's
+ * factor is its draw times its slowdown (a slow device, a server of
+ * another kind), and the slowest of ranks [0, n) the stragglers' factor
+ * times the largest slowdown among them, which the estimate scales every
+ * op's compute by: the group's slowest member sets its pace (an upper
+ * bound when both spreads act at once). */
+double cost_rank_factor(const struct topology *t, uint64_t seed, int64_t rank);
+double cost_slowest_factor(const struct topology *t, int64_t n);
 
 /* ---------------------------------------------------------- calibration */
 

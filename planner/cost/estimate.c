@@ -145,7 +145,9 @@ struct est_ctx {
 	struct estimate *e;      /* categories and memory accumulate here */
 	int64_t steps;           /* graph executions per iteration */
 	enum collective_algo wanted;  /* the scenario's simulation.collective_algo */
-	double slow;             /* the slowest device's compute factor (cost_straggler_factor) */
+	double slow;             /* the slowest device's compute factor (cost_slowest_factor) */
+	double faults_slow;      /* the largest fault slowdown (topo_max_slowdown): the
+	                            optimizer's pace, which speed_cv does not scale */
 	const struct param_reads *reads;  /* which reads of a parameter are its first */
 	struct cost_act_scratch *act;     /* the plan's saved tensors (the estimator's; NULL in a
 	                                     context without a plan) */
@@ -656,7 +658,8 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	}
 	*c = (struct est_ctx){.g = g, .t = s->topo, .scratch = a, .e = e, .steps = steps,
 	                      .wanted = s->sim.collective_algo, .memo_slots = memo_slots,
-	                      .slow = cost_straggler_factor(&s->topo->device, s->devices),
+	                      .slow = cost_slowest_factor(s->topo, s->devices),
+	                      .faults_slow = topo_max_slowdown(s->topo, s->devices),
 	                      .add_grads = s->training.separate_grad_accumulation,
 	                      .prec = s->training.precision,
 	                      .offload = s->training.optimizer_offload};
@@ -1175,7 +1178,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			es->mem.optimizer += c->offload ? 0 : r->elems *
 			                     cost_optimizer_bytes_per_elem(c->prec, r->dtype) /
 			                     (zero >= 1 ? r->dp : 1);
-			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) * optimizer_elem_s(c, r->op, r->dtype);
+			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) * optimizer_elem_s(c, r->op, r->dtype) *
+			                   c->faults_slow;
 			/* the FP8 recipes: each Linear's FP8 weight and transpose,
 			 * and its scaling state */
 			int x;

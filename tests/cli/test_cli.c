@@ -644,8 +644,8 @@ static const struct sim_event fake_events[] = {
 
 static struct sim_result fake_result(void)
 {
-	static struct sim_rank ranks[2] = {{2e-6, 3.5e-6, 0, 1.5e-6, 1048576},
-	                                   {2e-6, 0, 0, 5e-6, 0}};
+	static struct sim_rank ranks[2] = {{2e-6, 3.5e-6, 0, 1.5e-6, 1048576, 0},
+	                                   {2e-6, 0, 0, 5e-6, 0, 0}};
 	struct sim_result r = {.iteration_s = 7e-6, .n_ranks = 2, .ranks = ranks,
 	                       .n_events = 5, .events = (struct sim_event *)fake_events};
 	return r;
