@@ -267,9 +267,13 @@ static void text(const struct rargs *r, const struct validation *v,
 	}
 	printf("\nin sample:      MAPE %.2f%%, max %.2f%% (not a measure of accuracy)\n",
 	       f->mape_pct, f->max_pct);
-	printf("%-15s MAPE %.2f%%, max %.2f%%, rms %.2f%% (%d folds)\n",
-	       !strcmp(f->cv_method, "k-fold") ? "k-fold:" : "leave-one-out:", f->cv_mape_pct,
-	       f->cv_max_pct, f->cv_rms_pct, f->cv_folds);
+	const char *method = !strcmp(f->cv_method, "k-fold") ? "k-fold:" : "leave-one-out:";
+	if (isfinite(f->cv_mape_pct))
+		printf("%-15s MAPE %.2f%%, max %.2f%%, rms %.2f%% (%d folds)\n", method,
+		       f->cv_mape_pct, f->cv_max_pct, f->cv_rms_pct, f->cv_folds);
+	else
+		printf("%-15s none: no row could be predicted out of sample (each fold leaves fewer "
+		       "rows than figures; fit fewer with --figures)\n", method);
 	warnings(stdout, tf);
 }
 

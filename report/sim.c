@@ -645,7 +645,7 @@ static void links_time_chart(struct report_html *h, const struct sim_result *r)
 		return;
 	int n = r->n_series;
 	double span = r->iteration_s, scale = 780 / span;
-	char a[32], b[32], c[32];
+	char a[32], b[32];
 	rh_printf(h, "<figure style=\"margin:6px 0\"><svg id=\"links-time-chart\" viewBox=\"0 0 1000 "
 	             "%d\" width=\"1000\" height=\"%d\">", n * 20 + 24, n * 20 + 24);
 	for (int i = 0; i < n; i++) {
@@ -662,10 +662,9 @@ static void links_time_chart(struct report_html *h, const struct sim_result *r)
 			double x0 = k * r->bin_s, x1 = fmin((k + 1) * r->bin_s, span);
 			rh_printf(h, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"16\" "
 			             "fill=\"#4477aa\" fill-opacity=\"%.3f\"><title>%s to %s: %.0f%% "
-			             "of %s</title></rect>", 200 + x0 * scale, i * 20 + 2,
+			             "of its bandwidth</title></rect>", 200 + x0 * scale, i * 20 + 2,
 			          fmax(0.5, (x1 - x0) * scale), fmin(1, u),
-			          rh_si(h, a, sizeof a, x0, "s"), rh_si(h, b, sizeof b, x1, "s"), 100 * u,
-			          rh_si(h, c, sizeof c, r->iteration_s, "s"));
+			          rh_si(h, a, sizeof a, x0, "s"), rh_si(h, b, sizeof b, x1, "s"), 100 * u);
 		}
 		rh_put(h, "</g>\n");
 	}

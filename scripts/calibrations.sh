@@ -20,12 +20,14 @@ WHEN=${WHEN:-$(date -u +%Y-%m-%d)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# fit NAME RUNS DESCRIPTION [BASE]: the training fit of RUNS (on BASE's
-# figures when given) written to calibration/NAME.json.
+# fit NAME RUNS DESCRIPTION [BASE [FIGURES]]: the training fit of RUNS (on
+# BASE's figures when given; of FIGURES, a comma-separated list, when given)
+# written to calibration/NAME.json.
 fit() {
-	local name=$1 runs=$2 what=$3 base=${4:-none}
+	local name=$1 runs=$2 what=$3 base=${4:-none} figures=${5:-}
 	echo "== $name: $runs" >&2
 	"$SHARDLAB" calibrate --runs "$runs" --calibration "$base" --name "$name" \
+		${figures:+--figures "$figures"} \
 		--description "$what; fitted by scripts/calibrations.sh on $WHEN" \
 		--out "$tmp/$name.json" > "$tmp/$name.fit.txt"
 	cat "$tmp/$name.fit.txt" >&2
@@ -52,7 +54,10 @@ for runs in validation/*910b*.json; do
 	[ -e "$runs" ] || continue
 	grep -q '"kind": *"training"' "$runs" || continue
 	found=1
-	fit ascend-910b "$runs" "Ascend 910B: end-to-end figures fitted to $runs"
+	# Three rows: one figure, so that each left-out row is predicted from
+	# the other two (three figures would leave no out-of-sample error).
+	fit ascend-910b "$runs" "Ascend 910B: the GEMM efficiency under training load fitted to $runs" \
+		none train.gemm_efficiency
 done
 if [ -z "$found" ]; then
 	echo "== ascend-910b: no validation/*910b*.json of training rows: not fitted" >&2

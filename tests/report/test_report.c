@@ -254,6 +254,9 @@ Test(report, sim_page_has_one_timeline_row_per_chosen_rank)
 	cr_expect_eq(count(dom, "class=\"rank-bar\""), 8);
 	/* one server: traffic inside it, and a line of it over time */
 	cr_expect_eq(count(dom, "class=\"traffic-line\""), 2);
+	/* the busiest links over time: a row per link, at most 8 (SIM_SERIES_LINKS) */
+	int link_rows = count(dom, "class=\"link-row\"");
+	cr_expect(link_rows >= 1 && link_rows <= 8, "%d rows of links over time", link_rows);
 	char *fig = figure_of(dom, "mesh-0");
 	cr_expect_eq(count(fig, "class=\"mesh-cell\""), 8);
 	free(fig);
