@@ -39,6 +39,13 @@ void cli_note_uncalibrated(FILE *f, const struct topology *t)
 {
 	if (topo_compute_calibrated(&t->device))
 		return;
+	if (t->calibration) {
+		fprintf(f, "note: the %s's kernel model is not calibrated (no GEMM-shape factor, no "
+		        "per-kernel overhead); the calibration %s scales its times to measured "
+		        "iterations, and their interval says how closely (docs/cost-models.md, "
+		        "\"Calibration status\")\n", t->device.kind, t->calibration->name);
+		return;
+	}
 	fprintf(f, "note: the %s's compute model is not calibrated (no GEMM-shape factor, no "
 	        "per-kernel overhead): its compute times are optimistic; shardlab calibrate fits "
 	        "them from kernel timings (docs/cost-models.md, \"Calibration status\")\n",

@@ -1531,3 +1531,24 @@ Test(cli, cosim_spread_jobs_contend_packed_jobs_do_not, .timeout = 120)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* --calibration auto on a shipped 910B scenario: the shipped file named as
+ * it lies in the tree (calibration/ beside topologies/), an interval on
+ * the iteration, and the uncalibrated-kernel note saying that the
+ * calibration scales it rather than calling its times optimistic. */
+Test(cli, calibration_auto_names_the_shipped_file_and_scales_the_note)
+{
+	struct cli_run r = fixture_shardlab("estimate scenarios/llama2-70b-910b-128p.json "
+	                                    "--calibration auto", false);
+	cr_assert_eq(r.status, 0);
+	cr_expect(strstr(r.out, "ascend-910b (calibration/ascend-910b.json)"), "%s", r.out);
+	cr_expect(strstr(r.out, "(90%: "), "no interval: %s", r.out);
+	cr_expect(strstr(r.out, "the calibration ascend-910b scales its times"), "%s", r.out);
+	cr_expect(!strstr(r.out, "optimistic"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("estimate scenarios/llama2-70b-910b-128p.json", false);
+	cr_assert_eq(r.status, 0);
+	cr_expect(strstr(r.out, "compute times are optimistic"), "%s", r.out);
+	cr_expect(strstr(r.out, "uncalibrated: no interval"), "%s", r.out);
+	free(r.out);
+}
