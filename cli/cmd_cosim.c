@@ -164,6 +164,16 @@ static const char *servers_text(char *buf, size_t size, const struct job_spec *j
 	return buf;
 }
 
+
+/* A difference of seconds with its sign and an SI prefix: "+8.93 ms",
+ * "-1.34 us", "0 s". */
+static const char *signed_si(char buf[40], double v)
+{
+	char si[32];
+	cli_si(si, sizeof si, fabs(v), "s");
+	snprintf(buf, 40, "%s%s", v > 0 ? "+" : v < 0 ? "-" : "", si);
+	return buf;
+}
 static void text(const struct jobs_file *f, const struct job_run *r, const struct sim_shared *sh,
                  int fidelity)
 {
@@ -186,9 +196,11 @@ static void text(const struct jobs_file *f, const struct job_run *r, const struc
 	printf("\nwhere the time went (means over each job's ranks, together less alone)\n");
 	for (int j = 0; j < f->n_jobs; j++) {
 		struct where_went x = mean_of(&r[j].alone), y = mean_of(&r[j].together);
-		printf("  %-16s compute %+.3g s, exposed communication %+.3g s, pipeline wait "
-		       "%+.3g s, idle %+.3g s", r[j].spec->name, y.compute_s - x.compute_s,
-		       y.comm_s - x.comm_s, y.wait_s - x.wait_s, y.idle_s - x.idle_s);
+		char d[4][40];
+		printf("  %-16s compute %s, exposed communication %s, pipeline wait %s, idle %s",
+		       r[j].spec->name, signed_si(d[0], y.compute_s - x.compute_s),
+		       signed_si(d[1], y.comm_s - x.comm_s), signed_si(d[2], y.wait_s - x.wait_s),
+		       signed_si(d[3], y.idle_s - x.idle_s));
 		int named = 0;
 		for (int k = 0; k < f->n_jobs; k++)
 			if (k != j && share(sh, j, k))
