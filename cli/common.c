@@ -57,11 +57,11 @@ void cli_note_faults(FILE *f, const struct topology *t, int64_t devices)
 	if (!t->faults)
 		return;
 	fprintf(f, "note: faults: the estimate prices every op at the slowest device's pace "
-	        "(x%.3g) and each group's collectives at its slowest link (spine uplinks left: "
-	        "%.3g); only the simulation sees which ranks wait for whom, NICs carrying "
+	        "(x%.3g) and each group's collectives at its slowest link (spine uplinks at "
+	        "%.3g%% of their rate); only the simulation sees which ranks wait for whom, NICs carrying "
 	        "failed-over traffic and rerouted flows contending (docs/simulation.md, "
 	        "\"Faults\")\n",
-	        cost_slowest_factor(t, devices), topo_spine_rate(t));
+	        cost_slowest_factor(t, devices), 100 * topo_spine_rate(t));
 }
 
 void cli_print_diags(const struct diag_list *d)
