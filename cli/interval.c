@@ -98,26 +98,11 @@ const char *cli_shipped_calibration(struct arena *a, const struct topology *t)
 	for (size_t i = 0; i < SL_COUNTOF(shipped); i++) {
 		if (!t->device.kind || strcmp(t->device.kind, shipped[i].device))
 			continue;
-		/* topologies/x.json -> calibration/FILE; a topology elsewhere: the
-		 * folder "calibration" beside its folder's parent (named without a
-		 * "dir/.." where the folder is a plain name). */
-		const char *f = t->file ? t->file : "", *slash = strrchr(f, '/');
-		int dir = slash ? (int)(slash - f) : 0, up = dir;
-		while (up > 0 && f[up - 1] != '/')
-			up--;
-		const char *last = f + up;
-		int last_len = dir - up;
-		bool plain = slash && last_len > 0 && !(last_len == 1 && *last == '.') &&
-		             !(last_len == 2 && !strncmp(last, "..", 2));
-		const char *path;
-		if (plain && up > 0)
-			path = arena_printf(a, "%.*scalibration/%s", up, f, shipped[i].file);
-		else if (plain)
-			path = arena_printf(a, "calibration/%s", shipped[i].file);
-		else if (slash)
-			path = arena_printf(a, "%.*s/../calibration/%s", dir, f, shipped[i].file);
-		else
-			path = arena_printf(a, "../calibration/%s", shipped[i].file);
+		/* topologies/x.json -> calibration/FILE: the folder "calibration"
+		 * beside the topology's folder, the path cleaned of "dir/..". */
+		const char *rel = arena_printf(a, "../calibration/%s", shipped[i].file);
+		const char *path = rel ? util_path_join(a, util_path_dir(a, t->file ? t->file : ""), rel)
+		                       : NULL;
 		FILE *probe = path ? fopen(path, "r") : NULL;
 		if (probe) {
 			fclose(probe);
