@@ -341,6 +341,27 @@ static int scenario_page(const struct args *a)
 	return rc;
 }
 
+/* NAME as a relative URL's path segment (RFC 3986, section 2): every
+ * byte but the unreserved ones percent-encoded, so that a page called
+ * "a#1.html" links to "a%231-plans/plan-0.html", not to a fragment. */
+static const char *url_segment(struct arena *ar, const char *name, size_t len)
+{
+	char *u = arena_alloc(ar, 3 * len + 1);
+	if (!u)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		    ch == '-' || ch == '.' || ch == '_' || ch == '~')
+			u[k++] = (char)ch;
+		else
+			k += (size_t)snprintf(u + k, 4, "%%%02X", ch);
+	}
+	u[k] = 0;
+	return u;
+}
+
 /* The plan pages of a study's linked rows, beside its page: FILE.html's
  * in FILE-plans/plan-K.html, each the plan (megatron, as the sweep planned
  * the point) of a scenario of the point (study_point_scenario, as fit
@@ -364,10 +385,12 @@ static int build_plan_pages(struct arena *ar, const char *out, const struct stud
 		stem -= 5;
 	const char *dir = util_path_dir(ar, out);
 	const char *sub = arena_printf(ar, "%.*s-plans", (int)stem, base);
+	const char *sub_url = sub ? url_segment(ar, sub, strlen(sub)) : NULL;
+	const char *base_url = url_segment(ar, base, strlen(base));
 	pp->href = arena_calloc(ar, (size_t)n + 1, sizeof *pp->href);
 	int linked[REPORT_STUDY_MAX_PLANS];
 	pp->n = report_study_linked(st, rows, n, linked);
-	if (!dir || !sub || !pp->href || pp->n < 0 ||
+	if (!dir || !sub_url || !base_url || !pp->href || pp->n < 0 ||
 	    !(pp->dir = arena_printf(ar, "%s/%s", dir, sub))) {
 		fprintf(stderr, "shardlab report: out of memory\n");
 		return EXIT_INVALID;
@@ -391,14 +414,14 @@ static int build_plan_pages(struct arena *ar, const char *out, const struct stud
 		         "global batch %lld", st->name, p->graph->name, (long long)r->devices,
 		         s->topo->name, (long long)r->global_batch);
 		const char *back = arena_printf(ar, "back to the study %s", st->name);
-		const char *back_href = arena_printf(ar, "../%s", base);
+		const char *back_href = arena_printf(ar, "../%s", base_url);
 		struct report_html *h = back && back_href ? report_html_new(title, sub2, cli_si) : NULL;
 		if (h) {
 			report_html_link(h, back, back_href);
 			report_html_plan(h, "plan-0", p, &w);
 		}
 		pp->page[k] = h ? report_html_finish(h, &pp->len[k]) : NULL;
-		pp->href[linked[k]] = arena_printf(ar, "%s/plan-%d.html", sub, k);
+		pp->href[linked[k]] = arena_printf(ar, "%s/plan-%d.html", sub_url, k);
 		if (!pp->page[k] || !pp->href[linked[k]]) {
 			fprintf(stderr, "shardlab report: out of memory\n");
 			rc = EXIT_INVALID;

@@ -331,6 +331,39 @@ Test(report, study_page_has_one_row_per_pareto_point)
 	remove_dir();
 }
 
+/* A page whose name holds URL delimiters ("#", "?", a space) links to its
+ * plan pages percent-encoded (RFC 3986), while the files keep the name:
+ * "st#1? x.html" -> href "st%231%3F%20x-plans/plan-0.html", written in
+ * "st#1? x-plans/". Read from the file, no browser needed. */
+Test(report, plan_links_are_percent_encoded)
+{
+	make_dir();
+	char args[512], page[128], db[128], plan[160];
+	const char *study = "scenarios/studies/gpt-162b-tp-pp-64.json";
+	snprintf(db, sizeof db, "%s/s.db", dir);
+	snprintf(page, sizeof page, "%s/st#1? x.html", dir);
+	snprintf(args, sizeof args, "sweep %s --db %s", study, db);
+	shardlab(args, 0);
+	snprintf(args, sizeof args, "report %s --db %s --out '%s'", study, db, page);
+	shardlab(args, 0);
+	FILE *f = fopen(page, "rb");
+	cr_assert_not_null(f, "%s", page);
+	static char html[1 << 22];
+	size_t n = fread(html, 1, sizeof html - 1, f);
+	html[n] = '\0';
+	fclose(f);
+	cr_expect(strstr(html, "href=\"st%231%3F%20x-plans/plan-0.html\""), "no encoded link");
+	cr_expect_null(strstr(html, "href=\"st#1"), "a raw '#' in a link");
+	snprintf(plan, sizeof plan, "%s/st#1? x-plans/plan-0.html", dir);
+	f = fopen(plan, "rb");
+	cr_assert_not_null(f, "%s", plan);
+	n = fread(html, 1, sizeof html - 1, f);
+	html[n] = '\0';
+	fclose(f);
+	cr_expect(strstr(html, "href=\"../st%231%3F%20x.html\""), "no encoded way back");
+	remove_dir();
+}
+
 /* The same inputs give the same page, byte for byte. */
 Test(report, pages_are_deterministic)
 {
