@@ -793,14 +793,12 @@ static void zero3_exposed(const struct est_ctx *c, int lo, int hi, const double 
  * schedules have some, under which buckets would progress): what it
  * exposes is at most what the schedule exposes. The simulation runs the
  * same buckets on its second stream (sim/lower.c). */
-static double overlapped_tail(const struct est_ctx *c, const struct plan *p, int st,
-                              const double *rs_by_op)
+static double overlapped_tail(const struct est_ctx *c, int st, const double *rs_by_op)
 {
 	const struct plan_part *pp = &c->e->part;
 	const struct est_op *o = c->e->ops;
 	double t = 0, comm = 0;
 	int last = st + ((pp->n_chunks - 1 - st) / pp->n_stages) * pp->n_stages;
-	(void)p;
 	for (int ch = last; ch >= st; ch -= pp->n_stages) {
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
 		for (int i = lo; i < hi; i++)
@@ -1231,7 +1229,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		if (k != EST_OPTIMIZER)
 			ss->micro_s += ss->cat[k];
 	if (zero < 2 && tr->overlap_grad_reduce)
-		tail_sync += overlapped_tail(c, p, st, rs);
+		tail_sync += overlapped_tail(c, st, rs);
 	/* ZeRO 2: every micro-batch's buckets reduce-scattered on the second
 	 * stream, which nothing waits for until the flush (DeepSpeed's
 	 * overlap_comm; the simulation's stream 1): the last micro-batch's
@@ -1242,7 +1240,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double r = 0;
 		for (int i = 0; i < c->g->n_ops; i++)
 			r += rs[i];
-		tail_sync += overlapped_tail(c, p, st, rs) +
+		tail_sync += overlapped_tail(c, st, rs) +
 		             fmax(0, (double)(e->steps_per_iteration - 1) * (r - ss->micro_s));
 	}
 	/* the tail: the buckets left for the flush, the tied parameters'
