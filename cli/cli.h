@@ -75,6 +75,8 @@ const char *cli_interval_text(char *buf, size_t size, const struct cal_interval 
 /* "calibration NAME (FILE), training fit cross-validated MAPE x%" or
  * "calibration none", after the indent. */
 void cli_calibration_line(FILE *f, const char *indent, const struct topology *t);
+/* The same words without the label: "NAME (FILE), training fit ..." or "none". */
+const char *cli_calibration_words(char *buf, size_t size, const struct topology *t);
 /* {"name", "file"} of the topology's calibration, or null. */
 struct cJSON *cli_calibration_json(const struct topology *t);
 /* {"level", "lo_s", "hi_s", "relative_sd", "relative_sd_figures"}, or
@@ -87,6 +89,10 @@ const char *cli_shipped_calibration(struct arena *a, const struct topology *t);
  * its device), "none" or NULL (nothing). False after diagnostics. */
 bool cli_apply_calibration(struct arena *a, const char *option, struct topology *t,
                            struct diag_list *d);
+/* The default when no --calibration is given: the shipped calibration of
+ * t's device where there is one (docs/validation.md, "Shipped
+ * calibrations"), else none. */
+bool cli_default_calibration(struct arena *a, struct topology *t, struct diag_list *d);
 /* A line saying what the estimate prices of a scenario's faults and what
  * only the simulation sees; nothing without faults. */
 void cli_note_faults(FILE *f, const struct topology *t, int64_t devices);

@@ -488,11 +488,13 @@ static void text(const struct scenario *s, const struct args *a, const struct co
 	printf("compare %s: model %s on %" PRId64 " devices of %s\n", s->name, s->graph->name,
 	       s->devices, s->topo->name);
 	cli_note_uncalibrated(stdout, s->topo);
-	printf("fidelity %s, collectives %s, gradient buckets %g MiB, %s redistribution\n\n",
+	printf("fidelity %s, collectives %s, gradient buckets %g MiB, %s redistribution\n",
 	       fidelity_names[a->fidelity >= 0 ? a->fidelity : (int)s->sim.fidelity],
 	       collective_algo_names[a->algo >= 0 ? a->algo : (int)s->sim.collective_algo],
 	       (a->bucket_bytes >= 0 ? a->bucket_bytes : s->training.gradient_bucket_bytes) / MIB,
 	       a->fused ? "fused" : "MindSpore-compatible");
+	char cw[1024];
+	printf("calibration %s\n\n", cli_calibration_words(cw, sizeof cw, s->topo));
 	if (search) {
 		search_text(s, a, search);
 		if (n == 0)
@@ -529,6 +531,7 @@ static cJSON *json(const struct scenario *s, const struct args *a, const struct 
 	cJSON_AddNumberToObject(root, "bucket_bytes",
 	                        a->bucket_bytes >= 0 ? a->bucket_bytes : s->training.gradient_bucket_bytes);
 	cJSON_AddNumberToObject(root, "hbm_bytes", s->topo->device.hbm_bytes);
+	cJSON_AddItemToObject(root, "calibration", cli_calibration_json(s->topo));
 	if (search)
 		cJSON_AddItemToObject(root, "search", search_json(s, a, search));
 	report_compare_json(root, rows, n);

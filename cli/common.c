@@ -338,9 +338,10 @@ const char cli_override_help[] =
 	"                  model's batch)\n"
 	"  --calibration FILE\n"
 	"                  a calibration file (docs/formats.md): each figure\n"
-	"                  replaces the topology parameter it names; \"auto\":\n"
-	"                  the shipped one of the device (calibration/), \"none\":\n"
-	"                  none. A calibration with a training fit gives the\n"
+	"                  replaces the topology parameter it names; \"auto\"\n"
+	"                  (the default): the shipped one of the device\n"
+	"                  (calibration/) where there is one, \"none\": the bare\n"
+	"                  model. A calibration with a training fit gives the\n"
 	"                  iteration time its 90% interval\n";
 
 int cli_override_option(const char *cmd, int argc, char **argv, int *i, struct cli_overrides *ov)
@@ -371,9 +372,13 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
                                    const struct cli_overrides *ov, struct diag_list *d)
 {
 	struct scenario *s = a ? scenario_load(a, file, d) : NULL;
-	if (!s || !ov || (!ov->devices && !ov->topology && !ov->global_batch && !ov->calibration))
+	if (!s || !ov)
 		return s;
 	size_t errors = d->errors;
+	if (!ov->devices && !ov->topology && !ov->global_batch && !ov->calibration) {
+		cli_default_calibration(a, s->topo, d);
+		return d->errors == errors ? s : NULL;
+	}
 	if (ov->topology) {
 		struct topology *t = cli_load_topology(a, ov->topology, d);
 		if (!t)
@@ -400,8 +405,10 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 	}
 	if (ov->global_batch)
 		s->training.global_batch = ov->global_batch;
-	if (ov->calibration && d->errors == errors)
+	if (d->errors == errors && ov->calibration)
 		cli_apply_calibration(a, ov->calibration, s->topo, d);
+	else if (d->errors == errors)
+		cli_default_calibration(a, s->topo, d);
 	int64_t pp = s->training.pipeline_stages, gb = s->graph->batch;
 	if (s->devices % pp)
 		diag_add(d, DIAG_ERROR, ov->devices ? "--devices" : "--topology", 0, NULL,

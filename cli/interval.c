@@ -40,19 +40,26 @@ const char *cli_interval_text(char *buf, size_t size, const struct cal_interval 
 	return buf;
 }
 
-void cli_calibration_line(FILE *f, const char *indent, const struct topology *t)
+const char *cli_calibration_words(char *buf, size_t size, const struct topology *t)
 {
 	const struct calibration *c = t->calibration;
 	if (!c) {
-		fprintf(f, "%scalibration          none\n", indent);
-		return;
+		snprintf(buf, size, "none");
+		return buf;
 	}
 	const struct cal_fit *tf = cost_calibration_training_fit(c);
-	fprintf(f, "%scalibration          %s (%s)", indent, c->name, c->file ? c->file : "-");
-	if (tf)
-		fprintf(f, ", training fit cross-validated MAPE %.1f%% over %d rows", tf->cv_mape_pct,
-		        tf->points);
-	fprintf(f, "\n");
+	int n = snprintf(buf, size, "%s (%s)", c->name, c->file ? c->file : "-");
+	if (tf && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n,
+		         ", training fit cross-validated MAPE %.1f%% over %d rows", tf->cv_mape_pct,
+		         tf->points);
+	return buf;
+}
+
+void cli_calibration_line(FILE *f, const char *indent, const struct topology *t)
+{
+	char w[1024];
+	fprintf(f, "%scalibration          %s\n", indent, cli_calibration_words(w, sizeof w, t));
 }
 
 cJSON *cli_calibration_json(const struct topology *t)
@@ -130,4 +137,10 @@ bool cli_apply_calibration(struct arena *a, const char *option, struct topology 
 	}
 	struct calibration *c = cost_calibration_load(a, path, d);
 	return c && cost_calibration_apply(c, t, d);
+}
+
+bool cli_default_calibration(struct arena *a, struct topology *t, struct diag_list *d)
+{
+	const char *path = cli_shipped_calibration(a, t);
+	return !path || cli_apply_calibration(a, path, t, d);
 }

@@ -1546,7 +1546,12 @@ Test(cli, calibration_auto_names_the_shipped_file_and_scales_the_note)
 	cr_expect(strstr(r.out, "the calibration ascend-910b scales its times"), "%s", r.out);
 	cr_expect(!strstr(r.out, "optimistic"), "%s", r.out);
 	free(r.out);
+	/* the shipped calibration is the default; "none" is the bare model */
 	r = fixture_shardlab("estimate scenarios/llama2-70b-910b-128p.json", false);
+	cr_assert_eq(r.status, 0);
+	cr_expect(strstr(r.out, "ascend-910b (calibration/ascend-910b.json)"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("estimate scenarios/llama2-70b-910b-128p.json --calibration none", false);
 	cr_assert_eq(r.status, 0);
 	cr_expect(strstr(r.out, "compute times are optimistic"), "%s", r.out);
 	cr_expect(strstr(r.out, "uncalibrated: no interval"), "%s", r.out);

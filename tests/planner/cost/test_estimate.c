@@ -567,7 +567,8 @@ static double num(const cJSON *o, const char *key)
 
 Test(estimate, cli_json_agrees_with_the_library)
 {
-	struct cli_run r = fixture_shardlab("estimate scenarios/megatron-mlp-8p.json --json", false);
+	struct cli_run r = fixture_shardlab("estimate scenarios/megatron-mlp-8p.json --json "
+	                                    "--calibration none", false);
 	cr_assert_eq(r.status, 0);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "not JSON: %s", r.out);
@@ -601,6 +602,35 @@ Test(estimate, cli_json_agrees_with_the_library)
 	arena_free(a);
 }
 
+
+/* Without --calibration the command applies the device's shipped
+ * calibration (dgx-a100's A100 SXM: calibration/a100-sxm.json), and names
+ * it: its iteration time is the library's with that file applied. */
+Test(estimate, cli_default_is_the_shipped_calibration)
+{
+	struct cli_run r = fixture_shardlab("estimate scenarios/megatron-mlp-8p.json --json", false);
+	cr_assert_eq(r.status, 0);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "not JSON: %s", r.out);
+	const cJSON *cal = cJSON_GetObjectItemCaseSensitive(j, "calibration");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(cal, "name");
+	cr_assert(cJSON_IsString(name) && !strcmp(name->valuestring, "a100-sxm"), "%s", r.out);
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = load(a, "scenarios/megatron-mlp-8p.json");
+	struct calibration *c = cost_calibration_load(a, "calibration/a100-sxm.json", &d);
+	cr_assert(c && cost_calibration_apply(c, s->topo, &d));
+	struct plan *p = plan_propagate(a, s, REDIST_COMPAT, &d);
+	struct estimate e;
+	cr_assert(p && plan_estimate(a, p, &e, &d));
+	cr_assert_eq(d.errors, 0);
+	near(num(j, "iteration_s"), e.iteration_s, "iteration_s");
+	diag_list_free(&d);
+	arena_free(a);
+	cJSON_Delete(j);
+	free(r.out);
+}
 Test(estimate, cli_usage_and_help)
 {
 	struct cli_run r = fixture_shardlab("estimate --help", false);
