@@ -228,9 +228,9 @@ static enum vk_status k_softmax(const struct op *o, const struct vpiece *in, str
 			for (int64_t i = 0; i < len; i++)
 				m = fmax(m, x[i * inner]);
 			for (int64_t i = 0; i < len; i++)
-				s += exp(x[i * inner] - m);
+				s += y[i * inner] = exp(x[i * inner] - m);
 			for (int64_t i = 0; i < len; i++)
-				y[i * inner] = exp(x[i * inner] - m) / s;
+				y[i * inner] /= s;
 		}
 	return VK_OK;
 }

@@ -817,8 +817,13 @@ static void arrive(struct ctx *c, int i, int j, struct dist *out)
 	const struct plan_edge *e = edge_into(p, i, j, &ei);
 	const struct op *prod = &c->g.ops[x->producer];
 	const char *label = arena_printf(c->a, "%s -> %s", prod->name, o->name);
-	if (!dist_clone(c, out, &c->held[t]))
+	if (c->uses[t] == 1) {
+		/* the last read of the tensor: its buffers move, nothing is copied */
+		*out = c->held[t];
+		c->held[t].buf = NULL;
+	} else if (!dist_clone(c, out, &c->held[t])) {
 		return;
+	}
 	char why[400] = "";
 	struct verify_check *k = NULL;
 	if (e && e->redist.n_steps) {
