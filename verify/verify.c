@@ -26,10 +26,13 @@
  * the collectives' copies, linear in the elements the ranks hold.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gsl/gsl_errno.h>
 #ifdef SHARDLAB_OPENBLAS
@@ -167,6 +170,7 @@ struct ctx {
 	struct dist *held;               /* per tensor: as its producer hands it on */
 	int *uses;                       /* consumers still to read each tensor */
 	struct verify_result *r;
+	int threads;                     /* for run_tasks */
 	int cap_checks, cap_trace;
 	double cur_bytes;
 	bool oom;
@@ -189,6 +193,76 @@ static void *xcalloc(struct ctx *c, size_t n, size_t size)
 	else
 		memset(p, 0, bytes);
 	return p;
+}
+
+/* ------------------------------------------------ tasks on threads */
+
+/* An op's independent pieces of work (the reference's kernel, each rank's
+ * share) on up to c->threads threads, taken in order from a shared
+ * counter. Each task writes only its own buffers and its own message, so
+ * the outcome is the serial one: the first failing task in task order, its
+ * message in `why`. Work too small to pay for threads (under 256 Ki
+ * elements) runs serially unless the caller asked for a number of threads. */
+#define TASK_WHY 400
+typedef enum vk_status (*task_fn)(void *arg, int64_t task, char *why, size_t wn);
+
+struct tasks {
+	task_fn fn;
+	void *arg;
+	int64_t n;
+	atomic_llong next;
+	enum vk_status *rc;
+	char (*why)[TASK_WHY];
+};
+
+static void *task_worker(void *p)
+{
+	struct tasks *t = p;
+	for (int64_t k; (k = atomic_fetch_add(&t->next, 1)) < t->n;)
+		t->rc[k] = t->fn(t->arg, k, t->why[k], TASK_WHY);
+	return NULL;
+}
+
+static enum vk_status run_tasks(struct ctx *c, int64_t n, double work, task_fn fn, void *arg,
+                                char *why, size_t wn)
+{
+	int threads = c->threads < n ? c->threads : (int)n;
+	if (threads <= 1 || (c->o->threads == 0 && work < 1 << 18)) {
+		for (int64_t k = 0; k < n; k++) {
+			enum vk_status rc = fn(arg, k, why, wn);
+			if (rc != VK_OK)
+				return rc;
+		}
+		return VK_OK;
+	}
+	struct tasks t = {.fn = fn, .arg = arg, .n = n};
+	atomic_init(&t.next, 0);
+	t.rc = calloc((size_t)n, sizeof(*t.rc));
+	t.why = calloc((size_t)n, sizeof(*t.why));
+	pthread_t th[VERIFY_MAX_THREADS];
+	int started = 0;
+	if (t.rc && t.why)
+		for (; started < threads - 1; started++)
+			if (pthread_create(&th[started], NULL, task_worker, &t) != 0)
+				break;
+	if (t.rc && t.why)
+		task_worker(&t);
+	for (int k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	enum vk_status rc = VK_OK;
+	if (!t.rc || !t.why) {
+		c->oom = true;
+		rc = VK_BROKEN;
+		snprintf(why, wn, "out of memory");
+	}
+	for (int64_t k = 0; rc == VK_OK && k < n; k++)
+		if (t.rc[k] != VK_OK) {
+			rc = t.rc[k];
+			snprintf(why, wn, "%s", t.why[k]);
+		}
+	free(t.rc);
+	free(t.why);
+	return rc;
 }
 
 static void trace(struct ctx *c, const char *fmt, ...)
@@ -930,6 +1004,57 @@ static enum vk_status vocab_ce(struct ctx *c, int i, const struct dist *in, stru
 	return rc;
 }
 
+/* An op's forward as tasks: 0 the reference on the whole tensors, 1 + r
+ * rank r on its boxes. */
+struct fwd_task {
+	struct ctx *c;
+	int i;
+	uint64_t salt;
+	struct vpiece *rin, *rout;     /* the reference's */
+	const struct dist *in, *out;   /* the ranks' */
+};
+
+static enum vk_status fwd_task(void *arg, int64_t task, char *why, size_t wn)
+{
+	const struct fwd_task *f = arg;
+	const struct ctx *c = f->c;
+	const struct op *o = &c->g.ops[f->i];
+	if (task == 0)
+		return verify_kernel(&c->g, f->i, f->rin, f->rout, f->salt, why, wn);
+	int64_t r = task - 1;
+	struct vpiece *pin = calloc((size_t)o->n_in + 1, sizeof(*pin));
+	struct vpiece *pout = calloc((size_t)o->n_out + 1, sizeof(*pout));
+	enum vk_status rc = VK_BROKEN;
+	if (!pin || !pout) {
+		snprintf(why, wn, "out of memory");
+		goto done;
+	}
+	for (int j = 0; j < o->n_in; j++) {
+		const struct dist *d = &f->in[j];
+		pin[j] = (struct vpiece){.data = d->buf[r], .rank = d->l.rank};
+		memcpy(pin[j].shape, d->shape, sizeof(d->shape));
+		memcpy(pin[j].full, d->l.shape, sizeof(d->l.shape));
+		slice_of(c, &d->l, r, pin[j].lo);
+	}
+	for (int kk = 0; kk < o->n_out; kk++) {
+		const struct dist *d = &f->out[kk];
+		pout[kk] = (struct vpiece){.data = d->buf[r], .rank = d->l.rank};
+		memcpy(pout[kk].shape, d->shape, sizeof(d->shape));
+		memcpy(pout[kk].full, d->l.shape, sizeof(d->l.shape));
+		slice_of(c, &d->l, r, pout[kk].lo);
+	}
+	rc = verify_kernel(&c->g, f->i, pin, pout, f->salt, why, wn);
+	if (rc != VK_OK) {
+		char rs[TASK_WHY + 40];
+		snprintf(rs, sizeof rs, "rank %lld: %s", (long long)(c->base + r), why);
+		snprintf(why, wn, "%s", rs);
+	}
+done:
+	free(pin);
+	free(pout);
+	return rc;
+}
+
 static bool run_op(struct ctx *c, int i)
 {
 	const struct plan *p = c->p;
@@ -960,8 +1085,6 @@ static bool run_op(struct ctx *c, int i)
 		memcpy(rout[k].shape, y->dims, sizeof(y->dims));
 		memcpy(rout[k].full, y->dims, sizeof(y->dims));
 	}
-	enum vk_status ref_rc = verify_kernel(&c->g, i, rin, rout, salt, why, sizeof why);
-
 	char sig[128] = "";
 	struct op_sig s;
 	if (graph_op_signature(&c->g, i, &s))
@@ -983,45 +1106,37 @@ static bool run_op(struct ctx *c, int i)
 	/* every rank runs the op on its boxes */
 	struct verify_check *k = add_check(c, VERIFY_OP, i, -1, o->out[0], o->name);
 	struct dist *out = xcalloc(c, (size_t)o->n_out, sizeof(*out));
-	struct vpiece *pin = xcalloc(c, (size_t)o->n_in + 1, sizeof(*pin));
-	struct vpiece *pout = xcalloc(c, (size_t)o->n_out + 1, sizeof(*pout));
-	enum vk_status rc = ref_rc;
 	for (int kk = 0; out && kk < o->n_out; kk++) {
 		struct layout l;
 		scaled(c, &dop->out_partial[kk], &l);
 		dist_alloc(c, &out[kk], &l);
 	}
-	bool vocab = o->kind == OP_SOFTMAXCROSSENTROPY && dop->n_comm == 3 && out &&
+	if (!out || c->oom) {
+		free(out);
+		for (int j = 0; j < o->n_in; j++)
+			dist_free(c, &in[j]);
+		free(in);
+		return false;
+	}
+	bool vocab = o->kind == OP_SOFTMAXCROSSENTROPY && dop->n_comm == 3 &&
 	             in[0].shape[1] != in[0].l.shape[1];
-	if (vocab && rc == VK_OK && !c->oom) {
-		if (tr >= 0)
+	struct fwd_task ft = {.c = c, .i = i, .salt = salt, .rin = rin, .rout = rout, .in = in,
+	                      .out = out};
+	enum vk_status rc;
+	if (vocab) {
+		rc = fwd_task(&ft, 0, why, sizeof why);
+		if (rc == VK_OK && tr >= 0)
 			trace(c, "  computes per row its max, sum of exp and the label's logit over %s",
 			      box_text(c, c->g.tensors[o->in[0]].name, &in[0].l, tr));
-		rc = vocab_ce(c, i, in, &out[0], why, sizeof why);
+		if (rc == VK_OK && !c->oom)
+			rc = vocab_ce(c, i, in, &out[0], why, sizeof why);
+	} else {
+		/* the reference's elements and every rank's share of them */
+		double work = 0;
+		for (int kk = 0; kk < o->n_out; kk++)
+			work += 2.0 * (double)c->g.tensors[o->out[kk]].elems;
+		rc = run_tasks(c, c->n + 1, work, fwd_task, &ft, why, sizeof why);
 	}
-	for (int64_t r = 0; !vocab && rc == VK_OK && !c->oom && pin && pout && r < c->n; r++) {
-		for (int j = 0; j < o->n_in; j++) {
-			pin[j] = (struct vpiece){.data = in[j].buf[r], .rank = in[j].l.rank};
-			memcpy(pin[j].shape, in[j].shape, sizeof(in[j].shape));
-			memcpy(pin[j].full, in[j].l.shape, sizeof(in[j].l.shape));
-			slice_of(c, &in[j].l, r, pin[j].lo);
-		}
-		for (int kk = 0; kk < o->n_out; kk++) {
-			pout[kk] = (struct vpiece){.data = out[kk].buf[r], .rank = out[kk].l.rank};
-			memcpy(pout[kk].shape, out[kk].shape, sizeof(out[kk].shape));
-			memcpy(pout[kk].full, out[kk].l.shape, sizeof(out[kk].l.shape));
-			slice_of(c, &out[kk].l, r, pout[kk].lo);
-		}
-		rc = verify_kernel(&c->g, i, pin, pout, salt, why, sizeof why);
-		if (rc != VK_OK) {
-			char rs[480];
-			snprintf(rs, sizeof rs, "rank %lld: %s", (long long)(c->base + r), why);
-			memcpy(why, rs, sizeof why - 1);
-			why[sizeof why - 1] = '\0';
-		}
-	}
-	free(pin);
-	free(pout);
 	if (c->oom)
 		return false;
 	if (tr >= 0 && !vocab) {
@@ -1475,6 +1590,40 @@ static void zero_check(struct ctx *c, int i, int j, const struct dist *share, ui
 		set_status(c, k, VERIFY_MISMATCH, NULL);
 }
 
+/* An op's backward on the ranks as tasks: rank r's vjp on its boxes. */
+struct bwd_task {
+	const struct ctx *c;
+	int i;
+	const struct dist *in, *dy, *din, *part;
+};
+
+static enum vk_status bwd_task(void *arg, int64_t r, char *why, size_t wn)
+{
+	const struct bwd_task *b = arg;
+	const struct ctx *c = b->c;
+	const struct op *o = &c->g.ops[b->i];
+	struct vpiece pin[SIG_MAX_TENSORS], pdy[SIG_MAX_TENSORS], pdin[SIG_MAX_TENSORS];
+	for (int j = 0; j < o->n_in; j++) {
+		const struct dist *d = &b->in[j];
+		pin[j] = (struct vpiece){.data = d->buf[r], .rank = d->l.rank};
+		memcpy(pin[j].shape, d->shape, sizeof(d->shape));
+		memcpy(pin[j].full, d->l.shape, sizeof(d->l.shape));
+		slice_of(c, &d->l, r, pin[j].lo);
+		pdin[j] = pin[j];
+		pdin[j].data = b->din[j].buf ? b->din[j].buf[r] : NULL;
+	}
+	for (int k = 0; k < o->n_out; k++) {
+		const struct dist *d = &b->dy[k];
+		pdy[k] = (struct vpiece){.data = d->buf[r], .rank = d->l.rank};
+		memcpy(pdy[k].shape, d->shape, sizeof(d->shape));
+		memcpy(pdy[k].full, d->l.shape, sizeof(d->l.shape));
+		slice_of(c, &d->l, r, pdy[k].lo);
+	}
+	uint64_t salt = c->o->seed * 1000003u + (uint64_t)b->i;
+	return verify_vjp(&c->g, b->i, pin, pdy, pdin, b->part ? b->part[0].buf[r] : NULL,
+	                  b->part ? b->part[1].buf[r] : NULL, salt, why, wn);
+}
+
 static void backward(struct ctx *c)
 {
 	const struct plan *p = c->p;
@@ -1544,25 +1693,13 @@ static void backward(struct ctx *c)
 		memset(part, 0, sizeof(part));
 		if (!fail && vocab && vocab_parts(c, i, in, &dy[0].l, part, why, sizeof why) != VK_OK)
 			fail = why;
-		struct vpiece pin[SIG_MAX_TENSORS], pdy[SIG_MAX_TENSORS], pdin[SIG_MAX_TENSORS];
-		for (int64_t r = 0; !fail && r < c->n; r++) {
-			for (int j = 0; j < o->n_in; j++) {
-				pin[j] = (struct vpiece){.data = in[j].buf[r], .rank = in[j].l.rank};
-				memcpy(pin[j].shape, in[j].shape, sizeof(in[j].shape));
-				memcpy(pin[j].full, in[j].l.shape, sizeof(in[j].l.shape));
-				slice_of(c, &in[j].l, r, pin[j].lo);
-				pdin[j] = pin[j];
-				pdin[j].data = din[j].buf ? din[j].buf[r] : NULL;
-			}
-			for (int k = 0; k < o->n_out; k++) {
-				pdy[k] = (struct vpiece){.data = dy[k].buf[r], .rank = dy[k].l.rank};
-				memcpy(pdy[k].shape, dy[k].shape, sizeof(dy[k].shape));
-				memcpy(pdy[k].full, dy[k].l.shape, sizeof(dy[k].l.shape));
-				slice_of(c, &dy[k].l, r, pdy[k].lo);
-			}
-			uint64_t salt = c->o->seed * 1000003u + (uint64_t)i;
-			if (verify_vjp(g, i, pin, pdy, pdin, vocab ? part[0].buf[r] : NULL,
-			               vocab ? part[1].buf[r] : NULL, salt, why, sizeof why) != VK_OK)
+		if (!fail) {
+			struct bwd_task bt = {.c = c, .i = i, .in = in, .dy = dy, .din = din,
+			                      .part = vocab ? part : NULL};
+			double work = 0;
+			for (int j = 0; j < o->n_in; j++)
+				work += (double)g->tensors[o->in[j]].elems;
+			if (run_tasks(c, c->n, work, bwd_task, &bt, why, sizeof why) != VK_OK)
 				fail = why;
 		}
 		for (int k = 0; k < 3; k++)
@@ -1755,13 +1892,16 @@ bool verify_plan(struct arena *a, const struct plan *p, const struct verify_opti
 {
 	memset(out, 0, sizeof(*out));
 	gsl_set_error_handler_off();
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = o->threads > 0 ? o->threads : online > 0 ? (int)online : 1;
 #ifdef SHARDLAB_OPENBLAS
 	/* One thread: the GEMMs here are small, and one thread's order of
 	 * summation is the same on every machine (byte-identical reports). */
 	openblas_set_num_threads(1);
 	blas_kernels();
 #endif
-	struct ctx c = {.a = a, .p = p, .o = o, .n = p->n_devices, .r = out};
+	struct ctx c = {.a = a, .p = p, .o = o, .n = p->n_devices, .r = out,
+	                .threads = threads < VERIFY_MAX_THREADS ? threads : VERIFY_MAX_THREADS};
 	out->scale = o->scale;
 	if (p->graph->n_ops > 0)
 		c.base = p->ops[0].dm.base;

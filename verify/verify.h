@@ -70,7 +70,13 @@ struct verify_options {
 	int64_t trace_rank;                /* -1: no trace */
 	bool gradients;                    /* run the backward pass too (default true) */
 	struct verify_fault fault;
+	int threads;                       /* an op's reference and ranks run on up to this many
+	                                      threads (at most VERIFY_MAX_THREADS); 0 (the
+	                                      default): one per online CPU, for ops large enough
+	                                      to pay for them. The results do not depend on it:
+	                                      each task writes only its own buffers */
 };
+#define VERIFY_MAX_THREADS 8
 
 /* Defaults: seed 1, VERIFY_DEFAULT_TOLERANCE, scale 1, no trace, no
  * fault, gradients. */

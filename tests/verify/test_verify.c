@@ -74,6 +74,42 @@ Test(verify, seed000_ffn_matches_with_the_seeds_collectives)
 	cr_expect_lt(r.max_rel, 1e-12);
 }
 
+/* Threads change nothing: the same checks, statuses and errors to the
+ * last bit on one thread and on four (every op's reference and ranks as
+ * tasks, forward and backward), also when a fault makes checks fail. */
+Test(verify, threads_give_the_serial_results)
+{
+	const char *files[] = {"scenarios/seed000-ffn-ir-8p.json", "scenarios/seed004-layout-8p.json",
+	                       "scenarios/megatron-attention-8p.json"};
+	for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+		struct plan *p = plan_of(fixture_scenario(files[f]));
+		struct verify_result r[2];
+		for (int k = 0; k < 2; k++) {
+			struct verify_options o;
+			verify_options_init(&o);
+			o.threads = k ? 4 : 1;
+			o.scale = f == 2 ? 8 : 1;
+			if (f == 0)
+				for (int i = 0; i < p->n_edges; i++)
+					if (p->edges[i].redist.n_steps > 0)
+						o.fault = (struct verify_fault){.edge = i, .rank_a = 0, .rank_b = 1};
+			cr_assert(verify_plan(A, p, &o, &r[k], &D), "%s", files[f]);
+		}
+		cr_assert_eq(r[0].n_checks, r[1].n_checks, "%s", files[f]);
+		cr_expect_gt(r[0].n_checks, 3, "%s", files[f]);
+		for (int k = 0; k < r[0].n_checks; k++) {
+			const struct verify_check *a = &r[0].checks[k], *b = &r[1].checks[k];
+			cr_expect_str_eq(a->label, b->label);
+			cr_expect_eq(a->status, b->status, "%s: %s", files[f], a->label);
+			cr_expect(a->max_abs == b->max_abs || (isnan(a->max_abs) && isnan(b->max_abs)),
+			          "%s: %s: %g on one thread, %g on four", files[f], a->label, a->max_abs,
+			          b->max_abs);
+		}
+		cr_expect_eq(r[0].passed, r[1].passed);
+		cr_expect_eq(r[0].passed, f != 0, "%s", files[f]);
+	}
+}
+
 /* The test-only hook: after the StridedSlice, ranks 0 and 1 swap their
  * slices. They hold different columns (0..15 and 16..31), so the edge and
  * dense2.add must both mismatch, and the error is of the size of the
