@@ -1004,6 +1004,16 @@ static enum vk_status vocab_ce(struct ctx *c, int i, const struct dist *in, stru
 	return rc;
 }
 
+/* Rank r's box of a distributed tensor, as a kernel reads it. */
+static struct vpiece rank_piece(const struct ctx *c, const struct dist *d, int64_t r)
+{
+	struct vpiece v = {.data = d->buf[r], .rank = d->l.rank};
+	memcpy(v.shape, d->shape, sizeof(d->shape));
+	memcpy(v.full, d->l.shape, sizeof(d->l.shape));
+	slice_of(c, &d->l, r, v.lo);
+	return v;
+}
+
 /* An op's forward as tasks: 0 the reference on the whole tensors, 1 + r
  * rank r on its boxes. */
 struct fwd_task {
@@ -1031,17 +1041,11 @@ static enum vk_status fwd_task(void *arg, int64_t task, char *why, size_t wn)
 	}
 	for (int j = 0; j < o->n_in; j++) {
 		const struct dist *d = &f->in[j];
-		pin[j] = (struct vpiece){.data = d->buf[r], .rank = d->l.rank};
-		memcpy(pin[j].shape, d->shape, sizeof(d->shape));
-		memcpy(pin[j].full, d->l.shape, sizeof(d->l.shape));
-		slice_of(c, &d->l, r, pin[j].lo);
+		pin[j] = rank_piece(c, d, r);
 	}
 	for (int kk = 0; kk < o->n_out; kk++) {
 		const struct dist *d = &f->out[kk];
-		pout[kk] = (struct vpiece){.data = d->buf[r], .rank = d->l.rank};
-		memcpy(pout[kk].shape, d->shape, sizeof(d->shape));
-		memcpy(pout[kk].full, d->l.shape, sizeof(d->l.shape));
-		slice_of(c, &d->l, r, pout[kk].lo);
+		pout[kk] = rank_piece(c, d, r);
 	}
 	rc = verify_kernel(&c->g, f->i, pin, pout, f->salt, why, wn);
 	if (rc != VK_OK) {
@@ -1605,19 +1609,13 @@ static enum vk_status bwd_task(void *arg, int64_t r, char *why, size_t wn)
 	struct vpiece pin[SIG_MAX_TENSORS], pdy[SIG_MAX_TENSORS], pdin[SIG_MAX_TENSORS];
 	for (int j = 0; j < o->n_in; j++) {
 		const struct dist *d = &b->in[j];
-		pin[j] = (struct vpiece){.data = d->buf[r], .rank = d->l.rank};
-		memcpy(pin[j].shape, d->shape, sizeof(d->shape));
-		memcpy(pin[j].full, d->l.shape, sizeof(d->l.shape));
-		slice_of(c, &d->l, r, pin[j].lo);
+		pin[j] = rank_piece(c, d, r);
 		pdin[j] = pin[j];
 		pdin[j].data = b->din[j].buf ? b->din[j].buf[r] : NULL;
 	}
 	for (int k = 0; k < o->n_out; k++) {
 		const struct dist *d = &b->dy[k];
-		pdy[k] = (struct vpiece){.data = d->buf[r], .rank = d->l.rank};
-		memcpy(pdy[k].shape, d->shape, sizeof(d->shape));
-		memcpy(pdy[k].full, d->l.shape, sizeof(d->l.shape));
-		slice_of(c, &d->l, r, pdy[k].lo);
+		pdy[k] = rank_piece(c, d, r);
 	}
 	uint64_t salt = c->o->seed * 1000003u + (uint64_t)b->i;
 	return verify_vjp(&c->g, b->i, pin, pdy, pdin, b->part ? b->part[0].buf[r] : NULL,
