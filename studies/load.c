@@ -425,9 +425,9 @@ static bool check_fault_case(const struct study *st, const char *dir, const stru
 			bool ok = t && scenario_faults_apply(a, t, t->n_devices, fv, dir);
 			if (!ok && fv->doc->diags->errors == before)
 				jv_error(fv, "out of memory checking the faults");
-			else if (!ok && cl->n_sizes > 1)
-				jv_error(fv, "(the faults above on cluster \"%s\" at %lld servers)", cl->name,
-				         (long long)cl->servers[i]);
+			else if (!ok && (st->n_clusters > 1 || cl->n_sizes > 1))
+				jv_note(fv, "on cluster \"%s\" at %lld servers", cl->name,
+				        (long long)cl->servers[i]);
 			arena_free(a);
 			if (!ok)
 				return false;
@@ -447,15 +447,10 @@ static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v
 	const char *str;
 	bool ok = true;
 	struct jv n, fv, dv;
-	if (jv_need(v, "name", &n) && jv_string(&n, &str)) {
-		if (!str[0]) {
-			jv_error(&n, "expected a name for the case, got an empty string");
-			ok = false;
-		}
+	if (jv_need(v, "name", &n) && jv_string(&n, &str))
 		f->name = arena_strdup(a, str);
-	} else {
+	else
 		ok = false;
-	}
 	if (jv_get(v, "description", &dv))
 		ok = jv_string(&dv, &str) && ok;
 	if (!jv_need(v, "faults", &fv) || !jv_is_array(&fv, 0, 1 << 20))
@@ -466,7 +461,7 @@ static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v
 		cJSON_free(text);
 		if (!f->text)
 			return false;
-		ok = ok && check_fault_case(st, dir, &fv);
+		ok = check_fault_case(st, dir, &fv) && ok;
 	}
 	return ok && f->name;
 }

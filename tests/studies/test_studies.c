@@ -1180,3 +1180,137 @@ Test(studies, storage_errors_in_sqlites_words)
 	remove_db(db);
 	rmdir(dir);
 }
+
+/* ------------------------------------------------------- fault cases */
+
+/* The rows of a study computed through the sweep's path (study_units,
+ * study_eval_unit), every unit's points in order; *n of them. */
+static struct study_row *eval_all(const struct study *st, int *n)
+{
+	int nu;
+	int64_t np;
+	struct study_unit *u = study_units(A, st, &nu, &np);
+	cr_assert_not_null(u);
+	struct study_row *rows = arena_calloc(A, (size_t)np, sizeof *rows);
+	int k = 0;
+	for (int i = 0; i < nu; i++) {
+		cr_assert(study_eval_unit(A, st, &u[i], NULL, &rows[k]));
+		k += u[i].n_configs;
+	}
+	*n = k;
+	return rows;
+}
+
+/* tests/data/studies/faults.json: a one-layer GPT (hidden 256, FFN 1024,
+ * vocabulary 512, sequence 128) data parallel on two-spines-x4's four
+ * one-GPU servers (one 12.5 GB/s NIC each, two spines), its gradients in
+ * one bucket. Parameters, by hand: word embedding 512 x 256 = 131,072;
+ * positions 128 x 256 = 32,768; QKV 256 x 768 + 768 = 197,376; projection
+ * 256 x 256 + 256 = 65,792; FFN 256 x 1024 + 1024 = 263,168 and 1024 x 256
+ * + 256 = 262,400; two layer norms 2 x 512 and the final one 512: 954,112,
+ * whose fp32 gradients are S = 3,816,448 bytes. The ring all-reduce over 4
+ * ranks moves S/4 per step in 6 steps, each as slow as its slowest hop:
+ * one NIC at half rate adds 6 x (S/4) x (1/6.25e9 - 1/12.5e9) = 6 x
+ * 954,112 / 12.5e9 = 457.97376 us to the gradient sync; a second NIC at
+ * half rate on another server adds nothing more (the same slowest hop);
+ * a spine down leaves each route across the spines 6.25 GB/s (the
+ * leaf's uplinks halved): the same again. A server twice as slow doubles
+ * every compute category and leaves the communication as it was. */
+Test(studies, fault_cases_priced_by_hand, .timeout = 120)
+{
+	struct study *st = load("tests/data/studies/faults.json");
+	cr_assert_eq(st->n_faults, 5);
+	struct study_size size;
+	cr_assert(study_count(st, &size));
+	cr_expect_eq(size.cells, 5, "a cell per fault case");
+	cr_expect_eq(size.points, 5);
+	int n;
+	struct study_row *r = eval_all(st, &n);
+	cr_assert_eq(n, 5);
+	for (int k = 0; k < n; k++) {
+		cr_assert(r[k].ok, "case %d: %s", k, r[k].error ? r[k].error : "");
+		cr_expect_eq(r[k].fault, k, "the rows come case by case");
+		cr_expect(isnan(r[k].iteration_rel_sd), "no calibration: no interval");
+	}
+	double dgrad = 6 * 954112 / 12.5e9;
+	const double *g = NULL;
+	double g0 = r[0].category_s[EST_GRADIENT_SYNC];
+	for (int k = 1; k <= 3; k++) {
+		g = r[k].category_s;
+		cr_expect(fabs(g[EST_GRADIENT_SYNC] - g0 - dgrad) <= 1e-9 * dgrad,
+		          "case %s: gradient sync %.9g s, want %.9g + %.9g", st->faults[k].name,
+		          g[EST_GRADIENT_SYNC], g0, dgrad);
+		/* the iteration grows by that, and a little more: a 64 KB backward
+		 * collective's bandwidth term doubles too */
+		double d = r[k].iteration_s - r[0].iteration_s;
+		cr_expect(d >= dgrad && d <= 1.02 * dgrad, "case %s: iteration +%.9g s, want %.9g",
+		          st->faults[k].name, d, dgrad);
+	}
+	g = r[4].category_s;
+	for (int c = 0; c < EST_CATEGORY_COUNT; c++) {
+		bool compute = c == EST_COMPUTE_FORWARD || c == EST_COMPUTE_BACKWARD ||
+		               c == EST_OPTIMIZER;
+		double want = r[0].category_s[c] * (compute ? 2 : 1);
+		cr_expect(fabs(g[c] - want) <= 1e-9 * fmax(want, 1e-12),
+		          "slow server, category %d: %.9g, want %.9g", c, g[c], want);
+	}
+	/* The simulation runs the point with its fault: the NIC at half rate
+	 * slows the simulated iteration by about the hand figure. */
+	cr_assert(study_simulate(A, st, &r[0]));
+	cr_assert(study_simulate(A, st, &r[1]));
+	cr_assert(r[0].simulated && r[1].simulated, "%s / %s", r[0].sim_error ? r[0].sim_error : "",
+	          r[1].sim_error ? r[1].sim_error : "");
+	double ds = r[1].sim_iteration_s - r[0].sim_iteration_s;
+	cr_expect(fabs(ds - dgrad) <= 0.1 * dgrad, "simulated +%.9g s, want about %.9g", ds, dgrad);
+	/* fit's reading: the point's scenario carries the case's faults */
+	struct scenario *s = study_point_scenario(A, st, &r[1], &D);
+	cr_assert_not_null(s);
+	cr_expect_not_null(s->topo->faults);
+	cr_expect(strstr(s->name, "1 NIC at 50%") != NULL, "%s", s->name);
+}
+
+/* The fault case is a key column: a sweep stores a row per case, fit
+ * answers the first and tabulates the rest, --fault answers another. */
+Test(studies, fault_cases_stored_and_fitted, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-faults-XXXXXX", db[600], args[1400];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof db, "%s/f.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/faults.json --db %s", db);
+	sweep_all(args, 5);
+	cr_expect_eq(query_int(db, "SELECT count(DISTINCT fault_name) FROM points", 0), 5);
+	cr_expect_eq(query_int(db, "SELECT count(*) FROM points WHERE iteration_lo_s IS NULL", 0),
+	             5, "no calibration: no interval");
+	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "fault case: none") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "server 2x slower") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "interval: none") != NULL, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s --json "
+	         "--fault 'spine down'", db);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cJSON *fastest = cJSON_GetObjectItemCaseSensitive(j, "fastest");
+	cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(fastest, "fault")->valuestring,
+	                 "spine down");
+	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(fastest, "interval")));
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "faults")), 5);
+	cJSON_Delete(j);
+	free(r.out);
+	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s --fault nowhere", db);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 2, "%s", r.out);
+	free(r.out);
+	/* without intervals, no percentile but the median */
+	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s --percentile 90", db);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "sweep with --calibration") != NULL, "%s", r.out);
+	free(r.out);
+	remove_db(db);
+	rmdir(dir);
+}
