@@ -1314,3 +1314,93 @@ Test(studies, fault_cases_stored_and_fitted, .timeout = 120)
 	remove_db(db);
 	rmdir(dir);
 }
+
+/* ---------------------------------------------------------- intervals */
+
+/* A row's interval is the one estimate --calibration prints for the same
+ * point: the sweep with calibration/a100-sxm.json, fit's fastest point
+ * emitted as a scenario, and estimate of it with that calibration. */
+Test(studies, row_interval_is_the_estimates, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-interval-XXXXXX", db[600], sc[600], args[1400];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof db, "%s/c.db", dir);
+	snprintf(sc, sizeof sc, "%s/point.json", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s "
+	         "--calibration calibration/a100-sxm.json", db);
+	sweep_all(args, 2);
+	cr_expect_eq(query_int(db, "SELECT count(*) FROM points WHERE iteration_hi_s IS NULL", 0), 0);
+	snprintf(args, sizeof args, "fit tests/data/studies/calibrated.json --db %s --json "
+	         "--emit-scenario %s", db, sc);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cJSON *iv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "fastest"),
+	                                             "interval");
+	cr_assert(cJSON_IsObject(iv), "%s", r.out);
+	double lo = cJSON_GetObjectItemCaseSensitive(iv, "iteration_lo_s")->valuedouble;
+	double hi = cJSON_GetObjectItemCaseSensitive(iv, "iteration_hi_s")->valuedouble;
+	cJSON_Delete(j);
+	free(r.out);
+	snprintf(args, sizeof args, "estimate %s --calibration calibration/a100-sxm.json --json", sc);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	iv = cJSON_GetObjectItemCaseSensitive(j, "interval");
+	double elo = cJSON_GetObjectItemCaseSensitive(iv, "lo_s")->valuedouble;
+	double ehi = cJSON_GetObjectItemCaseSensitive(iv, "hi_s")->valuedouble;
+	cr_expect(fabs(lo - elo) <= 1e-9 * ehi, "lo: row %.12g, estimate %.12g", lo, elo);
+	cr_expect(fabs(hi - ehi) <= 1e-9 * ehi, "hi: row %.12g, estimate %.12g", hi, ehi);
+	cJSON_Delete(j);
+	free(r.out);
+	/* Resuming with another calibration is refused. */
+	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s", db);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "other calibrations (a100=a100-sxm:") != NULL, "%s", r.out);
+	free(r.out);
+	remove(sc);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* Two points by hand: A at 10 s with sigma/t 0.2, B at 10.5 s with sigma/t
+ * 0.01. On the estimate (the median) A is the faster. At the 90th
+ * percentile (z = 1.2815516, the normal quantile) A takes 10 x (1 + 1.2815516
+ * x 0.2) = 12.563103 s and B 10.5 x (1 + 1.2815516 x 0.01) = 10.634563 s:
+ * B is chosen. The interval's ends stay. */
+Test(studies, percentile_90_ranks_by_the_upper_time)
+{
+	struct study *st = load("tests/data/studies/tiny.json");
+	double t[] = {10, 10.5}, sd[] = {0.2, 0.01};
+	struct study_row rows[2];
+	for (int i = 0; i < 2; i++) {
+		rows[i] = (struct study_row){.ok = true, .devices = 8, .servers = 1,
+		                             .iteration_s = t[i], .iteration_rel_sd = sd[i],
+		                             .iteration_lo_s = t[i] * (1 - 1.6448536 * sd[i]),
+		                             .iteration_hi_s = t[i] * (1 + 1.6448536 * sd[i]),
+		                             .tokens_per_iteration = 8192, .model_flops = 1e15,
+		                             .compute_s = 1, .state_bytes = 1e9,
+		                             .state_bytes_per_device = 1e8};
+		study_row_figures(st, &rows[i]);
+		cr_assert(study_row_has_interval(&rows[i]));
+		cr_expect(rows[i].effective_lo_s < rows[i].effective_time_s &&
+		          rows[i].effective_time_s < rows[i].effective_hi_s);
+	}
+	cr_expect_eq(study_best(st, rows, 2, -1, 0), 0, "the median picks A");
+	for (int i = 0; i < 2; i++)
+		study_row_at_percentile(st, &rows[i], 0.9);
+	cr_expect_float_eq(rows[0].iteration_s, 12.563103, 1e-6);
+	cr_expect_float_eq(rows[1].iteration_s, 10.634563, 1e-6);
+	cr_expect_float_eq(rows[0].time_to_train_s, 1000 * 12.563103, 1e-3);
+	cr_expect_float_eq(rows[0].iteration_hi_s, 10 * (1 + 1.6448536 * 0.2), 1e-6);
+	cr_expect_eq(study_best(st, rows, 2, -1, 0), 1, "the 90th percentile picks B");
+	/* A row without an interval is left as it is. */
+	struct study_row none = rows[0];
+	none.iteration_rel_sd = NAN;
+	none.iteration_s = 10;
+	study_row_at_percentile(st, &none, 0.9);
+	cr_expect_float_eq(none.iteration_s, 10, 1e-12);
+}
