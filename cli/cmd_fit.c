@@ -320,41 +320,23 @@ static const char *goal_text(char *buf, size_t size, const struct study *st)
 
 /* --------------------------------------------------------- fault cases */
 
-/* Index into f->all of the row of case k with the plan of f->rows[i]
- * (cluster, size, batch, configuration), -1 when none. */
+/* Index into f->all of the row of case k with the plan of f->rows[i],
+ * -1 when none. */
 static int same_plan(const struct fit *f, int i, int k)
 {
-	const struct study_row *r = &f->rows[i];
-	char want[128], have[128];
-	plan_search_config_text(want, sizeof want, &r->config);
-	for (int j = 0; j < f->n_all; j++) {
-		const struct study_row *x = &f->all[j];
-		if (x->fault != k || x->cluster != r->cluster || x->servers != r->servers ||
-		    x->global_batch != r->global_batch)
-			continue;
-		if (!strcmp(want, plan_search_config_text(have, sizeof have, &x->config)))
-			return j;
-	}
-	return -1;
+	return study_same_plan(f->all, f->n_all, &f->rows[i], k);
 }
 
 /* Index into f->all of the fastest point of case k that meets the goal
  * (study_best over that case's rows), -1 when none. */
 static int fastest_in_case(const struct fit *f, int k)
 {
-	int *map = malloc(((size_t)f->n_all + 1) * sizeof *map);
 	struct study_row *rows = malloc(((size_t)f->n_all + 1) * sizeof *rows);
-	int m = 0, best = -1;
-	for (int j = 0; map && rows && j < f->n_all; j++)
-		if (f->all[j].fault == k) {
-			map[m] = j;
-			rows[m++] = f->all[j];
-		}
-	if (map && rows) {
-		int b = study_best(f->st, rows, m, -1, 0);
-		best = b >= 0 ? map[b] : -1;
+	int best = -1;
+	if (rows) {
+		int b = study_best(f->st, rows, study_fault_rows(f->all, f->n_all, k, rows), -1, 0);
+		best = b >= 0 ? study_same_plan(f->all, f->n_all, &rows[b], k) : -1;
 	}
-	free(map);
 	free(rows);
 	return best;
 }
@@ -739,9 +721,7 @@ int cmd_fit(int argc, char **argv)
 		study_row_at_percentile(st, &rows[i], f.percentile);
 	}
 	struct study_row *mine = rc == EXIT_OK ? arena_calloc(a, (size_t)n + 1, sizeof *mine) : NULL;
-	for (int i = 0; mine && i < n; i++)
-		if (rows[i].fault == f.fault)
-			mine[f.n++] = rows[i];
+	f.n = mine ? study_fault_rows(rows, n, f.fault, mine) : 0;
 	f.rows = mine;
 	if (rc == EXIT_OK && !mine)
 		rc = EXIT_INVALID;

@@ -392,6 +392,8 @@ static bool put_info(struct study_store *s, char *err, size_t err_size)
 	return ok;
 }
 
+static const char *col_text(struct arena *a, sqlite3_stmt *q, int i);
+
 bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_info *out)
 {
 	*out = (struct study_plot_info){0};
@@ -413,6 +415,28 @@ bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_
 			out->budget = strtod(v, NULL);
 	}
 	sqlite3_finalize(q);
+	/* The fault cases, by index: a case no row has keeps its index empty. */
+	int n = 0;
+	if (sqlite3_prepare_v2(s->db, "SELECT max(fault) FROM points", -1, &q, NULL) != SQLITE_OK)
+		return false;
+	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+		n = sqlite3_column_int(q, 0) + 1;
+	sqlite3_finalize(q);
+	if (n < 1 || n > STUDY_MAX_FAULTS)
+		return true;
+	const char **names = arena_calloc(a, (size_t)n, sizeof *names);
+	if (!names ||
+	    sqlite3_prepare_v2(s->db, "SELECT fault, min(fault_name) FROM points GROUP BY fault", -1,
+	                       &q, NULL) != SQLITE_OK)
+		return false;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		int f = sqlite3_column_int(q, 0);
+		if (f >= 0 && f < n)
+			names[f] = col_text(a, q, 1);
+	}
+	sqlite3_finalize(q);
+	out->n_faults = n;
+	out->fault_names = names;
 	return true;
 }
 

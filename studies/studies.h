@@ -345,7 +345,14 @@ int study_smallest(const struct study *st, const struct study_row *rows, int n, 
  * descending) into out; returns how many. Of points equal in both, the
  * first in row order. */
 int study_pareto(const struct study *st, const struct study_row *rows, int n, int *out);
-/* The best row per (cluster, servers) by time to train, for the top-K
+/* The rows of fault case `fault` copied into out (room for n), in order;
+ * returns how many. */
+int study_fault_rows(const struct study_row *rows, int n, int fault, struct study_row *out);
+/* The row of fault case `fault` with r's plan (cluster, servers, global
+ * batch, configuration): its index in rows, -1 when none. */
+int study_same_plan(const struct study_row *rows, int n, const struct study_row *r, int fault);
+
+/* The best row per (cluster, servers, fault case) by time to train, for the top-K
  * simulation: for every size the indices of its K fastest points that
  * fit memory, in order; returns how many (out has room for n). */
 int study_top_per_size(const struct study_row *rows, int n, int k, int *out);
@@ -356,7 +363,9 @@ int study_top_per_size(const struct study_row *rows, int n, int k, int *out);
  * (.svg, .png or .pdf; path also names it in messages): time to
  * train, cost and MFU against devices per cluster family (the fastest
  * point that fits at each size), time to train against cost with the
- * Pareto front, and the iteration breakdown of the fastest points.
+ * Pareto front, and the iteration breakdown of the fastest points, all
+ * of the first fault case; with several cases, the iteration time of the
+ * fastest point's plan under each.
  * names and kinds: the families' names and device kinds, by index. False
  * with a message in err. */
 struct study_plot_info {
@@ -364,12 +373,16 @@ struct study_plot_info {
 	const char *currency;              /* of the costs; NULL: "price units" */
 	double deadline_s;                 /* the goal's, drawn as a line; 0: none */
 	double budget;                     /* the goal's, drawn as a line; 0: none */
+	int n_faults;                      /* the fault cases (0 or 1: none): panels (a)-(f)
+	                                      draw the first, (g) the iteration per case */
+	const char *const *fault_names;    /* by index */
 };
 bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
                 int n_clusters, const char *const *names, const char *const *kinds,
                 const struct study_plot_info *info, char *err, size_t err_size);
 /* What a database says of its study (meta): its name, currency, deadline
- * and budget; NULL names and 0 where a database from before does not say. */
+ * and budget, and its fault cases' names (from the rows); NULL names and 0
+ * where a database from before does not say. */
 bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_info *out);
 
 #endif

@@ -629,3 +629,27 @@ int study_top_per_size(const struct study_row *rows, int n, int k, int *out)
 	free(tmp);
 	return m;
 }
+
+int study_fault_rows(const struct study_row *rows, int n, int fault, struct study_row *out)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (rows[i].fault == fault)
+			out[m++] = rows[i];
+	return m;
+}
+
+int study_same_plan(const struct study_row *rows, int n, const struct study_row *r, int fault)
+{
+	char want[128], have[128];
+	plan_search_config_text(want, sizeof want, &r->config);
+	for (int j = 0; j < n; j++) {
+		const struct study_row *x = &rows[j];
+		if (x->fault != fault || x->cluster != r->cluster || x->servers != r->servers ||
+		    x->global_batch != r->global_batch)
+			continue;
+		if (!strcmp(want, plan_search_config_text(have, sizeof have, &x->config)))
+			return j;
+	}
+	return -1;
+}

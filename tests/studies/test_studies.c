@@ -1301,6 +1301,43 @@ Test(studies, fault_cases_stored_and_fitted, .timeout = 120)
 	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "faults")), 5);
 	cJSON_Delete(j);
 	free(r.out);
+	/* plot: panel (g) makes the page 460 px taller; the store names the
+	 * cases; the report tabulates them */
+	char png[700], page[700];
+	snprintf(png, sizeof png, "%s/f.png", dir);
+	snprintf(args, sizeof args, "plot %s --out %s", db, png);
+	r = fixture_shardlab(args, true);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	size_t nb;
+	unsigned char *b = slurp_bytes(png, &nb);
+	cr_assert_gt(nb, 24);
+	unsigned h = (unsigned)b[20] << 24 | (unsigned)b[21] << 16 | (unsigned)b[22] << 8 | b[23];
+	cr_expect_eq(h, 1160 + 460);
+	free(b);
+	struct study_store *so;
+	cr_assert(study_store_open_ro(db, &so, NULL, args, sizeof args), "%s", args);
+	struct study_plot_info info;
+	cr_assert(study_store_info(so, A, &info));
+	cr_expect_eq(info.n_faults, 5);
+	cr_expect_str_eq(info.fault_names[3], "spine down");
+	study_store_close(so);
+	snprintf(page, sizeof page, "%s/f.html", dir);
+	snprintf(args, sizeof args, "report tests/data/studies/faults.json --db %s --out %s", db,
+	         page);
+	r = fixture_shardlab(args, true);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	b = slurp_bytes(page, &nb);
+	int rows_seen = 0;
+	for (const char *p = (const char *)b; (p = strstr(p, "class=\"faults-row\"")); p++)
+		rows_seen++;
+	cr_expect_eq(rows_seen, 5, "a row per fault case");
+	free(b);
+	snprintf(args, sizeof args, "rm -rf '%s/f-plans'", dir);
+	cr_expect_eq(system(args), 0);
+	remove(png);
+	remove(page);
 	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s --fault nowhere", db);
 	r = fixture_shardlab(args, true);
 	cr_expect_eq(r.status, 2, "%s", r.out);
