@@ -436,8 +436,21 @@ static bool check_fault_case(const struct study *st, const char *dir, const stru
 	return true;
 }
 
+/* The text of the topology files a case's servers take their devices
+ * from ("device_from") into the inputs' hash. */
+static uint64_t fnv_device_files(struct arena *a, const char *dir, const cJSON *list, uint64_t h)
+{
+	const cJSON *e;
+	cJSON_ArrayForEach(e, list) {
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "device_from");
+		if (cJSON_IsString(d))
+			h = fnv_file(h, util_path_join(a, dir, d->valuestring));
+	}
+	return h;
+}
+
 static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v,
-                            struct study *st, struct study_fault *f)
+                            struct study *st, struct study_fault *f, uint64_t *h)
 {
 	static const char *const keys[] = {"name", "faults", "description", NULL};
 	if (!jv_open(v, keys))
@@ -462,6 +475,7 @@ static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v
 		if (!f->text)
 			return false;
 		ok = check_fault_case(st, dir, &fv) && ok;
+		*h = fnv_device_files(a, dir, fv.node, *h);
 	}
 	return ok && f->name;
 }
@@ -469,7 +483,7 @@ static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v
 /* "faults": the fault cases, each a named list of faults (none: one case,
  * "none"). */
 static bool read_faults(struct arena *a, const char *dir, const struct jv *root,
-                        struct study *st)
+                        struct study *st, uint64_t *h)
 {
 	struct jv v;
 	if (!jv_get(root, "faults", &v)) {
@@ -490,7 +504,7 @@ static bool read_faults(struct arena *a, const char *dir, const struct jv *root,
 	struct jv e;
 	int i = 0;
 	for (bool more = jv_first(&v, &e); more; more = jv_next(&v, &e), i++) {
-		ok = read_fault_case(a, dir, &e, st, &st->faults[i]) && ok;
+		ok = read_fault_case(a, dir, &e, st, &st->faults[i], h) && ok;
 		for (int k = 0; k < i && st->faults[i].name; k++)
 			if (st->faults[k].name && !strcmp(st->faults[k].name, st->faults[i].name)) {
 				struct jv n;
@@ -627,7 +641,7 @@ struct study *study_load_doc(struct arena *a, struct json_doc *doc)
 		ok = false;
 	}
 	/* The fault cases are checked on every cluster's sizes: after them. */
-	ok = (clusters_ok ? read_faults(a, dir, &root, st) : !jv_get(&root, "faults", &v)) && ok;
+	ok = (clusters_ok ? read_faults(a, dir, &root, st, &h) : !jv_get(&root, "faults", &v)) && ok;
 	ok = read_configs(a, &root, st) && ok;
 	if (jv_get(&root, "global_batch", &v))
 		ok = read_counts(a, &v, (int64_t)1e12, &st->global_batches, &st->n_batches) && ok;
