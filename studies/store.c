@@ -263,16 +263,7 @@ static bool stored_text(struct study_store *s, const char *key, char *out, size_
 /* A hash the database was written for (meta's `key`), "" when none yet. */
 static bool stored_meta(struct study_store *s, const char *key, char out[17])
 {
-	sqlite3_stmt *q;
-	out[0] = '\0';
-	if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?1", -1, &q,
-	                       NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
-	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
-		snprintf(out, 17, "%s", (const char *)sqlite3_column_text(q, 0));
-	sqlite3_finalize(q);
-	return true;
+	return stored_text(s, key, out, 17);
 }
 
 static bool stored_hash(struct study_store *s, char out[17])
