@@ -562,6 +562,10 @@ static int emit(struct arena *a, const struct fit *f, const struct emit *em)
 		        em->pick);
 		return EXIT_INVALID;
 	}
+	if (em->scenario && f->st->faults[f->rows[i].fault].text)
+		fprintf(stderr, "shardlab fit: note: --emit-scenario writes the point without its fault "
+		        "case \"%s\" (a scenario's faults are not written back: docs/formats.md, "
+		        "\"faults\")\n", f->st->faults[f->rows[i].fault].name);
 	struct diag_list d;
 	diag_list_init(&d);
 	struct scenario *s = study_point_scenario(a, f->st, &f->rows[i], &d);

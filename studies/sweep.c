@@ -209,13 +209,14 @@ bool study_check_size(const struct study *st, int64_t max_points, struct study_s
 	 * cells than points allowed (each cell holds a point or more, short
 	 * of a batch no configuration divides) is refused uncounted. */
 	int64_t cells = study_n_cells(st);
+	const char *cases = st->n_faults > 1 ? " x fault cases" : "";
 	if (cells > max_points) {
 		*out = (struct study_size){.cells = cells};
 		diag_add(d, DIAG_ERROR, st->file, st->clusters_line, "clusters",
-		         "the study has %lld cluster sizes x global batches, each a point or more, "
+		         "the study has %lld cluster sizes x global batches%s, each a point or more, "
 		         "more than the %lld points a sweep takes (--max-points N raises the limit; "
 		         "docs/studies.md, \"How big a study may be\")",
-		         (long long)cells, (long long)max_points);
+		         (long long)cells, cases, (long long)max_points);
 		return false;
 	}
 	if (!study_count(st, out)) {
@@ -225,10 +226,10 @@ bool study_check_size(const struct study *st, int64_t max_points, struct study_s
 	if (out->points <= max_points)
 		return true;
 	diag_add(d, DIAG_ERROR, st->file, st->clusters_line, "clusters",
-	         "the study has %lld points (%lld cluster sizes x global batches, %lld units), "
+	         "the study has %lld points (%lld cluster sizes x global batches%s, %lld units), "
 	         "more than the %lld a sweep takes (--max-points N raises the limit; "
 	         "docs/studies.md, \"How big a study may be\")",
-	         (long long)out->points, (long long)out->cells, (long long)out->units,
+	         (long long)out->points, (long long)out->cells, cases, (long long)out->units,
 	         (long long)max_points);
 	return false;
 }
