@@ -114,6 +114,7 @@ struct fit {
 	const struct study_row *rows;      /* the rows of the case answered */
 	int n;
 	const struct study_row *all;       /* every row, every fault case */
+	bool intervals;                    /* some row has one */
 	int n_all;
 	int fault;                         /* the case answered */
 	double percentile;                 /* 0.5: the estimate */
@@ -261,8 +262,8 @@ static void text_choice(const struct fit *f, const char *label, int i)
 		       cli_si(hi, sizeof hi, r->iteration_hi_s, "s"),
 		       report_duration_text(elo, sizeof elo, r->effective_lo_s),
 		       report_duration_text(ehi, sizeof ehi, r->effective_hi_s));
-	} else {
-		printf("  %-14s interval: none (swept without a calibration with a training fit)\n",
+	} else if (f->intervals) {
+		printf("  %-14s interval: none (its cluster had no calibration with a training fit)\n",
 		       "");
 	}
 	if (r->simulated) {
@@ -474,6 +475,9 @@ static int report(const struct fit *f, enum out_kind kind)
 	goodput_text(&st->goodput);
 	for (int c = 0; c < st->n_clusters; c++)
 		cli_note_uncalibrated(stdout, st->clusters[c].topo);
+	if (!f->intervals)
+		printf("intervals: none (the sweep had no calibration with a training fit: sweep "
+		       "--calibration FILE or auto)\n");
 	if (f->percentile != 0.5)
 		printf("decided at percentile %g of each point's time: every figure below is that "
 		       "percentile's, from the point's interval\n", 100 * f->percentile);
@@ -726,6 +730,8 @@ int cmd_fit(int argc, char **argv)
 	}
 	struct study_row *mine = rc == EXIT_OK ? arena_calloc(a, (size_t)n + 1, sizeof *mine) : NULL;
 	f.n = mine ? study_fault_rows(rows, n, f.fault, mine) : 0;
+	for (int i = 0; i < n; i++)
+		f.intervals = f.intervals || study_row_has_interval(&rows[i]);
 	f.rows = mine;
 	if (rc == EXIT_OK && !mine)
 		rc = EXIT_INVALID;

@@ -504,8 +504,15 @@ static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 	       " simulated; %s\n",
 	       sw->st->name, sw->n_points, sw->computed, sw->stored, fit, tight, failed, n_sim, db);
 	report_refused_text(stdout, sw->size.refused);
+	int calibrated = 0;
 	for (int c = 0; c < sw->st->n_clusters; c++) {
 		cli_note_uncalibrated(stdout, sw->st->clusters[c].topo);
+		calibrated += sw->st->clusters[c].topo->calibration != NULL;
+	}
+	if (!calibrated)
+		printf("calibration: none (the rows carry no interval; sweep --calibration FILE or "
+		       "auto)\n");
+	for (int c = 0; calibrated && c < sw->st->n_clusters; c++) {
 		char label[96];
 		snprintf(label, sizeof label, "cluster %s: ", sw->st->clusters[c].name);
 		cli_calibration_line(stdout, label, sw->st->clusters[c].topo);

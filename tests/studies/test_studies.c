@@ -1286,7 +1286,8 @@ Test(studies, fault_cases_stored_and_fitted, .timeout = 120)
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	cr_expect(strstr(r.out, "fault case: none") != NULL, "%s", r.out);
 	cr_expect(strstr(r.out, "server 2x slower") != NULL, "%s", r.out);
-	cr_expect(strstr(r.out, "interval: none") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "intervals: none (the sweep had no calibration") != NULL, "%s",
+	          r.out);
 	free(r.out);
 	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s --json "
 	         "--fault 'spine down'", db);
