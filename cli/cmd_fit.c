@@ -268,9 +268,10 @@ static void text_choice(const struct fit *f, const char *label, int i)
 	}
 	if (r->simulated) {
 		char s[32];
-		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate)\n", "",
+		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate%s)\n", "",
 		       cli_si(s, sizeof s, r->sim_iteration_s, "s"),
-		       100 * (r->sim_iteration_s / r->iteration_s - 1));
+		       100 * (r->sim_iteration_s / r->iteration_s - 1),
+		       f->percentile != 0.5 ? " at that percentile" : "");
 	}
 }
 
