@@ -3,7 +3,9 @@
  * docs/formats.md, the Pareto front and the choices of fit on rows made
  * by hand, and the sweep as a user runs it: killed with SIGKILL in the
  * middle and run again, it ends with the rows of an uninterrupted run;
- * a database of other inputs refused; the same rows under mpirun. */
+ * a database of other inputs refused; the same rows under mpirun; fault
+ * cases priced by hand through the study path; a row's interval against
+ * estimate's, and fit's 90th percentile on points made by hand. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
