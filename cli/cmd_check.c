@@ -119,10 +119,13 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 			int64_t left_out = 0;
 			for (int k = 0; k < SEARCH_RULE_COUNT; k++)
 				left_out += sz.refused[k];
-			snprintf(summary, size, "study: %s, %d cluster famil%s, %lld points (%lld left out "
-			         "as Megatron-LM would refuse them)", st->scenario->graph->name,
-			         st->n_clusters, st->n_clusters == 1 ? "y" : "ies", (long long)sz.points,
-			         (long long)left_out);
+			char cases[48] = "";
+			if (st->n_faults > 1)
+				snprintf(cases, sizeof cases, ", %d fault cases", st->n_faults);
+			snprintf(summary, size, "study: %s, %d cluster famil%s%s, %lld points (%lld left "
+			         "out as Megatron-LM would refuse them)", st->scenario->graph->name,
+			         st->n_clusters, st->n_clusters == 1 ? "y" : "ies", cases,
+			         (long long)sz.points, (long long)left_out);
 		}
 	} else if (!strcmp(fmt, JOBS_FORMAT)) {
 		struct jobs_file *jf = jobs_load_doc(a, doc);

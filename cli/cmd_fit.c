@@ -18,6 +18,7 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab fit STUDY --db FILE [--json | --csv] [--pick WHICH]\n"
+	        "                    [--percentile P] [--fault NAME]\n"
 	        "                    [--emit-scenario FILE] [--emit-megatron FILE]\n"
 	        "                    [--emit-mindspore FILE]\n"
 	        "\n"
@@ -43,8 +44,24 @@ static void help(FILE *f)
 	        "now: a change of its goal, prices, power, currency or goodput needs no\n"
 	        "new sweep.\n"
 	        "\n"
+	        "Each choice carries the 90%% interval of its iteration time and of its\n"
+	        "effective time to train where the sweep had a calibration with a\n"
+	        "training fit (sweep --calibration), else says it has none.\n"
+	        "A study with fault cases (its \"faults\") is answered for one case\n"
+	        "(--fault, default the first), and a table shows what each case costs:\n"
+	        "the chosen point's plan under every case, and the fastest point there.\n"
+	        "\n");
+	fprintf(f,
 	        "options:\n"
 	        "  --db FILE  the sweep's database (required)\n"
+	        "  --percentile P  decide at the P-th percentile of each point's time\n"
+	        "             (1 to 99; default 50, the estimate itself): its iteration\n"
+	        "             time t (1 + z_P sigma/t) from its interval, and every\n"
+	        "             figure that follows from it (time to train, device-hours,\n"
+	        "             cost, energy); 90 ranks by a time 9 runs in 10 beat. Needs\n"
+	        "             a sweep with intervals\n"
+	        "  --fault NAME  the fault case the choices are made in (default the\n"
+	        "             study's first)\n"
 	        "  --pick WHICH  the point the --emit options write: fastest (default),\n"
 	        "             cheapest, least-energy, smallest (the fewest devices of any\n"
 	        "             family) or a cluster family's name (its smallest)\n"
@@ -70,14 +87,21 @@ static void help(FILE *f)
 	        "             \"checkpoint_interval_s\", \"interruptions\",\n"
 	        "             \"effective_time_s\", \"device_hours\", \"energy_kwh\", \"cost\",\n"
 	        "             \"sim_iteration_s\", \"memory_verdict\", \"memory_low_bytes\",\n"
-	        "             \"memory_high_bytes\", \"memory_margin_bytes\"} (null where\n"
-	        "             unknown); \"tight\": the points tight on memory\n"
+	        "             \"memory_high_bytes\", \"memory_margin_bytes\", \"fault\",\n"
+	        "             \"interval\"} (null where unknown; \"interval\": {\"level\",\n"
+	        "             \"iteration_lo_s\", \"iteration_hi_s\", \"effective_lo_s\",\n"
+	        "             \"effective_hi_s\", \"relative_sd\"} or null); \"tight\": the\n"
+	        "             points tight on memory; \"percentile\", \"fault\" (the case\n"
+	        "             answered), \"faults\" (per case: \"name\", \"same_plan\" and\n"
+	        "             \"fastest\", choices or null)\n"
 	        "  --csv      one line per choice: role,cluster,device_kind,servers,\n"
 	        "             devices,global_batch,config,iteration_s,tokens_per_s,mfu,\n"
 	        "             memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,\n"
 	        "             sim_iteration_s,goodput,checkpoint_interval_s,interruptions,\n"
-	        "             effective_time_s,memory_verdict (role: smallest, fastest, cheapest,\n"
-	        "             least-energy, pareto; empty fields where unknown)\n"
+	        "             effective_time_s,memory_verdict,fault,iteration_lo_s,\n"
+	        "             iteration_hi_s,effective_lo_s,effective_hi_s (role: smallest,\n"
+	        "             fastest, cheapest, least-energy, pareto; empty fields where\n"
+	        "             unknown)\n"
 	        "\n"
 	        "exit status: 0 answered (even when no point meets the goal), 1 invalid\n"
 	        "study or database, or nothing to emit, 2 usage error.\n");
@@ -87,8 +111,13 @@ enum out_kind { OUT_TEXT, OUT_JSON, OUT_CSV };
 
 struct fit {
 	const struct study *st;
-	const struct study_row *rows;
+	const struct study_row *rows;      /* the rows of the case answered */
 	int n;
+	const struct study_row *all;       /* every row, every fault case */
+	bool intervals;                    /* some row has one */
+	int n_all;
+	int fault;                         /* the case answered */
+	double percentile;                 /* 0.5: the estimate */
 };
 
 static void json_num(cJSON *o, const char *k, double x)
@@ -128,6 +157,18 @@ static cJSON *json_choice(const struct fit *f, int i)
 	json_num(o, "cost", r->cost);
 	json_num(o, "sim_iteration_s", r->simulated ? r->sim_iteration_s : NAN);
 	cli_json_verdict(o, r->memory_bytes, r->hbm_bytes);
+	cJSON_AddStringToObject(o, "fault", f->st->faults[r->fault].name);
+	if (!study_row_has_interval(r)) {
+		cJSON_AddNullToObject(o, "interval");
+		return o;
+	}
+	cJSON *iv = cJSON_AddObjectToObject(o, "interval");
+	cJSON_AddNumberToObject(iv, "level", 0.9);
+	json_num(iv, "iteration_lo_s", r->iteration_lo_s);
+	json_num(iv, "iteration_hi_s", r->iteration_hi_s);
+	json_num(iv, "effective_lo_s", r->effective_lo_s);
+	json_num(iv, "effective_hi_s", r->effective_hi_s);
+	json_num(iv, "relative_sd", r->iteration_rel_sd);
 	return o;
 }
 
@@ -137,6 +178,23 @@ static void csv_num(double x)
 		printf(",");
 	else
 		printf(",%.6g", x);
+}
+
+/* A text field, quoted when it holds a comma, a quote or a line break
+ * (RFC 4180). */
+static void csv_text(const char *t)
+{
+	if (!strpbrk(t, ",\"\n\r")) {
+		fputs(t, stdout);
+		return;
+	}
+	putchar('"');
+	for (; *t; t++) {
+		if (*t == '"')
+			putchar('"');
+		putchar(*t);
+	}
+	putchar('"');
 }
 
 static void csv_choice(const struct fit *f, const char *role, int i)
@@ -155,7 +213,12 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	              r->interruptions, r->effective_time_s};
 	for (size_t k = 0; k < SL_COUNTOF(v); k++)
 		csv_num(v[k]);
-	printf(",%s\n", cost_fit_names[study_row_fit(r)]);
+	printf(",%s,", cost_fit_names[study_row_fit(r)]);
+	csv_text(f->st->faults[r->fault].name);
+	double w[] = {r->iteration_lo_s, r->iteration_hi_s, r->effective_lo_s, r->effective_hi_s};
+	for (size_t k = 0; k < SL_COUNTOF(w); k++)
+		csv_num(study_row_has_interval(r) ? w[k] : NAN);
+	printf("\n");
 }
 
 static void text_head(const struct study *st)
@@ -192,11 +255,23 @@ static void text_choice(const struct fit *f, const char *label, int i)
 	       report_num_text(cost, sizeof cost, r->cost, 1, ""));
 	char m[96];
 	printf("  %-14s memory %s\n", "", cli_verdict_text(m, sizeof m, r->memory_bytes, r->hbm_bytes));
+	if (study_row_has_interval(r)) {
+		char lo[32], hi[32], elo[32], ehi[32];
+		printf("  %-14s 90%% interval: iteration %s-%s, to train %s-%s\n", "",
+		       cli_si(lo, sizeof lo, r->iteration_lo_s, "s"),
+		       cli_si(hi, sizeof hi, r->iteration_hi_s, "s"),
+		       report_duration_text(elo, sizeof elo, r->effective_lo_s),
+		       report_duration_text(ehi, sizeof ehi, r->effective_hi_s));
+	} else if (f->intervals) {
+		printf("  %-14s interval: none (its cluster had no calibration with a training fit)\n",
+		       "");
+	}
 	if (r->simulated) {
 		char s[32];
-		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate)\n", "",
+		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate%s)\n", "",
 		       cli_si(s, sizeof s, r->sim_iteration_s, "s"),
-		       100 * (r->sim_iteration_s / r->iteration_s - 1));
+		       100 * (r->sim_iteration_s / r->iteration_s - 1),
+		       f->percentile != 0.5 ? " at that percentile" : "");
 	}
 }
 
@@ -245,6 +320,89 @@ static const char *goal_text(char *buf, size_t size, const struct study *st)
 	return buf;
 }
 
+/* --------------------------------------------------------- fault cases */
+
+/* Index into f->all of the row of case k with the plan of f->rows[i],
+ * -1 when none. */
+static int same_plan(const struct fit *f, int i, int k)
+{
+	return study_same_plan(f->all, f->n_all, &f->rows[i], k);
+}
+
+/* Index into f->all of the fastest point of case k that meets the goal
+ * (study_best over that case's rows), -1 when none. */
+static int fastest_in_case(const struct fit *f, int k)
+{
+	struct study_row *rows = malloc(((size_t)f->n_all + 1) * sizeof *rows);
+	int best = -1;
+	if (rows) {
+		int b = study_best(f->st, rows, study_fault_rows(f->all, f->n_all, k, rows), -1, 0);
+		best = b >= 0 ? study_same_plan(f->all, f->n_all, &rows[b], k) : -1;
+	}
+	free(rows);
+	return best;
+}
+
+/* The fault table: per case, the answered case's fastest plan there and
+ * the fastest point there. */
+static void faults_text(const struct fit *f, int fastest)
+{
+	const struct study *st = f->st;
+	const struct study_row *ref = fastest >= 0 ? &f->rows[fastest] : NULL;
+	printf("\nfault cases: the fastest point's plan (under \"%s\") in each case, and the "
+	       "fastest point of each case\n", st->faults[f->fault].name);
+	printf("  %-24s %10s %8s %10s   %-44s %10s %11s\n", "case", "same plan", "change",
+	       "simulated", "fastest in the case", "iteration", "to train");
+	for (int k = 0; k < st->n_faults; k++) {
+		int j = ref ? same_plan(f, fastest, k) : -1, b = fastest_in_case(f, k);
+		const struct study_row *x = j >= 0 ? &f->all[j] : NULL;
+		char it[32] = "-", ch[16] = "-", sim[32] = "-", c[128] = "none meets the goal",
+		     bi[32] = "-", bt[32] = "-";
+		if (x && x->ok) {
+			cli_si(it, sizeof it, x->iteration_s, "s");
+			snprintf(ch, sizeof ch, "%+.1f%%", 100 * (x->iteration_s / ref->iteration_s - 1));
+			if (x->simulated)
+				cli_si(sim, sizeof sim, x->sim_iteration_s, "s");
+		} else if (x) {
+			snprintf(it, sizeof it, "failed");
+		}
+		if (b >= 0 && b == j) {
+			snprintf(c, sizeof c, "the same plan");
+			snprintf(bi, sizeof bi, "%s", it);
+			report_duration_text(bt, sizeof bt, f->all[b].effective_time_s);
+		} else if (b >= 0) {
+			const struct study_row *y = &f->all[b];
+			char cf[96];
+			snprintf(c, sizeof c, "%s, %lld %s", plan_search_config_text(cf, sizeof cf, &y->config),
+			         (long long)y->devices, st->clusters[y->cluster].name);
+			cli_si(bi, sizeof bi, y->iteration_s, "s");
+			report_duration_text(bt, sizeof bt, y->effective_time_s);
+		}
+		printf("  %-24s %10s %8s %10s   %-44s %10s %11s\n", st->faults[k].name, it, ch, sim, c,
+		       bi, bt);
+		if (x && !x->ok && x->error)
+			printf("  %-24s failed: %s\n", "", x->error);
+	}
+}
+
+static cJSON *faults_json(const struct fit *f, int fastest)
+{
+	cJSON *a = cJSON_CreateArray();
+	/* json_choice reads f->rows: the table's rows come from f->all. */
+	struct fit all = *f;
+	all.rows = f->all;
+	all.n = f->n_all;
+	for (int k = 0; k < f->st->n_faults; k++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", f->st->faults[k].name);
+		int j = fastest >= 0 ? same_plan(f, fastest, k) : -1;
+		cJSON_AddItemToObject(o, "same_plan", json_choice(&all, j >= 0 && f->all[j].ok ? j : -1));
+		cJSON_AddItemToObject(o, "fastest", json_choice(&all, fastest_in_case(f, k)));
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
 static int report(const struct fit *f, enum out_kind kind)
 {
 	const struct study *st = f->st;
@@ -272,6 +430,8 @@ static int report(const struct fit *f, enum out_kind kind)
 			cJSON_AddNumberToObject(g, "tokens", st->goal.tokens);
 		cJSON_AddNumberToObject(g, "days", st->goal.days);
 		cJSON_AddStringToObject(root, "currency", st->currency);
+		cJSON_AddNumberToObject(root, "percentile", 100 * f->percentile);
+		cJSON_AddStringToObject(root, "fault", st->faults[f->fault].name);
 		cJSON_AddItemToObject(root, "goodput", goodput_json(&st->goodput));
 		cJSON *unc = cJSON_AddArrayToObject(root, "uncalibrated_clusters");
 		for (int c = 0; unc && c < st->n_clusters; c++)
@@ -287,6 +447,7 @@ static int report(const struct fit *f, enum out_kind kind)
 		cJSON_AddItemToObject(root, "fastest", json_choice(f, fastest));
 		cJSON_AddItemToObject(root, "cheapest", json_choice(f, cheapest));
 		cJSON_AddItemToObject(root, "least_energy", json_choice(f, greenest));
+		cJSON_AddItemToObject(root, "faults", faults_json(f, fastest));
 		cJSON *pa = cJSON_AddArrayToObject(root, "pareto");
 		for (int i = 0; i < n_front; i++)
 			cJSON_AddItemToArray(pa, json_choice(f, front[i]));
@@ -297,7 +458,8 @@ static int report(const struct fit *f, enum out_kind kind)
 		printf("role,cluster,device_kind,servers,devices,global_batch,config,iteration_s,"
 		       "tokens_per_s,mfu,memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,"
 		       "sim_iteration_s,goodput,checkpoint_interval_s,interruptions,"
-		       "effective_time_s,memory_verdict\n");
+		       "effective_time_s,memory_verdict,fault,iteration_lo_s,iteration_hi_s,"
+		       "effective_lo_s,effective_hi_s\n");
 		for (int c = 0; c < st->n_clusters; c++)
 			csv_choice(f, "smallest", study_smallest(st, f->rows, f->n, c));
 		csv_choice(f, "fastest", fastest);
@@ -314,6 +476,15 @@ static int report(const struct fit *f, enum out_kind kind)
 	goodput_text(&st->goodput);
 	for (int c = 0; c < st->n_clusters; c++)
 		cli_note_uncalibrated(stdout, st->clusters[c].topo);
+	if (!f->intervals)
+		printf("intervals: none (the sweep had no calibration with a training fit: sweep "
+		       "--calibration FILE or auto)\n");
+	if (f->percentile != 0.5)
+		printf("decided at percentile %g of each point's time: every figure below is that "
+		       "percentile's, from the point's interval\n", 100 * f->percentile);
+	if (st->n_faults > 1)
+		printf("fault case: %s (the choices are made under it; --fault NAME for another)\n",
+		       st->faults[f->fault].name);
 	printf("\nsmallest cluster per family that meets the goal\n");
 	text_head(st);
 	for (int c = 0; c < st->n_clusters; c++)
@@ -332,6 +503,8 @@ static int report(const struct fit *f, enum out_kind kind)
 	} else {
 		printf("  none: no point meets the goal with a price\n");
 	}
+	if (st->n_faults > 1)
+		faults_text(f, fastest);
 	free(front);
 	return EXIT_OK;
 }
@@ -394,6 +567,10 @@ static int emit(struct arena *a, const struct fit *f, const struct emit *em)
 		        em->pick);
 		return EXIT_INVALID;
 	}
+	if (em->scenario && f->st->faults[f->rows[i].fault].text)
+		fprintf(stderr, "shardlab fit: note: --emit-scenario writes the point without its fault "
+		        "case \"%s\" (a scenario's faults are not written back: docs/formats.md, "
+		        "\"faults\")\n", f->st->faults[f->rows[i].fault].name);
 	struct diag_list d;
 	diag_list_init(&d);
 	struct scenario *s = study_point_scenario(a, f->st, &f->rows[i], &d);
@@ -487,7 +664,8 @@ int cmd_fit(int argc, char **argv)
 		help(stdout);
 		return EXIT_OK;
 	}
-	const char *file = NULL, *db = NULL;
+	const char *file = NULL, *db = NULL, *fault = NULL;
+	int64_t pct = 50;
 	struct emit em = {.pick = "fastest"};
 	enum out_kind kind = OUT_TEXT;
 	for (int i = 1; i < argc; i++) {
@@ -501,6 +679,12 @@ int cmd_fit(int argc, char **argv)
 			em.mindspore = argv[++i];
 		else if (!strcmp(argv[i], "--pick") && i + 1 < argc)
 			em.pick = argv[++i];
+		else if (!strcmp(argv[i], "--percentile") && i + 1 < argc) {
+			int rc = cli_parse_range("fit", "--percentile", argv[++i], 1, 99, &pct);
+			if (rc != EXIT_OK)
+				return rc;
+		} else if (!strcmp(argv[i], "--fault") && i + 1 < argc)
+			fault = argv[++i];
 		else if (!strcmp(argv[i], "--json"))
 			kind = OUT_JSON;
 		else if (!strcmp(argv[i], "--csv"))
@@ -523,8 +707,36 @@ int cmd_fit(int argc, char **argv)
 	struct study_row *rows = NULL;
 	int n = 0;
 	int rc = a ? cli_load_study_rows("fit", a, file, db, &st, &rows, &n) : EXIT_INVALID;
+	struct fit f = {.st = st, .all = rows, .n_all = n, .percentile = (double)pct / 100};
+	if (rc == EXIT_OK && fault) {
+		f.fault = -1;
+		for (int k = 0; k < st->n_faults; k++)
+			if (!strcmp(fault, st->faults[k].name))
+				f.fault = k;
+		if (f.fault < 0) {
+			fprintf(stderr, "shardlab fit: --fault: the study %s has no fault case \"%s\"\n",
+			        st->name, fault);
+			rc = EXIT_USAGE;
+		}
+	}
+	/* At another percentile every figure follows from that time. */
+	for (int i = 0; rc == EXIT_OK && pct != 50 && i < n; i++) {
+		if (rows[i].ok && !study_row_has_interval(&rows[i])) {
+			fprintf(stderr, "shardlab fit: --percentile %lld: %s has points without an "
+			        "interval (swept without a calibration with a training fit): sweep with "
+			        "--calibration FILE or auto\n", (long long)pct, db);
+			rc = EXIT_INVALID;
+		}
+		study_row_at_percentile(st, &rows[i], f.percentile);
+	}
+	struct study_row *mine = rc == EXIT_OK ? arena_calloc(a, (size_t)n + 1, sizeof *mine) : NULL;
+	f.n = mine ? study_fault_rows(rows, n, f.fault, mine) : 0;
+	for (int i = 0; i < n; i++)
+		f.intervals = f.intervals || study_row_has_interval(&rows[i]);
+	f.rows = mine;
+	if (rc == EXIT_OK && !mine)
+		rc = EXIT_INVALID;
 	if (rc == EXIT_OK) {
-		struct fit f = {st, rows, n};
 		rc = report(&f, kind);
 		if (rc == EXIT_OK && (em.scenario || em.megatron || em.mindspore))
 			rc = emit(a, &f, &em);

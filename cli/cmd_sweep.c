@@ -28,12 +28,13 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab sweep STUDY --db FILE [--simulate-top K] [--force]\n"
-	        "                      [--max-points N]\n"
+	        "                      [--max-points N] [--calibration FILE|auto|none]\n"
 	        "       mpirun -n N shardlab sweep STUDY --db FILE ...\n"
 	        "\n"
 	        "Plan and estimate every point of a study (docs/formats.md, \"Studies\"):\n"
-	        "each cluster family at each server count, each global batch, each\n"
-	        "configuration (the megatron-search space or the study's list). Each\n"
+	        "each cluster family at each server count, each fault case (the\n"
+	        "study's \"faults\"), each global batch, each configuration (the\n"
+	        "megatron-search space or the study's list). Each\n"
 	        "point becomes a row of the SQLite database FILE (docs/formats.md, \"The\n"
 	        "sweep database\"): the inputs' hash, the cluster, the configuration,\n"
 	        "the estimate (iteration time, tokens/s, MFU, memory per device, OOM:\n"
@@ -57,6 +58,15 @@ static void help(FILE *f)
 	        "                    0: none); their sim_ columns are filled\n"
 	        "  --force           discard the rows of a database written for other\n"
 	        "                    inputs and start again\n"
+	        "  --calibration FILE  a calibration file (docs/formats.md) applied to\n"
+	        "                    every cluster's topology, as estimate takes it;\n"
+	        "                    \"auto\": the shipped one of each cluster's device;\n"
+	        "                    \"none\" (default): none. With a training fit each\n"
+	        "                    row stores its 90%% interval (iteration_lo_s,\n"
+	        "                    iteration_hi_s; two more estimates per figure and\n"
+	        "                    point); without, the row has none (NULL). The\n"
+	        "                    calibrations are recorded: a resumed sweep with\n"
+	        "                    others is refused\n"
 	        "  --max-points N    refuse a study of more than N points (default\n"
 	        "                    1000000; counted before anything is computed, the\n"
 	        "                    points are then dealt out cell by cell, never all\n"
@@ -76,7 +86,7 @@ static void help(FILE *f)
 }
 
 struct args {
-	const char *file, *db;
+	const char *file, *db, *calibration;
 	int64_t top, max_points;
 	bool force;
 };
@@ -93,6 +103,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		else if (!strcmp(argv[i], "--max-points") && i + 1 < argc)
 			rc = cli_parse_range("sweep", "--max-points", argv[++i], 1, INT64_MAX,
 			                     &a->max_points);
+		else if (!strcmp(argv[i], "--calibration") && i + 1 < argc)
+			a->calibration = argv[++i];
 		else if (!strcmp(argv[i], "--force"))
 			a->force = true;
 		else if (argv[i][0] == '-') {
@@ -492,8 +504,19 @@ static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 	       " simulated; %s\n",
 	       sw->st->name, sw->n_points, sw->computed, sw->stored, fit, tight, failed, n_sim, db);
 	report_refused_text(stdout, sw->size.refused);
-	for (int c = 0; c < sw->st->n_clusters; c++)
+	int calibrated = 0;
+	for (int c = 0; c < sw->st->n_clusters; c++) {
 		cli_note_uncalibrated(stdout, sw->st->clusters[c].topo);
+		calibrated += sw->st->clusters[c].topo->calibration != NULL;
+	}
+	if (!calibrated)
+		printf("calibration: none (the rows carry no interval; sweep --calibration FILE or "
+		       "auto)\n");
+	for (int c = 0; calibrated && c < sw->st->n_clusters; c++) {
+		char label[96];
+		snprintf(label, sizeof label, "cluster %s: ", sw->st->clusters[c].name);
+		cli_calibration_line(stdout, label, sw->st->clusters[c].topo);
+	}
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -534,7 +557,13 @@ int cmd_sweep(int argc, char **argv)
 	struct diag_list d;
 	diag_list_init(&d);
 	struct sweep sw = {0};
-	sw.st = a ? study_load(a, args.file, &d) : NULL;
+	struct study *st = a ? study_load(a, args.file, &d) : NULL;
+	/* Each cluster's topology takes the calibration, as estimate's does. */
+	for (int c = 0; st && c < st->n_clusters; c++)
+		if (!cli_apply_calibration(a, args.calibration, (struct topology *)st->clusters[c].topo,
+		                           &d))
+			st = NULL;
+	sw.st = st;
 	if (rank == 0)
 		cli_print_diags(&d);
 	diag_list_free(&d);

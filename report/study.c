@@ -8,7 +8,10 @@
  * functions `fit` prints from. A linked plan is the configuration laid
  * over the cluster's devices (pipeline stages hold consecutive rank
  * ranges, tensor-parallel groups consecutive ranks inside a stage: the
- * order Megatron's rule and the sweep plan them in).
+ * order Megatron's rule and the sweep plan them in). A study with fault
+ * cases is answered for its first case (as `fit` answers by default), and
+ * a table shows the fastest point's plan under every case; each row
+ * carries its 90% interval, or says it has none.
  *
  * Linear in rows; no hot path.
  */
@@ -57,7 +60,35 @@ struct study_ctx {
 	const char *const *href;           /* per row: its plan page, or NULL */
 	int linked[MAX_LINKED];            /* rows whose plan the page draws */
 	int n_linked;
+	const struct study_row *sub;       /* the rows of the first fault case, */
+	int *map;                          /* each one's index in rows */
+	int n_sub;
 };
+
+/* The rows of the first fault case, and where each sits in rows (the
+ * answers are made on them, the links index every row). False when out of
+ * memory. */
+static bool first_case(const struct study_row *rows, int n, struct study_row **sub, int **map,
+                       int *n_sub)
+{
+	*sub = malloc(((size_t)n + 1) * sizeof **sub);
+	*map = malloc(((size_t)n + 1) * sizeof **map);
+	*n_sub = 0;
+	if (!*sub || !*map)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (rows[i].fault == 0) {
+			(*map)[*n_sub] = i;
+			(*sub)[(*n_sub)++] = rows[i];
+		}
+	return true;
+}
+
+/* A first-case row's index in rows (-1 stays). */
+static int in_rows(const struct study_ctx *x, int i)
+{
+	return i < 0 ? i : x->map[i];
+}
 
 /* The anchor of a row's plan (drawn once, however often linked); -1 past
  * MAX_LINKED. */
@@ -73,7 +104,8 @@ static int link_of(struct study_ctx *x, int row)
 }
 
 static const char *const row_cols[] = {"", "cluster", "servers", "devices", "batch",
-                                       "configuration", "iteration", "simulated", "MFU",
+                                       "configuration", "iteration", "90% interval",
+                                       "simulated", "MFU",
                                        "memory", "to train", "goodput", "device-h", "energy", "cost",
                                        NULL};
 
@@ -107,6 +139,14 @@ static void row_cells(struct study_ctx *x, const char *role, int i, bool breakdo
 		             "cluster's devices, on this page\">devices</a>", l);
 	rh_put(h, "</td>");
 	rh_td_num(h, r->iteration_s, rh_si(h, b, sizeof b, r->iteration_s, "s"));
+	if (study_row_has_interval(r)) {
+		char lo[48], hi[48];
+		snprintf(b, sizeof b, "%s-%s", rh_si(h, lo, sizeof lo, r->iteration_lo_s, "s"),
+		         rh_si(h, hi, sizeof hi, r->iteration_hi_s, "s"));
+		rh_td_num(h, r->iteration_hi_s, b);
+	} else {
+		rh_td_num(h, NAN, "none");
+	}
 	double sim = r->simulated ? r->sim_iteration_s : NAN;
 	rh_td_num(h, sim, r->simulated ? rh_si(h, b, sizeof b, sim, "s") : "-");
 	if (breakdown) {
@@ -129,7 +169,7 @@ static void answer_row(struct study_ctx *x, const char *role, int i)
 	if (i < 0) {
 		rh_put(h, "<tr class=\"fit-row\">");
 		rh_td(h, role);
-		rh_put(h, "<td colspan=\"14\">none meets the goal</td></tr>\n");
+		rh_put(h, "<td colspan=\"15\">none meets the goal</td></tr>\n");
 		return;
 	}
 	rh_put(h, "<tr class=\"fit-row\">");
@@ -176,9 +216,14 @@ static bool figures(struct study_ctx *x, char *err, size_t err_size)
 		snprintf(err, err_size, "out of memory");
 	char title[256];
 	snprintf(title, sizeof title, "shardlab study: %s", st->name);
+	const char **faults = calloc((size_t)st->n_faults, sizeof *faults);
+	for (int k = 0; faults && k < st->n_faults; k++)
+		faults[k] = st->faults[k].name;
 	struct study_plot_info info = {.title = title, .currency = st->currency,
 	                               .deadline_s = st->goal.days * 86400,
-	                               .budget = st->goal.budget};
+	                               .budget = st->goal.budget,
+	                               .n_faults = faults ? st->n_faults : 1,
+	                               .fault_names = faults};
 	ok = ok && study_plot(f, "figures.svg", x->rows, x->n, st->n_clusters, names, kinds, &info,
 	                      err, err_size);
 	if (f && fclose(f) != 0 && ok) {
@@ -197,11 +242,13 @@ static bool figures(struct study_ctx *x, char *err, size_t err_size)
 		          "and MFU against devices per cluster family (the fastest point that fits at each "
 		          "size), time to train against cost with the Pareto front, the iteration "
 		          "breakdown and the goodput of the fastest points; times are effective (with "
-		          "failures, restarts and checkpoints).</figcaption></figure>\n");
+		          "failures, restarts and checkpoints). With fault cases, those of the first, "
+		          "and (g) the fastest point's plan under each case.</figcaption></figure>\n");
 	}
 	free(buf);
 	free(names);
 	free(kinds);
+	free(faults);
 	return ok;
 }
 
@@ -277,21 +324,94 @@ int report_study_linked(const struct study *st, const struct study_row *rows, in
 {
 	int m = 0;
 	int *idx = malloc(((size_t)n + 1) * sizeof *idx);
-	if (!idx)
+	struct study_ctx x = {0};
+	struct study_row *sub = NULL;
+	if (!idx || !first_case(rows, n, &sub, &x.map, &x.n_sub)) {
+		free(idx);
+		free(sub);
+		free(x.map);
 		return -1;
+	}
+	int ns = x.n_sub;
 	for (int c = 0; c < st->n_clusters; c++)
-		add_linked(out, &m, study_smallest(st, rows, n, c));
+		add_linked(out, &m, in_rows(&x, study_smallest(st, sub, ns, c)));
 	for (int goal = 0; goal < 3; goal++)
-		add_linked(out, &m, study_best(st, rows, n, -1, goal));
-	int k = study_pareto(st, rows, n, idx);
+		add_linked(out, &m, in_rows(&x, study_best(st, sub, ns, -1, goal)));
+	int k = study_pareto(st, sub, ns, idx);
 	for (int i = 0; i < k; i++)
-		add_linked(out, &m, idx[i]);
-	k = study_top_per_size(rows, n, 1, idx);
+		add_linked(out, &m, in_rows(&x, idx[i]));
+	k = study_top_per_size(sub, ns, 1, idx);
 	for (int i = 0; i < k; i++)
-		add_linked(out, &m, idx[i]);
+		add_linked(out, &m, in_rows(&x, idx[i]));
 	free(idx);
+	free(sub);
+	free(x.map);
 	return m;
 }
+
+/* The fault cases: the first case's fastest point's plan under each, and
+ * the fastest point of each (fit's table). */
+static void faults_table(struct study_ctx *x)
+{
+	static const char *const cols[] = {"case", "same plan", "90% interval", "change",
+	                                   "simulated", "fastest in the case", "iteration",
+	                                   "to train", NULL};
+	struct report_html *h = x->h;
+	const struct study *st = x->st;
+	int ref = in_rows(x, study_best(st, x->sub, x->n_sub, -1, 0));
+	struct study_row *tmp = malloc(((size_t)x->n + 1) * sizeof *tmp);
+	if (!tmp)
+		return;
+	rh_printf(h, "<h2 id=\"study-faults\">Fault cases</h2>\n<p>The fastest point's plan (under "
+	             "\"%s\") in each of the study's %d fault cases, and the fastest point of each "
+	             "case: the same plan, or the configuration re-planning among the study's "
+	             "points would pick (the planner does not rebalance work around a slow "
+	             "device).</p>\n", st->faults[0].name, st->n_faults);
+	rh_put(h, "<div class=\"scroll\">");
+	rh_table_begin(h, "faults", cols);
+	for (int k = 0; k < st->n_faults; k++) {
+		int j = ref >= 0 ? study_same_plan(x->rows, x->n, &x->rows[ref], k) : -1;
+		const struct study_row *r = j >= 0 && x->rows[j].ok ? &x->rows[j] : NULL;
+		int m = study_fault_rows(x->rows, x->n, k, tmp);
+		int b = study_best(st, tmp, m, -1, 0);
+		int bj = b >= 0 ? study_same_plan(x->rows, x->n, &tmp[b], k) : -1;
+		char v[96], lo[48], hi[48];
+		rh_put(h, "<tr class=\"faults-row\">");
+		rh_td(h, st->faults[k].name);
+		rh_td_num(h, r ? r->iteration_s : NAN,
+		          r ? rh_si(h, v, sizeof v, r->iteration_s, "s") : "-");
+		if (r && study_row_has_interval(r)) {
+			snprintf(v, sizeof v, "%s-%s", rh_si(h, lo, sizeof lo, r->iteration_lo_s, "s"),
+			         rh_si(h, hi, sizeof hi, r->iteration_hi_s, "s"));
+			rh_td_num(h, r->iteration_hi_s, v);
+		} else {
+			rh_td_num(h, NAN, "none");
+		}
+		double ch = r ? 100 * (r->iteration_s / x->rows[ref].iteration_s - 1) : NAN;
+		snprintf(v, sizeof v, "%+.1f%%", ch);
+		rh_td_num(h, ch, r ? v : "-");
+		double sim = r && r->simulated ? r->sim_iteration_s : NAN;
+		rh_td_num(h, sim, isnan(sim) ? "-" : rh_si(h, v, sizeof v, sim, "s"));
+		const struct study_row *y = bj >= 0 ? &x->rows[bj] : NULL;
+		if (y && bj == j)
+			rh_td(h, "the same plan");
+		else if (y)
+			rh_td(h, plan_search_config_text(v, sizeof v, &y->config));
+		else
+			rh_td(h, "none meets the goal");
+		rh_td_num(h, y ? y->iteration_s : NAN, y ? rh_si(h, v, sizeof v, y->iteration_s, "s")
+		                                         : "-");
+		rh_td_num(h, y ? y->effective_time_s : NAN,
+		          y ? report_duration_text(v, sizeof v, y->effective_time_s) : "-");
+		rh_put(h, "</tr>\n");
+	}
+	rh_table_end(h);
+	rh_put(h, "</div>\n");
+	free(tmp);
+}
+
+static bool report_study_body(struct study_ctx *px, const int *first, int n_first, char *err,
+                              size_t err_size);
 
 bool report_html_study(struct report_html *h, const struct study *st, const struct study_row *rows,
                        int n, const char *const *plan_href, char *err, size_t err_size)
@@ -299,17 +419,35 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 	struct study_ctx x = {.h = h, .st = st, .rows = rows, .n = n, .href = plan_href};
 	int first[REPORT_STUDY_MAX_PLANS];
 	int n_first = report_study_linked(st, rows, n, first);
-	if (n_first < 0) {
+	struct study_row *sub = NULL;
+	if (n_first < 0 || !first_case(rows, n, &sub, &x.map, &x.n_sub)) {
+		free(sub);
+		free(x.map);
 		snprintf(err, err_size, "out of memory");
 		return false;
 	}
+	x.sub = sub;
+	bool ok = report_study_body(&x, first, n_first, err, err_size);
+	free(sub);
+	free(x.map);
+	return ok;
+}
+
+static bool report_study_body(struct study_ctx *px, const int *first, int n_first, char *err,
+                              size_t err_size)
+{
+	struct study_ctx x = *px;
+	struct report_html *h = x.h;
+	const struct study *st = x.st;
+	const struct study_row *rows = x.rows, *sub = x.sub;
+	int n = x.n, ns = x.n_sub;
 	/* the plan pages' rows first, so that drawing l on this page is the
 	 * plan page of the same row */
 	for (int k = 0; k < n_first; k++)
 		link_of(&x, first[k]);
 	int meet = 0;
-	for (int i = 0; i < n; i++)
-		meet += study_row_meets(st, &rows[i]);
+	for (int i = 0; i < ns; i++)
+		meet += study_row_meets(st, &sub[i]);
 	char goal[128];
 	if (st->goal.iterations)
 		snprintf(goal, sizeof goal, "%" PRId64 " iterations", st->goal.iterations);
@@ -333,6 +471,8 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 	rh_put(h, "<h2>Figures</h2>\n");
 	if (!figures(&x, err, err_size))
 		return false;
+	if (st->n_faults > 1)
+		faults_table(&x);
 
 	int *idx = malloc(((size_t)n + 1) * sizeof *idx);
 	if (!idx) {
@@ -347,20 +487,24 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 	char role[160];
 	for (int c = 0; c < st->n_clusters; c++) {
 		snprintf(role, sizeof role, "smallest %s", st->clusters[c].name);
-		answer_row(&x, role, study_smallest(st, rows, n, c));
+		answer_row(&x, role, in_rows(&x, study_smallest(st, sub, ns, c)));
 	}
-	answer_row(&x, "fastest", study_best(st, rows, n, -1, 0));
-	answer_row(&x, "cheapest", study_best(st, rows, n, -1, 1));
-	answer_row(&x, "least energy", study_best(st, rows, n, -1, 2));
+	answer_row(&x, "fastest", in_rows(&x, study_best(st, sub, ns, -1, 0)));
+	answer_row(&x, "cheapest", in_rows(&x, study_best(st, sub, ns, -1, 1)));
+	answer_row(&x, "least energy", in_rows(&x, study_best(st, sub, ns, -1, 2)));
 	rh_table_end(h);
 	rh_put(h, "</div>\n");
 
-	int n_front = study_pareto(st, rows, n, idx);
+	int n_front = study_pareto(st, sub, ns, idx);
+	for (int i = 0; i < n_front; i++)
+		idx[i] = in_rows(&x, idx[i]);
 	rh_printf(h, "<h2>Pareto front: time to train against cost</h2>\n<p>%d point(s) that no "
 	             "other point beats on both (click a column to sort).</p>\n",
 	          n_front);
 	rows_table(&x, "pareto", idx, n_front, true);
-	int n_best = study_top_per_size(rows, n, 1, idx);
+	int n_best = study_top_per_size(sub, ns, 1, idx);
+	for (int i = 0; i < n_best; i++)
+		idx[i] = in_rows(&x, idx[i]);
 	rh_printf(h, "<h2>Best configuration per cluster size</h2>\n<p>The fastest point that fits "
 	             "the memory at each size of each family (%d size(s)).</p>\n",
 	          n_best);
@@ -369,7 +513,8 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 
 	if (n <= MAX_POINTS_LISTED) {
 		static const char *const cols[] = {"", "cluster", "servers", "devices", "batch",
-		                                   "configuration", "iteration", "simulated",
+		                                   "configuration", "iteration", "90% interval",
+		                                   "simulated",
 		                                   "compute", "communication", "bubble", "MFU",
 		                                   "memory", "to train", "goodput", "device-h", "energy", "cost",
 		                                   NULL};
@@ -381,8 +526,11 @@ bool report_html_study(struct report_html *h, const struct study *st, const stru
 		for (int i = 0; i < n; i++) {
 			const struct study_row *r = &rows[i];
 			rh_put(h, "<tr class=\"point-row\">");
-			row_cells(&x, !r->ok ? "failed" : r->oom ? "OOM" : study_row_meets(st, r) ? "meets"
-			                                                            : "misses", i, true);
+			const char *state = !r->ok ? "failed" : r->oom ? "OOM" : study_row_meets(st, r)
+			                                                               ? "meets" : "misses";
+			if (st->n_faults > 1)
+				snprintf(role, sizeof role, "%s (%s)", state, st->faults[r->fault].name);
+			row_cells(&x, st->n_faults > 1 ? role : state, i, true);
 			rh_put(h, "</tr>\n");
 		}
 		rh_table_end(h);

@@ -346,3 +346,10 @@ bool scenario_read_faults(struct arena *a, struct scenario *s, const struct jv *
 	s->topo = ft;
 	return true;
 }
+
+struct topology *scenario_faults_apply(struct arena *a, const struct topology *t, int64_t devices,
+                                       const struct jv *v, const char *dir)
+{
+	struct scenario s = {.topo = (struct topology *)t, .devices = devices};
+	return scenario_read_faults(a, &s, v, dir) ? s.topo : NULL;
+}

@@ -195,6 +195,13 @@ struct scenario *scenario_load_doc(struct arena *a, struct json_doc *doc);
  * "name" too when default_name is not NULL; paths relative to that file's
  * folder. */
 struct scenario *scenario_load_value(struct arena *a, const struct jv *v, const char *default_name);
+/* A "faults" array `v` (docs/formats.md, "faults") applied to a copy of
+ * t running `devices` ranks, as a scenario's: the copy, or NULL after
+ * diagnostics (an element t does not have, a fault that disconnects the
+ * ranks). Paths (device_from) relative to `dir`. For a study's fault
+ * cases, which apply one list to each cluster size. */
+struct topology *scenario_faults_apply(struct arena *a, const struct topology *t, int64_t devices,
+                                       const struct jv *v, const char *dir);
 
 /* ------------------------------------------------ jobs on one cluster
  *

@@ -408,6 +408,151 @@ static const struct scenario *read_scenario(struct arena *a, const char *dir,
 	return s;
 }
 
+/* ---------------------------------------------------------- fault cases */
+
+/* A fault case's list checked on every cluster at its smallest size (the
+ * indices) and its largest (where the most leaves depend on the spines),
+ * each refusal noted with the size; in a scratch arena: the cases keep
+ * only their text, applied again per cell (study_fault_topology), where a
+ * size between that the faults cut apart is a failed row saying so.
+ * Two checks a cluster and case bound the loader's work whatever the
+ * sizes listed. */
+static bool check_fault_case(const struct study *st, const char *dir, const struct jv *fv)
+{
+	for (int c = 0; c < st->n_clusters; c++) {
+		const struct study_cluster *cl = &st->clusters[c];
+		for (int i = 0; cl->topo && i < cl->n_sizes;
+		     i = i == cl->n_sizes - 1 ? cl->n_sizes : cl->n_sizes - 1) {
+			struct arena *a = arena_new();
+			const struct topology *t = a ? topo_with_servers(a, cl->topo, cl->servers[i]) : NULL;
+			size_t before = fv->doc->diags->errors;
+			bool ok = t && scenario_faults_apply(a, t, t->n_devices, fv, dir);
+			if (!ok && fv->doc->diags->errors == before)
+				jv_error(fv, "out of memory checking the faults");
+			else if (!ok && (st->n_clusters > 1 || cl->n_sizes > 1))
+				jv_note(fv, "on cluster \"%s\" at %lld servers", cl->name,
+				        (long long)cl->servers[i]);
+			arena_free(a);
+			if (!ok)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* The text of the topology files a case's servers take their devices
+ * from ("device_from") into the inputs' hash. */
+static uint64_t fnv_device_files(struct arena *a, const char *dir, const cJSON *list, uint64_t h)
+{
+	const cJSON *e;
+	cJSON_ArrayForEach(e, list) {
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "device_from");
+		if (cJSON_IsString(d))
+			h = fnv_file(h, util_path_join(a, dir, d->valuestring));
+	}
+	return h;
+}
+
+static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v,
+                            struct study *st, struct study_fault *f, uint64_t *h)
+{
+	static const char *const keys[] = {"name", "faults", "description", NULL};
+	if (!jv_open(v, keys))
+		return false;
+	f->line = v->line;
+	f->file = st->file;
+	const char *str;
+	bool ok = true;
+	struct jv n, fv, dv;
+	if (jv_need(v, "name", &n) && jv_string(&n, &str))
+		f->name = arena_strdup(a, str);
+	else
+		ok = false;
+	if (jv_get(v, "description", &dv))
+		ok = jv_string(&dv, &str) && ok;
+	if (!jv_need(v, "faults", &fv) || !jv_is_array(&fv, 0, 1 << 20))
+		return false;
+	if (jv_len(&fv) > 0) {
+		char *text = cJSON_PrintUnformatted(fv.node);
+		f->text = text ? arena_printf(a, "{\"faults\":%s}", text) : NULL;
+		cJSON_free(text);
+		if (!f->text)
+			return false;
+		ok = check_fault_case(st, dir, &fv) && ok;
+		*h = fnv_device_files(a, dir, fv.node, *h);
+	}
+	return ok && f->name;
+}
+
+/* "faults": the fault cases, each a named list of faults (none: one case,
+ * "none"). */
+static bool read_faults(struct arena *a, const char *dir, const struct jv *root,
+                        struct study *st, uint64_t *h)
+{
+	struct jv v;
+	if (!jv_get(root, "faults", &v)) {
+		st->n_faults = 1;
+		st->faults = arena_calloc(a, 1, sizeof *st->faults);
+		if (!st->faults)
+			return false;
+		st->faults[0] = (struct study_fault){.name = "none", .file = st->file};
+		return true;
+	}
+	if (!jv_is_array(&v, 1, STUDY_MAX_FAULTS))
+		return false;
+	st->n_faults = jv_len(&v);
+	st->faults = arena_calloc(a, (size_t)st->n_faults, sizeof *st->faults);
+	if (!st->faults)
+		return false;
+	bool ok = true;
+	struct jv e;
+	int i = 0;
+	for (bool more = jv_first(&v, &e); more; more = jv_next(&v, &e), i++) {
+		ok = read_fault_case(a, dir, &e, st, &st->faults[i], h) && ok;
+		for (int k = 0; k < i && st->faults[i].name; k++)
+			if (st->faults[k].name && !strcmp(st->faults[k].name, st->faults[i].name)) {
+				struct jv n;
+				jv_get(&e, "name", &n);
+				jv_error(&n, "the fault case name \"%s\" is used twice", st->faults[i].name);
+				ok = false;
+			}
+	}
+	return ok;
+}
+
+const struct topology *study_fault_topology(struct arena *a, const struct study *st, int cluster,
+                                            int64_t servers, int fault, struct diag_list *d)
+{
+	const struct topology *t = topo_with_servers(a, st->clusters[cluster].topo, servers);
+	const struct study_fault *f = &st->faults[fault];
+	if (!t || !f->text)
+		return t;
+	struct json_doc doc;
+	struct jv root, v;
+	const struct topology *ft = NULL;
+	if (json_doc_parse(&doc, f->file, f->text, strlen(f->text), d) && jv_root(&doc, &root) &&
+	    jv_need(&root, "faults", &v))
+		ft = scenario_faults_apply(a, t, t->n_devices, &v, st->dir);
+	json_doc_free(&doc);
+	return ft;
+}
+
+/* FNV-1a of a calibration file's text, as 16 hex digits. */
+const char *study_calibration_key(struct arena *a, const struct study *st)
+{
+	const char *key = "";
+	for (int c = 0; key && c < st->n_clusters; c++) {
+		const struct calibration *cal = st->clusters[c].topo->calibration;
+		char h[17];
+		if (cal)
+			study_hash_text(h, fnv_file(STUDIES_FNV_OFFSET, cal->file));
+		key = cal ? arena_printf(a, "%s%s%s=%s:%s", key, c ? "; " : "", st->clusters[c].name,
+		                         cal->name, h)
+		          : arena_printf(a, "%s%s%s=none", key, c ? "; " : "", st->clusters[c].name);
+	}
+	return key;
+}
+
 /* What re-prices the points without re-planning them (docs/studies.md,
  * "Quick what-ifs"): the goal, goodput and currency, each cluster's price
  * and power. */
@@ -462,7 +607,8 @@ struct study *study_load_doc(struct arena *a, struct json_doc *doc)
 	static const char *const keys[] = {"format",   "version",        "name",
 	                                   "description", "source",      "scenario",
 	                                   "clusters", "configurations", "global_batch",
-	                                   "goal",     "goodput",        "currency", NULL};
+	                                   "goal",     "goodput",        "currency",
+	                                   "faults",   NULL};
 	struct jv root, v;
 	if (!jv_root(doc, &root) || !jv_header(&root, STUDY_FORMAT, STUDY_VERSION))
 		return NULL;
@@ -472,6 +618,7 @@ struct study *study_load_doc(struct arena *a, struct json_doc *doc)
 	if (!st || !dir)
 		return NULL;
 	st->file = arena_strdup(a, doc->file);
+	st->dir = dir;
 	uint64_t h = plan_hash(doc->root);
 	bool ok = jv_keys(&root, keys);
 	const char *str;
@@ -489,7 +636,16 @@ struct study *study_load_doc(struct arena *a, struct json_doc *doc)
 		ok = jv_string(&v, &str) && ok;
 	st->scenario = read_scenario(a, dir, &root, &h);
 	ok = st->scenario && ok;
-	ok = read_clusters(a, dir, &root, st, &h) && ok;
+	bool clusters_ok = read_clusters(a, dir, &root, st, &h);
+	ok = clusters_ok && ok;
+	if (st->scenario && st->scenario->topo && st->scenario->topo->faults) {
+		jv_get(&root, "scenario", &v);
+		jv_error(&v, "the scenario has faults, which name elements of its own topology, "
+		         "replaced by each cluster's: give them as a case of the study's \"faults\"");
+		ok = false;
+	}
+	/* The fault cases are checked on every cluster's sizes: after them. */
+	ok = (clusters_ok ? read_faults(a, dir, &root, st, &h) : !jv_get(&root, "faults", &v)) && ok;
 	ok = read_configs(a, &root, st) && ok;
 	if (jv_get(&root, "global_batch", &v))
 		ok = read_counts(a, &v, (int64_t)1e12, &st->global_batches, &st->n_batches) && ok;

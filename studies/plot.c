@@ -11,9 +11,13 @@
  *       marks) and the Pareto front (a line);
  *   (e) the iteration of those fastest points broken down: compute,
  *       exposed communication, pipeline bubble, other (stacked bars);
- *   (f) their goodput against devices (log x, linear y).
+ *   (f) their goodput against devices (log x, linear y);
+ * all of the first fault case (the study's "faults"), and with several:
+ *   (g) the iteration time of the fastest point's plan under each case,
+ *       its 90% interval as a whisker where the rows have one, the
+ *       simulated time as a mark where simulated (bars, one per case).
  * Axes carry ticks, tick labels and their units; the page is 1500 x 1160
- * points (SVG, PDF) or pixels (PNG). No hot path.
+ * points (SVG, PDF) or pixels (PNG), 1500 x 1620 with (g). No hot path.
  */
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
@@ -27,6 +31,7 @@
 
 #define PAGE_W 1500.0
 #define PAGE_H 1160.0
+#define FAULTS_H 460.0                 /* the page's extra height for panel (g) */
 #define FONT "DejaVu Sans"
 #define PLOT_PI 3.14159265358979323846
 
@@ -365,6 +370,24 @@ static void goal_line(cairo_t *cr, const struct panel *p, double v, bool vertica
 	cairo_restore(cr);
 }
 
+/* A bar panel's frame, title and axis labels (the x label dy below it). */
+static void bar_frame(cairo_t *cr, const struct panel *p, double dy)
+{
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	cairo_set_line_width(cr, 1.2);
+	cairo_rectangle(cr, p->x, p->y, p->w, p->h);
+	cairo_stroke(cr);
+	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
+	text_at(cr, p->x + p->w / 2, p->y - 12, p->title, 0.5, 1, 15);
+	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+	text_at(cr, p->x + p->w / 2, p->y + p->h + dy, p->ax.label, 0.5, 0, 14);
+	cairo_save(cr);
+	cairo_translate(cr, p->x - 62, p->y + p->h / 2);
+	cairo_rotate(cr, -PLOT_PI / 2);
+	text_at(cr, 0, 0, p->ay.label, 0.5, 0.5, 14);
+	cairo_restore(cr);
+}
+
 /* Stacked bars of the best points: compute, exposed communication,
  * bubble, other, in ms. */
 static void draw_breakdown(cairo_t *cr, double x, double y, const struct study_row *rows,
@@ -401,19 +424,7 @@ static void draw_breakdown(cairo_t *cr, double x, double y, const struct study_r
 		text_at(cr, 0, 0, t, 0, 0.5, 11);
 		cairo_restore(cr);
 	}
-	cairo_set_source_rgb(cr, 0, 0, 0);
-	cairo_set_line_width(cr, 1.2);
-	cairo_rectangle(cr, p.x, p.y, p.w, p.h);
-	cairo_stroke(cr);
-	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-	text_at(cr, p.x + p.w / 2, p.y - 12, p.title, 0.5, 1, 15);
-	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-	text_at(cr, p.x + p.w / 2, p.y + p.h + 62, p.ax.label, 0.5, 0, 14);
-	cairo_save(cr);
-	cairo_translate(cr, p.x - 62, p.y + p.h / 2);
-	cairo_rotate(cr, -PLOT_PI / 2);
-	text_at(cr, 0, 0, p.ay.label, 0.5, 0.5, 14);
-	cairo_restore(cr);
+	bar_frame(cr, &p, 62);
 }
 
 static void draw_pareto(cairo_t *cr, const struct panel *p, const struct study_row *rows, int n)
@@ -448,6 +459,70 @@ static void draw_pareto(cairo_t *cr, const struct panel *p, const struct study_r
 	free(front);
 }
 
+/* (g): the plan of the reference case's fastest point (ref, an index into
+ * rows) under every case: a bar each, the interval's whisker, the
+ * simulated time's mark. */
+static void draw_faults(cairo_t *cr, double x, double y, const struct study_row *rows, int n,
+                        int ref, const struct study_plot_info *info)
+{
+	int k = info->n_faults;
+	struct axis ay = {0, 0, false, "iteration time (s)"};
+	int *at = malloc((size_t)k * sizeof *at);
+	if (!at)
+		return;
+	for (int f = 0; f < k; f++) {
+		at[f] = ref >= 0 ? study_same_plan(rows, n, &rows[ref], f) : -1;
+		const struct study_row *r = at[f] >= 0 && rows[at[f]].ok ? &rows[at[f]] : NULL;
+		if (!r) {
+			at[f] = -1;
+			continue;
+		}
+		ay.hi = fmax(ay.hi, study_row_has_interval(r) ? r->iteration_hi_s : r->iteration_s);
+		if (r->simulated)
+			ay.hi = fmax(ay.hi, r->sim_iteration_s);
+	}
+	axis_fit(&ay);
+	struct axis ax = {0, k, false, "fault case"};
+	struct panel p = {x, y, 1280, 260, ax, ay,
+	                  "(g) the fastest point's plan under each fault case: estimate (bar), "
+	                  "90% interval, simulated (dot)"};
+	draw_ticks(cr, &p, &p.ay, false, false);
+	double bw = p.w / k;
+	for (int f = 0; f < k; f++) {
+		const struct study_row *r = at[f] >= 0 ? &rows[at[f]] : NULL;
+		double cx = x + bw * (f + 0.5);
+		if (r) {
+			rgb(cr, family_rgb[r->cluster % 6]);
+			cairo_rectangle(cr, x + bw * (f + 0.2), py(&p, r->iteration_s), bw * 0.6,
+			                py(&p, 0) - py(&p, r->iteration_s));
+			cairo_fill(cr);
+			cairo_set_source_rgb(cr, 0, 0, 0);
+			cairo_set_line_width(cr, 1.4);
+			if (study_row_has_interval(r)) {
+				double lo = py(&p, r->iteration_lo_s), hi = py(&p, r->iteration_hi_s);
+				cairo_move_to(cr, cx, lo);
+				cairo_line_to(cr, cx, hi);
+				cairo_move_to(cr, cx - 6, lo);
+				cairo_line_to(cr, cx + 6, lo);
+				cairo_move_to(cr, cx - 6, hi);
+				cairo_line_to(cr, cx + 6, hi);
+				cairo_stroke(cr);
+			}
+			if (r->simulated)
+				marker(cr, cx, py(&p, r->sim_iteration_s), 5);
+		}
+		const char *name = info->fault_names && info->fault_names[f] ? info->fault_names[f] : "?";
+		cairo_save(cr);
+		cairo_set_source_rgb(cr, 0, 0, 0);
+		cairo_translate(cr, cx, y + p.h + 8);
+		cairo_rotate(cr, PLOT_PI / 8);
+		text_at(cr, 0, 0, name, 0, 0.5, 11);
+		cairo_restore(cr);
+	}
+	free(at);
+	bar_frame(cr, &p, 80);
+}
+
 /* cairo's stream writer onto a FILE. */
 static cairo_status_t put(void *closure, const unsigned char *data, unsigned int length)
 {
@@ -455,7 +530,7 @@ static cairo_status_t put(void *closure, const unsigned char *data, unsigned int
 	                                                  : CAIRO_STATUS_WRITE_ERROR;
 }
 
-bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
+bool study_plot(FILE *out, const char *path, const struct study_row *all, int n_all,
                 int n_clusters, const char *const *names, const char *const *kinds,
                 const struct study_plot_info *info, char *err, size_t err_size)
 {
@@ -467,12 +542,19 @@ bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n
 		snprintf(err, err_size, "%s: the file name must end in .svg, .png or .pdf", path);
 		return false;
 	}
-	int *best = malloc(((size_t)n + 1) * sizeof *best);
-	if (!best) {
+	/* Panels (a) to (f) draw the first fault case. */
+	struct study_row *rows = malloc(((size_t)n_all + 1) * sizeof *rows);
+	int *best = malloc(((size_t)n_all + 1) * sizeof *best);
+	if (!best || !rows) {
+		free(best);
+		free(rows);
 		snprintf(err, err_size, "out of memory");
 		return false;
 	}
+	int n = study_fault_rows(all, n_all, 0, rows);
 	int m = best_per_size(rows, n, best);
+	bool faults = info->n_faults > 1;
+	double page_h = PAGE_H + (faults ? FAULTS_H : 0);
 
 	char cost_label[64];
 	snprintf(cost_label, sizeof cost_label, "cost (%s)",
@@ -522,9 +604,9 @@ bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n
 	mfu.hi = mfu.hi > 0 ? mfu.hi * 1.1 : 100;
 
 	cairo_surface_t *sf = png ? cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)PAGE_W,
-	                                                       (int)PAGE_H)
-	                    : svg ? cairo_svg_surface_create_for_stream(put, out, PAGE_W, PAGE_H)
-	                          : cairo_pdf_surface_create_for_stream(put, out, PAGE_W, PAGE_H);
+	                                                       (int)page_h)
+	                    : svg ? cairo_svg_surface_create_for_stream(put, out, PAGE_W, page_h)
+	                          : cairo_pdf_surface_create_for_stream(put, out, PAGE_W, page_h);
 	cairo_t *cr = cairo_create(sf);
 	cairo_set_source_rgb(cr, 1, 1, 1);
 	cairo_paint(cr);
@@ -557,6 +639,15 @@ bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n
 	draw_lines(cr, &pf, rows, best, m, g_devices, g_goodput);
 	legend(cr, cx[0], cy[1] + 420, n_clusters, names, kinds,
 	       deadline_h > 0 || info->budget > 0);
+	if (faults) {
+		/* the fastest fitting point of the first case, by effective time */
+		int ref = -1;
+		for (int i = 0; i < m; i++)
+			if (ref < 0 || rows[best[i]].effective_time_s < rows[ref].effective_time_s)
+				ref = best[i];
+		int ref_all = ref >= 0 ? study_same_plan(all, n_all, &rows[ref], 0) : -1;
+		draw_faults(cr, cx[0], PAGE_H + 40, all, n_all, ref_all, info);
+	}
 
 	cairo_status_t status = cairo_status(cr);
 	cairo_destroy(cr);
@@ -567,6 +658,7 @@ bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n
 		status = cairo_surface_status(sf);
 	cairo_surface_destroy(sf);
 	free(best);
+	free(rows);
 	if (status != CAIRO_STATUS_SUCCESS) {
 		snprintf(err, err_size, "%s: %s", path, cairo_status_to_string(status));
 		return false;

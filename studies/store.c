@@ -2,9 +2,10 @@
  * database").
  *
  * One table `points`, one row per point, keyed by the point (cluster,
- * servers, global batch, TP, PP, micro-batch, sequence parallelism, expert
+ * servers, fault case, global batch, TP, PP, micro-batch, sequence parallelism, expert
  * and context parallelism, schedule, virtual stages, recompute, ZeRO), every row carrying the
- * inputs' hash; a `meta` table holds the hash the database was written for. WAL journal, synchronous
+ * inputs' hash; a `meta` table holds the hash the database was written for,
+ * the schema's version (STORE_SCHEMA) and the clusters' calibrations. WAL journal, synchronous
  * NORMAL: a committed transaction survives the process being killed; a
  * unit's rows go in one transaction, so a kill loses at most the unit
  * being written, which a rerun computes again. No hot path beyond one
@@ -40,6 +41,7 @@ struct study_store {
 	char hash[17];
 	const char *path;
 	int lock_fd;                       /* the writer's flock, -1 when read-only */
+	const char *calibration;           /* study_calibration_key; the writer's (malloc'd) */
 	int64_t bad_rows;                  /* rows that failed their checksum */
 };
 
@@ -74,38 +76,46 @@ static const char *const schema =
 	" state_bytes_per_device REAL, goodput REAL, checkpoint_interval_s REAL,"
 	" interruptions REAL, effective_time_s REAL,"
 	" checksum TEXT,"
-	" UNIQUE(cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel,"
+	" fault INTEGER NOT NULL DEFAULT 0, fault_name TEXT NOT NULL DEFAULT 'none',"
+	" iteration_rel_sd REAL, iteration_lo_s REAL, iteration_hi_s REAL,"
+	" UNIQUE(cluster, servers, fault, global_batch, tp, pp, micro_batch, sequence_parallel,"
 	"        expert_parallel, context_parallel, schedule, virtual_stages, recompute,"
 	"        zero_stage));";
 _Static_assert(EST_CATEGORY_COUNT == 11, "the points table has a column per category");
 
-#define KEY_COLS "cluster, servers, global_batch, tp, pp, micro_batch, sequence_parallel, " \
+/* The schema's version in meta: 2 added the fault cases and the
+ * intervals. */
+#define STORE_SCHEMA "2"
+
+#define KEY_COLS "cluster, servers, fault, global_batch, tp, pp, micro_batch, sequence_parallel, " \
                  "expert_parallel, context_parallel, schedule, virtual_stages, recompute, " \
                  "zero_stage"
 
-/* The point's key into ?first .. ?first+12 (KEY_COLS' order). */
+/* The point's key into ?first .. ?first+13 (KEY_COLS' order). */
+#define KEY_N 14
 static void bind_key(sqlite3_stmt *q, int first, const struct study_row *r)
 {
 	const struct search_config *c = &r->config;
 	sqlite3_bind_int(q, first, r->cluster);
 	sqlite3_bind_int64(q, first + 1, r->servers);
-	sqlite3_bind_int64(q, first + 2, r->global_batch);
-	sqlite3_bind_int64(q, first + 3, c->tp);
-	sqlite3_bind_int64(q, first + 4, c->pp);
-	sqlite3_bind_int64(q, first + 5, c->micro_batch);
-	sqlite3_bind_int(q, first + 6, c->sequence_parallel);
-	sqlite3_bind_int64(q, first + 7, c->ep > 1 ? c->ep : 1);
-	sqlite3_bind_int64(q, first + 8, c->cp > 1 ? c->cp : 1);
-	sqlite3_bind_int(q, first + 9, c->schedule);
-	sqlite3_bind_int64(q, first + 10, c->virtual_stages);
-	sqlite3_bind_int(q, first + 11, c->recompute);
-	sqlite3_bind_int(q, first + 12, c->zero_stage);
+	sqlite3_bind_int(q, first + 2, r->fault);
+	sqlite3_bind_int64(q, first + 3, r->global_batch);
+	sqlite3_bind_int64(q, first + 4, c->tp);
+	sqlite3_bind_int64(q, first + 5, c->pp);
+	sqlite3_bind_int64(q, first + 6, c->micro_batch);
+	sqlite3_bind_int(q, first + 7, c->sequence_parallel);
+	sqlite3_bind_int64(q, first + 8, c->ep > 1 ? c->ep : 1);
+	sqlite3_bind_int64(q, first + 9, c->cp > 1 ? c->cp : 1);
+	sqlite3_bind_int(q, first + 10, c->schedule);
+	sqlite3_bind_int64(q, first + 11, c->virtual_stages);
+	sqlite3_bind_int(q, first + 12, c->recompute);
+	sqlite3_bind_int(q, first + 13, c->zero_stage);
 }
 
-/* "cluster = ?N AND ... zero_stage = ?N+12", KEY_COLS' order. */
+/* "cluster = ?N AND ... zero_stage = ?N+13", KEY_COLS' order. */
 static void key_where(char *buf, size_t size, int first)
 {
-	static const char *const cols[] = {"cluster", "servers", "global_batch", "tp", "pp",
+	static const char *const cols[] = {"cluster", "servers", "fault", "global_batch", "tp", "pp",
 	                                   "micro_batch", "sequence_parallel", "expert_parallel",
 	                                   "context_parallel", "schedule", "virtual_stages",
 	                                   "recompute", "zero_stage"};
@@ -150,7 +160,7 @@ static uint64_t row_checksum(const char *hash, const struct study_row *r, int si
 	int64_t key[] = {r->cluster, r->servers, r->devices, r->global_batch, c->tp, c->pp, c->dp,
 	                 c->micro_batch, c->micro_batches, c->schedule, c->virtual_stages,
 	                 c->recompute, c->zero_stage, c->sequence_parallel, c->ep > 1 ? c->ep : 1,
-	                 c->cp > 1 ? c->cp : 1, r->ok, sim};
+	                 c->cp > 1 ? c->cp : 1, r->ok, sim, r->fault};
 	for (size_t i = 0; i < SL_COUNTOF(key); i++)
 		h = fnv_i64(h, key[i]);
 	h = fnv_text(h, r->ok ? NULL : r->error ? r->error : "failed");
@@ -160,7 +170,8 @@ static uint64_t row_checksum(const char *hash, const struct study_row *r, int si
 		              r->time_to_train_s, r->device_hours, r->energy_kwh, r->cost,
 		              r->model_flops, r->tokens_per_iteration, r->state_bytes,
 		              r->state_bytes_per_device, r->goodput, r->checkpoint_interval_s,
-		              r->interruptions, r->effective_time_s};
+		              r->interruptions, r->effective_time_s, r->iteration_rel_sd,
+		              r->iteration_lo_s, r->iteration_hi_s};
 		for (size_t i = 0; i < SL_COUNTOF(v); i++)
 			h = fnv_real(h, v[i]);
 		for (int k = 0; k < EST_CATEGORY_COUNT; k++)
@@ -207,6 +218,7 @@ void study_store_close(struct study_store *s)
 	sqlite3_finalize(s->done);
 	sqlite3_finalize(s->sim);
 	sqlite3_close(s->db);
+	free((char *)s->calibration);
 	/* After SQLite let go of the file: closing another descriptor of it
 	 * would release SQLite's fcntl locks. */
 	if (s->lock_fd >= 0)
@@ -233,8 +245,8 @@ static struct study_store *open_db(const char *path, int flags, char *err, size_
 	return s;
 }
 
-/* A hash the database was written for (meta's `key`), "" when none yet. */
-static bool stored_meta(struct study_store *s, const char *key, char out[17])
+/* A meta value of any length into out[size], "" when none. */
+static bool stored_text(struct study_store *s, const char *key, char *out, size_t size)
 {
 	sqlite3_stmt *q;
 	out[0] = '\0';
@@ -243,9 +255,15 @@ static bool stored_meta(struct study_store *s, const char *key, char out[17])
 		return false;
 	sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
 	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
-		snprintf(out, 17, "%s", (const char *)sqlite3_column_text(q, 0));
+		snprintf(out, size, "%s", (const char *)sqlite3_column_text(q, 0));
 	sqlite3_finalize(q);
 	return true;
+}
+
+/* A hash the database was written for (meta's `key`), "" when none yet. */
+static bool stored_meta(struct study_store *s, const char *key, char out[17])
+{
+	return stored_text(s, key, out, 17);
 }
 
 static bool stored_hash(struct study_store *s, char out[17])
@@ -287,11 +305,12 @@ static const char *const insert_sql =
 	" est_pipeline_bubble, iterations, time_to_train_s, device_hours, energy_kwh, cost,"
 	" sequence_parallel, expert_parallel, context_parallel, model_flops, tokens_per_iteration,"
 	" state_bytes, state_bytes_per_device, goodput, checkpoint_interval_s, interruptions,"
-	" effective_time_s, checksum)"
+	" effective_time_s, checksum, fault, fault_name, iteration_rel_sd, iteration_lo_s,"
+	" iteration_hi_s)"
 	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
 	" ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35,"
 	" ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51, ?52,"
-	" ?53, ?54, ?55, ?56, ?57)";
+	" ?53, ?54, ?55, ?56, ?57, ?58, ?59, ?60, ?61, ?62)";
 
 /* The figures that follow from the study's goal, prices, power and
  * goodput (study_row_figures), rewritten in place when those change,
@@ -299,16 +318,17 @@ static const char *const insert_sql =
 static const char *const reprice_sql =
 	"UPDATE points SET tokens_per_s = ?1, mfu = ?2, iterations = ?3, time_to_train_s = ?4,"
 	" goodput = ?5, checkpoint_interval_s = ?6, interruptions = ?7, effective_time_s = ?8,"
-	" device_hours = ?9, energy_kwh = ?10, cost = ?11, checksum = ?25 WHERE " ;
+	" device_hours = ?9, energy_kwh = ?10, cost = ?11, checksum = ?26 WHERE " ;
 
 /* A database written before the points had expert_parallel,
- * context_parallel, checksum and the goodput's columns: its key differs,
- * or its rows cannot be verified or priced, so it is rebuilt (with
- * --force) or left alone. */
+ * context_parallel, checksum, the goodput's columns, the fault case and
+ * the interval (schema 2): its key differs, or its rows cannot be
+ * verified or priced, so it is rebuilt (with --force) or left alone. */
 static bool has_new_columns(struct study_store *s, bool *has)
 {
 	static const char *const cols[] = {"expert_parallel", "context_parallel", "checksum",
-	                                   "state_bytes", "effective_time_s"};
+	                                   "state_bytes", "effective_time_s", "fault",
+	                                   "iteration_rel_sd"};
 	sqlite3_stmt *q;
 	size_t found = 0;
 	if (sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info('points')", -1, &q,
@@ -330,7 +350,7 @@ static const char *sim_sql(char *buf, size_t size)
 	key_where(where, sizeof where, 8);
 	snprintf(buf, size, "UPDATE points SET simulated = ?1, sim_error = ?2, sim_iteration_s = ?3,"
 	         " sim_compute_s = ?4, sim_comm_s = ?5, sim_bubble_s = ?6,"
-	         " sim_time_to_train_s = ?7, checksum = ?21 WHERE %s", where);
+	         " sim_time_to_train_s = ?7, checksum = ?22 WHERE %s", where);
 	return buf;
 }
 
@@ -348,7 +368,8 @@ static bool put_info(struct study_store *s, char *err, size_t err_size)
 	snprintf(days, sizeof days, "%.17g", s->st->goal.days * 86400);
 	snprintf(budget, sizeof budget, "%.17g", s->st->goal.budget);
 	const char *kv[][2] = {{"study_name", s->st->name}, {"currency", s->st->currency},
-	                       {"deadline_s", days}, {"budget", budget}};
+	                       {"deadline_s", days}, {"budget", budget},
+	                       {"schema", STORE_SCHEMA}, {"calibration", s->calibration}};
 	bool ok = true;
 	for (size_t i = 0; ok && i < SL_COUNTOF(kv); i++) {
 		sqlite3_reset(q);
@@ -361,6 +382,8 @@ static bool put_info(struct study_store *s, char *err, size_t err_size)
 	sqlite3_finalize(q);
 	return ok;
 }
+
+static const char *col_text(struct arena *a, sqlite3_stmt *q, int i);
 
 bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_info *out)
 {
@@ -383,6 +406,28 @@ bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_
 			out->budget = strtod(v, NULL);
 	}
 	sqlite3_finalize(q);
+	/* The fault cases, by index: a case no row has keeps its index empty. */
+	int n = 0;
+	if (sqlite3_prepare_v2(s->db, "SELECT max(fault) FROM points", -1, &q, NULL) != SQLITE_OK)
+		return false;
+	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+		n = sqlite3_column_int(q, 0) + 1;
+	sqlite3_finalize(q);
+	if (n < 1 || n > STUDY_MAX_FAULTS)
+		return true;
+	const char **names = arena_calloc(a, (size_t)n, sizeof *names);
+	if (!names ||
+	    sqlite3_prepare_v2(s->db, "SELECT fault, min(fault_name) FROM points GROUP BY fault", -1,
+	                       &q, NULL) != SQLITE_OK)
+		return false;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		int f = sqlite3_column_int(q, 0);
+		if (f >= 0 && f < n)
+			names[f] = col_text(a, q, 1);
+	}
+	sqlite3_finalize(q);
+	out->n_faults = n;
+	out->fault_names = names;
 	return true;
 }
 
@@ -432,9 +477,10 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	}
 	if (!current) {
 		if (!force) {
-			snprintf(err, err_size, "%s was written by an earlier shardlab, whose points have "
-			         "no expert_parallel, context_parallel, checksum and goodput columns: sweep "
-			         "into another database, or give --force to discard its rows", path);
+			snprintf(err, err_size, "%s was written by an earlier shardlab (schema before %s), "
+			         "whose points lack some of the expert_parallel, context_parallel, "
+			         "checksum, goodput, fault case and interval columns: sweep into another "
+			         "database, or give --force to discard its rows", path, STORE_SCHEMA);
 			study_store_close(s);
 			return STORE_OTHER_INPUTS;
 		}
@@ -443,7 +489,26 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 			return STORE_ERROR;
 		}
 	}
-	if (have[0] && strcmp(have, s->hash)) {
+	/* The intervals are the calibrations': rows of others are not resumed. */
+	struct arena *ka = arena_new();
+	const char *key = ka ? study_calibration_key(ka, st) : NULL;
+	s->calibration = key ? strdup(key) : NULL;
+	arena_free(ka);
+	char cal[4096];
+	if (!s->calibration || !stored_text(s, "calibration", cal, sizeof cal)) {
+		set_err(err, err_size, s->path, s->db);
+		study_store_close(s);
+		return STORE_ERROR;
+	}
+	if (have[0] && !force && strcmp(cal, s->calibration)) {
+		snprintf(err, err_size, "%s holds a sweep made with other calibrations (%s; this sweep "
+		         "has %s): sweep into another database, give the same --calibration, or give "
+		         "--force to discard its rows", path, cal[0] ? cal : "none recorded",
+		         s->calibration);
+		study_store_close(s);
+		return STORE_OTHER_INPUTS;
+	}
+	if (have[0] && (strcmp(have, s->hash) || strcmp(cal, s->calibration))) {
 		if (!force) {
 			snprintf(err, err_size, "%s holds the sweep of other inputs (hash %s; this study's "
 			         "inputs hash to %s): the study, its scenario, model or topologies changed "
@@ -469,7 +534,8 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	                       " points WHERE"
 	                       " cluster = ?1 AND"
 	                       " servers = ?2 AND"
-	                       " global_batch = ?3 AND tp = ?4 AND pp = ?5 AND micro_batch = ?6",
+	                       " global_batch = ?3 AND tp = ?4 AND pp = ?5 AND micro_batch = ?6"
+	                       " AND fault = ?7",
 	                       -1, &s->done, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       sim_sql(sql, sizeof sql), -1, &s->sim, NULL) != SQLITE_OK) {
@@ -575,6 +641,7 @@ int study_store_done(struct study_store *s, const struct study_unit *u, bool *do
 	sqlite3_bind_int64(q, 4, u->configs[0].tp);
 	sqlite3_bind_int64(q, 5, u->configs[0].pp);
 	sqlite3_bind_int64(q, 6, u->configs[0].micro_batch);
+	sqlite3_bind_int(q, 7, u->fault);
 	int n = 0;
 	for (int i = 0; i < u->n_configs; i++)
 		done[i] = false;
@@ -639,6 +706,8 @@ static bool insert_row(struct study_store *s, const struct study_row *r, const s
 	sqlite3_bind_int(q, 46, c->sequence_parallel);
 	sqlite3_bind_int64(q, 47, c->ep > 1 ? c->ep : 1);
 	sqlite3_bind_int64(q, 48, c->cp > 1 ? c->cp : 1);
+	sqlite3_bind_int(q, 58, r->fault);
+	sqlite3_bind_text(q, 59, st->faults[r->fault].name, -1, SQLITE_STATIC);
 	sqlite3_bind_int(q, 19, r->ok);
 	if (!r->ok) {
 		sqlite3_bind_text(q, 20, r->error ? r->error : "failed", -1, SQLITE_STATIC);
@@ -660,6 +729,9 @@ static bool insert_row(struct study_store *s, const struct study_row *r, const s
 		              r->interruptions, r->effective_time_s};
 		for (int i = 0; i < 8; i++)
 			bind_real(q, 49 + i, g[i]);
+		double iv[] = {r->iteration_rel_sd, r->iteration_lo_s, r->iteration_hi_s};
+		for (int i = 0; i < 3; i++)
+			bind_real(q, 60 + i, iv[i]);
 	}
 	char sum[17];
 	checksum_text(sum, s->hash, r, 0);
@@ -708,7 +780,7 @@ bool study_store_reprice(struct study_store *s, struct study_row *rows, int n, c
 		bind_key(q, 12, r);
 		char sum[17];
 		checksum_text(sum, s->hash, r, r->simulated ? 1 : r->sim_error ? -1 : 0);
-		sqlite3_bind_text(q, 25, sum, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(q, 12 + KEY_N, sum, -1, SQLITE_TRANSIENT);
 		if (sqlite3_step(q) != SQLITE_DONE) {
 			set_err(err, err_size, "database", s->db);
 			sqlite3_exec(s->db, "ROLLBACK;", NULL, NULL, NULL);
@@ -737,7 +809,7 @@ bool study_store_put_sim(struct study_store *s, const struct study_row *r, char 
 	bind_key(q, 8, r);
 	char sum[17];
 	checksum_text(sum, s->hash, r, r->simulated ? 1 : -1);
-	sqlite3_bind_text(q, 21, sum, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 8 + KEY_N, sum, -1, SQLITE_TRANSIENT);
 	if (sqlite3_step(q) != SQLITE_DONE) {
 		set_err(err, err_size, s->path, s->db);
 		return false;
@@ -777,7 +849,8 @@ static int read_rows(struct study_store *s, struct arena *a, bool keep, struct s
 	                       " sim_compute_s, sim_comm_s, sim_bubble_s, sim_time_to_train_s,"
 	                       " sequence_parallel, expert_parallel, context_parallel, model_flops,"
 	                       " tokens_per_iteration, state_bytes, state_bytes_per_device, goodput,"
-	                       " checkpoint_interval_s, interruptions, effective_time_s, inputs_hash,"
+	                       " checkpoint_interval_s, interruptions, effective_time_s, fault,"
+	                       " iteration_rel_sd, iteration_lo_s, iteration_hi_s, inputs_hash,"
 	                       " checksum, rowid FROM points ORDER BY " KEY_COLS,
 	                       -1, &q, NULL) != SQLITE_OK) {
 		set_err(err, err_size, s->path, s->db);
@@ -843,8 +916,13 @@ static int read_rows(struct study_store *s, struct arena *a, bool keep, struct s
 		r->checkpoint_interval_s = col_real(q, 55);
 		r->interruptions = col_real(q, 56);
 		r->effective_time_s = col_real(q, 57);
-		const char *hash = (const char *)sqlite3_column_text(q, 58);
-		const char *sum = (const char *)sqlite3_column_text(q, 59);
+		r->fault = sqlite3_column_int(q, 58);
+		r->iteration_rel_sd = col_real(q, 59);
+		r->iteration_lo_s = col_real(q, 60);
+		r->iteration_hi_s = col_real(q, 61);
+		r->effective_lo_s = r->effective_hi_s = NAN;
+		const char *hash = (const char *)sqlite3_column_text(q, 62);
+		const char *sum = (const char *)sqlite3_column_text(q, 63);
 		char want[17];
 		checksum_text(want, hash ? hash : "", r, sim);
 		if (!sum || strcmp(sum, want)) {
@@ -869,7 +947,7 @@ static int read_rows(struct study_store *s, struct arena *a, bool keep, struct s
 				}
 				*bad = nb;
 			}
-			(*bad)[(*n_bad)++] = sqlite3_column_int64(q, 60);
+			(*bad)[(*n_bad)++] = sqlite3_column_int64(q, 64);
 		}
 		if (sim < 0 && !r->sim_error)
 			r->sim_error = "failed";

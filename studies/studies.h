@@ -94,6 +94,18 @@ double study_goodput_wall_s(double solve_s, double mtbf_s, double restart_s, dou
                             double checkpoint_s);
 double study_goodput_daly_interval_s(double checkpoint_s, double mtbf_s);
 
+/* A fault case of the study's "faults" axis (docs/formats.md, "Studies"):
+ * a named list of faults in a scenario's "faults" form, applied to each
+ * cluster at each of its sizes. A study without the axis has one case,
+ * "none", with no faults. */
+struct study_fault {
+	const char *name;
+	const char *text;                  /* {"faults": the list} as JSON; NULL: none */
+	const char *file;                  /* where the text came from, for messages */
+	int line;                          /* of the case in the study file */
+};
+#define STUDY_MAX_FAULTS 64
+
 struct study {
 	const char *name;
 	const char *description;           /* NULL when none */
@@ -109,6 +121,9 @@ struct study {
 	struct study_goal goal;
 	struct study_goodput goodput;
 	const char *currency;              /* of the prices: "USD" unless the file says */
+	int n_faults;                      /* the fault cases, >= 1; the first is the */
+	struct study_fault *faults;        /* reference fit answers for by default */
+	const char *dir;                   /* the study's folder (fault cases' paths) */
 	uint64_t inputs_hash;              /* FNV-1a of every input that planning reads
 	                                      (docs/formats.md) */
 	uint64_t prices_hash;              /* of what only prices the points: the goal,
@@ -129,20 +144,21 @@ const char *study_hash_text(char buf[17], uint64_t h);
 /* One unit of work: planned once, its variants estimated. */
 struct study_unit {
 	int cluster;
+	int fault;                         /* the fault case (st->faults) */
 	int64_t servers, devices, global_batch;
 	int n_configs;                     /* the variants, in enumeration order */
 	struct search_config *configs;
 };
 
-/* Every unit of the study in a fixed order (cluster, servers, global
- * batch, then the search's order: TP, PP, micro-batch); *n of them, the
+/* Every unit of the study in a fixed order (cluster, servers, fault
+ * case, global batch, then the search's order: TP, PP, micro-batch); *n of them, the
  * points they hold in *n_points. NULL when out of memory. For small
  * studies (tests, benchmarks): a sweep walks the cells instead. */
 struct study_unit *study_units(struct arena *a, const struct study *st, int *n,
                                int64_t *n_points);
 
-/* The study cell by cell: a cell is one (cluster, server count, global
- * batch), cells numbered in the order above; study_cell_units gives the
+/* The study cell by cell: a cell is one (cluster, server count, fault
+ * case, global batch), cells numbered in that order; study_cell_units gives the
  * units of one (in the arena), so that a sweep holds one cell at a time. */
 int64_t study_n_cells(const struct study *st);
 struct study_unit *study_cell_units(struct arena *a, const struct study *st, int64_t cell,
@@ -170,6 +186,7 @@ bool study_check_size(const struct study *st, int64_t max_points, struct study_s
 /* One point's figures. */
 struct study_row {
 	int cluster;
+	int fault;                         /* the fault case (st->faults); 0 without the axis */
 	int64_t servers, devices, global_batch;
 	struct search_config config;
 	bool ok;                           /* planned and estimated */
@@ -195,6 +212,13 @@ struct study_row {
 	double device_hours;               /* over the effective time */
 	double energy_kwh;                 /* NAN when the cluster gives no power */
 	double cost;                       /* NAN when the cluster gives no price */
+	/* The 90% interval from the cluster's calibration (docs/validation.md,
+	 * "Prediction intervals"): iteration_rel_sd NAN when the sweep had no
+	 * calibration with a training fit (the row has no interval). */
+	double iteration_rel_sd;           /* sigma / t of the iteration time */
+	double iteration_lo_s, iteration_hi_s;
+	double effective_lo_s, effective_hi_s;   /* the effective time at lo and hi (set by
+	                                            study_row_figures) */
 	/* Simulation (set by study_simulate, or read back). */
 	bool simulated;
 	const char *sim_error;             /* tried and failed: why; NULL otherwise */
@@ -209,6 +233,22 @@ struct study_row {
  * state's bytes. A change of those study figures re-prices a stored row
  * with it alone. */
 void study_row_figures(const struct study *st, struct study_row *r);
+/* Whether the row has an interval. */
+bool study_row_has_interval(const struct study_row *r);
+/* The row at the p-th percentile of its iteration time (0 < p < 1; the
+ * normal distribution the interval assumes: t (1 + z_p sigma/t)), every
+ * figure that follows from it priced again (study_row_figures); the
+ * interval's ends stay. A row without an interval is left alone. */
+void study_row_at_percentile(const struct study *st, struct study_row *r, double p);
+
+/* The topology of a cluster at a size under a fault case: the cluster's
+ * grown to `servers`, the case's faults applied; NULL after diagnostics
+ * (in the arena). */
+const struct topology *study_fault_topology(struct arena *a, const struct study *st, int cluster,
+                                            int64_t servers, int fault, struct diag_list *d);
+/* What each cluster's calibration is, one text that a resumed sweep
+ * compares ("h100=h100-sxm:<hash of its file>; a100=none"), in the arena. */
+const char *study_calibration_key(struct arena *a, const struct study *st);
 
 /* Plans a unit and estimates its points into rows[0 .. unit->n_configs)
  * (those with skip[i] true are left alone; skip may be NULL). A point that
@@ -305,7 +345,14 @@ int study_smallest(const struct study *st, const struct study_row *rows, int n, 
  * descending) into out; returns how many. Of points equal in both, the
  * first in row order. */
 int study_pareto(const struct study *st, const struct study_row *rows, int n, int *out);
-/* The best row per (cluster, servers) by time to train, for the top-K
+/* The rows of fault case `fault` copied into out (room for n), in order;
+ * returns how many. */
+int study_fault_rows(const struct study_row *rows, int n, int fault, struct study_row *out);
+/* The row of fault case `fault` with r's plan (cluster, servers, global
+ * batch, configuration): its index in rows, -1 when none. */
+int study_same_plan(const struct study_row *rows, int n, const struct study_row *r, int fault);
+
+/* The best row per (cluster, servers, fault case) by time to train, for the top-K
  * simulation: for every size the indices of its K fastest points that
  * fit memory, in order; returns how many (out has room for n). */
 int study_top_per_size(const struct study_row *rows, int n, int k, int *out);
@@ -316,7 +363,9 @@ int study_top_per_size(const struct study_row *rows, int n, int k, int *out);
  * (.svg, .png or .pdf; path also names it in messages): time to
  * train, cost and MFU against devices per cluster family (the fastest
  * point that fits at each size), time to train against cost with the
- * Pareto front, and the iteration breakdown of the fastest points.
+ * Pareto front, and the iteration breakdown of the fastest points, all
+ * of the first fault case; with several cases, the iteration time of the
+ * fastest point's plan under each.
  * names and kinds: the families' names and device kinds, by index. False
  * with a message in err. */
 struct study_plot_info {
@@ -324,12 +373,16 @@ struct study_plot_info {
 	const char *currency;              /* of the costs; NULL: "price units" */
 	double deadline_s;                 /* the goal's, drawn as a line; 0: none */
 	double budget;                     /* the goal's, drawn as a line; 0: none */
+	int n_faults;                      /* the fault cases (0 or 1: none): panels (a)-(f)
+	                                      draw the first, (g) the iteration per case */
+	const char *const *fault_names;    /* by index */
 };
 bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
                 int n_clusters, const char *const *names, const char *const *kinds,
                 const struct study_plot_info *info, char *err, size_t err_size);
 /* What a database says of its study (meta): its name, currency, deadline
- * and budget; NULL names and 0 where a database from before does not say. */
+ * and budget, and its fault cases' names (from the rows); NULL names and 0
+ * where a database from before does not say. */
 bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_info *out);
 
 #endif

@@ -20,6 +20,7 @@
  *
  * Hot path: study_eval_unit, once per unit; the estimate dominates.
  */
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +117,7 @@ int64_t study_n_cells(const struct study *st)
 {
 	int64_t n = 0;
 	for (int c = 0; c < st->n_clusters; c++)
-		n += (int64_t)st->clusters[c].n_sizes * st->n_batches;
+		n += (int64_t)st->clusters[c].n_sizes * st->n_faults * st->n_batches;
 	return n;
 }
 
@@ -127,16 +128,18 @@ static bool cell_units(struct arena *a, const struct study *st, int64_t cell,
 {
 	int c = 0;
 	for (; c < st->n_clusters; c++) {
-		int64_t k = (int64_t)st->clusters[c].n_sizes * st->n_batches;
+		int64_t k = (int64_t)st->clusters[c].n_sizes * st->n_faults * st->n_batches;
 		if (cell < k)
 			break;
 		cell -= k;
 	}
 	SL_ASSERT(c < st->n_clusters);
 	const struct study_cluster *cl = &st->clusters[c];
-	int s = (int)(cell / st->n_batches), b = (int)(cell % st->n_batches);
+	int64_t per_size = (int64_t)st->n_faults * st->n_batches;
+	int s = (int)(cell / per_size), f = (int)(cell % per_size / st->n_batches),
+	    b = (int)(cell % st->n_batches);
 	int64_t dps = cl->topo->devices_per_server;
-	struct study_unit base = {.cluster = c, .servers = cl->servers[s],
+	struct study_unit base = {.cluster = c, .fault = f, .servers = cl->servers[s],
 	                          .devices = cl->servers[s] * dps,
 	                          .global_batch = st->global_batches[b]};
 	return st->search ? search_units(a, st, base, dps, u, n, cap, points, refused)
@@ -206,13 +209,14 @@ bool study_check_size(const struct study *st, int64_t max_points, struct study_s
 	 * cells than points allowed (each cell holds a point or more, short
 	 * of a batch no configuration divides) is refused uncounted. */
 	int64_t cells = study_n_cells(st);
+	const char *cases = st->n_faults > 1 ? " x fault cases" : "";
 	if (cells > max_points) {
 		*out = (struct study_size){.cells = cells};
 		diag_add(d, DIAG_ERROR, st->file, st->clusters_line, "clusters",
-		         "the study has %lld cluster sizes x global batches, each a point or more, "
+		         "the study has %lld cluster sizes x global batches%s, each a point or more, "
 		         "more than the %lld points a sweep takes (--max-points N raises the limit; "
 		         "docs/studies.md, \"How big a study may be\")",
-		         (long long)cells, (long long)max_points);
+		         (long long)cells, cases, (long long)max_points);
 		return false;
 	}
 	if (!study_count(st, out)) {
@@ -222,10 +226,10 @@ bool study_check_size(const struct study *st, int64_t max_points, struct study_s
 	if (out->points <= max_points)
 		return true;
 	diag_add(d, DIAG_ERROR, st->file, st->clusters_line, "clusters",
-	         "the study has %lld points (%lld cluster sizes x global batches, %lld units), "
+	         "the study has %lld points (%lld cluster sizes x global batches%s, %lld units), "
 	         "more than the %lld a sweep takes (--max-points N raises the limit; "
 	         "docs/studies.md, \"How big a study may be\")",
-	         (long long)out->points, (long long)out->cells, (long long)out->units,
+	         (long long)out->points, (long long)out->cells, cases, (long long)out->units,
 	         (long long)max_points);
 	return false;
 }
@@ -261,19 +265,45 @@ void study_row_figures(const struct study *st, struct study_row *r)
 		                       (cl->busy_w - cl->idle_w) * r->compute_s) / 3.6e6 / r->goodput
 		: NAN;
 	r->cost = cl->price_per_device_hour >= 0 ? r->device_hours * cl->price_per_device_hour : NAN;
+	r->effective_lo_s = r->effective_hi_s = NAN;
+	if (study_row_has_interval(r)) {
+		/* The effective time grows with the iteration time: its ends are
+		 * those of the interval's. */
+		double ends[2] = {r->iteration_lo_s, r->iteration_hi_s};
+		for (int k = 0; k < 2; k++) {
+			study_goodput_eval(&st->goodput, n, r->state_bytes, r->state_bytes_per_device,
+			                   r->iterations * ends[k], &g);
+			*(k ? &r->effective_hi_s : &r->effective_lo_s) = g.wall_s;
+		}
+	}
 }
 
-/* The unit's scenario: the study's on the cluster at its size and batch. */
-static struct scenario *unit_scenario(struct arena *a, const struct study *st, int cluster,
-                                      int64_t servers, int64_t global_batch)
+bool study_row_has_interval(const struct study_row *r)
 {
-	const struct topology *base = st->clusters[cluster].topo;
-	struct topology *t = topo_with_servers(a, base, servers);
-	struct scenario *s = arena_alloc(a, sizeof *s);
-	if (!t || !s)
+	return r->ok && !isnan(r->iteration_rel_sd);
+}
+
+void study_row_at_percentile(const struct study *st, struct study_row *r, double p)
+{
+	if (!study_row_has_interval(r))
+		return;
+	double t = r->iteration_s * (1 + gsl_cdf_ugaussian_Pinv(p) * r->iteration_rel_sd);
+	r->iteration_s = t > 0 ? t : 0;
+	study_row_figures(st, r);
+}
+
+/* The unit's scenario: the study's on the cluster at its size, under its
+ * fault case, at its batch; NULL after diagnostics or out of memory. */
+static struct scenario *unit_scenario(struct arena *a, const struct study *st, int cluster,
+                                      int64_t servers, int fault, int64_t global_batch,
+                                      struct diag_list *d)
+{
+	const struct topology *t = study_fault_topology(a, st, cluster, servers, fault, d);
+	struct scenario *s = t ? arena_alloc(a, sizeof *s) : NULL;
+	if (!s)
 		return NULL;
 	*s = *st->scenario;
-	s->topo = t;
+	s->topo = (struct topology *)t;
 	s->topology_file = st->clusters[cluster].topology_file;
 	s->devices = t->n_devices;
 	s->training.global_batch = global_batch;
@@ -287,12 +317,15 @@ static struct scenario *unit_scenario(struct arena *a, const struct study *st, i
 struct scenario *study_point_scenario(struct arena *a, const struct study *st,
                                       const struct study_row *r, struct diag_list *diags)
 {
-	struct scenario *u = unit_scenario(a, st, r->cluster, r->servers, r->global_batch);
+	struct scenario *u = unit_scenario(a, st, r->cluster, r->servers, r->fault, r->global_batch,
+	                                   diags);
 	struct scenario *s = u ? plan_search_scenario(a, u, &r->config, diags) : NULL;
 	if (!s)
 		return NULL;
 	s->name = arena_printf(a, "%s-%s-%lld", st->name, st->clusters[r->cluster].name,
 	                       (long long)r->devices);
+	if (st->faults[r->fault].text)
+		s->name = arena_printf(a, "%s-%s", s->name, st->faults[r->fault].name);
 	char c[128];
 	s->description = arena_printf(a, "The point of study %s that fit chose: %s on %lld devices "
 	                              "of %s, global batch %lld.", st->name,
@@ -360,8 +393,34 @@ static void fill_from_estimate(const struct study *st, struct study_row *r,
 
 static void row_head(struct study_row *r, const struct study_unit *u, const struct search_config *c)
 {
-	*r = (struct study_row){.cluster = u->cluster, .servers = u->servers, .devices = u->devices,
-	                        .global_batch = u->global_batch, .config = *c};
+	*r = (struct study_row){.cluster = u->cluster, .fault = u->fault, .servers = u->servers,
+	                        .devices = u->devices, .global_batch = u->global_batch, .config = *c,
+	                        .iteration_rel_sd = NAN, .iteration_lo_s = NAN,
+	                        .iteration_hi_s = NAN, .effective_lo_s = NAN,
+	                        .effective_hi_s = NAN};
+}
+
+/* The row's 90% interval from the calibration the plan's topology carries
+ * (cost_calibration_interval: two estimates per figure); none without a
+ * training fit. False only when out of memory. */
+static bool row_interval(struct arena *a, const struct study *st, const struct plan *p,
+                         struct study_row *r)
+{
+	const struct calibration *c = p->scenario->topo->calibration;
+	if (!c || !r->ok)
+		return true;
+	struct cal_interval iv;
+	if (!cost_calibration_interval(a, c, p, &iv))
+		return false;
+	if (!iv.have)
+		return true;
+	struct cal_interval at;
+	cost_interval_at(&iv, r->iteration_s, &at);
+	r->iteration_rel_sd = iv.rel_sd;
+	r->iteration_lo_s = at.lo_s;
+	r->iteration_hi_s = at.hi_s;
+	study_row_figures(st, r);
+	return true;
 }
 
 bool study_eval_unit(struct arena *a, const struct study *st, const struct study_unit *u,
@@ -378,13 +437,14 @@ bool study_eval_unit(struct arena *a, const struct study *st, const struct study
 	struct diag_list d;
 	diag_list_init(&d);
 	struct plan_options o = {.mode = REDIST_COMPAT};
-	struct scenario *s = unit_scenario(ua, st, u->cluster, u->servers, u->global_batch);
+	struct scenario *s = unit_scenario(ua, st, u->cluster, u->servers, u->fault, u->global_batch,
+	                                   &d);
 	struct plan *p = s ? plan_search_plan(ua, s, &u->configs[0], &o, &d) : NULL;
 	/* Every variant keeps the plan: it is priced once (plan_estimator_new). */
 	struct estimator *x = p ? plan_estimator_new(p, &d) : NULL;
 	struct scenario *sc = x ? (struct scenario *)p->scenario : NULL;
 	const char *why = sc ? NULL : arena_strdup(a, diag_first_error(ua, &d));
-	bool oom = !s || d.oom;
+	bool oom = (!s && !d.errors) || d.oom;
 	for (int i = 0; i < u->n_configs && !oom; i++) {
 		if (skip && skip[i])
 			continue;
@@ -399,11 +459,13 @@ bool study_eval_unit(struct arena *a, const struct study *st, const struct study
 		diag_list_init(&ed);
 		struct estimate e;
 		set_training(&sc->training, &s->training, &u->configs[i], u->global_batch);
-		if (ea && plan_estimator_run(x, ea, &e, &ed))
+		if (ea && plan_estimator_run(x, ea, &e, &ed)) {
 			fill_from_estimate(st, r, &e, sc->graph);
-		else
+			oom = !row_interval(ea, st, p, r);
+		} else {
 			r->error = arena_strdup(a, ea ? diag_first_error(ea, &ed) : "out of memory");
-		oom = !ea || ed.oom;
+		}
+		oom = oom || !ea || ed.oom;
 		diag_list_free(&ed);
 		arena_free(ea);
 	}
@@ -421,14 +483,15 @@ bool study_simulate(struct arena *a, const struct study *st, struct study_row *r
 	struct diag_list d;
 	diag_list_init(&d);
 	struct plan_options o = {.mode = REDIST_COMPAT};
-	struct scenario *s = unit_scenario(sa, st, r->cluster, r->servers, r->global_batch);
+	struct scenario *s = unit_scenario(sa, st, r->cluster, r->servers, r->fault, r->global_batch,
+	                                   &d);
 	struct plan *p = s ? plan_search_plan(sa, s, &r->config, &o, &d) : NULL;
 	struct program prog;
 	struct sim_result res;
 	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = st->scenario->sim.collective_algo};
 	bool ok = p && plan_lower(sa, p, p->scenario->training.gradient_bucket_bytes, &prog, &d) &&
 	          sim_run(sa, p->scenario->topo, &prog, &so, &res, &d);
-	bool oom = !s || d.oom;
+	bool oom = (!s && !d.errors) || d.oom;
 	r->simulated = ok;
 	r->sim_error = ok ? NULL : arena_strdup(a, diag_first_error(sa, &d));
 	if (ok) {
@@ -553,7 +616,8 @@ int study_top_per_size(const struct study_row *rows, int n, int k, int *out)
 	sort_rows = rows;
 	for (int i = 0; i < n;) {
 		int j = i, t = 0;
-		while (j < n && rows[j].cluster == rows[i].cluster && rows[j].servers == rows[i].servers) {
+		while (j < n && rows[j].cluster == rows[i].cluster && rows[j].servers == rows[i].servers &&
+		       rows[j].fault == rows[i].fault) {
 			if (rows[j].ok && !rows[j].oom)
 				tmp[t++] = j;
 			j++;
@@ -565,4 +629,28 @@ int study_top_per_size(const struct study_row *rows, int n, int k, int *out)
 	}
 	free(tmp);
 	return m;
+}
+
+int study_fault_rows(const struct study_row *rows, int n, int fault, struct study_row *out)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (rows[i].fault == fault)
+			out[m++] = rows[i];
+	return m;
+}
+
+int study_same_plan(const struct study_row *rows, int n, const struct study_row *r, int fault)
+{
+	char want[128], have[128];
+	plan_search_config_text(want, sizeof want, &r->config);
+	for (int j = 0; j < n; j++) {
+		const struct study_row *x = &rows[j];
+		if (x->fault != fault || x->cluster != r->cluster || x->servers != r->servers ||
+		    x->global_batch != r->global_batch)
+			continue;
+		if (!strcmp(want, plan_search_config_text(have, sizeof have, &x->config)))
+			return j;
+	}
+	return -1;
 }

@@ -3,7 +3,9 @@
  * docs/formats.md, the Pareto front and the choices of fit on rows made
  * by hand, and the sweep as a user runs it: killed with SIGKILL in the
  * middle and run again, it ends with the rows of an uninterrupted run;
- * a database of other inputs refused; the same rows under mpirun. */
+ * a database of other inputs refused; the same rows under mpirun; fault
+ * cases priced by hand through the study path; a row's interval against
+ * estimate's, and fit's 90th percentile on points made by hand. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -1024,8 +1026,9 @@ Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
 	sqlite3_close(h);
 	struct cli_run r = fixture_shardlab(args, true);
 	cr_expect_eq(r.status, 1);
-	cr_expect(strstr(r.out, "no expert_parallel, context_parallel, checksum and goodput "
-	                        "columns") != NULL, "%s",
+	cr_expect(strstr(r.out, "was written by an earlier shardlab (schema before 2), whose "
+	                        "points lack some of the expert_parallel, context_parallel, "
+	                        "checksum, goodput, fault case and interval columns") != NULL, "%s",
 	          r.out);
 	free(r.out);
 	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s --force", db);
@@ -1178,4 +1181,266 @@ Test(studies, storage_errors_in_sqlites_words)
 	free(r.out);
 	remove_db(db);
 	rmdir(dir);
+}
+
+/* ------------------------------------------------------- fault cases */
+
+/* The rows of a study computed through the sweep's path (study_units,
+ * study_eval_unit), every unit's points in order; *n of them. */
+static struct study_row *eval_all(const struct study *st, int *n)
+{
+	int nu;
+	int64_t np;
+	struct study_unit *u = study_units(A, st, &nu, &np);
+	cr_assert_not_null(u);
+	struct study_row *rows = arena_calloc(A, (size_t)np, sizeof *rows);
+	int k = 0;
+	for (int i = 0; i < nu; i++) {
+		cr_assert(study_eval_unit(A, st, &u[i], NULL, &rows[k]));
+		k += u[i].n_configs;
+	}
+	*n = k;
+	return rows;
+}
+
+/* tests/data/studies/faults.json: a one-layer GPT (hidden 256, FFN 1024,
+ * vocabulary 512, sequence 128) data parallel on two-spines-x4's four
+ * one-GPU servers (one 12.5 GB/s NIC each, two spines), its gradients in
+ * one bucket. Parameters, by hand: word embedding 512 x 256 = 131,072;
+ * positions 128 x 256 = 32,768; QKV 256 x 768 + 768 = 197,376; projection
+ * 256 x 256 + 256 = 65,792; FFN 256 x 1024 + 1024 = 263,168 and 1024 x 256
+ * + 256 = 262,400; two layer norms 2 x 512 and the final one 512: 954,112,
+ * whose fp32 gradients are S = 3,816,448 bytes. The ring all-reduce over 4
+ * ranks moves S/4 per step in 6 steps, each as slow as its slowest hop:
+ * one NIC at half rate adds 6 x (S/4) x (1/6.25e9 - 1/12.5e9) = 6 x
+ * 954,112 / 12.5e9 = 457.97376 us to the gradient sync; a second NIC at
+ * half rate on another server adds nothing more (the same slowest hop);
+ * a spine down leaves each route across the spines 6.25 GB/s (the
+ * leaf's uplinks halved): the same again. A server twice as slow doubles
+ * every compute category and leaves the communication as it was. */
+Test(studies, fault_cases_priced_by_hand, .timeout = 120)
+{
+	struct study *st = load("tests/data/studies/faults.json");
+	cr_assert_eq(st->n_faults, 5);
+	struct study_size size;
+	cr_assert(study_count(st, &size));
+	cr_expect_eq(size.cells, 5, "a cell per fault case");
+	cr_expect_eq(size.points, 5);
+	int n;
+	struct study_row *r = eval_all(st, &n);
+	cr_assert_eq(n, 5);
+	for (int k = 0; k < n; k++) {
+		cr_assert(r[k].ok, "case %d: %s", k, r[k].error ? r[k].error : "");
+		cr_expect_eq(r[k].fault, k, "the rows come case by case");
+		cr_expect(isnan(r[k].iteration_rel_sd), "no calibration: no interval");
+	}
+	double dgrad = 6 * 954112 / 12.5e9;
+	const double *g = NULL;
+	double g0 = r[0].category_s[EST_GRADIENT_SYNC];
+	for (int k = 1; k <= 3; k++) {
+		g = r[k].category_s;
+		cr_expect(fabs(g[EST_GRADIENT_SYNC] - g0 - dgrad) <= 1e-9 * dgrad,
+		          "case %s: gradient sync %.9g s, want %.9g + %.9g", st->faults[k].name,
+		          g[EST_GRADIENT_SYNC], g0, dgrad);
+		/* the iteration grows by that, and a little more: a 64 KB backward
+		 * collective's bandwidth term doubles too */
+		double d = r[k].iteration_s - r[0].iteration_s;
+		cr_expect(d >= dgrad && d <= 1.02 * dgrad, "case %s: iteration +%.9g s, want %.9g",
+		          st->faults[k].name, d, dgrad);
+	}
+	g = r[4].category_s;
+	for (int c = 0; c < EST_CATEGORY_COUNT; c++) {
+		bool compute = c == EST_COMPUTE_FORWARD || c == EST_COMPUTE_BACKWARD ||
+		               c == EST_OPTIMIZER;
+		double want = r[0].category_s[c] * (compute ? 2 : 1);
+		cr_expect(fabs(g[c] - want) <= 1e-9 * fmax(want, 1e-12),
+		          "slow server, category %d: %.9g, want %.9g", c, g[c], want);
+	}
+	/* The simulation runs the point with its fault: the NIC at half rate
+	 * slows the simulated iteration by about the hand figure. */
+	cr_assert(study_simulate(A, st, &r[0]));
+	cr_assert(study_simulate(A, st, &r[1]));
+	cr_assert(r[0].simulated && r[1].simulated, "%s / %s", r[0].sim_error ? r[0].sim_error : "",
+	          r[1].sim_error ? r[1].sim_error : "");
+	double ds = r[1].sim_iteration_s - r[0].sim_iteration_s;
+	cr_expect(fabs(ds - dgrad) <= 0.1 * dgrad, "simulated +%.9g s, want about %.9g", ds, dgrad);
+	/* fit's reading: the point's scenario carries the case's faults */
+	struct scenario *s = study_point_scenario(A, st, &r[1], &D);
+	cr_assert_not_null(s);
+	cr_expect_not_null(s->topo->faults);
+	cr_expect(strstr(s->name, "1 NIC at 50%") != NULL, "%s", s->name);
+}
+
+/* The fault case is a key column: a sweep stores a row per case, fit
+ * answers the first and tabulates the rest, --fault answers another. */
+Test(studies, fault_cases_stored_and_fitted, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-faults-XXXXXX", db[600], args[1400];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof db, "%s/f.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/faults.json --db %s", db);
+	sweep_all(args, 5);
+	cr_expect_eq(query_int(db, "SELECT count(DISTINCT fault_name) FROM points", 0), 5);
+	cr_expect_eq(query_int(db, "SELECT count(*) FROM points WHERE iteration_lo_s IS NULL", 0),
+	             5, "no calibration: no interval");
+	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "fault case: none") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "server 2x slower") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "intervals: none (the sweep had no calibration") != NULL, "%s",
+	          r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s --json "
+	         "--fault 'spine down'", db);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cJSON *fastest = cJSON_GetObjectItemCaseSensitive(j, "fastest");
+	cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(fastest, "fault")->valuestring,
+	                 "spine down");
+	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(fastest, "interval")));
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "faults")), 5);
+	cJSON_Delete(j);
+	free(r.out);
+	/* plot: panel (g) makes the page 460 px taller; the store names the
+	 * cases; the report tabulates them */
+	char png[700], page[700];
+	snprintf(png, sizeof png, "%s/f.png", dir);
+	snprintf(args, sizeof args, "plot %s --out %s", db, png);
+	r = fixture_shardlab(args, true);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	size_t nb;
+	unsigned char *b = slurp_bytes(png, &nb);
+	cr_assert_gt(nb, 24);
+	unsigned h = (unsigned)b[20] << 24 | (unsigned)b[21] << 16 | (unsigned)b[22] << 8 | b[23];
+	cr_expect_eq(h, 1160 + 460);
+	free(b);
+	struct study_store *so;
+	cr_assert(study_store_open_ro(db, &so, NULL, args, sizeof args), "%s", args);
+	struct study_plot_info info;
+	cr_assert(study_store_info(so, A, &info));
+	cr_expect_eq(info.n_faults, 5);
+	cr_expect_str_eq(info.fault_names[3], "spine down");
+	study_store_close(so);
+	snprintf(page, sizeof page, "%s/f.html", dir);
+	snprintf(args, sizeof args, "report tests/data/studies/faults.json --db %s --out %s", db,
+	         page);
+	r = fixture_shardlab(args, true);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	b = slurp_bytes(page, &nb);
+	int rows_seen = 0;
+	for (const char *p = (const char *)b; (p = strstr(p, "class=\"faults-row\"")); p++)
+		rows_seen++;
+	cr_expect_eq(rows_seen, 5, "a row per fault case");
+	free(b);
+	snprintf(args, sizeof args, "rm -rf '%s/f-plans'", dir);
+	cr_expect_eq(system(args), 0);
+	remove(png);
+	remove(page);
+	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s --fault nowhere", db);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 2, "%s", r.out);
+	free(r.out);
+	/* without intervals, no percentile but the median */
+	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s --percentile 90", db);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "sweep with --calibration") != NULL, "%s", r.out);
+	free(r.out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* ---------------------------------------------------------- intervals */
+
+/* A row's interval is the one estimate --calibration prints for the same
+ * point: the sweep with calibration/a100-sxm.json, fit's fastest point
+ * emitted as a scenario, and estimate of it with that calibration. */
+Test(studies, row_interval_is_the_estimates, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-interval-XXXXXX", db[600], sc[600], args[1400];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof db, "%s/c.db", dir);
+	snprintf(sc, sizeof sc, "%s/point.json", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s "
+	         "--calibration calibration/a100-sxm.json", db);
+	sweep_all(args, 2);
+	cr_expect_eq(query_int(db, "SELECT count(*) FROM points WHERE iteration_hi_s IS NULL", 0), 0);
+	snprintf(args, sizeof args, "fit tests/data/studies/calibrated.json --db %s --json "
+	         "--emit-scenario %s", db, sc);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cJSON *iv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "fastest"),
+	                                             "interval");
+	cr_assert(cJSON_IsObject(iv), "%s", r.out);
+	double lo = cJSON_GetObjectItemCaseSensitive(iv, "iteration_lo_s")->valuedouble;
+	double hi = cJSON_GetObjectItemCaseSensitive(iv, "iteration_hi_s")->valuedouble;
+	cJSON_Delete(j);
+	free(r.out);
+	snprintf(args, sizeof args, "estimate %s --calibration calibration/a100-sxm.json --json", sc);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	iv = cJSON_GetObjectItemCaseSensitive(j, "interval");
+	double elo = cJSON_GetObjectItemCaseSensitive(iv, "lo_s")->valuedouble;
+	double ehi = cJSON_GetObjectItemCaseSensitive(iv, "hi_s")->valuedouble;
+	cr_expect(fabs(lo - elo) <= 1e-9 * ehi, "lo: row %.12g, estimate %.12g", lo, elo);
+	cr_expect(fabs(hi - ehi) <= 1e-9 * ehi, "hi: row %.12g, estimate %.12g", hi, ehi);
+	cJSON_Delete(j);
+	free(r.out);
+	/* Resuming with another calibration is refused. */
+	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s", db);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "other calibrations (a100=a100-sxm:") != NULL, "%s", r.out);
+	free(r.out);
+	remove(sc);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* Two points by hand: A at 10 s with sigma/t 0.2, B at 10.5 s with sigma/t
+ * 0.01. On the estimate (the median) A is the faster. At the 90th
+ * percentile (z = 1.2815516, the normal quantile) A takes 10 x (1 + 1.2815516
+ * x 0.2) = 12.563103 s and B 10.5 x (1 + 1.2815516 x 0.01) = 10.634563 s:
+ * B is chosen. The interval's ends stay. */
+Test(studies, percentile_90_ranks_by_the_upper_time)
+{
+	struct study *st = load("tests/data/studies/tiny.json");
+	double t[] = {10, 10.5}, sd[] = {0.2, 0.01};
+	struct study_row rows[2];
+	for (int i = 0; i < 2; i++) {
+		rows[i] = (struct study_row){.ok = true, .devices = 8, .servers = 1,
+		                             .iteration_s = t[i], .iteration_rel_sd = sd[i],
+		                             .iteration_lo_s = t[i] * (1 - 1.6448536 * sd[i]),
+		                             .iteration_hi_s = t[i] * (1 + 1.6448536 * sd[i]),
+		                             .tokens_per_iteration = 8192, .model_flops = 1e15,
+		                             .compute_s = 1, .state_bytes = 1e9,
+		                             .state_bytes_per_device = 1e8};
+		study_row_figures(st, &rows[i]);
+		cr_assert(study_row_has_interval(&rows[i]));
+		cr_expect(rows[i].effective_lo_s < rows[i].effective_time_s &&
+		          rows[i].effective_time_s < rows[i].effective_hi_s);
+	}
+	cr_expect_eq(study_best(st, rows, 2, -1, 0), 0, "the median picks A");
+	for (int i = 0; i < 2; i++)
+		study_row_at_percentile(st, &rows[i], 0.9);
+	cr_expect_float_eq(rows[0].iteration_s, 12.563103, 1e-6);
+	cr_expect_float_eq(rows[1].iteration_s, 10.634563, 1e-6);
+	cr_expect_float_eq(rows[0].time_to_train_s, 1000 * 12.563103, 1e-3);
+	cr_expect_float_eq(rows[0].iteration_hi_s, 10 * (1 + 1.6448536 * 0.2), 1e-6);
+	cr_expect_eq(study_best(st, rows, 2, -1, 0), 1, "the 90th percentile picks B");
+	/* A row without an interval is left as it is. */
+	struct study_row none = rows[0];
+	none.iteration_rel_sd = NAN;
+	none.iteration_s = 10;
+	study_row_at_percentile(st, &none, 0.9);
+	cr_expect_float_eq(none.iteration_s, 10, 1e-12);
 }
