@@ -798,8 +798,8 @@ static double overlapped_tail(const struct est_ctx *c, int st, const double *rs_
 	const struct plan_part *pp = &c->e->part;
 	const struct est_op *o = c->e->ops;
 	double t = 0, comm = 0;
-	int last = st + ((pp->n_chunks - 1 - st) / pp->n_stages) * pp->n_stages;
-	for (int ch = last; ch >= st; ch -= pp->n_stages) {
+	for (int k = pp->virtual_stages - 1; k >= 0; k--) {
+		int ch = part_chunk(pp, st, k);
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
 		for (int i = lo; i < hi; i++)
 			t += o[i].recompute_s;
@@ -1144,7 +1144,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	if (!act || (placed && !rs))
 		return false;
 	memset(ss, 0, sizeof(*ss));
-	for (int ch = st; ch < pp->n_chunks; ch += pp->n_stages) {
+	for (int local = 0; local < pp->virtual_stages; local++) {
+		int ch = part_chunk(pp, st, local);
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
 		struct chunk_memo *m = chunk(c, a, p, lo, hi);
 		if (!m)
@@ -1153,7 +1154,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			const struct est_op *eo = &e->ops[i];
 			ss->cat[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
 			ss->cat[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
-			if (tr->schedule == SCHED_ZB_H1)
+			if (schedule_splits_backward(tr->schedule))
 				ss->weight_s += plan_weight_grad_s(p->graph, i, eo->compute_backward_s);
 			ss->cat[EST_COMM_FORWARD] += eo->comm_forward_s - eo->redistribution_s;
 			ss->cat[EST_REDISTRIBUTION] += eo->redistribution_s;
@@ -1300,6 +1301,36 @@ static void op_extras(struct est_ctx *c, const struct plan *p, const bool *core)
 	}
 }
 
+/* The zero-bubble greedy schedules' times (pipeline.c, zb_greedy): each
+ * chunk's forward F with its collectives and its send on; its input
+ * gradients B with the rest of its backward (recomputation, collectives,
+ * the gradient's send back); its weight gradients W (plan_weight_grad_s). */
+static bool unit_times(struct est_ctx *c, struct arena *a, const struct plan *p)
+{
+	struct plan_part *pp = &c->e->part;
+	const struct est_op *o = c->e->ops;
+	pp->unit_s = arena_calloc(a, 3 * (size_t)pp->n_chunks, sizeof(double));
+	if (!pp->unit_s)
+		return false;
+	for (int ch = 0; ch < pp->n_chunks; ch++) {
+		double *u = &pp->unit_s[3 * ch];
+		for (int i = pp->first_op[ch]; i < pp->first_op[ch + 1]; i++) {
+			double w = plan_weight_grad_s(p->graph, i, o[i].compute_backward_s);
+			u[0] += o[i].compute_forward_s + o[i].comm_forward_s;
+			u[1] += o[i].compute_backward_s - w + o[i].comm_backward_s + o[i].recompute_s;
+			u[2] += w;
+		}
+		int64_t me = (int64_t)part_stage(pp, ch) * pp->stage_ranks;
+		if (ch + 1 < pp->n_chunks)
+			u[0] += cost_part_send_s(c->t, pp, ch, me,
+			                         (int64_t)part_stage(pp, ch + 1) * pp->stage_ranks, c->wanted);
+		if (ch > 0)
+			u[1] += cost_part_send_s(c->t, pp, ch - 1, me,
+			                         (int64_t)part_stage(pp, ch - 1) * pp->stage_ranks, c->wanted);
+	}
+	return true;
+}
+
 /* The schedule's time: the slowest stage every micro-batch, plus the fill
  * and drain of the others (a v-th of it with v chunks per stage), then the
  * slowest tail; the categories are the slowest stage's. */
@@ -1323,9 +1354,13 @@ static void assemble(struct estimate *e, const struct stage_sums *ss)
 	e->pipeline_s = m * tmax + (sum - tmax) / pp->virtual_stages;
 	/* ZB-H1: the drain's B's travel back without their W's, which fill
 	 * it: (P-1)(T_F + T_B - T_W) for 1F1B's (P-1)(T_F + T_B + T_W), each
-	 * stage but the slowest 2 T_W shorter (Qi et al. 2024, section 3.1) */
+	 * stage but the slowest 2 T_W shorter (Qi et al. 2024, section 3.1).
+	 * ZB-V: the same in chunks of half a stage, (P-1)(T_F + T_B - T_W)/2,
+	 * which is the fill of the first chunk's forwards, (P-1) T_F / 2, at
+	 * the papers' T_F = T_B = T_W (docs/cost-models.md, "Pipeline
+	 * schedules") */
 	for (int s = 0; s < pp->n_stages; s++)
-		e->pipeline_s -= s == crit ? 0 : 2 * ss[s].weight_s;  /* 0 but with ZB-H1 */
+		e->pipeline_s -= s == crit ? 0 : 2 * ss[s].weight_s / pp->virtual_stages;
 	e->bubble_s = e->pipeline_s - m * tmax;
 	for (int k = 0; k < EST_CATEGORY_COUNT; k++)
 		e->category_s[k] = m * ss[crit].cat[k];
@@ -1517,6 +1552,8 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 	bool ok = out->stages && ss;
 	if (ok)
 		op_extras(c, p, x->core);
+	if (ok && (s->training.schedule == SCHED_ZB_V || s->training.schedule == SCHED_ZB_H2))
+		ok = unit_times(c, a, p);
 	ok = ok && tied_params(c, a, p, x->shared, x->n_shared, out);
 	for (int i = 0; ok && i < g->n_ops; i++)
 		out->ops[i].gradient_s = 0;
