@@ -286,6 +286,24 @@ Test(pipeline, zb_v_memory_as_1f1b)
 	cr_expect_eq(ev.stages[0].in_flight, 4, "stage 0 reaches the cap");
 }
 
+/* ZB-H2 (Qi et al. 2024, section 3.1): up to 2P - 1 micro-batches in
+ * flight buy a schedule without bubbles inside it (a parallelogram); one
+ * synchronous iteration keeps its fill: stage s starts s T_F late and the
+ * last stage ends 3 T_F after stage 0 would, (P-1) T_F = 3T of 8 x 3T +
+ * 3T, 1/9, as ZB-H1 at T_F = T_B = T_W. Stage 0 runs F0 .. F6 (times 0 to
+ * 7) before B0 comes back to it at 7 (F0 reaches stage 3 at 3, its B runs
+ * 4 to 5 there and reaches stage 0 through stages 2 and 1 at 7): 7 = 2P
+ * - 1 micro-batches held, counted by hand. */
+Test(pipeline, zb_h2_bubble_and_memory)
+{
+	bubble_within(SCHED_ZB_H2, 1, 3.0 / 27, 0.02);
+	struct estimate e;
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_ZB_H2, 1, 0)), &e, &D));
+	cr_expect_eq(e.stages[0].in_flight, 7);
+	for (int s = 1; s < 4; s++)
+		cr_expect_leq(e.stages[s].in_flight, 7, "stage %d", s);
+}
+
 /* Interleaved with v = 2 chunks per stage: the bubble time is (p-1)/v of
  * a micro-batch's time, 1.5 / (8 + 1.5). */
 Test(pipeline, interleaved_bubble_divides_by_v)
