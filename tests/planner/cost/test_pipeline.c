@@ -304,6 +304,50 @@ Test(pipeline, zb_h2_bubble_and_memory)
 		cr_expect_leq(e.stages[s].in_flight, 7, "stage %d", s);
 }
 
+/* DeepSeek-V3's Table 2 (arXiv 2412.19437, section 3.2.1) on the chain,
+ * PP = 4, in its terms: F = T (a stage's forward), W = T (its weight
+ * gradients), B = 2T (the full backward: input and weight gradients),
+ * F&B = 3T (a forward and a backward chunk overlapped: their compute
+ * serialised, the 64 KiB sends hidden under it).
+ *   1F1B      (PP-1)(F+B)          = 3 x 3T            = 9T   PP = 4 act.
+ *   ZB1P      (PP-1)(F+B-2W)       = 3 x T             = 3T   PP
+ *   DualPipe  (PP/2-1)(F&B+B-3W)   = 1 x (3T + 2T - 3T) = 2T   PP + 1 = 5
+ * DualPipe's parameters 2x: stage d and stage 3 - d, 8 x 536,870,912 B;
+ * its activations 5 micro-batches x 4 MatMul inputs x 65,536 B. */
+Test(pipeline, table2_worked_example)
+{
+	struct estimate e1, ez, ed;
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_1F1B, 1, 0)), &e1, &D));
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_ZB_H1, 1, 0)), &ez, &D));
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_DUALPIPE, 1, 0)), &ed, &D));
+	double T = e1.category_s[EST_COMPUTE_FORWARD] / 8;
+	/* 1F1B and ZB1P carry the sends in F and B: within 1% */
+	cr_expect(fabs(e1.bubble_s - 9 * T) <= 0.01 * 9 * T, "1F1B %g, want 9T = %g", e1.bubble_s, 9 * T);
+	cr_expect(fabs(ez.bubble_s - 3 * T) <= 0.01 * 3 * T, "ZB1P %g, want 3T = %g", ez.bubble_s, 3 * T);
+	/* DualPipe's B keeps its gradient's send (1.6 us, 0.05%) */
+	cr_expect(fabs(ed.bubble_s - 2 * T) <= 1e-3 * 2 * T, "DualPipe %g, want 2T = %g", ed.bubble_s,
+	          2 * T);
+	cr_expect(fabs(ed.iteration_s - ed.stages[0].optimizer_s - 26 * T) <= 1e-3 * T,
+	          "DualPipe: 8 micro-batches of F&B = 3T, then 2T");
+	for (int s = 0; s < 4; s++) {
+		cr_expect_eq(e1.stages[s].in_flight, 4 - s);
+		cr_expect_eq(ed.stages[s].in_flight, 5, "stage %d", s);
+		cr_expect_eq(ed.stages[s].mem.params, 2 * 4 * W_BYTES, "stage %d", s);
+		cr_expect_eq(ed.stages[s].mem.activations, 5 * 4 * ACT, "stage %d", s);
+	}
+}
+
+/* DualPipe is estimated only: the lowering refuses it, naming the field. */
+Test(pipeline, dualpipe_not_lowered)
+{
+	struct program prog;
+	size_t before = D.count;
+	cr_assert_not(plan_lower(A, dp_plan(chain(SCHED_DUALPIPE, 1, 0)), 25 << 20, &prog, &D));
+	cr_assert_eq(D.count, before + 1);
+	cr_expect_str_eq(D.items[before].path, "training.schedule");
+	cr_expect_not_null(strstr(D.items[before].msg, "estimated only"));
+}
+
 /* Interleaved with v = 2 chunks per stage: the bubble time is (p-1)/v of
  * a micro-batch's time, 1.5 / (8 + 1.5). */
 Test(pipeline, interleaved_bubble_divides_by_v)
