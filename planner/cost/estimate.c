@@ -1130,6 +1130,22 @@ static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p
 	return true;
 }
 
+/* Chunk ch's sends per micro-batch: its activations to the next chunk's
+ * stage, their gradient back to the previous chunk's (nothing between two
+ * chunks of one stage). */
+static void chunk_sends_s(const struct est_ctx *c, int ch, double *fwd, double *bwd)
+{
+	const struct plan_part *pp = &c->e->part;
+	int64_t me = (int64_t)part_stage(pp, ch) * pp->stage_ranks;
+	*fwd = ch + 1 < pp->n_chunks ? cost_part_send_s(c->t, pp, ch, me,
+	                                                (int64_t)part_stage(pp, ch + 1) * pp->stage_ranks,
+	                                                c->wanted)
+	                             : 0;
+	*bwd = ch > 0 ? cost_part_send_s(c->t, pp, ch - 1, me,
+	                                 (int64_t)part_stage(pp, ch - 1) * pp->stage_ranks, c->wanted)
+	              : 0;
+}
+
 /* A stage: its chunks' per-micro-batch time, its tail, its memory. */
 static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core,
                   int st, struct est_stage *es, struct stage_sums *ss)
@@ -1217,14 +1233,9 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		chunk_act(c, p, core, ch, m, &act[ch], &w);
 		working = w > working ? w : working;
 		/* the pipeline's sends: activations forward, their gradient back */
-		int64_t me = (int64_t)st * pp->stage_ranks;
-		if (ch + 1 < pp->n_chunks)
-			ss->cat[EST_PIPELINE_P2P] += cost_part_send_s(
-			        c->t, pp, ch, me, (int64_t)part_stage(pp, ch + 1) * pp->stage_ranks, c->wanted);
-		if (ch > 0)
-			ss->cat[EST_PIPELINE_P2P] += cost_part_send_s(
-			        c->t, pp, ch - 1, me, (int64_t)part_stage(pp, ch - 1) * pp->stage_ranks,
-			        c->wanted);
+		double fwd_send, bwd_send;
+		chunk_sends_s(c, ch, &fwd_send, &bwd_send);
+		ss->cat[EST_PIPELINE_P2P] += fwd_send + bwd_send;
 		double p2p_buf = 2 * pp->send_bytes[ch];
 		es->mem.buffers = p2p_buf > es->mem.buffers ? p2p_buf : es->mem.buffers;
 	}
@@ -1328,13 +1339,10 @@ static bool unit_times(struct est_ctx *c, struct arena *a, const struct plan *p)
 			u[1] += o[i].compute_backward_s - w + o[i].comm_backward_s + o[i].recompute_s;
 			u[2] += w;
 		}
-		int64_t me = (int64_t)part_stage(pp, ch) * pp->stage_ranks;
-		if (ch + 1 < pp->n_chunks)
-			u[0] += cost_part_send_s(c->t, pp, ch, me,
-			                         (int64_t)part_stage(pp, ch + 1) * pp->stage_ranks, c->wanted);
-		if (ch > 0)
-			u[1] += cost_part_send_s(c->t, pp, ch - 1, me,
-			                         (int64_t)part_stage(pp, ch - 1) * pp->stage_ranks, c->wanted);
+		double fwd_send, bwd_send;
+		chunk_sends_s(c, ch, &fwd_send, &bwd_send);
+		u[0] += fwd_send;
+		u[1] += bwd_send;
 	}
 	return true;
 }
