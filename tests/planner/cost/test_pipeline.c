@@ -251,6 +251,14 @@ Test(pipeline, zb_v_bubble)
 	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
 	cr_assert(plan_estimate(A, p, &e, &D));
 	cr_assert_eq(prog.n_chunks, 8);
+	/* the V: chunks 0 1 2 3 on stages 0 1 2 3, chunks 4 5 6 7 on 3 2 1 0;
+	 * chunk 3 hands on to chunk 4 without a send (both on stage 3) */
+	static const int at[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+	for (int c = 0; c < 8; c++)
+		cr_expect_eq(prog.chunks[c].stage, at[c], "chunk %d", c);
+	const struct prog_chunk *c3 = &prog.chunks[3];
+	for (int i = c3->fwd; i < c3->fwd + c3->n_fwd; i++)
+		cr_expect_neq(prog.steps[i].kind, PROG_SEND, "chunk 3's forward sends nothing");
 	struct sim_options o = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
 	struct sim_result r;
 	cr_assert(sim_run(A, s->topo, &prog, &o, &r, &D));
