@@ -502,12 +502,11 @@ static int zb_h1(struct prog_slot *s, int64_t m, int P, int stage)
  * its inputs finished, so the stages' orders cannot wait on each other in
  * a circle whatever the real times. ZB-V: two chunks per stage in a V,
  * cap 2P (P micro-batches of a whole stage: 1F1B's first stage); ZB-H2:
- * one chunk per stage, cap 2P - 1. Stage `stage`'s units into s[] and
- * their count; the span of the whole schedule into *span_s when not NULL.
- * Scratch O(chunks x m), freed before returning; time O(units x P).
- * Returns -1 when out of memory. */
+ * one chunk per stage, cap 2P - 1. Stage `stage`'s units into s[], and
+ * their count. Scratch O(chunks x m), freed before returning; time
+ * O(units x P). Returns -1 when out of memory. */
 static int zb_greedy(struct prog_slot *s, int64_t m, const struct plan_part *pp, int cap,
-                     int stage, double *span_s)
+                     int stage)
 {
 	int P = pp->n_stages, C = pp->n_chunks, v = pp->virtual_stages;
 	size_t cells = (size_t)C * (size_t)m;
@@ -589,7 +588,7 @@ static int zb_greedy(struct prog_slot *s, int64_t m, const struct plan_part *pp,
 			} else {
 				mem[d]--;
 			}
-			if (d == stage && s)
+			if (d == stage)
 				s[n++] = (struct prog_slot){.chunk = c, .micro = j, .backward = kind == 1,
 				                            .split = kind == 1, .weight = kind == 2};
 		}
@@ -611,11 +610,6 @@ static int zb_greedy(struct prog_slot *s, int64_t m, const struct plan_part *pp,
 		 * one through (a guard; the caps above leave room) */
 		capped = !stuck;
 	}
-	double span = 0;
-	for (int d = 0; d < P; d++)
-		span = t[d] > span ? t[d] : span;
-	if (span_s)
-		*span_s = span;
 	free(fdone), free(bdone), free(t), free(wait), free(cnt), free(mem);
 	/* The last W of each chunk: where its gradient synchronisation starts. */
 	bool seen[2] = {false, false};
@@ -642,7 +636,7 @@ int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
 	}
 	if ((sched == SCHED_ZB_V && v == 2) || (sched == SCHED_ZB_H2 && v == 1)) {
 		*out = s;
-		return zb_greedy(s, m, pp, sched == SCHED_ZB_V ? 2 * P : 2 * P - 1, stage, NULL);
+		return zb_greedy(s, m, pp, sched == SCHED_ZB_V ? 2 * P : 2 * P - 1, stage);
 	}
 	if (sched == SCHED_GPIPE && v == 1)
 		warm = total;
