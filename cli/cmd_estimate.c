@@ -192,7 +192,8 @@ static void text_pipeline(const struct plan *p, const struct estimate *e)
 	printf("\npipeline: %d stages x %lld ranks, %d chunk%s per stage, %s, %lld micro-batches\n",
 	       pp->n_stages, (long long)pp->stage_ranks, pp->virtual_stages,
 	       pp->virtual_stages == 1 ? "" : "s",
-	       schedule_names[pp->virtual_stages > 1 ? SCHED_INTERLEAVED_1F1B : t->schedule],
+	       schedule_names[pp->virtual_stages > 1 && !pp->vshape ? SCHED_INTERLEAVED_1F1B
+	                                                             : t->schedule],
 	       (long long)e->steps_per_iteration);
 	printf("  bubble %s of %s (%.1f%%)\n", sec(b[0], 32, e->bubble_s),
 	       sec(b[1], 32, e->iteration_s), share(e->bubble_s, e->iteration_s));

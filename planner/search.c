@@ -90,7 +90,7 @@ enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct
 		return SEARCH_RULE_EXPERTS_EP;
 	if (c->micro_batch < 1 || c->dp < 1 || G % (c->micro_batch * c->dp))
 		return SEARCH_RULE_BATCH_DP;
-	if (c->pp > 1 && (c->schedule == SCHED_GPIPE || c->schedule == SCHED_ZB_H1))
+	if (c->pp > 1 && c->schedule != SCHED_1F1B && c->schedule != SCHED_INTERLEAVED_1F1B)
 		return SEARCH_RULE_SCHEDULE;
 	if (interleaved && layers > 0 && layers % chunks)
 		return SEARCH_RULE_LAYERS_VPP;
@@ -141,8 +141,23 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 		         (long long)c->micro_batch);
 		break;
 	case SEARCH_RULE_SCHEDULE:
-		snprintf(buf, size, "Megatron-LM has no %s schedule (it runs 1F1B)",
-		         c->schedule == SCHED_ZB_H1 ? "zero-bubble (ZB-H1)" : "GPipe");
+		/* Megatron-LM's schedules are 1F1B and interleaved 1F1B; the
+		 * zero-bubble ones are flags of sail-sg's fork of it (its README) */
+		snprintf(buf, size, "Megatron-LM has no %s schedule (it runs 1F1B)%s",
+		         c->schedule == SCHED_ZB_H1   ? "zero-bubble (ZB-H1)"
+		         : c->schedule == SCHED_ZB_V  ? "zero-bubble (ZB-V)"
+		         : c->schedule == SCHED_ZB_H2 ? "zero-bubble (ZB-H2)"
+		         : c->schedule == SCHED_DUALPIPE ? "DualPipe"
+		                                         : "GPipe",
+		         c->schedule == SCHED_ZB_V
+		             ? "; sail-sg/zero-bubble-pipeline-parallelism's fork runs it with "
+		               "--zero-bubble-v-schedule"
+		         : c->schedule == SCHED_ZB_H1 || c->schedule == SCHED_ZB_H2
+		             ? "; sail-sg/zero-bubble-pipeline-parallelism's fork runs it with "
+		               "--enable-zero-bubble"
+		         : c->schedule == SCHED_DUALPIPE
+		             ? "; deepseek-ai/DualPipe implements it for PyTorch"
+		             : "");
 		break;
 	case SEARCH_RULE_LAYERS_VPP:
 		snprintf(buf, size, "%lld layers do not split into %lld stages x %lld virtual stages",

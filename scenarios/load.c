@@ -16,14 +16,15 @@
 const char *const planner_names[PLANNER_COUNT] = {
 	"propagate", "recursive", "data-parallel", "megatron", "megatron-search",
 };
-const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"};
+const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
+                                                 "zb-v",  "zb-h2", "dualpipe"};
 const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase"};
 const char *const collective_algo_names[COLL_COUNT] = {
 	"auto", "ring", "tree", "halving-doubling", "hierarchical", "direct", "nvls", "pipeline",
 };
 _Static_assert(PLANNER_COUNT == 5, "planner_names must list every planner");
-_Static_assert(SCHED_COUNT == 4, "schedule_names must list every schedule");
+_Static_assert(SCHED_COUNT == 7, "schedule_names must list every schedule");
 _Static_assert(RECOMPUTE_COUNT == 3, "recompute_names must list every mode");
 const char *const precision_names[PRECISION_COUNT] = {
         "auto", "megatron-bf16", "megatron-fp16", "fp32", "mindformers",
@@ -928,9 +929,35 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		         precision_names[prec], topo->device.kind, topo->name);
 		ok = false;
 	}
-	if (t->virtual_stages > 1 && sched != SCHED_INTERLEAVED_1F1B) {
+	if (t->virtual_stages > 1 && sched != SCHED_INTERLEAVED_1F1B &&
+	    !(sched == SCHED_ZB_V && t->virtual_stages == 2)) {
 		jv_get(&v, "virtual_stages", &f);
-		jv_error(&f, "virtual stages need the \"interleaved-1f1b\" schedule");
+		if (sched == SCHED_ZB_V)
+			jv_error(&f, "the \"zb-v\" schedule places 2 chunks on each stage, not %lld",
+			         (long long)t->virtual_stages);
+		else
+			jv_error(&f, "virtual stages need the \"interleaved-1f1b\" schedule");
+		ok = false;
+	}
+	/* ZB-V: chunk d and chunk 2 PP - 1 - d on stage d, each of whole layers
+	 * (sail-sg/zero-bubble-pipeline-parallelism: the layers of a stage
+	 * split into its two chunks evenly) */
+	if (sched == SCHED_ZB_V)
+		t->virtual_stages = 2;
+	int64_t layers = L->s->graph && L->s->graph->gen ? L->s->graph->gen->layers : 0;
+	if (sched == SCHED_ZB_V && layers > 0 && layers % (2 * t->pipeline_stages)) {
+		jv_get(&v, "schedule", &f);
+		jv_error(&f, "the \"zb-v\" schedule places 2 chunks of whole layers on each stage: "
+		         "%lld layers do not split into 2 x %lld pipeline stages",
+		         (long long)layers, (long long)t->pipeline_stages);
+		ok = false;
+	}
+	/* DualPipe feeds micro-batches from both ends: half from each, one
+	 * half of the stages mirroring the other (DeepSeek-V3, section 3.2.1) */
+	if (sched == SCHED_DUALPIPE && t->pipeline_stages % 2) {
+		jv_get(&v, "schedule", &f);
+		jv_error(&f, "the \"dualpipe\" schedule needs an even number of pipeline stages, "
+		         "not %lld", (long long)t->pipeline_stages);
 		ok = false;
 	}
 	if (L->s->devices && (t->pipeline_stages > L->s->devices || L->s->devices % t->pipeline_stages)) {
@@ -963,6 +990,12 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_get(&v, "virtual_stages", &f);
 		jv_error(&f, "the interleaved schedule needs the micro-batches (%lld) to be a multiple "
 		         "of the pipeline stages (%lld)", (long long)m, (long long)t->pipeline_stages);
+		ok = false;
+	}
+	if (ok && m && sched == SCHED_DUALPIPE && m % 2) {
+		jv_get(&v, "schedule", &f);
+		jv_error(&f, "the \"dualpipe\" schedule feeds half the micro-batches from each end of "
+		         "the pipeline: %lld micro-batches do not halve", (long long)m);
 		ok = false;
 	}
 	if (ok && L->s->graph && t->pipeline_stages * t->virtual_stages > L->s->graph->n_ops) {

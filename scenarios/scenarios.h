@@ -74,12 +74,22 @@ enum planner_kind {
 };
 extern const char *const planner_names[PLANNER_COUNT];
 
-/* ZB-H1: Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024
- * (docs/cost-models.md, "Pipeline schedules"). */
+/* ZB-H1, ZB-H2 and ZB-V: Qi et al., "Zero Bubble Pipeline Parallelism",
+ * ICLR 2024, and "Pipeline Parallelism with Controllable Memory", 2024;
+ * DualPipe: DeepSeek-V3 technical report (arXiv 2412.19437), section
+ * 3.2.1 (docs/cost-models.md, "Pipeline schedules"). */
 enum pipeline_schedule {
-	SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED_1F1B, SCHED_ZB_H1, SCHED_COUNT
+	SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED_1F1B, SCHED_ZB_H1, SCHED_ZB_V, SCHED_ZB_H2,
+	SCHED_DUALPIPE, SCHED_COUNT
 };
 extern const char *const schedule_names[SCHED_COUNT];
+
+/* The schedules that split each backward into an input-gradient pass B
+ * and a weight-gradient pass W run later. */
+static inline bool schedule_splits_backward(enum pipeline_schedule s)
+{
+	return s == SCHED_ZB_H1 || s == SCHED_ZB_V || s == SCHED_ZB_H2 || s == SCHED_DUALPIPE;
+}
 
 enum recompute_mode { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
 extern const char *const recompute_names[RECOMPUTE_COUNT];
@@ -123,7 +133,7 @@ struct training {
 	int64_t micro_batches;        /* per iteration per pipeline: global_batch / the graph's
 	                                 batch (the graph is one micro-batch of all replicas) */
 	int64_t pipeline_stages;
-	int64_t virtual_stages;       /* per device, interleaved schedule */
+	int64_t virtual_stages;       /* per device: interleaved schedule; ZB-V's 2 */
 	enum pipeline_schedule schedule;
 	enum recompute_mode recompute;
 	int zero_stage;               /* 0..3 */

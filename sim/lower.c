@@ -563,7 +563,7 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 		forward(L, start, idx, lo, hi, false, tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
 		L->phase = PHASE_BACKWARD;
 	}
-	bool split = tr->schedule == SCHED_ZB_H1;
+	bool split = schedule_splits_backward(tr->schedule);
 	backward(L, start, idx, lo, hi, gather, b, nb, split);
 	if (c > 0)
 		p2p(L, PROG_SEND, c - 1, true);
@@ -608,17 +608,18 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 	/* Without overlap (Megatron-LM's default, and its "local" DDP of
 	 * 2021): every bucket once the whole backward is done, one after
 	 * another on the compute stream, as the estimate prices them. */
-	for (int c = st; c < pp->n_chunks && buckets_in_tail(tr); c += pp->n_stages) {
+	for (int x = 0; x < pp->virtual_stages && buckets_in_tail(tr); x++) {
+		int c = part_chunk(pp, st, x);
 		L->phase = PHASE_GRADIENT;
 		for (int k = 0; k < L->n_buckets[c]; k++)
 			bucket_step(L, &L->buckets[c][k], k, 0, -1, false);
 	}
 	L->phase = PHASE_OPTIMIZER;
 	compute(L, -1, es->optimizer_s);
-	for (int c = st; c < pp->n_chunks && (tr->zero_stage == 1 || tr->zero_stage == 2) &&
-	                 !gather_overlapped(tr);
-	     c += pp->n_stages)
-		for (int k = 0; k < L->n_buckets[c]; k++)
+	for (int x = 0; x < pp->virtual_stages && (tr->zero_stage == 1 || tr->zero_stage == 2) &&
+	                !gather_overlapped(tr);
+	     x++)
+		for (int k = 0, c = part_chunk(pp, st, x); k < L->n_buckets[c]; k++)
 			param_gather(L, &L->buckets[c][k], k, false);
 	out->n_tail = L->n - out->tail;
 }
@@ -628,6 +629,13 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 {
 	SL_ASSERT(p && p->scenario && p->graph && out);
 	memset(out, 0, sizeof(*out));
+	if (p->scenario->training.schedule == SCHED_DUALPIPE) {
+		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, "training.schedule",
+		         "the \"dualpipe\" schedule is estimated only (its bubble and memory by "
+		         "DeepSeek-V3's Table 2): the simulator has no lowering of its two-way "
+		         "pipeline; simulate \"zb-v\" or \"1f1b\" instead");
+		return false;
+	}
 	struct estimate e;
 	if (!plan_estimate(a, p, &e, diags))
 		return false;

@@ -543,11 +543,26 @@ struct plan_part {
 	struct rank_groups *send_groups;
 	double live_min;                   /* the least over inner cuts (-1 for one op): where a
 	                                      transformer's layers meet */
+	bool vshape;                       /* ZB-V: chunk c on stage c for c < P, else 2P - 1 - c
+	                                      (the first and last chunks on stage 0) */
+	double *unit_s;                    /* [3 n_chunks] or NULL: each chunk's F, B and W seconds
+	                                      per micro-batch, which ZB-V's and ZB-H2's greedy
+	                                      orders follow (NULL: equal) */
 };
 
 static inline int part_stage(const struct plan_part *pp, int chunk)
 {
+	if (pp->vshape && chunk >= pp->n_stages)
+		return 2 * pp->n_stages - 1 - chunk;
 	return chunk % pp->n_stages;
+}
+
+/* The k-th of stage `stage`'s chunks, k < virtual_stages, in graph order. */
+static inline int part_chunk(const struct plan_part *pp, int stage, int k)
+{
+	if (pp->vshape && k == 1)
+		return 2 * pp->n_stages - 1 - stage;
+	return k * pp->n_stages + stage;
 }
 
 /* The seconds of the sends at the boundary after chunk c, one way, from
@@ -584,9 +599,10 @@ double plan_weight_grad_s(const struct graph *g, int i, double backward_s);
 
 /* The order in which stage `stage` runs its units over m micro-batches
  * (docs/planner.md, "Pipelines"): GPipe, 1F1B, or Megatron's interleaved
- * 1F1B when the part has virtual stages, or ZB-H1 (each backward split
- * into B and W slots). Returns the count (2 m v; ZB-H1 3 m) and the
- * slots in *out (arena), -1 when out of memory. */
+ * 1F1B when the part has virtual stages, or ZB-H1, ZB-H2 and ZB-V (each
+ * backward split into B and W slots). Returns the count (2 m v; the
+ * zero-bubble ones 3 m v) and the slots in *out (arena), -1 when out of
+ * memory. DualPipe has no order here (estimated only). */
 int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
                   enum pipeline_schedule sched, int stage, struct prog_slot **out);
 

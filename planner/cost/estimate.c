@@ -798,8 +798,8 @@ static double overlapped_tail(const struct est_ctx *c, int st, const double *rs_
 	const struct plan_part *pp = &c->e->part;
 	const struct est_op *o = c->e->ops;
 	double t = 0, comm = 0;
-	int last = st + ((pp->n_chunks - 1 - st) / pp->n_stages) * pp->n_stages;
-	for (int ch = last; ch >= st; ch -= pp->n_stages) {
+	for (int k = pp->virtual_stages - 1; k >= 0; k--) {
+		int ch = part_chunk(pp, st, k);
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
 		for (int i = lo; i < hi; i++)
 			t += o[i].recompute_s;
@@ -838,6 +838,8 @@ struct stage_sums {
 	double cat[EST_CATEGORY_COUNT];      /* per micro-batch, then the once-per-iteration ones */
 	double micro_s, tail_s;
 	double weight_s;                     /* of micro_s, the weight gradients' compute (W) */
+	bool dual;                           /* DualPipe: bubble_s is the stage's (dualpipe()) */
+	double bubble_s;
 };
 
 /* ------------------------------------------------------------ chunks */
@@ -1128,6 +1130,22 @@ static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p
 	return true;
 }
 
+/* Chunk ch's sends per micro-batch: its activations to the next chunk's
+ * stage, their gradient back to the previous chunk's (nothing between two
+ * chunks of one stage). */
+static void chunk_sends_s(const struct est_ctx *c, int ch, double *fwd, double *bwd)
+{
+	const struct plan_part *pp = &c->e->part;
+	int64_t me = (int64_t)part_stage(pp, ch) * pp->stage_ranks;
+	*fwd = ch + 1 < pp->n_chunks ? cost_part_send_s(c->t, pp, ch, me,
+	                                                (int64_t)part_stage(pp, ch + 1) * pp->stage_ranks,
+	                                                c->wanted)
+	                             : 0;
+	*bwd = ch > 0 ? cost_part_send_s(c->t, pp, ch - 1, me,
+	                                 (int64_t)part_stage(pp, ch - 1) * pp->stage_ranks, c->wanted)
+	              : 0;
+}
+
 /* A stage: its chunks' per-micro-batch time, its tail, its memory. */
 static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core,
                   int st, struct est_stage *es, struct stage_sums *ss)
@@ -1144,7 +1162,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	if (!act || (placed && !rs))
 		return false;
 	memset(ss, 0, sizeof(*ss));
-	for (int ch = st; ch < pp->n_chunks; ch += pp->n_stages) {
+	for (int local = 0; local < pp->virtual_stages; local++) {
+		int ch = part_chunk(pp, st, local);
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
 		struct chunk_memo *m = chunk(c, a, p, lo, hi);
 		if (!m)
@@ -1153,7 +1172,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			const struct est_op *eo = &e->ops[i];
 			ss->cat[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
 			ss->cat[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
-			if (tr->schedule == SCHED_ZB_H1)
+			if (schedule_splits_backward(tr->schedule))
 				ss->weight_s += plan_weight_grad_s(p->graph, i, eo->compute_backward_s);
 			ss->cat[EST_COMM_FORWARD] += eo->comm_forward_s - eo->redistribution_s;
 			ss->cat[EST_REDISTRIBUTION] += eo->redistribution_s;
@@ -1214,14 +1233,9 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		chunk_act(c, p, core, ch, m, &act[ch], &w);
 		working = w > working ? w : working;
 		/* the pipeline's sends: activations forward, their gradient back */
-		int64_t me = (int64_t)st * pp->stage_ranks;
-		if (ch + 1 < pp->n_chunks)
-			ss->cat[EST_PIPELINE_P2P] += cost_part_send_s(
-			        c->t, pp, ch, me, (int64_t)part_stage(pp, ch + 1) * pp->stage_ranks, c->wanted);
-		if (ch > 0)
-			ss->cat[EST_PIPELINE_P2P] += cost_part_send_s(
-			        c->t, pp, ch - 1, me, (int64_t)part_stage(pp, ch - 1) * pp->stage_ranks,
-			        c->wanted);
+		double fwd_send, bwd_send;
+		chunk_sends_s(c, ch, &fwd_send, &bwd_send);
+		ss->cat[EST_PIPELINE_P2P] += fwd_send + bwd_send;
 		double p2p_buf = 2 * pp->send_bytes[ch];
 		es->mem.buffers = p2p_buf > es->mem.buffers ? p2p_buf : es->mem.buffers;
 	}
@@ -1269,6 +1283,12 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		es->mem.activations *= (double)m;
 		es->in_flight *= (double)m;
 	}
+	if (tr->schedule == SCHED_DUALPIPE) {
+		/* PP + 1 micro-batches (DeepSeek-V3, Table 2); dualpipe() adds
+		 * the mirror stage's chunk */
+		es->in_flight = (double)pp->n_stages + 1;
+		es->mem.activations = es->in_flight * act[part_chunk(pp, st, 0)];
+	}
 	es->mem.activations += working;
 	double bucket = tr->gradient_bucket_bytes < synced ? tr->gradient_bucket_bytes : synced;
 	es->mem.buffers += bucket + (zero >= 3 ? 2 * gathered_max : 0) + fp8_meta;
@@ -1300,6 +1320,91 @@ static void op_extras(struct est_ctx *c, const struct plan *p, const bool *core)
 	}
 }
 
+/* The zero-bubble greedy schedules' times (pipeline.c, zb_greedy): each
+ * chunk's forward F with its collectives and its send on; its input
+ * gradients B with the rest of its backward (recomputation, collectives,
+ * the gradient's send back); its weight gradients W (plan_weight_grad_s). */
+static bool unit_times(struct est_ctx *c, struct arena *a, const struct plan *p)
+{
+	struct plan_part *pp = &c->e->part;
+	const struct est_op *o = c->e->ops;
+	pp->unit_s = arena_calloc(a, 3 * (size_t)pp->n_chunks, sizeof(double));
+	if (!pp->unit_s)
+		return false;
+	for (int ch = 0; ch < pp->n_chunks; ch++) {
+		double *u = &pp->unit_s[3 * ch];
+		for (int i = pp->first_op[ch]; i < pp->first_op[ch + 1]; i++) {
+			double w = plan_weight_grad_s(p->graph, i, o[i].compute_backward_s);
+			u[0] += o[i].compute_forward_s + o[i].comm_forward_s;
+			u[1] += o[i].compute_backward_s - w + o[i].comm_backward_s + o[i].recompute_s;
+			u[2] += w;
+		}
+		double fwd_send, bwd_send;
+		chunk_sends_s(c, ch, &fwd_send, &bwd_send);
+		u[0] += fwd_send;
+		u[1] += bwd_send;
+	}
+	return true;
+}
+
+/* DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, section
+ * 3.2.1 and Table 2): micro-batches fed from both ends, device d holding
+ * stage d's layers and, for the other direction, stage P-1-d's: half the
+ * micro-batches through each, so a device's per-micro-batch sums are the
+ * mean of the pair's, its parameters, gradients and optimizer state both
+ * stages' (2x), its activations PP + 1 micro-batches of the pair's mean.
+ * A forward and a backward chunk run overlapped (F&B): the communication
+ * of one (the EP all-to-all, the pipeline's sends, the collectives)
+ * under the computation of the other, max(compute, communication) of the
+ * two. Bubble (PP/2 - 1)(F&B + B - 3W), B the full backward chunk, W its
+ * weight gradients. The stage sums become the devices'. */
+static void dualpipe(struct estimate *e, struct stage_sums *ss)
+{
+	static const enum est_category comm[] = {EST_COMM_FORWARD, EST_REDISTRIBUTION,
+	                                         EST_COMM_BACKWARD, EST_PIPELINE_P2P};
+	int P = e->part.n_stages;
+	for (int d = 0; d < P / 2; d++) {
+		int x = P - 1 - d;
+		struct stage_sums u = ss[d];
+		for (int k = 0; k < EST_CATEGORY_COUNT; k++)
+			u.cat[k] = k == EST_OPTIMIZER ? ss[d].cat[k] + ss[x].cat[k]
+			                              : (ss[d].cat[k] + ss[x].cat[k]) / 2;
+		u.weight_s = (ss[d].weight_s + ss[x].weight_s) / 2;
+		u.tail_s = ss[d].tail_s > ss[x].tail_s ? ss[d].tail_s : ss[x].tail_s;
+		double compute = u.cat[EST_COMPUTE_FORWARD] + u.cat[EST_COMPUTE_BACKWARD] +
+		                 u.cat[EST_RECOMPUTE], talk = 0;
+		for (size_t k = 0; k < sizeof comm / sizeof *comm; k++)
+			talk += u.cat[comm[k]];
+		double full_b = u.cat[EST_COMPUTE_BACKWARD] + u.cat[EST_RECOMPUTE] +
+		                u.cat[EST_COMM_BACKWARD] + u.cat[EST_PIPELINE_P2P] / 2;
+		/* what the other chunk's computation hides leaves the exposed part */
+		double left = talk > 0 ? fmax(0, talk - compute) / talk : 0;
+		for (size_t k = 0; k < sizeof comm / sizeof *comm; k++)
+			u.cat[comm[k]] *= left;
+		double fb = fmax(compute, talk);
+		u.micro_s = 0;
+		for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
+			if (k != EST_OPTIMIZER)
+				u.micro_s += u.cat[k];
+		u.dual = true;
+		u.bubble_s = (P / 2 - 1) * fmax(0, fb + full_b - 3 * u.weight_s);
+		ss[d] = ss[x] = u;
+		struct est_memory md = e->stages[d].mem, mx = e->stages[x].mem;
+		for (int k = 0; k < 2; k++) {
+			struct est_stage *es = &e->stages[k ? x : d];
+			es->mem.params = md.params + mx.params;
+			es->mem.grads = md.grads + mx.grads;
+			es->mem.optimizer = md.optimizer + mx.optimizer;
+			es->mem.activations = (md.activations + mx.activations) / 2;
+			es->mem.buffers = fmax(md.buffers, mx.buffers);
+			es->mem.total = es->mem.params + es->mem.grads + es->mem.optimizer +
+			                es->mem.activations + es->mem.buffers + es->mem.reserve;
+			es->micro_s = u.micro_s;
+			es->optimizer_s = u.cat[EST_OPTIMIZER];
+		}
+	}
+}
+
 /* The schedule's time: the slowest stage every micro-batch, plus the fill
  * and drain of the others (a v-th of it with v chunks per stage), then the
  * slowest tail; the categories are the slowest stage's. */
@@ -1320,12 +1425,17 @@ static void assemble(struct estimate *e, const struct stage_sums *ss)
 		}
 	}
 	e->critical_stage = crit;
-	e->pipeline_s = m * tmax + (sum - tmax) / pp->virtual_stages;
+	e->pipeline_s = ss[crit].dual ? m * tmax + ss[crit].bubble_s
+	                              : m * tmax + (sum - tmax) / pp->virtual_stages;
 	/* ZB-H1: the drain's B's travel back without their W's, which fill
 	 * it: (P-1)(T_F + T_B - T_W) for 1F1B's (P-1)(T_F + T_B + T_W), each
-	 * stage but the slowest 2 T_W shorter (Qi et al. 2024, section 3.1) */
-	for (int s = 0; s < pp->n_stages; s++)
-		e->pipeline_s -= s == crit ? 0 : 2 * ss[s].weight_s;  /* 0 but with ZB-H1 */
+	 * stage but the slowest 2 T_W shorter (Qi et al. 2024, section 3.1).
+	 * ZB-V: the same in chunks of half a stage, (P-1)(T_F + T_B - T_W)/2,
+	 * which is the fill of the first chunk's forwards, (P-1) T_F / 2, at
+	 * the papers' T_F = T_B = T_W (docs/cost-models.md, "Pipeline
+	 * schedules") */
+	for (int s = 0; s < pp->n_stages && !ss[crit].dual; s++)
+		e->pipeline_s -= s == crit ? 0 : 2 * ss[s].weight_s / pp->virtual_stages;
 	e->bubble_s = e->pipeline_s - m * tmax;
 	for (int k = 0; k < EST_CATEGORY_COUNT; k++)
 		e->category_s[k] = m * ss[crit].cat[k];
@@ -1517,6 +1627,8 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 	bool ok = out->stages && ss;
 	if (ok)
 		op_extras(c, p, x->core);
+	if (ok && (s->training.schedule == SCHED_ZB_V || s->training.schedule == SCHED_ZB_H2))
+		ok = unit_times(c, a, p);
 	ok = ok && tied_params(c, a, p, x->shared, x->n_shared, out);
 	for (int i = 0; ok && i < g->n_ops; i++)
 		out->ops[i].gradient_s = 0;
@@ -1527,6 +1639,8 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
 		return false;
 	}
+	if (s->training.schedule == SCHED_DUALPIPE && out->n_stages % 2 == 0)
+		dualpipe(out, ss);
 	assemble(out, ss);
 	out->hbm_bytes = s->topo->device.hbm_bytes;
 	out->oom_overflow_bytes = out->memory_bytes_per_device > out->hbm_bytes

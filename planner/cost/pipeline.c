@@ -26,6 +26,7 @@
  * Units: bytes per rank, seconds. No hot path: O(ops) for the live bytes,
  * O(levels x bisection steps x chunks x log candidates) for the partition.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -280,7 +281,7 @@ double cost_part_send_s(const struct topology *t, const struct plan_part *pp, in
                         int64_t to, enum collective_algo wanted)
 {
 	double bytes = pp->send_bytes[c];
-	if (bytes <= 0)
+	if (bytes <= 0 || from == to)  /* ZB-V's turn: both chunks on one stage */
 		return 0;
 	double split = pp->send_split ? pp->send_split[c] : 1;
 	if (split <= 1)
@@ -309,7 +310,8 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 	int n = p->graph->n_ops;
 	memset(out, 0, sizeof(*out));
 	out->n_stages = (int)tr->pipeline_stages;
-	out->virtual_stages = (int)tr->virtual_stages;
+	out->virtual_stages = tr->schedule == SCHED_ZB_V ? 2 : (int)tr->virtual_stages;
+	out->vshape = tr->schedule == SCHED_ZB_V;
 	out->n_chunks = out->n_stages * out->virtual_stages;
 	out->stage_ranks = p->n_devices;
 	int k = out->n_chunks;
@@ -484,6 +486,141 @@ static int zb_h1(struct prog_slot *s, int64_t m, int P, int stage)
 	return n;
 }
 
+/* ZB-V and ZB-H2 (Qi et al. 2024; "Pipeline Parallelism with Controllable
+ * Memory", 2024, whose schedules come from a greedy pass over the units'
+ * times, as sail-sg/zero-bubble-pipeline-parallelism's v_schedule finds
+ * them from measured T_F, T_B, T_W): list scheduling of every stage at
+ * once. The stage that is free first takes, of the units ready then: an
+ * input-gradient backward B (the lower chunk first: its micro-batch is
+ * nearer its end); else a forward F while the stage holds fewer than
+ * `cap` chunk activations (the higher chunk first: nearer the loss); else
+ * the weight pass W whose B finished first, unless a B or an F comes
+ * sooner than half of that W. With nothing ready it waits for the next
+ * finish. A chunk's activations are held from its F to its
+ * W. Times per chunk from pp->unit_s (the estimate's), else one unit each
+ * (T_F = T_B = T_W, the papers' design point). Every unit starts after
+ * its inputs finished, so the stages' orders cannot wait on each other in
+ * a circle whatever the real times. ZB-V: two chunks per stage in a V,
+ * cap 2P (P micro-batches of a whole stage: 1F1B's first stage); ZB-H2:
+ * one chunk per stage, cap 2P - 1. Stage `stage`'s units into s[], and
+ * their count. Scratch O(chunks x m), freed before returning; time
+ * O(units x P). Returns -1 when out of memory. */
+static int zb_greedy(struct prog_slot *s, int64_t m, const struct plan_part *pp, int cap,
+                     int stage)
+{
+	int P = pp->n_stages, C = pp->n_chunks, v = pp->virtual_stages;
+	size_t cells = (size_t)C * (size_t)m;
+	double *fdone = malloc(cells * sizeof(double)), *bdone = malloc(cells * sizeof(double));
+	double *t = calloc((size_t)P, sizeof(double)), *wait = malloc((size_t)P * sizeof(double));
+	int64_t *cnt = calloc((size_t)C * 3, sizeof(int64_t));
+	int *mem = calloc((size_t)P, sizeof(int));
+	if (!fdone || !bdone || !t || !wait || !cnt || !mem) {
+		free(fdone), free(bdone), free(t), free(wait), free(cnt), free(mem);
+		return -1;
+	}
+	for (size_t i = 0; i < cells; i++)
+		fdone[i] = bdone[i] = INFINITY;
+	for (int d = 0; d < P; d++)
+		wait[d] = -1;
+	int64_t *fc = cnt, *bc = cnt + C, *wc = cnt + 2 * C;
+	int64_t left = 3 * (int64_t)cells;
+	int n = 0;
+	bool capped = true;
+	while (left > 0) {
+		double now = INFINITY;
+		for (int d = 0; d < P; d++)
+			now = t[d] < now ? t[d] : now;
+		bool any = false;
+		for (int d = 0; d < P; d++) {
+			if (t[d] > now)
+				continue;
+			int c = -1, kind = 0;  /* 0 F, 1 B, 2 W */
+			double next = INFINITY;  /* the next time one of its units' inputs is done */
+			for (int k = 0; k < v && c < 0; k++) {
+				int x = part_chunk(pp, d, k);
+				int64_t j = bc[x];
+				double r = j >= m ? INFINITY
+				           : x == C - 1 ? fdone[(size_t)x * m + j] : bdone[(size_t)(x + 1) * m + j];
+				if (r <= now)
+					c = x, kind = 1;
+				else
+					next = r < next ? r : next;
+			}
+			for (int k = v - 1; k >= 0 && c < 0 && (!capped || mem[d] < cap); k--) {
+				int x = part_chunk(pp, d, k);
+				int64_t j = fc[x];
+				double r = j >= m ? INFINITY : x == 0 ? 0 : fdone[(size_t)(x - 1) * m + j];
+				if (r <= now)
+					c = x, kind = 0;
+				else
+					next = r < next ? r : next;
+			}
+			double oldest = INFINITY;
+			for (int k = 0; k < v && (c < 0 || kind == 2); k++) {
+				int x = part_chunk(pp, d, k);
+				double r = wc[x] < bc[x] ? bdone[(size_t)x * m + wc[x]] : INFINITY;
+				if (r <= now && r < oldest) {
+					oldest = r;
+					c = x, kind = 2;
+				}
+			}
+			/* a W that would hold back a B or F due sooner than half of
+			 * it waits for that instead (with the sends' few
+			 * microseconds, the units' inputs come just after a free
+			 * stage: a W taken then would delay the critical path by
+			 * most of a W) */
+			if (c >= 0 && kind == 2 && pp->unit_s && next - now < pp->unit_s[3 * c + 2] / 2)
+				c = -1;
+			if (c < 0) {
+				wait[d] = next;
+				continue;
+			}
+			any = true;
+			left--;
+			double dur = pp->unit_s ? pp->unit_s[3 * c + kind] : 1;
+			t[d] = now + (dur > 0 ? dur : 0);
+			int64_t j = (kind == 0 ? fc : kind == 1 ? bc : wc)[c]++;
+			if (kind == 0) {
+				fdone[(size_t)c * m + j] = t[d];
+				mem[d]++;
+			} else if (kind == 1) {
+				bdone[(size_t)c * m + j] = t[d];
+			} else {
+				mem[d]--;
+			}
+			if (d == stage)
+				s[n++] = (struct prog_slot){.chunk = c, .micro = j, .backward = kind == 1,
+				                            .split = kind == 1, .weight = kind == 2};
+		}
+		/* a stage with nothing ready waits for its next input, or for
+		 * another stage's next finish, which may make one */
+		double soonest = INFINITY;
+		for (int e = 0; e < P; e++)
+			soonest = t[e] > now && t[e] < soonest ? t[e] : soonest;
+		bool stuck = !any;
+		for (int d = 0; d < P; d++) {
+			if (t[d] <= now && wait[d] >= 0) {
+				double x = wait[d] < soonest ? wait[d] : soonest;
+				t[d] = x < INFINITY ? x : now;
+				stuck = stuck && x == INFINITY;
+			}
+			wait[d] = -1;
+		}
+		/* every stage waits on a forward that the cap holds back: let
+		 * one through (a guard; the caps above leave room) */
+		capped = !stuck;
+	}
+	free(fdone), free(bdone), free(t), free(wait), free(cnt), free(mem);
+	/* The last W of each chunk: where its gradient synchronisation starts. */
+	bool seen[2] = {false, false};
+	for (int i = n - 1; i >= 0; i--) {
+		int k = s[i].chunk == part_chunk(pp, stage, 0) ? 0 : 1;
+		if (s[i].weight && !seen[k])
+			s[i].last = seen[k] = true;
+	}
+	return n;
+}
+
 int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
                   enum pipeline_schedule sched, int stage, struct prog_slot **out)
 {
@@ -496,6 +633,10 @@ int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
 	if (sched == SCHED_ZB_H1 && v == 1) {
 		*out = s;
 		return zb_h1(s, m, P, stage);
+	}
+	if ((sched == SCHED_ZB_V && v == 2) || (sched == SCHED_ZB_H2 && v == 1)) {
+		*out = s;
+		return zb_greedy(s, m, pp, sched == SCHED_ZB_V ? 2 * P : 2 * P - 1, stage);
 	}
 	if (sched == SCHED_GPIPE && v == 1)
 		warm = total;

@@ -374,6 +374,20 @@ Test(export, megatron_refuses_what_megatron_lm_refuses)
 	cr_expect_not_null(strstr(r.out, "Megatron-LM has no zero-bubble (ZB-H1) schedule"), "%s",
 	                   r.out);
 	free(r.out);
+	/* ZB-V (2 chunks of 2 layers on each of 2 stages) and DualPipe: no
+	 * Megatron-LM flag either; the refusal names where they run */
+	r = export_gpt(8, 2, "\"tensor_parallel\": 2, \"pipeline_stages\": 2, "
+	               "\"micro_batches\": 6, \"schedule\": \"zb-v\"", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "Megatron-LM has no zero-bubble (ZB-V) schedule (it runs "
+	                                 "1F1B); sail-sg/zero-bubble-pipeline-parallelism's fork "
+	                                 "runs it with --zero-bubble-v-schedule"), "%s", r.out);
+	free(r.out);
+	r = export_gpt(8, 2, "\"tensor_parallel\": 2, \"pipeline_stages\": 2, "
+	               "\"micro_batches\": 6, \"schedule\": \"dualpipe\"", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "Megatron-LM has no DualPipe schedule"), "%s", r.out);
+	free(r.out);
 }
 
 /* DeepSeek-V3's architecture as Megatron-Core's TransformerConfig names

@@ -206,6 +206,156 @@ Test(pipeline, zb_h1_holds_activations_until_w)
 	}
 }
 
+/* ZB-V, P = 2, m = 2, worked by hand from the rule of zb_greedy (Qi et al.
+ * 2024's V: stage 0 holds chunks 0 and 3, stage 1 chunks 1 and 2): steps
+ * of one unit, each stage taking a ready B (lower chunk first), else a
+ * ready F while it holds fewer than 2P = 4 chunk activations (higher
+ * chunk first), else the W whose B finished first.
+ *   step  0  1  2  3  4  5  6  7  8  9  10 11 12
+ *   st 0  F00 F10 -  F03 B03 F13 B13 B00 W03 B10 W13 W00 W10
+ *   st 1  -  F01 F02 F11 F12 B02 B01 B12 B11 W02 W01 W12 W11
+ * (F03 waits for F02, done at step 3; B00 for B01, done at 7.) 13 steps
+ * for 12 units a stage: one step of bubble, (P-1) T_F/2. Stage 0 holds at
+ * most 4 chunk activations (after F13), 2 micro-batches of its two
+ * chunks: P, as 1F1B's first stage. */
+Test(pipeline, zb_v_in_order)
+{
+	struct plan_part pp = {.n_stages = 2, .virtual_stages = 2, .n_chunks = 4, .vshape = true};
+	struct prog_slot *sl;
+	int n = plan_schedule(A, &pp, 2, SCHED_ZB_V, 0, &sl);
+	cr_assert_eq(n, 12);
+	expect_order(sl, n, "F0.0 F1.0 F0.3 B0.3 F1.3 B1.3 B0.0 W0.3 B1.0 W1.3 W0.0 W1.0");
+	cr_expect(sl[9].last && sl[11].last && !sl[10].last, "each chunk's last W starts its sync");
+	n = plan_schedule(A, &pp, 2, SCHED_ZB_V, 1, &sl);
+	expect_order(sl, n, "F0.1 F0.2 F1.1 F1.2 B0.2 B0.1 B1.2 B1.1 W0.2 W0.1 W1.2 W1.1");
+	cr_expect_eq(part_stage(&pp, 3), 0, "the last chunk on stage 0 (the V)");
+	cr_expect_eq(part_stage(&pp, 2), 1);
+	cr_expect_eq(part_chunk(&pp, 1, 1), 2);
+}
+
+/* ZB-V on the chain: 8 chunks of two MatMuls, chunk c on stage c (c < 4)
+ * or 7 - c. Each stage runs 8 micro-batches of two chunks of T_F/2 = T_B/2
+ * = T_W/2 = T/2 each (T_B the input gradient and T_W the weight gradient
+ * of a MatMul by a weight: each the forward's FLOPs). Bubble (P-1)(T_F +
+ * T_B - T_W)/2 = 3 T/2 against 8 x 3T of work: 1.5 / 25.5 = 1/17, a
+ * stage's fill, the first chunk's forwards reaching it (Qi et al. 2024
+ * count it 0: their optimizer post-validation runs it under the previous
+ * iteration's end, which a single synchronous iteration does not have).
+ * Half ZB-H1's 3T. */
+Test(pipeline, zb_v_bubble)
+{
+	struct scenario *s = chain(SCHED_ZB_V, 2, 0);
+	struct plan *p = dp_plan(s);
+	struct program prog;
+	struct estimate e;
+	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert_eq(prog.n_chunks, 8);
+	/* the V: chunks 0 1 2 3 on stages 0 1 2 3, chunks 4 5 6 7 on 3 2 1 0;
+	 * chunk 3 hands on to chunk 4 without a send (both on stage 3) */
+	static const int at[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+	for (int c = 0; c < 8; c++)
+		cr_expect_eq(prog.chunks[c].stage, at[c], "chunk %d", c);
+	const struct prog_chunk *c3 = &prog.chunks[3];
+	for (int i = c3->fwd; i < c3->fwd + c3->n_fwd; i++)
+		cr_expect_neq(prog.steps[i].kind, PROG_SEND, "chunk 3's forward sends nothing");
+	struct sim_options o = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
+	struct sim_result r;
+	cr_assert(sim_run(A, s->topo, &prog, &o, &r, &D));
+	/* The schedule is packed: no unit has slack, so the sends between
+	 * the stages (64 KiB over HCCS at 30 GB/s after 1 us, 3.2 us against
+	 * T = 1.8 ms) add to the critical path, at most one a step of its
+	 * 3 x 2 x 8 + 3 = 51: the simulated bubble lies between the formula
+	 * and that bound. */
+	double T = e.category_s[EST_COMPUTE_FORWARD] / 8, send = ACT / 30e9 + 1e-6;
+	double want = 1.5 / 25.5, most = (1.5 * T + 51 * send) / (25.5 * T + 51 * send);
+	for (int64_t k = 0; k < r.n_ranks; k++) {
+		double b = sim_bubble(&r, &prog, k);
+		cr_expect(b >= 0.99 * want && b <= most, "rank %lld: bubble %.4f, want %.4f .. %.4f",
+		          (long long)k, b, want, most);
+	}
+	double t = e.stages[e.critical_stage].micro_s;
+	cr_expect(fabs(e.bubble_s / (e.bubble_s + 8 * t) - want) <= 0.01 * want,
+	          "estimated bubble fraction %.4f, want %.4f", e.bubble_s / (e.bubble_s + 8 * t), want);
+}
+
+/* ZB-V's memory: at most 2P = 8 chunk activations on a stage, P = 4
+ * micro-batches of its two chunks, the same peak as 1F1B's stage 0
+ * (the paper's claim); the estimate walks the schedule to it. */
+Test(pipeline, zb_v_memory_as_1f1b)
+{
+	struct estimate e1, ev;
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_1F1B, 1, 0)), &e1, &D));
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_ZB_V, 2, 0)), &ev, &D));
+	for (int s = 0; s < 4; s++) {
+		cr_expect_leq(ev.stages[s].in_flight, 4, "ZB-V stage %d", s);
+		cr_expect_leq(ev.stages[s].mem.activations, e1.stages[0].mem.activations, "stage %d", s);
+	}
+	cr_expect_eq(ev.stages[0].in_flight, 4, "stage 0 reaches the cap");
+}
+
+/* ZB-H2 (Qi et al. 2024, section 3.1): up to 2P - 1 micro-batches in
+ * flight buy a schedule without bubbles inside it (a parallelogram); one
+ * synchronous iteration keeps its fill: stage s starts s T_F late and the
+ * last stage ends 3 T_F after stage 0 would, (P-1) T_F = 3T of 8 x 3T +
+ * 3T, 1/9, as ZB-H1 at T_F = T_B = T_W. Stage 0 runs F0 .. F6 (times 0 to
+ * 7) before B0 comes back to it at 7 (F0 reaches stage 3 at 3, its B runs
+ * 4 to 5 there and reaches stage 0 through stages 2 and 1 at 7): 7 = 2P
+ * - 1 micro-batches held, counted by hand. */
+Test(pipeline, zb_h2_bubble_and_memory)
+{
+	bubble_within(SCHED_ZB_H2, 1, 3.0 / 27, 0.02);
+	struct estimate e;
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_ZB_H2, 1, 0)), &e, &D));
+	cr_expect_eq(e.stages[0].in_flight, 7);
+	for (int s = 1; s < 4; s++)
+		cr_expect_leq(e.stages[s].in_flight, 7, "stage %d", s);
+}
+
+/* DeepSeek-V3's Table 2 (arXiv 2412.19437, section 3.2.1) on the chain,
+ * PP = 4, in its terms: F = T (a stage's forward), W = T (its weight
+ * gradients), B = 2T (the full backward: input and weight gradients),
+ * F&B = 3T (a forward and a backward chunk overlapped: their compute
+ * serialised, the 64 KiB sends hidden under it).
+ *   1F1B      (PP-1)(F+B)          = 3 x 3T            = 9T   PP = 4 act.
+ *   ZB1P      (PP-1)(F+B-2W)       = 3 x T             = 3T   PP
+ *   DualPipe  (PP/2-1)(F&B+B-3W)   = 1 x (3T + 2T - 3T) = 2T   PP + 1 = 5
+ * DualPipe's parameters 2x: stage d and stage 3 - d, 8 x 536,870,912 B;
+ * its activations 5 micro-batches x 4 MatMul inputs x 65,536 B. */
+Test(pipeline, table2_worked_example)
+{
+	struct estimate e1, ez, ed;
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_1F1B, 1, 0)), &e1, &D));
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_ZB_H1, 1, 0)), &ez, &D));
+	cr_assert(plan_estimate(A, dp_plan(chain(SCHED_DUALPIPE, 1, 0)), &ed, &D));
+	double T = e1.category_s[EST_COMPUTE_FORWARD] / 8;
+	/* 1F1B and ZB1P carry the sends in F and B: within 1% */
+	cr_expect(fabs(e1.bubble_s - 9 * T) <= 0.01 * 9 * T, "1F1B %g, want 9T = %g", e1.bubble_s, 9 * T);
+	cr_expect(fabs(ez.bubble_s - 3 * T) <= 0.01 * 3 * T, "ZB1P %g, want 3T = %g", ez.bubble_s, 3 * T);
+	/* DualPipe's B keeps its gradient's send (1.6 us, 0.05%) */
+	cr_expect(fabs(ed.bubble_s - 2 * T) <= 1e-3 * 2 * T, "DualPipe %g, want 2T = %g", ed.bubble_s,
+	          2 * T);
+	cr_expect(fabs(ed.iteration_s - ed.stages[0].optimizer_s - 26 * T) <= 1e-3 * T,
+	          "DualPipe: 8 micro-batches of F&B = 3T, then 2T");
+	for (int s = 0; s < 4; s++) {
+		cr_expect_eq(e1.stages[s].in_flight, 4 - s);
+		cr_expect_eq(ed.stages[s].in_flight, 5, "stage %d", s);
+		cr_expect_eq(ed.stages[s].mem.params, 2 * 4 * W_BYTES, "stage %d", s);
+		cr_expect_eq(ed.stages[s].mem.activations, 5 * 4 * ACT, "stage %d", s);
+	}
+}
+
+/* DualPipe is estimated only: the lowering refuses it, naming the field. */
+Test(pipeline, dualpipe_not_lowered)
+{
+	struct program prog;
+	size_t before = D.count;
+	cr_assert_not(plan_lower(A, dp_plan(chain(SCHED_DUALPIPE, 1, 0)), 25 << 20, &prog, &D));
+	cr_assert_eq(D.count, before + 1);
+	cr_expect_str_eq(D.items[before].path, "training.schedule");
+	cr_expect_not_null(strstr(D.items[before].msg, "estimated only"));
+}
+
 /* Interleaved with v = 2 chunks per stage: the bubble time is (p-1)/v of
  * a micro-batch's time, 1.5 / (8 + 1.5). */
 Test(pipeline, interleaved_bubble_divides_by_v)
