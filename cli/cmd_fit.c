@@ -477,8 +477,9 @@ static int report(const struct fit *f, enum out_kind kind)
 	for (int c = 0; c < st->n_clusters; c++)
 		cli_note_uncalibrated(stdout, st->clusters[c].topo);
 	if (!f->intervals)
-		printf("intervals: none (the sweep had no calibration with a training fit: sweep "
-		       "--calibration FILE or auto)\n");
+		printf("intervals: none (the sweep had no calibration with a training fit: no "
+		       "shipped one for its devices, or --calibration none; sweep --calibration "
+		       "FILE gives one)\n");
 	if (f->percentile != 0.5)
 		printf("decided at percentile %g of each point's time: every figure below is that "
 		       "percentile's, from the point's interval\n", 100 * f->percentile);

@@ -60,8 +60,9 @@ static void help(FILE *f)
 	        "                    inputs and start again\n"
 	        "  --calibration FILE  a calibration file (docs/formats.md) applied to\n"
 	        "                    every cluster's topology, as estimate takes it;\n"
-	        "                    \"auto\": the shipped one of each cluster's device;\n"
-	        "                    \"none\" (default): none. With a training fit each\n"
+	        "                    \"auto\" (the default): the shipped one of each\n"
+	        "                    cluster's device where there is one; \"none\": the\n"
+	        "                    bare model (faster). With a training fit each\n"
 	        "                    row stores its 90%% interval (iteration_lo_s,\n"
 	        "                    iteration_hi_s; two more estimates per figure and\n"
 	        "                    point); without, the row has none (NULL). The\n"
@@ -510,8 +511,8 @@ static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 		calibrated += sw->st->clusters[c].topo->calibration != NULL;
 	}
 	if (!calibrated)
-		printf("calibration: none (the rows carry no interval; sweep --calibration FILE or "
-		       "auto)\n");
+		printf("calibration: none (the rows carry no interval; sweep --calibration FILE "
+		       "gives them one)\n");
 	for (int c = 0; calibrated && c < sw->st->n_clusters; c++) {
 		char label[96];
 		snprintf(label, sizeof label, "cluster %s: ", sw->st->clusters[c].name);
@@ -560,8 +561,10 @@ int cmd_sweep(int argc, char **argv)
 	struct study *st = a ? study_load(a, args.file, &d) : NULL;
 	/* Each cluster's topology takes the calibration, as estimate's does. */
 	for (int c = 0; st && c < st->n_clusters; c++)
-		if (!cli_apply_calibration(a, args.calibration, (struct topology *)st->clusters[c].topo,
-		                           &d))
+		if (!(args.calibration
+		          ? cli_apply_calibration(a, args.calibration,
+		                                  (struct topology *)st->clusters[c].topo, &d)
+		          : cli_default_calibration(a, (struct topology *)st->clusters[c].topo, &d)))
 			st = NULL;
 	sw.st = st;
 	if (rank == 0)

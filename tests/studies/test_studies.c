@@ -1395,8 +1395,9 @@ Test(studies, row_interval_is_the_estimates, .timeout = 120)
 	cr_expect(fabs(hi - ehi) <= 1e-9 * ehi, "hi: row %.12g, estimate %.12g", hi, ehi);
 	cJSON_Delete(j);
 	free(r.out);
-	/* Resuming with another calibration is refused. */
-	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s", db);
+	/* Resuming with another calibration (here none) is refused. */
+	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s "
+	         "--calibration none", db);
 	r = fixture_shardlab(args, true);
 	cr_expect_eq(r.status, 1, "%s", r.out);
 	cr_expect(strstr(r.out, "other calibrations (a100=a100-sxm:") != NULL, "%s", r.out);
