@@ -426,3 +426,61 @@ Test(memory, fp8_recipe_and_optimizer_offload_by_hand)
 	/* a device without an FP8 rate refuses the recipe (the bad-input corpus
 	 * has the diagnostic) */
 }
+
+/* The optimizer offload's host memory (docs/cost-models.md, "Optimizer
+ * offload"): one HGX B200 server (hgx-b200.json: 8 GPUs, 2 TB of host
+ * memory), the GPT of fp8_gpt data parallel over its 8 GPUs, bf16
+ * (Megatron's 4 B fp32 master weight + 8 B of moments = 12 B an element
+ * leave the device). ZeRO 0: every device offloads 12 B x every weight,
+ * the host 8 x that; ZeRO 1 (the distributed optimizer over DP 8): each
+ * device an eighth, the host the model's 12 B a weight once. The weights
+ * are counted from the graph's parameter tensors. A host smaller than
+ * that is out of memory by the difference. */
+static struct estimate host_gpt(int zero, double capacity_bytes, double *elems)
+{
+	char tr[160];
+	snprintf(tr, sizeof tr, "{\"global_batch\": 64, \"optimizer_offload\": true, "
+	         "\"zero_stage\": %d}", zero);
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 2, \"heads\": 4, \"seq\": 128, "
+	        "\"vocab\": 1024, \"micro_batch\": 8, \"dtype\": \"bf16\"}",
+	        "hgx-b200", 8, tr);
+	if (capacity_bytes > 0)
+		s->topo->host.capacity_bytes = capacity_bytes;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_data_parallel(A, s, &o, &D);
+	cr_assert_not_null(p);
+	*elems = 0;
+	for (int t = 0; t < p->graph->n_tensors; t++) {
+		const struct tensor *x = &p->graph->tensors[t];
+		double n = 1;
+		for (int d = 0; d < x->rank; d++)
+			n *= (double)x->dims[d];
+		*elems += x->role == TENSOR_PARAM ? n : 0;
+	}
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	return e;
+}
+
+Test(memory, offload_host_memory_by_hand)
+{
+	double w;
+	struct estimate z0 = host_gpt(0, 0, &w);
+	cr_expect_gt(w, 0);
+	cr_expect_float_eq(z0.host_capacity_bytes, 2000e9, 1e-12);
+	cr_expect_float_eq(z0.host_bytes_per_device, 12 * w, 1e-12);
+	cr_expect_float_eq(z0.host_bytes_per_server, 8 * 12 * w, 1e-12);
+	cr_expect_eq(z0.host_overflow_bytes, 0);
+	cr_expect_eq(z0.optimizer_bytes, 0);
+	struct estimate z1 = host_gpt(1, 0, &w);
+	cr_expect_float_eq(z1.host_bytes_per_device, 12 * w / 8, 1e-12);
+	cr_expect_float_eq(z1.host_bytes_per_server, 12 * w, 1e-12);
+	/* a host of 0.9 of what ZeRO 1 puts there: over by 0.1, out of memory */
+	struct estimate small = host_gpt(1, 0.9 * 12 * w, &w);
+	cr_expect_float_eq(small.host_overflow_bytes, 0.1 * 12 * w, 1e-3); /* bytes */
+	struct cost_verdict v;
+	cost_memory_verdict(small.host_bytes_per_server, small.host_capacity_bytes, &v);
+	cr_expect_eq(v.fit, FIT_NO);
+}
