@@ -484,3 +484,40 @@ Test(memory, offload_host_memory_by_hand)
 	cost_memory_verdict(small.host_bytes_per_server, small.host_capacity_bytes, &v);
 	cr_expect_eq(v.fit, FIT_NO);
 }
+
+/* The word embedding under tensor and sequence parallelism as Megatron-Core
+ * holds it (docs/cost-models.md, "The embedding under sequence
+ * parallelism"): VocabParallelEmbedding cuts the table [V, h] = [256, 64]
+ * over the vocabulary, T = 4: 64 x 64 = 4096 weights a rank (8192 B in
+ * bf16), with sequence parallelism or not. Its output, the residual stream
+ * [s b, h] = [64, 64] (8192 B), is what the first norm saves (RMSNorm: its
+ * input and one fp32 statistic a row, 64 x 4 = 256 B): whole on each rank
+ * without SP, 8192 + 256 B; with SP reduce-scattered over the 4 ranks
+ * (LanguageModelEmbedding's reduce_scatter_embeddings, a model with rotary
+ * positions), 2048 + 64 B. */
+Test(memory, embedding_vocabulary_parallel_under_sequence_parallelism)
+{
+	for (int sp = 0; sp < 2; sp++) {
+		char tr[128];
+		snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"tensor_parallel\": 4, "
+		         "\"sequence_parallel\": %s}", sp ? "true" : "false");
+		struct scenario *s = fixture_generated(
+		        A, &D,
+		        "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, "
+		        "\"seq\": 64, \"vocab\": 256, \"ffn\": 128, \"micro_batch\": 1, "
+		        "\"dtype\": \"bf16\"}",
+		        "dgx-h100", 4, tr);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		int emb = graph_find_op(p->graph, "embed.word"), ln1 = graph_find_op(p->graph, "layers.0.ln1");
+		cr_assert(emb >= 0 && ln1 >= 0);
+		cr_expect_float_eq(layout_local_bytes(&p->ops[emb].in[0]), 64.0 * 64 * 2, 1e-9,
+		                   "sp %d", sp);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		double want = sp ? 2048 + 64 : 8192 + 256;
+		cr_expect_float_eq(e.ops[ln1].activation_bytes, want, 1e-9, "sp %d: %.0f B", sp,
+		                   e.ops[ln1].activation_bytes);
+	}
+}
