@@ -835,22 +835,16 @@ int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, i
 		snprintf(why, why_size, "an uneven first or last stage needs 2 pipeline stages or more");
 		return -1;
 	}
-	if (first > 0) {
-		if (first % v) {
-			snprintf(why, why_size, "the first stage's %lld layers do not divide into its %lld "
-			         "virtual stages", (long long)first, (long long)v);
+	const int64_t end[2] = {first, last};
+	for (int k = 0; k < 2; k++) {
+		if (end[k] <= 0)
+			continue;
+		if (end[k] % v) {
+			snprintf(why, why_size, "the %s stage's %lld layers do not divide into its %lld "
+			         "virtual stages", k ? "last" : "first", (long long)end[k], (long long)v);
 			return -1;
 		}
-		rest -= first;
-		middle--;
-	}
-	if (last > 0) {
-		if (last % v) {
-			snprintf(why, why_size, "the last stage's %lld layers do not divide into its %lld "
-			         "virtual stages", (long long)last, (long long)v);
-			return -1;
-		}
-		rest -= last;
+		rest -= end[k];
 		middle--;
 	}
 	if (rest < 0 || (rest > 0) != (middle > 0)) {
