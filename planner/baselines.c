@@ -698,8 +698,7 @@ static void mark_kv(struct mega *M)
 		}
 		if (M->rows[o->in[0]])
 			view_rows(M, i, true);
-		if (M->rows[o->in[0]] || M->rows[o->out[0]])
-			M->role[i] = MEGA_KV_CORE;
+		M->role[i] = MEGA_KV_CORE; /* K's and V's views too: whole over rep */
 	}
 }
 
