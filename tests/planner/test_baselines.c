@@ -1174,4 +1174,9 @@ Test(baselines, megatron_kv_heads_refused_by_megatron_cores_rule)
 	cr_expect_eq(D.errors, 0);
 	cr_expect_float_eq(local_param_elems(p, "layers.0.attn."),
 	                   (512.0 * (8 + 2 * 2) * 64 + 512.0 * 512) / 8, 1e-6);
+	/* with context parallelism: not modelled, and said so */
+	struct scenario *cp = generated_with(small, "cloudmatrix384", 8, ", \"context_parallel\": 2");
+	cr_expect_null(plan_megatron_degree(A, cp, &OPT, 4, &D));
+	cr_expect(has_diag(DIAG_ERROR, "tensor parallel 4 above the model's 2 key-value heads with "
+	                               "context parallelism 2 is not modelled"));
 }
