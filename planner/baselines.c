@@ -32,6 +32,11 @@
  * column-parallel MatMuls (q, k, v) stays whole and is gathered at its
  * input, once (docs/planner.md).
  *
+ * A tensor-parallel degree above the model's key-value heads (a multiple
+ * of them) runs as Megatron-Core runs it: Q, K and V column parallel over
+ * T, their outputs all-gathered, the attention core over (dp, kv, rep),
+ * each key-value head on T / kv ranks (mark_kv; docs/planner.md).
+ *
  * With training.expert_parallel (EP) the experts of a mixture-of-experts
  * layer (the ops between a MoEDispatch and its MoECombine) take shard()s
  * over (dp/ep, ep, mp), the expert dimension over ep: the layout algebra
@@ -331,9 +336,6 @@ static int mp_label(const struct mega *M, int op, const struct op_sig *sig)
 	}
 }
 
-/* Roles of every op for the tensor-parallel degree M->t, in op order.
- * False when the model's shapes do not allow it (a label it would cut, or
- * a dimension a Reshape lands the cut on, that T does not divide). */
 /* Megatron-Core's sub-sharding of the key-value heads (megatron/core/
  * transformer/attention.py, num_query_groups < the tensor-parallel size):
  * T / the generator's key-value heads when T is above them and a multiple
@@ -348,6 +350,9 @@ static int64_t kv_replicas(const struct mega *M)
 	return M->t / kv;
 }
 
+/* Roles of every op for the tensor-parallel degree M->t, in op order.
+ * False when the model's shapes do not allow it (a label it would cut, or
+ * a dimension a Reshape lands the cut on, that T does not divide). */
 static bool classify(struct mega *M)
 {
 	const struct graph *g = M->g;
@@ -598,19 +603,6 @@ static bool on_kv_heads(const struct mega *M, int op)
 	return false;
 }
 
-/* With T above the key-value heads (kv_rep > 1), as Megatron-Core runs it
- * (attention.py, get_query_key_value_tensors): Q, K and V stay column
- * parallel over T, their weights and GEMMs a T-th each; their outputs are
- * all-gathered over the T ranks (the Reshapes after them read them whole:
- * MEGA_KV_GATHER) and each rank takes its head's K and V and its T-th of
- * the queries; the attention core (the batched MatMuls of two activations,
- * the Softmax and Dropout between them: MEGA_KV_CORE) runs over (dp, kv,
- * rep), the key-value heads over kv and the grouped queries' rows over
- * rep, each rank a T-th of the scores. The graph's grouped rows are
- * sequence major ([s, g], for context parallelism), so rep cuts the rows
- * by sequence where Megatron-Core cuts them by head: the same FLOPs and
- * bytes, and propagation moves the context to head columns before the
- * row-parallel output projection. */
 /* The dimension of a Reshape's other side that dimension d lands on: the
  * major dimension (of size > 1) of the run of merged dimensions holding it. */
 static int reshape_major(const struct tensor *from, const struct tensor *to, int d, bool forward)
@@ -655,6 +647,21 @@ static void view_rows(struct mega *M, int op, bool forward)
 	}
 }
 
+/* With T above the key-value heads (kv_rep > 1), as Megatron-Core runs it
+ * (attention.py, get_query_key_value_tensors): Q, K and V stay column
+ * parallel over T, their weights and GEMMs a T-th each; their outputs are
+ * all-gathered over the T ranks (the Reshapes after them read them whole:
+ * MEGA_KV_GATHER) and each rank takes its head's K and V and its T-th of
+ * the queries; the attention core (the batched MatMuls of two activations,
+ * the Softmax and Dropout between them: MEGA_KV_CORE) runs over (dp, kv,
+ * rep), the key-value heads over kv and the grouped queries' rows over
+ * rep, each rank a T-th of the scores. The graph's grouped rows are
+ * sequence major ([s, g], for context parallelism), so rep cuts the rows
+ * by sequence where Megatron-Core cuts them by head: the same FLOPs and
+ * bytes; the Reshape merging the heads into the row-parallel output
+ * projection's columns (MEGA_KV_MERGE, over (kv, rep)) then takes the
+ * context by an AllToAll inside each head's ranks. K's and V's views stay
+ * whole over rep. */
 static void mark_kv(struct mega *M)
 {
 	const struct graph *g = M->g;
