@@ -28,7 +28,9 @@ static void help(FILE *f)
 	        "memory per device (parameters, gradients, optimizer state,\n"
 	        "activations) against the device's HBM with its verdict (\"fits (71 of\n"
 	        "80 GB)\", \"tight (77-83 of 80 GB)\": the peak +- 5%% straddles the HBM,\n"
-	        "\"does not fit (105 of 80 GB)\"), the reference's dimensionless\n"
+	        "\"does not fit (105 of 80 GB)\"); with training.optimizer_offload, the\n"
+	        "optimizer state a server's host memory holds, against the topology's\n"
+	        "server.host.memory_GB with the same verdict; the reference's dimensionless\n"
 	        "rec cost, and the ops that take the most time. No overlap and no\n"
 	        "contention: those are the simulator's, but for collectives that run\n"
 	        "inside a computation (a context-parallel ring; with\n"
@@ -76,7 +78,11 @@ static void help(FILE *f)
 	        "                  \"memory_high_bytes\" (the band: the peak +- 5%%,\n"
 	        "                  docs/cost-models.md), \"memory_margin_bytes\" (the\n"
 	        "                  HBM less the peak), \"oom_overflow_bytes\" (the peak\n"
-	        "                  over the HBM; 0 when under),\n"
+	        "                  over the HBM; 0 when under), with\n"
+	        "                  training.optimizer_offload \"host_memory\"\n"
+	        "                  ({\"optimizer_bytes_per_device\", \"bytes_per_server\",\n"
+	        "                  and where the topology states server.host.memory_GB\n"
+	        "                  \"capacity_bytes\", \"oom\", \"overflow_bytes\"}),\n"
 	        "                  \"rec_cost\",\n"
 	        "                  \"compute_fallback\" and \"ops\" (every op, graph order:\n"
 	        "                  {\"name\", \"kind\", \"compute_forward_s\",\n"
@@ -224,6 +230,30 @@ static void text_pipeline(const struct plan *p, const struct estimate *e)
 	}
 }
 
+/* training.optimizer_offload: the optimizer state in a server's host
+ * memory, with its verdict as the device's when the topology states the
+ * host's memory (server.host.memory_GB). */
+static void text_host(const struct plan *p, const struct estimate *e)
+{
+	char b1[32], b2[32], verdict[96];
+	const struct topology *t = p->scenario->topo;
+	int64_t on = p->scenario->devices < t->devices_per_server ? p->scenario->devices
+	                                                          : t->devices_per_server;
+	printf("\nhost memory per server (training.optimizer_offload: the optimizer state)\n");
+	printf("  %-18s %s a device x %lld devices = %s\n", "optimizer state",
+	       cli_si(b1, sizeof b1, e->host_bytes_per_device, "B"), (long long)on,
+	       cli_si(b2, sizeof b2, e->host_bytes_per_server, "B"));
+	if (e->host_capacity_bytes <= 0) {
+		printf("  %-18s not checked: the topology states no server.host.memory_GB\n",
+		       "verdict");
+		return;
+	}
+	printf("  %-18s %s, margin %s (band: the peak +- 5%%)\n", "verdict",
+	       cli_verdict_text(verdict, sizeof verdict, e->host_bytes_per_server,
+	                        e->host_capacity_bytes),
+	       cli_si(b1, sizeof b1, e->host_capacity_bytes - e->host_bytes_per_server, "B"));
+}
+
 static void text_memory(const struct plan *p, const struct estimate *e)
 {
 	static const char *const names[] = {"parameters", "gradients", "optimizer state",
@@ -244,6 +274,8 @@ static void text_memory(const struct plan *p, const struct estimate *e)
 	printf("  %-18s %s, margin %s (band: the peak +- 5%%)\n", "verdict",
 	       cli_verdict_text(verdict, sizeof verdict, e->memory_bytes_per_device, hbm),
 	       cli_si(b1, sizeof b1, hbm - e->memory_bytes_per_device, "B"));
+	if (tr->optimizer_offload)
+		text_host(p, e);
 	printf("\nrec cost (dimensionless)  %.6g\n", plan_rec_cost(p));
 }
 
@@ -372,6 +404,18 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 	cJSON_AddNumberToObject(m, "reserve", e->reserve_bytes);
 	cJSON_AddNumberToObject(m, "hbm", p->scenario->topo->device.hbm_bytes);
 	cJSON_AddNumberToObject(m, "stage", e->memory_stage);
+	if (p->scenario->training.optimizer_offload) {
+		cJSON *h = cJSON_AddObjectToObject(root, "host_memory");
+		cJSON_AddNumberToObject(h, "optimizer_bytes_per_device", e->host_bytes_per_device);
+		cJSON_AddNumberToObject(h, "bytes_per_server", e->host_bytes_per_server);
+		if (e->host_capacity_bytes > 0) {
+			cJSON_AddNumberToObject(h, "capacity_bytes", e->host_capacity_bytes);
+			struct cost_verdict v;
+			cost_memory_verdict(e->host_bytes_per_server, e->host_capacity_bytes, &v);
+			cJSON_AddBoolToObject(h, "oom", v.fit == FIT_NO);
+			cJSON_AddNumberToObject(h, "overflow_bytes", e->host_overflow_bytes);
+		}
+	}
 	report_json_pipeline(root, p, e);
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", e->memory_bytes_per_device);
 	report_json_oom(root, e->memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);

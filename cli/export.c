@@ -253,6 +253,8 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		.ep = t->expert_parallel > 1 ? t->expert_parallel : 1,
 		.cp = t->context_parallel > 1 ? t->context_parallel : 1,
 		.sequence_parallel = t->sequence_parallel && tp > 1,
+		.first_stage_layers = t->first_stage_layers,
+		.last_stage_layers = t->last_stage_layers,
 	};
 	/* Arguments Megatron-LM refuses at launch are no answer. */
 	enum search_rule rule = plan_search_rule(p->graph, t->global_batch, out);
@@ -380,10 +382,22 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	bool first = true;
 	arg(f, &first, "--tensor-model-parallel-size %lld", (long long)c->tp);
 	arg(f, &first, "--pipeline-model-parallel-size %lld", (long long)c->pp);
-	if (c->pp > 1 && c->virtual_stages > 1 && g && g->layers > 0 &&
+	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0;
+	if (c->pp > 1 && c->virtual_stages > 1 && g && g->layers > 0 && !uneven &&
 	    g->layers % (c->pp * c->virtual_stages) == 0)
 		arg(f, &first, "--num-layers-per-virtual-pipeline-stage %lld",
 		    (long long)(g->layers / (c->pp * c->virtual_stages)));
+	/* Megatron-LM's uneven pipeline (arguments.py: with it, the virtual
+	 * stages are given per rank) */
+	if (c->pp > 1 && c->virtual_stages > 1 && uneven)
+		arg(f, &first, "--num-virtual-stages-per-pipeline-rank %lld",
+		    (long long)c->virtual_stages);
+	if (c->pp > 1 && c->first_stage_layers > 0)
+		arg(f, &first, "--decoder-first-pipeline-num-layers %lld",
+		    (long long)c->first_stage_layers);
+	if (c->pp > 1 && c->last_stage_layers > 0)
+		arg(f, &first, "--decoder-last-pipeline-num-layers %lld",
+		    (long long)c->last_stage_layers);
 	if (t->sequence_parallel && c->tp > 1)
 		arg(f, &first, "--sequence-parallel");
 	if (t->tp_comm_overlap && t->sequence_parallel && c->tp > 1)

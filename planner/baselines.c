@@ -32,6 +32,11 @@
  * column-parallel MatMuls (q, k, v) stays whole and is gathered at its
  * input, once (docs/planner.md).
  *
+ * A tensor-parallel degree above the model's key-value heads (a multiple
+ * of them) runs as Megatron-Core runs it: Q, K and V column parallel over
+ * T, their outputs all-gathered, the attention core over (dp, kv, rep),
+ * each key-value head on T / kv ranks (mark_kv; docs/planner.md).
+ *
  * With training.expert_parallel (EP) the experts of a mixture-of-experts
  * layer (the ops between a MoEDispatch and its MoECombine) take shard()s
  * over (dp/ep, ep, mp), the expert dimension over ep: the layout algebra
@@ -59,6 +64,11 @@ enum mega_role {
 	MEGA_COLUMN,   /* MatMul, weight cut by output columns */
 	MEGA_ROW,      /* MatMul, weight cut by rows (the contracted dimension) */
 	MEGA_VOCAB,    /* Gather from the vocabulary table, or the loss over it */
+	MEGA_KV_GATHER,/* T above the key-value heads: a Reshape of Q, K or V's output, whole
+	                  over T (the AllGather of the QKV output Megatron-Core runs) */
+	MEGA_KV_CORE,  /* T above the key-value heads: the attention core over (dp, kv, rep) */
+	MEGA_KV_MERGE, /* T above the key-value heads: the Reshape merging the heads back into
+	                  the row-parallel MatMul's columns, (kv, rep) */
 };
 
 struct mega {
@@ -73,6 +83,10 @@ struct mega {
 	bool *seq;              /* per op: sequence parallel (dp and mp both cut the batch dim) */
 	int64_t ep;             /* expert-parallel degree (divides d) */
 	uint8_t *moe;           /* per op: MOE_EXPERT, MOE_TOKENS or 0 */
+	int64_t kv_rep;         /* T / the key-value heads when T exceeds them (each head's
+	                           ranks), else 1 */
+	uint8_t *rows;          /* per tensor: bit k set when dimension k carries the rep cut
+	                           (the grouped queries' rows, kv_rep > 1) */
 	int64_t cp;             /* context-parallel degree: n = d x cp x t */
 	uint8_t *seqm;          /* per tensor: bit k set when dimension k carries the sequence
 	                           (the cp cut) */
@@ -248,7 +262,7 @@ static enum mega_role op_role(const struct mega *M, int op, const struct op_sig 
  * part), -1 when it cannot land; *fits false when it lands on a dimension
  * the degree does not divide. */
 static int reshape_target(const struct tensor *x, const struct tensor *y, int d, int64_t degree,
-                          bool *fits)
+                          int64_t kv_rep, bool *fits)
 {
 	int64_t before = 1, at = 1;
 	for (int k = 0; k < d; k++)
@@ -259,7 +273,10 @@ static int reshape_target(const struct tensor *x, const struct tensor *y, int d,
 		int64_t xs = x->dims[d], ys = y->dims[e];
 		if (xs <= ys ? ys % xs : xs % ys)
 			return -1;
-		*fits = (xs <= ys ? xs : ys) % degree == 0;
+		int64_t lands = xs <= ys ? xs : ys;
+		/* T above the key-value heads: the cut lands on the heads, each
+		 * head's kv_rep ranks sharing it (Megatron-Core's sub-sharding) */
+		*fits = lands % degree == 0 || (kv_rep > 1 && lands * kv_rep == degree);
 		return *fits ? e : -1;
 	}
 	return -1;
@@ -277,7 +294,8 @@ static bool carry(const struct mega *M, uint8_t *mask, int op, const struct op_s
 	if (sig->rule == SIG_RULE_RESHAPE) {
 		for (int d = 0; d < ts[o->in[0]].rank; d++) {
 			int e = mask[o->in[0]] & (1u << d)
-			            ? reshape_target(&ts[o->in[0]], &ts[o->out[0]], d, degree, &fits)
+			            ? reshape_target(&ts[o->in[0]], &ts[o->out[0]], d, degree,
+			                             mask == M->split ? M->kv_rep : 1, &fits)
 			            : -1;
 			if (e >= 0)
 				mask[o->out[0]] |= (uint8_t)(1u << e);
@@ -318,6 +336,20 @@ static int mp_label(const struct mega *M, int op, const struct op_sig *sig)
 	}
 }
 
+/* Megatron-Core's sub-sharding of the key-value heads (megatron/core/
+ * transformer/attention.py, num_query_groups < the tensor-parallel size):
+ * T / the generator's key-value heads when T is above them and a multiple
+ * of them (transformer_config.py refuses T neither a multiple nor a
+ * divisor), else 1. */
+static int64_t kv_replicas(const struct mega *M)
+{
+	const struct model_gen *g = M->g->gen;
+	int64_t kv = g && model_gen_uses(g->kind, "kv_heads") && g->kv_heads > 0 ? g->kv_heads : 0;
+	if (kv < 1 || kv >= g->heads || M->t <= kv || M->t % kv)
+		return 1;
+	return M->t / kv;
+}
+
 /* Roles of every op for the tensor-parallel degree M->t, in op order.
  * False when the model's shapes do not allow it (a label it would cut, or
  * a dimension a Reshape lands the cut on, that T does not divide). */
@@ -325,6 +357,7 @@ static bool classify(struct mega *M)
 {
 	const struct graph *g = M->g;
 	memset(M->split, 0, (size_t)g->n_tensors);
+	M->kv_rep = kv_replicas(M);
 	for (int i = 0; i < g->n_ops; i++) {
 		struct op_sig sig;
 		M->role[i] = MEGA_FOLLOW;
@@ -554,6 +587,169 @@ static bool mark_tp_overlap(const struct mega *M, struct arena *a, struct plan *
 	return plan_find_alike(a, p);
 }
 
+/* --------------------------- Megatron: T above the key-value heads */
+
+/* Does an input or output of the op carry the T cut on a dimension T does
+ * not divide (a key-value head dimension, its heads fewer than T)? */
+static bool on_kv_heads(const struct mega *M, int op)
+{
+	const struct op *o = &M->g->ops[op];
+	for (int k = 0; k < o->n_in + o->n_out; k++) {
+		int t = k < o->n_in ? o->in[k] : o->out[k - o->n_in];
+		for (int d = 0; d < M->g->tensors[t].rank; d++)
+			if ((M->split[t] >> d & 1) && M->g->tensors[t].dims[d] % M->t)
+				return true;
+	}
+	return false;
+}
+
+/* The dimension of a Reshape's other side that dimension d lands on: the
+ * major dimension (of size > 1) of the run of merged dimensions holding it. */
+static int reshape_major(const struct tensor *from, const struct tensor *to, int d, bool forward)
+{
+	int in0[GRAPH_MAX_RANK], in1[GRAPH_MAX_RANK], out0[GRAPH_MAX_RANK];
+	const struct tensor *x = forward ? from : to, *y = forward ? to : from;
+	int runs = layout_reshape_runs(x, y, in0, in1, out0);
+	for (int r = 0; r < runs; r++) {
+		int i1 = in1[r], o1 = r + 1 < runs ? out0[r + 1] : y->rank;
+		int lo = forward ? in0[r] : out0[r], hi = forward ? i1 : o1;
+		if (d < lo || d >= hi)
+			continue;
+		int tlo = forward ? out0[r] : in0[r], thi = forward ? o1 : i1;
+		for (int e = tlo; e < thi; e++)
+			if (to->dims[e] > 1)
+				return e;
+		return tlo;
+	}
+	return -1;
+}
+
+/* The rows' mark through a view op (Reshape, Transpose) forward (input 0
+ * to output) or backward. */
+static void view_rows(struct mega *M, int op, bool forward)
+{
+	const struct op *o = &M->g->ops[op];
+	const struct tensor *ts = M->g->tensors;
+	int from = forward ? o->in[0] : o->out[0], to = forward ? o->out[0] : o->in[0];
+	for (int d = 0; d < ts[from].rank; d++) {
+		if (!(M->rows[from] >> d & 1))
+			continue;
+		int e = -1;
+		if (o->kind == OP_TRANSPOSE) {
+			for (int k = 0; k < ts[o->out[0]].rank; k++)
+				if (forward ? o->attrs.perm[k] == d : k == d)
+					e = forward ? k : (int)o->attrs.perm[k];
+		} else {
+			e = reshape_major(&ts[from], &ts[to], d, forward);
+		}
+		if (e >= 0)
+			M->rows[to] |= (uint8_t)(1u << e);
+	}
+}
+
+/* With T above the key-value heads (kv_rep > 1), as Megatron-Core runs it
+ * (attention.py, get_query_key_value_tensors): Q, K and V stay column
+ * parallel over T, their weights and GEMMs a T-th each; their outputs are
+ * all-gathered over the T ranks (the Reshapes after them read them whole:
+ * MEGA_KV_GATHER) and each rank takes its head's K and V and its T-th of
+ * the queries; the attention core (the batched MatMuls of two activations,
+ * the Softmax and Dropout between them: MEGA_KV_CORE) runs over (dp, kv,
+ * rep), the key-value heads over kv and the grouped queries' rows over
+ * rep, each rank a T-th of the scores. The graph's grouped rows are
+ * sequence major ([s, g], for context parallelism), so rep cuts the rows
+ * by sequence where Megatron-Core cuts them by head: the same FLOPs and
+ * bytes; the Reshape merging the heads into the row-parallel output
+ * projection's columns (MEGA_KV_MERGE, over (kv, rep)) then takes the
+ * context by an AllToAll inside each head's ranks. K's and V's views stay
+ * whole over rep. */
+static void mark_kv(struct mega *M)
+{
+	const struct graph *g = M->g;
+	if (M->kv_rep <= 1)
+		return;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (M->role[i] != MEGA_FOLLOW || !on_kv_heads(M, i))
+			continue;
+		int pr = g->tensors[o->in[0]].producer;
+		if (o->kind == OP_RESHAPE && pr >= 0 && M->role[pr] == MEGA_COLUMN) {
+			M->role[i] = MEGA_KV_GATHER;
+		} else if ((o->kind == OP_BATCHMATMUL && o->params == 0) || o->kind == OP_SOFTMAX ||
+		           o->kind == OP_DROPOUT) {
+			M->role[i] = MEGA_KV_CORE;
+			int r = g->tensors[o->in[0]].rank;
+			M->rows[o->in[0]] |= (uint8_t)(1u << (r - 2));
+			M->rows[o->out[0]] |= (uint8_t)(1u << (r - 2));
+		}
+	}
+	/* the views between: backward from the core to the gathered Q, K and
+	 * V, forward from it to the merge into the output projection */
+	for (int i = g->n_ops - 1; i >= 0; i--) {
+		const struct op *o = &g->ops[i];
+		if (M->role[i] == MEGA_FOLLOW && on_kv_heads(M, i) &&
+		    (o->kind == OP_RESHAPE || o->kind == OP_TRANSPOSE) && M->rows[o->out[0]])
+			view_rows(M, i, false);
+	}
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (M->role[i] != MEGA_FOLLOW || !on_kv_heads(M, i) ||
+		    (o->kind != OP_RESHAPE && o->kind != OP_TRANSPOSE))
+			continue;
+		bool merge = false;
+		for (int j = i + 1; j < g->n_ops; j++)
+			for (int k = 0; k < g->ops[j].n_in; k++)
+				merge |= g->ops[j].in[k] == o->out[0] && M->role[j] == MEGA_ROW;
+		if (merge) {
+			M->role[i] = MEGA_KV_MERGE;
+			continue;
+		}
+		if (M->rows[o->in[0]])
+			view_rows(M, i, true);
+		M->role[i] = MEGA_KV_CORE; /* K's and V's views too: whole over rep */
+	}
+}
+
+/* A core op's shard() over (dp, kv, rep): the batch label on dp, the
+ * key-value heads' (the label carrying the T cut) on kv, the rows (the
+ * dimensions M->rows marks) on rep; the merge's, the dimension after the
+ * heads' on rep (the cut spills onto the grouped queries). */
+static void map_kv_core(const struct mega *M, int op, const struct op_sig *sig,
+                        struct shard_config *c)
+{
+	const struct graph *g = M->g;
+	const struct op *o = &g->ops[op];
+	int dp = cut_label(M, M->batch, sig, op), kv = cut_label(M, M->split, sig, op);
+	c->n_dev_axes = 3;
+	c->device_matrix[0] = M->d;
+	c->device_matrix[1] = M->t / M->kv_rep;
+	c->device_matrix[2] = M->kv_rep;
+	c->axis_names[0] = "dp";
+	c->axis_names[1] = "kv";
+	c->axis_names[2] = "rep";
+	for (int i = 0; i < o->n_in; i++) {
+		const struct tensor *x = &g->tensors[o->in[i]];
+		struct shard_tensor_map *m = &c->in_maps[i];
+		memset(m, 0, sizeof(*m));
+		m->rank = x->rank;
+		for (int d = 0; d < m->rank; d++) {
+			int l = sig->in[i][d], axis = -1;
+			bool rows = M->role[op] == MEGA_KV_MERGE
+			                    ? d > 0 && (M->split[o->in[i]] >> (d - 1) & 1)
+			                    : (M->rows[o->in[i]] >> d & 1);
+			if (rows)
+				axis = 2;
+			else if (l >= 0 && l == kv)
+				axis = 1;
+			else if (l >= 0 && l == dp)
+				axis = 0;
+			if (axis >= 0) {
+				m->n_axes[d] = 1;
+				m->axes[d][0] = axis;
+			}
+		}
+	}
+}
+
 /* ------------------------------------- Megatron: sequence parallelism */
 
 /* Does the op read what a row-parallel MatMul or a sequence-parallel op
@@ -710,6 +906,10 @@ static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 	c->in_maps = arena_calloc(M->a, (size_t)o->n_in, sizeof(*c->in_maps));
 	if (!c->in_maps)
 		return false;
+	if (M->role[op] == MEGA_KV_CORE || M->role[op] == MEGA_KV_MERGE) {
+		map_kv_core(M, op, &sig, c);
+		return true;
+	}
 	if (expert) {
 		c->n_dev_axes = 3;
 		c->device_matrix[0] = M->d / M->ep;
@@ -811,7 +1011,8 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	M.seq = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(*M.seq));
 	M.moe = arena_calloc(a, (size_t)g->n_ops + 1, 1);
 	M.seqm = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
-	if (!M.split || !M.batch || !M.role || !M.seq || !M.moe || !M.seqm)
+	M.rows = arena_calloc(a, (size_t)g->n_tensors + 1, 1);
+	if (!M.split || !M.batch || !M.role || !M.seq || !M.moe || !M.seqm || !M.rows)
 		return NULL;
 	M.cp = s->training.context_parallel > 1 ? s->training.context_parallel : 1;
 	M.ep = s->training.expert_parallel > 1 ? s->training.expert_parallel : 1;
@@ -847,6 +1048,15 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 		         (long long)M.n);
 		return NULL;
 	}
+	if (M.kv_rep > 1 && M.cp > 1) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "tensor parallel %lld above the model's %lld key-value heads with context "
+		         "parallelism %lld is not modelled: use a tensor-parallel degree that divides "
+		         "the key-value heads, or no context parallelism", (long long)M.t,
+		         (long long)(M.t / M.kv_rep), (long long)M.cp);
+		return NULL;
+	}
+	mark_kv(&M);
 	if (M.cp > 1) {
 		if (!cp_fits(&M, b, diags))
 			return NULL;

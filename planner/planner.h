@@ -147,6 +147,9 @@ struct search_config {
 	int64_t virtual_stages;
 	enum recompute_mode recompute;
 	int zero_stage;
+	int64_t first_stage_layers;        /* Megatron-LM's uneven pipeline (0: even; the search
+	                                      itself tries even splits only) */
+	int64_t last_stage_layers;
 };
 
 struct search_candidate {

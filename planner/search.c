@@ -80,7 +80,12 @@ enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct
 		return SEARCH_RULE_KV_HEADS_TP;
 	if (ffn > 0 && ffn % c->tp)
 		return SEARCH_RULE_FFN_TP;
-	if (layers > 0 && layers % c->pp)
+	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0;
+	if (layers > 0 && uneven &&
+	    scenario_stage_layers(layers, c->pp, interleaved ? c->virtual_stages : 1,
+	                          c->first_stage_layers, c->last_stage_layers, 0, NULL, 0) < 0)
+		return SEARCH_RULE_LAYERS_PP;
+	if (layers > 0 && !uneven && layers % c->pp)
 		return SEARCH_RULE_LAYERS_PP;
 	if (seq > 0 && c->sequence_parallel && c->tp > 1 && (seq / cp) % c->tp)
 		return SEARCH_RULE_SEQ_SP;
@@ -92,7 +97,7 @@ enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct
 		return SEARCH_RULE_BATCH_DP;
 	if (c->pp > 1 && c->schedule != SCHED_1F1B && c->schedule != SCHED_INTERLEAVED_1F1B)
 		return SEARCH_RULE_SCHEDULE;
-	if (interleaved && layers > 0 && layers % chunks)
+	if (interleaved && layers > 0 && !uneven && layers % chunks)
 		return SEARCH_RULE_LAYERS_VPP;
 	if (interleaved && c->micro_batches % c->pp)
 		return SEARCH_RULE_MICRO_BATCHES_PP;
@@ -120,7 +125,20 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 		         tp, m ? (long long)model_gen_ffn(m) : 0LL);
 		break;
 	case SEARCH_RULE_LAYERS_PP:
-		snprintf(buf, size, "%lld pipeline stages do not divide the %lld layers", pp, layers);
+		if (c->first_stage_layers > 0 || c->last_stage_layers > 0) {
+			char why[200];
+			scenario_stage_layers(layers, pp, c->schedule == SCHED_INTERLEAVED_1F1B &&
+			                      c->virtual_stages > 1 ? c->virtual_stages : 1,
+			                      c->first_stage_layers, c->last_stage_layers, 0, why,
+			                      sizeof why);
+			snprintf(buf, size, "%lld pipeline stages with %lld layers on the first and %lld "
+			         "on the last (0: even) do not split the %lld layers: %s", pp,
+			         (long long)c->first_stage_layers, (long long)c->last_stage_layers, layers,
+			         why);
+		} else {
+			snprintf(buf, size, "%lld pipeline stages do not divide the %lld layers", pp,
+			         layers);
+		}
 		break;
 	case SEARCH_RULE_SEQ_SP:
 		snprintf(buf, size, "sequence parallelism over tensor parallel %lld does not divide "
@@ -319,11 +337,14 @@ static void set_training(struct training *t, const struct training *user,
 	t->context_parallel = c->cp > 0 ? c->cp : 1;
 	t->micro_batches = c->micro_batches;
 	t->micro_batches_set = true;
-	/* The user's cuts hold for the user's pipeline only. */
+	/* The user's cuts hold for the user's pipeline only, the stages'
+	 * layers too (the search tries even splits). */
 	if (c->pp != user->pipeline_stages || c->virtual_stages != user->virtual_stages) {
 		t->n_cuts = 0;
 		t->cuts = NULL;
 	}
+	t->first_stage_layers = c->first_stage_layers;
+	t->last_stage_layers = c->last_stage_layers;
 }
 
 struct scenario *plan_search_scenario(struct arena *a, const struct scenario *s,

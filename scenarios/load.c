@@ -823,6 +823,79 @@ static bool param_dtype(const struct graph *g, enum dtype *out)
 	return false;
 }
 
+int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, int64_t first,
+                              int64_t last, int64_t stage, char *why, size_t why_size)
+{
+	char dummy[8];
+	if (!why) {
+		why = dummy;
+		why_size = sizeof dummy;
+	}
+	int64_t v = virtual > 1 ? virtual : 1, rest = layers, middle = stages;
+	if (stages < 2 && (first > 0 || last > 0)) {
+		snprintf(why, why_size, "an uneven first or last stage needs 2 pipeline stages or more");
+		return -1;
+	}
+	const int64_t end[2] = {first, last};
+	for (int k = 0; k < 2; k++) {
+		if (end[k] <= 0)
+			continue;
+		if (end[k] % v) {
+			snprintf(why, why_size, "the %s stage's %lld layers do not divide into its %lld "
+			         "virtual stages", k ? "last" : "first", (long long)end[k], (long long)v);
+			return -1;
+		}
+		rest -= end[k];
+		middle--;
+	}
+	if (rest < 0 || (rest > 0) != (middle > 0)) {
+		snprintf(why, why_size, "%lld layers are left for the %lld stages between the first and "
+		         "the last (of %lld layers): both must be 0 or neither", (long long)rest,
+		         (long long)middle, (long long)layers);
+		return -1;
+	}
+	if (middle > 0 && (rest % middle || (rest / middle) % v)) {
+		snprintf(why, why_size, "the %lld layers left for the %lld stages between the first and "
+		         "the last do not split evenly over them%s", (long long)rest, (long long)middle,
+		         v > 1 ? " and their virtual stages" : "");
+		return -1;
+	}
+	if (stage == 0 && first > 0)
+		return first;
+	if (stage == stages - 1 && last > 0)
+		return last;
+	return middle > 0 ? rest / middle : 0;
+}
+
+/* training.first_stage_layers / last_stage_layers: Megatron-LM's rules
+ * against the generated model's layers (an explicit graph's are counted
+ * when it is split, planner/cost/pipeline.c). */
+static bool check_uneven(struct loader *L, const struct jv *v)
+{
+	const struct training *t = &L->s->training;
+	if (t->first_stage_layers <= 0 && t->last_stage_layers <= 0)
+		return true;
+	struct jv f;
+	jv_get(v, t->first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers", &f);
+	if (t->n_cuts > 0) {
+		jv_error(&f, "pipeline_cuts places every cut itself: give it or the stages' layers, "
+		         "not both");
+		return false;
+	}
+	const struct model_gen *g = L->s->graph ? L->s->graph->gen : NULL;
+	int64_t layers = g && g->layers > 0 ? g->layers : 0;
+	char why[200];
+	if ((layers || t->pipeline_stages < 2) &&
+	    scenario_stage_layers(layers, t->pipeline_stages, t->virtual_stages,
+	                          t->first_stage_layers, t->last_stage_layers, 0, why,
+	                          sizeof why) < 0) {
+		jv_error(&f, "Megatron-LM refuses this split of %lld layers over %lld pipeline stages: "
+		         "%s", (long long)layers, (long long)t->pipeline_stages, why);
+		return false;
+	}
+	return true;
+}
+
 static bool read_training(struct loader *L, const struct jv *obj)
 {
 	static const char *const keys[] = {"global_batch",  "micro_batches", "pipeline_stages",
@@ -833,7 +906,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "context_parallel", "flash_attention",
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
 	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
-	                                   "optimizer_offload", NULL};
+	                                   "optimizer_offload", "first_stage_layers",
+	                                   "last_stage_layers", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO;
 	int64_t zero = 0;
@@ -871,6 +945,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
+	ok = jv_opt_int(&v, "first_stage_layers", JR_RANGE(1, 1e6), 0, &t->first_stage_layers) && ok;
+	ok = jv_opt_int(&v, "last_stage_layers", JR_RANGE(1, 1e6), 0, &t->last_stage_layers) && ok;
 	struct jv mb;
 	t->micro_batches_set = jv_get(&v, "micro_batches", &mb);
 	double bucket_mb;
@@ -1019,6 +1095,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		t->micro_batches = m;
 	if (ok)
 		ok = read_cuts(L, &v);
+	if (ok)
+		ok = check_uneven(L, &v);
 	return ok;
 }
 

@@ -163,6 +163,9 @@ struct training {
 	int64_t context_parallel;     /* CP: ranks that share out each sequence (1: none) */
 	int64_t expert_parallel;      /* EP: ranks of a data-parallel group that share out a
 	                                 mixture-of-experts layer's experts (1: each holds all) */
+	int64_t first_stage_layers;   /* Megatron-LM's --decoder-first-pipeline-num-layers: the
+	                                 first stage's transformer layers (0: an even split) */
+	int64_t last_stage_layers;    /* --decoder-last-pipeline-num-layers: the last stage's */
 	bool micro_batches_set;       /* the file states micro_batches */
 	int n_cuts;                   /* pipeline_cuts: 0 = balance the chunks by cost */
 	int *cuts;                    /* the first op of chunks 1 .. n_cuts, ascending */
@@ -261,5 +264,16 @@ const struct shard_config *scenario_shard_for(const struct scenario *s, int op);
  * no shard() entries. Loading it gives the scenario back. NULL when out of
  * memory. */
 struct cJSON *scenario_json(struct arena *a, const struct scenario *s, const char *dir);
+
+/* Megatron-LM's uneven pipeline (--decoder-first-pipeline-num-layers and
+ * --decoder-last-pipeline-num-layers; megatron/core/transformer/
+ * transformer_config.py and transformer_block.py): `layers` transformer
+ * layers over `stages` stages of `virtual` chunks each, the first stage
+ * `first` layers and the last `last` (0: split evenly with the middle
+ * ones), the stages between them an equal share of the rest. The layers
+ * of stage `stage`, or -1 when Megatron-LM refuses the split; then, with
+ * `why`, the reason in words (Megatron-LM's rule). */
+int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, int64_t first,
+                              int64_t last, int64_t stage, char *why, size_t why_size);
 
 #endif

@@ -356,6 +356,7 @@ static void set_training(struct training *t, const struct training *user,
 	t->micro_batches_set = true;
 	t->n_cuts = 0;
 	t->cuts = NULL;
+	t->first_stage_layers = t->last_stage_layers = 0;
 }
 
 static double tokens_per_iteration(const struct graph *g, int64_t global_batch)

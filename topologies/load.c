@@ -69,6 +69,7 @@ struct phys {
 };
 static const struct phys PHYS_TFLOPS = {1e-6, 1e6, " TFLOP/s", "1 MFLOP/s to 1 EFLOP/s per device"};
 static const struct phys PHYS_HBM_GB = {1e-3, 1e6, " GB", "1 MB to 1 PB per device"};
+static const struct phys PHYS_HOST_GB = {1e-3, 1e9, " GB", "1 MB to 1 EB per server"};
 static const struct phys PHYS_HBM_GBPS = {1e-3, 1e6, " GB/s", "1 MB/s to 1 PB/s per device"};
 static const struct phys PHYS_LINK_GBPS = {1e-3, 1e5, " GB/s", "1 MB/s to 100 TB/s per link"};
 static const struct phys PHYS_NIC_GBITPS = {1e-2, 1e6, " Gb/s", "10 Mb/s to 1 Pb/s per NIC"};
@@ -462,11 +463,12 @@ static void read_collectives(const struct jv *cv, struct topology *t)
 	}
 }
 
-/* "host": the device's link to its host's memory and its share of that
- * memory's bandwidth (the offloaded optimizer's, docs/formats.md). */
+/* "host": the device's link to its host's memory, its share of that
+ * memory's bandwidth (the offloaded optimizer's, docs/formats.md), and,
+ * optionally, the server's host memory capacity. */
 static void read_host(const struct jv *hv, struct topology *t)
 {
-	static const char *const keys[] = {"link_GBps", "memory_GBps", NULL};
+	static const char *const keys[] = {"link_GBps", "memory_GBps", "memory_GB", NULL};
 	if (!jv_open(hv, keys))
 		return;
 	double link = 0, mem = 0;
@@ -476,6 +478,10 @@ static void read_host(const struct jv *hv, struct topology *t)
 	if (jv_req_number(hv, "memory_GBps", JR_POSITIVE, &mem) &&
 	    in_phys(hv, "memory_GBps", mem, &PHYS_HBM_GBPS))
 		t->host.memory_bps = mem * 1e9;
+	double cap = 0;
+	if (jv_opt_number(hv, "memory_GB", JR_POSITIVE, 0, &cap) && cap > 0 &&
+	    in_phys(hv, "memory_GB", cap, &PHYS_HOST_GB))
+		t->host.capacity_bytes = cap * 1e9;
 	t->host.given = true;
 }
 
@@ -501,7 +507,8 @@ static void read_server(struct arena *a, const struct jv *sv, struct topology *t
 	struct jv cv, hv;
 	if (jv_get(sv, "collectives", &cv))
 		read_collectives(&cv, t);
-	t->host = (struct topo_host){TOPO_HOST_LINK_GBPS * 1e9, TOPO_HOST_MEMORY_GBPS * 1e9, false};
+	t->host = (struct topo_host){.link_bps = TOPO_HOST_LINK_GBPS * 1e9,
+	                             .memory_bps = TOPO_HOST_MEMORY_GBPS * 1e9};
 	if (jv_get(sv, "host", &hv))
 		read_host(&hv, t);
 }

@@ -194,6 +194,8 @@ struct topo_faults {
 struct topo_host {
 	double link_bps;             /* device <-> host memory, one direction, per device */
 	double memory_bps;           /* host memory bandwidth per device (its share) */
+	double capacity_bytes;       /* the server's host memory, shared by its devices;
+	                                0 = not stated (the offload's host memory unchecked) */
 	bool given;                  /* the file states them (else the defaults above) */
 };
 

@@ -648,6 +648,8 @@ struct est_memory {
 	                                               send and receive, ZeRO-3's gathered parameters */
 	double reserve;                             /* the runtime's: the device's memory_reserve */
 	double total;
+	double host;                                /* training.optimizer_offload: the optimizer state
+	                                               in host memory (not in total) */
 };
 
 /* One pipeline stage (the whole plan when there is one). */
@@ -680,6 +682,13 @@ struct estimate {
 	int memory_stage;                           /* the stage of the largest device */
 	double hbm_bytes;                           /* the device's memory */
 	double oom_overflow_bytes;                  /* how far the largest device is over it; 0 fits */
+	/* training.optimizer_offload: what a server's host memory holds, the
+	 * largest device's offloaded optimizer state times the devices of
+	 * the job on a server (0 without offload), against the topology's
+	 * server.host.memory_GB (host_capacity_bytes; 0: not stated, not
+	 * checked) */
+	double host_bytes_per_device, host_bytes_per_server, host_capacity_bytes;
+	double host_overflow_bytes;                 /* how far a server's host is over it; 0 fits */
 	double pipeline_s, bubble_s;                /* the schedule's time, and of it the bubble */
 	int critical_stage;                         /* the slowest stage per micro-batch */
 	struct plan_part part;

@@ -1192,9 +1192,12 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			es->mem.grads += r->elems * cost_grad_bytes_per_elem(c->prec, r->dtype) /
 			                 (zero >= 2 ? r->dp : 1);
 			/* offloaded, the optimizer's state is in host memory */
-			es->mem.optimizer += c->offload ? 0 : r->elems *
-			                     cost_optimizer_bytes_per_elem(c->prec, r->dtype) /
-			                     (zero >= 1 ? r->dp : 1);
+			double opt = r->elems * cost_optimizer_bytes_per_elem(c->prec, r->dtype) /
+			             (zero >= 1 ? r->dp : 1);
+			if (c->offload)
+				es->mem.host += opt;
+			else
+				es->mem.optimizer += opt;
 			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) * optimizer_elem_s(c, r->op, r->dtype) *
 			                   c->faults_slow;
 			/* the FP8 recipes: each Linear's FP8 weight and transpose,
@@ -1464,6 +1467,24 @@ static void assemble(struct estimate *e, const struct stage_sums *ss)
 	e->memory_bytes_per_device = mm->total;
 }
 
+/* The optimizer offload's host memory (docs/cost-models.md, "Optimizer
+ * offload"): a server's host holds the offloaded state of each of its
+ * devices the job uses, counted at the largest device's (stages may
+ * differ), against the server's host memory when the topology states it. */
+static void host_memory(const struct scenario *s, struct estimate *e)
+{
+	const struct topology *t = s->topo;
+	for (int st = 0; st < e->n_stages; st++)
+		if (e->stages[st].mem.host > e->host_bytes_per_device)
+			e->host_bytes_per_device = e->stages[st].mem.host;
+	int64_t on_server = s->devices < t->devices_per_server ? s->devices : t->devices_per_server;
+	e->host_bytes_per_server = e->host_bytes_per_device * (double)on_server;
+	e->host_capacity_bytes = t->host.capacity_bytes;
+	e->host_overflow_bytes = e->host_capacity_bytes > 0 &&
+	                                 e->host_bytes_per_server > e->host_capacity_bytes
+	                                 ? e->host_bytes_per_server - e->host_capacity_bytes : 0;
+}
+
 /* ----------------------------------------------------------- estimator */
 
 #define PART_MEMO 4   /* partitions remembered (a search's group needs 2) */
@@ -1645,6 +1666,7 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 	out->hbm_bytes = s->topo->device.hbm_bytes;
 	out->oom_overflow_bytes = out->memory_bytes_per_device > out->hbm_bytes
 	                                  ? out->memory_bytes_per_device - out->hbm_bytes : 0;
+	host_memory(s, out);
 	return true;
 }
 

@@ -208,30 +208,54 @@ static bool attention_softmax(const struct graph *g, int i)
  * between the previous MLP and this layer's norm). With L layers and k
  * chunks, k dividing L, chunk c starts at layer c L/k: the embedding goes
  * with the first chunk, the final norm, head and loss with the last.
- * False (first untouched) when the graph has no attention or k does not
- * divide its layers; *layers gets the count. */
-static bool whole_layer_cuts(const struct graph *g, const double *live, int k, int *first,
-                             int *layers)
+ * With training.first_stage_layers / last_stage_layers (Megatron-LM's
+ * uneven pipeline, scenario_stage_layers), chunk c = v P + s (virtual
+ * stage v of stage s, as the schedules order them) holds stage s's layers
+ * over its virtual stages, the layers counted as the generator's (a
+ * multi-token prediction module's after them goes with the last chunk, as
+ * Megatron-LM puts it on the last stage). False (first untouched) when the
+ * graph has no attention or the split does not fit its layers; *layers
+ * gets the count. */
+static bool whole_layer_cuts(const struct graph *g, const struct training *tr, const double *live,
+                             int k, int *first, int *layers)
 {
 	int n = g->n_ops, L = 0, prev = 0, c = 1;
 	for (int i = 0; i < n; i++)
 		L += attention_softmax(g, i);
 	*layers = L;
-	if (L == 0 || L % k)
+	bool uneven = tr->first_stage_layers > 0 || tr->last_stage_layers > 0;
+	int64_t P = tr->pipeline_stages, V = k / (P > 0 ? P : 1), decoder = L;
+	if (uneven && g->gen && g->gen->layers > 0 && g->gen->layers <= L)
+		decoder = g->gen->layers;
+	if (L == 0 || (!uneven && L % k))
 		return false;
+	/* next: the layer chunk c starts at, the sum of the chunks' before it */
+	int64_t next = 0;
 	for (int i = 0, j = 0; i < n; i++) {
 		if (!attention_softmax(g, i))
 			continue;
-		if (j > 0 && j % (L / k) == 0) {
+		while (c < k) {
+			int64_t before = uneven ? scenario_stage_layers(decoder, P, V,
+			                                                tr->first_stage_layers,
+			                                                tr->last_stage_layers,
+			                                                (c - 1) % P, NULL, 0)
+			                        : L / k * V;
+			if (before < 0)
+				return false;
+			if (j != next + before / V)
+				break;
 			int at = prev + 1;
 			for (int x = prev + 2; x <= i; x++)
 				if (live[x] <= live[at])
 					at = x;
 			first[c++] = at;
+			next += before / V;
 		}
 		prev = i;
 		j++;
 	}
+	if (c != k)
+		return false;
 	first[0] = 0;
 	first[k] = n;
 	return true;
@@ -332,10 +356,16 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 		for (int c = 1; c < k; c++)
 			out->first_op[c] = tr->cuts[c - 1];
 		out->first_op[k] = n;
-	} else if (k > 1 && p->whole_layers &&
-	           whole_layer_cuts(p->graph, out->live, k, out->first_op, &layers)) {
-		/* Megatron-LM's split */
+	} else if (k > 1 && (p->whole_layers || tr->first_stage_layers > 0 ||
+	                     tr->last_stage_layers > 0) &&
+	           whole_layer_cuts(p->graph, tr, out->live, k, out->first_op, &layers)) {
+		/* Megatron-LM's split, even or with the first and last stages' layers */
 	} else if (k > 1) {
+		if (tr->first_stage_layers > 0 || tr->last_stage_layers > 0)
+			diag_add(diags, DIAG_NOTE, s->file, 0, "training.first_stage_layers",
+			         "the first and last stages' layers do not split the model's %d "
+			         "attention layers over %d pipeline chunks as Megatron-LM would: cut "
+			         "where the chunks' costs balance", layers, k);
 		if (p->whole_layers && layers > 0)
 			diag_add(diags, DIAG_NOTE, s->file, 0, "training.pipeline_stages",
 			         "%d layers do not divide into %d pipeline chunks of whole layers, "

@@ -590,3 +590,54 @@ Test(export, megatron_fp8_and_optimizer_offload)
 	unlink(path);
 	rmdir(dir);
 }
+
+Test(export, megatron_uneven_first_and_last_stages)
+{
+	/* training.first_stage_layers / last_stage_layers as Megatron-LM's
+	 * --decoder-first-pipeline-num-layers and
+	 * --decoder-last-pipeline-num-layers: 6 layers on 4 stages as 1 + 2 +
+	 * 2 + 1 (megatron/core/transformer/transformer_block.py), which an even
+	 * split (4 does not divide 6) refuses; interleaved, the virtual stages
+	 * are given per rank (--num-virtual-stages-per-pipeline-rank, which
+	 * arguments.py asks for with an uneven pipeline): 2 + 1 + 1 + 2 over 2
+	 * virtual stages each would not divide, 2 + 2 + 2 + 2 of 8 does. */
+	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/uneven.json", dir);
+	const char *pwd = getenv("PWD") ? getenv("PWD") : ".";
+	fixture_write(path,
+	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"uneven\","
+	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
+	              " \"hidden\": 64, \"layers\": 6, \"heads\": 4, \"seq\": 64,"
+	              " \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
+	              " \"topology\": \"%s/topologies/dgx-a100.json\", \"devices\": 4,"
+	              " \"training\": {\"global_batch\": 8, \"pipeline_stages\": 4,"
+	              " \"first_stage_layers\": 1, \"last_stage_layers\": 1}}", pwd);
+	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-size 4 \\\n"
+	                                 "--decoder-first-pipeline-num-layers 1 \\\n"
+	                                 "--decoder-last-pipeline-num-layers 1 \\\n"),
+	                   "%s", r.out);
+	free(r.out);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"uneven\","
+	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
+	              " \"hidden\": 64, \"layers\": 8, \"heads\": 4, \"seq\": 64,"
+	              " \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
+	              " \"topology\": \"%s/topologies/dgx-a100.json\", \"devices\": 4,"
+	              " \"training\": {\"global_batch\": 8, \"pipeline_stages\": 4,"
+	              " \"virtual_stages\": 2, \"schedule\": \"interleaved-1f1b\","
+	              " \"first_stage_layers\": 2}}", pwd);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-size 4 \\\n"
+	                                 "--num-virtual-stages-per-pipeline-rank 2 \\\n"
+	                                 "--decoder-first-pipeline-num-layers 2 \\\n"),
+	                   "%s", r.out);
+	cr_expect_null(strstr(r.out, "--num-layers-per-virtual-pipeline-stage"), "%s", r.out);
+	free(r.out);
+	unlink(path);
+	rmdir(dir);
+}

@@ -1086,3 +1086,97 @@ Test(baselines, megatron_context_parallel_needs_one_sequence_a_replica)
 	cr_expect(has_diag(DIAG_ERROR, "context parallelism 2 does not fit: it needs one sequence "
 	                               "per data-parallel replica"));
 }
+
+/* ------------------------- tensor parallelism above the key-value heads */
+
+/* The local elements of the parameters of the ops whose names start with
+ * `prefix`, on rank 0 (every rank alike). */
+static double local_param_elems(const struct plan *p, const char *prefix)
+{
+	double n = 0;
+	for (int i = 0; i < p->graph->n_ops; i++) {
+		if (!named(p, i, prefix))
+			continue;
+		const struct op *o = &p->graph->ops[i];
+		for (int k = 0; k < o->n_in; k++)
+			if (p->graph->tensors[o->in[k]].role == TENSOR_PARAM)
+				n += layout_local_bytes(&p->ops[i].in[k]) /
+				     dtype_bytes(p->graph->tensors[o->in[k]].dtype);
+	}
+	return n;
+}
+
+/* LLaMA-2 70B's attention (h 8192, 64 heads of 128, 8 key-value heads)
+ * at TP 16 in a CloudMatrix384 supernode, as Megatron-Core runs it
+ * (megatron/core/transformer/attention.py, num_query_groups < TP):
+ * linear_qkv stays one column-parallel weight of (64 + 2 x 8) x 128 =
+ * 10,240 columns split 16 ways, linear_proj row parallel, so a rank holds
+ *   8192 x 10240 / 16 + 8192 x 8192 / 16 = 5,242,880 + 4,194,304
+ *   = 9,437,184 weights (18,874,368 B in bf16),
+ * not the 10,485,760 of a K and V head replicated on two ranks each
+ * (8192 x (4 x 128 + 2 x 128) + 4,194,304). The QKV output is
+ * all-gathered over the 16 ranks: a rank receives 15/16 of B s x 10,240
+ * x 2 B (B = 1, s = 128: 2,457,600 B). Each rank computes a 16th of the
+ * scores: 4 heads' worth, [1, 1, 128 x 8 / 2, 128] of [1, 8, 1024, 128]. */
+Test(baselines, megatron_tp_above_the_kv_heads_as_megatron_core)
+{
+	const char *gen = "{\"kind\": \"llama\", \"hidden\": 8192, \"layers\": 1, \"heads\": 64, "
+	                  "\"kv_heads\": 8, \"ffn\": 28672, \"seq\": 128, \"vocab\": 32000, "
+	                  "\"micro_batch\": 1, \"dtype\": \"bf16\"}";
+	struct scenario *s = generated_with(gen, "cloudmatrix384", 16, "");
+	struct plan *p = plan_megatron_degree(A, s, &OPT, 16, &D);
+	cr_assert_not_null(p);
+	cr_expect_eq(D.errors, 0);
+	cr_expect_float_eq(local_param_elems(p, "layers.0.attn."), 9437184.0, 1e-6);
+	cr_expect_float_eq(local_param_elems(p, "layers.0.attn.k."), 8192.0 * 1024 / 16, 1e-6);
+	double gathered = 0;
+	const char *into[] = {"layers.0.attn.q.reshape", "layers.0.attn.k.reshape",
+	                      "layers.0.attn.v.reshape"};
+	for (int k = 0; k < 3; k++) {
+		const struct plan_edge *e = edge_into(p, into[k], 0);
+		cr_assert_not_null(e, "%s", into[k]);
+		cr_assert_eq(e->redist.n_steps, 1);
+		cr_expect_eq(e->redist.steps[0].kind, STEP_ALLGATHER);
+		cr_expect_eq(e->redist.steps[0].groups.size, 16);
+		gathered += e->redist.steps[0].bytes_per_device;
+	}
+	cr_expect_float_eq(gathered, 15.0 / 16 * 128 * 10240 * 2, 1e-6);
+	static const int64_t scores[] = {1, 8, 2, 1, 1, 8, 1, 1};
+	expect_cuts(p, "layers.0.attn.scores", scores, 8);
+	/* the MLP as ever: a 16th of 3 x 8192 x 28672 */
+	cr_expect_float_eq(local_param_elems(p, "layers.0.mlp."), 3.0 * 8192 * 28672 / 16, 1e-6);
+}
+
+/* Megatron-Core's rule (transformer_config.py): the query groups must be a
+ * multiple or a divisor of TP. 12 heads in 4 groups: TP 6 is neither
+ * (refused, in those words), TP 4 divides them. 8 heads of 64 in 2
+ * groups at TP 8 (4 ranks a group): a rank holds an 8th of the QKV
+ * weight's (8 + 2 x 2) x 64 columns and of the output projection. */
+Test(baselines, megatron_kv_heads_refused_by_megatron_cores_rule)
+{
+	const char *gen = "{\"kind\": \"llama\", \"hidden\": 768, \"layers\": 1, \"heads\": 12, "
+	                  "\"kv_heads\": 4, \"ffn\": 1536, \"seq\": 48, \"vocab\": 1536, "
+	                  "\"micro_batch\": 1, \"dtype\": \"bf16\"}";
+	struct scenario *s = generated_with(gen, "cloudmatrix384", 6, "");
+	cr_expect_null(plan_megatron_degree(A, s, &OPT, 6, &D));
+	cr_expect(has_diag(DIAG_ERROR, "tensor parallel 6 is neither a multiple nor a divisor of "
+	                               "the 4 key-value heads"));
+	diag_list_free(&D);
+	diag_list_init(&D);
+	struct scenario *s4 = generated_with(gen, "cloudmatrix384", 4, "");
+	cr_expect_not_null(plan_megatron_degree(A, s4, &OPT, 4, &D));
+	const char *small = "{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 1, \"heads\": 8, "
+	                    "\"kv_heads\": 2, \"ffn\": 1024, \"seq\": 64, \"vocab\": 1024, "
+	                    "\"micro_batch\": 1, \"dtype\": \"bf16\"}";
+	struct scenario *s8 = generated_with(small, "cloudmatrix384", 8, "");
+	struct plan *p = plan_megatron_degree(A, s8, &OPT, 8, &D);
+	cr_assert_not_null(p);
+	cr_expect_eq(D.errors, 0);
+	cr_expect_float_eq(local_param_elems(p, "layers.0.attn."),
+	                   (512.0 * (8 + 2 * 2) * 64 + 512.0 * 512) / 8, 1e-6);
+	/* with context parallelism: not modelled, and said so */
+	struct scenario *cp = generated_with(small, "cloudmatrix384", 8, ", \"context_parallel\": 2");
+	cr_expect_null(plan_megatron_degree(A, cp, &OPT, 4, &D));
+	cr_expect(has_diag(DIAG_ERROR, "tensor parallel 4 above the model's 2 key-value heads with "
+	                               "context parallelism 2 is not modelled"));
+}

@@ -896,3 +896,30 @@ Test(verify, pipeline_cuts_send_what_is_live)
 		}
 	cr_expect_eq(cuts, 3);
 }
+
+/* Tensor parallelism above the key-value heads (docs/planner.md, "T above
+ * the key-value heads"): a LLaMA of 8 heads in 2 groups at TP 8 with
+ * sequence parallelism, 2 replicas, as Megatron-Core runs it (Q, K and V
+ * column parallel, their outputs all-gathered over the 8 ranks, each rank
+ * a key-value head shared with 3 others and an 8th of the scores), run on
+ * real numbers: every forward tensor and gradient matches the unsharded
+ * model's. */
+Test(verify, tensor_parallel_above_the_kv_heads_matches)
+{
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 1, \"heads\": 8, "
+	        "\"kv_heads\": 2, \"ffn\": 1024, \"seq\": 32, \"vocab\": 1024, "
+	        "\"micro_batch\": 2, \"dtype\": \"bf16\"}",
+	        "cloudmatrix384", 16,
+	        "{\"global_batch\": 8, \"tensor_parallel\": 8, \"sequence_parallel\": true}");
+	struct plan_options po = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &po, &D);
+	cr_assert_not_null(p);
+	struct verify_options o;
+	verify_options_init(&o);
+	struct verify_result r;
+	cr_assert(verify_plan(A, p, &o, &r, &D));
+	cr_expect(r.passed);
+	cr_expect_eq(check_named(&r, "grad layers.0.attn.k.weight")->status, VERIFY_MATCH);
+}

@@ -426,3 +426,98 @@ Test(memory, fp8_recipe_and_optimizer_offload_by_hand)
 	/* a device without an FP8 rate refuses the recipe (the bad-input corpus
 	 * has the diagnostic) */
 }
+
+/* The optimizer offload's host memory (docs/cost-models.md, "Optimizer
+ * offload"): one HGX B200 server (hgx-b200.json: 8 GPUs, 2 TB of host
+ * memory), the GPT of fp8_gpt data parallel over its 8 GPUs, bf16
+ * (Megatron's 4 B fp32 master weight + 8 B of moments = 12 B an element
+ * leave the device). ZeRO 0: every device offloads 12 B x every weight,
+ * the host 8 x that; ZeRO 1 (the distributed optimizer over DP 8): each
+ * device an eighth, the host the model's 12 B a weight once. The weights
+ * are counted from the graph's parameter tensors. A host smaller than
+ * that is out of memory by the difference. */
+static struct estimate host_gpt(int zero, double capacity_bytes, double *elems)
+{
+	char tr[160];
+	snprintf(tr, sizeof tr, "{\"global_batch\": 64, \"optimizer_offload\": true, "
+	         "\"zero_stage\": %d}", zero);
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 2, \"heads\": 4, \"seq\": 128, "
+	        "\"vocab\": 1024, \"micro_batch\": 8, \"dtype\": \"bf16\"}",
+	        "hgx-b200", 8, tr);
+	if (capacity_bytes > 0)
+		s->topo->host.capacity_bytes = capacity_bytes;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_data_parallel(A, s, &o, &D);
+	cr_assert_not_null(p);
+	*elems = 0;
+	for (int t = 0; t < p->graph->n_tensors; t++) {
+		const struct tensor *x = &p->graph->tensors[t];
+		double n = 1;
+		for (int d = 0; d < x->rank; d++)
+			n *= (double)x->dims[d];
+		*elems += x->role == TENSOR_PARAM ? n : 0;
+	}
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	return e;
+}
+
+Test(memory, offload_host_memory_by_hand)
+{
+	double w;
+	struct estimate z0 = host_gpt(0, 0, &w);
+	cr_expect_gt(w, 0);
+	cr_expect_float_eq(z0.host_capacity_bytes, 2000e9, 1e-12);
+	cr_expect_float_eq(z0.host_bytes_per_device, 12 * w, 1e-12);
+	cr_expect_float_eq(z0.host_bytes_per_server, 8 * 12 * w, 1e-12);
+	cr_expect_eq(z0.host_overflow_bytes, 0);
+	cr_expect_eq(z0.optimizer_bytes, 0);
+	struct estimate z1 = host_gpt(1, 0, &w);
+	cr_expect_float_eq(z1.host_bytes_per_device, 12 * w / 8, 1e-12);
+	cr_expect_float_eq(z1.host_bytes_per_server, 12 * w, 1e-12);
+	/* a host of 0.9 of what ZeRO 1 puts there: over by 0.1, out of memory */
+	struct estimate small = host_gpt(1, 0.9 * 12 * w, &w);
+	cr_expect_float_eq(small.host_overflow_bytes, 0.1 * 12 * w, 1e-3); /* bytes */
+	struct cost_verdict v;
+	cost_memory_verdict(small.host_bytes_per_server, small.host_capacity_bytes, &v);
+	cr_expect_eq(v.fit, FIT_NO);
+}
+
+/* The word embedding under tensor and sequence parallelism as Megatron-Core
+ * holds it (docs/cost-models.md, "The embedding under sequence
+ * parallelism"): VocabParallelEmbedding cuts the table [V, h] = [256, 64]
+ * over the vocabulary, T = 4: 64 x 64 = 4096 weights a rank (8192 B in
+ * bf16), with sequence parallelism or not. Its output, the residual stream
+ * [s b, h] = [64, 64] (8192 B), is what the first norm saves (RMSNorm: its
+ * input and one fp32 statistic a row, 64 x 4 = 256 B): whole on each rank
+ * without SP, 8192 + 256 B; with SP reduce-scattered over the 4 ranks
+ * (LanguageModelEmbedding's reduce_scatter_embeddings, a model with rotary
+ * positions), 2048 + 64 B. */
+Test(memory, embedding_vocabulary_parallel_under_sequence_parallelism)
+{
+	for (int sp = 0; sp < 2; sp++) {
+		char tr[128];
+		snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"tensor_parallel\": 4, "
+		         "\"sequence_parallel\": %s}", sp ? "true" : "false");
+		struct scenario *s = fixture_generated(
+		        A, &D,
+		        "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, "
+		        "\"seq\": 64, \"vocab\": 256, \"ffn\": 128, \"micro_batch\": 1, "
+		        "\"dtype\": \"bf16\"}",
+		        "dgx-h100", 4, tr);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		int emb = graph_find_op(p->graph, "embed.word"), ln1 = graph_find_op(p->graph, "layers.0.ln1");
+		cr_assert(emb >= 0 && ln1 >= 0);
+		cr_expect_float_eq(layout_local_bytes(&p->ops[emb].in[0]), 64.0 * 64 * 2, 1e-9,
+		                   "sp %d", sp);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		double want = sp ? 2048 + 64 : 8192 + 256;
+		cr_expect_float_eq(e.ops[ln1].activation_bytes, want, 1e-9, "sp %d: %.0f B", sp,
+		                   e.ops[ln1].activation_bytes);
+	}
+}

@@ -960,3 +960,75 @@ Test(pipeline, uneven_first_and_last_stages)
 	cr_expect_gt(e.stages[0].mem.activations, 4 * layer);
 	cr_expect_gt(e.stages[3].mem.activations, layer + s_ * b_ * 256 * 4);
 }
+
+/* One layer's seconds per micro-batch: its ops' ("layers.N.") compute and
+ * communication, forward and backward. */
+static double layer_s(const struct graph *g, const struct estimate *e, int n)
+{
+	char pre[32];
+	snprintf(pre, sizeof pre, "layers.%d.", n);
+	double t = 0;
+	for (int i = 0; i < g->n_ops; i++)
+		if (strncmp(g->ops[i].name, pre, strlen(pre)) == 0)
+			t += e->ops[i].compute_forward_s + e->ops[i].compute_backward_s +
+			     e->ops[i].comm_forward_s + e->ops[i].comm_backward_s + e->ops[i].recompute_s;
+	return t;
+}
+
+/* training.first_stage_layers and last_stage_layers (Megatron-LM's
+ * --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers,
+ * transformer_block.py): 6 layers on 4 stages with 1 on the first and 1
+ * on the last leave 4 for the 2 middle stages, 2 each: chunk 1 starts at
+ * layers.1.ln1, chunk 2 at layers.3.ln1, chunk 3 at layers.5.ln1, as the
+ * same split by pipeline_cuts. The stages' times per micro-batch: the
+ * middle stages two layers each (2 tau, tau one layer's seconds, the six
+ * alike) plus their sends; the first one layer and the embedding, the last
+ * one layer, the final norm, the head (h x V = 64 x 256 a token, a third
+ * of a layer's 12 h^2) and the loss: so the slowest is stage 1 (the first
+ * of the two equal middle ones), and 1F1B's time is m t_max + the others'
+ * sum, m = 8 micro-batches. 1 + 3 + 2 (3 left for 2 stages) and a first
+ * stage of 3 with 2 virtual stages are what Megatron-LM refuses: the
+ * loader says so (tests/data/bad/scenario-uneven-stages.json). */
+Test(pipeline, uneven_stages_as_megatron_splits_them)
+{
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 6, \"heads\": 4, \"seq\": 64, "
+	        "\"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
+	        "dgx-a100", 4,
+	        "{\"global_batch\": 8, \"pipeline_stages\": 4, \"first_stage_layers\": 1, "
+	        "\"last_stage_layers\": 1}");
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	const struct graph *g = p->graph;
+	const char *want[] = {"layers.1.ln1", "layers.3.ln1", "layers.5.ln1"};
+	cr_assert_eq(e.part.n_chunks, 4);
+	for (int c = 1; c < 4; c++)
+		cr_expect_str_eq(g->ops[e.part.first_op[c]].name, want[c - 1], "chunk %d", c);
+	double tau = layer_s(g, &e, 0);
+	for (int n = 1; n < 6; n++)
+		cr_expect_float_eq(layer_s(g, &e, n), tau, 1e-12 * tau, "layer %d", n);
+	for (int st = 1; st <= 2; st++)
+		cr_expect_float_eq(e.stages[st].micro_s, 2 * tau + e.stages[st].p2p_s, 1e-9 * tau,
+		                   "stage %d", st);
+	cr_expect_lt(e.stages[0].micro_s, e.stages[1].micro_s);
+	cr_expect_lt(e.stages[3].micro_s, e.stages[1].micro_s);
+	cr_expect_eq(e.critical_stage, 1);
+	double tmax = e.stages[1].micro_s, sum = 0;
+	for (int st = 0; st < 4; st++)
+		sum += e.stages[st].micro_s;
+	cr_expect_float_eq(e.pipeline_s, 8 * tmax + (sum - tmax), 1e-9 * tmax);
+	/* the refusals */
+	char why[200];
+	cr_expect_eq(scenario_stage_layers(6, 4, 1, 1, 2, 0, why, sizeof why), -1);
+	cr_expect_eq(scenario_stage_layers(6, 4, 2, 3, 0, 0, why, sizeof why), -1);
+	/* and what Megatron-LM accepts: DeepSeek-V3's 61 layers over 16 stages
+	 * as 3 + 14 x 4 + 2 */
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, 0, NULL, 0), 3);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, 7, NULL, 0), 4);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, 15, NULL, 0), 2);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 0, 0, 0, NULL, 0), -1);
+}
