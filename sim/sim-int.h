@@ -50,6 +50,10 @@ struct sim_net {
 	 * a switch latency each) instead of each NIC's fixed share of them. */
 	bool leaf_uplinks;
 	int64_t n_leaves;                  /* leaves numbered from 0; ids after the servers' */
+	/* When set (fidelity representative), the platform holds only these
+	 * pairs' routes, these hosts and the links of those routes. */
+	uint8_t *pair_used;                /* [pair] */
+	uint8_t *host_used;                /* [host - base] */
 };
 
 bool sim_net_init(struct sim_net *net, const struct topology *t, int64_t base, int64_t n_ranks);
