@@ -281,6 +281,18 @@ static const int64_t *devices_of(struct engine *e, const int64_t *members, int n
 	return e->where;
 }
 
+/* Whether step i is a pipeline send, and the first ranks of its stage and
+ * of the stage it sends to (rank off + j sends to peer + j). */
+static bool send_ends(const struct engine *e, int i, int64_t *off, int64_t *peer)
+{
+	const struct prog_step *st = &e->prog->steps[i];
+	if (st->kind != PROG_SEND)
+		return false;
+	*off = offset_of(e, i);
+	*peer = (int64_t)st->peer_stage * e->prog->stage_ranks;
+	return true;
+}
+
 /* A pipeline send: the pair of every rank of the stage with its peer. */
 static bool setup_send(struct engine *e, int i)
 {
@@ -386,11 +398,10 @@ static bool find_representatives(struct engine *e, struct sim_ops *ops)
 	free(fill);
 	/* a pipeline send joins a representative to a representative, and a
 	 * replica to a replica of the same two */
+	int64_t off, peer;
 	for (int i = 0; ok && i < p->n_steps; i++) {
-		const struct prog_step *st = &p->steps[i];
-		if (st->kind != PROG_SEND)
+		if (!send_ends(e, i, &off, &peer))
 			continue;
-		int64_t off = offset_of(e, i), peer = (int64_t)st->peer_stage * p->stage_ranks;
 		for (int64_t j = 0; j < p->stage_ranks; j++)
 			if (e->rep_of[off + j] - off != e->rep_of[peer + j] - peer)
 				e->bad_reps = true;
@@ -727,11 +738,10 @@ static bool find_by_formula(struct engine *e, struct sim_ops *ops)
 	for (size_t l = 0; ok && l < links; l++)
 		f.stamp[l] = -1;
 	/* The pipeline's sends share with nobody. */
+	int64_t off, peer;
 	for (int i = 0; ok && i < p->n_steps; i++) {
-		const struct prog_step *st = &p->steps[i];
-		if (st->kind != PROG_SEND)
+		if (!send_ends(e, i, &off, &peer))
 			continue;
-		int64_t off = offset_of(e, i), peer = (int64_t)st->peer_stage * p->stage_ranks;
 		for (int64_t j = 0; j < p->stage_ranks; j++)
 			own(f.owner, route_of(e, off + j, peer + j), LINK_P2P);
 	}
