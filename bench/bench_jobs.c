@@ -6,20 +6,22 @@
  * sequence per replica and pipeline stage slot: global batch = M x DP),
  * packed side by side on a DGX H100 fat tree grown by whole servers to
  * J x R GPUs, all simulated together in one SimGrid run at fidelity
- * coarse with the leaves' uplinks pooled (docs/simulation.md, "Several
- * jobs on one fabric"). The plan and program are made once (the jobs are
- * alike) and placed J times.
+ * coarse (or the one --fidelity names: representative for the largest)
+ * with the leaves' uplinks pooled (docs/simulation.md, "Several jobs on
+ * one fabric"). The plan and program are made once (the jobs are alike)
+ * and placed J times.
  *
  * One JSON line per size, measured in its own child process:
- *   {"bench": "jobs", "jobs", "ranks_per_job", "ranks", "micro_batches",
+ *   {"bench": "jobs", "fidelity", "jobs", "ranks_per_job", "ranks", "micro_batches",
  *    "plan_s", "lower_s", "simulate_s" (wall), "cpu_s" (the child's user
  *    and system time: the figure to compare on a shared machine),
  *    "peak_rss_bytes",
  *    "activities", "messages", "formula_collectives", "iteration_s"
  *    (the slowest job's), "alone_s" (-1: not run)}
  * Target (issue 43): 16 jobs x 8,192 = 131,072 GPUs under 10 minutes and
- * 16 GB on a 2-core machine. Usage:
- *   bench_jobs [JOBSxRANKS[xMICRO]...]     default 16x8192x1
+ * 16 GB on a 2-core machine (met at fidelity representative:
+ * docs/performance.md). Usage:
+ *   bench_jobs [--fidelity F] [JOBSxRANKS[xMICRO]...]     default 16x8192x1
  */
 #include <inttypes.h>
 #include <stdio.h>
