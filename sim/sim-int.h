@@ -103,6 +103,14 @@ struct sim_ops {
 		int64_t first, last;
 		double bytes, wire, extra_s;
 	} wire_memo;
+	/* Whether the last group asked sits in whole-server blocks, of how
+	 * many members (topo_server_blocks; collectives.c, rails). */
+	struct sim_blocks_memo {
+		bool valid, blocks;
+		const struct topology *t;
+		int n, c;
+		int64_t first, last;
+	} blocks_memo;
 	/* The latencies hd_one_link last summed, and the ranks they were for
 	 * (the member, then its partners at n/4, n/8, ..., 1): a rank
 	 * synchronises bucket after bucket in one group. */
