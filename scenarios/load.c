@@ -19,7 +19,8 @@ const char *const planner_names[PLANNER_COUNT] = {
 const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
                                                  "zb-v",  "zb-h2", "dualpipe"};
 const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
-const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase"};
+const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase",
+                                                    "representative"};
 const char *const collective_algo_names[COLL_COUNT] = {
 	"auto", "ring", "tree", "halving-doubling", "hierarchical", "direct", "nvls", "pipeline",
 };
@@ -30,7 +31,7 @@ const char *const precision_names[PRECISION_COUNT] = {
         "auto", "megatron-bf16", "megatron-fp16", "fp32", "mindformers",
         "mindformers-fp32-weights", "fp8-hybrid", "fp8-e4m3"};
 _Static_assert(PRECISION_COUNT == 8, "precision_names must list every recipe");
-_Static_assert(FIDELITY_COUNT == 3, "fidelity_names must list every fidelity");
+_Static_assert(FIDELITY_COUNT == 4, "fidelity_names must list every fidelity");
 _Static_assert(COLL_COUNT == 8, "collective_algo_names must list every algorithm");
 
 struct loader {

@@ -117,7 +117,11 @@ extern const char *const precision_names[PRECISION_COUNT];
 /* coarse: one transfer per rank per collective phase, and a collective no
  * other traffic can touch by its formula (sim/run.c); phase: the transfers
  * for every collective; step: every algorithm step a message. */
-enum sim_fidelity { FIDELITY_COARSE, FIDELITY_STEP, FIDELITY_PHASE, FIDELITY_COUNT };
+enum sim_fidelity {
+	FIDELITY_COARSE, FIDELITY_STEP, FIDELITY_PHASE,
+	FIDELITY_REPRESENTATIVE, /* coarse, one rank per data-parallel group (docs/simulation.md) */
+	FIDELITY_COUNT
+};
 extern const char *const fidelity_names[FIDELITY_COUNT];
 
 enum collective_algo {

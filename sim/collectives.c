@@ -227,11 +227,24 @@ static bool pow2(int n)
 }
 
 /* NCCL's rails (cost.h, collectives.c): members in whole-server blocks of
- * c > 1 on several servers. */
-static bool rails(const struct topology *t, enum step_kind kind, const int64_t *r, int n, int *c)
+ * c > 1 on several servers. The blocks are looked at once per group (the
+ * members of one group ask one after another, as for the wire memo): a
+ * look is O(n), and n members of a TP x DP group of 16,384 asking each
+ * made a setup quadratic. */
+static bool rails(struct sim_ops *ops, const struct topology *t, enum step_kind kind,
+                  const int64_t *r, int n, int *c)
 {
-	return t->coll.library == TOPO_COLL_NCCL && topo_server_blocks(t, r, n, c) && *c < n &&
-	       (kind == STEP_ALLREDUCE || kind == STEP_ALLGATHER || kind == STEP_REDUCESCATTER);
+	if (t->coll.library != TOPO_COLL_NCCL ||
+	    !(kind == STEP_ALLREDUCE || kind == STEP_ALLGATHER || kind == STEP_REDUCESCATTER))
+		return false;
+	struct sim_blocks_memo *m = &ops->blocks_memo;
+	if (!m->valid || m->t != t || m->n != n || m->first != r[0] || m->last != r[n - 1]) {
+		*m = (struct sim_blocks_memo){.valid = true, .t = t, .n = n, .first = r[0],
+		                              .last = r[n - 1]};
+		m->blocks = topo_server_blocks(t, r, n, &m->c);
+	}
+	*c = m->c;
+	return m->blocks && *c < n;
 }
 
 /* Rings over the rails: ring k runs through every server's block starting
@@ -461,11 +474,11 @@ void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind 
 		bytes *= w->wire;
 	}
 	int c = 0;
-	if (algo == COLL_TREE && t->coll.library == TOPO_COLL_NCCL && rails(t, kind, ranks, n, &c)) {
+	if (algo == COLL_TREE && rails(ops, t, kind, ranks, n, &c)) {
 		nccl_tree(ops, ranks, n, c, me, bytes);
 		return;
 	}
-	if (algo == COLL_RING && rails(t, kind, ranks, n, &c) && c > 1) {
+	if (algo == COLL_RING && rails(ops, t, kind, ranks, n, &c) && c > 1) {
 		rails_ring(ops, t, fid, ranks, n, c, me, kind == STEP_ALLREDUCE ? 2 : 1, bytes / n);
 		return;
 	}

@@ -91,6 +91,8 @@ void sim_net_free(struct sim_net *net)
 	free(net->route);
 	free(net->hash_key);
 	free(net->hash_val);
+	free(net->pair_used);
+	free(net->host_used);
 	memset(net, 0, sizeof(*net));
 }
 
@@ -397,15 +399,28 @@ bool sim_net_write_xml(const struct sim_net *net, FILE *f)
 	           "<platform version=\"4.1\">\n<zone id=\"world\" routing=\"Full\">\n");
 	double speed = host_speed(net->t);
 	for (int64_t r = 0; r < net->n_ranks; r++)
-		fprintf(f, "<host id=\"r%" PRId64 "\" speed=\"%.17gf\"/>\n", net->base + r, speed);
+		if (!net->host_used || net->host_used[r])
+			fprintf(f, "<host id=\"r%" PRId64 "\" speed=\"%.17gf\"/>\n", net->base + r, speed);
+	/* with pair_used, the links of the routes written only */
+	uint8_t *link_used = net->pair_used ? calloc((size_t)net->n_links + 1, 1) : NULL;
+	if (net->pair_used && !link_used)
+		return false;
+	for (int p = 0; link_used && p < net->n_pairs; p++)
+		for (int i = 0; net->pair_used[p] && i < net->route[p].n; i++)
+			link_used[net->route[p].link[i]] = 1;
 	for (int l = 0; l < net->n_links; l++) {
+		if (link_used && !link_used[l])
+			continue;
 		char name[96];
 		double bps, lat;
 		sim_net_link_info(net, l, name, sizeof(name), &bps, &lat);
 		fprintf(f, "<link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\"/>\n", name, bps,
 		        lat);
 	}
+	free(link_used);
 	for (int p = 0; p < net->n_pairs; p++) {
+		if (net->pair_used && !net->pair_used[p])
+			continue;
 		fprintf(f, "<route src=\"r%" PRId64 "\" dst=\"r%" PRId64 "\" symmetrical=\"NO\">",
 		        net->base + net->pair_src[p], net->base + net->pair_dst[p]);
 		for (int i = 0; i < net->route[p].n; i++) {

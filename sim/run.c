@@ -99,6 +99,41 @@ struct actor_ctx {
 	int *pair;                         /* a rare collective's ops' rank pairs (run_rare) */
 	int pair_cap;
 	void *sink;
+	/* fidelity representative: the flows it started on helpers, not yet
+	 * ended, and the semaphore the last one to end releases */
+	int64_t outstanding;
+	bool waiting;
+	sg_sem_t done;
+};
+
+/* Fidelity representative: an actor that carries one flow at a time
+ * between any two hosts (a replica's transfer the representative stands
+ * for), then goes back on its engine's free list. */
+struct helper {
+	struct engine *e;
+	sg_sem_t go_send, go_recv;
+	sg_actor_t receiver;
+	sg_mailbox_t mbox;
+	sg_host_t from, to;
+	double bytes;
+	struct actor_ctx *owner;
+	struct helper *next_free;
+	bool quit;
+};
+
+/* Fidelity representative: the transfers of every member of a group
+ * holding one representative, by round (sorted), each flagged when it
+ * runs as a flow (else only its bytes are counted). */
+struct mixed_flow {
+	int32_t round, pair;
+	int64_t order;
+	double bytes;
+	bool launch;
+};
+
+struct mixed_flows {
+	int64_t n;
+	struct mixed_flow *f;
 };
 
 struct engine {
@@ -124,7 +159,7 @@ struct engine {
 	                                      the first (formula collectives) */
 	sg_mailbox_t *mbox;                /* [pair * 2 + stream] */
 	struct p2p_chan *p2p;              /* [channel * stage_ranks + receiver's local rank] */
-	uint8_t **algo;                    /* [step][group]: effective algorithm | BY_FORMULA */
+	uint8_t **algo;                    /* [step][group]: effective algorithm | flags */
 	double *formula_s, *coll_max_s;    /* [step] */
 	int64_t *group_base;               /* [step]: its groups' first index in the arrays below */
 	int64_t n_group_ids;
@@ -151,6 +186,20 @@ struct engine {
 	bool has_s1;
 	bool has_first;                    /* steps of the first micro-batch only (first_micro) */
 	int64_t progress_done, progress_total, progress_every;
+	/* fidelity representative (NULL, 0 otherwise) */
+	int64_t *rep_of;                   /* [rank]: its representative; itself when simulated */
+	int64_t *repl_start, *repl;        /* [rep .. rep+1): its other replicas, ascending */
+	int *distinct_of;                  /* [step]: the earlier alike step, or itself */
+	struct mixed_flows **mixed;        /* [group id of a distinct step] */
+	int32_t *link_src;                 /* scratch: [2][link] a round's sends' one source
+	                                      and destination on it, or LINK_* */
+	int32_t *group_reps;               /* [group id]: its representatives */
+	sg_host_t *hosts;                  /* [device] */
+	struct helper *free_helpers;
+	struct helper **helpers;
+	int64_t n_helpers, cap_helpers;
+	int64_t live;                      /* its rank actors still running */
+	bool bad_reps;                     /* the groups do not split into replicas */
 	struct sim_event *events;
 	int64_t n_events, cap_events;
 	bool failed;
@@ -167,11 +216,24 @@ struct bin_clock {
 
 /* A link several jobs use (engine.link_job). */
 enum { LINK_JOBS = -2 };
+/* A round's sends on a link (mixed_flows_of): none yet, several ends. */
+enum { LINK_UNSEEN = -1, LINK_SEVERAL = -2 };
+
+/* An algorithm byte's flags: priced by its formula; at fidelity
+ * representative a group with one representative (MIXED) or none. */
+enum { BY_FORMULA = 0x80, MIXED = 0x40, ABSENT = 0x20, ALGO_FLAGS = 0xe0 };
 
 /* The device (SimGrid host) rank r of the job runs on. */
 static int64_t dev_of(const struct engine *e, int64_t r)
 {
 	return e->dev ? e->dev[r] : r;
+}
+
+/* Whether rank r runs as actors: every rank but at fidelity
+ * representative, where only its data-parallel group's first member. */
+static bool is_rep(const struct engine *e, int64_t r)
+{
+	return !e->rep_of || e->rep_of[r] == r;
 }
 
 /* ------------------------------------------------------------- setup */
@@ -219,6 +281,18 @@ static const int64_t *devices_of(struct engine *e, const int64_t *members, int n
 	return e->where;
 }
 
+/* Whether step i is a pipeline send, and the first ranks of its stage and
+ * of the stage it sends to (rank off + j sends to peer + j). */
+static bool send_ends(const struct engine *e, int i, int64_t *off, int64_t *peer)
+{
+	const struct prog_step *st = &e->prog->steps[i];
+	if (st->kind != PROG_SEND)
+		return false;
+	*off = offset_of(e, i);
+	*peer = (int64_t)st->peer_stage * e->prog->stage_ranks;
+	return true;
+}
+
 /* A pipeline send: the pair of every rank of the stage with its peer. */
 static bool setup_send(struct engine *e, int i)
 {
@@ -244,6 +318,95 @@ static bool same_groups(const struct rank_groups *a, const struct rank_groups *b
 		if (a->dm.size[k] != b->dm.size[k])
 			return false;
 	return true;
+}
+
+/* Fidelity representative: each rank's representative, the first member
+ * of its data-parallel group, and each representative's other replicas.
+ * A stage's data-parallel groups are the grouping of its gradient
+ * collectives that carries the most bytes (a parameter replicated across
+ * tensor parallelism too, a norm's under sequence parallelism, have other
+ * groupings and few bytes); a rank in none represents itself. False when
+ * out of memory; e->bad_reps when a pipeline send joins two replicas that
+ * do not correspond. */
+static bool find_representatives(struct engine *e, struct sim_ops *ops)
+{
+	const struct program *p = e->prog;
+	int64_t n_ranks = p->n_ranks;
+	int *seen = malloc((size_t)p->n_steps * sizeof(*seen) + 1), n_seen = 0;
+	double *bytes = calloc((size_t)p->n_steps + 1, sizeof(*bytes));
+	e->rep_of = malloc((size_t)n_ranks * sizeof(*e->rep_of));
+	e->repl_start = calloc((size_t)n_ranks + 1, sizeof(*e->repl_start));
+	e->repl = malloc((size_t)n_ranks * sizeof(*e->repl) + 1);
+	if (!seen || !bytes || !e->rep_of || !e->repl_start || !e->repl) {
+		free(seen);
+		free(bytes);
+		return false;
+	}
+	for (int64_t r = 0; r < n_ranks; r++)
+		e->rep_of[r] = r;
+	for (int i = 0; i < p->n_steps; i++) {
+		const struct prog_step *st = &p->steps[i];
+		if (st->kind != PROG_COLLECTIVE || st->phase != PHASE_GRADIENT || st->groups.size <= 1)
+			continue;
+		int x = 0;
+		while (x < n_seen && !(p->steps[seen[x]].stage == st->stage &&
+		                       same_groups(&p->steps[seen[x]].groups, &st->groups)))
+			x++;
+		if (x == n_seen)
+			seen[n_seen++] = i;
+		bytes[x] += st->bytes;
+	}
+	bool ok = true;
+	for (int s = 0; ok && s < p->n_stages; s++) {
+		int best = -1;
+		for (int x = 0; x < n_seen; x++)
+			if (p->steps[seen[x]].stage == s && (best < 0 || bytes[x] > bytes[best]))
+				best = x;
+		const struct prog_step *st = best >= 0 ? &p->steps[seen[best]] : NULL;
+		for (int k = 0; ok && st && k < st->groups.n_groups; k++) {
+			int n = members_of(ops, &st->groups, k, offset_of(e, seen[best]));
+			int64_t first = n > 0 ? ops->members[0] : -1;
+			for (int j = 1; j < n; j++)
+				first = ops->members[j] < first ? ops->members[j] : first;
+			ok = n > 0;
+			for (int j = 0; ok && j < n; j++) {
+				ok = in_program(e, ops->members[j]);
+				if (ok)
+					e->rep_of[ops->members[j]] = first;
+			}
+		}
+	}
+	free(bytes);
+	free(seen);
+	for (int64_t r = 0; ok && r < n_ranks; r++)
+		if (e->rep_of[e->rep_of[r]] != e->rep_of[r])
+			e->bad_reps = true;
+	/* the replicas of each representative, ascending */
+	for (int64_t r = 0; ok && r < n_ranks; r++)
+		if (!is_rep(e, r))
+			e->repl_start[e->rep_of[r] + 1]++;
+	for (int64_t r = 0; ok && r < n_ranks; r++)
+		e->repl_start[r + 1] += e->repl_start[r];
+	int64_t *fill = ok ? malloc((size_t)n_ranks * sizeof(*fill) + 1) : NULL;
+	if (ok && !fill)
+		return false;
+	for (int64_t r = 0; ok && r < n_ranks; r++)
+		fill[r] = e->repl_start[r];
+	for (int64_t r = 0; ok && r < n_ranks; r++)
+		if (!is_rep(e, r))
+			e->repl[fill[e->rep_of[r]]++] = r;
+	free(fill);
+	/* a pipeline send joins a representative to a representative, and a
+	 * replica to a replica of the same two */
+	int64_t off, peer;
+	for (int i = 0; ok && i < p->n_steps; i++) {
+		if (!send_ends(e, i, &off, &peer))
+			continue;
+		for (int64_t j = 0; j < p->stage_ranks; j++)
+			if (e->rep_of[off + j] - off != e->rep_of[peer + j] - peer)
+				e->bad_reps = true;
+	}
+	return ok;
 }
 
 /* An earlier collective step set up with the same stage, kind, bytes and
@@ -277,10 +440,15 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
 	if (!e->algo[i])
 		return false;
 	int j = alike_step(e, i, distinct, *n_distinct);
+	if (e->distinct_of)
+		e->distinct_of[i] = j >= 0 ? j : i;
 	if (j >= 0) {
 		memcpy(e->algo[i], e->algo[j], (size_t)g->n_groups);
 		memcpy(&e->group_s[e->group_base[i]], &e->group_s[e->group_base[j]],
 		       (size_t)g->n_groups * sizeof(*e->group_s));
+		if (e->group_reps)
+			memcpy(&e->group_reps[e->group_base[i]], &e->group_reps[e->group_base[j]],
+			       (size_t)g->n_groups * sizeof(*e->group_reps));
 		e->formula_s[i] = e->formula_s[j];
 		return true;
 	}
@@ -303,11 +471,19 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
 		if (a == COLL_HALVING_DOUBLING && e->o->fidelity != FIDELITY_STEP &&
 		    sim_hd_one_link(e->t, where, n))
 			a = SIM_HD_ONE_LINK;
-		e->algo[i][k] = (uint8_t)a;
+		/* fidelity representative: a group of replicas only is run by
+		 * no one; one with a representative, by it (run_mixed) */
+		int reps = 0;
+		for (int me = 0; me < n; me++)
+			reps += is_rep(e, ops->members[me]);
+		if (e->group_reps)
+			e->group_reps[e->group_base[i] + k] = reps;
+		uint8_t flag = reps == n ? 0 : reps == 0 ? ABSENT : MIXED;
+		e->algo[i][k] = (uint8_t)(a | flag);
 		if (f > e->formula_s[i])
 			e->formula_s[i] = f;
 		e->group_s[e->group_base[i] + k] = f;
-		for (int me = 0; me < n; me++) {
+		for (int me = 0; flag != ABSENT && me < n; me++) {
 			int64_t self = ops->members[me];
 			if (!in_program(e, self))
 				return false;
@@ -355,7 +531,6 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
  * A member set is identified by a hash of its sorted ranks and its stream
  * (FNV-1a), then numbered densely. */
 
-enum { BY_FORMULA = 0x80 };
 enum { LINK_FREE = 0, LINK_P2P = 1, LINK_SHARED = 2 };
 
 static uint64_t hash_members(const int64_t *members, int n, int stream, int64_t *sorted)
@@ -375,7 +550,7 @@ static uint64_t hash_members(const int64_t *members, int n, int stream, int64_t 
 
 static uint8_t algo_of(const struct engine *e, int i, int k)
 {
-	return e->algo[i][k] & (uint8_t)~BY_FORMULA;
+	return e->algo[i][k] & (uint8_t)~ALGO_FLAGS;
 }
 
 static const struct sim_route *route_of(const struct engine *e, int64_t from, int64_t to)
@@ -449,10 +624,15 @@ static bool scan_group(struct engine *e, int i, int k, struct sim_ops *ops,
 	if (n < 0)
 		return false;
 	int64_t id = e->group_base[i] + k;
+	if (e->algo[i][k] & ABSENT)
+		return true;
+	/* a representative's group runs its members' transfers together
+	 * (run_mixed): never by its formula */
+	bool mixed = e->algo[i][k] & MIXED;
 	if (!f->check)
 		f->keys[id] = hash_members(ops->members, n, st->stream, ops->scratch);
 	uint64_t key = f->keys[id];
-	bool ok = f->check && algo_of(e, i, k) != COLL_TREE && !e->rare[i];
+	bool ok = f->check && algo_of(e, i, k) != COLL_TREE && !e->rare[i] && !mixed;
 	/* NVLS sends a member's shares to all the others at once through its
 	 * port: its formula prices that sharing (collectives.c, nvls_lines) */
 	bool shares_ports = algo_of(e, i, k) == COLL_NVLS;
@@ -558,11 +738,10 @@ static bool find_by_formula(struct engine *e, struct sim_ops *ops)
 	for (size_t l = 0; ok && l < links; l++)
 		f.stamp[l] = -1;
 	/* The pipeline's sends share with nobody. */
+	int64_t off, peer;
 	for (int i = 0; ok && i < p->n_steps; i++) {
-		const struct prog_step *st = &p->steps[i];
-		if (st->kind != PROG_SEND)
+		if (!send_ends(e, i, &off, &peer))
 			continue;
-		int64_t off = offset_of(e, i), peer = (int64_t)st->peer_stage * p->stage_ranks;
 		for (int64_t j = 0; j < p->stage_ranks; j++)
 			own(f.owner, route_of(e, off + j, peer + j), LINK_P2P);
 	}
@@ -657,6 +836,12 @@ static bool setup(struct engine *e)
 	struct sim_ops ops = {0};
 	int *distinct = malloc((size_t)p->n_steps * sizeof(*distinct) + 1), n_distinct = 0;
 	bool ok = distinct != NULL;
+	if (ok && e->o->fidelity == FIDELITY_REPRESENTATIVE) {
+		e->distinct_of = malloc((size_t)p->n_steps * sizeof(*e->distinct_of) + 1);
+		e->mixed = calloc((size_t)e->n_group_ids + 1, sizeof(*e->mixed));
+		e->group_reps = calloc((size_t)e->n_group_ids + 1, sizeof(*e->group_reps));
+		ok = e->distinct_of && e->mixed && e->group_reps && find_representatives(e, &ops);
+	}
 	for (int i = 0; i < p->n_steps && ok; i++) {
 		ok = setup_step(e, i, &ops, distinct, &n_distinct);
 		e->has_s1 |= p->steps[i].stream == 1;
@@ -698,7 +883,7 @@ static bool setup_links(struct engine *e)
 	e->bins = calloc((size_t)e->n_slots * SIM_BINS + 1, sizeof(double));
 	if (!e->bins)
 		return false;
-	if (e->o->fidelity != FIDELITY_COARSE)
+	if (e->o->fidelity != FIDELITY_COARSE && e->o->fidelity != FIDELITY_REPRESENTATIVE)
 		return true;
 	struct sim_ops ops = {0};
 	bool ok = find_by_formula(e, &ops);
@@ -783,7 +968,8 @@ static sg_mailbox_t *make_mailboxes(const struct sim_net *net)
 	char name[48];
 	for (int k = 0; mbox && k < 2 * net->n_pairs; k++) {
 		snprintf(name, sizeof(name), "m%d.%d", k / 2, k % 2);
-		mbox[k] = sg_mailbox_by_name(name);
+		/* fidelity representative: only the pairs it runs */
+		mbox[k] = !net->pair_used || net->pair_used[k / 2] ? sg_mailbox_by_name(name) : NULL;
 	}
 	return mbox;
 }
@@ -1098,24 +1284,36 @@ static bool run_by_formula(struct actor_ctx *c, int i, int group, int me, int n)
  * under way on them (returned), or its busy count on them up or down. */
 enum rare_touch { RARE_WINDOW, RARE_ENTER, RARE_LEAVE };
 
+static void rare_route(struct engine *eng, int pair, enum rare_touch what, double t, double *end)
+{
+	const struct sim_route *r = &eng->net->route[pair];
+	for (int l = 0; l < r->n; l++) {
+		int32_t key = eng->link_key[r->link[l]];
+		if (key < 0)
+			continue;
+		if (what == RARE_WINDOW && eng->key_start[key] <= t)
+			*end = fmax(*end, eng->key_end[key]);
+		else if (what != RARE_WINDOW)
+			eng->key_busy[key] += what == RARE_ENTER ? 1 : -1;
+	}
+}
+
 static double rare_links(const struct actor_ctx *c, enum rare_touch what)
 {
 	struct engine *eng = c->rs->e;
 	double t = simgrid_get_clock(), end = 0;
-	for (int x = 0; x < c->ops.n; x++) {
-		if (c->ops.op[x].kind != SIM_OP_SEND)
-			continue;
-		const struct sim_route *r = &eng->net->route[c->pair[x]];
-		for (int l = 0; l < r->n; l++) {
-			int32_t key = eng->link_key[r->link[l]];
-			if (key < 0)
-				continue;
-			if (what == RARE_WINDOW && eng->key_start[key] <= t)
-				end = fmax(end, eng->key_end[key]);
-			else if (what != RARE_WINDOW)
-				eng->key_busy[key] += what == RARE_ENTER ? 1 : -1;
-		}
-	}
+	for (int x = 0; x < c->ops.n; x++)
+		if (c->ops.op[x].kind == SIM_OP_SEND)
+			rare_route(eng, c->pair[x], what, t, &end);
+	return end;
+}
+
+/* The same for the flows of a group holding a representative. */
+static double rare_flows(struct engine *eng, const struct mixed_flows *m, enum rare_touch what)
+{
+	double t = simgrid_get_clock(), end = 0;
+	for (int64_t x = 0; x < m->n; x++)
+		rare_route(eng, m->f[x].pair, what, t, &end);
 	return end;
 }
 
@@ -1148,6 +1346,444 @@ static void run_rare(struct actor_ctx *c)
 	rare_links(c, RARE_LEAVE);
 }
 
+/* ------------------------------------------ fidelity representative */
+
+/* A helper's two actors: the sender moves to the flow's source host and
+ * puts, the receiver to its destination and gets (a mailbox transfer
+ * between the two hosts: SimGrid 3.32's host-to-host sendto keeps every
+ * one under way in one list that each one ending scans, quadratic in the
+ * flows at once). The receiver hands the helper back and tells the owner. */
+static void helper_main(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	struct helper *h = sg_actor_self_get_data();
+	bool recv = sg_actor_self() == h->receiver;
+	for (;;) {
+		sg_sem_acquire(recv ? h->go_recv : h->go_send);
+		if (h->quit)
+			break;
+		sg_actor_set_host(sg_actor_self(), recv ? h->to : h->from);
+		if (!recv) {
+			sg_mailbox_put(h->mbox, h, (long)h->bytes);
+			continue;
+		}
+		sg_mailbox_get(h->mbox);
+		h->e->activities += 2;
+		struct actor_ctx *c = h->owner;
+		h->next_free = h->e->free_helpers;
+		h->e->free_helpers = h;
+		if (--c->outstanding == 0 && c->waiting) {
+			c->waiting = false;
+			sg_sem_release(c->done);
+		}
+	}
+}
+
+/* A flow of `bytes` on pair p's route, carried by a helper while the
+ * actor goes on; wait_flows waits for every one it started. */
+static void start_flow(struct actor_ctx *c, int p, double bytes)
+{
+	struct engine *e = c->rs->e;
+	struct helper *h = e->free_helpers;
+	if (!c->done)
+		c->done = sg_sem_init(0);
+	if (h) {
+		e->free_helpers = h->next_free;
+	} else {
+		if (e->n_helpers == e->cap_helpers) {
+			int64_t cap = e->cap_helpers ? 2 * e->cap_helpers : 256;
+			struct helper **hs = realloc(e->helpers, (size_t)cap * sizeof(*hs));
+			if (!hs) {
+				e->failed = true;
+				return;
+			}
+			e->helpers = hs;
+			e->cap_helpers = cap;
+		}
+		h = calloc(1, sizeof(*h));
+		if (!h) {
+			e->failed = true;
+			return;
+		}
+		h->e = e;
+		h->go_send = sg_sem_init(0);
+		h->go_recv = sg_sem_init(0);
+		e->helpers[e->n_helpers++] = h;
+		char name[48];
+		snprintf(name, sizeof(name), "j%d.h%lld", e->job, (long long)e->n_helpers);
+		h->mbox = sg_mailbox_by_name(name);
+		sg_host_t at = e->hosts[e->net->pair_src[p]];
+		for (int k = 0; k < 2; k++) {
+			snprintf(name, sizeof(name), "j%d.h%lld.%c", e->job, (long long)e->n_helpers,
+			         k ? 'r' : 's');
+			sg_actor_t a = sg_actor_init(name, at);
+			if (k)
+				h->receiver = a;
+			sg_actor_set_data(a, h);
+			sg_actor_start(a, helper_main, 0, NULL);
+		}
+	}
+	h->from = e->hosts[e->net->pair_src[p]];
+	h->to = e->hosts[e->net->pair_dst[p]];
+	h->bytes = (double)llround(bytes);
+	h->owner = c;
+	c->outstanding++;
+	e->messages++;
+	sg_sem_release(h->go_send);
+	sg_sem_release(h->go_recv);
+}
+
+static void wait_flows(struct actor_ctx *c)
+{
+	if (c->outstanding == 0)
+		return;
+	c->waiting = true;
+	sg_sem_acquire(c->done);
+	c->rs->e->activities++;
+}
+
+/* The helpers end once the job's rank actors have. */
+static void helpers_quit(struct engine *e)
+{
+	for (int64_t k = 0; k < e->n_helpers; k++) {
+		e->helpers[k]->quit = true;
+		sg_sem_release(e->helpers[k]->go_send);
+		sg_sem_release(e->helpers[k]->go_recv);
+	}
+}
+
+/* Counts `bytes` on the links of pair p's route (no message). */
+static void count_bytes(struct engine *e, int p, double bytes)
+{
+	const struct sim_route *r = &e->net->route[p];
+	for (int i = 0; i < r->n; i++)
+		e->link_bytes[r->link[i]] += bytes;
+}
+
+/* Whether pair p's route crosses a link other traffic than its replica's
+ * may load past its capacity: a leaf's pooled uplinks on an
+ * oversubscribed fabric, a link several jobs use. Not oversubscribed, a
+ * pool carries every NIC port under it at full rate: no traffic can load
+ * it past its capacity (the NICs limit first), and leaving those flows out
+ * keeps the solver from coupling every flow through the leaves. */
+static bool binds(const struct engine *e, int link)
+{
+	return !sim_net_pooled(e->net, link) || e->t->fabric.oversubscription > 1;
+}
+
+static bool contendable(const struct engine *e, int p)
+{
+	const struct sim_route *r = &e->net->route[p];
+	for (int i = 0; i < r->n; i++)
+		if (binds(e, r->link[i]) && (sim_net_pooled(e->net, r->link[i]) ||
+		                             (e->link_job && e->link_job[r->link[i]] == LINK_JOBS)))
+			return true;
+	return false;
+}
+
+/* The routes' (bandwidth, latency) classes seen in a round. */
+enum { ROUTE_CLASSES = 16 };
+struct route_class {
+	double bps, lat;
+};
+
+/* Notes pair p's class; true when it is new (or the list is full: every
+ * pair beyond it counts as new). */
+static bool note_class(const struct engine *e, int p, struct route_class *cls, int *n)
+{
+	double bps = 0, lat = 0;
+	topo_route(e->t, e->net->base + e->net->pair_src[p], e->net->base + e->net->pair_dst[p],
+	           &bps, &lat);
+	for (int k = 0; k < *n; k++)
+		if (cls[k].bps == bps && cls[k].lat == lat)
+			return false;
+	if (*n < ROUTE_CLASSES)
+		cls[(*n)++] = (struct route_class){bps, lat};
+	return true;
+}
+
+static int by_round(const void *x, const void *y)
+{
+	const struct mixed_flow *a = x, *b = y;
+	if (a->round != b->round)
+		return a->round < b->round ? -1 : 1;
+	return (a->order > b->order) - (a->order < b->order);
+}
+
+/* The flows of a group with one representative (member me; the members
+ * in c->ops.members): every member's sends, by round. A send runs as a
+ * flow when it is the representative's, when its route crosses a
+ * contendable link, or when its route differs in bandwidth or latency
+ * from the representative's own send of the round; the others would take
+ * the representative's time (the replicas run alike) and only count their
+ * bytes. Computed once per group of the step's distinct form. */
+static struct mixed_flows *mixed_flows_of(struct engine *e, struct sim_ops *ops, int i,
+                                          int group, int n)
+{
+	const struct prog_step *st = &e->prog->steps[i];
+	int64_t id = e->group_base[e->distinct_of[i]] + group;
+	if (e->mixed[id])
+		return e->mixed[id];
+	struct mixed_flows *m = calloc(1, sizeof(*m));
+	int64_t cap = 0;
+	bool ok = m != NULL;
+	for (int who = 0; ok && who < n; who++) {
+		sim_coll_ops(ops, e->t, st->coll, (enum collective_algo)algo_of(e, i, group),
+		             e->o->fidelity, ops->members, n, who, st->bytes);
+		ok = !ops->oom;
+		int32_t round = 0;
+		for (int x = 0; ok && x < ops->n; x++) {
+			const struct sim_op *op = &ops->op[x];
+			round += op->kind == SIM_OP_WAIT;
+			if (op->kind != SIM_OP_SEND)
+				continue;
+			int p = sim_net_pair(e->net, dev_of(e, ops->members[who]), dev_of(e, op->peer));
+			ok = p >= 0;
+			if (ok && m->n == cap) {
+				cap = cap ? 2 * cap : 64;
+				struct mixed_flow *f = realloc(m->f, (size_t)cap * sizeof(*f));
+				ok = f != NULL;
+				if (f)
+					m->f = f;
+			}
+			if (!ok)
+				break;
+			m->f[m->n] = (struct mixed_flow){
+				.round = round, .pair = p, .order = m->n, .bytes = op->amount,
+				.launch = is_rep(e, ops->members[who]) || is_rep(e, op->peer) ||
+				          contendable(e, p)};
+			m->n++;
+		}
+	}
+	if (!ok) {
+		if (m)
+			free(m->f);
+		free(m);
+		return NULL;
+	}
+	qsort(m->f, (size_t)m->n, sizeof(*m->f), by_round);
+	/* sends of different members sharing a link that can bind run too:
+	 * theirs is the group's own contention. Sends sharing a link through
+	 * one member (its port: all from it, or all to it) share it as every
+	 * member's do, which the representative's own sends show. */
+	if (!e->link_src) {
+		e->link_src = malloc(2 * ((size_t)e->net->n_links + 1) * sizeof(*e->link_src));
+		for (int64_t l = 0; e->link_src && l < 2 * ((int64_t)e->net->n_links + 1); l++)
+			e->link_src[l] = LINK_UNSEEN;
+	}
+	if (!e->link_src) {
+		free(m->f);
+		free(m);
+		return NULL;
+	}
+	int32_t *lsrc = e->link_src, *ldst = e->link_src + e->net->n_links + 1;
+	for (int64_t a = 0, b = 0; a < m->n; a = b) {
+		for (b = a; b < m->n && m->f[b].round == m->f[a].round; b++) {
+			int p = m->f[b].pair;
+			const struct sim_route *r = &e->net->route[p];
+			for (int l = 0; l < r->n; l++) {
+				int32_t *s0 = &lsrc[r->link[l]], *d0 = &ldst[r->link[l]];
+				*s0 = *s0 == LINK_UNSEEN || *s0 == e->net->pair_src[p] ? e->net->pair_src[p]
+				                                                     : LINK_SEVERAL;
+				*d0 = *d0 == LINK_UNSEEN || *d0 == e->net->pair_dst[p] ? e->net->pair_dst[p]
+				                                                     : LINK_SEVERAL;
+			}
+		}
+		for (int64_t x = a; x < b; x++) {
+			const struct sim_route *r = &e->net->route[m->f[x].pair];
+			for (int l = 0; l < r->n; l++)
+				m->f[x].launch |= lsrc[r->link[l]] == LINK_SEVERAL &&
+				                  ldst[r->link[l]] == LINK_SEVERAL && binds(e, r->link[l]);
+		}
+		for (int64_t x = a; x < b; x++) {
+			const struct sim_route *r = &e->net->route[m->f[x].pair];
+			for (int l = 0; l < r->n; l++)
+				lsrc[r->link[l]] = ldst[r->link[l]] = LINK_UNSEEN;
+		}
+		/* of the others, one per route bandwidth and latency: alone on
+		 * their links, those alike take the same time */
+		struct route_class cls[ROUTE_CLASSES];
+		int n_cls = 0;
+		for (int64_t x = a; x < b; x++)
+			if (m->f[x].launch)
+				note_class(e, m->f[x].pair, cls, &n_cls);
+		for (int64_t x = a; x < b; x++)
+			if (!m->f[x].launch)
+				m->f[x].launch = note_class(e, m->f[x].pair, cls, &n_cls);
+	}
+	e->mixed[id] = m;
+	return m;
+}
+
+/* The flows of one round, [*at, ..) of m: started together, waited for,
+ * and spread over the round's time in the link-load bins. */
+static void mixed_round(struct actor_ctx *c, const struct mixed_flows *m, int64_t *at,
+                        int32_t round)
+{
+	struct engine *e = c->rs->e;
+	double t0 = simgrid_get_clock();
+	int64_t from = *at, to = from;
+	for (; to < m->n && m->f[to].round == round; to++) {
+		count_bytes(e, m->f[to].pair, m->f[to].bytes);
+		if (m->f[to].launch)
+			start_flow(c, m->f[to].pair, m->f[to].bytes);
+	}
+	wait_flows(c);
+	double t1 = simgrid_get_clock();
+	for (int64_t x = from; x < to; x++)
+		bin_pair(e, m->f[x].pair, t0, t1, m->f[x].bytes);
+	*at = to;
+}
+
+/* A collective of a group holding one representative (member me, the
+ * members in c->ops.members): the representative runs every member's
+ * transfers round by round, each round's flows at once, and sleeps its
+ * own latencies between them. */
+static void run_mixed(struct actor_ctx *c, int i, int group, int me, int n)
+{
+	struct engine *eng = c->rs->e;
+	const struct prog_step *st = &eng->prog->steps[i];
+	int64_t id = eng->group_base[i] + group;
+	settle(c);
+	c->sync_key = -1;
+	/* several representatives (a parameter replicated across tensor
+	 * parallelism too): the last to arrive runs the flows, the others
+	 * wait for it */
+	if (eng->group_reps[id] > 1 && ++eng->arrived[id] < eng->group_reps[id]) {
+		sg_sem_acquire(c->rs->go[c->stream]);
+		eng->activities++;
+		return;
+	}
+	eng->arrived[id] = 0;
+	struct mixed_flows *m = mixed_flows_of(eng, &c->ops, i, group, n);
+	if (!m) {
+		eng->failed = true;
+		return;
+	}
+	/* once per iteration: after any formula collective under way on its
+	 * links, and counted on them while it runs (run_rare) */
+	bool rare = eng->rare && eng->rare[i];
+	double start = rare ? rare_flows(eng, m, RARE_WINDOW) : 0;
+	if (start > simgrid_get_clock()) {
+		sg_actor_sleep_for(start - simgrid_get_clock());
+		eng->activities++;
+	}
+	if (rare)
+		rare_flows(eng, m, RARE_ENTER);
+	sim_coll_ops(&c->ops, eng->t, st->coll, (enum collective_algo)algo_of(eng, i, group),
+	             eng->o->fidelity, c->ops.members, n, me, st->bytes);
+	int64_t at = 0;
+	int32_t round = 0;
+	for (int x = 0; x < c->ops.n; x++) {
+		if (c->ops.op[x].kind == SIM_OP_SLEEP) {
+			sg_actor_sleep_for(c->ops.op[x].amount);
+			eng->activities++;
+		} else if (c->ops.op[x].kind == SIM_OP_WAIT) {
+			mixed_round(c, m, &at, round++);
+		}
+	}
+	while (at < m->n)
+		mixed_round(c, m, &at, m->f[at].round);
+	if (rare)
+		rare_flows(eng, m, RARE_LEAVE);
+	for (int j = 0; eng->group_reps[id] > 1 && j < n; j++)
+		if (j != me && is_rep(eng, c->ops.members[j]))
+			sg_sem_release(eng->ranks[c->ops.members[j]].go[c->stream]);
+}
+
+/* The pipeline transfers of a receiving representative's replicas, at
+ * once with its own (from `peer`; started, or with ended, below): those
+ * whose routes cross a contendable link or differ from the
+ * representative's run as flows, the others count their bytes; started
+ * when `start`, else spread over [t0, t1] in the bins. */
+static void replica_p2p(struct actor_ctx *c, const struct prog_step *st, int64_t peer,
+                        bool start, double t0, double t1)
+{
+	struct engine *e = c->rs->e;
+	const struct program *p = e->prog;
+	int64_t self = c->rs->rank;
+	struct route_class cls[ROUTE_CLASSES];
+	int n_cls = 0;
+	if (start)
+		note_class(e, sim_net_pair(e->net, dev_of(e, peer), dev_of(e, self)), cls, &n_cls);
+	for (int64_t x = e->repl_start[self]; x < e->repl_start[self + 1]; x++) {
+		int64_t g = e->repl[x], from = (int64_t)st->peer_stage * p->stage_ranks +
+		                              g % p->stage_ranks;
+		int pair = sim_net_pair(e->net, dev_of(e, from), dev_of(e, g));
+		SL_ASSERT(pair >= 0);
+		if (!start) {
+			bin_pair(e, pair, t0, t1, st->bytes);
+			continue;
+		}
+		count_bytes(e, pair, st->bytes);
+		if (contendable(e, pair) || note_class(e, pair, cls, &n_cls))
+			start_flow(c, pair, st->bytes);
+	}
+}
+
+/* Fidelity representative: the hosts and pairs the simulation uses (the
+ * representatives', and those of the replicas' flows that run, as
+ * mixed_flows_of and replica_p2p choose them), so that the platform holds
+ * only them: SimGrid's Full routing keeps a table of hosts squared. */
+static bool mark_used(struct engine *e)
+{
+	const struct program *p = e->prog;
+	struct sim_net *net = e->net;
+	for (int64_t r = 0; r < p->n_ranks; r++)
+		if (is_rep(e, r))
+			net->host_used[dev_of(e, r) - net->base] = 1;
+	for (int64_t q = e->pairs_from; q < e->pairs_to; q++)
+		if (net->host_used[net->pair_src[q]] && net->host_used[net->pair_dst[q]])
+			net->pair_used[q] = 1;
+	struct sim_ops ops = {0};
+	bool ok = true;
+	for (int i = 0; ok && i < p->n_steps; i++) {
+		const struct prog_step *st = &p->steps[i];
+		if (st->kind != PROG_COLLECTIVE || st->groups.size <= 1 || e->distinct_of[i] != i)
+			continue;
+		for (int k = 0; ok && k < st->groups.n_groups; k++) {
+			if (!(e->algo[i][k] & MIXED))
+				continue;
+			int n = members_of(&ops, &st->groups, k, offset_of(e, i));
+			struct mixed_flows *m = n < 0 ? NULL : mixed_flows_of(e, &ops, i, k, n);
+			ok = m != NULL;
+			for (int64_t x = 0; ok && x < m->n; x++)
+				if (m->f[x].launch) {
+					net->pair_used[m->f[x].pair] = 1;
+					net->host_used[net->pair_src[m->f[x].pair]] = 1;
+					net->host_used[net->pair_dst[m->f[x].pair]] = 1;
+				}
+		}
+	}
+	sim_ops_free(&ops);
+	for (int i = 0; ok && i < p->n_steps; i++) {
+		const struct prog_step *st = &p->steps[i];
+		if (st->kind != PROG_RECV)
+			continue;
+		int64_t off = offset_of(e, i);
+		for (int64_t self = off; self < off + p->stage_ranks; self++) {
+			if (!is_rep(e, self))
+				continue;
+			int64_t peer = (int64_t)st->peer_stage * p->stage_ranks + self % p->stage_ranks;
+			struct route_class cls[ROUTE_CLASSES];
+			int n_cls = 0;
+			note_class(e, sim_net_pair(net, dev_of(e, peer), dev_of(e, self)), cls, &n_cls);
+			for (int64_t x = e->repl_start[self]; x < e->repl_start[self + 1]; x++) {
+				int64_t g = e->repl[x], from = (int64_t)st->peer_stage * p->stage_ranks +
+				                              g % p->stage_ranks;
+				int pair = sim_net_pair(net, dev_of(e, from), dev_of(e, g));
+				if (pair >= 0 && (contendable(e, pair) || note_class(e, pair, cls, &n_cls))) {
+					net->pair_used[pair] = 1;
+					net->host_used[net->pair_src[pair]] = 1;
+					net->host_used[net->pair_dst[pair]] = 1;
+				}
+			}
+		}
+	}
+	return ok;
+}
+
 /* A member enters execution k of group `id` (n members) at t0: the
  * latest arrival of that execution, in the slot of its parity. */
 static void arrive(struct actor_ctx *c, int64_t id, int64_t n, double t0)
@@ -1175,15 +1811,19 @@ static void run_collective(struct actor_ctx *c, int i)
 	if ((algo & BY_FORMULA) && run_lockstep(c, i, group, me, clock)) {
 		t1 = clock + c->pending_s;
 	} else {
-		arrive(c, eng->group_base[i] + group, st->groups.size, t0);
+		/* a representative's group: it alone arrives */
+		arrive(c, eng->group_base[i] + group,
+		       (algo & MIXED) ? eng->group_reps[eng->group_base[i] + group] : st->groups.size, t0);
 		int n = members_of(&c->ops, &st->groups, group, off);
 		if (n < 0) {
 			eng->failed = true;
 			return;
 		}
-		if (!(algo & BY_FORMULA) || !run_by_formula(c, i, group, me, n)) {
+		if (algo & MIXED) {
+			run_mixed(c, i, group, me, n);
+		} else if (!(algo & BY_FORMULA) || !run_by_formula(c, i, group, me, n)) {
 			sim_coll_ops(&c->ops, eng->t, st->coll,
-			             (enum collective_algo)(algo & ~BY_FORMULA), eng->o->fidelity,
+			             (enum collective_algo)(algo & ~ALGO_FLAGS), eng->o->fidelity,
 			             c->ops.members, n, me, st->bytes);
 			if (c->ops.oom) {
 				eng->failed = true;
@@ -1267,11 +1907,16 @@ static void run_p2p(struct actor_ctx *c, int i)
 	sg_sem_acquire(ch->posted);
 	double posted = ch->at[ch->head++];
 	double moved = simgrid_get_clock();
+	if (eng->rep_of)
+		replica_p2p(c, st, peer, true, 0, 0);
 	sg_host_sendto(eng->ranks[peer].host, rs->host, (double)bytes);
+	wait_flows(c);
 	c->sync_key = -1;
 	double t1 = simgrid_get_clock();
 	bin_pair(eng, sim_net_pair(eng->net, dev_of(eng, peer), dev_of(eng, rs->rank)), moved, t1,
 	         st->bytes);
+	if (eng->rep_of)
+		replica_p2p(c, st, peer, false, moved, t1);
 	eng->activities++;
 	/* Waiting until the other stage sent is the bubble; the transfer
 	 * after that, exposed communication. */
@@ -1480,9 +2125,13 @@ static void actor_main(int argc, char **argv)
 	else
 		stream1(c);
 	e->end_s = fmax(e->end_s, simgrid_get_clock());
+	if (--e->live == 0)
+		helpers_quit(e);
 	sim_ops_free(&c->ops);
 	free(c->comms);
 	free(c->pair);
+	if (c->done)
+		sg_sem_destroy(c->done);
 	free(c);
 }
 
@@ -1497,8 +2146,16 @@ static bool start_actors(struct engine *e)
 		/* The program's compute is the estimate's, which is the slowest
 		 * device's (cost_slowest_factor): each rank runs at its own. */
 		rs->speed = cost_rank_factor(e->t, e->o->seed, dev_of(e, r)) / e->slowest;
+		/* fidelity representative: the slowest of its replicas sets the
+		 * pace (their gradients' collective waits for it) */
+		for (int64_t x = e->rep_of ? e->repl_start[r] : 0; e->rep_of && x < e->repl_start[r + 1];
+		     x++)
+			rs->speed = fmax(rs->speed, cost_rank_factor(e->t, e->o->seed,
+			                                             dev_of(e, e->repl[x])) / e->slowest);
 		rs->stage = (int)(r / e->prog->stage_ranks);
 		rs->local = r % e->prog->stage_ranks;
+		if (!is_rep(e, r))
+			continue; /* its representative stands for it */
 		rs->s1_go = sg_sem_init(0);
 		rs->opt_go = sg_sem_init(0);
 		rs->mid_go = sg_sem_init(0);
@@ -1517,6 +2174,7 @@ static bool start_actors(struct engine *e)
 			c->rs = rs;
 			c->stream = s;
 			c->sync_key = -1;
+			e->live++;
 			snprintf(name, sizeof(name), "j%d.r%lld.%d", e->job, (long long)rs->rank, s);
 			sg_actor_t a = sg_actor_init(name, h);
 			sg_actor_set_data(a, c);
@@ -1634,7 +2292,8 @@ static void write_result(struct out_buf *o, const struct engine *e, double it)
 	put_f(&b, it);
 	put_i(&b, e->prog->n_ranks);
 	for (int64_t r = 0; r < e->prog->n_ranks; r++) {
-		const struct rank_state *rs = &e->ranks[r];
+		/* a replica as its representative ran */
+		const struct rank_state *rs = &e->ranks[e->rep_of ? e->rep_of[r] : r];
 		double idle = it - rs->compute_s - rs->comm_s - rs->wait_s - rs->straggler_s;
 		put_f(&b, rs->compute_s);
 		put_f(&b, rs->comm_s);
@@ -1652,7 +2311,7 @@ static void write_result(struct out_buf *o, const struct engine *e, double it)
 		if (!e->algo[i])
 			continue;
 		put_i(&b, i);
-		uint8_t a = e->algo[i][0] & (uint8_t)~BY_FORMULA;
+		uint8_t a = (uint8_t)algo_of(e, i, 0);
 		put_i(&b, a == SIM_HD_ONE_LINK ? COLL_HALVING_DOUBLING : a);
 		put_f(&b, e->coll_max_s[i]);
 		put_f(&b, e->formula_s[i]);
@@ -1758,6 +2417,8 @@ static int setup_jobs(struct engine *e, const struct topology *t, const struct s
 		                       .pairs_from = net->n_pairs};
 		if (!setup(&e[j]))
 			return 3;
+		if (e[j].bad_reps)
+			return 7;
 		pairs_to[j] = e[j].pairs_to = net->n_pairs;
 		*actors += jobs[j].prog->n_ranks * (e[j].has_s1 ? 2 : 1);
 	}
@@ -1768,6 +2429,13 @@ static int setup_jobs(struct engine *e, const struct topology *t, const struct s
 		e[j].link_job = link_job;
 		if (!setup_links(&e[j]))
 			return 3;
+	}
+	if (o->fidelity == FIDELITY_REPRESENTATIVE) {
+		net->pair_used = calloc((size_t)net->n_pairs + 1, 1);
+		net->host_used = calloc((size_t)net->n_ranks + 1, 1);
+		for (int j = 0; j < n_jobs; j++)
+			if (!net->pair_used || !net->host_used || !mark_used(&e[j]))
+				return 3;
 	}
 	return 0;
 }
@@ -1790,8 +2458,21 @@ int sim_child_run_jobs(const struct topology *t, const struct sim_job *jobs, int
 	if (!load_platform(&net))
 		return 4;
 	sg_mailbox_t *mbox = make_mailboxes(&net);
+	/* fidelity representative: the hosts its helpers' flows join */
+	sg_host_t *hosts = NULL;
+	if (o->fidelity == FIDELITY_REPRESENTATIVE) {
+		hosts = malloc((size_t)net.n_ranks * sizeof(*hosts) + 1);
+		for (int64_t d = 0; hosts && d < net.n_ranks; d++) {
+			char name[32];
+			snprintf(name, sizeof(name), "r%lld", (long long)(net.base + d));
+			hosts[d] = net.host_used[d] ? sg_host_by_name(name) : NULL;
+		}
+		if (!hosts)
+			return 5;
+	}
 	for (int j = 0; j < n_jobs; j++) {
 		e[j].mbox = mbox;
+		e[j].hosts = hosts;
 		if (!mbox || !make_channels(&e[j]) || !start_actors(&e[j]))
 			return 4;
 	}

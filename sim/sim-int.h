@@ -50,6 +50,10 @@ struct sim_net {
 	 * a switch latency each) instead of each NIC's fixed share of them. */
 	bool leaf_uplinks;
 	int64_t n_leaves;                  /* leaves numbered from 0; ids after the servers' */
+	/* When set (fidelity representative), the platform holds only these
+	 * pairs' routes, these hosts and the links of those routes. */
+	uint8_t *pair_used;                /* [pair] */
+	uint8_t *host_used;                /* [host - base] */
 };
 
 bool sim_net_init(struct sim_net *net, const struct topology *t, int64_t base, int64_t n_ranks);
@@ -99,6 +103,14 @@ struct sim_ops {
 		int64_t first, last;
 		double bytes, wire, extra_s;
 	} wire_memo;
+	/* Whether the last group asked sits in whole-server blocks, of how
+	 * many members (topo_server_blocks; collectives.c, rails). */
+	struct sim_blocks_memo {
+		bool valid, blocks;
+		const struct topology *t;
+		int n, c;
+		int64_t first, last;
+	} blocks_memo;
 	/* The latencies hd_one_link last summed, and the ranks they were for
 	 * (the member, then its partners at n/4, n/8, ..., 1): a rank
 	 * synchronises bucket after bucket in one group. */

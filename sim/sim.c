@@ -182,6 +182,10 @@ static const char *child_failure(int code)
 	case 3: return "a collective's group reaches ranks outside the program, or memory ran out";
 	case 4: return "the platform could not be written or loaded";
 	case 5: return "memory ran out during the simulation";
+	case 7: return "fidelity representative needs the ranks to split into data-parallel "
+	               "replicas: a rank in two gradient groups with different first members, a "
+	               "collective group holding several representatives and other ranks, or a "
+	               "pipeline send between ranks of different replicas (use fidelity coarse)";
 	default: return "the result could not be written";
 	}
 }

@@ -970,9 +970,9 @@ Test(cli, simulate_and_compare_usage_errors_exit_2)
 		{"simulate", "shardlab simulate: missing SCENARIO (see --help)\n"},
 		{"compare", "shardlab compare: missing SCENARIO (see --help)\n"},
 		{"simulate scenarios/ffn-8p.json --fidelity fine",
-		 "shardlab simulate: --fidelity takes coarse, step or phase, got 'fine'\n"},
+		 "shardlab simulate: --fidelity takes coarse, step, phase or representative, got 'fine'\n"},
 		{"compare scenarios/ffn-8p.json --fidelity fine",
-		 "shardlab compare: --fidelity takes coarse, step or phase, got 'fine'\n"},
+		 "shardlab compare: --fidelity takes coarse, step, phase or representative, got 'fine'\n"},
 		{"simulate scenarios/ffn-8p.json --collective-algo fast",
 		 "shardlab simulate: --collective-algo takes auto, ring, tree, halving-doubling, "
 		 "hierarchical, direct, nvls or pipeline, got 'fast'\n"},

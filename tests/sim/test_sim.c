@@ -17,6 +17,7 @@
  *   pcie-8gpu       two PCIe switches of 4 (31 GB/s, 1 us) joined through
  *                   the CPU (31 GB/s ports, 2 us, 31 GB/s shared by all)
  */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -809,9 +810,12 @@ struct jobs_run {
 };
 
 /* Jobs of one AllReduce each (ring, S bytes) over all their ranks, on
- * the devices given, simulated together (n_jobs 2) or alone (1). */
-static struct jobs_run jobs_simulate(int n_jobs, int64_t n_ranks, const int64_t *devices[2],
-                                     double bytes)
+ * the devices given, simulated together (n_jobs 2) or alone (1), at a
+ * fidelity; at fidelity representative the AllReduce is the gradients'
+ * (phase gradient: its group is the data-parallel one, rank 0 runs it for
+ * all). */
+static struct jobs_run jobs_simulate_at(int n_jobs, int64_t n_ranks, const int64_t *devices[2],
+                                        double bytes, enum sim_fidelity fid)
 {
 	struct jobs_run run = {.a = arena_new()};
 	struct diag_list d;
@@ -822,14 +826,21 @@ static struct jobs_run jobs_simulate(int n_jobs, int64_t n_ranks, const int64_t 
 	t->device.speed_cv = 0;
 	int64_t sizes[] = {n_ranks};
 	struct prog_step st = coll_step(sizes, 1, 0, STEP_ALLREDUCE, bytes, 0);
+	if (fid == FIDELITY_REPRESENTATIVE)
+		st.phase = PHASE_GRADIENT;
 	struct program p = fixture_program(run.a, &st, 1, 1, n_ranks, 1);
 	struct sim_job jobs[2] = {{&p, devices[0]}, {&p, devices[1]}};
-	struct sim_options o = {.fidelity = FIDELITY_COARSE, .algo = COLL_RING,
-	                        .leaf_uplinks = true};
+	struct sim_options o = {.fidelity = fid, .algo = COLL_RING, .leaf_uplinks = true};
 	bool ok = sim_run_jobs(run.a, t, jobs, n_jobs, &o, run.r, &run.shared, &d);
 	cr_assert(ok, "sim_run_jobs failed: %s", d.count ? d.items[0].msg : "?");
 	diag_list_free(&d);
 	return run;
+}
+
+static struct jobs_run jobs_simulate(int n_jobs, int64_t n_ranks, const int64_t *devices[2],
+                                     double bytes)
+{
+	return jobs_simulate_at(n_jobs, n_ranks, devices, bytes, FIDELITY_COARSE);
 }
 
 Test(sim, two_rings_sharing_one_uplink_get_half_its_rate)
@@ -954,4 +965,95 @@ Test(sim, jobs_on_one_device_are_refused)
 	                                 "another rank holds");
 	diag_list_free(&d);
 	arena_free(a);
+}
+
+/* ------------------------------------------------- fidelity representative
+ *
+ * One rank per data-parallel group runs (its group's first member); the
+ * group's collectives run every member's transfers at once, round by
+ * round, from that rank; its replicas report its figures. */
+
+/* The hand case above at fidelity representative: rank 0 of each 2-rank
+ * ring runs both its own transfer and its replica's; both cross the
+ * leaves' 12.5 GB/s pools (oversubscribed, so they run as flows), and
+ * together the two jobs' four flows each way halve them as before. */
+Test(sim, representative_rings_sharing_one_uplink_get_half_its_rate)
+{
+	static const int64_t a[] = {0, 16}, b[] = {1, 17};
+	const int64_t *devs[2] = {a, b};
+	double S = 125e6;
+	struct jobs_run alone = jobs_simulate_at(1, 2, devs, S, FIDELITY_REPRESENTATIVE);
+	within(alone.r[0].iteration_s, 2 * (S / 2 / (12.5 * GB) + 3 * US), 1e-9, "alone");
+	struct jobs_run both = jobs_simulate_at(2, 2, devs, S, FIDELITY_REPRESENTATIVE);
+	for (int j = 0; j < 2; j++)
+		within(both.r[j].iteration_s, 2 * (S / 2 / (6.25 * GB) + 3 * US), 1e-9, "together");
+	/* the replica reports its representative's figures */
+	within(both.r[0].ranks[1].comm_exposed_s, both.r[0].ranks[0].comm_exposed_s, 1e-12,
+	       "replica");
+	cr_assert_eq(both.shared.n_links, 4);
+	for (int i = 0; i < 4; i++) {
+		within(both.shared.links[i].bytes[0], S, 1e-12, "job 0's bytes");
+		within(both.shared.links[i].bytes[1], S, 1e-12, "job 1's bytes");
+	}
+	arena_free(alone.a);
+	arena_free(both.a);
+}
+
+/* `shardlab cosim FILE --json` at a fidelity: each job's alone_s,
+ * together_s (out[2 * job], out[2 * job + 1]). */
+static void cosim_times(const char *file, const char *fidelity, double out[4])
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "cosim %s --json --fidelity %s", file, fidelity);
+	struct cli_run r = fixture_shardlab(cmd, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	const cJSON *fid = cJSON_GetObjectItemCaseSensitive(j, "fidelity");
+	cr_assert(cJSON_IsString(fid) && !strcmp(fid->valuestring, fidelity));
+	const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(j, "jobs");
+	cr_assert_eq(cJSON_GetArraySize(jobs), 2);
+	for (int k = 0; k < 2; k++) {
+		const cJSON *job = cJSON_GetArrayItem(jobs, k);
+		out[2 * k] = cJSON_GetObjectItemCaseSensitive(job, "alone_s")->valuedouble;
+		out[2 * k + 1] = cJSON_GetObjectItemCaseSensitive(job, "together_s")->valuedouble;
+	}
+	cJSON_Delete(j);
+	free(r.out);
+}
+
+/* Representative against coarse on two jobs of 32 ranks placed spread on
+ * a fabric oversubscribed 2:1 (their gradients contend on the spine): a
+ * data-parallel job (one representative runs all 32 members' transfers)
+ * and a TP 8 x PP 2 x DP 2 one (the 16 ranks of replica 0 run). Both
+ * fidelities run the same transfers on the same links; they differ in
+ * when: coarse starts a member's round when its own previous round ends,
+ * representative starts every member's round together and ends it with
+ * the slowest, and replicas whose transfers are alike (one bandwidth and
+ * latency, on links only they load) take the representative's time. The
+ * drift coarse allows is at most one round's spread per collective, a
+ * latency-sized or contention-sized fraction of communication that is
+ * itself under the iteration: within 2% of the iteration, and the
+ * slowdown (together over alone) within 0.02. */
+static void representative_agrees(const char *file)
+{
+	double c[4], r[4];
+	cosim_times(file, "coarse", c);
+	cosim_times(file, "representative", r);
+	for (int k = 0; k < 4; k++)
+		within(r[k], c[k], 0.02, file);
+	for (int k = 0; k < 2; k++)
+		cr_expect(fabs(r[2 * k + 1] / r[2 * k] - c[2 * k + 1] / c[2 * k]) < 0.02,
+		          "%s: job %d's slowdown %.4f (representative) against %.4f (coarse)", file, k,
+		          r[2 * k + 1] / r[2 * k], c[2 * k + 1] / c[2 * k]);
+}
+
+Test(sim, representative_agrees_with_coarse_data_parallel)
+{
+	representative_agrees("scenarios/jobs/two-jobs-spread.json");
+}
+
+Test(sim, representative_agrees_with_coarse_tp_pp_dp)
+{
+	representative_agrees("tests/data/cosim/two-megatron-spread.json");
 }
