@@ -19,7 +19,8 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-	        "usage: shardlab cosim JOBS [--fidelity F] [--seed N] [--trace FILE] [--json]\n"
+	        "usage: shardlab cosim JOBS [--fidelity F] [--seed N] [--trace FILE]\n"
+	        "                           [--calibration FILE|auto|none] [--json]\n"
 	        "\n"
 	        "Several training jobs on one cluster (a jobs file, docs/formats.md): each\n"
 	        "job's scenario planned by its first planner, placed on its servers\n"
@@ -35,6 +36,10 @@ static void help(FILE *f)
 	        "  --fidelity F   coarse (default), phase, step or representative, as for\n"
 	        "                 shardlab simulate\n"
 	        "  --seed N       the draw of the devices' speeds (stragglers); default 0\n"
+	        "  --calibration FILE\n"
+	        "                 a calibration file applied to the cluster's topology;\n"
+	        "                 \"auto\" (the default): the shipped one of its device\n"
+	        "                 where there is one; \"none\": the bare model\n"
 	        "  --trace FILE   write the run together as a Chrome trace (Perfetto): a\n"
 	        "                 process per rank named \"job NAME rank K\", and per job its\n"
 	        "                 busiest links' utilisation over time as counter tracks\n"
@@ -54,7 +59,7 @@ static void help(FILE *f)
 }
 
 struct args {
-	const char *file, *trace;
+	const char *file, *trace, *calibration;
 	bool json;
 	int fidelity;
 	uint64_t seed;
@@ -67,11 +72,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 		const char *o = argv[i];
 		if (!strcmp(o, "--json")) {
 			a->json = true;
-		} else if ((!strcmp(o, "--fidelity") || !strcmp(o, "--seed") || !strcmp(o, "--trace")) &&
+		} else if ((!strcmp(o, "--fidelity") || !strcmp(o, "--seed") || !strcmp(o, "--trace") ||
+		            !strcmp(o, "--calibration")) &&
 		           i + 1 < argc) {
 			const char *v = argv[++i];
 			if (!strcmp(o, "--trace")) {
 				a->trace = v;
+			} else if (!strcmp(o, "--calibration")) {
+				a->calibration = v;
 			} else if (!strcmp(o, "--fidelity")) {
 				a->fidelity = cli_parse_name("cosim", o, v, fidelity_names, FIDELITY_COUNT);
 				if (a->fidelity < 0)
@@ -180,9 +188,11 @@ static void text(const struct jobs_file *f, const struct job_run *r, const struc
 {
 	char b[4][32], srv[96];
 	printf("cosim %s: %d job%s on %s (%d server%s of %d devices), fidelity %s, leaf uplinks "
-	       "pooled\n\n", f->name, f->n_jobs, f->n_jobs == 1 ? "" : "s", f->topo->name,
+	       "pooled\n", f->name, f->n_jobs, f->n_jobs == 1 ? "" : "s", f->topo->name,
 	       f->topo->servers, f->topo->servers == 1 ? "" : "s", f->topo->devices_per_server,
 	       fidelity_names[fidelity]);
+	char cw[1024];
+	printf("calibration %s\n\n", cli_calibration_words(cw, sizeof cw, f->topo));
 	printf("  %-16s %7s  %-8s %-16s %11s %11s %9s\n", "job", "ranks", "placed", "servers",
 	       "alone", "together", "slowdown");
 	for (int j = 0; j < f->n_jobs; j++) {
@@ -252,6 +262,7 @@ static cJSON *json(const struct jobs_file *f, const struct job_run *r,
 	cJSON_AddStringToObject(root, "jobs_file", f->name);
 	cJSON_AddStringToObject(root, "topology", f->topo->name);
 	cJSON_AddStringToObject(root, "fidelity", fidelity_names[fidelity]);
+	cJSON_AddItemToObject(root, "calibration", cli_calibration_json(f->topo));
 	cJSON *jobs = cJSON_AddArrayToObject(root, "jobs");
 	for (int j = 0; j < f->n_jobs; j++) {
 		const struct job_spec *s = r[j].spec;
@@ -361,6 +372,9 @@ int cmd_cosim(int argc, char **argv)
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct jobs_file *f = jobs_load(ar, a.file, &d);
+	if (f && !(a.calibration ? cli_apply_calibration(ar, a.calibration, f->topo, &d)
+	                         : cli_default_calibration(ar, f->topo, &d)))
+		f = NULL;
 	struct job_run *r = f ? arena_calloc(ar, (size_t)f->n_jobs, sizeof(*r)) : NULL;
 	struct sim_options o = {.fidelity = (enum sim_fidelity)a.fidelity, .algo = COLL_AUTO,
 	                        .seed = a.seed, .leaf_uplinks = true};
