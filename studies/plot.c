@@ -184,10 +184,9 @@ static void draw_ticks(cairo_t *cr, const struct panel *p, const struct axis *a,
 	}
 }
 
-static void draw_frame(cairo_t *cr, const struct panel *p, bool x_pow2)
+/* A panel's frame, title and axis labels (the x label dy below it). */
+static void panel_frame(cairo_t *cr, const struct panel *p, double dy)
 {
-	draw_ticks(cr, p, &p->ax, true, x_pow2);
-	draw_ticks(cr, p, &p->ay, false, false);
 	cairo_set_source_rgb(cr, 0, 0, 0);
 	cairo_set_line_width(cr, 1.2);
 	cairo_rectangle(cr, p->x, p->y, p->w, p->h);
@@ -195,12 +194,19 @@ static void draw_frame(cairo_t *cr, const struct panel *p, bool x_pow2)
 	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
 	text_at(cr, p->x + p->w / 2, p->y - 12, p->title, 0.5, 1, 15);
 	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-	text_at(cr, p->x + p->w / 2, p->y + p->h + 32, p->ax.label, 0.5, 0, 14);
+	text_at(cr, p->x + p->w / 2, p->y + p->h + dy, p->ax.label, 0.5, 0, 14);
 	cairo_save(cr);
 	cairo_translate(cr, p->x - 62, p->y + p->h / 2);
 	cairo_rotate(cr, -PLOT_PI / 2);
 	text_at(cr, 0, 0, p->ay.label, 0.5, 0.5, 14);
 	cairo_restore(cr);
+}
+
+static void draw_frame(cairo_t *cr, const struct panel *p, bool x_pow2)
+{
+	draw_ticks(cr, p, &p->ax, true, x_pow2);
+	draw_ticks(cr, p, &p->ay, false, false);
+	panel_frame(cr, p, 32);
 }
 
 static void marker(cairo_t *cr, double x, double y, double r)
@@ -370,23 +376,6 @@ static void goal_line(cairo_t *cr, const struct panel *p, double v, bool vertica
 	cairo_restore(cr);
 }
 
-/* A bar panel's frame, title and axis labels (the x label dy below it). */
-static void bar_frame(cairo_t *cr, const struct panel *p, double dy)
-{
-	cairo_set_source_rgb(cr, 0, 0, 0);
-	cairo_set_line_width(cr, 1.2);
-	cairo_rectangle(cr, p->x, p->y, p->w, p->h);
-	cairo_stroke(cr);
-	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-	text_at(cr, p->x + p->w / 2, p->y - 12, p->title, 0.5, 1, 15);
-	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-	text_at(cr, p->x + p->w / 2, p->y + p->h + dy, p->ax.label, 0.5, 0, 14);
-	cairo_save(cr);
-	cairo_translate(cr, p->x - 62, p->y + p->h / 2);
-	cairo_rotate(cr, -PLOT_PI / 2);
-	text_at(cr, 0, 0, p->ay.label, 0.5, 0.5, 14);
-	cairo_restore(cr);
-}
 
 /* Stacked bars of the best points: compute, exposed communication,
  * bubble, other, in ms. */
@@ -424,7 +413,7 @@ static void draw_breakdown(cairo_t *cr, double x, double y, const struct study_r
 		text_at(cr, 0, 0, t, 0, 0.5, 11);
 		cairo_restore(cr);
 	}
-	bar_frame(cr, &p, 62);
+	panel_frame(cr, &p, 62);
 }
 
 static void draw_pareto(cairo_t *cr, const struct panel *p, const struct study_row *rows, int n)
@@ -520,7 +509,7 @@ static void draw_faults(cairo_t *cr, double x, double y, const struct study_row 
 		cairo_restore(cr);
 	}
 	free(at);
-	bar_frame(cr, &p, 80);
+	panel_frame(cr, &p, 80);
 }
 
 /* cairo's stream writer onto a FILE. */
