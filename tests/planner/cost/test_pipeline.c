@@ -44,6 +44,28 @@ static struct plan *dp_plan(struct scenario *s)
 	return p;
 }
 
+/* The program simulated on the scenario's topology (coarse, the
+ * collective rule's algorithms). */
+static struct sim_result simulated(const struct scenario *s, const struct program *prog)
+{
+	struct sim_options o = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
+	struct sim_result r;
+	cr_assert(sim_run(A, s->topo, prog, &o, &r, &D), "%s does not simulate", s->name);
+	return r;
+}
+
+/* Each stage's simulated peak memory is the estimate's, to rounding. */
+static void expect_peaks_are_estimates(const struct estimate *e, const struct sim_result *r,
+                                       const struct program *prog, const char *what)
+{
+	for (int st = 0; st < e->n_stages; st++) {
+		double want = e->stages[st].mem.total;
+		double got = r->ranks[st * prog->stage_ranks].peak_memory_bytes;
+		cr_expect(fabs(got - want) <= 1e-9 * want, "%s stage %d: simulated %.0f, estimated %.0f",
+		          what, st, got, want);
+	}
+}
+
 /* ------------------------------------------------------------ schedules */
 
 static void expect_order(const struct prog_slot *sl, int n, const char *want)
@@ -142,9 +164,7 @@ static void bubble_within(enum pipeline_schedule sched, int64_t v, double want, 
 	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
 	cr_assert(plan_estimate(A, p, &e, &D));
 	cr_assert_eq(prog.n_chunks, 4 * (int)v);
-	struct sim_options o = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
-	struct sim_result r;
-	cr_assert(sim_run(A, s->topo, &prog, &o, &r, &D));
+	struct sim_result r = simulated(s, &prog);
 	for (int64_t k = 0; k < r.n_ranks; k++) {
 		double b = sim_bubble(&r, &prog, k);
 		cr_expect(fabs(b - want) <= tol * want, "%s v=%lld rank %lld: bubble %.4f, want %.4f",
@@ -259,9 +279,7 @@ Test(pipeline, zb_v_bubble)
 	const struct prog_chunk *c3 = &prog.chunks[3];
 	for (int i = c3->fwd; i < c3->fwd + c3->n_fwd; i++)
 		cr_expect_neq(prog.steps[i].kind, PROG_SEND, "chunk 3's forward sends nothing");
-	struct sim_options o = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
-	struct sim_result r;
-	cr_assert(sim_run(A, s->topo, &prog, &o, &r, &D));
+	struct sim_result r = simulated(s, &prog);
 	/* The schedule is packed: no unit has slack, so the sends between
 	 * the stages (64 KiB over HCCS at 30 GB/s after 1 us, 3.2 us against
 	 * T = 1.8 ms) add to the critical path, at most one a step of its
@@ -534,9 +552,7 @@ Test(pipeline, zero3_prefetch_simulated_as_estimated)
 	 * the 8 computes and one at the end of the backward */
 	cr_expect_eq(on_s1, 4 * 8);
 	cr_expect_eq(waits, 4 * 9);
-	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
-	struct sim_result r;
-	cr_assert(sim_run(A, s->topo, &prog, &so, &r, &D));
+	struct sim_result r = simulated(s, &prog);
 	cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.03 * e.iteration_s,
 	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
 }
@@ -554,9 +570,7 @@ Test(pipeline, zero2_reduce_scatters_queue_on_the_second_stream)
 	cr_assert(plan_estimate(A, p, &e, &D));
 	struct program prog;
 	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
-	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
-	struct sim_result r;
-	cr_assert(sim_run(A, s->topo, &prog, &so, &r, &D));
+	struct sim_result r = simulated(s, &prog);
 	cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.03 * e.iteration_s,
 	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
 }
@@ -768,9 +782,7 @@ Test(pipeline, tied_embedding_gradients_by_hand)
 			cr_expect_eq(sends, in, "case %zu stage %d: %d sends", k, st, sends);
 			cr_expect_eq(recvs, in, "case %zu stage %d: %d receives", k, st, recvs);
 		}
-		struct sim_result r;
-		struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
-		cr_assert(sim_run(A, s->topo, &prog, &so, &r, &D), "case %zu simulates", k);
+		simulated(s, &prog);
 	}
 }
 
@@ -803,17 +815,12 @@ Test(pipeline, simulated_memory_peak_is_the_estimates)
 		struct plan *p = dp_plan(s);
 		struct estimate e;
 		struct program prog;
-		struct sim_result r;
-		struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
 		cr_assert(plan_estimate(A, p, &e, &D));
 		cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
-		cr_assert(sim_run(A, s->topo, &prog, &so, &r, &D));
-		for (int st = 0; st < e.n_stages; st++) {
-			double want = e.stages[st].mem.total;
-			double got = r.ranks[st * prog.stage_ranks].peak_memory_bytes;
-			cr_expect(fabs(got - want) <= 1e-9 * want, "case %zu stage %d: simulated %.0f, "
-			          "estimated %.0f", k, st, got, want);
-		}
+		struct sim_result r = simulated(s, &prog);
+		char what[32];
+		snprintf(what, sizeof what, "case %zu", k);
+		expect_peaks_are_estimates(&e, &r, &prog, what);
 	}
 }
 
@@ -913,16 +920,11 @@ Test(pipeline, deep_interleaved_activations_by_hand)
 		if (P > 32)
 			continue;  /* the simulation of the deepest is left to the estimate's walk */
 		struct program prog;
-		struct sim_result r;
-		struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
 		cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
-		cr_assert(sim_run(A, s->topo, &prog, &so, &r, &D));
-		for (int st = 0; st < e.n_stages; st++) {
-			double want = e.stages[st].mem.total;
-			double got = r.ranks[st * prog.stage_ranks].peak_memory_bytes;
-			cr_expect(fabs(got - want) <= 1e-9 * want,
-			          "P %d v %d stage %d: simulated %.0f, estimated %.0f", P, v, st, got, want);
-		}
+		struct sim_result r = simulated(s, &prog);
+		char what[48];
+		snprintf(what, sizeof what, "P %d v %d", P, (int)v);
+		expect_peaks_are_estimates(&e, &r, &prog, what);
 	}
 }
 
