@@ -62,7 +62,7 @@ void calibrate_runs_help(FILE *f)
 	        "                   \"line\", \"measured\", \"unit\", \"error_pct\",\n"
 	        "                   \"cv_error_pct\"}], \"in_sample\" and \"cv\"\n"
 	        "                   ({\"method\", \"folds\", \"mape_pct\", \"rms_pct\",\n"
-	        "                   \"max_pct\"})\n"
+	        "                   \"max_pct\", \"log_rms\", \"covered\", \"coverable\"})\n"
 	        "  --out FILE       write the calibration file\n"
 	        "\n");
 }
@@ -188,7 +188,8 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 	fits[nf] = (struct cal_fit){.name = "training", .kind = "training", .fitted_on = on,
 	                            .points = f->n_points, .cv_method = f->cv_method,
 	                            .cv_folds = f->cv_folds, .cv_mape_pct = f->cv_mape_pct,
-	                            .cv_rms_pct = f->cv_rms_pct, .n_figures = p, .figures = names,
+	                            .cv_rms_pct = f->cv_rms_pct, .cv_log_rms = f->cv_log_rms,
+	                            .n_figures = p, .figures = names,
 	                            .covariance = cov};
 	*c = (struct calibration){.name = r->name ? r->name : cli_calibration_name(ar, r->out), .description = r->description,
 	                          .device = device, .n_figures = nb + p, .figures = fig,
@@ -268,10 +269,17 @@ static void text(const struct rargs *r, const struct validation *v,
 	printf("\nin sample:      MAPE %.2f%%, max %.2f%% (not a measure of accuracy)\n",
 	       f->mape_pct, f->max_pct);
 	const char *method = !strcmp(f->cv_method, "k-fold") ? "k-fold:" : "leave-one-out:";
-	if (isfinite(f->cv_mape_pct))
+	if (isfinite(f->cv_mape_pct)) {
 		printf("%-15s MAPE %.2f%%, max %.2f%%, rms %.2f%% (%d folds)\n", method,
 		       f->cv_mape_pct, f->cv_max_pct, f->cv_rms_pct, f->cv_folds);
-	else
+		printf("%-15s ln(predicted / measured) rms %.4f", "", f->cv_log_rms);
+		if (f->cv_coverable > 0)
+			printf("; held-out coverage %d of %d (%.0f%%) inside their 90%% residual "
+			       "intervals\n", f->cv_covered, f->cv_coverable,
+			       100.0 * f->cv_covered / f->cv_coverable);
+		else
+			printf("; held-out coverage: too few rows\n");
+	} else
 		printf("%-15s none: no row could be predicted out of sample (each fold leaves fewer "
 		       "rows than figures; fit fewer with --figures)\n", method);
 	warnings(stdout, tf);
@@ -341,6 +349,9 @@ static cJSON *json(const struct rargs *r, const struct validation *v,
 	cJSON_AddItemToObject(cv, "mape_pct", num_or_null(f->cv_mape_pct));
 	cJSON_AddItemToObject(cv, "rms_pct", num_or_null(f->cv_rms_pct));
 	cJSON_AddItemToObject(cv, "max_pct", num_or_null(f->cv_max_pct));
+	cJSON_AddItemToObject(cv, "log_rms", num_or_null(f->cv_log_rms));
+	cJSON_AddNumberToObject(cv, "covered", f->cv_covered);
+	cJSON_AddNumberToObject(cv, "coverable", f->cv_coverable);
 	return root;
 }
 

@@ -925,7 +925,8 @@ static bool bench_out(struct arena *ar, const struct args *a, const struct bench
 	*fit = (struct cal_fit){.name = "collectives", .kind = "collectives", .fitted_on = on,
 	                        .points = t->n_points, .cv_method = f->cv_method,
 	                        .cv_folds = f->cv_folds, .cv_mape_pct = f->cv_mape_pct,
-	                        .cv_rms_pct = f->cv_rms_pct, .n_figures = n, .figures = names,
+	                        .cv_rms_pct = f->cv_rms_pct, .cv_log_rms = NAN,
+	                        .n_figures = n, .figures = names,
 	                        .covariance = cov};
 	*c = (struct calibration){.name = cli_calibration_name(ar, a->out), .device = topo->device.kind,
 	                          .n_figures = n, .figures = cf,
@@ -1040,6 +1041,7 @@ static bool kernels_out(struct arena *ar, const struct args *a, const struct cal
 	*fit = (struct cal_fit){.name = "kernels", .kind = "kernels", .fitted_on = on,
 	                        .points = t->n_rows, .cv_method = cv->method, .cv_folds = cv->folds,
 	                        .cv_mape_pct = cv->mape_pct, .cv_rms_pct = cv->rms_pct,
+	                        .cv_log_rms = NAN,
 	                        .n_figures = n, .figures = fnames, .covariance = cov};
 	*c = (struct calibration){.name = cli_calibration_name(ar, a->out), .device = topo->device.kind,
 	                          .n_figures = n, .figures = cf, .n_fits = cross ? 1 : 0,

@@ -82,11 +82,13 @@ cJSON *cli_interval_json(const struct cal_interval *iv)
 		cJSON_AddStringToObject(o, "note", iv->why);
 		return o;
 	}
-	cJSON_AddNumberToObject(o, "level", 0.9);
+	cJSON_AddNumberToObject(o, "level", CAL_INTERVAL_LEVEL);
 	cJSON_AddNumberToObject(o, "lo_s", iv->lo_s);
 	cJSON_AddNumberToObject(o, "hi_s", iv->hi_s);
 	cJSON_AddNumberToObject(o, "relative_sd", iv->rel_sd);
 	cJSON_AddNumberToObject(o, "relative_sd_figures", iv->rel_sd_figures);
+	cJSON_AddNumberToObject(o, "dof", iv->dof);
+	cJSON_AddNumberToObject(o, "quantile", iv->quantile);
 	return o;
 }
 

@@ -287,8 +287,14 @@ void study_row_at_percentile(const struct study *st, struct study_row *r, double
 {
 	if (!study_row_has_interval(r))
 		return;
-	double t = r->iteration_s * (1 + gsl_cdf_ugaussian_Pinv(p) * r->iteration_rel_sd);
-	r->iteration_s = t > 0 ? t : 0;
+	/* The interval is lognormal, t exp(± q s) (cost_interval_of): on ln t
+	 * the P-th percentile is z_P / z_95 of the way to its upper end, the
+	 * 95th percentile (exact there and at the median; between them the
+	 * normal's shape stands for Student's t). */
+	double t = r->iteration_s, up = r->iteration_hi_s / t;
+	if (!(t > 0) || !(up > 1) || !isfinite(up))
+		return;
+	r->iteration_s = t * pow(up, gsl_cdf_ugaussian_Pinv(p) / gsl_cdf_ugaussian_Pinv(0.95));
 	study_row_figures(st, r);
 }
 

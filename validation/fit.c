@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include <gsl/gsl_blas.h>
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
@@ -226,7 +227,7 @@ bool validation_fit_model(struct arena *a, const struct validation_model *m,
 	int folds = n > VALIDATION_FIT_LOO_MAX ? VALIDATION_FIT_FOLDS : n;
 	out->cv_method = folds == n ? "leave-one-out" : "k-fold";
 	out->cv_folds = folds;
-	double cs = 0, cq = 0;
+	double cs = 0, cq = 0, cl = 0;
 	for (int f = 0; f < folds; f++) {
 		int nt = 0;
 		for (int i = 0; i < n; i++)
@@ -244,12 +245,30 @@ bool validation_fit_model(struct arena *a, const struct validation_model *m,
 			}
 			cs += fabs(e);
 			cq += e * e;
+			cl += log1p(e / 100) * log1p(e / 100);
 			out->cv_max_pct = fmax(out->cv_max_pct, fabs(e));
 		}
 	}
 	int nc = n - out->cv_failed;
 	out->cv_mape_pct = nc > 0 ? cs / nc : NAN;
 	out->cv_rms_pct = nc > 0 ? sqrt(cq / nc) : NAN;
+	/* The spread of ln(predicted / measured), what the prediction
+	 * intervals draw (docs/validation.md, "Prediction intervals"): the
+	 * held-out residuals are out of sample already, so their mean square
+	 * is over nc, not nc - p. */
+	out->cv_log_rms = nc > 0 ? sqrt(cl / nc) : NAN;
+	/* Held-out coverage: each row against the interval the other rows'
+	 * residuals give, with their own degrees of freedom. */
+	int dof = nc - 1 - p;
+	for (int i = 0; dof >= 1 && i < n; i++) {
+		double e = out->cv_err_pct[i];
+		if (!isfinite(e))
+			continue;
+		double r = log1p(e / 100), s = sqrt((cl - r * r) / (nc - 1));
+		out->cv_coverable++;
+		if (fabs(r) <= gsl_cdf_tdist_Pinv(0.95, dof) * s)
+			out->cv_covered++;
+	}
 	return true;
 }
 

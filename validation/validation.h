@@ -283,13 +283,21 @@ struct validation_fit_result {
 	int cv_folds;
 	double *cv_err_pct;               /* [n_points] out of sample; NAN: not predicted */
 	double cv_mape_pct, cv_rms_pct, cv_max_pct;
+	double cv_log_rms;                /* out of sample, RMS of ln(predicted / measured) */
+	int cv_covered, cv_coverable;     /* held-out rows inside the 90% residual interval
+	                                     drawn from the other rows' (validation_fit_model) */
 	int cv_failed;                    /* points a fold could not predict */
 };
 
 /* Fits m's figures within their bounds (GSL multifit_nlinear, a
  * logistic change of variable), then their standard errors, covariance,
  * conditioning and the cross-validated errors (leave-one-out, k-fold
- * above VALIDATION_FIT_LOO_MAX points). False only when out of memory. */
+ * above VALIDATION_FIT_LOO_MAX points), and the held-out coverage: the
+ * rows whose held-out |ln(predicted / measured)| is within q s, s the
+ * RMS of the other rows' and q Student's t quantile of 0.95 with their
+ * count - figures degrees of freedom (the prediction interval's residual
+ * part, built without the row; cv_coverable 0 when too few rows). False
+ * only when out of memory. */
 bool validation_fit_model(struct arena *a, const struct validation_model *m,
                           struct validation_fit_result *out);
 

@@ -16,6 +16,7 @@
  * seconds and bytes/s. Not a hot path.
  */
 #include <cjson/cJSON.h>
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -202,7 +203,8 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 {
 	static const char *const keys[] = {"name", "kind", "fitted_on", "points", "figures",
 	                                   "covariance", "cv", NULL};
-	static const char *const cv_keys[] = {"method", "folds", "mape_pct", "rms_pct", NULL};
+	static const char *const cv_keys[] = {"method", "folds", "mape_pct", "rms_pct", "log_rms",
+	                                      NULL};
 	static const char *const kinds[] = {"kernels", "collectives", "training"};
 	static const char *const methods[] = {"leave-one-out", "k-fold"};
 	*out = (struct cal_fit){.line = f->line};
@@ -240,6 +242,7 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 		}
 		ok = jv_req_number(&cv, "mape_pct", JR_NONNEG, &out->cv_mape_pct) && ok;
 		ok = jv_req_number(&cv, "rms_pct", JR_NONNEG, &out->cv_rms_pct) && ok;
+		ok = jv_opt_number(&cv, "log_rms", JR_NONNEG, NAN, &out->cv_log_rms) && ok;
 	} else {
 		ok = false;
 	}
@@ -545,6 +548,8 @@ cJSON *cost_calibration_json(const struct calibration *c)
 		cJSON_AddNumberToObject(cv, "folds", f->cv_folds);
 		cJSON_AddNumberToObject(cv, "mape_pct", f->cv_mape_pct);
 		cJSON_AddNumberToObject(cv, "rms_pct", f->cv_rms_pct);
+		if (isfinite(f->cv_log_rms))
+			cJSON_AddNumberToObject(cv, "log_rms", f->cv_log_rms);
 		cJSON_AddItemToArray(fits, o);
 	}
 	return root;
@@ -591,15 +596,30 @@ static double time_with(struct arena *a, const struct plan *p, const struct cal_
 	return cost_plan_time_with(a, p, 1, &f->param, &f->tier, &value);
 }
 
+void cost_interval_of(double center_s, double log_sd, double log_sd_figures, int dof,
+                      double level, struct cal_interval *out)
+{
+	*out = (struct cal_interval){.why = "fewer rows than figures + 1: no interval",
+	                             .center_s = center_s, .dof = dof};
+	if (dof < 1 || !isfinite(log_sd))
+		return;
+	out->have = true;
+	out->why = NULL;
+	out->rel_sd = log_sd;
+	out->rel_sd_figures = log_sd_figures;
+	out->quantile = gsl_cdf_tdist_Pinv((1 + level) / 2, dof);
+	out->lo_s = center_s * exp(-out->quantile * log_sd);
+	out->hi_s = center_s * exp(out->quantile * log_sd);
+}
+
 void cost_interval_at(const struct cal_interval *in, double center_s, struct cal_interval *out)
 {
 	*out = *in;
 	out->center_s = center_s;
 	if (!in->have)
 		return;
-	double half = CAL_INTERVAL_Z90 * in->rel_sd * center_s;
-	out->lo_s = center_s - half > 0 ? center_s - half : 0;
-	out->hi_s = center_s + half;
+	out->lo_s = center_s * exp(-in->quantile * in->rel_sd);
+	out->hi_s = center_s * exp(in->quantile * in->rel_sd);
 }
 
 bool cost_calibration_interval(struct arena *a, const struct calibration *c, const struct plan *p,
@@ -651,9 +671,12 @@ bool cost_calibration_interval(struct arena *a, const struct calibration *c, con
 			for (int j = 0; j < n && j < 6; j++)
 				var += g[i] * fit->covariance[i * n + j] * g[j];
 	}
-	double fig = var > 0 ? sqrt(var) / t0 : 0, res = tf->cv_rms_pct / 100;
-	struct cal_interval in = {.have = true, .why = NULL, .rel_sd = sqrt(fig * fig + res * res),
-	                          .rel_sd_figures = fig};
-	cost_interval_at(&in, t0, out);
+	/* The residuals' spread in ln(predicted / measured), out of sample
+	 * (a file without it: the relative RMS, its first-order equal); its
+	 * degrees of freedom those of the fit's residuals, n - p. */
+	double fig = var > 0 ? sqrt(var) / t0 : 0;
+	double res = isfinite(tf->cv_log_rms) ? tf->cv_log_rms : tf->cv_rms_pct / 100;
+	cost_interval_of(t0, sqrt(fig * fig + res * res), fig, tf->points - tf->n_figures,
+	                 CAL_INTERVAL_LEVEL, out);
 	return true;
 }

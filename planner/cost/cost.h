@@ -290,6 +290,8 @@ struct cal_fit {
 	int cv_folds;
 	double cv_mape_pct;          /* out-of-sample mean |relative error|, % */
 	double cv_rms_pct;           /* out-of-sample root mean square relative error, % */
+	double cv_log_rms;           /* out-of-sample root mean square of ln(predicted /
+	                                measured); NAN when the file does not give it */
 	int n_figures;
 	const char **figures;        /* names of the figures it fitted */
 	double *covariance;
@@ -348,22 +350,34 @@ double cost_plan_time_with(struct arena *a, const struct plan *p, int n,
 const struct cal_fit *cost_calibration_training_fit(const struct calibration *c);
 
 /* A prediction's interval from its calibration (docs/validation.md,
- * "Prediction intervals"): the variance of the figures (each fit's
- * covariance) propagated by the delta method, with the gradient of the
- * plan's estimated iteration time taken by central differences of the
- * figures, plus the training fit's cross-validated residual spread
- * (cv_rms_pct, relative). The relative spread so found is applied to
- * `center_s` (the estimate's or a simulation's time): center ± z sd,
- * z = 1.645 for 90%. */
-#define CAL_INTERVAL_Z90 1.6448536269514722
+ * "Prediction intervals"), on the logarithm of the time: the variance of
+ * the figures (each fit's covariance) propagated by the delta method, with
+ * the gradient of the plan's estimated iteration time taken by central
+ * differences of the figures, relative to the time (d ln t = dt / t), plus
+ * the training fit's cross-validated residual spread in ln(predicted /
+ * measured) (cv_log_rms; cv_rms_pct / 100 for a file without it). The
+ * spread s so found is applied to `center_s` (the estimate's or a
+ * simulation's time) as a lognormal: center x exp(± q s), q Student's t
+ * quantile of 95% with the training fit's points - figures degrees of
+ * freedom (the residuals' own), so that the interval never reaches 0 and
+ * is as wide as a few rows warrant. */
+#define CAL_INTERVAL_LEVEL 0.9
 struct cal_interval {
-	bool have;                   /* false: no training fit, or the figures' estimate
-	                                failed; then only `why` */
+	bool have;                   /* false: no training fit, too few rows, or the
+	                                figures' estimate failed; then only `why` */
 	const char *why;
-	double rel_sd;               /* relative standard deviation of the prediction */
+	double rel_sd;               /* standard deviation of ln(time) (relative, to first order) */
 	double rel_sd_figures;       /* of it, the figures' covariance's part */
+	int dof;                     /* the residual spread's degrees of freedom */
+	double quantile;             /* Student's t quantile of (1 + level) / 2 at dof */
 	double center_s, lo_s, hi_s; /* the 90% interval */
 };
+/* The lognormal interval of spread `log_sd` (ln scale) with `dof` degrees
+ * of freedom around center_s at `level` (0.9: 90%): center x exp(± q
+ * log_sd), q = Student's t quantile of (1 + level) / 2. dof < 1: no
+ * interval (out->have false). */
+void cost_interval_of(double center_s, double log_sd, double log_sd_figures, int dof,
+                      double level, struct cal_interval *out);
 /* The plan's topology must be the calibrated one (c applied). False only
  * when out of memory; an interval that cannot be had is out->have false. */
 bool cost_calibration_interval(struct arena *a, const struct calibration *c, const struct plan *p,

@@ -1407,11 +1407,14 @@ Test(studies, row_interval_is_the_estimates, .timeout = 120)
 	rmdir(dir);
 }
 
-/* Two points by hand: A at 10 s with sigma/t 0.2, B at 10.5 s with sigma/t
- * 0.01. On the estimate (the median) A is the faster. At the 90th
- * percentile (z = 1.2815516, the normal quantile) A takes 10 x (1 + 1.2815516
- * x 0.2) = 12.563103 s and B 10.5 x (1 + 1.2815516 x 0.01) = 10.634563 s:
- * B is chosen. The interval's ends stay. */
+/* Two points by hand: A at 10 s with a log spread of 0.2, B at 10.5 s with
+ * 0.01, their 90% intervals t exp(± 1.943180 s) (Student's t of 95%, 6
+ * degrees of freedom, tables). On the estimate (the median) A is the
+ * faster. At the 90th percentile, z_90 / z_95 = 1.2815516 / 1.6448536 of
+ * the way to the upper end on ln t: A takes 10 exp(1.943180 x 0.2 x
+ * 0.7791280) = 13.536399 s and B 10.5 exp(1.943180 x 0.01 x 0.7791280) =
+ * 10.660178 s: B is chosen. At the 95th the upper end itself. The
+ * interval's ends stay. */
 Test(studies, percentile_90_ranks_by_the_upper_time)
 {
 	struct study *st = load("tests/data/studies/tiny.json");
@@ -1420,8 +1423,8 @@ Test(studies, percentile_90_ranks_by_the_upper_time)
 	for (int i = 0; i < 2; i++) {
 		rows[i] = (struct study_row){.ok = true, .devices = 8, .servers = 1,
 		                             .iteration_s = t[i], .iteration_rel_sd = sd[i],
-		                             .iteration_lo_s = t[i] * (1 - 1.6448536 * sd[i]),
-		                             .iteration_hi_s = t[i] * (1 + 1.6448536 * sd[i]),
+		                             .iteration_lo_s = t[i] * exp(-1.943180 * sd[i]),
+		                             .iteration_hi_s = t[i] * exp(1.943180 * sd[i]),
 		                             .tokens_per_iteration = 8192, .model_flops = 1e15,
 		                             .compute_s = 1, .state_bytes = 1e9,
 		                             .state_bytes_per_device = 1e8};
@@ -1433,11 +1436,15 @@ Test(studies, percentile_90_ranks_by_the_upper_time)
 	cr_expect_eq(study_best(st, rows, 2, -1, 0), 0, "the median picks A");
 	for (int i = 0; i < 2; i++)
 		study_row_at_percentile(st, &rows[i], 0.9);
-	cr_expect_float_eq(rows[0].iteration_s, 12.563103, 1e-6);
-	cr_expect_float_eq(rows[1].iteration_s, 10.634563, 1e-6);
-	cr_expect_float_eq(rows[0].time_to_train_s, 1000 * 12.563103, 1e-3);
-	cr_expect_float_eq(rows[0].iteration_hi_s, 10 * (1 + 1.6448536 * 0.2), 1e-6);
+	cr_expect_float_eq(rows[0].iteration_s, 13.536399, 1e-6);
+	cr_expect_float_eq(rows[1].iteration_s, 10.660178, 1e-6);
+	cr_expect_float_eq(rows[0].time_to_train_s, 1000 * 13.536399, 1e-3);
+	cr_expect_float_eq(rows[0].iteration_hi_s, 10 * exp(1.943180 * 0.2), 1e-6);
 	cr_expect_eq(study_best(st, rows, 2, -1, 0), 1, "the 90th percentile picks B");
+	struct study_row at95 = rows[1];
+	at95.iteration_s = 10.5;
+	study_row_at_percentile(st, &at95, 0.95);
+	cr_expect_float_eq(at95.iteration_s, at95.iteration_hi_s, 1e-9, "the 95th: the upper end");
 	/* A row without an interval is left as it is. */
 	struct study_row none = rows[0];
 	none.iteration_rel_sd = NAN;

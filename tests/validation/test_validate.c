@@ -673,6 +673,48 @@ Test(validate, fit_recovers_known_figures_within_their_errors)
 	          f.cv_rms_pct);
 }
 
+/* One figure, a scale x predicting every row (predicted = x): least
+ * squares on the relative errors give x = sum(1/m) / sum(1/m^2), so each
+ * held-out prediction is that over the other four rows, by hand. Four rows
+ * near 1 and one at 1.3: the ln(predicted / measured) RMS of the five
+ * held-out residuals, and the held-out coverage: each |r_i| against
+ * t(0.95, 3 dof) = 2.353363 (tables) times the RMS of the other four;
+ * the row at 1.3 (|r| 0.260 against 0.121) is the one outside. */
+static double scale_predict(void *ctx, int i, const double *x)
+{
+	(void)ctx;
+	(void)i;
+	return x[0];
+}
+
+Test(validate, held_out_log_spread_and_coverage_by_hand)
+{
+	const double meas[5] = {1.0, 1.02, 0.98, 1.01, 1.3};
+	struct validation_model m = {.n_points = 5, .n_figures = 1, .lo = {0.5}, .hi = {1.5},
+	                             .start = {1}, .measured = meas, .predict = scale_predict};
+	struct validation_fit_result f;
+	cr_assert(validation_fit_model(A, &m, &f));
+	cr_assert(f.ok);
+	double r[5], cl = 0;
+	for (int i = 0; i < 5; i++) {
+		double a = 0, b = 0;
+		for (int j = 0; j < 5; j++)
+			if (j != i) {
+				a += 1 / meas[j];
+				b += 1 / (meas[j] * meas[j]);
+			}
+		r[i] = log(a / b / meas[i]);
+		cl += r[i] * r[i];
+	}
+	near(f.cv_log_rms, sqrt(cl / 5), 1e-6, "ln rms");
+	int covered = 0;
+	for (int i = 0; i < 5; i++)
+		covered += fabs(r[i]) <= 2.353363 * sqrt((cl - r[i] * r[i]) / 4);
+	cr_assert_eq(covered, 4);
+	cr_assert_eq(f.cv_coverable, 5);
+	cr_assert_eq(f.cv_covered, 4);
+}
+
 /* Two figures that move every row alike cannot be told apart: the
  * Jacobian is singular, the fit says so. */
 static double twin_predict(void *ctx, int i, const double *x)

@@ -1187,8 +1187,9 @@ Test(calibrate, k_fold_above_twenty_sizes)
 /* --------------------------------------------- prediction intervals */
 
 /* A calibration of one training figure (GEMMs at 0.9 of the device's rate,
- * standard error 0.05) whose fit's residuals spread 5% out of sample, on
- * the 4-layer GPT over 32 A100s. */
+ * standard error as given) fitted on 10 rows whose residuals spread 5%
+ * out of sample (the relative RMS) and `log_rms` in ln(predicted /
+ * measured) (none: the key left out), on the 4-layer GPT over 32 A100s. */
 static const char interval_cal[] =
 	"{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"iv\",\n"
 	" \"figures\": [{\"name\": \"train.gemm_efficiency\", \"units\": \"ratio\",\n"
@@ -1196,7 +1197,12 @@ static const char interval_cal[] =
 	"   \"fit\": \"training\"}],\n"
 	" \"fits\": [{\"name\": \"training\", \"kind\": \"training\", \"fitted_on\": \"made up\",\n"
 	"   \"points\": 10, \"figures\": [\"train.gemm_efficiency\"], \"covariance\": [[%s]],\n"
-	"   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 10, \"mape_pct\": 4, \"rms_pct\": 5}}]}\n";
+	"   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 10, \"mape_pct\": 4, \"rms_pct\": 5%s}}]}\n";
+
+/* Student's t quantile of 0.95 with 9 degrees of freedom (10 rows, one
+ * figure): 1.833112932653633, the published value (R's qt(0.95, 9);
+ * tables give 1.833). */
+#define T95_9 1.833112932653633
 
 static double estimate_with_gemm(const struct plan *p, double gemm)
 {
@@ -1211,10 +1217,12 @@ static double estimate_with_gemm(const struct plan *p, double gemm)
 	return e.iteration_s;
 }
 
-static const struct plan *interval_plan(const char *se, const char *var)
+static const struct plan *interval_plan(const char *se, const char *var, const char *log_rms)
 {
-	char text[2048];
-	snprintf(text, sizeof text, interval_cal, se, var);
+	char text[2048], extra[64] = "";
+	if (log_rms)
+		snprintf(extra, sizeof extra, ", \"log_rms\": %s", log_rms);
+	snprintf(text, sizeof text, interval_cal, se, var, extra);
 	struct json_doc doc;
 	cr_assert(json_doc_parse(&doc, "iv.json", text, strlen(text), &D));
 	struct calibration *c = cost_calibration_load_doc(A, &doc);
@@ -1228,40 +1236,80 @@ static const struct plan *interval_plan(const char *se, const char *var)
 	return p;
 }
 
-/* No spread in the figure: the interval is the residuals' alone, t (1 ±
- * 1.645 x 0.05). */
+/* No spread in the figure: the interval is the residuals' alone, a
+ * lognormal t exp(± q 0.04) with q Student's t of 9 degrees of freedom. */
 Test(calibrate, interval_of_residuals_alone)
 {
-	const struct plan *p = interval_plan("0", "0");
+	const struct plan *p = interval_plan("0", "0", "0.04");
 	struct cal_interval iv;
 	cr_assert(cost_calibration_interval(A, p->scenario->topo->calibration, p, &iv));
 	cr_assert(iv.have);
 	double t = estimate_with_gemm(p, 0.9);
+	cr_assert_eq(iv.dof, 9);
+	within(iv.quantile, T95_9, 1e-9, "t quantile, 9 degrees of freedom");
 	within(iv.center_s, t, 1e-12, "centre");
-	within(iv.rel_sd, 0.05, 1e-12, "relative sd");
-	within(iv.lo_s, t * (1 - 1.6448536269514722 * 0.05), 1e-12, "low end");
-	within(iv.hi_s, t * (1 + 1.6448536269514722 * 0.05), 1e-12, "high end");
-	/* Moved onto another time (a simulation's), the same relative width. */
+	within(iv.rel_sd, 0.04, 1e-12, "log sd: the file's log_rms");
+	within(iv.lo_s, t * exp(-T95_9 * 0.04), 1e-9, "low end");
+	within(iv.hi_s, t * exp(T95_9 * 0.04), 1e-9, "high end");
+	/* Moved onto another time (a simulation's), the same ratios. */
 	struct cal_interval at;
 	cost_interval_at(&iv, 2.0, &at);
-	within(at.hi_s, 2.0 * (1 + 1.6448536269514722 * 0.05), 1e-12, "moved");
+	within(at.lo_s, 2.0 * exp(-T95_9 * 0.04), 1e-9, "moved, low");
+	within(at.hi_s, 2.0 * exp(T95_9 * 0.04), 1e-9, "moved, high");
 }
 
-/* Variance 0.05^2 in the figure: the delta method by hand, the gradient of
- * the estimate over 0.85 .. 0.95, var = g^2 0.0025 + (0.05 t)^2. */
-Test(calibrate, interval_is_the_delta_method)
+/* A file without log_rms (written before it existed): the relative RMS
+ * stands for it, 5% here. */
+Test(calibrate, interval_without_log_rms_takes_the_relative_rms)
 {
-	const struct plan *p = interval_plan("0.05", "0.0025");
+	const struct plan *p = interval_plan("0", "0", NULL);
+	struct cal_interval iv;
+	cr_assert(cost_calibration_interval(A, p->scenario->topo->calibration, p, &iv));
+	cr_assert(iv.have);
+	double t = estimate_with_gemm(p, 0.9);
+	within(iv.rel_sd, 0.05, 1e-12, "log sd: rms_pct / 100");
+	within(iv.hi_s, t * exp(T95_9 * 0.05), 1e-9, "high end");
+}
+
+/* Variance 0.05^2 in the figure: the delta method by hand on ln t, the
+ * gradient of the estimate over 0.85 .. 0.95 divided by t, plus the
+ * residuals' 0.04, and the t quantile: t exp(± q sqrt((g 0.05 / t)^2 +
+ * 0.04^2)). */
+Test(calibrate, interval_is_the_delta_method_on_ln_t)
+{
+	const struct plan *p = interval_plan("0.05", "0.0025", "0.04");
 	struct cal_interval iv;
 	cr_assert(cost_calibration_interval(A, p->scenario->topo->calibration, p, &iv));
 	cr_assert(iv.have);
 	double t = estimate_with_gemm(p, 0.9);
 	double g = (estimate_with_gemm(p, 0.95) - estimate_with_gemm(p, 0.85)) / 0.1;
 	cr_assert(g < 0, "a faster GEMM, a shorter iteration");
-	double sd = sqrt(g * g * 0.0025 + (0.05 * t) * (0.05 * t));
-	within(iv.rel_sd_figures, fabs(g) * 0.05 / t, 1e-9, "the figure's part");
-	within(iv.lo_s, t - 1.6448536269514722 * sd, 1e-9, "low end");
-	within(iv.hi_s, t + 1.6448536269514722 * sd, 1e-9, "high end");
+	double fig = fabs(g) * 0.05 / t, sd = sqrt(fig * fig + 0.04 * 0.04);
+	within(iv.rel_sd_figures, fig, 1e-9, "the figure's part");
+	within(iv.rel_sd, sd, 1e-9, "both");
+	within(iv.lo_s, t * exp(-T95_9 * sd), 1e-9, "low end");
+	within(iv.hi_s, t * exp(T95_9 * sd), 1e-9, "high end");
+	cr_assert(iv.lo_s > 0 && iv.hi_s / t > t / iv.lo_s * (1 - 1e-12),
+	          "lognormal: never 0, the same ratio either side");
+}
+
+/* Hand-computed quantiles (published tables): 1 degree of freedom 6.313752,
+ * 2: 2.919986, 30: 1.697261; none with 0 (as many figures as rows), and a
+ * spread so wide a normal would have gone below 0 stays above it. */
+Test(calibrate, interval_quantiles_by_degrees_of_freedom)
+{
+	struct cal_interval iv;
+	cost_interval_of(1.0, 0.1, 0, 1, 0.9, &iv);
+	within(iv.quantile, 6.313752, 1e-6, "t(0.95, 1)");
+	cost_interval_of(1.0, 0.1, 0, 2, 0.9, &iv);
+	within(iv.quantile, 2.919986, 1e-6, "t(0.95, 2)");
+	cost_interval_of(1.0, 0.1, 0, 30, 0.9, &iv);
+	within(iv.quantile, 1.697261, 1e-6, "t(0.95, 30)");
+	cost_interval_of(1.0, 0.1, 0, 0, 0.9, &iv);
+	cr_assert(!iv.have && iv.why, "no degrees of freedom, no interval");
+	cost_interval_of(3.0, 0.9, 0, 2, 0.9, &iv);
+	cr_assert(iv.have && iv.lo_s > 0, "never 0");
+	within(iv.lo_s * iv.hi_s, 9.0, 1e-9, "symmetric in ln t around 3 s");
 }
 
 /* Without a training fit there is no interval, and the output says why. */
