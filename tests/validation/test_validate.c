@@ -757,11 +757,12 @@ Test(validate, training_fit_recovers_figures_set_on_the_rows, .timeout = 300)
  * Bridge docs/performance-summary.md, 25.11 container): DP = GPUs / (TP x
  * PP x CP), the graph one micro-batch of every replica (MBS x DP samples),
  * and GBS / (MBS x DP) micro-batches, the table's own GA column. The models'
- * parameters are the published totals of the Hugging Face checkpoints
- * (meta-llama/Meta-Llama-3-8B 8,030,261,248; Meta-Llama-3-70B
- * 70,553,706,496; Llama-3.1-405B 405,853,388,800), e.g. 8B: 32 layers of
- * (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096) + 2 x
- * 128256 x 4096 + 4096. */
+ * parameters, counted by hand from the Hugging Face configs (untied
+ * embeddings): l layers of (2 h^2 + 2 h x 1024 + 3 h f + 2 h) + 2 x 128256
+ * x h + h, e.g. 8B: 32 x 218,112,000 + 1,050,673,152 + 4096 =
+ * 8,030,261,248; 70B (h 8192, f 28672, 80 layers) 70,553,706,496; 405B
+ * (h 16384, f 53248, 126 layers) 405,853,388,800: the model cards' 8B, 70B
+ * and 405B. */
 Test(validate, megatron_bridge_rows_load_with_the_tables_parallelism_and_plan, .timeout = 120)
 {
 	static const struct {
