@@ -12,6 +12,7 @@
  * Figures print with fixed formats, so the same inputs give the same bytes.
  */
 #include <cjson/cJSON.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ void calibrate_runs_help(FILE *f)
 {
 	fprintf(f,
 	        "       shardlab calibrate --runs VALIDATION.json [--figures NAMES]\n"
+	        "                               [--rows PATTERN]\n"
 	        "                               [--calibration BASE] [--name NAME]\n"
 	        "                               [--description TEXT] [--json] [--out FILE]\n"
 	        "\n"
@@ -50,12 +52,15 @@ void calibrate_runs_help(FILE *f)
 	        "  --figures NAMES  the figures to fit, comma-separated (at most 6);\n"
 	        "                   default train.gemm_efficiency,\n"
 	        "                   train.nic_efficiency, train.op_overhead_us\n"
+	        "  --rows PATTERN   fit only the rows whose name matches PATTERN (a\n"
+	        "                   shell glob, as validate's --rows)\n"
 	        "  --calibration BASE applied to every row's topology before the fit\n"
 	        "                   (kernel or collective figures); --out keeps its\n"
 	        "                   figures and fits ahead of the training fit's\n"
 	        "  --name NAME, --description TEXT  the written file's (default name:\n"
 	        "                   --out's file name)\n"
-	        "  --json           print JSON: \"runs\", \"calibration\", \"figures\"\n"
+	        "  --json           print JSON: \"runs\", \"rows_matching\" (--rows),\n"
+	        "                   \"calibration\", \"figures\"\n"
 	        "                   [{\"name\", \"units\", \"bounds\", \"value\",\n"
 	        "                   \"std_error\", \"identifiable\", \"at_bound\"}],\n"
 	        "                   \"covariance\", \"condition\", \"rows\" [{\"name\",\n"
@@ -69,6 +74,7 @@ void calibrate_runs_help(FILE *f)
 
 struct rargs {
 	const char *runs, *base, *out, *name, *description;
+	const char *rows;  /* glob; NULL: every row */
 	bool json;
 	int n_figures;
 	enum cal_param figures[VALIDATION_FIT_MAX];
@@ -117,7 +123,7 @@ static bool parse(struct arena *ar, int argc, char **argv, struct rargs *r)
 			continue;
 		}
 		static const char *const valued[] = {"--runs", "--figures", "--calibration", "--out",
-		                                     "--name", "--description"};
+		                                     "--name", "--description", "--rows"};
 		size_t k = 0;
 		while (k < SL_COUNTOF(valued) && strcmp(o, valued[k]))
 			k++;
@@ -140,7 +146,8 @@ static bool parse(struct arena *ar, int argc, char **argv, struct rargs *r)
 		case 2: r->base = strcmp(v, "none") ? v : NULL; break;
 		case 3: r->out = v; break;
 		case 4: r->name = v; break;
-		default: r->description = v; break;
+		case 5: r->description = v; break;
+		default: r->rows = v; break;
 		}
 	}
 	return true;
@@ -165,8 +172,10 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 	struct cal_fit *fits = arena_calloc(ar, (size_t)nf + 1, sizeof *fits);
 	const char **names = arena_calloc(ar, (size_t)p, sizeof *names);
 	double *cov = arena_calloc(ar, (size_t)(p * p), sizeof *cov);
-	const char *on = arena_printf(ar, "%s (%s): %d training rows, their estimates", v->file,
-	                              v->name, f->n_points);
+	const char *on = r->rows ? arena_printf(ar, "%s (%s), rows '%s': %d training rows, their "
+	                                        "estimates", v->file, v->name, r->rows, f->n_points)
+	                         : arena_printf(ar, "%s (%s): %d training rows, their estimates",
+	                                        v->file, v->name, f->n_points);
 	if (!c || !fig || !fits || !names || !cov || !on)
 		return NULL;
 	for (int i = 0; i < nb; i++)
@@ -229,6 +238,8 @@ static void text(const struct rargs *r, const struct validation *v,
 	printf("calibrate %s: %d figure%s fitted to %d training row%s of %s, through their "
 	       "estimates\n", v->name, tf->n_figures, tf->n_figures == 1 ? "" : "s", f->n_points,
 	       f->n_points == 1 ? "" : "s", v->file);
+	if (r->rows)
+		printf("rows matching '%s'\n", r->rows);
 	if (base)
 		printf("base calibration %s (%s)\n", base->name, r->base);
 	else
@@ -296,6 +307,8 @@ static cJSON *json(const struct rargs *r, const struct validation *v,
 	const struct validation_fit_result *f = &tf->fit;
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "runs", v->file);
+	if (r->rows)
+		cJSON_AddStringToObject(root, "rows_matching", r->rows);
 	if (base) {
 		cJSON *c = cJSON_AddObjectToObject(root, "calibration");
 		cJSON_AddStringToObject(c, "name", base->name);
@@ -355,6 +368,18 @@ static cJSON *json(const struct rargs *r, const struct validation *v,
 	return root;
 }
 
+/* Keep the training rows whose name matches the glob, in file order;
+ * false when none does. */
+static bool keep_rows(struct validation *v, const char *glob)
+{
+	int n = 0;
+	for (int i = 0; i < v->n_rows; i++)
+		if (fnmatch(glob, v->training[i].name, 0) == 0)
+			v->training[n++] = v->training[i];
+	v->n_rows = n;
+	return n > 0;
+}
+
 int calibrate_runs(int argc, char **argv)
 {
 	struct arena *ar = arena_new();
@@ -384,6 +409,10 @@ int calibrate_runs(int argc, char **argv)
 	}
 	if (v && r.base && !base)
 		v = NULL;
+	if (v && r.rows && !keep_rows(v, r.rows)) {
+		diag_add(&d, DIAG_ERROR, v->file, 0, NULL, "no row matches --rows '%s'", r.rows);
+		v = NULL;
+	}
 	if (base && cost_calibration_training_fit(base)) {
 		diag_add(&d, DIAG_ERROR, base->file, 0, "fits",
 		         "the base calibration has a training fit already: fit from its kernel or "

@@ -100,6 +100,8 @@ static const struct {
 	{"NVIDIA A100 SXM 80GB", "a100-sxm.json"},
 	{"NVIDIA H100 SXM", "h100-sxm.json"},
 	{"Ascend 910B", "ascend-910b.json"},
+	{"NVIDIA B200 SXM (HGX)", "blackwell.json"},
+	{"NVIDIA B200 (GB200 NVL72)", "blackwell.json"},
 };
 
 const char *cli_shipped_calibration(struct arena *a, const struct topology *t)
@@ -132,7 +134,7 @@ bool cli_apply_calibration(struct arena *a, const char *option, struct topology 
 		if (!path) {
 			diag_add(d, DIAG_ERROR, "--calibration", 0, NULL,
 			         "no shipped calibration for the %s of %s (calibration/: a100-sxm, "
-			         "h100-sxm, ascend-910b)", t->device.kind ? t->device.kind : "device",
+			         "h100-sxm, ascend-910b, blackwell)", t->device.kind ? t->device.kind : "device",
 			         t->name);
 			return false;
 		}

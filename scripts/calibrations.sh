@@ -20,14 +20,15 @@ WHEN=${WHEN:-$(date -u +%Y-%m-%d)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# fit NAME RUNS DESCRIPTION [BASE [FIGURES]]: the training fit of RUNS (on
-# BASE's figures when given; of FIGURES, a comma-separated list, when given)
-# written to calibration/NAME.json.
+# fit NAME RUNS DESCRIPTION [BASE [FIGURES [ROWS]]]: the training fit of RUNS
+# (on BASE's figures when given; of FIGURES, a comma-separated list, when
+# given; of the rows whose name matches the glob ROWS, when given) written
+# to calibration/NAME.json.
 fit() {
-	local name=$1 runs=$2 what=$3 base=${4:-none} figures=${5:-}
+	local name=$1 runs=$2 what=$3 base=${4:-none} figures=${5:-} rows=${6:-}
 	echo "== $name: $runs" >&2
 	"$SHARDLAB" calibrate --runs "$runs" --calibration "$base" --name "$name" \
-		${figures:+--figures "$figures"} \
+		${figures:+--figures "$figures"} ${rows:+--rows "$rows"} \
 		--description "$what; fitted by scripts/calibrations.sh on $WHEN" \
 		--out "$tmp/$name.json" > "$tmp/$name.fit.txt"
 	cat "$tmp/$name.fit.txt" >&2
@@ -67,3 +68,17 @@ done
 if [ -z "$found" ]; then
 	echo "== ascend-910b: no validation/*910b*.json of training rows: not fitted" >&2
 fi
+
+# NVIDIA Blackwell, B200 (HGX/DGX B200) and GB200 (NVL72): the five FP8
+# LLaMA-3 rows of NVIDIA's Megatron-Bridge table on them (its DGX-H100
+# rows are held out: the H100 file above predicts them). One file for both
+# devices: too few rows for either alone (2 and 3; leave-one-out needs 3),
+# and they share a compute model (each its own peak times the same
+# efficiencies, no shape factor, no kernel overhead), so a figure fitted
+# on both means the same on each. One figure, the per-op overhead: the
+# GEMM efficiency goes to its lower bound (0.5) alone and beside it, and
+# the NIC and communication figures are not identifiable from these rows
+# (docs/validation.md, "Megatron-Bridge on B200, GB200 and H100").
+fit blackwell validation/megatron-bridge.json \
+	"NVIDIA Blackwell (B200 HGX/DGX and GB200 NVL72): the framework's per-op time fitted to the B200 and GB200 rows of validation/megatron-bridge.json (Megatron-Bridge, NeMo 25.11, FP8)" \
+	none train.op_overhead_us '*B200 *'

@@ -1557,3 +1557,73 @@ Test(cli, calibration_auto_names_the_shipped_file_and_scales_the_note)
 	cr_expect(strstr(r.out, "uncalibrated: no interval"), "%s", r.out);
 	free(r.out);
 }
+
+/* The Blackwell calibration is the default on both Blackwell device
+ * kinds (HGX B200 and GB200 NVL72: one file, fitted on both; docs/
+ * validation.md, "Shipped calibrations"), named in text and JSON with an
+ * interval; "none" is the bare model. */
+Test(cli, blackwell_topologies_default_to_the_shipped_blackwell_calibration)
+{
+	static const char *const topo[] = {"topologies/hgx-b200.json", "topologies/gb200-nvl72.json"};
+	char args[256];
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(args, sizeof args, "estimate scenarios/megatron-mlp-8p.json --topology %s",
+		         topo[i]);
+		struct cli_run r = fixture_shardlab(args, false);
+		cr_assert_eq(r.status, 0);
+		cr_expect(strstr(r.out, "blackwell (calibration/blackwell.json)"), "%s", r.out);
+		cr_expect(strstr(r.out, "(90%: "), "no interval: %s", r.out);
+		free(r.out);
+		snprintf(args, sizeof args,
+		         "estimate scenarios/megatron-mlp-8p.json --topology %s --json", topo[i]);
+		r = fixture_shardlab(args, false);
+		cr_assert_eq(r.status, 0);
+		cJSON *root = cJSON_Parse(r.out);
+		cr_assert_not_null(root, "%s", r.out);
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "calibration");
+		cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(c, "name")->valuestring, "blackwell");
+		cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(c, "file")->valuestring,
+		                 "calibration/blackwell.json");
+		cJSON_Delete(root);
+		free(r.out);
+		snprintf(args, sizeof args,
+		         "estimate scenarios/megatron-mlp-8p.json --topology %s --calibration none",
+		         topo[i]);
+		r = fixture_shardlab(args, false);
+		cr_assert_eq(r.status, 0);
+		cr_expect(strstr(r.out, "uncalibrated: no interval"), "%s", r.out);
+		free(r.out);
+	}
+}
+
+/* calibrate --runs --rows: the fit sees only the rows whose name matches
+ * the glob (the two "B200 " rows of validation/megatron-bridge.json, not
+ * its "GB200 " ones), says so in JSON; a glob that matches nothing is an
+ * error naming the file. */
+Test(cli, calibrate_runs_fits_only_the_rows_matching)
+{
+	struct cli_run r = fixture_shardlab("calibrate --runs validation/megatron-bridge.json "
+	                                    "--rows 'B200 *' --figures train.op_overhead_us --json",
+	                                    false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *root = cJSON_Parse(r.out);
+	cr_assert_not_null(root, "%s", r.out);
+	cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(root, "rows_matching")->valuestring,
+	                 "B200 *");
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows");
+	cr_assert_eq(cJSON_GetArraySize(rows), 2);
+	const cJSON *row;
+	cJSON_ArrayForEach(row, rows)
+	{
+		const char *n = cJSON_GetObjectItemCaseSensitive(row, "name")->valuestring;
+		cr_expect(!strncmp(n, "B200 ", 5), "%s", n);
+	}
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "figures")), 1);
+	cJSON_Delete(root);
+	free(r.out);
+	r = fixture_shardlab("calibrate --runs validation/megatron-bridge.json --rows 'none*'", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "validation/megatron-bridge.json: no row matches --rows 'none*'"),
+	          "%s", r.out);
+	free(r.out);
+}

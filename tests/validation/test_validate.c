@@ -792,3 +792,63 @@ Test(validate, training_fit_recovers_figures_set_on_the_rows, .timeout = 300)
 	near(tf.fit.value[2], truth[2], 1e-3, "overhead");
 	cr_assert(tf.fit.cv_mape_pct < 0.01, "cv MAPE %g%%", tf.fit.cv_mape_pct);
 }
+
+/* validation/megatron-bridge.json (docs/validation.md, "Megatron-Bridge
+ * on B200, GB200 and H100"): every row loads with the parallelism of
+ * NVIDIA's table and plans. By hand, from the table's columns (Megatron-
+ * Bridge docs/performance-summary.md, 25.11 container): DP = GPUs / (TP x
+ * PP x CP), the graph one micro-batch of every replica (MBS x DP samples),
+ * and GBS / (MBS x DP) micro-batches, the table's own GA column. The models'
+ * parameters, counted by hand from the Hugging Face configs (untied
+ * embeddings): l layers of (2 h^2 + 2 h x 1024 + 3 h f + 2 h) + 2 x 128256
+ * x h + h, e.g. 8B: 32 x 218,112,000 + 1,050,673,152 + 4096 =
+ * 8,030,261,248; 70B (h 8192, f 28672, 80 layers) 70,553,706,496; 405B
+ * (h 16384, f 53248, 126 layers) 405,853,388,800: the model cards' 8B, 70B
+ * and 405B. */
+Test(validate, megatron_bridge_rows_load_with_the_tables_parallelism_and_plan, .timeout = 120)
+{
+	static const struct {
+		const char *prefix;
+		int64_t gpus, gbs, mbs, tp, pp, cp, vp, ga, params;
+		bool fsdp;
+	} want[] = {
+		{"GB200 LLAMA3_8B ", 8, 128, 2, 1, 1, 1, 1, 8, 8030261248, false},
+		{"GB200 LLAMA3_70B ", 64, 256, 2, 1, 1, 1, 1, 2, 70553706496, true},
+		{"GB200 LLAMA3.1_405B ", 256, 1536, 1, 4, 16, 1, 4, 384, 405853388800, false},
+		{"B200 LLAMA3_8B ", 8, 128, 2, 1, 1, 1, 1, 8, 8030261248, false},
+		{"B200 LLAMA3.1_405B ", 128, 64, 1, 4, 8, 2, 8, 32, 405853388800, false},
+		{"H100 LLAMA3_8B ", 8, 128, 1, 1, 1, 1, 1, 16, 8030261248, true},
+		{"H100 LLAMA3_70B ", 64, 128, 1, 4, 8, 1, 5, 64, 70553706496, false},
+		{"H100 LLAMA3.1_405B ", 1024, 512, 1, 8, 8, 2, 8, 64, 405853388800, false},
+	};
+	struct validation *v = validation_load(A, "validation/megatron-bridge.json", &D);
+	cr_assert_not_null(v);
+	cr_assert_eq(v->kind, VALIDATION_TRAINING);
+	cr_assert_eq(v->n_rows, 8);
+	struct validation_run_options o = {.estimate_only = true};
+	for (int i = 0; i < 8; i++) {
+		const struct validation_training_row *r = &v->training[i];
+		const struct scenario *s = r->scenario;
+		int64_t dp = want[i].gpus / (want[i].tp * want[i].pp * want[i].cp), params = 0;
+		cr_assert(!strncmp(r->name, want[i].prefix, strlen(want[i].prefix)), "%s", r->name);
+		cr_expect_eq(s->devices, want[i].gpus, "%s", r->name);
+		cr_expect_eq(r->tensor_parallel, want[i].tp, "%s", r->name);
+		cr_expect_eq(r->micro_batch, want[i].mbs, "%s", r->name);
+		cr_expect_eq(s->training.pipeline_stages, want[i].pp, "%s", r->name);
+		cr_expect_eq(s->training.context_parallel, want[i].cp, "%s", r->name);
+		cr_expect_eq(s->training.virtual_stages, want[i].vp, "%s", r->name);
+		cr_expect_eq(s->training.zero_stage, want[i].fsdp ? 3 : 1, "%s", r->name);
+		cr_expect_eq(s->training.global_batch, want[i].gbs, "%s", r->name);
+		cr_expect_eq(s->graph->batch, want[i].mbs * dp, "%s", r->name);
+		cr_expect_eq(s->training.micro_batches, want[i].ga, "%s: the table's GA", r->name);
+		cr_assert(graph_params_fit(s->graph, &params));
+		cr_expect_eq(params, want[i].params, "%s", r->name);
+		cr_expect_eq(r->measure, MEASURE_TOKENS_PER_S_PER_DEVICE, "%s", r->name);
+		cr_expect_eq(r->tokens_per_iteration, (double)want[i].gbs * 8192, "%s", r->name);
+		struct validation_training_result res;
+		validation_run_training(A, r, &o, &res);
+		cr_expect_null(res.error, "%s: %s", r->name, res.error);
+		cr_expect_not_null(res.plan, "%s", r->name);
+		cr_expect_gt(res.est_s, 0, "%s", r->name);
+	}
+}
