@@ -108,4 +108,11 @@ double cost_groups_algo_s(const struct topology *t, enum step_kind kind,
  * the bottleneck of their path. */
 double cost_p2p_s(const struct topology *t, int64_t src, int64_t dst, double bytes);
 
+/* Whether op `op` runs in FP8 under recipe r: a MatMul with a weight inside
+ * a transformer layer (the ops named "layers.N.", as the generators name
+ * them). Megatron-LM builds those Linears from Transformer Engine; its
+ * embedding and output layer stay bf16. The input that is not the weight
+ * into *x (-1 when it does not). */
+bool cost_fp8_linear(const struct graph *g, enum precision_recipe r, int op, int *x);
+
 #endif

@@ -363,26 +363,11 @@ static double grad_add_s(const struct est_ctx *c, const struct dist_op *d)
  * at the FP8 rate, after casting its input (forward) and its output's
  * gradient (backward) to FP8; the weight's cast is once an iteration
  * (optimizer_elem_s). False for any other op. */
-/* Whether op i runs in FP8 under the scenario's recipe: a MatMul with a
- * weight inside a transformer layer (the ops named "layers.N.", as the
- * generators name them). Megatron-LM builds those Linears from Transformer
- * Engine; its embedding and output layer stay bf16. The input that is not
- * the weight into *x. */
+/* Whether op i runs in FP8 under the scenario's recipe (cost_fp8_linear):
+ * the input that is not the weight into *x. */
 static bool fp8_linear(const struct est_ctx *c, int i, int *x)
 {
-	const struct op *o = &c->g->ops[i];
-	if (!cost_precision_fp8(c->prec) || o->kind != OP_MATMUL || !o->name ||
-	    strncmp(o->name, "layers.", 7))
-		return false;
-	bool weight = false;
-	*x = -1;
-	for (int k = 0; k < o->n_in && k < 2; k++) {
-		if (c->g->tensors[o->in[k]].role == TENSOR_PARAM)
-			weight = true;
-		else
-			*x = k;
-	}
-	return weight && *x >= 0;
+	return cost_fp8_linear(c->g, c->prec, i, x);
 }
 
 static bool fp8_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)

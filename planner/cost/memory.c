@@ -19,9 +19,14 @@
  * (Korthikanti et al. 2022, §4): a MatMul its non-parameter inputs, GeLU
  * and SiLU their input, ReLU and Softmax their output, Dropout a 1-byte
  * mask, LayerNorm its input and two fp32 statistics per row (RMSNorm one),
- * Mul the inputs the other input's gradient needs, the cross-entropy its
+ * Mul the inputs the other input's gradient needs (a gated unit's
+ * activation output excepted: Megatron-LM's fused SwiGLU and GeGLU save
+ * the gate and up projections and recompute it), the cross-entropy its
  * fp32 softmax, a Gather its indices; additions, casts, views and
- * reshapes nothing. A tensor saved by several ops is held once, in the
+ * reshapes nothing. Under an FP8 recipe a Transformer Engine Linear keeps
+ * the FP8 copy of its input (1 byte an element) instead of the input,
+ * shared by the Linears reading one tensor, and the fused attention keeps
+ * its bf16 output beside the output projection's FP8 copy. A tensor saved by several ops is held once, in the
  * smaller of its producer's layout and the reader's (Megatron keeps the
  * sequence-parallel input of a column-parallel MatMul split and gathers it
  * again in backward; a norm the plan runs after the gather counts as run
@@ -93,6 +98,22 @@ double cost_param_bytes_per_elem(enum precision_recipe r, enum dtype dt)
 bool cost_precision_fp8(enum precision_recipe r)
 {
 	return r == PRECISION_FP8_HYBRID || r == PRECISION_FP8_E4M3;
+}
+
+bool cost_fp8_linear(const struct graph *g, enum precision_recipe r, int op, int *x)
+{
+	const struct op *o = &g->ops[op];
+	*x = -1;
+	if (!cost_precision_fp8(r) || o->kind != OP_MATMUL || !o->name || strncmp(o->name, "layers.", 7))
+		return false;
+	bool weight = false;
+	for (int k = 0; k < o->n_in && k < 2; k++) {
+		if (g->tensors[o->in[k]].role == TENSOR_PARAM)
+			weight = true;
+		else
+			*x = k;
+	}
+	return weight && *x >= 0;
 }
 
 double cost_fp8_meta_bytes(void)
@@ -230,7 +251,9 @@ static double saved_input_bytes(const struct plan *p, int fl, const struct dist_
 }
 
 /* A tensor an op saves for its backward, and its bytes on one rank; a mask
- * or a statistic has tensor -1 (never shared). */
+ * or a statistic has tensor -1 (never shared); the FP8 copy of tensor t
+ * that Transformer Engine's Linears keep is n_tensors + t (shared by the
+ * Linears reading t, apart from t itself). */
 struct saved {
 	int tensor;
 	double bytes;
@@ -259,23 +282,44 @@ static int op_saved(const struct plan *p, int fl, const uint8_t *attn, int op,
 		keep[n++] = (struct saved){-1, rows * 4};
 		return n;
 	}
+	enum precision_recipe prec = p->scenario ? p->scenario->training.precision : PRECISION_AUTO;
 	if (part == ATTN_CONTEXT) {
 		keep[n++] = (struct saved){o->in[1], saved_input_bytes(p, fl, d, 1)};
+		/* its output, which the kernel's backward reads: the output
+		 * projection's saved input unless that keeps an FP8 copy */
+		if (cost_precision_fp8(prec))
+			keep[n++] = (struct saved){o->out[0], layout_local_bytes(&d->out[0])};
 		return n;
 	}
+	int x;
 	switch (o->kind) {
 	case OP_MATMUL:
 	case OP_BATCHMATMUL:
+		if (cost_fp8_linear(g, prec, op, &x)) {
+			/* Transformer Engine keeps the quantized input (its
+			 * column-wise FP8 data, or the row-wise shard it gathers
+			 * again under sequence parallelism): 1 byte an element */
+			double b = saved_input_bytes(p, fl, d, x) /
+			           (double)dtype_bytes(g->tensors[o->in[x]].dtype);
+			keep[n++] = (struct saved){g->n_tensors + o->in[x], b};
+			break;
+		}
 		for (int i = 0; i < o->n_in && i < 2; i++)
 			if (g->tensors[o->in[i]].role != TENSOR_PARAM)
 				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		break;
 	case OP_MUL:
 		/* dA = dY·B, dB = dY·A: each input is kept when the other needs a
-		 * gradient */
+		 * gradient; a gated unit's activation output (SiLU or GeLU of the
+		 * gate) is not: Megatron-LM's fused bias_swiglu / bias_geglu (its
+		 * default) and Transformer Engine's LayerNormMLP save the gate's
+		 * input, which the activation keeps, and recompute it */
 		for (int i = 0; i < o->n_in && i < 2; i++) {
-			const struct tensor *other = &g->tensors[o->in[1 - i]];
-			if (g->tensors[o->in[i]].role != TENSOR_PARAM && has_gradient(other))
+			const struct tensor *in = &g->tensors[o->in[i]], *other = &g->tensors[o->in[1 - i]];
+			int pr = in->producer;
+			if (pr >= 0 && (g->ops[pr].kind == OP_SILU || g->ops[pr].kind == OP_GELU))
+				continue;
+			if (in->role != TENSOR_PARAM && has_gradient(other))
 				keep[n++] = (struct saved){o->in[i], saved_input_bytes(p, fl, d, i)};
 		}
 		break;
@@ -413,7 +457,7 @@ struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct plan
 	for (int i = 0; i < g->n_ops && x->first_layer < 0; i++)
 		if (layer_of(&g->ops[i]) >= 0)
 			x->first_layer = i;
-	if (!seen_init(a, &x->chunk, g->n_tensors) || !seen_init(a, &x->layer, g->n_tensors) ||
+	if (!seen_init(a, &x->chunk, 2 * g->n_tensors) || !seen_init(a, &x->layer, 2 * g->n_tensors) ||
 	    !saved_records(a, x))
 		return NULL;
 	return x;
@@ -442,7 +486,8 @@ static double saved_sum(const struct cost_act_scratch *x, const bool *core, bool
 			/* selective: what is produced inside a core is recomputed
 			 * (a core op's output or mask, and a core output read
 			 * after it); what a core reads from outside stays */
-			bool inside = t >= 0 ? g->tensors[t].producer >= 0 && core[g->tensors[t].producer]
+			int base = t >= g->n_tensors ? t - g->n_tensors : t;
+			bool inside = t >= 0 ? g->tensors[base].producer >= 0 && core[g->tensors[base].producer]
 			                     : core[i];
 			if (skip_core && inside)
 				continue;

@@ -521,3 +521,74 @@ Test(memory, embedding_vocabulary_parallel_under_sequence_parallelism)
 		                   e.ops[ln1].activation_bytes);
 	}
 }
+
+/* Megatron-LM's fused SwiGLU (bias_swiglu_impl, its default) saves the
+ * gate and up projections' outputs and recomputes SiLU(gate) in backward:
+ * the Mul keeps the up projection only. LLaMA, hidden 64, ffn 128, sequence
+ * 64, one sequence on one GPU: each of gate, up and the Mul's output is
+ * 64 x 128 bf16 = 16,384 B. */
+Test(memory, fused_swiglu_keeps_the_projections_not_the_activation)
+{
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, "
+	        "\"seq\": 64, \"vocab\": 256, \"ffn\": 128, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
+	        "dgx-h100", 1, "{\"global_batch\": 1}");
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_data_parallel(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	const struct graph *g = p->graph;
+	double proj = 64.0 * 128 * 2;
+	cr_expect_float_eq(e.ops[graph_find_op(g, "layers.0.mlp.silu")].activation_bytes, proj, 1e-9);
+	cr_expect_float_eq(e.ops[graph_find_op(g, "layers.0.mlp.mul")].activation_bytes, proj, 1e-9);
+	cr_expect_float_eq(e.ops[graph_find_op(g, "layers.0.mlp.down.matmul")].activation_bytes, proj,
+	                   1e-9);
+}
+
+/* Transformer Engine's FP8 Linear keeps the FP8 copy of its input for the
+ * weight gradient (transformer_engine/pytorch/module/linear.py: the
+ * quantized input, its row-wise data discarded), 1 byte an element, where
+ * the bf16 recipe keeps the 2-byte input; the fused attention keeps its
+ * bf16 output for its backward beside the output projection's FP8 copy.
+ * The GPT of fp8_gpt with FlashAttention on one GPU, 8 sequences of 128
+ * (1,024 tokens; hidden 256, ffn 1024), per layer and micro-batch:
+ *   q, k, v's input (ln1's output, shared)  1024 x 256:    524,288 -> 262,144 B
+ *   the output projection's input            1024 x 256:    524,288 -> 262,144 B,
+ *     and the attention's output kept in bf16 beside it:          + 524,288 B
+ *   fc1's input (ln2's output)               1024 x 256:    524,288 -> 262,144 B
+ *   fc2's input (GeLU's output)              1024 x 1024: 2,097,152 -> 1,048,576 B
+ * -1,310,720 B a layer, two layers; the head stays bf16. */
+Test(memory, fp8_linears_keep_an_fp8_copy_of_their_input)
+{
+	struct estimate e[2];
+	const struct graph *g = NULL;
+	for (int f8 = 0; f8 < 2; f8++) {
+		char tr[160];
+		snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"precision\": \"%s\", "
+		         "\"flash_attention\": true}", f8 ? "fp8-hybrid" : "megatron-bf16");
+		struct scenario *s = fixture_generated(
+		        A, &D,
+		        "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 2, \"heads\": 4, \"seq\": 128, "
+		        "\"vocab\": 1024, \"micro_batch\": 8, \"dtype\": \"bf16\"}",
+		        "dgx-h100", 1, tr);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_data_parallel(A, s, &o, &D);
+		cr_assert_not_null(p);
+		cr_assert(plan_estimate(A, p, &e[f8], &D));
+		g = p->graph;
+	}
+	int fc1 = graph_find_op(g, "layers.0.mlp.fc1.matmul");
+	int fc2 = graph_find_op(g, "layers.0.mlp.fc2.matmul");
+	int q = graph_find_op(g, "layers.0.attn.q.matmul"), head = graph_find_op(g, "lm_head");
+	cr_assert(fc1 >= 0 && fc2 >= 0 && q >= 0 && head >= 0);
+	cr_expect_float_eq(e[0].ops[fc1].activation_bytes, 524288, 1e-9);
+	cr_expect_float_eq(e[1].ops[fc1].activation_bytes, 262144, 1e-9);
+	cr_expect_float_eq(e[1].ops[fc2].activation_bytes, 1048576, 1e-9);
+	cr_expect_float_eq(e[1].ops[q].activation_bytes, 262144, 1e-9);
+	cr_expect_float_eq(e[1].ops[head].activation_bytes, e[0].ops[head].activation_bytes, 1e-12);
+	cr_expect_float_eq(e[1].stages[0].mem.activations - e[0].stages[0].mem.activations,
+	                   2 * -1310720.0, 1e-6, "%.0f -> %.0f B", e[0].stages[0].mem.activations,
+	                   e[1].stages[0].mem.activations);
+}
