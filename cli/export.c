@@ -439,6 +439,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--fp8-amax-history-len 1024");
 		arg(f, &first, "--fp8-amax-compute-algo max");
 	}
+	if (t->grad_reduce_in_bf16)
+		arg(f, &first, "--grad-reduce-in-bf16");
 	/* The optimizer in host memory (Megatron-Core's optimizer CPU offload:
 	 * the whole of it, its state in the parameters' precision where it can) */
 	if (t->optimizer_offload) {

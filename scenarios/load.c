@@ -908,7 +908,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
 	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
 	                                   "optimizer_offload", "first_stage_layers",
-	                                   "last_stage_layers", NULL};
+	                                   "last_stage_layers", "grad_reduce_in_bf16", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO;
 	int64_t zero = 0;
@@ -943,6 +943,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "tp_comm_overlap", false, &t->tp_comm_overlap) && ok;
 	ok = jv_opt_bool(&v, "overlap_param_gather", false, &t->overlap_param_gather) && ok;
 	ok = jv_opt_bool(&v, "optimizer_offload", false, &t->optimizer_offload) && ok;
+	ok = jv_opt_bool(&v, "grad_reduce_in_bf16", false, &t->grad_reduce_in_bf16) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
@@ -996,6 +997,20 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		                                                 : "fp16 or bf16",
 		         dtype_names[have]);
 		ok = false;
+	}
+	if (t->grad_reduce_in_bf16) {
+		bool bf16 = t->precision == PRECISION_MEGATRON_BF16 || t->precision == PRECISION_FP8_HYBRID ||
+		            t->precision == PRECISION_FP8_E4M3 ||
+		            (t->precision == PRECISION_AUTO && param_dtype(L->s->graph, &have) &&
+		             have == DT_BF16);
+		if (!bf16) {
+			jv_get(&v, "grad_reduce_in_bf16", &f);
+			jv_error(&f, "gradients reduced in bf16 are Megatron-LM's bf16 recipes' "
+			         "(--grad-reduce-in-bf16 with --bf16): precision \"megatron-bf16\", "
+			         "\"fp8-hybrid\" or \"fp8-e4m3\", or \"auto\" with bf16 parameters, not "
+			         "\"%s\"", precision_names[prec]);
+			ok = false;
+		}
 	}
 	const struct topology *topo = L->s->topo;
 	if ((t->precision == PRECISION_FP8_HYBRID || t->precision == PRECISION_FP8_E4M3) && topo &&

@@ -142,6 +142,8 @@ struct training {
 	enum recompute_mode recompute;
 	int zero_stage;               /* 0..3 */
 	enum precision_recipe precision; /* the model state's bytes per parameter */
+	bool grad_reduce_in_bf16;     /* Megatron-LM's --grad-reduce-in-bf16: bf16 weights'
+	                                 gradients kept and reduced in bf16, not fp32 */
 	enum dtype dtype;             /* compute dtype */
 	double gradient_bucket_bytes; /* gradient all-reduces fused up to this size (0: none) */
 	bool sequence_parallel;       /* Megatron's: LayerNorm/Dropout split along the sequence */

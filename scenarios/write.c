@@ -32,6 +32,8 @@ static cJSON *training_json(const struct training *t)
 	cJSON_AddStringToObject(o, "dtype", dtype_names[t->dtype]);
 	if (t->precision != PRECISION_AUTO)
 		cJSON_AddStringToObject(o, "precision", precision_names[t->precision]);
+	if (t->grad_reduce_in_bf16)
+		cJSON_AddBoolToObject(o, "grad_reduce_in_bf16", true);
 	add_num(o, "gradient_bucket_mb", t->gradient_bucket_bytes / (1024.0 * 1024.0));
 	if (t->tensor_parallel > 0)
 		add_num(o, "tensor_parallel", (double)t->tensor_parallel);

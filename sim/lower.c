@@ -303,7 +303,8 @@ static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int
 	s->op = -1;
 	s->coll = b->kind;
 	s->groups = *b->groups;
-	s->bytes = cost_bucket_wire_bytes(b, L->p->scenario->training.precision);
+	s->bytes = cost_bucket_wire_bytes(b, L->p->scenario->training.precision,
+	                                  L->p->scenario->training.grad_reduce_in_bf16);
 	s->after = after;
 	s->every_micro = every;
 	s->label = b->n == 1 ? arena_printf(L->a, "%s gradient %s", b->first, step_kind_names[s->coll])

@@ -842,17 +842,20 @@ bool cost_precision_fp8(enum precision_recipe r);
  * fp32 entries each, with a scale and its inverse per tensor, in bytes. */
 #define COST_FP8_AMAX_HISTORY 1024
 double cost_fp8_meta_bytes(void);
-void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out);
-double cost_param_bytes_per_elem(enum precision_recipe r, enum dtype dt);
-double cost_grad_bytes_per_elem(enum precision_recipe r, enum dtype dt);
+/* grad16: training.grad_reduce_in_bf16 (the bf16 recipes' gradients in 2
+ * bytes, not 4) */
+void cost_state_bytes(enum precision_recipe r, bool grad16, enum dtype dt,
+                      struct cost_state_bytes *out);
+double cost_param_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt);
+double cost_grad_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt);
 /* master + moments: what ZeRO stage 1 divides */
-double cost_optimizer_bytes_per_elem(enum precision_recipe r, enum dtype dt);
+double cost_optimizer_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt);
 /* The bytes a gradient bucket's collective moves: its gradients in the
  * dtype they are kept in (fp32 for bf16 weights: Megatron-LM accumulates
  * and all-reduces bf16 models' gradients in fp32), where b->bytes counts
- * them in the parameters' dtype. The estimate and the lowering both use
- * it. */
-double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r);
+ * them in the parameters' dtype (bf16 under training.grad_reduce_in_bf16).
+ * The estimate and the lowering both use it. */
+double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r, bool grad16);
 
 /* Whether a predicted peak fits a device (memory.c; docs/cost-models.md,
  * "Fits, tight, does not fit"): the band [low, high] is the peak ± 5%; it

@@ -108,10 +108,10 @@ double cost_kernel_class_backward_factor(int cls)
  * loss scale, takes its norm, and reads and writes the weight and the two
  * moments: mindformers on fp16 4 (unscale) + 2 (norm) + 2 + 4 + 16 = 28 B,
  * on bf16 24 B. */
-static double optimizer_step_bytes(enum precision_recipe r, enum dtype dt)
+static double optimizer_step_bytes(enum precision_recipe r, bool grad16, enum dtype dt)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(r, dt, &b);
+	cost_state_bytes(r, grad16, dt, &b);
 	double w = b.weight, g = b.grad, f = (double)dtype_bytes(DT_FP32);
 	bool master = b.master > 0, scaled = dt == DT_FP16;
 	if (!master)
@@ -155,6 +155,7 @@ struct est_ctx {
 	const uint8_t *attn;     /* per op: plan_attention_fused with flash_attention, else NULL */
 	bool add_grads;          /* training.separate_grad_accumulation */
 	enum precision_recipe prec;  /* training.precision */
+	bool grad16;                 /* training.grad_reduce_in_bf16 */
 	bool offload;            /* training.optimizer_offload */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
@@ -351,7 +352,7 @@ static double grad_add_s(const struct est_ctx *c, const struct dist_op *d)
 			continue;
 		double elems = (double)layout_local_elems(&d->in[i]);
 		struct cost_work w = {0, elems * ((double)dtype_bytes(t->dtype) +
-		                                  2 * cost_grad_bytes_per_elem(c->prec, t->dtype)), 0, 0, 0};
+		                                  2 * cost_grad_bytes_per_elem(c->prec, c->grad16, t->dtype)), 0, 0, 0};
 		s += cost_compute_s(&c->t->device, t->dtype, &w, NULL);
 	}
 	return s;
@@ -452,11 +453,11 @@ static double optimizer_elem_s(const struct est_ctx *c, int op, enum dtype dt)
 	double hbm = dev->hbm_bps * dev->memory_efficiency, s;
 	if (c->offload) {
 		struct cost_state_bytes b;
-		cost_state_bytes(c->prec, dt, &b);
+		cost_state_bytes(c->prec, c->grad16, dt, &b);
 		s = (b.grad + b.weight) / c->t->host.link_bps +
-		    optimizer_step_bytes(c->prec, dt) / c->t->host.memory_bps;
+		    optimizer_step_bytes(c->prec, c->grad16, dt) / c->t->host.memory_bps;
 	} else {
-		s = optimizer_step_bytes(c->prec, dt) / hbm;
+		s = optimizer_step_bytes(c->prec, c->grad16, dt) / hbm;
 	}
 	int x;
 	if (fp8_linear(c, op, &x))
@@ -489,9 +490,9 @@ static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_o
 		double u = elems * optimizer_elem_s(c, d->op, t->dtype);
 		e->category_s[EST_OPTIMIZER] += u;
 		opt += u;
-		e->param_bytes += elems * cost_param_bytes_per_elem(c->prec, t->dtype);
-		e->grad_bytes += elems * cost_grad_bytes_per_elem(c->prec, t->dtype);
-		e->optimizer_bytes += elems * cost_optimizer_bytes_per_elem(c->prec, t->dtype);
+		e->param_bytes += elems * cost_param_bytes_per_elem(c->prec, c->grad16, t->dtype);
+		e->grad_bytes += elems * cost_grad_bytes_per_elem(c->prec, c->grad16, t->dtype);
+		e->optimizer_bytes += elems * cost_optimizer_bytes_per_elem(c->prec, c->grad16, t->dtype);
 	}
 	return opt;
 }
@@ -647,6 +648,7 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	                      .faults_slow = topo_max_slowdown(s->topo, s->devices),
 	                      .add_grads = s->training.separate_grad_accumulation,
 	                      .prec = s->training.precision,
+                      .grad16 = s->training.grad_reduce_in_bf16,
 	                      .offload = s->training.optimizer_offload};
 	c->reads = plan_param_reads(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
@@ -939,7 +941,7 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_mem
 	}
 	const struct plan_bucket *b = m->sync[z].b;
 	for (int k = 0; k < m->sync[z].n; k++) {
-		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k], c->prec));
+		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k], c->prec, c->grad16));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
 		if (rs_by_op && (zero >= 2 || tr->overlap_grad_reduce))
@@ -1083,7 +1085,7 @@ static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p
 				seen = part_stage(pp, pp->chunk_of[sr[x].op]) == s;
 			if (!seen)
 				bytes[s] += (double)layout_local_elems(&p->ops[sr[k].op].in[sr[k].in]) *
-				            cost_grad_bytes_per_elem(c->prec, g->tensors[sr[k].tensor].dtype);
+				            cost_grad_bytes_per_elem(c->prec, c->grad16, g->tensors[sr[k].tensor].dtype);
 		}
 	}
 	if (!any)
@@ -1172,12 +1174,12 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double gathered = 0;
 		for (int k = 0; k < m->n_params; k++) {
 			const struct param_rec *r = &m->params[k];
-			es->mem.params += r->elems * cost_param_bytes_per_elem(c->prec, r->dtype) /
+			es->mem.params += r->elems * cost_param_bytes_per_elem(c->prec, c->grad16, r->dtype) /
 			                  (zero >= 3 ? r->dp : 1);
-			es->mem.grads += r->elems * cost_grad_bytes_per_elem(c->prec, r->dtype) /
+			es->mem.grads += r->elems * cost_grad_bytes_per_elem(c->prec, c->grad16, r->dtype) /
 			                 (zero >= 2 ? r->dp : 1);
 			/* offloaded, the optimizer's state is in host memory */
-			double opt = r->elems * cost_optimizer_bytes_per_elem(c->prec, r->dtype) /
+			double opt = r->elems * cost_optimizer_bytes_per_elem(c->prec, c->grad16, r->dtype) /
 			             (zero >= 1 ? r->dp : 1);
 			if (c->offload)
 				es->mem.host += opt;
@@ -1190,7 +1192,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			int x;
 			if (fp8_linear(c, r->op, &x)) {
 				struct cost_state_bytes b;
-				cost_state_bytes(c->prec, r->dtype, &b);
+				cost_state_bytes(c->prec, c->grad16, r->dtype, &b);
 				es->mem.params += r->elems * b.fp8 / (zero >= 3 ? r->dp : 1);
 				if (k + 1 == m->n_params || m->params[k + 1].op != r->op)
 					fp8_meta += cost_fp8_meta_bytes();

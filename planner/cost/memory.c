@@ -44,7 +44,19 @@
 
 #include "cost-int.h"
 
-void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out)
+static void state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out);
+
+void cost_state_bytes(enum precision_recipe r, bool grad16, enum dtype dt,
+                      struct cost_state_bytes *out)
+{
+	state_bytes(r, dt, out);
+	/* --grad-reduce-in-bf16: the bf16 recipes' fp32 main gradient kept in
+	 * bf16 (the optimizer still steps an fp32 master copy) */
+	if (grad16 && out->master > 0 && out->weight == 2 && out->grad > 2)
+		out->grad = 2;
+}
+
+static void state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out)
 {
 	switch (r) {
 	case PRECISION_MEGATRON_BF16: /* bf16 weight, fp32 main_grad, fp32 master + moments */
@@ -74,13 +86,13 @@ void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_
 	}
 	switch (dt) {
 	case DT_FP16:
-		cost_state_bytes(PRECISION_MEGATRON_FP16, dt, out);
+		state_bytes(PRECISION_MEGATRON_FP16, dt, out);
 		return;
 	case DT_FP32:
-		cost_state_bytes(PRECISION_FP32, dt, out);
+		state_bytes(PRECISION_FP32, dt, out);
 		return;
 	case DT_BF16:
-		cost_state_bytes(PRECISION_MEGATRON_BF16, dt, out);
+		state_bytes(PRECISION_MEGATRON_BF16, dt, out);
 		return;
 	default: /* not trained: its bytes, nothing else */
 		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), 0, 0, 0, 0};
@@ -88,10 +100,10 @@ void cost_state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_
 	}
 }
 
-double cost_param_bytes_per_elem(enum precision_recipe r, enum dtype dt)
+double cost_param_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(r, dt, &b);
+	cost_state_bytes(r, grad16, dt, &b);
 	return b.weight;
 }
 
@@ -122,24 +134,24 @@ double cost_fp8_meta_bytes(void)
 	return tensors * COST_FP8_AMAX_HISTORY * f + tensors * 2 * f;
 }
 
-double cost_grad_bytes_per_elem(enum precision_recipe r, enum dtype dt)
+double cost_grad_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(r, dt, &b);
+	cost_state_bytes(r, grad16, dt, &b);
 	return b.grad;
 }
 
-double cost_optimizer_bytes_per_elem(enum precision_recipe r, enum dtype dt)
+double cost_optimizer_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(r, dt, &b);
+	cost_state_bytes(r, grad16, dt, &b);
 	return b.master + b.moments;
 }
 
-double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r)
+double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r, bool grad16)
 {
 	double w = (double)dtype_bytes(b->dtype);
-	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(r, b->dtype) / w : b->bytes;
+	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(r, grad16, b->dtype) / w : b->bytes;
 }
 
 /* The band around a predicted peak (docs/cost-models.md, "Fits, tight,

@@ -112,8 +112,8 @@ Test(memory, full_recomputation_keeps_the_layer_input)
 
 static double state(enum precision_recipe r, enum dtype dt)
 {
-	return cost_param_bytes_per_elem(r, dt) + cost_grad_bytes_per_elem(r, dt) +
-	       cost_optimizer_bytes_per_elem(r, dt);
+	return cost_param_bytes_per_elem(r, false, dt) + cost_grad_bytes_per_elem(r, false, dt) +
+	       cost_optimizer_bytes_per_elem(r, false, dt);
 }
 
 /* The model state of mixed-precision Adam as Megatron-LM's distributed
@@ -131,9 +131,9 @@ Test(memory, model_state_per_parameter)
 	cr_expect_eq(state(PRECISION_FP32, DT_FP32), 16);
 	/* what the distributed optimizer divides: 12 of bf16's 18 and 16 of
 	 * fp16's 20 (its table's 6 + 12/d and 4 + 16/d) */
-	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_BF16, DT_BF16), 12);
-	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_FP16, DT_FP16), 16);
-	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MEGATRON_BF16, DT_BF16), 4);
+	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_BF16, false, DT_BF16), 12);
+	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_FP16, false, DT_FP16), 16);
+	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MEGATRON_BF16, false, DT_BF16), 4);
 }
 
 /* MindFormers on Ascend (mindformers/wrapper/wrapper.py: accu_grads =
@@ -144,7 +144,7 @@ Test(memory, model_state_per_parameter)
 Test(memory, mindformers_state_per_parameter)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(PRECISION_MINDFORMERS, DT_FP16, &b);
+	cost_state_bytes(PRECISION_MINDFORMERS, false, DT_FP16, &b);
 	cr_expect_eq(b.weight, 2);
 	cr_expect_eq(b.grad, 2);
 	cr_expect_eq(b.master, 0);
@@ -152,7 +152,7 @@ Test(memory, mindformers_state_per_parameter)
 	cr_expect_eq(state(PRECISION_MINDFORMERS, DT_FP16), 12);
 	cr_expect_eq(state(PRECISION_MINDFORMERS, DT_BF16), 12);
 	cr_expect_eq(state(PRECISION_MINDFORMERS_FP32_WEIGHTS, DT_FP16), 16);
-	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MINDFORMERS_FP32_WEIGHTS, DT_FP16), 4);
+	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MINDFORMERS_FP32_WEIGHTS, false, DT_FP16), 4);
 }
 
 /* The verdict's band, the peak +- 5%, by hand against 80 GB: 71 GB is
@@ -591,4 +591,41 @@ Test(memory, fp8_linears_keep_an_fp8_copy_of_their_input)
 	cr_expect_float_eq(e[1].stages[0].mem.activations - e[0].stages[0].mem.activations,
 	                   2 * -1310720.0, 1e-6, "%.0f -> %.0f B", e[0].stages[0].mem.activations,
 	                   e[1].stages[0].mem.activations);
+}
+
+/* Megatron-LM's --grad-reduce-in-bf16 (training.grad_reduce_in_bf16): the
+ * bf16 recipes' gradient in 2 bytes where the fp32 main_grad takes 4, and
+ * the buckets' bytes on the wire likewise; the optimizer step copies the
+ * gradient to fp32 first: 6 + 4 (norm) + 28 (Adam) + 6 (the master copied
+ * back) = 44 B a parameter against 38. The GPT of fp8_gpt in bf16 on one
+ * GPU: 1,572,864 Linear weights and the rest, all bf16. */
+Test(memory, gradients_reduced_in_bf16)
+{
+	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MEGATRON_BF16, true, DT_BF16), 2);
+	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_FP8_HYBRID, true, DT_BF16), 2);
+	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_BF16, true, DT_BF16), 12);
+	/* recipes without an fp32 main gradient keep theirs */
+	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MINDFORMERS, true, DT_BF16), 2);
+	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_FP32, true, DT_FP32), 4);
+	struct estimate e[2];
+	for (int b16 = 0; b16 < 2; b16++) {
+		char tr[160];
+		snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"precision\": \"megatron-bf16\", "
+		         "\"grad_reduce_in_bf16\": %s}", b16 ? "true" : "false");
+		struct scenario *s = fixture_generated(
+		        A, &D,
+		        "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 2, \"heads\": 4, \"seq\": 128, "
+		        "\"vocab\": 1024, \"micro_batch\": 8, \"dtype\": \"bf16\"}",
+		        "dgx-h100", 1, tr);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_data_parallel(A, s, &o, &D);
+		cr_assert_not_null(p);
+		cr_assert(plan_estimate(A, p, &e[b16], &D));
+	}
+	double elems = e[0].param_bytes / 2;
+	cr_expect_float_eq(e[0].stages[0].mem.grads, elems * 4, 1e-6);
+	cr_expect_float_eq(e[1].stages[0].mem.grads, elems * 2, 1e-6);
+	double hbm = 3.35e12 * 0.9165;
+	cr_expect_float_eq(e[1].stages[0].optimizer_s - e[0].stages[0].optimizer_s,
+	                   elems * 6 / hbm, 1e-9);
 }
