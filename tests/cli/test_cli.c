@@ -1322,6 +1322,43 @@ Test(cli, simulate_refuses_what_exceeds_its_budget)
 	free(r.out);
 }
 
+/* At fidelity representative the budget counts the ranks that run:
+ * gpt-4layer-dp32 is one data-parallel group of 32 whose first rank
+ * alone runs, so a budget of a tenth of every rank's steps (under 1/32)
+ * lets it run where fidelity coarse is refused; a budget of 1 still
+ * trips, naming the ranks that run. */
+Test(cli, simulate_budget_counts_the_representatives)
+{
+	const char *f = "simulate scenarios/jobs/gpt-4layer-dp32.json --max-events ";
+	char cmd[256];
+	/* every rank's steps: the count coarse names */
+	snprintf(cmd, sizeof cmd, "%s1 --fidelity coarse", f);
+	struct cli_run r = fixture_shardlab(cmd, true);
+	cr_assert_eq(r.status, 1);
+	const char *at = strstr(r.out, "would run ");
+	cr_assert_not_null(at, "%s", r.out);
+	double all = strtod(at + strlen("would run "), NULL);
+	cr_expect(strstr(r.out, "program steps on its ranks (32 ranks, 1 micro-batch)"), "%s", r.out);
+	free(r.out);
+	snprintf(cmd, sizeof cmd, "%s%.0f --fidelity coarse", f, all / 10);
+	r = fixture_shardlab(cmd, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	free(r.out);
+	snprintf(cmd, sizeof cmd, "%s%.0f --fidelity representative", f, all / 10);
+	r = fixture_shardlab(cmd, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	snprintf(cmd, sizeof cmd, "%s1 --fidelity representative", f);
+	r = fixture_shardlab(cmd, true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "scenarios/jobs/gpt-4layer-dp32.json: training.global_batch: "
+	                        "simulating this iteration would run "), "%s", r.out);
+	cr_expect(strstr(r.out, "program steps on its ranks (1 of 32 ranks run at fidelity "
+	                        "representative, 1 micro-batch), over the budget of 1 "
+	                        "(--max-events)"), "%s", r.out);
+	free(r.out);
+}
+
 Test(cli, moe_counts_a_layer)
 {
 	/* h 8, f 16, 4 experts, top-2, one shared, SwiGLU, capacity factor
