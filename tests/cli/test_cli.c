@@ -1359,6 +1359,28 @@ Test(cli, simulate_budget_counts_the_representatives)
 	free(r.out);
 }
 
+/* megatron-search refuses, like a device OOM, every configuration whose
+ * offloaded optimizer state is over the host's memory: offload-gpt-8p's
+ * host has 1 MB, and the state of its word embedding alone (1,024 x 256
+ * weights x 12 B) is 3.1 MB; on the shipped B200 server (2 TB) it plans
+ * (the counts in tests/studies/test_studies.c). */
+Test(cli, plan_search_refuses_what_overflows_the_host)
+{
+	struct cli_run r = fixture_shardlab("plan tests/data/studies/offload-gpt-8p.json", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "tests/data/studies/offload-gpt-8p.json: training.optimizer_offload: "
+	                        "megatron-search: none of the "), "%s", r.out);
+	cr_expect(strstr(r.out, "fits the device but its offloaded optimizer state is "), "%s", r.out);
+	cr_expect(strstr(r.out, " GB over the 0.001 GB of a server's host memory "
+	                        "(server.host.memory_GB)"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("plan tests/data/studies/offload-gpt-8p.json --topology "
+	                     "topologies/hgx-b200.json", false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "megatron-search chose "), "%s", r.out);
+	free(r.out);
+}
+
 Test(cli, moe_counts_a_layer)
 {
 	/* h 8, f 16, 4 experts, top-2, one shared, SwiGLU, capacity factor
