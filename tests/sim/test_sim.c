@@ -852,6 +852,20 @@ static struct jobs_run jobs_simulate(int n_jobs, int64_t n_ranks, const int64_t 
 	return jobs_simulate_at(n_jobs, n_ranks, devices, bytes, FIDELITY_COARSE);
 }
 
+/* The links two rings share: both leaves' uplinks and downlinks, S bytes
+ * from each job, at a utilisation over the run's bins 1 to 18. */
+static void expect_leaves_shared(const struct sim_shared *sh, double S, double utilisation)
+{
+	cr_assert_eq(sh->n_links, 4);
+	for (int i = 0; i < 4; i++) {
+		cr_assert(strncmp(sh->links[i].name, "leaf-", 5) == 0, "%s", sh->links[i].name);
+		within(sh->links[i].bytes[0], S, 1e-12, "job 0's bytes");
+		within(sh->links[i].bytes[1], S, 1e-12, "job 1's bytes");
+		for (int k = 1; k < 19; k++)
+			within(sh->links[i].utilisation[k], utilisation, 1e-3, "a shared link, a bin");
+	}
+}
+
 Test(sim, two_rings_sharing_one_uplink_get_half_its_rate)
 {
 	/* Two 2-rank rings from server 0 (leaf 0) to server 2 (leaf 1): NPU 0
@@ -887,17 +901,8 @@ Test(sim, two_rings_sharing_one_uplink_get_half_its_rate)
 		cr_expect_eq(both.r[0].series[i].utilisation[25], 0);
 	}
 	/* The links they fight over: both leaves' uplinks and downlinks, S each
-	 * way from each job. */
-	cr_assert_eq(both.shared.n_links, 4);
-	for (int i = 0; i < 4; i++) {
-		cr_assert(strncmp(both.shared.links[i].name, "leaf-", 5) == 0, "%s",
-		          both.shared.links[i].name);
-		within(both.shared.links[i].bytes[0], S, 1e-12, "job 0's bytes");
-		within(both.shared.links[i].bytes[1], S, 1e-12, "job 1's bytes");
-		/* both flows at 6.25 GB/s fill the 12.5 GB/s link */
-		for (int k = 1; k < 19; k++)
-			within(both.shared.links[i].utilisation[k], 1, 1e-3, "a shared link, a bin");
-	}
+	 * way from each job; both flows at 6.25 GB/s fill the 12.5 GB/s link. */
+	expect_leaves_shared(&both.shared, S, 1);
 	arena_free(alone.a);
 	arena_free(both.a);
 }
@@ -919,15 +924,7 @@ Test(sim, rings_on_a_fabric_not_oversubscribed_do_not_contend)
 	within(alone.r[0].iteration_s, want, 1e-9, "alone");
 	for (int j = 0; j < 2; j++)
 		within(both.r[j].iteration_s, want, 1e-9, "together");
-	cr_assert_eq(both.shared.n_links, 4);
-	for (int i = 0; i < 4; i++) {
-		cr_expect(strncmp(both.shared.links[i].name, "leaf-", 5) == 0, "%s",
-		          both.shared.links[i].name);
-		within(both.shared.links[i].bytes[0], S, 1e-12, "job 0's bytes");
-		within(both.shared.links[i].bytes[1], S, 1e-12, "job 1's bytes");
-		for (int k = 1; k < 19; k++)
-			within(both.shared.links[i].utilisation[k], 0.125, 1e-3, "a shared link, a bin");
-	}
+	expect_leaves_shared(&both.shared, S, 0.125);
 	arena_free(alone.a);
 	arena_free(both.a);
 }

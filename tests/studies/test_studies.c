@@ -748,21 +748,31 @@ Test(studies, inputs_hash_covers_the_base_files_collectives)
 /* fit on the tiny study: 1000 iterations, no deadline, one family. The
  * fastest point's time to train is 1000 x its iteration time, its cost
  * 8 devices x that / 3600 x 2.0; JSON and CSV say the same. */
+/* Sweeps study into db (dir/t.db, dir made from its template) and
+ * answers it with fit --json: the run and its parsed JSON in *j. */
+static struct cli_run sweep_then_fit(const char *study, char *dir, char db[600], cJSON **j)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	char args[1400];
+	snprintf(db, 600, "%s/t.db", dir);
+	snprintf(args, sizeof args, "sweep %s --db %s", study, db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "fit %s --db %s --json", study, db);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	*j = cJSON_Parse(r.out);
+	cr_assert_not_null(*j, "%s", r.out);
+	return r;
+}
+
 Test(studies, fit_reports_the_fastest_point, .timeout = 120)
 {
 	char dir[] = "/tmp/shardlab-fit-XXXXXX";
-	cr_assert_not_null(mkdtemp(dir));
 	char db[600], args[1400];
-	snprintf(db, sizeof db, "%s/t.db", dir);
-	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s", db);
-	struct cli_run r = fixture_shardlab(args, false);
-	cr_assert_eq(r.status, 0);
-	free(r.out);
-	snprintf(args, sizeof args, "fit tests/data/studies/tiny.json --db %s --json", db);
-	r = fixture_shardlab(args, false);
-	cr_assert_eq(r.status, 0);
-	cJSON *j = cJSON_Parse(r.out);
-	cr_assert_not_null(j, "%s", r.out);
+	cJSON *j;
+	struct cli_run r = sweep_then_fit("tests/data/studies/tiny.json", dir, db, &j);
 	cJSON *fast = cJSON_GetObjectItemCaseSensitive(j, "fastest");
 	double it = cJSON_GetObjectItemCaseSensitive(fast, "iteration_s")->valuedouble;
 	double t = cJSON_GetObjectItemCaseSensitive(fast, "time_to_train_s")->valuedouble;
@@ -816,18 +826,9 @@ Test(studies, fit_reports_the_fastest_point, .timeout = 120)
 Test(studies, offload_over_the_host_memory_is_out_of_memory, .timeout = 120)
 {
 	char dir[] = "/tmp/shardlab-host-XXXXXX";
-	cr_assert_not_null(mkdtemp(dir));
 	char db[600], args[1400];
-	snprintf(db, sizeof db, "%s/t.db", dir);
-	snprintf(args, sizeof args, "sweep tests/data/studies/offload-host.json --db %s", db);
-	struct cli_run r = fixture_shardlab(args, false);
-	cr_assert_eq(r.status, 0, "%s", r.out);
-	free(r.out);
-	snprintf(args, sizeof args, "fit tests/data/studies/offload-host.json --db %s --json", db);
-	r = fixture_shardlab(args, false);
-	cr_assert_eq(r.status, 0);
-	cJSON *j = cJSON_Parse(r.out);
-	cr_assert_not_null(j, "%s", r.out);
+	cJSON *j;
+	struct cli_run r = sweep_then_fit("tests/data/studies/offload-host.json", dir, db, &j);
 	int points = cJSON_GetObjectItemCaseSensitive(j, "points")->valueint;
 	cr_expect_gt(points, 0);
 	cr_expect_eq(points % 2, 0);
