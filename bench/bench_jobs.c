@@ -130,7 +130,7 @@ static int run(void *ctx)
 		       ", \"peak_rss_bytes\": %" PRId64
 		       ", \"activities\": %" PRId64 ", \"messages\": %" PRId64
 		       ", \"formula_collectives\": %" PRId64 ", \"shared_links\": %d"
-		       ", \"iteration_s\": %.6g}\n",
+		       ", \"iteration_s\": %.17g}\n",
 		       fidelity_names[z->fidelity], z->jobs, z->ranks, all, prog.micro_batches, t_plan, t_lower, t_sim, cpu_s(),
 		       bench_peak_rss_bytes(), activities, messages, formula, sh.n_links, slowest);
 	}

@@ -26,7 +26,8 @@ static void help(FILE *f)
 	        "stored in FILE (the database must have been written for this study's\n"
 	        "inputs). A point meets the goal when it fits the device memory (its\n"
 	        "peak +- 5%% under it: a \"tight\" point, whose band straddles the\n"
-	        "memory, is counted apart and never chosen) and, when the goal has\n"
+	        "memory, is counted apart and never chosen), with the optimizer offload\n"
+	        "the server's host memory alike (server.host.memory_GB), and, when the goal has\n"
 	        "\"days\" or a \"budget\", trains within them. Prints:\n"
 	        "  - per cluster family, the smallest cluster (fewest devices) with a\n"
 	        "    point that meets the goal, and there the fastest configuration;\n"
@@ -91,7 +92,9 @@ static void help(FILE *f)
 	        "             \"interval\"} (null where unknown; \"interval\": {\"level\",\n"
 	        "             \"iteration_lo_s\", \"iteration_hi_s\", \"effective_lo_s\",\n"
 	        "             \"effective_hi_s\", \"relative_sd\"} or null); \"tight\": the\n"
-	        "             points tight on memory; \"percentile\", \"fault\" (the case\n"
+	        "             points tight on memory; \"host_oom\": those whose offloaded\n"
+	        "             optimizer state is over a server's host memory\n"
+	        "             (server.host.memory_GB), never chosen; \"percentile\", \"fault\" (the case\n"
 	        "             answered), \"faults\" (per case: \"name\", \"same_plan\" and\n"
 	        "             \"fastest\", choices or null)\n"
 	        "  --csv      one line per choice: role,cluster,device_kind,servers,\n"
@@ -406,10 +409,11 @@ static cJSON *faults_json(const struct fit *f, int fastest)
 static int report(const struct fit *f, enum out_kind kind)
 {
 	const struct study *st = f->st;
-	int meet = 0, tight = 0;
+	int meet = 0, tight = 0, host = 0;
 	for (int i = 0; i < f->n; i++) {
 		meet += study_row_meets(st, &f->rows[i]);
 		tight += f->rows[i].ok && study_row_fit(&f->rows[i]) == FIT_TIGHT;
+		host += f->rows[i].ok && f->rows[i].host_fit == FIT_NO;
 	}
 	int fastest = study_best(st, f->rows, f->n, -1, 0);
 	int cheapest = study_best(st, f->rows, f->n, -1, 1);
@@ -440,6 +444,7 @@ static int report(const struct fit *f, enum out_kind kind)
 		cJSON_AddNumberToObject(root, "points", f->n);
 		cJSON_AddNumberToObject(root, "meet_goal", meet);
 		cJSON_AddNumberToObject(root, "tight", tight);
+		cJSON_AddNumberToObject(root, "host_oom", host);
 		cJSON *sm = cJSON_AddObjectToObject(root, "smallest");
 		for (int c = 0; c < st->n_clusters; c++)
 			cJSON_AddItemToObject(sm, st->clusters[c].name,
@@ -471,8 +476,12 @@ static int report(const struct fit *f, enum out_kind kind)
 		return EXIT_OK;
 	}
 	char goal[96];
-	printf("fit %s: goal %s; %d points, %d meet the goal, %d tight on memory (not chosen)\n",
+	printf("fit %s: goal %s; %d points, %d meet the goal, %d tight on memory (not chosen)",
 	       st->name, goal_text(goal, sizeof goal, st), f->n, meet, tight);
+	if (host)
+		printf(", %d over the host's memory (the optimizer offload: server.host.memory_GB)",
+		       host);
+	printf("\n");
 	goodput_text(&st->goodput);
 	for (int c = 0; c < st->n_clusters; c++)
 		cli_note_uncalibrated(stdout, st->clusters[c].topo);

@@ -73,7 +73,8 @@ static void help(FILE *f)
 	        "                        scenario says training.overlap_grad_reduce false\n"
 	        "  --max-events N        refuse a program of more than N steps x ranks\n"
 	        "                        (default 1e10: hours; GPT-3 175B on 8,192 ranks is\n"
-	        "                        about 1e9), naming the field to change\n",
+	        "                        about 1e9), naming the field to change; at fidelity\n"
+	        "                        representative only the ranks that run count\n",
 	        cli_override_help);
 	fprintf(f,
 	        "  --seed N              the draw of the devices' speeds where the\n"

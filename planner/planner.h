@@ -157,6 +157,9 @@ struct search_candidate {
 	double iteration_s;                /* the estimate */
 	double memory_bytes;               /* the largest device */
 	double oom_overflow_bytes;         /* 0: fits */
+	double host_overflow_bytes;        /* training.optimizer_offload: how far the state
+	                                      is over a server's host memory; 0: fits or not
+	                                      checked. Over it is out of memory as the device */
 	double bubble_s;
 	int64_t order;                     /* its place in the enumeration (ties keep it) */
 };
@@ -197,7 +200,8 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 struct search_result {
 	int64_t n_configs;                 /* enumerated */
 	int64_t refused[SEARCH_RULE_COUNT];       /* left out by rule (not in n_configs) */
-	int64_t n_fit, n_oom;              /* estimated: fit the memory, or not */
+	int64_t n_fit, n_oom;              /* estimated: fit the memory (the device's and, with
+	                                      the optimizer offload, the host's), or not */
 	int64_t n_failed;                  /* Megatron's rule could not plan them */
 	const char *failure;               /* the first reason, NULL when none failed */
 	int n;                             /* candidates estimated */

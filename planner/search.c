@@ -393,14 +393,22 @@ const char *plan_search_config_text(char *buf, size_t size, const struct search_
 
 /* ---------------------------------------------------------- the search */
 
+/* How far a candidate is over memory, the device's and its server host's
+ * (the optimizer offload) together; 0 when it fits both. */
+static double cand_over(const struct search_candidate *c)
+{
+	return (c->oom_overflow_bytes > 0 ? c->oom_overflow_bytes : 0) +
+	       (c->host_overflow_bytes > 0 ? c->host_overflow_bytes : 0);
+}
+
 static int cand_cmp(const void *pa, const void *pb)
 {
 	const struct search_candidate *a = pa, *b = pb;
-	bool fa = !(a->oom_overflow_bytes > 0), fb = !(b->oom_overflow_bytes > 0);
+	bool fa = !(cand_over(a) > 0), fb = !(cand_over(b) > 0);
 	if (fa != fb)
 		return fa ? -1 : 1;
-	double ka = fa ? a->iteration_s : a->oom_overflow_bytes;
-	double kb = fb ? b->iteration_s : b->oom_overflow_bytes;
+	double ka = fa ? a->iteration_s : cand_over(a);
+	double kb = fb ? b->iteration_s : cand_over(b);
 	if (ka != kb)
 		return ka < kb ? -1 : 1;
 	if (a->memory_bytes != b->memory_bytes)
@@ -437,9 +445,10 @@ static bool run_group(struct arena *a, const struct scenario *s, const struct pl
 			r->cands[r->n++] = (struct search_candidate){
 				.config = cfg[i], .iteration_s = e.iteration_s,
 				.memory_bytes = e.memory_bytes_per_device,
-				.oom_overflow_bytes = e.oom_overflow_bytes, .bubble_s = e.bubble_s,
+				.oom_overflow_bytes = e.oom_overflow_bytes,
+				.host_overflow_bytes = e.host_overflow_bytes, .bubble_s = e.bubble_s,
 				.order = *done};
-			if (e.oom_overflow_bytes > 0)
+			if (cand_over(&r->cands[r->n - 1]) > 0)
 				r->n_oom++;
 			else
 				r->n_fit++;
@@ -516,6 +525,15 @@ struct plan *plan_megatron_search(struct arena *a, const struct scenario *s,
 		return NULL;
 	char text[128], over[32];
 	const struct search_candidate *best = &r.cands[0];
+	if (r.n_fit == 0 && !(best->oom_overflow_bytes > 0)) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, "training.optimizer_offload",
+		         "megatron-search: none of the %lld configurations fits: the closest, %s, fits "
+		         "the device but its offloaded optimizer state is %.3g GB over the %.3g GB of "
+		         "a server's host memory (server.host.memory_GB)", (long long)r.n_configs,
+		         plan_search_config_text(text, sizeof text, &best->config),
+		         best->host_overflow_bytes / 1e9, s->topo->host.capacity_bytes / 1e9);
+		return NULL;
+	}
 	if (r.n_fit == 0) {
 		snprintf(over, sizeof over, "%.3g GB", best->oom_overflow_bytes / 1e9);
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,

@@ -313,6 +313,24 @@ int sim_net_pair_add(struct sim_net *net, int64_t src, int64_t dst)
 	return p;
 }
 
+/* A NIC link's name, bandwidth and latency by its id (as
+ * sim_net_link_info's). */
+static void nic_link_info(const struct sim_net *net, int64_t id, char *name, size_t name_len,
+                          double *bps, double *latency_s)
+{
+	const struct topology *t = net->t;
+	int64_t s = id / net->per_server_ids + net->server0, r = id % net->per_server_ids;
+	static const char *const what[] = {"tx", "rx", "up", "down"};
+	int64_t k = (r - nic_off(t)) / 4, w = (r - nic_off(t)) % 4;
+	double sw = t->fabric.switch_latency_s, nic = t->nic.latency_s;
+	double lat[] = {nic + sw, nic, sw, sw};
+	double over = t->fabric.oversubscription > 1 ? t->fabric.oversubscription : 1;
+	snprintf(name, name_len, "nic-%" PRId64 "-s%" PRId64 "-%s", k, s, what[w]);
+	*bps = w >= NIC_UP ? t->nic.bandwidth_bps / over * topo_spine_rate(t)
+	                   : t->nic.bandwidth_bps * topo_nic_rate(t, s, (int)k);
+	*latency_s = lat[w];
+}
+
 void sim_net_link_info(const struct sim_net *net, int link, char *name, size_t name_len,
                        double *bps, double *latency_s)
 {
@@ -333,15 +351,7 @@ void sim_net_link_info(const struct sim_net *net, int link, char *name, size_t n
 	int64_t s = id / net->per_server_ids + net->server0, r = id % net->per_server_ids;
 	int64_t d = t->devices_per_server;
 	if (r >= nic_off(t)) {
-		static const char *const what[] = {"tx", "rx", "up", "down"};
-		int64_t k = (r - nic_off(t)) / 4, w = (r - nic_off(t)) % 4;
-		double sw = t->fabric.switch_latency_s, nic = t->nic.latency_s;
-		double lat[] = {nic + sw, nic, sw, sw};
-		double over = t->fabric.oversubscription > 1 ? t->fabric.oversubscription : 1;
-		snprintf(name, name_len, "nic-%" PRId64 "-s%" PRId64 "-%s", k, s, what[w]);
-		*bps = w >= NIC_UP ? t->nic.bandwidth_bps / over * topo_spine_rate(t)
-		                   : t->nic.bandwidth_bps * topo_nic_rate(t, s, (int)k);
-		*latency_s = lat[w];
+		nic_link_info(net, id, name, name_len, bps, latency_s);
 		return;
 	}
 	if (r >= shared_off(t, 0)) {
@@ -392,6 +402,52 @@ static double host_speed(const struct topology *t)
 	return peak > 0 ? peak : 1e12;
 }
 
+/* Whether the leaves' pooled uplinks can limit a flow. Not
+ * oversubscribed and without faults, a pool carries every NIC port under
+ * it at the NIC's rate, as much as the NICs' own links feeding it: the
+ * NICs limit first, whatever the traffic (sim/run.c's binds says the same
+ * to the representatives). */
+static bool pools_bind(const struct sim_net *net)
+{
+	return net->t->fabric.oversubscription > 1 || net->t->faults;
+}
+
+/* The pooled link a route crosses, for SimGrid, where pools cannot bind:
+ * the sending NIC's own share of the uplinks (for a leaf's "up") or the
+ * receiving NIC's (for "down"), the links a route takes without pooling,
+ * at the same rate as the NIC's and the same switch latency. A pool would
+ * couple every flow under the leaf in SimGrid's bandwidth-sharing solver
+ * (each flow's start or end re-solves them all: lmm::System's
+ * update_modified_cnst_set_rec and MaxMin::do_solve), for the same rates;
+ * the engine keeps counting the pool's bytes under its name. Sets *id to
+ * the NIC link's id (beyond the compact links) and returns true, or false
+ * for a link that is not a pool or where pools bind. */
+static bool unpooled_link(const struct sim_net *net, int p, int link, int64_t *id)
+{
+	if (!sim_net_pooled(net, link) || pools_bind(net))
+		return false;
+	const struct topology *t = net->t;
+	int64_t d = t->devices_per_server;
+	bool up = (net->link_id[link] - net->per_server_ids * net->n_servers) % 2 == 0;
+	int64_t r = net->base + (up ? net->pair_src[p] : net->pair_dst[p]);
+	int k = (int)(r % d * t->nic.per_server / d);
+	*id = (r / d - net->server0) * net->per_server_ids + nic_off(t) + 4 * k +
+	      (up ? NIC_UP : NIC_DOWN);
+	return true;
+}
+
+/* A link's element: compact link `link`, or (link < 0) NIC link `id`. */
+static void link_xml(const struct sim_net *net, FILE *f, int link, int64_t id)
+{
+	char name[96];
+	double bps, lat;
+	if (link >= 0)
+		sim_net_link_info(net, link, name, sizeof(name), &bps, &lat);
+	else
+		nic_link_info(net, id, name, sizeof(name), &bps, &lat);
+	fprintf(f, "<link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\"/>\n", name, bps, lat);
+}
+
 bool sim_net_write_xml(const struct sim_net *net, FILE *f)
 {
 	fprintf(f, "<?xml version='1.0'?>\n"
@@ -401,23 +457,34 @@ bool sim_net_write_xml(const struct sim_net *net, FILE *f)
 	for (int64_t r = 0; r < net->n_ranks; r++)
 		if (!net->host_used || net->host_used[r])
 			fprintf(f, "<host id=\"r%" PRId64 "\" speed=\"%.17gf\"/>\n", net->base + r, speed);
-	/* with pair_used, the links of the routes written only */
-	uint8_t *link_used = net->pair_used ? calloc((size_t)net->n_links + 1, 1) : NULL;
-	if (net->pair_used && !link_used)
+	/* with pair_used, the links of the routes written only; a pool that
+	 * cannot bind is written as the NICs' shares (unpooled_link) */
+	bool swap = net->leaf_uplinks && !pools_bind(net);
+	uint8_t *link_used = net->pair_used || swap ? calloc((size_t)net->n_links + 1, 1) : NULL;
+	int64_t n_ids = net->per_server_ids * net->n_servers;
+	uint8_t *nic_used = swap ? calloc((size_t)n_ids + 1, 1) : NULL;
+	if ((link_used == NULL) != !(net->pair_used || swap) || (swap && !nic_used)) {
+		free(link_used);
 		return false;
+	}
 	for (int p = 0; link_used && p < net->n_pairs; p++)
-		for (int i = 0; net->pair_used[p] && i < net->route[p].n; i++)
-			link_used[net->route[p].link[i]] = 1;
+		for (int i = 0; (!net->pair_used || net->pair_used[p]) && i < net->route[p].n; i++) {
+			int64_t id;
+			if (unpooled_link(net, p, net->route[p].link[i], &id))
+				nic_used[id] = 1;
+			else
+				link_used[net->route[p].link[i]] = 1;
+		}
 	for (int l = 0; l < net->n_links; l++) {
 		if (link_used && !link_used[l])
 			continue;
-		char name[96];
-		double bps, lat;
-		sim_net_link_info(net, l, name, sizeof(name), &bps, &lat);
-		fprintf(f, "<link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\"/>\n", name, bps,
-		        lat);
+		link_xml(net, f, l, -1);
 	}
+	for (int64_t id = 0; nic_used && id < n_ids; id++)
+		if (nic_used[id] && !(net->compact[id] >= 0 && link_used[net->compact[id]]))
+			link_xml(net, f, -1, id);
 	free(link_used);
+	free(nic_used);
 	for (int p = 0; p < net->n_pairs; p++) {
 		if (net->pair_used && !net->pair_used[p])
 			continue;
@@ -426,7 +493,11 @@ bool sim_net_write_xml(const struct sim_net *net, FILE *f)
 		for (int i = 0; i < net->route[p].n; i++) {
 			char name[96];
 			double bps, lat;
-			sim_net_link_info(net, net->route[p].link[i], name, sizeof(name), &bps, &lat);
+			int64_t id;
+			if (unpooled_link(net, p, net->route[p].link[i], &id))
+				nic_link_info(net, id, name, sizeof(name), &bps, &lat);
+			else
+				sim_net_link_info(net, net->route[p].link[i], name, sizeof(name), &bps, &lat);
 			fprintf(f, "<link_ctn id=\"%s\"/>", name);
 		}
 		fprintf(f, "</route>\n");

@@ -320,30 +320,26 @@ static bool same_groups(const struct rank_groups *a, const struct rank_groups *b
 	return true;
 }
 
-/* Fidelity representative: each rank's representative, the first member
- * of its data-parallel group, and each representative's other replicas.
- * A stage's data-parallel groups are the grouping of its gradient
- * collectives that carries the most bytes (a parameter replicated across
- * tensor parallelism too, a norm's under sequence parallelism, have other
+/* Fidelity representative: each rank's representative (rep_of, n_ranks
+ * entries), the first member of its data-parallel group. A stage's
+ * data-parallel groups are the grouping of its gradient collectives that
+ * carries the most bytes (a parameter replicated across tensor
+ * parallelism too, a norm's under sequence parallelism, have other
  * groupings and few bytes); a rank in none represents itself. False when
- * out of memory; e->bad_reps when a pipeline send joins two replicas that
- * do not correspond. */
-static bool find_representatives(struct engine *e, struct sim_ops *ops)
+ * out of memory or a group's member is outside the program. The engine's
+ * setup and sim_program_events's budget both ask it. */
+bool sim_representatives(const struct program *p, int64_t *rep_of, struct sim_ops *ops)
 {
-	const struct program *p = e->prog;
 	int64_t n_ranks = p->n_ranks;
 	int *seen = malloc((size_t)p->n_steps * sizeof(*seen) + 1), n_seen = 0;
 	double *bytes = calloc((size_t)p->n_steps + 1, sizeof(*bytes));
-	e->rep_of = malloc((size_t)n_ranks * sizeof(*e->rep_of));
-	e->repl_start = calloc((size_t)n_ranks + 1, sizeof(*e->repl_start));
-	e->repl = malloc((size_t)n_ranks * sizeof(*e->repl) + 1);
-	if (!seen || !bytes || !e->rep_of || !e->repl_start || !e->repl) {
+	if (!seen || !bytes) {
 		free(seen);
 		free(bytes);
 		return false;
 	}
 	for (int64_t r = 0; r < n_ranks; r++)
-		e->rep_of[r] = r;
+		rep_of[r] = r;
 	for (int i = 0; i < p->n_steps; i++) {
 		const struct prog_step *st = &p->steps[i];
 		if (st->kind != PROG_COLLECTIVE || st->phase != PHASE_GRADIENT || st->groups.size <= 1)
@@ -363,21 +359,39 @@ static bool find_representatives(struct engine *e, struct sim_ops *ops)
 			if (p->steps[seen[x]].stage == s && (best < 0 || bytes[x] > bytes[best]))
 				best = x;
 		const struct prog_step *st = best >= 0 ? &p->steps[seen[best]] : NULL;
+		int64_t off = (int64_t)s * p->stage_ranks;
 		for (int k = 0; ok && st && k < st->groups.n_groups; k++) {
-			int n = members_of(ops, &st->groups, k, offset_of(e, seen[best]));
+			int n = members_of(ops, &st->groups, k, off);
 			int64_t first = n > 0 ? ops->members[0] : -1;
 			for (int j = 1; j < n; j++)
 				first = ops->members[j] < first ? ops->members[j] : first;
 			ok = n > 0;
 			for (int j = 0; ok && j < n; j++) {
-				ok = in_program(e, ops->members[j]);
+				ok = ops->members[j] >= 0 && ops->members[j] < n_ranks;
 				if (ok)
-					e->rep_of[ops->members[j]] = first;
+					rep_of[ops->members[j]] = first;
 			}
 		}
 	}
 	free(bytes);
 	free(seen);
+	return ok;
+}
+
+/* The engine's representatives (sim_representatives) and each
+ * representative's other replicas. False when out of memory;
+ * e->bad_reps when a pipeline send joins two replicas that do not
+ * correspond. */
+static bool find_representatives(struct engine *e, struct sim_ops *ops)
+{
+	const struct program *p = e->prog;
+	int64_t n_ranks = p->n_ranks;
+	e->rep_of = malloc((size_t)n_ranks * sizeof(*e->rep_of));
+	e->repl_start = calloc((size_t)n_ranks + 1, sizeof(*e->repl_start));
+	e->repl = malloc((size_t)n_ranks * sizeof(*e->repl) + 1);
+	if (!e->rep_of || !e->repl_start || !e->repl)
+		return false;
+	bool ok = sim_representatives(p, e->rep_of, ops);
 	for (int64_t r = 0; ok && r < n_ranks; r++)
 		if (e->rep_of[e->rep_of[r]] != e->rep_of[r])
 			e->bad_reps = true;

@@ -157,4 +157,9 @@ void sim_ops_free(struct sim_ops *ops);
 int sim_child_run_jobs(const struct topology *t, const struct sim_job *jobs, int n_jobs,
                        const struct sim_options *o, int fd);
 
+/* Fidelity representative: each rank's representative in rep_of
+ * (p->n_ranks entries; a rank that runs stands for itself). False when
+ * out of memory or a group's member is outside the program. */
+bool sim_representatives(const struct program *p, int64_t *rep_of, struct sim_ops *ops);
+
 #endif

@@ -363,18 +363,52 @@ double sim_peak_memory(const struct sim_result *r)
 	return peak;
 }
 
+/* The program steps one rank of stage st runs in an iteration. */
+static double stage_steps(const struct program *prog, int st)
+{
+	const struct prog_stage *ps = &prog->stages[st];
+	double steps = ps->n_tail;
+	for (int k = 0; k < ps->n_slots; k++) {
+		const struct prog_chunk *c = &prog->chunks[ps->slots[k].chunk];
+		steps += ps->slots[k].weight ? c->n_wgt : ps->slots[k].backward ? c->n_bwd : c->n_fwd;
+	}
+	return steps;
+}
+
 double sim_program_events(const struct program *prog)
 {
 	double events = 0;
-	for (int st = 0; st < prog->n_stages; st++) {
-		const struct prog_stage *ps = &prog->stages[st];
-		double steps = ps->n_tail;
-		for (int k = 0; k < ps->n_slots; k++) {
-			const struct prog_chunk *c = &prog->chunks[ps->slots[k].chunk];
-			steps += ps->slots[k].weight ? c->n_wgt : ps->slots[k].backward ? c->n_bwd : c->n_fwd;
-		}
-		events += steps * (double)prog->stage_ranks;
+	for (int st = 0; st < prog->n_stages; st++)
+		events += stage_steps(prog, st) * (double)prog->stage_ranks;
+	return events;
+}
+
+double sim_program_events_run(const struct program *prog, enum sim_fidelity f,
+                              int64_t *running)
+{
+	*running = prog->n_ranks;
+	double all = sim_program_events(prog);
+	if (f != FIDELITY_REPRESENTATIVE || prog->stage_ranks <= 0)
+		return all;
+	int64_t *rep_of = malloc((size_t)prog->n_ranks * sizeof(*rep_of) + 1);
+	struct sim_ops ops = {0};
+	bool ok = rep_of && sim_representatives(prog, rep_of, &ops);
+	sim_ops_free(&ops);
+	if (!ok) { /* counted as every rank: the simulation will say why */
+		free(rep_of);
+		return all;
 	}
+	double events = 0;
+	*running = 0;
+	for (int st = 0; st < prog->n_stages; st++) {
+		int64_t reps = 0, off = (int64_t)st * prog->stage_ranks;
+		for (int64_t r = off; r < off + prog->stage_ranks && r < prog->n_ranks; r++)
+			reps += rep_of[r] == r;
+		*running += reps;
+		/* the stage's steps per rank, as sim_program_events counts them */
+		events += stage_steps(prog, st) * (double)reps;
+	}
+	free(rep_of);
 	return events;
 }
 
@@ -403,15 +437,21 @@ bool sim_plan(struct arena *a, const struct plan *p, double bucket_bytes, double
 	if (!out->lowered)
 		return false;
 	double budget = max_events > 0 ? max_events : SIM_MAX_EVENTS;
-	double events = sim_program_events(&out->prog);
+	int64_t running;
+	double events = sim_program_events_run(&out->prog, o->fidelity, &running);
 	if (events > budget) {
+		char ranks[96];
+		if (running < out->prog.n_ranks)
+			snprintf(ranks, sizeof ranks, "%lld of %lld ranks run at fidelity representative",
+			         (long long)running, (long long)out->prog.n_ranks);
+		else
+			snprintf(ranks, sizeof ranks, "%lld ranks", (long long)out->prog.n_ranks);
 		diag_add(d, DIAG_ERROR, p->scenario->file, 0, "training.global_batch",
-		         "simulating this iteration would run %.3g program steps on its ranks (%lld "
-		         "ranks, %lld micro-batch%s), over the budget of %.3g (--max-events): fewer "
+		         "simulating this iteration would run %.3g program steps on its ranks (%s, "
+		         "%lld micro-batch%s), over the budget of %.3g (--max-events): fewer "
 		         "micro-batches (a smaller global batch or a larger micro-batch), or a larger "
-		         "--max-events", events, (long long)out->prog.n_ranks,
-		         (long long)out->prog.micro_batches, out->prog.micro_batches == 1 ? "" : "es",
-		         budget);
+		         "--max-events", events, ranks, (long long)out->prog.micro_batches,
+		         out->prog.micro_batches == 1 ? "" : "es", budget);
 		return false;
 	}
 	if (o->before_run)

@@ -232,6 +232,12 @@ struct sim_result {
  * events (executions, transfers, waits) are a small multiple of it; the
  * CLI refuses a simulation over its --max-events. */
 double sim_program_events(const struct program *prog);
+/* The same counting only the ranks that run as actors at fidelity f: at
+ * FIDELITY_REPRESENTATIVE one rank per data-parallel group (the others'
+ * steps are not run: their representative carries their transfers), at
+ * the others every rank. *running gets the ranks counted. */
+double sim_program_events_run(const struct program *prog, enum sim_fidelity f,
+                              int64_t *running);
 
 /* The most any rank held (struct sim_rank's peak_memory_bytes). */
 double sim_peak_memory(const struct sim_result *r);
@@ -284,16 +290,16 @@ struct sim_plan_outcome {
 	struct program prog;
 	struct sim_result sim;
 };
-/* The default budget of sim_plan: program steps x ranks
- * (sim_program_events). The largest shipped runs need ~1e9 (GPT-3 175B on
+/* The default budget of sim_plan: program steps x the ranks that run
+ * (sim_program_events_run). The largest shipped runs need ~1e9 (GPT-3 175B on
  * 8,192 ranks, about two minutes); 1e10 is hours. */
 #define SIM_MAX_EVENTS 1e10
 /* plan_estimate, plan_lower (gradient buckets of bucket_bytes) and
  * sim_run, in that order, stopping at the first that fails (diagnostics in
  * d). The plan is priced and run with o->algo: when it differs from the
  * scenario's, on a copy of the scenario that says so. A program of more
- * than max_events steps x ranks (0: SIM_MAX_EVENTS) is refused rather
- * than run for hours. */
+ * than max_events steps x running ranks (sim_program_events_run at
+ * o->fidelity; 0: SIM_MAX_EVENTS) is refused rather than run for hours. */
 bool sim_plan(struct arena *a, const struct plan *p, double bucket_bytes, double max_events,
               const struct sim_options *o, struct sim_plan_outcome *out, struct diag_list *d);
 

@@ -176,7 +176,7 @@ static uint64_t row_checksum(const char *hash, const struct study_row *r, int si
 			h = fnv_real(h, v[i]);
 		for (int k = 0; k < EST_CATEGORY_COUNT; k++)
 			h = fnv_real(h, r->category_s[k]);
-		h = fnv_i64(h, r->oom);
+		h = fnv_i64(h, study_oom_code(r));
 	}
 	if (sim) {
 		h = fnv_text(h, r->sim_error);
@@ -715,7 +715,7 @@ static bool insert_row(struct study_store *s, const struct study_row *r, const s
 		double v[] = {r->iteration_s, r->tokens_per_s, r->mfu, r->memory_bytes, r->hbm_bytes};
 		for (int i = 0; i < 5; i++)
 			bind_real(q, 21 + i, v[i]);
-		sqlite3_bind_int(q, 26, r->oom);
+		sqlite3_bind_int(q, 26, study_oom_code(r));
 		bind_real(q, 27, r->compute_s);
 		bind_real(q, 28, r->comm_s);
 		bind_real(q, 29, r->bubble_s);
@@ -887,9 +887,10 @@ static int read_rows(struct study_store *s, struct arena *a, bool keep, struct s
 			.error = keep ? col_text(a, q, 14) : (const char *)sqlite3_column_text(q, 14),
 			.iteration_s = col_real(q, 15), .tokens_per_s = col_real(q, 16),
 			.mfu = col_real(q, 17), .memory_bytes = col_real(q, 18),
-			.hbm_bytes = col_real(q, 19), .oom = sqlite3_column_int(q, 20) != 0,
+			.hbm_bytes = col_real(q, 19),
 			.compute_s = col_real(q, 21), .comm_s = col_real(q, 22),
 			.bubble_s = col_real(q, 23)};
+		study_oom_decode(r, sqlite3_column_int(q, 20));
 		for (int k = 0; k < EST_CATEGORY_COUNT; k++)
 			r->category_s[k] = col_real(q, 24 + k);
 		r->iterations = col_real(q, 35);
@@ -1008,9 +1009,10 @@ bool study_store_counts(struct study_store *s, int64_t *fit, int64_t *tight, int
 {
 	sqlite3_stmt *q;
 	*fit = *tight = *failed = 0;
-	/* row by row, nothing held: the memory verdict is the cost model's */
-	if (sqlite3_prepare_v2(s->db, "SELECT ok, memory_bytes, hbm_bytes FROM points", -1, &q,
-	                       NULL) != SQLITE_OK)
+	/* row by row, nothing held: the memory verdict is the cost model's,
+	 * the host's from the oom column (study_oom_code) */
+	if (sqlite3_prepare_v2(s->db, "SELECT ok, memory_bytes, hbm_bytes, oom FROM points", -1,
+	                       &q, NULL) != SQLITE_OK)
 		return false;
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -1020,8 +1022,11 @@ bool study_store_counts(struct study_store *s, int64_t *fit, int64_t *tight, int
 		}
 		struct cost_verdict v;
 		cost_memory_verdict(col_real(q, 1), col_real(q, 2), &v);
-		*fit += v.fit == FIT_YES;
-		*tight += v.fit == FIT_TIGHT;
+		struct study_row host = {0};
+		study_oom_decode(&host, sqlite3_column_int(q, 3));
+		enum fit_class f = study_fit_worse(v.fit, host.host_fit);
+		*fit += f == FIT_YES;
+		*tight += f == FIT_TIGHT;
 	}
 	sqlite3_finalize(q);
 	return rc == SQLITE_DONE;

@@ -13,4 +13,13 @@
 /* h folded with the n bytes at p. */
 uint64_t studies_fnv(uint64_t h, const void *p, size_t n);
 
+/* The points table's `oom` column (docs/studies.md, "The database"): bit 1
+ * the device's memory does not fit, bit 2 the host's does not (optimizer
+ * offload), bit 4 the host's is tight; 0 and 1 as before the host was
+ * checked. study_oom_decode sets r->oom and r->host_fit from it. */
+int study_oom_code(const struct study_row *r);
+void study_oom_decode(struct study_row *r, int code);
+/* The worse of two memory classes. */
+enum fit_class study_fit_worse(enum fit_class a, enum fit_class b);
+
 #endif

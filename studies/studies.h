@@ -196,7 +196,11 @@ struct study_row {
 	double mfu;                        /* model FLOPs (3 x forward) / (devices x peak x time); NAN
 	                                      when the device has no peak for the dtype */
 	double memory_bytes, hbm_bytes;
-	bool oom;
+	bool oom;                          /* the device's memory or the host's does not fit */
+	enum fit_class host_fit;           /* training.optimizer_offload: the state on a server's
+	                                      host against server.host.memory_GB (FIT_YES when
+	                                      nothing is offloaded or the memory is not stated);
+	                                      FIT_NO makes the row oom */
 	double compute_s, comm_s, bubble_s;
 	double category_s[EST_CATEGORY_COUNT];
 	double model_flops;                /* per iteration: 3 x forward FLOPs */
@@ -327,8 +331,9 @@ bool study_store_cluster_names(struct study_store *s, struct arena *a, int n_clu
 /* --------------------------------------------------------------- fit */
 
 /* A point's memory class (cost_memory_verdict of its peak on its
- * device): fits, tight (the band straddles the memory: its own class,
- * never chosen) or does not fit (oom). */
+ * device, and of its offloaded optimizer state on its server's host
+ * memory: the worse of the two): fits, tight (the band straddles the
+ * memory: its own class, never chosen) or does not fit (oom). */
 enum fit_class study_row_fit(const struct study_row *r);
 /* The points that fit memory (with the band: not tight), and meet the
  * deadline and the budget when the goal has them (effective time, cost). */

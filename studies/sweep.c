@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "studies.h"
+#include "studies-int.h"
 
 /* Appends a unit; false when out of memory. */
 static bool push(struct arena *a, struct study_unit **u, int *n, int *cap,
@@ -370,6 +370,17 @@ static double tokens_per_iteration(const struct graph *g, int64_t global_batch)
 	return (double)global_batch * (g->gen && g->gen->seq > 0 ? (double)g->gen->seq : 1);
 }
 
+/* The estimate's host verdict (training.optimizer_offload against
+ * server.host.memory_GB, as `estimate` gives it); FIT_YES when unchecked. */
+static enum fit_class host_fit(const struct estimate *e)
+{
+	if (!(e->host_capacity_bytes > 0) || !(e->host_bytes_per_server > 0))
+		return FIT_YES;
+	struct cost_verdict v;
+	cost_memory_verdict(e->host_bytes_per_server, e->host_capacity_bytes, &v);
+	return v.fit;
+}
+
 static void fill_from_estimate(const struct study *st, struct study_row *r,
                                const struct estimate *e, const struct graph *g)
 {
@@ -379,6 +390,7 @@ static void fill_from_estimate(const struct study *st, struct study_row *r,
 	r->iteration_s = e->iteration_s;
 	r->memory_bytes = e->memory_bytes_per_device;
 	r->hbm_bytes = e->hbm_bytes;
+	r->host_fit = host_fit(e);
 	r->oom = study_row_fit(r) == FIT_NO;
 	r->compute_s = e->compute_s;
 	r->comm_s = e->comm_s;
@@ -523,11 +535,32 @@ bool study_simulate(struct arena *a, const struct study *st, struct study_row *r
 
 /* ------------------------------------------------------------------ fit */
 
+enum fit_class study_fit_worse(enum fit_class a, enum fit_class b)
+{
+	return a > b ? a : b;
+}
+
 enum fit_class study_row_fit(const struct study_row *r)
 {
 	struct cost_verdict v;
 	cost_memory_verdict(r->memory_bytes, r->hbm_bytes, &v);
-	return v.fit;
+	return study_fit_worse(v.fit, r->host_fit);
+}
+
+int study_oom_code(const struct study_row *r)
+{
+	struct cost_verdict v;
+	cost_memory_verdict(r->memory_bytes, r->hbm_bytes, &v);
+	int c = r->host_fit == FIT_NO ? 2 : r->host_fit == FIT_TIGHT ? 4 : 0;
+	if (r->oom && (c != 2 || v.fit == FIT_NO))
+		c |= 1;
+	return c;
+}
+
+void study_oom_decode(struct study_row *r, int code)
+{
+	r->oom = (code & 3) != 0;
+	r->host_fit = code & 2 ? FIT_NO : code & 4 ? FIT_TIGHT : FIT_YES;
 }
 
 bool study_row_meets(const struct study *st, const struct study_row *r)

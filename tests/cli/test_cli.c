@@ -1322,6 +1322,65 @@ Test(cli, simulate_refuses_what_exceeds_its_budget)
 	free(r.out);
 }
 
+/* At fidelity representative the budget counts the ranks that run:
+ * gpt-4layer-dp32 is one data-parallel group of 32 whose first rank
+ * alone runs, so a budget of a tenth of every rank's steps (under 1/32)
+ * lets it run where fidelity coarse is refused; a budget of 1 still
+ * trips, naming the ranks that run. */
+Test(cli, simulate_budget_counts_the_representatives)
+{
+	const char *f = "simulate scenarios/jobs/gpt-4layer-dp32.json --max-events ";
+	char cmd[256];
+	/* every rank's steps: the count coarse names */
+	snprintf(cmd, sizeof cmd, "%s1 --fidelity coarse", f);
+	struct cli_run r = fixture_shardlab(cmd, true);
+	cr_assert_eq(r.status, 1);
+	const char *at = strstr(r.out, "would run ");
+	cr_assert_not_null(at, "%s", r.out);
+	double all = strtod(at + strlen("would run "), NULL);
+	cr_expect(strstr(r.out, "program steps on its ranks (32 ranks, 1 micro-batch)"), "%s", r.out);
+	free(r.out);
+	snprintf(cmd, sizeof cmd, "%s%.0f --fidelity coarse", f, all / 10);
+	r = fixture_shardlab(cmd, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	free(r.out);
+	snprintf(cmd, sizeof cmd, "%s%.0f --fidelity representative", f, all / 10);
+	r = fixture_shardlab(cmd, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	snprintf(cmd, sizeof cmd, "%s1 --fidelity representative", f);
+	r = fixture_shardlab(cmd, true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "scenarios/jobs/gpt-4layer-dp32.json: training.global_batch: "
+	                        "simulating this iteration would run "), "%s", r.out);
+	cr_expect(strstr(r.out, "program steps on its ranks (1 of 32 ranks run at fidelity "
+	                        "representative, 1 micro-batch), over the budget of 1 "
+	                        "(--max-events)"), "%s", r.out);
+	free(r.out);
+}
+
+/* megatron-search refuses, like a device OOM, every configuration whose
+ * offloaded optimizer state is over the host's memory: offload-gpt-8p's
+ * host has 1 MB, and the state of its word embedding alone (1,024 x 256
+ * weights x 12 B) is 3.1 MB; on the shipped B200 server (2 TB) it plans
+ * (the counts in tests/studies/test_studies.c). */
+Test(cli, plan_search_refuses_what_overflows_the_host)
+{
+	struct cli_run r = fixture_shardlab("plan tests/data/studies/offload-gpt-8p.json", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.out, "tests/data/studies/offload-gpt-8p.json: training.optimizer_offload: "
+	                        "megatron-search: none of the "), "%s", r.out);
+	cr_expect(strstr(r.out, "fits the device but its offloaded optimizer state is "), "%s", r.out);
+	cr_expect(strstr(r.out, " GB over the 0.001 GB of a server's host memory "
+	                        "(server.host.memory_GB)"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("plan tests/data/studies/offload-gpt-8p.json --topology "
+	                     "topologies/hgx-b200.json", false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "megatron-search chose "), "%s", r.out);
+	free(r.out);
+}
+
 Test(cli, moe_counts_a_layer)
 {
 	/* h 8, f 16, 4 experts, top-2, one shared, SwiGLU, capacity factor

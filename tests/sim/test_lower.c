@@ -406,6 +406,42 @@ Test(lower, program_adds_up_to_the_estimate)
 	adds_up("scenarios/megatron-mlp-8p.json", COLL_AUTO, 6, 25.0 * 1024 * 1024);
 }
 
+/* The --max-events budget counts what runs: at fidelity representative
+ * one rank per data-parallel group. gpt-4layer-dp32 is data parallel on
+ * 32 ranks (one group of 32, one representative: 1/32 of the steps);
+ * gpt-small-910a-32p's Megatron plan is TP 8 x PP 2 x DP 2 (each stage's
+ * 16 ranks are 8 pairs of replicas: 8 run, half the steps). */
+Test(lower, representative_budget_counts_the_ranks_that_run)
+{
+	static const struct {
+		const char *path;
+		bool megatron;
+		int64_t running;
+	} cases[] = {
+		{"scenarios/jobs/gpt-4layer-dp32.json", false, 1},
+		{"scenarios/gpt-small-910a-32p.json", true, 16},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct scenario *s = fixture_scenario(cases[i].path);
+		struct plan_options o = {.mode = REDIST_COMPAT, .rec_cost = REC_COST_TOPOLOGY};
+		struct plan *p = cases[i].megatron ? plan_megatron(A, s, &o, &D)
+		                                   : plan_data_parallel(A, s, &o, &D);
+		cr_assert_not_null(p, "%s", cases[i].path);
+		struct program prog;
+		cr_assert(plan_lower(A, p, 25 << 20, &prog, &D), "%s", cases[i].path);
+		cr_assert_eq(prog.n_ranks, 32);
+		double all = sim_program_events(&prog);
+		int64_t running;
+		cr_expect_eq(sim_program_events_run(&prog, FIDELITY_COARSE, &running), all);
+		cr_expect_eq(running, 32);
+		double rep = sim_program_events_run(&prog, FIDELITY_REPRESENTATIVE, &running);
+		cr_expect_eq(running, cases[i].running, "%s: %lld ranks run", cases[i].path,
+		             (long long)running);
+		cr_expect_eq(rep * 32, all * (double)cases[i].running, "%s: %g of %g steps",
+		             cases[i].path, rep, all);
+	}
+}
+
 /* Scenario s planned by the megatron rule, lowered with every gradient
  * its own all-reduce, and estimated. */
 static struct plan *megatron_lowered(struct scenario *s, struct program *prog, struct estimate *e)

@@ -814,8 +814,8 @@ struct jobs_run {
  * fidelity; at fidelity representative the AllReduce is the gradients'
  * (phase gradient: its group is the data-parallel one, rank 0 runs it for
  * all). */
-static struct jobs_run jobs_simulate_at(int n_jobs, int64_t n_ranks, const int64_t *devices[2],
-                                        double bytes, enum sim_fidelity fid)
+static struct jobs_run jobs_simulate_over(int n_jobs, int64_t n_ranks, const int64_t *devices[2],
+                                          double bytes, enum sim_fidelity fid, double over)
 {
 	struct jobs_run run = {.a = arena_new()};
 	struct diag_list d;
@@ -824,6 +824,8 @@ static struct jobs_run jobs_simulate_at(int n_jobs, int64_t n_ranks, const int64
 	cr_assert_not_null(t);
 	t->coll.library = TOPO_COLL_NONE;
 	t->device.speed_cv = 0;
+	if (over > 0)
+		t->fabric.oversubscription = over;
 	int64_t sizes[] = {n_ranks};
 	struct prog_step st = coll_step(sizes, 1, 0, STEP_ALLREDUCE, bytes, 0);
 	if (fid == FIDELITY_REPRESENTATIVE)
@@ -837,10 +839,31 @@ static struct jobs_run jobs_simulate_at(int n_jobs, int64_t n_ranks, const int64
 	return run;
 }
 
+/* The same on the file's fabric (oversubscribed 16:1). */
+static struct jobs_run jobs_simulate_at(int n_jobs, int64_t n_ranks, const int64_t *devices[2],
+                                        double bytes, enum sim_fidelity fid)
+{
+	return jobs_simulate_over(n_jobs, n_ranks, devices, bytes, fid, 0);
+}
+
 static struct jobs_run jobs_simulate(int n_jobs, int64_t n_ranks, const int64_t *devices[2],
                                      double bytes)
 {
 	return jobs_simulate_at(n_jobs, n_ranks, devices, bytes, FIDELITY_COARSE);
+}
+
+/* The links two rings share: both leaves' uplinks and downlinks, S bytes
+ * from each job, at a utilisation over the run's bins 1 to 18. */
+static void expect_leaves_shared(const struct sim_shared *sh, double S, double utilisation)
+{
+	cr_assert_eq(sh->n_links, 4);
+	for (int i = 0; i < 4; i++) {
+		cr_assert(strncmp(sh->links[i].name, "leaf-", 5) == 0, "%s", sh->links[i].name);
+		within(sh->links[i].bytes[0], S, 1e-12, "job 0's bytes");
+		within(sh->links[i].bytes[1], S, 1e-12, "job 1's bytes");
+		for (int k = 1; k < 19; k++)
+			within(sh->links[i].utilisation[k], utilisation, 1e-3, "a shared link, a bin");
+	}
 }
 
 Test(sim, two_rings_sharing_one_uplink_get_half_its_rate)
@@ -878,17 +901,30 @@ Test(sim, two_rings_sharing_one_uplink_get_half_its_rate)
 		cr_expect_eq(both.r[0].series[i].utilisation[25], 0);
 	}
 	/* The links they fight over: both leaves' uplinks and downlinks, S each
-	 * way from each job. */
-	cr_assert_eq(both.shared.n_links, 4);
-	for (int i = 0; i < 4; i++) {
-		cr_assert(strncmp(both.shared.links[i].name, "leaf-", 5) == 0, "%s",
-		          both.shared.links[i].name);
-		within(both.shared.links[i].bytes[0], S, 1e-12, "job 0's bytes");
-		within(both.shared.links[i].bytes[1], S, 1e-12, "job 1's bytes");
-		/* both flows at 6.25 GB/s fill the 12.5 GB/s link */
-		for (int k = 1; k < 19; k++)
-			within(both.shared.links[i].utilisation[k], 1, 1e-3, "a shared link, a bin");
-	}
+	 * way from each job; both flows at 6.25 GB/s fill the 12.5 GB/s link. */
+	expect_leaves_shared(&both.shared, S, 1);
+	arena_free(alone.a);
+	arena_free(both.a);
+}
+
+/* The two rings above on the fabric not oversubscribed: a leaf's pooled
+ * uplinks carry its 16 NIC ports' 16 x 12.5 = 200 GB/s, which the NICs
+ * cannot fill, so SimGrid is given each NIC's own share of them (the same
+ * switch latency; sim/platform.c, unpooled_link) and the rings run at
+ * their NICs' rate together as alone: 2 x (S/2 / 12.5 GB/s + 3 us). The
+ * links they share are still the leaves' pools, S each way from each job,
+ * two flows of 12.5 GB/s in 200: utilisation 1/8. */
+Test(sim, rings_on_a_fabric_not_oversubscribed_do_not_contend)
+{
+	static const int64_t a[] = {0, 16}, b[] = {1, 17};
+	const int64_t *devs[2] = {a, b};
+	double S = 125e6, want = 2 * (S / 2 / (12.5 * GB) + 3 * US);
+	struct jobs_run alone = jobs_simulate_over(1, 2, devs, S, FIDELITY_COARSE, 1);
+	struct jobs_run both = jobs_simulate_over(2, 2, devs, S, FIDELITY_COARSE, 1);
+	within(alone.r[0].iteration_s, want, 1e-9, "alone");
+	for (int j = 0; j < 2; j++)
+		within(both.r[j].iteration_s, want, 1e-9, "together");
+	expect_leaves_shared(&both.shared, S, 0.125);
 	arena_free(alone.a);
 	arena_free(both.a);
 }

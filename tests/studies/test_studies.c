@@ -748,21 +748,31 @@ Test(studies, inputs_hash_covers_the_base_files_collectives)
 /* fit on the tiny study: 1000 iterations, no deadline, one family. The
  * fastest point's time to train is 1000 x its iteration time, its cost
  * 8 devices x that / 3600 x 2.0; JSON and CSV say the same. */
+/* Sweeps study into db (dir/t.db, dir made from its template) and
+ * answers it with fit --json: the run and its parsed JSON in *j. */
+static struct cli_run sweep_then_fit(const char *study, char *dir, char db[600], cJSON **j)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	char args[1400];
+	snprintf(db, 600, "%s/t.db", dir);
+	snprintf(args, sizeof args, "sweep %s --db %s", study, db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "fit %s --db %s --json", study, db);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0);
+	*j = cJSON_Parse(r.out);
+	cr_assert_not_null(*j, "%s", r.out);
+	return r;
+}
+
 Test(studies, fit_reports_the_fastest_point, .timeout = 120)
 {
 	char dir[] = "/tmp/shardlab-fit-XXXXXX";
-	cr_assert_not_null(mkdtemp(dir));
 	char db[600], args[1400];
-	snprintf(db, sizeof db, "%s/t.db", dir);
-	snprintf(args, sizeof args, "sweep tests/data/studies/tiny.json --db %s", db);
-	struct cli_run r = fixture_shardlab(args, false);
-	cr_assert_eq(r.status, 0);
-	free(r.out);
-	snprintf(args, sizeof args, "fit tests/data/studies/tiny.json --db %s --json", db);
-	r = fixture_shardlab(args, false);
-	cr_assert_eq(r.status, 0);
-	cJSON *j = cJSON_Parse(r.out);
-	cr_assert_not_null(j, "%s", r.out);
+	cJSON *j;
+	struct cli_run r = sweep_then_fit("tests/data/studies/tiny.json", dir, db, &j);
 	cJSON *fast = cJSON_GetObjectItemCaseSensitive(j, "fastest");
 	double it = cJSON_GetObjectItemCaseSensitive(fast, "iteration_s")->valuedouble;
 	double t = cJSON_GetObjectItemCaseSensitive(fast, "time_to_train_s")->valuedouble;
@@ -798,6 +808,48 @@ Test(studies, fit_reports_the_fastest_point, .timeout = 120)
 	cr_expect(strncmp(r.out, "role,cluster,device_kind,servers,devices,global_batch,config,", 61) == 0,
 	          "%s", r.out);
 	cr_expect(strstr(r.out, "\nfastest,910a,\"Ascend 910\",1,8,8,") != NULL, "%s", r.out);
+	free(r.out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* The optimizer offload's host memory marks a point out of memory like
+ * the device's (issue 44). offload-host sweeps one scenario, optimizer
+ * offloaded, on two one-server B200 clusters alike but for the host's
+ * memory, so each has the same points. Every configuration puts each
+ * weight's state (bf16: 4 B fp32 master + 8 B Adam moments = 12 B) on the
+ * host at least once: the word embedding alone, 1,024 x 256 weights, is
+ * 3.1 MB, over the small host's 1 MB, so all its points are refused. The
+ * whole model is under 2 M weights (2 layers x 12 x 256^2 + the
+ * embeddings' (1,024 + 128) x 256), 8 replicas of its state under 0.2 GB:
+ * every point of the 2 TB host fits it, and the device (3 of 180 GB). */
+Test(studies, offload_over_the_host_memory_is_out_of_memory, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-host-XXXXXX";
+	char db[600], args[1400];
+	cJSON *j;
+	struct cli_run r = sweep_then_fit("tests/data/studies/offload-host.json", dir, db, &j);
+	int points = cJSON_GetObjectItemCaseSensitive(j, "points")->valueint;
+	cr_expect_gt(points, 0);
+	cr_expect_eq(points % 2, 0);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "host_oom")->valueint, points / 2);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "meet_goal")->valueint, points / 2);
+	cJSON *sm = cJSON_GetObjectItemCaseSensitive(j, "smallest");
+	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(sm, "small-host")), "%s", r.out);
+	cJSON *big = cJSON_GetObjectItemCaseSensitive(sm, "b200");
+	cr_expect(cJSON_IsObject(big), "%s", r.out);
+	cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(
+	                 cJSON_GetObjectItemCaseSensitive(j, "fastest"), "cluster")->valuestring,
+	                 "b200");
+	cJSON_Delete(j);
+	free(r.out);
+	/* the text says why the others are left */
+	snprintf(args, sizeof args, "fit tests/data/studies/offload-host.json --db %s", db);
+	r = fixture_shardlab(args, false);
+	char want[200];
+	snprintf(want, sizeof want, "%d over the host's memory (the optimizer offload: "
+	         "server.host.memory_GB)", points / 2);
+	cr_expect(strstr(r.out, want), "%s", r.out);
 	free(r.out);
 	remove_db(db);
 	rmdir(dir);
