@@ -605,7 +605,7 @@ double plan_weight_grad_s(const struct graph *g, int i, double backward_s);
  * 1F1B when the part has virtual stages, or ZB-H1, ZB-H2 and ZB-V (each
  * backward split into B and W slots). Returns the count (2 m v; the
  * zero-bubble ones 3 m v) and the slots in *out (arena), -1 when out of
- * memory. DualPipe has no order here (estimated only). */
+ * memory. DualPipe's order is plan_dualpipe_schedule's. */
 int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
                   enum pipeline_schedule sched, int stage, struct prog_slot **out);
 

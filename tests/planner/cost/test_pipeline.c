@@ -253,6 +253,23 @@ Test(pipeline, zb_v_in_order)
 	cr_expect_eq(part_chunk(&pp, 1, 1), 2);
 }
 
+/* The chain lowered and estimated with a schedule of two chunks per
+ * stage in a V (ZB-V's, DualPipe's two directions): chunks 0 1 2 3 on
+ * stages 0 1 2 3, chunks 4 5 6 7 on 3 2 1 0. */
+static struct scenario *lowered_v(enum pipeline_schedule sched, int64_t v, struct program *prog,
+                                  struct estimate *e)
+{
+	struct scenario *s = chain(sched, v, 0);
+	struct plan *p = dp_plan(s);
+	cr_assert(plan_lower(A, p, 25 << 20, prog, &D));
+	cr_assert(plan_estimate(A, p, e, &D));
+	cr_assert_eq(prog->n_chunks, 8);
+	static const int at[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+	for (int c = 0; c < 8; c++)
+		cr_expect_eq(prog->chunks[c].stage, at[c], "%s chunk %d", schedule_names[sched], c);
+	return s;
+}
+
 /* ZB-V on the chain: 8 chunks of two MatMuls, chunk c on stage c (c < 4)
  * or 7 - c. Each stage runs 8 micro-batches of two chunks of T_F/2 = T_B/2
  * = T_W/2 = T/2 each (T_B the input gradient and T_W the weight gradient
@@ -264,18 +281,10 @@ Test(pipeline, zb_v_in_order)
  * Half ZB-H1's 3T. */
 Test(pipeline, zb_v_bubble)
 {
-	struct scenario *s = chain(SCHED_ZB_V, 2, 0);
-	struct plan *p = dp_plan(s);
 	struct program prog;
 	struct estimate e;
-	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
-	cr_assert(plan_estimate(A, p, &e, &D));
-	cr_assert_eq(prog.n_chunks, 8);
-	/* the V: chunks 0 1 2 3 on stages 0 1 2 3, chunks 4 5 6 7 on 3 2 1 0;
-	 * chunk 3 hands on to chunk 4 without a send (both on stage 3) */
-	static const int at[8] = {0, 1, 2, 3, 3, 2, 1, 0};
-	for (int c = 0; c < 8; c++)
-		cr_expect_eq(prog.chunks[c].stage, at[c], "chunk %d", c);
+	struct scenario *s = lowered_v(SCHED_ZB_V, 2, &prog, &e);
+	/* chunk 3 hands on to chunk 4 without a send (both on stage 3) */
 	const struct prog_chunk *c3 = &prog.chunks[3];
 	for (int i = c3->fwd; i < c3->fwd + c3->n_fwd; i++)
 		cr_expect_neq(prog.steps[i].kind, PROG_SEND, "chunk 3's forward sends nothing");
@@ -371,7 +380,7 @@ static void expect_dual_order(const struct prog_slot *sl, int n, int P, const ch
 	char got[1024] = "";
 	for (int i = 0; i < n; i++) {
 		size_t k = strlen(got);
-		int pair = sl[i].chunk < P ? 2 * P - 1 - sl[i].chunk : 2 * P - 1 - sl[i].chunk;
+		int pair = 2 * P - 1 - sl[i].chunk;  /* the other chunk on its stage */
 		if (sl[i].fb)
 			snprintf(got + k, sizeof got - k, "%sF%lld.%d+B%lld.%d", i ? " " : "",
 			         (long long)sl[i].micro, sl[i].chunk, (long long)sl[i].pair_micro, pair);
@@ -435,18 +444,11 @@ Test(pipeline, dualpipe_in_order)
  * still held (5 = P + 1, Table 2's): the estimate's peak, to the byte. */
 Test(pipeline, dualpipe_bubble)
 {
-	struct scenario *s = chain(SCHED_DUALPIPE, 1, 0);
-	struct plan *p = dp_plan(s);
-	struct program prog;
-	struct estimate e;
-	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
-	cr_assert(plan_estimate(A, p, &e, &D));
-	cr_assert_eq(prog.n_chunks, 8);
 	/* chunks 0 .. 3 the forward direction's, 4 .. 7 the reverse one's
 	 * copies of model chunks 0 .. 3 on stages 3 .. 0 */
-	static const int at[8] = {0, 1, 2, 3, 3, 2, 1, 0};
-	for (int c = 0; c < 8; c++)
-		cr_expect_eq(prog.chunks[c].stage, at[c], "chunk %d", c);
+	struct program prog;
+	struct estimate e;
+	struct scenario *s = lowered_v(SCHED_DUALPIPE, 1, &prog, &e);
 	struct sim_result r = simulated(s, &prog);
 	double T = e.category_s[EST_COMPUTE_FORWARD] / 8, send = ACT / 30e9 + 1e-6;
 	for (int64_t k = 0; k < r.n_ranks; k++) {
