@@ -19,6 +19,7 @@
 #include "fixture.h"
 #include "sim.h"
 #include "cost.h"
+#include "planner.h"
 
 TestSuite(pipeline, .init = fixture_setup, .fini = fixture_teardown);
 
@@ -493,6 +494,75 @@ Test(pipeline, dualpipe_mirrors_exchange_gradients)
 		}
 		cr_expect(sends == 1 && recvs == 1, "stage %d: %d sends, %d receives", st, sends, recvs);
 	}
+}
+
+/* Sums over steps [from, from + n) of the stream-0 compute seconds and
+ * the compute run alongside collectives (overlap_s). */
+static void range_sums(const struct program *prog, int from, int n, double *compute,
+                       double *alongside, int *all_to_alls_hidden)
+{
+	*compute = *alongside = 0;
+	for (int i = from; i < from + n; i++) {
+		const struct prog_step *x = &prog->steps[i];
+		if (x->kind == PROG_COMPUTE && x->stream == 0)
+			*compute += x->seconds;
+		if (x->kind == PROG_COLLECTIVE && x->stream == 0)
+			*alongside += x->overlap_s;
+		if (all_to_alls_hidden && x->kind == PROG_COLLECTIVE && x->coll == STEP_ALLTOALL &&
+		    x->overlap_s > 0)
+			++*all_to_alls_hidden;
+	}
+}
+
+/* DualPipe's F&B on a mixture of experts (tests/data/good/dualpipe-moe-4p.json,
+ * expert parallel 2): in the overlapped passes of chunk x's forward and
+ * its stage's other chunk y's backward, the expert all-to-alls run
+ * alongside the other pass's compute. Nothing is computed twice or lost:
+ * the compute steps and the compute run alongside collectives add up to
+ * the plain forward's and whole backward's compute; what the forward's
+ * collectives take is at most the backward's compute and at most the
+ * estimate's seconds of those collectives (comm_forward_s of the ops),
+ * and the same the other way. */
+Test(pipeline, dualpipe_overlaps_forward_and_backward)
+{
+	struct scenario *s = fixture_scenario("tests/data/good/dualpipe-moe-4p.json");
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct program prog;
+	struct estimate e;
+	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert_eq(prog.n_chunks, 4);
+	int hidden_a2a = 0;
+	for (int x = 0; x < 4; x++) {
+		const struct prog_chunk *f = &prog.chunks[x], *b = &prog.chunks[f->pair];
+		cr_expect_eq(b->stage, f->stage, "chunk %d's pair on its stage", x);
+		cr_expect_neq(f->pair, x);
+		double cf, af, cb, ab, cf0, af0, cb0, ab0;
+		range_sums(&prog, f->ov_fwd, f->n_ov_fwd, &cf, &af, &hidden_a2a);
+		range_sums(&prog, b->ov_bwd, b->n_ov_bwd, &cb, &ab, &hidden_a2a);
+		range_sums(&prog, f->fwd, f->n_fwd, &cf0, &af0, NULL);
+		range_sums(&prog, b->whole, b->n_whole, &cb0, &ab0, NULL);
+		cr_expect(fabs(cf + cb + af + ab - (cf0 + cb0 + af0 + ab0)) <= 1e-9 * (cf0 + cb0),
+		          "chunk %d: compute %g + alongside %g, plain %g + %g", x, cf + cb, af + ab,
+		          cf0 + cb0, af0 + ab0);
+		double talk_f = 0, talk_b = 0;
+		int c = x < 2 ? x : x - 2, cb_model = f->pair < 2 ? f->pair : f->pair - 2;
+		for (int i = e.part.first_op[c]; i < e.part.first_op[c + 1]; i++)
+			talk_f += e.ops[i].comm_forward_s;
+		for (int i = e.part.first_op[cb_model]; i < e.part.first_op[cb_model + 1]; i++)
+			talk_b += e.ops[i].comm_backward_s;
+		cr_expect(af - af0 > 0 && af - af0 <= fmin(cb0, talk_f) * (1 + 1e-9),
+		          "chunk %d's forward hides %g s under %g s of compute (%g s of it)", x,
+		          af - af0, cb0, talk_f);
+		cr_expect(ab - ab0 >= 0 && ab - ab0 <= fmin(cf0, talk_b) * (1 + 1e-9),
+		          "chunk %d's backward hides %g s under %g s of compute (%g s of it)",
+		          f->pair, ab - ab0, cf0, talk_b);
+	}
+	cr_expect_gt(hidden_a2a, 0, "the expert all-to-alls run alongside compute");
+	struct sim_result r = simulated(s, &prog);
+	cr_expect_gt(r.iteration_s, 0);
 }
 
 /* Interleaved with v = 2 chunks per stage: the bubble time is (p-1)/v of
