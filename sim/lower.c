@@ -770,7 +770,9 @@ static double chunk_grad_bytes(const struct lower *L, int c)
 /* DualPipe's copies of a model chunk on stage d and stage P-1-d: after
  * each synchronised its gradients over its data-parallel group, the two
  * exchange them (a two-member all-reduce: the bytes once each way) and
- * add; a stage sends its mirror both its chunks' gradients at once. */
+ * add, as deepseek-ai/DualPipe's examples/example_dualpipe.py adds each
+ * module's gradient and its mirror rank's before comparing them with the
+ * reference; a stage sends its mirror both its chunks' gradients at once. */
 static void mirror_exchange(struct lower *L, int st, const int *chunks, int n)
 {
 	int P = L->e->part.n_stages, peer = P - 1 - st;
