@@ -16,6 +16,8 @@
  * collectives are listed by the same code as the estimate's (the plan's
  * collectives, planner/layout/plan_comm.c), and compute times are the
  * estimate's, so the two agree when nothing contends and nothing waits.
+ * DualPipe (lower_dual) has each model chunk twice, once per direction,
+ * with a whole backward and the overlapped passes of its F&B besides.
  *
  * Units: seconds, bytes (S of the formulas). Steps are SPMD per stage: one
  * array for all ranks, the rank groups a stage-relative description. Hot
