@@ -742,6 +742,16 @@ static void lower_dual(struct lower *L, const int *start, const int *idx, const 
 	L->mirror = false;
 }
 
+/* The x-th model chunk of stage st: DualPipe's own (x = 0) and mirror's
+ * (x = 1), else part_chunk's. */
+static int stage_chunk(const struct lower *L, int st, int x)
+{
+	const struct plan_part *pp = &L->e->part;
+	if (L->p->scenario->training.schedule == SCHED_DUALPIPE)
+		return x ? pp->n_stages - 1 - st : st;
+	return part_chunk(pp, st, x);
+}
+
 /* The gradient bytes of model chunk c's parameters on one rank as they
  * are reduced (cost_grad_bytes_per_elem), each a 1/n shard when ZeRO
  * reduce-scatters it over n data-parallel ranks. */
@@ -775,12 +785,10 @@ static double chunk_grad_bytes(const struct lower *L, int c)
  * add, as deepseek-ai/DualPipe's examples/example_dualpipe.py adds each
  * module's gradient and its mirror rank's before comparing them with the
  * reference; a stage sends its mirror both its chunks' gradients at once. */
-static void mirror_exchange(struct lower *L, int st, const int *chunks, int n)
+static void mirror_exchange(struct lower *L, int st)
 {
 	int P = L->e->part.n_stages, peer = P - 1 - st;
-	double bytes = 0;
-	for (int k = 0; k < n; k++)
-		bytes += chunk_grad_bytes(L, chunks[k]);
+	double bytes = chunk_grad_bytes(L, st) + chunk_grad_bytes(L, peer);
 	if (bytes <= 0)
 		return;
 	L->phase = PHASE_GRADIENT;
@@ -832,23 +840,21 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 	 * another on the compute stream, as the estimate prices them. */
 	/* the stage's model chunks (DualPipe: its own and its mirror's) */
 	bool dual = tr->schedule == SCHED_DUALPIPE;
-	int nc = dual ? 2 : pp->virtual_stages, ch[2] = {st, pp->n_stages - 1 - st};
-	for (int x = 0; x < nc && !dual; x++)
-		ch[x] = part_chunk(pp, st, x);
+	int nc = dual ? 2 : pp->virtual_stages;
 	for (int x = 0; x < nc && buckets_in_tail(tr); x++) {
-		int c = ch[x];
+		int c = stage_chunk(L, st, x);
 		L->phase = PHASE_GRADIENT;
 		for (int k = 0; k < L->n_buckets[c]; k++)
 			bucket_step(L, &L->buckets[c][k], k, 0, -1, false);
 	}
 	if (dual)
-		mirror_exchange(L, st, ch, nc);
+		mirror_exchange(L, st);
 	L->phase = PHASE_OPTIMIZER;
 	compute(L, -1, es->optimizer_s);
 	for (int x = 0; x < nc && (tr->zero_stage == 1 || tr->zero_stage == 2) &&
 	                !gather_overlapped(tr);
 	     x++)
-		for (int k = 0, c = ch[x]; k < L->n_buckets[c]; k++)
+		for (int k = 0, c = stage_chunk(L, st, x); k < L->n_buckets[c]; k++)
 			param_gather(L, &L->buckets[c][k], k, false);
 	out->n_tail = L->n - out->tail;
 }
