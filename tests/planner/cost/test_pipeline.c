@@ -470,6 +470,26 @@ Test(pipeline, dualpipe_bubble)
 		cr_expect_eq(e.stages[st].mem.activations, 5 * 4 * ACT, "stage %d", st);
 }
 
+/* The sends and receives in stage st's tail, into x[] (at most 4), and
+ * how many of each. */
+static int tail_p2p(const struct program *prog, int st, const struct prog_step **x, int *sends,
+                    int *recvs)
+{
+	const struct prog_stage *ps = &prog->stages[st];
+	int n = 0;
+	*sends = *recvs = 0;
+	for (int i = ps->tail; i < ps->tail + ps->n_tail; i++) {
+		const struct prog_step *y = &prog->steps[i];
+		if (y->kind != PROG_SEND && y->kind != PROG_RECV)
+			continue;
+		*sends += y->kind == PROG_SEND;
+		*recvs += y->kind == PROG_RECV;
+		if (n < 4)
+			x[n++] = y;
+	}
+	return n;
+}
+
 /* DualPipe's two copies of a model chunk (stage d's forward one and the
  * reverse direction's on stage P-1-d) add their gradients: after the
  * data-parallel synchronisation each stage sends its mirror the
@@ -481,16 +501,13 @@ Test(pipeline, dualpipe_mirrors_exchange_gradients)
 	struct program prog;
 	cr_assert(plan_lower(A, dp_plan(chain(SCHED_DUALPIPE, 1, 0)), 25 << 20, &prog, &D));
 	for (int st = 0; st < 4; st++) {
-		const struct prog_stage *ps = &prog.stages[st];
-		int sends = 0, recvs = 0;
-		for (int i = ps->tail; i < ps->tail + ps->n_tail; i++) {
-			const struct prog_step *x = &prog.steps[i];
-			if (x->kind != PROG_SEND && x->kind != PROG_RECV)
-				continue;
-			cr_expect_eq(x->peer_stage, 3 - st, "stage %d", st);
-			cr_expect_eq(x->bytes, 8 * W_BYTES, "stage %d", st);
-			sends += x->kind == PROG_SEND;
-			recvs += x->kind == PROG_RECV;
+		const struct prog_step *x[4];
+		int sends, recvs, n = tail_p2p(&prog, st, x, &sends, &recvs);
+		for (int i = 0; i < n; i++) {
+			cr_expect_eq(x[i]->peer_stage, 3 - st, "stage %d", st);
+			cr_expect_eq(x[i]->bytes, 8 * W_BYTES, "stage %d", st);
+			int to = x[i]->kind == PROG_SEND ? 3 - st : st;
+			cr_expect_eq(x[i]->channel, prog_mirror_channel(prog.n_chunks, 4, to));
 		}
 		cr_expect(sends == 1 && recvs == 1, "stage %d: %d sends, %d receives", st, sends, recvs);
 	}
@@ -956,18 +973,13 @@ Test(pipeline, tied_embedding_gradients_by_hand)
 		struct program prog;
 		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
 		for (int st = 0; st < prog.n_stages; st++) {
-			const struct prog_stage *ps = &prog.stages[st];
-			int sends = 0, recvs = 0;
-			for (int i = ps->tail; i < ps->tail + ps->n_tail; i++) {
-				const struct prog_step *x = &prog.steps[i];
-				if (x->kind != PROG_SEND && x->kind != PROG_RECV)
-					continue;
-				int to = x->kind == PROG_SEND ? x->peer_stage : st;
-				cr_expect_eq(x->bytes, S);
-				cr_expect_eq(x->channel, prog_tied_channel(prog.n_chunks, to));
-				cr_expect_eq(x->peer_stage, st == cases[k].a ? cases[k].b : cases[k].a);
-				sends += x->kind == PROG_SEND;
-				recvs += x->kind == PROG_RECV;
+			const struct prog_step *x[4];
+			int sends, recvs, n = tail_p2p(&prog, st, x, &sends, &recvs);
+			for (int i = 0; i < n; i++) {
+				int to = x[i]->kind == PROG_SEND ? x[i]->peer_stage : st;
+				cr_expect_eq(x[i]->bytes, S);
+				cr_expect_eq(x[i]->channel, prog_tied_channel(prog.n_chunks, to));
+				cr_expect_eq(x[i]->peer_stage, st == cases[k].a ? cases[k].b : cases[k].a);
 			}
 			bool in = st == cases[k].a || st == cases[k].b;
 			cr_expect_eq(sends, in, "case %zu stage %d: %d sends", k, st, sends);
