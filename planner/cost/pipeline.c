@@ -21,7 +21,9 @@
  * warm-up 2(P-s-1) + (v-1)P chunk forwards, all m v when that reaches
  * them, chunks visited in groups of P micro-batches: megatron/core/
  * pipeline_parallel/schedules.py, get_pp_rank_microbatches and
- * get_schedule_table, NVIDIA/Megatron-LM at commit d98e8a6).
+ * get_schedule_table, NVIDIA/Megatron-LM at commit d98e8a6), the
+ * zero-bubble ones (Qi et al. 2024) and DualPipe (DeepSeek-V3, the eight
+ * steps of deepseek-ai/DualPipe's dualpipe.py at commit 3da1bbe).
  *
  * Units: bytes per rank, seconds. No hot path: O(ops) for the live bytes,
  * O(levels x bisection steps x chunks x log candidates) for the partition.
