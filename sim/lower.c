@@ -873,8 +873,8 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 		/* scenario_load refuses these; a plan made otherwise may not */
 		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, "training.schedule",
 		         "the \"dualpipe\" schedule runs an even number of micro-batches, at least "
-		         "twice the pipeline stages, on an even number of stages, not %lld on %d",
-		         (long long)e.steps_per_iteration, e.part.n_stages);
+		         "twice the pipeline stages, on an even number of stages, not %lld "
+		         "micro-batches on %d stages", (long long)e.steps_per_iteration, e.part.n_stages);
 		return false;
 	}
 	const struct plan_part *pp = &e.part;

@@ -490,6 +490,25 @@ static int tail_p2p(const struct program *prog, int st, const struct prog_step *
 	return n;
 }
 
+/* DualPipe needs at least 2P micro-batches (dualpipe.py asserts it: its
+ * main steps number m/2 - P + 1 on the end stages). The scenario loader
+ * refuses fewer (tests/data/bad/scenario-dualpipe-few-micro-batches.json);
+ * a batch changed after loading (simulate --global-batch) meets the
+ * lowering's refusal: the chain's global batch of 8 is 4 micro-batches
+ * of its 2 samples on 4 stages. */
+Test(pipeline, dualpipe_refuses_fewer_than_2p_micro_batches)
+{
+	struct scenario *s = chain(SCHED_DUALPIPE, 1, 0);
+	s->training.global_batch = 8;
+	struct program prog;
+	size_t before = D.count;
+	cr_assert_not(plan_lower(A, dp_plan(s), 25 << 20, &prog, &D));
+	cr_assert_eq(D.count, before + 1);
+	cr_expect_str_eq(D.items[before].path, "training.schedule");
+	cr_expect_not_null(strstr(D.items[before].msg, "not 4 micro-batches on 4 stages"), "%s",
+	                   D.items[before].msg);
+}
+
 /* DualPipe's two copies of a model chunk (stage d's forward one and the
  * reverse direction's on stage P-1-d) add their gradients: after the
  * data-parallel synchronisation each stage sends its mirror the
