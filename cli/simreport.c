@@ -154,10 +154,11 @@ double report_program_comm_bytes(const struct program *p)
 		double b = sr_range_sent(p, st->tail, st->n_tail, true, false);
 		for (int k = 0; k < st->n_slots; k++) {
 			const struct prog_slot *sl = &st->slots[k];
-			const struct prog_chunk *c = &p->chunks[sl->chunk];
-			b += sl->weight     ? sr_range_sent(p, c->wgt, c->n_wgt, sl->last, false)
-			     : sl->backward ? sr_range_sent(p, c->bwd, c->n_bwd, sl->last, false)
-			                    : sr_range_sent(p, c->fwd, c->n_fwd, true, sl->micro == 0);
+			int from[2], n[2];
+			for (int j = prog_slot_ranges(p->chunks, sl, from, n); j-- > 0;)
+				b += j == 1 || sl->weight || sl->backward
+				             ? sr_range_sent(p, from[j], n[j], sl->last, false)
+				             : sr_range_sent(p, from[j], n[j], true, sl->micro == 0);
 		}
 		most = b > most ? b : most;
 	}

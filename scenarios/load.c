@@ -1090,6 +1090,16 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		         "the pipeline: %lld micro-batches do not halve", (long long)m);
 		ok = false;
 	}
+	/* deepseek-ai/DualPipe's step asserts num_chunks >= num_ranks * 2: its
+	 * main F&B steps number m/2 - P + h + 1 on a stage h from the nearer
+	 * end, at least one on the ends */
+	if (ok && m && sched == SCHED_DUALPIPE && m < 2 * t->pipeline_stages) {
+		jv_get(&v, "schedule", &f);
+		jv_error(&f, "the \"dualpipe\" schedule needs at least twice as many micro-batches as "
+		         "pipeline stages (%lld), not %lld", (long long)(2 * t->pipeline_stages),
+		         (long long)m);
+		ok = false;
+	}
 	if (ok && L->s->graph && t->pipeline_stages * t->virtual_stages > L->s->graph->n_ops) {
 		jv_get(&v, "pipeline_stages", &f);
 		jv_error(&f, "%lld model chunks for %d ops", (long long)(t->pipeline_stages *

@@ -16,11 +16,14 @@
  * collectives are listed by the same code as the estimate's (the plan's
  * collectives, planner/layout/plan_comm.c), and compute times are the
  * estimate's, so the two agree when nothing contends and nothing waits.
+ * DualPipe (lower_dual) has each model chunk twice, once per direction,
+ * with a whole backward and the overlapped passes of its F&B besides.
  *
  * Units: seconds, bytes (S of the formulas). Steps are SPMD per stage: one
  * array for all ranks, the rank groups a stage-relative description. Hot
  * path: one pass over ops and edges; labels are formatted once per step.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,8 +54,18 @@ struct lower {
 	const struct param_reads *reads;   /* which reads of a parameter are its first */
 	struct cost_act_scratch *act;      /* cost_chunk_activations' tables */
 	int lo;                            /* the first op of the chunk being lowered */
+	bool mirror;                       /* DualPipe: lowering the reverse direction's copy
+	                                      (model chunk c on stage P - 1 - c) */
+	int n_prog;                        /* the program's chunks */
 	bool oom;
 };
+
+/* The stage of model chunk c in the direction being lowered. */
+static int chunk_stage(const struct lower *L, int c)
+{
+	int st = part_stage(&L->e->part, c);
+	return L->mirror ? L->e->part.n_stages - 1 - st : st;
+}
 
 static struct prog_step *push(struct lower *L)
 {
@@ -460,20 +473,22 @@ static struct prog_step *p2p_step(struct lower *L, enum prog_kind kind, double b
 static void p2p(struct lower *L, enum prog_kind kind, int c, bool grad)
 {
 	const struct plan_part *pp = &L->e->part;
-	int from = part_stage(pp, grad ? c + 1 : c), to = part_stage(pp, grad ? c : c + 1);
+	int from = chunk_stage(L, grad ? c + 1 : c), to = chunk_stage(L, grad ? c : c + 1);
 	if (from == to || pp->send_bytes[c] <= 0)
 		return;
 	double split = pp->send_split ? pp->send_split[c] : 1;
 	enum prog_phase was = L->phase;
 	L->phase = PHASE_PIPELINE;
-	struct prog_step *s = p2p_step(L, kind, pp->send_bytes[c] / split, 2 * c + grad,
+	/* the reverse direction's boundaries are the program's P .. 2P - 2 */
+	int x = L->mirror ? c + pp->n_stages : c;
+	struct prog_step *s = p2p_step(L, kind, pp->send_bytes[c] / split, 2 * x + grad,
 	                               kind == PROG_SEND ? to : from);
 	L->phase = was;
 	if (!s)
 		return;
 	s->label = arena_printf(L->a, "%s %s %s chunk %d", kind == PROG_SEND ? "send" : "receive",
 	                        grad ? "gradient" : "activations", kind == PROG_SEND ? "to" : "from",
-	                        grad == (kind == PROG_SEND) ? c : c + 1);
+	                        grad == (kind == PROG_SEND) ? x : x + 1);
 	if (!s->label)
 		L->oom = true;
 	if (kind != PROG_RECV || split <= 1)
@@ -484,7 +499,7 @@ static void p2p(struct lower *L, enum prog_kind kind, int c, bool grad)
 	if (!g)
 		return;
 	g->label = arena_printf(L->a, "gather %s from chunk %d", grad ? "gradient" : "activations",
-	                        grad ? c + 1 : c);
+	                        grad ? x + 1 : x);
 	if (!g->label)
 		L->oom = true;
 }
@@ -511,13 +526,12 @@ static bool gather_overlapped(const struct training *tr)
 	return tr->overlap_param_gather && (tr->zero_stage == 1 || tr->zero_stage == 2);
 }
 
-static void lower_chunk(struct lower *L, const int *start, const int *idx, const bool *core,
-                        int c, struct prog_chunk *out)
+/* Chunk c's buckets, activations and stage, before its passes. */
+static void chunk_setup(struct lower *L, const bool *core, int c, struct prog_chunk *out)
 {
 	const struct plan_part *pp = &L->e->part;
 	const struct training *tr = &L->p->scenario->training;
 	int lo = pp->first_op[c], hi = pp->first_op[c + 1];
-	bool gather = tr->zero_stage >= 3;
 	struct plan_bucket *b;
 	int nb = plan_gradient_buckets(L->a, L->p, L->reads, lo, hi, tr->gradient_bucket_bytes, &b);
 	if (nb < 0) {
@@ -528,9 +542,20 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 	L->buckets[c] = b;
 	L->n_buckets[c] = nb;
 	cost_chunk_activations(L->act, pp, core, c, &out->act_bytes, &out->work_bytes);
-	L->stage = part_stage(pp, c);
+	L->stage = chunk_stage(L, c);
 	out->stage = L->stage;
-	out->fwd = L->n;
+}
+
+/* Chunk c's forward of one micro-batch: the receive, the ops, and the
+ * send on when `send`. */
+static void chunk_forward(struct lower *L, const int *start, const int *idx, int c, bool send)
+{
+	const struct plan_part *pp = &L->e->part;
+	const struct training *tr = &L->p->scenario->training;
+	int lo = pp->first_op[c], hi = pp->first_op[c + 1], nb = L->n_buckets[c];
+	const struct plan_bucket *b = L->buckets[c];
+	L->lo = lo;
+	L->stage = chunk_stage(L, c);
 	L->phase = PHASE_FORWARD;
 	/* Megatron's --overlap-param-gather: the gathers start with the
 	 * iteration (before the activations arrive) and the chunk's first
@@ -540,7 +565,7 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 		param_gather(L, &b[k], k, true);
 	if (c > 0)
 		p2p(L, PROG_RECV, c - 1, false);
-	forward(L, start, idx, lo, hi, gather, NULL);
+	forward(L, start, idx, lo, hi, tr->zero_stage >= 3, NULL);
 	if (overlapped && nb > 0) {
 		compute(L, -1, 0);
 		if (L->n > 0) {
@@ -549,10 +574,21 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 			L->steps[L->n - 1].label = "wait for the updated parameters";
 		}
 	}
-	if (c + 1 < pp->n_chunks)
+	if (send && c + 1 < pp->n_chunks)
 		p2p(L, PROG_SEND, c, false);
-	out->n_fwd = L->n - out->fwd;
-	out->bwd = L->n;
+}
+
+/* Chunk c's backward of one micro-batch: the gradient's receive,
+ * recomputation, the ops in reverse (only their input gradients when
+ * `split`), the gradient sent back. */
+static void chunk_backward(struct lower *L, const int *start, const int *idx, const bool *core,
+                           int c, bool split)
+{
+	const struct plan_part *pp = &L->e->part;
+	const struct training *tr = &L->p->scenario->training;
+	int lo = pp->first_op[c], hi = pp->first_op[c + 1];
+	L->lo = lo;
+	L->stage = chunk_stage(L, c);
 	L->phase = PHASE_BACKWARD;
 	if (c + 1 < pp->n_chunks)
 		p2p(L, PROG_RECV, c, true);
@@ -564,15 +600,209 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 		forward(L, start, idx, lo, hi, false, tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
 		L->phase = PHASE_BACKWARD;
 	}
-	bool split = schedule_splits_backward(tr->schedule);
-	backward(L, start, idx, lo, hi, gather, b, nb, split);
+	backward(L, start, idx, lo, hi, tr->zero_stage >= 3, L->buckets[c], L->n_buckets[c], split);
 	if (c > 0)
 		p2p(L, PROG_SEND, c - 1, true);
+}
+
+static void lower_chunk(struct lower *L, const int *start, const int *idx, const bool *core,
+                        int c, struct prog_chunk *out)
+{
+	const struct plan_part *pp = &L->e->part;
+	const struct training *tr = &L->p->scenario->training;
+	chunk_setup(L, core, c, out);
+	if (L->oom)
+		return;
+	out->fwd = L->n;
+	chunk_forward(L, start, idx, c, true);
+	out->n_fwd = L->n - out->fwd;
+	out->bwd = L->n;
+	bool split = schedule_splits_backward(tr->schedule);
+	chunk_backward(L, start, idx, core, c, split);
 	out->n_bwd = L->n - out->bwd;
 	out->wgt = L->n;
 	if (split)
-		weight_pass(L, lo, hi, b, nb);
+		weight_pass(L, pp->first_op[c], pp->first_op[c + 1], L->buckets[c], L->n_buckets[c]);
 	out->n_wgt = L->n - out->wgt;
+}
+
+/* ------------------------------------------------------------ DualPipe */
+
+/* DualPipe's F&B (DeepSeek-V3, section 3.2.1): the forward steps
+ * [f0, f1) of one chunk and the backward steps [b0, b1) of the other
+ * chunk on the stage run together. Their compute adds; each op's own
+ * collectives and the redistributions into it (its estimated seconds,
+ * est_op comm_forward_s, comm_backward_s) run alongside the other pass's
+ * compute, as far as that compute lasts: the share is the collective's
+ * overlap_s (spread over the op's collectives by bytes) and is taken off
+ * the other pass's compute steps. */
+static double ov_hide(struct lower *L, int from, int to, bool backward, double budget)
+{
+	const struct est_op *o = L->e->ops;
+	const struct training *tr = &L->p->scenario->training;
+	double hidden = 0;
+	for (int i = from; i < to && budget - hidden > 0;) {
+		int op = L->steps[i].op, j = i;
+		double bytes = 0;
+		for (; j < to && L->steps[j].op == op; j++)
+			if (L->steps[j].kind == PROG_COLLECTIVE && L->steps[j].stream == 0)
+				bytes += L->steps[j].bytes;
+		double talk = op < 0 ? 0
+		              : backward ? o[op].comm_backward_s +
+		                               (tr->recompute == RECOMPUTE_FULL ? o[op].comm_forward_s : 0)
+		                         : o[op].comm_forward_s;
+		double h = fmin(talk, budget - hidden);
+		for (int k = i; h > 0 && bytes > 0 && k < j; k++)
+			if (L->steps[k].kind == PROG_COLLECTIVE && L->steps[k].stream == 0)
+				L->steps[k].overlap_s += h * L->steps[k].bytes / bytes;
+		hidden += h > 0 && bytes > 0 ? h : 0;
+		i = j;
+	}
+	return hidden;
+}
+
+static double ov_compute(const struct lower *L, int from, int to)
+{
+	double s = 0;
+	for (int i = from; i < to; i++)
+		if (L->steps[i].kind == PROG_COMPUTE && L->steps[i].stream == 0)
+			s += L->steps[i].seconds;
+	return s;
+}
+
+static void ov_take(struct lower *L, int from, int to, double seconds)
+{
+	for (int i = from; i < to && seconds > 0; i++)
+		if (L->steps[i].kind == PROG_COMPUTE && L->steps[i].stream == 0) {
+			double t = fmin(L->steps[i].seconds, seconds);
+			L->steps[i].seconds -= t;
+			seconds -= t;
+		}
+}
+
+static void fb_overlap(struct lower *L, int f0, int f1, int b0, int b1)
+{
+	double cf = ov_compute(L, f0, f1), cb = ov_compute(L, b0, b1);
+	ov_take(L, b0, b1, ov_hide(L, f0, f1, false, cb));
+	ov_take(L, f0, f1, ov_hide(L, b0, b1, true, cf));
+}
+
+/* The program chunk of model chunk c in direction `mirror`, and the
+ * other chunk on its stage (plan_dualpipe_schedule's numbering). */
+static int dual_chunk(int P, int c, bool mirror)
+{
+	return mirror ? P + c : c;
+}
+
+static int dual_pair(int P, int x)
+{
+	int st = x < P ? x : 2 * P - 1 - x;
+	return x < P ? 2 * P - 1 - st : st;
+}
+
+/* DualPipe's program: chunks 0 .. P-1 the forward direction's (as a
+ * plain pipeline's), P .. 2P-1 the reverse direction's copy of model
+ * chunks 0 .. P-1 on stages P-1 .. 0; each a split backward and its W
+ * (the zero-bubble steps), a whole backward, and the overlapped passes
+ * of the F&B slots (fb_overlap). */
+static void lower_dual(struct lower *L, const int *start, const int *idx, const bool *core,
+                       struct prog_chunk *out)
+{
+	int P = L->e->part.n_stages;
+	for (int d = 0; d < 2 && !L->oom; d++) {
+		L->mirror = d;
+		for (int c = 0; c < P && !L->oom; c++) {
+			struct prog_chunk *x = &out[dual_chunk(P, c, d)];
+			lower_chunk(L, start, idx, core, c, x);
+			x->pair = dual_pair(P, dual_chunk(P, c, d));
+			x->whole = L->n;
+			chunk_backward(L, start, idx, core, c, false);
+			x->n_whole = L->n - x->whole;
+			x->ov_fwd = L->n;
+			chunk_forward(L, start, idx, c, false);
+			x->n_ov_fwd = L->n - x->ov_fwd;
+		}
+	}
+	/* the backward of an F&B, then the sends of both its passes */
+	for (int x = 0; x < 2 * P && !L->oom; x++) {
+		struct prog_chunk *y = &out[x];
+		const struct prog_chunk *f = &out[y->pair];
+		int fc = y->pair < P ? y->pair : y->pair - P;
+		L->mirror = x >= P;
+		y->ov_bwd = L->n;
+		chunk_backward(L, start, idx, core, x < P ? x : x - P, false);
+		int end = L->n;
+		L->mirror = y->pair >= P;
+		L->stage = y->stage;
+		if (fc + 1 < P)
+			p2p(L, PROG_SEND, fc, false);
+		y->n_ov_bwd = L->n - y->ov_bwd;
+		if (!L->oom)
+			fb_overlap(L, f->ov_fwd, f->ov_fwd + f->n_ov_fwd, y->ov_bwd, end);
+	}
+	L->mirror = false;
+}
+
+/* The x-th model chunk of stage st: DualPipe's own (x = 0) and mirror's
+ * (x = 1), else part_chunk's. */
+static int stage_chunk(const struct lower *L, int st, int x)
+{
+	const struct plan_part *pp = &L->e->part;
+	if (L->p->scenario->training.schedule == SCHED_DUALPIPE)
+		return x ? pp->n_stages - 1 - st : st;
+	return part_chunk(pp, st, x);
+}
+
+/* The gradient bytes of model chunk c's parameters on one rank as they
+ * are reduced (cost_grad_bytes_per_elem), each a 1/n shard when ZeRO
+ * reduce-scatters it over n data-parallel ranks. */
+static double chunk_grad_bytes(const struct lower *L, int c)
+{
+	const struct plan_part *pp = &L->e->part;
+	const struct training *tr = &L->p->scenario->training;
+	const struct graph *g = L->p->graph;
+	double bytes = 0;
+	for (int i = pp->first_op[c]; i < pp->first_op[c + 1]; i++) {
+		const struct dist_op *d = &L->p->ops[i];
+		int inputs[SIG_MAX_TENSORS];
+		const struct comm_step *sync[SIG_MAX_TENSORS];
+		int n = plan_op_params(g, L->reads, pp->first_op[c], d, inputs, sync);
+		for (int k = 0; k < n; k++) {
+			enum dtype dt = g->tensors[g->ops[i].in[inputs[k]]].dtype;
+			double w = (double)dtype_bytes(dt), b = layout_local_bytes(&d->in[inputs[k]]);
+			if (w > 0)
+				b *= cost_grad_bytes_per_elem(tr->precision, tr->grad_reduce_in_bf16, dt) / w;
+			if (tr->zero_stage >= 1 && sync[k] && sync[k]->groups.size > 1)
+				b /= (double)sync[k]->groups.size;
+			bytes += b;
+		}
+	}
+	return bytes;
+}
+
+/* DualPipe's copies of a model chunk on stage d and stage P-1-d: after
+ * each synchronised its gradients over its data-parallel group, the two
+ * exchange them (a two-member all-reduce: the bytes once each way) and
+ * add, as deepseek-ai/DualPipe's examples/example_dualpipe.py adds each
+ * module's gradient and its mirror rank's before comparing them with the
+ * reference; a stage sends its mirror both its chunks' gradients at once. */
+static void mirror_exchange(struct lower *L, int st)
+{
+	int P = L->e->part.n_stages, peer = P - 1 - st;
+	double bytes = chunk_grad_bytes(L, st) + chunk_grad_bytes(L, peer);
+	if (bytes <= 0)
+		return;
+	L->phase = PHASE_GRADIENT;
+	for (int k = 0; k < 2; k++) {
+		struct prog_step *s = p2p_step(L, k ? PROG_RECV : PROG_SEND, bytes,
+		                               prog_mirror_channel(L->n_prog, P, k ? st : peer), peer);
+		if (!s)
+			return;
+		s->label = arena_printf(L->a, "%s the mirror copies' gradients %s stage %d",
+		                        k ? "receive" : "send", k ? "from" : "to", peer);
+		if (!s->label)
+			L->oom = true;
+	}
 }
 
 /* A send or receive of shared parameters' gradients (estimate.c's
@@ -602,25 +832,30 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 	if (es->tied_bytes > 0) {
 		L->phase = PHASE_GRADIENT;
 		tied(L, PROG_SEND, es->tied_next, es->tied_bytes,
-		     prog_tied_channel(pp->n_chunks, es->tied_next));
+		     prog_tied_channel(L->n_prog, es->tied_next));
 		tied(L, PROG_RECV, es->tied_prev, L->e->stages[es->tied_prev].tied_bytes,
-		     prog_tied_channel(pp->n_chunks, st));
+		     prog_tied_channel(L->n_prog, st));
 	}
 	/* Without overlap (Megatron-LM's default, and its "local" DDP of
 	 * 2021): every bucket once the whole backward is done, one after
 	 * another on the compute stream, as the estimate prices them. */
-	for (int x = 0; x < pp->virtual_stages && buckets_in_tail(tr); x++) {
-		int c = part_chunk(pp, st, x);
+	/* the stage's model chunks (DualPipe: its own and its mirror's) */
+	bool dual = tr->schedule == SCHED_DUALPIPE;
+	int nc = dual ? 2 : pp->virtual_stages;
+	for (int x = 0; x < nc && buckets_in_tail(tr); x++) {
+		int c = stage_chunk(L, st, x);
 		L->phase = PHASE_GRADIENT;
 		for (int k = 0; k < L->n_buckets[c]; k++)
 			bucket_step(L, &L->buckets[c][k], k, 0, -1, false);
 	}
+	if (dual)
+		mirror_exchange(L, st);
 	L->phase = PHASE_OPTIMIZER;
 	compute(L, -1, es->optimizer_s);
-	for (int x = 0; x < pp->virtual_stages && (tr->zero_stage == 1 || tr->zero_stage == 2) &&
+	for (int x = 0; x < nc && (tr->zero_stage == 1 || tr->zero_stage == 2) &&
 	                !gather_overlapped(tr);
 	     x++)
-		for (int k = 0, c = part_chunk(pp, st, x); k < L->n_buckets[c]; k++)
+		for (int k = 0, c = stage_chunk(L, st, x); k < L->n_buckets[c]; k++)
 			param_gather(L, &L->buckets[c][k], k, false);
 	out->n_tail = L->n - out->tail;
 }
@@ -630,16 +865,19 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 {
 	SL_ASSERT(p && p->scenario && p->graph && out);
 	memset(out, 0, sizeof(*out));
-	if (p->scenario->training.schedule == SCHED_DUALPIPE) {
-		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, "training.schedule",
-		         "the \"dualpipe\" schedule is estimated only (its bubble and memory by "
-		         "DeepSeek-V3's Table 2): the simulator has no lowering of its two-way "
-		         "pipeline; simulate \"zb-v\" or \"1f1b\" instead");
-		return false;
-	}
 	struct estimate e;
 	if (!plan_estimate(a, p, &e, diags))
 		return false;
+	if (p->scenario->training.schedule == SCHED_DUALPIPE &&
+	    (e.part.n_stages % 2 || e.steps_per_iteration % 2 ||
+	     e.steps_per_iteration < 2 * (int64_t)e.part.n_stages)) {
+		/* scenario_load refuses these; a plan made otherwise may not */
+		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, "training.schedule",
+		         "the \"dualpipe\" schedule runs an even number of micro-batches, at least "
+		         "twice the pipeline stages, on an even number of stages, not %lld "
+		         "micro-batches on %d stages", (long long)e.steps_per_iteration, e.part.n_stages);
+		return false;
+	}
 	const struct plan_part *pp = &e.part;
 	struct scenario *sc = arena_alloc(a, sizeof(*sc));
 	struct plan *pl = arena_alloc(a, sizeof(*pl));
@@ -650,7 +888,8 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	sc->training.gradient_bucket_bytes = bucket_bytes;
 	*pl = *p;
 	pl->scenario = sc;
-	struct lower L = {.a = a, .p = pl, .e = &e};
+	bool dual = p->scenario->training.schedule == SCHED_DUALPIPE;
+	struct lower L = {.a = a, .p = pl, .e = &e, .n_prog = dual ? 2 * pp->n_stages : pp->n_chunks};
 	int *idx = NULL, *start = edges_by_consumer(&L, &idx);
 	bool *core = plan_attention_core(a, p->graph);
 	L.bwd_step = arena_calloc(a, (size_t)p->graph->n_ops + 1, sizeof(int));
@@ -662,7 +901,7 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	L.fused = plan_fused_input_grads(a, p);
 	L.reads = plan_param_reads(a, p->graph);
 	L.act = cost_act_scratch_new(a, pl);
-	out->chunks = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*out->chunks));
+	out->chunks = arena_calloc(a, (size_t)L.n_prog + 1, sizeof(*out->chunks));
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
 	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));
 	L.n_buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
@@ -670,21 +909,25 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	    !L.fused || !L.reads || !L.act || !out->chunks || !out->stages || !L.buckets ||
 	    !L.n_buckets)
 		goto oom;
-	for (int c = 0; c < pp->n_chunks && !L.oom; c++)
+	if (dual)
+		lower_dual(&L, start, idx, core, out->chunks);
+	for (int c = 0; c < pp->n_chunks && !L.oom && !dual; c++)
 		lower_chunk(&L, start, idx, core, c, &out->chunks[c]);
 	for (int st = 0; st < pp->n_stages && !L.oom; st++) {
 		lower_tail(&L, st, &out->stages[st]);
 		out->stages[st].mem_base_bytes = e.stages[st].mem.total - e.stages[st].mem.activations;
-		out->stages[st].n_slots = plan_schedule(a, pp, e.steps_per_iteration,
-		                                        p->scenario->training.schedule, st,
-		                                        &out->stages[st].slots);
+		out->stages[st].n_slots =
+		        dual ? plan_dualpipe_schedule(a, pp->n_stages, e.steps_per_iteration, st,
+		                                      &out->stages[st].slots)
+		             : plan_schedule(a, pp, e.steps_per_iteration,
+		                             p->scenario->training.schedule, st, &out->stages[st].slots);
 		if (out->stages[st].n_slots < 0)
 			goto oom;
 	}
 	if (L.oom)
 		goto oom;
 	out->n_stages = pp->n_stages;
-	out->n_chunks = pp->n_chunks;
+	out->n_chunks = L.n_prog;
 	out->stage_ranks = pp->stage_ranks;
 	out->n_ranks = pp->stage_ranks * pp->n_stages;
 	out->micro_batches = e.steps_per_iteration;

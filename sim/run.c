@@ -866,10 +866,9 @@ static bool setup(struct engine *e)
 	/* progress: rank 0's stream-0 steps */
 	const struct prog_stage *s0 = &p->stages[0];
 	for (int k = 0; k < s0->n_slots; k++) {
-		const struct prog_chunk *c = &p->chunks[s0->slots[k].chunk];
-		e->progress_total += s0->slots[k].weight     ? stream0_steps(p, c->wgt, c->n_wgt)
-		                     : s0->slots[k].backward ? stream0_steps(p, c->bwd, c->n_bwd)
-		                                             : stream0_steps(p, c->fwd, c->n_fwd);
+		int from[2], n[2];
+		for (int j = prog_slot_ranges(p->chunks, &s0->slots[k], from, n); j-- > 0;)
+			e->progress_total += stream0_steps(p, from[j], n[j]);
 	}
 	e->progress_total += stream0_steps(p, s0->tail, s0->n_tail);
 	e->progress_every = e->progress_total / 100 > 0 ? e->progress_total / 100 : 1;
@@ -2068,13 +2067,27 @@ static void stream0(struct actor_ctx *c)
 		/* no lockstep where rare collectives may run on stream 1: the
 		 * last micro-batch's buckets, the first's parameter gathers */
 		c->lockstep_ok = !sl->last && !(eng->has_first && sl->micro == 0);
-		if (sl->weight) {
+		if (sl->fb) {
+			/* DualPipe's F&B: this chunk's forward, then the other
+			 * chunk's backward, lowered overlapped (lower.c) */
+			const struct prog_chunk *y = &p->chunks[ch->pair];
+			struct prog_slot f = *sl, b = {.chunk = ch->pair, .micro = sl->pair_micro,
+			                               .backward = true, .last = sl->last};
+			f.last = false;
+			run_range(c, ch->ov_fwd, ch->n_ov_fwd, &f);
+			memory(c, ch->act_bytes + y->work_bytes);
+			c->micro = b.micro;
+			run_range(c, y->ov_bwd, y->n_ov_bwd, &b);
+			memory(c, -(y->act_bytes + y->work_bytes));
+		} else if (sl->weight) {
 			/* a zero-bubble W frees what its split backward kept */
 			run_range(c, ch->wgt, ch->n_wgt, sl);
 			memory(c, -ch->act_bytes);
 		} else if (sl->backward) {
+			int from[2], n[2];
+			prog_slot_ranges(p->chunks, sl, from, n);
 			memory(c, ch->work_bytes);
-			run_range(c, ch->bwd, ch->n_bwd, sl);
+			run_range(c, from[0], n[0], sl);
 			memory(c, -((sl->split ? 0 : ch->act_bytes) + ch->work_bytes));
 		} else {
 			run_range(c, ch->fwd, ch->n_fwd, sl);

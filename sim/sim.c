@@ -369,8 +369,9 @@ static double stage_steps(const struct program *prog, int st)
 	const struct prog_stage *ps = &prog->stages[st];
 	double steps = ps->n_tail;
 	for (int k = 0; k < ps->n_slots; k++) {
-		const struct prog_chunk *c = &prog->chunks[ps->slots[k].chunk];
-		steps += ps->slots[k].weight ? c->n_wgt : ps->slots[k].backward ? c->n_bwd : c->n_fwd;
+		int from[2], n[2];
+		for (int j = prog_slot_ranges(prog->chunks, &ps->slots[k], from, n); j-- > 0;)
+			steps += n[j];
 	}
 	return steps;
 }

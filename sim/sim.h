@@ -73,10 +73,17 @@ struct prog_step {
 
 /* The SEND/RECV channels of a program of n_chunks chunks on n_stages
  * stages: two per chunk boundary, then one per stage for the gradients of
- * shared parameters it receives (a head tied to the embedding). */
+ * shared parameters it receives (a head tied to the embedding), then one
+ * per stage for DualPipe's gradients of the chunks it shares with its
+ * mirror stage (prog_mirror_channel). */
 static inline int prog_channels(int n_chunks, int n_stages)
 {
-	return 2 * n_chunks + n_stages;
+	return 2 * n_chunks + 2 * n_stages;
+}
+
+static inline int prog_mirror_channel(int n_chunks, int n_stages, int receiver_stage)
+{
+	return 2 * n_chunks + n_stages + receiver_stage;
 }
 
 static inline int prog_tied_channel(int n_chunks, int receiver_stage)
@@ -95,7 +102,38 @@ struct prog_chunk {
 	double act_bytes;                  /* activations one micro-batch's forward leaves for its
 	                                      backward (cost_chunk_activations) */
 	double work_bytes;                 /* held while its backward recomputes (full) */
+	/* DualPipe (plan_dualpipe_schedule), 0 otherwise: a backward that is
+	 * not split (B and W together, the gradient sent after both); the
+	 * forward of an F&B slot, without its send; and the backward of one,
+	 * with the sends of both: the forward of chunk `pair` (the other
+	 * chunk on the stage) runs overlapped with it (docs/simulation.md) */
+	int whole, n_whole;
+	int ov_fwd, n_ov_fwd;
+	int ov_bwd, n_ov_bwd;
+	int pair;
 };
+
+/* The step ranges one slot runs (two for DualPipe's F&B: the forward, then
+ * the other chunk's backward): their starts and counts, and how many. */
+static inline int prog_slot_ranges(const struct prog_chunk *chunks, const struct prog_slot *sl,
+                                   int from[2], int n[2])
+{
+	const struct prog_chunk *c = &chunks[sl->chunk];
+	if (sl->fb) {
+		from[0] = c->ov_fwd, n[0] = c->n_ov_fwd;
+		from[1] = chunks[c->pair].ov_bwd, n[1] = chunks[c->pair].n_ov_bwd;
+		return 2;
+	}
+	if (sl->weight)
+		from[0] = c->wgt, n[0] = c->n_wgt;
+	else if (sl->backward && !sl->split && c->n_whole > 0)
+		from[0] = c->whole, n[0] = c->n_whole;
+	else if (sl->backward)
+		from[0] = c->bwd, n[0] = c->n_bwd;
+	else
+		from[0] = c->fwd, n[0] = c->n_fwd;
+	return 1;
+}
 
 struct prog_stage {
 	int n_slots;

@@ -602,6 +602,9 @@ struct prog_slot {
 	bool backward, last;
 	bool split;    /* a backward of the input gradients only: a weight unit follows */
 	bool weight;   /* the weight gradients of a split backward (zero-bubble W) */
+	bool fb;       /* DualPipe's F&B: this chunk's forward overlapped with the backward of
+	                  micro-batch pair_micro of the other chunk on its stage */
+	int64_t pair_micro;
 };
 
 /* The part of op i's backward seconds that computes weight gradients
@@ -616,9 +619,20 @@ double plan_weight_grad_s(const struct graph *g, int i, double backward_s);
  * 1F1B when the part has virtual stages, or ZB-H1, ZB-H2 and ZB-V (each
  * backward split into B and W slots). Returns the count (2 m v; the
  * zero-bubble ones 3 m v) and the slots in *out (arena), -1 when out of
- * memory. DualPipe has no order here (estimated only). */
+ * memory. DualPipe's order is plan_dualpipe_schedule's. */
 int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
                   enum pipeline_schedule sched, int stage, struct prog_slot **out);
+
+/* DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, section
+ * 3.2.1; deepseek-ai/DualPipe's dualpipe.py): the order of stage `stage`
+ * of P (even) over m micro-batches (even, at least 2P), half fed from
+ * each end. Chunks are the program's: chunk d (< P) is stage d's model
+ * chunk in the forward direction, chunk P + c the reverse direction's
+ * copy of model chunk c, on stage P - 1 - c (so stage d holds chunks d
+ * and 2P - 1 - d, the V of plan_part.vshape). Micro-batches count per
+ * direction (0 .. m/2 - 1). Returns the count and the slots in *out
+ * (arena), -1 when out of memory. */
+int plan_dualpipe_schedule(struct arena *a, int P, int64_t m, int stage, struct prog_slot **out);
 
 /* --------------------------------------------------------- the estimate */
 

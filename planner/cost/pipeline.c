@@ -21,7 +21,9 @@
  * warm-up 2(P-s-1) + (v-1)P chunk forwards, all m v when that reaches
  * them, chunks visited in groups of P micro-batches: megatron/core/
  * pipeline_parallel/schedules.py, get_pp_rank_microbatches and
- * get_schedule_table, NVIDIA/Megatron-LM at commit d98e8a6).
+ * get_schedule_table, NVIDIA/Megatron-LM at commit d98e8a6), the
+ * zero-bubble ones (Qi et al. 2024) and DualPipe (DeepSeek-V3, the eight
+ * steps of deepseek-ai/DualPipe's dualpipe.py at commit 3da1bbe).
  *
  * Units: bytes per rank, seconds. No hot path: O(ops) for the live bytes,
  * O(levels x bisection steps x chunks x log candidates) for the partition.
@@ -696,4 +698,121 @@ int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
 			s[i].last = seen[s[i].chunk] = true;
 	*out = s;
 	return n;
+}
+
+/* DualPipe's order (cost.h, plan_dualpipe_schedule), the eight steps of
+ * deepseek-ai/DualPipe's DualPipe.step. A stage's phase 0 is the
+ * direction whose micro-batches reach it first (the forward one on the
+ * first half of the stages, the reverse one on the second half); h is its
+ * distance from the nearer end, H = P/2, n = m/2:
+ *   1  2(H-h-1) x F0                       warm-up
+ *   2  h+1 x (F0, F1)
+ *   3  H-h-1 x (B1 split, W, F1)           zero bubble
+ *   4  n-P+h+1 x (F0&B1, F1&B0)            the main, overlapped steps (the
+ *                                          middle stages' first F0, B1 apart)
+ *   5  H-h-1 x (B1, F1&B0)
+ *   6  h+1 x (B1, B0)                      the later half split
+ *   7  H-h-1 x (W, B0 split)
+ *   8  h+1 x W
+ * A split B leaves its W to a queue the W's take in order. */
+struct dual_order {
+	struct prog_slot *s;
+	int n, chunk[2];                       /* the program chunk of each direction */
+	int64_t f[2], b[2];                    /* forwards, backwards done per direction */
+	struct prog_slot *queue;               /* the split B's whose W waits */
+	int q_head, q_tail;
+};
+
+static void dual_f(struct dual_order *o, int dir)
+{
+	o->s[o->n++] = (struct prog_slot){.chunk = o->chunk[dir], .micro = o->f[dir]++};
+}
+
+static void dual_b(struct dual_order *o, int dir, bool split)
+{
+	struct prog_slot x = {.chunk = o->chunk[dir], .micro = o->b[dir]++, .backward = true,
+	                      .split = split};
+	o->s[o->n++] = x;
+	if (split)
+		o->queue[o->q_tail++] = (struct prog_slot){.chunk = x.chunk, .micro = x.micro,
+		                                           .weight = true};
+}
+
+static void dual_w(struct dual_order *o)
+{
+	o->s[o->n++] = o->queue[o->q_head++];
+}
+
+static void dual_fb(struct dual_order *o, int fdir, int bdir)
+{
+	o->s[o->n++] = (struct prog_slot){.chunk = o->chunk[fdir], .micro = o->f[fdir]++,
+	                                  .fb = true, .pair_micro = o->b[bdir]++};
+}
+
+int plan_dualpipe_schedule(struct arena *a, int P, int64_t m, int stage, struct prog_slot **out)
+{
+	SL_ASSERT(P % 2 == 0 && m % 2 == 0 && m >= 2 * (int64_t)P);
+	struct dual_order o = {.s = arena_calloc(a, 2 * (size_t)m + 1, sizeof(*o.s)),
+	                       .queue = arena_calloc(a, (size_t)m + 1, sizeof(*o.queue))};
+	if (!o.s || !o.queue)
+		return -1;
+	int H = P / 2, h = stage < P - 1 - stage ? stage : P - 1 - stage;
+	int64_t n = m / 2;
+	bool second = stage >= H;
+	/* phase 0: the direction that reaches this stage first */
+	o.chunk[second] = stage;
+	o.chunk[!second] = 2 * P - 1 - stage;
+	bool middle = h == H - 1;
+	for (int k = 0; k < 2 * (H - h - 1); k++)
+		dual_f(&o, 0);
+	for (int k = 0; k < h + 1; k++) {
+		dual_f(&o, 0);
+		dual_f(&o, 1);
+	}
+	for (int k = 0; k < H - h - 1; k++) {
+		dual_b(&o, 1, true);
+		dual_w(&o);
+		dual_f(&o, 1);
+	}
+	for (int64_t k = 0; k < n - P + h + 1; k++) {
+		if (k == 0 && middle) {
+			/* "we don't overlap these two chunks to further reduce
+			 * bubble size" (dualpipe.py) */
+			dual_f(&o, 0);
+			dual_b(&o, 1, false);
+		} else {
+			dual_fb(&o, 0, 1);
+		}
+		dual_fb(&o, 1, 0);
+	}
+	for (int k = 0; k < H - h - 1; k++) {
+		dual_b(&o, 1, false);
+		dual_fb(&o, 1, 0);
+	}
+	/* the later half of these backwards split: from B1 of the middle one
+	 * when h + 1 is even, else from its B0 */
+	for (int k = 0; k < h + 1; k++) {
+		bool from = k > (h + 1) / 2 || (k == (h + 1) / 2 && h % 2 == 1);
+		dual_b(&o, 1, from);
+		dual_b(&o, 0, k >= (h + 1) / 2);
+	}
+	for (int k = 0; k < H - h - 1; k++) {
+		dual_w(&o);
+		dual_b(&o, 0, true);
+	}
+	while (o.q_head < o.q_tail)
+		dual_w(&o);
+	/* Each chunk's last backward work (its last W, or its last whole B,
+	 * alone or in an F&B): where its gradient synchronisation starts. */
+	bool seen[2] = {false, false};
+	for (int i = o.n - 1; i >= 0; i--) {
+		struct prog_slot *x = &o.s[i];
+		int done = x->weight || (x->backward && !x->split) ? x->chunk
+		           : x->fb ? (x->chunk == o.chunk[0] ? o.chunk[1] : o.chunk[0]) : -1;
+		int k = done == o.chunk[0] ? 0 : 1;
+		if (done >= 0 && !seen[k])
+			x->last = seen[k] = true;
+	}
+	*out = o.s;
+	return o.n;
 }

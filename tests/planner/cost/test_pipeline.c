@@ -19,6 +19,7 @@
 #include "fixture.h"
 #include "sim.h"
 #include "cost.h"
+#include "planner.h"
 
 TestSuite(pipeline, .init = fixture_setup, .fini = fixture_teardown);
 
@@ -253,6 +254,23 @@ Test(pipeline, zb_v_in_order)
 	cr_expect_eq(part_chunk(&pp, 1, 1), 2);
 }
 
+/* The chain lowered and estimated with a schedule of two chunks per
+ * stage in a V (ZB-V's, DualPipe's two directions): chunks 0 1 2 3 on
+ * stages 0 1 2 3, chunks 4 5 6 7 on 3 2 1 0. */
+static struct scenario *lowered_v(enum pipeline_schedule sched, int64_t v, struct program *prog,
+                                  struct estimate *e)
+{
+	struct scenario *s = chain(sched, v, 0);
+	struct plan *p = dp_plan(s);
+	cr_assert(plan_lower(A, p, 25 << 20, prog, &D));
+	cr_assert(plan_estimate(A, p, e, &D));
+	cr_assert_eq(prog->n_chunks, 8);
+	static const int at[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+	for (int c = 0; c < 8; c++)
+		cr_expect_eq(prog->chunks[c].stage, at[c], "%s chunk %d", schedule_names[sched], c);
+	return s;
+}
+
 /* ZB-V on the chain: 8 chunks of two MatMuls, chunk c on stage c (c < 4)
  * or 7 - c. Each stage runs 8 micro-batches of two chunks of T_F/2 = T_B/2
  * = T_W/2 = T/2 each (T_B the input gradient and T_W the weight gradient
@@ -264,18 +282,10 @@ Test(pipeline, zb_v_in_order)
  * Half ZB-H1's 3T. */
 Test(pipeline, zb_v_bubble)
 {
-	struct scenario *s = chain(SCHED_ZB_V, 2, 0);
-	struct plan *p = dp_plan(s);
 	struct program prog;
 	struct estimate e;
-	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
-	cr_assert(plan_estimate(A, p, &e, &D));
-	cr_assert_eq(prog.n_chunks, 8);
-	/* the V: chunks 0 1 2 3 on stages 0 1 2 3, chunks 4 5 6 7 on 3 2 1 0;
-	 * chunk 3 hands on to chunk 4 without a send (both on stage 3) */
-	static const int at[8] = {0, 1, 2, 3, 3, 2, 1, 0};
-	for (int c = 0; c < 8; c++)
-		cr_expect_eq(prog.chunks[c].stage, at[c], "chunk %d", c);
+	struct scenario *s = lowered_v(SCHED_ZB_V, 2, &prog, &e);
+	/* chunk 3 hands on to chunk 4 without a send (both on stage 3) */
 	const struct prog_chunk *c3 = &prog.chunks[3];
 	for (int i = c3->fwd; i < c3->fwd + c3->n_fwd; i++)
 		cr_expect_neq(prog.steps[i].kind, PROG_SEND, "chunk 3's forward sends nothing");
@@ -363,15 +373,232 @@ Test(pipeline, table2_worked_example)
 	}
 }
 
-/* DualPipe is estimated only: the lowering refuses it, naming the field. */
-Test(pipeline, dualpipe_not_lowered)
+/* DualPipe's order, written with b a split backward (its W later), B a
+ * whole one, F.c+B.c an F&B (a forward overlapped with the other chunk's
+ * backward). */
+static void expect_dual_order(const struct prog_slot *sl, int n, int P, const char *want)
 {
+	char got[1024] = "";
+	for (int i = 0; i < n; i++) {
+		size_t k = strlen(got);
+		int pair = 2 * P - 1 - sl[i].chunk;  /* the other chunk on its stage */
+		if (sl[i].fb)
+			snprintf(got + k, sizeof got - k, "%sF%lld.%d+B%lld.%d", i ? " " : "",
+			         (long long)sl[i].micro, sl[i].chunk, (long long)sl[i].pair_micro, pair);
+		else
+			snprintf(got + k, sizeof got - k, "%s%c%lld.%d", i ? " " : "",
+			         sl[i].weight     ? 'W'
+			         : sl[i].backward ? (sl[i].split ? 'b' : 'B')
+			                          : 'F',
+			         (long long)sl[i].micro, sl[i].chunk);
+	}
+	cr_expect_str_eq(got, want);
+}
+
+/* DualPipe, P = 4, m = 8 (4 from each end), by hand from the eight steps
+ * of deepseek-ai/DualPipe's DualPipe.step (H = P/2 = 2, n = m/2 = 4, h a
+ * stage's distance from the nearer end). Stage 0 (h = 0) holds chunk 0
+ * (forward direction) and chunk 7 (the reverse direction's copy of model
+ * chunk 3): 2(H-h-1) = 2 warm-up F0; h+1 = 1 x (F0, F1); H-h-1 = 1 x (b1,
+ * W, F1); n-P+h+1 = 1 x (F0&B1, F1&B0); 1 x (B1, F1&B0); 1 x (B1, b0) (the
+ * later half of step 6's backwards split: B0 when h = 0); 1 x (W, b0);
+ * h+1 = 1 W. Stage 1 (h = 1, a middle stage) holds chunks 1 and 6: no
+ * warm-up, 2 x (F0, F1), 2 main steps of which the first runs F0 and B1
+ * apart, then step 6's 2 x (B1, B0) split from the second (h odd: its
+ * B1 too), the 2 W's. Stages 2 and 3 mirror 1 and 0, their phase 0 the
+ * reverse direction (chunks 5 and 4 first). */
+Test(pipeline, dualpipe_in_order)
+{
+	struct prog_slot *sl;
+	int n = plan_dualpipe_schedule(A, 4, 8, 0, &sl);
+	expect_dual_order(sl, n, 4, "F0.0 F1.0 F2.0 F0.7 b0.7 W0.7 F1.7 F3.0+B1.7 F2.7+B0.0 B2.7 "
+	                            "F3.7+B1.0 B3.7 b2.0 W2.0 b3.0 W3.0");
+	cr_expect(sl[n - 1].last && sl[11].last && !sl[13].last,
+	          "chunk 0's last W and chunk 7's last whole B start their syncs");
+	n = plan_dualpipe_schedule(A, 4, 8, 1, &sl);
+	expect_dual_order(sl, n, 4, "F0.1 F0.6 F1.1 F1.6 F2.1 B0.6 F2.6+B0.1 F3.1+B1.6 F3.6+B1.1 "
+	                            "B2.6 B2.1 b3.6 b3.1 W3.6 W3.1");
+	n = plan_dualpipe_schedule(A, 4, 8, 3, &sl);
+	expect_dual_order(sl, n, 4, "F0.4 F1.4 F2.4 F0.3 b0.3 W0.3 F1.3 F3.4+B1.3 F2.3+B0.4 B2.3 "
+	                            "F3.3+B1.4 B3.3 b2.4 W2.4 b3.4 W3.4");
+}
+
+/* DualPipe simulated on the chain (P = 4, m = 8), DeepSeek-V3's Table 2
+ * in its terms: F = T, B = 2T (the whole backward), W = T, F&B = 3T (no
+ * communication to hide but the 64 KiB sends): bubble (P/2 - 1)(F&B + B -
+ * 3W) = 2T against a stage's 8 x 3T of work. By hand, the orders of
+ * dualpipe_in_order with each unit starting when its stage is free and
+ * its input has come (an F&B hands both outputs on at its end), start
+ * times in T (stages 3 and 2 run as 0 and 1, mirrored):
+ *   stage 0  F0.0 0  F1.0 1  F2.0 2  F0.7 3  b0.7 4  W0.7 5  F1.7 6
+ *            F3.0+B1.7 7-10, waits for B0.0 (stage 1's F2.6+B0.1, 8-11)
+ *            F2.7+B0.0 11  B2.7 14-16, waits for B1.0 (stage 1, 14-17)
+ *            F3.7+B1.0 17  B3.7 20  b2.0 22  W2.0 23  b3.0 24  W3.0 25-26
+ *   stage 1  waits for F0.0 (0-1)  F0.1 1  F0.6 2  F1.1 3  F1.6 4  F2.1 5
+ *            B0.6 6  F2.6+B0.1 8  F3.1+B1.6 11  F3.6+B1.1 14  B2.6 17
+ *            B2.1 19-21, waits for B3.7 (stage 0, 20-22)  b3.6 22  b3.1 23
+ *            W3.6 24  W3.1 25-26
+ * Every stage ends its schedule at 26T having computed 24T: 2T of
+ * bubble, as the formula; the sends (3.2 us each against T = 1.8 ms) add
+ * a little. Memory: stage 0 holds F0.0 .. F2.0 and F0.7 (4), frees
+ * one at W0.7, takes F1.7 (4), then F3.0 while B1.7's activations are
+ * still held (5 = P + 1, Table 2's): the estimate's peak, to the byte. */
+Test(pipeline, dualpipe_bubble)
+{
+	/* chunks 0 .. 3 the forward direction's, 4 .. 7 the reverse one's
+	 * copies of model chunks 0 .. 3 on stages 3 .. 0 */
+	struct program prog;
+	struct estimate e;
+	struct scenario *s = lowered_v(SCHED_DUALPIPE, 1, &prog, &e);
+	struct sim_result r = simulated(s, &prog);
+	double T = e.category_s[EST_COMPUTE_FORWARD] / 8, send = ACT / 30e9 + 1e-6;
+	for (int64_t k = 0; k < r.n_ranks; k++) {
+		/* at most one send a T on the critical path, 26 of them */
+		double b = r.ranks[k].pipeline_wait_s + r.ranks[k].idle_s;
+		cr_expect(b >= 0.99 * 2 * T && b <= 2 * T + 26 * send,
+		          "rank %lld: bubble %.4f T, want 2T", (long long)k, b / T);
+		/* then the mirrors' exchange (dualpipe_mirrors_exchange_gradients):
+		 * 8 x 536,870,912 B each way over the 30 GB/s link */
+		double x = 8 * W_BYTES / 30e9;
+		cr_expect(r.ranks[k].comm_exposed_s >= x && r.ranks[k].comm_exposed_s <= x + 26 * send,
+		          "rank %lld: exposed %g s, want %g s", (long long)k, r.ranks[k].comm_exposed_s, x);
+		cr_expect(fabs(r.ranks[k].compute_s - optimizer_s(&prog, k) - 24 * T) <= 1e-9 * T,
+		          "rank %lld computes 8 x 3T", (long long)k);
+	}
+	expect_peaks_are_estimates(&e, &r, &prog, "DualPipe");
+	for (int st = 0; st < 4; st++)
+		cr_expect_eq(e.stages[st].mem.activations, 5 * 4 * ACT, "stage %d", st);
+}
+
+/* The sends and receives in stage st's tail, into x[] (at most 4), and
+ * how many of each. */
+static int tail_p2p(const struct program *prog, int st, const struct prog_step **x, int *sends,
+                    int *recvs)
+{
+	const struct prog_stage *ps = &prog->stages[st];
+	int n = 0;
+	*sends = *recvs = 0;
+	for (int i = ps->tail; i < ps->tail + ps->n_tail; i++) {
+		const struct prog_step *y = &prog->steps[i];
+		if (y->kind != PROG_SEND && y->kind != PROG_RECV)
+			continue;
+		*sends += y->kind == PROG_SEND;
+		*recvs += y->kind == PROG_RECV;
+		if (n < 4)
+			x[n++] = y;
+	}
+	return n;
+}
+
+/* DualPipe needs at least 2P micro-batches (dualpipe.py asserts it: its
+ * main steps number m/2 - P + 1 on the end stages). The scenario loader
+ * refuses fewer (tests/data/bad/scenario-dualpipe-few-micro-batches.json);
+ * a batch changed after loading (simulate --global-batch) meets the
+ * lowering's refusal: the chain's global batch of 8 is 4 micro-batches
+ * of its 2 samples on 4 stages. */
+Test(pipeline, dualpipe_refuses_fewer_than_2p_micro_batches)
+{
+	struct scenario *s = chain(SCHED_DUALPIPE, 1, 0);
+	s->training.global_batch = 8;
 	struct program prog;
 	size_t before = D.count;
-	cr_assert_not(plan_lower(A, dp_plan(chain(SCHED_DUALPIPE, 1, 0)), 25 << 20, &prog, &D));
+	cr_assert_not(plan_lower(A, dp_plan(s), 25 << 20, &prog, &D));
 	cr_assert_eq(D.count, before + 1);
 	cr_expect_str_eq(D.items[before].path, "training.schedule");
-	cr_expect_not_null(strstr(D.items[before].msg, "estimated only"));
+	cr_expect_not_null(strstr(D.items[before].msg, "not 4 micro-batches on 4 stages"), "%s",
+	                   D.items[before].msg);
+}
+
+/* DualPipe's two copies of a model chunk (stage d's forward one and the
+ * reverse direction's on stage P-1-d) add their gradients: after the
+ * data-parallel synchronisation each stage sends its mirror the
+ * gradients of both its chunks, 8 MatMul weights of 536,870,912 B on the
+ * chain (one device a stage: nothing else to reduce), and receives as
+ * many. */
+Test(pipeline, dualpipe_mirrors_exchange_gradients)
+{
+	struct program prog;
+	cr_assert(plan_lower(A, dp_plan(chain(SCHED_DUALPIPE, 1, 0)), 25 << 20, &prog, &D));
+	for (int st = 0; st < 4; st++) {
+		const struct prog_step *x[4];
+		int sends, recvs, n = tail_p2p(&prog, st, x, &sends, &recvs);
+		for (int i = 0; i < n; i++) {
+			cr_expect_eq(x[i]->peer_stage, 3 - st, "stage %d", st);
+			cr_expect_eq(x[i]->bytes, 8 * W_BYTES, "stage %d", st);
+			int to = x[i]->kind == PROG_SEND ? 3 - st : st;
+			cr_expect_eq(x[i]->channel, prog_mirror_channel(prog.n_chunks, 4, to));
+		}
+		cr_expect(sends == 1 && recvs == 1, "stage %d: %d sends, %d receives", st, sends, recvs);
+	}
+}
+
+/* Sums over steps [from, from + n) of the stream-0 compute seconds and
+ * the compute run alongside collectives (overlap_s). */
+static void range_sums(const struct program *prog, int from, int n, double *compute,
+                       double *alongside, int *all_to_alls_hidden)
+{
+	*compute = *alongside = 0;
+	for (int i = from; i < from + n; i++) {
+		const struct prog_step *x = &prog->steps[i];
+		if (x->kind == PROG_COMPUTE && x->stream == 0)
+			*compute += x->seconds;
+		if (x->kind == PROG_COLLECTIVE && x->stream == 0)
+			*alongside += x->overlap_s;
+		if (all_to_alls_hidden && x->kind == PROG_COLLECTIVE && x->coll == STEP_ALLTOALL &&
+		    x->overlap_s > 0)
+			++*all_to_alls_hidden;
+	}
+}
+
+/* DualPipe's F&B on a mixture of experts (tests/data/good/dualpipe-moe-4p.json,
+ * expert parallel 2): in the overlapped passes of chunk x's forward and
+ * its stage's other chunk y's backward, the expert all-to-alls run
+ * alongside the other pass's compute. Nothing is computed twice or lost:
+ * the compute steps and the compute run alongside collectives add up to
+ * the plain forward's and whole backward's compute; what the forward's
+ * collectives take is at most the backward's compute and at most the
+ * estimate's seconds of those collectives (comm_forward_s of the ops),
+ * and the same the other way. */
+Test(pipeline, dualpipe_overlaps_forward_and_backward)
+{
+	struct scenario *s = fixture_scenario("tests/data/good/dualpipe-moe-4p.json");
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct program prog;
+	struct estimate e;
+	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert_eq(prog.n_chunks, 4);
+	int hidden_a2a = 0;
+	for (int x = 0; x < 4; x++) {
+		const struct prog_chunk *f = &prog.chunks[x], *b = &prog.chunks[f->pair];
+		cr_expect_eq(b->stage, f->stage, "chunk %d's pair on its stage", x);
+		cr_expect_neq(f->pair, x);
+		double cf, af, cb, ab, cf0, af0, cb0, ab0;
+		range_sums(&prog, f->ov_fwd, f->n_ov_fwd, &cf, &af, &hidden_a2a);
+		range_sums(&prog, b->ov_bwd, b->n_ov_bwd, &cb, &ab, &hidden_a2a);
+		range_sums(&prog, f->fwd, f->n_fwd, &cf0, &af0, NULL);
+		range_sums(&prog, b->whole, b->n_whole, &cb0, &ab0, NULL);
+		cr_expect(fabs(cf + cb + af + ab - (cf0 + cb0 + af0 + ab0)) <= 1e-9 * (cf0 + cb0),
+		          "chunk %d: compute %g + alongside %g, plain %g + %g", x, cf + cb, af + ab,
+		          cf0 + cb0, af0 + ab0);
+		double talk_f = 0, talk_b = 0;
+		int c = x < 2 ? x : x - 2, cb_model = f->pair < 2 ? f->pair : f->pair - 2;
+		for (int i = e.part.first_op[c]; i < e.part.first_op[c + 1]; i++)
+			talk_f += e.ops[i].comm_forward_s;
+		for (int i = e.part.first_op[cb_model]; i < e.part.first_op[cb_model + 1]; i++)
+			talk_b += e.ops[i].comm_backward_s;
+		cr_expect(af - af0 > 0 && af - af0 <= fmin(cb0, talk_f) * (1 + 1e-9),
+		          "chunk %d's forward hides %g s under %g s of compute (%g s of it)", x,
+		          af - af0, cb0, talk_f);
+		cr_expect(ab - ab0 >= 0 && ab - ab0 <= fmin(cf0, talk_b) * (1 + 1e-9),
+		          "chunk %d's backward hides %g s under %g s of compute (%g s of it)",
+		          f->pair, ab - ab0, cf0, talk_b);
+	}
+	cr_expect_gt(hidden_a2a, 0, "the expert all-to-alls run alongside compute");
+	struct sim_result r = simulated(s, &prog);
+	cr_expect_gt(r.iteration_s, 0);
 }
 
 /* Interleaved with v = 2 chunks per stage: the bubble time is (p-1)/v of
@@ -765,18 +992,13 @@ Test(pipeline, tied_embedding_gradients_by_hand)
 		struct program prog;
 		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
 		for (int st = 0; st < prog.n_stages; st++) {
-			const struct prog_stage *ps = &prog.stages[st];
-			int sends = 0, recvs = 0;
-			for (int i = ps->tail; i < ps->tail + ps->n_tail; i++) {
-				const struct prog_step *x = &prog.steps[i];
-				if (x->kind != PROG_SEND && x->kind != PROG_RECV)
-					continue;
-				int to = x->kind == PROG_SEND ? x->peer_stage : st;
-				cr_expect_eq(x->bytes, S);
-				cr_expect_eq(x->channel, prog_tied_channel(prog.n_chunks, to));
-				cr_expect_eq(x->peer_stage, st == cases[k].a ? cases[k].b : cases[k].a);
-				sends += x->kind == PROG_SEND;
-				recvs += x->kind == PROG_RECV;
+			const struct prog_step *x[4];
+			int sends, recvs, n = tail_p2p(&prog, st, x, &sends, &recvs);
+			for (int i = 0; i < n; i++) {
+				int to = x[i]->kind == PROG_SEND ? x[i]->peer_stage : st;
+				cr_expect_eq(x[i]->bytes, S);
+				cr_expect_eq(x[i]->channel, prog_tied_channel(prog.n_chunks, to));
+				cr_expect_eq(x[i]->peer_stage, st == cases[k].a ? cases[k].b : cases[k].a);
 			}
 			bool in = st == cases[k].a || st == cases[k].b;
 			cr_expect_eq(sends, in, "case %zu stage %d: %d sends", k, st, sends);
