@@ -150,6 +150,8 @@ struct search_config {
 	int64_t first_stage_layers;        /* Megatron-LM's uneven pipeline (0: even; the search
 	                                      itself tries even splits only) */
 	int64_t last_stage_layers;
+	const int64_t *stage_layers;       /* [pp]: each stage's layers (training.stage_layers,
+	                                      the rebalancing rule), or NULL */
 };
 
 struct search_candidate {

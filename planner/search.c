@@ -80,10 +80,11 @@ enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct
 		return SEARCH_RULE_KV_HEADS_TP;
 	if (ffn > 0 && ffn % c->tp)
 		return SEARCH_RULE_FFN_TP;
-	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0;
+	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0 || c->stage_layers;
 	if (layers > 0 && uneven &&
 	    scenario_stage_layers(layers, c->pp, interleaved ? c->virtual_stages : 1,
-	                          c->first_stage_layers, c->last_stage_layers, 0, NULL, 0) < 0)
+	                          c->first_stage_layers, c->last_stage_layers, c->stage_layers, 0,
+	                          NULL, 0) < 0)
 		return SEARCH_RULE_LAYERS_PP;
 	if (layers > 0 && !uneven && layers % c->pp)
 		return SEARCH_RULE_LAYERS_PP;
@@ -125,16 +126,20 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 		         tp, m ? (long long)model_gen_ffn(m) : 0LL);
 		break;
 	case SEARCH_RULE_LAYERS_PP:
-		if (c->first_stage_layers > 0 || c->last_stage_layers > 0) {
+		if (c->first_stage_layers > 0 || c->last_stage_layers > 0 || c->stage_layers) {
 			char why[200];
 			scenario_stage_layers(layers, pp, c->schedule == SCHED_INTERLEAVED_1F1B &&
 			                      c->virtual_stages > 1 ? c->virtual_stages : 1,
-			                      c->first_stage_layers, c->last_stage_layers, 0, why,
-			                      sizeof why);
-			snprintf(buf, size, "%lld pipeline stages with %lld layers on the first and %lld "
-			         "on the last (0: even) do not split the %lld layers: %s", pp,
-			         (long long)c->first_stage_layers, (long long)c->last_stage_layers, layers,
-			         why);
+			                      c->first_stage_layers, c->last_stage_layers, c->stage_layers,
+			                      0, why, sizeof why);
+			if (c->stage_layers)
+				snprintf(buf, size, "the stages' layers listed do not split the %lld layers "
+				         "over %lld pipeline stages: %s", layers, pp, why);
+			else
+				snprintf(buf, size, "%lld pipeline stages with %lld layers on the first and "
+				         "%lld on the last (0: even) do not split the %lld layers: %s", pp,
+				         (long long)c->first_stage_layers, (long long)c->last_stage_layers,
+				         layers, why);
 		} else {
 			snprintf(buf, size, "%lld pipeline stages do not divide the %lld layers", pp,
 			         layers);
@@ -345,6 +350,7 @@ static void set_training(struct training *t, const struct training *user,
 	}
 	t->first_stage_layers = c->first_stage_layers;
 	t->last_stage_layers = c->last_stage_layers;
+	t->stage_layers = c->stage_layers;
 }
 
 struct scenario *plan_search_scenario(struct arena *a, const struct scenario *s,

@@ -824,8 +824,37 @@ static bool param_dtype(const struct graph *g, enum dtype *out)
 	return false;
 }
 
+/* training.stage_layers' rules: stages entries, each at least one layer
+ * and a multiple of the virtual stages, summing to the layers. */
+static int64_t listed_stage_layers(int64_t layers, int64_t stages, int64_t v,
+                                   const int64_t *list, int64_t stage, char *why,
+                                   size_t why_size)
+{
+	int64_t sum = 0;
+	for (int64_t k = 0; k < stages; k++) {
+		if (list[k] < 1 || list[k] % v) {
+			if (v > 1)
+				snprintf(why, why_size, "stage %lld's %lld layers are not a positive "
+				         "multiple of its %lld virtual stages", (long long)k,
+				         (long long)list[k], (long long)v);
+			else
+				snprintf(why, why_size, "stage %lld's %lld layers are not at least 1",
+				         (long long)k, (long long)list[k]);
+			return -1;
+		}
+		sum += list[k];
+	}
+	if (layers > 0 && sum != layers) {
+		snprintf(why, why_size, "the stages' layers sum to %lld, not the model's %lld",
+		         (long long)sum, (long long)layers);
+		return -1;
+	}
+	return list[stage];
+}
+
 int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, int64_t first,
-                              int64_t last, int64_t stage, char *why, size_t why_size)
+                              int64_t last, const int64_t *list, int64_t stage, char *why,
+                              size_t why_size)
 {
 	char dummy[8];
 	if (!why) {
@@ -833,6 +862,8 @@ int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, i
 		why_size = sizeof dummy;
 	}
 	int64_t v = virtual > 1 ? virtual : 1, rest = layers, middle = stages;
+	if (list)
+		return listed_stage_layers(layers, stages, v, list, stage, why, why_size);
 	if (stages < 2 && (first > 0 || last > 0)) {
 		snprintf(why, why_size, "an uneven first or last stage needs 2 pipeline stages or more");
 		return -1;
@@ -868,30 +899,104 @@ int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, i
 	return middle > 0 ? rest / middle : 0;
 }
 
-/* training.first_stage_layers / last_stage_layers: Megatron-LM's rules
- * against the generated model's layers (an explicit graph's are counted
- * when it is split, planner/cost/pipeline.c). */
+bool scenario_rebalance_layers(int64_t layers, int stages, int64_t unit, const double *slow,
+                               const int64_t *cap, int64_t *out)
+{
+	int64_t u = unit > 1 ? unit : 1;
+	if (stages < 1 || layers % u || layers < (int64_t)stages * u)
+		return false;
+	for (int s = 0; s < stages; s++) {
+		out[s] = u;
+		if (cap && cap[s] < u)
+			return false;
+	}
+	for (int64_t left = layers - (int64_t)stages * u; left > 0; left -= u) {
+		int best = -1;
+		double best_t = 0;
+		for (int s = 0; s < stages; s++) {
+			if (cap && out[s] + u > cap[s])
+				continue;
+			double t = (double)(out[s] + u) * (slow[s] > 0 ? slow[s] : 1);
+			if (best < 0 || t < best_t) {
+				best = s;
+				best_t = t;
+			}
+		}
+		if (best < 0)
+			return false;
+		out[best] += u;
+	}
+	return true;
+}
+
+/* training.stage_layers: an array of pipeline_stages positive integers
+ * (the rules against the model's layers in check_uneven). */
+static bool read_stage_layers(struct loader *L, const struct jv *v)
+{
+	struct training *t = &L->s->training;
+	struct jv arr, e;
+	if (!jv_get(v, "stage_layers", &arr))
+		return true;
+	if (!jv_is_array(&arr, 1, 1 << 20))
+		return false;
+	if (jv_len(&arr) != t->pipeline_stages) {
+		jv_error(&arr, "%d entries for %lld pipeline stages: one per stage expected",
+		         jv_len(&arr), (long long)t->pipeline_stages);
+		return false;
+	}
+	int64_t *list = arena_calloc(L->a, (size_t)t->pipeline_stages, sizeof(int64_t));
+	if (!list)
+		return false;
+	bool ok = true;
+	int k = 0;
+	for (bool more = jv_first(&arr, &e); more; more = jv_next(&arr, &e), k++)
+		ok = jv_int(&e, JR_RANGE(1, 1e6), &list[k]) && ok;
+	t->stage_layers = ok ? list : NULL;
+	return ok;
+}
+
+/* training.first_stage_layers / last_stage_layers and stage_layers:
+ * Megatron-LM's rules against the generated model's layers (an explicit
+ * graph's are counted when it is split, planner/cost/pipeline.c). */
 static bool check_uneven(struct loader *L, const struct jv *v)
 {
 	const struct training *t = &L->s->training;
-	if (t->first_stage_layers <= 0 && t->last_stage_layers <= 0)
+	bool ends = t->first_stage_layers > 0 || t->last_stage_layers > 0;
+	if (!ends && !t->stage_layers)
 		return true;
 	struct jv f;
-	jv_get(v, t->first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers", &f);
+	jv_get(v, t->stage_layers ? "stage_layers"
+	          : t->first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers", &f);
 	if (t->n_cuts > 0) {
 		jv_error(&f, "pipeline_cuts places every cut itself: give it or the stages' layers, "
 		         "not both");
 		return false;
 	}
+	if (t->stage_layers && ends) {
+		jv_error(&f, "stage_layers gives every stage's layers: give it or first_stage_layers / "
+		         "last_stage_layers, not both (Megatron-LM's --pipeline-model-parallel-layout "
+		         "cannot be set with them)");
+		return false;
+	}
+	if (t->stage_layers && (t->schedule == SCHED_ZB_V || t->schedule == SCHED_DUALPIPE)) {
+		jv_error(&f, "the \"%s\" schedule places two chunks of equal layers on each stage: "
+		         "stage_layers needs \"1f1b\", \"gpipe\", \"interleaved-1f1b\", \"zb-h1\" "
+		         "or \"zb-h2\"", schedule_names[t->schedule]);
+		return false;
+	}
 	const struct model_gen *g = L->s->graph ? L->s->graph->gen : NULL;
 	int64_t layers = g && g->layers > 0 ? g->layers : 0;
 	char why[200];
-	if ((layers || t->pipeline_stages < 2) &&
+	if ((layers || t->pipeline_stages < 2 || t->stage_layers) &&
 	    scenario_stage_layers(layers, t->pipeline_stages, t->virtual_stages,
-	                          t->first_stage_layers, t->last_stage_layers, 0, why,
-	                          sizeof why) < 0) {
-		jv_error(&f, "Megatron-LM refuses this split of %lld layers over %lld pipeline stages: "
-		         "%s", (long long)layers, (long long)t->pipeline_stages, why);
+	                          t->first_stage_layers, t->last_stage_layers, t->stage_layers, 0,
+	                          why, sizeof why) < 0) {
+		if (t->stage_layers)
+			jv_error(&f, "the list does not split the model's %lld layers over %lld pipeline "
+			         "stages: %s", (long long)layers, (long long)t->pipeline_stages, why);
+		else
+			jv_error(&f, "Megatron-LM refuses this split of %lld layers over %lld pipeline "
+			         "stages: %s", (long long)layers, (long long)t->pipeline_stages, why);
 		return false;
 	}
 	return true;
@@ -908,7 +1013,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
 	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
 	                                   "optimizer_offload", "first_stage_layers",
-	                                   "last_stage_layers", NULL};
+	                                   "last_stage_layers", "stage_layers", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO;
 	int64_t zero = 0;
@@ -1096,6 +1201,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		t->micro_batches = m;
 	if (ok)
 		ok = read_cuts(L, &v);
+	if (ok)
+		ok = read_stage_layers(L, &v);
 	if (ok)
 		ok = check_uneven(L, &v);
 	return ok;

@@ -357,6 +357,7 @@ static void set_training(struct training *t, const struct training *user,
 	t->n_cuts = 0;
 	t->cuts = NULL;
 	t->first_stage_layers = t->last_stage_layers = 0;
+	t->stage_layers = c->stage_layers;
 }
 
 static double tokens_per_iteration(const struct graph *g, int64_t global_batch)

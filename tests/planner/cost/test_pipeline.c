@@ -1025,12 +1025,59 @@ Test(pipeline, uneven_stages_as_megatron_splits_them)
 	cr_expect_float_eq(e.pipeline_s, 8 * tmax + (sum - tmax), 1e-9 * tmax);
 	/* the refusals */
 	char why[200];
-	cr_expect_eq(scenario_stage_layers(6, 4, 1, 1, 2, 0, why, sizeof why), -1);
-	cr_expect_eq(scenario_stage_layers(6, 4, 2, 3, 0, 0, why, sizeof why), -1);
+	cr_expect_eq(scenario_stage_layers(6, 4, 1, 1, 2, NULL, 0, why, sizeof why), -1);
+	cr_expect_eq(scenario_stage_layers(6, 4, 2, 3, 0, NULL, 0, why, sizeof why), -1);
 	/* and what Megatron-LM accepts: DeepSeek-V3's 61 layers over 16 stages
 	 * as 3 + 14 x 4 + 2 */
-	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, 0, NULL, 0), 3);
-	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, 7, NULL, 0), 4);
-	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, 15, NULL, 0), 2);
-	cr_expect_eq(scenario_stage_layers(61, 16, 1, 0, 0, 0, NULL, 0), -1);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, NULL, 0, NULL, 0), 3);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, NULL, 7, NULL, 0), 4);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, NULL, 15, NULL, 0), 2);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 0, 0, NULL, 0, NULL, 0), -1);
+}
+
+/* training.stage_layers, every stage's layers listed (Megatron-LM's
+ * --pipeline-model-parallel-layout): the list 1, 2, 2, 1 is the split
+ * first_stage_layers 1 and last_stage_layers 1 make (the test above), the
+ * same chunks; 3, 1, 1, 1 starts chunk 1 after three layers, at
+ * layers.3.ln1, then one layer a chunk (layers.4.ln1, layers.5.ln1). The
+ * stages of one layer each then take tau and their sends, stage 0 three
+ * tau with the embedding. A list that does not sum to the layers is
+ * refused (tests/data/bad/scenario-stage-layers-*.json for the loader). */
+Test(pipeline, stage_layers_list_generalises_the_uneven_ends)
+{
+	const char *gen = "{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 6, \"heads\": 4, "
+	                  "\"seq\": 64, \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}";
+	const char *train[] = {"{\"global_batch\": 8, \"pipeline_stages\": 4, "
+	                       "\"stage_layers\": [1, 2, 2, 1]}",
+	                       "{\"global_batch\": 8, \"pipeline_stages\": 4, "
+	                       "\"stage_layers\": [3, 1, 1, 1]}"};
+	const char *want[2][3] = {{"layers.1.ln1", "layers.3.ln1", "layers.5.ln1"},
+	                          {"layers.3.ln1", "layers.4.ln1", "layers.5.ln1"}};
+	for (int k = 0; k < 2; k++) {
+		struct scenario *s = fixture_generated(A, &D, gen, "dgx-a100", 4, train[k]);
+		cr_assert_not_null(s->training.stage_layers);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+		cr_assert_not_null(p);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		cr_assert_eq(e.part.n_chunks, 4);
+		for (int c = 1; c < 4; c++)
+			cr_expect_str_eq(p->graph->ops[e.part.first_op[c]].name, want[k][c - 1],
+			                 "list %d chunk %d", k, c);
+		if (k == 1) {
+			double tau = layer_s(p->graph, &e, 3);
+			for (int st = 1; st < 3; st++)
+				cr_expect_float_eq(e.stages[st].micro_s, tau + e.stages[st].p2p_s,
+				                   1e-9 * tau, "stage %d", st);
+			cr_expect_gt(e.stages[0].micro_s, 3 * tau);
+			cr_expect_eq(e.critical_stage, 0);
+		}
+	}
+	const int64_t bad[] = {2, 2, 2, 2}, good[] = {3, 1, 1, 1};
+	char why[200];
+	cr_expect_eq(scenario_stage_layers(6, 4, 1, 0, 0, bad, 0, why, sizeof why), -1);
+	cr_expect_str_eq(why, "the stages' layers sum to 8, not the model's 6");
+	cr_expect_eq(scenario_stage_layers(6, 4, 1, 0, 0, good, 0, NULL, 0), 3);
+	cr_expect_eq(scenario_stage_layers(6, 4, 1, 0, 0, good, 3, NULL, 0), 1);
 }
