@@ -539,3 +539,52 @@ struct plan *plan_megatron_search(struct arena *a, const struct scenario *s,
 	}
 	return p;
 }
+
+/* ---------------------------------------------------------- rebalancing */
+
+bool plan_rebalance(struct estimator *x, struct arena *a, struct scenario *s, struct estimate *e,
+                    struct diag_list *diags)
+{
+	struct training *tr = &s->training;
+	const int64_t *before = tr->stage_layers;
+	int64_t P = tr->pipeline_stages, L = s->graph->gen ? s->graph->gen->layers : 0;
+	int64_t unit = tr->schedule == SCHED_INTERLEAVED_1F1B && tr->virtual_stages > 1
+	                       ? tr->virtual_stages : 1;
+	double *slow = arena_calloc(a, (size_t)P, sizeof(double));
+	int64_t *cap = arena_calloc(a, (size_t)P, sizeof(int64_t));
+	if (!slow || !cap) {
+		diags->oom = true;
+		return false;
+	}
+	scenario_stage_slowdowns(s->topo, s->devices, P, slow);
+	int64_t even = (L + P * unit - 1) / (P * unit) * unit;
+	for (int64_t k = 0; k < P; k++)
+		cap[k] = L;
+	/* each round lowers one cap by a unit: at most L rounds */
+	for (int64_t round = 0; round <= L; round++) {
+		int64_t *list = arena_calloc(a, (size_t)P, sizeof(int64_t));
+		if (!list) {
+			diags->oom = true;
+			break;
+		}
+		if (L < 1 || !scenario_rebalance_layers(L, (int)P, unit, slow, cap, list)) {
+			diag_add(diags, DIAG_ERROR, s->file, 0, "training.rebalance",
+			         "the model's %lld layers do not split over %lld pipeline stages of "
+			         "at least %lld layers each within the devices' memory",
+			         (long long)L, (long long)P, (long long)unit);
+			break;
+		}
+		tr->stage_layers = list;
+		if (!plan_estimator_run(x, a, e, diags))
+			break;
+		int over = -1;
+		for (int k = 0; k < e->n_stages && over < 0; k++)
+			if (e->stages[k].mem.total > e->hbm_bytes && list[k] > even)
+				over = k;
+		if (over < 0)
+			return true;
+		cap[over] = list[over] - unit;
+	}
+	tr->stage_layers = before;
+	return false;
+}

@@ -8,6 +8,7 @@
  * relative to the scenario's folder. No hot path.
  */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -955,6 +956,55 @@ static bool read_stage_layers(struct loader *L, const struct jv *v)
 	return ok;
 }
 
+void scenario_stage_slowdowns(const struct topology *t, int64_t devices, int64_t stages,
+                              double *out)
+{
+	int64_t per = stages > 0 ? devices / stages : devices;
+	for (int64_t s = 0; s < stages; s++) {
+		out[s] = 1;
+		for (int64_t r = s * per; r < (s + 1) * per; r++)
+			out[s] = fmax(out[s], topo_rank_slowdown(t, r));
+	}
+}
+
+/* training.rebalance: stage_layers by the rebalancing rule from the
+ * faults (the topology's slowdowns), after they are read. */
+static bool rebalance_training(struct loader *L, const struct jv *root)
+{
+	struct scenario *s = L->s;
+	struct training *t = &s->training;
+	struct jv tv, f;
+	jv_get(root, "training", &tv);
+	jv_get(&tv, "rebalance", &f);
+	if (t->stage_layers || t->first_stage_layers > 0 || t->last_stage_layers > 0 ||
+	    t->n_cuts > 0) {
+		jv_error(&f, "rebalance sets every stage's layers itself: give it or stage_layers, "
+		         "first_stage_layers, last_stage_layers or pipeline_cuts, not both");
+		return false;
+	}
+	int64_t layers = s->graph && s->graph->gen ? s->graph->gen->layers : 0;
+	int64_t P = t->pipeline_stages, unit = t->virtual_stages > 1 ? t->virtual_stages : 1;
+	if (P < 2 || layers < 1 || t->schedule == SCHED_ZB_V || t->schedule == SCHED_DUALPIPE) {
+		jv_error(&f, "rebalancing moves layers between pipeline stages: it needs 2 stages or "
+		         "more (not %lld), a generated model's layers and a schedule that takes "
+		         "stage_layers (not \"zb-v\" or \"dualpipe\")", (long long)P);
+		return false;
+	}
+	double *slow = arena_calloc(L->a, (size_t)P, sizeof(double));
+	int64_t *list = arena_calloc(L->a, (size_t)P, sizeof(int64_t));
+	if (!slow || !list)
+		return false;
+	scenario_stage_slowdowns(s->topo, s->devices, P, slow);
+	if (!scenario_rebalance_layers(layers, (int)P, unit, slow, NULL, list)) {
+		jv_error(&f, "the model's %lld layers do not split over %lld pipeline stages of at "
+		         "least %lld layers each, a multiple of the virtual stages",
+		         (long long)layers, (long long)P, (long long)unit);
+		return false;
+	}
+	t->stage_layers = list;
+	return true;
+}
+
 /* training.first_stage_layers / last_stage_layers and stage_layers:
  * Megatron-LM's rules against the generated model's layers (an explicit
  * graph's are counted when it is split, planner/cost/pipeline.c). */
@@ -1013,7 +1063,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
 	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
 	                                   "optimizer_offload", "first_stage_layers",
-	                                   "last_stage_layers", "stage_layers", NULL};
+	                                   "last_stage_layers", "stage_layers", "rebalance", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO;
 	int64_t zero = 0;
@@ -1048,6 +1098,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "tp_comm_overlap", false, &t->tp_comm_overlap) && ok;
 	ok = jv_opt_bool(&v, "overlap_param_gather", false, &t->overlap_param_gather) && ok;
 	ok = jv_opt_bool(&v, "optimizer_offload", false, &t->optimizer_offload) && ok;
+	ok = jv_opt_bool(&v, "rebalance", false, &t->rebalance) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
@@ -1307,6 +1358,8 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	ok = read_propagation(&L, &root) && ok;
 	if (jv_get(&root, "faults", &v) && s->topo && s->devices)
 		ok = scenario_read_faults(a, s, &v, L.dir) && ok;
+	if (ok && s->training.rebalance && s->topo)
+		ok = rebalance_training(&L, &root);
 	if (s->devices && s->training.pipeline_stages &&
 	    s->devices % s->training.pipeline_stages == 0)
 		L.stage_devices = s->devices / s->training.pipeline_stages;

@@ -173,6 +173,8 @@ struct training {
 	const int64_t *stage_layers;  /* [pipeline_stages]: each stage's transformer layers
 	                                 (Megatron-LM's --pipeline-model-parallel-layout), or
 	                                 NULL (even, or first/last above) */
+	bool rebalance;               /* the file's "rebalance": stage_layers set by the
+	                                 rebalancing rule from the faults */
 	bool micro_batches_set;       /* the file states micro_batches */
 	int n_cuts;                   /* pipeline_cuts: 0 = balance the chunks by cost */
 	int *cuts;                    /* the first op of chunks 1 .. n_cuts, ascending */
@@ -301,5 +303,10 @@ int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, i
  * not a multiple of unit, or over the caps). */
 bool scenario_rebalance_layers(int64_t layers, int stages, int64_t unit, const double *slow,
                                const int64_t *cap, int64_t *out);
+/* Each pipeline stage's pace under t's faults: the largest
+ * topo_rank_slowdown among its ranks, stage s holding ranks
+ * [s D / P, (s + 1) D / P) of `devices` D over `stages` P. */
+void scenario_stage_slowdowns(const struct topology *t, int64_t devices, int64_t stages,
+                              double *out);
 
 #endif

@@ -456,7 +456,7 @@ static uint64_t fnv_device_files(struct arena *a, const char *dir, const cJSON *
 static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v,
                             struct study *st, struct study_fault *f, uint64_t *h)
 {
-	static const char *const keys[] = {"name", "faults", "description", NULL};
+	static const char *const keys[] = {"name", "faults", "description", "rebalance", NULL};
 	if (!jv_open(v, keys))
 		return false;
 	f->line = v->line;
@@ -470,6 +470,9 @@ static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v
 		ok = false;
 	if (jv_get(v, "description", &dv))
 		ok = jv_string(&dv, &str) && ok;
+	ok = jv_opt_bool(v, "rebalance", false, &f->rebalance) && ok;
+	if (f->rebalance)  /* only then: the hashes of studies without it stay */
+		*h = fnv_str(*h, "rebalance");
 	if (!jv_need(v, "faults", &fv) || !jv_is_array(&fv, 0, 1 << 20))
 		return false;
 	if (jv_len(&fv) > 0) {

@@ -314,12 +314,34 @@ static struct scenario *unit_scenario(struct arena *a, const struct study *st, i
 	return s;
 }
 
+/* A fault case with "rebalance": the layers of p's scenario (in `a`) moved
+ * between its pipeline stages by their speed (plan_rebalance); nothing to
+ * do with one stage or without the option. False after diagnostics. */
+static bool rebalance_plan(struct arena *a, const struct study *st, int fault,
+                           const struct plan *p, struct diag_list *diags)
+{
+	struct scenario *s = (struct scenario *)p->scenario;
+	if (!st->faults[fault].rebalance || s->training.pipeline_stages < 2)
+		return true;
+	struct estimator *x = plan_estimator_new(p, diags);
+	struct estimate e;
+	bool ok = x && plan_rebalance(x, a, s, &e, diags);
+	plan_estimator_free(x);
+	return ok;
+}
+
 struct scenario *study_point_scenario(struct arena *a, const struct study *st,
                                       const struct study_row *r, struct diag_list *diags)
 {
 	struct scenario *u = unit_scenario(a, st, r->cluster, r->servers, r->fault, r->global_batch,
 	                                   diags);
-	struct scenario *s = u ? plan_search_scenario(a, u, &r->config, diags) : NULL;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = u && st->faults[r->fault].rebalance
+	                         ? plan_search_plan(a, u, &r->config, &o, diags) : NULL;
+	if (p && !rebalance_plan(a, st, r->fault, p, diags))
+		return NULL;
+	struct scenario *s = p ? (struct scenario *)p->scenario
+	                   : u ? plan_search_scenario(a, u, &r->config, diags) : NULL;
 	if (!s)
 		return NULL;
 	s->name = arena_printf(a, "%s-%s-%lld", st->name, st->clusters[r->cluster].name,
@@ -461,7 +483,9 @@ bool study_eval_unit(struct arena *a, const struct study *st, const struct study
 		diag_list_init(&ed);
 		struct estimate e;
 		set_training(&sc->training, &s->training, &u->configs[i], u->global_batch);
-		if (ea && plan_estimator_run(x, ea, &e, &ed)) {
+		bool rebalance = st->faults[u->fault].rebalance && sc->training.pipeline_stages > 1;
+		if (ea && (rebalance ? plan_rebalance(x, ea, sc, &e, &ed)
+		                     : plan_estimator_run(x, ea, &e, &ed))) {
 			fill_from_estimate(st, r, &e, sc->graph);
 			oom = !row_interval(ea, st, p, r);
 		} else {
@@ -491,7 +515,8 @@ bool study_simulate(struct arena *a, const struct study *st, struct study_row *r
 	struct program prog;
 	struct sim_result res;
 	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = st->scenario->sim.collective_algo};
-	bool ok = p && plan_lower(sa, p, p->scenario->training.gradient_bucket_bytes, &prog, &d) &&
+	bool ok = p && rebalance_plan(sa, st, r->fault, p, &d) &&
+	          plan_lower(sa, p, p->scenario->training.gradient_bucket_bytes, &prog, &d) &&
 	          sim_run(sa, p->scenario->topo, &prog, &so, &res, &d);
 	bool oom = (!s && !d.errors) || d.oom;
 	r->simulated = ok;
@@ -655,4 +680,25 @@ int study_same_plan(const struct study_row *rows, int n, const struct study_row 
 			return j;
 	}
 	return -1;
+}
+
+const char *study_row_stage_layers(struct arena *a, const struct study *st,
+                                   const struct study_row *r)
+{
+	if (!st->faults[r->fault].rebalance || r->config.pp < 2)
+		return NULL;
+	struct arena *pa = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = pa ? study_point_scenario(pa, st, r, &d) : NULL;
+	const char *text = NULL;
+	if (s && s->training.stage_layers) {
+		text = "";
+		for (int64_t k = 0; text && k < s->training.pipeline_stages; k++)
+			text = arena_printf(a, "%s%s%lld", text, k ? "/" : "",
+			                    (long long)s->training.stage_layers[k]);
+	}
+	diag_list_free(&d);
+	arena_free(pa);
+	return text;
 }

@@ -1150,7 +1150,7 @@ static void chunk_sends_s(const struct est_ctx *c, int ch, double *fwd, double *
  * per-op compute times carry (c->slow): the slowest device among the
  * stage's ranks, [st R, (st + 1) R), sets the stage's pace, so a stage
  * without a slow device runs at its own speed and the pipeline's slowest
- * stage sets the schedule's (docs/cost-models.md, "Faults"). 1 without
+ * stage sets the schedule's (docs/simulation.md, "Faults"). 1 without
  * faults or with one stage. */
 static double stage_slow(const struct est_ctx *c, const struct plan_part *pp, int st)
 {
