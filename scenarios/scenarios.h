@@ -263,6 +263,13 @@ struct jobs_file *jobs_load(struct arena *a, const char *path, struct diag_list 
 struct jobs_file *jobs_load_doc(struct arena *a, struct json_doc *doc);
 /* The leaf switch (rail group) a server's first NIC hangs from. */
 int64_t jobs_server_leaf(const struct topology *t, int64_t server);
+/* The servers a job of n servers gets on t placed "packed" (the lowest
+ * free first) or "spread" (one free server from each leaf in turn),
+ * `taken` (may be NULL: none) marking servers already given: into
+ * servers[], in rank order. The count found (< n when too few are free),
+ * -1 when out of memory. */
+int jobs_place_servers(const struct topology *t, enum job_placement how, const uint8_t *taken,
+                       int n, int64_t *servers);
 
 /* The shard() configuration of an op, or NULL. */
 const struct shard_config *scenario_shard_for(const struct scenario *s, int op);

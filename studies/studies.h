@@ -106,6 +106,11 @@ struct study_fault {
 	bool rebalance;                    /* "rebalance": each point's layers moved between
 	                                      its pipeline stages by their speed under the
 	                                      faults (plan_rebalance) */
+	enum job_placement placement;      /* "placement": how the job's servers sit on a
+	                                      cluster of cluster_servers (JOB_PACKED,
+	                                      JOB_SPREAD); JOB_PLACEMENT_COUNT: none, the
+	                                      cluster is the job's size */
+	int64_t cluster_servers;           /* the cluster the job is placed on */
 };
 #define STUDY_MAX_FAULTS 64
 

@@ -305,7 +305,9 @@ static struct scenario *unit_scenario(struct arena *a, const struct study *st, i
 	*s = *st->scenario;
 	s->topo = (struct topology *)t;
 	s->topology_file = st->clusters[cluster].topology_file;
-	s->devices = t->n_devices;
+	/* placed on a larger cluster, the job's ranks are its first servers'
+	 * devices (packed) to the estimate; study_simulate places them */
+	s->devices = servers * t->devices_per_server;
 	s->training.global_batch = global_batch;
 	s->training.n_cuts = 0;
 	s->training.cuts = NULL;
@@ -501,6 +503,38 @@ bool study_eval_unit(struct arena *a, const struct study *st, const struct study
 	return !oom;
 }
 
+/* The program simulated on the scenario's topology: its ranks on the
+ * first devices, or, under a fault case with a placement, on the servers
+ * the placement gives the job on the case's larger cluster (jobs.c's
+ * packed or spread, as cosim places a job), one job of sim_run_jobs. */
+static bool simulate_placed(struct arena *a, const struct study *st, int fault,
+                            const struct scenario *s, const struct program *prog,
+                            const struct sim_options *so, struct sim_result *res,
+                            struct diag_list *d)
+{
+	const struct study_fault *f = &st->faults[fault];
+	const struct topology *t = s->topo;
+	if (f->placement == JOB_PLACEMENT_COUNT)
+		return sim_run(a, t, prog, so, res, d);
+	int64_t per = t->devices_per_server, n = (s->devices + per - 1) / per;
+	int64_t *servers = arena_calloc(a, (size_t)n + 1, sizeof(int64_t));
+	int64_t *devices = arena_calloc(a, (size_t)s->devices + 1, sizeof(int64_t));
+	if (!servers || !devices) {
+		d->oom = true;
+		return false;
+	}
+	if (jobs_place_servers(t, f->placement, NULL, (int)n, servers) != n) {
+		diag_add(d, DIAG_ERROR, f->file, f->line, "faults",
+		         "%lld servers cannot be placed on the cluster of %lld", (long long)n,
+		         (long long)t->servers);
+		return false;
+	}
+	for (int64_t r = 0; r < s->devices; r++)
+		devices[r] = servers[r / per] * per + r % per;
+	struct sim_job job = {.prog = prog, .devices = devices};
+	return sim_run_jobs(a, t, &job, 1, so, res, NULL, d);
+}
+
 bool study_simulate(struct arena *a, const struct study *st, struct study_row *r)
 {
 	struct arena *sa = arena_new();
@@ -517,7 +551,7 @@ bool study_simulate(struct arena *a, const struct study *st, struct study_row *r
 	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = st->scenario->sim.collective_algo};
 	bool ok = p && rebalance_plan(sa, st, r->fault, p, &d) &&
 	          plan_lower(sa, p, p->scenario->training.gradient_bucket_bytes, &prog, &d) &&
-	          sim_run(sa, p->scenario->topo, &prog, &so, &res, &d);
+	          simulate_placed(sa, st, r->fault, p->scenario, &prog, &so, &res, &d);
 	bool oom = (!s && !d.errors) || d.oom;
 	r->simulated = ok;
 	r->sim_error = ok ? NULL : arena_strdup(a, diag_first_error(sa, &d));
