@@ -50,6 +50,8 @@ static void help(FILE *f)
 	        "A study with fault cases (its \"faults\") is answered for one case\n"
 	        "(--fault, default the first), and a table shows what each case costs:\n"
 	        "the chosen point's plan under every case, and the fastest point there.\n"
+	        "Under a case that rebalances (\"rebalance\": true) each choice also\n"
+	        "says its layers per pipeline stage (\"stage_layers\" in --json).\n"
 	        "\n");
 	fprintf(f,
 	        "options:\n"

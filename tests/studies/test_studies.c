@@ -1308,6 +1308,36 @@ Test(studies, placement_packed_under_one_leaf_misses_a_spine_fault, .timeout = 1
 	          got, want);
 }
 
+/* tests/data/studies/rebalance.json: six layers in two pipeline stages,
+ * server 3 (stage 1, ranks 2 and 3) twice as slow. Rebalanced, the rule
+ * gives the stages 4 and 2 layers (times 4 and 2 x 2 = 4; 3 and 3 would
+ * be 3 and 6), which the sweep's estimate, the simulation and fit's
+ * reading of the point (study_row_stage_layers, the scenario fit writes)
+ * all use: both iterations are shorter than the even split's. */
+Test(studies, rebalance_fault_case_moves_layers_off_the_slow_stage, .timeout = 120)
+{
+	struct study *st = load("tests/data/studies/rebalance.json");
+	cr_assert_eq(st->n_faults, 2);
+	cr_expect_not(st->faults[0].rebalance);
+	cr_expect(st->faults[1].rebalance);
+	int n;
+	struct study_row *r = eval_all(st, &n);
+	cr_assert_eq(n, 2);
+	cr_assert(r[0].ok && r[1].ok, "%s / %s", r[0].error ? r[0].error : "",
+	          r[1].error ? r[1].error : "");
+	cr_expect_lt(r[1].iteration_s, r[0].iteration_s);
+	cr_expect_null(study_row_stage_layers(A, st, &r[0]));
+	const char *layers = study_row_stage_layers(A, st, &r[1]);
+	cr_assert_not_null(layers);
+	cr_expect_str_eq(layers, "4/2");
+	struct scenario *s = study_point_scenario(A, st, &r[1], &D);
+	cr_assert(s && s->training.stage_layers);
+	cr_expect(s->training.stage_layers[0] == 4 && s->training.stage_layers[1] == 2);
+	cr_assert(study_simulate(A, st, &r[0]) && study_simulate(A, st, &r[1]));
+	cr_assert(r[0].simulated && r[1].simulated);
+	cr_expect_lt(r[1].sim_iteration_s, r[0].sim_iteration_s);
+}
+
 /* The fault case is a key column: a sweep stores a row per case, fit
  * answers the first and tabulates the rest, --fault answers another. */
 Test(studies, fault_cases_stored_and_fitted, .timeout = 120)
