@@ -41,7 +41,9 @@ Test(studies, shipped_studies_pass_check)
 	const char *files[] = {"scenarios/studies/teaching-gpt-4layer.json",
 	                       "scenarios/studies/gpt3-175b-a100-h100.json",
 	                       "scenarios/studies/llama2-70b-910b-h100.json",
-	                       "scenarios/studies/llama2-70b-frontier.json"};
+	                       "scenarios/studies/llama2-70b-frontier.json",
+	                       "scenarios/studies/nic-degradation-h100-1024.json",
+	                       "scenarios/studies/placement-spine-h100-16p.json"};
 	for (size_t i = 0; i < SL_COUNTOF(files); i++) {
 		char args[256];
 		snprintf(args, sizeof args, "check %s", files[i]);
