@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "scenarios-int.h"
@@ -900,6 +901,35 @@ int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, i
 	return middle > 0 ? rest / middle : 0;
 }
 
+/* The rebalancing rule's heap: stages by their time with one more unit,
+ * ties to the lower stage. */
+struct stage_key {
+	double t;
+	int s;
+};
+
+static bool key_before(struct stage_key a, struct stage_key b)
+{
+	return a.t < b.t || (a.t == b.t && a.s < b.s);
+}
+
+static void heap_down(struct stage_key *h, int n, int i)
+{
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && key_before(h[l], h[m]))
+			m = l;
+		if (r < n && key_before(h[r], h[m]))
+			m = r;
+		if (m == i)
+			return;
+		struct stage_key x = h[i];
+		h[i] = h[m];
+		h[m] = x;
+		i = m;
+	}
+}
+
 bool scenario_rebalance_layers(int64_t layers, int stages, int64_t unit, const double *slow,
                                const int64_t *cap, int64_t *out)
 {
@@ -911,23 +941,29 @@ bool scenario_rebalance_layers(int64_t layers, int stages, int64_t unit, const d
 		if (cap && cap[s] < u)
 			return false;
 	}
-	for (int64_t left = layers - (int64_t)stages * u; left > 0; left -= u) {
-		int best = -1;
-		double best_t = 0;
-		for (int s = 0; s < stages; s++) {
-			if (cap && out[s] + u > cap[s])
-				continue;
-			double t = (double)(out[s] + u) * (slow[s] > 0 ? slow[s] : 1);
-			if (best < 0 || t < best_t) {
-				best = s;
-				best_t = t;
-			}
-		}
-		if (best < 0)
-			return false;
-		out[best] += u;
+	/* one unit at a time to the least (n_s + u) slow_s: a heap keeps the
+	 * choice O(log P) a unit */
+	struct stage_key *h = malloc((size_t)stages * sizeof *h);
+	if (!h)
+		return false;
+	int n = 0;
+	for (int s = 0; s < stages; s++)
+		if (!cap || out[s] + u <= cap[s])
+			h[n++] = (struct stage_key){(double)(out[s] + u) * (slow[s] > 0 ? slow[s] : 1), s};
+	for (int i = n / 2 - 1; i >= 0; i--)
+		heap_down(h, n, i);
+	int64_t left = layers - (int64_t)stages * u;
+	for (; left > 0 && n > 0; left -= u) {
+		int s = h[0].s;
+		out[s] += u;
+		if (cap && out[s] + u > cap[s])
+			h[0] = h[--n];
+		else
+			h[0].t = (double)(out[s] + u) * (slow[s] > 0 ? slow[s] : 1);
+		heap_down(h, n, 0);
 	}
-	return true;
+	free(h);
+	return left == 0;
 }
 
 /* training.stage_layers: an array of pipeline_stages positive integers
