@@ -596,52 +596,29 @@ Test(export, megatron_stage_layers_as_the_layout)
 	/* training.stage_layers as Megatron-LM's --pipeline-model-parallel-layout
 	 * (megatron/core/transformer/pipeline_parallel_layer_layout.py: stages
 	 * split by "|", "E" the embedding first, "L" the loss last, "t*n" n
-	 * decoder layers, commas cosmetic): 6 layers over 4 stages as 3, 1, 1,
-	 * 1 is "Et*3|t*1|t*1|t*1,L"; interleaved over 2 virtual stages, 8
-	 * layers as 4, 2 is 2 + 1 in the first virtual stage of each rank then
-	 * 2 + 1 in the second, in layer order (virtual stage v of rank s the
-	 * (v P + s)-th): "Et*2|t*1|t*2|t*1,L", which sets the virtual stages
-	 * itself (no --num-virtual-stages-per-pipeline-rank, no
-	 * --decoder-first-pipeline-num-layers: Megatron-LM refuses them with a
-	 * layout). */
-	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/listed.json", dir);
-	const char *pwd = getenv("PWD") ? getenv("PWD") : ".";
-	fixture_write(path,
-	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"listed\","
-	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
-	              " \"hidden\": 64, \"layers\": 6, \"heads\": 4, \"seq\": 64,"
-	              " \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
-	              " \"topology\": \"%s/topologies/dgx-a100.json\", \"devices\": 4,"
-	              " \"training\": {\"global_batch\": 8, \"pipeline_stages\": 4,"
-	              " \"stage_layers\": [3, 1, 1, 1]}}", pwd);
-	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
-	struct cli_run r = fixture_shardlab(args, false);
+	 * decoder layers, commas cosmetic): 4 layers over 2 stages as 3 and 1
+	 * is "Et*3|t*1,L"; interleaved over 2 virtual stages, 2 and 2 are one
+	 * layer in each chunk, in layer order (virtual stage v of rank s the
+	 * (v P + s)-th): "Et*1|t*1|t*1|t*1,L", which sets the virtual stages
+	 * itself (no --num-virtual-stages-per-pipeline-rank, nor
+	 * --num-layers-per-virtual-pipeline-stage, nor the first/last flags:
+	 * Megatron-LM refuses them beside a layout). */
+	struct cli_run r = export_gpt(2, 1, "\"pipeline_stages\": 2, \"stage_layers\": [3, 1]",
+	                              false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
-	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-size 4 \\\n"
-	                                 "--pipeline-model-parallel-layout \"Et*3|t*1|t*1|t*1,L\""),
+	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-size 2 \\\n"
+	                                 "--pipeline-model-parallel-layout \"Et*3|t*1,L\""),
 	                   "%s", r.out);
 	cr_expect_null(strstr(r.out, "--decoder-first-pipeline-num-layers"), "%s", r.out);
 	free(r.out);
-	fixture_write(path,
-	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"listed\","
-	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
-	              " \"hidden\": 64, \"layers\": 6, \"heads\": 4, \"seq\": 64,"
-	              " \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}},"
-	              " \"topology\": \"%s/topologies/dgx-a100.json\", \"devices\": 2,"
-	              " \"training\": {\"global_batch\": 8, \"pipeline_stages\": 2,"
-	              " \"virtual_stages\": 2, \"schedule\": \"interleaved-1f1b\","
-	              " \"stage_layers\": [4, 2]}}", pwd);
-	r = fixture_shardlab(args, false);
+	r = export_gpt(2, 1, "\"pipeline_stages\": 2, \"virtual_stages\": 2, "
+	               "\"schedule\": \"interleaved-1f1b\", \"stage_layers\": [2, 2]", false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
-	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-layout \"Et*2|t*1|t*2|t*1,L\""),
+	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-layout \"Et*1|t*1|t*1|t*1,L\""),
 	                   "%s", r.out);
 	cr_expect_null(strstr(r.out, "--num-virtual-stages-per-pipeline-rank"), "%s", r.out);
 	cr_expect_null(strstr(r.out, "--num-layers-per-virtual-pipeline-stage"), "%s", r.out);
 	free(r.out);
-	unlink(path);
-	rmdir(dir);
 }
 
 Test(export, megatron_uneven_first_and_last_stages)
