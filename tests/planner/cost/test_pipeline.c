@@ -1160,3 +1160,55 @@ Test(pipeline, rebalanced_two_stages_one_twice_slow)
 	cr_expect_lt(sr.iteration_s, se.iteration_s, "rebalanced %.6g s, even %.6g s",
 	             sr.iteration_s, se.iteration_s);
 }
+
+/* Rebalancing within memory (plan_rebalance): 80 layers of hidden 4096 in
+ * 4 stages of one 80 GB A100 each (12 h^2 = 201M parameters a layer, 16
+ * bytes of mixed-precision Adam state each: about 3.2 GB a layer), stage 0
+ * 4 times as slow. The rule alone: the smallest largest time is 25 (n_0 <=
+ * 6, the others <= 25 hold 81 layers; with 24, 78 < 80), reached as 6, 25,
+ * 25, 24 (at 6, 24, 24, 24 the next two go to the lowest stages of time
+ * 25). 25 layers are about 80 GB of state alone: over the device. Capped a
+ * unit at a time while over memory and above the even share (20), the
+ * full stages give layers back, none above what the rule alone gave them,
+ * and the slow stage, which has room, takes them: each stage fits or
+ * holds no more than 20, the 80 layers all placed. */
+Test(pipeline, rebalancing_keeps_each_stage_within_memory)
+{
+	const char *gen = "{\"kind\": \"gpt\", \"hidden\": 4096, \"layers\": 80, \"heads\": 32, "
+	                  "\"seq\": 512, \"vocab\": 32000, \"micro_batch\": 1, \"dtype\": \"bf16\"}";
+	struct scenario *s = fixture_generated(
+	        A, &D, gen, "dgx-a100", 4,
+	        "{\"global_batch\": 8, \"pipeline_stages\": 4}, \"faults\": [{\"kind\": \"device\", "
+	        "\"server\": 0, \"device\": 0, \"slowdown\": 4}]");
+	double slow[4];
+	scenario_stage_slowdowns(s->topo, 4, 4, slow);
+	cr_expect(slow[0] == 4 && slow[1] == 1 && slow[3] == 1);
+	int64_t free_split[4];
+	cr_assert(scenario_rebalance_layers(80, 4, 1, slow, NULL, free_split));
+	cr_expect(free_split[0] == 6 && free_split[1] == 25 && free_split[2] == 25 &&
+	          free_split[3] == 24, "%lld/%lld/%lld/%lld", (long long)free_split[0],
+	          (long long)free_split[1], (long long)free_split[2], (long long)free_split[3]);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+	cr_assert_not_null(p);
+	struct estimator *x = plan_estimator_new(p, &D);
+	cr_assert_not_null(x);
+	struct estimate e;
+	cr_assert(plan_rebalance(x, A, (struct scenario *)p->scenario, &e, &D));
+	const int64_t *got = p->scenario->training.stage_layers;
+	cr_assert_not_null(got);
+	int64_t sum = 0;
+	for (int k = 0; k < 4; k++) {
+		sum += got[k];
+		if (k > 0)
+			cr_expect_leq(got[k], free_split[k], "stage %d", k);
+		cr_expect(e.stages[k].mem.total <= e.hbm_bytes || got[k] <= 20,
+		          "stage %d: %lld layers, %.3g of %.3g bytes", k, (long long)got[k],
+		          e.stages[k].mem.total, e.hbm_bytes);
+	}
+	cr_expect_eq(sum, 80);
+	cr_expect_lt(got[1], 25, "the cap moved layers off the full stages: %lld/%lld/%lld/%lld",
+	             (long long)got[0], (long long)got[1], (long long)got[2], (long long)got[3]);
+	cr_expect_gt(got[0], 6, "and onto the slow stage, which has room");
+	plan_estimator_free(x);
+}
