@@ -203,6 +203,13 @@ static void text_pipeline(const struct plan *p, const struct estimate *e)
 	       (long long)e->steps_per_iteration);
 	printf("  bubble %s of %s (%.1f%%)\n", sec(b[0], 32, e->bubble_s),
 	       sec(b[1], 32, e->iteration_s), share(e->bubble_s, e->iteration_s));
+	if (t->stage_layers) {
+		printf("  layers per stage ");
+		for (int64_t k = 0; k < t->pipeline_stages; k++)
+			printf("%s%lld", k ? "/" : "", (long long)t->stage_layers[k]);
+		printf(" (%s)\n", t->rebalance ? "rebalanced by the stages' speed under the faults"
+		                                : "training.stage_layers");
+	}
 	printf("  %-6s %-34s %-10s %-10s %-9s %s\n", "stage", "ops", "micro-batch", "p2p",
 	       "in flight", "memory");
 	for (int s = 0; s < pp->n_stages; s++) {

@@ -51,6 +51,8 @@ static void help(FILE *f)
 	        "A study with fault cases (its \"faults\") is answered for one case\n"
 	        "(--fault, default the first), and a table shows what each case costs:\n"
 	        "the chosen point's plan under every case, and the fastest point there.\n"
+	        "Under a case that rebalances (\"rebalance\": true) each choice also\n"
+	        "says its layers per pipeline stage (\"stage_layers\" in --json).\n"
 	        "\n");
 	fprintf(f,
 	        "options:\n"
@@ -161,6 +163,11 @@ static cJSON *json_choice(const struct fit *f, int i)
 	json_num(o, "sim_iteration_s", r->simulated ? r->sim_iteration_s : NAN);
 	cli_json_verdict(o, r->memory_bytes, r->hbm_bytes);
 	cJSON_AddStringToObject(o, "fault", f->st->faults[r->fault].name);
+	struct arena *la = arena_new();
+	const char *layers = la ? study_row_stage_layers(la, f->st, r) : NULL;
+	if (layers)
+		cJSON_AddStringToObject(o, "stage_layers", layers);
+	arena_free(la);
 	if (!study_row_has_interval(r)) {
 		cJSON_AddNullToObject(o, "interval");
 		return o;
@@ -269,6 +276,12 @@ static void text_choice(const struct fit *f, const char *label, int i)
 		printf("  %-14s interval: none (its cluster had no calibration with a training fit)\n",
 		       "");
 	}
+	struct arena *la = arena_new();
+	const char *layers = la ? study_row_stage_layers(la, f->st, r) : NULL;
+	if (layers)
+		printf("  %-14s layers per pipeline stage %s (rebalanced under \"%s\")\n", "", layers,
+		       f->st->faults[r->fault].name);
+	arena_free(la);
 	if (r->simulated) {
 		char s[32];
 		printf("  %-14s simulated iteration %s (%+.1f%% against the estimate%s)\n", "",

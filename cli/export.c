@@ -255,6 +255,7 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		.sequence_parallel = t->sequence_parallel && tp > 1,
 		.first_stage_layers = t->first_stage_layers,
 		.last_stage_layers = t->last_stage_layers,
+		.stage_layers = t->stage_layers,
 	};
 	/* Arguments Megatron-LM refuses at launch are no answer. */
 	enum search_rule rule = plan_search_rule(p->graph, t->global_batch, out);
@@ -367,6 +368,33 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g)
 	}
 }
 
+/* training.stage_layers as Megatron-LM's --pipeline-model-parallel-layout
+ * (megatron/core/transformer/pipeline_parallel_layer_layout.py): the
+ * chunks split by "|" in layer order, virtual stage v of pipeline rank s
+ * the (v P + s)-th, each stage's layers split evenly over its virtual
+ * stages; "E" the embedding on the first chunk, "L" the loss on the last,
+ * "t*n" n decoder layers, "m" a multi-token prediction module (after the
+ * last chunk's decoder layers, where Megatron-LM wants it). The VPP size
+ * follows from the chunk count, so no --num-virtual-stages-per-pipeline-
+ * rank with it. */
+static void megatron_layout_arg(FILE *f, bool *first, const struct search_config *c,
+                                const struct model_gen *g)
+{
+	int64_t v = c->virtual_stages > 1 ? c->virtual_stages : 1;
+	int64_t mtp = g && g->mtp_layers > 0 ? g->mtp_layers : 0;
+	arg(f, first, "%s", "--pipeline-model-parallel-layout \"");
+	for (int64_t k = 0; k < c->pp * v; k++) {
+		bool last = k + 1 == c->pp * v;
+		fprintf(f, "%s%st*%lld", k ? "|" : "", k ? "" : "E",
+		        (long long)(c->stage_layers[k % c->pp] / v));
+		if (last && mtp > 0)
+			fprintf(f, ",m*%lld", (long long)mtp);
+		if (last)
+			fputs(",L", f);
+	}
+	fputc('"', f);
+}
+
 void report_megatron_args(FILE *f, const struct plan *p, const struct search_config *c)
 {
 	const struct scenario *s = p->scenario;
@@ -382,14 +410,16 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	bool first = true;
 	arg(f, &first, "--tensor-model-parallel-size %lld", (long long)c->tp);
 	arg(f, &first, "--pipeline-model-parallel-size %lld", (long long)c->pp);
-	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0;
+	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0 || c->stage_layers;
 	if (c->pp > 1 && c->virtual_stages > 1 && g && g->layers > 0 && !uneven &&
 	    g->layers % (c->pp * c->virtual_stages) == 0)
 		arg(f, &first, "--num-layers-per-virtual-pipeline-stage %lld",
 		    (long long)(g->layers / (c->pp * c->virtual_stages)));
 	/* Megatron-LM's uneven pipeline (arguments.py: with it, the virtual
 	 * stages are given per rank) */
-	if (c->pp > 1 && c->virtual_stages > 1 && uneven)
+	if (c->pp > 1 && c->stage_layers)
+		megatron_layout_arg(f, &first, c, g);
+	else if (c->pp > 1 && c->virtual_stages > 1 && uneven)
 		arg(f, &first, "--num-virtual-stages-per-pipeline-rank %lld",
 		    (long long)c->virtual_stages);
 	if (c->pp > 1 && c->first_stage_layers > 0)

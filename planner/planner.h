@@ -150,6 +150,8 @@ struct search_config {
 	int64_t first_stage_layers;        /* Megatron-LM's uneven pipeline (0: even; the search
 	                                      itself tries even splits only) */
 	int64_t last_stage_layers;
+	const int64_t *stage_layers;       /* [pp]: each stage's layers (training.stage_layers,
+	                                      the rebalancing rule), or NULL */
 };
 
 struct search_candidate {
@@ -254,6 +256,18 @@ struct plan *plan_search_plan(struct arena *a, const struct scenario *s,
  * " EP 4" after DP with expert parallelism, " CP 2" after TP with context
  * parallelism). */
 const char *plan_search_config_text(char *buf, size_t size, const struct search_config *c);
+
+/* Rebalancing with memory (docs/formats.md, "rebalance"): the generated
+ * model's layers over the pipeline stages of s (the scenario of x's plan)
+ * in proportion to each stage's speed under its topology's faults
+ * (scenario_stage_slowdowns, scenario_rebalance_layers), set as
+ * s->training.stage_layers (in a) and estimated with x into *e. While a
+ * stage is over its device's memory and holds more than an even share
+ * (ceil(L / P), in whole virtual stages), it is capped a unit lower and
+ * the rule runs again. False (a diagnostic) when the layers cannot be
+ * placed or the estimate fails; s's training is then as it was. */
+bool plan_rebalance(struct estimator *x, struct arena *a, struct scenario *s, struct estimate *e,
+                    struct diag_list *diags);
 
 /* Any planner by kind. PLANNER_MEGATRON_SEARCH: the search's fastest plan
  * that fits (planned on plan_search_scenario, its p->scenario). NULL with

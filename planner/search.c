@@ -80,10 +80,11 @@ enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct
 		return SEARCH_RULE_KV_HEADS_TP;
 	if (ffn > 0 && ffn % c->tp)
 		return SEARCH_RULE_FFN_TP;
-	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0;
+	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0 || c->stage_layers;
 	if (layers > 0 && uneven &&
 	    scenario_stage_layers(layers, c->pp, interleaved ? c->virtual_stages : 1,
-	                          c->first_stage_layers, c->last_stage_layers, 0, NULL, 0) < 0)
+	                          c->first_stage_layers, c->last_stage_layers, c->stage_layers, 0,
+	                          NULL, 0) < 0)
 		return SEARCH_RULE_LAYERS_PP;
 	if (layers > 0 && !uneven && layers % c->pp)
 		return SEARCH_RULE_LAYERS_PP;
@@ -125,16 +126,20 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 		         tp, m ? (long long)model_gen_ffn(m) : 0LL);
 		break;
 	case SEARCH_RULE_LAYERS_PP:
-		if (c->first_stage_layers > 0 || c->last_stage_layers > 0) {
+		if (c->first_stage_layers > 0 || c->last_stage_layers > 0 || c->stage_layers) {
 			char why[200];
 			scenario_stage_layers(layers, pp, c->schedule == SCHED_INTERLEAVED_1F1B &&
 			                      c->virtual_stages > 1 ? c->virtual_stages : 1,
-			                      c->first_stage_layers, c->last_stage_layers, 0, why,
-			                      sizeof why);
-			snprintf(buf, size, "%lld pipeline stages with %lld layers on the first and %lld "
-			         "on the last (0: even) do not split the %lld layers: %s", pp,
-			         (long long)c->first_stage_layers, (long long)c->last_stage_layers, layers,
-			         why);
+			                      c->first_stage_layers, c->last_stage_layers, c->stage_layers,
+			                      0, why, sizeof why);
+			if (c->stage_layers)
+				snprintf(buf, size, "the stages' layers listed do not split the %lld layers "
+				         "over %lld pipeline stages: %s", layers, pp, why);
+			else
+				snprintf(buf, size, "%lld pipeline stages with %lld layers on the first and "
+				         "%lld on the last (0: even) do not split the %lld layers: %s", pp,
+				         (long long)c->first_stage_layers, (long long)c->last_stage_layers,
+				         layers, why);
 		} else {
 			snprintf(buf, size, "%lld pipeline stages do not divide the %lld layers", pp,
 			         layers);
@@ -345,6 +350,7 @@ static void set_training(struct training *t, const struct training *user,
 	}
 	t->first_stage_layers = c->first_stage_layers;
 	t->last_stage_layers = c->last_stage_layers;
+	t->stage_layers = c->stage_layers;
 }
 
 struct scenario *plan_search_scenario(struct arena *a, const struct scenario *s,
@@ -550,4 +556,53 @@ struct plan *plan_megatron_search(struct arena *a, const struct scenario *s,
 		p->search = kept;
 	}
 	return p;
+}
+
+/* ---------------------------------------------------------- rebalancing */
+
+bool plan_rebalance(struct estimator *x, struct arena *a, struct scenario *s, struct estimate *e,
+                    struct diag_list *diags)
+{
+	struct training *tr = &s->training;
+	const int64_t *before = tr->stage_layers;
+	int64_t P = tr->pipeline_stages, L = s->graph->gen ? s->graph->gen->layers : 0;
+	int64_t unit = tr->schedule == SCHED_INTERLEAVED_1F1B && tr->virtual_stages > 1
+	                       ? tr->virtual_stages : 1;
+	double *slow = arena_calloc(a, (size_t)P, sizeof(double));
+	int64_t *cap = arena_calloc(a, (size_t)P, sizeof(int64_t));
+	if (!slow || !cap) {
+		diags->oom = true;
+		return false;
+	}
+	scenario_stage_slowdowns(s->topo, s->devices, P, slow);
+	int64_t even = (L + P * unit - 1) / (P * unit) * unit;
+	for (int64_t k = 0; k < P; k++)
+		cap[k] = L;
+	/* each round lowers one cap by a unit: at most L rounds */
+	for (int64_t round = 0; round <= L; round++) {
+		int64_t *list = arena_calloc(a, (size_t)P, sizeof(int64_t));
+		if (!list) {
+			diags->oom = true;
+			break;
+		}
+		if (L < 1 || !scenario_rebalance_layers(L, (int)P, unit, slow, cap, list)) {
+			diag_add(diags, DIAG_ERROR, s->file, 0, "training.rebalance",
+			         "the model's %lld layers do not split over %lld pipeline stages of "
+			         "at least %lld layers each within the devices' memory",
+			         (long long)L, (long long)P, (long long)unit);
+			break;
+		}
+		tr->stage_layers = list;
+		if (!plan_estimator_run(x, a, e, diags))
+			break;
+		int over = -1;
+		for (int k = 0; k < e->n_stages && over < 0; k++)
+			if (e->stages[k].mem.total > e->hbm_bytes && list[k] > even)
+				over = k;
+		if (over < 0)
+			return true;
+		cap[over] = list[over] - unit;
+	}
+	tr->stage_layers = before;
+	return false;
 }

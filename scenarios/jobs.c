@@ -115,6 +115,37 @@ static bool read_job(struct arena *a, struct jobs_file *f, struct job_spec *j,
 	return true;
 }
 
+int jobs_place_servers(const struct topology *t, enum job_placement how, const uint8_t *taken,
+                       int n, int64_t *servers)
+{
+	int k = 0;
+	if (how == JOB_PACKED) {
+		for (int64_t s = 0; s < t->servers && k < n; s++)
+			if (!(taken && taken[s]))
+				servers[k++] = s;
+		return k;
+	}
+	/* spread: one free server from each leaf in turn, the lowest free of
+	 * each leaf first */
+	int64_t leaves = jobs_server_leaf(t, t->servers - 1) + 1;
+	uint8_t *used = calloc((size_t)t->servers + 1, 1);
+	if (!used)
+		return -1;
+	for (bool any = true; any && k < n;) {
+		any = false;
+		for (int64_t leaf = 0; leaf < leaves && k < n; leaf++)
+			for (int64_t s = 0; s < t->servers; s++)
+				if (!(taken && taken[s]) && !used[s] && jobs_server_leaf(t, s) == leaf) {
+					servers[k++] = s;
+					used[s] = 1;
+					any = true;
+					break;
+				}
+	}
+	free(used);
+	return k;
+}
+
 /* The servers of job j: listed, packed (lowest free first) or spread
  * (one free server from each leaf in turn). */
 static bool place(struct arena *a, struct jobs_file *f, struct job_spec *j, uint8_t *taken,
@@ -133,25 +164,10 @@ static bool place(struct arena *a, struct jobs_file *f, struct job_spec *j, uint
 			}
 			servers[k] = j->listed[k];
 		}
-	} else if (j->placement == JOB_PACKED) {
-		for (int64_t s = 0; s < t->servers && k < j->n_servers; s++)
-			if (!taken[s])
-				servers[k++] = s;
 	} else {
-		int64_t leaves = jobs_server_leaf(t, t->servers - 1) + 1;
-		for (bool any = true; any && k < j->n_servers;) {
-			any = false;
-			for (int64_t leaf = 0; leaf < leaves && k < j->n_servers; leaf++)
-				for (int64_t s = 0; s < t->servers; s++)
-					if (!taken[s] && jobs_server_leaf(t, s) == leaf) {
-						servers[k++] = s;
-						taken[s] = 1;
-						any = true;
-						break;
-					}
-		}
-		for (int x = 0; x < k; x++)
-			taken[servers[x]] = 0;
+		k = jobs_place_servers(t, j->placement, taken, j->n_servers, servers);
+		if (k < 0)
+			return false;
 	}
 	if (k < j->n_servers) {
 		int64_t free_n = 0;

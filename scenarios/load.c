@@ -8,7 +8,9 @@
  * relative to the scenario's folder. No hot path.
  */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "scenarios-int.h"
@@ -824,8 +826,37 @@ static bool param_dtype(const struct graph *g, enum dtype *out)
 	return false;
 }
 
+/* training.stage_layers' rules: stages entries, each at least one layer
+ * and a multiple of the virtual stages, summing to the layers. */
+static int64_t listed_stage_layers(int64_t layers, int64_t stages, int64_t v,
+                                   const int64_t *list, int64_t stage, char *why,
+                                   size_t why_size)
+{
+	int64_t sum = 0;
+	for (int64_t k = 0; k < stages; k++) {
+		if (list[k] < 1 || list[k] % v) {
+			if (v > 1)
+				snprintf(why, why_size, "stage %lld's %lld layers are not a positive "
+				         "multiple of its %lld virtual stages", (long long)k,
+				         (long long)list[k], (long long)v);
+			else
+				snprintf(why, why_size, "stage %lld's %lld layers are not at least 1",
+				         (long long)k, (long long)list[k]);
+			return -1;
+		}
+		sum += list[k];
+	}
+	if (layers > 0 && sum != layers) {
+		snprintf(why, why_size, "the stages' layers sum to %lld, not the model's %lld",
+		         (long long)sum, (long long)layers);
+		return -1;
+	}
+	return list[stage];
+}
+
 int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, int64_t first,
-                              int64_t last, int64_t stage, char *why, size_t why_size)
+                              int64_t last, const int64_t *list, int64_t stage, char *why,
+                              size_t why_size)
 {
 	char dummy[8];
 	if (!why) {
@@ -833,6 +864,8 @@ int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, i
 		why_size = sizeof dummy;
 	}
 	int64_t v = virtual > 1 ? virtual : 1, rest = layers, middle = stages;
+	if (list)
+		return listed_stage_layers(layers, stages, v, list, stage, why, why_size);
 	if (stages < 2 && (first > 0 || last > 0)) {
 		snprintf(why, why_size, "an uneven first or last stage needs 2 pipeline stages or more");
 		return -1;
@@ -868,30 +901,188 @@ int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, i
 	return middle > 0 ? rest / middle : 0;
 }
 
-/* training.first_stage_layers / last_stage_layers: Megatron-LM's rules
- * against the generated model's layers (an explicit graph's are counted
- * when it is split, planner/cost/pipeline.c). */
+/* The rebalancing rule's heap: stages by their time with one more unit,
+ * ties to the lower stage. */
+struct stage_key {
+	double t;
+	int s;
+};
+
+static bool key_before(struct stage_key a, struct stage_key b)
+{
+	return a.t < b.t || (a.t == b.t && a.s < b.s);
+}
+
+static void heap_down(struct stage_key *h, int n, int i)
+{
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && key_before(h[l], h[m]))
+			m = l;
+		if (r < n && key_before(h[r], h[m]))
+			m = r;
+		if (m == i)
+			return;
+		struct stage_key x = h[i];
+		h[i] = h[m];
+		h[m] = x;
+		i = m;
+	}
+}
+
+bool scenario_rebalance_layers(int64_t layers, int stages, int64_t unit, const double *slow,
+                               const int64_t *cap, int64_t *out)
+{
+	int64_t u = unit > 1 ? unit : 1;
+	if (stages < 1 || layers % u || layers < (int64_t)stages * u)
+		return false;
+	for (int s = 0; s < stages; s++) {
+		out[s] = u;
+		if (cap && cap[s] < u)
+			return false;
+	}
+	/* one unit at a time to the least (n_s + u) slow_s: a heap keeps the
+	 * choice O(log P) a unit */
+	struct stage_key *h = malloc((size_t)stages * sizeof *h);
+	if (!h)
+		return false;
+	int n = 0;
+	for (int s = 0; s < stages; s++)
+		if (!cap || out[s] + u <= cap[s])
+			h[n++] = (struct stage_key){(double)(out[s] + u) * (slow[s] > 0 ? slow[s] : 1), s};
+	for (int i = n / 2 - 1; i >= 0; i--)
+		heap_down(h, n, i);
+	int64_t left = layers - (int64_t)stages * u;
+	for (; left > 0 && n > 0; left -= u) {
+		int s = h[0].s;
+		out[s] += u;
+		if (cap && out[s] + u > cap[s])
+			h[0] = h[--n];
+		else
+			h[0].t = (double)(out[s] + u) * (slow[s] > 0 ? slow[s] : 1);
+		heap_down(h, n, 0);
+	}
+	free(h);
+	return left == 0;
+}
+
+/* training.stage_layers: an array of pipeline_stages positive integers
+ * (the rules against the model's layers in check_uneven). */
+static bool read_stage_layers(struct loader *L, const struct jv *v)
+{
+	struct training *t = &L->s->training;
+	struct jv arr, e;
+	if (!jv_get(v, "stage_layers", &arr))
+		return true;
+	if (!jv_is_array(&arr, 1, 1 << 20))
+		return false;
+	if (jv_len(&arr) != t->pipeline_stages) {
+		jv_error(&arr, "%d entries for %lld pipeline stages: one per stage expected",
+		         jv_len(&arr), (long long)t->pipeline_stages);
+		return false;
+	}
+	int64_t *list = arena_calloc(L->a, (size_t)t->pipeline_stages, sizeof(int64_t));
+	if (!list)
+		return false;
+	bool ok = true;
+	int k = 0;
+	for (bool more = jv_first(&arr, &e); more; more = jv_next(&arr, &e), k++)
+		ok = jv_int(&e, JR_RANGE(1, 1e6), &list[k]) && ok;
+	t->stage_layers = ok ? list : NULL;
+	return ok;
+}
+
+void scenario_stage_slowdowns(const struct topology *t, int64_t devices, int64_t stages,
+                              double *out)
+{
+	int64_t per = stages > 0 ? devices / stages : devices;
+	for (int64_t s = 0; s < stages; s++) {
+		out[s] = 1;
+		for (int64_t r = s * per; r < (s + 1) * per; r++)
+			out[s] = fmax(out[s], topo_rank_slowdown(t, r));
+	}
+}
+
+/* training.rebalance: stage_layers by the rebalancing rule from the
+ * faults (the topology's slowdowns), after they are read. */
+static bool rebalance_training(struct loader *L, const struct jv *root)
+{
+	struct scenario *s = L->s;
+	struct training *t = &s->training;
+	struct jv tv, f;
+	jv_get(root, "training", &tv);
+	jv_get(&tv, "rebalance", &f);
+	if (t->stage_layers || t->first_stage_layers > 0 || t->last_stage_layers > 0 ||
+	    t->n_cuts > 0) {
+		jv_error(&f, "rebalance sets every stage's layers itself: give it or stage_layers, "
+		         "first_stage_layers, last_stage_layers or pipeline_cuts, not both");
+		return false;
+	}
+	int64_t layers = s->graph && s->graph->gen ? s->graph->gen->layers : 0;
+	int64_t P = t->pipeline_stages, unit = t->virtual_stages > 1 ? t->virtual_stages : 1;
+	if (P < 2 || layers < 1 || t->schedule == SCHED_ZB_V || t->schedule == SCHED_DUALPIPE) {
+		jv_error(&f, "rebalancing moves layers between pipeline stages: it needs 2 stages or "
+		         "more (not %lld), a generated model's layers and a schedule that takes "
+		         "stage_layers (not \"zb-v\" or \"dualpipe\")", (long long)P);
+		return false;
+	}
+	double *slow = arena_calloc(L->a, (size_t)P, sizeof(double));
+	int64_t *list = arena_calloc(L->a, (size_t)P, sizeof(int64_t));
+	if (!slow || !list)
+		return false;
+	scenario_stage_slowdowns(s->topo, s->devices, P, slow);
+	if (!scenario_rebalance_layers(layers, (int)P, unit, slow, NULL, list)) {
+		jv_error(&f, "the model's %lld layers do not split over %lld pipeline stages of at "
+		         "least %lld layers each, a multiple of the virtual stages",
+		         (long long)layers, (long long)P, (long long)unit);
+		return false;
+	}
+	t->stage_layers = list;
+	return true;
+}
+
+/* training.first_stage_layers / last_stage_layers and stage_layers:
+ * Megatron-LM's rules against the generated model's layers (an explicit
+ * graph's are counted when it is split, planner/cost/pipeline.c). */
 static bool check_uneven(struct loader *L, const struct jv *v)
 {
 	const struct training *t = &L->s->training;
-	if (t->first_stage_layers <= 0 && t->last_stage_layers <= 0)
+	bool ends = t->first_stage_layers > 0 || t->last_stage_layers > 0;
+	if (!ends && !t->stage_layers)
 		return true;
 	struct jv f;
-	jv_get(v, t->first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers", &f);
+	jv_get(v, t->stage_layers ? "stage_layers"
+	          : t->first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers", &f);
 	if (t->n_cuts > 0) {
 		jv_error(&f, "pipeline_cuts places every cut itself: give it or the stages' layers, "
 		         "not both");
 		return false;
 	}
+	if (t->stage_layers && ends) {
+		jv_error(&f, "stage_layers gives every stage's layers: give it or first_stage_layers / "
+		         "last_stage_layers, not both (Megatron-LM's --pipeline-model-parallel-layout "
+		         "cannot be set with them)");
+		return false;
+	}
+	if (t->stage_layers && (t->schedule == SCHED_ZB_V || t->schedule == SCHED_DUALPIPE)) {
+		jv_error(&f, "the \"%s\" schedule places two chunks of equal layers on each stage: "
+		         "stage_layers needs \"1f1b\", \"gpipe\", \"interleaved-1f1b\", \"zb-h1\" "
+		         "or \"zb-h2\"", schedule_names[t->schedule]);
+		return false;
+	}
 	const struct model_gen *g = L->s->graph ? L->s->graph->gen : NULL;
 	int64_t layers = g && g->layers > 0 ? g->layers : 0;
 	char why[200];
-	if ((layers || t->pipeline_stages < 2) &&
+	if ((layers || t->pipeline_stages < 2 || t->stage_layers) &&
 	    scenario_stage_layers(layers, t->pipeline_stages, t->virtual_stages,
-	                          t->first_stage_layers, t->last_stage_layers, 0, why,
-	                          sizeof why) < 0) {
-		jv_error(&f, "Megatron-LM refuses this split of %lld layers over %lld pipeline stages: "
-		         "%s", (long long)layers, (long long)t->pipeline_stages, why);
+	                          t->first_stage_layers, t->last_stage_layers, t->stage_layers, 0,
+	                          why, sizeof why) < 0) {
+		if (t->stage_layers)
+			jv_error(&f, "the list does not split the model's %lld layers over %lld pipeline "
+			         "stages: %s", (long long)layers, (long long)t->pipeline_stages, why);
+		else
+			jv_error(&f, "Megatron-LM refuses this split of %lld layers over %lld pipeline "
+			         "stages: %s", (long long)layers, (long long)t->pipeline_stages, why);
 		return false;
 	}
 	return true;
@@ -908,7 +1099,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
 	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
 	                                   "optimizer_offload", "first_stage_layers",
-	                                   "last_stage_layers", "grad_reduce_in_bf16", NULL};
+	                                   "last_stage_layers", "stage_layers", "rebalance",
+	                                   "grad_reduce_in_bf16", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO;
 	int64_t zero = 0;
@@ -944,6 +1136,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "overlap_param_gather", false, &t->overlap_param_gather) && ok;
 	ok = jv_opt_bool(&v, "optimizer_offload", false, &t->optimizer_offload) && ok;
 	ok = jv_opt_bool(&v, "grad_reduce_in_bf16", false, &t->grad_reduce_in_bf16) && ok;
+	ok = jv_opt_bool(&v, "rebalance", false, &t->rebalance) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
@@ -1122,6 +1315,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	if (ok)
 		ok = read_cuts(L, &v);
 	if (ok)
+		ok = read_stage_layers(L, &v);
+	if (ok)
 		ok = check_uneven(L, &v);
 	return ok;
 }
@@ -1225,6 +1420,8 @@ static struct scenario *load_object(struct arena *a, struct json_doc *doc, const
 	ok = read_propagation(&L, &root) && ok;
 	if (jv_get(&root, "faults", &v) && s->topo && s->devices)
 		ok = scenario_read_faults(a, s, &v, L.dir) && ok;
+	if (ok && s->training.rebalance && s->topo)
+		ok = rebalance_training(&L, &root);
 	if (s->devices && s->training.pipeline_stages &&
 	    s->devices % s->training.pipeline_stages == 0)
 		L.stage_devices = s->devices / s->training.pipeline_stages;

@@ -172,6 +172,11 @@ struct training {
 	int64_t first_stage_layers;   /* Megatron-LM's --decoder-first-pipeline-num-layers: the
 	                                 first stage's transformer layers (0: an even split) */
 	int64_t last_stage_layers;    /* --decoder-last-pipeline-num-layers: the last stage's */
+	const int64_t *stage_layers;  /* [pipeline_stages]: each stage's transformer layers
+	                                 (Megatron-LM's --pipeline-model-parallel-layout), or
+	                                 NULL (even, or first/last above) */
+	bool rebalance;               /* the file's "rebalance": stage_layers set by the
+	                                 rebalancing rule from the faults */
 	bool micro_batches_set;       /* the file states micro_batches */
 	int n_cuts;                   /* pipeline_cuts: 0 = balance the chunks by cost */
 	int *cuts;                    /* the first op of chunks 1 .. n_cuts, ascending */
@@ -260,6 +265,13 @@ struct jobs_file *jobs_load(struct arena *a, const char *path, struct diag_list 
 struct jobs_file *jobs_load_doc(struct arena *a, struct json_doc *doc);
 /* The leaf switch (rail group) a server's first NIC hangs from. */
 int64_t jobs_server_leaf(const struct topology *t, int64_t server);
+/* The servers a job of n servers gets on t placed "packed" (the lowest
+ * free first) or "spread" (one free server from each leaf in turn),
+ * `taken` (may be NULL: none) marking servers already given: into
+ * servers[], in rank order. The count found (< n when too few are free),
+ * -1 when out of memory. */
+int jobs_place_servers(const struct topology *t, enum job_placement how, const uint8_t *taken,
+                       int n, int64_t *servers);
 
 /* The shard() configuration of an op, or NULL. */
 const struct shard_config *scenario_shard_for(const struct scenario *s, int op);
@@ -271,15 +283,39 @@ const struct shard_config *scenario_shard_for(const struct scenario *s, int op);
  * memory. */
 struct cJSON *scenario_json(struct arena *a, const struct scenario *s, const char *dir);
 
-/* Megatron-LM's uneven pipeline (--decoder-first-pipeline-num-layers and
- * --decoder-last-pipeline-num-layers; megatron/core/transformer/
- * transformer_config.py and transformer_block.py): `layers` transformer
- * layers over `stages` stages of `virtual` chunks each, the first stage
- * `first` layers and the last `last` (0: split evenly with the middle
- * ones), the stages between them an equal share of the rest. The layers
- * of stage `stage`, or -1 when Megatron-LM refuses the split; then, with
- * `why`, the reason in words (Megatron-LM's rule). */
+/* Megatron-LM's uneven pipeline: `layers` transformer layers over `stages`
+ * stages of `virtual` chunks each. With `list` (training.stage_layers,
+ * Megatron-LM's --pipeline-model-parallel-layout, `stages` entries) stage
+ * s holds list[s], each at least 1 and a multiple of `virtual` (split
+ * evenly over its chunks), the entries summing to `layers`. Without it
+ * (--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-
+ * layers; megatron/core/transformer/transformer_config.py and
+ * transformer_block.py) the first stage holds `first` layers and the last
+ * `last` (0: split evenly with the middle ones), the stages between them
+ * an equal share of the rest. The layers of stage `stage`, or -1 when
+ * the split is refused; then, with `why`, the reason in words. */
 int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, int64_t first,
-                              int64_t last, int64_t stage, char *why, size_t why_size);
+                              int64_t last, const int64_t *list, int64_t stage, char *why,
+                              size_t why_size);
+
+/* The rebalancing rule (docs/formats.md, "training.stage_layers"): `layers`
+ * over `stages` stages in proportion to each stage's speed 1 / slow[s]
+ * (slow[s]: the compute-time factor of the slowest device among stage s's
+ * ranks), whole layers, each stage at least `unit` layers and a multiple
+ * of `unit` (the virtual stages), at most cap[s] when cap is not NULL.
+ * The rule: every stage starts with one unit; the remaining units go one
+ * at a time to the stage whose time with one more, (n_s + unit) slow_s,
+ * is least (ties: the lower stage), skipping stages at their cap. That
+ * minimises the largest n_s slow_s: the counts come as close to the
+ * shares L (1/slow_s) / sum(1/slow) as whole units allow. Into out[];
+ * false when the layers cannot be placed (fewer than stages x unit, or
+ * not a multiple of unit, or over the caps). */
+bool scenario_rebalance_layers(int64_t layers, int stages, int64_t unit, const double *slow,
+                               const int64_t *cap, int64_t *out);
+/* Each pipeline stage's pace under t's faults: the largest
+ * topo_rank_slowdown among its ranks, stage s holding ranks
+ * [s D / P, (s + 1) D / P) of `devices` D over `stages` P. */
+void scenario_stage_slowdowns(const struct topology *t, int64_t devices, int64_t stages,
+                              double *out);
 
 #endif

@@ -417,21 +417,23 @@ static const struct scenario *read_scenario(struct arena *a, const char *dir,
  * size between that the faults cut apart is a failed row saying so.
  * Two checks a cluster and case bound the loader's work whatever the
  * sizes listed. */
-static bool check_fault_case(const struct study *st, const char *dir, const struct jv *fv)
+static bool check_fault_case(const struct study *st, const struct study_fault *f, const char *dir,
+                             const struct jv *fv)
 {
+	bool placed = f->placement != JOB_PLACEMENT_COUNT;
 	for (int c = 0; c < st->n_clusters; c++) {
 		const struct study_cluster *cl = &st->clusters[c];
 		for (int i = 0; cl->topo && i < cl->n_sizes;
-		     i = i == cl->n_sizes - 1 ? cl->n_sizes : cl->n_sizes - 1) {
+		     i = i == cl->n_sizes - 1 || placed ? cl->n_sizes : cl->n_sizes - 1) {
 			struct arena *a = arena_new();
-			const struct topology *t = a ? topo_with_servers(a, cl->topo, cl->servers[i]) : NULL;
+			int64_t at = placed ? f->cluster_servers : cl->servers[i];
+			const struct topology *t = a ? topo_with_servers(a, cl->topo, at) : NULL;
 			size_t before = fv->doc->diags->errors;
 			bool ok = t && scenario_faults_apply(a, t, t->n_devices, fv, dir);
 			if (!ok && fv->doc->diags->errors == before)
 				jv_error(fv, "out of memory checking the faults");
-			else if (!ok && (st->n_clusters > 1 || cl->n_sizes > 1))
-				jv_note(fv, "on cluster \"%s\" at %lld servers", cl->name,
-				        (long long)cl->servers[i]);
+			else if (!ok && (st->n_clusters > 1 || cl->n_sizes > 1 || placed))
+				jv_note(fv, "on cluster \"%s\" at %lld servers", cl->name, (long long)at);
 			arena_free(a);
 			if (!ok)
 				return false;
@@ -453,10 +455,54 @@ static uint64_t fnv_device_files(struct arena *a, const char *dir, const cJSON *
 	return h;
 }
 
+/* A fault case's "placement" and "cluster_servers", given together: the
+ * cluster the job is placed on is at least every cluster's largest size. */
+static bool read_placement(const struct study *st, const struct jv *v, struct study_fault *f,
+                           uint64_t *h)
+{
+	static const char *const policies[] = {"packed", "spread", NULL};
+	struct jv pv, cv;
+	f->placement = JOB_PLACEMENT_COUNT;
+	bool have_p = jv_get(v, "placement", &pv), have_c = jv_get(v, "cluster_servers", &cv);
+	if (!have_p && !have_c)
+		return true;
+	if (have_p != have_c) {
+		jv_error(have_p ? &pv : &cv, "a placement needs the cluster it places the job on: "
+		         "give \"placement\" and \"cluster_servers\" together");
+		return false;
+	}
+	const char *str;
+	if (!jv_string(&pv, &str))
+		return false;
+	for (int k = 0; policies[k]; k++)
+		if (!strcmp(str, policies[k]))
+			f->placement = k == 0 ? JOB_PACKED : JOB_SPREAD;
+	if (f->placement == JOB_PLACEMENT_COUNT) {
+		jv_error(&pv, "expected \"packed\" or \"spread\", got \"%s\"", str);
+		return false;
+	}
+	if (!jv_int(&cv, JR_RANGE(1, 1 << 24), &f->cluster_servers))
+		return false;
+	for (int c = 0; c < st->n_clusters; c++) {
+		const struct study_cluster *cl = &st->clusters[c];
+		int64_t most = cl->n_sizes > 0 ? cl->servers[cl->n_sizes - 1] : 0;
+		if (most > f->cluster_servers) {
+			jv_error(&cv, "the job is placed on a cluster of %lld servers, smaller than "
+			         "cluster \"%s\"'s %lld", (long long)f->cluster_servers, cl->name,
+			         (long long)most);
+			return false;
+		}
+	}
+	*h = fnv_str(*h, str);
+	*h = fnv_num(*h, (double)f->cluster_servers);
+	return true;
+}
+
 static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v,
                             struct study *st, struct study_fault *f, uint64_t *h)
 {
-	static const char *const keys[] = {"name", "faults", "description", NULL};
+	static const char *const keys[] = {"name",      "faults",          "description",
+	                                   "rebalance", "placement", "cluster_servers", NULL};
 	if (!jv_open(v, keys))
 		return false;
 	f->line = v->line;
@@ -470,6 +516,10 @@ static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v
 		ok = false;
 	if (jv_get(v, "description", &dv))
 		ok = jv_string(&dv, &str) && ok;
+	ok = jv_opt_bool(v, "rebalance", false, &f->rebalance) && ok;
+	if (f->rebalance)  /* only then: the hashes of studies without it stay */
+		*h = fnv_str(*h, "rebalance");
+	ok = read_placement(st, v, f, h) && ok;
 	if (!jv_need(v, "faults", &fv) || !jv_is_array(&fv, 0, 1 << 20))
 		return false;
 	if (jv_len(&fv) > 0) {
@@ -478,7 +528,7 @@ static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v
 		cJSON_free(text);
 		if (!f->text)
 			return false;
-		ok = check_fault_case(st, dir, &fv) && ok;
+		ok = check_fault_case(st, f, dir, &fv) && ok;
 		*h = fnv_device_files(a, dir, fv.node, *h);
 	}
 	return ok && f->name;
@@ -495,7 +545,8 @@ static bool read_faults(struct arena *a, const char *dir, const struct jv *root,
 		st->faults = arena_calloc(a, 1, sizeof *st->faults);
 		if (!st->faults)
 			return false;
-		st->faults[0] = (struct study_fault){.name = "none", .file = st->file};
+		st->faults[0] = (struct study_fault){.name = "none", .file = st->file,
+		                                     .placement = JOB_PLACEMENT_COUNT};
 		return true;
 	}
 	if (!jv_is_array(&v, 1, STUDY_MAX_FAULTS))
@@ -523,8 +574,10 @@ static bool read_faults(struct arena *a, const char *dir, const struct jv *root,
 const struct topology *study_fault_topology(struct arena *a, const struct study *st, int cluster,
                                             int64_t servers, int fault, struct diag_list *d)
 {
-	const struct topology *t = topo_with_servers(a, st->clusters[cluster].topo, servers);
 	const struct study_fault *f = &st->faults[fault];
+	if (f->placement != JOB_PLACEMENT_COUNT)
+		servers = f->cluster_servers;
+	const struct topology *t = topo_with_servers(a, st->clusters[cluster].topo, servers);
 	if (!t || !f->text)
 		return t;
 	struct json_doc doc;

@@ -103,6 +103,14 @@ struct study_fault {
 	const char *text;                  /* {"faults": the list} as JSON; NULL: none */
 	const char *file;                  /* where the text came from, for messages */
 	int line;                          /* of the case in the study file */
+	bool rebalance;                    /* "rebalance": each point's layers moved between
+	                                      its pipeline stages by their speed under the
+	                                      faults (plan_rebalance) */
+	enum job_placement placement;      /* "placement": how the job's servers sit on a
+	                                      cluster of cluster_servers (JOB_PACKED,
+	                                      JOB_SPREAD); JOB_PLACEMENT_COUNT: none, the
+	                                      cluster is the job's size */
+	int64_t cluster_servers;           /* the cluster the job is placed on */
 };
 #define STUDY_MAX_FAULTS 64
 
@@ -350,6 +358,11 @@ int study_smallest(const struct study *st, const struct study_row *rows, int n, 
  * descending) into out; returns how many. Of points equal in both, the
  * first in row order. */
 int study_pareto(const struct study *st, const struct study_row *rows, int n, int *out);
+/* The layers of each pipeline stage a point of a "rebalance" fault case
+ * runs, as text ("5/9/9/9", in a), found again as the sweep found them
+ * (plan_rebalance); NULL for other points or when they cannot be found. */
+const char *study_row_stage_layers(struct arena *a, const struct study *st,
+                                   const struct study_row *r);
 /* The rows of fault case `fault` copied into out (room for n), in order;
  * returns how many. */
 int study_fault_rows(const struct study_row *rows, int n, int fault, struct study_row *out);

@@ -311,7 +311,9 @@ static struct scenario *unit_scenario(struct arena *a, const struct study *st, i
 	*s = *st->scenario;
 	s->topo = (struct topology *)t;
 	s->topology_file = st->clusters[cluster].topology_file;
-	s->devices = t->n_devices;
+	/* placed on a larger cluster, the job's ranks are its first servers'
+	 * devices (packed) to the estimate; study_simulate places them */
+	s->devices = servers * t->devices_per_server;
 	s->training.global_batch = global_batch;
 	s->training.n_cuts = 0;
 	s->training.cuts = NULL;
@@ -320,12 +322,34 @@ static struct scenario *unit_scenario(struct arena *a, const struct study *st, i
 	return s;
 }
 
+/* A fault case with "rebalance": the layers of p's scenario (in `a`) moved
+ * between its pipeline stages by their speed (plan_rebalance); nothing to
+ * do with one stage or without the option. False after diagnostics. */
+static bool rebalance_plan(struct arena *a, const struct study *st, int fault,
+                           const struct plan *p, struct diag_list *diags)
+{
+	struct scenario *s = (struct scenario *)p->scenario;
+	if (!st->faults[fault].rebalance || s->training.pipeline_stages < 2)
+		return true;
+	struct estimator *x = plan_estimator_new(p, diags);
+	struct estimate e;
+	bool ok = x && plan_rebalance(x, a, s, &e, diags);
+	plan_estimator_free(x);
+	return ok;
+}
+
 struct scenario *study_point_scenario(struct arena *a, const struct study *st,
                                       const struct study_row *r, struct diag_list *diags)
 {
 	struct scenario *u = unit_scenario(a, st, r->cluster, r->servers, r->fault, r->global_batch,
 	                                   diags);
-	struct scenario *s = u ? plan_search_scenario(a, u, &r->config, diags) : NULL;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = u && st->faults[r->fault].rebalance
+	                         ? plan_search_plan(a, u, &r->config, &o, diags) : NULL;
+	if (p && !rebalance_plan(a, st, r->fault, p, diags))
+		return NULL;
+	struct scenario *s = p ? (struct scenario *)p->scenario
+	                   : u ? plan_search_scenario(a, u, &r->config, diags) : NULL;
 	if (!s)
 		return NULL;
 	s->name = arena_printf(a, "%s-%s-%lld", st->name, st->clusters[r->cluster].name,
@@ -363,6 +387,7 @@ static void set_training(struct training *t, const struct training *user,
 	t->n_cuts = 0;
 	t->cuts = NULL;
 	t->first_stage_layers = t->last_stage_layers = 0;
+	t->stage_layers = c->stage_layers;
 }
 
 static double tokens_per_iteration(const struct graph *g, int64_t global_batch)
@@ -479,7 +504,9 @@ bool study_eval_unit(struct arena *a, const struct study *st, const struct study
 		diag_list_init(&ed);
 		struct estimate e;
 		set_training(&sc->training, &s->training, &u->configs[i], u->global_batch);
-		if (ea && plan_estimator_run(x, ea, &e, &ed)) {
+		bool rebalance = st->faults[u->fault].rebalance && sc->training.pipeline_stages > 1;
+		if (ea && (rebalance ? plan_rebalance(x, ea, sc, &e, &ed)
+		                     : plan_estimator_run(x, ea, &e, &ed))) {
 			fill_from_estimate(st, r, &e, sc->graph);
 			oom = !row_interval(ea, st, p, r);
 		} else {
@@ -493,6 +520,38 @@ bool study_eval_unit(struct arena *a, const struct study *st, const struct study
 	diag_list_free(&d);
 	arena_free(ua);
 	return !oom;
+}
+
+/* The program simulated on the scenario's topology: its ranks on the
+ * first devices, or, under a fault case with a placement, on the servers
+ * the placement gives the job on the case's larger cluster (jobs.c's
+ * packed or spread, as cosim places a job), one job of sim_run_jobs. */
+static bool simulate_placed(struct arena *a, const struct study *st, int fault,
+                            const struct scenario *s, const struct program *prog,
+                            const struct sim_options *so, struct sim_result *res,
+                            struct diag_list *d)
+{
+	const struct study_fault *f = &st->faults[fault];
+	const struct topology *t = s->topo;
+	if (f->placement == JOB_PLACEMENT_COUNT)
+		return sim_run(a, t, prog, so, res, d);
+	int64_t per = t->devices_per_server, n = (s->devices + per - 1) / per;
+	int64_t *servers = arena_calloc(a, (size_t)n + 1, sizeof(int64_t));
+	int64_t *devices = arena_calloc(a, (size_t)s->devices + 1, sizeof(int64_t));
+	if (!servers || !devices) {
+		d->oom = true;
+		return false;
+	}
+	if (jobs_place_servers(t, f->placement, NULL, (int)n, servers) != n) {
+		diag_add(d, DIAG_ERROR, f->file, f->line, "faults",
+		         "%lld servers cannot be placed on the cluster of %lld", (long long)n,
+		         (long long)t->servers);
+		return false;
+	}
+	for (int64_t r = 0; r < s->devices; r++)
+		devices[r] = servers[r / per] * per + r % per;
+	struct sim_job job = {.prog = prog, .devices = devices};
+	return sim_run_jobs(a, t, &job, 1, so, res, NULL, d);
 }
 
 bool study_simulate(struct arena *a, const struct study *st, struct study_row *r)
@@ -509,8 +568,9 @@ bool study_simulate(struct arena *a, const struct study *st, struct study_row *r
 	struct program prog;
 	struct sim_result res;
 	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = st->scenario->sim.collective_algo};
-	bool ok = p && plan_lower(sa, p, p->scenario->training.gradient_bucket_bytes, &prog, &d) &&
-	          sim_run(sa, p->scenario->topo, &prog, &so, &res, &d);
+	bool ok = p && rebalance_plan(sa, st, r->fault, p, &d) &&
+	          plan_lower(sa, p, p->scenario->training.gradient_bucket_bytes, &prog, &d) &&
+	          simulate_placed(sa, st, r->fault, p->scenario, &prog, &so, &res, &d);
 	bool oom = (!s && !d.errors) || d.oom;
 	r->simulated = ok;
 	r->sim_error = ok ? NULL : arena_strdup(a, diag_first_error(sa, &d));
@@ -694,4 +754,25 @@ int study_same_plan(const struct study_row *rows, int n, const struct study_row 
 			return j;
 	}
 	return -1;
+}
+
+const char *study_row_stage_layers(struct arena *a, const struct study *st,
+                                   const struct study_row *r)
+{
+	if (!st->faults[r->fault].rebalance || r->config.pp < 2)
+		return NULL;
+	struct arena *pa = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = pa ? study_point_scenario(pa, st, r, &d) : NULL;
+	const char *text = NULL;
+	if (s && s->training.stage_layers) {
+		text = "";
+		for (int64_t k = 0; text && k < s->training.pipeline_stages; k++)
+			text = arena_printf(a, "%s%s%lld", text, k ? "/" : "",
+			                    (long long)s->training.stage_layers[k]);
+	}
+	diag_list_free(&d);
+	arena_free(pa);
+	return text;
 }

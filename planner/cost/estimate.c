@@ -1133,6 +1133,23 @@ static void chunk_sends_s(const struct est_ctx *c, int ch, double *fwd, double *
 	              : 0;
 }
 
+/* The fault slowdown of stage st relative to the whole job's, which the
+ * per-op compute times carry (c->slow): the slowest device among the
+ * stage's ranks, [st R, (st + 1) R), sets the stage's pace, so a stage
+ * without a slow device runs at its own speed and the pipeline's slowest
+ * stage sets the schedule's (docs/simulation.md, "Faults"). 1 without
+ * faults or with one stage. */
+static double stage_slow(const struct est_ctx *c, const struct plan_part *pp, int st)
+{
+	if (c->faults_slow <= 1 || pp->n_stages < 2)
+		return 1;
+	double m = 1;
+	int64_t lo = (int64_t)st * pp->stage_ranks;
+	for (int64_t r = lo; r < lo + pp->stage_ranks; r++)
+		m = fmax(m, topo_rank_slowdown(c->t, r));
+	return m / c->faults_slow;
+}
+
 /* A stage: its chunks' per-micro-batch time, its tail, its memory. */
 static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core,
                   int st, struct est_stage *es, struct stage_sums *ss)
@@ -1149,6 +1166,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	if (!act || (placed && !rs))
 		return false;
 	memset(ss, 0, sizeof(*ss));
+	double slow = stage_slow(c, pp, st);
 	for (int local = 0; local < pp->virtual_stages; local++) {
 		int ch = part_chunk(pp, st, local);
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
@@ -1157,14 +1175,15 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			return false;
 		for (int i = lo; i < hi; i++) {
 			const struct est_op *eo = &e->ops[i];
-			ss->cat[EST_COMPUTE_FORWARD] += eo->compute_forward_s;
-			ss->cat[EST_COMPUTE_BACKWARD] += eo->compute_backward_s;
+			ss->cat[EST_COMPUTE_FORWARD] += eo->compute_forward_s * slow;
+			ss->cat[EST_COMPUTE_BACKWARD] += eo->compute_backward_s * slow;
 			if (schedule_splits_backward(tr->schedule))
-				ss->weight_s += plan_weight_grad_s(p->graph, i, eo->compute_backward_s);
+				ss->weight_s += plan_weight_grad_s(p->graph, i, eo->compute_backward_s) *
+				                slow;
 			ss->cat[EST_COMM_FORWARD] += eo->comm_forward_s - eo->redistribution_s;
 			ss->cat[EST_REDISTRIBUTION] += eo->redistribution_s;
 			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
-			ss->cat[EST_RECOMPUTE] += eo->recompute_s;
+			ss->cat[EST_RECOMPUTE] += eo->recompute_s * slow;
 			if (zero < 3)
 				ss->cat[EST_PARAM_GATHER] += eo->gather_s;
 		}
@@ -1186,7 +1205,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			else
 				es->mem.optimizer += opt;
 			es->optimizer_s += r->elems / (zero >= 1 ? r->dp : 1) * optimizer_elem_s(c, r->op, r->dtype) *
-			                   c->faults_slow;
+			                   c->faults_slow * slow;
 			/* the FP8 recipes: each Linear's FP8 weight and transpose,
 			 * and its scaling state */
 			int x;
@@ -1527,6 +1546,8 @@ static bool partition(struct estimator *x, struct arena *a, struct plan_part *ou
 {
 	const struct training *tr = &x->p->scenario->training;
 	int n_ops = x->p->graph->n_ops;
+	if (tr->stage_layers)  /* a list the memo's key does not hold: made afresh */
+		return plan_partition(a, x->p, x->cost, out, diags);
 	for (int i = 0; i < PART_MEMO; i++) {
 		const struct part_memo *m = &x->parts[i];
 		if (m->used && m->stages == tr->pipeline_stages && m->virt == tr->virtual_stages &&

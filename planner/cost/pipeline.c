@@ -210,8 +210,8 @@ static bool attention_softmax(const struct graph *g, int i)
  * between the previous MLP and this layer's norm). With L layers and k
  * chunks, k dividing L, chunk c starts at layer c L/k: the embedding goes
  * with the first chunk, the final norm, head and loss with the last.
- * With training.first_stage_layers / last_stage_layers (Megatron-LM's
- * uneven pipeline, scenario_stage_layers), chunk c = v P + s (virtual
+ * With training.stage_layers or first_stage_layers / last_stage_layers
+ * (Megatron-LM's uneven pipeline, scenario_stage_layers), chunk c = v P + s (virtual
  * stage v of stage s, as the schedules order them) holds stage s's layers
  * over its virtual stages, the layers counted as the generator's (a
  * multi-token prediction module's after them goes with the last chunk, as
@@ -225,7 +225,7 @@ static bool whole_layer_cuts(const struct graph *g, const struct training *tr, c
 	for (int i = 0; i < n; i++)
 		L += attention_softmax(g, i);
 	*layers = L;
-	bool uneven = tr->first_stage_layers > 0 || tr->last_stage_layers > 0;
+	bool uneven = tr->first_stage_layers > 0 || tr->last_stage_layers > 0 || tr->stage_layers;
 	int64_t P = tr->pipeline_stages, V = k / (P > 0 ? P : 1), decoder = L;
 	if (uneven && g->gen && g->gen->layers > 0 && g->gen->layers <= L)
 		decoder = g->gen->layers;
@@ -240,6 +240,7 @@ static bool whole_layer_cuts(const struct graph *g, const struct training *tr, c
 			int64_t before = uneven ? scenario_stage_layers(decoder, P, V,
 			                                                tr->first_stage_layers,
 			                                                tr->last_stage_layers,
+			                                                tr->stage_layers,
 			                                                (c - 1) % P, NULL, 0)
 			                        : L / k * V;
 			if (before < 0)
@@ -359,11 +360,16 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 			out->first_op[c] = tr->cuts[c - 1];
 		out->first_op[k] = n;
 	} else if (k > 1 && (p->whole_layers || tr->first_stage_layers > 0 ||
-	                     tr->last_stage_layers > 0) &&
+	                     tr->last_stage_layers > 0 || tr->stage_layers) &&
 	           whole_layer_cuts(p->graph, tr, out->live, k, out->first_op, &layers)) {
 		/* Megatron-LM's split, even or with the first and last stages' layers */
 	} else if (k > 1) {
-		if (tr->first_stage_layers > 0 || tr->last_stage_layers > 0)
+		if (tr->stage_layers)
+			diag_add(diags, DIAG_NOTE, s->file, 0, "training.stage_layers",
+			         "the stages' layers do not split the model's %d attention layers over "
+			         "%d pipeline chunks as listed: cut where the chunks' costs balance",
+			         layers, k);
+		else if (tr->first_stage_layers > 0 || tr->last_stage_layers > 0)
 			diag_add(diags, DIAG_NOTE, s->file, 0, "training.first_stage_layers",
 			         "the first and last stages' layers do not split the model's %d "
 			         "attention layers over %d pipeline chunks as Megatron-LM would: cut "

@@ -591,6 +591,36 @@ Test(export, megatron_fp8_and_optimizer_offload)
 	rmdir(dir);
 }
 
+Test(export, megatron_stage_layers_as_the_layout)
+{
+	/* training.stage_layers as Megatron-LM's --pipeline-model-parallel-layout
+	 * (megatron/core/transformer/pipeline_parallel_layer_layout.py: stages
+	 * split by "|", "E" the embedding first, "L" the loss last, "t*n" n
+	 * decoder layers, commas cosmetic): 4 layers over 2 stages as 3 and 1
+	 * is "Et*3|t*1,L"; interleaved over 2 virtual stages, 2 and 2 are one
+	 * layer in each chunk, in layer order (virtual stage v of rank s the
+	 * (v P + s)-th): "Et*1|t*1|t*1|t*1,L", which sets the virtual stages
+	 * itself (no --num-virtual-stages-per-pipeline-rank, nor
+	 * --num-layers-per-virtual-pipeline-stage, nor the first/last flags:
+	 * Megatron-LM refuses them beside a layout). */
+	struct cli_run r = export_gpt(2, 1, "\"pipeline_stages\": 2, \"stage_layers\": [3, 1]",
+	                              false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-size 2 \\\n"
+	                                 "--pipeline-model-parallel-layout \"Et*3|t*1,L\""),
+	                   "%s", r.out);
+	cr_expect_null(strstr(r.out, "--decoder-first-pipeline-num-layers"), "%s", r.out);
+	free(r.out);
+	r = export_gpt(2, 1, "\"pipeline_stages\": 2, \"virtual_stages\": 2, "
+	               "\"schedule\": \"interleaved-1f1b\", \"stage_layers\": [2, 2]", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-layout \"Et*1|t*1|t*1|t*1,L\""),
+	                   "%s", r.out);
+	cr_expect_null(strstr(r.out, "--num-virtual-stages-per-pipeline-rank"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "--num-layers-per-virtual-pipeline-stage"), "%s", r.out);
+	free(r.out);
+}
+
 Test(export, megatron_uneven_first_and_last_stages)
 {
 	/* training.first_stage_layers / last_stage_layers as Megatron-LM's

@@ -41,7 +41,9 @@ Test(studies, shipped_studies_pass_check)
 	const char *files[] = {"scenarios/studies/teaching-gpt-4layer.json",
 	                       "scenarios/studies/gpt3-175b-a100-h100.json",
 	                       "scenarios/studies/llama2-70b-910b-h100.json",
-	                       "scenarios/studies/llama2-70b-frontier.json"};
+	                       "scenarios/studies/llama2-70b-frontier.json",
+	                       "scenarios/studies/nic-degradation-h100-1024.json",
+	                       "scenarios/studies/placement-spine-h100-16p.json"};
 	for (size_t i = 0; i < SL_COUNTOF(files); i++) {
 		char args[256];
 		snprintf(args, sizeof args, "check %s", files[i]);
@@ -1321,6 +1323,73 @@ Test(studies, fault_cases_priced_by_hand, .timeout = 120)
 	cr_assert_not_null(s);
 	cr_expect_not_null(s->topo->faults);
 	cr_expect(strstr(s->name, "1 NIC at 50%") != NULL, "%s", s->name);
+}
+
+/* tests/data/studies/placement.json: the one-layer GPT of faults.json
+ * (S = 3,816,448 bytes of fp32 gradients, above) data parallel on two
+ * one-GPU servers of two-spines-x4's four, placed as each case says
+ * (scenarios/jobs.c's placement, as cosim's): packed, servers 0 and 1,
+ * under one leaf; spread, servers 0 and 2, one from each leaf. The ring
+ * all-reduce over 2 ranks moves S/2 twice. Packed, no route crosses a
+ * spine, so a spine down changes nothing: the same simulated iteration.
+ * Spread, the pair's route crosses the spines, and with spine 1 down it
+ * gets the leaf's uplinks left, 6.25 GB/s instead of 12.5: 2 x (S/2) x
+ * (1/6.25e9 - 1/12.5e9) = S / 12.5e9 = 305.3 us more (within 10%, as the
+ * fault test above). The estimate sees the job packed (ranks on the
+ * cluster's first servers) whatever the policy: every case alike. */
+Test(studies, placement_packed_under_one_leaf_misses_a_spine_fault, .timeout = 120)
+{
+	struct study *st = load("tests/data/studies/placement.json");
+	cr_assert_eq(st->n_faults, 4);
+	cr_expect_eq(st->faults[0].placement, JOB_PACKED);
+	cr_expect_eq(st->faults[2].placement, JOB_SPREAD);
+	cr_expect_eq(st->faults[3].cluster_servers, 4);
+	int n;
+	struct study_row *r = eval_all(st, &n);
+	cr_assert_eq(n, 4);
+	for (int k = 0; k < n; k++) {
+		cr_assert(r[k].ok, "case %d: %s", k, r[k].error ? r[k].error : "");
+		cr_expect_eq(r[k].devices, 2);
+		cr_expect_float_eq(r[k].iteration_s, r[0].iteration_s, 1e-12 * r[0].iteration_s,
+		                   "case %s: the estimate sees the job packed", st->faults[k].name);
+		cr_assert(study_simulate(A, st, &r[k]));
+		cr_assert(r[k].simulated, "%s", r[k].sim_error ? r[k].sim_error : "");
+	}
+	cr_expect_float_eq(r[1].sim_iteration_s, r[0].sim_iteration_s, 1e-9 * r[0].sim_iteration_s,
+	                   "packed: the spine fault changes nothing");
+	double want = 3816448 / 12.5e9, got = r[3].sim_iteration_s - r[2].sim_iteration_s;
+	cr_expect(fabs(got - want) <= 0.1 * want, "spread: spine down +%.9g s, want about %.9g",
+	          got, want);
+}
+
+/* tests/data/studies/rebalance.json: six layers in two pipeline stages,
+ * server 3 (stage 1, ranks 2 and 3) twice as slow. Rebalanced, the rule
+ * gives the stages 4 and 2 layers (times 4 and 2 x 2 = 4; 3 and 3 would
+ * be 3 and 6), which the sweep's estimate, the simulation and fit's
+ * reading of the point (study_row_stage_layers, the scenario fit writes)
+ * all use: both iterations are shorter than the even split's. */
+Test(studies, rebalance_fault_case_moves_layers_off_the_slow_stage, .timeout = 120)
+{
+	struct study *st = load("tests/data/studies/rebalance.json");
+	cr_assert_eq(st->n_faults, 2);
+	cr_expect_not(st->faults[0].rebalance);
+	cr_expect(st->faults[1].rebalance);
+	int n;
+	struct study_row *r = eval_all(st, &n);
+	cr_assert_eq(n, 2);
+	cr_assert(r[0].ok && r[1].ok, "%s / %s", r[0].error ? r[0].error : "",
+	          r[1].error ? r[1].error : "");
+	cr_expect_lt(r[1].iteration_s, r[0].iteration_s);
+	cr_expect_null(study_row_stage_layers(A, st, &r[0]));
+	const char *layers = study_row_stage_layers(A, st, &r[1]);
+	cr_assert_not_null(layers);
+	cr_expect_str_eq(layers, "4/2");
+	struct scenario *s = study_point_scenario(A, st, &r[1], &D);
+	cr_assert(s && s->training.stage_layers);
+	cr_expect(s->training.stage_layers[0] == 4 && s->training.stage_layers[1] == 2);
+	cr_assert(study_simulate(A, st, &r[0]) && study_simulate(A, st, &r[1]));
+	cr_assert(r[0].simulated && r[1].simulated);
+	cr_expect_lt(r[1].sim_iteration_s, r[0].sim_iteration_s);
 }
 
 /* The fault case is a key column: a sweep stores a row per case, fit

@@ -1247,12 +1247,190 @@ Test(pipeline, uneven_stages_as_megatron_splits_them)
 	cr_expect_float_eq(e.pipeline_s, 8 * tmax + (sum - tmax), 1e-9 * tmax);
 	/* the refusals */
 	char why[200];
-	cr_expect_eq(scenario_stage_layers(6, 4, 1, 1, 2, 0, why, sizeof why), -1);
-	cr_expect_eq(scenario_stage_layers(6, 4, 2, 3, 0, 0, why, sizeof why), -1);
+	cr_expect_eq(scenario_stage_layers(6, 4, 1, 1, 2, NULL, 0, why, sizeof why), -1);
+	cr_expect_eq(scenario_stage_layers(6, 4, 2, 3, 0, NULL, 0, why, sizeof why), -1);
 	/* and what Megatron-LM accepts: DeepSeek-V3's 61 layers over 16 stages
 	 * as 3 + 14 x 4 + 2 */
-	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, 0, NULL, 0), 3);
-	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, 7, NULL, 0), 4);
-	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, 15, NULL, 0), 2);
-	cr_expect_eq(scenario_stage_layers(61, 16, 1, 0, 0, 0, NULL, 0), -1);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, NULL, 0, NULL, 0), 3);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, NULL, 7, NULL, 0), 4);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 3, 2, NULL, 15, NULL, 0), 2);
+	cr_expect_eq(scenario_stage_layers(61, 16, 1, 0, 0, NULL, 0, NULL, 0), -1);
+}
+
+/* training.stage_layers, every stage's layers listed (Megatron-LM's
+ * --pipeline-model-parallel-layout): the list 1, 2, 2, 1 is the split
+ * first_stage_layers 1 and last_stage_layers 1 make (the test above), the
+ * same chunks; 3, 1, 1, 1 starts chunk 1 after three layers, at
+ * layers.3.ln1, then one layer a chunk (layers.4.ln1, layers.5.ln1). The
+ * stages of one layer each then take tau and their sends, stage 0 three
+ * tau with the embedding. A list that does not sum to the layers is
+ * refused (tests/data/bad/scenario-stage-layers-*.json for the loader). */
+Test(pipeline, stage_layers_list_generalises_the_uneven_ends)
+{
+	const char *gen = "{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 6, \"heads\": 4, "
+	                  "\"seq\": 64, \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}";
+	const char *train[] = {"{\"global_batch\": 8, \"pipeline_stages\": 4, "
+	                       "\"stage_layers\": [1, 2, 2, 1]}",
+	                       "{\"global_batch\": 8, \"pipeline_stages\": 4, "
+	                       "\"stage_layers\": [3, 1, 1, 1]}"};
+	const char *want[2][3] = {{"layers.1.ln1", "layers.3.ln1", "layers.5.ln1"},
+	                          {"layers.3.ln1", "layers.4.ln1", "layers.5.ln1"}};
+	for (int k = 0; k < 2; k++) {
+		struct scenario *s = fixture_generated(A, &D, gen, "dgx-a100", 4, train[k]);
+		cr_assert_not_null(s->training.stage_layers);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+		cr_assert_not_null(p);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		cr_assert_eq(e.part.n_chunks, 4);
+		for (int c = 1; c < 4; c++)
+			cr_expect_str_eq(p->graph->ops[e.part.first_op[c]].name, want[k][c - 1],
+			                 "list %d chunk %d", k, c);
+		if (k == 1) {
+			double tau = layer_s(p->graph, &e, 3);
+			for (int st = 1; st < 3; st++)
+				cr_expect_float_eq(e.stages[st].micro_s, tau + e.stages[st].p2p_s,
+				                   1e-9 * tau, "stage %d", st);
+			cr_expect_gt(e.stages[0].micro_s, 3 * tau);
+			cr_expect_eq(e.critical_stage, 0);
+		}
+	}
+	const int64_t bad[] = {2, 2, 2, 2}, good[] = {3, 1, 1, 1};
+	char why[200];
+	cr_expect_eq(scenario_stage_layers(6, 4, 1, 0, 0, bad, 0, why, sizeof why), -1);
+	cr_expect_str_eq(why, "the stages' layers sum to 8, not the model's 6");
+	cr_expect_eq(scenario_stage_layers(6, 4, 1, 0, 0, good, 0, NULL, 0), 3);
+	cr_expect_eq(scenario_stage_layers(6, 4, 1, 0, 0, good, 3, NULL, 0), 1);
+}
+
+/* The rebalancing rule (scenario_rebalance_layers) by hand. 32 layers over
+ * 4 stages, stage 0 twice as slow: the shares L (1/slow_s) / sum(1/slow)
+ * are 32 x 0.5 / 3.5 = 4.57 and 32 / 3.5 = 9.14; whole layers, the
+ * smallest largest time n_s slow_s is 10 (n_0 <= 5, the others <= 10, and
+ * 4 + 3 x 9 = 31 < 32 layers with 9 as the bound), reached by 5, 9, 9, 9
+ * (the tie at 4, 9, 9, 9 goes to the lower stage). 6 layers over 2
+ * stages, the second twice as slow: 4 and 2 (times 4 and 4). In units of
+ * 2 virtual stages, 8 layers, the second stage 3 times as slow: 6 and 2
+ * (times 6 and 6; 4 and 4 would be 12). Caps: the three fast stages at 8
+ * leave 8 for stage 0. Fewer layers than stages cannot be placed. */
+Test(pipeline, rebalancing_rule_by_hand)
+{
+	int64_t out[4];
+	const double slow4[] = {2, 1, 1, 1}, slow2[] = {1, 2}, slow3[] = {1, 3};
+	cr_assert(scenario_rebalance_layers(32, 4, 1, slow4, NULL, out));
+	cr_expect(out[0] == 5 && out[1] == 9 && out[2] == 9 && out[3] == 9,
+	          "%lld/%lld/%lld/%lld", (long long)out[0], (long long)out[1], (long long)out[2],
+	          (long long)out[3]);
+	cr_assert(scenario_rebalance_layers(6, 2, 1, slow2, NULL, out));
+	cr_expect(out[0] == 4 && out[1] == 2);
+	cr_assert(scenario_rebalance_layers(8, 2, 2, slow3, NULL, out));
+	cr_expect(out[0] == 6 && out[1] == 2);
+	const int64_t cap[] = {32, 8, 8, 8};
+	cr_assert(scenario_rebalance_layers(32, 4, 1, slow4, cap, out));
+	cr_expect(out[0] == 8 && out[1] == 8 && out[2] == 8 && out[3] == 8);
+	cr_expect_not(scenario_rebalance_layers(3, 4, 1, slow4, NULL, out));
+	cr_expect_not(scenario_rebalance_layers(7, 2, 2, slow3, NULL, out));
+}
+
+/* Two stages of one GPU each, 6 layers, device 1 (stage 1) twice as slow
+ * (a "device" fault, slowdown 2). The estimate prices each stage at its
+ * slowest device: stage 0 at full speed, stage 1 at half. With the layers
+ * rebalanced (training.rebalance: 4 and 2, the rule above) and m = 8
+ * micro-batches of 1F1B, by hand from the same split without the fault
+ * (stage times u_s = C_s + p_s, compute C_s, the sends p_s; no collective
+ * with TP = DP = 1): t_0 = u_0, t_1 = 2 C_1 + p_1 and the pipeline
+ * m max(t_0, t_1) + min(t_0, t_1). Kept at 3 and 3, stage 1 computes three
+ * layers at half speed: the iteration is longer, and the simulation of
+ * the rebalanced plan is faster than the simulation of the even one. */
+Test(pipeline, rebalanced_two_stages_one_twice_slow)
+{
+	const char *gen = "{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 6, \"heads\": 4, "
+	                  "\"seq\": 64, \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}";
+	const char *fault = ", \"faults\": [{\"kind\": \"device\", \"server\": 0, \"device\": 1, "
+	                    "\"slowdown\": 2}]";
+	char t_rebal[512], t_even[512];
+	snprintf(t_rebal, sizeof t_rebal, "{\"global_batch\": 8, \"pipeline_stages\": 2, "
+	         "\"rebalance\": true}%s", fault);
+	snprintf(t_even, sizeof t_even, "{\"global_batch\": 8, \"pipeline_stages\": 2}%s", fault);
+	struct scenario *plain = fixture_generated(A, &D, gen, "dgx-a100", 2,
+	                                           "{\"global_batch\": 8, \"pipeline_stages\": 2, "
+	                                           "\"stage_layers\": [4, 2]}");
+	struct scenario *rebal = fixture_generated(A, &D, gen, "dgx-a100", 2, t_rebal);
+	struct scenario *even = fixture_generated(A, &D, gen, "dgx-a100", 2, t_even);
+	cr_assert_not_null(rebal->training.stage_layers);
+	cr_expect_eq(rebal->training.stage_layers[0], 4);
+	cr_expect_eq(rebal->training.stage_layers[1], 2);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *pp = plan_megatron_degree(A, plain, &o, 1, &D);
+	struct plan *pr = plan_megatron_degree(A, rebal, &o, 1, &D);
+	struct plan *pe = plan_megatron_degree(A, even, &o, 1, &D);
+	cr_assert(pp && pr && pe);
+	struct estimate ep, er, ee;
+	cr_assert(plan_estimate(A, pp, &ep, &D) && plan_estimate(A, pr, &er, &D) &&
+	          plan_estimate(A, pe, &ee, &D));
+	double u0 = ep.stages[0].micro_s, u1 = ep.stages[1].micro_s, p1 = ep.stages[1].p2p_s;
+	double t0 = u0, t1 = 2 * (u1 - p1) + p1;
+	cr_expect_float_eq(er.stages[0].micro_s, t0, 1e-9 * t0);
+	cr_expect_float_eq(er.stages[1].micro_s, t1, 1e-9 * t1);
+	cr_expect_float_eq(er.pipeline_s, 8 * fmax(t0, t1) + fmin(t0, t1), 1e-9 * t1);
+	cr_expect_lt(er.iteration_s, ee.iteration_s);
+	struct program gr, ge;
+	cr_assert(plan_lower(A, pr, 25 << 20, &gr, &D));
+	cr_assert(plan_lower(A, pe, 25 << 20, &ge, &D));
+	struct sim_result sr = simulated(rebal, &gr), se = simulated(even, &ge);
+	cr_expect_lt(sr.iteration_s, se.iteration_s, "rebalanced %.6g s, even %.6g s",
+	             sr.iteration_s, se.iteration_s);
+}
+
+/* Rebalancing within memory (plan_rebalance): 80 layers of hidden 4096 in
+ * 4 stages of one 80 GB A100 each (12 h^2 = 201M parameters a layer, 16
+ * bytes of mixed-precision Adam state each: about 3.2 GB a layer), stage 0
+ * 4 times as slow. The rule alone: the smallest largest time is 25 (n_0 <=
+ * 6, the others <= 25 hold 81 layers; with 24, 78 < 80), reached as 6, 25,
+ * 25, 24 (at 6, 24, 24, 24 the next two go to the lowest stages of time
+ * 25). 25 layers are about 80 GB of state alone: over the device. Capped a
+ * unit at a time while over memory and above the even share (20), the
+ * full stages give layers back, none above what the rule alone gave them,
+ * and the slow stage, which has room, takes them: each stage fits or
+ * holds no more than 20, the 80 layers all placed. */
+Test(pipeline, rebalancing_keeps_each_stage_within_memory)
+{
+	const char *gen = "{\"kind\": \"gpt\", \"hidden\": 4096, \"layers\": 80, \"heads\": 32, "
+	                  "\"seq\": 512, \"vocab\": 32000, \"micro_batch\": 1, \"dtype\": \"bf16\"}";
+	struct scenario *s = fixture_generated(
+	        A, &D, gen, "dgx-a100", 4,
+	        "{\"global_batch\": 8, \"pipeline_stages\": 4}, \"faults\": [{\"kind\": \"device\", "
+	        "\"server\": 0, \"device\": 0, \"slowdown\": 4}]");
+	double slow[4];
+	scenario_stage_slowdowns(s->topo, 4, 4, slow);
+	cr_expect(slow[0] == 4 && slow[1] == 1 && slow[3] == 1);
+	int64_t free_split[4];
+	cr_assert(scenario_rebalance_layers(80, 4, 1, slow, NULL, free_split));
+	cr_expect(free_split[0] == 6 && free_split[1] == 25 && free_split[2] == 25 &&
+	          free_split[3] == 24, "%lld/%lld/%lld/%lld", (long long)free_split[0],
+	          (long long)free_split[1], (long long)free_split[2], (long long)free_split[3]);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+	cr_assert_not_null(p);
+	struct estimator *x = plan_estimator_new(p, &D);
+	cr_assert_not_null(x);
+	struct estimate e;
+	cr_assert(plan_rebalance(x, A, (struct scenario *)p->scenario, &e, &D));
+	const int64_t *got = p->scenario->training.stage_layers;
+	cr_assert_not_null(got);
+	int64_t sum = 0;
+	for (int k = 0; k < 4; k++) {
+		sum += got[k];
+		if (k > 0)
+			cr_expect_leq(got[k], free_split[k], "stage %d", k);
+		cr_expect(e.stages[k].mem.total <= e.hbm_bytes || got[k] <= 20,
+		          "stage %d: %lld layers, %.3g of %.3g bytes", k, (long long)got[k],
+		          e.stages[k].mem.total, e.hbm_bytes);
+	}
+	cr_expect_eq(sum, 80);
+	cr_expect_lt(got[1], 25, "the cap moved layers off the full stages: %lld/%lld/%lld/%lld",
+	             (long long)got[0], (long long)got[1], (long long)got[2], (long long)got[3]);
+	cr_expect_gt(got[0], 6, "and onto the slow stage, which has room");
+	plan_estimator_free(x);
 }
