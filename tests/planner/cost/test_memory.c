@@ -370,11 +370,9 @@ Test(memory, precision_recipes_in_the_estimate)
  *     fp32 gradient (4 B) down and the bf16 weight (2 B) up the default
  *     host link (PCIe 4.0 x16, 31.5 GB/s), Megatron's bf16 step (38 B) over
  *     the default host memory share (51.2 GB/s). */
-static struct estimate fp8_gpt(const char *precision, bool offload, const struct graph **g)
+/* That GPT on one GPU under the training settings `tr` (a JSON object). */
+static struct estimate gpt_one_gpu(const char *tr, const struct graph **g)
 {
-	char tr[160];
-	snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"precision\": \"%s\", \"optimizer_offload\": %s}",
-	         precision, offload ? "true" : "false");
 	struct scenario *s = fixture_generated(
 	        A, &D,
 	        "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 2, \"heads\": 4, \"seq\": 128, "
@@ -387,6 +385,14 @@ static struct estimate fp8_gpt(const char *precision, bool offload, const struct
 	cr_assert(plan_estimate(A, p, &e, &D));
 	*g = p->graph;
 	return e;
+}
+
+static struct estimate fp8_gpt(const char *precision, bool offload, const struct graph **g)
+{
+	char tr[160];
+	snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"precision\": \"%s\", \"optimizer_offload\": %s}",
+	         precision, offload ? "true" : "false");
+	return gpt_one_gpu(tr, g);
 }
 
 static double g_h100(double x)
@@ -568,16 +574,7 @@ Test(memory, fp8_linears_keep_an_fp8_copy_of_their_input)
 		char tr[160];
 		snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"precision\": \"%s\", "
 		         "\"flash_attention\": true}", f8 ? "fp8-hybrid" : "megatron-bf16");
-		struct scenario *s = fixture_generated(
-		        A, &D,
-		        "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 2, \"heads\": 4, \"seq\": 128, "
-		        "\"vocab\": 1024, \"micro_batch\": 8, \"dtype\": \"bf16\"}",
-		        "dgx-h100", 1, tr);
-		struct plan_options o = {.mode = REDIST_COMPAT};
-		struct plan *p = plan_data_parallel(A, s, &o, &D);
-		cr_assert_not_null(p);
-		cr_assert(plan_estimate(A, p, &e[f8], &D));
-		g = p->graph;
+		e[f8] = gpt_one_gpu(tr, &g);
 	}
 	int fc1 = graph_find_op(g, "layers.0.mlp.fc1.matmul");
 	int fc2 = graph_find_op(g, "layers.0.mlp.fc2.matmul");
@@ -608,19 +605,12 @@ Test(memory, gradients_reduced_in_bf16)
 	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MINDFORMERS, true, DT_BF16), 2);
 	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_FP32, true, DT_FP32), 4);
 	struct estimate e[2];
+	const struct graph *g;
 	for (int b16 = 0; b16 < 2; b16++) {
 		char tr[160];
 		snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"precision\": \"megatron-bf16\", "
 		         "\"grad_reduce_in_bf16\": %s}", b16 ? "true" : "false");
-		struct scenario *s = fixture_generated(
-		        A, &D,
-		        "{\"kind\": \"gpt\", \"hidden\": 256, \"layers\": 2, \"heads\": 4, \"seq\": 128, "
-		        "\"vocab\": 1024, \"micro_batch\": 8, \"dtype\": \"bf16\"}",
-		        "dgx-h100", 1, tr);
-		struct plan_options o = {.mode = REDIST_COMPAT};
-		struct plan *p = plan_data_parallel(A, s, &o, &D);
-		cr_assert_not_null(p);
-		cr_assert(plan_estimate(A, p, &e[b16], &D));
+		e[b16] = gpt_one_gpu(tr, &g);
 	}
 	double elems = e[0].param_bytes / 2;
 	cr_expect_float_eq(e[0].stages[0].mem.grads, elems * 4, 1e-6);
