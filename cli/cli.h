@@ -66,6 +66,9 @@ void cli_print_diags(const struct diag_list *d);
 /* A line saying that the topology's device runs an uncalibrated compute
  * model (topo_compute_calibrated), nothing when it is calibrated. */
 void cli_note_uncalibrated(FILE *f, const struct topology *t);
+/* The same note for a topology run under the calibration named (NULL: none),
+ * as a study's database records it. */
+void cli_note_kernel_model(FILE *f, const struct topology *t, const char *calibration);
 /* interval.c: the 90% interval of a plan's estimated time from the
  * calibration its topology carries (out->have false, with why, when it has
  * none); cost_interval_at moves it onto a simulated time. */

@@ -123,7 +123,27 @@ struct fit {
 	int n_all;
 	int fault;                         /* the case answered */
 	double percentile;                 /* 0.5: the estimate */
+	const char *calibration;           /* the sweep's, study_plot_info's; NULL: not recorded */
 };
+
+/* The calibration the sweep recorded for cluster `name` (NULL: none, or
+ * not recorded), from "NAME=CAL:HASH; NAME=none". */
+static const char *swept_calibration(char *buf, size_t size, const char *key, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = key; p && *p;) {
+		const char *end = strstr(p, "; ");
+		if (!strncmp(p, name, n) && p[n] == '=') {
+			const char *v = p + n + 1, *colon = strchr(v, ':');
+			if (!colon || (end && colon > end))
+				return NULL; /* "NAME=none" */
+			snprintf(buf, size, "%.*s", (int)(colon - v), v);
+			return buf;
+		}
+		p = end ? end + 2 : NULL;
+	}
+	return NULL;
+}
 
 static void json_num(cJSON *o, const char *k, double x)
 {
@@ -496,8 +516,12 @@ static int report(const struct fit *f, enum out_kind kind)
 		       host);
 	printf("\n");
 	goodput_text(&st->goodput);
-	for (int c = 0; c < st->n_clusters; c++)
-		cli_note_uncalibrated(stdout, st->clusters[c].topo);
+	for (int c = 0; c < st->n_clusters; c++) {
+		char cal[128];
+		cli_note_kernel_model(stdout, st->clusters[c].topo,
+		                      swept_calibration(cal, sizeof cal, f->calibration,
+		                                        st->clusters[c].name));
+	}
 	if (!f->intervals)
 		printf("intervals: none (the sweep had no calibration with a training fit: no "
 		       "shipped one for its devices, or --calibration none; sweep --calibration "
@@ -731,6 +755,13 @@ int cmd_fit(int argc, char **argv)
 	int n = 0;
 	int rc = a ? cli_load_study_rows("fit", a, file, db, &st, &rows, &n) : EXIT_INVALID;
 	struct fit f = {.st = st, .all = rows, .n_all = n, .percentile = (double)pct / 100};
+	struct study_store *s = NULL;
+	struct study_plot_info info = {0};
+	char err[512];
+	if (rc == EXIT_OK && study_store_open_ro(db, &s, NULL, err, sizeof err) &&
+	    study_store_info(s, a, &info))
+		f.calibration = info.calibration;
+	study_store_close(s);
 	if (rc == EXIT_OK && fault) {
 		f.fault = -1;
 		for (int k = 0; k < st->n_faults; k++)

@@ -37,13 +37,18 @@ static bool same_file(const struct diag *a, const struct diag *b)
 
 void cli_note_uncalibrated(FILE *f, const struct topology *t)
 {
+	cli_note_kernel_model(f, t, t->calibration ? t->calibration->name : NULL);
+}
+
+void cli_note_kernel_model(FILE *f, const struct topology *t, const char *calibration)
+{
 	if (topo_compute_calibrated(&t->device))
 		return;
-	if (t->calibration) {
+	if (calibration) {
 		fprintf(f, "note: the %s's kernel model is not calibrated (no GEMM-shape factor, no "
 		        "per-kernel overhead); the calibration %s scales its times to measured "
 		        "iterations, and their interval says how closely (docs/cost-models.md, "
-		        "\"Calibration status\")\n", t->device.kind, t->calibration->name);
+		        "\"Calibration status\")\n", t->device.kind, calibration);
 		return;
 	}
 	fprintf(f, "note: the %s's compute model is not calibrated (no GEMM-shape factor, no "

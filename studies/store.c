@@ -404,6 +404,8 @@ bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_
 			out->deadline_s = strtod(v, NULL);
 		else if (!strcmp(k, "budget"))
 			out->budget = strtod(v, NULL);
+		else if (!strcmp(k, "calibration"))
+			out->calibration = arena_strdup(a, v);
 	}
 	sqlite3_finalize(q);
 	/* The fault cases, by index: a case no row has keeps its index empty. */

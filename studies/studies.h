@@ -394,13 +394,16 @@ struct study_plot_info {
 	int n_faults;                      /* the fault cases (0 or 1: none): panels (a)-(f)
 	                                      draw the first, (g) the iteration per case */
 	const char *const *fault_names;    /* by index */
+	const char *calibration;           /* each cluster's calibration as the sweep recorded
+	                                      it, "NAME=CAL:HASH; NAME=none" (study_calibration_key);
+	                                      NULL where a database does not say */
 };
 bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
                 int n_clusters, const char *const *names, const char *const *kinds,
                 const struct study_plot_info *info, char *err, size_t err_size);
 /* What a database says of its study (meta): its name, currency, deadline
- * and budget, and its fault cases' names (from the rows); NULL names and 0
- * where a database from before does not say. */
+ * and budget, the clusters' calibrations, and its fault cases' names (from
+ * the rows); NULL names and 0 where a database from before does not say. */
 bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_info *out);
 
 #endif

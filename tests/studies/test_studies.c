@@ -1573,3 +1573,29 @@ Test(studies, percentile_90_ranks_by_the_upper_time)
 	study_row_at_percentile(st, &none, 0.9);
 	cr_expect_float_eq(none.iteration_s, 10, 1e-12);
 }
+
+/* fit's note on a device whose kernel model is not calibrated names the
+ * calibration the sweep recorded for its cluster (the database's meta),
+ * not the study's topology file, which carries none: the B200's shipped
+ * calibration by default, and no calibration under --calibration none. */
+Test(studies, fit_names_the_calibration_the_sweep_used, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-fitcal-XXXXXX", db[600], args[1400];
+	cr_assert_not_null(mkdtemp(dir));
+	const char *cal[] = {"", " --calibration none"};
+	const char *want[] = {"the calibration blackwell scales its times",
+	                      "compute model is not calibrated"};
+	for (int k = 0; k < 2; k++) {
+		snprintf(db, sizeof db, "%s/b%d.db", dir, k);
+		snprintf(args, sizeof args, "sweep tests/data/studies/blackwell.json --db %s%s", db,
+		         cal[k]);
+		sweep_all(args, 1);
+		snprintf(args, sizeof args, "fit tests/data/studies/blackwell.json --db %s", db);
+		struct cli_run r = fixture_shardlab(args, false);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		cr_expect(strstr(r.out, want[k]) != NULL, "%s", r.out);
+		free(r.out);
+		remove_db(db);
+	}
+	rmdir(dir);
+}
