@@ -90,7 +90,8 @@ static void help(FILE *f)
 	        "                    topology; the report names it (text: a line under\n"
 	        "                    the title; JSON: \"calibration\" {\"name\", \"file\"}\n"
 	        "                    or null); \"auto\": each row's device's shipped one\n"
-	        "                    (calibration/), \"none\": none. With a training fit,\n"
+	        "                    (calibration/; a line and a \"calibrations\" entry\n"
+	        "                    each), \"none\": none. With a training fit,\n"
 	        "                    each prediction has a 90%% interval (JSON:\n"
 	        "                    \"interval\" {\"lo\", \"hi\"} in the row's unit,\n"
 	        "                    \"covered\") and the report gives the coverage, the\n"
@@ -149,7 +150,8 @@ struct args {
 	const char *file;
 	const char *rows;              /* glob; NULL: every row */
 	const char *calibration;       /* --calibration FILE; NULL: none */
-	const struct calibration *cal; /* loaded */
+	const struct calibration *cal[8]; /* loaded, one per file the rows' devices took */
+	int n_cal;
 	bool estimate_only, json, csv;
 	int64_t jobs;                  /* training rows at once; 0: the processors online */
 };
@@ -201,25 +203,36 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return EXIT_OK;
 }
 
-/* The calibration used, under the title, when one was given. */
+/* The calibrations used, under the title, when one was given: one line
+ * each (--calibration auto gives each row its device's file). */
 static void calibration_line(const struct args *a)
 {
-	if (a->cal)
-		printf("calibration %s (%s): %d figure%s\n", a->cal->name, a->cal->file,
-		       a->cal->n_figures, a->cal->n_figures == 1 ? "" : "s");
-	else
+	for (int k = 0; k < a->n_cal; k++)
+		printf("calibration %s (%s): %d figure%s\n", a->cal[k]->name, a->cal[k]->file,
+		       a->cal[k]->n_figures, a->cal[k]->n_figures == 1 ? "" : "s");
+	if (!a->n_cal)
 		printf("calibration none: no intervals\n");
 }
 
+static cJSON *calibration_object(const struct calibration *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", c->name);
+	cJSON_AddStringToObject(o, "file", c->file);
+	return o;
+}
+
+/* "calibration": the first row's (null: none); "calibrations": every one
+ * the rows took, in row order. */
 static void calibration_json(const struct args *a, cJSON *root)
 {
-	if (!a->cal) {
+	if (!a->n_cal)
 		cJSON_AddNullToObject(root, "calibration");
-		return;
-	}
-	cJSON *c = cJSON_AddObjectToObject(root, "calibration");
-	cJSON_AddStringToObject(c, "name", a->cal->name);
-	cJSON_AddStringToObject(c, "file", a->cal->file);
+	else
+		cJSON_AddItemToObject(root, "calibration", calibration_object(a->cal[0]));
+	cJSON *all = cJSON_AddArrayToObject(root, "calibrations");
+	for (int k = 0; k < a->n_cal; k++)
+		cJSON_AddItemToArray(all, calibration_object(a->cal[k]));
 }
 
 static bool selected(const struct args *a, const char *name)
@@ -1053,10 +1066,15 @@ int cmd_validate(int argc, char **argv)
 		for (int i = 0; v && i < v->n_rows; i++) {
 			struct topology *t = v->kind == VALIDATION_TRAINING ? v->training[i].scenario->topo
 			                                                    : v->collectives[i].topo;
-			if (!cli_apply_calibration(ar, a.calibration, t, &d))
+			if (!cli_apply_calibration(ar, a.calibration, t, &d)) {
 				v = NULL;
-			else if (!a.cal)
-				a.cal = t->calibration;
+				break;
+			}
+			bool have = false;
+			for (int k = 0; k < a.n_cal; k++)
+				have = have || !strcmp(a.cal[k]->file, t->calibration->file);
+			if (!have && a.n_cal < (int)SL_COUNTOF(a.cal))
+				a.cal[a.n_cal++] = t->calibration;
 		}
 	}
 	cli_print_diags(&d);

@@ -1686,3 +1686,35 @@ Test(cli, calibrate_runs_fits_only_the_rows_matching)
 	          "%s", r.out);
 	free(r.out);
 }
+
+/* validate --calibration auto gives each row its device's shipped file and
+ * names every one it used: the LLaMA-3 8B rows of megatron-bridge.json run
+ * on GB200, B200 (calibration/blackwell.json) and H100
+ * (calibration/h100-sxm.json). */
+Test(cli, validate_names_every_calibration_the_rows_took)
+{
+	struct cli_run r = fixture_shardlab("validate validation/megatron-bridge.json --estimate-only "
+	                                    "--calibration auto --rows '*LLAMA3_8B*'",
+	                                    false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\ncalibration blackwell (calibration/blackwell.json): 1 figure\n"
+	                        "calibration h100-sxm (calibration/h100-sxm.json):"),
+	          "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("validate validation/megatron-bridge.json --estimate-only "
+	                     "--calibration auto --rows '*LLAMA3_8B*' --json",
+	                     false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *root = cJSON_Parse(r.out);
+	cr_assert_not_null(root, "%s", r.out);
+	const cJSON *all = cJSON_GetObjectItemCaseSensitive(root, "calibrations");
+	cr_assert_eq(cJSON_GetArraySize(all), 2, "%s", r.out);
+	cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(all, 1), "name")->valuestring,
+	                 "h100-sxm");
+	cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(
+	                         cJSON_GetObjectItemCaseSensitive(root, "calibration"), "name")
+	                         ->valuestring,
+	                 "blackwell");
+	cJSON_Delete(root);
+	free(r.out);
+}
