@@ -1192,16 +1192,19 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		ok = false;
 	}
 	if (t->grad_reduce_in_bf16) {
+		enum dtype pd = DT_FP32;
+		bool known = param_dtype(L->s->graph, &pd);
 		bool bf16 = t->precision == PRECISION_MEGATRON_BF16 || t->precision == PRECISION_FP8_HYBRID ||
 		            t->precision == PRECISION_FP8_E4M3 ||
-		            (t->precision == PRECISION_AUTO && param_dtype(L->s->graph, &have) &&
-		             have == DT_BF16);
+		            (t->precision == PRECISION_AUTO && known && pd == DT_BF16);
 		if (!bf16) {
 			jv_get(&v, "grad_reduce_in_bf16", &f);
 			jv_error(&f, "gradients reduced in bf16 are Megatron-LM's bf16 recipes' "
 			         "(--grad-reduce-in-bf16 with --bf16): precision \"megatron-bf16\", "
 			         "\"fp8-hybrid\" or \"fp8-e4m3\", or \"auto\" with bf16 parameters, not "
-			         "\"%s\"", precision_names[prec]);
+			         "\"%s\"%s%s%s", precision_names[prec],
+			         known ? " on " : "", known ? dtype_names[pd] : "",
+			         known ? " parameters" : "");
 			ok = false;
 		}
 	}

@@ -364,18 +364,11 @@ static double grad_add_s(const struct est_ctx *c, const struct dist_op *d)
  * at the FP8 rate, after casting its input (forward) and its output's
  * gradient (backward) to FP8; the weight's cast is once an iteration
  * (optimizer_elem_s). False for any other op. */
-/* Whether op i runs in FP8 under the scenario's recipe (cost_fp8_linear):
- * the input that is not the weight into *x. */
-static bool fp8_linear(const struct est_ctx *c, int i, int *x)
-{
-	return cost_fp8_linear(c->g, c->prec, i, x);
-}
-
 static bool fp8_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
 	const struct op *o = &c->g->ops[d->op];
 	int x;
-	if (!fp8_linear(c, d->op, &x))
+	if (!cost_fp8_linear(c->g, c->prec, d->op, &x))
 		return false;
 	const struct topo_device *dev = &c->t->device;
 	struct cost_work w;
@@ -460,7 +453,7 @@ static double optimizer_elem_s(const struct est_ctx *c, int op, enum dtype dt)
 		s = optimizer_step_bytes(c->prec, c->grad16, dt) / hbm;
 	}
 	int x;
-	if (fp8_linear(c, op, &x))
+	if (cost_fp8_linear(c->g, c->prec, op, &x))
 		s += 4.0 / hbm; /* FP8_CAST_BYTES: read 2, write 1 + 1 */
 	return s;
 }
@@ -1209,7 +1202,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			/* the FP8 recipes: each Linear's FP8 weight and transpose,
 			 * and its scaling state */
 			int x;
-			if (fp8_linear(c, r->op, &x)) {
+			if (cost_fp8_linear(c->g, c->prec, r->op, &x)) {
 				struct cost_state_bytes b;
 				cost_state_bytes(c->prec, c->grad16, r->dtype, &b);
 				es->mem.params += r->elems * b.fp8 / (zero >= 3 ? r->dp : 1);
