@@ -147,11 +147,14 @@ struct search_config {
 	int64_t virtual_stages;
 	enum recompute_mode recompute;
 	int zero_stage;
-	int64_t first_stage_layers;        /* Megatron-LM's uneven pipeline (0: even; the search
-	                                      itself tries even splits only) */
+	int64_t first_stage_layers;        /* Megatron-LM's uneven pipeline (0: even). The search
+	                                      sets these three from the scenario's
+	                                      training.first_stage_layers / last_stage_layers /
+	                                      stage_layers at its own PP only, and stage_layers
+	                                      from the rebalancing rule at every PP under
+	                                      training.rebalance (docs/planner.md, "Plan search") */
 	int64_t last_stage_layers;
-	const int64_t *stage_layers;       /* [pp]: each stage's layers (training.stage_layers,
-	                                      the rebalancing rule), or NULL */
+	const int64_t *stage_layers;       /* [pp]: each stage's layers, or NULL */
 };
 
 struct search_candidate {
@@ -159,6 +162,8 @@ struct search_candidate {
 	double iteration_s;                /* the estimate */
 	double memory_bytes;               /* the largest device */
 	double oom_overflow_bytes;         /* 0: fits */
+	double host_bytes;                 /* training.optimizer_offload: the state on a server's
+	                                      host (0 without the offload) */
 	double host_overflow_bytes;        /* training.optimizer_offload: how far the state
 	                                      is over a server's host memory; 0: fits or not
 	                                      checked. Over it is out of memory as the device */
@@ -204,6 +209,8 @@ struct search_result {
 	int64_t refused[SEARCH_RULE_COUNT];       /* left out by rule (not in n_configs) */
 	int64_t n_fit, n_oom;              /* estimated: fit the memory (the device's and, with
 	                                      the optimizer offload, the host's), or not */
+	int64_t n_oom_hbm, n_oom_host;     /* of n_oom: over the device's HBM; over a server's
+	                                      host memory (the offload); one over both is in both */
 	int64_t n_failed;                  /* Megatron's rule could not plan them */
 	const char *failure;               /* the first reason, NULL when none failed */
 	int n;                             /* candidates estimated */

@@ -200,12 +200,59 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 
 /* ------------------------------------------------------ the enumeration */
 
+/* How the search splits the layers over a configuration's pipeline
+ * stages (docs/planner.md, "Plan search", "The stages' layers"): evenly
+ * (NULL members, the study sweep's enumeration); the scenario's fixed
+ * split (training.stage_layers or first_stage_layers / last_stage_layers)
+ * at its own depth only; or, under training.rebalance, the rebalancing
+ * rule from the faults at every depth. */
+struct search_split {
+	struct arena *a;                   /* the rebalanced lists */
+	const struct training *fixed;      /* the user's split at fixed->pipeline_stages, or NULL */
+	const struct topology *topo;       /* rebalance: its faults; NULL: no rebalancing */
+	int64_t devices;
+};
+
+/* The rebalancing rule's layers (scenario_rebalance_layers, no memory
+ * cap: run_group caps with plan_rebalance) for pp stages of `unit` layers
+ * each at least; NULL when they cannot be placed (the even rules then
+ * refuse the configuration) or out of memory. */
+static const int64_t *rebalanced(const struct search_split *sp, const struct graph *g, int64_t pp,
+                                 int64_t unit)
+{
+	int64_t L = g->gen ? g->gen->layers : 0;
+	if (!sp || !sp->topo || pp < 2 || L < 1)
+		return NULL;
+	double *slow = malloc((size_t)pp * sizeof *slow);
+	int64_t *list = arena_calloc(sp->a, (size_t)pp, sizeof *list);
+	bool ok = slow && list;
+	if (ok) {
+		scenario_stage_slowdowns(sp->topo, sp->devices, pp, slow);
+		ok = scenario_rebalance_layers(L, (int)pp, unit, slow, NULL, list);
+	}
+	free(slow);
+	return ok ? list : NULL;
+}
+
+/* c's stages' layers by the split. */
+static void split_layers(const struct search_split *sp, const int64_t *rebalanced_list,
+                         struct search_config *c)
+{
+	if (rebalanced_list) {
+		c->stage_layers = rebalanced_list;
+	} else if (sp && sp->fixed && c->pp == sp->fixed->pipeline_stages) {
+		c->first_stage_layers = sp->fixed->first_stage_layers;
+		c->last_stage_layers = sp->fixed->last_stage_layers;
+		c->stage_layers = sp->fixed->stage_layers;
+	}
+}
+
 /* The configurations of a group that the rules let through, in
  * enumeration order, into out (when not NULL; refused, when not NULL,
  * counts the others by rule); returns how many. Interleaving is tried
  * when 2 x PP chunks fit the model. */
 static int expand(const struct graph *g, int64_t G, const struct search_group *gr, int64_t limit,
-                  struct search_config *out, int64_t *refused)
+                  const struct search_split *sp, struct search_config *out, int64_t *refused)
 {
 	int n = 0;
 	for (size_t k = 0; k < SL_COUNTOF(schedule_order); k++) {
@@ -214,15 +261,17 @@ static int expand(const struct graph *g, int64_t G, const struct search_group *g
 			continue;
 		if (sc == SCHED_INTERLEAVED_1F1B && SEARCH_VIRTUAL * gr->pp > limit)
 			continue;
+		int64_t v = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1;
+		const int64_t *list = rebalanced(sp, g, gr->pp, v);
 		for (int r = 0; r < RECOMPUTE_COUNT; r++)
 			for (int z = 0; z < SEARCH_ZERO_STAGES; z++) {
 				struct search_config c = {
 					.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,
 					.micro_batch = gr->micro_batch, .micro_batches = gr->micro_batches,
 					.sequence_parallel = gr->sp, .ep = gr->ep, .cp = gr->cp,
-					.schedule = sc,
-					.virtual_stages = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1,
+					.schedule = sc, .virtual_stages = v,
 					.recompute = (enum recompute_mode)r, .zero_stage = z};
+				split_layers(sp, list, &c);
 				enum search_rule rule = plan_search_rule(g, G, &c);
 				if (rule != SEARCH_RULE_NONE) {
 					if (refused)
@@ -237,9 +286,10 @@ static int expand(const struct graph *g, int64_t G, const struct search_group *g
 	return n;
 }
 
-struct search_group *plan_search_groups(struct arena *a, const struct graph *g, int64_t N,
-                                        int64_t dps, int64_t G, bool with_ep, int64_t max_cp,
-                                        int *n, int64_t refused[SEARCH_RULE_COUNT])
+static struct search_group *groups(struct arena *a, const struct graph *g, int64_t N,
+                                   int64_t dps, int64_t G, bool with_ep, int64_t max_cp,
+                                   const struct search_split *split, int *n,
+                                   int64_t refused[SEARCH_RULE_COUNT])
 {
 	int64_t limit = chunk_limit(g);
 	int64_t moe = g->gen ? g->gen->experts : 0, experts = with_ep ? moe : 0;
@@ -283,14 +333,14 @@ struct search_group *plan_search_groups(struct arena *a, const struct graph *g, 
 						}
 						struct search_group gr = {tp, pp, dp, b, G / (b * dp), sp, ep, cp, 0,
 						                          NULL};
-						gr.n_configs = expand(g, G, &gr, limit, NULL, refused);
+						gr.n_configs = expand(g, G, &gr, limit, split, NULL, refused);
 						if (gr.n_configs == 0)
 							continue;
 						gr.configs = arena_calloc(a, (size_t)gr.n_configs + 1,
 						                          sizeof *gr.configs);
 						if (!gr.configs)
 							return NULL;
-						expand(g, G, &gr, limit, gr.configs, NULL);
+						expand(g, G, &gr, limit, split, gr.configs, NULL);
 						out[(*n)++] = gr;
 					}
 				}
@@ -298,6 +348,13 @@ struct search_group *plan_search_groups(struct arena *a, const struct graph *g, 
 		}
 	}
 	return out;
+}
+
+struct search_group *plan_search_groups(struct arena *a, const struct graph *g, int64_t N,
+                                        int64_t dps, int64_t G, bool with_ep, int64_t max_cp,
+                                        int *n, int64_t refused[SEARCH_RULE_COUNT])
+{
+	return groups(a, g, N, dps, G, with_ep, max_cp, NULL, n, refused);
 }
 
 /* ------------------------------------------------- one configuration */
@@ -342,8 +399,8 @@ static void set_training(struct training *t, const struct training *user,
 	t->context_parallel = c->cp > 0 ? c->cp : 1;
 	t->micro_batches = c->micro_batches;
 	t->micro_batches_set = true;
-	/* The user's cuts hold for the user's pipeline only, the stages'
-	 * layers too (the search tries even splits). */
+	/* The user's cuts hold for the user's pipeline only; the stages'
+	 * layers are the configuration's (search_split). */
 	if (c->pp != user->pipeline_stages || c->virtual_stages != user->virtual_stages) {
 		t->n_cuts = 0;
 		t->cuts = NULL;
@@ -422,6 +479,26 @@ static int cand_cmp(const void *pa, const void *pb)
 	return (a->order > b->order) - (a->order < b->order);
 }
 
+/* The layers plan_rebalance chose (in an arena about to go) kept in `a`
+ * as c's: the configuration the search ranks is the one it estimated,
+ * and plan_search_plan plans it again with them. */
+static bool keep_layers(struct arena *a, const int64_t *list, struct search_config *c,
+                        struct diag_list *d)
+{
+	if (list == c->stage_layers)
+		return true;
+	if (memcmp(list, c->stage_layers, (size_t)c->pp * sizeof *list) == 0)
+		return true;
+	int64_t *copy = arena_alloc(a, (size_t)c->pp * sizeof *copy);
+	if (!copy) {
+		d->oom = true;
+		return false;
+	}
+	memcpy(copy, list, (size_t)c->pp * sizeof *copy);
+	c->stage_layers = copy;
+	return true;
+}
+
 /* Plans one group and estimates its variants into out[*n ..]; false when
  * out of memory. */
 static bool run_group(struct arena *a, const struct scenario *s, const struct plan_options *o,
@@ -443,18 +520,28 @@ static bool run_group(struct arena *a, const struct scenario *s, const struct pl
 		struct arena *ea = sc ? arena_new() : NULL;
 		struct estimate e;
 		bool ok = false;
+		/* rebalancing: the rule's layers capped where a stage is over
+		 * its memory, as a study's rebalance case does */
+		bool rebalance = s->training.rebalance && cfg[i].pp > 1 && cfg[i].stage_layers;
 		if (ea) {
 			set_training(&sc->training, &s->training, &cfg[i]);
-			ok = plan_estimator_run(x, ea, &e, &d);
+			ok = rebalance ? plan_rebalance(x, ea, sc, &e, &d) : plan_estimator_run(x, ea, &e, &d);
 		}
+		struct search_config chosen = cfg[i];
+		if (ok && rebalance)
+			ok = keep_layers(a, sc->training.stage_layers, &chosen, &d);
 		if (ok) {
-			r->cands[r->n++] = (struct search_candidate){
-				.config = cfg[i], .iteration_s = e.iteration_s,
+			struct search_candidate *c = &r->cands[r->n++];
+			*c = (struct search_candidate){
+				.config = chosen, .iteration_s = e.iteration_s,
 				.memory_bytes = e.memory_bytes_per_device,
 				.oom_overflow_bytes = e.oom_overflow_bytes,
+				.host_bytes = e.host_bytes_per_server,
 				.host_overflow_bytes = e.host_overflow_bytes, .bubble_s = e.bubble_s,
 				.order = *done};
-			if (cand_over(&r->cands[r->n - 1]) > 0)
+			r->n_oom_hbm += c->oom_overflow_bytes > 0;
+			r->n_oom_host += c->host_overflow_bytes > 0;
+			if (cand_over(c) > 0)
 				r->n_oom++;
 			else
 				r->n_fit++;
@@ -463,6 +550,8 @@ static bool run_group(struct arena *a, const struct scenario *s, const struct pl
 			if (!r->failure)
 				r->failure = diag_first_error(a, &d);
 		}
+		if (sc)  /* nothing left pointing into ea */
+			sc->training.stage_layers = cfg[i].stage_layers;
 		arena_free(ea);
 		++*done;
 		if (o->progress)
@@ -475,16 +564,48 @@ static bool run_group(struct arena *a, const struct scenario *s, const struct pl
 	return !oom;
 }
 
+/* What the search does with the scenario's stages' layers, as a note. */
+static void split_note(const struct scenario *s, struct diag_list *diags)
+{
+	const struct training *t = &s->training;
+	long long P = t->pipeline_stages;
+	if (t->rebalance) {
+		diag_add(diags, DIAG_NOTE, s->file, 0, "training.rebalance",
+		         "megatron-search rebalances the layers of every pipelined configuration over "
+		         "its own stages by their speed under the faults (and their memory), not "
+		         "only over the scenario's %lld", P);
+	} else if (t->stage_layers || t->first_stage_layers > 0 || t->last_stage_layers > 0) {
+		char list[256] = "";
+		size_t used = 0;
+		for (int64_t k = 0; t->stage_layers && k < P && used < sizeof list; k++)
+			used += (size_t)snprintf(list + used, sizeof list - used, "%s%lld", k ? "/" : "",
+			                         (long long)t->stage_layers[k]);
+		if (!t->stage_layers)
+			snprintf(list, sizeof list, "%lld on the first, %lld on the last",
+			         (long long)t->first_stage_layers, (long long)t->last_stage_layers);
+		diag_add(diags, DIAG_NOTE, s->file, 0,
+		         t->stage_layers ? "training.stage_layers"
+		         : t->first_stage_layers > 0 ? "training.first_stage_layers"
+		                                     : "training.last_stage_layers",
+		         "the stages' layers (%s) are for %lld pipeline stages: megatron-search keeps "
+		         "them for its configurations of PP %lld and splits the layers evenly at the "
+		         "other depths", list, P, P);
+	}
+}
+
 bool plan_search(struct arena *a, const struct scenario *s, const struct plan_options *o,
                  struct search_result *out, struct diag_list *diags)
 {
 	*out = (struct search_result){0};
 	int n_groups;
-	struct search_group *gs = plan_search_groups(a, s->graph, s->devices,
-	                                             s->topo->devices_per_server,
-	                                             s->training.global_batch, true,
-	                                             s->training.context_parallel, &n_groups,
-	                                             out->refused);
+	const struct training *t = &s->training;
+	bool fixed = !t->rebalance && (t->stage_layers || t->first_stage_layers > 0 ||
+	                               t->last_stage_layers > 0);
+	struct search_split sp = {.a = a, .fixed = fixed ? t : NULL,
+	                          .topo = t->rebalance ? s->topo : NULL, .devices = s->devices};
+	struct search_group *gs = groups(a, s->graph, s->devices, s->topo->devices_per_server,
+	                                 t->global_batch, true, t->context_parallel, &sp, &n_groups,
+	                                 out->refused);
 	for (int i = 0; gs && i < n_groups; i++)
 		out->n_configs += gs[i].n_configs;
 	out->cands = gs ? arena_calloc(a, (size_t)out->n_configs + 1, sizeof *out->cands) : NULL;
@@ -505,6 +626,7 @@ bool plan_search(struct arena *a, const struct scenario *s, const struct plan_op
 		diag_add(diags, DIAG_NOTE, s->file, 0, NULL,
 		         "the megatron-search planner ignores the scenario's %d shard() entr%s",
 		         s->n_shards, s->n_shards == 1 ? "y" : "ies");
+	split_note(s, diags);
 	int64_t done = 0;
 	for (int i = 0; i < n_groups; i++)
 		if (!run_group(a, s, o, &gs[i], out, &done, out->n_configs)) {

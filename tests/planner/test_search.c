@@ -417,3 +417,132 @@ Test(search, the_enumeration_keeps_out_what_megatron_lm_refuses)
 	cr_expect_gt(refused[SEARCH_RULE_LAYERS_PP], 0);
 	cr_expect_gt(refused[SEARCH_RULE_SCHEDULE], 0);
 }
+
+/* ------------------------------------------------ the stages' layers */
+
+#define STAGE_LAYERS "tests/data/good/search-stage-layers-4p.json"
+
+static bool has_note(const char *path, const char *text)
+{
+	for (size_t i = 0; i < D.count; i++)
+		if (D.items[i].severity == DIAG_NOTE && D.items[i].path &&
+		    !strcmp(D.items[i].path, path) && strstr(D.items[i].msg, text))
+			return true;
+	return false;
+}
+
+/* search-stage-layers-4p fixes 4 and 2 layers on its 2 stages: every
+ * configuration of PP 2 keeps them, those without a pipeline have none,
+ * and PP 4 (6 layers do not split evenly over 4 stages) is refused as
+ * before. With the split, interleaving 2 virtual stages is runnable
+ * (4 and 2 are even; evenly, 6 layers over 2 x 2 chunks are not), so PP 2
+ * has 1F1B and interleaved configurations. */
+Test(search, a_fixed_split_holds_at_its_own_depth)
+{
+	struct scenario *s = fixture_scenario(STAGE_LAYERS);
+	struct search_result r = run(s);
+	int pp2 = 0, interleaved = 0;
+	for (int i = 0; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		cr_expect_neq(c->pp, 4);
+		if (c->pp == 2) {
+			cr_assert_not_null(c->stage_layers);
+			cr_expect(c->stage_layers[0] == 4 && c->stage_layers[1] == 2);
+			pp2++;
+			interleaved += c->schedule == SCHED_INTERLEAVED_1F1B;
+		} else {
+			cr_expect_null(c->stage_layers);
+		}
+		cr_expect_eq(c->first_stage_layers, 0);
+		cr_expect_eq(c->last_stage_layers, 0);
+	}
+	cr_expect_gt(pp2, 0);
+	cr_expect_gt(interleaved, 0);
+	cr_expect(r.refused[SEARCH_RULE_LAYERS_PP] > 0);
+	cr_expect_eq(r.refused[SEARCH_RULE_LAYERS_VPP], 0);
+	cr_expect(has_note("training.stage_layers", "the stages' layers (4/2) are for 2 pipeline "
+	                   "stages: megatron-search keeps them for its configurations of PP 2 and "
+	                   "splits the layers evenly at the other depths"));
+	expect_fresh_estimates(fixture_scenario(STAGE_LAYERS));
+}
+
+/* The split is estimated, not only carried: TP 1 PP 2's first stage holds
+ * 4 layers where the even split gives it 3, the second 2 where it gives
+ * it 3: one GPT layer more and one less, 12 h^2 + 13 h = 12 x 64^2 +
+ * 13 x 64 = 49,984 fp16 parameters, 99,968 bytes. */
+Test(search, a_fixed_split_is_what_the_estimate_prices)
+{
+	struct scenario *s = fixture_scenario(STAGE_LAYERS);
+	struct search_result r = run(s);
+	const struct search_candidate *c = find(&r, 1, 2, 4, RECOMPUTE_NONE, 0);
+	struct search_config even = c->config;
+	even.stage_layers = NULL;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct estimate e4, e3;
+	struct plan *p = plan_search_plan(A, s, &c->config, &o, &D);
+	cr_assert(p && plan_estimate(A, p, &e4, &D));
+	p = plan_search_plan(A, s, &even, &o, &D);
+	cr_assert(p && plan_estimate(A, p, &e3, &D));
+	cr_assert(e4.n_stages == 2 && e3.n_stages == 2);
+	cr_expect_float_eq(e4.stages[0].mem.params - e3.stages[0].mem.params, 99968.0, 1e-6);
+	cr_expect_float_eq(e3.stages[1].mem.params - e4.stages[1].mem.params, 99968.0, 1e-6);
+	cr_expect_eq(e4.iteration_s, c->iteration_s);
+}
+
+/* slow-server-rebalanced-h100-32p: 8 layers on 4 DGX H100s, server 2 of
+ * A100s (about 3 times slower, more than 1.5 is all that matters below).
+ * The rule by hand at each depth (each stage starts with a unit; the
+ * next goes to the least (n + unit) x slow, ties to the lower stage), the
+ * slowdown s about 3.05 (the scenario's 6 and 2 x 3.0 = 6.1):
+ *   PP 2 (stage 1 = servers 2 and 3): 1, 1; stage 0 takes units while
+ *     n + 1 <= 2 s = 6.1: up to 6; then 7 > 6.1: the last to stage 1:
+ *     6, 2. Interleaved (units of 2): 2, 2; 4 and 6 < 4 s = 12.2: 6, 2;
+ *   PP 4 (a server a stage, stage 2 slow): 1, 1, 1, 1; 2 < 2 s to stages
+ *     0, 1 and 3, the last to stage 0 (3 < 6.1): 3, 2, 1, 2. Interleaved:
+ *     8 layers are 4 stages x 2 units: 2, 2, 2, 2;
+ *   PP 8: one layer a stage.
+ * Every configuration fits the 80 GB (so no stage is capped); the
+ * scenario's own (TP 8 PP 2 DP 2, micro-batch 1, 1F1B) is priced as the
+ * scenario is, its 6 and 2 layers. */
+Test(search, rebalancing_holds_at_every_depth, .timeout = 120)
+{
+	struct scenario *s = fixture_scenario("scenarios/slow-server-rebalanced-h100-32p.json");
+	struct search_result r = run(s);
+	cr_expect_eq(r.n_oom, 0);
+	static const int64_t pp2[] = {6, 2}, pp4[] = {3, 2, 1, 2}, pp4v[] = {2, 2, 2, 2};
+	int seen[9] = {0};
+	for (int i = 0; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		bool v2 = c->schedule == SCHED_INTERLEAVED_1F1B;
+		const int64_t *want = c->pp == 2 ? pp2 : c->pp == 4 ? (v2 ? pp4v : pp4) : NULL;
+		if (c->pp == 1) {
+			cr_expect_null(c->stage_layers);
+			continue;
+		}
+		cr_assert_not_null(c->stage_layers, "PP %lld", (long long)c->pp);
+		for (int64_t k = 0; k < c->pp; k++)
+			cr_expect_eq(c->stage_layers[k], want ? want[k] : 1, "PP %lld%s stage %lld",
+			             (long long)c->pp, v2 ? " interleaved" : "", (long long)k);
+		seen[c->pp]++;
+	}
+	cr_expect_gt(seen[2], 0);
+	cr_expect_gt(seen[4], 0);
+	cr_expect_gt(seen[8], 0);
+	cr_expect(has_note("training.rebalance", "megatron-search rebalances the layers of every "
+	                   "pipelined configuration over its own stages"));
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *own = plan_make(A, s, PLANNER_MEGATRON, &o, &D);
+	struct estimate e;
+	cr_assert(own && plan_estimate(A, own, &e, &D));
+	bool found = false;
+	for (int i = 0; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		if (c->tp != 8 || c->pp != 2 || c->micro_batch != 1 || c->sequence_parallel ||
+		    c->schedule != SCHED_1F1B || c->recompute != s->training.recompute ||
+		    c->zero_stage != s->training.zero_stage)
+			continue;
+		found = true;
+		cr_expect_float_eq(r.cands[i].iteration_s, e.iteration_s, 1e-9 * e.iteration_s);
+	}
+	cr_expect(found);
+}
