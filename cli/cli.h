@@ -125,6 +125,20 @@ void cli_json_verdict(struct cJSON *obj, double memory, double hbm);
  * memory, "does not fit") and "oom_overflow_bytes" (the peak over it; 0
  * when it is under), and cli_json_verdict's. */
 void report_json_oom(struct cJSON *obj, double memory, double hbm);
+/* training.optimizer_offload: the state on a server's host against its
+ * memory (`capacity` bytes; 0: not stated, nothing said), apart from the
+ * device's: " host memory does not fit (0.18 of 0.15 GB)" after `sep`
+ * ("" when it fits or is not checked); as JSON members "host_oom" (bool,
+ * the same verdict) and "host_overflow_bytes" (nothing when not
+ * checked). */
+const char *cli_host_oom_text(char *buf, size_t size, const char *sep, double host,
+                              double capacity);
+void report_json_host_oom(struct cJSON *obj, double host, double capacity);
+/* The stages' layers of a search configuration of a model of `layers`
+ * layers, "6/2" (first/last_stage_layers spelt out: "3/4/4/2"); "" when
+ * even. */
+const char *cli_stage_layers_text(char *buf, size_t size, const struct search_config *c,
+                                  int64_t layers);
 /* "pipeline" and "training" members: stages, schedule, bubble, per stage
  * times and memory; ZeRO stage, recomputation, sequence parallelism. */
 void report_json_pipeline(struct cJSON *obj, const struct plan *p, const struct estimate *e);
@@ -367,6 +381,8 @@ struct compare_row {
 	double estimated_s, simulated_s;
 	double comm_bytes;             /* per device per iteration */
 	double memory_bytes, hbm_bytes;
+	double host_bytes, host_capacity_bytes; /* training.optimizer_offload: the state on a
+	                                           server's host and its memory (0: unchecked) */
 	const struct program *prog;    /* NULL unless simulated */
 	const struct sim_result *sim;
 	const struct estimate *est;

@@ -230,12 +230,21 @@ static const char *entry_name(struct arena *ar, const struct entry *e)
 	return arena_printf(ar, "%s (%s)", planner_names[e->kind], rec_cost_names[e->rec_cost]);
 }
 
+/* A server's host memory, when the optimizer offload puts state there
+ * and the topology states it; 0: not checked. */
+static double host_capacity(const struct scenario *s)
+{
+	return s->training.optimizer_offload ? s->topo->host.capacity_bytes : 0;
+}
+
 static void fill_row(struct arena *ar, const struct plan *p, struct cli_sim_outcome *r,
                      const struct diag_list *d, struct compare_row *row)
 {
 	report_strategy_summary(row->strategy, sizeof row->strategy, p);
 	row->estimated_s = r->est.iteration_s;
 	row->memory_bytes = r->est.memory_bytes_per_device;
+	row->host_capacity_bytes = host_capacity(p->scenario);
+	row->host_bytes = r->est.host_bytes_per_server;
 	row->est = &r->est;
 	if (!r->simulated) {
 		row->sim_error = diag_first_error(ar, d);
@@ -332,10 +341,21 @@ static struct compare_row *search_rows(struct arena *ar, const struct scenario *
 static void search_text(const struct scenario *s, const struct args *a,
                         const struct search_result *r)
 {
-	char b[4][32];
-	printf("megatron-search: %" PRId64 " configurations; %" PRId64 " fit in %s, %" PRId64
-	       " OOM, %" PRId64 " could not be planned\n", r->n_configs, r->n_fit,
-	       cli_si(b[0], 32, s->topo->device.hbm_bytes, "B"), r->n_oom, r->n_failed);
+	char b[4][32], host[32];
+	double cap = host_capacity(s);
+	/* the device's and the host's out of memory counted apart (a
+	 * configuration over both is in both) */
+	cli_si(b[0], 32, s->topo->device.hbm_bytes, "B");
+	cli_si(host, sizeof host, cap, "B");
+	printf("megatron-search: %" PRId64 " configurations; %" PRId64 " fit in %s%s%s, %" PRId64
+	       " over the %s HBM", r->n_configs, r->n_fit, b[0], cap > 0 ? " and a host's " : "",
+	       cap > 0 ? host : "", r->n_oom_hbm, b[0]);
+	if (cap > 0)
+		printf(", %" PRId64 " over the %s of a server's host memory (the optimizer offload)",
+		       r->n_oom_host, host);
+	if (r->n_oom_hbm + r->n_oom_host > r->n_oom)
+		printf(" (%" PRId64 " over both)", r->n_oom_hbm + r->n_oom_host - r->n_oom);
+	printf(", %" PRId64 " could not be planned\n", r->n_failed);
 	report_refused_text(stdout, r->refused);
 	if (r->failure)
 		printf("  the first that could not: %s\n", r->failure);
@@ -355,7 +375,7 @@ static void search_text(const struct scenario *s, const struct args *a,
 	for (int i = 0; i < listed; i++) {
 		const struct search_candidate *c = &r->cands[i];
 		const struct search_config *k = &c->config;
-		char sched[32], oom[48], bubble[16] = "-";
+		char sched[32], oom[48], hoom[64], bubble[16] = "-";
 		if (k->pp > 1)
 			snprintf(bubble, sizeof bubble, "%.1f%%", 100 * c->bubble_s / c->iteration_s);
 		if (k->pp == 1)
@@ -370,14 +390,15 @@ static void search_text(const struct scenario *s, const struct args *a,
 			snprintf(ep, sizeof ep, "%-5lld ", (long long)(k->ep > 1 ? k->ep : 1));
 		if (cps)
 			snprintf(cp, sizeof cp, "%-5lld ", (long long)(k->cp > 1 ? k->cp : 1));
-		printf("  %-4d  %-5lld %-3s %s%-5lld %-5lld %s%-5lld %-22s %-10s %-5d %-10s %-10.1f %-8s %s%s\n",
+		printf("  %-4d  %-5lld %-3s %s%-5lld %-5lld %s%-5lld %-22s %-10s %-5d %-10s %-10.1f %-8s %s%s%s\n",
 		       i + 1, (long long)k->tp, k->sequence_parallel ? "on" : "-", cp, (long long)k->pp,
 		       (long long)k->dp, ep,
 		       (long long)k->micro_batch, sched, recompute_names[k->recompute], k->zero_stage,
 		       cli_si(b[1], 32, c->iteration_s, "s"),
 		       (double)s->training.global_batch / c->iteration_s, bubble,
 		       cli_si(b[3], 32, c->memory_bytes, "B"),
-		       cli_oom_text(oom, sizeof oom, "  ", c->memory_bytes, s->topo->device.hbm_bytes));
+		       cli_oom_text(oom, sizeof oom, "  ", c->memory_bytes, s->topo->device.hbm_bytes),
+		       cli_host_oom_text(hoom, sizeof hoom, "  ", c->host_bytes, cap));
 	}
 	printf("\n");
 }
@@ -392,7 +413,10 @@ static void search_csv(const struct scenario *s, const struct search_result *r,
 		"micro_batch",
 		"micro_batches", "schedule",
 		"virtual_stages", "recompute", "zero_stage", "estimated_s", "simulated_s",
-		"samples_per_s", "bubble_pct", "memory_bytes_per_device", "oom", NULL};
+		"samples_per_s", "bubble_pct", "memory_bytes_per_device", "oom", "host_oom",
+		"stage_layers", NULL};
+	double cap = host_capacity(s);
+	int64_t layers = s->graph->gen ? s->graph->gen->layers : 0;
 	struct cli_csv c = {.f = stdout};
 	cli_csv_header(&c, cols);
 	for (int i = 0; i < r->n; i++) {
@@ -425,6 +449,11 @@ static void search_csv(const struct scenario *s, const struct search_result *r,
 		struct cost_verdict v;  /* OOM: the band over the memory (cost_memory_verdict) */
 		cost_memory_verdict(k->memory_bytes, s->topo->device.hbm_bytes, &v);
 		cli_csv_str(&c, v.fit == FIT_NO ? "true" : "false");
+		cost_memory_verdict(k->host_bytes, cap, &v);  /* the host's, apart */
+		cli_csv_str(&c, !(cap > 0) ? NULL : v.fit == FIT_NO ? "true" : "false");
+		char sl[256];
+		const char *t = cli_stage_layers_text(sl, sizeof sl, g, layers);
+		cli_csv_str(&c, *t ? t : NULL);
 		cli_csv_end(&c);
 	}
 }
@@ -474,6 +503,7 @@ static cJSON *search_json(const struct scenario *s, const struct args *a,
 		cJSON_AddNumberToObject(o, "bubble_s", c->bubble_s);
 		cJSON_AddNumberToObject(o, "memory_bytes_per_device", c->memory_bytes);
 		report_json_oom(o, c->memory_bytes, s->topo->device.hbm_bytes);
+		report_json_host_oom(o, c->host_bytes, host_capacity(s));
 		cJSON_AddItemToArray(list, o);
 	}
 	cJSON_AddItemToObject(j, "candidates", list);
@@ -504,8 +534,12 @@ static void text(const struct scenario *s, const struct args *a, const struct co
 	}
 	report_compare_table(stdout, rows, n);
 	printf("\n  diff: simulated against estimated; comm: bytes each device sends per "
-	       "iteration;\n  memory: peak per device (OOM over the %s HBM)\n\n",
+	       "iteration;\n  memory: peak per device (OOM over the %s HBM)",
 	       cli_si(b, sizeof b, s->topo->device.hbm_bytes, "B"));
+	if (host_capacity(s) > 0)
+		printf(";\n  host memory: the optimizer state offloaded to a server's host, "
+		       "checked apart against its %s", cli_si(b, sizeof b, host_capacity(s), "B"));
+	printf("\n\n");
 	report_compare_ranking(stdout, rows, n);
 	if (search)
 		search_rankings(stdout, rows, n);

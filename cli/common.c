@@ -202,6 +202,42 @@ const char *cli_oom_text(char *buf, size_t size, const char *sep, double memory,
 	return buf;
 }
 
+const char *cli_host_oom_text(char *buf, size_t size, const char *sep, double host,
+                              double capacity)
+{
+	if (!(capacity > 0))
+		return "";
+	char s[64];
+	snprintf(s, sizeof s, "%shost memory ", sep);
+	return cli_oom_text(buf, size, s, host, capacity);
+}
+
+void report_json_host_oom(struct cJSON *obj, double host, double capacity)
+{
+	if (!(capacity > 0))
+		return;
+	struct cost_verdict v;
+	cost_memory_verdict(host, capacity, &v);
+	cJSON_AddBoolToObject(obj, "host_oom", v.fit == FIT_NO);
+	cJSON_AddNumberToObject(obj, "host_overflow_bytes", host > capacity ? host - capacity : 0);
+}
+
+const char *cli_stage_layers_text(char *buf, size_t size, const struct search_config *c,
+                                  int64_t layers)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	if (!c->stage_layers && c->first_stage_layers < 1 && c->last_stage_layers < 1)
+		return buf;
+	int64_t v = c->schedule == SCHED_INTERLEAVED_1F1B ? c->virtual_stages : 1;
+	for (int64_t k = 0; k < c->pp && used < size; k++)
+		used += (size_t)snprintf(buf + used, size - used, "%s%lld", k ? "/" : "",
+		                         (long long)scenario_stage_layers(
+		                                 layers, c->pp, v, c->first_stage_layers,
+		                                 c->last_stage_layers, c->stage_layers, k, NULL, 0));
+	return buf;
+}
+
 void cli_json_verdict(struct cJSON *obj, double memory, double hbm)
 {
 	struct cost_verdict v;

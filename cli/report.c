@@ -685,6 +685,15 @@ cJSON *report_json_search_config(const struct search_config *c)
 	cJSON_AddNumberToObject(j, "virtual_stages", (double)c->virtual_stages);
 	cJSON_AddStringToObject(j, "recompute", recompute_names[c->recompute]);
 	cJSON_AddNumberToObject(j, "zero_stage", c->zero_stage);
+	if (c->stage_layers) {
+		cJSON *l = cJSON_AddArrayToObject(j, "stage_layers");
+		for (int64_t k = 0; l && k < c->pp; k++)
+			cJSON_AddItemToArray(l, cJSON_CreateNumber((double)c->stage_layers[k]));
+	}
+	if (c->first_stage_layers > 0)
+		cJSON_AddNumberToObject(j, "first_stage_layers", (double)c->first_stage_layers);
+	if (c->last_stage_layers > 0)
+		cJSON_AddNumberToObject(j, "last_stage_layers", (double)c->last_stage_layers);
 	return j;
 }
 
@@ -694,6 +703,8 @@ cJSON *report_json_search_counts(const struct search_result *r)
 	cJSON_AddNumberToObject(j, "configurations", (double)r->n_configs);
 	cJSON_AddNumberToObject(j, "fit", (double)r->n_fit);
 	cJSON_AddNumberToObject(j, "oom", (double)r->n_oom);
+	cJSON_AddNumberToObject(j, "oom_hbm", (double)r->n_oom_hbm);
+	cJSON_AddNumberToObject(j, "oom_host", (double)r->n_oom_host);
 	cJSON_AddNumberToObject(j, "failed", (double)r->n_failed);
 	if (r->failure)
 		cJSON_AddStringToObject(j, "first_failure", r->failure);

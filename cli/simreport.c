@@ -497,7 +497,7 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 			continue;
 		}
 		report_pct_text(diff, sizeof diff, sr_diff_pct(r));
-		char oom[48], bubble[32] = "-";
+		char oom[48], hoom[64], bubble[32] = "-";
 		if (r->est && r->est->n_stages > 1) {
 			int k = snprintf(bubble, sizeof bubble, "%.1f%%/",
 			                 100 * r->est->bubble_s / r->est->iteration_s);
@@ -507,13 +507,15 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 			else
 				snprintf(bubble + k, sizeof bubble - (size_t)k, "-");
 		}
-		fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %-14s %s%s\n", wp, r->planner, ws,
+		fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %-14s %s%s%s\n", wp, r->planner, ws,
 		        r->strategy, cli_si(b[0], 32, r->estimated_s, "s"),
 		        r->sim_error ? "-" : cli_si(b[1], 32, r->simulated_s, "s"),
 		        r->sim_error ? "-" : diff,
 		        r->sim_error ? "-" : cli_si(b[2], 32, r->comm_bytes, "B"), bubble,
 		        cli_si(b[3], 32, r->memory_bytes, "B"),
-		        cli_oom_text(oom, sizeof oom, "  ", r->memory_bytes, r->hbm_bytes));
+		        cli_oom_text(oom, sizeof oom, "  ", r->memory_bytes, r->hbm_bytes),
+		        cli_host_oom_text(hoom, sizeof hoom, "  ", r->host_bytes,
+		                          r->host_capacity_bytes));
 		if (r->sim_error)
 			fprintf(f, "  %-*s  not simulated: %s\n", wp, "", r->sim_error);
 	}
@@ -524,7 +526,7 @@ void report_compare_csv(FILE *f, const struct compare_row *rows, int n)
 	static const char *const cols[] = {
 		"planner", "strategy", "estimated_s", "simulated_s", "difference_pct",
 		"comm_bytes_per_device", "bubble_estimated_pct", "bubble_simulated_pct",
-		"memory_bytes_per_device", "hbm_bytes", "oom", "error", NULL};
+		"memory_bytes_per_device", "hbm_bytes", "oom", "error", "host_oom", NULL};
 	struct cli_csv c = {.f = f};
 	cli_csv_header(&c, cols);
 	for (int i = 0; i < n; i++) {
@@ -537,6 +539,7 @@ void report_compare_csv(FILE *f, const struct compare_row *rows, int n)
 			for (int k = 0; k < 9; k++)
 				cli_csv_str(&c, NULL);
 			cli_csv_str(&c, r->error);
+			cli_csv_str(&c, NULL);
 			cli_csv_end(&c);
 			continue;
 		}
@@ -560,8 +563,15 @@ void report_compare_csv(FILE *f, const struct compare_row *rows, int n)
 			cli_csv_str(&c, NULL);
 		cli_csv_num(&c, r->memory_bytes);
 		cli_csv_num(&c, r->hbm_bytes);
-		cli_csv_str(&c, r->memory_bytes > r->hbm_bytes ? "true" : "false");
+		/* OOM as the JSON's "oom" and the table say it: the band over
+		 * the device's memory (cost_memory_verdict), the host apart */
+		struct cost_verdict v;
+		cost_memory_verdict(r->memory_bytes, r->hbm_bytes, &v);
+		cli_csv_str(&c, v.fit == FIT_NO ? "true" : "false");
 		cli_csv_str(&c, r->sim_error);
+		cost_memory_verdict(r->host_bytes, r->host_capacity_bytes, &v);
+		cli_csv_str(&c, !(r->host_capacity_bytes > 0) ? NULL
+		                : v.fit == FIT_NO ? "true" : "false");
 		cli_csv_end(&c);
 	}
 }
@@ -667,6 +677,7 @@ static cJSON *sr_json_row(const struct compare_row *r)
 	}
 	cJSON_AddNumberToObject(j, "memory_bytes_per_device", r->memory_bytes);
 	report_json_oom(j, r->memory_bytes, r->hbm_bytes);
+	report_json_host_oom(j, r->host_bytes, r->host_capacity_bytes);
 	return j;
 }
 

@@ -1384,6 +1384,72 @@ Test(cli, plan_search_refuses_what_overflows_the_host)
 	free(r.out);
 }
 
+/* compare says which memory a configuration is over: offload-gpt-8p on
+ * B200s whose host has 150 MB (tests/planner/test_search.c works out the
+ * 324 configurations and which 3 are over the host: TP 1 PP 1 DP 8 with
+ * ZeRO 0, 8 x 22.5 MB = 180 MB of offloaded state; none is over the
+ * 180 GB device). The data-parallel plan (ZeRO 0) is that one, its row
+ * over the host only. */
+Test(cli, compare_counts_the_host_apart_from_the_hbm, .timeout = 120)
+{
+	const char *base = "compare tests/data/studies/offload-gpt-8p.json --topology "
+	                   "tests/data/studies/hgx-b200-150mb-host.json --planner ";
+	char args[400];
+	snprintf(args, sizeof args, "%smegatron-search --top 1", base);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "megatron-search: 324 configurations; 321 fit in 180 GB and a "
+	                        "host's 150 MB, 0 over the 180 GB HBM, 3 over the 150 MB of a "
+	                        "server's host memory (the optimizer offload), 0 could not be "
+	                        "planned\n"), "%s", r.out);
+	cr_expect(!strstr(r.out, " OOM,"), "%s", r.out);
+	free(r.out);
+
+	snprintf(args, sizeof args, "%smegatron-search --top 1 --json", base);
+	r = fixture_shardlab(args, false);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cJSON *sr = cJSON_GetObjectItemCaseSensitive(j, "search");
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(sr, "oom")->valuedouble, 3);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(sr, "oom_hbm")->valuedouble, 0);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(sr, "oom_host")->valuedouble, 3);
+	cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sr, "candidates"), 0);
+	cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c0, "host_oom")), "%s", r.out);
+	cJSON_Delete(j);
+	free(r.out);
+
+	snprintf(args, sizeof args, "%smegatron-search --top 1 --csv", base);
+	r = fixture_shardlab(args, false);
+	cr_expect(strstr(r.out, ",oom,host_oom,stage_layers\n"), "%s", r.out);
+	int host = 0, device = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		/* ...,memory_bytes_per_device,oom,host_oom,stage_layers (empty: even) */
+		size_t n = strlen(line);
+		bool over_host = n > 12 && !strcmp(line + n - 12, ",false,true,");
+		host += over_host;
+		device += (n > 12 && !strcmp(line + n - 12, ",true,false,")) ||
+		          (n > 11 && !strcmp(line + n - 11, ",true,true,"));
+		/* rank,tp,sequence_parallel,context_parallel,pp,dp: TP 1 PP 1 DP 8 */
+		if (over_host)
+			cr_expect(!strncmp(strchr(line, ','), ",1,false,1,1,8,", 15), "%s", line);
+	}
+	cr_expect_eq(host, 3, "%s", r.out);
+	cr_expect_eq(device, 0);
+	free(r.out);
+
+	snprintf(args, sizeof args, "%sdata-parallel", base);
+	r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "  host memory does not fit (0.18 of 0.15 GB)\n"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "%sdata-parallel --csv", base);
+	r = fixture_shardlab(args, false);
+	cr_expect(strstr(r.out, ",hbm_bytes,oom,error,host_oom\n"), "%s", r.out);
+	cr_expect(strstr(r.out, ",180000000000,false,,true\n"), "%s", r.out);
+	free(r.out);
+}
+
 Test(cli, moe_counts_a_layer)
 {
 	/* h 8, f 16, 4 experts, top-2, one shared, SwiGLU, capacity factor

@@ -546,3 +546,43 @@ Test(search, rebalancing_holds_at_every_depth, .timeout = 120)
 	}
 	cr_expect(found);
 }
+
+/* ------------------------------------------- device and host memory apart */
+
+/* offload-gpt-8p (hidden 256, 2 layers, 4 heads, sequence 128, vocabulary
+ * 1,024, 8 B200s, global batch 8), its optimizer offloaded: 324
+ * configurations, counted as search-gpt-4p's: TP 1 PP 1 DP 8 (b 1), TP 1
+ * PP 2 DP 4 (b 1, 2), TP 2 PP 1 DP 4 (b 1, 2), TP 2 PP 2 DP 2 (b 1, 2, 4),
+ * TP 4 PP 1 DP 2 (b 1, 2, 4), TP 4 PP 2 DP 1 (b 1, 2, 4, 8), SP off and on
+ * with TP > 1: 1 + 2 + 4 + 6 + 6 + 8 = 27 groups x 12 (TP 8 does not
+ * divide the 4 heads). The weights: word embedding 1,024 x 256 = 262,144,
+ * positions 128 x 256 = 32,768, a layer 12 x 256^2 + 13 x 256 = 789,760,
+ * final norm 512: 1,874,944, 22.5 MB of offloaded state at 12 B each. A
+ * host of 150 MB holds the 8 GPUs' states: whole on each GPU (TP 1 PP 1
+ * DP 8, ZeRO 0, its 3 recompute modes) 8 x 22.5 = 180 MB is over it (its
+ * band's bottom, 171 MB, too); the next largest, TP 1 PP 2 with ZeRO 0,
+ * 8 x 12 x (262,144 + 32,768 + 789,760) = 104 MB, is under it. The device
+ * (180 GB) holds 3 GB of reserve and a few MB: every configuration fits
+ * it; with 1 GB none does (the reserve alone is over it). */
+Test(search, the_device_and_the_host_are_counted_apart)
+{
+	struct scenario *s = fixture_scenario("tests/data/studies/offload-gpt-8p.json");
+	s->topo->host.capacity_bytes = 0.15e9;
+	struct search_result r = run(s);
+	cr_expect_eq(r.n_configs, 324);
+	cr_expect_eq(r.n_oom_hbm, 0);
+	cr_expect_eq(r.n_oom_host, 3);
+	cr_expect_eq(r.n_oom, 3);
+	cr_expect_eq(r.n_fit, 321);
+	for (int i = r.n_fit; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		cr_expect(c->tp == 1 && c->pp == 1 && c->dp == 8 && c->zero_stage == 0);
+		cr_expect_float_eq(r.cands[i].host_bytes, 8 * 12 * 1874944.0, 1e-6);
+	}
+	s->topo->device.hbm_bytes = 1e9;
+	r = run(s);
+	cr_expect_eq(r.n_oom_hbm, 324);
+	cr_expect_eq(r.n_oom_host, 3);
+	cr_expect_eq(r.n_oom, 324);
+	cr_expect_eq(r.n_fit, 0);
+}
