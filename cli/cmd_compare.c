@@ -399,7 +399,8 @@ static void search_text(const struct scenario *s, const struct args *a,
 			snprintf(ep, sizeof ep, "%-5lld ", (long long)(k->ep > 1 ? k->ep : 1));
 		if (cps)
 			snprintf(cp, sizeof cp, "%-5lld ", (long long)(k->cp > 1 ? k->cp : 1));
-		printf("  %-4d  %-5lld %-3s %s%-5lld %-5lld %s%-5lld %-22s %-10s %-5d %-10s %-10.1f %-8s %s%s%s\n",
+		printf("  %-4d  %-5lld %-3s %s%-5lld %-5lld %s%-5lld %-22s %-10s %-5d %-10s %-10.1f "
+		       "%-8s %s%s%s\n",
 		       i + 1, (long long)k->tp, k->sequence_parallel ? "on" : "-", cp, (long long)k->pp,
 		       (long long)k->dp, ep,
 		       (long long)k->micro_batch, sched, recompute_names[k->recompute], k->zero_stage,

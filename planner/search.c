@@ -525,7 +525,8 @@ static bool run_group(struct arena *a, const struct scenario *s, const struct pl
 		bool rebalance = s->training.rebalance && cfg[i].pp > 1 && cfg[i].stage_layers;
 		if (ea) {
 			set_training(&sc->training, &s->training, &cfg[i]);
-			ok = rebalance ? plan_rebalance(x, ea, sc, &e, &d) : plan_estimator_run(x, ea, &e, &d);
+			ok = rebalance ? plan_rebalance(x, ea, sc, &e, &d)
+			               : plan_estimator_run(x, ea, &e, &d);
 		}
 		struct search_config chosen = cfg[i];
 		if (ok && rebalance)
@@ -581,7 +582,7 @@ static void split_note(const struct scenario *s, struct diag_list *diags)
 			used += (size_t)snprintf(list + used, sizeof list - used, "%s%lld", k ? "/" : "",
 			                         (long long)t->stage_layers[k]);
 		if (!t->stage_layers)
-			snprintf(list, sizeof list, "%lld on the first, %lld on the last",
+			snprintf(list, sizeof list, "%lld on the first, %lld on the last, 0: even",
 			         (long long)t->first_stage_layers, (long long)t->last_stage_layers);
 		diag_add(diags, DIAG_NOTE, s->file, 0,
 		         t->stage_layers ? "training.stage_layers"
