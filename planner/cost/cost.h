@@ -241,7 +241,7 @@ double cost_kernel_class_backward_factor(int cls);
 #define CALIBRATION_VERSION 1
 
 /* What a figure sets: "device.<param>", "tiers.<tier>.<param>",
- * "nic.<param>". */
+ * "nic.<param>", "train.<param>", "nccl.<algo>.<proto>.<hw>_us". */
 enum cal_param {
 	CAL_MATMUL_EFFICIENCY,       /* device.matmul_efficiency, fraction */
 	CAL_GEMM_HALF_DIM,           /* device.gemm_half_dim, elements */
@@ -262,6 +262,11 @@ enum cal_param {
 	                                forward or backward pass, on top of the kernel's */
 	CAL_TRAIN_NIC_EFFICIENCY,    /* train.nic_efficiency, ratio: the NICs' bandwidth under
 	                                training load over what train.comm_efficiency leaves */
+	CAL_NCCL_HOP_US,             /* nccl.<algo>.<proto>.<hw>_us, us: NCCL's per-hop latency
+	                                (hwLat) of one algorithm (tree, ring), protocol (ll,
+	                                ll128, simple) and link (nvlink, pci, net), in the
+	                                time of that algorithm and protocol, not in NCCL's
+	                                choice (topologies.h, topo_collectives.hop_us) */
 	CAL_PARAM_COUNT
 };
 /* The units each takes ("fraction", "elements", "us", "ratio"). */
@@ -270,7 +275,8 @@ extern const char *const cal_param_units[CAL_PARAM_COUNT];
 struct cal_figure {
 	const char *name;            /* as in the file: "tiers.nvswitch.efficiency" */
 	enum cal_param param;
-	const char *tier;            /* CAL_TIER_*: the tier's name; NULL otherwise */
+	const char *tier;            /* CAL_TIER_*: the tier's name; CAL_NCCL_HOP_US:
+	                                "<algo>.<proto>.<hw>"; NULL otherwise */
 	double lo, hi;               /* the bounds the fit respected, within the parameter's */
 	double value, std_error;
 	const char *fitted_on;       /* what it was fitted on, in words */
