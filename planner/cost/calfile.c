@@ -506,6 +506,31 @@ void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double
 	}
 }
 
+double cost_cal_get(const struct topology *t, enum cal_param p, const char *tier)
+{
+	const struct topo_tier *tr = NULL;
+	for (int i = 0; tier && i < t->n_tiers; i++)
+		if (!strcmp(t->tiers[i].name, tier))
+			tr = &t->tiers[i];
+	int hw, algo, proto;
+	switch (p) {
+	case CAL_TIER_EFFICIENCY:
+		return tr ? tr->efficiency : NAN;
+	case CAL_TIER_LATENCY_US:
+		return tr ? tr->latency_s * 1e6 : NAN;
+	case CAL_NIC_EFFICIENCY:
+		return t->nic.efficiency;
+	case CAL_NIC_LATENCY_US:
+		return t->nic.latency_s * 1e6;
+	case CAL_NCCL_HOP_US:
+		return tier && nccl_hop_parse(tier, &hw, &algo, &proto)
+		               ? cost_nccl_hop_us(t, hw, algo, proto)
+		               : NAN;
+	default:
+		return NAN;
+	}
+}
+
 bool cost_calibration_apply(const struct calibration *c, struct topology *t,
                             struct diag_list *diags)
 {

@@ -453,6 +453,11 @@ static double hop_us(const struct topology *t, int hw, int algo, int p, bool cal
 	return nccl_hop_us[hw][algo][p];
 }
 
+double cost_nccl_hop_us(const struct topology *t, int hw, int algo, int proto)
+{
+	return hop_us(t, hw, algo, proto, true);
+}
+
 /* The ring's latency with protocol p over `steps` steps, `inter_steps` of
  * them across servers (m servers), us. */
 static double ring_lat_us(const struct topology *t, int hw_in, int p, int m, int steps,

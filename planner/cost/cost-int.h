@@ -85,6 +85,13 @@ struct cost_algo_lines {
  * for none), timed with the calibrated latency where one is set. */
 double cost_algo_time(const struct cost_algo_lines *l, enum collective_algo a, double bytes,
                       int *proto);
+/* NCCL's hop latency hwLat[hw][algo][proto] as the topology's time reads
+ * it (topo_collectives.hop_us where set), us. */
+double cost_nccl_hop_us(const struct topology *t, int hw, int algo, int proto);
+/* A parameter's value in the topology, in the figure's units (cost_cal_set's
+ * inverse) for the figures a collective fit sets: tier and NIC latencies
+ * and efficiencies, NCCL's hop latencies; NAN for the others. */
+double cost_cal_get(const struct topology *t, enum cal_param p, const char *tier);
 void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int64_t *ranks,
                         int n, struct cost_algo_lines *out);
 /* The same for a group of a step whose groups put `crossing` ranks on each

@@ -433,7 +433,15 @@ struct bench_fit_options {
 	const char *tier;             /* with a topology, the figures' tier: a tier's name or
 	                                 "nic"; NULL: the innermost tier holding every rank,
 	                                 the NICs when they span servers */
+	int n_figures;                /* with a topology, the figures to fit, by a calibration
+	                                 file's names: "tiers.TIER.latency_us",
+	                                 "tiers.TIER.efficiency", "nic.latency_us",
+	                                 "nic.efficiency", "nccl.ALGO.PROTO.HW_us"; at most
+	                                 BENCH_MAX_FIGURES and the table's sizes - 1.
+	                                 0: the tier's (tier above) latency and efficiency */
+	const char *const *figures;
 };
+#define BENCH_MAX_FIGURES 6
 
 /* Latency and bandwidth fitted to a table by nonlinear least squares on
  * the relative residuals (GSL), each with its standard error, and their
@@ -447,6 +455,18 @@ struct bench_fit {
 	double line_bps;                    /* that line rate */
 	double busbw_bps, busbw_se_bps;     /* without a topology: the bus bandwidth B */
 	double cov[2][2];                   /* of (latency_us, efficiency or busbw_bps) */
+	/* Every figure fitted, in the order asked (the two above when none was):
+	 * its calibration name ("alpha_us", "busbw_GBps" without a topology),
+	 * units, the value found (raw: before holding it in its range), the
+	 * value held, standard error, the line rate of an efficiency (else 0). */
+	int n_figures;
+	struct bench_figure {
+		const char *name, *units;
+		double raw, value, se, line_bps;
+		bool identifiable, clamped;
+		bool latency;                   /* a latency (us), else a bandwidth figure */
+	} figure[BENCH_MAX_FIGURES];
+	double covariance[BENCH_MAX_FIGURES][BENCH_MAX_FIGURES]; /* of the values, in their units */
 	bool latency_identifiable, bandwidth_identifiable;
 	bool latency_clamped, efficiency_clamped;  /* held at a bound of the parameter */
 	double mape_pct, rms_pct;           /* in sample */
@@ -459,9 +479,9 @@ struct bench_fit {
 	const char **protocol;              /* per point: its protocol, or NULL */
 	int iterations;
 };
-/* False with diagnostics when the table cannot determine two figures
- * (fewer than 3 sizes, one size), the target is not in the topology, or
- * the fit fails. */
+/* False with diagnostics when the table cannot determine the figures
+ * (fewer sizes than figures + 1, one size), a figure is not one the fit
+ * can set in the topology, the target is not in it, or the fit fails. */
 bool cost_bench_fit(struct arena *a, const struct bench_table *t,
                     const struct bench_fit_options *o, struct bench_fit *out,
                     struct diag_list *diags);
