@@ -1542,3 +1542,41 @@ Test(calibrate, figures_refused)
 	               "HW nvlink, pci or net), got \"device.matmul_efficiency\"");
 	forget_diags();
 }
+
+/* --figures through the CLI: usage errors, and the reconstructed two-server
+ * H100 table fitted per protocol (its three figures in the JSON, the 8 GiB
+ * size on the tree with Simple). */
+Test(calibrate, cli_figures, .timeout = 60)
+{
+	static const char *const usage[] = {
+		"calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
+		"--figures nic.efficiency",
+		"calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
+		"--topology validation/dgx-h100-200g-x2.json --tier nic --figures nic.efficiency",
+		"calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
+		"--topology validation/dgx-h100-200g-x2.json --figures nic.efficiency,,nic.latency_us",
+	};
+	for (size_t i = 0; i < sizeof usage / sizeof *usage; i++) {
+		struct cli_run r = fixture_shardlab(usage[i], true);
+		cr_expect_eq(r.status, 2, "%s: %d\n%s", usage[i], r.status, r.out);
+		free(r.out);
+	}
+	struct cli_run r = fixture_shardlab(
+	        "calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
+	        "--topology validation/dgx-h100-200g-x2.json --json "
+	        "--figures nic.efficiency,nccl.tree.simple.net_us,nccl.ring.simple.net_us", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	free(r.out);
+	cr_assert_not_null(j);
+	cJSON *figs = cJSON_GetObjectItemCaseSensitive(j, "figures");
+	cr_assert_eq(cJSON_GetArraySize(figs), 3);
+	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(figs, "nccl.tree.simple.net_us"));
+	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(figs, "nccl.ring.simple.net_us"));
+	cJSON *pts = cJSON_GetObjectItemCaseSensitive(j, "points");
+	cr_assert_eq(cJSON_GetArraySize(pts), 6);
+	cJSON *last = cJSON_GetArrayItem(pts, 5);
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(last, "algorithm")->valuestring, "tree");
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(last, "protocol")->valuestring, "Simple");
+	cJSON_Delete(j);
+}
