@@ -18,11 +18,14 @@
  * size as the library would), or without a topology nccl-tests' alpha-beta
  * formula k_alpha alpha + k_beta S / B. Two figures: the latency (us, as
  * it is) and the efficiency or bus bandwidth (through its logarithm, so
- * it stays positive), by GSL's trust-region Levenberg-Marquardt on the
+ * it stays positive); or with a topology the figures the options name
+ * (tier and NIC latencies and efficiencies, NCCL's hop latencies by
+ * algorithm and protocol), at most the sizes - 1; by GSL's trust-region
+ * Levenberg-Marquardt on the
  * relative residuals (model - t) / t, started from the weighted linear
  * alpha-beta fit (gsl_fit_wlinear, weights 1/t^2) and from the topology's
  * own figures, the better kept. Standard errors from the covariance at the
- * solution scaled by chi^2 / (n - 2). A figure whose standard error
+ * solution scaled by chi^2 / (n - k), k figures. A figure whose standard error
  * exceeds half its value, or that lands outside its range, is not
  * identifiable from the table. Out of sample: each size left out (k-fold,
  * fold i mod 10, above 20 sizes) and predicted by the fit of the others.

@@ -507,9 +507,10 @@ void cost_bench_coefficients(enum step_kind kind, int n, double *k_alpha, double
  * B is the link's achievable rate (the file's line rate x its efficiency).
  * COLL_AUTO, and a wanted algorithm that does not apply to a group, pick
  * the algorithm with the least time (ties: ring, hierarchical,
- * halving-doubling, tree, direct), as NCCL's and HCCL's tuners do; the
- * estimator and the simulator ask the same rule, so they agree on an
- * uncontended collective. */
+ * halving-doubling, tree, direct), as NCCL's and HCCL's tuners do (NCCL's by
+ * its own latencies: a calibrated nccl.* hop latency changes the chosen
+ * one's time, never the choice); the estimator and the simulator ask the
+ * same rule, so they agree on an uncontended collective. */
 enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind kind,
                                       const int64_t *ranks, int n, double bytes,
                                       enum collective_algo wanted);

@@ -1555,6 +1555,8 @@ Test(calibrate, cli_figures, .timeout = 60)
 		"--topology validation/dgx-h100-200g-x2.json --tier nic --figures nic.efficiency",
 		"calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
 		"--topology validation/dgx-h100-200g-x2.json --figures nic.efficiency,,nic.latency_us",
+		/* a training fit's figures are train.* alone */
+		"calibrate --runs validation/megatron-dev.json --figures nccl.tree.simple.net_us",
 	};
 	for (size_t i = 0; i < sizeof usage / sizeof *usage; i++) {
 		struct cli_run r = fixture_shardlab(usage[i], true);
