@@ -88,7 +88,7 @@ static bool parse_figures(struct arena *ar, const char *list, struct rargs *r)
 		size_t len = strcspn(s, ",");
 		const char *tier = NULL, *name = arena_strndup(ar, s, len);
 		int p = name ? cost_cal_param_parse(ar, name, &tier) : -1;
-		if (p < CAL_TRAIN_GEMM_EFFICIENCY) {
+		if (p < CAL_TRAIN_GEMM_EFFICIENCY || p > CAL_TRAIN_NIC_EFFICIENCY) {
 			fprintf(stderr, "shardlab calibrate: --figures takes train.gemm_efficiency, "
 			        "train.comm_efficiency, train.op_overhead_us or train.nic_efficiency "
 			        "(comma-separated), got '%.*s'\n", (int)len, s);

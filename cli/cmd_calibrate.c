@@ -24,7 +24,8 @@ static void help(FILE *f)
 	        "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]]\n"
 	        "                               [--json | --csv] [--out FILE]\n"
 	        "       shardlab calibrate BENCH --collective NAME [--ranks N]\n"
-	        "                               [--topology FILE [--tier NAME]]\n"
+	        "                               [--topology FILE [--tier NAME |\n"
+	        "                                --figures NAMES]]\n"
 	        "                               [--algorithm NAME] [--json | --csv]\n"
 	        "                               [--out FILE]\n"
 	        "\n"
@@ -109,6 +110,15 @@ static void help(FILE *f)
 	        "  --ranks N        the ranks measured (nccl-tests: its \"# Rank\" lines\n"
 	        "                   when printed; needed for hccl_test)\n"
 	        "  --tier NAME      the figures' tier (a tier of the topology, or nic)\n"
+	        "  --figures NAMES  fit these figures instead (comma-separated, at most\n"
+	        "                   the sizes - 1; with --topology, not --tier):\n"
+	        "                   tiers.TIER.latency_us, tiers.TIER.efficiency,\n"
+	        "                   nic.latency_us, nic.efficiency, and NCCL's per-step\n"
+	        "                   latency by algorithm and protocol,\n"
+	        "                   nccl.ALGO.PROTO.HW_us (ALGO tree or ring, PROTO ll,\n"
+	        "                   ll128 or simple, HW nvlink, pci or net): it moves the\n"
+	        "                   time of that algorithm and protocol, not NCCL's\n"
+	        "                   choice of them\n"
 	        "  --algorithm NAME the algorithm the run forced (NCCL_ALGO): ring,\n"
 	        "                   tree, ...; default auto, the library's choice\n"
 	        "\n"
@@ -129,6 +139,7 @@ struct args {
 	int64_t ranks;               /* 0: the table's */
 	const char *tier;
 	int algo;                    /* enum collective_algo */
+	const char *figures;         /* --figures NAME[,NAME...]; NULL: the tier's pair */
 };
 
 /* The collectives --collective names, nccl-tests' words, and their steps. */
@@ -170,7 +181,7 @@ static bool parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(argv[i], "--topology") || !strcmp(argv[i], "--keep") ||
 		           !strcmp(argv[i], "--out") || !strcmp(argv[i], "--collective") ||
 		           !strcmp(argv[i], "--ranks") || !strcmp(argv[i], "--tier") ||
-		           !strcmp(argv[i], "--algorithm")) {
+		           !strcmp(argv[i], "--algorithm") || !strcmp(argv[i], "--figures")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "shardlab calibrate: %s needs a value\n", argv[i]);
 				return false;
@@ -182,6 +193,8 @@ static bool parse_args(int argc, char **argv, struct args *a)
 				a->out = v;
 			else if (!strcmp(o, "--tier"))
 				a->tier = v;
+			else if (!strcmp(o, "--figures"))
+				a->figures = v;
 			else if (!strcmp(o, "--collective") &&
 			         (a->collective = cli_parse_name("calibrate", o, v, collective_words,
 			                                         (int)SL_COUNTOF(collective_words))) < 0)
@@ -657,30 +670,15 @@ struct bfig {
 	const char *units;
 };
 
-static int bench_figures(const struct bench_fit *f, struct bfig fig[2])
+static int bench_figures(const struct bench_fit *f, struct bfig fig[BENCH_MAX_FIGURES])
 {
-	if (f->target) {
-		snprintf(fig[0].name, sizeof fig[0].name, "%s.latency_us", f->target);
-		snprintf(fig[1].name, sizeof fig[1].name, "%s.efficiency", f->target);
-		fig[0].units = "us";
-		fig[1].units = "fraction";
-		fig[1].value = f->efficiency_clamped ? 1 : f->efficiency;
-		fig[1].se = f->efficiency_se;
-	} else {
-		snprintf(fig[0].name, sizeof fig[0].name, "alpha_us");
-		snprintf(fig[1].name, sizeof fig[1].name, "busbw_GBps");
-		fig[0].units = "us";
-		fig[1].units = "GB/s";
-		fig[1].value = f->busbw_bps * 1e-9;
-		fig[1].se = f->busbw_se_bps * 1e-9;
+	for (int k = 0; k < f->n_figures; k++) {
+		const struct bench_figure *g = &f->figure[k];
+		fig[k] = (struct bfig){.value = g->value, .se = g->se, .identifiable = g->identifiable,
+		                       .clamped = g->clamped, .units = g->units};
+		snprintf(fig[k].name, sizeof fig[k].name, "%s", g->name);
 	}
-	fig[0].value = f->latency_clamped ? 0 : f->latency_us;
-	fig[0].se = f->latency_se_us;
-	fig[0].identifiable = f->latency_identifiable;
-	fig[1].identifiable = f->bandwidth_identifiable;
-	fig[0].clamped = f->latency_clamped;
-	fig[1].clamped = f->efficiency_clamped;
-	return 2;
+	return f->n_figures;
 }
 
 static const char *bench_what(char *buf, size_t size, const struct args *a,
@@ -695,33 +693,34 @@ static void bench_text(const struct args *a, const struct bench_table *t,
                        const struct topology *topo, int ranks, const struct bench_fit *f)
 {
 	char b[4][48], what[512];
-	struct bfig fig[2];
+	struct bfig fig[BENCH_MAX_FIGURES];
 	memset(fig, 0, sizeof fig);
-	bench_figures(f, fig);
+	int nf = bench_figures(f, fig);
 	printf("calibrate %s", bench_what(what, sizeof what, a, t, ranks));
 	if (topo)
 		printf(" on %s (%s): %s", topo->name, a->topology, f->target);
 	printf("\n\n  %-30s %-10s %s\n", "figure", "value", "std. error");
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < nf; k++) {
 		printf("  %-30s %-10.4g %.2g", fig[k].name, fig[k].value, fig[k].se);
-		if (k == 1 && topo)
-			printf("  of the line rate %s", cli_si(b[0], 48, f->line_bps, "B/s"));
+		if (f->figure[k].line_bps > 0)
+			printf("  of the line rate %s", cli_si(b[0], 48, f->figure[k].line_bps, "B/s"));
 		else if (k == 0 && !topo)
 			printf("  per algorithm step");
 		printf("\n");
 	}
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < nf; k++) {
 		if (fig[k].clamped)
 			printf("warning: %s came out at %.4g, outside its range: held at %.4g\n",
-			       fig[k].name, k == 0 ? f->latency_us : f->efficiency, fig[k].value);
+			       fig[k].name, f->figure[k].raw, fig[k].value);
 		if (!fig[k].identifiable)
 			printf("warning: %s is not identifiable from this table (its standard error is "
 			       "over half its value, or it left its range): %s\n", fig[k].name,
-			       k == 0 ? "sizes small enough for the latency to show are needed"
-			              : "sizes large enough for the bandwidth to show are needed");
+			       f->figure[k].latency
+			               ? "sizes small enough for the latency to show are needed"
+			               : "sizes large enough for the bandwidth to show are needed");
 	}
-	printf("\nfit: %d sizes, 2 figures, %d iterations; in sample MAPE %.1f%% (RMS %.1f%%)\n",
-	       f->n_points, f->iterations, f->mape_pct, f->rms_pct);
+	printf("\nfit: %d sizes, %d figures, %d iterations; in sample MAPE %.1f%% (RMS %.1f%%)\n",
+	       f->n_points, nf, f->iterations, f->mape_pct, f->rms_pct);
 	if (isfinite(f->cv_mape_pct))
 		printf("cross-validated (%s, %d folds): MAPE %.1f%% (RMS %.1f%%)\n", f->cv_method,
 		       f->cv_folds, f->cv_mape_pct, f->cv_rms_pct);
@@ -752,9 +751,9 @@ static void bench_text(const struct args *a, const struct bench_table *t,
 static cJSON *bench_json(const struct args *a, const struct bench_table *t,
                          const struct topology *topo, int ranks, const struct bench_fit *f)
 {
-	struct bfig fig[2];
+	struct bfig fig[BENCH_MAX_FIGURES];
 	memset(fig, 0, sizeof fig);
-	bench_figures(f, fig);
+	int nf = bench_figures(f, fig);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "table", t->file);
 	cJSON_AddStringToObject(o, "tool", bench_tool_names[t->tool]);
@@ -770,7 +769,7 @@ static cJSON *bench_json(const struct args *a, const struct bench_table *t,
 		cJSON_AddNullToObject(o, "line_bps");
 	}
 	cJSON *fs = cJSON_AddObjectToObject(o, "figures");
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < nf; k++) {
 		cJSON *e = cJSON_AddObjectToObject(fs, fig[k].name);
 		cJSON_AddNumberToObject(e, "value", fig[k].value);
 		if (isfinite(fig[k].se))
@@ -884,21 +883,21 @@ bool cli_calibration_write(const char *path, const struct calibration *c)
 static bool bench_out(struct arena *ar, const struct args *a, const struct bench_table *t,
                       const struct topology *topo, int ranks, const struct bench_fit *f)
 {
-	struct bfig fig[2];
+	struct bfig fig[BENCH_MAX_FIGURES];
 	memset(fig, 0, sizeof fig);
-	bench_figures(f, fig);
+	int nf = bench_figures(f, fig);
 	char what[512];
 	struct calibration *c = arena_calloc(ar, 1, sizeof *c);
-	struct cal_figure *cf = arena_calloc(ar, 2, sizeof *cf);
+	struct cal_figure *cf = arena_calloc(ar, (size_t)nf, sizeof *cf);
 	struct cal_fit *fit = arena_calloc(ar, 1, sizeof *fit);
-	const char **names = arena_calloc(ar, 2, sizeof *names);
-	double *cov = arena_calloc(ar, 4, sizeof *cov);
+	const char **names = arena_calloc(ar, (size_t)nf, sizeof *names);
+	double *cov = arena_calloc(ar, (size_t)(nf * nf), sizeof *cov);
 	if (!c || !cf || !fit || !names || !cov)
 		return false;
 	const char *on = arena_printf(ar, "%s on %s", bench_what(what, sizeof what, a, t, ranks),
 	                              topo->name);
-	int n = 0, at[2];
-	for (int k = 0; k < 2; k++) {
+	int n = 0, at[BENCH_MAX_FIGURES];
+	for (int k = 0; k < nf; k++) {
 		if (!fig[k].identifiable) {
 			fprintf(stderr, "shardlab calibrate: %s is left out of %s: not identifiable from "
 			        "the table (the topology keeps its own)\n", fig[k].name, a->out);
@@ -906,9 +905,12 @@ static bool bench_out(struct arena *ar, const struct args *a, const struct bench
 		}
 		const char *tier = NULL;
 		int p = cost_cal_param_parse(ar, fig[k].name, &tier);
+		double lo, hi;
+		bool open;
+		cost_cal_param_range((enum cal_param)p, &lo, &hi, &open);
 		cf[n] = (struct cal_figure){.name = arena_strdup(ar, fig[k].name),
 		                            .param = (enum cal_param)p, .tier = tier, .lo = 0,
-		                            .hi = k == 0 ? 1e6 : 1, .value = fig[k].value,
+		                            .hi = hi, .value = fig[k].value,
 		                            .std_error = fig[k].se, .fitted_on = on,
 		                            .cv_error_pct = f->cv_mape_pct, .fit = "collectives"};
 		names[n] = cf[n].name;
@@ -921,7 +923,7 @@ static bool bench_out(struct arena *ar, const struct args *a, const struct bench
 	}
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++)
-			cov[i * n + j] = f->cov[at[i]][at[j]];
+			cov[i * n + j] = f->covariance[at[i]][at[j]];
 	*fit = (struct cal_fit){.name = "collectives", .kind = "collectives", .fitted_on = on,
 	                        .points = t->n_points, .cv_method = f->cv_method,
 	                        .cv_folds = f->cv_folds, .cv_mape_pct = f->cv_mape_pct,
@@ -950,6 +952,30 @@ static int calibrate_bench(struct arena *ar, const struct args *a, struct diag_l
 		        "--topology FILE\n");
 		return EXIT_USAGE;
 	}
+	if (a->figures && (!a->topology || a->tier)) {
+		fprintf(stderr, "shardlab calibrate: --figures names figures of a topology: give "
+		        "--topology FILE%s\n", a->tier ? ", and no --tier (each figure names its own)" : "");
+		return EXIT_USAGE;
+	}
+	/* --figures NAME[,NAME...] */
+	int n_figures = 0;
+	const char **figures = NULL;
+	for (const char *s = a->figures; s && *s; s += strcspn(s, ",") + (s[strcspn(s, ",")] == ','))
+		n_figures++;
+	if (a->figures && (n_figures == 0 || a->figures[strlen(a->figures) - 1] == ',' ||
+	                   strstr(a->figures, ",,"))) {
+		fprintf(stderr, "shardlab calibrate: --figures takes names separated by commas, got "
+		        "'%s'\n", a->figures);
+		return EXIT_USAGE;
+	}
+	figures = n_figures ? arena_calloc(ar, (size_t)n_figures, sizeof *figures) : NULL;
+	for (int k = 0, at = 0; k < n_figures; k++) {
+		size_t len = strcspn(a->figures + at, ",");
+		figures[k] = arena_strndup(ar, a->figures + at, len);
+		if (!figures[k])
+			return EXIT_INVALID;
+		at += (int)len + 1;
+	}
 	struct topology *topo = a->topology ? cli_load_topology(ar, a->topology, d) : NULL;
 	struct bench_table *t = (topo || !a->topology) ? cost_bench_load(ar, a->table, d) : NULL;
 	if (!t)
@@ -967,7 +993,7 @@ static int calibrate_bench(struct arena *ar, const struct args *a, struct diag_l
 	}
 	struct bench_fit_options o = {.topo = topo, .collective = collective_steps[a->collective],
 	                              .ranks = ranks, .algo = (enum collective_algo)a->algo,
-	                              .tier = a->tier};
+	                              .tier = a->tier, .n_figures = n_figures, .figures = figures};
 	struct bench_fit f;
 	if (!cost_bench_fit(ar, t, &o, &f, d))
 		return EXIT_INVALID;

@@ -90,6 +90,13 @@ static uint64_t fnv_topo(uint64_t h, const struct topology *t)
 	                 c->nvls, c->pipeline};
 	for (size_t i = 0; i < SL_COUNTOF(coll); i++)
 		h = fnv_num(h, coll[i]);
+	/* calibrated NCCL hop latencies, where any is set (so that an
+	 * uncalibrated topology keeps its hash) */
+	for (int hw = 0; c->hop_set && hw < 3; hw++)
+		for (int al = 0; al < 2; al++)
+			for (int p = 0; p < 3; p++)
+				if (c->hop_set & TOPO_NCCL_HOP_BIT(hw, al, p))
+					h = fnv_num(fnv_num(h, hw * 6 + al * 3 + p), c->hop_us[hw][al][p]);
 	return h;
 }
 

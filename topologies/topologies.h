@@ -131,7 +131,16 @@ struct topo_collectives {
 	                                (NVLink SHARP), so NCCL's NVLS algorithms run */
 	bool pipeline;               /* HCCL: its pipeline algorithm across servers (Atlas A2):
 	                                the servers' ring and the forwarding inside at once */
+	/* NCCL: calibrated per-hop latencies (a calibration's "nccl.ALGO.PROTO.HW_us",
+	 * docs/formats.md), in place of NCCL's hwLat in the time of that
+	 * algorithm and protocol, never in NCCL's choice:
+	 * hop_us[hardware: NVLink, PCI, network][algorithm: tree, ring][protocol: LL,
+	 * LL128, Simple], us; bit TOPO_NCCL_HOP_BIT(hw, algo, proto) of hop_set
+	 * says that entry is set (clear: NCCL's own). */
+	double hop_us[3][2][3];
+	unsigned hop_set;
 };
+#define TOPO_NCCL_HOP_BIT(hw, algo, proto) (1u << ((hw) * 6 + (algo) * 3 + (proto)))
 
 struct topo_nic {
 	int per_server;              /* device d uses NIC d * per_server / devices_per_server */

@@ -18,11 +18,14 @@
  * size as the library would), or without a topology nccl-tests' alpha-beta
  * formula k_alpha alpha + k_beta S / B. Two figures: the latency (us, as
  * it is) and the efficiency or bus bandwidth (through its logarithm, so
- * it stays positive), by GSL's trust-region Levenberg-Marquardt on the
+ * it stays positive); or with a topology the figures the options name
+ * (tier and NIC latencies and efficiencies, NCCL's hop latencies by
+ * algorithm and protocol), at most the sizes - 1; by GSL's trust-region
+ * Levenberg-Marquardt on the
  * relative residuals (model - t) / t, started from the weighted linear
  * alpha-beta fit (gsl_fit_wlinear, weights 1/t^2) and from the topology's
  * own figures, the better kept. Standard errors from the covariance at the
- * solution scaled by chi^2 / (n - 2). A figure whose standard error
+ * solution scaled by chi^2 / (n - k), k figures. A figure whose standard error
  * exceeds half its value, or that lands outside its range, is not
  * identifiable from the table. Out of sample: each size left out (k-fold,
  * fold i mod 10, above 20 sizes) and predicted by the fit of the others.
@@ -311,39 +314,63 @@ void cost_bench_coefficients(enum step_kind kind, int n, double *k_alpha, double
 	*k_beta = (kind == STEP_ALLREDUCE ? 2 * m : m) / (n > 0 ? n : 1);
 }
 
-/* The model: x = (latency in us, log of the efficiency or of B in GB/s). */
+/* The model: x[k] the k-th figure, a latency in us as it is, an efficiency
+ * (or without a topology B in GB/s) through its logarithm. */
+struct bfig_ctx {
+	enum cal_param param;
+	const char *key;             /* cost_cal_set's tier: a tier's name, NCCL's hop */
+	int tier;                    /* CAL_TIER_*: the tier's index */
+	double line_bps;             /* an efficiency's line rate */
+	bool log;                    /* fitted through its logarithm */
+};
+
 struct bctx {
 	const struct bench_table *t;
 	const struct bench_fit_options *o;
 	const int64_t *ranks;
-	int tier;                    /* the target tier, -1 for the NICs */
-	double line_bps;             /* the target's line rate */
+	int tier;                    /* the default target tier, -1 for the NICs */
 	double k_alpha, k_beta;
+	int k;                       /* figures */
+	struct bfig_ctx fig[BENCH_MAX_FIGURES];
 	const bool *use;             /* the points fitted (NULL: all) */
 	int n_use;
 	struct topology topo;        /* a copy that takes the figures */
 };
 
-static void set_figures(struct bctx *c, double latency_us, double eff)
+static void set_figures(struct bctx *c, const double *x)
 {
-	if (c->tier >= 0) {
-		struct topo_tier *t = &c->topo.tiers[c->tier];
-		t->latency_s = latency_us * 1e-6;
-		t->efficiency = eff;
-		t->bandwidth_bps = c->line_bps * eff;
-	} else {
-		c->topo.nic.latency_s = latency_us * 1e-6;
-		c->topo.nic.efficiency = eff;
-		c->topo.nic.bandwidth_bps = c->line_bps * eff;
+	for (int k = 0; k < c->k; k++) {
+		const struct bfig_ctx *f = &c->fig[k];
+		double v = f->log ? exp(x[k]) : x[k];
+		struct topo_tier *t = f->tier >= 0 ? &c->topo.tiers[f->tier] : NULL;
+		switch (f->param) {
+		case CAL_TIER_LATENCY_US:
+			t->latency_s = v * 1e-6;
+			break;
+		case CAL_TIER_EFFICIENCY:
+			t->efficiency = v;
+			t->bandwidth_bps = f->line_bps * v;
+			break;
+		case CAL_NIC_LATENCY_US:
+			c->topo.nic.latency_s = v * 1e-6;
+			break;
+		case CAL_NIC_EFFICIENCY:
+			c->topo.nic.efficiency = v;
+			c->topo.nic.bandwidth_bps = f->line_bps * v;
+			break;
+		default:
+			cost_cal_set(&c->topo, f->param, f->key, v);
+			break;
+		}
 	}
 }
 
-static double model_at(struct bctx *c, double latency_us, double logb, double bytes,
-                       enum collective_algo *algo, const char **protocol)
+static double model_at(struct bctx *c, const double *x, double bytes, enum collective_algo *algo,
+                       const char **protocol)
 {
 	if (!c->o->topo)
-		return c->k_alpha * latency_us * 1e-6 + c->k_beta * bytes / (exp(logb) * 1e9);
-	set_figures(c, latency_us, exp(logb));
+		return c->k_alpha * x[0] * 1e-6 + c->k_beta * bytes / (exp(x[1]) * 1e9);
+	set_figures(c, x);
 	int n = c->o->ranks;
 	enum collective_algo al =
 		cost_choose_algo(&c->topo, c->o->collective, c->ranks, n, bytes, c->o->algo);
@@ -354,16 +381,19 @@ static double model_at(struct bctx *c, double latency_us, double logb, double by
 	return cost_collective_algo_s(&c->topo, c->o->collective, al, c->ranks, n, bytes);
 }
 
-static int residuals(const gsl_vector *x, void *data, gsl_vector *f)
+static int residuals(const gsl_vector *xv, void *data, gsl_vector *f)
 {
 	struct bctx *c = data;
-	size_t k = 0;
+	double x[BENCH_MAX_FIGURES];
+	for (int k = 0; k < c->k; k++)
+		x[k] = gsl_vector_get(xv, (size_t)k);
+	size_t j = 0;
 	for (int i = 0; i < c->t->n_points; i++) {
 		if (c->use && !c->use[i])
 			continue;
 		const struct bench_point *p = &c->t->points[i];
-		double m = model_at(c, gsl_vector_get(x, 0), gsl_vector_get(x, 1), p->bytes, NULL, NULL);
-		gsl_vector_set(f, k++, (m - p->seconds) / p->seconds);
+		double m = model_at(c, x, p->bytes, NULL, NULL);
+		gsl_vector_set(f, j++, (m - p->seconds) / p->seconds);
 	}
 	return GSL_SUCCESS;
 }
@@ -372,15 +402,23 @@ static int residuals(const gsl_vector *x, void *data, gsl_vector *f)
 static bool run_lm(struct bctx *c, gsl_vector *x, gsl_matrix *covar, double *cost,
                    int *iterations)
 {
-	gsl_multifit_nlinear_fdf fdf = {residuals, NULL, NULL, (size_t)c->n_use, 2, c, 0, 0, 0};
+	gsl_multifit_nlinear_fdf fdf = {residuals, NULL, NULL, (size_t)c->n_use, (size_t)c->k, c,
+	                                0, 0, 0};
 	return cost_lm_solve(&fdf, x, covar, cost, iterations);
 }
 
 /* The weighted linear alpha-beta fit t = a + b S (weights 1/t^2) of the
- * points in use, as a start: x0 the step latency a / k_alpha in us, x1
- * the log of B = k_beta / b (in GB/s), or of B over the line rate. */
-static bool linear_start(const struct bctx *c, double x[2])
+ * points in use, as a start: a tier's or the NICs' latency the step
+ * latency a / k_alpha in us, an efficiency (or B) from B = k_beta / b (in
+ * GB/s), over its line rate; the other figures at x's. False when no
+ * figure takes it. */
+static bool linear_start(const struct bctx *c, double *x)
 {
+	bool any = !c->o->topo;
+	for (int k = 0; k < c->k; k++)
+		any = any || c->fig[k].param != CAL_NCCL_HOP_US;
+	if (!any)
+		return false;
 	int n = 0;
 	double *s = malloc(sizeof(double) * (size_t)c->t->n_points * 3);
 	if (!s)
@@ -400,39 +438,50 @@ static bool linear_start(const struct bctx *c, double x[2])
 	if (!ok)
 		return false;
 	double bw = c->k_beta / b;
-	x[0] = c->k_alpha > 0 ? (a > 0 ? a : 0) / c->k_alpha * 1e6 : 0;
-	x[1] = c->o->topo ? log(fmin(bw / c->line_bps, 1)) : log(bw / 1e9);
+	double lat = c->k_alpha > 0 ? (a > 0 ? a : 0) / c->k_alpha * 1e6 : 0;
+	if (!c->o->topo) {
+		x[0] = lat;
+		x[1] = log(bw / 1e9);
+		return true;
+	}
+	for (int k = 0; k < c->k; k++) {
+		if (c->fig[k].param == CAL_NCCL_HOP_US)
+			continue;
+		x[k] = c->fig[k].log ? log(fmin(bw / c->fig[k].line_bps, 1)) : lat;
+	}
 	return true;
 }
 
 /* The best of the starts: the linear fit's, the topology's own figures. */
-static bool fit_points(struct bctx *c, double x[2], gsl_matrix *covar, double *cost,
+static bool fit_points(struct bctx *c, double *x, gsl_matrix *covar, double *cost,
                        int *iterations)
 {
-	double starts[2][2];
+	double starts[2][BENCH_MAX_FIGURES], own[BENCH_MAX_FIGURES] = {0};
 	int n_starts = 0;
+	for (int k = 0; k < c->k; k++) {
+		double v = c->o->topo ? cost_cal_get(c->o->topo, c->fig[k].param, c->fig[k].key) : 0;
+		own[k] = c->fig[k].log ? log(v) : v;
+	}
+	memcpy(starts[0], own, sizeof own);
 	if (linear_start(c, starts[n_starts]))
 		n_starts++;
-	if (c->o->topo) {
-		const struct topology *t = c->o->topo;
-		starts[n_starts][0] = (c->tier >= 0 ? t->tiers[c->tier].latency_s : t->nic.latency_s) * 1e6;
-		starts[n_starts][1] = log(c->tier >= 0 ? t->tiers[c->tier].efficiency : t->nic.efficiency);
-		n_starts++;
-	}
+	if (c->o->topo)
+		memcpy(starts[n_starts++], own, sizeof own);
 	bool any = false;
-	gsl_vector *v = gsl_vector_alloc(2);
-	gsl_matrix *cv = gsl_matrix_alloc(2, 2);
-	for (int k = 0; v && cv && k < n_starts; k++) {
+	size_t k = (size_t)c->k;
+	gsl_vector *v = gsl_vector_alloc(k);
+	gsl_matrix *cv = gsl_matrix_alloc(k, k);
+	for (int s = 0; v && cv && s < n_starts; s++) {
 		double cst;
 		int it = 0;
-		gsl_vector_set(v, 0, starts[k][0]);
-		gsl_vector_set(v, 1, starts[k][1]);
+		for (size_t j = 0; j < k; j++)
+			gsl_vector_set(v, j, starts[s][j]);
 		if (!run_lm(c, v, covar ? cv : NULL, &cst, &it) || (any && !(cst < *cost)))
 			continue;
 		any = true;
 		*cost = cst;
-		x[0] = gsl_vector_get(v, 0);
-		x[1] = gsl_vector_get(v, 1);
+		for (size_t j = 0; j < k; j++)
+			x[j] = gsl_vector_get(v, j);
 		if (iterations)
 			*iterations = it;
 		if (covar)
@@ -491,9 +540,76 @@ static bool pick_target(struct arena *a, const struct bench_fit_options *o, cons
 	return *name != NULL;
 }
 
+/* The figures --figures names (o->figures) resolved in the topology:
+ * each one a collective fit can set, in it, named once; false after a
+ * diagnostic. */
+static bool pick_figures(struct arena *a, struct bctx *c, const char *file, struct diag_list *d)
+{
+	const struct bench_fit_options *o = c->o;
+	const struct topology *t = o->topo;
+	int n = c->t->n_points;
+	if (o->n_figures > BENCH_MAX_FIGURES || o->n_figures > n - 1) {
+		diag_add(d, DIAG_ERROR, file, 0, NULL,
+		         "%d figures from %d size%s: at most %d (one fewer than the sizes, for their "
+		         "errors, and at most %d)", o->n_figures, n, n == 1 ? "" : "s",
+		         n - 1 < BENCH_MAX_FIGURES ? n - 1 : BENCH_MAX_FIGURES, BENCH_MAX_FIGURES);
+		return false;
+	}
+	bool ok = true;
+	c->k = o->n_figures;
+	for (int k = 0; k < c->k; k++) {
+		const char *name = o->figures[k], *key = NULL;
+		struct bfig_ctx *f = &c->fig[k];
+		int p = cost_cal_param_parse(a, name, &key);
+		*f = (struct bfig_ctx){.param = (enum cal_param)p, .key = key, .tier = -1};
+		for (int j = 0; j < k; j++)
+			if (!strcmp(o->figures[j], name)) {
+				diag_add(d, DIAG_ERROR, file, 0, NULL, "the figure %s is named twice", name);
+				ok = false;
+			}
+		if (p != CAL_TIER_LATENCY_US && p != CAL_TIER_EFFICIENCY && p != CAL_NIC_LATENCY_US &&
+		    p != CAL_NIC_EFFICIENCY && p != CAL_NCCL_HOP_US) {
+			diag_add(d, DIAG_ERROR, file, 0, NULL,
+			         "a collective fit sets \"tiers.TIER.latency_us\", "
+			         "\"tiers.TIER.efficiency\", \"nic.latency_us\", \"nic.efficiency\" or "
+			         "\"nccl.ALGO.PROTO.HW_us\" (ALGO tree or ring, PROTO ll, ll128 or simple, "
+			         "HW nvlink, pci or net), got \"%s\"", name);
+			ok = false;
+			continue;
+		}
+		f->log = p == CAL_TIER_EFFICIENCY || p == CAL_NIC_EFFICIENCY;
+		if (p == CAL_TIER_LATENCY_US || p == CAL_TIER_EFFICIENCY) {
+			for (int i = 0; i < t->n_tiers; i++)
+				if (!strcmp(t->tiers[i].name, key))
+					f->tier = i;
+			if (f->tier < 0) {
+				diag_add(d, DIAG_ERROR, file, 0, NULL, "%s: the topology %s has no tier "
+				         "\"%s\"", name, t->name, key);
+				ok = false;
+				continue;
+			}
+			f->line_bps = t->tiers[f->tier].bandwidth_bps / t->tiers[f->tier].efficiency;
+		} else if (p == CAL_NIC_LATENCY_US || p == CAL_NIC_EFFICIENCY) {
+			if (t->nic.per_server <= 0) {
+				diag_add(d, DIAG_ERROR, file, 0, NULL, "%s: the topology %s has no NICs",
+				         name, t->name);
+				ok = false;
+				continue;
+			}
+			f->line_bps = t->nic.bandwidth_bps / t->nic.efficiency;
+		} else if (t->coll.library != TOPO_COLL_NCCL) {
+			diag_add(d, DIAG_ERROR, file, 0, NULL,
+			         "%s is a latency of NCCL's; the topology %s's library is \"%s\"", name,
+			         t->name, topo_coll_library_names[t->coll.library]);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
 /* Out of sample: each fold left out and predicted by the fit of the
  * others, from the full fit's solution. */
-static void cross_validate(struct arena *a, struct bctx *c, const double x_full[2],
+static void cross_validate(struct arena *a, struct bctx *c, const double *x_full,
                            struct bench_fit *out)
 {
 	int n = c->t->n_points;
@@ -512,12 +628,13 @@ static void cross_validate(struct arena *a, struct bctx *c, const double x_full[
 			kept += (use[i] = i % folds != f);
 		c->use = use;
 		c->n_use = kept;
-		double x[2] = {x_full[0], x_full[1]}, cost = 0;
-		if (kept < 2 || !fit_points(c, x, NULL, &cost, NULL))
+		double x[BENCH_MAX_FIGURES], cost = 0;
+		memcpy(x, x_full, sizeof(double) * (size_t)c->k);
+		if (kept < c->k || !fit_points(c, x, NULL, &cost, NULL))
 			return;
 		for (int i = 0; i < n; i++)
 			if (!use[i]) {
-				out->cv_s[i] = model_at(c, x[0], x[1], c->t->points[i].bytes, NULL, NULL);
+				out->cv_s[i] = model_at(c, x, c->t->points[i].bytes, NULL, NULL);
 				double e = out->cv_s[i] / c->t->points[i].seconds - 1;
 				sum += fabs(e);
 				sum2 += e * e;
@@ -527,6 +644,67 @@ static void cross_validate(struct arena *a, struct bctx *c, const double x_full[
 	c->n_use = n;
 	out->cv_mape_pct = 100 * sum / n;
 	out->cv_rms_pct = 100 * sqrt(sum2 / n);
+}
+
+/* The figures' values, errors, flags and covariance from the solution x
+ * and the unscaled covariance (scaled by s2 = chi^2 / (n - k)); the
+ * pair's fields of earlier versions from the first two. */
+static void report_figures(struct arena *a, const struct bctx *c, const double *x,
+                           const gsl_matrix *covar, double s2, struct bench_fit *out)
+{
+	const struct bench_fit_options *o = c->o;
+	double jac[BENCH_MAX_FIGURES];
+	out->n_figures = c->k;
+	for (int k = 0; k < c->k; k++) {
+		const struct bfig_ctx *f = &c->fig[k];
+		struct bench_figure *g = &out->figure[k];
+		double v = f->log ? exp(x[k]) : x[k];
+		/* through its logarithm: d(e^x) = e^x dx */
+		jac[k] = f->log ? v : 1;
+		g->raw = v;
+		g->se = jac[k] * sqrt(gsl_matrix_get(covar, (size_t)k, (size_t)k) * s2);
+		g->latency = !f->log;
+		g->line_bps = f->log ? f->line_bps : 0;
+		if (!o->topo) {
+			g->name = k == 0 ? "alpha_us" : "busbw_GBps";
+			g->units = k == 0 ? "us" : "GB/s";
+		} else if (o->n_figures > 0) {
+			g->name = o->figures[k];
+		} else {
+			g->name = arena_printf(a, "%s.%s", out->target, k == 0 ? "latency_us" : "efficiency");
+		}
+		if (o->topo)
+			g->units = f->log ? "fraction" : "us";
+		g->clamped = f->log ? o->topo && v > 1 : v < 0;
+		g->value = g->clamped ? (f->log ? 1 : 0) : v;
+		g->identifiable = isfinite(g->se) && g->se <= 0.5 * v &&
+		                  (f->log ? !g->clamped : v > 0);
+	}
+	for (int i = 0; i < c->k; i++)
+		for (int j = 0; j < c->k; j++)
+			out->covariance[i][j] =
+			        i == j ? out->figure[i].se * out->figure[i].se
+			               : jac[i] * jac[j] * (gsl_matrix_get(covar, (size_t)i, (size_t)j) * s2);
+	if (o->n_figures > 0)
+		return;
+	/* the pair: the latency, then the efficiency (or B, in bytes/s) */
+	double u = o->topo ? 1 : 1e9;
+	out->latency_us = x[0];
+	out->latency_se_us = out->figure[0].se;
+	out->cov[0][0] = out->covariance[0][0];
+	out->cov[0][1] = out->cov[1][0] = out->covariance[0][1] * u;
+	out->cov[1][1] = (u * u) * out->figure[1].se * out->figure[1].se;
+	if (o->topo) {
+		out->efficiency = out->figure[1].raw;
+		out->efficiency_se = out->figure[1].se;
+	} else {
+		out->busbw_bps = out->figure[1].raw * u;
+		out->busbw_se_bps = out->figure[1].se * u;
+	}
+	out->latency_identifiable = out->figure[0].identifiable;
+	out->bandwidth_identifiable = out->figure[1].identifiable;
+	out->latency_clamped = out->figure[0].clamped;
+	out->efficiency_clamped = out->figure[1].clamped;
 }
 
 bool cost_bench_fit(struct arena *a, const struct bench_table *t,
@@ -547,70 +725,69 @@ bool cost_bench_fit(struct arena *a, const struct bench_table *t,
 		         o->topo ? " (more than the topology has, or fewer than 2)" : " (fewer than 2)");
 		return false;
 	}
+	if (o->n_figures > 0 && !o->topo) {
+		diag_add(diags, DIAG_ERROR, t->file, 0, NULL,
+		         "figures of a topology need the topology: without one the fit gives "
+		         "alpha_us and busbw_GBps");
+		return false;
+	}
 	gsl_set_error_handler_off();
 	struct bctx *c = arena_calloc(a, 1, sizeof *c);
 	int64_t *ranks = arena_calloc(a, (size_t)o->ranks, sizeof *ranks);
 	out->model_s = arena_calloc(a, (size_t)n, sizeof *out->model_s);
 	out->algo = arena_calloc(a, (size_t)n, sizeof *out->algo);
 	out->protocol = arena_calloc(a, (size_t)n, sizeof *out->protocol);
-	gsl_matrix *covar = gsl_matrix_alloc(2, 2);
-	if (!c || !ranks || !out->model_s || !out->algo || !out->protocol || !covar) {
-		gsl_matrix_free(covar);
+	if (!c || !ranks || !out->model_s || !out->algo || !out->protocol) {
 		diag_add(diags, DIAG_ERROR, t->file, 0, NULL, "out of memory");
 		return false;
 	}
 	for (int r = 0; r < o->ranks; r++)
 		ranks[r] = r;
-	*c = (struct bctx){.t = t, .o = o, .ranks = ranks, .n_use = n};
+	*c = (struct bctx){.t = t, .o = o, .ranks = ranks, .n_use = n, .k = 2};
+	c->fig[1].log = true;
+	c->fig[0].tier = c->fig[1].tier = -1;
 	cost_bench_coefficients(o->collective, o->ranks, &c->k_alpha, &c->k_beta);
-	if (o->topo) {
+	if (o->topo && o->n_figures > 0) {
 		c->topo = *o->topo;
-		if (!pick_target(a, o, t->file, &c->tier, &out->target, diags)) {
-			gsl_matrix_free(covar);
+		if (!pick_figures(a, c, t->file, diags))
 			return false;
-		}
-		c->line_bps = c->tier >= 0 ? o->topo->tiers[c->tier].bandwidth_bps /
-		                                 o->topo->tiers[c->tier].efficiency
+		size_t len = 1;
+		for (int k = 0; k < c->k; k++)
+			len += strlen(o->figures[k]) + 1;
+		char *names = arena_alloc(a, len);
+		if (!names)
+			return false;
+		names[0] = '\0';
+		for (int k = 0; k < c->k; k++)
+			strcat(strcat(names, k ? "," : ""), o->figures[k]);
+		out->target = names;
+	} else if (o->topo) {
+		c->topo = *o->topo;
+		if (!pick_target(a, o, t->file, &c->tier, &out->target, diags))
+			return false;
+		c->fig[0].tier = c->fig[1].tier = c->tier;
+		c->fig[0].param = c->tier >= 0 ? CAL_TIER_LATENCY_US : CAL_NIC_LATENCY_US;
+		c->fig[1].param = c->tier >= 0 ? CAL_TIER_EFFICIENCY : CAL_NIC_EFFICIENCY;
+		c->fig[0].key = c->fig[1].key = c->tier >= 0 ? o->topo->tiers[c->tier].name : NULL;
+		double line = c->tier >= 0 ? o->topo->tiers[c->tier].bandwidth_bps /
+		                                     o->topo->tiers[c->tier].efficiency
 		                           : o->topo->nic.bandwidth_bps / o->topo->nic.efficiency;
-		out->line_bps = c->line_bps;
+		c->fig[0].line_bps = c->fig[1].line_bps = out->line_bps = line;
 	}
-	double x[2] = {0, 0}, cost = 0;
-	if (!fit_points(c, x, covar, &cost, &out->iterations)) {
+	gsl_matrix *covar = gsl_matrix_alloc((size_t)c->k, (size_t)c->k);
+	double x[BENCH_MAX_FIGURES] = {0}, cost = 0;
+	if (!covar || !fit_points(c, x, covar, &cost, &out->iterations)) {
 		gsl_matrix_free(covar);
 		diag_add(diags, DIAG_ERROR, t->file, 0, NULL,
 		         "the least-squares fit failed (GSL): sizes whose times do not grow with "
 		         "the size?");
 		return false;
 	}
-	double s2 = cost / (n - 2);
-	double c00 = gsl_matrix_get(covar, 0, 0) * s2, c01 = gsl_matrix_get(covar, 0, 1) * s2,
-	       c11 = gsl_matrix_get(covar, 1, 1) * s2;
+	report_figures(a, c, x, covar, cost / (n - c->k), out);
 	gsl_matrix_free(covar);
-	double b = exp(x[1]);
-	out->latency_us = x[0];
-	out->latency_se_us = sqrt(c00);
-	/* The bandwidth figure through its logarithm: d(e^x) = e^x dx. */
-	double se_b = b * sqrt(c11);
-	out->cov[0][0] = c00;
-	out->cov[0][1] = out->cov[1][0] = b * c01 * (o->topo ? 1 : 1e9);
-	out->cov[1][1] = (o->topo ? 1 : 1e18) * se_b * se_b;
-	if (o->topo) {
-		out->efficiency = b;
-		out->efficiency_se = se_b;
-	} else {
-		out->busbw_bps = b * 1e9;
-		out->busbw_se_bps = se_b * 1e9;
-	}
-	out->latency_identifiable = isfinite(out->latency_se_us) && out->latency_us > 0 &&
-	                            out->latency_se_us <= 0.5 * out->latency_us;
-	out->bandwidth_identifiable = isfinite(se_b) && se_b <= 0.5 * b &&
-	                              (!o->topo || b <= 1);
-	out->latency_clamped = out->latency_us < 0;
-	out->efficiency_clamped = o->topo && b > 1;
 	double sum = 0, sum2 = 0;
 	for (int i = 0; i < n; i++) {
-		out->model_s[i] = model_at(c, x[0], x[1], t->points[i].bytes, &out->algo[i],
-		                           &out->protocol[i]);
+		out->model_s[i] = model_at(c, x, t->points[i].bytes, &out->algo[i], &out->protocol[i]);
 		double e = out->model_s[i] / t->points[i].seconds - 1;
 		sum += fabs(e);
 		sum2 += e * e;

@@ -25,25 +25,54 @@
 
 const char *const cal_param_units[CAL_PARAM_COUNT] = {
 	"fraction", "elements", "fraction", "us", "fraction", "us", "fraction", "us",
-	"ratio", "ratio", "us", "ratio"};
-_Static_assert(CAL_PARAM_COUNT == 12, "cal_param_units out of step");
+	"ratio", "ratio", "us", "ratio", "us"};
+_Static_assert(CAL_PARAM_COUNT == 13, "cal_param_units out of step");
 
 /* The parameter names after "device.", "tiers.<tier>.", "nic." or "train.". */
 static const char *const param_key[CAL_PARAM_COUNT] = {
 	"matmul_efficiency", "gemm_half_dim", "memory_efficiency", "kernel_overhead_us",
 	"efficiency", "latency_us", "efficiency", "latency_us",
-	"gemm_efficiency", "comm_efficiency", "op_overhead_us", "nic_efficiency"};
+	"gemm_efficiency", "comm_efficiency", "op_overhead_us", "nic_efficiency", NULL};
 
 /* The physical range of each parameter, as a topology file accepts it
  * (docs/formats.md): fractions in (0, 1], latencies up to 1 s; the
  * training ratios in (0, 2] (a rate under load at most twice what the
  * kernels' or links' figures give), the framework's time per op up to
  * 1 ms. */
-static const double phys_lo[CAL_PARAM_COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static const double phys_lo[CAL_PARAM_COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static const double phys_hi[CAL_PARAM_COUNT] = {
-	1, TOPO_MAX_GEMM_HALF_DIM, 1, TOPO_MAX_KERNEL_OVERHEAD_US, 1, 1e6, 1, 1e6, 2, 2, 1000, 2};
+	1, TOPO_MAX_GEMM_HALF_DIM, 1, TOPO_MAX_KERNEL_OVERHEAD_US, 1, 1e6, 1, 1e6, 2, 2, 1000, 2,
+	1e6};
 static const bool phys_lo_open[CAL_PARAM_COUNT] = {true, false, true, false, true, false,
-                                                   true, false, true, true, false, true};
+                                                   true, false, true, true, false, true,
+                                                   false};
+
+/* The names in "nccl.<algo>.<proto>.<hw>_us", in the order of
+ * topo_collectives.hop_us's indices. */
+static const char *const nccl_algos[2] = {"tree", "ring"};
+static const char *const nccl_protos[3] = {"ll", "ll128", "simple"};
+static const char *const nccl_hws[3] = {"nvlink", "pci", "net"};
+
+static int name_index(const char *s, size_t len, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strlen(names[i]) == len && !strncmp(s, names[i], len))
+			return i;
+	return -1;
+}
+
+/* "<algo>.<proto>.<hw>" (after "nccl.", with "_us" cut) into hop_us's
+ * indices; false when it names none. */
+static bool nccl_hop_parse(const char *s, int *hw, int *algo, int *proto)
+{
+	const char *d1 = strchr(s, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+	if (!d2)
+		return false;
+	*algo = name_index(s, (size_t)(d1 - s), nccl_algos, 2);
+	*proto = name_index(d1 + 1, (size_t)(d2 - d1 - 1), nccl_protos, 3);
+	*hw = name_index(d2 + 1, strlen(d2 + 1), nccl_hws, 3);
+	return *algo >= 0 && *proto >= 0 && *hw >= 0;
+}
 
 void cost_cal_param_range(enum cal_param p, double *lo, double *hi, bool *lo_open)
 {
@@ -72,6 +101,17 @@ int cost_cal_param_parse(struct arena *a, const char *name, const char **tier)
 			if (!strcmp(name + 6, param_key[p]))
 				return p;
 		return -1;
+	}
+	if (!strncmp(name, "nccl.", 5)) {
+		size_t len = strlen(name);
+		int hw, algo, proto;
+		if (len < 8 || strcmp(name + len - 3, "_us"))
+			return -1;
+		char *key = arena_strndup(a, name + 5, len - 8);
+		if (!key || !nccl_hop_parse(key, &hw, &algo, &proto))
+			return -1;
+		*tier = key;
+		return CAL_NCCL_HOP_US;
 	}
 	if (strncmp(name, "tiers.", 6))
 		return -1;
@@ -131,7 +171,9 @@ static bool read_figure(struct arena *a, const struct jv *f, struct cal_figure *
 			         "\"device.kernel_overhead_us\", \"tiers.TIER.efficiency\", "
 			         "\"tiers.TIER.latency_us\", \"nic.efficiency\", \"nic.latency_us\", "
 			         "\"train.gemm_efficiency\", \"train.comm_efficiency\", "
-			         "\"train.op_overhead_us\" or \"train.nic_efficiency\", got \"%s\"",
+			         "\"train.op_overhead_us\", \"train.nic_efficiency\" or "
+			         "\"nccl.ALGO.PROTO.HW_us\" (ALGO tree or ring, PROTO ll, ll128 or "
+			         "simple, HW nvlink, pci or net), got \"%s\"",
 			         out->name);
 			ok = false;
 		}
@@ -452,8 +494,40 @@ void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double
 		t->nic.bandwidth_bps = t->nic.bandwidth_bps / ratio_or_1(t->train.nic_efficiency) * value;
 		t->train.nic_efficiency = value;
 		break;
+	case CAL_NCCL_HOP_US: {
+		int hw, algo, proto;
+		SL_ASSERT(tier && nccl_hop_parse(tier, &hw, &algo, &proto));
+		t->coll.hop_us[hw][algo][proto] = value;
+		t->coll.hop_set |= TOPO_NCCL_HOP_BIT(hw, algo, proto);
+		break;
+	}
 	case CAL_PARAM_COUNT:
 		break;
+	}
+}
+
+double cost_cal_get(const struct topology *t, enum cal_param p, const char *tier)
+{
+	const struct topo_tier *tr = NULL;
+	for (int i = 0; tier && i < t->n_tiers; i++)
+		if (!strcmp(t->tiers[i].name, tier))
+			tr = &t->tiers[i];
+	int hw, algo, proto;
+	switch (p) {
+	case CAL_TIER_EFFICIENCY:
+		return tr ? tr->efficiency : NAN;
+	case CAL_TIER_LATENCY_US:
+		return tr ? tr->latency_s * 1e6 : NAN;
+	case CAL_NIC_EFFICIENCY:
+		return t->nic.efficiency;
+	case CAL_NIC_LATENCY_US:
+		return t->nic.latency_s * 1e6;
+	case CAL_NCCL_HOP_US:
+		return tier && nccl_hop_parse(tier, &hw, &algo, &proto)
+		               ? cost_nccl_hop_us(t, hw, algo, proto)
+		               : NAN;
+	default:
+		return NAN;
 	}
 }
 
@@ -486,6 +560,12 @@ bool cost_calibration_apply(const struct calibration *c, struct topology *t,
 		    t->nic.per_server <= 0) {
 			diag_add(diags, DIAG_ERROR, c->file, f->line, path,
 			         "the topology %s has no NICs", t->name);
+			ok = false;
+		}
+		if (f->param == CAL_NCCL_HOP_US && t->coll.library != TOPO_COLL_NCCL) {
+			diag_add(diags, DIAG_ERROR, c->file, f->line, path,
+			         "%s is a latency of NCCL's; the topology %s's library is \"%s\"", f->name,
+			         t->name, topo_coll_library_names[t->coll.library]);
 			ok = false;
 		}
 	}

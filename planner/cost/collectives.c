@@ -443,6 +443,42 @@ static int log2_floor(double x)
 	return k;
 }
 
+/* hwLat[hw][algo][p]: NCCL's own (`calibrated` false: what its choice
+ * reads), or the topology's calibrated figure where one is set (what the
+ * time reads). */
+static double hop_us(const struct topology *t, int hw, int algo, int p, bool calibrated)
+{
+	if (calibrated && (t->coll.hop_set & TOPO_NCCL_HOP_BIT(hw, algo, p)))
+		return t->coll.hop_us[hw][algo][p];
+	return nccl_hop_us[hw][algo][p];
+}
+
+double cost_nccl_hop_us(const struct topology *t, int hw, int algo, int proto)
+{
+	return hop_us(t, hw, algo, proto, true);
+}
+
+/* The ring's latency with protocol p over `steps` steps, `inter_steps` of
+ * them across servers (m servers), us. */
+static double ring_lat_us(const struct topology *t, int hw_in, int p, int m, int steps,
+                          int inter_steps, bool calibrated)
+{
+	double in_us = hop_us(t, hw_in, NCCL_RING, p, calibrated) *
+	               (m > 1 && p == COST_PROTO_LL ? 1.8 : 1);
+	return nccl_base_us[NCCL_RING][p] + (steps - inter_steps) * in_us +
+	       inter_steps * hop_us(t, NCCL_HW_NET, NCCL_RING, p, calibrated);
+}
+
+/* The tree's latency with protocol p: up and down a chain of ppn members
+ * in each server and log2(m) levels between m servers, us. */
+static double tree_lat_us(const struct topology *t, int hw_in, int p, int ppn, int m,
+                          bool calibrated)
+{
+	double in_us = hop_us(t, hw_in, NCCL_TREE, p, calibrated) * (p == COST_PROTO_LL ? 1.8 : 1);
+	double net_us = hop_us(t, NCCL_HW_NET, NCCL_TREE, p, calibrated);
+	return nccl_base_us[NCCL_TREE][p] + 2 * ((ppn - 1) * in_us + log2_floor(m) * net_us);
+}
+
 /* The rails a group spanning servers uses, NCCL's channels: one per local
  * member, each crossing between servers on its member's NIC share (R
  * rings, or trees, of S/R each). The part of a member's traffic that
@@ -552,9 +588,7 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 	/* ring */
 	int steps = ar ? 2 * (n - 1) : n - 1, inter_steps = m > 1 ? (ar ? 2 * (m - 1) : m - 1) : 0;
 	for (int p = 0; p < COST_PROTO_COUNT; p++) {
-		double in_us = nccl_hop_us[hw_in][NCCL_RING][p] * (m > 1 && p == COST_PROTO_LL ? 1.8 : 1);
-		double lat_us = nccl_base_us[NCCL_RING][p] + (steps - inter_steps) * in_us +
-		                inter_steps * nccl_hop_us[NCCL_HW_NET][NCCL_RING][p];
+		double lat_us = ring_lat_us(t, hw_in, p, m, steps, inter_steps, false);
 		double bw = 1, floor = 0;
 		if (p == COST_PROTO_LL) {
 			bw = m > 1 || ar ? 1.0 / 4 : 1.0 / 3;
@@ -572,6 +606,8 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 		out->proto[COLL_RING][p] = (struct cost_line){
 		        out->line[COLL_RING].fixed_s + lat_us * 1e-6,
 		        fmax(out->line[COLL_RING].per_byte_s / bw, floor)};
+		out->cal_s[COLL_RING][p] =
+		        (ring_lat_us(t, hw_in, p, m, steps, inter_steps, true) - lat_us) * 1e-6;
 	}
 	if (ar && m > 1)
 		out->plateau_bytes = n / 16.0 * 65536;
@@ -585,10 +621,8 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 	for (int p = 0; p < COST_PROTO_COUNT; p++) {
 		if (p == COST_PROTO_LL128)
 			continue; /* across servers: left out, as for the ring */
-		double in_us = nccl_hop_us[hw_in][NCCL_TREE][p] * (p == COST_PROTO_LL ? 1.8 : 1);
-		double lat_us = nccl_base_us[NCCL_TREE][p] +
-		                2 * ((ppn - 1) * in_us +
-		                     log2_floor(m) * nccl_hop_us[NCCL_HW_NET][NCCL_TREE][p]);
+		double lat_us = tree_lat_us(t, hw_in, p, ppn, m, false);
+		out->cal_s[COLL_TREE][p] = (tree_lat_us(t, hw_in, p, ppn, m, true) - lat_us) * 1e-6;
 		out->protos[COLL_TREE] |= (unsigned char)(1u << p);
 		double per_byte = simple;
 		if (p == COST_PROTO_LL) /* bus bandwidth / 3.8, at most the LL cap */
@@ -598,8 +632,29 @@ static void nccl_lines(const struct topology *t, enum step_kind kind, const int6
 	}
 }
 
-double cost_algo_time(const struct cost_algo_lines *l, enum collective_algo a, double bytes,
-                      int *proto)
+/* Algorithm a's line with protocol p at S bytes, NCCL's size corrections
+ * applied; its latency NCCL's own (`calibrated` false) or the topology's
+ * calibrated one. */
+static struct cost_line proto_at(const struct cost_algo_lines *l, enum collective_algo a, int p,
+                                 double bytes, bool calibrated)
+{
+	struct cost_line x = l->proto[a][p];
+	if (calibrated)
+		x.fixed_s += l->cal_s[a][p];
+	if (a == COLL_RING && p == COST_PROTO_SIMPLE && l->plateau_bytes > 0 &&
+	    bytes >= l->plateau_bytes) /* NCCL's "plateau effect of ring": its latency x1.9 */
+		x.fixed_s = l->line[a].fixed_s + 1.9 * (x.fixed_s - l->line[a].fixed_s);
+	int lg = log2_floor(bytes / 64);
+	if (a == COLL_TREE && lg < NCCL_TREE_CORR_SIZES)
+		x.per_byte_s /= nccl_tree_corr[p][lg];
+	return x;
+}
+
+/* Algorithm a at S bytes: the protocol NCCL picks, by its own constants
+ * (into *proto), and that protocol's time, NCCL's (`calibrated` false: what
+ * the choice among algorithms compares) or the calibrated one. */
+static double algo_time(const struct cost_algo_lines *l, enum collective_algo a, double bytes,
+                        int *proto, bool calibrated)
 {
 	if (proto)
 		*proto = -1;
@@ -608,24 +663,30 @@ double cost_algo_time(const struct cost_algo_lines *l, enum collective_algo a, d
 	if (!l->protos[a])
 		return l->line[a].fixed_s + l->line[a].per_byte_s * bytes;
 	double best = INFINITY;
-	int lg = log2_floor(bytes / 64);
+	int best_p = -1;
 	for (int p = 0; p < COST_PROTO_COUNT; p++) {
 		if (!(l->protos[a] & (1u << p)))
 			continue;
-		struct cost_line x = l->proto[a][p];
-		if (a == COLL_RING && p == COST_PROTO_SIMPLE && l->plateau_bytes > 0 &&
-		    bytes >= l->plateau_bytes) /* NCCL's "plateau effect of ring": its latency x1.9 */
-			x.fixed_s = l->line[a].fixed_s + 1.9 * (x.fixed_s - l->line[a].fixed_s);
-		if (a == COLL_TREE && lg < NCCL_TREE_CORR_SIZES)
-			x.per_byte_s /= nccl_tree_corr[p][lg];
+		struct cost_line x = proto_at(l, a, p, bytes, false);
 		double s = x.fixed_s + x.per_byte_s * bytes;
 		if (s < best * (1 - 1e-12)) {
 			best = s;
-			if (proto)
-				*proto = p;
+			best_p = p;
 		}
 	}
+	if (proto)
+		*proto = best_p;
+	if (calibrated && best_p >= 0) {
+		struct cost_line x = proto_at(l, a, best_p, bytes, true);
+		best = x.fixed_s + x.per_byte_s * bytes;
+	}
 	return best;
+}
+
+double cost_algo_time(const struct cost_algo_lines *l, enum collective_algo a, double bytes,
+                      int *proto)
+{
+	return algo_time(l, a, bytes, proto, true);
 }
 
 bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum collective_algo algo,
@@ -643,13 +704,7 @@ bool cost_collective_wire(const struct topology *t, enum step_kind kind, enum co
 	cost_algo_time(&l, algo, bytes, &p);
 	if (p < 0)
 		return false;
-	struct cost_line x = l.proto[algo][p], phys = l.line[algo];
-	if (algo == COLL_RING && p == COST_PROTO_SIMPLE && l.plateau_bytes > 0 &&
-	    bytes >= l.plateau_bytes)
-		x.fixed_s = phys.fixed_s + 1.9 * (x.fixed_s - phys.fixed_s);
-	int lg = log2_floor(bytes / 64);
-	if (algo == COLL_TREE && lg < NCCL_TREE_CORR_SIZES)
-		x.per_byte_s /= nccl_tree_corr[p][lg];
+	struct cost_line x = proto_at(&l, algo, p, bytes, true), phys = l.line[algo];
 	*wire = phys.per_byte_s > 0 ? x.per_byte_s / phys.per_byte_s : 1;
 	*extra_s = x.fixed_s - phys.fixed_s;
 	return true;
@@ -732,6 +787,7 @@ static void lines_in(const struct topology *t, enum step_kind kind, const int64_
 			out->line[k] = out->line[COLL_RING];
 			out->protos[k] = out->protos[COLL_RING];
 			memcpy(out->proto[k], out->proto[COLL_RING], sizeof(out->proto[k]));
+			memcpy(out->cal_s[k], out->cal_s[COLL_RING], sizeof(out->cal_s[k]));
 		}
 	}
 }
@@ -764,14 +820,14 @@ enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double byte
 	double best_s;
 	if (wanted != COLL_AUTO && (l->applicable & (1u << wanted))) {
 		best = wanted;
-		best_s = cost_algo_time(l, best, bytes, NULL);
 	} else {
-		best_s = cost_algo_time(l, COLL_RING, bytes, NULL);
+		/* by NCCL's own latencies: a calibrated one changes the time, not the choice */
+		best_s = algo_time(l, COLL_RING, bytes, NULL, false);
 		for (size_t k = 1; k < SL_COUNTOF(rule_order); k++) {
 			enum collective_algo c = rule_order[k];
 			if (!(l->applicable & (1u << c)))
 				continue;
-			double s = cost_algo_time(l, c, bytes, NULL);
+			double s = algo_time(l, c, bytes, NULL, false);
 			/* strictly less (beyond rounding): ties keep the earlier */
 			if ((l->applicable & (1u << c)) && s < best_s * (1 - 1e-12)) {
 				best = c;
@@ -780,7 +836,7 @@ enum collective_algo cost_algo_pick(const struct cost_algo_lines *l, double byte
 		}
 	}
 	if (seconds)
-		*seconds = best_s;
+		*seconds = algo_time(l, best, bytes, NULL, true);
 	return best;
 }
 
@@ -944,7 +1000,8 @@ static bool add_algo(void *ctx, const struct cost_algo_lines *l)
 			       d->algo[i].protos[k] == l->protos[k];
 			for (int p = 0; same && p < COST_PROTO_COUNT; p++)
 				same = !(l->protos[k] & (1u << p)) ||
-				       line_same(d->algo[i].proto[k][p], l->proto[k][p]);
+				       (line_same(d->algo[i].proto[k][p], l->proto[k][p]) &&
+				        d->algo[i].cal_s[k][p] == l->cal_s[k][p]);
 		}
 		if (same)
 			return true;

@@ -74,13 +74,24 @@ struct cost_algo_lines {
 	struct cost_line line[COLL_COUNT];
 	unsigned char protos[COLL_COUNT];  /* 0: the physical line alone */
 	struct cost_line proto[COLL_COUNT][COST_PROTO_COUNT];
+	double cal_s[COLL_COUNT][COST_PROTO_COUNT]; /* a calibrated hop latency's change to
+	                                      proto[][]'s latency (0: none); NCCL's choice
+	                                      reads proto[][] alone (cost_algo_time) */
 	double plateau_bytes;              /* NCCL ring Simple all-reduce across servers: latency
 	                                      x1.9 from this size on (0: never) */
 };
-/* Algorithm a's time at S bytes: its physical line, or the least of its
- * protocols' (that protocol into *proto if not NULL; -1 for none). */
+/* Algorithm a's time at S bytes: its physical line, or its protocols'
+ * least by NCCL's own latencies (that protocol into *proto if not NULL; -1
+ * for none), timed with the calibrated latency where one is set. */
 double cost_algo_time(const struct cost_algo_lines *l, enum collective_algo a, double bytes,
                       int *proto);
+/* NCCL's hop latency hwLat[hw][algo][proto] as the topology's time reads
+ * it (topo_collectives.hop_us where set), us. */
+double cost_nccl_hop_us(const struct topology *t, int hw, int algo, int proto);
+/* A parameter's value in the topology, in the figure's units (cost_cal_set's
+ * inverse) for the figures a collective fit sets: tier and NIC latencies
+ * and efficiencies, NCCL's hop latencies; NAN for the others. */
+double cost_cal_get(const struct topology *t, enum cal_param p, const char *tier);
 void cost_algo_lines_of(const struct topology *t, enum step_kind kind, const int64_t *ranks,
                         int n, struct cost_algo_lines *out);
 /* The same for a group of a step whose groups put `crossing` ranks on each

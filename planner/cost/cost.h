@@ -241,7 +241,7 @@ double cost_kernel_class_backward_factor(int cls);
 #define CALIBRATION_VERSION 1
 
 /* What a figure sets: "device.<param>", "tiers.<tier>.<param>",
- * "nic.<param>". */
+ * "nic.<param>", "train.<param>", "nccl.<algo>.<proto>.<hw>_us". */
 enum cal_param {
 	CAL_MATMUL_EFFICIENCY,       /* device.matmul_efficiency, fraction */
 	CAL_GEMM_HALF_DIM,           /* device.gemm_half_dim, elements */
@@ -262,6 +262,11 @@ enum cal_param {
 	                                forward or backward pass, on top of the kernel's */
 	CAL_TRAIN_NIC_EFFICIENCY,    /* train.nic_efficiency, ratio: the NICs' bandwidth under
 	                                training load over what train.comm_efficiency leaves */
+	CAL_NCCL_HOP_US,             /* nccl.<algo>.<proto>.<hw>_us, us: NCCL's per-hop latency
+	                                (hwLat) of one algorithm (tree, ring), protocol (ll,
+	                                ll128, simple) and link (nvlink, pci, net), in the
+	                                time of that algorithm and protocol, not in NCCL's
+	                                choice (topologies.h, topo_collectives.hop_us) */
 	CAL_PARAM_COUNT
 };
 /* The units each takes ("fraction", "elements", "us", "ratio"). */
@@ -270,7 +275,8 @@ extern const char *const cal_param_units[CAL_PARAM_COUNT];
 struct cal_figure {
 	const char *name;            /* as in the file: "tiers.nvswitch.efficiency" */
 	enum cal_param param;
-	const char *tier;            /* CAL_TIER_*: the tier's name; NULL otherwise */
+	const char *tier;            /* CAL_TIER_*: the tier's name; CAL_NCCL_HOP_US:
+	                                "<algo>.<proto>.<hw>"; NULL otherwise */
 	double lo, hi;               /* the bounds the fit respected, within the parameter's */
 	double value, std_error;
 	const char *fitted_on;       /* what it was fitted on, in words */
@@ -427,7 +433,15 @@ struct bench_fit_options {
 	const char *tier;             /* with a topology, the figures' tier: a tier's name or
 	                                 "nic"; NULL: the innermost tier holding every rank,
 	                                 the NICs when they span servers */
+	int n_figures;                /* with a topology, the figures to fit, by a calibration
+	                                 file's names: "tiers.TIER.latency_us",
+	                                 "tiers.TIER.efficiency", "nic.latency_us",
+	                                 "nic.efficiency", "nccl.ALGO.PROTO.HW_us"; at most
+	                                 BENCH_MAX_FIGURES and the table's sizes - 1.
+	                                 0: the tier's (tier above) latency and efficiency */
+	const char *const *figures;
 };
+#define BENCH_MAX_FIGURES 6
 
 /* Latency and bandwidth fitted to a table by nonlinear least squares on
  * the relative residuals (GSL), each with its standard error, and their
@@ -441,6 +455,18 @@ struct bench_fit {
 	double line_bps;                    /* that line rate */
 	double busbw_bps, busbw_se_bps;     /* without a topology: the bus bandwidth B */
 	double cov[2][2];                   /* of (latency_us, efficiency or busbw_bps) */
+	/* Every figure fitted, in the order asked (the two above when none was):
+	 * its calibration name ("alpha_us", "busbw_GBps" without a topology),
+	 * units, the value found (raw: before holding it in its range), the
+	 * value held, standard error, the line rate of an efficiency (else 0). */
+	int n_figures;
+	struct bench_figure {
+		const char *name, *units;
+		double raw, value, se, line_bps;
+		bool identifiable, clamped;
+		bool latency;                   /* a latency (us), else a bandwidth figure */
+	} figure[BENCH_MAX_FIGURES];
+	double covariance[BENCH_MAX_FIGURES][BENCH_MAX_FIGURES]; /* of the values, in their units */
 	bool latency_identifiable, bandwidth_identifiable;
 	bool latency_clamped, efficiency_clamped;  /* held at a bound of the parameter */
 	double mape_pct, rms_pct;           /* in sample */
@@ -453,9 +479,9 @@ struct bench_fit {
 	const char **protocol;              /* per point: its protocol, or NULL */
 	int iterations;
 };
-/* False with diagnostics when the table cannot determine two figures
- * (fewer than 3 sizes, one size), the target is not in the topology, or
- * the fit fails. */
+/* False with diagnostics when the table cannot determine the figures
+ * (fewer sizes than figures + 1, one size), a figure is not one the fit
+ * can set in the topology, the target is not in it, or the fit fails. */
 bool cost_bench_fit(struct arena *a, const struct bench_table *t,
                     const struct bench_fit_options *o, struct bench_fit *out,
                     struct diag_list *diags);
@@ -481,9 +507,10 @@ void cost_bench_coefficients(enum step_kind kind, int n, double *k_alpha, double
  * B is the link's achievable rate (the file's line rate x its efficiency).
  * COLL_AUTO, and a wanted algorithm that does not apply to a group, pick
  * the algorithm with the least time (ties: ring, hierarchical,
- * halving-doubling, tree, direct), as NCCL's and HCCL's tuners do; the
- * estimator and the simulator ask the same rule, so they agree on an
- * uncontended collective. */
+ * halving-doubling, tree, direct), as NCCL's and HCCL's tuners do (NCCL's by
+ * its own latencies: a calibrated nccl.* hop latency changes the chosen
+ * one's time, never the choice); the estimator and the simulator ask the
+ * same rule, so they agree on an uncontended collective. */
 enum collective_algo cost_choose_algo(const struct topology *t, enum step_kind kind,
                                       const int64_t *ranks, int n, double bytes,
                                       enum collective_algo wanted);

@@ -1376,3 +1376,209 @@ Test(calibrate, shipped_calibrations_load_and_apply)
 		cr_assert_not_null(strstr(c->description, "fitted by scripts/calibrations.sh on "));
 	}
 }
+
+/* ------------------------------------- NCCL's hop latencies, calibrated */
+
+#define H100_2N "validation/dgx-h100-200g-x2.json"
+
+/* 2 servers x 8 H100 (NVLink inside, NCCL), all-reduce over all 16:
+ * NCCL's tree latency is baseLat + 2 ((ppn - 1) hwLat[NVLink] + log2(m)
+ * hwLat[net]) (tuning.cc of v2.8.3), Simple's net hop 28 us. A
+ * calibrated nccl.tree.simple.net_us of 128 us adds 2 x 1 x (128 - 28) =
+ * 200 us to the tree's Simple time, to the simulator's latency as to the
+ * estimate's, leaves the ring and the tree's LL alone, and moves neither
+ * NCCL's choice of algorithm nor of protocol at any size (NCCL picks by its
+ * own constants), even at 100 ms a hop. */
+Test(calibrate, nccl_hop_figure_changes_the_time_not_the_choice)
+{
+	struct topology *base = topo_load(A, H100_2N, &D);
+	cr_assert_not_null(base);
+	cr_assert_eq(base->coll.library, TOPO_COLL_NCCL);
+	struct topology cal = *base, huge = *base;
+	cost_cal_set(&cal, CAL_NCCL_HOP_US, "tree.simple.net", 128);
+	cost_cal_set(&huge, CAL_NCCL_HOP_US, "tree.simple.net", 1e5);
+	int64_t ranks[16];
+	for (int r = 0; r < 16; r++)
+		ranks[r] = r;
+	double gib = 1073741824;
+	cr_assert_eq(cost_choose_algo(base, STEP_ALLREDUCE, ranks, 16, gib, COLL_AUTO), COLL_TREE);
+	cr_assert_str_eq(cost_collective_protocol(base, STEP_ALLREDUCE, COLL_TREE, ranks, 16, gib),
+	                 "Simple");
+	double t0 = cost_collective_algo_s(base, STEP_ALLREDUCE, COLL_TREE, ranks, 16, gib);
+	double t1 = cost_collective_algo_s(&cal, STEP_ALLREDUCE, COLL_TREE, ranks, 16, gib);
+	cr_assert(fabs(t1 - t0 - 200e-6) < 1e-12, "%.9g - %.9g", t1, t0);
+	double w0, w1, x0, x1;
+	cr_assert(cost_collective_wire(base, STEP_ALLREDUCE, COLL_TREE, ranks, 16, gib, &w0, &x0));
+	cr_assert(cost_collective_wire(&cal, STEP_ALLREDUCE, COLL_TREE, ranks, 16, gib, &w1, &x1));
+	cr_assert(fabs(x1 - x0 - 200e-6) < 1e-12, "simulator's latency %.9g - %.9g", x1, x0);
+	cr_assert_eq(w1, w0);
+	cr_assert_eq(cost_collective_algo_s(&cal, STEP_ALLREDUCE, COLL_RING, ranks, 16, gib),
+	             cost_collective_algo_s(base, STEP_ALLREDUCE, COLL_RING, ranks, 16, gib));
+	for (double s = 1024; s <= 8 * gib; s *= 2)
+		for (int k = 0; k < 2; k++) {
+			const struct topology *t = k ? &huge : &cal;
+			enum collective_algo a = cost_choose_algo(base, STEP_ALLREDUCE, ranks, 16, s,
+			                                          COLL_AUTO);
+			cr_assert_eq(cost_choose_algo(t, STEP_ALLREDUCE, ranks, 16, s, COLL_AUTO), a,
+			             "%g B", s);
+			const char *p = cost_collective_protocol(base, STEP_ALLREDUCE, a, ranks, 16, s);
+			cr_assert_str_eq(cost_collective_protocol(t, STEP_ALLREDUCE, a, ranks, 16, s), p,
+			                 "%g B", s);
+			if (strcmp(p, "Simple") || a != COLL_TREE) /* the others keep their time */
+				cr_assert_eq(cost_collective_algo_s(t, STEP_ALLREDUCE, a, ranks, 16, s),
+				             cost_collective_algo_s(base, STEP_ALLREDUCE, a, ranks, 16, s),
+				             "%g B", s);
+		}
+}
+
+/* An nccl-tests all-reduce table of 16 ranks from the given times. */
+static char *nccl_times(const double *sizes, const double *seconds, int n)
+{
+	size_t cap = 4096;
+	char *s = malloc(cap);
+	int at = snprintf(s, cap, "#       size         count      type   redop    root     time   "
+	                          "algbw   busbw #wrong     time   algbw   busbw #wrong\n");
+	for (int i = 0; i < n; i++) {
+		double alg = sizes[i] / seconds[i] * 1e-9;
+		at += snprintf(s + at, cap - (size_t)at,
+		               "%12.0f  %12.0f     float     sum      -1  %9.2f  %6.2f  %6.2f  0  %9.2f  "
+		               "%6.2f  %6.2f  0\n", sizes[i], sizes[i] / 4, seconds[i] * 1e6, alg,
+		               alg * 1.875, seconds[i] * 1e6, alg, alg * 1.875);
+	}
+	return s;
+}
+
+/* A table made with nccl.tree.simple.net_us = 300 and the NICs at 0.94
+ * (the file's) on the sizes NCCL runs with the tree and Simple (64 MiB to
+ * 8 GiB): --figures nic.efficiency,nccl.tree.simple.net_us gives them back
+ * (to the printed times' 0.01 us), each identifiable. */
+Test(calibrate, nccl_hop_figure_recovered_from_a_table)
+{
+	struct topology *base = topo_load(A, H100_2N, &D);
+	cr_assert_not_null(base);
+	struct topology truth = *base;
+	cost_cal_set(&truth, CAL_NCCL_HOP_US, "tree.simple.net", 300);
+	int64_t ranks[16];
+	for (int r = 0; r < 16; r++)
+		ranks[r] = r;
+	double sizes[8], secs[8];
+	for (int i = 0; i < 8; i++) {
+		sizes[i] = 67108864.0 * (1 << i);
+		enum collective_algo a = cost_choose_algo(&truth, STEP_ALLREDUCE, ranks, 16, sizes[i],
+		                                          COLL_AUTO);
+		cr_assert_eq(a, COLL_TREE, "%g B", sizes[i]);
+		secs[i] = cost_collective_algo_s(&truth, STEP_ALLREDUCE, a, ranks, 16, sizes[i]);
+	}
+	char *text = nccl_times(sizes, secs, 8);
+	struct bench_table *t = cost_bench_parse(A, "h.txt", text, strlen(text), &D);
+	free(text);
+	cr_assert_not_null(t);
+	static const char *const names[] = {"nic.efficiency", "nccl.tree.simple.net_us"};
+	struct bench_fit_options o = {.topo = base, .collective = STEP_ALLREDUCE, .ranks = 16,
+	                              .n_figures = 2, .figures = names};
+	struct bench_fit f;
+	cr_assert(cost_bench_fit(A, t, &o, &f, &D));
+	cr_assert_eq(f.n_figures, 2);
+	cr_assert_str_eq(f.figure[0].name, "nic.efficiency");
+	cr_assert_str_eq(f.figure[0].units, "fraction");
+	cr_assert_str_eq(f.figure[1].units, "us");
+	within(f.figure[0].value, 0.94, 1e-4, "nic.efficiency");
+	within(f.figure[1].value, 300, 1e-3, "nccl.tree.simple.net_us");
+	cr_assert(f.figure[0].identifiable && f.figure[1].identifiable);
+	cr_assert_lt(f.cv_mape_pct, 0.01);
+	for (int i = 0; i < 8; i++)
+		cr_assert_str_eq(f.protocol[i], "Simple");
+}
+
+Test(calibrate, nccl_hop_figure_names)
+{
+	const char *key;
+	cr_assert_eq(cost_cal_param_parse(A, "nccl.ring.ll128.nvlink_us", &key), CAL_NCCL_HOP_US);
+	cr_assert_str_eq(key, "ring.ll128.nvlink");
+	cr_assert_eq(cost_cal_param_parse(A, "nccl.tree.simple.net_us", &key), CAL_NCCL_HOP_US);
+	cr_assert_eq(cost_cal_param_parse(A, "nccl.tree.ll.pci_us", &key), CAL_NCCL_HOP_US);
+	cr_assert_str_eq(cal_param_units[CAL_NCCL_HOP_US], "us");
+	static const char *const bad[] = {"nccl.tree.simple.net", "nccl.tree.simple_us",
+	                                  "nccl.nvls.simple.net_us", "nccl.ring.ll.ib_us",
+	                                  "nccl.ring.ll.net.x_us", "nccl._us", "nccl.ring..net_us"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		cr_assert_eq(cost_cal_param_parse(A, bad[i], &key), -1, "%s", bad[i]);
+	/* on a topology whose collectives are not NCCL's: refused */
+	struct topology *hccl = topo_load(A, "topologies/atlas800t-a2-910b.json", &D);
+	cr_assert_not_null(hccl);
+	struct cal_figure fig = {.name = "nccl.tree.simple.net_us", .param = CAL_NCCL_HOP_US,
+	                         .tier = "tree.simple.net", .hi = 1e6, .value = 300, .line = 7};
+	struct calibration c = {.file = "n.json", .name = "n", .n_figures = 1, .figures = &fig};
+	cr_assert_not(cost_calibration_apply(&c, hccl, &D));
+	assert_diag(0, "n.json:7: figures[0].name: nccl.tree.simple.net_us is a latency of NCCL's; "
+	               "the topology atlas800t-a2-910b's library is \"hccl\"");
+	forget_diags();
+}
+
+/* --figures: at most the sizes - 1, and only what a collective fit sets. */
+Test(calibrate, figures_refused)
+{
+	struct topology *base = topo_load(A, H100_2N, &D);
+	char *text = nccl_table(16, 2.5e-6, 30, 180e9, 1.875, SIZES + 8, 3, NOISE);
+	struct bench_table *t = cost_bench_parse(A, "f.txt", text, strlen(text), &D);
+	free(text);
+	cr_assert(base && t);
+	static const char *const three[] = {"nic.efficiency", "nic.latency_us",
+	                                    "nccl.tree.simple.net_us"};
+	struct bench_fit_options o = {.topo = base, .collective = STEP_ALLREDUCE, .ranks = 16,
+	                              .n_figures = 3, .figures = three};
+	struct bench_fit f;
+	cr_assert_not(cost_bench_fit(A, t, &o, &f, &D));
+	assert_diag(0, "f.txt: 3 figures from 3 sizes: at most 2 (one fewer than the sizes, for "
+	               "their errors, and at most 6)");
+	forget_diags();
+	static const char *const other[] = {"device.matmul_efficiency"};
+	o.n_figures = 1;
+	o.figures = other;
+	cr_assert_not(cost_bench_fit(A, t, &o, &f, &D));
+	assert_diag(0, "f.txt: a collective fit sets \"tiers.TIER.latency_us\", "
+	               "\"tiers.TIER.efficiency\", \"nic.latency_us\", \"nic.efficiency\" or "
+	               "\"nccl.ALGO.PROTO.HW_us\" (ALGO tree or ring, PROTO ll, ll128 or simple, "
+	               "HW nvlink, pci or net), got \"device.matmul_efficiency\"");
+	forget_diags();
+}
+
+/* --figures through the CLI: usage errors, and the reconstructed two-server
+ * H100 table fitted per protocol (its three figures in the JSON, the 8 GiB
+ * size on the tree with Simple). */
+Test(calibrate, cli_figures, .timeout = 60)
+{
+	static const char *const usage[] = {
+		"calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
+		"--figures nic.efficiency",
+		"calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
+		"--topology validation/dgx-h100-200g-x2.json --tier nic --figures nic.efficiency",
+		"calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
+		"--topology validation/dgx-h100-200g-x2.json --figures nic.efficiency,,nic.latency_us",
+		/* a training fit's figures are train.* alone */
+		"calibrate --runs validation/megatron-dev.json --figures nccl.tree.simple.net_us",
+	};
+	for (size_t i = 0; i < sizeof usage / sizeof *usage; i++) {
+		struct cli_run r = fixture_shardlab(usage[i], true);
+		cr_expect_eq(r.status, 2, "%s: %d\n%s", usage[i], r.status, r.out);
+		free(r.out);
+	}
+	struct cli_run r = fixture_shardlab(
+	        "calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
+	        "--topology validation/dgx-h100-200g-x2.json --json "
+	        "--figures nic.efficiency,nccl.tree.simple.net_us,nccl.ring.simple.net_us", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	free(r.out);
+	cr_assert_not_null(j);
+	cJSON *figs = cJSON_GetObjectItemCaseSensitive(j, "figures");
+	cr_assert_eq(cJSON_GetArraySize(figs), 3);
+	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(figs, "nccl.tree.simple.net_us"));
+	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(figs, "nccl.ring.simple.net_us"));
+	cJSON *pts = cJSON_GetObjectItemCaseSensitive(j, "points");
+	cr_assert_eq(cJSON_GetArraySize(pts), 6);
+	cJSON *last = cJSON_GetArrayItem(pts, 5);
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(last, "algorithm")->valuestring, "tree");
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(last, "protocol")->valuestring, "Simple");
+	cJSON_Delete(j);
+}
