@@ -258,11 +258,24 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		.stage_layers = t->stage_layers,
 	};
 	/* Arguments Megatron-LM refuses at launch are no answer. */
-	enum search_rule rule = plan_search_rule(p->graph, t->global_batch, out);
+	/* With the embedding and the loss accounted, Megatron-LM's layer rules
+	 * (arguments.py, transformer_config.py) count them as layers: the
+	 * rules see a model of that many (heads, widths and sequence alike) */
+	struct model_gen units;
+	struct graph counted;
+	const struct graph *g = p->graph;
+	if (g->gen && (t->embedding_in_split || t->loss_in_split)) {
+		units = *g->gen;
+		units.layers += (int64_t)t->embedding_in_split + (int64_t)t->loss_in_split;
+		counted = *g;
+		counted.gen = &units;
+		g = &counted;
+	}
+	enum search_rule rule = plan_search_rule(g, t->global_batch, out);
 	if (rule != SEARCH_RULE_NONE) {
 		char why[256];
 		snprintf(err, err_size, "Megatron-LM would refuse this plan: %s",
-		         plan_search_rule_text(why, sizeof why, rule, p->graph, t->global_batch, out));
+		         plan_search_rule_text(why, sizeof why, rule, g, t->global_batch, out));
 		return false;
 	}
 	return true;
