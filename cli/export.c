@@ -258,11 +258,24 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		.stage_layers = t->stage_layers,
 	};
 	/* Arguments Megatron-LM refuses at launch are no answer. */
-	enum search_rule rule = plan_search_rule(p->graph, t->global_batch, out);
+	/* With the embedding and the loss accounted, Megatron-LM's layer rules
+	 * (arguments.py, transformer_config.py) count them as layers: the
+	 * rules see a model of that many (heads, widths and sequence alike) */
+	struct model_gen units;
+	struct graph counted;
+	const struct graph *g = p->graph;
+	if (g->gen && (t->embedding_in_split || t->loss_in_split)) {
+		units = *g->gen;
+		units.layers += (int64_t)t->embedding_in_split + (int64_t)t->loss_in_split;
+		counted = *g;
+		counted.gen = &units;
+		g = &counted;
+	}
+	enum search_rule rule = plan_search_rule(g, t->global_batch, out);
 	if (rule != SEARCH_RULE_NONE) {
 		char why[256];
 		snprintf(err, err_size, "Megatron-LM would refuse this plan: %s",
-		         plan_search_rule_text(why, sizeof why, rule, p->graph, t->global_batch, out));
+		         plan_search_rule_text(why, sizeof why, rule, g, t->global_batch, out));
 		return false;
 	}
 	return true;
@@ -411,10 +424,18 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	arg(f, &first, "--tensor-model-parallel-size %lld", (long long)c->tp);
 	arg(f, &first, "--pipeline-model-parallel-size %lld", (long long)c->pp);
 	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0 || c->stage_layers;
+	/* Megatron-Core's embedding and loss accounting: each counts as a
+	 * layer in the division, also of the virtual stages (arguments.py) */
+	bool emb = t->embedding_in_split && !uneven, loss = t->loss_in_split && !uneven;
+	int64_t units = g ? g->layers + emb + loss : 0;
 	if (c->pp > 1 && c->virtual_stages > 1 && g && g->layers > 0 && !uneven &&
-	    g->layers % (c->pp * c->virtual_stages) == 0)
+	    units % (c->pp * c->virtual_stages) == 0)
 		arg(f, &first, "--num-layers-per-virtual-pipeline-stage %lld",
-		    (long long)(g->layers / (c->pp * c->virtual_stages)));
+		    (long long)(units / (c->pp * c->virtual_stages)));
+	if (c->pp > 1 && emb)
+		arg(f, &first, "--account-for-embedding-in-pipeline-split");
+	if (c->pp > 1 && loss)
+		arg(f, &first, "--account-for-loss-in-pipeline-split");
 	/* Megatron-LM's uneven pipeline (arguments.py: with it, the virtual
 	 * stages are given per rank) */
 	if (c->pp > 1 && c->stage_layers)

@@ -901,6 +901,41 @@ int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, i
 	return middle > 0 ? rest / middle : 0;
 }
 
+int64_t scenario_accounted_layers(int64_t layers, int64_t stages, int64_t virtual, bool embedding,
+                                  bool loss, int64_t chunk, char *why, size_t why_size)
+{
+	char dummy[8];
+	if (!why) {
+		why = dummy;
+		why_size = sizeof dummy;
+	}
+	int64_t p = stages > 1 ? stages : 1, v = virtual > 1 ? virtual : 1;
+	int64_t units = layers + embedding + loss;
+	if (units % p) {
+		snprintf(why, why_size, "%lld layers%s%s do not divide into %lld pipeline stages",
+		         (long long)layers, embedding ? " + the embedding" : "",
+		         loss ? " + the loss" : "", (long long)p);
+		return -1;
+	}
+	if ((units / p) % v) {
+		snprintf(why, why_size, "each stage's %lld layers (the embedding and the loss counted) "
+		         "do not divide into its %lld virtual stages", (long long)(units / p),
+		         (long long)v);
+		return -1;
+	}
+	int64_t n = units / (p * v);
+	if (chunk == 0 && embedding)
+		n--;
+	if (chunk == p * v - 1 && loss)
+		n--;
+	if (n < 0) {
+		snprintf(why, why_size, "one model chunk of %lld units cannot hold both the embedding "
+		         "and the loss", (long long)(units / (p * v)));
+		return -1;
+	}
+	return n;
+}
+
 /* The rebalancing rule's heap: stages by their time with one more unit,
  * ties to the lower stage. */
 struct stage_key {
@@ -1041,6 +1076,46 @@ static bool rebalance_training(struct loader *L, const struct jv *root)
 	return true;
 }
 
+/* training.account_for_embedding_in_pipeline_split / account_for_loss_in_
+ * pipeline_split: Megatron-Core's refusals (transformer_config.py
+ * __post_init__: not with the uneven first and last stages nor with the
+ * layout; the layers with the embedding and the loss divide by the stages
+ * and a stage's by its virtual stages). */
+static bool check_accounted(struct loader *L, const struct jv *v)
+{
+	const struct training *t = &L->s->training;
+	struct jv f;
+	jv_get(v, t->embedding_in_split ? "account_for_embedding_in_pipeline_split"
+	                                : "account_for_loss_in_pipeline_split", &f);
+	if (t->n_cuts > 0) {
+		jv_error(&f, "pipeline_cuts places every cut itself: give it or the embedding and loss "
+		         "accounting, not both");
+		return false;
+	}
+	if (t->first_stage_layers > 0 || t->last_stage_layers > 0 || t->stage_layers) {
+		jv_error(&f, "Megatron-Core does not count the embedding and the loss as layers with "
+		         "%s: give one or the other", t->stage_layers ? "stage_layers (its "
+		         "--pipeline-model-parallel-layout)" : "first_stage_layers / last_stage_layers");
+		return false;
+	}
+	if (t->schedule == SCHED_DUALPIPE) {
+		jv_error(&f, "the \"dualpipe\" schedule splits the model by its own rule; the embedding "
+		         "and loss accounting needs another schedule");
+		return false;
+	}
+	const struct model_gen *g = L->s->graph ? L->s->graph->gen : NULL;
+	int64_t layers = g && g->layers > 0 ? g->layers : 0;
+	char why[200];
+	if (layers > 0 && scenario_accounted_layers(layers, t->pipeline_stages, t->virtual_stages,
+	                                            t->embedding_in_split, t->loss_in_split, 0,
+	                                            why, sizeof why) < 0) {
+		jv_error(&f, "Megatron-Core refuses this split of %lld layers over %lld pipeline "
+		         "stages: %s", (long long)layers, (long long)t->pipeline_stages, why);
+		return false;
+	}
+	return true;
+}
+
 /* training.first_stage_layers / last_stage_layers and stage_layers:
  * Megatron-LM's rules against the generated model's layers (an explicit
  * graph's are counted when it is split, planner/cost/pipeline.c). */
@@ -1048,9 +1123,12 @@ static bool check_uneven(struct loader *L, const struct jv *v)
 {
 	const struct training *t = &L->s->training;
 	bool ends = t->first_stage_layers > 0 || t->last_stage_layers > 0;
-	if (!ends && !t->stage_layers)
+	bool accounted = t->embedding_in_split || t->loss_in_split;
+	if (!ends && !t->stage_layers && !accounted)
 		return true;
 	struct jv f;
+	if (accounted)
+		return check_accounted(L, v);
 	jv_get(v, t->stage_layers ? "stage_layers"
 	          : t->first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers", &f);
 	if (t->n_cuts > 0) {
@@ -1064,10 +1142,13 @@ static bool check_uneven(struct loader *L, const struct jv *v)
 		         "cannot be set with them)");
 		return false;
 	}
-	if (t->stage_layers && (t->schedule == SCHED_ZB_V || t->schedule == SCHED_DUALPIPE)) {
+	/* ZB-V splits each stage's layers evenly over its two chunks (d and
+	 * 2P - 1 - d), as the virtual stages; DualPipe's halves mirror the
+	 * model and take no list */
+	if (t->stage_layers && t->schedule == SCHED_DUALPIPE) {
 		jv_error(&f, "the \"%s\" schedule places two chunks of equal layers on each stage: "
-		         "stage_layers needs \"1f1b\", \"gpipe\", \"interleaved-1f1b\", \"zb-h1\" "
-		         "or \"zb-h2\"", schedule_names[t->schedule]);
+		         "stage_layers needs \"1f1b\", \"gpipe\", \"interleaved-1f1b\", \"zb-h1\", "
+		         "\"zb-h2\" or \"zb-v\"", schedule_names[t->schedule]);
 		return false;
 	}
 	const struct model_gen *g = L->s->graph ? L->s->graph->gen : NULL;
@@ -1100,7 +1181,9 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
 	                                   "optimizer_offload", "first_stage_layers",
 	                                   "last_stage_layers", "stage_layers", "rebalance",
-	                                   "grad_reduce_in_bf16", NULL};
+	                                   "grad_reduce_in_bf16",
+	                                   "account_for_embedding_in_pipeline_split",
+	                                   "account_for_loss_in_pipeline_split", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO;
 	int64_t zero = 0;
@@ -1137,6 +1220,9 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "optimizer_offload", false, &t->optimizer_offload) && ok;
 	ok = jv_opt_bool(&v, "grad_reduce_in_bf16", false, &t->grad_reduce_in_bf16) && ok;
 	ok = jv_opt_bool(&v, "rebalance", false, &t->rebalance) && ok;
+	ok = jv_opt_bool(&v, "account_for_embedding_in_pipeline_split", false,
+	                 &t->embedding_in_split) && ok;
+	ok = jv_opt_bool(&v, "account_for_loss_in_pipeline_split", false, &t->loss_in_split) && ok;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
@@ -1233,7 +1319,13 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	if (sched == SCHED_ZB_V)
 		t->virtual_stages = 2;
 	int64_t layers = L->s->graph && L->s->graph->gen ? L->s->graph->gen->layers : 0;
-	if (sched == SCHED_ZB_V && layers > 0 && layers % (2 * t->pipeline_stages)) {
+	/* (a split given by the stages' layers or with the embedding and the
+	 * loss counted is checked by its own rules below) */
+	struct jv listed;
+	bool split_given = t->first_stage_layers > 0 || t->last_stage_layers > 0 ||
+	                   t->embedding_in_split || t->loss_in_split ||
+	                   jv_get(&v, "stage_layers", &listed);
+	if (sched == SCHED_ZB_V && layers > 0 && !split_given && layers % (2 * t->pipeline_stages)) {
 		jv_get(&v, "schedule", &f);
 		jv_error(&f, "the \"zb-v\" schedule places 2 chunks of whole layers on each stage: "
 		         "%lld layers do not split into 2 x %lld pipeline stages",

@@ -175,6 +175,11 @@ struct training {
 	const int64_t *stage_layers;  /* [pipeline_stages]: each stage's transformer layers
 	                                 (Megatron-LM's --pipeline-model-parallel-layout), or
 	                                 NULL (even, or first/last above) */
+	bool embedding_in_split;      /* Megatron-Core's account_for_embedding_in_pipeline_split:
+	                                 the embedding counts as a layer when the layers are
+	                                 divided among the chunks (scenario_accounted_layers) */
+	bool loss_in_split;           /* account_for_loss_in_pipeline_split: the loss (final
+	                                 norm, head and loss) counts as one too */
 	bool rebalance;               /* the file's "rebalance": stage_layers set by the
 	                                 rebalancing rule from the faults */
 	bool micro_batches_set;       /* the file states micro_batches */
@@ -297,6 +302,20 @@ struct cJSON *scenario_json(struct arena *a, const struct scenario *s, const cha
 int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, int64_t first,
                               int64_t last, const int64_t *list, int64_t stage, char *why,
                               size_t why_size);
+
+/* Megatron-Core's account_for_embedding_in_pipeline_split and
+ * account_for_loss_in_pipeline_split (megatron/core/transformer/
+ * transformer_block.py get_num_layers_to_build, transformer_config.py):
+ * `layers` transformer layers, plus one for the embedding when `embedding`
+ * and one for the loss when `loss`, divided evenly over `stages` stages of
+ * `virtual` chunks each; the first chunk in graph order builds one layer
+ * fewer for the embedding, the last one fewer for the loss. The layers of
+ * chunk `chunk` (graph order, 0 .. stages x virtual - 1), or -1 when
+ * Megatron-Core refuses the split (the units do not divide by the stages,
+ * or a stage's units by its virtual stages); then, with `why`, the reason
+ * in words. */
+int64_t scenario_accounted_layers(int64_t layers, int64_t stages, int64_t virtual, bool embedding,
+                                  bool loss, int64_t chunk, char *why, size_t why_size);
 
 /* The rebalancing rule (docs/formats.md, "training.stage_layers"): `layers`
  * over `stages` stages in proportion to each stage's speed 1 / slow[s]

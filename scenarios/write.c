@@ -56,6 +56,10 @@ static cJSON *training_json(const struct training *t)
 		add_num(o, "first_stage_layers", (double)t->first_stage_layers);
 	if (t->last_stage_layers > 0)
 		add_num(o, "last_stage_layers", (double)t->last_stage_layers);
+	if (t->embedding_in_split)
+		cJSON_AddBoolToObject(o, "account_for_embedding_in_pipeline_split", true);
+	if (t->loss_in_split)
+		cJSON_AddBoolToObject(o, "account_for_loss_in_pipeline_split", true);
 	if (t->stage_layers) {
 		cJSON *l = cJSON_AddArrayToObject(o, "stage_layers");
 		for (int64_t k = 0; l && k < t->pipeline_stages; k++)

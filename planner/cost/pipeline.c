@@ -204,6 +204,34 @@ static bool attention_softmax(const struct graph *g, int i)
 	return false;
 }
 
+/* Op x normalises (a layer's norms, the final one). */
+static bool norm_at(const struct graph *g, int x)
+{
+	return g->ops[x].kind == OP_LAYERNORM || g->ops[x].kind == OP_RMSNORM;
+}
+
+/* The layers of chunk c (graph order) under the scenario's split, its
+ * transformer layers `decoder`: Megatron-Core's embedding and loss
+ * accounting (scenario_accounted_layers), the stages' layers
+ * (scenario_stage_layers: the stage holding chunk c, part_stage, its
+ * layers over its virtual stages), or an even share of all `layers`; -1
+ * when the split does not fit. */
+static int64_t chunk_layers(const struct training *tr, const struct plan_part *pp, int64_t layers,
+                            int64_t decoder, int c)
+{
+	int64_t P = pp->n_stages, V = pp->virtual_stages;
+	if (tr->embedding_in_split || tr->loss_in_split)
+		return scenario_accounted_layers(decoder, P, V, tr->embedding_in_split,
+		                                 tr->loss_in_split, c, NULL, 0);
+	if (tr->first_stage_layers > 0 || tr->last_stage_layers > 0 || tr->stage_layers) {
+		int64_t n = scenario_stage_layers(decoder, P, V, tr->first_stage_layers,
+		                                  tr->last_stage_layers, tr->stage_layers,
+		                                  part_stage(pp, c), NULL, 0);
+		return n < 0 || n % V ? -1 : n / V;
+	}
+	return layers % pp->n_chunks ? -1 : layers / pp->n_chunks;
+}
+
 /* Megatron-LM's split (plan.whole_layers): the layers are counted by their
  * attentions; layer j starts at the last cut with the fewest live bytes
  * after layer j-1's attention and up to its own (the residual stream
@@ -211,48 +239,59 @@ static bool attention_softmax(const struct graph *g, int i)
  * chunks, k dividing L, chunk c starts at layer c L/k: the embedding goes
  * with the first chunk, the final norm, head and loss with the last.
  * With training.stage_layers or first_stage_layers / last_stage_layers
- * (Megatron-LM's uneven pipeline, scenario_stage_layers), chunk c = v P + s (virtual
- * stage v of stage s, as the schedules order them) holds stage s's layers
- * over its virtual stages, the layers counted as the generator's (a
- * multi-token prediction module's after them goes with the last chunk, as
- * Megatron-LM puts it on the last stage). False (first untouched) when the
- * graph has no attention or the split does not fit its layers; *layers
- * gets the count. */
-static bool whole_layer_cuts(const struct graph *g, const struct training *tr, const double *live,
-                             int k, int *first, int *layers)
+ * (Megatron-LM's uneven pipeline, scenario_stage_layers) each chunk holds
+ * its stage's layers over the stage's chunks (pp's placement: chunk c =
+ * v P + s, virtual stage v of stage s, interleaved; ZB-V's V, chunks d and
+ * 2P - 1 - d on stage d); with the embedding and the loss accounted
+ * (scenario_accounted_layers) the first chunk holds a layer fewer and the
+ * last a layer fewer, possibly none: a last chunk of no layer starts at
+ * the last cut of fewest live bytes after the last attention among those
+ * before a norm (so it holds the final norm, head and loss, as
+ * Megatron-Core builds them on that chunk). The layers are counted as the generator's in the last two
+ * cases (a multi-token prediction module's after them goes with the last
+ * chunk, as Megatron-LM puts it on the last stage). False (first
+ * untouched) when the graph has no attention or the split does not fit
+ * its layers; *layers gets the count. */
+static bool whole_layer_cuts(const struct graph *g, const struct training *tr,
+                             const struct plan_part *pp, const double *live, int *first,
+                             int *layers)
 {
-	int n = g->n_ops, L = 0, prev = 0, c = 1;
+	int n = g->n_ops, L = 0, prev = 0, c = 1, k = pp->n_chunks;
 	for (int i = 0; i < n; i++)
 		L += attention_softmax(g, i);
 	*layers = L;
-	bool uneven = tr->first_stage_layers > 0 || tr->last_stage_layers > 0 || tr->stage_layers;
-	int64_t P = tr->pipeline_stages, V = k / (P > 0 ? P : 1), decoder = L;
-	if (uneven && g->gen && g->gen->layers > 0 && g->gen->layers <= L)
+	bool given = tr->first_stage_layers > 0 || tr->last_stage_layers > 0 || tr->stage_layers ||
+	             tr->embedding_in_split || tr->loss_in_split;
+	int64_t decoder = L;
+	if (given && g->gen && g->gen->layers > 0 && g->gen->layers <= L)
 		decoder = g->gen->layers;
-	if (L == 0 || (!uneven && L % k))
+	if (L == 0)
 		return false;
 	/* next: the layer chunk c starts at, the sum of the chunks' before it */
 	int64_t next = 0;
-	for (int i = 0, j = 0; i < n; i++) {
-		if (!attention_softmax(g, i))
+	for (int i = 0, j = 0; i <= n; i++) {
+		bool tail = i == n;  /* past the last op: chunks of no layer after the last */
+		if (!tail && !attention_softmax(g, i))
 			continue;
 		while (c < k) {
-			int64_t before = uneven ? scenario_stage_layers(decoder, P, V,
-			                                                tr->first_stage_layers,
-			                                                tr->last_stage_layers,
-			                                                tr->stage_layers,
-			                                                (c - 1) % P, NULL, 0)
-			                        : L / k * V;
+			int64_t before = chunk_layers(tr, pp, L, decoder, c - 1);
 			if (before < 0)
 				return false;
-			if (j != next + before / V)
+			if (j != next + before)
 				break;
 			int at = prev + 1;
-			for (int x = prev + 2; x <= i; x++)
+			for (int x = prev + 2; x < n && x <= i; x++)
 				if (live[x] <= live[at])
 					at = x;
+			if (tail) {  /* before the last of the norms with the fewest bytes */
+				for (int x = prev + 1, best = -1; x < n; x++)
+					if (norm_at(g, x) && (best < 0 || live[x] <= live[best]))
+						at = best = x;
+			}
+			if (at >= n)
+				return false;
 			first[c++] = at;
-			next += before / V;
+			next += before;
 		}
 		prev = i;
 		j++;
@@ -360,11 +399,19 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 			out->first_op[c] = tr->cuts[c - 1];
 		out->first_op[k] = n;
 	} else if (k > 1 && (p->whole_layers || tr->first_stage_layers > 0 ||
-	                     tr->last_stage_layers > 0 || tr->stage_layers) &&
-	           whole_layer_cuts(p->graph, tr, out->live, k, out->first_op, &layers)) {
+	                     tr->last_stage_layers > 0 || tr->stage_layers ||
+	                     tr->embedding_in_split || tr->loss_in_split) &&
+	           whole_layer_cuts(p->graph, tr, out, out->live, out->first_op, &layers)) {
 		/* Megatron-LM's split, even or with the first and last stages' layers */
 	} else if (k > 1) {
-		if (tr->stage_layers)
+		if (tr->embedding_in_split || tr->loss_in_split)
+			diag_add(diags, DIAG_NOTE, s->file, 0,
+			         tr->embedding_in_split ? "training.account_for_embedding_in_pipeline_split"
+			                                : "training.account_for_loss_in_pipeline_split",
+			         "the model's %d attention layers with the embedding and the loss counted "
+			         "do not split over %d pipeline chunks as Megatron-Core would: cut where "
+			         "the chunks' costs balance", layers, k);
+		else if (tr->stage_layers)
 			diag_add(diags, DIAG_NOTE, s->file, 0, "training.stage_layers",
 			         "the stages' layers do not split the model's %d attention layers over "
 			         "%d pipeline chunks as listed: cut where the chunks' costs balance",

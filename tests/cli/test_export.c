@@ -621,6 +621,39 @@ Test(export, megatron_stage_layers_as_the_layout)
 	free(r.out);
 }
 
+Test(export, megatron_embedding_and_loss_in_the_split)
+{
+	/* Megatron-Core's account_for_embedding_in_pipeline_split and
+	 * account_for_loss_in_pipeline_split as its flags: 4 layers over 3
+	 * stages are refused (3 does not divide 4), 4 + the embedding + the
+	 * loss = 6 units are 2 a stage (arguments.py counts them); interleaved
+	 * over 2 virtual stages, 6 / (3 x 2) = 1 unit a chunk:
+	 * --num-layers-per-virtual-pipeline-stage 1 (the first chunk only the
+	 * embedding, the last only the loss). */
+	const char *acc = "\"account_for_embedding_in_pipeline_split\": true, "
+	                  "\"account_for_loss_in_pipeline_split\": true";
+	char training[256];
+	snprintf(training, sizeof training, "\"pipeline_stages\": 3, \"micro_batches\": 12, %s",
+	         acc);
+	struct cli_run r = export_gpt(3, 1, training, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-size 3 \\\n"
+	                                 "--account-for-embedding-in-pipeline-split \\\n"
+	                                 "--account-for-loss-in-pipeline-split \\\n"),
+	                   "%s", r.out);
+	cr_expect_null(strstr(r.out, "--num-layers-per-virtual-pipeline-stage"), "%s", r.out);
+	free(r.out);
+	snprintf(training, sizeof training, "\"pipeline_stages\": 3, \"micro_batches\": 12, "
+	         "\"virtual_stages\": 2, \"schedule\": \"interleaved-1f1b\", %s", acc);
+	r = export_gpt(3, 1, training, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-size 3 \\\n"
+	                                 "--num-layers-per-virtual-pipeline-stage 1 \\\n"
+	                                 "--account-for-embedding-in-pipeline-split \\\n"),
+	                   "%s", r.out);
+	free(r.out);
+}
+
 Test(export, megatron_uneven_first_and_last_stages)
 {
 	/* training.first_stage_layers / last_stage_layers as Megatron-LM's

@@ -1304,6 +1304,92 @@ Test(pipeline, stage_layers_list_generalises_the_uneven_ends)
 	cr_expect_eq(scenario_stage_layers(6, 4, 1, 0, 0, good, 3, NULL, 0), 1);
 }
 
+/* The chunks' first ops against the names of want[0 .. k-2] (chunks 1 ..
+ * k-1) for a generated gpt model (hidden 64, 4 heads, seq 64, vocab 256)
+ * of `layers` layers on 4 devices of dgx-a100, Megatron's TP 1. */
+static void expect_chunk_starts(int layers, const char *train, int k, const char *const *want)
+{
+	char gen[256];
+	snprintf(gen, sizeof gen, "{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": %d, \"heads\": 4, "
+	         "\"seq\": 64, \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"}", layers);
+	struct scenario *s = fixture_generated(A, &D, gen, "dgx-a100", 4, train);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert_eq(e.part.n_chunks, k, "%s", train);
+	for (int c = 1; c < k; c++)
+		cr_expect_str_eq(p->graph->ops[e.part.first_op[c]].name, want[c - 1], "%s: chunk %d: %s",
+		                 train, c, p->graph->ops[e.part.first_op[c]].name);
+}
+
+/* Megatron-Core's account_for_embedding_in_pipeline_split and
+ * account_for_loss_in_pipeline_split (transformer_block.py
+ * get_num_layers_to_build): the embedding and the loss count as a layer
+ * each. Llama 3.1 405B's 126 layers + 2 over PP 16 x VP 4 = 64 chunks are
+ * 128 / 64 = 2 units a chunk: the first chunk 1 layer and the embedding,
+ * the last 1 layer and the loss, the 62 others 2 layers. 125 layers (127
+ * units) do not divide by 16 stages; 126 + 2 over PP 16 x VP 3 leave 8
+ * units a stage, not a multiple of 3: both refused, as Megatron-Core
+ * does. In the graph: 14 layers + 2 over PP 4 x VP 2 = 8 chunks of 2
+ * units, chunk 0 layer 0 (with the embedding), chunk c of 1 .. 6 layers
+ * 2c - 1 and 2c, chunk 7 layer 13 (with the loss); 6 layers + 2 over the
+ * same 8 chunks are a unit a chunk: chunk 0 only the embedding (chunk 1
+ * starts at layer 0's first norm), chunks 1 .. 6 a layer each, chunk 7
+ * only the final norm, the head and the loss. */
+Test(pipeline, embedding_and_loss_counted_as_layers)
+{
+	cr_expect_eq(scenario_accounted_layers(126, 16, 4, true, true, 0, NULL, 0), 1);
+	cr_expect_eq(scenario_accounted_layers(126, 16, 4, true, true, 1, NULL, 0), 2);
+	cr_expect_eq(scenario_accounted_layers(126, 16, 4, true, true, 62, NULL, 0), 2);
+	cr_expect_eq(scenario_accounted_layers(126, 16, 4, true, true, 63, NULL, 0), 1);
+	int64_t sum = 0;
+	for (int c = 0; c < 64; c++)
+		sum += scenario_accounted_layers(126, 16, 4, true, true, c, NULL, 0);
+	cr_expect_eq(sum, 126);
+	/* the embedding alone: 127 + 1 = 128 units, the last chunk keeps 2 */
+	cr_expect_eq(scenario_accounted_layers(127, 16, 4, true, false, 0, NULL, 0), 1);
+	cr_expect_eq(scenario_accounted_layers(127, 16, 4, true, false, 63, NULL, 0), 2);
+	char why[200];
+	cr_expect_eq(scenario_accounted_layers(125, 16, 4, true, true, 0, why, sizeof why), -1);
+	cr_expect_str_eq(why, "125 layers + the embedding + the loss do not divide into 16 "
+	                      "pipeline stages");
+	cr_expect_eq(scenario_accounted_layers(126, 16, 3, true, true, 0, why, sizeof why), -1);
+	cr_expect_str_eq(why, "each stage's 8 layers (the embedding and the loss counted) do not "
+	                      "divide into its 3 virtual stages");
+	const char *train = "{\"global_batch\": 8, \"pipeline_stages\": 4, \"virtual_stages\": 2, "
+	                    "\"schedule\": \"interleaved-1f1b\", "
+	                    "\"account_for_embedding_in_pipeline_split\": true, "
+	                    "\"account_for_loss_in_pipeline_split\": true}";
+	const char *const two[] = {"layers.1.ln1", "layers.3.ln1", "layers.5.ln1", "layers.7.ln1",
+	                           "layers.9.ln1", "layers.11.ln1", "layers.13.ln1"};
+	expect_chunk_starts(14, train, 8, two);
+	const char *const one[] = {"layers.0.ln1", "layers.1.ln1", "layers.2.ln1", "layers.3.ln1",
+	                           "layers.4.ln1", "layers.5.ln1", "final_ln"};
+	expect_chunk_starts(6, train, 8, one);
+}
+
+/* ZB-V's V (Qi et al. 2024, "Pipeline parallelism with controllable
+ * memory"): on 4 stages chunk d runs on stage d and chunk 7 - d on stage
+ * d too, so in graph order the chunks' stages are 0 1 2 3 3 2 1 0.
+ * stage_layers 4, 2, 2, 6 over 14 layers halve over each stage's two
+ * chunks: 2 1 1 3 3 1 1 2 layers, so the chunks start at layers 2, 3, 4,
+ * 7, 10, 11 and 12 (the interleaved rule, stage c mod 4, would give
+ * 2 1 1 3 2 1 1 3: layers 2, 3, 4, 7, 9, 10, 11). first_stage_layers 4
+ * and last_stage_layers 6 leave 4 for the two middle stages, the same
+ * split. */
+Test(pipeline, zb_v_stage_layers_follow_the_v)
+{
+	const char *const want[] = {"layers.2.ln1", "layers.3.ln1", "layers.4.ln1", "layers.7.ln1",
+	                            "layers.10.ln1", "layers.11.ln1", "layers.12.ln1"};
+	expect_chunk_starts(14, "{\"global_batch\": 8, \"pipeline_stages\": 4, \"schedule\": "
+	                        "\"zb-v\", \"stage_layers\": [4, 2, 2, 6]}", 8, want);
+	expect_chunk_starts(14, "{\"global_batch\": 8, \"pipeline_stages\": 4, \"schedule\": "
+	                        "\"zb-v\", \"first_stage_layers\": 4, \"last_stage_layers\": 6}",
+	                    8, want);
+}
+
 /* The rebalancing rule (scenario_rebalance_layers) by hand. 32 layers over
  * 4 stages, stage 0 twice as slow: the shares L (1/slow_s) / sum(1/slow)
  * are 32 x 0.5 / 3.5 = 4.57 and 32 / 3.5 = 9.14; whole layers, the
