@@ -1400,8 +1400,7 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 	static const enum est_category comm[] = {EST_COMM_FORWARD, EST_REDISTRIBUTION,
 	                                         EST_COMM_BACKWARD, EST_PIPELINE_P2P};
 	const struct plan_part *pp = &e->part;
-	const struct training *tr = &p->scenario->training;
-	bool serial = tr->zero_stage < 2 && !tr->overlap_grad_reduce;
+	int zero = p->scenario->training.zero_stage;
 	int P = pp->n_stages;
 	for (int d = 0; d < P / 2; d++) {
 		int x = P - 1 - d;
@@ -1415,12 +1414,15 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 			u.cat[k] = k == EST_OPTIMIZER ? ss[d].cat[k] + ss[x].cat[k]
 			                              : (ss[d].cat[k] + ss[x].cat[k]) / 2;
 		u.weight_s = (ss[d].weight_s + ss[x].weight_s) / 2;
-		/* the tail: without overlap a device synchronises both its
-		 * chunks' buckets after the flush, one after the other
-		 * (sim/lower.c, lower_tail), each stage its own tied
+		/* the tail: a device synchronises both its chunks' buckets,
+		 * one after the other (sim/lower.c, lower_tail; overlapped,
+		 * both chunks' last backwards end in the cool-down's run of
+		 * W's, so neither hides much of the other's); ZeRO 2's backlog
+		 * counts m micro-batches of a chunk where the device runs m/2
+		 * of each, the pair's already. Each stage its own tied
 		 * parameters' sum; then the mirror exchange */
 		double td = ss[d].tail_s - e->stages[d].tied_s, tx = ss[x].tail_s - e->stages[x].tied_s;
-		double sync = serial ? td + tx : fmax(td, tx);
+		double sync = zero < 2 ? td + tx : fmax(td, tx);
 		u.tail_s = sync + fmax(e->stages[d].tied_s, e->stages[x].tied_s) + mirror;
 		double compute = u.cat[EST_COMPUTE_FORWARD] + u.cat[EST_COMPUTE_BACKWARD] +
 		                 u.cat[EST_RECOMPUTE], talk = 0;
