@@ -67,8 +67,10 @@ static void help(FILE *f)
 	        "                  \"p2p_s\", \"gradient_s\", \"tied_bytes\", \"tied_s\"\n"
 	        "                  (the sum of parameters shared with other stages, as\n"
 	        "                  a head tied to the embedding: bytes sent, seconds;\n"
-	        "                  part of gradient_s), \"optimizer_s\", \"in_flight\",\n"
-	        "                  \"memory_bytes\"}]}),\n"
+	        "                  part of gradient_s), \"mirror_bytes\", \"mirror_s\"\n"
+	        "                  (dualpipe: both chunks' gradients sent to the mirror\n"
+	        "                  stage; part of gradient_s), \"optimizer_s\",\n"
+	        "                  \"in_flight\", \"memory_bytes\"}]}),\n"
 	        "                  \"training\" ({\"zero_stage\", \"recompute\", \"precision\",\n"
 	        "                  \"sequence_parallel\", \"context_parallel\",\n"
 	        "                  \"expert_parallel\"}),\n"
@@ -234,6 +236,17 @@ static void text_pipeline(const struct plan *p, const struct estimate *e)
 		       "to stage %d (%s)\n",
 		       s, cli_si(b[2], 32, es->tied_bytes, "B"), es->tied_next,
 		       sec(b[0], 32, es->tied_s));
+	}
+	/* DualPipe: the two copies of each model chunk, stages d and P-1-d,
+	 * each sending the other as much */
+	for (int s = 0; s < pp->n_stages / 2; s++) {
+		const struct est_stage *es = &e->stages[s];
+		if (es->mirror_bytes <= 0)
+			continue;
+		printf("  mirror copies' gradients, after the flush: stages %d and %d send each "
+		       "other %s a rank (%s)\n",
+		       s, pp->n_stages - 1 - s, cli_si(b[2], 32, es->mirror_bytes, "B"),
+		       sec(b[0], 32, es->mirror_s));
 	}
 }
 

@@ -833,6 +833,8 @@ void report_json_pipeline(cJSON *obj, const struct plan *p, const struct estimat
 		cJSON_AddNumberToObject(o, "gradient_s", es->gradient_s);
 		cJSON_AddNumberToObject(o, "tied_bytes", es->tied_bytes);
 		cJSON_AddNumberToObject(o, "tied_s", es->tied_s);
+		cJSON_AddNumberToObject(o, "mirror_bytes", es->mirror_bytes);
+		cJSON_AddNumberToObject(o, "mirror_s", es->mirror_s);
 		cJSON_AddNumberToObject(o, "optimizer_s", es->optimizer_s);
 		cJSON_AddNumberToObject(o, "in_flight", es->in_flight);
 		cJSON_AddNumberToObject(o, "memory_bytes", es->mem.total);

@@ -753,43 +753,18 @@ static int stage_chunk(const struct lower *L, int st, int x)
 	return part_chunk(pp, st, x);
 }
 
-/* The gradient bytes of model chunk c's parameters on one rank as they
- * are reduced (cost_grad_bytes_per_elem), each a 1/n shard when ZeRO
- * reduce-scatters it over n data-parallel ranks. */
-static double chunk_grad_bytes(const struct lower *L, int c)
-{
-	const struct plan_part *pp = &L->e->part;
-	const struct training *tr = &L->p->scenario->training;
-	const struct graph *g = L->p->graph;
-	double bytes = 0;
-	for (int i = pp->first_op[c]; i < pp->first_op[c + 1]; i++) {
-		const struct dist_op *d = &L->p->ops[i];
-		int inputs[SIG_MAX_TENSORS];
-		const struct comm_step *sync[SIG_MAX_TENSORS];
-		int n = plan_op_params(g, L->reads, pp->first_op[c], d, inputs, sync);
-		for (int k = 0; k < n; k++) {
-			enum dtype dt = g->tensors[g->ops[i].in[inputs[k]]].dtype;
-			double w = (double)dtype_bytes(dt), b = layout_local_bytes(&d->in[inputs[k]]);
-			if (w > 0)
-				b *= cost_grad_bytes_per_elem(tr->precision, tr->grad_reduce_in_bf16, dt) / w;
-			if (tr->zero_stage >= 1 && sync[k] && sync[k]->groups.size > 1)
-				b /= (double)sync[k]->groups.size;
-			bytes += b;
-		}
-	}
-	return bytes;
-}
-
 /* DualPipe's copies of a model chunk on stage d and stage P-1-d: after
  * each synchronised its gradients over its data-parallel group, the two
  * exchange them (a two-member all-reduce: the bytes once each way) and
  * add, as deepseek-ai/DualPipe's examples/example_dualpipe.py adds each
  * module's gradient and its mirror rank's before comparing them with the
- * reference; a stage sends its mirror both its chunks' gradients at once. */
+ * reference; a stage sends its mirror both its chunks' gradients at once,
+ * the bytes the estimate prices (est_stage.mirror_bytes: the two chunks'
+ * cost_chunk_grad_bytes). */
 static void mirror_exchange(struct lower *L, int st)
 {
 	int P = L->e->part.n_stages, peer = P - 1 - st;
-	double bytes = chunk_grad_bytes(L, st) + chunk_grad_bytes(L, peer);
+	double bytes = L->e->stages[st].mirror_bytes;
 	if (bytes <= 0)
 		return;
 	L->phase = PHASE_GRADIENT;

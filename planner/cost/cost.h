@@ -713,7 +713,8 @@ struct est_stage {
 	                                               backward, with their communication */
 	double p2p_s;                               /* of micro_s: sends to the neighbouring stages */
 	double gradient_s, optimizer_s;             /* once per iteration after the flush (gradient_s:
-	                                               buckets, ZeRO 1/2's gathers, tied_s) */
+	                                               buckets, ZeRO 1/2's gathers, tied_s,
+	                                               mirror_s) */
 	/* Parameters read on several stages (a head tied to the word
 	 * embedding): after the flush the stages holding copies sum their
 	 * gradients in a ring, each rank sending tied_bytes to its peer on
@@ -721,6 +722,11 @@ struct est_stage {
 	 * stage itself, and tied_bytes 0, when it shares none). */
 	int tied_next, tied_prev;
 	double tied_bytes, tied_s;                  /* tied_s: of gradient_s */
+	/* DualPipe: device d holds model chunks d and P-1-d, as does its
+	 * mirror stage P-1-d; after the flush each rank sends its peer there
+	 * both chunks' gradients (mirror_bytes, cost_chunk_grad_bytes) and
+	 * receives as many, before the optimizer (0 otherwise). */
+	double mirror_bytes, mirror_s;              /* mirror_s: of gradient_s */
 	double in_flight;                           /* micro-batches whose activations it holds at most */
 	struct est_memory mem;
 };
@@ -777,6 +783,14 @@ struct estimator *plan_estimator_new(const struct plan *p, struct diag_list *dia
 bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *out,
                         struct diag_list *diags);
 void plan_estimator_free(struct estimator *x);
+
+/* The gradient bytes of the parameters that the ops [lo, hi) (a pipeline
+ * chunk) hold on one rank, as they are reduced (cost_grad_bytes_per_elem
+ * of the scenario's precision), each a 1/n shard when ZeRO (stage >= 1)
+ * reduce-scatters it over its n data-parallel ranks: what DualPipe's two
+ * copies of a chunk exchange after the flush (est_stage.mirror_bytes; the
+ * lowering's send). r: plan_param_reads of the plan's graph. */
+double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, int lo, int hi);
 
 /* ------------------------- mixture of experts and context parallelism */
 

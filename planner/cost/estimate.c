@@ -1349,6 +1349,31 @@ static bool unit_times(struct est_ctx *c, struct arena *a, const struct plan *p)
 	return true;
 }
 
+/* The chunk's gradient bytes (cost.h): each parameter at its first read
+ * in [lo, hi), as lower.c's buckets and the estimate's memory count it. */
+double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, int lo, int hi)
+{
+	const struct training *tr = &p->scenario->training;
+	const struct graph *g = p->graph;
+	double bytes = 0;
+	for (int i = lo; i < hi; i++) {
+		const struct dist_op *d = &p->ops[i];
+		int inputs[SIG_MAX_TENSORS];
+		const struct comm_step *sync[SIG_MAX_TENSORS];
+		int n = plan_op_params(g, r, lo, d, inputs, sync);
+		for (int k = 0; k < n; k++) {
+			enum dtype dt = g->tensors[g->ops[i].in[inputs[k]]].dtype;
+			double w = (double)dtype_bytes(dt), b = layout_local_bytes(&d->in[inputs[k]]);
+			if (w > 0)
+				b *= cost_grad_bytes_per_elem(tr->precision, tr->grad_reduce_in_bf16, dt) / w;
+			if (tr->zero_stage >= 1 && sync[k] && sync[k]->groups.size > 1)
+				b /= (double)sync[k]->groups.size;
+			bytes += b;
+		}
+	}
+	return bytes;
+}
+
 /* DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, section
  * 3.2.1 and Table 2): micro-batches fed from both ends, device d holding
  * stage d's layers and, for the other direction, stage P-1-d's: half the
@@ -1359,20 +1384,46 @@ static bool unit_times(struct est_ctx *c, struct arena *a, const struct plan *p)
  * of one (the EP all-to-all, the pipeline's sends, the collectives)
  * under the computation of the other, max(compute, communication) of the
  * two. Bubble (PP/2 - 1)(F&B + B - 3W), B the full backward chunk, W its
- * weight gradients. The stage sums become the devices'. */
-static void dualpipe(struct estimate *e, struct stage_sums *ss)
+ * weight gradients. The stage sums become the devices'. After the flush
+ * the two copies of each model chunk add their gradients (deepseek-ai/
+ * DualPipe's examples/example_dualpipe.py adds each module's and its
+ * mirror rank's): each rank sends the rank in its place on the mirror
+ * stage both chunks' gradients (cost_chunk_grad_bytes, ZeRO's shard of
+ * them) and receives as many at once, latency + bytes / bandwidth of the
+ * route between the two stages (an all-reduce of two ranks moves the
+ * bytes once each way), after the data-parallel synchronisation and
+ * before the optimizer: part of the tail and of gradient_sync, as the
+ * lowering sends it (sim/lower.c, mirror_exchange). */
+static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estimate *e,
+                     struct stage_sums *ss)
 {
 	static const enum est_category comm[] = {EST_COMM_FORWARD, EST_REDISTRIBUTION,
 	                                         EST_COMM_BACKWARD, EST_PIPELINE_P2P};
-	int P = e->part.n_stages;
+	const struct plan_part *pp = &e->part;
+	int zero = p->scenario->training.zero_stage;
+	int P = pp->n_stages;
 	for (int d = 0; d < P / 2; d++) {
 		int x = P - 1 - d;
+		double bytes = cost_chunk_grad_bytes(p, c->reads, pp->first_op[d], pp->first_op[d + 1]) +
+		               cost_chunk_grad_bytes(p, c->reads, pp->first_op[x], pp->first_op[x + 1]);
+		double mirror = bytes > 0 ? cost_p2p_s(c->t, (int64_t)d * pp->stage_ranks,
+		                                       (int64_t)x * pp->stage_ranks, bytes)
+		                          : 0;
 		struct stage_sums u = ss[d];
 		for (int k = 0; k < EST_CATEGORY_COUNT; k++)
 			u.cat[k] = k == EST_OPTIMIZER ? ss[d].cat[k] + ss[x].cat[k]
 			                              : (ss[d].cat[k] + ss[x].cat[k]) / 2;
 		u.weight_s = (ss[d].weight_s + ss[x].weight_s) / 2;
-		u.tail_s = ss[d].tail_s > ss[x].tail_s ? ss[d].tail_s : ss[x].tail_s;
+		/* the tail: a device synchronises both its chunks' buckets,
+		 * one after the other (sim/lower.c, lower_tail; overlapped,
+		 * both chunks' last backwards end in the cool-down's run of
+		 * W's, so neither hides much of the other's); ZeRO 2's backlog
+		 * counts m micro-batches of a chunk where the device runs m/2
+		 * of each, the pair's already. Each stage its own tied
+		 * parameters' sum; then the mirror exchange */
+		double td = ss[d].tail_s - e->stages[d].tied_s, tx = ss[x].tail_s - e->stages[x].tied_s;
+		double sync = zero < 2 ? td + tx : fmax(td, tx);
+		u.tail_s = sync + fmax(e->stages[d].tied_s, e->stages[x].tied_s) + mirror;
 		double compute = u.cat[EST_COMPUTE_FORWARD] + u.cat[EST_COMPUTE_BACKWARD] +
 		                 u.cat[EST_RECOMPUTE], talk = 0;
 		for (size_t k = 0; k < sizeof comm / sizeof *comm; k++)
@@ -1403,6 +1454,9 @@ static void dualpipe(struct estimate *e, struct stage_sums *ss)
 			                es->mem.activations + es->mem.buffers + es->mem.reserve;
 			es->micro_s = u.micro_s;
 			es->optimizer_s = u.cat[EST_OPTIMIZER];
+			es->mirror_bytes = bytes;
+			es->mirror_s = mirror;
+			es->gradient_s = sync + es->tied_s + mirror;
 		}
 	}
 }
@@ -1662,7 +1716,7 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 		return false;
 	}
 	if (s->training.schedule == SCHED_DUALPIPE && out->n_stages % 2 == 0)
-		dualpipe(out, ss);
+		dualpipe(c, p, out, ss);
 	assemble(out, ss);
 	out->hbm_bytes = s->topo->device.hbm_bytes;
 	out->oom_overflow_bytes = out->memory_bytes_per_device > out->hbm_bytes
