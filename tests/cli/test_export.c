@@ -591,6 +591,34 @@ Test(export, megatron_fp8_and_optimizer_offload)
 	rmdir(dir);
 }
 
+Test(export, megatron_activation_offload)
+{
+	/* training.activation_offload_layers as Megatron-LM's flag (core_v0.16.0,
+	 * megatron/training/arguments.py: --cpu-offloading-num-layers, which
+	 * turns cpu_offloading on; that field has no flag; docs/formats.md) */
+	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/offload.json", dir);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"offload\","
+	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
+	              " \"hidden\": 256, \"layers\": 4, \"heads\": 8, \"seq\": 128,"
+	              " \"vocab\": 1024, \"ffn\": 1024, \"micro_batch\": 2, \"dtype\": \"bf16\"}},"
+	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
+	              " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 4,"
+	              " \"activation_offload_layers\": 3}}",
+	              getenv("PWD") ? getenv("PWD") : ".");
+	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, " \\\n--cpu-offloading-num-layers 3\n"),
+	                   "%s", r.out);
+	cr_expect_null(strstr(r.out, "--cpu-offloading \\"), "%s", r.out);
+	free(r.out);
+	unlink(path);
+	rmdir(dir);
+}
+
 Test(export, megatron_stage_layers_as_the_layout)
 {
 	/* training.stage_layers as Megatron-LM's --pipeline-model-parallel-layout
