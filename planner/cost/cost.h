@@ -701,6 +701,8 @@ struct est_stage {
 	double offload_s;                           /* of micro_s: the activation offload's copies
 	                                               that outlast their compute window, forward
 	                                               and backward (in comm_forward, comm_backward) */
+	double offload_forward_s, offload_backward_s; /* offload_s's two parts (sim/lower.c
+	                                                 lowers them) */
 	struct est_memory mem;
 };
 

@@ -1290,6 +1290,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			ss->cat[EST_COMM_FORWARD] += fwd;
 			ss->cat[EST_COMM_BACKWARD] += bwd;
 			es->offload_s += fwd + bwd;
+			es->offload_forward_s += fwd;
+			es->offload_backward_s += bwd;
 		}
 		/* the pipeline's sends: activations forward, their gradient back */
 		double fwd_send, bwd_send;
