@@ -243,7 +243,8 @@ static const char *entry_name(struct arena *ar, const struct entry *e)
  * and the topology states it; 0: not checked. */
 static double host_capacity(const struct scenario *s)
 {
-	return s->training.optimizer_offload ? s->topo->host.capacity_bytes : 0;
+	return s->training.optimizer_offload || s->training.activation_offload_layers
+	           ? s->topo->host.capacity_bytes : 0;
 }
 
 static void fill_row(struct arena *ar, const struct plan *p, struct cli_sim_outcome *r,

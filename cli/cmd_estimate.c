@@ -28,8 +28,9 @@ static void help(FILE *f)
 	        "memory per device (parameters, gradients, optimizer state,\n"
 	        "activations) against the device's HBM with its verdict (\"fits (71 of\n"
 	        "80 GB)\", \"tight (77-83 of 80 GB)\": the peak +- 5%% straddles the HBM,\n"
-	        "\"does not fit (105 of 80 GB)\"); with training.optimizer_offload, the\n"
-	        "optimizer state a server's host memory holds, against the topology's\n"
+	        "\"does not fit (105 of 80 GB)\"); with training.optimizer_offload and\n"
+	        "training.activation_offload_layers, the optimizer state and the\n"
+	        "offloaded activations a server's host memory holds, against the topology's\n"
 	        "server.host.memory_GB with the same verdict; the reference's dimensionless\n"
 	        "rec cost, and the ops that take the most time. No overlap and no\n"
 	        "contention: those are the simulator's, but for collectives that run\n"
@@ -81,8 +82,11 @@ static void help(FILE *f)
 	        "                  docs/cost-models.md), \"memory_margin_bytes\" (the\n"
 	        "                  HBM less the peak), \"oom_overflow_bytes\" (the peak\n"
 	        "                  over the HBM; 0 when under), with\n"
-	        "                  training.optimizer_offload \"host_memory\"\n"
-	        "                  ({\"optimizer_bytes_per_device\", \"bytes_per_server\",\n"
+	        "                  training.optimizer_offload or\n"
+	        "                  training.activation_offload_layers \"host_memory\"\n"
+	        "                  ({\"optimizer_bytes_per_device\",\n"
+	        "                  \"activation_bytes_per_device\" (with the latter),\n"
+	        "                  \"bytes_per_server\",\n"
 	        "                  and where the topology states server.host.memory_GB\n"
 	        "                  \"capacity_bytes\", \"oom\", \"overflow_bytes\"}),\n"
 	        "                  \"rec_cost\",\n"
@@ -250,7 +254,8 @@ static void text_pipeline(const struct plan *p, const struct estimate *e)
 	}
 }
 
-/* training.optimizer_offload: the optimizer state in a server's host
+/* training.optimizer_offload and training.activation_offload_layers: the
+ * optimizer state and the offloaded activations in a server's host
  * memory, with its verdict as the device's when the topology states the
  * host's memory (server.host.memory_GB). */
 static void text_host(const struct plan *p, const struct estimate *e)
@@ -259,10 +264,26 @@ static void text_host(const struct plan *p, const struct estimate *e)
 	const struct topology *t = p->scenario->topo;
 	int64_t on = p->scenario->devices < t->devices_per_server ? p->scenario->devices
 	                                                          : t->devices_per_server;
-	printf("\nhost memory per server (training.optimizer_offload: the optimizer state)\n");
-	printf("  %-18s %s a device x %lld devices = %s\n", "optimizer state",
-	       cli_si(b1, sizeof b1, e->host_bytes_per_device, "B"), (long long)on,
-	       cli_si(b2, sizeof b2, e->host_bytes_per_server, "B"));
+	const struct training *tr = &p->scenario->training;
+	if (!tr->activation_offload_layers) {
+		printf("\nhost memory per server (training.optimizer_offload: the optimizer state)\n");
+		printf("  %-18s %s a device x %lld devices = %s\n", "optimizer state",
+		       cli_si(b1, sizeof b1, e->host_bytes_per_device, "B"), (long long)on,
+		       cli_si(b2, sizeof b2, e->host_bytes_per_server, "B"));
+	} else {
+		double act = e->host_activation_bytes_per_device;
+		printf("\nhost memory per server (training.%s)\n",
+		       tr->optimizer_offload ? "optimizer_offload, activation_offload_layers"
+		                             : "activation_offload_layers");
+		if (tr->optimizer_offload)
+			printf("  %-18s %s a device\n", "optimizer state",
+			       cli_si(b1, sizeof b1, e->host_bytes_per_device - act, "B"));
+		printf("  %-18s %s a device (%lld layers)\n", "activations",
+		       cli_si(b1, sizeof b1, act, "B"), (long long)tr->activation_offload_layers);
+		printf("  %-18s %s a device x %lld devices = %s\n", "total",
+		       cli_si(b1, sizeof b1, e->host_bytes_per_device, "B"), (long long)on,
+		       cli_si(b2, sizeof b2, e->host_bytes_per_server, "B"));
+	}
 	if (e->host_capacity_bytes <= 0) {
 		printf("  %-18s not checked: the topology states no server.host.memory_GB\n",
 		       "verdict");
@@ -294,7 +315,7 @@ static void text_memory(const struct plan *p, const struct estimate *e)
 	printf("  %-18s %s, margin %s (band: the peak +- 5%%)\n", "verdict",
 	       cli_verdict_text(verdict, sizeof verdict, e->memory_bytes_per_device, hbm),
 	       cli_si(b1, sizeof b1, hbm - e->memory_bytes_per_device, "B"));
-	if (tr->optimizer_offload)
+	if (tr->optimizer_offload || tr->activation_offload_layers)
 		text_host(p, e);
 	printf("\nrec cost (dimensionless)  %.6g\n", plan_rec_cost(p));
 }
@@ -424,9 +445,13 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 	cJSON_AddNumberToObject(m, "reserve", e->reserve_bytes);
 	cJSON_AddNumberToObject(m, "hbm", p->scenario->topo->device.hbm_bytes);
 	cJSON_AddNumberToObject(m, "stage", e->memory_stage);
-	if (p->scenario->training.optimizer_offload) {
+	if (p->scenario->training.optimizer_offload || p->scenario->training.activation_offload_layers) {
 		cJSON *h = cJSON_AddObjectToObject(root, "host_memory");
-		cJSON_AddNumberToObject(h, "optimizer_bytes_per_device", e->host_bytes_per_device);
+		cJSON_AddNumberToObject(h, "optimizer_bytes_per_device",
+		                        e->host_bytes_per_device - e->host_activation_bytes_per_device);
+		if (p->scenario->training.activation_offload_layers)
+			cJSON_AddNumberToObject(h, "activation_bytes_per_device",
+			                        e->host_activation_bytes_per_device);
 		cJSON_AddNumberToObject(h, "bytes_per_server", e->host_bytes_per_server);
 		if (e->host_capacity_bytes > 0) {
 			cJSON_AddNumberToObject(h, "capacity_bytes", e->host_capacity_bytes);

@@ -499,6 +499,13 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--optimizer-offload-fraction 1.0");
 		arg(f, &first, "--use-precision-aware-optimizer");
 	}
+	/* The activations of the first N layers in host memory (Megatron-Core's
+	 * CPU offloading through Transformer Engine): Megatron-LM core_v0.16.0's
+	 * megatron/training/arguments.py generates --cpu-offloading-num-layers
+	 * from TransformerConfig and sets cpu_offloading itself when it is
+	 * above 0; cpu_offloading has no flag of its own (excluded there) */
+	if (t->activation_offload_layers > 0)
+		arg(f, &first, "--cpu-offloading-num-layers %lld", (long long)t->activation_offload_layers);
 	fputc('\n', f);
 	if (g && g->kind == GEN_GPT && g->parallel_residual)
 		fprintf(f, "# the model's parallel residual (GPT-NeoX) has no Megatron-LM flag\n");

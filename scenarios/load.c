@@ -1181,7 +1181,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
 	                                   "optimizer_offload", "first_stage_layers",
 	                                   "last_stage_layers", "stage_layers", "rebalance",
-	                                   "grad_reduce_in_bf16",
+	                                   "grad_reduce_in_bf16", "activation_offload_layers",
 	                                   "account_for_embedding_in_pipeline_split",
 	                                   "account_for_loss_in_pipeline_split", NULL};
 	struct training *t = &L->s->training;
@@ -1228,6 +1228,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;
 	ok = jv_opt_int(&v, "first_stage_layers", JR_RANGE(1, 1e6), 0, &t->first_stage_layers) && ok;
 	ok = jv_opt_int(&v, "last_stage_layers", JR_RANGE(1, 1e6), 0, &t->last_stage_layers) && ok;
+	ok = jv_opt_int(&v, "activation_offload_layers", JR_RANGE(0, 1e6), 0,
+	                &t->activation_offload_layers) && ok;
 	struct jv mb;
 	t->micro_batches_set = jv_get(&v, "micro_batches", &mb);
 	double bucket_mb;
@@ -1404,6 +1406,33 @@ static bool read_training(struct loader *L, const struct jv *obj)
 			jv_error(&f, "expert parallelism %lld does not divide the model's %lld experts",
 			         (long long)t->expert_parallel, (long long)experts);
 		ok = false;
+	}
+	/* Megatron-Core's TransformerConfig.__post_init__ (core_r0.8.0 to
+	 * core_v0.14.0, megatron/core/transformer/transformer_config.py):
+	 * cpu_offloading_num_layers in [0, num_layers), no pipeline
+	 * parallelism, no activation recomputation */
+	if (t->activation_offload_layers > 0) {
+		jv_get(&v, "activation_offload_layers", &f);
+		if (layers < 1) {
+			jv_error(&f, "the activations offloaded are whole transformer layers'; the model "
+			         "has none (a generator's \"layers\")");
+			ok = false;
+		} else if (t->activation_offload_layers >= layers) {
+			jv_error(&f, "Megatron-Core offloads fewer layers than the model's %lld "
+			         "(--cpu-offloading-num-layers < --num-layers), not %lld",
+			         (long long)layers, (long long)t->activation_offload_layers);
+			ok = false;
+		} else if (t->pipeline_stages > 1) {
+			jv_error(&f, "Megatron-Core has no activation offload with pipeline parallelism "
+			         "(--cpu-offloading needs --pipeline-model-parallel-size 1): %lld "
+			         "pipeline stages", (long long)t->pipeline_stages);
+			ok = false;
+		} else if (t->recompute != RECOMPUTE_NONE) {
+			jv_error(&f, "Megatron-Core has no activation offload with recomputation "
+			         "(--cpu-offloading refuses --recompute-granularity): recompute "
+			         "\"%s\", not \"none\"", recompute_names[t->recompute]);
+			ok = false;
+		}
 	}
 	if (ok && m)
 		t->micro_batches = m;

@@ -158,6 +158,11 @@ struct training {
 	bool optimizer_offload;       /* ZeRO-Offload / Megatron-LM's --optimizer-cpu-offload: the
 	                                 master weights and moments in host memory, the step on
 	                                 the CPUs (docs/cost-models.md, "Optimizer offload") */
+	int64_t activation_offload_layers; /* Megatron-Core's --cpu-offloading-num-layers: the
+	                                 saved activations of the first N transformer layers
+	                                 copied to host memory in forward and back in backward
+	                                 (Transformer Engine's cpu_offload; docs/cost-models.md,
+	                                 "Activation offload"); 0: none */
 	bool overlap_param_gather;    /* Megatron-LM's --overlap-param-gather (ZeRO 1, 2): the
 	                                 updated parameters all-gathered under the next
 	                                 iteration's first forward, not after the optimizer */

@@ -52,6 +52,8 @@ static cJSON *training_json(const struct training *t)
 		cJSON_AddBoolToObject(o, "overlap_param_gather", t->overlap_param_gather);
 	if (t->optimizer_offload)
 		cJSON_AddBoolToObject(o, "optimizer_offload", true);
+	if (t->activation_offload_layers > 0)
+		add_num(o, "activation_offload_layers", (double)t->activation_offload_layers);
 	if (t->first_stage_layers > 0)
 		add_num(o, "first_stage_layers", (double)t->first_stage_layers);
 	if (t->last_stage_layers > 0)

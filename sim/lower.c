@@ -546,6 +546,24 @@ static void chunk_setup(struct lower *L, const bool *core, int c, struct prog_ch
 	out->stage = L->stage;
 }
 
+/* The activation offload's copies (training.activation_offload_layers):
+ * what the estimate finds they outlast their windows of compute
+ * (est_stage.offload_forward_s, offload_backward_s; docs/cost-models.md,
+ * "Activation offload"), the compute stream waiting on the copy stream at
+ * the end of the chunk's forward or backward; a stage's share split
+ * evenly over its chunks. The copies themselves take no link here. */
+static void offload_wait(struct lower *L, int c, bool backward)
+{
+	const struct est_stage *es = &L->e->stages[chunk_stage(L, c)];
+	double s = (backward ? es->offload_backward_s : es->offload_forward_s) /
+	           (double)L->e->part.virtual_stages;
+	if (!(s > 0))
+		return;
+	compute(L, -1, s);
+	if (L->n > 0)
+		L->steps[L->n - 1].label = "activation offload: copies outlasting their window";
+}
+
 /* Chunk c's forward of one micro-batch: the receive, the ops, and the
  * send on when `send`. */
 static void chunk_forward(struct lower *L, const int *start, const int *idx, int c, bool send)
@@ -566,6 +584,7 @@ static void chunk_forward(struct lower *L, const int *start, const int *idx, int
 	if (c > 0)
 		p2p(L, PROG_RECV, c - 1, false);
 	forward(L, start, idx, lo, hi, tr->zero_stage >= 3, NULL);
+	offload_wait(L, c, false);
 	if (overlapped && nb > 0) {
 		compute(L, -1, 0);
 		if (L->n > 0) {
@@ -601,6 +620,7 @@ static void chunk_backward(struct lower *L, const int *start, const int *idx, co
 		L->phase = PHASE_BACKWARD;
 	}
 	backward(L, start, idx, lo, hi, tr->zero_stage >= 3, L->buckets[c], L->n_buckets[c], split);
+	offload_wait(L, c, true);
 	if (c > 0)
 		p2p(L, PROG_SEND, c - 1, true);
 }

@@ -703,8 +703,11 @@ struct est_memory {
 	                                               send and receive, ZeRO-3's gathered parameters */
 	double reserve;                             /* the runtime's: the device's memory_reserve */
 	double total;
-	double host;                                /* training.optimizer_offload: the optimizer state
-	                                               in host memory (not in total) */
+	double host;                                /* in host memory (not in total): the optimizer
+	                                               state (training.optimizer_offload) and the
+	                                               offloaded activations */
+	double host_activations;                    /* of host: training.activation_offload_layers'
+	                                               saved activations, the micro-batches in flight */
 };
 
 /* One pipeline stage (the whole plan when there is one). */
@@ -728,6 +731,11 @@ struct est_stage {
 	 * receives as many, before the optimizer (0 otherwise). */
 	double mirror_bytes, mirror_s;              /* mirror_s: of gradient_s */
 	double in_flight;                           /* micro-batches whose activations it holds at most */
+	double offload_s;                           /* of micro_s: the activation offload's copies
+	                                               that outlast their compute window, forward
+	                                               and backward (in comm_forward, comm_backward) */
+	double offload_forward_s, offload_backward_s; /* offload_s's two parts (sim/lower.c
+	                                                 lowers them) */
 	struct est_memory mem;
 };
 
@@ -749,6 +757,8 @@ struct estimate {
 	 * server.host.memory_GB (host_capacity_bytes; 0: not stated, not
 	 * checked) */
 	double host_bytes_per_device, host_bytes_per_server, host_capacity_bytes;
+	double host_activation_bytes_per_device;    /* of host_bytes_per_device: the offloaded
+	                                               activations (training.activation_offload_layers) */
 	double host_overflow_bytes;                 /* how far a server's host is over it; 0 fits */
 	double pipeline_s, bubble_s;                /* the schedule's time, and of it the bubble */
 	int critical_stage;                         /* the slowest stage per micro-batch */
@@ -941,6 +951,16 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 /* What op `op` saves for its backward on one rank, per micro-batch, before
  * sharing with other readers and recomputation. */
 double cost_act_op_bytes(const struct cost_act_scratch *x, int op);
+/* Activation offload (training.activation_offload_layers, Megatron-Core's
+ * --cpu-offloading-num-layers; docs/cost-models.md, "Activation offload"):
+ * of what chunk ch saves per micro-batch (no recomputation), the bytes of
+ * each transformer layer numbered below n_offload, into layer_bytes[layer]
+ * (n_offload entries, zeroed first), their sum (*offloaded) and the
+ * largest (*largest); *layers: the chunk's transformer layers, *layer_ops:
+ * 1 for each of its ops inside one ([n_ops]), for the caller's times. */
+void cost_chunk_offload(struct cost_act_scratch *x, const struct plan_part *pp, const bool *core,
+                        int ch, int64_t n_offload, double *layer_bytes, double *offloaded,
+                        double *largest, int64_t *layers, uint8_t *layer_ops);
 
 /* ---------------------------------------- pricing, for the strategies */
 

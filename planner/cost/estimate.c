@@ -1143,6 +1143,52 @@ static double stage_slow(const struct est_ctx *c, const struct plan_part *pp, in
 	return m / c->faults_slow;
 }
 
+/* Activation offload (docs/cost-models.md, "Activation offload";
+ * Transformer Engine v2.8's cpu_offload.py, AsyncDoubleBufferGroupOffloadHandler):
+ * the first N of the chunk's L transformer layers keep their saved
+ * tensors in host memory. Memory: each leaves the device once copied,
+ * except one layer's (the last copied out is freed at the forward's last
+ * commit, the first copied back arrives while the last layer's backward
+ * runs): *keep is that layer's bytes less all the offloaded ones, *host
+ * the offloaded ones, per micro-batch. Time: the copies run on their own
+ * streams, one layer's at a time, and the compute stream waits for each
+ * at the next of the N windows of L/N layers (layer_window_map): a copy of
+ * b bytes over the host link leaves max(0, b / link - (L/N) x a layer's
+ * mean time) exposed, forward (device to host) and backward (host to
+ * device) each. */
+static bool chunk_offload(struct est_ctx *c, struct arena *a, const struct plan *p,
+                          const bool *core, int ch, double slow, double *keep, double *host,
+                          double *fwd_s, double *bwd_s)
+{
+	int64_t n = p->scenario->training.activation_offload_layers;
+	const struct plan_part *pp = &c->e->part;
+	double *bytes = arena_alloc_raw(a, (size_t)n * sizeof(double));
+	uint8_t *in_layer = arena_alloc_raw(a, (size_t)c->g->n_ops + 1);
+	if (!bytes || !in_layer)
+		return false;
+	double largest;
+	int64_t layers;
+	cost_chunk_offload(c->act, pp, core, ch, n, bytes, host, &largest, &layers, in_layer);
+	*keep = largest - *host;
+	*fwd_s = *bwd_s = 0;
+	if (layers < 1 || !(*host > 0))
+		return true;
+	double f = 0, b = 0;
+	for (int i = pp->first_op[ch]; i < pp->first_op[ch + 1]; i++)
+		if (in_layer[i]) {
+			const struct est_op *eo = &c->e->ops[i];
+			f += eo->compute_forward_s * slow + eo->comm_forward_s;
+			b += eo->compute_backward_s * slow + eo->comm_backward_s;
+		}
+	/* a window: L/N layers of the mean layer's f/L, that is f/N */
+	for (int64_t k = 0; k < n; k++) {
+		double copy = bytes[k] / c->t->host.link_bps;
+		*fwd_s += fmax(0, copy - f / (double)n);
+		*bwd_s += fmax(0, copy - b / (double)n);
+	}
+	return true;
+}
+
 /* A stage: its chunks' per-micro-batch time, its tail, its memory. */
 static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core,
                   int st, struct est_stage *es, struct stage_sums *ss)
@@ -1156,6 +1202,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	bool placed = zero >= 2 || tr->overlap_grad_reduce;
 	double *rs = placed ? arena_calloc(a, (size_t)c->g->n_ops + 1, sizeof(double)) : NULL;
 	double fp8_meta = 0; /* the FP8 recipes' scaling state (cost_fp8_meta_bytes) */
+	double host_act = 0; /* the offloaded activations per micro-batch (chunk_offload) */
 	if (!act || (placed && !rs))
 		return false;
 	memset(ss, 0, sizeof(*ss));
@@ -1234,6 +1281,18 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double w;
 		chunk_act(c, p, core, ch, m, &act[ch], &w);
 		working = w > working ? w : working;
+		if (tr->activation_offload_layers > 0) {
+			double keep, host, fwd, bwd;
+			if (!chunk_offload(c, a, p, core, ch, slow, &keep, &host, &fwd, &bwd))
+				return false;
+			act[ch] += keep;
+			host_act += host;
+			ss->cat[EST_COMM_FORWARD] += fwd;
+			ss->cat[EST_COMM_BACKWARD] += bwd;
+			es->offload_s += fwd + bwd;
+			es->offload_forward_s += fwd;
+			es->offload_backward_s += bwd;
+		}
 		/* the pipeline's sends: activations forward, their gradient back */
 		double fwd_send, bwd_send;
 		chunk_sends_s(c, ch, &fwd_send, &bwd_send);
@@ -1292,6 +1351,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		es->mem.activations = es->in_flight * act[part_chunk(pp, st, 0)];
 	}
 	es->mem.activations += working;
+	es->mem.host_activations = es->in_flight * host_act;
+	es->mem.host += es->mem.host_activations;
 	double bucket = tr->gradient_bucket_bytes < synced ? tr->gradient_bucket_bytes : synced;
 	es->mem.buffers += bucket + (zero >= 3 ? 2 * gathered_max : 0) + fp8_meta;
 	es->mem.reserve = c->t->device.memory_reserve_bytes;
@@ -1528,8 +1589,10 @@ static void host_memory(const struct scenario *s, struct estimate *e)
 {
 	const struct topology *t = s->topo;
 	for (int st = 0; st < e->n_stages; st++)
-		if (e->stages[st].mem.host > e->host_bytes_per_device)
+		if (e->stages[st].mem.host > e->host_bytes_per_device) {
 			e->host_bytes_per_device = e->stages[st].mem.host;
+			e->host_activation_bytes_per_device = e->stages[st].mem.host_activations;
+		}
 	int64_t on_server = s->devices < t->devices_per_server ? s->devices : t->devices_per_server;
 	e->host_bytes_per_server = e->host_bytes_per_device * (double)on_server;
 	e->host_capacity_bytes = t->host.capacity_bytes;

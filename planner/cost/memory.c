@@ -563,3 +563,45 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 		i = j;
 	}
 }
+
+/* Activation offload (Transformer Engine v2.8's cpu_offload.py, which
+ * Megatron-Core's --cpu-offloading-num-layers drives): the offload groups
+ * are the first n_offload transformer layers' commits (current_group <
+ * num_offload_group); of what a layer saves, the handler moves the tensors
+ * marked for it (mark_activation_offload): Transformer Engine's Linears'
+ * and norms' inputs and statistics, its attention's tensors, Megatron's
+ * fused SwiGLU's input (megatron/core/fusions/fused_bias_swiglu.py,
+ * cpu_offload_input). The dropout masks outside the attention core
+ * (Megatron's bias-dropout-add, not marked) stay. Each layer's bytes are
+ * counted on their own. */
+void cost_chunk_offload(struct cost_act_scratch *x, const struct plan_part *pp, const bool *core,
+                        int ch, int64_t n_offload, double *layer_bytes, double *offloaded,
+                        double *largest, int64_t *layers, uint8_t *layer_ops)
+{
+	const struct graph *g = x->p->graph;
+	int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
+	memset(layer_bytes, 0, (size_t)n_offload * sizeof(double));
+	*offloaded = *largest = 0;
+	*layers = 0;
+	for (int i = lo; i < hi;) {
+		int L = layer_of(&g->ops[i]), j = i + 1;
+		while (j < hi && layer_of(&g->ops[j]) == L)
+			j++;
+		for (int k = i; k < j; k++)
+			layer_ops[k] = L >= 0;
+		if (L >= 0) {
+			(*layers)++;
+			if (L < n_offload) {
+				seen_clear(&x->layer);
+				double b = 0;
+				for (int k = i; k < j; k++)
+					if (g->ops[k].kind != OP_DROPOUT || core[k])
+						b += saved_sum(x, core, false, k, k + 1, &x->layer);
+				layer_bytes[L] += b;
+				*offloaded += b;
+				*largest = layer_bytes[L] > *largest ? layer_bytes[L] : *largest;
+			}
+		}
+		i = j;
+	}
+}

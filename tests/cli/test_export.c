@@ -558,12 +558,15 @@ Test(export, megatron_arguments_follow_the_search_choice, .timeout = 60)
 	free(r.out);
 }
 
-Test(export, megatron_fp8_and_optimizer_offload)
+Test(export, megatron_fp8_and_offloads)
 {
-	/* The FP8 recipe and the optimizer offload as Megatron-LM's flags
+	/* The FP8 recipe and the offloads as Megatron-LM's flags
 	 * (docs/formats.md): --fp8-format hybrid with Transformer Engine's
-	 * delayed-scaling history the estimate prices, and Megatron-Core's
-	 * optimizer CPU offload of the whole optimizer. */
+	 * delayed-scaling history the estimate prices, Megatron-Core's
+	 * optimizer CPU offload of the whole optimizer, and its activation
+	 * offload of one layer (core_v0.16.0, megatron/training/arguments.py:
+	 * --cpu-offloading-num-layers, which turns cpu_offloading on; that
+	 * field has no flag of its own). */
 	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/fp8.json", dir);
@@ -574,7 +577,8 @@ Test(export, megatron_fp8_and_optimizer_offload)
 	              " \"vocab\": 1024, \"ffn\": 1024, \"micro_batch\": 2, \"dtype\": \"bf16\"}},"
 	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
 	              " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 4,"
-	              " \"precision\": \"fp8-hybrid\", \"optimizer_offload\": true}}",
+	              " \"precision\": \"fp8-hybrid\", \"optimizer_offload\": true,"
+	              " \"activation_offload_layers\": 1}}",
 	              getenv("PWD") ? getenv("PWD") : ".");
 	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
 	struct cli_run r = fixture_shardlab(args, false);
@@ -584,8 +588,10 @@ Test(export, megatron_fp8_and_optimizer_offload)
 	                                 "--fp8-amax-compute-algo max \\\n"
 	                                 "--optimizer-cpu-offload \\\n"
 	                                 "--optimizer-offload-fraction 1.0 \\\n"
-	                                 "--use-precision-aware-optimizer\n"),
+	                                 "--use-precision-aware-optimizer \\\n"
+	                                 "--cpu-offloading-num-layers 1\n"),
 	                   "%s", r.out);
+	cr_expect_null(strstr(r.out, "--cpu-offloading \\"), "%s", r.out);
 	free(r.out);
 	unlink(path);
 	rmdir(dir);

@@ -2,6 +2,7 @@
  * FFN with its shard() configuration, seed 004's Layout form) and on
  * in-memory documents. Expected values are read off the seeds and the files'
  * own text. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,4 +260,31 @@ Test(scenarios, jobs_placed_listed_first_then_packed_and_spread)
 	cr_expect_eq(jobs_server_leaf(f->topo, 5), 2);
 	diag_list_free(&d);
 	arena_free(a);
+}
+
+/* training.activation_offload_layers: read, 0 by default, and written back
+ * by scenario_json (a plan `fit` writes), which reads again as the same. */
+Test(scenarios, activation_offload_layers_read_and_written)
+{
+#define OFFLOAD_DOC(extra)                                                                     \
+	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"offload\","                \
+	" \"model\": {\"name\": \"tiny\", \"generator\": {\"kind\": \"gpt\","                    \
+	"   \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"seq\": 32,"                             \
+	"   \"vocab\": 128, \"micro_batch\": 8, \"dtype\": \"bf16\"}},"                           \
+	" \"topology\": \"../topologies/dgx-h100.json\","                                          \
+	" \"training\": {\"global_batch\": 8" extra "}}"
+	struct scenario *s = parse(OFFLOAD_DOC(""));
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.activation_offload_layers, 0);
+	s = parse(OFFLOAD_DOC(", \"activation_offload_layers\": 3"));
+#undef OFFLOAD_DOC
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.activation_offload_layers, 3);
+	cJSON *j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(tr, "activation_offload_layers");
+	cr_assert(cJSON_IsNumber(n));
+	cr_expect_eq(n->valuedouble, 3);
+	cJSON_Delete(j);
 }

@@ -994,3 +994,40 @@ Test(lower, optimizer_offload_is_the_programs_optimizer_step)
 	cr_expect_float_eq(opt, e.stages[0].optimizer_s, 1e-12);
 	cr_expect_eq(e.stages[0].mem.optimizer, 0);
 }
+
+/* The activation offload's exposed copies (docs/cost-models.md, "Activation
+ * offload"): over a 1 GB/s host link every copy outlasts its window, and
+ * the program waits, once per micro-batch, after the chunk's forward and
+ * after its backward, for what the estimate finds exposed: one step each,
+ * the forward's before the backward's; nothing without offload. */
+Test(lower, activation_offload_waits_are_the_estimates)
+{
+	for (int n = 0; n <= 2; n += 2) {
+		char tr[128];
+		snprintf(tr, sizeof tr, "{\"global_batch\": 8, \"tensor_parallel\": 8, "
+		         "\"activation_offload_layers\": %d}", n);
+		struct scenario *s = fixture_generated(
+		        A, &D,
+		        "{\"kind\": \"llama\", \"hidden\": 1024, \"layers\": 4, \"heads\": 16, "
+		        "\"kv_heads\": 8, \"ffn\": 4096, \"seq\": 512, \"vocab\": 32000, "
+		        "\"dtype\": \"bf16\", \"micro_batch\": 8}",
+		        "dgx-h100", 8, tr);
+		s->topo->host.link_bps = 1e9;
+		struct program prog;
+		struct estimate e;
+		megatron_lowered(s, &prog, &e);
+		int seen = 0;
+		for (int k = 0; k < prog.n_steps; k++) {
+			const struct prog_step *st = &prog.steps[k];
+			if (st->kind != PROG_COMPUTE || st->op >= 0 || strncmp(st->label, "activation", 10))
+				continue;
+			cr_expect_float_eq(st->seconds, seen == 0 ? e.stages[0].offload_forward_s
+			                                          : e.stages[0].offload_backward_s, 1e-15);
+			cr_expect_eq(st->phase, seen == 0 ? PHASE_FORWARD : PHASE_BACKWARD);
+			seen++;
+		}
+		cr_expect_eq(seen, n ? 2 : 0, "%d layers offloaded: %d waits", n, seen);
+		if (n)
+			cr_expect_gt(e.stages[0].offload_forward_s, 0);
+	}
+}

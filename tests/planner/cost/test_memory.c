@@ -24,6 +24,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "fixture.h"
 
@@ -486,6 +487,72 @@ Test(memory, offload_host_memory_by_hand)
 	/* a host of 0.9 of what ZeRO 1 puts there: over by 0.1, out of memory */
 	struct estimate small = host_gpt(1, 0.9 * 12 * w, &w);
 	cr_expect_float_eq(small.host_overflow_bytes, 0.1 * 12 * w, 1e-3); /* bytes */
+	struct cost_verdict v;
+	cost_memory_verdict(small.host_bytes_per_server, small.host_capacity_bytes, &v);
+	cr_expect_eq(v.fit, FIT_NO);
+}
+
+/* Activation offload (training.activation_offload_layers; docs/cost-models.md,
+ * "Activation offload"): Korthikanti's GPT (above) with 4 layers on one
+ * device, no parallelism, layers 0 and 1 offloaded. Each layer saves
+ * sbh (34 + 5as/h) + 16sb; the two hidden dropouts' 1-byte masks (sbh
+ * each: Megatron's bias-dropout-add, not marked for offload) stay, so
+ * Lo = sbh (32 + 5as/h) + 16sb = 1,048,576 x 72 + 16,384 = 75,513,856 B
+ * leave each offloaded layer. The device keeps all but the two layers'
+ * Lo, and one Lo (the copy in flight): Lo less than without offload; the
+ * host holds 2 Lo (one micro-batch in flight). Time over a host link of
+ * 10 GB/s: each copy takes Lo / 1e10 = 7.55 ms, of which the window of
+ * L/N = 2 layers' compute, f / 2 (forward) and b / 2 (backward), hides
+ * the rest: exposed 2 max(0, Lo / link - f / 2) + 2 max(0, Lo / link -
+ * b / 2), f and b the 4 layers' forward and backward times (their ops').
+ * A host memory of 0.9 of the server's 2 Lo (the one device of this job
+ * on its server) does not fit. */
+static struct estimate offload_gpt(int64_t n, double capacity_bytes, const struct graph **g)
+{
+	struct scenario *s = fixture_scenario(SCN);
+	struct model_gen gen = *s->graph->gen;
+	gen.layers = 4;
+	s->graph = graph_generate(A, &gen, &D);
+	cr_assert_not_null(s->graph);
+	s->devices = 1;
+	s->training.activation_offload_layers = n;
+	s->topo->host.link_bps = 10e9;
+	s->topo->host.capacity_bytes = capacity_bytes;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron_degree(A, s, &o, 1, &D);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert_eq(e.steps_per_iteration, 1);
+	*g = p->graph;
+	return e;
+}
+
+Test(memory, activation_offload_by_hand)
+{
+	const struct graph *g;
+	double Lb = s_ * b_ * h_ * (32 + 5 * a_ * s_ / h_) + 16 * s_ * b_;
+	cr_expect_float_eq(Lb, 75513856.0, 1e-15);
+	struct estimate e0 = offload_gpt(0, 0, &g), e2 = offload_gpt(2, 0, &g);
+	expect(e0.stages[0].mem.activations - e2.stages[0].mem.activations, Lb, "one layer kept", 1);
+	expect(e2.stages[0].mem.host_activations, 2 * Lb, "two layers on the host", 1);
+	expect(e2.host_activation_bytes_per_device, 2 * Lb, "per device", 1);
+	expect(e2.host_bytes_per_server, 2 * Lb, "per server", 1);
+	cr_expect_eq(e0.host_bytes_per_device, 0);
+	cr_expect_eq(e0.stages[0].offload_s, 0);
+	double f = 0, b = 0;
+	for (int i = 0; i < g->n_ops; i++)
+		if (strncmp(g->ops[i].name, "layers.", 7) == 0) {
+			f += e2.ops[i].compute_forward_s + e2.ops[i].comm_forward_s;
+			b += e2.ops[i].compute_backward_s + e2.ops[i].comm_backward_s;
+		}
+	double copy = Lb / 10e9, want = 2 * fmax(0, copy - f / 2) + 2 * fmax(0, copy - b / 2);
+	cr_expect_gt(want, 0, "the copies outlast their windows on a 10 GB/s link");
+	cr_expect_float_eq(e2.stages[0].offload_s, want, 1e-9);
+	cr_expect_float_eq(e2.iteration_s - e0.iteration_s, want, 1e-9);
+	/* the host's verdict: 0.9 of the offloaded bytes is over by 0.1 */
+	struct estimate small = offload_gpt(2, 0.9 * 2 * Lb, &g);
+	cr_expect_float_eq(small.host_overflow_bytes, 0.1 * 2 * Lb, 1e-6);
 	struct cost_verdict v;
 	cost_memory_verdict(small.host_bytes_per_server, small.host_capacity_bytes, &v);
 	cr_expect_eq(v.fit, FIT_NO);
