@@ -492,6 +492,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	}
 	if (t->grad_reduce_in_bf16)
 		arg(f, &first, "--grad-reduce-in-bf16");
+	if (t->fp8_param_gather)
+		arg(f, &first, "--fp8-param-gather");
 	/* The optimizer in host memory (Megatron-Core's optimizer CPU offload:
 	 * the whole of it, its state in the parameters' precision where it can) */
 	if (t->optimizer_offload) {

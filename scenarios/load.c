@@ -1181,7 +1181,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
 	                                   "optimizer_offload", "first_stage_layers",
 	                                   "last_stage_layers", "stage_layers", "rebalance",
-	                                   "grad_reduce_in_bf16", "activation_offload_layers",
+	                                   "grad_reduce_in_bf16", "fp8_param_gather",
+	                                   "activation_offload_layers",
 	                                   "account_for_embedding_in_pipeline_split",
 	                                   "account_for_loss_in_pipeline_split", NULL};
 	struct training *t = &L->s->training;
@@ -1219,6 +1220,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "overlap_param_gather", false, &t->overlap_param_gather) && ok;
 	ok = jv_opt_bool(&v, "optimizer_offload", false, &t->optimizer_offload) && ok;
 	ok = jv_opt_bool(&v, "grad_reduce_in_bf16", false, &t->grad_reduce_in_bf16) && ok;
+	ok = jv_opt_bool(&v, "fp8_param_gather", false, &t->fp8_param_gather) && ok;
 	ok = jv_opt_bool(&v, "rebalance", false, &t->rebalance) && ok;
 	ok = jv_opt_bool(&v, "account_for_embedding_in_pipeline_split", false,
 	                 &t->embedding_in_split) && ok;
@@ -1295,6 +1297,19 @@ static bool read_training(struct loader *L, const struct jv *obj)
 			         known ? " parameters" : "");
 			ok = false;
 		}
+	}
+	/* Megatron-LM's arguments.py: "--fp8-param-gather only supported with
+	 * distributed optimizer, torch fsdp2, megatron fsdp" (core_v0.19.0), and
+	 * only FP8 weights can be gathered in FP8 */
+	if (t->fp8_param_gather &&
+	    ((t->precision != PRECISION_FP8_HYBRID && t->precision != PRECISION_FP8_E4M3) ||
+	     t->zero_stage < 1)) {
+		jv_get(&v, "fp8_param_gather", &f);
+		jv_error(&f, "FP8 parameters (--fp8-param-gather) are an FP8 recipe's (precision "
+		         "\"fp8-hybrid\" or \"fp8-e4m3\") under the distributed optimizer or FSDP "
+		         "(zero_stage 1 to 3), not precision \"%s\" with zero_stage %d",
+		         precision_names[prec], t->zero_stage);
+		ok = false;
 	}
 	const struct topology *topo = L->s->topo;
 	if ((t->precision == PRECISION_FP8_HYBRID || t->precision == PRECISION_FP8_E4M3) && topo &&

@@ -144,6 +144,9 @@ struct training {
 	enum precision_recipe precision; /* the model state's bytes per parameter */
 	bool grad_reduce_in_bf16;     /* Megatron-LM's --grad-reduce-in-bf16: bf16 weights'
 	                                 gradients kept and reduced in bf16, not fp32 */
+	bool fp8_param_gather;        /* Megatron-Core's --fp8-param-gather: the FP8 recipes'
+	                                 Linear weights held in FP8 alone (no bf16 copy) and
+	                                 all-gathered in FP8 */
 	enum dtype dtype;             /* compute dtype */
 	double gradient_bucket_bytes; /* gradient all-reduces fused up to this size (0: none) */
 	bool sequence_parallel;       /* Megatron's: LayerNorm/Dropout split along the sequence */

@@ -34,6 +34,8 @@ static cJSON *training_json(const struct training *t)
 		cJSON_AddStringToObject(o, "precision", precision_names[t->precision]);
 	if (t->grad_reduce_in_bf16)
 		cJSON_AddBoolToObject(o, "grad_reduce_in_bf16", true);
+	if (t->fp8_param_gather)
+		cJSON_AddBoolToObject(o, "fp8_param_gather", true);
 	add_num(o, "gradient_bucket_mb", t->gradient_bucket_bytes / (1024.0 * 1024.0));
 	if (t->tensor_parallel > 0)
 		add_num(o, "tensor_parallel", (double)t->tensor_parallel);

@@ -205,8 +205,10 @@ static void gather_params(struct lower *L, const struct dist_op *d)
 	for (int k = 0; k < n; k++) {
 		if (!sync[k])
 			continue;
-		struct plan_coll c = {PCOLL_FORWARD, STEP_ALLGATHER, sync[k]->groups,
-		                      layout_local_bytes(&d->in[inputs[k]]), 0};
+		double bytes = cost_param_gather_bytes(g, &L->p->scenario->training, d->op,
+		                                       layout_local_bytes(&d->in[inputs[k]]),
+		                                       d->in[inputs[k]].dtype);
+		struct plan_coll c = {PCOLL_FORWARD, STEP_ALLGATHER, sync[k]->groups, bytes, 0};
 		L->op = d->op;
 		L->suffix = " (ZeRO-3 parameters)";
 		int before = L->n;
@@ -509,7 +511,9 @@ static void p2p(struct lower *L, enum prog_kind kind, int c, bool grad)
  * forward (training.overlap_param_gather). */
 static void param_gather(struct lower *L, const struct plan_bucket *b, int k, bool overlapped)
 {
-	struct prog_step *s = gather_step(L, PHASE_PARAMS, b->groups, b->bytes);
+	struct prog_step *s = gather_step(L, PHASE_PARAMS, b->groups,
+	                                  cost_bucket_gather_bytes(L->p->graph,
+	                                                           &L->p->scenario->training, b));
 	if (!s)
 		return;
 	s->stream = overlapped ? 1 : 0;

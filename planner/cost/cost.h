@@ -921,6 +921,16 @@ double cost_optimizer_bytes_per_elem(enum precision_recipe r, bool grad16, enum 
  * them in the parameters' dtype (bf16 under training.grad_reduce_in_bf16).
  * The estimate and the lowering both use it. */
 double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r, bool grad16);
+/* The bytes an all-gather of op `op`'s parameters moves, `bytes` of them
+ * counted in their dtype `dt`: one byte an element for an FP8 Linear's
+ * weight under training.fp8_param_gather (Megatron-Core gathers the FP8
+ * data itself), else `bytes`. */
+double cost_param_gather_bytes(const struct graph *g, const struct training *tr, int op,
+                               double bytes, enum dtype dt);
+/* The same over a bucket of updated parameters (ZeRO 1/2's gather after
+ * the step); the estimate and the lowering both use it. */
+double cost_bucket_gather_bytes(const struct graph *g, const struct training *tr,
+                                const struct plan_bucket *b);
 
 /* Whether a predicted peak fits a device (memory.c; docs/cost-models.md,
  * "Fits, tight, does not fit"): the band [low, high] is the peak ± 5%; it

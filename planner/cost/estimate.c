@@ -156,6 +156,7 @@ struct est_ctx {
 	bool add_grads;          /* training.separate_grad_accumulation */
 	enum precision_recipe prec;  /* training.precision */
 	bool grad16;                 /* training.grad_reduce_in_bf16 */
+	const struct training *train;  /* the scenario's (training.fp8_param_gather) */
 	bool offload;            /* training.optimizer_offload */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
@@ -641,7 +642,8 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	                      .faults_slow = topo_max_slowdown(s->topo, s->devices),
 	                      .add_grads = s->training.separate_grad_accumulation,
 	                      .prec = s->training.precision,
-                      .grad16 = s->training.grad_reduce_in_bf16,
+	                      .grad16 = s->training.grad_reduce_in_bf16,
+	                      .train = &s->training,
 	                      .offload = s->training.optimizer_offload};
 	c->reads = plan_param_reads(a, g);
 	c->lines = arena_calloc(a, memo_slots, sizeof(*c->lines));
@@ -682,7 +684,9 @@ static double op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, do
 		if (!sync[k])
 			continue;
 		double bytes = layout_local_bytes(&d->in[inputs[k]]);
-		s += 2 * groups_s(c, STEP_ALLGATHER, &sync[k]->groups, bytes);
+		s += 2 * groups_s(c, STEP_ALLGATHER, &sync[k]->groups,
+		                  cost_param_gather_bytes(c->g, c->train, d->op, bytes,
+		                                          d->in[inputs[k]].dtype));
 		*gathered += bytes;
 	}
 	return s;
@@ -943,7 +947,8 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_mem
 			*(zero >= 2 ? micro_s : once_s) += t;
 		if (zero == 1 || zero == 2)
 			*(tr->overlap_param_gather ? gather_s : once_s) +=
-				groups_s(c, STEP_ALLGATHER, b[k].groups, b[k].bytes);
+				groups_s(c, STEP_ALLGATHER, b[k].groups,
+				         cost_bucket_gather_bytes(c->g, tr, &b[k]));
 		*synced_bytes += b[k].bytes;
 	}
 	return true;
@@ -1252,7 +1257,9 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			if (cost_fp8_linear(c->g, c->prec, r->op, &x)) {
 				struct cost_state_bytes b;
 				cost_state_bytes(c->prec, c->grad16, r->dtype, &b);
-				es->mem.params += r->elems * b.fp8 / (zero >= 3 ? r->dp : 1);
+				/* with FP8 parameters the FP8 copy is the weight */
+				double w = tr->fp8_param_gather ? b.fp8 - b.weight : b.fp8;
+				es->mem.params += r->elems * w / (zero >= 3 ? r->dp : 1);
 				if (k + 1 == m->n_params || m->params[k + 1].op != r->op)
 					fp8_meta += cost_fp8_meta_bytes();
 			}

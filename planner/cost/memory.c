@@ -154,6 +154,27 @@ double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe
 	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(r, grad16, b->dtype) / w : b->bytes;
 }
 
+double cost_param_gather_bytes(const struct graph *g, const struct training *tr, int op,
+                               double bytes, enum dtype dt)
+{
+	int x;
+	double w = (double)dtype_bytes(dt);
+	if (!tr->fp8_param_gather || w <= 1 || !cost_fp8_linear(g, tr->precision, op, &x))
+		return bytes;
+	return bytes / w;
+}
+
+double cost_bucket_gather_bytes(const struct graph *g, const struct training *tr,
+                                const struct plan_bucket *b)
+{
+	if (!tr->fp8_param_gather)
+		return b->bytes;
+	double s = 0;
+	for (int j = 0; j < b->n; j++)
+		s += cost_param_gather_bytes(g, tr, b->ops[j], b->op_bytes[j], b->dtype);
+	return s;
+}
+
 /* The band around a predicted peak (docs/cost-models.md, "Fits, tight,
  * does not fit"): Megatron-LM's theoretical memory adds 5% for the
  * optimizer's and other temporaries (overhead_factor = 1.05 in

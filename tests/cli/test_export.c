@@ -563,6 +563,7 @@ Test(export, megatron_fp8_and_offloads)
 	/* The FP8 recipe and the offloads as Megatron-LM's flags
 	 * (docs/formats.md): --fp8-format hybrid with Transformer Engine's
 	 * delayed-scaling history the estimate prices, Megatron-Core's
+	 * FP8 parameters (--fp8-param-gather, with the distributed optimizer),
 	 * optimizer CPU offload of the whole optimizer, and its activation
 	 * offload of one layer (core_v0.16.0, megatron/training/arguments.py:
 	 * --cpu-offloading-num-layers, which turns cpu_offloading on; that
@@ -578,6 +579,7 @@ Test(export, megatron_fp8_and_offloads)
 	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
 	              " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 4,"
 	              " \"precision\": \"fp8-hybrid\", \"optimizer_offload\": true,"
+	              " \"zero_stage\": 1, \"fp8_param_gather\": true,"
 	              " \"activation_offload_layers\": 1}}",
 	              getenv("PWD") ? getenv("PWD") : ".");
 	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
@@ -586,6 +588,7 @@ Test(export, megatron_fp8_and_offloads)
 	cr_expect_not_null(strstr(r.out, "--bf16 \\\n--fp8-format hybrid \\\n"
 	                                 "--fp8-amax-history-len 1024 \\\n"
 	                                 "--fp8-amax-compute-algo max \\\n"
+	                                 "--fp8-param-gather \\\n"
 	                                 "--optimizer-cpu-offload \\\n"
 	                                 "--optimizer-offload-fraction 1.0 \\\n"
 	                                 "--use-precision-aware-optimizer \\\n"

@@ -686,3 +686,34 @@ Test(memory, gradients_reduced_in_bf16)
 	cr_expect_float_eq(e[1].stages[0].optimizer_s - e[0].stages[0].optimizer_s,
 	                   elems * 6 / hbm, 1e-9);
 }
+
+/* training.fp8_param_gather (Megatron-Core's --fp8-param-gather): an FP8
+ * Linear's weight is held in FP8 alone, so the bf16 copy (2 B) goes and
+ * the FP8 weight and transpose (1 + 1 B) stay: the layers' 12 h^2 x 2 =
+ * 1,572,864 Linear weights take 2 B each, as under the bf16 recipe, where
+ * the plain FP8 recipe takes 4; the embedding, norms and head keep their
+ * bf16 weight. Their all-gather moves the FP8 bytes: half a bf16 weight's. */
+Test(memory, fp8_parameters_hold_and_gather_the_fp8_weight_alone)
+{
+	const struct graph *g;
+	struct estimate bf = gpt_one_gpu("{\"global_batch\": 8, \"precision\": \"megatron-bf16\", "
+	                                 "\"zero_stage\": 1}", &g);
+	struct estimate f8 = gpt_one_gpu("{\"global_batch\": 8, \"precision\": \"fp8-hybrid\", "
+	                                 "\"zero_stage\": 1}", &g);
+	struct estimate fp = gpt_one_gpu("{\"global_batch\": 8, \"precision\": \"fp8-hybrid\", "
+	                                 "\"zero_stage\": 1, \"fp8_param_gather\": true}", &g);
+	cr_expect_float_eq(f8.stages[0].mem.params - bf.stages[0].mem.params, 2.0 * 1572864, 1e-9);
+	cr_expect_float_eq(fp.stages[0].mem.params, bf.stages[0].mem.params, 1e-9);
+	cr_expect_float_eq(fp.stages[0].mem.optimizer, f8.stages[0].mem.optimizer, 1e-12);
+
+	struct training tr = {.precision = PRECISION_FP8_HYBRID, .zero_stage = 1,
+	                      .fp8_param_gather = true};
+	int fc1 = graph_find_op(g, "layers.0.mlp.fc1.matmul"), head = graph_find_op(g, "lm_head");
+	int emb = graph_find_op(g, "embed.word");
+	cr_assert(fc1 >= 0 && head >= 0 && emb >= 0);
+	cr_expect_float_eq(cost_param_gather_bytes(g, &tr, fc1, 524288, DT_BF16), 262144, 1e-12);
+	cr_expect_float_eq(cost_param_gather_bytes(g, &tr, head, 524288, DT_BF16), 524288, 1e-12);
+	cr_expect_float_eq(cost_param_gather_bytes(g, &tr, emb, 524288, DT_BF16), 524288, 1e-12);
+	tr.fp8_param_gather = false;
+	cr_expect_float_eq(cost_param_gather_bytes(g, &tr, fc1, 524288, DT_BF16), 524288, 1e-12);
+}
