@@ -24,6 +24,7 @@
  * costs a few hundred predictions per row, leave-one-out n times that.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <gsl/gsl_blas.h>
@@ -41,6 +42,7 @@
 struct fitctx {
 	const struct validation_model *m;
 	const int *points;           /* the points fitted */
+	const double *w;             /* [n] their weights; NULL: 1 each */
 	int n;
 	bool failed;                 /* a prediction failed */
 };
@@ -76,48 +78,133 @@ static int residuals(const gsl_vector *u, void *data, gsl_vector *f)
 			c->failed = true;
 			r = 1e3;
 		}
-		gsl_vector_set(f, (size_t)k, r);
+		gsl_vector_set(f, (size_t)k, c->w ? sqrt(c->w[k]) * r : r);
 	}
 	return GSL_SUCCESS;
 }
 
-/* Fits the figures to the points listed, from x (updated); the solver's
- * iterations, or -1 when it could not run. */
-static int solve(const struct validation_model *m, const int *points, int n, double *x)
+/* Fits the figures to the points listed with weights w (NULL: 1 each),
+ * from x (updated); the solver's iterations, or -1 when it could not
+ * run. */
+static int solve_weighted(const struct validation_model *m, const int *points, int n,
+                          const double *w, double *x)
 {
 	int p = m->n_figures;
 	if (n < p)
 		return -1;
-	struct fitctx c = {.m = m, .points = points, .n = n};
+	struct fitctx c = {.m = m, .points = points, .w = w, .n = n};
 	gsl_multifit_nlinear_fdf fdf = {.f = residuals, .df = NULL, .fvv = NULL, .n = (size_t)n,
 	                                .p = (size_t)p, .params = &c};
 	gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
 	params.h_df = 1e-6;
-	gsl_multifit_nlinear_workspace *w =
+	gsl_multifit_nlinear_workspace *ws =
 		gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, (size_t)n, (size_t)p);
 	gsl_vector *u = gsl_vector_alloc((size_t)p);
-	if (!w || !u) {
-		gsl_multifit_nlinear_free(w);
+	if (!ws || !u) {
+		gsl_multifit_nlinear_free(ws);
 		gsl_vector_free(u);
 		return -1;
 	}
 	for (int j = 0; j < p; j++)
 		gsl_vector_set(u, (size_t)j, u_of(m, j, x[j]));
 	int info = 0, iters = -1;
-	if (gsl_multifit_nlinear_init(u, &fdf, w) == GSL_SUCCESS) {
+	if (gsl_multifit_nlinear_init(u, &fdf, ws) == GSL_SUCCESS) {
 		gsl_multifit_nlinear_driver(VALIDATION_FIT_MAX_ITER, 1e-6, 1e-8, 1e-10, NULL, NULL,
-		                            &info, w);
-		iters = (int)gsl_multifit_nlinear_niter(w);
-		gsl_vector *best = gsl_multifit_nlinear_position(w);
+		                            &info, ws);
+		iters = (int)gsl_multifit_nlinear_niter(ws);
+		gsl_vector *best = gsl_multifit_nlinear_position(ws);
 		for (int j = 0; j < p; j++)
 			x[j] = figure_of(m, j, gsl_vector_get(best, (size_t)j));
 	}
-	gsl_multifit_nlinear_free(w);
+	gsl_multifit_nlinear_free(ws);
 	gsl_vector_free(u);
 	return c.failed ? -1 : iters;
 }
 
-/* The standard errors, covariance and conditioning at x over all points. */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The robust standard deviation of the relative errors r[n]: 1.4826 times
+ * their median absolute value (the median absolute deviation about zero,
+ * consistent with the standard deviation under normal errors; Huber
+ * 1981, §5.2). */
+static double robust_scale(const double *r, int n)
+{
+	double *a = malloc((size_t)n * sizeof *a);
+	if (!a)
+		return NAN;
+	for (int k = 0; k < n; k++)
+		a[k] = fabs(r[k]);
+	qsort(a, (size_t)n, sizeof *a, cmp_double);
+	double med = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+	free(a);
+	return 1.4826 * med;
+}
+
+/* Fits the figures to the points listed, from x (updated), under m's
+ * loss; w (may be NULL) receives each point's final weight. Huber's loss
+ * by iteratively reweighted least squares: each round fits with the
+ * weights min(1, k s / |r|) of the last round's relative errors r, s
+ * their robust scale, until the weights settle. The solver's iterations
+ * over all rounds, or -1. */
+static int solve_into(const struct validation_model *m, const int *points, int n, double *x,
+                      double *w, double *scale)
+{
+	if (scale)
+		*scale = NAN;
+	if (m->loss == VALIDATION_LOSS_SQUARES || n <= m->n_figures) {
+		for (int k = 0; w && k < n; k++)
+			w[k] = 1;
+		return solve_weighted(m, points, n, NULL, x);
+	}
+	double *wk = malloc((size_t)n * sizeof *wk), *r = malloc((size_t)n * sizeof *r);
+	int total = -1;
+	if (!wk || !r)
+		goto done;
+	for (int k = 0; k < n; k++)
+		wk[k] = 1;
+	total = 0;
+	for (int round = 0; round < VALIDATION_IRLS_MAX; round++) {
+		int it = solve_weighted(m, points, n, wk, x);
+		if (it < 0) {
+			total = -1;
+			goto done;
+		}
+		total += it;
+		for (int k = 0; k < n; k++)
+			r[k] = rel_err(m, points[k], x);
+		double s = robust_scale(r, n), change = 0;
+		if (scale)
+			*scale = s;
+		if (!(s > 1e-9))
+			break;  /* the rows fitted exactly: every weight 1 */
+		for (int k = 0; k < n; k++) {
+			double nw = fmin(1, VALIDATION_HUBER_K * s / fabs(r[k]));
+			change = fmax(change, fabs(nw - wk[k]));
+			wk[k] = nw;
+		}
+		if (change < 1e-4)
+			break;
+	}
+	for (int k = 0; w && k < n; k++)
+		w[k] = wk[k];
+done:
+	free(wk);
+	free(r);
+	return total;
+}
+
+static int solve(const struct validation_model *m, const int *points, int n, double *x)
+{
+	return solve_into(m, points, n, x, NULL, NULL);
+}
+
+/* The standard errors, covariance and conditioning at x over all points,
+ * each weighted by out->weight (under Huber's loss, the weighted least
+ * squares problem of the last reweighting round: s^2 (J'WJ)^-1). */
 static void uncertainty(const struct validation_model *m, const double *x,
                         struct validation_fit_result *out)
 {
@@ -133,7 +220,7 @@ static void uncertainty(const struct validation_model *m, const double *x,
 	double rss = 0;
 	for (int i = 0; i < n; i++) {
 		double r = rel_err(m, i, x);
-		rss += r * r;
+		rss += out->weight[i] * r * r;
 	}
 	double s2 = rss / (n - p);
 	for (int j = 0; j < p; j++) {
@@ -145,7 +232,8 @@ static void uncertainty(const struct validation_model *m, const double *x,
 		xd[j] = fmax(x[j] - h, m->lo[j]);
 		for (int i = 0; i < n; i++)
 			gsl_matrix_set(J, (size_t)i, (size_t)j,
-			               (rel_err(m, i, xu) - rel_err(m, i, xd)) / (xu[j] - xd[j]));
+			               sqrt(out->weight[i]) *
+			                       (rel_err(m, i, xu) - rel_err(m, i, xd)) / (xu[j] - xd[j]));
 	}
 	/* Conditioning on unit-norm columns (the figures' units apart). */
 	double norm[VALIDATION_FIT_MAX];
@@ -188,10 +276,11 @@ bool validation_fit_model(struct arena *a, const struct validation_model *m,
 	int n = m->n_points, p = m->n_figures;
 	*out = (struct validation_fit_result){.n_points = n, .n_figures = p};
 	out->fit_err_pct = arena_calloc(a, (size_t)n + 1, sizeof *out->fit_err_pct);
+	out->weight = arena_calloc(a, (size_t)n + 1, sizeof *out->weight);
 	out->cv_err_pct = arena_calloc(a, (size_t)n + 1, sizeof *out->cv_err_pct);
 	int *all = arena_calloc(a, (size_t)n + 1, sizeof *all), *train = arena_calloc(a, (size_t)n + 1,
 	                                                                             sizeof *train);
-	if (!out->fit_err_pct || !out->cv_err_pct || !all || !train)
+	if (!out->fit_err_pct || !out->weight || !out->cv_err_pct || !all || !train)
 		return false;
 	gsl_set_error_handler_off();
 	for (int i = 0; i < n; i++)
@@ -199,7 +288,7 @@ bool validation_fit_model(struct arena *a, const struct validation_model *m,
 	double x[VALIDATION_FIT_MAX];
 	for (int j = 0; j < p; j++)
 		x[j] = fmin(fmax(m->start[j], m->lo[j]), m->hi[j]);
-	out->iterations = solve(m, all, n, x);
+	out->iterations = solve_into(m, all, n, x, out->weight, &out->robust_scale);
 	if (out->iterations < 0) {
 		out->why = n < p ? "fewer rows than figures" : "a prediction failed during the fit";
 		return true;
@@ -317,7 +406,7 @@ bool validation_fit_training(struct arena *a, const struct validation *v,
 {
 	SL_ASSERT(v->kind == VALIDATION_TRAINING);
 	SL_ASSERT(o->n_figures >= 1 && o->n_figures <= VALIDATION_FIT_MAX);
-	*out = (struct validation_training_fit){.n_figures = o->n_figures};
+	*out = (struct validation_training_fit){.n_figures = o->n_figures, .loss = o->loss};
 	memcpy(out->figures, o->figures, sizeof(enum cal_param) * (size_t)o->n_figures);
 	out->results = arena_calloc(a, (size_t)v->n_rows + 1, sizeof *out->results);
 	out->point_of = arena_calloc(a, (size_t)v->n_rows + 1, sizeof *out->point_of);
@@ -341,7 +430,7 @@ bool validation_fit_training(struct arena *a, const struct validation *v,
 	out->n_rows = v->n_rows;
 	struct rowctx c = {.res = out->results, .row = row, .figures = o->figures,
 	                   .n_figures = o->n_figures};
-	struct validation_model m = {.n_points = n, .n_figures = o->n_figures, .measured = meas,
+	struct validation_model m = {.loss = o->loss, .n_points = n, .n_figures = o->n_figures, .measured = meas,
 	                             .predict = predict_row, .ctx = &c};
 	for (int j = 0; j < o->n_figures; j++)
 		train_bounds(o->figures[j], &m.lo[j], &m.hi[j], &m.start[j]);

@@ -252,9 +252,20 @@ struct validation_score validation_score_collectives(const struct validation_col
 #define VALIDATION_FIT_LOO_MAX 20     /* leave-one-out up to this many rows, */
 #define VALIDATION_FIT_FOLDS 10       /* else k-fold with this many folds */
 
+/* How a fit weighs the rows' relative errors: their squares (least
+ * squares), or Huber's loss (squares within VALIDATION_HUBER_K robust
+ * standard deviations, absolute values beyond: a row the figures cannot
+ * describe pulls them no harder than one at that distance), by
+ * iteratively reweighted least squares. */
+enum validation_loss { VALIDATION_LOSS_SQUARES, VALIDATION_LOSS_HUBER };
+#define VALIDATION_HUBER_K 1.345      /* Huber's tuning constant: 95% efficiency under
+                                         normal errors (Huber, "Robust Statistics", 1981) */
+#define VALIDATION_IRLS_MAX 30        /* reweighting rounds, at most */
+
 /* A model of points with a few bounded figures, to fit to measurements
- * by least squares on the relative errors. */
+ * by least squares (or Huber's loss) on the relative errors. */
 struct validation_model {
+	enum validation_loss loss;
 	int n_points, n_figures;
 	double lo[VALIDATION_FIT_MAX], hi[VALIDATION_FIT_MAX];    /* bounds */
 	double start[VALIDATION_FIT_MAX];
@@ -278,6 +289,11 @@ struct validation_fit_result {
 	double condition;                 /* of the unit-column Jacobian; INFINITY: singular */
 	bool ill_conditioned;
 	double *fit_err_pct;              /* [n_points] in sample, % */
+	double *weight;                   /* [n_points] each row's weight in the fit: 1, or
+	                                     under Huber's loss below 1 for the rows beyond
+	                                     VALIDATION_HUBER_K robust standard deviations */
+	double robust_scale;              /* Huber: the relative errors' robust standard
+	                                     deviation (1.4826 median |error|); else NAN */
 	double mape_pct, max_pct;         /* in sample */
 	const char *cv_method;            /* "leave-one-out" or "k-fold" */
 	int cv_folds;
@@ -308,6 +324,7 @@ bool validation_fit_model(struct arena *a, const struct validation_model *m,
 extern const enum cal_param validation_fit_default[VALIDATION_FIT_DEFAULT_N];
 
 struct validation_fit_options {
+	enum validation_loss loss;
 	int n_figures;
 	enum cal_param figures[VALIDATION_FIT_MAX];   /* CAL_TRAIN_* */
 	void (*progress)(void *ctx, double fraction);
@@ -322,6 +339,7 @@ struct validation_training_fit {
 	                                                  -1 when not estimated */
 	int n_figures;
 	enum cal_param figures[VALIDATION_FIT_MAX];
+	enum validation_loss loss;
 	double lo[VALIDATION_FIT_MAX], hi[VALIDATION_FIT_MAX];
 	struct validation_fit_result fit;
 };

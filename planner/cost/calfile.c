@@ -243,8 +243,9 @@ static int figure_index(const struct calibration *c, const char *name)
 static bool read_fit(struct arena *a, const struct calibration *c, const struct jv *f,
                      struct cal_fit *out)
 {
-	static const char *const keys[] = {"name", "kind", "fitted_on", "points", "figures",
-	                                   "covariance", "cv", NULL};
+	static const char *const keys[] = {"name", "kind", "fitted_on", "points", "loss",
+	                                   "figures", "covariance", "cv", NULL};
+	static const char *const losses[] = {"squares", "huber"};
 	static const char *const cv_keys[] = {"method", "folds", "mape_pct", "rms_pct", "log_rms",
 	                                      NULL};
 	static const char *const kinds[] = {"kernels", "collectives", "training"};
@@ -262,6 +263,12 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 		ok = k >= 0 && ok;
 	} else {
 		ok = false;
+	}
+	out->loss = losses[0];
+	if (jv_get(f, "loss", &v)) {
+		int k = jv_enum(&v, losses, 2);
+		out->loss = k >= 0 ? losses[k] : NULL;
+		ok = k >= 0 && ok;
 	}
 	int64_t points = 0;
 	bool have_points = jv_req_int(f, "points", JR_RANGE(1, 1e9), &points);
@@ -618,6 +625,8 @@ cJSON *cost_calibration_json(const struct calibration *c)
 		cJSON_AddStringToObject(o, "kind", f->kind);
 		cJSON_AddStringToObject(o, "fitted_on", f->fitted_on);
 		cJSON_AddNumberToObject(o, "points", f->points);
+		if (f->loss && strcmp(f->loss, "squares"))
+			cJSON_AddStringToObject(o, "loss", f->loss);
 		cJSON_AddItemToObject(o, "figures", cJSON_CreateStringArray(f->figures, f->n_figures));
 		cJSON *cov = cJSON_AddArrayToObject(o, "covariance");
 		for (int r = 0; r < f->n_figures; r++)

@@ -292,6 +292,7 @@ struct cal_fit {
 	const char *kind;            /* "kernels", "collectives", "training" */
 	const char *fitted_on;
 	int points;
+	const char *loss;            /* "squares" (least squares) or "huber" */
 	const char *cv_method;       /* "leave-one-out" or "k-fold" */
 	int cv_folds;
 	double cv_mape_pct;          /* out-of-sample mean |relative error|, % */

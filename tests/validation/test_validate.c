@@ -715,6 +715,42 @@ Test(validate, held_out_log_spread_and_coverage_by_hand)
 	cr_assert_eq(f.cv_covered, 4);
 }
 
+/* Huber's loss against least squares, one scale figure (predicted = x)
+ * over four rows measured at 1 and one at 2, which no x describes with
+ * the others. Least squares on the relative errors x/m - 1: x =
+ * sum(1/m) / sum(1/m^2) = 4.5 / 4.25 = 1.0588, the outlier dragging every
+ * row 5.9% off. Huber's: the four rows' errors are x - 1, the fifth's
+ * x/2 - 1 is clipped at k s (s = 1.4826 median |r| = 1.4826 |x - 1|),
+ * so the estimating equation 4 (x - 1) - 0.5 k s = 0 has x = 1 for its
+ * only root (4 > 0.5 x 1.345 x 1.4826): the four rows exact, the
+ * outlier's weight towards 0. */
+Test(validate, huber_loss_keeps_one_row_from_dragging_the_figure)
+{
+	const double meas[5] = {1, 1, 1, 1, 2};
+	struct validation_model m = {.n_points = 5, .n_figures = 1, .lo = {0.5}, .hi = {1.5},
+	                             .start = {1.2}, .measured = meas, .predict = scale_predict};
+	struct validation_fit_result ls, hu;
+	cr_assert(validation_fit_model(A, &m, &ls));
+	cr_assert(ls.ok);
+	near(ls.value[0], 4.5 / 4.25, 1e-5, "least squares");
+	cr_assert(!isfinite(ls.robust_scale));
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(ls.weight[i], 1.0);
+	m.loss = VALIDATION_LOSS_HUBER;
+	cr_assert(validation_fit_model(A, &m, &hu));
+	cr_assert(hu.ok);
+	near(hu.value[0], 1, 1e-3, "huber");
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(hu.weight[i], 1.0);
+	cr_assert(hu.weight[4] < 0.01, "the outlier's weight %g", hu.weight[4]);
+	/* Held out, each of the four is predicted from three exact rows and
+	 * the outlier: exact again; the outlier from the four: x = 1, -50%. */
+	for (int i = 0; i < 4; i++)
+		cr_assert(fabs(hu.cv_err_pct[i]) < 0.1, "row %d held out: %g%%", i, hu.cv_err_pct[i]);
+	near(hu.cv_err_pct[4], -50, 0.1, "the outlier held out");
+}
+
+
 /* Two figures that move every row alike cannot be told apart: the
  * Jacobian is singular, the fit says so. */
 static double twin_predict(void *ctx, int i, const double *x)
