@@ -81,7 +81,10 @@ static void help(FILE *f)
 	        "                  \"memory_high_bytes\" (the band: the peak +- 5%%,\n"
 	        "                  docs/cost-models.md), \"memory_margin_bytes\" (the\n"
 	        "                  HBM less the peak), \"oom_overflow_bytes\" (the peak\n"
-	        "                  over the HBM; 0 when under), with\n"
+	        "                  over the HBM; 0 when under), with an offload and a\n"
+	        "                  stated host memory \"host_oom\" and\n"
+	        "                  \"host_overflow_bytes\" (host_memory's, beside them),\n"
+	        "                  with\n"
 	        "                  training.optimizer_offload or\n"
 	        "                  training.activation_offload_layers \"host_memory\"\n"
 	        "                  ({\"optimizer_bytes_per_device\",\n"
@@ -94,7 +97,9 @@ static void help(FILE *f)
 	        "                  {\"name\", \"kind\", \"compute_forward_s\",\n"
 	        "                  \"compute_backward_s\", \"comm_forward_s\",\n"
 	        "                  \"comm_backward_s\", \"gradient_s\", \"activation_bytes\",\n"
-	        "                  \"total_s\"}; --ops does not apply)\n"
+	        "                  \"total_s\"}; --ops does not apply)\n",
+	        cli_override_help);
+	fprintf(f,
 	        "  --csv           print every op as CSV, graph order (--ops does not\n"
 	        "                  apply): index, name, kind, stage, compute_forward_s,\n"
 	        "                  compute_backward_s, comm_forward_s, comm_backward_s\n"
@@ -108,8 +113,7 @@ static void help(FILE *f)
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
 	        "stderr), 2 usage error (including a planner that is unknown or not\n"
-	        "available yet).\n",
-	        cli_override_help);
+	        "available yet).\n");
 }
 
 struct args {
@@ -464,6 +468,8 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 	report_json_pipeline(root, p, e);
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", e->memory_bytes_per_device);
 	report_json_oom(root, e->memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);
+	if (e->host_bytes_per_server > 0)  /* beside "oom", as simulate and compare put it */
+		report_json_host_oom(root, e->host_bytes_per_server, e->host_capacity_bytes);
 	cJSON_AddNumberToObject(root, "rec_cost", plan_rec_cost(p));
 	cJSON_AddBoolToObject(root, "compute_fallback", e->compute_fallback);
 	cJSON *ops = cJSON_AddArrayToObject(root, "ops");
