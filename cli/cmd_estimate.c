@@ -68,7 +68,10 @@ static void help(FILE *f)
 	        "                  \"p2p_s\", \"gradient_s\", \"tied_bytes\", \"tied_s\"\n"
 	        "                  (the sum of parameters shared with other stages, as\n"
 	        "                  a head tied to the embedding: bytes sent, seconds;\n"
-	        "                  part of gradient_s), \"mirror_bytes\", \"mirror_s\"\n"
+	        "                  part of gradient_s; dualpipe's first and last stage,\n"
+	        "                  on the same devices, send nothing and have\n"
+	        "                  \"tied_local_bytes\", the bytes kept as one),\n"
+	        "                  \"mirror_bytes\", \"mirror_s\"\n"
 	        "                  (dualpipe: both chunks' gradients sent to the mirror\n"
 	        "                  stage; part of gradient_s), \"optimizer_s\",\n"
 	        "                  \"in_flight\", \"memory_bytes\"}]}),\n"
@@ -238,6 +241,10 @@ static void text_pipeline(const struct plan *p, const struct estimate *e)
 	/* the stages that share parameters (a head tied to the embedding) */
 	for (int s = 0; s < pp->n_stages; s++) {
 		const struct est_stage *es = &e->stages[s];
+		if (es->tied_local_bytes > 0 && s < es->tied_next)
+			printf("  shared parameters' gradients: stages %d and %d on the same devices "
+			       "(dualpipe), %s a rank kept as one, nothing sent\n",
+			       s, es->tied_next, cli_si(b[2], 32, es->tied_local_bytes, "B"));
 		if (es->tied_bytes <= 0)
 			continue;
 		printf("  shared parameters' gradients, after the flush: stage %d sends %s a rank "
