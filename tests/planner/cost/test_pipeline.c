@@ -1063,6 +1063,54 @@ static struct scenario *small_gpt(int p, int v, bool tied)
 	return fixture_generated(A, &D, gen, "dgx-h100", p, tr);
 }
 
+/* An untied model whose multi-token prediction module looks its tokens
+ * up in the main model's embedding (DeepSeek-V3, section 2.2) shares the
+ * table between the first stage and the last, where the module is:
+ * Megatron-Core's _allreduce_word_embedding_grads sums it when
+ * mtp_num_layers is set even without share_embeddings_and_output_weights.
+ * A 4-layer LLaMA of hidden 256, vocabulary 32,768, one prediction depth,
+ * on 4 stages of one GPU, a layer each (first_stage_layers and
+ * last_stage_layers 1: the module with the last stage, as
+ * scenarios/deepseek-v3-h100-2048p.json splits it): 32,768 x 256 fp32 gradients = 33,554,432 B
+ * each way between stages 0 and 3 under 1F1B; the head it shares with
+ * the main model is on stage 3 with it (nothing more); without the module
+ * nothing. Under DualPipe stages 0 and 3 are on the same GPUs: nothing
+ * sent, the 33,554,432 B kept as one (tied_local_bytes). */
+Test(pipeline, mtp_shares_the_embedding_untied)
+{
+	const double S = 32768.0 * 256 * 4;
+	static const struct {
+		int mtp;
+		const char *schedule;
+		double sent, local;
+	} cases[] = {{1, "1f1b", 1, 0}, {0, "1f1b", 0, 0}, {1, "dualpipe", 0, 1}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char gen[512], tr[256];
+		snprintf(gen, sizeof gen,
+		         "{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 4, \"heads\": 4,"
+		         " \"seq\": 128, \"vocab\": 32768, \"micro_batch\": 1, \"dtype\": \"bf16\","
+		         " \"mtp_layers\": %d}",
+		         cases[k].mtp);
+		snprintf(tr, sizeof tr,
+		         "{\"global_batch\": 8, \"pipeline_stages\": 4, \"schedule\": \"%s\","
+		         " \"first_stage_layers\": 1, \"last_stage_layers\": 1}",
+		         cases[k].schedule);
+		struct scenario *s = fixture_generated(A, &D, gen, "dgx-h100", 4, tr);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		for (int st = 0; st < 4; st++) {
+			bool end = st == 0 || st == 3;
+			cr_expect_eq(e.stages[st].tied_bytes, end ? cases[k].sent * S : 0,
+			             "case %zu stage %d: %.0f B", k, st, e.stages[st].tied_bytes);
+			cr_expect_eq(e.stages[st].tied_local_bytes, end ? cases[k].local * S : 0,
+			             "case %zu stage %d: %.0f B", k, st, e.stages[st].tied_local_bytes);
+		}
+	}
+}
+
 /* Megatron-LM's own split (the megatron planner's plans): the same number
  * of whole layers in every chunk, the embedding in the first and the final
  * norm, head and loss in the last, however that weighs them. A 4-layer GPT
