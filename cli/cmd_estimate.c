@@ -68,7 +68,10 @@ static void help(FILE *f)
 	        "                  \"p2p_s\", \"gradient_s\", \"tied_bytes\", \"tied_s\"\n"
 	        "                  (the sum of parameters shared with other stages, as\n"
 	        "                  a head tied to the embedding: bytes sent, seconds;\n"
-	        "                  part of gradient_s), \"mirror_bytes\", \"mirror_s\"\n"
+	        "                  part of gradient_s; dualpipe's first and last stage,\n"
+	        "                  on the same devices, send nothing and have\n"
+	        "                  \"tied_local_bytes\", the bytes kept as one),\n"
+	        "                  \"mirror_bytes\", \"mirror_s\"\n"
 	        "                  (dualpipe: both chunks' gradients sent to the mirror\n"
 	        "                  stage; part of gradient_s), \"optimizer_s\",\n"
 	        "                  \"in_flight\", \"memory_bytes\"}]}),\n"
@@ -81,7 +84,10 @@ static void help(FILE *f)
 	        "                  \"memory_high_bytes\" (the band: the peak +- 5%%,\n"
 	        "                  docs/cost-models.md), \"memory_margin_bytes\" (the\n"
 	        "                  HBM less the peak), \"oom_overflow_bytes\" (the peak\n"
-	        "                  over the HBM; 0 when under), with\n"
+	        "                  over the HBM; 0 when under), with an offload and a\n"
+	        "                  stated host memory \"host_oom\" and\n"
+	        "                  \"host_overflow_bytes\" (host_memory's, beside them),\n"
+	        "                  with\n"
 	        "                  training.optimizer_offload or\n"
 	        "                  training.activation_offload_layers \"host_memory\"\n"
 	        "                  ({\"optimizer_bytes_per_device\",\n"
@@ -94,7 +100,9 @@ static void help(FILE *f)
 	        "                  {\"name\", \"kind\", \"compute_forward_s\",\n"
 	        "                  \"compute_backward_s\", \"comm_forward_s\",\n"
 	        "                  \"comm_backward_s\", \"gradient_s\", \"activation_bytes\",\n"
-	        "                  \"total_s\"}; --ops does not apply)\n"
+	        "                  \"total_s\"}; --ops does not apply)\n",
+	        cli_override_help);
+	fprintf(f,
 	        "  --csv           print every op as CSV, graph order (--ops does not\n"
 	        "                  apply): index, name, kind, stage, compute_forward_s,\n"
 	        "                  compute_backward_s, comm_forward_s, comm_backward_s\n"
@@ -108,8 +116,7 @@ static void help(FILE *f)
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
 	        "stderr), 2 usage error (including a planner that is unknown or not\n"
-	        "available yet).\n",
-	        cli_override_help);
+	        "available yet).\n");
 }
 
 struct args {
@@ -234,6 +241,10 @@ static void text_pipeline(const struct plan *p, const struct estimate *e)
 	/* the stages that share parameters (a head tied to the embedding) */
 	for (int s = 0; s < pp->n_stages; s++) {
 		const struct est_stage *es = &e->stages[s];
+		if (es->tied_local_bytes > 0 && s < es->tied_next)
+			printf("  shared parameters' gradients: stages %d and %d on the same devices "
+			       "(dualpipe), %s a rank kept as one, nothing sent\n",
+			       s, es->tied_next, cli_si(b[2], 32, es->tied_local_bytes, "B"));
 		if (es->tied_bytes <= 0)
 			continue;
 		printf("  shared parameters' gradients, after the flush: stage %d sends %s a rank "
@@ -464,6 +475,8 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 	report_json_pipeline(root, p, e);
 	cJSON_AddNumberToObject(root, "memory_bytes_per_device", e->memory_bytes_per_device);
 	report_json_oom(root, e->memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);
+	if (e->host_bytes_per_server > 0)  /* beside "oom", as simulate and compare put it */
+		report_json_host_oom(root, e->host_bytes_per_server, e->host_capacity_bytes);
 	cJSON_AddNumberToObject(root, "rec_cost", plan_rec_cost(p));
 	cJSON_AddBoolToObject(root, "compute_fallback", e->compute_fallback);
 	cJSON *ops = cJSON_AddArrayToObject(root, "ops");

@@ -29,7 +29,9 @@ static void help(FILE *f)
 	        "communication (kind, rank groups, bytes per device), then every\n"
 	        "redistribution between a producer and its consumer step by step, the\n"
 	        "totals per device, the count of unreached ops, and the estimate's\n"
-	        "peak memory per device: \"fits (71 of 80 GB)\", \"tight (...)\".\n"
+	        "peak memory per device: \"fits (71 of 80 GB)\", \"tight (...)\"; with\n"
+	        "an offload (training.optimizer_offload, activation_offload_layers) and\n"
+	        "the topology's server.host.memory_GB, a server's host memory's too.\n"
 	        "\n"
 	        "options:\n%s"
 	        "  --planner NAME  propagate: MindSpore's sharding propagation from the\n"
@@ -58,11 +60,15 @@ static void help(FILE *f)
 	        "                  compatible, AllReduce then StridedSlice)\n"
 	        "  --json          print JSON: explain's fields (without \"slices\") plus\n"
 	        "                  \"memory_bytes_per_device\", \"hbm_bytes\", estimate's\n"
-	        "                  \"memory_verdict\" and band,\n"
+	        "                  \"memory_verdict\" and band, with an offload\n"
+	        "                  \"host_memory_bytes_per_server\" and, where the host's\n"
+	        "                  memory is stated, \"host_oom\", \"host_overflow_bytes\",\n"
 	        "                  \"planner\", ops[].\"from\" (the op a propagated strategy\n"
 	        "                  came from, else null), ops[].\"choice\" ({\"n_candidates\",\n"
 	        "                  \"n_tied\", \"edge_bytes\", \"param_conflict\"}, null for\n"
-	        "                  configured ops) and \"unreached\" (op names)\n"
+	        "                  configured ops) and \"unreached\" (op names)\n",
+	        cli_override_help);
+	fprintf(f,
 	        "  --csv           print one CSV row per op: index, name, kind, strategy,\n"
 	        "                  source, from, forward_communication,\n"
 	        "                  forward_comm_bytes_per_device,\n"
@@ -85,8 +91,7 @@ static void help(FILE *f)
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
 	        "stderr), 2 usage error (including a planner that is unknown or not\n"
-	        "available yet).\n",
-	        cli_override_help);
+	        "available yet).\n");
 }
 
 struct args {
@@ -154,8 +159,10 @@ static int export_plan(struct arena *ar, const struct plan *p, enum planner_kind
 
 /* The plan's peak memory per device by the estimate, and its verdict;
  * false (nothing to say) when the plan cannot be estimated: its report
- * stands without it. */
-static bool plan_memory(struct arena *ar, const struct plan *p, double *peak, double *hbm)
+ * stands without it. *host, *host_cap: a server's offloaded state and
+ * host memory (estimate's host_bytes_per_server, host_capacity_bytes). */
+static bool plan_memory(struct arena *ar, const struct plan *p, double *peak, double *hbm,
+                        double *host, double *host_cap)
 {
 	struct diag_list d;
 	diag_list_init(&d);
@@ -164,6 +171,8 @@ static bool plan_memory(struct arena *ar, const struct plan *p, double *peak, do
 	diag_list_free(&d);
 	*peak = ok ? e.memory_bytes_per_device : 0;
 	*hbm = ok ? e.hbm_bytes : 0;
+	*host = ok ? e.host_bytes_per_server : 0;
+	*host_cap = ok ? e.host_capacity_bytes : 0;
 	return ok;
 }
 
@@ -171,21 +180,29 @@ static bool plan_memory(struct arena *ar, const struct plan *p, double *peak, do
 static void plan_memory_text(struct arena *ar, const struct plan *p, const struct report_options *o)
 {
 	report_text(p, o);
-	double peak, hbm;
+	double peak, hbm, host, cap;
 	char v[96];
-	if (plan_memory(ar, p, &peak, &hbm))
-		printf("\nmemory per device (estimate): %s\n", cli_verdict_text(v, sizeof v, peak, hbm));
+	if (!plan_memory(ar, p, &peak, &hbm, &host, &cap))
+		return;
+	printf("\nmemory per device (estimate): %s\n", cli_verdict_text(v, sizeof v, peak, hbm));
+	if (host > 0 && cap > 0)  /* training.optimizer_offload, activation_offload_layers */
+		printf("host memory per server (estimate): %s\n",
+		       cli_verdict_text(v, sizeof v, host, cap));
 }
 
 /* The JSON report with "memory_bytes_per_device", "hbm_bytes" and the
  * verdict (cli_json_verdict) when the plan can be estimated. */
 static cJSON *plan_memory_json(struct arena *ar, const struct plan *p, cJSON *root)
 {
-	double peak, hbm;
-	if (root && plan_memory(ar, p, &peak, &hbm)) {
+	double peak, hbm, host, cap;
+	if (root && plan_memory(ar, p, &peak, &hbm, &host, &cap)) {
 		cJSON_AddNumberToObject(root, "memory_bytes_per_device", peak);
 		cJSON_AddNumberToObject(root, "hbm_bytes", hbm);
 		cli_json_verdict(root, peak, hbm);
+		if (host > 0) {
+			cJSON_AddNumberToObject(root, "host_memory_bytes_per_server", host);
+			report_json_host_oom(root, host, cap);
+		}
 	}
 	return root;
 }

@@ -32,7 +32,11 @@ static void help(FILE *f)
 	        "the collectives' point-to-point messages on the topology's links, so\n"
 	        "that concurrent collectives share links (docs/simulation.md). The\n"
 	        "symbolic estimate (shardlab estimate) is printed beside it. Prints the\n"
-	        "iteration time simulated and estimated, per rank the compute, exposed\n"
+	        "iteration time simulated and estimated, the estimate's memory per\n"
+	        "device against the HBM (its verdict when it does not fit) and, with\n"
+	        "training.optimizer_offload or activation_offload_layers, a server's\n"
+	        "host memory against server.host.memory_GB (the same verdict), per rank\n"
+	        "the compute, exposed\n"
 	        "communication and idle time (min, median, max, the worst rank), the\n"
 	        "busiest links, their utilisation over time and the collectives that\n"
 	        "took longer than their formula.\n"
@@ -95,6 +99,11 @@ static void help(FILE *f)
 	        "                        \"comm_bytes_per_device\",\n"
 	        "                        \"memory_bytes_per_device\" (the estimate's),\n"
 	        "                        \"hbm_bytes\", \"oom\", \"oom_overflow_bytes\",\n"
+	        "                        with training.optimizer_offload or\n"
+	        "                        activation_offload_layers\n"
+	        "                        \"host_memory_bytes_per_server\" (the estimate's),\n"
+	        "                        \"host_capacity_bytes\" (null: not stated) and,\n"
+	        "                        when stated, \"host_oom\", \"host_overflow_bytes\",\n"
 	        "                        \"ranks\" ([{\"rank\",\n"
 	        "                        \"compute_s\", \"comm_exposed_s\", \"pipeline_wait_s\",\n"
 	        "                        \"straggler_wait_s\" (in a collective before its\n"
@@ -219,6 +228,27 @@ static int parse_args(int argc, char **argv, struct args *a)
 /* ------------------------------------------------------------------ text */
 
 
+/* training.optimizer_offload, activation_offload_layers: what a server's
+ * host memory holds, with its verdict as the device's (nothing without
+ * offload). */
+static void text_host(const struct estimate *e)
+{
+	char b[2][32], oom[96];
+	if (!(e->host_bytes_per_server > 0))
+		return;
+	if (!(e->host_capacity_bytes > 0)) {
+		printf("  host per server      %s (estimate; not checked: the topology states no "
+		       "server.host.memory_GB)\n",
+		       cli_si(b[0], 32, e->host_bytes_per_server, "B"));
+		return;
+	}
+	printf("  host per server      %s of %s host memory (estimate)%s\n",
+	       cli_si(b[0], 32, e->host_bytes_per_server, "B"),
+	       cli_si(b[1], 32, e->host_capacity_bytes, "B"),
+	       cli_oom_text(oom, sizeof oom, ": ", e->host_bytes_per_server,
+	                    e->host_capacity_bytes));
+}
+
 static void text(const struct plan *p, const struct cli_sim_setup *o,
                  const struct cli_sim_outcome *r, const char *planner)
 {
@@ -253,6 +283,7 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	       cli_si(b[3], 32, r->est.memory_bytes_per_device, "B"), cli_si(b[4], 32, hbm, "B"),
 	       cli_oom_text(oom, sizeof oom, ": ", r->est.memory_bytes_per_device, hbm),
 	       cli_si(b[5], 32, sim_peak_memory(&r->sim), "B"));
+	text_host(&r->est);
 	printf("  messages simulated   %" PRId64 " (collectives by their formula: %" PRId64 ")\n\n",
 	       r->sim.messages, r->sim.by_formula);
 	report_sim_ranks(stdout, &r->sim);
@@ -358,6 +389,15 @@ static cJSON *json(const struct plan *p, const struct cli_sim_setup *o,
 	cJSON_AddNumberToObject(root, "simulated_peak_memory_bytes", sim_peak_memory(&r->sim));
 	cJSON_AddNumberToObject(root, "hbm_bytes", p->scenario->topo->device.hbm_bytes);
 	report_json_oom(root, r->est.memory_bytes_per_device, p->scenario->topo->device.hbm_bytes);
+	if (r->est.host_bytes_per_server > 0) {
+		cJSON_AddNumberToObject(root, "host_memory_bytes_per_server",
+		                        r->est.host_bytes_per_server);
+		if (r->est.host_capacity_bytes > 0)
+			cJSON_AddNumberToObject(root, "host_capacity_bytes", r->est.host_capacity_bytes);
+		else
+			cJSON_AddNullToObject(root, "host_capacity_bytes");
+		report_json_host_oom(root, r->est.host_bytes_per_server, r->est.host_capacity_bytes);
+	}
 	report_json_pipeline(root, p, &r->est);
 	cJSON_AddItemToObject(root, "ranks", json_ranks(&r->sim));
 	cJSON_AddItemToObject(root, "links", json_links(&r->sim));

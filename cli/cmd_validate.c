@@ -62,7 +62,11 @@ static void help(FILE *f)
 	        "             its reason and left out of the MAPE. A row whose estimate\n"
 	        "             does not fit the device memory (OOM) is a failed\n"
 	        "             prediction, since its run trained: it is counted and\n"
-	        "             shown as such, and its times stay in the MAPE. A row\n"
+	        "             shown as such, and its times stay in the MAPE; so is\n"
+	        "             one whose offloaded state (training.optimizer_offload,\n"
+	        "             activation_offload_layers) does not fit a server's\n"
+	        "             host memory (server.host.memory_GB), \"host OOM\",\n"
+	        "             counted apart from the HBM's. A row\n"
 	        "             with \"memory_GB\" (the measured peak per device) gets\n"
 	        "             the estimate's memory error too, and their MAPE.\n"
 	        "collectives  each row one collective (all-reduce, all-gather,\n"
@@ -111,7 +115,11 @@ static void help(FILE *f)
 	        "                    \"estimate\" ({\"iteration_s\", \"value\", \"error_pct\",\n"
 	        "                    \"memory_bytes_per_device\", \"memory_error_pct\",\n"
 	        "                    \"oom\",\n"
-	        "                    \"oom_overflow_bytes\"}), \"simulation\" ({\"iteration_s\",\n"
+	        "                    \"oom_overflow_bytes\"; where the row offloads state\n"
+	        "                    to the host \"host_memory_bytes_per_server\",\n"
+	        "                    \"host_capacity_bytes\" (null: not stated) and,\n"
+	        "                    when stated, \"host_oom\", \"host_overflow_bytes\"}),\n"
+	        "                    \"simulation\" ({\"iteration_s\",\n"
 	        "                    \"value\", \"error_pct\"}), \"simulation_error\"; mape:\n"
 	        "                    \"estimate_pct\", \"estimate_rows\", \"simulation_pct\",\n"
 	        "                    \"simulation_rows\", \"left_out_rows\". collective rows:\n"
@@ -123,13 +131,17 @@ static void help(FILE *f)
 	        "                    \"simulated_error_pct\", \"formula_s\",\n"
 	        "                    \"formula_busbw_bps\", \"formula_error_pct\"}]); mape:\n"
 	        "                    \"simulation_pct\", \"simulation_points\", \"formula_pct\",\n"
-	        "                    \"formula_points\". Missing figures are null\n"
+	        "                    \"formula_points\". Missing figures are null\n");
+	fprintf(f,
 	        "  --csv             print the rows as CSV. training, one row per run:\n"
 	        "                    name, model, topology, devices, planner, plan,\n"
 	        "                    measured_kind, measured_value, estimated_iteration_s,\n"
 	        "                    estimated_value, estimated_error_pct,\n"
 	        "                    memory_bytes_per_device, oom, simulated_iteration_s,\n"
-	        "                    simulated_value, simulated_error_pct, error;\n"
+	        "                    simulated_value, simulated_error_pct, error (where a\n"
+	        "                    row offloads state to the host, host_oom after oom:\n"
+	        "                    true, false, empty when not offloaded or the host's\n"
+	        "                    memory is not stated);\n"
 	        "                    collectives, one row per message size: name,\n"
 	        "                    topology, devices, collective, bytes, algorithm,\n"
 	        "                    measured_busbw_bytes_per_s, simulated_s,\n"
@@ -371,8 +383,8 @@ static void training_text(const struct args *a, const struct validation *v,
 			       report_pct_text(b[4], 48, r->sim_err));
 		else
 			printf("%-14s  %s", "-", "-");
-		printf("%s\n", r->oom ? "  OOM" : "");
-		notes |= r->oom || r->sim_error;
+		printf("%s%s\n", r->oom ? "  OOM" : "", r->host_oom ? "  host OOM" : "");
+		notes |= r->oom || r->host_oom || r->sim_error;
 	}
 	printf("\n  error: 100 (predicted / measured - 1)");
 	if (any_tflops || any_tokens)
@@ -407,6 +419,12 @@ static void training_text(const struct args *a, const struct validation *v,
 				       "per device, over the %s of HBM\n",
 				       r->row->name, cli_si(b[0], 32, r->memory_bytes, "B"),
 				       cli_si(b[1], 32, r->hbm_bytes, "B"));
+			if (!r->error && r->host_oom)
+				printf("  %s: host OOM, a failed prediction (the run trained): the estimate puts "
+				       "%s of offloaded state on a server's host, over its %s "
+				       "(server.host.memory_GB)\n",
+				       r->row->name, cli_si(b[0], 32, r->host_bytes, "B"),
+				       cli_si(b[1], 32, r->host_capacity_bytes, "B"));
 			if (!r->error && r->sim_error && !r->oom)
 				printf("  %s: not simulated: %s\n", r->row->name, r->sim_error);
 		}
@@ -443,8 +461,13 @@ static void training_text(const struct args *a, const struct validation *v,
 	if (m.memory_n)
 		printf("  memory     %5.1f%% over %d row%s\n", m.memory_pct, m.memory_n,
 		       m.memory_n == 1 ? "" : "s");
-	printf("  %d of %d row%s predicted OOM though the run trained (failed predictions, their "
-	       "times counted)\n", m.oom, n, n == 1 ? "" : "s");
+	if (m.host_rows)  /* the device's and the host's apart (a row over both in both) */
+		printf("  %d of %d row%s predicted OOM though the run trained (%d over the HBM, %d over "
+		       "a server's host memory; failed predictions, their times counted)\n",
+		       m.oom_rows, n, n == 1 ? "" : "s", m.oom, m.oom_host);
+	else
+		printf("  %d of %d row%s predicted OOM though the run trained (failed predictions, "
+		       "their times counted)\n", m.oom, n, n == 1 ? "" : "s");
 	printf("  %d of %d row%s left out (could not be planned or estimated)\n", m.failed, n,
 	       n == 1 ? "" : "s");
 	printf("\ncoverage (measurements inside their 90%% intervals)\n");
@@ -543,6 +566,12 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 		json_number_or_null(e, "memory_error_pct", row->memory_bytes > 0,
 		                    validation_error_pct(r->memory_bytes, row->memory_bytes));
 		report_json_oom(e, r->memory_bytes, r->hbm_bytes);
+		if (r->host_bytes > 0) {
+			cJSON_AddNumberToObject(e, "host_memory_bytes_per_server", r->host_bytes);
+			json_number_or_null(e, "host_capacity_bytes", r->host_capacity_bytes > 0,
+			                    r->host_capacity_bytes);
+			report_json_host_oom(e, r->host_bytes, r->host_capacity_bytes);
+		}
 		if (r->simulated) {
 			cJSON *sj = cJSON_AddObjectToObject(o, "simulation");
 			cJSON_AddNumberToObject(sj, "iteration_s", r->sim_s);
@@ -594,8 +623,15 @@ static void training_csv(const struct validation_training_result *rows,
 		"measured_value", "estimated_iteration_s", "estimated_value", "estimated_error_pct",
 		"memory_bytes_per_device", "oom", "simulated_iteration_s", "simulated_value",
 		"simulated_error_pct", "error", NULL};
+	/* with a row that puts state in host memory, its verdict after oom */
+	static const char *const host_cols[] = {
+		"name", "model", "topology", "devices", "planner", "plan", "measured_kind",
+		"measured_value", "estimated_iteration_s", "estimated_value", "estimated_error_pct",
+		"memory_bytes_per_device", "oom", "host_oom", "simulated_iteration_s",
+		"simulated_value", "simulated_error_pct", "error", NULL};
+	bool host = validation_score_training(rows, n).host_rows > 0;
 	struct cli_csv c = {.f = stdout};
-	cli_csv_header(&c, cols);
+	cli_csv_header(&c, host ? host_cols : cols);
 	for (int i = 0; i < n; i++) {
 		const struct validation_training_result *r = &rows[i];
 		const struct validation_training_row *row = r->row;
@@ -614,6 +650,9 @@ static void training_csv(const struct validation_training_result *rows,
 		csv_opt(&c, est, r->est_err);
 		csv_opt(&c, est, r->memory_bytes);
 		cli_csv_str(&c, est ? (r->oom ? "true" : "false") : NULL);
+		if (host)  /* empty where not offloaded or not checked */
+			cli_csv_str(&c, est && r->host_bytes > 0 && r->host_capacity_bytes > 0
+			                        ? (r->host_oom ? "true" : "false") : NULL);
 		csv_opt(&c, r->simulated, r->sim_s);
 		csv_opt(&c, r->simulated, r->sim_value);
 		csv_opt(&c, r->simulated, r->sim_err);
@@ -628,8 +667,8 @@ static void training_csv(const struct validation_training_result *rows,
 struct trow_wire {
 	char plan[128];
 	char error[400], sim_error[400];
-	bool has_error, has_sim_error, oom, simulated;
-	double memory_bytes, est_s, est_value, est_err, sim_s, sim_value, sim_err;
+	bool has_error, has_sim_error, oom, host_oom, simulated;
+	double memory_bytes, host_bytes, host_capacity_bytes, est_s, est_value, est_err, sim_s, sim_value, sim_err;
 	struct cal_interval est_iv, sim_iv;    /* their `why`: static text, the same in the
 	                                          parent (a forked image) */
 	double est_lo, est_hi, sim_lo, sim_hi;
@@ -658,6 +697,9 @@ static _Noreturn void row_worker(const struct args *a, const struct validation_t
 		copy_text(w.error, sizeof w.error, t.error, &w.has_error);
 		copy_text(w.sim_error, sizeof w.sim_error, t.sim_error, &w.has_sim_error);
 		w.oom = t.oom;
+		w.host_oom = t.host_oom;
+		w.host_bytes = t.host_bytes;
+		w.host_capacity_bytes = t.host_capacity_bytes;
 		w.simulated = t.simulated;
 		w.memory_bytes = t.memory_bytes;
 		w.est_s = t.est_s;
@@ -710,6 +752,9 @@ static void row_back(struct arena *ar, const struct validation_training_row *row
 	out->error = w.has_error ? arena_strdup(ar, w.error) : NULL;
 	out->sim_error = w.has_sim_error ? arena_strdup(ar, w.sim_error) : NULL;
 	out->oom = w.oom;
+	out->host_oom = w.host_oom;
+	out->host_bytes = w.host_bytes;
+	out->host_capacity_bytes = w.host_capacity_bytes;
 	out->simulated = w.simulated;
 	out->memory_bytes = w.memory_bytes;
 	out->est_s = w.est_s;

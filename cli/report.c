@@ -833,6 +833,8 @@ void report_json_pipeline(cJSON *obj, const struct plan *p, const struct estimat
 		cJSON_AddNumberToObject(o, "gradient_s", es->gradient_s);
 		cJSON_AddNumberToObject(o, "tied_bytes", es->tied_bytes);
 		cJSON_AddNumberToObject(o, "tied_s", es->tied_s);
+		if (es->tied_local_bytes > 0)  /* dualpipe: shared on the same devices */
+			cJSON_AddNumberToObject(o, "tied_local_bytes", es->tied_local_bytes);
 		cJSON_AddNumberToObject(o, "mirror_bytes", es->mirror_bytes);
 		cJSON_AddNumberToObject(o, "mirror_s", es->mirror_s);
 		cJSON_AddNumberToObject(o, "optimizer_s", es->optimizer_s);

@@ -415,6 +415,28 @@ static void compare_table(struct report_html *h, const struct estimate *e,
 	rh_table_end(h);
 }
 
+/* training.optimizer_offload, activation_offload_layers: a server's host
+ * memory by the estimate (the simulation does not track it), with its
+ * verdict (cost_memory_verdict) where the topology states the host's
+ * memory; nothing without offload. */
+static void host_memory(struct report_html *h, const struct estimate *e)
+{
+	char a[32], b[32];
+	if (!(e->host_bytes_per_server > 0))
+		return;
+	rh_printf(h, "<p id=\"host-memory\">Host memory per server (the offloaded optimizer state "
+	             "and activations, estimated): %s",
+	          rh_si(h, a, sizeof a, e->host_bytes_per_server, "B"));
+	if (e->host_capacity_bytes > 0) {
+		struct cost_verdict v;
+		cost_memory_verdict(e->host_bytes_per_server, e->host_capacity_bytes, &v);
+		rh_printf(h, " of %s: <b>%s</b>.</p>\n",
+		          rh_si(h, b, sizeof b, e->host_capacity_bytes, "B"), cost_fit_names[v.fit]);
+	} else {
+		rh_put(h, ", not checked: the topology states no server.host.memory_GB.</p>\n");
+	}
+}
+
 /* Where the two disagree and why: the estimate's categories, the
  * collectives slowed by contention, the gradient stream's overlap. */
 static void disagreement(struct report_html *h, const struct estimate *e,
@@ -816,6 +838,7 @@ void report_html_sim(struct report_html *h, const struct plan *p, const struct e
 	          rh_si(h, a, sizeof a, sim_peak_memory(r), "B"));
 	rh_put(h, "<h3>Estimate beside simulation</h3>\n");
 	compare_table(h, e, r);
+	host_memory(h, e);
 	disagreement(h, e, prog, r);
 	rh_put(h, "<h3>Every rank</h3>\n<p>Each bar one rank: where its iteration went. Click a "
 	          "bar to add its rank to the timeline below.</p>\n");

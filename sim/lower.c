@@ -784,7 +784,7 @@ static int stage_chunk(const struct lower *L, int st, int x)
  * module's gradient and its mirror rank's before comparing them with the
  * reference; a stage sends its mirror both its chunks' gradients at once,
  * the bytes the estimate prices (est_stage.mirror_bytes: the two chunks'
- * cost_chunk_grad_bytes). */
+ * cost_chunk_grad_bytes, a parameter both read counted once). */
 static void mirror_exchange(struct lower *L, int st)
 {
 	int P = L->e->part.n_stages, peer = P - 1 - st;
@@ -805,7 +805,9 @@ static void mirror_exchange(struct lower *L, int st)
 }
 
 /* A send or receive of shared parameters' gradients (estimate.c's
- * tied_params) to or from the peers on stage `peer`. */
+ * tied_params) to or from the peers on stage `peer`. None where the
+ * sharing stages are on the same devices (DualPipe's first and last:
+ * tied_bytes 0, tied_local_bytes the gradient kept as one). */
 static void tied(struct lower *L, enum prog_kind kind, int peer, double bytes, int channel)
 {
 	struct prog_step *s = p2p_step(L, kind, bytes, channel, peer);

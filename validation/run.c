@@ -62,6 +62,12 @@ void validation_run_training(struct arena *a, const struct validation_training_r
 	struct cost_verdict v;  /* OOM: the band is over the memory, "does not fit" */
 	cost_memory_verdict(est->memory_bytes_per_device, est->hbm_bytes, &v);
 	out->oom = v.fit == FIT_NO;
+	out->host_bytes = est->host_bytes_per_server;
+	out->host_capacity_bytes = est->host_capacity_bytes;
+	if (out->host_bytes > 0 && out->host_capacity_bytes > 0) {
+		cost_memory_verdict(out->host_bytes, out->host_capacity_bytes, &v);
+		out->host_oom = v.fit == FIT_NO;
+	}
 	if (!cost_calibration_interval(a, p->scenario->topo->calibration, p, &out->est_iv))
 		out->est_iv = (struct cal_interval){.why = "out of memory: no interval"};
 	out->sim_iv = out->est_iv;

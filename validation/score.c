@@ -39,6 +39,9 @@ struct validation_score validation_score_training(const struct validation_traini
 			continue;
 		}
 		s.oom += r[i].oom;
+		s.oom_host += r[i].host_oom;
+		s.oom_rows += r[i].oom || r[i].host_oom;
+		s.host_rows += r[i].host_bytes > 0;
 		acc_add(&est, r[i].est_err);
 		s.estimate_iv_n += r[i].est_iv.have;
 		s.estimate_covered += r[i].est_iv.have && r[i].est_covered;

@@ -163,6 +163,13 @@ struct validation_training_result {
 	                                      row's run trained), its time still counted */
 	double memory_bytes;               /* the estimate's peak per device */
 	double hbm_bytes;                  /* the device's */
+	/* training.optimizer_offload and activation_offload_layers: what a
+	 * server's host memory holds (the estimate's host_bytes_per_server;
+	 * 0 without offload) against the topology's server.host.memory_GB
+	 * (0: not stated, not checked); host_oom, over it ("does not fit"),
+	 * is a failed prediction as oom is, counted apart */
+	bool host_oom;
+	double host_bytes, host_capacity_bytes;
 	double est_s, est_value, est_err;  /* iteration seconds; in the row's unit; error % */
 	bool simulated;
 	const char *sim_error;             /* estimated but not simulated: why (NULL when the
@@ -231,6 +238,9 @@ struct validation_score {
 	int failed;                        /* training: rows not planned or estimated (left
 	                                      out) */
 	int oom;                           /* training: estimated over the HBM, counted */
+	int oom_host;                      /* training: estimated over a server's host memory */
+	int oom_rows;                      /* training: over either (a row over both once) */
+	int host_rows;                     /* training: rows that put state in host memory */
 	int estimate_iv_n, estimate_covered;   /* training: rows with an interval, and of them
 	                                          those whose measurement is inside it */
 	int simulation_iv_n, simulation_covered;

@@ -726,6 +726,11 @@ struct est_stage {
 	 * stage itself, and tied_bytes 0, when it shares none). */
 	int tied_next, tied_prev;
 	double tied_bytes, tied_s;                  /* tied_s: of gradient_s */
+	/* DualPipe: the shared parameters' gradient bytes of a pair of
+	 * stages on the same devices (d and P-1-d, the embedding and the
+	 * head or multi-token prediction module that shares it), summed in
+	 * place: no send (tied_bytes, tied_s 0); tied_next is the other */
+	double tied_local_bytes;
 	/* DualPipe: device d holds model chunks d and P-1-d, as does its
 	 * mirror stage P-1-d; after the flush each rank sends its peer there
 	 * both chunks' gradients (mirror_bytes, cost_chunk_grad_bytes) and

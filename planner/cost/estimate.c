@@ -1041,7 +1041,19 @@ static int stage_root(int *up, int s)
  * the ranks at the same place in their stages, which hold the same slice
  * when the copies are cut alike, as Megatron's vocabulary-parallel
  * embedding and head are. Fills every stage's tied_* fields from the
- * plan's shared reads; false when out of memory. */
+ * plan's shared reads; false when out of memory.
+ *
+ * Under DualPipe a device holds stage d and stage P-1-d, so the first
+ * stage's embedding and the last's head or multi-token prediction module
+ * that share it are on the same devices: DeepSeek-V3 (arXiv 2412.19437,
+ * section 3.2.3, "Shared Embedding and Output Head for Multi-Token
+ * Prediction") deploys them on one PP rank for "the physical sharing of
+ * parameters and gradients" between the MTP module and the main model.
+ * A pair of such stages sharing only with each other (k = 2) keeps one
+ * gradient that both copies' backwards accumulate into, as one stage
+ * does for a parameter two of its ops read: nothing is sent and nothing
+ * is added afterwards (tied_local_bytes says how much; tied_bytes and
+ * tied_s stay 0). A ring of more stages still sends. */
 static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p,
                         const struct shared_read *sr, int n_sr, struct estimate *e)
 {
@@ -1090,11 +1102,17 @@ static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p
 		return true;
 	for (int s = 0; s < n_st; s++)
 		size[stage_root(up, s)]++;
+	bool dual = p->scenario->training.schedule == SCHED_DUALPIPE && n_st % 2 == 0;
 	for (int s = 0; s < n_st; s++) {
 		int r = stage_root(up, s), k = size[r];
 		struct est_stage *es = &e->stages[s];
 		if (k < 2)
 			continue;
+		if (dual && k == 2 && stage_root(up, n_st - 1 - s) == r) {
+			es->tied_next = es->tied_prev = n_st - 1 - s;
+			es->tied_local_bytes = bytes[s];
+			continue;
+		}
 		int next = s, prev = s;
 		for (int d = 1; d < n_st; d++)
 			if (stage_root(up, (s + d) % n_st) == r) {
@@ -1419,7 +1437,10 @@ static bool unit_times(struct est_ctx *c, struct arena *a, const struct plan *p)
 
 /* The chunk's gradient bytes (cost.h): each parameter at its first read
  * in [lo, hi), as lower.c's buckets and the estimate's memory count it. */
-double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, int lo, int hi)
+/* cost_chunk_grad_bytes, leaving out the parameters whose previous read
+ * is among the ops [skip_lo, skip_hi) (none when skip_hi <= skip_lo). */
+static double chunk_grad_bytes(const struct plan *p, const struct param_reads *r, int lo, int hi,
+                               int skip_lo, int skip_hi)
 {
 	const struct training *tr = &p->scenario->training;
 	const struct graph *g = p->graph;
@@ -1430,6 +1451,9 @@ double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, 
 		const struct comm_step *sync[SIG_MAX_TENSORS];
 		int n = plan_op_params(g, r, lo, d, inputs, sync);
 		for (int k = 0; k < n; k++) {
+			int prev = r->prev[i][inputs[k]];
+			if (prev >= skip_lo && prev < skip_hi)
+				continue;
 			enum dtype dt = g->tensors[g->ops[i].in[inputs[k]]].dtype;
 			double w = (double)dtype_bytes(dt), b = layout_local_bytes(&d->in[inputs[k]]);
 			if (w > 0)
@@ -1440,6 +1464,48 @@ double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, 
 		}
 	}
 	return bytes;
+}
+
+double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, int lo, int hi)
+{
+	return chunk_grad_bytes(p, r, lo, hi, 0, 0);
+}
+
+/* DualPipe: the memory of the parameters that chunk [lo_x, hi_x) reads
+ * after chunk [lo_d, hi_d) did (the embedding that a multi-token
+ * prediction module or a tied head on the last stage shares with the
+ * first), which a device holding both chunks keeps once (tied_params):
+ * its weights, gradients and optimizer state as the chunks count them
+ * (ZeRO's shards; not the FP8 recipes' extra copies), the optimizer's in
+ * host memory when offloaded. */
+static void pair_shared_memory(const struct est_ctx *c, const struct plan *p, int lo_d, int hi_d,
+                               int lo_x, int hi_x, struct est_memory *out)
+{
+	int zero = p->scenario->training.zero_stage;
+	*out = (struct est_memory){0};
+	for (int i = lo_x; i < hi_x; i++) {
+		int inputs[SIG_MAX_TENSORS];
+		const struct comm_step *sync[SIG_MAX_TENSORS];
+		int n = plan_op_params(c->g, c->reads, lo_x, &p->ops[i], inputs, sync);
+		for (int k = 0; k < n; k++) {
+			int prev = c->reads->prev[i][inputs[k]];
+			if (prev < lo_d || prev >= hi_d)
+				continue;
+			enum dtype dt = c->g->tensors[c->g->ops[i].in[inputs[k]]].dtype;
+			double elems = (double)layout_local_elems(&p->ops[i].in[inputs[k]]);
+			double dp = sync[k] ? (double)sync[k]->groups.size : 1;
+			out->params += elems * cost_param_bytes_per_elem(c->prec, c->grad16, dt) /
+			               (zero >= 3 ? dp : 1);
+			out->grads += elems * cost_grad_bytes_per_elem(c->prec, c->grad16, dt) /
+			              (zero >= 2 ? dp : 1);
+			double opt = elems * cost_optimizer_bytes_per_elem(c->prec, c->grad16, dt) /
+			             (zero >= 1 ? dp : 1);
+			if (c->offload)
+				out->host += opt;
+			else
+				out->optimizer += opt;
+		}
+	}
 }
 
 /* DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, section
@@ -1457,7 +1523,8 @@ double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, 
  * DualPipe's examples/example_dualpipe.py adds each module's and its
  * mirror rank's): each rank sends the rank in its place on the mirror
  * stage both chunks' gradients (cost_chunk_grad_bytes, ZeRO's shard of
- * them) and receives as many at once, latency + bytes / bandwidth of the
+ * them; a parameter both chunks read once, one gradient on the device,
+ * tied_params) and receives as many at once, latency + bytes / bandwidth of the
  * route between the two stages (an all-reduce of two ranks moves the
  * bytes once each way), after the data-parallel synchronisation and
  * before the optimizer: part of the tail and of gradient_sync, as the
@@ -1472,8 +1539,12 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 	int P = pp->n_stages;
 	for (int d = 0; d < P / 2; d++) {
 		int x = P - 1 - d;
+		/* a parameter both chunks read (the embedding that the last
+		 * chunk's multi-token prediction shares) is one gradient on the
+		 * device (tied_params), sent once */
 		double bytes = cost_chunk_grad_bytes(p, c->reads, pp->first_op[d], pp->first_op[d + 1]) +
-		               cost_chunk_grad_bytes(p, c->reads, pp->first_op[x], pp->first_op[x + 1]);
+		               chunk_grad_bytes(p, c->reads, pp->first_op[x], pp->first_op[x + 1],
+		                                pp->first_op[d], pp->first_op[d + 1]);
 		double mirror = bytes > 0 ? cost_p2p_s(c->t, (int64_t)d * pp->stage_ranks,
 		                                       (int64_t)x * pp->stage_ranks, bytes)
 		                          : 0;
@@ -1510,12 +1581,15 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 		u.dual = true;
 		u.bubble_s = (P / 2 - 1) * fmax(0, fb + full_b - 3 * u.weight_s);
 		ss[d] = ss[x] = u;
-		struct est_memory md = e->stages[d].mem, mx = e->stages[x].mem;
+		struct est_memory md = e->stages[d].mem, mx = e->stages[x].mem, sh;
+		pair_shared_memory(c, p, pp->first_op[d], pp->first_op[d + 1], pp->first_op[x],
+		                   pp->first_op[x + 1], &sh);
 		for (int k = 0; k < 2; k++) {
 			struct est_stage *es = &e->stages[k ? x : d];
-			es->mem.params = md.params + mx.params;
-			es->mem.grads = md.grads + mx.grads;
-			es->mem.optimizer = md.optimizer + mx.optimizer;
+			/* both chunks' state, a parameter they share once */
+			es->mem.params = md.params + mx.params - sh.params;
+			es->mem.grads = md.grads + mx.grads - sh.grads;
+			es->mem.optimizer = md.optimizer + mx.optimizer - sh.optimizer;
 			es->mem.activations = (md.activations + mx.activations) / 2;
 			es->mem.buffers = fmax(md.buffers, mx.buffers);
 			es->mem.total = es->mem.params + es->mem.grads + es->mem.optimizer +

@@ -1468,6 +1468,95 @@ Test(cli, compare_counts_the_host_apart_from_the_hbm)
 	free(r.out);
 }
 
+/* Every output that gives the device's memory verdict gives the host's
+ * where there is host state. offload-gpt-8p's GPT (1,874,944 weights:
+ * embeddings 1,024 x 256 + 128 x 256, 2 layers of 12 x 256^2 + 13 x 256,
+ * the final norm 512) data parallel on 8 B200 with the optimizer
+ * offloaded: 12 B a weight (fp32 master and two moments) = 22,499,328 B
+ * a GPU, 179,994,624 B a server, over a 150 MB host by 29,994,624 B and
+ * outside the +-5% band (171-189 MB); 3 GB of the 180 GB device fits. */
+Test(cli, host_oom_in_validate_simulate_estimate_plan)
+{
+	const char *s = "tests/data/studies/offload-gpt-8p.json --topology "
+	                "tests/data/studies/hgx-b200-150mb-host.json --planner data-parallel";
+	char args[400];
+	snprintf(args, sizeof args, "simulate %s", s);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\n  host per server      180 MB of 150 MB host memory (estimate): "
+	                        "does not fit (0.18 of 0.15 GB)\n"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "simulate %s --json", s);
+	r = fixture_shardlab(args, false);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "oom")));
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "host_oom")), "%s", r.out);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "host_memory_bytes_per_server")->valuedouble,
+	             179994624.0);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "host_overflow_bytes")->valuedouble,
+	             29994624.0);
+	cJSON_Delete(j);
+	free(r.out);
+
+	snprintf(args, sizeof args, "estimate %s --ops 0", s);
+	r = fixture_shardlab(args, false);
+	cr_expect(strstr(r.out, "  verdict            does not fit (0.18 of 0.15 GB), margin -30 MB"),
+	          "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "estimate %s --json", s);
+	r = fixture_shardlab(args, false);
+	j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "host_oom")), "%s", r.out);
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+	                  cJSON_GetObjectItemCaseSensitive(j, "host_memory"), "oom")));
+	cJSON_Delete(j);
+	free(r.out);
+	snprintf(args, sizeof args, "plan %s", s);
+	r = fixture_shardlab(args, false);
+	cr_expect(strstr(r.out, "\nmemory per device (estimate): fits (3 of 180 GB)\n"
+	                        "host memory per server (estimate): does not fit (0.18 of 0.15 GB)\n"),
+	          "%s", r.out);
+	free(r.out);
+
+	/* validate: the same run as a row (megatron at TP 1: DP 8, ZeRO 0) */
+	r = fixture_shardlab("validate tests/data/good/validate-host.json --estimate-only", false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "  host OOM\n"), "%s", r.out);
+	cr_expect(!strstr(r.out, "  OOM"), "%s", r.out);
+	cr_expect(strstr(r.out, "  offload TP 1 DP 8: host OOM, a failed prediction (the run "
+	                        "trained): the estimate puts 180 MB of offloaded state on a server's "
+	                        "host, over its 150 MB (server.host.memory_GB)\n"), "%s", r.out);
+	cr_expect(strstr(r.out, "  1 of 1 row predicted OOM though the run trained (0 over the HBM, "
+	                        "1 over a server's host memory; failed predictions, their times "
+	                        "counted)\n"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("validate tests/data/good/validate-host.json --estimate-only --json",
+	                     false);
+	j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cJSON *e = cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "rows"), 0), "estimate");
+	cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "oom")));
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "host_oom")), "%s", r.out);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(e, "host_capacity_bytes")->valuedouble, 1.5e8);
+	cJSON_Delete(j);
+	free(r.out);
+	r = fixture_shardlab("validate tests/data/good/validate-host.json --estimate-only --csv",
+	                     false);
+	cr_expect(strstr(r.out, ",memory_bytes_per_device,oom,host_oom,simulated_iteration_s,"),
+	          "%s", r.out);
+	cr_expect(strstr(r.out, ",false,true,,,,\n"), "%s", r.out);
+	free(r.out);
+	/* no host state, nothing new: validate-training.json's rows */
+	r = fixture_shardlab("validate tests/data/good/validate-training.json --estimate-only --csv",
+	                     false);
+	cr_expect(strstr(r.out, ",oom,simulated_iteration_s,"), "%s", r.out);
+	cr_expect(!strstr(r.out, "host"), "%s", r.out);
+	free(r.out);
+}
+
 Test(cli, moe_counts_a_layer)
 {
 	/* h 8, f 16, 4 experts, top-2, one shared, SwiGLU, capacity factor

@@ -621,6 +621,78 @@ Test(pipeline, dualpipe_estimate_meets_simulation)
 	}
 }
 
+/* A weight the first and the last stage share (tests/data/good/
+ * dualpipe-tied-chain-4p.json: the last MatMul reads the first's w0, as
+ * DeepSeek-V3's multi-token prediction module reads the main model's
+ * embedding). Under 1F1B stages 0 and 3 are two NPUs: each sends the
+ * other w0's fp16 gradient, 536,870,912 B, 1 us + W / 30 GB/s over their
+ * HCCS link = 17.896 ms. Under DualPipe NPU 0 holds stage 0 and stage 3
+ * (as NPU 3 does), so the two reads are one weight on one device
+ * (DeepSeek-V3 section 3.2.3, the physical sharing of parameters and
+ * gradients): nothing is sent between them, the mirror exchange carries
+ * w0 once, 7 weights (w0..w3, w12..w14) = 3,758,096,384 B, 1 us + 7W /
+ * 30 GB/s = 125.271 ms, and the pair holds 7 weights, not 8. Stages 1
+ * and 2 still exchange 8 weights, 143.167 ms: the slowest tail, so
+ * gradient_sync is 143.167 ms, not 17.896 + 143.167 = 161.063 ms. The
+ * lowering sends what the estimate prices and the simulation meets it
+ * (time within 3%, each stage's peak memory to rounding). */
+Test(pipeline, dualpipe_shared_weight_stays_on_its_devices)
+{
+	const char *file = "tests/data/good/dualpipe-tied-chain-4p.json";
+	const double W = W_BYTES, hccs = 30e9, mirror7 = 1e-6 + 7 * W / hccs,
+	             mirror8 = 1e-6 + 8 * W / hccs, tied = 1e-6 + W / hccs;
+	struct scenario *s1 = fixture_scenario(file);
+	s1->training.schedule = SCHED_1F1B;
+	struct estimate e1;
+	cr_assert(plan_estimate(A, dp_plan(s1), &e1, &D));
+	for (int st = 0; st < 4; st += 3) {
+		cr_expect_eq(e1.stages[st].tied_bytes, W, "1F1B stage %d", st);
+		cr_expect(fabs(e1.stages[st].tied_s - tied) <= 1e-9 * tied, "1F1B stage %d: %.9g s",
+		          st, e1.stages[st].tied_s);
+		cr_expect_eq(e1.stages[st].tied_local_bytes, 0);
+	}
+
+	struct scenario *s = fixture_scenario(file);
+	struct plan *p = dp_plan(s);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	for (int st = 0; st < 4; st++) {
+		const struct est_stage *es = &e.stages[st];
+		bool end = st == 0 || st == 3;
+		double want = end ? mirror7 : mirror8;
+		cr_expect_eq(es->tied_bytes, 0, "stage %d sends nothing of w0", st);
+		cr_expect_eq(es->tied_s, 0, "stage %d", st);
+		cr_expect_eq(es->tied_local_bytes, end ? W : 0, "stage %d", st);
+		cr_expect_eq(es->mirror_bytes, (end ? 7 : 8) * W, "stage %d: %.0f B", st,
+		             es->mirror_bytes);
+		cr_expect(fabs(es->gradient_s - want) <= 1e-9 * want, "stage %d: %.9g s, want %.9g s",
+		          st, es->gradient_s, want);
+		cr_expect_eq(es->mem.params, (end ? 7 : 8) * W, "stage %d", st);
+	}
+	cr_expect(fabs(e.stages[0].mem.grads * 8 - e.stages[1].mem.grads * 7) <= 1,
+	          "w0's gradient once: %.0f of %.0f", e.stages[0].mem.grads, e.stages[1].mem.grads);
+	cr_expect(fabs(e.stages[0].mem.optimizer * 8 - e.stages[1].mem.optimizer * 7) <= 1);
+	cr_expect(fabs(e.category_s[EST_GRADIENT_SYNC] - mirror8) <= 1e-9 * mirror8,
+	          "gradient_sync %.9g s, want %.9g s", e.category_s[EST_GRADIENT_SYNC], mirror8);
+
+	struct program prog;
+	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+	for (int st = 0; st < 4; st++) {
+		const struct prog_step *x[4];
+		int sends, recvs, n = tail_p2p(&prog, st, x, &sends, &recvs);
+		cr_expect(sends == 1 && recvs == 1, "stage %d: %d sends, %d receives (the mirror's)", st,
+		          sends, recvs);
+		for (int i = 0; i < n; i++) {
+			cr_expect_eq(x[i]->peer_stage, 3 - st, "stage %d", st);
+			cr_expect_eq(x[i]->bytes, e.stages[st].mirror_bytes, "stage %d", st);
+		}
+	}
+	struct sim_result r = simulated(s, &prog);
+	cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.03 * e.iteration_s,
+	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
+	expect_peaks_are_estimates(&e, &r, &prog, "dualpipe, shared w0");
+}
+
 /* Sums over steps [from, from + n) of the stream-0 compute seconds and
  * the compute run alongside collectives (overlap_s). */
 static void range_sums(const struct program *prog, int from, int n, double *compute,
@@ -989,6 +1061,54 @@ static struct scenario *small_gpt(int p, int v, bool tied)
 	         " \"schedule\": \"%s\"}",
 	         p, v, v > 1 ? "interleaved-1f1b" : "1f1b");
 	return fixture_generated(A, &D, gen, "dgx-h100", p, tr);
+}
+
+/* An untied model whose multi-token prediction module looks its tokens
+ * up in the main model's embedding (DeepSeek-V3, section 2.2) shares the
+ * table between the first stage and the last, where the module is:
+ * Megatron-Core's _allreduce_word_embedding_grads sums it when
+ * mtp_num_layers is set even without share_embeddings_and_output_weights.
+ * A 4-layer LLaMA of hidden 256, vocabulary 32,768, one prediction depth,
+ * on 4 stages of one GPU, a layer each (first_stage_layers and
+ * last_stage_layers 1: the module with the last stage, as
+ * scenarios/deepseek-v3-h100-2048p.json splits it): 32,768 x 256 fp32 gradients = 33,554,432 B
+ * each way between stages 0 and 3 under 1F1B; the head it shares with
+ * the main model is on stage 3 with it (nothing more); without the module
+ * nothing. Under DualPipe stages 0 and 3 are on the same GPUs: nothing
+ * sent, the 33,554,432 B kept as one (tied_local_bytes). */
+Test(pipeline, mtp_shares_the_embedding_untied)
+{
+	const double S = 32768.0 * 256 * 4;
+	static const struct {
+		int mtp;
+		const char *schedule;
+		double sent, local;
+	} cases[] = {{1, "1f1b", 1, 0}, {0, "1f1b", 0, 0}, {1, "dualpipe", 0, 1}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char gen[512], tr[256];
+		snprintf(gen, sizeof gen,
+		         "{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 4, \"heads\": 4,"
+		         " \"seq\": 128, \"vocab\": 32768, \"micro_batch\": 1, \"dtype\": \"bf16\","
+		         " \"mtp_layers\": %d}",
+		         cases[k].mtp);
+		snprintf(tr, sizeof tr,
+		         "{\"global_batch\": 8, \"pipeline_stages\": 4, \"schedule\": \"%s\","
+		         " \"first_stage_layers\": 1, \"last_stage_layers\": 1}",
+		         cases[k].schedule);
+		struct scenario *s = fixture_generated(A, &D, gen, "dgx-h100", 4, tr);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		for (int st = 0; st < 4; st++) {
+			bool end = st == 0 || st == 3;
+			cr_expect_eq(e.stages[st].tied_bytes, end ? cases[k].sent * S : 0,
+			             "case %zu stage %d: %.0f B", k, st, e.stages[st].tied_bytes);
+			cr_expect_eq(e.stages[st].tied_local_bytes, end ? cases[k].local * S : 0,
+			             "case %zu stage %d: %.0f B", k, st, e.stages[st].tied_local_bytes);
+		}
+	}
 }
 
 /* Megatron-LM's own split (the megatron planner's plans): the same number
