@@ -223,16 +223,12 @@ static void gather_params(struct lower *L, const struct dist_op *d, int times)
 	bool ds = cost_zero3_deepspeed(tr);
 	int inputs[SIG_MAX_TENSORS];
 	const struct comm_step *sync[SIG_MAX_TENSORS];
-	int n = plan_op_params(g, L->reads, L->lo, d, inputs, sync);
+	int n = cost_zero3_gathered(g, tr, L->reads, L->lo, d, inputs, sync);
 	enum prog_phase was = L->phase;
 	L->phase = PHASE_PARAMS;
 	for (int r = 0; r < times; r++)
 		for (int k = 0; k < n; k++) {
-			if (!sync[k])
-				continue;
 			const struct layout *l = &d->in[inputs[k]];
-			if (ds && cost_ds_persistent((double)layout_local_elems(l)))
-				continue;
 			double bytes = cost_param_gather_bytes(g, tr, d->op, layout_local_bytes(l),
 			                                       l->dtype);
 			if (ds) {

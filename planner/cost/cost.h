@@ -946,6 +946,13 @@ bool cost_zero3_deepspeed(const struct training *t);
 /* A parameter of `elems` elements stays whole (never gathered): under
  * stage3_param_persistence_threshold. */
 bool cost_ds_persistent(double elems);
+/* The parameters ZeRO-3 gathers before op d (plan_op_params' from lo,
+ * into inputs[] and sync[]): those synchronised over a data-parallel
+ * group, less, under DeepSpeed 2021, those it keeps whole. The estimate
+ * and the lowering both use it. Returns the count. */
+int cost_zero3_gathered(const struct graph *g, const struct training *tr,
+                        const struct param_reads *r, int lo, const struct dist_op *d,
+                        int inputs[SIG_MAX_TENSORS], const struct comm_step *sync[SIG_MAX_TENSORS]);
 /* The gathered buffer of `bytes` filled with zeros before its gather. */
 double cost_ds_fill_s(const struct topo_device *d, double bytes);
 /* A list collective's copies between a flat buffer and one view per

@@ -681,17 +681,13 @@ static void op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, stru
 {
 	int inputs[SIG_MAX_TENSORS];
 	const struct comm_step *sync[SIG_MAX_TENSORS];
-	int n = plan_op_params(c->g, c->reads, lo, d, inputs, sync);
+	int n = cost_zero3_gathered(c->g, c->train, c->reads, lo, d, inputs, sync);
 	bool ds = cost_zero3_deepspeed(c->train);
 	const struct topo_device *dev = &c->t->device;
 	eo->gather_one_s = eo->gather_fill_s = 0;
 	*gathered = 0;
 	for (int k = 0; k < n; k++) {
-		if (!sync[k])
-			continue;
 		const struct layout *l = &d->in[inputs[k]];
-		if (ds && cost_ds_persistent((double)layout_local_elems(l)))
-			continue;
 		double bytes = layout_local_bytes(l);
 		double wire = cost_param_gather_bytes(c->g, c->train, d->op, bytes, l->dtype);
 		eo->gather_one_s += groups_s(c, STEP_ALLGATHER, &sync[k]->groups, wire);

@@ -83,6 +83,21 @@ double cost_ds_bucket_div_s(const struct topo_device *d, const struct plan_bucke
 	return s;
 }
 
+int cost_zero3_gathered(const struct graph *g, const struct training *tr,
+                        const struct param_reads *r, int lo, const struct dist_op *d,
+                        int inputs[SIG_MAX_TENSORS], const struct comm_step *sync[SIG_MAX_TENSORS])
+{
+	int n = plan_op_params(g, r, lo, d, inputs, sync), m = 0;
+	bool ds = cost_zero3_deepspeed(tr);
+	for (int k = 0; k < n; k++) {
+		if (!sync[k] || (ds && cost_ds_persistent((double)layout_local_elems(&d->in[inputs[k]]))))
+			continue;
+		inputs[m] = inputs[k];
+		sync[m++] = sync[k];
+	}
+	return m;
+}
+
 /* The elements of the parameters op d is the first of [lo, ...) to read. */
 static double op_param_elems(const struct graph *g, const struct param_reads *r, int lo,
                              const struct dist_op *d)
