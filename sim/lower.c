@@ -212,9 +212,9 @@ static void s1_compute(struct lower *L, int op, double seconds, const char *labe
  * over their data-parallel groups before it runs, on stream 1 (handed
  * over every micro-batch; a stream-0 wait_s1 step waits for them), `times`
  * times. DeepSpeed 2021 (estimate.c's op_gather_s, zero3.c): the
- * parameters it keeps whole are not gathered, each buffer is filled with
- * zeros on stream 0 before its gather is handed over, and the list's
- * copies follow the gather on stream 1. */
+ * parameters it keeps whole are not gathered; each buffer's zero fill and
+ * the host's issue of the list's copies run on stream 0 before the gather
+ * is handed over, and the copies' bytes follow the gather on stream 1. */
 static void gather_params(struct lower *L, const struct dist_op *d, int times)
 {
 	const struct graph *g = L->p->graph;
@@ -232,10 +232,11 @@ static void gather_params(struct lower *L, const struct dist_op *d, int times)
 			double bytes = cost_param_gather_bytes(g, tr, d->op, layout_local_bytes(l),
 			                                       l->dtype);
 			if (ds) {
-				compute(L, d->op, cost_ds_fill_s(dev, bytes));
+				compute(L, d->op, cost_ds_gather_inline_s(dev, sync[k]->groups.size, bytes));
 				if (L->n > 0 && !L->oom)
-					L->steps[L->n - 1].label = arena_printf(L->a, "%s zero fill (DeepSpeed)",
-					                                        op_name(L, d->op));
+					L->steps[L->n - 1].label = arena_printf(
+					        L->a, "%s zero fill, list copies issued (DeepSpeed)",
+					        op_name(L, d->op));
 			}
 			struct plan_coll c = {PCOLL_FORWARD, STEP_ALLGATHER, sync[k]->groups, bytes, 0};
 			L->op = d->op;
@@ -247,7 +248,7 @@ static void gather_params(struct lower *L, const struct dist_op *d, int times)
 				L->steps[L->n - 1].every_micro = true;
 			}
 			if (ds)
-				s1_compute(L, d->op, cost_ds_list_copies_s(dev, sync[k]->groups.size, bytes),
+				s1_compute(L, d->op, cost_ds_copy_bytes_s(dev, sync[k]->groups.size, bytes),
 				           arena_printf(L->a, "%s gathered list copied (DeepSpeed)",
 				                        op_name(L, d->op)),
 				           -1, true);

@@ -953,10 +953,16 @@ bool cost_ds_persistent(double elems);
 int cost_zero3_gathered(const struct graph *g, const struct training *tr,
                         const struct param_reads *r, int lo, const struct dist_op *d,
                         int inputs[SIG_MAX_TENSORS], const struct comm_step *sync[SIG_MAX_TENSORS]);
-/* The gathered buffer of `bytes` filled with zeros before its gather. */
-double cost_ds_fill_s(const struct topo_device *d, double bytes);
-/* A list collective's copies between a flat buffer and one view per
- * rank: `ranks` copy kernels moving `bytes` in all (read and written). */
+/* What a gather of `bytes` over `ranks` puts in line before the op's
+ * kernels: its buffer filled with zeros, and the host's issue of the
+ * list's copy kernels, one a rank (the device idle since the module's
+ * synchronisation). */
+double cost_ds_gather_inline_s(const struct topo_device *d, int64_t ranks, double bytes);
+/* The bytes of those copies (`bytes` read and written), on the
+ * communication stream behind the gather. */
+double cost_ds_copy_bytes_s(const struct topo_device *d, int64_t ranks, double bytes);
+/* A list reduce-scatter's copies into a flat buffer, one view per rank:
+ * `ranks` copy kernels moving `bytes` in all (read and written). */
 double cost_ds_list_copies_s(const struct topo_device *d, int64_t ranks, double bytes);
 /* A bucket's flush: its buffer of cap_bytes divided by the data-parallel
  * size, and a gradient larger than the buffer divided on its own. */

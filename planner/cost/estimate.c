@@ -672,10 +672,11 @@ bool est_ctx_oom(const struct est_ctx *c)
 /* ZeRO-3: op d's parameters (those it is the first of its chunk, from op
  * lo, to read) all-gathered over their data-parallel groups before it
  * runs: one gather of them into eo->gather_one_s (on the communication
- * stream) and, under DeepSpeed 2021 (zero3.c), the zero fill of their
- * buffers into eo->gather_fill_s, the gathers skipping the parameters it
- * keeps whole and each followed by its list's copies; the bytes gathered
- * into *gathered. */
+ * stream) and, under DeepSpeed 2021 (zero3.c), what it puts in line (the
+ * zero fill of their buffers, the host's issue of the list's copies) into
+ * eo->gather_fill_s, the gathers skipping the parameters it keeps whole
+ * and each followed by its copies' bytes; the bytes gathered into
+ * *gathered. */
 static void op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, struct est_op *eo,
                         double *gathered)
 {
@@ -692,8 +693,8 @@ static void op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, stru
 		double wire = cost_param_gather_bytes(c->g, c->train, d->op, bytes, l->dtype);
 		eo->gather_one_s += groups_s(c, STEP_ALLGATHER, &sync[k]->groups, wire);
 		if (ds) {
-			eo->gather_one_s += cost_ds_list_copies_s(dev, sync[k]->groups.size, wire);
-			eo->gather_fill_s += cost_ds_fill_s(dev, wire);
+			eo->gather_one_s += cost_ds_copy_bytes_s(dev, sync[k]->groups.size, wire);
+			eo->gather_fill_s += cost_ds_gather_inline_s(dev, sync[k]->groups.size, wire);
 		}
 		*gathered += bytes;
 	}
@@ -755,8 +756,8 @@ static void zero3_exposed(const struct est_ctx *c, int lo, int hi, const double 
 	bool again = false;
 	for (int i = lo; i < hi; i++) {
 		again |= o[i].gathers_rec > 0;
-		/* DeepSpeed 2021's fills: after the host's synchronisation,
-		 * before the op's kernels are issued */
+		/* DeepSpeed 2021's fills and copy issues: after the host's
+		 * synchronisation, before the op's kernels are issued */
 		eg += o[i].gather_fill_s * (1 + o[i].gathers_rec + o[i].gathers_bwd);
 	}
 	if (again)

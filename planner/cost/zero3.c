@@ -13,7 +13,11 @@
  *   is issued), through torch.distributed.all_gather with a list of one
  *   output view per rank, which ProcessGroupNCCL gathers into a flat
  *   buffer of its own and copies out, one copy_ per rank, on its stream
- *   after the collective;
+ *   after the collective. The host issues all of it (the prefetch of the
+ *   next module's parameters included) from the module's pre-forward or
+ *   pre-backward hook, right after synchronising the device and before
+ *   the module's kernels: the fill and the issue of the copies are in
+ *   line, the copies' bytes follow the gather;
  * - after its forward a module's parameters are released (partitioned
  *   again) unless the elements of the parameters used before its next use
  *   are fewer than stage3_max_reuse_distance (10^9): with each layer's
@@ -58,9 +62,22 @@ static double mem_kernel_s(const struct topo_device *d, double bytes)
 	return cost_compute_s(d, DT_FP16, &w, NULL);
 }
 
-double cost_ds_fill_s(const struct topo_device *d, double bytes)
+double cost_ds_gather_inline_s(const struct topo_device *d, int64_t ranks, double bytes)
 {
-	return bytes > 0 ? mem_kernel_s(d, bytes) : 0;
+	if (!(bytes > 0))
+		return 0;
+	/* the fill, then, the device idle since the module's synchronisation,
+	 * the host's issue of the list's copy_ kernels (one a rank) before it
+	 * returns to issue the module's own */
+	return mem_kernel_s(d, bytes) + (ranks > 1 ? (double)ranks * d->kernel_overhead_s : 0);
+}
+
+double cost_ds_copy_bytes_s(const struct topo_device *d, int64_t ranks, double bytes)
+{
+	if (ranks <= 1 || !(bytes > 0))
+		return 0;
+	/* their fixed cost counted where they are issued (above) */
+	return mem_kernel_s(d, 2 * bytes) - d->kernel_overhead_s;
 }
 
 double cost_ds_list_copies_s(const struct topo_device *d, int64_t ranks, double bytes)
