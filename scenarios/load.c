@@ -21,6 +21,8 @@ const char *const planner_names[PLANNER_COUNT] = {
 const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
                                                  "zb-v",  "zb-h2", "dualpipe"};
 const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
+const char *const zero3_impl_names[ZERO3_IMPL_COUNT] = {"collectives", "deepspeed-2021"};
+_Static_assert(ZERO3_IMPL_COUNT == 2, "zero3_impl_names must list every implementation");
 const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase",
                                                     "representative"};
 const char *const collective_algo_names[COLL_COUNT] = {
@@ -1184,9 +1186,11 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "grad_reduce_in_bf16", "fp8_param_gather",
 	                                   "activation_offload_layers",
 	                                   "account_for_embedding_in_pipeline_split",
-	                                   "account_for_loss_in_pipeline_split", NULL};
+	                                   "account_for_loss_in_pipeline_split", "zero3_impl",
+	                                   NULL};
 	struct training *t = &L->s->training;
-	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO;
+	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO,
+	    z3 = ZERO3_COLLECTIVES;
 	int64_t zero = 0;
 	t->dtype = L->s->graph && L->s->graph->n_ops ? L->s->graph->ops[0].dtype : DT_FP32;
 	struct jv v;
@@ -1209,6 +1213,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = opt_enum(&v, "schedule", schedule_names, SCHED_COUNT, SCHED_1F1B, &sched) && ok;
 	ok = opt_enum(&v, "recompute", recompute_names, RECOMPUTE_COUNT, RECOMPUTE_NONE, &rec) && ok;
 	ok = jv_opt_int(&v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
+	ok = opt_enum(&v, "zero3_impl", zero3_impl_names, ZERO3_IMPL_COUNT, ZERO3_COLLECTIVES, &z3) &&
+	     ok;
 	ok = opt_enum(&v, "precision", precision_names, PRECISION_COUNT, PRECISION_AUTO, &prec) && ok;
 	ok = jv_opt_bool(&v, "sequence_parallel", false, &t->sequence_parallel) && ok;
 	ok = jv_opt_bool(&v, "flash_attention", false, &t->flash_attention) && ok;
@@ -1243,6 +1249,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	t->schedule = (enum pipeline_schedule)sched;
 	t->recompute = (enum recompute_mode)rec;
 	t->zero_stage = (int)zero;
+	t->zero3_impl = (enum zero3_impl)z3;
 	t->precision = (enum precision_recipe)prec;
 	/* Relations between fields; a field that failed to read stands at its
 	 * default here, so each problem is reported once. */
@@ -1265,6 +1272,12 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_error(&f, "the parameter all-gather overlapped is the distributed optimizer's "
 		         "(Megatron-LM's --overlap-param-gather needs --use-distributed-optimizer): "
 		         "zero_stage 1 or 2, not %lld", (long long)zero);
+		ok = false;
+	}
+	/* an implementation of ZeRO-3 is named for ZeRO-3 only */
+	if (jv_get(&v, "zero3_impl", &f) && zero != 3) {
+		jv_error(&f, "the implementation of ZeRO-3 is named for ZeRO-3: zero_stage 3, "
+		         "not %lld", (long long)zero);
 		ok = false;
 	}
 	enum dtype have;

@@ -94,6 +94,15 @@ static inline bool schedule_splits_backward(enum pipeline_schedule s)
 enum recompute_mode { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
 extern const char *const recompute_names[RECOMPUTE_COUNT];
 
+/* Which implementation runs ZeRO-3 (docs/cost-models.md, "A ZeRO-3
+ * framework's own costs"): its collectives alone, prefetched one op ahead
+ * (PyTorch FSDP, Megatron-FSDP: the default), or DeepSpeed's stage 3 as
+ * released in 2021 (v0.3.13-v0.5.x), with its per-parameter gathers and
+ * reduce-scatters through list collectives, the copies they make, and its
+ * release of parameters by reuse distance. */
+enum zero3_impl { ZERO3_COLLECTIVES, ZERO3_DEEPSPEED_2021, ZERO3_IMPL_COUNT };
+extern const char *const zero3_impl_names[ZERO3_IMPL_COUNT];
+
 /* How the model state is held (docs/cost-models.md, "Precision recipes"):
  * auto by the parameters' dtype (Megatron-LM's recipe for bf16 and fp16,
  * plain fp32 Adam); Megatron-LM's bf16 with fp32 gradient accumulation
@@ -141,6 +150,7 @@ struct training {
 	enum pipeline_schedule schedule;
 	enum recompute_mode recompute;
 	int zero_stage;               /* 0..3 */
+	enum zero3_impl zero3_impl;   /* with zero_stage 3: the framework that runs it */
 	enum precision_recipe precision; /* the model state's bytes per parameter */
 	bool grad_reduce_in_bf16;     /* Megatron-LM's --grad-reduce-in-bf16: bf16 weights'
 	                                 gradients kept and reduced in bf16, not fp32 */

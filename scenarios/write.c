@@ -29,6 +29,8 @@ static cJSON *training_json(const struct training *t)
 	cJSON_AddStringToObject(o, "schedule", schedule_names[t->schedule]);
 	cJSON_AddStringToObject(o, "recompute", recompute_names[t->recompute]);
 	add_num(o, "zero_stage", t->zero_stage);
+	if (t->zero_stage == 3 && t->zero3_impl != ZERO3_COLLECTIVES)
+		cJSON_AddStringToObject(o, "zero3_impl", zero3_impl_names[t->zero3_impl]);
 	cJSON_AddStringToObject(o, "dtype", dtype_names[t->dtype]);
 	if (t->precision != PRECISION_AUTO)
 		cJSON_AddStringToObject(o, "precision", precision_names[t->precision]);

@@ -191,34 +191,80 @@ static int *edges_by_consumer(struct lower *L, int **idx)
 static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int stream, int after,
                         bool every);
 
+/* A stream-1 compute step: `label`, `seconds` on the communication stream
+ * after the step before it (DeepSpeed 2021's copies and divisions). */
+static void s1_compute(struct lower *L, int op, double seconds, const char *label, int after,
+                       bool every)
+{
+	if (!(seconds > 0))
+		return;
+	compute(L, op, seconds);
+	if (L->n > 0 && !L->oom) {
+		struct prog_step *s = &L->steps[L->n - 1];
+		s->stream = 1;
+		s->after = after;
+		s->every_micro = every;
+		s->label = label;
+	}
+}
+
 /* ZeRO-3: the parameters op d is the first of its chunk to read, gathered
  * over their data-parallel groups before it runs, on stream 1 (handed
- * over every micro-batch; a stream-0 wait_s1 step waits for them). */
-static void gather_params(struct lower *L, const struct dist_op *d)
+ * over every micro-batch; a stream-0 wait_s1 step waits for them), `times`
+ * times. DeepSpeed 2021 (estimate.c's op_gather_s, zero3.c): the
+ * parameters it keeps whole are not gathered; each buffer's zero fill and
+ * the host's issue of the list's copies run on stream 0 before the gather
+ * is handed over, and the copies' bytes follow the gather on stream 1. */
+static void gather_params(struct lower *L, const struct dist_op *d, int times)
 {
 	const struct graph *g = L->p->graph;
+	const struct training *tr = &L->p->scenario->training;
+	const struct topo_device *dev = &L->p->scenario->topo->device;
+	bool ds = cost_zero3_deepspeed(tr);
 	int inputs[SIG_MAX_TENSORS];
 	const struct comm_step *sync[SIG_MAX_TENSORS];
-	int n = plan_op_params(g, L->reads, L->lo, d, inputs, sync);
+	int n = cost_zero3_gathered(g, tr, L->reads, L->lo, d, inputs, sync);
 	enum prog_phase was = L->phase;
 	L->phase = PHASE_PARAMS;
-	for (int k = 0; k < n; k++) {
-		if (!sync[k])
-			continue;
-		double bytes = cost_param_gather_bytes(g, &L->p->scenario->training, d->op,
-		                                       layout_local_bytes(&d->in[inputs[k]]),
-		                                       d->in[inputs[k]].dtype);
-		struct plan_coll c = {PCOLL_FORWARD, STEP_ALLGATHER, sync[k]->groups, bytes, 0};
-		L->op = d->op;
-		L->suffix = " (ZeRO-3 parameters)";
-		int before = L->n;
-		collective(L, &c);
-		if (L->n > before) {
-			L->steps[L->n - 1].stream = 1;
-			L->steps[L->n - 1].every_micro = true;
+	for (int r = 0; r < times; r++)
+		for (int k = 0; k < n; k++) {
+			const struct layout *l = &d->in[inputs[k]];
+			double bytes = cost_param_gather_bytes(g, tr, d->op, layout_local_bytes(l),
+			                                       l->dtype);
+			if (ds) {
+				compute(L, d->op, cost_ds_gather_inline_s(dev, sync[k]->groups.size, bytes));
+				if (L->n > 0 && !L->oom)
+					L->steps[L->n - 1].label = arena_printf(
+					        L->a, "%s zero fill, list copies issued (DeepSpeed)",
+					        op_name(L, d->op));
+			}
+			struct plan_coll c = {PCOLL_FORWARD, STEP_ALLGATHER, sync[k]->groups, bytes, 0};
+			L->op = d->op;
+			L->suffix = " (ZeRO-3 parameters)";
+			int before = L->n;
+			collective(L, &c);
+			if (L->n > before) {
+				L->steps[L->n - 1].stream = 1;
+				L->steps[L->n - 1].every_micro = true;
+			}
+			if (ds)
+				s1_compute(L, d->op, cost_ds_copy_bytes_s(dev, sync[k]->groups.size, bytes),
+				           arena_printf(L->a, "%s gathered list copied (DeepSpeed)",
+				                        op_name(L, d->op)),
+				           -1, true);
 		}
-	}
 	L->phase = was;
+}
+
+/* The gathers of op i's parameters in a pass (estimate.c's zero3_exposed):
+ * the forward's (pass 0), the recomputed forward's (1: DeepSpeed 2021's
+ * re-gathers) or the backward's (2). */
+static int gathers_in(const struct lower *L, int i, int pass)
+{
+	const struct est_op *o = &L->e->ops[i];
+	if (!(o->gather_one_s > 0))
+		return 0;
+	return pass == 0 ? 1 : pass == 1 ? o->gathers_rec : o->gathers_bwd;
 }
 
 /* Stream 0 waits for everything handed to stream 1 (ZeRO-3's gathers and
@@ -242,17 +288,18 @@ static void zero3_before(struct lower *L, int i, int dir, int lo, int hi, bool *
                          const struct plan_bucket *b, int *pend, int n_pend, bool every)
 {
 	const struct plan *p = L->p;
-	if (!(L->e->ops[i].gather_s > 0))
+	int pass = dir < 0 ? 2 : L->phase == PHASE_RECOMPUTE ? 1 : 0;
+	if (!gathers_in(L, i, pass))
 		return;
 	if (!*started)
-		gather_params(L, &p->ops[i]);
+		gather_params(L, &p->ops[i], gathers_in(L, i, pass));
 	*started = true;
 	wait_comm(L, "wait for the parameters (ZeRO-3)");
 	for (int j = 0; j < n_pend; j++)
 		bucket_step(L, &b[pend[j]], pend[j], 1, L->n - 1, every);
 	for (int k = i + dir; k >= lo && k < hi; k += dir)
-		if (L->e->ops[k].gather_s > 0) {
-			gather_params(L, &p->ops[k]);
+		if (gathers_in(L, k, pass)) {
+			gather_params(L, &p->ops[k], gathers_in(L, k, pass));
 			break;
 		}
 }
@@ -306,9 +353,51 @@ static bool buckets_in_tail(const struct training *tr)
 
 /* A gradient bucket on `stream`: stream 1 after step `after`, or stream 0
  * (after -1) in order. */
+/* DeepSpeed 2021's flush of a bucket on stream 1 (estimate.c's
+ * ds_bucket_s, zero3.c): the bucket buffer divided, then each gradient's
+ * list copied into a flat buffer and reduce-scattered on its own. */
+static void ds_bucket_steps(struct lower *L, const struct plan_bucket *b, int k, int after,
+                            bool every)
+{
+	const struct training *tr = &L->p->scenario->training;
+	const struct topo_device *dev = &L->p->scenario->topo->device;
+	enum prog_phase was = L->phase;
+	L->phase = PHASE_GRADIENT;
+	double wire = cost_bucket_wire_bytes(b, tr->precision, tr->grad_reduce_in_bf16);
+	double scale = b->bytes > 0 ? wire / b->bytes : 0;
+	s1_compute(L, -1, cost_ds_bucket_div_s(dev, b, tr->gradient_bucket_bytes),
+	           arena_printf(L->a, "gradient bucket %d divided (DeepSpeed)", k), after, every);
+	for (int j = 0; j < b->n && !L->oom; j++) {
+		double w = b->op_bytes[j] * scale;
+		s1_compute(L, -1, cost_ds_list_copies_s(dev, b->groups->size, w),
+		           arena_printf(L->a, "gradient bucket %d: list %d copied (DeepSpeed)", k, j),
+		           after, every);
+		struct prog_step *s = push(L);
+		if (!s)
+			break;
+		s->kind = PROG_COLLECTIVE;
+		s->stream = 1;
+		s->op = -1;
+		s->coll = b->kind;
+		s->groups = *b->groups;
+		s->bytes = w;
+		s->after = after;
+		s->every_micro = every;
+		s->label = arena_printf(L->a, "gradient bucket %d: tensor %d of %d %s (DeepSpeed)", k,
+		                        j + 1, b->n, step_kind_names[s->coll]);
+		if (!s->label)
+			L->oom = true;
+	}
+	L->phase = was;
+}
+
 static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int stream, int after,
                         bool every)
 {
+	if (stream == 1 && cost_zero3_deepspeed(&L->p->scenario->training)) {
+		ds_bucket_steps(L, b, k, after, every);
+		return;
+	}
 	struct prog_step *s = push(L);
 	if (!s)
 		return;
@@ -354,7 +443,7 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 		L->suffix = " (backward)";
 		if (!plan_colls_backward(d->comm, d->n_comm, &d->out_partial[0], &k))
 			L->oom = true;
-		if (gather && L->e->ops[i].gather_s > 0) {
+		if (gather && gathers_in(L, i, 2)) {
 			zero3_before(L, i, -1, lo, hi, &started, b, pend, n_pend, every);
 			n_pend = 0;
 		}
@@ -620,7 +709,9 @@ static void chunk_backward(struct lower *L, const int *start, const int *idx, co
 	if (tr->recompute == RECOMPUTE_FULL ||
 	    (tr->recompute == RECOMPUTE_SELECTIVE && !tr->flash_attention)) {
 		L->phase = PHASE_RECOMPUTE;
-		forward(L, start, idx, lo, hi, false, tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
+		/* DeepSpeed 2021 gathers again what it released (gathers_rec) */
+		forward(L, start, idx, lo, hi, cost_zero3_deepspeed(tr) && tr->recompute == RECOMPUTE_FULL,
+		        tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
 		L->phase = PHASE_BACKWARD;
 	}
 	backward(L, start, idx, lo, hi, tr->zero_stage >= 3, L->buckets[c], L->n_buckets[c], split);

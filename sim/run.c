@@ -2124,8 +2124,10 @@ static void stream1(struct actor_ctx *c)
 		if (step < 0)
 			break;
 		run_step(c, step);
-		if (eng->prog->steps[step].first_micro)
-			settle(c); /* its end, for a stream 0 that waits for it */
+		/* its end, for a stream 0 that waits for it (a compute step on
+		 * stream 1: DeepSpeed 2021's copies, sim/lower.c) */
+		if (eng->prog->steps[step].first_micro || eng->prog->steps[step].kind == PROG_COMPUTE)
+			settle(c);
 		if (++rs->s1_done == rs->wait_upto) {
 			rs->wait_upto = 0;
 			sg_sem_release(rs->mid_go);

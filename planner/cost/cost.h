@@ -690,6 +690,13 @@ struct est_op {
 	                                               inputs' gradients */
 	double recompute_s;                         /* forward work redone in backward */
 	double gather_s;                            /* ZeRO-3: its parameters gathered, forward and backward */
+	double gather_one_s;                        /* ZeRO-3: one gather of them on the
+	                                               communication stream (with DeepSpeed
+	                                               2021's list copies) */
+	double gather_fill_s;                       /* DeepSpeed 2021: their buffers zero-filled
+	                                               before one gather, in line */
+	uint8_t gathers_rec, gathers_bwd;           /* ZeRO-3: gathers in the recomputed forward
+	                                               (DeepSpeed 2021) and the backward */
 	double gradient_s;                          /* its gradients' share of their buckets */
 	double activation_bytes;                    /* what it saves for its backward, per device
 	                                               per micro-batch (cost_op_saved_bytes) */
@@ -937,6 +944,43 @@ double cost_param_gather_bytes(const struct graph *g, const struct training *tr,
  * the step); the estimate and the lowering both use it. */
 double cost_bucket_gather_bytes(const struct graph *g, const struct training *tr,
                                 const struct plan_bucket *b);
+
+/* DeepSpeed's stage 3 of 2021 (training.zero3_impl "deepspeed-2021",
+ * zero3.c; docs/cost-models.md, "A ZeRO-3 framework's own costs"). Is it
+ * the scenario's ZeRO-3? */
+bool cost_zero3_deepspeed(const struct training *t);
+/* A parameter of `elems` elements stays whole (never gathered): under
+ * stage3_param_persistence_threshold. */
+bool cost_ds_persistent(double elems);
+/* The parameters ZeRO-3 gathers before op d (plan_op_params' from lo,
+ * into inputs[] and sync[]): those synchronised over a data-parallel
+ * group, less, under DeepSpeed 2021, those it keeps whole. The estimate
+ * and the lowering both use it. Returns the count. */
+int cost_zero3_gathered(const struct graph *g, const struct training *tr,
+                        const struct param_reads *r, int lo, const struct dist_op *d,
+                        int inputs[SIG_MAX_TENSORS], const struct comm_step *sync[SIG_MAX_TENSORS]);
+/* What a gather of `bytes` over `ranks` puts in line before the op's
+ * kernels: its buffer filled with zeros, and the host's issue of the
+ * list's copy kernels, one a rank (the device idle since the module's
+ * synchronisation). */
+double cost_ds_gather_inline_s(const struct topo_device *d, int64_t ranks, double bytes);
+/* The bytes of those copies (`bytes` read and written), on the
+ * communication stream behind the gather. */
+double cost_ds_copy_bytes_s(const struct topo_device *d, int64_t ranks, double bytes);
+/* A list reduce-scatter's copies into a flat buffer, one view per rank:
+ * `ranks` copy kernels moving `bytes` in all (read and written). */
+double cost_ds_list_copies_s(const struct topo_device *d, int64_t ranks, double bytes);
+/* A bucket's flush: its buffer of cap_bytes divided by the data-parallel
+ * size, and a gradient larger than the buffer divided on its own. */
+double cost_ds_bucket_div_s(const struct topo_device *d, const struct plan_bucket *b,
+                            double cap_bytes);
+/* Per op of [lo, hi) (indexed from lo): 1 when DeepSpeed gathers its
+ * parameters again for the recomputed forward (rec_n) and for the
+ * backward (bwd_n), by stage3_max_reuse_distance over its trace of a
+ * micro-batch; false when out of memory (scratch from `a`). */
+bool cost_ds_regathers(struct arena *a, const struct graph *g, const struct plan *p,
+                       const struct param_reads *r, int lo, int hi, enum recompute_mode rec,
+                       uint8_t *rec_n, uint8_t *bwd_n);
 
 /* Whether a predicted peak fits a device (memory.c; docs/cost-models.md,
  * "Fits, tight, does not fit"): the band [low, high] is the peak ± 5%; it

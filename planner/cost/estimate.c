@@ -670,26 +670,58 @@ bool est_ctx_oom(const struct est_ctx *c)
 /* ------------------------------------------------ recomputation, ZeRO */
 
 /* ZeRO-3: op d's parameters (those it is the first of its chunk, from op
- * lo, to read) all-gathered over their data-parallel groups before its
- * forward and again before its backward, per micro-batch; the bytes
- * gathered into *gathered. */
-static double op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, double *gathered)
+ * lo, to read) all-gathered over their data-parallel groups before it
+ * runs: one gather of them into eo->gather_one_s (on the communication
+ * stream) and, under DeepSpeed 2021 (zero3.c), what it puts in line (the
+ * zero fill of their buffers, the host's issue of the list's copies) into
+ * eo->gather_fill_s, the gathers skipping the parameters it keeps whole
+ * and each followed by its copies' bytes; the bytes gathered into
+ * *gathered. */
+static void op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, struct est_op *eo,
+                        double *gathered)
 {
 	int inputs[SIG_MAX_TENSORS];
 	const struct comm_step *sync[SIG_MAX_TENSORS];
-	int n = plan_op_params(c->g, c->reads, lo, d, inputs, sync);
-	double s = 0;
+	int n = cost_zero3_gathered(c->g, c->train, c->reads, lo, d, inputs, sync);
+	bool ds = cost_zero3_deepspeed(c->train);
+	const struct topo_device *dev = &c->t->device;
+	eo->gather_one_s = eo->gather_fill_s = 0;
 	*gathered = 0;
 	for (int k = 0; k < n; k++) {
-		if (!sync[k])
-			continue;
-		double bytes = layout_local_bytes(&d->in[inputs[k]]);
-		s += 2 * groups_s(c, STEP_ALLGATHER, &sync[k]->groups,
-		                  cost_param_gather_bytes(c->g, c->train, d->op, bytes,
-		                                          d->in[inputs[k]].dtype));
+		const struct layout *l = &d->in[inputs[k]];
+		double bytes = layout_local_bytes(l);
+		double wire = cost_param_gather_bytes(c->g, c->train, d->op, bytes, l->dtype);
+		eo->gather_one_s += groups_s(c, STEP_ALLGATHER, &sync[k]->groups, wire);
+		if (ds) {
+			eo->gather_one_s += cost_ds_copy_bytes_s(dev, sync[k]->groups.size, wire);
+			eo->gather_fill_s += cost_ds_gather_inline_s(dev, sync[k]->groups.size, wire);
+		}
 		*gathered += bytes;
 	}
-	return s;
+}
+
+/* One pass's gathers walked in the pass's order, prefetched one op ahead
+ * (zero3_exposed): the forward (pass 0) or its recomputation (pass 1,
+ * DeepSpeed 2021's gathers again), both over the same work; what is
+ * exposed. */
+static double forward_gathers(const struct est_ctx *c, int lo, int hi, int pass)
+{
+	const struct est_op *o = c->e->ops;
+	double seg = 0, eg = 0;
+	bool started = false;
+	/* the redistributions into an op run before its gather is waited
+	 * for */
+	for (int i = lo; i < hi; i++) {
+		double g = o[i].gather_one_s * (pass == 0 ? 1 : o[i].gathers_rec);
+		seg += o[i].redistribution_s;
+		if (g > 0) {
+			eg += started ? fmax(0, g - seg) : g;
+			started = true;
+			seg = 0;
+		}
+		seg += o[i].compute_forward_s + o[i].comm_forward_s - o[i].redistribution_s;
+	}
+	return eg;
 }
 
 /* ZeRO-3's communication as DeepSpeed stage 3 and PyTorch FSDP run it,
@@ -720,26 +752,21 @@ static void zero3_exposed(const struct est_ctx *c, int lo, int hi, const double 
                           double *gather_s, double *rs_s)
 {
 	const struct est_op *o = c->e->ops;
-	double seg = 0, eg = 0, er = 0;
-	bool started = false;
-	/* forward: the redistributions into an op run before its gather is
-	 * waited for */
+	double eg = forward_gathers(c, lo, hi, 0), er = 0;
+	bool again = false;
 	for (int i = lo; i < hi; i++) {
-		double g = o[i].gather_s / 2;
-		seg += o[i].redistribution_s;
-		if (g > 0) {
-			eg += started ? fmax(0, g - seg) : g;
-			started = true;
-			seg = 0;
-		}
-		seg += o[i].compute_forward_s + o[i].comm_forward_s - o[i].redistribution_s;
+		again |= o[i].gathers_rec > 0;
+		/* DeepSpeed 2021's fills and copy issues: after the host's
+		 * synchronisation, before the op's kernels are issued */
+		eg += o[i].gather_fill_s * (1 + o[i].gathers_rec + o[i].gathers_bwd);
 	}
+	if (again)
+		eg += forward_gathers(c, lo, hi, 1);
 	/* backward */
-	double pend = 0, acc = 0;
-	started = false;
-	seg = 0;
+	double pend = 0, acc = 0, seg = 0;
+	bool started = false;
 	for (int i = hi - 1; i >= lo; i--) {
-		double g = o[i].gather_s / 2;
+		double g = o[i].gather_one_s * o[i].gathers_bwd;
 		if (g > 0) {
 			if (!started) {
 				eg += g;
@@ -913,6 +940,24 @@ static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct
 	return m;
 }
 
+/* A bucket as DeepSpeed 2021's stage 3 reduces it (zero3.c): its buffer
+ * divided by the data-parallel size, then each gradient reduce-scattered
+ * on its own after its list's copies into a flat buffer, all on the
+ * communication stream. */
+static double ds_bucket_s(struct est_ctx *c, const struct plan_bucket *b)
+{
+	const struct topo_device *dev = &c->t->device;
+	double wire = cost_bucket_wire_bytes(b, c->prec, c->grad16);
+	double scale = b->bytes > 0 ? wire / b->bytes : 0;
+	double t = cost_ds_bucket_div_s(dev, b, c->train->gradient_bucket_bytes);
+	for (int j = 0; j < b->n; j++) {
+		double w = b->op_bytes[j] * scale;
+		t += groups_s(c, b->kind, b->groups, w) +
+		     cost_ds_list_copies_s(dev, b->groups->size, w);
+	}
+	return t;
+}
+
 /* Gradient buckets of one chunk: their time into rs_by_op at the op whose
  * backward completes them (ZeRO 2 and 3, and ZeRO 0/1 with
  * training.overlap_grad_reduce; given then), else per micro-batch (ZeRO 2)
@@ -937,8 +982,11 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_mem
 		m->sync[z].bucket_bytes = tr->gradient_bucket_bytes;
 	}
 	const struct plan_bucket *b = m->sync[z].b;
+	bool ds = cost_zero3_deepspeed(tr);
 	for (int k = 0; k < m->sync[z].n; k++) {
-		double t = groups_s(c, b[k].kind, b[k].groups, cost_bucket_wire_bytes(&b[k], c->prec, c->grad16));
+		double t = ds ? ds_bucket_s(c, &b[k])
+		              : groups_s(c, b[k].kind, b[k].groups,
+		                         cost_bucket_wire_bytes(&b[k], c->prec, c->grad16));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
 		if (rs_by_op && (zero >= 2 || tr->overlap_grad_reduce))
@@ -1387,7 +1435,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 }
 
 /* Per op: recomputation and ZeRO-3's gathers (per micro-batch). */
-static void op_extras(struct est_ctx *c, const struct plan *p, const bool *core)
+static void op_extras(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core)
 {
 	const struct training *tr = &p->scenario->training;
 	const struct plan_part *pp = &c->e->part;
@@ -1402,8 +1450,27 @@ static void op_extras(struct est_ctx *c, const struct plan *p, const bool *core)
 				eo->recompute_s = eo->compute_forward_s;  /* FlashAttention's backward
 				                                             recomputes it already */
 			double g;
-			if (tr->zero_stage >= 3)
-				eo->gather_s = op_gather_s(c, lo, &p->ops[i], &g);
+			if (tr->zero_stage >= 3) {
+				op_gather_s(c, lo, &p->ops[i], eo, &g);
+				eo->gathers_bwd = 1;
+			}
+		}
+		/* DeepSpeed 2021 gathers again what it released (zero3.c) */
+		if (cost_zero3_deepspeed(tr) && hi > lo) {
+			uint8_t *rn = arena_alloc_raw(a, 2 * (size_t)(hi - lo));
+			if (!rn || !cost_ds_regathers(a, c->g, p, c->reads, lo, hi,
+			                              tr->recompute, rn, rn + (hi - lo))) {
+				c->oom = true;
+				return;
+			}
+			for (int i = lo; i < hi; i++) {
+				c->e->ops[i].gathers_rec = rn[i - lo];
+				c->e->ops[i].gathers_bwd = rn[hi - lo + i - lo];
+			}
+		}
+		for (int i = lo; i < hi && tr->zero_stage >= 3; i++) {
+			struct est_op *eo = &c->e->ops[i];
+			eo->gather_s = eo->gather_one_s * (1 + eo->gathers_rec + eo->gathers_bwd);
 		}
 	}
 }
@@ -1846,7 +1913,7 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 	struct stage_sums *ss = arena_calloc(a, (size_t)out->n_stages + 1, sizeof(*ss));
 	bool ok = out->stages && ss;
 	if (ok)
-		op_extras(c, p, x->core);
+		op_extras(c, a, p, x->core);
 	if (ok && (s->training.schedule == SCHED_ZB_V || s->training.schedule == SCHED_ZB_H2))
 		ok = unit_times(c, a, p);
 	ok = ok && tied_params(c, a, p, x->shared, x->n_shared, out);

@@ -201,9 +201,8 @@ void cost_memory_verdict(double peak_bytes, double capacity_bytes, struct cost_v
 
 const char *const cost_fit_names[FIT_COUNT] = {"fits", "tight", "does not fit"};
 
-/* The transformer layer of op i: N for an op named "layers.N.…" (a
- * generator's layers), -1 for the ops around them (embedding, head). */
-static int layer_of(const struct op *o)
+/* cost-int.h */
+int cost_layer_of(const struct op *o)
 {
 	const char *p = o->name;
 	if (!p || strncmp(p, "layers.", 7) != 0 || p[7] < '0' || p[7] > '9')
@@ -488,7 +487,7 @@ struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct plan
 	x->p = p;
 	x->first_layer = -1;
 	for (int i = 0; i < g->n_ops && x->first_layer < 0; i++)
-		if (layer_of(&g->ops[i]) >= 0)
+		if (cost_layer_of(&g->ops[i]) >= 0)
 			x->first_layer = i;
 	if (!seen_init(a, &x->chunk, 2 * g->n_tensors) || !seen_init(a, &x->layer, 2 * g->n_tensors) ||
 	    !saved_records(a, x))
@@ -559,10 +558,10 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 	*stored = 0;
 	bool layers = false;
 	for (int i = lo; i < hi && !layers; i++)
-		layers = layer_of(&g->ops[i]) >= 0;
+		layers = cost_layer_of(&g->ops[i]) >= 0;
 	for (int i = lo; i < hi;) {
-		int L = layer_of(&g->ops[i]), j = i + 1;
-		while (j < hi && layer_of(&g->ops[j]) == L)
+		int L = cost_layer_of(&g->ops[i]), j = i + 1;
+		while (j < hi && cost_layer_of(&g->ops[j]) == L)
 			j++;
 		if (L < 0 && layers) {
 			*stored += saved_sum(x, core, false, i, j, seen);
@@ -605,8 +604,8 @@ void cost_chunk_offload(struct cost_act_scratch *x, const struct plan_part *pp, 
 	*offloaded = *largest = 0;
 	*layers = 0;
 	for (int i = lo; i < hi;) {
-		int L = layer_of(&g->ops[i]), j = i + 1;
-		while (j < hi && layer_of(&g->ops[j]) == L)
+		int L = cost_layer_of(&g->ops[i]), j = i + 1;
+		while (j < hi && cost_layer_of(&g->ops[j]) == L)
 			j++;
 		for (int k = i; k < j; k++)
 			layer_ops[k] = L >= 0;

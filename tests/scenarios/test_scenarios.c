@@ -288,3 +288,36 @@ Test(scenarios, activation_offload_layers_read_and_written)
 	cr_expect_eq(n->valuedouble, 3);
 	cJSON_Delete(j);
 }
+
+/* training.zero3_impl: "collectives" by default, "deepspeed-2021" read
+ * with zero_stage 3 and written back by scenario_json (a plan `fit`
+ * writes) only where it is not the default. */
+Test(scenarios, zero3_impl_read_and_written)
+{
+#define ZERO3_DOC(extra)                                                                       \
+	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"zero3\","                  \
+	" \"model\": {\"name\": \"tiny\", \"generator\": {\"kind\": \"gpt\","                    \
+	"   \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"seq\": 32,"                             \
+	"   \"vocab\": 128, \"micro_batch\": 8, \"dtype\": \"fp16\"}},"                           \
+	" \"topology\": \"../topologies/dgx-a100.json\","                                          \
+	" \"training\": {\"global_batch\": 8, \"zero_stage\": 3" extra "}}"
+	struct scenario *s = parse(ZERO3_DOC(""));
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.zero3_impl, ZERO3_COLLECTIVES);
+	cJSON *j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	cr_expect_null(cJSON_GetObjectItemCaseSensitive(tr, "zero3_impl"));
+	cJSON_Delete(j);
+	s = parse(ZERO3_DOC(", \"zero3_impl\": \"deepspeed-2021\""));
+#undef ZERO3_DOC
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.zero3_impl, ZERO3_DEEPSPEED_2021);
+	j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(tr, "zero3_impl");
+	cr_assert(cJSON_IsString(n));
+	cr_expect_str_eq(n->valuestring, "deepspeed-2021");
+	cJSON_Delete(j);
+}
