@@ -152,7 +152,21 @@ static bool cell_units(struct arena *a, const struct study *st, int64_t cell,
 	struct study_unit base = {.cluster = c, .fault = f, .servers = cl->servers[s],
 	                          .devices = cl->servers[s] * dps,
 	                          .global_batch = st->global_batches[b]};
+	/* A "rebalance" case splits the layers by the rebalancing rule at
+	 * every pipeline depth, as megatron-search does under
+	 * training.rebalance: the depths that do not divide the layers are
+	 * points too. A case whose faults cannot be applied at this size keeps
+	 * the even split (its rows fail, saying why). */
 	const struct topology *rebalance = NULL;
+	if (st->faults[f].rebalance) {
+		struct diag_list d;
+		diag_list_init(&d);
+		rebalance = study_fault_topology(a, st, c, base.servers, f, &d);
+		bool oom = !rebalance && d.oom;
+		diag_list_free(&d);
+		if (oom)
+			return false;
+	}
 	return st->search ? search_units(a, st, base, dps, rebalance, u, n, cap, points, refused)
 	                  : list_units(a, st, base, dps, rebalance, u, n, cap, points, refused);
 }
