@@ -714,7 +714,7 @@ Test(export, megatron_uneven_first_and_last_stages)
 	rmdir(dir);
 }
 
-/* search-gpt-4p (its 324 configurations counted in tests/planner/
+/* search-offload-4p: search-gpt-4p (its 324 configurations counted in tests/planner/
  * test_search.c) with one of its two layers' activations offloaded
  * (--cpu-offloading-num-layers 1): Megatron-Core refuses pipeline
  * parallelism and recomputation beside it (transformer_config.py), so
@@ -724,17 +724,8 @@ Test(export, megatron_uneven_first_and_last_stages)
  * arguments it exports run: PP 1, no --recompute-granularity. */
 Test(export, megatron_search_with_activation_offload_is_runnable)
 {
-	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/offload.json", dir);
-	fixture_write(path,
-	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"offload\","
-	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
-	              " \"hidden\": 64, \"layers\": 2, \"heads\": 4, \"seq\": 16,"
-	              " \"vocab\": 128, \"micro_batch\": 4, \"dtype\": \"fp16\"}},"
-	              " \"topology\": \"%s/topologies/atlas800-910a.json\", \"devices\": 4,"
-	              " \"training\": {\"global_batch\": 8, \"activation_offload_layers\": 1}}",
-	              getenv("PWD") ? getenv("PWD") : ".");
+	const char *path = "tests/data/good/search-offload-4p.json";
+	char args[256];
 	snprintf(args, sizeof args, "plan %s --planner megatron-search --export megatron -", path);
 	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
@@ -756,13 +747,9 @@ Test(export, megatron_search_with_activation_offload_is_runnable)
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	cJSON *j = cJSON_Parse(r.out);
 	cr_assert_not_null(j, "%s", r.out);
-	cJSON *refused = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(j, "search"), "refused");
-	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(refused, "offload-pp")->valuedouble, 132);
-	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(refused, "offload-recompute")->valuedouble,
-	             128);
+	const cJSON *refused = member(member(j, "search"), "refused");
+	cr_expect_eq(member(refused, "offload-pp")->valuedouble, 132);
+	cr_expect_eq(member(refused, "offload-recompute")->valuedouble, 128);
 	cJSON_Delete(j);
 	free(r.out);
-	remove(path);
-	rmdir(dir);
 }

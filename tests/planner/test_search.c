@@ -467,8 +467,8 @@ Test(search, the_scenarios_accounting_and_offload_by_hand)
 	                 "not \"none\"");
 }
 
-/* search-gpt-4p (its count at the top) with 1 of its 2 layers' activations
- * offloaded: PP 2 and recomputation are refused. Of the 11 PP 2 groups'
+/* search-offload-4p: search-gpt-4p (its count at the top) with 1 of its 2
+ * layers' activations offloaded: PP 2 and recomputation are refused. Of the 11 PP 2 groups'
  * 2 x 12 configurations, GPipe's 132 break the schedule rule first (it is
  * checked before) and 1F1B's 132 the offload's; of the 16 groups without
  * a pipeline (2 + 2 x 3 + 2 x 4), 8 of each 12 recompute (selective or
@@ -476,8 +476,8 @@ Test(search, the_scenarios_accounting_and_offload_by_hand)
  * pipeline or recomputation. */
 Test(search, activation_offload_refuses_pipelines_and_recomputation)
 {
-	struct scenario *s = fixture_scenario(TINY);
-	s->training.activation_offload_layers = 1;
+	struct scenario *s = fixture_scenario("tests/data/good/search-offload-4p.json");
+	cr_assert_eq(s->training.activation_offload_layers, 1);
 	struct search_result r = run(s);
 	cr_expect_eq(r.n_configs, 64);
 	cr_expect_eq(r.refused[SEARCH_RULE_SCHEDULE], 132);
