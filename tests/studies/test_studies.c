@@ -1405,7 +1405,8 @@ Test(studies, rebalance_fault_case_moves_layers_off_the_slow_stage, .timeout = 1
  * interleaved 2 x 2 chunks do not divide 6 layers, GPipe is refused), 84
  * points; rebalanced, PP 4's 4 groups x 12 of 1F1B too (6 layers over 4
  * stages) and PP 2 interleaved in units of 2 layers (4/2) save b 8's (16 /
- * (8 x 2) = 1 micro-batch, not a multiple of 2 stages): 3 x 12, 168. */
+ * (8 x 2) = 1 micro-batch, not a multiple of 2 stages): 3 x 12, 168.
+ * The rebalanced point simulates too (the layers 2/2/1/1 lowered). */
 Test(studies, rebalance_fault_case_tries_depths_that_do_not_divide_the_layers, .timeout = 120)
 {
 	struct study *st = load("tests/data/studies/rebalance-uneven.json");
@@ -1421,6 +1422,8 @@ Test(studies, rebalance_fault_case_tries_depths_that_do_not_divide_the_layers, .
 	const char *layers = study_row_stage_layers(A, st, &r[0]);
 	cr_assert_not_null(layers);
 	cr_expect_str_eq(layers, "2/2/1/1");
+	cr_assert(study_simulate(A, st, &r[0]));
+	cr_expect(r[0].simulated, "%s", r[0].sim_error ? r[0].sim_error : "");
 	st->search = true;
 	int nu;
 	int64_t points[2];
