@@ -1082,6 +1082,15 @@ void scenario_stage_slowdowns(const struct topology *t, int64_t devices, int64_t
 	}
 }
 
+const char *scenario_rebalance_accounted(const struct training *t)
+{
+	if (!t->embedding_in_split && !t->loss_in_split)
+		return NULL;
+	return "rebalanced layers run as Megatron-LM's --pipeline-model-parallel-layout, which "
+	       "Megatron-Core does not take beside account_for_embedding_in_pipeline_split or "
+	       "account_for_loss_in_pipeline_split: give one or the other";
+}
+
 /* training.rebalance: stage_layers by the rebalancing rule from the
  * faults (the topology's slowdowns), after they are read. */
 static bool rebalance_training(struct loader *L, const struct jv *root)
@@ -1095,6 +1104,10 @@ static bool rebalance_training(struct loader *L, const struct jv *root)
 	    t->n_cuts > 0) {
 		jv_error(&f, "rebalance sets every stage's layers itself: give it or stage_layers, "
 		         "first_stage_layers, last_stage_layers or pipeline_cuts, not both");
+		return false;
+	}
+	if (scenario_rebalance_accounted(t)) {
+		jv_error(&f, "%s", scenario_rebalance_accounted(t));
 		return false;
 	}
 	int64_t layers = s->graph && s->graph->gen ? s->graph->gen->layers : 0;

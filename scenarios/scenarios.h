@@ -344,6 +344,15 @@ enum scenario_offload_refusal scenario_offload_refusal(int64_t offload, int64_t 
                                                        enum recompute_mode recompute,
                                                        char *why, size_t why_size);
 
+/* Why t's embedding and loss accounting cannot go with rebalanced layers
+ * (a scenario's training.rebalance, a study's "rebalance" fault case):
+ * the rebalanced layers run as Megatron-LM's --pipeline-model-parallel-
+ * layout, which Megatron-Core refuses beside account_for_embedding_in_
+ * pipeline_split / account_for_loss_in_pipeline_split (transformer_config.
+ * py, core_v0.15.0: "pipeline_model_parallel_layout cannot be set with
+ * other pipeline layout arguments"). NULL when t accounts for neither. */
+const char *scenario_rebalance_accounted(const struct training *t);
+
 /* The rebalancing rule (docs/formats.md, "training.stage_layers"): `layers`
  * over `stages` stages in proportion to each stage's speed 1 / slow[s]
  * (slow[s]: the compute-time factor of the slowest device among stage s's
