@@ -256,21 +256,14 @@ bool report_megatron_config(const struct plan *p, enum planner_kind kind,
 		.first_stage_layers = t->first_stage_layers,
 		.last_stage_layers = t->last_stage_layers,
 		.stage_layers = t->stage_layers,
+		.activation_offload_layers = t->activation_offload_layers,
+		.embedding_in_split = t->embedding_in_split,
+		.loss_in_split = t->loss_in_split,
 	};
-	/* Arguments Megatron-LM refuses at launch are no answer. */
-	/* With the embedding and the loss accounted, Megatron-LM's layer rules
-	 * (arguments.py, transformer_config.py) count them as layers: the
-	 * rules see a model of that many (heads, widths and sequence alike) */
-	struct model_gen units;
-	struct graph counted;
+	/* Arguments Megatron-LM refuses at launch are no answer: the search's
+	 * rules (the embedding and the loss counted as layers where accounted,
+	 * the activation offload's refusals) */
 	const struct graph *g = p->graph;
-	if (g->gen && (t->embedding_in_split || t->loss_in_split)) {
-		units = *g->gen;
-		units.layers += (int64_t)t->embedding_in_split + (int64_t)t->loss_in_split;
-		counted = *g;
-		counted.gen = &units;
-		g = &counted;
-	}
 	enum search_rule rule = plan_search_rule(g, t->global_batch, out);
 	if (rule != SEARCH_RULE_NONE) {
 		char why[256];

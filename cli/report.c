@@ -736,6 +736,8 @@ static const char *const rule_words[SEARCH_RULE_COUNT] = {
 	[SEARCH_RULE_SCHEDULE] = "GPipe (Megatron-LM runs 1F1B)",
 	[SEARCH_RULE_LAYERS_VPP] = "virtual stages do not divide a stage's layers",
 	[SEARCH_RULE_MICRO_BATCHES_PP] = "interleaved with micro-batches not a multiple of PP",
+	[SEARCH_RULE_OFFLOAD_PP] = "activation offload with PP > 1",
+	[SEARCH_RULE_OFFLOAD_RECOMPUTE] = "activation offload with recomputation",
 };
 
 void report_refused_text(FILE *f, const int64_t refused[SEARCH_RULE_COUNT])

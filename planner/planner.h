@@ -155,6 +155,11 @@ struct search_config {
 	                                      training.rebalance (docs/planner.md, "Plan search") */
 	int64_t last_stage_layers;
 	const int64_t *stage_layers;       /* [pp]: each stage's layers, or NULL */
+	/* The scenario's settings that every configuration keeps and the
+	 * rules read (plan_search_rule): */
+	int64_t activation_offload_layers; /* training.activation_offload_layers (0: none) */
+	bool embedding_in_split;           /* training.account_for_embedding_in_pipeline_split */
+	bool loss_in_split;                /* training.account_for_loss_in_pipeline_split */
 };
 
 struct search_candidate {
@@ -177,6 +182,9 @@ struct search_candidate {
  * and the study sweep leave it out and count it by the first rule it
  * breaks, in this order. */
 enum search_rule {
+	/* (the layer rules count the embedding and the loss as layers where
+	 * the configuration accounts for them, scenario_accounted_layers; the
+	 * offload rules are scenario_offload_refusal's) */
 	SEARCH_RULE_NONE,
 	SEARCH_RULE_HEADS_TP,                     /* attention heads divided by TP */
 	SEARCH_RULE_KV_HEADS_TP,                  /* query groups a multiple or divisor of TP */
@@ -189,6 +197,8 @@ enum search_rule {
 	SEARCH_RULE_SCHEDULE,                     /* GPipe: no Megatron-LM schedule */
 	SEARCH_RULE_LAYERS_VPP,                   /* interleaved: a stage's layers by virtual stages */
 	SEARCH_RULE_MICRO_BATCHES_PP,             /* interleaved: micro-batches divided by PP */
+	SEARCH_RULE_OFFLOAD_PP,                   /* activation offload with PP > 1 */
+	SEARCH_RULE_OFFLOAD_RECOMPUTE,            /* activation offload with recomputation */
 	SEARCH_RULE_COUNT
 };
 /* Short names ("heads-tp") for JSON and the store. */
@@ -239,13 +249,30 @@ bool plan_tp_in_server(int64_t dps, int64_t devices, int64_t tp);
  * servers of `devices_per_server`, a global batch and graph g (its
  * generator, or its fixed batch), expert parallelism tried when `with_ep`
  * and g has experts, context parallelism up to `max_cp` (1: none); the
- * count into *n (arena). The configurations a rule refuses are left out
- * and added to refused[rule] (when refused is not NULL). NULL when out of
- * memory. The study sweep enumerates the same space with it. */
+ * count into *n (arena). Every configuration keeps t's activation offload
+ * and embedding and loss accounting (t NULL: none). The layers are split
+ * evenly, or, with `rebalance` (a topology under faults, `devices` of it),
+ * by the rebalancing rule at every pipeline depth, as megatron-search does
+ * under training.rebalance. The configurations a rule refuses are left
+ * out and added to refused[rule] (when refused is not NULL). NULL when out
+ * of memory. The study sweep enumerates the same space with it. */
 struct search_group *plan_search_groups(struct arena *a, const struct graph *g,
                                         int64_t devices, int64_t devices_per_server,
                                         int64_t global_batch, bool with_ep, int64_t max_cp,
-                                        int *n, int64_t refused[SEARCH_RULE_COUNT]);
+                                        const struct training *t,
+                                        const struct topology *rebalance, int *n,
+                                        int64_t refused[SEARCH_RULE_COUNT]);
+
+/* The rebalancing rule's layers (scenario_rebalance_layers, no memory
+ * cap) of a generated model g over pp stages of at least `unit` layers
+ * each (the virtual stages), the stages' paces those of the first
+ * `devices` of topology t under its faults (scenario_stage_slowdowns), in
+ * a; NULL when they cannot be placed, with one stage, or out of memory.
+ * megatron-search under training.rebalance and a study's "rebalance" fault
+ * case split each configuration's layers so before the rules check it. */
+const int64_t *plan_rebalanced_layers(struct arena *a, const struct graph *g,
+                                      const struct topology *t, int64_t devices, int64_t pp,
+                                      int64_t unit);
 
 /* Runs the search; false after diagnostics (no configuration could be
  * planned, or out of memory). Progress through o->progress. */

@@ -50,9 +50,10 @@ static int64_t chunk_limit(const struct graph *g)
 
 const char *const search_rule_names[SEARCH_RULE_COUNT] = {
 	"none", "heads-tp", "kv-heads-tp", "ffn-tp", "layers-pp", "seq-sp", "seq-cp",
-	"experts-ep", "batch-dp", "schedule", "layers-vpp", "micro-batches-pp",
+	"experts-ep", "batch-dp", "schedule", "layers-vpp", "micro-batches-pp", "offload-pp",
+	"offload-recompute",
 };
-_Static_assert(SEARCH_RULE_COUNT == 12, "search_rule_names out of step");
+_Static_assert(SEARCH_RULE_COUNT == 14, "search_rule_names out of step");
 
 /* The generator's member when its kind takes it, else 0. */
 static int64_t gen_member(const struct model_gen *m, const char *field, int64_t v)
@@ -81,12 +82,19 @@ enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct
 	if (ffn > 0 && ffn % c->tp)
 		return SEARCH_RULE_FFN_TP;
 	bool uneven = c->first_stage_layers > 0 || c->last_stage_layers > 0 || c->stage_layers;
-	if (layers > 0 && uneven &&
+	/* the embedding and the loss counted as layers take the place of
+	 * any other split, as the estimate counts them (pipeline.c) */
+	bool accounted = c->embedding_in_split || c->loss_in_split;
+	if (layers > 0 && accounted &&
+	    scenario_accounted_layers(layers, c->pp, 1, c->embedding_in_split, c->loss_in_split, 0,
+	                              NULL, 0) < 0)
+		return SEARCH_RULE_LAYERS_PP;
+	if (layers > 0 && !accounted && uneven &&
 	    scenario_stage_layers(layers, c->pp, interleaved ? c->virtual_stages : 1,
 	                          c->first_stage_layers, c->last_stage_layers, c->stage_layers, 0,
 	                          NULL, 0) < 0)
 		return SEARCH_RULE_LAYERS_PP;
-	if (layers > 0 && !uneven && layers % c->pp)
+	if (layers > 0 && !accounted && !uneven && layers % c->pp)
 		return SEARCH_RULE_LAYERS_PP;
 	if (seq > 0 && c->sequence_parallel && c->tp > 1 && (seq / cp) % c->tp)
 		return SEARCH_RULE_SEQ_SP;
@@ -98,11 +106,25 @@ enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct
 		return SEARCH_RULE_BATCH_DP;
 	if (c->pp > 1 && c->schedule != SCHED_1F1B && c->schedule != SCHED_INTERLEAVED_1F1B)
 		return SEARCH_RULE_SCHEDULE;
-	if (interleaved && layers > 0 && !uneven && layers % chunks)
+	if (interleaved && layers > 0 && accounted &&
+	    scenario_accounted_layers(layers, c->pp, c->virtual_stages, c->embedding_in_split,
+	                              c->loss_in_split, 0, NULL, 0) < 0)
+		return SEARCH_RULE_LAYERS_VPP;
+	if (interleaved && layers > 0 && !accounted && !uneven && layers % chunks)
 		return SEARCH_RULE_LAYERS_VPP;
 	if (interleaved && c->micro_batches % c->pp)
 		return SEARCH_RULE_MICRO_BATCHES_PP;
-	return SEARCH_RULE_NONE;
+	/* the refusals that do not depend on the configuration (a model
+	 * without layers, all of them offloaded) are the loader's */
+	switch (scenario_offload_refusal(c->activation_offload_layers, layers, c->pp, c->recompute,
+	                                 NULL, 0)) {
+	case SCENARIO_OFFLOAD_PIPELINE:
+		return SEARCH_RULE_OFFLOAD_PP;
+	case SCENARIO_OFFLOAD_RECOMPUTE:
+		return SEARCH_RULE_OFFLOAD_RECOMPUTE;
+	default:
+		return SEARCH_RULE_NONE;
+	}
 }
 
 const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
@@ -126,7 +148,12 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 		         tp, m ? (long long)model_gen_ffn(m) : 0LL);
 		break;
 	case SEARCH_RULE_LAYERS_PP:
-		if (c->first_stage_layers > 0 || c->last_stage_layers > 0 || c->stage_layers) {
+		if (c->embedding_in_split || c->loss_in_split) {
+			char why[200];
+			scenario_accounted_layers(layers, pp, 1, c->embedding_in_split, c->loss_in_split,
+			                          0, why, sizeof why);
+			snprintf(buf, size, "%s", why);
+		} else if (c->first_stage_layers > 0 || c->last_stage_layers > 0 || c->stage_layers) {
 			char why[200];
 			scenario_stage_layers(layers, pp, c->schedule == SCHED_INTERLEAVED_1F1B &&
 			                      c->virtual_stages > 1 ? c->virtual_stages : 1,
@@ -183,6 +210,13 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 		             : "");
 		break;
 	case SEARCH_RULE_LAYERS_VPP:
+		if (c->embedding_in_split || c->loss_in_split) {
+			char why[200];
+			scenario_accounted_layers(layers, pp, c->virtual_stages, c->embedding_in_split,
+			                          c->loss_in_split, 0, why, sizeof why);
+			snprintf(buf, size, "%s", why);
+			break;
+		}
 		snprintf(buf, size, "%lld layers do not split into %lld stages x %lld virtual stages",
 		         layers, pp, (long long)c->virtual_stages);
 		break;
@@ -190,6 +224,14 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 		snprintf(buf, size, "the interleaved schedule needs the %lld micro-batches to be a "
 		         "multiple of the %lld pipeline stages", (long long)c->micro_batches, pp);
 		break;
+	case SEARCH_RULE_OFFLOAD_PP:
+	case SEARCH_RULE_OFFLOAD_RECOMPUTE: {
+		char why[200];
+		scenario_offload_refusal(c->activation_offload_layers, layers, pp, c->recompute, why,
+		                         sizeof why);
+		snprintf(buf, size, "%s", why);
+		break;
+	}
 	case SEARCH_RULE_NONE:
 	case SEARCH_RULE_COUNT:
 		snprintf(buf, size, "runnable");
@@ -208,36 +250,52 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
  * rule from the faults at every depth. */
 struct search_split {
 	struct arena *a;                   /* the rebalanced lists */
+	const struct training *user;       /* the scenario's: every configuration keeps its
+	                                      activation offload and embedding and loss
+	                                      accounting (the rules read them), or NULL */
 	const struct training *fixed;      /* the user's split at fixed->pipeline_stages, or NULL */
 	const struct topology *topo;       /* rebalance: its faults; NULL: no rebalancing */
 	int64_t devices;
 };
 
-/* The rebalancing rule's layers (scenario_rebalance_layers, no memory
- * cap: run_group caps with plan_rebalance) for pp stages of `unit` layers
- * each at least; NULL when they cannot be placed (the even rules then
- * refuse the configuration) or out of memory. */
-static const int64_t *rebalanced(const struct search_split *sp, const struct graph *g, int64_t pp,
-                                 int64_t unit)
+const int64_t *plan_rebalanced_layers(struct arena *a, const struct graph *g,
+                                      const struct topology *t, int64_t devices, int64_t pp,
+                                      int64_t unit)
 {
 	int64_t L = g->gen ? g->gen->layers : 0;
-	if (!sp || !sp->topo || pp < 2 || L < 1)
+	if (!t || pp < 2 || L < 1)
 		return NULL;
 	double *slow = malloc((size_t)pp * sizeof *slow);
-	int64_t *list = arena_calloc(sp->a, (size_t)pp, sizeof *list);
+	int64_t *list = arena_calloc(a, (size_t)pp, sizeof *list);
 	bool ok = slow && list;
 	if (ok) {
-		scenario_stage_slowdowns(sp->topo, sp->devices, pp, slow);
+		scenario_stage_slowdowns(t, devices, pp, slow);
 		ok = scenario_rebalance_layers(L, (int)pp, unit, slow, NULL, list);
 	}
 	free(slow);
 	return ok ? list : NULL;
 }
 
+/* The rebalancing rule's layers under the split (plan_rebalanced_layers,
+ * no memory cap: run_group caps with plan_rebalance); NULL without
+ * rebalancing or when they cannot be placed (the even rules then refuse
+ * the configuration). */
+static const int64_t *rebalanced(const struct search_split *sp, const struct graph *g, int64_t pp,
+                                 int64_t unit)
+{
+	return sp && sp->topo ? plan_rebalanced_layers(sp->a, g, sp->topo, sp->devices, pp, unit)
+	                      : NULL;
+}
+
 /* c's stages' layers by the split. */
 static void split_layers(const struct search_split *sp, const int64_t *rebalanced_list,
                          struct search_config *c)
 {
+	if (sp && sp->user) {
+		c->activation_offload_layers = sp->user->activation_offload_layers;
+		c->embedding_in_split = sp->user->embedding_in_split;
+		c->loss_in_split = sp->user->loss_in_split;
+	}
 	if (rebalanced_list) {
 		c->stage_layers = rebalanced_list;
 	} else if (sp && sp->fixed && c->pp == sp->fixed->pipeline_stages) {
@@ -352,9 +410,12 @@ static struct search_group *groups(struct arena *a, const struct graph *g, int64
 
 struct search_group *plan_search_groups(struct arena *a, const struct graph *g, int64_t N,
                                         int64_t dps, int64_t G, bool with_ep, int64_t max_cp,
-                                        int *n, int64_t refused[SEARCH_RULE_COUNT])
+                                        const struct training *t,
+                                        const struct topology *rebalance, int *n,
+                                        int64_t refused[SEARCH_RULE_COUNT])
 {
-	return groups(a, g, N, dps, G, with_ep, max_cp, NULL, n, refused);
+	struct search_split sp = {.a = a, .user = t, .topo = rebalance, .devices = N};
+	return groups(a, g, N, dps, G, with_ep, max_cp, &sp, n, refused);
 }
 
 /* ------------------------------------------------- one configuration */
@@ -602,7 +663,7 @@ bool plan_search(struct arena *a, const struct scenario *s, const struct plan_op
 	const struct training *t = &s->training;
 	bool fixed = !t->rebalance && (t->stage_layers || t->first_stage_layers > 0 ||
 	                               t->last_stage_layers > 0);
-	struct search_split sp = {.a = a, .fixed = fixed ? t : NULL,
+	struct search_split sp = {.a = a, .user = t, .fixed = fixed ? t : NULL,
 	                          .topo = t->rebalance ? s->topo : NULL, .devices = s->devices};
 	struct search_group *gs = groups(a, s->graph, s->devices, s->topo->devices_per_server,
 	                                 t->global_batch, true, t->context_parallel, &sp, &n_groups,

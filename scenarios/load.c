@@ -938,6 +938,50 @@ int64_t scenario_accounted_layers(int64_t layers, int64_t stages, int64_t virtua
 	return n;
 }
 
+/* Megatron-Core's TransformerConfig.__post_init__ (core_r0.8.0 to
+ * core_v0.15.0, megatron/core/transformer/transformer_config.py):
+ * cpu_offloading_num_layers in [0, num_layers) ("CPU offloading can be done
+ * only for layers less than ..."), "Currently there is no support for
+ * Pipeline parallelism with CPU offloading", "CPU offloading does not work
+ * when activation recomputation is enabled". */
+enum scenario_offload_refusal scenario_offload_refusal(int64_t offload, int64_t layers,
+                                                       int64_t stages,
+                                                       enum recompute_mode recompute,
+                                                       char *why, size_t why_size)
+{
+	char dummy[8];
+	if (!why) {
+		why = dummy;
+		why_size = sizeof dummy;
+	}
+	if (offload < 1)
+		return SCENARIO_OFFLOAD_OK;
+	if (layers < 1) {
+		snprintf(why, why_size, "the activations offloaded are whole transformer layers'; the "
+		         "model has none (a generator's \"layers\")");
+		return SCENARIO_OFFLOAD_NO_LAYERS;
+	}
+	if (offload >= layers) {
+		snprintf(why, why_size, "Megatron-Core offloads fewer layers than the model's %lld "
+		         "(--cpu-offloading-num-layers < --num-layers), not %lld", (long long)layers,
+		         (long long)offload);
+		return SCENARIO_OFFLOAD_ALL_LAYERS;
+	}
+	if (stages > 1) {
+		snprintf(why, why_size, "Megatron-Core has no activation offload with pipeline "
+		         "parallelism (--cpu-offloading needs --pipeline-model-parallel-size 1): %lld "
+		         "pipeline stages", (long long)stages);
+		return SCENARIO_OFFLOAD_PIPELINE;
+	}
+	if (recompute != RECOMPUTE_NONE) {
+		snprintf(why, why_size, "Megatron-Core has no activation offload with recomputation "
+		         "(--cpu-offloading refuses --recompute-granularity): recompute \"%s\", not "
+		         "\"none\"", recompute_names[recompute]);
+		return SCENARIO_OFFLOAD_RECOMPUTE;
+	}
+	return SCENARIO_OFFLOAD_OK;
+}
+
 /* The rebalancing rule's heap: stages by their time with one more unit,
  * ties to the lower stage. */
 struct stage_key {
@@ -1040,6 +1084,15 @@ void scenario_stage_slowdowns(const struct topology *t, int64_t devices, int64_t
 	}
 }
 
+const char *scenario_rebalance_accounted(const struct training *t)
+{
+	if (!t->embedding_in_split && !t->loss_in_split)
+		return NULL;
+	return "rebalanced layers run as Megatron-LM's --pipeline-model-parallel-layout, which "
+	       "Megatron-Core does not take beside account_for_embedding_in_pipeline_split or "
+	       "account_for_loss_in_pipeline_split: give one or the other";
+}
+
 /* training.rebalance: stage_layers by the rebalancing rule from the
  * faults (the topology's slowdowns), after they are read. */
 static bool rebalance_training(struct loader *L, const struct jv *root)
@@ -1053,6 +1106,10 @@ static bool rebalance_training(struct loader *L, const struct jv *root)
 	    t->n_cuts > 0) {
 		jv_error(&f, "rebalance sets every stage's layers itself: give it or stage_layers, "
 		         "first_stage_layers, last_stage_layers or pipeline_cuts, not both");
+		return false;
+	}
+	if (scenario_rebalance_accounted(t)) {
+		jv_error(&f, "%s", scenario_rebalance_accounted(t));
 		return false;
 	}
 	int64_t layers = s->graph && s->graph->gen ? s->graph->gen->layers : 0;
@@ -1435,32 +1492,15 @@ static bool read_training(struct loader *L, const struct jv *obj)
 			         (long long)t->expert_parallel, (long long)experts);
 		ok = false;
 	}
-	/* Megatron-Core's TransformerConfig.__post_init__ (core_r0.8.0 to
-	 * core_v0.14.0, megatron/core/transformer/transformer_config.py):
-	 * cpu_offloading_num_layers in [0, num_layers), no pipeline
-	 * parallelism, no activation recomputation */
-	if (t->activation_offload_layers > 0) {
+	/* Megatron-Core's refusals of activation offload
+	 * (scenario_offload_refusal) */
+	char offload_why[200];
+	if (scenario_offload_refusal(t->activation_offload_layers, layers, t->pipeline_stages,
+	                             t->recompute, offload_why, sizeof offload_why) !=
+	    SCENARIO_OFFLOAD_OK) {
 		jv_get(&v, "activation_offload_layers", &f);
-		if (layers < 1) {
-			jv_error(&f, "the activations offloaded are whole transformer layers'; the model "
-			         "has none (a generator's \"layers\")");
-			ok = false;
-		} else if (t->activation_offload_layers >= layers) {
-			jv_error(&f, "Megatron-Core offloads fewer layers than the model's %lld "
-			         "(--cpu-offloading-num-layers < --num-layers), not %lld",
-			         (long long)layers, (long long)t->activation_offload_layers);
-			ok = false;
-		} else if (t->pipeline_stages > 1) {
-			jv_error(&f, "Megatron-Core has no activation offload with pipeline parallelism "
-			         "(--cpu-offloading needs --pipeline-model-parallel-size 1): %lld "
-			         "pipeline stages", (long long)t->pipeline_stages);
-			ok = false;
-		} else if (t->recompute != RECOMPUTE_NONE) {
-			jv_error(&f, "Megatron-Core has no activation offload with recomputation "
-			         "(--cpu-offloading refuses --recompute-granularity): recompute "
-			         "\"%s\", not \"none\"", recompute_names[t->recompute]);
-			ok = false;
-		}
+		jv_error(&f, "%s", offload_why);
+		ok = false;
 	}
 	if (ok && m)
 		t->micro_batches = m;

@@ -335,6 +335,34 @@ int64_t scenario_stage_layers(int64_t layers, int64_t stages, int64_t virtual, i
 int64_t scenario_accounted_layers(int64_t layers, int64_t stages, int64_t virtual, bool embedding,
                                   bool loss, int64_t chunk, char *why, size_t why_size);
 
+/* Megatron-Core's refusals of activation offload (--cpu-offloading-num-
+ * layers; TransformerConfig.__post_init__ in megatron/core/transformer/
+ * transformer_config.py, core_r0.8.0 to core_v0.15.0), in the order they
+ * are checked: `offload` layers offloaded (> 0) of a model of `layers`
+ * transformer layers (0: it has none), over `stages` pipeline stages, with
+ * `recompute`. The loader, `plan --export megatron` and megatron-search
+ * (plan_search_rule) all ask it. With `why`, the reason in words. */
+enum scenario_offload_refusal {
+	SCENARIO_OFFLOAD_OK,
+	SCENARIO_OFFLOAD_NO_LAYERS,        /* the model has no transformer layers */
+	SCENARIO_OFFLOAD_ALL_LAYERS,       /* not fewer than the model's layers */
+	SCENARIO_OFFLOAD_PIPELINE,         /* with pipeline parallelism */
+	SCENARIO_OFFLOAD_RECOMPUTE,        /* with activation recomputation */
+};
+enum scenario_offload_refusal scenario_offload_refusal(int64_t offload, int64_t layers,
+                                                       int64_t stages,
+                                                       enum recompute_mode recompute,
+                                                       char *why, size_t why_size);
+
+/* Why t's embedding and loss accounting cannot go with rebalanced layers
+ * (a scenario's training.rebalance, a study's "rebalance" fault case):
+ * the rebalanced layers run as Megatron-LM's --pipeline-model-parallel-
+ * layout, which Megatron-Core refuses beside account_for_embedding_in_
+ * pipeline_split / account_for_loss_in_pipeline_split (transformer_config.
+ * py, core_v0.15.0: "pipeline_model_parallel_layout cannot be set with
+ * other pipeline layout arguments"). NULL when t accounts for neither. */
+const char *scenario_rebalance_accounted(const struct training *t);
+
 /* The rebalancing rule (docs/formats.md, "training.stage_layers"): `layers`
  * over `stages` stages in proportion to each stage's speed 1 / slow[s]
  * (slow[s]: the compute-time factor of the slowest device among stage s's

@@ -526,6 +526,12 @@ static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v
 	ok = jv_opt_bool(v, "rebalance", false, &f->rebalance) && ok;
 	if (f->rebalance)  /* only then: the hashes of studies without it stay */
 		*h = fnv_str(*h, "rebalance");
+	if (f->rebalance && st->scenario && scenario_rebalance_accounted(&st->scenario->training)) {
+		struct jv rv;
+		jv_get(v, "rebalance", &rv);
+		jv_error(&rv, "%s", scenario_rebalance_accounted(&st->scenario->training));
+		ok = false;
+	}
 	ok = read_placement(st, v, f, h) && ok;
 	if (!jv_need(v, "faults", &fv) || !jv_is_array(&fv, 0, 1 << 20))
 		return false;

@@ -45,13 +45,14 @@ static bool push(struct arena *a, struct study_unit **u, int *n, int *cap,
 /* The search's units of one (cluster, size, batch): its groups, each
  * planned once (plan_search_groups, the search's own enumeration). */
 static bool search_units(struct arena *a, const struct study *st, struct study_unit base,
-                         int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points,
-                         int64_t *refused)
+                         int64_t dps, const struct topology *rebalance, struct study_unit **u,
+                         int *n, int *cap, int64_t *points, int64_t *refused)
 {
 	int ng;
 	struct search_group *gs = plan_search_groups(a, st->scenario->graph, base.devices, dps,
 	                                             base.global_batch, true,
-	                                             st->scenario->training.context_parallel, &ng,
+	                                             st->scenario->training.context_parallel,
+	                                             &st->scenario->training, rebalance, &ng,
 	                                             refused);
 	if (!gs)
 		return false;
@@ -73,13 +74,17 @@ static bool search_units(struct arena *a, const struct study *st, struct study_u
  * model with a fixed batch, not generated, sets the micro-batch: its
  * batch / DP. */
 static bool list_units(struct arena *a, const struct study *st, struct study_unit base,
-                       int64_t dps, struct study_unit **u, int *n, int *cap, int64_t *points,
-                       int64_t *refused)
+                       int64_t dps, const struct topology *rebalance, struct study_unit **u,
+                       int *n, int *cap, int64_t *points, int64_t *refused)
 {
 	int64_t N = base.devices, G = base.global_batch;
 	const struct graph *g = st->scenario->graph;
+	const struct training *t = &st->scenario->training;
 	for (int i = 0; i < st->n_configs; i++) {
 		struct search_config c = st->configs[i];
+		c.activation_offload_layers = t->activation_offload_layers;
+		c.embedding_in_split = t->embedding_in_split;
+		c.loss_in_split = t->loss_in_split;
 		int64_t cp = c.cp > 1 ? c.cp : 1;
 		if (dps % c.tp || N % (c.tp * c.pp * cp))
 			continue;
@@ -94,6 +99,11 @@ static bool list_units(struct arena *a, const struct study *st, struct study_uni
 			c.micro_batch = g->batch / c.dp;
 		}
 		c.micro_batches = G % (c.micro_batch * c.dp) ? 0 : G / (c.micro_batch * c.dp);
+		if (rebalance && c.pp > 1)
+			c.stage_layers = plan_rebalanced_layers(
+				a, g, rebalance, N, c.pp,
+				c.schedule == SCHED_INTERLEAVED_1F1B && c.virtual_stages > 1
+					? c.virtual_stages : 1);
 		enum search_rule rule = plan_search_rule(g, G, &c);
 		if (rule != SEARCH_RULE_NONE) {
 			if (refused)
@@ -142,8 +152,23 @@ static bool cell_units(struct arena *a, const struct study *st, int64_t cell,
 	struct study_unit base = {.cluster = c, .fault = f, .servers = cl->servers[s],
 	                          .devices = cl->servers[s] * dps,
 	                          .global_batch = st->global_batches[b]};
-	return st->search ? search_units(a, st, base, dps, u, n, cap, points, refused)
-	                  : list_units(a, st, base, dps, u, n, cap, points, refused);
+	/* A "rebalance" case splits the layers by the rebalancing rule at
+	 * every pipeline depth, as megatron-search does under
+	 * training.rebalance: the depths that do not divide the layers are
+	 * points too. A case whose faults cannot be applied at this size keeps
+	 * the even split (its rows fail, saying why). */
+	const struct topology *rebalance = NULL;
+	if (st->faults[f].rebalance) {
+		struct diag_list d;
+		diag_list_init(&d);
+		rebalance = study_fault_topology(a, st, c, base.servers, f, &d);
+		bool oom = !rebalance && d.oom;
+		diag_list_free(&d);
+		if (oom)
+			return false;
+	}
+	return st->search ? search_units(a, st, base, dps, rebalance, u, n, cap, points, refused)
+	                  : list_units(a, st, base, dps, rebalance, u, n, cap, points, refused);
 }
 
 struct study_unit *study_cell_units(struct arena *a, const struct study *st, int64_t cell,

@@ -713,3 +713,43 @@ Test(export, megatron_uneven_first_and_last_stages)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* search-offload-4p: search-gpt-4p (its 324 configurations counted in tests/planner/
+ * test_search.c) with one of its two layers' activations offloaded
+ * (--cpu-offloading-num-layers 1): Megatron-Core refuses pipeline
+ * parallelism and recomputation beside it (transformer_config.py), so
+ * megatron-search leaves out the 132 1F1B configurations of PP 2 (GPipe's
+ * 132 break the schedule rule first) and the 128 of the 16 groups without
+ * a pipeline that recompute (8 of each 12), keeps 16 x 4 = 64, and the
+ * arguments it exports run: PP 1, no --recompute-granularity. */
+Test(export, megatron_search_with_activation_offload_is_runnable)
+{
+	const char *path = "tests/data/good/search-offload-4p.json";
+	char args[256];
+	snprintf(args, sizeof args, "plan %s --planner megatron-search --export megatron -", path);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--pipeline-model-parallel-size 1 \\\n"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--cpu-offloading-num-layers 1"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "--recompute-granularity"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "compare %s --planner megatron-search --top 1", path);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "megatron-search: 64 configurations"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "  left out, as Megatron-LM would refuse them: 392 (132 "
+	                                 "GPipe (Megatron-LM runs 1F1B); 132 activation offload "
+	                                 "with PP > 1; 128 activation offload with "
+	                                 "recomputation)\n"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "compare %s --planner megatron-search --top 1 --json", path);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	const cJSON *refused = member(member(j, "search"), "refused");
+	cr_expect_eq(member(refused, "offload-pp")->valuedouble, 132);
+	cr_expect_eq(member(refused, "offload-recompute")->valuedouble, 128);
+	cJSON_Delete(j);
+	free(r.out);
+}

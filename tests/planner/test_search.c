@@ -391,6 +391,148 @@ Test(search, megatron_lm_rules_by_hand)
 	                 "3 pipeline stages do not divide the 28 layers");
 }
 
+/* Megatron-Core's refusals that a scenario's settings bring to every
+ * configuration, on Qwen2-7B's shape (28 layers):
+ * - the embedding and the loss counted as layers
+ *   (account_for_embedding_in_pipeline_split / _loss_; transformer_config.py
+ *   __post_init__, core_v0.15.0: "num_layers ... must be divisible by
+ *   pipeline_model_parallel_size" with num_layers + 1 for each, then that
+ *   per rank by the virtual stages): 28 + 2 = 30 units. PP 4 divides 28
+ *   but not 30 (30 % 4 = 2); PP 3 divides 30 but not 28; interleaved over
+ *   PP 2 x 2, a stage's 15 units do not halve; over PP 5 x 2 a stage's 6
+ *   do (10 micro-batches: a multiple of 5). The embedding alone: 29 units,
+ *   PP 4 refused too (29 % 4 = 1).
+ * - activation offload (--cpu-offloading-num-layers; the same __post_init__:
+ *   "Currently there is no support for Pipeline parallelism with CPU
+ *   offloading", "CPU offloading does not work when activation
+ *   recomputation is enabled"): 4 of the 28 layers offloaded refuse PP 2
+ *   and selective or full recomputation; PP 1 without recomputation runs. */
+Test(search, the_scenarios_accounting_and_offload_by_hand)
+{
+	struct model_gen q;
+	model_gen_defaults(&q, GEN_LLAMA);
+	q.hidden = 3584, q.heads = 28, q.kv_heads = 4, q.layers = 28, q.ffn = 18944, q.seq = 4096;
+	const enum pipeline_schedule F = SCHED_1F1B, I = SCHED_INTERLEAVED_1F1B;
+	struct search_config acc = {.tp = 4, .schedule = F, .embedding_in_split = true,
+	                            .loss_in_split = true};
+	acc.pp = 4;
+	cr_expect_eq(rule_of(q, acc), SEARCH_RULE_LAYERS_PP);
+	acc.pp = 3;
+	cr_expect_eq(rule_of(q, acc), SEARCH_RULE_NONE);
+	acc.pp = 2, acc.schedule = I;
+	cr_expect_eq(rule_of(q, acc), SEARCH_RULE_LAYERS_VPP);
+	acc.pp = 5, acc.tp = 1, acc.micro_batches = 10;
+	cr_expect_eq(rule_of(q, acc), SEARCH_RULE_NONE);
+	struct search_config emb = {.tp = 4, .pp = 4, .schedule = F, .embedding_in_split = true};
+	cr_expect_eq(rule_of(q, emb), SEARCH_RULE_LAYERS_PP);
+	emb.pp = 2;
+	cr_expect_eq(rule_of(q, emb), SEARCH_RULE_LAYERS_PP); /* 29 % 2 = 1 */
+	emb.pp = 1;
+	cr_expect_eq(rule_of(q, emb), SEARCH_RULE_NONE);
+	struct search_config off = {.tp = 4, .pp = 2, .schedule = F,
+	                            .activation_offload_layers = 4};
+	cr_expect_eq(rule_of(q, off), SEARCH_RULE_OFFLOAD_PP);
+	off.pp = 1;
+	cr_expect_eq(rule_of(q, off), SEARCH_RULE_NONE);
+	off.recompute = RECOMPUTE_SELECTIVE;
+	cr_expect_eq(rule_of(q, off), SEARCH_RULE_OFFLOAD_RECOMPUTE);
+	off.recompute = RECOMPUTE_FULL;
+	cr_expect_eq(rule_of(q, off), SEARCH_RULE_OFFLOAD_RECOMPUTE);
+	/* the words: the loader's (scenario_offload_refusal) and the split's
+	 * (scenario_accounted_layers) */
+	char buf[200];
+	struct graph gq = {.gen = &q};
+	acc = (struct search_config){.tp = 4, .pp = 4, .dp = 1, .micro_batch = 1,
+	                             .schedule = F, .embedding_in_split = true,
+	                             .loss_in_split = true};
+	cr_expect_str_eq(plan_search_rule_text(buf, sizeof buf, SEARCH_RULE_LAYERS_PP, &gq, 64, &acc),
+	                 "28 layers + the embedding + the loss do not divide into 4 pipeline "
+	                 "stages");
+	acc.pp = 2, acc.schedule = I, acc.virtual_stages = 2;
+	cr_expect_str_eq(plan_search_rule_text(buf, sizeof buf, SEARCH_RULE_LAYERS_VPP, &gq, 64,
+	                                       &acc),
+	                 "each stage's 15 layers (the embedding and the loss counted) do not divide "
+	                 "into its 2 virtual stages");
+	off = (struct search_config){.tp = 4, .pp = 2, .dp = 1, .micro_batch = 1, .schedule = F,
+	                             .activation_offload_layers = 4};
+	cr_expect_str_eq(plan_search_rule_text(buf, sizeof buf, SEARCH_RULE_OFFLOAD_PP, &gq, 64, &off),
+	                 "Megatron-Core has no activation offload with pipeline parallelism "
+	                 "(--cpu-offloading needs --pipeline-model-parallel-size 1): 2 pipeline "
+	                 "stages");
+	off.pp = 1, off.recompute = RECOMPUTE_FULL;
+	cr_expect_str_eq(plan_search_rule_text(buf, sizeof buf, SEARCH_RULE_OFFLOAD_RECOMPUTE, &gq,
+	                                       64, &off),
+	                 "Megatron-Core has no activation offload with recomputation "
+	                 "(--cpu-offloading refuses --recompute-granularity): recompute \"full\", "
+	                 "not \"none\"");
+}
+
+/* search-offload-4p: search-gpt-4p (its count at the top) with 1 of its 2
+ * layers' activations offloaded: PP 2 and recomputation are refused. Of the 11 PP 2 groups'
+ * 2 x 12 configurations, GPipe's 132 break the schedule rule first (it is
+ * checked before) and 1F1B's 132 the offload's; of the 16 groups without
+ * a pipeline (2 + 2 x 3 + 2 x 4), 8 of each 12 recompute (selective or
+ * full): 128. Left: 16 x 4 (ZeRO 0 to 3) = 64, none of them ranked with a
+ * pipeline or recomputation. */
+Test(search, activation_offload_refuses_pipelines_and_recomputation)
+{
+	struct scenario *s = fixture_scenario("tests/data/good/search-offload-4p.json");
+	cr_assert_eq(s->training.activation_offload_layers, 1);
+	struct search_result r = run(s);
+	cr_expect_eq(r.n_configs, 64);
+	cr_expect_eq(r.refused[SEARCH_RULE_SCHEDULE], 132);
+	cr_expect_eq(r.refused[SEARCH_RULE_OFFLOAD_PP], 132);
+	cr_expect_eq(r.refused[SEARCH_RULE_OFFLOAD_RECOMPUTE], 128);
+	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
+	cr_expect_eq(r.n, 64);
+	for (int i = 0; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		cr_expect_eq(c->pp, 1);
+		cr_expect_eq(c->recompute, RECOMPUTE_NONE);
+		cr_expect_eq(c->activation_offload_layers, 1);
+	}
+	/* the planner's choice is one of them */
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_make(A, s, PLANNER_MEGATRON_SEARCH, &o, &D);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->scenario->training.pipeline_stages, 1);
+	cr_expect_eq(p->scenario->training.recompute, RECOMPUTE_NONE);
+	cr_expect_eq(p->scenario->training.activation_offload_layers, 1);
+}
+
+/* search-gpt-4p at 3 layers: PP is 1 or 2 (at most the 3 layers, dividing
+ * 4), and 2 stages do not divide 3 layers: the 11 PP 2 groups' 264
+ * configurations (1F1B and GPipe) are refused by layers-pp, which comes
+ * first. With the embedding counted, 3 + 1 = 4 units halve (1 layer and
+ * the embedding, 2 layers): 1F1B's 132 run, GPipe's 132 are refused by
+ * the schedule, 192 + 132 = 324 configurations as at 2 layers. With the
+ * loss counted too, 5 units do not halve: 264 refused again. */
+Test(search, the_embedding_and_the_loss_count_as_layers)
+{
+	struct scenario *s = fixture_scenario(TINY);
+	struct model_gen gen = *s->graph->gen;
+	gen.layers = 3;
+	s->graph = graph_generate(A, &gen, &D);
+	cr_assert_not_null(s->graph);
+	struct search_result r = run(s);
+	cr_expect_eq(r.n_configs, 192);
+	cr_expect_eq(r.refused[SEARCH_RULE_LAYERS_PP], 264);
+	s->training.embedding_in_split = true;
+	r = run(s);
+	cr_expect_eq(r.n_configs, 324);
+	cr_expect_eq(r.refused[SEARCH_RULE_LAYERS_PP], 0);
+	cr_expect_eq(r.refused[SEARCH_RULE_SCHEDULE], 132);
+	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
+	int pp2 = 0;
+	for (int i = 0; i < r.n; i++)
+		pp2 += r.cands[i].config.pp == 2 && r.cands[i].config.embedding_in_split;
+	cr_expect_eq(pp2, 132);
+	s->training.loss_in_split = true;
+	r = run(s);
+	cr_expect_eq(r.n_configs, 192);
+	cr_expect_eq(r.refused[SEARCH_RULE_LAYERS_PP], 264);
+}
+
 /* The search over Qwen2-7B's shape on 24 GPUs (servers of 8): no TP 8 (28
  * heads), no PP 3 or 6 (28 layers), and those it left out counted. */
 Test(search, the_enumeration_keeps_out_what_megatron_lm_refuses)
@@ -401,7 +543,7 @@ Test(search, the_enumeration_keeps_out_what_megatron_lm_refuses)
 	struct graph g = {.gen = &q, .n_ops = 1000, .batch = 1};
 	int64_t refused[SEARCH_RULE_COUNT] = {0};
 	int n;
-	struct search_group *gs = plan_search_groups(A, &g, 24, 8, 96, true, 1, &n, refused);
+	struct search_group *gs = plan_search_groups(A, &g, 24, 8, 96, true, 1, NULL, NULL, &n, refused);
 	cr_assert_not_null(gs);
 	cr_assert_gt(n, 0);
 	bool tp4pp2 = false;

@@ -1392,6 +1392,47 @@ Test(studies, rebalance_fault_case_moves_layers_off_the_slow_stage, .timeout = 1
 	cr_expect_lt(r[1].sim_iteration_s, r[0].sim_iteration_s);
 }
 
+/* tests/data/studies/rebalance-uneven.json: six layers in four pipeline
+ * stages, server 3 (stage 3) twice as slow. Split evenly, 4 stages do not
+ * divide 6 layers: Megatron-LM refuses it (layers-pp). Rebalanced, the
+ * rule gives each stage a layer, then the two left one at a time to the
+ * stage whose time with one more is least: stages 0 to 2 at 2 x 1 = 2
+ * against stage 3's 2 x 2 = 4, ties to the lower stage: 2/2/1/1, which
+ * Megatron-LM runs as a layout. So the rebalanced case has the point and
+ * the even one none. The search space on the same 4 GPUs (TP 1; PP 1, 2,
+ * 4; micro-batches b x DP dividing 16): evenly, PP 1 (DP 4, b 1, 2, 4) 3
+ * groups x 12 and PP 2 (DP 2, b 1, 2, 4, 8) 4 groups x 12 of 1F1B (the
+ * interleaved 2 x 2 chunks do not divide 6 layers, GPipe is refused), 84
+ * points; rebalanced, PP 4's 4 groups x 12 of 1F1B too (6 layers over 4
+ * stages) and PP 2 interleaved in units of 2 layers (4/2) save b 8's (16 /
+ * (8 x 2) = 1 micro-batch, not a multiple of 2 stages): 3 x 12, 168.
+ * The rebalanced point simulates too (the layers 2/2/1/1 lowered). */
+Test(studies, rebalance_fault_case_tries_depths_that_do_not_divide_the_layers, .timeout = 120)
+{
+	struct study *st = load("tests/data/studies/rebalance-uneven.json");
+	struct study_size sz;
+	cr_assert(study_count(st, &sz));
+	cr_expect_eq(sz.points, 1);
+	cr_expect_eq(sz.refused[SEARCH_RULE_LAYERS_PP], 1);
+	int n;
+	struct study_row *r = eval_all(st, &n);
+	cr_assert_eq(n, 1);
+	cr_expect_eq(r[0].fault, 1);
+	cr_assert(r[0].ok, "%s", r[0].error ? r[0].error : "");
+	const char *layers = study_row_stage_layers(A, st, &r[0]);
+	cr_assert_not_null(layers);
+	cr_expect_str_eq(layers, "2/2/1/1");
+	cr_assert(study_simulate(A, st, &r[0]));
+	cr_expect(r[0].simulated, "%s", r[0].sim_error ? r[0].sim_error : "");
+	st->search = true;
+	int nu;
+	int64_t points[2];
+	for (int cell = 0; cell < 2; cell++)
+		cr_assert_not_null(study_cell_units(A, st, cell, &nu, &points[cell]));
+	cr_expect_eq(points[0], 84);
+	cr_expect_eq(points[1], 168);
+}
+
 /* The fault case is a key column: a sweep stores a row per case, fit
  * answers the first and tabulates the rest, --fault answers another. */
 Test(studies, fault_cases_stored_and_fitted, .timeout = 120)
