@@ -5,7 +5,9 @@
  * train.op_overhead_us by default, train.comm_efficiency on request;
  * cost_cal_set folds each into the parameters that the estimate and the
  * simulation both read), fitted by bounded nonlinear
- * least squares on the rows' relative errors, never one factor per row.
+ * least squares on the rows' relative errors (or Huber's loss, by
+ * iteratively reweighted least squares: a row beyond 1.345 robust
+ * standard deviations weighs in linearly), never one factor per row.
  *
  * The bounds hold by a change of variable (x = lo + (hi - lo) / (1 +
  * e^-u), GSL multifit_nlinear's trust region in u); the standard errors
