@@ -160,11 +160,11 @@ static bool parse(struct arena *ar, int argc, char **argv, struct rargs *r)
 		case 5: r->description = v; break;
 		case 6: r->rows = v; break;
 		default:
-			if (!strcmp(v, "squares")) {
-				r->loss = VALIDATION_LOSS_SQUARES;
-			} else if (!strcmp(v, "huber")) {
-				r->loss = VALIDATION_LOSS_HUBER;
-			} else {
+			r->loss = VALIDATION_LOSS_COUNT;
+			for (int l = 0; l < VALIDATION_LOSS_COUNT; l++)
+				if (!strcmp(v, validation_loss_names[l]))
+					r->loss = (enum validation_loss)l;
+			if (r->loss == VALIDATION_LOSS_COUNT) {
 				fprintf(stderr, "shardlab calibrate: --loss takes squares or huber, got "
 				        "'%s'\n", v);
 				return false;
@@ -218,7 +218,7 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 	}
 	fits[nf] = (struct cal_fit){.name = "training", .kind = "training", .fitted_on = on,
 	                            .points = f->n_points,
-	                            .loss = tf->loss == VALIDATION_LOSS_HUBER ? "huber" : "squares",
+	                            .loss = validation_loss_names[tf->loss],
 	                            .cv_method = f->cv_method,
 	                            .cv_folds = f->cv_folds, .cv_mape_pct = f->cv_mape_pct,
 	                            .cv_rms_pct = f->cv_rms_pct, .cv_log_rms = f->cv_log_rms,
@@ -387,8 +387,7 @@ static cJSON *json(const struct rargs *r, const struct validation *v,
 		}
 		cJSON_AddItemToArray(rows, o);
 	}
-	cJSON_AddStringToObject(root, "loss",
-	                        tf->loss == VALIDATION_LOSS_HUBER ? "huber" : "squares");
+	cJSON_AddStringToObject(root, "loss", validation_loss_names[tf->loss]);
 	cJSON_AddItemToObject(root, "robust_scale", num_or_null(f->robust_scale));
 	cJSON *in = cJSON_AddObjectToObject(root, "in_sample");
 	cJSON_AddNumberToObject(in, "mape_pct", f->mape_pct);

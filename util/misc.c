@@ -30,6 +30,19 @@ uint64_t util_hash_words(const int64_t *w, size_t n)
 	return h ^ (h >> 29);
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+double util_median(double *v, int n)
+{
+	SL_ASSERT(n >= 1);
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int64_t util_gcd64(int64_t a, int64_t b)
 {
 	while (b) {

@@ -38,6 +38,8 @@ void util_assert_fail(const char *file, int line, const char *expr)
 bool util_mul_i64(int64_t a, int64_t b, int64_t *out);
 /* Greatest common divisor of a, b >= 0 (gcd(a, 0) = a). */
 int64_t util_gcd64(int64_t a, int64_t b);
+/* The median of v[n] (n >= 1), which it sorts in place. */
+double util_median(double *v, int n);
 /* A hash of n 64-bit words (FNV-1a over words, then a shift so that the
  * low bits depend on every word), for tables keyed by such words. */
 uint64_t util_hash_words(const int64_t *w, size_t n);

@@ -123,12 +123,6 @@ static int solve_weighted(const struct validation_model *m, const int *points, i
 	return c.failed ? -1 : iters;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* The robust standard deviation of the relative errors r[n]: 1.4826 times
  * their median absolute value (the median absolute deviation about zero,
  * consistent with the standard deviation under normal errors; Huber
@@ -140,8 +134,7 @@ static double robust_scale(const double *r, int n)
 		return NAN;
 	for (int k = 0; k < n; k++)
 		a[k] = fabs(r[k]);
-	qsort(a, (size_t)n, sizeof *a, cmp_double);
-	double med = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+	double med = util_median(a, n);
 	free(a);
 	return 1.4826 * med;
 }
@@ -364,6 +357,8 @@ bool validation_fit_model(struct arena *a, const struct validation_model *m,
 }
 
 /* ---------------------------------------------------- the training rows */
+
+const char *const validation_loss_names[VALIDATION_LOSS_COUNT] = {"squares", "huber"};
 
 const enum cal_param validation_fit_default[VALIDATION_FIT_DEFAULT_N] = {
 	CAL_TRAIN_GEMM_EFFICIENCY, CAL_TRAIN_NIC_EFFICIENCY, CAL_TRAIN_OP_OVERHEAD_US};

@@ -267,7 +267,8 @@ struct validation_score validation_score_collectives(const struct validation_col
  * standard deviations, absolute values beyond: a row the figures cannot
  * describe pulls them no harder than one at that distance), by
  * iteratively reweighted least squares. */
-enum validation_loss { VALIDATION_LOSS_SQUARES, VALIDATION_LOSS_HUBER };
+enum validation_loss { VALIDATION_LOSS_SQUARES, VALIDATION_LOSS_HUBER, VALIDATION_LOSS_COUNT };
+extern const char *const validation_loss_names[VALIDATION_LOSS_COUNT];  /* "squares", "huber" */
 #define VALIDATION_HUBER_K 1.345      /* Huber's tuning constant: 95% efficiency under
                                          normal errors (Huber, "Robust Statistics", 1981) */
 #define VALIDATION_IRLS_MAX 30        /* reweighting rounds, at most */

@@ -804,12 +804,6 @@ void cost_calib_cross_validate(struct arena *a, const struct calib_table *t,
 
 /* ------------------------------------------------- the kernel classes */
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return (a > b) - (a < b);
-}
-
 bool cost_calib_classes(struct arena *a, const struct calib_table *t, const struct topo_device *d,
                         double overhead_s, double memory_efficiency, struct calib_classes *out,
                         struct diag_list *diags)
@@ -845,8 +839,7 @@ bool cost_calib_classes(struct arena *a, const struct calib_table *t, const stru
 			}
 			if (n == 0)
 				continue;
-			qsort(v, (size_t)n, sizeof *v, cmp_double);
-			double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+			double m = util_median(v, n);
 			out->eff[c][pass] = m < memory_efficiency ? m : memory_efficiency;
 			out->rows[c][pass] = n;
 		}
