@@ -468,6 +468,13 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--overlap-param-gather");
 	if (t->flash_attention)
 		arg(f, &first, "--attention-backend flash");
+	/* the loss (docs/cost-models.md, "The loss"); vocab-parallel is the
+	 * default, and MindFormers' has no Megatron-LM equal: Megatron-LM
+	 * then runs its default */
+	if (t->cross_entropy == XENT_VOCAB_PARALLEL_JIT || t->cross_entropy == XENT_FUSED)
+		arg(f, &first, "--cross-entropy-loss-fusion");
+	if (t->cross_entropy == XENT_FUSED)
+		arg(f, &first, "--cross-entropy-fusion-impl te");
 	arg(f, &first, "--micro-batch-size %lld", (long long)c->micro_batch);
 	arg(f, &first, "--global-batch-size %lld", (long long)t->global_batch);
 	model_args(f, &first, g);

@@ -23,6 +23,9 @@ const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1
 const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 const char *const zero3_impl_names[ZERO3_IMPL_COUNT] = {"collectives", "deepspeed-2021"};
 _Static_assert(ZERO3_IMPL_COUNT == 2, "zero3_impl_names must list every implementation");
+const char *const cross_entropy_names[XENT_COUNT] = {"vocab-parallel", "vocab-parallel-jit",
+                                                     "mindformers", "fused"};
+_Static_assert(XENT_COUNT == 4, "cross_entropy_names must list every implementation");
 const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase",
                                                     "representative"};
 const char *const collective_algo_names[COLL_COUNT] = {
@@ -1244,10 +1247,10 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "activation_offload_layers",
 	                                   "account_for_embedding_in_pipeline_split",
 	                                   "account_for_loss_in_pipeline_split", "zero3_impl",
-	                                   NULL};
+	                                   "cross_entropy", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO,
-	    z3 = ZERO3_COLLECTIVES;
+	    z3 = ZERO3_COLLECTIVES, xent = XENT_VOCAB_PARALLEL;
 	int64_t zero = 0;
 	t->dtype = L->s->graph && L->s->graph->n_ops ? L->s->graph->ops[0].dtype : DT_FP32;
 	struct jv v;
@@ -1272,6 +1275,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_int(&v, "zero_stage", JR_RANGE(0, 3), 0, &zero) && ok;
 	ok = opt_enum(&v, "zero3_impl", zero3_impl_names, ZERO3_IMPL_COUNT, ZERO3_COLLECTIVES, &z3) &&
 	     ok;
+	ok = opt_enum(&v, "cross_entropy", cross_entropy_names, XENT_COUNT, XENT_VOCAB_PARALLEL,
+	              &xent) && ok;
 	ok = opt_enum(&v, "precision", precision_names, PRECISION_COUNT, PRECISION_AUTO, &prec) && ok;
 	ok = jv_opt_bool(&v, "sequence_parallel", false, &t->sequence_parallel) && ok;
 	ok = jv_opt_bool(&v, "flash_attention", false, &t->flash_attention) && ok;
@@ -1307,6 +1312,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	t->recompute = (enum recompute_mode)rec;
 	t->zero_stage = (int)zero;
 	t->zero3_impl = (enum zero3_impl)z3;
+	t->cross_entropy = (enum cross_entropy)xent;
 	t->precision = (enum precision_recipe)prec;
 	/* Relations between fields; a field that failed to read stands at its
 	 * default here, so each problem is reported once. */

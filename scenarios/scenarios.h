@@ -103,6 +103,20 @@ extern const char *const recompute_names[RECOMPUTE_COUNT];
 enum zero3_impl { ZERO3_COLLECTIVES, ZERO3_DEEPSPEED_2021, ZERO3_IMPL_COUNT };
 extern const char *const zero3_impl_names[ZERO3_IMPL_COUNT];
 
+/* How the language model's softmax cross-entropy runs (docs/cost-models.md,
+ * "The loss"): Megatron-LM's vocabulary-parallel cross-entropy, its passes
+ * over fp32 logits one kernel each (the default: Megatron-LM, Megatron-Core
+ * without --cross-entropy-loss-fusion, and the frameworks built on them);
+ * the same passes fused by Megatron-Core's --cross-entropy-loss-fusion
+ * (its "native" implementation, three kernels); MindFormers' CrossEntropyLoss
+ * (a log-softmax and a one-hot NLL, one operator a kernel); or one fused kernel
+ * (Transformer Engine's, PyTorch's F.cross_entropy), priced by the device's
+ * `loss` kernel class. */
+enum cross_entropy {
+	XENT_VOCAB_PARALLEL, XENT_VOCAB_PARALLEL_JIT, XENT_MINDFORMERS, XENT_FUSED, XENT_COUNT
+};
+extern const char *const cross_entropy_names[XENT_COUNT];
+
 /* How the model state is held (docs/cost-models.md, "Precision recipes"):
  * auto by the parameters' dtype (Megatron-LM's recipe for bf16 and fp16,
  * plain fp32 Adam); Megatron-LM's bf16 with fp32 gradient accumulation
@@ -151,6 +165,7 @@ struct training {
 	enum recompute_mode recompute;
 	int zero_stage;               /* 0..3 */
 	enum zero3_impl zero3_impl;   /* with zero_stage 3: the framework that runs it */
+	enum cross_entropy cross_entropy; /* how the loss runs */
 	enum precision_recipe precision; /* the model state's bytes per parameter */
 	bool grad_reduce_in_bf16;     /* Megatron-LM's --grad-reduce-in-bf16: bf16 weights'
 	                                 gradients kept and reduced in bf16, not fp32 */

@@ -31,6 +31,8 @@ static cJSON *training_json(const struct training *t)
 	add_num(o, "zero_stage", t->zero_stage);
 	if (t->zero_stage == 3 && t->zero3_impl != ZERO3_COLLECTIVES)
 		cJSON_AddStringToObject(o, "zero3_impl", zero3_impl_names[t->zero3_impl]);
+	if (t->cross_entropy != XENT_VOCAB_PARALLEL)
+		cJSON_AddStringToObject(o, "cross_entropy", cross_entropy_names[t->cross_entropy]);
 	cJSON_AddStringToObject(o, "dtype", dtype_names[t->dtype]);
 	if (t->precision != PRECISION_AUTO)
 		cJSON_AddStringToObject(o, "precision", precision_names[t->precision]);

@@ -384,12 +384,72 @@ static bool fp8_compute(struct est_ctx *c, const struct dist_op *d, struct est_o
 	return true;
 }
 
+/* The passes of the softmax cross-entropy over the logits as Megatron-LM
+ * runs it (docs/cost-models.md, "The loss"; megatron/core/tensor_parallel/
+ * cross_entropy.py, megatron/core/fusions/fused_cross_entropy.py): bytes
+ * per local logit element, one kernel each, memory-bound at the device's
+ * streaming rate. The logits are upcast to fp32 first (16-bit logits:
+ * read 2, write 4) and the gradient cast back (read 4, write 2). */
+struct xent_pass {
+	double half, full;  /* bytes with 16-bit logits, with fp32 logits (no cast) */
+};
+#define XENT_PASSES 11
+static const struct xent_pass xent_forward[][XENT_PASSES] = {
+	/* vocab-parallel: .float(), max, -= max, exp, sum, /= sum */
+	[XENT_VOCAB_PARALLEL] = {{6, 0}, {4, 4}, {8, 8}, {8, 8}, {4, 4}, {8, 8}},
+	/* vocab-parallel-jit: .float() with max; -= max, exp and sum; /= sum */
+	[XENT_VOCAB_PARALLEL_JIT] = {{6, 4}, {8, 8}, {8, 8}},
+	/* mindformers (mindformers/core/loss/loss.py, CrossEntropyLoss with its
+	 * _LogSoftmax and _NLLLoss): + 0 (forcing the redistribution under
+	 * semi-auto parallelism), cast, max, - max, exp, sum, - log(sum) (the
+	 * log-softmax written), the one-hot label written, log-softmax x
+	 * one-hot, negation, sum */
+	[XENT_MINDFORMERS] = {{4, 8}, {6, 0}, {4, 4}, {8, 8}, {8, 8}, {4, 4}, {8, 8}, {4, 4},
+	                      {12, 12}, {8, 8}, {4, 4}},
+};
+static const struct xent_pass xent_backward[][XENT_PASSES] = {
+	/* grad_input *= grad_output (the target's -= 1 touches one element a
+	 * row); the upcast's backward */
+	[XENT_VOCAB_PARALLEL] = {{8, 8}, {6, 0}},
+	[XENT_VOCAB_PARALLEL_JIT] = {{8, 8}, {6, 0}},
+	/* the two cells' bprops: exp of the log-softmax, - one-hot, x dout,
+	 * x the loss's repeat factor, the cast back */
+	[XENT_MINDFORMERS] = {{8, 8}, {12, 12}, {8, 8}, {8, 8}, {6, 0}},
+};
+
+static double xent_passes_s(const struct topo_device *dev, const struct xent_pass *p,
+                            double elems, bool half)
+{
+	double s = 0;
+	for (int i = 0; i < XENT_PASSES; i++) {
+		struct cost_work w = {0, (half ? p[i].half : p[i].full) * elems, 0, 0, 0};
+		s += cost_compute_s(dev, DT_FP32, &w, NULL); /* no bytes: no kernel */
+	}
+	return s;
+}
+
+/* A SoftmaxCrossEntropy priced as Megatron-LM runs it (training.cross_entropy
+ * other than "fused"); false for any other op. */
+static bool xent_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
+{
+	const struct op *o = &c->g->ops[d->op];
+	enum cross_entropy x = c->train->cross_entropy;
+	if (o->kind != OP_SOFTMAXCROSSENTROPY || x == XENT_FUSED)
+		return false;
+	double elems = (double)layout_local_elems(&d->in[0]);
+	bool half = dtype_bytes(c->g->tensors[o->in[0]].dtype) == 2;
+	const struct topo_device *dev = &c->t->device;
+	eo->compute_forward_s = xent_passes_s(dev, xent_forward[x], elems, half) * c->slow;
+	eo->compute_backward_s = xent_passes_s(dev, xent_backward[x], elems, half) * c->slow;
+	return true;
+}
+
 static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
 	const struct op *o = &c->g->ops[d->op];
 	const struct topo_device *dev = &c->t->device;
 	const struct bwd_kind *k = &bwd_table[o->kind];
-	if (flash_compute(c, d, eo) || fp8_compute(c, d, eo))
+	if (flash_compute(c, d, eo) || fp8_compute(c, d, eo) || xent_compute(c, d, eo))
 		return;
 	struct cost_work w;
 	cost_op_work(c->g, d, &w);

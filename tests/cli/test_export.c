@@ -753,3 +753,31 @@ Test(export, megatron_search_with_activation_offload_is_runnable)
 	cJSON_Delete(j);
 	free(r.out);
 }
+
+Test(export, megatron_cross_entropy_fusion)
+{
+	/* training.cross_entropy: the default (vocab-parallel) is Megatron-LM's
+	 * own and writes nothing; vocab-parallel-jit its --cross-entropy-loss-
+	 * fusion (the native implementation, the flag's default); fused adds
+	 * --cross-entropy-fusion-impl te; MindFormers' has no equal and writes
+	 * nothing. */
+	static const struct {
+		const char *xent;
+		bool fusion, te;
+	} cases[] = {{"vocab-parallel", false, false},
+	             {"vocab-parallel-jit", true, false},
+	             {"mindformers", false, false},
+	             {"fused", true, true}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char training[96];
+		snprintf(training, sizeof training, "\"tensor_parallel\": 2, \"cross_entropy\": \"%s\"",
+		         cases[i].xent);
+		struct cli_run r = export_gpt(8, 4, training, false);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		cr_expect_eq(strstr(r.out, "--cross-entropy-loss-fusion \\\n") != NULL, cases[i].fusion,
+		             "%s: %s", cases[i].xent, r.out);
+		cr_expect_eq(strstr(r.out, "--cross-entropy-fusion-impl te \\\n") != NULL, cases[i].te,
+		             "%s: %s", cases[i].xent, r.out);
+		free(r.out);
+	}
+}

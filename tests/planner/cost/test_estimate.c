@@ -1073,3 +1073,81 @@ Test(estimate, overlapped_gradients_run_under_the_backward)
 	near(e.iteration_s, whole.iteration_s - R + want, "iteration_s");
 	arena_free(a);
 }
+
+/* The loss as Megatron-LM runs it (training.cross_entropy; docs/cost-models.md,
+ * "The loss"): each pass over the local logits one memory-bound kernel,
+ * o + bytes / (HBM x eta_mem). The 1-layer LLaMA's logits are [32, 64] on
+ * one H100: 2,048 elements. Bytes an element (megatron/core/tensor_parallel/
+ * cross_entropy.py), with bf16 logits:
+ *   vocab-parallel      forward  .float() 2 + 4, max 4, -= max 4 + 4, exp 4 + 4,
+ *                                sum 4, /= sum 4 + 4: 6 kernels, 38 B;
+ *                       backward *= grad 4 + 4, the upcast's backward 4 + 2:
+ *                                2 kernels, 14 B;
+ *   vocab-parallel-jit  forward  .float() with max 2 + 4, -= max with exp and
+ *                                sum 4 + 4, /= sum 4 + 4: 3 kernels, 22 B;
+ *                       backward as above;
+ *   mindformers         forward  + 0 2 + 2, cast 2 + 4, max 4, - max 4 + 4, exp
+ *                                4 + 4, sum 4, - log(sum) 4 + 4, one-hot 4, x one-hot
+ *                                4 + 4 + 4, negation 4 + 4, sum 4: 11 kernels, 70 B;
+ *                       backward exp 4 + 4, - one-hot 4 + 4 + 4, x dout 4 + 4, x the
+ *                                repeat 4 + 4, cast back 4 + 2: 5 kernels, 42 B;
+ * with fp32 logits no cast: vocab-parallel 5 kernels, 32 B forward, 1
+ * kernel, 8 B backward; vocab-parallel-jit 3 kernels (max alone reads 4),
+ * 20 B forward; mindformers 10 kernels, 68 B (+ 0 reads and writes 4 + 4)
+ * forward, 4 kernels, 36 B backward. "fused" is one kernel priced by the device's loss class
+ * (the memory_bound_kernels test's rule: 0.2184 forward). */
+Test(estimate, megatron_cross_entropy_passes_by_hand)
+{
+	static const struct {
+		const char *dtype, *xent;
+		double fk, fb, bk, bb;  /* kernels and bytes an element, forward and backward */
+	} cases[] = {
+		{"bf16", "vocab-parallel", 6, 38, 2, 14},
+		{"bf16", "vocab-parallel-jit", 3, 22, 2, 14},
+		{"fp32", "vocab-parallel", 5, 32, 1, 8},
+		{"fp32", "vocab-parallel-jit", 3, 20, 1, 8},
+		{"bf16", "mindformers", 11, 70, 5, 42},
+		{"fp32", "mindformers", 10, 68, 4, 36},
+	};
+	const double n = 32 * 64;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct arena *a = arena_new();
+		struct diag_list d;
+		diag_list_init(&d);
+		char training[64];
+		snprintf(training, sizeof training, "{\"cross_entropy\": \"%s\"}", cases[i].xent);
+		struct estimate e;
+		const struct plan *p = llama1_estimate(a, &d, cases[i].dtype, training, &e);
+		const struct topo_device *dev = &p->scenario->topo->device;
+		double o = dev->kernel_overhead_s, rate = dev->hbm_bps * dev->memory_efficiency;
+		int k = graph_find_op(p->graph, "loss");
+		cr_assert(k >= 0);
+		double f = cases[i].fk * o + cases[i].fb * n / rate;
+		double b = cases[i].bk * o + cases[i].bb * n / rate;
+		cr_expect(fabs(e.ops[k].compute_forward_s - f) < 1e-12 * f, "%s %s forward %.9g, want %.9g",
+		          cases[i].dtype, cases[i].xent, e.ops[k].compute_forward_s, f);
+		cr_expect(fabs(e.ops[k].compute_backward_s - b) < 1e-12 * b,
+		          "%s %s backward %.9g, want %.9g", cases[i].dtype, cases[i].xent,
+		          e.ops[k].compute_backward_s, b);
+		diag_list_free(&d);
+		arena_free(a);
+	}
+	/* the default is vocab-parallel; "fused" is the loss class's one kernel */
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct estimate def, fused;
+	const struct plan *p = llama1_estimate(a, &d, "bf16", "{}", &def);
+	cr_expect_eq(p->scenario->training.cross_entropy, XENT_VOCAB_PARALLEL);
+	p = llama1_estimate(a, &d, "bf16", "{\"cross_entropy\": \"fused\"}", &fused);
+	int k = graph_find_op(p->graph, "loss");
+	const struct topo_device *dev = &p->scenario->topo->device;
+	double f = dev->kernel_overhead_s + p->ops[k].bytes_per_rank / (dev->hbm_bps * 0.2184);
+	cr_expect(fabs(fused.ops[k].compute_forward_s - f) < 1e-12 * f, "fused forward %.9g, want %.9g",
+	          fused.ops[k].compute_forward_s, f);
+	double vp = 6 * dev->kernel_overhead_s + 38 * n / (dev->hbm_bps * dev->memory_efficiency);
+	cr_expect(fabs(def.ops[k].compute_forward_s - vp) < 1e-12 * vp, "default forward %.9g, want %.9g",
+	          def.ops[k].compute_forward_s, vp);
+	diag_list_free(&d);
+	arena_free(a);
+}
