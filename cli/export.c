@@ -452,6 +452,11 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--context-parallel-size %lld", (long long)c->cp);
 	if (c->recompute == RECOMPUTE_SELECTIVE) {
 		arg(f, &first, "--recompute-granularity selective");
+	} else if (c->recompute == RECOMPUTE_FULL && t->recompute_layers > 0) {
+		/* the first N layers of each chunk (training.recompute_layers) */
+		arg(f, &first, "--recompute-granularity full");
+		arg(f, &first, "--recompute-method block");
+		arg(f, &first, "--recompute-num-layers %lld", (long long)t->recompute_layers);
 	} else if (c->recompute == RECOMPUTE_FULL) {
 		arg(f, &first, "--recompute-granularity full");
 		arg(f, &first, "--recompute-method uniform");

@@ -453,6 +453,9 @@ static void set_training(struct training *t, const struct training *user,
 	t->virtual_stages = c->virtual_stages;
 	t->schedule = c->schedule;
 	t->recompute = c->recompute;
+	/* the scenario's block of recomputed layers where the configuration
+	 * recomputes in full (validation rows and study points are built here) */
+	t->recompute_layers = c->recompute == RECOMPUTE_FULL ? user->recompute_layers : 0;
 	t->zero_stage = c->zero_stage;
 	t->sequence_parallel = c->sequence_parallel;
 	t->expert_parallel = c->ep > 0 ? c->ep : user->expert_parallel;

@@ -1247,7 +1247,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "activation_offload_layers",
 	                                   "account_for_embedding_in_pipeline_split",
 	                                   "account_for_loss_in_pipeline_split", "zero3_impl",
-	                                   "cross_entropy", NULL};
+	                                   "cross_entropy", "recompute_layers", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO,
 	    z3 = ZERO3_COLLECTIVES, xent = XENT_VOCAB_PARALLEL;
@@ -1300,6 +1300,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_int(&v, "last_stage_layers", JR_RANGE(1, 1e6), 0, &t->last_stage_layers) && ok;
 	ok = jv_opt_int(&v, "activation_offload_layers", JR_RANGE(0, 1e6), 0,
 	                &t->activation_offload_layers) && ok;
+	ok = jv_opt_int(&v, "recompute_layers", JR_RANGE(1, 1e6), 0, &t->recompute_layers) && ok;
 	struct jv mb;
 	t->micro_batches_set = jv_get(&v, "micro_batches", &mb);
 	double bucket_mb;
@@ -1335,6 +1336,19 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_error(&f, "the parameter all-gather overlapped is the distributed optimizer's "
 		         "(Megatron-LM's --overlap-param-gather needs --use-distributed-optimizer): "
 		         "zero_stage 1 or 2, not %lld", (long long)zero);
+		ok = false;
+	}
+	/* Megatron-LM's block method recomputes whole layers (arguments.py:
+	 * --recompute-method needs --recompute-granularity full) */
+	if (jv_get(&v, "recompute_layers", &f) && t->recompute != RECOMPUTE_FULL) {
+		jv_error(&f, "the layers recomputed are recomputed whole (Megatron-LM's "
+		         "--recompute-method block needs --recompute-granularity full): recompute "
+		         "\"full\", not \"%s\"", recompute_names[t->recompute]);
+		ok = false;
+	} else if (jv_get(&v, "recompute_layers", &f) && t->zero_stage == 3 &&
+	           t->zero3_impl == ZERO3_DEEPSPEED_2021) {
+		jv_error(&f, "DeepSpeed's stage 3 is priced with every layer recomputed (its "
+		         "re-gathers, docs/cost-models.md): leave recompute_layers out");
 		ok = false;
 	}
 	/* an implementation of ZeRO-3 is named for ZeRO-3 only */

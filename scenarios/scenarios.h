@@ -163,6 +163,10 @@ struct training {
 	int64_t virtual_stages;       /* per device: interleaved schedule; ZB-V's 2 */
 	enum pipeline_schedule schedule;
 	enum recompute_mode recompute;
+	int64_t recompute_layers;     /* with recompute full: the first N transformer layers of
+	                                 each pipeline chunk recomputed, the others keeping
+	                                 their activations (Megatron-LM's --recompute-method
+	                                 block --recompute-num-layers N); 0: every layer */
 	int zero_stage;               /* 0..3 */
 	enum zero3_impl zero3_impl;   /* with zero_stage 3: the framework that runs it */
 	enum cross_entropy cross_entropy; /* how the loss runs */

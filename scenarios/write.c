@@ -28,6 +28,8 @@ static cJSON *training_json(const struct training *t)
 		add_num(o, "virtual_stages", (double)t->virtual_stages);
 	cJSON_AddStringToObject(o, "schedule", schedule_names[t->schedule]);
 	cJSON_AddStringToObject(o, "recompute", recompute_names[t->recompute]);
+	if (t->recompute == RECOMPUTE_FULL && t->recompute_layers > 0)
+		add_num(o, "recompute_layers", (double)t->recompute_layers);
 	add_num(o, "zero_stage", t->zero_stage);
 	if (t->zero_stage == 3 && t->zero3_impl != ZERO3_COLLECTIVES)
 		cJSON_AddStringToObject(o, "zero3_impl", zero3_impl_names[t->zero3_impl]);

@@ -53,6 +53,7 @@ struct lower {
 	const uint32_t *fused;             /* per op: plan_fused_input_grads */
 	const struct param_reads *reads;   /* which reads of a parameter are its first */
 	struct cost_act_scratch *act;      /* cost_chunk_activations' tables */
+	const bool *recomputed;            /* per op: cost_recomputed */
 	int lo;                            /* the first op of the chunk being lowered */
 	bool mirror;                       /* DualPipe: lowering the reverse direction's copy
 	                                      (model chunk c on stage P - 1 - c) */
@@ -308,7 +309,7 @@ static void zero3_before(struct lower *L, int i, int dir, int lo, int hi, bool *
  * its own collectives; `gather` gathers parameters first (ZeRO-3); `core`
  * non-NULL keeps only those ops' compute (selective recomputation). */
 static void forward(struct lower *L, const int *start, const int *idx, int lo, int hi,
-                    bool gather, const bool *core)
+                    bool gather, const bool *core, const bool *only)
 {
 	const struct plan *p = L->p;
 	struct plan_coll_sink k = {collective, L};
@@ -316,8 +317,9 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 	bool started = false;
 	for (int i = lo; i < hi; i++) {
 		const struct dist_op *d = &p->ops[i];
-		if (core && !core[i])
-			continue;
+		if ((core && !core[i]) || (only && !only[i]))
+			continue; /* core: the attention core alone, without its collectives;
+			             only: those ops with theirs (recompute_layers) */
 		L->op = i;
 		double hidden = 0;
 		if (!core) {
@@ -676,7 +678,7 @@ static void chunk_forward(struct lower *L, const int *start, const int *idx, int
 		param_gather(L, &b[k], k, true);
 	if (c > 0)
 		p2p(L, PROG_RECV, c - 1, false);
-	forward(L, start, idx, lo, hi, tr->zero_stage >= 3, NULL);
+	forward(L, start, idx, lo, hi, tr->zero_stage >= 3, NULL, NULL);
 	offload_wait(L, c, false);
 	if (overlapped && nb > 0) {
 		compute(L, -1, 0);
@@ -711,7 +713,9 @@ static void chunk_backward(struct lower *L, const int *start, const int *idx, co
 		L->phase = PHASE_RECOMPUTE;
 		/* DeepSpeed 2021 gathers again what it released (gathers_rec) */
 		forward(L, start, idx, lo, hi, cost_zero3_deepspeed(tr) && tr->recompute == RECOMPUTE_FULL,
-		        tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL);
+		        tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL,
+		        tr->recompute == RECOMPUTE_FULL && tr->recompute_layers > 0 ? L->recomputed
+		                                                                     : NULL);
 		L->phase = PHASE_BACKWARD;
 	}
 	backward(L, start, idx, lo, hi, tr->zero_stage >= 3, L->buckets[c], L->n_buckets[c], split);
@@ -993,13 +997,14 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	L.fused = plan_fused_input_grads(a, p);
 	L.reads = plan_param_reads(a, p->graph);
 	L.act = cost_act_scratch_new(a, pl);
+	L.recomputed = cost_recomputed(a, pl, pp);
 	out->chunks = arena_calloc(a, (size_t)L.n_prog + 1, sizeof(*out->chunks));
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
 	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));
 	L.n_buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
 	if (!start || !core || !L.bwd_step || !L.fwd_step || !L.pend_fwd || !L.pend_bwd || hiders_oom ||
-	    !L.fused || !L.reads || !L.act || !out->chunks || !out->stages || !L.buckets ||
-	    !L.n_buckets)
+	    !L.fused || !L.reads || !L.act || !L.recomputed || !out->chunks || !out->stages ||
+	    !L.buckets || !L.n_buckets)
 		goto oom;
 	if (dual)
 		lower_dual(&L, start, idx, core, out->chunks);

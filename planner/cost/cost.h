@@ -1002,6 +1002,14 @@ void cost_memory_verdict(double peak_bytes, double capacity_bytes, struct cost_v
  * `core`: plan_attention_core; `x`: cost_act_scratch_new's scratch for the
  * plan, reused chunk after chunk (nothing is allocated here). */
 struct cost_act_scratch;
+/* Which ops a backward recomputes under full recomputation (per op, NULL
+ * on OOM): every op with training.recompute_layers 0; with N > 0 the ops
+ * of the first N transformer layers of each chunk (Megatron-LM's
+ * --recompute-method block: transformer_block.py's _checkpointed_forward
+ * checkpoints layers 0 .. N-1 of the chunk's block and runs the rest
+ * plainly), and nothing outside the layers. All false without full
+ * recomputation. */
+bool *cost_recomputed(struct arena *a, const struct plan *p, const struct plan_part *pp);
 /* What every op of plan p saves, found once, and two tables the size of
  * the graph's tensors, each cleared in O(1) per use; NULL when out of
  * memory. The scratch points to the plan: use it only while the plan lives. */

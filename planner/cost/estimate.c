@@ -1499,12 +1499,17 @@ static void op_extras(struct est_ctx *c, struct arena *a, const struct plan *p, 
 {
 	const struct training *tr = &p->scenario->training;
 	const struct plan_part *pp = &c->e->part;
+	const bool *rec = cost_recomputed(a, p, pp);
+	if (!rec) {
+		c->oom = true;
+		return;
+	}
 	for (int ch = 0; ch < pp->n_chunks; ch++) {
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
 		for (int i = lo; i < hi; i++) {
 			struct est_op *eo = &c->e->ops[i];
 			eo->chunk = ch;
-			if (tr->recompute == RECOMPUTE_FULL)
+			if (rec[i])
 				eo->recompute_s = eo->compute_forward_s + eo->comm_forward_s;
 			else if (tr->recompute == RECOMPUTE_SELECTIVE && core[i] && !c->attn)
 				eo->recompute_s = eo->compute_forward_s;  /* FlashAttention's backward

@@ -213,6 +213,28 @@ int cost_layer_of(const struct op *o)
 	return *p == '.' ? n : -1;
 }
 
+/* cost.h */
+bool *cost_recomputed(struct arena *a, const struct plan *p, const struct plan_part *pp)
+{
+	const struct training *t = &p->scenario->training;
+	const struct graph *g = p->graph;
+	bool *r = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(bool));
+	if (!r || t->recompute != RECOMPUTE_FULL)
+		return r;
+	for (int ch = 0; ch < pp->n_chunks; ch++) {
+		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1], n = 0, last = -1;
+		for (int i = lo; i < hi; i++) {
+			int L = cost_layer_of(&g->ops[i]);
+			if (L >= 0 && L != last) {
+				n++;
+				last = L;
+			}
+			r[i] = t->recompute_layers <= 0 || (L >= 0 && n <= t->recompute_layers);
+		}
+	}
+	return r;
+}
+
 static bool has_gradient(const struct tensor *t)
 {
 	return t->dtype == DT_FP32 || t->dtype == DT_FP16 || t->dtype == DT_BF16;
@@ -559,12 +581,21 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 	bool layers = false;
 	for (int i = lo; i < hi && !layers; i++)
 		layers = cost_layer_of(&g->ops[i]) >= 0;
+	int64_t n_rec = p->scenario->training.recompute_layers, ord = 0;
+	double kept = 0; /* what the layers after the first N save */
 	for (int i = lo; i < hi;) {
 		int L = cost_layer_of(&g->ops[i]), j = i + 1;
 		while (j < hi && cost_layer_of(&g->ops[j]) == L)
 			j++;
+		ord += L >= 0;
+		/* recompute_layers: the chunk's layers after the first N save as
+		 * usual */
 		if (L < 0 && layers) {
 			*stored += saved_sum(x, core, false, i, j, seen);
+		} else if (L >= 0 && n_rec > 0 && ord > n_rec) {
+			double b = saved_sum(x, core, false, i, j, seen);
+			*stored += b;
+			kept += b;
 		} else {
 			for (int k = i; k < j; k++)
 				for (int in = 0; in < g->ops[k].n_in; in++) {
@@ -582,6 +613,9 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 		}
 		i = j;
 	}
+	/* the backward frees the kept layers' activations before it reaches
+	 * the recomputed ones: the peak is the larger of the two */
+	*working = *working > kept ? *working - kept : 0;
 }
 
 /* Activation offload (Transformer Engine v2.8's cpu_offload.py, which

@@ -781,3 +781,20 @@ Test(export, megatron_cross_entropy_fusion)
 		free(r.out);
 	}
 }
+
+Test(export, megatron_recompute_layers_as_the_block_method)
+{
+	/* training.recompute_layers N: Megatron-LM's --recompute-method block
+	 * --recompute-num-layers N; without it, every layer (uniform, 1). */
+	struct cli_run r = export_gpt(8, 4, "\"tensor_parallel\": 2, \"recompute\": \"full\", "
+	                                    "\"recompute_layers\": 1", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--recompute-granularity full \\\n--recompute-method block "
+	                                 "\\\n--recompute-num-layers 1 \\\n"), "%s", r.out);
+	free(r.out);
+	r = export_gpt(8, 4, "\"tensor_parallel\": 2, \"recompute\": \"full\"", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--recompute-method uniform \\\n--recompute-num-layers 1 \\\n"),
+	                   "%s", r.out);
+	free(r.out);
+}

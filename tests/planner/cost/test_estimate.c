@@ -1151,3 +1151,76 @@ Test(estimate, megatron_cross_entropy_passes_by_hand)
 	diag_list_free(&d);
 	arena_free(a);
 }
+
+/* A 4-layer LLaMA (h 64, 4 heads of 16, ffn 128, s 32, vocab 64, one
+ * sequence) on one H100 with full recomputation of `layers` layers
+ * (training.recompute_layers; 0: every layer), its megatron plan estimated
+ * into e. */
+static const struct plan *llama4_recompute(struct arena *a, struct diag_list *d, int layers,
+                                           struct estimate *e)
+{
+	char training[96];
+	if (layers > 0)
+		snprintf(training, sizeof training,
+		         "{\"recompute\": \"full\", \"recompute_layers\": %d}", layers);
+	else
+		snprintf(training, sizeof training, "{\"recompute\": \"%s\"}",
+		         layers < 0 ? "none" : "full");
+	struct scenario *s = fixture_generated(
+	        a, d,
+	        "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"ffn\": 128,"
+	        " \"seq\": 32, \"vocab\": 64, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
+	        "dgx-h100", 1, training);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	const struct plan *p = plan_megatron(a, s, &o, d);
+	cr_assert_not_null(p);
+	cr_assert(plan_estimate(a, p, e, d));
+	return p;
+}
+
+/* Megatron-LM's --recompute-method block --recompute-num-layers N
+ * (training.recompute_layers): the first N layers of a chunk recomputed,
+ * the rest keeping their activations. With the four layers alike and one
+ * chunk, N = 1 recomputes exactly the ops of layers.0 (each its forward and
+ * forward communication again, as under full recomputation) and nothing
+ * outside the layers. Memory, with x a layer's input and s what a layer
+ * saves (s > x): full recomputation keeps the four inputs and, while a
+ * layer is recomputed, its s: O + 4x + s; N layers keep N inputs and
+ * 4 - N layers' s, and the backward frees those before it recomputes:
+ * O + N x + (4 - N) s for N = 1 .. 3. So S_1 - S_none, S_2 - S_1 and
+ * S_3 - S_2 are all x - s, and S_full - S_3 is x: layers.0's input
+ * [32, 64] bf16, 4,096 bytes. N = 4, every layer of the chunk, is full
+ * recomputation. */
+Test(estimate, recompute_layers_block_method)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct estimate full, none, n[5];
+	const struct plan *p = llama4_recompute(a, &d, 0, &full);
+	llama4_recompute(a, &d, -1, &none);
+	for (int k = 1; k <= 4; k++)
+		llama4_recompute(a, &d, k, &n[k]);
+	const struct graph *g = p->graph;
+	double rec1 = 0, rec4 = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		const char *name = g->ops[i].name;
+		bool l0 = strncmp(name, "layers.0.", 9) == 0, layer = strncmp(name, "layers.", 7) == 0;
+		double redo = full.ops[i].compute_forward_s + full.ops[i].comm_forward_s;
+		cr_expect_eq(n[1].ops[i].recompute_s, l0 ? redo : 0, "%s: %g", name,
+		             n[1].ops[i].recompute_s);
+		cr_expect_eq(n[4].ops[i].recompute_s, layer ? redo : 0, "%s", name);
+		rec1 += n[1].ops[i].recompute_s;
+		rec4 += n[4].ops[i].recompute_s;
+	}
+	cr_expect(rec1 > 0 && fabs(4 * rec1 - rec4) <= 1e-9 * rec4, "layers alike: %g x 4 against %g",
+	          rec1, rec4);
+	double step = n[1].activation_bytes - none.activation_bytes;
+	cr_expect(step < 0, "recomputing a layer saves memory: %g", step);
+	cr_expect_eq(n[2].activation_bytes - n[1].activation_bytes, step);
+	cr_expect_eq(n[3].activation_bytes - n[2].activation_bytes, step);
+	cr_expect_eq(full.activation_bytes - n[3].activation_bytes, 4096);
+	cr_expect_eq(n[4].activation_bytes, full.activation_bytes);
+	diag_list_free(&d);
+	arena_free(a);
+}
