@@ -857,23 +857,30 @@ Test(estimate, repeated_layers_are_alike)
 	arena_free(a);
 }
 
-/* A 1-layer LLaMA (h 64, 4 heads of 16, ffn 128, s 32, vocab 64, one
+/* An n-layer LLaMA (h 64, 4 heads of 16, ffn 128, s 32, vocab 64, one
  * sequence) of `dtype` on one H100 with `training` (a JSON object), its
  * megatron plan estimated into e. */
-static const struct plan *llama1_estimate(struct arena *a, struct diag_list *d, const char *dtype,
-                                          const char *training, struct estimate *e)
+static const struct plan *llama_estimate(struct arena *a, struct diag_list *d, int layers,
+                                         const char *dtype, const char *training,
+                                         struct estimate *e)
 {
 	char gen[256];
 	snprintf(gen, sizeof gen,
-	         "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, \"ffn\": 128,"
+	         "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": %d, \"heads\": 4, \"ffn\": 128,"
 	         " \"seq\": 32, \"vocab\": 64, \"micro_batch\": 1, \"dtype\": \"%s\"}",
-	         dtype);
+	         layers, dtype);
 	struct scenario *s = fixture_generated(a, d, gen, "dgx-h100", 1, training);
 	struct plan_options o = {.mode = REDIST_COMPAT};
 	const struct plan *p = plan_megatron(a, s, &o, d);
 	cr_assert_not_null(p);
 	cr_assert(plan_estimate(a, p, e, d));
 	return p;
+}
+
+static const struct plan *llama1_estimate(struct arena *a, struct diag_list *d, const char *dtype,
+                                          const char *training, struct estimate *e)
+{
+	return llama_estimate(a, d, 1, dtype, training, e);
 }
 
 /* FlashAttention (training.flash_attention) on a 1-layer LLaMA (h 64, 4
@@ -1152,10 +1159,8 @@ Test(estimate, megatron_cross_entropy_passes_by_hand)
 	arena_free(a);
 }
 
-/* A 4-layer LLaMA (h 64, 4 heads of 16, ffn 128, s 32, vocab 64, one
- * sequence) on one H100 with full recomputation of `layers` layers
- * (training.recompute_layers; 0: every layer), its megatron plan estimated
- * into e. */
+/* The 4-layer LLaMA with full recomputation of `layers` layers
+ * (training.recompute_layers; 0: every layer; -1: no recomputation). */
 static const struct plan *llama4_recompute(struct arena *a, struct diag_list *d, int layers,
                                            struct estimate *e)
 {
@@ -1166,16 +1171,7 @@ static const struct plan *llama4_recompute(struct arena *a, struct diag_list *d,
 	else
 		snprintf(training, sizeof training, "{\"recompute\": \"%s\"}",
 		         layers < 0 ? "none" : "full");
-	struct scenario *s = fixture_generated(
-	        a, d,
-	        "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"ffn\": 128,"
-	        " \"seq\": 32, \"vocab\": 64, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
-	        "dgx-h100", 1, training);
-	struct plan_options o = {.mode = REDIST_COMPAT};
-	const struct plan *p = plan_megatron(a, s, &o, d);
-	cr_assert_not_null(p);
-	cr_assert(plan_estimate(a, p, e, d));
-	return p;
+	return llama_estimate(a, d, 4, "bf16", training, e);
 }
 
 /* Megatron-LM's --recompute-method block --recompute-num-layers N
