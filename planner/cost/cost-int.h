@@ -128,5 +128,10 @@ bool cost_fp8_linear(const struct graph *g, enum precision_recipe r, int op, int
 /* The transformer layer of an op: N for an op named "layers.N.…" (a
  * generator's layers), -1 for the ops around them (embedding, head). */
 int cost_layer_of(const struct op *o);
+/* A norm the plan runs on a gathered input (a sequence-parallel plan
+ * gathers before a norm that feeds several column-parallel MatMuls):
+ * the fraction of it that Megatron-LM runs on the sequence shard before
+ * the gather; 1 for any other op (memory.c). */
+double cost_act_norm_fraction(const struct cost_act_scratch *x, int op);
 
 #endif

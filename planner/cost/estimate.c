@@ -453,6 +453,18 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 		return;
 	struct cost_work w;
 	cost_op_work(c->g, d, &w);
+	/* the norm before q, k and v of a sequence-parallel plan, which the
+	 * plan runs gathered, runs on the sequence shard as Megatron-LM runs
+	 * it (the gather moves the same bytes after it) */
+	double shard = c->act ? cost_act_norm_fraction(c->act, d->op) : 1;
+	if (shard < 1) {
+		double weights = 0; /* read whole either way */
+		for (int i = 0; i < o->n_in; i++)
+			if (c->g->tensors[o->in[i]].role == TENSOR_PARAM)
+				weights += layout_local_bytes(&d->in[i]);
+		w.flops *= shard;
+		w.bytes = (w.bytes - weights) * shard + weights;
+	}
 	eo->compute_forward_s = cost_op_kernel_s(dev, o->kind, o->dtype, &w, false,
 	                                         &c->e->compute_fallback);
 	if (k->rule == BWD_SCATTER_ADD) {

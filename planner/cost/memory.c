@@ -525,6 +525,12 @@ double cost_act_op_bytes(const struct cost_act_scratch *x, int op)
 	return sum;
 }
 
+/* cost-int.h */
+double cost_act_norm_fraction(const struct cost_act_scratch *x, int op)
+{
+	return gathered_norm(x->p, x->first_layer, op);
+}
+
 /* Adds what ops [lo, hi) save, each shared tensor once (seen marks the
  * tensors counted: a tensor's largest saved size wins), skipping what the
  * attention cores save when `skip_core`. */

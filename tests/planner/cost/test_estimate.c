@@ -1220,3 +1220,39 @@ Test(estimate, recompute_layers_block_method)
 	diag_list_free(&d);
 	arena_free(a);
 }
+
+/* Sequence parallelism (Korthikanti et al. 2022): Megatron-LM runs both
+ * norms of a layer on the sequence shard and gathers after them. The plan
+ * gathers before the norm that feeds q, k and v (one redistribution per
+ * edge; docs/cost-models.md), so the estimate prices that norm on the
+ * shard as Megatron runs it: on a 2-layer GPT at TP 4 with sequence
+ * parallelism, layers.1.ln1 (gathered before it) and layers.1.ln2 (on the
+ * shard) are the same LayerNorm of [32 / 4, 64] a rank, forward and
+ * backward alike. (A LLaMA's ln2 feeds gate and up, and is gathered
+ * before too.) */
+Test(estimate, sequence_parallel_norm_before_qkv_on_the_shard)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = fixture_generated(
+	        a, &d,
+	        "{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 2, \"heads\": 4, \"ffn\": 128,"
+	        " \"seq\": 32, \"vocab\": 64, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
+	        "dgx-h100", 4, "{\"tensor_parallel\": 4, \"sequence_parallel\": true}");
+	struct plan_options o = {.mode = REDIST_FUSED};
+	const struct plan *p = plan_megatron(a, s, &o, &d);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(a, p, &e, &d));
+	int ln1 = graph_find_op(p->graph, "layers.1.ln1"), ln2 = graph_find_op(p->graph, "layers.1.ln2");
+	cr_assert(ln1 >= 0 && ln2 >= 0);
+	cr_expect(layout_local_bytes(&p->ops[ln1].in[0]) > layout_local_bytes(&p->ops[ln2].in[0]),
+	          "the plan gathers before ln1");
+	double f1 = e.ops[ln1].compute_forward_s, f2 = e.ops[ln2].compute_forward_s;
+	double b1 = e.ops[ln1].compute_backward_s, b2 = e.ops[ln2].compute_backward_s;
+	cr_expect(f2 > 0 && fabs(f1 - f2) <= 1e-9 * f2, "forward %.9g against %.9g", f1, f2);
+	cr_expect(b2 > 0 && fabs(b1 - b2) <= 1e-9 * b2, "backward %.9g against %.9g", b1, b2);
+	diag_list_free(&d);
+	arena_free(a);
+}
