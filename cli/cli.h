@@ -131,6 +131,11 @@ void report_json_oom(struct cJSON *obj, double memory, double hbm);
  * ("" when it fits or is not checked); as JSON members "host_oom" (bool,
  * the same verdict) and "host_overflow_bytes" (nothing when not
  * checked). */
+/* Whether there is a host-memory verdict to print: state is offloaded
+ * (`host` bytes on the server's host, optimizer_offload /
+ * activation_offload_layers) and the topology states the host's
+ * `capacity`. One rule for validate, simulate, plan, report and compare. */
+bool cli_host_verdict(double host, double capacity);
 const char *cli_host_oom_text(char *buf, size_t size, const char *sep, double host,
                               double capacity);
 void report_json_host_oom(struct cJSON *obj, double host, double capacity);

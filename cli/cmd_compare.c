@@ -112,7 +112,8 @@ static void help(FILE *f)
 	        "                        comm_bytes_per_device, bubble_estimated_pct,\n"
 	        "                        bubble_simulated_pct, memory_bytes_per_device,\n"
 	        "                        hbm_bytes, oom, error, host_oom (empty where a\n"
-	        "                        row has no figure or the host is not checked);\n"
+	        "                        row has no figure, offloads nothing or the host\n"
+	        "                        is not checked);\n"
 	        "                        with --planner megatron-search every\n"
 	        "                        configuration estimated: rank, tp, pp, dp,\n"
 	        "                        micro_batch, micro_batches, schedule,\n"
@@ -464,7 +465,8 @@ static void search_csv(const struct scenario *s, const struct search_result *r,
 		cost_memory_verdict(k->memory_bytes, s->topo->device.hbm_bytes, &v);
 		cli_csv_str(&c, v.fit == FIT_NO ? "true" : "false");
 		cost_memory_verdict(k->host_bytes, cap, &v);  /* the host's, apart */
-		cli_csv_str(&c, !(cap > 0) ? NULL : v.fit == FIT_NO ? "true" : "false");
+		cli_csv_str(&c, !cli_host_verdict(k->host_bytes, cap) ? NULL
+		                : v.fit == FIT_NO ? "true" : "false");
 		char sl[256];
 		const char *t = cli_stage_layers_text(sl, sizeof sl, g, layers);
 		cli_csv_str(&c, *t ? t : NULL);

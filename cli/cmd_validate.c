@@ -651,7 +651,7 @@ static void training_csv(const struct validation_training_result *rows,
 		csv_opt(&c, est, r->memory_bytes);
 		cli_csv_str(&c, est ? (r->oom ? "true" : "false") : NULL);
 		if (host)  /* empty where not offloaded or not checked */
-			cli_csv_str(&c, est && r->host_bytes > 0 && r->host_capacity_bytes > 0
+			cli_csv_str(&c, est && cli_host_verdict(r->host_bytes, r->host_capacity_bytes)
 			                        ? (r->host_oom ? "true" : "false") : NULL);
 		csv_opt(&c, r->simulated, r->sim_s);
 		csv_opt(&c, r->simulated, r->sim_value);

@@ -202,10 +202,15 @@ const char *cli_oom_text(char *buf, size_t size, const char *sep, double memory,
 	return buf;
 }
 
+bool cli_host_verdict(double host, double capacity)
+{
+	return host > 0 && capacity > 0;
+}
+
 const char *cli_host_oom_text(char *buf, size_t size, const char *sep, double host,
                               double capacity)
 {
-	if (!(capacity > 0))
+	if (!cli_host_verdict(host, capacity))
 		return "";
 	char s[64];
 	snprintf(s, sizeof s, "%shost memory ", sep);
@@ -214,7 +219,7 @@ const char *cli_host_oom_text(char *buf, size_t size, const char *sep, double ho
 
 void report_json_host_oom(struct cJSON *obj, double host, double capacity)
 {
-	if (!(capacity > 0))
+	if (!cli_host_verdict(host, capacity))
 		return;
 	struct cost_verdict v;
 	cost_memory_verdict(host, capacity, &v);

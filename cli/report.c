@@ -728,7 +728,10 @@ static const char *const rule_words[SEARCH_RULE_COUNT] = {
 	[SEARCH_RULE_HEADS_TP] = "TP does not divide the heads",
 	[SEARCH_RULE_KV_HEADS_TP] = "TP neither a multiple nor a divisor of the KV heads",
 	[SEARCH_RULE_FFN_TP] = "TP does not divide the MLP",
-	[SEARCH_RULE_LAYERS_PP] = "PP does not divide the layers",
+	/* planner/search.c's rule: the even split, the fixed split
+	 * (stage_layers / first_ / last_stage_layers), or the layers plus the
+	 * embedding and loss units (account_for_*_in_pipeline_split) */
+	[SEARCH_RULE_LAYERS_PP] = "layers (with any embedding/loss units) do not split over PP",
 	[SEARCH_RULE_SEQ_SP] = "TP does not divide the sequence (SP)",
 	[SEARCH_RULE_SEQ_CP] = "sequence not a multiple of 2 x CP",
 	[SEARCH_RULE_EXPERTS_EP] = "EP does not divide the experts",

@@ -2,6 +2,7 @@
  * regular file replaced atomically with its mode kept, a symbolic link
  * followed, devices and FIFOs written in place, the temporary file removed
  * on failure, abort and SIGTERM, and a full disk on stdout an error. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -335,4 +336,44 @@ Test(output, sigkill_litter_is_removed_by_the_next_write)
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
 	cr_expect_str_eq(slurp(path), "live");
 	cr_expect_eq(entries(dir), 4);
+}
+
+/* The text summary of the search's refusals names what layers-pp refuses
+ * now: not only PP not dividing the layers, but any split the rule cannot
+ * serve (the fixed split, or the layers plus the embedding and loss units:
+ * docs/planner.md, "Plan search"). 3 refused by layers-pp, 2 by GPipe. */
+Test(output, refused_summary_says_what_layers_pp_refuses)
+{
+	int64_t refused[SEARCH_RULE_COUNT] = {0};
+	refused[SEARCH_RULE_LAYERS_PP] = 3;
+	refused[SEARCH_RULE_SCHEDULE] = 2;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+	cr_assert_not_null(f);
+	report_refused_text(f, refused);
+	fclose(f);
+	cr_expect_str_eq(text, "  left out, as Megatron-LM would refuse them: 5 (3 layers (with any "
+	                       "embedding/loss units) do not split over PP; 2 GPipe (Megatron-LM "
+	                       "runs 1F1B))\n");
+	free(text);
+}
+
+/* A host-memory verdict is printed only where state is offloaded and the
+ * topology states the host's memory: a run offloading nothing (0 bytes on
+ * the host) gets no "host_oom", even beside a stated 512 GB host; 0.2 GB
+ * offloaded on a 0.15 GB host is over it (0.2 > 0.15). */
+Test(output, host_verdict_only_where_state_is_offloaded)
+{
+	cr_expect_not(cli_host_verdict(0, 512e9));
+	cr_expect_not(cli_host_verdict(1e9, 0));
+	cr_expect(cli_host_verdict(1e9, 512e9));
+	cJSON *o = cJSON_CreateObject();
+	report_json_host_oom(o, 0, 512e9);
+	cr_expect_null(cJSON_GetObjectItemCaseSensitive(o, "host_oom"));
+	report_json_host_oom(o, 0.2e9, 0.15e9);
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "host_oom")));
+	cJSON_Delete(o);
+	char buf[128];
+	cr_expect_str_eq(cli_host_oom_text(buf, sizeof buf, "  ", 0, 512e9), "");
 }
