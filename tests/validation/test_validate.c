@@ -160,6 +160,29 @@ Test(validate, loads_the_tiny_training_file)
 	cr_assert_eq(r->value, 0.001);
 }
 
+/* validation/holdout.json, the held-out published runs (docs/validation.md,
+ * 'Held-out published runs'): it loads without a diagnostic. Its errors are
+ * reported, never tested against a threshold. */
+Test(validate, loads_the_holdout_set)
+{
+	struct validation *v = validation_load(A, "validation/holdout.json", &D);
+	cr_assert_not_null(v);
+	cr_assert_eq(D.count, 0);
+	cr_assert_eq(v->kind, VALIDATION_TRAINING);
+	cr_assert_eq(v->n_rows, 3);
+	/* BLOOM-176B: 384 GPUs at TP 4 and 12 stages leave DP 8; micro-batch
+	 * 2 per replica and 2,048 sequences make 2048 / (8 x 2) = 128
+	 * micro-batches. */
+	const struct validation_training_row *r = &v->training[0];
+	cr_assert_eq(r->tensor_parallel, 4);
+	cr_assert_eq(r->scenario->training.pipeline_stages, 12);
+	cr_assert_eq(r->scenario->training.micro_batches, 128);
+	/* Llama 3 405B on 16,384 GPUs: DP 16384 / (8 x 16) = 128, 2048 / 128
+	 * = 16 micro-batches of 1 (Table 4's 16 sequences per DP group). */
+	r = &v->training[2];
+	cr_assert_eq(r->scenario->training.micro_batches, 16);
+}
+
 Test(validate, rows_keep_sequence_and_context_parallelism)
 {
 	/* tests/data/good/validate-sp-cp.json. Row 0: TP 4 with sequence
