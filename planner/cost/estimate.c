@@ -455,8 +455,10 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 	cost_op_work(c->g, d, &w);
 	/* the norm before q, k and v of a sequence-parallel plan, which the
 	 * plan runs gathered, runs on the sequence shard as Megatron-LM runs
-	 * it (the gather moves the same bytes after it) */
-	double shard = c->act ? cost_act_norm_fraction(c->act, d->op) : 1;
+	 * it (the gather moves the same bytes after it); another plan that
+	 * gathers before a norm runs the norm gathered */
+	double shard = c->act && c->train->sequence_parallel ? cost_act_norm_fraction(c->act, d->op)
+	                                                     : 1;
 	if (shard < 1) {
 		double weights = 0; /* read whole either way */
 		for (int i = 0; i < o->n_in; i++)
