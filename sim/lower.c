@@ -307,7 +307,9 @@ static void zero3_before(struct lower *L, int i, int dir, int lo, int hi, bool *
 
 /* The forward of ops [lo, hi): redistributions into each, its compute and
  * its own collectives; `gather` gathers parameters first (ZeRO-3); `core`
- * non-NULL keeps only those ops' compute (selective recomputation). */
+ * non-NULL keeps only those ops' compute (selective recomputation); `only`
+ * non-NULL only those ops, with their collectives (training.recompute_layers:
+ * cost_recomputed). */
 static void forward(struct lower *L, const int *start, const int *idx, int lo, int hi,
                     bool gather, const bool *core, const bool *only)
 {
@@ -318,8 +320,7 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 	for (int i = lo; i < hi; i++) {
 		const struct dist_op *d = &p->ops[i];
 		if ((core && !core[i]) || (only && !only[i]))
-			continue; /* core: the attention core alone, without its collectives;
-			             only: those ops with theirs (recompute_layers) */
+			continue;
 		L->op = i;
 		double hidden = 0;
 		if (!core) {

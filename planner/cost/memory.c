@@ -594,11 +594,11 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 		while (j < hi && cost_layer_of(&g->ops[j]) == L)
 			j++;
 		ord += L >= 0;
-		/* recompute_layers: the chunk's layers after the first N save as
-		 * usual */
 		if (L < 0 && layers) {
 			*stored += saved_sum(x, core, false, i, j, seen);
 		} else if (L >= 0 && n_rec > 0 && ord > n_rec) {
+			/* recompute_layers: the chunk's layers after the first N save
+			 * as without recomputation */
 			double b = saved_sum(x, core, false, i, j, seen);
 			*stored += b;
 			kept += b;
