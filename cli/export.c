@@ -516,6 +516,9 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	fputc('\n', f);
 	if (g && g->kind == GEN_GPT && g->parallel_residual)
 		fprintf(f, "# the model's parallel residual (GPT-NeoX) has no Megatron-LM flag\n");
+	if (t->tp_comm_overlap && t->tp_comm_overlap_slices > 0 && t->sequence_parallel && c->tp > 1)
+		fprintf(f, "# tp_comm_overlap_slices (MindFormers' fine_grain_interleave) has no "
+		        "Megatron-LM flag: --tp-comm-overlap runs Transformer Engine's ring instead\n");
 }
 
 char *report_export_text(struct arena *ar, const struct plan *p, enum planner_kind kind,

@@ -1240,7 +1240,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "expert_parallel", "tensor_parallel",
 	                                   "context_parallel", "flash_attention",
 	                                   "gradient_accumulation_fusion", "overlap_grad_reduce",
-	                                   "tp_comm_overlap", "overlap_param_gather", "precision",
+	                                   "tp_comm_overlap", "tp_comm_overlap_slices",
+	                                   "overlap_param_gather", "precision",
 	                                   "optimizer_offload", "first_stage_layers",
 	                                   "last_stage_layers", "stage_layers", "rebalance",
 	                                   "grad_reduce_in_bf16", "fp8_param_gather",
@@ -1301,6 +1302,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_int(&v, "activation_offload_layers", JR_RANGE(0, 1e6), 0,
 	                &t->activation_offload_layers) && ok;
 	ok = jv_opt_int(&v, "recompute_layers", JR_RANGE(1, 1e6), 0, &t->recompute_layers) && ok;
+	ok = jv_opt_int(&v, "tp_comm_overlap_slices", JR_RANGE(2, 64), 0,
+	                &t->tp_comm_overlap_slices) && ok;
 	struct jv mb;
 	t->micro_batches_set = jv_get(&v, "micro_batches", &mb);
 	double bucket_mb;
@@ -1329,6 +1332,12 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_error(&f, "the tensor-parallel communication overlapped is sequence parallelism's "
 		         "(Megatron-LM's --tp-comm-overlap needs --sequence-parallel): set "
 		         "sequence_parallel true");
+		ok = false;
+	}
+	/* the slices are how the overlap is run: named with it */
+	if (jv_get(&v, "tp_comm_overlap_slices", &f) && !t->tp_comm_overlap) {
+		jv_error(&f, "the slices are those of the tensor-parallel communication's overlap "
+		         "(MindFormers' fine_grain_interleave): set tp_comm_overlap true");
 		ok = false;
 	}
 	if (t->overlap_param_gather && zero != 1 && zero != 2) {

@@ -201,6 +201,10 @@ struct training {
 	bool tp_comm_overlap;         /* Megatron-LM's --tp-comm-overlap: sequence parallelism's
 	                                 tensor-parallel collectives run under the GEMMs next to
 	                                 them (Transformer Engine's userbuffers) */
+	int64_t tp_comm_overlap_slices; /* with tp_comm_overlap: MindFormers' fine_grain_interleave
+	                                 n, each layer's blocks run as n slices of the sequence,
+	                                 a slice's collectives under the others' compute (0:
+	                                 Transformer Engine's ring over the group) */
 	int64_t tensor_parallel;      /* the megatron planner's degree (0: the largest that fits
 	                                 a server and the shapes) */
 	int64_t context_parallel;     /* CP: ranks that share out each sequence (1: none) */

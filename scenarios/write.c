@@ -56,6 +56,8 @@ static cJSON *training_json(const struct training *t)
 	/* each only where the loader takes it */
 	if (t->sequence_parallel)
 		cJSON_AddBoolToObject(o, "tp_comm_overlap", t->tp_comm_overlap);
+	if (t->tp_comm_overlap && t->tp_comm_overlap_slices > 0)
+		add_num(o, "tp_comm_overlap_slices", (double)t->tp_comm_overlap_slices);
 	if (t->zero_stage == 1 || t->zero_stage == 2)
 		cJSON_AddBoolToObject(o, "overlap_param_gather", t->overlap_param_gather);
 	if (t->optimizer_offload)

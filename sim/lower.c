@@ -142,7 +142,9 @@ static double ring_overlap(struct lower *L, const struct plan_edge *x, double co
  * edge's into `at`, or `at`'s input-gradient all-reduce that
  * plan_grad_hiders gives edge x's hiders): the hiding ops' compute run
  * alongside it, (r - 1)/r of their forward (backward: of half their
- * backward), as estimate.c's hide_overlap and hide_input_grads. Taken off
+ * backward), as estimate.c's hide_overlap and hide_input_grads; with
+ * tp_comm_overlap_slices n, (n - 1)/n of it beside the (n - 1)/n of the
+ * transfer that is not the first slice's (estimate.c, tp_overlap_hidden). Taken off
  * each op's compute step: now when it was lowered in this pass (forward
  * before `at`; backward `at` and after), else when it is. Ops outside the
  * chunk [lo, hi) give nothing. */
@@ -152,6 +154,11 @@ static void hide_share(struct lower *L, const struct plan_edge *x, bool backward
 	if (x->n_hide == 0 || L->n == 0 || L->steps[L->n - 1].kind != PROG_COLLECTIVE)
 		return;
 	double r = (double)x->redist.steps[0].groups.size, f = (r - 1) / r, total = 0;
+	double n = (double)L->p->scenario->training.tp_comm_overlap_slices;
+	if (n > 1) {
+		f = (n - 1) / n;
+		L->steps[L->n - 1].alone_share = 1 / n;
+	}
 	for (int k = 0; k < x->n_hide; k++) {
 		int h = x->hide[k];
 		if (h < lo || h >= hi)

@@ -1853,7 +1853,8 @@ static void run_collective(struct actor_ctx *c, int i)
 		/* compute run alongside (a ring's blocks): what outlasts the
 		 * transfer is computed after it, what it covers is not exposed;
 		 * the wait for the group's last member is a straggler's */
-		double ov = st->overlap_s * c->rs->speed, hid = fmin(ov, t1 - t0);
+		double ov = st->overlap_s * c->rs->speed;
+		double hid = fmin(ov, (t1 - t0) * (1 - st->alone_share));
 		double late = c->in_slot >= 0 ? eng->last_in[c->in_slot] - t0 : c->straggler_s;
 		late = fmin(fmax(late, 0), t1 - t0 - hid);
 		c->rs->straggler_s += late;

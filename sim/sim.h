@@ -60,6 +60,10 @@ struct prog_step {
 	double overlap_s;                  /* PROG_COLLECTIVE on stream 0: compute the rank runs
 	                                      alongside it, taken off the compute step next to
 	                                      it (a context-parallel ring's attention blocks) */
+	double alone_share;                /* with overlap_s: the share of the transfer that no
+	                                      compute runs beside (training.
+	                                      tp_comm_overlap_slices n: the first slice's, 1/n);
+	                                      0: all of it may be hidden */
 	bool every_micro;                  /* stream 1: after every micro-batch, not the last only */
 	bool first_micro;                  /* run in the first micro-batch's forward only (stream
 	                                      1: handed over there; training.overlap_param_gather) */

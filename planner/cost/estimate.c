@@ -640,18 +640,34 @@ static void hide_compute(const struct est_ctx *c, const struct plan *p, const st
 	}
 }
 
+/* What compute of c hides of a collective of t under
+ * training.tp_comm_overlap, over a group of r: Transformer Engine's ring
+ * passes r - 1 blocks while it computes the one in hand, hiding t under
+ * (r - 1)/r of c; MindFormers' fine_grain_interleave runs the layer's
+ * blocks as n slices of the sequence (tp_comm_overlap_slices), each
+ * slice's collective beside another slice's compute: a pipeline of n
+ * items through the two, whose first collective and last compute run
+ * alone, hiding (n - 1)/n of the smaller of t and c. */
+static double tp_overlap_hidden(const struct training *tr, double r, double t, double c)
+{
+	double n = (double)tr->tp_comm_overlap_slices;
+	if (n > 1)
+		return (n - 1) / n * fmin(t, c);
+	return fmin(t, (r - 1) / r * c);
+}
+
 /* Tensor-parallel communication under the GEMMs (plan_edge.hide): the
- * forward collective (fwd) under (r - 1)/r of the hiding ops' forward, its
- * mirror (bwd) under (r - 1)/r of half their backward (the data-gradient
- * GEMM; the weight-gradient half is the other collectives'), a ring of r
- * ranks passing r - 1 blocks while it computes the one in hand, as
- * ring_overlap. The lowering gives the simulator the same shares. */
+ * forward collective (fwd) under the hiding ops' forward, its mirror (bwd)
+ * under half their backward (the data-gradient GEMM; the weight-gradient
+ * half is the other collectives'), each as tp_overlap_hidden says.
+ * The lowering gives the simulator the same shares. */
 static void hide_overlap(struct est_ctx *c, const struct plan *p, const struct plan_edge *x,
                          double fwd, double bwd, struct est_op *eo)
 {
-	double r = (double)x->redist.steps[0].groups.size, f = (r - 1) / r, cf, cb;
+	double r = (double)x->redist.steps[0].groups.size, cf, cb;
 	hide_compute(c, p, x, &cf, &cb);
-	double hf = fmin(fwd, f * cf), hb = fmin(bwd, f * cb / 2);
+	double hf = tp_overlap_hidden(c->train, r, fwd, cf);
+	double hb = tp_overlap_hidden(c->train, r, bwd, cb / 2);
 	eo->comm_forward_s -= hf;
 	eo->redistribution_s -= hf;
 	eo->comm_backward_s -= hb;
@@ -674,7 +690,7 @@ static void hide_input_grads(struct est_ctx *c, const struct plan *p)
 		struct est_op *q = &c->e->ops[x->hide[0]];
 		double r = (double)x->redist.steps[0].groups.size, cf, cb;
 		hide_compute(c, p, x, &cf, &cb);
-		double h = fmin(q->input_grad_s, (r - 1) / r * cb / 2);
+		double h = tp_overlap_hidden(c->train, r, q->input_grad_s, cb / 2);
 		q->input_grad_s -= h;
 		q->comm_backward_s -= h;
 		c->e->category_s[EST_COMM_BACKWARD] -= h;

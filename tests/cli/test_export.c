@@ -287,12 +287,13 @@ Test(export, megatron_tp_comm_overlap)
 {
 	/* A GPT at TP 4 with sequence parallelism and its communication
 	 * overlapped: both flags, in Megatron-LM's order; without the overlap,
-	 * --sequence-parallel alone. */
+	 * --sequence-parallel alone; with MindFormers' slices, the flag and a
+	 * comment that Megatron-LM has none. */
 	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/sp.json", dir);
-	static const char *const overlap[] = {"true", "false"};
-	for (int k = 0; k < 2; k++) {
+	static const char *const overlap[] = {"true", "false", "true, \"tp_comm_overlap_slices\": 2"};
+	for (int k = 0; k < 3; k++) {
 		fixture_write(path,
 		              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"sp\","
 		              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
@@ -319,9 +320,15 @@ Test(export, megatron_tp_comm_overlap)
 			                   "%s", t.out);
 			free(t.out);
 		}
-		else
+		else if (k == 1)
 			cr_expect(strstr(r.out, "--sequence-parallel \\\n") &&
 			          !strstr(r.out, "--tp-comm-overlap"), "%s", r.out);
+		else
+			cr_expect(strstr(r.out, "--tp-comm-overlap \\\n") &&
+			          strstr(r.out, "\n# tp_comm_overlap_slices (MindFormers' fine_grain_interleave) "
+			                        "has no Megatron-LM flag"), "%s", r.out);
+		if (k != 2)
+			cr_expect_null(strstr(r.out, "tp_comm_overlap_slices"), "%s", r.out);
 		free(r.out);
 	}
 	remove(path);

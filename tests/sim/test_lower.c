@@ -505,16 +505,21 @@ Test(lower, megatron_gpt_across_servers_adds_up)
  * plus what ran alongside give the estimate's compute, and each
  * collective's formula beyond what ran alongside it its communication
  * (estimate.c's hide_overlap, the simulator's overlap_s). The small GPT of
- * test_baselines.c's sequence-parallel tests on 16 GPUs (T = 8, D = 2). */
-Test(lower, megatron_tp_comm_overlap_adds_up)
+ * test_baselines.c's sequence-parallel tests on 16 GPUs (T = 8, D = 2).
+ * With tp_comm_overlap_slices, the first slice's share of each such
+ * transfer (alone_share) has nothing beside it. */
+static void tp_comm_overlap_adds_up(const char *slices)
 {
+	char tr[256];
+	snprintf(tr, sizeof tr,
+	         "{\"global_batch\": 8, \"dtype\": \"bf16\", \"sequence_parallel\": true,"
+	         " \"tp_comm_overlap\": true, \"gradient_bucket_mb\": 0,"
+	         " \"overlap_grad_reduce\": false%s}", slices);
 	struct scenario *s = fixture_generated(
 		A, &D,
 		"{\"kind\": \"gpt\", \"hidden\": 64, \"layers\": 2, \"heads\": 8, \"seq\": 16,"
 		" \"vocab\": 256, \"ffn\": 256, \"micro_batch\": 2}",
-		"dgx-a100-x128", 16,
-		"{\"global_batch\": 8, \"dtype\": \"bf16\", \"sequence_parallel\": true,"
-		" \"tp_comm_overlap\": true, \"gradient_bucket_mb\": 0, \"overlap_grad_reduce\": false}");
+		"dgx-a100-x128", 16, tr);
 	cr_assert_not_null(s);
 	struct program prog;
 	struct estimate e;
@@ -530,7 +535,9 @@ Test(lower, megatron_tp_comm_overlap_adds_up)
 			double f = step_formula_s(s->topo, st, COLL_AUTO);
 			compute += times * st->overlap_s;
 			alongside += times * st->overlap_s;
-			comm += times * fmax(0, f - st->overlap_s);
+			comm += times * (f - fmin(st->overlap_s, (1 - st->alone_share) * f));
+			cr_expect(st->overlap_s == 0 || st->alone_share == (slices[0] ? 0.5 : 0),
+			          "%s: alone %g", st->label, st->alone_share);
 		}
 	}
 	cr_expect_gt(alongside, 0);
@@ -538,6 +545,16 @@ Test(lower, megatron_tp_comm_overlap_adds_up)
 	          compute, e.compute_s);
 	cr_expect(fabs(comm - e.comm_s) <= 1e-9 * e.comm_s, "comm %.15g, estimate %.15g", comm,
 	          e.comm_s);
+}
+
+Test(lower, megatron_tp_comm_overlap_adds_up)
+{
+	tp_comm_overlap_adds_up("");
+}
+
+Test(lower, tp_comm_overlap_slices_add_up)
+{
+	tp_comm_overlap_adds_up(", \"tp_comm_overlap_slices\": 2");
 }
 
 /* training.overlap_param_gather: ZeRO 1's all-gathers of the updated
