@@ -1613,6 +1613,81 @@ Test(pipeline, zb_v_stage_layers_follow_the_v)
 	                    8, want);
 }
 
+/* Multi-token prediction in Megatron-Core's split (core_v0.13.0,
+ * megatron/core/transformer/multi_token_prediction.py,
+ * get_mtp_num_layers_to_build: "we only support put all of MTP layers on
+ * the last pipeline stage"; transformer_block.py get_num_layers_to_build
+ * divides config.num_layers, the decoder's layers alone). A LLaMA MoE of
+ * 4 layers (the first dense, then 4 experts of which 2 picked) and one
+ * prediction depth has 5 attentions; the module's layer, layers.4., is no
+ * layer of the division. By hand: PP 2, 4 / 2 = 2 layers a stage, chunk 1
+ * at layers.2.ln1; PP 4, one a stage (layers.1, .2, .3); PP 2 x VP 2,
+ * one a chunk, the module in chunk 3 (stage 1's last virtual stage, where
+ * is_vp_last_stage and the last pipeline rank meet); the embedding and
+ * the loss counted over PP 2 x VP 3, 6 units of one: chunk 0 the
+ * embedding, chunks 1 to 4 a layer each, chunk 5 the final norm, head and
+ * loss and the module after them. Counted as a layer, the module would
+ * make 5 layers that divide none of these; PP 5, which 5 would divide,
+ * does not divide 4: a note and the cost-balanced cuts. In every even
+ * split each "mtp." op and each of layers.4.'s is in the last chunk. */
+Test(pipeline, mtp_module_goes_with_the_last_stage)
+{
+	static const struct {
+		int p, v;
+		const char *extra;
+		const char *want[5];
+	} cases[] = {
+	        {2, 1, "", {"layers.2.ln1"}},
+	        {4, 1, "", {"layers.1.ln1", "layers.2.ln1", "layers.3.ln1"}},
+	        {2, 2, "", {"layers.1.ln1", "layers.2.ln1", "layers.3.ln1"}},
+	        {2, 3,
+	         ", \"account_for_embedding_in_pipeline_split\": true, "
+	         "\"account_for_loss_in_pipeline_split\": true",
+	         {"layers.0.ln1", "layers.1.ln1", "layers.2.ln1", "layers.3.ln1", "final_ln"}},
+	        {5, 1, "", {NULL}},
+	};
+	const char *gen = "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 4, \"heads\": 4, "
+	                  "\"seq\": 64, \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\", "
+	                  "\"ffn\": 128, \"experts\": 4, \"top_k\": 2, \"expert_ffn\": 64, "
+	                  "\"dense_layers\": 1, \"mtp_layers\": 1}";
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char tr[512];
+		snprintf(tr, sizeof tr,
+		         "{\"global_batch\": 12, \"pipeline_stages\": %d, \"virtual_stages\": %d, "
+		         "\"schedule\": \"%s\"%s}",
+		         cases[k].p, cases[k].v, cases[k].v > 1 ? "interleaved-1f1b" : "1f1b",
+		         cases[k].extra);
+		struct scenario *s = fixture_generated(A, &D, gen, "dgx-a100", cases[k].p, tr);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		size_t notes = D.count;
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		const struct graph *g = p->graph;
+		int n = cases[k].p * cases[k].v;
+		cr_assert_eq(e.part.n_chunks, n);
+		if (!cases[k].want[0]) {
+			cr_expect_gt(D.count, notes, "a note that 4 layers do not divide into 5 chunks");
+			continue;
+		}
+		cr_expect_eq(D.count, notes, "case %zu: no note of a cost-balanced split", k);
+		for (int c = 1; c < n; c++)
+			cr_expect_str_eq(g->ops[e.part.first_op[c]].name, cases[k].want[c - 1],
+			                 "case %zu chunk %d: %s", k, c, g->ops[e.part.first_op[c]].name);
+		int mtp_ops = 0;
+		for (int i = 0; i < g->n_ops; i++) {
+			const char *nm = g->ops[i].name;
+			if (strncmp(nm, "mtp.", 4) && strncmp(nm, "layers.4.", 9))
+				continue;
+			mtp_ops++;
+			cr_expect_eq(e.part.chunk_of[i], n - 1, "case %zu: %s in chunk %d", k, nm,
+			             e.part.chunk_of[i]);
+		}
+		cr_expect_gt(mtp_ops, 0);
+	}
+}
+
 /* The rebalancing rule (scenario_rebalance_layers) by hand. 32 layers over
  * 4 stages, stage 0 twice as slow: the shares L (1/slow_s) / sum(1/slow)
  * are 32 x 0.5 / 3.5 = 4.57 and 32 / 3.5 = 9.14; whole layers, the
