@@ -693,6 +693,58 @@ Test(pipeline, dualpipe_shared_weight_stays_on_its_devices)
 	expect_peaks_are_estimates(&e, &r, &prog, "dualpipe, shared w0");
 }
 
+/* The shared weight's optimizer step, by hand (dualpipe-tied-chain-4p:
+ * w0 read by the first MatMul and the last, held once by the devices of
+ * stages 0 and 3, DeepSeek-V3 section 3.2.3): one weight, one gradient,
+ * one update. Megatron-LM's mixed-precision step on an fp16 weight moves
+ * 52 B an element (the fp16 gradient copied to fp32, read 2 write 4;
+ * unscaled in place, 4 + 4; its norm, 4; Adam over the master and two
+ * moments, 4 + 24; the master copied back, 4 + 2), at the 910A's 1,200
+ * GB/s: W_ELEMS x 52 / 1.2e12 = 11.632 ms a weight. Stages 0 and 3 hold
+ * 7 weights (w0..w3 and w12..w14), 81.43 ms; stages 1 and 2 8 weights,
+ * 93.06 ms (before: 8 on every stage, w0 stepped twice). The lowered
+ * tail runs the same step. With ZeRO-1 on 2 NPUs a stage each rank steps
+ * half of each weight: 3.5 and 4 weights' worth. The state held (Megatron
+ * DistOpt's fp16 bytes a parameter, 4 + 16 at d = 1): 7 x W_ELEMS x 20 B
+ * on stages 0 and 3, 8 x on the others. */
+Test(pipeline, dualpipe_shared_weight_updated_once)
+{
+	const double step = W_ELEMS * 52 / 1.2e12;
+	for (int zero = 0; zero < 2; zero++) {
+		struct scenario *s = fixture_scenario("tests/data/good/dualpipe-tied-chain-4p.json");
+		s->training.zero_stage = zero;
+		if (zero) {
+			s->devices = 8;
+			s->training.global_batch = 32;
+		}
+		double share = zero ? 0.5 : 1;
+		struct plan *p = dp_plan(s);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		struct program prog;
+		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+		for (int st = 0; st < 4; st++) {
+			const struct est_stage *es = &e.stages[st];
+			double weights = st == 0 || st == 3 ? 7 : 8, want = weights * share * step;
+			cr_expect(fabs(es->optimizer_s - want) <= 1e-9 * want,
+			          "ZeRO %d stage %d: %.9g s, want %.9g s", zero, st, es->optimizer_s, want);
+			const struct prog_stage *ps = &prog.stages[st];
+			double lowered = 0;
+			for (int i = ps->tail; i < ps->tail + ps->n_tail; i++)
+				if (prog.steps[i].phase == PHASE_OPTIMIZER &&
+				    prog.steps[i].kind == PROG_COMPUTE)
+					lowered += prog.steps[i].seconds;
+			cr_expect(fabs(lowered - want) <= 1e-9 * want,
+			          "ZeRO %d stage %d lowered: %.9g s, want %.9g s", zero, st, lowered, want);
+			if (zero)
+				continue;
+			double state = es->mem.params + es->mem.grads + es->mem.optimizer;
+			cr_expect(fabs(state - weights * W_ELEMS * 20) <= 1e-9 * state,
+			          "stage %d: %.0f B, want %.0f B", st, state, weights * W_ELEMS * 20);
+		}
+	}
+}
+
 /* Sums over steps [from, from + n) of the stream-0 compute seconds and
  * the compute run alongside collectives (overlap_s). */
 static void range_sums(const struct program *prog, int from, int n, double *compute,
