@@ -1639,12 +1639,17 @@ double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, 
  * first), which a device holding both chunks keeps once (tied_params):
  * its weights, gradients and optimizer state as the chunks count them
  * (ZeRO's shards; not the FP8 recipes' extra copies), the optimizer's in
- * host memory when offloaded. */
+ * host memory when offloaded; and into *opt_s the optimizer step's
+ * seconds that chunk x's stage counted for them at its pace `slow`, which
+ * the device runs once, with chunk d's (DeepSeek-V3, section 3.2.3: one
+ * parameter, one gradient, so one update). */
 static void pair_shared_memory(const struct est_ctx *c, const struct plan *p, int lo_d, int hi_d,
-                               int lo_x, int hi_x, struct est_memory *out)
+                               int lo_x, int hi_x, double slow, struct est_memory *out,
+                               double *opt_s)
 {
 	int zero = p->scenario->training.zero_stage;
 	*out = (struct est_memory){0};
+	*opt_s = 0;
 	for (int i = lo_x; i < hi_x; i++) {
 		int inputs[SIG_MAX_TENSORS];
 		const struct comm_step *sync[SIG_MAX_TENSORS];
@@ -1666,6 +1671,7 @@ static void pair_shared_memory(const struct est_ctx *c, const struct plan *p, in
 				out->host += opt;
 			else
 				out->optimizer += opt;
+			*opt_s += elems / (zero >= 1 ? dp : 1) * optimizer_elem_s(c, i, dt) * slow;
 		}
 	}
 }
@@ -1675,7 +1681,9 @@ static void pair_shared_memory(const struct est_ctx *c, const struct plan *p, in
  * stage d's layers and, for the other direction, stage P-1-d's: half the
  * micro-batches through each, so a device's per-micro-batch sums are the
  * mean of the pair's, its parameters, gradients and optimizer state both
- * stages' (2x), its activations PP + 1 micro-batches of the pair's mean.
+ * stages' (2x; a parameter both read once, and its optimizer step once:
+ * pair_shared_memory), its activations PP + 1 micro-batches of the pair's
+ * mean.
  * A forward and a backward chunk run overlapped (F&B): the communication
  * of one (the EP all-to-all, the pipeline's sends, the collectives)
  * under the computation of the other, max(compute, communication) of the
@@ -1710,9 +1718,15 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 		double mirror = bytes > 0 ? cost_p2p_s(c->t, (int64_t)d * pp->stage_ranks,
 		                                       (int64_t)x * pp->stage_ranks, bytes)
 		                          : 0;
+		/* the parameters both chunks read: kept and updated once */
+		struct est_memory sh;
+		double sh_opt;
+		pair_shared_memory(c, p, pp->first_op[d], pp->first_op[d + 1], pp->first_op[x],
+		                   pp->first_op[x + 1], c->faults_slow * stage_slow(c, pp, x), &sh,
+		                   &sh_opt);
 		struct stage_sums u = ss[d];
 		for (int k = 0; k < EST_CATEGORY_COUNT; k++)
-			u.cat[k] = k == EST_OPTIMIZER ? ss[d].cat[k] + ss[x].cat[k]
+			u.cat[k] = k == EST_OPTIMIZER ? ss[d].cat[k] + ss[x].cat[k] - sh_opt
 			                              : (ss[d].cat[k] + ss[x].cat[k]) / 2;
 		u.weight_s = (ss[d].weight_s + ss[x].weight_s) / 2;
 		/* the tail: a device synchronises both its chunks' buckets,
@@ -1743,9 +1757,7 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 		u.dual = true;
 		u.bubble_s = (P / 2 - 1) * fmax(0, fb + full_b - 3 * u.weight_s);
 		ss[d] = ss[x] = u;
-		struct est_memory md = e->stages[d].mem, mx = e->stages[x].mem, sh;
-		pair_shared_memory(c, p, pp->first_op[d], pp->first_op[d + 1], pp->first_op[x],
-		                   pp->first_op[x + 1], &sh);
+		struct est_memory md = e->stages[d].mem, mx = e->stages[x].mem;
 		for (int k = 0; k < 2; k++) {
 			struct est_stage *es = &e->stages[k ? x : d];
 			/* both chunks' state, a parameter they share once */

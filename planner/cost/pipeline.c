@@ -214,10 +214,10 @@ static bool norm_at(const struct graph *g, int x)
  * transformer layers `decoder`: Megatron-Core's embedding and loss
  * accounting (scenario_accounted_layers), the stages' layers
  * (scenario_stage_layers: the stage holding chunk c, part_stage, its
- * layers over its virtual stages), or an even share of all `layers`; -1
- * when the split does not fit. */
-static int64_t chunk_layers(const struct training *tr, const struct plan_part *pp, int64_t layers,
-                            int64_t decoder, int c)
+ * layers over its virtual stages), or an even share; -1 when the split
+ * does not fit. */
+static int64_t chunk_layers(const struct training *tr, const struct plan_part *pp, int64_t decoder,
+                            int c)
 {
 	int64_t P = pp->n_stages, V = pp->virtual_stages;
 	if (tr->embedding_in_split || tr->loss_in_split)
@@ -229,7 +229,7 @@ static int64_t chunk_layers(const struct training *tr, const struct plan_part *p
 		                                  part_stage(pp, c), NULL, 0);
 		return n < 0 || n % V ? -1 : n / V;
 	}
-	return layers % pp->n_chunks ? -1 : layers / pp->n_chunks;
+	return decoder % pp->n_chunks ? -1 : decoder / pp->n_chunks;
 }
 
 /* Megatron-LM's split (plan.whole_layers): the layers are counted by their
@@ -247,11 +247,17 @@ static int64_t chunk_layers(const struct training *tr, const struct plan_part *p
  * last a layer fewer, possibly none: a last chunk of no layer starts at
  * the last cut of fewest live bytes after the last attention among those
  * before a norm (so it holds the final norm, head and loss, as
- * Megatron-Core builds them on that chunk). The layers are counted as the generator's in the last two
- * cases (a multi-token prediction module's after them goes with the last
- * chunk, as Megatron-LM puts it on the last stage). False (first
- * untouched) when the graph has no attention or the split does not fit
- * its layers; *layers gets the count. */
+ * Megatron-Core builds them on that chunk). The layers divided are the
+ * decoder's alone, in every case: a multi-token prediction module (the
+ * generator's "mtp." ops and its layers numbered after the decoder's)
+ * comes after them and goes with the last chunk, the last virtual stage of
+ * the last stage (core_v0.13.0, megatron/core/transformer/
+ * multi_token_prediction.py, get_mtp_num_layers_to_build: "we only
+ * support put all of MTP layers on the last pipeline stage"; the division
+ * in transformer_block.py's get_num_layers_to_build is of num_layers,
+ * without mtp_num_layers). False (first untouched) when the graph has no
+ * attention or the split does not fit its layers; *layers gets the
+ * decoder's. */
 static bool whole_layer_cuts(const struct graph *g, const struct training *tr,
                              const struct plan_part *pp, const double *live, int *first,
                              int *layers)
@@ -259,22 +265,32 @@ static bool whole_layer_cuts(const struct graph *g, const struct training *tr,
 	int n = g->n_ops, L = 0, prev = 0, c = 1, k = pp->n_chunks;
 	for (int i = 0; i < n; i++)
 		L += attention_softmax(g, i);
-	*layers = L;
 	bool given = tr->first_stage_layers > 0 || tr->last_stage_layers > 0 || tr->stage_layers ||
 	             tr->embedding_in_split || tr->loss_in_split;
-	int64_t decoder = L;
+	int64_t mtp = g->gen && g->gen->mtp_layers > 0 ? g->gen->mtp_layers : 0;
+	int64_t decoder = mtp < L ? L - mtp : L;
 	if (given && g->gen && g->gen->layers > 0 && g->gen->layers <= L)
 		decoder = g->gen->layers;
+	*layers = (int)decoder;
 	if (L == 0)
 		return false;
+	/* the module's first op: a last chunk of no decoder layer starts
+	 * before the final norm, not inside the module */
+	int main_end = n;
+	for (int i = 0; mtp > 0 && i < n; i++)
+		if (strncmp(g->ops[i].name, "mtp.", 4) == 0) {
+			main_end = i;
+			break;
+		}
 	/* next: the layer chunk c starts at, the sum of the chunks' before it */
 	int64_t next = 0;
 	for (int i = 0, j = 0; i <= n; i++) {
-		bool tail = i == n;  /* past the last op: chunks of no layer after the last */
-		if (!tail && !attention_softmax(g, i))
+		/* past the decoder's last layer: chunks of no layer after it */
+		bool tail = i == n || j >= decoder;
+		if (i < n && !attention_softmax(g, i))
 			continue;
 		while (c < k) {
-			int64_t before = chunk_layers(tr, pp, L, decoder, c - 1);
+			int64_t before = chunk_layers(tr, pp, decoder, c - 1);
 			if (before < 0)
 				return false;
 			if (j != next + before)
@@ -284,7 +300,7 @@ static bool whole_layer_cuts(const struct graph *g, const struct training *tr,
 				if (live[x] <= live[at])
 					at = x;
 			if (tail) {  /* before the last of the norms with the fewest bytes */
-				for (int x = prev + 1, best = -1; x < n; x++)
+				for (int x = prev + 1, best = -1; x < main_end; x++)
 					if (norm_at(g, x) && (best < 0 || live[x] <= live[best]))
 						at = best = x;
 			}

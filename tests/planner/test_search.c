@@ -24,6 +24,8 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "fixture.h"
 
@@ -727,4 +729,50 @@ Test(search, the_device_and_the_host_are_counted_apart)
 	cr_expect_eq(r.n_oom_host, 3);
 	cr_expect_eq(r.n_oom, 324);
 	cr_expect_eq(r.n_fit, 0);
+}
+
+/* A multi-token prediction module is no layer of megatron-search's split
+ * either (docs/planner.md, "A multi-token prediction module"): the search
+ * admits a depth by the generator's 4 decoder layers, not the 5
+ * attentions with the module's, and its configurations are cut by the
+ * same rule as the megatron planner's plans (plan_partition): a LLaMA MoE
+ * of 4 layers and one prediction depth on 4 GPUs runs at PP 2 (2 layers a
+ * stage, the second stage from layers.2.ln1) and PP 4 (one a stage), the
+ * module's ops and its layer layers.4. in the last chunk, by hand as in
+ * tests/planner/cost/test_pipeline.c (mtp_module_goes_with_the_last_stage). */
+Test(search, an_mtp_module_is_no_layer_of_the_split)
+{
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"seq\": 64, "
+	        "\"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\", \"ffn\": 128, "
+	        "\"experts\": 4, \"top_k\": 2, \"expert_ffn\": 64, \"dense_layers\": 1, "
+	        "\"mtp_layers\": 1}",
+	        "dgx-a100", 4, "{\"global_batch\": 8}");
+	struct search_result r = run(s);
+	int seen[5] = {0};
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	for (int i = 0; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		cr_assert(c->pp >= 1 && c->pp <= 4);
+		if (c->pp == 1 || c->schedule != SCHED_1F1B || seen[c->pp]++)
+			continue;
+		struct estimate e;
+		struct plan *p = plan_search_plan(A, s, c, &o, &D);
+		cr_assert(p && plan_estimate(A, p, &e, &D));
+		const struct graph *g = p->graph;
+		int n = (int)c->pp;
+		cr_assert_eq(e.part.n_chunks, n);
+		for (int k = 1; k < n; k++) {
+			char want[32];
+			snprintf(want, sizeof want, "layers.%d.ln1", k * 4 / n);
+			cr_expect_str_eq(g->ops[e.part.first_op[k]].name, want, "PP %d chunk %d", n, k);
+		}
+		for (int x = 0; x < g->n_ops; x++)
+			if (!strncmp(g->ops[x].name, "mtp.", 4) || !strncmp(g->ops[x].name, "layers.4.", 9))
+				cr_expect_eq(e.part.chunk_of[x], n - 1, "PP %d: %s", n, g->ops[x].name);
+	}
+	cr_expect_gt(seen[2], 0);
+	cr_expect_gt(seen[4], 0);
+	cr_expect_eq(seen[3], 0);
 }

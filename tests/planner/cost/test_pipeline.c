@@ -693,6 +693,58 @@ Test(pipeline, dualpipe_shared_weight_stays_on_its_devices)
 	expect_peaks_are_estimates(&e, &r, &prog, "dualpipe, shared w0");
 }
 
+/* The shared weight's optimizer step, by hand (dualpipe-tied-chain-4p:
+ * w0 read by the first MatMul and the last, held once by the devices of
+ * stages 0 and 3, DeepSeek-V3 section 3.2.3): one weight, one gradient,
+ * one update. Megatron-LM's mixed-precision step on an fp16 weight moves
+ * 52 B an element (the fp16 gradient copied to fp32, read 2 write 4;
+ * unscaled in place, 4 + 4; its norm, 4; Adam over the master and two
+ * moments, 4 + 24; the master copied back, 4 + 2), at the 910A's 1,200
+ * GB/s: W_ELEMS x 52 / 1.2e12 = 11.632 ms a weight. Stages 0 and 3 hold
+ * 7 weights (w0..w3 and w12..w14), 81.43 ms; stages 1 and 2 8 weights,
+ * 93.06 ms (before: 8 on every stage, w0 stepped twice). The lowered
+ * tail runs the same step. With ZeRO-1 on 2 NPUs a stage each rank steps
+ * half of each weight: 3.5 and 4 weights' worth. The state held (Megatron
+ * DistOpt's fp16 bytes a parameter, 4 + 16 at d = 1): 7 x W_ELEMS x 20 B
+ * on stages 0 and 3, 8 x on the others. */
+Test(pipeline, dualpipe_shared_weight_updated_once)
+{
+	const double step = W_ELEMS * 52 / 1.2e12;
+	for (int zero = 0; zero < 2; zero++) {
+		struct scenario *s = fixture_scenario("tests/data/good/dualpipe-tied-chain-4p.json");
+		s->training.zero_stage = zero;
+		if (zero) {
+			s->devices = 8;
+			s->training.global_batch = 32;
+		}
+		double share = zero ? 0.5 : 1;
+		struct plan *p = dp_plan(s);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		struct program prog;
+		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+		for (int st = 0; st < 4; st++) {
+			const struct est_stage *es = &e.stages[st];
+			double weights = st == 0 || st == 3 ? 7 : 8, want = weights * share * step;
+			cr_expect(fabs(es->optimizer_s - want) <= 1e-9 * want,
+			          "ZeRO %d stage %d: %.9g s, want %.9g s", zero, st, es->optimizer_s, want);
+			const struct prog_stage *ps = &prog.stages[st];
+			double lowered = 0;
+			for (int i = ps->tail; i < ps->tail + ps->n_tail; i++)
+				if (prog.steps[i].phase == PHASE_OPTIMIZER &&
+				    prog.steps[i].kind == PROG_COMPUTE)
+					lowered += prog.steps[i].seconds;
+			cr_expect(fabs(lowered - want) <= 1e-9 * want,
+			          "ZeRO %d stage %d lowered: %.9g s, want %.9g s", zero, st, lowered, want);
+			if (zero)
+				continue;
+			double state = es->mem.params + es->mem.grads + es->mem.optimizer;
+			cr_expect(fabs(state - weights * W_ELEMS * 20) <= 1e-9 * state,
+			          "stage %d: %.0f B, want %.0f B", st, state, weights * W_ELEMS * 20);
+		}
+	}
+}
+
 /* Sums over steps [from, from + n) of the stream-0 compute seconds and
  * the compute run alongside collectives (overlap_s). */
 static void range_sums(const struct program *prog, int from, int n, double *compute,
@@ -1611,6 +1663,81 @@ Test(pipeline, zb_v_stage_layers_follow_the_v)
 	expect_chunk_starts(14, "{\"global_batch\": 8, \"pipeline_stages\": 4, \"schedule\": "
 	                        "\"zb-v\", \"first_stage_layers\": 4, \"last_stage_layers\": 6}",
 	                    8, want);
+}
+
+/* Multi-token prediction in Megatron-Core's split (core_v0.13.0,
+ * megatron/core/transformer/multi_token_prediction.py,
+ * get_mtp_num_layers_to_build: "we only support put all of MTP layers on
+ * the last pipeline stage"; transformer_block.py get_num_layers_to_build
+ * divides config.num_layers, the decoder's layers alone). A LLaMA MoE of
+ * 4 layers (the first dense, then 4 experts of which 2 picked) and one
+ * prediction depth has 5 attentions; the module's layer, layers.4., is no
+ * layer of the division. By hand: PP 2, 4 / 2 = 2 layers a stage, chunk 1
+ * at layers.2.ln1; PP 4, one a stage (layers.1, .2, .3); PP 2 x VP 2,
+ * one a chunk, the module in chunk 3 (stage 1's last virtual stage, where
+ * is_vp_last_stage and the last pipeline rank meet); the embedding and
+ * the loss counted over PP 2 x VP 3, 6 units of one: chunk 0 the
+ * embedding, chunks 1 to 4 a layer each, chunk 5 the final norm, head and
+ * loss and the module after them. Counted as a layer, the module would
+ * make 5 layers that divide none of these; PP 5, which 5 would divide,
+ * does not divide 4: a note and the cost-balanced cuts. In every even
+ * split each "mtp." op and each of layers.4.'s is in the last chunk. */
+Test(pipeline, mtp_module_goes_with_the_last_stage)
+{
+	static const struct {
+		int p, v;
+		const char *extra;
+		const char *want[5];
+	} cases[] = {
+	        {2, 1, "", {"layers.2.ln1"}},
+	        {4, 1, "", {"layers.1.ln1", "layers.2.ln1", "layers.3.ln1"}},
+	        {2, 2, "", {"layers.1.ln1", "layers.2.ln1", "layers.3.ln1"}},
+	        {2, 3,
+	         ", \"account_for_embedding_in_pipeline_split\": true, "
+	         "\"account_for_loss_in_pipeline_split\": true",
+	         {"layers.0.ln1", "layers.1.ln1", "layers.2.ln1", "layers.3.ln1", "final_ln"}},
+	        {5, 1, "", {NULL}},
+	};
+	const char *gen = "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 4, \"heads\": 4, "
+	                  "\"seq\": 64, \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\", "
+	                  "\"ffn\": 128, \"experts\": 4, \"top_k\": 2, \"expert_ffn\": 64, "
+	                  "\"dense_layers\": 1, \"mtp_layers\": 1}";
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char tr[512];
+		snprintf(tr, sizeof tr,
+		         "{\"global_batch\": 12, \"pipeline_stages\": %d, \"virtual_stages\": %d, "
+		         "\"schedule\": \"%s\"%s}",
+		         cases[k].p, cases[k].v, cases[k].v > 1 ? "interleaved-1f1b" : "1f1b",
+		         cases[k].extra);
+		struct scenario *s = fixture_generated(A, &D, gen, "dgx-a100", cases[k].p, tr);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		size_t notes = D.count;
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		const struct graph *g = p->graph;
+		int n = cases[k].p * cases[k].v;
+		cr_assert_eq(e.part.n_chunks, n);
+		if (!cases[k].want[0]) {
+			cr_expect_gt(D.count, notes, "a note that 4 layers do not divide into 5 chunks");
+			continue;
+		}
+		cr_expect_eq(D.count, notes, "case %zu: no note of a cost-balanced split", k);
+		for (int c = 1; c < n; c++)
+			cr_expect_str_eq(g->ops[e.part.first_op[c]].name, cases[k].want[c - 1],
+			                 "case %zu chunk %d: %s", k, c, g->ops[e.part.first_op[c]].name);
+		int mtp_ops = 0;
+		for (int i = 0; i < g->n_ops; i++) {
+			const char *nm = g->ops[i].name;
+			if (strncmp(nm, "mtp.", 4) && strncmp(nm, "layers.4.", 9))
+				continue;
+			mtp_ops++;
+			cr_expect_eq(e.part.chunk_of[i], n - 1, "case %zu: %s in chunk %d", k, nm,
+			             e.part.chunk_of[i]);
+		}
+		cr_expect_gt(mtp_ops, 0);
+	}
 }
 
 /* The rebalancing rule (scenario_rebalance_layers) by hand. 32 layers over
