@@ -75,6 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned flags = take(&b);
 	g.shared_expert_gate = flags & 1;
 	g.qkv_bias = flags & 2;
+	g.fused_qkv = flags & 4;
 
 	struct arena *a = arena_new();
 	struct diag_list d;
