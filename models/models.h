@@ -219,6 +219,12 @@ bool model_gen_uses(enum model_gen_kind kind, const char *field);
 int64_t model_gen_ffn(const struct model_gen *g);
 /* Returns NULL after adding diagnostics (file may be NULL). */
 struct graph *graph_generate(struct arena *a, const struct model_gen *g, struct diag_list *diags);
+/* The generator behind graph_generate, reporting parameter errors at
+ * members of `gen` when it is given (a file's generator object, or an
+ * object holding the members a caller set, such as a scenario's
+ * {"hf_config": ..., "fused_qkv": true}). */
+struct graph *graph_generate_at(struct arena *a, const struct model_gen *g,
+                                struct diag_list *diags, const struct jv *gen);
 
 /* The generator's hyper-parameters as a model file's "generator" object
  * (the members its kind takes); NULL when out of memory. */
