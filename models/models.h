@@ -206,7 +206,7 @@ struct model_gen {
 	 * (heads + 2 kv_heads) x head_dim columns laid out per key/value group,
 	 * split into Q, K and V by views, as Megatron-LM runs it
 	 * (`query_key_value` / `linear_qkv`); false: three projections.
-	 * Parameters, FLOPs and memory are the same either way. */
+	 * Parameters, FLOPs and activations are the same either way. */
 	bool fused_qkv;
 };
 /* Fills defaults for a kind (see docs/formats.md). */
