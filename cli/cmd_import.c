@@ -17,6 +17,7 @@ static void help(FILE *f)
 	fprintf(f,
 	        "usage: shardlab import hf CONFIG.json [--seq N] [--micro-batch B]\n"
 	        "                                      [--name NAME] [--fused-qkv]\n"
+	        "                                      [--fused-gate-up]\n"
 	        "\n"
 	        "Read a Hugging Face model configuration (the config.json that\n"
 	        "transformers' save_pretrained writes beside the weights) and print a\n"
@@ -51,6 +52,9 @@ static void help(FILE *f)
 	        "                   Megatron-LM runs it (the generator's fused_qkv;\n"
 	        "                   default: three projections, as transformers has them;\n"
 	        "                   a scenario's hf_config object takes \"fused_qkv\": true)\n"
+	        "  --fused-gate-up  LLaMA-style models: the MLP's gate and up projections as\n"
+	        "                   one, as Megatron-Core's linear_fc1 (fused_gate_up;\n"
+	        "                   \"fused_gate_up\": true in a scenario)\n"
 	        "  -h, --help       this help\n"
 	        "\n"
 	        "The description of the model file states the architecture, the source\n"
@@ -63,7 +67,7 @@ static void help(FILE *f)
 struct args {
 	const char *file, *name;
 	int64_t seq, micro_batch;
-	bool fused_qkv;
+	bool fused_qkv, fused_gate_up;
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -86,6 +90,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->name = argv[++i];
 		else if (!strcmp(argv[i], "--fused-qkv"))
 			a->fused_qkv = true;
+		else if (!strcmp(argv[i], "--fused-gate-up"))
+			a->fused_gate_up = true;
 		else if (argv[i][0] == '-' || a->file) {
 			fprintf(stderr, "shardlab import: unexpected '%s' (see shardlab import --help)\n",
 			        argv[i]);
@@ -135,7 +141,13 @@ int cmd_import(int argc, char **argv)
 	bool read = ar && json_doc_load(&doc, a.file, &d);
 	if (read && graph_hf_read(ar, &doc, a.seq, a.micro_batch, &m)) {
 		m.gen.fused_qkv = a.fused_qkv;
-		g = graph_generate(ar, &m.gen, &d);
+		m.gen.fused_gate_up = a.fused_gate_up;
+		if (a.fused_gate_up && !model_gen_uses(m.gen.kind, "fused_gate_up"))
+			diag_add(&d, DIAG_ERROR, a.file, 0, NULL, "--fused-gate-up: the config is read as "
+			         "a \"%s\" generator, whose MLP has no gate projection (the option is for "
+			         "the gated MLPs of \"llama\")", model_gen_names[m.gen.kind]);
+		else
+			g = graph_generate(ar, &m.gen, &d);
 	}
 	if (read)
 		json_doc_free(&doc);

@@ -97,7 +97,7 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	                                    "norm_eps", "sigmoid_router", "expert_groups",
 	                                    "group_top_k", "q_lora_rank", "kv_lora_rank",
 	                                    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-	                                    "mtp_layers", "fused_qkv", NULL};
+	                                    "mtp_layers", "fused_qkv", "fused_gate_up", NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
@@ -636,20 +636,21 @@ static int reshape_to(struct gen *G, const char *p, const char *sfx, int x, int 
 	return reshape(G, p, sfx, x, n, d);
 }
 
-/* The view "p.<sfx>" of x [B, s, kv, w] keeping columns [from, to) of its
- * last dimension: a StridedSlice marked as a view (torch.split), which
- * moves nothing. */
+/* The view "p.<sfx>" of x keeping [from, to) of its last dimension: a
+ * StridedSlice marked as a view (torch.split, torch.chunk), which moves
+ * nothing. */
 static int column_view(struct gen *G, const char *p, const char *sfx, int x, int64_t from,
                        int64_t to)
 {
+	if (x < 0)
+		return -1;
+	const struct tensor *t = &G->b.g->tensors[x];
 	struct op_attrs at;
 	op_attrs_default(OP_STRIDEDSLICE, &at);
-	at.n_shape = 4;
-	at.end[0] = G->B;
-	at.end[1] = G->s;
-	at.end[2] = G->kv;
-	at.begin[3] = from;
-	at.end[3] = to;
+	at.n_shape = t->rank;
+	memcpy(at.end, t->dims, (size_t)t->rank * sizeof(*t->dims));
+	at.begin[t->rank - 1] = from;
+	at.end[t->rank - 1] = to;
 	at.view = true;
 	return op1(G, OP_STRIDEDSLICE, p, sfx, x, &at);
 }
@@ -823,10 +824,30 @@ static int mlp(struct gen *G, int64_t i, const char *p, int x)
 		y = linear(G, n, y, G->ffn, G->h, G->p->bias);
 		return dropout(G, p, "dropout", y);
 	}
-	name_fmt(n, sizeof n, "%sgate", p);
-	int gate = linear(G, n, x, G->h, G->ffn, false);
-	name_fmt(n, sizeof n, "%sup", p);
-	int up = linear(G, n, x, G->h, G->ffn, false);
+	int gate, up;
+	if (G->p->fused_gate_up) {
+		/* Megatron-Core's linear_fc1 with gated_linear_unit (megatron/
+		 * core/transformer/mlp.py at core_v0.8.0: one GEMM of 2 ffn
+		 * columns, its output chunked into gate and up by views): here
+		 * gate and up interleaved per column, viewed [B*s, ffn, 2], so
+		 * that a column-parallel cut lands on ffn and a rank holds its
+		 * gate columns with their up columns, as Megatron's per-rank
+		 * [gate | up] does (a permutation of the columns: the same
+		 * function, parameters and FLOPs) */
+		int64_t T = G->B * G->s, f = G->ffn;
+		name_fmt(n, sizeof n, "%sgate_up", p);
+		int y = linear(G, n, x, G->h, 2 * f, false);
+		y = reshape(G, p, "gate_up.reshape", y, 3, (int64_t[]){T, f, 2});
+		gate = column_view(G, p, "gate.split", y, 0, 1);
+		gate = reshape(G, p, "gate.reshape", gate, 2, (int64_t[]){T, f});
+		up = column_view(G, p, "up.split", y, 1, 2);
+		up = reshape(G, p, "up.reshape", up, 2, (int64_t[]){T, f});
+	} else {
+		name_fmt(n, sizeof n, "%sgate", p);
+		gate = linear(G, n, x, G->h, G->ffn, false);
+		name_fmt(n, sizeof n, "%sup", p);
+		up = linear(G, n, x, G->h, G->ffn, false);
+	}
 	gate = op1(G, OP_SILU, p, "silu", gate, NULL);
 	int y = op2(G, OP_MUL, p, "mul", gate, up, NULL);
 	name_fmt(n, sizeof n, "%sdown", p);

@@ -208,6 +208,11 @@ struct model_gen {
 	 * (`query_key_value` / `linear_qkv`); false: three projections.
 	 * Parameters, FLOPs and activations are the same either way. */
 	bool fused_qkv;
+	/* LLaMA: the dense SwiGLU MLP's gate and up projections as one
+	 * "p.gate_up" of 2 ffn columns, gate and up interleaved per column,
+	 * split by views, as Megatron-Core's linear_fc1 with
+	 * gated_linear_unit; false: two projections. */
+	bool fused_gate_up;
 };
 /* Fills defaults for a kind (see docs/formats.md). */
 void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind);

@@ -544,6 +544,19 @@ Test(hf, fused_qkv_when_asked)
 	cr_expect_not_null(strstr(r.out, "\"fused_qkv\":\ttrue"), "%s", r.out);
 	cr_expect_not_null(strstr(r.out, "7,615,616,512 parameters"));
 	free(r.out);
+	/* the MLP's gate and up as one (llama_2_7b_published_total), and
+	 * refused where the MLP has no gate (GPT-2's GeLU MLP) */
+	r = fixture_shardlab("import hf models/hf/llama-2-7b.json --seq 256 --fused-gate-up", false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_not_null(strstr(r.out, "\"fused_gate_up\":\ttrue"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "6,738,415,616 parameters"));
+	free(r.out);
+	r = fixture_shardlab("import hf models/hf/gpt2.json --seq 256 --fused-gate-up", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect_str_eq(r.out, "models/hf/gpt2.json: --fused-gate-up: the config is read as a "
+	                        "\"gpt\" generator, whose MLP has no gate projection (the option "
+	                        "is for the gated MLPs of \"llama\")\n");
+	free(r.out);
 }
 
 Test(hf, import_writes_a_model_file_that_loads)

@@ -881,3 +881,48 @@ Test(models, fused_qkv_member_and_view_attribute)
 	diag_list_free(&d);
 	arena_free(a);
 }
+
+/* ------------------------------------------------------- fused gate/up */
+
+/* fused_gate_up on the LLaMA of fused_qkv_llama_counted_by_hand (h 64,
+ * ffn 96, 48 tokens): one projection [64, 192] = 12,288 weights, the
+ * gate's and the up's 2·64·96; one GEMM of 2·48·64·192 = 1,179,648 FLOPs,
+ * the two's sum; its output viewed [48, 96, 2] (gate and up interleaved
+ * per column) and split by views into [48, 96, 1] each, reshaped to the
+ * [48, 96] that SiLU and Mul read. */
+Test(models, fused_gate_up_counted_by_hand)
+{
+	struct arena *a = arena_new();
+	struct model_gen p;
+	model_gen_defaults(&p, GEN_LLAMA);
+	p.hidden = 64, p.layers = 1, p.heads = 8, p.kv_heads = 2, p.seq = 16, p.vocab = 100;
+	p.micro_batch = 3, p.ffn = 96;
+	struct graph *sep = gen(a, &p);
+	p.fused_gate_up = true;
+	struct graph *g = gen(a, &p);
+	struct graph_totals ts, tf;
+	graph_totals(sep, &ts);
+	graph_totals(g, &tf);
+	/* 41,760 of fused_qkv_llama_counted_by_hand less the 96 q/k/v biases */
+	cr_expect_eq(ts.parameters, 41664);
+	cr_expect_eq(tf.parameters, 41664);
+	cr_expect_eq(tf.forward_flops, ts.forward_flops);
+	cr_expect_eq(graph_find_op(g, "layers.0.mlp.gate.matmul"), -1);
+	cr_expect_eq(graph_find_op(g, "layers.0.mlp.up.matmul"), -1);
+	int i = graph_find_op(g, "layers.0.mlp.gate_up.matmul");
+	cr_assert_geq(i, 0);
+	cr_expect_eq(g->ops[i].flops, 1179648.0);
+	cr_expect_eq(g->ops[i].params, 12288);
+	assert_dims(out_of(g, "layers.0.mlp.gate_up.reshape"), 3, (int64_t[]){48, 96, 2});
+	static const char *const views[] = {"layers.0.mlp.gate.split", "layers.0.mlp.up.split"};
+	for (int k = 0; k < 2; k++) {
+		const struct op *o = &g->ops[graph_find_op(g, views[k])];
+		cr_expect(o->attrs.view);
+		cr_expect_eq(o->attrs.begin[2], k);
+		cr_expect_eq(o->bytes_read + o->bytes_written, 0);
+		assert_dims(&g->tensors[o->out[0]], 3, (int64_t[]){48, 96, 1});
+	}
+	assert_dims(out_of(g, "layers.0.mlp.silu"), 2, (int64_t[]){48, 96});
+	assert_dims(out_of(g, "layers.0.mlp.mul"), 2, (int64_t[]){48, 96});
+	arena_free(a);
+}

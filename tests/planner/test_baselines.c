@@ -1235,6 +1235,35 @@ Test(baselines, megatron_fused_qkv_is_one_column_parallel_projection)
 	                   attn_redist_bytes(p8, "layers.0.attn."), 1e-9);
 }
 
+/* Megatron-Core's linear_fc1 with gated_linear_unit (fused_gate_up): one
+ * column-parallel projection of 2 x 1024 columns at TP 2, a rank holding
+ * 1024 of them (its gate and its up columns together): the MLP needs no
+ * redistribution, and the estimate keeps the memory and the communication
+ * of two projections. */
+Test(baselines, megatron_fused_gate_up_is_one_column_parallel_projection)
+{
+	struct estimate e[2];
+	for (int f = 0; f < 2; f++) {
+		const char *gen = f ? "{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 1, "
+		                      "\"heads\": 8, \"kv_heads\": 2, \"ffn\": 1024, \"seq\": 64, "
+		                      "\"vocab\": 1024, \"micro_batch\": 1, \"fused_gate_up\": true}"
+		                    : FUSED_GEN("false");
+		struct scenario *s = generated(gen, "dgx-h100", 2);
+		struct plan *p = plan_megatron_degree(A, s, &OPT, 2, &D);
+		cr_assert_not_null(p);
+		cr_assert(plan_estimate(A, p, &e[f], &D));
+		cr_expect_eq(attn_redist_bytes(p, "layers.0.mlp."), 0);
+		cr_expect_float_eq(local_param_elems(p, "layers.0.mlp."), 3.0 * 512 * 1024 / 2, 1e-6);
+		if (f) {
+			static const int64_t fc1[] = {1, 1, 1, 2};
+			expect_cuts(p, "layers.0.mlp.gate_up.matmul", fc1, 4);
+		}
+	}
+	cr_expect_eq(e[1].activation_bytes, e[0].activation_bytes);
+	cr_expect_float_eq(e[1].comm_s, e[0].comm_s, 1e-12 * e[0].comm_s); /* summed in another order */
+	cr_expect_lt(e[1].compute_s, e[0].compute_s);
+}
+
 /* Fused or not, the estimate keeps the same memory (the views save
  * nothing; the projection's input is kept once either way) and the same
  * communication; the fused plan runs fewer kernels. Megatron-LM's
