@@ -753,6 +753,35 @@ Test(models, mixtral_parameters_total_and_active)
 
 /* ------------------------------------------------------------ fused QKV */
 
+/* The grouped-query LLaMA of llama_gqa_shapes: h 64, 8 heads of d = 8 in
+ * kv = 2 groups, B 3, s 16, ffn 96, V 100, one layer. */
+static void small_llama(struct model_gen *p)
+{
+	model_gen_defaults(p, GEN_LLAMA);
+	p->hidden = 64, p->layers = 1, p->heads = 8, p->kv_heads = 2, p->seq = 16, p->vocab = 100;
+	p->micro_batch = 3, p->ffn = 96;
+}
+
+/* The model of p without and with the member *flag (a field of p), both
+ * of `params` parameters (a hand count) and the same forward FLOPs; returns
+ * the fused graph, the other in *sep. */
+static struct graph *with_and_without(struct arena *a, struct model_gen *p, bool *flag,
+                                      int64_t params, struct graph **sep)
+{
+	*flag = false;
+	*sep = gen(a, p);
+	*flag = true;
+	struct graph *g = gen(a, p);
+	struct graph_totals ts, tf;
+	graph_totals(*sep, &ts);
+	graph_totals(g, &tf);
+	cr_expect_eq(ts.parameters, params);
+	cr_expect_eq(tf.parameters, params);
+	cr_expect_eq(tf.forward_flops, ts.forward_flops);
+	cr_expect_eq(tf.matmul_flops, ts.matmul_flops);
+	return g;
+}
+
 /* The attention's MatMuls with a weight, in layer 0. */
 static int attn_weight_matmuls(const struct graph *g)
 {
@@ -775,19 +804,9 @@ Test(models, fused_qkv_llama_counted_by_hand)
 {
 	struct arena *a = arena_new();
 	struct model_gen p;
-	model_gen_defaults(&p, GEN_LLAMA);
-	p.hidden = 64, p.layers = 1, p.heads = 8, p.kv_heads = 2, p.seq = 16, p.vocab = 100;
-	p.micro_batch = 3, p.ffn = 96, p.qkv_bias = true;
-	struct graph *sep = gen(a, &p);
-	p.fused_qkv = true;
-	struct graph *g = gen(a, &p);
-	struct graph_totals ts, tf;
-	graph_totals(sep, &ts);
-	graph_totals(g, &tf);
-	cr_expect_eq(ts.parameters, 41760);
-	cr_expect_eq(tf.parameters, 41760);
-	cr_expect_eq(tf.forward_flops, ts.forward_flops);
-	cr_expect_eq(tf.matmul_flops, ts.matmul_flops);
+	small_llama(&p);
+	p.qkv_bias = true;
+	struct graph *sep, *g = with_and_without(a, &p, &p.fused_qkv, 41760, &sep);
 	/* one projection, where there were three */
 	cr_expect_eq(attn_weight_matmuls(sep), 4);
 	cr_expect_eq(attn_weight_matmuls(g), 2);
@@ -832,15 +851,12 @@ Test(models, fused_qkv_gpt_heads_as_groups)
 	struct model_gen p;
 	model_gen_defaults(&p, GEN_GPT);
 	p.hidden = 64, p.layers = 1, p.heads = 4, p.seq = 8, p.vocab = 50, p.micro_batch = 2;
-	struct graph *sep = gen(a, &p);
-	p.fused_qkv = true;
-	struct graph *g = gen(a, &p);
-	struct graph_totals ts, tf;
-	graph_totals(sep, &ts);
-	graph_totals(g, &tf);
-	cr_expect_eq(tf.parameters, ts.parameters);
-	cr_expect_eq(tf.forward_flops, ts.forward_flops);
-	int w = graph_find_tensor(g, "layers.0.attn.qkv.weight");
+	/* embedding 50·64 + positions 8·64, three LayerNorms 3·128, the
+	 * projection 12,480, output 64·64 + 64, fc1 64·256 + 256, fc2
+	 * 256·64 + 64, the head tied: 3200 + 512 + 384 + 12480 + 4160 +
+	 * 16640 + 16448 = 53,824 */
+	struct graph *sep, *g = with_and_without(a, &p, &p.fused_qkv, 53824, &sep);
+	(void)sep;	int w = graph_find_tensor(g, "layers.0.attn.qkv.weight");
 	int b = graph_find_tensor(g, "layers.0.attn.qkv.bias");
 	cr_assert(w >= 0 && b >= 0);
 	cr_expect_eq(g->tensors[w].elems + g->tensors[b].elems, 12480);
@@ -894,19 +910,9 @@ Test(models, fused_gate_up_counted_by_hand)
 {
 	struct arena *a = arena_new();
 	struct model_gen p;
-	model_gen_defaults(&p, GEN_LLAMA);
-	p.hidden = 64, p.layers = 1, p.heads = 8, p.kv_heads = 2, p.seq = 16, p.vocab = 100;
-	p.micro_batch = 3, p.ffn = 96;
-	struct graph *sep = gen(a, &p);
-	p.fused_gate_up = true;
-	struct graph *g = gen(a, &p);
-	struct graph_totals ts, tf;
-	graph_totals(sep, &ts);
-	graph_totals(g, &tf);
+	small_llama(&p);
 	/* 41,760 of fused_qkv_llama_counted_by_hand less the 96 q/k/v biases */
-	cr_expect_eq(ts.parameters, 41664);
-	cr_expect_eq(tf.parameters, 41664);
-	cr_expect_eq(tf.forward_flops, ts.forward_flops);
+	struct graph *sep, *g = with_and_without(a, &p, &p.fused_gate_up, 41664, &sep);
 	cr_expect_eq(graph_find_op(g, "layers.0.mlp.gate.matmul"), -1);
 	cr_expect_eq(graph_find_op(g, "layers.0.mlp.up.matmul"), -1);
 	int i = graph_find_op(g, "layers.0.mlp.gate_up.matmul");
