@@ -154,13 +154,18 @@ static bool fits(int64_t a, int64_t b, int64_t *out)
 }
 
 /* The largest tensors (activations B·s·max(h, ffn, V), attention scores
- * B·heads·s², weights h·max(ffn, V)) must stay within GRAPH_MAX_ELEMENTS. */
+ * B·heads·s², weights h·max(ffn, V); the fused projections' 3h and
+ * 2 ffn) must stay within GRAPH_MAX_ELEMENTS. */
 static bool sizes_fit(struct gen *G)
 {
 	int64_t bs, x;
 	int64_t wide = G->ffn > G->h ? G->ffn : G->h;
 	if (G->V > wide)
 		wide = G->V;
+	if (G->p->fused_qkv && 3 * G->h > wide)
+		wide = 3 * G->h; /* (heads + 2 kv_heads) x head_dim is at most 3 hidden */
+	if (G->p->fused_gate_up && 2 * G->ffn > wide)
+		wide = 2 * G->ffn;
 	bool ok = fits(G->B, G->s, &bs) && fits(bs, wide, &x) && fits(bs, G->a_heads, &x) &&
 	          fits(x, G->s, &x) && fits(G->h, wide, &x) && fits(G->a_heads, G->d, &x) &&
 	          fits(x, G->h, &x);
