@@ -16,7 +16,8 @@ static void help(FILE *f)
 {
 	fprintf(f,
 	        "usage: shardlab import hf CONFIG.json [--seq N] [--micro-batch B]\n"
-	        "                                      [--name NAME]\n"
+	        "                                      [--name NAME] [--fused-qkv]\n"
+	        "                                      [--fused-gate-up]\n"
 	        "\n"
 	        "Read a Hugging Face model configuration (the config.json that\n"
 	        "transformers' save_pretrained writes beside the weights) and print a\n"
@@ -47,6 +48,13 @@ static void help(FILE *f)
 	        "  --micro-batch B  samples per micro-batch (default 1)\n"
 	        "  --name NAME      the model's name (default: the file name without\n"
 	        "                   folder and .json)\n"
+	        "  --fused-qkv      one query-key-value projection split by views, as\n"
+	        "                   Megatron-LM runs it (the generator's fused_qkv;\n"
+	        "                   default: three projections, as transformers has them;\n"
+	        "                   a scenario's hf_config object takes \"fused_qkv\": true)\n"
+	        "  --fused-gate-up  LLaMA-style models: the MLP's gate and up projections as\n"
+	        "                   one, as Megatron-Core's linear_fc1 (fused_gate_up;\n"
+	        "                   \"fused_gate_up\": true in a scenario)\n"
 	        "  -h, --help       this help\n"
 	        "\n"
 	        "The description of the model file states the architecture, the source\n"
@@ -59,6 +67,7 @@ static void help(FILE *f)
 struct args {
 	const char *file, *name;
 	int64_t seq, micro_batch;
+	bool fused_qkv, fused_gate_up;
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -79,6 +88,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 			                     &a->micro_batch);
 		else if (!strcmp(argv[i], "--name") && value)
 			a->name = argv[++i];
+		else if (!strcmp(argv[i], "--fused-qkv"))
+			a->fused_qkv = true;
+		else if (!strcmp(argv[i], "--fused-gate-up"))
+			a->fused_gate_up = true;
 		else if (argv[i][0] == '-' || a->file) {
 			fprintf(stderr, "shardlab import: unexpected '%s' (see shardlab import --help)\n",
 			        argv[i]);
@@ -126,8 +139,16 @@ int cmd_import(int argc, char **argv)
 	struct hf_model m;
 	struct graph *g = NULL;
 	bool read = ar && json_doc_load(&doc, a.file, &d);
-	if (read && graph_hf_read(ar, &doc, a.seq, a.micro_batch, &m))
-		g = graph_generate(ar, &m.gen, &d);
+	if (read && graph_hf_read(ar, &doc, a.seq, a.micro_batch, &m)) {
+		m.gen.fused_qkv = a.fused_qkv;
+		m.gen.fused_gate_up = a.fused_gate_up;
+		if (a.fused_gate_up && !model_gen_uses(m.gen.kind, "fused_gate_up"))
+			diag_add(&d, DIAG_ERROR, a.file, 0, NULL, "--fused-gate-up: the config is read as "
+			         "a \"%s\" generator, whose MLP has no gate projection (the option is for "
+			         "the gated MLPs of \"llama\")", model_gen_names[m.gen.kind]);
+		else
+			g = graph_generate(ar, &m.gen, &d);
+	}
 	if (read)
 		json_doc_free(&doc);
 	if (g && a.seq <= 0)

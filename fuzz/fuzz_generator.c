@@ -75,6 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned flags = take(&b);
 	g.shared_expert_gate = flags & 1;
 	g.qkv_bias = flags & 2;
+	g.fused_qkv = flags & 4;
+	g.fused_gate_up = flags & 8;
 
 	struct arena *a = arena_new();
 	struct diag_list d;

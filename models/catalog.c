@@ -519,7 +519,7 @@ static const struct op_info catalog[] = {
 	[OP_CONCAT] = {"Concat", 2, 0, 1, LIST("axis"), no_attrs, FLOP_NONE, 0, infer_concat},
 	[OP_SPLIT] = {"Split", 1, 1, 0, LIST("axis", "outputs"), LIST("outputs"), FLOP_NONE, 0,
 	              infer_split},
-	[OP_STRIDEDSLICE] = {"StridedSlice", 1, 1, 1, LIST("begin", "end", "strides"),
+	[OP_STRIDEDSLICE] = {"StridedSlice", 1, 1, 1, LIST("begin", "end", "strides", "view"),
 	                     LIST("begin", "end"), FLOP_NONE, 0, infer_slice},
 	[OP_SOFTMAXCROSSENTROPY] = {"SoftmaxCrossEntropy", 2, 2, 1, no_attrs, no_attrs, FLOP_IN0, 5,
 	                            infer_sce},
@@ -603,6 +603,6 @@ void op_costs(struct op *op, const struct tensor *ts)
 	}
 	for (int k = 0; k < op->n_out; k++)
 		op->bytes_written += tensor_bytes(&ts[op->out[k]]);
-	if (op->kind == OP_RESHAPE)
+	if (op->kind == OP_RESHAPE || (op->kind == OP_STRIDEDSLICE && op->attrs.view))
 		op->bytes_read = op->bytes_written = 0;
 }

@@ -87,7 +87,8 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	static const char *const gpt[] = {"kind", "hidden", "layers", "heads", "ffn", "seq", "vocab",
 	                                  "micro_batch", "dtype", "bias", "dropout",
 	                                  "tie_embeddings", "parallel_residual", "rotary",
-	                                  "max_positions", "rope_theta", "norm_eps", NULL};
+	                                  "max_positions", "rope_theta", "norm_eps", "fused_qkv",
+	                                  NULL};
 	static const char *const llama[] = {"kind", "hidden", "layers", "heads", "kv_heads", "ffn",
 	                                    "seq", "vocab", "micro_batch", "dtype",
 	                                    "tie_embeddings", "qkv_bias", "experts", "top_k",
@@ -96,7 +97,7 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	                                    "norm_eps", "sigmoid_router", "expert_groups",
 	                                    "group_top_k", "q_lora_rank", "kv_lora_rank",
 	                                    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-	                                    "mtp_layers", NULL};
+	                                    "mtp_layers", "fused_qkv", "fused_gate_up", NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
@@ -153,13 +154,18 @@ static bool fits(int64_t a, int64_t b, int64_t *out)
 }
 
 /* The largest tensors (activations B·s·max(h, ffn, V), attention scores
- * B·heads·s², weights h·max(ffn, V)) must stay within GRAPH_MAX_ELEMENTS. */
+ * B·heads·s², weights h·max(ffn, V); the fused projections' 3h and
+ * 2 ffn) must stay within GRAPH_MAX_ELEMENTS. */
 static bool sizes_fit(struct gen *G)
 {
 	int64_t bs, x;
 	int64_t wide = G->ffn > G->h ? G->ffn : G->h;
 	if (G->V > wide)
 		wide = G->V;
+	if (G->p->fused_qkv && 3 * G->h > wide)
+		wide = 3 * G->h; /* (heads + 2 kv_heads) x head_dim is at most 3 hidden */
+	if (G->p->fused_gate_up && 2 * G->ffn > wide)
+		wide = 2 * G->ffn;
 	bool ok = fits(G->B, G->s, &bs) && fits(bs, wide, &x) && fits(bs, G->a_heads, &x) &&
 	          fits(x, G->s, &x) && fits(G->h, wide, &x) && fits(G->a_heads, G->d, &x) &&
 	          fits(x, G->h, &x);
@@ -335,6 +341,11 @@ static bool mla_check(struct gen *G)
 			        (long long)v[i]);
 			ok = false;
 		}
+	}
+	if (p->kv_lora_rank > 0 && p->fused_qkv) {
+		gen_err(G, "fused_qkv", "multi-head latent attention has no fused query-key-value "
+		        "projection: its queries and its keys and values come from separate latents");
+		ok = false;
 	}
 	if (!ok || p->kv_lora_rank == 0)
 		return ok;
@@ -619,6 +630,59 @@ static int mla_attention(struct gen *G, const char *p, int x)
 	return linear(G, n, ctx, a * dv, G->h, false);
 }
 
+/* A Reshape of x to d, or x itself when it has that shape already (the
+ * fused projection's views are shaped [B, s, kv, ...] from the start). */
+static int reshape_to(struct gen *G, const char *p, const char *sfx, int x, int n,
+                      const int64_t *d)
+{
+	const struct tensor *t = x >= 0 ? &G->b.g->tensors[x] : NULL;
+	if (t && t->rank == n && !memcmp(t->dims, d, (size_t)n * sizeof(*d)))
+		return x;
+	return reshape(G, p, sfx, x, n, d);
+}
+
+/* The view "p.<sfx>" of x keeping [from, to) of its last dimension: a
+ * StridedSlice marked as a view (torch.split, torch.chunk), which moves
+ * nothing. */
+static int column_view(struct gen *G, const char *p, const char *sfx, int x, int64_t from,
+                       int64_t to)
+{
+	if (x < 0)
+		return -1;
+	const struct tensor *t = &G->b.g->tensors[x];
+	struct op_attrs at;
+	op_attrs_default(OP_STRIDEDSLICE, &at);
+	at.n_shape = t->rank;
+	memcpy(at.end, t->dims, (size_t)t->rank * sizeof(*t->dims));
+	at.begin[t->rank - 1] = from;
+	at.end[t->rank - 1] = to;
+	at.view = true;
+	return op1(G, OP_STRIDEDSLICE, p, sfx, x, &at);
+}
+
+/* Fused QKV (generator member fused_qkv), as Megatron-LM runs it
+ * (megatron/core/transformer/attention.py at core_v0.8.0,
+ * SelfAttention.get_query_key_value_tensors; megatron/model/transformer.py
+ * at de7dc40, ParallelAttention's query_key_value): one projection "p.qkv"
+ * [h, kv (g + 2) d] of x [B*s, h], its columns grouped per key/value head
+ * (the g query heads of the group, then its key, then its value), viewed
+ * as [B, s, kv, (g + 2) d] ("p.qkv.reshape") and split by views into
+ * "p.q.split" [B, s, kv, g d], "p.k.split" and "p.v.split" [B, s, kv, d].
+ * A column-parallel cut of the projection lands on whole groups (the kv
+ * dimension), so the views need no communication. The weight holds the
+ * three projections' elements, the GEMM their FLOPs. */
+static void qkv_fused(struct gen *G, const char *p, int x, bool bias, int *q, int *k, int *v)
+{
+	int64_t B = G->B, s = G->s, kv = G->kv, d = G->d, g = G->a_heads / kv, w = (g + 2) * d;
+	char n[256];
+	name_fmt(n, sizeof n, "%sqkv", p);
+	int y = linear(G, n, x, G->h, kv * w, bias);
+	y = reshape(G, p, "qkv.reshape", y, 4, (int64_t[]){B, s, kv, w});
+	*q = column_view(G, p, "q.split", y, 0, g * d);
+	*k = column_view(G, p, "k.split", y, g * d, (g + 1) * d);
+	*v = column_view(G, p, "v.split", y, (g + 1) * d, w);
+}
+
 /* Self-attention on x [B*s, h]; grouped-query when kv < heads. */
 static int attention(struct gen *G, const char *p, int x)
 {
@@ -627,29 +691,34 @@ static int attention(struct gen *G, const char *p, int x)
 	bool qkv_bias = bias || (G->llama && G->p->qkv_bias);
 	static const int64_t to_heads[4] = {0, 2, 1, 3}, to_keys[4] = {0, 2, 3, 1};
 	char n[256];
-	name_fmt(n, sizeof n, "%sq", p);
-	int q = linear(G, n, x, G->h, ad, qkv_bias);
-	name_fmt(n, sizeof n, "%sk", p);
-	int k = linear(G, n, x, G->h, kv * d, qkv_bias);
-	name_fmt(n, sizeof n, "%sv", p);
-	int v = linear(G, n, x, G->h, kv * d, qkv_bias);
+	int64_t g = a / kv;
+	int q, k, v;
+	if (G->p->fused_qkv) {
+		qkv_fused(G, p, x, qkv_bias, &q, &k, &v);
+	} else {
+		name_fmt(n, sizeof n, "%sq", p);
+		q = linear(G, n, x, G->h, ad, qkv_bias);
+		name_fmt(n, sizeof n, "%sk", p);
+		k = linear(G, n, x, G->h, kv * d, qkv_bias);
+		name_fmt(n, sizeof n, "%sv", p);
+		v = linear(G, n, x, G->h, kv * d, qkv_bias);
+	}
 
 	/* Grouped: the queries of a key/value head's group as rows [s, g] with
 	 * the sequence major, so that a cut of the sequence (context
 	 * parallelism) lands on whole rows of every group. */
-	int64_t g = a / kv;
 	static const int64_t swap5[5] = {0, 2, 1, 3, 4};
 	if (grouped) {
 		q = reshape(G, p, "q.reshape", q, 5, (int64_t[]){B, s, kv, g, d});
 		q = transpose_n(G, p, "q.transpose", q, 5, swap5);
 		q = reshape(G, p, "q.group", q, 4, (int64_t[]){B, kv, s * g, d});
 	} else {
-		q = reshape(G, p, "q.reshape", q, 4, (int64_t[]){B, s, a, d});
+		q = reshape_to(G, p, "q.reshape", q, 4, (int64_t[]){B, s, a, d});
 		q = transpose(G, p, "q.transpose", q, to_heads);
 	}
-	k = reshape(G, p, "k.reshape", k, 4, (int64_t[]){B, s, kv, d});
+	k = reshape_to(G, p, "k.reshape", k, 4, (int64_t[]){B, s, kv, d});
 	k = transpose(G, p, "k.transpose", k, to_keys);
-	v = reshape(G, p, "v.reshape", v, 4, (int64_t[]){B, s, kv, d});
+	v = reshape_to(G, p, "v.reshape", v, 4, (int64_t[]){B, s, kv, d});
 	v = transpose(G, p, "v.transpose", v, to_heads);
 
 	int sc = op2(G, OP_BATCHMATMUL, p, "scores", q, k, NULL);
@@ -760,10 +829,30 @@ static int mlp(struct gen *G, int64_t i, const char *p, int x)
 		y = linear(G, n, y, G->ffn, G->h, G->p->bias);
 		return dropout(G, p, "dropout", y);
 	}
-	name_fmt(n, sizeof n, "%sgate", p);
-	int gate = linear(G, n, x, G->h, G->ffn, false);
-	name_fmt(n, sizeof n, "%sup", p);
-	int up = linear(G, n, x, G->h, G->ffn, false);
+	int gate, up;
+	if (G->p->fused_gate_up) {
+		/* Megatron-Core's linear_fc1 with gated_linear_unit (megatron/
+		 * core/transformer/mlp.py at core_v0.8.0: one GEMM of 2 ffn
+		 * columns, its output chunked into gate and up by views): here
+		 * gate and up interleaved per column, viewed [B*s, ffn, 2], so
+		 * that a column-parallel cut lands on ffn and a rank holds its
+		 * gate columns with their up columns, as Megatron's per-rank
+		 * [gate | up] does (a permutation of the columns: the same
+		 * function, parameters and FLOPs) */
+		int64_t T = G->B * G->s, f = G->ffn;
+		name_fmt(n, sizeof n, "%sgate_up", p);
+		int y = linear(G, n, x, G->h, 2 * f, false);
+		y = reshape(G, p, "gate_up.reshape", y, 3, (int64_t[]){T, f, 2});
+		gate = column_view(G, p, "gate.split", y, 0, 1);
+		gate = reshape(G, p, "gate.reshape", gate, 2, (int64_t[]){T, f});
+		up = column_view(G, p, "up.split", y, 1, 2);
+		up = reshape(G, p, "up.reshape", up, 2, (int64_t[]){T, f});
+	} else {
+		name_fmt(n, sizeof n, "%sgate", p);
+		gate = linear(G, n, x, G->h, G->ffn, false);
+		name_fmt(n, sizeof n, "%sup", p);
+		up = linear(G, n, x, G->h, G->ffn, false);
+	}
 	gate = op1(G, OP_SILU, p, "silu", gate, NULL);
 	int y = op2(G, OP_MUL, p, "mul", gate, up, NULL);
 	name_fmt(n, sizeof n, "%sdown", p);

@@ -273,6 +273,7 @@ int graph_op_key(const struct graph *g, int op, int64_t *w, int cap)
 	word(w, &n, cap, at->n_outputs);
 	word(w, &n, cap, at->to);
 	word(w, &n, cap, util_double_bits(at->keep_prob));
+	word(w, &n, cap, at->view);
 	/* the tensors, and which inputs repeat an earlier one */
 	word(w, &n, cap, o->n_in);
 	word(w, &n, cap, o->n_out);

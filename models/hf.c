@@ -585,7 +585,7 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		NUM(expert_groups) NUM(group_top_k) NUM(q_lora_rank) NUM(kv_lora_rank)
 		NUM(qk_rope_head_dim) NUM(qk_nope_head_dim) NUM(v_head_dim) NUM(mtp_layers)
 		BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary) BOOL(shared_expert_gate)
-		BOOL(sigmoid_router)
+		BOOL(sigmoid_router) BOOL(fused_qkv) BOOL(fused_gate_up)
 #undef NUM
 #undef BOOL
 		/* The DeepSeek-V3 members, left out at 0 / false (their default). */
@@ -594,7 +594,9 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		            !strcmp(k, "q_lora_rank") || !strcmp(k, "kv_lora_rank") ||
 		            !strcmp(k, "qk_rope_head_dim") || !strcmp(k, "qk_nope_head_dim") ||
 		            !strcmp(k, "v_head_dim") || !strcmp(k, "mtp_layers"))) ||
-		          (!strcmp(k, "sigmoid_router") && !g->sigmoid_router))) {
+		          (!strcmp(k, "sigmoid_router") && !g->sigmoid_router) ||
+		          (!strcmp(k, "fused_qkv") && !g->fused_qkv) ||
+		          (!strcmp(k, "fused_gate_up") && !g->fused_gate_up))) {
 			cJSON_Delete(v);
 			continue;
 		}

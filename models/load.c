@@ -300,6 +300,8 @@ static bool read_attr(const char *key, const struct jv *v, struct op_attrs *at, 
 		return jv_dtype(v, &at->to);
 	if (!strcmp(key, "keep_prob"))
 		return jv_number(v, JR_FRACTION, &at->keep_prob);
+	if (!strcmp(key, "view"))
+		return jv_bool(v, &at->view);
 	SL_ASSERT(!"an attribute in the catalog has no reader");
 	return false;
 }
@@ -670,6 +672,8 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 		g.tie_embeddings = tie ? 1 : -1;
 	}
 	ok = jv_opt_bool(gen, "qkv_bias", g.qkv_bias, &g.qkv_bias) && ok;
+	ok = jv_opt_bool(gen, "fused_qkv", g.fused_qkv, &g.fused_qkv) && ok;
+	ok = jv_opt_bool(gen, "fused_gate_up", g.fused_gate_up, &g.fused_gate_up) && ok;
 	if (jv_get(gen, "shared_experts", &m))
 		ok = read_count(&m, 0, &g.shared_experts) && ok;
 	if (jv_get(gen, "dense_layers", &m))

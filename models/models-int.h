@@ -95,10 +95,6 @@ int graph_builder_tensor(struct graph_builder *b, const char *name, enum tensor_
 int graph_builder_op(struct graph_builder *b, enum op_kind kind, const char *name, const int *in,
                      int n_in, const struct op_attrs *at, int line, const struct op_site *site);
 
-/* The generator behind graph_generate, reporting parameter errors at
- * members of `gen` when it is given. */
-struct graph *graph_generate_at(struct arena *a, const struct model_gen *g,
-                                struct diag_list *diags, const struct jv *gen);
 /* Generator parameters a model file may give for a kind, NULL-ended. */
 const char *const *model_gen_fields(enum model_gen_kind kind);
 

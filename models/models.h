@@ -92,6 +92,8 @@ struct op_attrs {
 	int n_outputs;                        /* Split */
 	enum dtype to;                        /* Cast */
 	double keep_prob;                     /* Dropout */
+	bool view;                            /* StridedSlice: a view of its input (torch.split),
+	                                         no kernel and no bytes moved */
 };
 
 struct op {
@@ -200,6 +202,17 @@ struct model_gen {
 	 * (`plan --export megatron`): the rotary base and the normalisation's
 	 * epsilon, 0 where not stated (the framework's default). */
 	double rope_theta, norm_eps;
+	/* GPT and LLaMA: one fused query-key-value projection "p.qkv" of
+	 * (heads + 2 kv_heads) x head_dim columns laid out per key/value group,
+	 * split into Q, K and V by views, as Megatron-LM runs it
+	 * (`query_key_value` / `linear_qkv`); false: three projections.
+	 * Parameters, FLOPs and activations are the same either way. */
+	bool fused_qkv;
+	/* LLaMA: the dense SwiGLU MLP's gate and up projections as one
+	 * "p.gate_up" of 2 ffn columns, gate and up interleaved per column,
+	 * split by views, as Megatron-Core's linear_fc1 with
+	 * gated_linear_unit; false: two projections. */
+	bool fused_gate_up;
 };
 /* Fills defaults for a kind (see docs/formats.md). */
 void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind);
@@ -211,6 +224,12 @@ bool model_gen_uses(enum model_gen_kind kind, const char *field);
 int64_t model_gen_ffn(const struct model_gen *g);
 /* Returns NULL after adding diagnostics (file may be NULL). */
 struct graph *graph_generate(struct arena *a, const struct model_gen *g, struct diag_list *diags);
+/* The generator behind graph_generate, reporting parameter errors at
+ * members of `gen` when it is given (a file's generator object, or an
+ * object holding the members a caller set, such as a scenario's
+ * {"hf_config": ..., "fused_qkv": true}). */
+struct graph *graph_generate_at(struct arena *a, const struct model_gen *g,
+                                struct diag_list *diags, const struct jv *gen);
 
 /* The generator's hyper-parameters as a model file's "generator" object
  * (the members its kind takes); NULL when out of memory. */
@@ -297,7 +316,7 @@ struct op_sig {
  * Writes at most cap words into w and returns how many there are (more
  * than cap: they did not fit; GRAPH_OP_KEY_WORDS hold any op of at most
  * 2 x SIG_MAX_TENSORS tensors, every op a signature describes). */
-#define GRAPH_OP_KEY_WORDS (17 + 6 * GRAPH_MAX_RANK + 2 * SIG_MAX_TENSORS * (4 + GRAPH_MAX_RANK))
+#define GRAPH_OP_KEY_WORDS (18 + 6 * GRAPH_MAX_RANK + 2 * SIG_MAX_TENSORS * (4 + GRAPH_MAX_RANK))
 int graph_op_key(const struct graph *g, int op, int64_t *w, int cap);
 
 /* The signature of op `op`. False when the op has more tensors or labels

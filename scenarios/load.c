@@ -51,18 +51,24 @@ struct loader {
 
 /* ------------------------------------------------------------ referenced files */
 
-/* {"hf_config": "path", "seq": N, "micro_batch": B, "name": "..."}: a
- * Hugging Face config.json (models/hf.c). */
+/* {"hf_config": "path", "seq": N, "micro_batch": B, "name": "...",
+ * "fused_qkv": bool, "fused_gate_up": bool}: a Hugging Face config.json
+ * (models/hf.c), with the generator's fused projections when asked
+ * (docs/formats.md, "Fused QKV"). */
 static struct graph *load_hf_model(struct loader *L, const struct jv *v)
 {
-	static const char *const keys[] = {"hf_config", "seq", "micro_batch", "name", NULL};
+	static const char *const keys[] = {"hf_config", "seq", "micro_batch", "name", "fused_qkv",
+	                                   "fused_gate_up", NULL};
 	struct jv f;
 	const char *rel = NULL, *name = NULL;
 	int64_t seq = 0, mb = 0;
+	bool fused = false, gate_up = false;
 	bool ok = jv_keys(v, keys);
 	ok = jv_req_string(v, "hf_config", &rel) && ok;
 	ok = jv_opt_int(v, "seq", JR_RANGE(1, 1e12), 0, &seq) && ok;
 	ok = jv_opt_int(v, "micro_batch", JR_RANGE(1, 1e12), 0, &mb) && ok;
+	ok = jv_opt_bool(v, "fused_qkv", false, &fused) && ok;
+	ok = jv_opt_bool(v, "fused_gate_up", false, &gate_up) && ok;
 	if (jv_get(v, "name", &f))
 		ok = jv_string(&f, &name) && ok;
 	if (!ok)
@@ -73,6 +79,26 @@ static struct graph *load_hf_model(struct loader *L, const struct jv *v)
 	struct graph *g = path ? graph_hf_load(L->a, path, seq, mb, L->diags) : NULL;
 	if (!g && L->diags->errors == before)
 		jv_get(v, "hf_config", &f), jv_error(&f, "cannot load the Hugging Face config \"%s\"", rel);
+	if (g && gate_up && g->gen && !model_gen_uses(g->gen->kind, "fused_gate_up")) {
+		jv_get(v, "fused_gate_up", &f);
+		jv_error(&f, "the config is read as a \"%s\" generator, whose MLP has no gate "
+		         "projection (fused_gate_up is for the gated MLPs of \"llama\")",
+		         model_gen_names[g->gen->kind]);
+		return NULL;
+	}
+	if (g && (fused || gate_up) && g->gen) {
+		/* the config's generator again, with the projections fused */
+		struct model_gen gen = *g->gen;
+		gen.fused_qkv = fused;
+		gen.fused_gate_up = gate_up;
+		struct graph *h = graph_generate_at(L->a, &gen, L->diags, v);
+		if (h) {
+			h->name = g->name;
+			h->description = g->description;
+			h->file = g->file;
+		}
+		g = h;
+	}
 	if (g && name)
 		g->name = arena_strdup(L->a, name);
 	if (g && seq <= 0 && g->gen)

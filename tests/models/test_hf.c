@@ -514,6 +514,51 @@ Test(hf, scenario_reports_a_bad_member)
 	diag_list_free(&d);
 }
 
+/* A config keeps three projections unless the scenario or the import asks
+ * for the fused one (docs/formats.md, "Fused QKV"); either way Qwen2-7B
+ * holds its published 7,615,616,512 parameters (qwen2_7b_published_total),
+ * its q, k and v biases now one [(28 + 2 x 4) x 128] bias. */
+Test(hf, fused_qkv_when_asked)
+{
+	static const char text[] =
+		"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"x\",\n"
+		" \"model\": {\"hf_config\": \"../models/hf/qwen2-7b.json\", \"seq\": 256,\n"
+		"           \"fused_qkv\": true},\n"
+		" \"topology\": \"../topologies/dgx-a100.json\"}\n";
+	struct scenario *s = fixture_scenario_text(A, &D, "scenarios/x.json", text);
+	struct graph_totals t;
+	graph_totals(s->graph, &t);
+	cr_expect_eq(t.parameters, 7615616512LL);
+	cr_expect(s->graph->gen->fused_qkv);
+	cr_expect_eq(graph_find_op(s->graph, "layers.0.attn.q.matmul"), -1);
+	int b = graph_find_tensor(s->graph, "layers.0.attn.qkv.bias");
+	cr_assert_geq(b, 0);
+	cr_expect_eq(s->graph->tensors[b].elems, (28 + 2 * 4) * 128);
+	cr_expect_str_eq(s->model_file, "models/hf/qwen2-7b.json");
+	struct scenario *plain = fixture_scenario("scenarios/mistral-7b-h100-64p.json");
+	cr_expect(!plain->graph->gen->fused_qkv);
+	cr_expect_geq(graph_find_op(plain->graph, "layers.0.attn.q.matmul"), 0);
+	struct cli_run r = fixture_shardlab("import hf models/hf/qwen2-7b.json --seq 256 "
+	                                    "--fused-qkv", false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_not_null(strstr(r.out, "\"fused_qkv\":\ttrue"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "7,615,616,512 parameters"));
+	free(r.out);
+	/* the MLP's gate and up as one (llama_2_7b_published_total), and
+	 * refused where the MLP has no gate (GPT-2's GeLU MLP) */
+	r = fixture_shardlab("import hf models/hf/llama-2-7b.json --seq 256 --fused-gate-up", false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_not_null(strstr(r.out, "\"fused_gate_up\":\ttrue"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "6,738,415,616 parameters"));
+	free(r.out);
+	r = fixture_shardlab("import hf models/hf/gpt2.json --seq 256 --fused-gate-up", true);
+	cr_expect_eq(r.status, 1);
+	cr_expect_str_eq(r.out, "models/hf/gpt2.json: --fused-gate-up: the config is read as a "
+	                        "\"gpt\" generator, whose MLP has no gate projection (the option "
+	                        "is for the gated MLPs of \"llama\")\n");
+	free(r.out);
+}
+
 Test(hf, import_writes_a_model_file_that_loads)
 {
 	struct cli_run r = fixture_shardlab("import hf models/hf/qwen2-7b.json --seq 2048 "

@@ -750,3 +750,185 @@ Test(models, mixtral_parameters_total_and_active)
 	diag_list_free(&d);
 	arena_free(a);
 }
+
+/* ------------------------------------------------------------ fused QKV */
+
+/* The grouped-query LLaMA of llama_gqa_shapes: h 64, 8 heads of d = 8 in
+ * kv = 2 groups, B 3, s 16, ffn 96, V 100, one layer. */
+static void small_llama(struct model_gen *p)
+{
+	model_gen_defaults(p, GEN_LLAMA);
+	p->hidden = 64, p->layers = 1, p->heads = 8, p->kv_heads = 2, p->seq = 16, p->vocab = 100;
+	p->micro_batch = 3, p->ffn = 96;
+}
+
+/* The model of p without and with the member *flag (a field of p), both
+ * of `params` parameters (a hand count) and the same forward FLOPs; returns
+ * the fused graph, the other in *sep. */
+static struct graph *with_and_without(struct arena *a, struct model_gen *p, bool *flag,
+                                      int64_t params, struct graph **sep)
+{
+	*flag = false;
+	*sep = gen(a, p);
+	*flag = true;
+	struct graph *g = gen(a, p);
+	struct graph_totals ts, tf;
+	graph_totals(*sep, &ts);
+	graph_totals(g, &tf);
+	cr_expect_eq(ts.parameters, params);
+	cr_expect_eq(tf.parameters, params);
+	cr_expect_eq(tf.forward_flops, ts.forward_flops);
+	cr_expect_eq(tf.matmul_flops, ts.matmul_flops);
+	return g;
+}
+
+/* The attention's MatMuls with a weight, in layer 0. */
+static int attn_weight_matmuls(const struct graph *g)
+{
+	int n = 0;
+	for (int i = 0; i < g->n_ops; i++)
+		n += g->ops[i].kind == OP_MATMUL && g->ops[i].params > 0 &&
+		     !strncmp(g->ops[i].name, "layers.0.attn.", 14);
+	return n;
+}
+
+/* fused_qkv on a grouped-query LLaMA with q/k/v biases: h 64, 8 heads of
+ * d = 8 in kv = 2 groups of g = 4, B 3, s 16 (48 tokens), ffn 96, V 100.
+ * Hand count: embedding 100·64 = 6400; RMSNorms 3·64 = 192; the
+ * projections 64·(64 + 16 + 16) = 6144 weights and 96 biases whether one
+ * or three; output 64·64 = 4096; MLP 3·64·96 = 18432; head 6400: 41,760.
+ * The fused GEMM 2·48·64·96 = 589,824 FLOPs, the sum of the three
+ * (2·48·64·64 + 2·2·48·64·16). Megatron's layout per group: the g query
+ * heads' columns, then the key's, then the value's, of (g + 2)·d = 48. */
+Test(models, fused_qkv_llama_counted_by_hand)
+{
+	struct arena *a = arena_new();
+	struct model_gen p;
+	small_llama(&p);
+	p.qkv_bias = true;
+	struct graph *sep, *g = with_and_without(a, &p, &p.fused_qkv, 41760, &sep);
+	/* one projection, where there were three */
+	cr_expect_eq(attn_weight_matmuls(sep), 4);
+	cr_expect_eq(attn_weight_matmuls(g), 2);
+	cr_expect_eq(graph_find_op(g, "layers.0.attn.q.matmul"), -1);
+	cr_expect_eq(graph_find_op(g, "layers.0.attn.k.matmul"), -1);
+	int qkv = graph_find_op(g, "layers.0.attn.qkv.matmul");
+	cr_assert_geq(qkv, 0);
+	cr_expect_eq(g->ops[qkv].flops, 589824.0);
+	cr_expect_eq(g->ops[qkv].params, 64 * 96);
+	assert_dims(out_of(g, "layers.0.attn.qkv.bias_add"), 2, (int64_t[]){48, 96});
+	assert_dims(out_of(g, "layers.0.attn.qkv.reshape"), 4, (int64_t[]){3, 16, 2, 48});
+	static const char *const views[] = {"layers.0.attn.q.split", "layers.0.attn.k.split",
+	                                    "layers.0.attn.v.split"};
+	static const int64_t from[] = {0, 32, 40}, to[] = {32, 40, 48};
+	for (int k = 0; k < 3; k++) {
+		int i = graph_find_op(g, views[k]);
+		cr_assert_geq(i, 0, "%s", views[k]);
+		const struct op *o = &g->ops[i];
+		cr_expect_eq(o->kind, OP_STRIDEDSLICE);
+		cr_expect(o->attrs.view);
+		cr_expect_eq(o->attrs.begin[3], from[k]);
+		cr_expect_eq(o->attrs.end[3], to[k]);
+		/* a view: no FLOPs, no bytes moved */
+		cr_expect_eq(o->flops, 0);
+		cr_expect_eq(o->bytes_read + o->bytes_written, 0);
+		assert_dims(&g->tensors[o->out[0]], 4, (int64_t[]){3, 16, 2, to[k] - from[k]});
+	}
+	/* from there on the attention of llama_gqa_shapes */
+	assert_dims(out_of(g, "layers.0.attn.q.reshape"), 5, (int64_t[]){3, 16, 2, 4, 8});
+	assert_dims(out_of(g, "layers.0.attn.k.transpose"), 4, (int64_t[]){3, 2, 8, 16});
+	assert_dims(out_of(g, "layers.0.attn.scores"), 4, (int64_t[]){3, 2, 64, 16});
+	arena_free(a);
+}
+
+/* GPT (every head its own key and value: kv = heads = 4, d = 16, biases):
+ * the groups are the heads, [q | k | v] of 3·16 columns each, so the views
+ * are already [B, s, heads, d] and no Reshape follows them. The projection
+ * 64·192 + 192 = 12,480 elements = 3·(64·64 + 64). */
+Test(models, fused_qkv_gpt_heads_as_groups)
+{
+	struct arena *a = arena_new();
+	struct model_gen p;
+	model_gen_defaults(&p, GEN_GPT);
+	p.hidden = 64, p.layers = 1, p.heads = 4, p.seq = 8, p.vocab = 50, p.micro_batch = 2;
+	/* embedding 50·64 + positions 8·64, three LayerNorms 3·128, the
+	 * projection 12,480, output 64·64 + 64, fc1 64·256 + 256, fc2
+	 * 256·64 + 64, the head tied: 3200 + 512 + 384 + 12480 + 4160 +
+	 * 16640 + 16448 = 53,824 */
+	struct graph *sep, *g = with_and_without(a, &p, &p.fused_qkv, 53824, &sep);
+	(void)sep;	int w = graph_find_tensor(g, "layers.0.attn.qkv.weight");
+	int b = graph_find_tensor(g, "layers.0.attn.qkv.bias");
+	cr_assert(w >= 0 && b >= 0);
+	cr_expect_eq(g->tensors[w].elems + g->tensors[b].elems, 12480);
+	assert_dims(out_of(g, "layers.0.attn.qkv.reshape"), 4, (int64_t[]){2, 8, 4, 48});
+	assert_dims(out_of(g, "layers.0.attn.k.split"), 4, (int64_t[]){2, 8, 4, 16});
+	cr_expect_eq(graph_find_op(g, "layers.0.attn.k.reshape"), -1);
+	cr_expect_eq(graph_find_op(g, "layers.0.attn.q.reshape"), -1);
+	assert_dims(out_of(g, "layers.0.attn.q.transpose"), 4, (int64_t[]){2, 4, 8, 16});
+	arena_free(a);
+}
+
+/* The member in a model file, its default, and a StridedSlice marked as a
+ * view in an explicit graph (no bytes, where the plain one reads its input
+ * and writes its output: 4·12·2 + 4·8·2 = 160 bytes in bf16). */
+Test(models, fused_qkv_member_and_view_attribute)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	struct graph *g = load_text(a, HEAD "\"generator\": {\"kind\": \"gpt\", \"hidden\": 64, "
+	                            "\"layers\": 1, \"heads\": 4, \"seq\": 8, \"vocab\": 32, "
+	                            "\"fused_qkv\": true}}", &d);
+	cr_assert_not_null(g);
+	cr_expect(g->gen->fused_qkv);
+	cr_expect_geq(graph_find_op(g, "layers.0.attn.qkv.matmul"), 0);
+	diag_list_free(&d);
+	struct model_gen p;
+	model_gen_defaults(&p, GEN_LLAMA);
+	cr_expect(!p.fused_qkv);
+	g = load_text(a, HEAD "\"inputs\": [{\"name\": \"x\", \"shape\": [4, 12], \"dtype\": "
+	              "\"bf16\"}], \"ops\": [{\"name\": \"v\", \"kind\": \"StridedSlice\", "
+	              "\"inputs\": [\"x\"], \"attrs\": {\"begin\": [0, 0], \"end\": [4, 8], "
+	              "\"view\": true}}, {\"name\": \"c\", \"kind\": \"StridedSlice\", \"inputs\": "
+	              "[\"x\"], \"attrs\": {\"begin\": [0, 0], \"end\": [4, 8]}}]}", &d);
+	cr_assert_not_null(g);
+	const struct op *v = &g->ops[graph_find_op(g, "v")], *c = &g->ops[graph_find_op(g, "c")];
+	cr_expect_eq(v->bytes_read + v->bytes_written, 0);
+	cr_expect_eq(c->bytes_read + c->bytes_written, 160);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
+/* ------------------------------------------------------- fused gate/up */
+
+/* fused_gate_up on the LLaMA of fused_qkv_llama_counted_by_hand (h 64,
+ * ffn 96, 48 tokens): one projection [64, 192] = 12,288 weights, the
+ * gate's and the up's 2·64·96; one GEMM of 2·48·64·192 = 1,179,648 FLOPs,
+ * the two's sum; its output viewed [48, 96, 2] (gate and up interleaved
+ * per column) and split by views into [48, 96, 1] each, reshaped to the
+ * [48, 96] that SiLU and Mul read. */
+Test(models, fused_gate_up_counted_by_hand)
+{
+	struct arena *a = arena_new();
+	struct model_gen p;
+	small_llama(&p);
+	/* 41,760 of fused_qkv_llama_counted_by_hand less the 96 q/k/v biases */
+	struct graph *sep, *g = with_and_without(a, &p, &p.fused_gate_up, 41664, &sep);
+	cr_expect_eq(graph_find_op(g, "layers.0.mlp.gate.matmul"), -1);
+	cr_expect_eq(graph_find_op(g, "layers.0.mlp.up.matmul"), -1);
+	int i = graph_find_op(g, "layers.0.mlp.gate_up.matmul");
+	cr_assert_geq(i, 0);
+	cr_expect_eq(g->ops[i].flops, 1179648.0);
+	cr_expect_eq(g->ops[i].params, 12288);
+	assert_dims(out_of(g, "layers.0.mlp.gate_up.reshape"), 3, (int64_t[]){48, 96, 2});
+	static const char *const views[] = {"layers.0.mlp.gate.split", "layers.0.mlp.up.split"};
+	for (int k = 0; k < 2; k++) {
+		const struct op *o = &g->ops[graph_find_op(g, views[k])];
+		cr_expect(o->attrs.view);
+		cr_expect_eq(o->attrs.begin[2], k);
+		cr_expect_eq(o->bytes_read + o->bytes_written, 0);
+		assert_dims(&g->tensors[o->out[0]], 3, (int64_t[]){48, 96, 1});
+	}
+	assert_dims(out_of(g, "layers.0.mlp.silu"), 2, (int64_t[]){48, 96});
+	assert_dims(out_of(g, "layers.0.mlp.mul"), 2, (int64_t[]){48, 96});
+	arena_free(a);
+}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "planner.h"
 #include "fixture.h"
@@ -1179,4 +1180,127 @@ Test(baselines, megatron_kv_heads_refused_by_megatron_cores_rule)
 	cr_expect_null(plan_megatron_degree(A, cp, &OPT, 4, &D));
 	cr_expect(has_diag(DIAG_ERROR, "tensor parallel 4 above the model's 2 key-value heads with "
 	                               "context parallelism 2 is not modelled"));
+}
+
+/* --------------------------------------------------- fused QKV projection */
+
+/* The bytes per device of the redistributions into ops named `prefix`. */
+static double attn_redist_bytes(const struct plan *p, const char *prefix)
+{
+	double b = 0;
+	for (int e = 0; e < p->n_edges; e++)
+		if (named(p, p->edges[e].consumer, prefix))
+			for (int k = 0; k < p->edges[e].redist.n_steps; k++)
+				b += p->edges[e].redist.steps[k].bytes_per_device;
+	return b;
+}
+
+#define FUSED_GEN(fused)                                                                   \
+	"{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 1, \"heads\": 8, \"kv_heads\": 2, " \
+	"\"ffn\": 1024, \"seq\": 64, \"vocab\": 1024, \"micro_batch\": 1, \"dtype\": \"bf16\", " \
+	"\"fused_qkv\": " fused "}"
+
+/* Megatron-LM's query_key_value / linear_qkv (megatron/core/transformer/
+ * attention.py, get_query_key_value_tensors): one column-parallel weight
+ * of (8 + 2 x 2) x 64 = 768 columns, each group's [4 query heads | key |
+ * value] whole on a rank. At TP 2 (one group a rank) the views need no
+ * communication: the attention has none but the output projection's
+ * AllReduce, and a rank holds (512 x 768 + 512 x 512) / 2 weights as with
+ * three projections. At TP 8 (above the 2 groups, Megatron-Core's
+ * sub-sharding) the QKV output is all-gathered once: 7/8 x 64 x 768 x 2 B
+ * = 86,016 B a device, what the three gathers of Q, K and V add up to. */
+Test(baselines, megatron_fused_qkv_is_one_column_parallel_projection)
+{
+	struct scenario *s = generated(FUSED_GEN("true"), "dgx-h100", 2);
+	struct plan *p = plan_megatron_degree(A, s, &OPT, 2, &D);
+	cr_assert_not_null(p);
+	cr_expect_eq(D.errors, 0);
+	static const int64_t qkv[] = {1, 1, 1, 2};
+	expect_cuts(p, "layers.0.attn.qkv.matmul", qkv, 4);
+	cr_expect_eq(attn_redist_bytes(p, "layers.0.attn."), 0);
+	cr_expect_float_eq(local_param_elems(p, "layers.0.attn."), (512.0 * 768 + 512 * 512) / 2,
+	                   1e-6);
+	struct scenario *s8 = generated(FUSED_GEN("true"), "dgx-h100", 8);
+	struct plan *p8 = plan_megatron_degree(A, s8, &OPT, 8, &D);
+	cr_assert_not_null(p8);
+	const struct plan_edge *e = edge_into(p8, "layers.0.attn.qkv.reshape", 0);
+	cr_assert_not_null(e);
+	cr_assert_eq(e->redist.n_steps, 1);
+	cr_expect_eq(e->redist.steps[0].kind, STEP_ALLGATHER);
+	cr_expect_float_eq(e->redist.steps[0].bytes_per_device, 7.0 / 8 * 64 * 768 * 2, 1e-6);
+	struct scenario *u8 = generated(FUSED_GEN("false"), "dgx-h100", 8);
+	struct plan *q8 = plan_megatron_degree(A, u8, &OPT, 8, &D);
+	cr_assert_not_null(q8);
+	cr_expect_float_eq(attn_redist_bytes(q8, "layers.0.attn."),
+	                   attn_redist_bytes(p8, "layers.0.attn."), 1e-9);
+}
+
+/* Megatron-Core's linear_fc1 with gated_linear_unit (fused_gate_up): one
+ * column-parallel projection of 2 x 1024 columns at TP 2, a rank holding
+ * 1024 of them (its gate and its up columns together): the MLP needs no
+ * redistribution, and the estimate keeps the memory and the communication
+ * of two projections. */
+Test(baselines, megatron_fused_gate_up_is_one_column_parallel_projection)
+{
+	struct estimate e[2];
+	for (int f = 0; f < 2; f++) {
+		const char *gen = f ? "{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 1, "
+		                      "\"heads\": 8, \"kv_heads\": 2, \"ffn\": 1024, \"seq\": 64, "
+		                      "\"vocab\": 1024, \"micro_batch\": 1, \"fused_gate_up\": true}"
+		                    : FUSED_GEN("false");
+		struct scenario *s = generated(gen, "dgx-h100", 2);
+		struct plan *p = plan_megatron_degree(A, s, &OPT, 2, &D);
+		cr_assert_not_null(p);
+		cr_assert(plan_estimate(A, p, &e[f], &D));
+		cr_expect_eq(attn_redist_bytes(p, "layers.0.mlp."), 0);
+		cr_expect_float_eq(local_param_elems(p, "layers.0.mlp."), 3.0 * 512 * 1024 / 2, 1e-6);
+		if (f) {
+			static const int64_t fc1[] = {1, 1, 1, 2};
+			expect_cuts(p, "layers.0.mlp.gate_up.matmul", fc1, 4);
+		}
+	}
+	cr_expect_eq(e[1].activation_bytes, e[0].activation_bytes);
+	cr_expect_float_eq(e[1].comm_s, e[0].comm_s, 1e-12 * e[0].comm_s); /* summed in another order */
+	cr_expect_lt(e[1].compute_s, e[0].compute_s);
+}
+
+/* Fused or not, the estimate keeps the same memory (the views save
+ * nothing; the projection's input is kept once either way) and the same
+ * communication; the fused plan runs fewer kernels. Megatron-LM's
+ * arguments (plan --export megatron) do not change: Megatron-LM always
+ * fuses. */
+Test(baselines, megatron_fused_qkv_same_memory_fewer_kernels)
+{
+	struct estimate e[2];
+	for (int f = 0; f < 2; f++) {
+		struct scenario *s = generated(f ? FUSED_GEN("true") : FUSED_GEN("false"), "dgx-h100", 2);
+		struct plan *p = plan_megatron_degree(A, s, &OPT, 2, &D);
+		cr_assert_not_null(p);
+		cr_assert(plan_estimate(A, p, &e[f], &D));
+	}
+	cr_expect_eq(e[1].activation_bytes, e[0].activation_bytes);
+	cr_expect_eq(e[1].memory_bytes_per_device, e[0].memory_bytes_per_device);
+	cr_expect_eq(e[1].param_bytes, e[0].param_bytes);
+	cr_expect_lt(e[1].compute_s, e[0].compute_s);
+	char dir[] = "/tmp/shardlab-fqkv-XXXXXX", cwd[512], path[600], args[700];
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	snprintf(path, sizeof path, "%s/s.json", dir);
+	char *out[2];
+	for (int f = 0; f < 2; f++) {
+		fixture_write(path, "{\"format\": \"shardlab-scenario\", \"version\": 1, "
+		              "\"name\": \"fq\", \"model\": {\"name\": \"m\", \"generator\": %s}, "
+		              "\"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8, "
+		              "\"training\": {\"global_batch\": 8, \"dtype\": \"bf16\"}}",
+		              f ? FUSED_GEN("true") : FUSED_GEN("false"), cwd);
+		snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+		struct cli_run r = fixture_shardlab(args, false);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		out[f] = r.out;
+	}
+	remove(path);
+	rmdir(dir);
+	cr_expect_str_eq(out[1], out[0]);
+	free(out[0]);
+	free(out[1]);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "planner.h"
 #include "sim.h"
@@ -497,6 +498,56 @@ Test(lower, megatron_gpt_across_servers_adds_up)
 		}
 	}
 	cr_expect_lt(n1, n0, "%d buckets for %d gradients", n1, n0);
+}
+
+/* A fused QKV projection (generator member fused_qkv) lowers as any plan:
+ * the program's compute and collectives add up to the estimate, at TP 2
+ * (one key/value group a rank: no redistribution in the attention) and at
+ * TP 8 above the 2 groups (the fused output all-gathered once); the views
+ * take no time. `shardlab simulate` runs it. */
+Test(lower, fused_qkv_adds_up_and_simulates)
+{
+	char dir[] = "/tmp/shardlab-fqkv-XXXXXX", cwd[512], path[600], args[700];
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	snprintf(path, sizeof path, "%s/s.json", dir);
+	for (int devices = 2; devices <= 8; devices *= 4) {
+		fixture_write(path, "{\"format\": \"shardlab-scenario\", \"version\": 1, "
+		              "\"name\": \"fq\", \"model\": {\"name\": \"m\", \"generator\": "
+		              "{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 2, \"heads\": 8, "
+		              "\"kv_heads\": 2, \"ffn\": 1024, \"seq\": 128, \"vocab\": 1024, "
+		              "\"micro_batch\": 2, \"fused_qkv\": true}}, \"topology\": "
+		              "\"%s/topologies/dgx-h100.json\", \"devices\": %d, \"planners\": "
+		              "[\"megatron\"], \"training\": {\"global_batch\": 4, \"dtype\": \"bf16\"}}",
+		              cwd, devices);
+		struct scenario *s = fixture_scenario(path);
+		s->training.gradient_bucket_bytes = 0;
+		s->training.overlap_grad_reduce = false;
+		struct program prog;
+		struct estimate e;
+		megatron_lowered(s, &prog, &e);
+		double compute = 0, comm = 0;
+		for (int k = 0; k < prog.n_steps; k++) {
+			const struct prog_step *st = &prog.steps[k];
+			if (st->kind == PROG_COMPUTE && st->label && strstr(st->label, ".split"))
+				cr_expect_eq(st->seconds, 0, "a view ran: %s", st->label);
+			if (st->kind == PROG_COMPUTE)
+				compute += times_run(&prog, k) * st->seconds;
+			else
+				comm += times_run(&prog, k) * step_formula_s(s->topo, st, COLL_AUTO);
+		}
+		cr_expect(fabs(compute - e.compute_s) <= 1e-9 * e.compute_s, "TP %d compute %.15g, "
+		          "estimate %.15g", devices, compute, e.compute_s);
+		cr_expect(fabs(comm - e.comm_s) <= 1e-9 * e.comm_s, "TP %d comm %.15g, estimate %.15g",
+		          devices, comm, e.comm_s);
+		snprintf(args, sizeof args, "simulate %s", path);
+		struct cli_run r = fixture_shardlab(args, false);
+		cr_expect_eq(r.status, 0, "%s", r.out);
+		cr_expect_not_null(strstr(r.out, "iteration            simulated"), "%s", r.out);
+		free(r.out);
+	}
+	remove(path);
+	rmdir(dir);
 }
 
 /* training.tp_comm_overlap: the collectives of sequence parallelism carry

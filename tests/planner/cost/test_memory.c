@@ -111,6 +111,36 @@ Test(memory, full_recomputation_keeps_the_layer_input)
 	}
 }
 
+/* The fused QKV projection of Megatron-LM (generator member fused_qkv)
+ * keeps the closed forms: one GEMM reads the LayerNorm's output, kept
+ * once as the three projections' was, and the views that split its
+ * output keep nothing. */
+Test(memory, fused_qkv_keeps_the_closed_forms)
+{
+	double sbh = s_ * b_ * h_, stats = 16 * s_ * b_;
+	double got[2];
+	for (int64_t t = 1; t <= 8; t *= 4) {
+		for (int layers = 1; layers <= 2; layers++) {
+			struct scenario *s = fixture_scenario(SCN);
+			struct model_gen gen = *s->graph->gen;
+			gen.layers = layers;
+			gen.fused_qkv = true;
+			s->graph = graph_generate(A, &gen, &D);
+			cr_assert_not_null(s->graph);
+			s->devices = t;
+			struct plan_options o = {.mode = REDIST_COMPAT};
+			struct plan *p = plan_megatron_degree(A, s, &o, t, &D);
+			cr_assert_not_null(p);
+			cr_assert_geq(graph_find_op(p->graph, "layers.0.attn.qkv.matmul"), 0);
+			struct estimate e;
+			cr_assert(plan_estimate(A, p, &e, &D));
+			got[layers - 1] = e.stages[0].mem.activations;
+		}
+		expect(got[1] - got[0], sbh * (10 + 24.0 / t + 5 * a_ * s_ / (h_ * t)) + stats,
+		       "fused: sbh(10 + 24/t + 5as/(ht))", t);
+	}
+}
+
 static double state(enum precision_recipe r, enum dtype dt)
 {
 	return cost_param_bytes_per_elem(r, false, dt) + cost_grad_bytes_per_elem(r, false, dt) +
