@@ -693,6 +693,15 @@ Test(pipeline, dualpipe_shared_weight_stays_on_its_devices)
 	expect_peaks_are_estimates(&e, &r, &prog, "dualpipe, shared w0");
 }
 
+/* s's data-parallel plan estimated into *e and lowered into *prog at the
+ * scenario's bucket size. */
+static void estimated_and_lowered(struct scenario *s, struct estimate *e, struct program *prog)
+{
+	struct plan *p = dp_plan(s);
+	cr_assert(plan_estimate(A, p, e, &D));
+	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, prog, &D));
+}
+
 /* The shared weight's optimizer step, by hand (dualpipe-tied-chain-4p:
  * w0 read by the first MatMul and the last, held once by the devices of
  * stages 0 and 3, DeepSeek-V3 section 3.2.3): one weight, one gradient,
@@ -718,11 +727,9 @@ Test(pipeline, dualpipe_shared_weight_updated_once)
 			s->training.global_batch = 32;
 		}
 		double share = zero ? 0.5 : 1;
-		struct plan *p = dp_plan(s);
 		struct estimate e;
-		cr_assert(plan_estimate(A, p, &e, &D));
 		struct program prog;
-		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+		estimated_and_lowered(s, &e, &prog);
 		for (int st = 0; st < 4; st++) {
 			const struct est_stage *es = &e.stages[st];
 			double weights = st == 0 || st == 3 ? 7 : 8, want = weights * share * step;
@@ -782,11 +789,9 @@ Test(pipeline, dualpipe_shared_weight_synchronised_once)
 		s->training.global_batch = 32;
 		s->training.zero_stage = zero;
 		s->training.overlap_grad_reduce = overlap;
-		struct plan *p = dp_plan(s);
 		struct estimate e;
-		cr_assert(plan_estimate(A, p, &e, &D));
 		struct program prog;
-		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+		estimated_and_lowered(s, &e, &prog);
 		for (int st = 0; st < 4; st++) {
 			const struct est_stage *es = &e.stages[st];
 			double w = st == 0 || st == 3 ? 7 : 8;
