@@ -634,9 +634,13 @@ static void chunk_setup(struct lower *L, const bool *core, int c, struct prog_ch
 {
 	const struct plan_part *pp = &L->e->part;
 	const struct training *tr = &L->p->scenario->training;
-	int lo = pp->first_op[c], hi = pp->first_op[c + 1];
+	int lo = pp->first_op[c], hi = pp->first_op[c + 1], skip_lo, skip_hi;
 	struct plan_bucket *b;
-	int nb = plan_gradient_buckets(L->a, L->p, L->reads, lo, hi, tr->gradient_bucket_bytes, &b);
+	/* DualPipe: a parameter the device's other chunk read first is
+	 * synchronised there, once, as the estimate does */
+	cost_chunk_bucket_skip(L->p, pp, c, &skip_lo, &skip_hi);
+	int nb = plan_gradient_buckets_except(L->a, L->p, L->reads, lo, hi, skip_lo, skip_hi,
+	                                      tr->gradient_bucket_bytes, &b);
 	if (nb < 0) {
 		L->oom = true;
 		return;

@@ -814,6 +814,20 @@ void plan_estimator_free(struct estimator *x);
  * copies of a chunk exchange after the flush (est_stage.mirror_bytes; the
  * lowering's send). r: plan_param_reads of the plan's graph. */
 double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, int lo, int hi);
+/* The ops [*lo, *hi) whose parameters chunk c's gradient buckets leave
+ * out (plan_gradient_buckets_except), none (0, 0) but under DualPipe
+ * (training.schedule "dualpipe", an even number of stages P) with ZeRO 0
+ * or 1: device d holds chunks d and P-1-d, and a parameter both read (the
+ * embedding that a multi-token prediction module or a tied head on the
+ * last stage shares with the first) is one gradient there, which both
+ * chunks' backwards accumulate and the data-parallel group synchronises
+ * once, with the chunk that holds its single copy: the first to read it
+ * (d < P/2, where the estimate keeps its memory and its optimizer step),
+ * so chunk c >= P/2 leaves out what chunk P-1-c read before it. ZeRO 2
+ * and 3 reduce every micro-batch's gradients, and a micro-batch passes
+ * through one of the two chunks on a device: each its own. */
+void cost_chunk_bucket_skip(const struct plan *p, const struct plan_part *pp, int c, int *lo,
+                            int *hi);
 
 /* ------------------------- mixture of experts and context parallelism */
 

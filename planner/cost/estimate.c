@@ -966,6 +966,7 @@ struct chunk_memo {
 	struct {
 		bool have;
 		double bucket_bytes;
+		int skip_lo, skip_hi;    /* the parameters left out (cost_chunk_bucket_skip) */
 		int n;
 		struct plan_bucket *b;
 	} sync[2];               /* ZeRO 0, ZeRO >= 1 (ReduceScatters) */
@@ -1054,22 +1055,28 @@ static double ds_bucket_s(struct est_ctx *c, const struct plan_bucket *b)
  * into *micro_s or once into *once_s; the ZeRO 1/2 gather of the
  * updated parameters into *once_s too, or into *gather_s with
  * training.overlap_param_gather; the ops' shares; the bytes
- * synchronised. */
-static bool chunk_sync(struct est_ctx *c, const struct plan *p, struct chunk_memo *m,
+ * synchronised. Chunk ch's buckets leave out what cost_chunk_bucket_skip
+ * says (DualPipe: a parameter its device's other chunk synchronises). */
+static bool chunk_sync(struct est_ctx *c, const struct plan *p, int ch, struct chunk_memo *m,
                        double *micro_s, double *once_s, double *gather_s, double *synced_bytes,
                        double *rs_by_op)
 {
 	const struct training *tr = &p->scenario->training;
-	int zero = tr->zero_stage, z = zero >= 1;
-	if (!m->sync[z].have || m->sync[z].bucket_bytes != tr->gradient_bucket_bytes) {
-		m->sync[z].n = plan_gradient_buckets(m->home, p, c->reads, m->lo, m->hi,
-		                                     tr->gradient_bucket_bytes, &m->sync[z].b);
+	int zero = tr->zero_stage, z = zero >= 1, skip_lo, skip_hi;
+	cost_chunk_bucket_skip(p, &c->e->part, ch, &skip_lo, &skip_hi);
+	if (!m->sync[z].have || m->sync[z].bucket_bytes != tr->gradient_bucket_bytes ||
+	    m->sync[z].skip_lo != skip_lo || m->sync[z].skip_hi != skip_hi) {
+		m->sync[z].n = plan_gradient_buckets_except(m->home, p, c->reads, m->lo, m->hi, skip_lo,
+		                                            skip_hi, tr->gradient_bucket_bytes,
+		                                            &m->sync[z].b);
 		if (m->sync[z].n < 0) {
 			m->sync[z].have = false;
 			return false;
 		}
 		m->sync[z].have = true;
 		m->sync[z].bucket_bytes = tr->gradient_bucket_bytes;
+		m->sync[z].skip_lo = skip_lo;
+		m->sync[z].skip_hi = skip_hi;
 	}
 	const struct plan_bucket *b = m->sync[z].b;
 	bool ds = cost_zero3_deepspeed(tr);
@@ -1426,7 +1433,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			}
 		}
 		double gather = 0, forward = 0;
-		if (!chunk_sync(c, p, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &synced, rs))
+		if (!chunk_sync(c, p, ch, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &synced,
+		                rs))
 			return false;
 		if (zero >= 3) {
 			double eg, er;
@@ -1631,6 +1639,18 @@ static double chunk_grad_bytes(const struct plan *p, const struct param_reads *r
 double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, int lo, int hi)
 {
 	return chunk_grad_bytes(p, r, lo, hi, 0, 0);
+}
+
+void cost_chunk_bucket_skip(const struct plan *p, const struct plan_part *pp, int c, int *lo,
+                            int *hi)
+{
+	const struct training *tr = &p->scenario->training;
+	int P = pp->n_stages, keep = P - 1 - c;
+	*lo = *hi = 0;
+	if (tr->schedule != SCHED_DUALPIPE || P % 2 || tr->zero_stage >= 2 || c < P / 2 || keep < 0)
+		return;
+	*lo = pp->first_op[keep];
+	*hi = pp->first_op[keep + 1];
 }
 
 /* DualPipe: the memory of the parameters that chunk [lo_x, hi_x) reads

@@ -427,6 +427,15 @@ struct plan_bucket {
  * into the plan's synchronisation steps. */
 int plan_gradient_buckets(struct arena *a, const struct plan *p, const struct param_reads *r,
                           int lo, int hi, double bucket_bytes, struct plan_bucket **out);
+/* plan_gradient_buckets leaving out the parameters whose previous read is
+ * among the ops [skip_lo, skip_hi) (none when skip_hi <= skip_lo): a
+ * DualPipe device holds two chunks, and a parameter both read (the
+ * embedding a multi-token prediction module shares) is one gradient,
+ * synchronised with the chunk that read it first (cost.h,
+ * cost_chunk_bucket_skip). */
+int plan_gradient_buckets_except(struct arena *a, const struct plan *p,
+                                 const struct param_reads *r, int lo, int hi, int skip_lo,
+                                 int skip_hi, double bucket_bytes, struct plan_bucket **out);
 /* Is the op in an attention core (a BatchMatMul feeding a Softmax, the
  * Softmax, and element-wise ops after it up to the next BatchMatMul):
  * what selective recomputation redoes. Per op (arena), NULL on OOM. */

@@ -431,16 +431,18 @@ struct grads {
 
 /* The gradients op d completes in backward: the parameters it is the first
  * of the chunk's ops [lo, ..) to read, replicated somewhere (the
- * collective plan_colls_forward lists for the synchronisation step). */
+ * collective plan_colls_forward lists for the synchronisation step),
+ * except those whose previous read is among the ops [skip_lo, skip_hi). */
 static void op_grads(struct grads *G, const struct graph *g, const struct param_reads *r, int lo,
-                     const struct dist_op *d)
+                     int skip_lo, int skip_hi, const struct dist_op *d)
 {
 	int inputs[SIG_MAX_TENSORS];
 	const struct comm_step *sync[SIG_MAX_TENSORS];
 	int n = plan_op_params(g, r, lo, d, inputs, sync);
 	for (int k = 0; k < n; k++) {
 		const struct comm_step *st = sync[k];
-		if (!st || !moves_bytes(st->kind, &st->groups))
+		int prev = r->prev[d->op][inputs[k]];
+		if (!st || !moves_bytes(st->kind, &st->groups) || (prev >= skip_lo && prev < skip_hi))
 			continue;
 		const struct tensor *t = &g->tensors[g->ops[d->op].in[inputs[k]]];
 		G->v[G->n] = (struct grad){st->kind, &st->groups, step_message(st), d->op, G->n,
@@ -533,6 +535,13 @@ static int make_buckets(struct arena *a, struct grads *G, double bucket_bytes,
 int plan_gradient_buckets(struct arena *a, const struct plan *p, const struct param_reads *r,
                           int lo, int hi, double bucket_bytes, struct plan_bucket **out)
 {
+	return plan_gradient_buckets_except(a, p, r, lo, hi, 0, 0, bucket_bytes, out);
+}
+
+int plan_gradient_buckets_except(struct arena *a, const struct plan *p,
+                                 const struct param_reads *r, int lo, int hi, int skip_lo,
+                                 int skip_hi, double bucket_bytes, struct plan_bucket **out)
+{
 	int room = 0;
 	for (int i = lo; i < hi; i++)
 		for (int j = 0; j < p->graph->ops[i].n_in; j++)
@@ -541,7 +550,7 @@ int plan_gradient_buckets(struct arena *a, const struct plan *p, const struct pa
 	if (!G.v)
 		return -1;
 	for (int i = hi - 1; i >= lo; i--)
-		op_grads(&G, p->graph, r, lo, &p->ops[i]);
+		op_grads(&G, p->graph, r, lo, skip_lo, skip_hi, &p->ops[i]);
 	if (p->scenario->training.zero_stage >= 1)
 		for (int k = 0; k < G.n; k++)
 			if (G.v[k].kind == STEP_ALLREDUCE)

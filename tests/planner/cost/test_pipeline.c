@@ -693,6 +693,15 @@ Test(pipeline, dualpipe_shared_weight_stays_on_its_devices)
 	expect_peaks_are_estimates(&e, &r, &prog, "dualpipe, shared w0");
 }
 
+/* s's data-parallel plan estimated into *e and lowered into *prog at the
+ * scenario's bucket size. */
+static void estimated_and_lowered(struct scenario *s, struct estimate *e, struct program *prog)
+{
+	struct plan *p = dp_plan(s);
+	cr_assert(plan_estimate(A, p, e, &D));
+	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, prog, &D));
+}
+
 /* The shared weight's optimizer step, by hand (dualpipe-tied-chain-4p:
  * w0 read by the first MatMul and the last, held once by the devices of
  * stages 0 and 3, DeepSeek-V3 section 3.2.3): one weight, one gradient,
@@ -718,11 +727,9 @@ Test(pipeline, dualpipe_shared_weight_updated_once)
 			s->training.global_batch = 32;
 		}
 		double share = zero ? 0.5 : 1;
-		struct plan *p = dp_plan(s);
 		struct estimate e;
-		cr_assert(plan_estimate(A, p, &e, &D));
 		struct program prog;
-		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+		estimated_and_lowered(s, &e, &prog);
 		for (int st = 0; st < 4; st++) {
 			const struct est_stage *es = &e.stages[st];
 			double weights = st == 0 || st == 3 ? 7 : 8, want = weights * share * step;
@@ -742,6 +749,78 @@ Test(pipeline, dualpipe_shared_weight_updated_once)
 			cr_expect(fabs(state - weights * W_ELEMS * 20) <= 1e-9 * state,
 			          "stage %d: %.0f B, want %.0f B", st, state, weights * W_ELEMS * 20);
 		}
+	}
+}
+
+/* The shared weight's data-parallel synchronisation, by hand
+ * (dualpipe-tied-chain-4p on 8 NPUs: 2 a stage, data parallel 2, 16
+ * micro-batches of 2 for a global batch of 32). The devices of stages 0
+ * and 3 hold both chunks, w0 once (DeepSeek-V3 section 3.2.3): one
+ * gradient, which both chunks' backwards accumulate and the pair reduces
+ * once over its data-parallel group, with chunk 0, which keeps its copy
+ * (its memory and its optimizer step are chunk 0's:
+ * dualpipe_shared_weight_updated_once). Stages 0 and 3 reduce 7 weights
+ * (w0..w3, w12..w14), stages 1 and 2 8 (before: 8 everywhere, w0 in both
+ * chunks' buckets). Each weight is its own bucket (536,870,912 B of fp16
+ * gradient over the 25 MiB bucket size), all-reduced by the 2 ranks of
+ * a stage over their HCCS link (30 GB/s, 1 us): 2(n-1)/n S/B + 2(n-1)a
+ * = S/B + 2a = T = 17.898 ms, whatever the algorithm at n = 2 (the mesh's
+ * direct all-reduce too: 2(a + S/2/B)). Without overlap the tail runs
+ * them one after another: 7T = 125.284 ms on stages 0 and 3, 8T =
+ * 143.182 ms on 1 and 2, then the mirror exchange. ZeRO-1 reduce-scatters
+ * instead, (n-1)/n S/B + a, and all-gathers the updated fp16 weight, as
+ * much again: T a weight as well, and the lowered tail carries 7 and 8
+ * weights' bytes of each. With overlap (the default) each weight's
+ * all-reduce starts when its MatMul's backward is done, b = 2 x S /
+ * 1.2 TB/s = 0.895 ms (the weight read for the input gradient, its
+ * gradient written: memory-bound), one after another: a chunk of four
+ * exposes b + 4T - 4b, stage 0's chunk 3, whose last MatMul (mm15, w0)
+ * now has none, 2b + 3T - 4b: 7T - 5b = 120.81 ms where stages 1 and 2
+ * expose 8T - 6b = 137.81 ms (before: 137.81 on every stage). The
+ * simulation meets the estimate (within 3%) with and without overlap. */
+Test(pipeline, dualpipe_shared_weight_synchronised_once)
+{
+	const double T = W_BYTES / 30e9 + 2e-6, b = 2 * W_BYTES / 1.2e12;
+	for (int k = 0; k < 3; k++) {
+		int zero = k == 1;
+		bool overlap = k == 2;
+		struct scenario *s = fixture_scenario("tests/data/good/dualpipe-tied-chain-4p.json");
+		s->devices = 8;
+		s->training.global_batch = 32;
+		s->training.zero_stage = zero;
+		s->training.overlap_grad_reduce = overlap;
+		struct estimate e;
+		struct program prog;
+		estimated_and_lowered(s, &e, &prog);
+		for (int st = 0; st < 4; st++) {
+			const struct est_stage *es = &e.stages[st];
+			double w = st == 0 || st == 3 ? 7 : 8;
+			double want = overlap ? w * T - (w - 2) * b : w * T;
+			double got = es->gradient_s - es->mirror_s;
+			cr_expect(fabs(got - want) <= 1e-4 * want, "case %d stage %d: %.9g s, want %.9g s",
+			          k, st, got, want);
+			if (overlap)
+				continue;
+			const struct prog_stage *ps = &prog.stages[st];
+			double reduced = 0, gathered = 0;
+			for (int i = ps->tail; i < ps->tail + ps->n_tail; i++) {
+				const struct prog_step *x = &prog.steps[i];
+				if (x->kind != PROG_COLLECTIVE)
+					continue;
+				if (x->phase == PHASE_GRADIENT) {
+					cr_expect_eq(x->coll, zero ? STEP_REDUCESCATTER : STEP_ALLREDUCE);
+					cr_expect_eq(x->groups.size, 2);
+					reduced += x->bytes;
+				} else if (x->phase == PHASE_PARAMS) {
+					gathered += x->bytes;
+				}
+			}
+			cr_expect_eq(reduced, w * W_BYTES, "case %d stage %d: %.0f B reduced", k, st,
+			             reduced);
+			cr_expect_eq(gathered, zero ? w * W_BYTES : 0, "case %d stage %d: %.0f B gathered",
+			             k, st, gathered);
+		}
+		simulated_as_estimated(s);
 	}
 }
 
