@@ -13,6 +13,14 @@
 #include "cli.h"
 #include "fixture.h"
 
+/* The source tree: meson runs the tests there (tests/meson.build, workdir);
+ * $PWD is the shell's, wherever meson was started from. */
+static const char *source_root(void)
+{
+	static char dir[4096];
+	return getcwd(dir, sizeof dir) ? dir : ".";
+}
+
 TestSuite(export, .init = fixture_setup, .fini = fixture_teardown);
 
 static char *tmp_dir(void)
@@ -302,7 +310,7 @@ Test(export, megatron_tp_comm_overlap)
 		              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
 		              " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 4,"
 		              " \"sequence_parallel\": true, \"tp_comm_overlap\": %s}}",
-		              getenv("PWD") ? getenv("PWD") : ".", overlap[k]);
+		              source_root(), overlap[k]);
 		snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
 		struct cli_run r = fixture_shardlab(args, false);
 		cr_assert_eq(r.status, 0, "%s", r.out);
@@ -350,7 +358,7 @@ static struct cli_run export_gpt(int devices, int batch, const char *training, b
 	              " \"vocab\": 1024, \"ffn\": 1024, \"micro_batch\": %d}},"
 	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": %d,"
 	              " \"training\": {\"global_batch\": 12, %s}}",
-	              batch, getenv("PWD") ? getenv("PWD") : ".", devices, training);
+	              batch, source_root(), devices, training);
 	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
 	struct cli_run r = fixture_shardlab(args, want_err);
 	remove(path);
@@ -420,7 +428,7 @@ Test(export, megatron_mla_mtp_and_sigmoid_router)
 	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
 	              " \"training\": {\"global_batch\": 16, \"tensor_parallel\": 1,"
 	              " \"expert_parallel\": 4}}",
-	              getenv("PWD") ? getenv("PWD") : ".");
+	              source_root());
 	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
 	struct cli_run r = fixture_shardlab(args, false);
 	remove(path);
@@ -588,7 +596,7 @@ Test(export, megatron_fp8_and_offloads)
 	              " \"precision\": \"fp8-hybrid\", \"optimizer_offload\": true,"
 	              " \"zero_stage\": 1, \"fp8_param_gather\": true,"
 	              " \"activation_offload_layers\": 1}}",
-	              getenv("PWD") ? getenv("PWD") : ".");
+	              source_root());
 	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
 	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
@@ -683,7 +691,7 @@ Test(export, megatron_uneven_first_and_last_stages)
 	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/uneven.json", dir);
-	const char *pwd = getenv("PWD") ? getenv("PWD") : ".";
+	const char *pwd = source_root();
 	fixture_write(path,
 	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"uneven\","
 	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"gpt\","
