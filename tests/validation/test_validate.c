@@ -852,6 +852,45 @@ Test(validate, training_fit_recovers_figures_set_on_the_rows, .timeout = 300)
 	cr_assert(tf.fit.cv_mape_pct < 0.01, "cv MAPE %g%%", tf.fit.cv_mape_pct);
 }
 
+/* A ratio figure's upper bound is the physical one where that is tighter
+ * than 1.5: the GEMM rate at the device's peak, the NICs at their line
+ * rate. topologies/dgx-a100.json: matmul_efficiency 0.8692 (1 / 0.8692 =
+ * 1.1505), NIC efficiency 0.94 (1 / 0.94 = 1.0638). Rows made with GEMMs
+ * at 1.3 of the device's rate (above its peak) leave the figure at its
+ * cap, flagged. */
+Test(validate, training_figures_stop_at_the_physical_rate, .timeout = 300)
+{
+	struct validation *v = validation_load(A, "tests/data/good/validate-fit.json", &D);
+	cr_assert_not_null(v);
+	const struct topology *t = v->training[0].scenario->topo;
+	near(t->device.matmul_efficiency, 0.8692, 1e-12, "the file's GEMM efficiency");
+	near(t->nic.efficiency, 0.94, 1e-12, "the file's NIC efficiency");
+	struct validation_run_options ro = {.estimate_only = true};
+	for (int i = 0; i < v->n_rows; i++) {
+		struct validation_training_row *r = &v->training[i];
+		struct topology saved = *r->scenario->topo;
+		cost_cal_set(r->scenario->topo, CAL_TRAIN_GEMM_EFFICIENCY, NULL, 1.3);
+		struct validation_training_result res;
+		validation_run_training(A, r, &ro, &res);
+		*r->scenario->topo = saved;
+		cr_assert_null(res.error, "%s", res.error);
+		r->value = res.est_value;
+	}
+	struct validation_fit_options o = {
+		.n_figures = 2, .figures = {CAL_TRAIN_GEMM_EFFICIENCY, CAL_TRAIN_NIC_EFFICIENCY}};
+	struct validation_training_fit tf;
+	cr_assert(validation_fit_training(A, v, &o, &tf));
+	cr_assert(tf.fit.ok, "%s", tf.fit.why);
+	near(tf.lo[0], 0.5, 1e-12, "GEMM lower bound");
+	near(tf.hi[0], 1 / 0.8692, 1e-9, "GEMM upper bound");
+	near(tf.lo[1], 0.5, 1e-12, "NIC lower bound");
+	near(tf.hi[1], 1 / 0.94, 1e-9, "NIC upper bound");
+	cr_assert(tf.fit.at_bound[0], "GEMM figure %g not flagged at its bound", tf.fit.value[0]);
+	cr_assert(tf.fit.value[0] <= 1 / 0.8692 + 1e-9, "GEMM figure %g above the peak",
+	          tf.fit.value[0]);
+	cr_assert(!tf.fit.identifiable[1], "NICs no row crosses: not identifiable");
+}
+
 /* validation/megatron-bridge.json (docs/validation.md, "Megatron-Bridge
  * on B200, GB200 and H100"): every row loads with the parallelism of
  * NVIDIA's table and plans. By hand, from the table's columns (Megatron-
