@@ -706,6 +706,17 @@ static void estimated_and_lowered(struct scenario *s, struct estimate *e, struct
 	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, prog, &D));
 }
 
+/* dualpipe-tied-chain-4p on 8 NPUs: 2 a stage (data parallel 2), 16
+ * micro-batches of 2 for a global batch of 32, at ZeRO stage `zero`. */
+static struct scenario *tied_chain_dp2(int zero)
+{
+	struct scenario *s = fixture_scenario("tests/data/good/dualpipe-tied-chain-4p.json");
+	s->devices = 8;
+	s->training.global_batch = 32;
+	s->training.zero_stage = zero;
+	return s;
+}
+
 /* The shared weight's optimizer step, by hand (dualpipe-tied-chain-4p:
  * w0 read by the first MatMul and the last, held once by the devices of
  * stages 0 and 3, DeepSeek-V3 section 3.2.3): one weight, one gradient,
@@ -788,10 +799,7 @@ Test(pipeline, dualpipe_shared_weight_synchronised_once)
 	for (int k = 0; k < 3; k++) {
 		int zero = k == 1;
 		bool overlap = k == 2;
-		struct scenario *s = fixture_scenario("tests/data/good/dualpipe-tied-chain-4p.json");
-		s->devices = 8;
-		s->training.global_batch = 32;
-		s->training.zero_stage = zero;
+		struct scenario *s = tied_chain_dp2(zero);
 		s->training.overlap_grad_reduce = overlap;
 		struct estimate e;
 		struct program prog;
@@ -885,13 +893,14 @@ static void dp_bytes(const struct program *prog, int from, int n, double *rs, do
 Test(pipeline, dualpipe_shared_weight_gathered_once_zero2)
 {
 	const double r = W_BYTES / 60e9 + 1e-6, b = 2 * W_BYTES / 1.2e12, e = 1e-6 + ACT / 30e9;
+	static const struct {
+		int zero;
+		bool overlap; /* training.overlap_param_gather */
+	} cases[] = {{2, false}, {2, true}, {3, false}};
 	for (int k = 0; k < 3; k++) {
-		int zero = k < 2 ? 2 : 3;
-		bool overlap = k == 1;
-		struct scenario *s = fixture_scenario("tests/data/good/dualpipe-tied-chain-4p.json");
-		s->devices = 8;
-		s->training.global_batch = 32;
-		s->training.zero_stage = zero;
+		int zero = cases[k].zero;
+		bool overlap = cases[k].overlap;
+		struct scenario *s = tied_chain_dp2(zero);
 		s->training.overlap_param_gather = overlap;
 		struct estimate est;
 		struct program prog;
