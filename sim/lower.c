@@ -943,7 +943,8 @@ static void tied(struct lower *L, enum prog_kind kind, int peer, double bytes, i
 
 /* After a stage's schedule: the gradients of parameters it shares with
  * other stages sent round their ring, the optimizer, then (ZeRO 1, 2) the
- * updated parameters all-gathered, one per gradient bucket. */
+ * updated parameters all-gathered, one per gradient bucket (DualPipe: a
+ * parameter both chunks read once, with the first chunk's). */
 static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 {
 	const struct plan_part *pp = &L->e->part;
