@@ -50,6 +50,10 @@ struct lower {
 	const char *suffix;                /* label suffix of those collectives */
 	struct plan_bucket **buckets;      /* per chunk: its gradient buckets */
 	int *n_buckets;
+	struct plan_bucket **gathers;      /* per chunk: the buckets whose updated parameters
+	                                      it gathers (ZeRO 1, 2; DualPipe: without what
+	                                      cost_chunk_gather_skip leaves out) */
+	int *n_gathers;
 	const uint32_t *fused;             /* per op: plan_fused_input_grads */
 	const struct param_reads *reads;   /* which reads of a parameter are its first */
 	struct cost_act_scratch *act;      /* cost_chunk_activations' tables */
@@ -634,20 +638,30 @@ static void chunk_setup(struct lower *L, const bool *core, int c, struct prog_ch
 {
 	const struct plan_part *pp = &L->e->part;
 	const struct training *tr = &L->p->scenario->training;
-	int lo = pp->first_op[c], hi = pp->first_op[c + 1], skip_lo, skip_hi;
-	struct plan_bucket *b;
+	int lo = pp->first_op[c], hi = pp->first_op[c + 1], skip_lo, skip_hi, gskip_lo, gskip_hi;
+	struct plan_bucket *b, *gb;
 	/* DualPipe: a parameter the device's other chunk read first is
-	 * synchronised there, once, as the estimate does */
+	 * synchronised there, once, as the estimate does; with ZeRO 2 only
+	 * its updated shards' gather is (each micro-batch reduce-scatters
+	 * the gradient it adds) */
 	cost_chunk_bucket_skip(L->p, pp, c, &skip_lo, &skip_hi);
+	cost_chunk_gather_skip(L->p, pp, c, &gskip_lo, &gskip_hi);
 	int nb = plan_gradient_buckets_except(L->a, L->p, L->reads, lo, hi, skip_lo, skip_hi,
-	                                      tr->gradient_bucket_bytes, &b);
-	if (nb < 0) {
+	                                      tr->gradient_bucket_bytes, &b), ng = nb;
+	gb = b;
+	if (nb >= 0 && (tr->zero_stage == 1 || tr->zero_stage == 2) &&
+	    (gskip_lo != skip_lo || gskip_hi != skip_hi))
+		ng = plan_gradient_buckets_except(L->a, L->p, L->reads, lo, hi, gskip_lo, gskip_hi,
+		                                  tr->gradient_bucket_bytes, &gb);
+	if (nb < 0 || ng < 0) {
 		L->oom = true;
 		return;
 	}
 	L->lo = lo;
 	L->buckets[c] = b;
 	L->n_buckets[c] = nb;
+	L->gathers[c] = gb;
+	L->n_gathers[c] = ng;
 	cost_chunk_activations(L->act, pp, core, c, &out->act_bytes, &out->work_bytes);
 	L->stage = chunk_stage(L, c);
 	out->stage = L->stage;
@@ -677,8 +691,8 @@ static void chunk_forward(struct lower *L, const int *start, const int *idx, int
 {
 	const struct plan_part *pp = &L->e->part;
 	const struct training *tr = &L->p->scenario->training;
-	int lo = pp->first_op[c], hi = pp->first_op[c + 1], nb = L->n_buckets[c];
-	const struct plan_bucket *b = L->buckets[c];
+	int lo = pp->first_op[c], hi = pp->first_op[c + 1], nb = L->n_gathers[c];
+	const struct plan_bucket *b = L->gathers[c];
 	L->lo = lo;
 	L->stage = chunk_stage(L, c);
 	L->phase = PHASE_FORWARD;
@@ -929,7 +943,8 @@ static void tied(struct lower *L, enum prog_kind kind, int peer, double bytes, i
 
 /* After a stage's schedule: the gradients of parameters it shares with
  * other stages sent round their ring, the optimizer, then (ZeRO 1, 2) the
- * updated parameters all-gathered, one per gradient bucket. */
+ * updated parameters all-gathered, one per gradient bucket (DualPipe: a
+ * parameter both chunks read once, with the first chunk's). */
 static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 {
 	const struct plan_part *pp = &L->e->part;
@@ -963,8 +978,8 @@ static void lower_tail(struct lower *L, int st, struct prog_stage *out)
 	for (int x = 0; x < nc && (tr->zero_stage == 1 || tr->zero_stage == 2) &&
 	                !gather_overlapped(tr);
 	     x++)
-		for (int k = 0, c = stage_chunk(L, st, x); k < L->n_buckets[c]; k++)
-			param_gather(L, &L->buckets[c][k], k, false);
+		for (int k = 0, c = stage_chunk(L, st, x); k < L->n_gathers[c]; k++)
+			param_gather(L, &L->gathers[c][k], k, false);
 	out->n_tail = L->n - out->tail;
 }
 
@@ -1014,9 +1029,11 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	out->stages = arena_calloc(a, (size_t)pp->n_stages + 1, sizeof(*out->stages));
 	L.buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.buckets));
 	L.n_buckets = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
+	L.gathers = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(*L.gathers));
+	L.n_gathers = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(int));
 	if (!start || !core || !L.bwd_step || !L.fwd_step || !L.pend_fwd || !L.pend_bwd || hiders_oom ||
 	    !L.fused || !L.reads || !L.act || !L.recomputed || !out->chunks || !out->stages ||
-	    !L.buckets || !L.n_buckets)
+	    !L.buckets || !L.n_buckets || !L.gathers || !L.n_gathers)
 		goto oom;
 	if (dual)
 		lower_dual(&L, start, idx, core, out->chunks);

@@ -828,6 +828,18 @@ double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, 
  * through one of the two chunks on a device: each its own. */
 void cost_chunk_bucket_skip(const struct plan *p, const struct plan_part *pp, int c, int *lo,
                             int *hi);
+/* The ops [*lo, *hi) whose parameters chunk c leaves out of the
+ * all-gather of the updated parameters after the optimizer step (ZeRO 1
+ * and 2, one per gradient bucket: plan_gradient_buckets_except), none
+ * (0, 0) but under DualPipe with ZeRO 1 or 2, where, as in
+ * cost_chunk_bucket_skip, chunk c >= P/2 leaves out what chunk P-1-c read
+ * before it: the device steps the parameter both read once, with chunk
+ * P-1-c, and gathers its updated shards once, there. With ZeRO 2 the
+ * chunk still reduce-scatters that parameter's gradient every
+ * micro-batch (cost_chunk_bucket_skip leaves it in): what each of its
+ * micro-batches adds is a gradient of its own. */
+void cost_chunk_gather_skip(const struct plan *p, const struct plan_part *pp, int c, int *lo,
+                            int *hi);
 
 /* ------------------------- mixture of experts and context parallelism */
 

@@ -938,6 +938,8 @@ static void in_flight(const struct prog_slot *sl, int n, const double *act, cons
 struct stage_sums {
 	double cat[EST_CATEGORY_COUNT];      /* per micro-batch, then the once-per-iteration ones */
 	double micro_s, tail_s;
+	double gather_tail_s;                /* of tail_s, the updated parameters' all-gathers
+	                                        (ZeRO 1, 2; overlapped: what they outlast) */
 	double weight_s;                     /* of micro_s, the weight gradients' compute (W) */
 	bool dual;                           /* DualPipe: bubble_s is the stage's (dualpipe()) */
 	double bubble_s;
@@ -963,13 +965,16 @@ struct chunk_memo {
 	struct arena *home;      /* where its arrays live: the estimator's, or one run's */
 	int n_params;
 	struct param_rec *params;
-	struct {
+	struct bucket_set {
 		bool have;
 		double bucket_bytes;
 		int skip_lo, skip_hi;    /* the parameters left out (cost_chunk_bucket_skip) */
 		int n;
 		struct plan_bucket *b;
 	} sync[2];               /* ZeRO 0, ZeRO >= 1 (ReduceScatters) */
+	struct bucket_set gath;  /* ZeRO 2 under DualPipe: the buckets whose updated
+	                            parameters are gathered, when they are not sync[1]'s
+	                            (cost_chunk_gather_skip) */
 	bool have_act[RECOMPUTE_COUNT];
 	double act[RECOMPUTE_COUNT], work[RECOMPUTE_COUNT];
 };
@@ -1049,35 +1054,60 @@ static double ds_bucket_s(struct est_ctx *c, const struct plan_bucket *b)
 	return t;
 }
 
+/* The chunk's buckets in slot x leaving out the parameters whose previous
+ * read is among the ops [skip_lo, skip_hi): remembered, or made now;
+ * false when out of memory. */
+static bool chunk_buckets(struct est_ctx *c, const struct plan *p, struct chunk_memo *m,
+                          struct bucket_set *x, int skip_lo, int skip_hi)
+{
+	double bucket_bytes = p->scenario->training.gradient_bucket_bytes;
+	if (x->have && x->bucket_bytes == bucket_bytes && x->skip_lo == skip_lo &&
+	    x->skip_hi == skip_hi)
+		return true;
+	x->n = plan_gradient_buckets_except(m->home, p, c->reads, m->lo, m->hi, skip_lo, skip_hi,
+	                                    bucket_bytes, &x->b);
+	x->have = x->n >= 0;
+	x->bucket_bytes = bucket_bytes;
+	x->skip_lo = skip_lo;
+	x->skip_hi = skip_hi;
+	return x->have;
+}
+
+/* The all-gather of bucket b's updated parameters (ZeRO 1, 2): into
+ * *gather_s with training.overlap_param_gather, else into *once_s; into
+ * *gathered_s as well. */
+static void bucket_gather(struct est_ctx *c, const struct training *tr, const struct plan_bucket *b,
+                          double *once_s, double *gather_s, double *gathered_s)
+{
+	double t = groups_s(c, STEP_ALLGATHER, b->groups, cost_bucket_gather_bytes(c->g, tr, b));
+	*(tr->overlap_param_gather ? gather_s : once_s) += t;
+	*gathered_s += t;
+}
+
 /* Gradient buckets of one chunk: their time into rs_by_op at the op whose
  * backward completes them (ZeRO 2 and 3, and ZeRO 0/1 with
  * training.overlap_grad_reduce; given then), else per micro-batch (ZeRO 2)
  * into *micro_s or once into *once_s; the ZeRO 1/2 gather of the
  * updated parameters into *once_s too, or into *gather_s with
- * training.overlap_param_gather; the ops' shares; the bytes
- * synchronised. Chunk ch's buckets leave out what cost_chunk_bucket_skip
- * says (DualPipe: a parameter its device's other chunk synchronises). */
+ * training.overlap_param_gather, and into *gathered_s either way; the ops'
+ * shares; the bytes synchronised. Chunk ch's buckets leave out what
+ * cost_chunk_bucket_skip says, its gathers what cost_chunk_gather_skip
+ * says (DualPipe: a parameter its device's other chunk synchronises, or
+ * steps and gathers). */
 static bool chunk_sync(struct est_ctx *c, const struct plan *p, int ch, struct chunk_memo *m,
-                       double *micro_s, double *once_s, double *gather_s, double *synced_bytes,
-                       double *rs_by_op)
+                       double *micro_s, double *once_s, double *gather_s, double *gathered_s,
+                       double *synced_bytes, double *rs_by_op)
 {
 	const struct training *tr = &p->scenario->training;
-	int zero = tr->zero_stage, z = zero >= 1, skip_lo, skip_hi;
+	int zero = tr->zero_stage, z = zero >= 1, skip_lo, skip_hi, gskip_lo, gskip_hi;
 	cost_chunk_bucket_skip(p, &c->e->part, ch, &skip_lo, &skip_hi);
-	if (!m->sync[z].have || m->sync[z].bucket_bytes != tr->gradient_bucket_bytes ||
-	    m->sync[z].skip_lo != skip_lo || m->sync[z].skip_hi != skip_hi) {
-		m->sync[z].n = plan_gradient_buckets_except(m->home, p, c->reads, m->lo, m->hi, skip_lo,
-		                                            skip_hi, tr->gradient_bucket_bytes,
-		                                            &m->sync[z].b);
-		if (m->sync[z].n < 0) {
-			m->sync[z].have = false;
-			return false;
-		}
-		m->sync[z].have = true;
-		m->sync[z].bucket_bytes = tr->gradient_bucket_bytes;
-		m->sync[z].skip_lo = skip_lo;
-		m->sync[z].skip_hi = skip_hi;
-	}
+	cost_chunk_gather_skip(p, &c->e->part, ch, &gskip_lo, &gskip_hi);
+	if (!chunk_buckets(c, p, m, &m->sync[z], skip_lo, skip_hi))
+		return false;
+	/* the gathers' buckets, when they leave out what the reductions keep */
+	bool apart = (zero == 1 || zero == 2) && (gskip_lo != skip_lo || gskip_hi != skip_hi);
+	if (apart && !chunk_buckets(c, p, m, &m->gath, gskip_lo, gskip_hi))
+		return false;
 	const struct plan_bucket *b = m->sync[z].b;
 	bool ds = cost_zero3_deepspeed(tr);
 	for (int k = 0; k < m->sync[z].n; k++) {
@@ -1090,12 +1120,12 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, int ch, struct c
 			rs_by_op[b[k].last_op] += t;  /* zero3_exposed, overlapped_tail place them */
 		else
 			*(zero >= 2 ? micro_s : once_s) += t;
-		if (zero == 1 || zero == 2)
-			*(tr->overlap_param_gather ? gather_s : once_s) +=
-				groups_s(c, STEP_ALLGATHER, b[k].groups,
-				         cost_bucket_gather_bytes(c->g, tr, &b[k]));
+		if ((zero == 1 || zero == 2) && !apart)
+			bucket_gather(c, tr, &b[k], once_s, gather_s, gathered_s);
 		*synced_bytes += b[k].bytes;
 	}
+	for (int k = 0; apart && k < m->gath.n; k++)
+		bucket_gather(c, tr, &m->gath.b[k], once_s, gather_s, gathered_s);
 	return true;
 }
 
@@ -1432,9 +1462,9 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 				gathered = 0;
 			}
 		}
-		double gather = 0, forward = 0;
-		if (!chunk_sync(c, p, ch, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &synced,
-		                rs))
+		double gather = 0, gathers = 0, forward = 0;
+		if (!chunk_sync(c, p, ch, m, &ss->cat[EST_GRADIENT_SYNC], &tail_sync, &gather, &gathers,
+		                &synced, rs))
 			return false;
 		if (zero >= 3) {
 			double eg, er;
@@ -1449,6 +1479,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			forward += e->ops[i].compute_forward_s + e->ops[i].comm_forward_s;
 		if (tr->overlap_param_gather)
 			tail_sync += fmax(0, gather - forward);
+		ss->gather_tail_s += tr->overlap_param_gather ? fmax(0, gather - forward) : gathers;
 		double w;
 		chunk_act(c, p, core, ch, m, &act[ch], &w);
 		working = w > working ? w : working;
@@ -1641,16 +1672,30 @@ double cost_chunk_grad_bytes(const struct plan *p, const struct param_reads *r, 
 	return chunk_grad_bytes(p, r, lo, hi, 0, 0);
 }
 
-void cost_chunk_bucket_skip(const struct plan *p, const struct plan_part *pp, int c, int *lo,
-                            int *hi)
+/* DualPipe's pair (cost_chunk_bucket_skip, cost_chunk_gather_skip):
+ * chunk c >= P/2 leaves out what chunk P-1-c read before it when `on`. */
+static void pair_skip(const struct plan *p, const struct plan_part *pp, int c, bool on, int *lo,
+                      int *hi)
 {
-	const struct training *tr = &p->scenario->training;
 	int P = pp->n_stages, keep = P - 1 - c;
 	*lo = *hi = 0;
-	if (tr->schedule != SCHED_DUALPIPE || P % 2 || tr->zero_stage >= 2 || c < P / 2 || keep < 0)
+	if (!on || p->scenario->training.schedule != SCHED_DUALPIPE || P % 2 || c < P / 2 || keep < 0)
 		return;
 	*lo = pp->first_op[keep];
 	*hi = pp->first_op[keep + 1];
+}
+
+void cost_chunk_bucket_skip(const struct plan *p, const struct plan_part *pp, int c, int *lo,
+                            int *hi)
+{
+	pair_skip(p, pp, c, p->scenario->training.zero_stage < 2, lo, hi);
+}
+
+void cost_chunk_gather_skip(const struct plan *p, const struct plan_part *pp, int c, int *lo,
+                            int *hi)
+{
+	int zero = p->scenario->training.zero_stage;
+	pair_skip(p, pp, c, zero == 1 || zero == 2, lo, hi);
 }
 
 /* DualPipe: the memory of the parameters that chunk [lo_x, hi_x) reads
@@ -1754,10 +1799,15 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 		 * both chunks' last backwards end in the cool-down's run of
 		 * W's, so neither hides much of the other's); ZeRO 2's backlog
 		 * counts m micro-batches of a chunk where the device runs m/2
-		 * of each, the pair's already. Each stage its own tied
+		 * of each, the pair's already, but its all-gathers of the
+		 * updated parameters are each chunk's, one after the other
+		 * (chunk x's without the parameter chunk d gathers:
+		 * cost_chunk_gather_skip). Each stage its own tied
 		 * parameters' sum; then the mirror exchange */
 		double td = ss[d].tail_s - e->stages[d].tied_s, tx = ss[x].tail_s - e->stages[x].tied_s;
-		double sync = zero < 2 ? td + tx : fmax(td, tx);
+		double gd = ss[d].gather_tail_s, gx = ss[x].gather_tail_s;
+		double sync = zero < 2 ? td + tx : fmax(td - gd, tx - gx) + gd + gx;
+		u.gather_tail_s = gd + gx;
 		u.tail_s = sync + fmax(e->stages[d].tied_s, e->stages[x].tied_s) + mirror;
 		double compute = u.cat[EST_COMPUTE_FORWARD] + u.cat[EST_COMPUTE_BACKWARD] +
 		                 u.cat[EST_RECOMPUTE], talk = 0;

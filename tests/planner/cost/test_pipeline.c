@@ -608,11 +608,15 @@ static void simulated_as_estimated(struct scenario *s)
  * simulation. On 2 NPUs a stage (data parallel 2, 8 micro-batches of a
  * global batch of 32), ZeRO 0 without overlap and ZeRO 1 with it: each
  * device synchronises both its chunks' gradients (1 GiB each over the 2
- * ranks) before the exchange, which the estimate's tail sums. */
+ * ranks) before the exchange, which the estimate's tail sums. ZeRO 2:
+ * every micro-batch's reduce-scatters queue on the second stream, and
+ * after the optimizer the device gathers both its chunks' updated
+ * parameters, one after the other (before, the estimate counted the
+ * larger chunk's gathers only, 5.5% under the simulation). */
 Test(pipeline, dualpipe_estimate_meets_simulation)
 {
 	simulated_as_estimated(chain(SCHED_DUALPIPE, 1, 0));
-	for (int zero = 0; zero < 2; zero++) {
+	for (int zero = 0; zero < 3; zero++) {
 		struct scenario *s = chain(SCHED_DUALPIPE, 1, zero);
 		s->devices = 8;
 		s->training.global_batch = 32;
@@ -702,6 +706,17 @@ static void estimated_and_lowered(struct scenario *s, struct estimate *e, struct
 	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, prog, &D));
 }
 
+/* dualpipe-tied-chain-4p on 8 NPUs: 2 a stage (data parallel 2), 16
+ * micro-batches of 2 for a global batch of 32, at ZeRO stage `zero`. */
+static struct scenario *tied_chain_dp2(int zero)
+{
+	struct scenario *s = fixture_scenario("tests/data/good/dualpipe-tied-chain-4p.json");
+	s->devices = 8;
+	s->training.global_batch = 32;
+	s->training.zero_stage = zero;
+	return s;
+}
+
 /* The shared weight's optimizer step, by hand (dualpipe-tied-chain-4p:
  * w0 read by the first MatMul and the last, held once by the devices of
  * stages 0 and 3, DeepSeek-V3 section 3.2.3): one weight, one gradient,
@@ -784,10 +799,7 @@ Test(pipeline, dualpipe_shared_weight_synchronised_once)
 	for (int k = 0; k < 3; k++) {
 		int zero = k == 1;
 		bool overlap = k == 2;
-		struct scenario *s = fixture_scenario("tests/data/good/dualpipe-tied-chain-4p.json");
-		s->devices = 8;
-		s->training.global_batch = 32;
-		s->training.zero_stage = zero;
+		struct scenario *s = tied_chain_dp2(zero);
 		s->training.overlap_grad_reduce = overlap;
 		struct estimate e;
 		struct program prog;
@@ -821,6 +833,118 @@ Test(pipeline, dualpipe_shared_weight_synchronised_once)
 			             k, st, gathered);
 		}
 		simulated_as_estimated(s);
+	}
+}
+
+/* The data-parallel bytes of steps [from, from + n): into *rs the
+ * gradients' reduce-scatters run every micro-batch (ZeRO 2 and 3's),
+ * into *ag the parameters' all-gathers, each over a group of 2. */
+static void dp_bytes(const struct program *prog, int from, int n, double *rs, double *ag)
+{
+	*rs = *ag = 0;
+	for (int i = from; i < from + n; i++) {
+		const struct prog_step *x = &prog->steps[i];
+		if (x->kind != PROG_COLLECTIVE || (x->phase != PHASE_GRADIENT && x->phase != PHASE_PARAMS))
+			continue;
+		cr_expect_eq(x->groups.size, 2, "%s", x->label);
+		if (x->phase == PHASE_GRADIENT && x->every_micro) {
+			cr_expect_eq(x->coll, STEP_REDUCESCATTER, "%s", x->label);
+			*rs += x->bytes;
+		} else if (x->phase == PHASE_PARAMS) {
+			cr_expect_eq(x->coll, STEP_ALLGATHER, "%s", x->label);
+			*ag += x->bytes;
+		}
+	}
+}
+
+/* ZeRO 2 and 3 under DualPipe, by hand (dualpipe-tied-chain-4p on 8
+ * NPUs: 2 a stage, data parallel 2, 16 micro-batches; each weight, W =
+ * 536,870,912 B of fp16, its own bucket). ZeRO 2 reduce-scatters every
+ * micro-batch's gradients on the second stream (DeepSpeed's stage 2 with
+ * overlap_comm): a DualPipe device runs 16 micro-batches, 8 through each
+ * of its two chunks, and each reduce-scatters the 4 weights that chunk
+ * read, stage 0 w0..w3 with chunk 0 and w12..w14 and w0 with chunk 3: w0
+ * 16 times, once for each micro-batch that crossed the device, as 1F1B's
+ * stage 0 reduces it once a micro-batch. Each is another micro-batch's
+ * gradient, none of them twice, so every chunk still reduce-scatters 4 W
+ * a micro-batch. After the optimizer, though, the device holds one w0,
+ * stepped once (dualpipe_shared_weight_updated_once), and all-gathers its
+ * updated halves once, with chunk 0: 7 weights on stages 0 and 3 (w0..w3,
+ * w12..w14), 8 on stages 1 and 2 (before: 8 everywhere in the lowering,
+ * w0 twice; the estimate took the larger of its two chunks' tails, 4
+ * weights' gathers, on every stage). Over the 2 ranks' HCCS link (30
+ * GB/s, 1 us) a reduce-scatter or an all-gather of S = W takes (n-1)/n
+ * S/B + (n-1) a = W / 60 GB/s + 1 us = r = 8.949 ms; a MatMul's backward
+ * b = 2W / 1.2 TB/s = 0.895 ms (memory-bound), its forward b/2; a send of
+ * the activations e = 1 us + 65,536 B / 30 GB/s = 3.18 us, k = 1 a
+ * micro-batch on stages 0 and 3, 2 on 1 and 2. The stream-1 queue: each
+ * of the first 15 micro-batches adds 4r against 6b + k e of compute and
+ * sends, and the last one's four start with its MatMuls' backwards, b
+ * apart, ending 4r - 3b after them: 64r - 93b - 15 k e; then g gathers,
+ * g r: 0.55211 s on stages 0 and 3 (g = 7), 0.56101 s on 1 and 2 (g =
+ * 8), before the mirror exchange. With training.overlap_param_gather each
+ * chunk's gathers run under its first forward (4 x b/2 = 2b), carrying 4
+ * and 3 weights on stages 0 and 3: 4r - 2b and 3r - 2b exposed, 2(4r -
+ * 2b) on stages 1 and 2. The simulation meets the estimate within 3%.
+ * ZeRO 3 is not affected: no gather after the optimizer; each pass
+ * gathers the weights it reads (4 W a forward, w0 in both of stage 0's
+ * chunks: each pass another micro-batch's) and every micro-batch
+ * reduce-scatters its 4 W. */
+Test(pipeline, dualpipe_shared_weight_gathered_once_zero2)
+{
+	const double r = W_BYTES / 60e9 + 1e-6, b = 2 * W_BYTES / 1.2e12, e = 1e-6 + ACT / 30e9;
+	static const struct {
+		int zero;
+		bool overlap; /* training.overlap_param_gather */
+	} cases[] = {{2, false}, {2, true}, {3, false}};
+	for (int k = 0; k < 3; k++) {
+		int zero = cases[k].zero;
+		bool overlap = cases[k].overlap;
+		struct scenario *s = tied_chain_dp2(zero);
+		s->training.overlap_param_gather = overlap;
+		struct estimate est;
+		struct program prog;
+		estimated_and_lowered(s, &est, &prog);
+		cr_assert_eq(prog.n_chunks, 8);
+		for (int st = 0; st < 4; st++) {
+			bool end = st == 0 || st == 3;
+			double g = end ? 7 : 8, sends = end ? 1 : 2;
+			/* the stage's two chunks: its own, and the reverse
+			 * direction's copy of chunk 3 - st */
+			double first_gathers = 0;
+			for (int x = 0; x < 8; x++) {
+				const struct prog_chunk *c = &prog.chunks[x];
+				if (c->stage != st)
+					continue;
+				double rs, ag, rs_f, ag_f;
+				dp_bytes(&prog, c->whole, c->n_whole, &rs, &ag);
+				cr_expect_eq(rs, 4 * W_BYTES, "case %d stage %d chunk %d: %.0f B a micro-batch",
+				             k, st, x, rs);
+				dp_bytes(&prog, c->fwd, c->n_fwd, &rs_f, &ag_f);
+				if (zero == 3)
+					cr_expect_eq(ag_f, 4 * W_BYTES, "stage %d chunk %d: %.0f B gathered", st,
+					             x, ag_f);
+				else
+					first_gathers += ag_f;
+			}
+			const struct prog_stage *ps = &prog.stages[st];
+			double rs, ag;
+			dp_bytes(&prog, ps->tail, ps->n_tail, &rs, &ag);
+			double tail_ag = zero == 2 && !overlap ? g * W_BYTES : 0;
+			cr_expect_eq(ag, tail_ag, "case %d stage %d: %.0f B gathered after the optimizer", k,
+			             st, ag);
+			cr_expect_eq(first_gathers, overlap ? g * W_BYTES : 0,
+			             "case %d stage %d: %.0f B gathered under the first forwards", k, st,
+			             first_gathers);
+			if (zero == 3)
+				continue;
+			double want = 64 * r - 93 * b - 15 * sends * e + (overlap ? g * r - 4 * b : g * r);
+			double got = est.stages[st].gradient_s - est.stages[st].mirror_s;
+			cr_expect(fabs(got - want) <= 1e-4 * want, "case %d stage %d: %.9g s, want %.9g s",
+			          k, st, got, want);
+		}
+		if (zero == 2)
+			simulated_as_estimated(s);
 	}
 }
 
