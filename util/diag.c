@@ -72,14 +72,24 @@ void diag_addv(struct diag_list *l, enum diag_severity sev, const char *file, in
 		l->items = n;
 		l->cap = ncap;
 	}
-	char buf[1024];
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	/* The message at its full length: a list of allowed keys runs past
+	 * any fixed buffer. */
+	va_list aq;
+	va_copy(aq, ap);
+	int n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	if (!msg) {
+		l->oom = true;
+		return;
+	}
+	vsnprintf(msg, (size_t)n + 1, fmt, ap);
 	struct diag *d = &l->items[l->count++];
 	d->severity = sev;
 	d->line = line;
 	d->file = dup_or_null(file, &l->oom);
 	d->path = dup_or_null(path, &l->oom);
-	d->msg = dup_or_null(buf, &l->oom);
+	d->msg = msg;
 }
 
 void diag_add(struct diag_list *l, enum diag_severity sev, const char *file, int line,

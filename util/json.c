@@ -592,12 +592,21 @@ bool jv_keys(const struct jv *obj, const char *const allowed[])
 		if (best && best_d < (int)kl && best_d <= (kl < 6 ? 1 : kl < 12 ? 2 : 3))
 			jv_error(&m, "unknown key \"%s\" (did you mean \"%s\"?)", ch->string, best);
 		else {
-			char list[512] = "";
+			size_t len = 1;
+			for (size_t i = 0; allowed[i]; i++)
+				len += strlen(allowed[i]) + 4;
+			char *list = malloc(len);
+			if (!list) {
+				jv_error(&m, "unknown key \"%s\"", ch->string);
+				continue;
+			}
 			size_t o = 0;
-			for (size_t i = 0; allowed[i] && o + 64 < sizeof list; i++)
-				o += (size_t)snprintf(list + o, sizeof list - o, "%s\"%s\"", i ? ", " : "",
+			list[0] = '\0';
+			for (size_t i = 0; allowed[i]; i++)
+				o += (size_t)snprintf(list + o, len - o, "%s\"%s\"", i ? ", " : "",
 				                      allowed[i]);
 			jv_error(&m, "unknown key \"%s\" (allowed: %s)", ch->string, list);
+			free(list);
 		}
 	}
 	return ok;

@@ -260,6 +260,34 @@ Test(util, json_unknown_and_duplicate_keys)
 	done();
 }
 
+/* An object of many long keys (a scenario's training section has 40): the
+ * unknown key's message names every one of them, the last included, by
+ * hand: 48 keys "key_with_a_long_name_NN", each 24 characters quoted and
+ * 2 of separator, past any fixed message buffer of 1,024. */
+Test(util, json_unknown_key_lists_every_allowed_key)
+{
+	static char names[48][32];
+	static const char *allowed[49];
+	for (int i = 0; i < 48; i++) {
+		snprintf(names[i], sizeof names[i], "key_with_a_long_name_%02d", i);
+		allowed[i] = names[i];
+	}
+	allowed[48] = NULL;
+	cr_assert(parse("{\"zzz\": 0}"));
+	struct jv root;
+	jv_root(&doc, &root);
+	cr_assert_not(jv_keys(&root, allowed));
+	cr_assert_eq(diags.count, 1);
+	char *m = diag_format(&diags.items[0]);
+	cr_assert_not_null(m);
+	cr_assert(strstr(m, "(allowed: \"key_with_a_long_name_00\", "), "%s", m);
+	cr_assert(strstr(m, ", \"key_with_a_long_name_47\")"), "the last key missing: %s", m);
+	size_t want = strlen("t.json:1: zzz: unknown key \"zzz\" (allowed: ") + 48 * 25 + 47 * 2 + 1;
+	cr_assert_eq(strlen(m), want, "%zu characters, %zu by hand", strlen(m), want);
+	free(m);
+	done();
+}
+
 Test(util, json_numbers_and_ranges)
 {
 	cr_assert(parse("{\"bw\": \"fast\", \"n\": 2.5, \"big\": 9223372036854775808,"
