@@ -28,22 +28,13 @@
  *   96 (2 x 18432^2 + 2 x 18432 x 1536 + 3 x 18432 x 49152 + 36864)
  *   + 2 x 256000 x 18432 + 18432 = 96 x 3,397,435,392 + 9,437,202,432
  *   = 341,025,638,400. The others follow the same formulas. */
-#include <criterion/criterion.h>
-#include <stdint.h>
-#include <string.h>
-
-#include "validation.h"
-#include "fixture.h"
+#include "table_rows.h"
 
 TestSuite(nemo_h100, .init = fixture_setup, .fini = fixture_teardown);
 
 Test(nemo_h100, rows_load_with_the_tables_parallelism_and_plan, .timeout = 300)
 {
-	static const struct {
-		const char *prefix;
-		int64_t gpus, gbs, mbs, seq, tp, pp, cp, vp, ga, params;
-		bool fsdp;
-	} want[] = {
+	static const struct table_row want[] = {
 		/* NeMo 24.12 user guide, "Performance Benchmarks", DGX-H100. */
 		{"NeMo 24.12 GPT3-5B ", 64, 2048, 4, 2048, 1, 1, 1, 1, 8, 5047558144, false},
 		{"NeMo 24.12 GPT3-20B ", 64, 256, 2, 2048, 2, 1, 1, 1, 4, 20257296384, false},
@@ -69,37 +60,5 @@ Test(nemo_h100, rows_load_with_the_tables_parallelism_and_plan, .timeout = 300)
 		{"MB 26.04.01 LLAMA3.1_405B ", 1024, 1536, 1, 8192, 8, 8, 2, 8, 192, 405853388800, false},
 		{"MB 26.06 LLAMA3.1_405B ", 1024, 1536, 1, 8192, 8, 8, 2, 8, 192, 405853388800, false},
 	};
-	const int n = (int)(sizeof want / sizeof want[0]);
-	struct validation *v = validation_load(A, "validation/nemo-h100.json", &D);
-	cr_assert_not_null(v);
-	cr_assert_eq(v->kind, VALIDATION_TRAINING);
-	cr_assert_eq(v->n_rows, n);
-	struct validation_run_options o = {.estimate_only = true};
-	for (int i = 0; i < n; i++) {
-		const struct validation_training_row *r = &v->training[i];
-		const struct scenario *s = r->scenario;
-		int64_t dp = want[i].gpus / (want[i].tp * want[i].pp * want[i].cp), params = 0;
-		cr_assert(!strncmp(r->name, want[i].prefix, strlen(want[i].prefix)), "%s", r->name);
-		cr_expect_eq(dp * want[i].tp * want[i].pp * want[i].cp, want[i].gpus, "%s", r->name);
-		cr_expect_eq(want[i].gbs, want[i].ga * want[i].mbs * dp, "%s: GBS = GA x MBS x DP", r->name);
-		cr_expect_eq(s->devices, want[i].gpus, "%s", r->name);
-		cr_expect_eq(r->tensor_parallel, want[i].tp, "%s", r->name);
-		cr_expect_eq(r->micro_batch, want[i].mbs, "%s", r->name);
-		cr_expect_eq(s->training.pipeline_stages, want[i].pp, "%s", r->name);
-		cr_expect_eq(s->training.context_parallel, want[i].cp, "%s", r->name);
-		cr_expect_eq(s->training.virtual_stages, want[i].vp, "%s", r->name);
-		cr_expect_eq(s->training.zero_stage, want[i].fsdp ? 3 : 1, "%s", r->name);
-		cr_expect_eq(s->training.global_batch, want[i].gbs, "%s", r->name);
-		cr_expect_eq(s->graph->batch, want[i].mbs * dp, "%s", r->name);
-		cr_expect_eq(s->training.micro_batches, want[i].ga, "%s: GBS / (MBS x DP)", r->name);
-		cr_assert(graph_params_fit(s->graph, &params));
-		cr_expect_eq(params, want[i].params, "%s", r->name);
-		cr_expect_eq(r->measure, MEASURE_TOKENS_PER_S_PER_DEVICE, "%s", r->name);
-		cr_expect_eq(r->tokens_per_iteration, (double)want[i].gbs * (double)want[i].seq, "%s", r->name);
-		struct validation_training_result res;
-		validation_run_training(A, r, &o, &res);
-		cr_expect_null(res.error, "%s: %s", r->name, res.error);
-		cr_expect_not_null(res.plan, "%s", r->name);
-		cr_expect_gt(res.est_s, 0, "%s", r->name);
-	}
+	table_rows_check("validation/nemo-h100.json", want, (int)(sizeof want / sizeof want[0]));
 }
