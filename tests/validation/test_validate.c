@@ -20,6 +20,7 @@
 
 #include "validation.h"
 #include "fixture.h"
+#include "table_rows.h"
 
 #define GIB 1073741824.0
 #define MIB 1048576.0
@@ -905,48 +906,16 @@ Test(validate, training_figures_stop_at_the_physical_rate, .timeout = 300)
  * and 405B. */
 Test(validate, megatron_bridge_rows_load_with_the_tables_parallelism_and_plan, .timeout = 120)
 {
-	static const struct {
-		const char *prefix;
-		int64_t gpus, gbs, mbs, tp, pp, cp, vp, ga, params;
-		bool fsdp;
-	} want[] = {
-		{"GB200 LLAMA3_8B ", 8, 128, 2, 1, 1, 1, 1, 8, 8030261248, false},
-		{"GB200 LLAMA3_70B ", 64, 256, 2, 1, 1, 1, 1, 2, 70553706496, true},
-		{"GB200 LLAMA3.1_405B ", 256, 1536, 1, 4, 16, 1, 4, 384, 405853388800, false},
-		{"B200 LLAMA3_8B ", 8, 128, 2, 1, 1, 1, 1, 8, 8030261248, false},
-		{"B200 LLAMA3.1_405B ", 128, 64, 1, 4, 8, 2, 8, 32, 405853388800, false},
-		{"H100 LLAMA3_8B ", 8, 128, 1, 1, 1, 1, 1, 16, 8030261248, true},
-		{"H100 LLAMA3_70B ", 64, 128, 1, 4, 8, 1, 5, 64, 70553706496, false},
-		{"H100 LLAMA3.1_405B ", 1024, 512, 1, 8, 8, 2, 8, 64, 405853388800, false},
+	/* prefix, GPUs, GBS, MBS, sequence, TP, PP, CP, VP, GA, parameters, FSDP */
+	static const struct table_row want[] = {
+		{"GB200 LLAMA3_8B ", 8, 128, 2, 8192, 1, 1, 1, 1, 8, 8030261248, false},
+		{"GB200 LLAMA3_70B ", 64, 256, 2, 8192, 1, 1, 1, 1, 2, 70553706496, true},
+		{"GB200 LLAMA3.1_405B ", 256, 1536, 1, 8192, 4, 16, 1, 4, 384, 405853388800, false},
+		{"B200 LLAMA3_8B ", 8, 128, 2, 8192, 1, 1, 1, 1, 8, 8030261248, false},
+		{"B200 LLAMA3.1_405B ", 128, 64, 1, 8192, 4, 8, 2, 8, 32, 405853388800, false},
+		{"H100 LLAMA3_8B ", 8, 128, 1, 8192, 1, 1, 1, 1, 16, 8030261248, true},
+		{"H100 LLAMA3_70B ", 64, 128, 1, 8192, 4, 8, 1, 5, 64, 70553706496, false},
+		{"H100 LLAMA3.1_405B ", 1024, 512, 1, 8192, 8, 8, 2, 8, 64, 405853388800, false},
 	};
-	struct validation *v = validation_load(A, "validation/megatron-bridge.json", &D);
-	cr_assert_not_null(v);
-	cr_assert_eq(v->kind, VALIDATION_TRAINING);
-	cr_assert_eq(v->n_rows, 8);
-	struct validation_run_options o = {.estimate_only = true};
-	for (int i = 0; i < 8; i++) {
-		const struct validation_training_row *r = &v->training[i];
-		const struct scenario *s = r->scenario;
-		int64_t dp = want[i].gpus / (want[i].tp * want[i].pp * want[i].cp), params = 0;
-		cr_assert(!strncmp(r->name, want[i].prefix, strlen(want[i].prefix)), "%s", r->name);
-		cr_expect_eq(s->devices, want[i].gpus, "%s", r->name);
-		cr_expect_eq(r->tensor_parallel, want[i].tp, "%s", r->name);
-		cr_expect_eq(r->micro_batch, want[i].mbs, "%s", r->name);
-		cr_expect_eq(s->training.pipeline_stages, want[i].pp, "%s", r->name);
-		cr_expect_eq(s->training.context_parallel, want[i].cp, "%s", r->name);
-		cr_expect_eq(s->training.virtual_stages, want[i].vp, "%s", r->name);
-		cr_expect_eq(s->training.zero_stage, want[i].fsdp ? 3 : 1, "%s", r->name);
-		cr_expect_eq(s->training.global_batch, want[i].gbs, "%s", r->name);
-		cr_expect_eq(s->graph->batch, want[i].mbs * dp, "%s", r->name);
-		cr_expect_eq(s->training.micro_batches, want[i].ga, "%s: the table's GA", r->name);
-		cr_assert(graph_params_fit(s->graph, &params));
-		cr_expect_eq(params, want[i].params, "%s", r->name);
-		cr_expect_eq(r->measure, MEASURE_TOKENS_PER_S_PER_DEVICE, "%s", r->name);
-		cr_expect_eq(r->tokens_per_iteration, (double)want[i].gbs * 8192, "%s", r->name);
-		struct validation_training_result res;
-		validation_run_training(A, r, &o, &res);
-		cr_expect_null(res.error, "%s: %s", r->name, res.error);
-		cr_expect_not_null(res.plan, "%s", r->name);
-		cr_expect_gt(res.est_s, 0, "%s", r->name);
-	}
+	table_rows_check("validation/megatron-bridge.json", want, (int)(sizeof want / sizeof want[0]));
 }
