@@ -8,6 +8,16 @@
 struct plan *plan_make(struct arena *a, const struct scenario *s, enum planner_kind kind,
                        const struct plan_options *o, struct diag_list *diags)
 {
+	/* training.tensor_parallel is the megatron planner's degree: say so
+	 * where another planner would otherwise leave it silently aside. */
+	if (s->training.tensor_parallel > 0 && kind != PLANNER_MEGATRON && kind >= 0 &&
+	    kind < PLANNER_COUNT)
+		diag_add(diags, DIAG_WARNING, s->file, 0, "training.tensor_parallel",
+		         "%lld is the megatron planner's tensor-parallel degree; planner \"%s\" %s "
+		         "(\"planners\": [\"megatron\"] plans at it)",
+		         (long long)s->training.tensor_parallel, planner_names[kind],
+		         kind == PLANNER_MEGATRON_SEARCH ? "searches its own degrees"
+		                                         : "does not read it");
 	switch (kind) {
 	case PLANNER_PROPAGATE:
 		return plan_propagate(a, s, o->mode, diags);

@@ -193,6 +193,39 @@ Test(search, the_planner_returns_the_first_configuration_planned)
 }
 
 /* One group's variants by (recompute, ZeRO). */
+/* training.tensor_parallel is read by the megatron planner alone: the
+ * others plan without it and say so, once each; megatron is silent. */
+Test(search, a_stated_tensor_parallel_degree_other_planners_do_not_read_is_named)
+{
+	struct scenario *s = fixture_scenario(TINY);
+	s->training.tensor_parallel = 2;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	static const struct {
+		enum planner_kind kind;
+		const char *says;
+	} cases[] = {{PLANNER_DATA_PARALLEL, "planner \"data-parallel\" does not read it"},
+	             {PLANNER_MEGATRON_SEARCH, "planner \"megatron-search\" searches its own degrees"},
+	             {PLANNER_MEGATRON, NULL}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct diag_list d;
+		diag_list_init(&d);
+		plan_make(A, s, cases[k].kind, &o, &d);
+		int named = 0;
+		for (size_t i = 0; i < d.count; i++)
+			if (d.items[i].path && !strcmp(d.items[i].path, "training.tensor_parallel") &&
+			    d.items[i].severity == DIAG_WARNING) {
+				named++;
+				cr_expect(cases[k].says && strstr(d.items[i].msg, cases[k].says), "%s",
+				          d.items[i].msg);
+				cr_expect(strstr(d.items[i].msg, "2 is the megatron planner's"), "%s",
+				          d.items[i].msg);
+			}
+		cr_expect_eq(named, cases[k].says ? 1 : 0, "planner %d: %d warnings", (int)cases[k].kind,
+		             named);
+		diag_list_free(&d);
+	}
+}
+
 static const struct search_candidate *find(const struct search_result *r, int64_t tp, int64_t pp,
                                            int64_t b, enum recompute_mode rec, int zero)
 {
