@@ -381,7 +381,8 @@ static void train_bounds(enum cal_param p, double *lo, double *hi, double *start
 }
 
 /* The largest value of a ratio figure that stays physical on topology t:
- * the GEMM rate at the device's peak (matmul_efficiency x figure <= 1),
+ * the GEMM rate at the device's peak (matmul_efficiency, and an FP8 rate's
+ * fp8_matmul_efficiency, x figure <= 1),
  * the NICs at their line rate (efficiency x figure <= 1), every link at
  * its line rate for the links' figure. Above it the figure would stand
  * for a mechanism the model lacks, not for a rate under training load.
@@ -391,8 +392,12 @@ static double train_cap(const struct topology *t, enum cal_param p)
 	double cap = INFINITY;
 	switch (p) {
 	case CAL_TRAIN_GEMM_EFFICIENCY: {
+		/* bf16 and, where the device has an FP8 rate, FP8 GEMMs alike */
 		double gemm = t->train.gemm_efficiency > 0 ? t->train.gemm_efficiency : 1;
 		double e = t->device.matmul_efficiency / gemm;
+		double e8 = t->device.peak_fp8_flops > 0 ? t->device.fp8_matmul_efficiency / gemm : 0;
+		if (e8 > e)
+			e = e8;
 		if (e > 0)
 			cap = 1 / e;
 		break;

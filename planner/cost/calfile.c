@@ -485,8 +485,11 @@ void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double
 	case CAL_NIC_LATENCY_US:
 		t->nic.latency_s = value * 1e-6;
 		break;
-	case CAL_TRAIN_GEMM_EFFICIENCY:
+	case CAL_TRAIN_GEMM_EFFICIENCY:  /* every GEMM, bf16 and FP8: the clocks under a
+	                                    full board's power and the SMs the
+	                                    collectives take slow both */
 		t->device.matmul_efficiency = t->device.matmul_efficiency / gemm * value;
+		t->device.fp8_matmul_efficiency = t->device.fp8_matmul_efficiency / gemm * value;
 		t->train.gemm_efficiency = value;
 		break;
 	case CAL_TRAIN_COMM_EFFICIENCY:

@@ -1582,3 +1582,32 @@ Test(calibrate, cli_figures, .timeout = 60)
 	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(last, "protocol")->valuestring, "Simple");
 	cJSON_Delete(j);
 }
+
+/* train.gemm_efficiency is the GEMM rate under training load: the clocks
+ * under a full board's power and the SMs the collectives take slow FP8
+ * GEMMs as they slow bf16 ones, so the figure scales both rates
+ * (topologies/dgx-h100.json: matmul_efficiency 0.8321, its own measured
+ * fp8_matmul_efficiency 0.7676). A compute-bound 8192^3 GEMM: its time
+ * less the kernel overhead grows by 1 / 0.8 in both precisions, and a
+ * second figure replaces the first rather than compounding it. */
+Test(calibrate, the_gemm_figure_scales_fp8_gemms_too)
+{
+	struct topology *topo = topo_load(A, "topologies/dgx-h100.json", &D);
+	cr_assert_not_null(topo);
+	cr_assert_float_eq(topo->device.matmul_efficiency, 0.8321, 1e-12);
+	cr_assert_float_eq(topo->device.fp8_matmul_efficiency, 0.7676, 1e-12);
+	const double n = 8192;
+	struct cost_work w = {2 * n * n * n, 3 * n * n * 2, n, n, n};
+	struct topology t = *topo;
+	double o = t.device.kernel_overhead_s;
+	double bf0 = cost_compute_s(&t.device, DT_BF16, &w, NULL) - o;
+	double f80 = cost_fp8_gemm_s(&t.device, &w, NULL) - o;
+	cost_cal_set(&t, CAL_TRAIN_GEMM_EFFICIENCY, NULL, 0.8);
+	cr_assert_float_eq(t.device.matmul_efficiency, 0.8321 * 0.8, 1e-12);
+	cr_assert_float_eq(t.device.fp8_matmul_efficiency, 0.7676 * 0.8, 1e-12);
+	cr_assert_float_eq(cost_compute_s(&t.device, DT_BF16, &w, NULL) - o, bf0 / 0.8, 1e-9 * bf0);
+	cr_assert_float_eq(cost_fp8_gemm_s(&t.device, &w, NULL) - o, f80 / 0.8, 1e-9 * f80);
+	cost_cal_set(&t, CAL_TRAIN_GEMM_EFFICIENCY, NULL, 0.9);
+	cr_assert_float_eq(t.device.fp8_matmul_efficiency, 0.7676 * 0.9, 1e-12);
+	cr_assert_float_eq(cost_fp8_gemm_s(&t.device, &w, NULL) - o, f80 / 0.9, 1e-9 * f80);
+}
