@@ -178,6 +178,20 @@ Test(validate, loads_the_holdout_set)
 	cr_assert_eq(r->tensor_parallel, 4);
 	cr_assert_eq(r->scenario->training.pipeline_stages, 12);
 	cr_assert_eq(r->scenario->training.micro_batches, 128);
+	/* its slurm file's 'type:transformer|embedding' split (70 layers and
+	 * the two tied embeddings, 6 a stage) and BF16_Optimizer's fp32
+	 * gradient copies after each micro-batch */
+	cr_assert(r->scenario->training.embedding_in_split);
+	cr_assert(r->scenario->training.loss_in_split);
+	cr_assert(r->scenario->training.separate_grad_accumulation);
+	/* Llama 3 405B: 126 layers + the embedding + the loss over 16 stages
+	 * are 8 slots a stage; the first chunk only the embedding (section
+	 * 3.3.2) makes a chunk one slot, V = 8; FSDP's sharded gradients are
+	 * ZeRO 2. */
+	for (int i = 1; i < 3; i++) {
+		cr_assert_eq(v->training[i].scenario->training.virtual_stages, 8);
+		cr_assert_eq(v->training[i].scenario->training.zero_stage, 2);
+	}
 	/* Llama 3 405B on 16,384 GPUs: DP 16384 / (8 x 16) = 128, 2048 / 128
 	 * = 16 micro-batches of 1 (Table 4's 16 sequences per DP group). */
 	r = &v->training[2];
