@@ -1274,7 +1274,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "activation_offload_layers",
 	                                   "account_for_embedding_in_pipeline_split",
 	                                   "account_for_loss_in_pipeline_split", "zero3_impl",
-	                                   "cross_entropy", "recompute_layers", NULL};
+	                                   "cross_entropy", "recompute_layers",
+	                                   "pipeline_scatter_gather", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO,
 	    z3 = ZERO3_COLLECTIVES, xent = XENT_VOCAB_PARALLEL;
@@ -1320,6 +1321,9 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "account_for_embedding_in_pipeline_split", false,
 	                 &t->embedding_in_split) && ok;
 	ok = jv_opt_bool(&v, "account_for_loss_in_pipeline_split", false, &t->loss_in_split) && ok;
+	bool scatter_gather = true;
+	ok = jv_opt_bool(&v, "pipeline_scatter_gather", true, &scatter_gather) && ok;
+	t->whole_sends = !scatter_gather;
 	ok = jv_opt_int(&v, "expert_parallel", JR_RANGE(1, 1 << 16), 1, &t->expert_parallel) && ok;
 	ok = jv_opt_int(&v, "tensor_parallel", JR_RANGE(1, 1 << 20), 0, &t->tensor_parallel) && ok;
 	ok = jv_opt_int(&v, "context_parallel", JR_RANGE(1, 1 << 16), 1, &t->context_parallel) && ok;

@@ -221,6 +221,9 @@ struct training {
 	                                 divided among the chunks (scenario_accounted_layers) */
 	bool loss_in_split;           /* account_for_loss_in_pipeline_split: the loss (final
 	                                 norm, head and loss) counts as one too */
+	bool whole_sends;             /* pipeline_scatter_gather false: every tensor-parallel
+	                                 rank sends its whole copy of a stage's output (DeepSpeed's
+	                                 pipeline engine), not Megatron-LM's scattered parts */
 	bool rebalance;               /* the file's "rebalance": stage_layers set by the
 	                                 rebalancing rule from the faults */
 	bool micro_batches_set;       /* the file states micro_batches */

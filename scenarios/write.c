@@ -72,6 +72,8 @@ static cJSON *training_json(const struct training *t)
 		cJSON_AddBoolToObject(o, "account_for_embedding_in_pipeline_split", true);
 	if (t->loss_in_split)
 		cJSON_AddBoolToObject(o, "account_for_loss_in_pipeline_split", true);
+	if (t->whole_sends)
+		cJSON_AddBoolToObject(o, "pipeline_scatter_gather", false);
 	if (t->stage_layers) {
 		cJSON *l = cJSON_AddArrayToObject(o, "stage_layers");
 		for (int64_t k = 0; l && k < t->pipeline_stages; k++)

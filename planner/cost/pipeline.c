@@ -510,7 +510,8 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 			out->chunk_of[i] = c;
 		out->send_bytes[c] = c + 1 < k ? out->live[out->first_op[c + 1]] : 0;
 		out->send_split[c] = 1;
-		if (c + 1 < k && !send_scatter(p, last, out->first_op[c + 1], &out->send_split[c],
+		/* training.pipeline_scatter_gather false: whole copies, one a rank */
+		if (c + 1 < k && !tr->whole_sends && !send_scatter(p, last, out->first_op[c + 1], &out->send_split[c],
 		                               &out->send_groups[c]))
 			goto oom;
 	}

@@ -321,3 +321,34 @@ Test(scenarios, zero3_impl_read_and_written)
 	cr_expect_str_eq(n->valuestring, "deepspeed-2021");
 	cJSON_Delete(j);
 }
+
+/* training.pipeline_scatter_gather: true by default (Megatron-LM's
+ * scatter/gather of the pipeline's sends), false read as whole sends and
+ * written back by scenario_json only then. */
+Test(scenarios, pipeline_scatter_gather_read_and_written)
+{
+#define SG_DOC(extra)                                                                          \
+	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"sg\","                     \
+	" \"model\": {\"name\": \"tiny\", \"generator\": {\"kind\": \"gpt\","                    \
+	"   \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"seq\": 32,"                             \
+	"   \"vocab\": 128, \"micro_batch\": 8, \"dtype\": \"fp16\"}},"                           \
+	" \"topology\": \"../topologies/dgx-a100.json\","                                          \
+	" \"training\": {\"global_batch\": 8, \"pipeline_stages\": 2" extra "}}"
+	struct scenario *s = parse(SG_DOC(""));
+	cr_assert_not_null(s);
+	cr_expect_not(s->training.whole_sends);
+	cJSON *j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	cr_expect_null(cJSON_GetObjectItemCaseSensitive(tr, "pipeline_scatter_gather"));
+	cJSON_Delete(j);
+	s = parse(SG_DOC(", \"pipeline_scatter_gather\": false"));
+#undef SG_DOC
+	cr_assert_not_null(s);
+	cr_expect(s->training.whole_sends);
+	j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(tr, "pipeline_scatter_gather")));
+	cJSON_Delete(j);
+}

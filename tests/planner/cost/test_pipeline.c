@@ -1321,6 +1321,35 @@ Test(pipeline, partition_weighs_the_sends_at_its_cuts)
 	          want);
 }
 
+/* The same cuts with training.pipeline_scatter_gather false (DeepSpeed's
+ * pipeline engine, deepspeed/runtime/pipe/engine.py _exec_send_activations:
+ * every rank sends its whole copy): nothing split, nothing gathered, and
+ * stage 0 to stage 1 is the whole 50,331,648 B over one 23.5 GB/s NIC
+ * after the 2.1 us path: 2.1 us + 2.1418 ms = 2.1439 ms, where the
+ * scattered send above takes 500.4 us. */
+Test(pipeline, whole_sends_without_scatter_gather)
+{
+	struct scenario *s = fixture_scenario("scenarios/gpt3-175b-1024p.json");
+	s->training.schedule = SCHED_INTERLEAVED_1F1B;
+	s->training.virtual_stages = 6;
+	s->training.whole_sends = true;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	const struct plan_part *pp = &e.part;
+	cr_assert_eq(pp->n_chunks, 48);
+	for (int c = 1; c < pp->n_chunks; c++) {
+		cr_expect_eq(pp->send_bytes[c - 1], 2048.0 * 12288 * 2);
+		cr_expect_eq(pp->send_split[c - 1], 1, "chunk %d's send split", c - 1);
+	}
+	double S = 2048.0 * 12288 * 2;
+	double want = 2.1e-6 + S / 23.5e9;
+	double got = cost_part_send_s(s->topo, pp, 0, 0, 128, COLL_AUTO);
+	cr_expect(fabs(got - want) <= 1e-3 * want, "whole send: got %.9g, want %.9g", got, want);
+}
+
 /* A 4-layer GPT of hidden 256, vocabulary 32,768 and sequence 128, bf16,
  * on p GPUs of one DGX H100 in p stages of v chunks (global batch 12),
  * its head tied to the word embedding or not. */
