@@ -170,7 +170,7 @@ Test(validate, loads_the_holdout_set)
 	cr_assert_not_null(v);
 	cr_assert_eq(D.count, 0);
 	cr_assert_eq(v->kind, VALIDATION_TRAINING);
-	cr_assert_eq(v->n_rows, 3);
+	cr_assert_eq(v->n_rows, 6);
 	/* BLOOM-176B: 384 GPUs at TP 4 and 12 stages leave DP 8; micro-batch
 	 * 2 per replica and 2,048 sequences make 2048 / (8 x 2) = 128
 	 * micro-batches. */
@@ -196,6 +196,17 @@ Test(validate, loads_the_holdout_set)
 	 * = 16 micro-batches of 1 (Table 4's 16 sequences per DP group). */
 	r = &v->training[2];
 	cr_assert_eq(r->scenario->training.micro_batches, 16);
+	/* MT-NLG 530B on 2,240, 2,800 and 3,360 GPUs: DP = GPUs / (8 x 35) = 8,
+	 * 10 and 12, 1,920 / DP = 240, 192 and 160 micro-batches of 1; DeepSpeed's
+	 * pipeline engine sends whole copies. */
+	static const int64_t mb[] = {240, 192, 160};
+	for (int i = 0; i < 3; i++) {
+		r = &v->training[3 + i];
+		cr_assert_eq(r->scenario->training.pipeline_stages, 35);
+		cr_assert_eq(r->scenario->training.micro_batches, mb[i]);
+		cr_assert(r->scenario->training.whole_sends);
+		cr_assert_eq(r->measure, MEASURE_ITERATION_S);
+	}
 }
 
 Test(validate, rows_keep_sequence_and_context_parallelism)
