@@ -384,6 +384,28 @@ static double cut_send_s(const struct plan *p, const struct plan_part *pp, int i
 	return cost_p2p_s(t, 0, pp->stage_ranks, pp->live[i]);
 }
 
+/* The cuts between consecutive attention layers (the op with the fewest
+ * live bytes after one layer's attention and up to the next one's, the
+ * later on a tie, as whole_layer_cuts picks them) into pos; their count.
+ * The embedding stays before the first and the head after the last. */
+static int layer_boundaries(const struct graph *g, const double *live, int *pos)
+{
+	int n = g->n_ops, c = 0, prev = -1;
+	for (int i = 0; i < n; i++) {
+		if (!attention_softmax(g, i))
+			continue;
+		if (prev >= 0) {
+			int at = prev + 1;
+			for (int x = prev + 2; x <= i; x++)
+				if (live[x] <= live[at])
+					at = x;
+			pos[c++] = at;
+		}
+		prev = i;
+	}
+	return c;
+}
+
 bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost,
                     struct plan_part *out, struct diag_list *diags)
 {
@@ -420,36 +442,44 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 	           whole_layer_cuts(p->graph, tr, out, out->live, out->first_op, &layers)) {
 		/* Megatron-LM's split, even or with the first and last stages' layers */
 	} else if (k > 1) {
+		double *prefix = arena_alloc(a, ((size_t)n + 1) * sizeof(double));
+		int *pos = arena_alloc(a, ((size_t)n + 1) * sizeof(int));
+		int *first = arena_alloc(a, ((size_t)k + 1) * sizeof(int));
+		if (!prefix || !pos || !first)
+			goto oom;
+		/* Megatron's plans keep whole layers, as the frameworks split
+		 * them (Megatron-LM; DeepSpeed's PipelineModule partitions a list
+		 * of layers): the cuts between layers where the chunks' costs
+		 * balance, when there are enough of them; else the levels below. */
+		int nb = p->whole_layers && layers > 0 ? layer_boundaries(p->graph, out->live, pos) : 0;
+		const char *how = nb >= k - 1 ? "cut between whole layers where the chunks' costs balance"
+		                              : "cut where the chunks' costs balance";
 		if (tr->embedding_in_split || tr->loss_in_split)
 			diag_add(diags, DIAG_NOTE, s->file, 0,
 			         tr->embedding_in_split ? "training.account_for_embedding_in_pipeline_split"
 			                                : "training.account_for_loss_in_pipeline_split",
 			         "the model's %d attention layers with the embedding and the loss counted "
-			         "do not split over %d pipeline chunks as Megatron-Core would: cut where "
-			         "the chunks' costs balance", layers, k);
+			         "do not split over %d pipeline chunks as Megatron-Core would: %s",
+			         layers, k, how);
 		else if (tr->stage_layers)
 			diag_add(diags, DIAG_NOTE, s->file, 0, "training.stage_layers",
 			         "the stages' layers do not split the model's %d attention layers over "
-			         "%d pipeline chunks as listed: cut where the chunks' costs balance",
-			         layers, k);
+			         "%d pipeline chunks as listed: %s", layers, k, how);
 		else if (tr->first_stage_layers > 0 || tr->last_stage_layers > 0)
 			diag_add(diags, DIAG_NOTE, s->file, 0, "training.first_stage_layers",
 			         "the first and last stages' layers do not split the model's %d "
-			         "attention layers over %d pipeline chunks as Megatron-LM would: cut "
-			         "where the chunks' costs balance", layers, k);
+			         "attention layers over %d pipeline chunks as Megatron-LM would: %s",
+			         layers, k, how);
 		if (p->whole_layers && layers > 0)
 			diag_add(diags, DIAG_NOTE, s->file, 0, "training.pipeline_stages",
 			         "%d layers do not divide into %d pipeline chunks of whole layers, "
-			         "as Megatron-LM splits them: cut where the chunks' costs balance",
-			         layers, k);
+			         "as Megatron-LM splits them: %s", layers, k,
+			         nb >= k - 1 ? how : "fewer layers than chunks: cut where the chunks' "
+			                             "costs balance");
 		else if (p->whole_layers)
 			diag_add(diags, DIAG_NOTE, s->file, 0, "training.pipeline_stages",
 			         "the model has no attention layers to split whole, as Megatron-LM does: "
 			         "cut where the chunks' costs balance");
-		double *prefix = arena_alloc(a, ((size_t)n + 1) * sizeof(double));
-		int *pos = arena_alloc(a, ((size_t)n + 1) * sizeof(int));
-		if (!prefix || !pos)
-			goto oom;
 		prefix[0] = 0;
 		for (int i = 0; i < n; i++)
 			prefix[i + 1] = prefix[i] + op_cost[i];
@@ -462,10 +492,12 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 		for (int i = 0; i < n; i++)
 			dearest = op_cost[i] > dearest ? op_cost[i] : dearest;
 		double ideal = total / k > dearest ? total / k : dearest;
-		int *first = arena_alloc(a, ((size_t)k + 1) * sizeof(int));
-		if (!first)
-			goto oom;
 		int tried = 0;
+		if (nb >= k - 1) {
+			if (!minimax(a, prefix, n, pos, nb, k, out->first_op))
+				goto oom;
+			tried = PART_LEVELS;
+		}
 		for (double level = out->live_min; level >= 0 && tried < PART_LEVELS;
 		     level = next_level(out->live, n, level)) {
 			int c = 0;
