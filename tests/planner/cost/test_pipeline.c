@@ -1350,6 +1350,39 @@ Test(pipeline, whole_sends_without_scatter_gather)
 	cr_expect(fabs(got - want) <= 1e-3 * want, "whole send: got %.9g, want %.9g", got, want);
 }
 
+/* Whole sends and Megatron's scattered ones, simulated: a GPT of hidden
+ * 1,024 (4 layers, sequence 1,024, micro-batch 4) at TP 2 and PP 2 across
+ * two DGX A100 servers (ranks 0-7 and 8-15; 16 devices, DP 4): each
+ * stage's output, [4, 1024, 1024] bf16 = 8 MiB a rank, replicated over
+ * the TP pair, crosses servers. The simulation takes the same split as
+ * the estimate (sim/lower.c reads it) and agrees within the 3% the other
+ * comparisons allow, both ways; whole sends move twice the bytes over a
+ * NIC a pair and gather nothing, and the estimate says by how much. */
+Test(pipeline, whole_sends_simulated_as_estimated)
+{
+	for (int whole = 0; whole < 2; whole++) {
+		struct scenario *s = fixture_generated(
+		    A, &D,
+		    "{\"kind\": \"gpt\", \"hidden\": 1024, \"layers\": 4, \"heads\": 8,"
+		    " \"seq\": 1024, \"vocab\": 1024, \"micro_batch\": 4, \"dtype\": \"bf16\"}",
+		    "dgx-a100-x128", 16,
+		    "{\"global_batch\": 32, \"pipeline_stages\": 2, \"tensor_parallel\": 2}");
+		s->training.whole_sends = whole;
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		struct estimate e;
+		cr_assert(plan_estimate(A, p, &e, &D));
+		cr_expect_eq(e.part.send_split[0], whole ? 1 : 2, "whole %d", whole);
+		struct program prog;
+		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+		struct sim_result r = simulated(s, &prog);
+		cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.03 * e.iteration_s,
+		          "whole %d: simulated %.6g s, estimated %.6g s", whole, r.iteration_s,
+		          e.iteration_s);
+	}
+}
+
 /* A 4-layer GPT of hidden 256, vocabulary 32,768 and sequence 128, bf16,
  * on p GPUs of one DGX H100 in p stages of v chunks (global batch 12),
  * its head tied to the word embedding or not. */
