@@ -45,6 +45,17 @@ static struct plan *dp_plan(struct scenario *s)
 	return p;
 }
 
+/* s's megatron plan (Megatron-LM's layout, compatible redistribution),
+ * estimated into *e. */
+static struct plan *megatron_estimated(struct scenario *s, struct estimate *e)
+{
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &o, &D);
+	cr_assert_not_null(p);
+	cr_assert(plan_estimate(A, p, e, &D));
+	return p;
+}
+
 /* The program simulated on the scenario's topology (coarse, the
  * collective rule's algorithms). */
 static struct sim_result simulated(const struct scenario *s, const struct program *prog)
@@ -1333,11 +1344,8 @@ Test(pipeline, whole_sends_without_scatter_gather)
 	s->training.schedule = SCHED_INTERLEAVED_1F1B;
 	s->training.virtual_stages = 6;
 	s->training.whole_sends = true;
-	struct plan_options o = {.mode = REDIST_COMPAT};
-	struct plan *p = plan_megatron(A, s, &o, &D);
-	cr_assert_not_null(p);
 	struct estimate e;
-	cr_assert(plan_estimate(A, p, &e, &D));
+	megatron_estimated(s, &e);
 	const struct plan_part *pp = &e.part;
 	cr_assert_eq(pp->n_chunks, 48);
 	for (int c = 1; c < pp->n_chunks; c++) {
@@ -1368,11 +1376,8 @@ Test(pipeline, whole_sends_simulated_as_estimated)
 		    "dgx-a100-x128", 16,
 		    "{\"global_batch\": 32, \"pipeline_stages\": 2, \"tensor_parallel\": 2}");
 		s->training.whole_sends = whole;
-		struct plan_options o = {.mode = REDIST_COMPAT};
-		struct plan *p = plan_megatron(A, s, &o, &D);
-		cr_assert_not_null(p);
 		struct estimate e;
-		cr_assert(plan_estimate(A, p, &e, &D));
+		struct plan *p = megatron_estimated(s, &e);
 		cr_expect_eq(e.part.send_split[0], whole ? 1 : 2, "whole %d", whole);
 		struct program prog;
 		cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
@@ -1474,11 +1479,8 @@ Test(pipeline, megatron_cuts_uneven_layers_between_whole_layers)
 		         cases[k].vocab);
 		struct scenario *s = fixture_generated(A, &D, gen, "dgx-h100", 3,
 		                                       "{\"global_batch\": 6, \"pipeline_stages\": 3}");
-		struct plan_options o = {.mode = REDIST_COMPAT};
-		struct plan *p = plan_megatron(A, s, &o, &D);
-		cr_assert_not_null(p);
 		struct estimate e;
-		cr_assert(plan_estimate(A, p, &e, &D));
+		struct plan *p = megatron_estimated(s, &e);
 		const struct plan_part *pp = &e.part;
 		cr_assert_eq(pp->n_chunks, 3);
 		cr_expect_eq(pp->first_op[0], 0);
