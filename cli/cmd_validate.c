@@ -362,13 +362,14 @@ static void training_text(const struct args *a, const struct validation *v,
 	calibration_line(a);
 	printf("  %-*s  %-7s  %-*s  %-14s  %-14s  %-8s  %-14s  %s\n", wn, "row", "devices", wp, "plan",
 	       "measured", "estimated", "error", "simulated", "error");
-	bool any_tflops = false, any_tokens = false, notes = false;
+	bool any_tflops = false, any_tokens = false, any_time = false, notes = false;
 	for (int i = 0; i < n; i++) {
 		const struct validation_training_result *r = &rows[i];
 		const struct validation_training_row *row = r->row;
 		char b[6][48];
 		any_tflops |= row->measure == MEASURE_TFLOPS_PER_DEVICE;
 		any_tokens |= row->measure == MEASURE_TOKENS_PER_S_PER_DEVICE;
+		any_time |= row->measure == MEASURE_ITERATION_S;
 		printf("  %-*s  %-7" PRId64 "  %-*s  %-14s  ", wn, row->name, row->scenario->devices, wp,
 		       r->error ? "-" : plans[i].text, measure_text(b[0], 48, row->measure, row->value));
 		if (r->error) {
@@ -390,6 +391,9 @@ static void training_text(const struct args *a, const struct validation *v,
 	if (any_tflops || any_tokens)
 		printf("; %s%s%s per device", any_tflops ? "FLOP/s" : "",
 		       any_tflops && any_tokens ? " and " : "", any_tokens ? "tokens/s" : "");
+	if (any_time && (any_tflops || any_tokens)) /* the signs run opposite ways */
+		printf(";\n  seconds an iteration where a row measures time (there a negative error "
+		       "is a prediction too fast)");
 	printf("\n");
 	if (any_tflops) {
 		printf("  FLOPs counted as each source counts them:");
