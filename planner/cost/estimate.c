@@ -153,6 +153,8 @@ struct est_ctx {
 	                                     context without a plan) */
 	const uint32_t *fused;   /* per op: plan_fused_input_grads, NULL without a plan's edges */
 	const uint8_t *attn;     /* per op: plan_attention_fused with flash_attention, else NULL */
+	const int *ring_in;      /* per op: the ring size of an edge into it (plan_edge.ring:
+	                            context parallelism's K and V), else 0; NULL without a plan */
 	bool add_grads;          /* training.separate_grad_accumulation */
 	enum precision_recipe prec;  /* training.precision */
 	bool grad16;                 /* training.grad_reduce_in_bf16 */
@@ -318,6 +320,24 @@ static void steps_s(struct est_ctx *c, const struct comm_step *steps, int n,
 #define FLASH_CAUSAL 0.5
 #define FLASH_BACKWARD 2.5
 
+/* Context parallelism's merging of the ring's partial results, as
+ * Transformer Engine's AttnFuncWithCPAndKVP2P does it (transformer_engine/
+ * pytorch/attention/dot_product_attention/context_parallel.py): each of
+ * the cp steps' attention writes its own bf16 output and log-sum-exp;
+ * the forward then builds the output in fp32 (the first step's scaled,
+ * flash_attn_fwd_out_correction_init: read 2 B, write 4 B an element), adds
+ * each later step's scaled in (flash_attn_fwd_out_correction: read 2 + 4,
+ * write 4; on half the rows, the causal second half, for the steps past a
+ * rank's own, so 3/4 of the rows on average over the ranks) and casts it
+ * back (read 4, write 2); the backward adds each later step's dQ, dK and
+ * dV into the accumulated ones (bf16 add_: read 2 + 2, write 2, the same
+ * 3/4). One kernel each: cp + 1 forward, 3 (cp - 1) backward. */
+#define CP_OUT_FIRST_B 6.0      /* out_init: 2 read, 4 written */
+#define CP_OUT_STEP_B 10.0      /* a step's correction: 2 + 4 read, 4 written */
+#define CP_OUT_CAST_B 6.0       /* fp32 out read, bf16 written */
+#define CP_GRAD_STEP_B 6.0      /* dq_ / dk_ / dv_ added: 2 + 2 read, 2 written */
+#define CP_STEP_ROWS 0.75       /* the steps' share of rows corrected, causal */
+
 static bool flash_compute(struct est_ctx *c, const struct dist_op *d, struct est_op *eo)
 {
 	int part = c->attn ? c->attn[d->op] : ATTN_NONE;
@@ -335,6 +355,22 @@ static bool flash_compute(struct est_ctx *c, const struct dist_op *d, struct est
 	eo->compute_forward_s = cost_compute_s(&c->t->device, o->dtype, &w,
 	                                       &c->e->compute_fallback) * c->slow;
 	eo->compute_backward_s = FLASH_BACKWARD * eo->compute_forward_s;
+	double cp = c->ring_in ? (double)c->ring_in[d->op] : 0;
+	if (part == ATTN_CONTEXT && cp > 1) {
+		/* the output's elements (the rank's queries) and the K and V
+		 * shards' (the gathered V over cp, twice) */
+		double out_e = (double)layout_local_elems(&d->out[0]);
+		double kv_e = 2.0 * (double)layout_local_elems(&d->in[1]) / cp;
+		double steps = CP_STEP_ROWS * (cp - 1);
+		struct cost_work f = {0, out_e * (CP_OUT_FIRST_B + steps * CP_OUT_STEP_B + CP_OUT_CAST_B),
+		                      0, 0, 0};
+		struct cost_work b = {0, (out_e + kv_e) * steps * CP_GRAD_STEP_B, 0, 0, 0};
+		const struct topo_device *dev = &c->t->device;
+		eo->compute_forward_s += (cost_compute_s(dev, o->dtype, &f, NULL) +
+		                          cp * dev->kernel_overhead_s) * c->slow;
+		eo->compute_backward_s += (cost_compute_s(dev, o->dtype, &b, NULL) +
+		                           (3 * (cp - 1) - 1) * dev->kernel_overhead_s) * c->slow;
+	}
 	return true;
 }
 
@@ -2027,7 +2063,13 @@ struct estimator *plan_estimator_new(const struct plan *p, struct diag_list *dia
 		c->act = cost_act_scratch_new(a, p);
 		x->n_shared = shared_reads(a, g, &x->shared);
 	}
-	bool ok = a && x->base.ops && x->core && x->cost && c->fused && c->act && x->n_shared >= 0;
+	int *ring_in = a ? arena_calloc(a, (size_t)g->n_ops + 1, sizeof(int)) : NULL;
+	for (int k = 0; ring_in && k < p->n_edges; k++)
+		if (p->edges[k].ring > 1)
+			ring_in[p->edges[k].consumer] = p->edges[k].ring;
+	c->ring_in = ring_in;
+	bool ok = a && x->base.ops && x->core && x->cost && c->fused && c->act && x->n_shared >= 0 &&
+	          ring_in;
 	/* Each op's work per micro-batch (its parameters are the chunks'
 	 * business, plan_estimator_run): one op per class of ops alike, then
 	 * the redistributions into them, then the others as copies. */

@@ -935,6 +935,60 @@ Test(estimate, flash_attention_by_hand)
 	arena_free(a);
 }
 
+/* Context parallelism's merges (Transformer Engine's P2P ring attention):
+ * the same 1-layer LLaMA on 2 H100s at CP 2 with FlashAttention. A rank
+ * holds 16 of the 32 queries: the context's output [1, 4, 16, 16] is 1,024
+ * elements; V gathered over the ring [1, 4, 32, 16], its shard 1,024, K's
+ * the same. The forward adds the fp32 output's passes, 1,024 x (6 + 0.75
+ * x 10 + 6) B = 19,968 B, in cp + 1 = 3 kernels; the backward the dQ, dK
+ * and dV additions, (1,024 + 2,048) x 0.75 x 6 B = 13,824 B, in 3 (cp -
+ * 1) = 3 kernels; on top of the kernel's own (flash_attention_by_hand's
+ * pricing of the local shapes). The scores are as without CP. */
+Test(estimate, context_parallel_merges_by_hand)
+{
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = fixture_generated(
+	    a, &d,
+	    "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 1, \"heads\": 4, \"ffn\": 128,"
+	    " \"seq\": 32, \"vocab\": 64, \"micro_batch\": 1, \"dtype\": \"bf16\"}",
+	    "dgx-h100", 2,
+	    "{\"flash_attention\": true, \"context_parallel\": 2, \"tensor_parallel\": 1}");
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	const struct plan *p = plan_megatron(a, s, &o, &d);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(a, p, &e, &d));
+	const struct graph *g = p->graph;
+	const struct topo_device *dev = &s->topo->device;
+	int sc = graph_find_op(g, "layers.0.attn.scores"), cx = graph_find_op(g, "layers.0.attn.context");
+	cr_assert(sc >= 0 && cx >= 0);
+	cr_expect_eq(layout_local_elems(&p->ops[cx].out[0]), 1024);
+	cr_expect_eq(layout_local_elems(&p->ops[cx].in[1]), 2048);
+	struct cost_work w;
+	cost_op_work(g, &p->ops[cx], &w);
+	w.flops /= 2;
+	w.bytes = (double)layout_local_bytes(&p->ops[cx].in[1]) +
+	          (double)layout_local_bytes(&p->ops[cx].out[0]);
+	/* the slower of the 2 devices sets the pace (speed_cv) */
+	double slow = cost_slowest_factor(s->topo, 2);
+	double kernel = cost_compute_s(dev, DT_BF16, &w, NULL) * slow;
+	struct cost_work f = {0, 19968, 0, 0, 0}, b = {0, 13824, 0, 0, 0};
+	double fwd = (cost_compute_s(dev, DT_BF16, &f, NULL) + 2 * dev->kernel_overhead_s) * slow;
+	double bwd = (cost_compute_s(dev, DT_BF16, &b, NULL) + 2 * dev->kernel_overhead_s) * slow;
+	cr_expect_float_eq(e.ops[cx].compute_forward_s, kernel + fwd, 1e-15);
+	cr_expect_float_eq(e.ops[cx].compute_backward_s, 2.5 * kernel + bwd, 1e-15);
+	cost_op_work(g, &p->ops[sc], &w);
+	w.flops /= 2;
+	w.bytes = (double)layout_local_bytes(&p->ops[sc].in[0]) +
+	          (double)layout_local_bytes(&p->ops[sc].in[1]);
+	cr_expect_float_eq(e.ops[sc].compute_forward_s, cost_compute_s(dev, DT_BF16, &w, NULL) * slow,
+	                   1e-15);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
 /* Memory-bound kernels by class (the device's kernel_efficiency). On a
  * 1-layer LLaMA (h 64, 4 heads, s 32, ffn 128) on one H100 (HBM 3.35 TB/s,
  * overhead 6.922 us, memory_efficiency 0.9165; dgx-h100.json's classes):
