@@ -90,8 +90,8 @@ fi
 # efficiencies, no shape factor, no kernel overhead), so a figure fitted
 # on both means the same on each. Two figures, the GEMM rate under
 # training load (which scales the FP8 GEMMs these rows run as well as the
-# bf16 ones) and the per-op time, both identifiable (leave-one-out 2.8%;
-# the GEMM figure alone 4.4%, the per-op time alone 9.3%); the NIC and
+# bf16 ones) and the per-op time, both identifiable (leave-one-out 3.7%;
+# the GEMM figure alone 4.1%, the per-op time alone 10.4%); the NIC and
 # communication figures are not identifiable from these rows
 # (docs/validation.md, "Megatron-Bridge on B200, GB200 and H100").
 fit blackwell validation/megatron-bridge.json \
