@@ -12,7 +12,10 @@
  * bisection). Where there are not enough such positions, or they cannot
  * balance the chunks within 5% of the ideal (a loss is the cheapest cut
  * of a language model, and a useless one), the next-fewest bytes are
- * admitted too.
+ * admitted too. The megatron planner's plans cut at whole layers only:
+ * Megatron-LM's equal counts, or where those do not divide, the same
+ * minimax over the boundaries between layers (no framework cuts inside
+ * a layer); the levels are left for more chunks than layers.
  *
  * Schedules follow the published ones: GPipe (every forward, then every
  * backward, last micro-batch first), 1F1B (PipeDream-Flush: P-s-1 warm-up
@@ -204,6 +207,17 @@ static bool attention_softmax(const struct graph *g, int i)
 	return false;
 }
 
+/* The first op of the multi-token prediction module (the generator's
+ * "mtp." ops, after the decoder's final norm, head and loss), n when the
+ * graph has none: the decoder's layers are the attentions before it. */
+static int decoder_end(const struct graph *g)
+{
+	for (int i = 0; g->gen && g->gen->mtp_layers > 0 && i < g->n_ops; i++)
+		if (strncmp(g->ops[i].name, "mtp.", 4) == 0)
+			return i;
+	return g->n_ops;
+}
+
 /* Op x normalises (a layer's norms, the final one). */
 static bool norm_at(const struct graph *g, int x)
 {
@@ -276,12 +290,7 @@ static bool whole_layer_cuts(const struct graph *g, const struct training *tr,
 		return false;
 	/* the module's first op: a last chunk of no decoder layer starts
 	 * before the final norm, not inside the module */
-	int main_end = n;
-	for (int i = 0; mtp > 0 && i < n; i++)
-		if (strncmp(g->ops[i].name, "mtp.", 4) == 0) {
-			main_end = i;
-			break;
-		}
+	int main_end = mtp > 0 ? decoder_end(g) : n;
 	/* next: the layer chunk c starts at, the sum of the chunks' before it */
 	int64_t next = 0;
 	for (int i = 0, j = 0; i <= n; i++) {
@@ -384,13 +393,15 @@ static double cut_send_s(const struct plan *p, const struct plan_part *pp, int i
 	return cost_p2p_s(t, 0, pp->stage_ranks, pp->live[i]);
 }
 
-/* The cuts between consecutive attention layers (the op with the fewest
- * live bytes after one layer's attention and up to the next one's, the
- * later on a tie, as whole_layer_cuts picks them) into pos; their count.
- * The embedding stays before the first and the head after the last. */
+/* The cuts between consecutive attention layers of the decoder (the op
+ * with the fewest live bytes after one layer's attention and up to the
+ * next one's, the later on a tie, as whole_layer_cuts picks them) into
+ * pos; their count. The embedding stays before the first and the head
+ * after the last; a multi-token prediction module's layers are none of
+ * them (it goes with the last chunk, as whole_layer_cuts puts it). */
 static int layer_boundaries(const struct graph *g, const double *live, int *pos)
 {
-	int n = g->n_ops, c = 0, prev = -1;
+	int n = decoder_end(g), c = 0, prev = -1;
 	for (int i = 0; i < n; i++) {
 		if (!attention_softmax(g, i))
 			continue;

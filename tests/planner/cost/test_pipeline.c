@@ -1506,6 +1506,95 @@ Test(pipeline, megatron_cuts_uneven_layers_between_whole_layers)
 	}
 }
 
+/* The layers that op range [from, to) starts (its ".ln1" ops). */
+static int layers_from(const struct graph *g, int from, int to)
+{
+	int n = 0;
+	for (int i = from; i < to; i++) {
+		size_t l = strlen(g->ops[i].name);
+		n += l > 4 && !strcmp(g->ops[i].name + l - 4, ".ln1");
+	}
+	return n;
+}
+
+/* The uneven whole-layer split by hand: plan_partition with op costs the
+ * test sets, 1 on each layer's attention Softmax, `embed` on op 0 (the
+ * word embedding), `head` on the last op (the loss), 0 elsewhere, so a
+ * chunk costs its layers plus the ends it holds. 7 layers over 3 chunks
+ * (L = a + b + c, costs embed + a, b, c + head): without ends the dearest
+ * chunk holds ceil(7 / 3) = 3 layers, cost 3; a head of 2 layers' cost
+ * leaves the last chunk 1 layer (3, 3, 1 + 2: 3 each, the only split of
+ * dearest 3); ends of 1.5 each give them 2 layers and the middle 3 (3.5,
+ * 3, 3.5; 3 + 2 + 2 costs 4.5, 2 + 2 + 3 costs 4.5, 1 + 4 + 2 costs 4).
+ * A multi-token prediction module's layer (a LLaMA of 4 layers and one
+ * depth, its Softmax costing 1 too) is no layer of the split: it stays in
+ * the last chunk with the decoder's last layer (Megatron-Core puts it on
+ * the last stage), 2 + 1 + (1 + 1), not the 2 + 2 + 1 that would give it
+ * a chunk of its own. Every chunk but the first starts at a layer's ln1. */
+Test(pipeline, uneven_whole_layers_by_hand)
+{
+	static const struct {
+		const char *kind;
+		int mtp;
+		double embed, head, dearest;
+		int layers[3]; /* 0: any split whose dearest chunk is `dearest` */
+	} cases[] = {
+	        {"gpt", 0, 0, 0, 3, {0}},
+	        {"gpt", 0, 0, 2, 3, {3, 3, 1}},
+	        {"gpt", 0, 1.5, 1.5, 3.5, {2, 3, 2}},
+	        {"llama", 1, 0, 0, 2, {2, 1, 2}},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char gen[512];
+		snprintf(gen, sizeof gen,
+		         "{\"kind\": \"%s\", \"hidden\": 64, \"layers\": %d, \"heads\": 4,"
+		         " \"seq\": 64, \"vocab\": 256, \"micro_batch\": 1, \"dtype\": \"bf16\"%s}",
+		         cases[k].kind, cases[k].mtp ? 4 : 7, cases[k].mtp ? ", \"mtp_layers\": 1" : "");
+		struct scenario *s = fixture_generated(A, &D, gen, "dgx-h100", 3,
+		                                       "{\"global_batch\": 6, \"pipeline_stages\": 3}");
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_megatron(A, s, &o, &D);
+		cr_assert_not_null(p);
+		cr_assert(p->whole_layers);
+		const struct graph *g = p->graph;
+		int n = g->n_ops;
+		double *cost = arena_calloc(A, (size_t)n, sizeof(double));
+		cr_assert_not_null(cost);
+		for (int i = 0; i < n; i++)
+			cost[i] = g->ops[i].kind == OP_SOFTMAX && !strstr(g->ops[i].name, "router");
+		cost[0] += cases[k].embed;
+		cost[n - 1] += cases[k].head;
+		size_t notes = D.count;
+		struct plan_part pp;
+		cr_assert(plan_partition(A, p, cost, &pp, &D));
+		cr_expect_gt(D.count, notes, "case %zu: a note that the layers do not divide", k);
+		cr_assert_eq(pp.n_chunks, 3);
+		cr_expect_eq(pp.first_op[0], 0);
+		cr_expect_eq(pp.first_op[3], n);
+		double dearest = 0;
+		for (int c = 0; c < 3; c++) {
+			int from = pp.first_op[c], to = pp.first_op[c + 1];
+			const char *name = g->ops[from].name;
+			size_t len = strlen(name);
+			if (c > 0)
+				cr_expect(len > 4 && !strcmp(name + len - 4, ".ln1"),
+				          "case %zu: chunk %d starts at %s", k, c, name);
+			double x = 0;
+			for (int i = from; i < to; i++)
+				x += cost[i];
+			dearest = x > dearest ? x : dearest;
+			if (cases[k].layers[0])
+				cr_expect_eq(layers_from(g, from, to), cases[k].layers[c],
+				             "case %zu chunk %d", k, c);
+		}
+		cr_expect_float_eq(dearest, cases[k].dearest, 1e-12, "case %zu", k);
+		for (int i = 0; cases[k].mtp && i < n; i++)
+			if (!strncmp(g->ops[i].name, "mtp.", 4) || !strncmp(g->ops[i].name, "layers.4.", 9))
+				cr_expect_geq(i, pp.first_op[2], "case %zu: %s in the last chunk", k,
+				              g->ops[i].name);
+	}
+}
+
 /* Megatron-LM's own split (the megatron planner's plans): the same number
  * of whole layers in every chunk, the embedding in the first and the final
  * norm, head and loss in the last, however that weighs them. A 4-layer GPT
