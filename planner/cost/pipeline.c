@@ -503,13 +503,10 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 		for (int i = 0; i < n; i++)
 			dearest = op_cost[i] > dearest ? op_cost[i] : dearest;
 		double ideal = total / k > dearest ? total / k : dearest;
+		if (nb >= k - 1 && !minimax(a, prefix, n, pos, nb, k, out->first_op))
+			goto oom;
 		int tried = 0;
-		if (nb >= k - 1) {
-			if (!minimax(a, prefix, n, pos, nb, k, out->first_op))
-				goto oom;
-			tried = PART_LEVELS;
-		}
-		for (double level = out->live_min; level >= 0 && tried < PART_LEVELS;
+		for (double level = out->live_min; nb < k - 1 && level >= 0 && tried < PART_LEVELS;
 		     level = next_level(out->live, n, level)) {
 			int c = 0;
 			for (int i = 1; i < n; i++)
@@ -554,8 +551,8 @@ bool plan_partition(struct arena *a, const struct plan *p, const double *op_cost
 		out->send_bytes[c] = c + 1 < k ? out->live[out->first_op[c + 1]] : 0;
 		out->send_split[c] = 1;
 		/* training.pipeline_scatter_gather false: whole copies, one a rank */
-		if (c + 1 < k && !tr->whole_sends && !send_scatter(p, last, out->first_op[c + 1], &out->send_split[c],
-		                               &out->send_groups[c]))
+		if (c + 1 < k && !tr->whole_sends &&
+		    !send_scatter(p, last, out->first_op[c + 1], &out->send_split[c], &out->send_groups[c]))
 			goto oom;
 	}
 	return true;
