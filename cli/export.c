@@ -501,11 +501,23 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--fp8-param-gather");
 	/* The optimizer in host memory (Megatron-Core's optimizer CPU offload:
 	 * the whole of it, its state in the parameters' precision where it can) */
+	bool state16 = t->main_params_dtype != STATE_FP32 || t->exp_avg_dtype != STATE_FP32 ||
+	               t->exp_avg_sq_dtype != STATE_FP32;
 	if (t->optimizer_offload) {
 		arg(f, &first, "--optimizer-cpu-offload");
 		arg(f, &first, "--optimizer-offload-fraction 1.0");
-		arg(f, &first, "--use-precision-aware-optimizer");
 	}
+	/* the optimizer's state in other precisions (Megatron-LM's
+	 * --main-params-dtype takes fp32 or fp16: a bf16 master copy, apex's,
+	 * has no flag, noted below) */
+	if (t->optimizer_offload || state16)
+		arg(f, &first, "--use-precision-aware-optimizer");
+	if (t->main_params_dtype == STATE_FP16)
+		arg(f, &first, "--main-params-dtype fp16");
+	if (t->exp_avg_dtype != STATE_FP32)
+		arg(f, &first, "--exp-avg-dtype %s", state_dtype_names[t->exp_avg_dtype]);
+	if (t->exp_avg_sq_dtype != STATE_FP32)
+		arg(f, &first, "--exp-avg-sq-dtype %s", state_dtype_names[t->exp_avg_sq_dtype]);
 	/* The activations of the first N layers in host memory (Megatron-Core's
 	 * CPU offloading through Transformer Engine): Megatron-LM core_v0.16.0's
 	 * megatron/training/arguments.py generates --cpu-offloading-num-layers
@@ -516,6 +528,9 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	fputc('\n', f);
 	if (g && g->kind == GEN_GPT && g->parallel_residual)
 		fprintf(f, "# the model's parallel residual (GPT-NeoX) has no Megatron-LM flag\n");
+	if (t->main_params_dtype == STATE_BF16)
+		fprintf(f, "# main_params_dtype bf16 (apex's DistributedFusedAdam) has no Megatron-LM "
+		        "flag: --main-params-dtype takes fp32 or fp16\n");
 	if (t->tp_comm_overlap && t->tp_comm_overlap_slices > 0 && t->sequence_parallel && c->tp > 1)
 		fprintf(f, "# tp_comm_overlap_slices (MindFormers' fine_grain_interleave) has no "
 		        "Megatron-LM flag: --tp-comm-overlap runs Transformer Engine's ring instead\n");

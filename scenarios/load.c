@@ -38,6 +38,13 @@ const char *const precision_names[PRECISION_COUNT] = {
         "auto", "megatron-bf16", "megatron-fp16", "fp32", "mindformers",
         "mindformers-fp32-weights", "fp8-hybrid", "fp8-e4m3"};
 _Static_assert(PRECISION_COUNT == 8, "precision_names must list every recipe");
+const char *const state_dtype_names[STATE_DTYPE_COUNT] = {"fp32", "fp16", "bf16", "fp8", "none"};
+_Static_assert(STATE_DTYPE_COUNT == 5, "state_dtype_names must list every dtype");
+
+int state_dtype_bytes(enum state_dtype d)
+{
+	return d == STATE_NONE ? 0 : d == STATE_FP8 ? 1 : d == STATE_FP32 ? 4 : 2;
+}
 _Static_assert(FIDELITY_COUNT == 4, "fidelity_names must list every fidelity");
 _Static_assert(COLL_COUNT == 8, "collective_algo_names must list every algorithm");
 
@@ -1275,10 +1282,12 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "account_for_embedding_in_pipeline_split",
 	                                   "account_for_loss_in_pipeline_split", "zero3_impl",
 	                                   "cross_entropy", "recompute_layers",
-	                                   "pipeline_scatter_gather", NULL};
+	                                   "pipeline_scatter_gather", "main_params_dtype",
+	                                   "exp_avg_dtype", "exp_avg_sq_dtype", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO,
-	    z3 = ZERO3_COLLECTIVES, xent = XENT_VOCAB_PARALLEL;
+	    z3 = ZERO3_COLLECTIVES, xent = XENT_VOCAB_PARALLEL, mp = STATE_FP32, ea = STATE_FP32,
+	    eas = STATE_FP32;
 	int64_t zero = 0;
 	t->dtype = L->s->graph && L->s->graph->n_ops ? L->s->graph->ops[0].dtype : DT_FP32;
 	struct jv v;
@@ -1306,6 +1315,25 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = opt_enum(&v, "cross_entropy", cross_entropy_names, XENT_COUNT, XENT_VOCAB_PARALLEL,
 	              &xent) && ok;
 	ok = opt_enum(&v, "precision", precision_names, PRECISION_COUNT, PRECISION_AUTO, &prec) && ok;
+	/* Megatron-LM's --main-params-dtype takes fp32 or fp16, apex's
+	 * DistributedFusedAdam any 16-bit dtype or none (its dtype the model's):
+	 * no FP8 master copy; the moments take FP8 (Transformer Engine's
+	 * FusedAdam) and are always there */
+	ok = opt_enum(&v, "main_params_dtype", state_dtype_names, STATE_DTYPE_COUNT, STATE_FP32, &mp) &&
+	     ok;
+	ok = opt_enum(&v, "exp_avg_dtype", state_dtype_names, STATE_NONE, STATE_FP32, &ea) && ok;
+	ok = opt_enum(&v, "exp_avg_sq_dtype", state_dtype_names, STATE_NONE, STATE_FP32, &eas) && ok;
+	if (mp == STATE_FP8) {
+		struct jv f;
+		jv_get(&v, "main_params_dtype", &f);
+		jv_error(&f, "a master copy is fp32, fp16, bf16 or none (the optimizer steps the "
+		         "16-bit weights themselves), not fp8");
+		ok = false;
+		mp = STATE_FP32;
+	}
+	t->main_params_dtype = (enum state_dtype)mp;
+	t->exp_avg_dtype = (enum state_dtype)ea;
+	t->exp_avg_sq_dtype = (enum state_dtype)eas;
 	ok = jv_opt_bool(&v, "sequence_parallel", false, &t->sequence_parallel) && ok;
 	ok = jv_opt_bool(&v, "flash_attention", false, &t->flash_attention) && ok;
 	bool fused_accumulation = true;
@@ -1409,6 +1437,27 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		                                                 : "fp16 or bf16",
 		         dtype_names[have]);
 		ok = false;
+	}
+	/* a master copy's dtype needs a recipe that keeps one: Megatron-LM's
+	 * mixed-precision ones (the fp32 and MindFormers recipes step the
+	 * weights themselves) */
+	if (t->main_params_dtype != STATE_FP32) {
+		enum dtype pd = DT_FP32;
+		bool known = param_dtype(L->s->graph, &pd);
+		bool master = t->precision == PRECISION_MEGATRON_BF16 ||
+		              t->precision == PRECISION_MEGATRON_FP16 || t->precision == PRECISION_FP8_HYBRID ||
+		              t->precision == PRECISION_FP8_E4M3 ||
+		              (t->precision == PRECISION_AUTO && known && pd != DT_FP32);
+		if (!master) {
+			jv_get(&v, "main_params_dtype", &f);
+			jv_error(&f, "a master copy in %s needs a recipe that keeps one (precision "
+			         "\"megatron-bf16\", \"megatron-fp16\", \"fp8-hybrid\" or \"fp8-e4m3\", or "
+			         "\"auto\" with 16-bit parameters), not \"%s\"%s%s%s",
+			         state_dtype_names[t->main_params_dtype], precision_names[prec],
+			         known ? " on " : "", known ? dtype_names[pd] : "",
+			         known ? " parameters" : "");
+			ok = false;
+		}
 	}
 	if (t->grad_reduce_in_bf16) {
 		enum dtype pd = DT_FP32;

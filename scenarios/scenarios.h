@@ -137,6 +137,17 @@ enum precision_recipe {
 };
 extern const char *const precision_names[PRECISION_COUNT];
 
+/* The optimizer's own state in a precision other than fp32: Megatron-Core's
+ * precision-aware optimizer (--main-params-dtype, --exp-avg-dtype,
+ * --exp-avg-sq-dtype; Transformer Engine's FusedAdam, whose FP8 state is
+ * one byte an element with a scale per tensor) and apex's
+ * DistributedFusedAdam (its dtype: every state tensor; no copy of the
+ * parameters when that is the model's own dtype: STATE_NONE, a master
+ * copy's only). */
+enum state_dtype { STATE_FP32, STATE_FP16, STATE_BF16, STATE_FP8, STATE_NONE, STATE_DTYPE_COUNT };
+extern const char *const state_dtype_names[STATE_DTYPE_COUNT];
+int state_dtype_bytes(enum state_dtype d);
+
 /* coarse: one transfer per rank per collective phase, and a collective no
  * other traffic can touch by its formula (sim/run.c); phase: the transfers
  * for every collective; step: every algorithm step a message. */
@@ -173,6 +184,10 @@ struct training {
 	enum precision_recipe precision; /* the model state's bytes per parameter */
 	bool grad_reduce_in_bf16;     /* Megatron-LM's --grad-reduce-in-bf16: bf16 weights'
 	                                 gradients kept and reduced in bf16, not fp32 */
+	enum state_dtype main_params_dtype; /* the optimizer's master copy of the weights
+	                                       (recipes that keep one; fp32 by default) */
+	enum state_dtype exp_avg_dtype;     /* Adam's first moment (fp32 by default) */
+	enum state_dtype exp_avg_sq_dtype;  /* and its second */
 	bool fp8_param_gather;        /* Megatron-Core's --fp8-param-gather: the FP8 recipes'
 	                                 Linear weights held in FP8 alone (no bf16 copy) and
 	                                 all-gathered in FP8 */

@@ -42,6 +42,12 @@ static cJSON *training_json(const struct training *t)
 		cJSON_AddBoolToObject(o, "grad_reduce_in_bf16", true);
 	if (t->fp8_param_gather)
 		cJSON_AddBoolToObject(o, "fp8_param_gather", true);
+	if (t->main_params_dtype != STATE_FP32)
+		cJSON_AddStringToObject(o, "main_params_dtype", state_dtype_names[t->main_params_dtype]);
+	if (t->exp_avg_dtype != STATE_FP32)
+		cJSON_AddStringToObject(o, "exp_avg_dtype", state_dtype_names[t->exp_avg_dtype]);
+	if (t->exp_avg_sq_dtype != STATE_FP32)
+		cJSON_AddStringToObject(o, "exp_avg_sq_dtype", state_dtype_names[t->exp_avg_sq_dtype]);
 	add_num(o, "gradient_bucket_mb", t->gradient_bucket_bytes / (1024.0 * 1024.0));
 	if (t->tensor_parallel > 0)
 		add_num(o, "tensor_parallel", (double)t->tensor_parallel);

@@ -377,7 +377,7 @@ static void ds_bucket_steps(struct lower *L, const struct plan_bucket *b, int k,
 	const struct topo_device *dev = &L->p->scenario->topo->device;
 	enum prog_phase was = L->phase;
 	L->phase = PHASE_GRADIENT;
-	double wire = cost_bucket_wire_bytes(b, tr->precision, tr->grad_reduce_in_bf16);
+	double wire = cost_bucket_wire_bytes(b, tr);
 	double scale = b->bytes > 0 ? wire / b->bytes : 0;
 	s1_compute(L, -1, cost_ds_bucket_div_s(dev, b, tr->gradient_bucket_bytes),
 	           arena_printf(L->a, "gradient bucket %d divided (DeepSpeed)", k), after, every);
@@ -421,8 +421,7 @@ static void bucket_step(struct lower *L, const struct plan_bucket *b, int k, int
 	s->op = -1;
 	s->coll = b->kind;
 	s->groups = *b->groups;
-	s->bytes = cost_bucket_wire_bytes(b, L->p->scenario->training.precision,
-	                                  L->p->scenario->training.grad_reduce_in_bf16);
+	s->bytes = cost_bucket_wire_bytes(b, &L->p->scenario->training);
 	s->after = after;
 	s->every_micro = every;
 	s->label = b->n == 1 ? arena_printf(L->a, "%s gradient %s", b->first, step_kind_names[s->coll])

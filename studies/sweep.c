@@ -454,8 +454,7 @@ static void fill_from_estimate(const struct study *st, struct study_row *r,
 	 * of its fp16 recipe's master copies), written once whatever the
 	 * replicas. */
 	struct cost_state_bytes b;
-	cost_state_bytes(st->scenario->training.precision, st->scenario->training.grad_reduce_in_bf16,
-	                 st->scenario->training.dtype, &b);
+	cost_state_bytes(&st->scenario->training, st->scenario->training.dtype, &b);
 	r->state_bytes = (double)tot.parameters * (b.weight + fmin(b.master, 4) + b.moments);
 	r->state_bytes_per_device = e->param_bytes + e->optimizer_bytes;
 	study_row_figures(st, r);

@@ -946,20 +946,22 @@ bool cost_precision_fp8(enum precision_recipe r);
  * fp32 entries each, with a scale and its inverse per tensor, in bytes. */
 #define COST_FP8_AMAX_HISTORY 1024
 double cost_fp8_meta_bytes(void);
-/* grad16: training.grad_reduce_in_bf16 (the bf16 recipes' gradients in 2
- * bytes, not 4) */
-void cost_state_bytes(enum precision_recipe r, bool grad16, enum dtype dt,
-                      struct cost_state_bytes *out);
-double cost_param_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt);
-double cost_grad_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt);
+/* Under the scenario's training (NULL: PRECISION_AUTO, nothing else):
+ * its precision recipe, training.grad_reduce_in_bf16 (the bf16 recipes'
+ * gradients in 2 bytes, not 4), and the optimizer's state dtypes
+ * (training.main_params_dtype for the master weight, exp_avg_dtype and
+ * exp_avg_sq_dtype for Adam's moments; fp32 unless set). */
+void cost_state_bytes(const struct training *tr, enum dtype dt, struct cost_state_bytes *out);
+double cost_param_bytes_per_elem(const struct training *tr, enum dtype dt);
+double cost_grad_bytes_per_elem(const struct training *tr, enum dtype dt);
 /* master + moments: what ZeRO stage 1 divides */
-double cost_optimizer_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt);
+double cost_optimizer_bytes_per_elem(const struct training *tr, enum dtype dt);
 /* The bytes a gradient bucket's collective moves: its gradients in the
  * dtype they are kept in (fp32 for bf16 weights: Megatron-LM accumulates
  * and all-reduces bf16 models' gradients in fp32), where b->bytes counts
  * them in the parameters' dtype (bf16 under training.grad_reduce_in_bf16).
  * The estimate and the lowering both use it. */
-double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r, bool grad16);
+double cost_bucket_wire_bytes(const struct plan_bucket *b, const struct training *tr);
 /* The bytes an all-gather of op `op`'s parameters moves, `bytes` of them
  * counted in their dtype `dt`: one byte an element for an FP8 Linear's
  * weight under training.fp8_param_gather (Megatron-Core gathers the FP8

@@ -107,17 +107,26 @@ double cost_kernel_class_backward_factor(int cls)
  * gradient) reads the gradient once, unscales it in place under fp16's
  * loss scale, takes its norm, and reads and writes the weight and the two
  * moments: mindformers on fp16 4 (unscale) + 2 (norm) + 2 + 4 + 16 = 28 B,
- * on bf16 24 B. */
-static double optimizer_step_bytes(enum precision_recipe r, bool grad16, enum dtype dt)
+ * on bf16 24 B. A master copy or moments in another precision
+ * (training.main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype) are read
+ * and written, and the master read for the copy back, at their own
+ * bytes: bf16 with all three in bf16 4 (norm) + 4 + 2 (2 + 2 + 2) (Adam) + 2
+ * + 2 (the copy back) = 24 B. */
+static double optimizer_step_bytes(const struct training *tr, enum dtype dt)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(r, grad16, dt, &b);
+	cost_state_bytes(tr, dt, &b);
 	double w = b.weight, g = b.grad, f = (double)dtype_bytes(DT_FP32);
 	bool master = b.master > 0, scaled = dt == DT_FP16;
 	if (!master)
-		return (scaled ? 2 * g : 0) + g + g + 2 * w + 4 * f;
+		return (scaled ? 2 * g : 0) + g + g + 2 * w + 2 * b.moments;
+	/* the master weight: Megatron's fp16 recipe's master holds an fp32
+	 * gradient beside it (8 = 4 + 4), which the copy above writes */
+	enum precision_recipe r = tr ? tr->precision : PRECISION_AUTO;
+	bool fp16 = r == PRECISION_MEGATRON_FP16 || (r == PRECISION_AUTO && dt == DT_FP16);
+	double mw = fp16 ? b.master - f : b.master;
 	double copy = g < f ? g + f : 0, unscale = scaled ? 2 * f : 0, norm = f;
-	double adam = 7 * f, back = f + w;
+	double adam = f + 2 * (mw + b.moments), back = mw + w;
 	return copy + unscale + norm + adam + back;
 }
 
@@ -157,8 +166,7 @@ struct est_ctx {
 	                            context parallelism's K and V), else 0; NULL without a plan */
 	bool add_grads;          /* training.separate_grad_accumulation */
 	enum precision_recipe prec;  /* training.precision */
-	bool grad16;                 /* training.grad_reduce_in_bf16 */
-	const struct training *train;  /* the scenario's (training.fp8_param_gather) */
+	const struct training *train;  /* the scenario's (its state's bytes, fp8_param_gather) */
 	bool offload;            /* training.optimizer_offload */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
@@ -389,7 +397,7 @@ static double grad_add_s(const struct est_ctx *c, const struct dist_op *d)
 			continue;
 		double elems = (double)layout_local_elems(&d->in[i]);
 		struct cost_work w = {0, elems * ((double)dtype_bytes(t->dtype) +
-		                                  2 * cost_grad_bytes_per_elem(c->prec, c->grad16, t->dtype)), 0, 0, 0};
+		                                  2 * cost_grad_bytes_per_elem(c->train, t->dtype)), 0, 0, 0};
 		s += cost_compute_s(&c->t->device, t->dtype, &w, NULL);
 	}
 	return s;
@@ -557,11 +565,11 @@ static double optimizer_elem_s(const struct est_ctx *c, int op, enum dtype dt)
 	double hbm = dev->hbm_bps * dev->memory_efficiency, s;
 	if (c->offload) {
 		struct cost_state_bytes b;
-		cost_state_bytes(c->prec, c->grad16, dt, &b);
+		cost_state_bytes(c->train, dt, &b);
 		s = (b.grad + b.weight) / c->t->host.link_bps +
-		    optimizer_step_bytes(c->prec, c->grad16, dt) / c->t->host.memory_bps;
+		    optimizer_step_bytes(c->train, dt) / c->t->host.memory_bps;
 	} else {
-		s = optimizer_step_bytes(c->prec, c->grad16, dt) / hbm;
+		s = optimizer_step_bytes(c->train, dt) / hbm;
 	}
 	int x;
 	if (cost_fp8_linear(c->g, c->prec, op, &x))
@@ -594,9 +602,9 @@ static double op_params(struct est_ctx *c, const struct dist_op *d, struct est_o
 		double u = elems * optimizer_elem_s(c, d->op, t->dtype);
 		e->category_s[EST_OPTIMIZER] += u;
 		opt += u;
-		e->param_bytes += elems * cost_param_bytes_per_elem(c->prec, c->grad16, t->dtype);
-		e->grad_bytes += elems * cost_grad_bytes_per_elem(c->prec, c->grad16, t->dtype);
-		e->optimizer_bytes += elems * cost_optimizer_bytes_per_elem(c->prec, c->grad16, t->dtype);
+		e->param_bytes += elems * cost_param_bytes_per_elem(c->train, t->dtype);
+		e->grad_bytes += elems * cost_grad_bytes_per_elem(c->train, t->dtype);
+		e->optimizer_bytes += elems * cost_optimizer_bytes_per_elem(c->train, t->dtype);
 	}
 	return opt;
 }
@@ -768,7 +776,6 @@ struct est_ctx *est_ctx_new(const struct scenario *s, int64_t steps, size_t memo
 	                      .faults_slow = topo_max_slowdown(s->topo, s->devices),
 	                      .add_grads = s->training.separate_grad_accumulation,
 	                      .prec = s->training.precision,
-	                      .grad16 = s->training.grad_reduce_in_bf16,
 	                      .train = &s->training,
 	                      .offload = s->training.optimizer_offload};
 	c->reads = plan_param_reads(a, g);
@@ -1079,7 +1086,7 @@ static struct chunk_memo *chunk(struct est_ctx *c, struct arena *a, const struct
 static double ds_bucket_s(struct est_ctx *c, const struct plan_bucket *b)
 {
 	const struct topo_device *dev = &c->t->device;
-	double wire = cost_bucket_wire_bytes(b, c->prec, c->grad16);
+	double wire = cost_bucket_wire_bytes(b, c->train);
 	double scale = b->bytes > 0 ? wire / b->bytes : 0;
 	double t = cost_ds_bucket_div_s(dev, b, c->train->gradient_bucket_bytes);
 	for (int j = 0; j < b->n; j++) {
@@ -1149,7 +1156,7 @@ static bool chunk_sync(struct est_ctx *c, const struct plan *p, int ch, struct c
 	for (int k = 0; k < m->sync[z].n; k++) {
 		double t = ds ? ds_bucket_s(c, &b[k])
 		              : groups_s(c, b[k].kind, b[k].groups,
-		                         cost_bucket_wire_bytes(&b[k], c->prec, c->grad16));
+		                         cost_bucket_wire_bytes(&b[k], c->train));
 		for (int j = 0; j < b[k].n && b[k].bytes > 0; j++)
 			c->e->ops[b[k].ops[j]].gradient_s += t * b[k].op_bytes[j] / b[k].bytes;
 		if (rs_by_op && (zero >= 2 || tr->overlap_grad_reduce))
@@ -1306,7 +1313,7 @@ static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p
 				seen = part_stage(pp, pp->chunk_of[sr[x].op]) == s;
 			if (!seen)
 				bytes[s] += (double)layout_local_elems(&p->ops[sr[k].op].in[sr[k].in]) *
-				            cost_grad_bytes_per_elem(c->prec, c->grad16, g->tensors[sr[k].tensor].dtype);
+				            cost_grad_bytes_per_elem(c->train, g->tensors[sr[k].tensor].dtype);
 		}
 	}
 	if (!any)
@@ -1467,12 +1474,12 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double gathered = 0;
 		for (int k = 0; k < m->n_params; k++) {
 			const struct param_rec *r = &m->params[k];
-			es->mem.params += r->elems * cost_param_bytes_per_elem(c->prec, c->grad16, r->dtype) /
+			es->mem.params += r->elems * cost_param_bytes_per_elem(c->train, r->dtype) /
 			                  (zero >= 3 ? r->dp : 1);
-			es->mem.grads += r->elems * cost_grad_bytes_per_elem(c->prec, c->grad16, r->dtype) /
+			es->mem.grads += r->elems * cost_grad_bytes_per_elem(c->train, r->dtype) /
 			                 (zero >= 2 ? r->dp : 1);
 			/* offloaded, the optimizer's state is in host memory */
-			double opt = r->elems * cost_optimizer_bytes_per_elem(c->prec, c->grad16, r->dtype) /
+			double opt = r->elems * cost_optimizer_bytes_per_elem(c->train, r->dtype) /
 			             (zero >= 1 ? r->dp : 1);
 			if (c->offload)
 				es->mem.host += opt;
@@ -1485,7 +1492,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			int x;
 			if (cost_fp8_linear(c->g, c->prec, r->op, &x)) {
 				struct cost_state_bytes b;
-				cost_state_bytes(c->prec, c->grad16, r->dtype, &b);
+				cost_state_bytes(c->train, r->dtype, &b);
 				/* with FP8 parameters the FP8 copy is the weight */
 				double w = tr->fp8_param_gather ? b.fp8 - b.weight : b.fp8;
 				es->mem.params += r->elems * w / (zero >= 3 ? r->dp : 1);
@@ -1694,7 +1701,7 @@ static double chunk_grad_bytes(const struct plan *p, const struct param_reads *r
 			enum dtype dt = g->tensors[g->ops[i].in[inputs[k]]].dtype;
 			double w = (double)dtype_bytes(dt), b = layout_local_bytes(&d->in[inputs[k]]);
 			if (w > 0)
-				b *= cost_grad_bytes_per_elem(tr->precision, tr->grad_reduce_in_bf16, dt) / w;
+				b *= cost_grad_bytes_per_elem(tr, dt) / w;
 			if (tr->zero_stage >= 1 && sync[k] && sync[k]->groups.size > 1)
 				b /= (double)sync[k]->groups.size;
 			bytes += b;
@@ -1762,11 +1769,11 @@ static void pair_shared_memory(const struct est_ctx *c, const struct plan *p, in
 			enum dtype dt = c->g->tensors[c->g->ops[i].in[inputs[k]]].dtype;
 			double elems = (double)layout_local_elems(&p->ops[i].in[inputs[k]]);
 			double dp = sync[k] ? (double)sync[k]->groups.size : 1;
-			out->params += elems * cost_param_bytes_per_elem(c->prec, c->grad16, dt) /
+			out->params += elems * cost_param_bytes_per_elem(c->train, dt) /
 			               (zero >= 3 ? dp : 1);
-			out->grads += elems * cost_grad_bytes_per_elem(c->prec, c->grad16, dt) /
+			out->grads += elems * cost_grad_bytes_per_elem(c->train, dt) /
 			              (zero >= 2 ? dp : 1);
-			double opt = elems * cost_optimizer_bytes_per_elem(c->prec, c->grad16, dt) /
+			double opt = elems * cost_optimizer_bytes_per_elem(c->train, dt) /
 			             (zero >= 1 ? dp : 1);
 			if (c->offload)
 				out->host += opt;

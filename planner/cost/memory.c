@@ -46,14 +46,22 @@
 
 static void state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out);
 
-void cost_state_bytes(enum precision_recipe r, bool grad16, enum dtype dt,
-                      struct cost_state_bytes *out)
+void cost_state_bytes(const struct training *tr, enum dtype dt, struct cost_state_bytes *out)
 {
-	state_bytes(r, dt, out);
+	state_bytes(tr ? tr->precision : PRECISION_AUTO, dt, out);
+	if (!tr)
+		return;
 	/* --grad-reduce-in-bf16: the bf16 recipes' fp32 main gradient kept in
 	 * bf16 (the optimizer still steps an fp32 master copy) */
-	if (grad16 && out->master > 0 && out->weight == 2 && out->grad > 2)
+	if (tr->grad_reduce_in_bf16 && out->master > 0 && out->weight == 2 && out->grad > 2)
 		out->grad = 2;
+	/* the precision-aware optimizer's master weight (of the recipes' fp32
+	 * master copy; Megatron's fp16 recipe keeps an fp32 gradient beside it)
+	 * and moments */
+	if (out->master >= 4)
+		out->master += state_dtype_bytes(tr->main_params_dtype) - 4;
+	if (out->moments > 0)
+		out->moments = state_dtype_bytes(tr->exp_avg_dtype) + state_dtype_bytes(tr->exp_avg_sq_dtype);
 }
 
 static void state_bytes(enum precision_recipe r, enum dtype dt, struct cost_state_bytes *out)
@@ -100,10 +108,10 @@ static void state_bytes(enum precision_recipe r, enum dtype dt, struct cost_stat
 	}
 }
 
-double cost_param_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt)
+double cost_param_bytes_per_elem(const struct training *tr, enum dtype dt)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(r, grad16, dt, &b);
+	cost_state_bytes(tr, dt, &b);
 	return b.weight;
 }
 
@@ -134,24 +142,24 @@ double cost_fp8_meta_bytes(void)
 	return tensors * COST_FP8_AMAX_HISTORY * f + tensors * 2 * f;
 }
 
-double cost_grad_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt)
+double cost_grad_bytes_per_elem(const struct training *tr, enum dtype dt)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(r, grad16, dt, &b);
+	cost_state_bytes(tr, dt, &b);
 	return b.grad;
 }
 
-double cost_optimizer_bytes_per_elem(enum precision_recipe r, bool grad16, enum dtype dt)
+double cost_optimizer_bytes_per_elem(const struct training *tr, enum dtype dt)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(r, grad16, dt, &b);
+	cost_state_bytes(tr, dt, &b);
 	return b.master + b.moments;
 }
 
-double cost_bucket_wire_bytes(const struct plan_bucket *b, enum precision_recipe r, bool grad16)
+double cost_bucket_wire_bytes(const struct plan_bucket *b, const struct training *tr)
 {
 	double w = (double)dtype_bytes(b->dtype);
-	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(r, grad16, b->dtype) / w : b->bytes;
+	return w > 0 ? b->bytes * cost_grad_bytes_per_elem(tr, b->dtype) / w : b->bytes;
 }
 
 double cost_param_gather_bytes(const struct graph *g, const struct training *tr, int op,

@@ -325,6 +325,45 @@ Test(scenarios, zero3_impl_read_and_written)
 /* training.pipeline_scatter_gather: true by default (Megatron-LM's
  * scatter/gather of the pipeline's sends), false read as whole sends and
  * written back by scenario_json only then. */
+/* training.main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype: read,
+ * written back only when set, and a master copy's dtype refused on a
+ * recipe without one (fp32 Adam steps the weights themselves). */
+Test(scenarios, optimizer_state_dtypes_read_and_written)
+{
+#define OS_DOC(dtype, extra)                                                                   \
+	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"os\","                     \
+	" \"model\": {\"name\": \"tiny\", \"generator\": {\"kind\": \"gpt\","                    \
+	"   \"hidden\": 64, \"layers\": 2, \"heads\": 4, \"seq\": 32,"                             \
+	"   \"vocab\": 128, \"micro_batch\": 8, \"dtype\": \"" dtype "\"}},"                        \
+	" \"topology\": \"../topologies/dgx-a100.json\","                                          \
+	" \"training\": {\"global_batch\": 8" extra "}}"
+	struct scenario *s = parse(OS_DOC("bf16", ""));
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.main_params_dtype, STATE_FP32);
+	cJSON *j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	cr_expect_null(cJSON_GetObjectItemCaseSensitive(tr, "exp_avg_dtype"));
+	cJSON_Delete(j);
+	s = parse(OS_DOC("bf16", ", \"main_params_dtype\": \"bf16\", \"exp_avg_dtype\": \"fp8\","
+	                         " \"exp_avg_sq_dtype\": \"fp16\""));
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.main_params_dtype, STATE_BF16);
+	cr_expect_eq(s->training.exp_avg_dtype, STATE_FP8);
+	cr_expect_eq(s->training.exp_avg_sq_dtype, STATE_FP16);
+	j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tr, "exp_avg_dtype")),
+	                 "fp8");
+	cr_expect_str_eq(
+		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tr, "main_params_dtype")), "bf16");
+	cJSON_Delete(j);
+	cr_expect_null(parse(OS_DOC("fp32", ", \"main_params_dtype\": \"fp16\"")));
+	cr_expect_null(parse(OS_DOC("bf16", ", \"main_params_dtype\": \"fp8\"")));
+#undef OS_DOC
+}
+
 Test(scenarios, pipeline_scatter_gather_read_and_written)
 {
 #define SG_DOC(extra)                                                                          \

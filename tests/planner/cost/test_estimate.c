@@ -1079,6 +1079,17 @@ Test(estimate, separate_gradient_accumulation_by_hand)
  *         and written 24), the master copied back (4 + 2): 52;
  *   bf16: the gradients are fp32 already and unscaled: 4 + 28 + 6 = 38;
  *   fp32: 4 + 28 = 32 (the weight is the master).
+ * The optimizer's state in other precisions (training.main_params_dtype,
+ * exp_avg_dtype, exp_avg_sq_dtype) read and written at their own bytes:
+ *   bf16, all three bf16 (apex's DistributedFusedAdam with dtype bf16):
+ *         norm 4, Adam 4 + 2 (2 + 2 + 2), the master copied back 2 + 2: 24;
+ *   the same with bf16 gradients (grad_reduce_in_bf16): copied to fp32
+ *         first, 2 + 4: 30;
+ *   bf16, no master copy (apex's with the model's dtype), bf16 moments and
+ *         gradients: the weight updated in place as a recipe without a
+ *         master does it, 2 (norm) + 2 + 2 (2 + 2) + 2 (2 + 2) = 16;
+ *   bf16, FP8 moments: 4 + (4 + 2 (4 + 1 + 1)) + (4 + 2) = 26;
+ *   fp16, fp16 master: 6 + 8 + 4 + (4 + 2 (2 + 4 + 4)) + (2 + 2) = 46.
  * The 1-layer LLaMA (h 64, 4 heads, ffn 128, vocabulary 64, untied) holds
  * 64 x 64 (embedding) + 4 x 64 x 64 (q, k, v, o) + 3 x 64 x 128 (gate,
  * up, down) + 64 x 64 (head) + 3 x 64 (norms) = 49,344 elements on its
@@ -1086,21 +1097,40 @@ Test(estimate, separate_gradient_accumulation_by_hand)
 Test(estimate, optimizer_step_by_hand)
 {
 	static const struct {
-		const char *dtype;
+		const char *dtype, *training;
 		double w, bytes;
-	} cases[] = {{"fp16", 2, 52}, {"bf16", 2, 38}, {"fp32", 4, 32}};
+	} cases[] = {
+		{"fp16", "{}", 2, 52},
+		{"bf16", "{}", 2, 38},
+		{"fp32", "{}", 4, 32},
+		{"bf16",
+		 "{\"main_params_dtype\": \"bf16\", \"exp_avg_dtype\": \"bf16\", "
+		 "\"exp_avg_sq_dtype\": \"bf16\"}",
+		 2, 24},
+		{"bf16",
+		 "{\"main_params_dtype\": \"bf16\", \"exp_avg_dtype\": \"bf16\", "
+		 "\"exp_avg_sq_dtype\": \"bf16\", \"grad_reduce_in_bf16\": true}",
+		 2, 30},
+		{"bf16",
+		 "{\"main_params_dtype\": \"none\", \"exp_avg_dtype\": \"bf16\", "
+		 "\"exp_avg_sq_dtype\": \"bf16\", \"grad_reduce_in_bf16\": true}",
+		 2, 16},
+		{"bf16", "{\"exp_avg_dtype\": \"fp8\", \"exp_avg_sq_dtype\": \"fp8\"}", 2, 26},
+		{"fp16", "{\"main_params_dtype\": \"fp16\"}", 2, 46},
+	};
 	const double elems = 49344;
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		struct arena *a = arena_new();
 		struct diag_list d;
 		diag_list_init(&d);
 		struct estimate e;
-		const struct plan *p = llama1_estimate(a, &d, cases[k].dtype, "{}", &e);
+		const struct plan *p = llama1_estimate(a, &d, cases[k].dtype, cases[k].training, &e);
+		cr_assert_not_null(p, "%s %s", cases[k].dtype, cases[k].training);
 		const struct topo_device *dev = &p->scenario->topo->device;
 		cr_expect_float_eq(e.param_bytes, elems * cases[k].w, 1e-9, "%s", cases[k].dtype);
 		cr_expect_float_eq(e.category_s[EST_OPTIMIZER],
 		                   elems * cases[k].bytes / (dev->hbm_bps * dev->memory_efficiency),
-		                   1e-15, "%s", cases[k].dtype);
+		                   1e-15, "%s %s", cases[k].dtype, cases[k].training);
 		diag_list_free(&d);
 		arena_free(a);
 	}

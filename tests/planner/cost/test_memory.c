@@ -31,6 +31,8 @@
 TestSuite(memory, .init = fixture_setup, .fini = fixture_teardown);
 
 #define SCN "tests/data/good/korthikanti-gpt-8p.json"
+/* a training block of a recipe, with or without --grad-reduce-in-bf16 */
+#define TR(r, g) (&(struct training){.precision = (r), .grad_reduce_in_bf16 = (g)})
 static const double s_ = 512, b_ = 2, h_ = 1024, a_ = 16;
 
 /* Stage 0's activations of the GPT with `layers` layers. */
@@ -143,8 +145,8 @@ Test(memory, fused_qkv_keeps_the_closed_forms)
 
 static double state(enum precision_recipe r, enum dtype dt)
 {
-	return cost_param_bytes_per_elem(r, false, dt) + cost_grad_bytes_per_elem(r, false, dt) +
-	       cost_optimizer_bytes_per_elem(r, false, dt);
+	return cost_param_bytes_per_elem(TR(r, false), dt) + cost_grad_bytes_per_elem(TR(r, false), dt) +
+	       cost_optimizer_bytes_per_elem(TR(r, false), dt);
 }
 
 /* The model state of mixed-precision Adam as Megatron-LM's distributed
@@ -162,9 +164,9 @@ Test(memory, model_state_per_parameter)
 	cr_expect_eq(state(PRECISION_FP32, DT_FP32), 16);
 	/* what the distributed optimizer divides: 12 of bf16's 18 and 16 of
 	 * fp16's 20 (its table's 6 + 12/d and 4 + 16/d) */
-	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_BF16, false, DT_BF16), 12);
-	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_FP16, false, DT_FP16), 16);
-	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MEGATRON_BF16, false, DT_BF16), 4);
+	cr_expect_eq(cost_optimizer_bytes_per_elem(TR(PRECISION_MEGATRON_BF16, false), DT_BF16), 12);
+	cr_expect_eq(cost_optimizer_bytes_per_elem(TR(PRECISION_MEGATRON_FP16, false), DT_FP16), 16);
+	cr_expect_eq(cost_grad_bytes_per_elem(TR(PRECISION_MEGATRON_BF16, false), DT_BF16), 4);
 }
 
 /* MindFormers on Ascend (mindformers/wrapper/wrapper.py: accu_grads =
@@ -175,7 +177,7 @@ Test(memory, model_state_per_parameter)
 Test(memory, mindformers_state_per_parameter)
 {
 	struct cost_state_bytes b;
-	cost_state_bytes(PRECISION_MINDFORMERS, false, DT_FP16, &b);
+	cost_state_bytes(TR(PRECISION_MINDFORMERS, false), DT_FP16, &b);
 	cr_expect_eq(b.weight, 2);
 	cr_expect_eq(b.grad, 2);
 	cr_expect_eq(b.master, 0);
@@ -183,7 +185,7 @@ Test(memory, mindformers_state_per_parameter)
 	cr_expect_eq(state(PRECISION_MINDFORMERS, DT_FP16), 12);
 	cr_expect_eq(state(PRECISION_MINDFORMERS, DT_BF16), 12);
 	cr_expect_eq(state(PRECISION_MINDFORMERS_FP32_WEIGHTS, DT_FP16), 16);
-	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MINDFORMERS_FP32_WEIGHTS, false, DT_FP16), 4);
+	cr_expect_eq(cost_grad_bytes_per_elem(TR(PRECISION_MINDFORMERS_FP32_WEIGHTS, false), DT_FP16), 4);
 }
 
 /* The verdict's band, the peak +- 5%, by hand against 80 GB: 71 GB is
@@ -695,12 +697,12 @@ Test(memory, fp8_linears_keep_an_fp8_copy_of_their_input)
  * GPU: 1,572,864 Linear weights and the rest, all bf16. */
 Test(memory, gradients_reduced_in_bf16)
 {
-	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MEGATRON_BF16, true, DT_BF16), 2);
-	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_FP8_HYBRID, true, DT_BF16), 2);
-	cr_expect_eq(cost_optimizer_bytes_per_elem(PRECISION_MEGATRON_BF16, true, DT_BF16), 12);
+	cr_expect_eq(cost_grad_bytes_per_elem(TR(PRECISION_MEGATRON_BF16, true), DT_BF16), 2);
+	cr_expect_eq(cost_grad_bytes_per_elem(TR(PRECISION_FP8_HYBRID, true), DT_BF16), 2);
+	cr_expect_eq(cost_optimizer_bytes_per_elem(TR(PRECISION_MEGATRON_BF16, true), DT_BF16), 12);
 	/* recipes without an fp32 main gradient keep theirs */
-	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_MINDFORMERS, true, DT_BF16), 2);
-	cr_expect_eq(cost_grad_bytes_per_elem(PRECISION_FP32, true, DT_FP32), 4);
+	cr_expect_eq(cost_grad_bytes_per_elem(TR(PRECISION_MINDFORMERS, true), DT_BF16), 2);
+	cr_expect_eq(cost_grad_bytes_per_elem(TR(PRECISION_FP32, true), DT_FP32), 4);
 	struct estimate e[2];
 	const struct graph *g;
 	for (int b16 = 0; b16 < 2; b16++) {
@@ -746,4 +748,36 @@ Test(memory, fp8_parameters_hold_and_gather_the_fp8_weight_alone)
 	cr_expect_float_eq(cost_param_gather_bytes(g, &tr, emb, 524288, DT_BF16), 524288, 1e-12);
 	tr.fp8_param_gather = false;
 	cr_expect_float_eq(cost_param_gather_bytes(g, &tr, fc1, 524288, DT_BF16), 524288, 1e-12);
+}
+
+/* The optimizer's state in other precisions: Megatron-Core's precision-
+ * aware optimizer (--main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype)
+ * and apex's DistributedFusedAdam (dtype: every state tensor). Bytes per
+ * parameter the optimizer holds (what ZeRO stage 1 divides), by hand:
+ * bf16 recipe, fp32 master and moments 4 + 8 = 12; all three bf16 2 + 2 +
+ * 2 = 6, without the copy (none) 2 + 2 = 4; FP8 moments 4 + 1 + 1 = 6; the fp16 recipe's fp32 master weight
+ * and gradient 4 + 4 with moments 16, with an fp16 master 2 + 4 + 8 = 14;
+ * a recipe without a master (MindFormers') its moments alone, bf16 2 + 2. */
+Test(memory, optimizer_state_in_other_precisions)
+{
+	struct training tr = {.precision = PRECISION_MEGATRON_BF16};
+	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_BF16), 12);
+	tr.main_params_dtype = tr.exp_avg_dtype = tr.exp_avg_sq_dtype = STATE_BF16;
+	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_BF16), 6);
+	cr_expect_eq(cost_param_bytes_per_elem(&tr, DT_BF16), 2);
+	cr_expect_eq(cost_grad_bytes_per_elem(&tr, DT_BF16), 4);
+	/* apex's DistributedFusedAdam with the model's dtype keeps no copy */
+	tr.main_params_dtype = STATE_NONE;
+	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_BF16), 4);
+	tr = (struct training){.precision = PRECISION_FP8_HYBRID, .exp_avg_dtype = STATE_FP8,
+	                       .exp_avg_sq_dtype = STATE_FP8};
+	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_BF16), 6);
+	tr = (struct training){.precision = PRECISION_MEGATRON_FP16};
+	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_FP16), 16);
+	tr.main_params_dtype = STATE_FP16;
+	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_FP16), 14);
+	tr = (struct training){.precision = PRECISION_MINDFORMERS, .exp_avg_dtype = STATE_BF16,
+	                       .exp_avg_sq_dtype = STATE_BF16};
+	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_BF16), 4);
+	cr_expect_eq(cost_optimizer_bytes_per_elem(NULL, DT_BF16), 12);
 }
