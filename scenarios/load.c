@@ -21,8 +21,8 @@ const char *const planner_names[PLANNER_COUNT] = {
 const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
                                                  "zb-v",  "zb-h2", "dualpipe"};
 const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
-const char *const zero3_impl_names[ZERO3_IMPL_COUNT] = {"collectives", "deepspeed-2021"};
-_Static_assert(ZERO3_IMPL_COUNT == 2, "zero3_impl_names must list every implementation");
+const char *const zero3_impl_names[ZERO3_IMPL_COUNT] = {"collectives", "deepspeed-2021", "fsdp"};
+_Static_assert(ZERO3_IMPL_COUNT == 3, "zero3_impl_names must list every implementation");
 const char *const cross_entropy_names[XENT_COUNT] = {"vocab-parallel", "vocab-parallel-jit",
                                                      "mindformers", "fused"};
 _Static_assert(XENT_COUNT == 4, "cross_entropy_names must list every implementation");

@@ -95,12 +95,14 @@ enum recompute_mode { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOM
 extern const char *const recompute_names[RECOMPUTE_COUNT];
 
 /* Which implementation runs ZeRO-3 (docs/cost-models.md, "A ZeRO-3
- * framework's own costs"): its collectives alone, prefetched one op ahead
- * (PyTorch FSDP, Megatron-FSDP: the default), or DeepSpeed's stage 3 as
- * released in 2021 (v0.3.13-v0.5.x), with its per-parameter gathers and
- * reduce-scatters through list collectives, the copies they make, and its
- * release of parameters by reuse distance. */
-enum zero3_impl { ZERO3_COLLECTIVES, ZERO3_DEEPSPEED_2021, ZERO3_IMPL_COUNT };
+ * framework's own costs"): its collectives alone, each op's parameters
+ * gathered on their own and prefetched one op ahead (the default); PyTorch
+ * FSDP and Megatron-FSDP, which gather each transformer layer's
+ * parameters as one unit and prefetch the next layer's; or DeepSpeed's
+ * stage 3 as released in 2021 (v0.3.13-v0.5.x), with its per-parameter
+ * gathers and reduce-scatters through list collectives, the copies they
+ * make, and its release of parameters by reuse distance. */
+enum zero3_impl { ZERO3_COLLECTIVES, ZERO3_DEEPSPEED_2021, ZERO3_FSDP, ZERO3_IMPL_COUNT };
 extern const char *const zero3_impl_names[ZERO3_IMPL_COUNT];
 
 /* How the language model's softmax cross-entropy runs (docs/cost-models.md,

@@ -290,30 +290,52 @@ static void wait_comm(struct lower *L, const char *label)
 	}
 }
 
+/* ZeRO-3's gathering unit of op i (cost_zero3_unit: a transformer layer
+ * under PyTorch FSDP and Megatron-FSDP, -1 for an op gathered alone). */
+static int zero3_unit(const struct lower *L, int i)
+{
+	return cost_zero3_unit(L->p->graph, &L->p->scenario->training, i);
+}
+
+/* The gathers of op i's unit from i on in direction dir within [lo, hi),
+ * issued together. */
+static void gather_unit(struct lower *L, int i, int dir, int lo, int hi, int pass)
+{
+	int u = zero3_unit(L, i);
+	for (int k = i; k >= lo && k < hi && (k == i || (u >= 0 && zero3_unit(L, k) == u)); k += dir)
+		if (gathers_in(L, k, pass))
+			gather_params(L, &L->p->ops[k], gathers_in(L, k, pass));
+}
+
 /* ZeRO-3's prefetch (estimate.c's zero3_exposed): before op i's compute,
- * the first gather of the pass when op i is its first op with parameters
- * to gather, the wait for it, the reduce-scatters of the buckets completed
- * since the last wait (backward: *pend of them, from b), then the gather
- * of the next such op in the pass's direction (dir +1 forward, -1
- * backward) within [lo, hi). */
-static void zero3_before(struct lower *L, int i, int dir, int lo, int hi, bool *started,
+ * when op i is the first op of its unit with parameters to gather in the
+ * pass's direction (dir +1 forward, -1 backward) within [lo, hi): the
+ * first unit's gathers of the pass, the wait for them, the
+ * reduce-scatters of the buckets completed since the last wait
+ * (backward: *pend of them, from b), then the gathers of the next such
+ * unit. Whether it waited (the pending buckets handed over). */
+static bool zero3_before(struct lower *L, int i, int dir, int lo, int hi, bool *started,
                          const struct plan_bucket *b, int *pend, int n_pend, bool every)
 {
-	const struct plan *p = L->p;
 	int pass = dir < 0 ? 2 : L->phase == PHASE_RECOMPUTE ? 1 : 0;
 	if (!gathers_in(L, i, pass))
-		return;
+		return false;
+	int u = zero3_unit(L, i);
+	for (int k = i - dir; u >= 0 && k >= lo && k < hi && zero3_unit(L, k) == u; k -= dir)
+		if (gathers_in(L, k, pass))
+			return false; /* gathered with its unit */
 	if (!*started)
-		gather_params(L, &p->ops[i], gathers_in(L, i, pass));
+		gather_unit(L, i, dir, lo, hi, pass);
 	*started = true;
 	wait_comm(L, "wait for the parameters (ZeRO-3)");
 	for (int j = 0; j < n_pend; j++)
 		bucket_step(L, &b[pend[j]], pend[j], 1, L->n - 1, every);
 	for (int k = i + dir; k >= lo && k < hi; k += dir)
-		if (gathers_in(L, k, pass)) {
-			gather_params(L, &p->ops[k], gathers_in(L, k, pass));
+		if (!(u >= 0 && zero3_unit(L, k) == u) && gathers_in(L, k, pass)) {
+			gather_unit(L, k, dir, lo, hi, pass);
 			break;
 		}
+	return true;
 }
 
 /* The forward of ops [lo, hi): redistributions into each, its compute and
@@ -456,10 +478,8 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 		L->suffix = " (backward)";
 		if (!plan_colls_backward(d->comm, d->n_comm, &d->out_partial[0], &k))
 			L->oom = true;
-		if (gather && gathers_in(L, i, 2)) {
-			zero3_before(L, i, -1, lo, hi, &started, b, pend, n_pend, every);
+		if (gather && zero3_before(L, i, -1, lo, hi, &started, b, pend, n_pend, every))
 			n_pend = 0;
-		}
 		double bwd_s = L->e->ops[i].compute_backward_s;
 		compute(L, i, split ? bwd_s - plan_weight_grad_s(p->graph, i, bwd_s) : bwd_s);
 		int cs = L->n - 1;

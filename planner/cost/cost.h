@@ -977,6 +977,17 @@ double cost_bucket_gather_bytes(const struct graph *g, const struct training *tr
  * zero3.c; docs/cost-models.md, "A ZeRO-3 framework's own costs"). Is it
  * the scenario's ZeRO-3? */
 bool cost_zero3_deepspeed(const struct training *t);
+/* The unit ZeRO-3 gathers op `op`'s parameters with: PyTorch FSDP and
+ * Megatron-FSDP (training.zero3_impl "fsdp") wrap each transformer layer
+ * as one unit, whose parameters are all-gathered together when the layer
+ * is reached and the next layer's prefetched then (torchtitan's
+ * fully_shard per TransformerBlock; Megatron-FSDP's fsdp_unit_modules,
+ * TransformerLayer by default): the layer's index for an op named
+ * "layers.N." (the generators' names); -1 for an op gathered on its own
+ * (every op under "collectives" and DeepSpeed 2021, which gathers per
+ * submodule; ops outside the layers). The estimate and the lowering both
+ * use it. */
+int cost_zero3_unit(const struct graph *g, const struct training *tr, int op);
 /* A parameter of `elems` elements stays whole (never gathered): under
  * stage3_param_persistence_threshold. */
 bool cost_ds_persistent(double elems);

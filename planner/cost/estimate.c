@@ -833,10 +833,37 @@ static void op_gather_s(struct est_ctx *c, int lo, const struct dist_op *d, stru
 	}
 }
 
-/* One pass's gathers walked in the pass's order, prefetched one op ahead
- * (zero3_exposed): the forward (pass 0) or its recomputation (pass 1,
- * DeepSpeed 2021's gathers again), both over the same work; what is
- * exposed. */
+/* Op i's gathers in a pass: the forward's (0), the recomputed forward's
+ * (1: DeepSpeed 2021's re-gathers) or the backward's (2). */
+static double pass_gather_s(const struct est_op *o, int pass)
+{
+	return o->gather_one_s * (pass == 0 ? 1 : pass == 1 ? o->gathers_rec : o->gathers_bwd);
+}
+
+/* What ZeRO-3 gathers at op i in a pass walked in direction dir within
+ * [lo, hi): nothing when i's gathering unit (cost_zero3_unit) was reached
+ * before i, else the unit's gathers from i on, all issued together. */
+static double unit_gather_s(const struct est_ctx *c, int i, int dir, int lo, int hi, int pass)
+{
+	const struct est_op *o = c->e->ops;
+	if (!(pass_gather_s(&o[i], pass) > 0))
+		return 0;
+	int u = cost_zero3_unit(c->g, c->train, i);
+	if (u < 0)
+		return pass_gather_s(&o[i], pass);
+	for (int k = i - dir; k >= lo && k < hi && cost_zero3_unit(c->g, c->train, k) == u; k -= dir)
+		if (pass_gather_s(&o[k], pass) > 0)
+			return 0;
+	double g = 0;
+	for (int k = i; k >= lo && k < hi && cost_zero3_unit(c->g, c->train, k) == u; k += dir)
+		g += pass_gather_s(&o[k], pass);
+	return g;
+}
+
+/* One pass's gathers walked in the pass's order, each unit's prefetched
+ * when the previous unit's are waited for (zero3_exposed): the forward
+ * (pass 0) or its recomputation (pass 1, DeepSpeed 2021's gathers
+ * again), both over the same work; what is exposed. */
 static double forward_gathers(const struct est_ctx *c, int lo, int hi, int pass)
 {
 	const struct est_op *o = c->e->ops;
@@ -845,7 +872,7 @@ static double forward_gathers(const struct est_ctx *c, int lo, int hi, int pass)
 	/* the redistributions into an op run before its gather is waited
 	 * for */
 	for (int i = lo; i < hi; i++) {
-		double g = o[i].gather_one_s * (pass == 0 ? 1 : o[i].gathers_rec);
+		double g = unit_gather_s(c, i, +1, lo, hi, pass);
 		seg += o[i].redistribution_s;
 		if (g > 0) {
 			eg += started ? fmax(0, g - seg) : g;
@@ -862,15 +889,18 @@ static double forward_gathers(const struct est_ctx *c, int lo, int hi, int pass)
  * *gather_s (parameter all-gathers) and *rs_s (gradient reduce-scatters).
  * One communication stream per rank runs the gathers and reduce-scatters
  * in the order they are issued (FSDP: one NCCL communicator for both).
- * Forward: the first gather of the pass is exposed; each op with
- * parameters to gather issues the next such op's gather when it starts
- * (prefetch), so that gather runs under its compute and whatever runs
- * until the next one (implicit forward prefetching, "The 1st all-gather
+ * Parameters are gathered by unit (cost_zero3_unit): a transformer
+ * layer's all at its first op that gathers under PyTorch FSDP and
+ * Megatron-FSDP ("fsdp"), each op's on its own otherwise and outside the
+ * layers. Forward: the first unit's gather of the pass is exposed;
+ * each unit, when reached, issues the next unit's gather (prefetch), so
+ * that gather runs under the unit's compute and whatever runs until the
+ * next one (implicit forward prefetching, "The 1st all-gather
  * will not be able to overlap with anything": PyTorch's FSDP notes,
  * docs.pytorch.org/docs/stable/notes/fsdp.html; DeepSpeed's
  * stage3_prefetch_bucket_size). Backward, ops in reverse: the same for the
  * gathers again (FSDP's BACKWARD_PRE prefetch), and the buckets completed
- * since the last op that gathered are reduce-scattered ahead of the next
+ * since the last unit that gathered are reduce-scattered ahead of the next
  * gather; the last ones at the end of the chunk's backward, exposed (the
  * gradients are reduced every micro-batch: DeepSpeed's stage 3 with
  * gradient accumulation, Megatron-FSDP's optim_grads_params). An
@@ -899,7 +929,7 @@ static void zero3_exposed(const struct est_ctx *c, int lo, int hi, const double 
 	double pend = 0, acc = 0, seg = 0;
 	bool started = false;
 	for (int i = hi - 1; i >= lo; i--) {
-		double g = o[i].gather_one_s * o[i].gathers_bwd;
+		double g = unit_gather_s(c, i, -1, lo, hi, 2);
 		if (g > 0) {
 			if (!started) {
 				eg += g;

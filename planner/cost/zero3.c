@@ -50,6 +50,13 @@ bool cost_zero3_deepspeed(const struct training *t)
 	return t->zero_stage >= 3 && t->zero3_impl == ZERO3_DEEPSPEED_2021;
 }
 
+int cost_zero3_unit(const struct graph *g, const struct training *tr, int op)
+{
+	if (tr->zero_stage < 3 || tr->zero3_impl != ZERO3_FSDP)
+		return -1;
+	return cost_layer_of(&g->ops[op]);
+}
+
 bool cost_ds_persistent(double elems)
 {
 	return elems < DS_PERSISTENCE_ELEMS;

@@ -48,7 +48,7 @@ Test(torchtitan_h100, rows_carry_the_tables_throughput_and_memory, .timeout = 60
 		/* the file's GB are the GiB x 1.073741824, rounded to 10 MB */
 		cr_expect(fabs(r->memory_bytes - want[i].gib * 1073741824.0) <= 0.005e9, "%s: %g", r->name,
 		          r->memory_bytes);
-		cr_expect_eq(r->scenario->training.zero3_impl, ZERO3_COLLECTIVES, "%s", r->name);
+		cr_expect_eq(r->scenario->training.zero3_impl, ZERO3_FSDP, "%s", r->name);
 		cr_expect_eq(r->scenario->training.recompute, RECOMPUTE_SELECTIVE, "%s", r->name);
 	}
 }

@@ -1232,6 +1232,98 @@ Test(pipeline, zero3_prefetch_simulated_as_estimated)
 	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
 }
 
+/* The chain as transformer layers of two MatMuls each ("layers.N." names:
+ * ops 2k and 2k+1 the layer k), its ZeRO-3 run as PyTorch FSDP and
+ * Megatron-FSDP run it (zero3_impl "fsdp"): a layer's parameters gathered
+ * as one unit. */
+static struct scenario *chain_fsdp(void)
+{
+	static const char *const names[16] = {
+		"layers.0.a", "layers.0.b", "layers.1.a", "layers.1.b", "layers.2.a", "layers.2.b",
+		"layers.3.a", "layers.3.b", "layers.4.a", "layers.4.b", "layers.5.a", "layers.5.b",
+		"layers.6.a", "layers.6.b", "layers.7.a", "layers.7.b"};
+	struct scenario *s = chain(SCHED_1F1B, 1, 3);
+	s->devices = 8;
+	s->training.zero3_impl = ZERO3_FSDP;
+	struct graph *g = (struct graph *)s->graph;
+	cr_assert_eq(g->n_ops, 16);
+	for (int i = 0; i < 16; i++)
+		g->ops[i].name = (char *)names[i];
+	return s;
+}
+
+/* The same stage under FSDP: its 4 MatMuls two layers of 2, each layer's
+ * gathers (2 G) issued together. Forward: the first layer's exposed, the
+ * second's issued when the first is reached and run under its 2 MatMuls:
+ * 2 G + (2 G - 2 Cf). Backward (layers in reverse): the last layer's 2 G
+ * exposed; the first's issued when the last is reached, with no bucket
+ * completed yet: 2 G - 2 Cb; the two buckets the last layer completed
+ * handed then, behind it, and the first layer's two at the end: (2 R -
+ * 2 Cb) + 2 R. In all 8 G + 4 R - 2 Cf - 4 Cb a micro-batch, the gathers'
+ * part 8 G - 2 Cf - 2 Cb (each op gathered alone: 8 G + 4 R - 3 Cf -
+ * 4 Cb; in this chain the gathers outlast the MatMuls, so an op's
+ * prefetch hides more than a layer's). cost_zero3_unit names the units:
+ * the layer under "fsdp", none under "collectives". */
+Test(pipeline, fsdp_gathers_a_layer_at_a_time)
+{
+	struct scenario *s = chain_fsdp();
+	cr_expect_eq(cost_zero3_unit(s->graph, &s->training, 3), 1);
+	s->training.zero3_impl = ZERO3_COLLECTIVES;
+	cr_expect_eq(cost_zero3_unit(s->graph, &s->training, 3), -1);
+	s->training.zero3_impl = ZERO3_FSDP;
+	struct plan *p = dp_plan(s);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	int lo = e.part.first_op[0], hi = e.part.first_op[1], n = 0;
+	double G = 0, R = 0, Cf = 0, Cb = 0;
+	for (int i = lo; i < hi; i++) {
+		const struct est_op *o = &e.ops[i];
+		if (o->gather_s <= 0)
+			continue;
+		n++;
+		G = o->gather_s / 2;
+		R = o->gradient_s;
+		Cf = o->compute_forward_s + o->comm_forward_s;
+		Cb = o->compute_backward_s + o->comm_backward_s;
+	}
+	cr_assert_eq(n, 4);
+	cr_assert_gt(G, Cf);
+	cr_assert_gt(R, Cb);
+	double m = (double)e.steps_per_iteration;
+	double want = 8 * G + 4 * R - 2 * Cf - 4 * Cb;
+	double got = (e.category_s[EST_PARAM_GATHER] + e.category_s[EST_GRADIENT_SYNC]) / m;
+	cr_expect(fabs(got - want) <= 1e-9 * want, "exposed %.12g s a micro-batch, want %.12g", got,
+	          want);
+	double g = 8 * G - 2 * Cf - 2 * Cb;
+	cr_expect(fabs(e.category_s[EST_PARAM_GATHER] / m - g) <= 1e-9 * g);
+}
+
+/* The simulation gathers a layer's parameters together too (a wait
+ * before each layer's first MatMul, none before its second): 4 gathers
+ * forward and 4 backward a stage as before, 4 waits where each op had
+ * its own (9), and the iteration the estimate's within 3%. */
+Test(pipeline, fsdp_simulated_as_estimated)
+{
+	struct scenario *s = chain_fsdp();
+	struct plan *p = dp_plan(s);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	struct program prog;
+	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+	int on_s1 = 0, waits = 0;
+	for (int k = 0; k < prog.n_steps; k++) {
+		on_s1 += prog.steps[k].phase == PHASE_PARAMS && prog.steps[k].stream == 1 &&
+		         prog.steps[k].every_micro;
+		waits += prog.steps[k].wait_s1;
+	}
+	/* per stage: 2 waits forward, 2 backward and one at the end */
+	cr_expect_eq(on_s1, 4 * 8);
+	cr_expect_eq(waits, 4 * 5);
+	struct sim_result r = simulated(s, &prog);
+	cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.03 * e.iteration_s,
+	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
+}
+
 /* ZeRO 2: every micro-batch's reduce-scatters on the second stream, which
  * nothing waits for before the flush; the estimate's backlog (the
  * buckets of a micro-batch of this chain outlast it: 512 MiB over 2 NPUs
