@@ -1873,7 +1873,7 @@ Test(cli, validate_names_every_calibration_the_rows_took)
 	                                    "--calibration auto --rows '*LLAMA3_8B*'",
 	                                    false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
-	cr_expect(strstr(r.out, "\ncalibration blackwell (calibration/blackwell.json): 2 figures\n"
+	cr_expect(strstr(r.out, "\ncalibration blackwell (calibration/blackwell.json): 1 figure\n"
 	                        "calibration h100-sxm (calibration/h100-sxm.json):"),
 	          "%s", r.out);
 	free(r.out);
