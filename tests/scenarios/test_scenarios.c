@@ -18,6 +18,16 @@ static struct scenario *load(const char *path)
 	return s;
 }
 
+/* A scenario of a tiny GPT on a DGX A100: its parameters' dtype and what
+ * follows global_batch in its training block (each item led by a comma). */
+#define TINY_GPT(dtype, training)                                                              \
+	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"tiny\","                   \
+	" \"model\": {\"name\": \"tiny\", \"generator\": {\"kind\": \"gpt\","                    \
+	"   \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"seq\": 32,"                             \
+	"   \"vocab\": 128, \"micro_batch\": 8, \"dtype\": \"" dtype "\"}},"                        \
+	" \"topology\": \"../topologies/dgx-a100.json\","                                          \
+	" \"training\": {\"global_batch\": 8" training "}}"
+
 static struct scenario *parse(const char *text)
 {
 	struct json_doc doc;
@@ -294,14 +304,7 @@ Test(scenarios, activation_offload_layers_read_and_written)
  * writes) only where it is not the default. */
 Test(scenarios, zero3_impl_read_and_written)
 {
-#define ZERO3_DOC(extra)                                                                       \
-	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"zero3\","                  \
-	" \"model\": {\"name\": \"tiny\", \"generator\": {\"kind\": \"gpt\","                    \
-	"   \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"seq\": 32,"                             \
-	"   \"vocab\": 128, \"micro_batch\": 8, \"dtype\": \"fp16\"}},"                           \
-	" \"topology\": \"../topologies/dgx-a100.json\","                                          \
-	" \"training\": {\"global_batch\": 8, \"zero_stage\": 3" extra "}}"
-	struct scenario *s = parse(ZERO3_DOC(""));
+	struct scenario *s = parse(TINY_GPT("fp16", ", \"zero_stage\": 3"));
 	cr_assert_not_null(s);
 	cr_expect_eq(s->training.zero3_impl, ZERO3_COLLECTIVES);
 	cJSON *j = scenario_json(A, s, "scenarios");
@@ -309,8 +312,7 @@ Test(scenarios, zero3_impl_read_and_written)
 	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
 	cr_expect_null(cJSON_GetObjectItemCaseSensitive(tr, "zero3_impl"));
 	cJSON_Delete(j);
-	s = parse(ZERO3_DOC(", \"zero3_impl\": \"deepspeed-2021\""));
-#undef ZERO3_DOC
+	s = parse(TINY_GPT("fp16", ", \"zero_stage\": 3" ", \"zero3_impl\": \"deepspeed-2021\""));
 	cr_assert_not_null(s);
 	cr_expect_eq(s->training.zero3_impl, ZERO3_DEEPSPEED_2021);
 	j = scenario_json(A, s, "scenarios");
@@ -330,14 +332,7 @@ Test(scenarios, zero3_impl_read_and_written)
  * recipe without one (fp32 Adam steps the weights themselves). */
 Test(scenarios, optimizer_state_dtypes_read_and_written)
 {
-#define OS_DOC(dtype, extra)                                                                   \
-	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"os\","                     \
-	" \"model\": {\"name\": \"tiny\", \"generator\": {\"kind\": \"gpt\","                    \
-	"   \"hidden\": 64, \"layers\": 2, \"heads\": 4, \"seq\": 32,"                             \
-	"   \"vocab\": 128, \"micro_batch\": 8, \"dtype\": \"" dtype "\"}},"                        \
-	" \"topology\": \"../topologies/dgx-a100.json\","                                          \
-	" \"training\": {\"global_batch\": 8" extra "}}"
-	struct scenario *s = parse(OS_DOC("bf16", ""));
+	struct scenario *s = parse(TINY_GPT("bf16", ""));
 	cr_assert_not_null(s);
 	cr_expect_eq(s->training.main_params_dtype, STATE_FP32);
 	cJSON *j = scenario_json(A, s, "scenarios");
@@ -345,7 +340,7 @@ Test(scenarios, optimizer_state_dtypes_read_and_written)
 	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
 	cr_expect_null(cJSON_GetObjectItemCaseSensitive(tr, "exp_avg_dtype"));
 	cJSON_Delete(j);
-	s = parse(OS_DOC("bf16", ", \"main_params_dtype\": \"bf16\", \"exp_avg_dtype\": \"fp8\","
+	s = parse(TINY_GPT("bf16", ", \"main_params_dtype\": \"bf16\", \"exp_avg_dtype\": \"fp8\","
 	                         " \"exp_avg_sq_dtype\": \"fp16\""));
 	cr_assert_not_null(s);
 	cr_expect_eq(s->training.main_params_dtype, STATE_BF16);
@@ -359,21 +354,13 @@ Test(scenarios, optimizer_state_dtypes_read_and_written)
 	cr_expect_str_eq(
 		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tr, "main_params_dtype")), "bf16");
 	cJSON_Delete(j);
-	cr_expect_null(parse(OS_DOC("fp32", ", \"main_params_dtype\": \"fp16\"")));
-	cr_expect_null(parse(OS_DOC("bf16", ", \"main_params_dtype\": \"fp8\"")));
-#undef OS_DOC
+	cr_expect_null(parse(TINY_GPT("fp32", ", \"main_params_dtype\": \"fp16\"")));
+	cr_expect_null(parse(TINY_GPT("bf16", ", \"main_params_dtype\": \"fp8\"")));
 }
 
 Test(scenarios, pipeline_scatter_gather_read_and_written)
 {
-#define SG_DOC(extra)                                                                          \
-	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"sg\","                     \
-	" \"model\": {\"name\": \"tiny\", \"generator\": {\"kind\": \"gpt\","                    \
-	"   \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"seq\": 32,"                             \
-	"   \"vocab\": 128, \"micro_batch\": 8, \"dtype\": \"fp16\"}},"                           \
-	" \"topology\": \"../topologies/dgx-a100.json\","                                          \
-	" \"training\": {\"global_batch\": 8, \"pipeline_stages\": 2" extra "}}"
-	struct scenario *s = parse(SG_DOC(""));
+	struct scenario *s = parse(TINY_GPT("fp16", ", \"pipeline_stages\": 2"));
 	cr_assert_not_null(s);
 	cr_expect_not(s->training.whole_sends);
 	cJSON *j = scenario_json(A, s, "scenarios");
@@ -381,8 +368,7 @@ Test(scenarios, pipeline_scatter_gather_read_and_written)
 	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
 	cr_expect_null(cJSON_GetObjectItemCaseSensitive(tr, "pipeline_scatter_gather"));
 	cJSON_Delete(j);
-	s = parse(SG_DOC(", \"pipeline_scatter_gather\": false"));
-#undef SG_DOC
+	s = parse(TINY_GPT("fp16", ", \"pipeline_stages\": 2" ", \"pipeline_scatter_gather\": false"));
 	cr_assert_not_null(s);
 	cr_expect(s->training.whole_sends);
 	j = scenario_json(A, s, "scenarios");

@@ -1157,6 +1157,53 @@ Test(pipeline, zero3_parameter_traffic)
 	cr_expect_eq(r.fills + r.copies, 0);
 }
 
+/* The chain's stage 0 under ZeRO-3 (its 4 MatMuls alike): an op's gather
+ * G (its gather_s is 2 G, forward and backward), its gradient's
+ * reduce-scatter R, its forward Cf and backward Cb; the gathers and the
+ * reduce-scatters outlast the MatMuls. */
+static void stage0_chain_figures(const struct estimate *e, double *G, double *R, double *Cf,
+                                 double *Cb)
+{
+	int lo = e->part.first_op[0], hi = e->part.first_op[1], n = 0;
+	for (int i = lo; i < hi; i++) {
+		const struct est_op *o = &e->ops[i];
+		if (o->gather_s <= 0)
+			continue;
+		n++;
+		*G = o->gather_s / 2;
+		*R = o->gradient_s;
+		*Cf = o->compute_forward_s + o->comm_forward_s;
+		*Cb = o->compute_backward_s + o->comm_backward_s;
+	}
+	cr_assert_eq(n, 4);
+	cr_assert_gt(*G, *Cf);
+	cr_assert_gt(*R, *Cb);
+}
+
+/* The simulation of the chain's ZeRO-3 program: the gathers handed to
+ * stream 1 (every micro-batch) and the waits for them, counted over the
+ * program, and the iteration within 3% of the estimate's, the tolerance
+ * of the other overlap checks (tests/sim/test_lower.c). */
+static void zero3_chain_simulated(struct scenario *s, int want_on_s1, int want_waits)
+{
+	struct plan *p = dp_plan(s);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	struct program prog;
+	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+	int on_s1 = 0, waits = 0;
+	for (int k = 0; k < prog.n_steps; k++) {
+		on_s1 += prog.steps[k].phase == PHASE_PARAMS && prog.steps[k].stream == 1 &&
+		         prog.steps[k].every_micro;
+		waits += prog.steps[k].wait_s1;
+	}
+	cr_expect_eq(on_s1, want_on_s1);
+	cr_expect_eq(waits, want_waits);
+	struct sim_result r = simulated(s, &prog);
+	cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.03 * e.iteration_s,
+	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
+}
+
 /* ZeRO-3's prefetch, one stage of the chain (4 MatMuls, each its own W
  * of 536,870,912 B) over 2 replicas, per micro-batch. Each op's gather
  * takes G (its gather_s is 2 G, forward and backward), its gradient's
@@ -1177,21 +1224,8 @@ Test(pipeline, zero3_prefetch_hides_gathers_under_the_previous_op)
 	struct plan *p = dp_plan(s);
 	struct estimate e;
 	cr_assert(plan_estimate(A, p, &e, &D));
-	int lo = e.part.first_op[0], hi = e.part.first_op[1], n = 0;
-	double G = 0, R = 0, Cf = 0, Cb = 0;
-	for (int i = lo; i < hi; i++) {
-		const struct est_op *o = &e.ops[i];
-		if (o->gather_s <= 0)
-			continue;
-		n++;
-		G = o->gather_s / 2;
-		R = o->gradient_s;
-		Cf = o->compute_forward_s + o->comm_forward_s;
-		Cb = o->compute_backward_s + o->comm_backward_s;
-	}
-	cr_assert_eq(n, 4);
-	cr_assert_gt(G, Cf);
-	cr_assert_gt(R, Cb);
+	double G, R, Cf, Cb;
+	stage0_chain_figures(&e, &G, &R, &Cf, &Cb);
 	double m = (double)e.steps_per_iteration;
 	double want = 8 * G + 4 * R - 3 * Cf - 4 * Cb;
 	double got = (e.category_s[EST_PARAM_GATHER] + e.category_s[EST_GRADIENT_SYNC]) / m;
@@ -1212,24 +1246,9 @@ Test(pipeline, zero3_prefetch_simulated_as_estimated)
 {
 	struct scenario *s = chain(SCHED_1F1B, 1, 3);
 	s->devices = 8;
-	struct plan *p = dp_plan(s);
-	struct estimate e;
-	cr_assert(plan_estimate(A, p, &e, &D));
-	struct program prog;
-	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
-	int on_s1 = 0, waits = 0;
-	for (int k = 0; k < prog.n_steps; k++) {
-		on_s1 += prog.steps[k].phase == PHASE_PARAMS && prog.steps[k].stream == 1 &&
-		         prog.steps[k].every_micro;
-		waits += prog.steps[k].wait_s1;
-	}
 	/* per stage: 4 gathers forward and 4 backward; a wait before each of
 	 * the 8 computes and one at the end of the backward */
-	cr_expect_eq(on_s1, 4 * 8);
-	cr_expect_eq(waits, 4 * 9);
-	struct sim_result r = simulated(s, &prog);
-	cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.03 * e.iteration_s,
-	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
+	zero3_chain_simulated(s, 4 * 8, 4 * 9);
 }
 
 /* The chain as transformer layers of two MatMuls each ("layers.N." names:
@@ -1274,21 +1293,8 @@ Test(pipeline, fsdp_gathers_a_layer_at_a_time)
 	struct plan *p = dp_plan(s);
 	struct estimate e;
 	cr_assert(plan_estimate(A, p, &e, &D));
-	int lo = e.part.first_op[0], hi = e.part.first_op[1], n = 0;
-	double G = 0, R = 0, Cf = 0, Cb = 0;
-	for (int i = lo; i < hi; i++) {
-		const struct est_op *o = &e.ops[i];
-		if (o->gather_s <= 0)
-			continue;
-		n++;
-		G = o->gather_s / 2;
-		R = o->gradient_s;
-		Cf = o->compute_forward_s + o->comm_forward_s;
-		Cb = o->compute_backward_s + o->comm_backward_s;
-	}
-	cr_assert_eq(n, 4);
-	cr_assert_gt(G, Cf);
-	cr_assert_gt(R, Cb);
+	double G, R, Cf, Cb;
+	stage0_chain_figures(&e, &G, &R, &Cf, &Cb);
 	double m = (double)e.steps_per_iteration;
 	double want = 8 * G + 4 * R - 2 * Cf - 4 * Cb;
 	double got = (e.category_s[EST_PARAM_GATHER] + e.category_s[EST_GRADIENT_SYNC]) / m;
@@ -1304,24 +1310,8 @@ Test(pipeline, fsdp_gathers_a_layer_at_a_time)
  * its own (9), and the iteration the estimate's within 3%. */
 Test(pipeline, fsdp_simulated_as_estimated)
 {
-	struct scenario *s = chain_fsdp();
-	struct plan *p = dp_plan(s);
-	struct estimate e;
-	cr_assert(plan_estimate(A, p, &e, &D));
-	struct program prog;
-	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
-	int on_s1 = 0, waits = 0;
-	for (int k = 0; k < prog.n_steps; k++) {
-		on_s1 += prog.steps[k].phase == PHASE_PARAMS && prog.steps[k].stream == 1 &&
-		         prog.steps[k].every_micro;
-		waits += prog.steps[k].wait_s1;
-	}
 	/* per stage: 2 waits forward, 2 backward and one at the end */
-	cr_expect_eq(on_s1, 4 * 8);
-	cr_expect_eq(waits, 4 * 5);
-	struct sim_result r = simulated(s, &prog);
-	cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.03 * e.iteration_s,
-	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
+	zero3_chain_simulated(chain_fsdp(), 4 * 8, 4 * 5);
 }
 
 /* ZeRO 2: every micro-batch's reduce-scatters on the second stream, which
