@@ -532,10 +532,13 @@ static bool read_fault_case(struct arena *a, const char *dir, const struct jv *v
 		jv_error(&rv, "%s", scenario_rebalance_accounted(&st->scenario->training));
 		ok = false;
 	}
-	ok = read_placement(st, v, f, h) && ok;
+	/* the faults are checked on the cluster the job is placed on: not
+	 * without one */
+	bool placed = read_placement(st, v, f, h);
+	ok = placed && ok;
 	if (!jv_need(v, "faults", &fv) || !jv_is_array(&fv, 0, 1 << 20))
 		return false;
-	if (jv_len(&fv) > 0) {
+	if (jv_len(&fv) > 0 && placed) {
 		char *text = cJSON_PrintUnformatted(fv.node);
 		f->text = text ? arena_printf(a, "{\"faults\":%s}", text) : NULL;
 		cJSON_free(text);
