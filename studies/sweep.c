@@ -455,7 +455,7 @@ static void fill_from_estimate(const struct study *st, struct study_row *r,
 	 * replicas. */
 	struct cost_state_bytes b;
 	cost_state_bytes(&st->scenario->training, st->scenario->training.dtype, &b);
-	r->state_bytes = (double)tot.parameters * (b.weight + fmin(b.master, 4) + b.moments);
+	r->state_bytes = (double)tot.parameters * (b.weight + b.master + b.moments);
 	r->state_bytes_per_device = e->param_bytes + e->optimizer_bytes;
 	study_row_figures(st, r);
 }

@@ -928,12 +928,13 @@ double cost_cp_ring_s(const struct topology *t, const int64_t *ranks, int cp, do
 /* Model state per local parameter element of dtype dt under a precision
  * recipe (memory.c; docs/cost-models.md, "Precision recipes"): the weight
  * as it is held, its gradient (accumulation buffer), the optimizer's
- * master copies (fp32 weight, and fp32 gradient for Megatron's fp16) and
- * its state (Adam's two fp32 moments). PRECISION_AUTO picks Megatron-LM's
- * recipe of dt (bf16, fp16) or plain fp32 Adam; a dtype that is not
- * trained holds its weight only. */
+ * master weight (fp32 unless training.main_params_dtype) and master
+ * gradient (fp32, Megatron's fp16 recipe only), and its state (Adam's two
+ * moments, fp32 unless training.exp_avg_dtype, exp_avg_sq_dtype).
+ * PRECISION_AUTO picks Megatron-LM's recipe of dt (bf16, fp16) or plain
+ * fp32 Adam; a dtype that is not trained holds its weight only. */
 struct cost_state_bytes {
-	double weight, grad, master, moments;
+	double weight, grad, master, master_grad, moments;
 	double fp8;   /* the FP8 recipes: Transformer Engine's FP8 copy of a Linear's weight
 	                 and its transpose, rebuilt from the weight each iteration (not
 	                 checkpointed; the estimate adds it for the layers' Linears only) */

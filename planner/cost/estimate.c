@@ -117,16 +117,11 @@ static double optimizer_step_bytes(const struct training *tr, enum dtype dt)
 	struct cost_state_bytes b;
 	cost_state_bytes(tr, dt, &b);
 	double w = b.weight, g = b.grad, f = (double)dtype_bytes(DT_FP32);
-	bool master = b.master > 0, scaled = dt == DT_FP16;
+	bool master = b.master + b.master_grad > 0, scaled = dt == DT_FP16;
 	if (!master)
 		return (scaled ? 2 * g : 0) + g + g + 2 * w + 2 * b.moments;
-	/* the master weight: Megatron's fp16 recipe's master holds an fp32
-	 * gradient beside it (8 = 4 + 4), which the copy above writes */
-	enum precision_recipe r = tr ? tr->precision : PRECISION_AUTO;
-	bool fp16 = r == PRECISION_MEGATRON_FP16 || (r == PRECISION_AUTO && dt == DT_FP16);
-	double mw = fp16 ? b.master - f : b.master;
 	double copy = g < f ? g + f : 0, unscale = scaled ? 2 * f : 0, norm = f;
-	double adam = f + 2 * (mw + b.moments), back = mw + w;
+	double adam = f + 2 * (b.master + b.moments), back = b.master + w;
 	return copy + unscale + norm + adam + back;
 }
 

@@ -55,11 +55,9 @@ void cost_state_bytes(const struct training *tr, enum dtype dt, struct cost_stat
 	 * bf16 (the optimizer still steps an fp32 master copy) */
 	if (tr->grad_reduce_in_bf16 && out->master > 0 && out->weight == 2 && out->grad > 2)
 		out->grad = 2;
-	/* the precision-aware optimizer's master weight (of the recipes' fp32
-	 * master copy; Megatron's fp16 recipe keeps an fp32 gradient beside it)
-	 * and moments */
-	if (out->master >= 4)
-		out->master += state_dtype_bytes(tr->main_params_dtype) - 4;
+	/* the precision-aware optimizer's master weight and moments */
+	if (out->master > 0)
+		out->master = state_dtype_bytes(tr->main_params_dtype);
 	if (out->moments > 0)
 		out->moments = state_dtype_bytes(tr->exp_avg_dtype) + state_dtype_bytes(tr->exp_avg_sq_dtype);
 }
@@ -68,26 +66,26 @@ static void state_bytes(enum precision_recipe r, enum dtype dt, struct cost_stat
 {
 	switch (r) {
 	case PRECISION_MEGATRON_BF16: /* bf16 weight, fp32 main_grad, fp32 master + moments */
-		*out = (struct cost_state_bytes){2, 4, 4, 8, 0};
+		*out = (struct cost_state_bytes){2, 4, 4, 0, 8, 0};
 		return;
 	case PRECISION_MEGATRON_FP16: /* fp16 weight and gradient; fp32 master weight and
 	                                 gradient, moments */
-		*out = (struct cost_state_bytes){2, 2, 8, 8, 0};
+		*out = (struct cost_state_bytes){2, 2, 4, 4, 8, 0};
 		return;
 	case PRECISION_FP32:          /* the weight is the master */
-		*out = (struct cost_state_bytes){4, 4, 0, 8, 0};
+		*out = (struct cost_state_bytes){4, 4, 0, 0, 8, 0};
 		return;
 	case PRECISION_MINDFORMERS: /* fp16 or bf16 weight, accu_grads cloned from it, fp32
 	                               moments */
-		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), (double)dtype_bytes(dt), 0, 8,
-		                                 0};
+		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), (double)dtype_bytes(dt), 0, 0,
+		                                 8, 0};
 		return;
 	case PRECISION_MINDFORMERS_FP32_WEIGHTS: /* param_init_type float32: the same in fp32 */
-		*out = (struct cost_state_bytes){4, 4, 0, 8, 0};
+		*out = (struct cost_state_bytes){4, 4, 0, 0, 8, 0};
 		return;
 	case PRECISION_FP8_HYBRID: /* Megatron-LM's bf16 recipe, and Transformer Engine's FP8 */
 	case PRECISION_FP8_E4M3:   /* weight and its transpose (1 + 1) */
-		*out = (struct cost_state_bytes){2, 4, 4, 8, 2};
+		*out = (struct cost_state_bytes){2, 4, 4, 0, 8, 2};
 		return;
 	default:
 		break;
@@ -103,7 +101,7 @@ static void state_bytes(enum precision_recipe r, enum dtype dt, struct cost_stat
 		state_bytes(PRECISION_MEGATRON_BF16, dt, out);
 		return;
 	default: /* not trained: its bytes, nothing else */
-		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), 0, 0, 0, 0};
+		*out = (struct cost_state_bytes){(double)dtype_bytes(dt), 0, 0, 0, 0, 0};
 		return;
 	}
 }
@@ -153,7 +151,7 @@ double cost_optimizer_bytes_per_elem(const struct training *tr, enum dtype dt)
 {
 	struct cost_state_bytes b;
 	cost_state_bytes(tr, dt, &b);
-	return b.master + b.moments;
+	return b.master + b.master_grad + b.moments;
 }
 
 double cost_bucket_wire_bytes(const struct plan_bucket *b, const struct training *tr)

@@ -776,6 +776,12 @@ Test(memory, optimizer_state_in_other_precisions)
 	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_FP16), 16);
 	tr.main_params_dtype = STATE_FP16;
 	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_FP16), 14);
+	/* the master weight apart from the master gradient (a checkpoint
+	 * holds the first) */
+	struct cost_state_bytes b;
+	cost_state_bytes(&tr, DT_FP16, &b);
+	cr_expect_eq(b.master, 2);
+	cr_expect_eq(b.master_grad, 4);
 	tr = (struct training){.precision = PRECISION_MINDFORMERS, .exp_avg_dtype = STATE_BF16,
 	                       .exp_avg_sq_dtype = STATE_BF16};
 	cr_expect_eq(cost_optimizer_bytes_per_elem(&tr, DT_BF16), 4);
