@@ -321,7 +321,9 @@ static int expand(const struct graph *g, int64_t G, const struct search_group *g
 			continue;
 		int64_t v = sc == SCHED_INTERLEAVED_1F1B ? SEARCH_VIRTUAL : 1;
 		const int64_t *list = rebalanced(sp, g, gr->pp, v);
-		for (int r = 0; r < RECOMPUTE_COUNT; r++)
+		/* Megatron-LM's three: torchtitan's per-op policy is not a
+		 * Megatron-LM configuration */
+		for (int r = RECOMPUTE_NONE; r <= RECOMPUTE_FULL; r++)
 			for (int z = 0; z < SEARCH_ZERO_STAGES; z++) {
 				struct search_config c = {
 					.tp = gr->tp, .pp = gr->pp, .dp = gr->dp,

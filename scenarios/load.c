@@ -20,12 +20,12 @@ const char *const planner_names[PLANNER_COUNT] = {
 };
 const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
                                                  "zb-v",  "zb-h2", "dualpipe"};
-const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
+const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full", "op"};
 const char *const zero3_impl_names[ZERO3_IMPL_COUNT] = {"collectives", "deepspeed-2021", "fsdp"};
 _Static_assert(ZERO3_IMPL_COUNT == 3, "zero3_impl_names must list every implementation");
 const char *const cross_entropy_names[XENT_COUNT] = {"vocab-parallel", "vocab-parallel-jit",
-                                                     "mindformers", "fused"};
-_Static_assert(XENT_COUNT == 4, "cross_entropy_names must list every implementation");
+                                                     "mindformers", "fused", "pytorch"};
+_Static_assert(XENT_COUNT == 5, "cross_entropy_names must list every implementation");
 const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase",
                                                     "representative"};
 const char *const collective_algo_names[COLL_COUNT] = {
@@ -33,7 +33,7 @@ const char *const collective_algo_names[COLL_COUNT] = {
 };
 _Static_assert(PLANNER_COUNT == 5, "planner_names must list every planner");
 _Static_assert(SCHED_COUNT == 7, "schedule_names must list every schedule");
-_Static_assert(RECOMPUTE_COUNT == 3, "recompute_names must list every mode");
+_Static_assert(RECOMPUTE_COUNT == 4, "recompute_names must list every mode");
 const char *const precision_names[PRECISION_COUNT] = {
         "auto", "megatron-bf16", "megatron-fp16", "fp32", "mindformers",
         "mindformers-fp32-weights", "fp8-hybrid", "fp8-e4m3"};

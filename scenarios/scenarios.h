@@ -91,7 +91,18 @@ static inline bool schedule_splits_backward(enum pipeline_schedule s)
 	return s == SCHED_ZB_H1 || s == SCHED_ZB_V || s == SCHED_ZB_H2 || s == SCHED_DUALPIPE;
 }
 
-enum recompute_mode { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
+/* What a backward recomputes (docs/cost-models.md, "Recomputation"): nothing;
+ * Megatron-LM's attention core (selective); every op of each layer (full);
+ * torchtitan's per-op policy (op): inside each transformer layer every
+ * second matrix multiply, the fused attention and the expert dispatch are
+ * kept, the rest redone. */
+enum recompute_mode {
+	RECOMPUTE_NONE,
+	RECOMPUTE_SELECTIVE,
+	RECOMPUTE_FULL,
+	RECOMPUTE_OP,
+	RECOMPUTE_COUNT
+};
 extern const char *const recompute_names[RECOMPUTE_COUNT];
 
 /* Which implementation runs ZeRO-3 (docs/cost-models.md, "A ZeRO-3
@@ -111,11 +122,18 @@ extern const char *const zero3_impl_names[ZERO3_IMPL_COUNT];
  * without --cross-entropy-loss-fusion, and the frameworks built on them);
  * the same passes fused by Megatron-Core's --cross-entropy-loss-fusion
  * (its "native" implementation, three kernels); MindFormers' CrossEntropyLoss
- * (a log-softmax and a one-hot NLL, one operator a kernel); or one fused kernel
- * (Transformer Engine's, PyTorch's F.cross_entropy), priced by the device's
- * `loss` kernel class. */
+ * (a log-softmax and a one-hot NLL, one operator a kernel); one fused kernel
+ * (Transformer Engine's), priced by the device's `loss` kernel class; or
+ * PyTorch's eager F.cross_entropy over logits upcast to fp32 (torchtitan's
+ * loss: a log-softmax and an NLL, whose backward holds two more fp32 copies
+ * of the logits). */
 enum cross_entropy {
-	XENT_VOCAB_PARALLEL, XENT_VOCAB_PARALLEL_JIT, XENT_MINDFORMERS, XENT_FUSED, XENT_COUNT
+	XENT_VOCAB_PARALLEL,
+	XENT_VOCAB_PARALLEL_JIT,
+	XENT_MINDFORMERS,
+	XENT_FUSED,
+	XENT_PYTORCH,
+	XENT_COUNT
 };
 extern const char *const cross_entropy_names[XENT_COUNT];
 

@@ -752,15 +752,15 @@ static void chunk_backward(struct lower *L, const int *start, const int *idx, co
 	if (c + 1 < pp->n_chunks)
 		p2p(L, PROG_RECV, c, true);
 	/* selective recomputation redoes the attention core, which
-	 * FlashAttention's backward recomputes inside its own kernel */
-	if (tr->recompute == RECOMPUTE_FULL ||
-	    (tr->recompute == RECOMPUTE_SELECTIVE && !tr->flash_attention)) {
+	 * FlashAttention's backward recomputes inside its own kernel; "op"
+	 * the ops its policy does not keep (cost_recomputed) */
+	bool full = tr->recompute == RECOMPUTE_FULL, by_op = tr->recompute == RECOMPUTE_OP;
+	if (full || by_op || (tr->recompute == RECOMPUTE_SELECTIVE && !tr->flash_attention)) {
 		L->phase = PHASE_RECOMPUTE;
 		/* DeepSpeed 2021 gathers again what it released (gathers_rec) */
-		forward(L, start, idx, lo, hi, cost_zero3_deepspeed(tr) && tr->recompute == RECOMPUTE_FULL,
+		forward(L, start, idx, lo, hi, cost_zero3_deepspeed(tr) && full,
 		        tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL,
-		        tr->recompute == RECOMPUTE_FULL && tr->recompute_layers > 0 ? L->recomputed
-		                                                                     : NULL);
+		        (full && tr->recompute_layers > 0) || by_op ? L->recomputed : NULL);
 		L->phase = PHASE_BACKWARD;
 	}
 	backward(L, start, idx, lo, hi, tr->zero_stage >= 3, L->buckets[c], L->n_buckets[c], split);
@@ -803,7 +803,6 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 static double ov_hide(struct lower *L, int from, int to, bool backward, double budget)
 {
 	const struct est_op *o = L->e->ops;
-	const struct training *tr = &L->p->scenario->training;
 	double hidden = 0;
 	for (int i = from; i < to && budget - hidden > 0;) {
 		int op = L->steps[i].op, j = i;
@@ -813,7 +812,7 @@ static double ov_hide(struct lower *L, int from, int to, bool backward, double b
 				bytes += L->steps[j].bytes;
 		double talk = op < 0 ? 0
 		              : backward ? o[op].comm_backward_s +
-		                               (tr->recompute == RECOMPUTE_FULL ? o[op].comm_forward_s : 0)
+		                               (L->recomputed[op] ? o[op].comm_forward_s : 0)
 		                         : o[op].comm_forward_s;
 		double h = fmin(talk, budget - hidden);
 		for (int k = i; h > 0 && bytes > 0 && k < j; k++)

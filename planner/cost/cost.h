@@ -1037,18 +1037,19 @@ void cost_memory_verdict(double peak_bytes, double capacity_bytes, struct cost_v
 
 /* The activations chunk ch of a plan keeps per micro-batch for its
  * backward (*stored), by what each op's gradient reads and the scenario's
- * recomputation (memory.c), and with full recomputation the most one
- * transformer layer holds while it is recomputed (*working, else 0).
+ * recomputation (memory.c), and with full or "op" recomputation the most
+ * one transformer layer adds while it is recomputed (*working, else 0).
  * `core`: plan_attention_core; `x`: cost_act_scratch_new's scratch for the
  * plan, reused chunk after chunk (nothing is allocated here). */
 struct cost_act_scratch;
-/* Which ops a backward recomputes under full recomputation (per op, NULL
- * on OOM): every op with training.recompute_layers 0; with N > 0 the ops
- * of the first N transformer layers of each chunk (Megatron-LM's
+/* Which ops a backward recomputes (per op, NULL on OOM). Full
+ * recomputation: every op with training.recompute_layers 0; with N > 0
+ * the ops of the first N transformer layers of each chunk (Megatron-LM's
  * --recompute-method block: transformer_block.py's _checkpointed_forward
  * checkpoints layers 0 .. N-1 of the chunk's block and runs the rest
- * plainly), and nothing outside the layers. All false without full
- * recomputation. */
+ * plainly), and nothing outside the layers. Recompute "op": the layers'
+ * ops that torchtitan's per-op policy does not keep (memory.c,
+ * op_policy). All false otherwise. */
 bool *cost_recomputed(struct arena *a, const struct plan *p, const struct plan_part *pp);
 /* What every op of plan p saves, found once, and two tables the size of
  * the graph's tensors, each cleared in O(1) per use; NULL when out of

@@ -445,6 +445,12 @@ static const struct xent_pass xent_forward[][XENT_PASSES] = {
 	 * one-hot, negation, sum */
 	[XENT_MINDFORMERS] = {{4, 8}, {6, 0}, {4, 4}, {8, 8}, {8, 8}, {4, 4}, {8, 8}, {4, 4},
 	                      {12, 12}, {8, 8}, {4, 4}},
+	/* pytorch: F.cross_entropy(logits.float(), labels) in eager PyTorch
+	 * (torchtitan's loss_fn): the upcast, then aten's log_softmax over a
+	 * row longer than its shared-memory kernel holds (aten/src/ATen/native/
+	 * cuda/SoftMax.cu, cunn_SoftMaxForward: the row's max, the sum of
+	 * exponentials, the output written), then nll_loss (one element a row) */
+	[XENT_PYTORCH] = {{6, 0}, {4, 4}, {4, 4}, {8, 8}},
 };
 static const struct xent_pass xent_backward[][XENT_PASSES] = {
 	/* grad_input *= grad_output (the target's -= 1 touches one element a
@@ -454,6 +460,11 @@ static const struct xent_pass xent_backward[][XENT_PASSES] = {
 	/* the two cells' bprops: exp of the log-softmax, - one-hot, x dout,
 	 * x the loss's repeat factor, the cast back */
 	[XENT_MINDFORMERS] = {{8, 8}, {12, 12}, {8, 8}, {8, 8}, {6, 0}},
+	/* nll_loss's backward writes a dense gradient (zeros, one element a
+	 * row set); log_softmax's backward (cunn_SoftMaxBackward) sums each
+	 * row of the gradient, then writes gradOutput - exp(output) x sum;
+	 * the upcast's backward */
+	[XENT_PYTORCH] = {{4, 4}, {4, 4}, {12, 12}, {6, 0}},
 };
 
 static double xent_passes_s(const struct topo_device *dev, const struct xent_pass *p,

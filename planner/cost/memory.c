@@ -219,12 +219,55 @@ int cost_layer_of(const struct op *o)
 	return *p == '.' ? n : -1;
 }
 
+/* torchtitan's per-op selective checkpointing (recompute "op"; pytorch/
+ * torchtitan torchtitan/parallelisms/parallelize_llama.py at 9dec370,
+ * _apply_ac_to_transformer_block with selective_ac_option "op"): in each
+ * transformer layer the policy keeps the outputs of the ops of its
+ * _save_list (aten.mm, the scaled-dot-product attention kernels, the
+ * tensor-parallel reduce-scatter), except every second mm of the layer's
+ * forward counted from one, and recomputes every other op in the
+ * backward. In the graph: the layer's MatMuls by their order (the 1st,
+ * 3rd, ... kept), the fused attention's ops (with FlashAttention: `attn`,
+ * plan_attention_fused; an unfused attention's BatchMatMuls are aten.bmm,
+ * not in the list) and the expert dispatch and combine (all_to_all_single,
+ * in the list of torchtitan's later torchtitan/distributed/
+ * activation_checkpoint.py). Ops outside the layers are not checkpointed.
+ * Into kept[] and recomputed[] (either may be NULL), per op. */
+static void op_policy(const struct graph *g, const uint8_t *attn, bool *kept, bool *recomputed)
+{
+	int last = -1, mm = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		int L = cost_layer_of(&g->ops[i]);
+		if (L < 0)
+			continue;
+		if (L != last) {
+			last = L;
+			mm = 0;
+		}
+		enum op_kind k = g->ops[i].kind;
+		bool keep = (attn && attn[i] != ATTN_NONE) || k == OP_MOEDISPATCH || k == OP_MOECOMBINE;
+		if (k == OP_MATMUL && !keep)
+			keep = ++mm % 2 == 1;
+		if (kept)
+			kept[i] = keep;
+		if (recomputed)
+			recomputed[i] = !keep;
+	}
+}
+
 /* cost.h */
 bool *cost_recomputed(struct arena *a, const struct plan *p, const struct plan_part *pp)
 {
 	const struct training *t = &p->scenario->training;
 	const struct graph *g = p->graph;
 	bool *r = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(bool));
+	if (r && t->recompute == RECOMPUTE_OP) {
+		const uint8_t *attn = NULL;
+		if (t->flash_attention && !(attn = plan_attention_fused(a, g)))
+			return NULL;
+		op_policy(g, attn, NULL, r);
+		return r;
+	}
 	if (!r || t->recompute != RECOMPUTE_FULL)
 		return r;
 	for (int ch = 0; ch < pp->n_chunks; ch++) {
@@ -444,6 +487,8 @@ struct cost_act_scratch {
 	struct saved *rec;       /* what every op saves (op_saved), op after op */
 	int *first;              /* [n_ops + 1]: op i's are rec[first[i] .. first[i + 1]) */
 	int first_layer;         /* the first op of a transformer layer; -1: none */
+	const uint8_t *attn;     /* plan_attention_fused with FlashAttention, else NULL */
+	bool *kept;              /* per op: its output kept under recompute "op" (op_policy) */
 };
 
 static bool seen_init(struct arena *a, struct seen *s, int n)
@@ -488,6 +533,7 @@ static bool saved_records(struct arena *a, struct cost_act_scratch *x)
 	if (p->scenario && p->scenario->training.flash_attention &&
 	    !(attn = plan_attention_fused(a, p->graph)))
 		return false;
+	x->attn = attn;
 	for (int i = 0; i < n_ops; i++) {
 		struct saved keep[SIG_MAX_TENSORS + 2];
 		int k = op_saved(p, x->first_layer, attn, i, keep);
@@ -518,8 +564,9 @@ struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct plan
 		if (cost_layer_of(&g->ops[i]) >= 0)
 			x->first_layer = i;
 	if (!seen_init(a, &x->chunk, 2 * g->n_tensors) || !seen_init(a, &x->layer, 2 * g->n_tensors) ||
-	    !saved_records(a, x))
+	    !saved_records(a, x) || !(x->kept = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(bool))))
 		return NULL;
+	op_policy(g, x->attn, x->kept, NULL);
 	return x;
 }
 
@@ -571,6 +618,75 @@ static double saved_sum(const struct cost_act_scratch *x, const bool *core, bool
 	return sum;
 }
 
+/* What the loss of ops [lo, hi) holds beside what it saves while its
+ * backward runs: with training.cross_entropy "pytorch", aten's
+ * nll_loss_backward writes the log-probabilities' gradient and
+ * log_softmax's backward a new gradient of the logits, both fp32 beside
+ * the saved fp32 log-probabilities (8 bytes a logit); the other losses
+ * work in place. */
+static double loss_working(const struct cost_act_scratch *x, int lo, int hi)
+{
+	const struct plan *p = x->p;
+	double w = 0;
+	if (!p->scenario || p->scenario->training.cross_entropy != XENT_PYTORCH)
+		return 0;
+	for (int i = lo; i < hi; i++)
+		if (p->graph->ops[i].kind == OP_SOFTMAXCROSSENTROPY)
+			w = fmax(w, 8 * (double)layout_local_elems(&p->ops[i].in[0]));
+	return w;
+}
+
+/* What the layer of ops [lo, hi) reads from outside it (its input), each
+ * tensor once (seen). */
+static double layer_input(const struct cost_act_scratch *x, int lo, int hi, struct seen *seen)
+{
+	const struct plan *p = x->p;
+	const struct graph *g = p->graph;
+	double sum = 0;
+	for (int k = lo; k < hi; k++)
+		for (int in = 0; in < g->ops[k].n_in; in++) {
+			int t = g->ops[k].in[in], pr = g->tensors[t].producer;
+			if (g->tensors[t].role == TENSOR_PARAM || (pr >= lo && pr < hi) ||
+			    seen_get(seen, t) > 0)
+				continue;
+			double b = saved_input_bytes(p, x->first_layer, &p->ops[k], in);
+			seen_set(seen, t, b);
+			sum += b;
+		}
+	return sum;
+}
+
+/* The outputs recompute "op" keeps of ops [lo, hi) (op_policy): a kept
+ * op's output; of the fused attention, its output (the context
+ * BatchMatMul's) and each query row's log-sum-exp (the scores op's
+ * statistic), as PyTorch's flash-attention op returns them. */
+static double kept_outputs(const struct cost_act_scratch *x, int lo, int hi, struct seen *seen)
+{
+	const struct plan *p = x->p;
+	const struct graph *g = p->graph;
+	double sum = 0;
+	for (int k = lo; k < hi; k++) {
+		int part = x->attn ? x->attn[k] : ATTN_NONE;
+		if (!x->kept[k] || part == ATTN_INNER)
+			continue;
+		if (part == ATTN_SCORES) {
+			for (int r = x->first[k]; r < x->first[k + 1]; r++)
+				if (x->rec[r].tensor < 0)
+					sum += x->rec[r].bytes;
+			continue;
+		}
+		for (int o = 0; o < g->ops[k].n_out; o++) {
+			int t = g->ops[k].out[o];
+			double b = layout_local_bytes(&p->ops[k].out[o]);
+			if (b > seen_get(seen, t)) {
+				sum += b - seen_get(seen, t);
+				seen_set(seen, t, b);
+			}
+		}
+	}
+	return sum;
+}
+
 void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *pp,
                             const bool *core, int ch, double *stored, double *working)
 {
@@ -580,15 +696,19 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 	int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
 	struct seen *seen = &x->chunk;
 	seen_clear(seen);
-	*working = 0;
-	if (rec != RECOMPUTE_FULL) {
+	*working = loss_working(x, lo, hi);
+	if (rec != RECOMPUTE_FULL && rec != RECOMPUTE_OP) {
 		*stored = saved_sum(x, core, rec == RECOMPUTE_SELECTIVE, lo, hi, seen);
 		return;
 	}
+	double loss = *working;
+	*working = 0;
 	/* Full: the ops outside any layer save as usual; a layer keeps its
 	 * input (the tensors its ops read from outside it) and, while it is
 	 * recomputed in backward, everything it saves. A chunk without named
-	 * layers is one block. */
+	 * layers is one block. Op: a layer keeps its input and the outputs of
+	 * the ops the policy keeps (op_policy), and holds everything it saves
+	 * while it is recomputed. */
 	*stored = 0;
 	bool layers = false;
 	for (int i = lo; i < hi && !layers; i++)
@@ -600,8 +720,16 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 		while (j < hi && cost_layer_of(&g->ops[j]) == L)
 			j++;
 		ord += L >= 0;
-		if (L < 0 && layers) {
+		if (L < 0 && (layers || rec == RECOMPUTE_OP)) {
 			*stored += saved_sum(x, core, false, i, j, seen);
+		} else if (L >= 0 && rec == RECOMPUTE_OP) {
+			*stored += layer_input(x, i, j, seen) + kept_outputs(x, i, j, seen);
+			/* the recomputation adds what is not kept already */
+			seen_clear(&x->layer);
+			layer_input(x, i, j, &x->layer);
+			kept_outputs(x, i, j, &x->layer);
+			double w = saved_sum(x, core, false, i, j, &x->layer);
+			*working = w > *working ? w : *working;
 		} else if (L >= 0 && n_rec > 0 && ord > n_rec) {
 			/* recompute_layers: the chunk's layers after the first N save
 			 * as without recomputation */
@@ -609,16 +737,7 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 			*stored += b;
 			kept += b;
 		} else {
-			for (int k = i; k < j; k++)
-				for (int in = 0; in < g->ops[k].n_in; in++) {
-					int t = g->ops[k].in[in], pr = g->tensors[t].producer;
-					if (g->tensors[t].role == TENSOR_PARAM ||
-					    (pr >= i && pr < j) || seen_get(seen, t) > 0)
-						continue;
-					double b = saved_input_bytes(p, x->first_layer, &p->ops[k], in);
-					seen_set(seen, t, b);
-					*stored += b;
-				}
+			*stored += layer_input(x, i, j, seen);
 			seen_clear(&x->layer);
 			double w = saved_sum(x, core, false, i, j, &x->layer);
 			*working = w > *working ? w : *working;
@@ -628,6 +747,7 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 	/* the backward frees the kept layers' activations before it reaches
 	 * the recomputed ones: the peak is the larger of the two */
 	*working = *working > kept ? *working - kept : 0;
+	*working = loss > *working ? loss : *working;
 }
 
 /* Activation offload (Transformer Engine v2.8's cpu_offload.py, which

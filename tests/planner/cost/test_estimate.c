@@ -1182,11 +1182,22 @@ Test(estimate, overlapped_gradients_run_under_the_backward)
  *                                4 + 4 + 4, negation 4 + 4, sum 4: 11 kernels, 70 B;
  *                       backward exp 4 + 4, - one-hot 4 + 4 + 4, x dout 4 + 4, x the
  *                                repeat 4 + 4, cast back 4 + 2: 5 kernels, 42 B;
+ *   pytorch             forward  .float() 2 + 4, log_softmax's row max 4, its sum
+ *                                of exponentials 4, its output 4 + 4: 4 kernels,
+ *                                22 B (nll_loss reads one element a row);
+ *                       backward nll_loss's dense gradient 4, log_softmax's row
+ *                                sum of the gradient 4, gradOutput - exp(output) x
+ *                                sum 4 + 4 + 4, the upcast's backward 4 + 2: 4
+ *                                kernels, 26 B;
  * with fp32 logits no cast: vocab-parallel 5 kernels, 32 B forward, 1
  * kernel, 8 B backward; vocab-parallel-jit 3 kernels (max alone reads 4),
  * 20 B forward; mindformers 10 kernels, 68 B (+ 0 reads and writes 4 + 4)
- * forward, 4 kernels, 36 B backward. "fused" is one kernel priced by the device's loss class
- * (the memory_bound_kernels test's rule: 0.2184 forward). */
+ * forward, 4 kernels, 36 B backward; pytorch 3 kernels, 16 B forward, 3
+ * kernels, 20 B backward. "fused" is one kernel priced by the device's loss class
+ * (the memory_bound_kernels test's rule: 0.2184 forward). PyTorch's
+ * backward holds two fp32 gradients of the logits beside the saved fp32
+ * log-probabilities: 8 B a logit more activation memory than the
+ * in-place losses. */
 Test(estimate, megatron_cross_entropy_passes_by_hand)
 {
 	static const struct {
@@ -1199,6 +1210,8 @@ Test(estimate, megatron_cross_entropy_passes_by_hand)
 		{"fp32", "vocab-parallel-jit", 3, 20, 1, 8},
 		{"bf16", "mindformers", 11, 70, 5, 42},
 		{"fp32", "mindformers", 10, 68, 4, 36},
+		{"bf16", "pytorch", 4, 22, 4, 26},
+		{"fp32", "pytorch", 3, 16, 3, 20},
 	};
 	const double n = 32 * 64;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1239,6 +1252,11 @@ Test(estimate, megatron_cross_entropy_passes_by_hand)
 	double vp = 6 * dev->kernel_overhead_s + 38 * n / (dev->hbm_bps * dev->memory_efficiency);
 	cr_expect(fabs(def.ops[k].compute_forward_s - vp) < 1e-12 * vp, "default forward %.9g, want %.9g",
 	          def.ops[k].compute_forward_s, vp);
+	struct estimate pt;
+	llama1_estimate(a, &d, "bf16", "{\"cross_entropy\": \"pytorch\"}", &pt);
+	double more = pt.stages[0].mem.activations - def.stages[0].mem.activations;
+	cr_expect(fabs(more - 8 * n) < 1e-9, "pytorch's loss holds %.9g B more, want %.9g", more,
+	          8 * n);
 	diag_list_free(&d);
 	arena_free(a);
 }

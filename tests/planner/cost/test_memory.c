@@ -35,6 +35,8 @@ TestSuite(memory, .init = fixture_setup, .fini = fixture_teardown);
 #define TR(r, g) (&(struct training){.precision = (r), .grad_reduce_in_bf16 = (g)})
 static const double s_ = 512, b_ = 2, h_ = 1024, a_ = 16;
 
+static bool flash_; /* the next activations() with FlashAttention */
+
 /* Stage 0's activations of the GPT with `layers` layers. */
 static double activations(int layers, int64_t t, bool sp, enum recompute_mode rec)
 {
@@ -47,6 +49,7 @@ static double activations(int layers, int64_t t, bool sp, enum recompute_mode re
 	s->devices = t;
 	s->training.sequence_parallel = sp;
 	s->training.recompute = rec;
+	s->training.flash_attention = flash_;
 	struct plan_options o = {.mode = REDIST_COMPAT};
 	struct plan *p = plan_megatron_degree(A, s, &o, t, &D);
 	cr_assert_not_null(p, "TP %lld", (long long)t);
@@ -111,6 +114,27 @@ Test(memory, full_recomputation_keeps_the_layer_input)
 		expect(layer(t, false, RECOMPUTE_FULL), 2 * sbh, "2sbh", t);
 		expect(layer(t, true, RECOMPUTE_FULL), 2 * sbh / t, "2sbh/t", t);
 	}
+}
+
+/* torchtitan's per-op policy (recompute "op"): a layer keeps its input
+ * and the outputs of its 1st, 3rd and 5th MatMuls, q, v and fc1 of this
+ * GPT (sbh, sbh and 4sbh elements, split over t), and recomputes the rest:
+ * 2sbh + 12sbh/t bytes, 14sbh/t with sequence parallelism. With
+ * FlashAttention the attention's output (sbh/t) and each query row's
+ * log-sum-exp (fp32, s·b·a/t rows) are kept too. */
+Test(memory, op_policy_keeps_every_second_matmul)
+{
+	double sbh = s_ * b_ * h_;
+	expect(layer(1, false, RECOMPUTE_OP), 14 * sbh, "14 sbh", 1);
+	for (int64_t t = 2; t <= 8; t *= 2) {
+		expect(layer(t, false, RECOMPUTE_OP), 2 * sbh + 12 * sbh / t, "2sbh + 12sbh/t", t);
+		expect(layer(t, true, RECOMPUTE_OP), 14 * sbh / t, "14sbh/t", t);
+	}
+	flash_ = true;
+	double lse = 4 * s_ * b_ * a_;
+	expect(layer(1, false, RECOMPUTE_OP), 16 * sbh + lse, "16 sbh + 4sba", 1);
+	expect(layer(8, true, RECOMPUTE_OP), (16 * sbh + lse) / 8, "(16 sbh + 4sba)/t", 8);
+	flash_ = false;
 }
 
 /* The fused QKV projection of Megatron-LM (generator member fused_qkv)

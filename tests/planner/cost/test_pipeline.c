@@ -1342,6 +1342,46 @@ Test(pipeline, full_recompute)
 	          1e-12 * base.category_s[EST_COMPUTE_FORWARD]);
 }
 
+/* torchtitan's per-op policy (recompute "op") on the 1-layer GPT of
+ * tests/data/good/korthikanti-gpt-8p.json on one GPU: the backward redoes
+ * every op of the layer but its 1st, 3rd and 5th MatMuls (q, v and fc1:
+ * every second aten.mm kept, counted from one), each at its forward's
+ * time, and nothing outside the layer; the simulation redoes the same
+ * ops (the iteration within the estimate's 3%), and its peak memory is
+ * the estimate's. */
+Test(pipeline, op_policy_recomputes_all_but_every_second_matmul)
+{
+	struct scenario *s = fixture_scenario("tests/data/good/korthikanti-gpt-8p.json");
+	s->devices = 1;
+	s->training.recompute = RECOMPUTE_OP;
+	struct plan *p = dp_plan(s);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	static const char *const kept[] = {"layers.0.attn.q.matmul", "layers.0.attn.v.matmul",
+	                                   "layers.0.mlp.fc1.matmul"};
+	double sum = 0;
+	int redone = 0;
+	for (int i = 0; i < p->graph->n_ops; i++) {
+		const char *name = p->graph->ops[i].name;
+		bool keep = strncmp(name, "layers.0.", 9) != 0;
+		for (size_t k = 0; k < sizeof kept / sizeof kept[0]; k++)
+			keep = keep || !strcmp(name, kept[k]);
+		double want = keep ? 0 : e.ops[i].compute_forward_s + e.ops[i].comm_forward_s;
+		cr_expect(fabs(e.ops[i].recompute_s - want) <= 1e-15, "%s: recompute %g s, want %g s",
+		          name, e.ops[i].recompute_s, want);
+		sum += e.ops[i].recompute_s;
+		redone += !keep && p->graph->ops[i].kind == OP_MATMUL;
+	}
+	cr_expect_eq(redone, 3, "k, out and fc2 redone");
+	cr_expect(sum > 0);
+	struct program prog;
+	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+	struct sim_result r = simulated(s, &prog);
+	cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.03 * e.iteration_s,
+	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
+	expect_peaks_are_estimates(&e, &r, &prog, "op");
+}
+
 /* Selective recomputation redoes the attention core: the scores
  * BatchMatMul, the Softmax and the dropout after it, not the context
  * BatchMatMul that ends it nor anything else (Korthikanti et al. 2022). */
