@@ -741,6 +741,7 @@ static const char *const rule_words[SEARCH_RULE_COUNT] = {
 	[SEARCH_RULE_MICRO_BATCHES_PP] = "interleaved with micro-batches not a multiple of PP",
 	[SEARCH_RULE_OFFLOAD_PP] = "activation offload with PP > 1",
 	[SEARCH_RULE_OFFLOAD_RECOMPUTE] = "activation offload with recomputation",
+	[SEARCH_RULE_RECOMPUTE_OP] = "recompute \"op\" (torchtitan's policy)",
 };
 
 void report_refused_text(FILE *f, const int64_t refused[SEARCH_RULE_COUNT])

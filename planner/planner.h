@@ -199,6 +199,7 @@ enum search_rule {
 	SEARCH_RULE_MICRO_BATCHES_PP,             /* interleaved: micro-batches divided by PP */
 	SEARCH_RULE_OFFLOAD_PP,                   /* activation offload with PP > 1 */
 	SEARCH_RULE_OFFLOAD_RECOMPUTE,            /* activation offload with recomputation */
+	SEARCH_RULE_RECOMPUTE_OP,                 /* recompute "op": not a Megatron-LM granularity */
 	SEARCH_RULE_COUNT
 };
 /* Short names ("heads-tp") for JSON and the store. */

@@ -51,9 +51,9 @@ static int64_t chunk_limit(const struct graph *g)
 const char *const search_rule_names[SEARCH_RULE_COUNT] = {
 	"none", "heads-tp", "kv-heads-tp", "ffn-tp", "layers-pp", "seq-sp", "seq-cp",
 	"experts-ep", "batch-dp", "schedule", "layers-vpp", "micro-batches-pp", "offload-pp",
-	"offload-recompute",
+	"offload-recompute", "recompute-op",
 };
-_Static_assert(SEARCH_RULE_COUNT == 14, "search_rule_names out of step");
+_Static_assert(SEARCH_RULE_COUNT == 15, "search_rule_names out of step");
 
 /* The generator's member when its kind takes it, else 0. */
 static int64_t gen_member(const struct model_gen *m, const char *field, int64_t v)
@@ -114,6 +114,10 @@ enum search_rule plan_search_rule(const struct graph *g, int64_t G, const struct
 		return SEARCH_RULE_LAYERS_VPP;
 	if (interleaved && c->micro_batches % c->pp)
 		return SEARCH_RULE_MICRO_BATCHES_PP;
+	/* torchtitan's per-op policy: Megatron-Core's TransformerConfig takes
+	 * recompute_granularity "full" or "selective" only */
+	if (c->recompute == RECOMPUTE_OP)
+		return SEARCH_RULE_RECOMPUTE_OP;
 	/* the refusals that do not depend on the configuration (a model
 	 * without layers, all of them offloaded) are the loader's */
 	switch (scenario_offload_refusal(c->activation_offload_layers, layers, c->pp, c->recompute,
@@ -232,6 +236,10 @@ const char *plan_search_rule_text(char *buf, size_t size, enum search_rule r,
 		snprintf(buf, size, "%s", why);
 		break;
 	}
+	case SEARCH_RULE_RECOMPUTE_OP:
+		snprintf(buf, size, "recompute \"op\" (torchtitan's per-op selective checkpointing) "
+		         "is not a Megatron-LM recompute granularity (full or selective)");
+		break;
 	case SEARCH_RULE_NONE:
 	case SEARCH_RULE_COUNT:
 		snprintf(buf, size, "runnable");

@@ -473,6 +473,15 @@ Test(search, the_scenarios_accounting_and_offload_by_hand)
 	cr_expect_eq(rule_of(q, off), SEARCH_RULE_OFFLOAD_RECOMPUTE);
 	off.recompute = RECOMPUTE_FULL;
 	cr_expect_eq(rule_of(q, off), SEARCH_RULE_OFFLOAD_RECOMPUTE);
+	/* torchtitan's per-op policy is no recompute_granularity of
+	 * Megatron-Core's TransformerConfig ("full" or "selective"), with or
+	 * without offload */
+	off.recompute = RECOMPUTE_OP;
+	cr_expect_eq(rule_of(q, off), SEARCH_RULE_RECOMPUTE_OP);
+	off.activation_offload_layers = 0;
+	cr_expect_eq(rule_of(q, off), SEARCH_RULE_RECOMPUTE_OP);
+	off.recompute = RECOMPUTE_NONE;
+	cr_expect_eq(rule_of(q, off), SEARCH_RULE_NONE);
 	/* the words: the loader's (scenario_offload_refusal) and the split's
 	 * (scenario_accounted_layers) */
 	char buf[200];
@@ -500,6 +509,10 @@ Test(search, the_scenarios_accounting_and_offload_by_hand)
 	                 "Megatron-Core has no activation offload with recomputation "
 	                 "(--cpu-offloading refuses --recompute-granularity): recompute \"full\", "
 	                 "not \"none\"");
+	cr_expect_str_eq(plan_search_rule_text(buf, sizeof buf, SEARCH_RULE_RECOMPUTE_OP, &gq, 64,
+	                                       &off),
+	                 "recompute \"op\" (torchtitan's per-op selective checkpointing) is not a "
+	                 "Megatron-LM recompute granularity (full or selective)");
 }
 
 /* search-offload-4p: search-gpt-4p (its count at the top) with 1 of its 2
