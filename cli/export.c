@@ -534,9 +534,6 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 	if (t->cross_entropy == XENT_PYTORCH)
 		fprintf(f, "# cross_entropy \"pytorch\" (PyTorch's F.cross_entropy over fp32 logits) has "
 		        "no Megatron-LM flag: Megatron-LM runs its vocabulary-parallel loss\n");
-	if (c->recompute == RECOMPUTE_OP)
-		fprintf(f, "# recompute \"op\" (torchtitan's per-op selective checkpointing) has no "
-		        "Megatron-LM flag: no --recompute-granularity is given\n");
 	if (t->tp_comm_overlap && t->tp_comm_overlap_slices > 0 && t->sequence_parallel && c->tp > 1)
 		fprintf(f, "# tp_comm_overlap_slices (MindFormers' fine_grain_interleave) has no "
 		        "Megatron-LM flag: --tp-comm-overlap runs Transformer Engine's ring instead\n");

@@ -814,33 +814,42 @@ Test(export, megatron_recompute_layers_as_the_block_method)
 	free(r.out);
 }
 
-/* torchtitan's per-op checkpointing and PyTorch's eager loss have no
- * Megatron-LM flags: the export gives no --recompute-granularity and no
- * loss fusion, and says so in a comment after the command. */
+/* PyTorch's eager loss has no Megatron-LM flag: the export gives no loss
+ * fusion and says so in a comment after the command. torchtitan's per-op
+ * checkpointing is no Megatron-LM recompute granularity: the export
+ * refuses the plan by the search's rule (recompute-op). */
 Test(export, pytorch_modes_are_named_not_exported, .timeout = 60)
 {
 	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/tt.json", dir);
-	fixture_write(path,
-	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"tt\","
-	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\","
-	              " \"hidden\": 256, \"layers\": 2, \"heads\": 8, \"seq\": 128,"
-	              " \"vocab\": 1024, \"ffn\": 768, \"micro_batch\": 8}},"
-	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
-	              " \"training\": {\"global_batch\": 8, \"recompute\": \"op\","
-	              " \"cross_entropy\": \"pytorch\"}}",
-	              source_root());
-	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
-	struct cli_run r = fixture_shardlab(args, false);
-	cr_assert_eq(r.status, 0, "%s", r.out);
-	cr_expect_null(strstr(r.out, "\n--recompute-granularity"), "%s", r.out);
-	cr_expect_null(strstr(r.out, "\n--cross-entropy-loss-fusion"), "%s", r.out);
-	cr_expect_not_null(strstr(r.out, "\n# recompute \"op\" (torchtitan's per-op selective "
-	                                 "checkpointing) has no Megatron-LM flag"), "%s", r.out);
-	cr_expect_not_null(strstr(r.out, "\n# cross_entropy \"pytorch\" (PyTorch's F.cross_entropy "
-	                                 "over fp32 logits) has no Megatron-LM flag"), "%s", r.out);
-	free(r.out);
+	for (int op = 0; op < 2; op++) {
+		fixture_write(path,
+		              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"tt\","
+		              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\","
+		              " \"hidden\": 256, \"layers\": 2, \"heads\": 8, \"seq\": 128,"
+		              " \"vocab\": 1024, \"ffn\": 768, \"micro_batch\": 8}},"
+		              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
+		              " \"training\": {\"global_batch\": 8, \"recompute\": \"%s\","
+		              " \"cross_entropy\": \"pytorch\"}}",
+		              source_root(), op ? "op" : "none");
+		snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+		struct cli_run r = fixture_shardlab(args, op == 1);
+		if (op) {
+			cr_expect_neq(r.status, 0, "%s", r.out);
+			cr_expect_not_null(strstr(r.out, "Megatron-LM would refuse this plan: recompute "
+			                                 "\"op\" (torchtitan's per-op selective "
+			                                 "checkpointing) is not a Megatron-LM recompute "
+			                                 "granularity"), "%s", r.out);
+		} else {
+			cr_assert_eq(r.status, 0, "%s", r.out);
+			cr_expect_null(strstr(r.out, "\n--cross-entropy-loss-fusion"), "%s", r.out);
+			cr_expect_not_null(strstr(r.out, "\n# cross_entropy \"pytorch\" (PyTorch's "
+			                                 "F.cross_entropy over fp32 logits) has no "
+			                                 "Megatron-LM flag"), "%s", r.out);
+		}
+		free(r.out);
+	}
 	remove(path);
 	rmdir(dir);
 }
