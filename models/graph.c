@@ -168,6 +168,18 @@ int graph_find_op(const struct graph *g, const char *name)
 	return -1;
 }
 
+/* models.h */
+int graph_op_layer(const struct op *o)
+{
+	const char *p = o->name;
+	if (!p || strncmp(p, "layers.", 7) != 0 || p[7] < '0' || p[7] > '9')
+		return -1;
+	int n = 0;
+	for (p += 7; *p >= '0' && *p <= '9' && n < 100000000; p++)
+		n = 10 * n + (*p - '0');
+	return *p == '.' ? n : -1;
+}
+
 int graph_find_tensor(const struct graph *g, const char *name)
 {
 	for (int i = 0; g && i < g->n_tensors; i++)

@@ -266,6 +266,11 @@ struct graph *graph_hf_load_doc(struct arena *a, struct json_doc *doc, int64_t s
 
 /* Lookups; -1 when absent. */
 int graph_find_op(const struct graph *g, const char *name);
+/* The transformer layer of an op: N for an op named "layers.N.…" (the
+ * generators' layers, which recomputation, ZeRO-3's units and the
+ * pipeline's splits go by), -1 for the ops around them (embedding, head)
+ * and for every op of a graph that names no layers. */
+int graph_op_layer(const struct op *o);
 int graph_find_tensor(const struct graph *g, const char *name);
 void graph_totals(const struct graph *g, struct graph_totals *out);
 /* The model's parameter elements added up exactly, into *params; false

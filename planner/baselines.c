@@ -545,7 +545,7 @@ static bool mark_rings(const struct mega *M, struct arena *a, struct plan *p)
  * linear of its own, without the userbuffers. */
 static bool in_layer(const struct graph *g, int op)
 {
-	return op >= 0 && strncmp(g->ops[op].name, "layers.", 7) == 0;
+	return op >= 0 && graph_op_layer(&g->ops[op]) >= 0;
 }
 
 /* training.tp_comm_overlap (Megatron-LM's --tp-comm-overlap, Transformer

@@ -1600,6 +1600,20 @@ static bool read_training(struct loader *L, const struct jv *obj)
 			         (long long)t->expert_parallel, (long long)experts);
 		ok = false;
 	}
+	/* torchtitan's per-op policy checkpoints transformer layers: on a
+	 * graph that names none (a model file without "layers.N." ops) it
+	 * recomputes nothing */
+	if (t->recompute == RECOMPUTE_OP && L->s->graph) {
+		bool named = false;
+		for (int i = 0; i < L->s->graph->n_ops && !named; i++)
+			named = graph_op_layer(&L->s->graph->ops[i]) >= 0;
+		if (!named) {
+			jv_get(&v, "recompute", &f);
+			jv_note(&f, "\"op\" checkpoints transformer layers (ops named \"layers.N.\", as "
+			        "the generators name them); this model names none, so nothing is "
+			        "recomputed");
+		}
+	}
 	/* Megatron-Core's refusals of activation offload
 	 * (scenario_offload_refusal) */
 	char offload_why[200];

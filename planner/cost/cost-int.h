@@ -125,9 +125,6 @@ double cost_p2p_s(const struct topology *t, int64_t src, int64_t dst, double byt
  * embedding and output layer stay bf16. The input that is not the weight
  * into *x (-1 when it does not). */
 bool cost_fp8_linear(const struct graph *g, enum precision_recipe r, int op, int *x);
-/* The transformer layer of an op: N for an op named "layers.N.…" (a
- * generator's layers), -1 for the ops around them (embedding, head). */
-int cost_layer_of(const struct op *o);
 /* A norm the plan runs on a gathered input (a sequence-parallel plan
  * gathers before a norm that feeds several column-parallel MatMuls):
  * the fraction of it that Megatron-LM runs on the sequence shard before

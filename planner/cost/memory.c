@@ -122,7 +122,7 @@ bool cost_fp8_linear(const struct graph *g, enum precision_recipe r, int op, int
 {
 	const struct op *o = &g->ops[op];
 	*x = -1;
-	if (!cost_precision_fp8(r) || o->kind != OP_MATMUL || !o->name || strncmp(o->name, "layers.", 7))
+	if (!cost_precision_fp8(r) || o->kind != OP_MATMUL || graph_op_layer(o) < 0)
 		return false;
 	bool weight = false;
 	for (int k = 0; k < o->n_in && k < 2; k++) {
@@ -207,17 +207,6 @@ void cost_memory_verdict(double peak_bytes, double capacity_bytes, struct cost_v
 
 const char *const cost_fit_names[FIT_COUNT] = {"fits", "tight", "does not fit"};
 
-/* cost-int.h */
-int cost_layer_of(const struct op *o)
-{
-	const char *p = o->name;
-	if (!p || strncmp(p, "layers.", 7) != 0 || p[7] < '0' || p[7] > '9')
-		return -1;
-	int n = 0;
-	for (p += 7; *p >= '0' && *p <= '9' && n < 100000000; p++)
-		n = 10 * n + (*p - '0');
-	return *p == '.' ? n : -1;
-}
 
 /* torchtitan's per-op selective checkpointing (recompute "op"; pytorch/
  * torchtitan torchtitan/parallelisms/parallelize_llama.py at 9dec370,
@@ -237,7 +226,7 @@ static void op_policy(const struct graph *g, const uint8_t *attn, bool *kept, bo
 {
 	int last = -1, mm = 0;
 	for (int i = 0; i < g->n_ops; i++) {
-		int L = cost_layer_of(&g->ops[i]);
+		int L = graph_op_layer(&g->ops[i]);
 		if (L < 0)
 			continue;
 		if (L != last) {
@@ -273,7 +262,7 @@ bool *cost_recomputed(struct arena *a, const struct plan *p, const struct plan_p
 	for (int ch = 0; ch < pp->n_chunks; ch++) {
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1], n = 0, last = -1;
 		for (int i = lo; i < hi; i++) {
-			int L = cost_layer_of(&g->ops[i]);
+			int L = graph_op_layer(&g->ops[i]);
 			if (L >= 0 && L != last) {
 				n++;
 				last = L;
@@ -561,7 +550,7 @@ struct cost_act_scratch *cost_act_scratch_new(struct arena *a, const struct plan
 	x->p = p;
 	x->first_layer = -1;
 	for (int i = 0; i < g->n_ops && x->first_layer < 0; i++)
-		if (cost_layer_of(&g->ops[i]) >= 0)
+		if (graph_op_layer(&g->ops[i]) >= 0)
 			x->first_layer = i;
 	if (!seen_init(a, &x->chunk, 2 * g->n_tensors) || !seen_init(a, &x->layer, 2 * g->n_tensors) ||
 	    !saved_records(a, x) || !(x->kept = arena_calloc(a, (size_t)g->n_ops + 1, sizeof(bool))))
@@ -712,12 +701,12 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 	*stored = 0;
 	bool layers = false;
 	for (int i = lo; i < hi && !layers; i++)
-		layers = cost_layer_of(&g->ops[i]) >= 0;
+		layers = graph_op_layer(&g->ops[i]) >= 0;
 	int64_t n_rec = p->scenario->training.recompute_layers, ord = 0;
 	double kept = 0; /* what the layers after the first N save */
 	for (int i = lo; i < hi;) {
-		int L = cost_layer_of(&g->ops[i]), j = i + 1;
-		while (j < hi && cost_layer_of(&g->ops[j]) == L)
+		int L = graph_op_layer(&g->ops[i]), j = i + 1;
+		while (j < hi && graph_op_layer(&g->ops[j]) == L)
 			j++;
 		ord += L >= 0;
 		if (L < 0 && (layers || rec == RECOMPUTE_OP)) {
@@ -770,8 +759,8 @@ void cost_chunk_offload(struct cost_act_scratch *x, const struct plan_part *pp, 
 	*offloaded = *largest = 0;
 	*layers = 0;
 	for (int i = lo; i < hi;) {
-		int L = cost_layer_of(&g->ops[i]), j = i + 1;
-		while (j < hi && cost_layer_of(&g->ops[j]) == L)
+		int L = graph_op_layer(&g->ops[i]), j = i + 1;
+		while (j < hi && graph_op_layer(&g->ops[j]) == L)
 			j++;
 		for (int k = i; k < j; k++)
 			layer_ops[k] = L >= 0;

@@ -54,7 +54,7 @@ int cost_zero3_unit(const struct graph *g, const struct training *tr, int op)
 {
 	if (tr->zero_stage < 3 || tr->zero3_impl != ZERO3_FSDP)
 		return -1;
-	return cost_layer_of(&g->ops[op]);
+	return graph_op_layer(&g->ops[op]);
 }
 
 bool cost_ds_persistent(double elems)
@@ -164,10 +164,10 @@ bool cost_ds_regathers(struct arena *a, const struct graph *g, const struct plan
 		t[k++] = (struct use){i, 0};
 	bool full = rec == RECOMPUTE_FULL, layers = false;
 	for (int i = lo; i < hi && full && !layers; i++)
-		layers = cost_layer_of(&g->ops[i]) >= 0;
+		layers = graph_op_layer(&g->ops[i]) >= 0;
 	for (int j = hi; j > lo;) {
-		int L = cost_layer_of(&g->ops[j - 1]), i = j - 1;
-		while (i > lo && cost_layer_of(&g->ops[i - 1]) == L)
+		int L = graph_op_layer(&g->ops[j - 1]), i = j - 1;
+		while (i > lo && graph_op_layer(&g->ops[i - 1]) == L)
 			i--;
 		bool block = full && (L >= 0 || !layers);
 		for (int x = i; x < j && block; x++)

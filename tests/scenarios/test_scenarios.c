@@ -377,3 +377,31 @@ Test(scenarios, pipeline_scatter_gather_read_and_written)
 	cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(tr, "pipeline_scatter_gather")));
 	cJSON_Delete(j);
 }
+
+/* The notes of D whose message holds `needle`. */
+static int notes_with(const char *needle)
+{
+	int n = 0;
+	for (size_t i = 0; i < D.count; i++)
+		n += D.items[i].severity == DIAG_NOTE && strstr(D.items[i].msg, needle) != NULL;
+	return n;
+}
+
+/* recompute "op" reads, and on a graph whose ops name no transformer layer
+ * (the ffn generator's "dense1.matmul", ...) the loader says it recomputes
+ * nothing; a generator's GPT (layers.N.…) gets no such note. */
+Test(scenarios, op_recompute_notes_a_graph_without_layers)
+{
+	const char *none = "names none, so nothing is recomputed";
+	struct scenario *s = parse(TINY_GPT("bf16", ", \"recompute\": \"op\""));
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.recompute, RECOMPUTE_OP);
+	cr_expect_eq(notes_with(none), 0);
+	s = parse("{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"ffn\","
+	          " \"model\": {\"name\": \"tiny\","
+	          "   \"generator\": {\"kind\": \"ffn\", \"hidden\": 16, \"micro_batch\": 8}},"
+	          " \"topology\": \"../topologies/atlas800-910a.json\","
+	          " \"training\": {\"recompute\": \"op\"}}");
+	cr_assert_not_null(s);
+	cr_expect_eq(notes_with(none), 1);
+}
