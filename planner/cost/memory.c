@@ -685,12 +685,12 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 	int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
 	struct seen *seen = &x->chunk;
 	seen_clear(seen);
-	*working = loss_working(x, lo, hi);
+	double loss = loss_working(x, lo, hi);
+	*working = loss;
 	if (rec != RECOMPUTE_FULL && rec != RECOMPUTE_OP) {
 		*stored = saved_sum(x, core, rec == RECOMPUTE_SELECTIVE, lo, hi, seen);
 		return;
 	}
-	double loss = *working;
 	*working = 0;
 	/* Full: the ops outside any layer save as usual; a layer keeps its
 	 * input (the tensors its ops read from outside it) and, while it is
@@ -735,8 +735,7 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 	}
 	/* the backward frees the kept layers' activations before it reaches
 	 * the recomputed ones: the peak is the larger of the two */
-	*working = *working > kept ? *working - kept : 0;
-	*working = loss > *working ? loss : *working;
+	*working = fmax(loss, *working > kept ? *working - kept : 0);
 }
 
 /* Activation offload (Transformer Engine v2.8's cpu_offload.py, which
