@@ -1009,16 +1009,6 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	struct estimate e;
 	if (!plan_estimate(a, p, &e, diags))
 		return false;
-	if (p->scenario->training.schedule == SCHED_DUALPIPE &&
-	    (e.part.n_stages % 2 || e.steps_per_iteration % 2 ||
-	     e.steps_per_iteration < 2 * (int64_t)e.part.n_stages)) {
-		/* scenario_load refuses these; a plan made otherwise may not */
-		diag_add(diags, DIAG_ERROR, p->scenario->file, 0, "training.schedule",
-		         "the \"dualpipe\" schedule runs an even number of micro-batches, at least "
-		         "twice the pipeline stages, on an even number of stages, not %lld "
-		         "micro-batches on %d stages", (long long)e.steps_per_iteration, e.part.n_stages);
-		return false;
-	}
 	const struct plan_part *pp = &e.part;
 	struct scenario *sc = arena_alloc(a, sizeof(*sc));
 	struct plan *pl = arena_alloc(a, sizeof(*pl));

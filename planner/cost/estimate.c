@@ -1020,6 +1020,8 @@ struct stage_sums {
 	double gather_tail_s;                /* of tail_s, the updated parameters' all-gathers
 	                                        (ZeRO 1, 2; overlapped: what they outlast) */
 	double weight_s;                     /* of micro_s, the weight gradients' compute (W) */
+	double recompute_talk_s;             /* of cat[EST_RECOMPUTE], the recomputed forwards'
+	                                        collectives */
 	bool dual;                           /* DualPipe: bubble_s is the stage's (dualpipe()) */
 	double bubble_s;
 };
@@ -1390,9 +1392,9 @@ static bool tied_params(struct est_ctx *c, struct arena *a, const struct plan *p
 /* Chunk ch's sends per micro-batch: its activations to the next chunk's
  * stage, their gradient back to the previous chunk's (nothing between two
  * chunks of one stage). */
-static void chunk_sends_s(const struct est_ctx *c, int ch, double *fwd, double *bwd)
+static void chunk_sends_s(const struct est_ctx *c, const struct plan_part *pp, int ch, double *fwd,
+                          double *bwd)
 {
-	const struct plan_part *pp = &c->e->part;
 	int64_t me = (int64_t)part_stage(pp, ch) * pp->stage_ranks;
 	*fwd = ch + 1 < pp->n_chunks ? cost_part_send_s(c->t, pp, ch, me,
 	                                                (int64_t)part_stage(pp, ch + 1) * pp->stage_ranks,
@@ -1501,6 +1503,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			ss->cat[EST_REDISTRIBUTION] += eo->redistribution_s;
 			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
 			ss->cat[EST_RECOMPUTE] += eo->recompute_s * slow;
+			if (eo->recompute_s > 0)
+				ss->recompute_talk_s += (eo->recompute_s - eo->compute_forward_s) * slow;
 			if (zero < 3)
 				ss->cat[EST_PARAM_GATHER] += eo->gather_s;
 		}
@@ -1576,7 +1580,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		}
 		/* the pipeline's sends: activations forward, their gradient back */
 		double fwd_send, bwd_send;
-		chunk_sends_s(c, ch, &fwd_send, &bwd_send);
+		chunk_sends_s(c, &c->e->part, ch, &fwd_send, &bwd_send);
 		ss->cat[EST_PIPELINE_P2P] += fwd_send + bwd_send;
 		double p2p_buf = 2 * pp->send_bytes[ch];
 		es->mem.buffers = p2p_buf > es->mem.buffers ? p2p_buf : es->mem.buffers;
@@ -1708,7 +1712,7 @@ static bool unit_times(struct est_ctx *c, struct arena *a, const struct plan *p)
 			u[2] += w;
 		}
 		double fwd_send, bwd_send;
-		chunk_sends_s(c, ch, &fwd_send, &bwd_send);
+		chunk_sends_s(c, &c->e->part, ch, &fwd_send, &bwd_send);
 		u[0] += fwd_send;
 		u[1] += bwd_send;
 	}
@@ -1820,6 +1824,119 @@ static void pair_shared_memory(const struct est_ctx *c, const struct plan *p, in
 	}
 }
 
+/* DualPipe's timeline on the estimate's times: each device runs its
+ * order (plan_dualpipe_schedule) and a unit starts when its device is
+ * free and its input has come, an F&B when both its inputs have, handing
+ * both outputs on at its end (tests/planner/cost/test_pipeline.c,
+ * dualpipe_bubble, works the chain by hand). A unit of model stage s
+ * lasts, from its stage sums: a forward cf + tf, a whole backward cb + tb,
+ * a split one cb - W + tb, a W W (cf, cb compute with the recomputation's,
+ * tf, tb the collectives and redistributions of each pass, a recomputed
+ * forward's in tb; ZeRO-3's gathers and the per-micro-batch reduction
+ * added as they are, hidden by nothing); an F&B of stage s1's forward and stage
+ * s2's backward cf1 + cb2 + (tf1 - cb2)+ + (tb2 - cf1)+: each pass's
+ * communication runs alongside the other pass's computation, what
+ * outlasts it exposed, as the lowering overlaps them (sim/lower.c). The
+ * passes run alone, 3P/2 - h - 1 forwards and as many backwards of a
+ * device's m of each (DualPipe.step's steps 1-3 and 5-7, h its distance
+ * from the nearer end), expose all their communication. A send costs its
+ * sender nothing and delays its receiver's input (chunk_sends_s), as the
+ * lowering's sends. Each device's
+ * end of schedule into end[] and its exposed communication into talk[];
+ * false when out of memory. O(P m) time and memory. */
+static bool dual_replay(const struct est_ctx *ec, const struct plan_part *pp, int64_t m,
+                        const struct stage_sums *ss, double *end, double *talk)
+{
+	int P = pp->n_stages, C = 2 * P;
+	struct arena *a = arena_new();
+	struct prog_slot **prog = a ? arena_calloc(a, (size_t)P, sizeof(*prog)) : NULL;
+	int *n = a ? arena_calloc(a, (size_t)P, sizeof(int)) : NULL;
+	int *at = a ? arena_calloc(a, (size_t)P, sizeof(int)) : NULL;
+	double *fdone = a ? arena_alloc_raw(a, (size_t)C * (size_t)m * sizeof(double)) : NULL;
+	double *bdone = a ? arena_alloc_raw(a, (size_t)C * (size_t)m * sizeof(double)) : NULL;
+	double *t = a ? arena_alloc_raw(a, 9 * (size_t)P * sizeof(double)) : NULL;
+	bool ok = prog && n && at && fdone && bdone && t;
+	for (int d = 0; ok && d < P; d++)
+		ok = (n[d] = plan_dualpipe_schedule(a, P, m, d, &prog[d])) >= 0;
+	if (!ok) {
+		arena_free(a);
+		return false;
+	}
+	for (size_t i = 0; i < (size_t)C * (size_t)m; i++)
+		fdone[i] = bdone[i] = -1;
+	/* the passes' times by model stage (program chunk c < P is stage c's
+	 * forward-direction copy, c >= P the reverse one's of stage c - P) */
+	double *cf = t, *tf = t + P, *xf = t + 2 * P, *cb = t + 3 * P, *tb = t + 4 * P,
+	       *xb = t + 5 * P, *w = t + 6 * P, *fsend = t + 7 * P, *bsend = t + 8 * P;
+	for (int s = 0; s < P; s++) {
+		const double *k = ss[s].cat;
+		cf[s] = k[EST_COMPUTE_FORWARD];
+		tf[s] = k[EST_COMM_FORWARD] + k[EST_REDISTRIBUTION];
+		xf[s] = k[EST_PARAM_GATHER] / 2;
+		cb[s] = k[EST_COMPUTE_BACKWARD] + k[EST_RECOMPUTE] - ss[s].recompute_talk_s;
+		tb[s] = k[EST_COMM_BACKWARD] + ss[s].recompute_talk_s;
+		xb[s] = k[EST_PARAM_GATHER] / 2 + k[EST_GRADIENT_SYNC];
+		w[s] = ss[s].weight_s;
+		chunk_sends_s(ec, pp, s, &fsend[s], &bsend[s]);
+	}
+	for (int d = 0; d < P; d++)
+		end[d] = talk[d] = 0;
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (int d = 0; d < P; d++) {
+			for (; at[d] < n[d]; at[d]++) {
+				const struct prog_slot *u = &prog[d][at[d]];
+				int c = u->chunk, s = c < P ? c : c - P;
+				/* the chunk whose backward an F&B runs: the other one on
+				 * this device */
+				int cbk = u->fb ? (c == d ? C - 1 - d : d) : c, sb = cbk < P ? cbk : cbk - P;
+				bool fwd = !u->backward && !u->weight, bwd = u->backward || u->fb;
+				int64_t jf = u->micro, jb = u->fb ? u->pair_micro : u->micro;
+				double ready = end[d];
+				if (fwd && c != 0 && c != P) {
+					double r = fdone[(size_t)(c - 1) * m + jf];
+					if (r < 0)
+						break;
+					ready = fmax(ready, r + fsend[s - 1]);
+				}
+				if (bwd) {
+					bool last = cbk == P - 1 || cbk == C - 1;
+					double r = last ? fdone[(size_t)cbk * m + jb]
+					                : bdone[(size_t)(cbk + 1) * m + jb] + bsend[sb + 1];
+					if (r < 0)
+						break;
+					ready = fmax(ready, r);
+				}
+				double dur, exposed;
+				if (u->fb) {
+					exposed = fmax(0, tf[s] - cb[sb]) + fmax(0, tb[sb] - cf[s]);
+					dur = cf[s] + cb[sb] + exposed + xf[s] + xb[sb];
+				} else if (u->weight) {
+					exposed = 0;
+					dur = w[s];
+				} else if (u->backward) {
+					exposed = tb[s];
+					dur = cb[s] - (u->split ? w[s] : 0) + tb[s] + xb[s];
+				} else {
+					exposed = tf[s];
+					dur = cf[s] + tf[s] + xf[s];
+				}
+				end[d] = ready + dur;
+				talk[d] += exposed;
+				if (fwd)
+					fdone[(size_t)c * m + jf] = end[d];
+				if (bwd && !u->weight)
+					bdone[(size_t)cbk * m + jb] = end[d];
+				moved = true;
+			}
+		}
+	}
+	for (int d = 0; d < P; d++)
+		SL_ASSERT(at[d] == n[d]);
+	arena_free(a);
+	return true;
+}
+
 /* DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, section
  * 3.2.1 and Table 2): micro-batches fed from both ends, device d holding
  * stage d's layers and, for the other direction, stage P-1-d's: half the
@@ -1829,10 +1946,12 @@ static void pair_shared_memory(const struct est_ctx *c, const struct plan *p, in
  * pair_shared_memory), its activations PP + 1 micro-batches of the pair's
  * mean.
  * A forward and a backward chunk run overlapped (F&B): the communication
- * of one (the EP all-to-all, the pipeline's sends, the collectives)
- * under the computation of the other, max(compute, communication) of the
- * two. Bubble (PP/2 - 1)(F&B + B - 3W), B the full backward chunk, W its
- * weight gradients. The stage sums become the devices'. After the flush
+ * of each (the EP all-to-all, the collectives) under the computation of
+ * the other; the passes without a partner expose theirs. The schedule is
+ * each device's order replayed (dual_replay), Table 2's (PP/2 - 1)(F&B +
+ * B - 3W) at equal units without communication (B the full backward, W
+ * its weight gradients); each device's categories hold its exposed
+ * communication's share and its bubble the rest of its timeline. After the flush
  * the two copies of each model chunk add their gradients (deepseek-ai/
  * DualPipe's examples/example_dualpipe.py adds each module's and its
  * mirror rank's): each rank sends the rank in its place on the mirror
@@ -1843,14 +1962,20 @@ static void pair_shared_memory(const struct est_ctx *c, const struct plan *p, in
  * bytes once each way), after the data-parallel synchronisation and
  * before the optimizer: part of the tail and of gradient_sync, as the
  * lowering sends it (sim/lower.c, mirror_exchange). */
-static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estimate *e,
+static bool dualpipe(const struct est_ctx *c, const struct plan *p, struct estimate *e,
                      struct stage_sums *ss)
 {
 	static const enum est_category comm[] = {EST_COMM_FORWARD, EST_REDISTRIBUTION,
-	                                         EST_COMM_BACKWARD, EST_PIPELINE_P2P};
+	                                         EST_COMM_BACKWARD};
 	const struct plan_part *pp = &e->part;
 	int zero = p->scenario->training.zero_stage;
 	int P = pp->n_stages;
+	double m = (double)c->steps;
+	double *end = malloc(2 * (size_t)P * sizeof(double)), *exposed = end ? end + P : NULL;
+	if (!end || !dual_replay(c, pp, c->steps, ss, end, exposed)) {
+		free(end);
+		return false;
+	}
 	for (int d = 0; d < P / 2; d++) {
 		int x = P - 1 - d;
 		/* a parameter both chunks read (the embedding that the last
@@ -1873,6 +1998,7 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 			u.cat[k] = k == EST_OPTIMIZER ? ss[d].cat[k] + ss[x].cat[k] - sh_opt
 			                              : (ss[d].cat[k] + ss[x].cat[k]) / 2;
 		u.weight_s = (ss[d].weight_s + ss[x].weight_s) / 2;
+		u.recompute_talk_s = (ss[d].recompute_talk_s + ss[x].recompute_talk_s) / 2;
 		/* the tail: a device synchronises both its chunks' buckets,
 		 * one after the other (sim/lower.c, lower_tail; overlapped,
 		 * both chunks' last backwards end in the cool-down's run of
@@ -1888,24 +2014,30 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 		double sync = zero < 2 ? td + tx : fmax(td - gd, tx - gx) + gd + gx;
 		u.gather_tail_s = gd + gx;
 		u.tail_s = sync + fmax(e->stages[d].tied_s, e->stages[x].tied_s) + mirror;
-		double compute = u.cat[EST_COMPUTE_FORWARD] + u.cat[EST_COMPUTE_BACKWARD] +
-		                 u.cat[EST_RECOMPUTE], talk = 0;
+		u.dual = true;
+		double talk = u.recompute_talk_s;
 		for (size_t k = 0; k < sizeof comm / sizeof *comm; k++)
 			talk += u.cat[comm[k]];
-		double full_b = u.cat[EST_COMPUTE_BACKWARD] + u.cat[EST_RECOMPUTE] +
-		                u.cat[EST_COMM_BACKWARD] + u.cat[EST_PIPELINE_P2P] / 2;
-		/* what the other chunk's computation hides leaves the exposed part */
-		double left = talk > 0 ? fmax(0, talk - compute) / talk : 0;
-		for (size_t k = 0; k < sizeof comm / sizeof *comm; k++)
-			u.cat[comm[k]] *= left;
-		double fb = fmax(compute, talk);
-		u.micro_s = 0;
-		for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
-			if (k != EST_OPTIMIZER)
-				u.micro_s += u.cat[k];
-		u.dual = true;
-		u.bubble_s = (P / 2 - 1) * fmax(0, fb + full_b - 3 * u.weight_s);
-		ss[d] = ss[x] = u;
+		/* each device's own timeline (dual_replay): what of its m
+		 * micro-batches' communication the other pass's computation did
+		 * not hide, spread over them, and the rest of its schedule idle */
+		for (int k = 0; k < 2; k++) {
+			int dev = k ? x : d;
+			struct stage_sums v = u;
+			double left = talk > 0 ? exposed[dev] / (m * talk) : 0;
+			for (size_t i = 0; i < sizeof comm / sizeof *comm; i++)
+				v.cat[comm[i]] *= left;
+			v.cat[EST_RECOMPUTE] -= (1 - left) * u.recompute_talk_s;
+			/* the sends cost the sender nothing: their receivers' waits
+			 * are in the bubble */
+			v.cat[EST_PIPELINE_P2P] = 0;
+			v.micro_s = 0;
+			for (int i = 0; i <= EST_GRADIENT_SYNC; i++)
+				if (i != EST_OPTIMIZER)
+					v.micro_s += v.cat[i];
+			v.bubble_s = fmax(0, end[dev] - m * v.micro_s);
+			ss[dev] = v;
+		}
 		struct est_memory md = e->stages[d].mem, mx = e->stages[x].mem;
 		for (int k = 0; k < 2; k++) {
 			struct est_stage *es = &e->stages[k ? x : d];
@@ -1917,13 +2049,15 @@ static void dualpipe(const struct est_ctx *c, const struct plan *p, struct estim
 			es->mem.buffers = fmax(md.buffers, mx.buffers);
 			es->mem.total = es->mem.params + es->mem.grads + es->mem.optimizer +
 			                es->mem.activations + es->mem.buffers + es->mem.reserve;
-			es->micro_s = u.micro_s;
+			es->micro_s = ss[k ? x : d].micro_s;
 			es->optimizer_s = u.cat[EST_OPTIMIZER];
 			es->mirror_bytes = bytes;
 			es->mirror_s = mirror;
 			es->gradient_s = sync + es->tied_s + mirror;
 		}
 	}
+	free(end);
+	return true;
 }
 
 /* The schedule's time: the slowest stage every micro-batch, plus the fill
@@ -1934,20 +2068,22 @@ static void assemble(struct estimate *e, const struct stage_sums *ss)
 	const struct plan_part *pp = &e->part;
 	double m = (double)e->steps_per_iteration, sum = 0, tmax = -1, tail = -1;
 	int crit = 0, last = 0;
+	double dual_end = 0;   /* DualPipe: the last device's end of schedule (dualpipe) */
 	for (int s = 0; s < pp->n_stages; s++) {
 		sum += ss[s].micro_s;
 		if (ss[s].micro_s > tmax) {
 			tmax = ss[s].micro_s;
 			crit = s;
 		}
+		if (ss[s].dual)
+			dual_end = fmax(dual_end, m * ss[s].micro_s + ss[s].bubble_s);
 		if (ss[s].tail_s + ss[s].cat[EST_OPTIMIZER] > tail) {
 			tail = ss[s].tail_s + ss[s].cat[EST_OPTIMIZER];
 			last = s;
 		}
 	}
 	e->critical_stage = crit;
-	e->pipeline_s = ss[crit].dual ? m * tmax + ss[crit].bubble_s
-	                              : m * tmax + (sum - tmax) / pp->virtual_stages;
+	e->pipeline_s = ss[crit].dual ? dual_end : m * tmax + (sum - tmax) / pp->virtual_stages;
 	/* ZB-H1: the drain's B's travel back without their W's, which fill
 	 * it: (P-1)(T_F + T_B - T_W) for 1F1B's (P-1)(T_F + T_B + T_W), each
 	 * stage but the slowest 2 T_W shorter (Qi et al. 2024, section 3.1).
@@ -2188,8 +2324,21 @@ bool plan_estimator_run(struct estimator *x, struct arena *a, struct estimate *o
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
 		return false;
 	}
-	if (s->training.schedule == SCHED_DUALPIPE && out->n_stages % 2 == 0)
-		dualpipe(c, p, out, ss);
+	if (s->training.schedule == SCHED_DUALPIPE &&
+	    (out->n_stages % 2 || out->steps_per_iteration % 2 ||
+	     out->steps_per_iteration < 2 * (int64_t)out->n_stages)) {
+		/* scenario_load refuses these; a plan made otherwise may not */
+		diag_add(diags, DIAG_ERROR, s->file, 0, "training.schedule",
+		         "the \"dualpipe\" schedule runs an even number of micro-batches, at least "
+		         "twice the pipeline stages, on an even number of stages, not %lld "
+		         "micro-batches on %d stages", (long long)out->steps_per_iteration,
+		         out->n_stages);
+		return false;
+	}
+	if (s->training.schedule == SCHED_DUALPIPE && !dualpipe(c, p, out, ss)) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL, "out of memory estimating the plan");
+		return false;
+	}
 	assemble(out, ss);
 	out->hbm_bytes = s->topo->device.hbm_bytes;
 	out->oom_overflow_bytes = out->memory_bytes_per_device > out->hbm_bytes

@@ -371,13 +371,18 @@ Test(pipeline, table2_worked_example)
 	/* 1F1B and ZB1P carry the sends in F and B: within 1% */
 	cr_expect(fabs(e1.bubble_s - 9 * T) <= 0.01 * 9 * T, "1F1B %g, want 9T = %g", e1.bubble_s, 9 * T);
 	cr_expect(fabs(ez.bubble_s - 3 * T) <= 0.01 * 3 * T, "ZB1P %g, want 3T = %g", ez.bubble_s, 3 * T);
-	/* DualPipe's B keeps its gradient's send (1.6 us, 0.05%) */
-	cr_expect(fabs(ed.bubble_s - 2 * T) <= 1e-3 * 2 * T, "DualPipe %g, want 2T = %g", ed.bubble_s,
-	          2 * T);
+	/* DualPipe's estimate replays the stages' orders (dualpipe_bubble's
+	 * timeline by hand): an F&B hides its two sends under its compute, a
+	 * pass run alone does not, so the waits add at most one send (3.2 us
+	 * of T = 1.8 ms) a unit on the critical path, 26 of them, as the
+	 * simulation's */
+	double send = ACT / 30e9 + 1e-6;
+	cr_expect(ed.bubble_s >= 2 * T && ed.bubble_s <= 2 * T + 26 * send,
+	          "DualPipe %g, want 2T = %g", ed.bubble_s, 2 * T);
 	/* then the mirror copies' exchange (dualpipe_mirror_exchange_by_hand) */
-	cr_expect(fabs(ed.iteration_s - ed.stages[0].optimizer_s - ed.stages[0].mirror_s - 26 * T) <=
-	                  1e-3 * T,
-	          "DualPipe: 8 micro-batches of F&B = 3T, then 2T");
+	double sched = ed.iteration_s - ed.stages[0].optimizer_s - ed.stages[0].mirror_s;
+	cr_expect(sched >= 26 * T && sched <= 26 * T + 26 * send,
+	          "DualPipe: 8 micro-batches of F&B = 3T, then 2T: %g T", sched / T);
 	for (int s = 0; s < 4; s++) {
 		cr_expect_eq(e1.stages[s].in_flight, 4 - s);
 		cr_expect_eq(ed.stages[s].in_flight, 5, "stage %d", s);
@@ -634,6 +639,30 @@ Test(pipeline, dualpipe_estimate_meets_simulation)
 		s->training.overlap_grad_reduce = zero == 1;
 		simulated_as_estimated(s);
 	}
+}
+
+/* DualPipe with tensor parallelism at the fewest micro-batches it runs
+ * (tests/data/good/dualpipe-tp-8p.json: P = 4, m = 8, TP 2): of a
+ * device's 8 forwards and 8 backwards, 3P/2 - h - 1 of each (5 on the
+ * end stages, 4 on the middle ones) run alone, their all-reduces exposed;
+ * only the rest are F&B's whose communication the other pass's compute
+ * hides. The estimate replays each device's order with those units, as
+ * the simulation runs it, and meets it within 1.5%; priced as m F&B's
+ * and Table 2's bubble it was 4.2% under. */
+Test(pipeline, dualpipe_lone_passes_expose_their_collectives)
+{
+	struct scenario *s = fixture_scenario("tests/data/good/dualpipe-tp-8p.json");
+	struct estimate e;
+	struct plan *p = megatron_estimated(s, &e);
+	struct program prog;
+	cr_assert(plan_lower(A, p, s->training.gradient_bucket_bytes, &prog, &D));
+	struct sim_result r = simulated(s, &prog);
+	cr_expect(fabs(r.iteration_s - e.iteration_s) <= 0.015 * e.iteration_s,
+	          "simulated %.6g s, estimated %.6g s", r.iteration_s, e.iteration_s);
+	/* the collectives' exposed share: all of a lone pass's, so more than
+	 * none on every device */
+	cr_expect_gt(e.category_s[EST_COMM_FORWARD], 0);
+	cr_expect_gt(e.category_s[EST_COMM_BACKWARD], 0);
 }
 
 /* A weight the first and the last stage share (tests/data/good/
