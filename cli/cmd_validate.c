@@ -90,8 +90,9 @@ static void help(FILE *f)
 	        "                    glob: '*174.6B*'); the MAPE is over those\n"
 	        "  --calibration FILE\n"
 	        "                    a calibration file (docs/formats.md): its figures\n"
-	        "                    replace the parameters they name in every row's\n"
-	        "                    topology; the report names it (text: a line under\n"
+	        "                    replace the parameters they name in the topology\n"
+	        "                    of every row --rows selects (a row left out is not\n"
+	        "                    calibrated); the report names it (text: a line under\n"
 	        "                    the title; JSON: \"calibration\" {\"name\", \"file\"}\n"
 	        "                    or null); \"auto\": each row's device's shipped one\n"
 	        "                    (calibration/; a line and a \"calibrations\" entry\n"
@@ -1112,9 +1113,13 @@ int cmd_validate(int argc, char **argv)
 	struct arena *ar = arena_new();
 	struct validation *v = ar ? validation_load(ar, a.file, &d) : NULL;
 	if (v && a.calibration && strcmp(a.calibration, "none")) {
+		/* the rows --rows selects: one it leaves out is not priced, so a
+		 * calibration of one device's rows applies to a mixed set */
 		for (int i = 0; v && i < v->n_rows; i++) {
-			struct topology *t = v->kind == VALIDATION_TRAINING ? v->training[i].scenario->topo
-			                                                    : v->collectives[i].topo;
+			bool train = v->kind == VALIDATION_TRAINING;
+			if (!selected(&a, train ? v->training[i].name : v->collectives[i].name))
+				continue;
+			struct topology *t = train ? v->training[i].scenario->topo : v->collectives[i].topo;
 			if (!cli_apply_calibration(ar, a.calibration, t, &d)) {
 				v = NULL;
 				break;
