@@ -1894,3 +1894,29 @@ Test(cli, validate_names_every_calibration_the_rows_took)
 	cJSON_Delete(root);
 	free(r.out);
 }
+
+/* validate --calibration FILE applies the file to the rows --rows selects
+ * only: validation/llm-foundry-mpt.json mixes A100 and H100 rows, and the
+ * H100 calibration of PyTorch FSDP stacks is refused on an A100 row (its
+ * device differs) but runs on the H100 rows alone. */
+Test(cli, validate_calibrates_the_selected_rows_only)
+{
+	struct cli_run r = fixture_shardlab("validate validation/llm-foundry-mpt.json --estimate-only "
+	                                    "--calibration calibration/h100-sxm-pytorch.json",
+	                                    true);
+	cr_expect_neq(r.status, 0);
+	cr_expect(strstr(r.out, "the calibration was fitted on \"NVIDIA H100 SXM\", the topology "
+	                        "dgx-a100 has \"NVIDIA A100 SXM 80GB\""),
+	          "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("validate validation/llm-foundry-mpt.json --estimate-only "
+	                     "--calibration calibration/h100-sxm-pytorch.json --rows 'MPT-* H100 *'",
+	                     false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "calibration h100-sxm-pytorch (calibration/h100-sxm-pytorch.json): "
+	                        "6 figures\n"), /* 4 kernel figures, the GEMM and per-op ones */
+	          "%s", r.out);
+	cr_expect(strstr(r.out, "% over 7 rows\n"), "%s", r.out); /* the 7 H100 rows */
+	cr_expect(!strstr(r.out, "A100"), "%s", r.out);
+	free(r.out);
+}
