@@ -1854,8 +1854,12 @@ static bool dual_replay(const struct est_ctx *ec, const struct plan_part *pp, in
 	int *at = a ? arena_calloc(a, (size_t)P, sizeof(int)) : NULL;
 	double *fdone = a ? arena_alloc_raw(a, (size_t)C * (size_t)m * sizeof(double)) : NULL;
 	double *bdone = a ? arena_alloc_raw(a, (size_t)C * (size_t)m * sizeof(double)) : NULL;
-	double *t = a ? arena_alloc_raw(a, 9 * (size_t)P * sizeof(double)) : NULL;
-	bool ok = prog && n && at && fdone && bdone && t;
+	/* the passes' times by model stage (program chunk c < P is stage c's
+	 * forward-direction copy, c >= P the reverse one's of stage c - P) */
+	struct {
+		double cf, tf, xf, cb, tb, xb, w, fsend, bsend;
+	} *u = a ? arena_calloc(a, (size_t)P, sizeof(*u)) : NULL;
+	bool ok = prog && n && at && fdone && bdone && u;
 	for (int d = 0; ok && d < P; d++)
 		ok = (n[d] = plan_dualpipe_schedule(a, P, m, d, &prog[d])) >= 0;
 	if (!ok) {
@@ -1864,20 +1868,16 @@ static bool dual_replay(const struct est_ctx *ec, const struct plan_part *pp, in
 	}
 	for (size_t i = 0; i < (size_t)C * (size_t)m; i++)
 		fdone[i] = bdone[i] = -1;
-	/* the passes' times by model stage (program chunk c < P is stage c's
-	 * forward-direction copy, c >= P the reverse one's of stage c - P) */
-	double *cf = t, *tf = t + P, *xf = t + 2 * P, *cb = t + 3 * P, *tb = t + 4 * P,
-	       *xb = t + 5 * P, *w = t + 6 * P, *fsend = t + 7 * P, *bsend = t + 8 * P;
 	for (int s = 0; s < P; s++) {
 		const double *k = ss[s].cat;
-		cf[s] = k[EST_COMPUTE_FORWARD];
-		tf[s] = k[EST_COMM_FORWARD] + k[EST_REDISTRIBUTION];
-		xf[s] = k[EST_PARAM_GATHER] / 2;
-		cb[s] = k[EST_COMPUTE_BACKWARD] + k[EST_RECOMPUTE] - ss[s].recompute_talk_s;
-		tb[s] = k[EST_COMM_BACKWARD] + ss[s].recompute_talk_s;
-		xb[s] = k[EST_PARAM_GATHER] / 2 + k[EST_GRADIENT_SYNC];
-		w[s] = ss[s].weight_s;
-		chunk_sends_s(ec, pp, s, &fsend[s], &bsend[s]);
+		u[s].cf = k[EST_COMPUTE_FORWARD];
+		u[s].tf = k[EST_COMM_FORWARD] + k[EST_REDISTRIBUTION];
+		u[s].xf = k[EST_PARAM_GATHER] / 2;
+		u[s].cb = k[EST_COMPUTE_BACKWARD] + k[EST_RECOMPUTE] - ss[s].recompute_talk_s;
+		u[s].tb = k[EST_COMM_BACKWARD] + ss[s].recompute_talk_s;
+		u[s].xb = k[EST_PARAM_GATHER] / 2 + k[EST_GRADIENT_SYNC];
+		u[s].w = ss[s].weight_s;
+		chunk_sends_s(ec, pp, s, &u[s].fsend, &u[s].bsend);
 	}
 	for (int d = 0; d < P; d++)
 		end[d] = talk[d] = 0;
@@ -1885,47 +1885,46 @@ static bool dual_replay(const struct est_ctx *ec, const struct plan_part *pp, in
 		moved = false;
 		for (int d = 0; d < P; d++) {
 			for (; at[d] < n[d]; at[d]++) {
-				const struct prog_slot *u = &prog[d][at[d]];
-				int c = u->chunk, s = c < P ? c : c - P;
+				const struct prog_slot *sl = &prog[d][at[d]];
+				int c = sl->chunk, s = c < P ? c : c - P;
 				/* the chunk whose backward an F&B runs: the other one on
 				 * this device */
-				int cbk = u->fb ? (c == d ? C - 1 - d : d) : c, sb = cbk < P ? cbk : cbk - P;
-				bool fwd = !u->backward && !u->weight, bwd = u->backward || u->fb;
-				int64_t jf = u->micro, jb = u->fb ? u->pair_micro : u->micro;
+				int cbk = sl->fb ? (c == d ? C - 1 - d : d) : c, sb = cbk < P ? cbk : cbk - P;
+				bool fwd = !sl->backward && !sl->weight, bwd = sl->backward || sl->fb;
+				int64_t jf = sl->micro, jb = sl->fb ? sl->pair_micro : sl->micro;
 				double ready = end[d];
 				if (fwd && c != 0 && c != P) {
 					double r = fdone[(size_t)(c - 1) * m + jf];
 					if (r < 0)
 						break;
-					ready = fmax(ready, r + fsend[s - 1]);
+					ready = fmax(ready, r + u[s - 1].fsend);
 				}
 				if (bwd) {
 					bool last = cbk == P - 1 || cbk == C - 1;
-					double r = last ? fdone[(size_t)cbk * m + jb]
-					                : bdone[(size_t)(cbk + 1) * m + jb] + bsend[sb + 1];
+					double r = last ? fdone[(size_t)cbk * m + jb] : bdone[(size_t)(cbk + 1) * m + jb];
 					if (r < 0)
 						break;
-					ready = fmax(ready, r);
+					ready = fmax(ready, r + (last ? 0 : u[sb + 1].bsend));
 				}
 				double dur, exposed;
-				if (u->fb) {
-					exposed = fmax(0, tf[s] - cb[sb]) + fmax(0, tb[sb] - cf[s]);
-					dur = cf[s] + cb[sb] + exposed + xf[s] + xb[sb];
-				} else if (u->weight) {
+				if (sl->fb) {
+					exposed = fmax(0, u[s].tf - u[sb].cb) + fmax(0, u[sb].tb - u[s].cf);
+					dur = u[s].cf + u[sb].cb + exposed + u[s].xf + u[sb].xb;
+				} else if (sl->weight) {
 					exposed = 0;
-					dur = w[s];
-				} else if (u->backward) {
-					exposed = tb[s];
-					dur = cb[s] - (u->split ? w[s] : 0) + tb[s] + xb[s];
+					dur = u[s].w;
+				} else if (sl->backward) {
+					exposed = u[s].tb;
+					dur = u[s].cb - (sl->split ? u[s].w : 0) + u[s].tb + u[s].xb;
 				} else {
-					exposed = tf[s];
-					dur = cf[s] + tf[s] + xf[s];
+					exposed = u[s].tf;
+					dur = u[s].cf + u[s].tf + u[s].xf;
 				}
 				end[d] = ready + dur;
 				talk[d] += exposed;
 				if (fwd)
 					fdone[(size_t)c * m + jf] = end[d];
-				if (bwd && !u->weight)
+				if (bwd)
 					bdone[(size_t)cbk * m + jb] = end[d];
 				moved = true;
 			}
