@@ -170,7 +170,7 @@ Test(validate, loads_the_holdout_set)
 	cr_assert_not_null(v);
 	cr_assert_eq(D.count, 0);
 	cr_assert_eq(v->kind, VALIDATION_TRAINING);
-	cr_assert_eq(v->n_rows, 6);
+	cr_assert_eq(v->n_rows, 10);
 	/* BLOOM-176B: 384 GPUs at TP 4 and 12 stages leave DP 8; micro-batch
 	 * 2 per replica and 2,048 sequences make 2048 / (8 x 2) = 128
 	 * micro-batches. */
@@ -206,6 +206,42 @@ Test(validate, loads_the_holdout_set)
 		cr_assert_eq(r->scenario->training.micro_batches, mb[i]);
 		cr_assert(r->scenario->training.whole_sends);
 		cr_assert_eq(r->measure, MEASURE_ITERATION_S);
+	}
+	/* Megatron-LM's 22B, 175B, 530B and 1T (Korthikanti et al. 2022):
+	 * TP 8 x PP on 8 x PP GPUs is DP 1, so the global batch is that many
+	 * micro-batches of 1. Each iteration time, with the configuration it
+	 * is transcribed with, must give the README's (commit 841f789) model
+	 * FLOPs utilization by the paper's count, 72 B s l h^2 (1 + s/(6h) +
+	 * V/(12 l h)) over GPUs x 312 TFLOP/s, and its hardware utilization
+	 * with the recomputed attention scores, s/(3h) in place of s/(6h),
+	 * each to the rounding of a time given to 3-4 digits: 22B, 4 x 2048
+	 * x 48 x 6144^2 x 72 (1 + 0.0556 + 0.0145) / (1.10 x 8 x 312e12) =
+	 * 41.65% against 41.5%. */
+	static const struct {
+		int64_t gpus, pp, batch;
+		double mfu, hfu;
+	} k[] = {{8, 1, 4, 41.5, 43.7}, {64, 8, 64, 51.4, 52.8},
+	         {280, 35, 280, 56.0, 57.0}, {512, 64, 512, 56.3, 57.0}};
+	for (int i = 0; i < 4; i++) {
+		r = &v->training[6 + i];
+		const struct scenario *s = r->scenario;
+		const struct model_gen *m = s->graph->gen;
+		cr_assert_eq(s->devices, k[i].gpus, "%s", r->name);
+		cr_assert_eq(r->tensor_parallel, 8);
+		cr_assert_eq(s->training.pipeline_stages, k[i].pp, "%s", r->name);
+		cr_assert_eq(8 * k[i].pp, k[i].gpus, "DP 1");
+		cr_assert_eq(s->training.micro_batches, k[i].batch, "%s", r->name);
+		cr_assert(s->training.sequence_parallel);
+		cr_assert_eq(s->training.recompute, RECOMPUTE_SELECTIVE);
+		cr_assert_eq(r->measure, MEASURE_ITERATION_S);
+		double B = (double)k[i].batch, sq = (double)m->seq, l = (double)m->layers,
+		       h = (double)m->hidden, V = (double)m->vocab;
+		double peak = (double)k[i].gpus * 312e12 * r->value / 100;
+		double base = 72 * B * sq * l * h * h;
+		cr_expect(fabs(base * (1 + sq / (6 * h) + V / (12 * l * h)) / peak - k[i].mfu) < 0.2,
+		          "%s: MFU", r->name);
+		cr_expect(fabs(base * (1 + sq / (3 * h) + V / (12 * l * h)) / peak - k[i].hfu) < 0.2,
+		          "%s: HFU", r->name);
 	}
 }
 
