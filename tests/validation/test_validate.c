@@ -980,3 +980,61 @@ Test(validate, megatron_bridge_rows_load_with_the_tables_parallelism_and_plan, .
 	};
 	table_rows_check("validation/megatron-bridge.json", want, (int)(sizeof want / sizeof want[0]));
 }
+
+/* validation/mindspeed-llm-910b.json, MindSpeed-LLM's performance table at
+ * v1.0.RC2.0 (docs/validation.md, "Ascend 910B: MindSpeed-LLM"): every row
+ * loads, its data-parallel degree and micro-batches follow from its
+ * script's figures (DP = NPUs / (TP x PP), GBS / (MBS x DP) micro-batches,
+ * GBS x sequence tokens an iteration), and it is estimated. Its errors are
+ * reported, never tested against a threshold. Four models' parameters by
+ * hand from their published dimensions (untied unless said):
+ *   LLaMA-2 13B: 2 x 32000 x 5120 + 40 (4 x 5120^2 + 3 x 5120 x 13824
+ *     + 2 x 5120) + 5120 = 327,680,000 + 12,688,179,200 + 5,120
+ *     = 13,015,864,320;
+ *   LLaMA-3 8B: 2 x 128256 x 4096 + 32 (2 x 4096^2 + 2 x 4096 x 1024
+ *     + 3 x 4096 x 14336 + 2 x 4096) + 4096 = 8,030,261,248;
+ *   Qwen1.5 0.5B (tied, q/k/v biases): 151936 x 1024 + 24 (4 x 1024^2
+ *     + 3 x 1024 + 3 x 1024 x 2816 + 2 x 1024) + 1024 = 463,987,712;
+ *   Yi 34B: 2 x 64000 x 7168 + 60 (2 x 7168^2 + 2 x 7168 x 1024
+ *     + 3 x 7168 x 20480 + 2 x 7168) + 7168 = 34,388,917,248. */
+Test(validate, loads_the_mindspeed_llm_set)
+{
+	struct validation *v = validation_load(A, "validation/mindspeed-llm-910b.json", &D);
+	cr_assert_not_null(v);
+	cr_assert_eq(D.count, 0);
+	cr_assert_eq(v->n_rows, 29);
+	static const struct {
+		const char *prefix;
+		int64_t params;
+	} by_hand[] = {{"MindSpeed-LLM LLaMA-2 13B ", 13015864320},
+	               {"MindSpeed-LLM LLaMA-3 8B ", 8030261248},
+	               {"MindSpeed-LLM Qwen1.5 0.5B ", 463987712},
+	               {"MindSpeed-LLM Yi 34B ", 34388917248}};
+	int found = 0;
+	struct validation_run_options o = {.estimate_only = true};
+	for (int i = 0; i < v->n_rows; i++) {
+		const struct validation_training_row *r = &v->training[i];
+		const struct scenario *s = r->scenario;
+		int64_t tp = r->tensor_parallel, pp = s->training.pipeline_stages;
+		int64_t dp = s->devices / (tp * pp), gbs = s->training.global_batch;
+		cr_expect_eq(dp * tp * pp, s->devices, "%s", r->name);
+		cr_expect_eq(s->graph->batch, r->micro_batch * dp, "%s", r->name);
+		cr_expect_eq(s->training.micro_batches * r->micro_batch * dp, gbs, "%s", r->name);
+		cr_expect_eq(r->measure, MEASURE_TOKENS_PER_S_PER_DEVICE, "%s", r->name);
+		cr_expect_eq(r->tokens_per_iteration, (double)gbs * (double)s->graph->gen->seq,
+		             "%s", r->name);
+		for (size_t k = 0; k < sizeof by_hand / sizeof by_hand[0]; k++) {
+			if (strncmp(r->name, by_hand[k].prefix, strlen(by_hand[k].prefix)))
+				continue;
+			int64_t params = 0;
+			cr_assert(graph_params_fit(s->graph, &params));
+			cr_expect_eq(params, by_hand[k].params, "%s", r->name);
+			found++;
+		}
+		struct validation_training_result res;
+		validation_run_training(A, r, &o, &res);
+		cr_expect_null(res.error, "%s: %s", r->name, res.error);
+		cr_expect_gt(res.est_s, 0, "%s", r->name);
+	}
+	cr_expect_eq(found, 4);
+}
