@@ -760,7 +760,7 @@ static void chunk_backward(struct lower *L, const int *start, const int *idx, co
 		/* DeepSpeed 2021 gathers again what it released (gathers_rec) */
 		forward(L, start, idx, lo, hi, cost_zero3_deepspeed(tr) && full,
 		        tr->recompute == RECOMPUTE_SELECTIVE ? core : NULL,
-		        (full && tr->recompute_layers > 0) || by_op ? L->recomputed : NULL);
+		        full || by_op ? L->recomputed : NULL);
 		L->phase = PHASE_BACKWARD;
 	}
 	backward(L, start, idx, lo, hi, tr->zero_stage >= 3, L->buckets[c], L->n_buckets[c], split);

@@ -1043,7 +1043,11 @@ void cost_memory_verdict(double peak_bytes, double capacity_bytes, struct cost_v
  * plan, reused chunk after chunk (nothing is allocated here). */
 struct cost_act_scratch;
 /* Which ops a backward recomputes (per op, NULL on OOM). Full
- * recomputation: every op with training.recompute_layers 0; with N > 0
+ * recomputation: the ops of every transformer layer with
+ * training.recompute_layers 0 (Megatron-LM's --recompute-method uniform,
+ * torchtitan's and FSDP's per-block checkpointing: the embedding, the final
+ * norm, the head and the loss are not checkpointed; a chunk that names no
+ * layers is one block, every op); with N > 0
  * the ops of the first N transformer layers of each chunk (Megatron-LM's
  * --recompute-method block: transformer_block.py's _checkpointed_forward
  * checkpoints layers 0 .. N-1 of the chunk's block and runs the rest

@@ -261,13 +261,22 @@ bool *cost_recomputed(struct arena *a, const struct plan *p, const struct plan_p
 		return r;
 	for (int ch = 0; ch < pp->n_chunks; ch++) {
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1], n = 0, last = -1;
+		bool layers = false;
+		for (int i = lo; i < hi && !layers; i++)
+			layers = graph_op_layer(&g->ops[i]) >= 0;
 		for (int i = lo; i < hi; i++) {
 			int L = graph_op_layer(&g->ops[i]);
 			if (L >= 0 && L != last) {
 				n++;
 				last = L;
 			}
-			r[i] = t->recompute_layers <= 0 || (L >= 0 && n <= t->recompute_layers);
+			/* the frameworks checkpoint the transformer layers alone:
+			 * the embedding, the final norm, the head and the loss run
+			 * once and keep their activations, as the memory counts them
+			 * (cost_chunk_activations; a chunk that names no layers is one
+			 * block) */
+			r[i] = layers ? L >= 0 && (t->recompute_layers <= 0 || n <= t->recompute_layers)
+			              : t->recompute_layers <= 0;
 		}
 	}
 	return r;

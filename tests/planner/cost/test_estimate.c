@@ -1288,7 +1288,11 @@ static const struct plan *llama4_recompute(struct arena *a, struct diag_list *d,
  * O + N x + (4 - N) s for N = 1 .. 3. So S_1 - S_none, S_2 - S_1 and
  * S_3 - S_2 are all x - s, and S_full - S_3 is x: layers.0's input
  * [32, 64] bf16, 4,096 bytes. N = 4, every layer of the chunk, is full
- * recomputation. */
+ * recomputation, which redoes the layers alone: the frameworks checkpoint
+ * each transformer layer, so the embedding, the final norm, the head and
+ * the loss run once (Megatron-LM's --recompute-method uniform checkpoints
+ * the transformer block's layers; the memory has always kept their
+ * activations). */
 Test(estimate, recompute_layers_block_method)
 {
 	struct arena *a = arena_new();
@@ -1308,6 +1312,7 @@ Test(estimate, recompute_layers_block_method)
 		cr_expect_eq(n[1].ops[i].recompute_s, l0 ? redo : 0, "%s: %g", name,
 		             n[1].ops[i].recompute_s);
 		cr_expect_eq(n[4].ops[i].recompute_s, layer ? redo : 0, "%s", name);
+		cr_expect_eq(full.ops[i].recompute_s, layer ? redo : 0, "%s: full", name);
 		rec1 += n[1].ops[i].recompute_s;
 		rec4 += n[4].ops[i].recompute_s;
 	}
@@ -1319,6 +1324,7 @@ Test(estimate, recompute_layers_block_method)
 	cr_expect_eq(n[3].activation_bytes - n[2].activation_bytes, step);
 	cr_expect_eq(full.activation_bytes - n[3].activation_bytes, 4096);
 	cr_expect_eq(n[4].activation_bytes, full.activation_bytes);
+	cr_expect_eq(n[4].iteration_s, full.iteration_s);
 	diag_list_free(&d);
 	arena_free(a);
 }
