@@ -180,6 +180,14 @@ int graph_op_layer(const struct op *o)
 	return *p == '.' ? n : -1;
 }
 
+bool graph_ops_name_layers(const struct graph *g, int lo, int hi)
+{
+	for (int i = lo; i < hi; i++)
+		if (graph_op_layer(&g->ops[i]) >= 0)
+			return true;
+	return false;
+}
+
 int graph_find_tensor(const struct graph *g, const char *name)
 {
 	for (int i = 0; g && i < g->n_tensors; i++)

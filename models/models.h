@@ -271,6 +271,9 @@ int graph_find_op(const struct graph *g, const char *name);
  * pipeline's splits go by), -1 for the ops around them (embedding, head)
  * and for every op of a graph that names no layers. */
 int graph_op_layer(const struct op *o);
+/* Whether any of ops [lo, hi) belongs to a transformer layer: a pipeline
+ * chunk that names none is one block to recomputation and memory. */
+bool graph_ops_name_layers(const struct graph *g, int lo, int hi);
 int graph_find_tensor(const struct graph *g, const char *name);
 void graph_totals(const struct graph *g, struct graph_totals *out);
 /* The model's parameter elements added up exactly, into *params; false

@@ -261,9 +261,7 @@ bool *cost_recomputed(struct arena *a, const struct plan *p, const struct plan_p
 		return r;
 	for (int ch = 0; ch < pp->n_chunks; ch++) {
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1], n = 0, last = -1;
-		bool layers = false;
-		for (int i = lo; i < hi && !layers; i++)
-			layers = graph_op_layer(&g->ops[i]) >= 0;
+		bool layers = graph_ops_name_layers(g, lo, hi);
 		for (int i = lo; i < hi; i++) {
 			int L = graph_op_layer(&g->ops[i]);
 			if (L >= 0 && L != last) {
@@ -708,9 +706,7 @@ void cost_chunk_activations(struct cost_act_scratch *x, const struct plan_part *
 	 * the ops the policy keeps (op_policy), and holds everything it saves
 	 * while it is recomputed. */
 	*stored = 0;
-	bool layers = false;
-	for (int i = lo; i < hi && !layers; i++)
-		layers = graph_op_layer(&g->ops[i]) >= 0;
+	bool layers = graph_ops_name_layers(g, lo, hi);
 	int64_t n_rec = p->scenario->training.recompute_layers, ord = 0;
 	double kept = 0; /* what the layers after the first N save */
 	for (int i = lo; i < hi;) {

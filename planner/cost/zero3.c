@@ -162,9 +162,7 @@ bool cost_ds_regathers(struct arena *a, const struct graph *g, const struct plan
 	int k = 0;
 	for (int i = lo; i < hi; i++)
 		t[k++] = (struct use){i, 0};
-	bool full = rec == RECOMPUTE_FULL, layers = false;
-	for (int i = lo; i < hi && full && !layers; i++)
-		layers = graph_op_layer(&g->ops[i]) >= 0;
+	bool full = rec == RECOMPUTE_FULL, layers = full && graph_ops_name_layers(g, lo, hi);
 	for (int j = hi; j > lo;) {
 		int L = graph_op_layer(&g->ops[j - 1]), i = j - 1;
 		while (i > lo && graph_op_layer(&g->ops[i - 1]) == L)
