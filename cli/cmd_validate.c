@@ -96,7 +96,14 @@ static void help(FILE *f)
 	        "                    the title; JSON: \"calibration\" {\"name\", \"file\"}\n"
 	        "                    or null); \"auto\": each row's device's shipped one\n"
 	        "                    (calibration/; a line and a \"calibrations\" entry\n"
-	        "                    each), \"none\": none. With a training fit,\n"
+	        "                    each), \"none\": none (the bare model). Without the\n"
+	        "                    option, each training row takes its device's shipped\n"
+	        "                    one where there is one, and the others none (a line\n"
+	        "                    says how many); collective rows take none (the\n"
+	        "                    shipped files are fitted to training runs and\n"
+	        "                    kernels). A calibration fitted on these rows says so:\n"
+	        "                    its errors here are in sample, and the report gives\n"
+	        "                    its cross-validated MAPE beside them. With a training fit,\n"
 	        "                    each prediction has a 90%% interval (JSON:\n"
 	        "                    \"interval\" {\"lo\", \"hi\"} in the row's unit,\n"
 	        "                    \"covered\") and the report gives the coverage, the\n"
@@ -162,9 +169,12 @@ static void help(FILE *f)
 struct args {
 	const char *file;
 	const char *rows;              /* glob; NULL: every row */
-	const char *calibration;       /* --calibration FILE; NULL: none */
+	const char *calibration;       /* --calibration FILE; NULL: each row's device's
+	                                  shipped one where there is one */
 	const struct calibration *cal[8]; /* loaded, one per file the rows' devices took */
 	int n_cal;
+	int n_bare;                    /* without --calibration: rows whose device has none */
+	const char *bare_device;       /* the first of them */
 	bool estimate_only, json, csv;
 	int64_t jobs;                  /* training rows at once; 0: the processors online */
 };
@@ -216,36 +226,91 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return EXIT_OK;
 }
 
-/* The calibrations used, under the title, when one was given: one line
- * each (--calibration auto gives each row its device's file). */
-static void calibration_line(const struct args *a)
+/* The training fit of c when it was fitted on this set's rows (its
+ * fitted_on names the set: "FILE (NAME): ..." or "FILE (NAME), rows
+ * 'GLOB': ..."), so that its errors here are in sample; NULL otherwise. */
+static const struct cal_fit *fitted_here(const struct calibration *c, const struct validation *v)
 {
-	for (int k = 0; k < a->n_cal; k++)
-		printf("calibration %s (%s): %d figure%s\n", a->cal[k]->name, a->cal[k]->file,
-		       a->cal[k]->n_figures, a->cal[k]->n_figures == 1 ? "" : "s");
-	if (!a->n_cal)
-		printf("calibration none: no intervals\n");
+	const struct cal_fit *tf = cost_calibration_training_fit(c);
+	if (!tf || !tf->fitted_on || !v->name)
+		return NULL;
+	const char *at = strstr(tf->fitted_on, " (");
+	size_t n = strlen(v->name);
+	if (!at || strncmp(at + 2, v->name, n) || at[2 + n] != ')')
+		return NULL;
+	return tf;
 }
 
-static cJSON *calibration_object(const struct calibration *c)
+/* c's training fit when it saw this row: fitted on this set, and on every
+ * row or on the rows its glob picked ("..., rows 'GLOB': ..."). */
+static const struct cal_fit *row_fitted(const struct calibration *c, const struct validation *v,
+                                        const char *row)
+{
+	const struct cal_fit *tf = c ? fitted_here(c, v) : NULL;
+	if (!tf)
+		return NULL;
+	const char *g = strstr(tf->fitted_on, "), rows '");
+	if (!g)
+		return tf;
+	g += strlen("), rows '");
+	const char *end = strstr(g, "':");
+	char glob[256];
+	if (!end || (size_t)(end - g) >= sizeof glob)
+		return tf;
+	memcpy(glob, g, (size_t)(end - g));
+	glob[end - g] = '\0';
+	return fnmatch(glob, row, 0) == 0 ? tf : NULL;
+}
+
+/* The calibrations used, under the title: one line each (each row takes
+ * its device's shipped file unless --calibration names one), a line for
+ * the rows that took none, and the fit's own out-of-sample error where the
+ * rows below are the ones it was fitted on. */
+static void calibration_line(const struct args *a, const struct validation *v)
+{
+	for (int k = 0; k < a->n_cal; k++) {
+		printf("calibration %s (%s): %d figure%s\n", a->cal[k]->name, a->cal[k]->file,
+		       a->cal[k]->n_figures, a->cal[k]->n_figures == 1 ? "" : "s");
+		const struct cal_fit *tf = fitted_here(a->cal[k], v);
+		if (tf && tf->cv_method && !strcmp(tf->cv_method, "k-fold"))
+			printf("  in sample: fitted on %s; out of sample (%d-fold) its MAPE is %.1f%%\n",
+			       tf->fitted_on, tf->cv_folds, tf->cv_mape_pct);
+		else if (tf)
+			printf("  in sample: fitted on %s; out of sample (%s) its MAPE is %.1f%%\n",
+			       tf->fitted_on, tf->cv_method ? tf->cv_method : "cross-validated",
+			       tf->cv_mape_pct);
+	}
+	if (!a->n_cal && a->n_bare)
+		printf("calibration none (no shipped calibration for the %s): no intervals\n",
+		       a->bare_device);
+	else if (!a->n_cal)
+		printf("calibration none: no intervals\n");
+	else if (a->n_bare)
+		printf("calibration none for %d row%s (no shipped calibration for the %s): no "
+		       "intervals\n", a->n_bare, a->n_bare == 1 ? "" : "s", a->bare_device);
+}
+
+static cJSON *calibration_object(const struct calibration *c, const struct validation *v)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", c->name);
 	cJSON_AddStringToObject(o, "file", c->file);
+	cJSON_AddBoolToObject(o, "in_sample", fitted_here(c, v) != NULL);
 	return o;
 }
 
 /* "calibration": the first row's (null: none); "calibrations": every one
- * the rows took, in row order. */
-static void calibration_json(const struct args *a, cJSON *root)
+ * the rows took, in row order; "uncalibrated_rows": those that took none. */
+static void calibration_json(const struct args *a, const struct validation *v, cJSON *root)
 {
 	if (!a->n_cal)
 		cJSON_AddNullToObject(root, "calibration");
 	else
-		cJSON_AddItemToObject(root, "calibration", calibration_object(a->cal[0]));
+		cJSON_AddItemToObject(root, "calibration", calibration_object(a->cal[0], v));
 	cJSON *all = cJSON_AddArrayToObject(root, "calibrations");
 	for (int k = 0; k < a->n_cal; k++)
-		cJSON_AddItemToArray(all, calibration_object(a->cal[k]));
+		cJSON_AddItemToArray(all, calibration_object(a->cal[k], v));
+	cJSON_AddNumberToObject(root, "uncalibrated_rows", a->n_bare);
 }
 
 static bool selected(const struct args *a, const char *name)
@@ -360,7 +425,7 @@ static void training_text(const struct args *a, const struct validation *v,
 		wp = lp > wp ? lp : wp;
 	}
 	printf("validate %s: %d training row%s of %s\n", v->name, n, n == 1 ? "" : "s", v->file);
-	calibration_line(a);
+	calibration_line(a, v);
 	printf("  %-*s  %-7s  %-*s  %-14s  %-14s  %-8s  %-14s  %s\n", wn, "row", "devices", wp, "plan",
 	       "measured", "estimated", "error", "simulated", "error");
 	bool any_tflops = false, any_tokens = false, any_time = false, notes = false;
@@ -451,7 +516,26 @@ static void training_text(const struct args *a, const struct validation *v,
 		                       validation_error_pct(r->memory_bytes, r->row->memory_bytes)));
 	}
 	printf("\nMAPE\n");
-	if (m.estimate_n)
+	/* rows the calibration was fitted on: their errors are in sample */
+	const struct cal_fit *fit = NULL;
+	int n_in = 0;
+	for (int i = 0; i < n; i++) {
+		const struct cal_fit *f =
+			rows[i].error ? NULL
+			              : row_fitted(rows[i].row->scenario->topo->calibration, v,
+			                           rows[i].row->name);
+		n_in += f != NULL;
+		fit = fit ? fit : f;
+	}
+	if (m.estimate_n && fit && n_in >= m.estimate_n)
+		printf("  estimate   %5.1f%% over %d row%s (in sample: the calibration was fitted on "
+		       "them; out of sample %.1f%%)\n", m.estimate_pct, m.estimate_n,
+		       m.estimate_n == 1 ? "" : "s", fit->cv_mape_pct);
+	else if (m.estimate_n && fit)
+		printf("  estimate   %5.1f%% over %d row%s (%d of them in sample: their calibration "
+		       "was fitted on them; out of sample %.1f%%)\n", m.estimate_pct, m.estimate_n,
+		       m.estimate_n == 1 ? "" : "s", n_in, fit->cv_mape_pct);
+	else if (m.estimate_n)
 		printf("  estimate   %5.1f%% over %d row%s\n", m.estimate_pct, m.estimate_n,
 		       m.estimate_n == 1 ? "" : "s");
 	else
@@ -523,7 +607,7 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 	cJSON_AddStringToObject(root, "file", v->file);
 	cJSON_AddStringToObject(root, "name", v->name);
 	cJSON_AddStringToObject(root, "kind", validation_kind_names[v->kind]);
-	calibration_json(a, root);
+	calibration_json(a, v, root);
 	cJSON *list = cJSON_AddArrayToObject(root, "rows");
 	for (int i = 0; i < n; i++) {
 		const struct validation_training_result *r = &rows[i];
@@ -911,7 +995,7 @@ static void collectives_text(const struct args *a, const struct validation *v,
 		}
 	}
 	printf("validate %s: %d collective row%s of %s\n", v->name, n, n == 1 ? "" : "s", v->file);
-	calibration_line(a);
+	calibration_line(a, v);
 	printf("  %-*s  %-5s  %-8s  %-*s  %-22s  %-9s  %-8s  %-9s  %s\n", wn, "row", "ranks", "size",
 	       wa, "algorithm", "measured busbw", "simulated", "error", "formula", "error");
 	bool notes = false;
@@ -976,7 +1060,7 @@ static cJSON *collectives_json(const struct args *a, const struct validation *v,
 	cJSON_AddStringToObject(root, "file", v->file);
 	cJSON_AddStringToObject(root, "name", v->name);
 	cJSON_AddStringToObject(root, "kind", validation_kind_names[v->kind]);
-	calibration_json(a, root);
+	calibration_json(a, v, root);
 	cJSON *list = cJSON_AddArrayToObject(root, "rows");
 	for (int i = 0; i < n; i++) {
 		const struct validation_collective_row *row = rows[i].row;
@@ -1112,15 +1196,28 @@ int cmd_validate(int argc, char **argv)
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct validation *v = ar ? validation_load(ar, a.file, &d) : NULL;
-	if (v && a.calibration && strcmp(a.calibration, "none")) {
+	if (v && !a.calibration && v->kind == VALIDATION_COLLECTIVES)
+		a.calibration = "none";
+	if (v && !(a.calibration && !strcmp(a.calibration, "none"))) {
 		/* the rows --rows selects: one it leaves out is not priced, so a
-		 * calibration of one device's rows applies to a mixed set */
+		 * calibration of one device's rows applies to a mixed set; without
+		 * --calibration each training row takes its device's shipped one,
+		 * where there is one, as estimate and simulate do. Collective rows
+		 * keep the links' own figures unless asked: the shipped files are
+		 * fitted to training runs and kernels, none to a collective
+		 * benchmark, and their NIC figure is one under training load. */
 		for (int i = 0; v && i < v->n_rows; i++) {
 			bool train = v->kind == VALIDATION_TRAINING;
 			if (!selected(&a, train ? v->training[i].name : v->collectives[i].name))
 				continue;
 			struct topology *t = train ? v->training[i].scenario->topo : v->collectives[i].topo;
-			if (!cli_apply_calibration(ar, a.calibration, t, &d)) {
+			const char *use = a.calibration ? a.calibration : cli_shipped_calibration(ar, t);
+			if (!use) {
+				if (!a.n_bare++)
+					a.bare_device = t->device.kind ? t->device.kind : "device";
+				continue;
+			}
+			if (!cli_apply_calibration(ar, use, t, &d)) {
 				v = NULL;
 				break;
 			}

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -104,6 +105,33 @@ static const struct {
 	{"NVIDIA B200 (GB200 NVL72)", "blackwell.json"},
 };
 
+static bool readable(const char *path)
+{
+	FILE *probe = path ? fopen(path, "r") : NULL;
+	if (probe)
+		fclose(probe);
+	return probe != NULL;
+}
+
+/* The shipped folder as this build knows it, shortened to a path relative
+ * to the working directory when it lies under it (the usual case: run from
+ * the tree), so that reports do not name the clone's absolute path. */
+static const char *shipped_folder_file(struct arena *a, const char *file)
+{
+#ifdef SHARDLAB_CALIBRATION_DIR
+	const char *dir = SHARDLAB_CALIBRATION_DIR;
+	char cwd[4096];
+	size_t n = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+	if (n && !strncmp(dir, cwd, n) && dir[n] == '/')
+		dir += n + 1;
+	return arena_printf(a, "%s/%s", dir, file);
+#else
+	(void)a;
+	(void)file;
+	return NULL;
+#endif
+}
+
 const char *cli_shipped_calibration(struct arena *a, const struct topology *t)
 {
 	for (size_t i = 0; i < SL_COUNTOF(shipped); i++) {
@@ -114,11 +142,13 @@ const char *cli_shipped_calibration(struct arena *a, const struct topology *t)
 		const char *rel = arena_printf(a, "../calibration/%s", shipped[i].file);
 		const char *path = rel ? util_path_join(a, util_path_dir(a, t->file ? t->file : ""), rel)
 		                       : NULL;
-		FILE *probe = path ? fopen(path, "r") : NULL;
-		if (probe) {
-			fclose(probe);
+		if (readable(path))
 			return path;
-		}
+		/* A topology of the user's own, outside the tree: the folder
+		 * this build was made from. */
+		path = shipped_folder_file(a, shipped[i].file);
+		if (readable(path))
+			return path;
 	}
 	return NULL;
 }

@@ -1873,9 +1873,14 @@ Test(cli, validate_names_every_calibration_the_rows_took)
 	                                    "--calibration auto --rows '*LLAMA3_8B*'",
 	                                    false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
-	cr_expect(strstr(r.out, "\ncalibration blackwell (calibration/blackwell.json): 1 figure\n"
-	                        "calibration h100-sxm (calibration/h100-sxm.json):"),
-	          "%s", r.out);
+	/* blackwell.json was fitted on the B200 and GB200 rows of this set:
+	 * its line says so */
+	const char *bw = strstr(r.out, "\ncalibration blackwell (calibration/blackwell.json): 1 figure\n"
+	                               "  in sample: fitted on validation/megatron-bridge.json "
+	                               "(megatron-bridge), rows '*B200 *':");
+	cr_expect(bw, "%s", r.out);
+	cr_expect(bw && strstr(bw, "\ncalibration h100-sxm (calibration/h100-sxm.json):"), "%s",
+	          r.out);
 	free(r.out);
 	r = fixture_shardlab("validate validation/megatron-bridge.json --estimate-only "
 	                     "--calibration auto --rows '*LLAMA3_8B*' --json",
@@ -1893,6 +1898,88 @@ Test(cli, validate_names_every_calibration_the_rows_took)
 	                 "blackwell");
 	cJSON_Delete(root);
 	free(r.out);
+}
+
+/* Without --calibration, validate prices each row as estimate does: with
+ * its device's shipped calibration, so every prediction has its interval
+ * and the report its coverage; --calibration none is the bare model. A
+ * device without a shipped file (the Atlas 800's Ascend 910) runs bare, and
+ * the report says which. */
+Test(cli, validate_takes_the_shipped_calibrations_by_default)
+{
+	struct cli_run r = fixture_shardlab("validate validation/holdout.json --estimate-only "
+	                                    "--rows 'Megatron-LM 22B*'",
+	                                    false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\ncalibration a100-sxm (calibration/a100-sxm.json): 1 figure\n"),
+	          "%s", r.out);
+	cr_expect(!strstr(r.out, "in sample"), "%s", r.out); /* held out of every fit */
+	cr_expect(strstr(r.out, "\n  estimate   1 of 1 (100%)\n") ||
+	          strstr(r.out, "\n  estimate   0 of 1 (0%)\n"),
+	          "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("validate validation/holdout.json --estimate-only --calibration none "
+	                     "--rows 'Megatron-LM 22B*'",
+	                     false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\ncalibration none: no intervals\n"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n  estimate   - ("), "%s", r.out); /* no coverage */
+	free(r.out);
+	r = fixture_shardlab("validate tests/data/good/validate-grown.json --estimate-only", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\ncalibration none (no shipped calibration for the Ascend 910): "
+	                        "no intervals\n"),
+	          "%s", r.out);
+	free(r.out);
+	cJSON *j = run_json("validate --json --estimate-only --rows '1.7B*' "
+	                    "validation/megatron-dev.json");
+	const cJSON *all = cJSON_GetObjectItemCaseSensitive(j, "calibrations");
+	cr_assert_eq(cJSON_GetArraySize(all), 1);
+	cr_expect_str_eq(str_of(cJSON_GetArrayItem(all, 0), "name"), "a100-sxm");
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(all, 0),
+	                                                        "in_sample")));
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "uncalibrated_rows")->valueint, 0);
+	cJSON_Delete(j);
+}
+
+/* A topology of the user's own, outside the tree, still takes the shipped
+ * calibration of its device: the one this build was made from, named as a
+ * path from the working directory. */
+Test(cli, a_topology_outside_the_tree_takes_the_shipped_calibration)
+{
+	char cwd[1024], dir[] = "/tmp/shardlab-own-XXXXXX", topo[128], scen[128], args[256];
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(topo, sizeof topo, "%s/own-a100.json", dir);
+	snprintf(scen, sizeof scen, "%s/own.json", dir);
+	FILE *f = fopen(topo, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+	        "{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"own-a100\",\n"
+	        " \"source\": \"a test: the shipped DGX A100 at two servers\",\n"
+	        " \"base\": \"%s/topologies/dgx-a100.json\",\n"
+	        " \"cluster\": {\"servers\": 2, \"fabric\": {\"kind\": \"fat-tree\", "
+	        "\"nics_per_leaf\": 16, \"oversubscription\": 1, \"switch_latency_us\": 0.3}}}\n",
+	        cwd);
+	fclose(f);
+	f = fopen(scen, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+	        "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"own\",\n"
+	        " \"model\": \"%s/models/llama2-7b.json\", \"topology\": \"own-a100.json\",\n"
+	        " \"devices\": 16, \"training\": {\"global_batch\": 64}}\n",
+	        cwd);
+	fclose(f);
+	snprintf(args, sizeof args, "estimate %s", scen);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "calibration          a100-sxm (calibration/a100-sxm.json)"), "%s",
+	          r.out);
+	cr_expect(strstr(r.out, "(90%: "), "%s", r.out);
+	free(r.out);
+	unlink(scen);
+	unlink(topo);
+	rmdir(dir);
 }
 
 /* validate --calibration FILE applies the file to the rows --rows selects
@@ -1916,7 +2003,10 @@ Test(cli, validate_calibrates_the_selected_rows_only)
 	cr_expect(strstr(r.out, "calibration h100-sxm-pytorch (calibration/h100-sxm-pytorch.json): "
 	                        "6 figures\n"), /* 4 kernel figures, the GEMM and per-op ones */
 	          "%s", r.out);
-	cr_expect(strstr(r.out, "% over 7 rows\n"), "%s", r.out); /* the 7 H100 rows */
+	/* the 7 H100 rows, the ones this calibration was fitted on */
+	cr_expect(strstr(r.out, "% over 7 rows (in sample: the calibration was fitted on them; "
+	                        "out of sample "),
+	          "%s", r.out);
 	cr_expect(!strstr(r.out, "A100"), "%s", r.out);
 	free(r.out);
 }
