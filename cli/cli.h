@@ -85,8 +85,10 @@ struct cJSON *cli_calibration_json(const struct topology *t);
 /* {"level", "lo_s", "hi_s", "relative_sd", "relative_sd_figures"}, or
  * {"lo_s": null, "hi_s": null, "note"} without one. */
 struct cJSON *cli_interval_json(const struct cal_interval *iv);
-/* The shipped calibration of t's device kind (calibration/ beside the
- * topology's folder), NULL when there is none. */
+/* The calibration t takes by default: the one its file names
+ * ("calibration"), else the shipped one of its device kind (calibration/
+ * beside the topology's folder, or the tree this program was built from);
+ * NULL when there is none or the file says "none". */
 const char *cli_shipped_calibration(struct arena *a, const struct topology *t);
 /* --calibration's value applied to t: a file, "auto" (the shipped one of
  * its device), "none" or NULL (nothing). False after diagnostics. */

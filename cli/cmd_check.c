@@ -88,7 +88,16 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 		/* reported */
 	} else if (!strcmp(fmt, TOPO_FORMAT)) {
 		struct topology *t = topo_load_doc(a, doc);
-		if (t)
+		/* the calibration it names, read and held to its device */
+		const char *cal = t && t->calibration_file && strcmp(t->calibration_file, "none")
+		                          ? t->calibration_file : NULL;
+		struct calibration *c = cal ? cost_calibration_load(a, cal, d) : NULL;
+		if (cal && !(c && cost_calibration_apply(c, t, d)))
+			t = NULL;
+		if (t && c)
+			snprintf(summary, size, "topology: %lld × %s, calibration %s",
+			         (long long)t->n_devices, t->device.kind, c->name);
+		else if (t)
 			snprintf(summary, size, "topology: %lld × %s", (long long)t->n_devices,
 			         t->device.kind);
 	} else if (!strcmp(fmt, MODEL_FORMAT)) {

@@ -24,7 +24,9 @@ static void help(FILE *f)
 	        "overhead and the memory-bound kernels' classes (kernel_efficiency)\n"
 	        "where the file states them: docs/cost-models.md), each intra-server\n"
 	        "tier (bandwidth per device, latency, kind, groups), the NICs, the\n"
-	        "inter-server fabric, the collective library (docs/cost-models.md)\n"
+	        "inter-server fabric, the collective library (docs/cost-models.md),\n"
+	        "the calibration the file names, if any (\"calibration\": the default\n"
+	        "of every command that prices it; JSON \"calibration_file\"),\n"
 	        "and the bisection bandwidth (the cut between ranks [0, n/2) and\n"
 	        "[n/2, n), one direction). Bandwidths are the achievable rates every\n"
 	        "cost model and the simulator use: the file's line rate times the\n"
@@ -218,6 +220,9 @@ static void print_topology(const struct topology *t)
 	printf("topology %s: %lld × %s (%d server%s × %d)\n", t->name, (long long)t->n_devices,
 	       t->device.kind, t->servers, t->servers == 1 ? "" : "s", t->devices_per_server);
 	printf("source: %s\n", t->source);
+	if (t->calibration_file) /* named by the file: the commands' default */
+		printf("calibration: %s (the default of every command that prices it)\n",
+		       t->calibration_file);
 	print_device(&t->device);
 	printf("%-8s %-14s %-9s %-7s %s\n", "tier", "per device", "latency", "kind", "groups");
 	for (int k = 0; k < t->n_tiers; k++) {
@@ -364,6 +369,8 @@ static cJSON *json_topology(const struct topology *t)
 	cJSON_AddStringToObject(o, "name", t->name);
 	cJSON_AddStringToObject(o, "source", t->source);
 	cJSON_AddStringToObject(o, "file", t->file);
+	if (t->calibration_file)
+		cJSON_AddStringToObject(o, "calibration_file", t->calibration_file);
 	cJSON_AddNumberToObject(o, "devices", (double)t->n_devices);
 	cJSON_AddNumberToObject(o, "servers", t->servers);
 	cJSON_AddNumberToObject(o, "devices_per_server", t->devices_per_server);

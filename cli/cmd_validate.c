@@ -173,8 +173,8 @@ struct args {
 	                                  shipped one where there is one */
 	const struct calibration *cal[8]; /* loaded, one per file the rows' devices took */
 	int n_cal;
-	int n_bare;                    /* without --calibration: rows whose device has none */
-	const char *bare_device;       /* the first of them */
+	int n_bare;                    /* without --calibration: rows that take none */
+	const char *bare_why;          /* why the first of them takes none */
 	bool estimate_only, json, csv;
 	int64_t jobs;                  /* training rows at once; 0: the processors online */
 };
@@ -281,13 +281,12 @@ static void calibration_line(const struct args *a, const struct validation *v)
 			       tf->cv_mape_pct);
 	}
 	if (!a->n_cal && a->n_bare)
-		printf("calibration none (no shipped calibration for the %s): no intervals\n",
-		       a->bare_device);
+		printf("calibration none (%s): no intervals\n", a->bare_why ? a->bare_why : "-");
 	else if (!a->n_cal)
 		printf("calibration none: no intervals\n");
 	else if (a->n_bare)
-		printf("calibration none for %d row%s (no shipped calibration for the %s): no "
-		       "intervals\n", a->n_bare, a->n_bare == 1 ? "" : "s", a->bare_device);
+		printf("calibration none for %d row%s (%s): no intervals\n", a->n_bare,
+		       a->n_bare == 1 ? "" : "s", a->bare_why ? a->bare_why : "-");
 }
 
 static cJSON *calibration_object(const struct calibration *c, const struct validation *v)
@@ -1214,7 +1213,12 @@ int cmd_validate(int argc, char **argv)
 			const char *use = a.calibration ? a.calibration : cli_shipped_calibration(ar, t);
 			if (!use) {
 				if (!a.n_bare++)
-					a.bare_device = t->device.kind ? t->device.kind : "device";
+					a.bare_why = t->calibration_file
+					                     ? arena_printf(ar, "the topology %s names calibration "
+					                                        "\"none\"", t->name)
+					                     : arena_printf(ar, "no shipped calibration for the %s",
+					                                    t->device.kind ? t->device.kind
+					                                                   : "device");
 				continue;
 			}
 			if (!cli_apply_calibration(ar, use, t, &d)) {

@@ -134,6 +134,8 @@ static const char *shipped_folder_file(struct arena *a, const char *file)
 
 const char *cli_shipped_calibration(struct arena *a, const struct topology *t)
 {
+	if (t->calibration_file)
+		return strcmp(t->calibration_file, "none") ? t->calibration_file : NULL;
 	for (size_t i = 0; i < SL_COUNTOF(shipped); i++) {
 		if (!t->device.kind || strcmp(t->device.kind, shipped[i].device))
 			continue;
@@ -161,6 +163,12 @@ bool cli_apply_calibration(struct arena *a, const char *option, struct topology 
 	const char *path = option;
 	if (!strcmp(option, "auto")) {
 		path = cli_shipped_calibration(a, t);
+		if (!path && t->calibration_file) {
+			diag_add(d, DIAG_ERROR, "--calibration", 0, NULL,
+			         "auto: the topology %s names calibration \"none\" (%s)", t->name,
+			         t->file ? t->file : "-");
+			return false;
+		}
 		if (!path) {
 			diag_add(d, DIAG_ERROR, "--calibration", 0, NULL,
 			         "no shipped calibration for the %s of %s (calibration/: a100-sxm, "

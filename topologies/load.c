@@ -14,6 +14,7 @@
 #include "topologies-int.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,6 +630,7 @@ static void read_base(struct arena *a, const struct jv *bv, struct topology *t)
 		t->nic = base.nic;
 		t->coll = base.coll;
 		t->host = base.host;
+		t->calibration_file = base.calibration_file;
 	}
 	json_doc_free(&bdoc);
 }
@@ -656,10 +658,38 @@ static void read_machine(struct arena *a, const struct jv *root, struct topology
 		read_server(a, &sv, t);
 }
 
+/* "calibration": a calibration file from the topology's folder, which the
+ * commands apply by default (cli/interval.c), or "none". Only its
+ * presence is checked here: it is read, and its device held to this
+ * topology's, where it is applied. */
+static void read_calibration(struct arena *a, const struct jv *cv, struct topology *t)
+{
+	const char *rel = NULL;
+	if (!jv_string(cv, &rel))
+		return;
+	if (!strcmp(rel, "none")) {
+		t->calibration_file = "none";
+		return;
+	}
+	char *path = util_path_join(a, util_path_dir(a, cv->doc->file), rel);
+	if (!path) {
+		jv_error(cv, "out of memory");
+		return;
+	}
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		jv_error(cv, "cannot read the calibration file %s: %s", path, strerror(errno));
+		return;
+	}
+	fclose(f);
+	t->calibration_file = path;
+}
+
 static void read_doc(struct arena *a, struct json_doc *doc, struct topology *t, bool is_base)
 {
 	static const char *const keys[] = {"format", "version", "name",   "description", "source",
-	                                   "base",   "device",  "server", "cluster",     NULL};
+	                                   "base",   "device",  "server", "cluster",     "calibration",
+	                                   NULL};
 	struct jv root, dv, cv;
 	if (!jv_root(doc, &root))
 		return;
@@ -670,6 +700,8 @@ static void read_doc(struct arena *a, struct json_doc *doc, struct topology *t, 
 	if (jv_get(&root, "description", &dv))
 		t->description = copy_string(a, &dv);
 	read_machine(a, &root, t, is_base);
+	if (jv_get(&root, "calibration", &cv))
+		read_calibration(a, &cv, t);
 	t->servers = 1;
 	t->fabric.oversubscription = 1;
 	if (jv_get(&root, "cluster", &cv)) {

@@ -227,6 +227,11 @@ struct topology {
 	const char *description;     /* NULL when the file has none */
 	const char *source;          /* citation of the figures */
 	const char *file;            /* the file it was loaded from */
+	const char *calibration_file; /* the calibration the file names ("calibration",
+	                                 from the file's folder; a cluster takes its
+	                                 base's unless it names one), applied by
+	                                 default in place of the device's shipped one;
+	                                 "none": the bare model; NULL: not named */
 	struct topo_device device;
 	int devices_per_server;
 	int n_tiers;

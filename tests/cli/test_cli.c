@@ -1982,6 +1982,98 @@ Test(cli, a_topology_outside_the_tree_takes_the_shipped_calibration)
 	rmdir(dir);
 }
 
+/* A topology may name its own calibration ("calibration", from its
+ * folder): every command takes it in place of the device's shipped one,
+ * "none" runs the bare model, and check reads it and holds it to the
+ * topology's device. */
+Test(cli, a_topology_names_its_own_calibration)
+{
+	char cwd[1024], dir[] = "/tmp/shardlab-owncal-XXXXXX", path[160], args[256];
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	cr_assert_not_null(mkdtemp(dir));
+	/* the shipped A100 file under another name */
+	char *text = slurp("calibration/a100-sxm.json");
+	cr_assert_not_null(text);
+	char *name = strstr(text, "\"a100-sxm\"");
+	cr_assert_not_null(name);
+	snprintf(path, sizeof path, "%s/mine.json", dir);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "%.*s\"mine-a100\"%s", (int)(name - text), text, name + strlen("\"a100-sxm\""));
+	fclose(f);
+	free(text);
+	/* the H100's, whose device is not the topology's */
+	snprintf(path, sizeof path, "%s/h100.json", dir);
+	text = slurp("calibration/h100-sxm.json");
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	free(text);
+	const char *cal[] = {"mine.json", "none", "h100.json"};
+	for (int k = 0; k < 3; k++) {
+		snprintf(path, sizeof path, "%s/topo-%d.json", dir, k);
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fprintf(f,
+		        "{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"own-%d\",\n"
+		        " \"source\": \"a test\", \"calibration\": \"%s\",\n"
+		        " \"base\": \"%s/topologies/dgx-a100.json\"}\n",
+		        k, cal[k], cwd);
+		fclose(f);
+		snprintf(path, sizeof path, "%s/scen-%d.json", dir, k);
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fprintf(f,
+		        "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"own\",\n"
+		        " \"model\": \"%s/models/llama2-7b.json\", \"topology\": \"topo-%d.json\",\n"
+		        " \"devices\": 8, \"training\": {\"global_batch\": 8}}\n",
+		        cwd, k);
+		fclose(f);
+	}
+	snprintf(args, sizeof args, "estimate %s/scen-0.json", dir);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "calibration          mine-a100 ("), "%s", r.out);
+	cr_expect(strstr(r.out, "(90%: "), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "estimate %s/scen-1.json", dir);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "calibration          none\n"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "topo %s/topo-0.json", dir);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "/mine.json (the default of every command that prices it)\n"), "%s",
+	          r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "check %s/topo-0.json", dir);
+	r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "topology: 8 × NVIDIA A100 SXM 80GB, calibration mine-a100"), "%s",
+	          r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "check %s/topo-2.json", dir);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "device: the calibration was fitted on \"NVIDIA H100 SXM\", the "
+	                        "topology own-2 has \"NVIDIA A100 SXM 80GB\""),
+	          "%s", r.out);
+	free(r.out);
+	for (int k = 0; k < 3; k++) {
+		snprintf(path, sizeof path, "%s/topo-%d.json", dir, k);
+		unlink(path);
+		snprintf(path, sizeof path, "%s/scen-%d.json", dir, k);
+		unlink(path);
+	}
+	snprintf(path, sizeof path, "%s/mine.json", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/h100.json", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* validate --calibration FILE applies the file to the rows --rows selects
  * only: validation/llm-foundry-mpt.json mixes A100 and H100 rows, and the
  * H100 calibration of PyTorch FSDP stacks is refused on an A100 row (its

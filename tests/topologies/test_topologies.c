@@ -758,3 +758,74 @@ Test(topologies, loading_a_missing_file_is_a_diagnostic)
 	cr_assert_eq(fx.d.count, 1);
 	cr_assert_eq(fx.d.errors, 1);
 }
+
+/* "calibration" names a calibration file from the topology's folder (the
+ * commands apply it by default) or "none"; a missing file is an error at
+ * its line; a cluster takes its base's unless it names its own. */
+Test(topologies, calibration_is_named_from_the_files_folder_and_inherited)
+{
+	char dir[] = "/tmp/shardlab-topo-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char server[128], cluster[128], cal[128], other[128], want[512];
+	snprintf(server, sizeof server, "%s/server.json", dir);
+	snprintf(cluster, sizeof cluster, "%s/c.json", dir);
+	snprintf(cal, sizeof cal, "%s/mine.json", dir);
+	snprintf(other, sizeof other, "%s/other.json", dir);
+	/* presence is what the topology checks; the command reads the file */
+	FILE *f = fopen(cal, "w");
+	cr_assert_not_null(f);
+	fputs("{}\n", f);
+	fclose(f);
+	f = fopen(other, "w");
+	cr_assert_not_null(f);
+	fputs("{}\n", f);
+	fclose(f);
+	f = fopen(server, "w");
+	cr_assert_not_null(f);
+	fputs("{\"format\": \"shardlab-topology\", \"version\": 1, \"name\": \"s\", \"source\": \"s\",\n"
+	      "\"calibration\": \"mine.json\",\n"
+	      "\"device\": {\"kind\": \"X\", \"peak_tflops\": {\"fp16\": 1}, \"hbm_GB\": 1,\n"
+	      "  \"hbm_bandwidth_GBps\": 1},\n"
+	      "\"server\": {\"devices\": 1, \"nic\": {\"per_server\": 1, \"rate_Gbps\": 100,\n"
+	      "  \"latency_us\": 1}}}\n", f);
+	fclose(f);
+
+	struct topology *t = load_ok(server);
+	cr_expect_str_eq(t->calibration_file, cal);
+	t = load_text(cluster,
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's',\n"
+		"'base': 'server.json', 'cluster': {'servers': 2, 'fabric': {'kind': 'fat-tree',\n"
+		"'nics_per_leaf': 8, 'switch_latency_us': 1}}}");
+	cr_assert_not_null(t);
+	cr_expect_str_eq(t->calibration_file, cal); /* the base's */
+	t = load_text(cluster,
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's',\n"
+		"'base': 'server.json', 'calibration': 'other.json',\n"
+		"'cluster': {'servers': 2, 'fabric': {'kind': 'fat-tree',\n"
+		"'nics_per_leaf': 8, 'switch_latency_us': 1}}}");
+	cr_assert_not_null(t);
+	cr_expect_str_eq(t->calibration_file, other); /* its own */
+	t = load_text(cluster,
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's',\n"
+		"'base': 'server.json', 'calibration': 'none',\n"
+		"'cluster': {'servers': 2, 'fabric': {'kind': 'fat-tree',\n"
+		"'nics_per_leaf': 8, 'switch_latency_us': 1}}}");
+	cr_assert_not_null(t);
+	cr_expect_str_eq(t->calibration_file, "none");
+	cr_assert_eq(fx.d.count, 0);
+
+	cr_assert_null(load_text(cluster,
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's',\n"
+		"'base': 'server.json',\n"
+		"'calibration': 'gone.json', 'cluster': {'servers': 2, 'fabric': {'kind': 'fat-tree',\n"
+		"'nics_per_leaf': 8, 'switch_latency_us': 1}}}"));
+	snprintf(want, sizeof want,
+	         "%s:3: calibration: cannot read the calibration file %s/gone.json: No such file or "
+	         "directory", cluster, dir);
+	assert_diag(0, want);
+	cr_assert_eq(fx.d.count, 1);
+	remove(server);
+	remove(cal);
+	remove(other);
+	remove(dir);
+}
