@@ -85,19 +85,21 @@ struct cJSON *cli_calibration_json(const struct topology *t);
 /* {"level", "lo_s", "hi_s", "relative_sd", "relative_sd_figures"}, or
  * {"lo_s": null, "hi_s": null, "note"} without one. */
 struct cJSON *cli_interval_json(const struct cal_interval *iv);
-/* The calibration t takes by default: the one its file names
- * ("calibration"), else the shipped one of its device kind (calibration/
- * beside the topology's folder, or the tree this program was built from);
- * NULL when there is none or the file says "none". */
-const char *cli_shipped_calibration(struct arena *a, const struct topology *t);
-/* --calibration's value applied to t: a file, "auto" (the shipped one of
- * its device), "none" or NULL (nothing). False after diagnostics. */
+/* The calibration t takes by default for a run of the framework family fw:
+ * the one its file names ("calibration"), else the shipped one of its
+ * device kind and fw, or of its device kind alone (calibration/ beside the
+ * topology's folder, or the tree this program was built from); NULL when
+ * there is none or the file says "none". */
+const char *cli_shipped_calibration(struct arena *a, const struct topology *t,
+                                    enum framework fw);
+/* --calibration's value applied to t: a file, "auto" (the default above),
+ * "none" or NULL (nothing). False after diagnostics. */
 bool cli_apply_calibration(struct arena *a, const char *option, struct topology *t,
-                           struct diag_list *d);
-/* The default when no --calibration is given: the shipped calibration of
- * t's device where there is one (docs/validation.md, "Shipped
- * calibrations"), else none. */
-bool cli_default_calibration(struct arena *a, struct topology *t, struct diag_list *d);
+                           enum framework fw, struct diag_list *d);
+/* The default when no --calibration is given: cli_shipped_calibration's
+ * (docs/validation.md, "Shipped calibrations"), else none. */
+bool cli_default_calibration(struct arena *a, struct topology *t, enum framework fw,
+                             struct diag_list *d);
 /* A line saying what the estimate prices of a scenario's faults and what
  * only the simulation sees; nothing without faults. */
 void cli_note_faults(FILE *f, const struct topology *t, int64_t devices);

@@ -463,7 +463,7 @@ int cmd_advise(int argc, char **argv)
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct scenario *s = ar ? scenario_load(ar, a.file, &d) : NULL;
-	if (s && !cli_default_calibration(ar, s->topo, &d))
+	if (s && !cli_default_calibration(ar, s->topo, s->training.framework, &d))
 		s = NULL;
 	struct plan *p = s ? plan_propagate(ar, s, REDIST_COMPAT, &d) : NULL;
 	cli_print_diags(&d);

@@ -372,8 +372,11 @@ int cmd_cosim(int argc, char **argv)
 	diag_list_init(&d);
 	struct arena *ar = arena_new();
 	struct jobs_file *f = jobs_load(ar, a.file, &d);
-	if (f && !(a.calibration ? cli_apply_calibration(ar, a.calibration, f->topo, &d)
-	                         : cli_default_calibration(ar, f->topo, &d)))
+	/* the shared fabric takes the first job's family's calibration */
+	enum framework fw = f && f->n_jobs ? f->jobs[0].scenario->training.framework
+	                                   : FRAMEWORK_MEGATRON;
+	if (f && !(a.calibration ? cli_apply_calibration(ar, a.calibration, f->topo, fw, &d)
+	                         : cli_default_calibration(ar, f->topo, fw, &d)))
 		f = NULL;
 	struct job_run *r = f ? arena_calloc(ar, (size_t)f->n_jobs, sizeof(*r)) : NULL;
 	struct sim_options o = {.fidelity = (enum sim_fidelity)a.fidelity, .algo = COLL_AUTO,

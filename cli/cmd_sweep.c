@@ -562,12 +562,13 @@ int cmd_sweep(int argc, char **argv)
 	struct sweep sw = {0};
 	struct study *st = a ? study_load(a, args.file, &d) : NULL;
 	/* Each cluster's topology takes the calibration, as estimate's does. */
-	for (int c = 0; st && c < st->n_clusters; c++)
-		if (!(args.calibration
-		          ? cli_apply_calibration(a, args.calibration,
-		                                  (struct topology *)st->clusters[c].topo, &d)
-		          : cli_default_calibration(a, (struct topology *)st->clusters[c].topo, &d)))
+	for (int c = 0; st && c < st->n_clusters; c++) {
+		struct topology *t = (struct topology *)st->clusters[c].topo;
+		enum framework fw = st->scenario->training.framework;
+		if (!(args.calibration ? cli_apply_calibration(a, args.calibration, t, fw, &d)
+		                       : cli_default_calibration(a, t, fw, &d)))
 			st = NULL;
+	}
 	sw.st = st;
 	if (rank == 0)
 		cli_print_diags(&d);

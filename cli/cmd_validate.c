@@ -1210,7 +1210,10 @@ int cmd_validate(int argc, char **argv)
 			if (!selected(&a, train ? v->training[i].name : v->collectives[i].name))
 				continue;
 			struct topology *t = train ? v->training[i].scenario->topo : v->collectives[i].topo;
-			const char *use = a.calibration ? a.calibration : cli_shipped_calibration(ar, t);
+			enum framework fw = train ? v->training[i].scenario->training.framework
+			                          : FRAMEWORK_MEGATRON;
+			const char *use = a.calibration ? a.calibration
+			                                : cli_shipped_calibration(ar, t, fw);
 			if (!use) {
 				if (!a.n_bare++)
 					a.bare_why = t->calibration_file
@@ -1221,7 +1224,7 @@ int cmd_validate(int argc, char **argv)
 					                                                   : "device");
 				continue;
 			}
-			if (!cli_apply_calibration(ar, use, t, &d)) {
+			if (!cli_apply_calibration(ar, use, t, fw, &d)) {
 				v = NULL;
 				break;
 			}

@@ -422,7 +422,7 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 		return s;
 	size_t errors = d->errors;
 	if (!ov->devices && !ov->topology && !ov->global_batch && !ov->calibration) {
-		cli_default_calibration(a, s->topo, d);
+		cli_default_calibration(a, s->topo, s->training.framework, d);
 		return d->errors == errors ? s : NULL;
 	}
 	if (ov->topology) {
@@ -452,9 +452,9 @@ struct scenario *cli_load_scenario(struct arena *a, const char *file,
 	if (ov->global_batch)
 		s->training.global_batch = ov->global_batch;
 	if (d->errors == errors && ov->calibration)
-		cli_apply_calibration(a, ov->calibration, s->topo, d);
+		cli_apply_calibration(a, ov->calibration, s->topo, s->training.framework, d);
 	else if (d->errors == errors)
-		cli_default_calibration(a, s->topo, d);
+		cli_default_calibration(a, s->topo, s->training.framework, d);
 	int64_t pp = s->training.pipeline_stages, gb = s->graph->batch;
 	if (s->devices % pp)
 		diag_add(d, DIAG_ERROR, ov->devices ? "--devices" : "--topology", 0, NULL,

@@ -93,16 +93,22 @@ cJSON *cli_interval_json(const struct cal_interval *iv)
 	return o;
 }
 
-/* The shipped calibrations by device kind (docs/validation.md, "Shipped
- * calibrations"), beside the topologies' folder. */
+/* The shipped calibrations by device kind and framework family
+ * (docs/validation.md, "Shipped calibrations"), beside the topologies'
+ * folder: the first row of the device and the run's family, else the
+ * first of the device (a family without a file of its own takes the
+ * device's Megatron-LM one, the one every row without a family has). */
 static const struct {
-	const char *device, *file;
+	const char *device;
+	enum framework fw;
+	const char *file;
 } shipped[] = {
-	{"NVIDIA A100 SXM 80GB", "a100-sxm.json"},
-	{"NVIDIA H100 SXM", "h100-sxm.json"},
-	{"Ascend 910B", "ascend-910b.json"},
-	{"NVIDIA B200 SXM (HGX)", "blackwell.json"},
-	{"NVIDIA B200 (GB200 NVL72)", "blackwell.json"},
+	{"NVIDIA A100 SXM 80GB", FRAMEWORK_MEGATRON, "a100-sxm.json"},
+	{"NVIDIA H100 SXM", FRAMEWORK_PYTORCH, "h100-sxm-pytorch.json"},
+	{"NVIDIA H100 SXM", FRAMEWORK_MEGATRON, "h100-sxm.json"},
+	{"Ascend 910B", FRAMEWORK_MEGATRON, "ascend-910b.json"},
+	{"NVIDIA B200 SXM (HGX)", FRAMEWORK_MEGATRON, "blackwell.json"},
+	{"NVIDIA B200 (GB200 NVL72)", FRAMEWORK_MEGATRON, "blackwell.json"},
 };
 
 static bool readable(const char *path)
@@ -132,23 +138,38 @@ static const char *shipped_folder_file(struct arena *a, const char *file)
 #endif
 }
 
-const char *cli_shipped_calibration(struct arena *a, const struct topology *t)
+/* The shipped file for t's device and fw; NULL when none. */
+static const char *shipped_file(const struct topology *t, enum framework fw)
 {
-	if (t->calibration_file)
-		return strcmp(t->calibration_file, "none") ? t->calibration_file : NULL;
+	const char *any = NULL;
 	for (size_t i = 0; i < SL_COUNTOF(shipped); i++) {
 		if (!t->device.kind || strcmp(t->device.kind, shipped[i].device))
 			continue;
+		if (shipped[i].fw == fw)
+			return shipped[i].file;
+		if (!any && shipped[i].fw == FRAMEWORK_MEGATRON)
+			any = shipped[i].file;
+	}
+	return any;
+}
+
+const char *cli_shipped_calibration(struct arena *a, const struct topology *t,
+                                    enum framework fw)
+{
+	if (t->calibration_file)
+		return strcmp(t->calibration_file, "none") ? t->calibration_file : NULL;
+	const char *file = shipped_file(t, fw);
+	if (file) {
 		/* topologies/x.json -> calibration/FILE: the folder "calibration"
 		 * beside the topology's folder, the path cleaned of "dir/..". */
-		const char *rel = arena_printf(a, "../calibration/%s", shipped[i].file);
+		const char *rel = arena_printf(a, "../calibration/%s", file);
 		const char *path = rel ? util_path_join(a, util_path_dir(a, t->file ? t->file : ""), rel)
 		                       : NULL;
 		if (readable(path))
 			return path;
 		/* A topology of the user's own, outside the tree: the folder
 		 * this build was made from. */
-		path = shipped_folder_file(a, shipped[i].file);
+		path = shipped_folder_file(a, file);
 		if (readable(path))
 			return path;
 	}
@@ -156,13 +177,13 @@ const char *cli_shipped_calibration(struct arena *a, const struct topology *t)
 }
 
 bool cli_apply_calibration(struct arena *a, const char *option, struct topology *t,
-                           struct diag_list *d)
+                           enum framework fw, struct diag_list *d)
 {
 	if (!option || !strcmp(option, "none"))
 		return true;
 	const char *path = option;
 	if (!strcmp(option, "auto")) {
-		path = cli_shipped_calibration(a, t);
+		path = cli_shipped_calibration(a, t, fw);
 		if (!path && t->calibration_file) {
 			diag_add(d, DIAG_ERROR, "--calibration", 0, NULL,
 			         "auto: the topology %s names calibration \"none\" (%s)", t->name,
@@ -181,8 +202,9 @@ bool cli_apply_calibration(struct arena *a, const char *option, struct topology 
 	return c && cost_calibration_apply(c, t, d);
 }
 
-bool cli_default_calibration(struct arena *a, struct topology *t, struct diag_list *d)
+bool cli_default_calibration(struct arena *a, struct topology *t, enum framework fw,
+                             struct diag_list *d)
 {
-	const char *path = cli_shipped_calibration(a, t);
-	return !path || cli_apply_calibration(a, path, t, d);
+	const char *path = cli_shipped_calibration(a, t, fw);
+	return !path || cli_apply_calibration(a, path, t, fw, d);
 }

@@ -23,6 +23,8 @@ const char *const schedule_names[SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1
 const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full", "op"};
 const char *const zero3_impl_names[ZERO3_IMPL_COUNT] = {"collectives", "deepspeed-2021", "fsdp"};
 _Static_assert(ZERO3_IMPL_COUNT == 3, "zero3_impl_names must list every implementation");
+const char *const framework_names[FRAMEWORK_COUNT] = {"megatron", "pytorch"};
+_Static_assert(FRAMEWORK_COUNT == 2, "framework_names must list every family");
 const char *const cross_entropy_names[XENT_COUNT] = {"vocab-parallel", "vocab-parallel-jit",
                                                      "mindformers", "fused", "pytorch"};
 _Static_assert(XENT_COUNT == 5, "cross_entropy_names must list every implementation");
@@ -1283,11 +1285,11 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "account_for_loss_in_pipeline_split", "zero3_impl",
 	                                   "cross_entropy", "recompute_layers",
 	                                   "pipeline_scatter_gather", "main_params_dtype",
-	                                   "exp_avg_dtype", "exp_avg_sq_dtype", NULL};
+	                                   "exp_avg_dtype", "exp_avg_sq_dtype", "framework", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO,
 	    z3 = ZERO3_COLLECTIVES, xent = XENT_VOCAB_PARALLEL, mp = STATE_FP32, ea = STATE_FP32,
-	    eas = STATE_FP32;
+	    eas = STATE_FP32, fw = FRAMEWORK_MEGATRON;
 	int64_t zero = 0;
 	t->dtype = L->s->graph && L->s->graph->n_ops ? L->s->graph->ops[0].dtype : DT_FP32;
 	struct jv v;
@@ -1314,6 +1316,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	     ok;
 	ok = opt_enum(&v, "cross_entropy", cross_entropy_names, XENT_COUNT, XENT_VOCAB_PARALLEL,
 	              &xent) && ok;
+	ok = opt_enum(&v, "framework", framework_names, FRAMEWORK_COUNT, FRAMEWORK_MEGATRON, &fw) &&
+	     ok;
 	ok = opt_enum(&v, "precision", precision_names, PRECISION_COUNT, PRECISION_AUTO, &prec) && ok;
 	/* Megatron-LM's --main-params-dtype takes fp32 or fp16, apex's
 	 * DistributedFusedAdam any 16-bit dtype or none (its dtype the model's):
@@ -1375,6 +1379,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	t->zero_stage = (int)zero;
 	t->zero3_impl = (enum zero3_impl)z3;
 	t->cross_entropy = (enum cross_entropy)xent;
+	t->framework = (enum framework)fw;
 	t->precision = (enum precision_recipe)prec;
 	/* Relations between fields; a field that failed to read stands at its
 	 * default here, so each problem is reported once. */

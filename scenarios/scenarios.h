@@ -116,6 +116,16 @@ extern const char *const recompute_names[RECOMPUTE_COUNT];
 enum zero3_impl { ZERO3_COLLECTIVES, ZERO3_DEEPSPEED_2021, ZERO3_FSDP, ZERO3_IMPL_COUNT };
 extern const char *const zero3_impl_names[ZERO3_IMPL_COUNT];
 
+/* The family of software stacks the run uses, which picks the shipped
+ * calibration a command applies by default (docs/validation.md, "Shipped
+ * calibrations"): Megatron-LM and the stacks built on its kernels
+ * (Megatron-Core, NeMo, Megatron-Bridge, MindSpeed, MindFormers,
+ * Megatron-DeepSpeed; the default), or PyTorch-native eager stacks (FSDP
+ * and FSDP2 without Transformer Engine: torchtitan, llm-foundry/Composer,
+ * NeMo AutoModel, Hugging Face Accelerate). Nothing else reads it. */
+enum framework { FRAMEWORK_MEGATRON, FRAMEWORK_PYTORCH, FRAMEWORK_COUNT };
+extern const char *const framework_names[FRAMEWORK_COUNT];
+
 /* How the language model's softmax cross-entropy runs (docs/cost-models.md,
  * "The loss"): Megatron-LM's vocabulary-parallel cross-entropy, its passes
  * over fp32 logits one kernel each (the default: Megatron-LM, Megatron-Core
@@ -200,6 +210,7 @@ struct training {
 	                                 block --recompute-num-layers N); 0: every layer */
 	int zero_stage;               /* 0..3 */
 	enum zero3_impl zero3_impl;   /* with zero_stage 3: the framework that runs it */
+	enum framework framework;     /* the stack's family: the default calibration */
 	enum cross_entropy cross_entropy; /* how the loss runs */
 	enum precision_recipe precision; /* the model state's bytes per parameter */
 	bool grad_reduce_in_bf16;     /* Megatron-LM's --grad-reduce-in-bf16: bf16 weights'

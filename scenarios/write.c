@@ -35,6 +35,8 @@ static cJSON *training_json(const struct training *t)
 		cJSON_AddStringToObject(o, "zero3_impl", zero3_impl_names[t->zero3_impl]);
 	if (t->cross_entropy != XENT_VOCAB_PARALLEL)
 		cJSON_AddStringToObject(o, "cross_entropy", cross_entropy_names[t->cross_entropy]);
+	if (t->framework != FRAMEWORK_MEGATRON)
+		cJSON_AddStringToObject(o, "framework", framework_names[t->framework]);
 	cJSON_AddStringToObject(o, "dtype", dtype_names[t->dtype]);
 	if (t->precision != PRECISION_AUTO)
 		cJSON_AddStringToObject(o, "precision", precision_names[t->precision]);

@@ -66,9 +66,9 @@ fit h100-sxm validation/megatron-core-h100.json \
 # two figures, the GEMM rate under training load and the per-op time: with
 # the GEMM figure alone leave-one-out is 6.00% (5 of 7 held out inside their
 # intervals), with both 5.89% (6 of 7), the two identifiable (condition
-# number 3.1); the NICs' figure has no traffic to see on one server. Not the default for any device
-# (`--calibration calibration/h100-sxm-pytorch.json`); torchtitan's rows are
-# held out of it (docs/validation.md, "llm-foundry MPT on A100 and H100").
+# number 3.1); the NICs' figure has no traffic to see on one server. The
+# default of a run with training.framework "pytorch" on H100s; torchtitan's
+# rows are held out of it (docs/validation.md, "llm-foundry MPT on A100 and H100").
 fit h100-sxm-pytorch validation/llm-foundry-mpt.json \
 	"NVIDIA H100 SXM under PyTorch FSDP stacks: kernel figures fitted to calibration/h100-sxm-measured.csv, the GEMM efficiency under training load and the per-op time to the H100 rows of validation/llm-foundry-mpt.json (MosaicML llm-foundry, Composer FSDP)" \
 	calibration/h100-sxm-kernels.json train.gemm_efficiency,train.op_overhead_us 'MPT-* H100 *'

@@ -2074,6 +2074,40 @@ Test(cli, a_topology_names_its_own_calibration)
 	rmdir(dir);
 }
 
+/* training.framework picks the shipped calibration with the device: a
+ * PyTorch-native run on H100s takes calibration/h100-sxm-pytorch.json, one
+ * on A100s (no file of its own) the A100's, and the same run without the
+ * field the H100's Megatron-LM one. */
+Test(cli, the_framework_picks_the_shipped_calibration)
+{
+	char cwd[1024], dir[] = "/tmp/shardlab-fw-XXXXXX", path[160], args[256];
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	cr_assert_not_null(mkdtemp(dir));
+	const char *topo[] = {"dgx-h100", "dgx-a100", "dgx-h100"};
+	const char *fw[] = {", \"framework\": \"pytorch\"", ", \"framework\": \"pytorch\"", ""};
+	const char *want[] = {"calibration          h100-sxm-pytorch (/", "calibration          a100-sxm (/",
+	                      "calibration          h100-sxm (/"};
+	for (int k = 0; k < 3; k++) {
+		snprintf(path, sizeof path, "%s/s%d.json", dir, k);
+		FILE *f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fprintf(f,
+		        "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"fw\",\n"
+		        " \"model\": \"%s/models/llama2-7b.json\",\n"
+		        " \"topology\": \"%s/topologies/%s.json\", \"devices\": 8,\n"
+		        " \"training\": {\"global_batch\": 8, \"zero_stage\": 3%s}}\n",
+		        cwd, cwd, topo[k], fw[k]);
+		fclose(f);
+		snprintf(args, sizeof args, "estimate %s", path);
+		struct cli_run r = fixture_shardlab(args, false);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		cr_expect(strstr(r.out, want[k]), "%d: %s", k, r.out);
+		free(r.out);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 /* validate --calibration FILE applies the file to the rows --rows selects
  * only: validation/llm-foundry-mpt.json mixes A100 and H100 rows, and the
  * H100 calibration of PyTorch FSDP stacks is refused on an A100 row (its

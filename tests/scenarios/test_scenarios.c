@@ -324,6 +324,37 @@ Test(scenarios, zero3_impl_read_and_written)
 	cJSON_Delete(j);
 }
 
+/* training.framework: "megatron" by default, "pytorch" read and written
+ * back only where it is not the default; another name is an error at its
+ * line naming the choices. */
+Test(scenarios, framework_read_and_written)
+{
+	struct scenario *s = parse(TINY_GPT("bf16", ""));
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.framework, FRAMEWORK_MEGATRON);
+	cJSON *j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	cr_expect_null(cJSON_GetObjectItemCaseSensitive(tr, "framework"));
+	cJSON_Delete(j);
+	s = parse(TINY_GPT("bf16", ", \"framework\": \"pytorch\""));
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.framework, FRAMEWORK_PYTORCH);
+	j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(tr, "framework");
+	cr_assert(cJSON_IsString(n));
+	cr_expect_str_eq(n->valuestring, "pytorch");
+	cJSON_Delete(j);
+	size_t before = D.count;
+	cr_expect_null(parse(TINY_GPT("bf16", ", \"framework\": \"jax\"")));
+	cr_assert_gt(D.count, before);
+	char *msg = diag_format(&D.items[before]);
+	cr_expect(strstr(msg, "training.framework") && strstr(msg, "\"pytorch\""), "%s", msg);
+	free(msg);
+}
+
 /* training.pipeline_scatter_gather: true by default (Megatron-LM's
  * scatter/gather of the pipeline's sends), false read as whole sends and
  * written back by scenario_json only then. */
