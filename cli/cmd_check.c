@@ -59,6 +59,20 @@ void cli_check_set_max_points(int64_t n)
 	check_max_points = n;
 }
 
+/* The calibration a topology names, read and held to its device (applied
+ * to t, which the check then drops); NULL when it names none, or after
+ * diagnostics with *ok false. */
+static const struct calibration *named_calibration(struct arena *a, struct topology *t,
+                                                   struct diag_list *d, bool *ok)
+{
+	*ok = true;
+	if (!t || !t->calibration_file || !strcmp(t->calibration_file, "none"))
+		return NULL;
+	struct calibration *c = cost_calibration_load(a, t->calibration_file, d);
+	*ok = c && cost_calibration_apply(c, t, d);
+	return *ok ? c : NULL;
+}
+
 bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t size)
 {
 	struct diag_list *d = doc->diags;
@@ -88,11 +102,9 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 		/* reported */
 	} else if (!strcmp(fmt, TOPO_FORMAT)) {
 		struct topology *t = topo_load_doc(a, doc);
-		/* the calibration it names, read and held to its device */
-		const char *cal = t && t->calibration_file && strcmp(t->calibration_file, "none")
-		                          ? t->calibration_file : NULL;
-		struct calibration *c = cal ? cost_calibration_load(a, cal, d) : NULL;
-		if (cal && !(c && cost_calibration_apply(c, t, d)))
+		bool cal_ok;
+		const struct calibration *c = named_calibration(a, t, d, &cal_ok);
+		if (!cal_ok)
 			t = NULL;
 		if (t && c)
 			snprintf(summary, size, "topology: %lld × %s, calibration %s",
@@ -111,7 +123,10 @@ bool cli_check_doc(struct arena *a, struct json_doc *doc, char *summary, size_t 
 		}
 	} else if (!strcmp(fmt, SCENARIO_FORMAT)) {
 		struct scenario *s = scenario_load_doc(a, doc);
-		if (s && !strategies_valid(a, s, d))
+		bool cal_ok = true;
+		if (s)
+			named_calibration(a, s->topo, d, &cal_ok);
+		if (s && (!cal_ok || !strategies_valid(a, s, d)))
 			s = NULL;
 		if (s)
 			snprintf(summary, size, "scenario: %s on %lld of %lld devices", s->graph->name,

@@ -676,12 +676,17 @@ static void read_calibration(struct arena *a, const struct jv *cv, struct topolo
 		jv_error(cv, "out of memory");
 		return;
 	}
+	errno = 0;
 	FILE *f = fopen(path, "r");
-	if (!f) {
-		jv_error(cv, "cannot read the calibration file %s: %s", path, strerror(errno));
+	bool unreadable = !f || (getc(f) == EOF && ferror(f)); /* a folder opens, not reads */
+	int err = errno;
+	if (f)
+		fclose(f);
+	if (unreadable) {
+		jv_error(cv, "cannot read the calibration file %s: %s", path,
+		         strerror(err ? err : EIO));
 		return;
 	}
-	fclose(f);
 	t->calibration_file = path;
 }
 

@@ -2054,13 +2054,15 @@ Test(cli, a_topology_names_its_own_calibration)
 	cr_expect(strstr(r.out, "topology: 8 × NVIDIA A100 SXM 80GB, calibration mine-a100"), "%s",
 	          r.out);
 	free(r.out);
-	snprintf(args, sizeof args, "check %s/topo-2.json", dir);
-	r = fixture_shardlab(args, true);
-	cr_expect_eq(r.status, 1, "%s", r.out);
-	cr_expect(strstr(r.out, "device: the calibration was fitted on \"NVIDIA H100 SXM\", the "
-	                        "topology own-2 has \"NVIDIA A100 SXM 80GB\""),
-	          "%s", r.out);
-	free(r.out);
+	for (int k = 0; k < 2; k++) { /* the topology, and a scenario on it */
+		snprintf(args, sizeof args, "check %s/%s-2.json", dir, k ? "scen" : "topo");
+		r = fixture_shardlab(args, true);
+		cr_expect_eq(r.status, 1, "%s", r.out);
+		cr_expect(strstr(r.out, "device: the calibration was fitted on \"NVIDIA H100 SXM\", "
+		                        "the topology own-2 has \"NVIDIA A100 SXM 80GB\""),
+		          "%s", r.out);
+		free(r.out);
+	}
 	for (int k = 0; k < 3; k++) {
 		snprintf(path, sizeof path, "%s/topo-%d.json", dir, k);
 		unlink(path);

@@ -824,6 +824,16 @@ Test(topologies, calibration_is_named_from_the_files_folder_and_inherited)
 	         "directory", cluster, dir);
 	assert_diag(0, want);
 	cr_assert_eq(fx.d.count, 1);
+	/* a folder opens but does not read */
+	cr_assert_null(load_text(cluster,
+		"{'format': 'shardlab-topology', 'version': 1, 'name': 'x', 'source': 's',\n"
+		"'base': 'server.json', 'calibration': '.',\n"
+		"'cluster': {'servers': 2, 'fabric': {'kind': 'fat-tree',\n"
+		"'nics_per_leaf': 8, 'switch_latency_us': 1}}}"));
+	snprintf(want, sizeof want,
+	         "%s:2: calibration: cannot read the calibration file %s: Is a directory", cluster,
+	         dir);
+	assert_diag(1, want);
 	remove(server);
 	remove(cal);
 	remove(other);
