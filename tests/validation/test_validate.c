@@ -1039,3 +1039,43 @@ Test(validate, loads_the_mindspeed_llm_set)
 	}
 	cr_expect_eq(found, 4);
 }
+
+/* validation/mlperf-gpt3-h100.json: NVIDIA's MLPerf Training v3.1 GPT-3
+ * runs on 64 to 1,344 DGX H100. Each row's GPUs are its nodes x 8, its
+ * data-parallel degree GPUs / (TP 4 x PP 8), its micro-batches a pipeline
+ * the logged global batch over that (micro-batch 1): 2,048 / 16 = 128,
+ * 3,072 / 24 = 128, then 16, 16, 16 at 128 to 256 replicas and 8 at 320
+ * and 336, by hand. The model is GPT-3 175B with the benchmark's 50,257
+ * tokens padded to 50,688: 96 (12 h^2 + 13 h) + 50,688 h + 2,048 h + 2 h
+ * at h = 12,288 = 174,609,555,456 parameters. Every row plans and
+ * estimates. */
+Test(validate, loads_the_mlperf_set)
+{
+	struct validation *v = validation_load(A, "validation/mlperf-gpt3-h100.json", &D);
+	cr_assert_not_null(v);
+	cr_assert_eq(D.count, 0);
+	cr_assert_eq(v->n_rows, 7);
+	static const struct {
+		int64_t nodes, gbs, micro;
+	} by_hand[] = {{64, 2048, 128}, {96, 3072, 128}, {512, 2048, 16}, {768, 3072, 16},
+	               {1024, 4096, 16}, {1280, 2560, 8}, {1344, 2688, 8}};
+	struct validation_run_options o = {.estimate_only = true};
+	for (int i = 0; i < v->n_rows; i++) {
+		const struct validation_training_row *r = &v->training[i];
+		const struct scenario *s = r->scenario;
+		cr_expect_eq(s->devices, by_hand[i].nodes * 8, "%s", r->name);
+		cr_expect_eq(s->training.global_batch, by_hand[i].gbs, "%s", r->name);
+		cr_expect_eq(s->training.micro_batches, by_hand[i].micro, "%s", r->name);
+		cr_expect_eq(r->tensor_parallel, 4, "%s", r->name);
+		cr_expect_eq(s->training.pipeline_stages, 8, "%s", r->name);
+		cr_expect_eq(s->training.virtual_stages, 12, "%s", r->name);
+		cr_expect_eq(r->measure, MEASURE_ITERATION_S, "%s", r->name);
+		int64_t params = 0;
+		cr_assert(graph_params_fit(s->graph, &params));
+		cr_expect_eq(params, 174609555456, "%s", r->name);
+		struct validation_training_result res;
+		validation_run_training(A, r, &o, &res);
+		cr_expect_null(res.error, "%s: %s", r->name, res.error);
+		cr_expect_gt(res.est_s, 0, "%s", r->name);
+	}
+}
