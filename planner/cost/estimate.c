@@ -957,6 +957,71 @@ static void zero3_exposed(const struct est_ctx *c, int lo, int hi, const double 
 	*rs_s = er;
 }
 
+/* Whether sl[0..n) is a schedule of whole forwards and backwards of this
+ * stage's v chunks (not the zero-bubble schedules' split backwards or
+ * DualPipe's paired units), which the walks below follow. */
+static bool plain_order(const struct plan_part *pp, int st, const struct prog_slot *sl, int n)
+{
+	if (!sl || n <= 0)
+		return false;
+	for (int i = 0; i < n; i++) {
+		int k = (sl[i].chunk - st) / pp->n_stages;
+		if (sl[i].split || sl[i].weight || sl[i].fb || sl[i].chunk < st || k >= pp->virtual_stages)
+			return false;
+	}
+	return true;
+}
+
+/* training.overlap_param_gather (ZeRO 1, 2): the updated parameters'
+ * all-gathers, issued in the chunks' order on one stream as the iteration
+ * starts (Megatron-Core dispatches the first bucket's and prefetches the
+ * next in each bucket's forward pre-hook), each chunk's beside its first
+ * forward, which waits for what its gathers outlast. The stage's units
+ * are walked from the start to the last of its chunks' first forwards:
+ * under 1F1B the first unit is the only chunk's first forward, under the
+ * interleaved schedule chunk k's comes after p micro-batches' forwards of
+ * each chunk below it, under which its gathers run. gather[k] and
+ * forward[k]: local chunk k's gathers and one micro-batch's forward.
+ * Returns the waits; without a plain order, each chunk's gathers beside
+ * its own first forward alone. */
+static double overlapped_head(const struct est_ctx *c, int st, const struct prog_slot *sl, int n,
+                              const double *gather, const double *forward)
+{
+	const struct plan_part *pp = &c->e->part;
+	const struct est_op *o = c->e->ops;
+	int v = pp->virtual_stages;
+	double exposed = 0;
+	if (!plain_order(pp, st, sl, n)) {
+		for (int k = 0; k < v; k++)
+			exposed += fmax(0, gather[k] - forward[k]);
+		return exposed;
+	}
+	double t = 0, comm = 0;
+	int seen = 0;
+	bool first[64] = {false};
+	for (int u = 0; u < n && seen < v && v <= (int)SL_COUNTOF(first); u++) {
+		int ch = sl[u].chunk, k = (ch - st) / pp->n_stages;
+		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
+		if (sl[u].backward) {
+			for (int i = lo; i < hi; i++)
+				t += o[i].recompute_s + o[i].compute_backward_s + o[i].comm_backward_s;
+			continue;
+		}
+		if (first[k]) {
+			t += forward[k];
+			continue;
+		}
+		first[k] = true;
+		seen++;
+		/* the gathers of the chunks up to k, one after another */
+		comm += gather[k];
+		double end = fmax(t + forward[k], comm);
+		exposed += end - (t + forward[k]);
+		t = end;
+	}
+	return exposed;
+}
+
 /* training.overlap_grad_reduce with ZeRO 0 or 1 (Megatron-LM's
  * --overlap-grad-reduce, PyTorch DDP): each bucket is all-reduced (or
  * reduce-scattered) on a stream of its own as soon as the last
@@ -965,19 +1030,60 @@ static void zero3_exposed(const struct est_ctx *c, int lo, int hi, const double 
  * a bucket's grad-reduce starts when its last parameter's gradient is
  * ready, in the last micro-batch only; torch.nn.parallel.
  * DistributedDataParallel's Reducer). What runs after the backward is
- * exposed: the stage's chunks' last backwards walked one after another
- * (the highest chunk first, as the schedule ends), each op's recompute,
- * backward compute and collectives in turn, a bucket ready when its last
- * op's backward compute is done (rs_by_op: its time at that op). The
- * walk counts no wait between the chunks' last backwards (interleaved
- * schedules have some, under which buckets would progress): what it
+ * exposed: the stage's units from the first of its chunks' last backwards
+ * to the end of its schedule (sl[0..n), the order plan_schedule gives),
+ * walked one after another: a forward its ops' compute and collectives, a
+ * backward each op's recompute, backward compute and collectives in turn,
+ * a chunk's buckets ready in its last backward, each when its last op's
+ * backward compute is done (rs_by_op: its time at that op). Under the
+ * interleaved schedule a chunk's last backward comes a group of
+ * micro-batches' backwards of the lower chunks before the end (Megatron's
+ * order: the last p micro-batches run chunk v - 1's backwards, then chunk
+ * v - 2's...), and its buckets run under those; under 1F1B the last
+ * backward ends the schedule. Without the slots (or with the zero-bubble
+ * schedules' split backwards) the chunks' last backwards alone are
+ * walked, the highest chunk first. The walk counts no wait between units
+ * (the drain has some, under which buckets would progress): what it
  * exposes is at most what the schedule exposes. The simulation runs the
  * same buckets on its second stream (sim/lower.c). */
-static double overlapped_tail(const struct est_ctx *c, int st, const double *rs_by_op)
+static double overlapped_tail(const struct est_ctx *c, int st, const double *rs_by_op,
+                              const struct prog_slot *sl, int n)
 {
 	const struct plan_part *pp = &c->e->part;
 	const struct est_op *o = c->e->ops;
 	double t = 0, comm = 0;
+	int v = pp->virtual_stages, first = n, last[64];
+	bool walk = v <= (int)SL_COUNTOF(last) && plain_order(pp, st, sl, n);
+	for (int k = 0; walk && k < v; k++)
+		last[k] = -1;
+	for (int i = 0; walk && i < n; i++)
+		if (sl[i].backward)
+			last[(sl[i].chunk - st) / pp->n_stages] = i;
+	for (int k = 0; walk && k < v; k++) {
+		if (last[k] < 0)
+			walk = false;
+		else if (last[k] < first)
+			first = last[k];
+	}
+	for (int u = first; walk && u < n; u++) {
+		int ch = sl[u].chunk, lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
+		if (!sl[u].backward) {
+			for (int i = lo; i < hi; i++)
+				t += o[i].compute_forward_s + o[i].comm_forward_s;
+			continue;
+		}
+		bool final = u == last[(ch - st) / pp->n_stages];
+		for (int i = lo; i < hi; i++)
+			t += o[i].recompute_s;
+		for (int i = hi - 1; i >= lo; i--) {
+			t += o[i].compute_backward_s;
+			if (final && rs_by_op[i] > 0)
+				comm = fmax(comm, t) + rs_by_op[i];
+			t += o[i].comm_backward_s;
+		}
+	}
+	if (walk)
+		return fmax(0, comm - t);
 	for (int k = pp->virtual_stages - 1; k >= 0; k--) {
 		int ch = part_chunk(pp, st, k);
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
@@ -1478,11 +1584,15 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	int zero = tr->zero_stage;
 	double *act = arena_calloc(a, (size_t)pp->n_chunks + 1, sizeof(double));
 	double working = 0, synced = 0, gathered_max = 0, tail_sync = 0;
+	/* each local chunk's updated parameters' gathers and one micro-batch's
+	 * forward (overlap_param_gather: overlapped_head) */
+	double *head_gather = arena_calloc(a, (size_t)pp->virtual_stages, sizeof(double));
+	double *head_forward = arena_calloc(a, (size_t)pp->virtual_stages, sizeof(double));
 	bool placed = zero >= 2 || tr->overlap_grad_reduce;
 	double *rs = placed ? arena_calloc(a, (size_t)c->g->n_ops + 1, sizeof(double)) : NULL;
 	double fp8_meta = 0; /* the FP8 recipes' scaling state (cost_fp8_meta_bytes) */
 	double host_act = 0; /* the offloaded activations per micro-batch (chunk_offload) */
-	if (!act || (placed && !rs))
+	if (!act || !head_gather || !head_forward || (placed && !rs))
 		return false;
 	memset(ss, 0, sizeof(*ss));
 	double slow = stage_slow(c, pp, st);
@@ -1557,12 +1667,13 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		}
 		/* the updated parameters' gathers: after the optimizer, or
 		 * (overlap_param_gather) beside the chunk's first forward, which
-		 * waits for what they outlast */
+		 * waits for what they outlast (overlapped_head, below) */
 		for (int i = lo; i < hi && tr->overlap_param_gather; i++)
 			forward += e->ops[i].compute_forward_s + e->ops[i].comm_forward_s;
-		if (tr->overlap_param_gather)
-			tail_sync += fmax(0, gather - forward);
-		ss->gather_tail_s += tr->overlap_param_gather ? fmax(0, gather - forward) : gathers;
+		head_gather[local] = gather;
+		head_forward[local] = forward;
+		if (!tr->overlap_param_gather)
+			ss->gather_tail_s += gathers;
 		double w;
 		chunk_act(c, p, core, ch, m, &act[ch], &w);
 		working = w > working ? w : working;
@@ -1588,8 +1699,29 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
 		if (k != EST_OPTIMIZER)
 			ss->micro_s += ss->cat[k];
+	/* The stage's order of units (plan_schedule). The most in flight does
+	 * not grow past 2 x P micro-batches with 1F1B and interleaving (their
+	 * warm-up is at most that long), and GPipe holds every micro-batch: one
+	 * is walked and scaled. The drain, where the buckets run, is the last
+	 * group's whatever the count. So the walk, and the estimate, cost the
+	 * same whatever the micro-batch count. */
+	struct prog_slot *sl;
+	int64_t m = e->steps_per_iteration, walk = m, cap = 2 * (int64_t)pp->n_stages;
+	if (tr->schedule == SCHED_GPIPE)
+		walk = 1;
+	else if (m > cap)
+		walk = cap;
+	int n = plan_schedule(a, pp, walk, tr->schedule, st, &sl);
+	if (n < 0)
+		return false;
+	const struct prog_slot *order = tr->schedule == SCHED_GPIPE ? NULL : sl;
+	if (tr->overlap_param_gather) {
+		double g = overlapped_head(c, st, order, n, head_gather, head_forward);
+		tail_sync += g;
+		ss->gather_tail_s += g;
+	}
 	if (zero < 2 && tr->overlap_grad_reduce)
-		tail_sync += overlapped_tail(c, st, rs);
+		tail_sync += overlapped_tail(c, st, rs, order, n);
 	/* ZeRO 2: every micro-batch's buckets reduce-scattered on the second
 	 * stream, which nothing waits for until the flush (DeepSpeed's
 	 * overlap_comm; the simulation's stream 1): the last micro-batch's
@@ -1600,7 +1732,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 		double r = 0;
 		for (int i = 0; i < c->g->n_ops; i++)
 			r += rs[i];
-		tail_sync += overlapped_tail(c, st, rs) +
+		tail_sync += overlapped_tail(c, st, rs, order, n) +
 		             fmax(0, (double)(e->steps_per_iteration - 1) * (r - ss->micro_s));
 	}
 	/* the tail: the buckets left for the flush, the tied parameters'
@@ -1611,19 +1743,6 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	es->micro_s = ss->micro_s;
 	es->p2p_s = ss->cat[EST_PIPELINE_P2P];
 	/* memory: activations in flight by the schedule, buffers */
-	struct prog_slot *sl;
-	/* The most in flight does not grow past 2 x P micro-batches with 1F1B
-	 * and interleaving (their warm-up is at most that long), and GPipe
-	 * holds every micro-batch: one is walked and scaled. So the walk, and
-	 * the estimate, cost the same whatever the micro-batch count. */
-	int64_t m = e->steps_per_iteration, walk = m, cap = 2 * (int64_t)pp->n_stages;
-	if (tr->schedule == SCHED_GPIPE)
-		walk = 1;
-	else if (m > cap)
-		walk = cap;
-	int n = plan_schedule(a, pp, walk, tr->schedule, st, &sl);
-	if (n < 0)
-		return false;
 	in_flight(sl, n, act, pp, &es->mem.activations, &es->in_flight);
 	if (tr->schedule == SCHED_GPIPE) {
 		es->mem.activations *= (double)m;

@@ -1059,6 +1059,64 @@ Test(pipeline, dualpipe_overlaps_forward_and_backward)
 
 /* Interleaved with v = 2 chunks per stage: the bubble time is (p-1)/v of
  * a micro-batch's time, 1.5 / (8 + 1.5). */
+/* The gradient buckets under the interleaved schedule, by hand (the chain
+ * on 4 NPUs: P = 2 stages of 2 (data parallel 2), v = 2 chunks of 4
+ * MatMuls a stage, m = 4 micro-batches; ZeRO 0 with overlap_grad_reduce,
+ * each weight its own bucket). Stage 0 ends "... B3.2 B2.0 B3.0"
+ * (schedules_in_order): chunk 2's last backward, then micro-batch 2's and
+ * 3's backwards of chunk 0. Each weight's all-reduce over the 2 ranks'
+ * HCCS link (30 GB/s, 1 us) takes T = W / 30 GB/s + 2 us = 17.898 ms and
+ * starts when its MatMul's backward (b = 2W / 1.2 TB/s = 0.895 ms) is
+ * done, one after another: chunk 2's four from b, chunk 0's four behind
+ * them, under 8 more backwards: exposed b + 8T - 12b = 8T - 11b = 133.33
+ * ms. Walking the chunks' last backwards alone (before) gave 8T - 7b,
+ * 3.6 ms more: the backward of micro-batch 2 through chunk 0 hides buckets
+ * too. The simulation, which runs the schedule, meets the estimate. */
+Test(pipeline, interleaved_buckets_run_under_the_last_group)
+{
+	const double T = W_BYTES / 30e9 + 2e-6, b = 2 * W_BYTES / 1.2e12;
+	struct scenario *s = chain(SCHED_INTERLEAVED_1F1B, 2, 0);
+	s->devices = 4;
+	s->training.pipeline_stages = 2;
+	s->training.global_batch = 8; /* the graph's batch of 2 split over 2 replicas: 4 steps */
+	s->training.overlap_grad_reduce = true;
+	struct plan *p = dp_plan(s);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	cr_assert_eq(e.steps_per_iteration, 4, "%lld micro-batches", (long long)e.steps_per_iteration);
+	double want = 8 * T - 11 * b, got = e.stages[0].gradient_s;
+	cr_expect(fabs(got - want) <= 1e-4 * want, "stage 0: %.9g s, want %.9g s", got, want);
+	simulated_as_estimated(s);
+}
+
+/* The updated parameters' gathers under the interleaved schedule, by hand
+ * (the same chain, P = 2, v = 2, m = 4, ZeRO 1 with overlap_param_gather,
+ * its reduce-scatters after the flush: overlap_grad_reduce false). Each
+ * weight's reduce-scatter or all-gather over the 2 ranks takes r = W / 60
+ * GB/s + 1 us = 8.949 ms; a chunk's forward of one micro-batch 4 x b/2 =
+ * 2b. Stage 0 starts "F0.0 F1.0 F0.2": the gathers, chunk 0's four then
+ * chunk 2's, run from the start; chunk 0's first forward waits 4r - 2b,
+ * chunk 2's, two forwards later, 8r - (4r + 4b). The tail: 8 reduce-
+ * scatters, 8r, then those waits: 16r - 6b = 137.82 ms (each chunk's
+ * gathers beside its own first forward alone, before: 16r - 4b). The
+ * simulation meets the estimate. */
+Test(pipeline, interleaved_gathers_run_under_the_lower_chunks)
+{
+	const double r = W_BYTES / 60e9 + 1e-6, b = 2 * W_BYTES / 1.2e12;
+	struct scenario *s = chain(SCHED_INTERLEAVED_1F1B, 2, 1);
+	s->devices = 4;
+	s->training.pipeline_stages = 2;
+	s->training.global_batch = 8;
+	s->training.overlap_grad_reduce = false;
+	s->training.overlap_param_gather = true;
+	struct plan *p = dp_plan(s);
+	struct estimate e;
+	cr_assert(plan_estimate(A, p, &e, &D));
+	double want = 16 * r - 6 * b, got = e.stages[0].gradient_s;
+	cr_expect(fabs(got - want) <= 1e-4 * want, "stage 0: %.9g s, want %.9g s", got, want);
+	simulated_as_estimated(s);
+}
+
 Test(pipeline, interleaved_bubble_divides_by_v)
 {
 	bubble(SCHED_INTERLEAVED_1F1B, 2, 1.5 / 9.5);
