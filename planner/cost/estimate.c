@@ -991,15 +991,15 @@ static double overlapped_head(const struct est_ctx *c, int st, const struct prog
 	const struct est_op *o = c->e->ops;
 	int v = pp->virtual_stages;
 	double exposed = 0;
-	if (!plain_order(pp, st, sl, n)) {
+	bool first[64] = {false};
+	if (v > (int)SL_COUNTOF(first) || !plain_order(pp, st, sl, n)) {
 		for (int k = 0; k < v; k++)
 			exposed += fmax(0, gather[k] - forward[k]);
 		return exposed;
 	}
 	double t = 0, comm = 0;
 	int seen = 0;
-	bool first[64] = {false};
-	for (int u = 0; u < n && seen < v && v <= (int)SL_COUNTOF(first); u++) {
+	for (int u = 0; u < n && seen < v; u++) {
 		int ch = sl[u].chunk, k = (ch - st) / pp->n_stages;
 		int lo = pp->first_op[ch], hi = pp->first_op[ch + 1];
 		if (sl[u].backward) {
