@@ -90,13 +90,13 @@ struct cJSON *cli_interval_json(const struct cal_interval *iv);
  * device kind and fw, or of its device kind alone (calibration/ beside the
  * topology's folder, or the tree this program was built from); NULL when
  * there is none or the file says "none". */
-const char *cli_shipped_calibration(struct arena *a, const struct topology *t,
-                                    enum framework fw);
+const char *cli_default_calibration_file(struct arena *a, const struct topology *t,
+                                         enum framework fw);
 /* --calibration's value applied to t: a file, "auto" (the default above),
  * "none" or NULL (nothing). False after diagnostics. */
 bool cli_apply_calibration(struct arena *a, const char *option, struct topology *t,
                            enum framework fw, struct diag_list *d);
-/* The default when no --calibration is given: cli_shipped_calibration's
+/* The default when no --calibration is given: cli_default_calibration_file's
  * (docs/validation.md, "Shipped calibrations"), else none. */
 bool cli_default_calibration(struct arena *a, struct topology *t, enum framework fw,
                              struct diag_list *d);

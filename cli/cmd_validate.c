@@ -94,11 +94,12 @@ static void help(FILE *f)
 	        "                    of every row --rows selects (a row left out is not\n"
 	        "                    calibrated); the report names it (text: a line under\n"
 	        "                    the title; JSON: \"calibration\" {\"name\", \"file\"}\n"
-	        "                    or null); \"auto\": each row's device's shipped one\n"
-	        "                    (calibration/; a line and a \"calibrations\" entry\n"
-	        "                    each), \"none\": none (the bare model). Without the\n"
-	        "                    option, each training row takes its device's shipped\n"
-	        "                    one where there is one, and the others none (a line\n"
+	        "                    or null); \"auto\": the one each row's topology file\n"
+	        "                    names, else its device's shipped one for its\n"
+	        "                    training.framework (calibration/; a line and a\n"
+	        "                    \"calibrations\" entry each), \"none\": none (the bare\n"
+	        "                    model). Without the option, each training row takes\n"
+	        "                    that one where there is one, and the others none (a line\n"
 	        "                    says how many); collective rows take none (the\n"
 	        "                    shipped files are fitted to training runs and\n"
 	        "                    kernels). A calibration fitted on these rows says so:\n"
@@ -1213,7 +1214,7 @@ int cmd_validate(int argc, char **argv)
 			enum framework fw = train ? v->training[i].scenario->training.framework
 			                          : FRAMEWORK_MEGATRON;
 			const char *use = a.calibration ? a.calibration
-			                                : cli_shipped_calibration(ar, t, fw);
+			                                : cli_default_calibration_file(ar, t, fw);
 			if (!use) {
 				if (!a.n_bare++)
 					a.bare_why = t->calibration_file

@@ -385,8 +385,10 @@ const char cli_override_help[] =
 	"  --calibration FILE\n"
 	"                  a calibration file (docs/formats.md): each figure\n"
 	"                  replaces the topology parameter it names; \"auto\"\n"
-	"                  (the default): the shipped one of the device\n"
-	"                  (calibration/) where there is one, \"none\": the bare\n"
+	"                  (the default): the one the topology file names\n"
+	"                  (\"calibration\"), else the shipped one of the device\n"
+	"                  for the scenario's training.framework (calibration/)\n"
+	"                  where there is one; \"none\": the bare\n"
 	"                  model. A calibration with a training fit gives the\n"
 	"                  iteration time its 90% interval\n";
 

@@ -153,8 +153,8 @@ static const char *shipped_file(const struct topology *t, enum framework fw)
 	return any;
 }
 
-const char *cli_shipped_calibration(struct arena *a, const struct topology *t,
-                                    enum framework fw)
+const char *cli_default_calibration_file(struct arena *a, const struct topology *t,
+                                         enum framework fw)
 {
 	if (t->calibration_file)
 		return strcmp(t->calibration_file, "none") ? t->calibration_file : NULL;
@@ -183,7 +183,7 @@ bool cli_apply_calibration(struct arena *a, const char *option, struct topology 
 		return true;
 	const char *path = option;
 	if (!strcmp(option, "auto")) {
-		path = cli_shipped_calibration(a, t, fw);
+		path = cli_default_calibration_file(a, t, fw);
 		if (!path && t->calibration_file) {
 			diag_add(d, DIAG_ERROR, "--calibration", 0, NULL,
 			         "auto: the topology %s names calibration \"none\" (%s)", t->name,
@@ -205,6 +205,6 @@ bool cli_apply_calibration(struct arena *a, const char *option, struct topology 
 bool cli_default_calibration(struct arena *a, struct topology *t, enum framework fw,
                              struct diag_list *d)
 {
-	const char *path = cli_shipped_calibration(a, t, fw);
+	const char *path = cli_default_calibration_file(a, t, fw);
 	return !path || cli_apply_calibration(a, path, t, fw, d);
 }
