@@ -187,6 +187,26 @@ static const char *fig_name(enum cal_param p)
 	return names[p - CAL_TRAIN_GEMM_EFFICIENCY];
 }
 
+bool cli_fit_took(const char *fitted_on, const char *set, const char *row)
+{
+	/* "FILE (SET): ..." or "FILE (SET), rows 'GLOB': ..." (merged, below) */
+	const char *at = fitted_on && set ? strstr(fitted_on, " (") : NULL;
+	size_t n = set ? strlen(set) : 0;
+	if (!at || strncmp(at + 2, set, n) || at[2 + n] != ')')
+		return false;
+	const char *g = at + 2 + n;
+	if (!row || strncmp(g, "), rows '", 9))
+		return true;
+	g += 9;
+	const char *end = strstr(g, "':");
+	char glob[256];
+	if (!end || (size_t)(end - g) >= sizeof glob)
+		return true;
+	memcpy(glob, g, (size_t)(end - g));
+	glob[end - g] = '\0';
+	return fnmatch(glob, row, 0) == 0;
+}
+
 /* The written file: the base's figures and fits, then the training's. */
 static struct calibration *merged(struct arena *ar, const struct rargs *r,
                                   const struct calibration *base, const struct validation *v,

@@ -25,6 +25,10 @@ bool cli_calibration_write(const char *path, const struct calibration *c);
 /* calruns.c: `calibrate --runs` (its usage, then the command). */
 void calibrate_runs_help(FILE *f);
 int calibrate_runs(int argc, char **argv);
+/* Whether a training fit's fitted_on, as calibrate --runs writes it, took
+ * the validation set named `set`: any of its rows (row NULL), or the row
+ * named `row` (every row, or those its --rows glob matched). */
+bool cli_fit_took(const char *fitted_on, const char *set, const char *row);
 int cmd_graph(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);

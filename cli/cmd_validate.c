@@ -227,40 +227,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return EXIT_OK;
 }
 
-/* The training fit of c when it was fitted on this set's rows (its
- * fitted_on names the set: "FILE (NAME): ..." or "FILE (NAME), rows
- * 'GLOB': ..."), so that its errors here are in sample; NULL otherwise. */
-static const struct cal_fit *fitted_here(const struct calibration *c, const struct validation *v)
+/* c's training fit when it was fitted on this set's rows (any of them,
+ * row NULL; or the row named row), so that its errors here are in sample;
+ * NULL otherwise. */
+static const struct cal_fit *fitted_here(const struct calibration *c, const struct validation *v,
+                                         const char *row)
 {
-	const struct cal_fit *tf = cost_calibration_training_fit(c);
-	if (!tf || !tf->fitted_on || !v->name)
-		return NULL;
-	const char *at = strstr(tf->fitted_on, " (");
-	size_t n = strlen(v->name);
-	if (!at || strncmp(at + 2, v->name, n) || at[2 + n] != ')')
-		return NULL;
-	return tf;
-}
-
-/* c's training fit when it saw this row: fitted on this set, and on every
- * row or on the rows its glob picked ("..., rows 'GLOB': ..."). */
-static const struct cal_fit *row_fitted(const struct calibration *c, const struct validation *v,
-                                        const char *row)
-{
-	const struct cal_fit *tf = c ? fitted_here(c, v) : NULL;
-	if (!tf)
-		return NULL;
-	const char *g = strstr(tf->fitted_on, "), rows '");
-	if (!g)
-		return tf;
-	g += strlen("), rows '");
-	const char *end = strstr(g, "':");
-	char glob[256];
-	if (!end || (size_t)(end - g) >= sizeof glob)
-		return tf;
-	memcpy(glob, g, (size_t)(end - g));
-	glob[end - g] = '\0';
-	return fnmatch(glob, row, 0) == 0 ? tf : NULL;
+	const struct cal_fit *tf = c ? cost_calibration_training_fit(c) : NULL;
+	return tf && cli_fit_took(tf->fitted_on, v->name, row) ? tf : NULL;
 }
 
 /* The calibrations used, under the title: one line each (each row takes
@@ -272,14 +246,16 @@ static void calibration_line(const struct args *a, const struct validation *v)
 	for (int k = 0; k < a->n_cal; k++) {
 		printf("calibration %s (%s): %d figure%s\n", a->cal[k]->name, a->cal[k]->file,
 		       a->cal[k]->n_figures, a->cal[k]->n_figures == 1 ? "" : "s");
-		const struct cal_fit *tf = fitted_here(a->cal[k], v);
+		const struct cal_fit *tf = fitted_here(a->cal[k], v, NULL);
+		char how[32];
 		if (tf && tf->cv_method && !strcmp(tf->cv_method, "k-fold"))
-			printf("  in sample: fitted on %s; out of sample (%d-fold) its MAPE is %.1f%%\n",
-			       tf->fitted_on, tf->cv_folds, tf->cv_mape_pct);
-		else if (tf)
+			snprintf(how, sizeof how, "%d-fold", tf->cv_folds);
+		else
+			snprintf(how, sizeof how, "%s", tf && tf->cv_method ? tf->cv_method
+			                                                    : "cross-validated");
+		if (tf)
 			printf("  in sample: fitted on %s; out of sample (%s) its MAPE is %.1f%%\n",
-			       tf->fitted_on, tf->cv_method ? tf->cv_method : "cross-validated",
-			       tf->cv_mape_pct);
+			       tf->fitted_on, how, tf->cv_mape_pct);
 	}
 	if (!a->n_cal && a->n_bare)
 		printf("calibration none (%s): no intervals\n", a->bare_why ? a->bare_why : "-");
@@ -295,7 +271,7 @@ static cJSON *calibration_object(const struct calibration *c, const struct valid
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", c->name);
 	cJSON_AddStringToObject(o, "file", c->file);
-	cJSON_AddBoolToObject(o, "in_sample", fitted_here(c, v) != NULL);
+	cJSON_AddBoolToObject(o, "in_sample", fitted_here(c, v, NULL) != NULL);
 	return o;
 }
 
@@ -522,8 +498,8 @@ static void training_text(const struct args *a, const struct validation *v,
 	for (int i = 0; i < n; i++) {
 		const struct cal_fit *f =
 			rows[i].error ? NULL
-			              : row_fitted(rows[i].row->scenario->topo->calibration, v,
-			                           rows[i].row->name);
+			              : fitted_here(rows[i].row->scenario->topo->calibration, v,
+			                            rows[i].row->name);
 		n_in += f != NULL;
 		fit = fit ? fit : f;
 	}

@@ -1942,6 +1942,24 @@ Test(cli, validate_takes_the_shipped_calibrations_by_default)
 	cJSON_Delete(j);
 }
 
+/* Which rows a training fit took, read from its fitted_on as calibrate
+ * --runs writes it: the set by its whole name (not a prefix of another),
+ * every row, or the rows its --rows glob matched. */
+Test(cli, a_fit_names_the_set_and_rows_it_took)
+{
+	const char *all = "validation/megatron-dev.json (megatron-dev): 21 training rows, their estimates";
+	const char *some = "validation/megatron-bridge.json (megatron-bridge), rows '*B200 *': 5 "
+	                   "training rows, their estimates";
+	cr_expect(cli_fit_took(all, "megatron-dev", NULL));
+	cr_expect(cli_fit_took(all, "megatron-dev", "174.6B 384 GPUs"));
+	cr_expect_not(cli_fit_took(all, "megatron", NULL));
+	cr_expect_not(cli_fit_took(all, "megatron-dev-2", NULL));
+	cr_expect(cli_fit_took(some, "megatron-bridge", NULL));
+	cr_expect(cli_fit_took(some, "megatron-bridge", "GB200 LLAMA3_8B 8 GPUs TP 1 PP 1 CP 1"));
+	cr_expect_not(cli_fit_took(some, "megatron-bridge", "H100 LLAMA3_8B 8 GPUs TP 1 PP 1 CP 1 FSDP"));
+	cr_expect_not(cli_fit_took(NULL, "megatron-bridge", NULL));
+}
+
 /* A topology of the user's own, outside the tree, still takes the shipped
  * calibration of its device: the one this build was made from, named as a
  * path from the working directory. */
