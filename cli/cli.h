@@ -79,6 +79,9 @@ void cli_note_kernel_model(FILE *f, const struct topology *t, const char *calibr
 void cli_interval(const struct plan *p, struct cal_interval *out);
 /* " (90%: 1.26-1.43 s)", or " (uncalibrated: no interval)". */
 const char *cli_interval_text(char *buf, size_t size, const struct cal_interval *iv);
+/* Two ends with their units as one range: "1.26 s", "1.43 s" -> "1.26-1.43 s";
+ * "980 ms", "1.02 s" -> "980 ms-1.02 s". */
+const char *cli_range_text(char *buf, size_t size, const char *lo, const char *hi);
 /* "calibration NAME (FILE), training fit cross-validated MAPE x%" or
  * "calibration none", after the indent. */
 void cli_calibration_line(FILE *f, const char *indent, const struct topology *t);

@@ -390,25 +390,59 @@ static const char *measure_text(char *buf, size_t size, enum validation_measure 
 	return "?";
 }
 
+/* A prediction's 90% interval in the row's unit, "9.84-11.5 s", with " *"
+ * when the measurement lies outside it; "-" without one. */
+static const char *range_text(char *buf, size_t size, const struct validation_training_row *row,
+                              bool have, double lo, double hi, bool covered)
+{
+	if (!have)
+		return snprintf(buf, size, "-"), buf;
+	char l[48], h[48], r[100];
+	cli_range_text(r, sizeof r, measure_text(l, sizeof l, row->measure, lo),
+	               measure_text(h, sizeof h, row->measure, hi));
+	snprintf(buf, size, "%s%s", r, covered ? "" : " *");
+	return buf;
+}
+
 static void training_text(const struct args *a, const struct validation *v,
                           const struct validation_training_result *rows,
                           const struct plan_label *plans, int n)
 {
-	int wn = 4, wp = 4;
+	int wn = 4, wp = 4, wi = 0;  /* wi: the intervals' column, 0 when no row has one */
+	bool any_outside = false;
 	for (int i = 0; i < n; i++) {
-		int ln = (int)strlen(rows[i].row->name), lp = (int)strlen(plans[i].text);
+		const struct validation_training_result *r = &rows[i];
+		int ln = (int)strlen(r->row->name), lp = (int)strlen(plans[i].text);
 		wn = ln > wn ? ln : wn;
 		wp = lp > wp ? lp : wp;
+		if (r->error || !r->est_iv.have)
+			continue;
+		char b[2][128];
+		int le = (int)strlen(range_text(b[0], 128, r->row, true, r->est_lo, r->est_hi,
+		                                r->est_covered));
+		int ls = r->simulated && r->sim_iv.have
+			? (int)strlen(range_text(b[1], 128, r->row, true, r->sim_lo, r->sim_hi,
+			                         r->sim_covered)) : 0;
+		wi = le > wi ? le : wi;
+		wi = ls > wi ? ls : wi;
+		any_outside |= !r->est_covered || (r->simulated && r->sim_iv.have && !r->sim_covered);
 	}
+	wi = wi > 0 && wi < 12 ? 12 : wi;
 	printf("validate %s: %d training row%s of %s\n", v->name, n, n == 1 ? "" : "s", v->file);
 	calibration_line(a, v);
-	printf("  %-*s  %-7s  %-*s  %-14s  %-14s  %-8s  %-14s  %s\n", wn, "row", "devices", wp, "plan",
-	       "measured", "estimated", "error", "simulated", "error");
+	printf("  %-*s  %-7s  %-*s  %-14s  %-14s  %-8s  ", wn, "row", "devices", wp, "plan",
+	       "measured", "estimated", "error");
+	if (wi)
+		printf("%-*s  ", wi, "90% interval");
+	printf("%-14s  %s", "simulated", "error");
+	if (wi)
+		printf("     %s", "90% interval");
+	printf("\n");
 	bool any_tflops = false, any_tokens = false, any_time = false, notes = false;
 	for (int i = 0; i < n; i++) {
 		const struct validation_training_result *r = &rows[i];
 		const struct validation_training_row *row = r->row;
-		char b[6][48];
+		char b[6][128];
 		any_tflops |= row->measure == MEASURE_TFLOPS_PER_DEVICE;
 		any_tokens |= row->measure == MEASURE_TOKENS_PER_S_PER_DEVICE;
 		any_time |= row->measure == MEASURE_ITERATION_S;
@@ -421,11 +455,18 @@ static void training_text(const struct args *a, const struct validation *v,
 		}
 		printf("%-14s  %-8s  ", measure_text(b[1], 48, row->measure, r->est_value),
 		       report_pct_text(b[2], 48, r->est_err));
+		if (wi)
+			printf("%-*s  ", wi, range_text(b[5], 128, row, r->est_iv.have, r->est_lo, r->est_hi,
+			                                r->est_covered));
 		if (r->simulated)
-			printf("%-14s  %s", measure_text(b[3], 48, row->measure, r->sim_value),
+			printf(wi ? "%-14s  %-8s" : "%-14s  %s",
+			       measure_text(b[3], 48, row->measure, r->sim_value),
 			       report_pct_text(b[4], 48, r->sim_err));
 		else
-			printf("%-14s  %s", "-", "-");
+			printf(wi ? "%-14s  %-8s" : "%-14s  %s", "-", "-");
+		if (wi)
+			printf("  %s", range_text(b[5], 128, row, r->simulated && r->sim_iv.have,
+			                      r->sim_lo, r->sim_hi, r->sim_covered));
 		printf("%s%s\n", r->oom ? "  OOM" : "", r->host_oom ? "  host OOM" : "");
 		notes |= r->oom || r->host_oom || r->sim_error;
 	}
@@ -437,6 +478,9 @@ static void training_text(const struct args *a, const struct validation *v,
 		printf(";\n  seconds an iteration where a row measures time (there a negative error "
 		       "is a prediction too fast)");
 	printf("\n");
+	if (wi)
+		printf("  90%% interval: the calibration's (figures' covariance and cross-validated "
+		       "residuals)%s\n", any_outside ? "; * the measurement lies outside it" : "");
 	if (any_tflops) {
 		printf("  FLOPs counted as each source counts them:");
 		bool seen[FLOPS_COUNT] = {false};
@@ -483,10 +527,10 @@ static void training_text(const struct args *a, const struct validation *v,
 			continue;
 		if (!mem_head)
 			printf("\nmemory per device (peak), where the source measured it\n"
-			       "  %-22s  %-10s  %-10s  %s\n", "row", "measured", "estimated", "error");
+			       "  %-*s  %-10s  %-10s  %s\n", wn, "row", "measured", "estimated", "error");
 		mem_head = true;
 		char mb[3][32];
-		printf("  %-22s  %-10s  %-10s  %s\n", r->row->name,
+		printf("  %-*s  %-10s  %-10s  %s\n", wn, r->row->name,
 		       cli_si(mb[0], 32, r->row->memory_bytes, "B"), cli_si(mb[1], 32, r->memory_bytes, "B"),
 		       report_pct_text(mb[2], 32,
 		                       validation_error_pct(r->memory_bytes, r->row->memory_bytes)));
@@ -680,20 +724,31 @@ static void csv_opt(struct cli_csv *c, bool have, double v)
 		cli_csv_str(c, NULL);
 }
 
+/* A prediction's 90% interval in the row's unit and whether the
+ * measurement lies inside it: three cells, empty without one. */
+static void csv_interval(struct cli_csv *c, bool have, double lo, double hi, bool covered)
+{
+	csv_opt(c, have, lo);
+	csv_opt(c, have, hi);
+	cli_csv_str(c, have ? (covered ? "true" : "false") : NULL);
+}
+
 static void training_csv(const struct validation_training_result *rows,
                          const struct plan_label *plans, int n)
 {
 	static const char *const cols[] = {
 		"name", "model", "topology", "devices", "planner", "plan", "measured_kind",
 		"measured_value", "estimated_iteration_s", "estimated_value", "estimated_error_pct",
-		"memory_bytes_per_device", "oom", "simulated_iteration_s", "simulated_value",
-		"simulated_error_pct", "error", NULL};
+		"estimated_lo", "estimated_hi", "estimated_covered", "memory_bytes_per_device", "oom", "simulated_iteration_s", "simulated_value",
+		"simulated_error_pct", "simulated_lo", "simulated_hi", "simulated_covered", "error",
+		NULL};
 	/* with a row that puts state in host memory, its verdict after oom */
 	static const char *const host_cols[] = {
 		"name", "model", "topology", "devices", "planner", "plan", "measured_kind",
 		"measured_value", "estimated_iteration_s", "estimated_value", "estimated_error_pct",
-		"memory_bytes_per_device", "oom", "host_oom", "simulated_iteration_s",
-		"simulated_value", "simulated_error_pct", "error", NULL};
+		"estimated_lo", "estimated_hi", "estimated_covered", "memory_bytes_per_device", "oom", "host_oom", "simulated_iteration_s",
+		"simulated_value", "simulated_error_pct", "simulated_lo", "simulated_hi",
+		"simulated_covered", "error", NULL};
 	bool host = validation_score_training(rows, n).host_rows > 0;
 	struct cli_csv c = {.f = stdout};
 	cli_csv_header(&c, host ? host_cols : cols);
@@ -713,6 +768,7 @@ static void training_csv(const struct validation_training_result *rows,
 		csv_opt(&c, est, r->est_s);
 		csv_opt(&c, est, r->est_value);
 		csv_opt(&c, est, r->est_err);
+		csv_interval(&c, est && r->est_iv.have, r->est_lo, r->est_hi, r->est_covered);
 		csv_opt(&c, est, r->memory_bytes);
 		cli_csv_str(&c, est ? (r->oom ? "true" : "false") : NULL);
 		if (host)  /* empty where not offloaded or not checked */
@@ -721,6 +777,7 @@ static void training_csv(const struct validation_training_result *rows,
 		csv_opt(&c, r->simulated, r->sim_s);
 		csv_opt(&c, r->simulated, r->sim_value);
 		csv_opt(&c, r->simulated, r->sim_err);
+		csv_interval(&c, r->simulated && r->sim_iv.have, r->sim_lo, r->sim_hi, r->sim_covered);
 		cli_csv_str(&c, r->error ? r->error : r->sim_error);
 		cli_csv_end(&c);
 	}

@@ -29,15 +29,21 @@ const char *cli_interval_text(char *buf, size_t size, const struct cal_interval 
 		snprintf(buf, size, " (%s)", iv->why);
 		return buf;
 	}
-	char lo[32], hi[32];
+	char lo[32], hi[32], r[80];
 	cli_si(lo, sizeof lo, iv->lo_s, "s");
 	cli_si(hi, sizeof hi, iv->hi_s, "s");
+	snprintf(buf, size, " (90%%: %s)", cli_range_text(r, sizeof r, lo, hi));
+	return buf;
+}
+
+const char *cli_range_text(char *buf, size_t size, const char *lo, const char *hi)
+{
 	/* "1.26 s-1.43 s" reads as "1.26-1.43 s" when the units agree. */
 	const char *ul = strchr(lo, ' '), *uh = strchr(hi, ' ');
 	if (ul && uh && !strcmp(ul, uh))
-		snprintf(buf, size, " (90%%: %.*s-%s)", (int)(ul - lo), lo, hi);
+		snprintf(buf, size, "%.*s-%s", (int)(ul - lo), lo, hi);
 	else
-		snprintf(buf, size, " (90%%: %s-%s)", lo, hi);
+		snprintf(buf, size, "%s-%s", lo, hi);
 	return buf;
 }
 

@@ -1547,7 +1547,7 @@ Test(cli, host_oom_in_validate_simulate_estimate_plan)
 	                     false);
 	cr_expect(strstr(r.out, ",memory_bytes_per_device,oom,host_oom,simulated_iteration_s,"),
 	          "%s", r.out);
-	cr_expect(strstr(r.out, ",false,true,,,,\n"), "%s", r.out);
+	cr_expect(strstr(r.out, ",false,true,,,,,,,\n"), "%s", r.out); /* not simulated */
 	free(r.out);
 	/* no host state, nothing new: validate-training.json's rows */
 	r = fixture_shardlab("validate tests/data/good/validate-training.json --estimate-only --csv",
@@ -1940,6 +1940,63 @@ Test(cli, validate_takes_the_shipped_calibrations_by_default)
 	                                                        "in_sample")));
 	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "uncalibrated_rows")->valueint, 0);
 	cJSON_Delete(j);
+}
+
+/* A calibrated row's 90% interval in its text, in the row's unit, marked
+ * " *" exactly where the JSON says the measurement lies outside it; a bare
+ * run has no such column. Figure 13's 162.2B rows: TP 32's 75 TFLOP/s sits
+ * below its interval (the estimate is 35% fast), TP 8's inside. */
+Test(cli, validate_prints_each_rows_interval)
+{
+	cJSON *j = run_json("validate --json --estimate-only --rows '162.2B*' "
+	                    "validation/megatron-dev.json");
+	struct cli_run r = fixture_shardlab("validate --estimate-only --rows '162.2B*' "
+	                                    "validation/megatron-dev.json",
+	                                    false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "  estimated       error     90% interval  "), "%s", r.out);
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(j, "rows"), *row;
+	cr_assert_eq(cJSON_GetArraySize(rows), 5);
+	int outside = 0;
+	cJSON_ArrayForEach(row, rows) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(row, "estimate");
+		const cJSON *iv = cJSON_GetObjectItemCaseSensitive(e, "interval");
+		double lo = cJSON_GetObjectItemCaseSensitive(iv, "lo")->valuedouble;
+		double hi = cJSON_GetObjectItemCaseSensitive(iv, "hi")->valuedouble;
+		bool covered = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "covered"));
+		double m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(row, "measured"),
+		                                            "value")->valuedouble;
+		cr_expect_eq(covered, lo <= m && m <= hi);
+		const char *line = strstr(r.out, str_of(row, "name"));
+		cr_assert_not_null(line, "%s", r.out);
+		const char *end = strchr(line, '\n');
+		char want[64], got[256];
+		/* three digits, a TFLOP/s unit on the second end only */
+		snprintf(want, sizeof want, "%.3g-%.3g TFLOP/s%s", lo, hi, covered ? "" : " *");
+		snprintf(got, sizeof got, "%.*s", (int)(end - line), line);
+		cr_expect(strstr(got, want), "want \"%s\" in: %s", want, got);
+		outside += !covered;
+	}
+	cr_expect_eq(outside, 2, "%s", r.out); /* TP 32 and TP 2 (+35%, +41%) */
+	cr_expect(strstr(r.out, "; * the measurement lies outside it\n"), "%s", r.out);
+	cJSON_Delete(j);
+	free(r.out);
+	r = fixture_shardlab("validate --estimate-only --calibration none --rows '162.2B*' "
+	                     "validation/megatron-dev.json",
+	                     false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "error     simulated       error\n"), "%s", r.out); /* no column */
+	free(r.out);
+}
+
+/* Two ends as one range, the unit once where both have it. */
+Test(cli, a_range_names_its_unit_once)
+{
+	char b[64];
+	cr_expect_str_eq(cli_range_text(b, sizeof b, "1.26 s", "1.43 s"), "1.26-1.43 s");
+	cr_expect_str_eq(cli_range_text(b, sizeof b, "980 ms", "1.02 s"), "980 ms-1.02 s");
+	cr_expect_str_eq(cli_range_text(b, sizeof b, "83.4 TFLOP/s", "123 TFLOP/s"),
+	                 "83.4-123 TFLOP/s");
 }
 
 /* Which rows a training fit took, read from its fitted_on as calibrate
