@@ -26,7 +26,8 @@ void calibrate_runs_help(FILE *f)
 	        "       shardlab calibrate --runs VALIDATION.json [--figures NAMES]\n"
 	        "                               [--rows PATTERN] [--loss squares|huber]\n"
 	        "                               [--calibration BASE] [--name NAME]\n"
-	        "                               [--description TEXT] [--json] [--out FILE]\n"
+	        "                               [--description TEXT] [--also-for KINDS]\n"
+	        "                               [--json] [--out FILE]\n"
 	        "\n"
 	        "With --runs, end-to-end figures fitted to measured training\n"
 	        "iterations: a validation file of training rows (docs/validation.md),\n"
@@ -73,6 +74,12 @@ void calibrate_runs_help(FILE *f)
 	        "                   figures and fits ahead of the training fit's\n"
 	        "  --name NAME, --description TEXT  the written file's (default name:\n"
 	        "                   --out's file name)\n"
+	        "  --also-for KINDS the device kinds, besides the rows' own, that the\n"
+	        "                   written file holds for (comma-separated; its\n"
+	        "                   \"also_for\", docs/formats.md): the same silicon in\n"
+	        "                   another memory part, whose topologies then take it\n"
+	        "                   (default: the base calibration's)\n");
+	fprintf(f,
 	        "  --json           print JSON: \"runs\", \"rows_matching\" (--rows),\n"
 	        "                   \"calibration\", \"figures\"\n"
 	        "                   [{\"name\", \"units\", \"bounds\", \"value\",\n"
@@ -89,6 +96,7 @@ void calibrate_runs_help(FILE *f)
 
 struct rargs {
 	const char *runs, *base, *out, *name, *description;
+	const char *also_for;  /* --also-for, comma-separated; NULL: the base's */
 	const char *rows;  /* glob; NULL: every row */
 	bool json;
 	enum validation_loss loss;
@@ -139,7 +147,8 @@ static bool parse(struct arena *ar, int argc, char **argv, struct rargs *r)
 			continue;
 		}
 		static const char *const valued[] = {"--runs", "--figures", "--calibration", "--out",
-		                                     "--name", "--description", "--rows", "--loss"};
+		                                     "--name", "--description", "--rows", "--loss",
+		                                     "--also-for"};
 		size_t k = 0;
 		while (k < SL_COUNTOF(valued) && strcmp(o, valued[k]))
 			k++;
@@ -164,6 +173,7 @@ static bool parse(struct arena *ar, int argc, char **argv, struct rargs *r)
 		case 4: r->name = v; break;
 		case 5: r->description = v; break;
 		case 6: r->rows = v; break;
+		case 8: r->also_for = v; break;
 		default:
 			r->loss = VALIDATION_LOSS_COUNT;
 			for (int l = 0; l < VALIDATION_LOSS_COUNT; l++)
@@ -205,6 +215,32 @@ bool cli_fit_took(const char *fitted_on, const char *set, const char *row)
 	memcpy(glob, g, (size_t)(end - g));
 	glob[end - g] = '\0';
 	return fnmatch(glob, row, 0) == 0;
+}
+
+/* --also-for's kinds: the rows on one device kind, each kind another,
+ * named once, none empty. */
+static bool also_for_ok(const char *list, const char *device, struct diag_list *d)
+{
+	if (!device || !*device) {
+		diag_add(d, DIAG_ERROR, "--also-for", 0, NULL,
+		         "the rows are on %s: the file names no device for other kinds to join",
+		         device ? "several device kinds" : "no device kind");
+		return false;
+	}
+	for (const char *s = list;; s += strcspn(s, ",") + 1) {
+		int len = (int)strcspn(s, ",");
+		bool twice = (size_t)len == strlen(device) && !strncmp(s, device, (size_t)len);
+		for (const char *t = list; t < s && !twice; t += strcspn(t, ",") + 1)
+			twice = (int)strcspn(t, ",") == len && !strncmp(s, t, (size_t)len);
+		if (len == 0 || twice) {
+			diag_add(d, DIAG_ERROR, "--also-for", 0, NULL,
+			         len ? "\"%.*s\" is named twice (the rows' kind or --also-for)"
+			             : "an empty device kind%.*s", len, s);
+			return false;
+		}
+		if (!s[len])
+			return true;
+	}
 }
 
 /* The written file: the base's figures and fits, then the training's. */
@@ -252,6 +288,19 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 	*c = (struct calibration){.name = r->name ? r->name : cli_calibration_name(ar, r->out), .description = r->description,
 	                          .device = device, .n_figures = nb + p, .figures = fig,
 	                          .n_fits = nf + 1, .fits = fits};
+	if (!r->also_for && base && device) {
+		c->n_also_for = base->n_also_for;
+		c->also_for = base->also_for;
+	}
+	for (const char *s = device ? r->also_for : NULL; s && *s;) {
+		size_t len = strcspn(s, ",");
+		if (!c->also_for)
+			c->also_for = arena_calloc(ar, strlen(r->also_for) + 1, sizeof *c->also_for);
+		if (!c->also_for)
+			return NULL;
+		c->also_for[c->n_also_for++] = arena_strndup(ar, s, len);
+		s += len + (s[len] == ',');
+	}
 	return c;
 }
 
@@ -489,6 +538,8 @@ int calibrate_runs(int argc, char **argv)
 		else if (t->device.kind && strcmp(device, t->device.kind))
 			device = "";
 	}
+	if (v && r.also_for && !also_for_ok(r.also_for, device, &d))
+		v = NULL;
 	struct validation_training_fit tf;
 	if (v) {
 		struct validation_fit_options o = {.loss = r.loss, .n_figures = r.n_figures};

@@ -110,6 +110,7 @@ static const struct {
 	const char *file;
 } shipped[] = {
 	{"NVIDIA A100 SXM 80GB", FRAMEWORK_MEGATRON, "a100-sxm.json"},
+	{"NVIDIA A100 SXM 40GB", FRAMEWORK_MEGATRON, "a100-sxm.json"},  /* its also_for */
 	{"NVIDIA H100 SXM", FRAMEWORK_PYTORCH, "h100-sxm-pytorch.json"},
 	{"NVIDIA H100 SXM", FRAMEWORK_MEGATRON, "h100-sxm.json"},
 	{"Ascend 910B", FRAMEWORK_MEGATRON, "ascend-910b.json"},

@@ -27,15 +27,17 @@ LOSS=${LOSS:-huber}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# fit NAME RUNS DESCRIPTION [BASE [FIGURES [ROWS]]]: the training fit of RUNS
-# (on BASE's figures when given; of FIGURES, a comma-separated list, when
-# given; of the rows whose name matches the glob ROWS, when given) written
-# to calibration/NAME.json.
+# fit NAME RUNS DESCRIPTION [BASE [FIGURES [ROWS [ALSO]]]]: the training fit
+# of RUNS (on BASE's figures when given; of FIGURES, a comma-separated list,
+# when given; of the rows whose name matches the glob ROWS, when given)
+# written to calibration/NAME.json, holding also for the device kinds ALSO
+# (comma-separated) when given.
 fit() {
-	local name=$1 runs=$2 what=$3 base=${4:-none} figures=${5:-} rows=${6:-}
+	local name=$1 runs=$2 what=$3 base=${4:-none} figures=${5:-} rows=${6:-} also=${7:-}
 	echo "== $name: $runs" >&2
 	"$SHARDLAB" calibrate --runs "$runs" --calibration "$base" --name "$name" \
 		--loss "$LOSS" ${figures:+--figures "$figures"} ${rows:+--rows "$rows"} \
+		${also:+--also-for "$also"} \
 		--description "$what; fitted by scripts/calibrations.sh on $WHEN" \
 		--out "$tmp/$name.json" > "$tmp/$name.fit.txt"
 	cat "$tmp/$name.fit.txt" >&2
@@ -49,9 +51,13 @@ fit() {
 # identifiable from these rows (the op overhead at its bound, 0 +- 37 us),
 # the leave-one-out error is worse (13.8% against 13.6%) and the
 # unidentified op overhead's variance gave small models intervals from 0 s.
+# It holds for the A100 SXM 40GB too: the same GA100 at the same clocks
+# (NVIDIA A100 datasheet: 312 TFLOP/s bf16 for both), the parts differing
+# in HBM alone (40 GB at 1,555 GB/s against 80 GB at 2,039 GB/s), which the
+# topology states; the figure is a ratio of the GEMM rate.
 fit a100-sxm validation/megatron-dev.json \
-	"NVIDIA A100 SXM 80GB: the GEMM efficiency under training load fitted to validation/megatron-dev.json (Megatron-LM, Narayanan et al. SC21)" \
-	none train.gemm_efficiency
+	"NVIDIA A100 SXM 80GB: the GEMM efficiency under training load fitted to validation/megatron-dev.json (Megatron-LM, Narayanan et al. SC21); it holds for the A100 SXM 40GB, the same GPU and clocks with less and slower HBM (NVIDIA A100 datasheet), which its topology states" \
+	none train.gemm_efficiency '' "NVIDIA A100 SXM 40GB"
 
 # NVIDIA H100 SXM: the kernel measurements (calibration/h100-sxm-measured.csv)
 # first, then the Megatron-Core table on them.

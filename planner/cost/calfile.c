@@ -345,10 +345,46 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 	return ok;
 }
 
+/* "also_for": the device kinds besides "device" that the figures hold for,
+ * each named once; it needs "device". */
+static bool read_also_for(struct arena *a, const struct jv *root, struct calibration *c)
+{
+	struct jv arr, e;
+	if (!jv_get(root, "also_for", &arr))
+		return true;
+	if (!jv_is_array(&arr, 1, 64))
+		return false;
+	if (!c->device) {
+		jv_error(&arr, "needs \"device\", the kind the calibration was fitted on");
+		return false;
+	}
+	c->also_for = arena_calloc(a, (size_t)jv_len(&arr), sizeof *c->also_for);
+	if (!c->also_for)
+		return false;
+	bool ok = true;
+	for (bool more = jv_first(&arr, &e); more; more = jv_next(&arr, &e)) {
+		const char *k;
+		if (!jv_string(&e, &k)) {
+			ok = false;
+			continue;
+		}
+		bool twice = !strcmp(k, c->device);
+		for (int j = 0; j < c->n_also_for && !twice; j++)
+			twice = !strcmp(k, c->also_for[j]);
+		if (twice) {  /* jv_string refuses an empty one */
+			jv_error(&e, "\"%s\" is named already (device or also_for)", k);
+			ok = false;
+			continue;
+		}
+		c->also_for[c->n_also_for++] = arena_strdup(a, k);
+	}
+	return ok;
+}
+
 struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *doc)
 {
 	static const char *const keys[] = {"format", "version", "name", "description", "device",
-	                                   "figures", "fits", NULL};
+	                                   "also_for", "figures", "fits", NULL};
 	struct jv root, figs, fits, e;
 	if (!jv_root(doc, &root) || !jv_header(&root, CALIBRATION_FORMAT, CALIBRATION_VERSION))
 		return NULL;
@@ -364,6 +400,7 @@ struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *
 	struct jv dv;
 	if (jv_get(&root, "device", &dv))
 		c->device_line = dv.line;
+	ok = read_also_for(a, &root, c) && ok;
 	if (!jv_need(&root, "figures", &figs) || !jv_is_array(&figs, 1, 4096))
 		return NULL;
 	c->n_figures = jv_len(&figs);
@@ -545,10 +582,16 @@ bool cost_calibration_apply(const struct calibration *c, struct topology *t,
                             struct diag_list *diags)
 {
 	bool ok = true;
-	if (c->device && t->device.kind && strcmp(c->device, t->device.kind)) {
+	if (t->device.kind && !cost_calibration_holds_for(c, t->device.kind)) {
+		char also[512] = "";
+		for (int i = 0, n = 0; i < c->n_also_for && n >= 0 && (size_t)n < sizeof also; i++)
+			n += snprintf(also + n, sizeof also - (size_t)n, "%s\"%s\"",
+			              i == 0 ? " (and holds for " : ", ", c->also_for[i]);
+		if (c->n_also_for && strlen(also) + 2 < sizeof also)
+			strcat(also, ")");
 		diag_add(diags, DIAG_ERROR, c->file, c->device_line, "device",
-		         "the calibration was fitted on \"%s\", the topology %s has \"%s\"", c->device,
-		         t->name, t->device.kind);
+		         "the calibration was fitted on \"%s\"%s, the topology %s has \"%s\"", c->device,
+		         also, t->name, t->device.kind);
 		return false;
 	}
 	for (int i = 0; i < c->n_figures; i++) {
@@ -587,6 +630,16 @@ bool cost_calibration_apply(const struct calibration *c, struct topology *t,
 	return true;
 }
 
+bool cost_calibration_holds_for(const struct calibration *c, const char *kind)
+{
+	if (!c->device || !strcmp(c->device, kind))
+		return true;
+	for (int i = 0; i < c->n_also_for; i++)
+		if (!strcmp(c->also_for[i], kind))
+			return true;
+	return false;
+}
+
 /* ------------------------------------------------------------ writing */
 
 cJSON *cost_calibration_json(const struct calibration *c)
@@ -599,6 +652,9 @@ cJSON *cost_calibration_json(const struct calibration *c)
 		cJSON_AddStringToObject(root, "description", c->description);
 	if (c->device)
 		cJSON_AddStringToObject(root, "device", c->device);
+	if (c->device && c->n_also_for)
+		cJSON_AddItemToObject(root, "also_for",
+		                      cJSON_CreateStringArray(c->also_for, c->n_also_for));
 	cJSON *figs = cJSON_AddArrayToObject(root, "figures");
 	for (int i = 0; i < c->n_figures; i++) {
 		const struct cal_figure *f = &c->figures[i];

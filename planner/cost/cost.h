@@ -311,6 +311,9 @@ struct calibration {
 	const char *description;     /* NULL when none */
 	const char *device;          /* the device kind it was fitted for; NULL: any */
 	int device_line;
+	int n_also_for;              /* "also_for": other kinds it holds for (the same
+	                                silicon in another memory part, say) */
+	const char **also_for;
 	int n_figures;
 	struct cal_figure *figures;
 	int n_fits;
@@ -330,6 +333,9 @@ struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *
  * figure; the topology is then unchanged. */
 bool cost_calibration_apply(const struct calibration *c, struct topology *t,
                             struct diag_list *diags);
+/* Whether c holds for a device of the kind: its own, one of also_for, or
+ * any when it names none. */
+bool cost_calibration_holds_for(const struct calibration *c, const char *kind);
 /* The file as JSON (the caller prints or writes it): the same text for the
  * same calibration. */
 struct cJSON *cost_calibration_json(const struct calibration *c);

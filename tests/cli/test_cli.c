@@ -1989,6 +1989,49 @@ Test(cli, validate_prints_each_rows_interval)
 	free(r.out);
 }
 
+/* calibrate --runs --also-for: the written file holds for the kinds named
+ * besides the rows' own, and a topology of such a kind takes it by default
+ * (MPT's A100 40GB rows take the A100's shipped file, whose also_for names
+ * their kind); the option needs the rows on one kind, each kind once. */
+Test(cli, a_calibration_holds_for_the_kinds_it_names)
+{
+	char dir[] = "/tmp/shardlab-also-XXXXXX", out[96], args[512];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof out, "%s/mine.json", dir);
+	snprintf(args, sizeof args, "calibrate --runs validation/megatron-dev.json --rows "
+	         "'[137].*B * (Table 1)' --figures train.gemm_efficiency --also-for "
+	         "'NVIDIA A100 SXM 40GB,A100 of mine' --out %s", out);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	char *text = slurp(out);
+	cr_assert_not_null(text);
+	cr_expect(strstr(text, "\"device\":\t\"NVIDIA A100 SXM 80GB\",\n\t\"also_for\":\t"
+	                       "[\"NVIDIA A100 SXM 40GB\", \"A100 of mine\"]"),
+	          "%s", text);
+	free(text);
+	unlink(out);
+	rmdir(dir);
+	r = fixture_shardlab("calibrate --runs validation/llm-foundry-mpt.json --rows 'MPT-1b*' "
+	                     "--figures train.gemm_efficiency --also-for X", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "--also-for: the rows are on several device kinds"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("calibrate --runs validation/megatron-dev.json --rows '1.7B*' "
+	                     "--also-for 'X,NVIDIA A100 SXM 80GB'", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "--also-for: \"NVIDIA A100 SXM 80GB\" is named twice"), "%s",
+	          r.out);
+	free(r.out);
+	r = fixture_shardlab("validate validation/llm-foundry-mpt.json --estimate-only "
+	                     "--rows '*A100 40GB*'", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\ncalibration a100-sxm (calibration/a100-sxm.json): 1 figure\n"),
+	          "%s", r.out);
+	cr_expect(!strstr(r.out, "no intervals"), "%s", r.out);
+	free(r.out);
+}
+
 /* Two ends as one range, the unit once where both have it. */
 Test(cli, a_range_names_its_unit_once)
 {

@@ -1039,6 +1039,45 @@ Test(calibrate, calibration_refuses_what_the_topology_lacks)
 	forget_diags();
 }
 
+/* "also_for": the shipped A100 calibration, fitted on the 80GB part, holds
+ * for the 40GB part too (the same GPU and clocks, A100 datasheet), and a
+ * topology of that kind takes its figure; without the list it is refused
+ * there. The list is written back as read. */
+Test(calibrate, calibration_holds_for_the_kinds_it_names)
+{
+	struct calibration *c = cost_calibration_load(A, "calibration/a100-sxm.json", &D);
+	struct topology *forty = topo_load(A, "validation/a100-40gb-x16.json", &D);
+	cr_assert(c && forty);
+	cr_assert_str_eq(forty->device.kind, "NVIDIA A100 SXM 40GB");
+	cr_assert_eq(c->n_also_for, 1);
+	cr_expect(cost_calibration_holds_for(c, "NVIDIA A100 SXM 80GB"));
+	cr_expect(cost_calibration_holds_for(c, "NVIDIA A100 SXM 40GB"));
+	cr_expect_not(cost_calibration_holds_for(c, "NVIDIA H100 SXM"));
+	cr_expect_not(cost_calibration_holds_for(c, "NVIDIA A100 SXM"));  /* whole names */
+	double gemm = forty->device.matmul_efficiency;
+	cr_assert(cost_calibration_apply(c, forty, &D));
+	/* train.gemm_efficiency scales the compute model's GEMM rate */
+	cr_expect_float_eq(forty->device.matmul_efficiency, gemm * c->figures[0].value, 1e-12);
+	cJSON *j = cost_calibration_json(c);
+	char *text = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "also_for"));
+	cr_expect_str_eq(text, "[\"NVIDIA A100 SXM 40GB\"]");
+	free(text);
+	cJSON_Delete(j);
+	struct topology *again = topo_load(A, "validation/a100-40gb-x16.json", &D);
+	c->n_also_for = 0;
+	cr_assert_not(cost_calibration_apply(c, again, &D));
+	assert_diag(0, "calibration/a100-sxm.json:6: device: the calibration was fitted on \"NVIDIA "
+	               "A100 SXM 80GB\", the topology a100-40gb-x16 has \"NVIDIA A100 SXM 40GB\"");
+	forget_diags();
+	c->n_also_for = 1;
+	struct topology *h100 = topo_load(A, "topologies/dgx-h100.json", &D);
+	cr_assert_not(cost_calibration_apply(c, h100, &D));
+	assert_diag(0, "calibration/a100-sxm.json:6: device: the calibration was fitted on \"NVIDIA "
+	               "A100 SXM 80GB\" (and holds for \"NVIDIA A100 SXM 40GB\"), the topology "
+	               "dgx-h100 has \"NVIDIA H100 SXM\"");
+	forget_diags();
+}
+
 /* The CLI end to end: calibrate --out writes a file that check accepts
  * and that estimate and validate apply. */
 Test(calibrate, cli_writes_and_applies_a_calibration, .timeout = 60)
