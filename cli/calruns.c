@@ -78,7 +78,9 @@ void calibrate_runs_help(FILE *f)
 	        "                   written file holds for (comma-separated; its\n"
 	        "                   \"also_for\", docs/formats.md): the same silicon in\n"
 	        "                   another memory part, whose topologies then take it\n"
-	        "                   (default: the base calibration's)\n");
+	        "                   (default: the base calibration's). The file's\n"
+	        "                   \"device\" is the first row's kind; rows on other\n"
+	        "                   kinds put theirs in \"also_for\" too\n");
 	fprintf(f,
 	        "  --json           print JSON: \"runs\", \"rows_matching\" (--rows),\n"
 	        "                   \"calibration\", \"figures\"\n"
@@ -217,24 +219,38 @@ bool cli_fit_took(const char *fitted_on, const char *set, const char *row)
 	return fnmatch(glob, row, 0) == 0;
 }
 
-/* --also-for's kinds: the rows on one device kind, each kind another,
- * named once, none empty. */
-static bool also_for_ok(const char *list, const char *device, struct diag_list *d)
+/* The rows' device kinds, each once in row order: the written file's
+ * "device" (the first) and the head of its "also_for" (the others). */
+struct kinds {
+	const char **k;
+	int n;
+};
+
+static bool kinds_have(const struct kinds *ks, const char *k, size_t len)
 {
-	if (!device || !*device) {
+	for (int i = 0; i < ks->n; i++)
+		if (strlen(ks->k[i]) == len && !strncmp(ks->k[i], k, len))
+			return true;
+	return false;
+}
+
+/* --also-for's kinds: some row with a device kind, each kind not the
+ * rows' and named once, none empty. */
+static bool also_for_ok(const char *list, const struct kinds *rows, struct diag_list *d)
+{
+	if (rows->n == 0) {
 		diag_add(d, DIAG_ERROR, "--also-for", 0, NULL,
-		         "the rows are on %s: the file names no device for other kinds to join",
-		         device ? "several device kinds" : "no device kind");
+		         "the rows' topologies name no device kind for others to join");
 		return false;
 	}
 	for (const char *s = list;; s += strcspn(s, ",") + 1) {
 		int len = (int)strcspn(s, ",");
-		bool twice = (size_t)len == strlen(device) && !strncmp(s, device, (size_t)len);
+		bool twice = kinds_have(rows, s, (size_t)len);
 		for (const char *t = list; t < s && !twice; t += strcspn(t, ",") + 1)
 			twice = (int)strcspn(t, ",") == len && !strncmp(s, t, (size_t)len);
 		if (len == 0 || twice) {
 			diag_add(d, DIAG_ERROR, "--also-for", 0, NULL,
-			         len ? "\"%.*s\" is named twice (the rows' kind or --also-for)"
+			         len ? "\"%.*s\" is named twice (a row's kind or --also-for)"
 			             : "an empty device kind%.*s", len, s);
 			return false;
 		}
@@ -243,10 +259,35 @@ static bool also_for_ok(const char *list, const char *device, struct diag_list *
 	}
 }
 
+/* The written file's device and also_for: the rows' kinds, then
+ * --also-for's (else the base's that are not the rows'). */
+static bool file_kinds(struct arena *ar, const struct rargs *r, const struct calibration *base,
+                       const struct kinds *rows, struct calibration *c)
+{
+	if (rows->n == 0)
+		return true;
+	c->device = rows->k[0];
+	int most = rows->n + (base ? base->n_also_for : 0) + (r->also_for ? (int)strlen(r->also_for) : 0);
+	struct kinds all = {.k = arena_calloc(ar, (size_t)most + 1, sizeof *all.k)};
+	if (!all.k)
+		return false;
+	for (int i = 0; i < rows->n; i++)
+		all.k[all.n++] = rows->k[i];
+	for (const char *s = r->also_for; s && *s; s += strcspn(s, ",") + (s[strcspn(s, ",")] == ','))
+		all.k[all.n++] = arena_strndup(ar, s, strcspn(s, ","));
+	for (int i = 0; !r->also_for && base && i < base->n_also_for; i++)
+		if (!kinds_have(&all, base->also_for[i], strlen(base->also_for[i])))
+			all.k[all.n++] = base->also_for[i];
+	c->also_for = all.k + 1;
+	c->n_also_for = all.n - 1;
+	return true;
+}
+
 /* The written file: the base's figures and fits, then the training's. */
 static struct calibration *merged(struct arena *ar, const struct rargs *r,
                                   const struct calibration *base, const struct validation *v,
-                                  const struct validation_training_fit *tf, const char *device)
+                                  const struct validation_training_fit *tf,
+                                  const struct kinds *kinds)
 {
 	const struct validation_fit_result *f = &tf->fit;
 	int nb = base ? base->n_figures : 0, nf = base ? base->n_fits : 0, p = tf->n_figures;
@@ -286,22 +327,9 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 	                            .n_figures = p, .figures = names,
 	                            .covariance = cov};
 	*c = (struct calibration){.name = r->name ? r->name : cli_calibration_name(ar, r->out), .description = r->description,
-	                          .device = device, .n_figures = nb + p, .figures = fig,
+	                          .n_figures = nb + p, .figures = fig,
 	                          .n_fits = nf + 1, .fits = fits};
-	if (!r->also_for && base && device) {
-		c->n_also_for = base->n_also_for;
-		c->also_for = base->also_for;
-	}
-	for (const char *s = device ? r->also_for : NULL; s && *s;) {
-		size_t len = strcspn(s, ",");
-		if (!c->also_for)
-			c->also_for = arena_calloc(ar, strlen(r->also_for) + 1, sizeof *c->also_for);
-		if (!c->also_for)
-			return NULL;
-		c->also_for[c->n_also_for++] = arena_strndup(ar, s, len);
-		s += len + (s[len] == ',');
-	}
-	return c;
+	return file_kinds(ar, r, base, kinds, c) ? c : NULL;
 }
 
 /* The warnings: figures not identifiable, folds that failed. */
@@ -510,7 +538,7 @@ int calibrate_runs(int argc, char **argv)
 	int rc = EXIT_INVALID;
 	struct validation *v = validation_load(ar, r.runs, &d);
 	struct calibration *base = v && r.base ? cost_calibration_load(ar, r.base, &d) : NULL;
-	const char *device = NULL;
+	struct kinds kinds = {0};
 	if (v && v->kind != VALIDATION_TRAINING) {
 		diag_add(&d, DIAG_ERROR, v->file, 0, "kind",
 		         "--runs fits training rows: this file holds collectives (calibrate a "
@@ -529,16 +557,16 @@ int calibrate_runs(int argc, char **argv)
 		         "collective figures alone");
 		v = NULL;
 	}
+	if (v && !(kinds.k = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *kinds.k)))
+		v = NULL;
 	for (int i = 0; v && i < v->n_rows; i++) {
 		struct topology *t = v->training[i].scenario->topo;
 		if (base && !cost_calibration_apply(base, t, &d))
 			v = NULL;
-		else if (!device)
-			device = t->device.kind;
-		else if (t->device.kind && strcmp(device, t->device.kind))
-			device = "";
+		else if (t->device.kind && !kinds_have(&kinds, t->device.kind, strlen(t->device.kind)))
+			kinds.k[kinds.n++] = t->device.kind;
 	}
-	if (v && r.also_for && !also_for_ok(r.also_for, device, &d))
+	if (v && r.also_for && !also_for_ok(r.also_for, &kinds, &d))
 		v = NULL;
 	struct validation_training_fit tf;
 	if (v) {
@@ -559,7 +587,7 @@ int calibrate_runs(int argc, char **argv)
 		}
 	}
 	if (rc == EXIT_OK && r.out) {
-		struct calibration *c = merged(ar, &r, base, v, &tf, device && *device ? device : NULL);
+		struct calibration *c = merged(ar, &r, base, v, &tf, &kinds);
 		if (!c || !cli_calibration_write(r.out, c))
 			rc = EXIT_INVALID;
 	}
