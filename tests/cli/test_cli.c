@@ -2043,6 +2043,14 @@ Test(cli, a_calibration_holds_for_the_kinds_it_names)
 	          "%s", r.out);
 	cr_expect(!strstr(r.out, "no intervals"), "%s", r.out);
 	free(r.out);
+	/* the shipped DGX A100 320GB: its own kind, the A100's file by default */
+	r = fixture_shardlab("estimate scenarios/ffn-8p.json --topology topologies/dgx-a100-40gb.json",
+	                     false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "calibration          a100-sxm (calibration/a100-sxm.json)"), "%s",
+	          r.out);
+	cr_expect(strstr(r.out, "of 40 GB HBM"), "%s", r.out);
+	free(r.out);
 }
 
 /* Two ends as one range, the unit once where both have it. */

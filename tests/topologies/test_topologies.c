@@ -102,6 +102,7 @@ Test(topologies, shipped_files_load_with_their_device_counts)
 		{"topologies/atlas800-910a.json", 8},
 		{"topologies/atlas800t-a2-910b.json", 8},
 		{"topologies/dgx-a100.json", 8},
+		{"topologies/dgx-a100-40gb.json", 8},
 		{"topologies/dgx-h100.json", 8},
 		{"topologies/dgx-h200.json", 8},
 		{"topologies/pcie-8gpu.json", 8},
@@ -271,6 +272,8 @@ Test(topologies, compute_model_parameters_of_the_gpus)
 		{"topologies/dgx-h200.json", 0.7875, 0.9152, 72.53, 6.615},
 		/* A100 80GB: 1.80 of 2.0 TB/s measured by a streaming read kernel */
 		{"topologies/dgx-a100.json", 271.2 / 312, 0.9, 55.39, 6.034},
+		/* A100 40GB: the same GA100's figures, the 80GB part's HBM ratio */
+		{"topologies/dgx-a100-40gb.json", 271.2 / 312, 0.9, 55.39, 6.034},
 		{"topologies/pcie-8gpu.json", 252.9 / 312, 0.9, 55.39, 6.034},
 		{"topologies/dgx-a100-x128.json", 271.2 / 312, 0.9, 55.39, 6.034}, /* its base's */
 	};
