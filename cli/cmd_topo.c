@@ -25,8 +25,11 @@ static void help(FILE *f)
 	        "where the file states them: docs/cost-models.md), each intra-server\n"
 	        "tier (bandwidth per device, latency, kind, groups), the NICs, the\n"
 	        "inter-server fabric, the collective library (docs/cost-models.md),\n"
-	        "the calibration the file names, if any (\"calibration\": the default\n"
-	        "of every command that prices it; JSON \"calibration_file\"),\n"
+	        "the calibration every command that prices it applies by default (the\n"
+	        "one the file names, \"calibration\", JSON \"calibration_file\"; else\n"
+	        "its device's shipped one, that of a PyTorch-family run beside it\n"
+	        "where it differs; or none: JSON \"default_calibration\" by\n"
+	        "training.framework, a path or null),\n"
 	        "and the bisection bandwidth (the cut between ranks [0, n/2) and\n"
 	        "[n/2, n), one direction). Bandwidths are the achievable rates every\n"
 	        "cost model and the simulator use: the file's line rate times the\n"
@@ -214,15 +217,42 @@ static void print_fabric(const struct topology *t)
 	       n == 1 ? "f" : "ves", f->oversubscription, f->switch_latency_s * 1e6);
 }
 
-static void print_topology(const struct topology *t)
+/* The calibration every command that prices t applies by default, by
+ * framework family: the file's own, else its device's shipped one (NULL:
+ * none, the bare model). */
+static void default_calibrations(struct arena *a, const struct topology *t,
+                                 const char *out[FRAMEWORK_COUNT])
+{
+	for (int f = 0; f < FRAMEWORK_COUNT; f++)
+		out[f] = cli_default_calibration_file(a, t, (enum framework)f);
+}
+
+static void print_calibration(struct arena *a, const struct topology *t)
+{
+	const char *cal[FRAMEWORK_COUNT];
+	default_calibrations(a, t, cal);
+	if (t->calibration_file) /* named by the file: the commands' default */
+		printf("calibration: %s (the file's own, the default of every command that prices "
+		       "it)\n", t->calibration_file);
+	else if (!cal[FRAMEWORK_MEGATRON])
+		printf("calibration: none (no shipped calibration for the %s: the bare model, no "
+		       "intervals)\n", t->device.kind ? t->device.kind : "device");
+	else if (cal[FRAMEWORK_PYTORCH] && strcmp(cal[FRAMEWORK_PYTORCH], cal[FRAMEWORK_MEGATRON]))
+		printf("calibration: %s (the device's shipped one, the default of every command "
+		       "that prices it; of a run with training.framework \"pytorch\": %s)\n",
+		       cal[FRAMEWORK_MEGATRON], cal[FRAMEWORK_PYTORCH]);
+	else
+		printf("calibration: %s (the device's shipped one, the default of every command "
+		       "that prices it)\n", cal[FRAMEWORK_MEGATRON]);
+}
+
+static void print_topology(struct arena *a, const struct topology *t)
 {
 	char b[32], c[32];
 	printf("topology %s: %lld × %s (%d server%s × %d)\n", t->name, (long long)t->n_devices,
 	       t->device.kind, t->servers, t->servers == 1 ? "" : "s", t->devices_per_server);
 	printf("source: %s\n", t->source);
-	if (t->calibration_file) /* named by the file: the commands' default */
-		printf("calibration: %s (the default of every command that prices it)\n",
-		       t->calibration_file);
+	print_calibration(a, t);
 	print_device(&t->device);
 	printf("%-8s %-14s %-9s %-7s %s\n", "tier", "per device", "latency", "kind", "groups");
 	for (int k = 0; k < t->n_tiers; k++) {
@@ -363,7 +393,7 @@ static cJSON *json_path(const struct topology *t, long long a, long long b,
 	return o;
 }
 
-static cJSON *json_topology(const struct topology *t)
+static cJSON *json_topology(struct arena *a, const struct topology *t)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", t->name);
@@ -371,6 +401,14 @@ static cJSON *json_topology(const struct topology *t)
 	cJSON_AddStringToObject(o, "file", t->file);
 	if (t->calibration_file)
 		cJSON_AddStringToObject(o, "calibration_file", t->calibration_file);
+	const char *cal[FRAMEWORK_COUNT];
+	default_calibrations(a, t, cal);
+	cJSON *dc = cJSON_AddObjectToObject(o, "default_calibration");
+	for (int f = 0; f < FRAMEWORK_COUNT; f++)
+		if (cal[f])
+			cJSON_AddStringToObject(dc, framework_names[f], cal[f]);
+		else
+			cJSON_AddNullToObject(dc, framework_names[f]);
 	cJSON_AddNumberToObject(o, "devices", (double)t->n_devices);
 	cJSON_AddNumberToObject(o, "servers", t->servers);
 	cJSON_AddNumberToObject(o, "devices_per_server", t->devices_per_server);
@@ -472,7 +510,7 @@ static void csv_path(const struct topo_path *p)
 
 /* ------------------------------------------------------------------ main */
 
-static int run(const struct topology *t, const struct topo_args *args)
+static int run(struct arena *a, const struct topology *t, const struct topo_args *args)
 {
 	struct topo_path p;
 	if (args->between) {
@@ -494,10 +532,10 @@ static int run(const struct topology *t, const struct topo_args *args)
 		if (args->between)
 			print_path(t, args->a, args->b, &p);
 		else
-			print_topology(t);
+			print_topology(a, t);
 		return EXIT_OK;
 	}
-	cJSON *o = json_topology(t);
+	cJSON *o = json_topology(a, t);
 	if (o && args->between)
 		cJSON_AddItemToObject(o, "path", json_path(t, args->a, args->b, &p));
 	return print_json(o);
@@ -519,7 +557,7 @@ int cmd_topo(int argc, char **argv)
 	struct arena *a = arena_new();
 	struct topology *t = a ? cli_load_topology(a, args.file, &d) : NULL;
 	cli_print_diags(&d);
-	int rc = t ? run(t, &args) : EXIT_INVALID;
+	int rc = t ? run(a, t, &args) : EXIT_INVALID;
 	if (!a)
 		fprintf(stderr, "shardlab: out of memory\n");
 	diag_list_free(&d);

@@ -2053,6 +2053,38 @@ Test(cli, a_calibration_holds_for_the_kinds_it_names)
 	free(r.out);
 }
 
+/* topo says which calibration every command applies to a topology by
+ * default: the device's shipped file (and the PyTorch family's where it
+ * differs: the H100's), or none, the bare model (the H200, the Ascend 910 of
+ * a scenario's topology); JSON by framework. */
+Test(cli, topo_names_the_default_calibration)
+{
+	struct cli_run r = fixture_shardlab("topo topologies/dgx-h100.json", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\ncalibration: calibration/h100-sxm.json (the device's shipped one, "
+	                        "the default of every command that prices it; of a run with "
+	                        "training.framework \"pytorch\": calibration/h100-sxm-pytorch.json)\n"),
+	          "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("topo topologies/dgx-a100-40gb.json", false);
+	cr_expect(strstr(r.out, "\ncalibration: calibration/a100-sxm.json (the device's shipped one, "
+	                        "the default of every command that prices it)\n"),
+	          "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("topo scenarios/ffn-8p.json", false);
+	cr_expect(strstr(r.out, "\ncalibration: none (no shipped calibration for the Ascend 910: the "
+	                        "bare model, no intervals)\n"),
+	          "%s", r.out);
+	free(r.out);
+	cJSON *j = run_json("topo --json topologies/dgx-h200-x64.json");
+	expect_compact(j, "default_calibration", "{\"megatron\":null,\"pytorch\":null}");
+	cJSON_Delete(j);
+	j = run_json("topo --json topologies/dgx-h100-x64.json");
+	expect_compact(j, "default_calibration", "{\"megatron\":\"calibration/h100-sxm.json\","
+	                                         "\"pytorch\":\"calibration/h100-sxm-pytorch.json\"}");
+	cJSON_Delete(j);
+}
+
 /* Two ends as one range, the unit once where both have it. */
 Test(cli, a_range_names_its_unit_once)
 {
@@ -2184,8 +2216,9 @@ Test(cli, a_topology_names_its_own_calibration)
 	snprintf(args, sizeof args, "topo %s/topo-0.json", dir);
 	r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
-	cr_expect(strstr(r.out, "/mine.json (the default of every command that prices it)\n"), "%s",
-	          r.out);
+	cr_expect(strstr(r.out, "/mine.json (the file's own, the default of every command that "
+	                        "prices it)\n"),
+	          "%s", r.out);
 	free(r.out);
 	snprintf(args, sizeof args, "check %s/topo-0.json", dir);
 	r = fixture_shardlab(args, false);
