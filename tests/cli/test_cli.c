@@ -2085,6 +2085,42 @@ Test(cli, topo_names_the_default_calibration)
 	cJSON_Delete(j);
 }
 
+/* Every shipped topology's default calibration, for each framework family,
+ * loads and holds for its device: a shipped file fitted on another kind, or
+ * a lookup row that names a file for a kind it does not hold for, fails
+ * here rather than on a user's first run. */
+Test(cli, every_shipped_default_calibration_applies)
+{
+	char **names;
+	int n = list_files("topologies", ".json", &names), calibrated = 0;
+	cr_assert_geq(n, 20);
+	for (int i = 0; i < n; i++) {
+		char path[512];
+		snprintf(path, sizeof path, "topologies/%s", names[i]);
+		struct arena *a = arena_new();
+		struct diag_list d;
+		diag_list_init(&d);
+		struct topology *t = topo_load(a, path, &d);
+		cr_assert_not_null(t, "%s", path);
+		for (int f = 0; f < FRAMEWORK_COUNT; f++) {
+			const char *file = cli_default_calibration_file(a, t, (enum framework)f);
+			if (!file)
+				continue;
+			struct calibration *c = cost_calibration_load(a, file, &d);
+			cr_assert_not_null(c, "%s: %s", path, file);
+			cr_expect(cost_calibration_apply(c, t, &d), "%s: %s does not hold for %s", path,
+			          file, t->device.kind);
+			calibrated++;
+		}
+		cr_expect_eq(d.count, 0, "%s: %zu diagnostics", path, d.count);
+		diag_list_free(&d);
+		arena_free(a);
+		free(names[i]);
+	}
+	free(names);
+	cr_expect_geq(calibrated, 20); /* A100 (80 and 40GB), H100, 910B, Blackwell clusters */
+}
+
 /* Two ends as one range, the unit once where both have it. */
 Test(cli, a_range_names_its_unit_once)
 {
