@@ -248,10 +248,13 @@ static bool also_for_ok(const char *list, const struct kinds *rows, struct diag_
 		bool twice = kinds_have(rows, s, (size_t)len);
 		for (const char *t = list; t < s && !twice; t += strcspn(t, ",") + 1)
 			twice = (int)strcspn(t, ",") == len && !strncmp(s, t, (size_t)len);
-		if (len == 0 || twice) {
+		if (len == 0) {
+			diag_add(d, DIAG_ERROR, "--also-for", 0, NULL, "an empty device kind");
+			return false;
+		}
+		if (twice) {
 			diag_add(d, DIAG_ERROR, "--also-for", 0, NULL,
-			         len ? "\"%.*s\" is named twice (a row's kind or --also-for)"
-			             : "an empty device kind%.*s", len, s);
+			         "\"%.*s\" is named twice (a row's kind or --also-for)", len, s);
 			return false;
 		}
 		if (!s[len])

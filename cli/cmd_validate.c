@@ -433,11 +433,10 @@ static void training_text(const struct args *a, const struct validation *v,
 	printf("  %-*s  %-7s  %-*s  %-14s  %-14s  %-8s  ", wn, "row", "devices", wp, "plan",
 	       "measured", "estimated", "error");
 	if (wi)
-		printf("%-*s  ", wi, "90% interval");
-	printf("%-14s  %s", "simulated", "error");
-	if (wi)
-		printf("     %s", "90% interval");
-	printf("\n");
+		printf("%-*s  %-14s  %-8s  %s\n", wi, "90% interval", "simulated", "error",
+		       "90% interval");
+	else
+		printf("%-14s  %s\n", "simulated", "error");
 	bool any_tflops = false, any_tokens = false, any_time = false, notes = false;
 	for (int i = 0; i < n; i++) {
 		const struct validation_training_result *r = &rows[i];
