@@ -151,19 +151,10 @@ static bool parse(struct arena *ar, int argc, char **argv, struct rargs *r)
 		static const char *const valued[] = {"--runs", "--figures", "--calibration", "--out",
 		                                     "--name", "--description", "--rows", "--loss",
 		                                     "--also-for"};
-		size_t k = 0;
-		while (k < SL_COUNTOF(valued) && strcmp(o, valued[k]))
-			k++;
-		if (k == SL_COUNTOF(valued)) {
-			fprintf(stderr, "shardlab calibrate: %s '%s' (with --runs)\n",
-			        o[0] == '-' ? "unknown option" : "unexpected argument", o);
+		const char *v;
+		int k = cli_valued_option(argc, argv, &i, valued, SL_COUNTOF(valued), "--runs", &v);
+		if (k < 0)
 			return false;
-		}
-		if (i + 1 >= argc) {
-			fprintf(stderr, "shardlab calibrate: %s needs a value\n", o);
-			return false;
-		}
-		const char *v = argv[++i];
 		switch (k) {
 		case 0: r->runs = v; break;
 		case 1:

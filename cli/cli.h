@@ -25,6 +25,15 @@ bool cli_calibration_write(const char *path, const struct calibration *c);
 /* calruns.c: `calibrate --runs` (its usage, then the command). */
 void calibrate_runs_help(FILE *f);
 int calibrate_runs(int argc, char **argv);
+/* calibrate's modes (--runs, --transfer): argv[*i] as one of the options
+ * `names` that take a value, its index, with the value in *value and *i
+ * past it; -1 after a message naming the mode for an unknown option or a
+ * missing value. */
+int cli_valued_option(int argc, char **argv, int *i, const char *const *names, size_t n,
+                      const char *mode, const char **value);
+/* caltransfer.c: `calibrate --transfer` (its usage, then the command). */
+void calibrate_transfer_help(FILE *f);
+int calibrate_transfer(int argc, char **argv);
 /* Whether a training fit's fitted_on, as calibrate --runs writes it, took
  * the validation set named `set`: any of its rows (row NULL), or the row
  * named `row` (every row, or those its --rows glob matched). */

@@ -124,6 +124,7 @@ static void help(FILE *f)
 	        "\n"
 	        "\n");
 	calibrate_runs_help(f);
+	calibrate_transfer_help(f);
 	fprintf(f,
 	        "exit status: 0 success, 1 invalid table or topology, or a table that\n"
 	        "cannot determine the parameters (diagnostics on stderr as\n"
@@ -1084,6 +1085,8 @@ int cmd_calibrate(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--runs"))
 			return calibrate_runs(argc, argv);
+		else if (!strcmp(argv[i], "--transfer"))
+			return calibrate_transfer(argc, argv);
 	struct args args = {.collective = -1};
 	if (!parse_args(argc, argv, &args)) {
 		fprintf(stderr, "usage: shardlab calibrate TABLE [--topology FILE [--keep NAMES]] "

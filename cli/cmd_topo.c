@@ -28,8 +28,10 @@ static void help(FILE *f)
 	        "the calibration every command that prices it applies by default (the\n"
 	        "one the file names, \"calibration\", JSON \"calibration_file\"; else\n"
 	        "its device's shipped one, that of a PyTorch-family run beside it\n"
-	        "where it differs; or none: JSON \"default_calibration\" by\n"
-	        "training.framework, a path or null),\n"
+	        "where it differs, with a line when its training figures were\n"
+	        "transferred from another device (calibrate --transfer); or none:\n"
+	        "JSON \"default_calibration\" by training.framework, a path or\n"
+	        "null),\n"
 	        "and the bisection bandwidth (the cut between ranks [0, n/2) and\n"
 	        "[n/2, n), one direction). Bandwidths are the achievable rates every\n"
 	        "cost model and the simulator use: the file's line rate times the\n"
@@ -244,6 +246,19 @@ static void print_calibration(struct arena *a, const struct topology *t)
 	else
 		printf("calibration: %s (the device's shipped one, the default of every command "
 		       "that prices it)\n", cal[FRAMEWORK_MEGATRON]);
+	/* A default whose training figures were carried from another device
+	 * says so before anyone runs it. */
+	const char *main = t->calibration_file ? t->calibration_file : cal[FRAMEWORK_MEGATRON];
+	struct diag_list d;
+	diag_list_init(&d);
+	const struct calibration *c = main ? cost_calibration_load(a, main, &d) : NULL;
+	const struct cal_fit *tf = c ? cost_calibration_training_fit(c) : NULL;
+	diag_list_free(&d);
+	if (tf && tf->from_calibration)
+		printf("  its training figures transferred from %s, fitted on %s%s rows: not "
+		       "measured on the %s\n", tf->from_calibration, tf->from_device ? "" : "another ",
+		       tf->from_device ? tf->from_device : "device's",
+		       t->device.kind ? t->device.kind : "device");
 }
 
 static void print_topology(struct arena *a, const struct topology *t)

@@ -256,6 +256,15 @@ static void calibration_line(const struct args *a, const struct validation *v)
 		if (tf)
 			printf("  in sample: fitted on %s; out of sample (%s) its MAPE is %.1f%%\n",
 			       tf->fitted_on, how, tf->cv_mape_pct);
+		const struct cal_fit *moved = cost_calibration_training_fit(a->cal[k]);
+		if (moved && moved->from_calibration)
+			printf("  its training fit transferred from %s%s%s%s, not measured on %s: "
+			       "fitted on %s, cross-validated MAPE %.1f%% there\n",
+			       moved->from_calibration, moved->from_device ? " (" : "",
+			       moved->from_device ? moved->from_device : "",
+			       moved->from_device ? ")" : "",
+			       a->cal[k]->device ? a->cal[k]->device : "this device", moved->fitted_on,
+			       moved->cv_mape_pct);
 	}
 	if (!a->n_cal && a->n_bare)
 		printf("calibration none (%s): no intervals\n", a->bare_why ? a->bare_why : "-");

@@ -96,6 +96,26 @@ void cli_print_diags(const struct diag_list *d)
 		fprintf(stderr, "shardlab: out of memory while recording diagnostics\n");
 }
 
+int cli_valued_option(int argc, char **argv, int *i, const char *const *names, size_t n,
+                      const char *mode, const char **value)
+{
+	const char *o = argv[*i];
+	size_t k = 0;
+	while (k < n && strcmp(o, names[k]))
+		k++;
+	if (k == n) {
+		fprintf(stderr, "shardlab calibrate: %s '%s' (with %s)\n",
+		        o[0] == '-' ? "unknown option" : "unexpected argument", o, mode);
+		return -1;
+	}
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "shardlab calibrate: %s needs a value\n", o);
+		return -1;
+	}
+	*value = argv[++*i];
+	return (int)k;
+}
+
 int cli_wants_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)

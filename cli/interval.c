@@ -57,9 +57,14 @@ const char *cli_calibration_words(char *buf, size_t size, const struct topology 
 	const struct cal_fit *tf = cost_calibration_training_fit(c);
 	int n = snprintf(buf, size, "%s (%s)", c->name, c->file ? c->file : "-");
 	if (tf && n >= 0 && (size_t)n < size)
-		snprintf(buf + n, size - (size_t)n,
-		         ", training fit cross-validated MAPE %.1f%% over %d rows", tf->cv_mape_pct,
-		         tf->points);
+		n += snprintf(buf + n, size - (size_t)n,
+		              ", training fit cross-validated MAPE %.1f%% over %d rows", tf->cv_mape_pct,
+		              tf->points);
+	/* A fit carried from another device: whose rows those were. */
+	if (tf && tf->from_calibration && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, "%s%s (transferred from %s, not measured on this "
+		         "device)", tf->from_device ? " of the " : "",
+		         tf->from_device ? tf->from_device : "", tf->from_calibration);
 	return buf;
 }
 
@@ -77,6 +82,13 @@ cJSON *cli_calibration_json(const struct topology *t)
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", c->name);
 	cJSON_AddStringToObject(o, "file", c->file ? c->file : "");
+	const struct cal_fit *tf = cost_calibration_training_fit(c);
+	if (tf && tf->from_calibration) {  /* as the file has it */
+		cJSON *from = cJSON_AddObjectToObject(o, "transferred_from");
+		cJSON_AddStringToObject(from, "calibration", tf->from_calibration);
+		if (tf->from_device)
+			cJSON_AddStringToObject(from, "device", tf->from_device);
+	}
 	return o;
 }
 
@@ -113,6 +125,8 @@ static const struct {
 	{"NVIDIA A100 SXM 40GB", FRAMEWORK_MEGATRON, "a100-sxm.json"},  /* its also_for */
 	{"NVIDIA H100 SXM", FRAMEWORK_PYTORCH, "h100-sxm-pytorch.json"},
 	{"NVIDIA H100 SXM", FRAMEWORK_MEGATRON, "h100-sxm.json"},
+	{"NVIDIA H200 SXM", FRAMEWORK_PYTORCH, "h200-sxm-pytorch.json"},  /* transferred */
+	{"NVIDIA H200 SXM", FRAMEWORK_MEGATRON, "h200-sxm.json"},
 	{"Ascend 910B", FRAMEWORK_MEGATRON, "ascend-910b.json"},
 	{"NVIDIA B200 SXM (HGX)", FRAMEWORK_MEGATRON, "blackwell.json"},
 	{"NVIDIA B200 (GB200 NVL72)", FRAMEWORK_MEGATRON, "blackwell.json"},

@@ -79,6 +79,34 @@ fit h100-sxm-pytorch validation/llm-foundry-mpt.json \
 	"NVIDIA H100 SXM under PyTorch FSDP stacks: kernel figures fitted to calibration/h100-sxm-measured.csv, the GEMM efficiency under training load and the per-op time to the H100 rows of validation/llm-foundry-mpt.json (MosaicML llm-foundry, Composer FSDP)" \
 	calibration/h100-sxm-kernels.json train.gemm_efficiency,train.op_overhead_us 'MPT-* H100 *'
 
+# NVIDIA H200 SXM: its own kernel measurements
+# (calibration/h200-sxm-measured.csv), then the two H100 files' training
+# fits carried onto them (calibrate --transfer), for want of published H200
+# training rows to fit: the same GH100 die at the same 700 W, the same
+# NVLink, NICs and CPUs in the DGX H200 as in the DGX H100 (NVIDIA's H200
+# datasheet and DGX H200 user guide), so the figures' ratios (the GEMM rate
+# under training load over the kernels' own, the NICs' bandwidth under load,
+# the framework's time per op) carry over; the HBM (141 GB at 4.8 TB/s) and
+# the measured kernel rates are the H200's. The files keep the H100 rows'
+# cross-validated error and say they were not measured on an H200.
+"$SHARDLAB" calibrate calibration/h200-sxm-measured.csv --topology topologies/dgx-h200.json \
+	--out calibration/h200-sxm-kernels.json > /dev/null
+transfer() {
+	local name=$1 from=$2 what=$3
+	echo "== $name: $from" >&2
+	"$SHARDLAB" calibrate --transfer "calibration/$from.json" --topology topologies/dgx-h200.json \
+		--calibration calibration/h200-sxm-kernels.json --name "$name" \
+		--description "$what; made by scripts/calibrations.sh on $WHEN" \
+		--out "$tmp/$name.json" > "$tmp/$name.fit.txt"
+	cat "$tmp/$name.fit.txt" >&2
+	mv "$tmp/$name.json" "calibration/$name.json"
+	mv "$tmp/$name.fit.txt" "calibration/$name.fit.txt"
+}
+transfer h200-sxm h100-sxm \
+	"NVIDIA H200 SXM: kernel figures fitted to calibration/h200-sxm-measured.csv; end-to-end figures transferred from calibration/h100-sxm.json (fitted to validation/megatron-core-h100.json, Megatron-Core on H100): the same GH100 at the same power, not measured on an H200"
+transfer h200-sxm-pytorch h100-sxm-pytorch \
+	"NVIDIA H200 SXM under PyTorch FSDP stacks: kernel figures fitted to calibration/h200-sxm-measured.csv; end-to-end figures transferred from calibration/h100-sxm-pytorch.json (fitted to the H100 rows of validation/llm-foundry-mpt.json): the same GH100 at the same power, not measured on an H200"
+
 # Ascend 910B: the MindFormers and MindSpeed-LLM rows of
 # validation/mindformers-910b.json (validation/mindspeed-llm-910b.json, the
 # rest of MindSpeed-LLM's table, is held out of every fit: it is not read).

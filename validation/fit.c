@@ -380,42 +380,6 @@ static void train_bounds(enum cal_param p, double *lo, double *hi, double *start
 	}
 }
 
-/* The largest value of a ratio figure that stays physical on topology t:
- * the GEMM rate at the device's peak (matmul_efficiency, and an FP8 rate's
- * fp8_matmul_efficiency, x figure <= 1),
- * the NICs at their line rate (efficiency x figure <= 1), every link at
- * its line rate for the links' figure. Above it the figure would stand
- * for a mechanism the model lacks, not for a rate under training load.
- * INFINITY for the others, and where the topology has nothing to cap. */
-static double train_cap(const struct topology *t, enum cal_param p)
-{
-	double cap = INFINITY;
-	switch (p) {
-	case CAL_TRAIN_GEMM_EFFICIENCY: {
-		/* bf16 and, where the device has an FP8 rate, FP8 GEMMs alike */
-		double gemm = t->train.gemm_efficiency > 0 ? t->train.gemm_efficiency : 1;
-		double e = t->device.matmul_efficiency / gemm;
-		double e8 = t->device.peak_fp8_flops > 0 ? t->device.fp8_matmul_efficiency / gemm : 0;
-		if (e8 > e)
-			e = e8;
-		if (e > 0)
-			cap = 1 / e;
-		break;
-	}
-	case CAL_TRAIN_COMM_EFFICIENCY:
-	case CAL_TRAIN_NIC_EFFICIENCY:
-		for (int i = 0; p == CAL_TRAIN_COMM_EFFICIENCY && i < t->n_tiers; i++)
-			if (t->tiers[i].efficiency > 0)
-				cap = fmin(cap, 1 / t->tiers[i].efficiency);
-		if (t->nic.per_server > 0 && t->nic.efficiency > 0)
-			cap = fmin(cap, 1 / t->nic.efficiency);
-		break;
-	default:
-		break;
-	}
-	return cap;
-}
-
 struct rowctx {
 	const struct validation_training_result *res;   /* the fitted rows' base results */
 	const int *row;                                  /* point -> index in res */
@@ -468,7 +432,7 @@ bool validation_fit_training(struct arena *a, const struct validation *v,
 	for (int j = 0; j < o->n_figures; j++) {
 		train_bounds(o->figures[j], &m.lo[j], &m.hi[j], &m.start[j]);
 		for (int k = 0; k < n; k++)
-			m.hi[j] = fmin(m.hi[j], train_cap(out->results[row[k]].plan->scenario->topo,
+			m.hi[j] = fmin(m.hi[j], cost_cal_train_cap(out->results[row[k]].plan->scenario->topo,
 			                                  o->figures[j]));
 		if (o->figures[j] != CAL_TRAIN_OP_OVERHEAD_US)
 			m.start[j] = 0.5 * (m.lo[j] + m.hi[j]);  /* 1 on [0.5, 1.5] */

@@ -244,7 +244,9 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
                      struct cal_fit *out)
 {
 	static const char *const keys[] = {"name", "kind", "fitted_on", "points", "loss",
-	                                   "figures", "covariance", "cv", NULL};
+	                                   "figures", "covariance", "cv", "transferred_from",
+	                                   NULL};
+	static const char *const from_keys[] = {"calibration", "device", NULL};
 	static const char *const losses[] = {"squares", "huber"};
 	static const char *const cv_keys[] = {"method", "folds", "mape_pct", "rms_pct", "log_rms",
 	                                      NULL};
@@ -294,6 +296,15 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 		ok = jv_opt_number(&cv, "log_rms", JR_NONNEG, NAN, &out->cv_log_rms) && ok;
 	} else {
 		ok = false;
+	}
+	struct jv from;
+	if (jv_get(f, "transferred_from", &from)) {
+		if (jv_open(&from, from_keys)) {
+			ok = text(a, &from, "calibration", true, &out->from_calibration) && ok;
+			ok = text(a, &from, "device", false, &out->from_device) && ok;
+		} else {
+			ok = false;
+		}
 	}
 	struct jv figs;
 	if (!jv_need(f, "figures", &figs) || !jv_is_array(&figs, 1, 6))
@@ -553,6 +564,35 @@ void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double
 	}
 }
 
+double cost_cal_train_cap(const struct topology *t, enum cal_param p)
+{
+	double cap = INFINITY;
+	switch (p) {
+	case CAL_TRAIN_GEMM_EFFICIENCY: {
+		/* bf16 and, where the device has an FP8 rate, FP8 GEMMs alike */
+		double gemm = ratio_or_1(t->train.gemm_efficiency);
+		double e = t->device.matmul_efficiency / gemm;
+		double e8 = t->device.peak_fp8_flops > 0 ? t->device.fp8_matmul_efficiency / gemm : 0;
+		if (e8 > e)
+			e = e8;
+		if (e > 0)
+			cap = 1 / e;
+		break;
+	}
+	case CAL_TRAIN_COMM_EFFICIENCY:
+	case CAL_TRAIN_NIC_EFFICIENCY:
+		for (int i = 0; p == CAL_TRAIN_COMM_EFFICIENCY && i < t->n_tiers; i++)
+			if (t->tiers[i].efficiency > 0)
+				cap = fmin(cap, 1 / t->tiers[i].efficiency);
+		if (t->nic.per_server > 0 && t->nic.efficiency > 0)
+			cap = fmin(cap, 1 / t->nic.efficiency);
+		break;
+	default:
+		break;
+	}
+	return cap;
+}
+
 double cost_cal_get(const struct topology *t, enum cal_param p, const char *tier)
 {
 	const struct topo_tier *tr = NULL;
@@ -698,6 +738,12 @@ cJSON *cost_calibration_json(const struct calibration *c)
 		cJSON_AddNumberToObject(cv, "rms_pct", f->cv_rms_pct);
 		if (isfinite(f->cv_log_rms))
 			cJSON_AddNumberToObject(cv, "log_rms", f->cv_log_rms);
+		if (f->from_calibration) {
+			cJSON *from = cJSON_AddObjectToObject(o, "transferred_from");
+			cJSON_AddStringToObject(from, "calibration", f->from_calibration);
+			if (f->from_device)
+				cJSON_AddStringToObject(from, "device", f->from_device);
+		}
 		cJSON_AddItemToArray(fits, o);
 	}
 	return root;

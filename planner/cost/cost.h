@@ -302,6 +302,10 @@ struct cal_fit {
 	int n_figures;
 	const char **figures;        /* names of the figures it fitted */
 	double *covariance;
+	/* "transferred_from": the fit was made on another device's rows and
+	 * carried over whole by `calibrate --transfer` (NULL: made here). */
+	const char *from_calibration;  /* the calibration it was carried from */
+	const char *from_device;       /* the kind its rows ran on; NULL: not named */
 	int line;
 };
 
@@ -344,6 +348,15 @@ struct cJSON *cost_calibration_json(const struct calibration *c);
 int cost_cal_param_parse(struct arena *a, const char *name, const char **tier);
 /* The physical range of a parameter: [lo, hi], lo excluded when *lo_open. */
 void cost_cal_param_range(enum cal_param p, double *lo, double *hi, bool *lo_open);
+/* The largest value of a training ratio figure (CAL_TRAIN_GEMM_EFFICIENCY,
+ * CAL_TRAIN_COMM_EFFICIENCY, CAL_TRAIN_NIC_EFFICIENCY) that stays physical
+ * on topology t: the GEMM rate at most the device's peak (matmul_efficiency,
+ * and an FP8 rate's fp8_matmul_efficiency, x figure <= 1), the NICs at most
+ * their line rate (efficiency x figure <= 1), every link at most its line
+ * rate for the links' figure. Above it the figure would stand for a
+ * mechanism the model lacks, not for a rate under training load. INFINITY
+ * for the other figures, and where the topology has nothing to cap. */
+double cost_cal_train_cap(const struct topology *t, enum cal_param p);
 /* Sets one figure's parameter on t (tier: the tier's name for a tier
  * figure, which t has) to value, replacing what an earlier application
  * set: applying the same value twice changes nothing. No checks: the

@@ -2053,9 +2053,169 @@ Test(cli, a_calibration_holds_for_the_kinds_it_names)
 	free(r.out);
 }
 
+/* The figures of the fit named `fit` in a calibration file's JSON, by
+ * name, and that fit's object. */
+static const cJSON *fit_named(const cJSON *cal, const char *fit)
+{
+	const cJSON *f;
+	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(cal, "fits"))
+		if (!strcmp(str_of(f, "name"), fit))
+			return f;
+	return NULL;
+}
+
+static double figure_value(const cJSON *cal, const char *name)
+{
+	const cJSON *f;
+	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(cal, "figures"))
+		if (!strcmp(str_of(f, "name"), name))
+			return cJSON_GetObjectItemCaseSensitive(f, "value")->valuedouble;
+	return NAN;
+}
+
+/* calibrate --transfer carries a training fit whole onto another device
+ * kind, on that device's own kernel figures: the written file's device is
+ * the topology's, its kernel figures and fit BASE's, its training figures,
+ * covariance and cross-validated error FROM's, unchanged, and its fit says
+ * where it came from. Each output that names the calibration says it was
+ * not measured there. */
+Test(cli, calibrate_transfer_carries_a_training_fit_whole)
+{
+	char dir[] = "/tmp/shardlab-transfer-XXXXXX", out[96], args[512];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof out, "%s/h200.json", dir);
+	snprintf(args, sizeof args, "calibrate --transfer calibration/h100-sxm.json --topology "
+	         "topologies/dgx-h200.json --calibration calibration/h200-sxm-kernels.json "
+	         "--out %s", out);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "not measured on the NVIDIA H200 SXM"), "%s", r.out);
+	free(r.out);
+	cJSON *got = parse_file(out), *from = parse_file("calibration/h100-sxm.json"),
+	      *base = parse_file("calibration/h200-sxm-kernels.json");
+	cr_expect_str_eq(str_of(got, "device"), "NVIDIA H200 SXM");
+	static const char *const kernel[] = {"device.matmul_efficiency", "device.gemm_half_dim",
+	                                     "device.memory_efficiency", "device.kernel_overhead_us"};
+	for (size_t i = 0; i < SL_COUNTOF(kernel); i++) {
+		cr_expect_eq(figure_value(got, kernel[i]), figure_value(base, kernel[i]), "%s",
+		             kernel[i]);
+		cr_expect_neq(figure_value(got, kernel[i]), figure_value(from, kernel[i]), "%s",
+		              kernel[i]);
+	}
+	static const char *const train[] = {"train.gemm_efficiency", "train.nic_efficiency",
+	                                    "train.op_overhead_us"};
+	for (size_t i = 0; i < SL_COUNTOF(train); i++)
+		cr_expect_eq(figure_value(got, train[i]), figure_value(from, train[i]), "%s", train[i]);
+	cJSON *moved = cJSON_Duplicate(fit_named(got, "training"), true);
+	cr_assert_not_null(moved);
+	char *where = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(moved,
+	                                                                      "transferred_from"));
+	cr_expect_str_eq(where, "{\"calibration\":\"h100-sxm\",\"device\":\"NVIDIA H100 SXM\"}");
+	free(where);
+	cJSON_DeleteItemFromObjectCaseSensitive(moved, "transferred_from");
+	cr_expect(cJSON_Compare(moved, fit_named(from, "training"), true),
+	          "the training fit is not carried whole");
+	cr_expect(cJSON_Compare(fit_named(got, "kernels"), fit_named(base, "kernels"), true));
+	cJSON_Delete(moved);
+	cJSON_Delete(got);
+	cJSON_Delete(from);
+	cJSON_Delete(base);
+	/* an estimate on it names the transfer, with an interval */
+	snprintf(args, sizeof args, "estimate scenarios/ffn-8p.json --topology "
+	         "topologies/dgx-h200.json --calibration %s", out);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "over 9 rows of the NVIDIA H100 SXM (transferred from h100-sxm, not "
+	                        "measured on this device)"),
+	          "%s", r.out);
+	cr_expect(strstr(r.out, " (90%: "), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "estimate scenarios/ffn-8p.json --topology "
+	         "topologies/dgx-h200.json --calibration %s --json", out);
+	cJSON *j = run_json(args);
+	where = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(j, "calibration"), "transferred_from"));
+	cr_expect_str_eq(where, "{\"calibration\":\"h100-sxm\",\"device\":\"NVIDIA H100 SXM\"}");
+	free(where);
+	cJSON_Delete(j);
+	unlink(out);
+	rmdir(dir);
+}
+
+/* What calibrate --transfer refuses: a file without a training fit, a file
+ * that holds for the device already, a base with a training fit of its
+ * own, and a ratio above its physical cap on the new device. */
+Test(cli, calibrate_transfer_refuses_what_does_not_carry_over)
+{
+	struct cli_run r = fixture_shardlab("calibrate --transfer calibration/h200-sxm-kernels.json "
+	                                    "--topology topologies/dgx-h200.json", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "calibration/h200-sxm-kernels.json: fits: no training fit to "
+	                        "transfer"),
+	          "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("calibrate --transfer calibration/h100-sxm.json --topology "
+	                     "topologies/dgx-h100.json", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "h100-sxm holds for the NVIDIA H100 SXM already"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("calibrate --transfer calibration/h100-sxm.json --topology "
+	                     "topologies/dgx-h200.json --calibration calibration/h200-sxm.json", true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "the base calibration has a training fit already"), "%s", r.out);
+	free(r.out);
+	/* without --out, JSON: what would be carried, each ratio's cap */
+	cJSON *j = run_json("calibrate --transfer calibration/h100-sxm.json --topology "
+	                    "topologies/dgx-h200.json --calibration calibration/h200-sxm-kernels.json "
+	                    "--json");
+	cr_expect_str_eq(str_of(j, "device"), "NVIDIA H200 SXM");
+	const cJSON *figs = cJSON_GetObjectItemCaseSensitive(j, "figures");
+	cr_assert_eq(cJSON_GetArraySize(figs), 3);
+	cr_expect_str_eq(str_of(cJSON_GetArrayItem(figs, 1), "name"), "train.nic_efficiency");
+	/* the NICs' cap: 1 / 0.94 (NDR's achievable share, the DGX H200 file) */
+	cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(figs, 1), "cap")
+	                       ->valuedouble, 1 / 0.94, 1e-12);
+	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(figs, 2), "cap")));
+	cJSON_Delete(j);
+	r = fixture_shardlab("calibrate --transfer calibration/h100-sxm.json", true);
+	cr_expect_eq(r.status, 2, "%s", r.out);
+	cr_expect(strstr(r.out, "--transfer needs --topology FILE"), "%s", r.out);
+	free(r.out);
+	/* A GEMM ratio of 1.3 on the DGX H200, whose GEMMs reach at most 0.7875
+	 * of the peak (its bf16 matmul_efficiency, above its FP8 one, 0.7852):
+	 * over 1 / 0.7875 = 1.270 they would run above the peak. */
+	char dir[] = "/tmp/shardlab-transfer-XXXXXX", from[96], args[512];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(from, sizeof from, "%s/fast.json", dir);
+	FILE *f = fopen(from, "w");
+	cr_assert_not_null(f);
+	fputs("{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"fast\",\n"
+	      " \"device\": \"NVIDIA H100 SXM\",\n"
+	      " \"figures\": [{\"name\": \"train.gemm_efficiency\", \"units\": \"ratio\",\n"
+	      "   \"bounds\": [0.5, 1.5], \"value\": 1.3, \"std_error\": 0.01,\n"
+	      "   \"fitted_on\": \"made up\", \"fit\": \"training\"}],\n"
+	      " \"fits\": [{\"name\": \"training\", \"kind\": \"training\", \"fitted_on\": "
+	      "\"made up\",\n"
+	      "   \"points\": 5, \"figures\": [\"train.gemm_efficiency\"], \"covariance\": "
+	      "[[0.0001]],\n"
+	      "   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 5, \"mape_pct\": 3, "
+	      "\"rms_pct\": 4}}]}\n", f);
+	fclose(f);
+	snprintf(args, sizeof args, "calibrate --transfer %s --topology topologies/dgx-h200.json",
+	         from);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, ":3: figures[0].value: train.gemm_efficiency 1.3 is above its "
+	                        "physical cap on the NVIDIA H200 SXM of dgx-h200, 1.27 "),
+	          "%s", r.out);
+	free(r.out);
+	unlink(from);
+	rmdir(dir);
+}
+
 /* topo says which calibration every command applies to a topology by
  * default: the device's shipped file (and the PyTorch family's where it
- * differs: the H100's), or none, the bare model (the H200, the Ascend 910 of
+ * differs: the H100's and the H200's), or none, the bare model (the MI300X, the Ascend 910 of
  * a scenario's topology); JSON by framework. */
 Test(cli, topo_names_the_default_calibration)
 {
@@ -2076,7 +2236,24 @@ Test(cli, topo_names_the_default_calibration)
 	                        "bare model, no intervals)\n"),
 	          "%s", r.out);
 	free(r.out);
+	r = fixture_shardlab("topo topologies/dgx-h200-x64.json", false);
+	cr_expect(strstr(r.out, "\ncalibration: calibration/h200-sxm.json (the device's shipped one, "
+	                        "the default of every command that prices it; of a run with "
+	                        "training.framework \"pytorch\": calibration/h200-sxm-pytorch.json)\n"
+	                        "  its training figures transferred from h100-sxm, fitted on NVIDIA "
+	                        "H100 SXM rows: not measured on the NVIDIA H200 SXM\n"),
+	          "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("topo topologies/mi300x.json", false);
+	cr_expect(strstr(r.out, "\ncalibration: none (no shipped calibration for the AMD Instinct "
+	                        "MI300X: the bare model, no intervals)\n"),
+	          "%s", r.out);
+	free(r.out);
 	cJSON *j = run_json("topo --json topologies/dgx-h200-x64.json");
+	expect_compact(j, "default_calibration", "{\"megatron\":\"calibration/h200-sxm.json\","
+	                                         "\"pytorch\":\"calibration/h200-sxm-pytorch.json\"}");
+	cJSON_Delete(j);
+	j = run_json("topo --json topologies/mi300x.json");
 	expect_compact(j, "default_calibration", "{\"megatron\":null,\"pytorch\":null}");
 	cJSON_Delete(j);
 	j = run_json("topo --json topologies/dgx-h100-x64.json");

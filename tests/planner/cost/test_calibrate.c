@@ -1650,3 +1650,42 @@ Test(calibrate, the_gemm_figure_scales_fp8_gemms_too)
 	cr_assert_float_eq(t.device.fp8_matmul_efficiency, 0.7676 * 0.9, 1e-12);
 	cr_assert_float_eq(cost_fp8_gemm_s(&t.device, &w, NULL) - o, f80 / 0.9, 1e-9 * f80);
 }
+
+/* A training ratio's physical cap: the GEMM figure at most 1 / the
+ * device's best GEMM efficiency (the DGX H100's bf16 0.8321 against its
+ * FP8 0.7676: 1 / 0.8321 = 1.202), the NIC figure at most 1 / the NICs'
+ * efficiency (0.94 of NDR's 400 Gb/s: 1.064), the per-op time uncapped. */
+Test(calibrate, a_training_ratio_is_capped_by_the_device)
+{
+	struct topology *t = topo_load(A, "topologies/dgx-h100.json", &D);
+	cr_assert_not_null(t);
+	cr_expect_float_eq(cost_cal_train_cap(t, CAL_TRAIN_GEMM_EFFICIENCY), 1 / 0.8321, 1e-12);
+	cr_expect_float_eq(cost_cal_train_cap(t, CAL_TRAIN_NIC_EFFICIENCY), 1 / 0.94, 1e-12);
+	cr_expect(isinf(cost_cal_train_cap(t, CAL_TRAIN_OP_OVERHEAD_US)));
+	/* once a GEMM ratio is applied, the cap is still of the device's own rate */
+	cost_cal_set(t, CAL_TRAIN_GEMM_EFFICIENCY, NULL, 0.9);
+	cr_expect_float_eq(cost_cal_train_cap(t, CAL_TRAIN_GEMM_EFFICIENCY), 1 / 0.8321, 1e-12);
+}
+
+/* The shipped H200 file's training fit was carried from the H100's
+ * ("transferred_from"), and is written back as read. */
+Test(calibrate, a_transferred_fit_says_where_it_came_from)
+{
+	struct calibration *c = cost_calibration_load(A, "calibration/h200-sxm.json", &D);
+	cr_assert_not_null(c);
+	cr_assert_str_eq(c->device, "NVIDIA H200 SXM");
+	const struct cal_fit *tf = cost_calibration_training_fit(c);
+	cr_assert_not_null(tf);
+	cr_expect_str_eq(tf->from_calibration, "h100-sxm");
+	cr_expect_str_eq(tf->from_device, "NVIDIA H100 SXM");
+	cr_expect_null(c->fits[0].from_calibration, "its kernel fit is the H200's own");
+	cJSON *j = cost_calibration_json(c);
+	const cJSON *fits = cJSON_GetObjectItemCaseSensitive(j, "fits");
+	char *text = cJSON_PrintUnformatted(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(fits, 1), "transferred_from"));
+	cr_expect_str_eq(text, "{\"calibration\":\"h100-sxm\",\"device\":\"NVIDIA H100 SXM\"}");
+	free(text);
+	cr_expect_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(fits, 0),
+	                                                "transferred_from"));
+	cJSON_Delete(j);
+}
