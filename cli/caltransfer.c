@@ -40,8 +40,9 @@ void calibrate_transfer_help(FILE *f)
 	        "and names where it came from (\"transferred_from\": {\"calibration\",\n"
 	        "\"device\"}), and every output that names the calibration says so.\n"
 	        "Refused when FROM has no training fit, when FROM holds for the\n"
-	        "device already, or when a ratio would leave its physical range on\n"
-	        "the new device (train.gemm_efficiency x matmul_efficiency <= 1,\n"
+	        "device already, when BASE sets one of the transferred figures, or\n"
+	        "when a ratio would leave its physical range on the new device\n"
+	        "(train.gemm_efficiency x matmul_efficiency <= 1,\n"
 	        "train.nic_efficiency x the NICs' efficiency <= 1).\n"
 	        "  --topology FILE  the device the figures are carried to (its kind\n"
 	        "                   is the written file's \"device\")\n"
@@ -87,6 +88,17 @@ static bool parse(int argc, char **argv, struct targs *r)
 	return true;
 }
 
+/* The figure of FROM that is the j-th of its fit tf (the loader checked
+ * that each name the fit lists is a figure of the file). */
+static const struct cal_figure *fit_figure(const struct calibration *from,
+                                           const struct cal_fit *tf, int j)
+{
+	for (int i = 0; i < from->n_figures; i++)
+		if (!strcmp(from->figures[i].name, tf->figures[j]))
+			return &from->figures[i];
+	return NULL;
+}
+
 /* The written file: BASE's figures and fits, then FROM's training fit and
  * its figures, the fit marked as carried from FROM. */
 static struct calibration *transferred(struct arena *ar, const struct targs *r,
@@ -104,10 +116,8 @@ static struct calibration *transferred(struct arena *ar, const struct targs *r,
 		fig[i] = base->figures[i];
 	for (int i = 0; i < nf; i++)
 		fits[i] = base->fits[i];
-	int n = nb;
-	for (int i = 0; i < from->n_figures; i++)
-		if (from->figures[i].fit && !strcmp(from->figures[i].fit, tf->name))
-			fig[n++] = from->figures[i];
+	for (int j = 0; j < p; j++)
+		fig[nb + j] = *fit_figure(from, tf, j);
 	fits[nf] = *tf;
 	fits[nf].from_calibration = tf->from_calibration ? tf->from_calibration : from->name;
 	fits[nf].from_device = tf->from_calibration ? tf->from_device : from->device;
@@ -116,24 +126,31 @@ static struct calibration *transferred(struct arena *ar, const struct targs *r,
 	                          .description = r->description, .device = kind,
 	                          .n_also_for = base ? base->n_also_for : 0,
 	                          .also_for = base ? base->also_for : NULL,
-	                          .n_figures = n, .figures = fig, .n_fits = nf + 1, .fits = fits};
+	                          .n_figures = nb + p, .figures = fig, .n_fits = nf + 1, .fits = fits};
 	return c->name ? c : NULL;
 }
 
 /* Each transferred ratio against its cap on the new device (BASE applied):
  * false, with a diagnostic at the figure, when one is above it. */
 static bool within_caps(const struct calibration *from, const struct cal_fit *tf,
-                        const struct topology *t, double *cap, struct diag_list *d)
+                        const struct calibration *base, const struct topology *t, double *cap,
+                        struct diag_list *d)
 {
 	bool ok = true;
-	for (int i = 0, j = 0; i < from->n_figures; i++) {
-		const struct cal_figure *f = &from->figures[i];
-		if (!f->fit || strcmp(f->fit, tf->name))
-			continue;
+	for (int j = 0; j < tf->n_figures; j++) {
+		const struct cal_figure *f = fit_figure(from, tf, j);
+		char path[32];
+		for (int i = 0; base && i < base->n_figures; i++)
+			if (!strcmp(base->figures[i].name, f->name)) {
+				snprintf(path, sizeof path, "figures[%d].name", i);
+				diag_add(d, DIAG_ERROR, base->file, base->figures[i].line, path,
+				         "%s is a figure of the base calibration too: one value per "
+				         "parameter", f->name);
+				ok = false;
+			}
 		cap[j] = cost_cal_train_cap(t, f->param);
 		if (f->value > cap[j] * (1 + 1e-12)) {
-			char path[32];
-			snprintf(path, sizeof path, "figures[%d].value", i);
+			snprintf(path, sizeof path, "figures[%d].value", (int)(f - from->figures));
 			diag_add(d, DIAG_ERROR, from->file, f->line, path,
 			         "%s %.4g is above its physical cap on the %s of %s, %.4g (a ratio "
 			         "over what the device's own figures leave): it does not carry over",
@@ -141,7 +158,6 @@ static bool within_caps(const struct calibration *from, const struct cal_fit *tf
 			         cap[j]);
 			ok = false;
 		}
-		j++;
 	}
 	return ok;
 }
@@ -159,10 +175,8 @@ static void text(const struct targs *r, const struct calibration *from, const st
 		printf("base calibration: none (the topology's own figures)\n");
 	printf("\n  %-22s  %-10s  %-10s  %-6s  %s\n", "figure", "value", "std error", "units",
 	       "cap on this device");
-	for (int i = 0, j = 0; i < from->n_figures; i++) {
-		const struct cal_figure *f = &from->figures[i];
-		if (!f->fit || strcmp(f->fit, tf->name))
-			continue;
+	for (int j = 0; j < tf->n_figures; j++) {
+		const struct cal_figure *f = fit_figure(from, tf, j);
 		char cp[32];
 		if (isfinite(cap[j]))
 			snprintf(cp, sizeof cp, "%.4g", cap[j]);
@@ -170,7 +184,6 @@ static void text(const struct targs *r, const struct calibration *from, const st
 			snprintf(cp, sizeof cp, "-");
 		printf("  %-22s  %-10.4g  %-10.4g  %-6s  %s\n", f->name, f->value, f->std_error,
 		       cal_param_units[f->param], cp);
-		j++;
 	}
 	const char *on = tf->from_calibration ? tf->from_device : from->device;
 	printf("\nfitted on:      %s%s%s%s\n", tf->fitted_on, on ? " (on the " : "", on ? on : "",
@@ -198,10 +211,8 @@ static cJSON *json(const struct targs *r, const struct calibration *from,
 	else
 		cJSON_AddNullToObject(o, "base");
 	cJSON *figs = cJSON_AddArrayToObject(o, "figures");
-	for (int i = 0, j = 0; i < from->n_figures; i++) {
-		const struct cal_figure *f = &from->figures[i];
-		if (!f->fit || strcmp(f->fit, tf->name))
-			continue;
+	for (int j = 0; j < tf->n_figures; j++) {
+		const struct cal_figure *f = fit_figure(from, tf, j);
 		cJSON *x = cJSON_CreateObject();
 		cJSON_AddStringToObject(x, "name", f->name);
 		cJSON_AddStringToObject(x, "units", cal_param_units[f->param]);
@@ -212,7 +223,6 @@ static cJSON *json(const struct targs *r, const struct calibration *from,
 		else
 			cJSON_AddNullToObject(x, "cap");
 		cJSON_AddItemToArray(figs, x);
-		j++;
 	}
 	cJSON *fit = cJSON_AddObjectToObject(o, "fit");
 	cJSON_AddStringToObject(fit, "name", tf->name);
@@ -284,7 +294,7 @@ int calibrate_transfer(int argc, char **argv)
 		         FIT_FIGURES_MAX);
 		ok = false;
 	}
-	if (ok && !within_caps(from, tf, t, cap, &d))
+	if (ok && !within_caps(from, tf, base, t, cap, &d))
 		ok = false;
 	struct calibration *c = ok ? transferred(ar, &r, from, tf, base, t->device.kind) : NULL;
 	/* The result must apply to the device it names (a NIC figure needs NICs). */

@@ -2144,7 +2144,8 @@ Test(cli, calibrate_transfer_carries_a_training_fit_whole)
 
 /* What calibrate --transfer refuses: a file without a training fit, a file
  * that holds for the device already, a base with a training fit of its
- * own, and a ratio above its physical cap on the new device. */
+ * own or one of the transferred figures, and a ratio above its physical
+ * cap on the new device. */
 Test(cli, calibrate_transfer_refuses_what_does_not_carry_over)
 {
 	struct cli_run r = fixture_shardlab("calibrate --transfer calibration/h200-sxm-kernels.json "
@@ -2207,6 +2208,24 @@ Test(cli, calibrate_transfer_refuses_what_does_not_carry_over)
 	cr_expect_eq(r.status, 1, "%s", r.out);
 	cr_expect(strstr(r.out, ":3: figures[0].value: train.gemm_efficiency 1.3 is above its "
 	                        "physical cap on the NVIDIA H200 SXM of dgx-h200, 1.27 "),
+	          "%s", r.out);
+	free(r.out);
+	unlink(from);
+	/* a base that sets one of the transferred figures itself (no fit) */
+	f = fopen(from, "w");
+	cr_assert_not_null(f);
+	fputs("{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"mine\",\n"
+	      " \"device\": \"NVIDIA H200 SXM\",\n"
+	      " \"figures\": [{\"name\": \"train.op_overhead_us\", \"units\": \"us\",\n"
+	      "   \"bounds\": [0, 200], \"value\": 9, \"std_error\": 1, \"fitted_on\": \"made up\"}]}\n",
+	      f);
+	fclose(f);
+	snprintf(args, sizeof args, "calibrate --transfer calibration/h100-sxm.json --topology "
+	         "topologies/dgx-h200.json --calibration %s", from);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, ":3: figures[0].name: train.op_overhead_us is a figure of the base "
+	                        "calibration too"),
 	          "%s", r.out);
 	free(r.out);
 	unlink(from);
