@@ -248,10 +248,10 @@ static void print_calibration(struct arena *a, const struct topology *t)
 		       "that prices it)\n", cal[FRAMEWORK_MEGATRON]);
 	/* A default whose training figures were carried from another device
 	 * says so before anyone runs it. */
-	const char *main = t->calibration_file ? t->calibration_file : cal[FRAMEWORK_MEGATRON];
+	const char *file = t->calibration_file ? t->calibration_file : cal[FRAMEWORK_MEGATRON];
 	struct diag_list d;
 	diag_list_init(&d);
-	const struct calibration *c = main ? cost_calibration_load(a, main, &d) : NULL;
+	const struct calibration *c = file ? cost_calibration_load(a, file, &d) : NULL;
 	const struct cal_fit *tf = c ? cost_calibration_training_fit(c) : NULL;
 	diag_list_free(&d);
 	if (tf && tf->from_calibration)

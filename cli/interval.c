@@ -83,12 +83,8 @@ cJSON *cli_calibration_json(const struct topology *t)
 	cJSON_AddStringToObject(o, "name", c->name);
 	cJSON_AddStringToObject(o, "file", c->file ? c->file : "");
 	const struct cal_fit *tf = cost_calibration_training_fit(c);
-	if (tf && tf->from_calibration) {  /* as the file has it */
-		cJSON *from = cJSON_AddObjectToObject(o, "transferred_from");
-		cJSON_AddStringToObject(from, "calibration", tf->from_calibration);
-		if (tf->from_device)
-			cJSON_AddStringToObject(from, "device", tf->from_device);
-	}
+	if (tf && tf->from_calibration)  /* as the file has it */
+		cJSON_AddItemToObject(o, "transferred_from", cost_cal_fit_transfer_json(tf));
 	return o;
 }
 

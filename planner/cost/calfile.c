@@ -682,6 +682,17 @@ bool cost_calibration_holds_for(const struct calibration *c, const char *kind)
 
 /* ------------------------------------------------------------ writing */
 
+cJSON *cost_cal_fit_transfer_json(const struct cal_fit *f)
+{
+	if (!f->from_calibration)
+		return NULL;
+	cJSON *from = cJSON_CreateObject();
+	cJSON_AddStringToObject(from, "calibration", f->from_calibration);
+	if (f->from_device)
+		cJSON_AddStringToObject(from, "device", f->from_device);
+	return from;
+}
+
 cJSON *cost_calibration_json(const struct calibration *c)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -738,12 +749,8 @@ cJSON *cost_calibration_json(const struct calibration *c)
 		cJSON_AddNumberToObject(cv, "rms_pct", f->cv_rms_pct);
 		if (isfinite(f->cv_log_rms))
 			cJSON_AddNumberToObject(cv, "log_rms", f->cv_log_rms);
-		if (f->from_calibration) {
-			cJSON *from = cJSON_AddObjectToObject(o, "transferred_from");
-			cJSON_AddStringToObject(from, "calibration", f->from_calibration);
-			if (f->from_device)
-				cJSON_AddStringToObject(from, "device", f->from_device);
-		}
+		if (f->from_calibration)
+			cJSON_AddItemToObject(o, "transferred_from", cost_cal_fit_transfer_json(f));
 		cJSON_AddItemToArray(fits, o);
 	}
 	return root;

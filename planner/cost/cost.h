@@ -340,6 +340,9 @@ bool cost_calibration_apply(const struct calibration *c, struct topology *t,
 /* Whether c holds for a device of the kind: its own, one of also_for, or
  * any when it names none. */
 bool cost_calibration_holds_for(const struct calibration *c, const char *kind);
+/* A fit's "transferred_from" as JSON ({"calibration", "device"}), NULL
+ * for a fit made on its own device's points. */
+struct cJSON *cost_cal_fit_transfer_json(const struct cal_fit *f);
 /* The file as JSON (the caller prints or writes it): the same text for the
  * same calibration. */
 struct cJSON *cost_calibration_json(const struct calibration *c);
