@@ -58,8 +58,6 @@ void calibrate_transfer_help(FILE *f)
 	        "\n");
 }
 
-enum { FIT_FIGURES_MAX = 6 };  /* a fit's figures, at most (docs/formats.md) */
-
 struct targs {
 	const char *from, *topology, *base, *out, *name, *description;
 	bool json;
@@ -287,13 +285,7 @@ int calibrate_transfer(int argc, char **argv)
 	}
 	if (ok && base && !cost_calibration_apply(base, t, &d))
 		ok = false;
-	double cap[FIT_FIGURES_MAX] = {0};
-	if (ok && tf->n_figures > FIT_FIGURES_MAX) {
-		diag_add(&d, DIAG_ERROR, from->file, tf->line, "fits",
-		         "a training fit of %d figures (at most %d)", tf->n_figures,
-		         FIT_FIGURES_MAX);
-		ok = false;
-	}
+	double cap[CAL_FIT_MAX_FIGURES] = {0};  /* tf->n_figures at most this: the loader's bound */
 	if (ok && !within_caps(from, tf, base, t, cap, &d))
 		ok = false;
 	struct calibration *c = ok ? transferred(ar, &r, from, tf, base, t->device.kind) : NULL;

@@ -307,7 +307,7 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 		}
 	}
 	struct jv figs;
-	if (!jv_need(f, "figures", &figs) || !jv_is_array(&figs, 1, 6))
+	if (!jv_need(f, "figures", &figs) || !jv_is_array(&figs, 1, CAL_FIT_MAX_FIGURES))
 		return false;
 	int n = out->n_figures = jv_len(&figs);
 	out->figures = arena_calloc(a, (size_t)n, sizeof *out->figures);

@@ -287,6 +287,7 @@ struct cal_figure {
 
 /* A fit that produced figures: how it was cross-validated, and the
  * covariance of its figures (in their units; row-major, n_figures^2). */
+#define CAL_FIT_MAX_FIGURES 6        /* a fit's figures, at most (the loader checks) */
 struct cal_fit {
 	const char *name;
 	const char *kind;            /* "kernels", "collectives", "training" */

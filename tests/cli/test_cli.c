@@ -2053,6 +2053,14 @@ Test(cli, a_calibration_holds_for_the_kinds_it_names)
 	free(r.out);
 }
 
+/* `text` written to `path` whole. */
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fputs(text, f) >= 0 && fclose(f) == 0, true, "%s", path);
+}
+
 /* The figures of the fit named `fit` in a calibration file's JSON, by
  * name, and that fit's object. */
 static const cJSON *fit_named(const cJSON *cal, const char *fit)
@@ -2188,20 +2196,18 @@ Test(cli, calibrate_transfer_refuses_what_does_not_carry_over)
 	char dir[] = "/tmp/shardlab-transfer-XXXXXX", from[96], args[512];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(from, sizeof from, "%s/fast.json", dir);
-	FILE *f = fopen(from, "w");
-	cr_assert_not_null(f);
-	fputs("{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"fast\",\n"
-	      " \"device\": \"NVIDIA H100 SXM\",\n"
-	      " \"figures\": [{\"name\": \"train.gemm_efficiency\", \"units\": \"ratio\",\n"
-	      "   \"bounds\": [0.5, 1.5], \"value\": 1.3, \"std_error\": 0.01,\n"
-	      "   \"fitted_on\": \"made up\", \"fit\": \"training\"}],\n"
-	      " \"fits\": [{\"name\": \"training\", \"kind\": \"training\", \"fitted_on\": "
-	      "\"made up\",\n"
-	      "   \"points\": 5, \"figures\": [\"train.gemm_efficiency\"], \"covariance\": "
-	      "[[0.0001]],\n"
-	      "   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 5, \"mape_pct\": 3, "
-	      "\"rms_pct\": 4}}]}\n", f);
-	fclose(f);
+	write_text(from,
+	           "{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"fast\",\n"
+	           " \"device\": \"NVIDIA H100 SXM\",\n"
+	           " \"figures\": [{\"name\": \"train.gemm_efficiency\", \"units\": \"ratio\",\n"
+	           "   \"bounds\": [0.5, 1.5], \"value\": 1.3, \"std_error\": 0.01,\n"
+	           "   \"fitted_on\": \"made up\", \"fit\": \"training\"}],\n"
+	           " \"fits\": [{\"name\": \"training\", \"kind\": \"training\", \"fitted_on\": "
+	           "\"made up\",\n"
+	           "   \"points\": 5, \"figures\": [\"train.gemm_efficiency\"], \"covariance\": "
+	           "[[0.0001]],\n"
+	           "   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 5, \"mape_pct\": 3, "
+	           "\"rms_pct\": 4}}]}\n");
 	snprintf(args, sizeof args, "calibrate --transfer %s --topology topologies/dgx-h200.json",
 	         from);
 	r = fixture_shardlab(args, true);
@@ -2212,14 +2218,11 @@ Test(cli, calibrate_transfer_refuses_what_does_not_carry_over)
 	free(r.out);
 	unlink(from);
 	/* a base that sets one of the transferred figures itself (no fit) */
-	f = fopen(from, "w");
-	cr_assert_not_null(f);
-	fputs("{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"mine\",\n"
-	      " \"device\": \"NVIDIA H200 SXM\",\n"
-	      " \"figures\": [{\"name\": \"train.op_overhead_us\", \"units\": \"us\",\n"
-	      "   \"bounds\": [0, 200], \"value\": 9, \"std_error\": 1, \"fitted_on\": \"made up\"}]}\n",
-	      f);
-	fclose(f);
+	write_text(from,
+	           "{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"mine\",\n"
+	           " \"device\": \"NVIDIA H200 SXM\",\n"
+	           " \"figures\": [{\"name\": \"train.op_overhead_us\", \"units\": \"us\",\n"
+	           "   \"bounds\": [0, 200], \"value\": 9, \"std_error\": 1, \"fitted_on\": \"made up\"}]}\n");
 	snprintf(args, sizeof args, "calibrate --transfer calibration/h100-sxm.json --topology "
 	         "topologies/dgx-h200.json --calibration %s", from);
 	r = fixture_shardlab(args, true);
@@ -2232,42 +2235,40 @@ Test(cli, calibrate_transfer_refuses_what_does_not_carry_over)
 	rmdir(dir);
 }
 
+/* `shardlab ARGS` exits 0 and prints `want` somewhere. */
+static void expect_prints(const char *args, const char *want)
+{
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_expect_eq(r.status, 0, "shardlab %s exits %d", args, r.status);
+	cr_expect(strstr(r.out, want), "shardlab %s: no \"%s\" in\n%s", args, want, r.out);
+	free(r.out);
+}
+
 /* topo says which calibration every command applies to a topology by
  * default: the device's shipped file (and the PyTorch family's where it
  * differs: the H100's and the H200's), or none, the bare model (the MI300X, the Ascend 910 of
  * a scenario's topology); JSON by framework. */
 Test(cli, topo_names_the_default_calibration)
 {
-	struct cli_run r = fixture_shardlab("topo topologies/dgx-h100.json", false);
-	cr_assert_eq(r.status, 0, "%s", r.out);
-	cr_expect(strstr(r.out, "\ncalibration: calibration/h100-sxm.json (the device's shipped one, "
-	                        "the default of every command that prices it; of a run with "
-	                        "training.framework \"pytorch\": calibration/h100-sxm-pytorch.json)\n"),
-	          "%s", r.out);
-	free(r.out);
-	r = fixture_shardlab("topo topologies/dgx-a100-40gb.json", false);
-	cr_expect(strstr(r.out, "\ncalibration: calibration/a100-sxm.json (the device's shipped one, "
-	                        "the default of every command that prices it)\n"),
-	          "%s", r.out);
-	free(r.out);
-	r = fixture_shardlab("topo scenarios/ffn-8p.json", false);
-	cr_expect(strstr(r.out, "\ncalibration: none (no shipped calibration for the Ascend 910: the "
-	                        "bare model, no intervals)\n"),
-	          "%s", r.out);
-	free(r.out);
-	r = fixture_shardlab("topo topologies/dgx-h200-x64.json", false);
-	cr_expect(strstr(r.out, "\ncalibration: calibration/h200-sxm.json (the device's shipped one, "
-	                        "the default of every command that prices it; of a run with "
-	                        "training.framework \"pytorch\": calibration/h200-sxm-pytorch.json)\n"
-	                        "  its training figures transferred from h100-sxm, fitted on NVIDIA "
-	                        "H100 SXM rows: not measured on the NVIDIA H200 SXM\n"),
-	          "%s", r.out);
-	free(r.out);
-	r = fixture_shardlab("topo topologies/mi300x.json", false);
-	cr_expect(strstr(r.out, "\ncalibration: none (no shipped calibration for the AMD Instinct "
-	                        "MI300X: the bare model, no intervals)\n"),
-	          "%s", r.out);
-	free(r.out);
+	expect_prints("topo topologies/dgx-h100.json",
+	              "\ncalibration: calibration/h100-sxm.json (the device's shipped one, the "
+	              "default of every command that prices it; of a run with training.framework "
+	              "\"pytorch\": calibration/h100-sxm-pytorch.json)\n");
+	expect_prints("topo topologies/dgx-a100-40gb.json",
+	              "\ncalibration: calibration/a100-sxm.json (the device's shipped one, the "
+	              "default of every command that prices it)\n");
+	expect_prints("topo scenarios/ffn-8p.json",
+	              "\ncalibration: none (no shipped calibration for the Ascend 910: the bare "
+	              "model, no intervals)\n");
+	expect_prints("topo topologies/dgx-h200-x64.json",
+	              "\ncalibration: calibration/h200-sxm.json (the device's shipped one, the "
+	              "default of every command that prices it; of a run with training.framework "
+	              "\"pytorch\": calibration/h200-sxm-pytorch.json)\n"
+	              "  its training figures transferred from h100-sxm, fitted on NVIDIA H100 SXM "
+	              "rows: not measured on the NVIDIA H200 SXM\n");
+	expect_prints("topo topologies/mi300x.json",
+	              "\ncalibration: none (no shipped calibration for the AMD Instinct MI300X: the "
+	              "bare model, no intervals)\n");
 	cJSON *j = run_json("topo --json topologies/dgx-h200-x64.json");
 	expect_compact(j, "default_calibration", "{\"megatron\":\"calibration/h200-sxm.json\","
 	                                         "\"pytorch\":\"calibration/h200-sxm-pytorch.json\"}");
