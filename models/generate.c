@@ -97,7 +97,8 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	                                    "norm_eps", "sigmoid_router", "expert_groups",
 	                                    "group_top_k", "q_lora_rank", "kv_lora_rank",
 	                                    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-	                                    "mtp_layers", "fused_qkv", "fused_gate_up", NULL};
+	                                    "mtp_layers", "fused_qkv", "fused_gate_up", "head_dim",
+	                                    NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
@@ -162,8 +163,11 @@ static bool sizes_fit(struct gen *G)
 	int64_t wide = G->ffn > G->h ? G->ffn : G->h;
 	if (G->V > wide)
 		wide = G->V;
-	if (G->p->fused_qkv && 3 * G->h > wide)
-		wide = 3 * G->h; /* (heads + 2 kv_heads) x head_dim is at most 3 hidden */
+	int64_t qkv = (G->a_heads + 2 * G->kv) * G->d; /* the fused projection's columns */
+	if (G->a_heads * G->d > wide)
+		wide = G->a_heads * G->d;
+	if (G->p->fused_qkv && qkv > wide)
+		wide = qkv;
 	if (G->p->fused_gate_up && 2 * G->ffn > wide)
 		wide = 2 * G->ffn;
 	bool ok = fits(G->B, G->s, &bs) && fits(bs, wide, &x) && fits(bs, G->a_heads, &x) &&
@@ -402,9 +406,19 @@ static bool gen_check(struct gen *G)
 	if (!ok)
 		return false;
 	bool heads = model_gen_uses(p->kind, "heads");
-	if (heads && p->hidden % p->heads != 0) {
-		gen_err(G, "heads", "heads (%lld) must divide hidden (%lld)", (long long)p->heads,
-		        (long long)p->hidden);
+	if (p->head_dim > 0 && p->kv_lora_rank > 0) {
+		gen_err(G, "head_dim", "head_dim is not for multi-head latent attention "
+		        "(kv_lora_rank), whose heads are qk_nope_head_dim + qk_rope_head_dim and "
+		        "v_head_dim wide");
+		ok = false;
+	}
+	if (p->head_dim > (int64_t)1 << 16) {
+		gen_err(G, "head_dim", "expected at most 2^16, got %lld", (long long)p->head_dim);
+		ok = false;
+	}
+	if (heads && p->head_dim == 0 && p->hidden % p->heads != 0) {
+		gen_err(G, "heads", "heads (%lld) must divide hidden (%lld), or head_dim give a "
+		        "head's width", (long long)p->heads, (long long)p->hidden);
 		ok = false;
 	}
 	G->kv = p->kv_heads > 0 && model_gen_uses(p->kind, "kv_heads") ? p->kv_heads : p->heads;
@@ -419,7 +433,7 @@ static bool gen_check(struct gen *G)
 	G->s = model_gen_uses(p->kind, "seq") ? p->seq : 1;
 	G->h = p->hidden;
 	G->a_heads = heads ? p->heads : 1;
-	G->d = G->h / G->a_heads;
+	G->d = p->head_dim > 0 ? p->head_dim : G->h / G->a_heads;
 	G->ffn = model_gen_ffn(p);
 	G->V = model_gen_uses(p->kind, "vocab") ? p->vocab : 1;
 	G->dt = p->dtype;

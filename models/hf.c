@@ -7,7 +7,8 @@
  *   LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM -> llama
  *     (RMSNorm, SwiGLU MLP of intermediate_size, grouped-query attention
  *     with num_key_value_heads, rotary positions, untied head unless
- *     tie_word_embeddings; Qwen2 adds biases on q, k and v)
+ *     tie_word_embeddings; Qwen2 adds biases on q, k and v; head_dim,
+ *     where it is not hidden_size / num_attention_heads, the heads' width)
  *   GPT2LMHeadModel -> gpt (LayerNorm, GeLU MLP of n_inner or 4h, learned
  *     positions of n_positions rows, biases, head tied to the embedding)
  *   GPTNeoXForCausalLM -> gpt (rotary, parallel residual when
@@ -364,13 +365,13 @@ static bool read_llama(const struct jv *r, enum hf_family fam, struct model_gen 
 	}
 	struct jv v;
 	int64_t hd;
-	/* DeepseekV3Config's head_dim is the rotary width, not a head's. */
-	if (ok && fam != HF_DEEPSEEK_V3 && hf_get(r, "head_dim", &v) && jv_int(&v, JR_RANGE(1, 1e15), &hd) &&
-	    hd * g->heads != g->hidden) {
-		jv_error(&v, "head_dim %lld x %lld heads differs from hidden_size %lld: not supported "
-		         "(the generator's heads are hidden_size / num_attention_heads wide)",
-		         (long long)hd, (long long)g->heads, (long long)g->hidden);
-		ok = false;
+	/* A head's width where it is not hidden_size / num_attention_heads
+	 * (Mistral NeMo, Mistral Small 3); DeepseekV3Config's head_dim is the
+	 * rotary width, not a head's. */
+	if (ok && fam != HF_DEEPSEEK_V3 && hf_get(r, "head_dim", &v)) {
+		ok = jv_int(&v, JR_RANGE(1, 1 << 16), &hd);
+		if (ok && hd * g->heads != g->hidden)
+			g->head_dim = hd;
 	}
 	return ok;
 }
@@ -499,7 +500,7 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 	}
 	const char *heads_key = fam == HF_GPT2 ? "n_head" : "num_attention_heads";
 	const char *hidden_key = fam == HF_GPT2 ? "n_embd" : "hidden_size";
-	if (g->hidden % g->heads) {
+	if (g->head_dim == 0 && g->hidden % g->heads) {
 		hf_get(&root, heads_key, &v);
 		jv_error(&v, "%lld heads do not divide %s %lld", (long long)g->heads, hidden_key,
 		         (long long)g->hidden);
@@ -584,7 +585,7 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		NUM(shared_experts) NUM(expert_ffn) NUM(dense_layers)
 		NUM(expert_groups) NUM(group_top_k) NUM(q_lora_rank) NUM(kv_lora_rank)
 		NUM(qk_rope_head_dim) NUM(qk_nope_head_dim) NUM(v_head_dim) NUM(mtp_layers)
-		BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary) BOOL(shared_expert_gate)
+		NUM(head_dim) BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary) BOOL(shared_expert_gate)
 		BOOL(sigmoid_router) BOOL(fused_qkv) BOOL(fused_gate_up)
 #undef NUM
 #undef BOOL
@@ -593,7 +594,8 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		           (!strcmp(k, "expert_groups") || !strcmp(k, "group_top_k") ||
 		            !strcmp(k, "q_lora_rank") || !strcmp(k, "kv_lora_rank") ||
 		            !strcmp(k, "qk_rope_head_dim") || !strcmp(k, "qk_nope_head_dim") ||
-		            !strcmp(k, "v_head_dim") || !strcmp(k, "mtp_layers"))) ||
+		            !strcmp(k, "v_head_dim") || !strcmp(k, "mtp_layers") ||
+		            !strcmp(k, "head_dim"))) ||
 		          (!strcmp(k, "sigmoid_router") && !g->sigmoid_router) ||
 		          (!strcmp(k, "fused_qkv") && !g->fused_qkv) ||
 		          (!strcmp(k, "fused_gate_up") && !g->fused_gate_up))) {

@@ -690,6 +690,7 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 		{"qk_nope_head_dim", offsetof(struct model_gen, qk_nope_head_dim)},
 		{"v_head_dim", offsetof(struct model_gen, v_head_dim)},
 		{"mtp_layers", offsetof(struct model_gen, mtp_layers)},
+		{"head_dim", offsetof(struct model_gen, head_dim)},
 	};
 	for (size_t i = 0; i < SL_COUNTOF(counts0); i++)
 		if (jv_get(gen, counts0[i].key, &m))

@@ -194,6 +194,11 @@ struct model_gen {
 	 * qk_nope_head_dim + qk_rope_head_dim for queries and keys (the rotary
 	 * part of the key shared by all heads) and v_head_dim for values. */
 	int64_t q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
+	/* LLaMA: a head's width when it is not hidden / heads (0: that), as
+	 * Mistral NeMo's 32 heads of 128 beside a hidden size of 5,120: the
+	 * query and output projections are h x heads·head_dim, the key and
+	 * value ones h x kv_heads·head_dim. */
+	int64_t head_dim;
 	/* LLaMA: multi-token prediction modules (DeepSeek-V3 §2.2), each a
 	 * projection of the previous depth's hidden state and the next token's
 	 * embedding, one more layer, and a loss through the shared head. */

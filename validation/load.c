@@ -77,7 +77,10 @@ double validation_flops_per_iteration(const struct graph *g, enum validation_flo
 				*why = "the palm count needs the model's layers";
 				return -1;
 			}
-			per_token += 12 * l * h * s;
+			/* 12 L H Q T (Chowdhery et al. 2022, appendix B): H heads
+			 * of Q, the hidden size unless the model sets head_dim */
+			double hq = m->head_dim > 0 ? (double)m->heads * (double)m->head_dim : h;
+			per_token += 12 * l * hq * s;
 		}
 		return per_token * B * s;
 	}

@@ -445,6 +445,36 @@ Test(export, megatron_mla_mtp_and_sigmoid_router)
 	free(r.out);
 }
 
+/* A head width other than hidden / heads (Mistral NeMo's config, 32 heads
+ * of 128 beside a hidden size of 5,120) is Megatron-LM's --kv-channels;
+ * without head_dim the argument is left out (Megatron-LM derives it). */
+Test(export, megatron_kv_channels_of_a_head_dim)
+{
+	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"m\","
+	              " \"model\": {\"hf_config\": \"%s/models/hf/mistral-nemo-base-2407.json\","
+	              " \"seq\": 4096, \"micro_batch\": 1},"
+	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
+	              " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 8}}",
+	              source_root(), source_root());
+	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+	struct cli_run r = fixture_shardlab(args, false);
+	remove(path);
+	rmdir(dir);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--hidden-size 5120 \\\n"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "--num-attention-heads 32 \\\n--kv-channels 128 \\\n"),
+	                   "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("plan scenarios/mistral-7b-h100-64p.json --export megatron -", false);
+	cr_assert_eq(r.status, 0);
+	cr_expect_null(strstr(r.out, "--kv-channels"), "%s", r.out);
+	free(r.out);
+}
+
 Test(export, megatron_zero_2_and_3_as_megatron_fsdp)
 {
 	/* ZeRO 1: the distributed optimizer; 2 and 3: Megatron-FSDP sharding the

@@ -284,6 +284,21 @@ Test(hf, llama32_1b_tied_published_total)
 	cr_assert_eq(hf_params("models/hf/llama-3.2-1b.json", 8192), 1235814400LL);
 }
 
+Test(hf, mistral_nemo_head_dim_published_total)
+{
+	/* Mistral NeMo 12B (mistralai/Mistral-Nemo-Base-2407: 12.2B), heads
+	 * of head_dim 128 where hidden_size / num_attention_heads is 160:
+	 * h 5120, 40 layers, 32 heads of 128 (4096 wide), kv 8 (1024 wide),
+	 * ffn 14336, V 131072, untied:
+	 *   embedding + head  2·131072·5120                        = 1,342,177,280
+	 *   per layer q, o 2·5120·4096 = 41,943,040; k, v 2·5120·1024 = 10,485,760;
+	 *             SwiGLU 3·5120·14336 = 220,200,960; norms 2·5120 = 10,240;
+	 *             sum                                         =   272,640,000
+	 *   40 layers                                             = 10,905,600,000
+	 *   final norm 5120; total                                = 12,247,782,400 */
+	cr_assert_eq(hf_params("models/hf/mistral-nemo-base-2407.json", 4096), 12247782400LL);
+}
+
 Test(hf, model_type_stands_for_architectures)
 {
 	/* The LLaMA-2 7B config without "architectures": read by model_type. */
@@ -603,7 +618,7 @@ Test(hf, every_shipped_config_imports)
 {
 	static const char *const files[] = {
 		"gpt2", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.2-1b", "mistral-7b-v0.1",
-		"pythia-160m", "pythia-1.4b", "qwen2-7b",
+		"mistral-nemo-base-2407", "pythia-160m", "pythia-1.4b", "qwen2-7b",
 	};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		char args[256];

@@ -932,3 +932,68 @@ Test(models, fused_gate_up_counted_by_hand)
 	assert_dims(out_of(g, "layers.0.mlp.mul"), 2, (int64_t[]){48, 96});
 	arena_free(a);
 }
+
+/* head_dim wider than hidden / heads (Mistral NeMo's 32 x 128 beside 5,120):
+ * small_llama with 8 heads of d = 16 (a·d = 128 beside h = 64), kv 2
+ * (kv·d = 32), B 3, s 16 (48 tokens). Hand count: embedding 100·64 = 6400;
+ * RMSNorms 3·64 = 192; q 64·128 = 8192, k and v 64·32 = 2048 each, out
+ * 128·64 = 8192; MLP 3·64·96 = 18432; head 6400: 51,904. Scores and
+ * context 2·(3·2)·64·16·16 = 196,608 FLOPs each, out 2·48·128·64 =
+ * 786,432; fused, one projection of 64·(8 + 2·2)·16 = 64·192 = 12,288. */
+Test(models, head_dim_wider_than_hidden_over_heads)
+{
+	struct arena *a = arena_new();
+	struct model_gen p;
+	small_llama(&p);
+	p.head_dim = 16;
+	struct graph *sep, *g = with_and_without(a, &p, &p.fused_qkv, 51904, &sep);
+	assert_dims(out_of(sep, "layers.0.attn.q.matmul"), 2, (int64_t[]){48, 128});
+	assert_dims(out_of(sep, "layers.0.attn.k.matmul"), 2, (int64_t[]){48, 32});
+	assert_dims(out_of(sep, "layers.0.attn.q.reshape"), 5, (int64_t[]){3, 16, 2, 4, 16});
+	assert_dims(out_of(sep, "layers.0.attn.k.transpose"), 4, (int64_t[]){3, 2, 16, 16});
+	assert_dims(out_of(sep, "layers.0.attn.scores"), 4, (int64_t[]){3, 2, 64, 16});
+	assert_dims(out_of(sep, "layers.0.attn.context.reshape"), 2, (int64_t[]){48, 128});
+	assert_dims(out_of(sep, "layers.0.attn.out.matmul"), 2, (int64_t[]){48, 64});
+	const struct op *o = &sep->ops[graph_find_op(sep, "layers.0.attn.scores")];
+	cr_expect_eq(o->flops, 196608.0);
+	o = &sep->ops[graph_find_op(sep, "layers.0.attn.context")];
+	cr_expect_eq(o->flops, 196608.0);
+	o = &sep->ops[graph_find_op(sep, "layers.0.attn.out.matmul")];
+	cr_expect_eq(o->flops, 786432.0);
+	cr_expect_eq(o->params, 128 * 64);
+	int qkv = graph_find_op(g, "layers.0.attn.qkv.matmul");
+	cr_assert_geq(qkv, 0);
+	cr_expect_eq(g->ops[qkv].params, 12288);
+	assert_dims(out_of(g, "layers.0.attn.qkv.reshape"), 4, (int64_t[]){3, 16, 2, 96});
+	arena_free(a);
+}
+
+/* head_dim frees the heads from dividing the hidden size, and is refused
+ * beside multi-head latent attention, whose heads have their own widths. */
+Test(models, head_dim_checks)
+{
+	struct arena *a = arena_new();
+	struct model_gen p;
+	small_llama(&p);
+	p.heads = 6, p.kv_heads = 2;
+	struct diag_list d;
+	diag_list_init(&d);
+	cr_expect_null(graph_generate(a, &p, &d));
+	char buf[1024];
+	diag_text(&d, buf, sizeof buf);
+	cr_expect(strstr(buf, "heads (6) must divide hidden (64), or head_dim give a head's width"),
+	          "%s", buf);
+	p.head_dim = 16;
+	cr_expect_not_null(gen(a, &p));
+	small_llama(&p);
+	p.head_dim = 16, p.kv_lora_rank = 8, p.qk_nope_head_dim = 4, p.qk_rope_head_dim = 2;
+	p.v_head_dim = 4;
+	struct diag_list d2;
+	diag_list_init(&d2);
+	cr_expect_null(graph_generate(a, &p, &d2));
+	diag_text(&d2, buf, sizeof buf);
+	cr_expect(strstr(buf, "head_dim is not for multi-head latent attention"), "%s", buf);
+	diag_list_free(&d);
+	diag_list_free(&d2);
+	arena_free(a);
+}

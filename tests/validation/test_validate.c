@@ -72,6 +72,24 @@ Test(validate, model_and_palm_flops_by_hand)
 	cr_assert_eq(validation_flops_per_iteration(g, FLOPS_PALM, 8, NULL), 87097344.0);
 }
 
+Test(validate, palm_flops_count_heads_of_head_dim)
+{
+	/* A llama of hidden 64, 1 layer, 8 heads of head_dim 16 (8 x 16 = 128
+	 * beside the hidden 64), kv 2, ffn 96, V 100, seq 16, untied: N =
+	 * 6,400 embedding + 192 norms + q 64 x 128 + k, v 2 x 64 x 32 + out
+	 * 128 x 64 = 20,480 + MLP 3 x 64 x 96 = 18,432 + head 6,400 = 51,904.
+	 * PaLM's 12 L H Q T term with H Q = 8 x 16 = 128 (not the hidden 64):
+	 * 12 x 1 x 128 x 16 = 24,576 a token; with B = 3, s = 16 (48 tokens):
+	 * (6 x 51,904 + 24,576) x 48 = 336,000 x 48 = 16,128,000. */
+	struct model_gen g = {.kind = GEN_LLAMA, .hidden = 64, .layers = 1, .heads = 8, .kv_heads = 2,
+	                      .head_dim = 16, .seq = 16, .vocab = 100, .micro_batch = 1, .ffn = 96,
+	                      .dtype = DT_BF16};
+	struct graph *llama = graph_generate(A, &g, &D);
+	cr_assert_not_null(llama);
+	cr_assert_eq(validation_flops_per_iteration(llama, FLOPS_MODEL, 3, NULL), 6.0 * 51904 * 48);
+	cr_assert_eq(validation_flops_per_iteration(llama, FLOPS_PALM, 3, NULL), 16128000.0);
+}
+
 Test(validate, megatron_flops_need_a_gpt_with_ffn_4h)
 {
 	struct model_gen g = {.kind = GEN_LLAMA, .hidden = 64, .layers = 2, .heads = 8, .kv_heads = 8,
@@ -987,7 +1005,7 @@ Test(validate, megatron_bridge_rows_load_with_the_tables_parallelism_and_plan, .
  * loads, its data-parallel degree and micro-batches follow from its
  * script's figures (DP = NPUs / (TP x PP), GBS / (MBS x DP) micro-batches,
  * GBS x sequence tokens an iteration), and it is estimated. Its errors are
- * reported, never tested against a threshold. Four models' parameters by
+ * reported, never tested against a threshold. Five models' parameters by
  * hand from their published dimensions (untied unless said):
  *   LLaMA-2 13B: 2 x 32000 x 5120 + 40 (4 x 5120^2 + 3 x 5120 x 13824
  *     + 2 x 5120) + 5120 = 327,680,000 + 12,688,179,200 + 5,120
@@ -997,17 +1015,22 @@ Test(validate, megatron_bridge_rows_load_with_the_tables_parallelism_and_plan, .
  *   Qwen1.5 0.5B (tied, q/k/v biases): 151936 x 1024 + 24 (4 x 1024^2
  *     + 3 x 1024 + 3 x 1024 x 2816 + 2 x 1024) + 1024 = 463,987,712;
  *   Yi 34B: 2 x 64000 x 7168 + 60 (2 x 7168^2 + 2 x 7168 x 1024
- *     + 3 x 7168 x 20480 + 2 x 7168) + 7168 = 34,388,917,248. */
+ *     + 3 x 7168 x 20480 + 2 x 7168) + 7168 = 34,388,917,248;
+ *   Gemma 7B (tied, 16 heads of 256 = 4096 beside hidden 3072, no
+ *     grouping): 256000 x 3072 + 28 (3072 x 3 x 4096 + 4096 x 3072
+ *     + 3 x 3072 x 24576 + 2 x 3072) + 3072 = 786,432,000
+ *     + 28 x 276,830,208 + 3,072 = 8,537,680,896 (the published 8.54B). */
 Test(validate, loads_the_mindspeed_llm_set)
 {
 	struct validation *v = validation_load(A, "validation/mindspeed-llm-910b.json", &D);
 	cr_assert_not_null(v);
 	cr_assert_eq(D.count, 0);
-	cr_assert_eq(v->n_rows, 29);
+	cr_assert_eq(v->n_rows, 30);
 	static const struct {
 		const char *prefix;
 		int64_t params;
-	} by_hand[] = {{"MindSpeed-LLM LLaMA-2 13B ", 13015864320},
+	} by_hand[] = {{"MindSpeed-LLM Gemma 7B ", 8537680896},
+	               {"MindSpeed-LLM LLaMA-2 13B ", 13015864320},
 	               {"MindSpeed-LLM LLaMA-3 8B ", 8030261248},
 	               {"MindSpeed-LLM Qwen1.5 0.5B ", 463987712},
 	               {"MindSpeed-LLM Yi 34B ", 34388917248}};
@@ -1037,7 +1060,7 @@ Test(validate, loads_the_mindspeed_llm_set)
 		cr_expect_null(res.error, "%s: %s", r->name, res.error);
 		cr_expect_gt(res.est_s, 0, "%s", r->name);
 	}
-	cr_expect_eq(found, 4);
+	cr_expect_eq(found, 5);
 }
 
 /* validation/mlperf-gpt3-h100.json: NVIDIA's MLPerf Training v3.1 GPT-3

@@ -923,3 +923,28 @@ Test(verify, tensor_parallel_above_the_kv_heads_matches)
 	cr_expect(r.passed);
 	cr_expect_eq(check_named(&r, "grad layers.0.attn.k.weight")->status, VERIFY_MATCH);
 }
+
+/* Heads wider than hidden / heads (head_dim, as Mistral NeMo's): a LLaMA of
+ * hidden 256 with 8 heads of 64 (512 wide) in 2 groups at TP 4 with
+ * sequence parallelism, 2 replicas: the projections h x 512 and 512 x h
+ * cut by heads, run on real numbers, match the unsharded model. */
+Test(verify, head_dim_wider_than_hidden_over_heads_matches)
+{
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 1, \"heads\": 8, "
+	        "\"kv_heads\": 2, \"head_dim\": 64, \"ffn\": 512, \"seq\": 32, \"vocab\": 512, "
+	        "\"micro_batch\": 2, \"dtype\": \"bf16\"}",
+	        "dgx-h100", 8,
+	        "{\"global_batch\": 8, \"tensor_parallel\": 4, \"sequence_parallel\": true}");
+	struct plan_options po = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &po, &D);
+	cr_assert_not_null(p);
+	struct verify_options o;
+	verify_options_init(&o);
+	struct verify_result r;
+	cr_assert(verify_plan(A, p, &o, &r, &D));
+	cr_expect(r.passed);
+	cr_expect_eq(check_named(&r, "grad layers.0.attn.q.weight")->status, VERIFY_MATCH);
+	cr_expect_eq(check_named(&r, "grad layers.0.attn.out.weight")->status, VERIFY_MATCH);
+}
