@@ -33,6 +33,8 @@ static void help(FILE *f)
 	        "  GPTNeoXForCausalLM -> \"gpt\" (rotary positions, parallel residual)\n"
 	        "  MixtralForCausalLM, Qwen2MoeForCausalLM, DeepseekForCausalLM ->\n"
 	        "    \"llama\" with a mixture of experts\n"
+	        "  Qwen3ForCausalLM -> \"llama\" with an RMSNorm over each head of q and\n"
+	        "    k (qk_norm); Qwen3MoeForCausalLM the same with routed experts\n"
 	        "  DeepseekV3ForCausalLM -> \"llama\" with multi-head latent attention,\n"
 	        "    DeepSeekMoE (shared and routed experts, a sigmoid router, the first\n"
 	        "    layers dense) and the multi-token prediction modules\n"

@@ -304,6 +304,8 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g)
 	arg(f, first, "--num-attention-heads %lld", (long long)g->heads);
 	if (llama && g->head_dim > 0)  /* a head's width when not hidden / heads */
 		arg(f, first, "--kv-channels %lld", (long long)g->head_dim);
+	if (llama && g->qk_norm)
+		arg(f, first, "--qk-layernorm");
 	if (llama && g->kv_heads > 0 && g->kv_heads < g->heads) {
 		arg(f, first, "--group-query-attention");
 		arg(f, first, "--num-query-groups %lld", (long long)g->kv_heads);

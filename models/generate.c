@@ -98,7 +98,7 @@ const char *const *model_gen_fields(enum model_gen_kind kind)
 	                                    "group_top_k", "q_lora_rank", "kv_lora_rank",
 	                                    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
 	                                    "mtp_layers", "fused_qkv", "fused_gate_up", "head_dim",
-	                                    NULL};
+	                                    "qk_norm", NULL};
 	static const char *const *const all[GEN_COUNT] = {ffn, mlp, attention, transformer, gpt,
 	                                                   llama};
 	SL_ASSERT(kind >= 0 && kind < GEN_COUNT);
@@ -412,6 +412,11 @@ static bool gen_check(struct gen *G)
 		        "v_head_dim wide");
 		ok = false;
 	}
+	if (p->qk_norm && p->kv_lora_rank > 0) {
+		gen_err(G, "qk_norm", "qk_norm is not for multi-head latent attention "
+		        "(kv_lora_rank), which normalises its latents instead");
+		ok = false;
+	}
 	if (p->head_dim > (int64_t)1 << 16) {
 		gen_err(G, "head_dim", "expected at most 2^16, got %lld", (long long)p->head_dim);
 		ok = false;
@@ -697,6 +702,17 @@ static void qkv_fused(struct gen *G, const char *p, int x, bool bias, int *q, in
 	*v = column_view(G, p, "v.split", y, (g + 1) * d, w);
 }
 
+/* qk_norm: an RMSNorm "p" + sfx over each head of x (its last axis,
+ * head_dim wide), or x itself without qk_norm. */
+static int head_norm(struct gen *G, const char *p, const char *sfx, int x)
+{
+	if (!G->p->qk_norm)
+		return x;
+	char n[256];
+	name_fmt(n, sizeof n, "%s%s", p, sfx);
+	return norm_w(G, n, x, G->d);
+}
+
 /* Self-attention on x [B*s, h]; grouped-query when kv < heads. */
 static int attention(struct gen *G, const char *p, int x)
 {
@@ -724,13 +740,16 @@ static int attention(struct gen *G, const char *p, int x)
 	static const int64_t swap5[5] = {0, 2, 1, 3, 4};
 	if (grouped) {
 		q = reshape(G, p, "q.reshape", q, 5, (int64_t[]){B, s, kv, g, d});
+		q = head_norm(G, p, "q_norm", q);
 		q = transpose_n(G, p, "q.transpose", q, 5, swap5);
 		q = reshape(G, p, "q.group", q, 4, (int64_t[]){B, kv, s * g, d});
 	} else {
 		q = reshape_to(G, p, "q.reshape", q, 4, (int64_t[]){B, s, a, d});
+		q = head_norm(G, p, "q_norm", q);
 		q = transpose(G, p, "q.transpose", q, to_heads);
 	}
 	k = reshape_to(G, p, "k.reshape", k, 4, (int64_t[]){B, s, kv, d});
+	k = head_norm(G, p, "k_norm", k);
 	k = transpose(G, p, "k.transpose", k, to_keys);
 	v = reshape_to(G, p, "v.reshape", v, 4, (int64_t[]){B, s, kv, d});
 	v = transpose(G, p, "v.transpose", v, to_heads);

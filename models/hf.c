@@ -25,6 +25,11 @@
  *     experts and n_shared_experts shared experts of
  *     moe_intermediate_size, num_experts_per_tok per token, the first
  *     first_k_dense_replace layers dense (intermediate_size)
+ *   Qwen3ForCausalLM -> llama with an RMSNorm over each head of q and k
+ *     (qk_norm) and heads of head_dim (128 by default)
+ *   Qwen3MoeForCausalLM -> the same with Qwen2-MoE's routed experts
+ *     (num_experts, num_experts_per_tok, moe_intermediate_size), no
+ *     shared expert
  *   DeepseekV3ForCausalLM (DeepSeek-V3) -> llama with multi-head latent
  *     attention (q_lora_rank, kv_lora_rank, qk_nope_head_dim,
  *     qk_rope_head_dim, v_head_dim), DeepSeekMoE as above with a sigmoid
@@ -33,7 +38,7 @@
  *
  * A config without "architectures" is read by its "model_type" (llama,
  * mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe, deepseek,
- * deepseek_v3). Absent optional fields take the defaults of the transformers
+ * deepseek_v3, qwen3, qwen3_moe). Absent optional fields take the defaults of the transformers
  * configuration class of that architecture (LlamaConfig, GPT2Config, ...);
  * JSON null counts as absent. Other members (rope_theta, rms_norm_eps,
  * sliding_window, ...) do not change parameters or FLOPs here and are not
@@ -48,19 +53,20 @@
 
 enum hf_family {
 	HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_GPT2, HF_GPTNEOX, HF_MIXTRAL, HF_QWEN2_MOE, HF_DEEPSEEK,
-	HF_DEEPSEEK_V3, HF_COUNT
+	HF_DEEPSEEK_V3, HF_QWEN3, HF_QWEN3_MOE, HF_COUNT
 };
 
 static const char *const hf_arch_names[HF_COUNT] = {
 	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel",
 	"GPTNeoXForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM", "DeepseekForCausalLM",
-	"DeepseekV3ForCausalLM",
+	"DeepseekV3ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
 };
 /* transformers' model_type of each, for configs without "architectures". */
 static const char *const hf_model_types[HF_COUNT] = {"llama", "mistral", "qwen2", "gpt2",
                                                      "gpt_neox", "mixtral", "qwen2_moe",
-                                                     "deepseek", "deepseek_v3"};
-_Static_assert(HF_COUNT == 9, "hf_arch_names must list every architecture");
+                                                     "deepseek", "deepseek_v3", "qwen3",
+                                                     "qwen3_moe"};
+_Static_assert(HF_COUNT == 11, "hf_arch_names must list every architecture");
 
 const char *const *graph_hf_architectures(int *n)
 {
@@ -178,16 +184,19 @@ static const char *const silu[] = {"silu", "swish", NULL};
  * mlp_only_layers. The generator's shared experts are expert-wide, so the
  * shared size must be a multiple of the expert size; its dense layers come
  * first, so only a step of 1 and mlp_only_layers [0, 1, ..., k-1] are
- * expressible. */
-static bool read_qwen2_moe(const struct jv *r, struct model_gen *g)
+ * expressible. Qwen3MoeConfig (qwen3): the same routed experts with
+ * defaults 128, 8 and 768, no shared expert, no q/k/v biases. */
+static bool read_qwen_moe(const struct jv *r, bool qwen3, struct model_gen *g)
 {
 	int64_t shared = 0, step = 1;
-	bool ok = hf_count(r, "num_experts", false, 60, &g->experts);
-	ok = hf_count(r, "num_experts_per_tok", false, 4, &g->top_k) && ok;
-	ok = hf_count(r, "moe_intermediate_size", false, 1408, &g->expert_ffn) && ok;
-	ok = hf_count0(r, "shared_expert_intermediate_size", 5632, &shared) && ok;
+	bool ok = hf_count(r, "num_experts", false, qwen3 ? 128 : 60, &g->experts);
+	ok = hf_count(r, "num_experts_per_tok", false, qwen3 ? 8 : 4, &g->top_k) && ok;
+	ok = hf_count(r, "moe_intermediate_size", false, qwen3 ? 768 : 1408, &g->expert_ffn) && ok;
+	if (!qwen3) {
+		ok = hf_count0(r, "shared_expert_intermediate_size", 5632, &shared) && ok;
+		ok = hf_bool(r, "qkv_bias", true, &g->qkv_bias) && ok;
+	}
 	ok = hf_count(r, "decoder_sparse_step", false, 1, &step) && ok;
-	ok = hf_bool(r, "qkv_bias", true, &g->qkv_bias) && ok;
 	if (!ok)
 		return false;
 	struct jv v, e;
@@ -351,9 +360,16 @@ static bool read_llama(const struct jv *r, enum hf_family fam, struct model_gen 
 		g->capacity_factor = 1;
 	}
 	/* Both route without dropping tokens: capacity factor 1, as Mixtral. */
-	if (fam == HF_QWEN2_MOE) {
-		ok = read_qwen2_moe(r, g) && ok;
+	if (fam == HF_QWEN2_MOE || fam == HF_QWEN3_MOE) {
+		ok = read_qwen_moe(r, fam == HF_QWEN3_MOE, g) && ok;
 		g->capacity_factor = 1;
+	}
+	/* Qwen3Attention: an RMSNorm over each head of q and of k; its
+	 * sliding window (use_sliding_window) is not modelled. */
+	if (fam == HF_QWEN3 || fam == HF_QWEN3_MOE) {
+		g->qk_norm = true;
+		ok = hf_must_be(r, "use_sliding_window", false,
+		                "sliding-window attention is not modelled") && ok;
 	}
 	if (fam == HF_DEEPSEEK) {
 		ok = read_deepseek(r, g) && ok;
@@ -364,15 +380,15 @@ static bool read_llama(const struct jv *r, enum hf_family fam, struct model_gen 
 		g->capacity_factor = 1;
 	}
 	struct jv v;
-	int64_t hd;
 	/* A head's width where it is not hidden_size / num_attention_heads
-	 * (Mistral NeMo, Mistral Small 3); DeepseekV3Config's head_dim is the
-	 * rotary width, not a head's. */
-	if (ok && fam != HF_DEEPSEEK_V3 && hf_get(r, "head_dim", &v)) {
+	 * (Mistral NeMo, Mistral Small 3, Qwen3, whose Qwen3Config defaults
+	 * it to 128); DeepseekV3Config's head_dim is the rotary width, not a
+	 * head's. */
+	int64_t hd = fam == HF_QWEN3 ? 128 : 0;
+	if (ok && fam != HF_DEEPSEEK_V3 && hf_get(r, "head_dim", &v))
 		ok = jv_int(&v, JR_RANGE(1, 1 << 16), &hd);
-		if (ok && hd * g->heads != g->hidden)
-			g->head_dim = hd;
-	}
+	if (ok && hd > 0 && hd * g->heads != g->hidden)
+		g->head_dim = hd;
 	return ok;
 }
 
@@ -448,7 +464,7 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 		if (fam < 0) {
 			jv_error(&e, "unknown model_type \"%s\" and no \"architectures\" (shardlab "
 			         "imports llama, mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe, "
-			         "deepseek and deepseek_v3)", type);
+			         "deepseek, deepseek_v3, qwen3 and qwen3_moe)", type);
 			return false;
 		}
 		arch = hf_arch_names[fam];
@@ -466,7 +482,8 @@ bool graph_hf_read(struct arena *a, struct json_doc *doc, int64_t seq, int64_t m
 		jv_error(&e, "unknown architecture \"%s\" (shardlab imports LlamaForCausalLM, "
 		         "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
 		         "GPTNeoXForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, "
-		         "DeepseekForCausalLM and DeepseekV3ForCausalLM)", arch);
+		         "DeepseekForCausalLM, DeepseekV3ForCausalLM, Qwen3ForCausalLM and "
+		         "Qwen3MoeForCausalLM)", arch);
 		return false;
 	}
 	struct model_gen *g = &out->gen;
@@ -586,7 +603,7 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		NUM(expert_groups) NUM(group_top_k) NUM(q_lora_rank) NUM(kv_lora_rank)
 		NUM(qk_rope_head_dim) NUM(qk_nope_head_dim) NUM(v_head_dim) NUM(mtp_layers)
 		NUM(head_dim) BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary) BOOL(shared_expert_gate)
-		BOOL(sigmoid_router) BOOL(fused_qkv) BOOL(fused_gate_up)
+		BOOL(sigmoid_router) BOOL(fused_qkv) BOOL(fused_gate_up) BOOL(qk_norm)
 #undef NUM
 #undef BOOL
 		/* The DeepSeek-V3 members, left out at 0 / false (their default). */
@@ -598,7 +615,8 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		            !strcmp(k, "head_dim"))) ||
 		          (!strcmp(k, "sigmoid_router") && !g->sigmoid_router) ||
 		          (!strcmp(k, "fused_qkv") && !g->fused_qkv) ||
-		          (!strcmp(k, "fused_gate_up") && !g->fused_gate_up))) {
+		          (!strcmp(k, "fused_gate_up") && !g->fused_gate_up) ||
+		          (!strcmp(k, "qk_norm") && !g->qk_norm))) {
 			cJSON_Delete(v);
 			continue;
 		}

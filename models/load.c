@@ -674,6 +674,7 @@ static struct graph *load_generator(struct loader *L, const struct jv *gen)
 	ok = jv_opt_bool(gen, "qkv_bias", g.qkv_bias, &g.qkv_bias) && ok;
 	ok = jv_opt_bool(gen, "fused_qkv", g.fused_qkv, &g.fused_qkv) && ok;
 	ok = jv_opt_bool(gen, "fused_gate_up", g.fused_gate_up, &g.fused_gate_up) && ok;
+	ok = jv_opt_bool(gen, "qk_norm", g.qk_norm, &g.qk_norm) && ok;
 	if (jv_get(gen, "shared_experts", &m))
 		ok = read_count(&m, 0, &g.shared_experts) && ok;
 	if (jv_get(gen, "dense_layers", &m))

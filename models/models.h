@@ -218,6 +218,10 @@ struct model_gen {
 	 * split by views, as Megatron-Core's linear_fc1 with
 	 * gated_linear_unit; false: two projections. */
 	bool fused_gate_up;
+	/* LLaMA: an RMSNorm over each head of the queries and of the keys
+	 * before the scores, "p.q_norm" and "p.k_norm" with a [head_dim]
+	 * weight each (Qwen3, OLMo 2; Megatron-Core's qk_layernorm). */
+	bool qk_norm;
 };
 /* Fills defaults for a kind (see docs/formats.md). */
 void model_gen_defaults(struct model_gen *g, enum model_gen_kind kind);

@@ -472,6 +472,36 @@ Test(export, megatron_kv_channels_of_a_head_dim)
 	r = fixture_shardlab("plan scenarios/mistral-7b-h100-64p.json --export megatron -", false);
 	cr_assert_eq(r.status, 0);
 	cr_expect_null(strstr(r.out, "--kv-channels"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "--qk-layernorm"), "%s", r.out);
+	free(r.out);
+}
+
+/* Qwen3's RMSNorm over each head of q and k (qk_norm) is Megatron-Core's
+ * qk_layernorm (--qk-layernorm); Qwen3-30B-A3B's heads of 128 beside a
+ * hidden size of 2,048 are --kv-channels 128. */
+Test(export, megatron_qk_layernorm_of_qwen3)
+{
+	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"m\","
+	              " \"model\": {\"hf_config\": \"%s/models/hf/qwen3-30b-a3b.json\","
+	              " \"seq\": 4096, \"micro_batch\": 8},"
+	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
+	              " \"training\": {\"global_batch\": 64, \"tensor_parallel\": 1,"
+	              " \"expert_parallel\": 8}}",
+	              source_root(), source_root());
+	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+	struct cli_run r = fixture_shardlab(args, false);
+	remove(path);
+	rmdir(dir);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	static const char *const want[] = {"--kv-channels 128", "--qk-layernorm",
+	                                   "--num-experts 128", "--moe-router-topk 8",
+	                                   "--moe-ffn-hidden-size 768"};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		cr_expect_not_null(strstr(r.out, want[i]), "%s missing:\n%s", want[i], r.out);
 	free(r.out);
 }
 

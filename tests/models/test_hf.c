@@ -93,6 +93,55 @@ Test(hf, qwen_moe_published_total_and_active)
 	cr_expect_eq(t.active_parameters, 2689173504LL);
 }
 
+Test(hf, qwen3_qk_norm_published_total)
+{
+	/* Qwen3-8B model card: 8.2B parameters, 6.95B non-embedding. h 4096,
+	 * 36 layers, 32 heads of 128 (the hidden size), kv 8 (1024 wide), an
+	 * RMSNorm of 128 over each head of q and of k, ffn 12288, V 151936,
+	 * untied:
+	 *   embedding + head  2·151936·4096                   =  1,244,659,712
+	 *   per layer q,o 2·4096² = 33,554,432; k,v 2·4096·1024 = 8,388,608;
+	 *             SwiGLU 3·4096·12288 = 150,994,944; norms 2·4096 = 8,192;
+	 *             q_norm, k_norm 2·128 = 256; sum          =    192,946,432
+	 *   36 layers                                          =  6,946,071,552
+	 *   final norm 4096; total                             =  8,190,735,360
+	 *   (non-embedding 6,946,075,648: the card's 6.95B) */
+	struct graph_totals t;
+	const struct graph *g = hf_load("models/hf/qwen3-8b.json", 4096, &t);
+	cr_expect(g->gen->qk_norm);
+	cr_expect_eq(g->gen->head_dim, 0); /* 128 is hidden / heads here */
+	cr_expect_geq(graph_find_op(g, "layers.0.attn.q_norm"), 0);
+	cr_expect_geq(graph_find_op(g, "layers.35.attn.k_norm"), 0);
+	cr_expect_eq(t.parameters, 8190735360LL);
+}
+
+Test(hf, qwen3_moe_published_total_and_active)
+{
+	/* Qwen3-30B-A3B model card: 30.5B parameters, 3.3B activated, 29.9B
+	 * non-embedding. h 2048, 48 layers, 32 heads of head_dim 128 (4096
+	 * wide, not hidden / heads = 64), kv 4 (512 wide), qk_norm, 128 experts
+	 * of 768, top-8, no shared expert, V 151936, untied:
+	 *   embedding + head  2·151936·2048                   =    622,329,856
+	 *   per layer q,o 2·2048·4096 = 16,777,216; k,v 2·2048·512 = 2,097,152;
+	 *             router 2048·128 = 262,144;
+	 *             experts 128·3·2048·768 = 603,979,776;
+	 *             norms 2·2048 + 2·128 = 4,352; sum        =    623,120,640
+	 *   48 layers                                          = 29,909,790,720
+	 *   final norm 2048; total                             = 30,532,122,624
+	 *   active: 120 unpicked experts fewer per layer,
+	 *   30,532,122,624 − 48·120·4,718,592                  =  3,353,032,704 */
+	struct graph_totals t;
+	const struct graph *g = hf_load("models/hf/qwen3-30b-a3b.json", 64, &t);
+	cr_expect_eq(g->gen->experts, 128);
+	cr_expect_eq(g->gen->top_k, 8);
+	cr_expect_eq(g->gen->shared_experts, 0);
+	cr_expect_eq(g->gen->head_dim, 128);
+	cr_expect(g->gen->qk_norm);
+	cr_expect_not(g->gen->qkv_bias);
+	cr_expect_eq(t.parameters, 30532122624LL);
+	cr_expect_eq(t.active_parameters, 3353032704LL);
+}
+
 Test(hf, deepseek_moe_published_total_and_active)
 {
 	/* DeepSeekMoE 16B (Dai et al. 2024): 16.4B parameters, 2.8B activated.
@@ -428,14 +477,15 @@ Test(hf, bad_configs_name_the_field)
 		{"{\"model_type\": \"bert\"}",
 		 "config.json:1: model_type: unknown model_type \"bert\" and no \"architectures\" "
 		 "(shardlab imports llama, mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe, "
-		 "deepseek and deepseek_v3)"},
+		 "deepseek, deepseek_v3, qwen3 and qwen3_moe)"},
 		{"{\"model_type\": \"llama\", \"hidden_size\": 4096}",
 		 "config.json:1: num_hidden_layers: missing required field"},
 		{"{\n\"architectures\": [\"BertForMaskedLM\"]\n}",
 		 "config.json:2: architectures[0]: unknown architecture \"BertForMaskedLM\" (shardlab "
 		 "imports LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
 		 "GPTNeoXForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, "
-		 "DeepseekForCausalLM and DeepseekV3ForCausalLM)"},
+		 "DeepseekForCausalLM, DeepseekV3ForCausalLM, Qwen3ForCausalLM and "
+		 "Qwen3MoeForCausalLM)"},
 		{"{\"architectures\": [\"Qwen2MoeForCausalLM\"], \"hidden_size\": 2048, "
 		 "\"num_hidden_layers\": 24, \"num_attention_heads\": 16, \"intermediate_size\": 5632, "
 		 "\"vocab_size\": 151936, \"max_position_embeddings\": 8192, "
@@ -462,6 +512,16 @@ Test(hf, bad_configs_name_the_field)
 		 "\"scoring_func\": \"sigmoid\"}",
 		 "config.json:1: scoring_func: \"sigmoid\" is not supported: shardlab models a softmax "
 		 "router"},
+		{"{\"architectures\": [\"Qwen3ForCausalLM\"], \"hidden_size\": 4096, "
+		 "\"num_hidden_layers\": 36, \"num_attention_heads\": 32, \"intermediate_size\": 12288, "
+		 "\"vocab_size\": 151936, \"max_position_embeddings\": 40960, "
+		 "\"use_sliding_window\": true}",
+		 "config.json:1: use_sliding_window: true is not supported: sliding-window attention is "
+		 "not modelled"},
+		{"{\"architectures\": [\"Qwen3ForCausalLM\"], \"hidden_size\": 4096, "
+		 "\"num_hidden_layers\": 36, \"num_attention_heads\": 32, \"intermediate_size\": 12288, "
+		 "\"vocab_size\": 151936, \"max_position_embeddings\": 40960, \"head_dim\": 0}",
+		 "config.json:1: head_dim: expected an integer between 1 and 65536, got 0"},
 		{"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 7168, "
 		 "\"num_hidden_layers\": 61, \"num_attention_heads\": 128, \"intermediate_size\": 18432, "
 		 "\"vocab_size\": 129280, \"max_position_embeddings\": 4096, \"n_group\": 6}",
@@ -618,7 +678,8 @@ Test(hf, every_shipped_config_imports)
 {
 	static const char *const files[] = {
 		"gpt2", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.2-1b", "mistral-7b-v0.1",
-		"mistral-nemo-base-2407", "pythia-160m", "pythia-1.4b", "qwen2-7b",
+		"mistral-nemo-base-2407", "pythia-160m", "pythia-1.4b", "qwen2-7b", "qwen3-8b",
+		"qwen3-30b-a3b",
 	};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		char args[256];

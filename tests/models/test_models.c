@@ -968,6 +968,38 @@ Test(models, head_dim_wider_than_hidden_over_heads)
 	arena_free(a);
 }
 
+/* qk_norm (Qwen3): small_llama (h 64, 8 heads of d = 8 in kv = 2 groups,
+ * B 3, s 16) with an RMSNorm of [8] over each head of q and of k, after
+ * their reshapes and before their transposes, as Qwen3Attention applies
+ * q_norm and k_norm to the [B, s, heads, d] views: 41,664 parameters
+ * (fused_gate_up_counted_by_hand) + 2·8 = 41,680; the norms' shapes those
+ * of q.reshape [3,16,2,4,8] and k.reshape [3,16,2,8]. */
+Test(models, qk_norm_over_each_head)
+{
+	struct arena *a = arena_new();
+	struct model_gen p;
+	small_llama(&p);
+	p.qk_norm = true;
+	struct graph *g = gen(a, &p);
+	struct graph_totals t;
+	graph_totals(g, &t);
+	cr_expect_eq(t.parameters, 41680);
+	int qn = graph_find_op(g, "layers.0.attn.q_norm"), kn = graph_find_op(g, "layers.0.attn.k_norm");
+	cr_assert_geq(qn, 0);
+	cr_assert_geq(kn, 0);
+	cr_expect_eq(g->ops[qn].kind, OP_RMSNORM);
+	assert_dims(out_of(g, "layers.0.attn.q_norm"), 5, (int64_t[]){3, 16, 2, 4, 8});
+	assert_dims(out_of(g, "layers.0.attn.k_norm"), 4, (int64_t[]){3, 16, 2, 8});
+	assert_dims(&g->tensors[graph_find_tensor(g, "layers.0.attn.q_norm.gamma")], 1,
+	            (int64_t[]){8});
+	/* the transposes read the norms' outputs */
+	const struct op *qt = &g->ops[graph_find_op(g, "layers.0.attn.q.transpose")];
+	const struct op *kt = &g->ops[graph_find_op(g, "layers.0.attn.k.transpose")];
+	cr_expect_eq(qt->in[0], g->ops[qn].out[0]);
+	cr_expect_eq(kt->in[0], g->ops[kn].out[0]);
+	arena_free(a);
+}
+
 /* head_dim frees the heads from dividing the hidden size, and is refused
  * beside multi-head latent attention, whose heads have their own widths. */
 Test(models, head_dim_checks)
@@ -993,6 +1025,14 @@ Test(models, head_dim_checks)
 	cr_expect_null(graph_generate(a, &p, &d2));
 	diag_text(&d2, buf, sizeof buf);
 	cr_expect(strstr(buf, "head_dim is not for multi-head latent attention"), "%s", buf);
+	cr_expect(!strstr(buf, "qk_norm"), "%s", buf);
+	p.head_dim = 0, p.qk_norm = true;
+	struct diag_list d3;
+	diag_list_init(&d3);
+	cr_expect_null(graph_generate(a, &p, &d3));
+	diag_text(&d3, buf, sizeof buf);
+	cr_expect(strstr(buf, "qk_norm is not for multi-head latent attention"), "%s", buf);
+	diag_list_free(&d3);
 	diag_list_free(&d);
 	diag_list_free(&d2);
 	arena_free(a);

@@ -948,3 +948,29 @@ Test(verify, head_dim_wider_than_hidden_over_heads_matches)
 	cr_expect_eq(check_named(&r, "grad layers.0.attn.q.weight")->status, VERIFY_MATCH);
 	cr_expect_eq(check_named(&r, "grad layers.0.attn.out.weight")->status, VERIFY_MATCH);
 }
+
+/* qk_norm (Qwen3's RMSNorm over each head of q and k) on the model of
+ * head_dim_wider_than_hidden_over_heads_matches, fused q, k and v, at TP 4
+ * with sequence parallelism: each rank normalises its own heads, and the
+ * norms' weight gradients are summed over the tensor-parallel ranks. */
+Test(verify, qk_norm_matches)
+{
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 1, \"heads\": 8, "
+	        "\"kv_heads\": 2, \"head_dim\": 64, \"qk_norm\": true, \"fused_qkv\": true, "
+	        "\"ffn\": 512, \"seq\": 32, \"vocab\": 512, \"micro_batch\": 2, \"dtype\": \"bf16\"}",
+	        "dgx-h100", 8,
+	        "{\"global_batch\": 8, \"tensor_parallel\": 4, \"sequence_parallel\": true}");
+	struct plan_options po = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &po, &D);
+	cr_assert_not_null(p);
+	struct verify_options o;
+	verify_options_init(&o);
+	struct verify_result r;
+	cr_assert(verify_plan(A, p, &o, &r, &D));
+	cr_expect(r.passed);
+	cr_expect_eq(check_named(&r, "layers.0.attn.q_norm")->status, VERIFY_MATCH);
+	cr_expect_eq(check_named(&r, "grad layers.0.attn.q_norm.gamma")->status, VERIFY_MATCH);
+	cr_expect_eq(check_named(&r, "grad layers.0.attn.k_norm.gamma")->status, VERIFY_MATCH);
+}
