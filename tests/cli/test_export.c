@@ -405,6 +405,33 @@ Test(export, megatron_refuses_what_megatron_lm_refuses)
 	free(r.out);
 }
 
+/* `plan --planner megatron --export megatron -` of a scenario on the 8
+ * GPUs of a DGX H100 with the model and training objects given (JSON). */
+static struct cli_run export_scenario(const char *model, const char *training)
+{
+	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	fixture_write(path,
+	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"m\","
+	              " \"model\": %s, \"topology\": \"%s/topologies/dgx-h100.json\","
+	              " \"devices\": 8, \"training\": %s}",
+	              model, source_root(), training);
+	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
+	struct cli_run r = fixture_shardlab(args, false);
+	remove(path);
+	rmdir(dir);
+	return r;
+}
+
+/* The scenario model object naming models/hf/FILE at sequence 4096. */
+static const char *hf_model(char *buf, size_t size, const char *file, int micro_batch)
+{
+	snprintf(buf, size, "{\"hf_config\": \"%s/models/hf/%s\", \"seq\": 4096, "
+	         "\"micro_batch\": %d}", source_root(), file, micro_batch);
+	return buf;
+}
+
 /* DeepSeek-V3's architecture as Megatron-Core's TransformerConfig names
  * it (NVIDIA/Megatron-LM, transformer_config.py: multi_latent_attention,
  * q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim,
@@ -413,26 +440,15 @@ Test(export, megatron_refuses_what_megatron_lm_refuses)
  * generator with one prediction module. */
 Test(export, megatron_mla_mtp_and_sigmoid_router)
 {
-	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/m.json", dir);
-	fixture_write(path,
-	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"m\","
-	              " \"model\": {\"name\": \"m\", \"generator\": {\"kind\": \"llama\","
-	              " \"hidden\": 256, \"layers\": 4, \"heads\": 8, \"seq\": 128, \"vocab\": 1024,"
-	              " \"ffn\": 512, \"micro_batch\": 8, \"experts\": 8, \"top_k\": 2,"
-	              " \"shared_experts\": 1, \"expert_ffn\": 64, \"dense_layers\": 1,"
-	              " \"sigmoid_router\": true, \"expert_groups\": 4, \"group_top_k\": 2,"
-	              " \"q_lora_rank\": 64, \"kv_lora_rank\": 32, \"qk_rope_head_dim\": 16,"
-	              " \"qk_nope_head_dim\": 32, \"v_head_dim\": 32, \"mtp_layers\": 1}},"
-	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
-	              " \"training\": {\"global_batch\": 16, \"tensor_parallel\": 1,"
-	              " \"expert_parallel\": 4}}",
-	              source_root());
-	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
-	struct cli_run r = fixture_shardlab(args, false);
-	remove(path);
-	rmdir(dir);
+	struct cli_run r = export_scenario(
+	        "{\"name\": \"m\", \"generator\": {\"kind\": \"llama\","
+	        " \"hidden\": 256, \"layers\": 4, \"heads\": 8, \"seq\": 128, \"vocab\": 1024,"
+	        " \"ffn\": 512, \"micro_batch\": 8, \"experts\": 8, \"top_k\": 2,"
+	        " \"shared_experts\": 1, \"expert_ffn\": 64, \"dense_layers\": 1,"
+	        " \"sigmoid_router\": true, \"expert_groups\": 4, \"group_top_k\": 2,"
+	        " \"q_lora_rank\": 64, \"kv_lora_rank\": 32, \"qk_rope_head_dim\": 16,"
+	        " \"qk_nope_head_dim\": 32, \"v_head_dim\": 32, \"mtp_layers\": 1}}",
+	        "{\"global_batch\": 16, \"tensor_parallel\": 1, \"expert_parallel\": 4}");
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	static const char *const want[] = {
 		"--multi-latent-attention", "--q-lora-rank 64", "--kv-lora-rank 32",
@@ -450,20 +466,10 @@ Test(export, megatron_mla_mtp_and_sigmoid_router)
  * without head_dim the argument is left out (Megatron-LM derives it). */
 Test(export, megatron_kv_channels_of_a_head_dim)
 {
-	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/m.json", dir);
-	fixture_write(path,
-	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"m\","
-	              " \"model\": {\"hf_config\": \"%s/models/hf/mistral-nemo-base-2407.json\","
-	              " \"seq\": 4096, \"micro_batch\": 1},"
-	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
-	              " \"training\": {\"global_batch\": 8, \"tensor_parallel\": 8}}",
-	              source_root(), source_root());
-	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
-	struct cli_run r = fixture_shardlab(args, false);
-	remove(path);
-	rmdir(dir);
+	char model[4352]; /* source_root() is a path */
+	struct cli_run r = export_scenario(hf_model(model, sizeof model,
+	                                            "mistral-nemo-base-2407.json", 1),
+	                                   "{\"global_batch\": 8, \"tensor_parallel\": 8}");
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	cr_expect_not_null(strstr(r.out, "--hidden-size 5120 \\\n"), "%s", r.out);
 	cr_expect_not_null(strstr(r.out, "--num-attention-heads 32 \\\n--kv-channels 128 \\\n"),
@@ -481,21 +487,10 @@ Test(export, megatron_kv_channels_of_a_head_dim)
  * hidden size of 2,048 are --kv-channels 128. */
 Test(export, megatron_qk_layernorm_of_qwen3)
 {
-	char dir[] = "/tmp/shardlab-export-XXXXXX", path[128], args[256];
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/m.json", dir);
-	fixture_write(path,
-	              "{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"m\","
-	              " \"model\": {\"hf_config\": \"%s/models/hf/qwen3-30b-a3b.json\","
-	              " \"seq\": 4096, \"micro_batch\": 8},"
-	              " \"topology\": \"%s/topologies/dgx-h100.json\", \"devices\": 8,"
-	              " \"training\": {\"global_batch\": 64, \"tensor_parallel\": 1,"
-	              " \"expert_parallel\": 8}}",
-	              source_root(), source_root());
-	snprintf(args, sizeof args, "plan %s --planner megatron --export megatron -", path);
-	struct cli_run r = fixture_shardlab(args, false);
-	remove(path);
-	rmdir(dir);
+	char model[4352]; /* source_root() is a path */
+	struct cli_run r = export_scenario(hf_model(model, sizeof model, "qwen3-30b-a3b.json", 8),
+	                                   "{\"global_batch\": 64, \"tensor_parallel\": 1, "
+	                                   "\"expert_parallel\": 8}");
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	static const char *const want[] = {"--kv-channels 128", "--qk-layernorm",
 	                                   "--num-experts 128", "--moe-router-topk 8",

@@ -897,6 +897,20 @@ Test(verify, pipeline_cuts_send_what_is_live)
 	cr_expect_eq(cuts, 3);
 }
 
+/* The megatron plan of a generated model on `devices` of a topology,
+ * run on real numbers; asserts that it ran, and returns its result. */
+static void verify_megatron(const char *generator, const char *topology, int devices,
+                            const char *training, struct verify_result *r)
+{
+	struct scenario *s = fixture_generated(A, &D, generator, topology, devices, training);
+	struct plan_options po = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(A, s, &po, &D);
+	cr_assert_not_null(p);
+	struct verify_options o;
+	verify_options_init(&o);
+	cr_assert(verify_plan(A, p, &o, r, &D));
+}
+
 /* Tensor parallelism above the key-value heads (docs/planner.md, "T above
  * the key-value heads"): a LLaMA of 8 heads in 2 groups at TP 8 with
  * sequence parallelism, 2 replicas, as Megatron-Core runs it (Q, K and V
@@ -906,20 +920,13 @@ Test(verify, pipeline_cuts_send_what_is_live)
  * model's. */
 Test(verify, tensor_parallel_above_the_kv_heads_matches)
 {
-	struct scenario *s = fixture_generated(
-	        A, &D,
-	        "{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 1, \"heads\": 8, "
-	        "\"kv_heads\": 2, \"ffn\": 1024, \"seq\": 32, \"vocab\": 1024, "
-	        "\"micro_batch\": 2, \"dtype\": \"bf16\"}",
-	        "cloudmatrix384", 16,
-	        "{\"global_batch\": 8, \"tensor_parallel\": 8, \"sequence_parallel\": true}");
-	struct plan_options po = {.mode = REDIST_COMPAT};
-	struct plan *p = plan_megatron(A, s, &po, &D);
-	cr_assert_not_null(p);
-	struct verify_options o;
-	verify_options_init(&o);
 	struct verify_result r;
-	cr_assert(verify_plan(A, p, &o, &r, &D));
+	verify_megatron("{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 1, \"heads\": 8, "
+	                "\"kv_heads\": 2, \"ffn\": 1024, \"seq\": 32, \"vocab\": 1024, "
+	                "\"micro_batch\": 2, \"dtype\": \"bf16\"}",
+	                "cloudmatrix384", 16,
+	                "{\"global_batch\": 8, \"tensor_parallel\": 8, \"sequence_parallel\": true}",
+	                &r);
 	cr_expect(r.passed);
 	cr_expect_eq(check_named(&r, "grad layers.0.attn.k.weight")->status, VERIFY_MATCH);
 }
@@ -930,20 +937,13 @@ Test(verify, tensor_parallel_above_the_kv_heads_matches)
  * cut by heads, run on real numbers, match the unsharded model. */
 Test(verify, head_dim_wider_than_hidden_over_heads_matches)
 {
-	struct scenario *s = fixture_generated(
-	        A, &D,
-	        "{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 1, \"heads\": 8, "
-	        "\"kv_heads\": 2, \"head_dim\": 64, \"ffn\": 512, \"seq\": 32, \"vocab\": 512, "
-	        "\"micro_batch\": 2, \"dtype\": \"bf16\"}",
-	        "dgx-h100", 8,
-	        "{\"global_batch\": 8, \"tensor_parallel\": 4, \"sequence_parallel\": true}");
-	struct plan_options po = {.mode = REDIST_COMPAT};
-	struct plan *p = plan_megatron(A, s, &po, &D);
-	cr_assert_not_null(p);
-	struct verify_options o;
-	verify_options_init(&o);
 	struct verify_result r;
-	cr_assert(verify_plan(A, p, &o, &r, &D));
+	verify_megatron("{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 1, \"heads\": 8, "
+	                "\"kv_heads\": 2, \"head_dim\": 64, \"ffn\": 512, \"seq\": 32, "
+	                "\"vocab\": 512, \"micro_batch\": 2, \"dtype\": \"bf16\"}",
+	                "dgx-h100", 8,
+	                "{\"global_batch\": 8, \"tensor_parallel\": 4, \"sequence_parallel\": true}",
+	                &r);
 	cr_expect(r.passed);
 	cr_expect_eq(check_named(&r, "grad layers.0.attn.q.weight")->status, VERIFY_MATCH);
 	cr_expect_eq(check_named(&r, "grad layers.0.attn.out.weight")->status, VERIFY_MATCH);
@@ -955,20 +955,14 @@ Test(verify, head_dim_wider_than_hidden_over_heads_matches)
  * norms' weight gradients are summed over the tensor-parallel ranks. */
 Test(verify, qk_norm_matches)
 {
-	struct scenario *s = fixture_generated(
-	        A, &D,
-	        "{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 1, \"heads\": 8, "
-	        "\"kv_heads\": 2, \"head_dim\": 64, \"qk_norm\": true, \"fused_qkv\": true, "
-	        "\"ffn\": 512, \"seq\": 32, \"vocab\": 512, \"micro_batch\": 2, \"dtype\": \"bf16\"}",
-	        "dgx-h100", 8,
-	        "{\"global_batch\": 8, \"tensor_parallel\": 4, \"sequence_parallel\": true}");
-	struct plan_options po = {.mode = REDIST_COMPAT};
-	struct plan *p = plan_megatron(A, s, &po, &D);
-	cr_assert_not_null(p);
-	struct verify_options o;
-	verify_options_init(&o);
 	struct verify_result r;
-	cr_assert(verify_plan(A, p, &o, &r, &D));
+	verify_megatron("{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 1, \"heads\": 8, "
+	                "\"kv_heads\": 2, \"head_dim\": 64, \"qk_norm\": true, "
+	                "\"fused_qkv\": true, \"ffn\": 512, \"seq\": 32, \"vocab\": 512, "
+	                "\"micro_batch\": 2, \"dtype\": \"bf16\"}",
+	                "dgx-h100", 8,
+	                "{\"global_batch\": 8, \"tensor_parallel\": 4, \"sequence_parallel\": true}",
+	                &r);
 	cr_expect(r.passed);
 	cr_expect_eq(check_named(&r, "layers.0.attn.q_norm")->status, VERIFY_MATCH);
 	cr_expect_eq(check_named(&r, "grad layers.0.attn.q_norm.gamma")->status, VERIFY_MATCH);
