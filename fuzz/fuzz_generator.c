@@ -77,6 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g.qkv_bias = flags & 2;
 	g.fused_qkv = flags & 4;
 	g.fused_gate_up = flags & 8;
+	g.qk_norm = flags & 16;
+	size_field(&b, &g.head_dim);
 
 	struct arena *a = arena_new();
 	struct diag_list d;

@@ -34,6 +34,7 @@ struct gen {
 	int64_t qr, kvr, dn, dr, dv; /* MLA (kvr > 0): latent ranks and head widths */
 	enum dtype dt;
 	bool llama;
+	bool qk_norm;                 /* the model's qk_norm, where its kind has it */
 };
 
 /* ------------------------------------------------------------- defaults */
@@ -154,25 +155,31 @@ static bool fits(int64_t a, int64_t b, int64_t *out)
 	return util_mul_i64(a, b, out) && *out <= GRAPH_MAX_ELEMENTS;
 }
 
-/* The largest tensors (activations B·s·max(h, ffn, V), attention scores
- * B·heads·s², weights h·max(ffn, V); the fused projections' 3h and
- * 2 ffn) must stay within GRAPH_MAX_ELEMENTS. */
+/* The largest tensors (activations B·s·max(h, ffn, V, heads·head_dim),
+ * attention scores B·heads·s², weights h·max(ffn, V); the fused
+ * projections' (heads + 2 kv_heads)·head_dim and 2 ffn) must stay within
+ * GRAPH_MAX_ELEMENTS. */
 static bool sizes_fit(struct gen *G)
 {
 	int64_t bs, x;
 	int64_t wide = G->ffn > G->h ? G->ffn : G->h;
 	if (G->V > wide)
 		wide = G->V;
-	int64_t qkv = (G->a_heads + 2 * G->kv) * G->d; /* the fused projection's columns */
-	if (G->a_heads * G->d > wide)
-		wide = G->a_heads * G->d;
+	/* the queries' columns a·d and the fused projection's (a + 2 kv)·d,
+	 * where the kind has heads (kv is unchecked otherwise) */
+	int64_t ad = 0, qkv = 0;
+	bool ok = !model_gen_uses(G->p->kind, "heads") ||
+	          (G->kv <= GRAPH_MAX_ELEMENTS && fits(G->a_heads, G->d, &ad) &&
+	           fits(G->a_heads + 2 * G->kv, G->d, &qkv));
+	if (ad > wide)
+		wide = ad;
 	if (G->p->fused_qkv && qkv > wide)
 		wide = qkv;
 	if (G->p->fused_gate_up && 2 * G->ffn > wide)
 		wide = 2 * G->ffn;
-	bool ok = fits(G->B, G->s, &bs) && fits(bs, wide, &x) && fits(bs, G->a_heads, &x) &&
-	          fits(x, G->s, &x) && fits(G->h, wide, &x) && fits(G->a_heads, G->d, &x) &&
-	          fits(x, G->h, &x);
+	ok = ok && fits(G->B, G->s, &bs) && fits(bs, wide, &x) && fits(bs, G->a_heads, &x) &&
+	     fits(x, G->s, &x) && fits(G->h, wide, &x) && fits(G->a_heads, G->d, &x) &&
+	     fits(x, G->h, &x);
 	if (!ok)
 		gen_err(G, "hidden", "the model's largest tensors would have more than 2^53 (%lld) "
 		        "elements", (long long)GRAPH_MAX_ELEMENTS);
@@ -406,7 +413,9 @@ static bool gen_check(struct gen *G)
 	if (!ok)
 		return false;
 	bool heads = model_gen_uses(p->kind, "heads");
-	if (p->head_dim > 0 && p->kv_lora_rank > 0) {
+	/* a head's width other than hidden / heads (llama only) */
+	int64_t head_dim = model_gen_uses(p->kind, "head_dim") ? p->head_dim : 0;
+	if (head_dim > 0 && p->kv_lora_rank > 0) {
 		gen_err(G, "head_dim", "head_dim is not for multi-head latent attention "
 		        "(kv_lora_rank), whose heads are qk_nope_head_dim + qk_rope_head_dim and "
 		        "v_head_dim wide");
@@ -417,11 +426,12 @@ static bool gen_check(struct gen *G)
 		        "(kv_lora_rank), which normalises its latents instead");
 		ok = false;
 	}
-	if (p->head_dim > (int64_t)1 << 16) {
-		gen_err(G, "head_dim", "expected at most 2^16, got %lld", (long long)p->head_dim);
+	if (head_dim < 0 || head_dim > (int64_t)1 << 16) {
+		gen_err(G, "head_dim", "expected 1 to 2^16 (0: hidden / heads), got %lld",
+		        (long long)head_dim);
 		ok = false;
 	}
-	if (heads && p->head_dim == 0 && p->hidden % p->heads != 0) {
+	if (heads && head_dim == 0 && p->hidden % p->heads != 0) {
 		gen_err(G, "heads", "heads (%lld) must divide hidden (%lld), or head_dim give a "
 		        "head's width", (long long)p->heads, (long long)p->hidden);
 		ok = false;
@@ -438,7 +448,8 @@ static bool gen_check(struct gen *G)
 	G->s = model_gen_uses(p->kind, "seq") ? p->seq : 1;
 	G->h = p->hidden;
 	G->a_heads = heads ? p->heads : 1;
-	G->d = p->head_dim > 0 ? p->head_dim : G->h / G->a_heads;
+	G->d = head_dim > 0 ? head_dim : G->h / G->a_heads;
+	G->qk_norm = p->qk_norm && model_gen_uses(p->kind, "qk_norm");
 	G->ffn = model_gen_ffn(p);
 	G->V = model_gen_uses(p->kind, "vocab") ? p->vocab : 1;
 	G->dt = p->dtype;
@@ -706,7 +717,7 @@ static void qkv_fused(struct gen *G, const char *p, int x, bool bias, int *q, in
  * head_dim wide), or x itself without qk_norm. */
 static int head_norm(struct gen *G, const char *p, const char *sfx, int x)
 {
-	if (!G->p->qk_norm)
+	if (!G->qk_norm)
 		return x;
 	char n[256];
 	name_fmt(n, sizeof n, "%s%s", p, sfx);

@@ -346,6 +346,33 @@ Test(models, mlp_and_attention_generators)
 	arena_free(a);
 }
 
+/* Members a kind does not use change nothing, however large: an MLP
+ * generator with heads and kv_heads near 2^62, a negative head_dim and
+ * qk_norm is the MLP of mlp_and_attention_generators (the size checks
+ * once multiplied the unused heads; the sanitizer build runs this). An
+ * attention generator ignores head_dim and qk_norm, which are llama's. */
+Test(models, members_a_kind_does_not_use_change_nothing)
+{
+	struct arena *a = arena_new();
+	struct model_gen p;
+	model_gen_defaults(&p, GEN_MLP);
+	p.hidden = 32, p.seq = 8, p.micro_batch = 2;
+	p.heads = p.kv_heads = (int64_t)1 << 62;
+	p.head_dim = -5;
+	p.qk_norm = p.fused_qkv = true;
+	struct graph *g = gen(a, &p);
+	cr_expect_eq(g->n_ops, 6);
+	assert_dims(out_of(g, "mlp.fc1.matmul"), 2, (int64_t[]){16, 128});
+	model_gen_defaults(&p, GEN_ATTENTION);
+	p.hidden = 32, p.heads = 4, p.seq = 8, p.micro_batch = 2;
+	p.head_dim = 16;
+	p.qk_norm = true;
+	g = gen(a, &p);
+	assert_dims(out_of(g, "attn.q.transpose"), 4, (int64_t[]){2, 4, 8, 8});
+	cr_expect_eq(graph_find_op(g, "attn.q_norm"), -1);
+	arena_free(a);
+}
+
 /* ------------------------------------------------------- shape inference */
 
 Test(models, broadcasting_reshape_transpose_split)
