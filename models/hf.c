@@ -38,8 +38,9 @@
  *
  * A config without "architectures" is read by its "model_type" (llama,
  * mistral, qwen2, gpt2, gpt_neox, mixtral, qwen2_moe, deepseek,
- * deepseek_v3, qwen3, qwen3_moe). Absent optional fields take the defaults of the transformers
- * configuration class of that architecture (LlamaConfig, GPT2Config, ...);
+ * deepseek_v3, qwen3, qwen3_moe). Absent optional fields take the
+ * defaults of the transformers configuration class of that architecture
+ * (LlamaConfig, GPT2Config, ...);
  * JSON null counts as absent. Other members (rope_theta, rms_norm_eps,
  * sliding_window, ...) do not change parameters or FLOPs here and are not
  * read. Anything that would change the graph and that the generators
@@ -602,11 +603,13 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		NUM(shared_experts) NUM(expert_ffn) NUM(dense_layers)
 		NUM(expert_groups) NUM(group_top_k) NUM(q_lora_rank) NUM(kv_lora_rank)
 		NUM(qk_rope_head_dim) NUM(qk_nope_head_dim) NUM(v_head_dim) NUM(mtp_layers)
-		NUM(head_dim) BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary) BOOL(shared_expert_gate)
-		BOOL(sigmoid_router) BOOL(fused_qkv) BOOL(fused_gate_up) BOOL(qk_norm)
+		NUM(head_dim) BOOL(bias) BOOL(qkv_bias) BOOL(parallel_residual) BOOL(rotary)
+		BOOL(shared_expert_gate) BOOL(sigmoid_router) BOOL(fused_qkv) BOOL(fused_gate_up)
+		BOOL(qk_norm)
 #undef NUM
 #undef BOOL
-		/* The DeepSeek-V3 members, left out at 0 / false (their default). */
+		/* The DeepSeek-V3 members and head_dim and qk_norm, left out at 0 /
+		 * false (their default). */
 		if (v && ((cJSON_IsNumber(v) && v->valuedouble == 0 &&
 		           (!strcmp(k, "expert_groups") || !strcmp(k, "group_top_k") ||
 		            !strcmp(k, "q_lora_rank") || !strcmp(k, "kv_lora_rank") ||
