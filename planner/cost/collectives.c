@@ -395,6 +395,21 @@ static struct cost_line direct_line(enum step_kind kind, int n, bool mesh, struc
 	return kind == STEP_ALLREDUCE ? line_add(one, one, 1) : one;
 }
 
+/* A direct AllToAll over m servers of n_intra members each: every pair at
+ * once, each on its own route, so the S/n pieces for the server's other
+ * members go over its tier while those for other servers go over the NICs
+ * (shared by the members sending together, `inter`): the slower of the
+ * two legs, (n - n_intra)/n x S across and (n_intra - 1)/n x S inside (in
+ * a mesh tier each piece on a link of its own: S/n). */
+static struct cost_line direct_split_line(int n, int n_intra, bool mesh, struct link intra,
+                                          struct link inter)
+{
+	double across = (double)(n - n_intra) / n / inter.bps;
+	double inside = (mesh ? 1.0 : (double)(n_intra - 1)) / n / intra.bps;
+	return (struct cost_line){intra.alpha_s > inter.alpha_s ? intra.alpha_s : inter.alpha_s,
+	                          across > inside ? across : inside};
+}
+
 /* ------------------------------------------------------------- NCCL
  *
  * NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc of v2.8.3-1, commit
@@ -776,7 +791,12 @@ static void lines_in(const struct topology *t, enum step_kind kind, const int64_
 	bool mesh = topo_group_in_mesh(t, ranks, n);
 	if (kind == STEP_ALLTOALL || mesh) {
 		out->applicable |= 1u << COLL_DIRECT;
-		out->line[COLL_DIRECT] = direct_line(kind, n, mesh, spread);
+		out->line[COLL_DIRECT] = kind == STEP_ALLTOALL && hier
+		                                 ? direct_split_line(n, gs->n_intra,
+		                                                     topo_group_in_mesh(t, gs->on_server,
+		                                                                        gs->n_intra),
+		                                                     intra, inter)
+		                                 : direct_line(kind, n, mesh, spread);
 	}
 	if (t->coll.library == TOPO_COLL_NCCL) {
 		nccl_lines(t, kind, ranks, n, gs, gs->m == 1 ? one : intra, out);
