@@ -26,7 +26,10 @@ static void moe_help(FILE *f)
 	        "capacity, the dispatch and combine AllToAll buffers and their time over\n"
 	        "the expert-parallel group's ranks on TOPOLOGY, and the FLOPs and kernel\n"
 	        "time of the routed experts on one rank. A layer does 4 AllToAlls per\n"
-	        "micro-batch (dispatch and combine, forward and backward).\n"
+	        "micro-batch (dispatch and combine, forward and backward). When the group\n"
+	        "spans servers, the same AllToAll as HybridEP runs it (training.\n"
+	        "moe_dispatcher \"hybridep\": a token sent once to each other server that\n"
+	        "holds one of its experts, forwarded inside it).\n"
 	        "\n"
 	        "options:\n"
 	        "  --model MODEL         take the layer from a model: a shardlab model (or\n"
@@ -291,6 +294,18 @@ int cmd_moe(int argc, char **argv)
 		printf("AllToAll (dispatch or combine): %.0f bytes per rank, %.0f leave it; "
 		       "%.6g s each, 4 per micro-batch: %.6g s\n", l.dispatch_bytes,
 		       l.dispatch_bytes * (double)(p.ep - 1) / (double)p.ep, a2a, 4 * a2a);
+		/* HybridEP (training.moe_dispatcher "hybridep"): a token crosses to
+		 * each other server holding one of its experts once */
+		struct cost_ep_route ep = {(double)m.experts,
+		                           (double)(l.capacity * m.experts) / (double)tokens};
+		int c;
+		double share;
+		if (cost_ep_hybrid_shape(t, ranks, (int)p.ep, &ep, &c, &share))
+			printf("HybridEP (dispatch or combine): %.0f bytes to each of %lld other "
+			       "servers, %.0f to each of %d ranks of its own; %.6g s each\n",
+			       share * l.dispatch_bytes, (long long)(p.ep / c - 1),
+			       l.dispatch_bytes / c, c - 1,
+			       cost_ep_hybrid_s(t, ranks, (int)p.ep, l.dispatch_bytes, &ep));
 		if (p.etp > 1)
 			printf("ETP gather (and reduce-scatter): %.0f bytes\n", l.etp_gather_bytes);
 		printf("expert FLOPs per rank (forward): %.6g over %.0f slots, %.6g s; active %.6g, "

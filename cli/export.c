@@ -291,8 +291,10 @@ static void arg(FILE *f, bool *first, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The model's shape, when a transformer generator made it. */
-static void model_args(FILE *f, bool *first, const struct model_gen *g)
+/* The model's shape, when a transformer generator made it; its experts'
+ * dispatcher the scenario's. */
+static void model_args(FILE *f, bool *first, const struct model_gen *g,
+                       enum moe_dispatcher dispatcher)
 {
 	if (!g || (g->kind != GEN_GPT && g->kind != GEN_LLAMA))
 		return;
@@ -350,10 +352,20 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g)
 			arg(f, first, "--moe-router-num-groups %lld", (long long)g->expert_groups);
 			arg(f, first, "--moe-router-group-topk %lld", (long long)g->group_top_k);
 		}
-		arg(f, first, "--moe-token-dispatcher-type alltoall");
-		arg(f, first, "--moe-expert-capacity-factor %g",
-		    g->capacity_factor > 0 ? g->capacity_factor : 1.0);
-		arg(f, first, "--moe-pad-expert-input-to-capacity");
+		if (dispatcher == MOE_DISPATCH_HYBRIDEP) {
+			/* Megatron-Core's flex dispatcher, unpadded as
+			 * Megatron-Bridge's recipes run it (TransformerConfig
+			 * refuses the padding with the deepep backend) */
+			arg(f, first, "--moe-token-dispatcher-type flex");
+			arg(f, first, "--moe-flex-dispatcher-backend hybridep");
+			arg(f, first, "--moe-expert-capacity-factor %g",
+			    g->capacity_factor > 0 ? g->capacity_factor : 1.0);
+		} else {
+			arg(f, first, "--moe-token-dispatcher-type alltoall");
+			arg(f, first, "--moe-expert-capacity-factor %g",
+			    g->capacity_factor > 0 ? g->capacity_factor : 1.0);
+			arg(f, first, "--moe-pad-expert-input-to-capacity");
+		}
 	}
 	if (llama && g->kv_lora_rank > 0) { /* multi-head latent attention (Megatron-Core MLA) */
 		arg(f, first, "--multi-latent-attention");
@@ -486,7 +498,7 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--cross-entropy-fusion-impl te");
 	arg(f, &first, "--micro-batch-size %lld", (long long)c->micro_batch);
 	arg(f, &first, "--global-batch-size %lld", (long long)t->global_batch);
-	model_args(f, &first, g);
+	model_args(f, &first, g, t->moe_dispatcher);
 	enum dtype dt = t->dtype;
 	if (dt == DT_BF16)
 		arg(f, &first, "--bf16");

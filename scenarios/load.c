@@ -28,6 +28,8 @@ _Static_assert(FRAMEWORK_COUNT == 2, "framework_names must list every family");
 const char *const cross_entropy_names[XENT_COUNT] = {"vocab-parallel", "vocab-parallel-jit",
                                                      "mindformers", "fused", "pytorch"};
 _Static_assert(XENT_COUNT == 5, "cross_entropy_names must list every implementation");
+const char *const moe_dispatcher_names[MOE_DISPATCH_COUNT] = {"alltoall", "hybridep"};
+_Static_assert(MOE_DISPATCH_COUNT == 2, "moe_dispatcher_names must list every dispatcher");
 const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase",
                                                     "representative"};
 const char *const collective_algo_names[COLL_COUNT] = {
@@ -1285,11 +1287,12 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "account_for_loss_in_pipeline_split", "zero3_impl",
 	                                   "cross_entropy", "recompute_layers",
 	                                   "pipeline_scatter_gather", "main_params_dtype",
-	                                   "exp_avg_dtype", "exp_avg_sq_dtype", "framework", NULL};
+	                                   "exp_avg_dtype", "exp_avg_sq_dtype", "framework",
+	                                   "moe_dispatcher", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO,
 	    z3 = ZERO3_COLLECTIVES, xent = XENT_VOCAB_PARALLEL, mp = STATE_FP32, ea = STATE_FP32,
-	    eas = STATE_FP32, fw = FRAMEWORK_MEGATRON;
+	    eas = STATE_FP32, fw = FRAMEWORK_MEGATRON, disp = MOE_DISPATCH_ALLTOALL;
 	int64_t zero = 0;
 	t->dtype = L->s->graph && L->s->graph->n_ops ? L->s->graph->ops[0].dtype : DT_FP32;
 	struct jv v;
@@ -1318,6 +1321,8 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	              &xent) && ok;
 	ok = opt_enum(&v, "framework", framework_names, FRAMEWORK_COUNT, FRAMEWORK_MEGATRON, &fw) &&
 	     ok;
+	ok = opt_enum(&v, "moe_dispatcher", moe_dispatcher_names, MOE_DISPATCH_COUNT,
+	              MOE_DISPATCH_ALLTOALL, &disp) && ok;
 	ok = opt_enum(&v, "precision", precision_names, PRECISION_COUNT, PRECISION_AUTO, &prec) && ok;
 	/* Megatron-LM's --main-params-dtype takes fp32 or fp16, apex's
 	 * DistributedFusedAdam any 16-bit dtype or none (its dtype the model's):
@@ -1380,6 +1385,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	t->zero3_impl = (enum zero3_impl)z3;
 	t->cross_entropy = (enum cross_entropy)xent;
 	t->framework = (enum framework)fw;
+	t->moe_dispatcher = (enum moe_dispatcher)disp;
 	t->precision = (enum precision_recipe)prec;
 	/* Relations between fields; a field that failed to read stands at its
 	 * default here, so each problem is reported once. */

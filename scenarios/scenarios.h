@@ -147,6 +147,18 @@ enum cross_entropy {
 };
 extern const char *const cross_entropy_names[XENT_COUNT];
 
+/* How a mixture-of-experts layer's tokens reach the ranks of their experts
+ * (docs/moe-cp.md, "Dispatchers"): Megatron-Core's all-to-all token
+ * dispatcher, every copy of a token to its expert's rank in one AllToAll
+ * over the expert-parallel group; or HybridEP (Megatron-Core's flex
+ * dispatcher, the scheme of DeepEP's normal kernels and of DeepSeek-V3's
+ * report, section 3.2.2), which sends a token once to each other server
+ * holding one of its experts, to the rank of the same local index there,
+ * and forwards it over that server's own links to the experts' ranks, the
+ * two legs pipelined. */
+enum moe_dispatcher { MOE_DISPATCH_ALLTOALL, MOE_DISPATCH_HYBRIDEP, MOE_DISPATCH_COUNT };
+extern const char *const moe_dispatcher_names[MOE_DISPATCH_COUNT];
+
 /* How the model state is held (docs/cost-models.md, "Precision recipes"):
  * auto by the parameters' dtype (Megatron-LM's recipe for bf16 and fp16,
  * plain fp32 Adam); Megatron-LM's bf16 with fp32 gradient accumulation
@@ -212,6 +224,7 @@ struct training {
 	enum zero3_impl zero3_impl;   /* with zero_stage 3: the framework that runs it */
 	enum framework framework;     /* the stack's family: the default calibration */
 	enum cross_entropy cross_entropy; /* how the loss runs */
+	enum moe_dispatcher moe_dispatcher; /* how MoE tokens reach their experts */
 	enum precision_recipe precision; /* the model state's bytes per parameter */
 	bool grad_reduce_in_bf16;     /* Megatron-LM's --grad-reduce-in-bf16: bf16 weights'
 	                                 gradients kept and reduced in bf16, not fp32 */

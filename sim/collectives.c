@@ -448,13 +448,42 @@ static void hierarchical(struct sim_ops *ops, const struct topology *t, enum ste
 	}
 }
 
-void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind kind,
-                  enum collective_algo algo, enum sim_fidelity fid, const int64_t *ranks, int n,
-                  int me, double bytes)
+/* SIM_EP_HYBRID (sim-int.h): members in blocks of c a server, m servers. */
+static void ep_hybrid(struct sim_ops *ops, const struct topology *t, const int64_t *r, int n,
+                      int me, double bytes, const struct cost_ep_route *ep)
 {
+	int c;
+	double share;
+	if (!cost_ep_hybrid_shape(t, r, n, ep, &c, &share)) {
+		pairwise(ops, r, n, me, bytes / n, true);
+		return;
+	}
+	int m = n / c, server = me / c, li = me % c;
+	for (int s = 1; s < m; s++) {
+		push(ops, SIM_OP_SEND, r[(server + s) % m * c + li], share * bytes);
+		push(ops, SIM_OP_RECV, r[(server + m - s) % m * c + li], 0);
+	}
+	for (int k = 1; k < c; k++) {
+		push(ops, SIM_OP_SEND, r[server * c + (li + k) % c], bytes / c);
+		push(ops, SIM_OP_RECV, r[server * c + (li + c - k) % c], 0);
+	}
+	push(ops, SIM_OP_WAIT, -1, 0);
+}
+
+void sim_coll_ops(struct sim_ops *ops, const struct topology *t, const struct prog_step *st,
+                  enum collective_algo algo, enum sim_fidelity fid, const int64_t *ranks, int n,
+                  int me)
+{
+	enum step_kind kind = st->coll;
+	double bytes = st->bytes;
 	ops->n = 0;
 	if (n <= 1)
 		return;
+	if (algo == SIM_EP_HYBRID) {
+		/* its own kernels, not the library's protocols */
+		ep_hybrid(ops, t, ranks, n, me, bytes, &st->ep);
+		return;
+	}
 	if (t->coll.library == TOPO_COLL_NCCL && algo != SIM_HD_ONE_LINK) {
 		/* the library's protocol: its latency first, its bytes on the wire */
 		struct sim_wire_memo *w = &ops->wire_memo;

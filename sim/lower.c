@@ -48,6 +48,9 @@ struct lower {
 	int stage;                         /* of the chunk being lowered */
 	int op;                            /* the op whose collectives are being listed */
 	const char *suffix;                /* label suffix of those collectives */
+	struct cost_ep_route ep;           /* their AllToAlls' MoE route (cost_moe_edge_route)
+	                                      under training.moe_dispatcher "hybridep"; experts 0:
+	                                      none */
 	struct plan_bucket **buckets;      /* per chunk: its gradient buckets */
 	int *n_buckets;
 	struct plan_bucket **gathers;      /* per chunk: the buckets whose updated parameters
@@ -123,10 +126,22 @@ static void collective(void *ctx, const struct plan_coll *c)
 	s->coll = c->kind;
 	s->groups = c->groups;
 	s->bytes = c->bytes;
+	if (c->kind == STEP_ALLTOALL)
+		s->ep = L->ep;
 	s->label = arena_printf(L->a, "%s %s%s", op_name(L, L->op), step_kind_names[c->kind],
 	                        L->suffix);
 	if (!s->label)
 		L->oom = true;
+}
+
+/* The MoE route of edge x's AllToAlls, as the estimate prices them
+ * (estimate.c, edges); none unless training.moe_dispatcher is "hybridep". */
+static void edge_route(struct lower *L, const struct plan_edge *x)
+{
+	L->ep.experts = 0;
+	if (L->p->scenario->training.moe_dispatcher == MOE_DISPATCH_HYBRIDEP &&
+	    !cost_moe_edge_route(L->p->graph, x->producer, x->consumer, &L->ep))
+		L->ep.experts = 0;
 }
 
 /* After a ring edge's collective was pushed: it runs alongside (r - 1)/r
@@ -361,7 +376,9 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 			                                        : " (redistribution)";
 			for (int j = start[i]; j < start[i + 1]; j++) {
 				const struct plan_edge *x = &p->edges[idx[j]];
+				edge_route(L, x);
 				plan_colls_forward(x->redist.steps, x->redist.n_steps, &k);
+				L->ep.experts = 0;
 				hidden += ring_overlap(L, x, L->e->ops[i].compute_forward_s);
 				hide_share(L, x, false, i, lo, hi);
 			}
@@ -514,10 +531,12 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 		L->suffix = " (backward redistribution)";
 		for (int j = start[i + 1] - 1; j >= start[i]; j--) {
 			const struct plan_edge *x = &p->edges[idx[j]];
+			edge_route(L, x);
 			if (x->redist.n_steps > 0 &&
 			    !plan_colls_backward(x->redist.steps, x->redist.n_steps,
 			                         plan_edge_start(p, x), &k))
 				L->oom = true;
+			L->ep.experts = 0;
 			hidden += ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
 			hide_share(L, x, true, i, lo, hi);
 		}

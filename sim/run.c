@@ -434,6 +434,7 @@ static int alike_step(const struct engine *e, int i, const int *distinct, int n_
 	for (int x = 0; x < n_distinct; x++) {
 		const struct prog_step *b = &e->prog->steps[distinct[x]];
 		if (a->stage == b->stage && a->coll == b->coll && a->bytes == b->bytes &&
+		    a->ep.experts == b->ep.experts && a->ep.copies == b->ep.copies &&
 		    same_groups(&a->groups, &b->groups))
 			return distinct[x];
 	}
@@ -485,6 +486,13 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
 		if (a == COLL_HALVING_DOUBLING && e->o->fidelity != FIDELITY_STEP &&
 		    sim_hd_one_link(e->t, where, n))
 			a = SIM_HD_ONE_LINK;
+		int per_server;
+		double share;
+		if (st->coll == STEP_ALLTOALL &&
+		    cost_ep_hybrid_shape(e->t, where, n, &st->ep, &per_server, &share)) {
+			a = SIM_EP_HYBRID;
+			f = cost_ep_hybrid_s(e->t, where, n, st->bytes, &st->ep);
+		}
 		/* fidelity representative: a group of replicas only is run by
 		 * no one; one with a representative, by it (run_mixed) */
 		int reps = 0;
@@ -501,8 +509,7 @@ static bool setup_step(struct engine *e, int i, struct sim_ops *ops, int *distin
 			int64_t self = ops->members[me];
 			if (!in_program(e, self))
 				return false;
-			sim_coll_ops(ops, e->t, st->coll, a, e->o->fidelity, ops->members, n, me,
-			             st->bytes);
+			sim_coll_ops(ops, e->t, st, a, e->o->fidelity, ops->members, n, me);
 			for (int x = 0; x < ops->n; x++) {
 				if (ops->op[x].kind != SIM_OP_SEND)
 					continue;
@@ -654,8 +661,8 @@ static bool scan_group(struct engine *e, int i, int k, struct sim_ops *ops,
 		return true;
 	int64_t rounds = 0;
 	for (int me = 0; me < n && (ok || !f->check); me++) {
-		sim_coll_ops(ops, e->t, st->coll, (enum collective_algo)algo_of(e, i, k),
-		             e->o->fidelity, ops->members, n, me, st->bytes);
+		sim_coll_ops(ops, e->t, st, (enum collective_algo)algo_of(e, i, k), e->o->fidelity,
+		             ops->members, n, me);
 		if (ops->oom)
 			return false;
 		int64_t round = 0;
@@ -794,8 +801,8 @@ static bool count_formula_bytes(struct engine *e)
 			int n = times ? members_of(&ops, &st->groups, k, offset_of(e, i)) : 0;
 			ok = n >= 0;
 			for (int me = 0; ok && me < n; me++) {
-				sim_coll_ops(&ops, e->t, st->coll, (enum collective_algo)algo_of(e, i, k),
-				             e->o->fidelity, ops.members, n, me, st->bytes);
+				sim_coll_ops(&ops, e->t, st, (enum collective_algo)algo_of(e, i, k),
+				             e->o->fidelity, ops.members, n, me);
 				ok = !ops.oom;
 				for (int x = 0; ok && x < ops.n; x++) {
 					if (ops.op[x].kind != SIM_OP_SEND)
@@ -1542,8 +1549,8 @@ static struct mixed_flows *mixed_flows_of(struct engine *e, struct sim_ops *ops,
 	int64_t cap = 0;
 	bool ok = m != NULL;
 	for (int who = 0; ok && who < n; who++) {
-		sim_coll_ops(ops, e->t, st->coll, (enum collective_algo)algo_of(e, i, group),
-		             e->o->fidelity, ops->members, n, who, st->bytes);
+		sim_coll_ops(ops, e->t, st, (enum collective_algo)algo_of(e, i, group),
+		             e->o->fidelity, ops->members, n, who);
 		ok = !ops->oom;
 		int32_t round = 0;
 		for (int x = 0; ok && x < ops->n; x++) {
@@ -1684,8 +1691,8 @@ static void run_mixed(struct actor_ctx *c, int i, int group, int me, int n)
 	}
 	if (rare)
 		rare_flows(eng, m, RARE_ENTER);
-	sim_coll_ops(&c->ops, eng->t, st->coll, (enum collective_algo)algo_of(eng, i, group),
-	             eng->o->fidelity, c->ops.members, n, me, st->bytes);
+	sim_coll_ops(&c->ops, eng->t, st, (enum collective_algo)algo_of(eng, i, group),
+	             eng->o->fidelity, c->ops.members, n, me);
 	int64_t at = 0;
 	int32_t round = 0;
 	for (int x = 0; x < c->ops.n; x++) {
@@ -1835,9 +1842,8 @@ static void run_collective(struct actor_ctx *c, int i)
 		if (algo & MIXED) {
 			run_mixed(c, i, group, me, n);
 		} else if (!(algo & BY_FORMULA) || !run_by_formula(c, i, group, me, n)) {
-			sim_coll_ops(&c->ops, eng->t, st->coll,
-			             (enum collective_algo)(algo & ~ALGO_FLAGS), eng->o->fidelity,
-			             c->ops.members, n, me, st->bytes);
+			sim_coll_ops(&c->ops, eng->t, st, (enum collective_algo)(algo & ~ALGO_FLAGS),
+			             eng->o->fidelity, c->ops.members, n, me);
 			if (c->ops.oom) {
 				eng->failed = true;
 				return;
@@ -2342,7 +2348,7 @@ static void write_result(struct out_buf *o, const struct engine *e, double it)
 			continue;
 		put_i(&b, i);
 		uint8_t a = (uint8_t)algo_of(e, i, 0);
-		put_i(&b, a == SIM_HD_ONE_LINK ? COLL_HALVING_DOUBLING : a);
+		put_i(&b, a == SIM_HD_ONE_LINK ? COLL_HALVING_DOUBLING : a == SIM_EP_HYBRID ? COLL_DIRECT : a);
 		put_f(&b, e->coll_max_s[i]);
 		put_f(&b, e->formula_s[i]);
 	}

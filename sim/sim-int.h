@@ -138,13 +138,21 @@ enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind
  * reports it as halving-doubling. */
 #define SIM_HD_ONE_LINK ((enum collective_algo)COLL_COUNT)
 bool sim_hd_one_link(const struct topology *t, const int64_t *ranks, int n);
+/* A MoE dispatch or combine under training.moe_dispatcher "hybridep"
+ * (prog_step.ep, cost_ep_hybrid_s): every member sends at once its share
+ * for each other server to the member of its local index there and S/c to
+ * each other member of its own server (the forwarded copies: the two legs
+ * pipelined, as the cost prices them). Only the simulator's setup picks
+ * it, for an AllToAll whose group spans servers in whole blocks, and
+ * reports it as direct. */
+#define SIM_EP_HYBRID ((enum collective_algo)(COLL_COUNT + 1))
 
-/* The operations of member `me` of a group (ranks[0..n)) for one collective
- * of `bytes` (S of the formulas) with an effective algorithm (or
- * SIM_HD_ONE_LINK). */
-void sim_coll_ops(struct sim_ops *ops, const struct topology *t, enum step_kind kind,
+/* The operations of member `me` of a group (ranks[0..n)) for collective
+ * step st (its kind, S of the formulas, its MoE route) with an effective
+ * algorithm (or SIM_HD_ONE_LINK, SIM_EP_HYBRID). */
+void sim_coll_ops(struct sim_ops *ops, const struct topology *t, const struct prog_step *st,
                   enum collective_algo algo, enum sim_fidelity fid, const int64_t *ranks, int n,
-                  int me, double bytes);
+                  int me);
 /* Grows the scratch arrays to hold n ranks. */
 bool sim_ops_reserve(struct sim_ops *ops, int n);
 void sim_ops_free(struct sim_ops *ops);

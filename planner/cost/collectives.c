@@ -1074,6 +1074,34 @@ double cost_algo_lines_max(const struct cost_algo_lines *lines, int n, double by
 	return worst;
 }
 
+/* One collective priced on each group of a step's: by the algorithm
+ * rule (ep NULL) or as HybridEP runs a MoE dispatch (cost_ep_hybrid_s). */
+struct group_cost {
+	const struct topology *t;
+	double bytes;
+	enum step_kind kind;
+	enum collective_algo wanted;
+	const struct cost_ep_route *ep;
+};
+
+/* The slowest of the groups, each costed on its own ranks. */
+static double worst_group_s(const struct rank_groups *g, const struct group_cost *c)
+{
+	int64_t *ranks = malloc((size_t)g->size * sizeof(*ranks));
+	if (!ranks)
+		return INFINITY;
+	double worst = 0;
+	for (int k = 0; k < g->n_groups; k++) {
+		rank_groups_members(g, k, ranks);
+		double s = c->ep ? cost_ep_hybrid_s(c->t, ranks, g->size, c->bytes, c->ep)
+		                 : cost_collective_algo_s(c->t, c->kind, c->wanted, ranks, g->size,
+		                                          c->bytes);
+		worst = s > worst ? s : worst;
+	}
+	free(ranks);
+	return worst;
+}
+
 double cost_groups_algo_s(const struct topology *t, enum step_kind kind,
                           const struct rank_groups *g, double bytes, enum collective_algo wanted)
 {
@@ -1082,17 +1110,68 @@ double cost_groups_algo_s(const struct topology *t, enum step_kind kind,
 	if (n >= 0)
 		return cost_algo_lines_max(lines, n, bytes, wanted);
 	/* Groups of many shapes: cost them one by one. */
-	int64_t *ranks = malloc((size_t)g->size * sizeof(*ranks));
-	if (!ranks)
-		return INFINITY;
-	double worst = 0;
-	for (int k = 0; k < g->n_groups; k++) {
-		rank_groups_members(g, k, ranks);
-		double s = cost_collective_algo_s(t, kind, wanted, ranks, g->size, bytes);
-		worst = s > worst ? s : worst;
-	}
-	free(ranks);
-	return worst;
+	struct group_cost c = {t, bytes, kind, wanted, NULL};
+	return worst_group_s(g, &c);
+}
+
+/* ------------------------------------------------------------ HybridEP
+ *
+ * A mixture-of-experts dispatch (or combine) that crosses servers once per
+ * token and server (cost.h, cost_ep_hybrid_s): the scheme of DeepEP's
+ * normal kernels and of Megatron-Core's HybridEP (DeepSeek-V3 technical
+ * report, section 3.2.2: a token to each target node once over InfiniBand,
+ * then on over NVLink to the GPUs of its experts, the two overlapped). */
+
+/* The chance that none of a token's k copies, drawn without repeats from E
+ * experts, lands among one server's Es: C(E - Es, k) / C(E, k), by lgamma
+ * so that k may carry a capacity factor's fraction. */
+static double none_on_server(double E, double Es, double k)
+{
+	if (E - Es - k + 1 <= 0)
+		return 0;
+	return exp(lgamma(E - Es + 1) - lgamma(E - Es - k + 1) - lgamma(E + 1) + lgamma(E - k + 1));
+}
+
+bool cost_ep_hybrid_shape(const struct topology *t, const int64_t *ranks, int n,
+                          const struct cost_ep_route *ep, int *per_server, double *to_server)
+{
+	int c;
+	if (!ep || !(ep->experts > 0) || !(ep->copies > 0) || n < 2 ||
+	    !topo_server_blocks(t, ranks, n, &c) || c >= n)
+		return false;
+	double m = (double)(n / c), k = fmin(ep->copies, ep->experts);
+	*per_server = c;
+	*to_server = (1 - none_on_server(ep->experts, ep->experts / m, k)) / ep->copies;
+	return true;
+}
+
+double cost_ep_hybrid_s(const struct topology *t, const int64_t *ranks, int n, double bytes,
+                        const struct cost_ep_route *ep)
+{
+	int c;
+	double share;
+	if (!cost_ep_hybrid_shape(t, ranks, n, ep, &c, &share))
+		return cost_collective_algo_s(t, STEP_ALLTOALL, COLL_AUTO, ranks, n, bytes);
+	if (bytes <= 0)
+		return 0;
+	int m = n / c;
+	/* every rank of a server sends across at once, each to its peers */
+	struct link across = inter_link(t, inter_route(t, ranks, n), c);
+	double x = across.alpha_s + (double)(m - 1) * share * bytes / across.bps;
+	if (c == 1)
+		return x;
+	struct link in = intra_link(t, ranks, c);
+	double y = in.alpha_s + (double)(c - 1) / c * bytes / in.bps;
+	return x > y ? x : y;
+}
+
+double cost_groups_ep_hybrid_s(const struct topology *t, const struct rank_groups *g,
+                               double bytes, const struct cost_ep_route *ep)
+{
+	if (g->size <= 1 || bytes <= 0)
+		return 0;
+	struct group_cost c = {t, bytes, STEP_ALLTOALL, COLL_AUTO, ep};
+	return worst_group_s(g, &c);
 }
 
 /* S of the formulas for a step: AllGather gathers s local pieces. */

@@ -920,6 +920,39 @@ bool cost_moe_layer(const struct moe_shape *m, const struct moe_parallel *p, int
 double cost_moe_alltoall_s(const struct topology *t, const int64_t *ep_ranks, int ep,
                            const struct moe_layer *l);
 
+/* A mixture-of-experts dispatch or combine as HybridEP runs it
+ * (training.moe_dispatcher "hybridep"; docs/moe-cp.md, "Dispatchers"): a
+ * token goes once to each other server holding one of its experts (to the
+ * rank of its own local index there) and on over that server's links to
+ * the experts' ranks; the combine mirrors it. `experts` E and `copies`,
+ * a token's slots (k x the capacity factor, the buffer's E x C over the
+ * tokens T); experts 0: not such an edge. */
+struct cost_ep_route {
+	double experts, copies;
+};
+/* The route of the AllToAll on the plan edge from `producer` (a
+ * MoEDispatch: dispatch) to `consumer` (a MoECombine: combine); false on
+ * any other edge. */
+bool cost_moe_edge_route(const struct graph *g, int producer, int consumer,
+                         struct cost_ep_route *out);
+/* For an AllToAll of a group of n ranks on the topology: false unless it
+ * spans servers in whole blocks (topo_server_blocks) of *per_server
+ * ranks; then *to_server, the share of S a rank sends to each other
+ * server: a token's chance of an expert there, over its copies,
+ * (1 - C(E - E/m, k) / C(E, k)) / k for m servers and k copies. */
+bool cost_ep_hybrid_shape(const struct topology *t, const int64_t *ranks, int n,
+                          const struct cost_ep_route *ep, int *per_server, double *to_server);
+/* Its seconds on S bytes a rank: the two legs at once, the slower of
+ * (m - 1) x to_server x S over the inter-server link (its NIC shared by
+ * the server's ranks sending together) and (c - 1)/c x S over the server's
+ * tier, each after its latency; the plain AllToAll's rule where
+ * cost_ep_hybrid_shape says no. */
+double cost_ep_hybrid_s(const struct topology *t, const int64_t *ranks, int n, double bytes,
+                        const struct cost_ep_route *ep);
+/* The slowest group of a step's groups (rank_groups) by cost_ep_hybrid_s. */
+double cost_groups_ep_hybrid_s(const struct topology *t, const struct rank_groups *g,
+                               double bytes, const struct cost_ep_route *ep);
+
 /* One attention layer under context parallelism (ring attention). */
 struct cp_attention {
 	int64_t batch, seq, heads, kv_heads, head_dim;

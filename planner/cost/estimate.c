@@ -162,6 +162,9 @@ struct est_ctx {
 	bool add_grads;          /* training.separate_grad_accumulation */
 	enum precision_recipe prec;  /* training.precision */
 	const struct training *train;  /* the scenario's (its state's bytes, fp8_param_gather) */
+	struct cost_ep_route ep;       /* the edge priced now: a MoE dispatch or combine that
+	                                  training.moe_dispatcher "hybridep" runs (experts 0:
+	                                  none) */
 	bool offload;            /* training.optimizer_offload */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
@@ -295,7 +298,10 @@ struct pricer {
 static void price(void *ctx, const struct plan_coll *pc)
 {
 	struct pricer *p = ctx;
-	p->s += groups_s(p->c, pc->kind, &pc->groups, pc->bytes);
+	if (pc->kind == STEP_ALLTOALL && p->c->ep.experts > 0)
+		p->s += cost_groups_ep_hybrid_s(p->c->t, &pc->groups, pc->bytes, &p->c->ep);
+	else
+		p->s += groups_s(p->c, pc->kind, &pc->groups, pc->bytes);
 }
 
 /* Forward time of a sequence of steps starting from `start`, and the time
@@ -757,7 +763,11 @@ static void edges(struct est_ctx *c, const struct plan *p)
 			continue;
 		struct est_op *eo = &c->e->ops[x->consumer];
 		double f0 = eo->comm_forward_s, b0 = eo->comm_backward_s;
+		if (c->train->moe_dispatcher != MOE_DISPATCH_HYBRIDEP ||
+		    !cost_moe_edge_route(c->g, x->producer, x->consumer, &c->ep))
+			c->ep.experts = 0;
 		est_edge_s(c, plan_edge_start(p, x), &x->redist, eo);
+		c->ep.experts = 0;
 		if (x->ring > 1)
 			ring_overlap(c, x->ring, eo->comm_forward_s - f0, eo->comm_backward_s - b0, eo);
 		else if (x->n_hide > 0)

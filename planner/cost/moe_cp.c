@@ -88,6 +88,27 @@ double cost_moe_alltoall_s(const struct topology *t, const int64_t *ep_ranks, in
 	return cost_collective_algo_s(t, STEP_ALLTOALL, COLL_AUTO, ep_ranks, ep, l->dispatch_bytes);
 }
 
+bool cost_moe_edge_route(const struct graph *g, int producer, int consumer,
+                         struct cost_ep_route *out)
+{
+	/* the slots [E, C, h] against the tokens [T, h] */
+	const struct tensor *slots, *tokens;
+	if (producer >= 0 && g->ops[producer].kind == OP_MOEDISPATCH) {
+		slots = &g->tensors[g->ops[producer].out[0]];
+		tokens = &g->tensors[g->ops[producer].in[0]];
+	} else if (consumer >= 0 && g->ops[consumer].kind == OP_MOECOMBINE) {
+		slots = &g->tensors[g->ops[consumer].in[0]];
+		tokens = &g->tensors[g->ops[consumer].out[0]];
+	} else {
+		return false;
+	}
+	if (slots->rank != 3 || tokens->rank != 2 || tokens->dims[0] < 1)
+		return false;
+	out->experts = (double)slots->dims[0];
+	out->copies = (double)slots->dims[0] * (double)slots->dims[1] / (double)tokens->dims[0];
+	return true;
+}
+
 /* Query-key pairs (key at or before the query) of queries [q0, q0+n)
  * against every key up to them: n·q0 + n(n+1)/2. */
 static double causal_pairs(double q0, double n)

@@ -500,6 +500,32 @@ Test(export, megatron_qk_layernorm_of_qwen3)
 	free(r.out);
 }
 
+/* training.moe_dispatcher "hybridep" is Megatron-Core's flex dispatcher
+ * with the hybridep backend (TransformerConfig's moe_token_dispatcher_type
+ * and moe_flex_dispatcher_backend), unpadded as Megatron-Bridge's recipes
+ * run it; the default the all-to-all dispatcher padded to the capacity. */
+Test(export, megatron_moe_dispatcher)
+{
+	char model[4352]; /* source_root() is a path */
+	for (int hy = 0; hy < 2; hy++) {
+		struct cli_run r = export_scenario(
+			hf_model(model, sizeof model, "qwen3-30b-a3b.json", 8),
+			hy ? "{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 8, "
+			     "\"moe_dispatcher\": \"hybridep\"}"
+			   : "{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 8}");
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		cr_expect_eq(strstr(r.out, "--moe-token-dispatcher-type flex \\\n") != NULL, hy, "%s",
+		             r.out);
+		cr_expect_eq(strstr(r.out, "--moe-flex-dispatcher-backend hybridep \\\n") != NULL, hy,
+		             "%s", r.out);
+		cr_expect_eq(strstr(r.out, "--moe-token-dispatcher-type alltoall \\\n") != NULL, !hy,
+		             "%s", r.out);
+		cr_expect_eq(strstr(r.out, "--moe-pad-expert-input-to-capacity") != NULL, !hy, "%s",
+		             r.out);
+		free(r.out);
+	}
+}
+
 Test(export, megatron_zero_2_and_3_as_megatron_fsdp)
 {
 	/* ZeRO 1: the distributed optimizer; 2 and 3: Megatron-FSDP sharding the

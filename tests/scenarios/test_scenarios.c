@@ -324,6 +324,47 @@ Test(scenarios, zero3_impl_read_and_written)
 	cJSON_Delete(j);
 }
 
+/* A training member that names a choice: left out of what scenario_json
+ * writes (a plan `fit` writes) at its default, written back as `value` once
+ * set; `bad` an error at its line naming the choices. Returns the scenario
+ * read with `value`. */
+static struct scenario *choice_read_and_written(const char *field, const char *value,
+                                                const char *bad)
+{
+	struct scenario *s = parse(TINY_GPT("bf16", ""));
+	cr_assert_not_null(s);
+	cJSON *j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	cr_expect_null(cJSON_GetObjectItemCaseSensitive(tr, field), "%s written at its default",
+	               field);
+	cJSON_Delete(j);
+	char extra[128], text[1024];
+	snprintf(extra, sizeof extra, ", \"%s\": \"%s\"", field, bad);
+	snprintf(text, sizeof text, TINY_GPT("bf16", "%s"), extra);
+	size_t before = D.count;
+	cr_expect_null(parse(text));
+	cr_assert_gt(D.count, before);
+	char *msg = diag_format(&D.items[before]);
+	char want[128], quoted[64];
+	snprintf(want, sizeof want, "training.%s", field);
+	snprintf(quoted, sizeof quoted, "\"%s\"", value);
+	cr_expect(strstr(msg, want) && strstr(msg, quoted), "%s", msg);
+	free(msg);
+	snprintf(extra, sizeof extra, ", \"%s\": \"%s\"", field, value);
+	snprintf(text, sizeof text, TINY_GPT("bf16", "%s"), extra);
+	s = parse(text);
+	cr_assert_not_null(s);
+	j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	tr = cJSON_GetObjectItemCaseSensitive(j, "training");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(tr, field);
+	cr_assert(cJSON_IsString(n), "%s not written", field);
+	cr_expect_str_eq(n->valuestring, value);
+	cJSON_Delete(j);
+	return s;
+}
+
 /* training.framework: "megatron" by default, "pytorch" read and written
  * back only where it is not the default; another name is an error at its
  * line naming the choices. */
@@ -332,27 +373,20 @@ Test(scenarios, framework_read_and_written)
 	struct scenario *s = parse(TINY_GPT("bf16", ""));
 	cr_assert_not_null(s);
 	cr_expect_eq(s->training.framework, FRAMEWORK_MEGATRON);
-	cJSON *j = scenario_json(A, s, "scenarios");
-	cr_assert_not_null(j);
-	const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "training");
-	cr_expect_null(cJSON_GetObjectItemCaseSensitive(tr, "framework"));
-	cJSON_Delete(j);
-	s = parse(TINY_GPT("bf16", ", \"framework\": \"pytorch\""));
-	cr_assert_not_null(s);
+	s = choice_read_and_written("framework", "pytorch", "jax");
 	cr_expect_eq(s->training.framework, FRAMEWORK_PYTORCH);
-	j = scenario_json(A, s, "scenarios");
-	cr_assert_not_null(j);
-	tr = cJSON_GetObjectItemCaseSensitive(j, "training");
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(tr, "framework");
-	cr_assert(cJSON_IsString(n));
-	cr_expect_str_eq(n->valuestring, "pytorch");
-	cJSON_Delete(j);
-	size_t before = D.count;
-	cr_expect_null(parse(TINY_GPT("bf16", ", \"framework\": \"jax\"")));
-	cr_assert_gt(D.count, before);
-	char *msg = diag_format(&D.items[before]);
-	cr_expect(strstr(msg, "training.framework") && strstr(msg, "\"pytorch\""), "%s", msg);
-	free(msg);
+}
+
+/* training.moe_dispatcher: "alltoall" by default, "hybridep" read and
+ * written back; Megatron-Core's "flex" names the dispatcher, not its
+ * backend, and is refused. */
+Test(scenarios, moe_dispatcher_read_and_written)
+{
+	struct scenario *s = parse(TINY_GPT("bf16", ""));
+	cr_assert_not_null(s);
+	cr_expect_eq(s->training.moe_dispatcher, MOE_DISPATCH_ALLTOALL);
+	s = choice_read_and_written("moe_dispatcher", "hybridep", "flex");
+	cr_expect_eq(s->training.moe_dispatcher, MOE_DISPATCH_HYBRIDEP);
 }
 
 /* training.pipeline_scatter_gather: true by default (Megatron-LM's

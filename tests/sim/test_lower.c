@@ -1099,3 +1099,73 @@ Test(lower, activation_offload_waits_are_the_estimates)
 			cr_expect_gt(e.stages[0].offload_forward_s, 0);
 	}
 }
+
+/* training.moe_dispatcher: a one-layer MoE (16 experts, top-4, h 256) over
+ * EP 16 on two DGX H100. Every AllToAll of the program is a dispatch or a
+ * combine and carries the route (16 experts, 4 slots a token) only under
+ * "hybridep"; the estimate's redistributions are the forward's two a
+ * micro-batch, each the HybridEP time of the group's ranks on the rank's
+ * buffer; and the
+ * simulator, which sends each leg's pieces at once on their own links,
+ * lands on the estimate under either dispatcher (the plain one's legs at
+ * once too: the pieces for the other server over the NICs, the rest over
+ * NVLink, as cost_collective_algo_s's direct form prices them). */
+Test(lower, moe_dispatcher_hybridep_prices_and_simulates_the_route)
+{
+	static const char *const gen =
+		"{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 1, \"heads\": 4, \"ffn\": 512,"
+		" \"seq\": 1024, \"vocab\": 64, \"experts\": 16, \"top_k\": 4, \"micro_batch\": 16,"
+		" \"dtype\": \"bf16\"}";
+	struct scenario *s[2];
+	struct program prog[2];
+	struct estimate e[2];
+	for (int k = 0; k < 2; k++) {
+		s[k] = fixture_generated(
+			A, &D, gen, "dgx-h100-x64", 16,
+			k ? "{\"global_batch\": 32, \"tensor_parallel\": 1, \"expert_parallel\": 16,"
+			    " \"moe_dispatcher\": \"hybridep\"}"
+			  : "{\"global_batch\": 32, \"tensor_parallel\": 1, \"expert_parallel\": 16}");
+		cr_assert_not_null(s[k]);
+		s[k]->training.gradient_bucket_bytes = 0; /* as the lowering below */
+		megatron_lowered(s[k], &prog[k], &e[k]);
+	}
+	cr_expect_eq(s[1]->training.moe_dispatcher, MOE_DISPATCH_HYBRIDEP);
+	int64_t ranks[16];
+	for (int i = 0; i < 16; i++)
+		ranks[i] = i;
+	double bytes = -1;
+	int n_a2a[2] = {0, 0};
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < prog[k].n_steps; i++) {
+			const struct prog_step *st = &prog[k].steps[i];
+			if (st->kind != PROG_COLLECTIVE || st->coll != STEP_ALLTOALL)
+				continue;
+			n_a2a[k]++;
+			cr_expect_eq(st->groups.size, 16);
+			cr_expect_float_eq(st->ep.experts, k ? 16 : 0, 0);
+			cr_expect_float_eq(st->ep.copies, k ? 4 : 0, 0);
+			bytes = st->bytes;
+		}
+	/* dispatch and combine, forward and backward (a micro-batch's lists) */
+	cr_expect_eq(n_a2a[0], 4);
+	cr_expect_eq(n_a2a[1], 4);
+	/* a rank's sequence of 1,024 tokens, 4 slots each, of 256 bf16 */
+	cr_expect_float_eq(bytes, 1024 * 4 * 256 * 2.0, 1e-9);
+	struct cost_ep_route ep = {.experts = 16, .copies = 4};
+	double hy = cost_ep_hybrid_s(s[1]->topo, ranks, 16, bytes, &ep);
+	double plain = cost_collective_algo_s(s[0]->topo, STEP_ALLTOALL, COLL_AUTO, ranks, 16, bytes);
+	/* the forward's dispatch and combine in each of the 2 micro-batches */
+	cr_expect_float_eq(e[1].category_s[EST_REDISTRIBUTION], 4 * hy, 1e-15, "%.9g against %.9g",
+	                   e[1].category_s[EST_REDISTRIBUTION], 4 * hy);
+	cr_expect_float_eq(e[0].category_s[EST_REDISTRIBUTION], 4 * plain, 1e-15, "%.9g against %.9g",
+	                   e[0].category_s[EST_REDISTRIBUTION], 4 * plain);
+	cr_expect_lt(hy, plain);
+	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
+	for (int k = 0; k < 2; k++) {
+		struct sim_result r;
+		cr_assert(sim_run(A, s[k]->topo, &prog[k], &so, &r, &D));
+		cr_expect(fabs(r.iteration_s - e[k].iteration_s) <= 0.03 * e[k].iteration_s,
+		          "%s: simulated %.6g s, estimated %.6g s", k ? "hybridep" : "alltoall",
+		          r.iteration_s, e[k].iteration_s);
+	}
+}

@@ -274,3 +274,74 @@ Test(moe_cp, plan_cp_ring_hides_under_half_the_attention)
 	}
 	cr_expect_eq(rings, 2, "the keys and the values");
 }
+
+/* HybridEP (training.moe_dispatcher "hybridep"): a token crosses to each
+ * other server holding one of its experts once. E = 4 experts, k = 2, over
+ * 4 ranks on two servers of 2 (one expert a rank, two a server): a token
+ * misses a given server when both its picks fall on the other server's 2
+ * experts, C(2,2)/C(4,2) = 1/6 of the pairs; so it crosses 5/6 of the time
+ * in one copy, 5/12 of its 2 slots, where the plain dispatcher sends the
+ * copy of each pick on the other server: 1/2 of its slots. */
+Test(moe_cp, hybridep_share_counted_by_hand)
+{
+	struct topology *t = fixture_topology(A, "dgx-h100-x64");
+	struct cost_ep_route ep = {.experts = 4, .copies = 2};
+	int64_t ranks[4] = {0, 1, 8, 9};
+	int c = 0;
+	double share = 0;
+	cr_assert(cost_ep_hybrid_shape(t, ranks, 4, &ep, &c, &share));
+	cr_expect_eq(c, 2);
+	cr_expect_float_eq(share, 5.0 / 12, 1e-12, "%.15g", share);
+	/* 128 experts, top-8, 16 ranks on two servers: a server misses a token
+	 * with the chance 64/128 x 63/127 x ... x 57/121 */
+	ep = (struct cost_ep_route){.experts = 128, .copies = 8};
+	int64_t two[16];
+	for (int i = 0; i < 16; i++)
+		two[i] = i;
+	double miss = 1;
+	for (int i = 0; i < 8; i++)
+		miss *= (64.0 - i) / (128.0 - i);
+	cr_assert(cost_ep_hybrid_shape(t, two, 16, &ep, &c, &share));
+	cr_expect_eq(c, 8);
+	cr_expect_float_eq(share, (1 - miss) / 8, 1e-12, "%.15g", share);
+	/* inside one server, or not in whole-server blocks: no such shape */
+	cr_expect_not(cost_ep_hybrid_shape(t, two, 8, &ep, &c, &share));
+	int64_t uneven[4] = {0, 1, 2, 8};
+	cr_expect_not(cost_ep_hybrid_shape(t, uneven, 4, &ep, &c, &share));
+	ep.experts = 0;
+	cr_expect_not(cost_ep_hybrid_shape(t, two, 16, &ep, &c, &share));
+}
+
+/* The time of a dispatch on two DGX H100 (NDR NICs: 400 Gb/s x 0.94 = 47
+ * GB/s a GPU, one each; NVSwitch ports 450 GB/s x 0.817 = 367.65 GB/s, 1
+ * us): Qwen3-30B-A3B's 134,217,728-byte buffer (4,096 tokens x 8 slots x
+ * 2,048 x 2 bytes) over EP 16. HybridEP's two legs run at once: across,
+ * (1 - miss)/8 x S = 16.7 MB at 47 GB/s, 356 us; inside, 7/8 x S at
+ * 367.65 GB/s, 319 us; the slower after its latency. The plain direct
+ * all-to-all also runs its legs at once, but sends half of S across (the
+ * 8 other-server ranks' pieces): 1,428 us against 7/16 x S inside, 160 us. */
+Test(moe_cp, hybridep_and_direct_alltoall_two_legs_at_once)
+{
+	struct topology *t = fixture_topology(A, "dgx-h100-x64");
+	int64_t ranks[16];
+	for (int i = 0; i < 16; i++)
+		ranks[i] = i;
+	double S = 134217728, nic = 400e9 / 8 * 0.94, nvl = 450e9 * 0.817, bps, across;
+	cr_assert(topo_route(t, 0, 8, &bps, &across));
+	cr_expect_float_eq(bps, nic, 1);
+	double miss = 1;
+	for (int i = 0; i < 8; i++)
+		miss *= (64.0 - i) / (128.0 - i);
+	struct cost_ep_route ep = {.experts = 128, .copies = 8};
+	double want = fmax(across + (1 - miss) / 8 * S / nic, 1e-6 + 7.0 / 8 * S / nvl);
+	double got = cost_ep_hybrid_s(t, ranks, 16, S, &ep);
+	cr_expect_float_eq(got, want, 1e-12, "%.12g against %.12g", got, want);
+	cr_expect_float_eq(got, 355.9e-6 + across, 0.1e-6, "%.9g", got);
+	double plain = fmax(across, 1e-6) + fmax(8.0 / 16 * S / nic, 7.0 / 16 * S / nvl);
+	double direct = cost_collective_algo_s(t, STEP_ALLTOALL, COLL_DIRECT, ranks, 16, S);
+	cr_expect_float_eq(direct, plain, 1e-12, "%.12g against %.12g", direct, plain);
+	/* not an edge of experts: the plain rule */
+	ep.experts = 0;
+	cr_expect_float_eq(cost_ep_hybrid_s(t, ranks, 16, S, &ep),
+	                   cost_collective_algo_s(t, STEP_ALLTOALL, COLL_AUTO, ranks, 16, S), 1e-15);
+}
