@@ -1,0 +1,39 @@
+/* test_moe_h100.c — validation/moe-h100.json, the held-out mixtures of
+ * experts on H100 (docs/validation.md, "Mixtures of experts on H100 (a
+ * held-out check)"): every row loads with the parallelism its table states
+ * and plans. The expected figures are the table's columns and what follows
+ * from them by hand (table_rows.h):
+ *
+ *   DP = 16 / (TP 1 x PP 1 x CP 1) = 16, micro-batches = 1024 / (1 x 16)
+ *   = 64, tokens an iteration = 1024 x 4096,
+ *
+ * and Qwen3-30B-A3B's parameters from its config.json (h 2048, 48 layers,
+ * 32 query and 4 key-value heads of 128, QK-Norm, 128 experts of 768 with a
+ * router, vocabulary 151,936, untied):
+ *   attention 2048 x 32 x 128 (q) + 2 x 2048 x 4 x 128 (k, v)
+ *   + 32 x 128 x 2048 (out) + 2 x 128 (q_norm, k_norm) = 18,874,624;
+ *   experts 128 x 3 x 2048 x 768 + 2048 x 128 (router) = 604,241,920;
+ *   two RMSNorms 4,096: a layer 623,120,640, 48 of them 29,909,790,720;
+ *   + 2 x 151,936 x 2048 (embedding, head) + 2048 (final norm)
+ *   = 30,532,122,624 (the model card's 30.5B). */
+#include "table_rows.h"
+
+TestSuite(moe_h100, .init = fixture_setup, .fini = fixture_teardown);
+
+Test(moe_h100, rows_load_with_the_tables_parallelism_and_plan, .timeout = 300)
+{
+	static const struct table_row want[] = {
+		{"MB 26.04 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 1, 1, 1, 64, 30532122624, false},
+		{"MB 26.04.01 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 1, 1, 1, 64, 30532122624, false},
+		{"MB 26.06 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 1, 1, 1, 64, 30532122624, false},
+	};
+	table_rows_check("validation/moe-h100.json", want, (int)(sizeof want / sizeof want[0]));
+	/* each row with the dispatcher its recipe names */
+	struct validation *v = validation_load(A, "validation/moe-h100.json", &D);
+	cr_assert_not_null(v);
+	for (int i = 0; i < v->n_rows; i++) {
+		const struct scenario *s = v->training[i].scenario;
+		cr_expect_eq(s->training.moe_dispatcher, MOE_DISPATCH_HYBRIDEP, "%s", v->training[i].name);
+		cr_expect_eq(s->training.expert_parallel, 16, "%s", v->training[i].name);
+	}
+}
