@@ -122,7 +122,12 @@ bool cost_fp8_linear(const struct graph *g, enum precision_recipe r, int op, int
 {
 	const struct op *o = &g->ops[op];
 	*x = -1;
-	if (!cost_precision_fp8(r) || o->kind != OP_MATMUL || graph_op_layer(o) < 0)
+	/* a MatMul with a weight, or a BatchMatMul with one: a mixture of
+	 * experts' local experts, which Megatron-Core runs as one grouped GEMM
+	 * in FP8 too (Transformer Engine's GroupedLinear); attention's batched
+	 * GEMMs read no weight */
+	if (!cost_precision_fp8(r) || (o->kind != OP_MATMUL && o->kind != OP_BATCHMATMUL) ||
+	    graph_op_layer(o) < 0)
 		return false;
 	bool weight = false;
 	for (int k = 0; k < o->n_in && k < 2; k++) {

@@ -527,6 +527,65 @@ static struct estimate host_gpt(int zero, double capacity_bytes, double *elems)
 	return e;
 }
 
+/* The FP8 recipes and a mixture of experts: Megatron-Core's grouped GEMM of
+ * the local experts runs in FP8 like the Linears (its MoE README:
+ * "GroupedGEMM including FP8/MXFP8 support"). One layer, h 256, 4 heads,
+ * 4 experts of 512, top-2, on one H100: the experts' three batched GEMMs
+ * are FP8 GEMMs after a cast of their input; attention's stay bf16. The
+ * FP8 weights (2 bytes an element beside the bf16 weight) cover the
+ * Linears, q, k, v and the output (4 x 256 x 256 = 262,144), the router
+ * (256 x 4 = 1,024) and the experts (3 x 4 x 256 x 512 = 1,572,864):
+ * 2 x 1,836,032 = 3,672,064 bytes more. */
+Test(memory, fp8_recipe_covers_the_experts)
+{
+	struct estimate e[2];
+	const struct graph *g = NULL;
+	for (int k = 0; k < 2; k++) {
+		struct scenario *s = fixture_generated(
+		        A, &D,
+		        "{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 1, \"heads\": 4, \"ffn\": 512,"
+		        " \"seq\": 512, \"vocab\": 64, \"experts\": 4, \"top_k\": 2, \"micro_batch\": 2,"
+		        " \"dtype\": \"bf16\"}",
+		        "dgx-h100", 1,
+		        k ? "{\"global_batch\": 2, \"precision\": \"fp8-hybrid\"}"
+		          : "{\"global_batch\": 2, \"precision\": \"megatron-bf16\"}");
+		cr_assert_not_null(s);
+		struct plan_options o = {.mode = REDIST_COMPAT};
+		struct plan *p = plan_data_parallel(A, s, &o, &D);
+		cr_assert_not_null(p);
+		cr_assert(plan_estimate(A, p, &e[k], &D));
+		g = p->graph;
+	}
+	cr_expect_float_eq(e[1].stages[0].mem.params - e[0].stages[0].mem.params, 2.0 * 1836032,
+	                   1e-9);
+	/* A rank's slots: [E 4, C 2 x ceil(512 x 2 / 4) = 512, h 256]; each
+	 * GEMM m = 4 x 512 = 2,048 rows (the batch folded in), 2 x 2048 x 256
+	 * x 512 FLOPs, (4 x 512 x 256 + 4 x 256 x 512 + 4 x 512 x 512) x 2 =
+	 * 4,194,304 bytes; its input cast 4 bytes an element: the slots
+	 * (524,288) into gate and up, the activation (4 x 512 x 512) into
+	 * down. */
+	double hbm = 3.35e12 * 0.9165, o = 6.922e-6, P8 = 1979e12 * 0.7676;
+	double F = 2.0 * 2048 * 256 * 512, bytes = 4194304;
+	static const struct {
+		const char *op;
+		double k, n, in;
+	} ex[] = {{"layers.0.mlp.experts.gate.matmul", 256, 512, 524288},
+	          {"layers.0.mlp.experts.up.matmul", 256, 512, 524288},
+	          {"layers.0.mlp.experts.down.matmul", 512, 256, 1048576}};
+	for (int i = 0; i < 3; i++) {
+		int op = graph_find_op(g, ex[i].op);
+		cr_assert_geq(op, 0, "%s", ex[i].op);
+		double gemm = o + fmax(F / (P8 * g_h100(2048) * g_h100(ex[i].k) * g_h100(ex[i].n)),
+		                       bytes / hbm);
+		cr_expect_float_eq(e[1].ops[op].compute_forward_s, gemm + o + ex[i].in * 4 / hbm, 1e-12,
+		                   "%s: %.9g", ex[i].op, e[1].ops[op].compute_forward_s);
+	}
+	/* attention's batched GEMMs read no weight: bf16, as without FP8 */
+	int scores = graph_find_op(g, "layers.0.attn.scores");
+	cr_expect_float_eq(e[1].ops[scores].compute_forward_s, e[0].ops[scores].compute_forward_s,
+	                   1e-15);
+}
+
 Test(memory, offload_host_memory_by_hand)
 {
 	double w;
