@@ -260,7 +260,10 @@ const char *report_strategy_summary(char *buf, size_t size, const struct plan *p
 		len += snprintf(buf + len, size - (size_t)len, " (%.0f%% of FLOPs)",
 		                100 * pat[best].flops / total);
 	if (ep_most > 1 && len >= 0 && (size_t)len < size)
-		snprintf(buf + len, size - (size_t)len, ", EP %" PRId64, ep_most);
+		snprintf(buf + len, size - (size_t)len, ", EP %" PRId64 "%s", ep_most,
+		         p->scenario && p->scenario->training.moe_dispatcher == MOE_DISPATCH_HYBRIDEP
+		                 ? " (HybridEP)"
+		                 : "");
 	return buf;
 }
 

@@ -37,3 +37,14 @@ Test(moe_h100, rows_load_with_the_tables_parallelism_and_plan, .timeout = 300)
 		cr_expect_eq(s->training.expert_parallel, 16, "%s", v->training[i].name);
 	}
 }
+
+/* The plan column names the dispatcher beside the expert parallelism, so a
+ * reader sees which of the two priced the row. */
+Test(moe_h100, the_plan_names_hybridep, .timeout = 120)
+{
+	struct cli_run r = fixture_shardlab(
+		"validate validation/moe-h100.json --estimate-only --rows 'MB 26.04 *'", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "TP 1 x DP 16, EP 16 (HybridEP)"), "%s", r.out);
+	free(r.out);
+}
