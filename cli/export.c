@@ -352,12 +352,12 @@ static void model_args(FILE *f, bool *first, const struct model_gen *g,
 			arg(f, first, "--moe-router-num-groups %lld", (long long)g->expert_groups);
 			arg(f, first, "--moe-router-group-topk %lld", (long long)g->group_top_k);
 		}
-		if (dispatcher == MOE_DISPATCH_HYBRIDEP) {
+		if (moe_dispatch_per_server(dispatcher)) {
 			/* Megatron-Core's flex dispatcher, unpadded as
 			 * Megatron-Bridge's recipes run it (TransformerConfig
 			 * refuses the padding with the deepep backend) */
 			arg(f, first, "--moe-token-dispatcher-type flex");
-			arg(f, first, "--moe-flex-dispatcher-backend hybridep");
+			arg(f, first, "--moe-flex-dispatcher-backend %s", moe_dispatcher_names[dispatcher]);
 			arg(f, first, "--moe-expert-capacity-factor %g",
 			    g->capacity_factor > 0 ? g->capacity_factor : 1.0);
 		} else {

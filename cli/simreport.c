@@ -261,9 +261,10 @@ const char *report_strategy_summary(char *buf, size_t size, const struct plan *p
 		                100 * pat[best].flops / total);
 	if (ep_most > 1 && len >= 0 && (size_t)len < size)
 		snprintf(buf + len, size - (size_t)len, ", EP %" PRId64 "%s", ep_most,
-		         p->scenario && p->scenario->training.moe_dispatcher == MOE_DISPATCH_HYBRIDEP
-		                 ? " (HybridEP)"
-		                 : "");
+		         !p->scenario ? ""
+		         : p->scenario->training.moe_dispatcher == MOE_DISPATCH_HYBRIDEP ? " (HybridEP)"
+		         : p->scenario->training.moe_dispatcher == MOE_DISPATCH_DEEPEP ? " (DeepEP)"
+		                                                                      : "");
 	return buf;
 }
 

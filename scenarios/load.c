@@ -28,8 +28,8 @@ _Static_assert(FRAMEWORK_COUNT == 2, "framework_names must list every family");
 const char *const cross_entropy_names[XENT_COUNT] = {"vocab-parallel", "vocab-parallel-jit",
                                                      "mindformers", "fused", "pytorch"};
 _Static_assert(XENT_COUNT == 5, "cross_entropy_names must list every implementation");
-const char *const moe_dispatcher_names[MOE_DISPATCH_COUNT] = {"alltoall", "hybridep"};
-_Static_assert(MOE_DISPATCH_COUNT == 2, "moe_dispatcher_names must list every dispatcher");
+const char *const moe_dispatcher_names[MOE_DISPATCH_COUNT] = {"alltoall", "hybridep", "deepep"};
+_Static_assert(MOE_DISPATCH_COUNT == 3, "moe_dispatcher_names must list every dispatcher");
 const char *const fidelity_names[FIDELITY_COUNT] = {"coarse", "step", "phase",
                                                     "representative"};
 const char *const collective_algo_names[COLL_COUNT] = {

@@ -150,14 +150,21 @@ extern const char *const cross_entropy_names[XENT_COUNT];
 /* How a mixture-of-experts layer's tokens reach the ranks of their experts
  * (docs/moe-cp.md, "Dispatchers"): Megatron-Core's all-to-all token
  * dispatcher, every copy of a token to its expert's rank in one AllToAll
- * over the expert-parallel group; or HybridEP (Megatron-Core's flex
- * dispatcher, the scheme of DeepEP's normal kernels and of DeepSeek-V3's
- * report, section 3.2.2), which sends a token once to each other server
- * holding one of its experts, to the rank of the same local index there,
- * and forwards it over that server's own links to the experts' ranks, the
- * two legs pipelined. */
-enum moe_dispatcher { MOE_DISPATCH_ALLTOALL, MOE_DISPATCH_HYBRIDEP, MOE_DISPATCH_COUNT };
+ * over the expert-parallel group; or its flex dispatcher with the HybridEP
+ * or the DeepEP backend (the scheme of DeepSeek-V3's report, section
+ * 3.2.2), which send a token once to each other server holding one of its
+ * experts, to the rank of the same local index there, and forward it over
+ * that server's own links to the experts' ranks, the two legs pipelined:
+ * the same bytes, priced alike. */
+enum moe_dispatcher {
+	MOE_DISPATCH_ALLTOALL, MOE_DISPATCH_HYBRIDEP, MOE_DISPATCH_DEEPEP, MOE_DISPATCH_COUNT
+};
 extern const char *const moe_dispatcher_names[MOE_DISPATCH_COUNT];
+/* Whether a token crosses to each server once (HybridEP, DeepEP). */
+static inline bool moe_dispatch_per_server(enum moe_dispatcher d)
+{
+	return d == MOE_DISPATCH_HYBRIDEP || d == MOE_DISPATCH_DEEPEP;
+}
 
 /* How the model state is held (docs/cost-models.md, "Precision recipes"):
  * auto by the parameters' dtype (Megatron-LM's recipe for bf16 and fp16,

@@ -49,8 +49,8 @@ struct lower {
 	int op;                            /* the op whose collectives are being listed */
 	const char *suffix;                /* label suffix of those collectives */
 	struct cost_ep_route ep;           /* their AllToAlls' MoE route (cost_moe_edge_route)
-	                                      under training.moe_dispatcher "hybridep"; experts 0:
-	                                      none */
+	                                      under training.moe_dispatcher "hybridep" or
+	                                      "deepep"; experts 0: none */
 	struct plan_bucket **buckets;      /* per chunk: its gradient buckets */
 	int *n_buckets;
 	struct plan_bucket **gathers;      /* per chunk: the buckets whose updated parameters
@@ -135,11 +135,12 @@ static void collective(void *ctx, const struct plan_coll *c)
 }
 
 /* The MoE route of edge x's AllToAlls, as the estimate prices them
- * (estimate.c, edges); none unless training.moe_dispatcher is "hybridep". */
+ * (estimate.c, edges); none unless training.moe_dispatcher is "hybridep" or
+ * "deepep". */
 static void edge_route(struct lower *L, const struct plan_edge *x)
 {
 	L->ep.experts = 0;
-	if (L->p->scenario->training.moe_dispatcher == MOE_DISPATCH_HYBRIDEP &&
+	if (moe_dispatch_per_server(L->p->scenario->training.moe_dispatcher) &&
 	    !cost_moe_edge_route(L->p->graph, x->producer, x->consumer, &L->ep))
 		L->ep.experts = 0;
 }

@@ -138,8 +138,8 @@ enum collective_algo sim_algo_effective(const struct topology *t, enum step_kind
  * reports it as halving-doubling. */
 #define SIM_HD_ONE_LINK ((enum collective_algo)COLL_COUNT)
 bool sim_hd_one_link(const struct topology *t, const int64_t *ranks, int n);
-/* A MoE dispatch or combine under training.moe_dispatcher "hybridep"
- * (prog_step.ep, cost_ep_hybrid_s): every member sends at once its share
+/* A MoE dispatch or combine under training.moe_dispatcher "hybridep" or
+ * "deepep" (prog_step.ep, cost_ep_hybrid_s): every member sends at once its share
  * for each other server to the member of its local index there and S/c to
  * each other member of its own server (the forwarded copies: the two legs
  * pipelined, as the cost prices them). Only the simulator's setup picks

@@ -74,8 +74,8 @@ struct prog_step {
 	                                      prog_tied_channel for shared parameters */
 	int peer_stage;                    /* SEND/RECV: the stage at the other end */
 	struct cost_ep_route ep;           /* an AllToAll that training.moe_dispatcher "hybridep"
-	                                      runs as a MoE dispatch or combine (experts 0: a
-	                                      plain one) */
+	                                      or "deepep" runs as a MoE dispatch or combine
+	                                      (experts 0: a plain one) */
 };
 
 /* The SEND/RECV channels of a program of n_chunks chunks on n_stages

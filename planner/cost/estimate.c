@@ -163,8 +163,8 @@ struct est_ctx {
 	enum precision_recipe prec;  /* training.precision */
 	const struct training *train;  /* the scenario's (its state's bytes, fp8_param_gather) */
 	struct cost_ep_route ep;       /* the edge priced now: a MoE dispatch or combine that
-	                                  training.moe_dispatcher "hybridep" runs (experts 0:
-	                                  none) */
+	                                  training.moe_dispatcher "hybridep" or "deepep" runs
+	                                  (experts 0: none) */
 	bool offload;            /* training.optimizer_offload */
 	struct line_memo *lines; /* memo_slots, open addressing */
 	uint64_t memo_slots;
@@ -763,7 +763,7 @@ static void edges(struct est_ctx *c, const struct plan *p)
 			continue;
 		struct est_op *eo = &c->e->ops[x->consumer];
 		double f0 = eo->comm_forward_s, b0 = eo->comm_backward_s;
-		if (c->train->moe_dispatcher != MOE_DISPATCH_HYBRIDEP ||
+		if (!moe_dispatch_per_server(c->train->moe_dispatcher) ||
 		    !cost_moe_edge_route(c->g, x->producer, x->consumer, &c->ep))
 			c->ep.experts = 0;
 		est_edge_s(c, plan_edge_start(p, x), &x->redist, eo);

@@ -500,27 +500,33 @@ Test(export, megatron_qk_layernorm_of_qwen3)
 	free(r.out);
 }
 
-/* training.moe_dispatcher "hybridep" is Megatron-Core's flex dispatcher
- * with the hybridep backend (TransformerConfig's moe_token_dispatcher_type
- * and moe_flex_dispatcher_backend), unpadded as Megatron-Bridge's recipes
- * run it; the default the all-to-all dispatcher padded to the capacity. */
+/* training.moe_dispatcher "hybridep" and "deepep" are Megatron-Core's flex
+ * dispatcher with that backend (TransformerConfig's
+ * moe_token_dispatcher_type and moe_flex_dispatcher_backend), unpadded as
+ * Megatron-Bridge's recipes run it; the default the all-to-all dispatcher
+ * padded to the capacity. */
 Test(export, megatron_moe_dispatcher)
 {
-	char model[4352]; /* source_root() is a path */
-	for (int hy = 0; hy < 2; hy++) {
+	char model[4352], training[160], want[96]; /* source_root() is a path */
+	static const char *const backend[] = {NULL, "hybridep", "deepep"};
+	for (int k = 0; k < 3; k++) {
+		snprintf(training, sizeof training,
+		         "{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 8%s%s%s}",
+		         backend[k] ? ", \"moe_dispatcher\": \"" : "", backend[k] ? backend[k] : "",
+		         backend[k] ? "\"" : "");
 		struct cli_run r = export_scenario(
-			hf_model(model, sizeof model, "qwen3-30b-a3b.json", 8),
-			hy ? "{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 8, "
-			     "\"moe_dispatcher\": \"hybridep\"}"
-			   : "{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 8}");
+			hf_model(model, sizeof model, "qwen3-30b-a3b.json", 8), training);
 		cr_assert_eq(r.status, 0, "%s", r.out);
-		cr_expect_eq(strstr(r.out, "--moe-token-dispatcher-type flex \\\n") != NULL, hy, "%s",
+		bool flex = backend[k] != NULL;
+		cr_expect_eq(strstr(r.out, "--moe-token-dispatcher-type flex \\\n") != NULL, flex, "%s",
 		             r.out);
-		cr_expect_eq(strstr(r.out, "--moe-flex-dispatcher-backend hybridep \\\n") != NULL, hy,
+		if (flex) {
+			snprintf(want, sizeof want, "--moe-flex-dispatcher-backend %s \\\n", backend[k]);
+			cr_expect_not_null(strstr(r.out, want), "%s", r.out);
+		}
+		cr_expect_eq(strstr(r.out, "--moe-token-dispatcher-type alltoall \\\n") != NULL, !flex,
 		             "%s", r.out);
-		cr_expect_eq(strstr(r.out, "--moe-token-dispatcher-type alltoall \\\n") != NULL, !hy,
-		             "%s", r.out);
-		cr_expect_eq(strstr(r.out, "--moe-pad-expert-input-to-capacity") != NULL, !hy, "%s",
+		cr_expect_eq(strstr(r.out, "--moe-pad-expert-input-to-capacity") != NULL, !flex, "%s",
 		             r.out);
 		free(r.out);
 	}

@@ -377,9 +377,9 @@ Test(scenarios, framework_read_and_written)
 	cr_expect_eq(s->training.framework, FRAMEWORK_PYTORCH);
 }
 
-/* training.moe_dispatcher: "alltoall" by default, "hybridep" read and
- * written back; Megatron-Core's "flex" names the dispatcher, not its
- * backend, and is refused. */
+/* training.moe_dispatcher: "alltoall" by default, "hybridep" and "deepep"
+ * read and written back; Megatron-Core's "flex" names the dispatcher, not
+ * its backend, and is refused. */
 Test(scenarios, moe_dispatcher_read_and_written)
 {
 	struct scenario *s = parse(TINY_GPT("bf16", ""));
@@ -387,6 +387,8 @@ Test(scenarios, moe_dispatcher_read_and_written)
 	cr_expect_eq(s->training.moe_dispatcher, MOE_DISPATCH_ALLTOALL);
 	s = choice_read_and_written("moe_dispatcher", "hybridep", "flex");
 	cr_expect_eq(s->training.moe_dispatcher, MOE_DISPATCH_HYBRIDEP);
+	s = choice_read_and_written("moe_dispatcher", "deepep", "nccl");
+	cr_expect_eq(s->training.moe_dispatcher, MOE_DISPATCH_DEEPEP);
 }
 
 /* training.pipeline_scatter_gather: true by default (Megatron-LM's

@@ -1103,7 +1103,7 @@ Test(lower, activation_offload_waits_are_the_estimates)
 /* training.moe_dispatcher: a one-layer MoE (16 experts, top-4, h 256) over
  * EP 16 on two DGX H100. Every AllToAll of the program is a dispatch or a
  * combine and carries the route (16 experts, 4 slots a token) only under
- * "hybridep"; the estimate's redistributions are the forward's two a
+ * "hybridep" (and "deepep", priced alike); the estimate's redistributions are the forward's two a
  * micro-batch, each the HybridEP time of the group's ranks on the rank's
  * buffer; and the
  * simulator, which sends each leg's pieces at once on their own links,
@@ -1160,6 +1160,17 @@ Test(lower, moe_dispatcher_hybridep_prices_and_simulates_the_route)
 	cr_expect_float_eq(e[0].category_s[EST_REDISTRIBUTION], 4 * plain, 1e-15, "%.9g against %.9g",
 	                   e[0].category_s[EST_REDISTRIBUTION], 4 * plain);
 	cr_expect_lt(hy, plain);
+	/* DeepEP's normal kernels move the same bytes: priced alike */
+	struct scenario *dp = fixture_generated(
+		A, &D, gen, "dgx-h100-x64", 16,
+		"{\"global_batch\": 32, \"tensor_parallel\": 1, \"expert_parallel\": 16,"
+		" \"moe_dispatcher\": \"deepep\"}");
+	cr_assert_not_null(dp);
+	dp->training.gradient_bucket_bytes = 0;
+	struct program pd;
+	struct estimate ed;
+	megatron_lowered(dp, &pd, &ed);
+	cr_expect_float_eq(ed.iteration_s, e[1].iteration_s, 1e-15);
 	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
 	for (int k = 0; k < 2; k++) {
 		struct sim_result r;
