@@ -922,11 +922,11 @@ double cost_moe_alltoall_s(const struct topology *t, const int64_t *ep_ranks, in
 
 /* A mixture-of-experts dispatch or combine as HybridEP and DeepEP run it
  * (training.moe_dispatcher "hybridep", "deepep"; docs/moe-cp.md,
- * "Dispatchers"): a token goes once to each other server holding one of its experts (to the
- * rank of its own local index there) and on over that server's links to
- * the experts' ranks; the combine mirrors it. `experts` E and `copies`,
- * a token's slots (k x the capacity factor, the buffer's E x C over the
- * tokens T); experts 0: not such an edge. */
+ * "Dispatchers"): a token goes once to each other server holding one of
+ * its experts (to the rank of its own local index there) and on over that
+ * server's links to the experts' ranks; the combine mirrors it. `experts`
+ * E and `copies`, a token's slots (k x the capacity factor, the buffer's
+ * E x C over the tokens T); experts 0: not such an edge. */
 struct cost_ep_route {
 	double experts, copies;
 };
