@@ -56,6 +56,7 @@ static void help(FILE *f)
 	        "                  0 for none)\n"
 	        "  --json          print JSON: \"scenario\", \"model\", \"topology\",\n"
 	        "                  \"devices\", \"planner\", \"mode\", \"iteration_s\",\n"
+	        "                  \"hybridep_iteration_s\" (below),\n"
 	        "                  \"compute_s\", \"comm_s\", \"steps_per_iteration\",\n"
 	        "                  \"breakdown\" ([{\"category\", \"s\"}]), \"memory\"\n"
 	        "                  ({\"parameters\", \"gradients\", \"optimizer\",\n"
@@ -114,6 +115,12 @@ static void help(FILE *f)
 	        "Times of an op are per micro-batch except gradient_s (once per\n"
 	        "iteration); total_s is its share of the iteration on its stage.\n"
 	        "\n"
+	        "A mixture of experts whose expert all-to-alls cross servers under the\n"
+	        "default dispatcher gets a note (and in JSON \"hybridep_iteration_s\"):\n"
+	        "its iteration with training.moe_dispatcher \"hybridep\", a token sent\n"
+	        "across once to each server holding one of its experts (docs/moe-cp.md,\n"
+	        "\"Dispatchers\"), when that is at least 1%% less.\n"
+	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
 	        "stderr), 2 usage error (including a planner that is unknown or not\n"
 	        "available yet).\n");
@@ -169,7 +176,8 @@ static double share(double part, double whole)
 	return whole > 0 ? 100 * part / whole : 0;
 }
 
-static void text_head(const struct plan *p, const struct estimate *e, const char *planner)
+static void text_head(const struct plan *p, const struct estimate *e, const char *planner,
+                      double hybridep)
 {
 	char b1[32], b2[32];
 	printf("estimate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n",
@@ -178,6 +186,11 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 	report_search_chosen(stdout, p);
 	cli_note_uncalibrated(stdout, p->scenario->topo);
 	cli_note_faults(stdout, p->scenario->topo, p->scenario->devices);
+	if (hybridep > 0)
+		printf("note: the expert all-to-alls cross servers; with training.moe_dispatcher "
+		       "\"hybridep\" (a token across once to each server that holds one of its "
+		       "experts; docs/moe-cp.md) the iteration is %s, %.0f%% less\n",
+		       sec(b1, sizeof b1, hybridep), 100 * (1 - hybridep / e->iteration_s));
 	printf("\n");
 	struct cal_interval iv;
 	char ivt[96];
@@ -429,10 +442,12 @@ static cJSON *json_op(const struct plan *p, const struct estimate *e, const stru
 }
 
 static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
-                            const struct report_options *ro)
+                            const struct report_options *ro, double hybridep)
 {
 	cJSON *root = report_json_head(p, ro);
 	cJSON_AddNumberToObject(root, "iteration_s", e->iteration_s);
+	if (hybridep > 0)
+		cJSON_AddNumberToObject(root, "hybridep_iteration_s", hybridep);
 	struct cal_interval iv;
 	cli_interval(p, &iv);
 	cJSON_AddItemToObject(root, "calibration", cli_calibration_json(p->scenario->topo));
@@ -487,6 +502,28 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 
 /* ------------------------------------------------------------------- run */
 
+/* A plan whose expert all-to-alls run Megatron-Core's all-to-all
+ * dispatcher: its iteration with training.moe_dispatcher "hybridep"
+ * instead (docs/moe-cp.md, "Dispatchers"), when that is at least 1% less
+ * (the EP groups span servers); 0 otherwise. The scenario is put back. */
+static double hybridep_s(struct arena *ar, struct plan *p, struct scenario *s,
+                         const struct estimate *e)
+{
+	bool moe = false;
+	for (int i = 0; i < p->graph->n_ops && !moe; i++)
+		moe = p->graph->ops[i].kind == OP_MOEDISPATCH;
+	if (!moe || s->training.moe_dispatcher != MOE_DISPATCH_ALLTOALL)
+		return 0;
+	struct diag_list d;
+	diag_list_init(&d);
+	struct estimate h;
+	s->training.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+	bool ok = plan_estimate(ar, p, &h, &d);
+	s->training.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+	diag_list_free(&d);
+	return ok && h.iteration_s < 0.99 * e->iteration_s ? h.iteration_s : 0;
+}
+
 static void fallback_warning(const struct plan *p, const struct estimate *e)
 {
 	if (e->compute_fallback)
@@ -518,14 +555,18 @@ int cmd_estimate(int argc, char **argv)
 	cli_print_diags(&d);
 	struct report_options o = {.command = "estimate", .planner = planner_names[kind]};
 	rc = ok ? EXIT_OK : EXIT_INVALID;
-	if (ok)
+	double hy = 0;
+	if (ok) {
 		fallback_warning(p, &e);
+		if (!a.csv)
+			hy = hybridep_s(ar, p, s, &e);
+	}
 	if (ok && a.json) {
-		rc = report_print_json(json_estimate(p, &e, &o), "estimate");
+		rc = report_print_json(json_estimate(p, &e, &o, hy), "estimate");
 	} else if (ok && a.csv) {
 		csv_ops(p, &e);
 	} else if (ok) {
-		text_head(p, &e, o.planner);
+		text_head(p, &e, o.planner, hy);
 		text_breakdown(&e);
 		text_pipeline(p, &e);
 		text_memory(p, &e);

@@ -1027,6 +1027,52 @@ Test(cli, compare_reports_a_failing_planner_as_a_row)
 	free(r.out);
 }
 
+/* A mixture of experts whose all-to-alls cross servers under the default
+ * dispatcher: estimate notes what HybridEP would make of the iteration, and
+ * --json carries it as hybridep_iteration_s, the same plan estimated with
+ * training.moe_dispatcher "hybridep". EP inside one server: no note. */
+Test(cli, estimate_notes_the_hybridep_dispatcher)
+{
+	const char *sc = "tests/data/good/moe-two-servers-16p.json";
+	char args[256];
+	snprintf(args, sizeof args, "estimate --calibration none %s", sc);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "note: the expert all-to-alls cross servers; with "
+	                                 "training.moe_dispatcher \"hybridep\""), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "estimate --json --calibration none %s", sc);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j);
+	const cJSON *hy = cJSON_GetObjectItemCaseSensitive(j, "hybridep_iteration_s");
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, "iteration_s");
+	cr_assert(cJSON_IsNumber(hy) && cJSON_IsNumber(it), "%s", r.out);
+	struct diag_list d;
+	diag_list_init(&d);
+	struct arena *a = arena_new();
+	struct scenario *s = scenario_load(a, sc, &d);
+	cr_assert_not_null(s);
+	s->training.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(a, s, &o, &d);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(a, p, &e, &d));
+	cr_expect(fabs(hy->valuedouble - e.iteration_s) <= 1e-9 * e.iteration_s, "%.12g against %.12g",
+	          hy->valuedouble, e.iteration_s);
+	cr_expect_lt(hy->valuedouble, 0.99 * it->valuedouble);
+	cJSON_Delete(j);
+	free(r.out);
+	diag_list_free(&d);
+	arena_free(a);
+	r = fixture_shardlab("estimate --calibration none tests/data/good/search-moe-4p.json", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_null(strstr(r.out, "hybridep"), "%s", r.out);
+	free(r.out);
+}
+
 /* Megatron-LM's 8.3B GPT replicated on every A100 (data parallel) cannot
  * fit 80 GB: bf16 parameters, fp32 gradients (2 + 4 bytes) and Adam's fp32
  * master weights and two moments (12 bytes) are 18 bytes per parameter,
