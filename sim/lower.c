@@ -135,14 +135,11 @@ static void collective(void *ctx, const struct plan_coll *c)
 }
 
 /* The MoE route of edge x's AllToAlls, as the estimate prices them
- * (estimate.c, edges); none unless training.moe_dispatcher is "hybridep" or
- * "deepep". */
+ * (estimate.c, edges). */
 static void edge_route(struct lower *L, const struct plan_edge *x)
 {
-	L->ep.experts = 0;
-	if (moe_dispatch_per_server(L->p->scenario->training.moe_dispatcher) &&
-	    !cost_moe_edge_route(L->p->graph, x->producer, x->consumer, &L->ep))
-		L->ep.experts = 0;
+	cost_moe_edge_route(L->p->graph, &L->p->scenario->training, x->producer, x->consumer,
+	                    &L->ep);
 }
 
 /* After a ring edge's collective was pushed: it runs alongside (r - 1)/r

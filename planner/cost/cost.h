@@ -931,10 +931,11 @@ struct cost_ep_route {
 	double experts, copies;
 };
 /* The route of the AllToAll on the plan edge from `producer` (a
- * MoEDispatch: dispatch) to `consumer` (a MoECombine: combine); false on
- * any other edge. */
-bool cost_moe_edge_route(const struct graph *g, int producer, int consumer,
-                         struct cost_ep_route *out);
+ * MoEDispatch: dispatch) to `consumer` (a MoECombine: combine) when the
+ * training's dispatcher sends a token to each server once (HybridEP,
+ * DeepEP); false, and out->experts 0, on any other edge or dispatcher. */
+bool cost_moe_edge_route(const struct graph *g, const struct training *t, int producer,
+                         int consumer, struct cost_ep_route *out);
 /* For an AllToAll of a group of n ranks on the topology: false unless it
  * spans servers in whole blocks (topo_server_blocks) of *per_server
  * ranks; then *to_server, the share of S a rank sends to each other

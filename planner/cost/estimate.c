@@ -763,9 +763,7 @@ static void edges(struct est_ctx *c, const struct plan *p)
 			continue;
 		struct est_op *eo = &c->e->ops[x->consumer];
 		double f0 = eo->comm_forward_s, b0 = eo->comm_backward_s;
-		if (!moe_dispatch_per_server(c->train->moe_dispatcher) ||
-		    !cost_moe_edge_route(c->g, x->producer, x->consumer, &c->ep))
-			c->ep.experts = 0;
+		cost_moe_edge_route(c->g, c->train, x->producer, x->consumer, &c->ep);
 		est_edge_s(c, plan_edge_start(p, x), &x->redist, eo);
 		c->ep.experts = 0;
 		if (x->ring > 1)

@@ -88,12 +88,15 @@ double cost_moe_alltoall_s(const struct topology *t, const int64_t *ep_ranks, in
 	return cost_collective_algo_s(t, STEP_ALLTOALL, COLL_AUTO, ep_ranks, ep, l->dispatch_bytes);
 }
 
-bool cost_moe_edge_route(const struct graph *g, int producer, int consumer,
-                         struct cost_ep_route *out)
+bool cost_moe_edge_route(const struct graph *g, const struct training *t, int producer,
+                         int consumer, struct cost_ep_route *out)
 {
 	/* the slots [E, C, h] against the tokens [T, h] */
 	const struct tensor *slots, *tokens;
-	if (producer >= 0 && g->ops[producer].kind == OP_MOEDISPATCH) {
+	out->experts = out->copies = 0;
+	if (!moe_dispatch_per_server(t->moe_dispatcher)) {
+		return false;
+	} else if (producer >= 0 && g->ops[producer].kind == OP_MOEDISPATCH) {
 		slots = &g->tensors[g->ops[producer].out[0]];
 		tokens = &g->tensors[g->ops[producer].in[0]];
 	} else if (consumer >= 0 && g->ops[consumer].kind == OP_MOECOMBINE) {
