@@ -99,6 +99,20 @@ int graph_builder_tensor(struct graph_builder *b, const char *name, enum tensor_
 	return add_tensor(b, name, role, dt, rank, dims, e);
 }
 
+/* The MatMul whose output, through the Softmax or Sigmoid that makes it
+ * probabilities, weighs a MoECombine's picks (its third input): the
+ * router, which frameworks run apart from the other Linears (cost.h,
+ * cost_fp8_linear). */
+static void mark_router(struct graph *g, int probs)
+{
+	int p = g->tensors[probs].producer;
+	if (p < 0 || (g->ops[p].kind != OP_SOFTMAX && g->ops[p].kind != OP_SIGMOID))
+		return;
+	int r = g->tensors[g->ops[p].in[0]].producer;
+	if (r >= 0 && g->ops[r].kind == OP_MATMUL)
+		g->ops[r].moe_router = true;
+}
+
 int graph_builder_op(struct graph_builder *b, enum op_kind kind, const char *name, const int *in,
                      int n_in, const struct op_attrs *at, int line, const struct op_site *site)
 {
@@ -156,6 +170,8 @@ int graph_builder_op(struct graph_builder *b, enum op_kind kind, const char *nam
 	op->dtype = out[0].dtype;
 	op->line = line;
 	op_costs(op, g->tensors);
+	if (kind == OP_MOECOMBINE)
+		mark_router(g, in[2]);
 	g->n_ops++;
 	return first;
 }

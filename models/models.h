@@ -107,6 +107,9 @@ struct op {
 	double bytes_read, bytes_written;     /* forward */
 	int64_t params;                       /* elements of the parameter inputs */
 	int line;                             /* line in the model file, 0 if generated */
+	bool moe_router;                      /* its output, through a Softmax or a Sigmoid, weighs
+	                                         a MoECombine's picks: a mixture of experts'
+	                                         router (set when the MoECombine is built) */
 };
 
 struct graph {

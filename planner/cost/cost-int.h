@@ -122,7 +122,8 @@ double cost_p2p_s(const struct topology *t, int64_t src, int64_t dst, double byt
 /* Whether op `op` runs in FP8 under recipe r: a MatMul with a weight inside
  * a transformer layer (the ops named "layers.N.", as the generators name
  * them). Megatron-LM builds those Linears from Transformer Engine; its
- * embedding and output layer stay bf16. The input that is not the weight
+ * embedding, output layer and a mixture of experts' router (op.moe_router)
+ * stay bf16. The input that is not the weight
  * into *x (-1 when it does not). */
 bool cost_fp8_linear(const struct graph *g, enum precision_recipe r, int op, int *x);
 /* A norm the plan runs on a gathered input (a sequence-parallel plan

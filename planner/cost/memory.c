@@ -125,9 +125,12 @@ bool cost_fp8_linear(const struct graph *g, enum precision_recipe r, int op, int
 	/* a MatMul with a weight, or a BatchMatMul with one: a mixture of
 	 * experts' local experts, which Megatron-Core runs as one grouped GEMM
 	 * in FP8 too (Transformer Engine's GroupedLinear); attention's batched
-	 * GEMMs read no weight */
+	 * GEMMs read no weight; not a mixture of experts' router, a GEMM in
+	 * the input's precision outside Transformer Engine's Linears
+	 * (Megatron-Core's router_gating_linear, megatron/core/transformer/
+	 * moe/moe_utils.py: bf16 operands, the logits in moe_router_dtype) */
 	if (!cost_precision_fp8(r) || (o->kind != OP_MATMUL && o->kind != OP_BATCHMATMUL) ||
-	    graph_op_layer(o) < 0)
+	    graph_op_layer(o) < 0 || o->moe_router)
 		return false;
 	bool weight = false;
 	for (int k = 0; k < o->n_in && k < 2; k++) {

@@ -748,6 +748,15 @@ Test(models, moe_two_layers_counted_by_hand)
 	cr_expect_float_eq(g->ops[op].flops, 192, 1e-9);
 	cr_expect_float_eq(g->ops[op].bytes_read, 192 + 48 + 48, 1e-9);
 	cr_expect_float_eq(g->ops[op].bytes_written, 96, 1e-9);
+	/* The routers, whose Softmax weighs the combines' picks, are marked;
+	 * the shared expert's and every other MatMul are not. */
+	int routers = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		bool is = strstr(g->ops[i].name, ".mlp.router.matmul") != NULL;
+		cr_expect_eq(g->ops[i].moe_router, is, "%s", g->ops[i].name);
+		routers += g->ops[i].moe_router;
+	}
+	cr_expect_eq(routers, 2);
 	diag_list_free(&d);
 	arena_free(a);
 }
