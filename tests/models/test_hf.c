@@ -142,6 +142,29 @@ Test(hf, qwen3_moe_published_total_and_active)
 	cr_expect_eq(t.active_parameters, 3353032704LL);
 }
 
+Test(hf, qwen3_235b_published_total_and_active)
+{
+	/* Qwen3-235B-A22B model card: 235B parameters, 22B activated, 234B
+	 * non-embedding. h 4096, 94 layers, 64 heads of 128 (8192 wide), kv 4
+	 * (512 wide), qk_norm, 128 experts of 1536, top-8, V 151936, untied:
+	 *   embedding + head  2·151936·4096                   =   1,244,659,712
+	 *   per layer q,o 2·4096·8192 = 67,108,864; k,v 2·4096·512 = 4,194,304;
+	 *             router 4096·128 = 524,288;
+	 *             experts 128·3·4096·1536 = 2,415,919,104;
+	 *             norms 2·4096 + 2·128 = 8,448; sum        =   2,487,755,008
+	 *   94 layers                                          = 233,848,970,752
+	 *   final norm 4096; total                             = 235,093,634,560
+	 *   active: 120 unpicked experts fewer per layer,
+	 *   235,093,634,560 − 94·120·18,874,368                =  22,190,763,520 */
+	struct graph_totals t;
+	const struct graph *g = hf_load("models/hf/qwen3-235b-a22b.json", 64, &t);
+	cr_expect_eq(g->gen->experts, 128);
+	cr_expect_eq(g->gen->top_k, 8);
+	cr_expect_eq(g->gen->layers, 94);
+	cr_expect_eq(t.parameters, 235093634560LL);
+	cr_expect_eq(t.active_parameters, 22190763520LL);
+}
+
 Test(hf, deepseek_moe_published_total_and_active)
 {
 	/* DeepSeekMoE 16B (Dai et al. 2024): 16.4B parameters, 2.8B activated.
