@@ -57,7 +57,10 @@ static void help(FILE *f)
 	        "  --json          print JSON: \"scenario\", \"model\", \"topology\",\n"
 	        "                  \"devices\", \"planner\", \"mode\", \"iteration_s\",\n"
 	        "                  \"hybridep_iteration_s\" (below),\n"
-	        "                  \"compute_s\", \"comm_s\", \"steps_per_iteration\",\n"
+	        "                  \"compute_s\", \"comm_s\", \"moe_hidden_s\" (with\n"
+	        "                  training.moe_a2a_overlap: the expert all-to-alls'\n"
+	        "                  seconds an iteration hidden, not in comm_s),\n"
+	        "                  \"steps_per_iteration\",\n"
 	        "                  \"breakdown\" ([{\"category\", \"s\"}]), \"memory\"\n"
 	        "                  ({\"parameters\", \"gradients\", \"optimizer\",\n"
 	        "                  \"activations\", \"buffers\", \"reserve\", \"hbm\"} in bytes, of the\n"
@@ -203,6 +206,11 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 	       share(e->compute_s, e->iteration_s));
 	printf("  communication        %-10s %5.1f%%\n", sec(b2, sizeof b2, e->comm_s),
 	       share(e->comm_s, e->iteration_s));
+	double moe = e->stages[e->critical_stage].moe_hidden_s;
+	if (moe > 0)
+		printf("  all-to-alls hidden   %-10s beside the paired micro-batch's compute, not "
+		       "in the communication (training.moe_a2a_overlap)\n",
+		       sec(b1, sizeof b1, moe));
 }
 
 static void text_breakdown(const struct estimate *e)
@@ -454,6 +462,8 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 	cJSON_AddItemToObject(root, "interval", cli_interval_json(&iv));
 	cJSON_AddNumberToObject(root, "compute_s", e->compute_s);
 	cJSON_AddNumberToObject(root, "comm_s", e->comm_s);
+	if (p->scenario->training.moe_a2a_overlap)
+		cJSON_AddNumberToObject(root, "moe_hidden_s", e->stages[e->critical_stage].moe_hidden_s);
 	cJSON_AddNumberToObject(root, "steps_per_iteration", (double)e->steps_per_iteration);
 	cJSON *bd = cJSON_AddArrayToObject(root, "breakdown");
 	for (int k = 0; k < EST_CATEGORY_COUNT; k++) {

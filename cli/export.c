@@ -466,6 +466,8 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--expert-model-parallel-size %lld", (long long)c->ep);
 	if (c->cp > 1)
 		arg(f, &first, "--context-parallel-size %lld", (long long)c->cp);
+	if (c->ep > 1 && t->moe_a2a_overlap)
+		arg(f, &first, "--overlap-moe-expert-parallel-comm");
 	if (c->recompute == RECOMPUTE_SELECTIVE) {
 		arg(f, &first, "--recompute-granularity selective");
 	} else if (c->recompute == RECOMPUTE_FULL && t->recompute_layers > 0) {

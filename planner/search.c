@@ -482,6 +482,8 @@ static void set_training(struct training *t, const struct training *user,
 	t->first_stage_layers = c->first_stage_layers;
 	t->last_stage_layers = c->last_stage_layers;
 	t->stage_layers = c->stage_layers;
+	/* the all-to-alls overlapped where Megatron-Core runs it */
+	t->moe_a2a_overlap = user->moe_a2a_overlap && !scenario_moe_a2a_overlap_refusal(t);
 }
 
 struct scenario *plan_search_scenario(struct arena *a, const struct scenario *s,

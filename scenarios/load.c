@@ -984,6 +984,22 @@ int64_t scenario_accounted_layers(int64_t layers, int64_t stages, int64_t virtua
  * only for layers less than ..."), "Currently there is no support for
  * Pipeline parallelism with CPU offloading", "CPU offloading does not work
  * when activation recomputation is enabled". */
+const char *scenario_moe_a2a_overlap_refusal(const struct training *t)
+{
+	if (t->expert_parallel < 2)
+		return "the all-to-alls overlapped are expert parallelism's: set expert_parallel "
+		       "above 1";
+	if (t->schedule != SCHED_1F1B && t->schedule != SCHED_INTERLEAVED_1F1B)
+		return "it pairs 1F1B's forwards and backwards: schedule \"1f1b\" or "
+		       "\"interleaved-1f1b\" (\"dualpipe\" overlaps its own)";
+	if (t->pipeline_stages > 1 && t->virtual_stages < 2)
+		return "under a pipeline it needs virtual stages: set virtual_stages above 1, or "
+		       "pipeline_stages 1";
+	if (t->recompute == RECOMPUTE_FULL)
+		return "it refuses full recomputation: recompute \"none\" or \"selective\"";
+	return NULL;
+}
+
 enum scenario_offload_refusal scenario_offload_refusal(int64_t offload, int64_t layers,
                                                        int64_t stages,
                                                        enum recompute_mode recompute,
@@ -1288,7 +1304,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	                                   "cross_entropy", "recompute_layers",
 	                                   "pipeline_scatter_gather", "main_params_dtype",
 	                                   "exp_avg_dtype", "exp_avg_sq_dtype", "framework",
-	                                   "moe_dispatcher", NULL};
+	                                   "moe_dispatcher", "moe_a2a_overlap", NULL};
 	struct training *t = &L->s->training;
 	int sched = SCHED_1F1B, rec = RECOMPUTE_NONE, prec = PRECISION_AUTO,
 	    z3 = ZERO3_COLLECTIVES, xent = XENT_VOCAB_PARALLEL, mp = STATE_FP32, ea = STATE_FP32,
@@ -1355,6 +1371,7 @@ static bool read_training(struct loader *L, const struct jv *obj)
 	ok = jv_opt_bool(&v, "grad_reduce_in_bf16", false, &t->grad_reduce_in_bf16) && ok;
 	ok = jv_opt_bool(&v, "fp8_param_gather", false, &t->fp8_param_gather) && ok;
 	ok = jv_opt_bool(&v, "rebalance", false, &t->rebalance) && ok;
+	ok = jv_opt_bool(&v, "moe_a2a_overlap", false, &t->moe_a2a_overlap) && ok;
 	ok = jv_opt_bool(&v, "account_for_embedding_in_pipeline_split", false,
 	                 &t->embedding_in_split) && ok;
 	ok = jv_opt_bool(&v, "account_for_loss_in_pipeline_split", false, &t->loss_in_split) && ok;
@@ -1414,6 +1431,12 @@ static bool read_training(struct loader *L, const struct jv *obj)
 		jv_error(&f, "the parameter all-gather overlapped is the distributed optimizer's "
 		         "(Megatron-LM's --overlap-param-gather needs --use-distributed-optimizer): "
 		         "zero_stage 1 or 2, not %lld", (long long)zero);
+		ok = false;
+	}
+	/* the combined 1F1B's conditions (scenario_moe_a2a_overlap_refusal) */
+	const char *a2a_why = scenario_moe_a2a_overlap_refusal(t);
+	if (t->moe_a2a_overlap && a2a_why && jv_get(&v, "moe_a2a_overlap", &f)) {
+		jv_error(&f, "Megatron-Core's --overlap-moe-expert-parallel-comm: %s", a2a_why);
 		ok = false;
 	}
 	/* Megatron-LM's block method recomputes whole layers (arguments.py:

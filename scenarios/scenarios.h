@@ -232,6 +232,10 @@ struct training {
 	enum framework framework;     /* the stack's family: the default calibration */
 	enum cross_entropy cross_entropy; /* how the loss runs */
 	enum moe_dispatcher moe_dispatcher; /* how MoE tokens reach their experts */
+	bool moe_a2a_overlap;         /* Megatron-Core's --overlap-moe-expert-parallel-comm:
+	                                 1F1B's steady state runs one micro-batch's forward
+	                                 and another's backward together, each one's expert
+	                                 dispatches and combines under the other's compute */
 	enum precision_recipe precision; /* the model state's bytes per parameter */
 	bool grad_reduce_in_bf16;     /* Megatron-LM's --grad-reduce-in-bf16: bf16 weights'
 	                                 gradients kept and reduced in bf16, not fp32 */
@@ -434,6 +438,15 @@ int64_t scenario_accounted_layers(int64_t layers, int64_t stages, int64_t virtua
  * transformer layers (0: it has none), over `stages` pipeline stages, with
  * `recompute`. The loader, `plan --export megatron` and megatron-search
  * (plan_search_rule) all ask it. With `why`, the reason in words. */
+/* Why Megatron-Core would not run training.moe_a2a_overlap
+ * (--overlap-moe-expert-parallel-comm) with t's parallelism
+ * (TransformerConfig.__post_init__, megatron/core/transformer/
+ * transformer_config.py): no expert parallelism, a schedule other than
+ * 1F1B's, a pipeline without virtual stages, full recomputation; NULL when
+ * it would. The loader refuses the field then; megatron-search's
+ * configurations run without it (plan_search_scenario). */
+const char *scenario_moe_a2a_overlap_refusal(const struct training *t);
+
 enum scenario_offload_refusal {
 	SCENARIO_OFFLOAD_OK,
 	SCENARIO_OFFLOAD_NO_LAYERS,        /* the model has no transformer layers */

@@ -39,6 +39,8 @@ static cJSON *training_json(const struct training *t)
 		cJSON_AddStringToObject(o, "framework", framework_names[t->framework]);
 	if (t->moe_dispatcher != MOE_DISPATCH_ALLTOALL)
 		cJSON_AddStringToObject(o, "moe_dispatcher", moe_dispatcher_names[t->moe_dispatcher]);
+	if (t->moe_a2a_overlap)
+		cJSON_AddBoolToObject(o, "moe_a2a_overlap", true);
 	cJSON_AddStringToObject(o, "dtype", dtype_names[t->dtype]);
 	if (t->precision != PRECISION_AUTO)
 		cJSON_AddStringToObject(o, "precision", precision_names[t->precision]);

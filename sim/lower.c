@@ -51,6 +51,8 @@ struct lower {
 	struct cost_ep_route ep;           /* their AllToAlls' MoE route (cost_moe_edge_route)
 	                                      under training.moe_dispatcher "hybridep" or
 	                                      "deepep"; experts 0: none */
+	bool moe;                          /* they are a MoE dispatch's or combine's
+	                                      (cost_moe_edge) */
 	struct plan_bucket **buckets;      /* per chunk: its gradient buckets */
 	int *n_buckets;
 	struct plan_bucket **gathers;      /* per chunk: the buckets whose updated parameters
@@ -128,6 +130,7 @@ static void collective(void *ctx, const struct plan_coll *c)
 	s->bytes = c->bytes;
 	if (c->kind == STEP_ALLTOALL)
 		s->ep = L->ep;
+	s->moe = L->moe;
 	s->label = arena_printf(L->a, "%s %s%s", op_name(L, L->op), step_kind_names[c->kind],
 	                        L->suffix);
 	if (!s->label)
@@ -140,6 +143,13 @@ static void edge_route(struct lower *L, const struct plan_edge *x)
 {
 	cost_moe_edge_route(L->p->graph, &L->p->scenario->training, x->producer, x->consumer,
 	                    &L->ep);
+	L->moe = cost_moe_edge(L->p->graph, x->producer, x->consumer);
+}
+
+static void edge_route_end(struct lower *L)
+{
+	L->ep.experts = 0;
+	L->moe = false;
 }
 
 /* After a ring edge's collective was pushed: it runs alongside (r - 1)/r
@@ -376,7 +386,7 @@ static void forward(struct lower *L, const int *start, const int *idx, int lo, i
 				const struct plan_edge *x = &p->edges[idx[j]];
 				edge_route(L, x);
 				plan_colls_forward(x->redist.steps, x->redist.n_steps, &k);
-				L->ep.experts = 0;
+				edge_route_end(L);
 				hidden += ring_overlap(L, x, L->e->ops[i].compute_forward_s);
 				hide_share(L, x, false, i, lo, hi);
 			}
@@ -534,7 +544,7 @@ static void backward(struct lower *L, const int *start, const int *idx, int lo, 
 			    !plan_colls_backward(x->redist.steps, x->redist.n_steps,
 			                         plan_edge_start(p, x), &k))
 				L->oom = true;
-			L->ep.experts = 0;
+			edge_route_end(L);
 			hidden += ring_overlap(L, x, L->e->ops[i].compute_backward_s / 2);
 			hide_share(L, x, true, i, lo, hi);
 		}
@@ -809,15 +819,22 @@ static void lower_chunk(struct lower *L, const int *start, const int *idx, const
 
 /* ------------------------------------------------------------ DualPipe */
 
-/* DualPipe's F&B (DeepSeek-V3, section 3.2.1): the forward steps
- * [f0, f1) of one chunk and the backward steps [b0, b1) of the other
- * chunk on the stage run together. Their compute adds; each op's own
- * collectives and the redistributions into it (its estimated seconds,
- * est_op comm_forward_s, comm_backward_s) run alongside the other pass's
- * compute, as far as that compute lasts: the share is the collective's
- * overlap_s (spread over the op's collectives by bytes) and is taken off
- * the other pass's compute steps. */
-static double ov_hide(struct lower *L, int from, int to, bool backward, double budget)
+/* An F&B: the forward steps [f0, f1) of one chunk and the backward steps
+ * [b0, b1) of another on the stage run together. Their compute adds; each
+ * op's own collectives and the redistributions into it (its estimated
+ * seconds, est_op comm_forward_s, comm_backward_s) run alongside the other
+ * pass's compute, as far as that compute lasts: the share is the
+ * collective's overlap_s (spread over the op's collectives by bytes) and
+ * is taken off the other pass's compute steps. DualPipe's (DeepSeek-V3,
+ * section 3.2.1) overlaps them all; Megatron-Core's combined 1F1B (`moe`)
+ * the MoE dispatches and combines only (est_op moe_forward_s,
+ * moe_backward_s), the rest running on the compute stream. */
+static bool ov_coll(const struct prog_step *s, bool moe)
+{
+	return s->kind == PROG_COLLECTIVE && s->stream == 0 && (!moe || s->moe);
+}
+
+static double ov_hide(struct lower *L, int from, int to, bool backward, double budget, bool moe)
 {
 	const struct est_op *o = L->e->ops;
 	double hidden = 0;
@@ -825,15 +842,16 @@ static double ov_hide(struct lower *L, int from, int to, bool backward, double b
 		int op = L->steps[i].op, j = i;
 		double bytes = 0;
 		for (; j < to && L->steps[j].op == op; j++)
-			if (L->steps[j].kind == PROG_COLLECTIVE && L->steps[j].stream == 0)
+			if (ov_coll(&L->steps[j], moe))
 				bytes += L->steps[j].bytes;
 		double talk = op < 0 ? 0
+		              : moe ? (backward ? o[op].moe_backward_s : o[op].moe_forward_s)
 		              : backward ? o[op].comm_backward_s +
 		                               (L->recomputed[op] ? o[op].comm_forward_s : 0)
 		                         : o[op].comm_forward_s;
 		double h = fmin(talk, budget - hidden);
 		for (int k = i; h > 0 && bytes > 0 && k < j; k++)
-			if (L->steps[k].kind == PROG_COLLECTIVE && L->steps[k].stream == 0)
+			if (ov_coll(&L->steps[k], moe))
 				L->steps[k].overlap_s += h * L->steps[k].bytes / bytes;
 		hidden += h > 0 && bytes > 0 ? h : 0;
 		i = j;
@@ -860,11 +878,36 @@ static void ov_take(struct lower *L, int from, int to, double seconds)
 		}
 }
 
-static void fb_overlap(struct lower *L, int f0, int f1, int b0, int b1)
+static void fb_overlap(struct lower *L, int f0, int f1, int b0, int b1, bool moe)
 {
 	double cf = ov_compute(L, f0, f1), cb = ov_compute(L, b0, b1);
-	ov_take(L, b0, b1, ov_hide(L, f0, f1, false, cb));
-	ov_take(L, f0, f1, ov_hide(L, b0, b1, true, cf));
+	ov_take(L, b0, b1, ov_hide(L, f0, f1, false, cb, moe));
+	ov_take(L, f0, f1, ov_hide(L, b0, b1, true, cf, moe));
+}
+
+/* Megatron-Core's combined 1F1B (plan_combined_schedule): each chunk's
+ * forward with its send and its backward with its own, lowered again
+ * overlapped with each other (fb_overlap, the MoE all-to-alls only) for
+ * the F&B slots, which pair a forward with another micro-batch's
+ * backward of the same or another chunk on the stage: a chunk's
+ * all-to-alls are hidden under its own other pass's compute, as much as
+ * the paired chunk's when the stage's chunks are alike (the estimate
+ * pairs the stage's sums, estimate.c combined_hidden). The forward's
+ * activations are sent when it ends, before the backward beside it
+ * (Megatron-Core sends them after the F&B). */
+static void lower_combined(struct lower *L, const int *start, const int *idx, const bool *core,
+                           int c, struct prog_chunk *x)
+{
+	x->pair = c;
+	x->ov_fwd = L->n;
+	chunk_forward(L, start, idx, c, true);
+	x->n_ov_fwd = L->n - x->ov_fwd;
+	x->ov_bwd = L->n;
+	chunk_backward(L, start, idx, core, c, false);
+	x->n_ov_bwd = L->n - x->ov_bwd;
+	if (!L->oom)
+		fb_overlap(L, x->ov_fwd, x->ov_fwd + x->n_ov_fwd, x->ov_bwd, x->ov_bwd + x->n_ov_bwd,
+		           true);
 }
 
 /* The program chunk of model chunk c in direction `mirror`, and the
@@ -918,7 +961,7 @@ static void lower_dual(struct lower *L, const int *start, const int *idx, const 
 			p2p(L, PROG_SEND, fc, false);
 		y->n_ov_bwd = L->n - y->ov_bwd;
 		if (!L->oom)
-			fb_overlap(L, f->ov_fwd, f->ov_fwd + f->n_ov_fwd, y->ov_bwd, end);
+			fb_overlap(L, f->ov_fwd, f->ov_fwd + f->n_ov_fwd, y->ov_bwd, end, false);
 	}
 	L->mirror = false;
 }
@@ -1062,14 +1105,20 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 		goto oom;
 	if (dual)
 		lower_dual(&L, start, idx, core, out->chunks);
-	for (int c = 0; c < pp->n_chunks && !L.oom && !dual; c++)
+	bool combined = p->scenario->training.moe_a2a_overlap && !dual;
+	for (int c = 0; c < pp->n_chunks && !L.oom && !dual; c++) {
 		lower_chunk(&L, start, idx, core, c, &out->chunks[c]);
+		if (combined && !L.oom)
+			lower_combined(&L, start, idx, core, c, &out->chunks[c]);
+	}
 	for (int st = 0; st < pp->n_stages && !L.oom; st++) {
 		lower_tail(&L, st, &out->stages[st]);
 		out->stages[st].mem_base_bytes = e.stages[st].mem.total - e.stages[st].mem.activations;
 		out->stages[st].n_slots =
 		        dual ? plan_dualpipe_schedule(a, pp->n_stages, e.steps_per_iteration, st,
 		                                      &out->stages[st].slots)
+		             : combined ? plan_combined_schedule(a, pp, e.steps_per_iteration, st,
+		                                                 &out->stages[st].slots)
 		             : plan_schedule(a, pp, e.steps_per_iteration,
 		                             p->scenario->training.schedule, st, &out->stages[st].slots);
 		if (out->stages[st].n_slots < 0)
@@ -1085,6 +1134,7 @@ bool plan_lower(struct arena *a, const struct plan *p, double bucket_bytes, stru
 	out->n_steps = L.n;
 	out->steps = L.steps;
 	out->bucket_bytes = bucket_bytes;
+	out->combined = combined;
 	return true;
 oom:
 	diag_add(diags, DIAG_ERROR, p->scenario->file, 0, NULL, "out of memory lowering the plan");

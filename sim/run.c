@@ -2075,17 +2075,21 @@ static void stream0(struct actor_ctx *c)
 		 * last micro-batch's buckets, the first's parameter gathers */
 		c->lockstep_ok = !sl->last && !(eng->has_first && sl->micro == 0);
 		if (sl->fb) {
-			/* DualPipe's F&B: this chunk's forward, then the other
-			 * chunk's backward, lowered overlapped (lower.c) */
-			const struct prog_chunk *y = &p->chunks[ch->pair];
-			struct prog_slot f = *sl, b = {.chunk = ch->pair, .micro = sl->pair_micro,
+			/* an F&B: this chunk's forward, then the paired
+			 * chunk's backward, lowered overlapped (lower.c).
+			 * DualPipe's holds the forward's activations before
+			 * the backward frees its own; Megatron-Core's combined
+			 * 1F1B runs them layer by layer, its backward freeing
+			 * as its forward keeps (estimate.c, in_flight) */
+			const struct prog_chunk *y = &p->chunks[sl->pair_chunk];
+			struct prog_slot f = *sl, b = {.chunk = sl->pair_chunk, .micro = sl->pair_micro,
 			                               .backward = true, .last = sl->last};
 			f.last = false;
 			run_range(c, ch->ov_fwd, ch->n_ov_fwd, &f);
-			memory(c, ch->act_bytes + y->work_bytes);
+			memory(c, (p->combined ? 0 : ch->act_bytes) + y->work_bytes);
 			c->micro = b.micro;
 			run_range(c, y->ov_bwd, y->n_ov_bwd, &b);
-			memory(c, -(y->act_bytes + y->work_bytes));
+			memory(c, (p->combined ? ch->act_bytes : 0) - (y->act_bytes + y->work_bytes));
 		} else if (sl->weight) {
 			/* a zero-bubble W frees what its split backward kept */
 			run_range(c, ch->wgt, ch->n_wgt, sl);

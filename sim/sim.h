@@ -76,6 +76,8 @@ struct prog_step {
 	struct cost_ep_route ep;           /* an AllToAll that training.moe_dispatcher "hybridep"
 	                                      or "deepep" runs as a MoE dispatch or combine
 	                                      (experts 0: a plain one) */
+	bool moe;                          /* PROG_COLLECTIVE: of a MoE dispatch's or combine's
+	                                      redistribution (cost_moe_edge) */
 };
 
 /* The SEND/RECV channels of a program of n_chunks chunks on n_stages
@@ -113,22 +115,25 @@ struct prog_chunk {
 	 * not split (B and W together, the gradient sent after both); the
 	 * forward of an F&B slot, without its send; and the backward of one,
 	 * with the sends of both: the forward of chunk `pair` (the other
-	 * chunk on the stage) runs overlapped with it (docs/simulation.md) */
+	 * chunk on the stage) runs overlapped with it (docs/simulation.md).
+	 * Megatron-Core's combined 1F1B (plan_combined_schedule): the
+	 * forward and the backward of an F&B, each with its send, lowered
+	 * overlapped with each other (`pair` the chunk itself) */
 	int whole, n_whole;
 	int ov_fwd, n_ov_fwd;
 	int ov_bwd, n_ov_bwd;
 	int pair;
 };
 
-/* The step ranges one slot runs (two for DualPipe's F&B: the forward, then
- * the other chunk's backward): their starts and counts, and how many. */
+/* The step ranges one slot runs (two for an F&B: the forward, then the
+ * paired chunk's backward): their starts and counts, and how many. */
 static inline int prog_slot_ranges(const struct prog_chunk *chunks, const struct prog_slot *sl,
                                    int from[2], int n[2])
 {
 	const struct prog_chunk *c = &chunks[sl->chunk];
 	if (sl->fb) {
 		from[0] = c->ov_fwd, n[0] = c->n_ov_fwd;
-		from[1] = chunks[c->pair].ov_bwd, n[1] = chunks[c->pair].n_ov_bwd;
+		from[1] = chunks[sl->pair_chunk].ov_bwd, n[1] = chunks[sl->pair_chunk].n_ov_bwd;
 		return 2;
 	}
 	if (sl->weight)
@@ -160,6 +165,8 @@ struct program {
 	int n_steps;
 	struct prog_step *steps;
 	double bucket_bytes;               /* gradient bucket size used */
+	bool combined;                     /* the F&B slots are Megatron-Core's combined 1F1B's
+	                                      (training.moe_a2a_overlap), not DualPipe's */
 };
 
 /* One iteration of a plan as programs: per chunk the forward ops, their

@@ -653,8 +653,10 @@ struct prog_slot {
 	bool backward, last;
 	bool split;    /* a backward of the input gradients only: a weight unit follows */
 	bool weight;   /* the weight gradients of a split backward (zero-bubble W) */
-	bool fb;       /* DualPipe's F&B: this chunk's forward overlapped with the backward of
-	                  micro-batch pair_micro of the other chunk on its stage */
+	bool fb;       /* an F&B: this chunk's forward overlapped with the backward of
+	                  micro-batch pair_micro of chunk pair_chunk on its stage (DualPipe's;
+	                  Megatron-Core's combined 1F1B, plan_combined_schedule) */
+	int pair_chunk;
 	int64_t pair_micro;
 };
 
@@ -673,6 +675,18 @@ double plan_weight_grad_s(const struct graph *g, int i, double backward_s);
  * memory. DualPipe's order is plan_dualpipe_schedule's. */
 int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
                   enum pipeline_schedule sched, int stage, struct prog_slot **out);
+
+/* Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm;
+ * megatron/core/pipeline_parallel/combined_1f1b.py and schedules.py,
+ * get_pp_rank_microbatches): plan_schedule's 1F1B, or its interleaved
+ * 1F1B when the part has virtual stages, with one more warm-up forward
+ * (without a pipeline, the first forward alone) and each steady-state
+ * forward and the backward after it one F&B slot, run layer by layer
+ * together so that each one's expert all-to-alls run beside the other's
+ * compute; the cool-down backwards alone. Returns the count and the slots
+ * in *out (arena), -1 when out of memory. */
+int plan_combined_schedule(struct arena *a, const struct plan_part *pp, int64_t m, int stage,
+                           struct prog_slot **out);
 
 /* DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, section
  * 3.2.1; deepseek-ai/DualPipe's dualpipe.py): the order of stage `stage`
@@ -711,6 +725,9 @@ struct est_op {
 	double redistribution_s;                    /* of comm_forward_s: redistributions into it */
 	double input_grad_s;                        /* of comm_backward_s: the all-reduces of its
 	                                               inputs' gradients */
+	double moe_forward_s, moe_backward_s;       /* of redistribution_s and comm_backward_s: a
+	                                               MoE dispatch or combine into it
+	                                               (cost_moe_edge) */
 	double recompute_s;                         /* forward work redone in backward */
 	double gather_s;                            /* ZeRO-3: its parameters gathered, forward and backward */
 	double gather_one_s;                        /* ZeRO-3: one gather of them on the
@@ -746,6 +763,10 @@ struct est_stage {
 	double micro_s;                             /* one micro-batch through its chunks, forward and
 	                                               backward, with their communication */
 	double p2p_s;                               /* of micro_s: sends to the neighbouring stages */
+	double moe_hidden_s;                        /* training.moe_a2a_overlap: the MoE dispatches'
+	                                               and combines' seconds an iteration run
+	                                               beside the paired pass's compute (taken off
+	                                               micro_s) */
 	double gradient_s, optimizer_s;             /* once per iteration after the flush (gradient_s:
 	                                               buckets, ZeRO 1/2's gathers, tied_s,
 	                                               mirror_s) */
@@ -936,6 +957,11 @@ struct cost_ep_route {
  * DeepEP); false, and out->experts 0, on any other edge or dispatcher. */
 bool cost_moe_edge_route(const struct graph *g, const struct training *t, int producer,
                          int consumer, struct cost_ep_route *out);
+/* Whether the plan edge from `producer` to `consumer` is a mixture of
+ * experts' dispatch (out of a MoEDispatch) or combine (into a MoECombine),
+ * whatever the dispatcher: what training.moe_a2a_overlap runs beside the
+ * paired pass's compute. */
+bool cost_moe_edge(const struct graph *g, int producer, int consumer);
 /* For an AllToAll of a group of n ranks on the topology: false unless it
  * spans servers in whole blocks (topo_server_blocks) of *per_server
  * ranks; then *to_server, the share of S a rank sends to each other

@@ -770,6 +770,10 @@ static void edges(struct est_ctx *c, const struct plan *p)
 			ring_overlap(c, x->ring, eo->comm_forward_s - f0, eo->comm_backward_s - b0, eo);
 		else if (x->n_hide > 0)
 			hide_overlap(c, p, x, eo->comm_forward_s - f0, eo->comm_backward_s - b0, eo);
+		if (cost_moe_edge(c->g, x->producer, x->consumer)) {
+			eo->moe_forward_s += eo->comm_forward_s - f0;
+			eo->moe_backward_s += eo->comm_backward_s - b0;
+		}
 	}
 	hide_input_grads(c, p);
 }
@@ -1110,13 +1114,21 @@ static double overlapped_tail(const struct est_ctx *c, int st, const double *rs_
 /* ------------------------------------------------------------ per stage */
 
 /* The most activation bytes a stage holds at once, walking its schedule:
- * a unit's forward adds its chunk's, its backward frees them. */
+ * a unit's forward adds its chunk's, its backward frees them; a combined
+ * F&B (plan_combined_schedule) frees the backward's layer by layer as its
+ * forward keeps its own, counted at its end (one layer's bytes above
+ * that, at most, not counted). */
 static void in_flight(const struct prog_slot *sl, int n, const double *act, const struct plan_part *pp,
                       double *bytes, double *units)
 {
 	double cur = 0, k = 0;
 	*bytes = *units = 0;
 	for (int i = 0; i < n; i++) {
+		if (sl[i].fb) {
+			cur += act[sl[i].chunk] - act[sl[i].pair_chunk];
+			*bytes = cur > *bytes ? cur : *bytes;
+			continue;
+		}
 		/* a split backward keeps the activations its W reads (held
 		 * whole until W: the weight gradients' inputs are most of them) */
 		double sign = sl[i].split ? 0 : sl[i].backward || sl[i].weight ? -1 : 1;
@@ -1136,6 +1148,9 @@ struct stage_sums {
 	double weight_s;                     /* of micro_s, the weight gradients' compute (W) */
 	double recompute_talk_s;             /* of cat[EST_RECOMPUTE], the recomputed forwards'
 	                                        collectives */
+	double moe_forward_s, moe_backward_s; /* of cat[EST_REDISTRIBUTION] and
+	                                        cat[EST_COMM_BACKWARD]: the MoE dispatches and
+	                                        combines (est_op) */
 	bool dual;                           /* DualPipe: bubble_s is the stage's (dualpipe()) */
 	double bubble_s;
 };
@@ -1582,6 +1597,33 @@ static bool chunk_offload(struct est_ctx *c, struct arena *a, const struct plan 
 	return true;
 }
 
+/* training.moe_a2a_overlap, Megatron-Core's combined 1F1B
+ * (plan_combined_schedule; megatron/core/models/common/
+ * model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run): in an
+ * F&B the forward's dispatches and combines run on the communication
+ * stream beside the backward's compute, the backward's beside the
+ * forward's. Of a micro-batch's, min(A_f, C_b) + min(A_b, C_f) is hidden
+ * (A the all-to-alls, C the compute, recomputation included, as DualPipe's
+ * F&B: dual_replay), in the units the schedule pairs: m v less the warm-up
+ * of stage s, 2(P - s - 1) + (v - 1) P + 1 with virtual stages, P - s
+ * without (all of them when that reaches m v), the cool-down backwards
+ * alone. Taken off the stage's redistribution and backward communication
+ * and its micro-batch time; es->moe_hidden_s the seconds an iteration. */
+static void combined_hidden(const struct plan_part *pp, int st, int64_t m, struct est_stage *es,
+                            struct stage_sums *ss)
+{
+	int64_t P = pp->n_stages, v = pp->virtual_stages, units = m * v;
+	int64_t warm = (v > 1 ? 2 * (P - st - 1) + (v - 1) * P : P - st - 1) + 1;
+	double paired = warm >= units ? 0 : (double)(units - warm) / (double)units;
+	double cf = ss->cat[EST_COMPUTE_FORWARD];
+	double cb = ss->cat[EST_COMPUTE_BACKWARD] + ss->cat[EST_RECOMPUTE] - ss->recompute_talk_s;
+	double hf = fmin(ss->moe_forward_s, cb) * paired, hb = fmin(ss->moe_backward_s, cf) * paired;
+	ss->cat[EST_REDISTRIBUTION] -= hf;
+	ss->cat[EST_COMM_BACKWARD] -= hb;
+	ss->micro_s -= hf + hb;
+	es->moe_hidden_s = (hf + hb) * (double)m;
+}
+
 /* A stage: its chunks' per-micro-batch time, its tail, its memory. */
 static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, const bool *core,
                   int st, struct est_stage *es, struct stage_sums *ss)
@@ -1620,6 +1662,8 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			ss->cat[EST_COMM_FORWARD] += eo->comm_forward_s - eo->redistribution_s;
 			ss->cat[EST_REDISTRIBUTION] += eo->redistribution_s;
 			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
+			ss->moe_forward_s += eo->moe_forward_s;
+			ss->moe_backward_s += eo->moe_backward_s;
 			ss->cat[EST_RECOMPUTE] += eo->recompute_s * slow;
 			if (eo->recompute_s > 0)
 				ss->recompute_talk_s += (eo->recompute_s - eo->compute_forward_s) * slow;
@@ -1707,20 +1751,29 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	for (int k = 0; k <= EST_GRADIENT_SYNC; k++)
 		if (k != EST_OPTIMIZER)
 			ss->micro_s += ss->cat[k];
+	if (tr->moe_a2a_overlap && tr->schedule != SCHED_DUALPIPE)
+		combined_hidden(pp, st, e->steps_per_iteration, es, ss);
 	/* The stage's order of units (plan_schedule). The most in flight does
 	 * not grow past 2 x P micro-batches with 1F1B and interleaving (their
 	 * warm-up is at most that long), and GPipe holds every micro-batch: one
 	 * is walked and scaled. The drain, where the buckets run, is the last
 	 * group's whatever the count. So the walk, and the estimate, cost the
 	 * same whatever the micro-batch count. */
-	struct prog_slot *sl;
+	struct prog_slot *sl, *mem_sl;
 	int64_t m = e->steps_per_iteration, walk = m, cap = 2 * (int64_t)pp->n_stages;
 	if (tr->schedule == SCHED_GPIPE)
 		walk = 1;
 	else if (m > cap)
 		walk = cap;
-	int n = plan_schedule(a, pp, walk, tr->schedule, st, &sl);
+	int n = plan_schedule(a, pp, walk, tr->schedule, st, &sl), mem_n = n;
 	if (n < 0)
+		return false;
+	/* the combined 1F1B's order holds the activations; the walks below
+	 * (the buckets and gathers under the units) follow the plain order
+	 * it pairs */
+	mem_sl = sl;
+	if (tr->moe_a2a_overlap && tr->schedule != SCHED_DUALPIPE &&
+	    (mem_n = plan_combined_schedule(a, pp, walk, st, &mem_sl)) < 0)
 		return false;
 	const struct prog_slot *order = tr->schedule == SCHED_GPIPE ? NULL : sl;
 	if (tr->overlap_param_gather) {
@@ -1751,7 +1804,7 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	es->micro_s = ss->micro_s;
 	es->p2p_s = ss->cat[EST_PIPELINE_P2P];
 	/* memory: activations in flight by the schedule, buffers */
-	in_flight(sl, n, act, pp, &es->mem.activations, &es->in_flight);
+	in_flight(mem_sl, mem_n, act, pp, &es->mem.activations, &es->in_flight);
 	if (tr->schedule == SCHED_GPIPE) {
 		es->mem.activations *= (double)m;
 		es->in_flight *= (double)m;

@@ -88,22 +88,26 @@ double cost_moe_alltoall_s(const struct topology *t, const int64_t *ep_ranks, in
 	return cost_collective_algo_s(t, STEP_ALLTOALL, COLL_AUTO, ep_ranks, ep, l->dispatch_bytes);
 }
 
+bool cost_moe_edge(const struct graph *g, int producer, int consumer)
+{
+	return (producer >= 0 && g->ops[producer].kind == OP_MOEDISPATCH) ||
+	       (consumer >= 0 && g->ops[consumer].kind == OP_MOECOMBINE);
+}
+
 bool cost_moe_edge_route(const struct graph *g, const struct training *t, int producer,
                          int consumer, struct cost_ep_route *out)
 {
 	/* the slots [E, C, h] against the tokens [T, h] */
 	const struct tensor *slots, *tokens;
 	out->experts = out->copies = 0;
-	if (!moe_dispatch_per_server(t->moe_dispatcher)) {
+	if (!moe_dispatch_per_server(t->moe_dispatcher) || !cost_moe_edge(g, producer, consumer)) {
 		return false;
 	} else if (producer >= 0 && g->ops[producer].kind == OP_MOEDISPATCH) {
 		slots = &g->tensors[g->ops[producer].out[0]];
 		tokens = &g->tensors[g->ops[producer].in[0]];
-	} else if (consumer >= 0 && g->ops[consumer].kind == OP_MOECOMBINE) {
+	} else {
 		slots = &g->tensors[g->ops[consumer].in[0]];
 		tokens = &g->tensors[g->ops[consumer].out[0]];
-	} else {
-		return false;
 	}
 	if (slots->rank != 3 || tokens->rank != 2 || tokens->dims[0] < 1)
 		return false;

@@ -763,8 +763,12 @@ static int zb_greedy(struct prog_slot *s, int64_t m, const struct plan_part *pp,
 	return n;
 }
 
-int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
-                  enum pipeline_schedule sched, int stage, struct prog_slot **out)
+/* plan_schedule's orders; `combined`: Megatron-Core's combined 1F1B
+ * (plan_combined_schedule), one more warm-up forward and each steady
+ * forward and backward one F&B slot. */
+static int one_f_one_b(struct arena *a, const struct plan_part *pp, int64_t m,
+                       enum pipeline_schedule sched, bool combined, int stage,
+                       struct prog_slot **out)
 {
 	int P = pp->n_stages, v = pp->virtual_stages;
 	int64_t total = m * v, warm;
@@ -787,27 +791,53 @@ int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
 		warm = 2 * (int64_t)(P - stage - 1) + (int64_t)(v - 1) * P;
 	else
 		warm = P - stage - 1;
+	/* get_pp_rank_microbatches: "one extra micro-batch forward step
+	 * before the 1f1b stages" (no pipeline: the first forward alone) */
+	if (combined)
+		warm += 1;
 	if (warm > total)
 		warm = total;
 	int n = 0;
-	/* warm-up forwards; then one forward, one backward; then the
-	 * cool-down backwards. GPipe: every forward, then every backward,
-	 * the last micro-batch first. */
+	/* warm-up forwards; then one forward, one backward (combined: the
+	 * two one F&B slot); then the cool-down backwards. GPipe: every
+	 * forward, then every backward, the last micro-batch first. */
 	for (int64_t k = 0; k < warm; k++)
 		s[n++] = unit(k, P, v, stage, false);
 	for (int64_t k = 0; k < total - warm; k++) {
 		s[n++] = unit(warm + k, P, v, stage, false);
-		s[n++] = unit(k, P, v, stage, true);
+		struct prog_slot b = unit(k, P, v, stage, true);
+		if (combined) {
+			s[n - 1].fb = true;
+			s[n - 1].pair_chunk = b.chunk;
+			s[n - 1].pair_micro = b.micro;
+		} else {
+			s[n++] = b;
+		}
 	}
 	for (int64_t k = total - warm; k < total; k++)
 		s[n++] = unit(sched == SCHED_GPIPE && v == 1 ? total - 1 - k : k, P, v, stage, true);
 	/* The last backward of each chunk: where its once-per-iteration
 	 * gradient synchronisation starts. */
-	for (int i = n - 1; i >= 0; i--)
-		if (s[i].backward && !seen[s[i].chunk])
-			s[i].last = seen[s[i].chunk] = true;
+	for (int i = n - 1; i >= 0; i--) {
+		int done = s[i].backward ? s[i].chunk : s[i].fb ? s[i].pair_chunk : -1;
+		if (done >= 0 && !seen[done])
+			s[i].last = seen[done] = true;
+	}
 	*out = s;
 	return n;
+}
+
+int plan_schedule(struct arena *a, const struct plan_part *pp, int64_t m,
+                  enum pipeline_schedule sched, int stage, struct prog_slot **out)
+{
+	return one_f_one_b(a, pp, m, sched, false, stage, out);
+}
+
+int plan_combined_schedule(struct arena *a, const struct plan_part *pp, int64_t m, int stage,
+                           struct prog_slot **out)
+{
+	return one_f_one_b(a, pp, m, pp->virtual_stages > 1 ? SCHED_INTERLEAVED_1F1B : SCHED_1F1B,
+	                   true, stage, out);
 }
 
 /* DualPipe's order (cost.h, plan_dualpipe_schedule), the eight steps of
@@ -856,7 +886,8 @@ static void dual_w(struct dual_order *o)
 static void dual_fb(struct dual_order *o, int fdir, int bdir)
 {
 	o->s[o->n++] = (struct prog_slot){.chunk = o->chunk[fdir], .micro = o->f[fdir]++,
-	                                  .fb = true, .pair_micro = o->b[bdir]++};
+	                                  .fb = true, .pair_chunk = o->chunk[bdir],
+	                                  .pair_micro = o->b[bdir]++};
 }
 
 int plan_dualpipe_schedule(struct arena *a, int P, int64_t m, int stage, struct prog_slot **out)

@@ -510,10 +510,11 @@ Test(export, megatron_moe_dispatcher)
 	char model[4352], training[160], want[96]; /* source_root() is a path */
 	static const char *const backend[] = {NULL, "hybridep", "deepep"};
 	for (int k = 0; k < 3; k++) {
+		/* the HybridEP run with its all-to-alls overlapped, too */
 		snprintf(training, sizeof training,
-		         "{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 8%s%s%s}",
+		         "{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 8%s%s%s%s}",
 		         backend[k] ? ", \"moe_dispatcher\": \"" : "", backend[k] ? backend[k] : "",
-		         backend[k] ? "\"" : "");
+		         backend[k] ? "\"" : "", k == 1 ? ", \"moe_a2a_overlap\": true" : "");
 		struct cli_run r = export_scenario(
 			hf_model(model, sizeof model, "qwen3-30b-a3b.json", 8), training);
 		cr_assert_eq(r.status, 0, "%s", r.out);
@@ -528,6 +529,8 @@ Test(export, megatron_moe_dispatcher)
 		             "%s", r.out);
 		cr_expect_eq(strstr(r.out, "--moe-pad-expert-input-to-capacity") != NULL, !flex, "%s",
 		             r.out);
+		cr_expect_eq(strstr(r.out, "--overlap-moe-expert-parallel-comm \\\n") != NULL, k == 1,
+		             "%s", r.out);
 		free(r.out);
 	}
 }

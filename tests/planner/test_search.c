@@ -822,3 +822,41 @@ Test(search, an_mtp_module_is_no_layer_of_the_split)
 	cr_expect_gt(seen[4], 0);
 	cr_expect_eq(seen[3], 0);
 }
+
+/* training.moe_a2a_overlap in megatron-search: each configuration runs the
+ * all-to-alls overlapped where Megatron-Core accepts it
+ * (scenario_moe_a2a_overlap_refusal) and without where it does not: with
+ * expert parallelism and 1F1B without a pipeline, or interleaved; not
+ * under a plain pipeline, without EP, or with full recomputation. */
+Test(search, moe_a2a_overlap_where_megatron_runs_it)
+{
+	struct scenario *s = fixture_generated(
+	        A, &D,
+	        "{\"kind\": \"llama\", \"hidden\": 64, \"layers\": 4, \"heads\": 4, \"seq\": 64, "
+	        "\"vocab\": 256, \"micro_batch\": 4, \"dtype\": \"bf16\", \"ffn\": 128, "
+	        "\"experts\": 4, \"top_k\": 2}",
+	        "dgx-a100", 4, "{\"global_batch\": 8, \"expert_parallel\": 4, \"moe_a2a_overlap\": true}");
+	cr_assert_not_null(s);
+	static const struct {
+		int64_t pp, v, ep;
+		enum pipeline_schedule sched;
+		enum recompute_mode rec;
+		bool on;
+	} cfg[] = {
+		{1, 1, 4, SCHED_1F1B, RECOMPUTE_NONE, true},
+		{2, 2, 2, SCHED_INTERLEAVED_1F1B, RECOMPUTE_SELECTIVE, true},
+		{2, 1, 2, SCHED_1F1B, RECOMPUTE_NONE, false},
+		{1, 1, 1, SCHED_1F1B, RECOMPUTE_NONE, false},
+		{1, 1, 4, SCHED_1F1B, RECOMPUTE_FULL, false},
+	};
+	for (size_t k = 0; k < sizeof cfg / sizeof cfg[0]; k++) {
+		struct search_config c = {.tp = 1, .pp = cfg[k].pp, .dp = 4 / cfg[k].pp, .micro_batch = 1,
+		                          .ep = cfg[k].ep, .schedule = cfg[k].sched,
+		                          .virtual_stages = cfg[k].v, .recompute = cfg[k].rec,
+		                          .zero_stage = 1};
+		c.micro_batches = 8 / c.dp;
+		struct scenario *x = plan_search_scenario(A, s, &c, &D);
+		cr_assert_not_null(x, "config %zu", k);
+		cr_expect_eq(x->training.moe_a2a_overlap, cfg[k].on, "config %zu", k);
+	}
+}

@@ -391,6 +391,61 @@ Test(scenarios, moe_dispatcher_read_and_written)
 	cr_expect_eq(s->training.moe_dispatcher, MOE_DISPATCH_DEEPEP);
 }
 
+/* A 2-layer mixture of experts on two DGX H100. */
+#define TINY_MOE(training)                                                                      \
+	"{\"format\": \"shardlab-scenario\", \"version\": 1, \"name\": \"moe\","                    \
+	" \"model\": {\"name\": \"moe\", \"generator\": {\"kind\": \"llama\", \"hidden\": 64,"       \
+	"   \"layers\": 2, \"heads\": 4, \"ffn\": 128, \"seq\": 32, \"vocab\": 128,"                \
+	"   \"experts\": 4, \"top_k\": 2, \"micro_batch\": 8, \"dtype\": \"bf16\"}},"               \
+	" \"topology\": \"../topologies/dgx-h100-x64.json\", \"devices\": 16,"                       \
+	" \"training\": {\"global_batch\": 16" training "}}"
+
+/* training.moe_a2a_overlap: false by default and not written; true read
+ * and written back; refused, on its own line, where Megatron-Core refuses
+ * --overlap-moe-expert-parallel-comm (TransformerConfig.__post_init__): no
+ * expert parallelism, a pipeline without virtual stages, full
+ * recomputation, or a schedule other than 1F1B's. */
+Test(scenarios, moe_a2a_overlap_read_written_and_refused)
+{
+	struct scenario *s = parse(TINY_MOE(""));
+	cr_assert_not_null(s);
+	cr_expect_not(s->training.moe_a2a_overlap);
+	cJSON *j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	cr_expect_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "training"),
+	                                                "moe_a2a_overlap"));
+	cJSON_Delete(j);
+	s = parse(TINY_MOE(", \"expert_parallel\": 2, \"moe_a2a_overlap\": true"));
+	cr_assert_not_null(s);
+	cr_expect(s->training.moe_a2a_overlap);
+	j = scenario_json(A, s, "scenarios");
+	cr_assert_not_null(j);
+	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetObjectItemCaseSensitive(j, "training"), "moe_a2a_overlap")));
+	cJSON_Delete(j);
+	static const struct {
+		const char *training, *why;
+	} bad[] = {
+		{", \"moe_a2a_overlap\": true", "set expert_parallel above 1"},
+		{", \"expert_parallel\": 2, \"pipeline_stages\": 2, \"moe_a2a_overlap\": true",
+		 "set virtual_stages above 1"},
+		{", \"expert_parallel\": 2, \"recompute\": \"full\", \"moe_a2a_overlap\": true",
+		 "refuses full recomputation"},
+		{", \"expert_parallel\": 2, \"pipeline_stages\": 2, \"schedule\": \"zb-h1\","
+		 " \"moe_a2a_overlap\": true", "schedule \"1f1b\""},
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+		char text[1024];
+		snprintf(text, sizeof text, TINY_MOE("%s"), bad[k].training);
+		size_t before = D.count;
+		cr_expect_null(parse(text), "%s", bad[k].training);
+		cr_assert_gt(D.count, before, "%s", bad[k].training);
+		char *msg = diag_format(&D.items[before]);
+		cr_expect(strstr(msg, "training.moe_a2a_overlap") && strstr(msg, bad[k].why), "%s", msg);
+		free(msg);
+	}
+}
+
 /* training.pipeline_scatter_gather: true by default (Megatron-LM's
  * scatter/gather of the pipeline's sends), false read as whole sends and
  * written back by scenario_json only then. */

@@ -1100,6 +1100,20 @@ Test(lower, activation_offload_waits_are_the_estimates)
 	}
 }
 
+/* Two plans of generator `gen` on 16 GPUs of two DGX H100, the trainings
+ * `t[0]` and `t[1]`, estimated and lowered with every gradient its own
+ * bucket. */
+static void moe_pair(const char *gen, const char *const t[2], struct scenario *s[2],
+                     struct program prog[2], struct estimate e[2])
+{
+	for (int k = 0; k < 2; k++) {
+		s[k] = fixture_generated(A, &D, gen, "dgx-h100-x64", 16, t[k]);
+		cr_assert_not_null(s[k]);
+		s[k]->training.gradient_bucket_bytes = 0; /* as the lowering below */
+		megatron_lowered(s[k], &prog[k], &e[k]);
+	}
+}
+
 /* training.moe_dispatcher: a one-layer MoE (16 experts, top-4, h 256) over
  * EP 16 on two DGX H100. Every AllToAll of the program is a dispatch or a
  * combine and carries the route (16 experts, 4 slots a token) only under
@@ -1116,19 +1130,14 @@ Test(lower, moe_dispatcher_hybridep_prices_and_simulates_the_route)
 		"{\"kind\": \"llama\", \"hidden\": 256, \"layers\": 1, \"heads\": 4, \"ffn\": 512,"
 		" \"seq\": 1024, \"vocab\": 64, \"experts\": 16, \"top_k\": 4, \"micro_batch\": 16,"
 		" \"dtype\": \"bf16\"}";
+	static const char *const t[2] = {
+		"{\"global_batch\": 32, \"tensor_parallel\": 1, \"expert_parallel\": 16}",
+		"{\"global_batch\": 32, \"tensor_parallel\": 1, \"expert_parallel\": 16,"
+		" \"moe_dispatcher\": \"hybridep\"}"};
 	struct scenario *s[2];
 	struct program prog[2];
 	struct estimate e[2];
-	for (int k = 0; k < 2; k++) {
-		s[k] = fixture_generated(
-			A, &D, gen, "dgx-h100-x64", 16,
-			k ? "{\"global_batch\": 32, \"tensor_parallel\": 1, \"expert_parallel\": 16,"
-			    " \"moe_dispatcher\": \"hybridep\"}"
-			  : "{\"global_batch\": 32, \"tensor_parallel\": 1, \"expert_parallel\": 16}");
-		cr_assert_not_null(s[k]);
-		s[k]->training.gradient_bucket_bytes = 0; /* as the lowering below */
-		megatron_lowered(s[k], &prog[k], &e[k]);
-	}
+	moe_pair(gen, t, s, prog, e);
 	cr_expect_eq(s[1]->training.moe_dispatcher, MOE_DISPATCH_HYBRIDEP);
 	int64_t ranks[16];
 	for (int i = 0; i < 16; i++)
@@ -1179,4 +1188,73 @@ Test(lower, moe_dispatcher_hybridep_prices_and_simulates_the_route)
 		          "%s: simulated %.6g s, estimated %.6g s", k ? "hybridep" : "alltoall",
 		          r.iteration_s, e[k].iteration_s);
 	}
+}
+
+/* training.moe_a2a_overlap, Megatron-Core's combined 1F1B without a
+ * pipeline (combined_1f1b_schedule_for_no_pipelining): the first forward
+ * alone, then m - 1 F&B slots, each micro-batch's forward beside the
+ * backward of the one before, then the last backward alone. In an F&B the
+ * forward's dispatch and combine run beside the backward's compute and
+ * the backward's beside the forward's: per pair min(A_f, C_b) + min(A_b,
+ * C_f) hidden. The one-layer model on two servers: every other
+ * communication is the gradients' once an iteration, so A_f is the
+ * redistribution and A_b the backward communication of a micro-batch. */
+Test(lower, moe_a2a_overlap_pairs_the_micro_batches)
+{
+	static const char *const gen =
+		"{\"kind\": \"llama\", \"hidden\": 1024, \"layers\": 1, \"heads\": 8, \"ffn\": 2048,"
+		" \"seq\": 1024, \"vocab\": 64, \"experts\": 16, \"top_k\": 2, \"micro_batch\": 16,"
+		" \"dtype\": \"bf16\"}";
+	static const char *const t[2] = {
+		"{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 16}",
+		"{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 16,"
+		" \"moe_a2a_overlap\": true}"};
+	struct scenario *s[2];
+	struct program prog[2];
+	struct estimate e[2];
+	moe_pair(gen, t, s, prog, e);
+	cr_expect(s[1]->training.moe_a2a_overlap);
+	double m = 4;
+	cr_assert_eq(e[0].steps_per_iteration, 4);
+	/* the order: F0, F1&B0, F2&B1, F3&B2, B3 */
+	const struct prog_stage *st = &prog[1].stages[0];
+	cr_assert_eq(st->n_slots, 5);
+	cr_expect(!st->slots[0].fb && !st->slots[0].backward && st->slots[0].micro == 0);
+	for (int i = 1; i < 4; i++) {
+		cr_expect(st->slots[i].fb, "slot %d", i);
+		cr_expect_eq(st->slots[i].micro, i);
+		cr_expect_eq(st->slots[i].pair_chunk, 0);
+		cr_expect_eq(st->slots[i].pair_micro, i - 1);
+	}
+	cr_expect(st->slots[4].backward && st->slots[4].micro == 3 && st->slots[4].last);
+	cr_expect(prog[1].combined && !prog[0].combined);
+	/* every AllToAll a dispatch's or combine's, and nothing else */
+	for (int i = 0; i < prog[1].n_steps; i++) {
+		const struct prog_step *x = &prog[1].steps[i];
+		if (x->kind == PROG_COLLECTIVE)
+			cr_expect_eq(x->moe, x->coll == STEP_ALLTOALL, "%s", x->label);
+	}
+	const double *c = e[0].category_s;
+	double af = c[EST_REDISTRIBUTION] / m, ab = c[EST_COMM_BACKWARD] / m;
+	double cf = c[EST_COMPUTE_FORWARD] / m, cb = (c[EST_COMPUTE_BACKWARD] + c[EST_RECOMPUTE]) / m;
+	cr_assert_gt(af, 0);
+	cr_assert_gt(ab, 0);
+	double hidden = (m - 1) * (fmin(af, cb) + fmin(ab, cf));
+	cr_expect_float_eq(e[0].iteration_s - e[1].iteration_s, hidden, 1e-12, "%.9g against %.9g",
+	                   e[0].iteration_s - e[1].iteration_s, hidden);
+	cr_expect_float_eq(e[1].stages[0].moe_hidden_s, hidden, 1e-12);
+	cr_expect_float_eq(e[1].category_s[EST_REDISTRIBUTION],
+	                   c[EST_REDISTRIBUTION] - (m - 1) * fmin(af, cb), 1e-12);
+	/* the activations: one micro-batch in flight, as plain 1F1B */
+	cr_expect_float_eq(e[1].activation_bytes, e[0].activation_bytes, 1e-9);
+	/* the simulation pairs them as the estimate does */
+	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
+	struct sim_result r[2];
+	for (int k = 0; k < 2; k++) {
+		cr_assert(sim_run(A, s[k]->topo, &prog[k], &so, &r[k], &D));
+		cr_expect(fabs(r[k].iteration_s - e[k].iteration_s) <= 0.03 * e[k].iteration_s,
+		          "%s: simulated %.6g s, estimated %.6g s", k ? "combined" : "1F1B",
+		          r[k].iteration_s, e[k].iteration_s);
+	}
+	cr_expect_lt(r[1].iteration_s, r[0].iteration_s - 0.5 * hidden);
 }

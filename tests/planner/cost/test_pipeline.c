@@ -88,8 +88,42 @@ static void expect_order(const struct prog_slot *sl, int n, const char *want)
 		snprintf(got + k, sizeof got - k, "%s%c%lld.%d", i ? " " : "",
 		         sl[i].weight ? 'W' : sl[i].backward ? 'B' : 'F', (long long)sl[i].micro,
 		         sl[i].chunk);
+		k = strlen(got);
+		if (sl[i].fb)  /* an F&B: the backward beside the forward */
+			snprintf(got + k, sizeof got - k, "&B%lld.%d", (long long)sl[i].pair_micro,
+			         sl[i].pair_chunk);
 	}
 	cr_expect_str_eq(got, want);
+}
+
+/* Megatron-Core's combined 1F1B (overlap_moe_expert_parallel_comm;
+ * schedules.py get_pp_rank_microbatches: one more warm-up forward), by
+ * hand. Without a pipeline (combined_1f1b_schedule_for_no_pipelining's
+ * docstring): the first forward alone, each next forward with the
+ * backward before it, the last backward alone. Interleaved, P = 2, v = 2,
+ * m = 4, stage 0: the plain order above's 4 warm-up forwards and one more
+ * (F2.0), then each steady forward with the backward 1F1B runs after it
+ * (F3.0 with B0.2, F2.2 with B1.2, F3.2 with B0.0), then the cool-down
+ * backwards alone; stage 1 warms up (v-1)P + 1 = 3 forwards. */
+Test(pipeline, combined_1f1b_in_order)
+{
+	struct plan_part one = {.n_stages = 1, .virtual_stages = 1, .n_chunks = 1};
+	struct prog_slot *sl;
+	int n = plan_combined_schedule(A, &one, 4, 0, &sl);
+	cr_assert_eq(n, 5);
+	expect_order(sl, n, "F0.0 F1.0&B0.0 F2.0&B1.0 F3.0&B2.0 B3.0");
+	cr_expect(sl[4].last && !sl[3].last, "the last backward starts the gradient sync");
+	struct plan_part iv = {.n_stages = 2, .virtual_stages = 2, .n_chunks = 4};
+	n = plan_combined_schedule(A, &iv, 4, 0, &sl);
+	cr_assert_eq(n, 13);
+	expect_order(sl, n, "F0.0 F1.0 F0.2 F1.2 F2.0 F3.0&B0.2 F2.2&B1.2 F3.2&B0.0 B1.0 B2.2 "
+	                    "B3.2 B2.0 B3.0");
+	n = plan_combined_schedule(A, &iv, 4, 1, &sl);
+	expect_order(sl, n, "F0.1 F1.1 F0.3 F1.3&B0.3 F2.1&B1.3 F3.1&B0.1 F2.3&B1.1 F3.3&B2.3 "
+	                    "B3.3 B2.1 B3.1");
+	/* one micro-batch: nothing to pair */
+	n = plan_combined_schedule(A, &one, 1, 0, &sl);
+	expect_order(sl, n, "F0.0 B0.0");
 }
 
 /* P = 4, m = 8. 1F1B: stage s runs P-s-1 warm-up forwards, then one
