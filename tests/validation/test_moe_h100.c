@@ -5,7 +5,9 @@
  * from them by hand (table_rows.h):
  *
  *   DP = 16 / (TP 1 x PP 1 x CP 1) = 16, micro-batches = 1024 / (1 x 16)
- *   = 64, tokens an iteration = 1024 x 4096,
+ *   = 64 (the 26.04 to 26.06 containers); with PP 2 (26.02, 26.02.01)
+ *   DP = 16 / (1 x 2 x 1) = 8 and 1024 / (1 x 8) = 128; tokens an
+ *   iteration = 1024 x 4096,
  *
  * and Qwen3-30B-A3B's parameters from its config.json (h 2048, 48 layers,
  * 32 query and 4 key-value heads of 128, QK-Norm, 128 experts of 768 with a
@@ -23,18 +25,25 @@ TestSuite(moe_h100, .init = fixture_setup, .fini = fixture_teardown);
 Test(moe_h100, rows_load_with_the_tables_parallelism_and_plan, .timeout = 300)
 {
 	static const struct table_row want[] = {
+		{"MB 26.02 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 2, 1, 12, 128, 30532122624, false},
+		{"MB 26.02.01 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 2, 1, 12, 128, 30532122624, false},
 		{"MB 26.04 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 1, 1, 1, 64, 30532122624, false},
 		{"MB 26.04.01 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 1, 1, 1, 64, 30532122624, false},
 		{"MB 26.06 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 1, 1, 1, 64, 30532122624, false},
 	};
 	table_rows_check("validation/moe-h100.json", want, (int)(sizeof want / sizeof want[0]));
-	/* each row with the dispatcher its recipe names */
+	/* each row with the dispatcher, the expert parallelism and the
+	 * all-to-all overlap its recipe names: the 26.02 containers' DeepEP, EP
+	 * 8, moe_a2a_overlap; the later ones' HybridEP, EP 16, none */
 	struct validation *v = validation_load(A, "validation/moe-h100.json", &D);
 	cr_assert_not_null(v);
 	for (int i = 0; i < v->n_rows; i++) {
 		const struct scenario *s = v->training[i].scenario;
-		cr_expect_eq(s->training.moe_dispatcher, MOE_DISPATCH_HYBRIDEP, "%s", v->training[i].name);
-		cr_expect_eq(s->training.expert_parallel, 16, "%s", v->training[i].name);
+		bool early = i < 2;
+		cr_expect_eq(s->training.moe_dispatcher, early ? MOE_DISPATCH_DEEPEP : MOE_DISPATCH_HYBRIDEP,
+		             "%s", v->training[i].name);
+		cr_expect_eq(s->training.expert_parallel, early ? 8 : 16, "%s", v->training[i].name);
+		cr_expect_eq(s->training.moe_a2a_overlap, early, "%s", v->training[i].name);
 	}
 	/* and the plan column names the dispatcher beside the expert
 	 * parallelism, so a reader sees which of the two priced the row (in the
