@@ -99,17 +99,26 @@ int graph_builder_tensor(struct graph_builder *b, const char *name, enum tensor_
 	return add_tensor(b, name, role, dt, rank, dims, e);
 }
 
-/* The MatMul whose output, through the Softmax or Sigmoid that makes it
- * probabilities, weighs a MoECombine's picks (its third input): the
- * router, which frameworks run apart from the other Linears (cost.h,
- * cost_fp8_linear). */
-static void mark_router(struct graph *g, int probs)
+/* models.h */
+int graph_moe_router_of(const struct graph *g, int probs, int *gate)
 {
 	int p = g->tensors[probs].producer;
+	*gate = -1;
 	if (p < 0 || (g->ops[p].kind != OP_SOFTMAX && g->ops[p].kind != OP_SIGMOID))
-		return;
+		return -1;
 	int r = g->tensors[g->ops[p].in[0]].producer;
-	if (r >= 0 && g->ops[r].kind == OP_MATMUL)
+	if (r < 0 || g->ops[r].kind != OP_MATMUL)
+		return -1;
+	*gate = p;
+	return r;
+}
+
+/* The router, which frameworks run apart from the other Linears (cost.h,
+ * cost_fp8_linear), marked when its MoECombine is built. */
+static void mark_router(struct graph *g, int probs)
+{
+	int gate, r = graph_moe_router_of(g, probs, &gate);
+	if (r >= 0)
 		g->ops[r].moe_router = true;
 }
 

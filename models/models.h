@@ -283,6 +283,12 @@ int graph_find_op(const struct graph *g, const char *name);
  * pipeline's splits go by), -1 for the ops around them (embedding, head)
  * and for every op of a graph that names no layers. */
 int graph_op_layer(const struct op *o);
+/* A mixture of experts' router from a MoECombine's probabilities tensor
+ * `probs` (its third input): the MatMul whose output the Softmax or
+ * Sigmoid producing `probs` reads, its op index (-1 when there is none:
+ * the probabilities come from elsewhere); *gate that Softmax's or
+ * Sigmoid's (-1 with it). */
+int graph_moe_router_of(const struct graph *g, int probs, int *gate);
 /* Whether any of ops [lo, hi) belongs to a transformer layer: a pipeline
  * chunk that names none is one block to recomputation and memory. */
 bool graph_ops_name_layers(const struct graph *g, int lo, int hi);

@@ -212,10 +212,8 @@ static void mark_moe(struct mega *M)
 		}
 		if (o->kind == OP_MOECOMBINE) {
 			M->moe[i] = MOE_TOKENS;
-			int sm = g->tensors[o->in[2]].producer;
-			int r = sm >= 0 && (g->ops[sm].kind == OP_SOFTMAX || g->ops[sm].kind == OP_SIGMOID)
-			            ? g->tensors[g->ops[sm].in[0]].producer : -1;
-			if (r >= 0 && g->ops[r].kind == OP_MATMUL)
+			int sm, r = graph_moe_router_of(g, o->in[2], &sm);
+			if (r >= 0)
 				M->moe[sm] = M->moe[r] = MOE_TOKENS;
 			continue;
 		}
