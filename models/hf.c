@@ -637,6 +637,7 @@ struct cJSON *model_gen_json(const struct model_gen *g)
 		/* Left out at their defaults, so that files without them read back
 		 * and write out the same. */
 		if ((!strcmp(k, "dense_layers") && g->dense_layers <= 0) ||
+		    (!strcmp(k, "expert_ffn") && g->expert_ffn <= 0) ||
 		    (!strcmp(k, "shared_expert_gate") && !g->shared_expert_gate)) {
 			cJSON_Delete(v);
 			continue;

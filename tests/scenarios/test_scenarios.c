@@ -422,7 +422,16 @@ Test(scenarios, moe_a2a_overlap_read_written_and_refused)
 	cr_assert_not_null(j);
 	cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 	        cJSON_GetObjectItemCaseSensitive(j, "training"), "moe_a2a_overlap")));
+	/* and the file reads back (the generator's expert_ffn, 0 for the
+	 * MLP's ffn, left out: the reader takes 1 and up) */
+	char *written = cJSON_Print(j);
 	cJSON_Delete(j);
+	cr_assert_not_null(written);
+	struct scenario *back = parse(written);
+	free(written);
+	cr_assert_not_null(back);
+	cr_expect(back->training.moe_a2a_overlap);
+	cr_expect_eq(back->graph->n_ops, s->graph->n_ops);
 	static const struct {
 		const char *training, *why;
 	} bad[] = {
