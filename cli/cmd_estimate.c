@@ -56,7 +56,8 @@ static void help(FILE *f)
 	        "                  0 for none)\n"
 	        "  --json          print JSON: \"scenario\", \"model\", \"topology\",\n"
 	        "                  \"devices\", \"planner\", \"mode\", \"iteration_s\",\n"
-	        "                  \"hybridep_iteration_s\" (below),\n"
+	        "                  \"hybridep_iteration_s\" and\n"
+	        "                  \"moe_a2a_overlap_iteration_s\" (below),\n"
 	        "                  \"compute_s\", \"comm_s\", \"moe_hidden_s\" (with\n"
 	        "                  training.moe_a2a_overlap: the expert all-to-alls'\n"
 	        "                  seconds an iteration hidden, not in comm_s),\n"
@@ -122,7 +123,11 @@ static void help(FILE *f)
 	        "default dispatcher gets a note (and in JSON \"hybridep_iteration_s\"):\n"
 	        "its iteration with training.moe_dispatcher \"hybridep\", a token sent\n"
 	        "across once to each server holding one of its experts (docs/moe-cp.md,\n"
-	        "\"Dispatchers\"), when that is at least 1%% less.\n"
+	        "\"Dispatchers\"), when that is at least 1%% less. One whose parallelism\n"
+	        "Megatron-Core would run with training.moe_a2a_overlap and that does not\n"
+	        "set it gets another (\"moe_a2a_overlap_iteration_s\"): its iteration\n"
+	        "with the all-to-alls under another micro-batch's compute (docs/moe-cp.md,\n"
+	        "\"Overlapping the all-to-alls\"), when that is at least 1%% less.\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
 	        "stderr), 2 usage error (including a planner that is unknown or not\n"
@@ -179,8 +184,14 @@ static double share(double part, double whole)
 	return whole > 0 ? 100 * part / whole : 0;
 }
 
+/* A mixture of experts' two settings to try first (moe_notes): the
+ * iterations with them, 0 when not at least 1% less. */
+struct moe_notes {
+	double hybridep_s, overlap_s;
+};
+
 static void text_head(const struct plan *p, const struct estimate *e, const char *planner,
-                      double hybridep)
+                      const struct moe_notes *mn)
 {
 	char b1[32], b2[32];
 	printf("estimate %s: model %s on %" PRId64 " devices of %s, planner %s (%s redistribution)\n",
@@ -189,11 +200,16 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 	report_search_chosen(stdout, p);
 	cli_note_uncalibrated(stdout, p->scenario->topo);
 	cli_note_faults(stdout, p->scenario->topo, p->scenario->devices);
-	if (hybridep > 0)
+	if (mn->hybridep_s > 0)
 		printf("note: the expert all-to-alls cross servers; with training.moe_dispatcher "
 		       "\"hybridep\" (a token across once to each server that holds one of its "
 		       "experts; docs/moe-cp.md) the iteration is %s, %.0f%% less\n",
-		       sec(b1, sizeof b1, hybridep), 100 * (1 - hybridep / e->iteration_s));
+		       sec(b1, sizeof b1, mn->hybridep_s), 100 * (1 - mn->hybridep_s / e->iteration_s));
+	if (mn->overlap_s > 0)
+		printf("note: with training.moe_a2a_overlap (the expert all-to-alls under another "
+		       "micro-batch's compute, Megatron-Core's --overlap-moe-expert-parallel-comm; "
+		       "docs/moe-cp.md) the iteration is %s, %.0f%% less\n",
+		       sec(b1, sizeof b1, mn->overlap_s), 100 * (1 - mn->overlap_s / e->iteration_s));
 	printf("\n");
 	struct cal_interval iv;
 	char ivt[96];
@@ -450,12 +466,14 @@ static cJSON *json_op(const struct plan *p, const struct estimate *e, const stru
 }
 
 static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
-                            const struct report_options *ro, double hybridep)
+                            const struct report_options *ro, const struct moe_notes *mn)
 {
 	cJSON *root = report_json_head(p, ro);
 	cJSON_AddNumberToObject(root, "iteration_s", e->iteration_s);
-	if (hybridep > 0)
-		cJSON_AddNumberToObject(root, "hybridep_iteration_s", hybridep);
+	if (mn->hybridep_s > 0)
+		cJSON_AddNumberToObject(root, "hybridep_iteration_s", mn->hybridep_s);
+	if (mn->overlap_s > 0)
+		cJSON_AddNumberToObject(root, "moe_a2a_overlap_iteration_s", mn->overlap_s);
 	struct cal_interval iv;
 	cli_interval(p, &iv);
 	cJSON_AddItemToObject(root, "calibration", cli_calibration_json(p->scenario->topo));
@@ -512,26 +530,47 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 
 /* ------------------------------------------------------------------- run */
 
-/* A plan whose expert all-to-alls run Megatron-Core's all-to-all
- * dispatcher: its iteration with training.moe_dispatcher "hybridep"
- * instead (docs/moe-cp.md, "Dispatchers"), when that is at least 1% less
- * (the EP groups span servers); 0 otherwise. The scenario is put back. */
-static double hybridep_s(struct arena *ar, struct plan *p, struct scenario *s,
-                         const struct estimate *e)
+/* The plan's iteration under training `alt` instead of the scenario's,
+ * when that is at least 1% less; 0 otherwise. The scenario is put back. */
+static double alternative_s(struct arena *ar, struct plan *p, struct scenario *s,
+                            const struct estimate *e, const struct training *alt)
 {
-	bool moe = false;
-	for (int i = 0; i < p->graph->n_ops && !moe; i++)
-		moe = p->graph->ops[i].kind == OP_MOEDISPATCH;
-	if (!moe || s->training.moe_dispatcher != MOE_DISPATCH_ALLTOALL)
-		return 0;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct estimate h;
-	s->training.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+	struct training keep = s->training;
+	s->training = *alt;
 	bool ok = plan_estimate(ar, p, &h, &d);
-	s->training.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
+	s->training = keep;
 	diag_list_free(&d);
 	return ok && h.iteration_s < 0.99 * e->iteration_s ? h.iteration_s : 0;
+}
+
+/* A mixture of experts' two settings to try first (docs/moe-cp.md), each
+ * when it is at least 1% faster: the HybridEP dispatcher where the plan
+ * runs Megatron-Core's all-to-all one (the EP groups span servers), and
+ * the all-to-alls under another micro-batch's compute
+ * (training.moe_a2a_overlap) where Megatron-Core would run it with the
+ * scenario's parallelism. */
+static struct moe_notes moe_notes(struct arena *ar, struct plan *p, struct scenario *s,
+                                  const struct estimate *e)
+{
+	struct moe_notes n = {0, 0};
+	bool moe = false;
+	for (int i = 0; i < p->graph->n_ops && !moe; i++)
+		moe = p->graph->ops[i].kind == OP_MOEDISPATCH;
+	if (!moe)
+		return n;
+	struct training alt = s->training;
+	if (alt.moe_dispatcher == MOE_DISPATCH_ALLTOALL) {
+		alt.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+		n.hybridep_s = alternative_s(ar, p, s, e, &alt);
+	}
+	alt = s->training;
+	alt.moe_a2a_overlap = true;
+	if (!s->training.moe_a2a_overlap && !scenario_moe_a2a_overlap_refusal(&alt))
+		n.overlap_s = alternative_s(ar, p, s, e, &alt);
+	return n;
 }
 
 static void fallback_warning(const struct plan *p, const struct estimate *e)
@@ -565,18 +604,18 @@ int cmd_estimate(int argc, char **argv)
 	cli_print_diags(&d);
 	struct report_options o = {.command = "estimate", .planner = planner_names[kind]};
 	rc = ok ? EXIT_OK : EXIT_INVALID;
-	double hy = 0;
+	struct moe_notes mn = {0, 0};
 	if (ok) {
 		fallback_warning(p, &e);
 		if (!a.csv)
-			hy = hybridep_s(ar, p, s, &e);
+			mn = moe_notes(ar, p, s, &e);
 	}
 	if (ok && a.json) {
-		rc = report_print_json(json_estimate(p, &e, &o, hy), "estimate");
+		rc = report_print_json(json_estimate(p, &e, &o, &mn), "estimate");
 	} else if (ok && a.csv) {
 		csv_ops(p, &e);
 	} else if (ok) {
-		text_head(p, &e, o.planner, hy);
+		text_head(p, &e, o.planner, &mn);
 		text_breakdown(&e);
 		text_pipeline(p, &e);
 		text_memory(p, &e);

@@ -1073,6 +1073,66 @@ Test(cli, estimate_notes_the_hybridep_dispatcher)
 	free(r.out);
 }
 
+/* ...and, where Megatron-Core would run it with the scenario's
+ * parallelism (one stage, expert parallelism 16), the iteration with the
+ * all-to-alls under another micro-batch's compute: the estimate of the
+ * same scenario with training.moe_a2a_overlap set, in the note and the
+ * JSON; not offered once the scenario sets it. */
+Test(cli, estimate_notes_the_moe_a2a_overlap)
+{
+	const char *sc = "tests/data/good/moe-two-servers-16p.json";
+	char args[256];
+	snprintf(args, sizeof args, "estimate --json --calibration none %s", sc);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j);
+	const cJSON *ov = cJSON_GetObjectItemCaseSensitive(j, "moe_a2a_overlap_iteration_s");
+	cr_assert(cJSON_IsNumber(ov), "%s", r.out);
+	struct diag_list d;
+	diag_list_init(&d);
+	struct arena *a = arena_new();
+	struct scenario *s = scenario_load(a, sc, &d);
+	cr_assert_not_null(s);
+	s->training.moe_a2a_overlap = true;
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(a, s, &o, &d);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(a, p, &e, &d));
+	cr_expect(fabs(ov->valuedouble - e.iteration_s) <= 1e-9 * e.iteration_s, "%.12g against %.12g",
+	          ov->valuedouble, e.iteration_s);
+	cJSON_Delete(j);
+	free(r.out);
+	snprintf(args, sizeof args, "estimate --calibration none %s", sc);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "note: with training.moe_a2a_overlap"), "%s", r.out);
+	free(r.out);
+	/* set, it is priced, not offered */
+	char dir[] = "/tmp/shardlab-a2a-XXXXXX", path[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/overlap.json", dir);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	cJSON *sj = scenario_json(a, s, dir);
+	char *text = cJSON_Print(sj);
+	fputs(text, f);
+	fclose(f);
+	free(text);
+	cJSON_Delete(sj);
+	snprintf(args, sizeof args, "estimate --calibration none %s", path);
+	r = fixture_shardlab(args, false);
+	unlink(path);
+	rmdir(dir);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect_null(strstr(r.out, "note: with training.moe_a2a_overlap"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "all-to-alls hidden"), "%s", r.out);
+	free(r.out);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
 /* Megatron-LM's 8.3B GPT replicated on every A100 (data parallel) cannot
  * fit 80 GB: bf16 parameters, fp32 gradients (2 + 4 bytes) and Adam's fp32
  * master weights and two moments (12 bytes) are 18 bytes per parameter,
