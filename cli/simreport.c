@@ -226,6 +226,11 @@ const char *report_strategy_summary(char *buf, size_t size, const struct plan *p
 			continue;
 		tp = tp < 1 || tp > split || split % tp ? 1 : tp;
 		ep_most = ep > ep_most ? ep : ep_most;
+		/* the experts, named by EP below, leave TP x DP to the rest:
+		 * folded over the tensor-parallel ranks (EP above DP) they would
+		 * read as TP 1 x DP EP */
+		if (ep > 1)
+			continue;
 		struct sr_pattern key = {tp, split / tp, p->n_devices / split, op->flops};
 		int k = 0;
 		while (k < n && (pat[k].tp != key.tp || pat[k].dp != key.dp || pat[k].copies != key.copies))

@@ -81,7 +81,10 @@ struct mega {
 	uint8_t *batch;         /* per tensor: bit k set when dimension k carries the batch */
 	enum mega_role *role;   /* per op */
 	bool *seq;              /* per op: sequence parallel (dp and mp both cut the batch dim) */
-	int64_t ep;             /* expert-parallel degree (divides d) */
+	int64_t ep;             /* expert-parallel degree (divides d; or, folded, a multiple of t
+	                           dividing d x t) */
+	bool fold;              /* ep > d: Megatron-Core's parallel folding, the experts over the
+	                           stage's tensor- and data-parallel ranks (ETP 1) */
 	uint8_t *moe;           /* per op: MOE_EXPERT, MOE_TOKENS or 0 */
 	int64_t kv_rep;         /* T / the key-value heads when T exceeds them (each head's
 	                           ranks), else 1 */
@@ -778,7 +781,10 @@ static bool mark_sequence(struct mega *M, struct diag_list *diags)
 	int64_t odd_size = 0;
 	for (int i = 0; i < g->n_ops; i++) {
 		struct op_sig sig;
-		if (M->role[i] != MEGA_DATA || M->moe[i] || !after_row(M, i) ||
+		/* folded, the router, the dispatch and the combine take the
+		 * sequence shards (Megatron-Core's token dispatcher reads them) */
+		bool tokens = M->fold && M->moe[i] == MOE_TOKENS;
+		if (M->role[i] != MEGA_DATA || (M->moe[i] && !tokens) || (!tokens && !after_row(M, i)) ||
 		    !graph_op_signature(g, i, &sig))
 			continue;
 		int dp = cut_label(M, M->batch, &sig, i);
@@ -909,17 +915,19 @@ static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 		return true;
 	}
 	if (expert) {
+		/* folded: the experts over (d t / ep, ep), whole (ETP 1), the EP
+		 * groups consecutive ranks, a tensor-parallel group inside one */
 		c->n_dev_axes = 3;
-		c->device_matrix[0] = M->d / M->ep;
+		c->device_matrix[0] = M->fold ? M->d * M->t / M->ep : M->d / M->ep;
 		c->device_matrix[1] = M->ep;
-		c->device_matrix[2] = M->t;
+		c->device_matrix[2] = M->fold ? 1 : M->t;
 		c->axis_names[0] = "dp";
 		c->axis_names[1] = "ep";
 		c->axis_names[2] = "mp";
 		int e = sig.in[0][0]; /* every expert tensor is [E, C, ...] */
 		for (int i = 0; i < o->n_in; i++)
 			map_expert(&c->in_maps[i], &sig, i, g->tensors[o->in[i]].rank, dp, e,
-			           mp == e || mp == dp ? -1 : mp);
+			           M->fold || mp == e || mp == dp ? -1 : mp);
 		return true;
 	}
 	if (M->cp > 1) {
@@ -946,6 +954,50 @@ static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 	for (int i = 0; i < o->n_in; i++)
 		map_input(&c->in_maps[i], &sig, i, g->tensors[o->in[i]].rank, dp == mp ? -1 : dp, mp,
 		          M->seq[op]);
+	return true;
+}
+
+/* Expert parallelism's layout: EP divides the data-parallel degree D (each
+ * tensor-parallel rank of an EP group sends its own copies of its
+ * replica's tokens), or, above D, Megatron-Core's parallel folding
+ * (arXiv 2603.07685, "Parallel Folding"; expert_tensor_parallel_size 1):
+ * EP a multiple of T dividing D x T, the experts whole over groups of EP
+ * consecutive ranks, every rank dispatching its own sequence shard, which
+ * sequence parallelism gives it (Megatron-Core's ModelParallelConfig:
+ * "When using expert parallelism and tensor parallelism for training,
+ * sequence parallelism must be used"). Sets M->fold. */
+static bool experts_fit(struct mega *M, struct diag_list *diags)
+{
+	const struct scenario *s = M->s;
+	M->fold = M->ep > M->d;
+	if (!M->fold && M->d % M->ep == 0)
+		return true;
+	if (!M->fold) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "expert parallelism %lld must divide the data-parallel degree, %lld here "
+		         "(%lld devices a stage over tensor parallel %lld): the experts are shared out "
+		         "among the ranks of a data-parallel group, or, above it, among its "
+		         "tensor-parallel ranks too", (long long)M->ep, (long long)M->d,
+		         (long long)M->n, (long long)M->t);
+		return false;
+	}
+	if (M->ep % M->t || (M->d * M->t) % M->ep) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "expert parallelism %lld above the data-parallel degree %lld folds over the "
+		         "tensor-parallel ranks (Megatron-Core's parallel folding, experts whole): it "
+		         "must be a multiple of tensor parallel %lld dividing the %lld devices of a "
+		         "stage", (long long)M->ep, (long long)M->d, (long long)M->t,
+		         (long long)(M->d * M->t));
+		return false;
+	}
+	if (!s->training.sequence_parallel) {
+		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+		         "expert parallelism %lld above the data-parallel degree %lld folds over the "
+		         "tensor-parallel ranks, each dispatching its own sequence shard: set "
+		         "training.sequence_parallel true (Megatron-Core wants sequence parallelism "
+		         "with expert and tensor parallelism)", (long long)M->ep, (long long)M->d);
+		return false;
+	}
 	return true;
 }
 
@@ -1062,14 +1114,8 @@ static struct plan *megatron_plan(struct arena *a, const struct scenario *s,
 	}
 	if (b && !batch_splits(&M, b, diags))
 		return NULL;
-	if (M.d % M.ep) {
-		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
-		         "expert parallelism %lld must divide the data-parallel degree, %lld here "
-		         "(%lld devices a stage over tensor parallel %lld): the experts are shared out "
-		         "among the ranks of a data-parallel group", (long long)M.ep, (long long)M.d,
-		         (long long)M.n, (long long)M.t);
+	if (!experts_fit(&M, diags))
 		return NULL;
-	}
 	if (b)
 		trace_batch(&M, b);
 	if (b && M.cp > 1)

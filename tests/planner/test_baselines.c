@@ -1006,17 +1006,85 @@ Test(baselines, megatron_without_expert_parallelism_sends_no_alltoall)
 	cr_expect_eq(D.errors, 0);
 }
 
-/* EP must divide the data-parallel degree: TP 2 on 8 ranks leaves DP 4,
- * which 8 experts' EP 8 does not divide. */
-Test(baselines, megatron_expert_parallel_must_divide_data_parallel)
+/* EP divides the data-parallel degree, or folds over the tensor-parallel
+ * ranks: TP 2 on 8 ranks leaves DP 4; 6 experts' EP 3 divides neither;
+ * EP 8 (DP 4 x TP 2) folds, with sequence parallelism only; TP 8 leaves
+ * DP 1, whose EP 2 is no multiple of TP 8. */
+Test(baselines, megatron_expert_parallel_must_divide_or_fold)
+{
+#define EP_GEN(experts)                                                                        \
+	"{\"kind\": \"llama\", \"hidden\": 8, \"layers\": 1, \"heads\": 8, \"ffn\": 16,"         \
+	" \"seq\": 8, \"vocab\": 16, \"experts\": " experts ", \"top_k\": 2, \"micro_batch\": 8}"
+	struct scenario *s = generated_with(EP_GEN("6"), "dgx-h100", 8,
+	                                    ", \"tensor_parallel\": 2, \"expert_parallel\": 3");
+	cr_expect_null(plan_megatron(A, s, &OPT, &D));
+	cr_expect(has_diag(DIAG_ERROR, "expert parallelism 3 must divide the data-parallel degree, "
+	                               "4 here"));
+	s = generated_with(EP_GEN("8"), "dgx-h100", 8,
+	                   ", \"tensor_parallel\": 2, \"expert_parallel\": 8");
+	cr_expect_null(plan_megatron(A, s, &OPT, &D));
+	cr_expect(has_diag(DIAG_ERROR, "set training.sequence_parallel true"));
+	s = generated_with(EP_GEN("8"), "dgx-h100", 8,
+	                   ", \"tensor_parallel\": 8, \"expert_parallel\": 2");
+	cr_expect_null(plan_megatron(A, s, &OPT, &D));
+	cr_expect(has_diag(DIAG_ERROR, "must be a multiple of tensor parallel 8"));
+#undef EP_GEN
+}
+
+/* Megatron-Core's parallel folding (expert_tensor_parallel_size 1): a
+ * 2-layer mixture of experts (h 8, f 16, 8 experts, top-2, s 4, 8
+ * sequences) on 8 GPUs, TP 2 with sequence parallelism, DP 4, EP 8 over
+ * all of them. T = 32 tokens, 4 a rank (the sequence shards: DP 4 x TP
+ * 2); C = 8 x ceil(4 x 2 / 8) = 8 slots an expert, 1 a rank: each rank
+ * dispatches [8, 1, 8] = 64 bf16 = 128 B, 7/8 of it away: 112 B, over the
+ * one group of 8; after, [1, 8, 8]. Each expert weight [8, 8, 16] whole on
+ * one rank ([1, 8, 16] = 128), no other rank holding it: no gradient
+ * reduction. The router, the dispatch and the combine read the 4 tokens
+ * of the rank's shard, with nothing sent to them. */
+Test(baselines, megatron_expert_parallel_folds_over_tensor_parallel)
 {
 	struct scenario *s = generated_with(
-	    "{\"kind\": \"llama\", \"hidden\": 8, \"layers\": 1, \"heads\": 2, \"ffn\": 16,"
-	    " \"seq\": 4, \"vocab\": 10, \"experts\": 8, \"top_k\": 2, \"micro_batch\": 8}",
-	    "dgx-h100", 8, ", \"tensor_parallel\": 2, \"expert_parallel\": 8");
-	cr_expect_null(plan_megatron(A, s, &OPT, &D));
-	cr_expect(has_diag(DIAG_ERROR, "expert parallelism 8 must divide the data-parallel degree, "
-	                               "4 here"));
+	    "{\"kind\": \"llama\", \"hidden\": 8, \"layers\": 2, \"heads\": 2, \"ffn\": 16,"
+	    " \"seq\": 4, \"vocab\": 16, \"experts\": 8, \"top_k\": 2, \"micro_batch\": 8,"
+	    " \"dtype\": \"bf16\"}",
+	    "dgx-h100", 8,
+	    ", \"tensor_parallel\": 2, \"sequence_parallel\": true, \"expert_parallel\": 8");
+	struct plan *p = plan_megatron(A, s, &OPT, &D);
+	cr_assert_not_null(p);
+	const char *hops[2][2] = {{"mlp.dispatch", "mlp.experts.input"},
+	                          {"mlp.experts.down.matmul", "mlp.combine"}};
+	for (int l = 0; l < 2; l++)
+		for (int h = 0; h < 2; h++) {
+			char from[64], to[64];
+			snprintf(from, sizeof from, "layers.%d.%s", l, hops[h][0]);
+			snprintf(to, sizeof to, "layers.%d.%s", l, hops[h][1]);
+			const struct redist *r = edge_redist(p, from, to);
+			cr_assert_not_null(r, "%s -> %s", from, to);
+			cr_assert_eq(r->n_steps, 1, "%s -> %s", from, to);
+			const struct comm_step *st = &r->steps[0];
+			cr_expect_eq(st->kind, STEP_ALLTOALL);
+			cr_expect_float_eq(st->bytes_per_device, 112, 1e-9);
+			cr_expect_eq(st->groups.size, 8);
+			cr_expect_eq(st->groups.n_groups, 1);
+			cr_expect_eq(layout_local_elems(&st->after), 64);
+		}
+	const struct dist_op *gate = dop(p, "layers.0.mlp.experts.gate.matmul");
+	cr_expect_eq(layout_local_elems(&gate->in[1]), 128);
+	cr_expect_eq(gate->n_grad, 0);
+	static const char *const tok[] = {"layers.0.mlp.router.matmul", "layers.0.mlp.dispatch",
+	                                  "layers.1.mlp.router.matmul", "layers.1.mlp.dispatch"};
+	for (int i = 0; i < 4; i++) {
+		const struct dist_op *d = dop(p, tok[i]);
+		cr_expect_eq(layout_local_elems(&d->in[0]), 4 * 8, "%s", tok[i]);
+		int into = op_of(p, tok[i]);
+		for (int e = 0; e < p->n_edges; e++)
+			if (p->edges[e].consumer == into)
+				cr_expect_eq(p->edges[e].redist.n_steps, 0, "%s", tok[i]);
+	}
+	/* the combine's output, the layer's residual stream, stays a shard */
+	const struct dist_op *comb = dop(p, "layers.1.mlp.combine");
+	cr_expect_eq(layout_local_elems(&comb->out[0]), 4 * 8);
+	cr_expect_eq(D.errors, 0);
 }
 
 /* ---------------------------------------------- context parallelism */
