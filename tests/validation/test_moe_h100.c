@@ -17,7 +17,9 @@
  *   experts 128 x 3 x 2048 x 768 + 2048 x 128 (router) = 604,241,920;
  *   two RMSNorms 4,096: a layer 623,120,640, 48 of them 29,909,790,720;
  *   + 2 x 151,936 x 2048 (embedding, head) + 2048 (final norm)
- *   = 30,532,122,624 (the model card's 30.5B). */
+ *   = 30,532,122,624 (the model card's 30.5B); Qwen3-235B-A22B's
+ * 235,093,634,560 as tests/models/test_hf.c counts them, its rows DP =
+ * 256 / (TP 2 x PP 8) = 16 and 8192 / (1 x 16) = 512 micro-batches. */
 #include "table_rows.h"
 
 TestSuite(moe_h100, .init = fixture_setup, .fini = fixture_teardown);
@@ -30,20 +32,36 @@ Test(moe_h100, rows_load_with_the_tables_parallelism_and_plan, .timeout = 300)
 		{"MB 26.04 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 1, 1, 1, 64, 30532122624, false},
 		{"MB 26.04.01 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 1, 1, 1, 64, 30532122624, false},
 		{"MB 26.06 Qwen3_30B_a3B ", 16, 1024, 1, 4096, 1, 1, 1, 1, 64, 30532122624, false},
+		{"MB 26.02 Qwen3_235B_a22B ", 256, 8192, 1, 4096, 2, 8, 1, 4, 512, 235093634560, false},
+		{"MB 26.02.01 Qwen3_235B_a22B ", 256, 8192, 1, 4096, 2, 8, 1, 4, 512, 235093634560, false},
+		{"MB 26.04 Qwen3_235B_a22B ", 256, 8192, 1, 4096, 2, 8, 1, 4, 512, 235093634560, false},
+		{"MB 26.04.01 Qwen3_235B_a22B ", 256, 8192, 1, 4096, 2, 8, 1, 4, 512, 235093634560, false},
 	};
 	table_rows_check("validation/moe-h100.json", want, (int)(sizeof want / sizeof want[0]));
 	/* each row with the dispatcher, the expert parallelism and the
-	 * all-to-all overlap its recipe names: the 26.02 containers' DeepEP, EP
-	 * 8, moe_a2a_overlap; the later ones' HybridEP, EP 16, none */
+	 * all-to-all overlap its recipe names: Qwen3-30B-A3B in the 26.02
+	 * containers DeepEP, EP 8, moe_a2a_overlap, in the later ones HybridEP,
+	 * EP 16, none; Qwen3-235B-A22B the all-to-all dispatcher, EP 32 (above
+	 * DP 16: folded over TP 2, with sequence parallelism), moe_a2a_overlap */
 	struct validation *v = validation_load(A, "validation/moe-h100.json", &D);
 	cr_assert_not_null(v);
+	static const struct {
+		enum moe_dispatcher disp;
+		int64_t ep;
+		bool overlap;
+	} want_moe[] = {{MOE_DISPATCH_DEEPEP, 8, true}, {MOE_DISPATCH_DEEPEP, 8, true},
+	                {MOE_DISPATCH_HYBRIDEP, 16, false}, {MOE_DISPATCH_HYBRIDEP, 16, false},
+	                {MOE_DISPATCH_HYBRIDEP, 16, false}, {MOE_DISPATCH_ALLTOALL, 32, true},
+	                {MOE_DISPATCH_ALLTOALL, 32, true}, {MOE_DISPATCH_ALLTOALL, 32, true},
+	                {MOE_DISPATCH_ALLTOALL, 32, true}};
+	cr_assert_eq(v->n_rows, 9);
 	for (int i = 0; i < v->n_rows; i++) {
 		const struct scenario *s = v->training[i].scenario;
-		bool early = i < 2;
-		cr_expect_eq(s->training.moe_dispatcher, early ? MOE_DISPATCH_DEEPEP : MOE_DISPATCH_HYBRIDEP,
-		             "%s", v->training[i].name);
-		cr_expect_eq(s->training.expert_parallel, early ? 8 : 16, "%s", v->training[i].name);
-		cr_expect_eq(s->training.moe_a2a_overlap, early, "%s", v->training[i].name);
+		cr_expect_eq(s->training.moe_dispatcher, want_moe[i].disp, "%s", v->training[i].name);
+		cr_expect_eq(s->training.expert_parallel, want_moe[i].ep, "%s", v->training[i].name);
+		cr_expect_eq(s->training.moe_a2a_overlap, want_moe[i].overlap, "%s", v->training[i].name);
+		cr_expect_eq(s->training.sequence_parallel, want_moe[i].ep == 32, "%s",
+		             v->training[i].name);
 	}
 	/* and the plan column names the dispatcher beside the expert
 	 * parallelism, so a reader sees which of the two priced the row (in the
