@@ -859,19 +859,30 @@ static double ov_hide(struct lower *L, int from, int to, bool backward, double b
 	return hidden;
 }
 
-static double ov_compute(const struct lower *L, int from, int to)
+/* A compute step that can run beside the other pass's collectives: any
+ * of DualPipe's; of Megatron-Core's combined 1F1B (`moe`), a transformer
+ * layer's only, since it pairs the two passes layer by layer and runs the
+ * embedding, the output layer and the loss apart (model_chunk_schedule_
+ * plan.py: pre- and post-process nodes outside TransformerLayerSchedulePlan.run). */
+static bool ov_step(const struct lower *L, const struct prog_step *st, bool moe)
+{
+	return st->kind == PROG_COMPUTE && st->stream == 0 &&
+	       (!moe || (st->op >= 0 && graph_op_layer(&L->p->graph->ops[st->op]) >= 0));
+}
+
+static double ov_compute(const struct lower *L, int from, int to, bool moe)
 {
 	double s = 0;
 	for (int i = from; i < to; i++)
-		if (L->steps[i].kind == PROG_COMPUTE && L->steps[i].stream == 0)
+		if (ov_step(L, &L->steps[i], moe))
 			s += L->steps[i].seconds;
 	return s;
 }
 
-static void ov_take(struct lower *L, int from, int to, double seconds)
+static void ov_take(struct lower *L, int from, int to, double seconds, bool moe)
 {
 	for (int i = from; i < to && seconds > 0; i++)
-		if (L->steps[i].kind == PROG_COMPUTE && L->steps[i].stream == 0) {
+		if (ov_step(L, &L->steps[i], moe)) {
 			double t = fmin(L->steps[i].seconds, seconds);
 			L->steps[i].seconds -= t;
 			seconds -= t;
@@ -880,9 +891,9 @@ static void ov_take(struct lower *L, int from, int to, double seconds)
 
 static void fb_overlap(struct lower *L, int f0, int f1, int b0, int b1, bool moe)
 {
-	double cf = ov_compute(L, f0, f1), cb = ov_compute(L, b0, b1);
-	ov_take(L, b0, b1, ov_hide(L, f0, f1, false, cb, moe));
-	ov_take(L, f0, f1, ov_hide(L, b0, b1, true, cf, moe));
+	double cf = ov_compute(L, f0, f1, moe), cb = ov_compute(L, b0, b1, moe);
+	ov_take(L, b0, b1, ov_hide(L, f0, f1, false, cb, moe), moe);
+	ov_take(L, f0, f1, ov_hide(L, b0, b1, true, cf, moe), moe);
 }
 
 /* Megatron-Core's combined 1F1B (plan_combined_schedule): each chunk's

@@ -1151,6 +1151,8 @@ struct stage_sums {
 	double moe_forward_s, moe_backward_s; /* of cat[EST_REDISTRIBUTION] and
 	                                        cat[EST_COMM_BACKWARD]: the MoE dispatches and
 	                                        combines (est_op) */
+	double layer_f, layer_b;             /* of the forward and backward compute (with the
+	                                        recomputation's), the transformer layers' */
 	bool dual;                           /* DualPipe: bubble_s is the stage's (dualpipe()) */
 	double bubble_s;
 };
@@ -1603,8 +1605,10 @@ static bool chunk_offload(struct est_ctx *c, struct arena *a, const struct plan 
  * F&B the forward's dispatches and combines run on the communication
  * stream beside the backward's compute, the backward's beside the
  * forward's. Of a micro-batch's, min(A_f, C_b) + min(A_b, C_f) is hidden
- * (A the all-to-alls, C the compute, recomputation included, as DualPipe's
- * F&B: dual_replay), in the units the schedule pairs: m v less the warm-up
+ * (A the all-to-alls, C the transformer layers' compute, recomputation
+ * included: Megatron-Core pairs the passes layer by layer and runs the
+ * embedding, the output layer and the loss apart), in the units the
+ * schedule pairs: m v less the warm-up
  * of stage s, 2(P - s - 1) + (v - 1) P + 1 with virtual stages, P - s
  * without (all of them when that reaches m v), the cool-down backwards
  * alone. Taken off the stage's redistribution and backward communication
@@ -1615,8 +1619,7 @@ static void combined_hidden(const struct plan_part *pp, int st, int64_t m, struc
 	int64_t P = pp->n_stages, v = pp->virtual_stages, units = m * v;
 	int64_t warm = (v > 1 ? 2 * (P - st - 1) + (v - 1) * P : P - st - 1) + 1;
 	double paired = warm >= units ? 0 : (double)(units - warm) / (double)units;
-	double cf = ss->cat[EST_COMPUTE_FORWARD];
-	double cb = ss->cat[EST_COMPUTE_BACKWARD] + ss->cat[EST_RECOMPUTE] - ss->recompute_talk_s;
+	double cf = ss->layer_f, cb = ss->layer_b;
 	double hf = fmin(ss->moe_forward_s, cb) * paired, hb = fmin(ss->moe_backward_s, cf) * paired;
 	ss->cat[EST_REDISTRIBUTION] -= hf;
 	ss->cat[EST_COMM_BACKWARD] -= hb;
@@ -1664,6 +1667,12 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
 			ss->moe_forward_s += eo->moe_forward_s;
 			ss->moe_backward_s += eo->moe_backward_s;
+			if (graph_op_layer(&c->g->ops[i]) >= 0) {
+				ss->layer_f += eo->compute_forward_s * slow;
+				ss->layer_b += (eo->compute_backward_s + eo->recompute_s) * slow;
+				if (eo->recompute_s > 0)
+					ss->layer_b -= (eo->recompute_s - eo->compute_forward_s) * slow;
+			}
 			ss->cat[EST_RECOMPUTE] += eo->recompute_s * slow;
 			if (eo->recompute_s > 0)
 				ss->recompute_talk_s += (eo->recompute_s - eo->compute_forward_s) * slow;
