@@ -1031,6 +1031,51 @@ Test(cli, compare_reports_a_failing_planner_as_a_row)
  * dispatcher: estimate notes what HybridEP would make of the iteration, and
  * --json carries it as hybridep_iteration_s, the same plan estimated with
  * training.moe_dispatcher "hybridep". EP inside one server: no note. */
+/* `estimate --json` of scenario sc gives `field`: the same scenario's
+ * megatron plan estimated with `change` made to its training. Returns
+ * that scenario (in a) and the JSON's iteration_s in *it. */
+static struct scenario *expect_alternative(struct arena *a, const char *sc, const char *field,
+                                           void (*change)(struct training *), double *it)
+{
+	char args[256];
+	snprintf(args, sizeof args, "estimate --json --calibration none %s", sc);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j);
+	const cJSON *alt = cJSON_GetObjectItemCaseSensitive(j, field);
+	const cJSON *base = cJSON_GetObjectItemCaseSensitive(j, "iteration_s");
+	cr_assert(cJSON_IsNumber(alt) && cJSON_IsNumber(base), "%s", r.out);
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = scenario_load(a, sc, &d);
+	cr_assert_not_null(s);
+	change(&s->training);
+	struct plan_options o = {.mode = REDIST_COMPAT};
+	struct plan *p = plan_megatron(a, s, &o, &d);
+	cr_assert_not_null(p);
+	struct estimate e;
+	cr_assert(plan_estimate(a, p, &e, &d));
+	cr_expect(fabs(alt->valuedouble - e.iteration_s) <= 1e-9 * e.iteration_s,
+	          "%s %.12g against %.12g", field, alt->valuedouble, e.iteration_s);
+	cr_expect_lt(alt->valuedouble, 0.99 * base->valuedouble);
+	*it = base->valuedouble;
+	cJSON_Delete(j);
+	free(r.out);
+	diag_list_free(&d);
+	return s;
+}
+
+static void to_hybridep(struct training *t)
+{
+	t->moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
+}
+
+static void to_overlap(struct training *t)
+{
+	t->moe_a2a_overlap = true;
+}
+
 Test(cli, estimate_notes_the_hybridep_dispatcher)
 {
 	const char *sc = "tests/data/good/moe-two-servers-16p.json";
@@ -1041,31 +1086,9 @@ Test(cli, estimate_notes_the_hybridep_dispatcher)
 	cr_expect_not_null(strstr(r.out, "note: the expert all-to-alls cross servers; with "
 	                                 "training.moe_dispatcher \"hybridep\""), "%s", r.out);
 	free(r.out);
-	snprintf(args, sizeof args, "estimate --json --calibration none %s", sc);
-	r = fixture_shardlab(args, false);
-	cr_assert_eq(r.status, 0, "%s", r.out);
-	cJSON *j = cJSON_Parse(r.out);
-	cr_assert_not_null(j);
-	const cJSON *hy = cJSON_GetObjectItemCaseSensitive(j, "hybridep_iteration_s");
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, "iteration_s");
-	cr_assert(cJSON_IsNumber(hy) && cJSON_IsNumber(it), "%s", r.out);
-	struct diag_list d;
-	diag_list_init(&d);
 	struct arena *a = arena_new();
-	struct scenario *s = scenario_load(a, sc, &d);
-	cr_assert_not_null(s);
-	s->training.moe_dispatcher = MOE_DISPATCH_HYBRIDEP;
-	struct plan_options o = {.mode = REDIST_COMPAT};
-	struct plan *p = plan_megatron(a, s, &o, &d);
-	cr_assert_not_null(p);
-	struct estimate e;
-	cr_assert(plan_estimate(a, p, &e, &d));
-	cr_expect(fabs(hy->valuedouble - e.iteration_s) <= 1e-9 * e.iteration_s, "%.12g against %.12g",
-	          hy->valuedouble, e.iteration_s);
-	cr_expect_lt(hy->valuedouble, 0.99 * it->valuedouble);
-	cJSON_Delete(j);
-	free(r.out);
-	diag_list_free(&d);
+	double it;
+	expect_alternative(a, sc, "hybridep_iteration_s", to_hybridep, &it);
 	arena_free(a);
 	r = fixture_shardlab("estimate --calibration none tests/data/good/search-moe-4p.json", false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
@@ -1082,28 +1105,10 @@ Test(cli, estimate_notes_the_moe_a2a_overlap)
 {
 	const char *sc = "tests/data/good/moe-two-servers-16p.json";
 	char args[256];
-	snprintf(args, sizeof args, "estimate --json --calibration none %s", sc);
-	struct cli_run r = fixture_shardlab(args, false);
-	cr_assert_eq(r.status, 0, "%s", r.out);
-	cJSON *j = cJSON_Parse(r.out);
-	cr_assert_not_null(j);
-	const cJSON *ov = cJSON_GetObjectItemCaseSensitive(j, "moe_a2a_overlap_iteration_s");
-	cr_assert(cJSON_IsNumber(ov), "%s", r.out);
-	struct diag_list d;
-	diag_list_init(&d);
 	struct arena *a = arena_new();
-	struct scenario *s = scenario_load(a, sc, &d);
-	cr_assert_not_null(s);
-	s->training.moe_a2a_overlap = true;
-	struct plan_options o = {.mode = REDIST_COMPAT};
-	struct plan *p = plan_megatron(a, s, &o, &d);
-	cr_assert_not_null(p);
-	struct estimate e;
-	cr_assert(plan_estimate(a, p, &e, &d));
-	cr_expect(fabs(ov->valuedouble - e.iteration_s) <= 1e-9 * e.iteration_s, "%.12g against %.12g",
-	          ov->valuedouble, e.iteration_s);
-	cJSON_Delete(j);
-	free(r.out);
+	double it;
+	struct scenario *s = expect_alternative(a, sc, "moe_a2a_overlap_iteration_s", to_overlap, &it);
+	struct cli_run r;
 	snprintf(args, sizeof args, "estimate --calibration none %s", sc);
 	r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
@@ -1129,7 +1134,6 @@ Test(cli, estimate_notes_the_moe_a2a_overlap)
 	cr_expect_null(strstr(r.out, "note: with training.moe_a2a_overlap"), "%s", r.out);
 	cr_expect_not_null(strstr(r.out, "all-to-alls hidden"), "%s", r.out);
 	free(r.out);
-	diag_list_free(&d);
 	arena_free(a);
 }
 
