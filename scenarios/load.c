@@ -978,12 +978,7 @@ int64_t scenario_accounted_layers(int64_t layers, int64_t stages, int64_t virtua
 	return n;
 }
 
-/* Megatron-Core's TransformerConfig.__post_init__ (core_r0.8.0 to
- * core_v0.15.0, megatron/core/transformer/transformer_config.py):
- * cpu_offloading_num_layers in [0, num_layers) ("CPU offloading can be done
- * only for layers less than ..."), "Currently there is no support for
- * Pipeline parallelism with CPU offloading", "CPU offloading does not work
- * when activation recomputation is enabled". */
+/* scenarios.h */
 const char *scenario_moe_a2a_overlap_refusal(const struct training *t)
 {
 	if (t->expert_parallel < 2)
@@ -1000,6 +995,12 @@ const char *scenario_moe_a2a_overlap_refusal(const struct training *t)
 	return NULL;
 }
 
+/* Megatron-Core's TransformerConfig.__post_init__ (core_r0.8.0 to
+ * core_v0.15.0, megatron/core/transformer/transformer_config.py):
+ * cpu_offloading_num_layers in [0, num_layers) ("CPU offloading can be done
+ * only for layers less than ..."), "Currently there is no support for
+ * Pipeline parallelism with CPU offloading", "CPU offloading does not work
+ * when activation recomputation is enabled". */
 enum scenario_offload_refusal scenario_offload_refusal(int64_t offload, int64_t layers,
                                                        int64_t stages,
                                                        enum recompute_mode recompute,
