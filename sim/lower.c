@@ -909,7 +909,6 @@ static void fb_overlap(struct lower *L, int f0, int f1, int b0, int b1, bool moe
 static void lower_combined(struct lower *L, const int *start, const int *idx, const bool *core,
                            int c, struct prog_chunk *x)
 {
-	x->pair = c;
 	x->ov_fwd = L->n;
 	chunk_forward(L, start, idx, c, true);
 	x->n_ov_fwd = L->n - x->ov_fwd;

@@ -118,7 +118,7 @@ struct prog_chunk {
 	 * chunk on the stage) runs overlapped with it (docs/simulation.md).
 	 * Megatron-Core's combined 1F1B (plan_combined_schedule): the
 	 * forward and the backward of an F&B, each with its send, lowered
-	 * overlapped with each other (`pair` the chunk itself) */
+	 * overlapped with each other (`pair` unused: the slots name theirs) */
 	int whole, n_whole;
 	int ov_fwd, n_ov_fwd;
 	int ov_bwd, n_ov_bwd;

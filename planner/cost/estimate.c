@@ -1667,11 +1667,12 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			ss->cat[EST_COMM_BACKWARD] += eo->comm_backward_s;
 			ss->moe_forward_s += eo->moe_forward_s;
 			ss->moe_backward_s += eo->moe_backward_s;
+			/* a recomputed op's forward compute again, not its
+			 * collectives (recompute_talk_s below) */
 			if (graph_op_layer(&c->g->ops[i]) >= 0) {
 				ss->layer_f += eo->compute_forward_s * slow;
-				ss->layer_b += (eo->compute_backward_s + eo->recompute_s) * slow;
-				if (eo->recompute_s > 0)
-					ss->layer_b -= (eo->recompute_s - eo->compute_forward_s) * slow;
+				ss->layer_b += (eo->compute_backward_s +
+				                (eo->recompute_s > 0 ? eo->compute_forward_s : 0)) * slow;
 			}
 			ss->cat[EST_RECOMPUTE] += eo->recompute_s * slow;
 			if (eo->recompute_s > 0)

@@ -934,6 +934,32 @@ static const struct redist *edge_redist(const struct plan *p, const char *from, 
 	return NULL;
 }
 
+/* The dispatch's and the combine's edges of each of `layers` layers: one
+ * AllToAll of `bytes` a device over `n_groups` groups of `size`, each rank
+ * holding `after` elements of the slots after it; the last step on *last. */
+static void expect_moe_alltoalls(const struct plan *p, int layers, double bytes, int size,
+                                 int n_groups, int64_t after, const struct comm_step **last)
+{
+	const char *hops[2][2] = {{"mlp.dispatch", "mlp.experts.input"},
+	                          {"mlp.experts.down.matmul", "mlp.combine"}};
+	for (int l = 0; l < layers; l++)
+		for (int h = 0; h < 2; h++) {
+			char from[64], to[64];
+			snprintf(from, sizeof from, "layers.%d.%s", l, hops[h][0]);
+			snprintf(to, sizeof to, "layers.%d.%s", l, hops[h][1]);
+			const struct redist *r = edge_redist(p, from, to);
+			cr_assert_not_null(r, "%s -> %s", from, to);
+			cr_assert_eq(r->n_steps, 1, "%s -> %s", from, to);
+			const struct comm_step *st = &r->steps[0];
+			cr_expect_eq(st->kind, STEP_ALLTOALL);
+			cr_expect_float_eq(st->bytes_per_device, bytes, 1e-9);
+			cr_expect_eq(st->groups.size, size);
+			cr_expect_eq(st->groups.n_groups, n_groups);
+			cr_expect_eq(layout_local_elems(&st->after), after);
+			*last = st;
+		}
+}
+
 Test(baselines, megatron_expert_parallel_counted_by_hand)
 {
 	struct scenario *s = generated_with(MOE_GEN, "dgx-h100", 8,
@@ -944,31 +970,16 @@ Test(baselines, megatron_expert_parallel_counted_by_hand)
 	 * an expert, 2 a rank: each rank dispatches [4, 2, 8] = 64 bf16 =
 	 * 128 B, of which 3/4 leave it: 96 B. The AllToAll moves the split
 	 * from the slots to the experts ([1, 8, 8] after), the combine's back. */
-	const char *hops[2][2] = {{"mlp.dispatch", "mlp.experts.input"},
-	                          {"mlp.experts.down.matmul", "mlp.combine"}};
 	int alltoalls = 0;
 	for (int e = 0; e < p->n_edges; e++)
 		for (int k = 0; k < p->edges[e].redist.n_steps; k++)
 			alltoalls += p->edges[e].redist.steps[k].kind == STEP_ALLTOALL;
 	cr_expect_eq(alltoalls, 4, "two AllToAlls a layer, forward");
-	for (int l = 0; l < 2; l++)
-		for (int h = 0; h < 2; h++) {
-			char from[64], to[64];
-			snprintf(from, sizeof from, "layers.%d.%s", l, hops[h][0]);
-			snprintf(to, sizeof to, "layers.%d.%s", l, hops[h][1]);
-			const struct redist *r = edge_redist(p, from, to);
-			cr_assert_not_null(r, "%s -> %s", from, to);
-			cr_assert_eq(r->n_steps, 1);
-			const struct comm_step *st = &r->steps[0];
-			cr_expect_eq(st->kind, STEP_ALLTOALL);
-			cr_expect_float_eq(st->bytes_per_device, 96, 1e-9);
-			cr_expect_eq(st->groups.size, 4);
-			cr_expect_eq(st->groups.n_groups, 2);
-			int64_t m[4];
-			rank_groups_members(&st->groups, 1, m);
-			cr_expect(m[0] == 4 && m[1] == 5 && m[2] == 6 && m[3] == 7);
-			cr_expect_eq(layout_local_elems(&st->after), 64);
-		}
+	const struct comm_step *st = NULL;
+	expect_moe_alltoalls(p, 2, 96, 4, 2, 64, &st);
+	int64_t mm[4];
+	rank_groups_members(&st->groups, 1, mm);
+	cr_expect(mm[0] == 4 && mm[1] == 5 && mm[2] == 6 && mm[3] == 7);
 	/* Each expert weight [4, 8, 16] is cut over EP: [1, 8, 16] = 128 a
 	 * rank, its gradient all-reduced over the 2 ranks holding the same
 	 * expert ({0, 4}, ...): 2 x 1/2 x 256 B = 256 B. */
@@ -1051,23 +1062,8 @@ Test(baselines, megatron_expert_parallel_folds_over_tensor_parallel)
 	    ", \"tensor_parallel\": 2, \"sequence_parallel\": true, \"expert_parallel\": 8");
 	struct plan *p = plan_megatron(A, s, &OPT, &D);
 	cr_assert_not_null(p);
-	const char *hops[2][2] = {{"mlp.dispatch", "mlp.experts.input"},
-	                          {"mlp.experts.down.matmul", "mlp.combine"}};
-	for (int l = 0; l < 2; l++)
-		for (int h = 0; h < 2; h++) {
-			char from[64], to[64];
-			snprintf(from, sizeof from, "layers.%d.%s", l, hops[h][0]);
-			snprintf(to, sizeof to, "layers.%d.%s", l, hops[h][1]);
-			const struct redist *r = edge_redist(p, from, to);
-			cr_assert_not_null(r, "%s -> %s", from, to);
-			cr_assert_eq(r->n_steps, 1, "%s -> %s", from, to);
-			const struct comm_step *st = &r->steps[0];
-			cr_expect_eq(st->kind, STEP_ALLTOALL);
-			cr_expect_float_eq(st->bytes_per_device, 112, 1e-9);
-			cr_expect_eq(st->groups.size, 8);
-			cr_expect_eq(st->groups.n_groups, 1);
-			cr_expect_eq(layout_local_elems(&st->after), 64);
-		}
+	const struct comm_step *st = NULL;
+	expect_moe_alltoalls(p, 2, 112, 8, 1, 64, &st);
 	const struct dist_op *gate = dop(p, "layers.0.mlp.experts.gate.matmul");
 	cr_expect_eq(layout_local_elems(&gate->in[1]), 128);
 	cr_expect_eq(gate->n_grad, 0);
