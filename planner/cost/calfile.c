@@ -19,6 +19,7 @@
 #include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cost-int.h"
@@ -693,6 +694,37 @@ cJSON *cost_cal_fit_transfer_json(const struct cal_fit *f)
 	return from;
 }
 
+/* A fitted figure as the file stores it: six significant digits. A fit's
+ * last digits depend on the BLAS kernels the machine runs (OpenBLAS picks
+ * them per CPU), so the same measurements gave files that differed in the
+ * tenth digit from one machine to another; six are far inside any
+ * figure's standard error and make the file, and every output priced
+ * with it, the same everywhere. */
+static double stored(double v)
+{
+	if (!isfinite(v) || v == 0)
+		return v;
+	char b[32];
+	snprintf(b, sizeof b, "%.6g", v);
+	return strtod(b, NULL);
+}
+
+/* A figure's value stored, kept inside its bounds (a value at a bound
+ * stays the bound, which the reader holds it to). */
+static double stored_in(double v, double lo, double hi)
+{
+	double r = stored(v);
+	return r < lo ? lo : r > hi ? hi : r;
+}
+
+static cJSON *stored_array(const double *v, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(stored(v[i])));
+	return a;
+}
+
 cJSON *cost_calibration_json(const struct calibration *c)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -714,11 +746,11 @@ cJSON *cost_calibration_json(const struct calibration *c)
 		cJSON_AddStringToObject(o, "units", cal_param_units[f->param]);
 		double b[2] = {f->lo, f->hi};
 		cJSON_AddItemToObject(o, "bounds", cJSON_CreateDoubleArray(b, 2));
-		cJSON_AddNumberToObject(o, "value", f->value);
-		cJSON_AddNumberToObject(o, "std_error", f->std_error);
+		cJSON_AddNumberToObject(o, "value", stored_in(f->value, f->lo, f->hi));
+		cJSON_AddNumberToObject(o, "std_error", stored(f->std_error));
 		cJSON_AddStringToObject(o, "fitted_on", f->fitted_on);
 		if (isfinite(f->cv_error_pct))
-			cJSON_AddNumberToObject(o, "cv_error_pct", f->cv_error_pct);
+			cJSON_AddNumberToObject(o, "cv_error_pct", stored(f->cv_error_pct));
 		else
 			cJSON_AddNullToObject(o, "cv_error_pct");
 		if (f->fit)
@@ -740,15 +772,14 @@ cJSON *cost_calibration_json(const struct calibration *c)
 		cJSON_AddItemToObject(o, "figures", cJSON_CreateStringArray(f->figures, f->n_figures));
 		cJSON *cov = cJSON_AddArrayToObject(o, "covariance");
 		for (int r = 0; r < f->n_figures; r++)
-			cJSON_AddItemToArray(cov, cJSON_CreateDoubleArray(f->covariance + r * f->n_figures,
-			                                                  f->n_figures));
+			cJSON_AddItemToArray(cov, stored_array(f->covariance + r * f->n_figures, f->n_figures));
 		cJSON *cv = cJSON_AddObjectToObject(o, "cv");
 		cJSON_AddStringToObject(cv, "method", f->cv_method);
 		cJSON_AddNumberToObject(cv, "folds", f->cv_folds);
-		cJSON_AddNumberToObject(cv, "mape_pct", f->cv_mape_pct);
-		cJSON_AddNumberToObject(cv, "rms_pct", f->cv_rms_pct);
+		cJSON_AddNumberToObject(cv, "mape_pct", stored(f->cv_mape_pct));
+		cJSON_AddNumberToObject(cv, "rms_pct", stored(f->cv_rms_pct));
 		if (isfinite(f->cv_log_rms))
-			cJSON_AddNumberToObject(cv, "log_rms", f->cv_log_rms);
+			cJSON_AddNumberToObject(cv, "log_rms", stored(f->cv_log_rms));
 		if (f->from_calibration)
 			cJSON_AddItemToObject(o, "transferred_from", cost_cal_fit_transfer_json(f));
 		cJSON_AddItemToArray(fits, o);

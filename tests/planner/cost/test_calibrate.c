@@ -1025,6 +1025,38 @@ Test(calibrate, calibration_applies_its_figures)
 	cr_assert_eq(b->fits[0].covariance[1], c->fits[0].covariance[1]);
 }
 
+/* A file stores six significant digits of what a fit computed (its last
+ * digits are the BLAS kernels', which differ from CPU to CPU): 0.8571909303
+ * is written 0.857191, its standard error 0.0196652561 0.0196653, the
+ * covariance and the cross-validated figures likewise; a value at its
+ * upper bound stays the bound, not rounded past it. */
+Test(calibrate, calibration_stores_six_digits)
+{
+	struct calibration *c = cost_calibration_load(A, "tests/data/calibrate/pcie.json", &D);
+	cr_assert_not_null(c);
+	c->figures[0].value = 0.85719093030536353;
+	c->figures[0].std_error = 0.019665256119944546;
+	c->figures[0].cv_error_pct = 7.5303309304794341;
+	c->figures[1].hi = 1.0638297872340425;
+	c->figures[1].value = c->figures[1].hi;
+	c->fits[0].covariance[0] = 0.00038672229826301643;
+	c->fits[0].cv_rms_pct = 13.010737947982246;
+	cJSON *j = cost_calibration_json(c);
+	const cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "figures"), 0);
+	const cJSON *f1 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "figures"), 1);
+	const cJSON *fit = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "fits"), 0);
+	const cJSON *cov = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(fit, "covariance"), 0);
+	const cJSON *cv = cJSON_GetObjectItemCaseSensitive(fit, "cv");
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(f0, "value")->valuedouble, 0.857191);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(f0, "std_error")->valuedouble, 0.0196653);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(f0, "cv_error_pct")->valuedouble, 7.53033);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(f1, "value")->valuedouble, 1.0638297872340425,
+	             "a value at its bound stays inside it (1.06383 would be past it)");
+	cr_expect_eq(cJSON_GetArrayItem(cov, 0)->valuedouble, 0.000386722);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(cv, "rms_pct")->valuedouble, 13.0107);
+	cJSON_Delete(j);
+}
+
 Test(calibrate, calibration_refuses_what_the_topology_lacks)
 {
 	struct topology *topo = topo_load(A, "topologies/dgx-a100.json", &D);
