@@ -107,7 +107,10 @@ static void help(FILE *f)
 	        "                        \"ranks\" ([{\"rank\",\n"
 	        "                        \"compute_s\", \"comm_exposed_s\", \"pipeline_wait_s\",\n"
 	        "                        \"straggler_wait_s\" (in a collective before its\n"
-	        "                        slowest member arrived), \"idle_s\"}]),\n"
+	        "                        slowest member arrived), \"pipeline_transfer_s\"\n"
+	        "                        (of comm_exposed_s: receiving the pipeline's\n"
+	        "                        sends once posted), \"pipeline_alone_s\" (the\n"
+	        "                        same transfers alone on their routes), \"idle_s\"}]),\n"
 	        "                        \"links\" ([{\"name\", \"bytes\", \"busy_s\",\n"
 	        "                        \"utilisation\"}], busiest first),\n"
 	        "                        \"links_over_time\" ({\"bin_s\", \"links\": [{\"name\",\n"
@@ -307,6 +310,8 @@ static cJSON *json_ranks(const struct sim_result *s)
 		cJSON_AddNumberToObject(o, "pipeline_wait_s", s->ranks[k].pipeline_wait_s);
 		cJSON_AddNumberToObject(o, "comm_exposed_s", s->ranks[k].comm_exposed_s);
 		cJSON_AddNumberToObject(o, "straggler_wait_s", s->ranks[k].straggler_wait_s);
+		cJSON_AddNumberToObject(o, "pipeline_transfer_s", s->ranks[k].pipeline_transfer_s);
+		cJSON_AddNumberToObject(o, "pipeline_alone_s", s->ranks[k].pipeline_alone_s);
 		cJSON_AddNumberToObject(o, "idle_s", s->ranks[k].idle_s);
 		cJSON_AddNumberToObject(o, "peak_memory_bytes", s->ranks[k].peak_memory_bytes);
 		cJSON_AddItemToArray(a, o);

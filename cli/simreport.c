@@ -308,6 +308,12 @@ void report_sim_ranks(FILE *f, const struct sim_result *r)
 	                          offsetof(struct sim_rank, straggler_wait_s),
 	                          offsetof(struct sim_rank, pipeline_wait_s),
 	                          offsetof(struct sim_rank, idle_s)};
+	/* the pipeline's transfers, part of the exposed communication: shown
+	 * under it where there are any, and said where other traffic on their
+	 * links made them slower than alone (the estimate prices them alone) */
+	double alone[3], sends[3];
+	sr_rank_stats(r, offsetof(struct sim_rank, pipeline_alone_s), v, alone);
+	sr_rank_stats(r, offsetof(struct sim_rank, pipeline_transfer_s), v, sends);
 	char head[64];
 	snprintf(head, sizeof head, "per rank (%" PRId64 " ranks)", r->n_ranks);
 	fprintf(f, "%-26s %-10s %-10s %s\n", head, "min", "median", "max");
@@ -317,6 +323,17 @@ void report_sim_ranks(FILE *f, const struct sim_result *r)
 		sr_rank_stats(r, offsets[k], v, st);
 		fprintf(f, "  %-24s %-10s %-10s %s\n", names[k], cli_si(b[0], 32, st[0], "s"),
 		        cli_si(b[1], 32, st[1], "s"), cli_si(b[2], 32, st[2], "s"));
+		if (offsets[k] == offsetof(struct sim_rank, comm_exposed_s) && sends[2] > 0)
+			fprintf(f, "    %-22s %-10s %-10s %s\n", "of it pipeline sends",
+			        cli_si(b[0], 32, sends[0], "s"), cli_si(b[1], 32, sends[1], "s"),
+			        cli_si(b[2], 32, sends[2], "s"));
+	}
+	if (sends[1] > 1.2 * alone[1] && sends[1] - alone[1] > 0.01 * r->iteration_s) {
+		char b[3][32];
+		fprintf(f, "  the pipeline's sends took %s on the median rank, %s alone on their routes "
+		        "(%s): other traffic shares their links, which the estimate does not price\n",
+		        cli_si(b[0], 32, sends[1], "s"), cli_si(b[1], 32, alone[1], "s"),
+		        report_pct_text(b[2], 32, report_diff_pct(sends[1], alone[1])));
 	}
 	free(v);
 	int64_t worst = 0;

@@ -56,6 +56,8 @@ struct rank_state {
 	int stage;
 	double compute_s, comm_s, wait_s;
 	double straggler_s;                /* in a collective before its last member arrived */
+	double p2p_s, p2p_alone_s;         /* receiving the pipeline's sends once posted, and the
+	                                      same transfers alone on their routes */
 	double s1_late_s;                  /* stream 1's such waits that stream 0 has not yet
 	                                      waited out (s0_waits) */
 	double mem_bytes, mem_peak_bytes;  /* held now, and at most */
@@ -1943,6 +1945,11 @@ static void run_p2p(struct actor_ctx *c, int i)
 	double bubble = posted > t0 ? fmin(posted, t1) - t0 : 0;
 	rs->wait_s += bubble;
 	rs->comm_s += t1 - t0 - bubble;
+	rs->p2p_s += t1 - t0 - bubble;
+	/* alone on its route, as the estimate prices it (cost_p2p_s) */
+	double bps, lat;
+	if (topo_route(eng->t, dev_of(eng, peer), dev_of(eng, rs->rank), &bps, &lat))
+		rs->p2p_alone_s += lat + (double)bytes / bps;
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
 }
 
@@ -2341,6 +2348,8 @@ static void write_result(struct out_buf *o, const struct engine *e, double it)
 		put_f(&b, idle > 0 ? idle : 0);
 		put_f(&b, rs->mem_peak_bytes);
 		put_f(&b, rs->straggler_s);
+		put_f(&b, rs->p2p_s);
+		put_f(&b, rs->p2p_alone_s);
 	}
 	put_links(&b, e, it);
 	int64_t n_coll = 0;

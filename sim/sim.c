@@ -132,7 +132,7 @@ static bool parse(struct arena *a, struct in_buf *b, const struct program *prog,
                   struct sim_result *out)
 {
 	out->iteration_s = get_f(b);
-	out->n_ranks = get_count(b, 6 * sizeof(double));
+	out->n_ranks = get_count(b, 8 * sizeof(double));
 	out->ranks = arena_calloc(a, (size_t)out->n_ranks + 1, sizeof(*out->ranks));
 	if (!out->ranks)
 		return false;
@@ -143,6 +143,8 @@ static bool parse(struct arena *a, struct in_buf *b, const struct program *prog,
 		out->ranks[r].idle_s = get_f(b);
 		out->ranks[r].peak_memory_bytes = get_f(b);
 		out->ranks[r].straggler_wait_s = get_f(b);
+		out->ranks[r].pipeline_transfer_s = get_f(b);
+		out->ranks[r].pipeline_alone_s = get_f(b);
 	}
 	if (!parse_links(a, b, out))
 		return false;

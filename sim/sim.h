@@ -215,6 +215,11 @@ struct sim_rank {
 	double straggler_wait_s;           /* stream 0 in a collective before the group's last
 	                                      member arrived: waiting on a slower device (a
 	                                      straggler, a fault's slowdown), not on the links */
+	double pipeline_transfer_s;        /* of comm_exposed_s: receiving the pipeline's
+	                                      activations and gradients once they were sent */
+	double pipeline_alone_s;           /* those transfers each alone on its route (latency +
+	                                      bytes / the slowest link's rate): what the estimate
+	                                      prices */
 };
 
 struct sim_link {

@@ -644,8 +644,8 @@ static const struct sim_event fake_events[] = {
 
 static struct sim_result fake_result(void)
 {
-	static struct sim_rank ranks[2] = {{2e-6, 3.5e-6, 0, 1.5e-6, 1048576, 0},
-	                                   {2e-6, 0, 0, 5e-6, 0, 0}};
+	static struct sim_rank ranks[2] = {{2e-6, 3.5e-6, 0, 1.5e-6, 1048576, 0, 0, 0},
+	                                   {2e-6, 0, 0, 5e-6, 0, 0, 0, 0}};
 	struct sim_result r = {.iteration_s = 7e-6, .n_ranks = 2, .ranks = ranks,
 	                       .n_events = 5, .events = (struct sim_event *)fake_events};
 	return r;
@@ -883,6 +883,59 @@ static const char *line_of(const char *text, const char *start)
 	const char *l = strstr(text, start);
 	cr_assert_not_null(l, "no line with '%s' in:\n%s", start, text);
 	return l;
+}
+
+static char *ranks_text(const struct sim_result *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	report_sim_ranks(f, r);
+	fclose(f);
+	return buf;
+}
+
+/* The per-rank table's pipeline row: shown under the exposed
+ * communication where there were sends, and the line saying they shared
+ * their links where, on the median rank (of 3: the middle value), they
+ * took over 1.2 times their time alone and the excess is over 1% of the
+ * iteration: 0.5 s against 0.1 s alone in a 10 s iteration (+400%); not
+ * at 0.11 s (+10%), nor at 0.15 s in a 10,000 s one. */
+Test(cli, per_rank_table_says_when_the_sends_were_slowed)
+{
+	struct sim_rank ranks[3] = {{.compute_s = 5, .comm_exposed_s = 1, .pipeline_transfer_s = 0.4,
+	                             .pipeline_alone_s = 0.1},
+	                            {.compute_s = 5, .comm_exposed_s = 1, .pipeline_transfer_s = 0.5,
+	                             .pipeline_alone_s = 0.1},
+	                            {.compute_s = 5, .comm_exposed_s = 1, .pipeline_transfer_s = 0.6,
+	                             .pipeline_alone_s = 0.1}};
+	struct sim_result r = {.iteration_s = 10, .n_ranks = 3, .ranks = ranks};
+	char *t = ranks_text(&r);
+	const char *row = line_of(t, "    of it pipeline sends");
+	cr_expect(row > strstr(t, "exposed communication") && row < strstr(t, "waiting on stragglers"),
+	          "the row is not under the exposed communication:\n%s", t);
+	cr_expect_not_null(strstr(row, "400 ms     500 ms     600 ms"), "%s", t);
+	cr_expect_not_null(strstr(t, "the pipeline's sends took 500 ms on the median rank, 100 ms alone "
+	                             "on their routes (+400.0%): other traffic shares their links, which "
+	                             "the estimate does not price\n"), "%s", t);
+	free(t);
+	for (int k = 0; k < 3; k++)
+		ranks[k].pipeline_transfer_s = 0.11;
+	t = ranks_text(&r);
+	cr_expect_null(strstr(t, "the pipeline's sends took"), "%s", t);
+	free(t);
+	for (int k = 0; k < 3; k++)
+		ranks[k].pipeline_transfer_s = 0.15;
+	r.iteration_s = 10000;
+	t = ranks_text(&r);
+	cr_expect_null(strstr(t, "the pipeline's sends took"), "%s", t);
+	free(t);
+	/* without a pipeline, no row */
+	for (int k = 0; k < 3; k++)
+		ranks[k].pipeline_transfer_s = ranks[k].pipeline_alone_s = 0;
+	t = ranks_text(&r);
+	cr_expect_null(strstr(t, "pipeline sends"), "%s", t);
+	free(t);
 }
 
 Test(cli, compare_table_layout_with_fake_results)

@@ -245,6 +245,34 @@ Test(pipeline, one_f_one_b_bubble)
 	bubble(SCHED_1F1B, 1, 3.0 / 11);
 }
 
+/* The pipeline's sends, received: on the chain's 1F1B each 64 KiB send
+ * crosses one HCCS link of 30 GB/s and 1 us (atlas800-910a.json) with
+ * nothing else on it, 1 us + 65,536 / 30e9 s = 3.185 us. Stage 0 receives
+ * the 8 micro-batches' gradients, stages 1 and 2 their activations and
+ * gradients (16), stage 3 their activations (8); the simulated transfers
+ * take exactly their time alone, which is part of the exposed
+ * communication. */
+Test(pipeline, sends_received_alone_take_their_time)
+{
+	struct scenario *s = chain(SCHED_1F1B, 1, 0);
+	struct plan *p = dp_plan(s);
+	struct program prog;
+	cr_assert(plan_lower(A, p, 25 << 20, &prog, &D));
+	struct sim_result r = simulated(s, &prog);
+	static const int received[4] = {8, 16, 16, 8};
+	double one = 1e-6 + ACT / 30e9;
+	cr_assert_eq(r.n_ranks, 4);
+	for (int k = 0; k < 4; k++) {
+		cr_expect_float_eq(r.ranks[k].pipeline_alone_s, received[k] * one, 1e-9 * one,
+		                   "rank %d: alone %.9g, want %.9g", k, r.ranks[k].pipeline_alone_s,
+		                   received[k] * one);
+		cr_expect_float_eq(r.ranks[k].pipeline_transfer_s, r.ranks[k].pipeline_alone_s, 1e-6 * one,
+		                   "rank %d: took %.9g, alone %.9g", k, r.ranks[k].pipeline_transfer_s,
+		                   r.ranks[k].pipeline_alone_s);
+		cr_expect_leq(r.ranks[k].pipeline_transfer_s, r.ranks[k].comm_exposed_s * (1 + 1e-12));
+	}
+}
+
 /* ZB-H1 (Qi et al. 2024, section 3.1): bubble (p-1)(T_F + T_B - T_W)
  * against 1F1B's (p-1)(T_F + T_B + T_W). The chain's stages are MatMuls
  * by a weight: T_B (the input gradient) = T_W (the weight gradient) =
