@@ -140,7 +140,8 @@ struct search_config {
 	int64_t micro_batch;               /* samples per replica per micro-batch */
 	int64_t micro_batches;             /* per iteration */
 	bool sequence_parallel;            /* Megatron's, with TP > 1 */
-	int64_t ep;                        /* expert parallel, dividing DP (0 or 1: none) */
+	int64_t ep;                        /* expert parallel, dividing DP, or above it a multiple
+	                                      of TP dividing DP x TP with SP (folded); 0 or 1: none */
 	int64_t cp;                        /* context parallel (0 or 1: none); TP x CP x DP x PP
 	                                      are the devices */
 	enum pipeline_schedule schedule;

@@ -354,6 +354,20 @@ static int expand(const struct graph *g, int64_t G, const struct search_group *g
 	return n;
 }
 
+/* EP dividing DP, or above it Megatron-Core's parallel folding, as the
+ * megatron planner lays them out (baselines.c, experts_fit): a multiple
+ * of TP dividing DP x TP, with sequence parallelism. */
+static bool ep_fits(int64_t ep, int64_t dp, int64_t tp, int sp, int64_t experts)
+{
+	if (ep == 1)
+		return true;
+	if (experts < 1)
+		return false;
+	if (ep <= dp)
+		return dp % ep == 0;
+	return sp && ep % tp == 0 && (dp * tp) % ep == 0;
+}
+
 static struct search_group *groups(struct arena *a, const struct graph *g, int64_t N,
                                    int64_t dps, int64_t G, bool with_ep, int64_t max_cp,
                                    const struct search_split *split, int *n,
@@ -366,7 +380,7 @@ static struct search_group *groups(struct arena *a, const struct graph *g, int64
 	*n = 0;
 	/* The space: TP inside a server (plan_tp_in_server), PP at most the model's chunks, CP
 	 * for a generated dense model, the micro-batches whose replicas divide
-	 * the global batch, EP for a mixture; the rules then refuse what
+	 * the global batch, EP for a mixture (folded above DP too); the rules then refuse what
 	 * Megatron-LM would. */
 	for (int64_t tp = 1; out && tp <= dps && tp <= N; tp++) {
 		if (!plan_tp_in_server(dps, N, tp) || N % tp)
@@ -390,8 +404,8 @@ static struct search_group *groups(struct arena *a, const struct graph *g, int64
 					if (G % (b * dp))
 						continue;
 					for (int sp = 0; out && sp <= (tp > 1); sp++)
-					for (int64_t ep = 1; out && ep <= dp; ep++) {
-						if (dp % ep || (ep > 1 && experts < 1))
+					for (int64_t ep = 1; out && ep <= dp * tp; ep++) {
+						if (!ep_fits(ep, dp, tp, sp, experts))
 							continue;
 						if (*n == cap) {
 							out = arena_grow(a, out, (size_t)cap, (size_t)cap * 2, sizeof *out);

@@ -72,48 +72,71 @@ Test(search, enumerates_the_configurations_counted_by_hand)
 	cr_expect_eq(sp, 12 * (3 + 4) + 12 * 4); /* the TP > 1 groups, once each */
 }
 
-/* search-moe-4p: search-gpt-4p's space for a 2-layer mixture of 4
- * experts, EP dividing DP and 4 as one more axis of each group:
- *   TP 1 PP 1 DP 4: b 1, 2       x EP 1, 2, 4       6 groups
- *   TP 1 PP 2 DP 2: b 1, 2, 4    x EP 1, 2          6
- *   TP 2 PP 1 DP 2: b 1, 2, 4    x SP x EP 1, 2    12
- *   TP 2 PP 2 DP 1: b 1, 2, 4, 8 x SP               8
- *   TP 4 PP 1 DP 1: b 1, 2, 4, 8 x SP               8
- * 26 groups without a pipeline x 12 = 312, 14 with PP 2 x 12 (1F1B; GPipe
- * refused) = 168: 480. EP > 1: (4 + 6) groups x 12 + 3 x 12 = 156; EP 4:
- * 2 x 12 = 24. The 4 experts divide by every EP tried. */
-Test(search, expert_parallelism_is_one_more_axis)
+/* The first candidate of EP ep at TP tp, planned: 4 AllToAlls (two a
+ * layer) over groups of `size`. */
+static void expect_search_alltoalls(const struct search_result *r, int64_t ep, int64_t tp,
+                                    int size)
 {
-	struct search_result r = run(fixture_scenario("tests/data/good/search-moe-4p.json"));
-	cr_expect_eq(r.n_configs, 480);
-	cr_expect_eq(r.refused[SEARCH_RULE_SCHEDULE], 14 * 12);
-	cr_expect_eq(r.refused[SEARCH_RULE_EXPERTS_EP], 0);
-	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
-	int ep = 0, ep4 = 0;
-	for (int i = 0; i < r.n; i++) {
-		const struct search_config *c = &r.cands[i].config;
-		cr_expect_eq(c->dp % c->ep, 0);
-		ep += c->ep > 1;
-		ep4 += c->ep == 4;
-	}
-	cr_expect_eq(ep, 156);
-	cr_expect_eq(ep4, 24);
-	/* the plan of an EP 2 configuration sends its slots by AllToAll */
-	for (int i = 0; i < r.n; i++) {
-		if (r.cands[i].config.ep != 2)
+	for (int i = 0; i < r->n; i++) {
+		if (r->cands[i].config.ep != ep || r->cands[i].config.tp != tp)
 			continue;
 		struct plan_options o = {.mode = REDIST_COMPAT};
 		struct scenario *s = fixture_scenario("tests/data/good/search-moe-4p.json");
-		struct plan *p = plan_search_plan(A, s, &r.cands[i].config, &o, &D);
+		struct plan *p = plan_search_plan(A, s, &r->cands[i].config, &o, &D);
 		cr_assert_not_null(p);
 		int a2a = 0;
 		for (int e = 0; e < p->n_edges; e++)
 			for (int k = 0; k < p->edges[e].redist.n_steps; k++)
 				a2a += p->edges[e].redist.steps[k].kind == STEP_ALLTOALL &&
-				       p->edges[e].redist.steps[k].groups.size == 2;
-		cr_expect_eq(a2a, 4, "two AllToAlls a layer over the EP pairs");
-		break;
+				       p->edges[e].redist.steps[k].groups.size == size;
+		cr_expect_eq(a2a, 4, "EP %lld TP %lld: two AllToAlls a layer over groups of %d, got %d",
+		             (long long)ep, (long long)tp, size, a2a);
+		return;
 	}
+	cr_assert_fail("no candidate of EP %lld at TP %lld", (long long)ep, (long long)tp);
+}
+
+/* search-moe-4p: search-gpt-4p's space for a 2-layer mixture of 4
+ * experts, EP dividing DP and 4 as one more axis of each group, and above
+ * DP, with sequence parallelism, Megatron-Core's parallel folding (a
+ * multiple of TP dividing DP x TP):
+ *   TP 1 PP 1 DP 4: b 1, 2       x EP 1, 2, 4                       6 groups
+ *   TP 1 PP 2 DP 2: b 1, 2, 4    x EP 1, 2                          6
+ *   TP 2 PP 1 DP 2: b 1, 2, 4    x (EP 1, 2; with SP EP 1, 2, 4)   15
+ *   TP 2 PP 2 DP 1: b 1, 2, 4, 8 x (EP 1; with SP EP 1, 2)         12
+ *   TP 4 PP 1 DP 1: b 1, 2, 4, 8 x (EP 1; with SP EP 1, 4)         12
+ * 33 groups without a pipeline x 12 = 396, 18 with PP 2 x 12 (1F1B; GPipe
+ * refused) = 216: 612. EP > 1: 24 groups x 12 = 288; EP 4: 9 x 12 = 108;
+ * folded (EP above DP): 11 x 12 = 132, every one with SP. The 4 experts
+ * divide by every EP tried. */
+Test(search, expert_parallelism_is_one_more_axis)
+{
+	struct search_result r = run(fixture_scenario("tests/data/good/search-moe-4p.json"));
+	cr_expect_eq(r.n_configs, 612);
+	cr_expect_eq(r.refused[SEARCH_RULE_SCHEDULE], 18 * 12);
+	cr_expect_eq(r.refused[SEARCH_RULE_EXPERTS_EP], 0);
+	cr_expect_eq(r.n_failed, 0, "%s", r.failure ? r.failure : "");
+	int ep = 0, ep4 = 0, folded = 0;
+	for (int i = 0; i < r.n; i++) {
+		const struct search_config *c = &r.cands[i].config;
+		if (c->ep > c->dp) {
+			folded++;
+			cr_expect(c->sequence_parallel && c->ep % c->tp == 0 && (c->dp * c->tp) % c->ep == 0,
+			          "EP %lld folded over TP %lld DP %lld", (long long)c->ep,
+			          (long long)c->tp, (long long)c->dp);
+		} else {
+			cr_expect_eq(c->dp % c->ep, 0);
+		}
+		ep += c->ep > 1;
+		ep4 += c->ep == 4;
+	}
+	cr_expect_eq(ep, 288);
+	cr_expect_eq(ep4, 108);
+	cr_expect_eq(folded, 132);
+	/* the plan of an EP 2 configuration sends its slots by AllToAll over
+	 * the EP pairs, two a layer; a folded EP 4 at TP 4 over all four ranks */
+	expect_search_alltoalls(&r, 2, 1, 2);
+	expect_search_alltoalls(&r, 4, 4, 4);
 }
 
 /* search-cp-4p: search-gpt-4p's space for a 2-layer LLaMA (s 16) whose

@@ -1056,20 +1056,23 @@ static void counted_study(const char *path, int units, int64_t points,
 
 /* tests/data/studies/moe.json: a 2-layer mixture of 4 experts on 8 NPUs,
  * global batch 8. As above with PP <= 2 layers, and each unit once per EP
- * dividing DP and 4 (interleaving needs 2 PP <= 2 layers: never; GPipe
- * refused; TP 8 refused, the model's 4 heads do not divide by it):
- *   TP1 PP1 DP8: b1       x EP 1 2 4        3 units x 12 =  36
- *   TP1 PP2 DP4: b1 b2    x EP 1 2 4        6        x 12 =  72
- *   TP2 PP1 DP4: b1 b2    x SP x EP 1 2 4  12        x 12 = 144
- *   TP2 PP2 DP2: b1 b2 b4 x SP x EP 1 2    12        x 12 = 144
- *   TP4 PP1 DP2: b1 b2 b4 x SP x EP 1 2    12        x 12 = 144
- *   TP4 PP2 DP1: b1..b8   x SP              8        x 12 =  96
- * 53 units, 636 points; EP > 1: 24 + 48 + 96 + 72 + 72 = 312. */
+ * dividing DP and 4, and with SP once per EP above DP that folds over TP
+ * (a multiple of TP dividing DP x TP) and divides 4 (interleaving needs
+ * 2 PP <= 2 layers: never; GPipe refused; TP 8 refused, the model's 4
+ * heads do not divide by it; EP 8 refused, it does not divide 4):
+ *   TP1 PP1 DP8: b1       x EP 1 2 4                           3 units x 12 =  36
+ *   TP1 PP2 DP4: b1 b2    x EP 1 2 4                           6        x 12 =  72
+ *   TP2 PP1 DP4: b1 b2    x SP x EP 1 2 4                     12        x 12 = 144
+ *   TP2 PP2 DP2: b1 b2 b4 x (EP 1 2; with SP EP 1 2 4)        15        x 12 = 180
+ *   TP4 PP1 DP2: b1 b2 b4 x (EP 1 2; with SP EP 1 2 4)        15        x 12 = 180
+ *   TP4 PP2 DP1: b1..b8   x (EP 1; with SP EP 1 4)            12        x 12 = 144
+ * 63 units, 756 points; EP > 1: 24 + 48 + 96 + 108 + 108 + 48 = 432 (120
+ * of them folded: EP 4 over TP 2 x DP 2, TP 4 x DP 2 and TP 4 x DP 1). */
 Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
 {
 	/* The sweep stores them as distinct points, EP in its own column. */
 	char dir[] = "/tmp/shardlab-study-XXXXXX", db[600], args[1400];
-	counted_study("tests/data/studies/moe.json", 53, 636, ep_of, 312, "expert_parallel", dir, db,
+	counted_study("tests/data/studies/moe.json", 63, 756, ep_of, 432, "expert_parallel", dir, db,
 	              args);
 	/* A database from before the column is refused, then rebuilt. */
 	remove_db(db);
@@ -1086,7 +1089,7 @@ Test(studies, expert_parallelism_counted_by_hand, .timeout = 120)
 	          r.out);
 	free(r.out);
 	snprintf(args, sizeof args, "sweep tests/data/studies/moe.json --db %s --force", db);
-	sweep_all(args, 636);
+	sweep_all(args, 756);
 	remove_db(db);
 	rmdir(dir);
 }
