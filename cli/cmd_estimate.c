@@ -127,7 +127,11 @@ static void help(FILE *f)
 	        "Megatron-Core would run with training.moe_a2a_overlap and that does not\n"
 	        "set it gets another (\"moe_a2a_overlap_iteration_s\"): its iteration\n"
 	        "with the all-to-alls under another micro-batch's compute (docs/moe-cp.md,\n"
-	        "\"Overlapping the all-to-alls\"), when that is at least 1%% less.\n"
+	        "\"Overlapping the all-to-alls\"), when that is at least 1%% less. One that\n"
+	        "sets it, under a pipeline whose sends cross servers and with all-to-alls\n"
+	        "that cross them too, gets a third (\"pipeline_sends_beside_alltoalls\":\n"
+	        "true): the estimate prices each send alone, the simulation beside the\n"
+	        "all-to-alls that keep those NICs busy.\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid scenario or strategy (diagnostics on\n"
 	        "stderr), 2 usage error (including a planner that is unknown or not\n"
@@ -188,6 +192,8 @@ static double share(double part, double whole)
  * iterations with them, 0 when not at least 1% less. */
 struct moe_notes {
 	double hybridep_s, overlap_s;
+	bool sends_beside;  /* under training.moe_a2a_overlap, the pipeline's sends cross
+	                       servers whose NICs the expert all-to-alls cross too */
 };
 
 static void text_head(const struct plan *p, const struct estimate *e, const char *planner,
@@ -210,6 +216,11 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 		       "micro-batch's compute, Megatron-Core's --overlap-moe-expert-parallel-comm; "
 		       "docs/moe-cp.md) the iteration is %s, %.0f%% less\n",
 		       sec(b1, sizeof b1, mn->overlap_s), 100 * (1 - mn->overlap_s / e->iteration_s));
+	if (mn->sends_beside)
+		printf("note: the pipeline's sends cross the NICs that the expert all-to-alls cross, "
+		       "which training.moe_a2a_overlap runs beside the compute through the F&B slots; the "
+		       "estimate prices each send alone, shardlab simulate beside the all-to-alls "
+		       "(docs/moe-cp.md, \"Overlapping the all-to-alls\")\n");
 	printf("\n");
 	struct cal_interval iv;
 	char ivt[96];
@@ -474,6 +485,8 @@ static cJSON *json_estimate(const struct plan *p, const struct estimate *e,
 		cJSON_AddNumberToObject(root, "hybridep_iteration_s", mn->hybridep_s);
 	if (mn->overlap_s > 0)
 		cJSON_AddNumberToObject(root, "moe_a2a_overlap_iteration_s", mn->overlap_s);
+	if (mn->sends_beside)
+		cJSON_AddTrueToObject(root, "pipeline_sends_beside_alltoalls");
 	struct cal_interval iv;
 	cli_interval(p, &iv);
 	cJSON_AddItemToObject(root, "calibration", cli_calibration_json(p->scenario->topo));
@@ -546,6 +559,37 @@ static double alternative_s(struct arena *ar, struct plan *p, struct scenario *s
 	return ok && h.iteration_s < 0.99 * e->iteration_s ? h.iteration_s : 0;
 }
 
+/* Whether two neighbouring stages of the pipeline sit on different
+ * servers (rank r on server r / devices_per_server): their sends cross
+ * NICs. */
+static bool sends_cross_servers(const struct topology *t, const struct plan_part *pp)
+{
+	int64_t d = t->devices_per_server > 0 ? t->devices_per_server : 1;
+	for (int st = 0; st + 1 < pp->n_stages; st++)
+		if ((st * pp->stage_ranks) / d != ((st + 1) * pp->stage_ranks) / d)
+			return true;
+	return false;
+}
+
+/* Whether an AllToAll of the plan has a group spanning servers (its
+ * groups are alike: the first one's members tell). */
+static bool alltoalls_cross_servers(const struct plan *p)
+{
+	int64_t d = p->scenario->topo->devices_per_server > 0 ? p->scenario->topo->devices_per_server
+	                                                      : 1;
+	for (int i = 0; i < p->n_edges; i++)
+		for (int k = 0; k < p->edges[i].redist.n_steps; k++) {
+			const struct comm_step *st = &p->edges[i].redist.steps[k];
+			if (st->kind != STEP_ALLTOALL || st->groups.size < 2)
+				continue;
+			int64_t first = rank_groups_rank(&st->groups, 0, 0) / d;
+			for (int64_t m = 1; m < st->groups.size; m++)
+				if (rank_groups_rank(&st->groups, 0, m) / d != first)
+					return true;
+		}
+	return false;
+}
+
 /* A mixture of experts' two settings to try first (docs/moe-cp.md), each
  * when it is at least 1% faster: the HybridEP dispatcher where the plan
  * runs Megatron-Core's all-to-all one (the EP groups span servers), and
@@ -555,7 +599,7 @@ static double alternative_s(struct arena *ar, struct plan *p, struct scenario *s
 static struct moe_notes moe_notes(struct arena *ar, struct plan *p, struct scenario *s,
                                   const struct estimate *e)
 {
-	struct moe_notes n = {0, 0};
+	struct moe_notes n = {0, 0, false};
 	bool moe = false;
 	for (int i = 0; i < p->graph->n_ops && !moe; i++)
 		moe = p->graph->ops[i].kind == OP_MOEDISPATCH;
@@ -570,6 +614,8 @@ static struct moe_notes moe_notes(struct arena *ar, struct plan *p, struct scena
 	alt.moe_a2a_overlap = true;
 	if (!s->training.moe_a2a_overlap && !scenario_moe_a2a_overlap_refusal(&alt))
 		n.overlap_s = alternative_s(ar, p, s, e, &alt);
+	n.sends_beside = s->training.moe_a2a_overlap && sends_cross_servers(s->topo, &e->part) &&
+	                 alltoalls_cross_servers(p);
 	return n;
 }
 
@@ -604,7 +650,7 @@ int cmd_estimate(int argc, char **argv)
 	cli_print_diags(&d);
 	struct report_options o = {.command = "estimate", .planner = planner_names[kind]};
 	rc = ok ? EXIT_OK : EXIT_INVALID;
-	struct moe_notes mn = {0, 0};
+	struct moe_notes mn = {0, 0, false};
 	if (ok) {
 		fallback_warning(p, &e);
 		if (!a.csv)

@@ -1190,6 +1190,67 @@ Test(cli, estimate_notes_the_moe_a2a_overlap)
 	arena_free(a);
 }
 
+/* ...and, where it is set under a pipeline whose stages span two servers
+ * (EP 16 over each stage's two DGX H100), that the pipeline's sends cross
+ * the NICs the all-to-alls keep busy and are priced alone; not with the
+ * stage inside one server (16 devices, EP 8: the all-to-alls stay on
+ * NVLink), nor without the overlap. */
+static bool sends_note(const char *scenario)
+{
+	char args[600];
+	snprintf(args, sizeof args, "estimate --calibration none %s", scenario);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	bool note = strstr(r.out, "note: the pipeline's sends cross the NICs that the expert "
+	                          "all-to-alls cross") != NULL;
+	free(r.out);
+	snprintf(args, sizeof args, "estimate --json --calibration none %s", scenario);
+	r = fixture_shardlab(args, false);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_expect_eq(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "pipeline_sends_beside_alltoalls")),
+	             note, "the JSON field and the note disagree");
+	cJSON_Delete(j);
+	free(r.out);
+	return note;
+}
+
+Test(cli, estimate_notes_the_sends_beside_the_alltoalls)
+{
+	const char *sc = "tests/data/good/moe-pipeline-32p.json";
+	cr_expect(sends_note(sc));
+	struct arena *a = arena_new();
+	struct diag_list d;
+	diag_list_init(&d);
+	struct scenario *s = scenario_load(a, sc, &d);
+	cr_assert_not_null(s);
+	char dir[] = "/tmp/shardlab-sends-XXXXXX", path[64];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/variant.json", dir);
+	for (int k = 0; k < 2; k++) {
+		struct scenario v = *s;
+		if (k == 0) {
+			v.devices = 16;
+			v.training.expert_parallel = 8;
+		} else {
+			v.training.moe_a2a_overlap = false;
+		}
+		FILE *f = fopen(path, "w");
+		cr_assert_not_null(f);
+		cJSON *sj = scenario_json(a, &v, dir);
+		char *text = cJSON_Print(sj);
+		fputs(text, f);
+		fclose(f);
+		free(text);
+		cJSON_Delete(sj);
+		cr_expect_not(sends_note(path), "%s", k == 0 ? "one server a stage" : "no overlap");
+		unlink(path);
+	}
+	rmdir(dir);
+	diag_list_free(&d);
+	arena_free(a);
+}
+
 /* Megatron-LM's 8.3B GPT replicated on every A100 (data parallel) cannot
  * fit 80 GB: bf16 parameters, fp32 gradients (2 + 4 bytes) and Adam's fp32
  * master weights and two moments (12 bytes) are 18 bytes per parameter,
