@@ -1948,7 +1948,7 @@ static void run_p2p(struct actor_ctx *c, int i)
 	rs->p2p_s += t1 - t0 - bubble;
 	/* alone on its route, as the estimate prices it (cost_p2p_s) */
 	double bps, lat;
-	if (topo_route(eng->t, dev_of(eng, peer), dev_of(eng, rs->rank), &bps, &lat))
+	if (topo_route(eng->t, dev_of(eng, peer), dev_of(eng, rs->rank), &bps, &lat) && bps > 0)
 		rs->p2p_alone_s += lat + (double)bytes / bps;
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
 }
