@@ -464,6 +464,11 @@ void report_megatron_args(FILE *f, const struct plan *p, const struct search_con
 		arg(f, &first, "--tp-comm-overlap");
 	if (c->ep > 1)
 		arg(f, &first, "--expert-model-parallel-size %lld", (long long)c->ep);
+	/* folded above DP (the experts whole over EP ranks of the stage):
+	 * Megatron-Core's expert tensor parallelism 1, where its default is
+	 * TP (docs/moe-cp.md, "Expert parallelism in a plan") */
+	if (c->ep > c->dp && c->tp > 1)
+		arg(f, &first, "--expert-tensor-parallel-size 1");
 	if (c->cp > 1)
 		arg(f, &first, "--context-parallel-size %lld", (long long)c->cp);
 	if (c->ep > 1 && t->moe_a2a_overlap)

@@ -960,7 +960,7 @@ static bool synth_shard(const struct mega *M, int op, struct shard_config *c)
 /* Expert parallelism's layout: EP divides the data-parallel degree D (each
  * tensor-parallel rank of an EP group sends its own copies of its
  * replica's tokens), or, above D, Megatron-Core's parallel folding
- * (arXiv 2603.07685, "Parallel Folding"; expert_tensor_parallel_size 1):
+ * (Liu et al., arXiv 2504.14960, "MoE Parallel Folding"; expert_tensor_parallel_size 1):
  * EP a multiple of T dividing D x T, the experts whole over groups of EP
  * consecutive ranks, every rank dispatching its own sequence shard, which
  * sequence parallelism gives it (Megatron-Core's ModelParallelConfig:

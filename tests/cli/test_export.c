@@ -535,6 +535,32 @@ Test(export, megatron_moe_dispatcher)
 	}
 }
 
+/* Expert parallelism folded above DP (EP 8 over TP 2 x DP 4 on a DGX
+ * H100, with sequence parallelism): the experts whole on each rank,
+ * Megatron-Core's --expert-tensor-parallel-size 1, whose default is TP
+ * (ModelParallelConfig.expert_tensor_parallel_size); EP 4 dividing DP 4
+ * keeps the default and says nothing. */
+Test(export, megatron_folded_experts_at_expert_tensor_parallel_1)
+{
+	char model[4352];
+	static const char *const training[] = {
+		"{\"global_batch\": 64, \"tensor_parallel\": 2, \"sequence_parallel\": true, "
+		"\"expert_parallel\": 8}",
+		"{\"global_batch\": 64, \"tensor_parallel\": 2, \"sequence_parallel\": true, "
+		"\"expert_parallel\": 4}"};
+	for (int k = 0; k < 2; k++) {
+		struct cli_run r =
+		        export_scenario(hf_model(model, sizeof model, "qwen3-30b-a3b.json", 4), training[k]);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		cr_expect_not_null(strstr(r.out, k == 0 ? "--expert-model-parallel-size 8 \\\n"
+		                                        : "--expert-model-parallel-size 4 \\\n"),
+		                   "%s", r.out);
+		cr_expect_eq(strstr(r.out, "--expert-tensor-parallel-size 1 \\\n") != NULL, k == 0, "%s",
+		             r.out);
+		free(r.out);
+	}
+}
+
 Test(export, megatron_zero_2_and_3_as_megatron_fsdp)
 {
 	/* ZeRO 1: the distributed optimizer; 2 and 3: Megatron-FSDP sharding the
