@@ -970,8 +970,9 @@ static bool experts_fit(struct mega *M, struct diag_list *diags)
 {
 	const struct scenario *s = M->s;
 	M->fold = M->ep > M->d;
-	if (!M->fold && M->d % M->ep == 0)
+	if (plan_ep_fits(M->ep, M->d, M->t, s->training.sequence_parallel))
 		return true;
+	/* which of the rules it breaks */
 	if (!M->fold) {
 		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
 		         "expert parallelism %lld must divide the data-parallel degree, %lld here "
@@ -990,15 +991,12 @@ static bool experts_fit(struct mega *M, struct diag_list *diags)
 		         (long long)(M->d * M->t));
 		return false;
 	}
-	if (!s->training.sequence_parallel) {
-		diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
-		         "expert parallelism %lld above the data-parallel degree %lld folds over the "
-		         "tensor-parallel ranks, each dispatching its own sequence shard: set "
-		         "training.sequence_parallel true (Megatron-Core wants sequence parallelism "
-		         "with expert and tensor parallelism)", (long long)M->ep, (long long)M->d);
-		return false;
-	}
-	return true;
+	diag_add(diags, DIAG_ERROR, s->file, 0, NULL,
+	         "expert parallelism %lld above the data-parallel degree %lld folds over the "
+	         "tensor-parallel ranks, each dispatching its own sequence shard: set "
+	         "training.sequence_parallel true (Megatron-Core wants sequence parallelism "
+	         "with expert and tensor parallelism)", (long long)M->ep, (long long)M->d);
+	return false;
 }
 
 /* D must split the batch: say what to change when it does not. */

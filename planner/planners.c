@@ -41,3 +41,12 @@ bool plan_tp_in_server(int64_t dps, int64_t devices, int64_t tp)
 		return false;
 	return dps % tp == 0 || devices <= dps;
 }
+
+bool plan_ep_fits(int64_t ep, int64_t dp, int64_t tp, bool sequence_parallel)
+{
+	if (ep <= 1)
+		return true;
+	if (ep <= dp)
+		return dp % ep == 0;
+	return sequence_parallel && ep % tp == 0 && (dp * tp) % ep == 0;
+}

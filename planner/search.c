@@ -354,18 +354,11 @@ static int expand(const struct graph *g, int64_t G, const struct search_group *g
 	return n;
 }
 
-/* EP dividing DP, or above it Megatron-Core's parallel folding, as the
- * megatron planner lays them out (baselines.c, experts_fit): a multiple
- * of TP dividing DP x TP, with sequence parallelism. */
+/* EP 1, or an EP of a mixture that the megatron planner lays out
+ * (plan_ep_fits: dividing DP, or folded above it with SP). */
 static bool ep_fits(int64_t ep, int64_t dp, int64_t tp, int sp, int64_t experts)
 {
-	if (ep == 1)
-		return true;
-	if (experts < 1)
-		return false;
-	if (ep <= dp)
-		return dp % ep == 0;
-	return sp && ep % tp == 0 && (dp * tp) % ep == 0;
+	return ep == 1 || (experts >= 1 && plan_ep_fits(ep, dp, tp, sp));
 }
 
 static struct search_group *groups(struct arena *a, const struct graph *g, int64_t N,
