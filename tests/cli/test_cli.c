@@ -1149,6 +1149,20 @@ Test(cli, estimate_notes_the_hybridep_dispatcher)
 	free(r.out);
 }
 
+/* Scenario s written as a scenario file at path (its paths relative to dir). */
+static void write_scenario(struct arena *a, const struct scenario *s, const char *dir,
+                           const char *path)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	cJSON *sj = scenario_json(a, s, dir);
+	char *text = cJSON_Print(sj);
+	fputs(text, f);
+	fclose(f);
+	free(text);
+	cJSON_Delete(sj);
+}
+
 /* ...and, where Megatron-Core would run it with the scenario's
  * parallelism (one stage, expert parallelism 16), the iteration with the
  * all-to-alls under another micro-batch's compute: the estimate of the
@@ -1171,14 +1185,7 @@ Test(cli, estimate_notes_the_moe_a2a_overlap)
 	char dir[] = "/tmp/shardlab-a2a-XXXXXX", path[64];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/overlap.json", dir);
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f);
-	cJSON *sj = scenario_json(a, s, dir);
-	char *text = cJSON_Print(sj);
-	fputs(text, f);
-	fclose(f);
-	free(text);
-	cJSON_Delete(sj);
+	write_scenario(a, s, dir, path);
 	snprintf(args, sizeof args, "estimate --calibration none %s", path);
 	r = fixture_shardlab(args, false);
 	unlink(path);
@@ -1235,14 +1242,7 @@ Test(cli, estimate_notes_the_sends_beside_the_alltoalls)
 		} else {
 			v.training.moe_a2a_overlap = false;
 		}
-		FILE *f = fopen(path, "w");
-		cr_assert_not_null(f);
-		cJSON *sj = scenario_json(a, &v, dir);
-		char *text = cJSON_Print(sj);
-		fputs(text, f);
-		fclose(f);
-		free(text);
-		cJSON_Delete(sj);
+		write_scenario(a, &v, dir, path);
 		cr_expect_not(sends_note(path), "%s", k == 0 ? "one server a stage" : "no overlap");
 		unlink(path);
 	}
