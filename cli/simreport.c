@@ -165,107 +165,26 @@ double report_program_comm_bytes(const struct program *p)
 	return most;
 }
 
-/* Slices of an op's largest parameter input (0 when it has none); the
- * slices of a batched weight's leading dimension (the experts of a
- * mixture, [E, a, b]) are expert parallelism, into *ep, not TP. */
-static int64_t sr_param_slices(const struct plan *p, const struct dist_op *d, int64_t *ep)
-{
-	const struct op *op = &p->graph->ops[d->op];
-	int64_t best_elems = -1, slices = 0;
-	*ep = 1;
-	for (int i = 0; i < d->n_in && i < op->n_in; i++) {
-		const struct tensor *t = &p->graph->tensors[op->in[i]];
-		if (t->role != TENSOR_PARAM || t->elems <= best_elems)
-			continue;
-		best_elems = t->elems;
-		slices = 1;
-		*ep = 1;
-		for (int k = 0; k < d->in[i].rank; k++) {
-			bool experts = k == 0 && op->kind == OP_BATCHMATMUL && t->rank >= 3;
-			if (experts)
-				*ep = layout_slices(&d->in[i], k);
-			else
-				slices *= layout_slices(&d->in[i], k);
-		}
-	}
-	return slices;
-}
-
-struct sr_pattern {
-	int64_t tp, dp, copies;
-	double flops;
-};
-
 const char *report_strategy_summary(char *buf, size_t size, const struct plan *p)
 {
-	enum { MAX_PATTERNS = 32 };
-	struct sr_pattern pat[MAX_PATTERNS];
-	int n = 0;
-	double total = 0;
-	int64_t ep_most = 1;
-	/* The ops that hold weights say how the plan cuts the model: those
-	 * without (attention's scores and context, element-wise ops) follow
-	 * their inputs' cuts, and at long sequences the attention's FLOPs
-	 * would otherwise name the pattern with no TP at all. */
-	bool weighted = false;
-	for (int i = 0; i < p->graph->n_ops && !weighted; i++) {
-		int64_t ep;
-		weighted = p->graph->ops[i].flops > 0 && p->ops[i].flops_per_rank > 0 &&
-		           sr_param_slices(p, &p->ops[i], &ep) > 0;
-	}
-	for (int i = 0; i < p->graph->n_ops; i++) {
-		const struct op *op = &p->graph->ops[i];
-		const struct dist_op *d = &p->ops[i];
-		if (op->flops <= 0 || d->flops_per_rank <= 0)
-			continue;
-		int64_t split = llround(op->flops / d->flops_per_rank);
-		split = split < 1 ? 1 : split > p->n_devices ? p->n_devices : split;
-		int64_t ep;
-		int64_t tp = sr_param_slices(p, d, &ep);
-		if (weighted && tp == 0)
-			continue;
-		tp = tp < 1 || tp > split || split % tp ? 1 : tp;
-		ep_most = ep > ep_most ? ep : ep_most;
-		/* the experts, named by EP below, leave TP x DP to the rest:
-		 * folded over the tensor-parallel ranks (EP above DP) they would
-		 * read as TP 1 x DP EP */
-		if (ep > 1)
-			continue;
-		struct sr_pattern key = {tp, split / tp, p->n_devices / split, op->flops};
-		int k = 0;
-		while (k < n && (pat[k].tp != key.tp || pat[k].dp != key.dp || pat[k].copies != key.copies))
-			k++;
-		if (k == n && n == MAX_PATTERNS)
-			k = 0;   /* more patterns than a summary can name: count them with the first */
-		else if (k == n)
-			pat[n++] = (struct sr_pattern){key.tp, key.dp, key.copies, 0};
-		pat[k].flops += op->flops;
-		total += op->flops;
-	}
-	if (n == 0) {
+	struct plan_shape sh;
+	plan_shape(p, &sh);
+	if (!sh.compute) {
 		snprintf(buf, size, "no compute");
 		return buf;
 	}
-	int best = 0;
-	for (int k = 1; k < n; k++)
-		if (pat[k].flops > pat[best].flops)
-			best = k;
-	/* context parallelism cuts the tokens as data parallelism does: the
-	 * scenario says how much of the split it is */
-	int64_t cp = p->scenario ? p->scenario->training.context_parallel : 1;
 	int len;
-	if (cp > 1 && pat[best].dp % cp == 0)
-		len = snprintf(buf, size, "TP %" PRId64 " x CP %" PRId64 " x DP %" PRId64, pat[best].tp,
-		               cp, pat[best].dp / cp);
+	if (sh.cp > 1)
+		len = snprintf(buf, size, "TP %" PRId64 " x CP %" PRId64 " x DP %" PRId64, sh.tp, sh.cp,
+		               sh.dp);
 	else
-		len = snprintf(buf, size, "TP %" PRId64 " x DP %" PRId64, pat[best].tp, pat[best].dp);
-	if (pat[best].copies > 1 && len >= 0 && (size_t)len < size)
-		len += snprintf(buf + len, size - (size_t)len, " x %" PRId64 " copies", pat[best].copies);
-	if (pat[best].flops < 0.95 * total && len >= 0 && (size_t)len < size)
-		len += snprintf(buf + len, size - (size_t)len, " (%.0f%% of FLOPs)",
-		                100 * pat[best].flops / total);
-	if (ep_most > 1 && len >= 0 && (size_t)len < size)
-		snprintf(buf + len, size - (size_t)len, ", EP %" PRId64 "%s", ep_most,
+		len = snprintf(buf, size, "TP %" PRId64 " x DP %" PRId64, sh.tp, sh.dp);
+	if (sh.copies > 1 && len >= 0 && (size_t)len < size)
+		len += snprintf(buf + len, size - (size_t)len, " x %" PRId64 " copies", sh.copies);
+	if (sh.share < 0.95 && len >= 0 && (size_t)len < size)
+		len += snprintf(buf + len, size - (size_t)len, " (%.0f%% of FLOPs)", 100 * sh.share);
+	if (sh.ep > 1 && len >= 0 && (size_t)len < size)
+		snprintf(buf + len, size - (size_t)len, ", EP %" PRId64 "%s", sh.ep,
 		         !p->scenario ? ""
 		         : p->scenario->training.moe_dispatcher == MOE_DISPATCH_HYBRIDEP ? " (HybridEP)"
 		         : p->scenario->training.moe_dispatcher == MOE_DISPATCH_DEEPEP ? " (DeepEP)"

@@ -297,6 +297,22 @@ bool plan_find_alike(struct arena *a, struct plan *p);
  * allocate) or out of memory (*oom set). */
 int *plan_grad_hiders(struct arena *a, const struct plan *p, bool *oom);
 
+/* How a plan cuts the model, as a user names it: the tensor-parallel
+ * degree, the data-parallel degree (context parallelism's share of it
+ * apart: the scenario's training.context_parallel), the copies of the
+ * whole (pipeline stages or ops run apart), the largest expert-parallel
+ * degree, from the pattern (TP, DP, copies) of the ops holding weights
+ * that carries the most FLOPs; `share` that pattern's part of the FLOPs.
+ * An op's TP is the slices of its largest weight (a batched weight's
+ * leading dimension, the experts of a mixture, is EP, and those ops leave
+ * the pattern to the rest). */
+struct plan_shape {
+	int64_t tp, cp, dp, copies, ep;
+	double share;
+	bool compute;                      /* false: no op computes (the rest is 1) */
+};
+void plan_shape(const struct plan *p, struct plan_shape *out);
+
 /* The rank's group and position in it; false if the rank is in none. */
 bool rank_groups_locate(const struct rank_groups *g, int64_t rank, int *group, int *member);
 

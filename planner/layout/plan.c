@@ -16,6 +16,7 @@
  *
  * Units: bytes per device (double). No hot path: one pass over the ops.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,4 +285,97 @@ bool plan_find_alike(struct arena *a, struct plan *p)
 	word_table_free(t);
 	p->alike = ok ? alike : NULL;
 	return ok;
+}
+
+/* Slices of an op's largest parameter input (0 when it has none); the
+ * slices of a batched weight's leading dimension (the experts of a
+ * mixture, [E, a, b]) are expert parallelism, into *ep, not TP. */
+static int64_t param_slices(const struct plan *p, const struct dist_op *d, int64_t *ep)
+{
+	const struct op *op = &p->graph->ops[d->op];
+	int64_t best_elems = -1, slices = 0;
+	*ep = 1;
+	for (int i = 0; i < d->n_in && i < op->n_in; i++) {
+		const struct tensor *t = &p->graph->tensors[op->in[i]];
+		if (t->role != TENSOR_PARAM || t->elems <= best_elems)
+			continue;
+		best_elems = t->elems;
+		slices = 1;
+		*ep = 1;
+		for (int k = 0; k < d->in[i].rank; k++) {
+			bool experts = k == 0 && op->kind == OP_BATCHMATMUL && t->rank >= 3;
+			if (experts)
+				*ep = layout_slices(&d->in[i], k);
+			else
+				slices *= layout_slices(&d->in[i], k);
+		}
+	}
+	return slices;
+}
+
+void plan_shape(const struct plan *p, struct plan_shape *out)
+{
+	enum { MAX_PATTERNS = 32 };
+	struct pattern {
+		int64_t tp, dp, copies;
+		double flops;
+	} pat[MAX_PATTERNS];
+	int n = 0;
+	double total = 0;
+	int64_t ep_most = 1;
+	*out = (struct plan_shape){1, 1, 1, 1, 1, 0, false};
+	/* The ops that hold weights say how the plan cuts the model: those
+	 * without (attention's scores and context, element-wise ops) follow
+	 * their inputs' cuts, and at long sequences the attention's FLOPs
+	 * would otherwise name the pattern with no TP at all. */
+	bool weighted = false;
+	for (int i = 0; i < p->graph->n_ops && !weighted; i++) {
+		int64_t ep;
+		weighted = p->graph->ops[i].flops > 0 && p->ops[i].flops_per_rank > 0 &&
+		           param_slices(p, &p->ops[i], &ep) > 0;
+	}
+	for (int i = 0; i < p->graph->n_ops; i++) {
+		const struct op *op = &p->graph->ops[i];
+		const struct dist_op *d = &p->ops[i];
+		if (op->flops <= 0 || d->flops_per_rank <= 0)
+			continue;
+		int64_t split = llround(op->flops / d->flops_per_rank);
+		split = split < 1 ? 1 : split > p->n_devices ? p->n_devices : split;
+		int64_t ep;
+		int64_t tp = param_slices(p, d, &ep);
+		if (weighted && tp == 0)
+			continue;
+		tp = tp < 1 || tp > split || split % tp ? 1 : tp;
+		ep_most = ep > ep_most ? ep : ep_most;
+		/* the experts, named by EP, leave TP x DP to the rest: folded
+		 * over the tensor-parallel ranks (EP above DP) they would read
+		 * as TP 1 x DP EP */
+		if (ep > 1)
+			continue;
+		struct pattern key = {tp, split / tp, p->n_devices / split, op->flops};
+		int k = 0;
+		while (k < n && (pat[k].tp != key.tp || pat[k].dp != key.dp || pat[k].copies != key.copies))
+			k++;
+		if (k == n && n == MAX_PATTERNS)
+			k = 0;   /* more patterns than a summary can name: count them with the first */
+		else if (k == n)
+			pat[n++] = (struct pattern){key.tp, key.dp, key.copies, 0};
+		pat[k].flops += op->flops;
+		total += op->flops;
+	}
+	out->ep = ep_most;
+	if (n == 0)
+		return;
+	int best = 0;
+	for (int k = 1; k < n; k++)
+		if (pat[k].flops > pat[best].flops)
+			best = k;
+	/* context parallelism cuts the tokens as data parallelism does: the
+	 * scenario says how much of the split it is */
+	int64_t cp = p->scenario ? p->scenario->training.context_parallel : 1;
+	bool cut = cp > 1 && pat[best].dp % cp == 0;
+	*out = (struct plan_shape){.tp = pat[best].tp, .cp = cut ? cp : 1,
+	                           .dp = cut ? pat[best].dp / cp : pat[best].dp,
+	                           .copies = pat[best].copies, .ep = ep_most,
+	                           .share = pat[best].flops / total, .compute = true};
 }
