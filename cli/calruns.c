@@ -312,6 +312,14 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 			cov[j * p + k] = isfinite(x) ? x : 0;
 		}
 	}
+	/* the runs it saw: each setting over the fitted rows' plans */
+	struct cal_runs runs = {0};
+	for (int i = 0; i < tf->n_rows; i++)
+		if (tf->point_of[i] >= 0 && tf->results[i].plan) {
+			struct cal_point pt;
+			cost_cal_point(tf->results[i].plan, &pt);
+			cost_cal_runs_add(&runs, &pt);
+		}
 	fits[nf] = (struct cal_fit){.name = "training", .kind = "training", .fitted_on = on,
 	                            .points = f->n_points,
 	                            .loss = validation_loss_names[tf->loss],
@@ -319,7 +327,7 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 	                            .cv_folds = f->cv_folds, .cv_mape_pct = f->cv_mape_pct,
 	                            .cv_rms_pct = f->cv_rms_pct, .cv_log_rms = f->cv_log_rms,
 	                            .n_figures = p, .figures = names,
-	                            .covariance = cov};
+	                            .covariance = cov, .runs = runs};
 	*c = (struct calibration){.name = r->name ? r->name : cli_calibration_name(ar, r->out), .description = r->description,
 	                          .n_figures = nb + p, .figures = fig,
 	                          .n_fits = nf + 1, .fits = fits};

@@ -96,6 +96,14 @@ const char *cli_range_text(char *buf, size_t size, const char *lo, const char *h
 void cli_calibration_line(FILE *f, const char *indent, const struct topology *t);
 /* The same words without the label: "NAME (FILE), training fit ..." or "none". */
 const char *cli_calibration_words(char *buf, size_t size, const struct topology *t);
+/* "outside its runs     ZeRO 3 (fitted: 1), ...: ..." after the indent when
+ * the plan has settings outside the runs its calibration's training fit
+ * was fitted on (cal_interval.outside); nothing otherwise. */
+void cli_outside_line(FILE *f, const char *indent, const struct cal_interval *iv);
+/* [{"setting", "value", "fitted"}] of n settings outside a fit's runs. */
+struct cJSON *cli_outside_json(const struct cal_outside *o, int n);
+/* The interval's: that array, null when its fit does not record its runs. */
+struct cJSON *cli_interval_outside_json(const struct cal_interval *iv);
 /* {"name", "file"} of the topology's calibration, or null. */
 struct cJSON *cli_calibration_json(const struct topology *t);
 /* {"level", "lo_s", "hi_s", "relative_sd", "relative_sd_figures"}, or

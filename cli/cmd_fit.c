@@ -47,7 +47,10 @@ static void help(FILE *f)
 	        "\n"
 	        "Each choice carries the 90%% interval of its iteration time and of its\n"
 	        "effective time to train where the sweep had a calibration with a\n"
-	        "training fit (sweep --calibration), else says it has none.\n"
+	        "training fit (sweep --calibration), else says it has none; where\n"
+	        "that calibration is the shipped one of the cluster's devices, the\n"
+	        "choice's settings outside the runs its training fit was fitted on\n"
+	        "(\"outside its calibration's runs\"; JSON \"outside_fitted_runs\").\n"
 	        "A study with fault cases (its \"faults\") is answered for one case\n"
 	        "(--fault, default the first), and a table shows what each case costs:\n"
 	        "the chosen point's plan under every case, and the fastest point there.\n"
@@ -124,7 +127,35 @@ struct fit {
 	int fault;                         /* the case answered */
 	double percentile;                 /* 0.5: the estimate */
 	const char *calibration;           /* the sweep's, study_plot_info's; NULL: not recorded */
+	const struct calibration **cal;    /* [cluster]: the sweep's where it is the shipped one
+	                                      (found_calibrations), else NULL */
 };
+
+/* Each cluster's calibration as the sweep recorded it, where that is the
+ * shipped one for its devices (the same name and file hash): its training
+ * fit's runs say which choices lie outside them. A sweep's --calibration
+ * FILE is not found again (NULL: no such words). */
+static const struct calibration **found_calibrations(struct arena *a, const struct study *st,
+                                                     const char *key)
+{
+	const struct calibration **out = arena_calloc(a, (size_t)st->n_clusters, sizeof *out);
+	for (int c = 0; out && key && c < st->n_clusters; c++) {
+		const struct topology *t = st->clusters[c].topo;
+		const char *path = cli_default_calibration_file(a, t, st->scenario->training.framework);
+		struct diag_list d;
+		diag_list_init(&d);
+		struct calibration *cal = path ? cost_calibration_load(a, path, &d) : NULL;
+		diag_list_free(&d);
+		const char *e = cal ? study_calibration_entry(a, st->clusters[c].name, cal) : NULL;
+		size_t n = e ? strlen(e) : 0;
+		/* the recorded key holds the entry whole, between "; " or the ends */
+		for (const char *p = e ? strstr(key, e) : NULL; p; p = strstr(p + 1, e))
+			if ((p == key || (p >= key + 2 && p[-2] == ';' && p[-1] == ' ')) &&
+			    (!p[n] || p[n] == ';'))
+				out[c] = cal;
+	}
+	return out;
+}
 
 /* The calibration the sweep recorded for cluster `name` (NULL: none, or
  * not recorded), from "NAME=CAL:HASH; NAME=none". */
@@ -188,6 +219,10 @@ static cJSON *json_choice(const struct fit *f, int i)
 	if (layers)
 		cJSON_AddStringToObject(o, "stage_layers", layers);
 	arena_free(la);
+	struct cal_outside out[CAL_SET_COUNT];
+	int n_out = study_row_outside(f->cal ? f->cal[r->cluster] : NULL, f->st, r, out);
+	cJSON_AddItemToObject(o, "outside_fitted_runs",
+	                      n_out >= 0 ? cli_outside_json(out, n_out) : cJSON_CreateNull());
 	if (!study_row_has_interval(r)) {
 		cJSON_AddNullToObject(o, "interval");
 		return o;
@@ -295,6 +330,13 @@ static void text_choice(const struct fit *f, const char *label, int i)
 	} else if (f->intervals) {
 		printf("  %-14s interval: none (its cluster had no calibration with a training fit)\n",
 		       "");
+	}
+	struct cal_outside out[CAL_SET_COUNT];
+	int n_out = study_row_outside(f->cal ? f->cal[r->cluster] : NULL, f->st, r, out);
+	if (n_out > 0) {
+		char w[1024];
+		printf("  %-14s outside its calibration's runs: %s\n", "",
+		       cost_cal_outside_text(w, sizeof w, out, n_out));
 	}
 	struct arena *la = arena_new();
 	const char *layers = la ? study_row_stage_layers(la, f->st, r) : NULL;
@@ -762,6 +804,8 @@ int cmd_fit(int argc, char **argv)
 	    study_store_info(s, a, &info))
 		f.calibration = info.calibration;
 	study_store_close(s);
+	if (rc == EXIT_OK)
+		f.cal = found_calibrations(a, st, f.calibration);
 	if (rc == EXIT_OK && fault) {
 		f.fault = -1;
 		for (int k = 0; k < st->n_faults; k++)

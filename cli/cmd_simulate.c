@@ -278,6 +278,7 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	       report_pct_text(pct, sizeof pct, report_diff_pct(r->sim.iteration_s,
 	                                                         r->est.iteration_s)));
 	cli_calibration_line(stdout, "  ", p->scenario->topo);
+	cli_outside_line(stdout, "  ", &ie);
 	printf("  micro-batches        %" PRId64 " (pipeline: %d stage%s x %lld ranks)\n", r->prog.micro_batches, r->prog.n_stages, r->prog.n_stages == 1 ? "" : "s", (long long)r->prog.stage_ranks);
 	printf("  comm per device      %s\n",
 	       cli_si(b[2], 32, report_program_comm_bytes(&r->prog), "B"));

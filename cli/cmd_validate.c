@@ -108,7 +108,13 @@ static void help(FILE *f)
 	        "                    each prediction has a 90%% interval (JSON:\n"
 	        "                    \"interval\" {\"lo\", \"hi\"} in the row's unit,\n"
 	        "                    \"covered\") and the report gives the coverage, the\n"
-	        "                    share of measurements inside them (JSON: \"coverage\")\n"
+	        "                    share of measurements inside them (JSON: \"coverage\");\n"
+	        "                    the rows whose plans lie outside the runs its training\n"
+	        "                    fit was fitted on are listed with the settings outside\n"
+	        "                    and their coverage given apart (JSON: each row's\n"
+	        "                    \"outside_fitted_runs\", \"coverage\"'s\n"
+	        "                    \"estimate_outside_rows\", \"estimate_outside_covered\")\n");
+	fprintf(f,
 	        "  --jobs N          training: run up to N rows at once, each in its own\n"
 	        "                    process (default and 0: the processors online; 1:\n"
 	        "                    one after another, in this process). The report is\n"
@@ -413,6 +419,44 @@ static const char *range_text(char *buf, size_t size, const struct validation_tr
 	return buf;
 }
 
+/* The rows whose plans have settings outside the runs their calibration
+ * was fitted on: once for all when every row has the same, else one line
+ * each. */
+static void outside_runs_text(const struct validation_training_result *rows, int n, int wn)
+{
+	char w[2][1024];
+	int k = 0, first = -1;
+	bool same = true;
+	for (int i = 0; i < n; i++) {
+		const struct cal_interval *iv = &rows[i].est_iv;
+		if (rows[i].error || !iv->n_outside) {
+			same = same && (rows[i].error != NULL);
+			continue;
+		}
+		cost_cal_outside_text(w[k > 0], sizeof w[0], iv->outside, iv->n_outside);
+		if (k++ == 0)
+			first = i;
+		else
+			same = same && !strcmp(w[0], w[1]);
+	}
+	if (!k)
+		return;
+	printf("  outside the runs the calibration was fitted on (an interval measures the spread "
+	       "over those runs, not beyond them):\n");
+	if (same && k > 1) {
+		printf("    every row: %s\n", cost_cal_outside_text(w[0], sizeof w[0],
+		                                                    rows[first].est_iv.outside,
+		                                                    rows[first].est_iv.n_outside));
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct cal_interval *iv = &rows[i].est_iv;
+		if (!rows[i].error && iv->n_outside)
+			printf("    %-*s  %s\n", wn, rows[i].row->name,
+			       cost_cal_outside_text(w[0], sizeof w[0], iv->outside, iv->n_outside));
+	}
+}
+
 static void training_text(const struct args *a, const struct validation *v,
                           const struct validation_training_result *rows,
                           const struct plan_label *plans, int n)
@@ -489,6 +533,7 @@ static void training_text(const struct args *a, const struct validation *v,
 	if (wi)
 		printf("  90%% interval: the calibration's (figures' covariance and cross-validated "
 		       "residuals)%s\n", any_outside ? "; * the measurement lies outside it" : "");
+	outside_runs_text(rows, n, wn);
 	if (any_tflops) {
 		printf("  FLOPs counted as each source counts them:");
 		bool seen[FLOPS_COUNT] = {false};
@@ -591,7 +636,18 @@ static void training_text(const struct args *a, const struct validation *v,
 	if (m.estimate_iv_n)
 		printf("  estimate   %d of %d (%.0f%%)\n", m.estimate_covered, m.estimate_iv_n,
 		       100.0 * m.estimate_covered / m.estimate_iv_n);
-	else
+	if (m.estimate_outside_n) {
+		int in_n = m.estimate_iv_n - m.estimate_outside_n;
+		int in_c = m.estimate_covered - m.estimate_outside_covered;
+		printf("             ");
+		if (in_n)
+			printf("inside the calibration's runs %d of %d (%.0f%%), ", in_c, in_n,
+			       100.0 * in_c / in_n);
+		printf("outside %s %d of %d (%.0f%%)\n", in_n ? "them" : "the calibration's runs",
+		       m.estimate_outside_covered, m.estimate_outside_n,
+		       100.0 * m.estimate_outside_covered / m.estimate_outside_n);
+	}
+	if (!m.estimate_iv_n)
 		printf("  estimate   - (%s)\n", n > 0 && !rows[0].error && rows[0].est_iv.why
 		                                 ? rows[0].est_iv.why : "no interval");
 	if (m.simulation_iv_n)
@@ -679,6 +735,7 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 		cJSON_AddNumberToObject(e, "value", r->est_value);
 		cJSON_AddNumberToObject(e, "error_pct", r->est_err);
 		interval_json(e, &r->est_iv, r->est_lo, r->est_hi, r->est_covered);
+		cJSON_AddItemToObject(e, "outside_fitted_runs", cli_interval_outside_json(&r->est_iv));
 		cJSON_AddNumberToObject(e, "memory_bytes_per_device", r->memory_bytes);
 		json_number_or_null(e, "memory_error_pct", row->memory_bytes > 0,
 		                    validation_error_pct(r->memory_bytes, row->memory_bytes));
@@ -715,6 +772,8 @@ static cJSON *training_json(const struct args *a, const struct validation *v,
 	cJSON_AddNumberToObject(cj, "estimate_covered", m.estimate_covered);
 	json_number_or_null(cj, "estimate_pct", m.estimate_iv_n > 0,
 	                    100.0 * m.estimate_covered / (m.estimate_iv_n ? m.estimate_iv_n : 1));
+	cJSON_AddNumberToObject(cj, "estimate_outside_rows", m.estimate_outside_n);
+	cJSON_AddNumberToObject(cj, "estimate_outside_covered", m.estimate_outside_covered);
 	cJSON_AddNumberToObject(cj, "simulation_rows", m.simulation_iv_n);
 	cJSON_AddNumberToObject(cj, "simulation_covered", m.simulation_covered);
 	json_number_or_null(cj, "simulation_pct", m.simulation_iv_n > 0,

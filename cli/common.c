@@ -410,7 +410,10 @@ const char cli_override_help[] =
 	"                  for the scenario's training.framework (calibration/)\n"
 	"                  where there is one; \"none\": the bare\n"
 	"                  model. A calibration with a training fit gives the\n"
-	"                  iteration time its 90% interval\n";
+	"                  iteration time its 90% interval, and a line names\n"
+	"                  the plan's settings outside the runs it was fitted\n"
+	"                  on (\"outside its runs\"; JSON: the interval's\n"
+	"                  \"outside_fitted_runs\")\n";
 
 int cli_override_option(const char *cmd, int argc, char **argv, int *i, struct cli_overrides *ov)
 {

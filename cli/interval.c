@@ -88,9 +88,37 @@ cJSON *cli_calibration_json(const struct topology *t)
 	return o;
 }
 
+void cli_outside_line(FILE *f, const char *indent, const struct cal_interval *iv)
+{
+	char w[1024];
+	if (iv->n_outside > 0)
+		fprintf(f, "%soutside its runs     %s: the interval is the spread over the runs the "
+		        "calibration was fitted on, not beyond them\n", indent,
+		        cost_cal_outside_text(w, sizeof w, iv->outside, iv->n_outside));
+}
+
+cJSON *cli_outside_json(const struct cal_outside *o, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < n; i++) {
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "setting", cal_setting_keys[o[i].setting]);
+		cJSON_AddStringToObject(x, "value", o[i].value);
+		cJSON_AddStringToObject(x, "fitted", o[i].fitted);
+		cJSON_AddItemToArray(a, x);
+	}
+	return a;
+}
+
+cJSON *cli_interval_outside_json(const struct cal_interval *iv)
+{
+	return iv->runs_known ? cli_outside_json(iv->outside, iv->n_outside) : cJSON_CreateNull();
+}
+
 cJSON *cli_interval_json(const struct cal_interval *iv)
 {
 	cJSON *o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "outside_fitted_runs", cli_interval_outside_json(iv));
 	if (!iv->have) {
 		cJSON_AddNullToObject(o, "lo_s");
 		cJSON_AddNullToObject(o, "hi_s");

@@ -606,18 +606,24 @@ const struct topology *study_fault_topology(struct arena *a, const struct study 
 	return ft;
 }
 
-/* FNV-1a of a calibration file's text, as 16 hex digits. */
+const char *study_calibration_entry(struct arena *a, const char *cluster,
+                                    const struct calibration *cal)
+{
+	char h[17];
+	if (!cal)
+		return arena_printf(a, "%s=none", cluster);
+	/* FNV-1a of the calibration file's text, as 16 hex digits */
+	study_hash_text(h, fnv_file(STUDIES_FNV_OFFSET, cal->file));
+	return arena_printf(a, "%s=%s:%s", cluster, cal->name, h);
+}
+
 const char *study_calibration_key(struct arena *a, const struct study *st)
 {
 	const char *key = "";
 	for (int c = 0; key && c < st->n_clusters; c++) {
-		const struct calibration *cal = st->clusters[c].topo->calibration;
-		char h[17];
-		if (cal)
-			study_hash_text(h, fnv_file(STUDIES_FNV_OFFSET, cal->file));
-		key = cal ? arena_printf(a, "%s%s%s=%s:%s", key, c ? "; " : "", st->clusters[c].name,
-		                         cal->name, h)
-		          : arena_printf(a, "%s%s%s=none", key, c ? "; " : "", st->clusters[c].name);
+		const char *e = study_calibration_entry(a, st->clusters[c].name,
+		                                        st->clusters[c].topo->calibration);
+		key = e ? arena_printf(a, "%s%s%s", key, c ? "; " : "", e) : NULL;
 	}
 	return key;
 }

@@ -247,6 +247,12 @@ struct study_row {
 void study_row_figures(const struct study *st, struct study_row *r);
 /* Whether the row has an interval. */
 bool study_row_has_interval(const struct study_row *r);
+/* The row's settings outside the runs that the training fit of c (its
+ * cluster's calibration) was fitted on (cost_cal_outside), into
+ * out[CAL_SET_COUNT]: how many; -1 when that is not known (no c, no
+ * training fit, a fit that does not record its runs, a row not planned). */
+int study_row_outside(const struct calibration *c, const struct study *st,
+                      const struct study_row *r, struct cal_outside *out);
 /* The row at the p-th percentile of its iteration time (0 < p < 1; the
  * normal distribution the interval assumes: t (1 + z_p sigma/t)), every
  * figure that follows from it priced again (study_row_figures); the
@@ -261,6 +267,9 @@ const struct topology *study_fault_topology(struct arena *a, const struct study 
 /* What each cluster's calibration is, one text that a resumed sweep
  * compares ("h100=h100-sxm:<hash of its file>; a100=none"), in the arena. */
 const char *study_calibration_key(struct arena *a, const struct study *st);
+/* One cluster's part of it: "h100=h100-sxm:<hash>", "a100=none" (cal NULL). */
+const char *study_calibration_entry(struct arena *a, const char *cluster,
+                                    const struct calibration *cal);
 
 /* Plans a unit and estimates its points into rows[0 .. unit->n_configs)
  * (those with skip[i] true are left alone; skip may be NULL). A point that

@@ -308,6 +308,23 @@ bool study_row_has_interval(const struct study_row *r)
 	return r->ok && !isnan(r->iteration_rel_sd);
 }
 
+int study_row_outside(const struct calibration *c, const struct study *st,
+                      const struct study_row *r, struct cal_outside *out)
+{
+	const struct cal_fit *tf = cost_calibration_training_fit(c);
+	if (!tf || !tf->runs.have || !r->ok)
+		return -1;
+	/* the row's configuration over the study's training */
+	struct training t = st->scenario->training;
+	t.pipeline_stages = r->config.pp;
+	t.context_parallel = r->config.cp > 1 ? r->config.cp : 1;
+	t.zero_stage = r->config.zero_stage;
+	t.recompute = r->config.recompute;
+	struct cal_point pt;
+	cost_cal_point_of(&t, r->devices, r->config.tp, r->config.ep, &pt);
+	return cost_cal_outside(&tf->runs, &pt, out);
+}
+
 void study_row_at_percentile(const struct study *st, struct study_row *r, double p)
 {
 	if (!study_row_has_interval(r))

@@ -45,6 +45,9 @@ struct validation_score validation_score_training(const struct validation_traini
 		acc_add(&est, r[i].est_err);
 		s.estimate_iv_n += r[i].est_iv.have;
 		s.estimate_covered += r[i].est_iv.have && r[i].est_covered;
+		s.estimate_outside_n += r[i].est_iv.have && r[i].est_iv.n_outside > 0;
+		s.estimate_outside_covered +=
+		        r[i].est_iv.have && r[i].est_iv.n_outside > 0 && r[i].est_covered;
 		s.simulation_iv_n += r[i].simulated && r[i].sim_iv.have;
 		s.simulation_covered += r[i].simulated && r[i].sim_iv.have && r[i].sim_covered;
 		if (r[i].simulated)

@@ -244,6 +244,10 @@ struct validation_score {
 	int estimate_iv_n, estimate_covered;   /* training: rows with an interval, and of them
 	                                          those whose measurement is inside it */
 	int simulation_iv_n, simulation_covered;
+	int estimate_outside_n, estimate_outside_covered;  /* training: of the rows with an
+	                                          interval, those whose plan has a setting outside
+	                                          the runs their calibration was fitted on
+	                                          (cal_interval.n_outside), and of them covered */
 };
 
 /* Over the rows that were estimated (OOM ones included). */

@@ -241,12 +241,76 @@ static int figure_index(const struct calibration *c, const char *name)
 	return -1;
 }
 
+/* A training fit's "runs" (calruns.c): each count a range [lo, hi] of
+ * integers >= 1 (ZeRO's stages a list of 0..3), each other setting the
+ * list of the values seen, every key present. */
+static bool read_runs(const struct jv *o, struct cal_runs *out)
+{
+	static const char *const keys[CAL_SET_COUNT + 1] = {
+	        "devices", "tensor_parallel", "pipeline_stages", "context_parallel",
+	        "expert_parallel", "zero_stage", "recompute", "compute", "framework", NULL};
+	*out = (struct cal_runs){.line = o->line};
+	if (!jv_open(o, keys))
+		return false;
+	bool ok = true;
+	struct jv v, e;
+	for (int k = 0; k < CAL_SET_COUNT; k++) {
+		SL_ASSERT(!strcmp(keys[k], cal_setting_keys[k]));
+		if (!jv_need(o, keys[k], &v)) {
+			ok = false;
+			continue;
+		}
+		if (k < CAL_SET_RANGES) {
+			int64_t r[2] = {0, 0};
+			if (!jv_is_array(&v, 2, 2)) {
+				ok = false;
+				continue;
+			}
+			int i = 0;
+			bool good = true;
+			for (bool more = jv_first(&v, &e); more; more = jv_next(&v, &e), i++)
+				good = jv_int(&e, JR_RANGE(1, 1e12), &r[i]) && good;
+			if (good && r[0] > r[1]) {
+				jv_error(&v, "the range's low end %lld is above its high end %lld",
+				         (long long)r[0], (long long)r[1]);
+				good = false;
+			}
+			out->lo[k] = r[0];
+			out->hi[k] = r[1];
+			ok = good && ok;
+			continue;
+		}
+		if (!jv_is_array(&v, 1, 16)) {
+			ok = false;
+			continue;
+		}
+		for (bool more = jv_first(&v, &e); more; more = jv_next(&v, &e)) {
+			int64_t x = -1;
+			if (k == CAL_SET_ZERO)
+				ok = jv_int(&e, JR_RANGE(0, 3), &x) && ok;
+			else if (k == CAL_SET_RECOMPUTE)
+				x = jv_enum(&e, recompute_names, RECOMPUTE_COUNT);
+			else if (k == CAL_SET_COMPUTE)
+				x = jv_enum(&e, cal_compute_names, CAL_COMPUTE_COUNT);
+			else
+				x = jv_enum(&e, framework_names, FRAMEWORK_COUNT);
+			if (x < 0) {
+				ok = false;
+				continue;
+			}
+			out->seen[k] |= 1u << x;
+		}
+	}
+	out->have = ok;
+	return ok;
+}
+
 static bool read_fit(struct arena *a, const struct calibration *c, const struct jv *f,
                      struct cal_fit *out)
 {
 	static const char *const keys[] = {"name", "kind", "fitted_on", "points", "loss",
 	                                   "figures", "covariance", "cv", "transferred_from",
-	                                   NULL};
+	                                   "runs", NULL};
 	static const char *const from_keys[] = {"calibration", "device", NULL};
 	static const char *const losses[] = {"squares", "huber"};
 	static const char *const cv_keys[] = {"method", "folds", "mape_pct", "rms_pct", "log_rms",
@@ -305,6 +369,15 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 			ok = text(a, &from, "device", false, &out->from_device) && ok;
 		} else {
 			ok = false;
+		}
+	}
+	struct jv runs;
+	if (jv_get(f, "runs", &runs)) {
+		if (out->kind && strcmp(out->kind, "training")) {
+			jv_error(&runs, "only a training fit has runs (this one is \"%s\")", out->kind);
+			ok = false;
+		} else {
+			ok = read_runs(&runs, &out->runs) && ok;
 		}
 	}
 	struct jv figs;
@@ -725,6 +798,32 @@ static cJSON *stored_array(const double *v, int n)
 	return a;
 }
 
+/* A training fit's "runs", as read_runs reads them. */
+static cJSON *runs_json(const struct cal_runs *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (int k = 0; k < CAL_SET_COUNT; k++) {
+		cJSON *a = cJSON_AddArrayToObject(o, cal_setting_keys[k]);
+		if (k < CAL_SET_RANGES) {
+			cJSON_AddItemToArray(a, cJSON_CreateNumber((double)r->lo[k]));
+			cJSON_AddItemToArray(a, cJSON_CreateNumber((double)r->hi[k]));
+			continue;
+		}
+		for (int v = 0; v < 32; v++) {
+			if (!(r->seen[k] >> v & 1))
+				continue;
+			if (k == CAL_SET_ZERO)
+				cJSON_AddItemToArray(a, cJSON_CreateNumber(v));
+			else
+				cJSON_AddItemToArray(a, cJSON_CreateString(
+				        k == CAL_SET_RECOMPUTE ? recompute_names[v]
+				        : k == CAL_SET_COMPUTE ? cal_compute_names[v]
+				                               : framework_names[v]));
+		}
+	}
+	return o;
+}
+
 cJSON *cost_calibration_json(const struct calibration *c)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -782,6 +881,8 @@ cJSON *cost_calibration_json(const struct calibration *c)
 			cJSON_AddNumberToObject(cv, "log_rms", stored(f->cv_log_rms));
 		if (f->from_calibration)
 			cJSON_AddItemToObject(o, "transferred_from", cost_cal_fit_transfer_json(f));
+		if (f->runs.have)
+			cJSON_AddItemToObject(o, "runs", runs_json(&f->runs));
 		cJSON_AddItemToArray(fits, o);
 	}
 	return root;
@@ -865,6 +966,13 @@ bool cost_calibration_interval(struct arena *a, const struct calibration *c, con
 		out->why = "the calibration has no training fit: no interval";
 		return true;
 	}
+	struct cal_point pt;
+	cost_cal_point(p, &pt);
+	struct cal_outside outside[CAL_SET_COUNT];
+	int n_out = cost_cal_outside(&tf->runs, &pt, outside);
+	out->runs_known = tf->runs.have;
+	out->n_outside = n_out;
+	memcpy(out->outside, outside, sizeof outside);
 	struct estimate *e = arena_calloc(a, 1, sizeof *e);
 	if (!e)
 		return false;
@@ -910,5 +1018,8 @@ bool cost_calibration_interval(struct arena *a, const struct calibration *c, con
 	double res = isfinite(tf->cv_log_rms) ? tf->cv_log_rms : tf->cv_rms_pct / 100;
 	cost_interval_of(t0, sqrt(fig * fig + res * res), fig, tf->points - tf->n_figures,
 	                 CAL_INTERVAL_LEVEL, out);
+	out->runs_known = tf->runs.have;
+	out->n_outside = n_out;
+	memcpy(out->outside, outside, sizeof outside);
 	return true;
 }

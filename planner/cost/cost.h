@@ -285,6 +285,66 @@ struct cal_figure {
 	int line;                    /* of its name */
 };
 
+/* The runs a training fit was fitted on ("runs" of a training fit, as
+ * calibrate --runs writes it): each setting's values over the fitted
+ * rows' plans, so that a prediction on a plan outside them says which of
+ * its settings the fit never saw (docs/validation.md, "Outside the
+ * fitted runs"). The first CAL_SET_RANGES are counts, kept as a range;
+ * the others sets of values, a bit each. */
+enum cal_setting {
+	CAL_SET_DEVICES,     /* devices */
+	CAL_SET_TP,          /* tensor-parallel degree (plan_shape) */
+	CAL_SET_PP,          /* pipeline stages */
+	CAL_SET_CP,          /* context-parallel degree */
+	CAL_SET_EP,          /* expert-parallel degree (1: dense) */
+	CAL_SET_ZERO,        /* ZeRO stage, 0..3 */
+	CAL_SET_RECOMPUTE,   /* enum recompute_mode */
+	CAL_SET_COMPUTE,     /* the GEMMs' number format, cal_compute_names */
+	CAL_SET_FRAMEWORK,   /* enum framework */
+	CAL_SET_COUNT
+};
+#define CAL_SET_RANGES 5
+/* The keys of "runs", in enum order. */
+extern const char *const cal_setting_keys[CAL_SET_COUNT];
+#define CAL_COMPUTE_COUNT 4
+extern const char *const cal_compute_names[CAL_COMPUTE_COUNT];  /* fp32 fp16 bf16 fp8 */
+
+/* One plan's settings, in enum order (a set's value as its index). */
+struct cal_point {
+	int64_t v[CAL_SET_COUNT];
+};
+/* A plan's: its devices (all its stages'), TP and EP by plan_shape, the
+ * rest from its scenario's training. */
+void cost_cal_point(const struct plan *p, struct cal_point *out);
+/* The same from a training (pipeline_stages, context_parallel,
+ * zero_stage, recompute, dtype and precision, framework) and the devices,
+ * TP and EP a plan of it would have (a study's row). */
+void cost_cal_point_of(const struct training *t, int64_t devices, int64_t tp, int64_t ep,
+                       struct cal_point *out);
+
+struct cal_runs {
+	bool have;                   /* false: the fit does not say (a file without it) */
+	int64_t lo[CAL_SET_RANGES], hi[CAL_SET_RANGES];
+	unsigned seen[CAL_SET_COUNT];  /* CAL_SET_ZERO on: the values seen, bit v */
+	int line;
+};
+/* Widens r to hold the point (the first point sets it). */
+void cost_cal_runs_add(struct cal_runs *r, const struct cal_point *pt);
+
+/* A setting of a plan outside a fit's runs, in words: the plan's value
+ * ("3", "pytorch") and the fit's ("1-8", "0, 1", "megatron"). */
+struct cal_outside {
+	enum cal_setting setting;
+	char value[24];
+	char fitted[64];
+};
+/* The settings of pt outside r (none when r does not say), in enum order,
+ * into out[CAL_SET_COUNT]; how many. */
+int cost_cal_outside(const struct cal_runs *r, const struct cal_point *pt,
+                     struct cal_outside *out);
+/* "ZeRO 3 (fitted: 1), TP 32 (fitted: 1-8)": n of them, "" for none. */
+const char *cost_cal_outside_text(char *buf, size_t size, const struct cal_outside *o, int n);
+
 /* A fit that produced figures: how it was cross-validated, and the
  * covariance of its figures (in their units; row-major, n_figures^2). */
 #define CAL_FIT_MAX_FIGURES 6        /* a fit's figures, at most (the loader checks) */
@@ -307,6 +367,7 @@ struct cal_fit {
 	 * carried over whole by `calibrate --transfer` (NULL: made here). */
 	const char *from_calibration;  /* the calibration it was carried from */
 	const char *from_device;       /* the kind its rows ran on; NULL: not named */
+	struct cal_runs runs;          /* a training fit's runs (runs.have false: not said) */
 	int line;
 };
 
@@ -401,6 +462,12 @@ struct cal_interval {
 	int dof;                     /* the residual spread's degrees of freedom */
 	double quantile;             /* Student's t quantile of (1 + level) / 2 at dof */
 	double center_s, lo_s, hi_s; /* the 90% interval */
+	/* The plan's settings outside the training fit's runs (with or
+	 * without an interval): the interval is the spread over the fitted
+	 * runs, and says nothing of an extrapolation beyond them. */
+	bool runs_known;             /* the fit records its runs */
+	int n_outside;
+	struct cal_outside outside[CAL_SET_COUNT];
 };
 /* The lognormal interval of spread `log_sd` (ln scale) with `dof` degrees
  * of freedom around center_s at `level` (0.9: 90%): center x exp(± q

@@ -1546,6 +1546,12 @@ Test(studies, row_interval_is_the_estimates, .timeout = 120)
 	cr_assert(cJSON_IsObject(iv), "%s", r.out);
 	double lo = cJSON_GetObjectItemCaseSensitive(iv, "iteration_lo_s")->valuedouble;
 	double hi = cJSON_GetObjectItemCaseSensitive(iv, "iteration_hi_s")->valuedouble;
+	/* and the settings outside the calibration's runs, the same as the
+	 * estimate's (the shipped file, found again by its hash) */
+	cJSON *out = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "fastest"),
+	                                              "outside_fitted_runs");
+	cr_assert(cJSON_IsArray(out), "%s", r.out);
+	char *row_out = cJSON_PrintUnformatted(out);
 	cJSON_Delete(j);
 	free(r.out);
 	snprintf(args, sizeof args, "estimate %s --calibration calibration/a100-sxm.json --json", sc);
@@ -1558,6 +1564,11 @@ Test(studies, row_interval_is_the_estimates, .timeout = 120)
 	double ehi = cJSON_GetObjectItemCaseSensitive(iv, "hi_s")->valuedouble;
 	cr_expect(fabs(lo - elo) <= 1e-9 * ehi, "lo: row %.12g, estimate %.12g", lo, elo);
 	cr_expect(fabs(hi - ehi) <= 1e-9 * ehi, "hi: row %.12g, estimate %.12g", hi, ehi);
+	char *est_out = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(iv,
+	                                                                       "outside_fitted_runs"));
+	cr_expect_str_eq(row_out, est_out);
+	free(row_out);
+	free(est_out);
 	cJSON_Delete(j);
 	free(r.out);
 	/* Resuming with another calibration (here none) is refused. */

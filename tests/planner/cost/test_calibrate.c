@@ -1721,3 +1721,147 @@ Test(calibrate, a_transferred_fit_says_where_it_came_from)
 	                                                "transferred_from"));
 	cJSON_Delete(j);
 }
+
+/* ------------------------------------------------- the fitted runs */
+
+/* interval_cal's file with its training fit's "runs": 8 to 16 devices of
+ * bf16 Megatron runs at TP 1-8, ZeRO 0 or 1, no recomputation. */
+static const char runs_cal[] =
+	"{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"iv\",\n"
+	" \"figures\": [{\"name\": \"train.gemm_efficiency\", \"units\": \"ratio\",\n"
+	"   \"bounds\": [0.5, 1.5], \"value\": 0.9, \"std_error\": 0, \"fitted_on\": \"made up\",\n"
+	"   \"fit\": \"training\"}],\n"
+	" \"fits\": [{\"name\": \"training\", \"kind\": \"%s\", \"fitted_on\": \"made up\",\n"
+	"   \"points\": 10, \"figures\": [\"train.gemm_efficiency\"], \"covariance\": [[0]],\n"
+	"   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 10, \"mape_pct\": 4, \"rms_pct\": 5,\n"
+	"     \"log_rms\": 0.04},\n"
+	"   \"runs\": {\"devices\": [%s], \"tensor_parallel\": [1, 8], \"pipeline_stages\": [1, 1],\n"
+	"     \"context_parallel\": [1, 1], \"expert_parallel\": [1, 1], \"zero_stage\": [1, 0],\n"
+	"     \"recompute\": [\"none\"], \"compute\": [\"bf16\"], \"framework\": [\"megatron\"]}}]}\n";
+
+/* One of the diagnostics reads `want`; then none is left. */
+static void expect_diag(const char *want)
+{
+	bool found = false;
+	for (size_t i = 0; i < D.count && !found; i++) {
+		char *s = diag_format(&D.items[i]);
+		found = !strcmp(s, want);
+		free(s);
+	}
+	char *first = D.count ? diag_format(&D.items[0]) : NULL;
+	cr_expect(found, "no \"%s\" (first: %s)", want, first ? first : "none");
+	free(first);
+	forget_diags();
+}
+
+static struct calibration *runs_calibration(const char *kind, const char *devices)
+{
+	char text[2048];
+	snprintf(text, sizeof text, runs_cal, kind, devices);
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "runs.json", text, strlen(text), &D));
+	struct calibration *c = cost_calibration_load_doc(A, &doc);
+	json_doc_free(&doc);
+	return c;
+}
+
+/* "runs" is read, written back as it was read (the sets in the order of
+ * their values), and checked: a range whose ends cross, a name that is
+ * no recompute mode, and runs on a fit that is not a training fit are
+ * errors at their line. */
+Test(calibrate, fitted_runs_read_written_and_checked)
+{
+	struct calibration *c = runs_calibration("training", "8, 16");
+	cr_assert_not_null(c);
+	const struct cal_runs *r = &cost_calibration_training_fit(c)->runs;
+	cr_assert(r->have);
+	cr_expect_eq(r->lo[CAL_SET_DEVICES], 8);
+	cr_expect_eq(r->hi[CAL_SET_DEVICES], 16);
+	cr_expect_eq(r->hi[CAL_SET_TP], 8);
+	cr_expect_eq(r->seen[CAL_SET_ZERO], 3u);
+	cr_expect_eq(r->seen[CAL_SET_RECOMPUTE], 1u << RECOMPUTE_NONE);
+	cr_expect_eq(r->seen[CAL_SET_COMPUTE], 1u << 2);  /* bf16 */
+	cr_expect_eq(r->seen[CAL_SET_FRAMEWORK], 1u << FRAMEWORK_MEGATRON);
+	cJSON *j = cost_calibration_json(c);
+	char *text = cJSON_PrintUnformatted(j);
+	cr_assert(strstr(text, "\"runs\":{\"devices\":[8,16],\"tensor_parallel\":[1,8],"
+	                       "\"pipeline_stages\":[1,1],\"context_parallel\":[1,1],"
+	                       "\"expert_parallel\":[1,1],\"zero_stage\":[0,1],"
+	                       "\"recompute\":[\"none\"],\"compute\":[\"bf16\"],"
+	                       "\"framework\":[\"megatron\"]}"), "%s", text);
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "again.json", text, strlen(text), &D));
+	struct calibration *again = cost_calibration_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(again);
+	cr_expect_eq(memcmp(&cost_calibration_training_fit(again)->runs.seen, r->seen,
+	                    sizeof r->seen), 0);
+	free(text);
+	cJSON_Delete(j);
+
+	cr_expect_null(runs_calibration("training", "64, 8"));
+	expect_diag("runs.json:9: fits[0].runs.devices: the range's low end 64 is above its "
+	            "high end 8");
+	cr_expect_null(runs_calibration("kernels", "8, 16"));
+	expect_diag("runs.json:9: fits[0].runs: only a training fit has runs (this one is "
+	            "\"kernels\")");
+}
+
+/* The settings of a plan outside the runs, in the enum's order, with the
+ * plan's value and the fit's: a 16,384-device bf16 run under ZeRO 3 with
+ * full recomputation and FP8 GEMMs, against runs of 48-6,144 devices,
+ * ZeRO 1, none, bf16. */
+Test(calibrate, settings_outside_the_fitted_runs)
+{
+	struct cal_runs r = {0};
+	struct training t = {.pipeline_stages = 16, .context_parallel = 1, .zero_stage = 1,
+	                     .recompute = RECOMPUTE_NONE, .dtype = DT_BF16,
+	                     .precision = PRECISION_MEGATRON_BF16, .framework = FRAMEWORK_MEGATRON};
+	struct cal_point pt;
+	cost_cal_point_of(&t, 48, 1, 1, &pt);
+	cost_cal_runs_add(&r, &pt);
+	t.pipeline_stages = 1;
+	cost_cal_point_of(&t, 6144, 8, 1, &pt);
+	cost_cal_runs_add(&r, &pt);
+	cr_expect_eq(r.lo[CAL_SET_PP], 1);
+	cr_expect_eq(r.hi[CAL_SET_PP], 16);
+	struct cal_outside out[CAL_SET_COUNT];
+	cr_expect_eq(cost_cal_outside(&r, &pt, out), 0, "a run of the fit is inside");
+	t = (struct training){.pipeline_stages = 16, .context_parallel = 2, .zero_stage = 3,
+	                      .recompute = RECOMPUTE_FULL, .dtype = DT_BF16,
+	                      .precision = PRECISION_FP8_HYBRID, .framework = FRAMEWORK_MEGATRON};
+	cost_cal_point_of(&t, 16384, 8, 1, &pt);
+	int n = cost_cal_outside(&r, &pt, out);
+	cr_assert_eq(n, 5);
+	char buf[512];
+	cr_expect_str_eq(cost_cal_outside_text(buf, sizeof buf, out, n),
+	                 "16384 devices (fitted: 48-6144), CP 2 (fitted: 1), ZeRO 3 (fitted: 1), "
+	                 "recompute full (fitted: none), fp8 compute (fitted: bf16)");
+	cr_expect_eq(out[2].setting, CAL_SET_ZERO);
+	cr_expect_str_eq(out[2].value, "3");
+	cr_expect_str_eq(out[2].fitted, "1");
+	struct cal_runs none = {0};
+	cr_expect_eq(cost_cal_outside(&none, &pt, out), 0, "a fit that does not say");
+}
+
+/* An interval names the plan's settings outside its fit's runs and is
+ * the same interval: the megatron plan of the 4-layer GPT (32 fp16
+ * devices, TP 8) against runs of 8-16 bf16 devices. */
+Test(calibrate, interval_names_the_settings_outside_the_runs)
+{
+	struct calibration *c = runs_calibration("training", "8, 16");
+	cr_assert_not_null(c);
+	const struct plan *p = interval_plan("0", "0", "0.04");
+	struct cal_interval bare, iv;
+	cr_assert(cost_calibration_interval(A, p->scenario->topo->calibration, p, &bare));
+	cr_expect(!bare.runs_known);
+	cr_expect_eq(bare.n_outside, 0);
+	cr_assert(cost_calibration_interval(A, c, p, &iv));
+	cr_assert(iv.have && iv.runs_known);
+	cr_assert_eq(iv.n_outside, 2);
+	char buf[256];
+	cr_expect_str_eq(cost_cal_outside_text(buf, sizeof buf, iv.outside, iv.n_outside),
+	                 "32 devices (fitted: 8-16), fp16 compute (fitted: bf16)");
+	within(iv.lo_s, bare.lo_s, 1e-12, "the same low end");
+	within(iv.hi_s, bare.hi_s, 1e-12, "the same high end");
+}
