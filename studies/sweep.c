@@ -321,7 +321,7 @@ int study_row_outside(const struct calibration *c, const struct study *st,
 	t.zero_stage = r->config.zero_stage;
 	t.recompute = r->config.recompute;
 	struct cal_point pt;
-	cost_cal_point_of(&t, r->devices, r->config.tp, r->config.ep, &pt);
+	cost_cal_point_of(&t, st->scenario->graph, r->devices, r->config.tp, r->config.ep, &pt);
 	return cost_cal_outside(&tf->runs, &pt, out);
 }
 

@@ -242,13 +242,15 @@ static int figure_index(const struct calibration *c, const char *name)
 }
 
 /* A training fit's "runs" (calruns.c): each count a range [lo, hi] of
- * integers >= 1 (ZeRO's stages a list of 0..3), each other setting the
- * list of the values seen, every key present. */
+ * integers >= 1 (the sequence's [0, 0] when not known; ZeRO's stages a
+ * list of 0..3), each other setting the list of the values seen, every
+ * key present. */
 static bool read_runs(const struct jv *o, struct cal_runs *out)
 {
 	static const char *const keys[CAL_SET_COUNT + 1] = {
 	        "devices", "tensor_parallel", "pipeline_stages", "context_parallel",
-	        "expert_parallel", "zero_stage", "recompute", "compute", "framework", NULL};
+	        "expert_parallel", "sequence", "zero_stage", "recompute", "compute", "framework",
+	        NULL};
 	*out = (struct cal_runs){.line = o->line};
 	if (!jv_open(o, keys))
 		return false;
@@ -268,8 +270,14 @@ static bool read_runs(const struct jv *o, struct cal_runs *out)
 			}
 			int i = 0;
 			bool good = true;
+			/* a sequence of [0, 0]: no fitted row's was known */
+			double least = k == CAL_SET_SEQ ? 0 : 1;
 			for (bool more = jv_first(&v, &e); more; more = jv_next(&v, &e), i++)
-				good = jv_int(&e, JR_RANGE(1, 1e12), &r[i]) && good;
+				good = jv_int(&e, JR_RANGE(least, 1e12), &r[i]) && good;
+			if (good && k == CAL_SET_SEQ && r[0] == 0 && r[1] != 0) {
+				jv_error(&v, "a sequence range starts at 1 ([0, 0]: not known)");
+				good = false;
+			}
 			if (good && r[0] > r[1]) {
 				jv_error(&v, "the range's low end %lld is above its high end %lld",
 				         (long long)r[0], (long long)r[1]);

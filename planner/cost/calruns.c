@@ -20,11 +20,11 @@
 
 const char *const cal_setting_keys[CAL_SET_COUNT] = {
         "devices", "tensor_parallel", "pipeline_stages", "context_parallel", "expert_parallel",
-        "zero_stage", "recompute", "compute", "framework"};
+        "sequence", "zero_stage", "recompute", "compute", "framework"};
 const char *const cal_compute_names[CAL_COMPUTE_COUNT] = {"fp32", "fp16", "bf16", "fp8"};
 
-void cost_cal_point_of(const struct training *t, int64_t devices, int64_t tp, int64_t ep,
-                       struct cal_point *out)
+void cost_cal_point_of(const struct training *t, const struct graph *g, int64_t devices,
+                       int64_t tp, int64_t ep, struct cal_point *out)
 {
 	int compute = cost_precision_fp8(t->precision) ? 3
 	              : t->dtype == DT_FP16            ? 1
@@ -36,6 +36,7 @@ void cost_cal_point_of(const struct training *t, int64_t devices, int64_t tp, in
 	        [CAL_SET_PP] = t->pipeline_stages > 1 ? t->pipeline_stages : 1,
 	        [CAL_SET_CP] = t->context_parallel > 1 ? t->context_parallel : 1,
 	        [CAL_SET_EP] = ep > 1 ? ep : 1,
+	        [CAL_SET_SEQ] = g && g->gen && g->gen->seq > 0 ? g->gen->seq : 0,
 	        [CAL_SET_ZERO] = t->zero_stage,
 	        [CAL_SET_RECOMPUTE] = t->recompute,
 	        [CAL_SET_COMPUTE] = compute,
@@ -50,15 +51,18 @@ void cost_cal_point(const struct plan *p, struct cal_point *out)
 	plan_shape(p, &sh);
 	/* a pipelined plan is one stage's, on its devices */
 	int64_t pp = t->pipeline_stages > 1 ? t->pipeline_stages : 1;
-	cost_cal_point_of(t, p->n_devices * pp, sh.tp, sh.ep, out);
+	cost_cal_point_of(t, p->graph, p->n_devices * pp, sh.tp, sh.ep, out);
 }
 
 void cost_cal_runs_add(struct cal_runs *r, const struct cal_point *pt)
 {
 	for (int k = 0; k < CAL_SET_RANGES; k++) {
 		int64_t v = pt->v[k];
-		r->lo[k] = !r->have || v < r->lo[k] ? v : r->lo[k];
-		r->hi[k] = !r->have || v > r->hi[k] ? v : r->hi[k];
+		bool first = k == CAL_SET_SEQ ? r->lo[k] == 0 : !r->have;
+		if (k == CAL_SET_SEQ && v == 0)
+			continue;
+		r->lo[k] = first || v < r->lo[k] ? v : r->lo[k];
+		r->hi[k] = first || v > r->hi[k] ? v : r->hi[k];
 	}
 	for (int k = CAL_SET_RANGES; k < CAL_SET_COUNT; k++)
 		r->seen[k] |= 1u << pt->v[k];
@@ -92,7 +96,8 @@ int cost_cal_outside(const struct cal_runs *r, const struct cal_point *pt,
 		struct cal_outside *o = &out[n];
 		char b[24];
 		if (k < CAL_SET_RANGES) {
-			if (v >= r->lo[k] && v <= r->hi[k])
+			if ((v >= r->lo[k] && v <= r->hi[k]) ||
+			    (k == CAL_SET_SEQ && (v == 0 || r->lo[k] == 0)))
 				continue;
 			*o = (struct cal_outside){.setting = (enum cal_setting)k};
 			snprintf(o->value, sizeof o->value, "%lld", (long long)v);
@@ -123,6 +128,7 @@ const char *cost_cal_outside_text(char *buf, size_t size, const struct cal_outsi
 {
 	static const char *const label[CAL_SET_COUNT] = {
 	        [CAL_SET_TP] = "TP", [CAL_SET_PP] = "PP", [CAL_SET_CP] = "CP", [CAL_SET_EP] = "EP",
+	        [CAL_SET_SEQ] = "sequence",
 	        [CAL_SET_ZERO] = "ZeRO", [CAL_SET_RECOMPUTE] = "recompute",
 	        [CAL_SET_FRAMEWORK] = "framework"};
 	size_t len = 0;

@@ -297,13 +297,15 @@ enum cal_setting {
 	CAL_SET_PP,          /* pipeline stages */
 	CAL_SET_CP,          /* context-parallel degree */
 	CAL_SET_EP,          /* expert-parallel degree (1: dense) */
+	CAL_SET_SEQ,         /* sequence length in tokens (0: not known, the model has no
+	                        generator) */
 	CAL_SET_ZERO,        /* ZeRO stage, 0..3 */
 	CAL_SET_RECOMPUTE,   /* enum recompute_mode */
 	CAL_SET_COMPUTE,     /* the GEMMs' number format, cal_compute_names */
 	CAL_SET_FRAMEWORK,   /* enum framework */
 	CAL_SET_COUNT
 };
-#define CAL_SET_RANGES 5
+#define CAL_SET_RANGES 6
 /* The keys of "runs", in enum order. */
 extern const char *const cal_setting_keys[CAL_SET_COUNT];
 #define CAL_COMPUTE_COUNT 4
@@ -317,10 +319,11 @@ struct cal_point {
  * rest from its scenario's training. */
 void cost_cal_point(const struct plan *p, struct cal_point *out);
 /* The same from a training (pipeline_stages, context_parallel,
- * zero_stage, recompute, dtype and precision, framework) and the devices,
- * TP and EP a plan of it would have (a study's row). */
-void cost_cal_point_of(const struct training *t, int64_t devices, int64_t tp, int64_t ep,
-                       struct cal_point *out);
+ * zero_stage, recompute, dtype and precision, framework), the model's
+ * graph (its generator's sequence) and the devices, TP and EP a plan of
+ * it would have (a study's row). */
+void cost_cal_point_of(const struct training *t, const struct graph *g, int64_t devices,
+                       int64_t tp, int64_t ep, struct cal_point *out);
 
 struct cal_runs {
 	bool have;                   /* false: the fit does not say (a file without it) */
@@ -328,7 +331,8 @@ struct cal_runs {
 	unsigned seen[CAL_SET_COUNT];  /* CAL_SET_ZERO on: the values seen, bit v */
 	int line;
 };
-/* Widens r to hold the point (the first point sets it). */
+/* Widens r to hold the point (the first point sets it; a sequence of 0,
+ * not known, widens nothing). */
 void cost_cal_runs_add(struct cal_runs *r, const struct cal_point *pt);
 
 /* A setting of a plan outside a fit's runs, in words: the plan's value

@@ -2785,8 +2785,9 @@ Test(cli, validate_calibrates_the_selected_rows_only)
 
 /* calibrate --runs records the runs it was fitted on: over the two "B200 "
  * rows of validation/megatron-bridge.json (LLaMA-3 8B on 8 GPUs, TP 1 PP 1
- * CP 1; LLaMA-3.1 405B on 128, TP 4 PP 8 CP 2; both ZeRO 1 through the
- * distributed optimizer, no recomputation, FP8 GEMMs, Megatron-LM), each
+ * CP 1; LLaMA-3.1 405B on 128, TP 4 PP 8 CP 2; both at sequence 8,192, ZeRO
+ * 1 through the distributed optimizer, no recomputation, FP8 GEMMs,
+ * Megatron-LM), each
  * setting's range or values as the rows state them. */
 Test(cli, calibrate_runs_records_the_runs_it_saw)
 {
@@ -2806,7 +2807,8 @@ Test(cli, calibrate_runs_records_the_runs_it_saw)
 	        cJSON_GetObjectItemCaseSensitive(fit_named(j, "training"), "runs"));
 	cr_expect_str_eq(runs, "{\"devices\":[8,128],\"tensor_parallel\":[1,4],"
 	                       "\"pipeline_stages\":[1,8],\"context_parallel\":[1,2],"
-	                       "\"expert_parallel\":[1,1],\"zero_stage\":[1],"
+	                       "\"expert_parallel\":[1,1],\"sequence\":[8192,8192],"
+	                       "\"zero_stage\":[1],"
 	                       "\"recompute\":[\"none\"],\"compute\":[\"fp8\"],"
 	                       "\"framework\":[\"megatron\"]}");
 	free(runs);
@@ -2816,10 +2818,11 @@ Test(cli, calibrate_runs_records_the_runs_it_saw)
 	rmdir(dir);
 }
 
-/* A calibration whose runs were 8-16 bf16 devices: estimate and simulate of
- * the 4-layer GPT on 32 fp16 Ascend 910s say which settings lie outside
- * them, in text and in JSON; validate lists each row outside and splits
- * its coverage (the three ZeRO-3 rows on 384-1,536 A100s, fp16). */
+/* A calibration whose runs were 8-16 bf16 devices at sequence 1,024:
+ * estimate and simulate of the 4-layer GPT (sequence 1,024) on 32 fp16
+ * Ascend 910s say which settings lie outside them, in text and in JSON;
+ * validate lists each row outside and splits its coverage (the three
+ * ZeRO-3 rows on 384-1,536 A100s, fp16, sequence 2,048). */
 Test(cli, predictions_outside_the_fitted_runs_say_so, .timeout = 120)
 {
 	char dir[] = "/tmp/shardlab-outside-XXXXXX", cal[96], args[512];
@@ -2828,7 +2831,8 @@ Test(cli, predictions_outside_the_fitted_runs_say_so, .timeout = 120)
 	write_gemm_calibration(cal, "runs", NULL, 1,
 	                       ",\n   \"runs\": {\"devices\": [8, 16], \"tensor_parallel\": [1, 8],\n"
 	                       "     \"pipeline_stages\": [1, 4], \"context_parallel\": [1, 1],\n"
-	                       "     \"expert_parallel\": [1, 1], \"zero_stage\": [0, 1],\n"
+	                       "     \"expert_parallel\": [1, 1], \"sequence\": [1024, 1024],\n"
+	                       "     \"zero_stage\": [0, 1],\n"
 	                       "     \"recompute\": [\"none\", \"full\"], \"compute\": [\"bf16\"],\n"
 	                       "     \"framework\": [\"megatron\"]}");
 	static const char *const cmds[] = {"estimate", "simulate"};
@@ -2872,8 +2876,9 @@ Test(cli, predictions_outside_the_fitted_runs_say_so, .timeout = 120)
 	cr_expect(strstr(r.out, "  outside the runs the calibration was fitted on (an interval "
 	                        "measures the spread over those runs, not beyond them):\n"),
 	          "%s", r.out);
-	cr_expect(strstr(r.out, "    174.6B ZeRO-3 768 GPUs   768 devices (fitted: 8-16), ZeRO 3 "
-	                        "(fitted: 0, 1), fp16 compute (fitted: bf16)\n"),
+	cr_expect(strstr(r.out, "    174.6B ZeRO-3 768 GPUs   768 devices (fitted: 8-16), sequence "
+	                        "2048 (fitted: 1024), ZeRO 3 (fitted: 0, 1), fp16 compute (fitted: "
+	                        "bf16)\n"),
 	          "%s", r.out);
 	cr_expect(strstr(r.out, "\n             outside the calibration's runs "), "%s", r.out);
 	cr_expect(strstr(r.out, " of 3 ("), "%s", r.out);
@@ -2889,7 +2894,7 @@ Test(cli, predictions_outside_the_fitted_runs_say_so, .timeout = 120)
 	const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "rows"), 0);
 	const cJSON *o = cJSON_GetObjectItemCaseSensitive(
 	        cJSON_GetObjectItemCaseSensitive(row, "estimate"), "outside_fitted_runs");
-	cr_expect_eq(cJSON_GetArraySize(o), 3, "%s", r.out);
+	cr_expect_eq(cJSON_GetArraySize(o), 4, "%s", r.out);
 	cJSON_Delete(j);
 	free(r.out);
 	unlink(cal);

@@ -1736,7 +1736,8 @@ static const char runs_cal[] =
 	"   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 10, \"mape_pct\": 4, \"rms_pct\": 5,\n"
 	"     \"log_rms\": 0.04},\n"
 	"   \"runs\": {\"devices\": [%s], \"tensor_parallel\": [1, 8], \"pipeline_stages\": [1, 1],\n"
-	"     \"context_parallel\": [1, 1], \"expert_parallel\": [1, 1], \"zero_stage\": [1, 0],\n"
+	"     \"context_parallel\": [1, 1], \"expert_parallel\": [1, 1], \"sequence\": [0, 0],\n"
+	"     \"zero_stage\": [1, 0],\n"
 	"     \"recompute\": [\"none\"], \"compute\": [\"bf16\"], \"framework\": [\"megatron\"]}}]}\n";
 
 /* One of the diagnostics reads `want`; then none is left. */
@@ -1786,7 +1787,7 @@ Test(calibrate, fitted_runs_read_written_and_checked)
 	char *text = cJSON_PrintUnformatted(j);
 	cr_assert(strstr(text, "\"runs\":{\"devices\":[8,16],\"tensor_parallel\":[1,8],"
 	                       "\"pipeline_stages\":[1,1],\"context_parallel\":[1,1],"
-	                       "\"expert_parallel\":[1,1],\"zero_stage\":[0,1],"
+	                       "\"expert_parallel\":[1,1],\"sequence\":[0,0],\"zero_stage\":[0,1],"
 	                       "\"recompute\":[\"none\"],\"compute\":[\"bf16\"],"
 	                       "\"framework\":[\"megatron\"]}"), "%s", text);
 	struct json_doc doc;
@@ -1808,21 +1809,26 @@ Test(calibrate, fitted_runs_read_written_and_checked)
 }
 
 /* The settings of a plan outside the runs, in the enum's order, with the
- * plan's value and the fit's: a 16,384-device bf16 run under ZeRO 3 with
- * full recomputation and FP8 GEMMs, against runs of 48-6,144 devices,
- * ZeRO 1, none, bf16. */
+ * plan's value and the fit's: a 16,384-device run of 131,072-token
+ * sequences under ZeRO 3 with full recomputation and FP8 GEMMs, against
+ * runs of 48-6,144 devices at 4,096 tokens (one an explicit graph, whose
+ * sequence is not known), ZeRO 1, none, bf16. */
 Test(calibrate, settings_outside_the_fitted_runs)
 {
 	struct cal_runs r = {0};
 	struct training t = {.pipeline_stages = 16, .context_parallel = 1, .zero_stage = 1,
 	                     .recompute = RECOMPUTE_NONE, .dtype = DT_BF16,
 	                     .precision = PRECISION_MEGATRON_BF16, .framework = FRAMEWORK_MEGATRON};
+	struct model_gen g4k = {.seq = 4096}, g128k = {.seq = 131072};
+	struct graph at4k = {.gen = &g4k}, at128k = {.gen = &g128k}, explicit = {.gen = NULL};
 	struct cal_point pt;
-	cost_cal_point_of(&t, 48, 1, 1, &pt);
+	cost_cal_point_of(&t, &at4k, 48, 1, 1, &pt);
 	cost_cal_runs_add(&r, &pt);
 	t.pipeline_stages = 1;
-	cost_cal_point_of(&t, 6144, 8, 1, &pt);
+	cost_cal_point_of(&t, &explicit, 6144, 8, 1, &pt);
 	cost_cal_runs_add(&r, &pt);
+	cr_expect_eq(r.lo[CAL_SET_SEQ], 4096, "a sequence not known widens nothing");
+	cr_expect_eq(r.hi[CAL_SET_SEQ], 4096);
 	cr_expect_eq(r.lo[CAL_SET_PP], 1);
 	cr_expect_eq(r.hi[CAL_SET_PP], 16);
 	struct cal_outside out[CAL_SET_COUNT];
@@ -1830,16 +1836,19 @@ Test(calibrate, settings_outside_the_fitted_runs)
 	t = (struct training){.pipeline_stages = 16, .context_parallel = 2, .zero_stage = 3,
 	                      .recompute = RECOMPUTE_FULL, .dtype = DT_BF16,
 	                      .precision = PRECISION_FP8_HYBRID, .framework = FRAMEWORK_MEGATRON};
-	cost_cal_point_of(&t, 16384, 8, 1, &pt);
+	cost_cal_point_of(&t, &at128k, 16384, 8, 1, &pt);
 	int n = cost_cal_outside(&r, &pt, out);
-	cr_assert_eq(n, 5);
+	cr_assert_eq(n, 6);
 	char buf[512];
 	cr_expect_str_eq(cost_cal_outside_text(buf, sizeof buf, out, n),
-	                 "16384 devices (fitted: 48-6144), CP 2 (fitted: 1), ZeRO 3 (fitted: 1), "
-	                 "recompute full (fitted: none), fp8 compute (fitted: bf16)");
-	cr_expect_eq(out[2].setting, CAL_SET_ZERO);
-	cr_expect_str_eq(out[2].value, "3");
-	cr_expect_str_eq(out[2].fitted, "1");
+	                 "16384 devices (fitted: 48-6144), CP 2 (fitted: 1), sequence 131072 "
+	                 "(fitted: 4096), ZeRO 3 (fitted: 1), recompute full (fitted: none), fp8 "
+	                 "compute (fitted: bf16)");
+	cr_expect_eq(out[3].setting, CAL_SET_ZERO);
+	cr_expect_str_eq(out[3].value, "3");
+	cr_expect_str_eq(out[3].fitted, "1");
+	cost_cal_point_of(&t, &explicit, 16384, 8, 1, &pt);
+	cr_expect_eq(cost_cal_outside(&r, &pt, out), 5, "a sequence not known is not outside");
 	struct cal_runs none = {0};
 	cr_expect_eq(cost_cal_outside(&none, &pt, out), 0, "a fit that does not say");
 }
