@@ -53,8 +53,12 @@ void calibrate_runs_help(FILE *f)
 	        "Prints each figure with its standard error, a warning for each figure\n"
 	        "not identifiable (Jacobian singular or ill-conditioned, standard error\n"
 	        "over half the value, or at a bound), the rows' errors in sample and out\n"
-	        "of sample, and the cross-validated MAPE and maximum (leave-one-out;\n"
-	        "10-fold above 20 rows).\n"
+	        "of sample, the cross-validated MAPE and maximum (leave-one-out;\n"
+	        "10-fold above 20 rows), and the runs fitted: each setting's range or\n"
+	        "values over the rows' plans (devices, TP, PP, CP, EP, sequence, ZeRO,\n"
+	        "recomputation, number format, framework; JSON \"fitted_runs\"), which\n"
+	        "--out writes into the training fit (\"runs\") so that a prediction\n"
+	        "outside them says which of its settings are.\n"
 	        "  --figures NAMES  the figures to fit, comma-separated (at most 6);\n"
 	        "                   default train.gemm_efficiency,\n"
 	        "                   train.nic_efficiency, train.op_overhead_us\n"
@@ -277,6 +281,18 @@ static bool file_kinds(struct arena *ar, const struct rargs *r, const struct cal
 	return true;
 }
 
+/* The runs the fit saw: each setting over the fitted rows' plans. */
+static void fitted_runs(const struct validation_training_fit *tf, struct cal_runs *out)
+{
+	*out = (struct cal_runs){0};
+	for (int i = 0; i < tf->n_rows; i++)
+		if (tf->point_of[i] >= 0 && tf->results[i].plan) {
+			struct cal_point pt;
+			cost_cal_point(tf->results[i].plan, &pt);
+			cost_cal_runs_add(out, &pt);
+		}
+}
+
 /* The written file: the base's figures and fits, then the training's. */
 static struct calibration *merged(struct arena *ar, const struct rargs *r,
                                   const struct calibration *base, const struct validation *v,
@@ -312,14 +328,8 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 			cov[j * p + k] = isfinite(x) ? x : 0;
 		}
 	}
-	/* the runs it saw: each setting over the fitted rows' plans */
-	struct cal_runs runs = {0};
-	for (int i = 0; i < tf->n_rows; i++)
-		if (tf->point_of[i] >= 0 && tf->results[i].plan) {
-			struct cal_point pt;
-			cost_cal_point(tf->results[i].plan, &pt);
-			cost_cal_runs_add(&runs, &pt);
-		}
+	struct cal_runs runs;
+	fitted_runs(tf, &runs);
 	fits[nf] = (struct cal_fit){.name = "training", .kind = "training", .fitted_on = on,
 	                            .points = f->n_points,
 	                            .loss = validation_loss_names[tf->loss],
@@ -430,6 +440,12 @@ static void text(const struct rargs *r, const struct validation *v,
 	} else
 		printf("%-15s none: no row could be predicted out of sample (each fold leaves fewer "
 		       "rows than figures; fit fewer with --figures)\n", method);
+	struct cal_runs runs;
+	char rt[512];
+	fitted_runs(tf, &runs);
+	if (runs.have)
+		printf("fitted runs:    %s (a prediction outside them says which of its settings "
+		       "are)\n", cost_cal_runs_text(rt, sizeof rt, &runs));
 	warnings(stdout, tf);
 }
 
@@ -505,6 +521,10 @@ static cJSON *json(const struct rargs *r, const struct validation *v,
 	cJSON_AddItemToObject(cv, "log_rms", num_or_null(f->cv_log_rms));
 	cJSON_AddNumberToObject(cv, "covered", f->cv_covered);
 	cJSON_AddNumberToObject(cv, "coverable", f->cv_coverable);
+	struct cal_runs runs;
+	fitted_runs(tf, &runs);
+	cJSON_AddItemToObject(root, "fitted_runs",
+	                      runs.have ? cost_cal_runs_json(&runs) : cJSON_CreateNull());
 	return root;
 }
 

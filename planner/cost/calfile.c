@@ -806,8 +806,7 @@ static cJSON *stored_array(const double *v, int n)
 	return a;
 }
 
-/* A training fit's "runs", as read_runs reads them. */
-static cJSON *runs_json(const struct cal_runs *r)
+cJSON *cost_cal_runs_json(const struct cal_runs *r)
 {
 	cJSON *o = cJSON_CreateObject();
 	for (int k = 0; k < CAL_SET_COUNT; k++) {
@@ -890,7 +889,7 @@ cJSON *cost_calibration_json(const struct calibration *c)
 		if (f->from_calibration)
 			cJSON_AddItemToObject(o, "transferred_from", cost_cal_fit_transfer_json(f));
 		if (f->runs.have)
-			cJSON_AddItemToObject(o, "runs", runs_json(&f->runs));
+			cJSON_AddItemToObject(o, "runs", cost_cal_runs_json(&f->runs));
 		cJSON_AddItemToArray(fits, o);
 	}
 	return root;

@@ -150,3 +150,40 @@ const char *cost_cal_outside_text(char *buf, size_t size, const struct cal_outsi
 	}
 	return buf;
 }
+
+const char *cost_cal_runs_text(char *buf, size_t size, const struct cal_runs *r)
+{
+	static const char *const label[CAL_SET_COUNT] = {
+	        [CAL_SET_TP] = "TP", [CAL_SET_PP] = "PP", [CAL_SET_CP] = "CP", [CAL_SET_EP] = "EP",
+	        [CAL_SET_SEQ] = "sequence", [CAL_SET_ZERO] = "ZeRO", [CAL_SET_RECOMPUTE] = "recompute",
+	        [CAL_SET_FRAMEWORK] = "framework"};
+	size_t len = 0;
+	if (size)
+		buf[0] = 0;
+	for (int k = 0; r->have && k < CAL_SET_COUNT && len < size; k++) {
+		char v[96] = "", b[24];
+		if (k < CAL_SET_RANGES) {
+			if (k == CAL_SET_SEQ && r->lo[k] == 0)
+				continue;
+			if (r->lo[k] == r->hi[k])
+				snprintf(v, sizeof v, "%lld", (long long)r->lo[k]);
+			else
+				snprintf(v, sizeof v, "%lld-%lld", (long long)r->lo[k], (long long)r->hi[k]);
+		} else {
+			size_t n = 0;
+			for (int j = 0; j < 32 && n < sizeof v; j++)
+				if (r->seen[k] >> j & 1) {
+					int w = snprintf(v + n, sizeof v - n, "%s%s", n ? ", " : "",
+					                 value_name(k, j, b, sizeof b));
+					n += w > 0 ? (size_t)w : 0;
+				}
+		}
+		const char *sep = len ? ", " : "";
+		int w = k == CAL_SET_DEVICES   ? snprintf(buf + len, size - len, "%s%s devices", sep, v)
+		        : k == CAL_SET_COMPUTE ? snprintf(buf + len, size - len, "%s%s compute", sep, v)
+		                               : snprintf(buf + len, size - len, "%s%s %s", sep,
+		                                          label[k], v);
+		len += w > 0 ? (size_t)w : 0;
+	}
+	return buf;
+}

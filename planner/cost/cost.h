@@ -335,6 +335,13 @@ struct cal_runs {
  * not known, widens nothing). */
 void cost_cal_runs_add(struct cal_runs *r, const struct cal_point *pt);
 
+/* "48-6144 devices, TP 1-8, PP 1-16, CP 1, EP 1, sequence 4096, ZeRO 1,
+ * recompute none, bf16 compute, framework megatron"; "" when r does not
+ * say. */
+const char *cost_cal_runs_text(char *buf, size_t size, const struct cal_runs *r);
+/* The "runs" object of a training fit, as a calibration file has it. */
+struct cJSON *cost_cal_runs_json(const struct cal_runs *r);
+
 /* A setting of a plan outside a fit's runs, in words: the plan's value
  * ("3", "pytorch") and the fit's ("1-8", "0, 1", "megatron"). */
 struct cal_outside {

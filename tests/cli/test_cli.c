@@ -2798,6 +2798,11 @@ Test(cli, calibrate_runs_records_the_runs_it_saw)
 	         "'B200 *' --figures train.op_overhead_us --out %s", out);
 	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\nfitted runs:    8-128 devices, TP 1-4, PP 1-8, CP 1-2, EP 1, "
+	                        "sequence 8192, ZeRO 1, recompute none, fp8 compute, framework "
+	                        "megatron (a prediction outside them says which of its settings "
+	                        "are)\n"),
+	          "%s", r.out);
 	free(r.out);
 	char *text = slurp(out);
 	cr_assert_not_null(text);
