@@ -45,7 +45,9 @@ static void help(FILE *f)
 	        "times, draws each planner's plan on the same page.\n"
 	        "\n"
 	        "With --simulate the plan is estimated and simulated (traced) as\n"
-	        "`shardlab simulate` does, and the page adds: estimate beside\n"
+	        "`shardlab simulate` does, and the page adds: the simulated time's\n"
+	        "90%% interval and the calibration (with the plan's settings outside\n"
+	        "the runs it was fitted on), estimate beside\n"
 	        "simulation (with an offload, a server's host memory and its\n"
 	        "verdict) and where they disagree (overlap, contention), every\n"
 	        "rank's compute / exposed communication / pipeline wait / idle, a\n"
@@ -328,8 +330,16 @@ static int scenario_page(const struct args *a)
 			rc = EXIT_INVALID;
 		else if (a->ranks)
 			rc = parse_ranks(a->ranks, r.sim.n_ranks, ranks, &v.n_ranks);
-		if (rc == EXIT_OK)
+		struct cal_interval ie, is;
+		char cal_words[1024];
+		if (rc == EXIT_OK) {
+			cli_interval(plans[0], &ie);
+			cost_interval_at(&ie, r.sim.iteration_s, &is);
+			v.interval = &is;
+			v.calibration = cli_calibration_words(cal_words, sizeof cal_words,
+			                                      plans[0]->scenario->topo);
 			report_html_sim(h, plans[0], &r.est, &r.prog, &r.sim, &v);
+		}
 	}
 	cli_print_diags(&d);
 	if (rc == EXIT_OK)

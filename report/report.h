@@ -81,10 +81,16 @@ void report_html_plan(struct report_html *h, const char *id, const struct plan *
 void report_html_plans_differ(struct report_html *h, const struct plan *const *p,
                               const struct report_plan_words *w, int n);
 
-/* Which ranks a simulation's page shows. */
+/* Which ranks a simulation's page shows, and the words and interval the
+ * text outputs give it. */
 struct report_sim_view {
 	const int64_t *ranks;              /* drawn one row each, in this order */
 	int n_ranks;
+	const char *calibration;           /* "NAME (FILE), training fit ..." or "none"
+	                                      (cli_calibration_words); NULL: not shown */
+	const struct cal_interval *interval; /* the simulated time's 90% interval (its settings
+	                                        outside the calibration's runs with it); NULL:
+	                                        none */
 };
 
 /* The simulation: estimate beside simulation (iteration, compute, exposed

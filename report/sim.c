@@ -823,6 +823,32 @@ static int default_ranks(const struct sim_result *r, const struct program *prog,
 	return n;
 }
 
+/* The calibration the times were priced with, what the interval is, and
+ * the plan's settings outside the runs the calibration was fitted on. */
+static void calibration_prose(struct report_html *h, const struct report_sim_view *v)
+{
+	if (!v || !v->calibration)
+		return;
+	const struct cal_interval *iv = v->interval;
+	rh_put(h, "<p>Calibration: ");
+	rh_esc(h, v->calibration);
+	if (iv && iv->have)
+		rh_put(h, ". The 90% interval is its figures' covariance and cross-validated "
+		          "residuals around the simulated time");
+	else if (iv && iv->why) {
+		rh_put(h, " (");
+		rh_esc(h, iv->why);
+		rh_put(h, ")");
+	}
+	rh_put(h, ".</p>\n");
+	if (iv && iv->n_outside > 0) {
+		char w[1024];
+		rh_put(h, "<p class=\"note\">Outside the runs the calibration was fitted on: ");
+		rh_esc(h, cost_cal_outside_text(w, sizeof w, iv->outside, iv->n_outside));
+		rh_put(h, ". The interval is the spread over those runs, not beyond them.</p>\n");
+	}
+}
+
 void report_html_sim(struct report_html *h, const struct plan *p, const struct estimate *e,
                      const struct program *prog, const struct sim_result *r,
                      const struct report_sim_view *v)
@@ -830,12 +856,18 @@ void report_html_sim(struct report_html *h, const struct plan *p, const struct e
 	char a[32], b[32];
 	rh_put(h, "<section class=\"simulation\" id=\"simulation\">\n<h2>Simulation</h2>\n"
 	          "<div class=\"facts\">");
-	rh_printf(h, "<div>simulated iteration<b>%s</b></div><div>estimated<b>%s</b></div>",
-	          rh_si(h, a, sizeof a, r->iteration_s, "s"), rh_si(h, b, sizeof b, e->iteration_s, "s"));
+	const struct cal_interval *iv = v ? v->interval : NULL;
+	rh_printf(h, "<div>simulated iteration<b>%s</b></div>", rh_si(h, a, sizeof a, r->iteration_s,
+	                                                               "s"));
+	if (iv && iv->have)
+		rh_printf(h, "<div>90%% interval<b>%s-%s</b></div>", rh_si(h, a, sizeof a, iv->lo_s, "s"),
+		          rh_si(h, b, sizeof b, iv->hi_s, "s"));
+	rh_printf(h, "<div>estimated<b>%s</b></div>", rh_si(h, b, sizeof b, e->iteration_s, "s"));
 	rh_printf(h, "<div>ranks<b>%lld in %d stage(s)</b></div><div>messages simulated<b>%lld</b>"
 	             "</div><div>peak memory (simulated)<b>%s</b></div></div>\n",
 	          (long long)r->n_ranks, prog->n_stages, (long long)r->messages,
 	          rh_si(h, a, sizeof a, sim_peak_memory(r), "B"));
+	calibration_prose(h, v);
 	rh_put(h, "<h3>Estimate beside simulation</h3>\n");
 	compare_table(h, e, r);
 	host_memory(h, e);
