@@ -128,34 +128,8 @@ struct fit {
 	double percentile;                 /* 0.5: the estimate */
 	const char *calibration;           /* the sweep's, study_plot_info's; NULL: not recorded */
 	const struct calibration **cal;    /* [cluster]: the sweep's where it is the shipped one
-	                                      (found_calibrations), else NULL */
+	                                      (cli_swept_calibrations), else NULL */
 };
-
-/* Each cluster's calibration as the sweep recorded it, where that is the
- * shipped one for its devices (the same name and file hash): its training
- * fit's runs say which choices lie outside them. A sweep's --calibration
- * FILE is not found again (NULL: no such words). */
-static const struct calibration **found_calibrations(struct arena *a, const struct study *st,
-                                                     const char *key)
-{
-	const struct calibration **out = arena_calloc(a, (size_t)st->n_clusters, sizeof *out);
-	for (int c = 0; out && key && c < st->n_clusters; c++) {
-		const struct topology *t = st->clusters[c].topo;
-		const char *path = cli_default_calibration_file(a, t, st->scenario->training.framework);
-		struct diag_list d;
-		diag_list_init(&d);
-		struct calibration *cal = path ? cost_calibration_load(a, path, &d) : NULL;
-		diag_list_free(&d);
-		const char *e = cal ? study_calibration_entry(a, st->clusters[c].name, cal) : NULL;
-		size_t n = e ? strlen(e) : 0;
-		/* the recorded key holds the entry whole, between "; " or the ends */
-		for (const char *p = e ? strstr(key, e) : NULL; p; p = strstr(p + 1, e))
-			if ((p == key || (p >= key + 2 && p[-2] == ';' && p[-1] == ' ')) &&
-			    (!p[n] || p[n] == ';'))
-				out[c] = cal;
-	}
-	return out;
-}
 
 /* The calibration the sweep recorded for cluster `name` (NULL: none, or
  * not recorded), from "NAME=CAL:HASH; NAME=none". */
@@ -805,7 +779,7 @@ int cmd_fit(int argc, char **argv)
 		f.calibration = info.calibration;
 	study_store_close(s);
 	if (rc == EXIT_OK)
-		f.cal = found_calibrations(a, st, f.calibration);
+		f.cal = cli_swept_calibrations(a, st, f.calibration);
 	if (rc == EXIT_OK && fault) {
 		f.fault = -1;
 		for (int k = 0; k < st->n_faults; k++)

@@ -489,7 +489,15 @@ static int study_page(const struct args *a)
 		snprintf(title, sizeof title, "shardlab report: study %s", st->name);
 		snprintf(sub, sizeof sub, "%s, swept into %s", a->file, a->db);
 		struct report_html *h = report_html_new(title, sub, cli_si);
-		if (h && report_html_study(h, st, rows, n, pp.href, err, sizeof err)) {
+		/* the calibrations the sweep recorded, where they are found again */
+		struct study_store *db = NULL;
+		struct study_plot_info info = {0};
+		char dberr[512];
+		if (study_store_open_ro(a->db, &db, NULL, dberr, sizeof dberr))
+			study_store_info(db, ar, &info);
+		study_store_close(db);
+		const struct calibration **cal = cli_swept_calibrations(ar, st, info.calibration);
+		if (h && report_html_study(h, st, rows, n, pp.href, cal, err, sizeof err)) {
 			rc = write_plan_pages(&pp);
 			if (rc == EXIT_OK)
 				rc = write_page(a->out, h);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "studies.h"
 
 void cli_interval(const struct plan *p, struct cal_interval *out)
 {
@@ -252,4 +253,26 @@ bool cli_default_calibration(struct arena *a, struct topology *t, enum framework
 {
 	const char *path = cli_default_calibration_file(a, t, fw);
 	return !path || cli_apply_calibration(a, path, t, fw, d);
+}
+
+const struct calibration **cli_swept_calibrations(struct arena *a, const struct study *st,
+                                                  const char *key)
+{
+	const struct calibration **out = arena_calloc(a, (size_t)st->n_clusters, sizeof *out);
+	for (int c = 0; out && key && c < st->n_clusters; c++) {
+		const struct topology *t = st->clusters[c].topo;
+		const char *path = cli_default_calibration_file(a, t, st->scenario->training.framework);
+		struct diag_list d;
+		diag_list_init(&d);
+		struct calibration *cal = path ? cost_calibration_load(a, path, &d) : NULL;
+		diag_list_free(&d);
+		const char *e = cal ? study_calibration_entry(a, st->clusters[c].name, cal) : NULL;
+		size_t n = e ? strlen(e) : 0;
+		/* the recorded key holds the entry whole, between "; " or the ends */
+		for (const char *p = e ? strstr(key, e) : NULL; p; p = strstr(p + 1, e))
+			if ((p == key || (p >= key + 2 && p[-2] == ';' && p[-1] == ' ')) &&
+			    (!p[n] || p[n] == ';'))
+				out[c] = cal;
+	}
+	return out;
 }

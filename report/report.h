@@ -112,7 +112,10 @@ void report_html_sim(struct report_html *h, const struct plan *p, const struct e
 #define REPORT_STUDY_MAX_PLANS 64
 int report_study_linked(const struct study *st, const struct study_row *rows, int n, int *out);
 
-/* The study: its figures (study_plot's, as SVG), the `fit` answer, a
+/* The study: its figures (study_plot's, as SVG), the `fit` answer (with,
+ * where cal[cluster] is the calibration a cluster's rows were swept with,
+ * the answers' settings outside the runs it was fitted on; cal NULL or an
+ * entry NULL: not known), a
  * sortable table of the Pareto points and of the best configuration per
  * cluster size, each row linking to its plan: plan_href[i] (NULL, or
  * plan_href NULL: none) is the address of row i's plan page, written by
@@ -120,7 +123,8 @@ int report_study_linked(const struct study *st, const struct study_row *rows, in
  * drawn over its cluster's devices on this page. False only when out of
  * memory or the figures cannot be drawn (message in err). */
 bool report_html_study(struct report_html *h, const struct study *st, const struct study_row *rows,
-                       int n, const char *const *plan_href, char *err, size_t err_size);
+                       int n, const char *const *plan_href,
+                       const struct calibration *const *cal, char *err, size_t err_size);
 
 /* A paragraph that is one link (text and href escaped): a plan page's way
  * back to its study. */

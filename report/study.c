@@ -60,6 +60,7 @@ struct study_ctx {
 	const char *const *href;           /* per row: its plan page, or NULL */
 	int linked[MAX_LINKED];            /* rows whose plan the page draws */
 	int n_linked;
+	const struct calibration *const *cal; /* per cluster: the sweep's calibration, or NULL */
 	const struct study_row *sub;       /* the rows of the first fault case, */
 	int *map;                          /* each one's index in rows */
 	int n_sub;
@@ -161,6 +162,43 @@ static void row_cells(struct study_ctx *x, const char *role, int i, bool breakdo
 	rh_td_num(h, r->device_hours, report_num_text(b, sizeof b, r->device_hours, 1, ""));
 	rh_td_num(h, r->energy_kwh, report_num_text(b, sizeof b, r->energy_kwh, 1, " kWh"));
 	rh_td_num(h, r->cost, report_num_text(b, sizeof b, r->cost, 1, ""));
+}
+
+/* The answer row i's settings outside the runs its cluster's calibration
+ * was fitted on: whether there are any (not known: none); with `put`, one
+ * list item. */
+static bool outside_item(struct study_ctx *x, const char *role, int i, bool put)
+{
+	struct cal_outside out[CAL_SET_COUNT];
+	const struct study_row *r = i >= 0 ? &x->rows[i] : NULL;
+	int n = r ? study_row_outside(x->cal ? x->cal[r->cluster] : NULL, x->st, r, out) : -1;
+	if (n <= 0 || !put)
+		return n > 0;
+	char w[1024];
+	rh_put(x->h, "<li>");
+	rh_esc(x->h, role);
+	rh_put(x->h, ": ");
+	rh_esc(x->h, cost_cal_outside_text(w, sizeof w, out, n));
+	rh_put(x->h, "</li>");
+	return true;
+}
+
+/* The `fit` answers (the smallest per family, the fastest, cheapest and
+ * least energy) outside their calibration's runs: how many; with `put`,
+ * a list item each. */
+static int answers_outside(struct study_ctx *x, bool put)
+{
+	const struct study *st = x->st;
+	char role[160];
+	int k = 0;
+	for (int c = 0; c < st->n_clusters; c++) {
+		snprintf(role, sizeof role, "smallest %s", st->clusters[c].name);
+		k += outside_item(x, role, in_rows(x, study_smallest(st, x->sub, x->n_sub, c)), put);
+	}
+	static const char *const best[] = {"fastest", "cheapest", "least energy"};
+	for (int b = 0; b < 3; b++)
+		k += outside_item(x, best[b], in_rows(x, study_best(st, x->sub, x->n_sub, -1, b)), put);
+	return k;
 }
 
 static void answer_row(struct study_ctx *x, const char *role, int i)
@@ -414,9 +452,10 @@ static bool report_study_body(struct study_ctx *px, const int *first, int n_firs
                               size_t err_size);
 
 bool report_html_study(struct report_html *h, const struct study *st, const struct study_row *rows,
-                       int n, const char *const *plan_href, char *err, size_t err_size)
+                       int n, const char *const *plan_href,
+                       const struct calibration *const *cal, char *err, size_t err_size)
 {
-	struct study_ctx x = {.h = h, .st = st, .rows = rows, .n = n, .href = plan_href};
+	struct study_ctx x = {.h = h, .st = st, .rows = rows, .n = n, .href = plan_href, .cal = cal};
 	int first[REPORT_STUDY_MAX_PLANS];
 	int n_first = report_study_linked(st, rows, n, first);
 	struct study_row *sub = NULL;
@@ -494,6 +533,13 @@ static bool report_study_body(struct study_ctx *px, const int *first, int n_firs
 	answer_row(&x, "least energy", in_rows(&x, study_best(st, sub, ns, -1, 2)));
 	rh_table_end(h);
 	rh_put(h, "</div>\n");
+	/* the answers whose settings the calibration's fitted runs never had */
+	if (answers_outside(&x, false) > 0) {
+		rh_put(h, "<div class=\"note\">Outside the runs their calibration was fitted on (an "
+		          "interval is the spread over those runs, not beyond them):<ul>");
+		answers_outside(&x, true);
+		rh_put(h, "</ul></div>\n");
+	}
 
 	int n_front = study_pareto(st, sub, ns, idx);
 	for (int i = 0; i < n_front; i++)

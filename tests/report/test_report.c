@@ -466,3 +466,37 @@ Test(report, sim_page_names_its_calibration_and_interval)
 	free(html);
 	remove_dir();
 }
+
+/* A study's page lists the `fit` answers whose settings lie outside the
+ * runs their cluster's calibration was fitted on: the 4-layer GPT
+ * (sequence 1,024, no recomputation) on one DGX A100 of 8 GPUs, swept
+ * with the A100's shipped calibration, fitted on the SC21 runs of 32 to
+ * 3,072 GPUs at sequence 2,048 with full recomputation. Swept with
+ * --calibration none, the page has no such list. */
+Test(report, study_page_names_the_answers_outside_the_fitted_runs, .timeout = 120)
+{
+	make_dir();
+	char db[128], page[128], args[512];
+	static const char *const study = "tests/data/studies/calibrated.json";
+	for (int k = 0; k < 2; k++) {
+		snprintf(db, sizeof db, "%s/c%d.db", dir, k);
+		snprintf(page, sizeof page, "%s/c%d.html", dir, k);
+		snprintf(args, sizeof args, "sweep %s --db %s%s", study, db,
+		         k ? " --calibration none" : "");
+		shardlab(args, 0);
+		snprintf(args, sizeof args, "report %s --db %s --out %s", study, db, page);
+		shardlab(args, 0);
+		int rc;
+		snprintf(args, sizeof args, "cat '%s'", page);
+		char *html = capture(args, &rc);
+		cr_assert_eq(rc, 0);
+		const char *want = "<li>smallest a100: 8 devices (fitted: 32-3072), sequence 1024 "
+		                   "(fitted: 2048), recompute none (fitted: full)</li>";
+		if (k == 0)
+			cr_expect(strstr(html, want), "no answer outside the runs on the page");
+		else
+			cr_expect(!strstr(html, "Outside the runs their calibration"), "no calibration");
+		free(html);
+	}
+	remove_dir();
+}
