@@ -427,11 +427,20 @@ struct compare_row {
 	const struct program *prog;    /* NULL unless simulated */
 	const struct sim_result *sim;
 	const struct estimate *est;
+	struct cal_interval iv;        /* the 90% interval of the simulated time (of the
+	                                  estimate's when not simulated), with the plan's
+	                                  settings outside its calibration's runs */
 };
 
 /* The table; Kendall tau over the simulated rows (*n_ranked of them); the
  * simulated row whose difference is largest (-1 if none); what caused it. */
 void report_compare_table(FILE *f, const struct compare_row *rows, int n);
+/* Whether some row has a 90% interval (the table then has its column). */
+bool report_compare_has_intervals(const struct compare_row *rows, int n);
+/* One line per row whose plan has settings outside the runs its
+ * calibration was fitted on: "megatron (TP 8 x DP 8) outside its
+ * calibration's runs: ...". */
+void report_compare_outside(FILE *f, const struct compare_row *rows, int n);
 /* The simulated bubble as a fraction of the iteration: of the stage that
  * waits least, its ranks' mean pipeline wait and idle (done before the
  * iteration ends). */

@@ -34,6 +34,10 @@ static void help(FILE *f)
 	        "                 slice, and the share of FLOPs when other ops differ\n"
 	        "  estimated      the symbolic iteration time\n"
 	        "  simulated      the simulated iteration time\n"
+	        "  90%% interval   with a calibration that has a training fit (--calibration):\n"
+	        "                 its interval around the simulated time (the estimate's\n"
+	        "                 where not simulated); a line under the table names each\n"
+	        "                 plan whose settings lie outside the runs it was fitted on\n"
 	        "  diff           simulated against estimated, in %%\n"
 	        "  comm/device    bytes each device sends in one iteration\n"
 	        "  bubble est/sim pipelined plans: the estimate's bubble and the simulated\n"
@@ -101,7 +105,9 @@ static void help(FILE *f)
 	        "                        \"difference_pct\", \"comm_bytes_per_device\",\n"
 	        "                        \"memory_bytes_per_device\", \"oom\",\n"
 	        "                        \"oom_overflow_bytes\", with the offload's host\n"
-	        "                        \"host_oom\", \"host_overflow_bytes\"} or {\"planner\",\n"
+	        "                        \"host_oom\", \"host_overflow_bytes\", \"interval\"\n"
+	        "                        (as estimate's, \"outside_fitted_runs\" in it)} or\n"
+	        "                        {\"planner\",\n"
 	        "                        \"error\"}; \"simulation_error\" when only the\n"
 	        "                        simulation failed]), \"ranked\", \"kendall_tau\",\n"
 	        "                        \"same_ranking\", \"largest_disagreement\"\n"
@@ -260,6 +266,9 @@ static void fill_row(struct arena *ar, const struct plan *p, struct cli_sim_outc
 	row->host_capacity_bytes = host_capacity(p->scenario);
 	row->host_bytes = r->est.host_bytes_per_server;
 	row->est = &r->est;
+	struct cal_interval ie;
+	cli_interval(p, &ie);
+	cost_interval_at(&ie, r->simulated ? r->sim.iteration_s : r->est.iteration_s, &row->iv);
 	if (!r->simulated) {
 		row->sim_error = diag_first_error(ar, d);
 		return;
@@ -549,12 +558,16 @@ static void text(const struct scenario *s, const struct args *a, const struct co
 		printf("the best %d by the estimate, simulated\n", n);
 	}
 	report_compare_table(stdout, rows, n);
+	report_compare_outside(stdout, rows, n);
 	printf("\n  diff: simulated against estimated; comm: bytes each device sends per "
 	       "iteration;\n  memory: peak per device (OOM over the %s HBM)",
 	       cli_si(b, sizeof b, s->topo->device.hbm_bytes, "B"));
 	if (host_capacity(s) > 0)
 		printf(";\n  host memory: the optimizer state offloaded to a server's host, "
 		       "checked apart against its %s", cli_si(b, sizeof b, host_capacity(s), "B"));
+	if (report_compare_has_intervals(rows, n))
+		printf(";\n  90%% interval: the calibration's, around the simulated time (the "
+		       "estimate's where not simulated)");
 	printf("\n\n");
 	report_compare_ranking(stdout, rows, n);
 	if (search)

@@ -424,16 +424,33 @@ double report_sim_bubble(const struct sim_result *r, const struct program *prog)
 	return least > 0 && r->iteration_s > 0 ? least / r->iteration_s : 0;
 }
 
+/* A row's 90% interval, "10.9-14.3 s", or "-". */
+static const char *sr_interval_text(char *buf, size_t size, const struct compare_row *r)
+{
+	char lo[32], hi[32];
+	if (r->error || !r->iv.have)
+		return snprintf(buf, size, "-"), buf;
+	return cli_range_text(buf, size, cli_si(lo, sizeof lo, r->iv.lo_s, "s"),
+	                      cli_si(hi, sizeof hi, r->iv.hi_s, "s"));
+}
+
 void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 {
-	int wp = 7, ws = 8;
+	int wp = 7, ws = 8, wi = 0;  /* wi: the intervals' column, 0 when no row has one */
 	for (int i = 0; i < n; i++) {
+		char b[80];
 		int lp = (int)strlen(rows[i].planner), ls = (int)strlen(rows[i].strategy);
+		int li = rows[i].iv.have ? (int)strlen(sr_interval_text(b, sizeof b, &rows[i])) : 0;
 		wp = lp > wp ? lp : wp;
 		ws = ls > ws ? ls : ws;
+		wi = li > wi ? li : wi;
 	}
-	fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %-13s %s\n", wp, "planner", ws, "strategy",
-	        "estimated", "simulated", "diff", "comm/device", "bubble est/sim", "memory/device");
+	wi = wi > 0 && wi < 12 ? 12 : wi;
+	fprintf(f, "  %-*s  %-*s  %-10s %-10s ", wp, "planner", ws, "strategy", "estimated",
+	        "simulated");
+	if (wi)
+		fprintf(f, "%-*s ", wi, "90% interval");
+	fprintf(f, "%-8s %-12s %-13s %s\n", "diff", "comm/device", "bubble est/sim", "memory/device");
 	for (int i = 0; i < n; i++) {
 		const struct compare_row *r = &rows[i];
 		char b[4][32], diff[16];
@@ -452,10 +469,14 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 			else
 				snprintf(bubble + k, sizeof bubble - (size_t)k, "-");
 		}
-		fprintf(f, "  %-*s  %-*s  %-10s %-10s %-8s %-12s %-14s %s%s%s\n", wp, r->planner, ws,
-		        r->strategy, cli_si(b[0], 32, r->estimated_s, "s"),
-		        r->sim_error ? "-" : cli_si(b[1], 32, r->simulated_s, "s"),
-		        r->sim_error ? "-" : diff,
+		fprintf(f, "  %-*s  %-*s  %-10s %-10s ", wp, r->planner, ws, r->strategy,
+		        cli_si(b[0], 32, r->estimated_s, "s"),
+		        r->sim_error ? "-" : cli_si(b[1], 32, r->simulated_s, "s"));
+		if (wi) {
+			char iv[80];
+			fprintf(f, "%-*s ", wi, sr_interval_text(iv, sizeof iv, r));
+		}
+		fprintf(f, "%-8s %-12s %-14s %s%s%s\n", r->sim_error ? "-" : diff,
 		        r->sim_error ? "-" : cli_si(b[2], 32, r->comm_bytes, "B"), bubble,
 		        cli_si(b[3], 32, r->memory_bytes, "B"),
 		        cli_oom_text(oom, sizeof oom, "  ", r->memory_bytes, r->hbm_bytes),
@@ -463,6 +484,25 @@ void report_compare_table(FILE *f, const struct compare_row *rows, int n)
 		                          r->host_capacity_bytes));
 		if (r->sim_error)
 			fprintf(f, "  %-*s  not simulated: %s\n", wp, "", r->sim_error);
+	}
+}
+
+bool report_compare_has_intervals(const struct compare_row *rows, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!rows[i].error && rows[i].iv.have)
+			return true;
+	return false;
+}
+
+void report_compare_outside(FILE *f, const struct compare_row *rows, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct compare_row *r = &rows[i];
+		char w[1024];
+		if (!r->error && r->iv.n_outside > 0)
+			fprintf(f, "  %s (%s) outside its calibration's runs: %s\n", r->planner, r->strategy,
+			        cost_cal_outside_text(w, sizeof w, r->iv.outside, r->iv.n_outside));
 	}
 }
 
@@ -623,6 +663,7 @@ static cJSON *sr_json_row(const struct compare_row *r)
 	cJSON_AddNumberToObject(j, "memory_bytes_per_device", r->memory_bytes);
 	report_json_oom(j, r->memory_bytes, r->hbm_bytes);
 	report_json_host_oom(j, r->host_bytes, r->host_capacity_bytes);
+	cJSON_AddItemToObject(j, "interval", cli_interval_json(&r->iv));
 	return j;
 }
 

@@ -982,6 +982,55 @@ Test(cli, compare_table_layout_with_fake_results)
 	free(t);
 }
 
+/* With a calibration, the table gives each row its 90% interval (here A's
+ * 9.5-12.5 us around its simulated 11 us) in a column of its own, "-"
+ * where a row has none, and a line names each plan whose settings lie
+ * outside the runs the calibration was fitted on; JSON has the interval
+ * with them. Without any interval (the fake rows as they are) there is no
+ * column. */
+Test(cli, compare_table_gives_the_intervals)
+{
+	struct compare_row rows[4];
+	struct sim_result sim;
+	struct program prog;
+	struct prog_step steps[2] = {{0}};
+	fake_rows(rows, &sim, &prog, steps);
+	char *t = table_text(rows, 4, false);
+	cr_expect_null(strstr(t, "90% interval"), "%s", t);
+	free(t);
+	cr_expect(!report_compare_has_intervals(rows, 4));
+	rows[0].iv = (struct cal_interval){.have = true, .lo_s = 9.5e-6, .hi_s = 12.5e-6,
+	                                   .runs_known = true, .n_outside = 1};
+	rows[0].iv.outside[0] = (struct cal_outside){.setting = CAL_SET_ZERO};
+	snprintf(rows[0].iv.outside[0].value, sizeof rows[0].iv.outside[0].value, "3");
+	snprintf(rows[0].iv.outside[0].fitted, sizeof rows[0].iv.outside[0].fitted, "1");
+	cr_expect(report_compare_has_intervals(rows, 4));
+	t = table_text(rows, 4, false);
+	const char *head = line_of(t, "  planner");
+	cr_expect(strstr(head, "simulated  90% interval diff") < strchr(head, '\n'), "%s", t);
+	const char *a = line_of(t, "  A ");
+	cr_expect(strstr(a, "9.5-12.5 us") && strstr(a, "9.5-12.5 us") < strchr(a, '\n'), "%s", t);
+	const char *b = line_of(t, "  B ");
+	cr_expect(strstr(b, "-            -5.0%") && strstr(b, "-5.0%") < strchr(b, '\n'), "%s", t);
+	free(t);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	report_compare_outside(f, rows, 4);
+	fclose(f);
+	cr_expect_str_eq(buf, "  A (TP 4 x DP 2) outside its calibration's runs: ZeRO 3 (fitted: "
+	                      "1)\n");
+	free(buf);
+	cJSON *root = cJSON_CreateObject();
+	report_compare_json(root, rows, 4);
+	const cJSON *iv = cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "rows"), 0), "interval");
+	cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(iv, "hi_s")->valuedouble, 12.5e-6, 1e-18);
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(iv, "outside_fitted_runs")),
+	             1);
+	cJSON_Delete(root);
+}
+
 Test(cli, compare_json_with_fake_results)
 {
 	struct compare_row rows[4];
