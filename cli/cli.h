@@ -100,14 +100,20 @@ const char *cli_calibration_words(char *buf, size_t size, const struct topology 
  * the plan has settings outside the runs its calibration's training fit
  * was fitted on (cal_interval.outside); nothing otherwise. */
 void cli_outside_line(FILE *f, const char *indent, const struct cal_interval *iv);
-/* Each cluster's calibration as a sweep recorded it (study_plot_info's
- * key, "NAME=CAL:HASH; ..."), where that is the one its topology takes by
- * default (the same name and file hash), loaded: its training fit's runs
- * say which rows lie outside them. A sweep's --calibration FILE is not
- * found again (NULL for that cluster); NULL key: every cluster NULL. In
- * the arena; NULL when out of memory. */
+/* The value of NAME in a database's "NAME=VALUE; NAME=VALUE" text (its
+ * calibrations, their files), into buf; NULL when NAME has none. */
+const char *cli_meta_entry(char *buf, size_t size, const char *text, const char *name);
+/* Each cluster's calibration as the sweep into the database db recorded
+ * it (info: its name and file hash, and its file), loaded: the recorded
+ * file, else the one the cluster's topology takes by default, where its
+ * name and hash are the recorded ones. Its training fit's runs say which
+ * rows lie outside them. NULL for a cluster whose file is not found
+ * again or none; every entry NULL when the database does not say. In the
+ * arena; NULL when out of memory. */
+struct study_plot_info;
 const struct calibration **cli_swept_calibrations(struct arena *a, const struct study *st,
-                                                  const char *key);
+                                                  const struct study_plot_info *info,
+                                                  const char *db);
 /* [{"setting", "value", "fitted"}] of n settings outside a fit's runs. */
 struct cJSON *cli_outside_json(const struct cal_outside *o, int n);
 /* The interval's: that array, null when its fit does not record its runs. */

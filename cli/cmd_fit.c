@@ -48,7 +48,8 @@ static void help(FILE *f)
 	        "Each choice carries the 90%% interval of its iteration time and of its\n"
 	        "effective time to train where the sweep had a calibration with a\n"
 	        "training fit (sweep --calibration), else says it has none; where\n"
-	        "that calibration is the shipped one of the cluster's devices, the\n"
+	        "that calibration is found again unchanged (the file the database\n"
+	        "records, else the cluster's default, with the recorded hash), the\n"
 	        "choice's settings outside the runs its training fit was fitted on\n"
 	        "(\"outside its calibration's runs\"; JSON \"outside_fitted_runs\").\n"
 	        "A study with fault cases (its \"faults\") is answered for one case\n"
@@ -135,19 +136,10 @@ struct fit {
  * not recorded), from "NAME=CAL:HASH; NAME=none". */
 static const char *swept_calibration(char *buf, size_t size, const char *key, const char *name)
 {
-	size_t n = strlen(name);
-	for (const char *p = key; p && *p;) {
-		const char *end = strstr(p, "; ");
-		if (!strncmp(p, name, n) && p[n] == '=') {
-			const char *v = p + n + 1, *colon = strchr(v, ':');
-			if (!colon || (end && colon > end))
-				return NULL; /* "NAME=none" */
-			snprintf(buf, size, "%.*s", (int)(colon - v), v);
-			return buf;
-		}
-		p = end ? end + 2 : NULL;
-	}
-	return NULL;
+	if (!cli_meta_entry(buf, size, key, name) || !strchr(buf, ':'))
+		return NULL; /* "NAME=none" */
+	*strchr(buf, ':') = 0;
+	return buf;
 }
 
 static void json_num(cJSON *o, const char *k, double x)
@@ -779,7 +771,7 @@ int cmd_fit(int argc, char **argv)
 		f.calibration = info.calibration;
 	study_store_close(s);
 	if (rc == EXIT_OK)
-		f.cal = cli_swept_calibrations(a, st, f.calibration);
+		f.cal = cli_swept_calibrations(a, st, &info, db);
 	if (rc == EXIT_OK && fault) {
 		f.fault = -1;
 		for (int k = 0; k < st->n_faults; k++)

@@ -496,7 +496,7 @@ static int study_page(const struct args *a)
 		if (study_store_open_ro(a->db, &db, NULL, dberr, sizeof dberr))
 			study_store_info(db, ar, &info);
 		study_store_close(db);
-		const struct calibration **cal = cli_swept_calibrations(ar, st, info.calibration);
+		const struct calibration **cal = cli_swept_calibrations(ar, st, &info, a->db);
 		if (h && report_html_study(h, st, rows, n, pp.href, cal, err, sizeof err)) {
 			rc = write_plan_pages(&pp);
 			if (rc == EXIT_OK)

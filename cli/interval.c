@@ -255,24 +255,58 @@ bool cli_default_calibration(struct arena *a, struct topology *t, enum framework
 	return !path || cli_apply_calibration(a, path, t, fw, d);
 }
 
+const char *cli_meta_entry(char *buf, size_t size, const char *text, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = text; p && *p;) {
+		const char *end = strstr(p, "; ");
+		if (!strncmp(p, name, n) && p[n] == '=') {
+			const char *v = p + n + 1;
+			snprintf(buf, size, "%.*s", (int)(end ? (size_t)(end - v) : strlen(v)), v);
+			return buf;
+		}
+		p = end ? end + 2 : NULL;
+	}
+	return NULL;
+}
+
+/* The calibration at path, when the sweep recorded it for cluster c: its
+ * entry ("NAME=CAL:HASH") is the key's for that cluster. */
+static const struct calibration *swept(struct arena *a, const struct study *st, int c,
+                                       const char *path, const char *key)
+{
+	char want[512];
+	if (!path || !cli_meta_entry(want, sizeof want, key, st->clusters[c].name))
+		return NULL;
+	struct diag_list d;
+	diag_list_init(&d);
+	struct calibration *cal = cost_calibration_load(a, path, &d);
+	diag_list_free(&d);
+	const char *e = cal ? study_calibration_entry(a, st->clusters[c].name, cal) : NULL;
+	return e && !strcmp(e + strlen(st->clusters[c].name) + 1, want) ? cal : NULL;
+}
+
 const struct calibration **cli_swept_calibrations(struct arena *a, const struct study *st,
-                                                  const char *key)
+                                                  const struct study_plot_info *info,
+                                                  const char *db)
 {
 	const struct calibration **out = arena_calloc(a, (size_t)st->n_clusters, sizeof *out);
-	for (int c = 0; out && key && c < st->n_clusters; c++) {
+	for (int c = 0; out && info->calibration && c < st->n_clusters; c++) {
 		const struct topology *t = st->clusters[c].topo;
-		const char *path = cli_default_calibration_file(a, t, st->scenario->training.framework);
-		struct diag_list d;
-		diag_list_init(&d);
-		struct calibration *cal = path ? cost_calibration_load(a, path, &d) : NULL;
-		diag_list_free(&d);
-		const char *e = cal ? study_calibration_entry(a, st->clusters[c].name, cal) : NULL;
-		size_t n = e ? strlen(e) : 0;
-		/* the recorded key holds the entry whole, between "; " or the ends */
-		for (const char *p = e ? strstr(key, e) : NULL; p; p = strstr(p + 1, e))
-			if ((p == key || (p >= key + 2 && p[-2] == ';' && p[-1] == ' ')) &&
-			    (!p[n] || p[n] == ';'))
-				out[c] = cal;
+		char file[4096];
+		/* the file the sweep recorded (relative to the database's folder),
+		 * else the cluster's default */
+		const char *rec = info->calibration_files
+		                          ? cli_meta_entry(file, sizeof file, info->calibration_files,
+		                                           st->clusters[c].name)
+		                          : NULL;
+		if (rec && strcmp(rec, "none"))
+			out[c] = swept(a, st, c, util_path_join(a, util_path_dir(a, db), rec),
+			               info->calibration);
+		if (!out[c])
+			out[c] = swept(a, st, c,
+			               cli_default_calibration_file(a, t, st->scenario->training.framework),
+			               info->calibration);
 	}
 	return out;
 }

@@ -42,6 +42,9 @@ struct study_store {
 	const char *path;
 	int lock_fd;                       /* the writer's flock, -1 when read-only */
 	const char *calibration;           /* study_calibration_key; the writer's (malloc'd) */
+	const char *calibration_files;     /* each cluster's calibration file, relative to the
+	                                      database's folder ("a100=../c.json; h100=none");
+	                                      the writer's (malloc'd) */
 	int64_t bad_rows;                  /* rows that failed their checksum */
 };
 
@@ -219,6 +222,7 @@ void study_store_close(struct study_store *s)
 	sqlite3_finalize(s->sim);
 	sqlite3_close(s->db);
 	free((char *)s->calibration);
+	free((char *)s->calibration_files);
 	/* After SQLite let go of the file: closing another descriptor of it
 	 * would release SQLite's fcntl locks. */
 	if (s->lock_fd >= 0)
@@ -320,6 +324,21 @@ static const char *const reprice_sql =
 	" goodput = ?5, checkpoint_interval_s = ?6, interruptions = ?7, effective_time_s = ?8,"
 	" device_hours = ?9, energy_kwh = ?10, cost = ?11, checksum = ?26 WHERE " ;
 
+/* Each cluster's calibration file, relative to the database's folder so
+ * that `fit` and `report` find it from anywhere: "a100=../c.json;
+ * h100=none" (a file that cannot be resolved: its path as given). */
+static const char *calibration_files(struct arena *a, const struct study *st, const char *db)
+{
+	const char *out = "", *dir = util_path_dir(a, db);
+	for (int c = 0; out && dir && c < st->n_clusters; c++) {
+		const struct calibration *cal = st->clusters[c].topo->calibration;
+		const char *rel = cal && cal->file ? util_path_relative(a, dir, cal->file) : NULL;
+		const char *f = cal && cal->file ? (rel ? rel : cal->file) : "none";
+		out = arena_printf(a, "%s%s%s=%s", out, c ? "; " : "", st->clusters[c].name, f);
+	}
+	return out;
+}
+
 /* A database written before the points had expert_parallel,
  * context_parallel, checksum, the goodput's columns, the fault case and
  * the interval (schema 2): its key differs, or its rows cannot be
@@ -369,7 +388,8 @@ static bool put_info(struct study_store *s, char *err, size_t err_size)
 	snprintf(budget, sizeof budget, "%.17g", s->st->goal.budget);
 	const char *kv[][2] = {{"study_name", s->st->name}, {"currency", s->st->currency},
 	                       {"deadline_s", days}, {"budget", budget},
-	                       {"schema", STORE_SCHEMA}, {"calibration", s->calibration}};
+	                       {"schema", STORE_SCHEMA}, {"calibration", s->calibration},
+	                       {"calibration_files", s->calibration_files}};
 	bool ok = true;
 	for (size_t i = 0; ok && i < SL_COUNTOF(kv); i++) {
 		sqlite3_reset(q);
@@ -406,6 +426,8 @@ bool study_store_info(struct study_store *s, struct arena *a, struct study_plot_
 			out->budget = strtod(v, NULL);
 		else if (!strcmp(k, "calibration"))
 			out->calibration = arena_strdup(a, v);
+		else if (!strcmp(k, "calibration_files"))
+			out->calibration_files = arena_strdup(a, v);
 	}
 	sqlite3_finalize(q);
 	/* The fault cases, by index: a case no row has keeps its index empty. */
@@ -494,10 +516,13 @@ enum study_store_open study_store_open(const char *path, const struct study *st,
 	/* The intervals are the calibrations': rows of others are not resumed. */
 	struct arena *ka = arena_new();
 	const char *key = ka ? study_calibration_key(ka, st) : NULL;
+	const char *files = ka ? calibration_files(ka, st, path) : NULL;
 	s->calibration = key ? strdup(key) : NULL;
+	s->calibration_files = files ? strdup(files) : NULL;
 	arena_free(ka);
 	char cal[4096];
-	if (!s->calibration || !stored_text(s, "calibration", cal, sizeof cal)) {
+	if (!s->calibration || !s->calibration_files ||
+	    !stored_text(s, "calibration", cal, sizeof cal)) {
 		set_err(err, err_size, s->path, s->db);
 		study_store_close(s);
 		return STORE_ERROR;

@@ -406,6 +406,9 @@ struct study_plot_info {
 	const char *calibration;           /* each cluster's calibration as the sweep recorded
 	                                      it, "NAME=CAL:HASH; NAME=none" (study_calibration_key);
 	                                      NULL where a database does not say */
+	const char *calibration_files;     /* and its file, relative to the database's folder,
+	                                      "NAME=PATH; NAME=none"; NULL where a database does
+	                                      not say */
 };
 bool study_plot(FILE *out, const char *path, const struct study_row *rows, int n,
                 int n_clusters, const char *const *names, const char *const *kinds,

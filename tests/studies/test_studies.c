@@ -1583,6 +1583,65 @@ Test(studies, row_interval_is_the_estimates, .timeout = 120)
 	rmdir(dir);
 }
 
+/* A sweep with --calibration FILE records the file (relative to the
+ * database's folder, meta's calibration_files), and fit finds it again:
+ * its fastest point, on 8 devices, lies outside the file's runs of 16-64
+ * devices; once the file changes (another hash), fit no longer knows
+ * the runs (null), as after a sweep whose calibration is gone. */
+Test(studies, fit_finds_a_swept_calibration_file_again, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-swcal-XXXXXX", db[600], cal[600], args[1400];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof db, "%s/c.db", dir);
+	snprintf(cal, sizeof cal, "%s/runs.json", dir);
+	static const char text[] =
+		"{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"runs\",\n"
+		" \"figures\": [{\"name\": \"train.gemm_efficiency\", \"units\": \"ratio\",\n"
+		"   \"bounds\": [0.5, 1.5], \"value\": 1, \"std_error\": 0.01,\n"
+		"   \"fitted_on\": \"made up\", \"fit\": \"training\"}],\n"
+		" \"fits\": [{\"name\": \"training\", \"kind\": \"training\", \"fitted_on\": \"made up\",\n"
+		"   \"points\": 5, \"figures\": [\"train.gemm_efficiency\"], \"covariance\": [[0.0001]],\n"
+		"   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 5, \"mape_pct\": 3, \"rms_pct\": 4},\n"
+		"   \"runs\": {\"devices\": [16, 64], \"tensor_parallel\": [1, 8],\n"
+		"     \"pipeline_stages\": [1, 2], \"context_parallel\": [1, 1],\n"
+		"     \"expert_parallel\": [1, 1], \"sequence\": [1024, 1024], \"zero_stage\": [0],\n"
+		"     \"recompute\": [\"none\"], \"compute\": [\"fp16\"], \"framework\": [\"megatron\"]}}]}\n";
+	FILE *f = fopen(cal, "w");
+	cr_assert_not_null(f);
+	cr_assert(fputs(text, f) >= 0 && fclose(f) == 0);
+	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s "
+	         "--calibration %s", db, cal);
+	sweep_all(args, 2);
+	cr_expect_eq(query_int(db, "SELECT value = 'a100=runs.json' FROM meta WHERE key = "
+	                           "'calibration_files'", 0), 1);
+	snprintf(args, sizeof args, "fit tests/data/studies/calibrated.json --db %s --json", db);
+	for (int k = 0; k < 2; k++) {
+		struct cli_run r = fixture_shardlab(args, false);
+		cr_assert_eq(r.status, 0, "%s", r.out);
+		cJSON *j = cJSON_Parse(r.out);
+		cr_assert_not_null(j, "%s", r.out);
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(j, "fastest"), "outside_fitted_runs");
+		if (k == 0) {
+			char *got = cJSON_PrintUnformatted(o);
+			cr_expect_str_eq(got, "[{\"setting\":\"devices\",\"value\":\"8\","
+			                      "\"fitted\":\"16-64\"}]");
+			free(got);
+		} else {
+			cr_expect(cJSON_IsNull(o), "%s", r.out);
+		}
+		cJSON_Delete(j);
+		free(r.out);
+		/* the file changed after the sweep: not the one its rows were priced with */
+		f = fopen(cal, "a");
+		cr_assert_not_null(f);
+		cr_assert(fputs("\n", f) >= 0 && fclose(f) == 0);
+	}
+	remove(cal);
+	remove_db(db);
+	rmdir(dir);
+}
+
 /* Two points by hand: A at 10 s with a log spread of 0.2, B at 10.5 s with
  * 0.01, their 90% intervals t exp(± 1.943180 s) (Student's t of 95%, 6
  * degrees of freedom, tables). On the estimate (the median) A is the
