@@ -1585,30 +1585,22 @@ Test(studies, row_interval_is_the_estimates, .timeout = 120)
 
 /* A sweep with --calibration FILE records the file (relative to the
  * database's folder, meta's calibration_files), and fit finds it again:
- * its fastest point, on 8 devices, lies outside the file's runs of 16-64
- * devices; once the file changes (another hash), fit no longer knows
- * the runs (null), as after a sweep whose calibration is gone. */
+ * its fastest point, 8 fp16 devices, lies outside the file's runs of
+ * 16-64 bf16 ones (tests/data/calibrate/runs-16-64.json); once the file
+ * changes (another hash), fit no longer knows the runs (null), as after a
+ * sweep whose calibration is gone. */
 Test(studies, fit_finds_a_swept_calibration_file_again, .timeout = 120)
 {
 	char dir[] = "/tmp/shardlab-swcal-XXXXXX", db[600], cal[600], args[1400];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(db, sizeof db, "%s/c.db", dir);
 	snprintf(cal, sizeof cal, "%s/runs.json", dir);
-	static const char text[] =
-		"{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"runs\",\n"
-		" \"figures\": [{\"name\": \"train.gemm_efficiency\", \"units\": \"ratio\",\n"
-		"   \"bounds\": [0.5, 1.5], \"value\": 1, \"std_error\": 0.01,\n"
-		"   \"fitted_on\": \"made up\", \"fit\": \"training\"}],\n"
-		" \"fits\": [{\"name\": \"training\", \"kind\": \"training\", \"fitted_on\": \"made up\",\n"
-		"   \"points\": 5, \"figures\": [\"train.gemm_efficiency\"], \"covariance\": [[0.0001]],\n"
-		"   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 5, \"mape_pct\": 3, \"rms_pct\": 4},\n"
-		"   \"runs\": {\"devices\": [16, 64], \"tensor_parallel\": [1, 8],\n"
-		"     \"pipeline_stages\": [1, 2], \"context_parallel\": [1, 1],\n"
-		"     \"expert_parallel\": [1, 1], \"sequence\": [1024, 1024], \"zero_stage\": [0],\n"
-		"     \"recompute\": [\"none\"], \"compute\": [\"fp16\"], \"framework\": [\"megatron\"]}}]}\n";
-	FILE *f = fopen(cal, "w");
-	cr_assert_not_null(f);
-	cr_assert(fputs(text, f) >= 0 && fclose(f) == 0);
+	/* a copy of tests/data/calibrate/runs-16-64.json, which the test changes */
+	FILE *in = fopen("tests/data/calibrate/runs-16-64.json", "r"), *f = fopen(cal, "w");
+	cr_assert(in && f);
+	for (int c; (c = fgetc(in)) != EOF;)
+		fputc(c, f);
+	cr_assert(fclose(in) == 0 && fclose(f) == 0);
 	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s "
 	         "--calibration %s", db, cal);
 	sweep_all(args, 2);
@@ -1625,7 +1617,8 @@ Test(studies, fit_finds_a_swept_calibration_file_again, .timeout = 120)
 		if (k == 0) {
 			char *got = cJSON_PrintUnformatted(o);
 			cr_expect_str_eq(got, "[{\"setting\":\"devices\",\"value\":\"8\","
-			                      "\"fitted\":\"16-64\"}]");
+			                      "\"fitted\":\"16-64\"},{\"setting\":\"compute\","
+			                      "\"value\":\"fp16\",\"fitted\":\"bf16\"}]");
 			free(got);
 		} else {
 			cr_expect(cJSON_IsNull(o), "%s", r.out);
