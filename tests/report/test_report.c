@@ -458,7 +458,7 @@ Test(report, sim_page_names_its_calibration_and_interval)
  * with the A100's shipped calibration, fitted on the SC21 runs of 32 to
  * 3,072 GPUs at sequence 2,048 with full recomputation. Swept with
  * --calibration none, the page has no such list. */
-Test(report, study_page_names_the_answers_outside_the_fitted_runs, .timeout = 120)
+Test(report, study_page_names_the_answers_outside_the_fitted_runs)
 {
 	make_dir();
 	char db[128], page[128], args[512];
