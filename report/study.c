@@ -175,8 +175,13 @@ static bool outside_item(struct study_ctx *x, const char *role, int i, bool put)
 	if (n <= 0 || !put)
 		return n > 0;
 	char w[1024];
+	const char *cluster = x->st->clusters[r->cluster].name;
 	rh_put(x->h, "<li>");
 	rh_esc(x->h, role);
+	if (strncmp(role, "smallest ", 9)) {  /* as fit names them: "fastest a100" */
+		rh_put(x->h, " ");
+		rh_esc(x->h, cluster);
+	}
 	rh_put(x->h, ": ");
 	rh_esc(x->h, cost_cal_outside_text(w, sizeof w, out, n));
 	rh_put(x->h, "</li>");

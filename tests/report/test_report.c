@@ -477,8 +477,11 @@ Test(report, study_page_names_the_answers_outside_the_fitted_runs)
 		cr_assert_eq(rc, 0);
 		const char *want = "<li>smallest a100: 8 devices (fitted: 32-3072), sequence 1024 "
 		                   "(fitted: 2048), recompute none (fitted: full)</li>";
-		if (k == 0)
+		if (k == 0) {
 			cr_expect(strstr(html, want), "no answer outside the runs on the page");
+			cr_expect(strstr(html, "<li>fastest a100: 8 devices"), "the fastest not named "
+			                                                       "with its cluster");
+		}
 		else
 			cr_expect(!strstr(html, "Outside the runs their calibration"), "no calibration");
 		free(html);
