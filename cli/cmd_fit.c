@@ -108,9 +108,11 @@ static void help(FILE *f)
 	        "             memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,\n"
 	        "             sim_iteration_s,goodput,checkpoint_interval_s,interruptions,\n"
 	        "             effective_time_s,memory_verdict,fault,iteration_lo_s,\n"
-	        "             iteration_hi_s,effective_lo_s,effective_hi_s (role: smallest,\n"
-	        "             fastest, cheapest, least-energy, pareto; empty fields where\n"
-	        "             unknown)\n"
+	        "             iteration_hi_s,effective_lo_s,effective_hi_s,\n"
+	        "             outside_fitted_runs (the settings outside the calibration's\n"
+	        "             runs as the text names them, \"none\" inside them) (role:\n"
+	        "             smallest, fastest, cheapest, least-energy, pareto; empty\n"
+	        "             fields where unknown)\n"
 	        "\n"
 	        "exit status: 0 answered (even when no point meets the goal), 1 invalid\n"
 	        "study or database, or nothing to emit, 2 usage error.\n");
@@ -249,6 +251,14 @@ static void csv_choice(const struct fit *f, const char *role, int i)
 	double w[] = {r->iteration_lo_s, r->iteration_hi_s, r->effective_lo_s, r->effective_hi_s};
 	for (size_t k = 0; k < SL_COUNTOF(w); k++)
 		csv_num(study_row_has_interval(r) ? w[k] : NAN);
+	/* the settings outside the calibration's runs: "none" inside them,
+	 * empty when not known */
+	struct cal_outside out[CAL_SET_COUNT];
+	int n_out = study_row_outside(f->cal ? f->cal[r->cluster] : NULL, f->st, r, out);
+	char t[1024];
+	printf(",");
+	if (n_out >= 0)
+		csv_text(n_out ? cost_cal_outside_text(t, sizeof t, out, n_out) : "none");
 	printf("\n");
 }
 
@@ -505,7 +515,7 @@ static int report(const struct fit *f, enum out_kind kind)
 		       "tokens_per_s,mfu,memory_bytes,time_to_train_s,device_hours,energy_kwh,cost,"
 		       "sim_iteration_s,goodput,checkpoint_interval_s,interruptions,"
 		       "effective_time_s,memory_verdict,fault,iteration_lo_s,iteration_hi_s,"
-		       "effective_lo_s,effective_hi_s\n");
+		       "effective_lo_s,effective_hi_s,outside_fitted_runs\n");
 		for (int c = 0; c < st->n_clusters; c++)
 			csv_choice(f, "smallest", study_smallest(st, f->rows, f->n, c));
 		csv_choice(f, "fastest", fastest);

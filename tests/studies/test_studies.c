@@ -1606,6 +1606,13 @@ Test(studies, fit_finds_a_swept_calibration_file_again, .timeout = 120)
 	sweep_all(args, 2);
 	cr_expect_eq(query_int(db, "SELECT value = 'a100=runs.json' FROM meta WHERE key = "
 	                           "'calibration_files'", 0), 1);
+	snprintf(args, sizeof args, "fit tests/data/studies/calibrated.json --db %s --csv", db);
+	struct cli_run c = fixture_shardlab(args, false);
+	cr_assert_eq(c.status, 0, "%s", c.out);
+	cr_expect(strstr(c.out, ",outside_fitted_runs\n"), "%s", c.out);
+	cr_expect(strstr(c.out, ",\"8 devices (fitted: 16-64), fp16 compute (fitted: bf16)\"\n"),
+	          "%s", c.out);
+	free(c.out);
 	snprintf(args, sizeof args, "fit tests/data/studies/calibrated.json --db %s --json", db);
 	for (int k = 0; k < 2; k++) {
 		struct cli_run r = fixture_shardlab(args, false);
