@@ -962,6 +962,13 @@ void cost_interval_at(const struct cal_interval *in, double center_s, struct cal
 	out->hi_s = center_s * exp(in->quantile * in->rel_sd);
 }
 
+static void mark_outside(struct cal_interval *out, const struct cal_runs *r,
+                         const struct cal_point *pt)
+{
+	out->runs_known = r->have;
+	out->n_outside = cost_cal_outside(r, pt, out->outside);
+}
+
 bool cost_calibration_interval(struct arena *a, const struct calibration *c, const struct plan *p,
                                struct cal_interval *out)
 {
@@ -973,13 +980,11 @@ bool cost_calibration_interval(struct arena *a, const struct calibration *c, con
 		out->why = "the calibration has no training fit: no interval";
 		return true;
 	}
+	/* the plan's settings outside the fit's runs, on every interval and
+	 * every reason there is none */
 	struct cal_point pt;
 	cost_cal_point(p, &pt);
-	struct cal_outside outside[CAL_SET_COUNT];
-	int n_out = cost_cal_outside(&tf->runs, &pt, outside);
-	out->runs_known = tf->runs.have;
-	out->n_outside = n_out;
-	memcpy(out->outside, outside, sizeof outside);
+	mark_outside(out, &tf->runs, &pt);
 	struct estimate *e = arena_calloc(a, 1, sizeof *e);
 	if (!e)
 		return false;
@@ -1025,8 +1030,6 @@ bool cost_calibration_interval(struct arena *a, const struct calibration *c, con
 	double res = isfinite(tf->cv_log_rms) ? tf->cv_log_rms : tf->cv_rms_pct / 100;
 	cost_interval_of(t0, sqrt(fig * fig + res * res), fig, tf->points - tf->n_figures,
 	                 CAL_INTERVAL_LEVEL, out);
-	out->runs_known = tf->runs.have;
-	out->n_outside = n_out;
-	memcpy(out->outside, outside, sizeof outside);
+	mark_outside(out, &tf->runs, &pt);  /* cost_interval_of starts afresh */
 	return true;
 }

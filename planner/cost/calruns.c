@@ -85,6 +85,44 @@ static const char *value_name(int k, int64_t v, char *buf, size_t size)
 	}
 }
 
+/* What the runs hold of setting k, in words: "1-8", "4096", "none, full". */
+static void fitted_text(char *buf, size_t size, const struct cal_runs *r, int k)
+{
+	char b[24];
+	if (k < CAL_SET_RANGES) {
+		if (r->lo[k] == r->hi[k])
+			snprintf(buf, size, "%lld", (long long)r->lo[k]);
+		else
+			snprintf(buf, size, "%lld-%lld", (long long)r->lo[k], (long long)r->hi[k]);
+		return;
+	}
+	size_t len = 0;
+	buf[0] = 0;
+	for (int j = 0; j < 32 && len < size; j++)
+		if (r->seen[k] >> j & 1) {
+			int w = snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
+			                 value_name(k, j, b, sizeof b));
+			len += w > 0 ? (size_t)w : 0;
+		}
+}
+
+/* Setting k at `value` in words, then `tail`, after sep, at buf + *len:
+ * "TP 8", "32 devices", "fp16 compute". */
+static void setting_text(char *buf, size_t size, size_t *len, const char *sep, int k,
+                         const char *value, const char *tail)
+{
+	static const char *const label[CAL_SET_COUNT] = {
+	        [CAL_SET_TP] = "TP", [CAL_SET_PP] = "PP", [CAL_SET_CP] = "CP", [CAL_SET_EP] = "EP",
+	        [CAL_SET_SEQ] = "sequence", [CAL_SET_ZERO] = "ZeRO", [CAL_SET_RECOMPUTE] = "recompute",
+	        [CAL_SET_FRAMEWORK] = "framework"};
+	if (*len >= size)
+		return;
+	const char *after = k == CAL_SET_DEVICES ? " devices" : k == CAL_SET_COMPUTE ? " compute" : "";
+	int w = label[k] ? snprintf(buf + *len, size - *len, "%s%s %s%s", sep, label[k], value, tail)
+	                 : snprintf(buf + *len, size - *len, "%s%s%s%s", sep, value, after, tail);
+	*len += w > 0 ? (size_t)w : 0;
+}
+
 int cost_cal_outside(const struct cal_runs *r, const struct cal_point *pt,
                      struct cal_outside *out)
 {
@@ -93,97 +131,45 @@ int cost_cal_outside(const struct cal_runs *r, const struct cal_point *pt,
 		return 0;
 	for (int k = 0; k < CAL_SET_COUNT; k++) {
 		int64_t v = pt->v[k];
-		struct cal_outside *o = &out[n];
 		char b[24];
-		if (k < CAL_SET_RANGES) {
-			if ((v >= r->lo[k] && v <= r->hi[k]) ||
-			    (k == CAL_SET_SEQ && (v == 0 || r->lo[k] == 0)))
-				continue;
-			*o = (struct cal_outside){.setting = (enum cal_setting)k};
-			snprintf(o->value, sizeof o->value, "%lld", (long long)v);
-			if (r->lo[k] == r->hi[k])
-				snprintf(o->fitted, sizeof o->fitted, "%lld", (long long)r->lo[k]);
-			else
-				snprintf(o->fitted, sizeof o->fitted, "%lld-%lld", (long long)r->lo[k],
-				         (long long)r->hi[k]);
-		} else {
-			if (v >= 0 && v < 32 && (r->seen[k] >> v & 1))
-				continue;
-			*o = (struct cal_outside){.setting = (enum cal_setting)k};
-			snprintf(o->value, sizeof o->value, "%s", value_name(k, v, b, sizeof b));
-			size_t len = 0;
-			for (int j = 0; j < 32 && len < sizeof o->fitted; j++)
-				if (r->seen[k] >> j & 1) {
-					int w = snprintf(o->fitted + len, sizeof o->fitted - len, "%s%s",
-					                 len ? ", " : "", value_name(k, j, b, sizeof b));
-					len += w > 0 ? (size_t)w : 0;
-				}
-		}
-		n++;
+		bool inside = k < CAL_SET_RANGES
+		                      ? (v >= r->lo[k] && v <= r->hi[k]) ||
+		                                (k == CAL_SET_SEQ && (v == 0 || r->lo[k] == 0))
+		                      : v >= 0 && v < 32 && (r->seen[k] >> v & 1);
+		if (inside)
+			continue;
+		struct cal_outside *o = &out[n++];
+		*o = (struct cal_outside){.setting = (enum cal_setting)k};
+		snprintf(o->value, sizeof o->value, "%s", value_name(k, v, b, sizeof b));
+		fitted_text(o->fitted, sizeof o->fitted, r, k);
 	}
 	return n;
 }
 
 const char *cost_cal_outside_text(char *buf, size_t size, const struct cal_outside *o, int n)
 {
-	static const char *const label[CAL_SET_COUNT] = {
-	        [CAL_SET_TP] = "TP", [CAL_SET_PP] = "PP", [CAL_SET_CP] = "CP", [CAL_SET_EP] = "EP",
-	        [CAL_SET_SEQ] = "sequence",
-	        [CAL_SET_ZERO] = "ZeRO", [CAL_SET_RECOMPUTE] = "recompute",
-	        [CAL_SET_FRAMEWORK] = "framework"};
 	size_t len = 0;
 	if (size)
 		buf[0] = 0;
-	for (int i = 0; i < n && len < size; i++) {
-		int k = o[i].setting, w;
-		const char *sep = i ? ", " : "";
-		if (k == CAL_SET_DEVICES)
-			w = snprintf(buf + len, size - len, "%s%s devices (fitted: %s)", sep, o[i].value,
-			             o[i].fitted);
-		else if (k == CAL_SET_COMPUTE)
-			w = snprintf(buf + len, size - len, "%s%s compute (fitted: %s)", sep, o[i].value,
-			             o[i].fitted);
-		else
-			w = snprintf(buf + len, size - len, "%s%s %s (fitted: %s)", sep, label[k],
-			             o[i].value, o[i].fitted);
-		len += w > 0 ? (size_t)w : 0;
+	for (int i = 0; i < n; i++) {
+		char tail[96];
+		snprintf(tail, sizeof tail, " (fitted: %s)", o[i].fitted);
+		setting_text(buf, size, &len, i ? ", " : "", o[i].setting, o[i].value, tail);
 	}
 	return buf;
 }
 
 const char *cost_cal_runs_text(char *buf, size_t size, const struct cal_runs *r)
 {
-	static const char *const label[CAL_SET_COUNT] = {
-	        [CAL_SET_TP] = "TP", [CAL_SET_PP] = "PP", [CAL_SET_CP] = "CP", [CAL_SET_EP] = "EP",
-	        [CAL_SET_SEQ] = "sequence", [CAL_SET_ZERO] = "ZeRO", [CAL_SET_RECOMPUTE] = "recompute",
-	        [CAL_SET_FRAMEWORK] = "framework"};
 	size_t len = 0;
 	if (size)
 		buf[0] = 0;
-	for (int k = 0; r->have && k < CAL_SET_COUNT && len < size; k++) {
-		char v[96] = "", b[24];
-		if (k < CAL_SET_RANGES) {
-			if (k == CAL_SET_SEQ && r->lo[k] == 0)
-				continue;
-			if (r->lo[k] == r->hi[k])
-				snprintf(v, sizeof v, "%lld", (long long)r->lo[k]);
-			else
-				snprintf(v, sizeof v, "%lld-%lld", (long long)r->lo[k], (long long)r->hi[k]);
-		} else {
-			size_t n = 0;
-			for (int j = 0; j < 32 && n < sizeof v; j++)
-				if (r->seen[k] >> j & 1) {
-					int w = snprintf(v + n, sizeof v - n, "%s%s", n ? ", " : "",
-					                 value_name(k, j, b, sizeof b));
-					n += w > 0 ? (size_t)w : 0;
-				}
-		}
-		const char *sep = len ? ", " : "";
-		int w = k == CAL_SET_DEVICES   ? snprintf(buf + len, size - len, "%s%s devices", sep, v)
-		        : k == CAL_SET_COMPUTE ? snprintf(buf + len, size - len, "%s%s compute", sep, v)
-		                               : snprintf(buf + len, size - len, "%s%s %s", sep,
-		                                          label[k], v);
-		len += w > 0 ? (size_t)w : 0;
+	for (int k = 0; r->have && k < CAL_SET_COUNT; k++) {
+		char v[96];
+		if (k == CAL_SET_SEQ && r->lo[k] == 0)
+			continue;  /* no fitted row's sequence was known */
+		fitted_text(v, sizeof v, r, k);
+		setting_text(buf, size, &len, len ? ", " : "", k, v, "");
 	}
 	return buf;
 }
