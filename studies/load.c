@@ -41,18 +41,17 @@ static uint64_t fnv_num(uint64_t h, double x)
 	return studies_fnv(h, buf, (size_t)n);
 }
 
-/* A file's text (a missing one hashes as its name alone: the loader
- * reported it). */
+/* A file's text, not its name: the same study read from another working
+ * directory, or through another relative path, hashes the same. A file
+ * that cannot be read hashes as its name (the loader reported it). */
 static uint64_t fnv_file(uint64_t h, const char *path)
 {
-	h = fnv_str(h, path);
 	if (!path)
-		return h;
+		return fnv_str(h, path);
 	size_t len = 0;
 	const char *err;
 	char *text = util_read_file(path, &len, &err);
-	if (text)
-		h = studies_fnv(h, text, len);
+	h = text ? studies_fnv(fnv_str(h, "file"), text, len) : fnv_str(h, path);
 	free(text);
 	return h;
 }

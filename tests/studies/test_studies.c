@@ -747,6 +747,25 @@ Test(studies, inputs_hash_covers_the_base_files_collectives)
 	rmdir(dir);
 }
 
+/* The inputs' hash is over the files' text, not over the paths they were
+ * named by: the same study loaded from the repository's root, by its
+ * absolute path and from another working directory hashes the same (a
+ * sweep made in one directory is answered by fit in another). */
+Test(studies, inputs_hash_is_the_same_from_any_directory)
+{
+	const char *rel = "scenarios/studies/teaching-gpt-4layer.json";
+	char cwd[PATH_MAX], abs[PATH_MAX + 64];
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	snprintf(abs, sizeof abs, "%s/%s", cwd, rel);
+	uint64_t here = load(rel)->inputs_hash;
+	uint64_t absolute = load(abs)->inputs_hash;
+	cr_assert_eq(chdir("scenarios"), 0);
+	uint64_t below = load("studies/teaching-gpt-4layer.json")->inputs_hash;
+	cr_assert_eq(chdir(".."), 0);
+	cr_expect_eq(here, absolute);
+	cr_expect_eq(here, below);
+}
+
 /* fit on the tiny study: 1000 iterations, no deadline, one family. The
  * fastest point's time to train is 1000 x its iteration time, its cost
  * 8 devices x that / 3600 x 2.0; JSON and CSV say the same. */
