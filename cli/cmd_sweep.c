@@ -76,12 +76,16 @@ static void help(FILE *f)
 	        "                    held at once)\n"
 	        "\n"
 	        "Progress (points done / total, rate, time left) goes to stderr when it\n"
-	        "is a terminal; one summary line goes to stdout at the end:\n"
+	        "is a terminal; a summary goes to stdout at the end:\n"
 	        "  sweep NAME: N points (C computed, S already stored), F fit memory,\n"
 	        "  T tight (the band around the peak straddles the device's memory or,\n"
 	        "  with training.optimizer_offload, the host's: neither fit nor OOM,\n"
 	        "  never chosen by fit), X failed; K simulated; FILE (the rest are OOM:\n"
 	        "  shardlab fit counts those over the host's memory apart)\n"
+	        "then the points left out as the framework would refuse them, each\n"
+	        "cluster's calibration and, where some of its points lie outside the\n"
+	        "runs that calibration was fitted on, how many, by setting (their\n"
+	        "intervals do not reach beyond those runs; fit names each point's)\n"
 	        "\n"
 	        "Under mpirun (a build with MPI, docs/studies.md) rank 0 writes the\n"
 	        "database and deals units of work out to the other ranks as they ask;\n"
@@ -500,6 +504,41 @@ static bool simulate_top(struct sweep *sw, int64_t k, int64_t *n_sim)
 	return ok;
 }
 
+/* Per calibrated cluster, how many of its planned points lie outside the
+ * runs its calibration was fitted on, and by which settings (fit names
+ * each point's). */
+static void outside_summary(struct sweep *sw)
+{
+	struct arena *a = arena_new();
+	struct study_row *rows = NULL;
+	char err[256];
+	int n = a ? study_store_rows(sw->store, a, &rows, err, sizeof err) : -1;
+	for (int c = 0; n > 0 && c < sw->st->n_clusters; c++) {
+		const struct calibration *cal = sw->st->clusters[c].topo->calibration;
+		int64_t count[CAL_SET_COUNT] = {0}, known = 0, outside = 0;
+		for (int i = 0; i < n; i++) {
+			struct cal_outside o[CAL_SET_COUNT];
+			int k = rows[i].cluster == c ? study_row_outside(cal, sw->st, &rows[i], o) : -1;
+			if (k < 0)
+				continue;
+			known++;
+			outside += k > 0;
+			for (int j = 0; j < k; j++)
+				count[o[j].setting]++;
+		}
+		if (!outside)
+			continue;
+		char w[1024];
+		printf("cluster %s: %" PRId64 " of %" PRId64 " points outside the runs its calibration "
+		       "was fitted on, their intervals the spread over those runs, not beyond them (fit "
+		       "names each point's settings); points by setting:\n  %s\n",
+		       sw->st->clusters[c].name, outside, known,
+		       cost_cal_outside_tally_text(w, sizeof w,
+		                                   &cost_calibration_training_fit(cal)->runs, count));
+	}
+	arena_free(a);
+}
+
 static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 {
 	int64_t fit = 0, tight = 0, failed = 0;
@@ -522,6 +561,8 @@ static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 		snprintf(label, sizeof label, "cluster %s: ", sw->st->clusters[c].name);
 		cli_calibration_line(stdout, label, sw->st->clusters[c].topo);
 	}
+	if (calibrated)
+		outside_summary(sw);
 }
 
 int cmd_sweep(int argc, char **argv)

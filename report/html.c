@@ -143,6 +143,7 @@ static const char page_css[] =
 	"margin:8px 0}\n"
 	".facts div{border-left:3px solid #4477aa;padding-left:8px}.facts b{display:block;"
 	"font-size:16px}\n"
+	".foot{font-size:12.5px;color:#555;margin:4px 0}\n"
 	".legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12.5px;margin:4px 0}\n"
 	".legend span{display:inline-flex;align-items:center;gap:4px}\n"
 	".legend i{display:inline-block;width:12px;height:12px;border:1px solid #0003}\n"
@@ -321,14 +322,25 @@ void rh_td(struct report_html *h, const char *text)
 	rh_put(h, "</td>");
 }
 
-void rh_td_num(struct report_html *h, double v, const char *text)
+void rh_td_num_title(struct report_html *h, double v, const char *text, const char *title)
 {
 	if (isfinite(v))
-		rh_printf(h, "<td class=\"n\" data-v=\"%.9g\">", v);
+		rh_printf(h, "<td class=\"n\" data-v=\"%.9g\"", v);
 	else
-		rh_put(h, "<td class=\"n\" data-v=\"NaN\">");
+		rh_put(h, "<td class=\"n\" data-v=\"NaN\"");
+	if (title) {
+		rh_put(h, " title=\"");
+		rh_esc(h, title);
+		rh_put(h, "\"");
+	}
+	rh_put(h, ">");
 	rh_esc(h, text);
 	rh_put(h, "</td>");
+}
+
+void rh_td_num(struct report_html *h, double v, const char *text)
+{
+	rh_td_num_title(h, v, text, NULL);
 }
 
 /* -------------------------------------------------------------- mesh */

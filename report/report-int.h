@@ -44,6 +44,8 @@ void rh_table_end(struct report_html *h);
  * data-v for sorting. */
 void rh_td(struct report_html *h, const char *text);
 void rh_td_num(struct report_html *h, double v, const char *text);
+/* The same with a tooltip (NULL: none). */
+void rh_td_num_title(struct report_html *h, double v, const char *text, const char *title);
 
 /* The devices as the topology's servers and tiers: one <rect
  * class="mesh-cell" data-rank=R> per device of the first n_devices, each

@@ -110,6 +110,37 @@ static const char *const row_cols[] = {"", "cluster", "servers", "devices", "bat
                                        "memory", "to train", "goodput", "device-h", "energy", "cost",
                                        NULL};
 
+/* Row i's settings outside the runs its cluster's calibration was fitted
+ * on, into out: how many (-1: not known). */
+static int row_outside(const struct study_ctx *x, int i, struct cal_outside *out)
+{
+	const struct study_row *r = &x->rows[i];
+	return study_row_outside(x->cal ? x->cal[r->cluster] : NULL, x->st, r, out);
+}
+
+/* How many of rows idx[0 .. n) (all n rows when idx is NULL) lie outside
+ * their calibration's runs. */
+static int rows_outside(const struct study_ctx *x, const int *idx, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		struct cal_outside out[CAL_SET_COUNT];
+		k += (idx ? idx[i] >= 0 && row_outside(x, idx[i], out) > 0
+		          : row_outside(x, i, out) > 0);
+	}
+	return k;
+}
+
+/* The mark's legend under a table with k rows outside (none: nothing). */
+static void outside_legend(struct study_ctx *x, int k)
+{
+	if (k > 0)
+		rh_printf(x->h, "<p class=\"foot\">\u2020 %d point(s) outside the runs their "
+		                "cluster's calibration was fitted on: the interval is the spread over "
+		                "those runs, not beyond them (hover the interval for the settings).</p>\n",
+		          k);
+}
+
 /* A row's cells in row_cols' order; with `breakdown`, the estimate's
  * compute, communication and bubble after the simulated iteration
  * (points_cols). */
@@ -141,10 +172,15 @@ static void row_cells(struct study_ctx *x, const char *role, int i, bool breakdo
 	rh_put(h, "</td>");
 	rh_td_num(h, r->iteration_s, rh_si(h, b, sizeof b, r->iteration_s, "s"));
 	if (study_row_has_interval(r)) {
-		char lo[48], hi[48];
-		snprintf(b, sizeof b, "%s-%s", rh_si(h, lo, sizeof lo, r->iteration_lo_s, "s"),
-		         rh_si(h, hi, sizeof hi, r->iteration_hi_s, "s"));
-		rh_td_num(h, r->iteration_hi_s, b);
+		char lo[48], hi[48], w[1024], title[1100];
+		struct cal_outside out[CAL_SET_COUNT];
+		int k = row_outside(x, i, out);
+		snprintf(b, sizeof b, "%s-%s%s", rh_si(h, lo, sizeof lo, r->iteration_lo_s, "s"),
+		         rh_si(h, hi, sizeof hi, r->iteration_hi_s, "s"), k > 0 ? " \u2020" : "");
+		if (k > 0)
+			snprintf(title, sizeof title, "outside the runs the calibration was fitted on: %s",
+			         cost_cal_outside_text(w, sizeof w, out, k));
+		rh_td_num_title(h, r->iteration_hi_s, b, k > 0 ? title : NULL);
 	} else {
 		rh_td_num(h, NAN, "none");
 	}
@@ -171,7 +207,7 @@ static bool outside_item(struct study_ctx *x, const char *role, int i, bool put)
 {
 	struct cal_outside out[CAL_SET_COUNT];
 	const struct study_row *r = i >= 0 ? &x->rows[i] : NULL;
-	int n = r ? study_row_outside(x->cal ? x->cal[r->cluster] : NULL, x->st, r, out) : -1;
+	int n = r ? row_outside(x, i, out) : -1;
 	if (n <= 0 || !put)
 		return n > 0;
 	char w[1024];
@@ -238,6 +274,7 @@ static void rows_table(struct study_ctx *x, const char *cls, const int *idx, int
 	}
 	rh_table_end(h);
 	rh_put(h, "</div>\n");
+	outside_legend(x, rows_outside(x, idx, n));
 }
 
 /* The figures: study_plot's SVG inlined (its XML declaration dropped). */
@@ -586,6 +623,7 @@ static bool report_study_body(struct study_ctx *px, const int *first, int n_firs
 		}
 		rh_table_end(h);
 		rh_put(h, "</div>\n");
+		outside_legend(&x, rows_outside(&x, NULL, n));
 	} else {
 		rh_printf(h, "<p>%d points in all: the tables above pick from them (shardlab fit "
 		             "--csv lists the choices).</p>\n", n);

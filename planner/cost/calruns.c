@@ -159,6 +159,27 @@ const char *cost_cal_outside_text(char *buf, size_t size, const struct cal_outsi
 	return buf;
 }
 
+const char *cost_cal_outside_tally_text(char *buf, size_t size, const struct cal_runs *r,
+                                        const int64_t count[CAL_SET_COUNT])
+{
+	static const char *const label[CAL_SET_COUNT] = {
+	        "devices", "TP", "PP", "CP", "EP", "sequence", "ZeRO", "recompute", "compute",
+	        "framework"};
+	size_t len = 0;
+	if (size)
+		buf[0] = 0;
+	for (int k = 0; r->have && k < CAL_SET_COUNT && len < size; k++) {
+		if (count[k] <= 0)
+			continue;
+		char v[96];
+		fitted_text(v, sizeof v, r, k);
+		int w = snprintf(buf + len, size - len, "%s%s: %lld (fitted: %s)", len ? "; " : "",
+		                 label[k], (long long)count[k], v);
+		len += w > 0 ? (size_t)w : 0;
+	}
+	return buf;
+}
+
 const char *cost_cal_runs_text(char *buf, size_t size, const struct cal_runs *r)
 {
 	size_t len = 0;

@@ -356,6 +356,12 @@ int cost_cal_outside(const struct cal_runs *r, const struct cal_point *pt,
 /* "ZeRO 3 (fitted: 1), TP 32 (fitted: 1-8)": n of them, "" for none. */
 const char *cost_cal_outside_text(char *buf, size_t size, const struct cal_outside *o, int n);
 
+/* How many points were outside r by each setting, in words: "sequence:
+ * 6564 (fitted: 2048); ZeRO: 312 (fitted: 0)"; settings with a count of
+ * 0 left out, "" for none. */
+const char *cost_cal_outside_tally_text(char *buf, size_t size, const struct cal_runs *r,
+                                        const int64_t count[CAL_SET_COUNT]);
+
 /* A fit that produced figures: how it was cross-validated, and the
  * covariance of its figures (in their units; row-major, n_figures^2). */
 #define CAL_FIT_MAX_FIGURES 6        /* a fit's figures, at most (the loader checks) */

@@ -456,8 +456,9 @@ Test(report, sim_page_names_its_calibration_and_interval)
  * runs their cluster's calibration was fitted on: the 4-layer GPT
  * (sequence 1,024, no recomputation) on one DGX A100 of 8 GPUs, swept
  * with the A100's shipped calibration, fitted on the SC21 runs of 32 to
- * 3,072 GPUs at sequence 2,048 with full recomputation. Swept with
- * --calibration none, the page has no such list. */
+ * 3,072 GPUs at sequence 2,048 with full recomputation; each interval in
+ * the tables is marked, and the table of every point counts them. Swept
+ * with --calibration none, the page has no such list and no mark. */
 Test(report, study_page_names_the_answers_outside_the_fitted_runs)
 {
 	make_dir();
@@ -481,9 +482,17 @@ Test(report, study_page_names_the_answers_outside_the_fitted_runs)
 			cr_expect(strstr(html, want), "no answer outside the runs on the page");
 			cr_expect(strstr(html, "<li>fastest a100: 8 devices"), "the fastest not named "
 			                                                       "with its cluster");
-		}
-		else
+			/* every interval of the two points is marked, its settings in
+			 * its tooltip, and the table of every point says how many */
+			cr_expect(strstr(html, "title=\"outside the runs the calibration was fitted on: 8 "
+			                       "devices (fitted: 32-3072), sequence 1024 (fitted: 2048), "
+			                       "recompute none (fitted: full)\">"),
+			          "no interval marked with its settings");
+			cr_expect(strstr(html, "\u2020 2 point(s) outside the runs"), "no legend");
+		} else {
 			cr_expect(!strstr(html, "Outside the runs their calibration"), "no calibration");
+			cr_expect(!strstr(html, "\u2020"), "a mark without a calibration");
+		}
 		free(html);
 	}
 	remove_dir();

@@ -1607,7 +1607,8 @@ Test(studies, row_interval_is_the_estimates, .timeout = 120)
  * its fastest point, 8 fp16 devices, lies outside the file's runs of
  * 16-64 bf16 ones (tests/data/calibrate/runs-16-64.json); once the file
  * changes (another hash), fit no longer knows the runs (null), as after a
- * sweep whose calibration is gone. */
+ * sweep whose calibration is gone. The sweep's summary counts the points
+ * outside by setting. */
 Test(studies, fit_finds_a_swept_calibration_file_again, .timeout = 120)
 {
 	char dir[] = "/tmp/shardlab-swcal-XXXXXX", db[600], cal[600], args[1400];
@@ -1622,7 +1623,15 @@ Test(studies, fit_finds_a_swept_calibration_file_again, .timeout = 120)
 	cr_assert(fclose(in) == 0 && fclose(f) == 0);
 	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s "
 	         "--calibration %s", db, cal);
-	sweep_all(args, 2);
+	/* the summary counts them: both points run on 8 fp16 devices */
+	struct cli_run sw = fixture_shardlab(args, false);
+	cr_assert_eq(sw.status, 0, "%s", sw.out);
+	cr_expect(strstr(sw.out, "(2 computed, 0 already stored)"), "%s", sw.out);
+	cr_expect(strstr(sw.out, "cluster a100: 2 of 2 points outside the runs its calibration"),
+	          "%s", sw.out);
+	cr_expect(strstr(sw.out, "\n  devices: 2 (fitted: 16-64); compute: 2 (fitted: bf16)\n"),
+	          "%s", sw.out);
+	free(sw.out);
 	cr_expect_eq(query_int(db, "SELECT value = 'a100=runs.json' FROM meta WHERE key = "
 	                           "'calibration_files'", 0), 1);
 	snprintf(args, sizeof args, "fit tests/data/studies/calibrated.json --db %s --csv", db);
