@@ -118,10 +118,10 @@ static bool parse_figures(struct arena *ar, const char *list, struct rargs *r)
 		size_t len = strcspn(s, ",");
 		const char *tier = NULL, *name = arena_strndup(ar, s, len);
 		int p = name ? cost_cal_param_parse(ar, name, &tier) : -1;
-		if (p < CAL_TRAIN_GEMM_EFFICIENCY || p > CAL_TRAIN_NIC_EFFICIENCY) {
+		if (p < CAL_TRAIN_GEMM_EFFICIENCY || p > CAL_TRAIN_MOE_OVERHEAD_US) {
 			fprintf(stderr, "shardlab calibrate: --figures takes train.gemm_efficiency, "
-			        "train.comm_efficiency, train.op_overhead_us or train.nic_efficiency "
-			        "(comma-separated), got '%.*s'\n", (int)len, s);
+			        "train.comm_efficiency, train.op_overhead_us, train.nic_efficiency or "
+			        "train.moe_overhead_us (comma-separated), got '%.*s'\n", (int)len, s);
 			return false;
 		}
 		for (int j = 0; j < r->n_figures; j++)
@@ -190,7 +190,8 @@ static bool parse(struct arena *ar, int argc, char **argv, struct rargs *r)
 static const char *fig_name(enum cal_param p)
 {
 	static const char *const names[] = {"train.gemm_efficiency", "train.comm_efficiency",
-	                                    "train.op_overhead_us", "train.nic_efficiency"};
+	                                    "train.op_overhead_us", "train.nic_efficiency",
+	                                    "train.moe_overhead_us"};
 	return names[p - CAL_TRAIN_GEMM_EFFICIENCY];
 }
 

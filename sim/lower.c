@@ -870,12 +870,22 @@ static bool ov_step(const struct lower *L, const struct prog_step *st, bool moe)
 	       (!moe || (st->op >= 0 && graph_op_layer(&L->p->graph->ops[st->op]) >= 0));
 }
 
+/* A compute step's device time: its seconds less the host's time of its
+ * op (cost_op_host_s), which hides nothing. */
+static double ov_device_s(const struct lower *L, const struct prog_step *st)
+{
+	double host = st->op >= 0 ? cost_op_host_s(L->p->scenario->topo,
+	                                           L->p->graph->ops[st->op].kind)
+	                          : 0;
+	return fmax(0, st->seconds - host);
+}
+
 static double ov_compute(const struct lower *L, int from, int to, bool moe)
 {
 	double s = 0;
 	for (int i = from; i < to; i++)
 		if (ov_step(L, &L->steps[i], moe))
-			s += L->steps[i].seconds;
+			s += ov_device_s(L, &L->steps[i]);
 	return s;
 }
 
@@ -883,7 +893,7 @@ static void ov_take(struct lower *L, int from, int to, double seconds, bool moe)
 {
 	for (int i = from; i < to && seconds > 0; i++)
 		if (ov_step(L, &L->steps[i], moe)) {
-			double t = fmin(L->steps[i].seconds, seconds);
+			double t = fmin(ov_device_s(L, &L->steps[i]), seconds);
 			L->steps[i].seconds -= t;
 			seconds -= t;
 		}

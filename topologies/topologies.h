@@ -218,6 +218,8 @@ struct topo_train {
 	double comm_efficiency;      /* links' bandwidth under training load / the topology's */
 	double op_overhead_s;        /* framework time per op per pass, in kernel_overhead_s */
 	double nic_efficiency;       /* NICs' bandwidth under training load / the rest's */
+	double moe_overhead_s;       /* framework time per mixture-of-experts layer per pass,
+	                                beyond its kernels (on its MoEDispatch op) */
 };
 
 struct calibration;  /* planner/cost's: this module only holds a pointer to it */

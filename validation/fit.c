@@ -374,6 +374,9 @@ static void train_bounds(enum cal_param p, double *lo, double *hi, double *start
 	case CAL_TRAIN_OP_OVERHEAD_US:
 		*lo = 0, *hi = 200, *start = 10;
 		break;
+	case CAL_TRAIN_MOE_OVERHEAD_US:
+		*lo = 0, *hi = 5000, *start = 100;
+		break;
 	default:
 		*lo = 0.5, *hi = 1.5, *start = 1;
 		break;
@@ -434,7 +437,7 @@ bool validation_fit_training(struct arena *a, const struct validation *v,
 		for (int k = 0; k < n; k++)
 			m.hi[j] = fmin(m.hi[j], cost_cal_train_cap(out->results[row[k]].plan->scenario->topo,
 			                                  o->figures[j]));
-		if (o->figures[j] != CAL_TRAIN_OP_OVERHEAD_US)
+		if (o->figures[j] != CAL_TRAIN_OP_OVERHEAD_US && o->figures[j] != CAL_TRAIN_MOE_OVERHEAD_US)
 			m.start[j] = 0.5 * (m.lo[j] + m.hi[j]);  /* 1 on [0.5, 1.5] */
 	}
 	memcpy(out->lo, m.lo, sizeof m.lo);

@@ -26,27 +26,28 @@
 
 const char *const cal_param_units[CAL_PARAM_COUNT] = {
 	"fraction", "elements", "fraction", "us", "fraction", "us", "fraction", "us",
-	"ratio", "ratio", "us", "ratio", "us"};
-_Static_assert(CAL_PARAM_COUNT == 13, "cal_param_units out of step");
+	"ratio", "ratio", "us", "ratio", "us", "us"};
+_Static_assert(CAL_PARAM_COUNT == 14, "cal_param_units out of step");
 
 /* The parameter names after "device.", "tiers.<tier>.", "nic." or "train.". */
 static const char *const param_key[CAL_PARAM_COUNT] = {
 	"matmul_efficiency", "gemm_half_dim", "memory_efficiency", "kernel_overhead_us",
 	"efficiency", "latency_us", "efficiency", "latency_us",
-	"gemm_efficiency", "comm_efficiency", "op_overhead_us", "nic_efficiency", NULL};
+	"gemm_efficiency", "comm_efficiency", "op_overhead_us", "nic_efficiency", "moe_overhead_us",
+	NULL};
 
 /* The physical range of each parameter, as a topology file accepts it
  * (docs/formats.md): fractions in (0, 1], latencies up to 1 s; the
  * training ratios in (0, 2] (a rate under load at most twice what the
  * kernels' or links' figures give), the framework's time per op up to
- * 1 ms. */
-static const double phys_lo[CAL_PARAM_COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+ * 1 ms, per mixture-of-experts layer up to 100 ms. */
+static const double phys_lo[CAL_PARAM_COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static const double phys_hi[CAL_PARAM_COUNT] = {
 	1, TOPO_MAX_GEMM_HALF_DIM, 1, TOPO_MAX_KERNEL_OVERHEAD_US, 1, 1e6, 1, 1e6, 2, 2, 1000, 2,
-	1e6};
+	1e5, 1e6};
 static const bool phys_lo_open[CAL_PARAM_COUNT] = {true, false, true, false, true, false,
                                                    true, false, true, true, false, true,
-                                                   false};
+                                                   false, false};
 
 /* The names in "nccl.<algo>.<proto>.<hw>_us", in the order of
  * topo_collectives.hop_us's indices. */
@@ -98,7 +99,7 @@ int cost_cal_param_parse(struct arena *a, const char *name, const char **tier)
 		return -1;
 	}
 	if (!strncmp(name, "train.", 6)) {
-		for (int p = CAL_TRAIN_GEMM_EFFICIENCY; p <= CAL_TRAIN_NIC_EFFICIENCY; p++)
+		for (int p = CAL_TRAIN_GEMM_EFFICIENCY; p <= CAL_TRAIN_MOE_OVERHEAD_US; p++)
 			if (!strcmp(name + 6, param_key[p]))
 				return p;
 		return -1;
@@ -172,7 +173,8 @@ static bool read_figure(struct arena *a, const struct jv *f, struct cal_figure *
 			         "\"device.kernel_overhead_us\", \"tiers.TIER.efficiency\", "
 			         "\"tiers.TIER.latency_us\", \"nic.efficiency\", \"nic.latency_us\", "
 			         "\"train.gemm_efficiency\", \"train.comm_efficiency\", "
-			         "\"train.op_overhead_us\", \"train.nic_efficiency\" or "
+			         "\"train.op_overhead_us\", \"train.nic_efficiency\", "
+			         "\"train.moe_overhead_us\" or "
 			         "\"nccl.ALGO.PROTO.HW_us\" (ALGO tree or ring, PROTO ll, ll128 or "
 			         "simple, HW nvlink, pci or net), got \"%s\"",
 			         out->name);
@@ -633,6 +635,9 @@ void cost_cal_set(struct topology *t, enum cal_param p, const char *tier, double
 	case CAL_TRAIN_NIC_EFFICIENCY:
 		t->nic.bandwidth_bps = t->nic.bandwidth_bps / ratio_or_1(t->train.nic_efficiency) * value;
 		t->train.nic_efficiency = value;
+		break;
+	case CAL_TRAIN_MOE_OVERHEAD_US:
+		t->train.moe_overhead_s = value * 1e-6;
 		break;
 	case CAL_NCCL_HOP_US: {
 		int hw, algo, proto;

@@ -74,6 +74,15 @@ double cost_fp8_gemm_s(const struct topo_device *d, const struct cost_work *w, b
 double cost_fp8_cast_s(const struct topo_device *d, double elems);
 int cost_kernel_class(enum op_kind kind);
 
+/* The host's time an op takes per forward or backward pass beyond its
+ * kernels, in its compute time (est_op compute_forward_s and
+ * compute_backward_s): a calibration's train.moe_overhead_us on each
+ * mixture-of-experts layer's MoEDispatch, 0 on any other op. Not device
+ * compute, so no budget for hiding the other pass's all-to-alls under
+ * Megatron-Core's combined 1F1B (docs/moe-cp.md, "The host's time per
+ * layer"). */
+double cost_op_host_s(const struct topology *t, enum op_kind kind);
+
 /* cost_compute_s for one kernel of an op of kind `kind`, its forward
  * (backward false) or its backward's work at the forward's bytes: a kind
  * of a class with a kernel_efficiency in the device file moves its bytes
@@ -262,6 +271,10 @@ enum cal_param {
 	                                forward or backward pass, on top of the kernel's */
 	CAL_TRAIN_NIC_EFFICIENCY,    /* train.nic_efficiency, ratio: the NICs' bandwidth under
 	                                training load over what train.comm_efficiency leaves */
+	CAL_TRAIN_MOE_OVERHEAD_US,   /* train.moe_overhead_us, us: framework time per
+	                                mixture-of-experts layer per forward or backward pass,
+	                                beyond its kernels (the host's wait for the experts'
+	                                token counts, and what it launches after it) */
 	CAL_NCCL_HOP_US,             /* nccl.<algo>.<proto>.<hw>_us, us: NCCL's per-hop latency
 	                                (hwLat) of one algorithm (tree, ring), protocol (ll,
 	                                ll128, simple) and link (nvlink, pci, net), in the

@@ -543,6 +543,11 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 		eo->compute_backward_s += grad_add_s(c, d);
 	eo->compute_forward_s *= c->slow;
 	eo->compute_backward_s *= c->slow;
+	/* the host's time per pass beyond the kernels (a calibration's per
+	 * mixture-of-experts layer): not scaled by the device's speed */
+	double host = cost_op_host_s(c->t, o->kind);
+	eo->compute_forward_s += host;
+	eo->compute_backward_s += host;
 }
 
 /* The op's own forward collectives and their mirrors, and the all-reduce
@@ -1670,9 +1675,12 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			/* a recomputed op's forward compute again, not its
 			 * collectives (recompute_talk_s below) */
 			if (graph_op_layer(&c->g->ops[i]) >= 0) {
-				ss->layer_f += eo->compute_forward_s * slow;
-				ss->layer_b += (eo->compute_backward_s +
-				                (eo->recompute_s > 0 ? eo->compute_forward_s : 0)) * slow;
+				/* device compute only: the host's time hides nothing */
+				double host = cost_op_host_s(c->t, c->g->ops[i].kind);
+				double f = eo->compute_forward_s - host;
+				ss->layer_f += f * slow;
+				ss->layer_b += (eo->compute_backward_s - host + (eo->recompute_s > 0 ? f : 0)) *
+				               slow;
 			}
 			ss->cat[EST_RECOMPUTE] += eo->recompute_s * slow;
 			if (eo->recompute_s > 0)

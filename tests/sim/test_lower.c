@@ -1266,3 +1266,48 @@ Test(lower, moe_a2a_overlap_pairs_the_micro_batches)
 	}
 	cr_expect_lt(r[1].iteration_s, r[0].iteration_s - 0.5 * hidden);
 }
+
+/* A calibration's train.moe_overhead_us (the host's time per mixture-of-
+ * experts layer and pass beyond its kernels): on a one-layer model of
+ * four micro-batches it adds 2 x 4 x H an iteration, forward and backward
+ * of each, to plain 1F1B and to the combined 1F1B alike: it is not device
+ * compute, so the all-to-alls hidden under the other pass stay those of
+ * the figure's absence (the model's narrow experts, top-8, make the
+ * backward's all-to-alls longer than the forward's compute: a budget with
+ * H in it would hide more). The simulation adds the same. */
+Test(lower, moe_host_time_adds_once_a_layer_and_pass_and_hides_nothing)
+{
+	static const char *const gen =
+		"{\"kind\": \"llama\", \"hidden\": 1024, \"layers\": 1, \"heads\": 8, \"ffn\": 2048,"
+		" \"seq\": 1024, \"vocab\": 64, \"experts\": 16, \"top_k\": 8, \"expert_ffn\": 64,"
+		" \"micro_batch\": 16,"
+		" \"dtype\": \"bf16\"}";
+	static const char *const t[2] = {
+		"{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 16}",
+		"{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 16,"
+		" \"moe_a2a_overlap\": true}"};
+	const double H = 500e-6, m = 4;
+	struct sim_options so = {.fidelity = FIDELITY_COARSE, .algo = COLL_AUTO};
+	for (int k = 0; k < 2; k++) {
+		struct estimate e[2];
+		struct sim_result r[2];
+		for (int h = 0; h < 2; h++) {
+			struct scenario *s = fixture_generated(A, &D, gen, "dgx-h100-x64", 16, t[k]);
+			cr_assert_not_null(s);
+			s->training.gradient_bucket_bytes = 0;
+			if (h)
+				cost_cal_set(s->topo, CAL_TRAIN_MOE_OVERHEAD_US, NULL, H * 1e6);
+			struct program prog;
+			megatron_lowered(s, &prog, &e[h]);
+			cr_assert(sim_run(A, s->topo, &prog, &so, &r[h], &D));
+		}
+		cr_assert_eq(e[0].steps_per_iteration, 4);
+		cr_expect_float_eq(e[1].iteration_s - e[0].iteration_s, 2 * m * H, 1e-12,
+		                   "%s: %.9g s more", k ? "combined" : "1F1B",
+		                   e[1].iteration_s - e[0].iteration_s);
+		cr_expect_float_eq(e[1].stages[0].moe_hidden_s, e[0].stages[0].moe_hidden_s, 1e-15);
+		cr_expect(fabs((r[1].iteration_s - r[0].iteration_s) - 2 * m * H) <= 0.05 * 2 * m * H,
+		          "%s: simulated %.6g s more", k ? "combined" : "1F1B",
+		          r[1].iteration_s - r[0].iteration_s);
+	}
+}
