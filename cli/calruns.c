@@ -307,6 +307,8 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 	struct cal_fit *fits = arena_calloc(ar, (size_t)nf + 1, sizeof *fits);
 	const char **names = arena_calloc(ar, (size_t)p, sizeof *names);
 	double *cov = arena_calloc(ar, (size_t)(p * p), sizeof *cov);
+	/* over a base's training fit, the MoE layers' fit beside it */
+	const char *fname = base && cost_calibration_training_fit(base) ? "training-moe" : "training";
 	const char *on = r->rows ? arena_printf(ar, "%s (%s), rows '%s': %d training rows, their "
 	                                        "estimates", v->file, v->name, r->rows, f->n_points)
 	                         : arena_printf(ar, "%s (%s): %d training rows, their estimates",
@@ -322,7 +324,7 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 		fig[nb + j] = (struct cal_figure){
 			.name = fig_name(tf->figures[j]), .param = tf->figures[j], .lo = tf->lo[j],
 			.hi = tf->hi[j], .value = f->value[j], .std_error = isfinite(se) ? se : 0,
-			.fitted_on = on, .cv_error_pct = f->cv_mape_pct, .fit = "training"};
+			.fitted_on = on, .cv_error_pct = f->cv_mape_pct, .fit = fname};
 		names[j] = fig[nb + j].name;
 		for (int k = 0; k < p; k++) {
 			double x = f->covariance[j * p + k];
@@ -331,7 +333,7 @@ static struct calibration *merged(struct arena *ar, const struct rargs *r,
 	}
 	struct cal_runs runs;
 	fitted_runs(tf, &runs);
-	fits[nf] = (struct cal_fit){.name = "training", .kind = "training", .fitted_on = on,
+	fits[nf] = (struct cal_fit){.name = fname, .kind = "training", .fitted_on = on,
 	                            .points = f->n_points,
 	                            .loss = validation_loss_names[tf->loss],
 	                            .cv_method = f->cv_method,
@@ -574,10 +576,17 @@ int calibrate_runs(int argc, char **argv)
 		diag_add(&d, DIAG_ERROR, v->file, 0, NULL, "no row matches --rows '%s'", r.rows);
 		v = NULL;
 	}
-	if (base && cost_calibration_training_fit(base)) {
+	/* Over a base's training fit, one more: the MoE layers' host time
+	 * alone, on MoE runs (the figure no dense row sees). */
+	bool moe_only = r.n_figures == 1 && r.figures[0] == CAL_TRAIN_MOE_OVERHEAD_US;
+	const struct cal_fit *btf = base ? cost_calibration_training_fit(base) : NULL;
+	if (btf && (!moe_only || cost_cal_fit_is_moe(btf) ||
+	            cost_cal_fit_is_moe(cost_calibration_training_fit_for(base, true)))) {
 		diag_add(&d, DIAG_ERROR, base->file, 0, "fits",
-		         "the base calibration has a training fit already: fit from its kernel or "
-		         "collective figures alone");
+		         moe_only ? "the base calibration has a fit of train.moe_overhead_us already"
+		                  : "the base calibration has a training fit already: fit from its "
+		                    "kernel or collective figures alone, or --figures "
+		                    "train.moe_overhead_us alone over it on MoE runs");
 		v = NULL;
 	}
 	if (v && !(kinds.k = arena_calloc(ar, (size_t)v->n_rows + 1, sizeof *kinds.k)))

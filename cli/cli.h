@@ -92,10 +92,11 @@ const char *cli_interval_text(char *buf, size_t size, const struct cal_interval 
  * "980 ms", "1.02 s" -> "980 ms-1.02 s". */
 const char *cli_range_text(char *buf, size_t size, const char *lo, const char *hi);
 /* "calibration NAME (FILE), training fit cross-validated MAPE x%" or
- * "calibration none", after the indent. */
-void cli_calibration_line(FILE *f, const char *indent, const struct topology *t);
+ * "calibration none", after the indent; for a model with MoE layers (moe)
+ * the error of the file's MoE fit too, where it has one. */
+void cli_calibration_line(FILE *f, const char *indent, const struct topology *t, bool moe);
 /* The same words without the label: "NAME (FILE), training fit ..." or "none". */
-const char *cli_calibration_words(char *buf, size_t size, const struct topology *t);
+const char *cli_calibration_words(char *buf, size_t size, const struct topology *t, bool moe);
 /* "outside its runs     ZeRO 3 (fitted: 1), ...: ..." after the indent when
  * the plan has settings outside the runs its calibration's training fit
  * was fitted on (cal_interval.outside); nothing otherwise. */

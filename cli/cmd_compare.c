@@ -550,7 +550,8 @@ static void text(const struct scenario *s, const struct args *a, const struct co
 	       (a->bucket_bytes >= 0 ? a->bucket_bytes : s->training.gradient_bucket_bytes) / MIB,
 	       a->fused ? "fused" : "MindSpore-compatible");
 	char cw[1024];
-	printf("calibration %s\n\n", cli_calibration_words(cw, sizeof cw, s->topo));
+	printf("calibration %s\n\n", cli_calibration_words(cw, sizeof cw, s->topo,
+	                                                    cost_graph_has_moe(s->graph)));
 	if (search) {
 		search_text(s, a, search);
 		if (n == 0)

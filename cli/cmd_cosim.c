@@ -194,7 +194,7 @@ static void text(const struct jobs_file *f, const struct job_run *r, const struc
 	       f->topo->servers, f->topo->servers == 1 ? "" : "s", f->topo->devices_per_server,
 	       fidelity_names[fidelity]);
 	char cw[1024];
-	printf("calibration %s\n\n", cli_calibration_words(cw, sizeof cw, f->topo));
+	printf("calibration %s\n\n", cli_calibration_words(cw, sizeof cw, f->topo, false));
 	printf("  %-16s %7s  %-8s %-16s %11s %11s %9s\n", "job", "ranks", "placed", "servers",
 	       "alone", "together", "slowdown");
 	for (int j = 0; j < f->n_jobs; j++) {

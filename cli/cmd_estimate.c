@@ -227,7 +227,7 @@ static void text_head(const struct plan *p, const struct estimate *e, const char
 	cli_interval(p, &iv);
 	printf("  iteration            %s%s\n", sec(b1, sizeof b1, e->iteration_s),
 	       cli_interval_text(ivt, sizeof ivt, &iv));
-	cli_calibration_line(stdout, "  ", p->scenario->topo);
+	cli_calibration_line(stdout, "  ", p->scenario->topo, cost_graph_has_moe(p->graph));
 	cli_outside_line(stdout, "  ", &iv);
 	printf("  micro-batches        %" PRId64 "\n", e->steps_per_iteration);
 	printf("  compute              %-10s %5.1f%%\n", sec(b1, sizeof b1, e->compute_s),

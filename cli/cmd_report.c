@@ -337,7 +337,8 @@ static int scenario_page(const struct args *a)
 			cost_interval_at(&ie, r.sim.iteration_s, &is);
 			v.interval = &is;
 			v.calibration = cli_calibration_words(cal_words, sizeof cal_words,
-			                                      plans[0]->scenario->topo);
+			                                      plans[0]->scenario->topo,
+			                                      cost_graph_has_moe(plans[0]->graph));
 			report_html_sim(h, plans[0], &r.est, &r.prog, &r.sim, &v);
 		}
 	}

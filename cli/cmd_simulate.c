@@ -277,7 +277,7 @@ static void text(const struct plan *p, const struct cli_sim_setup *o,
 	       cli_si(b[1], 32, r->est.iteration_s, "s"),
 	       report_pct_text(pct, sizeof pct, report_diff_pct(r->sim.iteration_s,
 	                                                         r->est.iteration_s)));
-	cli_calibration_line(stdout, "  ", p->scenario->topo);
+	cli_calibration_line(stdout, "  ", p->scenario->topo, cost_graph_has_moe(p->graph));
 	cli_outside_line(stdout, "  ", &ie);
 	printf("  micro-batches        %" PRId64 " (pipeline: %d stage%s x %lld ranks)\n", r->prog.micro_batches, r->prog.n_stages, r->prog.n_stages == 1 ? "" : "s", (long long)r->prog.stage_ranks);
 	printf("  comm per device      %s\n",

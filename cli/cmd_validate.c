@@ -239,8 +239,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 static const struct cal_fit *fitted_here(const struct calibration *c, const struct validation *v,
                                          const char *row)
 {
-	const struct cal_fit *tf = c ? cost_calibration_training_fit(c) : NULL;
-	return tf && cli_fit_took(tf->fitted_on, v->name, row) ? tf : NULL;
+	/* either training fit (the MoE layers' beside the first) */
+	for (int moe = 0; c && moe < 2; moe++) {
+		const struct cal_fit *tf = cost_calibration_training_fit_for(c, moe);
+		if (tf && cli_fit_took(tf->fitted_on, v->name, row))
+			return tf;
+	}
+	return NULL;
 }
 
 /* The calibrations used, under the title: one line each (each row takes

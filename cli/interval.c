@@ -48,7 +48,7 @@ const char *cli_range_text(char *buf, size_t size, const char *lo, const char *h
 	return buf;
 }
 
-const char *cli_calibration_words(char *buf, size_t size, const struct topology *t)
+const char *cli_calibration_words(char *buf, size_t size, const struct topology *t, bool moe)
 {
 	const struct calibration *c = t->calibration;
 	if (!c) {
@@ -61,6 +61,12 @@ const char *cli_calibration_words(char *buf, size_t size, const struct topology 
 		n += snprintf(buf + n, size - (size_t)n,
 		              ", training fit cross-validated MAPE %.1f%% over %d rows", tf->cv_mape_pct,
 		              tf->points);
+	/* a model with MoE layers: the fit of their host time, where it is
+	 * another, gives its interval */
+	const struct cal_fit *mf = moe ? cost_calibration_training_fit_for(c, true) : NULL;
+	if (mf && mf != tf && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, "; its MoE layers' fit %.1f%% over %d rows",
+		              mf->cv_mape_pct, mf->points);
 	/* A fit carried from another device: whose rows those were. */
 	if (tf && tf->from_calibration && n >= 0 && (size_t)n < size)
 		snprintf(buf + n, size - (size_t)n, "%s%s (transferred from %s, not measured on this "
@@ -69,10 +75,10 @@ const char *cli_calibration_words(char *buf, size_t size, const struct topology 
 	return buf;
 }
 
-void cli_calibration_line(FILE *f, const char *indent, const struct topology *t)
+void cli_calibration_line(FILE *f, const char *indent, const struct topology *t, bool moe)
 {
 	char w[1024];
-	fprintf(f, "%scalibration          %s\n", indent, cli_calibration_words(w, sizeof w, t));
+	fprintf(f, "%scalibration          %s\n", indent, cli_calibration_words(w, sizeof w, t, moe));
 }
 
 cJSON *cli_calibration_json(const struct topology *t)

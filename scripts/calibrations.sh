@@ -107,6 +107,21 @@ transfer h200-sxm h100-sxm \
 transfer h200-sxm-pytorch h100-sxm-pytorch \
 	"NVIDIA H200 SXM under PyTorch FSDP stacks: kernel figures fitted to calibration/h200-sxm-measured.csv; end-to-end figures transferred from calibration/h100-sxm-pytorch.json (fitted to the H100 rows of validation/llm-foundry-mpt.json): the same GH100 at the same power, not measured on an H200"
 
+# NVIDIA H100 SXM, mixture-of-experts layers: over h100-sxm.json's figures
+# (after the H200 files were carried from it), the host's time per MoE
+# layer and pass (train.moe_overhead_us, docs/moe-cp.md "The host's time per
+# layer") fitted to Megatron-Bridge's Qwen3 MoE rows, a second training fit
+# in the same file that gives MoE models their interval
+# (docs/validation.md, "Mixtures of experts on H100").
+echo "== h100-sxm (MoE layers): validation/moe-h100.json" >&2
+"$SHARDLAB" calibrate --runs validation/moe-h100.json --calibration calibration/h100-sxm.json \
+	--name h100-sxm --loss "$LOSS" --figures train.moe_overhead_us \
+	--description "NVIDIA H100 SXM: kernel figures fitted to calibration/h100-sxm-measured.csv, end-to-end figures to validation/megatron-core-h100.json (Megatron-Core), the MoE layers' host time to validation/moe-h100.json (Megatron-Bridge's Qwen3 MoE rows); fitted by scripts/calibrations.sh on $WHEN" \
+	--out "$tmp/h100-sxm.json" > "$tmp/h100-sxm-moe.fit.txt"
+cat "$tmp/h100-sxm-moe.fit.txt" >&2
+mv "$tmp/h100-sxm.json" calibration/h100-sxm.json
+mv "$tmp/h100-sxm-moe.fit.txt" calibration/h100-sxm-moe.fit.txt
+
 # Ascend 910B: the MindFormers and MindSpeed-LLM rows of
 # validation/mindformers-910b.json (validation/mindspeed-llm-910b.json, the
 # rest of MindSpeed-LLM's table, is held out of every fit: it is not read).

@@ -870,13 +870,12 @@ static bool ov_step(const struct lower *L, const struct prog_step *st, bool moe)
 	       (!moe || (st->op >= 0 && graph_op_layer(&L->p->graph->ops[st->op]) >= 0));
 }
 
-/* A compute step's device time: its seconds less the host's time of its
- * op (cost_op_host_s), which hides nothing. */
+/* A compute step's device time: its seconds less its op's host wait
+ * (est_op host_forward_s, host_backward_s), which hides nothing. */
 static double ov_device_s(const struct lower *L, const struct prog_step *st)
 {
-	double host = st->op >= 0 ? cost_op_host_s(L->p->scenario->topo,
-	                                           L->p->graph->ops[st->op].kind)
-	                          : 0;
+	const struct est_op *o = st->op >= 0 ? &L->e->ops[st->op] : NULL;
+	double host = !o ? 0 : st->phase == PHASE_BACKWARD ? o->host_backward_s : o->host_forward_s;
 	return fmax(0, st->seconds - host);
 }
 

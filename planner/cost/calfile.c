@@ -902,12 +902,42 @@ cJSON *cost_calibration_json(const struct calibration *c)
 
 /* ---------------------------------------------------- prediction intervals */
 
+bool cost_cal_fit_is_moe(const struct cal_fit *f)
+{
+	for (int i = 0; f && i < f->n_figures; i++)
+		if (f->figures[i] && !strcmp(f->figures[i], "train.moe_overhead_us"))
+			return true;
+	return false;
+}
+
+bool cost_graph_has_moe(const struct graph *g)
+{
+	for (int i = 0; g && i < g->n_ops; i++)
+		if (g->ops[i].kind == OP_MOEDISPATCH)
+			return true;
+	return false;
+}
+
+const struct cal_fit *cost_calibration_training_fit_for(const struct calibration *c, bool moe)
+{
+	const struct cal_fit *first = NULL, *dense = NULL, *m = NULL;
+	for (int i = 0; c && i < c->n_fits; i++) {
+		const struct cal_fit *f = &c->fits[i];
+		if (!f->kind || strcmp(f->kind, "training"))
+			continue;
+		if (!first)
+			first = f;
+		if (cost_cal_fit_is_moe(f))
+			m = m ? m : f;
+		else
+			dense = dense ? dense : f;
+	}
+	return moe && m ? m : dense ? dense : first;
+}
+
 const struct cal_fit *cost_calibration_training_fit(const struct calibration *c)
 {
-	for (int i = 0; c && i < c->n_fits; i++)
-		if (c->fits[i].kind && !strcmp(c->fits[i].kind, "training"))
-			return &c->fits[i];
-	return NULL;
+	return cost_calibration_training_fit_for(c, false);
 }
 
 double cost_plan_time_with(struct arena *a, const struct plan *p, int n,
@@ -978,7 +1008,8 @@ bool cost_calibration_interval(struct arena *a, const struct calibration *c, con
                                struct cal_interval *out)
 {
 	*out = (struct cal_interval){.why = "uncalibrated: no interval"};
-	const struct cal_fit *tf = cost_calibration_training_fit(c);
+	bool moe = cost_graph_has_moe(p->graph);
+	const struct cal_fit *tf = cost_calibration_training_fit_for(c, moe);
 	if (!c)
 		return true;
 	if (!tf) {
@@ -1006,6 +1037,8 @@ bool cost_calibration_interval(struct arena *a, const struct calibration *c, con
 		const struct cal_fit *fit = &c->fits[k];
 		int n = fit->n_figures;
 		double g[6] = {0};
+		if (!moe && cost_cal_fit_is_moe(fit))
+			continue;  /* its figure moves no dense plan */
 		for (int i = 0; i < n && i < 6; i++) {
 			int j = figure_index(c, fit->figures[i]);
 			const struct cal_figure *f = &c->figures[j];

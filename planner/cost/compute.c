@@ -94,11 +94,6 @@ int cost_kernel_class(enum op_kind kind)
 	}
 }
 
-double cost_op_host_s(const struct topology *t, enum op_kind kind)
-{
-	return kind == OP_MOEDISPATCH ? t->train.moe_overhead_s : 0;
-}
-
 double cost_op_kernel_s(const struct topo_device *d, enum op_kind kind, enum dtype dt,
                         const struct cost_work *w, bool backward, bool *fallback)
 {

@@ -74,15 +74,6 @@ double cost_fp8_gemm_s(const struct topo_device *d, const struct cost_work *w, b
 double cost_fp8_cast_s(const struct topo_device *d, double elems);
 int cost_kernel_class(enum op_kind kind);
 
-/* The host's time an op takes per forward or backward pass beyond its
- * kernels, in its compute time (est_op compute_forward_s and
- * compute_backward_s): a calibration's train.moe_overhead_us on each
- * mixture-of-experts layer's MoEDispatch, 0 on any other op. Not device
- * compute, so no budget for hiding the other pass's all-to-alls under
- * Megatron-Core's combined 1F1B (docs/moe-cp.md, "The host's time per
- * layer"). */
-double cost_op_host_s(const struct topology *t, enum op_kind kind);
-
 /* cost_compute_s for one kernel of an op of kind `kind`, its forward
  * (backward false) or its backward's work at the forward's bytes: a kind
  * of a class with a kernel_efficiency in the device file moves its bytes
@@ -467,8 +458,19 @@ double cost_plan_time_with(struct arena *a, const struct plan *p, int n,
 
 /* The fit of a calibration that prices whole iterations ("kind":
  * "training"), NULL when it has none (then no prediction has an
- * interval). */
+ * interval). A file may hold a second one, of train.moe_overhead_us
+ * alone, fitted to MoE runs over the first's figures (calibrate --runs
+ * with a base that has a training fit): this is the first, the one of
+ * every figure but that. */
 const struct cal_fit *cost_calibration_training_fit(const struct calibration *c);
+/* The training fit a prediction's interval and runs come from: for a
+ * model with mixture-of-experts layers (moe) the fit of
+ * train.moe_overhead_us where the file has one, else the one above. */
+const struct cal_fit *cost_calibration_training_fit_for(const struct calibration *c, bool moe);
+/* Whether f fitted train.moe_overhead_us. */
+bool cost_cal_fit_is_moe(const struct cal_fit *f);
+/* Whether a graph has mixture-of-experts layers (a MoEDispatch op). */
+bool cost_graph_has_moe(const struct graph *g);
 
 /* A prediction's interval from its calibration (docs/validation.md,
  * "Prediction intervals"), on the logarithm of the time: the variance of
@@ -825,6 +827,10 @@ struct est_op {
 	double moe_forward_s, moe_backward_s;       /* of redistribution_s and comm_backward_s: a
 	                                               MoE dispatch or combine into it
 	                                               (cost_moe_edge) */
+	double host_forward_s, host_backward_s;     /* of compute_forward_s and compute_backward_s:
+	                                               the host's wait (a MoE layer's, on its
+	                                               MoEDispatch: train.moe_overhead_us,
+	                                               docs/moe-cp.md), which hides nothing */
 	double recompute_s;                         /* forward work redone in backward */
 	double gather_s;                            /* ZeRO-3: its parameters gathered, forward and backward */
 	double gather_one_s;                        /* ZeRO-3: one gather of them on the

@@ -543,11 +543,6 @@ static void op_compute(struct est_ctx *c, const struct dist_op *d, struct est_op
 		eo->compute_backward_s += grad_add_s(c, d);
 	eo->compute_forward_s *= c->slow;
 	eo->compute_backward_s *= c->slow;
-	/* the host's time per pass beyond the kernels (a calibration's per
-	 * mixture-of-experts layer): not scaled by the device's speed */
-	double host = cost_op_host_s(c->t, o->kind);
-	eo->compute_forward_s += host;
-	eo->compute_backward_s += host;
 }
 
 /* The op's own forward collectives and their mirrors, and the all-reduce
@@ -1675,12 +1670,11 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			/* a recomputed op's forward compute again, not its
 			 * collectives (recompute_talk_s below) */
 			if (graph_op_layer(&c->g->ops[i]) >= 0) {
-				/* device compute only: the host's time hides nothing */
-				double host = cost_op_host_s(c->t, c->g->ops[i].kind);
-				double f = eo->compute_forward_s - host;
+				/* device compute only: the host's wait hides nothing */
+				double f = eo->compute_forward_s - eo->host_forward_s;
 				ss->layer_f += f * slow;
-				ss->layer_b += (eo->compute_backward_s - host + (eo->recompute_s > 0 ? f : 0)) *
-				               slow;
+				ss->layer_b += (eo->compute_backward_s - eo->host_backward_s +
+				                (eo->recompute_s > 0 ? f : 0)) * slow;
 			}
 			ss->cat[EST_RECOMPUTE] += eo->recompute_s * slow;
 			if (eo->recompute_s > 0)
@@ -1842,6 +1836,23 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 	es->mem.total = es->mem.params + es->mem.grads + es->mem.optimizer + es->mem.activations +
 	                es->mem.buffers + es->mem.reserve;
 	return true;
+}
+
+/* A calibration's host time per mixture-of-experts layer and pass
+ * (train.moe_overhead_us, H; docs/moe-cp.md, "The host's time per
+ * layer"): the host's wait for the experts' token counts and its launches
+ * after it, H on each pass of each MoE layer, added to the MoEDispatch
+ * op's compute (host_forward_s, host_backward_s, which hide nothing); not
+ * scaled by a slow device. */
+static void moe_host(const struct est_ctx *c, const struct graph *g, struct est_op *ops)
+{
+	double H = c->t->train.moe_overhead_s;
+	for (int i = 0; H > 0 && i < g->n_ops; i++)
+		if (g->ops[i].kind == OP_MOEDISPATCH) {
+			ops[i].host_forward_s = ops[i].host_backward_s = H;
+			ops[i].compute_forward_s += H;
+			ops[i].compute_backward_s += H;
+		}
 }
 
 /* Per op: recomputation and ZeRO-3's gathers (per micro-batch). */
@@ -2462,6 +2473,8 @@ struct estimator *plan_estimator_new(const struct plan *p, struct diag_list *dia
 		}
 		eo->activation_bytes = cost_act_op_bytes(c->act, i);
 	}
+	if (ok)
+		moe_host(c, g, x->base.ops);
 	for (int i = 0; ok && i < g->n_ops; i++) {
 		const struct est_op *eo = &x->base.ops[i];
 		x->cost[i] = eo->compute_forward_s + eo->compute_backward_s + eo->comm_forward_s +

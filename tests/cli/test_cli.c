@@ -2872,6 +2872,87 @@ Test(cli, calibrate_runs_records_the_runs_it_saw)
 	rmdir(dir);
 }
 
+/* calibrate --runs over a base with a training fit fits the MoE layers'
+ * host time alone, as a second training fit beside the base's (the base
+ * here: the shipped H100 file less its MoE fit); any other figure over
+ * it, or a second MoE fit, is refused. An estimate of a MoE model then
+ * names both fits' errors; the dense 4-layer GPT's line is the base's. */
+Test(cli, calibrate_moe_host_time_over_a_training_fit, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-moefit-XXXXXX", base[96], out[96], again[96], args[768];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(base, sizeof base, "%s/dense.json", dir);
+	snprintf(out, sizeof out, "%s/moe.json", dir);
+	snprintf(again, sizeof again, "%s/again.json", dir);
+	char *text = slurp("calibration/h100-sxm.json");
+	cr_assert_not_null(text);
+	cJSON *j = cJSON_Parse(text);
+	free(text);
+	cr_assert_not_null(j);
+	cJSON *figs = cJSON_GetObjectItemCaseSensitive(j, "figures");
+	cJSON *fits = cJSON_GetObjectItemCaseSensitive(j, "fits");
+	for (int i = cJSON_GetArraySize(figs) - 1; i >= 0; i--)
+		if (!strcmp(str_of(cJSON_GetArrayItem(figs, i), "name"), "train.moe_overhead_us"))
+			cJSON_DeleteItemFromArray(figs, i);
+	for (int i = cJSON_GetArraySize(fits) - 1; i >= 0; i--)
+		if (!strcmp(str_of(cJSON_GetArrayItem(fits, i), "name"), "training-moe"))
+			cJSON_DeleteItemFromArray(fits, i);
+	char *dense = cJSON_Print(j);
+	cJSON_Delete(j);
+	FILE *f = fopen(base, "w");
+	cr_assert(f && fputs(dense, f) >= 0 && fclose(f) == 0);
+	free(dense);
+	snprintf(args, sizeof args, "calibrate --runs validation/moe-h100.json --rows '*30B*' "
+	         "--calibration %s --figures train.moe_overhead_us --out %s", base, out);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	text = slurp(out);
+	cr_assert_not_null(text);
+	j = cJSON_Parse(text);
+	free(text);
+	cr_assert_not_null(j);
+	const cJSON *tf = fit_named(j, "training"), *mf = fit_named(j, "training-moe");
+	cr_assert(tf && mf);
+	cr_expect_str_eq(str_of(mf, "kind"), "training");
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(mf, "figures")), 1);
+	cr_expect_gt(figure_value(j, "train.moe_overhead_us"), 0);
+	cr_expect_gt(figure_value(j, "train.gemm_efficiency"), 0);
+	cJSON_Delete(j);
+	/* refused: a second MoE fit, another figure over a training fit */
+	snprintf(args, sizeof args, "calibrate --runs validation/moe-h100.json --rows '*30B*' "
+	         "--calibration %s --figures train.moe_overhead_us --out %s", out, again);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "has a fit of train.moe_overhead_us already"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "calibrate --runs validation/moe-h100.json --rows '*30B*' "
+	         "--calibration %s --figures train.gemm_efficiency --out %s", base, again);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "or --figures train.moe_overhead_us alone over it"), "%s", r.out);
+	free(r.out);
+	/* the MoE model's line names both fits, the dense model's the base's */
+	snprintf(args, sizeof args, "estimate scenarios/mixtral-8x7b-h100-64p.json --calibration %s",
+	         out);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "over 9 rows; its MoE layers' fit "), "%s", r.out);
+	cr_expect(strstr(r.out, "% over 5 rows\n"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "estimate scenarios/gpt-4layer-32p.json --topology "
+	         "topologies/dgx-h100.json --calibration %s", out);
+	r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "over 9 rows\n"), "%s", r.out);
+	cr_expect(!strstr(r.out, "MoE layers"), "%s", r.out);
+	free(r.out);
+	unlink(base);
+	unlink(out);
+	unlink(again);
+	rmdir(dir);
+}
+
 /* A calibration whose runs were 8-16 bf16 devices at sequence 1,024:
  * estimate and simulate of the 4-layer GPT (sequence 1,024) on 32 fp16
  * Ascend 910s say which settings lie outside them, in text and in JSON;

@@ -1267,8 +1267,8 @@ Test(lower, moe_a2a_overlap_pairs_the_micro_batches)
 	cr_expect_lt(r[1].iteration_s, r[0].iteration_s - 0.5 * hidden);
 }
 
-/* A calibration's train.moe_overhead_us (the host's time per mixture-of-
- * experts layer and pass beyond its kernels): on a one-layer model of
+/* A calibration's train.moe_overhead_us, H (the host's time per mixture-
+ * of-experts layer and pass beyond its kernels): on a one-layer model of
  * four micro-batches it adds 2 x 4 x H an iteration, forward and backward
  * of each, to plain 1F1B and to the combined 1F1B alike: it is not device
  * compute, so the all-to-alls hidden under the other pass stay those of
@@ -1280,8 +1280,7 @@ Test(lower, moe_host_time_adds_once_a_layer_and_pass_and_hides_nothing)
 	static const char *const gen =
 		"{\"kind\": \"llama\", \"hidden\": 1024, \"layers\": 1, \"heads\": 8, \"ffn\": 2048,"
 		" \"seq\": 1024, \"vocab\": 64, \"experts\": 16, \"top_k\": 8, \"expert_ffn\": 64,"
-		" \"micro_batch\": 16,"
-		" \"dtype\": \"bf16\"}";
+		" \"micro_batch\": 16, \"dtype\": \"bf16\"}";
 	static const char *const t[2] = {
 		"{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 16}",
 		"{\"global_batch\": 64, \"tensor_parallel\": 1, \"expert_parallel\": 16,"

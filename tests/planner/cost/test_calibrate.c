@@ -1853,6 +1853,83 @@ Test(calibrate, settings_outside_the_fitted_runs)
 	cr_expect_eq(cost_cal_outside(&none, &pt, out), 0, "a fit that does not say");
 }
 
+/* A calibration with two training fits: the first's GEMM figure (10 rows,
+ * residual log spread 0.04) and, fitted over it to MoE runs, the MoE
+ * layers' host time (1000 us, 6 rows, residual log spread 0.2, no spread
+ * of its own). A dense plan's interval is the first fit's, t exp(± q_9
+ * 0.04), and its time is the bare one; a MoE plan's the second's, t exp(±
+ * q_5 0.2) (Student's t of 95% with 5 degrees of freedom, 2.015048372669157:
+ * R's qt(0.95, 5), tables 2.015), its time 2 x layers x micro-batches x
+ * 1 ms longer than without the figure. */
+static const char two_fits_cal[] =
+	"{\"format\": \"shardlab-calibration\", \"version\": 1, \"name\": \"two\",\n"
+	" \"figures\": [{\"name\": \"train.gemm_efficiency\", \"units\": \"ratio\",\n"
+	"   \"bounds\": [0.5, 1.5], \"value\": 0.9, \"std_error\": 0, \"fitted_on\": \"made up\",\n"
+	"   \"fit\": \"training\"},\n"
+	"  {\"name\": \"train.moe_overhead_us\", \"units\": \"us\", \"bounds\": [0, 5000],\n"
+	"   \"value\": 1000, \"std_error\": 0, \"fitted_on\": \"made up too\",\n"
+	"   \"fit\": \"training-moe\"}],\n"
+	" \"fits\": [{\"name\": \"training\", \"kind\": \"training\", \"fitted_on\": \"made up\",\n"
+	"   \"points\": 10, \"figures\": [\"train.gemm_efficiency\"], \"covariance\": [[0]],\n"
+	"   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 10, \"mape_pct\": 4, \"rms_pct\": 5,\n"
+	"          \"log_rms\": 0.04}},\n"
+	"  {\"name\": \"training-moe\", \"kind\": \"training\", \"fitted_on\": \"made up too\",\n"
+	"   \"points\": 6, \"figures\": [\"train.moe_overhead_us\"], \"covariance\": [[0]],\n"
+	"   \"cv\": {\"method\": \"leave-one-out\", \"folds\": 6, \"mape_pct\": 15, \"rms_pct\": 20,\n"
+	"          \"log_rms\": 0.2}}]}\n";
+#define T95_5 2.015048372669157
+
+Test(calibrate, a_moe_plan_takes_the_moe_fit)
+{
+	struct json_doc doc;
+	cr_assert(json_doc_parse(&doc, "two.json", two_fits_cal, strlen(two_fits_cal), &D));
+	struct calibration *c = cost_calibration_load_doc(A, &doc);
+	json_doc_free(&doc);
+	cr_assert_not_null(c);
+	cr_expect_str_eq(cost_calibration_training_fit(c)->name, "training");
+	cr_expect_str_eq(cost_calibration_training_fit_for(c, false)->name, "training");
+	cr_expect_str_eq(cost_calibration_training_fit_for(c, true)->name, "training-moe");
+	/* dense: the first fit's interval */
+	const struct plan *p = interval_plan("0", "0", "0.04");
+	cr_assert(!cost_graph_has_moe(p->graph));
+	struct cal_interval iv;
+	cr_assert(cost_calibration_interval(A, c, p, &iv));
+	cr_assert(iv.have);
+	cr_expect_eq(iv.dof, 9);
+	within(iv.rel_sd, 0.04, 1e-12, "dense: the first fit's spread");
+	/* MoE: the second's, and the host time in the estimate */
+	static const char *const gen =
+		"{\"kind\": \"llama\", \"hidden\": 512, \"layers\": 2, \"heads\": 8, \"ffn\": 1024,"
+		" \"seq\": 512, \"vocab\": 64, \"experts\": 8, \"top_k\": 2, \"micro_batch\": 8,"
+		" \"dtype\": \"bf16\"}";
+	double t[2];
+	struct plan *q = NULL;
+	for (int k = 0; k < 2; k++) {
+		struct scenario *s = fixture_generated(A, &D, gen, "dgx-h100", 8,
+		                                       "{\"global_batch\": 32, \"tensor_parallel\": 1,"
+		                                       " \"expert_parallel\": 8}");
+		cr_assert_not_null(s);
+		if (k)
+			cr_assert(cost_calibration_apply(c, s->topo, &D));
+		q = plan_make(A, s, PLANNER_MEGATRON, &(struct plan_options){0}, &D);
+		cr_assert_not_null(q);
+		struct estimate e;
+		cr_assert(plan_estimate(A, q, &e, &D));
+		cr_assert_eq(e.steps_per_iteration, 4);
+		t[k] = e.iteration_s;
+		if (k == 0)  /* the same GEMM rate with and without the host time */
+			t[k] = estimate_with_gemm(q, 0.9);
+	}
+	cr_assert(cost_graph_has_moe(q->graph));
+	within(t[1] - t[0], 2 * 2 * 4 * 1e-3, 1e-9, "2 layers x 4 micro-batches x 2 passes x 1 ms");
+	cr_assert(cost_calibration_interval(A, c, q, &iv));
+	cr_assert(iv.have);
+	cr_expect_eq(iv.dof, 5);
+	within(iv.quantile, T95_5, 1e-9, "t quantile, 5 degrees of freedom");
+	within(iv.rel_sd, 0.2, 1e-12, "MoE: the second fit's spread");
+	within(iv.hi_s, t[1] * exp(T95_5 * 0.2), 1e-9, "high end");
+}
+
 /* An interval names the plan's settings outside its fit's runs and is
  * the same interval: the megatron plan of the 4-layer GPT (32 fp16
  * devices, TP 8) against runs of 8-16 bf16 devices. */
