@@ -191,6 +191,10 @@ static void text(const struct targs *r, const struct calibration *from, const st
 	       tf->cv_rms_pct, tf->cv_folds);
 	printf("not measured on the %s: its predictions carry that spread, with no check of the "
 	       "transfer itself\n", kind);
+	const struct cal_fit *mf = cost_calibration_training_fit_for(from, true);
+	if (mf && mf != tf)
+		printf("not carried: its MoE layers' fit (%s, fitted on %s): fit it again on the "
+		       "%s's own MoE runs over the transferred file\n", mf->name, mf->fitted_on, kind);
 }
 
 static cJSON *json(const struct targs *r, const struct calibration *from,

@@ -2384,7 +2384,8 @@ static double figure_value(const cJSON *cal, const char *name)
  * kind, on that device's own kernel figures: the written file's device is
  * the topology's, its kernel figures and fit BASE's, its training figures,
  * covariance and cross-validated error FROM's, unchanged, and its fit says
- * where it came from. Each output that names the calibration says it was
+ * where it came from; FROM's second, MoE layers' fit is not carried, and
+ * the report says so. Each output that names the calibration says it was
  * not measured there. */
 Test(cli, calibrate_transfer_carries_a_training_fit_whole)
 {
@@ -2397,6 +2398,8 @@ Test(cli, calibrate_transfer_carries_a_training_fit_whole)
 	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	cr_expect(strstr(r.out, "not measured on the NVIDIA H200 SXM"), "%s", r.out);
+	/* the first training fit only: the MoE layers' is said not carried */
+	cr_expect(strstr(r.out, "not carried: its MoE layers' fit (training-moe, "), "%s", r.out);
 	free(r.out);
 	cJSON *got = parse_file(out), *from = parse_file("calibration/h100-sxm.json"),
 	      *base = parse_file("calibration/h200-sxm-kernels.json");
