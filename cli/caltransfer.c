@@ -34,7 +34,8 @@ void calibrate_transfer_help(FILE *f)
 	        "calibrate --runs wrote them) carried whole onto the device of the\n"
 	        "topology FILE, on top of BASE's figures when given (that device's\n"
 	        "own kernel or collective fit; BASE must hold for it and have no\n"
-	        "training fit). For the same silicon in another part (an H200 after\n"
+	        "training fit); FROM's MoE layers' fit, where it has one, beside it.\n"
+	        "For the same silicon in another part (an H200 after\n"
 	        "an H100's rows) when no training runs of the new part are at hand:\n"
 	        "nothing is refitted, the fit keeps its rows' cross-validated error\n"
 	        "and names where it came from (\"transferred_from\": {\"calibration\",\n"
@@ -98,33 +99,39 @@ static const struct cal_figure *fit_figure(const struct calibration *from,
 }
 
 /* The written file: BASE's figures and fits, then FROM's training fit and
- * its figures, the fit marked as carried from FROM. */
+ * its figures, and its MoE layers' fit (mf, NULL: none) and its figure,
+ * each fit marked as carried from FROM. */
 static struct calibration *transferred(struct arena *ar, const struct targs *r,
                                        const struct calibration *from,
-                                       const struct cal_fit *tf,
+                                       const struct cal_fit *tf, const struct cal_fit *mf,
                                        const struct calibration *base, const char *kind)
 {
-	int nb = base ? base->n_figures : 0, nf = base ? base->n_fits : 0, p = tf->n_figures;
+	const struct cal_fit *carried[2] = {tf, mf};
+	int nb = base ? base->n_figures : 0, nf = base ? base->n_fits : 0;
+	int n = mf ? 2 : 1, p = tf->n_figures + (mf ? mf->n_figures : 0);
 	struct calibration *c = arena_calloc(ar, 1, sizeof *c);
 	struct cal_figure *fig = arena_calloc(ar, (size_t)(nb + p), sizeof *fig);
-	struct cal_fit *fits = arena_calloc(ar, (size_t)nf + 1, sizeof *fits);
+	struct cal_fit *fits = arena_calloc(ar, (size_t)(nf + n), sizeof *fits);
 	if (!c || !fig || !fits)
 		return NULL;
 	for (int i = 0; i < nb; i++)
 		fig[i] = base->figures[i];
 	for (int i = 0; i < nf; i++)
 		fits[i] = base->fits[i];
-	for (int j = 0; j < p; j++)
-		fig[nb + j] = *fit_figure(from, tf, j);
-	fits[nf] = *tf;
-	fits[nf].from_calibration = tf->from_calibration ? tf->from_calibration : from->name;
-	fits[nf].from_device = tf->from_calibration ? tf->from_device : from->device;
+	for (int k = 0, at = nb; k < n; k++) {
+		const struct cal_fit *f = carried[k];
+		for (int j = 0; j < f->n_figures; j++)
+			fig[at++] = *fit_figure(from, f, j);
+		fits[nf + k] = *f;
+		fits[nf + k].from_calibration = f->from_calibration ? f->from_calibration : from->name;
+		fits[nf + k].from_device = f->from_calibration ? f->from_device : from->device;
+	}
 	const char *name = r->name ? r->name : r->out ? cli_calibration_name(ar, r->out) : from->name;
 	*c = (struct calibration){.name = name,
 	                          .description = r->description, .device = kind,
 	                          .n_also_for = base ? base->n_also_for : 0,
 	                          .also_for = base ? base->also_for : NULL,
-	                          .n_figures = nb + p, .figures = fig, .n_fits = nf + 1, .fits = fits};
+	                          .n_figures = nb + p, .figures = fig, .n_fits = nf + n, .fits = fits};
 	return c->name ? c : NULL;
 }
 
@@ -193,8 +200,10 @@ static void text(const struct targs *r, const struct calibration *from, const st
 	       "transfer itself\n", kind);
 	const struct cal_fit *mf = cost_calibration_training_fit_for(from, true);
 	if (mf && mf != tf)
-		printf("not carried: its MoE layers' fit (%s, fitted on %s): fit it again on the "
-		       "%s's own MoE runs over the transferred file\n", mf->name, mf->fitted_on, kind);
+		printf("carried too: its MoE layers' fit (%s, fitted on %s, %s MAPE %.2f%%), the "
+		       "host's time per MoE layer and pass, which the same host CPUs and software "
+		       "keep; not measured on the %s either\n", mf->name, mf->fitted_on,
+		       mf->cv_method, mf->cv_mape_pct, kind);
 }
 
 static cJSON *json(const struct targs *r, const struct calibration *from,
@@ -240,6 +249,17 @@ static cJSON *json(const struct targs *r, const struct calibration *from,
 	cJSON_AddNumberToObject(cv, "folds", tf->cv_folds);
 	cJSON_AddNumberToObject(cv, "mape_pct", tf->cv_mape_pct);
 	cJSON_AddNumberToObject(cv, "rms_pct", tf->cv_rms_pct);
+	/* the MoE layers' fit carried beside it, or null */
+	const struct cal_fit *mf = cost_calibration_training_fit_for(from, true);
+	if (mf && mf != tf) {
+		cJSON *m = cJSON_AddObjectToObject(o, "moe_fit");
+		cJSON_AddStringToObject(m, "name", mf->name);
+		cJSON_AddNumberToObject(m, "points", mf->points);
+		cJSON_AddStringToObject(m, "fitted_on", mf->fitted_on);
+		cJSON_AddNumberToObject(m, "mape_pct", mf->cv_mape_pct);
+	} else {
+		cJSON_AddNullToObject(o, "moe_fit");
+	}
 	return o;
 }
 
@@ -290,9 +310,15 @@ int calibrate_transfer(int argc, char **argv)
 	if (ok && base && !cost_calibration_apply(base, t, &d))
 		ok = false;
 	double cap[CAL_FIT_MAX_FIGURES] = {0};  /* tf->n_figures at most this: the loader's bound */
+	double capm[CAL_FIT_MAX_FIGURES] = {0};
+	const struct cal_fit *mf = from ? cost_calibration_training_fit_for(from, true) : NULL;
+	if (mf == tf)
+		mf = NULL;  /* a MoE fit alone is the one carried */
 	if (ok && !within_caps(from, tf, base, t, cap, &d))
 		ok = false;
-	struct calibration *c = ok ? transferred(ar, &r, from, tf, base, t->device.kind) : NULL;
+	if (ok && mf && !within_caps(from, mf, base, t, capm, &d))
+		ok = false;
+	struct calibration *c = ok ? transferred(ar, &r, from, tf, mf, base, t->device.kind) : NULL;
 	/* The result must apply to the device it names (a NIC figure needs NICs). */
 	struct topology *fresh = c ? cli_load_topology(ar, r.topology, &d) : NULL;
 	if (c && fresh && cost_calibration_apply(c, fresh, &d)) {

@@ -67,6 +67,20 @@ fit h100-sxm validation/megatron-core-h100.json \
 	"NVIDIA H100 SXM: kernel figures fitted to calibration/h100-sxm-measured.csv, end-to-end figures to validation/megatron-core-h100.json (Megatron-Core)" \
 	calibration/h100-sxm-kernels.json
 
+# NVIDIA H100 SXM, mixture-of-experts layers: over h100-sxm.json's figures,
+# the host's time per MoE layer and pass (train.moe_overhead_us, docs/moe-cp.md "The host's time per
+# layer") fitted to Megatron-Bridge's Qwen3 MoE rows, a second training fit
+# in the same file that gives MoE models their interval
+# (docs/validation.md, "Mixtures of experts on H100").
+echo "== h100-sxm (MoE layers): validation/moe-h100.json" >&2
+"$SHARDLAB" calibrate --runs validation/moe-h100.json --calibration calibration/h100-sxm.json \
+	--name h100-sxm --loss "$LOSS" --figures train.moe_overhead_us \
+	--description "NVIDIA H100 SXM: kernel figures fitted to calibration/h100-sxm-measured.csv, end-to-end figures to validation/megatron-core-h100.json (Megatron-Core), the MoE layers' host time to validation/moe-h100.json (Megatron-Bridge's Qwen3 MoE rows); fitted by scripts/calibrations.sh on $WHEN" \
+	--out "$tmp/h100-sxm.json" > "$tmp/h100-sxm-moe.fit.txt"
+cat "$tmp/h100-sxm-moe.fit.txt" >&2
+mv "$tmp/h100-sxm.json" calibration/h100-sxm.json
+mv "$tmp/h100-sxm-moe.fit.txt" calibration/h100-sxm-moe.fit.txt
+
 # NVIDIA H100 SXM under PyTorch FSDP stacks (Composer / llm-foundry's MPT,
 # validation/llm-foundry-mpt.json's H100 rows): the same kernel figures, then
 # two figures, the GEMM rate under training load and the per-op time: with
@@ -86,7 +100,8 @@ fit h100-sxm-pytorch validation/llm-foundry-mpt.json \
 # NVLink, NICs and CPUs in the DGX H200 as in the DGX H100 (NVIDIA's H200
 # datasheet and DGX H200 user guide), so the figures' ratios (the GEMM rate
 # under training load over the kernels' own, the NICs' bandwidth under load,
-# the framework's time per op) carry over; the HBM (141 GB at 4.8 TB/s) and
+# the framework's time per op, and the H100 file's MoE layers' host time per
+# layer and pass: the same host CPUs and software) carry over; the HBM (141 GB at 4.8 TB/s) and
 # the measured kernel rates are the H200's. The files keep the H100 rows'
 # cross-validated error and say they were not measured on an H200.
 "$SHARDLAB" calibrate calibration/h200-sxm-measured.csv --topology topologies/dgx-h200.json \
@@ -103,24 +118,9 @@ transfer() {
 	mv "$tmp/$name.fit.txt" "calibration/$name.fit.txt"
 }
 transfer h200-sxm h100-sxm \
-	"NVIDIA H200 SXM: kernel figures fitted to calibration/h200-sxm-measured.csv; end-to-end figures transferred from calibration/h100-sxm.json (fitted to validation/megatron-core-h100.json, Megatron-Core on H100): the same GH100 at the same power, not measured on an H200"
+	"NVIDIA H200 SXM: kernel figures fitted to calibration/h200-sxm-measured.csv; end-to-end figures transferred from calibration/h100-sxm.json (fitted to validation/megatron-core-h100.json, Megatron-Core on H100; its MoE layers' host time to validation/moe-h100.json): the same GH100 at the same power and the same host CPUs, not measured on an H200"
 transfer h200-sxm-pytorch h100-sxm-pytorch \
 	"NVIDIA H200 SXM under PyTorch FSDP stacks: kernel figures fitted to calibration/h200-sxm-measured.csv; end-to-end figures transferred from calibration/h100-sxm-pytorch.json (fitted to the H100 rows of validation/llm-foundry-mpt.json): the same GH100 at the same power, not measured on an H200"
-
-# NVIDIA H100 SXM, mixture-of-experts layers: over h100-sxm.json's figures
-# (after the H200 files were carried from it), the host's time per MoE
-# layer and pass (train.moe_overhead_us, docs/moe-cp.md "The host's time per
-# layer") fitted to Megatron-Bridge's Qwen3 MoE rows, a second training fit
-# in the same file that gives MoE models their interval
-# (docs/validation.md, "Mixtures of experts on H100").
-echo "== h100-sxm (MoE layers): validation/moe-h100.json" >&2
-"$SHARDLAB" calibrate --runs validation/moe-h100.json --calibration calibration/h100-sxm.json \
-	--name h100-sxm --loss "$LOSS" --figures train.moe_overhead_us \
-	--description "NVIDIA H100 SXM: kernel figures fitted to calibration/h100-sxm-measured.csv, end-to-end figures to validation/megatron-core-h100.json (Megatron-Core), the MoE layers' host time to validation/moe-h100.json (Megatron-Bridge's Qwen3 MoE rows); fitted by scripts/calibrations.sh on $WHEN" \
-	--out "$tmp/h100-sxm.json" > "$tmp/h100-sxm-moe.fit.txt"
-cat "$tmp/h100-sxm-moe.fit.txt" >&2
-mv "$tmp/h100-sxm.json" calibration/h100-sxm.json
-mv "$tmp/h100-sxm-moe.fit.txt" calibration/h100-sxm-moe.fit.txt
 
 # Ascend 910B: the MindFormers and MindSpeed-LLM rows of
 # validation/mindformers-910b.json (validation/mindspeed-llm-910b.json, the

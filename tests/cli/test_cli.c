@@ -2384,9 +2384,9 @@ static double figure_value(const cJSON *cal, const char *name)
  * kind, on that device's own kernel figures: the written file's device is
  * the topology's, its kernel figures and fit BASE's, its training figures,
  * covariance and cross-validated error FROM's, unchanged, and its fit says
- * where it came from; FROM's second, MoE layers' fit is not carried, and
- * the report says so. Each output that names the calibration says it was
- * not measured there. */
+ * where it came from; FROM's second, MoE layers' fit is carried beside it
+ * the same way, and the report says so. Each output that names the
+ * calibration says it was not measured there. */
 Test(cli, calibrate_transfer_carries_a_training_fit_whole)
 {
 	char dir[] = "/tmp/shardlab-transfer-XXXXXX", out[96], args[512];
@@ -2398,8 +2398,8 @@ Test(cli, calibrate_transfer_carries_a_training_fit_whole)
 	struct cli_run r = fixture_shardlab(args, false);
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	cr_expect(strstr(r.out, "not measured on the NVIDIA H200 SXM"), "%s", r.out);
-	/* the first training fit only: the MoE layers' is said not carried */
-	cr_expect(strstr(r.out, "not carried: its MoE layers' fit (training-moe, "), "%s", r.out);
+	/* the MoE layers' fit too, said so */
+	cr_expect(strstr(r.out, "carried too: its MoE layers' fit (training-moe, "), "%s", r.out);
 	free(r.out);
 	cJSON *got = parse_file(out), *from = parse_file("calibration/h100-sxm.json"),
 	      *base = parse_file("calibration/h200-sxm-kernels.json");
@@ -2425,6 +2425,14 @@ Test(cli, calibrate_transfer_carries_a_training_fit_whole)
 	cJSON_DeleteItemFromObjectCaseSensitive(moved, "transferred_from");
 	cr_expect(cJSON_Compare(moved, fit_named(from, "training"), true),
 	          "the training fit is not carried whole");
+	cJSON *moe = cJSON_Duplicate(fit_named(got, "training-moe"), true);
+	cr_assert_not_null(moe);
+	cJSON_DeleteItemFromObjectCaseSensitive(moe, "transferred_from");
+	cr_expect(cJSON_Compare(moe, fit_named(from, "training-moe"), true),
+	          "the MoE layers' fit is not carried whole");
+	cr_expect_eq(figure_value(got, "train.moe_overhead_us"),
+	             figure_value(from, "train.moe_overhead_us"));
+	cJSON_Delete(moe);
 	cr_expect(cJSON_Compare(fit_named(got, "kernels"), fit_named(base, "kernels"), true));
 	cJSON_Delete(moved);
 	cJSON_Delete(got);
