@@ -1153,6 +1153,9 @@ struct stage_sums {
 	                                        combines (est_op) */
 	double layer_f, layer_b;             /* of the forward and backward compute (with the
 	                                        recomputation's), the transformer layers' */
+	double host_f, host_b;               /* of the forward and backward compute (with the
+	                                        recomputation's): the host's waits (est_op
+	                                        host_forward_s), which hide nothing */
 	bool dual;                           /* DualPipe: bubble_s is the stage's (dualpipe()) */
 	double bubble_s;
 };
@@ -1669,6 +1672,9 @@ static bool stage(struct est_ctx *c, struct arena *a, const struct plan *p, cons
 			ss->moe_backward_s += eo->moe_backward_s;
 			/* a recomputed op's forward compute again, not its
 			 * collectives (recompute_talk_s below) */
+			ss->host_f += eo->host_forward_s * slow;
+			ss->host_b += (eo->host_backward_s + (eo->recompute_s > 0 ? eo->host_forward_s : 0)) *
+			              slow;
 			if (graph_op_layer(&c->g->ops[i]) >= 0) {
 				/* device compute only: the host's wait hides nothing */
 				double f = eo->compute_forward_s - eo->host_forward_s;
@@ -2066,7 +2072,7 @@ static bool dual_replay(const struct est_ctx *ec, const struct plan_part *pp, in
 	/* the passes' times by model stage (program chunk c < P is stage c's
 	 * forward-direction copy, c >= P the reverse one's of stage c - P) */
 	struct {
-		double cf, tf, xf, cb, tb, xb, w, fsend, bsend;
+		double cf, tf, xf, cb, tb, xb, w, fsend, bsend, hf, hb;
 	} *u = a ? arena_calloc(a, (size_t)P, sizeof(*u)) : NULL;
 	bool ok = prog && n && at && fdone && bdone && u;
 	for (int d = 0; ok && d < P; d++)
@@ -2086,6 +2092,8 @@ static bool dual_replay(const struct est_ctx *ec, const struct plan_part *pp, in
 		u[s].tb = k[EST_COMM_BACKWARD] + ss[s].recompute_talk_s;
 		u[s].xb = k[EST_PARAM_GATHER] / 2 + k[EST_GRADIENT_SYNC];
 		u[s].w = ss[s].weight_s;
+		u[s].hf = ss[s].host_f;  /* compute that hides nothing */
+		u[s].hb = ss[s].host_b;
 		chunk_sends_s(ec, pp, s, &u[s].fsend, &u[s].bsend);
 	}
 	for (int d = 0; d < P; d++)
@@ -2117,7 +2125,8 @@ static bool dual_replay(const struct est_ctx *ec, const struct plan_part *pp, in
 				}
 				double dur, exposed;
 				if (sl->fb) {
-					exposed = fmax(0, u[s].tf - u[sb].cb) + fmax(0, u[sb].tb - u[s].cf);
+					exposed = fmax(0, u[s].tf - (u[sb].cb - u[sb].hb)) +
+					          fmax(0, u[sb].tb - (u[s].cf - u[s].hf));
 					dur = u[s].cf + u[sb].cb + exposed + u[s].xf + u[sb].xb;
 				} else if (sl->weight) {
 					exposed = 0;
