@@ -590,8 +590,7 @@ int calibrate_runs(int argc, char **argv)
 	 * alone, on MoE runs (the figure no dense row sees). */
 	bool moe_only = r.n_figures == 1 && r.figures[0] == CAL_TRAIN_MOE_OVERHEAD_US;
 	const struct cal_fit *btf = base ? cost_calibration_training_fit(base) : NULL;
-	if (btf && (!moe_only || cost_cal_fit_is_moe(btf) ||
-	            cost_cal_fit_is_moe(cost_calibration_training_fit_for(base, true)))) {
+	if (btf && (!moe_only || cost_cal_fit_is_moe(cost_calibration_training_fit_for(base, true)))) {
 		diag_add(&d, DIAG_ERROR, base->file, 0, "fits",
 		         moe_only ? "the base calibration has a fit of train.moe_overhead_us already"
 		                  : "the base calibration has a training fit already: fit from its "

@@ -534,9 +534,7 @@ static void outside_summary(struct sweep *sw)
 		       "names each point's settings); points by setting:\n  %s\n",
 		       sw->st->clusters[c].name, outside, known,
 		       cost_cal_outside_tally_text(w, sizeof w,
-		                                   &cost_calibration_training_fit_for(
-		                                           cal, cost_graph_has_moe(sw->st->scenario->graph))
-		                                            ->runs,
+		                                   &cost_calibration_training_fit_for(cal, sw->st->moe)->runs,
 		                                   count));
 	}
 	arena_free(a);
@@ -562,8 +560,7 @@ static void summary(struct sweep *sw, const char *db, int64_t n_sim)
 	for (int c = 0; calibrated && c < sw->st->n_clusters; c++) {
 		char label[96];
 		snprintf(label, sizeof label, "cluster %s: ", sw->st->clusters[c].name);
-		cli_calibration_line(stdout, label, sw->st->clusters[c].topo,
-		                     cost_graph_has_moe(sw->st->scenario->graph));
+		cli_calibration_line(stdout, label, sw->st->clusters[c].topo, sw->st->moe);
 	}
 	if (calibrated)
 		outside_summary(sw);

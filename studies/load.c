@@ -710,6 +710,7 @@ struct study *study_load_doc(struct arena *a, struct json_doc *doc)
 		ok = jv_string(&v, &str) && ok;
 	st->scenario = read_scenario(a, dir, &root, &h);
 	ok = st->scenario && ok;
+	st->moe = st->scenario && cost_graph_has_moe(st->scenario->graph);
 	bool clusters_ok = read_clusters(a, dir, &root, st, &h);
 	ok = clusters_ok && ok;
 	if (st->scenario && st->scenario->topo && st->scenario->topo->faults) {

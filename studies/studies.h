@@ -132,6 +132,9 @@ struct study {
 	int n_faults;                      /* the fault cases, >= 1; the first is the */
 	struct study_fault *faults;        /* reference fit answers for by default */
 	const char *dir;                   /* the study's folder (fault cases' paths) */
+	bool moe;                          /* the scenario's model has mixture-of-experts
+	                                      layers (cost_graph_has_moe): its rows take
+	                                      a calibration's MoE fit */
 	uint64_t inputs_hash;              /* FNV-1a of every input that planning reads
 	                                      (docs/formats.md) */
 	uint64_t prices_hash;              /* of what only prices the points: the goal,

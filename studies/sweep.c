@@ -311,7 +311,7 @@ bool study_row_has_interval(const struct study_row *r)
 int study_row_outside(const struct calibration *c, const struct study *st,
                       const struct study_row *r, struct cal_outside *out)
 {
-	const struct cal_fit *tf = cost_calibration_training_fit_for(c, cost_graph_has_moe(st->scenario->graph));
+	const struct cal_fit *tf = cost_calibration_training_fit_for(c, st->moe);
 	if (!tf || !tf->runs.have || !r->ok)
 		return -1;
 	/* the row's configuration over the study's training */

@@ -106,20 +106,24 @@ static void fitted_text(char *buf, size_t size, const struct cal_runs *r, int k)
 		}
 }
 
+/* Each setting's name in words. */
+static const char *const setting_label[CAL_SET_COUNT] = {
+        "devices", "TP", "PP", "CP", "EP", "sequence", "ZeRO", "recompute", "compute",
+        "framework"};
+
 /* Setting k at `value` in words, then `tail`, after sep, at buf + *len:
- * "TP 8", "32 devices", "fp16 compute". */
+ * "TP 8", "32 devices", "fp16 compute" (the devices and the number format
+ * after their value). */
 static void setting_text(char *buf, size_t size, size_t *len, const char *sep, int k,
                          const char *value, const char *tail)
 {
-	static const char *const label[CAL_SET_COUNT] = {
-	        [CAL_SET_TP] = "TP", [CAL_SET_PP] = "PP", [CAL_SET_CP] = "CP", [CAL_SET_EP] = "EP",
-	        [CAL_SET_SEQ] = "sequence", [CAL_SET_ZERO] = "ZeRO", [CAL_SET_RECOMPUTE] = "recompute",
-	        [CAL_SET_FRAMEWORK] = "framework"};
 	if (*len >= size)
 		return;
-	const char *after = k == CAL_SET_DEVICES ? " devices" : k == CAL_SET_COMPUTE ? " compute" : "";
-	int w = label[k] ? snprintf(buf + *len, size - *len, "%s%s %s%s", sep, label[k], value, tail)
-	                 : snprintf(buf + *len, size - *len, "%s%s%s%s", sep, value, after, tail);
+	bool after = k == CAL_SET_DEVICES || k == CAL_SET_COMPUTE;
+	int w = after ? snprintf(buf + *len, size - *len, "%s%s %s%s", sep, value, setting_label[k],
+	                         tail)
+	              : snprintf(buf + *len, size - *len, "%s%s %s%s", sep, setting_label[k], value,
+	                         tail);
 	*len += w > 0 ? (size_t)w : 0;
 }
 
@@ -162,9 +166,6 @@ const char *cost_cal_outside_text(char *buf, size_t size, const struct cal_outsi
 const char *cost_cal_outside_tally_text(char *buf, size_t size, const struct cal_runs *r,
                                         const int64_t count[CAL_SET_COUNT])
 {
-	static const char *const label[CAL_SET_COUNT] = {
-	        "devices", "TP", "PP", "CP", "EP", "sequence", "ZeRO", "recompute", "compute",
-	        "framework"};
 	size_t len = 0;
 	if (size)
 		buf[0] = 0;
@@ -174,7 +175,7 @@ const char *cost_cal_outside_tally_text(char *buf, size_t size, const struct cal
 		char v[96];
 		fitted_text(v, sizeof v, r, k);
 		int w = snprintf(buf + len, size - len, "%s%s: %lld (fitted: %s)", len ? "; " : "",
-		                 label[k], (long long)count[k], v);
+		                 setting_label[k], (long long)count[k], v);
 		len += w > 0 ? (size_t)w : 0;
 	}
 	return buf;
