@@ -404,20 +404,22 @@ static void text_ops(const struct plan *p, const struct estimate *e, int n)
 	qsort(idx, (size_t)e->n_ops, sizeof(*idx), by_total);
 	if (n > e->n_ops)
 		n = e->n_ops;
-	int w = 2;
+	int w = 2, wk = 12;
 	for (int i = 0; i < n; i++) {
 		int l = (int)strlen(p->graph->ops[idx[i]].name);
+		int k = (int)strlen(op_kind_name(p->graph->ops[idx[i]].kind));
 		w = l > w ? l : w;
+		wk = k > wk ? k : wk;
 	}
 	printf("\ntop %d ops by time per iteration (forward, backward and comm per step)\n", n);
-	printf("  %-*s  %-12s %-9s %-9s %-9s %-9s %-9s %-9s %s\n", w, "op", "kind", "forward",
+	printf("  %-*s  %-*s %-9s %-9s %-9s %-9s %-9s %-9s %s\n", w, "op", wk, "kind", "forward",
 	       "backward", "comm fwd", "comm bwd", "gradient", "total", "share");
 	for (int i = 0; i < n; i++) {
 		const struct est_op *o = &e->ops[idx[i]];
 		const struct op *op = &p->graph->ops[idx[i]];
 		char b[7][32];
 		double t = op_total_s(e, o);
-		printf("  %-*s  %-12s %-9s %-9s %-9s %-9s %-9s %-9s %5.1f%%\n", w, op->name,
+		printf("  %-*s  %-*s %-9s %-9s %-9s %-9s %-9s %-9s %5.1f%%\n", w, op->name, wk,
 		       op_kind_name(op->kind), sec(b[0], 32, o->compute_forward_s),
 		       sec(b[1], 32, o->compute_backward_s), sec(b[2], 32, o->comm_forward_s),
 		       sec(b[3], 32, o->comm_backward_s), sec(b[4], 32, o->gradient_s),
