@@ -25,8 +25,8 @@
  * 1's gradients), pipeline wait (a receive before the other stage sent),
  * idle the rest; per link the bytes routed over it (counted
  * per message along its route), busy time at full bandwidth and
- * utilisation; per collective step the longest a rank spent in it and its
- * formula. Written to the pipe as plain binary (sim.c reads it).
+ * utilisation; per collective step the longest a rank spent in it after
+ * its group's last member arrived, and its formula. Written to the pipe as plain binary (sim.c reads it).
  *
  * Hot path: run_ops, per message: an integer hash lookup of the pair, a
  * put or get on a preallocated mailbox, the route's byte counters.
@@ -1857,14 +1857,16 @@ static void run_collective(struct actor_ctx *c, int i)
 		}
 		t1 = now(c);
 	}
+	/* the wait for the group's last member is a straggler's, not the
+	 * collective's own time */
+	double late = c->in_slot >= 0 ? eng->last_in[c->in_slot] - t0 : c->straggler_s;
+	late = fmin(fmax(late, 0), t1 - t0);
 	if (c->stream == 0) {
 		/* compute run alongside (a ring's blocks): what outlasts the
-		 * transfer is computed after it, what it covers is not exposed;
-		 * the wait for the group's last member is a straggler's */
+		 * transfer is computed after it, what it covers is not exposed */
 		double ov = st->overlap_s * c->rs->speed;
 		double hid = fmin(ov, (t1 - t0) * (1 - st->alone_share));
-		double late = c->in_slot >= 0 ? eng->last_in[c->in_slot] - t0 : c->straggler_s;
-		late = fmin(fmax(late, 0), t1 - t0 - hid);
+		late = fmin(late, t1 - t0 - hid);
 		c->rs->straggler_s += late;
 		c->rs->comm_s += t1 - t0 - hid - late;
 		c->rs->compute_s += ov;
@@ -1872,11 +1874,11 @@ static void run_collective(struct actor_ctx *c, int i)
 		if (ov > 0)  /* the part still to compute, before its speed */
 			c->raw_s += st->overlap_s * (ov - hid) / ov;
 	} else {
-		double late = c->in_slot >= 0 ? eng->last_in[c->in_slot] - t0 : c->straggler_s;
-		c->rs->s1_late_s += fmin(fmax(late, 0), t1 - t0);
+		c->rs->s1_late_s += late;
 	}
-	if (t1 - t0 > eng->coll_max_s[i])
-		eng->coll_max_s[i] = t1 - t0;
+	/* from the last member's arrival: what the links made of it */
+	if (t1 - t0 - late > eng->coll_max_s[i])
+		eng->coll_max_s[i] = t1 - t0 - late;
 	record(c, i, SIM_EV_COLLECTIVE, t0, t1);
 }
 

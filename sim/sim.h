@@ -260,7 +260,10 @@ struct sim_event {
 struct sim_collective {
 	int step;
 	enum collective_algo algo;
-	double simulated_s, formula_s;
+	double simulated_s;                /* the longest a rank spent in it once its group's
+	                                      last member arrived (the wait before is a
+	                                      straggler's) */
+	double formula_s;
 };
 
 struct sim_result {

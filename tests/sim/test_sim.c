@@ -731,6 +731,11 @@ Test(sim, stragglers_wait_for_the_slowest)
 		/* the all-reduce alone: the ring of 8 on NVSwitch, 14 us + 1.75 MB / B */
 		double ar = 14e-6 + 1.75e6 / A100_NVSWITCH_BPS;
 		within(it[k], comp + ar, 0.002, "slowest rank's compute + the all-reduce");
+		/* the collective's own time starts when its last member arrives:
+		 * the others' wait is theirs, not the links' (the fastest rank
+		 * waits some 10 ms x 0.05 x 3, a hundred times the all-reduce) */
+		cr_assert_eq(run.r.n_collectives, 1);
+		within(run.r.collectives[0].simulated_s, ar, 0.01, "the all-reduce, not the wait");
 		diag_list_free(&d);
 		arena_free(run.a);
 	}
@@ -765,6 +770,9 @@ Test(sim, stragglers_in_lockstep_as_at_the_barrier)
 	cr_assert_gt(c.r.by_formula, 0);
 	within(c.r.iteration_s, 3 * (comp + f), 1e-6, "coarse");
 	within(p.r.iteration_s, 3 * (comp + f), 1e-3, "phase");
+	/* and each collective's own time is its formula, the wait left out */
+	within(c.r.collectives[0].simulated_s, f, 1e-6, "coarse, the collective");
+	within(p.r.collectives[0].simulated_s, f, 1e-3, "phase, the collective");
 	arena_free(c.a);
 	arena_free(p.a);
 }
