@@ -148,8 +148,13 @@ static bool add_point(struct breader *r, int line, double bytes, double seconds)
 	return true;
 }
 
-/* One row of nccl-tests' table: false after a diagnostic. */
-static bool nccl_row(struct breader *r, int line, char **tok, int n, int time_col)
+/* One row of nccl-tests' table: false after a diagnostic. count_wrong:
+ * the column after busbw is "#wrong", a count of wrong values (nccl-tests
+ * 2.10 and later); before, "error" printed the largest deviation from the
+ * expected result (2e-07 in a float sum), which says nothing of a row
+ * alone: the table's "Out of bounds values" line says whether any failed. */
+static bool nccl_row(struct breader *r, int line, char **tok, int n, int time_col,
+                     bool count_wrong)
 {
 	static const char *const prefix[] = {"size", "count", "type", "redop", "root"};
 	if (n < time_col + 4) {
@@ -169,7 +174,7 @@ static bool nccl_row(struct breader *r, int line, char **tok, int n, int time_co
 		         "expected a positive time in microseconds, got '%s'", tok[time_col]);
 		return false;
 	}
-	if (number(tok[time_col + 3], &wrong) && wrong > 0) {
+	if (count_wrong && number(tok[time_col + 3], &wrong) && wrong > 0) {
 		diag_add(r->diags, DIAG_ERROR, r->file, line, "#wrong",
 		         "the run found %s wrong values at this size: its time is not a "
 		         "measurement to fit", tok[time_col + 3]);
@@ -239,8 +244,8 @@ struct bench_table *cost_bench_parse(struct arena *a, const char *file, const ch
 	size_t at = 0, before = diags->errors;
 	char buf[BENCH_MAX_LINE];
 	char *tok[BENCH_MAX_TOKENS];
-	int line = 0, ranks = 0, time_col = -1;
-	bool header = false;
+	int line = 0, ranks = 0, time_col = -1, empty = 0, empty_line = 0;
+	bool header = false, count_wrong = true;
 	while (next_line(text, len, &at, buf, sizeof buf)) {
 		line++;
 		char *s = untagged(buf);
@@ -261,12 +266,38 @@ struct bench_table *cost_bench_parse(struct arena *a, const char *file, const ch
 				    !strcmp(tok[i + 1], "algbw") && !strcmp(tok[i + 2], "busbw")) {
 					header = true;
 					time_col = i;
+					count_wrong = i + 3 >= n || strcmp(tok[i + 3], "error");
 				}
+			/* "# Out of bounds values : 3 FAILED": with "error" columns
+			 * the one word that a size's values were wrong */
+			double bad;
+			if (header && !count_wrong && n >= 6 && !strcmp(tok[0], "Out") &&
+			    !strcmp(tok[2], "bounds") && number(tok[5], &bad) && bad > 0)
+				diag_add(diags, DIAG_ERROR, file, line, "Out of bounds values",
+				         "the run found values out of bounds at %s sizes, and its "
+				         "\"error\" column does not say which: its times are not "
+				         "measurements to fit", tok[5]);
 			continue;
 		}
-		if (header && starts_with_digit(s))
-			nccl_row(&r, line, tok, tokens(s, tok, BENCH_MAX_TOKENS, " \t"), time_col);
+		/* NCCL's own log lines ("host:pid:tid [dev] NCCL INFO ...") may
+		 * start with a digit where the host's name does */
+		if (!header || !starts_with_digit(s) || strstr(s, " NCCL "))
+			continue;
+		int n = tokens(s, tok, BENCH_MAX_TOKENS, " \t");
+		double bytes;
+		if (n > 0 && number(tok[0], &bytes) && bytes == 0) {
+			/* nothing moves: NCCL returns at once, the time is the
+			 * harness's own */
+			if (!empty++)
+				empty_line = line;
+			continue;
+		}
+		nccl_row(&r, line, tok, n, time_col, count_wrong);
 	}
+	if (empty)
+		diag_add(diags, DIAG_WARNING, file, empty_line, "size",
+		         "%d row%s of 0 bytes left out: nothing moves, the time is the test's own",
+		         empty, empty == 1 ? "" : "s");
 	if (diags->errors > before)
 		return NULL;
 	if (r.n == 0) {

@@ -842,6 +842,50 @@ Test(calibrate, nccl_tests_without_root_column)
 	within(t->points[1].seconds, 21.00e-6, 1e-12, "time after redop");
 }
 
+/* Those tables' "error" is the largest deviation from the expected sum
+ * (2e-07 in floats), not a count of wrong values: a row is not refused
+ * for it; the "Out of bounds values" line says whether any size failed,
+ * and then the table is. A log line of NCCL's whose host name starts
+ * with a digit is not a row; a row of 0 bytes is left out with a warning
+ * (NCCL returns at once: the time is the harness's). */
+Test(calibrate, nccl_tests_error_column_is_a_deviation)
+{
+	static const char head[] =
+		"#       size         count      type   redop     time   algbw   busbw  error     time   "
+		"algbw   busbw  error\n"
+		"2e3f9af72410:195:195 [0] NCCL INFO Launch mode Parallel\n"
+		"           0             0     float     sum    57.30    0.00    0.00  0e+00    57.09    "
+		"0.00    0.00  0e+00\n"
+		"    33554432       8388608     float     sum    19902    1.69    2.53  2e-07    19898    "
+		"1.69    2.53  2e-07\n"
+		"    67108864      16777216     float     sum    39770    1.69    2.53  2e-07    39763    "
+		"1.69    2.53  2e-07\n";
+	char text[1024];
+	snprintf(text, sizeof text, "%s# Out of bounds values : 0 OK\n", head);
+	struct diag_list d;
+	diag_list_init(&d);
+	struct bench_table *t = cost_bench_parse(A, "e.txt", text, strlen(text), &d);
+	cr_assert_not_null(t, "%s", d.count ? d.items[0].msg : "?");
+	cr_assert_eq(t->n_points, 2, "the two sizes that move data");
+	within(t->points[0].seconds, 19902e-6, 1e-12, "33.5 MB");
+	within(t->points[1].seconds, 39770e-6, 1e-12, "67.1 MB");
+	cr_assert_eq(d.errors, 0);
+	cr_assert_eq(d.count, 1, "one warning");
+	cr_assert_eq(d.items[0].severity, DIAG_WARNING);
+	cr_assert_eq(d.items[0].line, 3);
+	cr_assert(strstr(d.items[0].msg, "1 row of 0 bytes"), "%s", d.items[0].msg);
+	diag_list_free(&d);
+
+	snprintf(text, sizeof text, "%s# Out of bounds values : 2 FAILED\n", head);
+	diag_list_init(&d);
+	cr_assert_null(cost_bench_parse(A, "f.txt", text, strlen(text), &d));
+	cr_assert_eq(d.errors, 1);
+	cr_assert_eq(d.items[0].severity, DIAG_ERROR);
+	cr_assert_eq(d.items[0].line, 6);
+	cr_assert(strstr(d.items[0].msg, "out of bounds at 2 sizes"), "%s", d.items[0].msg);
+	diag_list_free(&d);
+}
+
 /* hccl_test's table (its header strings "data_size(Bytes):",
  * "aveg_time(us):", "alg_bandwidth(GB/s):", "check_result:"; data_size per
  * NPU, aveg_time in us): two processes printing the same size keep the
