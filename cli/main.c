@@ -12,7 +12,7 @@ static const struct {
 	{"import", cmd_import, "a Hugging Face config.json as a shardlab model file"},
 	{"check", cmd_check, "validate topology, model, scenario, validation and study files"},
 	{"topo", cmd_topo, "describe a topology: devices, tiers, bisection, paths"},
-	{"calibrate", cmd_calibrate, "fit a device's compute model to measured kernel times"},
+	{"calibrate", cmd_calibrate, "fit a calibration: kernel times, nccl-tests or hccl_test tables, measured runs"},
 	{"graph", cmd_graph, "list a model's operators with shapes, FLOPs and parameters"},
 	{"explain", cmd_explain, "a plan on every rank: layouts, slices, collectives, redistributions"},
 	{"plan", cmd_plan, "plan a scenario with any planner: every op's strategy and where it came from"},
@@ -43,14 +43,17 @@ static void usage(FILE *f)
 	        "\n"
 	        "commands:\n");
 	for (size_t i = 0; i < SL_COUNTOF(commands); i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f,
 	        "\n"
 	        "Files are JSON with a \"format\" of shardlab-topology, shardlab-model\n"
 	        "or shardlab-scenario (docs/formats.md). Where a command takes a\n"
 	        "topology or a model, a scenario file naming one works too. validate\n"
 	        "reads shardlab-validation files (docs/validation.md); sweep and fit\n"
-	        "read shardlab-study files (docs/formats.md, docs/studies.md).\n"
+	        "read shardlab-study files (docs/formats.md, docs/studies.md);\n"
+	        "calibrate writes, and every command that prices a plan takes with\n"
+	        "--calibration, shardlab-calibration files (docs/validation.md): each\n"
+	        "device's shipped one in calibration/ applies by default.\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid input (diagnostics on stderr as\n"
 	        "FILE:LINE: JSON.PATH: MESSAGE), 2 usage error.\n");
