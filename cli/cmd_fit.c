@@ -796,9 +796,26 @@ int cmd_fit(int argc, char **argv)
 	/* At another percentile every figure follows from that time. */
 	for (int i = 0; rc == EXIT_OK && pct != 50 && i < n; i++) {
 		if (rows[i].ok && !study_row_has_interval(&rows[i])) {
-			fprintf(stderr, "shardlab fit: --percentile %lld: %s has points without an "
-			        "interval (swept without a calibration with a training fit): sweep with "
-			        "--calibration FILE or auto\n", (long long)pct, db);
+			/* whose: a cluster swept with a calibration has one unless
+			 * the calibration has no training fit; one without was swept
+			 * bare, or its device has no shipped file */
+			const struct study_cluster *c = &st->clusters[rows[i].cluster];
+			const struct calibration *cal = f.cal ? f.cal[rows[i].cluster] : NULL;
+			fprintf(stderr, "shardlab fit: --percentile %lld: the points of cluster %s in %s "
+			        "have no interval: ", (long long)pct, c->name, db);
+			const char *def = cal ? NULL
+			                      : cli_default_calibration_file(
+			                                a, c->topo, st->scenario->training.framework);
+			if (cal)
+				fprintf(stderr, "its calibration %s has no training fit (calibrate --runs "
+				        "fits one from measured iterations)\n", cal->name);
+			else if (def)
+				fprintf(stderr, "it was swept without a calibration: sweep again with "
+				        "--calibration auto (the %s's is %s)\n", c->topo->device.kind, def);
+			else
+				fprintf(stderr, "no calibration is shipped for the %s: fit one from "
+				        "measured iterations (calibrate --runs) and sweep with --calibration "
+				        "FILE, or leave the cluster out of the study\n", c->topo->device.kind);
 			rc = EXIT_INVALID;
 		}
 		study_row_at_percentile(st, &rows[i], f.percentile);

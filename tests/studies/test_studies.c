@@ -1533,7 +1533,37 @@ Test(studies, fault_cases_stored_and_fitted, .timeout = 120)
 	snprintf(args, sizeof args, "fit tests/data/studies/faults.json --db %s --percentile 90", db);
 	r = fixture_shardlab(args, true);
 	cr_expect_eq(r.status, 1, "%s", r.out);
-	cr_expect(strstr(r.out, "sweep with --calibration") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "the points of cluster gpu in ") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "no calibration is shipped for the GPU: fit one from measured "
+	                        "iterations (calibrate --runs) and sweep with --calibration FILE") !=
+	          NULL, "%s", r.out);
+	free(r.out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* fit --percentile on a cluster swept bare whose device has a shipped
+ * calibration (the A100 of calibrated.json): the way to an interval is to
+ * sweep again with it, and the message names the file. */
+Test(studies, percentile_names_the_calibration_a_bare_sweep_left_out, .timeout = 120)
+{
+	char dir[] = "/tmp/shardlab-pct-XXXXXX", db[600], args[1400];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof db, "%s/p.db", dir);
+	snprintf(args, sizeof args, "sweep tests/data/studies/calibrated.json --db %s "
+	         "--calibration none", db);
+	struct cli_run r = fixture_shardlab(args, false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof args, "fit tests/data/studies/calibrated.json --db %s --percentile 90",
+	         db);
+	r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "the points of cluster a100 in ") != NULL, "%s", r.out);
+	cr_expect(strstr(r.out, "it was swept without a calibration: sweep again with "
+	                        "--calibration auto (the NVIDIA A100 SXM 80GB's is ") != NULL,
+	          "%s", r.out);
+	cr_expect(strstr(r.out, "calibration/a100-sxm.json)") != NULL, "%s", r.out);
 	free(r.out);
 	remove_db(db);
 	rmdir(dir);
