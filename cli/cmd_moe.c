@@ -4,8 +4,10 @@
  * by the closed forms of planner/cost/moe_cp.c (docs/moe-cp.md).
  *
  * Both print per layer and per rank: parameters, buffers, bytes on the
- * wire, FLOPs, and the time of the collectives on the group's ranks.
+ * wire, FLOPs, and the time of the collectives on the group's ranks; as
+ * text, or with --json as one object of the same figures.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,7 +20,7 @@ static void moe_help(FILE *f)
 	fprintf(f,
 	        "usage: shardlab moe TOPOLOGY --hidden H --expert-ffn F --experts E --top-k K\n"
 	        "                    [--shared N] [--plain] [--capacity-factor X] [--tokens T]\n"
-	        "                    [--ep N] [--etp N] [--first-rank R] [--dtype DT]\n"
+	        "                    [--ep N] [--etp N] [--first-rank R] [--dtype DT] [--json]\n"
 	        "       shardlab moe TOPOLOGY --model MODEL [options]\n"
 	        "\n"
 	        "One mixture-of-experts layer under expert parallelism (docs/moe-cp.md):\n"
@@ -51,6 +53,17 @@ static void moe_help(FILE *f)
 	        "  --etp N               expert tensor-parallel degree, dividing F (default 1)\n"
 	        "  --first-rank R        the group: ranks R + i*etp, i < ep (default 0)\n"
 	        "  --dtype DT            bf16 (default), fp16, fp32\n"
+	        "  --json                print JSON: \"model\" ({\"name\", \"file\"} or null),\n"
+	        "                        \"layer\", \"topology\", \"ep\", \"etp\", \"ranks\"\n"
+	        "                        {\"first\", \"last\", \"step\"}, \"params_total\",\n"
+	        "                        \"params_active\", \"params_per_device\",\n"
+	        "                        \"capacity_slots\", \"tokens_per_rank\", \"alltoall\"\n"
+	        "                        {\"bytes_per_rank\", \"bytes_leaving\", \"seconds\",\n"
+	        "                        \"per_micro_batch\", \"seconds_per_micro_batch\"},\n"
+	        "                        \"hybridep\" (null inside one server),\n"
+	        "                        \"etp_gather_bytes\", \"expert_flops\",\n"
+	        "                        \"expert_slots\", \"expert_kernel_s\", \"active_flops\",\n"
+	        "                        \"router_flops\", \"shared_flops\"\n"
 	        "  -h, --help            this help\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid topology or layer, 2 usage error.\n");
@@ -61,7 +74,7 @@ static void cp_help(FILE *f)
 	fprintf(f,
 	        "usage: shardlab cp TOPOLOGY --seq S --heads A --head-dim D [--kv-heads K]\n"
 	        "                   [--batch B] [--cp N] [--non-causal] [--first-rank R]\n"
-	        "                   [--stride N] [--dtype DT]\n"
+	        "                   [--stride N] [--dtype DT] [--json]\n"
 	        "\n"
 	        "One attention layer under context parallelism, ring attention as\n"
 	        "Megatron-LM's CP does it (docs/moe-cp.md): the K/V chunk each ring step\n"
@@ -81,6 +94,12 @@ static void cp_help(FILE *f)
 	        "  --first-rank R   the ring: ranks R + i*stride, i < cp (default 0)\n"
 	        "  --stride N       (default 1)\n"
 	        "  --dtype DT       bf16 (default), fp16, fp32\n"
+	        "  --json           print JSON: \"attention\", \"topology\", \"cp\", \"ranks\"\n"
+	        "                   {\"first\", \"last\", \"step\"}, \"tokens_per_rank\", \"ring\"\n"
+	        "                   {\"steps\", \"chunk_bytes\", \"forward_bytes\",\n"
+	        "                   \"backward_bytes\", \"in_flight_bytes\"}, \"flops_per_rank\",\n"
+	        "                   \"flops_busiest_contiguous\", \"imbalance\",\n"
+	        "                   \"forward_pass_s\", \"block_s\", \"exposed_s\"\n"
 	        "  -h, --help       this help\n"
 	        "\n"
 	        "exit status: 0 success, 1 invalid topology or layer, 2 usage error.\n");
@@ -165,7 +184,7 @@ static int64_t *group_ranks(const char *cmd, const struct topology *t, int64_t f
 /* The MoE layer of a model's generator, for the shape members the options
  * left at 0 (and the capacity factor and dtype when not given). */
 static int moe_from_model(const char *path, struct moe_shape *m, int64_t *tokens, bool cf,
-                          bool dt)
+                          bool dt, cJSON *json)
 {
 	struct diag_list d;
 	diag_list_init(&d);
@@ -194,10 +213,68 @@ static int moe_from_model(const char *path, struct moe_shape *m, int64_t *tokens
 		if (!dt)
 			m->dtype = gen->dtype;
 		m->shared_gate = gen->shared_expert_gate;
-		printf("model: %s (%s)\n", g->name, path);
+		if (json) {
+			cJSON *o = cJSON_AddObjectToObject(json, "model");
+			cJSON_AddStringToObject(o, "name", g->name);
+			cJSON_AddStringToObject(o, "file", path);
+		} else {
+			printf("model: %s (%s)\n", g->name, path);
+		}
 	}
 	arena_free(a);
 	return rc;
+}
+
+/* {"first", "last", "step"} of a group's ranks. */
+static cJSON *ranks_json(const int64_t *ranks, int64_t n, int64_t step)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "first", (double)ranks[0]);
+	cJSON_AddNumberToObject(o, "last", (double)ranks[n - 1]);
+	cJSON_AddNumberToObject(o, "step", (double)step);
+	return o;
+}
+
+/* The figures the text prints, in its units (bytes, seconds, FLOPs). */
+static void moe_json(cJSON *o, const struct moe_shape *m, const struct moe_parallel *p,
+                     const struct moe_layer *l, const struct topology *t, const int64_t *ranks,
+                     int64_t tokens, double a2a, double kern)
+{
+	cJSON *y = cJSON_AddObjectToObject(o, "layer");
+	cJSON_AddNumberToObject(y, "hidden", (double)m->hidden);
+	cJSON_AddNumberToObject(y, "expert_ffn", (double)m->expert_ffn);
+	cJSON_AddNumberToObject(y, "experts", (double)m->experts);
+	cJSON_AddNumberToObject(y, "top_k", (double)m->top_k);
+	cJSON_AddNumberToObject(y, "shared_experts", (double)m->shared_experts);
+	cJSON_AddBoolToObject(y, "gated", m->gated);
+	cJSON_AddNumberToObject(y, "capacity_factor", m->capacity_factor);
+	cJSON_AddStringToObject(y, "dtype", dtype_names[m->dtype]);
+	cJSON_AddStringToObject(o, "topology", t->name);
+	cJSON_AddNumberToObject(o, "ep", (double)p->ep);
+	cJSON_AddNumberToObject(o, "etp", (double)p->etp);
+	cJSON_AddItemToObject(o, "ranks", ranks_json(ranks, p->ep, p->etp));
+	cJSON_AddNumberToObject(o, "params_total", (double)l->params_total);
+	cJSON_AddNumberToObject(o, "params_active", (double)l->params_active);
+	cJSON_AddNumberToObject(o, "params_per_device", (double)l->params_per_device);
+	cJSON_AddNumberToObject(o, "capacity_slots", (double)l->capacity);
+	cJSON_AddNumberToObject(o, "tokens_per_rank", (double)tokens);
+	cJSON *x = cJSON_AddObjectToObject(o, "alltoall");
+	cJSON_AddNumberToObject(x, "bytes_per_rank", l->dispatch_bytes);
+	cJSON_AddNumberToObject(x, "bytes_leaving",
+	                        l->dispatch_bytes * (double)(p->ep - 1) / (double)p->ep);
+	cJSON_AddNumberToObject(x, "seconds", a2a);
+	cJSON_AddNumberToObject(x, "per_micro_batch", 4);
+	cJSON_AddNumberToObject(x, "seconds_per_micro_batch", 4 * a2a);
+	if (p->etp > 1)
+		cJSON_AddNumberToObject(o, "etp_gather_bytes", l->etp_gather_bytes);
+	else
+		cJSON_AddNullToObject(o, "etp_gather_bytes");
+	cJSON_AddNumberToObject(o, "expert_flops", l->expert_flops);
+	cJSON_AddNumberToObject(o, "expert_slots", l->expert_slots);
+	cJSON_AddNumberToObject(o, "expert_kernel_s", kern);
+	cJSON_AddNumberToObject(o, "active_flops", l->active_flops);
+	cJSON_AddNumberToObject(o, "router_flops", l->router_flops);
+	cJSON_AddNumberToObject(o, "shared_flops", l->shared_flops);
 }
 
 int cmd_moe(int argc, char **argv)
@@ -210,7 +287,7 @@ int cmd_moe(int argc, char **argv)
 	struct moe_parallel p = {.ep = 1, .etp = 1};
 	int64_t tokens = 0, first = 0;
 	const char *file = NULL, *model = NULL;
-	bool plain = false, cf = false, dt = false;
+	bool plain = false, cf = false, dt = false, json = false;
 	const struct count_opt counts[] = {
 		{"--hidden", &m.hidden}, {"--expert-ffn", &m.expert_ffn}, {"--experts", &m.experts},
 		{"--top-k", &m.top_k}, {"--shared", &m.shared_experts}, {"--tokens", &tokens},
@@ -225,6 +302,8 @@ int cmd_moe(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--plain")) {
 			plain = true;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
 		} else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
 			model = argv[++i];
 		} else if (!strcmp(argv[i], "--capacity-factor") && i + 1 < argc) {
@@ -249,22 +328,35 @@ int cmd_moe(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	m.gated = !plain;
+	cJSON *root = json ? cJSON_CreateObject() : NULL;
+	if (json && !root) {
+		fprintf(stderr, "shardlab moe: out of memory\n");
+		return EXIT_INVALID;
+	}
 	if (model) {
-		int rc = moe_from_model(model, &m, &tokens, cf, dt);
-		if (rc != EXIT_OK)
+		int rc = moe_from_model(model, &m, &tokens, cf, dt, root);
+		if (rc != EXIT_OK) {
+			cJSON_Delete(root);
 			return rc;
+		}
+	} else if (root) {
+		cJSON_AddNullToObject(root, "model");
 	}
 	if (tokens == 0)
 		tokens = 4096;
 	if (need("moe", "--hidden", m.hidden) || need("moe", "--expert-ffn", m.expert_ffn) ||
 	    need("moe", "--experts", m.experts) || need("moe", "--top-k", m.top_k) ||
-	    need("moe", "--tokens", tokens) || need("moe", "--ep", p.ep) || need("moe", "--etp", p.etp))
+	    need("moe", "--tokens", tokens) || need("moe", "--ep", p.ep) ||
+	    need("moe", "--etp", p.etp)) {
+		cJSON_Delete(root);
 		return EXIT_USAGE;
+	}
 	struct moe_layer l;
 	if (!cost_moe_layer(&m, &p, tokens, &l)) {
 		fprintf(stderr, "shardlab moe: invalid layer: top-k must be at most the experts, --ep "
 		        "must divide --experts, --etp must divide --expert-ffn, and the counts stay "
 		        "below 2^53\n");
+		cJSON_Delete(root);
 		return EXIT_INVALID;
 	}
 	struct diag_list d;
@@ -279,6 +371,29 @@ int cmd_moe(int argc, char **argv)
 		struct cost_work w = {.flops = l.expert_flops, .m = l.expert_slots,
 		                      .n = (double)(m.expert_ffn / p.etp), .k = (double)m.hidden};
 		double kern = cost_compute_s(&t->device, m.dtype, &w, NULL);
+		struct cost_ep_route ep = {(double)m.experts,
+		                           (double)(l.capacity * m.experts) / (double)tokens};
+		int c;
+		double share;
+		bool hybrid = cost_ep_hybrid_shape(t, ranks, (int)p.ep, &ep, &c, &share);
+		if (root) {
+			moe_json(root, &m, &p, &l, t, ranks, tokens, a2a, kern);
+			if (hybrid) {
+				cJSON *h = cJSON_AddObjectToObject(root, "hybridep");
+				cJSON_AddNumberToObject(h, "bytes_to_each_other_server",
+				                        share * l.dispatch_bytes);
+				cJSON_AddNumberToObject(h, "other_servers", (double)(p.ep / c - 1));
+				cJSON_AddNumberToObject(h, "bytes_to_each_own_rank", l.dispatch_bytes / c);
+				cJSON_AddNumberToObject(h, "own_ranks", c - 1);
+				cJSON_AddNumberToObject(h, "seconds", cost_ep_hybrid_s(t, ranks, (int)p.ep,
+				                                                       l.dispatch_bytes, &ep));
+			} else {
+				cJSON_AddNullToObject(root, "hybridep");
+			}
+			rc = report_print_json(root, "moe");
+			root = NULL;
+			goto done;
+		}
 		printf("MoE layer: hidden %lld, expert ffn %lld, %lld experts, top-%lld, %lld shared, "
 		       "%s, capacity factor %g, %s\n", (long long)m.hidden, (long long)m.expert_ffn,
 		       (long long)m.experts, (long long)m.top_k, (long long)m.shared_experts,
@@ -296,11 +411,7 @@ int cmd_moe(int argc, char **argv)
 		       l.dispatch_bytes * (double)(p.ep - 1) / (double)p.ep, a2a, 4 * a2a);
 		/* HybridEP (training.moe_dispatcher "hybridep"): a token crosses to
 		 * each other server holding one of its experts once */
-		struct cost_ep_route ep = {(double)m.experts,
-		                           (double)(l.capacity * m.experts) / (double)tokens};
-		int c;
-		double share;
-		if (cost_ep_hybrid_shape(t, ranks, (int)p.ep, &ep, &c, &share))
+		if (hybrid)
 			printf("HybridEP (dispatch or combine): %.0f bytes to each of %lld other "
 			       "servers, %.0f to each of %d ranks of its own; %.6g s each\n",
 			       share * l.dispatch_bytes, (long long)(p.ep / c - 1),
@@ -313,10 +424,44 @@ int cmd_moe(int argc, char **argv)
 		       l.active_flops, l.router_flops, l.shared_flops);
 		rc = EXIT_OK;
 	}
+done:
+	cJSON_Delete(root);
 	free(ranks);
 	diag_list_free(&d);
 	arena_free(ar);
 	return rc;
+}
+
+static cJSON *cp_json(const struct cp_attention *at, const struct cp_layer *c,
+                      const struct topology *t, const int64_t *ranks, int64_t cp, int64_t stride,
+                      double pass, double block, double exposed)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *y = cJSON_AddObjectToObject(o, "attention");
+	cJSON_AddNumberToObject(y, "batch", (double)at->batch);
+	cJSON_AddNumberToObject(y, "seq", (double)at->seq);
+	cJSON_AddNumberToObject(y, "heads", (double)at->heads);
+	cJSON_AddNumberToObject(y, "kv_heads", (double)at->kv_heads);
+	cJSON_AddNumberToObject(y, "head_dim", (double)at->head_dim);
+	cJSON_AddBoolToObject(y, "causal", at->causal);
+	cJSON_AddStringToObject(y, "dtype", dtype_names[at->dtype]);
+	cJSON_AddStringToObject(o, "topology", t->name);
+	cJSON_AddNumberToObject(o, "cp", (double)cp);
+	cJSON_AddItemToObject(o, "ranks", ranks_json(ranks, cp, stride));
+	cJSON_AddNumberToObject(o, "tokens_per_rank", (double)c->local_seq);
+	cJSON *r = cJSON_AddObjectToObject(o, "ring");
+	cJSON_AddNumberToObject(r, "steps", (double)c->steps);
+	cJSON_AddNumberToObject(r, "chunk_bytes", c->kv_chunk_bytes);
+	cJSON_AddNumberToObject(r, "forward_bytes", c->fwd_send_bytes);
+	cJSON_AddNumberToObject(r, "backward_bytes", c->bwd_send_bytes);
+	cJSON_AddNumberToObject(r, "in_flight_bytes", c->kv_buffer_bytes);
+	cJSON_AddNumberToObject(o, "flops_per_rank", c->core_flops_rank);
+	cJSON_AddNumberToObject(o, "flops_busiest_contiguous", c->core_flops_max_contiguous);
+	cJSON_AddNumberToObject(o, "imbalance", c->imbalance);
+	cJSON_AddNumberToObject(o, "forward_pass_s", pass);
+	cJSON_AddNumberToObject(o, "block_s", block);
+	cJSON_AddNumberToObject(o, "exposed_s", exposed);
+	return o;
 }
 
 int cmd_cp(int argc, char **argv)
@@ -328,6 +473,7 @@ int cmd_cp(int argc, char **argv)
 	struct cp_attention at = {.batch = 1, .dtype = DT_BF16, .causal = true};
 	int64_t cp = 1, first = 0, stride = 1;
 	const char *file = NULL;
+	bool json = false;
 	const struct count_opt counts[] = {
 		{"--seq", &at.seq}, {"--heads", &at.heads}, {"--head-dim", &at.head_dim},
 		{"--kv-heads", &at.kv_heads}, {"--batch", &at.batch}, {"--cp", &cp},
@@ -342,6 +488,8 @@ int cmd_cp(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--non-causal")) {
 			at.causal = false;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
 		} else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
 			if (parse_dtype("cp", argv[++i], &at.dtype) != EXIT_OK)
 				return EXIT_USAGE;
@@ -380,6 +528,11 @@ int cmd_cp(int argc, char **argv)
 		struct cost_work w = {.flops = c.core_flops_rank / (double)cp};
 		double block = cost_compute_s(&t->device, at.dtype, &w, NULL), exposed;
 		double pass = cost_cp_ring_s(t, ranks, (int)cp, c.kv_chunk_bytes, block, &exposed);
+		if (json) {
+			rc = report_print_json(cp_json(&at, &c, t, ranks, cp, stride, pass, block,
+			                               exposed), "cp");
+			goto done;
+		}
 		printf("attention: batch %lld, seq %lld, %lld heads, %lld KV heads, head dim %lld, "
 		       "%s, %s\n", (long long)at.batch, (long long)at.seq, (long long)at.heads,
 		       (long long)at.kv_heads, (long long)at.head_dim, at.causal ? "causal" : "full",
@@ -398,6 +551,7 @@ int cmd_cp(int argc, char **argv)
 		       (long long)cp, block, exposed);
 		rc = EXIT_OK;
 	}
+done:
 	free(ranks);
 	diag_list_free(&d);
 	arena_free(ar);

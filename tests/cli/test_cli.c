@@ -1850,6 +1850,26 @@ Test(cli, moe_counts_a_layer)
 	cr_expect_not_null(strstr(r.out, "expert FLOPs per rank (forward): 12288 over 16 slots"),
 	                   "%s", r.out);
 	free(r.out);
+	/* The same figures as JSON. */
+	r = fixture_shardlab("moe topologies/dgx-h100.json --hidden 8 --expert-ffn 16 --experts 4 "
+	                     "--top-k 2 --shared 1 --capacity-factor 1.25 --tokens 6 --ep 2 --json",
+	                     false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "model")));
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "params_total")->valuedouble, 1952);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "params_active")->valuedouble, 1184);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "capacity_slots")->valuedouble, 4);
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "alltoall");
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(x, "bytes_per_rank")->valuedouble, 256);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(x, "bytes_leaving")->valuedouble, 128);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "expert_flops")->valuedouble, 12288);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(
+	                     cJSON_GetObjectItemCaseSensitive(j, "ranks"), "last")->valuedouble, 1);
+	cr_expect(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "hybridep")), "one server");
+	cJSON_Delete(j);
+	free(r.out);
 	/* 3 does not divide 4 experts: the layer is invalid input. */
 	r = fixture_shardlab("moe topologies/dgx-h100.json --hidden 8 --expert-ffn 16 --experts 4 "
 	                     "--top-k 2 --ep 3", true);
@@ -1915,6 +1935,21 @@ Test(cli, cp_counts_a_ring)
 	                                 "512 bytes forward, 1024 backward"), "%s", r.out);
 	cr_expect_not_null(strstr(r.out, "(forward): 8704 balanced; contiguous split: busiest "
 	                                 "12800"), "%s", r.out);
+	free(r.out);
+	r = fixture_shardlab("cp topologies/dgx-h100.json --seq 16 --heads 4 --kv-heads 2 "
+	                     "--head-dim 8 --cp 2 --json", false);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cJSON *j = cJSON_Parse(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "tokens_per_rank")->valuedouble, 8);
+	const cJSON *ring = cJSON_GetObjectItemCaseSensitive(j, "ring");
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(ring, "steps")->valuedouble, 1);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(ring, "chunk_bytes")->valuedouble, 512);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(ring, "backward_bytes")->valuedouble, 1024);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "flops_per_rank")->valuedouble, 8704);
+	cr_expect_eq(cJSON_GetObjectItemCaseSensitive(j, "flops_busiest_contiguous")->valuedouble,
+	             12800);
+	cJSON_Delete(j);
 	free(r.out);
 	/* Causal CP 3 needs the sequence in 6 chunks: 16 is refused. */
 	r = fixture_shardlab("cp topologies/dgx-h100.json --seq 16 --heads 4 --head-dim 8 --cp 3",
