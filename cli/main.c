@@ -59,25 +59,41 @@ static void usage(FILE *f)
 	        "FILE:LINE: JSON.PATH: MESSAGE), 2 usage error.\n");
 }
 
-/* An argument holding a control character (an escape sequence, a newline)
- * is refused before any command echoes it to a terminal; it is shown
- * escaped. Names and paths are data, never terminal commands. */
+/* An argument holding a control character (an escape sequence, a newline;
+ * C1's too, U+0080-U+009F, which some terminals obey) or bytes that are not
+ * UTF-8 is refused before any command echoes it to a terminal or copies it
+ * into a JSON output or a file it writes (JSON is UTF-8, RFC 8259); it is
+ * shown escaped. Names and paths are data, never terminal commands. */
+static const char *refused_byte(const unsigned char *c, size_t n, size_t *step)
+{
+	*step = util_utf8_len(c, n);
+	if (*step == 0)
+		return "bytes that are not UTF-8";
+	if (*c < 0x20 || *c == 0x7f || (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f))
+		return "a control character";
+	return NULL;
+}
+
 static bool refuse_control_characters(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
-		const unsigned char *c = (const unsigned char *)argv[i];
-		while (*c && *c >= 0x20 && *c != 0x7f)
-			c++;
-		if (!*c)
+		const unsigned char *a = (const unsigned char *)argv[i];
+		size_t n = strlen(argv[i]), at = 0, step = 1;
+		const char *why = NULL;
+		while (at < n && !(why = refused_byte(a + at, n - at, &step)))
+			at += step;
+		if (!why)
 			continue;
 		fprintf(stderr, "shardlab: argument %d (\"", i);
-		for (c = (const unsigned char *)argv[i]; *c; c++) {
-			if (*c < 0x20 || *c == 0x7f)
-				fprintf(stderr, "\\x%02x", *c);
-			else
-				fputc(*c, stderr);
+		for (size_t j = 0; j < n; j += step) {
+			if (refused_byte(a + j, n - j, &step)) {
+				fprintf(stderr, "\\x%02x", a[j]);
+				step = 1;
+			} else {
+				fwrite(a + j, 1, step, stderr);
+			}
 		}
-		fprintf(stderr, "\") holds a control character: refused\n");
+		fprintf(stderr, "\") holds %s: refused\n", why);
 		return true;
 	}
 	return false;

@@ -323,3 +323,34 @@ bool jv_dtype(const struct jv *v, enum dtype *out)
 	*out = (enum dtype)t;
 	return true;
 }
+
+size_t util_utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned c = p[0];
+	size_t k;
+	unsigned lo = 0x80, hi = 0xbf;
+	if (c < 0x80)
+		return 1;
+	else if (c >= 0xc2 && c <= 0xdf)
+		k = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		k = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		k = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (n < k || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t j = 2; j < k; j++)
+		if (p[j] < 0x80 || p[j] > 0xbf)
+			return 0;
+	return k;
+}

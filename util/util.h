@@ -95,6 +95,11 @@ char *util_path_relative(struct arena *a, const char *from_dir, const char *to);
 /* Edit distance, for "did you mean" suggestions. */
 int util_edit_distance(const char *a, const char *b);
 
+/* Length of the UTF-8 sequence at p (at most n bytes there), 0 when it is
+ * not valid (RFC 3629: no overlong forms, surrogates or code points above
+ * U+10FFFF). */
+size_t util_utf8_len(const unsigned char *p, size_t n);
+
 /* ----------------------------------------------------------------- arena */
 
 struct arena;

@@ -183,6 +183,23 @@ Test(cli, control_characters_in_arguments_are_refused_escaped)
 	cr_assert_str_eq(r.out, "shardlab: argument 2 (\"\\x1b]0;pwned\\x07x.json\") holds a control "
 	                        "character: refused\n");
 	free(r.out);
+	/* C1's CSI (U+009B, UTF-8 c2 9b) is one too: some terminals obey it. */
+	r = fixture_shardlab("check 'x\302\23331m.json'", true);
+	cr_assert_eq(r.status, 2);
+	cr_assert_str_eq(r.out, "shardlab: argument 2 (\"x\\xc2\\x9b31m.json\") holds a control "
+	                        "character: refused\n");
+	free(r.out);
+	/* Latin-1's e-acute alone is not UTF-8: it would go raw into JSON
+	 * outputs and written files, which are UTF-8; UTF-8's is fine. */
+	r = fixture_shardlab("check 'caf\351.json'", true);
+	cr_assert_eq(r.status, 2);
+	cr_assert_str_eq(r.out, "shardlab: argument 2 (\"caf\\xe9.json\") holds bytes that are not "
+	                        "UTF-8: refused\n");
+	free(r.out);
+	r = fixture_shardlab("check 'caf\303\251.json'", true);
+	cr_assert_eq(r.status, 1, "a name in UTF-8 is read (and here not found)");
+	cr_assert(strstr(r.out, "caf\303\251.json: cannot read the file"), "%s", r.out);
+	free(r.out);
 }
 
 Test(cli, commands_say_which_kind_of_file_they_take)
