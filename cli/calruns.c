@@ -106,7 +106,8 @@ void calibrate_runs_help(FILE *f)
 	        "                   (huber; else null), \"in_sample\" and \"cv\"\n"
 	        "                   ({\"method\", \"folds\", \"mape_pct\", \"rms_pct\",\n"
 	        "                   \"max_pct\", \"log_rms\", \"covered\", \"coverable\"})\n"
-	        "  --out FILE       write the calibration file\n"
+	        "  --out FILE       write the calibration file (atomically; refused when it\n"
+	        "                   names one of the inputs)\n"
 	        "\n");
 }
 
@@ -565,6 +566,11 @@ int calibrate_runs(int argc, char **argv)
 		if (!r.runs)
 			fprintf(stderr, "usage: shardlab calibrate --runs VALIDATION.json [--figures "
 			        "NAMES] [--calibration BASE] [--out FILE] (see --help)\n");
+		arena_free(ar);
+		return EXIT_USAGE;
+	}
+	const char *const inputs[] = {r.runs, r.base};
+	if (cli_out_overwrites(r.out, inputs, 2)) {
 		arena_free(ar);
 		return EXIT_USAGE;
 	}

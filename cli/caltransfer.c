@@ -55,7 +55,8 @@ void calibrate_transfer_help(FILE *f)
 	        "                   \"base\", \"figures\" [{\"name\", \"units\", \"value\",\n"
 	        "                   \"std_error\", \"cap\"}], \"fit\" ({\"name\",\n"
 	        "                   \"points\", \"fitted_on\", \"device\", \"cv\"})\n"
-	        "  --out FILE       write the calibration file\n"
+	        "  --out FILE       write the calibration file (atomically; refused when it\n"
+	        "                   names one of the inputs)\n"
 	        "\n");
 }
 
@@ -275,6 +276,9 @@ int calibrate_transfer(int argc, char **argv)
 		                "[--calibration BASE] [--out FILE] (see --help)\n");
 		return EXIT_USAGE;
 	}
+	const char *const inputs[] = {r.from, r.topology, r.base};
+	if (cli_out_overwrites(r.out, inputs, 3))
+		return EXIT_USAGE;
 	struct arena *ar = arena_new();
 	if (!ar) {
 		fprintf(stderr, "shardlab: out of memory\n");

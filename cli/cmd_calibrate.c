@@ -78,7 +78,8 @@ static void help(FILE *f)
 	        "  --csv            print the residuals as CSV, one row per kernel in\n"
 	        "                   file order: line, kind, m, n, k, batch, dtype,\n"
 	        "                   bytes, measured_s, model_s, relative_error_pct\n"
-	        "  --out FILE       also write the fitted figures as a calibration file\n"
+	        "  --out FILE       also write the fitted figures as a calibration file (not\n"
+	        "                   one of the inputs: refused)\n"
 	        "                   (\"format\": \"shardlab-calibration\", docs/formats.md)\n"
 	        "                   for --calibration FILE (needs --topology): each\n"
 	        "                   with its standard error, their covariance and the\n"
@@ -219,6 +220,10 @@ static bool parse_args(int argc, char **argv, struct args *a)
 		} else {
 			a->table = argv[i];
 		}
+	}
+	if (a->json && a->csv) {
+		fprintf(stderr, "shardlab calibrate: --json or --csv, not both\n");
+		return false;
 	}
 	if (!a->table)
 		fprintf(stderr, "shardlab calibrate: missing TABLE\n");
@@ -953,6 +958,11 @@ static int calibrate_bench(struct arena *ar, const struct args *a, struct diag_l
 		        "--topology FILE\n");
 		return EXIT_USAGE;
 	}
+	if (a->keep) {
+		fprintf(stderr, "shardlab calibrate: --keep holds kernel-model parameters: it goes "
+		        "with a table of kernel times, not a collective benchmark's output\n");
+		return EXIT_USAGE;
+	}
 	if (a->figures && (!a->topology || a->tier)) {
 		fprintf(stderr, "shardlab calibrate: --figures names figures of a topology: give "
 		        "--topology FILE%s\n", a->tier ? ", and no --tier (each figure names its own)" : "");
@@ -1093,6 +1103,9 @@ int cmd_calibrate(int argc, char **argv)
 		                "[--json | --csv] (see --help)\n");
 		return EXIT_USAGE;
 	}
+	const char *const inputs[] = {args.table, args.topology};
+	if (cli_out_overwrites(args.out, inputs, 2))
+		return EXIT_USAGE;
 	struct diag_list d;
 	diag_list_init(&d);
 	struct arena *a = arena_new();
@@ -1101,12 +1114,21 @@ int cmd_calibrate(int argc, char **argv)
 		return EXIT_INVALID;
 	}
 	int rc = EXIT_INVALID;
-	if (is_bench(args.table)) {
+	/* --collective says the table is a benchmark's: one it cannot read as
+	 * such gets the benchmark reader's diagnostic, not the kernel table's */
+	if (is_bench(args.table) || args.collective >= 0) {
 		rc = calibrate_bench(a, &args, &d);
 		cli_print_diags(&d);
 		diag_list_free(&d);
 		arena_free(a);
 		return rc;
+	}
+	if (args.ranks || args.tier || args.figures || args.algo != COLL_AUTO) {
+		fprintf(stderr, "shardlab calibrate: --ranks, --tier, --algorithm and --figures go with "
+		        "a collective benchmark's output and --collective; %s is a table of kernel "
+		        "times\n", args.table);
+		arena_free(a);
+		return EXIT_USAGE;
 	}
 	struct topology *topo = args.topology ? cli_load_topology(a, args.topology, &d) : NULL;
 	struct calib_table *t = json_instead(args.table, &d) ? NULL : cost_calib_load(a, args.table, &d);

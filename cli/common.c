@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -112,8 +113,29 @@ int cli_valued_option(int argc, char **argv, int *i, const char *const *names, s
 		fprintf(stderr, "shardlab calibrate: %s needs a value\n", o);
 		return -1;
 	}
+	/* an empty one names no file, row or figure, and an empty --name
+	 * would write a calibration file its own reader refuses */
+	if (!argv[*i + 1][0]) {
+		fprintf(stderr, "shardlab calibrate: %s needs a value, got an empty one\n", o);
+		return -1;
+	}
 	*value = argv[++*i];
 	return (int)k;
+}
+
+bool cli_out_overwrites(const char *out, const char *const *inputs, int n)
+{
+	struct stat o, in;
+	if (!out || stat(out, &o) != 0)
+		return false;  /* not there yet: nothing to replace */
+	for (int i = 0; i < n; i++)
+		if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == o.st_dev &&
+		    in.st_ino == o.st_ino) {
+			fprintf(stderr, "shardlab calibrate: --out %s is the input %s: write the "
+			        "calibration to another file\n", out, inputs[i]);
+			return true;
+		}
+	return false;
 }
 
 int cli_wants_help(int argc, char **argv)

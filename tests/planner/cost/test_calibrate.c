@@ -738,6 +738,66 @@ Test(calibrate, cli_usage)
 	cr_assert_eq(r.status, 0);
 	cr_assert_not_null(strstr(r.out, "usage: shardlab calibrate TABLE"));
 	free(r.out);
+	/* Options of the other kind of table are refused, not ignored: a kernel
+	 * table with a benchmark's options; a benchmark with --keep; with
+	 * --collective a table that is no benchmark's output gets the
+	 * benchmark reader's word. */
+	static const struct {
+		const char *args, *says;
+		int status;
+	} other[] = {
+		{"calibrate calibration/synthetic-a100-example.csv --ranks 8",
+		 "--ranks, --tier, --algorithm and --figures go with a collective benchmark's", 2},
+		{"calibrate calibration/synthetic-a100-example.csv --json --csv",
+		 "--json or --csv, not both", 2},
+		{"calibrate calibration/nccl-h100-2n-allreduce.txt --collective all-reduce --ranks 16 "
+		 "--topology validation/dgx-h100-200g-x2.json --keep matmul_efficiency",
+		 "--keep holds kernel-model parameters", 2},
+		{"calibrate calibration/synthetic-a100-example.csv --collective all-reduce",
+		 "calibration/synthetic-a100-example.csv: neither nccl-tests' table", 1},
+		{"calibrate --runs validation/megatron-core-h100.json --name ''",
+		 "--name needs a value, got an empty one", 2},
+	};
+	for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+		r = fixture_shardlab(other[i].args, true);
+		cr_expect_eq(r.status, other[i].status, "%s: %d\n%s", other[i].args, r.status, r.out);
+		cr_expect(strstr(r.out, other[i].says), "%s:\n%s", other[i].args, r.out);
+		free(r.out);
+	}
+	/* --out naming an input, by another path, is refused before anything
+	 * is read (the inputs here are "{}", which no mode could load: a
+	 * command that wrote anyway would fail first and leave them be). */
+	char dir[] = "/tmp/shardlab-ow-XXXXXX", in[64], args[512];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(in, sizeof in, "%s/in.json", dir);
+	FILE *f = fopen(in, "w");
+	cr_assert(f && fputs("{}\n", f) >= 0 && fclose(f) == 0);
+	for (int i = 0; i < 3; i++) {
+		if (i == 0)
+			snprintf(args, sizeof args, "calibrate --runs %s/in.json --out %s/./in.json", dir,
+			         dir);
+		else if (i == 1)
+			snprintf(args, sizeof args, "calibrate --transfer %s/in.json --topology "
+			         "topologies/dgx-h200.json --out %s/./in.json", dir, dir);
+		else
+			snprintf(args, sizeof args, "calibrate calibration/nccl-h100-2n-allreduce.txt "
+			         "--collective all-reduce --ranks 16 --topology %s/in.json --out "
+			         "%s/./in.json", dir, dir);
+		r = fixture_shardlab(args, true);
+		cr_expect_eq(r.status, 2, "%s: %d\n%s", args, r.status, r.out);
+		cr_expect(strstr(r.out, "is the input ") && strstr(r.out, "/in.json: write the "
+		                                                  "calibration to another file"),
+		          "%s:\n%s", args, r.out);
+		free(r.out);
+	}
+	char back[8] = {0};
+	f = fopen(in, "r");
+	cr_assert_not_null(f);
+	size_t nb = fread(back, 1, sizeof back - 1, f);
+	fclose(f);
+	cr_expect(nb == 3 && !strcmp(back, "{}\n"), "the input is as it was: %s", back);
+	remove(in);
+	rmdir(dir);
 	r = fixture_shardlab("--help", false);
 	cr_assert_not_null(strstr(r.out, "  calibrate "));
 	free(r.out);
