@@ -45,10 +45,18 @@ __attribute__((format(printf, 2, 3)))
 #endif
 static void path_set(char *dst, const char *fmt, ...);
 
+/* Whether t[i] ends a line: "\n", "\r\n" (counted at its "\n"), or a
+ * lone "\r", as files saved with old Mac line endings have them, which
+ * would otherwise put every diagnostic on line 1. */
+static bool line_end(const char *t, size_t len, size_t i)
+{
+	return t[i] == '\n' || (t[i] == '\r' && (i + 1 >= len || t[i + 1] != '\n'));
+}
+
 static void scan_adv(struct scan *s, size_t n)
 {
 	for (size_t k = 0; k < n && s->i < s->len; k++, s->i++)
-		if (s->t[s->i] == '\n')
+		if (line_end(s->t, s->len, s->i))
 			s->line++;
 }
 
@@ -260,11 +268,11 @@ int json_doc_line(const struct json_doc *doc, const cJSON *item)
 
 /* ------------------------------------------------------------- documents */
 
-static int line_at(const char *t, size_t off)
+static int line_at(const char *t, size_t len, size_t off)
 {
 	int line = 1;
 	for (size_t i = 0; i < off; i++)
-		if (t[i] == '\n')
+		if (line_end(t, len, i))
 			line++;
 	return line;
 }
@@ -299,7 +307,7 @@ static void excerpt(const char *t, size_t len, size_t off, char *buf, size_t siz
 	size_t o = 0;
 	for (size_t i = off; i < len && i < off + 12 && o + 5 < size; i++) {
 		unsigned char c = (unsigned char)t[i];
-		if (c == '\n')
+		if (c == '\n' || c == '\r')
 			break;
 		if (c >= 32 && c < 127)
 			buf[o++] = (char)c;
@@ -326,7 +334,7 @@ bool json_doc_parse(struct json_doc *doc, const char *file, const char *text, si
 
 	const char *nul = memchr(text, '\0', len);
 	if (nul) {
-		diag_add(diags, DIAG_ERROR, file, line_at(text, (size_t)(nul - text)), NULL,
+		diag_add(diags, DIAG_ERROR, file, line_at(text, len, (size_t)(nul - text)), NULL,
 		         "not a text file: NUL byte at offset %zu", (size_t)(nul - text));
 		return false;
 	}
@@ -334,7 +342,7 @@ bool json_doc_parse(struct json_doc *doc, const char *file, const char *text, si
 	while (first < len && (unsigned char)text[first] <= 32)
 		first++;
 	if (first == len) {
-		diag_add(diags, DIAG_ERROR, file, line_at(text, len), NULL,
+		diag_add(diags, DIAG_ERROR, file, line_at(text, len, len), NULL,
 		         "the file is empty (expected a JSON object)");
 		return false;
 	}
@@ -346,16 +354,16 @@ bool json_doc_parse(struct json_doc *doc, const char *file, const char *text, si
 		if (off > len)
 			off = len;
 		if (max_depth(doc->text, off + 1) > CJSON_NESTING_LIMIT) {
-			diag_add(diags, DIAG_ERROR, file, line_at(doc->text, off), NULL,
+			diag_add(diags, DIAG_ERROR, file, line_at(doc->text, len, off), NULL,
 			         "syntax error: arrays or objects nested deeper than %d levels",
 			         CJSON_NESTING_LIMIT);
 		} else if (off + 1 >= len && !strchr("]}", doc->text[off])) {
-			diag_add(diags, DIAG_ERROR, file, line_at(doc->text, off), NULL,
+			diag_add(diags, DIAG_ERROR, file, line_at(doc->text, len, off), NULL,
 			         "syntax error: unexpected end of file");
 		} else {
 			char ex[64];
 			excerpt(doc->text, len, off, ex, sizeof ex);
-			diag_add(diags, DIAG_ERROR, file, line_at(doc->text, off), NULL,
+			diag_add(diags, DIAG_ERROR, file, line_at(doc->text, len, off), NULL,
 			         "syntax error at '%s'", ex);
 		}
 		return false;
@@ -366,7 +374,7 @@ bool json_doc_parse(struct json_doc *doc, const char *file, const char *text, si
 	if (off < len) {
 		char ex[64];
 		excerpt(doc->text, len, off, ex, sizeof ex);
-		diag_add(diags, DIAG_ERROR, file, line_at(doc->text, off), NULL,
+		diag_add(diags, DIAG_ERROR, file, line_at(doc->text, len, off), NULL,
 		         "syntax error: unexpected '%s' after the end of the JSON value", ex);
 		cJSON_Delete(doc->root);
 		doc->root = NULL;

@@ -197,6 +197,41 @@ Test(util, json_syntax_error_line)
 	done();
 }
 
+/* Old Mac files end their lines with a lone "\r": each one is a line end,
+ * as "\n" is, and "\r\n" still counts once. */
+Test(util, json_lines_end_at_a_lone_cr)
+{
+	cr_assert(parse("{\r  \"a\": 1,\r  \"b\": [1,\r    2]\r}\r"));
+	struct jv root, e, b;
+	jv_root(&doc, &root);
+	cr_assert(jv_get(&root, "a", &e));
+	cr_assert_eq(e.line, 2);
+	cr_assert(jv_get(&root, "b", &b));
+	cr_assert_eq(b.line, 3);
+	jv_at(&b, 1, &e);
+	cr_assert_eq(e.line, 4);
+	done();
+	/* line 2 ends at "\r", the empty line 3 at "\r\n" */
+	cr_assert(parse("{\r\n\"a\": 1,\r\r\n\"b\": 2}"));
+	jv_root(&doc, &root);
+	cr_assert(jv_get(&root, "a", &e));
+	cr_assert_eq(e.line, 2);
+	cr_assert(jv_get(&root, "b", &e));
+	cr_assert_eq(e.line, 4);
+	done();
+	/* syntax errors count the same way; the excerpt stops at the line's end */
+	cr_assert_not(parse("{\r  \"a\": [1,\r  2,\r}\r"));
+	cr_assert_str_eq(diag0(), "t.json:4: syntax error at '}'");
+	done();
+	cr_assert_not(parse("{\"a\": 1}\r\rxyz\rmore"));
+	cr_assert_str_eq(diag0(), "t.json:3: syntax error: unexpected 'xyz' after the end of the "
+	                          "JSON value");
+	done();
+	cr_assert_not(parse(" \r\r"));
+	cr_assert_str_eq(diag0(), "t.json:3: the file is empty (expected a JSON object)");
+	done();
+}
+
 Test(util, json_empty_and_binary)
 {
 	cr_assert_not(parse("  \n\n"));
