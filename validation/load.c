@@ -11,6 +11,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -389,7 +390,11 @@ static bool read_point(const struct jv *p, const struct validation_collective_ro
 	if (!jv_open(p, keys))
 		return false;
 	struct jv bus, alg;
-	bool ok = jv_req_number(p, "bytes", JR_RANGE(1, 1e15), &out->bytes);
+	/* Whole bytes, as calibrate reads a benchmark's sizes: a fraction is
+	 * a slip (a unit, a digit), not a size nccl-tests could have run. */
+	int64_t bytes = 0;
+	bool ok = jv_req_int(p, "bytes", JR_RANGE(1, 1e15), &bytes);
+	out->bytes = (double)bytes;
 	bool has_bus = jv_get(p, "busbw_GBps", &bus), has_alg = jv_get(p, "algbw_GBps", &alg);
 	double gbps;
 	if (has_bus && has_alg) {
@@ -407,6 +412,51 @@ static bool read_point(const struct jv *p, const struct validation_collective_ro
 	out->measured_algbw = has_alg;
 	out->busbw_bps = gbps * GBPS * (has_alg ? validation_bus_factor(r->collective, r->devices) : 1);
 	return ok;
+}
+
+/* A point's size, where it stands in the row and its line. */
+struct point_at {
+	double bytes;
+	int i, line;
+};
+
+static int by_size(const void *x, const void *y)
+{
+	const struct point_at *p = x, *q = y;
+	return p->bytes < q->bytes ? -1 : p->bytes > q->bytes ? 1 : p->i - q->i;
+}
+
+/* One point per size: a size given twice would be simulated twice and
+ * weigh double in the MAPE, and two bandwidths for one size are two
+ * sources or a copy slip, which the file should settle (docs/validation.md,
+ * "Collective rows"). Each repeat is reported at its bytes, naming the
+ * first. at: the row's n points with their lines, sorted here; a point
+ * without a size (bytes 0, already reported) is left out. */
+static bool unique_sizes(struct vloader *L, const struct jv *pts, struct point_at *at, int n)
+{
+	qsort(at, (size_t)n, sizeof *at, by_size);
+	/* first[i]: the point that gave point i's size first, when not i */
+	struct point_at *first = NULL;
+	for (int k = 1, j = 0; k < n; k++) {
+		if (at[k].bytes != at[j].bytes) {
+			j = k;
+			continue;
+		}
+		if (at[k].bytes == 0)
+			continue;
+		if (!first && !(first = arena_calloc(L->a, (size_t)n, sizeof *first)))
+			return false;
+		first[at[k].i] = at[j];
+	}
+	if (!first)
+		return true;
+	struct jv p, b;
+	int i = 0;
+	for (bool more = jv_first(pts, &p); more; more = jv_next(pts, &p), i++)
+		if (first[i].bytes != 0 && jv_get(&p, "bytes", &b))
+			jv_error(&b, "the size of points[%d] (line %d) again: give each size once",
+			         first[i].i, first[i].line);
+	return false;
 }
 
 static bool read_collective_row(struct vloader *L, const struct jv *row,
@@ -472,10 +522,15 @@ static bool read_collective_row(struct vloader *L, const struct jv *row,
 	r->points = arena_calloc(L->a, (size_t)r->n_points, sizeof(*r->points));
 	if (!r->points)
 		return false;
+	struct point_at *at = arena_calloc(L->a, (size_t)r->n_points, sizeof *at);
+	if (!at)
+		return false;
 	int i = 0;
-	for (bool more = jv_first(&pts, &p); more; more = jv_next(&pts, &p))
-		ok = read_point(&p, r, &r->points[i++]) && ok;
-	return ok;
+	for (bool more = jv_first(&pts, &p); more; more = jv_next(&pts, &p), i++) {
+		ok = read_point(&p, r, &r->points[i]) && ok;
+		at[i] = (struct point_at){r->points[i].bytes, i, p.line};
+	}
+	return unique_sizes(L, &pts, at, r->n_points) && ok;
 }
 
 /* ------------------------------------------------------------------ entry */
