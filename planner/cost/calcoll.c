@@ -97,13 +97,37 @@ static bool starts_with_digit(const char *s)
 	return isdigit((unsigned char)*s);
 }
 
+/* A number as both tools print one: decimal digits with an optional sign,
+ * point and exponent, blanks around. strtod alone would also read hex
+ * ("0x320" as 800), "inf" and "nan", which neither tool prints: a cell like
+ * that is not a measurement. */
 static bool number(const char *s, double *out)
 {
-	char *end;
-	double v = strtod(s, &end);
-	while (*end == ' ' || *end == '\t')
-		end++;
-	if (end == s || *end || !isfinite(v))
+	static const char digits[] = "0123456789";
+	const char *p = s + strspn(s, " \t");
+	if (*p == '+' || *p == '-')
+		p++;
+	size_t mantissa = strspn(p, digits);
+	p += mantissa;
+	if (*p == '.') {
+		size_t fraction = strspn(++p, digits);
+		mantissa += fraction;
+		p += fraction;
+	}
+	if (!mantissa)
+		return false;
+	if (*p == 'e' || *p == 'E') {
+		p += p[1] == '+' || p[1] == '-' ? 2 : 1;
+		size_t exponent = strspn(p, digits);
+		if (!exponent)
+			return false;
+		p += exponent;
+	}
+	if (p[strspn(p, " \t")])
+		return false;
+	/* 1e999 overflows to inf */
+	double v = strtod(s, NULL);
+	if (!isfinite(v))
 		return false;
 	*out = v;
 	return true;
@@ -174,11 +198,22 @@ static bool nccl_row(struct breader *r, int line, char **tok, int n, int time_co
 		         "expected a positive time in microseconds, got '%s'", tok[time_col]);
 		return false;
 	}
-	if (count_wrong && number(tok[time_col + 3], &wrong) && wrong > 0) {
-		diag_add(r->diags, DIAG_ERROR, r->file, line, "#wrong",
-		         "the run found %s wrong values at this size: its time is not a "
-		         "measurement to fit", tok[time_col + 3]);
-		return false;
+	/* N/A: the run's check was off (-c 0). Anything else that is not a
+	 * count (0x3, which strtod would read as 3) may hide wrong values. */
+	const char *w = tok[time_col + 3];
+	if (count_wrong && strcmp(w, "N/A")) {
+		if (!number(w, &wrong)) {
+			diag_add(r->diags, DIAG_ERROR, r->file, line, "#wrong",
+			         "expected a count of wrong values (or N/A, the check off), got '%s'",
+			         w);
+			return false;
+		}
+		if (wrong > 0) {
+			diag_add(r->diags, DIAG_ERROR, r->file, line, "#wrong",
+			         "the run found %s wrong values at this size: its time is not a "
+			         "measurement to fit", w);
+			return false;
+		}
 	}
 	return add_point(r, line, bytes, us * 1e-6) || (diag_add(r->diags, DIAG_ERROR, r->file,
 	                                                         line, NULL, "out of memory"), false);
