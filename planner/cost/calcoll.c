@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cost-int.h"
 
@@ -222,8 +223,8 @@ static bool nccl_row(struct breader *r, int line, char **tok, int n, int time_co
 /* One row of hccl_test's table. */
 static bool hccl_row(struct breader *r, int line, char **tok, int n)
 {
-	double bytes, us;
-	if (n < 3) {
+	double bytes, us, gbps;
+	if (n < 4) {
 		diag_add(r->diags, DIAG_ERROR, r->file, line, NULL,
 		         "expected the columns data_size | aveg_time | alg_bandwidth | "
 		         "check_result, got %d", n);
@@ -248,10 +249,26 @@ static bool hccl_row(struct breader *r, int line, char **tok, int n)
 		         "expected a positive time in microseconds, got '%s'", tok[1]);
 		return false;
 	}
-	if (n > 3 && !strcmp(tok[3], "failed")) {
+	/* The fit does not use it, but the tool prints size / time here: a
+	 * row whose bandwidth is no such figure was not printed as it
+	 * stands, and its time is not to be trusted either. */
+	if (!number(tok[2], &gbps) || gbps < 0) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, "alg_bandwidth",
+		         "expected a bandwidth of 0 GB/s or more, got '%s'", tok[2]);
+		return false;
+	}
+	/* The tool prints success, failed, or NULL when its check is off
+	 * (-c 0); any other word is a table edited or cut, whose rows say
+	 * nothing certain. */
+	if (!strcasecmp(tok[3], "failed")) {
 		diag_add(r->diags, DIAG_ERROR, r->file, line, "check_result",
 		         "the run's result check failed at this size: its time is not a "
 		         "measurement to fit");
+		return false;
+	}
+	if (strcasecmp(tok[3], "success") && strcasecmp(tok[3], "NULL")) {
+		diag_add(r->diags, DIAG_ERROR, r->file, line, "check_result",
+		         "expected success, failed or NULL (the check off), got '%s'", tok[3]);
 		return false;
 	}
 	return add_point(r, line, bytes, us * 1e-6) || (diag_add(r->diags, DIAG_ERROR, r->file,

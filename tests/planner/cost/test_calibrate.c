@@ -967,6 +967,25 @@ Test(calibrate, hccl_test_read_as_printed)
 	within(t->points[1].seconds, 6000e-6, 1e-12, "the slowest process");
 }
 
+/* Numbers in decimal notation only, as the tools print them: a sign, a
+ * point and an exponent are read (1.6384e4 bytes = 16384, +7.7E2 us =
+ * 770 us), and a bandwidth of 0 (a tiny size's 0.00000) is a figure; the
+ * check word in any case. The bad cells are in CORPUS/bench-hccl-bad-cells. */
+Test(calibrate, hccl_test_reads_decimal_numbers)
+{
+	static const char text[] =
+		"data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:\n"
+		"8                 |     764.55     |       0.00000        | NULL\n"
+		"1.6384e4          |     +7.7E2     |       .02128         | Success\n";
+	struct bench_table *t = cost_bench_parse(A, "h.txt", text, sizeof text - 1, &D);
+	cr_assert_not_null(t);
+	cr_assert_eq(t->n_points, 2);
+	cr_assert_eq(t->points[0].bytes, 8);
+	within(t->points[0].seconds, 764.55e-6, 1e-12, "8 B");
+	cr_assert_eq(t->points[1].bytes, 16384);
+	within(t->points[1].seconds, 770e-6, 1e-12, "16 KiB");
+}
+
 /* The figures the table was generated from come back within their
  * standard errors: alpha 2.5 us, efficiency 0.8 of 31 GB/s, ring on 4
  * ranks, 11 sizes with up to 1% noise. */
