@@ -83,40 +83,6 @@ static void scan_record(struct scan *s, const cJSON *item, int line)
 	s->npos++;
 }
 
-/* Length of the UTF-8 sequence at p (at most n bytes there), 0 when it is
- * not valid: overlong forms, surrogates and code points above U+10FFFF
- * are refused as RFC 3629 says. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned c = p[0];
-	size_t k;
-	unsigned lo = 0x80, hi = 0xbf;
-	if (c < 0x80)
-		return 1;
-	else if (c >= 0xc2 && c <= 0xdf)
-		k = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		k = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		k = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else
-		return 0;
-	if (n < k || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t j = 2; j < k; j++)
-		if (p[j] < 0x80 || p[j] > 0xbf)
-			return 0;
-	return k;
-}
-
 /* The control character an escape at p stands for ("\\n", "\\u001b",
  * "\\u009b"), or 0x100 when it stands for none. */
 static unsigned escaped_control(const unsigned char *p, size_t n)
@@ -174,7 +140,7 @@ static void scan_string(struct scan *s, const char *path, bool key)
 		} else if (*p < 0x20 || *p == 0x7f) {
 			ctl = *p;
 		} else if (*p >= 0x80) {
-			step = utf8_len(p, s->len - s->i);
+			step = util_utf8_len(p, s->len - s->i);
 			if (!step) {
 				step = 1;
 				snprintf(buf, sizeof buf, "is not valid UTF-8 (byte 0x%02x)", *p);
