@@ -17,6 +17,8 @@
  */
 #include <cjson/cJSON.h>
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_eigen.h>
+#include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,19 @@ static const double phys_hi[CAL_PARAM_COUNT] = {
 static const bool phys_lo_open[CAL_PARAM_COUNT] = {true, false, true, false, true, false,
                                                    true, false, true, true, false, true,
                                                    false, false};
+
+/* A fit's cross-validated errors, at most: 100 times the measured time
+ * (10^4 %), a spread of ln(predicted / measured) of 10 (a factor e^10 =
+ * 22026). Past them a fit says nothing, and its intervals overflow to
+ * "0-inf s". */
+#define CAL_MAX_ERROR_PCT 1e4
+#define CAL_MAX_LOG_RMS 10
+
+/* How far below 0 the least eigenvalue of a fit's correlation matrix may
+ * be: the files store six significant digits (calibrate --out), an error
+ * of 5e-7 relative in each of the three numbers of a correlation, which
+ * moves an eigenvalue of six figures' matrix by at most 6 x 1.5e-6. */
+#define CAL_PSD_TOLERANCE 1e-5
 
 /* The names in "nccl.<algo>.<proto>.<hw>_us", in the order of
  * topo_collectives.hop_us's indices. */
@@ -198,7 +213,7 @@ static bool read_figure(struct arena *a, const struct jv *f, struct cal_figure *
 	ok = text(a, f, "fit", false, &out->fit) && ok;
 	ok = jv_req_number(f, "std_error", JR_NONNEG, &out->std_error) && ok;
 	if (jv_get(f, "cv_error_pct", &v) && !(v.node && cJSON_IsNull(v.node)))
-		ok = jv_number(&v, JR_NONNEG, &out->cv_error_pct) && ok;
+		ok = jv_number(&v, JR_RANGE(0, CAL_MAX_ERROR_PCT), &out->cv_error_pct) && ok;
 	struct jv b, b0, b1;
 	bool have_bounds = jv_need(f, "bounds", &b) && jv_is_array(&b, 2, 2);
 	if (have_bounds) {
@@ -241,6 +256,54 @@ static int figure_index(const struct calibration *c, const char *name)
 		if (c->figures[i].name && !strcmp(c->figures[i].name, name))
 			return i;
 	return -1;
+}
+
+/* Whether a fit's n x n covariance (symmetric, diagonal >= 0) is positive
+ * semidefinite, to within CAL_PSD_TOLERANCE: false with a diagnostic at
+ * v (its covariance) when some combination of the figures would have a
+ * negative variance, which an interval's gᵀΣg would then be. Checked on
+ * the correlation matrix, whatever the figures' scales (their variances
+ * differ by 10^6 in a kernels fit); a pair first, whose correlation
+ * beyond ±1 says which figures. *oom true when out of memory. */
+static bool covariance_psd(const struct jv *v, const struct cal_fit *fit, bool *oom)
+{
+	const double *cov = fit->covariance;
+	int n = fit->n_figures;
+	double r[CAL_FIT_MAX_FIGURES * CAL_FIT_MAX_FIGURES], ev[CAL_FIT_MAX_FIGURES];
+	SL_ASSERT(n >= 1 && n <= CAL_FIT_MAX_FIGURES);
+	*oom = false;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			double si = sqrt(cov[i * n + i]), sj = sqrt(cov[j * n + j]), cij = cov[i * n + j];
+			if (fabs(cij) > si * sj * (1 + CAL_PSD_TOLERANCE)) {
+				jv_error(v, "the covariance is not positive semidefinite: %s and %s covary by "
+				         "%g, more in size than the product of their standard deviations, "
+				         "%.3g", fit->figures[i], fit->figures[j], cij, si * sj);
+				return false;
+			}
+			/* a figure of variance 0 is pinned: its row is 0 */
+			r[i * n + j] = si > 0 && sj > 0 ? cij / (si * sj) : i == j;
+		}
+	gsl_set_error_handler_off();
+	gsl_eigen_symm_workspace *w = gsl_eigen_symm_alloc((size_t)n);
+	if (!w) {
+		*oom = true;
+		return false;
+	}
+	gsl_matrix_view m = gsl_matrix_view_array(r, (size_t)n, (size_t)n);
+	gsl_vector_view e = gsl_vector_view_array(ev, (size_t)n);
+	int rc = gsl_eigen_symm(&m.matrix, &e.vector, w);
+	gsl_eigen_symm_free(w);
+	SL_ASSERT(rc == 0);  /* fails only for a matrix not square */
+	double least = INFINITY;
+	for (int i = 0; i < n; i++)
+		least = fmin(least, ev[i]);
+	if (least >= -CAL_PSD_TOLERANCE)
+		return true;
+	jv_error(v, "the covariance is not positive semidefinite: some combination of the "
+	         "figures would have a negative variance (its correlation matrix's least "
+	         "eigenvalue is %.3g)", least);
+	return false;
 }
 
 /* A training fit's "runs" (calruns.c): each count a range [lo, hi] of
@@ -366,9 +429,15 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 			jv_error(&v, "%lld folds of %lld points", (long long)folds, (long long)points);
 			ok = false;
 		}
-		ok = jv_req_number(&cv, "mape_pct", JR_NONNEG, &out->cv_mape_pct) && ok;
-		ok = jv_req_number(&cv, "rms_pct", JR_NONNEG, &out->cv_rms_pct) && ok;
-		ok = jv_opt_number(&cv, "log_rms", JR_NONNEG, NAN, &out->cv_log_rms) && ok;
+		/* Errors of up to 100 times the measured time (10^4 %), a log
+		 * spread up to 10 (a factor e^10 = 22026): past them a fit says
+		 * nothing, and its intervals overflow to "0-inf s". */
+		ok = jv_req_number(&cv, "mape_pct", JR_RANGE(0, CAL_MAX_ERROR_PCT),
+		                   &out->cv_mape_pct) && ok;
+		ok = jv_req_number(&cv, "rms_pct", JR_RANGE(0, CAL_MAX_ERROR_PCT),
+		                   &out->cv_rms_pct) && ok;
+		ok = jv_opt_number(&cv, "log_rms", JR_RANGE(0, CAL_MAX_LOG_RMS), NAN,
+		                   &out->cv_log_rms) && ok;
 	} else {
 		ok = false;
 	}
@@ -421,11 +490,31 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 			continue;
 		}
 		int j = 0;
-		for (bool m2 = jv_first(&row, &x); m2; m2 = jv_next(&row, &x), j++)
-			numbers = jv_number(&x, i == j ? JR_NONNEG : JR_ANY, &out->covariance[i * n + j]) &&
-			          numbers;
+		for (bool m2 = jv_first(&row, &x); m2; m2 = jv_next(&row, &x), j++) {
+			double *cij = &out->covariance[i * n + j];
+			if (!jv_number(&x, i == j ? JR_NONNEG : JR_ANY, cij)) {
+				numbers = false;
+				continue;
+			}
+			/* a spread wider than the parameter's whole range says
+			 * nothing of it (and 1e308 overflows the interval) */
+			int fi = i == j && out->figures[i] ? figure_index(c, out->figures[i]) : -1;
+			const char *tier;
+			if (fi < 0 || cost_cal_param_parse(a, out->figures[i], &tier) < 0)
+				continue;
+			const struct cal_figure *fg = &c->figures[fi];
+			double width = phys_hi[fg->param] - phys_lo[fg->param];
+			if (*cij > width * width) {
+				jv_error(&x, "a variance of %g (a standard deviation of %g) is wider than "
+				         "%s's whole range %s%g, %g]", *cij, sqrt(*cij), fg->name,
+				         phys_lo_open[fg->param] ? "(" : "[", phys_lo[fg->param],
+				         phys_hi[fg->param]);
+				numbers = false;
+			}
+		}
 	}
 	ok = numbers && ok;
+	bool symmetric = numbers;
 	for (int r = 0; numbers && r < n; r++)
 		for (int k = 0; k < r; k++) {
 			double p = out->covariance[r * n + k], q = out->covariance[k * n + r];
@@ -434,9 +523,15 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 				jv_at(&row, k, &x);
 				jv_error(&x, "the covariance is not symmetric: %g here, %g at [%d][%d]", p, q,
 				         k, r);
-				ok = false;
+				ok = symmetric = false;
 			}
 		}
+	bool oom;
+	if (symmetric && !covariance_psd(&v, out, &oom)) {
+		if (oom)
+			return false;
+		ok = false;
+	}
 	return ok;
 }
 
