@@ -1071,15 +1071,24 @@ void cost_interval_of(double center_s, double log_sd, double log_sd_figures, int
 {
 	*out = (struct cal_interval){.why = "fewer rows than figures + 1: no interval",
 	                             .center_s = center_s, .dof = dof};
-	if (dof < 1 || !isfinite(log_sd))
+	if (dof < 1)
+		return;
+	out->why = "the spread is not finite: no interval";
+	if (!isfinite(log_sd))
+		return;
+	double q = gsl_cdf_tdist_Pinv((1 + level) / 2, dof);
+	double lo = center_s * exp(-q * log_sd), hi = center_s * exp(q * log_sd);
+	/* "0-inf s" says nothing: a spread so wide is none */
+	out->why = "the spread overflows (wider than any time): no interval";
+	if (!(lo > 0) || !isfinite(hi))
 		return;
 	out->have = true;
 	out->why = NULL;
 	out->rel_sd = log_sd;
 	out->rel_sd_figures = log_sd_figures;
-	out->quantile = gsl_cdf_tdist_Pinv((1 + level) / 2, dof);
-	out->lo_s = center_s * exp(-out->quantile * log_sd);
-	out->hi_s = center_s * exp(out->quantile * log_sd);
+	out->quantile = q;
+	out->lo_s = lo;
+	out->hi_s = hi;
 }
 
 void cost_interval_at(const struct cal_interval *in, double center_s, struct cal_interval *out)
@@ -1159,10 +1168,16 @@ bool cost_calibration_interval(struct arena *a, const struct calibration *c, con
 	/* The residuals' spread in ln(predicted / measured), out of sample
 	 * (a file without it: the relative RMS, its first-order equal); its
 	 * degrees of freedom those of the fit's residuals, n - p. */
-	double fig = var > 0 ? sqrt(var) / t0 : 0;
+	/* below 0 only by rounding (the loader holds Σ to semidefinite); NaN
+	 * (an infinite covariance times a zero slope) is no spread, not 0 */
+	double fig = var > 0 || isnan(var) ? sqrt(var) / t0 : 0;
 	double res = isfinite(tf->cv_log_rms) ? tf->cv_log_rms : tf->cv_rms_pct / 100;
-	cost_interval_of(t0, sqrt(fig * fig + res * res), fig, tf->points - tf->n_figures,
-	                 CAL_INTERVAL_LEVEL, out);
+	int dof = tf->points - tf->n_figures;
+	cost_interval_of(t0, sqrt(fig * fig + res * res), fig, dof, CAL_INTERVAL_LEVEL, out);
+	if (dof >= 1 && !out->have && !isfinite(fig))
+		out->why = "the figures' covariance gives no finite spread for this plan: no interval";
+	else if (dof >= 1 && !out->have && !isfinite(res))
+		out->why = "the fit's residual spread is not finite: no interval";
 	mark_outside(out, &tf->runs, &pt);  /* cost_interval_of starts afresh */
 	return true;
 }

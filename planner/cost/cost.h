@@ -486,8 +486,9 @@ bool cost_graph_has_moe(const struct graph *g);
  * is as wide as a few rows warrant. */
 #define CAL_INTERVAL_LEVEL 0.9
 struct cal_interval {
-	bool have;                   /* false: no training fit, too few rows, or the
-	                                figures' estimate failed; then only `why` */
+	bool have;                   /* false: no training fit, too few rows, the
+	                                figures' estimate failed or the spread is not
+	                                finite; then only `why` */
 	const char *why;
 	double rel_sd;               /* standard deviation of ln(time) (relative, to first order) */
 	double rel_sd_figures;       /* of it, the figures' covariance's part */
@@ -503,8 +504,9 @@ struct cal_interval {
 };
 /* The lognormal interval of spread `log_sd` (ln scale) with `dof` degrees
  * of freedom around center_s at `level` (0.9: 90%): center x exp(± q
- * log_sd), q = Student's t quantile of (1 + level) / 2. dof < 1: no
- * interval (out->have false). */
+ * log_sd), q = Student's t quantile of (1 + level) / 2. dof < 1, a
+ * log_sd not finite, or one so wide that the bounds overflow (0 or
+ * infinite): no interval (out->have false, out->why says which). */
 void cost_interval_of(double center_s, double log_sd, double log_sd_figures, int dof,
                       double level, struct cal_interval *out);
 /* The plan's topology must be the calibrated one (c applied). False only

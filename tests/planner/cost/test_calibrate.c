@@ -1506,6 +1506,48 @@ Test(calibrate, interval_quantiles_by_degrees_of_freedom)
 	within(iv.lo_s * iv.hi_s, 9.0, 1e-9, "symmetric in ln t around 3 s");
 }
 
+/* A spread with no finite interval says so, not that rows are too few
+ * (that is for dof < 1 alone): an infinite one, and one whose bounds
+ * overflow: t(0.95, 5) = 2.015048 x 400 = 806 is past ln(DBL_MAX) = 709.8,
+ * e^806 infinite and e^-806 below the least double. */
+Test(calibrate, interval_not_finite_says_why)
+{
+	struct cal_interval iv;
+	cost_interval_of(1.0, INFINITY, 0, 5, 0.9, &iv);
+	cr_assert(!iv.have);
+	cr_assert_str_eq(iv.why, "the spread is not finite: no interval");
+	cost_interval_of(1.0, 400, 0, 5, 0.9, &iv);
+	cr_assert(!iv.have);
+	cr_assert_str_eq(iv.why, "the spread overflows (wider than any time): no interval");
+	cost_interval_of(1.0, 300, 0, 5, 0.9, &iv);  /* e^604.5: 1e262, still a double */
+	cr_assert(iv.have && isfinite(iv.hi_s) && iv.lo_s > 0);
+	cost_interval_of(1.0, INFINITY, 0, 0, 0.9, &iv);
+	cr_assert_str_eq(iv.why, "fewer rows than figures + 1: no interval");
+}
+
+/* The same through a calibration (the loader refuses such files: these
+ * are set after it): an infinite covariance names the figures, an
+ * infinite residual spread (rms_pct, log_rms absent) the fit. */
+Test(calibrate, interval_of_an_infinite_spread_names_its_source)
+{
+	const struct plan *p = interval_plan("0.01", "0.0001", "0.04");
+	struct calibration *c = (struct calibration *)p->scenario->topo->calibration;
+	struct cal_fit *f = (struct cal_fit *)cost_calibration_training_fit(c);
+	cr_assert_not_null(f);
+	struct cal_interval iv;
+	f->covariance[0] = INFINITY;
+	cr_assert(cost_calibration_interval(A, c, p, &iv));
+	cr_assert(!iv.have);
+	cr_assert_str_eq(iv.why,
+	                 "the figures' covariance gives no finite spread for this plan: no interval");
+	f->covariance[0] = 0.0001;
+	f->cv_log_rms = NAN;  /* absent: rms_pct / 100 stands for it */
+	f->cv_rms_pct = INFINITY;
+	cr_assert(cost_calibration_interval(A, c, p, &iv));
+	cr_assert(!iv.have);
+	cr_assert_str_eq(iv.why, "the fit's residual spread is not finite: no interval");
+}
+
 /* Without a training fit there is no interval, and the output says why. */
 Test(calibrate, no_interval_without_a_training_fit)
 {
