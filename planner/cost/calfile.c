@@ -258,6 +258,15 @@ static int figure_index(const struct calibration *c, const char *name)
 	return -1;
 }
 
+/* Where the fit lists the figure named name; -1 when it does not. */
+static int fit_lists(const struct cal_fit *f, const char *name)
+{
+	for (int i = 0; i < f->n_figures; i++)
+		if (f->figures[i] && !strcmp(f->figures[i], name))
+			return i;
+	return -1;
+}
+
 /* Whether a fit's n x n covariance (symmetric, diagonal >= 0) is positive
  * semidefinite, to within CAL_PSD_TOLERANCE: false with a diagnostic at
  * v (its covariance) when some combination of the figures would have a
@@ -475,7 +484,13 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 			continue;
 		}
 		out->figures[i] = arena_strdup(a, name);
-		if (figure_index(c, name) < 0) {
+		int twice = 0;
+		while (twice < i && !(out->figures[twice] && !strcmp(out->figures[twice], name)))
+			twice++;
+		if (twice < i) {  /* its row of the covariance would be given twice */
+			jv_error(&e, "\"%s\" is named twice (first at figures[%d])", name, twice);
+			ok = false;
+		} else if (figure_index(c, name) < 0) {
 			jv_error(&e, "no figure is named \"%s\"", name);
 			ok = false;
 		}
@@ -617,20 +632,67 @@ struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *
 		if (!c->fits)
 			return NULL;
 		i = 0;
-		for (bool more = jv_first(&fits, &e); more; more = jv_next(&fits, &e), i++)
+		int dense = -1, moe = -1;
+		for (bool more = jv_first(&fits, &e); more; more = jv_next(&fits, &e), i++) {
 			ok = read_fit(a, c, &e, &c->fits[i]) && ok;
+			const struct cal_fit *f = &c->fits[i];
+			struct jv v;
+			/* a figure's "fit" names one */
+			for (int j = 0; f->name && j < i; j++)
+				if (c->fits[j].name && !strcmp(c->fits[j].name, f->name)) {
+					jv_get(&e, "name", &v);
+					jv_error(&v, "the fit \"%s\" is given twice (first in fits[%d]): one "
+					         "name per fit", f->name, j);
+					ok = false;
+					break;
+				}
+			/* An interval takes its residual spread from one training
+			 * fit (a MoE model's from the fit of its MoE figure): a
+			 * second would be silently ignored. */
+			if (!f->kind || strcmp(f->kind, "training"))
+				continue;
+			bool moe_only = f->n_figures == 1 && f->figures[0] &&
+			                !strcmp(f->figures[0], "train.moe_overhead_us");
+			int *first = moe_only ? &moe : &dense;
+			if (*first < 0) {
+				*first = i;
+				continue;
+			}
+			jv_get(&e, "kind", &v);
+			jv_error(&v, "%s (the first is fits[%d]): a calibration holds one training fit "
+			         "and one of train.moe_overhead_us alone", moe_only ?
+			         "a second training fit of train.moe_overhead_us alone" :
+			         "a second training fit", *first);
+			ok = false;
+		}
 	}
-	/* A figure's fit is one of the file's. */
+	/* A figure's fit is one of the file's, and lists it; no other fit does. */
 	for (i = 0; i < c->n_figures; i++) {
 		const struct cal_figure *f = &c->figures[i];
 		int k = 0;
 		while (f->fit && k < c->n_fits && (!c->fits[k].name || strcmp(c->fits[k].name, f->fit)))
 			k++;
+		struct jv fe, v;
+		jv_at(&figs, i, &fe);
 		if (f->fit && k == c->n_fits) {
-			struct jv fe, v;
-			jv_at(&figs, i, &fe);
 			jv_get(&fe, "fit", &v);
 			jv_error(&v, "no fit is named \"%s\"", f->fit);
+			ok = false;
+		} else if (f->fit && c->fits[k].n_figures > 0 && fit_lists(&c->fits[k], f->name) < 0) {
+			jv_get(&fe, "fit", &v);
+			jv_error(&v, "the fit \"%s\" (fits[%d]) does not list %s", f->fit, k, f->name);
+			ok = false;
+		}
+		for (int j = 0; f->fit && f->name && j < c->n_fits; j++) {
+			int m = fit_lists(&c->fits[j], f->name);
+			if (j == k || m < 0)
+				continue;
+			struct jv fj, arr, x;
+			jv_at(&fits, j, &fj);
+			jv_get(&fj, "figures", &arr);
+			jv_at(&arr, m, &x);
+			jv_error(&x, "%s is of the fit \"%s\" (figures[%d].fit), not of this one",
+			         f->name, f->fit, i);
 			ok = false;
 		}
 	}
