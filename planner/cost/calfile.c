@@ -550,6 +550,52 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 	return ok;
 }
 
+/* Each training ratio against the device or link figures the file itself
+ * carries: a GEMM ratio at most 1 / device.matmul_efficiency, the NICs'
+ * at most 1 / nic.efficiency, the links' at most 1 / every link's
+ * efficiency (cost_cal_train_cap's caps, which applying the file checks
+ * again on the topology, whose FP8 rate or other links may lower them).
+ * False with a diagnostic at the ratio's value. */
+/* What a training ratio over its cap would run too fast, by param from
+ * CAL_TRAIN_GEMM_EFFICIENCY. */
+static const char *const ratio_what[] = {"GEMMs", "links", NULL, "the NICs"};
+_Static_assert(CAL_TRAIN_NIC_EFFICIENCY - CAL_TRAIN_GEMM_EFFICIENCY == 3 &&
+               CAL_TRAIN_COMM_EFFICIENCY - CAL_TRAIN_GEMM_EFFICIENCY == 1,
+               "ratio_what out of step");
+
+static bool ratios_physical(const struct calibration *c, const struct jv *figs)
+{
+	bool ok = true;
+	for (int i = 0; i < c->n_figures; i++) {
+		const struct cal_figure *f = &c->figures[i];
+		enum cal_param p = f->param;
+		if (p != CAL_TRAIN_GEMM_EFFICIENCY && p != CAL_TRAIN_COMM_EFFICIENCY &&
+		    p != CAL_TRAIN_NIC_EFFICIENCY)
+			continue;
+		int k = -1;
+		for (int j = 0; j < c->n_figures; j++) {
+			const struct cal_figure *d = &c->figures[j];
+			bool caps = p == CAL_TRAIN_GEMM_EFFICIENCY ? d->param == CAL_MATMUL_EFFICIENCY
+			            : p == CAL_TRAIN_NIC_EFFICIENCY ? d->param == CAL_NIC_EFFICIENCY
+			            : d->param == CAL_NIC_EFFICIENCY || d->param == CAL_TIER_EFFICIENCY;
+			if (caps && (k < 0 || d->value > c->figures[k].value))
+				k = j;  /* the tightest cap */
+		}
+		const struct cal_figure *d = k >= 0 ? &c->figures[k] : NULL;
+		if (!d || !(f->value * d->value > 1 + 1e-12))
+			continue;
+		struct jv fe, v;
+		jv_at(figs, i, &fe);
+		jv_get(&fe, "value", &v);
+		jv_error(&v, "%s %.4g is above its physical cap, 1 / %s %.4g (figures[%d]) = %.4g: "
+		         "%s at %.3g times %s", f->name, f->value, d->name, d->value, k, 1 / d->value,
+		         ratio_what[p - CAL_TRAIN_GEMM_EFFICIENCY], f->value * d->value,
+		         p == CAL_TRAIN_GEMM_EFFICIENCY ? "the device's peak" : "their line rate");
+		ok = false;
+	}
+	return ok;
+}
+
 /* "also_for": the device kinds besides "device" that the figures hold for,
  * each named once; it needs "device". */
 static bool read_also_for(struct arena *a, const struct jv *root, struct calibration *c)
@@ -696,6 +742,9 @@ struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *
 			ok = false;
 		}
 	}
+	/* on figures read whole: a bad name's param is a stand-in */
+	if (ok && doc->diags->errors == before)
+		ok = ratios_physical(c, &figs);
 	return ok && doc->diags->errors == before ? c : NULL;
 }
 
@@ -908,8 +957,30 @@ bool cost_calibration_apply(const struct calibration *c, struct topology *t,
 	}
 	if (!ok)
 		return false;
+	/* The training ratios against their caps on this topology with the
+	 * file's own figures set (calibrate --runs fits and --transfer
+	 * carries them under the same caps): a GEMM ratio over 1 /
+	 * matmul_efficiency would run GEMMs above the device's peak. */
+	struct topology probe = *t;
 	for (int i = 0; i < c->n_figures; i++)
-		cost_cal_set(t, c->figures[i].param, c->figures[i].tier, c->figures[i].value);
+		cost_cal_set(&probe, c->figures[i].param, c->figures[i].tier, c->figures[i].value);
+	for (int i = 0; i < c->n_figures; i++) {
+		const struct cal_figure *f = &c->figures[i];
+		double cap = cost_cal_train_cap(&probe, f->param);
+		if (!(f->value > cap * (1 + 1e-12)))
+			continue;
+		char path[32];
+		snprintf(path, sizeof path, "figures[%d].value", i);
+		diag_add(diags, DIAG_ERROR, c->file, f->line, path,
+		         "%s %.4g is above its physical cap on the %s of %s, %.4g: %s at %.3g times "
+		         "%s", f->name, f->value, t->device.kind ? t->device.kind : "device", t->name,
+		         cap, ratio_what[f->param - CAL_TRAIN_GEMM_EFFICIENCY], f->value / cap,
+		         f->param == CAL_TRAIN_GEMM_EFFICIENCY ? "the device's peak" : "their line rate");
+		ok = false;
+	}
+	if (!ok)
+		return false;
+	*t = probe;
 	t->calibration = c;
 	return true;
 }

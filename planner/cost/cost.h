@@ -417,7 +417,9 @@ struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *
  * rescales the achievable bandwidth from the line rate). False, with a
  * diagnostic at the figure, when the topology has no such tier, is of
  * another device kind than the calibration's, or has no NICs for a nic
- * figure; the topology is then unchanged. */
+ * figure, or when a training ratio is above its cap on t with the file's
+ * figures set (cost_cal_train_cap, at the figure's value); the topology
+ * is then unchanged. */
 bool cost_calibration_apply(const struct calibration *c, struct topology *t,
                             struct diag_list *diags);
 /* Whether c holds for a device of the kind: its own, one of also_for, or
