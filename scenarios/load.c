@@ -86,10 +86,12 @@ static struct graph *load_hf_model(struct loader *L, const struct jv *v)
 		return NULL;
 	const char *path = util_path_join(L->a, L->dir, rel);
 	L->s->model_file = path;
-	size_t before = L->diags->errors;
+	size_t before = L->diags->errors, at = L->diags->count;
 	struct graph *g = path ? graph_hf_load(L->a, path, seq, mb, L->diags) : NULL;
+	jv_get(v, "hf_config", &f);
 	if (!g && L->diags->errors == before)
-		jv_get(v, "hf_config", &f), jv_error(&f, "cannot load the Hugging Face config \"%s\"", rel);
+		jv_error(&f, "cannot load the Hugging Face config \"%s\"", rel);
+	jv_named_here(&f, at);
 	if (g && gate_up && g->gen && !model_gen_uses(g->gen->kind, "fused_gate_up")) {
 		jv_get(v, "fused_gate_up", &f);
 		jv_error(&f, "the config is read as a \"%s\" generator, whose MLP has no gate "
@@ -126,10 +128,11 @@ static struct graph *load_model(struct loader *L, const struct jv *v)
 			return NULL;
 		const char *path = util_path_join(L->a, L->dir, rel);
 		L->s->model_file = path;
-		size_t before = L->diags->errors;
+		size_t before = L->diags->errors, at = L->diags->count;
 		struct graph *g = path ? graph_load(L->a, path, L->diags) : NULL;
 		if (!g && L->diags->errors == before)
 			jv_error(v, "cannot load the model \"%s\"", rel);
+		jv_named_here(v, at);
 		return g;
 	}
 	if (v->node && cJSON_IsObject(v->node) &&
@@ -150,10 +153,11 @@ static struct topology *load_topology(struct loader *L, const struct jv *v)
 		return NULL;
 	const char *path = util_path_join(L->a, L->dir, rel);
 	L->s->topology_file = path;
-	size_t before = L->diags->errors;
+	size_t before = L->diags->errors, at = L->diags->count;
 	struct topology *t = path ? topo_load(L->a, path, L->diags) : NULL;
 	if (!t && L->diags->errors == before)
 		jv_error(v, "cannot load the topology \"%s\"", rel);
+	jv_named_here(v, at);
 	return t;
 }
 

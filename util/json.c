@@ -480,6 +480,19 @@ void jv_note(const struct jv *v, const char *fmt, ...)
 	va_end(ap);
 }
 
+void jv_named_here(const struct jv *v, size_t from)
+{
+	const struct diag_list *d = v->doc->diags;
+	for (size_t i = from; i < d->count; i++) {
+		const struct diag *g = &d->items[i];
+		if (g->severity == DIAG_ERROR && g->file && v->doc->file &&
+		    strcmp(g->file, v->doc->file)) {
+			jv_note(v, "the file named here");
+			return;
+		}
+	}
+}
+
 const char *jv_describe(const struct jv *v, char *buf, size_t size)
 {
 	const cJSON *n = v->node;

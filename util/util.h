@@ -240,6 +240,10 @@ void jv_note(const struct jv *v, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)))
 #endif
 	;
+/* After loading the file the string v names: when that added errors in
+ * another file than v's (the diagnostics from item `from` on), a note at
+ * v, so that "x.json: cannot read the file" says which reference it was. */
+void jv_named_here(const struct jv *v, size_t from);
 
 /* Checks `obj` is an object whose keys are all in `allowed` (NULL-ended);
  * reports each unknown key (with a suggestion when one is close) and each

@@ -192,10 +192,11 @@ static struct scenario *row_scenario(struct vloader *L, const struct jv *v, cons
 		if (!jv_string(v, &rel))
 			return NULL;
 		const char *path = util_path_join(L->a, L->dir, rel);
-		size_t before = L->diags->errors;
+		size_t before = L->diags->errors, at = L->diags->count;
 		struct scenario *s = path ? scenario_load(L->a, path, L->diags) : NULL;
 		if (!s && L->diags->errors == before)
 			jv_error(v, "cannot load the scenario \"%s\"", rel);
+		jv_named_here(v, at);
 		return s;
 	}
 	if (v->node && cJSON_IsObject(v->node))
@@ -477,10 +478,11 @@ static bool read_collective_row(struct vloader *L, const struct jv *row,
 		const char *rel;
 		if (jv_string(&v, &rel)) {
 			const char *path = util_path_join(L->a, L->dir, rel);
-			size_t before = L->diags->errors;
+			size_t before = L->diags->errors, at = L->diags->count;
 			r->topo = path ? topo_load(L->a, path, L->diags) : NULL;
 			if (!r->topo && L->diags->errors == before)
 				jv_error(&v, "cannot load the topology \"%s\"", rel);
+			jv_named_here(&v, at);
 		}
 	}
 	ok = r->topo && ok;
