@@ -993,7 +993,7 @@ static int calibrate_bench(struct arena *ar, const struct args *a, struct diag_l
 		return EXIT_INVALID;
 	int ranks = a->ranks > 0 ? (int)a->ranks : t->ranks;
 	if (a->ranks > 0 && t->ranks > 0 && a->ranks != t->ranks) {
-		diag_add(d, DIAG_ERROR, t->file, 0, NULL,
+		diag_add(d, DIAG_ERROR, t->file, t->ranks_line, NULL,
 		         "the table lists %d ranks, --ranks says %lld", t->ranks, (long long)a->ranks);
 		return EXIT_INVALID;
 	}

@@ -296,7 +296,7 @@ struct bench_table *cost_bench_parse(struct arena *a, const char *file, const ch
 	size_t at = 0, before = diags->errors;
 	char buf[BENCH_MAX_LINE];
 	char *tok[BENCH_MAX_TOKENS];
-	int line = 0, ranks = 0, time_col = -1, empty = 0, empty_line = 0;
+	int line = 0, ranks = 0, ranks_line = 0, time_col = -1, empty = 0, empty_line = 0;
 	bool header = false, count_wrong = true;
 	while (next_line(text, len, &at, buf, sizeof buf)) {
 		line++;
@@ -311,8 +311,10 @@ struct bench_table *cost_bench_parse(struct arena *a, const char *file, const ch
 		}
 		if (*s == '#') {
 			int n = tokens(s + 1, tok, BENCH_MAX_TOKENS, " \t");
-			if (!header && n > 0 && !strcmp(tok[0], "Rank"))
+			if (!header && n > 0 && !strcmp(tok[0], "Rank")) {
 				ranks++;
+				ranks_line = line;
+			}
 			for (int i = 0; !header && i + 2 < n; i++)
 				if (!strcmp(tok[0], "size") && !strcmp(tok[i], "time") &&
 				    !strcmp(tok[i + 1], "algbw") && !strcmp(tok[i + 2], "busbw")) {
@@ -373,7 +375,8 @@ struct bench_table *cost_bench_parse(struct arena *a, const char *file, const ch
 		return NULL;
 	}
 	*t = (struct bench_table){.file = arena_strdup(a, file), .tool = (enum bench_tool)tool,
-	                          .ranks = ranks, .n_points = n, .points = r.pts};
+	                          .ranks = ranks, .ranks_line = ranks_line, .n_points = n,
+	                          .points = r.pts};
 	return t;
 }
 

@@ -539,6 +539,7 @@ struct bench_table {
 	const char *file;
 	enum bench_tool tool;
 	int ranks;                   /* nccl-tests: its "# Rank" lines; 0 when not printed */
+	int ranks_line;              /* the last of them, for diagnostics */
 	int n_points;
 	struct bench_point *points;  /* by size, ascending; a size printed twice (several
 	                                processes, repeated runs): its slowest time */

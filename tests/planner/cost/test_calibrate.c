@@ -876,6 +876,7 @@ Test(calibrate, nccl_tests_read_as_printed)
 	struct bench_table *t = cost_bench_parse(A, "n.txt", text, sizeof text - 1, &D);
 	cr_assert_not_null(t);
 	cr_assert_eq(t->ranks, 2);
+	cr_assert_eq(t->ranks_line, 3, "the last \"# Rank\" line, for --ranks' diagnostic");
 	cr_assert_eq(t->n_points, 2, "8 printed twice is one size");
 	cr_assert_eq(t->points[0].bytes, 8);
 	within(t->points[0].seconds, 13.50e-6, 1e-12, "the slower of the two 8-byte rows");
