@@ -550,12 +550,6 @@ static bool read_fit(struct arena *a, const struct calibration *c, const struct 
 	return ok;
 }
 
-/* Each training ratio against the device or link figures the file itself
- * carries: a GEMM ratio at most 1 / device.matmul_efficiency, the NICs'
- * at most 1 / nic.efficiency, the links' at most 1 / every link's
- * efficiency (cost_cal_train_cap's caps, which applying the file checks
- * again on the topology, whose FP8 rate or other links may lower them).
- * False with a diagnostic at the ratio's value. */
 /* What a training ratio over its cap would run too fast, by param from
  * CAL_TRAIN_GEMM_EFFICIENCY. */
 static const char *const ratio_what[] = {"GEMMs", "links", NULL, "the NICs"};
@@ -563,6 +557,12 @@ _Static_assert(CAL_TRAIN_NIC_EFFICIENCY - CAL_TRAIN_GEMM_EFFICIENCY == 3 &&
                CAL_TRAIN_COMM_EFFICIENCY - CAL_TRAIN_GEMM_EFFICIENCY == 1,
                "ratio_what out of step");
 
+/* Each training ratio against the device or link figures the file itself
+ * carries: a GEMM ratio at most 1 / device.matmul_efficiency, the NICs'
+ * at most 1 / nic.efficiency, the links' at most 1 / every link's
+ * efficiency (cost_cal_train_cap's caps, which applying the file checks
+ * again on the topology, whose FP8 rate or other links may lower them).
+ * False with a diagnostic at the ratio's value. */
 static bool ratios_physical(const struct calibration *c, const struct jv *figs)
 {
 	bool ok = true;
