@@ -261,6 +261,8 @@ static int figure_index(const struct calibration *c, const char *name)
 /* Where the fit lists the figure named name; -1 when it does not. */
 static int fit_lists(const struct cal_fit *f, const char *name)
 {
+	if (!name)  /* a figure whose name was refused */
+		return -1;
 	for (int i = 0; i < f->n_figures; i++)
 		if (f->figures[i] && !strcmp(f->figures[i], name))
 			return i;
@@ -724,7 +726,8 @@ struct calibration *cost_calibration_load_doc(struct arena *a, struct json_doc *
 			jv_get(&fe, "fit", &v);
 			jv_error(&v, "no fit is named \"%s\"", f->fit);
 			ok = false;
-		} else if (f->fit && c->fits[k].n_figures > 0 && fit_lists(&c->fits[k], f->name) < 0) {
+		} else if (f->fit && f->name && c->fits[k].n_figures > 0 &&
+		           fit_lists(&c->fits[k], f->name) < 0) {
 			jv_get(&fe, "fit", &v);
 			jv_error(&v, "the fit \"%s\" (fits[%d]) does not list %s", f->fit, k, f->name);
 			ok = false;
