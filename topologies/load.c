@@ -696,10 +696,11 @@ static void read_doc(struct arena *a, struct json_doc *doc, struct topology *t, 
 	                                   "base",   "device",  "server", "cluster",     "calibration",
 	                                   NULL};
 	struct jv root, dv, cv;
-	if (!jv_root(doc, &root))
+	/* another kind of file, or a version this does not read: its keys
+	 * would only add errors that say the same (as every other loader) */
+	if (!jv_root(doc, &root) || !jv_header(&root, TOPO_FORMAT, TOPO_VERSION))
 		return;
 	jv_keys(&root, keys);
-	jv_header(&root, TOPO_FORMAT, TOPO_VERSION);
 	t->name = req_string(a, &root, "name");
 	t->source = req_string(a, &root, "source");
 	if (jv_get(&root, "description", &dv))
