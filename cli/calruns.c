@@ -570,7 +570,7 @@ int calibrate_runs(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *const inputs[] = {r.runs, r.base};
-	if (cli_out_overwrites(r.out, inputs, 2)) {
+	if (cli_out_overwrites("calibrate", r.out, inputs, 2)) {
 		arena_free(ar);
 		return EXIT_USAGE;
 	}

@@ -277,7 +277,7 @@ int calibrate_transfer(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *const inputs[] = {r.from, r.topology, r.base};
-	if (cli_out_overwrites(r.out, inputs, 3))
+	if (cli_out_overwrites("calibrate", r.out, inputs, 3))
 		return EXIT_USAGE;
 	struct arena *ar = arena_new();
 	if (!ar) {

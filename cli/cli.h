@@ -22,10 +22,10 @@ int cmd_calibrate(int argc, char **argv);
  * message on stderr). */
 const char *cli_calibration_name(struct arena *ar, const char *out);
 bool cli_calibration_write(const char *path, const struct calibration *c);
-/* --out names one of the n inputs (the same file, by device and inode,
- * whatever the path): true after a message; the command refuses rather
- * than replace its own input with the calibration. */
-bool cli_out_overwrites(const char *out, const char *const *inputs, int n);
+/* cmd's --out names one of the n inputs (the same file, by device and
+ * inode, whatever the path): true after a message; the command refuses
+ * rather than replace its own input with what it writes. */
+bool cli_out_overwrites(const char *cmd, const char *out, const char *const *inputs, int n);
 /* calruns.c: `calibrate --runs` (its usage, then the command). */
 void calibrate_runs_help(FILE *f);
 int calibrate_runs(int argc, char **argv);

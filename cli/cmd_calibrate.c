@@ -1104,7 +1104,7 @@ int cmd_calibrate(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *const inputs[] = {args.table, args.topology};
-	if (cli_out_overwrites(args.out, inputs, 2))
+	if (cli_out_overwrites("calibrate", args.out, inputs, 2))
 		return EXIT_USAGE;
 	struct diag_list d;
 	diag_list_init(&d);

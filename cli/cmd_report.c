@@ -64,7 +64,8 @@ static void help(FILE *f)
 	        "the directory with the page).\n"
 	        "\n"
 	        "options:\n"
-	        "  --out FILE        the page to write (required); replaced atomically\n"
+	        "  --out FILE        the page to write (required); replaced atomically,\n"
+	        "                    refused when it names the scenario, study or database\n"
 	        "  --planner NAME    propagate, recursive, data-parallel, megatron or\n"
 	        "                    megatron-search; repeat it to draw several plans\n"
 	        "                    (default: the scenario's first planner)\n"
@@ -547,6 +548,9 @@ int cmd_report(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc != EXIT_OK)
 		return rc;
+	const char *const inputs[] = {a.file, a.db};
+	if (cli_out_overwrites("report", a.out, inputs, 2))
+		return EXIT_USAGE;
 	if (is_study(a.file)) {
 		if (a.simulate || a.n_planners || a.plan.named) {
 			fprintf(stderr, "shardlab report: a study's page takes --db and --out only\n");

@@ -123,7 +123,7 @@ int cli_valued_option(int argc, char **argv, int *i, const char *const *names, s
 	return (int)k;
 }
 
-bool cli_out_overwrites(const char *out, const char *const *inputs, int n)
+bool cli_out_overwrites(const char *cmd, const char *out, const char *const *inputs, int n)
 {
 	struct stat o, in;
 	if (!out || stat(out, &o) != 0)
@@ -131,8 +131,8 @@ bool cli_out_overwrites(const char *out, const char *const *inputs, int n)
 	for (int i = 0; i < n; i++)
 		if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == o.st_dev &&
 		    in.st_ino == o.st_ino) {
-			fprintf(stderr, "shardlab calibrate: --out %s is the input %s: write the "
-			        "calibration to another file\n", out, inputs[i]);
+			fprintf(stderr, "shardlab %s: --out %s is the input %s: write to another "
+			        "file\n", cmd, out, inputs[i]);
 			return true;
 		}
 	return false;

@@ -172,6 +172,33 @@ static char *figure_of(const char *dom, const char *id)
 	return strndup(a, (size_t)(b - a));
 }
 
+/* --out naming the page's own input (by another path) is refused before
+ * anything is read or written: the input stays as it was. The copy's
+ * relative model path no longer resolves, so a report that went ahead
+ * would fail to load it and write nothing either. */
+Test(report, out_onto_its_input_is_refused)
+{
+	char tmp[] = "/tmp/shardlab-rout-XXXXXX", in[64], args[256];
+	cr_assert_not_null(mkdtemp(tmp));
+	snprintf(in, sizeof in, "%s/s.json", tmp);
+	FILE *f = fopen(in, "w");
+	cr_assert(f && fputs("{}\n", f) >= 0 && fclose(f) == 0);
+	snprintf(args, sizeof args, "report %s --out %s/./s.json", in, tmp);
+	struct cli_run r = fixture_shardlab(args, true);
+	cr_expect_eq(r.status, 2, "%s", r.out);
+	cr_expect(strstr(r.out, "shardlab report: --out ") && strstr(r.out, "is the input "),
+	          "%s", r.out);
+	free(r.out);
+	char back[8] = {0};
+	f = fopen(in, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(back, 1, sizeof back - 1, f);
+	fclose(f);
+	cr_expect(n == 3 && !strcmp(back, "{}\n"), "the input is as it was: %s", back);
+	remove(in);
+	rmdir(tmp);
+}
+
 /* Teaching page 1 (docs/report.md): seed 000's FFN planned by
  * propagation and by the recursive search. The scenario runs on 8
  * Ascend 910 of one Atlas 800: each plan's mesh has 8 cells. */

@@ -785,8 +785,8 @@ Test(calibrate, cli_usage)
 			         "%s/./in.json", dir, dir);
 		r = fixture_shardlab(args, true);
 		cr_expect_eq(r.status, 2, "%s: %d\n%s", args, r.status, r.out);
-		cr_expect(strstr(r.out, "is the input ") && strstr(r.out, "/in.json: write the "
-		                                                  "calibration to another file"),
+		cr_expect(strstr(r.out, "is the input ") && strstr(r.out, "/in.json: write to "
+		                                                  "another file"),
 		          "%s:\n%s", args, r.out);
 		free(r.out);
 	}
